@@ -1,0 +1,145 @@
+/**
+ * Typed errors. Every KilnError has a stable `code` and a `hint` telling the user how to fix it.
+ * `KilnError.isInstance(x)` works across two installed copies of @kiln/core (it checks a
+ * Symbol.for marker, not the prototype chain).
+ */
+const KILN_ERROR_MARKER = Symbol.for('kiln.error');
+
+/** Stable machine-readable error codes. */
+export type KilnErrorCode =
+  | 'KILN_ERROR'
+  | 'SHAPE_MISMATCH'
+  | 'DTYPE_MISMATCH'
+  | 'INVALID_ARGUMENT'
+  | 'BACKEND_UNAVAILABLE'
+  | 'BACKEND_API_VERSION'
+  | 'UNSUPPORTED_KERNEL'
+  | 'OUT_OF_MEMORY'
+  | 'DISPOSED_TENSOR'
+  | 'CONFIG_ERROR'
+  | 'DATA_ERROR'
+  | 'CHECKPOINT_ERROR';
+
+/** Options shared by every KilnError constructor. */
+export interface KilnErrorOptions {
+  /** How to fix it, as a sentence. */
+  hint?: string;
+  /** The underlying error, if any. */
+  cause?: unknown;
+}
+
+/** Base class of every error kiln throws on purpose. */
+export class KilnError extends Error {
+  /** Stable code for programs. */
+  readonly code: KilnErrorCode;
+  /** How to fix it. */
+  readonly hint: string | undefined;
+  private readonly [KILN_ERROR_MARKER] = true;
+
+  constructor(message: string, code: KilnErrorCode = 'KILN_ERROR', options: KilnErrorOptions = {}) {
+    super(options.hint ? `${message}\n  hint: ${options.hint}` : message, { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.hint = options.hint;
+  }
+
+  /** True for any KilnError, including one thrown by another copy of @kiln/core. */
+  static isInstance(value: unknown): value is KilnError {
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[KILN_ERROR_MARKER] === true;
+  }
+}
+
+/** Shapes that do not fit the operation (broadcasting, matmul inner dims, reshape sizes…). */
+export class ShapeError extends KilnError {
+  constructor(message: string, options: KilnErrorOptions = {}) {
+    super(message, 'SHAPE_MISMATCH', options);
+  }
+}
+
+/** A dtype the operation does not accept, or two dtypes that do not match. */
+export class DTypeError extends KilnError {
+  constructor(message: string, options: KilnErrorOptions = {}) {
+    super(message, 'DTYPE_MISMATCH', options);
+  }
+}
+
+/** An argument out of range or of the wrong kind (axis, index, option value…). */
+export class InvalidArgumentError extends KilnError {
+  constructor(message: string, options: KilnErrorOptions = {}) {
+    super(message, 'INVALID_ARGUMENT', options);
+  }
+}
+
+/** One backend attempt recorded during resolution. */
+export interface BackendAttempt {
+  /** Backend name. */
+  name: string;
+  /** Why it was not used. */
+  reason: string;
+}
+
+/** No requested backend could be used; lists every backend tried and why. */
+export class BackendUnavailableError extends KilnError {
+  /** Every backend considered, with the reason it was not used. */
+  readonly attempts: readonly BackendAttempt[];
+  constructor(message: string, attempts: readonly BackendAttempt[] = [], options: KilnErrorOptions = {}) {
+    const detail = attempts.map((attempt) => `\n  - ${attempt.name}: ${attempt.reason}`).join('');
+    super(message + detail, 'BACKEND_UNAVAILABLE', options);
+    this.attempts = attempts;
+  }
+}
+
+/** A plugin built against another KernelBackend interface version. */
+export class BackendApiVersionError extends KilnError {
+  constructor(message: string, options: KilnErrorOptions = {}) {
+    super(message, 'BACKEND_API_VERSION', options);
+  }
+}
+
+/** The backend has no kernel for this (kernel, dtype) and the fallback policy forbids composing one. */
+export class UnsupportedKernelError extends KilnError {
+  constructor(message: string, options: KilnErrorOptions = {}) {
+    super(message, 'UNSUPPORTED_KERNEL', options);
+  }
+}
+
+/** The device could not allocate memory. */
+export class OutOfMemoryError extends KilnError {
+  /** Bytes the failed allocation asked for. */
+  readonly requestedBytes: number;
+  constructor(message: string, requestedBytes: number, options: KilnErrorOptions = {}) {
+    super(message, 'OUT_OF_MEMORY', {
+      hint: options.hint ?? 'Reduce the batch size or model size, or free tensors you no longer need (tidy, dispose).',
+      cause: options.cause,
+    });
+    this.requestedBytes = requestedBytes;
+  }
+}
+
+/** A tensor was used after dispose(). */
+export class DisposedTensorError extends KilnError {
+  constructor(message: string, options: KilnErrorOptions = {}) {
+    super(message, 'DISPOSED_TENSOR', options);
+  }
+}
+
+/** A configuration value is wrong. */
+export class ConfigError extends KilnError {
+  constructor(message: string, options: KilnErrorOptions = {}) {
+    super(message, 'CONFIG_ERROR', options);
+  }
+}
+
+/** Input data is malformed (names the file and record). */
+export class DataError extends KilnError {
+  constructor(message: string, options: KilnErrorOptions = {}) {
+    super(message, 'DATA_ERROR', options);
+  }
+}
+
+/** A checkpoint or safetensors file is malformed or inconsistent. */
+export class CheckpointError extends KilnError {
+  constructor(message: string, options: KilnErrorOptions = {}) {
+    super(message, 'CHECKPOINT_ERROR', options);
+  }
+}

@@ -1,0 +1,108 @@
+/**
+ * f16 (IEEE binary16) and bf16 (bfloat16) conversion to and from f32.
+ * Numerics: round-to-nearest-even; NaN stays NaN (quiet), ±Inf stays ±Inf, overflow rounds to
+ * ±Inf, f16 subnormals are produced and read exactly. Bulk functions work on typed arrays and
+ * are what backends use to store 2-byte tensors while computing in f32.
+ */
+const scratchF32 = new Float32Array(1);
+const scratchU32 = new Uint32Array(scratchF32.buffer);
+
+/** Bits of the f16 nearest to `value` (round-to-nearest-even). */
+export function f32ToF16Bits(value: number): number {
+  scratchF32[0] = value;
+  const bits = scratchU32[0];
+  const sign = (bits >>> 16) & 0x8000;
+  const exponent = (bits >>> 23) & 0xff;
+  const mantissa = bits & 0x7fffff;
+  if (exponent === 0xff) return sign | 0x7c00 | (mantissa !== 0 ? 0x200 | (mantissa >>> 13) : 0);
+  const halfExponent = exponent - 127 + 15;
+  if (halfExponent >= 31) return sign | 0x7c00;
+  if (halfExponent <= 0) {
+    if (halfExponent < -10) return sign;
+    const full = mantissa | 0x800000;
+    const shift = 14 - halfExponent;
+    let half = full >>> shift;
+    const remainder = full & ((1 << shift) - 1);
+    const halfway = 1 << (shift - 1);
+    if (remainder > halfway || (remainder === halfway && (half & 1) === 1)) half++;
+    return sign | half;
+  }
+  let half = sign | (halfExponent << 10) | (mantissa >>> 13);
+  const remainder = mantissa & 0x1fff;
+  // A carry out of the mantissa correctly bumps the exponent (up to 0x7c00 = Inf).
+  if (remainder > 0x1000 || (remainder === 0x1000 && (half & 1) === 1)) half++;
+  return half;
+}
+
+/** The f32 value of f16 bits (exact). */
+export function f16BitsToF32(bits: number): number {
+  const sign = bits & 0x8000 ? -1 : 1;
+  const exponent = (bits >>> 10) & 0x1f;
+  const mantissa = bits & 0x3ff;
+  if (exponent === 0) return sign * mantissa * 2 ** -24;
+  if (exponent === 31) return mantissa !== 0 ? NaN : sign * Infinity;
+  return sign * 2 ** (exponent - 15) * (1 + mantissa / 1024);
+}
+
+/** Bits of the bf16 nearest to `value` (round-to-nearest-even). */
+export function f32ToBf16Bits(value: number): number {
+  scratchF32[0] = value;
+  const bits = scratchU32[0];
+  if ((bits & 0x7f800000) === 0x7f800000 && (bits & 0x7fffff) !== 0) return ((bits >>> 16) | 0x40) & 0xffff;
+  const roundingBias = 0x7fff + ((bits >>> 16) & 1);
+  return ((bits + roundingBias) >>> 16) & 0xffff;
+}
+
+/** The f32 value of bf16 bits (exact). */
+export function bf16BitsToF32(bits: number): number {
+  scratchU32[0] = (bits & 0xffff) << 16;
+  return scratchF32[0];
+}
+
+let f16Table: Float32Array | undefined;
+/** All 65536 f16 values as f32 (built once, 256 KiB): the fast path of decodeF16. */
+function f16DecodeTable(): Float32Array {
+  if (!f16Table) {
+    f16Table = new Float32Array(65536);
+    for (let bits = 0; bits < 65536; bits++) f16Table[bits] = f16BitsToF32(bits);
+  }
+  return f16Table;
+}
+
+/** dst[i] = f16(src[i]) for every i (round-to-nearest-even). */
+export function encodeF16(src: ArrayLike<number>, dst: Uint16Array): void {
+  for (let i = 0; i < dst.length; i++) dst[i] = f32ToF16Bits(src[i]);
+}
+
+/** dst[i] = f32 value of f16 bits src[i]. */
+export function decodeF16(src: Uint16Array, dst: Float32Array): void {
+  const table = f16DecodeTable();
+  for (let i = 0; i < src.length; i++) dst[i] = table[src[i]];
+}
+
+/** dst[i] = bf16(src[i]) for every i (round-to-nearest-even). */
+export function encodeBf16(src: ArrayLike<number>, dst: Uint16Array): void {
+  const f32 = src instanceof Float32Array ? src : Float32Array.from(src);
+  const words = new Uint32Array(f32.buffer, f32.byteOffset, f32.length);
+  for (let i = 0; i < dst.length; i++) {
+    const bits = words[i];
+    if ((bits & 0x7f800000) === 0x7f800000 && (bits & 0x7fffff) !== 0) dst[i] = (bits >>> 16) | 0x40;
+    else dst[i] = (bits + 0x7fff + ((bits >>> 16) & 1)) >>> 16;
+  }
+}
+
+/** dst[i] = f32 value of bf16 bits src[i]. */
+export function decodeBf16(src: Uint16Array, dst: Float32Array): void {
+  const words = new Uint32Array(dst.buffer, dst.byteOffset, dst.length);
+  for (let i = 0; i < src.length; i++) words[i] = src[i] << 16;
+}
+
+/** Round every value to the nearest f16 and back (what storing in f16 does to a value). */
+export function roundToF16(value: number): number {
+  return f16BitsToF32(f32ToF16Bits(value));
+}
+
+/** Round every value to the nearest bf16 and back (what storing in bf16 does to a value). */
+export function roundToBf16(value: number): number {
+  return bf16BitsToF32(f32ToBf16Bits(value));
+}
