@@ -139,7 +139,7 @@ export type PrimitiveKernelName =
   | 'cast' | 'fill';
 export type FusedKernelName =
   | 'random' | 'softmax' | 'softmaxBackward' | 'logSoftmax' | 'rmsNorm' | 'rmsNormBackward'
-  | 'layerNorm' | 'rope' | 'ropeBackward' | 'swiglu' | 'swigluBackward' | 'attention'
+  | 'layerNorm' | 'rope' | 'swiglu' | 'swigluBackward' | 'attention'
   | 'attentionBackward' | 'crossEntropy' | 'crossEntropyBackward' | 'adamw';
 export type KernelName = PrimitiveKernelName | FusedKernelName;
 
@@ -151,7 +151,7 @@ export const PRIMITIVE_KERNELS: readonly PrimitiveKernelName[] = [
 /** The optional fused kernels; core composes each from primitives when a backend lacks it. */
 export const FUSED_KERNELS: readonly FusedKernelName[] = [
   'random', 'softmax', 'softmaxBackward', 'logSoftmax', 'rmsNorm', 'rmsNormBackward', 'layerNorm',
-  'rope', 'ropeBackward', 'swiglu', 'swigluBackward', 'attention', 'attentionBackward',
+  'rope', 'swiglu', 'swigluBackward', 'attention', 'attentionBackward',
   'crossEntropy', 'crossEntropyBackward', 'adamw',
 ];
 
@@ -196,7 +196,7 @@ export interface KernelBackend {
   dispose?(): void;
 
   // ---- primitives (required) ----
-  /** out[i] = op(x[i]); x and out have the same shape, dtypes may differ only for none (same dtype). */
+  /** out[i] = op(x[i]); x and out have the same shape and the same dtype. */
   unary(op: UnaryOp, x: TensorRef, out: TensorRef): void;
   /** out[i] = a[i] op b[i]; a and b are views already broadcast to out.shape (stride 0 where broadcast). */
   binary(op: BinaryOp, a: StridedView, b: StridedView, out: TensorRef): void;

@@ -1,0 +1,217 @@
+/**
+ * Backend resolution: the explicit `device` argument, else KILN_DEVICE, else the highest-priority
+ * available backend. Every backend considered gets a step with a reason sentence, so `kiln info`
+ * can print why one was chosen and the others were not. An explicit request that cannot be met
+ * is an error listing every attempt — unless fallback is allowed, then it is a warning.
+ */
+import { BackendUnavailableError, InvalidArgumentError, type BackendAttempt } from '../errors.js';
+import { discoverBackends } from './discovery.js';
+import { KERNEL_API_VERSION, type BackendPlugin, type DeviceInfo, type KernelBackend } from './kernel-backend.js';
+import { probeBackends, type ProbedBackend } from './registry.js';
+
+/** Where the resolved choice came from. */
+export type BackendSource = 'argument' | 'KILN_DEVICE' | 'auto';
+
+/** One backend considered during resolution. */
+export interface ResolutionStep {
+  /** Backend name. */
+  name: string;
+  /** What its probe said. */
+  available: boolean;
+  /** Why it was chosen or not, as a sentence. */
+  reason: string;
+  /** True for the backend resolution returned. */
+  chosen: boolean;
+}
+
+/** The outcome of resolveBackend, with its reasoning. */
+export interface BackendResolution {
+  /** The created backend instance. */
+  backend: KernelBackend;
+  /** The plugin that created it. */
+  plugin: BackendPlugin;
+  /** The device it drives, when known. */
+  device: DeviceInfo | undefined;
+  /** What decided the choice. */
+  source: BackendSource;
+  /** Every registered backend (and an unknown requested one), with the reason it was or was not chosen. */
+  steps: ResolutionStep[];
+  /** Warnings to show the user (e.g. an explicit request that fell back). */
+  warnings: string[];
+}
+
+/** Options of resolveBackend. */
+export interface ResolveBackendOptions {
+  /** 'auto' (default), a backend name ('cuda') or name:index ('cuda:1'). Overrides KILN_DEVICE unless 'auto'. */
+  device?: string;
+  /** When an explicitly requested backend cannot be used, resolve automatically and warn instead of throwing. Default false. */
+  fallback?: boolean;
+  /** Environment to read KILN_DEVICE and KILN_BACKENDS from (default process.env). */
+  env?: NodeJS.ProcessEnv;
+  /** Run discoverBackends first (memoized). Default true. */
+  discover?: boolean;
+}
+
+/** A parsed device id: backend name and optional device index. */
+export interface DeviceRequest {
+  /** Backend name, lower-case. */
+  name: string;
+  /** Device index after ':', when given. */
+  index: number | undefined;
+}
+
+const DEVICE_PATTERN = /^([a-z][a-z0-9_-]*)(?::(\d+))?$/;
+
+/** Parse 'cuda', 'cuda:1' or 'CPU' into { name, index }; throws InvalidArgumentError on anything else. */
+export function parseDeviceId(device: string): DeviceRequest {
+  const match = DEVICE_PATTERN.exec(device.trim().toLowerCase());
+  if (match === null) {
+    throw new InvalidArgumentError(`Device ${JSON.stringify(device)} is not a device id`, {
+      hint: "Use 'auto', a backend name such as 'cuda', 'metal' or 'cpu', or name:index such as 'cuda:1'.",
+    });
+  }
+  return { name: match[1], index: match[2] === undefined ? undefined : Number(match[2]) };
+}
+
+/** Pick, create and explain the backend to use (see ResolveBackendOptions for the order). */
+export async function resolveBackend(options: ResolveBackendOptions = {}): Promise<BackendResolution> {
+  const env = options.env ?? process.env;
+  if (options.device !== undefined && typeof options.device !== 'string') {
+    throw new InvalidArgumentError(`resolveBackend: device must be a string, got ${typeof options.device}`, {
+      hint: "Pass 'auto', 'cuda', 'cuda:1', 'metal', 'cpu' or a plugin's name.",
+    });
+  }
+  if (options.discover !== false) await discoverBackends({ env });
+  const request = pickRequest(options.device, env);
+  const probed = await probeBackends();
+  const steps = new Map<string, ResolutionStep>();
+  const warnings: string[] = [];
+
+  if (request.source !== 'auto') {
+    const label = request.source === 'argument' ? 'the device argument' : 'KILN_DEVICE';
+    const requested = `${label} (${JSON.stringify(request.text)})`;
+    const entry = probed.find((candidate) => candidate.plugin.name === request.name);
+    if (entry === undefined) {
+      steps.set(request.name, { name: request.name, available: false, reason: `not installed: no registered backend is called '${request.name}'`, chosen: false });
+    } else {
+      const outcome = await attempt(entry, request.index);
+      if ('backend' in outcome) {
+        steps.set(entry.plugin.name, { name: entry.plugin.name, available: true, reason: `chosen: requested by ${requested}`, chosen: true });
+        fillSkipped(steps, probed, `'${entry.plugin.name}' was requested by ${label}`);
+        return { ...outcome, plugin: entry.plugin, source: request.source, steps: [...steps.values()], warnings };
+      }
+      steps.set(entry.plugin.name, { name: entry.plugin.name, available: entry.probe.available, reason: outcome.reason, chosen: false });
+    }
+    const failed = steps.get(request.name) as ResolutionStep;
+    if (options.fallback !== true) {
+      fillSkipped(steps, probed, `'${request.name}' was requested explicitly`);
+      throw explicitFailure(request.name, requested, entry === undefined, probed, steps);
+    }
+    const result = await resolveAutomatically(probed.filter((candidate) => candidate !== entry), steps, `after '${request.name}' failed (fallback allowed)`);
+    if (result === undefined) {
+      throw new BackendUnavailableError(`Backend '${request.name}' requested by ${requested} cannot be used, and no other backend is available to fall back to`, attemptsOf(steps), {
+        hint: 'Install @kiln/backend-cpu (runs everywhere) or fix one of the reasons above.',
+      });
+    }
+    warnings.push(`${requested} asked for '${request.name}', which cannot be used (${failed.reason}); using '${result.plugin.name}' instead because fallback is allowed.`);
+    return { ...result, source: request.source, steps: [...steps.values()], warnings };
+  }
+
+  const result = await resolveAutomatically(probed, steps, '');
+  if (result === undefined) {
+    const none = probed.length === 0;
+    throw new BackendUnavailableError(none ? 'No kiln backend is installed' : 'No kiln backend is available', attemptsOf(steps), {
+      hint: none
+        ? 'Install @kiln/backend-cpu (runs everywhere) or a backend for your accelerator (@kiln/backend-cuda, @kiln/backend-metal, kiln-backend-<name>).'
+        : 'Fix one of the reasons above, or install @kiln/backend-cpu (runs everywhere).',
+    });
+  }
+  return { ...result, source: 'auto', steps: [...steps.values()], warnings };
+}
+
+type Attempt = { backend: KernelBackend; device: DeviceInfo | undefined } | { reason: string };
+
+/** Try each available plugin in priority order; record a step for each. */
+async function resolveAutomatically(
+  probed: ProbedBackend[],
+  steps: Map<string, ResolutionStep>,
+  context: string,
+): Promise<{ backend: KernelBackend; device: DeviceInfo | undefined; plugin: BackendPlugin } | undefined> {
+  for (const entry of probed) {
+    const name = entry.plugin.name;
+    const outcome = await attempt(entry, undefined);
+    if ('backend' in outcome) {
+      const why = `chosen: highest-priority available backend (priority ${entry.plugin.priority})${context ? ` ${context}` : ''}`;
+      steps.set(name, { name, available: true, reason: why, chosen: true });
+      fillSkipped(steps, probed, `'${name}' has a higher priority`);
+      return { ...outcome, plugin: entry.plugin };
+    }
+    steps.set(name, { name, available: entry.probe.available, reason: outcome.reason, chosen: false });
+  }
+  return undefined;
+}
+
+/** Create the backend if the probe allows it; any failure becomes a reason. */
+async function attempt(entry: ProbedBackend, index: number | undefined): Promise<Attempt> {
+  const { plugin, probe } = entry;
+  if (!probe.available) return { reason: `unavailable: ${probe.reason ?? 'its probe gave no reason'}` };
+  if (index !== undefined && probe.devices.length > 0 && index >= probe.devices.length) {
+    const ids = probe.devices.map((device) => device.id).join(', ');
+    return { reason: `device index ${index} does not exist (${probe.devices.length} device(s) found: ${ids})` };
+  }
+  let backend: KernelBackend;
+  try {
+    backend = await plugin.create({ deviceIndex: index ?? 0 });
+  } catch (error) {
+    return { reason: `create() failed: ${error instanceof Error ? error.message : String(error)}` };
+  }
+  if (typeof backend !== 'object' || backend === null) return { reason: 'create() returned no backend (a bug in the backend package)' };
+  if (backend.apiVersion !== KERNEL_API_VERSION) {
+    return { reason: `create() returned a backend for KernelBackend API version ${String(backend.apiVersion)}, but @kiln/core implements ${KERNEL_API_VERSION}` };
+  }
+  return { backend, device: backend.capabilities?.device ?? probe.devices[index ?? 0] };
+}
+
+/** Give every plugin without a step one that says why it was not used. */
+function fillSkipped(steps: Map<string, ResolutionStep>, probed: ProbedBackend[], because: string): void {
+  for (const { plugin, probe } of probed) {
+    if (steps.has(plugin.name)) continue;
+    const reason = probe.available
+      ? `available, not used: ${because}`
+      : `unavailable: ${probe.reason ?? 'its probe gave no reason'}`;
+    steps.set(plugin.name, { name: plugin.name, available: probe.available, reason, chosen: false });
+  }
+}
+
+function explicitFailure(name: string, requested: string, unknown: boolean, probed: ProbedBackend[], steps: Map<string, ResolutionStep>): BackendUnavailableError {
+  const registered = probed.map((entry) => entry.plugin.name).join(', ') || 'none';
+  const message = unknown
+    ? `Backend '${name}' requested by ${requested} is not installed (registered backends: ${registered})`
+    : `Backend '${name}' requested by ${requested} cannot be used`;
+  const hint = unknown
+    ? `Install @kiln/backend-${name} or kiln-backend-${name} (installed backends are discovered automatically), choose one of: ${registered}, or allow fallback to use the best available backend.`
+    : `Fix the reason above, choose another device (registered: ${registered}), or allow fallback to use the best available backend.`;
+  return new BackendUnavailableError(message, attemptsOf(steps), { hint });
+}
+
+function attemptsOf(steps: Map<string, ResolutionStep>): BackendAttempt[] {
+  return [...steps.values()].map((step) => ({ name: step.name, reason: step.reason }));
+}
+
+function pickRequest(device: string | undefined, env: NodeJS.ProcessEnv): DeviceRequest & { source: BackendSource; text: string } {
+  const fromArgument = device?.trim();
+  if (fromArgument && fromArgument.toLowerCase() !== 'auto') return { ...parseFrom(fromArgument, 'the device argument'), source: 'argument', text: fromArgument };
+  const fromEnv = env.KILN_DEVICE?.trim();
+  if (fromEnv && fromEnv.toLowerCase() !== 'auto') return { ...parseFrom(fromEnv, 'KILN_DEVICE'), source: 'KILN_DEVICE', text: fromEnv };
+  return { name: '', index: undefined, source: 'auto', text: 'auto' };
+}
+
+function parseFrom(text: string, where: string): DeviceRequest {
+  try {
+    return parseDeviceId(text);
+  } catch (error) {
+    throw new InvalidArgumentError(`Device ${JSON.stringify(text)} from ${where} is not a device id`, {
+      hint: (error as InvalidArgumentError).hint,
+    });
+  }
+}

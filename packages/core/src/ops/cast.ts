@@ -1,0 +1,26 @@
+/** Dtype conversion. */
+import { isDType, type DType } from '../dtype.js';
+import { DTypeError } from '../errors.js';
+import { allocateTensor, assertAlive } from '../engine/dispatch.js';
+import { recordOp } from '../autograd/record.js';
+import type { Tensor } from '../tensor/tensor.js';
+import { reshape } from './shape-ops.js';
+
+/** Converts without recording a gradient (used inside kernels' dtype fallback). */
+export function castTo(x: Tensor, dtype: DType): Tensor {
+  const result = allocateTensor(x.backend, x.shape, dtype);
+  if (result.size > 0) x.backend.cast(x.ref(), result.ref());
+  return result;
+}
+
+/** x converted to `dtype` (float rounding to nearest even; float → i32 truncates toward zero). */
+export function cast(x: Tensor, dtype: DType): Tensor {
+  assertAlive('cast', [x]);
+  if (!isDType(dtype)) {
+    throw new DTypeError(`cast: unknown dtype ${JSON.stringify(dtype)} for ${x.describe()}`, { hint: "Use one of 'f32', 'f16', 'bf16', 'i32'." });
+  }
+  if (dtype === x.dtype) return reshape(x, x.shape);
+  const result = castTo(x, dtype);
+  if (dtype !== 'i32') recordOp('cast', [x], result, [], (gradOutput) => [castTo(gradOutput, x.dtype)]);
+  return result;
+}

@@ -1,0 +1,203 @@
+/** Elementwise ops with NumPy broadcasting, and their gradients. */
+import type { BinaryOp, UnaryOp } from '../backend/kernel-backend.js';
+import { DTypeError, InvalidArgumentError } from '../errors.js';
+import { allocateTensor, assertSameDType, commonBackend, planKernel } from '../engine/dispatch.js';
+import { recordOp } from '../autograd/record.js';
+import { broadcastShapes, broadcastStrides, shapesEqual } from '../tensor/shape.js';
+import type { Tensor } from '../tensor/tensor.js';
+import { full } from './creation.js';
+import { sumToShape } from './reduce.js';
+import { viewOf } from './shape-ops.js';
+import { castTo } from './cast.js';
+
+/** A tensor or a plain number (which takes the other operand's dtype and backend). */
+export type TensorLike = Tensor | number;
+
+const INTEGER_UNARY = new Set<UnaryOp>(['neg', 'abs', 'sign', 'square']);
+const INTEGER_BINARY = new Set<BinaryOp>(['add', 'sub', 'mul', 'maximum', 'minimum', 'greater', 'greaterEqual', 'less', 'lessEqual', 'equal', 'notEqual']);
+
+/** Runs a unary kernel (through the dtype plan) without recording. */
+export function unaryKernel(op: UnaryOp, x: Tensor): Tensor {
+  if (x.dtype === 'i32' && !INTEGER_UNARY.has(op)) {
+    throw new DTypeError(`${op}: not defined for i32 input ${x.describe()}`, { hint: 'Cast to a float dtype first: cast(x, "f32").' });
+  }
+  const backend = commonBackend(op, [x]);
+  if (x.size > 0 && planKernel(backend, 'unary', x.dtype) === 'cast') {
+    const wide = castTo(x, 'f32');
+    const result = unaryKernel(op, wide);
+    wide.dispose();
+    const narrow = castTo(result, x.dtype);
+    result.dispose();
+    return narrow;
+  }
+  const result = allocateTensor(backend, x.shape, x.dtype);
+  if (result.size > 0) backend.unary(op, x.ref(), result.ref());
+  return result;
+}
+
+function toTensor(value: TensorLike, like: Tensor): Tensor {
+  return typeof value === 'number' ? full([], value, { dtype: like.dtype, backend: like.backend }) : value;
+}
+
+/** Runs a binary kernel with broadcasting (through the dtype plan) without recording. */
+export function binaryKernel(op: BinaryOp, a: Tensor, b: Tensor): Tensor {
+  const backend = commonBackend(op, [a, b]);
+  const dtype = assertSameDType(op, [a, b]);
+  if (dtype === 'i32' && !INTEGER_BINARY.has(op)) {
+    throw new DTypeError(`${op}: not defined for i32 inputs (${a.describe()}, ${b.describe()})`, { hint: 'Cast to a float dtype first.' });
+  }
+  const shape = broadcastShapes(a.shape, b.shape, op);
+  const result = allocateTensor(backend, shape, dtype);
+  if (result.size === 0) return result;
+  if (planKernel(backend, 'binary', dtype) === 'cast') {
+    result.dispose();
+    const wideA = castTo(a, 'f32');
+    const wideB = castTo(b, 'f32');
+    const wide = binaryKernel(op, wideA, wideB);
+    wideA.dispose();
+    wideB.dispose();
+    const narrow = castTo(wide, dtype);
+    wide.dispose();
+    return narrow;
+  }
+  backend.binary(op, viewOf(a, shape, broadcastStrides(a.shape, shape)), viewOf(b, shape, broadcastStrides(b.shape, shape)), result.ref());
+  return result;
+}
+
+function unary(op: UnaryOp, x: Tensor, backward?: (gradOutput: Tensor, x: Tensor, y: Tensor) => Tensor): Tensor {
+  const result = unaryKernel(op, x);
+  if (backward) recordOp(op, [x], result, [x, result], (gradOutput, [savedX, savedY]) => [backward(gradOutput, savedX, savedY)]);
+  return result;
+}
+
+/** -x */
+export const neg = (x: Tensor): Tensor => unary('neg', x, (g) => neg(g));
+/** |x| */
+export const abs = (x: Tensor): Tensor => unary('abs', x, (g, input) => mul(g, sign(input)));
+/** sign(x) ∈ {-1, 0, 1} (no gradient). */
+export const sign = (x: Tensor): Tensor => unary('sign', x);
+/** e^x */
+export const exp = (x: Tensor): Tensor => unary('exp', x, (g, _input, y) => mul(g, y));
+/** Natural logarithm. */
+export const log = (x: Tensor): Tensor => unary('log', x, (g, input) => div(g, input));
+/** Square root. */
+export const sqrt = (x: Tensor): Tensor => unary('sqrt', x, (g, _input, y) => div(mul(g, 0.5), y));
+/** 1 / sqrt(x). */
+export const rsqrt = (x: Tensor): Tensor => unary('rsqrt', x, (g, _input, y) => mul(mul(g, -0.5), mul(y, mul(y, y))));
+/** 1 / x. */
+export const reciprocal = (x: Tensor): Tensor => unary('reciprocal', x, (g, _input, y) => neg(mul(g, mul(y, y))));
+/** x². */
+export const square = (x: Tensor): Tensor => unary('square', x, (g, input) => mul(g, mul(input, 2)));
+/** tanh(x). */
+export const tanh = (x: Tensor): Tensor => unary('tanh', x, (g, _input, y) => mul(g, sub(1, mul(y, y))));
+/** 1 / (1 + e^-x). */
+export const sigmoid = (x: Tensor): Tensor => unary('sigmoid', x, (g, _input, y) => mul(g, mul(y, sub(1, y))));
+/** max(x, 0). */
+export const relu = (x: Tensor): Tensor => unary('relu', x, (g, input) => mul(g, greater(input, 0)));
+/** GELU, tanh approximation. */
+export const gelu = (x: Tensor): Tensor => unary('gelu', x, (g, input) => mul(g, unaryKernel('geluGrad', input)));
+/** x · sigmoid(x). */
+export const silu = (x: Tensor): Tensor => unary('silu', x, (g, input) => mul(g, unaryKernel('siluGrad', input)));
+
+/** Which of (a, b, result) a binary op's backward reads: only those are kept alive for it. */
+type SavedOperands = 'none' | 'ab' | 'b-y' | 'ab-y';
+
+function binary(op: BinaryOp, a: TensorLike, b: TensorLike, backward?: (g: Tensor, a: Tensor, b: Tensor, y: Tensor, needed: boolean[]) => Array<Tensor | null>, saves: SavedOperands = 'ab'): Tensor {
+  if (typeof a === 'number' && typeof b === 'number') throw new DTypeError(`${op}: at least one operand must be a tensor`);
+  const left = typeof a === 'number' ? toTensor(a, b as Tensor) : a;
+  const right = typeof b === 'number' ? toTensor(b, left) : b;
+  const result = binaryKernel(op, left, right);
+  if (backward) {
+    const shapes = [left.shape, right.shape];
+    const saved = saves === 'none' ? [] : saves === 'ab' ? [left, right] : saves === 'b-y' ? [right, result] : [left, right, result];
+    recordOp(op, [left, right], result, saved, (g, savedTensors, needed) => {
+      const [savedA, savedB, savedY] =
+        saves === 'b-y' ? [g, savedTensors[0], savedTensors[1]] : [savedTensors[0] ?? g, savedTensors[1] ?? g, savedTensors[2] ?? g];
+      const grads = backward(g, savedA, savedB, savedY, needed);
+      return grads.map((grad, index) => {
+        const target = shapes[index];
+        if (!grad || shapesEqual(grad.shape, target)) return grad;
+        const reduced = sumToShape(grad, target);
+        grad.dispose();
+        return reduced;
+      });
+    });
+  }
+  if (typeof a === 'number') left.dispose();
+  if (typeof b === 'number') right.dispose();
+  return result;
+}
+
+/** a + b */
+export const add = (a: TensorLike, b: TensorLike): Tensor => binary('add', a, b, (g, _a, _b, _y, n) => [n[0] ? g.alias() : null, n[1] ? g.alias() : null], 'none');
+/** a - b */
+export const sub = (a: TensorLike, b: TensorLike): Tensor => binary('sub', a, b, (g, _a, _b, _y, n) => [n[0] ? g.alias() : null, n[1] ? neg(g) : null], 'none');
+/** a · b */
+export const mul = (a: TensorLike, b: TensorLike): Tensor => binary('mul', a, b, (g, x, y, _out, n) => [n[0] ? mul(g, y) : null, n[1] ? mul(g, x) : null]);
+/** a / b */
+export const div = (a: TensorLike, b: TensorLike): Tensor =>
+  binary('div', a, b, (g, _x, y, out, n) => [n[0] ? div(g, y) : null, n[1] ? neg(div(mul(g, out), y)) : null], 'b-y');
+/** a ^ b */
+export const pow = (a: TensorLike, b: TensorLike): Tensor =>
+  binary('pow', a, b, (g, x, y, out, n) => [n[0] ? mul(g, mul(y, pow(x, sub(y, 1)))) : null, n[1] ? mul(g, mul(out, log(x))) : null], 'ab-y');
+/** Elementwise max (NaN propagates; ties send the gradient to a). */
+export const maximum = (a: TensorLike, b: TensorLike): Tensor =>
+  binary('maximum', a, b, (g, x, y, _out, n) => [n[0] ? mul(g, greaterEqual(x, y)) : null, n[1] ? mul(g, less(x, y)) : null]);
+/** Elementwise min (NaN propagates; ties send the gradient to a). */
+export const minimum = (a: TensorLike, b: TensorLike): Tensor =>
+  binary('minimum', a, b, (g, x, y, _out, n) => [n[0] ? mul(g, lessEqual(x, y)) : null, n[1] ? mul(g, greater(x, y)) : null]);
+/** 1 where a > b else 0 (in a's dtype). */
+export const greater = (a: TensorLike, b: TensorLike): Tensor => binary('greater', a, b);
+/** 1 where a ≥ b else 0. */
+export const greaterEqual = (a: TensorLike, b: TensorLike): Tensor => binary('greaterEqual', a, b);
+/** 1 where a < b else 0. */
+export const less = (a: TensorLike, b: TensorLike): Tensor => binary('less', a, b);
+/** 1 where a ≤ b else 0. */
+export const lessEqual = (a: TensorLike, b: TensorLike): Tensor => binary('lessEqual', a, b);
+/** 1 where a = b else 0. */
+export const equal = (a: TensorLike, b: TensorLike): Tensor => binary('equal', a, b);
+/** 1 where a ≠ b else 0. */
+export const notEqual = (a: TensorLike, b: TensorLike): Tensor => binary('notEqual', a, b);
+
+/** condition ≠ 0 ? a : b, broadcasting all three. */
+export function where(condition: Tensor, a: TensorLike, b: TensorLike): Tensor {
+  const like = typeof a === 'number' ? (typeof b === 'number' ? null : b) : a;
+  if (!like) throw new DTypeError('where: a or b must be a tensor');
+  const left = toTensor(a, like);
+  const right = toTensor(b, like);
+  const backend = commonBackend('where', [condition, left, right]);
+  const dtype = assertSameDType('where', [left, right]);
+  const shape = broadcastShapes(broadcastShapes(condition.shape, left.shape, 'where'), right.shape, 'where');
+  const result = allocateTensor(backend, shape, dtype);
+  if (result.size > 0) {
+    backend.where(
+      viewOf(condition, shape, broadcastStrides(condition.shape, shape)),
+      viewOf(left, shape, broadcastStrides(left.shape, shape)),
+      viewOf(right, shape, broadcastStrides(right.shape, shape)),
+      result.ref(),
+    );
+  }
+  recordOp('where', [left, right], result, [condition], (g, [savedCondition], needed) => {
+    const zero = full([], 0, { dtype: g.dtype, backend: g.backend });
+    const grads = [
+      needed[0] ? sumToShape(where(savedCondition, g, zero), left.shape) : null,
+      needed[1] ? sumToShape(where(savedCondition, zero, g), right.shape) : null,
+    ];
+    zero.dispose();
+    return grads;
+  });
+  if (left !== a) left.dispose();
+  if (right !== b) right.dispose();
+  return result;
+}
+
+/** Clamps x into [low, high] (either bound may be omitted). */
+export function clamp(x: Tensor, low?: number, high?: number): Tensor {
+  if (low !== undefined && high !== undefined && low > high) throw new InvalidArgumentError(`clamp: low ${low} is greater than high ${high}`);
+  if (low === undefined) return high === undefined ? maximum(x, -Infinity) : minimum(x, high);
+  const lower = maximum(x, low);
+  if (high === undefined) return lower;
+  const result = minimum(lower, high);
+  lower.dispose();
+  return result;
+}

@@ -1,0 +1,65 @@
+/** Rotary position embeddings (half-split) and the SwiGLU gate. */
+import { InvalidArgumentError, ShapeError } from '../../errors.js';
+import { allocateTensor, assertFloat, assertSameDType, commonBackend } from '../../engine/dispatch.js';
+import { recordOp } from '../../autograd/record.js';
+import { formatShape, shapesEqual } from '../../tensor/shape.js';
+import type { Tensor } from '../../tensor/tensor.js';
+import { inDType, resolveFused, toDType } from './fused-call.js';
+
+/** Options of rope. */
+export interface RopeOptions {
+  /** Position of the first time step (KV-cache decoding), default 0. */
+  offset?: number;
+  /** Base of the frequencies, default 10000. */
+  theta?: number;
+}
+
+function ropeKernel(x: Tensor, offset: number, theta: number, inverse: boolean): Tensor {
+  const { kernel, computeDType } = resolveFused(x.backend, 'rope', x.dtype);
+  const inputs = inDType([x], computeDType);
+  const output = allocateTensor(x.backend, x.shape, computeDType);
+  if (output.size > 0) kernel(inputs.tensors[0].ref(), output.ref(), offset, theta, inverse);
+  inputs.release();
+  return toDType(output, x.dtype);
+}
+
+/** Rotates pairs (i, i + D/2) of x [B, H, T, D] by position·theta^(−2i/D). */
+export function rope(x: Tensor, options: RopeOptions = {}): Tensor {
+  const offset = options.offset ?? 0;
+  const theta = options.theta ?? 10000;
+  assertFloat('rope', x);
+  if (x.rank !== 4 || x.shape[3] % 2 !== 0) {
+    throw new ShapeError(`rope: input must be [batch, heads, time, headDim] with an even headDim, got ${x.describe()}`);
+  }
+  if (!Number.isSafeInteger(offset) || offset < 0) throw new InvalidArgumentError(`rope: offset must be a non-negative integer, got ${offset}`);
+  if (!(theta > 0)) throw new InvalidArgumentError(`rope: theta must be > 0, got ${theta}`);
+  const result = ropeKernel(x, offset, theta, false);
+  recordOp('rope', [x], result, [], (g) => [ropeKernel(g, offset, theta, true)]);
+  return result;
+}
+
+/** silu(gate) · up (the SwiGLU MLP gate). */
+export function swiglu(gate: Tensor, up: Tensor): Tensor {
+  commonBackend('swiglu', [gate, up]);
+  assertFloat('swiglu', gate);
+  const dtype = assertSameDType('swiglu', [gate, up]);
+  if (!shapesEqual(gate.shape, up.shape)) {
+    throw new ShapeError(`swiglu: gate ${formatShape(gate.shape)} and up ${formatShape(up.shape)} must have the same shape`);
+  }
+  const { kernel, computeDType } = resolveFused(gate.backend, 'swiglu', dtype);
+  const inputs = inDType([gate, up], computeDType);
+  const output = allocateTensor(gate.backend, gate.shape, computeDType);
+  if (output.size > 0) kernel(inputs.tensors[0].ref(), inputs.tensors[1].ref(), output.ref());
+  inputs.release();
+  const result = toDType(output, dtype);
+  recordOp('swiglu', [gate, up], result, [gate, up], (g, [savedGate, savedUp]) => {
+    const backward = resolveFused(savedGate.backend, 'swigluBackward', dtype);
+    const operands = inDType([savedGate, savedUp, g], backward.computeDType);
+    const dGate = allocateTensor(savedGate.backend, savedGate.shape, backward.computeDType);
+    const dUp = allocateTensor(savedGate.backend, savedGate.shape, backward.computeDType);
+    if (dGate.size > 0) backward.kernel(operands.tensors[0].ref(), operands.tensors[1].ref(), operands.tensors[2].ref(), dGate.ref(), dUp.ref());
+    operands.release();
+    return [toDType(dGate, dtype), toDType(dUp, dtype)];
+  });
+  return result;
+}

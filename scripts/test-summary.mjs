@@ -1,0 +1,30 @@
+// Sums vitest's JSON reports (packages/*/test-results.json) into the closing line CI reads:
+// "N passed, N failed, N skipped". A package with a test script but no report counts as one
+// failure (its test run crashed before reporting). Exits 1 when anything failed.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const root = join(import.meta.dirname, '..', 'packages');
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+for (const name of readdirSync(root).sort()) {
+  const manifestPath = join(root, name, 'package.json');
+  if (!existsSync(manifestPath)) continue;
+  const manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
+  if (!manifest.scripts?.test) continue;
+  const reportPath = join(root, name, 'test-results.json');
+  if (!existsSync(reportPath)) {
+    console.log(`${manifest.name}: no test report (the test run did not finish)`);
+    failed += 1;
+    continue;
+  }
+  const report = JSON.parse(readFileSync(reportPath, 'utf8'));
+  const suiteFailures = (report.testResults ?? []).filter((file) => file.status === 'failed' && (file.assertionResults ?? []).length === 0).length;
+  passed += report.numPassedTests ?? 0;
+  failed += (report.numFailedTests ?? 0) + suiteFailures;
+  skipped += (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
+  console.log(`${manifest.name}: ${report.numPassedTests} passed, ${report.numFailedTests + suiteFailures} failed, ${report.numPendingTests + (report.numTodoTests ?? 0)} skipped`);
+}
+console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
+process.exit(failed > 0 ? 1 : 0);
