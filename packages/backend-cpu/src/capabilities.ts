@@ -1,0 +1,32 @@
+/** What the CPU backend runs natively: every kernel in f32, f16 and bf16; i32 where the semantics allow it. */
+import os from 'node:os';
+import type { Capabilities, DeviceInfo, DType, KernelName } from '@kiln/core';
+
+/** Kernels defined on i32 data (docs/kernel-semantics.md, "i32"). */
+const I32_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>([
+  'unary', 'binary', 'where', 'reduce', 'copy', 'gather', 'scatterAdd', 'cast', 'fill',
+]);
+
+/** The host CPU as a kiln device. */
+export function cpuDeviceInfo(): DeviceInfo {
+  const cpus = os.cpus();
+  const model = cpus[0]?.model.trim() || os.arch();
+  return {
+    id: 'cpu',
+    name: `${model} (${cpus.length} cores)`,
+    memoryTotalBytes: os.totalmem(),
+    memoryFreeBytes: os.freemem(),
+    unifiedMemory: true,
+  };
+}
+
+/** The capabilities of one CPU backend instance. */
+export function cpuCapabilities(device: DeviceInfo): Capabilities {
+  return {
+    device,
+    supports(kernel: KernelName, dtype: DType): boolean {
+      return dtype === 'i32' ? I32_KERNELS.has(kernel) : dtype === 'f32' || dtype === 'f16' || dtype === 'bf16';
+    },
+    flashAttention: true,
+  };
+}

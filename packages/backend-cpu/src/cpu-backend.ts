@@ -1,0 +1,241 @@
+/**
+ * The CPU backend: host ArrayBuffers as device memory and pure TypeScript kernels (one file per
+ * op family under kernels/). Every call is synchronous; `download` resolves at once.
+ */
+import {
+  InvalidArgumentError, KERNEL_API_VERSION,
+  type AdamWParams, type AttentionParams, type BinaryOp, type BufferHandle, type Capabilities, type KernelBackend, type MatmulParams,
+  type MemoryInfo, type RandomDistribution, type ReduceOp, type StridedView, type TensorRef, type UnaryOp,
+} from '@kiln/core';
+import { cpuCapabilities, cpuDeviceInfo } from './capabilities.js';
+import { CpuStorage } from './storage.js';
+import { TensorAccess } from './tensor-access.js';
+import { runAdamw } from './kernels/adamw.js';
+import { runAttention } from './kernels/attention.js';
+import { runAttentionBackward } from './kernels/attention-backward.js';
+import { runBinary } from './kernels/binary.js';
+import { runCast, runFill } from './kernels/cast-fill.js';
+import { runCopy } from './kernels/copy.js';
+import { runCrossEntropy, runCrossEntropyBackward } from './kernels/cross-entropy.js';
+import { runGather, runScatterAdd } from './kernels/gather-scatter.js';
+import { runMatmul } from './kernels/matmul.js';
+import { runLayerNorm, runRmsNorm, runRmsNormBackward } from './kernels/norm.js';
+import { runRandom } from './kernels/random.js';
+import { runReduce } from './kernels/reduce.js';
+import { runRope } from './kernels/rope.js';
+import { runLogSoftmax, runSoftmax, runSoftmaxBackward } from './kernels/softmax.js';
+import { runSwiglu, runSwigluBackward } from './kernels/swiglu.js';
+import { runUnary } from './kernels/unary.js';
+import { runWhere } from './kernels/where.js';
+
+/** Options of createCpuBackend (also accepted by cpuBackendPlugin.create). */
+export interface CpuBackendOptions {
+  /** Total bytes the backend may hold before alloc throws OutOfMemoryError (default: no limit but the host's). */
+  memoryLimitBytes?: number;
+}
+
+/** kiln's pure TypeScript backend. */
+export class CpuBackend implements KernelBackend {
+  /** Always 'cpu'. */
+  readonly name = 'cpu';
+  /** The KernelBackend version this backend implements. */
+  readonly apiVersion = KERNEL_API_VERSION;
+  /** Every kernel natively, flash attention included. */
+  readonly capabilities: Capabilities;
+  private readonly storage: CpuStorage;
+  private readonly access: TensorAccess;
+
+  constructor(options: CpuBackendOptions = {}) {
+    this.storage = new CpuStorage({ memoryLimitBytes: options.memoryLimitBytes });
+    this.access = new TensorAccess(this.storage);
+    this.capabilities = cpuCapabilities(cpuDeviceInfo());
+  }
+
+  // ---- storage ----
+  /** Allocate zero-filled host memory. */
+  alloc(byteLength: number): BufferHandle {
+    return this.storage.alloc(byteLength);
+  }
+
+  /** Release a buffer. */
+  free(buffer: BufferHandle): void {
+    this.storage.free(buffer);
+  }
+
+  /** Copy bytes into a buffer. */
+  upload(buffer: BufferHandle, data: Uint8Array, byteOffset = 0): void {
+    const target = this.storage.resolve(buffer, 'upload');
+    if (!Number.isSafeInteger(byteOffset) || byteOffset < 0 || byteOffset + data.byteLength > target.byteLength) {
+      throw new InvalidArgumentError(
+        `cpu backend: upload of ${data.byteLength} bytes at offset ${byteOffset} does not fit a ${target.byteLength}-byte buffer`,
+        { hint: 'Upload at most byteLength − byteOffset bytes.' },
+      );
+    }
+    target.bytes.set(data, byteOffset);
+  }
+
+  /** A copy of the buffer's bytes. */
+  download(buffer: BufferHandle): Promise<Uint8Array> {
+    try {
+      return Promise.resolve(this.downloadSync(buffer));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** A copy of the buffer's bytes, synchronously. */
+  downloadSync(buffer: BufferHandle): Uint8Array {
+    return this.storage.resolve(buffer, 'download').bytes.slice();
+  }
+
+  /** Nothing is ever queued on the CPU. */
+  synchronize(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** Bytes and buffers held, with the host's totals. */
+  memory(): MemoryInfo {
+    const device = cpuDeviceInfo();
+    return { ...this.storage.memory(), totalBytes: device.memoryTotalBytes, freeBytes: device.memoryFreeBytes };
+  }
+
+  /** Release every buffer. */
+  dispose(): void {
+    this.storage.clear();
+  }
+
+  // ---- primitives ----
+  /** See KernelBackend.unary. */
+  unary(op: UnaryOp, x: TensorRef, out: TensorRef): void {
+    runUnary(this.access, op, x, out);
+  }
+
+  /** See KernelBackend.binary. */
+  binary(op: BinaryOp, a: StridedView, b: StridedView, out: TensorRef): void {
+    runBinary(this.access, op, a, b, out);
+  }
+
+  /** See KernelBackend.where. */
+  where(condition: StridedView, a: StridedView, b: StridedView, out: TensorRef): void {
+    runWhere(this.access, condition, a, b, out);
+  }
+
+  /** See KernelBackend.reduce. */
+  reduce(op: ReduceOp, x: TensorRef, out: TensorRef, outer: number, size: number, inner: number): void {
+    runReduce(this.access, op, x, out, outer, size, inner);
+  }
+
+  /** See KernelBackend.matmul. */
+  matmul(a: TensorRef, b: TensorRef, out: TensorRef, params: MatmulParams): void {
+    runMatmul(this.access, a, b, out, params);
+  }
+
+  /** See KernelBackend.copy. */
+  copy(src: StridedView, dst: StridedView): void {
+    runCopy(this.access, src, dst);
+  }
+
+  /** See KernelBackend.gather. */
+  gather(x: TensorRef, indices: TensorRef, out: TensorRef, outer: number, rows: number, inner: number): void {
+    runGather(this.access, x, indices, out, outer, rows, inner);
+  }
+
+  /** See KernelBackend.scatterAdd. */
+  scatterAdd(source: TensorRef, indices: TensorRef, out: TensorRef, outer: number, rows: number, inner: number): void {
+    runScatterAdd(this.access, source, indices, out, outer, rows, inner);
+  }
+
+  /** See KernelBackend.cast. */
+  cast(x: TensorRef, out: TensorRef): void {
+    runCast(this.access, x, out);
+  }
+
+  /** See KernelBackend.fill. */
+  fill(out: TensorRef, value: number): void {
+    runFill(this.access, out, value);
+  }
+
+  // ---- fused kernels ----
+  /** See KernelBackend.random. */
+  random(out: TensorRef, distribution: RandomDistribution, seed: number, offset: number): void {
+    runRandom(this.access, out, distribution, seed, offset);
+  }
+
+  /** See KernelBackend.softmax. */
+  softmax(x: TensorRef, out: TensorRef, rows: number, cols: number): void {
+    runSoftmax(this.access, x, out, rows, cols);
+  }
+
+  /** See KernelBackend.softmaxBackward. */
+  softmaxBackward(y: TensorRef, dy: TensorRef, dx: TensorRef, rows: number, cols: number): void {
+    runSoftmaxBackward(this.access, y, dy, dx, rows, cols);
+  }
+
+  /** See KernelBackend.logSoftmax. */
+  logSoftmax(x: TensorRef, out: TensorRef, rows: number, cols: number): void {
+    runLogSoftmax(this.access, x, out, rows, cols);
+  }
+
+  /** See KernelBackend.rmsNorm. */
+  rmsNorm(x: TensorRef, weight: TensorRef, out: TensorRef, rstd: TensorRef, rows: number, cols: number, eps: number): void {
+    runRmsNorm(this.access, x, weight, out, rstd, rows, cols, eps);
+  }
+
+  /** See KernelBackend.rmsNormBackward. */
+  rmsNormBackward(x: TensorRef, weight: TensorRef, rstd: TensorRef, dy: TensorRef, dx: TensorRef, dWeight: TensorRef, rows: number, cols: number): void {
+    runRmsNormBackward(this.access, x, weight, rstd, dy, dx, dWeight, rows, cols);
+  }
+
+  /** See KernelBackend.layerNorm. */
+  layerNorm(x: TensorRef, weight: TensorRef, bias: TensorRef, out: TensorRef, rows: number, cols: number, eps: number): void {
+    runLayerNorm(this.access, x, weight, bias, out, rows, cols, eps);
+  }
+
+  /** See KernelBackend.rope. */
+  rope(x: TensorRef, out: TensorRef, offset: number, theta: number, inverse: boolean): void {
+    runRope(this.access, x, out, offset, theta, inverse);
+  }
+
+  /** See KernelBackend.swiglu. */
+  swiglu(gate: TensorRef, up: TensorRef, out: TensorRef): void {
+    runSwiglu(this.access, gate, up, out);
+  }
+
+  /** See KernelBackend.swigluBackward. */
+  swigluBackward(gate: TensorRef, up: TensorRef, dy: TensorRef, dGate: TensorRef, dUp: TensorRef): void {
+    runSwigluBackward(this.access, gate, up, dy, dGate, dUp);
+  }
+
+  /** See KernelBackend.attention. */
+  attention(q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null, out: TensorRef, lse: TensorRef, params: AttentionParams): void {
+    runAttention(this.access, q, k, v, mask, out, lse, params);
+  }
+
+  /** See KernelBackend.attentionBackward. */
+  attentionBackward(
+    q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null, out: TensorRef, lse: TensorRef,
+    dOut: TensorRef, dq: TensorRef, dk: TensorRef, dv: TensorRef, params: AttentionParams,
+  ): void {
+    runAttentionBackward(this.access, q, k, v, mask, out, lse, dOut, dq, dk, dv, params);
+  }
+
+  /** See KernelBackend.crossEntropy. */
+  crossEntropy(logits: TensorRef, targets: TensorRef, loss: TensorRef, rows: number, classes: number, ignoreIndex: number): void {
+    runCrossEntropy(this.access, logits, targets, loss, rows, classes, ignoreIndex);
+  }
+
+  /** See KernelBackend.crossEntropyBackward. */
+  crossEntropyBackward(logits: TensorRef, targets: TensorRef, dLogits: TensorRef, rows: number, classes: number, ignoreIndex: number, scale: number): void {
+    runCrossEntropyBackward(this.access, logits, targets, dLogits, rows, classes, ignoreIndex, scale);
+  }
+
+  /** See KernelBackend.adamw. */
+  adamw(param: TensorRef, grad: TensorRef, m: TensorRef, v: TensorRef, params: AdamWParams): void {
+    runAdamw(this.access, param, grad, m, v, params);
+  }
+}
+
+/** A new CPU backend instance. */
+export function createCpuBackend(options: CpuBackendOptions = {}): CpuBackend {
+  return new CpuBackend(options);
+}
