@@ -18,5 +18,6 @@ export { toBackend, memory } from './engine/memory.js';
 export { planKernel, type KernelPlan } from './engine/dispatch.js';
 export { noGrad, isGradEnabled } from './autograd/grad-node.js';
 export { backward, grad, valueAndGrad, type ValueAndGrads } from './autograd/backward.js';
+export { checkpoint } from './autograd/checkpoint.js';
 export * from './ops/index.js';
 export * from './io/index.js';

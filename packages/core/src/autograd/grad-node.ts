@@ -97,3 +97,14 @@ export function noGrad<T>(fn: () => T): T {
     gradDepth--;
   }
 }
+
+/** Runs fn with gradient recording on, even inside noGrad or backward (used to recompute checkpoints). */
+export function withGradEnabled<T>(fn: () => T): T {
+  const saved = gradDepth;
+  gradDepth = 0;
+  try {
+    return fn();
+  } finally {
+    gradDepth = saved;
+  }
+}
