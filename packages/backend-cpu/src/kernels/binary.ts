@@ -6,7 +6,8 @@
  */
 import { DTypeError, type BinaryOp, type StridedView, type TensorRef } from '@kiln/core';
 import { elementCount, type TensorAccess, type ViewData } from '../tensor-access.js';
-import { coalesce, denseStrides, rowStarts } from './strided.js';
+import { contiguousStrides } from '@kiln/core';
+import { coalesce, rowStarts } from './strided.js';
 
 type Values = Float32Array | Int32Array;
 
@@ -76,7 +77,7 @@ export function binaryStrided<T extends Values>(
   row: (op: BinaryOp, a: T, aStart: number, aStride: number, b: T, bStart: number, bStride: number, out: Values, outStart: number, length: number) => void,
 ): void {
   if (out.length === 0) return;
-  const layout = coalesce(shape, [a.strides, b.strides, denseStrides(shape)]);
+  const layout = coalesce(shape, [a.strides, b.strides, contiguousStrides(shape)]);
   const rank = layout.shape.length;
   const length = layout.shape[rank - 1];
   const [aStarts, bStarts] = rowStarts(layout, [a.offset, b.offset]);

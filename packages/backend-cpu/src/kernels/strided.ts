@@ -39,16 +39,6 @@ export function coalesce(shape: readonly number[], operandStrides: readonly (rea
   return { shape: mergedShape, strides: mergedStrides };
 }
 
-/** Row-major strides of a dense shape. */
-export function denseStrides(shape: readonly number[]): number[] {
-  const strides = new Array<number>(shape.length);
-  let stride = 1;
-  for (let axis = shape.length - 1; axis >= 0; axis--) {
-    strides[axis] = stride;
-    stride *= shape[axis];
-  }
-  return strides;
-}
 
 /**
  * Start offsets of every row (all axes but the last) for each operand: result[operand][row].

@@ -6,7 +6,8 @@
 import type { DType, StridedView, TensorRef } from '@kiln/core';
 import type { CpuBuffer } from '../storage.js';
 import { elementCount, type TensorAccess } from '../tensor-access.js';
-import { coalesce, denseStrides, rowStarts } from './strided.js';
+import { contiguousStrides } from '@kiln/core';
+import { coalesce, rowStarts } from './strided.js';
 
 type Values = Float32Array | Int32Array | Uint16Array;
 
@@ -19,7 +20,7 @@ export function whereStrided(
   out: Values,
 ): void {
   if (out.length === 0) return;
-  const layout = coalesce(shape, [conditionStrides, aStrides, bStrides, denseStrides(shape)]);
+  const layout = coalesce(shape, [conditionStrides, aStrides, bStrides, contiguousStrides(shape)]);
   const rank = layout.shape.length;
   const length = layout.shape[rank - 1];
   const [conditionStarts, aStarts, bStarts] = rowStarts(layout, [conditionOffset, aOffset, bOffset]);

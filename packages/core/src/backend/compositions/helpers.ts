@@ -3,6 +3,7 @@
  * `Scratch`, which allocates the f32 temporaries of one composition and frees every one of them
  * when it ends, also when a primitive throws. Compositions never read device memory back.
  */
+import { contiguousStrides } from '../../tensor/shape.js';
 import type { DType } from '../../dtype.js';
 import { DTYPE_BYTES } from '../../dtype.js';
 import type {
@@ -19,16 +20,8 @@ export function elementCount(shape: readonly number[]): number {
   return count;
 }
 
-/** Row-major element strides of a dense tensor of `shape`. */
-export function contiguousStrides(shape: readonly number[]): number[] {
-  const strides = new Array<number>(shape.length);
-  let stride = 1;
-  for (let axis = shape.length - 1; axis >= 0; axis--) {
-    strides[axis] = stride;
-    stride *= shape[axis];
-  }
-  return strides;
-}
+
+export { contiguousStrides };
 
 /** The same storage seen with another shape of equal element count. */
 export function reshaped(ref: TensorRef, shape: readonly number[]): TensorRef {

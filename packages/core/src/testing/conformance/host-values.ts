@@ -46,16 +46,7 @@ export function elementCount(shape: readonly number[]): number {
   return shape.reduce((product, size) => product * size, 1);
 }
 
-/** Row-major (contiguous) element strides of a shape. */
-export function contiguousStrides(shape: readonly number[]): number[] {
-  const strides = new Array<number>(shape.length);
-  let stride = 1;
-  for (let axis = shape.length - 1; axis >= 0; axis--) {
-    strides[axis] = stride;
-    stride *= shape[axis];
-  }
-  return strides;
-}
+export { contiguousStrides } from '../../tensor/shape.js';
 
 /** The multi-dimensional position of flat index `index` in a row-major `shape`. */
 export function positionOf(index: number, shape: readonly number[]): number[] {
