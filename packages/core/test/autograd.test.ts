@@ -190,3 +190,26 @@ describe('activation checkpointing', () => {
     weight.dispose();
   });
 });
+
+describe('autograd under failure', () => {
+  it('frees every gradient when a backward step runs out of memory', async () => {
+    const { createReferenceBackend } = await import('../src/testing/reference-backend.js');
+    const { OutOfMemoryError } = await import('../src/errors.js');
+    const limited = createReferenceBackend({ memoryLimitBytes: 4096 });
+    const w = kiln.tensor(new Float32Array(64).fill(0.5), [8, 8], { backend: limited }).requireGrad();
+    const loss = kiln.tidy(() => kiln.sum(kiln.matmul(w, w)));
+    // Fill the device so backward cannot allocate its gradients.
+    const filler: Tensor[] = [];
+    try {
+      for (;;) filler.push(kiln.zeros([64], { backend: limited }));
+    } catch (error) {
+      expect(error).toBeInstanceOf(OutOfMemoryError);
+    }
+    // Room for the seed gradient, not for the [8, 8] gradients after it: backward fails mid-graph.
+    filler.pop()!.dispose();
+    expect(() => kiln.backward(loss)).toThrow(OutOfMemoryError);
+    for (const tensor of [...filler, loss, w]) tensor.dispose();
+    w.grad?.dispose();
+    expect(limited.memory().bufferCount).toBe(0);
+  });
+});

@@ -14,10 +14,12 @@ import { noGrad, type GradNode } from './grad-node.js';
 
 function accumulate(existing: Tensor | undefined | null, gradient: Tensor): Tensor {
   if (!existing) return gradient;
-  const total = binaryKernel('add', existing, gradient);
-  existing.dispose();
-  gradient.dispose();
-  return total;
+  try {
+    return binaryKernel('add', existing, gradient);
+  } finally {
+    existing.dispose();
+    gradient.dispose();
+  }
 }
 
 function reachableNodes(root: GradNode): GradNode[] {
@@ -72,15 +74,27 @@ export function backward(output: Tensor, gradOutput?: Tensor): void {
             hint: 'Recompute the forward pass before calling backward again.',
           });
         }
-        const inputGrads = tidy(() => node.backward(gradient));
-        gradient.dispose();
+        let inputGrads: Array<Tensor | null>;
+        try {
+          inputGrads = tidy(() => node.backward(gradient));
+        } finally {
+          gradient.dispose();
+        }
+        inputGrads.forEach((inputGrad) => inputGrad && keep(inputGrad));
         node.edges.forEach((edge, index) => {
           const inputGrad = inputGrads[index];
           if (!inputGrad) return;
-          keep(inputGrad);
-          if (edge.node) pending.set(edge.node, accumulate(pending.get(edge.node), inputGrad));
-          else if (edge.leaf && !edge.leaf.isDisposed) edge.leaf.grad = keep(accumulate(edge.leaf.grad, inputGrad));
-          else inputGrad.dispose();
+          if (edge.node) {
+            const previous = pending.get(edge.node);
+            pending.delete(edge.node);
+            pending.set(edge.node, accumulate(previous, inputGrad));
+          } else if (edge.leaf && !edge.leaf.isDisposed) {
+            const previous = edge.leaf.grad;
+            edge.leaf.grad = null;
+            edge.leaf.grad = keep(accumulate(previous, inputGrad));
+          } else {
+            inputGrad.dispose();
+          }
         });
         // Saved activations are freed as soon as their node is done: peak memory stays low.
         node.releaseSaved();
