@@ -51,6 +51,8 @@ export interface DeviceConfig {
   fallback: 'error' | 'warn' | 'allow';
   /** Allow resolving another backend when the requested one is unavailable (with a warning). */
   allowDeviceFallback: boolean;
+  /** Recompute each block in backward to save memory (set by the user, or by adaptation when memory is short). */
+  checkpointActivations?: boolean;
 }
 
 /** Where the tokens come from. Exactly one of sequences/path/corpus is set after resolution. */

@@ -1,0 +1,90 @@
+/** state.json: everything besides tensors that a resumed run needs to continue exactly. */
+import { CheckpointError } from '@kiln/core';
+import type { TrainConfig } from '../contracts.js';
+
+/** Version of the checkpoint layout; a reader rejects newer ones. */
+export const CHECKPOINT_FORMAT_VERSION = 1;
+/** kiln version recorded in checkpoints (the trainer package's version). */
+export const KILN_VERSION = '0.1.0';
+
+/** Counters a resumed run needs so its metrics continue where the interrupted run stopped. */
+export interface CheckpointMetrics {
+  /** Latest validation loss (null before the first evaluation). */
+  lastValLoss: number | null;
+  /** Losses of the steps since the last metrics line (averaged into the next one). */
+  pendingLosses: number[];
+  /** Non-finite steps in a row at the time of saving. */
+  consecutiveNonFinite: number;
+  /** Training tokens processed so far, over every process of the run. */
+  tokensSeen: number;
+  /** Seconds spent training so far, over every process of the run. */
+  trainSeconds: number;
+}
+
+/** The contents of state.json. */
+export interface CheckpointState {
+  /** Layout version (CHECKPOINT_FORMAT_VERSION). */
+  formatVersion: number;
+  /** kiln version that wrote it. */
+  kilnVersion: string;
+  /** Optimizer steps completed. */
+  step: number;
+  /** AdamW updates applied (steps minus skipped ones; bias correction). */
+  optimizerStep: number;
+  /** Seed of initialization and batch sampling (batches are Philox streams keyed by seed and index). */
+  seed: number;
+  /** Next training batch index. */
+  dataPosition: number;
+  /** Current loss scale (1 without f16). */
+  lossScale: number;
+  /** Good steps since the loss scale last changed. */
+  lossScaleGoodSteps: number;
+  /** Micro-batch in use (smaller than configured after an out-of-memory retry). */
+  microBatchSize: number;
+  /** batchSize / microBatchSize. */
+  accumulation: number;
+  /** Backend the checkpoint was written on. */
+  backend: string;
+  /** The resolved training configuration of the run. */
+  config: TrainConfig;
+  /** Metrics to continue with. */
+  metrics: CheckpointMetrics;
+  /** ISO time of writing. */
+  savedAt: string;
+}
+
+const NUMBER_FIELDS = ['formatVersion', 'step', 'optimizerStep', 'seed', 'dataPosition', 'lossScale', 'lossScaleGoodSteps', 'microBatchSize', 'accumulation'] as const;
+
+/** Parses and checks state.json text; `path` is named in every error. */
+export function parseCheckpointState(text: string, path: string): CheckpointState {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new CheckpointError(`${path} is not valid JSON: ${error instanceof Error ? error.message : String(error)}`, {
+      hint: 'The checkpoint is damaged; resume from an earlier one (delete this directory).',
+      cause: error,
+    });
+  }
+  const fail = (problem: string): CheckpointError =>
+    new CheckpointError(`${path}: ${problem}`, { hint: 'The checkpoint is damaged or was not written by kiln; resume from an earlier one.' });
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw fail('expected a JSON object');
+  const state = value as Record<string, unknown>;
+  for (const field of NUMBER_FIELDS) {
+    if (typeof state[field] !== 'number' || !Number.isFinite(state[field])) throw fail(`field "${field}" must be a number, got ${JSON.stringify(state[field])}`);
+  }
+  if ((state.formatVersion as number) > CHECKPOINT_FORMAT_VERSION) {
+    throw new CheckpointError(`${path}: checkpoint format version ${String(state.formatVersion)} is newer than this kiln supports (${CHECKPOINT_FORMAT_VERSION})`, {
+      hint: `It was written by kiln ${String(state.kilnVersion)}; upgrade kiln (this is ${KILN_VERSION}).`,
+    });
+  }
+  if (typeof state.config !== 'object' || state.config === null) throw fail('field "config" must be the training configuration object');
+  const metrics = state.metrics as Record<string, unknown> | undefined;
+  if (typeof metrics !== 'object' || metrics === null || !Array.isArray(metrics.pendingLosses)) throw fail('field "metrics" is missing or malformed');
+  return value as CheckpointState;
+}
+
+/** state.json text (readable; JSON turns a non-finite number into null). */
+export function formatCheckpointState(state: CheckpointState): string {
+  return `${JSON.stringify(state, null, 2)}\n`;
+}

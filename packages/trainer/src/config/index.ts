@@ -1,0 +1,12 @@
+/** Configuration: YAML + zod validation with readable errors, presets, defaults and backend adaptation. */
+export { loadTrainConfig, type LoadTrainConfigOptions } from './load-train-config.js';
+export { defaultTrainConfig, defaultWarmupSteps, DEFAULT_WARMUP_STEPS } from './defaults.js';
+export { partialTrainConfigSchema, type PartialTrainConfig } from './schema.js';
+export { MODEL_PRESETS, MODEL_PRESET_NAMES, type ModelPreset, type ModelPresetName } from './presets.js';
+export { adaptConfigToBackend, type AdaptedConfig } from './adapt-config.js';
+export { estimateTrainingMemory, formatBytes, MEMORY_HEADROOM, type MemoryEstimate } from './memory-estimate.js';
+export { forwardOptionsFor, checkpointActivationsOf, computeDTypeOf, type DeviceSettings } from './forward-options.js';
+export { formatTrainConfig } from './format-config.js';
+export { resolveSteps } from './resolve-steps.js';
+export { levenshtein, nearestKey } from './suggest-key.js';
+export { formatIssue, type ConfigIssue } from './config-issues.js';

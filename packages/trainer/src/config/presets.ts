@@ -1,0 +1,37 @@
+/**
+ * The reference model configurations of shared/bench/models.json (embedded: they are the
+ * benchmark's definition, not a file read at run time). Llama-style, byte vocabulary, untied LM
+ * head, RMSNorm eps 1e-5, RoPE theta 10000, SwiGLU hidden = round_up(8·dModel/3, 32).
+ */
+import type { ModelConfig } from '../contracts.js';
+import { defaultMlpHidden } from '../model/config.js';
+
+/** Every preset name, smallest first. */
+export const MODEL_PRESET_NAMES = ['tiny', 'small', 'medium'] as const;
+
+/** Names accepted as `model.preset`. */
+export type ModelPresetName = (typeof MODEL_PRESET_NAMES)[number];
+
+/** A reference configuration: the model, the benchmark's batch size and its parameter count. */
+export interface ModelPreset {
+  /** Model sizes. */
+  model: ModelConfig;
+  /** Sequences per step in the benchmark. */
+  batchSize: number;
+  /** Parameter count listed in models.json. */
+  parameters: number;
+}
+
+function reference(contextLength: number, dModel: number, nLayer: number, nHead: number): ModelConfig {
+  return {
+    vocabSize: 256, contextLength, dModel, nLayer, nHead, nKvHead: nHead, mlpHidden: defaultMlpHidden(dModel),
+    tieEmbeddings: false, ropeTheta: 10000, normEps: 1e-5,
+  };
+}
+
+/** The reference configs by name. */
+export const MODEL_PRESETS: Readonly<Record<ModelPresetName, ModelPreset>> = {
+  tiny: { model: reference(64, 64, 2, 4), batchSize: 8, parameters: 139584 },
+  small: { model: reference(128, 128, 4, 4), batchSize: 16, parameters: 869504 },
+  medium: { model: reference(256, 256, 6, 8), batchSize: 8, parameters: 4951296 },
+};

@@ -1,0 +1,26 @@
+/** Epochs → optimizer steps, once the number of training tokens is known. */
+import { ConfigError } from '@kiln/core';
+import type { TrainConfig } from '../contracts.js';
+import { DEFAULT_WARMUP_STEPS, defaultWarmupSteps } from './defaults.js';
+
+/**
+ * The config with schedule.steps = ⌈epochs · trainTokens / (batchSize · contextLength)⌉ when epochs
+ * are set (unchanged otherwise); the default warmup becomes defaultWarmupSteps(steps).
+ */
+export function resolveSteps(config: TrainConfig, trainTokens: number): TrainConfig {
+  const { epochs, batchSize, warmupSteps } = config.schedule;
+  if (epochs === undefined) return config;
+  const tokensPerStep = batchSize * config.model.contextLength;
+  const steps = Math.max(1, Math.ceil((epochs * trainTokens) / tokensPerStep));
+  // The default warmup shrinks with a short run; a warmup the user chose is checked instead.
+  if (warmupSteps === DEFAULT_WARMUP_STEPS) {
+    return { ...config, schedule: { ...config.schedule, steps, warmupSteps: defaultWarmupSteps(steps) } };
+  }
+  if (warmupSteps > steps) {
+    throw new ConfigError(
+      `schedule.warmupSteps: expected at most the ${steps} steps that schedule.epochs = ${epochs} gives (${trainTokens} training tokens, ${tokensPerStep} per step), got ${warmupSteps}`,
+      { hint: 'Lower schedule.warmupSteps, or train for more epochs.' },
+    );
+  }
+  return { ...config, schedule: { ...config.schedule, steps } };
+}

@@ -1,0 +1,111 @@
+/**
+ * A model as a Hugging Face directory: `config.json` (LlamaForCausalLM) + `model.safetensors`
+ * (f32, Hugging Face names), each written atomically. Loading accepts what the wider ecosystem
+ * writes too: f16/bf16 weights (cast to f32 master weights), sharded checkpoints
+ * (`model.safetensors.index.json`), and the buffers transformers sometimes stores next to them.
+ */
+import { access, mkdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  CheckpointError, decodeHostValues, keep, readSafetensorsFile, tensor, writeFileAtomic, writeSafetensorsFile,
+  type KernelBackend, type RawTensor, type Tensor,
+} from '@kiln/core';
+import type { LanguageModel } from '../contracts.js';
+import { parameterSpecs } from './config.js';
+import { fromHfConfig, toHfConfig } from './hf-config.js';
+import { LlamaModel } from './llama.js';
+import { describeParameterMismatch, findParameterMismatch } from './parameter-check.js';
+
+export { fromHfConfig, toHfConfig, type HfLlamaConfig } from './hf-config.js';
+
+/** The Hugging Face config file of a model directory. */
+export const MODEL_CONFIG_FILE = 'config.json';
+/** The weights file (single-file layout). */
+export const MODEL_WEIGHTS_FILE = 'model.safetensors';
+const WEIGHTS_INDEX_FILE = 'model.safetensors.index.json';
+
+/** Writes config.json and model.safetensors (f32) into `directory` (created if needed). */
+export async function saveModelDirectory(directory: string, model: LanguageModel, extraMetadata: Record<string, string> = {}): Promise<void> {
+  await mkdir(directory, { recursive: true });
+  const tensors = new Map<string, RawTensor>();
+  for (const [name, parameter] of model.parameters) {
+    const values = (await parameter.data()) as Float32Array;
+    tensors.set(name, { dtype: 'f32', shape: [...parameter.shape], data: new Uint8Array(values.buffer, values.byteOffset, values.byteLength) });
+  }
+  // "format": "pt" is what transformers expects in the metadata of a PyTorch-layout file.
+  await writeSafetensorsFile(join(directory, MODEL_WEIGHTS_FILE), tensors, { format: 'pt', ...extraMetadata });
+  await writeFileAtomic(join(directory, MODEL_CONFIG_FILE), `${JSON.stringify(toHfConfig(model.config), null, 2)}\n`);
+}
+
+async function readJson(path: string, what: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    throw new CheckpointError(`Could not read ${what} ${path}: ${error instanceof Error ? error.message : String(error)}`, {
+      hint: 'A model directory holds config.json and model.safetensors (as written by kiln or transformers save_pretrained).',
+      cause: error,
+    });
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new CheckpointError(`${path} is not valid JSON: ${error instanceof Error ? error.message : String(error)}`, {
+      hint: 'Restore the file or re-save the model.',
+      cause: error,
+    });
+  }
+}
+
+/** Every tensor of the directory's weights, by name, with the file each came from. */
+async function readWeights(directory: string): Promise<{ tensors: Map<string, RawTensor>; source: string }> {
+  const single = join(directory, MODEL_WEIGHTS_FILE);
+  const indexPath = join(directory, WEIGHTS_INDEX_FILE);
+  const exists = (path: string): Promise<boolean> => access(path).then(() => true, () => false);
+  const [hasSingle, hasIndex] = await Promise.all([exists(single), exists(indexPath)]);
+  if (hasSingle || !hasIndex) return { tensors: (await readSafetensorsFile(single)).tensors, source: single };
+  const index = await readJson(indexPath, 'weights index');
+  const weightMap = (index as { weight_map?: unknown } | null)?.weight_map;
+  if (typeof weightMap !== 'object' || weightMap === null || Object.values(weightMap).some((file) => typeof file !== 'string')) {
+    throw new CheckpointError(`${indexPath}: field "weight_map" must map tensor names to shard file names`, { hint: 'Restore the index file or re-save the model.' });
+  }
+  const tensors = new Map<string, RawTensor>();
+  for (const file of new Set(Object.values(weightMap as Record<string, string>))) {
+    const shard = await readSafetensorsFile(join(directory, file));
+    for (const [name, raw] of shard.tensors) tensors.set(name, raw);
+  }
+  return { tensors, source: indexPath };
+}
+
+/** Loads a model directory onto `backend`, checking every name and shape against config.json. */
+export async function loadModelDirectory(directory: string, options: { backend: KernelBackend }): Promise<LlamaModel> {
+  const configPath = join(directory, MODEL_CONFIG_FILE);
+  const config = fromHfConfig(await readJson(configPath, 'model config'), configPath);
+  const { tensors: raw, source } = await readWeights(directory);
+  for (const name of [...raw.keys()]) {
+    // transformers may store rotary frequency buffers, and a tied LM head twice; neither is a parameter.
+    if (name.endsWith('.rotary_emb.inv_freq') || (config.tieEmbeddings && name === 'lm_head.weight')) raw.delete(name);
+  }
+  const mismatch = findParameterMismatch(config, new Map([...raw].map(([name, entry]) => [name, entry.shape])));
+  if (mismatch) {
+    throw new CheckpointError(`${source} does not match ${configPath}: ${describeParameterMismatch(mismatch)}`, {
+      hint: 'The weights must be a LlamaForCausalLM state dict with the sizes in config.json; re-save the model or fix config.json.',
+    });
+  }
+  const parameters = new Map<string, Tensor>();
+  try {
+    // Hugging Face order, not the file's (which is sorted by dtype and name).
+    for (const { name } of parameterSpecs(config)) {
+      const entry = raw.get(name)!;
+      if (entry.dtype === 'i32') {
+        throw new CheckpointError(`${source}: tensor "${name}" is i32; weights must be f32, f16 or bf16`, { hint: 'Re-save the model with float weights.' });
+      }
+      const values = decodeHostValues(entry.data, entry.dtype);
+      parameters.set(name, keep(tensor(values, entry.shape, { backend: options.backend })).requireGrad());
+    }
+    return new LlamaModel(config, parameters);
+  } catch (error) {
+    for (const parameter of parameters.values()) parameter.dispose();
+    throw error;
+  }
+}

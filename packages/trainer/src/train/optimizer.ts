@@ -1,0 +1,104 @@
+/**
+ * AdamW over the model's parameters: f32 first and second moments per parameter, global
+ * gradient norm, and the update through core's fused `adamwUpdate` (composed by core when a
+ * backend lacks the kernel).
+ */
+import { add, adamwUpdate, cast, InvalidArgumentError, mul, noGrad, square, sum, tidy, zeros, type KernelBackend, type Tensor } from '@kiln/core';
+import type { OptimizerConfig } from '../contracts.js';
+
+/** First (`m`, exp_avg) and second (`v`, exp_avg_sq) moments by parameter name. */
+export type AdamWMoments = Map<string, { m: Tensor; v: Tensor }>;
+
+/** Zero moments for every parameter, on the parameter's backend. */
+export function createMoments(parameters: ReadonlyMap<string, Tensor>): AdamWMoments {
+  const moments: AdamWMoments = new Map();
+  for (const [name, parameter] of parameters) {
+    moments.set(name, {
+      m: zeros(parameter.shape, { dtype: 'f32', backend: parameter.backend }),
+      v: zeros(parameter.shape, { dtype: 'f32', backend: parameter.backend }),
+    });
+  }
+  return moments;
+}
+
+/** Frees every moment tensor. */
+export function disposeMoments(moments: AdamWMoments): void {
+  for (const { m, v } of moments.values()) {
+    m.dispose();
+    v.dispose();
+  }
+  moments.clear();
+}
+
+/**
+ * Weight decay applies to matrices (projections, embeddings) only: decaying RMSNorm gains
+ * (1-D) toward zero would fight the normalization, as in GPT-2/Llama recipes.
+ */
+export function appliesWeightDecay(parameter: Tensor): boolean {
+  return parameter.rank >= 2;
+}
+
+/** Σ‖grad‖² over every parameter that has a gradient, as a device scalar (f32). */
+export function gradientNormSquared(parameters: ReadonlyMap<string, Tensor>): Tensor {
+  return noGrad(() =>
+    tidy(() => {
+      let total: Tensor | undefined;
+      for (const parameter of parameters.values()) {
+        if (!parameter.grad) continue;
+        const gradient = parameter.grad.dtype === 'f32' ? parameter.grad : cast(parameter.grad, 'f32');
+        const part = sum(square(gradient));
+        total = total ? add(total, part) : part;
+      }
+      return total ?? zeros([], { dtype: 'f32', backend: firstBackend(parameters) });
+    }),
+  );
+}
+
+/** Frees and clears every parameter's gradient. */
+export function clearGradients(parameters: ReadonlyMap<string, Tensor>): void {
+  for (const parameter of parameters.values()) {
+    parameter.grad?.dispose();
+    parameter.grad = null;
+  }
+}
+
+/** What one AdamW update needs besides the tensors. */
+export interface AdamWStepOptions {
+  /** Learning rate of this step. */
+  lr: number;
+  /** Betas, eps and weight decay. */
+  optimizer: OptimizerConfig;
+  /** 1-based count of updates applied so far, this one included (bias correction). */
+  step: number;
+  /** Multiplier of every gradient before the update (loss-scale undo × clipping factor). */
+  gradientScale: number;
+}
+
+/** Applies one AdamW update to every parameter that has a gradient. */
+export function adamwStep(parameters: ReadonlyMap<string, Tensor>, moments: AdamWMoments, options: AdamWStepOptions): void {
+  const { lr, optimizer, step, gradientScale } = options;
+  noGrad(() => {
+    for (const [name, parameter] of parameters) {
+      const gradient = parameter.grad;
+      const state = moments.get(name);
+      if (!gradient || !state) continue;
+      tidy(() => {
+        const scaled = gradientScale === 1 ? gradient : mul(gradient, gradientScale);
+        adamwUpdate(parameter, scaled, state.m, state.v, {
+          lr,
+          beta1: optimizer.beta1,
+          beta2: optimizer.beta2,
+          eps: optimizer.eps,
+          weightDecay: appliesWeightDecay(parameter) ? optimizer.weightDecay : 0,
+          step,
+        });
+      });
+    }
+  });
+}
+
+function firstBackend(parameters: ReadonlyMap<string, Tensor>): KernelBackend {
+  const first = parameters.values().next().value;
+  if (!first) throw new InvalidArgumentError('gradientNormSquared: the model has no parameters', { hint: 'Check the model config.' });
+  return first.backend;
+}

@@ -1,0 +1,184 @@
+/**
+ * train(): adapt the config to the backend, load data, start (fresh, fine-tune or resume), then
+ * run optimizer steps with periodic validation, metrics lines and atomic checkpoints until the
+ * configured step or an abort signal; write loss.svg at the end. Everything a step creates is
+ * freed before the next one, so only parameters and AdamW moments stay on the device.
+ */
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { KilnError, writeFileAtomic } from '@kiln/core';
+import type { TrainConfig, TrainContext, TrainEvent, TrainResult } from '../contracts.js';
+import { KILN_VERSION, CHECKPOINT_FORMAT_VERSION, saveCheckpoint, type CheckpointState } from '../checkpoint/index.js';
+import { adaptConfigToBackend, forwardOptionsFor, resolveSteps } from '../config/index.js';
+import { loadData } from '../data/index.js';
+import { parameterCount } from '../model/index.js';
+import { evaluate } from './evaluate.js';
+import { writeLossPlot } from './loss-plot.js';
+import { DynamicLossScaler } from './loss-scaler.js';
+import { MetricsLog } from './metrics-log.js';
+import { disposeMoments } from './optimizer.js';
+import { prepareRunStart } from './run-setup.js';
+import { learningRateAt } from './schedule.js';
+import { runTrainStep, type StepCounters, type StepEnvironment } from './train-step.js';
+
+/** File names written into checkpoint.outputDir. */
+export const METRICS_FILE = 'metrics.jsonl';
+/** The loss-curve plot. */
+export const LOSS_PLOT_FILE = 'loss.svg';
+/** The resolved training configuration of the run. */
+export const RUN_CONFIG_FILE = 'config.json';
+
+/** train()'s context: the backend, event sink, resume flag, abort signal, and the embedded corpus when no data is configured. */
+export type TrainRunContext = TrainContext & { corpus?: { text: string; description: string } };
+
+/** Trains a model as `config` says; resolves when the last step (or an abort) is checkpointed. */
+export async function train(inputConfig: TrainConfig, context: TrainRunContext): Promise<TrainResult> {
+  const startedAt = performance.now();
+  const emit = (event: TrainEvent): void => context.onEvent?.(event);
+  const notice = (message: string): void => emit({ type: 'notice', message });
+  const { backend } = context;
+  const adapted = adaptConfigToBackend(inputConfig, backend);
+  const outputDir = adapted.config.checkpoint.outputDir;
+  await mkdir(outputDir, { recursive: true });
+
+  const start = await prepareRunStart(adapted.config, { backend, resume: context.resume === true, notice });
+  const { model, moments } = start;
+  let data: Awaited<ReturnType<typeof loadData>> | undefined;
+  let metrics: MetricsLog | undefined;
+  try {
+    data = await loadData(start.config.data, { vocabSize: start.config.model.vocabSize, contextLength: start.config.model.contextLength, corpus: context.corpus });
+    for (const warning of data.warnings) notice(warning);
+    const config = resolveSteps(start.config, data.train.tokenCount);
+    await writeFileAtomic(join(outputDir, RUN_CONFIG_FILE), `${JSON.stringify(config, null, 2)}\n`);
+    const { schedule, optimizer, seed } = config;
+    const contextLength = config.model.contextLength;
+    const forwardOptions = forwardOptionsFor(config);
+    const saved = start.resumed?.state;
+    const scaler = new DynamicLossScaler({ enabled: forwardOptions.computeDType === 'f16' }, saved && { scale: saved.lossScale, goodSteps: saved.lossScaleGoodSteps });
+    const counters: StepCounters = {
+      microBatchSize: saved ? Math.min(saved.microBatchSize, schedule.microBatchSize) : schedule.microBatchSize,
+      optimizerStep: saved?.optimizerStep ?? 0,
+    };
+    const environment: StepEnvironment = { model, moments, backend, forwardOptions, optimizer, scaler, contextLength, notice };
+    metrics = await MetricsLog.open(join(outputDir, METRICS_FILE), { resumeStep: saved?.step });
+    if (start.resumed) {
+      notice(`resuming from ${start.resumed.path} at step ${start.resumed.state.step} (micro-batch ${counters.microBatchSize} × ${schedule.batchSize / counters.microBatchSize} accumulation)`);
+    }
+
+    let step = saved?.step ?? 0;
+    let pendingLosses = [...(saved?.metrics.pendingLosses ?? [])];
+    let lastValLoss = saved?.metrics.lastValLoss ?? Number.NaN;
+    let consecutiveNonFinite = saved?.metrics.consecutiveNonFinite ?? 0;
+    let tokensSeen = saved?.metrics.tokensSeen ?? 0;
+    let trainSeconds = saved?.metrics.trainSeconds ?? 0;
+    let pendingTokens = 0;
+    let pendingSeconds = 0;
+    let lastLoggedLoss = Number.NaN;
+    let sessionTokens = 0;
+    let sessionSeconds = 0;
+    let checkpointPath = start.resumed?.path ?? '';
+    let checkpointStep = saved?.step ?? -1;
+    const tokensPerStep = schedule.batchSize * contextLength;
+
+    const validate = async (): Promise<number> =>
+      evaluate(model, data!.validation, {
+        batches: schedule.evalBatches, batchSize: schedule.batchSize, contextLength, seed, forwardOptions, microBatchSize: counters.microBatchSize,
+      });
+    const writeCheckpoint = async (): Promise<void> => {
+      const state: CheckpointState = {
+        formatVersion: CHECKPOINT_FORMAT_VERSION, kilnVersion: KILN_VERSION, step, optimizerStep: counters.optimizerStep, seed,
+        dataPosition: step, lossScale: scaler.scale, lossScaleGoodSteps: scaler.state().goodSteps,
+        microBatchSize: counters.microBatchSize, accumulation: schedule.batchSize / counters.microBatchSize, backend: backend.name, config,
+        metrics: { lastValLoss: Number.isFinite(lastValLoss) ? lastValLoss : null, pendingLosses, consecutiveNonFinite, tokensSeen, trainSeconds },
+        savedAt: new Date().toISOString(),
+      };
+      checkpointPath = await saveCheckpoint(outputDir, { model, moments, state }, { keepLast: config.checkpoint.keepLast });
+      checkpointStep = step;
+      emit({ type: 'checkpoint', step, path: checkpointPath });
+    };
+
+    emit({ type: 'start', step, totalSteps: schedule.steps, parameters: parameterCount(model), backend: backend.name, adaptations: adapted.adaptations });
+    if (step >= schedule.steps) notice(`the run is already at step ${step} of ${schedule.steps}: nothing to train`);
+    while (step < schedule.steps && !context.signal?.aborted) {
+      const lr = learningRateAt(step, { lr: optimizer.lr, warmupSteps: schedule.warmupSteps, totalSteps: schedule.steps, minLrRatio: schedule.minLrRatio });
+      const stepStarted = performance.now();
+      // The step's tokens depend only on (seed, step): micro-batching and out-of-memory retries slice the same batch.
+      const { inputs, targets } = data.train.batch(step, schedule.batchSize, contextLength, seed);
+      const outcome = await runTrainStep(environment, counters, { step: step + 1, batchSize: schedule.batchSize, inputs, targets, lr });
+      const seconds = (performance.now() - stepStarted) / 1000;
+      step++;
+      tokensSeen += tokensPerStep;
+      trainSeconds += seconds;
+      sessionTokens += tokensPerStep;
+      sessionSeconds += seconds;
+      pendingTokens += tokensPerStep;
+      pendingSeconds += seconds;
+      if (outcome.skipped) {
+        consecutiveNonFinite++;
+        notice(
+          `step ${step}: non-finite ${Number.isFinite(outcome.loss) ? 'gradient norm' : 'loss'} (loss ${outcome.loss}, gradient norm ${outcome.gradNorm}); ` +
+            `update skipped${scaler.enabled ? `, loss scale lowered to ${scaler.scale}` : ''} (${consecutiveNonFinite} in a row, limit ${schedule.maxNonFiniteSteps})`,
+        );
+      } else {
+        consecutiveNonFinite = 0;
+        pendingLosses.push(outcome.loss);
+      }
+      emit({ type: 'step', step, totalSteps: schedule.steps, loss: outcome.loss, lr, tokensPerSecond: tokensPerStep / seconds, gradNorm: outcome.gradNorm, skipped: outcome.skipped });
+      if (consecutiveNonFinite >= schedule.maxNonFiniteSteps) throw divergenceError(config, step, consecutiveNonFinite, outcome, lr, forwardOptions.computeDType, checkpointPath);
+
+      const isLast = step === schedule.steps;
+      const validationStep = isLast || (schedule.evalInterval > 0 && step % schedule.evalInterval === 0);
+      if (validationStep) {
+        lastValLoss = await validate();
+        emit({ type: 'eval', step, valLoss: lastValLoss });
+      }
+      if (validationStep || step % Math.max(1, schedule.logInterval) === 0) {
+        const loss = pendingLosses.length > 0 ? pendingLosses.reduce((total, value) => total + value, 0) / pendingLosses.length : null;
+        metrics.append({ step, loss, lr, tokens_per_second: pendingSeconds > 0 ? pendingTokens / pendingSeconds : 0, ...(validationStep ? { val_loss: lastValLoss } : {}) });
+        lastLoggedLoss = loss ?? Number.NaN;
+        pendingLosses = [];
+        pendingTokens = 0;
+        pendingSeconds = 0;
+      }
+      if (isLast || (config.checkpoint.interval > 0 && step % config.checkpoint.interval === 0)) await writeCheckpoint();
+    }
+    if (context.signal?.aborted && checkpointStep !== step) {
+      notice(`stopping at step ${step}: writing a checkpoint`);
+      await writeCheckpoint();
+    }
+    if (!Number.isFinite(lastValLoss) && step >= schedule.steps) {
+      lastValLoss = await validate();
+      emit({ type: 'eval', step, valLoss: lastValLoss });
+    }
+    await writeLossPlot(join(outputDir, LOSS_PLOT_FILE), metrics.records.map((record) => ({ step: record.step, loss: record.loss, valLoss: record.val_loss })), {
+      title: `kiln: ${parameterCount(model).toLocaleString('en-US')}-parameter model on ${backend.name}`,
+    });
+    const seconds = (performance.now() - startedAt) / 1000;
+    emit({ type: 'end', step, valLoss: lastValLoss, seconds });
+    const trainLoss = pendingLosses.length > 0 ? pendingLosses.reduce((total, value) => total + value, 0) / pendingLosses.length : lastLoggedLoss;
+    return {
+      step, valLoss: lastValLoss, trainLoss, checkpointPath, seconds,
+      tokensPerSecond: sessionSeconds > 0 ? sessionTokens / sessionSeconds : 0,
+      adaptations: adapted.adaptations,
+    };
+  } finally {
+    metrics?.close();
+    data?.train.close();
+    data?.validation.close();
+    disposeMoments(moments);
+    model.dispose();
+  }
+}
+
+function divergenceError(
+  config: TrainConfig, step: number, count: number, outcome: { loss: number; gradNorm: number }, lr: number, computeDType: string, checkpointPath: string,
+): KilnError {
+  const suggestions = [`lower optimizer.lr (now ${config.optimizer.lr}; this step used ${lr.toPrecision(3)})`, 'lengthen schedule.warmupSteps'];
+  if (!(config.optimizer.gradClip > 0)) suggestions.push('turn on optimizer.gradClip (e.g. 1.0)');
+  if (computeDType !== 'f32') suggestions.push(`train in f32 (device.precision: f32; this run computes in ${computeDType})`);
+  return new KilnError(
+    `Training diverged: ${count} steps in a row up to step ${step} had a non-finite loss or gradient (last loss ${outcome.loss}, gradient norm ${outcome.gradNorm}); no update was applied for them`,
+    'KILN_ERROR',
+    { hint: `Try to ${suggestions.join(', or ')}.${checkpointPath ? ` The last checkpoint (weights before the skipped steps) is ${checkpointPath}.` : ''}` },
+  );
+}
