@@ -60,6 +60,6 @@ export function defaultTrainConfig(): TrainConfig {
       logInterval: 10,
       maxNonFiniteSteps: 5,
     },
-    checkpoint: { outputDir: 'runs/default', interval: 200, keepLast: 3 },
+    checkpoint: { outputDir: 'kiln-run', interval: 200, keepLast: 3 },
   };
 }

@@ -100,6 +100,9 @@ export async function train(inputConfig: TrainConfig, context: TrainRunContext):
     emit({ type: 'start', step, totalSteps: schedule.steps, parameters: parameterCount(model), backend: backend.name, adaptations: adapted.adaptations });
     if (step >= schedule.steps) notice(`the run is already at step ${step} of ${schedule.steps}: nothing to train`);
     while (step < schedule.steps && !context.signal?.aborted) {
+      // Steps are synchronous compute: yield once per step so signal handlers (Ctrl+C) can run.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (context.signal?.aborted) break;
       const lr = learningRateAt(step, { lr: optimizer.lr, warmupSteps: schedule.warmupSteps, totalSteps: schedule.steps, minLrRatio: schedule.minLrRatio });
       const stepStarted = performance.now();
       // The step's tokens depend only on (seed, step): micro-batching and out-of-memory retries slice the same batch.

@@ -1,0 +1,73 @@
+/**
+ * Backend discovery and resolution for the commands: the embedded CPU backend is registered
+ * first (so it is always there), then installed backends are discovered, then core resolves the
+ * device (flag → KILN_DEVICE → highest-priority available) and explains its choice.
+ */
+import { cpuBackendPlugin } from '@kiln/backend-cpu';
+import {
+  discoverBackends,
+  getBackendPlugin,
+  parseDeviceId,
+  registerBackend,
+  resolveBackend,
+  setBackend,
+  setFallbackPolicy,
+  setWarningHandler,
+  type BackendResolution,
+  type DiscoveryReport,
+  type FallbackPolicy,
+} from '@kiln/core';
+import { markUsageError } from './exit-codes.js';
+import type { Terminal } from './output/terminal.js';
+
+/** How a command wants its backend resolved. */
+export interface BackendRequest {
+  /** 'auto', a backend name or name:index (default: KILN_DEVICE, else auto). */
+  device?: string;
+  /** Resolve another backend (with a warning) when the requested one is unavailable. */
+  allowDeviceFallback?: boolean;
+  /** Dtype fallback policy for kernels the backend lacks in a dtype. */
+  dtypeFallback?: FallbackPolicy;
+}
+
+/** Registers the embedded CPU backend, then discovers installed ones (memoized). Never throws. */
+export async function discoverAllBackends(): Promise<DiscoveryReport> {
+  if (getBackendPlugin('cpu') === undefined) registerBackend(cpuBackendPlugin);
+  return discoverBackends();
+}
+
+/** Resolves, creates and makes default the backend; an unknown device name is a usage error (exit 2). */
+export async function setUpBackend(request: BackendRequest, terminal: Terminal): Promise<BackendResolution> {
+  await discoverAllBackends();
+  setWarningHandler((message) => terminal.warn(`warning: ${message}`));
+  if (request.dtypeFallback !== undefined) setFallbackPolicy(request.dtypeFallback);
+  let resolution: BackendResolution;
+  try {
+    resolution = await resolveBackend({ device: request.device, fallback: request.allowDeviceFallback === true });
+  } catch (error) {
+    throw requestsUnknownBackend(request.device) ? markUsageError(error) : error;
+  }
+  setBackend(resolution.backend);
+  return resolution;
+}
+
+/** One line per fact: the backend and device chosen and why, then any warnings. */
+export function describeResolution(resolution: BackendResolution): string[] {
+  const chosen = resolution.steps.find((step) => step.chosen);
+  const device = resolution.device;
+  const where = device === undefined ? '' : ` on ${device.name} (${device.id})`;
+  const lines = [`backend: ${resolution.plugin.name}${where} — ${chosen?.reason ?? `chosen by ${resolution.source}`}`];
+  for (const warning of resolution.warnings) lines.push(`warning: ${warning}`);
+  return lines;
+}
+
+/** True when the explicit request (flag or KILN_DEVICE) names no registered backend. */
+function requestsUnknownBackend(device: string | undefined): boolean {
+  const requested = device !== undefined && device.trim().toLowerCase() !== 'auto' ? device : process.env.KILN_DEVICE;
+  if (requested === undefined || requested.trim() === '' || requested.trim().toLowerCase() === 'auto') return false;
+  try {
+    return getBackendPlugin(parseDeviceId(requested).name) === undefined;
+  } catch {
+    return true;
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * Train-step throughput of a reference model on one backend: the trainer's own step (forward,
+ * backward, global-norm clip, AdamW) on random byte tokens, f32, after warm-up; median ms/step.
+ */
+import { setBackend, type KernelBackend } from '@kiln/core';
+import {
+  adaptConfigToBackend,
+  createLlamaModel,
+  createMoments,
+  disposeMoments,
+  DynamicLossScaler,
+  defaultTrainConfig,
+  forwardOptionsFor,
+  MODEL_PRESETS,
+  runTrainStep,
+  type ModelPresetName,
+  type TrainConfig,
+} from '@kiln/trainer';
+import { median } from './timing.js';
+
+/** One measured configuration. */
+export interface TrainThroughput {
+  /** Preset name. */
+  model: string;
+  /** Sequences per step. */
+  batchSize: number;
+  /** Tokens per sequence. */
+  contextLength: number;
+  /** Median milliseconds per optimizer step. */
+  msPerStep: number;
+  /** batchSize · contextLength / step time. */
+  tokensPerSecond: number;
+  /** Attention implementation used. */
+  attention: string;
+}
+
+/** The reference config of `preset` (models.json sizes, batch and optimizer; f32) adapted to `backend`. */
+export function benchConfig(preset: ModelPresetName, backend: KernelBackend): TrainConfig {
+  const reference = MODEL_PRESETS[preset];
+  const base = defaultTrainConfig();
+  const config: TrainConfig = {
+    ...base,
+    device: { ...base.device, precision: 'f32' },
+    model: { ...reference.model },
+    optimizer: { lr: 3e-4, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 },
+    schedule: { ...base.schedule, batchSize: reference.batchSize, microBatchSize: reference.batchSize, warmupSteps: 0 },
+  };
+  return adaptConfigToBackend(config, backend).config;
+}
+
+/** Deterministic random byte tokens (xorshift32). */
+function randomTokens(count: number, seed: number, vocabSize: number): Int32Array {
+  const tokens = new Int32Array(count);
+  let state = seed >>> 0 || 1;
+  for (let index = 0; index < count; index++) {
+    state ^= state << 13;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    tokens[index] = (state >>> 0) % vocabSize;
+  }
+  return tokens;
+}
+
+/** Times `steps` optimizer steps after `warmup` untimed ones. */
+export async function measureTrainStep(preset: ModelPresetName, backend: KernelBackend, options: { steps: number; warmup: number }): Promise<TrainThroughput> {
+  setBackend(backend);
+  const config = benchConfig(preset, backend);
+  const { contextLength, vocabSize } = config.model;
+  const { batchSize } = config.schedule;
+  const forwardOptions = forwardOptionsFor(config);
+  const model = createLlamaModel(config.model, { backend, seed: config.seed });
+  const moments = createMoments(model.parameters);
+  const environment = {
+    model,
+    moments,
+    backend,
+    forwardOptions,
+    optimizer: config.optimizer,
+    scaler: new DynamicLossScaler({ enabled: false }),
+    contextLength,
+    notice: () => undefined,
+  };
+  const counters = { microBatchSize: config.schedule.microBatchSize, optimizerStep: 0 };
+  const samples: number[] = [];
+  try {
+    for (let step = 1; step <= options.warmup + options.steps; step++) {
+      const window = randomTokens(batchSize * (contextLength + 1), step, vocabSize);
+      const inputs = new Int32Array(batchSize * contextLength);
+      const targets = new Int32Array(batchSize * contextLength);
+      for (let row = 0; row < batchSize; row++) {
+        inputs.set(window.subarray(row * (contextLength + 1), row * (contextLength + 1) + contextLength), row * contextLength);
+        targets.set(window.subarray(row * (contextLength + 1) + 1, (row + 1) * (contextLength + 1)), row * contextLength);
+      }
+      const start = performance.now();
+      await runTrainStep(environment, counters, { step, batchSize, inputs, targets, lr: config.optimizer.lr });
+      await backend.synchronize();
+      if (step > options.warmup) samples.push(performance.now() - start);
+    }
+  } finally {
+    disposeMoments(moments);
+    model.dispose();
+  }
+  const msPerStep = median(samples);
+  return { model: preset, batchSize, contextLength, msPerStep, tokensPerSecond: (batchSize * contextLength) / (msPerStep / 1000), attention: forwardOptions.attention };
+}

@@ -1,0 +1,132 @@
+/**
+ * `kiln bench`: train-step throughput of the reference models per backend (ms/step, tokens/s,
+ * speed-up over CPU, and the ratio to the reference figures of REFERENCE.md), then per-kernel
+ * timings at the same shapes.
+ */
+import type { Command } from 'commander';
+import { InvalidArgumentError, listBackends, probeBackends } from '@kiln/core';
+import { MODEL_PRESET_NAMES, type ModelPresetName } from '@kiln/trainer';
+import { describeResolution, discoverAllBackends, setUpBackend } from '../backend-setup.js';
+import { measureKernels, type KernelTiming } from '../bench/kernel-timings.js';
+import { REFERENCE_THROUGHPUT } from '../bench/reference.js';
+import { benchConfig, measureTrainStep, type TrainThroughput } from '../bench/train-throughput.js';
+import { integerArgument, type CliContext } from '../cli-context.js';
+import { ExitCode } from '../exit-codes.js';
+import { formatFixed, formatInteger, formatTable } from '../output/format.js';
+
+
+interface BenchOptions {
+  device?: string;
+  model: string;
+  steps: number;
+  warmup: number;
+  kernels: boolean;
+  json?: boolean;
+}
+
+/** One backend's result for one model. */
+interface BenchRow extends TrainThroughput {
+  backend: string;
+  device: string;
+  speedupOverCpu: number | null;
+}
+
+/** Registers `kiln bench`. */
+export function defineBenchCommand(program: Command, context: CliContext): void {
+  program
+    .command('bench')
+    .description('train-step throughput and kernel timings of the reference models on each backend')
+    .option('--device <list>', 'comma-separated backends to measure (default: every available one)')
+    .option('--model <list>', 'comma-separated presets: tiny, small, medium', 'tiny')
+    .option('--steps <n>', 'timed train steps per model and backend', integerArgument(1), 10)
+    .option('--warmup <n>', 'untimed steps first', integerArgument(0), 2)
+    .option('--no-kernels', 'skip the per-kernel timings')
+    .option('--json', 'print the results as JSON')
+    .action(async (options: BenchOptions) => {
+      context.exitCode = await runBench(options, context);
+    });
+}
+
+async function runBench(options: BenchOptions, context: CliContext): Promise<number> {
+  const { terminal } = context;
+  terminal.jsonMode = options.json === true;
+  const models = splitList(options.model) as ModelPresetName[];
+  for (const model of models) {
+    if (!MODEL_PRESET_NAMES.includes(model)) {
+      throw new InvalidArgumentError(`--model ${model} is not a reference model`, { hint: `Use one or more of: ${MODEL_PRESET_NAMES.join(', ')}.` });
+    }
+  }
+  await discoverAllBackends();
+  const devices = options.device !== undefined ? splitList(options.device) : (await probeBackends()).filter((entry) => entry.probe.available).map((entry) => entry.plugin.name);
+  // CPU first, so the other backends' speed-up can be computed as they finish.
+  devices.sort((a, b) => (a === 'cpu' ? -1 : b === 'cpu' ? 1 : 0));
+  const rows: BenchRow[] = [];
+  const kernels: Array<KernelTiming & { model: string; backend: string }> = [];
+  for (const device of devices) {
+    const resolution = await setUpBackend({ device }, terminal);
+    for (const line of describeResolution(resolution)) terminal.say(line);
+    const backend = resolution.backend;
+    for (const model of models) {
+      terminal.say(`measuring ${model} on ${backend.name}: ${options.warmup} warm-up + ${options.steps} timed steps…`);
+      const measured = await measureTrainStep(model, backend, { steps: options.steps, warmup: options.warmup });
+      const cpu = backend.name === 'cpu' ? measured : rows.find((row) => row.backend === 'cpu' && row.model === model);
+      const speedupOverCpu = cpu === undefined ? null : measured.tokensPerSecond / cpu.tokensPerSecond;
+      rows.push({ ...measured, backend: backend.name, device: resolution.device?.name ?? backend.name, speedupOverCpu });
+      if (options.kernels) {
+        const config = benchConfig(model, backend);
+        for (const timing of await measureKernels(backend, config.model, config.schedule.batchSize)) kernels.push({ ...timing, model, backend: backend.name });
+      }
+    }
+  }
+  if (options.json === true) {
+    terminal.json({
+      steps: options.steps,
+      warmup: options.warmup,
+      results: rows.map((row) => ({ ...row, reference: referenceOf(row) })),
+      kernels,
+      registered: listBackends().map((plugin) => plugin.name),
+    });
+    return ExitCode.ok;
+  }
+  printTables(rows, kernels, options, context);
+  return ExitCode.ok;
+}
+
+function referenceOf(row: BenchRow): { pytorchCpu1Thread: number; tfjsWasm: number; ratioToPytorch: number; ratioToTfjsWasm: number } | null {
+  const reference = REFERENCE_THROUGHPUT[row.model];
+  if (reference === undefined) return null;
+  return { ...reference, ratioToPytorch: row.tokensPerSecond / reference.pytorchCpu1Thread, ratioToTfjsWasm: row.tokensPerSecond / reference.tfjsWasm };
+}
+
+function printTables(rows: BenchRow[], kernels: Array<KernelTiming & { model: string; backend: string }>, options: BenchOptions, context: CliContext): void {
+  const { terminal } = context;
+  const ratio = (value: number | null | undefined): string => (value === null || value === undefined ? '—' : `${formatFixed(value, 2)}×`);
+  terminal.say('');
+  terminal.say(`train step (f32: forward + backward + clip + AdamW), median of ${options.steps} steps after ${options.warmup} warm-up:`);
+  terminal.say(formatTable(
+    ['model', 'backend', 'batch×ctx', 'attention', 'ms/step', 'tokens/s', 'vs cpu', 'PyTorch CPU 1T', 'ratio', 'TF.js WASM', 'ratio'],
+    rows.map((row) => {
+      const reference = referenceOf(row);
+      return [
+        row.model, row.backend, `${row.batchSize}×${row.contextLength}`, row.attention, formatFixed(row.msPerStep, 1), formatInteger(row.tokensPerSecond),
+        ratio(row.speedupOverCpu),
+        reference === null ? '—' : formatInteger(reference.pytorchCpu1Thread), ratio(reference?.ratioToPytorch),
+        reference === null ? '—' : formatInteger(reference.tfjsWasm), ratio(reference?.ratioToTfjsWasm),
+      ];
+    }),
+    4,
+  ));
+  terminal.say('(reference figures: shared/bench/REFERENCE.md, measured on the project machine; ratio = measured / reference)');
+  if (kernels.length === 0) return;
+  terminal.say('');
+  terminal.say('kernels (median ms, through core ops at the models\' shapes):');
+  terminal.say(formatTable(
+    ['model', 'backend', 'kernel', 'shape', 'ms', 'GFLOP/s'],
+    kernels.map((timing) => [timing.model, timing.backend, timing.kernel, timing.shape, formatFixed(timing.ms, 3), timing.gflops === null ? '—' : formatFixed(timing.gflops, 1)]),
+    4,
+  ));
+}
+
+function splitList(text: string): string[] {
+  return text.split(',').map((item) => item.trim().toLowerCase()).filter(Boolean);
+}

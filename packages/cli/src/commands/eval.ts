@@ -1,0 +1,109 @@
+/**
+ * `kiln eval --checkpoint dir`: validation loss and perplexity of a trained model on its run's
+ * data (from the checkpoint's state.json), on --data / --sequences, or on the embedded corpus.
+ */
+import type { Command } from 'commander';
+import { adaptConfigToBackend, defaultTrainConfig, evaluate, forwardOptionsFor, loadData, readCheckpointState, type DataConfig, type TrainConfig } from '@kiln/trainer';
+import { InvalidArgumentError } from '@kiln/core';
+import { describeResolution, setUpBackend } from '../backend-setup.js';
+import { integerArgument, type CliContext } from '../cli-context.js';
+import { loadEmbeddedCorpus } from '../corpus.js';
+import { ExitCode } from '../exit-codes.js';
+import { loadModelFrom } from '../model-loading.js';
+import { bitsPerByte, formatFixed, formatInteger } from '../output/format.js';
+
+interface EvalOptions {
+  checkpoint: string;
+  data?: string;
+  sequences?: string;
+  split: string;
+  batches?: number;
+  batchSize?: number;
+  seed?: number;
+  device?: string;
+  json?: boolean;
+}
+
+/** Registers `kiln eval`. */
+export function defineEvalCommand(program: Command, context: CliContext): void {
+  program
+    .command('eval')
+    .description('validation loss and perplexity of a trained model')
+    .requiredOption('--checkpoint <dir>', 'a run directory (its newest checkpoint) or a model directory')
+    .option('--data <path>', 'a text/code file, a directory, or a .kiln-tokens file (default: the run\'s data)')
+    .option('--sequences <file>', 'a JSON array of arrays of token ids (default: the run\'s data)')
+    .option('--split <name>', "'validation' or 'train'", 'validation')
+    .option('--batches <n>', 'batches to average over (default: the run\'s evalBatches)', integerArgument(1))
+    .option('--batch-size <n>', 'windows per batch (default: the run\'s batchSize)', integerArgument(1))
+    .option('--seed <n>', 'seed of the batch positions (default: the run\'s seed)', integerArgument(0))
+    .option('--device <device>', "'auto', 'cpu', 'cuda', 'metal' or a plugin's name")
+    .option('--json', 'print the result as JSON')
+    .action(async (options: EvalOptions) => {
+      context.exitCode = await runEval(options, context);
+    });
+}
+
+async function runEval(options: EvalOptions, context: CliContext): Promise<number> {
+  const { terminal } = context;
+  terminal.jsonMode = options.json === true;
+  if (options.data !== undefined && options.sequences !== undefined) {
+    throw new InvalidArgumentError('--data and --sequences were both given', { hint: 'Pass one data source.' });
+  }
+  if (options.split !== 'validation' && options.split !== 'train') {
+    throw new InvalidArgumentError(`--split ${options.split} is not a split`, { hint: "Use 'validation' or 'train'." });
+  }
+  const resolution = await setUpBackend({ device: options.device }, terminal);
+  for (const line of describeResolution(resolution)) terminal.say(line);
+  const { model, path } = await loadModelFrom(options.checkpoint, resolution.backend, (message) => terminal.warn(`note: ${message}`));
+  try {
+    const runConfig: TrainConfig = (await readCheckpointState(path).catch(() => undefined))?.config ?? defaultTrainConfig();
+    const config: TrainConfig = { ...runConfig, model: model.config };
+    const dataConfig: DataConfig = options.data !== undefined || options.sequences !== undefined
+      ? { ...config.data, path: options.data, sequences: options.sequences }
+      : config.data;
+    const corpus = dataConfig.path === undefined && dataConfig.sequences === undefined ? await loadEmbeddedCorpus() : undefined;
+    const data = await loadData(dataConfig, { vocabSize: model.config.vocabSize, contextLength: model.config.contextLength, corpus });
+    const source = options.split === 'train' ? data.train : data.validation;
+    const batches = options.batches ?? config.schedule.evalBatches;
+    const batchSize = options.batchSize ?? config.schedule.batchSize;
+    const adapted = adaptConfigToBackend(config, resolution.backend).config;
+    let loss: number;
+    try {
+      loss = await evaluate(model, source, {
+        batches,
+        batchSize,
+        contextLength: model.config.contextLength,
+        seed: options.seed ?? config.seed,
+        forwardOptions: forwardOptionsFor(adapted),
+        microBatchSize: batchSize % adapted.schedule.microBatchSize === 0 ? adapted.schedule.microBatchSize : 1,
+      });
+    } finally {
+      data.train.close();
+      data.validation.close();
+    }
+    const byteLevel = model.config.vocabSize === 256 && dataConfig.sequences === undefined;
+    const tokens = batches * batchSize * model.config.contextLength;
+    const result = {
+      checkpoint: path,
+      data: source.description,
+      split: options.split,
+      loss,
+      unit: byteLevel ? 'nats/byte' : 'nats/token',
+      bitsPerByte: byteLevel ? bitsPerByte(loss) : null,
+      perplexity: Math.exp(loss),
+      tokens,
+    };
+    if (options.json === true) {
+      terminal.json(result);
+    } else {
+      terminal.say(`model: ${path}`);
+      terminal.say(`data:  ${source.description} (${options.split} split, ${formatInteger(tokens)} tokens in ${batches} batch(es))`);
+      const bits = byteLevel ? ` (${formatFixed(bitsPerByte(loss))} bits/byte)` : '';
+      terminal.say(`loss:  ${formatFixed(loss, 4)} ${result.unit}${bits}`);
+      terminal.say(`perplexity: ${formatFixed(result.perplexity, 3)} per ${byteLevel ? 'byte' : 'token'}`);
+    }
+  } finally {
+    model.dispose();
+  }
+  return ExitCode.ok;
+}

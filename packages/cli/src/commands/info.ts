@@ -1,0 +1,137 @@
+/**
+ * `kiln info [--json] [--device d]`: the platform, every discovered backend (available or not,
+ * why, priority, devices), the one that would be chosen and why, and the chosen device's facts.
+ */
+import { freemem, totalmem } from 'node:os';
+import type { Command } from 'commander';
+import { DTYPES, listBackends, probeBackends, type BackendResolution, type DeviceInfo, type DiscoveryReport, type KernelBackend } from '@kiln/core';
+import { describeResolution, discoverAllBackends, setUpBackend } from '../backend-setup.js';
+import type { CliContext } from '../cli-context.js';
+import { ExitCode } from '../exit-codes.js';
+import { formatBytes } from '../output/format.js';
+
+/** The stable `kiln info --json` document. */
+export interface InfoReport {
+  /** Where kiln runs. */
+  platform: { os: string; arch: string; node: string };
+  /** Name of the backend that would be chosen, or null when none can be. */
+  selected: string | null;
+  /** Every registered backend (highest priority first), then discovered packages that failed to load. */
+  backends: Array<{ name: string; available: boolean; reason: string | null; priority: number | null; devices: DeviceInfo[] }>;
+}
+
+interface InfoOptions {
+  json?: boolean;
+  device?: string;
+}
+
+/** Registers `kiln info`. */
+export function defineInfoCommand(program: Command, context: CliContext): void {
+  program
+    .command('info')
+    .description('show the platform, every backend kiln found, and the one it would use')
+    .option('--json', 'print { platform, selected, backends } as JSON')
+    .option('--device <device>', "resolve this device instead of the default ('cpu', 'cuda:1', …)")
+    .action(async (options: InfoOptions) => {
+      context.exitCode = await runInfo(options, context);
+    });
+}
+
+async function runInfo(options: InfoOptions, context: CliContext): Promise<number> {
+  const { terminal } = context;
+  const discovery = await discoverAllBackends();
+  const requested = (options.device ?? process.env.KILN_DEVICE ?? '').trim().toLowerCase();
+  const explicit = requested !== '' && requested !== 'auto';
+  let resolution: BackendResolution | undefined;
+  let failure: unknown;
+  try {
+    resolution = await setUpBackend({ device: options.device }, terminal);
+  } catch (error) {
+    // An explicit bad device is the command's error; otherwise report "none selected".
+    if (explicit) throw error;
+    failure = error;
+  }
+  const report = await buildReport(discovery, resolution);
+  if (options.json === true) {
+    terminal.json(report);
+  } else {
+    printReport(report, discovery, resolution, context);
+    if (failure !== undefined) terminal.say(`selected: none — ${failure instanceof Error ? failure.message : String(failure)}`);
+  }
+  return resolution === undefined ? ExitCode.failure : ExitCode.ok;
+}
+
+async function buildReport(discovery: DiscoveryReport, resolution: BackendResolution | undefined): Promise<InfoReport> {
+  const probed = await probeBackends();
+  const registered = new Set(listBackends().map((plugin) => plugin.name));
+  const backends: InfoReport['backends'] = probed.map(({ plugin, probe }) => {
+    const step = resolution?.steps.find((candidate) => candidate.name === plugin.name);
+    return { name: plugin.name, available: probe.available, reason: step?.reason ?? probe.reason ?? null, priority: plugin.priority, devices: probe.devices };
+  });
+  for (const entry of discovery) {
+    // Packages that exist but could not be loaded are backends the user meant to have.
+    if (entry.loaded || entry.path === undefined || (entry.backend !== undefined && registered.has(entry.backend))) continue;
+    backends.push({ name: entry.name, available: false, reason: entry.reason ?? null, priority: null, devices: [] });
+  }
+  return {
+    platform: { os: process.platform, arch: process.arch, node: process.versions.node },
+    selected: resolution?.plugin.name ?? null,
+    backends,
+  };
+}
+
+function printReport(report: InfoReport, discovery: DiscoveryReport, resolution: BackendResolution | undefined, context: CliContext): void {
+  const { terminal } = context;
+  const { platform } = report;
+  terminal.say(`platform: ${platform.os} ${platform.arch}, Node.js ${platform.node}`);
+  terminal.say('');
+  terminal.say('backends (highest priority first):');
+  for (const backend of report.backends) {
+    const mark = backend.available ? '✓' : '✗';
+    const priority = backend.priority === null ? '' : ` (priority ${backend.priority})`;
+    terminal.say(`  ${mark} ${backend.name}${priority}: ${backend.reason ?? (backend.available ? 'available' : 'unavailable')}`);
+    for (const device of backend.devices) terminal.say(`      ${device.id}: ${device.name}${memoryText(device)}`);
+  }
+  const missing = discovery.filter((entry) => !entry.loaded && entry.path === undefined);
+  for (const entry of missing) terminal.say(`  · ${entry.name}: ${entry.reason ?? 'not installed'}`);
+  if (resolution === undefined) return;
+  terminal.say('');
+  for (const line of describeResolution(resolution)) terminal.say(line);
+  for (const line of deviceFacts(resolution.backend, resolution.device)) terminal.say(`  ${line}`);
+}
+
+/** The chosen device: name, memory, dtypes the matmul runs natively, attention implementation. */
+export function deviceFacts(backend: KernelBackend, probed: DeviceInfo | undefined): string[] {
+  const capabilities = backend.capabilities;
+  const device = capabilities?.device ?? probed;
+  const dtypes = DTYPES.filter((dtype) => capabilities?.supports('matmul', dtype) === true);
+  const lines = [`device:    ${device?.name ?? 'unknown'} (${device?.id ?? backend.name})`];
+  lines.push(`memory:    ${memoryLine(backend, device)}`);
+  lines.push(`dtypes:    ${dtypes.length > 0 ? dtypes.join(', ') : 'none reported'} (native matmul)`);
+  lines.push(`attention: ${attentionLine(backend)}`);
+  return lines;
+}
+
+function memoryLine(backend: KernelBackend, device: DeviceInfo | undefined): string {
+  const usage = backend.memory();
+  const total = device?.memoryTotalBytes ?? usage.totalBytes;
+  const free = device?.memoryFreeBytes ?? usage.freeBytes;
+  if (total !== undefined) {
+    const freeText = free === undefined ? '' : `, ${formatBytes(free)} free`;
+    return `${formatBytes(total)} total${freeText}${device?.unifiedMemory === true ? ' (unified memory shared with the host: an estimate)' : ''}`;
+  }
+  if (device?.unifiedMemory === true) {
+    return `~${formatBytes(totalmem())} total, ~${formatBytes(freemem())} free (unified memory: estimated from the host)`;
+  }
+  return 'unknown (the backend does not report it)';
+}
+
+function attentionLine(backend: KernelBackend): string {
+  if (typeof backend.attention !== 'function') return 'composed from primitives (no fused attention kernel)';
+  return backend.capabilities?.flashAttention === true ? 'flash (native fused kernel, tiled online softmax)' : 'fused native kernel (not tiled flash)';
+}
+
+function memoryText(device: DeviceInfo): string {
+  if (device.memoryTotalBytes === undefined) return '';
+  return `, ${formatBytes(device.memoryTotalBytes)}${device.unifiedMemory ? ' unified' : ''}`;
+}

@@ -1,0 +1,196 @@
+/**
+ * `kiln train`: resolve the config (defaults ← --config file ← flags), resolve the backend, train
+ * with progress, then report the validation loss, where the outputs are, and a short sample.
+ * With no arguments it trains the default model on the embedded corpus into ./kiln-run.
+ * SIGINT aborts cleanly: the trainer writes a checkpoint, then the command exits 130.
+ */
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { InvalidArgumentError } from '@kiln/core';
+import { adaptConfigToBackend, formatTrainConfig, loadTrainConfig, LOSS_PLOT_FILE, METRICS_FILE, train, type PartialTrainConfig, type TrainConfig, type TrainResult } from '@kiln/trainer';
+import { describeResolution, setUpBackend } from '../backend-setup.js';
+import { integerArgument, type CliContext } from '../cli-context.js';
+import { loadEmbeddedCorpus, type Corpus } from '../corpus.js';
+import { ExitCode } from '../exit-codes.js';
+import { bitsPerByte, formatDuration, formatFixed, formatInteger } from '../output/format.js';
+import { createProgressReporter } from '../output/progress.js';
+import type { Terminal } from '../output/terminal.js';
+import { sampleText, SAMPLE_PROMPT } from '../sample-text.js';
+
+/** The default run's goal on the embedded corpus, in nats per byte. */
+export const DEFAULT_RUN_TARGET = 2.5;
+
+/** Run directory when neither --output nor a config file says otherwise. */
+export const DEFAULT_OUTPUT_DIR = 'kiln-run';
+
+interface TrainOptions {
+  config?: string;
+  sequences?: string;
+  data?: string;
+  epochs?: number;
+  steps?: number;
+  output?: string;
+  device?: string;
+  initFrom?: string;
+  resume?: boolean;
+  verbose?: boolean;
+  json?: boolean;
+  seed?: number;
+}
+
+/** Registers `kiln train`. */
+export function defineTrainCommand(program: Command, context: CliContext): void {
+  program
+    .command('train')
+    .description('train a model (no arguments: the default model on the embedded corpus of kiln\'s own sources)')
+    .option('--config <file>', 'YAML training config (flags override it)')
+    .option('--sequences <file>', 'pre-tokenized data: a JSON array of arrays of token ids')
+    .option('--data <path>', 'a text/code file, a directory of them, or a .kiln-tokens file')
+    .option('--epochs <n>', 'passes over the training tokens (instead of --steps)', integerArgument(1))
+    .option('--steps <n>', 'optimizer steps', integerArgument(1))
+    .option('--output <dir>', `run directory for checkpoints, metrics.jsonl and loss.svg (default ./${DEFAULT_OUTPUT_DIR}, or the config's)`)
+    .option('--device <device>', "'auto', 'cpu', 'cuda', 'cuda:1', 'metal' or a plugin's name")
+    .option('--init-from <dir>', 'start from a model directory (config.json + model.safetensors) to fine-tune it')
+    .option('--resume', 'continue from the newest checkpoint in the run directory')
+    .option('--seed <n>', 'seed of weight init and batch sampling', integerArgument(0))
+    .option('--verbose', 'print the whole resolved config')
+    .option('--json', 'print one JSON event per line instead of progress')
+    .action(async (options: TrainOptions) => {
+      context.exitCode = await runTrain(options, context);
+    });
+}
+
+async function runTrain(options: TrainOptions, context: CliContext): Promise<number> {
+  const { terminal } = context;
+  terminal.jsonMode = options.json === true;
+  const config = loadTrainConfig({ file: options.config, overrides: fitWarmup(options, overridesFrom(options), terminal) });
+  const resolution = await setUpBackend(
+    { device: config.device.device, allowDeviceFallback: config.device.allowDeviceFallback, dtypeFallback: config.device.fallback },
+    terminal,
+  );
+  for (const line of describeResolution(resolution)) terminal.say(line);
+  const { backend } = resolution;
+  if (options.verbose === true) {
+    terminal.say('resolved config:');
+    terminal.say(formatTrainConfig(adaptConfigToBackend(config, backend).config).trimEnd());
+  }
+  const corpus = config.data.sequences === undefined && config.data.path === undefined ? await loadEmbeddedCorpus() : undefined;
+  const defaultRun = isDefaultRun(options);
+
+  const controller = new AbortController();
+  const onInterrupt = (): void => {
+    if (controller.signal.aborted) process.exit(ExitCode.interrupted);
+    terminal.warn('interrupted: writing a checkpoint (press Ctrl+C again to quit at once)');
+    controller.abort();
+  };
+  process.on('SIGINT', onInterrupt);
+  const reporter = createProgressReporter(terminal, {
+    mode: options.json === true ? 'json' : terminal.interactive ? 'bar' : 'lines',
+    logInterval: config.schedule.logInterval,
+  });
+  let result: TrainResult;
+  try {
+    result = await train(config, { backend, resume: options.resume === true, signal: controller.signal, onEvent: (event) => reporter.handle(event), corpus });
+  } finally {
+    reporter.stop();
+    process.off('SIGINT', onInterrupt);
+  }
+  if (controller.signal.aborted) {
+    terminal.say(`interrupted at step ${result.step}: checkpoint ${result.checkpointPath}; continue with --resume`);
+    return ExitCode.interrupted;
+  }
+  await reportResult(result, config, { defaultRun, corpus, json: options.json === true }, context);
+  return ExitCode.ok;
+}
+
+/** CLI flags as config overrides (flags win over the file). */
+function overridesFrom(options: TrainOptions): PartialTrainConfig {
+  if (options.sequences !== undefined && options.data !== undefined) {
+    throw new InvalidArgumentError('--sequences and --data were both given', { hint: 'Pass one data source: --sequences <file.json> or --data <path>.' });
+  }
+  if (options.steps !== undefined && options.epochs !== undefined) {
+    throw new InvalidArgumentError('--steps and --epochs were both given', { hint: 'Pass either --steps N or --epochs N.' });
+  }
+  const overrides: Record<string, Record<string, unknown> | unknown> = {};
+  const section = (name: string): Record<string, unknown> => {
+    overrides[name] ??= {};
+    return overrides[name] as Record<string, unknown>;
+  };
+  // steps/epochs and sequences/path are alternatives: setting one here drops the other from the file.
+  if (options.sequences !== undefined) section('data').sequences = options.sequences;
+  if (options.data !== undefined) section('data').path = options.data;
+  if (options.steps !== undefined) section('schedule').steps = options.steps;
+  if (options.epochs !== undefined) section('schedule').epochs = options.epochs;
+  // Without a config file the run goes to ./kiln-run; a config file's own outputDir is respected.
+  const outputDir = options.output ?? (options.config === undefined ? DEFAULT_OUTPUT_DIR : undefined);
+  if (outputDir !== undefined) section('checkpoint').outputDir = outputDir;
+  if (options.device !== undefined) section('device').device = options.device;
+  if (options.seed !== undefined) overrides.seed = options.seed;
+  if (options.initFrom !== undefined) overrides.initFrom = options.initFrom;
+  return overrides as PartialTrainConfig;
+}
+
+/**
+ * `--steps N` below the config's warmup (the default run warms up for 50 steps) would be a config
+ * error; shorten the warmup to a tenth of the steps instead, and say so.
+ */
+function fitWarmup(options: TrainOptions, overrides: PartialTrainConfig, terminal: Terminal): PartialTrainConfig {
+  if (options.steps === undefined || overrides.schedule?.warmupSteps !== undefined) return overrides;
+  const withoutSteps = { ...overrides, schedule: { ...overrides.schedule, steps: undefined } };
+  const warmup = loadTrainConfig({ file: options.config, overrides: withoutSteps }).schedule.warmupSteps;
+  if (warmup <= options.steps) return overrides;
+  const fitted = Math.floor(options.steps / 10);
+  terminal.say(`note: schedule.warmupSteps ${warmup} is more than --steps ${options.steps}; warming up for ${fitted} step(s) instead (a tenth of the steps)`);
+  return { ...overrides, schedule: { ...overrides.schedule, warmupSteps: fitted } };
+}
+
+/** The default run: no config file, data or length flags (device, seed and output may change). */
+function isDefaultRun(options: TrainOptions): boolean {
+  return [options.config, options.sequences, options.data, options.steps, options.epochs, options.initFrom].every((value) => value === undefined);
+}
+
+async function reportResult(
+  result: TrainResult,
+  config: TrainConfig,
+  run: { defaultRun: boolean; corpus: Corpus | undefined; json: boolean },
+  context: CliContext,
+): Promise<void> {
+  const { terminal } = context;
+  const byteLevel = config.model.vocabSize === 256 && config.data.sequences === undefined;
+  const outputDir = config.checkpoint.outputDir;
+  const targetMet = run.defaultRun ? result.valLoss <= DEFAULT_RUN_TARGET : null;
+  const sample = byteLevel ? await sampleText(result.checkpointPath, { prompt: SAMPLE_PROMPT, maxTokens: 120, temperature: 0.8, seed: 0 }) : null;
+  const summary = {
+    type: 'result',
+    ...result,
+    valLossUnit: byteLevel ? 'nats/byte' : 'nats/token',
+    valBitsPerByte: byteLevel ? bitsPerByte(result.valLoss) : null,
+    target: run.defaultRun ? DEFAULT_RUN_TARGET : null,
+    targetMet,
+    metricsPath: join(outputDir, METRICS_FILE),
+    plotPath: join(outputDir, LOSS_PLOT_FILE),
+    sample,
+  };
+  if (run.json) {
+    terminal.json(summary);
+    return;
+  }
+  terminal.say('');
+  terminal.say(`done: step ${result.step} in ${formatDuration(result.seconds)} (${formatInteger(result.tokensPerSecond)} tok/s)`);
+  terminal.say(byteLevel
+    ? `validation loss: ${formatFixed(result.valLoss)} nats/byte (${formatFixed(bitsPerByte(result.valLoss))} bits/byte)`
+    : `validation loss: ${formatFixed(result.valLoss)} nats/token (perplexity ${formatFixed(Math.exp(result.valLoss), 2)})`);
+  if (targetMet !== null) {
+    terminal.say(targetMet
+      ? `target met: ${formatFixed(result.valLoss)} ≤ ${DEFAULT_RUN_TARGET} nats/byte ✓`
+      : `target missed: ${formatFixed(result.valLoss)} > ${DEFAULT_RUN_TARGET} nats/byte ✗ (train longer with --steps)`);
+  }
+  terminal.say(`checkpoint: ${result.checkpointPath}`);
+  terminal.say(`metrics:    ${summary.metricsPath}`);
+  terminal.say(`loss plot:  ${summary.plotPath}`);
+  if (sample !== null) {
+    terminal.say('sample (temperature 0.8, seed 0):');
+    // An undertrained model emits control bytes; keep them from driving the terminal.
+    terminal.say(`${SAMPLE_PROMPT}${sample.replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, '\uFFFD')}`);
+  }
+}

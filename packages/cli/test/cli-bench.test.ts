@@ -1,0 +1,33 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { requireBuild, runKiln } from './kiln-process.js';
+
+beforeAll(requireBuild);
+
+interface BenchJson {
+  results: Array<{ model: string; backend: string; msPerStep: number; tokensPerSecond: number; speedupOverCpu: number; reference: { pytorchCpu1Thread: number; tfjsWasm: number; ratioToTfjsWasm: number } }>;
+  kernels: Array<{ kernel: string; ms: number; gflops: number | null }>;
+}
+
+describe('kiln bench', () => {
+  it('measures the tiny reference model on the CPU with the reference figures and kernel timings', async () => {
+    const run = await runKiln(['bench', '--device', 'cpu', '--model', 'tiny', '--steps', '2', '--warmup', '1', '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    const report = JSON.parse(run.stdout) as BenchJson;
+    expect(report.results).toHaveLength(1);
+    const [tiny] = report.results;
+    expect(tiny).toMatchObject({ model: 'tiny', backend: 'cpu', speedupOverCpu: 1, reference: { pytorchCpu1Thread: 40_600, tfjsWasm: 1_930 } });
+    expect(tiny.tokensPerSecond).toBeCloseTo((8 * 64) / (tiny.msPerStep / 1000), 6);
+    expect(tiny.reference.ratioToTfjsWasm).toBeCloseTo(tiny.tokensPerSecond / 1_930, 9);
+    expect(report.kernels.map((timing) => timing.kernel)).toEqual([
+      'matmul q/o_proj', 'matmul mlp gate/up', 'matmul mlp down', 'matmul lm_head', 'attention fwd+bwd (causal)', 'rmsNorm', 'softmax (attention rows)', 'crossEntropy',
+    ]);
+    for (const timing of report.kernels) expect(timing.ms).toBeGreaterThan(0);
+  });
+
+  it('rejects an unknown model preset and an unknown backend with exit 2', async () => {
+    const [model, device] = await Promise.all([runKiln(['bench', '--model', 'huge']), runKiln(['bench', '--device', 'nope'])]);
+    expect(model.code).toBe(2);
+    expect(model.stderr).toContain('tiny, small, medium');
+    expect(device.code).toBe(2);
+  });
+});
