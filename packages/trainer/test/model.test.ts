@@ -56,8 +56,9 @@ describe('parameter layout', () => {
     ids.dispose();
   });
 
-  it('parameterCount and defaultMlpHidden reproduce shared/bench/models.json', () => {
-    const models = JSON.parse(readFileSync(new URL('../../../../shared/bench/models.json', import.meta.url), 'utf8')) as Record<string, Record<string, number>>;
+  // fixtures/reference-models.json is a copy of shared/bench/models.json (the published reference configs).
+  it('parameterCount and defaultMlpHidden reproduce the reference model configs', () => {
+    const models = JSON.parse(readFileSync(new URL('./fixtures/reference-models.json', import.meta.url), 'utf8')) as Record<string, Record<string, number>>;
     for (const name of ['tiny', 'small', 'medium']) {
       const entry = models[name];
       expect(defaultMlpHidden(entry.d_model)).toBe(entry.mlp_hidden);
