@@ -92,7 +92,9 @@ function printReport(report: InfoReport, discovery: DiscoveryReport, resolution:
     terminal.say(`  ${mark} ${backend.name}${priority}: ${backend.reason ?? (backend.available ? 'available' : 'unavailable')}`);
     for (const device of backend.devices) terminal.say(`      ${device.id}: ${device.name}${memoryText(device)}`);
   }
-  const missing = discovery.filter((entry) => !entry.loaded && entry.path === undefined);
+  // A first-party package not found on disk but registered anyway (the CPU backend embedded in the CLI) is not missing.
+  const registeredNames = new Set(report.backends.map((backend) => backend.name));
+  const missing = discovery.filter((entry) => !entry.loaded && entry.path === undefined && !registeredNames.has(entry.name.replace(/^@kiln\/backend-/, '')));
   for (const entry of missing) terminal.say(`  · ${entry.name}: ${entry.reason ?? 'not installed'}`);
   if (resolution === undefined) return;
   terminal.say('');
