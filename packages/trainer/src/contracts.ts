@@ -177,7 +177,7 @@ export interface LoadedData {
   warnings: string[];
 }
 
-/** What the loop reports to whoever drives it (CLI progress bar, tests). */
+/** What the loop reports to whoever drives it (CLI progress bar, tests). valLoss is NaN (null in JSON) when a run stopped before any validation. */
 export type TrainEvent =
   | { type: 'start'; step: number; totalSteps: number; parameters: number; backend: string; adaptations: ConfigAdaptation[] }
   | { type: 'step'; step: number; totalSteps: number; loss: number; lr: number; tokensPerSecond: number; gradNorm: number; skipped: boolean }
