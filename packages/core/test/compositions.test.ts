@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { DType } from '../src/dtype.js';
-import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from '../src/half.js';
+import { f32ToBf16Bits, f32ToF16Bits } from '../src/half.js';
 import { philoxNormal, philoxUniform } from '../src/random/philox.js';
+import { decodeHostValues } from '../src/tensor/host-data.js';
 import type { FusedKernelName, KernelBackend, StridedView, TensorRef } from '../src/backend/kernel-backend.js';
 import { FUSED_KERNELS } from '../src/backend/kernel-backend.js';
 import { composedKernels } from '../src/backend/compositions/index.js';
@@ -26,10 +27,7 @@ function encode(values: readonly number[], dtype: DType): Uint8Array {
 }
 
 function decode(bytes: Uint8Array, dtype: DType): number[] {
-  const copy = bytes.slice();
-  if (dtype === 'f32') return Array.from(new Float32Array(copy.buffer));
-  if (dtype === 'i32') return Array.from(new Int32Array(copy.buffer));
-  return Array.from(new Uint16Array(copy.buffer), (bits) => (dtype === 'f16' ? f16BitsToF32(bits) : bf16BitsToF32(bits)));
+  return Array.from(decodeHostValues(bytes, dtype));
 }
 
 function count(shape: readonly number[]): number {

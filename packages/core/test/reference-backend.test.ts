@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { DType } from '../src/dtype.js';
 import { KilnError, DTypeError, InvalidArgumentError, OutOfMemoryError } from '../src/errors.js';
-import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from '../src/half.js';
+import { bf16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from '../src/half.js';
 import { philoxNormal, philoxUniform } from '../src/random/philox.js';
+import { decodeHostValues } from '../src/tensor/host-data.js';
 import { KERNEL_API_VERSION, type StridedView, type TensorRef } from '../src/backend/kernel-backend.js';
 import { createReferenceBackend, type ReferenceBackend } from '../src/testing/reference-backend.js';
 
@@ -18,10 +19,7 @@ function encode(values: readonly number[], dtype: DType): Uint8Array {
 }
 
 function decode(bytes: Uint8Array, dtype: DType): number[] {
-  const copy = bytes.slice();
-  if (dtype === 'f32') return Array.from(new Float32Array(copy.buffer));
-  if (dtype === 'i32') return Array.from(new Int32Array(copy.buffer));
-  return Array.from(new Uint16Array(copy.buffer), (bits) => (dtype === 'f16' ? f16BitsToF32(bits) : bf16BitsToF32(bits)));
+  return Array.from(decodeHostValues(bytes, dtype));
 }
 
 function count(shape: readonly number[]): number {
