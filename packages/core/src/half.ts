@@ -63,12 +63,13 @@ export function f64ToF16Bits(value: number): number {
 
 /** The f32 value of f16 bits (exact). */
 export function f16BitsToF32(bits: number): number {
-  const sign = bits & 0x8000 ? -1 : 1;
   const exponent = (bits >>> 10) & 0x1f;
   const mantissa = bits & 0x3ff;
-  if (exponent === 0) return sign * mantissa * 2 ** -24;
-  if (exponent === 31) return mantissa !== 0 ? NaN : sign * Infinity;
-  return sign * 2 ** (exponent - 15) * (1 + mantissa / 1024);
+  if (exponent === 0) return (bits & 0x8000 ? -mantissa : mantissa) * 2 ** -24;
+  if (exponent === 31) return mantissa !== 0 ? NaN : bits & 0x8000 ? -Infinity : Infinity;
+  // A normal half is an f32 with the exponent rebiased (15 → 127) and the mantissa widened.
+  scratchU32[0] = ((bits & 0x8000) << 16) | ((exponent + 112) << 23) | (mantissa << 13);
+  return scratchF32[0];
 }
 
 /** Bits of the bf16 nearest to `value` (round-to-nearest-even). */
