@@ -263,6 +263,10 @@ export const option = {
       });
     }
   }) as OptionCheck,
+  int32: ((op, name, value) => {
+    if (typeof value !== 'number') throw new InvalidArgumentError(`${op}: ${name} must be an i32 integer, got ${describeValue(value)}`);
+    checkInt32(op, name, value);
+  }) as OptionCheck,
   integer: (rule: NumberRule = {}): OptionCheck => (op, name, value) => void checkNumber(op, name, value, { ...rule, integer: true }),
   choice: (choices: readonly string[]): OptionCheck => (op, name, value) => void checkChoice(op, name, value, choices, choices[0]),
   any: (() => {}) as OptionCheck,
