@@ -1,5 +1,5 @@
 // kernels/elementwise.cuh — host entry points of the elementwise family (unary, binary, where).
-// See elementwise.cu for the algorithms.
+// Algorithms: unary.cu, binary.cu (binary and where); scalar definitions: elementwise_ops.cuh.
 #pragma once
 
 #include "common.cuh"

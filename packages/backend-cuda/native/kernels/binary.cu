@@ -1,128 +1,20 @@
-// kernels/elementwise.cu — unary, binary and where.
+// kernels/binary.cu — binary (out = a op b) and where (out = condition ? a : b) over views.
 //
-// Algorithm: grid-stride loops, 256 threads per block. Operands that are contiguous (or one
-// element broadcast to all) with one dtype for all go through 16-byte packs (vectorized loads and
-// stores); everything else takes a generic strided kernel that decomposes the linear index once
-// per element and reads each operand at its own strides, with runtime dtypes (any mix works).
+// Algorithm: grid-stride loops, 256 threads per block. When a, b and out share one dtype and each
+// input is contiguous or one broadcast element, a vectorized kernel reads 16-byte packs; anything
+// else takes a strided kernel that decomposes the linear index once per element and reads each
+// operand at its own strides, with runtime dtypes (so any dtype mix works).
 // Layout: out is contiguous; the inputs are StridedOperands already coalesced by the host.
-// Numerics: float dtypes compute in f32 and round once to the output dtype; i32 wraps modulo
-// 2³²; maximum/minimum propagate NaN; comparisons write 1 or 0 (NaN compares false except
-// notEqual); `where` moves raw bits when the dtypes match (NaN payloads and −0 survive).
-#include <type_traits>
-
+// Numerics: see elementwise_ops.cuh; `where` moves raw bits when the dtypes match (NaN payloads
+// and −0 survive), else converts through f32 or i32 with one rounding.
 #include "elementwise.cuh"
-#include "numerics.cuh"
-#include "op_codes.h"
+#include "elementwise_ops.cuh"
 #include "vector.cuh"
 
 namespace kiln {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr float kGeluScale = 0.7978845608028654f;  // √(2/π)
-constexpr float kGeluCubic = 0.044715f;
-
-__device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
-
-__device__ __forceinline__ float unary_float(int op, float x) {
-  switch (op) {
-    case kNeg: return -x;
-    case kAbs: return fabsf(x);
-    case kSign: return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x;
-    case kExp: return expf(x);
-    case kLog: return logf(x);
-    case kSqrt: return sqrtf(x);
-    case kRsqrt: return 1.0f / sqrtf(x);
-    case kReciprocal: return 1.0f / x;
-    case kSquare: return x * x;
-    case kTanh: return tanhf(x);
-    case kSigmoid: return sigmoid(x);
-    case kRelu: return x > 0.0f ? x : (x != x ? x : 0.0f);
-    case kGelu: return 0.5f * x * (1.0f + tanhf(kGeluScale * (x + kGeluCubic * x * x * x)));
-    case kSilu: return x * sigmoid(x);
-    case kGeluGrad: {
-      const float t = tanhf(kGeluScale * (x + kGeluCubic * x * x * x));
-      return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kGeluScale * (1.0f + 3.0f * kGeluCubic * x * x);
-    }
-    case kSiluGrad: {
-      const float s = sigmoid(x);
-      return s * (1.0f + x * (1.0f - s));
-    }
-    default: return x;
-  }
-}
-
-__device__ __forceinline__ std::int32_t unary_int(int op, std::int32_t x) {
-  switch (op) {
-    case kNeg: return wrap_sub(0, x);
-    case kAbs: return x < 0 ? wrap_sub(0, x) : x;
-    case kSign: return (x > 0) - (x < 0);
-    case kSquare: return wrap_mul(x, x);
-    default: return x;
-  }
-}
-
-__device__ __forceinline__ float binary_float(int op, float a, float b) {
-  switch (op) {
-    case kAdd: return a + b;
-    case kSub: return a - b;
-    case kMul: return a * b;
-    case kDiv: return a / b;
-    case kPow: return powf(a, b);
-    case kMaximum: return nan_max(a, b);
-    case kMinimum: return nan_min(a, b);
-    case kGreater: return a > b ? 1.0f : 0.0f;
-    case kGreaterEqual: return a >= b ? 1.0f : 0.0f;
-    case kLess: return a < b ? 1.0f : 0.0f;
-    case kLessEqual: return a <= b ? 1.0f : 0.0f;
-    case kEqual: return a == b ? 1.0f : 0.0f;
-    case kNotEqual: return a != b ? 1.0f : 0.0f;
-    default: return a;
-  }
-}
-
-__device__ __forceinline__ std::int32_t binary_int(int op, std::int32_t a, std::int32_t b) {
-  switch (op) {
-    case kAdd: return wrap_add(a, b);
-    case kSub: return wrap_sub(a, b);
-    case kMul: return wrap_mul(a, b);
-    case kMaximum: return a > b ? a : b;
-    case kMinimum: return a < b ? a : b;
-    case kGreater: return a > b ? 1 : 0;
-    case kGreaterEqual: return a >= b ? 1 : 0;
-    case kLess: return a < b ? 1 : 0;
-    case kLessEqual: return a <= b ? 1 : 0;
-    case kEqual: return a == b ? 1 : 0;
-    case kNotEqual: return a != b ? 1 : 0;
-    default: return a;
-  }
-}
-
-template <typename T>
-__device__ __forceinline__ T unary_value(int op, T x) {
-  if constexpr (std::is_same_v<T, std::int32_t>) return unary_int(op, x);
-  else return from_float<T>(unary_float(op, to_float(x)));
-}
-
-template <typename T>
-__device__ __forceinline__ T binary_value(int op, T a, T b) {
-  if constexpr (std::is_same_v<T, std::int32_t>) return binary_int(op, a, b);
-  else return from_float<T>(binary_float(op, to_float(a), to_float(b)));
-}
-
-template <typename T>
-__global__ void __launch_bounds__(kThreads) unary_kernel(int op, const T* x, T* out, Index count) {
-  constexpr int kWidth = Pack<T>::kWidth;
-  const Index first = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const Index stride = static_cast<Index>(gridDim.x) * blockDim.x;
-  const Index packs = count / kWidth;
-  for (Index pack = first; pack < packs; pack += stride) {
-    Pack<T> values = load_pack(x, pack);
-    for (int lane = 0; lane < kWidth; lane++) values.values[lane] = unary_value<T>(op, values.values[lane]);
-    store_pack(out, pack, values);
-  }
-  for (Index i = packs * kWidth + first; i < count; i += stride) out[i] = unary_value<T>(op, x[i]);
-}
 
 // a_broadcast / b_broadcast: the operand is one element repeated. vectorize: every other pointer is 16-byte aligned.
 template <typename T>
@@ -217,19 +109,6 @@ cudaError_t launch_binary_contiguous(const LaunchContext& context, int op, const
 }
 
 }  // namespace
-
-cudaError_t launch_unary(const LaunchContext& context, int op, int dtype, const void* x, void* out, Index count) {
-  if (count == 0) return cudaSuccess;
-  const unsigned grid = grid_for((count + 3) / 4, kThreads, context.max_blocks);
-  const dim3 blocks(grid);
-  const dim3 threads(kThreads);
-  switch (dtype) {
-    case kF32: return vendor::launch("unary_kernel<f32>", unary_kernel<float>, blocks, threads, 0, context.stream, op, static_cast<const float*>(x), static_cast<float*>(out), count);
-    case kF16: return vendor::launch("unary_kernel<f16>", unary_kernel<__half>, blocks, threads, 0, context.stream, op, static_cast<const __half*>(x), static_cast<__half*>(out), count);
-    case kBF16: return vendor::launch("unary_kernel<bf16>", unary_kernel<__nv_bfloat16>, blocks, threads, 0, context.stream, op, static_cast<const __nv_bfloat16*>(x), static_cast<__nv_bfloat16*>(out), count);
-    default: return vendor::launch("unary_kernel<i32>", unary_kernel<std::int32_t>, blocks, threads, 0, context.stream, op, static_cast<const std::int32_t*>(x), static_cast<std::int32_t*>(out), count);
-  }
-}
 
 cudaError_t launch_binary(const LaunchContext& context, int op, int a_dtype, const void* a, int b_dtype, const void* b, int out_dtype, void* out,
                           const StridedOperands<2>& layout, Index count) {
