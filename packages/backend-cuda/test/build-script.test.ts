@@ -19,7 +19,7 @@ function pathWithoutNvcc(): string {
 describe('scripts/build-native.mjs', () => {
   it('skips the CUDA addon with a clear message and exit 0 when nvcc is not on PATH', () => {
     const out = mkdtempSync(join(tmpdir(), 'kiln-cuda-build-'));
-    const environment = { ...process.env, PATH: pathWithoutNvcc(), KILN_CUDA_BUILD: 'cuda' };
+    const environment: NodeJS.ProcessEnv = { ...process.env, PATH: pathWithoutNvcc(), KILN_CUDA_BUILD: 'cuda' };
     delete environment.CUDACXX;
     delete environment.CUDA_HOME;
     delete environment.CUDA_PATH;

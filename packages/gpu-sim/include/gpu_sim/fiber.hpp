@@ -6,13 +6,14 @@
 // another fiber. A new fiber's stack is prepared so that its first "return" lands in a trampoline
 // that calls `entry(argument)`. Entries never return: they switch away for the last time.
 //
-// Three implementations, chosen at compile time (measured by bench/fiber-bench.cpp on the 2-core
-// AMD EPYC CI machine, g++ 12 -O2; numbers are per GPU thread per block barrier, i.e. one switch
-// into the fiber and one back, with 256 threads per block):
-//   - hand-written x86-64 / aarch64 switch (default where available) ........ ~6 ns
-//   - POSIX ucontext (swapcontext; a sigprocmask system call per switch) ..... ~500 ns
-//   - one OS thread per GPU thread with std::barrier (not implemented here) .. ~10-25 µs
-// (The exact figures of the last measurement are in README.md; the ordering never changes.)
+// Three implementations were measured (bench/fiber-bench.cpp, g++ 12 -O2, the 2-core AMD EPYC
+// CI machine under load from other jobs; per GPU thread, 256 threads per block):
+//                                              start+finish   __syncthreads   __shfl_xor_sync
+//   hand-written x86-64 switch (default)            28 ns           35 ns           35 ns
+//   POSIX ucontext (sigprocmask syscall/switch)    690 ns          500 ns          470 ns
+//   one OS thread per GPU thread, std::barrier      42 us          2.2 us            -
+// so the assembly switch is the default where it exists (x86-64, aarch64; the aarch64 one is
+// not exercised on kiln's x86-64 CI) and OS threads are not implemented.
 // Define GPU_SIM_FIBER_UCONTEXT to force the portable ucontext version (sanitizers, new CPUs).
 //
 // Stacks: mmap'd with a PROT_NONE guard page below them, so a runaway kernel recursion faults at
