@@ -1,9 +1,10 @@
 // Finds a C++20 compiler and builds a test program against include/ (cached by source mtime).
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { onPath } from './tools.js';
 
 const run = promisify(execFile);
 
@@ -14,9 +15,8 @@ export const packageRoot = fileURLToPath(new URL('..', import.meta.url));
 export function findCompiler(): string | undefined {
   if (process.env.CXX) return process.env.CXX;
   for (const name of ['c++', 'g++', 'clang++']) {
-    for (const directory of (process.env.PATH ?? '').split(delimiter)) {
-      if (directory && existsSync(join(directory, name))) return join(directory, name);
-    }
+    const found = onPath(name);
+    if (found) return found;
   }
   return undefined;
 }

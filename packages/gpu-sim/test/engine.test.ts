@@ -5,7 +5,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { compileProgram, findCompiler } from './compile.js';
+import { compileProgram, findCompiler, packageRoot } from './compile.js';
+import { onPath } from './tools.js';
 
 const run = promisify(execFile);
 const compiler = findCompiler();
@@ -53,3 +54,22 @@ describe.skipIf(compiler === undefined)('gpu-sim engine self-test (needs a C++20
     expect(stdout).toMatch(/kernel 'early_exit_kernel': thread \(5,0,0\) of block \(0,0,0\) exits while \d+ threads of its block wait at __syncthreads\(\) at engine-self-test\.cpp:\d+/);
   });
 });
+
+// The aarch64 switch cannot run on the x86-64 CI machines; where a cross compiler and qemu-user
+// are installed (apt: g++-aarch64-linux-gnu qemu-user), the same self-test runs under emulation.
+const crossCompiler = onPath('aarch64-linux-gnu-g++');
+const emulator = onPath('qemu-aarch64');
+describe.skipIf(crossCompiler === undefined || emulator === undefined)(
+  'gpu-sim engine self-test on aarch64 under qemu-user (needs aarch64-linux-gnu-g++ and qemu-aarch64)',
+  () => {
+    it('passes every check with the aarch64 assembly context switch', async () => {
+      const binary = `${packageRoot}/build/engine-self-test-aarch64`;
+      await run(crossCompiler!, ['-std=c++20', '-O2', '-Wall', '-Wextra', '-Werror', '-ffp-contract=off', '-static', '-pthread', `-I${packageRoot}/include`,
+        `${packageRoot}/test/engine-self-test.cpp`, '-o', binary], { maxBuffer: 16 << 20 });
+      const { stdout } = await run(emulator!, [binary], { timeout: 120_000 });
+      expect(stdout).toMatch(/aarch64 assembly/);
+      for (const name of EXPECTED_CHECKS) expect(stdout).toContain(`ok ${name}\n`);
+      expect(stdout).toContain('0 failures');
+    });
+  },
+);

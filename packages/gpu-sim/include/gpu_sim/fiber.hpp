@@ -12,8 +12,8 @@
 //   hand-written x86-64 switch (default)            28 ns           35 ns           35 ns
 //   POSIX ucontext (sigprocmask syscall/switch)    690 ns          500 ns          470 ns
 //   one OS thread per GPU thread, std::barrier      42 us          2.2 us            -
-// so the assembly switch is the default where it exists (x86-64, aarch64; the aarch64 one is
-// not exercised on kiln's x86-64 CI) and OS threads are not implemented.
+// so the assembly switch is the default where it exists (x86-64, aarch64 — the aarch64 one passes
+// the self-test under qemu-user when a cross compiler is installed) and OS threads are not implemented.
 // Define GPU_SIM_FIBER_UCONTEXT to force the portable ucontext version (sanitizers, new CPUs).
 //
 // Stacks: mmap'd with a PROT_NONE guard page below them, so a runaway kernel recursion faults at
