@@ -73,7 +73,8 @@ Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
 
 #if defined(KILN_CUDA_SIMULATOR)
 // Test-only: makes the simulated machine look like one without a driver, with an old driver,
-// without devices, or with little memory; and sets the engine's worker threads.
+// without devices, or with little memory; sets the engine's worker threads; makes the next
+// launch or synchronisation fail (to test the error paths).
 Napi::Value ConfigureSimulator(const Napi::CallbackInfo& info) {
   return guarded(info.Env(), [&]() -> Napi::Value {
     if (info.Length() < 1 || !info[0].IsObject()) throw_invalid("configureSimulator needs an options object");
@@ -88,6 +89,10 @@ Napi::Value ConfigureSimulator(const Napi::CallbackInfo& info) {
       config.multiprocessors = static_cast<int>(read_integer(options.Get("multiprocessors"), "multiprocessors", 1, 1024));
     }
     gpu_sim::cuda::configure_device(config);
+    if (options.Get("injectLaunchFault").IsString()) gpu_sim::cuda::inject_launch_fault(options.Get("injectLaunchFault").ToString().Utf8Value());
+    if (options.Get("injectSynchronizeFault").IsString()) {
+      gpu_sim::cuda::inject_synchronize_fault(options.Get("injectSynchronizeFault").ToString().Utf8Value());
+    }
     if (!options.Get("workers").IsUndefined()) {
       gpu_sim::EngineSettings settings = gpu_sim::Engine::instance().settings();
       settings.workers = static_cast<unsigned>(read_integer(options.Get("workers"), "workers", 1, 64));

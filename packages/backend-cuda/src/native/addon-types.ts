@@ -157,6 +157,10 @@ export interface SimulatorConfiguration {
   multiprocessors?: number;
   /** Engine worker threads that run blocks in parallel. */
   workers?: number;
+  /** The next kernel launch fails with cudaErrorLaunchFailure and this explanation. */
+  injectLaunchFault?: string;
+  /** The next synchronisation fails with cudaErrorIllegalAddress (a fault found asynchronously) and this explanation. */
+  injectSynchronizeFault?: string;
 }
 
 /** The exports of kiln_cuda.node / kiln_cuda_sim.node. */

@@ -12,6 +12,8 @@
 //  - a divergent barrier or collective fails the launch (cudaErrorLaunchFailure).
 // gpu_sim_cuda_fault_detail() returns the explanation of the last such error.
 //
+// inject_launch_fault()/inject_synchronize_fault() make the next launch or synchronisation fail, so
+// the host's handling of kernel and asynchronous device errors can be tested.
 // configure_device() makes the simulated machine look like one without a driver (driver version
 // 0), with a driver too old (version < 13000: every device call returns error 35), with no
 // device, or with little memory, so host code's error paths can be tested.
@@ -118,6 +120,10 @@ struct RuntimeState {
   std::size_t used_bytes = 0;
   std::string fault_detail;
   int current_device = 0;
+  /** Test hook: the next kernel launch fails with cudaErrorLaunchFailure and this detail. */
+  std::string injected_launch_fault;
+  /** Test hook: the next synchronisation fails with cudaErrorIllegalAddress and this detail (an asynchronous fault). */
+  std::string injected_synchronize_fault;
 };
 
 inline RuntimeState& runtime() {
@@ -184,7 +190,29 @@ inline std::string check_red_zones() {
   return "";
 }
 
+/** Makes the next launch fail (cudaErrorLaunchFailure) with `detail`, to test host error paths. */
+inline void inject_launch_fault(std::string detail) {
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  runtime().injected_launch_fault = std::move(detail);
+}
+
+/** Makes the next stream/event/device synchronisation fail (cudaErrorIllegalAddress) with `detail`. */
+inline void inject_synchronize_fault(std::string detail) {
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  runtime().injected_synchronize_fault = std::move(detail);
+}
+
+/** Takes (and clears) an injected fault. */
+inline std::string take_injected(std::string RuntimeState::*field) {
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  std::string detail = std::move(runtime().*field);
+  (runtime().*field).clear();
+  return detail;
+}
+
 inline cudaError_t synchronize_all() {
+  std::string injected = take_injected(&RuntimeState::injected_synchronize_fault);
+  if (!injected.empty()) return fault(cudaErrorIllegalAddress, injected);
   std::string damage = check_red_zones();
   if (!damage.empty()) return fault(cudaErrorIllegalAddress, damage);
   return cudaSuccess;
@@ -458,6 +486,8 @@ cudaError_t launch_kernel(const char* name, void (*kernel)(Parameters...), dim3 
                                                     ") block (" + std::to_string(block.x) + "," + std::to_string(block.y) + "," +
                                                     std::to_string(block.z) + ") shared " + std::to_string(shared_bytes));
   }
+  std::string injected = take_injected(&RuntimeState::injected_launch_fault);
+  if (!injected.empty()) return fault(cudaErrorLaunchFailure, std::string("kernel '") + name + "': " + injected);
   // Arguments are converted to the kernel's parameter types once, as the launch does on a GPU.
   std::tuple<std::decay_t<Parameters>...> bound(static_cast<std::decay_t<Parameters>>(std::forward<Arguments>(arguments))...);
   auto body = [&]() { std::apply(kernel, bound); };
