@@ -5,7 +5,7 @@
 //  1. `[[...]]` attributes are commented out (C++ would reject or ignore MSL's).
 //  2. A function-scope `threadgroup T name[N]...;` becomes `auto& name = GPU_SIM_THREADGROUP(T[N]...);`:
 //     storage shared by the threadgroup (one copy per engine worker, 0xFF-filled per threadgroup).
-//  3. A program-scope `constant T name [[function_constant(i)]];` becomes
+//  3. A program-scope `constant T name [[function_constant(i)]];` (i a number or a macro) becomes
 //     `GPU_SIM_FUNCTION_CONSTANT(T, name, i);`, a value the host sets per dispatch.
 //  4. After the source it appends, for every kernel, bindings that fetch each parameter from the
 //     dispatch's argument table — `[[buffer(n)]]`, `[[threadgroup(n)]]` or a builtin such as
@@ -133,7 +133,7 @@ export function rewriteMetalSource(source, { path, displayName = path.split('/')
 
   // Function constants (program scope).
   const functionConstants = [];
-  for (const match of masked.matchAll(/\bconstant\s+(\w+)\s+(\w+)\s*\[\[\s*function_constant\s*\(\s*(\d+)\s*\)\s*\]\]\s*;/g)) {
+  for (const match of masked.matchAll(/\bconstant\s+(\w+)\s+(\w+)\s*\[\[\s*function_constant\s*\(\s*(\w+)\s*\)\s*\]\]\s*;/g)) {
     const [whole, type, name, index] = match;
     functionConstants.push(name);
     edits.push({ start: match.index, end: match.index + whole.length, text: `GPU_SIM_FUNCTION_CONSTANT(${type}, ${name}, ${index});` + '\n'.repeat((whole.match(/\n/g) ?? []).length) });

@@ -70,6 +70,7 @@ describe.skipIf(compiler === undefined)('Metal dialect self-test (needs a C++20 
       'threadgroup arrays and threadgroup_barrier (2 threadgroups)',
       'threadgroup memory reads 0xFF before the first write, in every threadgroup',
       'simdgroup_float8x8 load, multiply_accumulate and store',
+      'a simdgroup_load whose address depends on the lane fails',
       'atomic_int, atomic_float and compare-exchange',
       'reading a function constant the host did not set fails the dispatch',
       'a function constant of the wrong type fails',

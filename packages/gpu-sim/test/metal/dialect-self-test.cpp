@@ -106,6 +106,14 @@ int main() {
       }
     }
     check(good, "simdgroup_float8x8 load, multiply_accumulate and store", result.message);
+    std::vector<float> wide(64 + 32, 1.0f);
+    ArgumentTable lanes;
+    bind(lanes, 0, wide);
+    bind(lanes, 1, c);
+    const auto dependent = run("lane_dependent_load", lanes, Dim3{1, 1, 1}, Dim3{32, 1, 1});
+    check(!dependent.ok && dependent.message.find("simdgroup_load") != std::string::npos &&
+              dependent.message.find("loads from another address") != std::string::npos,
+          "a simdgroup_load whose address depends on the lane fails", dependent.message);
   }
   {
     std::vector<int> counter{0};

@@ -101,6 +101,13 @@ kernel void divergent_barrier(device float* output [[buffer(0)]], uint tid [[thr
   threadgroup_barrier(mem_flags::mem_threadgroup);
 }
 
+// Wrong on purpose: each lane loads the matrix from its own address.
+kernel void lane_dependent_load(device const float* a [[buffer(0)]], device float* c [[buffer(1)]], uint lane [[thread_index_in_simdgroup]]) {
+  simdgroup_float8x8 matrix;
+  simdgroup_load(matrix, a + lane, 8);
+  simdgroup_store(matrix, c, 8);
+}
+
 // Wrong on purpose: lanes 0-15 shuffle while 16-31 reduce.
 kernel void divergent_simd(device float* output [[buffer(0)]], uint lane [[thread_index_in_simdgroup]]) {
   float value = float(lane);

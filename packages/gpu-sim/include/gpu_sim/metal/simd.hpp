@@ -13,13 +13,17 @@
 // simd_sum/max/min fold in ascending lane order (the GPU's order is unspecified: float sums may
 // differ in the last bits); simd_max/min on floats ignore NaN like fmax/fmin.
 // Simdgroup matrices: every lane holds the whole 8×8 matrix; each simdgroup_* call is a
-// simdgroup collective (so divergence is caught), loads read the whole tile, multiplies
-// accumulate in the element type with fma in k order, and stores write lane l's two elements
-// (2l, 2l + 1 in row-major order), as the GPU distributes them.
+// simdgroup collective (so divergence is caught). A load or multiply is done once per simdgroup,
+// by the collective, from the lowest lane's operands, after checking that every lane passed the
+// same ones (a matrix is one value shared by the simdgroup: lanes with different copies mean a
+// lane-dependent load, an error); the result is copied into every lane's matrix. Multiplies
+// accumulate in f32 with fma in k order; stores write lane l's two elements (2l, 2l + 1 in
+// row-major order), as the GPU distributes them.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <source_location>
 #include <type_traits>
 
@@ -114,7 +118,7 @@ inline constexpr CollectiveOp kBallot{"simd_ballot", vote_combine<0>};
 inline constexpr CollectiveOp kAny{"simd_any", vote_combine<1>};
 inline constexpr CollectiveOp kAll{"simd_all", vote_combine<2>};
 inline constexpr CollectiveOp kSimdgroupBarrier{"simdgroup_barrier", sync_combine};
-inline constexpr CollectiveOp kSimdgroupMatrix{"simdgroup matrix operation", sync_combine};
+inline constexpr CollectiveOp kSimdgroupMatrix{"simdgroup_store", sync_combine};
 
 /** Lanes of the caller's simdgroup that are still running (Metal's active threads). */
 inline std::uint32_t active_lanes() { return current_runner().live_lanes(); }
@@ -266,18 +270,101 @@ simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(T value) {
   return matrix;
 }
 
+namespace matrix_detail {
+template <typename T, int Cols, int Rows>
+struct LoadCall {
+  simdgroup_matrix<T, Cols, Rows>* matrix;
+  const T* source;
+  ulong elements_per_row;
+  ulong2 origin;
+  bool transpose;
+};
+
+template <typename T, int Cols, int Rows>
+struct MultiplyCall {
+  simdgroup_matrix<T, Cols, Rows>* d;
+  const simdgroup_matrix<T, Cols, Rows>* a;
+  const simdgroup_matrix<T, Cols, Rows>* b;
+  const simdgroup_matrix<T, Cols, Rows>* c;
+};
+
+template <typename Call>
+Call* call_of(std::uint64_t value) {
+  return reinterpret_cast<Call*>(static_cast<std::uintptr_t>(value));
+}
+
+/** Loads once, from the lowest lane's arguments (every lane must pass the same), into every lane's matrix. */
+template <typename T, int Cols, int Rows>
+const char* load_combine(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t mask, std::uint64_t* results, unsigned* offending) {
+  const unsigned first = static_cast<unsigned>(__builtin_ctz(mask));
+  const LoadCall<T, Cols, Rows>& lead = *call_of<LoadCall<T, Cols, Rows>>(values[first]);
+  simdgroup_matrix<T, Cols, Rows> loaded;
+  for (int r = 0; r < Rows; r++) {
+    for (int c = 0; c < Cols; c++) {
+      const ulong row = lead.origin.y + static_cast<ulong>(lead.transpose ? c : r);
+      const ulong column = lead.origin.x + static_cast<ulong>(lead.transpose ? r : c);
+      loaded.elements[r * Cols + c] = lead.source[row * lead.elements_per_row + column];
+    }
+  }
+  for (unsigned lane = 0; lane < 32; lane++) {
+    if ((mask & (1u << lane)) == 0) continue;
+    const LoadCall<T, Cols, Rows>& call = *call_of<LoadCall<T, Cols, Rows>>(values[lane]);
+    if (call.source != lead.source || call.elements_per_row != lead.elements_per_row || call.origin.x != lead.origin.x ||
+        call.origin.y != lead.origin.y || call.transpose != lead.transpose) {
+      *offending = lane;
+      return "loads from another address, stride or origin than the lowest lane: simdgroup_load's arguments must be the same in every lane";
+    }
+    *call.matrix = loaded;
+    results[lane] = 0;
+  }
+  return nullptr;
+}
+
+/** d = a·b + c once, from the lowest lane's operands (every lane must hold the same), into every lane's d. */
+template <typename T, int Cols, int Rows>
+const char* multiply_combine(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t mask, std::uint64_t* results, unsigned* offending) {
+  const unsigned first = static_cast<unsigned>(__builtin_ctz(mask));
+  const MultiplyCall<T, Cols, Rows>& lead = *call_of<MultiplyCall<T, Cols, Rows>>(values[first]);
+  for (unsigned lane = 0; lane < 32; lane++) {
+    if ((mask & (1u << lane)) == 0) continue;
+    const MultiplyCall<T, Cols, Rows>& call = *call_of<MultiplyCall<T, Cols, Rows>>(values[lane]);
+    if (std::memcmp(call.a, lead.a, sizeof *call.a) != 0 || std::memcmp(call.b, lead.b, sizeof *call.b) != 0 ||
+        std::memcmp(call.c, lead.c, sizeof *call.c) != 0) {
+      *offending = lane;
+      return "holds other matrix values than the lowest lane: a simdgroup matrix is one value shared by the simdgroup (load it with simdgroup_load)";
+    }
+  }
+  simdgroup_matrix<T, Cols, Rows> result;
+  for (int r = 0; r < Rows; r++) {
+    for (int col = 0; col < Cols; col++) {
+      float sum = static_cast<float>(lead.c->elements[r * Cols + col]);
+      for (int k = 0; k < Cols; k++) {
+        sum = std::fma(static_cast<float>(lead.a->elements[r * Cols + k]), static_cast<float>(lead.b->elements[k * Cols + col]), sum);
+      }
+      result.elements[r * Cols + col] = static_cast<T>(sum);
+    }
+  }
+  for (unsigned lane = 0; lane < 32; lane++) {
+    if ((mask & (1u << lane)) == 0) continue;
+    *call_of<MultiplyCall<T, Cols, Rows>>(values[lane])->d = result;
+    results[lane] = 0;
+  }
+  return nullptr;
+}
+
+template <typename T, int Cols, int Rows>
+inline constexpr ::gpu_sim::CollectiveOp kLoad{"simdgroup_load", &load_combine<T, Cols, Rows>};
+template <typename T, int Cols, int Rows>
+inline constexpr ::gpu_sim::CollectiveOp kMultiply{"simdgroup_multiply_accumulate", &multiply_combine<T, Cols, Rows>};
+}  // namespace matrix_detail
+
 /** Loads an 8×8 tile whose element (r, c) is source[(origin.y + r)·elements_per_row + origin.x + c] (transposed: r and c swap). */
 template <typename T, int Cols, int Rows>
 void simdgroup_load(simdgroup_matrix<T, Cols, Rows>& matrix, const T* source, ulong elements_per_row = Cols, ulong2 origin = ulong2(0ul),
                     bool transpose = false, std::source_location site = std::source_location::current()) {
-  ::gpu_sim::metal::simd_detail::simdgroup_step(::gpu_sim::metal::simd_detail::kSimdgroupMatrix, site);
-  for (int r = 0; r < Rows; r++) {
-    for (int c = 0; c < Cols; c++) {
-      const ulong row = origin.y + static_cast<ulong>(transpose ? c : r);
-      const ulong column = origin.x + static_cast<ulong>(transpose ? r : c);
-      matrix.elements[r * Cols + c] = source[row * elements_per_row + column];
-    }
-  }
+  matrix_detail::LoadCall<T, Cols, Rows> call{&matrix, source, elements_per_row, origin, transpose};
+  ::gpu_sim::warp_collective(matrix_detail::kLoad<T, Cols, Rows>, ::gpu_sim::metal::simd_detail::active_lanes(),
+                             static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&call)), 0, 32, site, false);
 }
 
 /** Stores the tile: lane l writes elements 2l and 2l + 1 (row-major), so the whole simdgroup writes it. */
@@ -299,16 +386,9 @@ void simdgroup_store(const simdgroup_matrix<T, Cols, Rows>& matrix, T* target, u
 template <typename T, int Cols, int Rows>
 void simdgroup_multiply_accumulate(simdgroup_matrix<T, Cols, Rows>& d, const simdgroup_matrix<T, Cols, Rows>& a, const simdgroup_matrix<T, Cols, Rows>& b,
                                    const simdgroup_matrix<T, Cols, Rows>& c, std::source_location site = std::source_location::current()) {
-  ::gpu_sim::metal::simd_detail::simdgroup_step(::gpu_sim::metal::simd_detail::kSimdgroupMatrix, site);
-  simdgroup_matrix<T, Cols, Rows> result;
-  for (int r = 0; r < Rows; r++) {
-    for (int col = 0; col < Cols; col++) {
-      float sum = static_cast<float>(c.elements[r * Cols + col]);
-      for (int k = 0; k < Cols; k++) sum = std::fma(static_cast<float>(a.elements[r * Cols + k]), static_cast<float>(b.elements[k * Cols + col]), sum);
-      result.elements[r * Cols + col] = static_cast<T>(sum);
-    }
-  }
-  d = result;
+  matrix_detail::MultiplyCall<T, Cols, Rows> call{&d, &a, &b, &c};
+  ::gpu_sim::warp_collective(matrix_detail::kMultiply<T, Cols, Rows>, ::gpu_sim::metal::simd_detail::active_lanes(),
+                             static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&call)), 0, 32, site, false);
 }
 
 /** d = a·b. */
