@@ -1,14 +1,17 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
-// Tests run against core's sources, so they do not wait for core's build.
-const coreSource = (path: string): string => fileURLToPath(new URL(`../core/src/${path}`, import.meta.url));
+// Tests run against the workspace's sources (one copy of core for everything), so they do not wait for builds.
+const source = (path: string): string => fileURLToPath(new URL(`../${path}`, import.meta.url));
 
 export default defineConfig({
   resolve: {
     alias: [
-      { find: /^@kiln\/core\/testing$/, replacement: coreSource('testing/index.ts') },
-      { find: /^@kiln\/core$/, replacement: coreSource('index.ts') },
+      { find: /^@kiln\/core\/testing$/, replacement: source('core/src/testing/index.ts') },
+      { find: /^@kiln\/core$/, replacement: source('core/src/index.ts') },
+      // The training-step test compares against the CPU backend and runs the trainer's model.
+      { find: /^@kiln\/backend-cpu$/, replacement: source('backend-cpu/src/index.ts') },
+      { find: /^@kiln\/trainer$/, replacement: source('trainer/src/index.ts') },
     ],
   },
   test: {

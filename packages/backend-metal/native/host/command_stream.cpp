@@ -181,7 +181,7 @@ void CommandStream::drain(Napi::Env env) {
   }
   // Staging buffers of completed batches go back to the pool.
   while (!staging_.empty() && staging_.begin()->first <= completed_) {
-    pool_.release(staging_.begin()->second.pooled, staging_.begin()->second.byte_length, staging_.begin()->second.class_bytes);
+    device_.release(staging_.begin()->second);
     staging_.erase(staging_.begin());
   }
   while (!waiters_.empty() && waiters_.front().serial <= completed_) {
@@ -269,13 +269,28 @@ void CommandStream::upload(Napi::Env env, BufferRecord& record, const unsigned c
     std::memcpy(static_cast<unsigned char*>(record.pooled.device.contents) + offset, data, bytes);
     return;
   }
+  // The staging buffer is a fresh one: a pooled buffer may still be read by queued kernels (a tensor
+  // freed right after its last use), so the CPU must not write into it now.
   BufferRecord staging;
   staging.byte_length = bytes;
-  staging.pooled = pool_.allocate(bytes, &staging.class_bytes);
+  if (!device_.allocate(bytes, &staging.pooled.device)) {
+    pool_.empty_cache();
+    if (!device_.allocate(bytes, &staging.pooled.device)) {
+      NativeError failure(ErrorKind::kOutOfMemory, "metal backend: out of memory allocating a " + std::to_string(bytes) + "-byte staging buffer for an upload",
+                          "Free tensors you no longer need, or upload before queuing work that uses the buffer.");
+      failure.requested_bytes = static_cast<double>(bytes);
+      throw failure;
+    }
+  }
   std::memcpy(staging.pooled.device.contents, data, bytes);
   const std::uint64_t serial = last_closed_ + 1;
-  run(env, plan_copy_bytes(&staging, &record, offset, bytes));
-  staging_.emplace(serial, staging);
+  try {
+    run(env, plan_copy_bytes(&staging, &record, offset, bytes));
+  } catch (...) {
+    device_.release(staging.pooled.device);
+    throw;
+  }
+  staging_.emplace(serial, staging.pooled.device);
 }
 
 void CommandStream::finish(Napi::Env env, bool settle) {
@@ -310,7 +325,7 @@ void CommandStream::finish(Napi::Env env, bool settle) {
     while (finished_out_of_order_.count(completed_ + 1) != 0) finished_out_of_order_.erase(++completed_);
   }
   while (!staging_.empty()) {
-    pool_.release(staging_.begin()->second.pooled, staging_.begin()->second.byte_length, staging_.begin()->second.class_bytes);
+    device_.release(staging_.begin()->second);
     staging_.erase(staging_.begin());
   }
   if (error_record_.handle != nullptr) {

@@ -107,7 +107,7 @@ class CommandStream : public std::enable_shared_from_this<CommandStream> {
   std::deque<std::pair<std::uint64_t, std::unique_ptr<CommandBatch>>> deferred_;
   std::deque<Waiter> waiters_;
   std::map<std::uint64_t, std::vector<std::string>> batch_kernels_;
-  std::multimap<std::uint64_t, BufferRecord> staging_;
+  std::multimap<std::uint64_t, DeviceBuffer> staging_;
   std::optional<NativeError> pending_error_;
   bool log_kernels_ = false;
   bool synchronous_ = false;

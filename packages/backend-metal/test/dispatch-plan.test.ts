@@ -1,0 +1,146 @@
+// The dispatch plan (native/plan/dispatch_plan.cpp), recorded as it is executed: which kernel,
+// function constants, grid and threadgroup sizes, buffer binding order and argument words each
+// call produces — edge shapes included. The Metal host executes the same records.
+import type { StridedView, TensorRef } from '@kiln/core';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { MetalBackend } from '../src/metal-backend.js';
+import type { NativeDispatch } from '../src/native/addon-types.js';
+import { UNARY_CODE } from '../src/native/codes.js';
+import { configureSimulator, createSimulatedMetalBackend } from '../src/simulator.js';
+import { simulatorSkipReason } from './simulator-status.js';
+
+const skipReason = simulatorSkipReason();
+
+function ref(backend: MetalBackend, shape: number[], dtype: TensorRef['dtype'] = 'f32'): TensorRef {
+  const count = shape.reduce((a, b) => a * b, 1);
+  const buffer = backend.alloc(count * (dtype === 'f16' || dtype === 'bf16' ? 2 : 4));
+  return { buffer, shape, dtype };
+}
+
+function view(tensor: TensorRef, shape: number[], strides: number[], offset = 0): StridedView {
+  return { ...tensor, shape, strides, offset };
+}
+
+function dense(tensor: TensorRef): StridedView {
+  const strides = tensor.shape.map((_, dim) => tensor.shape.slice(dim + 1).reduce((a, b) => a * b, 1));
+  return { ...tensor, strides, offset: 0 };
+}
+
+describe.skipIf(skipReason !== undefined)(`dispatch plan${skipReason ? ` (${skipReason})` : ''}`, () => {
+  const backend = createSimulatedMetalBackend();
+  afterAll(() => backend.dispose());
+  const plan = (call: () => void): NativeDispatch[] => {
+    backend.recordDispatches(true);
+    call();
+    const dispatches = backend.takeDispatches();
+    backend.recordDispatches(false);
+    return dispatches;
+  };
+
+  it('elementwise: one thread per element in threadgroups of 256, the op a function constant', () => {
+    for (const [count, groups] of [[1, 1], [256, 1], [257, 2], [1000, 4]]) {
+      const x = ref(backend, [count]);
+      const [dispatch, ...rest] = plan(() => backend.unary('exp', x, x));
+      expect(rest).toEqual([]);
+      expect(dispatch).toMatchObject({
+        kernel: 'unary_f32', pipeline: `unary_f32 {kUnaryOp=${UNARY_CODE.get('exp')}}`, threadgroups: [groups, 1, 1], threads: [256, 1, 1],
+        constants: { kUnaryOp: UNARY_CODE.get('exp') }, what: `unary exp f32 [${count}]`,
+      });
+      expect(dispatch.bindings.map((binding) => [binding.index, binding.role, binding.kind])).toEqual([[0, 'x', 'buffer'], [1, 'out', 'buffer'], [2, 'args', 'bytes']]);
+      expect(dispatch.bindings[2]).toMatchObject({ type: 'KilnCountArgs', words: [count, 0, 0, 0] });
+    }
+    expect(plan(() => backend.unary('exp', ref(backend, [0, 3]), ref(backend, [0, 3])))).toEqual([]);
+  });
+
+  it('binary: contiguous, broadcast and strided operands are pipeline variants', () => {
+    const a = ref(backend, [4, 6]);
+    const scalar = ref(backend, []);
+    const out = ref(backend, [4, 6]);
+    const [contiguous] = plan(() => backend.binary('add', dense(a), view(scalar, [4, 6], [0, 0]), out));
+    expect(contiguous.constants).toEqual({ kBinaryOp: 0, kLayoutA: 0, kLayoutB: 1 });
+    // Merged to one dim: count 24, rank 1.
+    expect(contiguous.bindings[3].words!.slice(0, 5)).toEqual([24, 1, 0, 0, 24]);
+    const transposed = ref(backend, [6, 4]);
+    const [strided] = plan(() => backend.binary('mul', view(transposed, [4, 6], [1, 4]), dense(a), out));
+    expect(strided.constants).toMatchObject({ kLayoutA: 2, kLayoutB: 0 });
+    expect(strided.bindings.map((binding) => binding.role)).toEqual(['a', 'b', 'out', 'args']);
+  });
+
+  it('splits views of more than 8 unmergeable dims into one dispatch per outer index', () => {
+    const shape = [2, 2, 2, 2, 2, 2, 2, 2, 2, 2];
+    const strides = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512];  // fully transposed: nothing merges
+    const source = ref(backend, [1024]);
+    const target = ref(backend, shape);
+    const dispatches = plan(() => backend.copy(view(source, shape, strides), dense(target)));
+    expect(dispatches).toHaveLength(4);
+    expect(dispatches.every((dispatch) => dispatch.kernel === 'copy_strided_u32' && dispatch.threadgroups[0] === 1)).toBe(true);
+    // KilnStridedArgs: count, rank, out_offset, pad, shape[8], strides[3][8], offsets[3].
+    const words = dispatches.map((dispatch) => dispatch.bindings[2].words!);
+    expect(words.map((w) => [w[0], w[1]])).toEqual([[256, 8], [256, 8], [256, 8], [256, 8]]);
+    expect(words.map((w) => [w[4 + 8 + 24], w[4 + 8 + 24 + 1]])).toEqual([[0, 0], [2, 256], [1, 512], [3, 768]]);
+  });
+
+  it('reduce: a threadgroup per row for long rows of the last axis, a thread per output otherwise', () => {
+    const x = ref(backend, [3, 100]);
+    const [rows] = plan(() => backend.reduce('max', x, ref(backend, [3]), 3, 100, 1));
+    expect(rows).toMatchObject({ kernel: 'reduce_rows_f32', threadgroups: [3, 1, 1], threads: [256, 1, 1], constants: { kReduceOp: 1 } });
+    const [columns] = plan(() => backend.reduce('argmin', x, ref(backend, [10, 10], 'i32'), 10, 3, 10));
+    expect(columns).toMatchObject({ kernel: 'reduce_columns_f32', threadgroups: [1, 1, 1], constants: { kReduceOp: 4 } });
+    expect(columns.bindings[2].words).toEqual([10, 3, 10, 0]);
+  });
+
+  it('matmul: GEMV for m = 1, simdgroup-matrix tiles of 32×32 otherwise, threadgroup z the batch', () => {
+    const params = { transposeA: false, transposeB: false, batchStrideA: 0, batchStrideB: 0 };
+    const a = ref(backend, [3, 33, 70]);
+    const b = ref(backend, [70, 65]);
+    const [gemv] = plan(() => backend.matmul(a, b, ref(backend, [3, 1, 65]), { ...params, batch: 3, m: 1, n: 65, k: 70, batchStrideA: 70 }));
+    expect(gemv).toMatchObject({ kernel: 'matmul_gemv_f32', threadgroups: [1, 1, 3], threads: [256, 1, 1] });
+    const [gemvT] = plan(() => backend.matmul(a, b, ref(backend, [1, 65]), { ...params, batch: 1, m: 1, n: 65, k: 70, transposeB: true }));
+    expect(gemvT).toMatchObject({ kernel: 'matmul_gemv_t_f32', threadgroups: [9, 1, 1], constants: { kTransposeA: false, kTransposeB: true } });
+    const [tiles] = plan(() => backend.matmul(a, b, ref(backend, [3, 33, 65]), { ...params, batch: 3, m: 33, n: 65, k: 70, batchStrideA: 33 * 70 }));
+    expect(tiles).toMatchObject({ kernel: 'matmul_simdgroup_f32', threadgroups: [3, 2, 3], threads: [128, 1, 1] });
+    expect(tiles.bindings[3].words).toEqual([33, 65, 70, 3, 33 * 70, 0, 0, 0]);
+  });
+
+  it('matmul on a GPU without simdgroup matrices (AMD, Intel): 16×16 threadgroup tiles', () => {
+    configureSimulator({ simdgroupMatrix: false, family: 'mac2' });
+    const amd = createSimulatedMetalBackend();
+    configureSimulator({ simdgroupMatrix: true, family: 'apple9' });
+    const a = ref(amd, [33, 70]);
+    const b = ref(amd, [70, 65]);
+    amd.recordDispatches(true);
+    amd.matmul(a, b, ref(amd, [33, 65]), { batch: 1, m: 33, n: 65, k: 70, transposeA: true, transposeB: false, batchStrideA: 0, batchStrideB: 0 });
+    expect(amd.takeDispatches()[0]).toMatchObject({ kernel: 'matmul_tiled_f32', threadgroups: [5, 3, 1], threads: [16, 16, 1], constants: { kTransposeA: true } });
+    amd.dispose();
+  });
+
+  it('gather and scatterAdd bind the device error record at [[buffer(4)]]', () => {
+    const x = ref(backend, [4, 3], 'f16');
+    const indices = ref(backend, [5], 'i32');
+    const [gather] = plan(() => backend.gather(x, indices, ref(backend, [5, 3], 'f16'), 1, 4, 3));
+    expect(gather.kernel).toBe('gather_u16');
+    expect(gather.bindings.map((binding) => [binding.index, binding.role, binding.kind])).toEqual([
+      [0, 'x', 'buffer'], [1, 'indices', 'buffer'], [2, 'out', 'buffer'], [3, 'args', 'bytes'], [4, 'errors', 'errors'],
+    ]);
+    expect(gather.bindings[3].words!.slice(0, 5)).toEqual([1, 4, 3, 5, 15]);
+    const [scatter] = plan(() => backend.scatterAdd(ref(backend, [5, 3], 'bf16'), indices, ref(backend, [4, 3], 'bf16'), 1, 4, 3));
+    expect(scatter.kernel).toBe('scatter_add_bf16');
+  });
+
+  it('fill rounds the float64 value once on the host; random passes the Philox key, offset and f64 parameters as words', () => {
+    const half = ref(backend, [2], 'f16');
+    const [fill] = plan(() => backend.fill(half, 1 + 2 ** -11 + 2 ** -30));
+    expect(fill).toMatchObject({ kernel: 'fill_u16' });
+    expect(fill.bindings[1].words![1]).toBe(0x3c01);
+    const [random] = plan(() => backend.random(ref(backend, [10]), { kind: 'uniform', low: -2, high: 3 }, 2 ** 33 + 9, 2 ** 34 + 1));
+    expect(random.kernel).toBe('random_uniform_f32');
+    // count, key0, key1, pad, offset low/high, low = −2 (0xc0000000_00000000), high − low = 5 (0x40140000_00000000).
+    expect(random.bindings[1].words).toEqual([10, 9, 2, 0, 1, 4, 0, 0xc0000000, 0, 0x40140000, 0, 0]);
+  });
+
+  it('where picks the kernel by word sizes and tests the condition as bits', () => {
+    const condition = ref(backend, [6], 'bf16');
+    const [where] = plan(() => backend.where(dense(condition), dense(ref(backend, [6])), dense(ref(backend, [6])), ref(backend, [6])));
+    expect(where).toMatchObject({ kernel: 'where_c16_v32', constants: { kConditionKind: 2 } });
+  });
+});
