@@ -118,6 +118,11 @@ if (wanted.has('sim')) {
   }
 }
 
+// A flavor left out on purpose (KILN_METAL_BUILD) is recorded, so its tests say why they skip.
+for (const flavor of ['metal', 'sim']) {
+  if (!wanted.has(flavor) && !sanitize) report[flavor] = { status: 'skipped', reason: `not requested (KILN_METAL_BUILD=${[...wanted].join(',')})` };
+}
+
 const reportPath = join(buildRoot, 'native-build.json');
 mkdirSync(buildRoot, { recursive: true });
 let previous = {};

@@ -22,8 +22,8 @@ export interface MetalDeviceInfo extends DeviceInfo {
   recommendedMaxWorkingSetSize: number;
   /** bf16 tensors supported (kiln's kernels convert bf16 in integer arithmetic: every Metal 3 GPU). */
   bf16: boolean;
-  /** Hardware bf16 arithmetic (Apple9 / M3 and newer). */
-  bf16Hardware: boolean;
+  /** MSL 3.1's bfloat type is available (Apple GPU, macOS 14+); kiln's bf16 kernels do not need it. */
+  bfloatType: boolean;
   /** 8×8 simdgroup matrices (Apple7 / M1 and newer): the tiled matmul path. */
   simdgroupMatrix: boolean;
   /** macOS version. */
@@ -41,7 +41,7 @@ export function toDeviceInfo(device: NativeDevice, index = device.index ?? 0): M
     gpuFamily: device.family,
     recommendedMaxWorkingSetSize: device.recommendedMaxWorkingSetSize,
     bf16: device.bf16,
-    bf16Hardware: device.bf16Hardware,
+    bfloatType: device.bfloatType,
     simdgroupMatrix: device.simdgroupMatrix,
     osVersion: device.osVersion,
   };

@@ -62,14 +62,16 @@ describe.skipIf(simulatorReason !== undefined)(`probe through the simulated mach
     const device = result.devices[0] as MetalDeviceInfo;
     expect(device).toMatchObject({
       id: 'metal:0', unifiedMemory: true, memoryTotalBytes: 3 * 2 ** 30, recommendedMaxWorkingSetSize: 3 * 2 ** 30, gpuFamily: 'apple9',
-      bf16: true, bf16Hardware: true, simdgroupMatrix: true, osVersion: '14.5.0',
+      bf16: true, bfloatType: true, simdgroupMatrix: true, osVersion: '14.5.0',
     });
     expect(device.name).toMatch(/kiln Metal simulator/);
   });
 
-  it('reports an M1-class GPU as bf16 without hardware bf16', () => {
-    configureSimulator({ family: 'apple7', name: 'Apple M1 (simulated)' });
-    expect(probeAddon(simulatorAddon()).devices[0]).toMatchObject({ name: 'Apple M1 (simulated)', gpuFamily: 'apple7', bf16: true, bf16Hardware: false });
+  it('reports bf16 on every GPU, and the MSL bfloat type only on Apple GPUs with macOS 14+', () => {
+    configureSimulator({ family: 'apple7', name: 'Apple M1 (simulated)', osVersion: '13.6.0' });
+    expect(probeAddon(simulatorAddon()).devices[0]).toMatchObject({ name: 'Apple M1 (simulated)', gpuFamily: 'apple7', bf16: true, bfloatType: false });
+    configureSimulator({ family: 'mac2', name: 'AMD Radeon Pro 5500M (simulated)', osVersion: '14.5.0', simdgroupMatrix: false });
+    expect(probeAddon(simulatorAddon()).devices[0]).toMatchObject({ gpuFamily: 'mac2', bf16: true, bfloatType: false, simdgroupMatrix: false });
   });
 
   it('reports no Metal GPU', () => {

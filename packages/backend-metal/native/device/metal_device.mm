@@ -67,7 +67,8 @@ DeviceFacts facts_of(id<MTLDevice> device) {
   facts.simdgroup_matrix = [device supportsFamily:MTLGPUFamilyApple7];
   // kiln's kernels store bf16 as 16-bit integers and compute in f32: every Metal 3 GPU.
   facts.bf16 = true;
-  facts.bf16_hardware = facts.family == "apple9";
+  // MSL 3.1's bfloat type: Apple GPUs (Apple6 and newer: every Apple-silicon Mac) with macOS 14+.
+  facts.bfloat_type = facts.family.rfind("apple", 0) == 0 && NSProcessInfo.processInfo.operatingSystemVersion.majorVersion >= 14;
   facts.os_version = os_version();
   return facts;
 }

@@ -85,7 +85,7 @@ DeviceFacts simulated_facts(const sim::SimulatorConfig& config) {
   facts.family = config.family;
   facts.simdgroup_matrix = config.simdgroup_matrix;
   facts.bf16 = true;
-  facts.bf16_hardware = config.family == "apple9";
+  facts.bfloat_type = config.family.rfind("apple", 0) == 0 && std::atoi(config.os_version.c_str()) >= 14;
   facts.os_version = config.os_version;
   return facts;
 }

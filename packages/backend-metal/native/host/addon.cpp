@@ -24,7 +24,7 @@ Napi::Object facts_object(Napi::Env env, const DeviceFacts& facts, std::size_t i
   entry.Set("family", facts.family);
   entry.Set("simdgroupMatrix", facts.simdgroup_matrix);
   entry.Set("bf16", facts.bf16);
-  entry.Set("bf16Hardware", facts.bf16_hardware);
+  entry.Set("bfloatType", facts.bfloat_type);
   entry.Set("osVersion", facts.os_version);
   return entry;
 }

@@ -185,7 +185,7 @@ Napi::Value BackendObject::DeviceInfo(const Napi::CallbackInfo& info) {
     result.Set("family", facts.family);
     result.Set("simdgroupMatrix", facts.simdgroup_matrix);
     result.Set("bf16", facts.bf16);
-    result.Set("bf16Hardware", facts.bf16_hardware);
+    result.Set("bfloatType", facts.bfloat_type);
     result.Set("osVersion", facts.os_version);
     return result;
   });

@@ -33,8 +33,8 @@ struct DeviceFacts {
   bool simdgroup_matrix = false;
   /** bf16 storage and kernels (kiln's kernels convert bf16 in integer arithmetic: every Metal 3 GPU). */
   bool bf16 = true;
-  /** Hardware bf16 arithmetic (MSL 3.1 bfloat on Apple9 / M3 and newer): not used by phase 1 kernels. */
-  bool bf16_hardware = false;
+  /** MSL 3.1's `bfloat` type is available (an Apple GPU and macOS 14+): not needed by phase 1's kernels. */
+  bool bfloat_type = false;
   /** macOS version, e.g. "14.5.0". */
   std::string os_version;
 };

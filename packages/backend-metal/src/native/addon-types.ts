@@ -63,8 +63,8 @@ export interface NativeDevice {
   simdgroupMatrix: boolean;
   /** bf16 tensors (kiln converts bf16 in integer arithmetic: every Metal 3 GPU). */
   bf16: boolean;
-  /** Hardware bf16 arithmetic (Apple9 / M3 and newer with macOS 14). */
-  bf16Hardware: boolean;
+  /** MSL 3.1's bfloat type is available (Apple GPU, macOS 14+); phase 1's kernels do not need it. */
+  bfloatType: boolean;
   /** macOS version, e.g. '14.5.0'. */
   osVersion: string;
 }
