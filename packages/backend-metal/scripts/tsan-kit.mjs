@@ -67,16 +67,22 @@ const seconds = (Date.now() - started) / 1000;
 const summary = /Tests\s+(.*)/.exec(run.stdout.replace(/\x1b\[[0-9;]*m/g, ''))?.[1]?.trim() ?? 'no test summary (see the output above)';
 if (run.status !== 0) process.stdout.write(run.stdout.slice(-4000) + run.stderr.slice(-4000));
 
-const races = [];
-let other = 0;
+// Node and V8 themselves are not built with TSan, so their own synchronisation is invisible to it
+// and it reports races inside them; a report counts as kiln's when one of its accesses has kiln's
+// code (the addon, gpu_sim, kiln::metal) among its top frames.
+const ours = [];
+let outside = 0;
 for (const file of readdirSync(reports)) {
   const text = readFileSync(join(reports, file), 'utf8');
   for (const block of text.split(/^==================$/m)) {
-    if (/WARNING: ThreadSanitizer: data race/.test(block)) races.push(block.trim());
-    else if (/WARNING: ThreadSanitizer:/.test(block)) other++;
+    if (!/WARNING: ThreadSanitizer:/.test(block)) continue;
+    const accesses = block.split(/\n\s*\n/).filter((part) => /^\s*(Read|Write|Previous|Atomic)/m.test(part));
+    const kiln = accesses.some((access) => access.split('\n').filter((line) => /^\s*#[0-5] /.test(line)).some((line) => /kiln|gpu_sim|\.metal[:.]/.test(line)));
+    if (kiln) ours.push(block.trim());
+    else outside++;
   }
 }
 log(`tests: ${summary} in ${seconds.toFixed(0)} s`);
-log(`ThreadSanitizer: ${races.length} data race report(s), ${other} other warning(s) (reports in ${reports})`);
-for (const race of races.slice(0, 5)) console.log(`\n${race.split('\n').slice(0, 24).join('\n')}`);
-process.exit(run.status === 0 && races.length === 0 && other === 0 ? 0 : 1);
+log(`ThreadSanitizer: ${ours.length} report(s) in kiln's code; ${outside} inside Node/V8 only (not instrumented there: ignored). Reports: ${reports}`);
+for (const race of ours.slice(0, 5)) console.log(`\n${race.split('\n').slice(0, 30).join('\n')}`);
+process.exit(run.status === 0 && ours.length === 0 ? 0 : 1);
