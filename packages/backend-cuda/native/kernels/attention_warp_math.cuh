@@ -41,10 +41,25 @@ __device__ __forceinline__ std::uint32_t pack_pair(float low, float high) {
 // ---- ldmatrix and mma.sync (PTX on the GPU; lane-exact emulation in the simulator) ----
 
 #if defined(KILN_CUDA_SIMULATOR)
-/** Element (row, column) of an 8×8 b16 matrix whose row r starts at the address lane `first + r` supplied. */
-__device__ __forceinline__ std::uint16_t matrix_element(const void* row_address_of_lane, int first, int row, int column) {
-  const auto address = __shfl_sync(0xffffffffu, reinterpret_cast<std::uintptr_t>(row_address_of_lane), first + row);
-  return reinterpret_cast<const std::uint16_t*>(address)[column];
+/**
+ * The simulator's stand-in for the lane-to-lane data paths of ldmatrix and mma.sync: every lane
+ * publishes what it holds in a per-warp area, one __syncwarp, then each lane reads what it needs.
+ * Two areas alternate (each lane flips its own parity per exchange), so no second barrier is
+ * needed: a lane comes back to an area only after the next exchange's barrier, which every lane
+ * reaches only once it has finished reading. (A launch that aborts mid-exchange, itself an error,
+ * may leave the parities of a warp unequal for later launches on the same worker.)
+ */
+template <typename Slot>
+__device__ __forceinline__ const Slot* exchange(const Slot& mine) {
+  __shared__ Slot areas[kAttentionThreads / 32][2][32];
+  __shared__ unsigned char parity[kAttentionThreads / 32][32];
+  const unsigned warp = threadIdx.x / 32;
+  const unsigned lane = threadIdx.x % 32;
+  Slot* area = areas[warp][parity[warp][lane]];
+  parity[warp][lane] ^= 1;
+  area[lane] = mine;
+  __syncwarp();
+  return area;
 }
 #endif
 
@@ -55,11 +70,10 @@ __device__ __forceinline__ std::uint16_t matrix_element(const void* row_address_
 __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&regs)[4], const void* row_address) {
 #if defined(KILN_CUDA_SIMULATOR)
   const int lane = static_cast<int>(threadIdx.x % 32);
+  const void* const* rows = exchange(row_address);
   for (int m = 0; m < 4; m++) {
-    // Every lane takes part in each shuffle, so fetch both elements through the same pattern.
-    const std::uint16_t low = matrix_element(row_address, 8 * m, lane / 4, 2 * (lane % 4));
-    const std::uint16_t high = matrix_element(row_address, 8 * m, lane / 4, 2 * (lane % 4) + 1);
-    regs[m] = static_cast<std::uint32_t>(low) | (static_cast<std::uint32_t>(high) << 16);
+    const auto* row = static_cast<const std::uint16_t*>(rows[8 * m + lane / 4]);
+    regs[m] = static_cast<std::uint32_t>(row[2 * (lane % 4)]) | (static_cast<std::uint32_t>(row[2 * (lane % 4) + 1]) << 16);
   }
 #else
   const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(row_address));
@@ -73,9 +87,10 @@ __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&regs)[4], const void
 __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&regs)[4], const void* row_address) {
 #if defined(KILN_CUDA_SIMULATOR)
   const int lane = static_cast<int>(threadIdx.x % 32);
+  const void* const* rows = exchange(row_address);
   for (int m = 0; m < 4; m++) {
-    const std::uint16_t low = matrix_element(row_address, 8 * m, 2 * (lane % 4), lane / 4);
-    const std::uint16_t high = matrix_element(row_address, 8 * m, 2 * (lane % 4) + 1, lane / 4);
+    const std::uint16_t low = static_cast<const std::uint16_t*>(rows[8 * m + 2 * (lane % 4)])[lane / 4];
+    const std::uint16_t high = static_cast<const std::uint16_t*>(rows[8 * m + 2 * (lane % 4) + 1])[lane / 4];
     regs[m] = static_cast<std::uint32_t>(low) | (static_cast<std::uint32_t>(high) << 16);
   }
 #else
@@ -99,32 +114,30 @@ __device__ __forceinline__ float half_bits_to_float(std::uint16_t bits, __nv_bfl
 template <typename T>
 __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
 #if defined(KILN_CUDA_SIMULATOR)
-  // Every lane publishes its fragments in a per-warp scratch area, then computes its 4 outputs.
-  __shared__ std::uint32_t published[kAttentionThreads / 32][32][6];
+  // Every lane publishes its fragment elements, decoded once; then it reads rows g, g+8 of A and
+  // columns 2t, 2t+1 of B and computes its 4 outputs.
+  struct Fragments {
+    float a[8];
+    float b[4];
+  };
+  Fragments mine;
+  for (int i = 0; i < 8; i++) mine.a[i] = half_bits_to_float(static_cast<std::uint16_t>(a[i / 2] >> (16 * (i % 2))), T{});
+  for (int i = 0; i < 4; i++) mine.b[i] = half_bits_to_float(static_cast<std::uint16_t>((i < 2 ? b0 : b1) >> (16 * (i % 2))), T{});
+  const Fragments* all = exchange(mine);
+  // A(row, k) is half k%2 of register (row ≥ 8) + 2·(k ≥ 8) of lane (row%8)·4 + (k%8)/2; B(k, n) is
+  // half k%2 of register (k ≥ 8) of lane n·4 + (k%8)/2.
   const int lane = static_cast<int>(threadIdx.x % 32);
-  std::uint32_t(&mine)[32][6] = published[threadIdx.x / 32];
-  for (int i = 0; i < 4; i++) mine[lane][i] = a[i];
-  mine[lane][4] = b0;
-  mine[lane][5] = b1;
-  __syncwarp();
-  auto a_at = [&](int row, int k) {
-    const std::uint32_t word = mine[(row % 8) * 4 + (k % 8) / 2][(row >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)];
-    return half_bits_to_float(static_cast<std::uint16_t>(k % 2 == 0 ? word & 0xffffu : word >> 16), T{});
-  };
-  auto b_at = [&](int k, int column) {
-    const std::uint32_t word = mine[column * 4 + (k % 8) / 2][4 + (k >= 8 ? 1 : 0)];
-    return half_bits_to_float(static_cast<std::uint16_t>(k % 2 == 0 ? word & 0xffffu : word >> 16), T{});
-  };
   const int g = lane / 4;
   const int t = lane % 4;
   for (int e = 0; e < 4; e++) {
     const int row = g + (e >= 2 ? 8 : 0);
     const int column = 2 * t + (e & 1);
     float sum = d[e];
-    for (int k = 0; k < 16; k++) sum += a_at(row, k) * b_at(k, column);
+    for (int k = 0; k < 16; k++) {
+      sum += all[(row % 8) * 4 + (k % 8) / 2].a[2 * ((row >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)) + k % 2] * all[column * 4 + (k % 8) / 2].b[2 * (k >= 8 ? 1 : 0) + k % 2];
+    }
     d[e] = sum;
   }
-  __syncwarp();
 #else
   if constexpr (std::is_same_v<T, __half>) {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
