@@ -6,6 +6,7 @@ export { sum, mean, max, min, argmax, argmin, sumToShape, type Axes } from './re
 export { matmul, type MatmulOptions } from './matmul.js';
 export { reshape, unsqueeze, squeeze, permute, transpose, slice, concat, split, expand, clone } from './shape-ops.js';
 export { gather, embedding } from './indexing.js';
+export { writeSlice } from './in-place.js';
 export { softmax, logSoftmax } from './nn/softmax.js';
 export { rmsNorm, layerNorm } from './nn/normalization.js';
 export { rope, swiglu, type RopeOptions } from './nn/rope-swiglu.js';
