@@ -3,7 +3,7 @@
  * data (from the checkpoint's state.json), on --data / --sequences, or on the embedded corpus.
  */
 import type { Command } from 'commander';
-import { adaptConfigToBackend, defaultTrainConfig, evaluate, forwardOptionsFor, loadData, readCheckpointState, type DataConfig, type TrainConfig } from '@kiln/trainer';
+import { adaptConfigToBackend, assertGenerationFits, defaultTrainConfig, evaluate, forwardOptionsFor, loadData, readCheckpointState, type DataConfig, type TrainConfig } from '@kiln/trainer';
 import { InvalidArgumentError } from '@kiln/core';
 import { describeResolution, setUpBackend } from '../backend-setup.js';
 import { integerArgument, type CliContext } from '../cli-context.js';
@@ -22,6 +22,7 @@ interface EvalOptions {
   seed?: number;
   device?: string;
   json?: boolean;
+  allowNonFinite?: boolean;
 }
 
 /** Registers `kiln eval`. */
@@ -38,6 +39,7 @@ export function defineEvalCommand(program: Command, context: CliContext): void {
     .option('--seed <n>', 'seed of the batch positions (default: the run\'s seed)', integerArgument(0))
     .option('--device <device>', "'auto', 'cpu', 'cuda', 'metal' or a plugin's name")
     .option('--json', 'print the result as JSON')
+    .option('--allow-non-finite', 'load weights that hold NaN or Infinity (refused by default)')
     .action(async (options: EvalOptions) => {
       context.exitCode = await runEval(options, context);
     });
@@ -54,7 +56,11 @@ async function runEval(options: EvalOptions, context: CliContext): Promise<numbe
   }
   const resolution = await setUpBackend({ device: options.device }, terminal);
   for (const line of describeResolution(resolution)) terminal.say(line);
-  const { model, path } = await loadModelFrom(options.checkpoint, resolution.backend, (message) => terminal.warn(`note: ${message}`));
+  const { model, path } = await loadModelFrom(options.checkpoint, resolution.backend, {
+    onNotice: (message) => terminal.warn(`note: ${message}`),
+    allowNonFinite: options.allowNonFinite === true,
+    checkModelConfig: (config, source) => assertGenerationFits(config, resolution.backend, { source, task: "evaluating at the model's context" }),
+  });
   try {
     const runConfig: TrainConfig = (await readCheckpointState(path).catch(() => undefined))?.config ?? defaultTrainConfig();
     const config: TrainConfig = { ...runConfig, model: model.config };

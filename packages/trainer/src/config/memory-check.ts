@@ -165,6 +165,8 @@ export interface GenerationFitOptions {
   attention?: 'flash' | 'naive';
   /** The model's config.json, named in the message (its fields are the Hugging Face names). */
   source?: string;
+  /** What the model is loaded for, in the message (default "generating at the model's full context"). */
+  task?: string;
 }
 
 /**
@@ -185,7 +187,8 @@ export function assertGenerationFits(model: ModelConfig, backend: KernelBackend,
   if (problem === undefined) return;
   const defaults = { model: defaultTrainConfig().model };
   const key = mostResponsibleKey({ model }, MODEL_KEYS.map((name) => `model.${name}` as const), defaults, need);
-  throw new ConfigError(`${describeKey(key, valueAtPath({ model }, key), options.source)}: generating at the model's full context needs an estimated ${problem}; nothing was loaded`, {
+  const task = options.task ?? "generating at the model's full context";
+  throw new ConfigError(`${describeKey(key, valueAtPath({ model }, key), options.source)}: ${task} needs an estimated ${problem}; nothing was loaded`, {
     hint: `This model cannot run on this device: use a model with a smaller ${key} (trained with a smaller value), or a device with more memory.`,
   });
 }
