@@ -182,6 +182,9 @@ describe('resolveSteps and formatTrainConfig', () => {
     const explicitWarmup = loadTrainConfig({ text: 'schedule: { epochs: 1, warmupSteps: 100 }' });
     expect(() => resolveSteps(explicitWarmup, 5000)).toThrow(ConfigError);
     expect(() => resolveSteps(explicitWarmup, 5000)).toThrow(/schedule\.warmupSteps: expected at most the 5 steps/);
+    // More steps than a run can count (the step counter would stop increasing and the loop never end).
+    const endless = loadTrainConfig({ text: 'schedule: { epochs: 1e300 }' });
+    expect(() => resolveSteps(endless, 5000)).toThrow(/schedule\.epochs = 1e\+300: .* more than a run can count/);
   });
 
   it('prints the resolved config as YAML that loads back to the same config', () => {

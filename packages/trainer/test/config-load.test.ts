@@ -158,6 +158,7 @@ describe('loadTrainConfig', () => {
     ['model: { vocabSize: 100 }', '<config>: model.vocabSize: expected at least 256 for byte-level text data, got 100'],
     ['schedule: { steps: 0 }', '<config>: schedule.steps: expected an integer ≥ 1, got 0'],
     ['data: { validationFraction: 0 }', '<config>: data.validationFraction: expected a number > 0, got 0'],
+    ['schedule: { evalBatches: 1000000000 }', '<config>: schedule.evalBatches: expected an integer ≤ 10000, got 1000000000'],
   ])('checks semantics: %s', (text, line) => {
     expect(configErrorOf({ text }).message).toContain(line);
   });
