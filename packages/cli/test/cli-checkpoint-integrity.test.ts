@@ -120,3 +120,16 @@ describe('kiln train --resume past a tampered checkpoint', () => {
       .toMatch(/checkpoint .*step-00000004 is unusable \(.*config\.json.*\); falling back to the previous checkpoint/);
   });
 });
+
+describe('kiln eval with batches that would hang or crash', () => {
+  it('refuses --batch-size 1000000000 (was: RangeError: Invalid typed array length) and --batches 1000000000 with exit 2', async () => {
+    const [size, count] = await Promise.all([
+      runKiln(['eval', '--checkpoint', trained, '--batch-size', '1000000000']),
+      runKiln(['eval', '--checkpoint', trained, '--batches', '1000000000']),
+    ]);
+    expect(size.code, size.stderr).toBe(2);
+    expect(size.stderr).toMatch(/error: --batch-size 1000000000: a batch of 32000000000 tokens .* more than the largest array Node can allocate/);
+    expect(count.code, count.stderr).toBe(2);
+    expect(count.stderr).toMatch(/error: --batches 1000000000 is more than 10000/);
+  });
+});

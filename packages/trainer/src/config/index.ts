@@ -1,7 +1,7 @@
 /** Configuration: YAML + zod validation with readable errors, presets, defaults and backend adaptation. */
 export { loadTrainConfig, type LoadTrainConfigOptions } from './load-train-config.js';
 export { defaultTrainConfig, defaultWarmupSteps, DEFAULT_WARMUP_STEPS } from './defaults.js';
-export { partialTrainConfigSchema, type PartialTrainConfig } from './schema.js';
+export { MAX_EVAL_BATCHES, partialTrainConfigSchema, type PartialTrainConfig } from './schema.js';
 export { MODEL_PRESETS, MODEL_PRESET_NAMES, type ModelPreset, type ModelPresetName } from './presets.js';
 export { adaptConfigToBackend, type AdaptedConfig } from './adapt-config.js';
 export {
