@@ -13,11 +13,12 @@
  * requires one is copied as values (no gradient flows from the target back to it). Tensors that
  * share the target's storage (reshape results) see the write: that is what in place means.
  */
-import { InvalidArgumentError, ShapeError } from '../errors.js';
-import { assertSameDType, commonBackend } from '../engine/dispatch.js';
+import { DTypeError, InvalidArgumentError, ShapeError } from '../errors.js';
+import { commonBackend } from '../engine/dispatch.js';
 import { contiguousStrides, formatShape } from '../tensor/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { viewOf } from './shape-ops.js';
+import { checkIntegerList, checkTensor } from './validate.js';
 
 /**
  * Copies `source` into `target` in place, at `begin` (one start index per axis): afterwards
@@ -26,8 +27,20 @@ import { viewOf } from './shape-ops.js';
  * gradient. Returns `target`.
  */
 export function writeSlice(target: Tensor, source: Tensor, begin: readonly number[]): Tensor {
+  checkTensor('writeSlice', 'target', target);
+  checkTensor('writeSlice', 'source', source);
+  if (source.rank !== target.rank) {
+    throw new ShapeError(`writeSlice: source ${source.describe()} must have the rank of target ${target.describe()}`, {
+      hint: 'Reshape the source to the target\'s rank (size-1 axes where needed).',
+    });
+  }
+  const starts = checkIntegerList('writeSlice', 'begin', begin, { length: target.rank, min: 0 });
   commonBackend('writeSlice', [target, source]);
-  assertSameDType('writeSlice', [target, source]);
+  if (source.dtype !== target.dtype) {
+    throw new DTypeError(`writeSlice: source ${source.describe()} and target ${target.describe()} have different dtypes`, {
+      hint: 'Cast the source to the target\'s dtype first: cast(source, target.dtype).',
+    });
+  }
   if (target.requiresGrad) {
     throw new InvalidArgumentError(`writeSlice: target ${target.describe()} requires a gradient; writing into it in place would corrupt that gradient`, {
       hint: 'Write only into buffers outside autograd (no requireGrad, created under noGrad or from plain values), e.g. a KV cache.',
@@ -38,24 +51,18 @@ export function writeSlice(target: Tensor, source: Tensor, begin: readonly numbe
       hint: 'Copy the source first (clone) when it is a view of the target.',
     });
   }
-  if (source.rank !== target.rank || begin.length !== target.rank) {
-    throw new ShapeError(
-      `writeSlice: source ${source.describe()}, target ${target.describe()} and begin [${begin.join(', ')}] must all have one entry per axis`,
-      { hint: 'Reshape the source to the target\'s rank (size-1 axes where needed) and give one start index per axis.' },
-    );
-  }
-  begin.forEach((start, axis) => {
+  starts.forEach((start, axis) => {
     const end = start + source.shape[axis];
-    if (!Number.isSafeInteger(start) || start < 0 || end > target.shape[axis]) {
+    if (end > target.shape[axis]) {
       throw new ShapeError(
-        `writeSlice: axis ${axis} window [${start}, ${end}) of source ${formatShape(source.shape)} is outside target ${target.describe()}`,
-        { hint: `Use integers with 0 ≤ begin and begin + source size ≤ ${target.shape[axis]} on axis ${axis}.` },
+        `writeSlice: begin[${axis}] = ${start}: the window [${start}, ${end}) of source ${formatShape(source.shape)} on axis ${axis} is outside target ${target.describe()}`,
+        { hint: `Use begin + source size ≤ ${target.shape[axis]} on axis ${axis}.` },
       );
     }
   });
   if (source.size === 0) return target;
   const strides = contiguousStrides(target.shape);
-  const offset = begin.reduce((sum, start, axis) => sum + start * strides[axis], 0);
+  const offset = starts.reduce((sum, start, axis) => sum + start * strides[axis], 0);
   target.backend.copy(viewOf(source), viewOf(target, source.shape, strides, offset));
   return target;
 }
