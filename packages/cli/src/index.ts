@@ -3,6 +3,7 @@
  * resolves to the exit code.
  */
 export { runCli } from './run-cli.js';
+export { renderCliReference } from './cli-reference.js';
 export { ExitCode, exitCodeFor, describeError } from './exit-codes.js';
 export { Terminal, type CliStreams, type OutputStream } from './output/terminal.js';
 export { loadEmbeddedCorpus, type Corpus } from './corpus.js';
