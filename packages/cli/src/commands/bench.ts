@@ -116,7 +116,7 @@ function printTables(rows: BenchRow[], kernels: Array<KernelTiming & { model: st
     }),
     4,
   ));
-  terminal.say('(reference figures: shared/bench/REFERENCE.md, measured on the project machine; ratio = measured / reference)');
+  terminal.say('(reference figures and how they were measured, with the machine: docs/benchmarks.md; ratio = measured / reference, comparable only on the same machine)');
   if (kernels.length === 0) return;
   terminal.say('');
   terminal.say('kernels (median ms, through core ops at the models\' shapes):');
