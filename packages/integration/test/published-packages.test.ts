@@ -5,11 +5,12 @@
  * source map of a file that is not shipped, and every README link works on npmjs.com.
  */
 import { readFileSync } from 'node:fs';
+import { relative } from 'node:path';
 import { checkPackage, createPackageFromTarballData, type Package } from '@arethetypeswrong/core';
 import { publint } from 'publint';
 import { formatMessage } from 'publint/utils';
 import { describe, expect, inject, it } from 'vitest';
-import { publishedPackages, TEMPLATE_NAME, workspacePackages } from './setup/workspace.js';
+import { publishedPackages, REPOSITORY, TEMPLATE_NAME, workspacePackages } from './setup/workspace.js';
 
 const packed = inject('packed');
 const published = publishedPackages();
@@ -90,7 +91,7 @@ describe.each(linted.map((item) => ({ name: item.name, item })))('$name', ({ nam
     const repository = manifest.repository as { type?: string; url?: string; directory?: string } | undefined;
     expect(repository?.type).toBe('git');
     expect(repository?.url).toMatch(/^git\+https:\/\/github\.com\/[\w-]+\/[\w-]+\.git$/);
-    expect(repository?.directory).toBe(item.directory.slice(item.directory.indexOf('packages')).replace(/\\/g, '/').replace(/\/$/, ''));
+    expect(repository?.directory).toBe(relative(REPOSITORY, item.directory).replace(/\\/g, '/'));
     expect(manifest.homepage).toMatch(/^https:\/\/github\.com\//);
     expect((manifest.bugs as { url?: string } | undefined)?.url).toMatch(/^https:\/\/github\.com\/.*\/issues$/);
   });
