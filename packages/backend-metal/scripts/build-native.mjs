@@ -95,7 +95,12 @@ if (wanted.has('metal')) {
 if (wanted.has('sim')) {
   const simulator = await gpuSim();
   const cxx = findCxx();
-  if (!simulator) report.sim = { status: 'skipped', reason: '@kiln/gpu-sim is not installed (the simulator is built in the kiln workspace only)' };
+  if (process.platform === 'darwin' && process.env.KILN_METAL_BUILD === undefined) {
+    // On a Mac the real GPU runs the kit; the simulator is for machines without Metal.
+    report.sim = { status: 'skipped', reason: 'on macOS the Metal addon runs the kit on the GPU (KILN_METAL_BUILD=sim builds the simulator anyway)' };
+  } else if (process.platform === 'win32') {
+    report.sim = { status: 'skipped', reason: "@kiln/gpu-sim's fiber context switch does not support Windows yet" };
+  } else if (!simulator) report.sim = { status: 'skipped', reason: '@kiln/gpu-sim is not installed (the simulator is built in the kiln workspace only)' };
   else if (!cmake) report.sim = { status: 'skipped', reason: 'cmake was not found on PATH' };
   else if (!cxx) report.sim = { status: 'skipped', reason: 'no C++ compiler was found ($CXX, c++, g++, clang++)' };
   else {
