@@ -163,6 +163,8 @@ export interface Capabilities {
   supports(kernel: KernelName, dtype: DType): boolean;
   /** True when the fused attention kernels are a tiled flash (online-softmax) implementation. */
   flashAttention: boolean;
+  /** Optional: one line saying how kernels run when a backend has several paths (e.g. 'WebAssembly SIMD128 kernels, 2 threads'). */
+  implementation?: string;
 }
 
 /**
