@@ -1,11 +1,33 @@
 /**
- * f16 (IEEE binary16) and bf16 (bfloat16) conversion to and from f32.
+ * f16 (IEEE binary16) and bf16 (bfloat16) conversion to and from f32, and from float64 numbers.
  * Numerics: round-to-nearest-even; NaN stays NaN (quiet), ±Inf stays ±Inf, overflow rounds to
- * ±Inf, f16 subnormals are produced and read exactly. Bulk functions work on typed arrays and
- * are what backends use to store 2-byte tensors while computing in f32.
+ * ±Inf, f16 subnormals are produced and read exactly. A float64 number is rounded ONCE, straight
+ * to the half format (f64ToF16Bits, f64ToBf16Bits): going through the nearest f32 first can round
+ * twice (1 + 2⁻¹¹ + 2⁻³⁰ is 1 + 2⁻¹⁰ in f16, but its nearest f32 is the tie 1 + 2⁻¹¹, which goes
+ * to 1). Bulk functions work on typed arrays and are what backends use to store 2-byte tensors
+ * while computing in f32; given anything but a Float32Array they round once from float64.
  */
 const scratchF32 = new Float32Array(1);
 const scratchU32 = new Uint32Array(scratchF32.buffer);
+const F32_MAX = 3.4028234663852886e38;
+
+/**
+ * The f32 next to `value` whose significand is odd when `value` is not an f32 (round to odd).
+ * f32 carries at least two more significand bits than f16 and bf16 at every magnitude either
+ * can hold, so rounding this to nearest even gives the same half as rounding `value` directly.
+ */
+function f32RoundedToOdd(value: number): number {
+  const nearest = Math.fround(value);
+  if (nearest === value || value !== value) return nearest;
+  // Past the largest f32, truncation stops at ±F32_MAX (odd significand, above every half's range).
+  if (nearest === Infinity || nearest === -Infinity) return nearest > 0 ? F32_MAX : -F32_MAX;
+  scratchF32[0] = nearest;
+  const bits = scratchU32[0];
+  if ((bits & 1) === 1) return nearest;
+  // Step one ulp toward `value`: its other f32 neighbour, whose significand is odd.
+  scratchU32[0] = Math.abs(value) > Math.abs(nearest) ? bits + 1 : bits - 1;
+  return scratchF32[0];
+}
 
 /** Bits of the f16 nearest to `value` (round-to-nearest-even). */
 export function f32ToF16Bits(value: number): number {
@@ -34,14 +56,20 @@ export function f32ToF16Bits(value: number): number {
   return half;
 }
 
+/** Bits of the f16 nearest to the float64 number `value` (one rounding, to nearest even). */
+export function f64ToF16Bits(value: number): number {
+  return f32ToF16Bits(f32RoundedToOdd(value));
+}
+
 /** The f32 value of f16 bits (exact). */
 export function f16BitsToF32(bits: number): number {
-  const sign = bits & 0x8000 ? -1 : 1;
   const exponent = (bits >>> 10) & 0x1f;
   const mantissa = bits & 0x3ff;
-  if (exponent === 0) return sign * mantissa * 2 ** -24;
-  if (exponent === 31) return mantissa !== 0 ? NaN : sign * Infinity;
-  return sign * 2 ** (exponent - 15) * (1 + mantissa / 1024);
+  if (exponent === 0) return (bits & 0x8000 ? -mantissa : mantissa) * 2 ** -24;
+  if (exponent === 31) return mantissa !== 0 ? NaN : bits & 0x8000 ? -Infinity : Infinity;
+  // A normal half is an f32 with the exponent rebiased (15 → 127) and the mantissa widened.
+  scratchU32[0] = ((bits & 0x8000) << 16) | ((exponent + 112) << 23) | (mantissa << 13);
+  return scratchF32[0];
 }
 
 /** Bits of the bf16 nearest to `value` (round-to-nearest-even). */
@@ -51,6 +79,11 @@ export function f32ToBf16Bits(value: number): number {
   if ((bits & 0x7f800000) === 0x7f800000 && (bits & 0x7fffff) !== 0) return ((bits >>> 16) | 0x40) & 0xffff;
   const roundingBias = 0x7fff + ((bits >>> 16) & 1);
   return ((bits + roundingBias) >>> 16) & 0xffff;
+}
+
+/** Bits of the bf16 nearest to the float64 number `value` (one rounding, to nearest even). */
+export function f64ToBf16Bits(value: number): number {
+  return f32ToBf16Bits(f32RoundedToOdd(value));
 }
 
 /** The f32 value of bf16 bits (exact). */
@@ -69,9 +102,13 @@ function f16DecodeTable(): Float32Array {
   return f16Table;
 }
 
-/** dst[i] = f16(src[i]) for every i (round-to-nearest-even). */
+/** dst[i] = f16(src[i]) for every i (round-to-nearest-even, once, from the f32 or float64 value). */
 export function encodeF16(src: ArrayLike<number>, dst: Uint16Array): void {
-  for (let i = 0; i < dst.length; i++) dst[i] = f32ToF16Bits(src[i]);
+  if (src instanceof Float32Array) {
+    for (let i = 0; i < dst.length; i++) dst[i] = f32ToF16Bits(src[i]);
+    return;
+  }
+  for (let i = 0; i < dst.length; i++) dst[i] = f64ToF16Bits(src[i]);
 }
 
 /** dst[i] = f32 value of f16 bits src[i]. */
@@ -80,10 +117,13 @@ export function decodeF16(src: Uint16Array, dst: Float32Array): void {
   for (let i = 0; i < src.length; i++) dst[i] = table[src[i]];
 }
 
-/** dst[i] = bf16(src[i]) for every i (round-to-nearest-even). */
+/** dst[i] = bf16(src[i]) for every i (round-to-nearest-even, once, from the f32 or float64 value). */
 export function encodeBf16(src: ArrayLike<number>, dst: Uint16Array): void {
-  const f32 = src instanceof Float32Array ? src : Float32Array.from(src);
-  const words = new Uint32Array(f32.buffer, f32.byteOffset, f32.length);
+  if (!(src instanceof Float32Array)) {
+    for (let i = 0; i < dst.length; i++) dst[i] = f64ToBf16Bits(src[i]);
+    return;
+  }
+  const words = new Uint32Array(src.buffer, src.byteOffset, src.length);
   for (let i = 0; i < dst.length; i++) {
     const bits = words[i];
     if ((bits & 0x7f800000) === 0x7f800000 && (bits & 0x7fffff) !== 0) dst[i] = (bits >>> 16) | 0x40;
@@ -97,12 +137,12 @@ export function decodeBf16(src: Uint16Array, dst: Float32Array): void {
   for (let i = 0; i < src.length; i++) words[i] = src[i] << 16;
 }
 
-/** Round every value to the nearest f16 and back (what storing in f16 does to a value). */
+/** The f16 nearest to `value`, as a number (what storing a number in f16 does to it: one rounding). */
 export function roundToF16(value: number): number {
-  return f16BitsToF32(f32ToF16Bits(value));
+  return f16BitsToF32(f64ToF16Bits(value));
 }
 
-/** Round every value to the nearest bf16 and back (what storing in bf16 does to a value). */
+/** The bf16 nearest to `value`, as a number (what storing a number in bf16 does to it: one rounding). */
 export function roundToBf16(value: number): number {
-  return bf16BitsToF32(f32ToBf16Bits(value));
+  return bf16BitsToF32(f64ToBf16Bits(value));
 }

@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits, decodeF16, encodeF16, encodeBf16, decodeBf16 } from '../src/half.js';
+import {
+  bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits, f64ToBf16Bits, f64ToF16Bits, decodeF16, encodeF16, encodeBf16, decodeBf16,
+} from '../src/half.js';
 import { philox4x32, philoxNormal, philoxUniform } from '../src/random/philox.js';
+import { encodeHostValues } from '../src/tensor/host-data.js';
+import { roundToBf16Exactly, roundToF16Exactly } from '../src/testing/reference/encoding.js';
 
 describe('f16 conversion', () => {
   it('encodes exact values, limits and specials', () => {
@@ -53,6 +57,59 @@ describe('bf16 conversion', () => {
     decodeBf16(encoded, decoded);
     expect(decoded[0]).toBeCloseTo(3.140625, 6);
     expect(Number.isNaN(decoded[3])).toBe(true);
+  });
+});
+
+describe('float64 → f16/bf16 (one rounding)', () => {
+  it('rounds once where going through f32 would round twice', () => {
+    // The nearest f32 of each is a half tie that would go to even; the number itself is above it.
+    expect(f64ToF16Bits(1 + 2 ** -11 + 2 ** -30)).toBe(0x3c01);
+    expect(f64ToF16Bits(-(1 + 2 ** -11 + 2 ** -30))).toBe(0xbc01);
+    expect(f64ToBf16Bits(1 + 2 ** -8 + 2 ** -30)).toBe(0x3f81);
+    // 65519.999 is below the f16 overflow threshold 65520, which is its nearest f32.
+    expect(f64ToF16Bits(65519.999)).toBe(0x7bff);
+    expect(f64ToBf16Bits(3.5e38)).toBe(0x7f80);
+    expect(f64ToBf16Bits(-1e-300)).toBe(0x8000);
+    expect(f64ToF16Bits(Number.NaN) & 0x7c00).toBe(0x7c00);
+  });
+
+  it('agrees with the reference backend\'s exact rounding on random float64 values at every scale', () => {
+    const mismatches: string[] = [];
+    const scratch = new Float64Array(1);
+    const words = new Uint32Array(scratch.buffer);
+    let state = 0x9e3779b9;
+    const next = () => {
+      state ^= state << 13;
+      state ^= state >>> 17;
+      state ^= state << 5;
+      return state >>> 0;
+    };
+    for (let i = 0; i < 20000; i++) {
+      // Random significand bits and an exponent spread across both formats' ranges (and past them).
+      words[0] = next();
+      words[1] = (next() & 0xfffff) | ((1023 + (next() % 300) - 150) << 20) | (i % 2 ? 0x80000000 : 0);
+      const value = scratch[0];
+      if (f16BitsToF32(f64ToF16Bits(value)) !== roundToF16Exactly(value)) mismatches.push(`f16 ${value}`);
+      if (bf16BitsToF32(f64ToBf16Bits(value)) !== roundToBf16Exactly(value)) mismatches.push(`bf16 ${value}`);
+    }
+    expect(mismatches.slice(0, 5)).toEqual([]);
+  });
+
+  it('is what the bulk encoders do for anything but a Float32Array', () => {
+    const halves = new Uint16Array(2);
+    encodeF16([1 + 2 ** -11 + 2 ** -30, 1.5], halves);
+    expect([...halves]).toEqual([0x3c01, 0x3e00]);
+    encodeBf16([1 + 2 ** -8 + 2 ** -30, 1.5], halves);
+    expect([...halves]).toEqual([0x3f81, 0x3fc0]);
+  });
+});
+
+describe('encodeHostValues', () => {
+  it('rounds halves once and converts i32 like cast (toward zero, NaN → 0, saturating)', () => {
+    expect([...new Uint16Array(encodeHostValues([1 + 2 ** -11 + 2 ** -30], 'f16').buffer)]).toEqual([0x3c01]);
+    expect([...new Uint16Array(encodeHostValues([1 + 2 ** -8 + 2 ** -30], 'bf16').buffer)]).toEqual([0x3f81]);
+    const ints = new Int32Array(encodeHostValues([1.9, -1.9, Number.NaN, 3e9, -3e9, -2147483648.5, Infinity, -Infinity], 'i32').buffer);
+    expect([...ints]).toEqual([1, -1, 0, 2147483647, -2147483648, -2147483648, 2147483647, -2147483648]);
   });
 });
 

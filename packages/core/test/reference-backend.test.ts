@@ -219,7 +219,16 @@ describe('reference backend: rounding into storage', () => {
     const floats = tensor(backend, [7], 'f32', [1.9, -1.9, NaN, 3e9, -3e9, Infinity, -0.5]);
     const ints = tensor(backend, [7], 'i32');
     backend.cast(floats, ints);
-    expect(await read(backend, ints)).toEqual([1, -1, 0, 2147483647, -2147483647, 2147483647, 0]);
+    expect(await read(backend, ints)).toEqual([1, -1, 0, 2147483647, -2147483648, 2147483647, 0]);
+    // fill converts its float64 value like cast: saturation at both bounds, one rounding into halves.
+    const filled = tensor(backend, [1], 'i32');
+    backend.fill(filled, -2147483648.9);
+    expect(await read(backend, filled)).toEqual([-2147483648]);
+    backend.fill(filled, -Infinity);
+    expect(await read(backend, filled)).toEqual([-2147483648]);
+    const half = tensor(backend, [1], 'f16');
+    backend.fill(half, 1 + 2 ** -11 + 2 ** -30);
+    expect(await read(backend, half)).toEqual([1 + 2 ** -10]);
     // 2^24 + 2^16 + 1 lies just above a bf16 tie: a single rounding gives 2^24 + 2^17.
     const big = tensor(backend, [2], 'i32', [16842753, 16777217]);
     const asBf16 = tensor(backend, [2], 'bf16');
@@ -530,6 +539,20 @@ describe('reference backend: fused kernels', () => {
     const dLogits = tensor(backend, [2, 2], 'f32');
     backend.crossEntropyBackward!(logits, targets, dLogits, 2, 2, -100, 0.5);
     expectClose(await read(backend, dLogits), [0.125, -0.125, 0, 0]);
+  });
+
+  it('crossEntropy gives NaN rows for out-of-range targets instead of reading another row', async () => {
+    const backend = createReferenceBackend();
+    const logits = tensor(backend, [3, 2], 'f32', [0, Math.log(3), 5, 7, 1, 1]);
+    const targets = tensor(backend, [3], 'i32', [1, -5, 2]);
+    const loss = tensor(backend, [3], 'f32');
+    backend.crossEntropy!(logits, targets, loss, 3, 2, -1);
+    const losses = await read(backend, loss);
+    expectClose([losses[0]], [Math.log(4 / 3)]);
+    expect(losses.slice(1)).toEqual([NaN, NaN]);
+    const dLogits = tensor(backend, [3, 2], 'f32');
+    backend.crossEntropyBackward!(logits, targets, dLogits, 3, 2, -1, 1);
+    expect((await read(backend, dLogits)).slice(2)).toEqual([NaN, NaN, NaN, NaN]);
   });
 
   it('adamw updates param, m and v in place', async () => {

@@ -30,7 +30,7 @@ describe('simulated device (opaque buffers, async reads, primitives only)', () =
       const loss = kiln.tidy(() => {
         const [table, norm, qkv, head] = parameters;
         const x = kiln.rmsNorm(kiln.embedding(table, ids), norm);
-        const [q, k, v] = kiln.split(kiln.matmul(x, qkv), 3, -1).map((part) =>
+        const [q, k, v] = kiln.chunk(kiln.matmul(x, qkv), 3, -1).map((part) =>
           kiln.rope(kiln.permute(kiln.reshape(part, [1, time, heads, dim / heads]), [0, 2, 1, 3])));
         const attended = kiln.reshape(kiln.permute(kiln.attention(q, k, v, { causal: true }), [0, 2, 1, 3]), [1, time, dim]);
         const logits = kiln.matmul(kiln.swiglu(attended, attended), head);

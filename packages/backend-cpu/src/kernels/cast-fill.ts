@@ -1,7 +1,7 @@
 /**
  * cast and fill. Numerics: float → float rounds to nearest even once (f32 values are exact
- * inputs to the f16/bf16 encoders); float → i32 truncates toward zero, NaN → 0, saturating at
- * ±(2³¹ − 1); i32 → float and fill values round once from their exact float64 value.
+ * inputs to the f16/bf16 encoders); float → i32 truncates toward zero, NaN → 0, saturating to
+ * [−2³¹, 2³¹ − 1]; i32 → float and fill values round once from their exact float64 value.
  */
 import { f32ToBf16Bits, f32ToF16Bits, type DType, type TensorRef } from '@kiln/core';
 import type { CpuBuffer } from '../storage.js';

@@ -2,6 +2,7 @@
  * Cross-entropy of logits [rows, classes] against i32 targets [rows].
  * Forward: loss_r = logsumexp(logits_r) − logits_r[target_r] (f32), 0 when target_r = ignoreIndex.
  * Backward: dLogits_r = (softmax(logits_r) − onehot(target_r))·scale, 0 for ignored rows.
+ * A target outside [0, classes) that is not ignoreIndex gives a NaN row (never another row's logit).
  * Numerics: max-subtracted float64 logsumexp per row, exponentials by fastExp (< 1e-8 relative).
  */
 import type { TensorRef } from '@kiln/core';
@@ -24,6 +25,10 @@ export function crossEntropyF32(logits: Float32Array, targets: Int32Array, loss:
       loss[r] = 0;
       continue;
     }
+    if (target < 0 || target >= classes) {
+      loss[r] = Number.NaN;
+      continue;
+    }
     const base = r * classes;
     loss[r] = rowLogSumExp(logits, base, classes) - logits[base + target];
   }
@@ -38,6 +43,10 @@ export function crossEntropyBackwardF32(
     const target = targets[r];
     if (target === ignoreIndex) {
       dLogits.fill(0, base, base + classes);
+      continue;
+    }
+    if (target < 0 || target >= classes) {
+      dLogits.fill(Number.NaN, base, base + classes);
       continue;
     }
     const logSumExp = rowLogSumExp(logits, base, classes);

@@ -4,8 +4,10 @@
  * twice. Numerics: round half to even, subnormals kept, overflow to ±Infinity, NaN kept.
  */
 
-/** Largest i32, which is also the saturation bound of float → i32 (both signs). */
+/** Largest i32: the upper saturation bound of float → i32. */
 export const I32_MAX = 2147483647;
+/** Smallest i32: the lower saturation bound of float → i32 (as hardware cvt.rzi.s32 gives). */
+export const I32_MIN = -2147483648;
 
 function roundHalfEven(value: number): number {
   const floor = Math.floor(value);
@@ -38,10 +40,10 @@ export function roundToBf16(value: number): number {
   return roundToPrecision(value, 8, -126, 127);
 }
 
-/** Float → i32 as cast defines it: toward zero, NaN → 0, saturating at ±(2³¹ − 1). */
+/** Float → i32 as cast defines it: toward zero, NaN → 0, saturating to [−2³¹, 2³¹ − 1]. */
 export function floatToI32(value: number): number {
   if (value !== value) return 0;
   if (value >= I32_MAX) return I32_MAX;
-  if (value <= -I32_MAX) return -I32_MAX;
+  if (value <= I32_MIN) return I32_MIN;
   return Math.trunc(value);
 }

@@ -3,7 +3,8 @@
  * are always older than its output), each inside a tidy scope so its temporaries are freed;
  * gradients of leaves accumulate into `leaf.grad` (adding to what is there).
  */
-import { InvalidArgumentError } from '../errors.js';
+import { DisposedTensorError, InvalidArgumentError } from '../errors.js';
+import { checkTensor } from '../ops/validate.js';
 import { binaryKernel } from '../ops/elementwise.js';
 import { full } from '../ops/creation.js';
 import { clone } from '../ops/shape-ops.js';
@@ -37,11 +38,32 @@ function reachableNodes(root: GradNode): GradNode[] {
   return [...seen].sort((a, b) => b.id - a.id);
 }
 
+/** Throws, before any gradient is computed, when a leaf the graph would send a gradient to was disposed. */
+function assertLeavesAlive(nodes: readonly GradNode[]): void {
+  for (const node of nodes) {
+    for (const edge of node.edges) {
+      const leaf = edge.leaf;
+      if (leaf === null || !leaf.isDisposed) continue;
+      throw new DisposedTensorError(
+        `backward: leaf tensor #${leaf.id} ${leaf.describe()} (an input of '${node.op}') requires a gradient but was disposed, so its gradient would be lost`,
+        {
+          hint: 'Dispose parameters only after backward (and after reading .grad); for a tensor whose gradient you do not want, ' +
+            'call requireGrad(false) on it before the forward pass. Recompute the forward pass, then call backward again.',
+        },
+      );
+    }
+  }
+}
+
 /**
  * Computes d(output)/d(leaf) for every leaf that requires a gradient and adds it to leaf.grad.
  * `output` must be a single element unless `gradOutput` is given. The graph is freed afterwards.
+ * A leaf of the graph that was disposed is an error (DisposedTensorError) raised before anything
+ * is computed, never a silently missing gradient.
  */
 export function backward(output: Tensor, gradOutput?: Tensor): void {
+  checkTensor('backward', 'output', output);
+  if (gradOutput !== undefined) checkTensor('backward', 'gradOutput', gradOutput);
   if (!output.requiresGrad) {
     throw new InvalidArgumentError(`backward: ${output.describe()} does not depend on any tensor that requires a gradient`, {
       hint: 'Call requireGrad() on the parameters before the forward pass, and do not run it inside noGrad().',
@@ -53,6 +75,8 @@ export function backward(output: Tensor, gradOutput?: Tensor): void {
   if (gradOutput && !shapesEqual(gradOutput.shape, output.shape)) {
     throw new InvalidArgumentError(`backward: gradOutput ${gradOutput.describe()} must match output ${output.describe()}`);
   }
+  const nodes = output.gradFn ? reachableNodes(output.gradFn) : [];
+  assertLeavesAlive(nodes);
   noGrad(() => {
     const seed = gradOutput ? clone(gradOutput) : full(output.shape, 1, { dtype: output.dtype, backend: output.backend });
     keep(seed);
@@ -61,7 +85,6 @@ export function backward(output: Tensor, gradOutput?: Tensor): void {
       return;
     }
     const root = output.gradFn;
-    const nodes = reachableNodes(root);
     const pending = new Map<GradNode, Tensor>([[root, seed]]);
     try {
       for (const node of nodes) {

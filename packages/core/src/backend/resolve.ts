@@ -4,8 +4,10 @@
  * can print why one was chosen and the others were not. An explicit request that cannot be met
  * is an error listing every attempt — unless fallback is allowed, then it is a warning.
  */
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { BackendUnavailableError, InvalidArgumentError, type BackendAttempt } from '../errors.js';
-import { discoverBackends } from './discovery.js';
+import { discoverBackends, FIRST_PARTY_BACKENDS } from './discovery.js';
 import { KERNEL_API_VERSION, type BackendPlugin, type DeviceInfo, type KernelBackend } from './kernel-backend.js';
 import { probeBackends, type ProbedBackend } from './registry.js';
 
@@ -105,7 +107,7 @@ export async function resolveBackend(options: ResolveBackendOptions = {}): Promi
     const failed = steps.get(request.name) as ResolutionStep;
     if (options.fallback !== true) {
       fillSkipped(steps, probed, `'${request.name}' was requested explicitly`);
-      throw explicitFailure(request.name, requested, entry === undefined, probed, steps);
+      throw explicitFailure(request.name, requested, entry === undefined, probed, steps, searchNote(options.discover !== false, env));
     }
     const result = await resolveAutomatically(probed.filter((candidate) => candidate !== entry), steps, `after '${request.name}' failed (fallback allowed)`);
     if (result === undefined) {
@@ -183,15 +185,44 @@ function fillSkipped(steps: Map<string, ResolutionStep>, probed: ProbedBackend[]
   }
 }
 
-function explicitFailure(name: string, requested: string, unknown: boolean, probed: ProbedBackend[], steps: Map<string, ResolutionStep>): BackendUnavailableError {
+function explicitFailure(
+  name: string, requested: string, unknown: boolean, probed: ProbedBackend[], steps: Map<string, ResolutionStep>, searched: string,
+): BackendUnavailableError {
   const registered = probed.map((entry) => entry.plugin.name).join(', ') || 'none';
   const message = unknown
     ? `Backend '${name}' requested by ${requested} is not installed (registered backends: ${registered})`
     : `Backend '${name}' requested by ${requested} cannot be used`;
-  const hint = unknown
-    ? `Install @kiln/backend-${name} or kiln-backend-${name} (installed backends are discovered automatically), choose one of: ${registered}, or allow fallback to use the best available backend.`
-    : `Fix the reason above, choose another device (registered: ${registered}), or allow fallback to use the best available backend.`;
+  if (!unknown) {
+    const hint = `Fix the reason above, choose another device (registered: ${registered}), or allow fallback to use the best available backend.`;
+    return new BackendUnavailableError(message, attemptsOf(steps), { hint });
+  }
+  const firstParty = FIRST_PARTY_BACKENDS.includes(`@kiln/backend-${name}`);
+  const register = name === 'cpu'
+    ? "register it yourself: import { cpuBackendPlugin } from '@kiln/backend-cpu'; registerBackend(cpuBackendPlugin)"
+    : `register it yourself: import plugin from '${firstParty ? `@kiln/backend-${name}` : `kiln-backend-${name}`}'; registerBackend(plugin)`;
+  const install = firstParty ? `install @kiln/backend-${name}` : `install @kiln/backend-${name} or kiln-backend-${name}`;
+  const others = registered === 'none' ? '' : `, choose one of: ${registered}`;
+  const hint = `${install[0].toUpperCase()}${install.slice(1)} where discovery finds it (installed backends are found automatically; ${searched}), ` +
+    `${register} (needed when kiln is imported from a workspace path), list its path in KILN_BACKENDS${others}, or allow fallback to use the best available backend.`;
   return new BackendUnavailableError(message, attemptsOf(steps), { hint });
+}
+
+/** Where discovery looked, in words (or that it was turned off). */
+function searchNote(discovered: boolean, env: NodeJS.ProcessEnv): string {
+  if (!discovered) return 'discovery was turned off (discover: false)';
+  const own = coreDirectory();
+  const listed = env.KILN_BACKENDS?.trim() ? ` and the entries of KILN_BACKENDS (${env.KILN_BACKENDS.trim()})` : '';
+  return `discovery searched the node_modules directories above ${process.cwd()}${own === undefined ? '' : ` and above ${own}`}${listed}`;
+}
+
+/** Where this copy of @kiln/core is loaded from (discovery's second start directory). */
+function coreDirectory(): string | undefined {
+  if (typeof __dirname === 'string') return __dirname;
+  try {
+    return dirname(fileURLToPath(import.meta.url));
+  } catch {
+    return undefined;
+  }
 }
 
 function attemptsOf(steps: Map<string, ResolutionStep>): BackendAttempt[] {

@@ -2,19 +2,37 @@
  * How an op reaches a kernel: output allocation, the (kernel, dtype) plan — native, cast to f32
  * under the fallback policy, or composed from primitives — and input checks shared by every op.
  */
-import { FUSED_KERNELS, type FusedKernelName, type KernelBackend, type KernelName } from '../backend/kernel-backend.js';
+import { FUSED_KERNELS, type BufferHandle, type FusedKernelName, type KernelBackend, type KernelName } from '../backend/kernel-backend.js';
 import { composedKernels } from '../backend/compositions/index.js';
 import { reportDTypeFallback } from '../backend/fallback-policy.js';
 import { DTYPE_BYTES, type DType } from '../dtype.js';
-import { DisposedTensorError, DTypeError, InvalidArgumentError, UnsupportedKernelError } from '../errors.js';
-import { shapeSize, type Shape } from '../tensor/shape.js';
+import { DisposedTensorError, DTypeError, InvalidArgumentError, OutOfMemoryError, UnsupportedKernelError } from '../errors.js';
+import { formatShape, shapeSize, type Shape } from '../tensor/shape.js';
 import { Storage } from '../tensor/storage.js';
 import { Tensor } from '../tensor/tensor.js';
 
-/** A fresh tensor on `backend` with undefined contents (the kernel fills it). */
+/**
+ * A fresh tensor on `backend` with undefined contents (the kernel fills it). A size beyond the
+ * device's largest buffer, or a host allocation failure (RangeError) inside alloc, becomes an
+ * OutOfMemoryError naming the tensor.
+ */
 export function allocateTensor(backend: KernelBackend, shape: Shape, dtype: DType): Tensor {
   const byteLength = Math.max(shapeSize(shape) * DTYPE_BYTES[dtype], 0);
-  return new Tensor(new Storage(backend, backend.alloc(byteLength)), shape, dtype);
+  const describe = () => `${dtype}${formatShape(shape)} (${byteLength} bytes) on backend '${backend.name}'`;
+  const limit = backend.capabilities?.device?.maxBufferBytes;
+  if (!Number.isSafeInteger(byteLength) || (limit !== undefined && byteLength > limit)) {
+    throw new OutOfMemoryError(`cannot allocate ${describe()}: larger than the largest buffer the device allows${limit === undefined ? '' : ` (${limit} bytes)`}`, byteLength, {
+      hint: 'Check the shape; split the work into smaller tensors if it is right.',
+    });
+  }
+  let buffer: BufferHandle;
+  try {
+    buffer = backend.alloc(byteLength);
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    throw new OutOfMemoryError(`cannot allocate ${describe()}: ${error.message}`, byteLength, { cause: error });
+  }
+  return new Tensor(new Storage(backend, buffer), shape, dtype);
 }
 
 /** Throws DisposedTensorError, naming the op, when an input was disposed. */

@@ -3,7 +3,9 @@
  * Layout: u64 little-endian header length N, N bytes of UTF-8 JSON (padded with spaces), then the
  * data buffer. The header maps each tensor name to { dtype, shape, data_offsets: [begin, end] }
  * (offsets relative to the data buffer) plus an optional "__metadata__" map of strings.
- * The reader trusts nothing in the file: every length, offset and type is checked before use.
+ * The reader trusts nothing in the file: every length, offset and type is checked before use, and
+ * it rejects what the reference implementation rejects: a name that appears twice in the header,
+ * bytes of the data buffer that belong to no tensor (gaps, or trailing bytes), overlapping tensors.
  */
 import { readFile } from 'node:fs/promises';
 import { DTYPE_BYTES, isDType, type DType } from '../dtype.js';
@@ -113,7 +115,13 @@ export function parseSafetensors(bytes: Uint8Array, options: ParseSafetensorsOpt
     throw fail(`the header is ${headerLength} bytes, over the ${SAFETENSORS_MAX_HEADER_BYTES}-byte limit`);
   }
 
-  const header = decodeHeader(bytes.subarray(8, 8 + headerLength), fail);
+  const { header, text } = decodeHeader(bytes.subarray(8, 8 + headerLength), fail);
+  // JSON.parse keeps the last of two equal keys: find repeats in the text itself.
+  const repeated = firstRepeatedKey(text);
+  if (repeated !== undefined) {
+    throw fail(`${JSON.stringify(repeated)} appears twice in the header; a reader would silently keep only one of them`,
+      'The file was not written by a conforming safetensors writer; re-save it from the original tensors.');
+  }
   const data = bytes.subarray(8 + headerLength);
   let metadata: Record<string, string> = {};
   const tensors = new Map<string, RawTensor>();
@@ -153,7 +161,7 @@ export function parseSafetensors(bytes: Uint8Array, options: ParseSafetensorsOpt
     spans.push({ name, begin, end });
     tensors.set(name, { dtype, shape: [...(shape as number[])], data: data.subarray(begin, end) });
   }
-  checkOverlaps(spans, fail);
+  checkLayout(spans, data.byteLength, fail);
   return { tensors, metadata };
 }
 
@@ -179,7 +187,7 @@ export async function readSafetensorsFile(path: string): Promise<SafetensorsCont
 
 type Fail = (problem: string, hint?: string) => CheckpointError;
 
-function decodeHeader(headerBytes: Uint8Array, fail: Fail): Record<string, unknown> {
+function decodeHeader(headerBytes: Uint8Array, fail: Fail): { header: Record<string, unknown>; text: string } {
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(headerBytes);
@@ -193,7 +201,7 @@ function decodeHeader(headerBytes: Uint8Array, fail: Fail): Record<string, unkno
     throw fail(`the header is not valid JSON (${error instanceof Error ? error.message : String(error)})`);
   }
   if (!isPlainObject(header)) throw fail('the header is not a JSON object');
-  return header;
+  return { header, text };
 }
 
 function parseMetadata(value: unknown, fail: Fail): Record<string, string> {
@@ -205,15 +213,79 @@ function parseMetadata(value: unknown, fail: Fail): Record<string, string> {
   return Object.fromEntries(Object.entries(value as Record<string, string>));
 }
 
-function checkOverlaps(spans: Array<{ name: string; begin: number; end: number }>, fail: Fail): void {
-  // Empty tensors own no bytes, so they cannot overlap anything.
-  const filled = spans.filter((span) => span.end > span.begin).sort((a, b) => a.begin - b.begin || a.end - b.end);
+/**
+ * The tensors must tile the data buffer exactly, as the reference reader demands: sorted by
+ * offsets, each starts where the previous ended (from byte 0), and the last ends at the buffer's end.
+ */
+function checkLayout(spans: Array<{ name: string; begin: number; end: number }>, dataLength: number, fail: Fail): void {
+  const sorted = [...spans].sort((a, b) => a.begin - b.begin || a.end - b.end);
+  let position = 0;
   let previous: { name: string; end: number } | undefined;
-  for (const span of filled) {
-    if (previous !== undefined && span.begin < previous.end) {
+  for (const span of sorted) {
+    if (span.begin < position && previous !== undefined) {
       throw fail(`tensors ${JSON.stringify(previous.name)} and ${JSON.stringify(span.name)} overlap in the data buffer`);
     }
-    if (previous === undefined || span.end > previous.end) previous = span;
+    if (span.begin > position) {
+      throw fail(`there is a gap in the data buffer: bytes ${position} to ${span.begin} belong to no tensor (just before tensor ${JSON.stringify(span.name)})`);
+    }
+    position = span.end;
+    previous = span;
+  }
+  if (position < dataLength) {
+    const last = previous === undefined ? 'there are none' : JSON.stringify(previous.name);
+    throw fail(`there are ${dataLength - position} bytes after the last tensor (${last}), from byte ${position} of the ${dataLength}-byte data buffer`);
+  }
+}
+
+/** The first top-level key of a valid JSON object text that occurs twice (compared after unescaping), if any. */
+function firstRepeatedKey(text: string): string | undefined {
+  const seen = new Set<string>();
+  let index = text.indexOf('{') + 1;
+  const skipSpace = (): void => {
+    while (index < text.length && ' \t\n\r'.includes(text[index])) index++;
+  };
+  const readString = (): string => {
+    const start = index;
+    index++;
+    while (text[index] !== '"') index += text[index] === '\\' ? 2 : 1;
+    index++;
+    return JSON.parse(text.slice(start, index)) as string;
+  };
+  const skipValue = (): void => {
+    if (text[index] === '"') {
+      readString();
+      return;
+    }
+    if (text[index] === '{' || text[index] === '[') {
+      let depth = 0;
+      do {
+        const char = text[index];
+        if (char === '"') {
+          readString();
+          continue;
+        }
+        if (char === '{' || char === '[') depth++;
+        else if (char === '}' || char === ']') depth--;
+        index++;
+      } while (depth > 0);
+      return;
+    }
+    // A number, true, false or null ends at the next comma, closing bracket or space.
+    while (index < text.length && !',}] \t\n\r'.includes(text[index])) index++;
+  };
+  for (;;) {
+    skipSpace();
+    if (text[index] !== '"') return undefined;
+    const key = readString();
+    if (seen.has(key)) return key;
+    seen.add(key);
+    skipSpace();
+    index++; // the ':'
+    skipSpace();
+    skipValue();
+    skipSpace();
+    if (text[index] !== ',') return undefined;
+    index++;
   }
 }
 

@@ -1,10 +1,10 @@
 /** Dtype conversion. */
-import { isDType, type DType } from '../dtype.js';
-import { DTypeError } from '../errors.js';
-import { allocateTensor, assertAlive } from '../engine/dispatch.js';
+import type { DType } from '../dtype.js';
+import { allocateTensor } from '../engine/dispatch.js';
 import { recordOp } from '../autograd/record.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { reshape } from './shape-ops.js';
+import { checkDType, checkTensor } from './validate.js';
 
 /** Converts without recording a gradient (used inside kernels' dtype fallback). */
 export function castTo(x: Tensor, dtype: DType): Tensor {
@@ -15,10 +15,8 @@ export function castTo(x: Tensor, dtype: DType): Tensor {
 
 /** x converted to `dtype` (float rounding to nearest even; float → i32 truncates toward zero). */
 export function cast(x: Tensor, dtype: DType): Tensor {
-  assertAlive('cast', [x]);
-  if (!isDType(dtype)) {
-    throw new DTypeError(`cast: unknown dtype ${JSON.stringify(dtype)} for ${x.describe()}`, { hint: "Use one of 'f32', 'f16', 'bf16', 'i32'." });
-  }
+  checkTensor('cast', 'x', x);
+  checkDType('cast', 'dtype', dtype);
   if (dtype === x.dtype) return reshape(x, x.shape);
   const result = castTo(x, dtype);
   if (dtype !== 'i32') recordOp('cast', [x], result, [], (gradOutput) => [castTo(gradOutput, x.dtype)]);

@@ -9,15 +9,31 @@ import { full } from './creation.js';
 import { sumToShape } from './reduce.js';
 import { viewOf } from './shape-ops.js';
 import { castTo } from './cast.js';
+import { checkOperandNumber, checkTensor, checkTensorOrNumber, describeValue } from './validate.js';
 
 /** A tensor or a plain number (which takes the other operand's dtype and backend). */
 export type TensorLike = Tensor | number;
 
+const UNARY_OPS = new Set<UnaryOp>([
+  'neg', 'abs', 'sign', 'exp', 'log', 'sqrt', 'rsqrt', 'reciprocal', 'square', 'tanh', 'sigmoid', 'relu', 'gelu', 'silu', 'geluGrad', 'siluGrad',
+]);
+const BINARY_OPS = new Set<BinaryOp>([
+  'add', 'sub', 'mul', 'div', 'pow', 'maximum', 'minimum', 'greater', 'greaterEqual', 'less', 'lessEqual', 'equal', 'notEqual',
+]);
 const INTEGER_UNARY = new Set<UnaryOp>(['neg', 'abs', 'sign', 'square']);
 const INTEGER_BINARY = new Set<BinaryOp>(['add', 'sub', 'mul', 'maximum', 'minimum', 'greater', 'greaterEqual', 'less', 'lessEqual', 'equal', 'notEqual']);
 
-/** Runs a unary kernel (through the dtype plan) without recording. */
+function checkKernelName<T extends string>(fn: string, op: unknown, known: Set<T>): T {
+  if (typeof op !== 'string' || !known.has(op as T)) {
+    throw new InvalidArgumentError(`${fn}: op must be one of ${[...known].join(', ')}, got ${describeValue(op)}`);
+  }
+  return op as T;
+}
+
+/** Low level: runs a unary kernel (through the dtype plan) without recording a gradient. Prefer the named ops (exp, tanh, …). */
 export function unaryKernel(op: UnaryOp, x: Tensor): Tensor {
+  checkKernelName('unaryKernel', op, UNARY_OPS);
+  checkTensor('unaryKernel', 'x', x);
   if (x.dtype === 'i32' && !INTEGER_UNARY.has(op)) {
     throw new DTypeError(`${op}: not defined for i32 input ${x.describe()}`, { hint: 'Cast to a float dtype first: cast(x, "f32").' });
   }
@@ -35,12 +51,17 @@ export function unaryKernel(op: UnaryOp, x: Tensor): Tensor {
   return result;
 }
 
-function toTensor(value: TensorLike, like: Tensor): Tensor {
-  return typeof value === 'number' ? full([], value, { dtype: like.dtype, backend: like.backend }) : value;
+/** A plain number operand as a 0-d tensor of `like`'s dtype and backend (an i32 value when like is i32). */
+function toTensor(op: string, name: string, value: TensorLike, like: Tensor): Tensor {
+  if (typeof value !== 'number') return value;
+  return full([], checkOperandNumber(op, name, value, like.dtype), { dtype: like.dtype, backend: like.backend });
 }
 
-/** Runs a binary kernel with broadcasting (through the dtype plan) without recording. */
+/** Low level: runs a binary kernel with broadcasting (through the dtype plan) without recording a gradient. Prefer add, mul, …. */
 export function binaryKernel(op: BinaryOp, a: Tensor, b: Tensor): Tensor {
+  checkKernelName('binaryKernel', op, BINARY_OPS);
+  checkTensor('binaryKernel', 'a', a);
+  checkTensor('binaryKernel', 'b', b);
   const backend = commonBackend(op, [a, b]);
   const dtype = assertSameDType(op, [a, b]);
   if (dtype === 'i32' && !INTEGER_BINARY.has(op)) {
@@ -65,6 +86,7 @@ export function binaryKernel(op: BinaryOp, a: Tensor, b: Tensor): Tensor {
 }
 
 function unary(op: UnaryOp, x: Tensor, backward?: (gradOutput: Tensor, x: Tensor, y: Tensor) => Tensor): Tensor {
+  checkTensor(op, 'x', x);
   const result = unaryKernel(op, x);
   if (backward) recordOp(op, [x], result, [x, result], (gradOutput, [savedX, savedY]) => [backward(gradOutput, savedX, savedY)]);
   return result;
@@ -94,8 +116,8 @@ export const tanh = (x: Tensor): Tensor => unary('tanh', x, (g, _input, y) => mu
 export const sigmoid = (x: Tensor): Tensor => unary('sigmoid', x, (g, _input, y) => mul(g, mul(y, sub(1, y))));
 /** max(x, 0). */
 export const relu = (x: Tensor): Tensor => unary('relu', x, (g, input) => mul(g, greater(input, 0)));
-/** GELU, tanh approximation. */
-export const gelu = (x: Tensor): Tensor => unary('gelu', x, (g, input) => mul(g, unaryKernel('geluGrad', input)));
+/** @internal GELU with the tanh approximation (the public gelu takes options, in erf-gelu.ts). */
+export const geluTanh = (x: Tensor): Tensor => unary('gelu', x, (g, input) => mul(g, unaryKernel('geluGrad', input)));
 /** x · sigmoid(x). */
 export const silu = (x: Tensor): Tensor => unary('silu', x, (g, input) => mul(g, unaryKernel('siluGrad', input)));
 
@@ -103,9 +125,14 @@ export const silu = (x: Tensor): Tensor => unary('silu', x, (g, input) => mul(g,
 type SavedOperands = 'none' | 'ab' | 'b-y' | 'ab-y';
 
 function binary(op: BinaryOp, a: TensorLike, b: TensorLike, backward?: (g: Tensor, a: Tensor, b: Tensor, y: Tensor, needed: boolean[]) => Array<Tensor | null>, saves: SavedOperands = 'ab'): Tensor {
-  if (typeof a === 'number' && typeof b === 'number') throw new DTypeError(`${op}: at least one operand must be a tensor`);
-  const left = typeof a === 'number' ? toTensor(a, b as Tensor) : a;
-  const right = typeof b === 'number' ? toTensor(b, left) : b;
+  checkTensorOrNumber(op, 'a', a);
+  checkTensorOrNumber(op, 'b', b);
+  if (typeof a === 'number' && typeof b === 'number') {
+    throw new InvalidArgumentError(`${op}: at least one of a and b must be a tensor, got two numbers (${a}, ${b})`, { hint: 'Compute with plain numbers in JavaScript, or wrap one in scalar().' });
+  }
+  const right0 = b as Tensor;
+  const left = toTensor(op, 'a', a, right0);
+  const right = toTensor(op, 'b', b, left);
   const result = binaryKernel(op, left, right);
   if (backward) {
     const shapes = [left.shape, right.shape];
@@ -161,10 +188,13 @@ export const notEqual = (a: TensorLike, b: TensorLike): Tensor => binary('notEqu
 
 /** condition ≠ 0 ? a : b, broadcasting all three. */
 export function where(condition: Tensor, a: TensorLike, b: TensorLike): Tensor {
+  checkTensor('where', 'condition', condition);
+  checkTensorOrNumber('where', 'a', a);
+  checkTensorOrNumber('where', 'b', b);
   const like = typeof a === 'number' ? (typeof b === 'number' ? null : b) : a;
-  if (!like) throw new DTypeError('where: a or b must be a tensor');
-  const left = toTensor(a, like);
-  const right = toTensor(b, like);
+  if (!like) throw new InvalidArgumentError(`where: at least one of a and b must be a tensor, got two numbers (${a}, ${b})`, { hint: 'Wrap one in scalar() to choose its dtype and backend.' });
+  const left = toTensor('where', 'a', a, like);
+  const right = toTensor('where', 'b', b, like);
   const backend = commonBackend('where', [condition, left, right]);
   const dtype = assertSameDType('where', [left, right]);
   const shape = broadcastShapes(broadcastShapes(condition.shape, left.shape, 'where'), right.shape, 'where');
@@ -188,16 +218,5 @@ export function where(condition: Tensor, a: TensorLike, b: TensorLike): Tensor {
   });
   if (left !== a) left.dispose();
   if (right !== b) right.dispose();
-  return result;
-}
-
-/** Clamps x into [low, high] (either bound may be omitted). */
-export function clamp(x: Tensor, low?: number, high?: number): Tensor {
-  if (low !== undefined && high !== undefined && low > high) throw new InvalidArgumentError(`clamp: low ${low} is greater than high ${high}`);
-  if (low === undefined) return high === undefined ? maximum(x, -Infinity) : minimum(x, high);
-  const lower = maximum(x, low);
-  if (high === undefined) return lower;
-  const result = minimum(lower, high);
-  lower.dispose();
   return result;
 }

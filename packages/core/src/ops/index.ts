@@ -1,11 +1,19 @@
-/** Every public op (functional, autograd-aware). */
+/** Every public op (functional, autograd-aware). docs/ops.md lists each with its semantics, dtypes and gradient. */
 export * from './creation.js';
-export * from './elementwise.js';
+export {
+  unaryKernel, binaryKernel, neg, abs, sign, exp, log, sqrt, rsqrt, reciprocal, square, tanh, sigmoid, relu, silu,
+  add, sub, mul, div, pow, maximum, minimum, greater, greaterEqual, less, lessEqual, equal, notEqual, where, type TensorLike,
+} from './elementwise.js';
+export { erf, gelu, type GeluOptions } from './erf-gelu.js';
+export { clamp, type ClampBound } from './clamp.js';
 export { cast } from './cast.js';
 export { sum, mean, max, min, argmax, argmin, sumToShape, type Axes } from './reduce.js';
+export { cumsum, type CumsumOptions } from './cumsum.js';
 export { matmul, type MatmulOptions } from './matmul.js';
-export { reshape, unsqueeze, squeeze, permute, transpose, slice, concat, split, expand, clone } from './shape-ops.js';
-export { gather, embedding } from './indexing.js';
+export {
+  reshape, unsqueeze, squeeze, permute, transpose, slice, concat, split, chunk, expand, clone, type SliceRange,
+} from './shape-ops.js';
+export { gather, embedding, takeAlongAxis } from './indexing.js';
 export { softmax, logSoftmax } from './nn/softmax.js';
 export { rmsNorm, layerNorm } from './nn/normalization.js';
 export { rope, swiglu, type RopeOptions } from './nn/rope-swiglu.js';

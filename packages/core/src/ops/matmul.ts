@@ -1,5 +1,5 @@
 /** Batched matrix multiplication with broadcast batch dimensions and transpose flags. */
-import { ShapeError } from '../errors.js';
+import { InvalidArgumentError, ShapeError } from '../errors.js';
 import { allocateTensor, assertFloat, assertSameDType, commonBackend, planKernel } from '../engine/dispatch.js';
 import { recordOp } from '../autograd/record.js';
 import { broadcastShapes, shapeSize, shapesEqual } from '../tensor/shape.js';
@@ -7,6 +7,7 @@ import type { Tensor } from '../tensor/tensor.js';
 import { castTo } from './cast.js';
 import { sumToShape } from './reduce.js';
 import { expand, reshape } from './shape-ops.js';
+import { checkOptions, checkTensor, option } from './validate.js';
 
 /** Matmul options. */
 export interface MatmulOptions {
@@ -16,16 +17,25 @@ export interface MatmulOptions {
   transposeB?: boolean;
 }
 
-/** a @ b over the last two dimensions; leading (batch) dimensions broadcast. Accumulates in f32. */
+/**
+ * a @ b over the last two dimensions; leading (batch) dimensions broadcast. Accumulates in f32.
+ * 1-D operands follow numpy/torch: a 1-D a is a row [1, k] whose 1 is dropped from the result, a
+ * 1-D b a column [k, 1] whose 1 is dropped (both 1-D: a 0-d dot product). The transpose flags
+ * apply to operands of rank ≥ 2 only.
+ */
 export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tensor {
-  const transposeA = options.transposeA ?? false;
-  const transposeB = options.transposeB ?? false;
+  checkTensor('matmul', 'a', a);
+  checkTensor('matmul', 'b', b);
+  const checked = checkOptions<MatmulOptions>('matmul', 'options', options, { transposeA: option.boolean, transposeB: option.boolean });
+  const transposeA = checked.transposeA ?? false;
+  const transposeB = checked.transposeB ?? false;
   const backend = commonBackend('matmul', [a, b]);
   const dtype = assertSameDType('matmul', [a, b]);
   assertFloat('matmul', a);
-  if (a.rank < 2 || b.rank < 2) {
-    throw new ShapeError(`matmul: inputs need rank ≥ 2, got ${a.describe()} and ${b.describe()}`, { hint: 'Reshape vectors to [1, n] or [n, 1].' });
+  if (a.rank === 0 || b.rank === 0) {
+    throw new ShapeError(`matmul: inputs need at least one dimension, got ${a.describe()} and ${b.describe()}`, { hint: 'Multiply by a scalar with mul().' });
   }
+  if (a.rank === 1 || b.rank === 1) return matmulVector(a, b, transposeA, transposeB);
   const m = transposeA ? a.shape[a.rank - 1] : a.shape[a.rank - 2];
   const k = transposeA ? a.shape[a.rank - 2] : a.shape[a.rank - 1];
   const kB = transposeB ? b.shape[b.rank - 1] : b.shape[b.rank - 2];
@@ -90,5 +100,28 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
     }
     return [gradA, gradB];
   });
+  return result;
+}
+
+/** matmul with a 1-D operand: reshaped to a row (a) or a column (b), multiplied, and the added 1 removed (all recorded). */
+function matmulVector(a: Tensor, b: Tensor, transposeA: boolean, transposeB: boolean): Tensor {
+  if ((a.rank === 1 && transposeA) || (b.rank === 1 && transposeB)) {
+    throw new InvalidArgumentError(`matmul: ${a.rank === 1 && transposeA ? 'transposeA' : 'transposeB'} needs a matrix (rank ≥ 2), got ${a.rank === 1 && transposeA ? a.describe() : b.describe()}`, {
+      hint: 'A 1-D operand is already read as a row (a) or a column (b); drop the flag.',
+    });
+  }
+  const k = a.rank === 1 ? a.shape[0] : a.shape[transposeA ? a.rank - 2 : a.rank - 1];
+  const kB = b.rank === 1 ? b.shape[0] : b.shape[transposeB ? b.rank - 1 : b.rank - 2];
+  if (k !== kB) {
+    throw new ShapeError(`matmul: inner dimensions differ: ${a.describe()}${transposeA ? 'ᵀ' : ''} @ ${b.describe()}${transposeB ? 'ᵀ' : ''} (${k} vs ${kB})`, {
+      hint: 'A 1-D a is read as a row [1, k] and a 1-D b as a column [k, 1]: k must equal the other operand\'s inner dimension.',
+    });
+  }
+  const left = a.rank === 1 ? reshape(a, [1, k]) : a;
+  const right = b.rank === 1 ? reshape(b, [k, 1]) : b;
+  const product = matmul(left, right, { transposeA, transposeB });
+  const shape = product.shape.filter((_, axis) => !((a.rank === 1 && axis === product.rank - 2) || (b.rank === 1 && axis === product.rank - 1)));
+  const result = reshape(product, shape);
+  for (const temporary of [left, right, product]) if (temporary !== a && temporary !== b) temporary.dispose();
   return result;
 }

@@ -1,23 +1,23 @@
 /** Reductions over axes (sum, mean, max, min, argmax, argmin) and their gradients. */
 import type { ReduceOp } from '../backend/kernel-backend.js';
-import { DTypeError, InvalidArgumentError } from '../errors.js';
-import { allocateTensor, assertAlive, planKernel } from '../engine/dispatch.js';
+import { DTypeError, InvalidArgumentError, ShapeError } from '../errors.js';
+import { allocateTensor, planKernel } from '../engine/dispatch.js';
 import { recordOp } from '../autograd/record.js';
-import { normalizeAxis, shapeSize, shapesEqual, type Shape } from '../tensor/shape.js';
+import { formatShape, shapeSize, shapesEqual, type Shape } from '../tensor/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { castTo } from './cast.js';
-import { permute, reshape, expand } from './shape-ops.js';
+import { clone, permute, reshape, expand } from './shape-ops.js';
 import { binaryKernel, mul as mulRecorded } from './elementwise.js';
+import { checkAxes, checkAxis, checkBoolean, checkShape, checkTensor } from './validate.js';
 
-/** Which axes to reduce: one, several, or all (undefined). */
+/** Which axes to reduce: one, several, or all (undefined). An explicit empty list reduces nothing: the op returns x unchanged. */
 export type Axes = number | readonly number[] | undefined;
 
-function resolveAxes(x: Tensor, axes: Axes, op: string): number[] {
-  assertAlive(op, [x]);
-  const list = axes === undefined ? x.shape.map((_, axis) => axis) : typeof axes === 'number' ? [axes] : [...axes];
-  const resolved = [...new Set(list.map((axis) => normalizeAxis(axis, x.rank, op, x.shape)))].sort((a, b) => a - b);
-  if (resolved.length !== list.length) throw new InvalidArgumentError(`${op}: axes [${list.join(', ')}] repeat an axis of ${x.describe()}`);
-  return resolved;
+/** The checked input and sorted distinct axes of a reduction; `identity` when there is nothing to reduce. */
+function resolveAxes(op: string, x: Tensor, axes: Axes, keepDims: unknown): { axes: number[]; keepDims: boolean; identity: boolean } {
+  checkTensor(op, 'x', x);
+  const resolved = checkAxes(op, 'axes', axes, x.rank, x.shape);
+  return { axes: resolved, keepDims: checkBoolean(op, 'keepDims', keepDims, false), identity: resolved.length === 0 };
 }
 
 /** Runs the reduce kernel over sorted axes; returns the kept-dims shape result. */
@@ -62,20 +62,22 @@ function finish(result: Tensor, x: Tensor, axes: number[], keepDims: boolean): T
   return squeezed;
 }
 
-/** Sum over axes (all by default). */
+/** Sum over axes (all by default; an explicit [] returns a copy of x). i32 sums wrap modulo 2³². */
 export function sum(x: Tensor, axes?: Axes, keepDims = false): Tensor {
-  const resolved = resolveAxes(x, axes, 'sum');
-  const kept = reduceKernel('sum', x, resolved);
+  const resolved = resolveAxes('sum', x, axes, keepDims);
+  if (resolved.identity) return clone(x);
+  const kept = reduceKernel('sum', x, resolved.axes);
   recordOp('sum', [x], kept, [], (gradOutput) => [expand(gradOutput, x.shape)]);
-  return finish(kept, x, resolved, keepDims);
+  return finish(kept, x, resolved.axes, resolved.keepDims);
 }
 
-/** Mean over axes (all by default). */
+/** Mean over axes (all by default; an explicit [] returns a copy of x). Float dtypes only; the mean of nothing is NaN. */
 export function mean(x: Tensor, axes?: Axes, keepDims = false): Tensor {
+  const resolved = resolveAxes('mean', x, axes, keepDims);
   if (x.dtype === 'i32') throw new DTypeError(`mean: needs a float tensor, got ${x.describe()}`, { hint: 'Cast it first: cast(x, "f32").' });
-  const resolved = resolveAxes(x, axes, 'mean');
-  const count = resolved.reduce((product, axis) => product * x.shape[axis], 1);
-  const total = sum(x, resolved, keepDims);
+  if (resolved.identity) return clone(x);
+  const count = resolved.axes.reduce((product, axis) => product * x.shape[axis], 1);
+  const total = sum(x, resolved.axes, resolved.keepDims);
   const scale = allocateTensor(x.backend, [], x.dtype);
   x.backend.fill(scale.ref(), count === 0 ? NaN : 1 / count);
   // Recorded through mul so the gradient flows back through sum.
@@ -86,7 +88,9 @@ export function mean(x: Tensor, axes?: Axes, keepDims = false): Tensor {
 }
 
 function extremum(op: 'max' | 'min', x: Tensor, axes: Axes, keepDims: boolean): Tensor {
-  const resolved = resolveAxes(x, axes, op);
+  const checked = resolveAxes(op, x, axes, keepDims);
+  if (checked.identity) return clone(x);
+  const resolved = checked.axes;
   const kept = reduceKernel(op, x, resolved);
   recordOp(op, [x], kept, [x, kept], (gradOutput, [savedX, savedKept]) => {
     // The gradient goes to every element equal to the extremum.
@@ -95,24 +99,25 @@ function extremum(op: 'max' | 'min', x: Tensor, axes: Axes, keepDims: boolean): 
     mask.dispose();
     return [grad];
   });
-  return finish(kept, x, resolved, keepDims);
+  return finish(kept, x, resolved, checked.keepDims);
 }
 
-/** Max over axes (NaN propagates). */
+/** Max over axes (all by default; an explicit [] returns a copy of x). NaN propagates; the gradient goes to every maximal element. */
 export function max(x: Tensor, axes?: Axes, keepDims = false): Tensor {
   return extremum('max', x, axes, keepDims);
 }
 
-/** Min over axes (NaN propagates). */
+/** Min over axes (all by default; an explicit [] returns a copy of x). NaN propagates; the gradient goes to every minimal element. */
 export function min(x: Tensor, axes?: Axes, keepDims = false): Tensor {
   return extremum('min', x, axes, keepDims);
 }
 
 function argExtremum(op: 'argmax' | 'argmin', x: Tensor, axis: number, keepDims: boolean): Tensor {
-  assertAlive(op, [x]);
-  const resolved = normalizeAxis(axis, x.rank, op, x.shape);
+  checkTensor(op, 'x', x);
+  const resolved = checkAxis(op, 'axis', axis, x.rank, x.shape);
+  const keep = checkBoolean(op, 'keepDims', keepDims, false);
   if (x.shape[resolved] === 0) throw new InvalidArgumentError(`${op}: axis ${axis} of ${x.describe()} is empty`, { hint: 'argmax/argmin need at least one element.' });
-  return finish(reduceKernel(op, x, [resolved]), x, [resolved], keepDims);
+  return finish(reduceKernel(op, x, [resolved]), x, [resolved], keep);
 }
 
 /** Index (i32) of the largest value along `axis` (first NaN wins, then first maximum). */
@@ -127,8 +132,15 @@ export function argmin(x: Tensor, axis = -1, keepDims = false): Tensor {
 
 /** Sums a broadcast gradient back to `shape` (the inverse of broadcasting). */
 export function sumToShape(gradient: Tensor, shape: Shape): Tensor {
+  checkTensor('sumToShape', 'gradient', gradient);
+  checkShape('sumToShape', 'shape', shape);
   if (shapesEqual(gradient.shape, shape)) return reshape(gradient, shape);
   const lead = gradient.rank - shape.length;
+  if (lead < 0 || shape.some((dimension, axis) => dimension !== 1 && dimension !== gradient.shape[lead + axis])) {
+    throw new ShapeError(`sumToShape: shape ${formatShape(shape)} does not broadcast to the gradient's shape ${formatShape(gradient.shape)}`, {
+      hint: 'sumToShape undoes broadcasting: the target shape must broadcast to the gradient shape.',
+    });
+  }
   const axes: number[] = [];
   for (let axis = 0; axis < gradient.rank; axis++) {
     if (axis < lead || (shape[axis - lead] === 1 && gradient.shape[axis] !== 1)) axes.push(axis);

@@ -88,12 +88,12 @@ export function broadcastStrides(shape: Shape, target: Shape): number[] {
 export function resolveReshape(from: Shape, to: Shape, op = 'reshape'): number[] {
   const size = shapeSize(from);
   const inferred = to.filter((dimension) => dimension === -1).length;
-  if (inferred > 1) throw new ShapeError(`${op}: at most one dimension may be -1, got ${formatShape(to)}`);
+  if (inferred > 1) throw new ShapeError(`${op}: shape ${formatShape(to)} has more than one -1; at most one dimension may be inferred`);
   const known = to.reduce((product, dimension) => (dimension === -1 ? product : product * dimension), 1);
   const resolved = to.map((dimension) => (dimension === -1 ? (known === 0 ? 0 : size / known) : dimension));
   assertValidShape(resolved, op);
   if (shapeSize(resolved) !== size) {
-    throw new ShapeError(`${op}: cannot reshape ${formatShape(from)} (${size} elements) to ${formatShape(to)} (${shapeSize(resolved)} elements)`, {
+    throw new ShapeError(`${op}: cannot reshape ${formatShape(from)} (${size} elements) to shape ${formatShape(to)} (${shapeSize(resolved)} elements)`, {
       hint: 'The new shape must have the same number of elements.',
     });
   }

@@ -12,6 +12,7 @@ import type { Storage } from './storage.js';
 import { decodeHostValues } from './host-data.js';
 
 let nextTensorId = 0;
+const TENSOR_MARKER = Symbol.for('kiln.tensor');
 
 /** An n-dimensional array on a backend. */
 export class Tensor implements Disposable {
@@ -29,6 +30,12 @@ export class Tensor implements Disposable {
   gradFn: GradNode | null = null;
   private gradRequired = false;
   private disposed = false;
+  private readonly [TENSOR_MARKER] = true;
+
+  /** True for any Tensor, including one made by another installed copy of @kiln/core. */
+  static isInstance(value: unknown): value is Tensor {
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[TENSOR_MARKER] === true;
+  }
 
   /** @internal Use the creation functions (tensor, zeros, …) instead. */
   constructor(

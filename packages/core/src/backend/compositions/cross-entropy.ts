@@ -3,7 +3,8 @@
  * targets i32 [rows]. Algorithm: max-shifted log-sum-exp per row; the target logit is picked
  * with a one-hot mask built by comparing targets (stride [1, 0]) with a host-uploaded class
  * index row 0..classes−1 (stride [0, 1]) and `where`, never by multiplying, so −Inf logits
- * elsewhere cannot turn into NaN. Rows whose target is ignoreIndex are zeroed with `where`.
+ * elsewhere cannot turn into NaN. Rows whose target is ignoreIndex are zeroed with `where`; a
+ * row whose target matches no class (out of range, not ignoreIndex) becomes NaN.
  * Numerics: f32 throughout; loss is f32 [rows].
  */
 import type { KernelBackend, TensorRef } from '../kernel-backend.js';
@@ -39,13 +40,18 @@ function targetMask(scratch: Scratch, targets: TensorRef, rows: number, classes:
   return scratch.binary('equal', rowBroadcast(targets, rows, classes), columns, scratch.tensor([rows, classes], 'i32'));
 }
 
+/** i32 [rows]: 1 where the target is one of the classes (0 when it is out of range). */
+function targetHits(scratch: Scratch, mask: TensorRef, rows: number, classes: number): TensorRef {
+  return reshaped(scratch.reduce('sum', mask, rows, classes, 1, scratch.tensor([rows, 1], 'i32')), [rows]);
+}
+
 /** i32 [rows]: 1 where the target is ignoreIndex. */
 function ignoredRows(scratch: Scratch, targets: TensorRef, rows: number, ignoreIndex: number): TensorRef {
   const ignore = scalarBroadcast(scratch.constant(ignoreIndex, 'i32'), [rows]);
   return scratch.binary('equal', reshaped(targets, [rows]), ignore, scratch.tensor([rows], 'i32'));
 }
 
-/** loss_r = logsumexp(logits_r) − logits_r[target_r], 0 where target_r = ignoreIndex. */
+/** loss_r = logsumexp(logits_r) − logits_r[target_r], 0 where target_r = ignoreIndex, NaN for an out-of-range target. */
 export function composedCrossEntropy(
   backend: KernelBackend, logits: TensorRef, targets: TensorRef, loss: TensorRef,
   rows: number, classes: number, ignoreIndex: number,
@@ -58,13 +64,14 @@ export function composedCrossEntropy(
     const targetOnly = scratch.where(mask, statistics.logits, scalarBroadcast(zero, [rows, classes]));
     const picked = scratch.reduce('sum', targetOnly, rows, classes, 1);
     const perRow = scratch.binary('sub', logSumExp, picked);
+    const checked = scratch.where(targetHits(scratch, mask, rows, classes), reshaped(perRow, [rows]), scalarBroadcast(scratch.constant(Number.NaN), [rows]));
     const result = scratch.resultFor(loss, [rows]);
-    scratch.where(ignoredRows(scratch, targets, rows, ignoreIndex), scalarBroadcast(zero, [rows]), reshaped(perRow, [rows]), result);
+    scratch.where(ignoredRows(scratch, targets, rows, ignoreIndex), scalarBroadcast(zero, [rows]), checked, result);
     scratch.commit(result, loss);
   });
 }
 
-/** dLogits_r = (softmax(logits_r) − onehot(target_r)) · scale, 0 for ignored rows. */
+/** dLogits_r = (softmax(logits_r) − onehot(target_r)) · scale, 0 for ignored rows, NaN for an out-of-range target. */
 export function composedCrossEntropyBackward(
   backend: KernelBackend, logits: TensorRef, targets: TensorRef, dLogits: TensorRef,
   rows: number, classes: number, ignoreIndex: number, scale: number,
@@ -74,9 +81,12 @@ export function composedCrossEntropyBackward(
     const probabilities = scratch.binary('div', statistics.exponentials, rowBroadcast(statistics.sum, rows, classes));
     const shape = [rows, classes];
     const zero = scalarBroadcast(scratch.constant(0), shape);
-    const oneHot = scratch.where(targetMask(scratch, targets, rows, classes), scalarBroadcast(scratch.constant(1), shape), zero);
+    const mask = targetMask(scratch, targets, rows, classes);
+    const oneHot = scratch.where(mask, scalarBroadcast(scratch.constant(1), shape), zero);
     const difference = scratch.binary('sub', probabilities, oneHot);
-    const scaled = scratch.binary('mul', difference, scalarBroadcast(scratch.constant(scale), shape));
+    const product = scratch.binary('mul', difference, scalarBroadcast(scratch.constant(scale), shape));
+    const hits = rowBroadcast(targetHits(scratch, mask, rows, classes), rows, classes);
+    const scaled = scratch.where(hits, product, scalarBroadcast(scratch.constant(Number.NaN), shape));
     const ignored = rowBroadcast(ignoredRows(scratch, targets, rows, ignoreIndex), rows, classes);
     const result = scratch.resultFor(dLogits, shape);
     scratch.where(ignored, zero, scaled, result);

@@ -8,6 +8,7 @@ import type { Tensor } from '../../tensor/tensor.js';
 import { castTo } from '../cast.js';
 import { viewOf } from '../shape-ops.js';
 import { inDType, resolveFused, toDType } from './fused-call.js';
+import { checkOptions, checkTensor, option } from '../validate.js';
 
 /** Options of attention. */
 export interface AttentionOptions {
@@ -20,6 +21,9 @@ export interface AttentionOptions {
 }
 
 function checkAttention(q: Tensor, k: Tensor, v: Tensor): void {
+  checkTensor('attention', 'q', q);
+  checkTensor('attention', 'k', k);
+  checkTensor('attention', 'v', v);
   commonBackend('attention', [q, k, v]);
   assertFloat('attention', q);
   assertSameDType('attention', [q, k, v]);
@@ -40,6 +44,7 @@ function checkAttention(q: Tensor, k: Tensor, v: Tensor): void {
 
 function maskView(mask: Tensor | undefined, q: Tensor, k: Tensor): { view: StridedView | null; owned: Tensor | null } {
   if (!mask) return { view: null, owned: null };
+  commonBackend('attention', [q, mask]);
   const target = [q.shape[0], q.shape[1], q.shape[2], k.shape[2]];
   if (mask.rank > 4 || broadcastShapes(mask.shape, target, 'attention mask').some((dimension, axis) => dimension !== target[axis])) {
     throw new ShapeError(`attention: mask ${mask.describe()} does not broadcast to [B, Hq, Tq, Tk] = [${target.join(', ')}]`);
@@ -52,8 +57,9 @@ function maskView(mask: Tensor | undefined, q: Tensor, k: Tensor): { view: Strid
 /** softmax(scale · q·kᵀ + mask) · v per head; the backend's flash kernel when it has one. */
 export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOptions = {}): Tensor {
   checkAttention(q, k, v);
-  const causal = options.causal ?? false;
-  const scale = options.scale ?? 1 / Math.sqrt(q.shape[3]);
+  const checked = checkOptions<AttentionOptions>('attention', 'options', options, { causal: option.boolean, scale: option.finite, mask: option.tensor });
+  const causal = checked.causal ?? false;
+  const scale = checked.scale ?? 1 / Math.sqrt(q.shape[3]);
   if (!Number.isFinite(scale)) throw new InvalidArgumentError(`attention: scale must be finite, got ${scale}`);
   const mask = maskView(options.mask, q, k);
   const params = { scale, causal };

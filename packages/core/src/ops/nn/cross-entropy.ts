@@ -11,6 +11,7 @@ import { full } from '../creation.js';
 import { tidy } from '../../tensor/scope.js';
 import { reshape } from '../shape-ops.js';
 import { inDType, resolveFused, toDType } from './fused-call.js';
+import { checkOptions, checkTensor, option } from '../validate.js';
 
 /** Options of crossEntropy. */
 export interface CrossEntropyOptions {
@@ -41,8 +42,14 @@ function rowLosses(logits: Tensor, targets: Tensor, rows: number, classes: numbe
 
 /** Cross-entropy of logits [..., C] against i32 targets [...]; rows whose target is ignoreIndex count for nothing. */
 export function crossEntropy(logits: Tensor, targets: Tensor, options: CrossEntropyOptions = {}): Tensor {
-  const ignoreIndex = options.ignoreIndex ?? -100;
-  const reduction = options.reduction ?? 'mean';
+  checkTensor('crossEntropy', 'logits', logits);
+  checkTensor('crossEntropy', 'targets', targets);
+  const checked = checkOptions<CrossEntropyOptions>('crossEntropy', 'options', options, {
+    ignoreIndex: option.int32,
+    reduction: option.choice(['mean', 'sum', 'none']),
+  });
+  const ignoreIndex = checked.ignoreIndex ?? -100;
+  const reduction = checked.reduction ?? 'mean';
   commonBackend('crossEntropy', [logits, targets]);
   assertFloat('crossEntropy', logits, 'logits');
   if (targets.dtype !== 'i32') {

@@ -9,8 +9,12 @@ import { add, mul, rsqrt, sub } from '../elementwise.js';
 import { mean, sum } from '../reduce.js';
 import { reshape } from '../shape-ops.js';
 import { inDType, resolveFused, toDType } from './fused-call.js';
+import { checkNumber, checkTensor } from '../validate.js';
 
 function checkNorm(op: string, x: Tensor, params: Tensor[], eps: number): { rows: number; cols: number } {
+  checkTensor(op, 'x', x);
+  params.forEach((parameter, index) => checkTensor(op, index === 0 ? 'weight' : 'bias', parameter));
+  checkNumber(op, 'eps', eps, { finite: true, min: 0 });
   commonBackend(op, [x, ...params]);
   assertFloat(op, x);
   assertSameDType(op, [x, ...params]);

@@ -6,9 +6,30 @@ import { shapesEqual } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import { castTo } from '../cast.js';
 import { inDType, resolveFused } from './fused-call.js';
+import { checkNumber, checkOptions, checkTensor, describeValue, type OptionCheck } from '../validate.js';
+
+const ADAMW_PARAMS: { readonly [K in keyof AdamWParams]-?: OptionCheck } = {
+  lr: (op, name, value) => void checkNumber(op, name, value, { finite: true, min: 0 }),
+  beta1: (op, name, value) => void checkNumber(op, name, value, { finite: true, min: 0, max: 0.9999999999999999 }),
+  beta2: (op, name, value) => void checkNumber(op, name, value, { finite: true, min: 0, max: 0.9999999999999999 }),
+  eps: (op, name, value) => void checkNumber(op, name, value, { finite: true, min: 0, exclusiveMin: true }),
+  weightDecay: (op, name, value) => void checkNumber(op, name, value, { finite: true, min: 0 }),
+  step: (op, name, value) => void checkNumber(op, name, value, { integer: true, min: 1, max: Number.MAX_SAFE_INTEGER }),
+};
 
 /** One AdamW step: updates `param`, `m` and `v` in place from `grad` (m and v are f32). */
 export function adamwUpdate(param: Tensor, grad: Tensor, m: Tensor, v: Tensor, params: AdamWParams): void {
+  checkTensor('adamwUpdate', 'param', param);
+  checkTensor('adamwUpdate', 'grad', grad);
+  checkTensor('adamwUpdate', 'm', m);
+  checkTensor('adamwUpdate', 'v', v);
+  if (typeof params !== 'object' || params === null) {
+    throw new InvalidArgumentError(`adamwUpdate: params must be an object { lr, beta1, beta2, eps, weightDecay, step }, got ${describeValue(params)}`);
+  }
+  checkOptions<AdamWParams>('adamwUpdate', 'params', params, ADAMW_PARAMS);
+  for (const key of Object.keys(ADAMW_PARAMS) as (keyof AdamWParams)[]) {
+    if (params[key] === undefined) throw new InvalidArgumentError(`adamwUpdate: params.${key} is missing`, { hint: 'Pass every AdamW hyper-parameter: lr, beta1, beta2, eps, weightDecay, step.' });
+  }
   commonBackend('adamw', [param, grad, m, v]);
   assertFloat('adamw', param, 'parameter');
   assertFloat('adamw', grad, 'gradient');

@@ -5,6 +5,7 @@ import { recordOp } from '../../autograd/record.js';
 import { formatShape, shapesEqual } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import { inDType, resolveFused, toDType } from './fused-call.js';
+import { checkNumber, checkOptions, checkTensor, option } from '../validate.js';
 
 /** Options of rope. */
 export interface RopeOptions {
@@ -25,8 +26,13 @@ function ropeKernel(x: Tensor, offset: number, theta: number, inverse: boolean):
 
 /** Rotates pairs (i, i + D/2) of x [B, H, T, D] by position·theta^(−2i/D). */
 export function rope(x: Tensor, options: RopeOptions = {}): Tensor {
-  const offset = options.offset ?? 0;
-  const theta = options.theta ?? 10000;
+  checkTensor('rope', 'x', x);
+  const checked = checkOptions<RopeOptions>('rope', 'options', options, {
+    offset: option.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+    theta: (op, name, value) => void checkNumber(op, name, value, { finite: true, min: 0, exclusiveMin: true }),
+  });
+  const offset = checked.offset ?? 0;
+  const theta = checked.theta ?? 10000;
   assertFloat('rope', x);
   if (x.rank !== 4 || x.shape[3] % 2 !== 0) {
     throw new ShapeError(`rope: input must be [batch, heads, time, headDim] with an even headDim, got ${x.describe()}`);
@@ -40,6 +46,8 @@ export function rope(x: Tensor, options: RopeOptions = {}): Tensor {
 
 /** silu(gate) · up (the SwiGLU MLP gate). */
 export function swiglu(gate: Tensor, up: Tensor): Tensor {
+  checkTensor('swiglu', 'gate', gate);
+  checkTensor('swiglu', 'up', up);
   commonBackend('swiglu', [gate, up]);
   assertFloat('swiglu', gate);
   const dtype = assertSameDType('swiglu', [gate, up]);

@@ -1,7 +1,8 @@
 /** softmax and logSoftmax over an axis, with fused backward where the backend has it. */
 import { allocateTensor, assertFloat } from '../../engine/dispatch.js';
+import { checkAxis, checkTensor } from '../validate.js';
 import { recordOp } from '../../autograd/record.js';
-import { normalizeAxis, shapeSize } from '../../tensor/shape.js';
+import { shapeSize } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import { transpose } from '../shape-ops.js';
 import { exp, mul, sub } from '../elementwise.js';
@@ -20,9 +21,10 @@ function lastAxisKernel(name: 'softmax' | 'logSoftmax', x: Tensor): Tensor {
 }
 
 function alongAxis(name: 'softmax' | 'logSoftmax', x: Tensor, axis: number, lastAxis: (x: Tensor) => Tensor): Tensor {
+  checkTensor(name, 'x', x);
   assertFloat(name, x);
+  const resolved = checkAxis(name, 'axis', axis, Math.max(x.rank, 1), x.shape);
   if (x.rank === 0) return lastAxis(x);
-  const resolved = normalizeAxis(axis, x.rank, name, x.shape);
   if (resolved === x.rank - 1) return lastAxis(x);
   const moved = transpose(x, resolved, -1);
   const inner = lastAxis(moved);

@@ -48,6 +48,11 @@ const SPECS: ErrorSpec[] = [
     skipOn: (settings) => (typeof settings.backend.downloadSync === 'function'
       ? undefined
       : `core checks gather indices on the host only for backends with downloadSync; ${settings.backend.name} has none`) },
+  { name: 'crossEntropy target out of range', kernel: 'crossEntropy', code: 'INVALID_ARGUMENT', mentions: ['crossEntropy', '-5'],
+    call: (ops, make) => ops.crossEntropy(make(range(6), [2, 3]), make([1, -5], [2], 'i32')),
+    skipOn: (settings) => (typeof settings.backend.downloadSync === 'function'
+      ? undefined
+      : `core checks crossEntropy targets on the host only for backends with downloadSync; ${settings.backend.name} has none`) },
   { name: 'cast to unknown dtype', kernel: 'cast', code: 'DTYPE_MISMATCH', mentions: ['cast', 'f64'],
     call: (ops, make) => ops.cast(make(range(6), [2, 3]), 'f64' as Core.DType) },
   { name: 'concat rank mismatch', kernel: 'copy', code: 'SHAPE_MISMATCH', mentions: ['concat', [2, 3], [2, 3, 1]],

@@ -11,6 +11,7 @@ import { matmulCases } from './cases/matmul-cases.js';
 import { memoryCases } from './cases/memory-cases.js';
 import { nonFiniteCases } from './cases/non-finite-cases.js';
 import { normalizationCases } from './cases/norm-cases.js';
+import { opCases } from './cases/op-cases.js';
 import { reduceCases } from './cases/reduce-cases.js';
 import { softmaxCases } from './cases/softmax-cases.js';
 import { unaryCases } from './cases/unary-cases.js';
@@ -27,7 +28,7 @@ export interface BuildConformanceOptions extends ConformanceOptions {
 
 const FAMILIES: ((settings: CaseSettings) => ConformanceCase[])[] = [
   unaryCases, binaryCases, reduceCases, matmulCases, memoryCases, conversionCases, softmaxCases, normalizationCases,
-  attentionCases, optimizerCases, nonFiniteCases, gradientCases, argumentErrorCases,
+  attentionCases, optimizerCases, nonFiniteCases, gradientCases, argumentErrorCases, opCases,
 ];
 
 /** Every case for `options.backend`: primitives, declared fused kernels (or their composed fallbacks), gradients, NaN/Inf, argument errors. */

@@ -3,9 +3,14 @@
  * in a backend): numbers → storage bytes of a dtype, and storage bytes → float64 values.
  */
 import { DTYPE_BYTES, type DType } from '../../dtype.js';
-import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from '../../half.js';
+import { bf16BitsToF32, f16BitsToF32, f64ToBf16Bits, f64ToF16Bits } from '../../half.js';
+import { floatToI32 } from '../reference/encoding.js';
 
-/** Storage bytes of `values` in `dtype` (f16/bf16 round to nearest even from the f32 value, i32 truncates). */
+/**
+ * Storage bytes of `values` in `dtype`: f16/bf16 round to nearest even once, from the float64
+ * value; i32 follows the float → i32 rule of docs/kernel-semantics.md (toward zero, NaN → 0,
+ * saturating to [−2³¹, 2³¹ − 1]).
+ */
 export function encodeValues(values: ArrayLike<number>, dtype: DType): Uint8Array {
   const bytes = new Uint8Array(values.length * DTYPE_BYTES[dtype]);
   const view = new DataView(bytes.buffer);
@@ -13,9 +18,9 @@ export function encodeValues(values: ArrayLike<number>, dtype: DType): Uint8Arra
     const value = values[i];
     switch (dtype) {
       case 'f32': view.setFloat32(i * 4, value, true); break;
-      case 'i32': view.setInt32(i * 4, value, true); break;
-      case 'f16': view.setUint16(i * 2, f32ToF16Bits(Math.fround(value)), true); break;
-      case 'bf16': view.setUint16(i * 2, f32ToBf16Bits(Math.fround(value)), true); break;
+      case 'i32': view.setInt32(i * 4, floatToI32(value), true); break;
+      case 'f16': view.setUint16(i * 2, f64ToF16Bits(value), true); break;
+      case 'bf16': view.setUint16(i * 2, f64ToBf16Bits(value), true); break;
     }
   }
   return bytes;

@@ -1,23 +1,20 @@
 /**
  * Reference cross-entropy over logits [rows, classes] with i32 targets [rows].
  * loss_r = logsumexp(logits_r) − logits_r[target_r] (f32 [rows]); the gradient is
- * (softmax(logits_r) − onehot(target_r)) · scale. Rows whose target is ignoreIndex give 0.
+ * (softmax(logits_r) − onehot(target_r)) · scale. Rows whose target is ignoreIndex give 0; a
+ * row whose target is outside [0, classes) (and not ignoreIndex) gives NaN everywhere, never
+ * a value read from another row (core rejects such targets before a synchronous backend runs).
  * Numerics: float64, max-subtracted log-sum-exp, one rounding.
  */
-import { InvalidArgumentError } from '../../errors.js';
 import type { TensorRef } from '../../backend/kernel-backend.js';
 import type { ReferenceMemory } from './memory.js';
 import { rangeLogSumExp } from './softmax.js';
 
-function checkTarget(target: number, row: number, classes: number): void {
-  if (!(target >= 0 && target < classes)) {
-    throw new InvalidArgumentError(`crossEntropy: target ${target} of row ${row} is outside [0, ${classes})`, {
-      hint: 'Targets must be class indices or the ignoreIndex.',
-    });
-  }
+function inRange(target: number, classes: number): boolean {
+  return target >= 0 && target < classes;
 }
 
-/** loss [rows] of logits [rows, classes] vs targets [rows]. */
+/** loss [rows] of logits [rows, classes] vs targets [rows] (NaN for an out-of-range target). */
 export function referenceCrossEntropy(
   memory: ReferenceMemory, logits: TensorRef, targets: TensorRef, loss: TensorRef, rows: number, classes: number, ignoreIndex: number,
 ): void {
@@ -27,13 +24,16 @@ export function referenceCrossEntropy(
   for (let row = 0; row < rows; row++) {
     const target = labels[row];
     if (target === ignoreIndex) continue;
-    checkTarget(target, row, classes);
+    if (!inRange(target, classes)) {
+      result[row] = Number.NaN;
+      continue;
+    }
     result[row] = rangeLogSumExp(values, row * classes, classes) - values[row * classes + target];
   }
   memory.write(loss, result);
 }
 
-/** dLogits = (softmax(logits) − onehot(target)) · scale per row, 0 for ignored rows. */
+/** dLogits = (softmax(logits) − onehot(target)) · scale per row, 0 for ignored rows, NaN for out-of-range targets. */
 export function referenceCrossEntropyBackward(
   memory: ReferenceMemory, logits: TensorRef, targets: TensorRef, dLogits: TensorRef,
   rows: number, classes: number, ignoreIndex: number, scale: number,
@@ -44,8 +44,11 @@ export function referenceCrossEntropyBackward(
   for (let row = 0; row < rows; row++) {
     const target = labels[row];
     if (target === ignoreIndex) continue;
-    checkTarget(target, row, classes);
     const start = row * classes;
+    if (!inRange(target, classes)) {
+      result.fill(Number.NaN, start, start + classes);
+      continue;
+    }
     const logSumExp = rangeLogSumExp(values, start, classes);
     for (let col = 0; col < classes; col++) {
       const probability = Math.exp(values[start + col] - logSumExp);

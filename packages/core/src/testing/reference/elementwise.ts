@@ -65,7 +65,7 @@ export function referenceWhere(memory: ReferenceMemory, condition: StridedView, 
   memory.write(out, chosen.map((pick, index) => (pick ? left[index] : right[index])));
 }
 
-/** out = x converted to out.dtype (float → i32 truncates, NaN → 0, saturates at ±(2³¹ − 1)). */
+/** out = x converted to out.dtype (float → i32 truncates, NaN → 0, saturates to [−2³¹, 2³¹ − 1]; to f16/bf16 one rounding). */
 export function referenceCast(memory: ReferenceMemory, x: TensorRef, out: TensorRef): void {
   expectSameCount('cast', x, out);
   const values = memory.read(x);

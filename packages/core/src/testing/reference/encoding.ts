@@ -3,8 +3,8 @@
  * and a float64 result is encoded back with one correct rounding.
  * Numerics: f32 via Math.fround; f16/bf16 rounded to nearest even directly from the float64 value
  * (going through f32 first could round twice); NaN is stored as the canonical quiet NaN.
- * i32 stores the truncated value clamped to the i32 range (kernels apply the wrap-around or
- * saturation their definition asks for before storing).
+ * i32 stores the truncated value clamped to the i32 range, the float → i32 rule (kernels apply
+ * the wrap-around their definition asks for before storing).
  */
 import type { DType } from '../../dtype.js';
 import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from '../../half.js';
@@ -35,14 +35,23 @@ function roundHalfToEven(value: number): number {
   return floor % 2 === 0 ? floor : floor + 1;
 }
 
+const scratchF64 = new Float64Array(1);
+const scratchWords = new Uint32Array(scratchF64.buffer);
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** ⌊log2 |value|⌋ of a finite non-zero float64, read from its exponent bits (subnormals give −1023 or less, far below both half formats). */
+function binadeOf(value: number): number {
+  scratchF64[0] = value;
+  const high = scratchWords[LITTLE_ENDIAN ? 1 : 0];
+  return ((high >>> 20) & 0x7ff) - 1023;
+}
+
 /** The number of `format` nearest to `value` (ties to even, subnormals kept), ±Infinity on overflow. */
 export function roundToFormat(value: number, format: FloatFormat): number {
   if (!Number.isFinite(value) || value === 0) return value;
   const magnitude = Math.abs(value);
-  let exponent = Math.max(Math.floor(Math.log2(magnitude)), format.minExponent);
-  // Math.log2 may be one off next to a power of two; fix the binade exactly.
-  if (exponent > format.minExponent && 2 ** exponent > magnitude) exponent--;
-  else if (2 ** (exponent + 1) <= magnitude) exponent++;
+  const exponent = Math.max(binadeOf(magnitude), format.minExponent);
+  // Dividing by a power of two is exact, so the only rounding is roundHalfToEven's.
   const quantum = 2 ** (exponent - format.significandBits + 1);
   const rounded = roundHalfToEven(magnitude / quantum) * quantum;
   const result = rounded >= 2 ** (format.maxExponent + 1) ? Infinity : rounded;
@@ -59,15 +68,10 @@ export function roundToBf16Exactly(value: number): number {
   return roundToFormat(value, BF16_FORMAT);
 }
 
-/** The i32 storing `value`: truncated and clamped to the i32 range, NaN → 0. */
-function toI32Storage(value: number): number {
-  return Number.isNaN(value) ? 0 : Math.min(I32_MAX, Math.max(I32_MIN, Math.trunc(value)));
-}
-
-/** Float → i32 as `cast` defines it: toward zero, NaN → 0, saturating at ±(2³¹ − 1). */
+/** Float → i32 as `cast` and `fill` define it: toward zero, NaN → 0, saturating to [−2³¹, 2³¹ − 1]. */
 export function floatToI32(value: number): number {
   if (Number.isNaN(value)) return 0;
-  return Math.min(I32_MAX, Math.max(-I32_MAX, Math.trunc(value)));
+  return Math.min(I32_MAX, Math.max(I32_MIN, Math.trunc(value)));
 }
 
 /** Element `index` of `dtype` storage as a number (exact). */
@@ -87,7 +91,7 @@ export function writeElement(data: DataView, dtype: DType, index: number, value:
     // The rounded value is exactly representable, so half.ts only reinterprets it.
     case 'f16': data.setUint16(index * 2, f32ToF16Bits(roundToF16Exactly(value)), true); return;
     case 'bf16': data.setUint16(index * 2, f32ToBf16Bits(roundToBf16Exactly(value)), true); return;
-    case 'i32': data.setInt32(index * 4, toI32Storage(value), true); return;
+    case 'i32': data.setInt32(index * 4, floatToI32(value), true); return;
   }
 }
 

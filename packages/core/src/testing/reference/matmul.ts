@@ -25,17 +25,18 @@ export function referenceMatmul(memory: ReferenceMemory, a: TensorRef, b: Tensor
   checkExtent('a', left, batch, batchStrideA, m * k);
   checkExtent('b', right, batch, batchStrideB, k * n);
   const result = new Float64Array(batch * m * n);
+  // Element strides of A's rows and depth, and of B's depth and columns, as stored.
+  const [aRow, aDepth] = transposeA ? [1, m] : [k, 1];
+  const [bDepth, bColumn] = transposeB ? [1, k] : [n, 1];
   for (let matrix = 0; matrix < batch; matrix++) {
     const baseA = matrix * batchStrideA;
     const baseB = matrix * batchStrideB;
     for (let row = 0; row < m; row++) {
       for (let column = 0; column < n; column++) {
         let sum = 0;
-        for (let p = 0; p < k; p++) {
-          const valueA = left[baseA + (transposeA ? p * m + row : row * k + p)];
-          const valueB = right[baseB + (transposeB ? column * k + p : p * n + column)];
-          sum += valueA * valueB;
-        }
+        let indexA = baseA + row * aRow;
+        let indexB = baseB + column * bColumn;
+        for (let p = 0; p < k; p++, indexA += aDepth, indexB += bDepth) sum += left[indexA] * right[indexB];
         result[(matrix * m + row) * n + column] = sum;
       }
     }

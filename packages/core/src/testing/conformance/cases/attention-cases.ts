@@ -1,12 +1,15 @@
 /**
  * attention and attentionBackward: causal and not, additive masks as broadcast views ([Tq,Tk]
- * over batch and heads; [B,1,1,Tk] padding), GQA (Hq=4 with Hkv=2 and 1), Tq ≠ Tk with causal
- * (KV-cache decode Tq=1; Tq > Tk leaves rows with no key: out 0, lse −Inf), D not a power of 2.
+ * over batch and heads; [B,1,1,Tk] padding) and dense ([B,Hq,Tq,Tk], different per batch and
+ * head), GQA (Hq=4 with Hkv=2 and 1), Tq ≠ Tk with causal (KV-cache decode Tq=1; Tq > Tk leaves
+ * rows with no key: out 0, lse −Inf), D not a power of 2, a scale far from 1/√D, and keys whose
+ * scores rise along the sequence past 257 keys, so the running max of an online (flash) softmax
+ * grows from one key block to the next (blocks of 64, 96 or 128 keys) and a missing rescale shows.
  */
 import { FLOAT_DTYPES, type DType } from '../../../dtype.js';
 import type { AttentionParams, StridedView } from '../../../backend/kernel-backend.js';
 import { fusedCases, type CaseSettings } from '../case-builder.js';
-import type { CaseContext, Side, ViewPair } from '../case-context.js';
+import type { CaseContext, Pair, Side, ViewPair } from '../case-context.js';
 import { runFused, runOnReference } from '../fused-call.js';
 import type { ConformanceCase } from '../types.js';
 
@@ -26,8 +29,10 @@ export interface AttentionGeometry {
   headDim: number;
   /** Causal mask aligned to the end. */
   causal: boolean;
-  /** 'square' = an additive [Tq,Tk] mask broadcast over batch and heads; 'padding' = [B,1,1,Tk]. */
-  mask?: 'square' | 'padding';
+  /** 'square' = an additive [Tq,Tk] mask broadcast over batch and heads; 'padding' = [B,1,1,Tk]; 'dense' = [B,Hq,Tq,Tk]. */
+  mask?: 'square' | 'padding' | 'dense';
+  /** 'rising': q in [0.25, 1) and keys drifting upward with their index, so scores grow along the keys. */
+  keys?: 'rising';
   /** Multiplier of q·k (default 1/√D). */
   scale?: number;
   /** Only in 'full' sizes. */
@@ -41,13 +46,16 @@ const GEOMETRIES: AttentionGeometry[] = [
   { batch: 2, headsQ: 2, headsKV: 2, lengthQ: 5, lengthK: 5, headDim: 8, causal: false },
   { batch: 2, headsQ: 2, headsKV: 2, lengthQ: 5, lengthK: 5, headDim: 8, causal: true },
   { batch: 1, headsQ: 4, headsKV: 2, lengthQ: 7, lengthK: 7, headDim: 16, causal: true },
-  { batch: 1, headsQ: 4, headsKV: 1, lengthQ: 6, lengthK: 9, headDim: 12, causal: false, scale: 0.3 },
+  { batch: 1, headsQ: 4, headsKV: 1, lengthQ: 6, lengthK: 9, headDim: 12, causal: false, scale: 0.75 },
   { batch: 1, headsQ: 2, headsKV: 2, lengthQ: 3, lengthK: 10, headDim: 8, causal: true },
   { batch: 1, headsQ: 4, headsKV: 2, lengthQ: 1, lengthK: 17, headDim: 8, causal: true },
   { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 5, lengthK: 3, headDim: 8, causal: true, forwardOnly: true },
   { batch: 2, headsQ: 2, headsKV: 1, lengthQ: 4, lengthK: 6, headDim: 8, causal: false, mask: 'square' },
   { batch: 2, headsQ: 2, headsKV: 2, lengthQ: 4, lengthK: 6, headDim: 8, causal: true, mask: 'padding' },
   { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 0, lengthK: 4, headDim: 8, causal: true },
+  { batch: 2, headsQ: 4, headsKV: 2, lengthQ: 5, lengthK: 7, headDim: 8, causal: false, mask: 'dense' },
+  { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 3, lengthK: 257, headDim: 8, causal: false, keys: 'rising' },
+  { batch: 1, headsQ: 1, headsKV: 1, lengthQ: 150, lengthK: 150, headDim: 8, causal: true, keys: 'rising' },
   { batch: 1, headsQ: 2, headsKV: 2, lengthQ: 130, lengthK: 130, headDim: 64, causal: true, full: true },
   { batch: 1, headsQ: 4, headsKV: 2, lengthQ: 33, lengthK: 65, headDim: 24, causal: false, mask: 'square', full: true },
 ];
@@ -59,6 +67,7 @@ export function describeAttention(geometry: AttentionGeometry): string {
   parts.push(geometry.causal ? 'causal' : 'non-causal');
   if (geometry.mask) parts.push(`mask=${geometry.mask}`);
   if (geometry.scale !== undefined) parts.push(`scale=${geometry.scale}`);
+  if (geometry.keys) parts.push(`keys=${geometry.keys}`);
   return parts.join(',');
 }
 
@@ -67,31 +76,49 @@ export function attentionParams(geometry: AttentionGeometry): AttentionParams {
   return { scale: geometry.scale ?? 1 / Math.sqrt(geometry.headDim), causal: geometry.causal };
 }
 
+/** Stored element count and [B, Hq, Tq, Tk] strides of each mask kind. */
+function maskLayout(geometry: AttentionGeometry): { count: number; strides: number[] } {
+  const { batch, headsQ, lengthQ, lengthK } = geometry;
+  switch (geometry.mask) {
+    case 'square': return { count: lengthQ * lengthK, strides: [0, 0, lengthK, 1] };
+    case 'padding': return { count: batch * lengthK, strides: [lengthK, 0, 0, 1] };
+    default: return { count: batch * headsQ * lengthQ * lengthK, strides: [headsQ * lengthQ * lengthK, lengthQ * lengthK, lengthK, 1] };
+  }
+}
+
 /** The additive mask as a view broadcast to [B, Hq, Tq, Tk] plus its dense values; key 0 stays finite so no row is fully masked. */
 function maskOf(context: CaseContext, geometry: AttentionGeometry): { view: ViewPair; dense: Float64Array } | null {
   const { batch, headsQ, lengthQ, lengthK } = geometry;
   if (!geometry.mask) return null;
-  const square = geometry.mask === 'square';
-  const count = square ? lengthQ * lengthK : batch * lengthK;
+  const { count, strides } = maskLayout(geometry);
   const values = context.random.pick(count, [0, -0.5, -1.5, -Infinity, 0.25]).map((value, index) => (index % lengthK === 0 ? 0 : value));
   const mask = context.tensor([count], 'f32', values);
-  const strides = square ? [0, 0, lengthK, 1] : [lengthK, 0, 0, 1];
   const dense = new Float64Array(batch * headsQ * lengthQ * lengthK);
   for (let index = 0; index < dense.length; index++) {
     const j = index % lengthK;
     const i = Math.floor(index / lengthK) % lengthQ;
+    const h = Math.floor(index / (lengthK * lengthQ)) % headsQ;
     const b = Math.floor(index / (lengthK * lengthQ * headsQ));
-    dense[index] = values[b * strides[0] + i * strides[2] + j];
+    dense[index] = values[b * strides[0] + h * strides[1] + i * strides[2] + j];
   }
   return { view: context.view(mask, [batch, headsQ, lengthQ, lengthK], strides), dense };
 }
 
-/** q, k, v of a geometry, uniform in [-1, 1). */
+/** Keys that drift upward with their index (k = u/2 + 2.5·j/Tk), so positive queries score later keys higher. */
+function risingKeys(context: CaseContext, geometry: AttentionGeometry, dtype: DType): Pair {
+  const { batch, headsKV, lengthK, headDim } = geometry;
+  const noise = context.random.uniform(batch * headsKV * lengthK * headDim, -0.5, 0.5);
+  const values = noise.map((value, index) => value + (2.5 * (Math.floor(index / headDim) % lengthK)) / lengthK);
+  return context.tensor([batch, headsKV, lengthK, headDim], dtype, values);
+}
+
+/** q, k, v of a geometry, uniform in [-1, 1) (q in [0.25, 1) and rising keys for keys: 'rising'). */
 export function attentionInputs(context: CaseContext, geometry: AttentionGeometry, dtype: DType) {
   const { batch, headsQ, headsKV, lengthQ, lengthK, headDim } = geometry;
+  const rising = geometry.keys === 'rising';
   return {
-    q: context.uniform([batch, headsQ, lengthQ, headDim], dtype),
-    k: context.uniform([batch, headsKV, lengthK, headDim], dtype),
+    q: rising ? context.uniform([batch, headsQ, lengthQ, headDim], dtype, 0.25, 1) : context.uniform([batch, headsQ, lengthQ, headDim], dtype),
+    k: rising ? risingKeys(context, geometry, dtype) : context.uniform([batch, headsKV, lengthK, headDim], dtype),
     v: context.uniform([batch, headsKV, lengthK, headDim], dtype),
     mask: maskOf(context, geometry),
   };

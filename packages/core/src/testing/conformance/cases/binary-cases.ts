@@ -1,4 +1,9 @@
-/** binary and where: every op per dtype, on contiguous, broadcast (stride 0), strided/offset and empty views. */
+/**
+ * binary and where: every op per dtype, on contiguous, broadcast (stride 0), strided/offset and
+ * empty views; i32 add/sub/mul on operands across the whole i32 range (they must wrap around);
+ * pow with negative bases and integer exponents; where with f32 conditions that include −0 (zero),
+ * NaN and subnormals (non-zero, also on a device that flushes subnormals).
+ */
 import { DTYPES, type DType } from '../../../dtype.js';
 import type { BinaryOp } from '../../../backend/kernel-backend.js';
 import type { CaseContext, Pair, ViewPair } from '../case-context.js';
@@ -27,9 +32,23 @@ const LAYOUTS: Layout[] = [
   { name: 'large 33×65', shape: [33, 65], operands: (context, fillA, fillB) => ({ a: context.view(fillA(33), [33, 65], [1, 0]), b: context.view(fillB(33 * 65), [33, 65], [65, 1]) }) },
 ];
 
+/** Which operand values a case uses: the op's ordinary domain, full-range i32 (overflow), or negative pow bases. */
+type OperandKind = 'ordinary' | 'overflow' | 'negative bases';
+
+const [I32_MAX, I32_MIN] = [2147483647, -2147483648];
+/** The first i32 operand pairs of an overflow case: sums, differences and products that pass ±2³¹ (the rest are random over the whole range). */
+const OVERFLOW_PAIRS: Record<'a' | 'b', readonly number[]> = {
+  a: [I32_MAX, I32_MIN, 46341, 65536, -46341, I32_MAX, I32_MIN, -1, I32_MIN],
+  b: [1, -1, 46341, 65536, 46341, I32_MAX, I32_MIN, I32_MIN, 1],
+};
+/** pow exponents: integers (finite for negative bases) and two non-integers (NaN for them). */
+const POW_EXPONENTS = [-3, -2, -1, 0, 1, 2, 3, 0.5, -1.5];
+
 /** Operand values for `op` (ties for comparisons, divisors away from zero, positive bases for pow). */
-function operandValues(context: CaseContext, op: BinaryOp, dtype: DType, operand: 'a' | 'b', count: number): Float64Array {
+function operandValues(context: CaseContext, op: BinaryOp, dtype: DType, operand: 'a' | 'b', count: number, kind: OperandKind = 'ordinary'): Float64Array {
   const random = context.random;
+  if (kind === 'overflow') return random.integers(count, I32_MIN, I32_MAX + 1).map((value, i) => OVERFLOW_PAIRS[operand][i] ?? value);
+  if (kind === 'negative bases') return operand === 'a' ? random.awayFromZero(count, 0.25, 3) : random.pick(count, POW_EXPONENTS);
   if (COMPARISON_OPS.includes(op)) return dtype === 'i32' ? random.integers(count, -3, 4) : random.pick(count, [-1, -0.5, 0, 0.5, 1]);
   if (dtype === 'i32') return random.integers(count, -1000, 1001);
   if (op === 'div' && operand === 'b') return random.awayFromZero(count, 0.25, 4);
@@ -37,9 +56,10 @@ function operandValues(context: CaseContext, op: BinaryOp, dtype: DType, operand
   return random.uniform(count, -3, 3);
 }
 
-function binaryCase(settings: CaseSettings, op: BinaryOp, dtype: DType, layout: Layout): ConformanceCase {
-  return primitiveCase(settings, 'binary', dtype, `${op} ${layout.name}`, async (context) => {
-    const fill = (operand: 'a' | 'b') => (count: number) => context.tensor([count], dtype, operandValues(context, op, dtype, operand, count));
+function binaryCase(settings: CaseSettings, op: BinaryOp, dtype: DType, layout: Layout, kind: OperandKind = 'ordinary'): ConformanceCase {
+  const prefix = kind === 'ordinary' ? op : `${op} ${kind}`;
+  return primitiveCase(settings, 'binary', dtype, `${prefix} ${layout.name}`, async (context) => {
+    const fill = (operand: 'a' | 'b') => (count: number) => context.tensor([count], dtype, operandValues(context, op, dtype, operand, count, kind));
     const { a, b } = layout.operands(context, fill('a'), fill('b'));
     const out = context.output(layout.shape, dtype);
     context.onBoth((backend, side) => backend.binary(op, a[side], b[side], out[side]));
@@ -49,7 +69,8 @@ function binaryCase(settings: CaseSettings, op: BinaryOp, dtype: DType, layout: 
 
 function whereCase(settings: CaseSettings, dtype: DType, conditionDType: DType, layout: Layout): ConformanceCase {
   return primitiveCase(settings, 'where', dtype, `condition ${conditionDType} ${layout.name}`, async (context) => {
-    const conditionChoices = conditionDType === 'i32' ? [0, 1, -5, 0] : [0, 1, -0.5, 0, Number.NaN];
+    // −0 is zero; NaN and subnormals (1e-40, the smallest −1.4e-45) are not.
+    const conditionChoices = conditionDType === 'i32' ? [0, 1, -5, 0] : [0, 1, -0.5, 0, Number.NaN, -0, 1e-40, -1e-45];
     const values = (count: number) => (dtype === 'i32' ? context.random.integers(count, -1000, 1001) : context.random.uniform(count, -3, 3));
     const { a: condition, b: a } = layout.operands(
       context,
@@ -72,6 +93,8 @@ export function binaryCases(settings: CaseSettings): ConformanceCase[] {
     for (const op of dtype === 'i32' ? I32_BINARY_OPS : BINARY_OPS) {
       for (const layout of layouts) cases.push(binaryCase(settings, op, dtype, layout));
     }
+    if (dtype === 'i32') for (const op of ['add', 'sub', 'mul'] as const) cases.push(binaryCase(settings, op, dtype, LAYOUTS[0], 'overflow'));
+    else cases.push(binaryCase(settings, 'pow', dtype, LAYOUTS[0], 'negative bases'));
   }
   for (const dtype of DTYPES) {
     for (const conditionDType of ['f32', 'i32'] as const) {

@@ -1,4 +1,8 @@
-/** cast (every dtype pair, rounding ties, overflow, NaN/Inf, saturation), fill, and random (bit-identical to philox.ts). */
+/**
+ * cast (every dtype pair, rounding ties, overflow, NaN/Inf, saturation at −2³¹ and 2³¹ − 1, i32
+ * sources across the whole range and where going through f32 first would round twice), fill
+ * (the same for a float64 value, rounded once), and random (bit-identical to philox.ts).
+ */
 import { DTYPES, FLOAT_DTYPES, type DType } from '../../../dtype.js';
 import type { RandomDistribution } from '../../../backend/kernel-backend.js';
 import { philoxNormal, philoxUniform } from '../../../random/philox.js';
@@ -7,20 +11,31 @@ import { runFused } from '../fused-call.js';
 import { roundToDType } from '../host-values.js';
 import type { ConformanceCase } from '../types.js';
 
-/** Float sources: RNE ties for f16 (1 + 2⁻¹¹) and bf16 (1 + 2⁻⁸), f16 overflow/subnormals, i32 truncation and saturation. */
+/**
+ * Float sources: RNE ties for f16 (1 + 2⁻¹¹) and bf16 (1 + 2⁻⁸), f16 overflow/subnormals, i32
+ * truncation and saturation on both sides (−2³¹ itself, the f32 values next to it, −3e9, −Inf).
+ */
 const FLOAT_SPECIALS = [
   0, -0, 1, -1, 0.5, -0.5, 1.5, -2.5, 2.5, 1 + 2 ** -11, 1 + 3 * 2 ** -11, 1 + 2 ** -8, 1 + 3 * 2 ** -8, 65504, 65519, 65520,
   70000, -70000, 1e-8, 6e-8, 3e-5, 2 ** 31, 3e9, 123456.7, -123456.7, 2 ** 24 + 2, 1e38, Number.NaN, Number.POSITIVE_INFINITY,
+  -(2 ** 31), -(2 ** 31) - 256, -(2 ** 31) + 128, 2 ** 31 - 128, -3e9, Number.NEGATIVE_INFINITY,
 ];
-/** Negative overflow is left out of float → i32: docs say "saturates at ±(2³¹−1)" and hardware gives −2³¹ (see the kit's report). */
-const NEGATIVE_ONLY_FLOAT = [-3e9, Number.NEGATIVE_INFINITY];
-/** i32 sources: f32/f16/bf16 rounding ties and overflow. */
-const INT_SPECIALS = [0, 1, -1, 2049, 2051, 2 ** 24 + 1, 2 ** 24 + 3, -(2 ** 24 + 1), 65504, 65520, 100000, 2 ** 31 - 1, -(2 ** 31)];
+/**
+ * i32 sources: f32/f16/bf16 rounding ties and overflow, and 2²⁴ + 2¹⁶ + 1 and 2³⁰ + 2²² + 1, whose
+ * nearest f32 is a bf16 tie: bf16 must round them up, as one rounding of the integer does.
+ */
+const INT_SPECIALS = [
+  0, 1, -1, 2049, 2051, 2 ** 24 + 1, 2 ** 24 + 3, -(2 ** 24 + 1), 65504, 65520, 100000, 2 ** 31 - 1, -(2 ** 31),
+  2 ** 24 + 2 ** 16 + 1, -(2 ** 24 + 2 ** 16 + 1), 2 ** 30 + 2 ** 22 + 1, -(2 ** 30 + 2 ** 22 + 63),
+];
 
 function castCase(settings: CaseSettings, from: DType, to: DType): ConformanceCase {
   return primitiveCase(settings, 'cast', from, `to ${to}`, async (context) => {
-    const specials = from === 'i32' ? INT_SPECIALS : to === 'i32' ? FLOAT_SPECIALS : [...FLOAT_SPECIALS, ...NEGATIVE_ONLY_FLOAT];
-    const random = from === 'i32' ? context.random.integers(64, -5000, 5001) : context.random.uniform(64, -300, 300);
+    const specials = from === 'i32' ? INT_SPECIALS : FLOAT_SPECIALS;
+    // i32: small values and values across the whole range (most are not exact in f32).
+    const random = from === 'i32'
+      ? [...context.random.integers(32, -5000, 5001), ...context.random.integers(32, -(2 ** 31), 2 ** 31)]
+      : context.random.uniform(64, -300, 300);
     const values = [...specials, ...random];
     const x = context.tensor([values.length], from, values);
     const out = context.output([values.length], to);
@@ -31,11 +46,33 @@ function castCase(settings: CaseSettings, from: DType, to: DType): ConformanceCa
 
 const FILL_VALUES = [0, 1.5, -3.25, 3.7, -3.7, 1e-8, 70000, 2 ** 31 + 5, Number.NaN, Number.POSITIVE_INFINITY];
 
+/**
+ * float64 fill values whose nearest f32 is an f16 or bf16 tie (or, for 65519.999, rounds to 65520,
+ * which is f16 Inf): rounding once gives another half than rounding through f32. Then i32
+ * saturation and truncation next to both bounds.
+ */
+const ROUNDING_FILL_VALUES = [
+  1 + 2 ** -11 + 2 ** -30, -(1 + 2 ** -11 + 2 ** -30), 1 + 2 ** -8 + 2 ** -30, 65519.999, -3e9, Number.NEGATIVE_INFINITY,
+  -2147483648.9, 2147483647.9, -2147483647.5,
+];
+
 function fillCase(settings: CaseSettings, dtype: DType, value: number, length: number): ConformanceCase {
   return primitiveCase(settings, 'fill', dtype, `value=${value} length=${length}`, async (context) => {
     const out = context.output([length], dtype);
     context.onBoth((backend, side) => backend.fill(out[side], value));
     await context.expectClose(out, 'out', { exact: true });
+  });
+}
+
+/** One case filling a tensor with each ROUNDING_FILL_VALUES value in turn (the output name says which). */
+function roundingFillCase(settings: CaseSettings, dtype: DType): ConformanceCase {
+  const length = 5;
+  return primitiveCase(settings, 'fill', dtype, `double rounding and i32 saturation values length=${length}`, async (context) => {
+    for (const value of ROUNDING_FILL_VALUES) {
+      const out = context.output([length], dtype);
+      context.onBoth((backend, side) => backend.fill(out[side], value));
+      await context.expectClose(out, `out (value=${value})`, { exact: true });
+    }
   });
 }
 
@@ -71,7 +108,7 @@ export function conversionCases(settings: CaseSettings): ConformanceCase[] {
   for (const from of DTYPES) for (const to of DTYPES) cases.push(castCase(settings, from, to));
   for (const dtype of DTYPES) {
     for (const value of FILL_VALUES) cases.push(fillCase(settings, dtype, value, 37));
-    cases.push(fillCase(settings, dtype, 1.5, 0), fillCase(settings, dtype, 1.5, 1));
+    cases.push(fillCase(settings, dtype, 1.5, 0), fillCase(settings, dtype, 1.5, 1), roundingFillCase(settings, dtype));
   }
   for (const dtype of FLOAT_DTYPES) for (const sweep of RANDOM_SWEEPS) cases.push(...randomCases(settings, dtype, sweep));
   return cases;

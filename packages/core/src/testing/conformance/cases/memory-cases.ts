@@ -1,4 +1,8 @@
-/** copy (permute, slice with offset, strided dst, broadcast src), gather and scatterAdd (duplicate indices), per dtype. */
+/**
+ * copy (permute, slice with offset, strided dst, broadcast src, and views whose axes are contiguous
+ * only in part, so a backend that merges axes must check every operand and every pair), gather
+ * and scatterAdd (duplicate indices), per dtype.
+ */
 import { DTYPES, type DType } from '../../../dtype.js';
 import type { CaseContext, Pair, ViewPair } from '../case-context.js';
 import { primitiveCase, type CaseSettings } from '../case-builder.js';
@@ -28,6 +32,12 @@ const COPY_LAYOUTS: CopyLayout[] = [
   { name: 'broadcast src 1×5 → 4×5', build: (context, values) => ({ src: context.view(values([5]), [4, 5], [0, 1]), ...contiguousDestination(context, values, [4, 5]) }) },
   // Writes a [3,4] block into every other column of rows 2 apart of an [8,9] destination from offset 5; the rest must stay untouched.
   { name: 'strided dst 3×4 into 8×9', build: (context, values) => { const dstBuffer = values([8, 9]); return { src: context.whole(values([3, 4])), dst: context.view(dstBuffer, [3, 4], [18, 2], 5), dstBuffer }; } },
+  // Rows 1..4 of every [6,5] block of a [6,6,5] source: the last two axes merge (stride 5 = 1·5), the first does not (30 ≠ 5·4, though 30 = 5·6).
+  { name: 'partly contiguous src 6×6×5[:,1:5,:]', build: (context, values) => ({ src: context.view(values([6, 6, 5]), [6, 4, 5], [30, 5, 1], 5), ...contiguousDestination(context, values, [6, 4, 5]) }) },
+  // The same shape of window, on the destination side: a dense source written into rows 1..3 of each [4,5] block of a [4,4,5] buffer.
+  { name: 'partly contiguous dst 4×3×5 into 4×4×5', build: (context, values) => { const dstBuffer = values([4, 4, 5]); return { src: context.whole(values([4, 3, 5])), dst: context.view(dstBuffer, [4, 3, 5], [20, 5, 1], 5), dstBuffer }; } },
+  // Every other element: the first two axes merge (40 = 10·4), the merged row still has stride 2.
+  { name: 'outer axes contiguous, stride-2 rows 3×4×5', build: (context, values) => ({ src: context.view(values([120]), [3, 4, 5], [40, 10, 2], 1), ...contiguousDestination(context, values, [3, 4, 5]) }) },
   { name: 'permute 64×33×17 → 17×33×64', full: true, build: (context, values) => ({ src: context.view(values([64, 33, 17]), [17, 33, 64], [1, 17, 561]), ...contiguousDestination(context, values, [17, 33, 64]) }) },
 ];
 

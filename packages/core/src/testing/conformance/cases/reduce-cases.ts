@@ -1,4 +1,9 @@
-/** reduce: sum/max/min/argmax/argmin per dtype over [outer, size, inner] sweeps (size 1, empty axis, odd, long rows). */
+/**
+ * reduce: sum/max/min/argmax/argmin per dtype over [outer, size, inner] sweeps (size 1, empty
+ * axis, odd, long rows); i32 sums across the whole i32 range (they wrap around); and f16/bf16 sums
+ * of 2000 positive terms, where accumulating in the storage dtype stalls (f16 spacing is 1 from
+ * 1024, bf16's 2 from 256) while f32 accumulation stays within the output's own rounding.
+ */
 import { DTYPES, type DType } from '../../../dtype.js';
 import type { ReduceOp } from '../../../backend/kernel-backend.js';
 import { primitiveCase, type CaseSettings } from '../case-builder.js';
@@ -16,6 +21,27 @@ function reduceInputs(context: CaseContext, op: ReduceOp, dtype: DType, count: n
   // Few distinct values for the arg-reductions, so ties test "first index of the extremum".
   if (op === 'argmax' || op === 'argmin') return context.random.pick(count, [-2, -1.5, -1, -0.5, 0, 0.5, 1, 1.5, 2]);
   return context.random.uniform(count, -1, 1);
+}
+
+function i32SumOverflowCase(settings: CaseSettings): ConformanceCase {
+  const [outer, size, inner] = [2, 33, 3];
+  return primitiveCase(settings, 'reduce', 'i32', `sum overflow outer=${outer},size=${size},inner=${inner}`, async (context) => {
+    const x = context.tensor([outer, size, inner], 'i32', context.random.integers(outer * size * inner, -2147483648, 2147483648));
+    const out = context.output([outer, inner], 'i32');
+    context.onBoth((backend, side) => backend.reduce('sum', x[side], out[side], outer, size, inner));
+    await context.expectClose(out, 'out');
+  });
+}
+
+function longPositiveSumCase(settings: CaseSettings, dtype: DType): ConformanceCase {
+  const [outer, size, inner] = [1, 2000, 2];
+  return primitiveCase(settings, 'reduce', dtype, `sum positive outer=${outer},size=${size},inner=${inner}`, async (context) => {
+    const x = context.tensor([outer, size, inner], dtype, context.random.uniform(outer * size * inner, 0.5, 1));
+    const out = context.output([outer, inner], dtype);
+    context.onBoth((backend, side) => backend.reduce('sum', x[side], out[side], outer, size, inner));
+    // No √size widening: with positive terms f32 accumulation is within size·2⁻²⁴ ≈ 1.2e-4 (relative), below one f16/bf16 rounding.
+    await context.expectClose(out, 'out');
+  });
 }
 
 /** Every reduce (op, dtype, shape) case. */
@@ -36,5 +62,6 @@ export function reduceCases(settings: CaseSettings): ConformanceCase[] {
       }
     }
   }
+  cases.push(i32SumOverflowCase(settings), longPositiveSumCase(settings, 'f16'), longPositiveSumCase(settings, 'bf16'));
   return cases;
 }

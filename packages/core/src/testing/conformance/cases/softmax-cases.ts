@@ -1,7 +1,9 @@
 /**
  * softmax, logSoftmax, softmaxBackward, crossEntropy, crossEntropyBackward over [rows, cols]
- * sweeps, plus large-logit rows (±200: exp overflows f32 unless the row max is subtracted) and
- * cross-entropy rows with the ignore index −100.
+ * sweeps, plus rows of large finite logits (centred on ±1000: exp overflows or underflows even in
+ * float64 unless the row max is subtracted), cross-entropy rows with the ignore index −100, and a
+ * cross-entropy case with ignore index −1 and out-of-range targets (−100, −5, classes), whose
+ * rows must be NaN.
  */
 import { FLOAT_DTYPES, type DType } from '../../../dtype.js';
 import { fusedCases, type CaseSettings } from '../case-builder.js';
@@ -13,20 +15,29 @@ import type { ConformanceCase } from '../types.js';
 /** The ignore index used by the cross-entropy cases. */
 export const IGNORE_INDEX = -100;
 
-/** Logit ranges: ordinary, and large enough that exp overflows f32 without max subtraction. */
-const RANGES: { name: string; magnitude: number }[] = [{ name: '', magnitude: 3 }, { name: ' large-logits', magnitude: 200 }];
+/** Logits of [rows, cols]: ordinary (uniform ±3), or large (each row centred on +1000 or −1000, spread ±8). */
+type LogitRange = 'ordinary' | 'large';
 
-function softmaxFamily(settings: CaseSettings, dtype: DType, rows: number, cols: number, magnitude: number, suffix: string): ConformanceCase[] {
-  const parameters = `rows=${rows},cols=${cols}${suffix}`;
+/** The case-id suffix of a logit range. */
+const RANGE_SUFFIX: Record<LogitRange, string> = { ordinary: '', large: ' logits≈±1000' };
+
+function logitValues(context: CaseContext, range: LogitRange, rows: number, cols: number): Float64Array {
+  if (range === 'ordinary') return context.random.uniform(rows * cols, -3, 3);
+  const spread = context.random.uniform(rows * cols, -8, 8);
+  return spread.map((value, index) => (Math.floor(index / cols) % 2 === 0 ? 1000 : -1000) + value);
+}
+
+function softmaxFamily(settings: CaseSettings, dtype: DType, rows: number, cols: number, range: LogitRange): ConformanceCase[] {
+  const parameters = `rows=${rows},cols=${cols}${RANGE_SUFFIX[range]}`;
   return [
     ...fusedCases(settings, 'softmax', dtype, parameters, async (context, mode) => {
-      const x = context.uniform([rows, cols], dtype, -magnitude, magnitude);
+      const x = context.tensor([rows, cols], dtype, logitValues(context, range, rows, cols));
       const out = context.output([rows, cols], dtype);
       runFused(context, mode, 'softmax', (side) => [x[side], out[side], rows, cols]);
       await context.expectClose(out, 'out');
     }),
     ...fusedCases(settings, 'logSoftmax', dtype, parameters, async (context, mode) => {
-      const x = context.uniform([rows, cols], dtype, -magnitude, magnitude);
+      const x = context.tensor([rows, cols], dtype, logitValues(context, range, rows, cols));
       const out = context.output([rows, cols], dtype);
       runFused(context, mode, 'logSoftmax', (side) => [x[side], out[side], rows, cols]);
       await context.expectClose(out, 'out');
@@ -47,26 +58,52 @@ function softmaxBackwardCases(settings: CaseSettings, dtype: DType, rows: number
   });
 }
 
-function crossEntropyFamily(settings: CaseSettings, dtype: DType, rows: number, classes: number, magnitude: number, suffix: string): ConformanceCase[] {
-  const parameters = `rows=${rows},classes=${classes},ignoreIndex=${IGNORE_INDEX}${suffix}`;
+/** How a cross-entropy case picks its targets. */
+interface TargetPlan {
+  /** The ignore index passed to the kernel. */
+  ignoreIndex: number;
+  /** Case-id suffix. */
+  suffix: string;
+  /** Fixed targets by row (cycled; 'classes' is one past the last class), or undefined for random classes with every 4th row (from 1) ignored. */
+  pattern?: readonly (number | 'classes')[];
+}
+
+const ORDINARY_TARGETS: TargetPlan = { ignoreIndex: IGNORE_INDEX, suffix: '' };
+/** −1 is ignored; −100, −5 and `classes` are out of range, so their rows are NaN. */
+const OUT_OF_RANGE_TARGETS: TargetPlan = { ignoreIndex: -1, suffix: ',out-of-range targets', pattern: [3, -1, 0, -100, -5, 'classes', 36, -1] };
+
+function targetValues(context: CaseContext, plan: TargetPlan, rows: number, classes: number): Float64Array {
+  const random = context.random.integers(rows, 0, classes);
+  const { pattern } = plan;
+  if (pattern) {
+    return random.map((_, row) => {
+      const target = pattern[row % pattern.length];
+      return target === 'classes' ? classes : target;
+    });
+  }
+  // Roughly one row in four is ignored (never the only row, so a one-row case still checks the loss).
+  return random.map((target, row) => (rows > 1 && row % 4 === 1 ? plan.ignoreIndex : target));
+}
+
+function crossEntropyFamily(settings: CaseSettings, dtype: DType, rows: number, classes: number, range: LogitRange, plan: TargetPlan): ConformanceCase[] {
+  const { ignoreIndex } = plan;
+  const parameters = `rows=${rows},classes=${classes},ignoreIndex=${ignoreIndex}${RANGE_SUFFIX[range]}${plan.suffix}`;
   const scale = rows > 0 ? 1 / rows : 1;
-  const inputs = (context: CaseContext) => {
-    const logits = context.uniform([rows, classes], dtype, -magnitude, magnitude);
-    // Roughly one row in four is ignored (never the only row, so a one-row case still checks the loss).
-    const targets = context.random.integers(rows, 0, classes).map((target, row) => (rows > 1 && row % 4 === 1 ? IGNORE_INDEX : target));
-    return { logits, targets: context.tensor([rows], 'i32', targets) };
-  };
+  const inputs = (context: CaseContext) => ({
+    logits: context.tensor([rows, classes], dtype, logitValues(context, range, rows, classes)),
+    targets: context.tensor([rows], 'i32', targetValues(context, plan, rows, classes)),
+  });
   return [
     ...fusedCases(settings, 'crossEntropy', dtype, parameters, async (context, mode) => {
       const { logits, targets } = inputs(context);
       const loss = context.output([rows], 'f32');
-      runFused(context, mode, 'crossEntropy', (side) => [logits[side], targets[side], loss[side], rows, classes, IGNORE_INDEX]);
+      runFused(context, mode, 'crossEntropy', (side) => [logits[side], targets[side], loss[side], rows, classes, ignoreIndex]);
       await context.expectClose(loss, 'loss', { reductionLength: classes });
     }),
     ...fusedCases(settings, 'crossEntropyBackward', dtype, `${parameters},scale=${scale.toPrecision(3)}`, async (context, mode) => {
       const { logits, targets } = inputs(context);
       const dLogits = context.output([rows, classes], dtype);
-      runFused(context, mode, 'crossEntropyBackward', (side) => [logits[side], targets[side], dLogits[side], rows, classes, IGNORE_INDEX, scale]);
+      runFused(context, mode, 'crossEntropyBackward', (side) => [logits[side], targets[side], dLogits[side], rows, classes, ignoreIndex, scale]);
       await context.expectClose(dLogits, 'dLogits');
     }),
   ];
@@ -77,12 +114,13 @@ export function softmaxCases(settings: CaseSettings): ConformanceCase[] {
   const cases: ConformanceCase[] = [];
   for (const dtype of FLOAT_DTYPES) {
     for (const [rows, cols] of rowShapes(settings.sizes)) {
-      cases.push(...softmaxFamily(settings, dtype, rows, cols, RANGES[0].magnitude, RANGES[0].name));
+      cases.push(...softmaxFamily(settings, dtype, rows, cols, 'ordinary'));
       cases.push(...softmaxBackwardCases(settings, dtype, rows, cols));
-      cases.push(...crossEntropyFamily(settings, dtype, rows, cols, RANGES[0].magnitude, RANGES[0].name));
+      cases.push(...crossEntropyFamily(settings, dtype, rows, cols, 'ordinary', ORDINARY_TARGETS));
     }
-    cases.push(...softmaxFamily(settings, dtype, 4, 37, RANGES[1].magnitude, RANGES[1].name));
-    cases.push(...crossEntropyFamily(settings, dtype, 6, 37, RANGES[1].magnitude, RANGES[1].name));
+    cases.push(...softmaxFamily(settings, dtype, 4, 37, 'large'));
+    cases.push(...crossEntropyFamily(settings, dtype, 6, 37, 'large', ORDINARY_TARGETS));
+    cases.push(...crossEntropyFamily(settings, dtype, 8, 37, 'ordinary', OUT_OF_RANGE_TARGETS));
   }
   return cases;
 }

@@ -1,4 +1,4 @@
-/** unary: every op the docs allow per dtype, on sweep shapes, inputs drawn from each op's domain. */
+/** unary: every op the docs allow per dtype, on sweep shapes, inputs drawn from each op's domain; i32 neg/abs/square across the whole i32 range (they wrap around). */
 import { DTYPES, type DType } from '../../../dtype.js';
 import type { UnaryOp } from '../../../backend/kernel-backend.js';
 import { primitiveCase, type CaseSettings } from '../case-builder.js';
@@ -21,6 +21,20 @@ export function unaryInputs(random: InputGenerator, op: UnaryOp, dtype: DType, c
   }
 }
 
+/** i32 inputs whose neg, abs or square pass 2³¹ − 1 first (the rest are random over the whole range). */
+const I32_OVERFLOW_INPUTS = [-2147483648, 2147483647, 46341, -46341, 65536, -65536, 1073741824, -1];
+
+function i32OverflowCase(settings: CaseSettings, op: UnaryOp): ConformanceCase {
+  const count = 37;
+  return primitiveCase(settings, 'unary', 'i32', `${op} overflow ${count}`, async (context) => {
+    const values = context.random.integers(count, -2147483648, 2147483648).map((value, i) => I32_OVERFLOW_INPUTS[i] ?? value);
+    const x = context.tensor([count], 'i32', values);
+    const out = context.output([count], 'i32');
+    context.onBoth((backend, side) => backend.unary(op, x[side], out[side]));
+    await context.expectClose(out, 'out');
+  });
+}
+
 /** Every unary (op, dtype, shape) case. */
 export function unaryCases(settings: CaseSettings): ConformanceCase[] {
   const cases: ConformanceCase[] = [];
@@ -36,5 +50,6 @@ export function unaryCases(settings: CaseSettings): ConformanceCase[] {
       }
     }
   }
+  for (const op of ['neg', 'abs', 'square'] as const) cases.push(i32OverflowCase(settings, op));
   return cases;
 }
