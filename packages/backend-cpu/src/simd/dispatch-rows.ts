@@ -68,7 +68,10 @@ export function simdCrossEntropy(context: SimdContext, logits: TensorRef, target
     const sums = context.floats(sumAddress, rows);
     for (let row = 0; row < rows; row++) {
       const target = labels[row];
-      losses[row] = target === ignoreIndex ? 0 : maxima[row] + Math.log(sums[row]) - values[row * classes + target];
+      // An out-of-range target (not ignored) gives NaN, never another row's logit.
+      if (target === ignoreIndex) losses[row] = 0;
+      else if (target < 0 || target >= classes) losses[row] = Number.NaN;
+      else losses[row] = maxima[row] + Math.log(sums[row]) - values[row * classes + target];
     }
   });
   return true;

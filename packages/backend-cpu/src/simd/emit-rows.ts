@@ -139,7 +139,8 @@ export function emitRowKernels(module: ModuleBuilder, simd: SimdOps): void {
     });
   });
 
-  // Cross-entropy gradient: dx[r, c] = (e^(x − lse[r]) − [c = target[r]])·scale; rows whose target is ignoreIndex get 0.
+  // Cross-entropy gradient: dx[r, c] = (e^(x − lse[r]) − [c = target[r]])·scale; rows whose target is ignoreIndex get 0,
+  // rows whose target is outside [0, cols) get NaN (docs/kernel-semantics.md).
   module.func('cross_entropy_backward_rows', {
     params: { x: 'i32', targets: 'i32', dx: 'i32', rows: 'i32', cols: 'i32', lse: 'i32', scale: 'f32', ignoreIndex: 'i32' },
   }, (f, { x, targets, dx, rows, cols, lse, scale, ignoreIndex }) => {
@@ -155,6 +156,8 @@ export function emitRowKernels(module: ModuleBuilder, simd: SimdOps): void {
       f.set(target, i32.load(targets));
       f.if(i32.eq(target, ignoreIndex), () => {
         f.for(o, 0, bounds.rowBytes, 4, () => f.exec(f32.store(i32.add(dx, o), 0)));
+      }, () => f.if(i32.geU(target, cols), () => {
+        f.for(o, 0, bounds.rowBytes, 4, () => f.exec(f32.store(i32.add(dx, o), Number.NaN)));
       }, () => {
         f.set(shift, simd.splat(f32.load(lse)));
         f.for(o, 0, bounds.vectorBytes, 16, () => {
@@ -169,7 +172,7 @@ export function emitRowKernels(module: ModuleBuilder, simd: SimdOps): void {
         f.set(address, i32.add(x, i32.shl(target, 2)));
         const p = expF32x4(f, simd, simd.splat(f32.sub(f32.load(address), f32.load(lse))));
         f.exec(f32.store(i32.add(dx, i32.shl(target, 2)), f32.mul(f32.sub(simd.extractLane(p, 0), 1), scale)));
-      });
+      }));
       advance(f, [x, dx], bounds.rowBytes);
       advance(f, [targets, lse], 4);
     });

@@ -6,7 +6,7 @@
  * itself done. It never allocates and never touches tensors except through the kernels.
  *
  * Control words (Int32Array over a SharedArrayBuffer): [0] generation (−1 = exit), [1] workers
- * still running the current job, [2] first failing thread + 1 (0 = none).
+ * still running the current job, [2] first failing thread (workers are threads 1…N−1; 0 = none).
  * Job board (Float64Array): per thread `SLOT` numbers: call count, then per call: function
  * index, argument count, arguments.
  */
@@ -59,7 +59,7 @@ for (;;) {
       position += 2 + count;
     }
   } catch (error) {
-    if (Atomics.compareExchange(words, ${CONTROL.failedThread}, 0, index + 1) === 0) {
+    if (Atomics.compareExchange(words, ${CONTROL.failedThread}, 0, index) === 0) {
       const text = new TextEncoder().encode(String(error && error.stack || error)).subarray(0, messageBytes.length);
       messageBytes.fill(0);
       messageBytes.set(text);

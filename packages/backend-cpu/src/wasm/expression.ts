@@ -32,7 +32,7 @@ export class WasmEmitError extends Error {
 export function constant(type: ValueType, value: number): Expr {
   switch (type) {
     case 'i32':
-      if (!Number.isInteger(value)) throw new WasmEmitError(`i32 constant must be an integer, got ${value}`);
+      if (!Number.isInteger(value) || value < -(2 ** 31) || value >= 2 ** 32) throw new WasmEmitError(`i32 constant must be an integer that fits 32 bits, got ${value}`);
       return { type, emit: (code) => code.byte(0x41).i32(value) };
     case 'f32':
       return { type, emit: (code) => code.byte(0x43).f32(value) };

@@ -6,7 +6,7 @@
  * when the module is built with `relaxed: true`, and a multiply then an add otherwise.
  * Opcodes: WebAssembly core spec 5.4, SIMD (0xfd prefix) and relaxed-SIMD proposals.
  */
-import { instruction, simdOpcode, WasmEmitError, type Expr, type Operand, type ValueType } from './expression.js';
+import { constant, instruction, simdOpcode, WasmEmitError, type Expr, type Operand, type ValueType } from './expression.js';
 import type { ByteWriter } from './encoding.js';
 
 function memarg(alignLog2: number, offset: number): (code: ByteWriter) => void {
@@ -21,7 +21,7 @@ const unary = (name: string, type: ValueType, opcode: number[], result: ValueTyp
 
 /** 32-bit integer instructions (addresses, counters, sizes). */
 export const i32 = {
-  const: (value: number): Expr => instruction('i32.const', 'i32', [], [], [0x41], (code) => code.i32(value)),
+  const: (value: number): Expr => constant('i32', value),
   add: binary('i32.add', 'i32', [0x6a]),
   sub: binary('i32.sub', 'i32', [0x6b]),
   mul: binary('i32.mul', 'i32', [0x6c]),
@@ -49,7 +49,7 @@ export const i32 = {
 
 /** 32-bit float scalar instructions. */
 export const f32 = {
-  const: (value: number): Expr => instruction('f32.const', 'f32', [], [], [0x43], (code) => code.f32(value)),
+  const: (value: number): Expr => constant('f32', value),
   add: binary('f32.add', 'f32', [0x92]),
   sub: binary('f32.sub', 'f32', [0x93]),
   mul: binary('f32.mul', 'f32', [0x94]),
@@ -74,7 +74,7 @@ export const f32 = {
 
 /** 64-bit float scalar instructions (row statistics that want the extra precision). */
 export const f64 = {
-  const: (value: number): Expr => instruction('f64.const', 'f64', [], [], [0x44], (code) => code.f64(value)),
+  const: (value: number): Expr => constant('f64', value),
   add: binary('f64.add', 'f64', [0xa0]),
   sub: binary('f64.sub', 'f64', [0xa1]),
   mul: binary('f64.mul', 'f64', [0xa2]),
