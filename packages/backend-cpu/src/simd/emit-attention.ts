@@ -209,7 +209,7 @@ function emitForward(module: ModuleBuilder, simd: SimdOps, small: FunctionRef): 
               f.set(shift, simd.splat(newMax));
               f.set(sums, simd.constSplat(0));
               f.for(l.o, 0, i32.and(columnBytes, ~15), 16, () => {
-                const e = expF32x4(f, simd, simd.sub(v128.load(i32.add(l.scoreRow, l.o)), shift));
+                const e = expF32x4(f, simd, simd.sub(v128.load(i32.add(l.scoreRow, l.o)), shift), { nonPositive: true });
                 f.exec(v128.store(i32.add(l.scoreRow, l.o), e));
                 f.set(sums, simd.add(sums, e));
               });
@@ -325,7 +325,7 @@ function emitBackward(module: ModuleBuilder, simd: SimdOps, small: FunctionRef):
               f.if(f32.eq(rowLse, -Infinity), () => f.exec(memoryFill(l.scoreRow, 0, columnBytes)), () => {
                 f.set(shift, simd.splat(rowLse));
                 f.for(l.o, 0, i32.and(columnBytes, ~15), 16, () =>
-                  f.exec(v128.store(i32.add(l.scoreRow, l.o), expF32x4(f, simd, simd.sub(v128.load(i32.add(l.scoreRow, l.o)), shift)))));
+                  f.exec(v128.store(i32.add(l.scoreRow, l.o), expF32x4(f, simd, simd.sub(v128.load(i32.add(l.scoreRow, l.o)), shift), { nonPositive: true }))));
                 f.for(l.o, i32.and(columnBytes, ~15), columnBytes, 4, () =>
                   f.exec(f32.store(i32.add(l.scoreRow, l.o), scalarExp(f, simd, f32.sub(f32.load(i32.add(l.scoreRow, l.o)), rowLse)))));
               });

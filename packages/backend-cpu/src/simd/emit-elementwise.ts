@@ -11,7 +11,7 @@ import type { Expr } from '../wasm/expression.js';
 import { f32, i32, memoryCopy, v128 } from '../wasm/instructions.js';
 import type { FunctionBuilder, Local, ModuleBuilder } from '../wasm/module-builder.js';
 import { sigmoidF32x4 } from './emit-math.js';
-import type { SimdOps } from './simd-ops.js';
+import { vectorConstant, type SimdOps } from './simd-ops.js';
 
 /** The binary ops with a SIMD kernel, and their f32x4 instruction. */
 export const SIMD_BINARY_OPS = ['add', 'sub', 'mul', 'div', 'maximum', 'minimum'] as const;
@@ -94,7 +94,7 @@ export function emitElementwise(module: ModuleBuilder, simd: SimdOps): void {
         f.set(g, load(gate));
         f.set(gradient, load(dy));
         const s = sigmoidF32x4(f, simd, g);
-        const one = simd.constSplat(1);
+        const one = vectorConstant(f, simd, 1);
         f.exec(store(dGate, simd.mul(simd.mul(simd.mul(gradient, load(up)), s), simd.add(one, simd.mul(g, simd.sub(one, s))))));
         f.exec(store(dUp, simd.mul(simd.mul(gradient, g), s)));
       });

@@ -29,8 +29,10 @@ function rowBounds(f: FunctionBuilder, cols: Local): RowBounds {
 
 /** Emits, for the current row: max over x[0, cols) into `max` (f32). */
 function emitRowMax(f: FunctionBuilder, simd: SimdOps, x: Local, bounds: RowBounds, o: Local, vector: Local, max: Local): void {
+  // pmax drops a NaN here, but a NaN element still turns its e^(x − max), the row sum and so the
+  // whole row into NaN in the pass after (pmax is one instruction, IEEE max eight).
   f.set(vector, simd.constSplat(-Infinity));
-  f.for(o, 0, bounds.vectorBytes, 16, () => f.set(vector, simd.max(vector, v128.load(i32.add(x, o)))));
+  f.for(o, 0, bounds.vectorBytes, 16, () => f.set(vector, simd.pmax(vector, v128.load(i32.add(x, o)))));
   f.set(max, horizontalMax(simd, vector));
   f.for(o, bounds.vectorBytes, bounds.rowBytes, 4, () => f.set(max, f32.max(max, f32.load(i32.add(x, o)))));
 }
@@ -40,7 +42,7 @@ function emitRowExpSum(f: FunctionBuilder, simd: SimdOps, x: Local, out: Local |
   f.set(shift, simd.splat(max));
   f.set(accumulator, simd.constSplat(0));
   f.for(o, 0, bounds.vectorBytes, 16, () => {
-    const e = expF32x4(f, simd, simd.sub(v128.load(i32.add(x, o)), shift));
+    const e = expF32x4(f, simd, simd.sub(v128.load(i32.add(x, o)), shift), { nonPositive: true });
     if (out !== null) f.exec(v128.store(i32.add(out, o), e));
     f.set(accumulator, simd.add(accumulator, e));
   });
@@ -161,7 +163,7 @@ export function emitRowKernels(module: ModuleBuilder, simd: SimdOps): void {
       }, () => {
         f.set(shift, simd.splat(f32.load(lse)));
         f.for(o, 0, bounds.vectorBytes, 16, () => {
-          const e = expF32x4(f, simd, simd.sub(v128.load(i32.add(x, o)), shift));
+          const e = expF32x4(f, simd, simd.sub(v128.load(i32.add(x, o)), shift), { nonPositive: true });
           f.exec(v128.store(i32.add(dx, o), simd.mul(e, factor)));
         });
         f.for(o, bounds.vectorBytes, bounds.rowBytes, 4, () => {

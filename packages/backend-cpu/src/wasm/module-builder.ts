@@ -65,6 +65,9 @@ export function call(target: FunctionRef, ...args: Operand[]): Expr {
 /** Writes one function body: locals, statements and structured control flow. */
 export class FunctionBuilder {
   private readonly code = new ByteWriter();
+  /** Code that runs first, whatever point of the body asked for it (see hoist). */
+  private readonly prologue = new ByteWriter();
+  private readonly hoisted = new Map<string, Local>();
   private readonly localTypes: ValueType[] = [];
   private readonly labels: Label[] = [];
 
@@ -76,6 +79,24 @@ export class FunctionBuilder {
   local(type: ValueType): Local {
     this.localTypes.push(type);
     return new Local(this.localTypes.length - 1, type);
+  }
+
+  /**
+   * A local holding `value`, computed once when the function starts (the first call with a
+   * given `key` emits it; later calls return the same local). For loop-invariant constants:
+   * V8 does not hoist a v128.const out of a loop, and materializes each one with ~4
+   * instructions per use. `value` must not read locals the body changes.
+   */
+  hoist(key: string, value: Expr): Local {
+    let local = this.hoisted.get(key);
+    if (local === undefined) {
+      if (value.type === 'void') throw new WasmEmitError('hoist needs a value, got a statement');
+      local = this.local(value.type);
+      value.emit(this.prologue);
+      this.prologue.byte(0x21).u32(local.index);
+      this.hoisted.set(key, local);
+    }
+    return local;
   }
 
   /** `local = value`. */
@@ -172,7 +193,7 @@ export class FunctionBuilder {
     }
     body.u32(runs.length);
     for (const [count, type] of runs) body.u32(count).byte(VALUE_TYPE_CODE[type]);
-    body.raw(this.code.toBytes()).byte(0x0b);
+    body.raw(this.prologue.toBytes()).raw(this.code.toBytes()).byte(0x0b);
     return body;
   }
 

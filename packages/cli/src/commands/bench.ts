@@ -1,19 +1,21 @@
 /**
- * `kiln bench`: train-step throughput of the reference models per backend (ms/step, tokens/s,
- * speed-up over CPU, and the ratio to the reference figures of REFERENCE.md), then per-kernel
- * timings at the same shapes.
+ * `kiln bench`: train-step throughput of the reference models on each backend — on the CPU at
+ * 1 thread and at the default thread count — beside the peers measured in the same run (PyTorch
+ * CPU at the same thread counts, TensorFlow.js WASM), with ratios only between figures of this
+ * run; then per-kernel timings at the same shapes. Without peers it prints kiln's figures and
+ * the commands that install them.
  */
 import type { Command } from 'commander';
-import { InvalidArgumentError, listBackends, probeBackends } from '@kiln/core';
+import { InvalidArgumentError, listBackends, probeBackends, setBackend, type KernelBackend } from '@kiln/core';
+import { cpuBackendPlugin } from '@kiln/backend-cpu';
 import { MODEL_PRESET_NAMES, type ModelPresetName } from '@kiln/trainer';
 import { describeResolution, discoverAllBackends, setUpBackend } from '../backend-setup.js';
 import { measureKernels, type KernelTiming } from '../bench/kernel-timings.js';
-import { REFERENCE_THROUGHPUT } from '../bench/reference.js';
+import { measurePeer, PEER_NAMES, peerLabel, probePeer, type MissingPeer, type PeerName, type PeerResult } from '../bench/peers.js';
 import { benchConfig, measureTrainStep, type TrainThroughput } from '../bench/train-throughput.js';
 import { integerArgument, type CliContext } from '../cli-context.js';
 import { ExitCode } from '../exit-codes.js';
 import { formatFixed, formatInteger, formatTable } from '../output/format.js';
-
 
 interface BenchOptions {
   device?: string;
@@ -21,25 +23,34 @@ interface BenchOptions {
   steps: number;
   warmup: number;
   kernels: boolean;
+  peers: string;
+  cpuThreads?: string;
   json?: boolean;
 }
 
-/** One backend's result for one model. */
+/** One kiln measurement (a backend, and for the CPU a thread count). */
 interface BenchRow extends TrainThroughput {
   backend: string;
   device: string;
+  /** Threads of the CPU backend (null for other backends). */
+  threads: number | null;
+  /** Throughput ÷ kiln's CPU backend on 1 thread, same model (null when not measured). */
   speedupOverCpu: number | null;
+  /** Throughput ÷ the same-run peer's (PyTorch at 1 thread, TF.js WASM); null when that peer did not run. */
+  ratios: { pytorch1Thread: number | null; tfjsWasm: number | null };
 }
 
 /** Registers `kiln bench`. */
 export function defineBenchCommand(program: Command, context: CliContext): void {
   program
     .command('bench')
-    .description('train-step throughput and kernel timings of the reference models on each backend')
+    .description('train-step throughput and kernel timings of the reference models, beside PyTorch and TF.js measured in the same run')
     .option('--device <list>', 'comma-separated backends to measure (default: every available one)')
     .option('--model <list>', 'comma-separated presets: tiny, small, medium', 'tiny')
     .option('--steps <n>', 'timed train steps per model and backend', integerArgument(1), 10)
     .option('--warmup <n>', 'untimed steps first', integerArgument(0), 2)
+    .option('--cpu-threads <list>', 'thread counts to measure the CPU backend at (default: 1 and its default count)')
+    .option('--peers <list>', "peers to measure in the same run: 'auto' (every installed one), 'none', or pytorch,tfjs-wasm", 'auto')
     .option('--no-kernels', 'skip the per-kernel timings')
     .option('--json', 'print the results as JSON')
     .action(async (options: BenchOptions) => {
@@ -56,67 +67,158 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
       throw new InvalidArgumentError(`--model ${model} is not a reference model`, { hint: `Use one or more of: ${MODEL_PRESET_NAMES.join(', ')}.` });
     }
   }
+  const peers = peerSelection(options.peers);
   await discoverAllBackends();
   const devices = options.device !== undefined ? splitList(options.device) : (await probeBackends()).filter((entry) => entry.probe.available).map((entry) => entry.plugin.name);
   // CPU first, so the other backends' speed-up can be computed as they finish.
   devices.sort((a, b) => (a === 'cpu' ? -1 : b === 'cpu' ? 1 : 0));
   const rows: BenchRow[] = [];
   const kernels: Array<KernelTiming & { model: string; backend: string }> = [];
+  let cpuThreads: number[] = [];
   for (const device of devices) {
     const resolution = await setUpBackend({ device }, terminal);
     for (const line of describeResolution(resolution)) terminal.say(line);
     const backend = resolution.backend;
+    if (backend.capabilities.implementation !== undefined) terminal.say(`kernels: ${backend.capabilities.implementation}`);
+    const variants: Array<{ backend: KernelBackend; threads: number | null }> = [];
+    if (backend.name === 'cpu') {
+      cpuThreads = threadCounts(options.cpuThreads, backend);
+      for (const threads of cpuThreads) variants.push({ backend: await cpuBackendPlugin.create({ threads }), threads });
+    } else {
+      variants.push({ backend, threads: null });
+    }
     for (const model of models) {
-      terminal.say(`measuring ${model} on ${backend.name}: ${options.warmup} warm-up + ${options.steps} timed steps…`);
-      const measured = await measureTrainStep(model, backend, { steps: options.steps, warmup: options.warmup });
-      const cpu = backend.name === 'cpu' ? measured : rows.find((row) => row.backend === 'cpu' && row.model === model);
-      const speedupOverCpu = cpu === undefined ? null : measured.tokensPerSecond / cpu.tokensPerSecond;
-      rows.push({ ...measured, backend: backend.name, device: resolution.device?.name ?? backend.name, speedupOverCpu });
+      for (const variant of variants) {
+        const threadsText = variant.threads === null ? '' : ` (${variant.threads} thread${variant.threads === 1 ? '' : 's'})`;
+        terminal.say(`measuring ${model} on ${backend.name}${threadsText}: ${options.warmup} warm-up + ${options.steps} timed steps…`);
+        const measured = await measureTrainStep(model, variant.backend, { steps: options.steps, warmup: options.warmup });
+        // Against kiln's CPU backend on one thread: the thread scaling for CPU rows, the device's speed-up for the others.
+        const cpu = rows.find((row) => row.backend === 'cpu' && row.model === model && row.threads === 1);
+        const speedupOverCpu = backend.name === 'cpu' && variant.threads === 1 ? 1 : cpu === undefined ? null : measured.tokensPerSecond / cpu.tokensPerSecond;
+        rows.push({
+          ...measured, backend: backend.name, device: resolution.device?.name ?? backend.name, threads: variant.threads, speedupOverCpu,
+          ratios: { pytorch1Thread: null, tfjsWasm: null },
+        });
+      }
       if (options.kernels) {
+        setBackend(backend);
         const config = benchConfig(model, backend);
         for (const timing of await measureKernels(backend, config.model, config.schedule.batchSize)) kernels.push({ ...timing, model, backend: backend.name });
       }
     }
+    for (const variant of variants) if (variant.backend !== backend) variant.backend.dispose?.();
+    setBackend(backend);
+  }
+  const { results: peerResults, missing } = await measurePeers(peers, models, cpuThreads, options, context);
+  for (const row of rows) {
+    const pytorch = peerResults.find((peer) => peer.peer === 'pytorch' && peer.model === row.model && peer.threads === 1);
+    const tfjs = peerResults.find((peer) => peer.peer === 'tfjs-wasm' && peer.model === row.model);
+    row.ratios = {
+      pytorch1Thread: pytorch === undefined ? null : row.tokensPerSecond / pytorch.tokensPerSecond,
+      tfjsWasm: tfjs === undefined ? null : row.tokensPerSecond / tfjs.tokensPerSecond,
+    };
   }
   if (options.json === true) {
     terminal.json({
       steps: options.steps,
       warmup: options.warmup,
-      results: rows.map((row) => ({ ...row, reference: referenceOf(row) })),
+      machine: { cpu: (await cpuBackendPlugin.probe()).devices[0]?.name ?? null, node: process.versions.node },
+      results: rows,
+      peers: peerResults,
+      missingPeers: missing,
       kernels,
       registered: listBackends().map((plugin) => plugin.name),
     });
     return ExitCode.ok;
   }
-  printTables(rows, kernels, options, context);
+  printTables(rows, peerResults, missing, kernels, options, context);
   return ExitCode.ok;
 }
 
-function referenceOf(row: BenchRow): { pytorchCpu1Thread: number; tfjsWasm: number; ratioToPytorch: number; ratioToTfjsWasm: number } | null {
-  const reference = REFERENCE_THROUGHPUT[row.model];
-  if (reference === undefined) return null;
-  return { ...reference, ratioToPytorch: row.tokensPerSecond / reference.pytorchCpu1Thread, ratioToTfjsWasm: row.tokensPerSecond / reference.tfjsWasm };
+/** The thread counts to measure the CPU backend at: --cpu-threads, else 1 and the backend's default (one on the TypeScript path). */
+function threadCounts(option: string | undefined, backend: KernelBackend): number[] {
+  const settings = (backend as { settings?: { path: string; threads: number } }).settings;
+  if (option !== undefined) {
+    const counts = splitList(option).map((text) => Number(text));
+    for (const count of counts) {
+      if (!Number.isInteger(count) || count < 1 || count > 256) {
+        throw new InvalidArgumentError(`--cpu-threads needs whole numbers from 1 to 256, got '${option}'`, { hint: 'For example --cpu-threads 1,2.' });
+      }
+    }
+    return [...new Set(counts)];
+  }
+  if (settings === undefined || settings.path !== 'wasm-simd' || settings.threads <= 1) return [1];
+  return [1, settings.threads];
 }
 
-function printTables(rows: BenchRow[], kernels: Array<KernelTiming & { model: string; backend: string }>, options: BenchOptions, context: CliContext): void {
+function peerSelection(text: string): PeerName[] {
+  const names = splitList(text);
+  if (names.length === 1 && names[0] === 'auto') return [...PEER_NAMES];
+  if (names.length === 1 && names[0] === 'none') return [];
+  for (const name of names) {
+    if (!(PEER_NAMES as readonly string[]).includes(name)) {
+      throw new InvalidArgumentError(`--peers ${name} is not a peer kiln bench knows`, { hint: `Use auto, none, or a list of: ${PEER_NAMES.join(', ')}.` });
+    }
+  }
+  return names as PeerName[];
+}
+
+async function measurePeers(
+  peers: PeerName[], models: ModelPresetName[], cpuThreads: number[], options: BenchOptions, context: CliContext,
+): Promise<{ results: PeerResult[]; missing: MissingPeer[] }> {
+  const results: PeerResult[] = [];
+  const missing: MissingPeer[] = [];
+  for (const peer of peers) {
+    const absent = await probePeer(peer);
+    if (absent !== undefined) {
+      missing.push(absent);
+      continue;
+    }
+    const threadList = peer === 'pytorch' ? (cpuThreads.length > 0 ? cpuThreads : [1]) : [1];
+    for (const model of models) {
+      for (const threads of threadList) {
+        context.terminal.say(`measuring ${model} on ${peer}${peer === 'pytorch' ? ` (${threads} thread${threads === 1 ? '' : 's'})` : ''}: ${options.warmup} warm-up + ${options.steps} timed steps…`);
+        results.push(await measurePeer(peer, model, threads, { steps: options.steps, warmup: options.warmup }));
+      }
+    }
+  }
+  return { results, missing };
+}
+
+function printTables(
+  rows: BenchRow[], peers: PeerResult[], missing: MissingPeer[], kernels: Array<KernelTiming & { model: string; backend: string }>, options: BenchOptions, context: CliContext,
+): void {
   const { terminal } = context;
   const ratio = (value: number | null | undefined): string => (value === null || value === undefined ? '—' : `${formatFixed(value, 2)}×`);
+  const cpuName = rows.find((row) => row.backend === 'cpu')?.device;
   terminal.say('');
-  terminal.say(`train step (f32: forward + backward + clip + AdamW), median of ${options.steps} steps after ${options.warmup} warm-up:`);
-  terminal.say(formatTable(
-    ['model', 'backend', 'batch×ctx', 'attention', 'ms/step', 'tokens/s', 'vs cpu', 'PyTorch CPU 1T', 'ratio', 'TF.js WASM', 'ratio'],
-    rows.map((row) => {
-      const reference = referenceOf(row);
-      return [
-        row.model, row.backend, `${row.batchSize}×${row.contextLength}`, row.attention, formatFixed(row.msPerStep, 1), formatInteger(row.tokensPerSecond),
+  terminal.say(`train step (f32: forward + backward + clip + AdamW), median of ${options.steps} steps after ${options.warmup} warm-up, every figure measured in this run${cpuName === undefined ? '' : ` on ${cpuName}`}:`);
+  const table: string[][] = [];
+  for (const model of [...new Set(rows.map((row) => row.model))]) {
+    const pytorch = peers.find((peer) => peer.peer === 'pytorch' && peer.model === model && peer.threads === 1);
+    const tfjs = peers.find((peer) => peer.peer === 'tfjs-wasm' && peer.model === model);
+    for (const row of rows.filter((candidate) => candidate.model === model)) {
+      table.push([
+        model, `kiln ${row.backend}`, row.threads === null ? '—' : String(row.threads), `${row.batchSize}×${row.contextLength}`,
+        formatFixed(row.msPerStep, 1), formatInteger(row.tokensPerSecond), ratio(row.ratios.pytorch1Thread), ratio(row.ratios.tfjsWasm),
         ratio(row.speedupOverCpu),
-        reference === null ? '—' : formatInteger(reference.pytorchCpu1Thread), ratio(reference?.ratioToPytorch),
-        reference === null ? '—' : formatInteger(reference.tfjsWasm), ratio(reference?.ratioToTfjsWasm),
-      ];
-    }),
-    4,
-  ));
-  terminal.say('(reference figures: shared/bench/REFERENCE.md, measured on the project machine; ratio = measured / reference)');
+      ]);
+    }
+    for (const peer of peers.filter((candidate) => candidate.model === model)) {
+      table.push([
+        model, peerLabel(peer), String(peer.threads), `${rows.find((row) => row.model === model)?.batchSize ?? '?'}×${rows.find((row) => row.model === model)?.contextLength ?? '?'}`,
+        formatFixed(peer.msPerStep, 1), formatInteger(peer.tokensPerSecond),
+        ratio(pytorch === undefined ? null : peer.tokensPerSecond / pytorch.tokensPerSecond),
+        ratio(tfjs === undefined ? null : peer.tokensPerSecond / tfjs.tokensPerSecond), '—',
+      ]);
+    }
+  }
+  terminal.say(formatTable(['model', 'implementation', 'threads', 'batch×ctx', 'ms/step', 'tokens/s', 'vs PyTorch 1T', 'vs TF.js WASM', 'vs kiln cpu 1T'], table, 2));
+  for (const entry of missing) {
+    terminal.say(`not measured: ${entry.peer === 'pytorch' ? 'PyTorch CPU' : 'TF.js WASM'} — ${entry.reason}.`);
+    terminal.say(`  to compare with it: ${entry.install}`);
+  }
+  if (missing.length > 0 && peers.length === 0) terminal.say('(without a peer measured in this run no ratio is printed: figures from another machine or day would mislead)');
   if (kernels.length === 0) return;
   terminal.say('');
   terminal.say('kernels (median ms, through core ops at the models\' shapes):');
