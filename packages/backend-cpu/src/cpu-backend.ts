@@ -20,7 +20,9 @@ import { simdAttention, simdAttentionBackward } from './simd/dispatch-attention.
 import {
   simdCrossEntropy, simdCrossEntropyBackward, simdLogSoftmax, simdRmsNorm, simdRmsNormBackward, simdSoftmax, simdSoftmaxBackward,
 } from './simd/dispatch-rows.js';
-import { RopeTables, simdAdamw, simdBinary, simdCopy, simdRope, simdSwiglu, simdSwigluBackward } from './simd/dispatch-elementwise.js';
+import {
+  RopeTables, simdAdamw, simdBinary, simdCopy, simdReduce, simdRope, simdSwiglu, simdSwigluBackward, simdUnary,
+} from './simd/dispatch-elementwise.js';
 import { CpuStorage } from './storage.js';
 import { TensorAccess } from './tensor-access.js';
 import { runAdamw } from './kernels/adamw.js';
@@ -136,6 +138,7 @@ export class CpuBackend implements KernelBackend {
   // ---- primitives ----
   /** See KernelBackend.unary. */
   unary(op: UnaryOp, x: TensorRef, out: TensorRef): void {
+    if (this.simd !== undefined && simdUnary(this.simd, op, x, out)) return;
     runUnary(this.access, op, x, out);
   }
 
@@ -152,6 +155,7 @@ export class CpuBackend implements KernelBackend {
 
   /** See KernelBackend.reduce. */
   reduce(op: ReduceOp, x: TensorRef, out: TensorRef, outer: number, size: number, inner: number): void {
+    if (this.simd !== undefined && simdReduce(this.simd, op, x, out, outer, size, inner)) return;
     runReduce(this.access, op, x, out, outer, size, inner);
   }
 

@@ -5,10 +5,11 @@
  * Large calls split their elements (or rows) over threads; elementwise results do not depend
  * on the split.
  */
-import { contiguousStrides, type AdamWParams, type BinaryOp, type StridedView, type TensorRef } from '@kiln/core';
+import { contiguousStrides, type AdamWParams, type BinaryOp, type ReduceOp, type StridedView, type TensorRef, type UnaryOp } from '@kiln/core';
 import { elementCount } from '../tensor-access.js';
 import { coalesce, rowStarts } from '../kernels/strided.js';
 import { SIMD_BINARY_OPS, type SimdBinaryOp } from './emit-elementwise.js';
+import { SIMD_UNARY_OPS, type SimdUnaryOp } from './emit-unary-reduce.js';
 import { splitRange, type SimdContext } from './simd-context.js';
 
 /** Runs `fn` over [0, count) elements split into 4-aligned shares; `args(start, end)` builds the call. */
@@ -151,5 +152,28 @@ export function simdCopy(context: SimdContext, src: StridedView, dst: StridedVie
   const shape = [...Array<number>(4 - rank).fill(1), ...layout.shape];
   const strides = [...Array<number>(4 - rank).fill(0), ...layout.strides[0]];
   context.kernels.copy_strided_4d(sourceBuffer.heapAddress + 4 * src.offset, targetBuffer.heapAddress + 4 * dst.offset, ...shape, ...strides);
+  return true;
+}
+
+/** unary on f32 tensors for the ops of SIMD_UNARY_OPS; false otherwise. */
+export function simdUnary(context: SimdContext, op: UnaryOp, x: TensorRef, out: TensorRef): boolean {
+  if (!context.allF32(x, out) || !(SIMD_UNARY_OPS as readonly string[]).includes(op)) return false;
+  const source = context.address(x, 'unary');
+  const target = context.address(out, 'unary');
+  const weight = op === 'exp' || op === 'sigmoid' || op === 'silu' ? 16 : 3;
+  overElements(context, elementCount(out.shape), weight, `unary_${op as SimdUnaryOp}`, (start, end) => [source + 4 * start, target + 4 * start, end - start]);
+  return true;
+}
+
+/** reduce 'sum' of f32 over the last axis (inner = 1), float64 accumulation; false otherwise. */
+export function simdReduce(context: SimdContext, op: ReduceOp, x: TensorRef, out: TensorRef, outer: number, size: number, inner: number): boolean {
+  if (op !== 'sum' || inner !== 1 || !context.allF32(x, out)) return false;
+  const source = context.address(x, 'reduce');
+  const target = context.address(out, 'reduce');
+  const ranges = splitRange(outer, context.threadsFor(outer * size * 3));
+  context.parallel(ranges.length, (thread) => {
+    const [start, end] = ranges[thread];
+    return [{ fn: 'row_sums', args: [source + 4 * start * size, target + 4 * start, end - start, size] }];
+  });
   return true;
 }

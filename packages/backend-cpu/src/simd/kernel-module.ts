@@ -14,6 +14,7 @@ import { emitGemm } from './emit-gemm.js';
 import { emitRowKernels } from './emit-rows.js';
 import { emitElementwise } from './emit-elementwise.js';
 import { emitAttention } from './emit-attention.js';
+import { emitUnaryAndReduce } from './emit-unary-reduce.js';
 
 /** The compiled kernel module and the names of its exports. */
 export interface KernelModule {
@@ -33,6 +34,7 @@ export function buildKernelModuleBytes(relaxed: boolean): Uint8Array {
   emitRowKernels(module, simd);
   emitElementwise(module, simd);
   emitAttention(module, simd);
+  emitUnaryAndReduce(module, simd);
   return module.toBytes();
 }
 

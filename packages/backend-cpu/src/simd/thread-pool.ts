@@ -25,8 +25,8 @@ const CALLER_SPIN_MS = 0.01;
 /** Worker threads bound to one kernel module and one heap. */
 export class ThreadPool {
   private readonly workers: Worker[] = [];
-  private readonly control = new SharedArrayBuffer(CONTROL.words * 4);
-  private readonly words = new Int32Array(this.control);
+  private control = new SharedArrayBuffer(CONTROL.words * 4);
+  private words = new Int32Array(this.control);
   private board = new SharedArrayBuffer(JOB_SLOT_NUMBERS * 8);
   private jobs = new Float64Array(this.board);
   private readonly messages = new SharedArrayBuffer(MESSAGE_BYTES);
@@ -48,11 +48,14 @@ export class ThreadPool {
   /** Starts workers until `threads` threads (caller included) exist. */
   ensureThreads(threads: number): void {
     if (threads <= this.threads) return;
-    // Every worker has a slot of the board; a bigger pool needs a bigger board (no job is in flight here).
+    // A bigger pool replaces the workers: every worker has a slot of the board, so the board
+    // grows, and the control words are new too, so a retiring worker can never see (and run)
+    // a job meant for its successors. No job is in flight here.
+    this.shutdown();
+    this.control = new SharedArrayBuffer(CONTROL.words * 4);
+    this.words = new Int32Array(this.control);
     this.board = new SharedArrayBuffer(threads * JOB_SLOT_NUMBERS * 8);
     this.jobs = new Float64Array(this.board);
-    for (const worker of this.workers) void worker.terminate();
-    this.workers.length = 0;
     for (let index = 1; index < threads; index++) {
       const worker = new Worker(WORKER_SOURCE, {
         eval: true,
@@ -95,7 +98,7 @@ export class ThreadPool {
     }
   }
 
-  /** Stops every worker. */
+  /** Stops every worker (they exit at their next wake-up; terminate() makes sure). */
   shutdown(): void {
     Atomics.store(this.words, CONTROL.generation, -1);
     Atomics.notify(this.words, CONTROL.generation);

@@ -177,3 +177,11 @@ export function memoryCopy(target: Operand, source: Operand, bytes: Operand): Ex
 export function memoryFill(target: Operand, value: Operand, bytes: Operand): Expr {
   return instruction('memory.fill', 'void', ['i32', 'i32', 'i32'], [target, value, bytes], [0xfc, 0x0b, 0x00]);
 }
+
+/** Lane-wise f64 ×2 instructions (sums that want float64 accumulation). */
+export const f64x2 = {
+  /** The two low f32 lanes as f64. */
+  promoteLowF32x4: unary('f64x2.promote_low_f32x4', 'v128', simdOpcode(0x5f)),
+  add: binary('f64x2.add', 'v128', simdOpcode(0xf0)),
+  extractLane: (vector: Operand, lane: number): Expr => instruction('f64x2.extract_lane', 'f64', ['v128'], [vector], simdOpcode(0x21), (code) => code.byte(lane)),
+};
