@@ -1,0 +1,123 @@
+// addon/addon.cpp — the module's exports: probe(), opNames(), buildInfo(), the Backend class,
+// and (simulator build only) configureSimulator(). Their TypeScript type: src/native/addon-types.ts.
+#include <napi.h>
+
+#include "../kernels/op_codes.h"
+#include "../runtime/probe.h"
+#include "arguments.h"
+#include "backend_object.h"
+
+#ifndef KILN_CUDA_ARCHITECTURES
+#define KILN_CUDA_ARCHITECTURES "simulated"
+#endif
+
+namespace kiln {
+namespace {
+
+Napi::Value Probe(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const ProbeReport report = probe_devices();
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("status", report.status);
+  result.Set("driverVersion", report.driver_version);
+  result.Set("runtimeVersion", report.runtime_version);
+  result.Set("errorCode", report.error_code);
+  result.Set("errorName", report.error_name);
+  result.Set("errorText", report.error_text);
+  Napi::Array devices = Napi::Array::New(env, report.devices.size());
+  for (std::size_t i = 0; i < report.devices.size(); i++) {
+    const ProbeDevice& device = report.devices[i];
+    Napi::Object entry = Napi::Object::New(env);
+    entry.Set("index", static_cast<double>(i));
+    entry.Set("name", device.name);
+    entry.Set("major", device.major);
+    entry.Set("minor", device.minor);
+    entry.Set("totalBytes", static_cast<double>(device.total_bytes));
+    entry.Set("multiprocessors", device.multiprocessors);
+    devices.Set(static_cast<uint32_t>(i), entry);
+  }
+  result.Set("devices", devices);
+  return result;
+}
+
+Napi::Array names(Napi::Env env, const char* const* list, std::size_t count) {
+  Napi::Array array = Napi::Array::New(env, count);
+  for (std::size_t i = 0; i < count; i++) array.Set(static_cast<uint32_t>(i), list[i]);
+  return array;
+}
+
+Napi::Value OpNames(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("unary", names(env, kUnaryOpNames, kUnaryOpCount));
+  result.Set("binary", names(env, kBinaryOpNames, kBinaryOpCount));
+  result.Set("reduce", names(env, kReduceOpNames, kReduceOpCount));
+  result.Set("dtype", names(env, kDTypeNames, 4));
+  return result;
+}
+
+Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("simulator", vendor::kSimulator);
+  result.Set("build", vendor::kBuildName);
+  int runtime_version = 0;
+  cudaRuntimeGetVersion(&runtime_version);
+  result.Set("runtimeVersion", runtime_version);
+  result.Set("architectures", KILN_CUDA_ARCHITECTURES);
+#if defined(KILN_CUDA_SIMULATOR)
+  result.Set("fiberImplementation", gpu_sim::kFiberImplementation);
+#endif
+  return result;
+}
+
+#if defined(KILN_CUDA_SIMULATOR)
+// Test-only: makes the simulated machine look like one without a driver, with an old driver,
+// without devices, or with little memory; sets the engine's worker threads; makes the next
+// launch or synchronisation fail (to test the error paths).
+Napi::Value ConfigureSimulator(const Napi::CallbackInfo& info) {
+  return guarded(info.Env(), [&]() -> Napi::Value {
+    if (info.Length() < 1 || !info[0].IsObject()) throw_invalid("configureSimulator needs an options object");
+    const Napi::Object options = info[0].As<Napi::Object>();
+    gpu_sim::cuda::SimulatedDeviceConfig config = gpu_sim::cuda::device_config();
+    if (!options.Get("driverVersion").IsUndefined()) config.driver_version = static_cast<int>(read_integer(options.Get("driverVersion"), "driverVersion", 0, 99999));
+    if (!options.Get("deviceCount").IsUndefined()) config.device_count = static_cast<int>(read_integer(options.Get("deviceCount"), "deviceCount", 0, 64));
+    if (!options.Get("memoryBytes").IsUndefined()) {
+      config.memory_bytes = static_cast<std::size_t>(read_integer(options.Get("memoryBytes"), "memoryBytes", 0, 9007199254740991.0));
+    }
+    if (!options.Get("multiprocessors").IsUndefined()) {
+      config.multiprocessors = static_cast<int>(read_integer(options.Get("multiprocessors"), "multiprocessors", 1, 1024));
+    }
+    gpu_sim::cuda::configure_device(config);
+    if (options.Get("injectLaunchFault").IsString()) gpu_sim::cuda::inject_launch_fault(options.Get("injectLaunchFault").ToString().Utf8Value());
+    if (options.Get("injectSynchronizeFault").IsString()) {
+      gpu_sim::cuda::inject_synchronize_fault(options.Get("injectSynchronizeFault").ToString().Utf8Value());
+    }
+    if (!options.Get("workers").IsUndefined()) {
+      gpu_sim::EngineSettings settings = gpu_sim::Engine::instance().settings();
+      settings.workers = static_cast<unsigned>(read_integer(options.Get("workers"), "workers", 1, 64));
+      gpu_sim::Engine::instance().configure(settings);
+    }
+    return info.Env().Undefined();
+  });
+}
+#endif
+
+}  // namespace
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("probe", Napi::Function::New<Probe>(env, "probe"));
+  exports.Set("opNames", Napi::Function::New<OpNames>(env, "opNames"));
+  exports.Set("buildInfo", Napi::Function::New<BuildInfo>(env, "buildInfo"));
+#if defined(KILN_CUDA_SIMULATOR)
+  exports.Set("configureSimulator", Napi::Function::New<ConfigureSimulator>(env, "configureSimulator"));
+#endif
+  BackendObject::Register(env, exports);
+  return exports;
+}
+
+}  // namespace kiln
+
+static Napi::Object InitKilnCuda(Napi::Env env, Napi::Object exports) { return kiln::Init(env, exports); }
+
+NODE_API_MODULE(kiln_cuda, InitKilnCuda)

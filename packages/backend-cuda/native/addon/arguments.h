@@ -1,0 +1,101 @@
+// addon/arguments.h — reading and validating what JavaScript passes to the native backend.
+// Nothing from JS is trusted: every number is checked to be a safe integer in range, every
+// buffer id to be live and owned by this backend, and every view to stay inside its buffer, so a
+// bad call throws a typed error instead of touching memory it does not own.
+#pragma once
+
+#include <napi.h>
+
+#include <cstddef>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "../kernels/common.cuh"
+#include "../runtime/native_error.h"
+
+namespace kiln {
+
+/** One live device allocation. */
+struct BufferRecord {
+  /** Device address (nullptr for a 0-byte buffer). */
+  void* device = nullptr;
+  /** Bytes requested (the bytes JS may use). */
+  std::size_t byte_length = 0;
+  /** Bytes of its allocator size class. */
+  std::size_t class_bytes = 0;
+};
+
+/** Live buffers of one backend instance, by the id JS holds. */
+using BufferTable = std::unordered_map<double, BufferRecord>;
+
+/** A tensor or view argument after validation. */
+struct TensorArgument {
+  BufferRecord* buffer = nullptr;
+  int dtype = 0;
+  std::vector<Index> shape;
+  /** Element strides (contiguous ones when JS passed none). */
+  std::vector<Index> strides;
+  /** Element offset. */
+  Index offset = 0;
+  /** Elements in the shape. */
+  Index count = 1;
+  /** Device address of element 0 of the buffer, typed by nothing. */
+  void* base() const { return buffer->device; }
+};
+
+/** A safe integer in [minimum, maximum] or a kInvalidArgument error naming `what`. */
+Index read_integer(const Napi::Value& value, const std::string& what, double minimum, double maximum);
+
+/** A finite or non-finite JS number (any double), or an error naming `what`. */
+double read_number(const Napi::Value& value, const std::string& what);
+
+/** A boolean, or an error naming `what`. */
+bool read_boolean(const Napi::Value& value, const std::string& what);
+
+/** The live buffer with this id, or an error saying it was freed or never allocated here. */
+BufferRecord& find_buffer(BufferTable& buffers, const Napi::Value& id, const std::string& what);
+
+/**
+ * Reads {buffer, dtype, shape, strides?, offset?} as argument `role` of `kernel`. Without
+ * `allow_view`, strides/offset must be absent (a dense TensorRef at element 0). Checks that every
+ * element the view can reach lies inside its buffer.
+ */
+TensorArgument read_tensor(BufferTable& buffers, const Napi::Value& value, const char* kernel, const char* role, bool allow_view);
+
+/** "[2, 3]" of a shape. */
+std::string shape_text(const std::vector<Index>& shape);
+
+/** "f32 [2, 3]". */
+std::string describe(const TensorArgument& tensor);
+
+/** Throws a kDType error unless `tensor` has `dtype`. */
+void expect_dtype(const TensorArgument& tensor, int dtype, const char* kernel, const char* role);
+
+/** Throws a kShape error unless the two shapes are equal. */
+void expect_same_shape(const TensorArgument& tensor, const std::vector<Index>& shape, const char* kernel, const char* role);
+
+/** Throws a kShape error unless `tensor` has `count` elements. */
+void expect_count(const TensorArgument& tensor, Index count, const char* kernel, const char* role, const std::string& why);
+
+/** Converts a NativeError into the JS error the TypeScript side maps to a KilnError. */
+Napi::Error to_js_error(Napi::Env env, const NativeError& error);
+
+/** Runs `body`, turning NativeError and std::exception into JS errors. */
+template <typename Body>
+auto guarded(Napi::Env env, Body&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const NativeError& error) {
+    throw to_js_error(env, error);
+  } catch (const Napi::Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    NativeError failure(ErrorKind::kOutOfMemory, "cuda backend: the host ran out of memory", "Free host memory or use smaller tensors.");
+    throw to_js_error(env, failure);
+  } catch (const std::exception& error) {
+    throw to_js_error(env, NativeError(ErrorKind::kDevice, std::string("cuda backend: unexpected native error: ") + error.what()));
+  }
+}
+
+}  // namespace kiln

@@ -1,0 +1,104 @@
+// kernels/common.cuh — what every kernel family shares: dtype codes, strided layouts (up to
+// kMaxRank dims after host-side coalescing), the launch context, and the device error record
+// used by index-checking kernels (CONTRACTS: out-of-range indices).
+//
+// Layout: strides and offsets count elements (as in core's StridedView); linear indices are
+// row-major over the (shared) shape, last dimension fastest. Index arithmetic is 64-bit.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "../vendors/vendor.h"
+
+namespace kiln {
+
+/** Element index / count type of every kernel. */
+using Index = long long;
+
+/** Storage dtypes, numbered as the TypeScript side numbers them (src/native/codes.ts). */
+enum DTypeCode : int { kF32 = 0, kF16 = 1, kBF16 = 2, kI32 = 3 };
+inline constexpr int kDTypeCount = 4;
+
+/** Bytes per element of a dtype. */
+KILN_HOST_DEVICE inline int dtype_bytes(int dtype) { return dtype == kF16 || dtype == kBF16 ? 2 : 4; }
+
+/** Most dims a strided kernel takes in one launch (the host loops over any outer rest). */
+inline constexpr int kMaxRank = 12;
+
+/** Up to three operands sharing one shape, each with its own strides and offset (elements). */
+template <int Operands>
+struct StridedOperands {
+  int rank;
+  Index shape[kMaxRank];
+  Index strides[Operands][kMaxRank];
+  Index offsets[Operands];
+};
+
+/** Element offsets of every operand for the row-major linear index `linear`. */
+template <int Operands>
+KILN_HOST_DEVICE inline void strided_offsets(const StridedOperands<Operands>& layout, Index linear, Index* offsets) {
+  for (int operand = 0; operand < Operands; operand++) offsets[operand] = layout.offsets[operand];
+  for (int dim = layout.rank - 1; dim >= 0; dim--) {
+    const Index size = layout.shape[dim];
+    const Index coordinate = linear % size;
+    linear /= size;
+    for (int operand = 0; operand < Operands; operand++) offsets[operand] += coordinate * layout.strides[operand][dim];
+  }
+}
+
+/** Which kernel recorded an out-of-range index (shown in the error message). */
+enum DeviceErrorKernel : int { kNoDeviceError = 0, kGatherIndexError = 1, kScatterAddIndexError = 2 };
+
+/**
+ * First out-of-range index seen by any kernel since the host last read the record. `flag` is set
+ * by compare-and-swap, so exactly one offender fills the other fields.
+ */
+struct DeviceErrorRecord {
+  int flag;
+  int kernel;
+  Index position;
+  Index value;
+  Index bound;
+};
+
+#if KILN_DEVICE_CODE
+/** Records an out-of-range index (first one wins). */
+__device__ __forceinline__ void report_index_error(DeviceErrorRecord* record, int kernel, Index position, Index value, Index bound) {
+  if (atomicCAS(&record->flag, 0, 1) == 0) {
+    record->kernel = kernel;
+    record->position = position;
+    record->value = value;
+    record->bound = bound;
+    __threadfence();
+  }
+}
+#endif
+
+/** What every launcher needs from the backend instance. */
+struct LaunchContext {
+  /** The backend's stream. */
+  cudaStream_t stream;
+  /** Upper bound on blocks for grid-stride kernels (a multiple of the multiprocessor count). */
+  int max_blocks;
+  /** The device error record. */
+  DeviceErrorRecord* errors;
+};
+
+/** Blocks for `work` items at `threads` per block, capped for grid-stride loops (at least 1). */
+inline unsigned grid_for(Index work, int threads, int max_blocks) {
+  Index blocks = (work + threads - 1) / threads;
+  if (blocks > max_blocks) blocks = max_blocks;
+  return blocks < 1 ? 1u : static_cast<unsigned>(blocks);
+}
+
+/** Bit-exact reinterpretation (memcpy works in host and device code). */
+template <typename To, typename From>
+KILN_HOST_DEVICE inline To bit_cast(const From& value) {
+  static_assert(sizeof(To) == sizeof(From), "bit_cast needs equal sizes");
+  To result;
+  memcpy(&result, &value, sizeof(To));
+  return result;
+}
+
+}  // namespace kiln

@@ -1,0 +1,163 @@
+// kernels/numerics.cuh — conversions and scalar rules shared by the kernels (and by host code
+// that prepares constants), exactly as docs/kernel-semantics.md defines them.
+//
+// Numerics:
+//  - f32 ↔ f16/bf16 via the hardware conversions (round to nearest even); values that must be
+//    rounded once from a wider source (an i32, a JS double for fill) use round_to_half_bits, an
+//    integer implementation of round-to-nearest-even from double.
+//  - float → i32 truncates toward zero, NaN → 0, saturates at [−2³¹, 2³¹−1] (cvt.rzi).
+//  - i32 arithmetic wraps modulo 2³² (done in unsigned, never signed overflow).
+//  - maximum/minimum propagate NaN (unlike fmaxf/fminf).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "common.cuh"
+
+namespace kiln {
+
+// ---- 16-bit float rounding from double (host and device) ----
+
+/**
+ * Bits of the binary float with `MantissaBits` stored mantissa bits and `ExponentBits` exponent
+ * bits nearest to `value` (ties to even, subnormals kept, overflow to ±Inf, NaN → quiet NaN).
+ * f16 = <10, 5>, bf16 = <7, 8>.
+ */
+template <int MantissaBits, int ExponentBits>
+KILN_HOST_DEVICE inline std::uint16_t round_to_half_bits(double value) {
+  const auto bits = bit_cast<std::uint64_t>(value);
+  const auto sign = static_cast<std::uint32_t>((bits >> 63) << 15);
+  const int exponent_field = static_cast<int>((bits >> 52) & 0x7ff);
+  const std::uint64_t mantissa = bits & ((std::uint64_t{1} << 52) - 1);
+  const int bias = (1 << (ExponentBits - 1)) - 1;
+  const std::uint32_t infinity = ((1u << ExponentBits) - 1u) << MantissaBits;
+  if (exponent_field == 0x7ff) return static_cast<std::uint16_t>(sign | infinity | (mantissa != 0 ? 1u << (MantissaBits - 1) : 0u));
+  // Zero and double subnormals (far below the smallest 16-bit subnormal) round to ±0.
+  if (exponent_field == 0) return static_cast<std::uint16_t>(sign);
+  const int exponent = exponent_field - 1023;
+  const std::uint64_t significand = mantissa | (std::uint64_t{1} << 52);
+  int target_exponent = exponent < 1 - bias ? 1 - bias : exponent;
+  const int shift = 52 - MantissaBits + (target_exponent - exponent);
+  if (shift > 63) return static_cast<std::uint16_t>(sign);
+  std::uint64_t quotient = significand >> shift;
+  const std::uint64_t remainder = significand & ((std::uint64_t{1} << shift) - 1);
+  const std::uint64_t half = std::uint64_t{1} << (shift - 1);
+  if (remainder > half || (remainder == half && (quotient & 1))) quotient++;
+  if (quotient >= (std::uint64_t{1} << (MantissaBits + 1))) {
+    quotient >>= 1;
+    target_exponent++;
+  }
+  if (quotient < (std::uint64_t{1} << MantissaBits)) return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(quotient));
+  const int field = target_exponent + bias;
+  if (field >= (1 << ExponentBits) - 1) return static_cast<std::uint16_t>(sign | infinity);
+  return static_cast<std::uint16_t>(sign | (static_cast<std::uint32_t>(field) << MantissaBits) |
+                                    static_cast<std::uint32_t>(quotient & ((std::uint64_t{1} << MantissaBits) - 1)));
+}
+
+/** f16 bits nearest to a double. */
+KILN_HOST_DEVICE inline std::uint16_t double_to_f16_bits(double value) { return round_to_half_bits<10, 5>(value); }
+/** bf16 bits nearest to a double. */
+KILN_HOST_DEVICE inline std::uint16_t double_to_bf16_bits(double value) { return round_to_half_bits<7, 8>(value); }
+
+/** The f32 nearest to a double (overflow → ±Inf, without the C++ undefined behaviour). */
+KILN_HOST_DEVICE inline float double_to_f32(double value) {
+  // Values at or beyond FLT_MAX + half an ulp round to infinity.
+  if (value >= 0x1.ffffffp127) return bit_cast<float>(0x7f800000u);
+  if (value <= -0x1.ffffffp127) return bit_cast<float>(0xff800000u);
+  return static_cast<float>(value);
+}
+
+/** Float → i32 as cast/fill define it: toward zero, NaN → 0, saturating at [−2³¹, 2³¹−1]. */
+KILN_HOST_DEVICE inline std::int32_t double_to_i32(double value) {
+  if (value != value) return 0;
+  if (value >= 2147483647.0) return 2147483647;
+  if (value <= -2147483648.0) return -2147483647 - 1;
+  return static_cast<std::int32_t>(value);
+}
+
+#if KILN_DEVICE_CODE
+// ---- element conversions in kernels ----
+
+__device__ __forceinline__ float to_float(float value) { return value; }
+__device__ __forceinline__ float to_float(__half value) { return __half2float(value); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 value) { return __bfloat162float(value); }
+__device__ __forceinline__ float to_float(std::int32_t value) { return static_cast<float>(value); }
+
+template <typename T>
+__device__ __forceinline__ T from_float(float value);
+template <>
+__device__ __forceinline__ float from_float<float>(float value) { return value; }
+template <>
+__device__ __forceinline__ __half from_float<__half>(float value) { return __float2half_rn(value); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float value) { return __float2bfloat16_rn(value); }
+template <>
+__device__ __forceinline__ std::int32_t from_float<std::int32_t>(float value) { return __float2int_rz(value); }
+
+/** Element `index` of a buffer of runtime dtype `dtype`, as float (i32 rounds to nearest). */
+__device__ __forceinline__ float load_float(const void* base, int dtype, Index index) {
+  switch (dtype) {
+    case kF32: return static_cast<const float*>(base)[index];
+    case kF16: return __half2float(static_cast<const __half*>(base)[index]);
+    case kBF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[index]);
+    default: return static_cast<float>(static_cast<const std::int32_t*>(base)[index]);
+  }
+}
+
+/** Element `index` of an i32 buffer. */
+__device__ __forceinline__ std::int32_t load_i32(const void* base, Index index) { return static_cast<const std::int32_t*>(base)[index]; }
+
+/** Stores a float into a buffer of runtime dtype `dtype` (one rounding; float → i32 per cast rules). */
+__device__ __forceinline__ void store_float(void* base, int dtype, Index index, float value) {
+  switch (dtype) {
+    case kF32: static_cast<float*>(base)[index] = value; break;
+    case kF16: static_cast<__half*>(base)[index] = __float2half_rn(value); break;
+    case kBF16: static_cast<__nv_bfloat16*>(base)[index] = __float2bfloat16_rn(value); break;
+    default: static_cast<std::int32_t*>(base)[index] = __float2int_rz(value); break;
+  }
+}
+
+/** Stores an i32 into a buffer of runtime dtype `dtype` (rounded once, to nearest even). */
+__device__ __forceinline__ void store_i32(void* base, int dtype, Index index, std::int32_t value) {
+  switch (dtype) {
+    case kF32: static_cast<float*>(base)[index] = __int2float_rn(value); break;
+    case kF16: static_cast<std::uint16_t*>(base)[index] = double_to_f16_bits(static_cast<double>(value)); break;
+    case kBF16: static_cast<std::uint16_t*>(base)[index] = double_to_bf16_bits(static_cast<double>(value)); break;
+    default: static_cast<std::int32_t*>(base)[index] = value; break;
+  }
+}
+
+/** True when element `index` is non-zero (NaN counts as non-zero; −0 does not). */
+__device__ __forceinline__ bool load_nonzero(const void* base, int dtype, Index index) {
+  switch (dtype) {
+    case kF16:
+    case kBF16: return (static_cast<const std::uint16_t*>(base)[index] & 0x7fffu) != 0;
+    case kF32: return (static_cast<const std::uint32_t*>(base)[index] & 0x7fffffffu) != 0;
+    default: return static_cast<const std::int32_t*>(base)[index] != 0;
+  }
+}
+
+// ---- scalar rules ----
+
+/** max that propagates NaN. */
+__device__ __forceinline__ float nan_max(float a, float b) { return (a != a || a > b) ? a : b; }
+/** min that propagates NaN. */
+__device__ __forceinline__ float nan_min(float a, float b) { return (a != a || a < b) ? a : b; }
+
+/** i32 a + b modulo 2³². */
+__device__ __forceinline__ std::int32_t wrap_add(std::int32_t a, std::int32_t b) {
+  return static_cast<std::int32_t>(static_cast<std::uint32_t>(a) + static_cast<std::uint32_t>(b));
+}
+/** i32 a − b modulo 2³². */
+__device__ __forceinline__ std::int32_t wrap_sub(std::int32_t a, std::int32_t b) {
+  return static_cast<std::int32_t>(static_cast<std::uint32_t>(a) - static_cast<std::uint32_t>(b));
+}
+/** i32 a · b modulo 2³². */
+__device__ __forceinline__ std::int32_t wrap_mul(std::int32_t a, std::int32_t b) {
+  return static_cast<std::int32_t>(static_cast<std::uint32_t>(a) * static_cast<std::uint32_t>(b));
+}
+
+#endif  // KILN_DEVICE_CODE
+
+}  // namespace kiln

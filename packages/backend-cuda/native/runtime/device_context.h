@@ -1,0 +1,84 @@
+// runtime/device_context.h — one backend instance's hold on a device: the stream every kernel
+// and copy is queued on, the caching allocator, pinned staging buffers, the device error record
+// of index-checking kernels, and the error policy (every CUDA error becomes a NativeError that
+// names the kernel and its shapes; a sticky error leaves the context unusable, and says so).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <string>
+
+#include "../kernels/common.cuh"
+#include "caching_allocator.h"
+#include "native_error.h"
+#include "pinned_pool.h"
+
+namespace kiln {
+
+/** Facts about the device, read once. */
+struct DeviceFacts {
+  std::string name;
+  int major = 0;
+  int minor = 0;
+  std::size_t total_bytes = 0;
+  int multiprocessors = 0;
+};
+
+/** See the file header. */
+class DeviceContext {
+ public:
+  /** Opens device `device_index` with an optional byte limit for the allocator (0 = none). Throws NativeError. */
+  DeviceContext(int device_index, std::size_t memory_limit_bytes);
+  DeviceContext(const DeviceContext&) = delete;
+  DeviceContext& operator=(const DeviceContext&) = delete;
+  ~DeviceContext();
+
+  /** The device. */
+  const DeviceFacts& facts() const { return facts_; }
+  /** Device index. */
+  int device_index() const { return device_index_; }
+  /** The stream, grid cap and error record for launchers (also makes this device current on the calling thread). */
+  LaunchContext launch_context();
+  /** The allocator. */
+  CachingAllocator& allocator() { return allocator_; }
+  /** Pinned staging buffers. */
+  PinnedPool& pinned() { return pinned_; }
+  /** The stream. */
+  cudaStream_t stream() const { return stream_; }
+  /** The device error record. */
+  DeviceErrorRecord* device_errors() const { return device_errors_; }
+
+  /** Throws (kDevice) when an earlier sticky error made the context unusable. */
+  void ensure_usable() const;
+  /** Checks a launcher's result: throws with `description` on error; with KILN_CUDA_SYNC=1 also waits and checks execution. */
+  void after_launch(cudaError_t error, const std::string& description);
+  /** Builds the error for `error` observed while waiting for queued work (marks the context unusable when the error is sticky). */
+  NativeError asynchronous_failure(cudaError_t error, const std::string& operation);
+  /** The last kernels launched (newest last), for messages about asynchronous errors. */
+  std::string recent_launches() const;
+
+ private:
+  void remember(const std::string& description);
+  void mark_broken_if_sticky(cudaError_t error, const std::string& operation);
+
+  int device_index_;
+  DeviceFacts facts_;
+  cudaStream_t stream_ = nullptr;
+  DeviceErrorRecord* device_errors_ = nullptr;
+  CachingAllocator allocator_;
+  PinnedPool pinned_;
+  int max_blocks_ = 1;
+  bool synchronous_ = false;
+  bool broken_ = false;
+  std::string broken_reason_;
+  std::array<std::string, 8> history_;
+  std::size_t history_count_ = 0;
+};
+
+/** True for the CUDA errors after which the context cannot be used again. */
+bool is_sticky_error(cudaError_t error);
+
+/** "[2, 3, 4]". */
+std::string format_shape(const Index* shape, int rank);
+
+}  // namespace kiln

@@ -1,0 +1,28 @@
+/** The registry entry of the CUDA backend: highest automatic priority; probe() says what to install when it cannot run. */
+import { InvalidArgumentError, KERNEL_API_VERSION, type BackendCreateOptions, type BackendPlugin, type ProbeResult } from '@kiln/core';
+import { CudaBackend } from './cuda-backend.js';
+import { cachedCudaAddon } from './native/load-addon.js';
+import { probeCuda } from './probe.js';
+
+function optionalInteger(options: BackendCreateOptions | undefined, name: 'deviceIndex' | 'memoryLimitBytes'): number | undefined {
+  const value = options?.[name];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number') {
+    throw new InvalidArgumentError(`cuda backend: ${name} must be a number, got ${typeof value}`, { hint: `Pass e.g. { ${name}: 0 }.` });
+  }
+  return value;
+}
+
+/** The CUDA backend plugin (name 'cuda', priority 300). */
+export const cudaBackendPlugin: BackendPlugin = {
+  name: 'cuda',
+  apiVersion: KERNEL_API_VERSION,
+  priority: 300,
+  probe(): ProbeResult {
+    return probeCuda();
+  },
+  create(options?: BackendCreateOptions) {
+    const addon = cachedCudaAddon().addon;
+    return new CudaBackend(addon, { deviceIndex: optionalInteger(options, 'deviceIndex'), memoryLimitBytes: optionalInteger(options, 'memoryLimitBytes') });
+  },
+};

@@ -1,0 +1,504 @@
+// gpu_sim/cuda/runtime.hpp — the subset of the CUDA runtime API a kiln backend uses, on host memory.
+//
+// Model: one simulated device whose memory is host memory (malloc'd with a red zone after each
+// allocation). A stream executes in order and at once: a kernel launch runs the whole grid in
+// the engine before returning, a copy happens before cudaMemcpyAsync returns; events and
+// synchronisation are therefore trivially complete. Error codes and their numbers are CUDA's.
+//
+// Checks a real GPU does not make (they turn silent corruption into an error):
+//  - device copies and memsets must stay inside one live allocation (else cudaErrorInvalidValue);
+//  - a kernel that wrote past the end of an allocation is caught at cudaFree or at the next
+//    stream/device synchronisation by its damaged red zone (cudaErrorIllegalAddress);
+//  - a divergent barrier or collective fails the launch (cudaErrorLaunchFailure).
+// gpu_sim_cuda_fault_detail() returns the explanation of the last such error.
+//
+// inject_launch_fault()/inject_synchronize_fault() make the next launch or synchronisation fail, so
+// the host's handling of kernel and asynchronous device errors can be tested.
+// configure_device() makes the simulated machine look like one without a driver (driver version
+// 0), with a driver too old (version < 13000: every device call returns error 35), with no
+// device, or with little memory, so host code's error paths can be tested.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "../engine.hpp"
+#include "device.hpp"
+
+enum cudaError_t : int {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorInitializationError = 3,
+  cudaErrorInvalidConfiguration = 9,
+  cudaErrorInvalidDevicePointer = 17,
+  cudaErrorInvalidMemcpyDirection = 21,
+  cudaErrorInsufficientDriver = 35,
+  cudaErrorNoDevice = 100,
+  cudaErrorInvalidDevice = 101,
+  cudaErrorInvalidResourceHandle = 400,
+  cudaErrorNotReady = 600,
+  cudaErrorIllegalAddress = 700,
+  cudaErrorLaunchOutOfResources = 701,
+  cudaErrorLaunchFailure = 719,
+  cudaErrorUnknown = 999,
+};
+using cudaError = cudaError_t;
+
+enum cudaMemcpyKind : int {
+  cudaMemcpyHostToHost = 0,
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3,
+  cudaMemcpyDefault = 4,
+};
+
+enum cudaFuncAttribute : int { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+
+inline constexpr unsigned cudaStreamDefault = 0;
+inline constexpr unsigned cudaStreamNonBlocking = 1;
+inline constexpr unsigned cudaEventDefault = 0;
+inline constexpr unsigned cudaEventDisableTiming = 2;
+inline constexpr unsigned cudaHostAllocDefault = 0;
+
+struct cudaDeviceProp {
+  char name[256];
+  std::size_t totalGlobalMem;
+  std::size_t sharedMemPerBlock;
+  std::size_t sharedMemPerBlockOptin;
+  int warpSize;
+  int maxThreadsPerBlock;
+  int maxThreadsDim[3];
+  int maxGridSize[3];
+  int major;
+  int minor;
+  int multiProcessorCount;
+  int l2CacheSize;
+};
+
+struct CUstream_st {
+  unsigned flags;
+};
+struct CUevent_st {
+  unsigned flags;
+};
+using cudaStream_t = CUstream_st*;
+using cudaEvent_t = CUevent_st*;
+
+namespace gpu_sim::cuda {
+
+/** What the simulated machine looks like. */
+struct SimulatedDeviceConfig {
+  /** cudaDriverGetVersion's answer: 0 = no driver installed; below 13000 = too old for a CUDA 13 runtime. */
+  int driver_version = 13000;
+  /** Devices present (0 = cudaErrorNoDevice). */
+  int device_count = 1;
+  /** Device memory in bytes (cudaMalloc fails beyond it). */
+  std::size_t memory_bytes = std::size_t{4} << 30;
+  /** Multiprocessors reported (host code sizes grids from it). */
+  int multiprocessors = 4;
+};
+
+/** Red zone after each device allocation: its bytes must never change. */
+inline constexpr std::size_t kRedZoneBytes = 64;
+inline constexpr unsigned char kRedZoneByte = 0xa5;
+
+/** Process-wide state of the simulated runtime. */
+struct RuntimeState {
+  std::mutex mutex;
+  SimulatedDeviceConfig config;
+  /** Live device allocations: start → size. */
+  std::map<std::uintptr_t, std::size_t> allocations;
+  std::size_t used_bytes = 0;
+  std::string fault_detail;
+  int current_device = 0;
+  /** Test hook: the next kernel launch fails with cudaErrorLaunchFailure and this detail. */
+  std::string injected_launch_fault;
+  /** Test hook: the next synchronisation fails with cudaErrorIllegalAddress and this detail (an asynchronous fault). */
+  std::string injected_synchronize_fault;
+};
+
+inline RuntimeState& runtime() {
+  static RuntimeState state;
+  return state;
+}
+
+inline thread_local cudaError_t tls_last_error = cudaSuccess;
+
+inline cudaError_t set_error(cudaError_t error) {
+  if (error != cudaSuccess) tls_last_error = error;
+  return error;
+}
+
+inline cudaError_t fault(cudaError_t error, std::string detail) {
+  {
+    std::lock_guard<std::mutex> lock(runtime().mutex);
+    runtime().fault_detail = std::move(detail);
+  }
+  return set_error(error);
+}
+
+/** Replaces the simulated machine (tests only; frees nothing). */
+inline void configure_device(const SimulatedDeviceConfig& config) {
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  runtime().config = config;
+}
+
+/** The simulated machine. */
+inline SimulatedDeviceConfig device_config() {
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  return runtime().config;
+}
+
+/** cudaSuccess when a device call may proceed; error 35/100 otherwise (as the real runtime answers). */
+inline cudaError_t device_ready() {
+  const SimulatedDeviceConfig config = device_config();
+  if (config.driver_version < 13000) return set_error(cudaErrorInsufficientDriver);
+  if (config.device_count <= 0) return set_error(cudaErrorNoDevice);
+  return cudaSuccess;
+}
+
+/** Checks that [pointer, pointer + bytes) lies inside one live device allocation. */
+inline bool inside_allocation(const void* pointer, std::size_t bytes) {
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  const auto address = reinterpret_cast<std::uintptr_t>(pointer);
+  auto found = runtime().allocations.upper_bound(address);
+  if (found == runtime().allocations.begin()) return false;
+  --found;
+  return address >= found->first && address + bytes <= found->first + found->second;
+}
+
+/** Verifies every red zone; returns the first damaged allocation's description, or "". */
+inline std::string check_red_zones() {
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  for (const auto& [start, size] : runtime().allocations) {
+    const auto* zone = reinterpret_cast<const unsigned char*>(start + size);
+    for (std::size_t i = 0; i < kRedZoneBytes; i++) {
+      if (zone[i] != kRedZoneByte) {
+        return "a kernel wrote " + std::to_string(i) + " bytes past the end of a " + std::to_string(size) + "-byte device allocation";
+      }
+    }
+  }
+  return "";
+}
+
+/** Makes the next launch fail (cudaErrorLaunchFailure) with `detail`, to test host error paths. */
+inline void inject_launch_fault(std::string detail) {
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  runtime().injected_launch_fault = std::move(detail);
+}
+
+/** Makes the next stream/event/device synchronisation fail (cudaErrorIllegalAddress) with `detail`. */
+inline void inject_synchronize_fault(std::string detail) {
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  runtime().injected_synchronize_fault = std::move(detail);
+}
+
+/** Takes (and clears) an injected fault. */
+inline std::string take_injected(std::string RuntimeState::*field) {
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  std::string detail = std::move(runtime().*field);
+  (runtime().*field).clear();
+  return detail;
+}
+
+inline cudaError_t synchronize_all() {
+  std::string injected = take_injected(&RuntimeState::injected_synchronize_fault);
+  if (!injected.empty()) return fault(cudaErrorIllegalAddress, injected);
+  std::string damage = check_red_zones();
+  if (!damage.empty()) return fault(cudaErrorIllegalAddress, damage);
+  return cudaSuccess;
+}
+
+}  // namespace gpu_sim::cuda
+
+/** Explanation of the simulator's last fault (divergence, red zone, range check); "" when none. */
+inline std::string gpu_sim_cuda_fault_detail() {
+  std::lock_guard<std::mutex> lock(gpu_sim::cuda::runtime().mutex);
+  return gpu_sim::cuda::runtime().fault_detail;
+}
+
+inline const char* cudaGetErrorName(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInitializationError: return "cudaErrorInitializationError";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
+    case cudaErrorInvalidMemcpyDirection: return "cudaErrorInvalidMemcpyDirection";
+    case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
+    case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNotReady: return "cudaErrorNotReady";
+    case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
+    case cudaErrorLaunchOutOfResources: return "cudaErrorLaunchOutOfResources";
+    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    default: return "cudaErrorUnknown";
+  }
+}
+
+inline const char* cudaGetErrorString(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInitializationError: return "initialization error";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInvalidDevicePointer: return "invalid device pointer";
+    case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
+    case cudaErrorInsufficientDriver: return "CUDA driver version is insufficient for CUDA runtime version";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorNotReady: return "device not ready";
+    case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
+    case cudaErrorLaunchOutOfResources: return "too many resources requested for launch";
+    case cudaErrorLaunchFailure: return "unspecified launch failure";
+    default: return "unknown error";
+  }
+}
+
+inline cudaError_t cudaGetLastError() {
+  const cudaError_t error = gpu_sim::cuda::tls_last_error;
+  gpu_sim::cuda::tls_last_error = cudaSuccess;
+  return error;
+}
+inline cudaError_t cudaPeekAtLastError() { return gpu_sim::cuda::tls_last_error; }
+
+inline cudaError_t cudaDriverGetVersion(int* version) {
+  if (version == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
+  *version = gpu_sim::cuda::device_config().driver_version;
+  return cudaSuccess;
+}
+inline cudaError_t cudaRuntimeGetVersion(int* version) {
+  if (version == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
+  *version = 13000;
+  return cudaSuccess;
+}
+
+inline cudaError_t cudaGetDeviceCount(int* count) {
+  if (count == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
+  *count = 0;
+  const cudaError_t ready = gpu_sim::cuda::device_ready();
+  if (ready != cudaSuccess) return ready;
+  *count = gpu_sim::cuda::device_config().device_count;
+  return cudaSuccess;
+}
+
+inline cudaError_t cudaSetDevice(int device) {
+  const cudaError_t ready = gpu_sim::cuda::device_ready();
+  if (ready != cudaSuccess) return ready;
+  if (device < 0 || device >= gpu_sim::cuda::device_config().device_count) return gpu_sim::cuda::set_error(cudaErrorInvalidDevice);
+  std::lock_guard<std::mutex> lock(gpu_sim::cuda::runtime().mutex);
+  gpu_sim::cuda::runtime().current_device = device;
+  return cudaSuccess;
+}
+
+inline cudaError_t cudaGetDevice(int* device) {
+  if (device == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
+  std::lock_guard<std::mutex> lock(gpu_sim::cuda::runtime().mutex);
+  *device = gpu_sim::cuda::runtime().current_device;
+  return cudaSuccess;
+}
+
+inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* properties, int device) {
+  const cudaError_t ready = gpu_sim::cuda::device_ready();
+  if (ready != cudaSuccess) return ready;
+  const gpu_sim::cuda::SimulatedDeviceConfig config = gpu_sim::cuda::device_config();
+  if (properties == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
+  if (device < 0 || device >= config.device_count) return gpu_sim::cuda::set_error(cudaErrorInvalidDevice);
+  std::memset(properties, 0, sizeof *properties);
+  std::snprintf(properties->name, sizeof properties->name, "kiln GPU simulator (CPU, %s fibers)", gpu_sim::kFiberImplementation);
+  properties->totalGlobalMem = config.memory_bytes;
+  properties->sharedMemPerBlock = 48 * 1024;
+  properties->sharedMemPerBlockOptin = 227 * 1024;
+  properties->warpSize = 32;
+  properties->maxThreadsPerBlock = 1024;
+  properties->maxThreadsDim[0] = 1024;
+  properties->maxThreadsDim[1] = 1024;
+  properties->maxThreadsDim[2] = 64;
+  properties->maxGridSize[0] = 2147483647;
+  properties->maxGridSize[1] = 65535;
+  properties->maxGridSize[2] = 65535;
+  properties->major = 9;
+  properties->minor = 0;
+  properties->multiProcessorCount = config.multiprocessors;
+  properties->l2CacheSize = 4 << 20;
+  return cudaSuccess;
+}
+
+inline cudaError_t cudaMemGetInfo(std::size_t* free_bytes, std::size_t* total_bytes) {
+  const cudaError_t ready = gpu_sim::cuda::device_ready();
+  if (ready != cudaSuccess) return ready;
+  if (free_bytes == nullptr || total_bytes == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
+  std::lock_guard<std::mutex> lock(gpu_sim::cuda::runtime().mutex);
+  const std::size_t total = gpu_sim::cuda::runtime().config.memory_bytes;
+  const std::size_t used = gpu_sim::cuda::runtime().used_bytes;
+  *total_bytes = total;
+  *free_bytes = used >= total ? 0 : total - used;
+  return cudaSuccess;
+}
+
+inline cudaError_t cudaMalloc(void** pointer, std::size_t bytes) {
+  const cudaError_t ready = gpu_sim::cuda::device_ready();
+  if (ready != cudaSuccess) return ready;
+  if (pointer == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
+  *pointer = nullptr;
+  auto& state = gpu_sim::cuda::runtime();
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    if (bytes > state.config.memory_bytes || state.used_bytes + bytes > state.config.memory_bytes) {
+      return gpu_sim::cuda::set_error(cudaErrorMemoryAllocation);
+    }
+  }
+  const std::size_t rounded = (bytes + gpu_sim::cuda::kRedZoneBytes + 255) / 256 * 256;
+  void* memory = std::aligned_alloc(256, rounded);
+  if (memory == nullptr) return gpu_sim::cuda::set_error(cudaErrorMemoryAllocation);
+  std::memset(static_cast<unsigned char*>(memory) + bytes, gpu_sim::cuda::kRedZoneByte, gpu_sim::cuda::kRedZoneBytes);
+  std::lock_guard<std::mutex> lock(state.mutex);
+  state.allocations[reinterpret_cast<std::uintptr_t>(memory)] = bytes;
+  state.used_bytes += bytes;
+  *pointer = memory;
+  return cudaSuccess;
+}
+
+inline cudaError_t cudaFree(void* pointer) {
+  if (pointer == nullptr) return cudaSuccess;
+  auto& state = gpu_sim::cuda::runtime();
+  std::size_t size = 0;
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    auto found = state.allocations.find(reinterpret_cast<std::uintptr_t>(pointer));
+    if (found == state.allocations.end()) {
+      state.fault_detail = "cudaFree of a pointer that is not a live device allocation";
+      return gpu_sim::cuda::set_error(cudaErrorInvalidDevicePointer);
+    }
+    size = found->second;
+    state.allocations.erase(found);
+    state.used_bytes -= size;
+  }
+  const auto* zone = static_cast<const unsigned char*>(pointer) + size;
+  for (std::size_t i = 0; i < gpu_sim::cuda::kRedZoneBytes; i++) {
+    if (zone[i] != gpu_sim::cuda::kRedZoneByte) {
+      std::free(pointer);
+      return gpu_sim::cuda::fault(cudaErrorIllegalAddress, "a kernel wrote " + std::to_string(i) + " bytes past the end of a " +
+                                                               std::to_string(size) + "-byte device allocation (found when it was freed)");
+    }
+  }
+  std::free(pointer);
+  return cudaSuccess;
+}
+
+inline cudaError_t cudaMallocHost(void** pointer, std::size_t bytes) {
+  if (pointer == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
+  *pointer = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
+  return *pointer == nullptr ? gpu_sim::cuda::set_error(cudaErrorMemoryAllocation) : cudaSuccess;
+}
+inline cudaError_t cudaFreeHost(void* pointer) {
+  std::free(pointer);
+  return cudaSuccess;
+}
+
+inline cudaError_t cudaMemcpyAsync(void* destination, const void* source, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t = nullptr) {
+  if (bytes == 0) return cudaSuccess;
+  if (destination == nullptr || source == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
+  const bool device_source = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+  const bool device_destination = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+  if (kind == cudaMemcpyDefault) return gpu_sim::cuda::fault(cudaErrorInvalidMemcpyDirection, "the simulator needs an explicit copy direction");
+  if (device_source && !gpu_sim::cuda::inside_allocation(source, bytes)) {
+    return gpu_sim::cuda::fault(cudaErrorInvalidValue, "copy of " + std::to_string(bytes) + " bytes reads outside a live device allocation");
+  }
+  if (device_destination && !gpu_sim::cuda::inside_allocation(destination, bytes)) {
+    return gpu_sim::cuda::fault(cudaErrorInvalidValue, "copy of " + std::to_string(bytes) + " bytes writes outside a live device allocation");
+  }
+  std::memmove(destination, source, bytes);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemcpy(void* destination, const void* source, std::size_t bytes, cudaMemcpyKind kind) {
+  return cudaMemcpyAsync(destination, source, bytes, kind, nullptr);
+}
+
+inline cudaError_t cudaMemsetAsync(void* destination, int value, std::size_t bytes, cudaStream_t = nullptr) {
+  if (bytes == 0) return cudaSuccess;
+  if (!gpu_sim::cuda::inside_allocation(destination, bytes)) {
+    return gpu_sim::cuda::fault(cudaErrorInvalidValue, "memset of " + std::to_string(bytes) + " bytes outside a live device allocation");
+  }
+  std::memset(destination, value, bytes);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemset(void* destination, int value, std::size_t bytes) { return cudaMemsetAsync(destination, value, bytes, nullptr); }
+
+inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
+  const cudaError_t ready = gpu_sim::cuda::device_ready();
+  if (ready != cudaSuccess) return ready;
+  if (stream == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
+  *stream = new CUstream_st{flags};
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  delete stream;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return gpu_sim::cuda::synchronize_all(); }
+inline cudaError_t cudaDeviceSynchronize() { return gpu_sim::cuda::synchronize_all(); }
+
+inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags) {
+  if (event == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
+  *event = new CUevent_st{flags};
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  delete event;
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t = nullptr) { return cudaSuccess; }
+inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return gpu_sim::cuda::synchronize_all(); }
+inline cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+
+template <typename Kernel>
+inline cudaError_t cudaFuncSetAttribute(Kernel*, cudaFuncAttribute, int) {
+  return cudaSuccess;
+}
+
+namespace gpu_sim::cuda {
+
+/** Runs `kernel(args...)` over the grid in the engine (the simulator's `kernel<<<grid, block, shared, stream>>>(args...)`). */
+template <typename... Parameters, typename... Arguments>
+cudaError_t launch_kernel(const char* name, void (*kernel)(Parameters...), dim3 grid, dim3 block, std::size_t shared_bytes, cudaStream_t,
+                          Arguments&&... arguments) {
+  const cudaError_t ready = device_ready();
+  if (ready != cudaSuccess) return ready;
+  const unsigned long long threads = static_cast<unsigned long long>(block.x) * block.y * block.z;
+  if (block.x == 0 || block.y == 0 || block.z == 0 || grid.x == 0 || grid.y == 0 || grid.z == 0 || threads > 1024 || block.z > 64 ||
+      grid.y > 65535 || grid.z > 65535 || shared_bytes > 227 * 1024) {
+    return fault(cudaErrorInvalidConfiguration, std::string("kernel '") + name + "': invalid launch configuration grid (" +
+                                                    std::to_string(grid.x) + "," + std::to_string(grid.y) + "," + std::to_string(grid.z) +
+                                                    ") block (" + std::to_string(block.x) + "," + std::to_string(block.y) + "," +
+                                                    std::to_string(block.z) + ") shared " + std::to_string(shared_bytes));
+  }
+  std::string injected = take_injected(&RuntimeState::injected_launch_fault);
+  if (!injected.empty()) return fault(cudaErrorLaunchFailure, std::string("kernel '") + name + "': " + injected);
+  // Arguments are converted to the kernel's parameter types once, as the launch does on a GPU.
+  std::tuple<std::decay_t<Parameters>...> bound(static_cast<std::decay_t<Parameters>>(std::forward<Arguments>(arguments))...);
+  auto body = [&]() { std::apply(kernel, bound); };
+  LaunchShape shape;
+  shape.grid = Dim3{grid.x, grid.y, grid.z};
+  shape.block = Dim3{block.x, block.y, block.z};
+  shape.dynamic_shared_bytes = shared_bytes;
+  shape.kernel_name = name;
+  const LaunchResult result = Engine::instance().launch(shape, body);
+  if (!result.ok) return fault(cudaErrorLaunchFailure, result.message);
+  return cudaSuccess;
+}
+
+}  // namespace gpu_sim::cuda

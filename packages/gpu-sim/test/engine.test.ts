@@ -1,0 +1,75 @@
+// Builds the engine's C++ self-test (with the assembly context switch and with the portable
+// ucontext one) and checks every line it prints: barriers, shared memory per block, warp
+// collectives, atomics across workers, determinism, and divergence aborting with the kernel
+// name and file:line instead of hanging.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { compileProgram, findCompiler, packageRoot } from './compile.js';
+import { onPath } from './tools.js';
+
+const run = promisify(execFile);
+const compiler = findCompiler();
+
+const EXPECTED_CHECKS = [
+  'barrier rotates shared memory (1 worker)',
+  'barrier rotates shared memory per block (2 workers in parallel)',
+  'shuffles, votes, reductions and __syncthreads_count',
+  'block reduction (shuffles + shared memory + atomicAdd)',
+  'atomicAdd (int, float, __half) from 2 workers',
+  'dynamic shared memory (extern __shared__)',
+  'same results on every run with parallel workers (no atomics)',
+  'thread exiting before a barrier aborts with kernel name and file:line',
+  'threads at two different barriers abort naming both lines',
+  'shuffle with an exited lane in the mask aborts',
+  "shuffle mask without the caller's lane aborts",
+  'shuffle waiting for a lane parked at a barrier is reported as a deadlock',
+  'more than 1024 threads per block is cudaErrorInvalidConfiguration',
+];
+
+const VARIANTS = [
+  { name: 'assembly context switch', output: 'engine-self-test', defines: [] as string[], fiber: /assembly/ },
+  { name: 'ucontext context switch', output: 'engine-self-test-ucontext', defines: ['GPU_SIM_FIBER_UCONTEXT'], fiber: /ucontext/ },
+];
+
+describe.skipIf(compiler === undefined)('gpu-sim engine self-test (needs a C++20 compiler: none found on PATH or in $CXX)', () => {
+  const binaries = new Map<string, string>();
+  beforeAll(async () => {
+    const built = await Promise.all(VARIANTS.map((variant) => compileProgram(compiler!, 'test/engine-self-test.cpp', variant.output, variant.defines)));
+    VARIANTS.forEach((variant, index) => binaries.set(variant.name, built[index]));
+  });
+
+  for (const variant of VARIANTS) {
+    it(`passes every check with the ${variant.name}`, async () => {
+      const { stdout } = await run(binaries.get(variant.name)!, [], { timeout: 60_000 });
+      expect(stdout).toMatch(variant.fiber);
+      for (const name of EXPECTED_CHECKS) expect(stdout).toContain(`ok ${name}\n`);
+      expect(stdout).not.toContain('FAIL');
+      expect(stdout).toContain('0 failures');
+    });
+  }
+
+  it('names the kernel, the thread and the barrier line in a divergence message', async () => {
+    const { stdout } = await run(binaries.get(VARIANTS[0].name)!, [], { timeout: 60_000 });
+    expect(stdout).toMatch(/kernel 'early_exit_kernel': thread \(5,0,0\) of block \(0,0,0\) exits while \d+ threads of its block wait at __syncthreads\(\) at engine-self-test\.cpp:\d+/);
+  });
+});
+
+// The aarch64 switch cannot run on the x86-64 CI machines; where a cross compiler and qemu-user
+// are installed (apt: g++-aarch64-linux-gnu qemu-user), the same self-test runs under emulation.
+const crossCompiler = onPath('aarch64-linux-gnu-g++');
+const emulator = onPath('qemu-aarch64');
+describe.skipIf(crossCompiler === undefined || emulator === undefined)(
+  'gpu-sim engine self-test on aarch64 under qemu-user (needs aarch64-linux-gnu-g++ and qemu-aarch64)',
+  () => {
+    it('passes every check with the aarch64 assembly context switch', async () => {
+      const binary = `${packageRoot}/build/engine-self-test-aarch64`;
+      await run(crossCompiler!, ['-std=c++20', '-O2', '-Wall', '-Wextra', '-Werror', '-ffp-contract=off', '-static', '-pthread', `-I${packageRoot}/include`,
+        `${packageRoot}/test/engine-self-test.cpp`, '-o', binary], { maxBuffer: 16 << 20 });
+      const { stdout } = await run(emulator!, [binary], { timeout: 120_000 });
+      expect(stdout).toMatch(/aarch64 assembly/);
+      for (const name of EXPECTED_CHECKS) expect(stdout).toContain(`ok ${name}\n`);
+      expect(stdout).toContain('0 failures');
+    });
+  },
+);
