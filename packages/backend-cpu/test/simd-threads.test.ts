@@ -71,7 +71,13 @@ describe.skipIf(createCpuBackend({ simd: true }).settings.path !== 'wasm-simd')(
       const m = tensor(backend, randomValues(random, count), [rows, cols]);
       const v = tensor(backend, randomValues(random, count).map(Math.abs), [rows, cols]);
       backend.adamw(outputs[1], y, m, v, { lr: 1e-3, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, step: 3 });
-      return [outputs[0], outputs[1], outputs[2], m, v];
+      // A head permute [B, T, H, D] → [B, H, T, D] (split over threads along B).
+      const permuted = empty(backend, [10, 6, 70, 50]);
+      backend.copy(view(x, [10, 6, 70, 50], [6 * 70 * 50, 50, 6 * 50, 1]), view(permuted, [10, 6, 70, 50], [6 * 70 * 50, 70 * 50, 50, 1]));
+      backend.unary('silu', x, outputs[3]);
+      const sums = empty(backend, [rows]);
+      backend.reduce('sum', x, sums, rows, cols, 1);
+      return [outputs[0], outputs[1], outputs[2], outputs[3], m, v, permuted, sums];
     }));
   });
 

@@ -151,7 +151,18 @@ export function simdCopy(context: SimdContext, src: StridedView, dst: StridedVie
   for (let axis = 0; axis < rank; axis++) if (layout.shape[axis] > 1 && layout.strides[1][axis] !== dense[axis]) return false;
   const shape = [...Array<number>(4 - rank).fill(1), ...layout.shape];
   const strides = [...Array<number>(4 - rank).fill(0), ...layout.strides[0]];
-  context.kernels.copy_strided_4d(sourceBuffer.heapAddress + 4 * src.offset, targetBuffer.heapAddress + 4 * dst.offset, ...shape, ...strides);
+  const source = sourceBuffer.heapAddress + 4 * src.offset;
+  const target = targetBuffer.heapAddress + 4 * dst.offset;
+  // Large copies split the outermost axis with more than one index; the target is dense.
+  const axis = Math.max(0, shape.findIndex((size) => size > 1));
+  const ranges = splitRange(shape[axis], context.threadsFor(count * 2));
+  const targetStride = shape.slice(axis + 1).reduce((product, size) => product * size, 1);
+  context.parallel(ranges.length, (thread) => {
+    const [start, end] = ranges[thread];
+    const part = shape.slice();
+    part[axis] = end - start;
+    return [{ fn: 'copy_strided_4d', args: [source + 4 * start * strides[axis], target + 4 * start * targetStride, ...part, ...strides] }];
+  });
   return true;
 }
 
