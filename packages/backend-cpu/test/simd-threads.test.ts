@@ -85,8 +85,9 @@ describe.skipIf(createCpuBackend({ simd: true }).settings.path !== 'wasm-simd')(
     const backend = createCpuBackend({ simd: true, threads: 2 });
     const runtime = SimdRuntime.obtain(backend.settings.relaxedSimd);
     const outOfBounds = 0xfffffff0;
-    expect(() => runtime.parallel(2, (thread) => (thread === 1 ? [{ fn: 'fill_f32', args: [outOfBounds, 64, 1] }] : []))).toThrow(KilnError);
-    expect(() => runtime.parallel(2, (thread) => (thread === 1 ? [{ fn: 'fill_f32', args: [outOfBounds, 64, 1] }] : []))).toThrow(/worker thread 1 failed.*out of bounds/s);
+    const trapOnWorker = (thread: number) => (thread === 1 ? [{ fn: 'fill_f32', args: [outOfBounds, 64, 1] }] : []);
+    expect(() => runtime.parallel(2, trapOnWorker, { allowSerial: false })).toThrow(KilnError);
+    expect(() => runtime.parallel(2, trapOnWorker, { allowSerial: false })).toThrow(/worker thread 1 failed.*out of bounds/s);
     // The pool still works afterwards.
     const out = empty(backend, [4]);
     backend.fill(out, 2);

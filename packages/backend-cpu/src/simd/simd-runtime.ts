@@ -14,6 +14,13 @@ import { ATTENTION_WORK_BYTES } from './emit-attention.js';
 /** Scratch bytes each thread owns (GEMM packs, attention tiles). */
 export const THREAD_SCRATCH_BYTES = Math.ceil((GEMM_WORK_BYTES + ATTENTION_WORK_BYTES) / 4096) * 4096;
 
+/** A wait for workers above this (ms) counts as late when the caller's share was shorter. */
+const LATE_WAIT_MS = 0.05;
+/** Late jobs (net of timely ones) before parallel jobs run serially for a while. */
+const LATE_JOBS_BEFORE_BACKOFF = 4;
+/** Parallel jobs run serially after a backoff, before threads are tried again. */
+const BACKOFF_JOBS = 64;
+
 /** The exported kernel functions, called on the caller's thread. */
 export type KernelExports = Record<string, (...args: number[]) => number | undefined>;
 
@@ -29,6 +36,8 @@ export class SimdRuntime {
   readonly relaxed: boolean;
   private readonly scratch: number[] = [];
   private pool: ThreadPool | undefined;
+  private lateJobs = 0;
+  private serialJobsLeft = 0;
 
   private constructor(relaxed: boolean) {
     this.relaxed = relaxed;
@@ -60,20 +69,35 @@ export class SimdRuntime {
   /**
    * Runs `calls(t)` on each of `threads` threads (t = 0 here, the others on workers) and returns
    * when all are done; with one thread nothing is posted.
+   *
+   * On an oversubscribed machine (other processes on the cores) a worker can be descheduled for
+   * milliseconds, and waiting for it costs more than doing its share here. When the caller keeps
+   * waiting longer than its own share took, the shares run one after the other on this thread
+   * for a while (BACKOFF_JOBS), then threads are tried again. Every kernel computes each output
+   * element the same way whatever thread runs it, so this changes timing, never results.
+   * `allowSerial: false` always posts to the workers (tests of the pool itself).
    */
-  parallel(threads: number, calls: (thread: number) => WasmCall[]): void {
+  parallel(threads: number, calls: (thread: number) => WasmCall[], options: { allowSerial?: boolean } = {}): void {
     const shares: WasmCall[][] = [];
     for (let thread = 0; thread < threads; thread++) {
       this.scratchOf(thread);
       shares.push(calls(thread));
     }
-    if (threads <= 1) {
-      for (const { fn, args } of shares[0] ?? []) this.exports[fn](...args);
+    if (threads <= 1 || (this.serialJobsLeft > 0 && options.allowSerial !== false)) {
+      if (threads > 1) this.serialJobsLeft--;
+      for (const share of shares) for (const { fn, args } of share) this.exports[fn](...args);
       return;
     }
     this.pool ??= new ThreadPool(this.kernels.module, this.heap.memory, this.kernels.exportNames);
     this.pool.ensureThreads(threads);
-    this.pool.run(shares, this.exports);
+    const { callerMs, waitMs } = this.pool.run(shares, this.exports);
+    // Late: waited longer than the caller's own share (and more than a wake-up's worth).
+    const late = waitMs > Math.max(LATE_WAIT_MS, callerMs);
+    this.lateJobs = late ? this.lateJobs + 1 : Math.max(0, this.lateJobs - 1);
+    if (this.lateJobs >= LATE_JOBS_BEFORE_BACKOFF) {
+      this.lateJobs = 0;
+      this.serialJobsLeft = BACKOFF_JOBS;
+    }
   }
 
   /** Worker threads started so far (0 until the first parallel kernel). */

@@ -74,7 +74,7 @@ export class ThreadPool {
    * Runs `perThread[t]` on thread t (t = 0 is the caller, through `callerExports`) and returns when
    * all are done. perThread.length must not exceed `threads`.
    */
-  run(perThread: readonly (readonly WasmCall[])[], callerExports: Record<string, (...args: number[]) => unknown>): void {
+  run(perThread: readonly (readonly WasmCall[])[], callerExports: Record<string, (...args: number[]) => unknown>): { callerMs: number; waitMs: number } {
     const threads = perThread.length;
     if (threads > this.threads) throw new KilnError(`thread pool: ${threads} shares for ${this.threads} threads`);
     for (let index = 1; index <= this.workers.length; index++) this.writeSlot(index, perThread[index] ?? []);
@@ -83,12 +83,15 @@ export class ThreadPool {
     Atomics.store(this.words, CONTROL.generation, (Atomics.load(this.words, CONTROL.generation) + 1) & 0x3fffffff);
     Atomics.notify(this.words, CONTROL.generation);
     let callerError: unknown;
+    const start = performance.now();
     try {
       for (const { fn, args } of perThread[0] ?? []) callerExports[fn](...args);
     } catch (error) {
       callerError = error;
     }
+    const callerDone = performance.now();
     this.waitForWorkers();
+    const timing = { callerMs: callerDone - start, waitMs: performance.now() - callerDone };
     if (callerError !== undefined) throw callerError;
     const failed = Atomics.load(this.words, CONTROL.failedThread);
     if (failed !== 0) {
@@ -96,6 +99,7 @@ export class ThreadPool {
       const text = new TextDecoder().decode(bytes.subarray(0, bytes.indexOf(0) < 0 ? bytes.length : bytes.indexOf(0)));
       throw new KilnError(`cpu backend: worker thread ${failed} failed in a kernel: ${text}`);
     }
+    return timing;
   }
 
   /** Stops every worker (they exit at their next wake-up; terminate() makes sure). */

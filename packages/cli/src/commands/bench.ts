@@ -11,6 +11,7 @@ import { cpuBackendPlugin } from '@kiln/backend-cpu';
 import { MODEL_PRESET_NAMES, type ModelPresetName } from '@kiln/trainer';
 import { describeResolution, discoverAllBackends, setUpBackend } from '../backend-setup.js';
 import { measureKernels, type KernelTiming } from '../bench/kernel-timings.js';
+import { profileTrainStep, type KernelProfile } from '../bench/kernel-profile.js';
 import { measurePeer, PEER_NAMES, peerLabel, probePeer, type MissingPeer, type PeerName, type PeerResult } from '../bench/peers.js';
 import { benchConfig, measureTrainStep, type TrainThroughput } from '../bench/train-throughput.js';
 import { integerArgument, type CliContext } from '../cli-context.js';
@@ -23,6 +24,7 @@ interface BenchOptions {
   steps: number;
   warmup: number;
   kernels: boolean;
+  profile?: boolean;
   peers: string;
   cpuThreads?: string;
   json?: boolean;
@@ -52,6 +54,7 @@ export function defineBenchCommand(program: Command, context: CliContext): void 
     .option('--cpu-threads <list>', 'thread counts to measure the CPU backend at (default: 1 and its default count)')
     .option('--peers <list>', "peers to measure in the same run: 'auto' (every installed one), 'none', or pytorch,tfjs-wasm", 'auto')
     .option('--no-kernels', 'skip the per-kernel timings')
+    .option('--profile', 'also time every kernel call of the CPU backend\'s train step (where a step\'s time goes)')
     .option('--json', 'print the results as JSON')
     .action(async (options: BenchOptions) => {
       context.exitCode = await runBench(options, context);
@@ -74,6 +77,7 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
   devices.sort((a, b) => (a === 'cpu' ? -1 : b === 'cpu' ? 1 : 0));
   const rows: BenchRow[] = [];
   const kernels: Array<KernelTiming & { model: string; backend: string }> = [];
+  const profiles: KernelProfile[] = [];
   let cpuThreads: number[] = [];
   for (const device of devices) {
     const resolution = await setUpBackend({ device }, terminal);
@@ -99,6 +103,10 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
           ...measured, backend: backend.name, device: resolution.device?.name ?? backend.name, threads: variant.threads, speedupOverCpu,
           ratios: { pytorch1Thread: null, tfjsWasm: null },
         });
+      }
+      if (options.profile === true && backend.name === 'cpu') {
+        terminal.say(`profiling ${model} on ${backend.name}: every kernel call of ${options.steps} steps…`);
+        profiles.push(await profileTrainStep(model, backend, { steps: options.steps, warmup: options.warmup }));
       }
       if (options.kernels) {
         setBackend(backend);
@@ -127,11 +135,13 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
       peers: peerResults,
       missingPeers: missing,
       kernels,
+      profiles,
       registered: listBackends().map((plugin) => plugin.name),
     });
     return ExitCode.ok;
   }
   printTables(rows, peerResults, missing, kernels, options, context);
+  printProfiles(profiles, context);
   return ExitCode.ok;
 }
 
@@ -227,6 +237,23 @@ function printTables(
     kernels.map((timing) => [timing.model, timing.backend, timing.kernel, timing.shape, formatFixed(timing.ms, 3), timing.gflops === null ? '—' : formatFixed(timing.gflops, 1)]),
     4,
   ));
+}
+
+function printProfiles(profiles: KernelProfile[], context: CliContext): void {
+  for (const profile of profiles) {
+    const other = profile.msPerStep - profile.kernelMsPerStep;
+    context.terminal.say('');
+    context.terminal.say(`where a ${profile.model} train step goes on the CPU backend (${formatFixed(profile.msPerStep, 1)} ms/step while profiled; ${formatFixed(other, 1)} ms outside kernels: core, autograd, trainer):`);
+    const rows = profile.rows.filter((row) => row.msPerStep >= profile.msPerStep * 0.005);
+    context.terminal.say(formatTable(
+      ['kernel', 'calls/step', 'ms/step', 'share'],
+      [
+        ...rows.map((row) => [row.kernel, formatFixed(row.callsPerStep, 0), formatFixed(row.msPerStep, 2), `${formatFixed((100 * row.msPerStep) / profile.msPerStep, 1)}%`]),
+        ['(outside kernels)', '—', formatFixed(other, 2), `${formatFixed((100 * other) / profile.msPerStep, 1)}%`],
+      ],
+      1,
+    ));
+  }
 }
 
 function splitList(text: string): string[] {
