@@ -8,11 +8,12 @@ interface BenchJson {
   peers: Array<{ peer: string; model: string; threads: number; tokensPerSecond: number }>;
   missingPeers: Array<{ peer: string; reason: string; install: string }>;
   kernels: Array<{ kernel: string; ms: number; gflops: number | null }>;
+  profiles: Array<{ model: string; msPerStep: number; kernelMsPerStep: number; rows: Array<{ kernel: string; callsPerStep: number; msPerStep: number }> }>;
 }
 
 describe('kiln bench', () => {
   it('measures the tiny reference model on the CPU at each thread count, with kernel timings and no peer', async () => {
-    const run = await runKiln(['bench', '--device', 'cpu', '--model', 'tiny', '--steps', '2', '--warmup', '1', '--cpu-threads', '1,2', '--peers', 'none', '--json']);
+    const run = await runKiln(['bench', '--device', 'cpu', '--model', 'tiny', '--steps', '2', '--warmup', '1', '--cpu-threads', '1,2', '--peers', 'none', '--profile', '--json']);
     expect(run.code, run.stderr).toBe(0);
     const report = JSON.parse(run.stdout) as BenchJson;
     expect(report.results.map((row) => [row.model, row.backend, row.threads])).toEqual([['tiny', 'cpu', 1], ['tiny', 'cpu', 2]]);
@@ -26,6 +27,14 @@ describe('kiln bench', () => {
       'matmul q/o_proj', 'matmul mlp gate/up', 'matmul mlp down', 'matmul lm_head', 'attention fwd+bwd (causal)', 'rmsNorm', 'softmax (attention rows)', 'crossEntropy',
     ]);
     for (const timing of report.kernels) expect(timing.ms).toBeGreaterThan(0);
+    // The profile: every kernel the step calls, counted per step; kernels take part of the step, not more.
+    const [profile] = report.profiles;
+    expect(profile.model).toBe('tiny');
+    const kernels = profile.rows.map((row) => row.kernel);
+    for (const expected of ['attention', 'attentionBackward', 'adamw', 'crossEntropy', 'crossEntropyBackward', 'rmsNorm', 'swiglu']) expect(kernels).toContain(expected);
+    expect(profile.rows.find((row) => row.kernel === 'attention')?.callsPerStep).toBe(2);
+    expect(profile.rows.find((row) => row.kernel === 'adamw')?.callsPerStep).toBe(21);
+    expect(profile.kernelMsPerStep).toBeLessThan(profile.msPerStep);
   });
 
   it('measures TF.js WASM live in the same run, and names a missing PyTorch with the command that installs it', async () => {
