@@ -1,14 +1,16 @@
 // Benchmark of @kiln/backend-cpu (built dist) against the peers measured in the same run:
 // TensorFlow.js's WebAssembly backend (a dev dependency, in this process) and OpenBLAS through
 // numpy (/usr/bin/python3, when installed). kiln runs at 1 thread and at its default thread
-// count; every ratio compares figures of this run on this machine.
+// count; every ratio compares figures of this run on this machine, each shape's peers measured
+// right after kiln's.
 // Usage: pnpm --filter @kiln/core --filter @kiln/backend-cpu build && node --expose-gc bench/run.mjs [--json] [--quick]
 // Every figure is the median of timed samples (each ≥ 0.1 s of repeated calls) after a warm-up.
-import { execFileSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
 import { createCpuBackend } from '../dist/index.js';
 
 const jsonOutput = process.argv.includes('--json');
@@ -87,14 +89,17 @@ async function loadTfjsWasm() {
   }
 }
 
-// numpy's matmul is OpenBLAS on Debian with libopenblas0-openmp; one process per thread count.
+// numpy's matmul is OpenBLAS on Debian with libopenblas0-openmp. One long-lived Python per thread
+// count (OpenBLAS reads its thread count at import) answers one shape per line, so each shape is
+// measured right after kiln's and TF.js's: on a shared machine the load changes by the minute.
 const NUMPY_SCRIPT = `
-import json, os, sys, time
-shapes = json.loads(sys.argv[1]); samples = int(sys.argv[2]); sample_s = float(sys.argv[3])
+import json, sys, time
+samples = int(sys.argv[1]); sample_s = float(sys.argv[2])
 import numpy as np
 rng = np.random.default_rng(0)
-out = []
-for m, k, n in shapes:
+print(json.dumps({"numpy": np.__version__}), flush=True)
+for line in sys.stdin:
+    m, k, n = (int(v) for v in line.split())
     a = rng.standard_normal((m, k), dtype=np.float32); b = rng.standard_normal((k, n), dtype=np.float32)
     t = time.perf_counter(); calls = 0
     while calls < 2 or time.perf_counter() - t < 0.05:
@@ -106,20 +111,33 @@ for m, k, n in shapes:
         for _ in range(repeats): a @ b
         times.append((time.perf_counter() - t) / repeats)
     times.sort()
-    out.append(2.0 * m * k * n / times[len(times) // 2] / 1e9)
-print(json.dumps({"numpy": np.__version__, "gflops": out}))
+    print(json.dumps({"gflops": 2.0 * m * k * n / times[len(times) // 2] / 1e9}), flush=True)
 `;
 
-function measureOpenBlas(shapes, threads) {
+/** A numpy process at `threads` threads: measure(m, k, n) → GFLOP/s; or { missing } when there is no numpy. */
+async function startOpenBlas(threads) {
   const python = process.env.KILN_BENCH_PYTHON ?? '/usr/bin/python3';
-  if (!existsSync(python)) return { missing: `${python} not found; install numpy with OpenBLAS: sudo apt-get install python3-numpy libopenblas0-openmp` };
-  try {
-    const env = { ...process.env, OMP_NUM_THREADS: String(threads), OPENBLAS_NUM_THREADS: String(threads), MKL_NUM_THREADS: String(threads) };
-    const text = execFileSync(python, ['-c', NUMPY_SCRIPT, JSON.stringify(shapes), String(SAMPLES), String(SAMPLE_MS / 1000)], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-    return JSON.parse(text.trim().split('\n').pop());
-  } catch (error) {
-    return { missing: `numpy failed (${String(error.stderr ?? error.message).trim().split('\n').pop()}); install it with sudo apt-get install python3-numpy libopenblas0-openmp` };
-  }
+  const install = 'install numpy with OpenBLAS: sudo apt-get install python3-numpy libopenblas0-openmp';
+  if (!existsSync(python)) return { missing: `${python} not found; ${install}` };
+  const env = { ...process.env, OMP_NUM_THREADS: String(threads), OPENBLAS_NUM_THREADS: String(threads), MKL_NUM_THREADS: String(threads) };
+  const child = spawn(python, ['-c', NUMPY_SCRIPT, String(SAMPLES), String(SAMPLE_MS / 1000)], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  let stderr = '';
+  child.stderr.on('data', (chunk) => { stderr += chunk; });
+  const first = await lines.next();
+  if (first.done) return { missing: `numpy failed (${stderr.trim().split('\n').pop()}); ${install}` };
+  const { numpy } = JSON.parse(first.value);
+  return {
+    numpy,
+    async measure(m, k, n) {
+      child.stdin.write(`${m} ${k} ${n}\n`);
+      const reply = await lines.next();
+      return reply.done ? null : JSON.parse(reply.value).gflops;
+    },
+    stop() {
+      child.stdin.end();
+    },
+  };
 }
 
 const results = {
@@ -136,6 +154,16 @@ const matmulShapes = [
 const tf = await loadTfjsWasm();
 if (tf.missing) results.peers.tfjsWasm = tf.missing;
 else results.peers.tfjsWasm = `TF.js ${tf.version_core} wasm (simd ${await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT')}), 1 thread`;
+const openBlas = [];
+for (const threads of threadCounts) {
+  const peer = await startOpenBlas(threads);
+  if (peer.missing) {
+    results.peers.openBlas = peer.missing;
+    break;
+  }
+  results.peers.openBlas = `numpy ${peer.numpy} (OpenBLAS)`;
+  openBlas.push({ threads, peer });
+}
 log(`matmul: ${matmulShapes.length} shapes…`);
 for (const [m, k, n] of matmulShapes) {
   const flops = 2 * m * n * k;
@@ -162,20 +190,10 @@ for (const [m, k, n] of matmulShapes) {
     left.dispose();
     right.dispose();
   }
+  for (const { threads, peer } of openBlas) row.openBlas[threads] = await peer.measure(m, k, n);
   results.matmul.push(row);
 }
-log('OpenBLAS (numpy) in a subprocess per thread count…');
-for (const threads of threadCounts) {
-  const measured = measureOpenBlas(matmulShapes, threads);
-  if (measured.missing) {
-    results.peers.openBlas = measured.missing;
-    break;
-  }
-  results.peers.openBlas = `numpy ${measured.numpy} (OpenBLAS)`;
-  measured.gflops.forEach((gflops, index) => {
-    results.matmul[index].openBlas[threads] = gflops;
-  });
-}
+for (const { peer } of openBlas) peer.stop();
 
 // ---- attention forward + backward at the reference models' shapes ----
 log('attention…');
