@@ -18,8 +18,12 @@ export const THREAD_SCRATCH_BYTES = Math.ceil((GEMM_WORK_BYTES + ATTENTION_WORK_
 const LATE_WAIT_MS = 0.05;
 /** Late jobs (net of timely ones) before parallel jobs run serially for a while. */
 const LATE_JOBS_BEFORE_BACKOFF = 4;
-/** Parallel jobs run serially after a backoff, before threads are tried again. */
+/** Parallel jobs run serially after a first backoff, before threads are tried again (doubling while the machine stays busy). */
 const BACKOFF_JOBS = 64;
+/** The longest backoff, in parallel jobs (a few training steps). */
+const MAX_BACKOFF_JOBS = 4096;
+/** Timely parallel jobs in a row that reset the backoff to BACKOFF_JOBS. */
+const TIMELY_JOBS_TO_RESET = 32;
 
 /** The exported kernel functions, called on the caller's thread. */
 export type KernelExports = Record<string, (...args: number[]) => number | undefined>;
@@ -37,7 +41,9 @@ export class SimdRuntime {
   private readonly scratch: number[] = [];
   private pool: ThreadPool | undefined;
   private lateJobs = 0;
+  private timelyStreak = 0;
   private serialJobsLeft = 0;
+  private backoffJobs = BACKOFF_JOBS;
 
   private constructor(relaxed: boolean) {
     this.relaxed = relaxed;
@@ -73,7 +79,7 @@ export class SimdRuntime {
    * On an oversubscribed machine (other processes on the cores) a worker can be descheduled for
    * milliseconds, and waiting for it costs more than doing its share here. When the caller keeps
    * waiting longer than its own share took, the shares run one after the other on this thread
-   * for a while (BACKOFF_JOBS), then threads are tried again. Every kernel computes each output
+   * for a while (BACKOFF_JOBS, doubling while the machine stays busy), then threads are tried again. Every kernel computes each output
    * element the same way whatever thread runs it, so this changes timing, never results.
    * `allowSerial: false` always posts to the workers (tests of the pool itself).
    */
@@ -94,9 +100,13 @@ export class SimdRuntime {
     // Late: waited longer than the caller's own share (and more than a wake-up's worth).
     const late = waitMs > Math.max(LATE_WAIT_MS, callerMs);
     this.lateJobs = late ? this.lateJobs + 1 : Math.max(0, this.lateJobs - 1);
+    this.timelyStreak = late ? 0 : this.timelyStreak + 1;
+    // A machine that stays busy backs off longer each time (up to MAX_BACKOFF_JOBS); a run of timely jobs resets it.
+    if (this.timelyStreak >= TIMELY_JOBS_TO_RESET) this.backoffJobs = BACKOFF_JOBS;
     if (this.lateJobs >= LATE_JOBS_BEFORE_BACKOFF) {
       this.lateJobs = 0;
-      this.serialJobsLeft = BACKOFF_JOBS;
+      this.serialJobsLeft = this.backoffJobs;
+      this.backoffJobs = Math.min(MAX_BACKOFF_JOBS, 2 * this.backoffJobs);
     }
   }
 
