@@ -27,6 +27,7 @@ interface BenchOptions {
   profile?: boolean;
   peers: string;
   cpuThreads?: string;
+  rounds: number;
   json?: boolean;
 }
 
@@ -52,6 +53,7 @@ export function defineBenchCommand(program: Command, context: CliContext): void 
     .option('--steps <n>', 'timed train steps per model and backend', integerArgument(1), 10)
     .option('--warmup <n>', 'untimed steps first', integerArgument(0), 2)
     .option('--cpu-threads <list>', 'thread counts to measure the CPU backend at (default: 1 and its default count)')
+    .option('--rounds <n>', 'repeat kiln and the peers, alternating, and keep each one\'s median round', integerArgument(1), 1)
     .option('--peers <list>', "peers to measure in the same run: 'auto' (every installed one), 'none', or pytorch,tfjs-wasm", 'auto')
     .option('--no-kernels', 'skip the per-kernel timings')
     .option('--profile', 'also time every kernel call of the CPU backend\'s train step (where a step\'s time goes)')
@@ -78,24 +80,51 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
   const rows: BenchRow[] = [];
   const kernels: Array<KernelTiming & { model: string; backend: string }> = [];
   const profiles: KernelProfile[] = [];
-  let cpuThreads: number[] = [];
+  const peerResults: PeerResult[] = [];
+  const missing: MissingPeer[] = [];
+  const available: PeerName[] = [];
+  for (const peer of peers) {
+    const absent = await probePeer(peer);
+    if (absent === undefined) available.push(peer);
+    else missing.push(absent);
+  }
+  let peersMeasured = false;
   for (const device of devices) {
     const resolution = await setUpBackend({ device }, terminal);
     for (const line of describeResolution(resolution)) terminal.say(line);
     const backend = resolution.backend;
     if (backend.capabilities.implementation !== undefined) terminal.say(`kernels: ${backend.capabilities.implementation}`);
     const variants: Array<{ backend: KernelBackend; threads: number | null }> = [];
+    let cpuThreads: number[] = [1];
     if (backend.name === 'cpu') {
       cpuThreads = threadCounts(options.cpuThreads, backend);
       for (const threads of cpuThreads) variants.push({ backend: await cpuBackendPlugin.create({ threads }), threads });
     } else {
       variants.push({ backend, threads: null });
     }
+    // The peers run beside the first backend measured (the CPU when it is there), model by model.
+    const withPeers: boolean = !peersMeasured && available.length > 0;
+    peersMeasured ||= withPeers;
     for (const model of models) {
-      for (const variant of variants) {
-        const threadsText = variant.threads === null ? '' : ` (${variant.threads} thread${variant.threads === 1 ? '' : 's'})`;
-        terminal.say(`measuring ${model} on ${backend.name}${threadsText}: ${options.warmup} warm-up + ${options.steps} timed steps…`);
-        const measured = await measureTrainStep(model, variant.backend, { steps: options.steps, warmup: options.warmup });
+      const kilnRounds: TrainThroughput[][] = variants.map(() => []);
+      const peerTasks = withPeers ? available.flatMap((peer) => (peer === 'pytorch' ? cpuThreads : [1]).map((threads) => ({ peer, threads }))) : [];
+      const peerRounds: PeerResult[][] = peerTasks.map(() => []);
+      // Rounds alternate kiln and the peers, so a change of load on a shared machine hits both.
+      for (let round = 1; round <= options.rounds; round++) {
+        const roundText = options.rounds > 1 ? ` [round ${round}/${options.rounds}]` : '';
+        for (const [index, variant] of variants.entries()) {
+          const threadsText = variant.threads === null ? '' : ` (${variant.threads} thread${variant.threads === 1 ? '' : 's'})`;
+          terminal.say(`measuring ${model} on ${backend.name}${threadsText}${roundText}: ${options.warmup} warm-up + ${options.steps} timed steps…`);
+          kilnRounds[index].push(await measureTrainStep(model, variant.backend, { steps: options.steps, warmup: options.warmup }));
+        }
+        for (const [index, { peer, threads }] of peerTasks.entries()) {
+          terminal.say(`measuring ${model} on ${peer}${peer === 'pytorch' ? ` (${threads} thread${threads === 1 ? '' : 's'})` : ''}${roundText}: ${options.warmup} warm-up + ${options.steps} timed steps…`);
+          peerRounds[index].push(await measurePeer(peer, model, threads, { steps: options.steps, warmup: options.warmup }));
+        }
+      }
+      for (const results of peerRounds) peerResults.push(medianRound(results));
+      for (const [index, variant] of variants.entries()) {
+        const measured = medianRound(kilnRounds[index]);
         // Against kiln's CPU backend on one thread: the thread scaling for CPU rows, the device's speed-up for the others.
         const cpu = rows.find((row) => row.backend === 'cpu' && row.model === model && row.threads === 1);
         const speedupOverCpu = backend.name === 'cpu' && variant.threads === 1 ? 1 : cpu === undefined ? null : measured.tokensPerSecond / cpu.tokensPerSecond;
@@ -117,7 +146,6 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
     for (const variant of variants) if (variant.backend !== backend) variant.backend.dispose?.();
     setBackend(backend);
   }
-  const { results: peerResults, missing } = await measurePeers(peers, models, cpuThreads, options, context);
   for (const row of rows) {
     const pytorch = peerResults.find((peer) => peer.peer === 'pytorch' && peer.model === row.model && peer.threads === 1);
     const tfjs = peerResults.find((peer) => peer.peer === 'tfjs-wasm' && peer.model === row.model);
@@ -130,6 +158,7 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
     terminal.json({
       steps: options.steps,
       warmup: options.warmup,
+      rounds: options.rounds,
       machine: { cpu: (await cpuBackendPlugin.probe()).devices[0]?.name ?? null, node: process.versions.node },
       results: rows,
       peers: peerResults,
@@ -173,26 +202,10 @@ function peerSelection(text: string): PeerName[] {
   return names as PeerName[];
 }
 
-async function measurePeers(
-  peers: PeerName[], models: ModelPresetName[], cpuThreads: number[], options: BenchOptions, context: CliContext,
-): Promise<{ results: PeerResult[]; missing: MissingPeer[] }> {
-  const results: PeerResult[] = [];
-  const missing: MissingPeer[] = [];
-  for (const peer of peers) {
-    const absent = await probePeer(peer);
-    if (absent !== undefined) {
-      missing.push(absent);
-      continue;
-    }
-    const threadList = peer === 'pytorch' ? (cpuThreads.length > 0 ? cpuThreads : [1]) : [1];
-    for (const model of models) {
-      for (const threads of threadList) {
-        context.terminal.say(`measuring ${model} on ${peer}${peer === 'pytorch' ? ` (${threads} thread${threads === 1 ? '' : 's'})` : ''}: ${options.warmup} warm-up + ${options.steps} timed steps…`);
-        results.push(await measurePeer(peer, model, threads, { steps: options.steps, warmup: options.warmup }));
-      }
-    }
-  }
-  return { results, missing };
+/** The round with the median ms/step (of an odd count; the faster middle one of an even count). */
+function medianRound<T extends { msPerStep: number }>(rounds: T[]): T {
+  const sorted = [...rounds].sort((a, b) => a.msPerStep - b.msPerStep);
+  return sorted[(sorted.length - 1) >> 1];
 }
 
 function printTables(
@@ -202,7 +215,8 @@ function printTables(
   const ratio = (value: number | null | undefined): string => (value === null || value === undefined ? '—' : `${formatFixed(value, 2)}×`);
   const cpuName = rows.find((row) => row.backend === 'cpu')?.device;
   terminal.say('');
-  terminal.say(`train step (f32: forward + backward + clip + AdamW), median of ${options.steps} steps after ${options.warmup} warm-up, every figure measured in this run${cpuName === undefined ? '' : ` on ${cpuName}`}:`);
+  const rounds = options.rounds > 1 ? ` (the median of ${options.rounds} alternating rounds)` : '';
+  terminal.say(`train step (f32: forward + backward + clip + AdamW), median of ${options.steps} steps after ${options.warmup} warm-up${rounds}, every figure measured in this run${cpuName === undefined ? '' : ` on ${cpuName}`}:`);
   const table: string[][] = [];
   for (const model of [...new Set(rows.map((row) => row.model))]) {
     const pytorch = peers.find((peer) => peer.peer === 'pytorch' && peer.model === model && peer.threads === 1);
