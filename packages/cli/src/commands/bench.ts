@@ -79,7 +79,7 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
   devices.sort((a, b) => (a === 'cpu' ? -1 : b === 'cpu' ? 1 : 0));
   const rows: BenchRow[] = [];
   const kernels: Array<KernelTiming & { model: string; backend: string }> = [];
-  const profiles: KernelProfile[] = [];
+  const profiles: Array<KernelProfile & { threads: number }> = [];
   const peerResults: PeerResult[] = [];
   const missing: MissingPeer[] = [];
   const available: PeerName[] = [];
@@ -134,8 +134,10 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
         });
       }
       if (options.profile === true && backend.name === 'cpu') {
-        terminal.say(`profiling ${model} on ${backend.name}: every kernel call of ${options.steps} steps…`);
-        profiles.push(await profileTrainStep(model, backend, { steps: options.steps, warmup: options.warmup }));
+        // On the first thread count measured (1 unless --cpu-threads says otherwise): one thread's time per kernel.
+        const [first] = variants;
+        terminal.say(`profiling ${model} on ${backend.name} (${first.threads} thread${first.threads === 1 ? '' : 's'}): every kernel call of ${options.steps} steps…`);
+        profiles.push({ ...(await profileTrainStep(model, first.backend, { steps: options.steps, warmup: options.warmup })), threads: first.threads ?? 1 });
       }
       if (options.kernels) {
         setBackend(backend);
@@ -253,11 +255,11 @@ function printTables(
   ));
 }
 
-function printProfiles(profiles: KernelProfile[], context: CliContext): void {
+function printProfiles(profiles: Array<KernelProfile & { threads: number }>, context: CliContext): void {
   for (const profile of profiles) {
     const other = profile.msPerStep - profile.kernelMsPerStep;
     context.terminal.say('');
-    context.terminal.say(`where a ${profile.model} train step goes on the CPU backend (${formatFixed(profile.msPerStep, 1)} ms/step while profiled; ${formatFixed(other, 1)} ms outside kernels: core, autograd, trainer):`);
+    context.terminal.say(`where a ${profile.model} train step goes on the CPU backend, ${profile.threads} thread${profile.threads === 1 ? '' : 's'} (${formatFixed(profile.msPerStep, 1)} ms/step while profiled; ${formatFixed(other, 1)} ms outside kernels: core, autograd, trainer):`);
     const rows = profile.rows.filter((row) => row.msPerStep >= profile.msPerStep * 0.005);
     context.terminal.say(formatTable(
       ['kernel', 'calls/step', 'ms/step', 'share'],
