@@ -9,6 +9,8 @@ export default defineConfig({
     alias: [
       { find: /^@kiln\/core\/testing$/, replacement: coreSource('testing/index.ts') },
       { find: /^@kiln\/core$/, replacement: coreSource('index.ts') },
+      // backend-cpu's attention is the f32 comparison of test/attention.test.ts.
+      { find: /^@kiln\/backend-cpu$/, replacement: fileURLToPath(new URL('../backend-cpu/src/index.ts', import.meta.url)) },
     ],
   },
   test: {

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // One run on a GPU machine answers everything (TOOLCHAIN.md): probe, the full conformance kit on
-// the real GPU, and a timing table of every primitive kernel at training-like sizes.
+// the real GPU, a timing table of every primitive kernel at training-like sizes, and flash
+// attention against torch SDPA (scripts/gpu-check-attention.mjs; needs python3 with PyTorch).
 // Needs the built dist/ of @kiln/core and @kiln/backend-cuda and a built kiln_cuda.node (or the
 // platform package); plain node, no vitest:
 //   node packages/backend-cuda/scripts/gpu-check.mjs [--quick] [--json report.json]
@@ -11,6 +12,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { runConformance } from '@kiln/core/testing';
 import { CudaBackend, cudaBackendPlugin, loadCudaAddon } from '@kiln/backend-cuda';
+import { checkAttention } from './gpu-check-attention.mjs';
 
 const simulator = process.argv.includes('--simulator');
 const quick = simulator || process.argv.includes('--quick');
@@ -92,7 +94,10 @@ for (const dtype of ['f32', 'f16', 'bf16']) {
   await time(`matmul ${dtype} (tiled, phase 1)`, `${size}³`, 0, 2 * size ** 3, () => backend.matmul(a, b, out, params));
   for (const ref of [a, b, out]) backend.free(ref.buffer);
 }
+// ---- flash attention: determinism, speed and correctness against torch SDPA ----
+report.attention = await checkAttention(backend, { simulator });
+
 console.log('memory:', backend.memory());
 backend.dispose();
 if (jsonIndex > 0) writeFileSync(process.argv[jsonIndex + 1], `${JSON.stringify(report, null, 2)}\n`);
-process.exit(conformance.failed > 0 ? 1 : 0);
+process.exit(conformance.failed > 0 || report.attention.failed > 0 ? 1 : 0);

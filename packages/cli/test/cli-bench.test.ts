@@ -9,6 +9,11 @@ interface BenchJson {
   missingPeers: Array<{ peer: string; reason: string; install: string }>;
   kernels: Array<{ kernel: string; ms: number; gflops: number | null }>;
   profiles: Array<{ model: string; msPerStep: number; kernelMsPerStep: number; rows: Array<{ kernel: string; callsPerStep: number; msPerStep: number }> }>;
+  generation: Array<{
+    model: string; backend: string; contextLength: number; tokens: number; runs: number; ratio: number;
+    short: { promptLength: number; msPerToken: number; tokensPerSecond: number };
+    full: { promptLength: number; msPerToken: number; tokensPerSecond: number };
+  }>;
 }
 
 describe('kiln bench', () => {
@@ -35,11 +40,18 @@ describe('kiln bench', () => {
     expect(profile.rows.find((row) => row.kernel === 'attention')?.callsPerStep).toBe(2);
     expect(profile.rows.find((row) => row.kernel === 'adamw')?.callsPerStep).toBe(21);
     expect(profile.kernelMsPerStep).toBeLessThan(profile.msPerStep);
+    expect(report.generation).toHaveLength(1);
+    const [generation] = report.generation;
+    expect(generation).toMatchObject({ model: 'tiny', backend: 'cpu', contextLength: 64, tokens: 16, runs: 2 });
+    expect(generation.short.promptLength).toBe(16);
+    expect(generation.full.promptLength + generation.tokens).toBe(64);
+    for (const rate of [generation.short, generation.full]) expect(rate.tokensPerSecond).toBeCloseTo(1000 / rate.msPerToken, 6);
+    expect(generation.ratio).toBeCloseTo(generation.short.tokensPerSecond / generation.full.tokensPerSecond, 9);
   });
 
   it('measures TF.js WASM live in the same run, and names a missing PyTorch with the command that installs it', async () => {
     const run = await runKiln(
-      ['bench', '--device', 'cpu', '--model', 'tiny', '--steps', '1', '--warmup', '0', '--cpu-threads', '1', '--no-kernels'],
+      ['bench', '--device', 'cpu', '--model', 'tiny', '--steps', '1', '--warmup', '0', '--cpu-threads', '1', '--no-kernels', '--no-generation'],
       { env: { KILN_BENCH_PYTHON: '/nonexistent/python3' } },
     );
     expect(run.code, run.stderr).toBe(0);
@@ -48,6 +60,14 @@ describe('kiln bench', () => {
     expect(run.stdout).toContain('not measured: PyTorch CPU — /nonexistent/python3 does not exist.');
     expect(run.stdout).toContain('sudo apt-get install python3-torch');
     expect(run.stdout).not.toContain('REFERENCE.md');
+  });
+
+  it('prints the generation line with both rates and their ratio', async () => {
+    const run = await runKiln(['bench', '--device', 'cpu', '--model', 'tiny', '--steps', '1', '--warmup', '0', '--no-kernels', '--peers', 'none', '--cpu-threads', '1']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/generation \(KV-cached decoding, greedy, f32\)/);
+    expect(run.stdout).toMatch(/tiny\s+cpu\s+64\s+flash\s+16 tokens\s+[\d,]+\s+48 → 64\s+[\d,]+\s+[\d.]+×/);
+    expect(run.stdout).not.toMatch(/kernels \(median ms/);
   });
 
   it('rejects an unknown model preset and an unknown backend with exit 2', async () => {

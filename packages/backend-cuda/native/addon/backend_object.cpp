@@ -30,6 +30,9 @@ void BackendObject::Register(Napi::Env env, Napi::Object exports) {
           InstanceMethod<&BackendObject::Cast>("cast"),
           InstanceMethod<&BackendObject::Fill>("fill"),
           InstanceMethod<&BackendObject::Random>("random"),
+          // flash attention
+          InstanceMethod<&BackendObject::Attention>("attention"),
+          InstanceMethod<&BackendObject::AttentionBackward>("attentionBackward"),
       });
   exports.Set("Backend", constructor);
 }

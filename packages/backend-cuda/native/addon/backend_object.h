@@ -46,6 +46,9 @@ class BackendObject : public Napi::ObjectWrap<BackendObject> {
   Napi::Value Cast(const Napi::CallbackInfo& info);
   Napi::Value Fill(const Napi::CallbackInfo& info);
   Napi::Value Random(const Napi::CallbackInfo& info);
+  // flash attention (attention_methods.cpp)
+  Napi::Value Attention(const Napi::CallbackInfo& info);
+  Napi::Value AttentionBackward(const Napi::CallbackInfo& info);
 
   /** The context, or a kInvalidArgument error when disposed / kDevice when unusable. */
   DeviceContext& context();

@@ -2,7 +2,8 @@
  * `kiln bench`: train-step throughput of the reference models on each backend — on the CPU at
  * 1 thread and at the default thread count — beside the peers measured in the same run (PyTorch
  * CPU at the same thread counts, TensorFlow.js WASM), with ratios only between figures of this
- * run; then per-kernel timings at the same shapes. Without peers it prints kiln's figures and
+ * run; generation throughput with a short prompt and with one filling the context (and their
+ * ratio); then per-kernel timings at the same shapes. Without peers it prints kiln's figures and
  * the commands that install them.
  */
 import type { Command } from 'commander';
@@ -10,6 +11,7 @@ import { InvalidArgumentError, listBackends, probeBackends, setBackend, type Ker
 import { cpuBackendPlugin } from '@kiln/backend-cpu';
 import { MODEL_PRESET_NAMES, type ModelPresetName } from '@kiln/trainer';
 import { describeResolution, discoverAllBackends, setUpBackend } from '../backend-setup.js';
+import { measureGeneration, SHORT_PROMPT_TOKENS, type GenerationThroughput } from '../bench/generation-throughput.js';
 import { measureKernels, type KernelTiming } from '../bench/kernel-timings.js';
 import { profileTrainStep, type KernelProfile } from '../bench/kernel-profile.js';
 import { measurePeer, PEER_NAMES, peerLabel, probePeer, type MissingPeer, type PeerName, type PeerResult } from '../bench/peers.js';
@@ -24,6 +26,7 @@ interface BenchOptions {
   steps: number;
   warmup: number;
   kernels: boolean;
+  generation: boolean;
   profile?: boolean;
   peers: string;
   cpuThreads?: string;
@@ -47,7 +50,7 @@ interface BenchRow extends TrainThroughput {
 export function defineBenchCommand(program: Command, context: CliContext): void {
   program
     .command('bench')
-    .description('train-step throughput and kernel timings of the reference models, beside PyTorch and TF.js measured in the same run')
+    .description('train-step throughput (beside PyTorch and TF.js measured in the same run), generation throughput and kernel timings of the reference models')
     .option('--device <list>', 'comma-separated backends to measure (default: every available one)')
     .option('--model <list>', 'comma-separated presets: tiny, small, medium', 'tiny')
     .option('--steps <n>', 'timed train steps per model and backend', integerArgument(1), 10)
@@ -55,6 +58,7 @@ export function defineBenchCommand(program: Command, context: CliContext): void 
     .option('--cpu-threads <list>', 'thread counts to measure the CPU backend at (default: 1 and its default count)')
     .option('--rounds <n>', 'repeat kiln and the peers, alternating, and keep each one\'s median round', integerArgument(1), 1)
     .option('--peers <list>', "peers to measure in the same run: 'auto' (every installed one), 'none', or pytorch,tfjs-wasm", 'auto')
+    .option('--no-generation', 'skip the generation throughput (tokens/s with a short and a full-context prompt)')
     .option('--no-kernels', 'skip the per-kernel timings')
     .option('--profile', 'also time every kernel call of the CPU backend\'s train step (where a step\'s time goes)')
     .option('--json', 'print the results as JSON')
@@ -80,6 +84,7 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
   const rows: BenchRow[] = [];
   const kernels: Array<KernelTiming & { model: string; backend: string }> = [];
   const profiles: Array<KernelProfile & { threads: number }> = [];
+  const generation: Array<GenerationThroughput & { backend: string }> = [];
   const peerResults: PeerResult[] = [];
   const missing: MissingPeer[] = [];
   const available: PeerName[] = [];
@@ -139,6 +144,11 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
         terminal.say(`profiling ${model} on ${backend.name} (${first.threads} thread${first.threads === 1 ? '' : 's'}): every kernel call of ${options.steps} steps…`);
         profiles.push({ ...(await profileTrainStep(model, first.backend, { steps: options.steps, warmup: options.warmup })), threads: first.threads ?? 1 });
       }
+      if (options.generation) {
+        setBackend(backend);
+        terminal.say(`measuring generation of ${model} on ${backend.name}: ${options.warmup} warm-up + ${options.steps} timed runs per prompt length…`);
+        generation.push({ ...await measureGeneration(model, backend, { runs: options.steps, warmup: options.warmup }), backend: backend.name });
+      }
       if (options.kernels) {
         setBackend(backend);
         const config = benchConfig(model, backend);
@@ -165,13 +175,14 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
       results: rows,
       peers: peerResults,
       missingPeers: missing,
+      generation,
       kernels,
       profiles,
       registered: listBackends().map((plugin) => plugin.name),
     });
     return ExitCode.ok;
   }
-  printTables(rows, peerResults, missing, kernels, options, context);
+  printTables(rows, peerResults, missing, generation, kernels, options, context);
   printProfiles(profiles, context);
   return ExitCode.ok;
 }
@@ -211,7 +222,8 @@ function medianRound<T extends { msPerStep: number }>(rounds: T[]): T {
 }
 
 function printTables(
-  rows: BenchRow[], peers: PeerResult[], missing: MissingPeer[], kernels: Array<KernelTiming & { model: string; backend: string }>, options: BenchOptions, context: CliContext,
+  rows: BenchRow[], peers: PeerResult[], missing: MissingPeer[], generation: Array<GenerationThroughput & { backend: string }>,
+  kernels: Array<KernelTiming & { model: string; backend: string }>, options: BenchOptions, context: CliContext,
 ): void {
   const { terminal } = context;
   const ratio = (value: number | null | undefined): string => (value === null || value === undefined ? '—' : `${formatFixed(value, 2)}×`);
@@ -245,6 +257,19 @@ function printTables(
     terminal.say(`  to compare with it: ${entry.install}`);
   }
   if (missing.length > 0 && peers.length === 0) terminal.say('(without a peer measured in this run no ratio is printed: figures from another machine or day would mislead)');
+  if (generation.length > 0) {
+    terminal.say('');
+    terminal.say(`generation (KV-cached decoding, greedy, f32), median per token over ${options.steps} runs after ${options.warmup} warm-up:`);
+    terminal.say(formatTable(
+      ['model', 'backend', 'context', 'attention', 'decoded', `prompt ${SHORT_PROMPT_TOKENS}: tok/s`, 'full context: prompt', 'tok/s', 'ratio'],
+      generation.map((entry) => [
+        entry.model, entry.backend, String(entry.contextLength), entry.attention, `${entry.tokens} tokens`, formatInteger(entry.short.tokensPerSecond),
+        `${entry.full.promptLength} → ${entry.full.promptLength + entry.tokens}`, formatInteger(entry.full.tokensPerSecond), `${formatFixed(entry.ratio, 2)}×`,
+      ]),
+      4,
+    ));
+    terminal.say('(ratio = tokens/s with the short prompt / with the full context; the KV cache keeps the cost per token flat apart from attention)');
+  }
   if (kernels.length === 0) return;
   terminal.say('');
   terminal.say('kernels (median ms, through core ops at the models\' shapes):');
