@@ -22,6 +22,8 @@ const LATE_JOBS_BEFORE_BACKOFF = 4;
 const BACKOFF_JOBS = 64;
 /** The longest backoff, in parallel jobs (a few training steps). */
 const MAX_BACKOFF_JOBS = 4096;
+/** Timely parallel jobs in a row before idle workers may spin. */
+const TIMELY_JOBS_TO_SPIN = 8;
 /** Timely parallel jobs in a row that reset the backoff to BACKOFF_JOBS. */
 const TIMELY_JOBS_TO_RESET = 32;
 
@@ -44,6 +46,7 @@ export class SimdRuntime {
   private timelyStreak = 0;
   private serialJobsLeft = 0;
   private backoffJobs = BACKOFF_JOBS;
+  private workersSpin = false;
 
   private constructor(relaxed: boolean) {
     this.relaxed = relaxed;
@@ -96,11 +99,18 @@ export class SimdRuntime {
     }
     this.pool ??= new ThreadPool(this.kernels.module, this.heap.memory, this.kernels.exportNames);
     this.pool.ensureThreads(threads);
+    this.pool.setSpinning(this.workersSpin);
     const { callerMs, waitMs } = this.pool.run(shares, this.exports);
     // Late: waited longer than the caller's own share (and more than a wake-up's worth).
     const late = waitMs > Math.max(LATE_WAIT_MS, callerMs);
     this.lateJobs = late ? this.lateJobs + 1 : Math.max(0, this.lateJobs - 1);
     this.timelyStreak = late ? 0 : this.timelyStreak + 1;
+    // Workers spin between jobs only while jobs come back on time (see WORKER_SPIN_MICROSECONDS).
+    const spinning = this.timelyStreak >= TIMELY_JOBS_TO_SPIN;
+    if (spinning !== this.workersSpin) {
+      this.workersSpin = spinning;
+      this.pool.setSpinning(spinning);
+    }
     // A machine that stays busy backs off longer each time (up to MAX_BACKOFF_JOBS); a run of timely jobs resets it.
     if (this.timelyStreak >= TIMELY_JOBS_TO_RESET) this.backoffJobs = BACKOFF_JOBS;
     if (this.lateJobs >= LATE_JOBS_BEFORE_BACKOFF) {

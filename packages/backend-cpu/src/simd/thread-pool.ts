@@ -61,7 +61,7 @@ export class ThreadPool {
         eval: true,
         workerData: {
           module: this.module, memory: this.memory, control: this.control, board: this.board, messages: this.messages,
-          exportNames: this.exportNames, index, generation: Atomics.load(this.words, CONTROL.generation), spinMicroseconds: WORKER_SPIN_MICROSECONDS,
+          exportNames: this.exportNames, index, generation: Atomics.load(this.words, CONTROL.generation),
         },
       });
       // Idle workers never keep the process alive.
@@ -100,6 +100,11 @@ export class ThreadPool {
       throw new KilnError(`cpu backend: worker thread ${failed} failed in a kernel: ${text}`);
     }
     return timing;
+  }
+
+  /** Lets idle workers spin (WORKER_SPIN_MICROSECONDS) before they sleep, or not. */
+  setSpinning(spinning: boolean): void {
+    Atomics.store(this.words, CONTROL.spinMicroseconds, spinning ? WORKER_SPIN_MICROSECONDS : 0);
   }
 
   /** Stops every worker (they exit at their next wake-up; terminate() makes sure). */

@@ -15,21 +15,23 @@
 export const JOB_SLOT_NUMBERS = 1024;
 
 /** Control word indices. */
-export const CONTROL = { generation: 0, running: 1, failedThread: 2, words: 4 } as const;
+export const CONTROL = { generation: 0, running: 1, failedThread: 2, spinMicroseconds: 3, words: 4 } as const;
 
 /**
- * How long a worker spins on the generation counter before it sleeps (µs). 0: sleep at once.
+ * How long a worker spins on the generation counter before it sleeps (µs), when spinning is on.
  * Spinning saves the ~10 µs futex wake-up between back-to-back kernels on an idle machine, but
  * on a busy one (other processes on the cores) a spinning worker takes the core the caller
  * needs, and a 2-thread job then costs ~200 µs instead of ~12 µs (measured on the 2-core VMs).
+ * So the caller turns it on (control word `spinMicroseconds`) only while its jobs come back on
+ * time, and off at the first late one.
  */
-export const WORKER_SPIN_MICROSECONDS = 0;
+export const WORKER_SPIN_MICROSECONDS = 50;
 
-/** The worker's program. workerData: { module, memory, control, board, messages, exportNames, index, generation, spinMicroseconds }. */
+/** The worker's program. workerData: { module, memory, control, board, messages, exportNames, index, generation }. */
 export const WORKER_SOURCE = `
 'use strict';
 const { workerData } = require('node:worker_threads');
-const { module, memory, control, board, messages, exportNames, index, generation: startGeneration, spinMicroseconds } = workerData;
+const { module, memory, control, board, messages, exportNames, index, generation: startGeneration } = workerData;
 const instance = new WebAssembly.Instance(module, { env: { memory } });
 const functions = exportNames.map((name) => instance.exports[name]);
 const words = new Int32Array(control);
@@ -41,7 +43,7 @@ let seen = startGeneration;
 for (;;) {
   let generation = Atomics.load(words, ${CONTROL.generation});
   if (generation === seen) {
-    const until = performance.now() + spinMicroseconds / 1000;
+    const until = performance.now() + Atomics.load(words, ${CONTROL.spinMicroseconds}) / 1000;
     while ((generation = Atomics.load(words, ${CONTROL.generation})) === seen && performance.now() < until) {}
     while ((generation = Atomics.load(words, ${CONTROL.generation})) === seen) Atomics.wait(words, ${CONTROL.generation}, seen);
   }
