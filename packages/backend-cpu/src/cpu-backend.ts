@@ -55,7 +55,7 @@ export interface CpuBackendOptions {
   threads?: number;
 }
 
-/** kiln's pure TypeScript backend. */
+/** kiln's CPU backend: WebAssembly SIMD kernels (plain TypeScript ones as the fallback), no native code. */
 export class CpuBackend implements KernelBackend {
   /** Always 'cpu'. */
   readonly name = 'cpu';
