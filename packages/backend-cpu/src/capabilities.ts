@@ -20,9 +20,10 @@ export function cpuDeviceInfo(): DeviceInfo {
   };
 }
 
-/** The capabilities of one CPU backend instance. */
-export function cpuCapabilities(device: DeviceInfo): Capabilities {
+/** The capabilities of one CPU backend instance; `implementation` says which kernel path runs. */
+export function cpuCapabilities(device: DeviceInfo, implementation?: string): Capabilities {
   return {
+    implementation,
     device,
     supports(kernel: KernelName, dtype: DType): boolean {
       return dtype === 'i32' ? I32_KERNELS.has(kernel) : dtype === 'f32' || dtype === 'f16' || dtype === 'bf16';

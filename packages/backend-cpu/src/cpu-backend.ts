@@ -1,6 +1,10 @@
 /**
- * The CPU backend: host ArrayBuffers as device memory and pure TypeScript kernels (one file per
- * op family under kernels/). Every call is synchronous; `download` resolves at once.
+ * The CPU backend. Two kernel paths behind one class: WebAssembly SIMD kernels on a shared wasm
+ * heap with worker threads for large kernels (simd/, the default), and the plain TypeScript
+ * kernels on ArrayBuffers (kernels/, KILN_CPU_SIMD=0 and the fallback for what the SIMD path
+ * does not take: f16/bf16, i32, odd layouts). Each kernel method asks the SIMD dispatcher first;
+ * it answers false when it does not handle the call. Every call is synchronous; `download`
+ * resolves at once.
  */
 import {
   InvalidArgumentError, KERNEL_API_VERSION,
@@ -8,6 +12,17 @@ import {
   type MemoryInfo, type RandomDistribution, type ReduceOp, type StridedView, type TensorRef, type UnaryOp,
 } from '@kiln/core';
 import { cpuCapabilities, cpuDeviceInfo } from './capabilities.js';
+import { resolveCpuSettings, type CpuKernelSettings } from './cpu-settings.js';
+import { SimdContext } from './simd/simd-context.js';
+import { SimdRuntime } from './simd/simd-runtime.js';
+import { simdMatmul } from './simd/dispatch-matmul.js';
+import { simdAttention, simdAttentionBackward } from './simd/dispatch-attention.js';
+import {
+  simdCrossEntropy, simdCrossEntropyBackward, simdLogSoftmax, simdRmsNorm, simdRmsNormBackward, simdSoftmax, simdSoftmaxBackward,
+} from './simd/dispatch-rows.js';
+import {
+  RopeTables, simdAdamw, simdBinary, simdCopy, simdReduce, simdRope, simdSwiglu, simdSwigluBackward, simdUnary,
+} from './simd/dispatch-elementwise.js';
 import { CpuStorage } from './storage.js';
 import { TensorAccess } from './tensor-access.js';
 import { runAdamw } from './kernels/adamw.js';
@@ -32,9 +47,15 @@ import { runWhere } from './kernels/where.js';
 export interface CpuBackendOptions {
   /** Total bytes the backend may hold before alloc throws OutOfMemoryError (default: no limit but the host's). */
   memoryLimitBytes?: number;
+  /** false runs the plain TypeScript kernels (default: KILN_CPU_SIMD, on: WebAssembly SIMD when the runtime has it). */
+  simd?: boolean;
+  /** false keeps relaxed-SIMD fused multiply-add off (default: KILN_CPU_RELAXED_SIMD, on when available). */
+  relaxedSimd?: boolean;
+  /** Threads for large kernels on the SIMD path (default: KILN_CPU_THREADS, else the physical cores). */
+  threads?: number;
 }
 
-/** kiln's pure TypeScript backend. */
+/** kiln's CPU backend: WebAssembly SIMD kernels (plain TypeScript ones as the fallback), no native code. */
 export class CpuBackend implements KernelBackend {
   /** Always 'cpu'. */
   readonly name = 'cpu';
@@ -42,17 +63,26 @@ export class CpuBackend implements KernelBackend {
   readonly apiVersion = KERNEL_API_VERSION;
   /** Every kernel natively, flash attention included. */
   readonly capabilities: Capabilities;
+  /** Which kernel path runs, with how many threads. */
+  readonly settings: CpuKernelSettings;
   private readonly storage: CpuStorage;
   private readonly access: TensorAccess;
+  /** The SIMD dispatchers (undefined on the TypeScript path). */
+  private readonly simd: SimdContext | undefined;
+  private readonly ropeTables: RopeTables | undefined;
 
   constructor(options: CpuBackendOptions = {}) {
-    this.storage = new CpuStorage({ memoryLimitBytes: options.memoryLimitBytes });
+    this.settings = resolveCpuSettings(options);
+    const runtime = this.settings.path === 'wasm-simd' ? SimdRuntime.obtain(this.settings.relaxedSimd) : undefined;
+    this.storage = new CpuStorage({ memoryLimitBytes: options.memoryLimitBytes, heap: runtime?.heap });
     this.access = new TensorAccess(this.storage);
-    this.capabilities = cpuCapabilities(cpuDeviceInfo());
+    this.simd = runtime === undefined ? undefined : new SimdContext(runtime, this.access, this.settings.threads);
+    this.ropeTables = this.simd === undefined ? undefined : new RopeTables(this.simd);
+    this.capabilities = cpuCapabilities(cpuDeviceInfo(), this.settings.description);
   }
 
   // ---- storage ----
-  /** Allocate zero-filled host memory. */
+  /** Allocate host memory (contents undefined: a reused heap block keeps old bytes). */
   alloc(byteLength: number): BufferHandle {
     return this.storage.alloc(byteLength);
   }
@@ -102,16 +132,19 @@ export class CpuBackend implements KernelBackend {
   /** Release every buffer. */
   dispose(): void {
     this.storage.clear();
+    this.ropeTables?.dispose();
   }
 
   // ---- primitives ----
   /** See KernelBackend.unary. */
   unary(op: UnaryOp, x: TensorRef, out: TensorRef): void {
+    if (this.simd !== undefined && simdUnary(this.simd, op, x, out)) return;
     runUnary(this.access, op, x, out);
   }
 
   /** See KernelBackend.binary. */
   binary(op: BinaryOp, a: StridedView, b: StridedView, out: TensorRef): void {
+    if (this.simd !== undefined && simdBinary(this.simd, op, a, b, out)) return;
     runBinary(this.access, op, a, b, out);
   }
 
@@ -122,16 +155,19 @@ export class CpuBackend implements KernelBackend {
 
   /** See KernelBackend.reduce. */
   reduce(op: ReduceOp, x: TensorRef, out: TensorRef, outer: number, size: number, inner: number): void {
+    if (this.simd !== undefined && simdReduce(this.simd, op, x, out, outer, size, inner)) return;
     runReduce(this.access, op, x, out, outer, size, inner);
   }
 
   /** See KernelBackend.matmul. */
   matmul(a: TensorRef, b: TensorRef, out: TensorRef, params: MatmulParams): void {
+    if (this.simd !== undefined && simdMatmul(this.simd, a, b, out, params)) return;
     runMatmul(this.access, a, b, out, params);
   }
 
   /** See KernelBackend.copy. */
   copy(src: StridedView, dst: StridedView): void {
+    if (this.simd !== undefined && simdCopy(this.simd, src, dst)) return;
     runCopy(this.access, src, dst);
   }
 
@@ -163,26 +199,31 @@ export class CpuBackend implements KernelBackend {
 
   /** See KernelBackend.softmax. */
   softmax(x: TensorRef, out: TensorRef, rows: number, cols: number): void {
+    if (this.simd !== undefined && simdSoftmax(this.simd, x, out, rows, cols)) return;
     runSoftmax(this.access, x, out, rows, cols);
   }
 
   /** See KernelBackend.softmaxBackward. */
   softmaxBackward(y: TensorRef, dy: TensorRef, dx: TensorRef, rows: number, cols: number): void {
+    if (this.simd !== undefined && simdSoftmaxBackward(this.simd, y, dy, dx, rows, cols)) return;
     runSoftmaxBackward(this.access, y, dy, dx, rows, cols);
   }
 
   /** See KernelBackend.logSoftmax. */
   logSoftmax(x: TensorRef, out: TensorRef, rows: number, cols: number): void {
+    if (this.simd !== undefined && simdLogSoftmax(this.simd, x, out, rows, cols)) return;
     runLogSoftmax(this.access, x, out, rows, cols);
   }
 
   /** See KernelBackend.rmsNorm. */
   rmsNorm(x: TensorRef, weight: TensorRef, out: TensorRef, rstd: TensorRef, rows: number, cols: number, eps: number): void {
+    if (this.simd !== undefined && simdRmsNorm(this.simd, x, weight, out, rstd, rows, cols, eps)) return;
     runRmsNorm(this.access, x, weight, out, rstd, rows, cols, eps);
   }
 
   /** See KernelBackend.rmsNormBackward. */
   rmsNormBackward(x: TensorRef, weight: TensorRef, rstd: TensorRef, dy: TensorRef, dx: TensorRef, dWeight: TensorRef, rows: number, cols: number): void {
+    if (this.simd !== undefined && simdRmsNormBackward(this.simd, x, weight, rstd, dy, dx, dWeight, rows, cols)) return;
     runRmsNormBackward(this.access, x, weight, rstd, dy, dx, dWeight, rows, cols);
   }
 
@@ -193,21 +234,25 @@ export class CpuBackend implements KernelBackend {
 
   /** See KernelBackend.rope. */
   rope(x: TensorRef, out: TensorRef, offset: number, theta: number, inverse: boolean): void {
+    if (this.simd !== undefined && simdRope(this.simd, this.ropeTables!, x, out, offset, theta, inverse)) return;
     runRope(this.access, x, out, offset, theta, inverse);
   }
 
   /** See KernelBackend.swiglu. */
   swiglu(gate: TensorRef, up: TensorRef, out: TensorRef): void {
+    if (this.simd !== undefined && simdSwiglu(this.simd, gate, up, out)) return;
     runSwiglu(this.access, gate, up, out);
   }
 
   /** See KernelBackend.swigluBackward. */
   swigluBackward(gate: TensorRef, up: TensorRef, dy: TensorRef, dGate: TensorRef, dUp: TensorRef): void {
+    if (this.simd !== undefined && simdSwigluBackward(this.simd, gate, up, dy, dGate, dUp)) return;
     runSwigluBackward(this.access, gate, up, dy, dGate, dUp);
   }
 
   /** See KernelBackend.attention. */
   attention(q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null, out: TensorRef, lse: TensorRef, params: AttentionParams): void {
+    if (this.simd !== undefined && simdAttention(this.simd, q, k, v, mask, out, lse, params)) return;
     runAttention(this.access, q, k, v, mask, out, lse, params);
   }
 
@@ -216,21 +261,25 @@ export class CpuBackend implements KernelBackend {
     q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null, out: TensorRef, lse: TensorRef,
     dOut: TensorRef, dq: TensorRef, dk: TensorRef, dv: TensorRef, params: AttentionParams,
   ): void {
+    if (this.simd !== undefined && simdAttentionBackward(this.simd, q, k, v, mask, out, lse, dOut, dq, dk, dv, params)) return;
     runAttentionBackward(this.access, q, k, v, mask, out, lse, dOut, dq, dk, dv, params);
   }
 
   /** See KernelBackend.crossEntropy. */
   crossEntropy(logits: TensorRef, targets: TensorRef, loss: TensorRef, rows: number, classes: number, ignoreIndex: number): void {
+    if (this.simd !== undefined && simdCrossEntropy(this.simd, logits, targets, loss, rows, classes, ignoreIndex)) return;
     runCrossEntropy(this.access, logits, targets, loss, rows, classes, ignoreIndex);
   }
 
   /** See KernelBackend.crossEntropyBackward. */
   crossEntropyBackward(logits: TensorRef, targets: TensorRef, dLogits: TensorRef, rows: number, classes: number, ignoreIndex: number, scale: number): void {
+    if (this.simd !== undefined && simdCrossEntropyBackward(this.simd, logits, targets, dLogits, rows, classes, ignoreIndex, scale)) return;
     runCrossEntropyBackward(this.access, logits, targets, dLogits, rows, classes, ignoreIndex, scale);
   }
 
   /** See KernelBackend.adamw. */
   adamw(param: TensorRef, grad: TensorRef, m: TensorRef, v: TensorRef, params: AdamWParams): void {
+    if (this.simd !== undefined && simdAdamw(this.simd, param, grad, m, v, params)) return;
     runAdamw(this.access, param, grad, m, v, params);
   }
 }

@@ -14,6 +14,18 @@ function memoryLimitOf(options: BackendCreateOptions | undefined): number | unde
   return limit;
 }
 
+function booleanOption(options: BackendCreateOptions | undefined, name: 'simd' | 'relaxedSimd'): boolean | undefined {
+  const value = options?.[name];
+  if (value === undefined || typeof value === 'boolean') return value;
+  throw new InvalidArgumentError(`cpu backend: ${name} must be true or false, got ${typeof value}`, { hint: `Pass { ${name}: false }, or leave it out for the default.` });
+}
+
+function numberOption(options: BackendCreateOptions | undefined, name: 'threads'): number | undefined {
+  const value = options?.[name];
+  if (value === undefined || typeof value === 'number') return value;
+  throw new InvalidArgumentError(`cpu backend: ${name} must be a number, got ${typeof value}`, { hint: `Pass e.g. { ${name}: 2 }, or leave it out for the default.` });
+}
+
 /** The CPU backend plugin (name 'cpu', priority 100). */
 export const cpuBackendPlugin: BackendPlugin = {
   name: 'cpu',
@@ -28,6 +40,11 @@ export const cpuBackendPlugin: BackendPlugin = {
     }
   },
   create(options?: BackendCreateOptions) {
-    return createCpuBackend({ memoryLimitBytes: memoryLimitOf(options) });
+    return createCpuBackend({
+      memoryLimitBytes: memoryLimitOf(options),
+      simd: booleanOption(options, 'simd'),
+      relaxedSimd: booleanOption(options, 'relaxedSimd'),
+      threads: numberOption(options, 'threads'),
+    });
   },
 };

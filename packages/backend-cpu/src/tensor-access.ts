@@ -110,7 +110,7 @@ export function storeFloatRange(buffer: CpuBuffer, dtype: DType, start: number, 
   switch (dtype) {
     case 'f32':
       // Kernels usually wrote into the storage itself (floatTarget); copy only when they did not.
-      if (values.buffer !== buffer.data || values.byteOffset !== start * 4) buffer.float32.set(values, start);
+      if (values.buffer !== buffer.data || values.byteOffset !== buffer.byteOffset + start * 4) buffer.float32.set(values, start);
       return;
     case 'f16':
       encodeF16(values, buffer.uint16.subarray(start, start + values.length));

@@ -27,6 +27,9 @@ describe('kiln info', () => {
     expect(run.stdout).toMatch(/memory: +\S+ \S+ total/);
     expect(run.stdout).toMatch(/dtypes: +f32/);
     expect(run.stdout).toMatch(/attention: +flash/);
+    expect(run.stdout).toMatch(/kernels: +WebAssembly SIMD128 kernels, (relaxed-SIMD FMA|no FMA).*, \d+ threads?$/m);
+    const plain = await runKiln(['info'], { env: { KILN_CPU_SIMD: '0' } });
+    expect(plain.stdout).toMatch(/kernels: +plain TypeScript kernels, 1 thread \(KILN_CPU_SIMD=0\)$/m);
   });
 
   it('exits 2 for a device no installed backend provides, naming every backend tried', async () => {

@@ -32,6 +32,8 @@ export interface TrainThroughput {
   tokensPerSecond: number;
   /** Attention implementation used. */
   attention: string;
+  /** Milliseconds of all timed steps together. */
+  totalMs: number;
 }
 
 /** The reference config of `preset` (models.json sizes, batch and optimizer; f32) adapted to `backend`. */
@@ -62,7 +64,9 @@ function randomTokens(count: number, seed: number, vocabSize: number): Int32Arra
 }
 
 /** Times `steps` optimizer steps after `warmup` untimed ones. */
-export async function measureTrainStep(preset: ModelPresetName, backend: KernelBackend, options: { steps: number; warmup: number }): Promise<TrainThroughput> {
+export async function measureTrainStep(
+  preset: ModelPresetName, backend: KernelBackend, options: { steps: number; warmup: number; onTimedStep?: (starting: boolean) => void },
+): Promise<TrainThroughput> {
   setBackend(backend);
   const config = benchConfig(preset, backend);
   const { contextLength, vocabSize } = config.model;
@@ -91,15 +95,23 @@ export async function measureTrainStep(preset: ModelPresetName, backend: KernelB
         inputs.set(window.subarray(row * (contextLength + 1), row * (contextLength + 1) + contextLength), row * contextLength);
         targets.set(window.subarray(row * (contextLength + 1) + 1, (row + 1) * (contextLength + 1)), row * contextLength);
       }
+      const timed = step > options.warmup;
+      if (timed) options.onTimedStep?.(true);
       const start = performance.now();
       await runTrainStep(environment, counters, { step, batchSize, inputs, targets, lr: config.optimizer.lr });
       await backend.synchronize();
-      if (step > options.warmup) samples.push(performance.now() - start);
+      if (timed) {
+        samples.push(performance.now() - start);
+        options.onTimedStep?.(false);
+      }
     }
   } finally {
     disposeMoments(moments);
     model.dispose();
   }
   const msPerStep = median(samples);
-  return { model: preset, batchSize, contextLength, msPerStep, tokensPerSecond: (batchSize * contextLength) / (msPerStep / 1000), attention: forwardOptions.attention };
+  return {
+    model: preset, batchSize, contextLength, msPerStep, tokensPerSecond: (batchSize * contextLength) / (msPerStep / 1000), attention: forwardOptions.attention,
+    totalMs: samples.reduce((sum, sample) => sum + sample, 0),
+  };
 }

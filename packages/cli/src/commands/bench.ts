@@ -1,21 +1,24 @@
 /**
- * `kiln bench`: train-step throughput of the reference models per backend (ms/step, tokens/s,
- * speed-up over CPU, and the ratio to the reference figures of REFERENCE.md), generation
- * throughput with a short prompt and with one filling the context (and their ratio), then
- * per-kernel timings at the same shapes.
+ * `kiln bench`: train-step throughput of the reference models on each backend — on the CPU at
+ * 1 thread and at the default thread count — beside the peers measured in the same run (PyTorch
+ * CPU at the same thread counts, TensorFlow.js WASM), with ratios only between figures of this
+ * run; generation throughput with a short prompt and with one filling the context (and their
+ * ratio); then per-kernel timings at the same shapes. Without peers it prints kiln's figures and
+ * the commands that install them.
  */
 import type { Command } from 'commander';
-import { InvalidArgumentError, listBackends, probeBackends } from '@kiln/core';
+import { InvalidArgumentError, listBackends, probeBackends, setBackend, type KernelBackend } from '@kiln/core';
+import { cpuBackendPlugin } from '@kiln/backend-cpu';
 import { MODEL_PRESET_NAMES, type ModelPresetName } from '@kiln/trainer';
 import { describeResolution, discoverAllBackends, setUpBackend } from '../backend-setup.js';
 import { measureGeneration, SHORT_PROMPT_TOKENS, type GenerationThroughput } from '../bench/generation-throughput.js';
 import { measureKernels, type KernelTiming } from '../bench/kernel-timings.js';
-import { REFERENCE_THROUGHPUT } from '../bench/reference.js';
+import { profileTrainStep, type KernelProfile } from '../bench/kernel-profile.js';
+import { measurePeer, PEER_NAMES, peerLabel, probePeer, type MissingPeer, type PeerName, type PeerResult } from '../bench/peers.js';
 import { benchConfig, measureTrainStep, type TrainThroughput } from '../bench/train-throughput.js';
 import { integerArgument, type CliContext } from '../cli-context.js';
 import { ExitCode } from '../exit-codes.js';
 import { formatFixed, formatInteger, formatTable } from '../output/format.js';
-
 
 interface BenchOptions {
   device?: string;
@@ -24,27 +27,40 @@ interface BenchOptions {
   warmup: number;
   kernels: boolean;
   generation: boolean;
+  profile?: boolean;
+  peers: string;
+  cpuThreads?: string;
+  rounds: number;
   json?: boolean;
 }
 
-/** One backend's result for one model. */
+/** One kiln measurement (a backend, and for the CPU a thread count). */
 interface BenchRow extends TrainThroughput {
   backend: string;
   device: string;
+  /** Threads of the CPU backend (null for other backends). */
+  threads: number | null;
+  /** Throughput ÷ kiln's CPU backend on 1 thread, same model (null when not measured). */
   speedupOverCpu: number | null;
+  /** Throughput ÷ the same-run peer's (PyTorch at 1 thread, TF.js WASM); null when that peer did not run. */
+  ratios: { pytorch1Thread: number | null; tfjsWasm: number | null };
 }
 
 /** Registers `kiln bench`. */
 export function defineBenchCommand(program: Command, context: CliContext): void {
   program
     .command('bench')
-    .description('train-step and generation throughput and kernel timings of the reference models on each backend')
+    .description('train-step throughput (beside PyTorch and TF.js measured in the same run), generation throughput and kernel timings of the reference models')
     .option('--device <list>', 'comma-separated backends to measure (default: every available one)')
     .option('--model <list>', 'comma-separated presets: tiny, small, medium', 'tiny')
     .option('--steps <n>', 'timed train steps per model and backend', integerArgument(1), 10)
     .option('--warmup <n>', 'untimed steps first', integerArgument(0), 2)
+    .option('--cpu-threads <list>', 'thread counts to measure the CPU backend at (default: 1 and its default count)')
+    .option('--rounds <n>', 'repeat kiln and the peers, alternating, and keep each one\'s median round', integerArgument(1), 1)
+    .option('--peers <list>', "peers to measure in the same run: 'auto' (every installed one), 'none', or pytorch,tfjs-wasm", 'auto')
     .option('--no-generation', 'skip the generation throughput (tokens/s with a short and a full-context prompt)')
     .option('--no-kernels', 'skip the per-kernel timings')
+    .option('--profile', 'also time every kernel call of the CPU backend\'s train step (where a step\'s time goes)')
     .option('--json', 'print the results as JSON')
     .action(async (options: BenchOptions) => {
       context.exitCode = await runBench(options, context);
@@ -60,76 +76,187 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
       throw new InvalidArgumentError(`--model ${model} is not a reference model`, { hint: `Use one or more of: ${MODEL_PRESET_NAMES.join(', ')}.` });
     }
   }
+  const peers = peerSelection(options.peers);
   await discoverAllBackends();
   const devices = options.device !== undefined ? splitList(options.device) : (await probeBackends()).filter((entry) => entry.probe.available).map((entry) => entry.plugin.name);
   // CPU first, so the other backends' speed-up can be computed as they finish.
   devices.sort((a, b) => (a === 'cpu' ? -1 : b === 'cpu' ? 1 : 0));
   const rows: BenchRow[] = [];
   const kernels: Array<KernelTiming & { model: string; backend: string }> = [];
+  const profiles: Array<KernelProfile & { threads: number }> = [];
   const generation: Array<GenerationThroughput & { backend: string }> = [];
+  const peerResults: PeerResult[] = [];
+  const missing: MissingPeer[] = [];
+  const available: PeerName[] = [];
+  for (const peer of peers) {
+    const absent = await probePeer(peer);
+    if (absent === undefined) available.push(peer);
+    else missing.push(absent);
+  }
+  let peersMeasured = false;
   for (const device of devices) {
     const resolution = await setUpBackend({ device }, terminal);
     for (const line of describeResolution(resolution)) terminal.say(line);
     const backend = resolution.backend;
+    if (backend.capabilities.implementation !== undefined) terminal.say(`kernels: ${backend.capabilities.implementation}`);
+    const variants: Array<{ backend: KernelBackend; threads: number | null }> = [];
+    let cpuThreads: number[] = [1];
+    if (backend.name === 'cpu') {
+      cpuThreads = threadCounts(options.cpuThreads, backend);
+      for (const threads of cpuThreads) variants.push({ backend: await cpuBackendPlugin.create({ threads }), threads });
+    } else {
+      variants.push({ backend, threads: null });
+    }
+    // The peers run beside the first backend measured (the CPU when it is there), model by model.
+    const withPeers: boolean = !peersMeasured && available.length > 0;
+    peersMeasured ||= withPeers;
     for (const model of models) {
-      terminal.say(`measuring ${model} on ${backend.name}: ${options.warmup} warm-up + ${options.steps} timed steps…`);
-      const measured = await measureTrainStep(model, backend, { steps: options.steps, warmup: options.warmup });
-      const cpu = backend.name === 'cpu' ? measured : rows.find((row) => row.backend === 'cpu' && row.model === model);
-      const speedupOverCpu = cpu === undefined ? null : measured.tokensPerSecond / cpu.tokensPerSecond;
-      rows.push({ ...measured, backend: backend.name, device: resolution.device?.name ?? backend.name, speedupOverCpu });
+      const kilnRounds: TrainThroughput[][] = variants.map(() => []);
+      const peerTasks = withPeers ? available.flatMap((peer) => (peer === 'pytorch' ? cpuThreads : [1]).map((threads) => ({ peer, threads }))) : [];
+      const peerRounds: PeerResult[][] = peerTasks.map(() => []);
+      // Rounds alternate kiln and the peers, so a change of load on a shared machine hits both.
+      for (let round = 1; round <= options.rounds; round++) {
+        const roundText = options.rounds > 1 ? ` [round ${round}/${options.rounds}]` : '';
+        for (const [index, variant] of variants.entries()) {
+          const threadsText = variant.threads === null ? '' : ` (${variant.threads} thread${variant.threads === 1 ? '' : 's'})`;
+          terminal.say(`measuring ${model} on ${backend.name}${threadsText}${roundText}: ${options.warmup} warm-up + ${options.steps} timed steps…`);
+          kilnRounds[index].push(await measureTrainStep(model, variant.backend, { steps: options.steps, warmup: options.warmup }));
+        }
+        for (const [index, { peer, threads }] of peerTasks.entries()) {
+          terminal.say(`measuring ${model} on ${peer}${peer === 'pytorch' ? ` (${threads} thread${threads === 1 ? '' : 's'})` : ''}${roundText}: ${options.warmup} warm-up + ${options.steps} timed steps…`);
+          peerRounds[index].push(await measurePeer(peer, model, threads, { steps: options.steps, warmup: options.warmup }));
+        }
+      }
+      for (const results of peerRounds) peerResults.push(medianRound(results));
+      for (const [index, variant] of variants.entries()) {
+        const measured = medianRound(kilnRounds[index]);
+        // Against kiln's CPU backend on one thread: the thread scaling for CPU rows, the device's speed-up for the others.
+        const cpu = rows.find((row) => row.backend === 'cpu' && row.model === model && row.threads === 1);
+        const speedupOverCpu = backend.name === 'cpu' && variant.threads === 1 ? 1 : cpu === undefined ? null : measured.tokensPerSecond / cpu.tokensPerSecond;
+        rows.push({
+          ...measured, backend: backend.name, device: resolution.device?.name ?? backend.name, threads: variant.threads, speedupOverCpu,
+          ratios: { pytorch1Thread: null, tfjsWasm: null },
+        });
+      }
+      if (options.profile === true && backend.name === 'cpu') {
+        // On the first thread count measured (1 unless --cpu-threads says otherwise): one thread's time per kernel.
+        const [first] = variants;
+        terminal.say(`profiling ${model} on ${backend.name} (${first.threads} thread${first.threads === 1 ? '' : 's'}): every kernel call of ${options.steps} steps…`);
+        profiles.push({ ...(await profileTrainStep(model, first.backend, { steps: options.steps, warmup: options.warmup })), threads: first.threads ?? 1 });
+      }
       if (options.generation) {
+        setBackend(backend);
         terminal.say(`measuring generation of ${model} on ${backend.name}: ${options.warmup} warm-up + ${options.steps} timed runs per prompt length…`);
         generation.push({ ...await measureGeneration(model, backend, { runs: options.steps, warmup: options.warmup }), backend: backend.name });
       }
       if (options.kernels) {
+        setBackend(backend);
         const config = benchConfig(model, backend);
         for (const timing of await measureKernels(backend, config.model, config.schedule.batchSize)) kernels.push({ ...timing, model, backend: backend.name });
       }
     }
+    for (const variant of variants) if (variant.backend !== backend) variant.backend.dispose?.();
+    setBackend(backend);
+  }
+  for (const row of rows) {
+    const pytorch = peerResults.find((peer) => peer.peer === 'pytorch' && peer.model === row.model && peer.threads === 1);
+    const tfjs = peerResults.find((peer) => peer.peer === 'tfjs-wasm' && peer.model === row.model);
+    row.ratios = {
+      pytorch1Thread: pytorch === undefined ? null : row.tokensPerSecond / pytorch.tokensPerSecond,
+      tfjsWasm: tfjs === undefined ? null : row.tokensPerSecond / tfjs.tokensPerSecond,
+    };
   }
   if (options.json === true) {
     terminal.json({
       steps: options.steps,
       warmup: options.warmup,
-      results: rows.map((row) => ({ ...row, reference: referenceOf(row) })),
+      rounds: options.rounds,
+      machine: { cpu: (await cpuBackendPlugin.probe()).devices[0]?.name ?? null, node: process.versions.node },
+      results: rows,
+      peers: peerResults,
+      missingPeers: missing,
       generation,
       kernels,
+      profiles,
       registered: listBackends().map((plugin) => plugin.name),
     });
     return ExitCode.ok;
   }
-  printTables(rows, generation, kernels, options, context);
+  printTables(rows, peerResults, missing, generation, kernels, options, context);
+  printProfiles(profiles, context);
   return ExitCode.ok;
 }
 
-function referenceOf(row: BenchRow): { pytorchCpu1Thread: number; tfjsWasm: number; ratioToPytorch: number; ratioToTfjsWasm: number } | null {
-  const reference = REFERENCE_THROUGHPUT[row.model];
-  if (reference === undefined) return null;
-  return { ...reference, ratioToPytorch: row.tokensPerSecond / reference.pytorchCpu1Thread, ratioToTfjsWasm: row.tokensPerSecond / reference.tfjsWasm };
+/** The thread counts to measure the CPU backend at: --cpu-threads, else 1 and the backend's default (one on the TypeScript path). */
+function threadCounts(option: string | undefined, backend: KernelBackend): number[] {
+  const settings = (backend as { settings?: { path: string; threads: number } }).settings;
+  if (option !== undefined) {
+    const counts = splitList(option).map((text) => Number(text));
+    for (const count of counts) {
+      if (!Number.isInteger(count) || count < 1 || count > 256) {
+        throw new InvalidArgumentError(`--cpu-threads needs whole numbers from 1 to 256, got '${option}'`, { hint: 'For example --cpu-threads 1,2.' });
+      }
+    }
+    return [...new Set(counts)];
+  }
+  if (settings === undefined || settings.path !== 'wasm-simd' || settings.threads <= 1) return [1];
+  return [1, settings.threads];
+}
+
+function peerSelection(text: string): PeerName[] {
+  const names = splitList(text);
+  if (names.length === 1 && names[0] === 'auto') return [...PEER_NAMES];
+  if (names.length === 1 && names[0] === 'none') return [];
+  for (const name of names) {
+    if (!(PEER_NAMES as readonly string[]).includes(name)) {
+      throw new InvalidArgumentError(`--peers ${name} is not a peer kiln bench knows`, { hint: `Use auto, none, or a list of: ${PEER_NAMES.join(', ')}.` });
+    }
+  }
+  return names as PeerName[];
+}
+
+/** The round with the median ms/step (of an odd count; the faster middle one of an even count). */
+function medianRound<T extends { msPerStep: number }>(rounds: T[]): T {
+  const sorted = [...rounds].sort((a, b) => a.msPerStep - b.msPerStep);
+  return sorted[(sorted.length - 1) >> 1];
 }
 
 function printTables(
-  rows: BenchRow[], generation: Array<GenerationThroughput & { backend: string }>, kernels: Array<KernelTiming & { model: string; backend: string }>,
-  options: BenchOptions, context: CliContext,
+  rows: BenchRow[], peers: PeerResult[], missing: MissingPeer[], generation: Array<GenerationThroughput & { backend: string }>,
+  kernels: Array<KernelTiming & { model: string; backend: string }>, options: BenchOptions, context: CliContext,
 ): void {
   const { terminal } = context;
   const ratio = (value: number | null | undefined): string => (value === null || value === undefined ? '—' : `${formatFixed(value, 2)}×`);
+  const cpuName = rows.find((row) => row.backend === 'cpu')?.device;
   terminal.say('');
-  terminal.say(`train step (f32: forward + backward + clip + AdamW), median of ${options.steps} steps after ${options.warmup} warm-up:`);
-  terminal.say(formatTable(
-    ['model', 'backend', 'batch×ctx', 'attention', 'ms/step', 'tokens/s', 'vs cpu', 'PyTorch CPU 1T', 'ratio', 'TF.js WASM', 'ratio'],
-    rows.map((row) => {
-      const reference = referenceOf(row);
-      return [
-        row.model, row.backend, `${row.batchSize}×${row.contextLength}`, row.attention, formatFixed(row.msPerStep, 1), formatInteger(row.tokensPerSecond),
+  const rounds = options.rounds > 1 ? ` (the median of ${options.rounds} alternating rounds)` : '';
+  terminal.say(`train step (f32: forward + backward + clip + AdamW), median of ${options.steps} steps after ${options.warmup} warm-up${rounds}, every figure measured in this run${cpuName === undefined ? '' : ` on ${cpuName}`}:`);
+  const table: string[][] = [];
+  for (const model of [...new Set(rows.map((row) => row.model))]) {
+    const pytorch = peers.find((peer) => peer.peer === 'pytorch' && peer.model === model && peer.threads === 1);
+    const tfjs = peers.find((peer) => peer.peer === 'tfjs-wasm' && peer.model === model);
+    for (const row of rows.filter((candidate) => candidate.model === model)) {
+      table.push([
+        model, `kiln ${row.backend}`, row.threads === null ? '—' : String(row.threads), `${row.batchSize}×${row.contextLength}`,
+        formatFixed(row.msPerStep, 1), formatInteger(row.tokensPerSecond), ratio(row.ratios.pytorch1Thread), ratio(row.ratios.tfjsWasm),
         ratio(row.speedupOverCpu),
-        reference === null ? '—' : formatInteger(reference.pytorchCpu1Thread), ratio(reference?.ratioToPytorch),
-        reference === null ? '—' : formatInteger(reference.tfjsWasm), ratio(reference?.ratioToTfjsWasm),
-      ];
-    }),
-    4,
-  ));
-  terminal.say('(reference figures and how they were measured, with the machine: docs/benchmarks.md; ratio = measured / reference, comparable only on the same machine)');
+      ]);
+    }
+    for (const peer of peers.filter((candidate) => candidate.model === model)) {
+      table.push([
+        model, peerLabel(peer), String(peer.threads), `${rows.find((row) => row.model === model)?.batchSize ?? '?'}×${rows.find((row) => row.model === model)?.contextLength ?? '?'}`,
+        formatFixed(peer.msPerStep, 1), formatInteger(peer.tokensPerSecond),
+        ratio(pytorch === undefined ? null : peer.tokensPerSecond / pytorch.tokensPerSecond),
+        ratio(tfjs === undefined ? null : peer.tokensPerSecond / tfjs.tokensPerSecond), '—',
+      ]);
+    }
+  }
+  terminal.say(formatTable(['model', 'implementation', 'threads', 'batch×ctx', 'ms/step', 'tokens/s', 'vs PyTorch 1T', 'vs TF.js WASM', 'vs kiln cpu 1T'], table, 2));
+  for (const entry of missing) {
+    terminal.say(`not measured: ${entry.peer === 'pytorch' ? 'PyTorch CPU' : 'TF.js WASM'} — ${entry.reason}.`);
+    terminal.say(`  to compare with it: ${entry.install}`);
+  }
+  if (missing.length > 0 && peers.length === 0) terminal.say('(without a peer measured in this run no ratio is printed: figures from another machine or day would mislead)');
   if (generation.length > 0) {
     terminal.say('');
     terminal.say(`generation (KV-cached decoding, greedy, f32), median per token over ${options.steps} runs after ${options.warmup} warm-up:`);
@@ -151,6 +278,23 @@ function printTables(
     kernels.map((timing) => [timing.model, timing.backend, timing.kernel, timing.shape, formatFixed(timing.ms, 3), timing.gflops === null ? '—' : formatFixed(timing.gflops, 1)]),
     4,
   ));
+}
+
+function printProfiles(profiles: Array<KernelProfile & { threads: number }>, context: CliContext): void {
+  for (const profile of profiles) {
+    const other = profile.msPerStep - profile.kernelMsPerStep;
+    context.terminal.say('');
+    context.terminal.say(`where a ${profile.model} train step goes on the CPU backend, ${profile.threads} thread${profile.threads === 1 ? '' : 's'} (${formatFixed(profile.msPerStep, 1)} ms/step while profiled; ${formatFixed(other, 1)} ms outside kernels: core, autograd, trainer):`);
+    const rows = profile.rows.filter((row) => row.msPerStep >= profile.msPerStep * 0.005);
+    context.terminal.say(formatTable(
+      ['kernel', 'calls/step', 'ms/step', 'share'],
+      [
+        ...rows.map((row) => [row.kernel, formatFixed(row.callsPerStep, 0), formatFixed(row.msPerStep, 2), `${formatFixed((100 * row.msPerStep) / profile.msPerStep, 1)}%`]),
+        ['(outside kernels)', '—', formatFixed(other, 2), `${formatFixed((100 * other) / profile.msPerStep, 1)}%`],
+      ],
+      1,
+    ));
+  }
 }
 
 function splitList(text: string): string[] {

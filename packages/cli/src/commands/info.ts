@@ -102,7 +102,7 @@ function printReport(report: InfoReport, discovery: DiscoveryReport, resolution:
   for (const line of deviceFacts(resolution.backend, resolution.device)) terminal.say(`  ${line}`);
 }
 
-/** The chosen device: name, memory, dtypes the matmul runs natively, attention implementation. */
+/** The chosen device: name, memory, dtypes the matmul runs natively, attention implementation, and how kernels run when the backend says. */
 export function deviceFacts(backend: KernelBackend, probed: DeviceInfo | undefined): string[] {
   const capabilities = backend.capabilities;
   const device = capabilities?.device ?? probed;
@@ -111,6 +111,7 @@ export function deviceFacts(backend: KernelBackend, probed: DeviceInfo | undefin
   lines.push(`memory:    ${memoryLine(backend, device)}`);
   lines.push(`dtypes:    ${dtypes.length > 0 ? dtypes.join(', ') : 'none reported'} (native matmul)`);
   lines.push(`attention: ${attentionLine(backend)}`);
+  if (capabilities?.implementation !== undefined) lines.push(`kernels:   ${capabilities.implementation}`);
   return lines;
 }
 

@@ -170,6 +170,8 @@ export interface Capabilities {
    * position and range. Then core skips its own device-side check (see docs/kernel-semantics.md).
    */
   checksIndices?: boolean;
+  /** Optional: one line saying how kernels run when a backend has several paths (e.g. 'WebAssembly SIMD128 kernels, 2 threads'). */
+  implementation?: string;
 }
 
 /**

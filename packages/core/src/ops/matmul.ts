@@ -82,11 +82,21 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
       full.dispose();
     }
     if (needed[1]) {
-      const full = transposeB
-        ? matmul(g, savedA, { transposeA: true, transposeB: transposeA })
-        : matmul(savedA, g, { transposeA: !transposeA });
-      gradB = sumToShape(full, savedB.shape);
-      full.dispose();
+      if (batch > 1 && shapeSize(batchB) === 1 && !transposeA && shapesEqual(batchA, batchShape)) {
+        // A weight shared by the batch (x·W with x [..., m, k]): one product over all batch·m rows
+        // instead of one per matrix and a reduction over the batch.
+        const flatA = reshape(savedA, [batch * m, k]);
+        const flatG = reshape(g, [batch * m, n]);
+        const product = transposeB ? matmul(flatG, flatA, { transposeA: true }) : matmul(flatA, flatG, { transposeA: true });
+        gradB = reshape(product, savedB.shape);
+        for (const temporary of [flatA, flatG, product]) temporary.dispose();
+      } else {
+        const full = transposeB
+          ? matmul(g, savedA, { transposeA: true, transposeB: transposeA })
+          : matmul(savedA, g, { transposeA: !transposeA });
+        gradB = sumToShape(full, savedB.shape);
+        full.dispose();
+      }
     }
     return [gradA, gradB];
   });
