@@ -7,9 +7,10 @@ const I32_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>(['unary', 'bina
 const FLOAT_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>([...I32_KERNELS, 'matmul', 'random']);
 
 /** The capabilities of one Metal backend instance; bf16 as the device reports it (every Metal 3 GPU today). */
-export function metalCapabilities(device: DeviceInfo, bf16: boolean): Capabilities {
+export function metalCapabilities(device: DeviceInfo, bf16: boolean, implementation: string): Capabilities {
   return {
     device,
+    implementation,
     supports(kernel: KernelName, dtype: DType): boolean {
       if (dtype === 'i32') return I32_KERNELS.has(kernel);
       if (dtype === 'bf16' && !bf16) return false;

@@ -58,7 +58,9 @@ export class MetalBackend implements KernelBackend {
     const limit = options.memoryLimitBytes === undefined ? undefined : checkInteger(options.memoryLimitBytes, 'memoryLimitBytes');
     this.native = callNative(() => new addon.Backend(limit === undefined ? { deviceIndex } : { deviceIndex, memoryLimitBytes: limit }));
     this.device = toDeviceInfo(callNative(() => this.native.deviceInfo()), deviceIndex);
-    this.capabilities = metalCapabilities(this.device, this.device.bf16);
+    const simulator = callNative(() => addon.buildInfo()).simulator;
+    const matmul = this.device.simdgroupMatrix ? 'simdgroup-matrix matmul' : 'threadgroup-tiled matmul';
+    this.capabilities = metalCapabilities(this.device, this.device.bf16, `MSL kernels, ${matmul}${simulator ? ', run by the CPU simulator (tests only)' : ''}`);
   }
 
   // ---- storage ----

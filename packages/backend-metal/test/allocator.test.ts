@@ -32,6 +32,7 @@ describe.skipIf(skipReason !== undefined)(`buffer pool${skipReason ? ` (${skipRe
     const backend = createSimulatedMetalBackend();
     expect(backend.memory()).toMatchObject({ totalBytes: 64 * MiB, limitBytes: 64 * MiB });
     expect(backend.capabilities.device.memoryTotalBytes).toBe(64 * MiB);
+    expect(backend.capabilities.implementation).toBe('MSL kernels, simdgroup-matrix matmul, run by the CPU simulator (tests only)');
     expect(() => backend.alloc(65 * MiB)).toThrowError(OutOfMemoryError);
     backend.dispose();
   });
