@@ -7,10 +7,11 @@
  * an out-of-range index found by gather/scatterAdd).
  */
 import {
-  DTypeError, InvalidArgumentError, KERNEL_API_VERSION,
-  type BinaryOp, type BufferHandle, type Capabilities, type KernelBackend, type MatmulParams, type MemoryInfo,
+  DTypeError, InvalidArgumentError, KERNEL_API_VERSION, composedKernels,
+  type AttentionParams, type BinaryOp, type BufferHandle, type Capabilities, type KernelBackend, type MatmulParams, type MemoryInfo,
   type RandomDistribution, type ReduceOp, type StridedView, type TensorRef, type UnaryOp,
 } from '@kiln/core';
+import { checkAttentionInputs, checkLike, checkLse, FLASH_ATTENTION_MAX_HEAD_DIM } from './attention-kernels.js';
 import { metalCapabilities } from './capabilities.js';
 import { toDeviceInfo, type MetalDeviceInfo } from './probe.js';
 import type { MetalAddon, NativeBackend, NativeDispatch } from './native/addon-types.js';
@@ -46,7 +47,7 @@ export class MetalBackend implements KernelBackend {
   readonly name = 'metal';
   /** The KernelBackend version this backend implements. */
   readonly apiVersion = KERNEL_API_VERSION;
-  /** Primitives in every dtype the semantics allow, matmul and random in float dtypes; no fused kernels yet. */
+  /** Primitives in every dtype the semantics allow; matmul, random and flash attention in float dtypes. */
   readonly capabilities: Capabilities;
   /** The GPU: name, unified memory, recommendedMaxWorkingSetSize, family, bf16 support. */
   readonly device: MetalDeviceInfo;
@@ -297,6 +298,47 @@ export class MetalBackend implements KernelBackend {
     } else {
       throw new InvalidArgumentError(`metal backend: random: unknown distribution kind '${String((distribution as { kind: unknown }).kind)}'`);
     }
+  }
+
+  /**
+   * Flash attention forward (tiled, online softmax; native/kernels/attention_forward.metal): out
+   * and the f32 row log-sum-exp lse. Head dims above 128 run core's composition on this backend.
+   */
+  attention(q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null, out: TensorRef, lse: TensorRef, params: AttentionParams): void {
+    this.ensureOpen('attention');
+    const call = checkAttentionInputs(this, 'attention', q, k, v, mask, params);
+    const output = checkLike(out, call.q, this, 'attention', 'out');
+    const rowLse = checkLse(lse, call, this, 'attention');
+    if (call.headDim > FLASH_ATTENTION_MAX_HEAD_DIM) {
+      composedKernels.attention(this, q, k, v, mask, out, lse, call.params);
+      return;
+    }
+    callNative(() => this.native.attention(call.q.native, call.k.native, call.v.native, call.mask?.native ?? null, output.native, rowLse.native, call.params));
+  }
+
+  /**
+   * Flash attention backward from out and lse (native/kernels/attention_backward.metal):
+   * overwrites dq, dk, dv (dk/dv summed over each kv head's query heads), bit-identical from run
+   * to run. Head dims above 128 run core's composition on this backend.
+   */
+  attentionBackward(
+    q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null, out: TensorRef, lse: TensorRef, dOut: TensorRef,
+    dq: TensorRef, dk: TensorRef, dv: TensorRef, params: AttentionParams,
+  ): void {
+    const kernel = 'attentionBackward';
+    this.ensureOpen(kernel);
+    const call = checkAttentionInputs(this, kernel, q, k, v, mask, params);
+    const [output, outputGradient, queryGradient] = ([['out', out], ['dOut', dOut], ['dq', dq]] as const).map(([role, ref]) => checkLike(ref, call.q, this, kernel, role));
+    const [keyGradient, valueGradient] = ([['dk', dk], ['dv', dv]] as const).map(([role, ref]) => checkLike(ref, call.k, this, kernel, role));
+    const rowLse = checkLse(lse, call, this, kernel);
+    if (call.headDim > FLASH_ATTENTION_MAX_HEAD_DIM) {
+      composedKernels.attentionBackward(this, q, k, v, mask, out, lse, dOut, dq, dk, dv, call.params);
+      return;
+    }
+    callNative(() => this.native.attentionBackward(
+      call.q.native, call.k.native, call.v.native, call.mask?.native ?? null, output.native, rowLse.native, outputGradient.native,
+      queryGradient.native, keyGradient.native, valueGradient.native, call.params,
+    ));
   }
 
   private ensureOpen(operation: string): void {

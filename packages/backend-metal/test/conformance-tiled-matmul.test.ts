@@ -1,5 +1,6 @@
-// The matmul kit on a simulated GPU without simdgroup matrices (AMD and Intel Macs): the plan then
-// picks the threadgroup-tiled kernel, which the full kit (on an Apple9-like GPU) never runs.
+// The matmul and attention kits on a simulated GPU without simdgroup matrices (AMD and Intel
+// Macs): the plan then picks the threadgroup-tiled matmul and the scalar flash-attention forward,
+// which the full kit (on an Apple9-like GPU) never runs.
 import { describeBackendConformance } from '@kiln/core/testing';
 import { configureSimulator, createSimulatedMetalBackend } from '../src/simulator.js';
 import { simulatorSkipReason } from './simulator-status.js';
@@ -13,5 +14,5 @@ describeBackendConformance('metal (CPU simulator, GPU without simdgroup matrices
   },
   available: skipReason === undefined,
   unavailableReason: skipReason,
-  kernels: ['matmul'],
+  kernels: ['matmul', 'attention', 'attentionBackward'],
 });

@@ -143,4 +143,62 @@ describe.skipIf(skipReason !== undefined)(`dispatch plan${skipReason ? ` (${skip
     const [where] = plan(() => backend.where(dense(condition), dense(ref(backend, [6])), dense(ref(backend, [6])), ref(backend, [6])));
     expect(where).toMatchObject({ kernel: 'where_c16_v32', constants: { kConditionKind: 2 } });
   });
+  it('attention: one threadgroup per (batch, query head, 32-row block), the head-dim bucket and simdgroup/scalar variant in the kernel name', () => {
+    // B=2, Hq=4, Hkv=2, Tq=33 (2 row blocks), Tk=40, D=40 (bucket 64); mask [Tq, Tk] broadcast over batch and heads at offset 5.
+    const q = ref(backend, [2, 4, 33, 40], 'f16');
+    const k = ref(backend, [2, 2, 40, 40], 'f16');
+    const lse = ref(backend, [2, 4, 33]);
+    const mask = view(ref(backend, [5 + 33 * 40]), [2, 4, 33, 40], [0, 0, 40, 1], 5);
+    const [forward, ...rest] = plan(() => backend.attention(q, k, k, mask, q, lse, { scale: 0.5, causal: true }));
+    expect(rest).toEqual([]);
+    expect(forward).toMatchObject({
+      kernel: 'attention_forward_simdgroup_f16_d64', threadgroups: [2 * 2 * 4, 1, 1], threads: [128, 1, 1], constants: {},
+      what: 'attention f16 B=2 Hq=4 Hkv=2 Tq=33 Tk=40 D=40 causal masked',
+    });
+    expect(forward.bindings.map((binding) => [binding.index, binding.role])).toEqual([
+      [0, 'q'], [1, 'k'], [2, 'v'], [3, 'mask'], [4, 'out'], [5, 'lse'], [6, 'args'],
+    ]);
+    // batch, Hq, Hkv, group, Tq, Tk, D, causal, shift = Tk − Tq, has_mask, mask offset, row blocks per head, mask strides, scale (f32 bits), rows, pad.
+    expect(forward.bindings[6]).toMatchObject({ type: 'KilnAttentionArgs', words: [2, 4, 2, 2, 33, 40, 40, 1, 7, 1, 5, 2, 0, 0, 40, 1, 0x3f000000, 0, 0, 0] });
+    // Without a mask, q is bound as a placeholder the kernel never reads; D = 128 takes the largest bucket, D = 1 the smallest.
+    const wide = ref(backend, [1, 1, 3, 128]);
+    const [noMask] = plan(() => backend.attention(wide, wide, wide, null, wide, ref(backend, [1, 1, 3]), { scale: 1, causal: false }));
+    expect(noMask).toMatchObject({ kernel: 'attention_forward_simdgroup_f32_d128', threadgroups: [1, 1, 1] });
+    expect(noMask.bindings[3].role).toBe('mask (none: placeholder)');
+    const narrow = ref(backend, [1, 1, 3, 1], 'bf16');
+    expect(plan(() => backend.attention(narrow, narrow, narrow, null, narrow, ref(backend, [1, 1, 3]), { scale: 1, causal: false }))[0].kernel).toBe('attention_forward_simdgroup_bf16_d32');
+    // Tq = 0: nothing to run.
+    const empty = ref(backend, [1, 2, 0, 8]);
+    expect(plan(() => backend.attention(empty, ref(backend, [1, 1, 4, 8]), ref(backend, [1, 1, 4, 8]), null, empty, ref(backend, [1, 2, 0]), { scale: 1, causal: true }))).toEqual([]);
+  });
+
+  it('attentionBackward: the delta kernel, then dK/dV per 32-key block of each kv head, then dQ per 32-row block', () => {
+    const q = ref(backend, [1, 4, 40, 16]);
+    const k = ref(backend, [1, 2, 70, 16]);
+    const lse = ref(backend, [1, 4, 40]);
+    const dispatches = plan(() => backend.attentionBackward(q, k, k, null, q, lse, q, q, k, k, { scale: 0.25, causal: true }));
+    expect(dispatches.map((dispatch) => [dispatch.kernel, dispatch.threadgroups, dispatch.threads])).toEqual([
+      ['attention_delta_f32', [1, 1, 1], [256, 1, 1]],
+      ['attention_backward_kv_scalar_f32_d32', [3 * 2, 1, 1], [32, 1, 1]],
+      ['attention_backward_q_scalar_f32_d32', [2 * 4, 1, 1], [32, 1, 1]],
+    ]);
+    expect(dispatches[0].bindings.map((binding) => binding.role)).toEqual(['out', 'dOut', 'delta', 'args']);
+    expect(dispatches[1].bindings.map((binding) => binding.role)).toEqual(['q', 'k', 'v', 'mask (none: placeholder)', 'dOut', 'lse', 'delta', 'dk', 'dv', 'args']);
+    expect(dispatches[2].bindings.map((binding) => binding.role)).toEqual(['q', 'k', 'v', 'mask (none: placeholder)', 'dOut', 'lse', 'delta', 'dq', 'args']);
+    // rows = B·Hq·Tq for the delta kernel; blocks per head ⌈Tk / 32⌉ for dK/dV and ⌈Tq / 32⌉ for dQ.
+    expect(dispatches[0].bindings[3].words?.[17]).toBe(160);
+    expect(dispatches[1].bindings[9].words?.[11]).toBe(3);
+    expect(dispatches[2].bindings[8].words?.[11]).toBe(2);
+  });
+
+  it('attention on a GPU without simdgroup matrices: the scalar forward, 32 threads (one per query row)', () => {
+    configureSimulator({ simdgroupMatrix: false, family: 'mac2' });
+    const amd = createSimulatedMetalBackend();
+    configureSimulator({ simdgroupMatrix: true, family: 'apple9' });
+    const q = ref(amd, [1, 2, 65, 64]);
+    amd.recordDispatches(true);
+    amd.attention(q, q, q, null, q, ref(amd, [1, 2, 65]), { scale: 1, causal: false });
+    expect(amd.takeDispatches()[0]).toMatchObject({ kernel: 'attention_forward_scalar_f32_d64', threadgroups: [3 * 2, 1, 1], threads: [32, 1, 1] });
+    amd.dispose();
+  });
 });

@@ -54,6 +54,14 @@ describe.skipIf(skipReason !== undefined)(`bad arguments${skipReason ? ` (${skip
     expect(() => backend.unary('exp', ref(mine, [4], 'i32'), ref(mine, [4], 'i32'))).toThrowError(DTypeError);
     expect(() => backend.cast(ref(mine, [4]), ref(mine, [2]))).toThrowError(ShapeError);
     expect(() => backend.upload(mine, new Uint8Array(20))).toThrow(/does not fit a 16-byte buffer/);
+    // Flash attention: q, k, v [1, 1, 1, 4] in `mine`; the TypeScript checks throw before the addon sees the call.
+    const qkv = ref(mine, [1, 1, 1, 4]);
+    const lse = ref(mine, [1, 1, 1]);
+    expect(() => backend.attention(ref(mine, [1, 1, 1, 4], 'i32'), qkv, qkv, null, qkv, lse, { scale: 1, causal: false })).toThrowError(DTypeError);
+    expect(() => backend.attention(ref(mine, [1, 3, 1, 1]), ref(mine, [1, 2, 1, 1]), ref(mine, [1, 2, 1, 1]), null, ref(mine, [1, 3, 1, 1]), ref(mine, [1, 3, 1]), { scale: 1, causal: false })).toThrowError(ShapeError);
+    expect(() => backend.attention(qkv, qkv, qkv, null, qkv, lse, { scale: Number.POSITIVE_INFINITY, causal: false })).toThrowError(InvalidArgumentError);
+    expect(() => backend.attention(qkv, qkv, qkv, { ...ref(mine, [1, 1, 1, 1]), strides: [0, 0, 0, -1], offset: 0 }, qkv, lse, { scale: 1, causal: false })).toThrowError(InvalidArgumentError);
+    expect(() => backend.attentionBackward(qkv, qkv, qkv, null, qkv, lse, qkv, qkv, ref(mine, [1, 1, 2, 2]), qkv, { scale: 1, causal: true })).toThrowError(ShapeError);
     backend.free(mine);
     expect(() => backend.free(mine)).toThrow(/already freed/);
     await expect(backend.download(mine)).rejects.toThrow(/already freed/);

@@ -1,8 +1,8 @@
 // One training step of the tiny reference model (MODEL_PRESETS.tiny, 139,584 parameters) on the
 // simulated Metal backend against @kiln/backend-cpu: the same seed gives bit-identical initial
 // weights (random on the GPU equals core's generator), and the loss, every gradient and every
-// updated weight after one AdamW step agree within f32 tolerance. Fused kernels are composed by
-// core from the Metal primitives (phase 1).
+// updated weight after one AdamW step agree within f32 tolerance. Attention runs the native flash
+// kernels (forward and backward); the other fused kernels are composed by core from the primitives.
 import { backward, crossEntropy, reshape, tensor, type KernelBackend, type Tensor } from '@kiln/core';
 import { createCpuBackend } from '@kiln/backend-cpu';
 import { adamwStep, createLlamaModel, createMoments, MODEL_PRESETS, type LlamaModel } from '@kiln/trainer';

@@ -30,6 +30,8 @@ void BackendObject::Register(Napi::Env env, Napi::Object exports) {
           InstanceMethod<&BackendObject::Cast>("cast"),
           InstanceMethod<&BackendObject::Fill>("fill"),
           InstanceMethod<&BackendObject::Random>("random"),
+          InstanceMethod<&BackendObject::Attention>("attention"),
+          InstanceMethod<&BackendObject::AttentionBackward>("attentionBackward"),
       });
   exports.Set("Backend", constructor);
 }

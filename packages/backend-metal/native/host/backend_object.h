@@ -51,6 +51,9 @@ class BackendObject : public Napi::ObjectWrap<BackendObject> {
   Napi::Value Cast(const Napi::CallbackInfo& info);
   Napi::Value Fill(const Napi::CallbackInfo& info);
   Napi::Value Random(const Napi::CallbackInfo& info);
+  // flash attention (attention_methods.cpp)
+  Napi::Value Attention(const Napi::CallbackInfo& info);
+  Napi::Value AttentionBackward(const Napi::CallbackInfo& info);
 
   /** Throws unless the backend is open. */
   void ensure_open(const char* method) const;

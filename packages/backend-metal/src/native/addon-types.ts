@@ -174,6 +174,13 @@ export interface NativeBackend {
   fill(out: NativeTensor, value: number): void;
   /** kiln's Philox stream: kind 0 = uniform(a, b), 1 = normal(mean a, std b). */
   random(out: NativeTensor, kind: number, a: number, b: number, seed: number, offset: number): void;
+  /** Flash attention forward: out and lse [B, Hq, Tq] f32; mask null or an f32 view of [B, Hq, Tq, Tk]; head dim ≤ 128. */
+  attention(q: NativeTensor, k: NativeTensor, v: NativeTensor, mask: NativeTensor | null, out: NativeTensor, lse: NativeTensor, params: { scale: number; causal: boolean }): void;
+  /** Flash attention backward: overwrites dq, dk, dv from out, lse and dOut (head dim ≤ 128). */
+  attentionBackward(
+    q: NativeTensor, k: NativeTensor, v: NativeTensor, mask: NativeTensor | null, out: NativeTensor, lse: NativeTensor, dOut: NativeTensor,
+    dq: NativeTensor, dk: NativeTensor, dv: NativeTensor, params: { scale: number; causal: boolean },
+  ): void;
 }
 
 /** Options of the simulator's configureSimulator (tests only). */
