@@ -146,3 +146,5 @@ static_assert(sizeof(struct KilnIndexArgs) == 32, "KilnIndexArgs layout");
 static_assert(sizeof(struct KilnFillArgs) == 16, "KilnFillArgs layout");
 static_assert(sizeof(struct KilnRandomArgs) == 48, "KilnRandomArgs layout");
 static_assert(sizeof(struct KilnErrorRecord) == 32, "KilnErrorRecord layout");
+
+#include "kiln_metal_args_fused.h"
