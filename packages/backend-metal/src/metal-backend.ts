@@ -4,7 +4,8 @@
  * (src/validate.ts), then again in C++; kernels are encoded into command buffers and return at
  * once; download and synchronize settle from Metal's completion handlers, never blocking the
  * event loop, and reject with any error a queued kernel left behind (a failed command buffer, or
- * an out-of-range index found by gather/scatterAdd).
+ * an out-of-range index found by gather, scatterAdd or cross-entropy). The fused kernels check
+ * their arguments in src/fused-kernels.ts.
  */
 import {
   DTypeError, InvalidArgumentError, KERNEL_API_VERSION,

@@ -126,7 +126,7 @@ export interface NativeDispatch {
   }>;
 }
 
-/** One backend instance on one GPU: storage and the primitive kernels. */
+/** One backend instance on one GPU: storage, the primitives and the fused kernels. */
 export interface NativeBackend {
   /** Allocates `byteLength` bytes (pooled); returns the buffer id. Throws OUT_OF_MEMORY after emptying the pool and retrying once. */
   alloc(byteLength: number): number;
