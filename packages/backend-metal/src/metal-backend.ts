@@ -4,15 +4,17 @@
  * (src/validate.ts), then again in C++; kernels are encoded into command buffers and return at
  * once; download and synchronize settle from Metal's completion handlers, never blocking the
  * event loop, and reject with any error a queued kernel left behind (a failed command buffer, or
- * an out-of-range index found by gather/scatterAdd).
+ * an out-of-range index found by gather, scatterAdd or cross-entropy). The fused kernels check
+ * their arguments in src/fused-kernels.ts.
  */
 import {
   DTypeError, InvalidArgumentError, KERNEL_API_VERSION, composedKernels,
-  type AttentionParams, type BinaryOp, type BufferHandle, type Capabilities, type KernelBackend, type MatmulParams, type MemoryInfo,
+  type AdamWParams, type AttentionParams, type BinaryOp, type BufferHandle, type Capabilities, type KernelBackend, type MatmulParams, type MemoryInfo,
   type RandomDistribution, type ReduceOp, type StridedView, type TensorRef, type UnaryOp,
 } from '@kiln/core';
 import { checkAttentionInputs, checkLike, checkLse, FLASH_ATTENTION_MAX_HEAD_DIM } from './attention-kernels.js';
 import { metalCapabilities } from './capabilities.js';
+import { MetalFusedKernels } from './fused-kernels.js';
 import { toDeviceInfo, type MetalDeviceInfo } from './probe.js';
 import type { MetalAddon, NativeBackend, NativeDispatch } from './native/addon-types.js';
 import { BINARY_CODE, I32_BINARY, I32_UNARY, REDUCE_CODE, UNARY_CODE } from './native/codes.js';
@@ -47,17 +49,19 @@ export class MetalBackend implements KernelBackend {
   readonly name = 'metal';
   /** The KernelBackend version this backend implements. */
   readonly apiVersion = KERNEL_API_VERSION;
-  /** Primitives in every dtype the semantics allow; matmul, random and flash attention in float dtypes. */
+  /** Primitives in every dtype the semantics allow; matmul, random, flash attention and every other fused kernel in float dtypes. */
   readonly capabilities: Capabilities;
   /** The GPU: name, unified memory, recommendedMaxWorkingSetSize, family, bf16 support. */
   readonly device: MetalDeviceInfo;
   private readonly native: NativeBackend;
+  private readonly fused: MetalFusedKernels;
   private disposed = false;
 
   constructor(addon: MetalAddon, options: MetalBackendOptions = {}) {
     const deviceIndex = checkInteger(options.deviceIndex ?? 0, 'deviceIndex');
     const limit = options.memoryLimitBytes === undefined ? undefined : checkInteger(options.memoryLimitBytes, 'memoryLimitBytes');
     this.native = callNative(() => new addon.Backend(limit === undefined ? { deviceIndex } : { deviceIndex, memoryLimitBytes: limit }));
+    this.fused = new MetalFusedKernels(this.native, this);
     this.device = toDeviceInfo(callNative(() => this.native.deviceInfo()), deviceIndex);
     const simulator = callNative(() => addon.buildInfo()).simulator;
     const matmul = this.device.simdgroupMatrix ? 'simdgroup-matrix matmul' : 'threadgroup-tiled matmul';
@@ -339,6 +343,78 @@ export class MetalBackend implements KernelBackend {
       call.q.native, call.k.native, call.v.native, call.mask?.native ?? null, output.native, rowLse.native, outputGradient.native,
       queryGradient.native, keyGradient.native, valueGradient.native, call.params,
     ));
+  }
+
+  /** Softmax over the last axis of x [rows, cols] (online max/sum, one threadgroup per row). */
+  softmax(x: TensorRef, out: TensorRef, rows: number, cols: number): void {
+    this.ensureOpen('softmax');
+    this.fused.softmax('softmax', x, out, rows, cols);
+  }
+
+  /** dx = y ⊙ (dy − Σ dy·y) per row. */
+  softmaxBackward(y: TensorRef, dy: TensorRef, dx: TensorRef, rows: number, cols: number): void {
+    this.ensureOpen('softmaxBackward');
+    this.fused.softmaxBackward(y, dy, dx, rows, cols);
+  }
+
+  /** Log-softmax over the last axis of x [rows, cols]. */
+  logSoftmax(x: TensorRef, out: TensorRef, rows: number, cols: number): void {
+    this.ensureOpen('logSoftmax');
+    this.fused.softmax('logSoftmax', x, out, rows, cols);
+  }
+
+  /** RMSNorm over the last axis; rstd f32 [rows]. */
+  rmsNorm(x: TensorRef, weight: TensorRef, out: TensorRef, rstd: TensorRef, rows: number, cols: number, eps: number): void {
+    this.ensureOpen('rmsNorm');
+    this.fused.rmsNorm(x, weight, out, rstd, rows, cols, eps);
+  }
+
+  /** RMSNorm gradients; dWeight f32 [cols] overwritten, summed over rows in a fixed order (identical on every run). */
+  rmsNormBackward(x: TensorRef, weight: TensorRef, rstd: TensorRef, dy: TensorRef, dx: TensorRef, dWeight: TensorRef, rows: number, cols: number): void {
+    this.ensureOpen('rmsNormBackward');
+    this.fused.rmsNormBackward(x, weight, rstd, dy, dx, dWeight, rows, cols);
+  }
+
+  /** LayerNorm over the last axis (variance around the mean in a second pass). */
+  layerNorm(x: TensorRef, weight: TensorRef, bias: TensorRef, out: TensorRef, rows: number, cols: number, eps: number): void {
+    this.ensureOpen('layerNorm');
+    this.fused.layerNorm(x, weight, bias, out, rows, cols, eps);
+  }
+
+  /** Rotary embedding (half-split) on x [B, H, T, D]; cos/sin tables computed in f64 on the host; inverse rotates by −angle. */
+  rope(x: TensorRef, out: TensorRef, offset: number, theta: number, inverse: boolean): void {
+    this.ensureOpen('rope');
+    this.fused.rope(x, out, offset, theta, inverse);
+  }
+
+  /** out = silu(gate) · up. */
+  swiglu(gate: TensorRef, up: TensorRef, out: TensorRef): void {
+    this.ensureOpen('swiglu');
+    this.fused.swiglu(gate, up, out);
+  }
+
+  /** Gradients of swiglu into dGate and dUp. */
+  swigluBackward(gate: TensorRef, up: TensorRef, dy: TensorRef, dGate: TensorRef, dUp: TensorRef): void {
+    this.ensureOpen('swigluBackward');
+    this.fused.swigluBackward(gate, up, dy, dGate, dUp);
+  }
+
+  /** Per-row loss f32 [rows]; an out-of-range target gives NaN and rejects the next synchronize/download. */
+  crossEntropy(logits: TensorRef, targets: TensorRef, loss: TensorRef, rows: number, classes: number, ignoreIndex: number): void {
+    this.ensureOpen('crossEntropy');
+    this.fused.crossEntropy(logits, targets, loss, rows, classes, ignoreIndex);
+  }
+
+  /** dLogits = (softmax(logits) − onehot(target)) · scale per row, never materialising the probabilities. */
+  crossEntropyBackward(logits: TensorRef, targets: TensorRef, dLogits: TensorRef, rows: number, classes: number, ignoreIndex: number, scale: number): void {
+    this.ensureOpen('crossEntropyBackward');
+    this.fused.crossEntropyBackward(logits, targets, dLogits, rows, classes, ignoreIndex, scale);
+  }
+
+  /** One AdamW step in place (m, v f32; bias corrections in f64 on the host). */
+  adamw(param: TensorRef, grad: TensorRef, m: TensorRef, v: TensorRef, params: AdamWParams): void {
+    this.ensureOpen('adamw');
+    this.fused.adamw(param, grad, m, v, params);
   }
 
   private ensureOpen(operation: string): void {

@@ -10,8 +10,8 @@ import { simulatorSkipReason } from './simulator-status.js';
 const skipReason = simulatorSkipReason();
 const script = fileURLToPath(new URL('./fixtures/debug-log.mjs', import.meta.url));
 
-function run(environment: Record<string, string>) {
-  return spawnSync(process.execPath, [script, simulatorBuildPath(findPackageRoot())], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...environment } });
+function run(environment: Record<string, string>, extra: string[] = []) {
+  return spawnSync(process.execPath, [script, simulatorBuildPath(findPackageRoot()), ...extra], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...environment } });
 }
 
 describe.skipIf(skipReason !== undefined)(`KILN_DEBUG=kernels${skipReason ? ` (${skipReason})` : ''}`, () => {
@@ -39,5 +39,15 @@ describe.skipIf(skipReason !== undefined)(`KILN_DEBUG=kernels${skipReason ? ` ($
     const lines = child.stderr.trim().split('\n');
     expect(lines.filter((line) => line.startsWith('[kiln:metal] commit command buffer'))).toHaveLength(72);
     expect(lines[1]).toBe('[kiln:metal] commit command buffer 1');
+  });
+
+  it('logs the fused kernels through the same plan: row kernels with their threadgroup size, rope with its scratch tables', () => {
+    const child = run({ KILN_DEBUG: 'kernels' }, ['fused']);
+    expect(child.status).toBe(0);
+    const lines = child.stderr.trim().split('\n');
+    expect(lines).toContain(
+      '[kiln:metal] dispatch #73 softmax_rows_f32 constants{kSoftmaxKind=0} grid=2x1x1 threadgroup=32x1x1 buffers[0:x 512B@0 shared, 1:out 512B@0 shared, 2:args KilnRowsArgs 16B bytes] (softmax f32 [2, 2] as [2, 2])',
+    );
+    expect(lines.find((line) => line.includes(' rope_f32 '))).toMatch(/^\[kiln:metal\] dispatch #74 rope_f32 grid=1x1x1 threadgroup=256x1x1 buffers\[0:x 512B@0 shared, 1:cos \d+B@0 shared, 2:sin \d+B@8 shared, 3:out 512B@0 shared, 4:args KilnRopeArgs 16B bytes\] \(rope f32 \[1, 1, 2, 2\]\)$/);
   });
 });

@@ -200,5 +200,91 @@ describe.skipIf(skipReason !== undefined)(`dispatch plan${skipReason ? ` (${skip
     amd.attention(q, q, q, null, q, ref(amd, [1, 2, 65]), { scale: 1, causal: false });
     expect(amd.takeDispatches()[0]).toMatchObject({ kernel: 'attention_forward_scalar_f32_d64', threadgroups: [3 * 2, 1, 1], threads: [32, 1, 1] });
     amd.dispose();
+  it('fused row kernels: one threadgroup per row, 32–256 threads by row length, the softmax kind a function constant', () => {
+    for (const [cols, threads] of [[1, 32], [128, 32], [129, 64], [600, 256], [5000, 256]] as const) {
+      const x = ref(backend, [3, cols]);
+      const [softmax, ...rest] = plan(() => backend.softmax(x, x, 3, cols));
+      expect(rest).toEqual([]);
+      expect(softmax).toMatchObject({
+        kernel: 'softmax_rows_f32', pipeline: 'softmax_rows_f32 {kSoftmaxKind=0}', threadgroups: [3, 1, 1], threads: [threads, 1, 1],
+        what: `softmax f32 [3, ${cols}] as [3, ${cols}]`,
+      });
+      expect(softmax.bindings.map((binding) => [binding.index, binding.role, binding.kind])).toEqual([[0, 'x', 'buffer'], [1, 'out', 'buffer'], [2, 'args', 'bytes']]);
+      expect(softmax.bindings[2]).toMatchObject({ type: 'KilnRowsArgs', words: [3, cols, 0, 0] });
+    }
+    const half = ref(backend, [2, 8], 'f16');
+    expect(plan(() => backend.logSoftmax(half, half, 2, 8))[0]).toMatchObject({ kernel: 'softmax_rows_f16', constants: { kSoftmaxKind: 1 } });
+    expect(plan(() => backend.softmaxBackward(half, half, half, 2, 8))[0].bindings.map((binding) => binding.role)).toEqual(['y', 'dy', 'dx', 'args']);
+    // Rows beyond 65 535 threadgroups grid-stride.
+    const tall = ref(backend, [70000, 1]);
+    expect(plan(() => backend.softmax(tall, tall, 70000, 1))[0].threadgroups).toEqual([65535, 1, 1]);
+    expect(plan(() => backend.softmax(ref(backend, [0, 4]), ref(backend, [0, 4]), 0, 4))).toEqual([]);
+  });
+
+  it('norms: eps in the row arguments as f32 bits, rstd f32; rmsNormBackward sums dWeight in fixed row chunks', () => {
+    const [rows, cols] = [300, 70];
+    const x = ref(backend, [rows, cols], 'bf16');
+    const weight = ref(backend, [cols], 'bf16');
+    const rstd = ref(backend, [rows]);
+    const [norm] = plan(() => backend.rmsNorm(x, weight, x, rstd, rows, cols, 1e-5));
+    expect(norm).toMatchObject({ kernel: 'rms_norm_rows_bf16', threads: [32, 1, 1] });
+    expect(norm.bindings[4].words).toEqual([rows, cols, new Uint32Array(new Float32Array([1e-5]).buffer)[0], 0]);
+    const dWeight = ref(backend, [cols]);
+    const before = backend.memory().bufferCount;
+    const backward = plan(() => backend.rmsNormBackward(x, weight, rstd, x, x, dWeight, rows, cols));
+    // 300 rows → 5 chunks of 60 rows: dx, the per-chunk column sums into a scratch buffer, then the sum of the chunks.
+    expect(backward.map((dispatch) => [dispatch.kernel, dispatch.threadgroups, dispatch.threads])).toEqual([
+      ['rms_norm_backward_rows_bf16', [rows, 1, 1], [32, 1, 1]], ['rms_norm_weight_gradient_bf16', [3, 5, 1], [32, 8, 1]], ['rms_norm_sum_chunks', [1, 1, 1], [256, 1, 1]],
+    ]);
+    // The scratch comes from the pool (its size class: at least 5 chunks × 70 f32).
+    expect(backward[1].bindings[3].role).toBe('scratch');
+    expect(backward[1].bindings[3].bufferBytes).toBeGreaterThanOrEqual(5 * cols * 4);
+    expect(backward[1].bindings[4]).toMatchObject({ type: 'KilnColumnSumArgs', words: [rows, cols, 60, 5] });
+    expect(backend.memory().bufferCount).toBe(before);
+    const small = plan(() => backend.rmsNormBackward(ref(backend, [4, 8]), ref(backend, [8]), ref(backend, [4]), ref(backend, [4, 8]), ref(backend, [4, 8]), ref(backend, [8]), 4, 8));
+    expect(small.map((dispatch) => dispatch.kernel)).toEqual(['rms_norm_backward_rows_f32', 'rms_norm_weight_gradient_f32']);
+    expect(small[1].bindings[3].role).toBe('dWeight');
+    // No rows: dWeight is zeroed.
+    expect(plan(() => backend.rmsNormBackward(ref(backend, [0, 8]), ref(backend, [8]), ref(backend, [0]), ref(backend, [0, 8]), ref(backend, [0, 8]), ref(backend, [8]), 0, 8))
+      .map((dispatch) => dispatch.kernel)).toEqual(['fill_u32']);
+    const [layer] = plan(() => backend.layerNorm(ref(backend, [2, 6]), ref(backend, [6]), ref(backend, [6]), ref(backend, [2, 6]), 2, 6, 1e-3));
+    expect(layer.bindings.map((binding) => binding.role)).toEqual(['x', 'weight', 'bias', 'out', 'args']);
+  });
+
+  it('rope: a thread per rotated pair, cos/sin tables in one pooled scratch buffer (f64 angles on the host)', () => {
+    const x = ref(backend, [2, 3, 5, 8], 'f16');
+    const before = backend.memory().bufferCount;
+    const [rope, ...rest] = plan(() => backend.rope(x, x, 7, 10000, true));
+    expect(rest).toEqual([]);
+    expect(backend.memory().bufferCount).toBe(before);
+    expect(rope).toMatchObject({ kernel: 'rope_f16', threadgroups: [1, 1, 1], threads: [256, 1, 1], what: 'rope f16 [2, 3, 5, 8] inverse' });
+    expect(rope.bindings.map((binding) => [binding.role, binding.offsetBytes ?? 0])).toEqual([['x', 0], ['cos', 0], ['sin', 5 * 4 * 4], ['out', 0], ['args', 0]]);
+    expect(rope.bindings[4]).toMatchObject({ type: 'KilnRopeArgs', words: [6, 5, 4, 6 * 5 * 4] });
+    expect(plan(() => backend.rope(ref(backend, [1, 2, 0, 8]), ref(backend, [1, 2, 0, 8]), 0, 10000, false))).toEqual([]);
+  });
+
+  it('elementwise fused kernels: swiglu, AdamW by (param, grad) dtypes with f64 scalars rounded once, cross-entropy with the error record', () => {
+    const gate = ref(backend, [300]);
+    const [swiglu] = plan(() => backend.swiglu(gate, gate, gate));
+    expect(swiglu).toMatchObject({ kernel: 'swiglu_f32', threadgroups: [2, 1, 1], threads: [256, 1, 1] });
+    expect(plan(() => backend.swigluBackward(gate, gate, gate, gate, gate))[0].bindings.map((binding) => binding.role)).toEqual(['gate', 'up', 'dy', 'dGate', 'dUp', 'args']);
+    const [adamw] = plan(() => backend.adamw(ref(backend, [10], 'bf16'), ref(backend, [10]), ref(backend, [10]), ref(backend, [10]), {
+      lr: 0.01, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, step: 3,
+    }));
+    expect(adamw.kernel).toBe('adamw_bf16_f32');
+    const scalars = new Float32Array(new Uint32Array(adamw.bindings[4].words!).buffer);
+    expect(adamw.bindings[4].words![0]).toBe(10);
+    expect([...scalars.slice(1, 9)]).toEqual([...new Float32Array([0.9, 1 - 0.9, 0.95, 1 - 0.95, 1 - 0.01 * 0.1, 0.01 / (1 - 0.9 ** 3), 1 / Math.sqrt(1 - 0.95 ** 3), 1e-8])]);
+    const logits = ref(backend, [4, 1000], 'f16');
+    const targets = ref(backend, [4], 'i32');
+    const [loss] = plan(() => backend.crossEntropy(logits, targets, ref(backend, [4]), 4, 1000, -100));
+    expect(loss).toMatchObject({ kernel: 'cross_entropy_rows_f16', threadgroups: [4, 1, 1], threads: [256, 1, 1] });
+    expect(loss.bindings.map((binding) => [binding.index, binding.role, binding.kind])).toEqual([
+      [0, 'logits', 'buffer'], [1, 'targets', 'buffer'], [2, 'loss', 'buffer'], [3, 'args', 'bytes'], [4, 'errors', 'errors'],
+    ]);
+    expect(loss.bindings[3].words!.slice(0, 3)).toEqual([4, 1000, 2 ** 32 - 100]);
+    const [gradient] = plan(() => backend.crossEntropyBackward(logits, targets, logits, 4, 1000, -1, 0.25));
+    expect(gradient.kernel).toBe('cross_entropy_backward_rows_f16');
+    expect(gradient.bindings[3].words).toEqual([4, 1000, 2 ** 32 - 1, new Uint32Array(new Float32Array([0.25]).buffer)[0]]);
   });
 });

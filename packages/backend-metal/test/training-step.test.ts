@@ -1,8 +1,9 @@
 // One training step of the tiny reference model (MODEL_PRESETS.tiny, 139,584 parameters) on the
 // simulated Metal backend against @kiln/backend-cpu: the same seed gives bit-identical initial
 // weights (random on the GPU equals core's generator), and the loss, every gradient and every
-// updated weight after one AdamW step agree within f32 tolerance. Attention runs the native flash
-// kernels (forward and backward); the other fused kernels are composed by core from the primitives.
+// updated weight after one AdamW step agree within f32 tolerance. Every fused kernel runs as an MSL
+// kernel: flash attention (forward and backward), RMSNorm, rope, SwiGLU, cross-entropy, AdamW and
+// their backwards.
 import { backward, crossEntropy, reshape, tensor, type KernelBackend, type Tensor } from '@kiln/core';
 import { createCpuBackend } from '@kiln/backend-cpu';
 import { adamwStep, createLlamaModel, createMoments, MODEL_PRESETS, type LlamaModel } from '@kiln/trainer';
@@ -64,7 +65,12 @@ describe.skipIf(skipReason !== undefined)(`one training step of the tiny referen
     const metal = createSimulatedMetalBackend();
     try {
       const expected = await trainingStep(cpu);
+      metal.recordDispatches(true);
       const actual = await trainingStep(metal);
+      const kernels = new Set(metal.takeDispatches().map((dispatch) => dispatch.kernel));
+      metal.recordDispatches(false);
+      for (const kernel of ['rms_norm_rows_f32', 'rms_norm_backward_rows_f32', 'rope_f32', 'swiglu_f32', 'swiglu_backward_f32', 'cross_entropy_rows_f32',
+        'cross_entropy_backward_rows_f32', 'adamw_f32_f32']) expect(kernels, kernel).toContain(kernel);
       expect([...actual.initial.keys()]).toEqual([...expected.initial.keys()]);
       expect(actual.initial.size).toBeGreaterThan(10);
       for (const [name, weights] of expected.initial) expect(Buffer.from(actual.initial.get(name)!.buffer).equals(Buffer.from(weights.buffer)), name).toBe(true);

@@ -32,6 +32,18 @@ void BackendObject::Register(Napi::Env env, Napi::Object exports) {
           InstanceMethod<&BackendObject::Random>("random"),
           InstanceMethod<&BackendObject::Attention>("attention"),
           InstanceMethod<&BackendObject::AttentionBackward>("attentionBackward"),
+          InstanceMethod<&BackendObject::Softmax>("softmax"),
+          InstanceMethod<&BackendObject::LogSoftmax>("logSoftmax"),
+          InstanceMethod<&BackendObject::SoftmaxBackward>("softmaxBackward"),
+          InstanceMethod<&BackendObject::RmsNorm>("rmsNorm"),
+          InstanceMethod<&BackendObject::RmsNormBackward>("rmsNormBackward"),
+          InstanceMethod<&BackendObject::LayerNorm>("layerNorm"),
+          InstanceMethod<&BackendObject::Rope>("rope"),
+          InstanceMethod<&BackendObject::Swiglu>("swiglu"),
+          InstanceMethod<&BackendObject::SwigluBackward>("swigluBackward"),
+          InstanceMethod<&BackendObject::CrossEntropy>("crossEntropy"),
+          InstanceMethod<&BackendObject::CrossEntropyBackward>("crossEntropyBackward"),
+          InstanceMethod<&BackendObject::Adamw>("adamw"),
       });
   exports.Set("Backend", constructor);
 }

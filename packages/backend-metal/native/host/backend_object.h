@@ -54,6 +54,20 @@ class BackendObject : public Napi::ObjectWrap<BackendObject> {
   // flash attention (attention_methods.cpp)
   Napi::Value Attention(const Napi::CallbackInfo& info);
   Napi::Value AttentionBackward(const Napi::CallbackInfo& info);
+  // fused kernels (fused_methods.cpp)
+  Napi::Value Softmax(const Napi::CallbackInfo& info);
+  Napi::Value LogSoftmax(const Napi::CallbackInfo& info);
+  Napi::Value SoftmaxBackward(const Napi::CallbackInfo& info);
+  Napi::Value RmsNorm(const Napi::CallbackInfo& info);
+  Napi::Value RmsNormBackward(const Napi::CallbackInfo& info);
+  Napi::Value LayerNorm(const Napi::CallbackInfo& info);
+  Napi::Value Rope(const Napi::CallbackInfo& info);
+  Napi::Value Swiglu(const Napi::CallbackInfo& info);
+  Napi::Value SwigluBackward(const Napi::CallbackInfo& info);
+  Napi::Value CrossEntropy(const Napi::CallbackInfo& info);
+  Napi::Value CrossEntropyBackward(const Napi::CallbackInfo& info);
+  Napi::Value Adamw(const Napi::CallbackInfo& info);
+  Napi::Value softmax_family(const Napi::CallbackInfo& info, int kind, const char* name);
 
   /** Throws unless the backend is open. */
   void ensure_open(const char* method) const;

@@ -13,6 +13,11 @@ namespace kiln::metal {
 namespace {
 
 std::string index_error_message(const KilnErrorRecord& record) {
+  if (record.kernel_id == KILN_INDEX_ERROR_CROSS_ENTROPY || record.kernel_id == KILN_INDEX_ERROR_CROSS_ENTROPY_BACKWARD) {
+    return std::string("metal backend: ") + (record.kernel_id == KILN_INDEX_ERROR_CROSS_ENTROPY ? "crossEntropy" : "crossEntropyBackward") + ": target " +
+           std::to_string(record.value) + " of row " + std::to_string(record.position) + " is out of range [0, " + std::to_string(record.bound) +
+           ") and is not the ignore index (checked on the device; the row was written as NaN)";
+  }
   const bool gather = record.kernel_id == KILN_INDEX_ERROR_GATHER;
   return std::string("metal backend: ") + (gather ? "gather" : "scatterAdd") + ": index " + std::to_string(record.value) + " at position " +
          std::to_string(record.position) + " is out of range [0, " + std::to_string(record.bound) + ") (checked on the device; " +

@@ -148,3 +148,4 @@ static_assert(sizeof(struct KilnRandomArgs) == 48, "KilnRandomArgs layout");
 static_assert(sizeof(struct KilnErrorRecord) == 32, "KilnErrorRecord layout");
 
 #include "kiln_metal_args_attention.h"
+#include "kiln_metal_args_fused.h"

@@ -8,70 +8,18 @@
 #include "../host/native_error.h"
 #include "../kernels/kiln_metal_args.h"
 #include "../kernels/kiln_metal_ops.h"
+#include "plan_common.h"
 #include "rounding.h"
 
 namespace kiln::metal {
+using namespace plan_common;
 namespace {
 
-constexpr Index kMaxElements = 0xffffffffLL;
 constexpr Index kMaxBatchPerDispatch = 65535;
 
 const char* const kDTypeNames[4] = {"f32", "f16", "bf16", "i32"};
 
-std::string shape_text(const std::vector<Index>& shape) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < shape.size(); i++) text += (i > 0 ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
-
-std::string describe(const TensorView& view) { return std::string(kDTypeNames[view.dtype]) + " " + shape_text(view.shape); }
-
-/** Every element a kernel touches must have a 32-bit index. */
-void check_32_bit(const TensorView& view, const char* kernel, const char* role) {
-  if (view.count == 0) return;
-  Index highest = view.offset;
-  for (std::size_t dim = 0; dim < view.shape.size(); dim++) {
-    if (view.strides[dim] > 0) highest += view.strides[dim] * (view.shape[dim] - 1);
-  }
-  if (view.count > kMaxElements || highest > kMaxElements - 1) {
-    throw NativeError(ErrorKind::kInvalidArgument,
-                      std::string("metal backend: ") + kernel + ": " + role + " " + describe(view) + " reaches element " + std::to_string(highest) +
-                          "; kiln's Metal kernels index elements with 32 bits (at most 4294967295 elements per tensor)",
-                      "Split the tensor into smaller ones (a Metal buffer this large is also beyond most Macs' working set).");
-  }
-}
-
-std::uint32_t u32(Index value) { return static_cast<std::uint32_t>(value); }
-
 std::uint32_t groups_for(Index work, Index per_group) { return u32((work + per_group - 1) / per_group); }
-
-template <typename Args>
-Binding bytes_binding(int index, const char* type, const Args& args) {
-  Binding binding;
-  binding.index = index;
-  binding.role = "args";
-  binding.bytes_type = type;
-  binding.bytes.resize(sizeof(Args));
-  std::memcpy(binding.bytes.data(), &args, sizeof(Args));
-  return binding;
-}
-
-Binding buffer_binding(int index, const char* role, const TensorView& view, Index element_offset = 0) {
-  Binding binding;
-  binding.index = index;
-  binding.role = role;
-  binding.buffer = view.buffer;
-  binding.offset_bytes = static_cast<std::size_t>(element_offset * dtype_bytes(view.dtype));
-  return binding;
-}
-
-Binding error_binding(int index) {
-  Binding binding;
-  binding.index = index;
-  binding.role = "errors";
-  binding.error_record = true;
-  return binding;
-}
 
 ConstantValue int_constant(int index, const char* name, int value) { return ConstantValue{index, name, ConstantKind::kInt, value}; }
 ConstantValue bool_constant(int index, const char* name, bool value) { return ConstantValue{index, name, ConstantKind::kBool, value ? 1 : 0}; }

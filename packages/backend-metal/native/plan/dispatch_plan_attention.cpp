@@ -5,57 +5,18 @@
 
 #include "../host/native_error.h"
 #include "../kernels/kiln_metal_args.h"
+#include "plan_common.h"
 
 namespace kiln::metal {
+using namespace plan_common;
 namespace {
 
-// (The binding helpers below mirror dispatch_plan.cpp's file-local ones; kept here so the attention plan stays in its own file.)
-
-constexpr Index kMaxElements = 0xffffffffLL;
 /** Most threadgroups of one 1-D attention grid. */
 constexpr Index kMaxThreadgroups = 0x7fffffffLL;
 
-std::uint32_t u32(Index value) { return static_cast<std::uint32_t>(value); }
-
 Index ceil_div(Index a, Index b) { return (a + b - 1) / b; }
 
-std::string shape_of(const TensorView& view) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < view.shape.size(); i++) text += (i > 0 ? ", " : "") + std::to_string(view.shape[i]);
-  return text + "]";
-}
-
-void check_32_bit(const TensorView& view, const char* kernel, const char* role) {
-  if (view.count == 0) return;
-  Index highest = view.offset;
-  for (std::size_t dim = 0; dim < view.shape.size(); dim++) {
-    if (view.strides[dim] > 0) highest += view.strides[dim] * (view.shape[dim] - 1);
-  }
-  if (view.count > kMaxElements || highest > kMaxElements - 1) {
-    throw NativeError(ErrorKind::kInvalidArgument,
-                      std::string("metal backend: ") + kernel + ": " + role + " " + dtype_name(view.dtype) + " " + shape_of(view) + " reaches element " +
-                          std::to_string(highest) + "; kiln's Metal kernels index elements with 32 bits (at most 4294967295 elements per tensor)",
-                      "Split the batch into several calls.");
-  }
-}
-
-Binding buffer_binding(int index, const char* role, const TensorView& view) {
-  Binding binding;
-  binding.index = index;
-  binding.role = role;
-  binding.buffer = view.buffer;
-  return binding;
-}
-
-Binding args_binding(int index, const KilnAttentionArgs& args) {
-  Binding binding;
-  binding.index = index;
-  binding.role = "args";
-  binding.bytes_type = "KilnAttentionArgs";
-  binding.bytes.resize(sizeof(KilnAttentionArgs));
-  std::memcpy(binding.bytes.data(), &args, sizeof(KilnAttentionArgs));
-  return binding;
-}
+Binding args_binding(int index, const KilnAttentionArgs& args) { return bytes_binding(index, "KilnAttentionArgs", args); }
 
 /** The mask at [[buffer(3)]], or q as a placeholder the kernels never read (has_mask = 0). */
 Binding mask_binding(const AttentionCall& call) {
@@ -70,7 +31,7 @@ KilnAttentionArgs attention_args(const char* kernel, const AttentionCall& call) 
   check_32_bit(k, kernel, "k");
   check_32_bit(*call.v, kernel, "v");
   if (call.mask != nullptr) check_32_bit(*call.mask, kernel, "mask");
-  const std::string what = std::string(kernel) + ": q " + shape_of(q) + ", k " + shape_of(k);
+  const std::string what = std::string(kernel) + ": q " + shape_text(q.shape) + ", k " + shape_text(k.shape);
   if (q.shape[3] > KILN_ATTENTION_MAX_HEAD_DIM) {
     throw_invalid(what + ": head dimension " + std::to_string(q.shape[3]) + " exceeds the flash-attention kernels' limit of " +
                       std::to_string(KILN_ATTENTION_MAX_HEAD_DIM),

@@ -126,7 +126,7 @@ export interface NativeDispatch {
   }>;
 }
 
-/** One backend instance on one GPU: storage and the primitive kernels. */
+/** One backend instance on one GPU: storage, the primitives and the fused kernels. */
 export interface NativeBackend {
   /** Allocates `byteLength` bytes (pooled); returns the buffer id. Throws OUT_OF_MEMORY after emptying the pool and retrying once. */
   alloc(byteLength: number): number;
@@ -181,6 +181,33 @@ export interface NativeBackend {
     q: NativeTensor, k: NativeTensor, v: NativeTensor, mask: NativeTensor | null, out: NativeTensor, lse: NativeTensor, dOut: NativeTensor,
     dq: NativeTensor, dk: NativeTensor, dv: NativeTensor, params: { scale: number; causal: boolean },
   ): void;
+  // ---- fused kernels (native/host/fused_methods.cpp): dense tensors, float dtypes ----
+  /** softmax over the last axis of x [rows, cols]. */
+  softmax(x: NativeTensor, out: NativeTensor, rows: number, cols: number): void;
+  /** log-softmax over the last axis of x [rows, cols]. */
+  logSoftmax(x: NativeTensor, out: NativeTensor, rows: number, cols: number): void;
+  /** dx = y·(dy − Σ dy·y) per row. */
+  softmaxBackward(y: NativeTensor, dy: NativeTensor, dx: NativeTensor, rows: number, cols: number): void;
+  /** RMSNorm; rstd f32 [rows]. */
+  rmsNorm(x: NativeTensor, weight: NativeTensor, out: NativeTensor, rstd: NativeTensor, rows: number, cols: number, eps: number): void;
+  /** RMSNorm gradients; dWeight f32 [cols] overwritten. */
+  rmsNormBackward(x: NativeTensor, weight: NativeTensor, rstd: NativeTensor, dy: NativeTensor, dx: NativeTensor, dWeight: NativeTensor, rows: number, cols: number): void;
+  /** LayerNorm over the last axis. */
+  layerNorm(x: NativeTensor, weight: NativeTensor, bias: NativeTensor, out: NativeTensor, rows: number, cols: number, eps: number): void;
+  /** Rotary embedding on x [..., T, D] at positions offset…; inverse rotates by −angle. */
+  rope(x: NativeTensor, out: NativeTensor, offset: number, theta: number, inverse: boolean): void;
+  /** out = silu(gate)·up. */
+  swiglu(gate: NativeTensor, up: NativeTensor, out: NativeTensor): void;
+  /** Gradients of swiglu. */
+  swigluBackward(gate: NativeTensor, up: NativeTensor, dy: NativeTensor, dGate: NativeTensor, dUp: NativeTensor): void;
+  /** Per-row loss f32 [rows]; an out-of-range target gives NaN and rejects the next synchronize/download. */
+  crossEntropy(logits: NativeTensor, targets: NativeTensor, loss: NativeTensor, rows: number, classes: number, ignoreIndex: number): void;
+  /** (softmax − onehot)·scale per row; out-of-range targets as crossEntropy. */
+  crossEntropyBackward(logits: NativeTensor, targets: NativeTensor, dLogits: NativeTensor, rows: number, classes: number, ignoreIndex: number, scale: number): void;
+  /** One AdamW step in place (m, v f32). */
+  adamw(param: NativeTensor, grad: NativeTensor, m: NativeTensor, v: NativeTensor, params: {
+    lr: number; beta1: number; beta2: number; eps: number; weightDecay: number; step: number;
+  }): void;
 }
 
 /** Options of the simulator's configureSimulator (tests only). */
