@@ -32,15 +32,20 @@ export interface TrainThroughput {
   tokensPerSecond: number;
   /** Attention implementation used. */
   attention: string;
+  /** Compute precision of the step (f32, bf16 or f16; after adapting to the backend). */
+  precision: string;
 }
 
-/** The reference config of `preset` (models.json sizes, batch and optimizer; f32) adapted to `backend`. */
-export function benchConfig(preset: ModelPresetName, backend: KernelBackend): TrainConfig {
+/** Compute precisions `kiln bench` can measure (f32 is the reference figures' precision). */
+export type BenchPrecision = 'f32' | 'bf16' | 'f16';
+
+/** The reference config of `preset` (models.json sizes, batch and optimizer; f32 unless `precision` says otherwise) adapted to `backend`. */
+export function benchConfig(preset: ModelPresetName, backend: KernelBackend, precision: BenchPrecision = 'f32'): TrainConfig {
   const reference = MODEL_PRESETS[preset];
   const base = defaultTrainConfig();
   const config: TrainConfig = {
     ...base,
-    device: { ...base.device, precision: 'f32' },
+    device: { ...base.device, precision },
     model: { ...reference.model },
     optimizer: { lr: 3e-4, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 },
     schedule: { ...base.schedule, batchSize: reference.batchSize, microBatchSize: reference.batchSize, warmupSteps: 0 },
@@ -62,9 +67,11 @@ function randomTokens(count: number, seed: number, vocabSize: number): Int32Arra
 }
 
 /** Times `steps` optimizer steps after `warmup` untimed ones. */
-export async function measureTrainStep(preset: ModelPresetName, backend: KernelBackend, options: { steps: number; warmup: number }): Promise<TrainThroughput> {
+export async function measureTrainStep(
+  preset: ModelPresetName, backend: KernelBackend, options: { steps: number; warmup: number; precision?: BenchPrecision },
+): Promise<TrainThroughput> {
   setBackend(backend);
-  const config = benchConfig(preset, backend);
+  const config = benchConfig(preset, backend, options.precision);
   const { contextLength, vocabSize } = config.model;
   const { batchSize } = config.schedule;
   const forwardOptions = forwardOptionsFor(config);
@@ -76,7 +83,7 @@ export async function measureTrainStep(preset: ModelPresetName, backend: KernelB
     backend,
     forwardOptions,
     optimizer: config.optimizer,
-    scaler: new DynamicLossScaler({ enabled: false }),
+    scaler: new DynamicLossScaler({ enabled: config.device.precision === 'f16' }),
     contextLength,
     notice: () => undefined,
   };
@@ -101,5 +108,8 @@ export async function measureTrainStep(preset: ModelPresetName, backend: KernelB
     model.dispose();
   }
   const msPerStep = median(samples);
-  return { model: preset, batchSize, contextLength, msPerStep, tokensPerSecond: (batchSize * contextLength) / (msPerStep / 1000), attention: forwardOptions.attention };
+  return {
+    model: preset, batchSize, contextLength, msPerStep, tokensPerSecond: (batchSize * contextLength) / (msPerStep / 1000), attention: forwardOptions.attention,
+    precision: config.device.precision,
+  };
 }

@@ -7,9 +7,10 @@ import type { Command } from 'commander';
 import { InvalidArgumentError, listBackends, probeBackends } from '@kiln/core';
 import { MODEL_PRESET_NAMES, type ModelPresetName } from '@kiln/trainer';
 import { describeResolution, discoverAllBackends, setUpBackend } from '../backend-setup.js';
+import { matmulPathOf } from './info.js';
 import { measureKernels, type KernelTiming } from '../bench/kernel-timings.js';
 import { REFERENCE_THROUGHPUT } from '../bench/reference.js';
-import { benchConfig, measureTrainStep, type TrainThroughput } from '../bench/train-throughput.js';
+import { benchConfig, measureTrainStep, type BenchPrecision, type TrainThroughput } from '../bench/train-throughput.js';
 import { integerArgument, type CliContext } from '../cli-context.js';
 import { ExitCode } from '../exit-codes.js';
 import { formatFixed, formatInteger, formatTable } from '../output/format.js';
@@ -21,14 +22,19 @@ interface BenchOptions {
   steps: number;
   warmup: number;
   kernels: boolean;
+  precision: string;
   json?: boolean;
 }
+
+const BENCH_PRECISIONS: readonly BenchPrecision[] = ['f32', 'bf16', 'f16'];
 
 /** One backend's result for one model. */
 interface BenchRow extends TrainThroughput {
   backend: string;
   device: string;
   speedupOverCpu: number | null;
+  /** The backend's matmul path (cuBLAS or kiln's kernels) when it reports one. */
+  matmul: string | null;
 }
 
 /** Registers `kiln bench`. */
@@ -40,6 +46,7 @@ export function defineBenchCommand(program: Command, context: CliContext): void 
     .option('--model <list>', 'comma-separated presets: tiny, small, medium', 'tiny')
     .option('--steps <n>', 'timed train steps per model and backend', integerArgument(1), 10)
     .option('--warmup <n>', 'untimed steps first', integerArgument(0), 2)
+    .option('--precision <precision>', 'compute precision of the train step: f32 (the reference figures), bf16 or f16', 'f32')
     .option('--no-kernels', 'skip the per-kernel timings')
     .option('--json', 'print the results as JSON')
     .action(async (options: BenchOptions) => {
@@ -56,6 +63,10 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
       throw new InvalidArgumentError(`--model ${model} is not a reference model`, { hint: `Use one or more of: ${MODEL_PRESET_NAMES.join(', ')}.` });
     }
   }
+  const precision = options.precision.trim().toLowerCase() as BenchPrecision;
+  if (!BENCH_PRECISIONS.includes(precision)) {
+    throw new InvalidArgumentError(`--precision ${options.precision} is not a bench precision`, { hint: `Use one of: ${BENCH_PRECISIONS.join(', ')}.` });
+  }
   await discoverAllBackends();
   const devices = options.device !== undefined ? splitList(options.device) : (await probeBackends()).filter((entry) => entry.probe.available).map((entry) => entry.plugin.name);
   // CPU first, so the other backends' speed-up can be computed as they finish.
@@ -66,12 +77,14 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
     const resolution = await setUpBackend({ device }, terminal);
     for (const line of describeResolution(resolution)) terminal.say(line);
     const backend = resolution.backend;
+    const matmul = matmulPathOf(backend);
+    if (matmul !== undefined) terminal.say(`matmul: ${matmul}`);
     for (const model of models) {
       terminal.say(`measuring ${model} on ${backend.name}: ${options.warmup} warm-up + ${options.steps} timed steps…`);
-      const measured = await measureTrainStep(model, backend, { steps: options.steps, warmup: options.warmup });
+      const measured = await measureTrainStep(model, backend, { steps: options.steps, warmup: options.warmup, precision });
       const cpu = backend.name === 'cpu' ? measured : rows.find((row) => row.backend === 'cpu' && row.model === model);
       const speedupOverCpu = cpu === undefined ? null : measured.tokensPerSecond / cpu.tokensPerSecond;
-      rows.push({ ...measured, backend: backend.name, device: resolution.device?.name ?? backend.name, speedupOverCpu });
+      rows.push({ ...measured, backend: backend.name, device: resolution.device?.name ?? backend.name, speedupOverCpu, matmul: matmul ?? null });
       if (options.kernels) {
         const config = benchConfig(model, backend);
         for (const timing of await measureKernels(backend, config.model, config.schedule.batchSize)) kernels.push({ ...timing, model, backend: backend.name });
@@ -102,7 +115,7 @@ function printTables(rows: BenchRow[], kernels: Array<KernelTiming & { model: st
   const { terminal } = context;
   const ratio = (value: number | null | undefined): string => (value === null || value === undefined ? '—' : `${formatFixed(value, 2)}×`);
   terminal.say('');
-  terminal.say(`train step (f32: forward + backward + clip + AdamW), median of ${options.steps} steps after ${options.warmup} warm-up:`);
+  terminal.say(`train step (${options.precision}: forward + backward + clip + AdamW), median of ${options.steps} steps after ${options.warmup} warm-up:`);
   terminal.say(formatTable(
     ['model', 'backend', 'batch×ctx', 'attention', 'ms/step', 'tokens/s', 'vs cpu', 'PyTorch CPU 1T', 'ratio', 'TF.js WASM', 'ratio'],
     rows.map((row) => {

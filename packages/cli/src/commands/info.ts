@@ -102,7 +102,7 @@ function printReport(report: InfoReport, discovery: DiscoveryReport, resolution:
   for (const line of deviceFacts(resolution.backend, resolution.device)) terminal.say(`  ${line}`);
 }
 
-/** The chosen device: name, memory, dtypes the matmul runs natively, attention implementation. */
+/** The chosen device: name, memory, dtypes the matmul runs natively, attention implementation, and the matmul path when the backend reports one. */
 export function deviceFacts(backend: KernelBackend, probed: DeviceInfo | undefined): string[] {
   const capabilities = backend.capabilities;
   const device = capabilities?.device ?? probed;
@@ -111,7 +111,15 @@ export function deviceFacts(backend: KernelBackend, probed: DeviceInfo | undefin
   lines.push(`memory:    ${memoryLine(backend, device)}`);
   lines.push(`dtypes:    ${dtypes.length > 0 ? dtypes.join(', ') : 'none reported'} (native matmul)`);
   lines.push(`attention: ${attentionLine(backend)}`);
+  const matmul = matmulPathOf(backend);
+  if (matmul !== undefined) lines.push(`matmul:    ${matmul}`);
   return lines;
+}
+
+/** A backend's own one-line description of its matmul path (the CUDA backend's `matmulPath`: cuBLAS or kiln's kernels, and why), when it has one. */
+export function matmulPathOf(backend: KernelBackend): string | undefined {
+  const path = (backend as { matmulPath?: unknown }).matmulPath;
+  return typeof path === 'string' && path !== '' ? path : undefined;
 }
 
 function memoryLine(backend: KernelBackend, device: DeviceInfo | undefined): string {
