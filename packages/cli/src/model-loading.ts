@@ -1,12 +1,25 @@
 /**
  * Finding and loading a model for generate/eval: a model directory (config.json +
- * model.safetensors) is loaded as is; a run directory resolves to its newest checkpoint.
+ * model.safetensors) is loaded as is — verified against its checksums when it is a kiln
+ * checkpoint; a run directory resolves to its newest checkpoint that verifies and loads (each
+ * one skipped is reported as a note). The model's sizes are checked against the device's memory
+ * before any weight is read, and weights holding NaN or ±Infinity are refused unless allowed.
  */
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CheckpointError, type KernelBackend } from '@kiln/core';
-import { findLatestCheckpoint, loadModelDirectory, type LlamaModel } from '@kiln/trainer';
+import { loadCheckpointModel, loadLatestModel, type LlamaModel, type ModelConfig } from '@kiln/trainer';
 import { markUsageError } from './exit-codes.js';
+
+/** How loadModelFrom loads. */
+export interface ModelLoadingOptions {
+  /** Receives notes for the user (checkpoints skipped, unverified old checkpoints). */
+  onNotice?: (message: string) => void;
+  /** Load weights holding NaN or ±Infinity (--allow-non-finite). */
+  allowNonFinite?: boolean;
+  /** Called with the model's sizes before any weight is read; throws to refuse (a memory check). */
+  checkModelConfig?: (config: ModelConfig, configPath: string) => void;
+}
 
 /** True when `directory` holds config.json and model.safetensors. */
 export async function isModelDirectory(directory: string): Promise<boolean> {
@@ -14,30 +27,21 @@ export async function isModelDirectory(directory: string): Promise<boolean> {
   return (await isFile('config.json')) && (await isFile('model.safetensors'));
 }
 
-/** The model directory to load for `directory`: itself, or the newest checkpoint of a run directory. */
-export async function resolveModelDirectory(directory: string, onNotice?: (message: string) => void): Promise<string> {
+/** Loads the model of `directory` (a model or checkpoint directory, or a run directory's newest usable checkpoint) onto `backend`. */
+export async function loadModelFrom(directory: string, backend: KernelBackend, options: ModelLoadingOptions = {}): Promise<{ model: LlamaModel; path: string }> {
   const exists = await stat(directory).then((info) => info.isDirectory(), () => false);
   if (!exists) {
     throw markUsageError(new CheckpointError(`Checkpoint directory ${directory} does not exist`, {
       hint: 'Pass a run directory (e.g. ./kiln-run) or a model directory holding config.json and model.safetensors.',
     }));
   }
-  if (await isModelDirectory(directory)) return directory;
-  const latest = await findLatestCheckpoint(directory, { onNotice });
+  const loadOptions = { backend, ...options };
+  if (await isModelDirectory(directory)) return { model: await loadCheckpointModel(directory, loadOptions), path: directory };
+  const latest = await loadLatestModel(directory, loadOptions);
   if (latest === undefined) {
     throw markUsageError(new CheckpointError(`${directory} holds no checkpoint and is not a model directory (no config.json + model.safetensors)`, {
       hint: 'Train first (`kiln train --output <dir>`), or point --checkpoint at a model directory.',
     }));
   }
   return latest;
-}
-
-/** Loads the model of `directory` (see resolveModelDirectory) onto `backend`. */
-export async function loadModelFrom(
-  directory: string,
-  backend: KernelBackend,
-  onNotice?: (message: string) => void,
-): Promise<{ model: LlamaModel; path: string }> {
-  const path = await resolveModelDirectory(directory, onNotice);
-  return { model: await loadModelDirectory(path, { backend }), path };
 }

@@ -1,9 +1,11 @@
 /**
  * Kill-and-resume equality through the CLI: a run SIGKILLed after a checkpoint and resumed with
  * --resume logs the same losses, bit for bit (the JSON number strings), as a run never interrupted.
+ * A writer killed inside a checkpoint write leaves nothing behind once the resumed run has saved.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { finished, removeTemporaryDirectories, requireBuild, runKiln, spawnKiln, temporaryDirectory, writeTinyConfig, writeTrainingText } from './kiln-process.js';
 
@@ -108,5 +110,71 @@ describe('SIGINT', () => {
     expect(resumed.code, resumed.stderr).toBe(0);
     const start = resumed.stdout.trim().split('\n').map((line) => JSON.parse(line) as { type: string; step: number }).find((event) => event.type === 'start');
     expect(start?.step).toBe(checkpoint?.step);
+  });
+});
+
+/** Entries a checkpoint writer leaves while it works: step-N.tmp-<pid>-…, step-N.old-<pid>-…, .<file>.<pid>.<hex>.tmp. */
+function leftovers(directory: string): string[] {
+  if (!existsSync(directory)) return [];
+  return readdirSync(directory).filter((name) => /\.(?:tmp|old)-\d+-|\.\d+\.[0-9a-f]{12}\.tmp$/.test(name));
+}
+
+/**
+ * Freezes `writer` with SIGSTOP at a moment when one of its temporary checkpoint directories
+ * exists and a complete checkpoint precedes it (retrying at the next save when the stop lands
+ * after the save finished). A stopped writer is what a resumed run sees when the killed one is
+ * still exiting (stuck in fsync, or not yet reaped).
+ */
+async function stopInsideSave(writer: ChildProcess, checkpoints: string): Promise<string> {
+  const own = new RegExp(`^step-\\d+\\.tmp-${writer.pid}-`);
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    const names = existsSync(checkpoints) ? readdirSync(checkpoints) : [];
+    if (names.some((name) => own.test(name)) && names.some((name) => /^step-\d+$/.test(name))) {
+      writer.kill('SIGSTOP');
+      const temporary = readdirSync(checkpoints).find((name) => own.test(name));
+      if (temporary !== undefined) return temporary;
+      writer.kill('SIGCONT');
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+  throw new Error('the writer was never caught inside a checkpoint write');
+}
+
+describe('a writer killed inside a checkpoint write', () => {
+  it('leaves no temporary directory or file once the resumed run has saved, even if the writer was still exiting when the resume started', async () => {
+    const directory = temporaryDirectory('killed-writer');
+    const dataPath = writeTrainingText(directory);
+    const outputDir = join(directory, 'run');
+    const checkpoints = join(outputDir, 'checkpoints');
+    // A checkpoint every step of a wider model: the writer spends a good part of its time saving.
+    const config = writeTinyConfig(directory, { dataPath, outputDir, steps: 400, interval: 1, dModel: 128 });
+    const writer = spawnKiln(['train', '--config', config, '--json']);
+    const exited = finished(writer);
+    try {
+      const temporary = await stopInsideSave(writer, checkpoints);
+      const latest = JSON.parse(readFileSync(join(checkpoints, 'latest.json'), 'utf8')) as { step: number };
+
+      const resumed = spawnKiln(['train', '--config', config, '--json', '--resume', '--steps', String(latest.step + 3)]);
+      const resumedRun = finished(resumed);
+      // Once the resumed run has started (its start-up cleanup has seen the writer still there), the writer dies.
+      await new Promise<void>((resolve) => {
+        let seen = '';
+        resumed.stdout?.on('data', (chunk: Buffer | string) => {
+          seen += chunk.toString();
+          if (seen.includes('"type":"start"')) resolve();
+        });
+        resumed.on('close', () => resolve());
+      });
+      writer.kill('SIGKILL');
+      expect((await exited).signal).toBe('SIGKILL');
+      const result = await resumedRun;
+      expect(result.code, result.stderr).toBe(0);
+      expect(readdirSync(checkpoints)).not.toContain(temporary);
+      expect(leftovers(checkpoints)).toEqual([]);
+      expect(leftovers(outputDir)).toEqual([]);
+    } finally {
+      writer.kill('SIGKILL');
+    }
   });
 });

@@ -193,6 +193,13 @@ const SPECS: OpSpec[] = [
   },
   { name: 'expand', call: kiln.expand, args: [tensorArg('x', f32([1, 3])), { name: 'shape', valid: constant([2, 3]), hostile: [...NOT_A_SHAPE, [2, 4], [3]] }] },
   { name: 'clone', call: kiln.clone, args: [tensorArg('x', f32([2]))] },
+  {
+    name: 'writeSlice', call: kiln.writeSlice, args: [
+      tensorArg('target', () => kiln.zeros([3, 2]), [new Make(() => kiln.zeros([3, 2]).requireGrad()), new Make(() => kiln.zeros([6]))]),
+      tensorArg('source', f32([1, 2]), [new Make(() => kiln.zeros([1, 2], { dtype: 'bf16' })), new Make(f32([1, 1, 2]))]),
+      { name: 'begin', valid: constant([1, 0]), hostile: [undefined, null, 'x', 3, {}, [0.5, 0], [NaN, 0], ['x', 0], [0], [0, 1e12], [-1, 0], [Infinity, 0], [3, 0]] },
+    ],
+  },
   { name: 'gather', call: kiln.gather, args: [tensorArg('x', f32([3, 2])), tensorArg('indices', i32([0, 2]), [floatIndices]), axisArg('axis', 0)] },
   { name: 'embedding', call: kiln.embedding, args: [tensorArg('table', f32([3, 2]), [new Make(f32([6]))]), tensorArg('ids', i32([0, 2]), [floatIndices])] },
   {

@@ -192,8 +192,10 @@ export interface TrainContext {
   backend: KernelBackend;
   /** Receives progress events. */
   onEvent?: (event: TrainEvent) => void;
-  /** Continue from the newest checkpoint in checkpoint.outputDir. */
+  /** Continue from the newest checkpoint in checkpoint.outputDir (checkpoints that fail verification are skipped with a notice). */
   resume?: boolean;
+  /** Load checkpoint or initFrom weights holding NaN or ±Infinity instead of refusing them (default false). */
+  allowNonFinite?: boolean;
   /** Stops the run cleanly (a checkpoint is written) when aborted. */
   signal?: AbortSignal;
 }

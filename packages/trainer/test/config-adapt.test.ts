@@ -90,9 +90,11 @@ describe('adaptConfigToBackend', () => {
     expect(adaptations[0].reason).toMatch(/even one sequence per micro-batch/);
   });
 
-  it('says so when nothing fits', () => {
+  it('says so when only the smallest plan fits, and then only within the device (not its 90% budget)', () => {
     const config = withDevice({ precision: 'f32', attention: 'naive' });
-    const { config: adapted, adaptations } = adaptConfigToBackend(config, createReferenceBackend({ memoryLimitBytes: 1000 }));
+    const forward = { ...forwardOptionsFor(config), attention: 'naive' as const, checkpointActivations: true };
+    const smallest = estimateTrainingMemory(config.model, 1, forward).totalBytes;
+    const { config: adapted, adaptations } = adaptConfigToBackend(config, createReferenceBackend({ memoryLimitBytes: smallest / 0.95 }));
     expect(adapted.schedule.microBatchSize).toBe(1);
     expect(forwardOptionsFor(adapted).checkpointActivations).toBe(true);
     expect(adaptations.at(-1)?.reason).toMatch(/may still run out of memory/);
@@ -102,6 +104,55 @@ describe('adaptConfigToBackend', () => {
     const backend = createReferenceBackend();
     const adapted = adaptConfigToBackend(withDevice({ precision: 'f32', attention: 'naive' }), backend as KernelBackend);
     expect(adapted.adaptations).toEqual([]);
+  });
+});
+
+describe('plans that cannot fit are refused before anything is allocated', () => {
+  const refusal = (config: TrainConfig, backend: KernelBackend = createCpuBackend()): ConfigError => {
+    try {
+      adaptConfigToBackend(config, backend);
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      return error as ConfigError;
+    }
+    throw new Error('expected a ConfigError');
+  };
+  const withModel = (model: Partial<TrainConfig['model']>): TrainConfig => {
+    const config = defaultTrainConfig();
+    Object.assign(config.model, model);
+    return config;
+  };
+
+  it('names the key, the bytes needed by part and the bytes available', () => {
+    const error = refusal(withModel({ nLayer: 1_000_000 }));
+    expect(error.message).toMatch(/^model\.nLayer = 1000000: training needs an estimated [\d.]+ GiB \(weights [\d.]+ GiB, gradients and AdamW state [\d.]+ GiB, activations .* at micro-batch 1 with activation checkpointing, token batches .* on the host\), more than the [\d.]+ GiB free on cpu \(.*\); nothing was allocated/);
+    expect(error.hint).toMatch(/Lower model\.nLayer \(the default is 2\)/);
+  });
+
+  it.each([
+    [{ dModel: 1_048_576, nHead: 4 }, 'model.dModel = 1048576'],
+    [{ vocabSize: 2_000_000_000 }, 'model.vocabSize = 2000000000'],
+    [{ contextLength: 50_000_000 }, 'model.contextLength = 50000000'],
+    [{ mlpHidden: 1_000_000_000 }, 'model.mlpHidden = 1000000000'],
+  ])('names the key that makes a model too large: %o', (model, named) => {
+    expect(refusal(withModel(model)).message).toContain(`${named}: training needs`);
+  });
+
+  it('refuses a batch whose token windows cannot be allocated on the host', () => {
+    const huge = defaultTrainConfig();
+    huge.schedule.batchSize = 1_000_000_000;
+    expect(refusal(huge).message).toMatch(/^schedule\.batchSize = 1000000000: one step's token windows would be 64000000000 tokens .* largest array/);
+    // On unified memory the token batches share the device's pool: 2²⁰ windows of 64 tokens are 512 MiB.
+    const large = defaultTrainConfig();
+    large.schedule.batchSize = 2 ** 20;
+    const reference = createReferenceBackend({ memoryLimitBytes: 256 * 2 ** 20 });
+    const unified = { ...reference, capabilities: { ...reference.capabilities, device: { ...reference.capabilities.device, unifiedMemory: true } } };
+    expect(refusal(large, unified).message).toMatch(/^schedule\.batchSize = 1048576: training needs an estimated 51\d\.\d MiB \(.*token batches 512\.0 MiB on the host\), more than the 256\.0 MiB total on reference/);
+  });
+
+  it('names the device memory limit of a small device', () => {
+    const error = refusal(withDevice({ precision: 'f32' }), createReferenceBackend({ memoryLimitBytes: 100_000 }));
+    expect(error.message).toMatch(/more than the 97\.7 KiB total on reference/);
   });
 });
 
@@ -131,6 +182,9 @@ describe('resolveSteps and formatTrainConfig', () => {
     const explicitWarmup = loadTrainConfig({ text: 'schedule: { epochs: 1, warmupSteps: 100 }' });
     expect(() => resolveSteps(explicitWarmup, 5000)).toThrow(ConfigError);
     expect(() => resolveSteps(explicitWarmup, 5000)).toThrow(/schedule\.warmupSteps: expected at most the 5 steps/);
+    // More steps than a run can count (the step counter would stop increasing and the loop never end).
+    const endless = loadTrainConfig({ text: 'schedule: { epochs: 1e300 }' });
+    expect(() => resolveSteps(endless, 5000)).toThrow(/schedule\.epochs = 1e\+300: .* more than a run can count/);
   });
 
   it('prints the resolved config as YAML that loads back to the same config', () => {

@@ -158,6 +158,7 @@ describe('loadTrainConfig', () => {
     ['model: { vocabSize: 100 }', '<config>: model.vocabSize: expected at least 256 for byte-level text data, got 100'],
     ['schedule: { steps: 0 }', '<config>: schedule.steps: expected an integer ≥ 1, got 0'],
     ['data: { validationFraction: 0 }', '<config>: data.validationFraction: expected a number > 0, got 0'],
+    ['schedule: { evalBatches: 1000000000 }', '<config>: schedule.evalBatches: expected an integer ≤ 10000, got 1000000000'],
   ])('checks semantics: %s', (text, line) => {
     expect(configErrorOf({ text }).message).toContain(line);
   });
@@ -168,5 +169,52 @@ describe('loadTrainConfig', () => {
     const fromDefaults = configErrorOf({ overrides: { schedule: { warmupSteps: 10_000 } } });
     expect(fromDefaults.message).toContain('overrides: schedule.warmupSteps: expected at most schedule.steps (400), got 10000');
     expect(loadTrainConfig({ text: 'model: { vocabSize: 1000 }\ndata: { sequences: t.json }' }).model.vocabSize).toBe(1000);
+  });
+});
+
+describe('config files that would hang or crash the parser', () => {
+  let directory: string;
+  beforeAll(async () => {
+    directory = await mkdtemp(join(tmpdir(), 'kiln-config-limits-'));
+  });
+  afterAll(async () => {
+    await rm(directory, { recursive: true, force: true });
+  });
+
+  /** "Billion laughs": each anchor refers to the previous one nine times (9⁹ strings when expanded). */
+  function aliasBomb(): string {
+    const lines = ['a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]'];
+    for (let level = 1; level < 9; level++) {
+      const name = String.fromCharCode(97 + level);
+      const previous = `*${String.fromCharCode(96 + level)}`;
+      lines.push(`${name}: &${name} [${new Array(9).fill(previous).join(', ')}]`);
+    }
+    return `${lines.join('\n')}\n`;
+  }
+
+  it('refuses a YAML alias bomb with a ConfigError naming the file', async () => {
+    const file = join(directory, 'laughs.yaml');
+    await writeFile(file, aliasBomb());
+    const message = configErrorOf({ file }).message;
+    expect(message).toContain(file);
+    expect(message).toMatch(/aliases/);
+    // A few aliases are fine: YAML anchors are a legitimate way to repeat a value.
+    expect(loadTrainConfig({ text: 'schedule: { batchSize: &b 8, microBatchSize: *b }' }).schedule.microBatchSize).toBe(8);
+  });
+
+  it('refuses a config file larger than the limit before parsing it', async () => {
+    const file = join(directory, 'huge.yaml');
+    await writeFile(file, `seed: 1\n# ${'x'.repeat(2 * 1024 * 1024)}\n`);
+    const message = configErrorOf({ file }).message;
+    expect(message).toContain(file);
+    expect(message).toMatch(/2\.0 MiB.*limit.*1\.0 MiB/);
+  });
+
+  it('refuses nesting deep enough to overflow the parser (which would abort the process)', async () => {
+    const file = join(directory, 'deep.yaml');
+    await writeFile(file, `seed: ${'['.repeat(20_000)}${']'.repeat(20_000)}\n`);
+    const message = configErrorOf({ file }).message;
+    expect(message).toContain(file);
+    expect(message).toMatch(/nested .* deep/);
   });
 });

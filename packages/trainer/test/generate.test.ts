@@ -78,7 +78,7 @@ describe('KV cache', () => {
         const expected = await fullLastLogits(model, sequence.slice(0, position + 1));
         expect(maxAbs(expected)).toBeGreaterThan(0.1);
         expect(maxAbsDifference(await logits.data(), expected), `${attention} position ${position}`).toBeLessThan(1e-5);
-        expect(cache.layers[0].key!.shape).toEqual([1, GQA_CONFIG.nKvHead, position + 1, GQA_CONFIG.dModel / GQA_CONFIG.nHead]);
+        expect(cache.length).toBe(position + 1);
         logits.dispose();
         ids.dispose();
       }

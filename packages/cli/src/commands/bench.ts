@@ -1,19 +1,21 @@
 /**
  * `kiln bench`: train-step throughput of the reference models per backend (ms/step, tokens/s,
- * speed-up over CPU, and the ratio to the reference figures of REFERENCE.md), then per-kernel
- * timings at the same shapes.
+ * speed-up over CPU, and the ratio to the reference figures of REFERENCE.md), generation
+ * throughput with a short prompt and with one filling the context (and their ratio), then
+ * per-kernel timings at the same shapes.
  */
 import type { Command } from 'commander';
 import { InvalidArgumentError, listBackends, probeBackends } from '@kiln/core';
 import { MODEL_PRESET_NAMES, type ModelPresetName } from '@kiln/trainer';
 import { describeResolution, discoverAllBackends, setUpBackend } from '../backend-setup.js';
-import { matmulPathOf } from './info.js';
+import { measureGeneration, SHORT_PROMPT_TOKENS, type GenerationThroughput } from '../bench/generation-throughput.js';
 import { measureKernels, type KernelTiming } from '../bench/kernel-timings.js';
 import { REFERENCE_THROUGHPUT } from '../bench/reference.js';
 import { benchConfig, measureTrainStep, type BenchPrecision, type TrainThroughput } from '../bench/train-throughput.js';
 import { integerArgument, type CliContext } from '../cli-context.js';
 import { ExitCode } from '../exit-codes.js';
 import { formatFixed, formatInteger, formatTable } from '../output/format.js';
+import { matmulPathOf } from './info.js';
 
 
 interface BenchOptions {
@@ -23,6 +25,7 @@ interface BenchOptions {
   warmup: number;
   kernels: boolean;
   precision: string;
+  generation: boolean;
   json?: boolean;
 }
 
@@ -41,12 +44,13 @@ interface BenchRow extends TrainThroughput {
 export function defineBenchCommand(program: Command, context: CliContext): void {
   program
     .command('bench')
-    .description('train-step throughput and kernel timings of the reference models on each backend')
+    .description('train-step and generation throughput and kernel timings of the reference models on each backend')
     .option('--device <list>', 'comma-separated backends to measure (default: every available one)')
     .option('--model <list>', 'comma-separated presets: tiny, small, medium', 'tiny')
     .option('--steps <n>', 'timed train steps per model and backend', integerArgument(1), 10)
     .option('--warmup <n>', 'untimed steps first', integerArgument(0), 2)
     .option('--precision <precision>', 'compute precision of the train step: f32 (the reference figures), bf16 or f16', 'f32')
+    .option('--no-generation', 'skip the generation throughput (tokens/s with a short and a full-context prompt)')
     .option('--no-kernels', 'skip the per-kernel timings')
     .option('--json', 'print the results as JSON')
     .action(async (options: BenchOptions) => {
@@ -73,6 +77,7 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
   devices.sort((a, b) => (a === 'cpu' ? -1 : b === 'cpu' ? 1 : 0));
   const rows: BenchRow[] = [];
   const kernels: Array<KernelTiming & { model: string; backend: string }> = [];
+  const generation: Array<GenerationThroughput & { backend: string }> = [];
   for (const device of devices) {
     const resolution = await setUpBackend({ device }, terminal);
     for (const line of describeResolution(resolution)) terminal.say(line);
@@ -85,6 +90,10 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
       const cpu = backend.name === 'cpu' ? measured : rows.find((row) => row.backend === 'cpu' && row.model === model);
       const speedupOverCpu = cpu === undefined ? null : measured.tokensPerSecond / cpu.tokensPerSecond;
       rows.push({ ...measured, backend: backend.name, device: resolution.device?.name ?? backend.name, speedupOverCpu, matmul: matmul ?? null });
+      if (options.generation) {
+        terminal.say(`measuring generation of ${model} on ${backend.name}: ${options.warmup} warm-up + ${options.steps} timed runs per prompt length…`);
+        generation.push({ ...await measureGeneration(model, backend, { runs: options.steps, warmup: options.warmup }), backend: backend.name });
+      }
       if (options.kernels) {
         const config = benchConfig(model, backend);
         for (const timing of await measureKernels(backend, config.model, config.schedule.batchSize)) kernels.push({ ...timing, model, backend: backend.name });
@@ -96,12 +105,13 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
       steps: options.steps,
       warmup: options.warmup,
       results: rows.map((row) => ({ ...row, reference: referenceOf(row) })),
+      generation,
       kernels,
       registered: listBackends().map((plugin) => plugin.name),
     });
     return ExitCode.ok;
   }
-  printTables(rows, kernels, options, context);
+  printTables(rows, generation, kernels, options, context);
   return ExitCode.ok;
 }
 
@@ -111,7 +121,10 @@ function referenceOf(row: BenchRow): { pytorchCpu1Thread: number; tfjsWasm: numb
   return { ...reference, ratioToPytorch: row.tokensPerSecond / reference.pytorchCpu1Thread, ratioToTfjsWasm: row.tokensPerSecond / reference.tfjsWasm };
 }
 
-function printTables(rows: BenchRow[], kernels: Array<KernelTiming & { model: string; backend: string }>, options: BenchOptions, context: CliContext): void {
+function printTables(
+  rows: BenchRow[], generation: Array<GenerationThroughput & { backend: string }>, kernels: Array<KernelTiming & { model: string; backend: string }>,
+  options: BenchOptions, context: CliContext,
+): void {
   const { terminal } = context;
   const ratio = (value: number | null | undefined): string => (value === null || value === undefined ? '—' : `${formatFixed(value, 2)}×`);
   terminal.say('');
@@ -130,6 +143,19 @@ function printTables(rows: BenchRow[], kernels: Array<KernelTiming & { model: st
     4,
   ));
   terminal.say('(reference figures: shared/bench/REFERENCE.md, measured on the project machine; ratio = measured / reference)');
+  if (generation.length > 0) {
+    terminal.say('');
+    terminal.say(`generation (KV-cached decoding, greedy, f32), median per token over ${options.steps} runs after ${options.warmup} warm-up:`);
+    terminal.say(formatTable(
+      ['model', 'backend', 'context', 'attention', 'decoded', `prompt ${SHORT_PROMPT_TOKENS}: tok/s`, 'full context: prompt', 'tok/s', 'ratio'],
+      generation.map((entry) => [
+        entry.model, entry.backend, String(entry.contextLength), entry.attention, `${entry.tokens} tokens`, formatInteger(entry.short.tokensPerSecond),
+        `${entry.full.promptLength} → ${entry.full.promptLength + entry.tokens}`, formatInteger(entry.full.tokensPerSecond), `${formatFixed(entry.ratio, 2)}×`,
+      ]),
+      4,
+    ));
+    terminal.say('(ratio = tokens/s with the short prompt / with the full context; the KV cache keeps the cost per token flat apart from attention)');
+  }
   if (kernels.length === 0) return;
   terminal.say('');
   terminal.say('kernels (median ms, through core ops at the models\' shapes):');

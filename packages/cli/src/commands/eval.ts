@@ -2,8 +2,12 @@
  * `kiln eval --checkpoint dir`: validation loss and perplexity of a trained model on its run's
  * data (from the checkpoint's state.json), on --data / --sequences, or on the embedded corpus.
  */
+import os from 'node:os';
 import type { Command } from 'commander';
-import { adaptConfigToBackend, defaultTrainConfig, evaluate, forwardOptionsFor, loadData, readCheckpointState, type DataConfig, type TrainConfig } from '@kiln/trainer';
+import {
+  adaptConfigToBackend, assertGenerationFits, defaultTrainConfig, estimateHostBatchBytes, evaluate, formatBytes, forwardOptionsFor, loadData,
+  MAX_EVAL_BATCHES, MAX_HOST_ARRAY_ELEMENTS, readCheckpointState, type DataConfig, type TrainConfig,
+} from '@kiln/trainer';
 import { InvalidArgumentError } from '@kiln/core';
 import { describeResolution, setUpBackend } from '../backend-setup.js';
 import { integerArgument, type CliContext } from '../cli-context.js';
@@ -22,6 +26,7 @@ interface EvalOptions {
   seed?: number;
   device?: string;
   json?: boolean;
+  allowNonFinite?: boolean;
 }
 
 /** Registers `kiln eval`. */
@@ -38,6 +43,7 @@ export function defineEvalCommand(program: Command, context: CliContext): void {
     .option('--seed <n>', 'seed of the batch positions (default: the run\'s seed)', integerArgument(0))
     .option('--device <device>', "'auto', 'cpu', 'cuda', 'metal' or a plugin's name")
     .option('--json', 'print the result as JSON')
+    .option('--allow-non-finite', 'load weights that hold NaN or Infinity (refused by default)')
     .action(async (options: EvalOptions) => {
       context.exitCode = await runEval(options, context);
     });
@@ -54,7 +60,11 @@ async function runEval(options: EvalOptions, context: CliContext): Promise<numbe
   }
   const resolution = await setUpBackend({ device: options.device }, terminal);
   for (const line of describeResolution(resolution)) terminal.say(line);
-  const { model, path } = await loadModelFrom(options.checkpoint, resolution.backend, (message) => terminal.warn(`note: ${message}`));
+  const { model, path } = await loadModelFrom(options.checkpoint, resolution.backend, {
+    onNotice: (message) => terminal.warn(`note: ${message}`),
+    allowNonFinite: options.allowNonFinite === true,
+    checkModelConfig: (config, source) => assertGenerationFits(config, resolution.backend, { source, task: "evaluating at the model's context" }),
+  });
   try {
     const runConfig: TrainConfig = (await readCheckpointState(path).catch(() => undefined))?.config ?? defaultTrainConfig();
     const config: TrainConfig = { ...runConfig, model: model.config };
@@ -66,6 +76,7 @@ async function runEval(options: EvalOptions, context: CliContext): Promise<numbe
     const source = options.split === 'train' ? data.train : data.validation;
     const batches = options.batches ?? config.schedule.evalBatches;
     const batchSize = options.batchSize ?? config.schedule.batchSize;
+    checkBatches(batches, batchSize, model.config.contextLength);
     const adapted = adaptConfigToBackend(config, resolution.backend).config;
     let loss: number;
     try {
@@ -106,4 +117,22 @@ async function runEval(options: EvalOptions, context: CliContext): Promise<numbe
     model.dispose();
   }
   return ExitCode.ok;
+}
+
+/** Refuses batches that would run for hours without output, or whose token windows cannot be allocated. */
+function checkBatches(batches: number, batchSize: number, contextLength: number): void {
+  if (batches > MAX_EVAL_BATCHES) {
+    throw new InvalidArgumentError(`--batches ${batches} is more than ${MAX_EVAL_BATCHES} (each batch is a forward pass, with no progress output)`, {
+      hint: `Evaluate on at most ${MAX_EVAL_BATCHES} batches.`,
+    });
+  }
+  const tokens = batchSize * contextLength;
+  const bytes = estimateHostBatchBytes(batchSize, contextLength);
+  if (tokens > MAX_HOST_ARRAY_ELEMENTS || bytes > os.freemem()) {
+    throw new InvalidArgumentError(
+      `--batch-size ${batchSize}: a batch of ${tokens} tokens (× context ${contextLength}) needs ${formatBytes(bytes)} of token windows on the host, ` +
+        `more than ${tokens > MAX_HOST_ARRAY_ELEMENTS ? `the largest array Node can allocate (${MAX_HOST_ARRAY_ELEMENTS} elements)` : `the ${formatBytes(os.freemem())} free`}`,
+      { hint: 'Use a smaller --batch-size and more --batches.' },
+    );
+  }
 }

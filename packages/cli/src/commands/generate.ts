@@ -1,10 +1,11 @@
 /**
- * `kiln generate --checkpoint dir`: loads a model (a run directory's newest checkpoint or a
- * model directory) on the resolved backend, whatever backend trained it, and streams the
- * continuation of the prompt to stdout as tokens come.
+ * `kiln generate --checkpoint dir`: loads a model (a run directory's newest good checkpoint or a
+ * model directory, verified against its checksums when it is a kiln checkpoint) on the resolved
+ * backend, whatever backend trained it, and streams the continuation of the prompt to stdout as
+ * tokens come. A model that cannot generate at its full context on the device is refused first.
  */
 import type { Command } from 'commander';
-import { generate } from '@kiln/trainer';
+import { assertGenerationFits, generate } from '@kiln/trainer';
 import { describeResolution, setUpBackend } from '../backend-setup.js';
 import { integerArgument, numberArgument, type CliContext } from '../cli-context.js';
 import { ExitCode } from '../exit-codes.js';
@@ -22,6 +23,7 @@ interface GenerateCommandOptions {
   device?: string;
   echo: boolean;
   quiet?: boolean;
+  allowNonFinite?: boolean;
 }
 
 /** Registers `kiln generate`. */
@@ -39,6 +41,7 @@ export function defineGenerateCommand(program: Command, context: CliContext): vo
     .option('--device <device>', "'auto', 'cpu', 'cuda', 'metal' or a plugin's name")
     .option('--no-echo', 'do not print the prompt before the generated text')
     .option('--quiet', 'print only the text (no backend line on stderr)')
+    .option('--allow-non-finite', 'load weights that hold NaN or Infinity (refused by default: the checkpoint is damaged or the run diverged)')
     .action(async (options: GenerateCommandOptions) => {
       context.exitCode = await runGenerate(options, context);
     });
@@ -48,7 +51,12 @@ async function runGenerate(options: GenerateCommandOptions, context: CliContext)
   const { terminal } = context;
   const resolution = await setUpBackend({ device: options.device }, terminal);
   if (options.quiet !== true) for (const line of describeResolution(resolution)) terminal.warn(line);
-  const { model, path } = await loadModelFrom(options.checkpoint, resolution.backend, (message) => terminal.warn(`note: ${message}`));
+  const { model, path } = await loadModelFrom(options.checkpoint, resolution.backend, {
+    onNotice: (message) => terminal.warn(`note: ${message}`),
+    allowNonFinite: options.allowNonFinite === true,
+    // A model whose KV cache at its full context cannot fit is refused before any weight is read.
+    checkModelConfig: (config, source) => assertGenerationFits(config, resolution.backend, { source }),
+  });
   if (options.quiet !== true) terminal.warn(`model: ${path}`);
   try {
     const stream = new TokenTextStream(model.config.vocabSize);

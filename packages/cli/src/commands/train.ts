@@ -36,6 +36,7 @@ interface TrainOptions {
   verbose?: boolean;
   json?: boolean;
   seed?: number;
+  allowNonFinite?: boolean;
 }
 
 /** Registers `kiln train`. */
@@ -51,7 +52,8 @@ export function defineTrainCommand(program: Command, context: CliContext): void 
     .option('--output <dir>', `run directory for checkpoints, metrics.jsonl and loss.svg (default ./${DEFAULT_OUTPUT_DIR}, or the config's)`)
     .option('--device <device>', "'auto', 'cpu', 'cuda', 'cuda:1', 'metal' or a plugin's name")
     .option('--init-from <dir>', 'start from a model directory (config.json + model.safetensors) to fine-tune it')
-    .option('--resume', 'continue from the newest checkpoint in the run directory')
+    .option('--resume', 'continue from the newest good checkpoint in the run directory (damaged ones are skipped with a note)')
+    .option('--allow-non-finite', 'with --resume or --init-from: load weights that hold NaN or Infinity instead of refusing them')
     .option('--seed <n>', 'seed of weight init and batch sampling', integerArgument(0))
     .option('--verbose', 'print the whole resolved config')
     .option('--json', 'print one JSON event per line instead of progress')
@@ -90,7 +92,9 @@ async function runTrain(options: TrainOptions, context: CliContext): Promise<num
   });
   let result: TrainResult;
   try {
-    result = await train(config, { backend, resume: options.resume === true, signal: controller.signal, onEvent: (event) => reporter.handle(event), corpus });
+    result = await train(config, {
+      backend, resume: options.resume === true, allowNonFinite: options.allowNonFinite === true, signal: controller.signal, onEvent: (event) => reporter.handle(event), corpus,
+    });
   } finally {
     reporter.stop();
     process.off('SIGINT', onInterrupt);

@@ -14,6 +14,7 @@ export {
   reshape, unsqueeze, squeeze, permute, transpose, slice, concat, split, chunk, expand, clone, type SliceRange,
 } from './shape-ops.js';
 export { gather, embedding, takeAlongAxis } from './indexing.js';
+export { writeSlice } from './in-place.js';
 export { softmax, logSoftmax } from './nn/softmax.js';
 export { rmsNorm, layerNorm } from './nn/normalization.js';
 export { rope, swiglu, type RopeOptions } from './nn/rope-swiglu.js';

@@ -1,8 +1,15 @@
-/** Atomic training checkpoints: weights (Hugging Face layout), AdamW moments and resume state. */
+/** Atomic training checkpoints: weights (Hugging Face layout), AdamW moments and resume state, verified by their checksums. */
 export { saveCheckpoint, type CheckpointContents, type SaveCheckpointOptions } from './save.js';
 export {
-  cleanTemporaryCheckpoints, findLatestCheckpoint, listCheckpoints, loadCheckpoint, readCheckpointState, verifyCheckpoint,
-  type FindCheckpointOptions, type LoadedCheckpoint,
+  findLatestCheckpoint, listCheckpoints, loadCheckpoint, loadCheckpointModel, loadLatestCheckpoint, loadLatestModel,
+  type FindCheckpointOptions, type LoadCheckpointModelOptions, type LoadCheckpointOptions, type LoadedCheckpoint,
 } from './load.js';
-export { CHECKPOINT_FORMAT_VERSION, KILN_VERSION, parseCheckpointState, type CheckpointMetrics, type CheckpointState } from './state.js';
+export { cleanTemporaryCheckpoints, isWriterAlive } from './cleanup.js';
+export {
+  CHECKPOINT_FILES, fileSha256, MODEL_FILES, previousCheckpoints, readCheckpointState, verifyCheckpoint, type VerifyCheckpointOptions,
+} from './verify.js';
+export {
+  CHECKPOINT_FORMAT_VERSION, KILN_VERSION, parseCheckpointState, type CheckpointChecksums, type CheckpointMetrics, type CheckpointState,
+  type FileChecksum,
+} from './state.js';
 export { checkpointName, checkpointsDirectory, LATEST_FILE, OPTIMIZER_FILE, STATE_FILE } from './layout.js';

@@ -1,19 +1,20 @@
 /**
- * Reading checkpoints: the newest good one (latest.json first, else the newest complete
- * directory, with a notice), cheap integrity checks, and loading weights, moments and state onto
- * any backend (the files are backend-neutral f32 safetensors and JSON).
+ * Reading checkpoints onto any backend (the files are backend-neutral f32 safetensors and JSON),
+ * verified first (verify.ts). The "latest" loaders try the checkpoint latest.json names, then
+ * every other complete one, newest first: whatever fails — a checksum, a missing file, a config
+ * that does not match the weights, non-finite weights — is reported through onNotice and the
+ * previous checkpoint is tried, so a run resumes (or generates) from the newest good one.
  */
-import { open, readdir, readFile, rm } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  CheckpointError, decodeHostValues, keep, KilnError, readSafetensorsFile, tensor, type KernelBackend,
-} from '@kiln/core';
-import { loadModelDirectory, type LlamaModel } from '../model/index.js';
+import { CheckpointError, decodeHostValues, keep, readSafetensorsFile, tensor, type KernelBackend } from '@kiln/core';
+import type { ModelConfig } from '../contracts.js';
+import { assertFinite, loadModelDirectory, readModelConfig, type LlamaModel } from '../model/index.js';
 import { disposeMoments, type AdamWMoments } from '../train/optimizer.js';
-import { checkpointsDirectory, LATEST_FILE, OPTIMIZER_FILE, STATE_FILE, stepOfName, temporaryOwner } from './layout.js';
-import { parseCheckpointState, type CheckpointState } from './state.js';
-
-const MODEL_FILES = ['config.json', 'model.safetensors'];
+import { cleanTemporaryCheckpoints } from './cleanup.js';
+import { checkpointsDirectory, LATEST_FILE, OPTIMIZER_FILE, STATE_FILE, stepOfName } from './layout.js';
+import type { CheckpointState } from './state.js';
+import { problemOf, verifyCheckpoint, withPreviousCheckpoints } from './verify.js';
 
 /** A checkpoint loaded onto a backend. */
 export interface LoadedCheckpoint {
@@ -29,8 +30,24 @@ export interface LoadedCheckpoint {
 
 /** Options of findLatestCheckpoint. */
 export interface FindCheckpointOptions {
-  /** Receives a sentence for each damaged checkpoint skipped. */
+  /** Receives a sentence for each damaged checkpoint skipped (and for unverified old checkpoints). */
   onNotice?: (message: string) => void;
+}
+
+/** Options of the checkpoint loaders. */
+export interface LoadCheckpointOptions {
+  /** Backend to load onto. */
+  backend: KernelBackend;
+  /** Load weights and moments that hold NaN or ±Infinity instead of refusing them (default false). */
+  allowNonFinite?: boolean;
+  /** Receives a sentence for each checkpoint skipped and for checkpoints that predate checksums. */
+  onNotice?: (message: string) => void;
+}
+
+/** Options of loadCheckpointModel and loadLatestModel. */
+export interface LoadCheckpointModelOptions extends LoadCheckpointOptions {
+  /** Called with the model's sizes (from config.json) before any weight is read; throw to refuse (e.g. assertGenerationFits). */
+  checkModelConfig?: (config: ModelConfig, configPath: string) => void;
 }
 
 /** Complete checkpoint directories of a run, newest first. */
@@ -43,85 +60,83 @@ export async function listCheckpoints(outputDir: string): Promise<Array<{ step: 
     .sort((a, b) => b.step - a.step);
 }
 
-/** Deletes temporary directories left by writers that no longer run; returns their paths. */
-export async function cleanTemporaryCheckpoints(outputDir: string): Promise<string[]> {
+/**
+ * The checkpoints to try, in order: the one latest.json names (when it names one), then every
+ * complete one newest first. Leftovers of dead writers are removed first.
+ */
+async function candidates(outputDir: string, notice: (message: string) => void): Promise<string[]> {
+  await cleanTemporaryCheckpoints(outputDir);
   const directory = checkpointsDirectory(outputDir);
-  const removed: string[] = [];
-  for (const name of await readdir(directory).catch(() => [] as string[])) {
-    const owner = temporaryOwner(name);
-    if (owner === undefined || isProcessAlive(owner)) continue;
-    await rm(join(directory, name), { recursive: true, force: true });
-    removed.push(join(directory, name));
+  const complete = (await listCheckpoints(outputDir)).map((entry) => entry.path);
+  const pointed = await readLatestPointer(join(directory, LATEST_FILE));
+  if (pointed.path === undefined) {
+    if (complete.length > 0) notice(`${join(directory, LATEST_FILE)} ${pointed.problem}; using the newest complete checkpoint`);
+    return complete;
   }
-  return removed;
+  const named = join(directory, pointed.path);
+  return [named, ...complete.filter((path) => path !== named)];
+}
+
+/** The notice for a checkpoint that failed verification or loading. */
+function skipNotice(path: string, problem: string): string {
+  return `checkpoint ${path} is unusable (${problem}); falling back to the previous checkpoint`;
+}
+
+/** Tries `load` on each candidate until one succeeds; CheckpointErrors skip to the next with a notice. */
+async function firstLoadable<T>(
+  outputDir: string, notice: (message: string) => void, load: (path: string) => Promise<T>,
+): Promise<{ path: string; value: T } | undefined> {
+  const tried: string[] = [];
+  for (const path of await candidates(outputDir, notice)) {
+    try {
+      return { path, value: await load(path) };
+    } catch (error) {
+      const problem = problemOf(error);
+      if (!(error instanceof CheckpointError) || problem === undefined) throw error;
+      tried.push(`${path}: ${problem}`);
+      notice(skipNotice(path, problem));
+    }
+  }
+  if (tried.length === 0) return undefined;
+  throw new CheckpointError(`None of the ${tried.length} checkpoint(s) in ${checkpointsDirectory(outputDir)} can be used:\n  ${tried.join('\n  ')}`, {
+    hint: 'Every checkpoint of the run is damaged; restore one from a backup, or start a new run in another directory.',
+  });
 }
 
 /**
- * The newest usable checkpoint directory of a run, or undefined when there is none. Uses
- * latest.json; when that is missing or names a damaged checkpoint, falls back to the newest
- * complete one (each skip is reported through onNotice). Leftover temporary directories are removed.
+ * The newest usable checkpoint directory of a run (verified against its checksums), or undefined
+ * when there is none. Uses latest.json; when that is missing or names a damaged checkpoint,
+ * falls back to the newest complete one (each skip is reported through onNotice). Leftover
+ * temporary directories of dead writers are removed.
  */
 export async function findLatestCheckpoint(outputDir: string, options: FindCheckpointOptions = {}): Promise<string | undefined> {
   const notice = options.onNotice ?? (() => undefined);
-  await cleanTemporaryCheckpoints(outputDir);
-  const directory = checkpointsDirectory(outputDir);
-  const candidates = await listCheckpoints(outputDir);
-  const pointed = await readLatestPointer(join(directory, LATEST_FILE));
-  const rejected = new Set<string>();
-  if (pointed.path !== undefined) {
-    const path = join(directory, pointed.path);
-    const problem = await checkpointProblem(path);
-    if (problem === undefined) return path;
-    rejected.add(path);
-    notice(`checkpoint ${path} named by ${LATEST_FILE} is unusable (${problem}); falling back to the newest complete checkpoint`);
-  } else if (candidates.length > 0) {
-    notice(`${join(directory, LATEST_FILE)} ${pointed.problem}; using the newest complete checkpoint`);
-  }
-  for (const candidate of candidates) {
-    if (rejected.has(candidate.path)) continue;
-    const problem = await checkpointProblem(candidate.path);
-    if (problem === undefined) return candidate.path;
-    notice(`skipping damaged checkpoint ${candidate.path} (${problem})`);
+  for (const path of await candidates(outputDir, notice)) {
+    try {
+      await verifyCheckpoint(path, { onNotice: notice });
+      return path;
+    } catch (error) {
+      const problem = problemOf(error);
+      if (problem === undefined) throw error;
+      notice(skipNotice(path, problem));
+    }
   }
   return undefined;
 }
 
-/** Reads and checks `<directory>/state.json`. */
-export async function readCheckpointState(directory: string): Promise<CheckpointState> {
-  const path = join(directory, STATE_FILE);
-  let text: string;
+/**
+ * Loads weights, optimizer moments and state from a checkpoint directory onto `backend`, after
+ * verifying every file. Throws a CheckpointError naming the damaged file and the previous
+ * checkpoints to use instead.
+ */
+export async function loadCheckpoint(directory: string, options: LoadCheckpointOptions): Promise<LoadedCheckpoint> {
+  const state = await verifyCheckpoint(directory, { onNotice: options.onNotice });
+  let model: LlamaModel;
   try {
-    text = await readFile(path, 'utf8');
+    model = await loadModelDirectory(directory, { backend: options.backend, allowNonFinite: options.allowNonFinite });
   } catch (error) {
-    throw new CheckpointError(`Could not read ${path}: ${error instanceof Error ? error.message : String(error)}`, {
-      hint: 'A kiln checkpoint directory holds model.safetensors, config.json, optimizer.safetensors and state.json.',
-      cause: error,
-    });
+    throw await withPreviousCheckpoints(error, directory);
   }
-  return parseCheckpointState(text, path);
-}
-
-/** Throws a CheckpointError when a file is missing, truncated, or state.json is malformed (cheap: headers only). */
-export async function verifyCheckpoint(directory: string): Promise<CheckpointState> {
-  const state = await readCheckpointState(directory);
-  const step = stepOfName(directory.split(/[\\/]/).pop() ?? '');
-  if (step !== undefined && step !== state.step) {
-    throw new CheckpointError(`${join(directory, STATE_FILE)} says step ${state.step} but the directory is for step ${step}`, {
-      hint: 'The checkpoint was moved or edited; resume from another one.',
-    });
-  }
-  for (const file of [...MODEL_FILES, OPTIMIZER_FILE]) {
-    const path = join(directory, file);
-    if (file.endsWith('.safetensors')) await checkSafetensorsLength(path);
-    else await checkJsonFile(path);
-  }
-  return state;
-}
-
-/** Loads weights, optimizer moments and state from a checkpoint directory onto `backend`. */
-export async function loadCheckpoint(directory: string, options: { backend: KernelBackend }): Promise<LoadedCheckpoint> {
-  const state = await readCheckpointState(directory);
-  const model = await loadModelDirectory(directory, { backend: options.backend });
   const moments: AdamWMoments = new Map();
   try {
     const path = join(directory, OPTIMIZER_FILE);
@@ -129,13 +144,15 @@ export async function loadCheckpoint(directory: string, options: { backend: Kern
     for (const [name, parameter] of model.parameters) {
       const read = (suffix: string) => {
         const entry = tensors.get(`${name}.${suffix}`);
-        if (!entry) throw new CheckpointError(`${path} has no tensor "${name}.${suffix}"`, { hint: 'The optimizer state does not belong to this model; resume from another checkpoint.' });
+        if (!entry) throw new CheckpointError(`${path} has no tensor "${name}.${suffix}"`, { hint: 'The optimizer state does not belong to this model.' });
         if (entry.dtype === 'i32' || entry.shape.join(',') !== parameter.shape.join(',')) {
           throw new CheckpointError(`${path}: "${name}.${suffix}" is ${entry.dtype}[${entry.shape.join(', ')}], expected f32[${parameter.shape.join(', ')}]`, {
-            hint: 'The optimizer state does not belong to this model; resume from another checkpoint.',
+            hint: 'The optimizer state does not belong to this model.',
           });
         }
-        return keep(tensor(decodeHostValues(entry.data, entry.dtype) as Float32Array, entry.shape, { dtype: 'f32', backend: options.backend }));
+        const values = decodeHostValues(entry.data, entry.dtype) as Float32Array;
+        if (options.allowNonFinite !== true) assertFinite(values, `tensor "${name}.${suffix}"`, path);
+        return keep(tensor(values, entry.shape, { dtype: 'f32', backend: options.backend }));
       };
       const m = read('exp_avg');
       try {
@@ -148,9 +165,46 @@ export async function loadCheckpoint(directory: string, options: { backend: Kern
   } catch (error) {
     disposeMoments(moments);
     model.dispose();
-    throw error;
+    throw await withPreviousCheckpoints(error, directory);
   }
   return { path: directory, model, moments, state };
+}
+
+/**
+ * Loads the model of a directory: a kiln checkpoint (it has state.json) is verified against its
+ * checksums first (config.json and model.safetensors); any other model directory (config.json +
+ * model.safetensors, e.g. from transformers) is loaded as it is. Non-finite weights are refused
+ * unless allowed.
+ */
+export async function loadCheckpointModel(directory: string, options: LoadCheckpointModelOptions): Promise<LlamaModel> {
+  const isCheckpoint = await stat(join(directory, STATE_FILE)).then((info) => info.isFile(), () => false);
+  if (isCheckpoint) await verifyCheckpoint(directory, { files: 'model', onNotice: options.onNotice });
+  try {
+    if (options.checkModelConfig !== undefined) {
+      const configPath = join(directory, 'config.json');
+      options.checkModelConfig(await readModelConfig(directory), configPath);
+    }
+    return await loadModelDirectory(directory, { backend: options.backend, allowNonFinite: options.allowNonFinite });
+  } catch (error) {
+    throw await withPreviousCheckpoints(error, directory);
+  }
+}
+
+/**
+ * Loads the newest checkpoint of a run that verifies and loads (see the file header), or returns
+ * undefined when the run has no checkpoint. Throws a CheckpointError listing every failure when
+ * checkpoints exist but none can be used.
+ */
+export async function loadLatestCheckpoint(outputDir: string, options: LoadCheckpointOptions): Promise<LoadedCheckpoint | undefined> {
+  const notice = options.onNotice ?? (() => undefined);
+  return (await firstLoadable(outputDir, notice, (path) => loadCheckpoint(path, options)))?.value;
+}
+
+/** The model of the newest usable checkpoint of a run (like loadLatestCheckpoint, without the optimizer state), or undefined when there is none. */
+export async function loadLatestModel(outputDir: string, options: LoadCheckpointModelOptions): Promise<{ path: string; model: LlamaModel } | undefined> {
+  const notice = options.onNotice ?? (() => undefined);
+  const found = await firstLoadable(outputDir, notice, (path) => loadCheckpointModel(path, options));
+  return found === undefined ? undefined : { path: found.path, model: found.value };
 }
 
 async function readLatestPointer(path: string): Promise<{ path?: string; problem: string }> {
@@ -166,67 +220,5 @@ async function readLatestPointer(path: string): Promise<{ path?: string; problem
     return { problem: 'does not name a step directory' };
   } catch {
     return { problem: 'is not valid JSON' };
-  }
-}
-
-async function checkpointProblem(directory: string): Promise<string | undefined> {
-  try {
-    await verifyCheckpoint(directory);
-    return undefined;
-  } catch (error) {
-    if (!KilnError.isInstance(error)) throw error;
-    return error.message.split('\n')[0];
-  }
-}
-
-async function checkJsonFile(path: string): Promise<void> {
-  try {
-    JSON.parse(await readFile(path, 'utf8'));
-  } catch (error) {
-    throw new CheckpointError(`${path} is missing or not JSON: ${error instanceof Error ? error.message : String(error)}`, {
-      hint: 'The checkpoint is damaged; resume from an earlier one.',
-      cause: error,
-    });
-  }
-}
-
-/** A truncated safetensors file is caught by comparing the header's extent with the file size. */
-async function checkSafetensorsLength(path: string): Promise<void> {
-  const fail = (problem: string): CheckpointError => new CheckpointError(`${path} ${problem}`, { hint: 'The checkpoint is damaged; resume from an earlier one.' });
-  let handle;
-  try {
-    handle = await open(path, 'r');
-  } catch {
-    throw fail('is missing');
-  }
-  try {
-    const { size } = await handle.stat();
-    const prefix = new Uint8Array(8);
-    if (size < 8 || (await handle.read(prefix, 0, 8, 0)).bytesRead < 8) throw fail(`is ${size} bytes, too short for a safetensors header`);
-    const view = new DataView(prefix.buffer);
-    const headerLength = view.getUint32(4, true) * 2 ** 32 + view.getUint32(0, true);
-    if (headerLength > size - 8 || headerLength > 100_000_000) throw fail(`claims a ${headerLength}-byte header but is ${size} bytes`);
-    const header = new Uint8Array(headerLength);
-    await handle.read(header, 0, headerLength, 8);
-    let end = 0;
-    try {
-      for (const [key, entry] of Object.entries(JSON.parse(new TextDecoder().decode(header)) as Record<string, { data_offsets?: number[] }>)) {
-        if (key !== '__metadata__') end = Math.max(end, entry.data_offsets?.[1] ?? 0);
-      }
-    } catch {
-      throw fail('has a header that is not valid JSON');
-    }
-    if (8 + headerLength + end !== size) throw fail(`is ${size} bytes but its header describes ${8 + headerLength + end} (truncated or padded)`);
-  } finally {
-    await handle.close();
-  }
-}
-
-function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

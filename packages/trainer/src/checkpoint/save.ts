@@ -2,7 +2,9 @@
  * Writing a checkpoint so that a crash at any moment leaves the previous one intact: everything
  * goes into a temporary directory, each file is fsynced, the directory is renamed into place and
  * its parent fsynced, and only then does latest.json (replaced atomically) point at it. Older
- * checkpoints are pruned last.
+ * checkpoints are pruned last, and so are leftovers of writers that were killed earlier.
+ * state.json, written last, records the size and SHA-256 of every other file (hashed from the
+ * bytes in memory, as written) and a digest of itself, so a reader can verify the checkpoint.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
@@ -13,7 +15,8 @@ import { saveModelDirectory } from '../model/index.js';
 import type { AdamWMoments } from '../train/optimizer.js';
 import { syncDirectoryTree, syncPath, writeFileDurably } from './durable-files.js';
 import { checkpointName, checkpointsDirectory, LATEST_FILE, OPTIMIZER_FILE, STATE_FILE, stepOfName } from './layout.js';
-import { formatCheckpointState, type CheckpointState } from './state.js';
+import { cleanTemporaryCheckpoints } from './cleanup.js';
+import { formatCheckpointState, sha256Hex, withChecksums, type CheckpointState, type FileChecksum } from './state.js';
 
 /** What a checkpoint holds. */
 export interface CheckpointContents {
@@ -40,9 +43,13 @@ export async function saveCheckpoint(outputDir: string, contents: CheckpointCont
   const temporary = `${target}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
   await mkdir(temporary);
   try {
-    await saveModelDirectory(temporary, contents.model, { kiln_step: String(contents.state.step) });
-    await writeFileDurably(join(temporary, OPTIMIZER_FILE), await serializeMoments(contents.model, contents.moments, contents.state.step));
-    await writeFileDurably(join(temporary, STATE_FILE), formatCheckpointState(contents.state));
+    const written = await saveModelDirectory(temporary, contents.model, { kiln_step: String(contents.state.step) });
+    const optimizer = await serializeMoments(contents.model, contents.moments, contents.state.step);
+    await writeFileDurably(join(temporary, OPTIMIZER_FILE), optimizer);
+    written.set(OPTIMIZER_FILE, optimizer);
+    const checksums: Record<string, FileChecksum> = {};
+    for (const [file, bytes] of written) checksums[file] = { bytes: bytes.byteLength, sha256: sha256Hex(bytes) };
+    await writeFileDurably(join(temporary, STATE_FILE), formatCheckpointState(withChecksums(contents.state, checksums)));
     await syncDirectoryTree(temporary);
     await moveIntoPlace(temporary, target);
   } catch (error) {
@@ -52,6 +59,7 @@ export async function saveCheckpoint(outputDir: string, contents: CheckpointCont
   await syncPath(directory);
   await writeFileAtomic(join(directory, LATEST_FILE), `${JSON.stringify({ step: contents.state.step, path: name }, null, 2)}\n`);
   await pruneCheckpoints(directory, contents.state.step, options.keepLast);
+  await cleanTemporaryCheckpoints(outputDir);
   return target;
 }
 

@@ -1,4 +1,10 @@
-/** state.json: everything besides tensors that a resumed run needs to continue exactly. */
+/**
+ * state.json: everything besides tensors that a resumed run needs to continue exactly, and the
+ * checksums that let a reader verify the checkpoint: the size and SHA-256 of every other file,
+ * and a SHA-256 of state.json itself (computed over its JSON text with that digest left empty,
+ * so that editing any field is detected too).
+ */
+import { createHash } from 'node:crypto';
 import { CheckpointError } from '@kiln/core';
 import type { TrainConfig } from '../contracts.js';
 
@@ -19,6 +25,22 @@ export interface CheckpointMetrics {
   tokensSeen: number;
   /** Seconds spent training so far, over every process of the run. */
   trainSeconds: number;
+}
+
+/** Size and SHA-256 of one file. */
+export interface FileChecksum {
+  /** Size in bytes. */
+  bytes: number;
+  /** SHA-256 of the contents, lowercase hex. */
+  sha256: string;
+}
+
+/** What a checkpoint's files must hash to. */
+export interface CheckpointChecksums {
+  /** Every other file of the checkpoint directory by name (model.safetensors, config.json, optimizer.safetensors). */
+  files: Record<string, FileChecksum>;
+  /** SHA-256 of state.json's text as formatCheckpointState writes it with this field set to "". */
+  state: string;
 }
 
 /** The contents of state.json. */
@@ -51,6 +73,8 @@ export interface CheckpointState {
   metrics: CheckpointMetrics;
   /** ISO time of writing. */
   savedAt: string;
+  /** Checksums of the checkpoint (absent in checkpoints written before kiln recorded them: those load unverified). */
+  checksums?: CheckpointChecksums;
 }
 
 const NUMBER_FIELDS = ['formatVersion', 'step', 'optimizerStep', 'seed', 'dataPosition', 'lossScale', 'lossScaleGoodSteps', 'microBatchSize', 'accumulation'] as const;
@@ -81,7 +105,45 @@ export function parseCheckpointState(text: string, path: string): CheckpointStat
   if (typeof state.config !== 'object' || state.config === null) throw fail('field "config" must be the training configuration object');
   const metrics = state.metrics as Record<string, unknown> | undefined;
   if (typeof metrics !== 'object' || metrics === null || !Array.isArray(metrics.pendingLosses)) throw fail('field "metrics" is missing or malformed');
+  if (state.checksums !== undefined) checkChecksums(value as CheckpointState, path);
   return value as CheckpointState;
+}
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+/** Throws unless `checksums` is well formed and the state's own digest matches its contents. */
+function checkChecksums(state: CheckpointState, path: string): void {
+  const checksums = state.checksums as unknown as Record<string, unknown>;
+  const files = checksums?.files as Record<string, Partial<FileChecksum>> | undefined;
+  const wellFormed = typeof checksums === 'object' && checksums !== null && typeof checksums.state === 'string' &&
+    typeof files === 'object' && files !== null &&
+    Object.values(files).every((file) => Number.isSafeInteger(file?.bytes) && SHA256_HEX.test(String(file?.sha256)));
+  if (!wellFormed) {
+    throw new CheckpointError(`${path}: field "checksums" is malformed`, { hint: 'The checkpoint is damaged or was edited; resume from an earlier one.' });
+  }
+  const expected = stateDigest(state);
+  if (checksums.state !== expected) {
+    throw new CheckpointError(`${path} was changed after it was written: its contents no longer match the SHA-256 it records (${String(checksums.state).slice(0, 12)}…, contents hash to ${expected.slice(0, 12)}…)`, {
+      hint: 'The checkpoint is damaged or was edited; resume from an earlier one.',
+    });
+  }
+}
+
+/** SHA-256 (hex) of a string or bytes. */
+export function sha256Hex(data: string | Uint8Array): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+/** The digest state.json records of itself: the SHA-256 of its text with checksums.state = "". */
+export function stateDigest(state: CheckpointState): string {
+  if (state.checksums === undefined) throw new TypeError('stateDigest: the state has no checksums');
+  return sha256Hex(formatCheckpointState({ ...state, checksums: { ...state.checksums, state: '' } }));
+}
+
+/** The state with checksums of `files` and of itself, ready to be written. */
+export function withChecksums(state: CheckpointState, files: Record<string, FileChecksum>): CheckpointState {
+  const unsigned: CheckpointState = { ...state, checksums: { files, state: '' } };
+  return { ...unsigned, checksums: { files, state: stateDigest(unsigned) } };
 }
 
 /** state.json text (readable; JSON turns a non-finite number into null). */

@@ -6,11 +6,13 @@
  *  - memory: when the estimate (memory-estimate.ts) exceeds the device's memory, the micro-batch
  *    is reduced (batchSize kept: more accumulation) down to 1; if a single sequence still does
  *    not fit, activation checkpointing is turned on and the largest micro-batch that then fits
- *    is used.
+ *    is used. A plan that cannot fit even so (or whose token batches cannot be allocated on the
+ *    host) is refused with a ConfigError before anything is allocated (memory-check.ts).
  */
 import type { DType, KernelBackend } from '@kiln/core';
 import type { ConfigAdaptation, TrainConfig } from '../contracts.js';
 import { checkpointActivationsOf, forwardOptionsFor, type DeviceSettings } from './forward-options.js';
+import { assertTrainingFits } from './memory-check.js';
 import { estimateTrainingMemory, formatBytes, MEMORY_HEADROOM } from './memory-estimate.js';
 
 /** A config fitted to a backend and the list of what changed. */
@@ -119,12 +121,17 @@ function adaptMemory(config: TrainConfig, backend: KernelBackend, adaptations: C
   }
 }
 
-/** Resolves 'auto' settings and fits the micro-batch to the backend; returns an adapted copy and every change. */
+/**
+ * Resolves 'auto' settings and fits the micro-batch to the backend; returns an adapted copy and
+ * every change. Throws a ConfigError (naming the key, the bytes needed and available) when even
+ * the smallest plan cannot fit.
+ */
 export function adaptConfigToBackend(config: TrainConfig, backend: KernelBackend): AdaptedConfig {
   const adapted = structuredClone(config);
   const adaptations: ConfigAdaptation[] = [];
   adaptPrecision(adapted, backend, adaptations);
   adaptAttention(adapted, backend, adaptations);
+  assertTrainingFits(adapted, backend);
   adaptMemory(adapted, backend, adaptations);
   return { config: adapted, adaptations };
 }

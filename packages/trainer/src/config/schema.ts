@@ -6,6 +6,9 @@
 import { z } from 'zod';
 import { MODEL_PRESET_NAMES } from './presets.js';
 
+/** Most validation batches per evaluation (10,000 batches of the default 16 × 64 tokens are 10M tokens). */
+export const MAX_EVAL_BATCHES = 10_000;
+
 const count = (minimum: number) => z.int().min(minimum);
 const positive = () => z.number().positive();
 const fraction = () => z.number().min(0).lt(1);
@@ -58,7 +61,8 @@ const scheduleSchema = z.strictObject({
   warmupSteps: count(0).optional(),
   minLrRatio: z.number().min(0).max(1).optional(),
   evalInterval: count(1).optional(),
-  evalBatches: count(1).optional(),
+  // Each evaluation runs evalBatches forward passes with no progress output: more than this is a typo, not a measurement.
+  evalBatches: count(1).max(MAX_EVAL_BATCHES).optional(),
   logInterval: count(1).optional(),
   maxNonFiniteSteps: count(1).optional(),
 });

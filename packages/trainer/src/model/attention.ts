@@ -3,9 +3,11 @@
  * (native on backends that have it, composed otherwise); 'naive' spells out
  * softmax(q·kᵀ·scale + causal mask)·v with ops, repeating each key/value head for its group of
  * query heads (Hugging Face's repeat_kv: query head h reads kv head floor(h / group)).
- * Both align the causal mask to the end, so Tq < Tk (decoding with a KV cache) works.
+ * Both align the causal mask to the end, so Tq < Tk (decoding with a KV cache) works; the KV
+ * cache's decode step passes an explicit mask instead (maskedAttention), to attend over a
+ * preallocated buffer of which only a prefix is filled.
  */
-import { add, attention, expand, matmul, mul, reshape, softmax, tensor, type DType, type KernelBackend, type Tensor } from '@kiln/core';
+import { add, attention, cast, expand, matmul, mul, reshape, softmax, tensor, type DType, type KernelBackend, type Tensor } from '@kiln/core';
 
 /** Which attention implementation a forward pass uses. */
 export type AttentionKind = 'flash' | 'naive';
@@ -28,18 +30,25 @@ export function repeatKvHeads(x: Tensor, group: number): Tensor {
   return reshape(widened, [batch, kvHeads * group, length, width]);
 }
 
-/** softmax(q·kᵀ/√hd + causal mask)·v composed from ops. */
-export function naiveAttention(q: Tensor, k: Tensor, v: Tensor): Tensor {
+/** softmax(q·kᵀ/√hd + mask)·v composed from ops; the mask (broadcast to the scores) defaults to the causal one. */
+export function naiveAttention(q: Tensor, k: Tensor, v: Tensor, mask?: Tensor): Tensor {
   const group = q.shape[1] / k.shape[1];
   const keys = repeatKvHeads(k, group);
   const values = repeatKvHeads(v, group);
   const scores = mul(matmul(q, keys, { transposeB: true }), 1 / Math.sqrt(q.shape[3]));
-  const mask = causalMask(q.shape[2], k.shape[2], scores.dtype, q.backend);
-  const probabilities = softmax(add(scores, mask), -1);
+  const additive = mask === undefined
+    ? causalMask(q.shape[2], k.shape[2], scores.dtype, q.backend)
+    : mask.dtype === scores.dtype ? mask : cast(mask, scores.dtype);
+  const probabilities = softmax(add(scores, additive), -1);
   return matmul(probabilities, values);
 }
 
 /** Causal attention of q [B, H, Tq, hd] over k, v [B, Hkv, Tk, hd] with the chosen implementation. */
 export function causalAttention(q: Tensor, k: Tensor, v: Tensor, kind: AttentionKind): Tensor {
   return kind === 'flash' ? attention(q, k, v, { causal: true }) : naiveAttention(q, k, v);
+}
+
+/** Attention of q over k, v with an additive mask (broadcast to [B, H, Tq, Tk]; −Infinity hides a key) instead of the causal rule. */
+export function maskedAttention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, kind: AttentionKind): Tensor {
+  return kind === 'flash' ? attention(q, k, v, { mask }) : naiveAttention(q, k, v, mask);
 }

@@ -6,7 +6,7 @@
  */
 import { add, cast, matmul, permute, reshape, rmsNorm, rope, swiglu, tidy, type DType, type Tensor } from '@kiln/core';
 import type { ModelConfig } from '../contracts.js';
-import { causalAttention, type AttentionKind } from './attention.js';
+import { causalAttention, maskedAttention, type AttentionKind } from './attention.js';
 import { headDimension } from './config.js';
 import type { KvCache } from './kv-cache.js';
 
@@ -91,10 +91,17 @@ function selfAttention(x: Tensor, weights: LayerWeights, layer: number, context:
   const input = toDType(rmsNorm(x, weights.inputNorm, config.normEps), computeDType);
   const ropeOptions = { offset: context.positionOffset, theta: config.ropeTheta };
   const query = rope(splitHeads(linear(input, weights.query, computeDType), config.nHead, width), ropeOptions);
-  let key = rope(splitHeads(linear(input, weights.key, computeDType), config.nKvHead, width), ropeOptions);
-  let value = splitHeads(linear(input, weights.value, computeDType), config.nKvHead, width);
-  if (context.cache) ({ key, value } = context.cache.append(layer, key, value));
-  const attended = causalAttention(query, key, value, context.attention);
+  const key = rope(splitHeads(linear(input, weights.key, computeDType), config.nKvHead, width), ropeOptions);
+  const value = splitHeads(linear(input, weights.value, computeDType), config.nKvHead, width);
+  let attended: Tensor;
+  if (context.cache) {
+    const cached = context.cache.append(layer, key, value);
+    attended = cached.mask === null
+      ? causalAttention(query, cached.key, cached.value, context.attention)
+      : maskedAttention(query, cached.key, cached.value, cached.mask, context.attention);
+  } else {
+    attended = causalAttention(query, key, value, context.attention);
+  }
   return toDType(linear(mergeHeads(attended), weights.output, computeDType), 'f32');
 }
 

@@ -104,5 +104,9 @@ export function parameterCount(source: LanguageModel | ModelConfig): number {
     for (const parameter of source.parameters.values()) total += parameter.size;
     return total;
   }
-  return parameterSpecs(source as ModelConfig).reduce((total, spec) => total + spec.shape.reduce((product, size) => product * size, 1), 0);
+  // The sizes of parameterSpecs in closed form: a config with a million layers is counted without listing them.
+  const { vocabSize, dModel, nLayer, nHead, nKvHead, mlpHidden, tieEmbeddings } = source as ModelConfig;
+  const head = dModel / nHead;
+  const perLayer = 2 * dModel + 2 * nHead * head * dModel + 2 * nKvHead * head * dModel + 3 * mlpHidden * dModel;
+  return vocabSize * dModel * (tieEmbeddings ? 1 : 2) + nLayer * perLayer + dModel;
 }

@@ -75,7 +75,8 @@ export async function generate(model: LlamaModel, prompt: number[], options: Gen
   const tokens = [...prompt];
   const generated: number[] = [];
   if (options.maxTokens === 0) return generated;
-  const cache = model.createCache();
+  // The window never holds more than the prompt and the new tokens: one allocation, no growth.
+  const cache = model.createCache({ capacity: Math.min(window, prompt.length + options.maxTokens) });
   try {
     let logits = await nextLogits(model, cache, tokens.slice(-window), options);
     for (let step = 0; step < options.maxTokens; step++) {

@@ -3,14 +3,15 @@
  * (f32, Hugging Face names), each written atomically. Loading accepts what the wider ecosystem
  * writes too: f16/bf16 weights (cast to f32 master weights), sharded checkpoints
  * (`model.safetensors.index.json`), and the buffers transformers sometimes stores next to them.
+ * Weights holding NaN or ±Infinity are refused unless the caller allows them.
  */
 import { access, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
-  CheckpointError, decodeHostValues, keep, readSafetensorsFile, tensor, writeFileAtomic, writeSafetensorsFile,
+  CheckpointError, decodeHostValues, keep, readSafetensorsFile, serializeSafetensors, tensor, writeFileAtomic,
   type KernelBackend, type RawTensor, type Tensor,
 } from '@kiln/core';
-import type { LanguageModel } from '../contracts.js';
+import type { LanguageModel, ModelConfig } from '../contracts.js';
 import { parameterSpecs } from './config.js';
 import { fromHfConfig, toHfConfig } from './hf-config.js';
 import { LlamaModel } from './llama.js';
@@ -24,8 +25,11 @@ export const MODEL_CONFIG_FILE = 'config.json';
 export const MODEL_WEIGHTS_FILE = 'model.safetensors';
 const WEIGHTS_INDEX_FILE = 'model.safetensors.index.json';
 
-/** Writes config.json and model.safetensors (f32) into `directory` (created if needed). */
-export async function saveModelDirectory(directory: string, model: LanguageModel, extraMetadata: Record<string, string> = {}): Promise<void> {
+/** The bytes of each file saveModelDirectory wrote, by file name (for checksums). */
+export type WrittenFiles = Map<string, Uint8Array>;
+
+/** Writes config.json and model.safetensors (f32) into `directory` (created if needed); returns what it wrote. */
+export async function saveModelDirectory(directory: string, model: LanguageModel, extraMetadata: Record<string, string> = {}): Promise<WrittenFiles> {
   await mkdir(directory, { recursive: true });
   const tensors = new Map<string, RawTensor>();
   for (const [name, parameter] of model.parameters) {
@@ -33,8 +37,41 @@ export async function saveModelDirectory(directory: string, model: LanguageModel
     tensors.set(name, { dtype: 'f32', shape: [...parameter.shape], data: new Uint8Array(values.buffer, values.byteOffset, values.byteLength) });
   }
   // "format": "pt" is what transformers expects in the metadata of a PyTorch-layout file.
-  await writeSafetensorsFile(join(directory, MODEL_WEIGHTS_FILE), tensors, { format: 'pt', ...extraMetadata });
-  await writeFileAtomic(join(directory, MODEL_CONFIG_FILE), `${JSON.stringify(toHfConfig(model.config), null, 2)}\n`);
+  const weights = serializeSafetensors(tensors, { format: 'pt', ...extraMetadata });
+  const config = new TextEncoder().encode(`${JSON.stringify(toHfConfig(model.config), null, 2)}\n`);
+  await writeFileAtomic(join(directory, MODEL_WEIGHTS_FILE), weights);
+  await writeFileAtomic(join(directory, MODEL_CONFIG_FILE), config);
+  return new Map([[MODEL_WEIGHTS_FILE, weights], [MODEL_CONFIG_FILE, config]]);
+}
+
+/** Reads a model directory's config.json (sizes only, no weights): what loadModelDirectory will build. */
+export async function readModelConfig(directory: string): Promise<ModelConfig> {
+  const configPath = join(directory, MODEL_CONFIG_FILE);
+  return fromHfConfig(await readJson(configPath, 'model config'), configPath);
+}
+
+/** Options of loadModelDirectory. */
+export interface LoadModelOptions {
+  /** Backend to load the weights onto. */
+  backend: KernelBackend;
+  /** Load weights that hold NaN or ±Infinity instead of refusing them (default false). */
+  allowNonFinite?: boolean;
+}
+
+/** Throws a CheckpointError when `values` holds NaN or ±Infinity, naming the tensor, the count and the first one. */
+export function assertFinite(values: ArrayLike<number>, what: string, source: string): void {
+  let count = 0;
+  let first = -1;
+  for (let index = 0; index < values.length; index++) {
+    if (!Number.isFinite(values[index])) {
+      count++;
+      if (first < 0) first = index;
+    }
+  }
+  if (count === 0) return;
+  throw new CheckpointError(`${source}: ${what} holds ${count} non-finite value${count === 1 ? '' : 's'} of ${values.length} (the first, ${values[first]}, at index ${first})`, {
+    hint: 'The file is damaged, or the run that wrote it diverged: load an earlier checkpoint, or allow non-finite weights explicitly (allowNonFinite: true, `--allow-non-finite`) to inspect them.',
+  });
 }
 
 async function readJson(path: string, what: string): Promise<unknown> {
@@ -77,10 +114,14 @@ async function readWeights(directory: string): Promise<{ tensors: Map<string, Ra
   return { tensors, source: indexPath };
 }
 
-/** Loads a model directory onto `backend`, checking every name and shape against config.json. */
-export async function loadModelDirectory(directory: string, options: { backend: KernelBackend }): Promise<LlamaModel> {
+/**
+ * Loads a model directory onto `backend`, checking every name and shape against config.json and
+ * refusing weights that hold NaN or ±Infinity unless `allowNonFinite` is set. (A kiln checkpoint
+ * is also verified against its recorded checksums by the checkpoint module's loaders.)
+ */
+export async function loadModelDirectory(directory: string, options: LoadModelOptions): Promise<LlamaModel> {
   const configPath = join(directory, MODEL_CONFIG_FILE);
-  const config = fromHfConfig(await readJson(configPath, 'model config'), configPath);
+  const config = await readModelConfig(directory);
   const { tensors: raw, source } = await readWeights(directory);
   for (const name of [...raw.keys()]) {
     // transformers may store rotary frequency buffers, and a tied LM head twice; neither is a parameter.
@@ -101,6 +142,7 @@ export async function loadModelDirectory(directory: string, options: { backend: 
         throw new CheckpointError(`${source}: tensor "${name}" is i32; weights must be f32, f16 or bf16`, { hint: 'Re-save the model with float weights.' });
       }
       const values = decodeHostValues(entry.data, entry.dtype);
+      if (options.allowNonFinite !== true) assertFinite(values, `tensor "${name}"`, source);
       parameters.set(name, keep(tensor(values, entry.shape, { backend: options.backend })).requireGrad());
     }
     return new LlamaModel(config, parameters);

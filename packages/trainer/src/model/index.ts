@@ -1,10 +1,11 @@
 /** The model module: Llama decoder, Hugging Face directory format, KV-cache generation. */
 export { createLlamaModel, LlamaModel, type CachedForwardOptions } from './llama.js';
 export { defaultMlpHidden, headDimension, parameterCount, parameterSpecs, validateModelConfig, type ParameterInit, type ParameterSpec } from './config.js';
-export { KvCache, type LayerCache } from './kv-cache.js';
-export { causalAttention, naiveAttention, type AttentionKind } from './attention.js';
+export { KvCache, type CachedAttentionInputs, type KvCacheOptions, type LayerCache } from './kv-cache.js';
+export { causalAttention, maskedAttention, naiveAttention, type AttentionKind } from './attention.js';
 export {
-  fromHfConfig, loadModelDirectory, MODEL_CONFIG_FILE, MODEL_WEIGHTS_FILE, saveModelDirectory, toHfConfig, type HfLlamaConfig,
+  assertFinite, fromHfConfig, loadModelDirectory, MODEL_CONFIG_FILE, MODEL_WEIGHTS_FILE, readModelConfig, saveModelDirectory, toHfConfig,
+  type HfLlamaConfig, type LoadModelOptions, type WrittenFiles,
 } from './hf-format.js';
 export { generate, type GenerateOptions } from './generate.js';
 export { sampleToken, type SamplingOptions } from './sampling.js';

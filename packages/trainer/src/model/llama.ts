@@ -11,7 +11,7 @@ import type { AttentionKind } from './attention.js';
 import { decoderBlock, layerWeights, linear, toDType, type BlockContext, type LayerWeights } from './block.js';
 import { validateModelConfig } from './config.js';
 import { initializeParameters } from './init.js';
-import { KvCache } from './kv-cache.js';
+import { KvCache, type KvCacheOptions } from './kv-cache.js';
 import { checkParameters } from './parameter-check.js';
 
 /** Options of the cached (decoding) forward; both default to the training defaults. */
@@ -58,9 +58,9 @@ export class LlamaModel implements LanguageModel {
     });
   }
 
-  /** An empty KV cache for forwardCached. */
-  createCache(): KvCache {
-    return new KvCache(this.config.nLayer);
+  /** An empty KV cache for forwardCached (capacity: token slots to preallocate; it doubles when full). */
+  createCache(options: KvCacheOptions = {}): KvCache {
+    return new KvCache(this.config.nLayer, options);
   }
 
   /**

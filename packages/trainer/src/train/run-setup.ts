@@ -1,11 +1,12 @@
 /**
- * Where a run starts from: the newest checkpoint (resume), a Hugging Face model directory
- * (fine-tuning with initFrom), or fresh weights from the seed.
+ * Where a run starts from: the newest usable checkpoint (resume; damaged ones are skipped with a
+ * notice), a Hugging Face model directory or kiln checkpoint (fine-tuning with initFrom,
+ * verified when it is a checkpoint), or fresh weights from the seed.
  */
 import { ConfigError, type KernelBackend } from '@kiln/core';
 import type { ModelConfig, TrainConfig } from '../contracts.js';
-import { findLatestCheckpoint, listCheckpoints, loadCheckpoint, type CheckpointState } from '../checkpoint/index.js';
-import { createLlamaModel, loadModelDirectory, type LlamaModel } from '../model/index.js';
+import { cleanTemporaryCheckpoints, listCheckpoints, loadCheckpointModel, loadLatestCheckpoint, type CheckpointState } from '../checkpoint/index.js';
+import { createLlamaModel, readModelConfig, type LlamaModel } from '../model/index.js';
 import { createMoments, disposeMoments, type AdamWMoments } from './optimizer.js';
 
 /** The model and optimizer a run begins with, and the checkpoint state when resuming. */
@@ -20,27 +21,57 @@ export interface RunStart {
   resumed?: { path: string; state: CheckpointState };
 }
 
+/** How prepareRunStart loads. */
+export interface RunStartOptions {
+  /** Backend to load or create the model on. */
+  backend: KernelBackend;
+  /** Continue from the newest usable checkpoint. */
+  resume: boolean;
+  /** Load weights and moments holding NaN or ±Infinity instead of refusing them. */
+  allowNonFinite?: boolean;
+  /** Receives sentences for the user (checkpoints skipped, fine-tuning sizes). */
+  notice: (message: string) => void;
+}
+
+/**
+ * The config with the model sizes of initFrom's config.json when fine-tuning (read without
+ * loading any weight, so the memory check sees the real model), with a notice of what changed.
+ * When resuming, initFrom is not read again if it is gone (the checkpoint holds the model).
+ */
+export async function withInitFromModel(config: TrainConfig, notice: (message: string) => void, resume = false): Promise<TrainConfig> {
+  if (config.initFrom === undefined) return config;
+  let model: ModelConfig;
+  try {
+    model = await readModelConfig(config.initFrom);
+  } catch (error) {
+    if (resume) return config;
+    throw error;
+  }
+  const changed = modelDifferences(config.model, model, 'initFrom');
+  if (changed.length > 0) notice(`fine-tuning ${config.initFrom}: model sizes come from its config.json (${changed.join(', ')})`);
+  return { ...config, model };
+}
+
 /** Loads or creates the model and optimizer state for `config`. */
-export async function prepareRunStart(
-  config: TrainConfig, options: { backend: KernelBackend; resume: boolean; notice: (message: string) => void },
-): Promise<RunStart> {
-  const { backend, notice } = options;
+export async function prepareRunStart(config: TrainConfig, options: RunStartOptions): Promise<RunStart> {
+  const { backend, notice, allowNonFinite } = options;
   const outputDir = config.checkpoint.outputDir;
   if (options.resume) {
-    const path = await findLatestCheckpoint(outputDir, { onNotice: notice });
-    if (path) {
-      const loaded = await loadCheckpoint(path, { backend });
+    // Every checkpoint that fails verification or loading is skipped with a notice: the newest good one is used.
+    const loaded = await loadLatestCheckpoint(outputDir, { backend, allowNonFinite, onNotice: notice });
+    if (loaded) {
       try {
-        checkResumable(config, loaded.state, path);
+        checkResumable(config, loaded.state, loaded.path);
       } catch (error) {
         loaded.model.dispose();
         disposeMoments(loaded.moments);
         throw error;
       }
-      return { config: { ...config, model: loaded.model.config }, model: loaded.model, moments: loaded.moments, resumed: { path, state: loaded.state } };
+      return { config: { ...config, model: loaded.model.config }, model: loaded.model, moments: loaded.moments, resumed: { path: loaded.path, state: loaded.state } };
     }
     notice(`no checkpoint in ${outputDir}: starting a new run from step 0`);
   } else {
+    await cleanTemporaryCheckpoints(outputDir);
     const existing = await listCheckpoints(outputDir);
     if (existing.length > 0) {
       throw new ConfigError(`${outputDir} already holds a run (checkpoints up to step ${existing[0].step})`, {
@@ -49,9 +80,7 @@ export async function prepareRunStart(
     }
   }
   if (config.initFrom) {
-    const model = await loadModelDirectory(config.initFrom, { backend });
-    const changed = modelDifferences(config.model, model.config, 'initFrom');
-    if (changed.length > 0) notice(`fine-tuning ${config.initFrom}: model sizes come from its config.json (${changed.join(', ')})`);
+    const model = await loadCheckpointModel(config.initFrom, { backend, allowNonFinite, onNotice: notice });
     return { config: { ...config, model: model.config }, model, moments: createMoments(model.parameters) };
   }
   const model = createLlamaModel(config.model, { backend, seed: config.seed });

@@ -17,7 +17,7 @@ import { writeLossPlot } from './loss-plot.js';
 import { DynamicLossScaler } from './loss-scaler.js';
 import { MetricsLog } from './metrics-log.js';
 import { disposeMoments } from './optimizer.js';
-import { prepareRunStart } from './run-setup.js';
+import { prepareRunStart, withInitFromModel } from './run-setup.js';
 import { learningRateAt } from './schedule.js';
 import { runTrainStep, type StepCounters, type StepEnvironment } from './train-step.js';
 
@@ -37,11 +37,12 @@ export async function train(inputConfig: TrainConfig, context: TrainRunContext):
   const emit = (event: TrainEvent): void => context.onEvent?.(event);
   const notice = (message: string): void => emit({ type: 'notice', message });
   const { backend } = context;
-  const adapted = adaptConfigToBackend(inputConfig, backend);
+  // Refuses a plan that cannot fit (ConfigError) before anything is allocated or any weight read.
+  const adapted = adaptConfigToBackend(await withInitFromModel(inputConfig, notice, context.resume === true), backend);
   const outputDir = adapted.config.checkpoint.outputDir;
   await mkdir(outputDir, { recursive: true });
 
-  const start = await prepareRunStart(adapted.config, { backend, resume: context.resume === true, notice });
+  const start = await prepareRunStart(adapted.config, { backend, resume: context.resume === true, allowNonFinite: context.allowNonFinite, notice });
   const { model, moments } = start;
   let data: Awaited<ReturnType<typeof loadData>> | undefined;
   let metrics: MetricsLog | undefined;
