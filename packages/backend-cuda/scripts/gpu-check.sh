@@ -94,4 +94,7 @@ if [ -z "${KILN_CUBLAS_PATH:-}" ] && command -v python3 >/dev/null 2>&1; then
   fi
 fi
 
-exec "$node_bin" "$root/scripts/gpu-check.mjs" ${passthrough[@]+"${passthrough[@]}"}
+# Not exec: the EXIT trap removes an unpacked node binary afterwards.
+status=0
+"$node_bin" "$root/scripts/gpu-check.mjs" ${passthrough[@]+"${passthrough[@]}"} || status=$?
+exit "$status"

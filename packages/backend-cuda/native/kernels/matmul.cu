@@ -30,7 +30,7 @@ constexpr unsigned kMaxGridZ = 65535;
 /** Flags of one launch (uniform branches inside the kernel). */
 enum MatmulFlags : int { kTransposeA = 1, kTransposeB = 2, kVectorA = 4, kVectorB = 8, kVectorOut = 16 };
 
-/** Four consecutive elements starting at `base[offset]` (zeros past `limit` elements of the row). */
+/** Four consecutive elements from `base[offset]`: zeros when out of range, and past the `remaining` elements of the row. */
 __device__ __forceinline__ float4 load_four(const float* base, Index offset, Index remaining, bool in_range, bool vector) {
   if (!in_range) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   if (vector) return *reinterpret_cast<const float4*>(base + offset);

@@ -25,9 +25,9 @@ struct MatmulShape {
  */
 cudaError_t launch_matmul(const LaunchContext& context, int dtype, const void* a, const void* b, void* out, const MatmulShape& shape);
 
-/** The f16 (`dtype` kF16) or bf16 tensor-core kernel; k ≥ 1, m, n, batch ≥ 1. */
+/** The f16 tensor-core kernel (matmul_wmma_f16.cu); k, m, n, batch ≥ 1. */
 cudaError_t launch_matmul_wmma_f16(const LaunchContext& context, const void* a, const void* b, void* out, const MatmulShape& shape);
-/** See launch_matmul_wmma_f16. */
+/** The bf16 tensor-core kernel (matmul_wmma_bf16.cu); k, m, n, batch ≥ 1. */
 cudaError_t launch_matmul_wmma_bf16(const LaunchContext& context, const void* a, const void* b, void* out, const MatmulShape& shape);
 
 }  // namespace kiln
