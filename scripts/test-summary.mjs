@@ -1,19 +1,22 @@
-// Sums vitest's JSON reports (packages/*/test-results.json) into the closing line CI reads:
+// Sums vitest's JSON reports (packages/*/test-results.json, examples/*/test-results.json) into the closing line CI reads:
 // "N passed, N failed, N skipped". A package with a test script but no report counts as one
 // failure (its test run crashed before reporting). Exits 1 when anything failed.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const root = join(import.meta.dirname, '..', 'packages');
+const repository = join(import.meta.dirname, '..');
+const directories = ['packages', 'examples']
+  .filter((folder) => existsSync(join(repository, folder)))
+  .flatMap((folder) => readdirSync(join(repository, folder)).sort().map((name) => join(repository, folder, name)));
 let passed = 0;
 let failed = 0;
 let skipped = 0;
-for (const name of readdirSync(root).sort()) {
-  const manifestPath = join(root, name, 'package.json');
+for (const directory of directories) {
+  const manifestPath = join(directory, 'package.json');
   if (!existsSync(manifestPath)) continue;
   const manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
   if (!manifest.scripts?.test) continue;
-  const reportPath = join(root, name, 'test-results.json');
+  const reportPath = join(directory, 'test-results.json');
   if (!existsSync(reportPath)) {
     console.log(`${manifest.name}: no test report (the test run did not finish)`);
     failed += 1;

@@ -4,7 +4,8 @@ export default defineConfig({
   entry: { index: 'src/index.ts' },
   format: ['esm', 'cjs'],
   dts: true,
-  sourcemap: true,
+  // No source maps: they would map to sources the package does not ship.
+  sourcemap: false,
   clean: true,
   target: 'node20',
   external: ['@kiln/core'],

@@ -94,6 +94,8 @@ if (wanted.has('sim')) {
   const include = await gpuSimInclude();
   const cxx = findCxx();
   if (!include) report.sim = { status: 'skipped', reason: '@kiln/gpu-sim is not installed (the simulator is built in the kiln workspace only)' };
+  // gpu-sim's fibers switch contexts in assembly for ELF x86-64/aarch64 and macOS aarch64 only.
+  else if (process.platform === 'win32') report.sim = { status: 'skipped', reason: "@kiln/gpu-sim's fiber context switch does not support Windows yet" };
   else if (!cmake) report.sim = { status: 'skipped', reason: 'cmake was not found on PATH' };
   else if (!cxx) report.sim = { status: 'skipped', reason: 'no C++ compiler was found ($CXX, c++, g++, clang++)' };
   else {

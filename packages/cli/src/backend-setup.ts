@@ -5,6 +5,7 @@
  */
 import { cpuBackendPlugin } from '@kiln/backend-cpu';
 import {
+  KilnError,
   discoverBackends,
   getBackendPlugin,
   parseDeviceId,
@@ -14,6 +15,7 @@ import {
   setFallbackPolicy,
   setWarningHandler,
   type BackendResolution,
+  type BackendUnavailableError,
   type DiscoveryReport,
   type FallbackPolicy,
 } from '@kiln/core';
@@ -45,7 +47,7 @@ export async function setUpBackend(request: BackendRequest, terminal: Terminal):
   try {
     resolution = await resolveBackend({ device: request.device, fallback: request.allowDeviceFallback === true });
   } catch (error) {
-    throw requestsUnknownBackend(request.device) ? markUsageError(error) : error;
+    throw requestsUnknownBackend(request.device, error) ? markUsageError(error) : error;
   }
   setBackend(resolution.backend);
   return resolution;
@@ -61,13 +63,22 @@ export function describeResolution(resolution: BackendResolution): string[] {
   return lines;
 }
 
-/** True when the explicit request (flag or KILN_DEVICE) names no registered backend. */
-function requestsUnknownBackend(device: string | undefined): boolean {
+/**
+ * True when the explicit request (flag or KILN_DEVICE) names a backend that is neither registered
+ * nor installed (a typo: bad usage). An installed package that was rejected — another API
+ * version, an import that failed — is a failure of the installation, not of the command line.
+ */
+function requestsUnknownBackend(device: string | undefined, error: unknown): boolean {
   const requested = device !== undefined && device.trim().toLowerCase() !== 'auto' ? device : process.env.KILN_DEVICE;
   if (requested === undefined || requested.trim() === '' || requested.trim().toLowerCase() === 'auto') return false;
+  let name: string;
   try {
-    return getBackendPlugin(parseDeviceId(requested).name) === undefined;
+    name = parseDeviceId(requested).name;
   } catch {
     return true;
   }
+  if (getBackendPlugin(name) !== undefined) return false;
+  if (!KilnError.isInstance(error) || error.code !== 'BACKEND_UNAVAILABLE') return false;
+  const attempts = (error as BackendUnavailableError).attempts;
+  return attempts.some((attempt) => attempt.name === name && attempt.reason.startsWith('not installed'));
 }

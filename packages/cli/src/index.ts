@@ -2,7 +2,9 @@
  * @kiln/cli — the `kiln` command, also callable from code: `await runCli(['info', '--json'])`
  * resolves to the exit code.
  */
-export { runCli } from './run-cli.js';
+export { runCli, createProgram } from './run-cli.js';
+export type { CliContext } from './cli-context.js';
+export { renderCliReference } from './cli-reference.js';
 export { ExitCode, exitCodeFor, describeError } from './exit-codes.js';
 export { Terminal, type CliStreams, type OutputStream } from './output/terminal.js';
 export { loadEmbeddedCorpus, type Corpus } from './corpus.js';

@@ -30,7 +30,8 @@ export async function runCli(argv: readonly string[], streams: CliStreams = proc
   }
 }
 
-function createProgram(context: CliContext, streams: CliStreams): Command {
+/** The `kiln` program with every command defined (no argv parsed yet); streams default to the context's terminal's. */
+export function createProgram(context: CliContext, streams: CliStreams = context.terminal.streams): Command {
   const program = new Command('kiln')
     .description('train and run small Llama-style language models on CUDA, Metal or the CPU')
     .version(cliVersion(), '-v, --version')

@@ -34,10 +34,12 @@ export function spawnKiln(args: string[], options: { cwd?: string; env?: NodeJS.
   });
 }
 
-/** Runs `kiln ...args` to completion. */
-export function runKiln(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<KilnRun> {
+/** Runs `kiln ...args` to completion; with `killAfterMs`, a run still going then is killed (SIGKILL) and reported with that signal. */
+export function runKiln(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; killAfterMs?: number } = {}): Promise<KilnRun> {
   const child = spawnKiln(args, options);
-  return finished(child);
+  if (options.killAfterMs === undefined) return finished(child);
+  const timer = setTimeout(() => child.kill('SIGKILL'), options.killAfterMs);
+  return finished(child).finally(() => clearTimeout(timer));
 }
 
 /** Collects a child's output until it exits. */

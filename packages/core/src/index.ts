@@ -14,7 +14,7 @@ export { shapeSize, contiguousStrides, broadcastShapes, formatShape, type Shape 
 export { encodeHostValues, decodeHostValues } from './tensor/host-data.js';
 export { setBackend, getBackend, peekBackend } from './engine/context.js';
 export { useBackend, type UseBackendOptions } from './engine/use-backend.js';
-export { toBackend, memory } from './engine/memory.js';
+export { toBackend, memory, synchronize } from './engine/memory.js';
 export { planKernel, type KernelPlan } from './engine/dispatch.js';
 export { noGrad, isGradEnabled } from './autograd/grad-node.js';
 export { backward, grad, valueAndGrad, type ValueAndGrads } from './autograd/backward.js';

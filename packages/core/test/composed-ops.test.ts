@@ -409,12 +409,16 @@ describe('takeAlongAxis', () => {
 
   it('on a device without synchronous reads, an out-of-range index never reads another element', async () => {
     const device = createReferenceBackend({ asyncOnly: true, name: 'async-device' });
-    const x = kiln.tensor([1, 2, 3, 4, 5, 6], [2, 3], { backend: device });
+    const x = kiln.tensor([1, 2, 3, 4, 5, 6], [2, 3], { backend: device }).requireGrad();
     const indices = kiln.tensor(new Int32Array([3, 0]), [2, 1], { backend: device });
-    // Index 3 on row 0 would be element 3 (row 1) if flattened naively; it must be refused instead.
-    expect(() => kiln.takeAlongAxis(x, indices, 1)).toThrow(/out of range/);
-    x.dispose();
-    indices.dispose();
+    // Index 3 on row 0 would be element 3 (row 1) if flattened naively: it yields 0 and the next read rejects.
+    const taken = kiln.takeAlongAxis(x, indices, 1);
+    await expect(taken.data()).rejects.toThrow(/takeAlongAxis: index 3 at position 0 is out of range for axis 1 of f32\[2, 3\] \(size 3\)/);
+    expect(Array.from(await taken.data())).toEqual([0, 4]);
+    const total = kiln.sum(taken);
+    kiln.backward(total);
+    expect(Array.from(await x.grad!.data())).toEqual([0, 0, 0, 1, 0, 0]);
+    for (const tensor of [x, x.grad!, indices, taken, total]) tensor.dispose();
     expect(device.memory().bufferCount).toBe(0);
   });
 

@@ -12,9 +12,12 @@ import {
   type ProbeResult,
 } from '../src/backend/kernel-backend.js';
 import {
+  DEFAULT_PROBE_TIMEOUT_MS,
   getBackendPlugin,
   listBackends,
+  probeBackend,
   probeBackends,
+  probeTimeoutMs,
   registerBackend,
   unregisterBackend,
 } from '../src/backend/registry.js';
@@ -174,7 +177,7 @@ describe('resolveBackend', () => {
     registerBackend(fakePlugin('cpu', 100));
     const fromEnv = await resolve({ env: { KILN_DEVICE: 'cpu' } });
     expect([fromEnv.plugin.name, fromEnv.source]).toEqual(['cpu', 'KILN_DEVICE']);
-    expect(fromEnv.steps.find((step) => step.name === 'cuda')?.reason).toMatch(/requested by KILN_DEVICE/);
+    expect(fromEnv.steps.find((step) => step.name === 'cuda')?.reason).toMatch(/not probed: 'cpu' was requested by KILN_DEVICE/);
     const fromArgument = await resolve({ device: 'cuda', env: { KILN_DEVICE: 'cpu' } });
     expect([fromArgument.plugin.name, fromArgument.source]).toEqual(['cuda', 'argument']);
     const autoArgument = await resolve({ device: 'auto', env: { KILN_DEVICE: 'CPU' } });
@@ -208,9 +211,11 @@ describe('resolveBackend', () => {
     expect(error.message).toMatch(/Backend 'cuda' requested by the device argument/);
     expect(error.attempts.map((attempt) => attempt.name)).toEqual(['cuda', 'metal', 'cpu']);
     expect(error.message).toContain('The CUDA addon is not built.');
-    expect(error.message).toContain('not macOS');
-    expect(error.message).toMatch(/cpu: available, not used/);
+    // The other backends are not probed for an explicit request.
+    expect(error.message).toMatch(/metal: not probed: 'cuda' was requested by the device argument/);
+    expect(error.message).toMatch(/cpu: not probed/);
     expect(error.hint).toMatch(/fallback/);
+    expect(error.hint).toMatch(/registered: cuda, metal, cpu/);
   });
 
   it('fails an explicit request whose create() throws', async () => {
@@ -253,6 +258,79 @@ describe('resolveBackend', () => {
     expect(error.message).toMatch(/No kiln backend is available[\s\S]*cpu: unavailable: its probe\(\) threw: broken/);
     const fallbackError = await errorOf(resolve({ device: 'cuda', fallback: true }));
     expect(fallbackError.message).toMatch(/no other backend is available/);
+  });
+});
+
+describe('probe timeout', () => {
+  /** A plugin whose probe() never settles; counts its calls. */
+  function hangingPlugin(name: string, priority: number): FakePlugin & { probes: number } {
+    const plugin = { ...fakePlugin(name, priority), probes: 0 };
+    plugin.probe = () => {
+      plugin.probes += 1;
+      return new Promise<ProbeResult>(() => {});
+    };
+    return plugin;
+  }
+
+  it('reports a probe that does not settle in time as unavailable, with the reason and the setting to change', async () => {
+    const plugin = hangingPlugin('stuck', 10);
+    const started = Date.now();
+    const result = await probeBackend(plugin, { timeoutMs: 50 });
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(result).toEqual({ available: false, reason: expect.stringMatching(/probe\(\) did not answer within 50 ms.*'stuck'.*KILN_PROBE_TIMEOUT_MS/), devices: [] });
+    // Still running: not started again, and the timeout is reported at once.
+    const again = await probeBackend(plugin, { timeoutMs: 60_000 });
+    expect(again.available).toBe(false);
+    expect(plugin.probes).toBe(1);
+  });
+
+  it('probes afresh once a slow probe has settled', async () => {
+    let release: (value: ProbeResult) => void = () => {};
+    let calls = 0;
+    const plugin: BackendPlugin = {
+      ...fakePlugin('slow', 10),
+      probe: () => {
+        calls += 1;
+        return calls === 1 ? new Promise<ProbeResult>((resolve) => (release = resolve)) : { available: true, devices: [] };
+      },
+    };
+    expect((await probeBackend(plugin, { timeoutMs: 20 })).available).toBe(false);
+    release({ available: true, devices: [] });
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect((await probeBackend(plugin, { timeoutMs: 20 })).available).toBe(true);
+    expect(calls).toBe(2);
+  });
+
+  it('reads KILN_PROBE_TIMEOUT_MS, defaults to a few seconds, and rejects a bad value', async () => {
+    expect(probeTimeoutMs({ env: {} })).toBe(DEFAULT_PROBE_TIMEOUT_MS);
+    expect(DEFAULT_PROBE_TIMEOUT_MS).toBeGreaterThanOrEqual(2000);
+    expect(DEFAULT_PROBE_TIMEOUT_MS).toBeLessThanOrEqual(10_000);
+    expect(probeTimeoutMs({ env: { KILN_PROBE_TIMEOUT_MS: '250' } })).toBe(250);
+    expect(probeTimeoutMs({ env: { KILN_PROBE_TIMEOUT_MS: '250' }, timeoutMs: 40 })).toBe(40);
+    expect(() => probeTimeoutMs({ env: { KILN_PROBE_TIMEOUT_MS: 'soon' } })).toThrow(/KILN_PROBE_TIMEOUT_MS must be a number of milliseconds.*"soon"/);
+    expect(() => probeTimeoutMs({ timeoutMs: -1 })).toThrow(InvalidArgumentError);
+    const result = await probeBackend(hangingPlugin('stuck', 10), { env: { KILN_PROBE_TIMEOUT_MS: '30' } });
+    expect(result.reason).toMatch(/within 30 ms/);
+  });
+
+  it('resolves an explicitly requested backend without probing the others', async () => {
+    const stuck = hangingPlugin('stuck', 500);
+    registerBackend(stuck);
+    registerBackend(fakePlugin('cpu', 100));
+    const started = Date.now();
+    const resolution = await resolveBackend({ discover: false, env: {}, device: 'cpu', probeTimeoutMs: 60_000 });
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(resolution.plugin.name).toBe('cpu');
+    expect(stuck.probes).toBe(0);
+    expect(resolution.steps.find((step) => step.name === 'stuck')?.reason).toMatch(/not probed/);
+  });
+
+  it('passes over a hung higher-priority backend during automatic resolution', async () => {
+    registerBackend(hangingPlugin('stuck', 500));
+    registerBackend(fakePlugin('cpu', 100));
+    const resolution = await resolveBackend({ discover: false, env: { KILN_PROBE_TIMEOUT_MS: '40' } });
+    expect(resolution.plugin.name).toBe('cpu');
+    expect(resolution.steps[0]).toMatchObject({ name: 'stuck', available: false, reason: expect.stringMatching(/did not answer within 40 ms/) });
   });
 });
 
@@ -340,5 +418,17 @@ describe('discoverBackends', () => {
     expect(listBackends().map((plugin) => plugin.name).sort()).toEqual(['fake', 'vk']);
     const resolution = await resolveBackend({ env: {}, device: 'vk' });
     expect(resolution.plugin.name).toBe('vk');
+  });
+  it('says why a requested backend whose package was rejected for its API version cannot be used (not "not installed")', async () => {
+    await discoverBackends({ paths: [join(root, 'project')], refresh: true, env: {} });
+    expect(entry('kiln-backend-old')).toBeDefined();
+    const error = await resolveBackend({ env: {}, device: 'old' }).then(() => undefined, (caught: unknown) => caught);
+    expect(error).toBeInstanceOf(BackendApiVersionError);
+    const message = (error as Error).message;
+    expect(message).toMatch(/Backend 'old' requested by the device argument \("old"\) is installed but cannot be used: kiln-backend-old \(.*\) was built against KernelBackend API version 0, but this @kiln\/core implements version 1/);
+    expect(message).not.toMatch(/not installed/);
+    expect((error as BackendApiVersionError).hint).toMatch(/Upgrade kiln-backend-old to a release built for KernelBackend API version 1/);
+    const fromEnvironment = await resolveBackend({ env: { KILN_DEVICE: 'broken' } }).then(() => undefined, (caught: unknown) => caught);
+    expect((fromEnvironment as Error).message).toMatch(/Backend 'broken' requested by KILN_DEVICE .* is installed but could not be loaded[\s\S]*native addon missing/);
   });
 });

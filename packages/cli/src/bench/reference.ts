@@ -1,6 +1,6 @@
 /**
- * Reference figures from shared/bench/REFERENCE.md (project machine: 2-core AMD EPYC Zen 4,
- * Node 20): one training step of the reference models, tokens/s. Constants, shown beside the
+ * Reference figures of docs/benchmarks.md (2-core AMD EPYC Zen 4, Node 20, one thread, measured
+ * 2026-11-22): one training step of the reference models, tokens/s. Constants, shown beside the
  * measured numbers so the ratio is in the table; compare ratios, not absolute times across days.
  */
 

@@ -142,7 +142,7 @@ function printTables(
     }),
     4,
   ));
-  terminal.say('(reference figures: shared/bench/REFERENCE.md, measured on the project machine; ratio = measured / reference)');
+  terminal.say('(reference figures and how they were measured, with the machine: docs/benchmarks.md; ratio = measured / reference, comparable only on the same machine)');
   if (generation.length > 0) {
     terminal.say('');
     terminal.say(`generation (KV-cached decoding, greedy, f32), median per token over ${options.steps} runs after ${options.warmup} warm-up:`);

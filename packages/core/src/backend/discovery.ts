@@ -8,6 +8,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { KilnError } from '../errors.js';
 import type { BackendPlugin } from './kernel-backend.js';
 import { getBackendPlugin, registerBackend } from './registry.js';
 
@@ -21,8 +22,10 @@ export interface DiscoveredPackage {
   reason?: string;
   /** Where it was found on disk. */
   path?: string;
-  /** The backend name its plugin registered. */
+  /** The backend name its plugin registered (or would have: also set when registration rejected it). */
   backend?: string;
+  /** The KernelBackend API version its plugin declares, when registration rejected it for that. */
+  apiVersion?: number;
 }
 
 /** Every package discovery considered, in the order considered. */
@@ -105,7 +108,10 @@ async function loadCandidate(candidate: Candidate): Promise<DiscoveredPackage> {
   try {
     registerBackend(plugin);
   } catch (error) {
-    return { name, loaded: false, path: location, reason: messageOf(error) };
+    const rejected: DiscoveredPackage = { name, loaded: false, path: location, reason: messageOf(error) };
+    if (typeof plugin.name === 'string') rejected.backend = plugin.name;
+    if (KilnError.isInstance(error) && error.code === 'BACKEND_API_VERSION' && typeof plugin.apiVersion === 'number') rejected.apiVersion = plugin.apiVersion;
+    return rejected;
   }
   return { name, loaded: true, path: location, backend: plugin.name };
 }

@@ -163,6 +163,13 @@ export interface Capabilities {
   supports(kernel: KernelName, dtype: DType): boolean;
   /** True when the fused attention kernels are a tiled flash (online-softmax) implementation. */
   flashAttention: boolean;
+  /**
+   * Optional (default false): true when gather, scatterAdd and crossEntropy(Backward) check every
+   * index in the kernel (gather writes 0, scatterAdd skips, crossEntropy gives NaN) and the backend
+   * rejects the next synchronize()/download() with an InvalidArgumentError naming kernel, index,
+   * position and range. Then core skips its own device-side check (see docs/kernel-semantics.md).
+   */
+  checksIndices?: boolean;
 }
 
 /**
@@ -208,9 +215,9 @@ export interface KernelBackend {
   matmul(a: TensorRef, b: TensorRef, out: TensorRef, params: MatmulParams): void;
   /** dst[view] = src[view], element by element in row-major order of the (equal) view shapes; dtypes equal. */
   copy(src: StridedView, dst: StridedView): void;
-  /** x viewed [outer, rows, inner], indices i32 [count] → out [outer, count, inner] (out[o, i, :] = x[o, indices[i], :]). Indices are in range (core checks). */
+  /** x viewed [outer, rows, inner], indices i32 [count] → out [outer, count, inner] (out[o, i, :] = x[o, indices[i], :]). Indices are in [0, rows): core checks them (on the host with downloadSync, else on the device) unless capabilities.checksIndices. */
   gather(x: TensorRef, indices: TensorRef, out: TensorRef, outer: number, rows: number, inner: number): void;
-  /** out viewed [outer, rows, inner] += source [outer, count, inner] scattered by indices i32 [count]; duplicates accumulate. */
+  /** out viewed [outer, rows, inner] += source [outer, count, inner] scattered by indices i32 [count]; duplicates accumulate; indices in [0, rows) as for gather. */
   scatterAdd(source: TensorRef, indices: TensorRef, out: TensorRef, outer: number, rows: number, inner: number): void;
   /** out = x converted to out.dtype (round-to-nearest-even for f16/bf16, truncation toward zero for float → i32). */
   cast(x: TensorRef, out: TensorRef): void;

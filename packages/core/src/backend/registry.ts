@@ -73,8 +73,98 @@ export function listBackends(): BackendPlugin[] {
   return [...registry().values()].sort((a, b) => b.priority - a.priority || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
-/** Probe one plugin without ever throwing: a throwing or malformed probe becomes an unavailable result. */
-export async function probeBackend(plugin: BackendPlugin): Promise<ProbeResult> {
+/** Options of probeBackend and probeBackends. */
+export interface ProbeOptions {
+  /** Milliseconds a probe() may take before it counts as unavailable. Default: KILN_PROBE_TIMEOUT_MS, else DEFAULT_PROBE_TIMEOUT_MS. */
+  timeoutMs?: number;
+  /** Environment to read KILN_PROBE_TIMEOUT_MS from (default process.env). */
+  env?: NodeJS.ProcessEnv;
+}
+
+/** How long a probe() may take by default (KILN_PROBE_TIMEOUT_MS overrides it). */
+export const DEFAULT_PROBE_TIMEOUT_MS = 5000;
+
+/** The probe timeout in effect: options.timeoutMs, else KILN_PROBE_TIMEOUT_MS, else the default. */
+export function probeTimeoutMs(options: ProbeOptions = {}): number {
+  if (options.timeoutMs !== undefined) {
+    if (!(typeof options.timeoutMs === 'number' && options.timeoutMs > 0 && options.timeoutMs <= MAX_TIMEOUT_MS)) {
+      throw new InvalidArgumentError(`probe timeout must be a number of milliseconds in (0, ${MAX_TIMEOUT_MS}], got ${String(options.timeoutMs)}`, {
+        hint: `Pass timeoutMs such as ${DEFAULT_PROBE_TIMEOUT_MS}.`,
+      });
+    }
+    return options.timeoutMs;
+  }
+  const text = (options.env ?? process.env).KILN_PROBE_TIMEOUT_MS?.trim();
+  if (text === undefined || text === '') return DEFAULT_PROBE_TIMEOUT_MS;
+  const value = Number(text);
+  if (!(Number.isFinite(value) && value > 0 && value <= MAX_TIMEOUT_MS)) {
+    throw new InvalidArgumentError(`KILN_PROBE_TIMEOUT_MS must be a number of milliseconds in (0, ${MAX_TIMEOUT_MS}], got ${JSON.stringify(text)}`, {
+      hint: `Unset it for the default (${DEFAULT_PROBE_TIMEOUT_MS} ms) or set e.g. KILN_PROBE_TIMEOUT_MS=15000 for a device that is slow to start.`,
+    });
+  }
+  return value;
+}
+
+// setTimeout's limit: larger values fire at once.
+const MAX_TIMEOUT_MS = 2_147_483_647;
+
+/** A probe still running, shared by every caller until it settles; `timedOut` once one caller gave up on it. */
+interface RunningProbe {
+  result: Promise<ProbeResult>;
+  timedOut: boolean;
+}
+
+const RUNNING_KEY = Symbol.for('kiln.running-probes');
+
+function runningProbes(): WeakMap<BackendPlugin, RunningProbe> {
+  const global = globalThis as Record<symbol, WeakMap<BackendPlugin, RunningProbe> | undefined>;
+  global[RUNNING_KEY] ??= new WeakMap();
+  return global[RUNNING_KEY];
+}
+
+/**
+ * Probe one plugin without waiting forever (throws only for an invalid timeout): a throwing or malformed probe, and
+ * one that does not settle within the timeout, become an unavailable result with the reason. A
+ * probe that timed out is not started again while it is still running (later calls report the
+ * timeout at once); once it settles, the next call probes afresh. The timer lasts at most
+ * the timeout.
+ */
+export async function probeBackend(plugin: BackendPlugin, options: ProbeOptions = {}): Promise<ProbeResult> {
+  const timeoutMs = probeTimeoutMs(options);
+  const running = runningProbes();
+  let probe = running.get(plugin);
+  if (probe === undefined) {
+    const started: RunningProbe = { result: settledProbe(plugin), timedOut: false };
+    running.set(plugin, started);
+    void started.result.finally(() => {
+      if (running.get(plugin) === started) running.delete(plugin);
+    });
+    probe = started;
+  }
+  if (probe.timedOut) return timedOutResult(plugin, timeoutMs);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  // A referenced timer: while kiln waits for a probe that holds nothing open, the timer keeps the
+  // event loop alive (otherwise Node would exit mid-await); it is cleared as soon as the probe settles.
+  const timeout = new Promise<undefined>((resolve) => {
+    timer = setTimeout(resolve, timeoutMs, undefined);
+  });
+  const result = await Promise.race([probe.result, timeout]);
+  clearTimeout(timer);
+  if (result !== undefined) return result;
+  probe.timedOut = true;
+  return timedOutResult(plugin, timeoutMs);
+}
+
+function timedOutResult(plugin: BackendPlugin, timeoutMs: number): ProbeResult {
+  return {
+    available: false,
+    reason: `its probe() did not answer within ${timeoutMs} ms (a hung driver or device, or a bug in the '${plugin.name}' backend package); ` +
+      'set KILN_PROBE_TIMEOUT_MS to wait longer for a device that is slow to start',
+    devices: [],
+  };
+}
+
+async function settledProbe(plugin: BackendPlugin): Promise<ProbeResult> {
   let result: unknown;
   try {
     result = await plugin.probe();
@@ -92,9 +182,9 @@ export async function probeBackend(plugin: BackendPlugin): Promise<ProbeResult> 
   };
 }
 
-/** Probe every registered plugin (concurrently), in priority order. Never throws. */
-export async function probeBackends(): Promise<ProbedBackend[]> {
+/** Probe every registered plugin (concurrently, each bounded by the timeout), in priority order. Throws only for an invalid timeout. */
+export async function probeBackends(options: ProbeOptions = {}): Promise<ProbedBackend[]> {
   const plugins = listBackends();
-  const probes = await Promise.all(plugins.map((plugin) => probeBackend(plugin)));
+  const probes = await Promise.all(plugins.map((plugin) => probeBackend(plugin, options)));
   return plugins.map((plugin, index) => ({ plugin, probe: probes[index] }));
 }

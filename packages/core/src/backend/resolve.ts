@@ -1,15 +1,17 @@
 /**
  * Backend resolution: the explicit `device` argument, else KILN_DEVICE, else the highest-priority
  * available backend. Every backend considered gets a step with a reason sentence, so `kiln info`
- * can print why one was chosen and the others were not. An explicit request that cannot be met
- * is an error listing every attempt — unless fallback is allowed, then it is a warning.
+ * can print why one was chosen and the others were not. An explicit request probes only the
+ * requested backend (another plugin's slow or hung probe never delays it); one that cannot be
+ * met is an error saying why — unless fallback is allowed, then it is a warning. Every probe is
+ * bounded by a timeout (KILN_PROBE_TIMEOUT_MS, default 5 s).
  */
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BackendUnavailableError, InvalidArgumentError, type BackendAttempt } from '../errors.js';
-import { discoverBackends, FIRST_PARTY_BACKENDS } from './discovery.js';
+import { BackendApiVersionError, BackendUnavailableError, InvalidArgumentError, type BackendAttempt, type KilnError } from '../errors.js';
+import { discoverBackends, FIRST_PARTY_BACKENDS, type DiscoveredPackage, type DiscoveryReport } from './discovery.js';
 import { KERNEL_API_VERSION, type BackendPlugin, type DeviceInfo, type KernelBackend } from './kernel-backend.js';
-import { probeBackends, type ProbedBackend } from './registry.js';
+import { getBackendPlugin, listBackends, probeBackend, probeBackends, type ProbedBackend, type ProbeOptions } from './registry.js';
 
 /** Where the resolved choice came from. */
 export type BackendSource = 'argument' | 'KILN_DEVICE' | 'auto';
@@ -52,6 +54,8 @@ export interface ResolveBackendOptions {
   env?: NodeJS.ProcessEnv;
   /** Run discoverBackends first (memoized). Default true. */
   discover?: boolean;
+  /** Milliseconds each probe() may take (default: KILN_PROBE_TIMEOUT_MS, else 5000); a slower probe counts as unavailable. */
+  probeTimeoutMs?: number;
 }
 
 /** A parsed device id: backend name and optional device index. */
@@ -83,33 +87,45 @@ export async function resolveBackend(options: ResolveBackendOptions = {}): Promi
       hint: "Pass 'auto', 'cuda', 'cuda:1', 'metal', 'cpu' or a plugin's name.",
     });
   }
-  if (options.discover !== false) await discoverBackends({ env });
+  const discovery = options.discover !== false ? await discoverBackends({ env }) : [];
   const request = pickRequest(options.device, env);
-  const probed = await probeBackends();
+  const probeOptions: ProbeOptions = { timeoutMs: options.probeTimeoutMs, env };
   const steps = new Map<string, ResolutionStep>();
   const warnings: string[] = [];
 
   if (request.source !== 'auto') {
     const label = request.source === 'argument' ? 'the device argument' : 'KILN_DEVICE';
     const requested = `${label} (${JSON.stringify(request.text)})`;
-    const entry = probed.find((candidate) => candidate.plugin.name === request.name);
+    // Only the requested plugin is probed: another plugin's slow or hung probe never delays an explicit choice.
+    const plugin = getBackendPlugin(request.name);
+    const entry = plugin === undefined ? undefined : { plugin, probe: await probeBackend(plugin, probeOptions) };
+    const notProbed = `not probed: '${request.name}' was requested by ${label}`;
     if (entry === undefined) {
-      steps.set(request.name, { name: request.name, available: false, reason: `not installed: no registered backend is called '${request.name}'`, chosen: false });
+      const rejected = rejectedPackage(discovery, request.name);
+      const reason = rejected === undefined
+        ? `not installed: no registered backend is called '${request.name}'`
+        : `installed (${rejected.name}${rejected.path === undefined ? '' : ` at ${rejected.path}`}) but not loaded: ${firstLine(rejected.reason)}`;
+      steps.set(request.name, { name: request.name, available: false, reason, chosen: false });
+      if (rejected !== undefined && options.fallback !== true) {
+        fillNotProbed(steps, notProbed);
+        throw rejectedFailure(request.name, requested, rejected, attemptsOf(steps));
+      }
     } else {
       const outcome = await attempt(entry, request.index);
       if ('backend' in outcome) {
         steps.set(entry.plugin.name, { name: entry.plugin.name, available: true, reason: `chosen: requested by ${requested}`, chosen: true });
-        fillSkipped(steps, probed, `'${entry.plugin.name}' was requested by ${label}`);
+        fillNotProbed(steps, notProbed);
         return { ...outcome, plugin: entry.plugin, source: request.source, steps: [...steps.values()], warnings };
       }
       steps.set(entry.plugin.name, { name: entry.plugin.name, available: entry.probe.available, reason: outcome.reason, chosen: false });
     }
     const failed = steps.get(request.name) as ResolutionStep;
     if (options.fallback !== true) {
-      fillSkipped(steps, probed, `'${request.name}' was requested explicitly`);
-      throw explicitFailure(request.name, requested, entry === undefined, probed, steps, searchNote(options.discover !== false, env));
+      fillNotProbed(steps, notProbed);
+      throw explicitFailure(request.name, requested, entry === undefined, steps, searchNote(options.discover !== false, env));
     }
-    const result = await resolveAutomatically(probed.filter((candidate) => candidate !== entry), steps, `after '${request.name}' failed (fallback allowed)`);
+    const probed = await probeBackends(probeOptions);
+    const result = await resolveAutomatically(probed.filter((candidate) => candidate.plugin !== entry?.plugin), steps, `after '${request.name}' failed (fallback allowed)`);
     if (result === undefined) {
       throw new BackendUnavailableError(`Backend '${request.name}' requested by ${requested} cannot be used, and no other backend is available to fall back to`, attemptsOf(steps), {
         hint: 'Install @kiln/backend-cpu (runs everywhere) or fix one of the reasons above.',
@@ -119,6 +135,7 @@ export async function resolveBackend(options: ResolveBackendOptions = {}): Promi
     return { ...result, source: request.source, steps: [...steps.values()], warnings };
   }
 
+  const probed = await probeBackends(probeOptions);
   const result = await resolveAutomatically(probed, steps, '');
   if (result === undefined) {
     const none = probed.length === 0;
@@ -185,10 +202,47 @@ function fillSkipped(steps: Map<string, ResolutionStep>, probed: ProbedBackend[]
   }
 }
 
+/** A step for every registered plugin that was not considered, saying why it was not probed. */
+function fillNotProbed(steps: Map<string, ResolutionStep>, reason: string): void {
+  for (const plugin of listBackends()) {
+    if (!steps.has(plugin.name)) steps.set(plugin.name, { name: plugin.name, available: false, reason, chosen: false });
+  }
+}
+
+/** The discovered package that would have provided backend `name` but was not loaded (rejected or failed to import). */
+function rejectedPackage(discovery: DiscoveryReport, name: string): DiscoveredPackage | undefined {
+  const packageNames = new Set([`kiln-backend-${name}`, `@kiln/backend-${name}`]);
+  return discovery.find((entry) => !entry.loaded && entry.path !== undefined &&
+    (entry.backend === name || packageNames.has(entry.name) || entry.name.endsWith(`/kiln-backend-${name}`)));
+}
+
+/** The error for an explicit request whose package is installed but was rejected or failed to load. */
+function rejectedFailure(name: string, requested: string, rejected: DiscoveredPackage, attempts: BackendAttempt[]): KilnError {
+  const where = `${rejected.name}${rejected.path === undefined ? '' : ` (${rejected.path})`}`;
+  if (rejected.apiVersion !== undefined) {
+    const newer = rejected.apiVersion > KERNEL_API_VERSION;
+    const hint = newer
+      ? `Upgrade @kiln/core (and @kiln/cli, @kiln/trainer) to a release that implements KernelBackend API version ${rejected.apiVersion}, or install a release of ${rejected.name} built for version ${KERNEL_API_VERSION}.`
+      : `Upgrade ${rejected.name} to a release built for KernelBackend API version ${KERNEL_API_VERSION} (the one this @kiln/core implements), or use an older @kiln/core that implements version ${rejected.apiVersion}.`;
+    return new BackendApiVersionError(
+      `Backend '${name}' requested by ${requested} is installed but cannot be used: ${where} was built against KernelBackend API version ${rejected.apiVersion}, but this @kiln/core implements version ${KERNEL_API_VERSION}` +
+        attempts.map((entry) => `\n  - ${entry.name}: ${entry.reason}`).join(''),
+      { hint },
+    );
+  }
+  return new BackendUnavailableError(`Backend '${name}' requested by ${requested} is installed but could not be loaded`, attempts, {
+    hint: `Fix the reason above (reinstall or rebuild ${rejected.name}: \`npm rebuild ${rejected.name}\`), or choose another device.`,
+  });
+}
+
+function firstLine(text: string | undefined): string {
+  return (text ?? 'no reason given').split('\n')[0];
+}
+
 function explicitFailure(
-  name: string, requested: string, unknown: boolean, probed: ProbedBackend[], steps: Map<string, ResolutionStep>, searched: string,
+  name: string, requested: string, unknown: boolean, steps: Map<string, ResolutionStep>, searched: string,
 ): BackendUnavailableError {
-  const registered = probed.map((entry) => entry.plugin.name).join(', ') || 'none';
+  const registered = listBackends().map((plugin) => plugin.name).join(', ') || 'none';
   const message = unknown
     ? `Backend '${name}' requested by ${requested} is not installed (registered backends: ${registered})`
     : `Backend '${name}' requested by ${requested} cannot be used`;

@@ -3,18 +3,21 @@
  * output element, numpy's take_along_axis / torch.gather) and their scatter-add gradients.
  * Indices are i32 and must lie in [0, size): like torch.gather, index_select and embedding, kiln
  * refuses negative indices instead of wrapping them. Backends with synchronous reads are checked
- * on the host (an InvalidArgumentError naming the index and its position); device backends check
- * in the kernel (see docs/kernel-semantics.md).
+ * on the host before the kernel (an InvalidArgumentError naming the index and its position).
+ * Devices without them are checked on the device (engine/index-checks.ts): the kernel only ever
+ * sees in-range indices, an out-of-range one yields 0 (and no gradient), and the next read through
+ * core throws the same InvalidArgumentError. See docs/kernel-semantics.md.
  */
 import { DTypeError, InvalidArgumentError, ShapeError } from '../errors.js';
 import { allocateTensor, commonBackend } from '../engine/dispatch.js';
+import { needsDeviceIndexCheck, recordDeviceIndexCheck } from '../engine/index-checks.js';
 import { recordOp } from '../autograd/record.js';
 import { noGrad } from '../autograd/grad-node.js';
 import { tidy, keep } from '../tensor/scope.js';
 import { contiguousStrides, formatShape, shapeSize } from '../tensor/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { arange, zeros } from './creation.js';
-import { add, greaterEqual, less, mul, where } from './elementwise.js';
+import { add, mul, where } from './elementwise.js';
 import { expand, reshape } from './shape-ops.js';
 import { checkAxis, checkTensor, I32_MAX } from './validate.js';
 
@@ -24,41 +27,103 @@ function checkIndexDType(op: string, name: string, indices: Tensor): void {
   }
 }
 
+/** The error for index `value` at flat position `position` of `name`, out of range for `axis` of x. */
+function indexRangeError(op: string, name: string, x: Tensor, axis: number, value: number, position: number): InvalidArgumentError {
+  const size = x.shape[axis];
+  return new InvalidArgumentError(`${op}: index ${value} at position ${position} is out of range for axis ${axis} of ${x.describe()} (size ${size}) in ${name}`, {
+    hint: size === 0
+      ? `Axis ${axis} is empty, so no index is valid.`
+      : value < 0
+        ? `Indices must be in [0, ${size - 1}]; kiln does not wrap negative indices (as torch.gather does not): add ${size} to them first.`
+        : `Indices must be in [0, ${size - 1}]; check the vocabulary size against your token ids.`,
+  });
+}
+
 /** Host range check (backends with downloadSync): every index in [0, size). */
 function checkIndexRange(op: string, name: string, x: Tensor, indices: Tensor, axis: number): void {
   if (!indices.backend.downloadSync || indices.size === 0) return;
   const values = indices.dataSync();
   const size = x.shape[axis];
   for (let i = 0; i < values.length; i++) {
-    if (values[i] < 0 || values[i] >= size) {
-      throw new InvalidArgumentError(`${op}: index ${values[i]} at position ${i} is out of range for axis ${axis} of ${x.describe()} (size ${size}) in ${name}`, {
-        hint: values[i] < 0
-          ? `Indices must be in [0, ${size - 1}]; kiln does not wrap negative indices (as torch.gather does not): add ${size} to them first.`
-          : `Indices must be in [0, ${size - 1}]; check the vocabulary size against your token ids.`,
-      });
-    }
+    if (values[i] < 0 || values[i] >= size) throw indexRangeError(op, name, x, axis, values[i], i);
   }
+}
+
+/**
+ * Device range check (no downloadSync): the i32 mask of valid indices and the indices with each
+ * invalid one replaced by 0, both shaped like `indices`; the first invalid one is reported at the
+ * next read. Undefined when the backend needs no device check or there are no indices.
+ */
+function checkIndexRangeOnDevice(op: string, name: string, x: Tensor, indices: Tensor, axis: number): { valid: Tensor; safe: Tensor } | undefined {
+  const backend = indices.backend;
+  if (!needsDeviceIndexCheck(backend) || indices.size === 0) return undefined;
+  const valid = allocateTensor(backend, indices.shape, 'i32');
+  const safe = allocateTensor(backend, indices.shape, 'i32');
+  try {
+    recordDeviceIndexCheck(backend, indices.ref(), indices.size, {
+      size: x.shape[axis],
+      key: `${op}|${name}|${axis}|${x.describe()}`,
+      error: (value, position) => indexRangeError(op, name, x, axis, value, position),
+    }, valid.ref(), safe.ref());
+  } catch (error) {
+    valid.dispose();
+    safe.dispose();
+    throw error;
+  }
+  return { valid, safe };
 }
 
 /** Picks slices of x along `axis` at `indices` (i32, any shape): out.shape = x.shape[:axis] + indices.shape + x.shape[axis+1:]. */
 export function gather(x: Tensor, indices: Tensor, axis = 0): Tensor {
   checkTensor('gather', 'x', x);
   checkTensor('gather', 'indices', indices);
-  const backend = commonBackend('gather', [x, indices]);
+  commonBackend('gather', [x, indices]);
   const resolved = checkAxis('gather', 'axis', axis, x.rank, x.shape);
   checkIndexDType('gather', 'indices', indices);
-  checkIndexRange('gather', 'indices', x, indices, resolved);
+  return gatherAlong('gather', 'indices', x, indices, resolved);
+}
+
+/** gather after validation; `op` and `name` are what range errors name. */
+function gatherAlong(op: string, name: string, x: Tensor, indices: Tensor, resolved: number): Tensor {
+  const backend = x.backend;
+  checkIndexRange(op, name, x, indices, resolved);
   const outer = shapeSize(x.shape.slice(0, resolved));
   const rows = x.shape[resolved];
   const inner = shapeSize(x.shape.slice(resolved + 1));
   const shape = [...x.shape.slice(0, resolved), ...indices.shape, ...x.shape.slice(resolved + 1)];
-  const result = allocateTensor(backend, shape, x.dtype);
-  if (result.size > 0) backend.gather(x.ref(), indices.ref(), result.ref(), outer, rows, inner);
-  recordOp('gather', [x], result, [indices], (g, [savedIndices]) => {
+  const checked = checkIndexRangeOnDevice(op, name, x, indices, resolved);
+  // The mask broadcast over the output: [1]*axis + indices.shape + [1]*(rank − axis − 1).
+  const maskShape = [...x.shape.slice(0, resolved).map(() => 1), ...indices.shape, ...x.shape.slice(resolved + 1).map(() => 1)];
+  let result: Tensor;
+  try {
+    if (checked === undefined) {
+      result = allocateTensor(backend, shape, x.dtype);
+      if (result.size > 0) backend.gather(x.ref(), indices.ref(), result.ref(), outer, rows, inner);
+    } else {
+      // Gather with the safe indices, then write 0 where an index was out of range.
+      result = noGrad(() => tidy(() => {
+        const gathered = allocateTensor(backend, shape, x.dtype);
+        if (gathered.size > 0) backend.gather(x.ref(), checked.safe.ref(), gathered.ref(), outer, rows, inner);
+        return where(reshape(checked.valid, maskShape), gathered, 0);
+      }));
+    }
+  } catch (error) {
+    checked?.valid.dispose();
+    checked?.safe.dispose();
+    throw error;
+  }
+  const saved = checked === undefined ? [indices] : [checked.safe, checked.valid];
+  recordOp('gather', [x], result, saved, (g, [savedIndices, savedValid]) => {
     const grad = zeros(x.shape, { dtype: g.dtype, backend: g.backend });
-    if (g.size > 0) g.backend.scatterAdd(g.ref(), savedIndices.ref(), grad.ref(), outer, rows, inner);
+    if (g.size === 0) return [grad];
+    // Out-of-range positions (zeroed in the forward) contribute nothing.
+    const source = savedValid === undefined ? g : noGrad(() => tidy(() => where(reshape(savedValid, maskShape), g, 0)));
+    g.backend.scatterAdd(source.ref(), savedIndices.ref(), grad.ref(), outer, rows, inner);
+    if (source !== g) source.dispose();
     return [grad];
   });
+  checked?.valid.dispose();
+  checked?.safe.dispose();
   return result;
 }
 
@@ -66,9 +131,10 @@ export function gather(x: Tensor, indices: Tensor, axis = 0): Tensor {
 export function embedding(table: Tensor, ids: Tensor): Tensor {
   checkTensor('embedding', 'table', table);
   checkTensor('embedding', 'ids', ids);
+  commonBackend('embedding', [table, ids]);
   if (table.rank !== 2) throw new ShapeError(`embedding: table must be [vocab, dim], got ${table.describe()}`);
   checkIndexDType('embedding', 'ids', ids);
-  return gather(table, ids, 0);
+  return gatherAlong('embedding', 'ids', table, ids, 0);
 }
 
 /** The output shape of takeAlongAxis: broadcast of x and indices off the axis, indices' length on it. */
@@ -106,28 +172,51 @@ export function takeAlongAxis(x: Tensor, indices: Tensor, axis: number): Tensor 
     throw new InvalidArgumentError(`takeAlongAxis: x ${x.describe()} has more than 2³¹ − 1 elements, beyond i32 positions`, { hint: 'Split x into smaller pieces first.' });
   }
   checkIndexRange('takeAlongAxis', 'indices', x, indices, resolved);
-  const positions = flatPositions(x, indices, shape, resolved);
-  const result = allocateTensor(backend, shape, x.dtype);
+  const checked = checkIndexRangeOnDevice('takeAlongAxis', 'indices', x, indices, resolved);
+  let positions: Tensor;
+  let result: Tensor;
   try {
-    if (result.size > 0) backend.gather(x.ref(), positions.ref(), result.ref(), 1, x.size, 1);
+    positions = flatPositions(x, checked?.safe ?? indices, shape, resolved);
   } catch (error) {
-    result.dispose();
-    positions.dispose();
+    checked?.valid.dispose();
+    checked?.safe.dispose();
     throw error;
   }
-  recordOp('takeAlongAxis', [x], result, [positions], (g, [savedPositions]) => {
+  // Where an index was out of range (device check), the output is 0 and the gradient skips it.
+  const validMask = checked === undefined ? undefined : noGrad(() => tidy(() => keep(expand(checked.valid, shape))));
+  checked?.valid.dispose();
+  checked?.safe.dispose();
+  try {
+    result = allocateTensor(backend, shape, x.dtype);
+    if (result.size > 0) backend.gather(x.ref(), positions.ref(), result.ref(), 1, x.size, 1);
+    if (validMask !== undefined) {
+      const gathered = result;
+      result = noGrad(() => where(validMask, gathered, 0));
+      gathered.dispose();
+    }
+  } catch (error) {
+    positions.dispose();
+    validMask?.dispose();
+    throw error;
+  }
+  const saved = validMask === undefined ? [positions] : [positions, validMask];
+  recordOp('takeAlongAxis', [x], result, saved, (g, [savedPositions, savedValid]) => {
     const grad = zeros(x.shape, { dtype: g.dtype, backend: g.backend });
-    if (g.size > 0) g.backend.scatterAdd(g.ref(), savedPositions.ref(), grad.ref(), 1, x.size, 1);
+    if (g.size === 0) return [grad];
+    const source = savedValid === undefined ? g : where(savedValid, g, 0);
+    g.backend.scatterAdd(source.ref(), savedPositions.ref(), grad.ref(), 1, x.size, 1);
+    if (source !== g) source.dispose();
     return [grad];
   });
   positions.dispose();
+  validMask?.dispose();
   return result;
 }
 
 /**
  * i32 flat positions into x for every output element: Σ_{d≠axis} i_d·stride_d + indices·stride_axis
- * (stride 0 where x is broadcast), composed on the device from aranges. On backends without a host
- * check an out-of-range index becomes position −1, which the gather kernel rejects, never another element.
+ * (stride 0 where x is broadcast), composed on the device from aranges. Indices are in range here
+ * (checked on the host, or made safe by the device check).
  */
 function flatPositions(x: Tensor, indices: Tensor, shape: number[], axis: number): Tensor {
   const backend = x.backend;
@@ -139,10 +228,6 @@ function flatPositions(x: Tensor, indices: Tensor, shape: number[], axis: number
       const along = reshape(mul(arange(0, size, { backend }), strides[index]), shape.map((_, d) => (d === index ? size : 1)));
       positions = add(positions, along);
     });
-    if (!backend.downloadSync && positions.size > 0) {
-      const inRange = mul(greaterEqual(indices, 0), less(indices, x.shape[axis]));
-      positions = where(expand(inRange, shape), positions, -1);
-    }
     return keep(positions);
   }));
 }

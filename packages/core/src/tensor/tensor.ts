@@ -10,6 +10,7 @@ import { trackInScope } from './scope.js';
 import { formatShape, shapeSize, type Shape } from './shape.js';
 import type { Storage } from './storage.js';
 import { decodeHostValues } from './host-data.js';
+import { settleIndexChecks } from '../engine/index-checks.js';
 
 let nextTensorId = 0;
 const TENSOR_MARKER = Symbol.for('kiln.tensor');
@@ -103,10 +104,23 @@ export class Tensor implements Disposable {
     return new Tensor(this.storage.retain(), shape, this.dtype, { track: false });
   }
 
-  /** Values on the host, after all queued work: Float32Array for float dtypes, Int32Array for i32. */
+  /**
+   * Values on the host, after all queued work: Float32Array for float dtypes, Int32Array for i32.
+   * Rejects with InvalidArgumentError when an op since the last read met an out-of-range index on
+   * a device without synchronous reads (see docs/kernel-semantics.md).
+   */
   async data(): Promise<HostArray> {
     this.assertAlive('read');
-    const bytes = await this.backend.download(this.storage.buffer);
+    // Both downloads start now (the flag's first), so disposing the tensor after calling data() is safe.
+    const settled = settleIndexChecks(this.backend);
+    const download = this.backend.download(this.storage.buffer);
+    try {
+      await settled;
+    } catch (error) {
+      download.catch(() => {});
+      throw error;
+    }
+    const bytes = await download;
     return decodeHostValues(bytes.subarray(0, this.byteLength), this.dtype);
   }
 

@@ -1,6 +1,7 @@
 /** Cross-entropy of logits against class indices, with an ignore index. */
 import { DTypeError, InvalidArgumentError, ShapeError } from '../../errors.js';
 import { allocateTensor, assertFloat, commonBackend } from '../../engine/dispatch.js';
+import { needsDeviceIndexCheck, recordDeviceIndexCheck } from '../../engine/index-checks.js';
 import { recordOp } from '../../autograd/record.js';
 import { formatShape, shapeSize } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
@@ -62,14 +63,22 @@ export function crossEntropy(logits: Tensor, targets: Tensor, options: CrossEntr
     throw new ShapeError(`crossEntropy: targets ${targets.describe()} must have shape ${formatShape(expected)} for logits ${logits.describe()}`);
   }
   if (!['mean', 'sum', 'none'].includes(reduction)) throw new InvalidArgumentError(`crossEntropy: reduction must be 'mean', 'sum' or 'none', got '${reduction}'`);
+  const targetError = (value: number, row: number) =>
+    new InvalidArgumentError(`crossEntropy: target ${value} at row ${row} is outside [0, ${classes - 1}] (and is not the ignore index ${ignoreIndex})`, {
+      hint: 'Check that the vocabulary size covers every token id.',
+    });
   if (targets.backend.downloadSync && targets.size > 0) {
     const values = targets.dataSync();
     for (let i = 0; i < values.length; i++) {
-      if (values[i] !== ignoreIndex && (values[i] < 0 || values[i] >= classes)) {
-        throw new InvalidArgumentError(`crossEntropy: target ${values[i]} at row ${i} is outside [0, ${classes - 1}] (and is not the ignore index ${ignoreIndex})`, {
-          hint: 'Check that the vocabulary size covers every token id.',
-        });
-      }
+      if (values[i] !== ignoreIndex && (values[i] < 0 || values[i] >= classes)) throw targetError(values[i], i);
+    }
+  } else if (needsDeviceIndexCheck(targets.backend) && targets.size > 0) {
+    // The kernels give NaN rows for such targets (never another row's logit); the next read reports them.
+    const valid = allocateTensor(targets.backend, [targets.size], 'i32');
+    try {
+      recordDeviceIndexCheck(targets.backend, targets.ref(), targets.size, { size: classes, ignore: ignoreIndex, key: `crossEntropy|${classes}|${ignoreIndex}`, error: targetError }, valid.ref());
+    } finally {
+      valid.dispose();
     }
   }
   const rows = shapeSize(expected);

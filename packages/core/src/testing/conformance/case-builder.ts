@@ -7,6 +7,7 @@
 import type { DType } from '../../dtype.js';
 import type { FusedKernelName, KernelBackend, KernelName, PrimitiveKernelName } from '../../backend/kernel-backend.js';
 import type { ToleranceTable } from '../tolerances.js';
+import { settleIndexChecks } from '../../engine/index-checks.js';
 import { CaseContext } from './case-context.js';
 import { KilnConformanceError } from './conformance-error.js';
 import { hashString } from './input-generator.js';
@@ -41,6 +42,10 @@ export function caseId(kernel: string, dtype: DType, parameters: string): string
 
 async function assertNoLeak(id: string, backend: KernelBackend, before: { bufferCount: number; allocatedBytes: number }): Promise<void> {
   await backend.synchronize();
+  // Core's device-side index checks hold a small flag until the next read: settle it (a pending error is a failure).
+  await settleIndexChecks(backend).catch((error: unknown) => {
+    throw new KilnConformanceError(id, `an out-of-range index was recorded but never reported: ${error instanceof Error ? error.message : String(error)}`);
+  });
   const after = backend.memory();
   if (after.bufferCount === before.bufferCount && after.allocatedBytes === before.allocatedBytes) return;
   throw new KilnConformanceError(
