@@ -26,6 +26,8 @@ export function cudaCapabilities(device: DeviceInfo, matmul: CudaMatmulPath): Cu
       return dtype === 'i32' ? I32_KERNELS.has(kernel) : FLOAT_KERNELS.has(kernel);
     },
     flashAttention: false,
+    // gather, scatterAdd and crossEntropy(Backward) check every index in the kernel and report through the device error flag.
+    checksIndices: true,
     matmul,
   };
 }

@@ -2,6 +2,7 @@
 // in-kernel target check (the device error flag rejects the next synchronize, then the NaN rows
 // are readable), rmsNormBackward's dWeight being identical run to run over several row chunks,
 // the live matmul path in capabilities, and typed errors for bad fused-kernel arguments.
+import * as kiln from '@kiln/core';
 import { DTypeError, InvalidArgumentError, ShapeError, type DType, type FusedKernelName, type KernelBackend, type TensorRef } from '@kiln/core';
 import { createReferenceBackend } from '@kiln/core/testing';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -73,6 +74,16 @@ describe.skipIf(skipReason !== undefined)(`fused kernels on the simulator${skipR
     expect(gradient.slice(classes, 2 * classes).every((value) => value === 0)).toBe(true);
     for (const ref of [...Object.values(onCuda), dLogits]) backend.free(ref.buffer);
     for (const ref of Object.values(onReference)) reference.free(ref.buffer);
+  });
+
+  it('declares checksIndices, so core leaves target checks to the kernel: crossEntropy through core rejects at the read', async () => {
+    expect(backend.capabilities.checksIndices).toBe(true);
+    const logits = kiln.tensor([[1, 2, 3], [0, 0, 0]], undefined, { backend });
+    const targets = kiln.tensor([2, 7], [2], { dtype: 'i32', backend });
+    const loss = kiln.crossEntropy(logits, targets);
+    await expect(loss.data()).rejects.toThrow(/crossEntropy: target 7 of row 1 is out of range \[0, 3\)/);
+    for (const tensor of [logits, targets, loss]) tensor.dispose();
+    await expect(backend.synchronize()).resolves.toBeUndefined();
   });
 
   it('rmsNormBackward: dWeight summed over several row chunks matches the reference and is identical on every run', async () => {
