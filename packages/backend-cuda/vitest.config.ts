@@ -9,7 +9,8 @@ export default defineConfig({
     alias: [
       { find: /^@kiln\/core\/testing$/, replacement: coreSource('testing/index.ts') },
       { find: /^@kiln\/core$/, replacement: coreSource('index.ts') },
-      // The training-step comparison test runs the trainer and the CPU backend from source too.
+      // The training-step comparison test runs the trainer and the CPU backend from source too;
+      // backend-cpu's attention is also the f32 comparison of test/attention.test.ts.
       { find: /^@kiln\/trainer$/, replacement: fileURLToPath(new URL('../trainer/src/index.ts', import.meta.url)) },
       { find: /^@kiln\/backend-cpu$/, replacement: fileURLToPath(new URL('../backend-cpu/src/index.ts', import.meta.url)) },
     ],

@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { runConformance } from '@kiln/core/testing';
 import { CudaBackend, cudaBackendPlugin, loadCudaAddon } from '@kiln/backend-cuda';
 import { parseArguments, UsageError, USAGE } from './gpu-check/arguments.mjs';
+import { checkAttention } from './gpu-check-attention.mjs';
 import { kernelTimings } from './gpu-check/kernels.mjs';
 import { kilnBench, locateCli, matmulComparison, pytorchBench } from './gpu-check/measure.mjs';
 import { createReport, evaluateTargets, formatReport } from './gpu-check/report.mjs';
@@ -112,6 +113,13 @@ if (!options.skip.has('kernels')) {
   report.sections.push({ title: 'kernels (median of repeats; GB/s = bytes read + written / time)', rows: [['kernel', 'dtype', 'size', 'µs', 'GB/s'], ...rows] });
   log(`kernels: ${rows.length} timed`);
 }
+// ---- flash attention: determinism, speed and correctness against torch SDPA (scripts/gpu-check-attention.mjs) ----
+if (!options.skip.has('attention')) {
+  const torchScript = fileURLToPath(new URL('./attention-vs-torch.py', import.meta.url));
+  const attention = await checkAttention(auto, { simulator: options.simulator, log, pythonCommand: [options.python, torchScript] });
+  report.attention = attention;
+  report.sections.push(attentionSection(attention));
+}
 auto.dispose();
 
 // ---- train step: kiln bench vs PyTorch eager ----
@@ -125,5 +133,23 @@ if (!options.skip.has('train')) {
   log(`train step: kiln ${JSON.stringify(kiln)}; PyTorch ${JSON.stringify(pytorch)}`);
 }
 
-if (report.conformance.some((run) => run.failed > 0)) report.status = 'failed';
+if (report.conformance.some((run) => run.failed > 0) || (report.attention?.failed ?? 0) > 0) report.status = 'failed';
 finish(report.status === 'failed' ? 1 : 0);
+
+/** The report section of the attention check: determinism, kiln vs torch speed, errors against the f32 reference. */
+function attentionSection(attention) {
+  const { batch, headsQ, lengthQ, headDim } = attention.shape;
+  const rows = [['check', 'result']];
+  rows.push(['backward run twice', attention.determinism?.identical ? 'bit-identical' : 'DIFFERENT']);
+  if (attention.kiln) rows.push(['kiln forward / forward+backward', `${attention.kiln.forwardMs.toFixed(3)} / ${attention.kiln.forwardBackwardMs.toFixed(3)} ms`]);
+  if (attention.speed) {
+    rows.push(['speed vs torch SDPA (forward)', `${(attention.speed.forward * 100).toFixed(0)}% (target ${attention.speed.target * 100}%)`]);
+    rows.push(['speed vs torch SDPA (forward+backward)', `${(attention.speed.forwardBackward * 100).toFixed(0)}%`]);
+  } else {
+    rows.push(['torch SDPA', `not run: ${attention.torch?.error ?? 'unknown'}`]);
+  }
+  for (const [name, result] of Object.entries(attention.correctness ?? {})) {
+    rows.push([`${name} vs f32 reference`, `rel. L2 ${result.kiln.relativeL2.toExponential(2)}${result.torch ? ` (torch ${result.torch.relativeL2.toExponential(2)})` : ''} ${result.passed ? 'ok' : 'FAIL'}`]);
+  }
+  return { title: `flash attention (bf16 B=${batch} H=${headsQ} T=${lengthQ} D=${headDim}, causal)`, rows };
+}

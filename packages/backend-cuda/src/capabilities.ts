@@ -1,4 +1,4 @@
-/** What the CUDA backend runs natively: every primitive, `random`, the fused kernels below, and which matmul path is live. */
+/** What the CUDA backend runs natively: every primitive, `random`, the fused kernels below, flash attention (forward and backward), and which matmul path is live. */
 import type { Capabilities, DeviceInfo, DType, KernelName } from '@kiln/core';
 import type { CudaMatmulPath } from './matmul-path.js';
 
@@ -9,8 +9,10 @@ const FUSED_FLOAT_KERNELS: readonly KernelName[] = [
   'softmax', 'logSoftmax', 'softmaxBackward', 'rmsNorm', 'rmsNormBackward', 'layerNorm', 'rope', 'swiglu', 'swigluBackward',
   'crossEntropy', 'crossEntropyBackward', 'adamw',
 ];
+/** Flash attention (kernels/attention_*.cu); head dims above 128 run core's composition on the backend. */
+const ATTENTION_KERNELS: readonly KernelName[] = ['attention', 'attentionBackward'];
 /** Kernels with a native implementation in every float dtype. */
-const FLOAT_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>([...I32_KERNELS, 'matmul', 'random', ...FUSED_FLOAT_KERNELS]);
+const FLOAT_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>([...I32_KERNELS, 'matmul', 'random', ...FUSED_FLOAT_KERNELS, ...ATTENTION_KERNELS]);
 
 /** The CUDA backend's capabilities: core's, plus the live matmul path. */
 export interface CudaCapabilities extends Capabilities {
@@ -25,7 +27,7 @@ export function cudaCapabilities(device: DeviceInfo, matmul: CudaMatmulPath): Cu
     supports(kernel: KernelName, dtype: DType): boolean {
       return dtype === 'i32' ? I32_KERNELS.has(kernel) : FLOAT_KERNELS.has(kernel);
     },
-    flashAttention: false,
+    flashAttention: true,
     // gather, scatterAdd and crossEntropy(Backward) check every index in the kernel and report through the device error flag.
     checksIndices: true,
     matmul,

@@ -6,10 +6,11 @@
  * (a CUDA fault, or an out-of-range index found by gather/scatterAdd).
  */
 import {
-  DTypeError, InvalidArgumentError, KERNEL_API_VERSION,
-  type AdamWParams, type BinaryOp, type BufferHandle, type KernelBackend, type MatmulParams, type MemoryInfo,
+  DTypeError, InvalidArgumentError, KERNEL_API_VERSION, composedKernels,
+  type AdamWParams, type AttentionParams, type BinaryOp, type BufferHandle, type KernelBackend, type MatmulParams, type MemoryInfo,
   type RandomDistribution, type ReduceOp, type StridedView, type TensorRef, type UnaryOp,
 } from '@kiln/core';
+import { checkAttentionInputs, checkLike, checkLse, FLASH_ATTENTION_MAX_HEAD_DIM } from './attention.js';
 import { cudaCapabilities, type CudaCapabilities } from './capabilities.js';
 import { FusedKernels } from './fused-kernels.js';
 import { describeMatmulPath } from './matmul-path.js';
@@ -51,7 +52,7 @@ export class CudaBackend implements KernelBackend {
   readonly name = 'cuda';
   /** The KernelBackend version this backend implements. */
   readonly apiVersion = KERNEL_API_VERSION;
-  /** Primitives in every dtype the semantics allow; matmul, random and the fused kernels in float dtypes; the live matmul path. */
+  /** Primitives in every dtype the semantics allow; matmul, random, the fused kernels and flash attention in float dtypes; the live matmul path. */
   readonly capabilities: CudaCapabilities;
   private readonly native: NativeBackend;
   private readonly fused: FusedKernels;
@@ -366,6 +367,47 @@ export class CudaBackend implements KernelBackend {
   adamw(param: TensorRef, grad: TensorRef, m: TensorRef, v: TensorRef, params: AdamWParams): void {
     this.ensureOpen('adamw');
     this.fused.adamw(param, grad, m, v, params);
+  }
+
+  /**
+   * Flash attention forward (tiled, online softmax; kernels/attention_forward.cu): out and the f32
+   * row log-sum-exp lse. Head dims above 128 run core's composition on this backend instead.
+   */
+  attention(q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null, out: TensorRef, lse: TensorRef, params: AttentionParams): void {
+    this.ensureOpen('attention');
+    const call = checkAttentionInputs(this, 'attention', q, k, v, mask, params);
+    const output = checkLike(out, call.q, this, 'attention', 'out');
+    const rowLse = checkLse(lse, call, this, 'attention');
+    if (call.headDim > FLASH_ATTENTION_MAX_HEAD_DIM) {
+      composedKernels.attention(this, q, k, v, mask, out, lse, call.params);
+      return;
+    }
+    callNative(() => this.native.attention(call.q.native, call.k.native, call.v.native, call.mask?.native ?? null, output.native, rowLse.native, call.params));
+  }
+
+  /**
+   * Flash attention backward from out and lse (kernels/attention_backward.cu): overwrites dq, dk,
+   * dv (dk/dv summed over each kv head's query heads), bit-identical from run to run. Head dims
+   * above 128 run core's composition on this backend instead.
+   */
+  attentionBackward(
+    q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null, out: TensorRef, lse: TensorRef, dOut: TensorRef,
+    dq: TensorRef, dk: TensorRef, dv: TensorRef, params: AttentionParams,
+  ): void {
+    const kernel = 'attentionBackward';
+    this.ensureOpen(kernel);
+    const call = checkAttentionInputs(this, kernel, q, k, v, mask, params);
+    const [output, outputGradient, queryGradient] = ([['out', out], ['dOut', dOut], ['dq', dq]] as const).map(([role, ref]) => checkLike(ref, call.q, this, kernel, role));
+    const [keyGradient, valueGradient] = ([['dk', dk], ['dv', dv]] as const).map(([role, ref]) => checkLike(ref, call.k, this, kernel, role));
+    const rowLse = checkLse(lse, call, this, kernel);
+    if (call.headDim > FLASH_ATTENTION_MAX_HEAD_DIM) {
+      composedKernels.attentionBackward(this, q, k, v, mask, out, lse, dOut, dq, dk, dv, call.params);
+      return;
+    }
+    callNative(() => this.native.attentionBackward(
+      call.q.native, call.k.native, call.v.native, call.mask?.native ?? null, output.native, rowLse.native, outputGradient.native,
+      queryGradient.native, keyGradient.native, valueGradient.native, call.params,
+    ));
   }
 
   private ensureOpen(operation: string): void {

@@ -44,6 +44,9 @@ void BackendObject::Register(Napi::Env env, Napi::Object exports) {
           InstanceMethod<&BackendObject::CrossEntropy>("crossEntropy"),
           InstanceMethod<&BackendObject::CrossEntropyBackward>("crossEntropyBackward"),
           InstanceMethod<&BackendObject::Adamw>("adamw"),
+          // flash attention
+          InstanceMethod<&BackendObject::Attention>("attention"),
+          InstanceMethod<&BackendObject::AttentionBackward>("attentionBackward"),
       });
   exports.Set("Backend", constructor);
 }

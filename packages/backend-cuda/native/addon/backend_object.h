@@ -62,6 +62,9 @@ class BackendObject : public Napi::ObjectWrap<BackendObject> {
   Napi::Value CrossEntropy(const Napi::CallbackInfo& info);
   Napi::Value CrossEntropyBackward(const Napi::CallbackInfo& info);
   Napi::Value Adamw(const Napi::CallbackInfo& info);
+  // flash attention (attention_methods.cpp)
+  Napi::Value Attention(const Napi::CallbackInfo& info);
+  Napi::Value AttentionBackward(const Napi::CallbackInfo& info);
 
   /** The context, or a kInvalidArgument error when disposed / kDevice when unusable. */
   DeviceContext& context();

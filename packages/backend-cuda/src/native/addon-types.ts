@@ -213,6 +213,23 @@ export interface NativeBackend {
   crossEntropyBackward(logits: NativeTensor, targets: NativeTensor, dLogits: NativeTensor, rows: number, classes: number, ignoreIndex: number, scale: number): void;
   /** One AdamW step in place on param, m, v (f32) from grad. */
   adamw(param: NativeTensor, grad: NativeTensor, m: NativeTensor, v: NativeTensor, params: NativeAdamWParams): void;
+
+  // ---- flash attention ----
+  /** Flash attention forward: out and f32 lse [B, Hq, Tq]; mask null or an f32 view of shape [B, Hq, Tq, Tk]; head dim ≤ 128. */
+  attention(q: NativeTensor, k: NativeTensor, v: NativeTensor, mask: NativeTensor | null, out: NativeTensor, lse: NativeTensor, params: NativeAttentionParams): void;
+  /** Flash attention backward from out and lse: overwrites dq, dk, dv (deterministic; Δ scratch from the allocator, freed before return). */
+  attentionBackward(
+    q: NativeTensor, k: NativeTensor, v: NativeTensor, mask: NativeTensor | null, out: NativeTensor, lse: NativeTensor, dOut: NativeTensor,
+    dq: NativeTensor, dk: NativeTensor, dv: NativeTensor, params: NativeAttentionParams,
+  ): void;
+}
+
+/** Parameters of the attention methods (core's AttentionParams). */
+export interface NativeAttentionParams {
+  /** Multiplier of q·k (finite). */
+  scale: number;
+  /** Causal mask aligned to the end: query i sees keys j ≤ i + (Tk − Tq). */
+  causal: boolean;
 }
 
 /** Options of the simulator's configureSimulator (tests only). */

@@ -1,0 +1,378 @@
+// kernels/attention_backward.cu — flash-attention backward (FlashAttention-2 style), f32/f16/bf16.
+//
+// Algorithm, from q, k, v, out, lse and dOut (P is recomputed, never stored):
+//  1. delta kernel: Δ_i = Σ_d dO_id · out_id per query row (f32 scratch), 8 lanes per row.
+//  2. key/value kernel: one 128-thread block per (batch, kv head, 64-key tile), each warp owning
+//     16 keys; dK and dV accumulate in registers while the block walks, in a fixed order, every
+//     query head of the kv head's group and every query tile that can see the keys (causal:
+//     tiles wholly before the diagonal are skipped): Sᵀ = k·qᵀ, Pᵀ = exp2(Sᵀ − lse),
+//     dV += Pᵀ·dO, dPᵀ = v·dOᵀ, dSᵀ = Pᵀ ∘ (dPᵀ − Δ), dK += dSᵀ·q; finally dK ·= scale.
+//  3. query kernel: one block per (batch, query head, 64-query tile), each warp owning 16 rows;
+//     dQ accumulates in registers over the visible key tiles: S = q·kᵀ, P, dP = dO·vᵀ,
+//     dS = P ∘ (dP − Δ), dQ += dS·k; finally dQ ·= scale.
+// Determinism: no atomics; every output element is written by one thread after summing in a
+// fixed order, so two runs are bit-identical (GQA heads are summed in head order inside one block).
+// The cost is recomputing S and dP in the query kernel (7 tile products instead of FA-2's 5).
+// Layout: see attention_common.cuh. A row whose lse is −Inf (no allowed key) has P = 0.
+// Numerics: f32 accumulation, scores in log2 units (exp2f of s₂ − lse·log2 e). For f16/bf16, P
+// and dS are rounded to the storage type once before their tensor-core products.
+#include "attention_backward.cuh"
+#include "attention_warp_math.cuh"
+
+namespace kiln {
+namespace {
+
+using attention::KernelParams;
+
+/** Keys per key/value block and query rows per query block: 4 warps × 16. */
+constexpr int kBlockRows = 64;
+constexpr int kDeltaThreads = 256;
+
+template <typename Math, int kHeadDim>
+struct KeyValueLayout {
+  using T = typename Math::Element;
+  static constexpr int kQueries = Math::kBackwardQueries;
+  static constexpr int kStride = kHeadDim + Math::kPad;
+  static constexpr int kScratchFloats = Math::template kScratchFloats<kQueries>;
+  static constexpr int kBytes =
+      static_cast<int>((2 * kBlockRows + 2 * kQueries) * kStride * sizeof(T) + (2 * kQueries + 4 * kScratchFloats) * sizeof(float));
+  static_assert(kBytes <= kAttentionSharedLimit, "key/value tiles exceed the shared memory of sm_86/sm_89");
+};
+
+template <typename Math, int kHeadDim>
+struct QueryLayout {
+  using T = typename Math::Element;
+  static constexpr int kKeys = Math::kBackwardKeys;
+  static constexpr int kStride = kHeadDim + Math::kPad;
+  static constexpr int kScratchFloats = Math::template kScratchFloats<kKeys>;
+  static constexpr int kBytes = static_cast<int>((2 * kBlockRows + 2 * kKeys) * kStride * sizeof(T) + 4 * kScratchFloats * sizeof(float));
+  static_assert(kBytes <= kAttentionSharedLimit, "query tiles exceed the shared memory of sm_86/sm_89");
+};
+
+/** lse in log2 units for P = exp2(s₂ − lse₂); +Inf for a row without keys (or past Tq), so its P is 0, never NaN. */
+__device__ __forceinline__ float lse_log2_or_infinity(const float* lse, Index index, bool inside) {
+  if (!inside) return INFINITY;
+  const float value = lse[index];
+  return value == -INFINITY ? INFINITY : value * attention::kLog2e;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kDeltaThreads) attention_delta_kernel(const T* out, const T* d_out, float* delta, Index rows, int head_dim) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const Index warp = static_cast<Index>(blockIdx.x) * (kDeltaThreads / 32) + threadIdx.x / 32;
+  const Index warps = static_cast<Index>(gridDim.x) * (kDeltaThreads / 32);
+  // Each warp takes 4 rows at a time (8 lanes per row); the loop bound is uniform across the warp.
+  for (Index first = warp * 4; first < rows; first += warps * 4) {
+    const Index row = first + lane / 8;
+    float sum = 0.0f;
+    if (row < rows) {
+      for (int d = lane % 8; d < head_dim; d += 8) sum += to_float(out[row * head_dim + d]) * to_float(d_out[row * head_dim + d]);
+    }
+    sum += __shfl_xor_sync(0xffffffffu, sum, 4);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    if (row < rows && lane % 8 == 0) delta[row] = sum;
+  }
+}
+
+template <typename Math, int kHeadDim>
+__global__ void __launch_bounds__(kAttentionThreads) attention_backward_kv_kernel(KernelParams p) {
+  using namespace attention;
+  using Layout = KeyValueLayout<Math, kHeadDim>;
+  using T = typename Math::Element;
+  constexpr int kQueries = Layout::kQueries;
+  constexpr int kStride = Layout::kStride;
+  KILN_EXTERN_SHARED(T, k_tile);
+  T* v_tile = k_tile + kBlockRows * kStride;
+  T* q_tile = v_tile + kBlockRows * kStride;
+  T* do_tile = q_tile + kQueries * kStride;
+  float* lse_tile = reinterpret_cast<float*>(do_tile + kQueries * kStride);
+  float* delta_tile = lse_tile + kQueries;
+  const int warp = static_cast<int>(threadIdx.x / 32);
+  float* scratch = delta_tile + kQueries + warp * Layout::kScratchFloats;
+
+  const int key_tiles = static_cast<int>(ceil_div(p.length_k, kBlockRows));
+  const Index linear = blockIdx.x;
+  const int key_tile = static_cast<int>(linear % key_tiles);
+  const Index head_index = linear / key_tiles;
+  const int kv_head = static_cast<int>(head_index % p.heads_kv);
+  const int b = static_cast<int>(head_index / p.heads_kv);
+  const int key0 = key_tile * kBlockRows;
+  const int keys_valid = min(kBlockRows, p.length_k - key0);
+  const Index kv_offset = ((static_cast<Index>(b) * p.heads_kv + kv_head) * p.length_k + key0) * p.head_dim;
+  const int query_tiles = static_cast<int>(ceil_div(p.length_q, kQueries));
+  const int first_query_tile = static_cast<int>(first_query_for_key(p, key0) / kQueries);
+  const bool vector = p.vector_loads != 0;
+  const LaneCoordinates lane = lane_coordinates();
+  const int warp_row = warp * 16;
+
+  float dk[kHeadDim / 8][4];
+  float dv[kHeadDim / 8][4];
+  KILN_UNROLL
+  for (int nt = 0; nt < kHeadDim / 8; nt++) {
+    for (int e = 0; e < 4; e++) dk[nt][e] = dv[nt][e] = 0.0f;
+  }
+
+  if (first_query_tile < query_tiles) {
+    load_tile<T, kBlockRows, kHeadDim>(k_tile, kStride, static_cast<const T*>(p.k) + kv_offset, keys_valid, p.head_dim, vector);
+    load_tile<T, kBlockRows, kHeadDim>(v_tile, kStride, static_cast<const T*>(p.v) + kv_offset, keys_valid, p.head_dim, vector);
+    cp_async_commit();
+    for (int h = kv_head * p.group; h < (kv_head + 1) * p.group; h++) {
+      const Index row_base = (static_cast<Index>(b) * p.heads_q + h) * p.length_q;
+      for (int query_tile = first_query_tile; query_tile < query_tiles; query_tile++) {
+        const int query0 = query_tile * kQueries;
+        const int queries_valid = min(kQueries, p.length_q - query0);
+        __syncthreads();  // every warp is done with the previous q / dO tile
+        load_tile<T, kQueries, kHeadDim>(q_tile, kStride, static_cast<const T*>(p.q) + (row_base + query0) * p.head_dim, queries_valid, p.head_dim,
+                                         vector);
+        cp_async_commit();
+        load_tile<T, kQueries, kHeadDim>(do_tile, kStride, static_cast<const T*>(p.d_out) + (row_base + query0) * p.head_dim, queries_valid,
+                                         p.head_dim, vector);
+        cp_async_commit();
+        if (threadIdx.x < kQueries) {
+          const bool inside = static_cast<int>(threadIdx.x) < queries_valid;
+          lse_tile[threadIdx.x] = lse_log2_or_infinity(p.lse, row_base + query0 + threadIdx.x, inside);
+          delta_tile[threadIdx.x] = inside ? p.delta[row_base + query0 + threadIdx.x] : 0.0f;
+        }
+        cp_async_wait_pending<1>();
+        __syncthreads();  // k, v (first pass), q, lse and Δ landed
+
+        typename Math::Rows rows;
+        Math::load_rows(rows, k_tile + warp_row * kStride, kStride, p.head_dim);
+        float s[kQueries / 8][4];
+        Math::template scores<kQueries>(rows, q_tile, kStride, s, p.head_dim);
+        const bool check = key0 + kBlockRows > p.length_k || query0 + kQueries > p.length_q ||
+                           (p.causal && static_cast<long long>(key0) + kBlockRows - 1 > query0 + p.shift);
+        to_log2_scores(
+            s, p, b, h, check, [&](int, int column) { return static_cast<long long>(query0 + column); },
+            [&](int row, int) { return static_cast<long long>(key0 + warp_row + row); });
+        KILN_UNROLL
+        for (int nt = 0; nt < kQueries / 8; nt++) {
+          for (int e = 0; e < 4; e++) s[nt][e] = exp2f(s[nt][e] - lse_tile[nt * 8 + 2 * lane.t + (e & 1)]);
+        }
+
+        cp_async_wait_all();
+        __syncthreads();  // dO landed
+        Math::template accumulate<kQueries>(s, do_tile, kStride, dv, p.head_dim, scratch);
+        Math::load_rows(rows, v_tile + warp_row * kStride, kStride, p.head_dim);
+        float dp[kQueries / 8][4];
+        Math::template scores<kQueries>(rows, do_tile, kStride, dp, p.head_dim);
+        KILN_UNROLL
+        for (int nt = 0; nt < kQueries / 8; nt++) {
+          for (int e = 0; e < 4; e++) dp[nt][e] = s[nt][e] * (dp[nt][e] - delta_tile[nt * 8 + 2 * lane.t + (e & 1)]);
+        }
+        Math::template accumulate<kQueries>(dp, q_tile, kStride, dk, p.head_dim, scratch);
+      }
+    }
+  }
+
+  T* dk_out = static_cast<T*>(p.dk) + kv_offset;
+  T* dv_out = static_cast<T*>(p.dv) + kv_offset;
+  KILN_UNROLL
+  for (int half = 0; half < 2; half++) {
+    const int row = warp_row + lane.g + 8 * half;
+    if (row >= keys_valid) continue;
+    KILN_UNROLL
+    for (int nt = 0; nt < kHeadDim / 8; nt++) {
+      for (int e = 0; e < 2; e++) {
+        const int column = nt * 8 + 2 * lane.t + e;
+        if (column >= p.head_dim) continue;
+        dk_out[static_cast<Index>(row) * p.head_dim + column] = from_float<T>(dk[nt][2 * half + e] * p.scale);
+        dv_out[static_cast<Index>(row) * p.head_dim + column] = from_float<T>(dv[nt][2 * half + e]);
+      }
+    }
+  }
+}
+
+template <typename Math, int kHeadDim>
+__global__ void __launch_bounds__(kAttentionThreads) attention_backward_q_kernel(KernelParams p) {
+  using namespace attention;
+  using Layout = QueryLayout<Math, kHeadDim>;
+  using T = typename Math::Element;
+  constexpr int kKeys = Layout::kKeys;
+  constexpr int kStride = Layout::kStride;
+  KILN_EXTERN_SHARED(T, q_tile);
+  T* do_tile = q_tile + kBlockRows * kStride;
+  T* k_tile = do_tile + kBlockRows * kStride;
+  T* v_tile = k_tile + kKeys * kStride;
+  const int warp = static_cast<int>(threadIdx.x / 32);
+  float* scratch = reinterpret_cast<float*>(v_tile + kKeys * kStride) + warp * Layout::kScratchFloats;
+
+  const int query_tiles = static_cast<int>(ceil_div(p.length_q, kBlockRows));
+  const Index linear = blockIdx.x;
+  const int query_tile = query_tiles - 1 - static_cast<int>(linear % query_tiles);
+  const Index head_index = linear / query_tiles;
+  const int h = static_cast<int>(head_index % p.heads_q);
+  const int b = static_cast<int>(head_index / p.heads_q);
+  const int kv_head = h / p.group;
+  const int row0 = query_tile * kBlockRows;
+  const int rows_valid = min(kBlockRows, p.length_q - row0);
+  const Index row_base = (static_cast<Index>(b) * p.heads_q + h) * p.length_q + row0;
+  const Index kv_offset = (static_cast<Index>(b) * p.heads_kv + kv_head) * p.length_k * p.head_dim;
+  const T* k = static_cast<const T*>(p.k) + kv_offset;
+  const T* v = static_cast<const T*>(p.v) + kv_offset;
+  const int key_tiles = static_cast<int>(ceil_div(key_limit(p, row0 + rows_valid), kKeys));
+  const bool vector = p.vector_loads != 0;
+  const LaneCoordinates lane = lane_coordinates();
+  const int warp_row = warp * 16;
+
+  float lse_row[2];
+  float delta_row[2];
+  KILN_UNROLL
+  for (int half = 0; half < 2; half++) {
+    const int row = warp_row + lane.g + 8 * half;
+    lse_row[half] = lse_log2_or_infinity(p.lse, row_base + row, row < rows_valid);
+    delta_row[half] = row < rows_valid ? p.delta[row_base + row] : 0.0f;
+  }
+  float dq[kHeadDim / 8][4];
+  KILN_UNROLL
+  for (int nt = 0; nt < kHeadDim / 8; nt++) {
+    for (int e = 0; e < 4; e++) dq[nt][e] = 0.0f;
+  }
+
+  if (key_tiles > 0) {
+    load_tile<T, kBlockRows, kHeadDim>(q_tile, kStride, static_cast<const T*>(p.q) + row_base * p.head_dim, rows_valid, p.head_dim, vector);
+    load_tile<T, kBlockRows, kHeadDim>(do_tile, kStride, static_cast<const T*>(p.d_out) + row_base * p.head_dim, rows_valid, p.head_dim, vector);
+    cp_async_commit();
+  }
+  for (int tile = 0; tile < key_tiles; tile++) {
+    const int key0 = tile * kKeys;
+    const int keys_valid = min(kKeys, p.length_k - key0);
+    __syncthreads();  // every warp is done with the previous K and V
+    load_tile<T, kKeys, kHeadDim>(k_tile, kStride, k + static_cast<Index>(key0) * p.head_dim, keys_valid, p.head_dim, vector);
+    cp_async_commit();
+    load_tile<T, kKeys, kHeadDim>(v_tile, kStride, v + static_cast<Index>(key0) * p.head_dim, keys_valid, p.head_dim, vector);
+    cp_async_commit();
+    cp_async_wait_pending<1>();
+    __syncthreads();  // q, dO (first pass) and K landed; V may still be in flight
+
+    typename Math::Rows rows;
+    Math::load_rows(rows, q_tile + warp_row * kStride, kStride, p.head_dim);
+    float s[kKeys / 8][4];
+    Math::template scores<kKeys>(rows, k_tile, kStride, s, p.head_dim);
+    const bool check = key0 + kKeys > p.length_k || (p.causal && static_cast<long long>(key0) + kKeys - 1 > row0 + p.shift);
+    to_log2_scores(
+        s, p, b, h, check, [&](int row, int) { return static_cast<long long>(row0 + warp_row + row); },
+        [&](int, int column) { return static_cast<long long>(key0 + column); });
+    KILN_UNROLL
+    for (int nt = 0; nt < kKeys / 8; nt++) {
+      for (int e = 0; e < 4; e++) s[nt][e] = exp2f(s[nt][e] - lse_row[e / 2]);
+    }
+
+    cp_async_wait_all();
+    __syncthreads();  // V landed
+    Math::load_rows(rows, do_tile + warp_row * kStride, kStride, p.head_dim);
+    float dp[kKeys / 8][4];
+    Math::template scores<kKeys>(rows, v_tile, kStride, dp, p.head_dim);
+    KILN_UNROLL
+    for (int nt = 0; nt < kKeys / 8; nt++) {
+      for (int e = 0; e < 4; e++) dp[nt][e] = s[nt][e] * (dp[nt][e] - delta_row[e / 2]);
+    }
+    Math::template accumulate<kKeys>(dp, k_tile, kStride, dq, p.head_dim, scratch);
+  }
+
+  T* dq_out = static_cast<T*>(p.dq) + row_base * p.head_dim;
+  KILN_UNROLL
+  for (int half = 0; half < 2; half++) {
+    const int row = warp_row + lane.g + 8 * half;
+    if (row >= rows_valid) continue;
+    KILN_UNROLL
+    for (int nt = 0; nt < kHeadDim / 8; nt++) {
+      for (int e = 0; e < 2; e++) {
+        const int column = nt * 8 + 2 * lane.t + e;
+        if (column < p.head_dim) dq_out[static_cast<Index>(row) * p.head_dim + column] = from_float<T>(dq[nt][2 * half + e] * p.scale);
+      }
+    }
+  }
+}
+
+/** Kernel names of one dtype, per bucket (for the simulator's messages). */
+struct BackwardNames {
+  const char* key_value[3];
+  const char* query[3];
+};
+
+template <typename Math, int kHeadDim>
+cudaError_t launch_bucket(const LaunchContext& context, const BackwardNames& names, int slot, const KernelParams& params, Index key_value_blocks,
+                          Index query_blocks) {
+  using KeyValue = KeyValueLayout<Math, kHeadDim>;
+  using Query = QueryLayout<Math, kHeadDim>;
+  if (key_value_blocks > 0) {
+    cudaError_t error = attention::allow_shared_bytes(attention_backward_kv_kernel<Math, kHeadDim>, KeyValue::kBytes);
+    if (error == cudaSuccess) {
+      error = vendor::launch(names.key_value[slot], attention_backward_kv_kernel<Math, kHeadDim>, dim3(static_cast<unsigned>(key_value_blocks)),
+                             dim3(kAttentionThreads), static_cast<size_t>(KeyValue::kBytes), context.stream, params);
+    }
+    if (error != cudaSuccess) return error;
+  }
+  if (query_blocks == 0) return cudaSuccess;
+  const cudaError_t error = attention::allow_shared_bytes(attention_backward_q_kernel<Math, kHeadDim>, Query::kBytes);
+  if (error != cudaSuccess) return error;
+  return vendor::launch(names.query[slot], attention_backward_q_kernel<Math, kHeadDim>, dim3(static_cast<unsigned>(query_blocks)), dim3(kAttentionThreads),
+                        static_cast<size_t>(Query::kBytes), context.stream, params);
+}
+
+template <typename Family>
+cudaError_t launch_family(const LaunchContext& context, const BackwardNames& names, int bucket, const KernelParams& params, Index key_value_blocks,
+                          Index query_blocks) {
+  if (bucket == 32) return launch_bucket<typename Family::template Bucket<32>, 32>(context, names, 0, params, key_value_blocks, query_blocks);
+  if (bucket == 64) return launch_bucket<typename Family::template Bucket<64>, 64>(context, names, 1, params, key_value_blocks, query_blocks);
+  return launch_bucket<typename Family::template Bucket<128>, 128>(context, names, 2, params, key_value_blocks, query_blocks);
+}
+
+template <typename T>
+cudaError_t launch_delta(const LaunchContext& context, const char* name, const KernelParams& params, Index rows) {
+  if (rows == 0) return cudaSuccess;
+  return vendor::launch(name, attention_delta_kernel<T>, dim3(grid_for((rows + 3) / 4, kDeltaThreads / 32, context.max_blocks)), dim3(kDeltaThreads), 0,
+                        context.stream, static_cast<const T*>(params.out), static_cast<const T*>(params.d_out), params.delta, rows, params.head_dim);
+}
+
+}  // namespace
+
+cudaError_t launch_attention_backward(const LaunchContext& context, int dtype, const AttentionProblem& problem, const AttentionBackwardTensors& tensors) {
+  const Index key_value_blocks = attention::ceil_div(problem.length_k, kBlockRows) * problem.batch * problem.heads_kv;
+  const Index query_blocks = attention::ceil_div(problem.length_q, kBlockRows) * problem.batch * problem.heads_q;
+  if (key_value_blocks > 0x7fffffffLL || query_blocks > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
+  KernelParams params = attention::kernel_params(problem, dtype);
+  params.q = tensors.q;
+  params.k = tensors.k;
+  params.v = tensors.v;
+  params.out = tensors.out;
+  params.d_out = tensors.d_out;
+  params.lse = const_cast<float*>(tensors.lse);
+  params.dq = tensors.dq;
+  params.dk = tensors.dk;
+  params.dv = tensors.dv;
+  params.delta = tensors.delta;
+  params.vector_loads = params.vector_loads && attention::all_aligned16({tensors.q, tensors.k, tensors.v, tensors.d_out});
+  const Index rows = attention_backward_scratch_floats(problem);
+  const int bucket = attention_head_dim_bucket(problem.head_dim);
+  switch (dtype) {
+    case kF32: {
+      static constexpr BackwardNames kNames = {
+          {"attention_backward_kv_kernel<f32,32>", "attention_backward_kv_kernel<f32,64>", "attention_backward_kv_kernel<f32,128>"},
+          {"attention_backward_q_kernel<f32,32>", "attention_backward_q_kernel<f32,64>", "attention_backward_q_kernel<f32,128>"}};
+      const cudaError_t error = launch_delta<float>(context, "attention_delta_kernel<f32>", params, rows);
+      return error != cudaSuccess ? error : launch_family<attention::SimtFamily>(context, kNames, bucket, params, key_value_blocks, query_blocks);
+    }
+    case kF16: {
+      static constexpr BackwardNames kNames = {
+          {"attention_backward_kv_kernel<f16,32>", "attention_backward_kv_kernel<f16,64>", "attention_backward_kv_kernel<f16,128>"},
+          {"attention_backward_q_kernel<f16,32>", "attention_backward_q_kernel<f16,64>", "attention_backward_q_kernel<f16,128>"}};
+      const cudaError_t error = launch_delta<__half>(context, "attention_delta_kernel<f16>", params, rows);
+      return error != cudaSuccess ? error
+                                  : launch_family<attention::TensorCoreFamily<__half>>(context, kNames, bucket, params, key_value_blocks, query_blocks);
+    }
+    default: {
+      static constexpr BackwardNames kNames = {
+          {"attention_backward_kv_kernel<bf16,32>", "attention_backward_kv_kernel<bf16,64>", "attention_backward_kv_kernel<bf16,128>"},
+          {"attention_backward_q_kernel<bf16,32>", "attention_backward_q_kernel<bf16,64>", "attention_backward_q_kernel<bf16,128>"}};
+      const cudaError_t error = launch_delta<__nv_bfloat16>(context, "attention_delta_kernel<bf16>", params, rows);
+      return error != cudaSuccess ? error
+                                  : launch_family<attention::TensorCoreFamily<__nv_bfloat16>>(context, kNames, bucket, params, key_value_blocks,
+                                                                                               query_blocks);
+    }
+  }
+}
+
+}  // namespace kiln

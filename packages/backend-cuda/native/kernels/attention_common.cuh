@@ -1,0 +1,284 @@
+// kernels/attention_common.cuh — what the flash-attention forward and backward share: the
+// problem description the host fills, the head-dim buckets, and (device side) tile loads through
+// shared memory, the score transform (scale, additive mask, causal and bounds masking) and the
+// per-block work decomposition.
+//
+// Layout: q, out, dOut, dq [B, Hq, Tq, D]; k, v, dk, dv [B, Hkv, Tk, D]; lse and the backward's
+// delta f32 [B, Hq, Tq]; all dense. Query head h reads kv head h / (Hq / Hkv). The optional mask
+// is an f32 view broadcast to [B, Hq, Tq, Tk] with any strides (0 included). Shared-memory tiles
+// hold kRows rows of a head-dim bucket (32, 64 or 128 columns, zero-padded past D) with a row
+// stride padded so ldmatrix / column reads hit distinct banks.
+// Numerics: scores are kept in log2 units, s₂ = (scale·q·k + mask)·log2(e), so every
+// exponential is one exp2f; lse is converted back to natural log once per row. Everything
+// accumulates in f32.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+
+#include "numerics.cuh"
+
+/** Full unrolling of a loop with a compile-time trip count (register arrays stay in registers). */
+#ifndef KILN_UNROLL
+#if defined(KILN_CUDA_SIMULATOR)
+#define KILN_UNROLL _Pragma("GCC unroll 16")
+#else
+#define KILN_UNROLL _Pragma("unroll")
+#endif
+#endif
+
+namespace kiln {
+
+/** Largest head dimension the flash kernels take (larger ones use core's composition). */
+inline constexpr int kAttentionMaxHeadDim = 128;
+
+/** Threads of every attention block (4 warps). */
+inline constexpr int kAttentionThreads = 128;
+
+/** Shared memory one attention block may use on every supported GPU (sm_86/sm_89 opt-in limit). */
+inline constexpr int kAttentionSharedLimit = 99 * 1024;
+
+/** One attention call as the kernels see it (shapes validated by the host). */
+struct AttentionProblem {
+  int batch;
+  int heads_q;
+  int heads_kv;
+  int length_q;
+  int length_k;
+  int head_dim;
+  /** Multiplier of q·k. */
+  float scale;
+  bool causal;
+  /** f32 mask base (element 0 of its buffer), or nullptr. */
+  const float* mask;
+  /** Element strides of the mask over [B, Hq, Tq, Tk]. */
+  Index mask_strides[4];
+  /** Element offset of the mask view. */
+  Index mask_offset;
+};
+
+/** Head-dim bucket (32, 64 or 128) whose kernels serve head dimension `head_dim` (≤ 128). */
+inline int attention_head_dim_bucket(int head_dim) { return head_dim <= 32 ? 32 : head_dim <= 64 ? 64 : 128; }
+
+namespace attention {
+
+/** Everything a kernel reads, passed by value. */
+struct KernelParams {
+  const void* q;
+  const void* k;
+  const void* v;
+  const void* out;
+  const void* d_out;
+  void* out_written;
+  float* lse;
+  void* dq;
+  void* dk;
+  void* dv;
+  float* delta;
+  const float* mask;
+  Index mask_strides[4];
+  Index mask_offset;
+  int batch;
+  int heads_q;
+  int heads_kv;
+  /** Hq / Hkv. */
+  int group;
+  int length_q;
+  int length_k;
+  int head_dim;
+  float scale;
+  /** scale · log2(e). */
+  float scale_log2;
+  int causal;
+  /** Tk − Tq: query i sees key j when j ≤ i + shift (causal). */
+  long long shift;
+  /** 1 when rows may be copied in 16-byte chunks (D · element bytes is a multiple of 16). */
+  int vector_loads;
+};
+
+/** ceil(a / b) for positive b. */
+KILN_HOST_DEVICE inline long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+
+/**
+ * The last key (exclusive) any of query rows [row0, row_end) may see: all Tk keys, or with the
+ * causal mask row_end − 1 + shift + 1, clamped to [0, Tk].
+ */
+KILN_HOST_DEVICE inline long long key_limit(const KernelParams& p, long long row_end) {
+  long long limit = p.length_k;
+  if (p.causal) {
+    const long long causal_end = row_end + p.shift;
+    if (causal_end < limit) limit = causal_end;
+  }
+  return limit < 0 ? 0 : limit;
+}
+
+/** The first query row that sees key `key` (0 without the causal mask), clamped to [0, Tq]. */
+KILN_HOST_DEVICE inline long long first_query_for_key(const KernelParams& p, long long key) {
+  if (!p.causal) return 0;
+  long long first = key - p.shift;
+  if (first < 0) first = 0;
+  return first > p.length_q ? p.length_q : first;
+}
+
+/** Kernel parameters of a problem (tensor pointers left null; the launchers fill them). */
+inline KernelParams kernel_params(const AttentionProblem& problem, int dtype) {
+  KernelParams p{};
+  p.mask = problem.mask;
+  for (int dim = 0; dim < 4; dim++) p.mask_strides[dim] = problem.mask_strides[dim];
+  p.mask_offset = problem.mask_offset;
+  p.batch = problem.batch;
+  p.heads_q = problem.heads_q;
+  p.heads_kv = problem.heads_kv;
+  p.group = problem.heads_kv > 0 ? problem.heads_q / problem.heads_kv : 1;
+  p.length_q = problem.length_q;
+  p.length_k = problem.length_k;
+  p.head_dim = problem.head_dim;
+  p.scale = problem.scale;
+  p.scale_log2 = static_cast<float>(static_cast<double>(problem.scale) * 1.4426950408889634);
+  p.causal = problem.causal ? 1 : 0;
+  p.shift = static_cast<long long>(problem.length_k) - problem.length_q;
+  p.vector_loads = (problem.head_dim * dtype_bytes(dtype)) % 16 == 0 ? 1 : 0;
+  return p;
+}
+
+/** True when every pointer is 16-byte aligned (cp.async needs it; device allocations always are). */
+inline bool all_aligned16(std::initializer_list<const void*> pointers) {
+  for (const void* pointer : pointers) {
+    if ((reinterpret_cast<std::uintptr_t>(pointer) & 15u) != 0) return false;
+  }
+  return true;
+}
+
+/** Raises a kernel's dynamic shared-memory limit when it needs more than the default 48 KiB. */
+template <typename Kernel>
+cudaError_t allow_shared_bytes(Kernel* kernel, int bytes) {
+  if (bytes <= 48 * 1024) return cudaSuccess;
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+}
+
+#if KILN_DEVICE_CODE
+
+inline constexpr float kLog2e = 1.4426950408889634f;
+inline constexpr float kLn2 = 0.6931471805599453f;
+
+/** Quad coordinates of the calling lane in an mma C fragment: group g = lane / 4, t = lane % 4. */
+struct LaneCoordinates {
+  int g;
+  int t;
+};
+
+__device__ __forceinline__ LaneCoordinates lane_coordinates() {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  return LaneCoordinates{lane >> 2, lane & 3};
+}
+
+/** Zero of a storage type. */
+template <typename T>
+__device__ __forceinline__ T zero_value() {
+  return from_float<T>(0.0f);
+}
+
+// ---- asynchronous global → shared copies (cp.async on sm_80+, plain copies in the simulator) ----
+
+/** Copies 16 bytes global → shared without waiting (completed by cp_async_wait_all). */
+__device__ __forceinline__ void cp_async_16(void* shared, const void* global) {
+#if defined(KILN_CUDA_SIMULATOR)
+  memcpy(shared, global, 16);
+#else
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(global));
+#endif
+}
+
+/** Closes the group of copies issued so far. */
+__device__ __forceinline__ void cp_async_commit() {
+#if !defined(KILN_CUDA_SIMULATOR)
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+/** Waits until at most `kPending` of this thread's most recent copy groups are still in flight. */
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait_pending() {
+#if !defined(KILN_CUDA_SIMULATOR)
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+#endif
+}
+
+/** Waits for every copy this thread issued (a __syncthreads must follow before others read them). */
+__device__ __forceinline__ void cp_async_wait_all() {
+#if !defined(KILN_CUDA_SIMULATOR)
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+#endif
+}
+
+/**
+ * Issues the copy of rows [0, kRows) of a [rows, D] row-major source into a shared tile with row
+ * stride `stride`: rows ≥ rows_valid and columns ≥ D (up to kCols) become 0, so padded products
+ * add nothing and a masked probability never meets garbage (0 · NaN). Call cp_async_commit after.
+ */
+template <typename T, int kRows, int kCols>
+__device__ __forceinline__ void load_tile(T* tile, int stride, const T* source, int rows_valid, int head_dim, bool vector) {
+  if (vector) {
+    constexpr int kPerChunk = 16 / static_cast<int>(sizeof(T));
+    constexpr int kChunksPerRow = kCols / kPerChunk;
+    for (int chunk = static_cast<int>(threadIdx.x); chunk < kRows * kChunksPerRow; chunk += kAttentionThreads) {
+      const int row = chunk / kChunksPerRow;
+      const int column = (chunk % kChunksPerRow) * kPerChunk;
+      T* target = tile + row * stride + column;
+      if (row < rows_valid && column < head_dim) {
+        cp_async_16(target, source + static_cast<Index>(row) * head_dim + column);
+      } else {
+        *reinterpret_cast<uint4*>(target) = make_uint4(0u, 0u, 0u, 0u);
+      }
+    }
+  } else {
+    for (int element = static_cast<int>(threadIdx.x); element < kRows * kCols; element += kAttentionThreads) {
+      const int row = element / kCols;
+      const int column = element % kCols;
+      tile[row * stride + column] = row < rows_valid && column < head_dim ? source[static_cast<Index>(row) * head_dim + column] : zero_value<T>();
+    }
+  }
+}
+
+/** mask[b, h, i, j] of the broadcast view, times log2(e). */
+__device__ __forceinline__ float mask_log2(const KernelParams& p, int b, int h, long long i, long long j) {
+  const Index offset = p.mask_offset + static_cast<Index>(b) * p.mask_strides[0] + static_cast<Index>(h) * p.mask_strides[1] +
+                       static_cast<Index>(i) * p.mask_strides[2] + static_cast<Index>(j) * p.mask_strides[3];
+  return p.mask[offset] * kLog2e;
+}
+
+/**
+ * Turns raw products q·k of one C fragment into log2-unit scores: s₂ = q·k·scale·log2(e)
+ * (+ mask·log2(e)), −Inf where the key is past Tk or hidden by the causal mask. Fragment element
+ * e of n-tile nt sits at row `row_of(e)` and column nt·8 + 2t + (e & 1); `query_of`/`key_of`
+ * map (row, column) to global positions. `check` false (a tile wholly inside the sequence and
+ * the causal limit) skips the bounds and causal tests; the mask is added whenever there is one.
+ */
+template <int kTiles, typename QueryOf, typename KeyOf>
+__device__ __forceinline__ void to_log2_scores(float (&s)[kTiles][4], const KernelParams& p, int b, int h, bool check, QueryOf query_of,
+                                               KeyOf key_of) {
+  const LaneCoordinates lane = lane_coordinates();
+KILN_UNROLL
+  for (int nt = 0; nt < kTiles; nt++) {
+KILN_UNROLL
+    for (int e = 0; e < 4; e++) {
+      float value = s[nt][e] * p.scale_log2;
+      if (check || p.mask != nullptr) {
+        const int row = lane.g + (e >= 2 ? 8 : 0);
+        const int column = nt * 8 + 2 * lane.t + (e & 1);
+        const long long i = query_of(row, column);
+        const long long j = key_of(row, column);
+        const bool inside = i < p.length_q && j < p.length_k;
+        if (inside && p.mask != nullptr) value += mask_log2(p, b, h, i, j);
+        if (!inside || (p.causal && j > i + p.shift)) value = -INFINITY;
+      }
+      s[nt][e] = value;
+    }
+  }
+}
+
+#endif  // KILN_DEVICE_CODE
+
+}  // namespace attention
+}  // namespace kiln

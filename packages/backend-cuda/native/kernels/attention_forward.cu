@@ -1,0 +1,204 @@
+// kernels/attention_forward.cu — flash-attention forward (FlashAttention-2 style), f32/f16/bf16.
+//
+// Algorithm: one 128-thread block per (batch, query head, 64-query tile); each of the 4 warps
+// owns 16 query rows. The block streams the keys of its kv head (h / (Hq/Hkv)) through shared
+// memory in tiles (64 keys for f16/bf16, 32 for f32): scores S = q·kᵀ for the warp's rows
+// (tensor cores or SIMT, attention_warp_math.cuh), then the online softmax — running row max m
+// and sum l in f32, previous output and sum rescaled by exp2(m_old − m_new) — and O += P·v.
+// K and V live in single shared buffers whose loads overlap compute: V of tile j is copied
+// (cp.async) while S_j is computed, K of tile j+1 while P_j·V_j is. Causal: key tiles wholly
+// above the diagonal of the block's last row are never loaded; only tiles that cross the
+// diagonal or the sequence end run the per-element test. Blocks of a head are scheduled from
+// the last query tile (most keys) to the first, so causal work is balanced.
+// Layout: see attention_common.cuh. Rows without any allowed key write out = 0, lse = −Inf.
+// Numerics: f32 accumulation; scores in log2 units (exp2f), lse = (m + log2 l)·ln 2. For f16/bf16
+// the probabilities are rounded to the storage type once before P·v (inputs are exact in the
+// tensor-core product), the output once at the end.
+#include "attention_forward.cuh"
+#include "attention_warp_math.cuh"
+
+namespace kiln {
+namespace {
+
+using attention::KernelParams;
+
+/** Query rows per block: 4 warps × 16. */
+constexpr int kQueryRows = 64;
+
+template <typename Math, int kHeadDim>
+struct ForwardLayout {
+  using T = typename Math::Element;
+  static constexpr int kKeys = Math::kForwardKeys;
+  static constexpr int kStride = kHeadDim + Math::kPad;
+  static constexpr int kScratchFloats = Math::template kScratchFloats<kKeys>;
+  static constexpr int kBytes = static_cast<int>((kQueryRows + 2 * kKeys) * kStride * sizeof(T) + 4 * kScratchFloats * sizeof(float));
+  static_assert(kBytes <= kAttentionSharedLimit, "forward tiles exceed the shared memory of sm_86/sm_89");
+};
+
+template <typename Math, int kHeadDim>
+__global__ void __launch_bounds__(kAttentionThreads) attention_forward_kernel(KernelParams p) {
+  using namespace attention;
+  using Layout = ForwardLayout<Math, kHeadDim>;
+  using T = typename Math::Element;
+  constexpr int kKeys = Layout::kKeys;
+  constexpr int kStride = Layout::kStride;
+  KILN_EXTERN_SHARED(T, q_tile);
+  T* k_tile = q_tile + kQueryRows * kStride;
+  T* v_tile = k_tile + kKeys * kStride;
+  const int warp = static_cast<int>(threadIdx.x / 32);
+  float* scratch = reinterpret_cast<float*>(v_tile + kKeys * kStride) + warp * Layout::kScratchFloats;
+
+  const int query_tiles = static_cast<int>(ceil_div(p.length_q, kQueryRows));
+  const Index linear = blockIdx.x;
+  const int query_tile = query_tiles - 1 - static_cast<int>(linear % query_tiles);
+  const Index head_index = linear / query_tiles;
+  const int h = static_cast<int>(head_index % p.heads_q);
+  const int b = static_cast<int>(head_index / p.heads_q);
+  const int kv_head = h / p.group;
+  const int row0 = query_tile * kQueryRows;
+  const int rows_valid = min(kQueryRows, p.length_q - row0);
+  const Index q_offset = ((static_cast<Index>(b) * p.heads_q + h) * p.length_q + row0) * p.head_dim;
+  const Index kv_offset = (static_cast<Index>(b) * p.heads_kv + kv_head) * p.length_k * p.head_dim;
+  const T* k = static_cast<const T*>(p.k) + kv_offset;
+  const T* v = static_cast<const T*>(p.v) + kv_offset;
+  const int key_tiles = static_cast<int>(ceil_div(key_limit(p, row0 + rows_valid), kKeys));
+  const bool vector = p.vector_loads != 0;
+  const LaneCoordinates lane = lane_coordinates();
+  const int warp_row = warp * 16;
+
+  float o[kHeadDim / 8][4];
+KILN_UNROLL
+  for (int nt = 0; nt < kHeadDim / 8; nt++) {
+    for (int e = 0; e < 4; e++) o[nt][e] = 0.0f;
+  }
+  float row_max[2] = {-INFINITY, -INFINITY};
+  float row_sum[2] = {0.0f, 0.0f};
+  typename Math::Rows q_rows;
+
+  if (key_tiles > 0) {
+    load_tile<T, kQueryRows, kHeadDim>(q_tile, kStride, static_cast<const T*>(p.q) + q_offset, rows_valid, p.head_dim, vector);
+    load_tile<T, kKeys, kHeadDim>(k_tile, kStride, k, min(kKeys, p.length_k), p.head_dim, vector);
+    cp_async_commit();
+  }
+  for (int tile = 0; tile < key_tiles; tile++) {
+    const int key0 = tile * kKeys;
+    cp_async_wait_all();
+    __syncthreads();  // K_tile (and q) landed; every warp is done with V of the previous tile
+    if (tile == 0) Math::load_rows(q_rows, q_tile + warp_row * kStride, kStride, p.head_dim);
+    load_tile<T, kKeys, kHeadDim>(v_tile, kStride, v + static_cast<Index>(key0) * p.head_dim, min(kKeys, p.length_k - key0), p.head_dim, vector);
+    cp_async_commit();
+
+    float s[kKeys / 8][4];
+    Math::template scores<kKeys>(q_rows, k_tile, kStride, s, p.head_dim);
+    const bool check = key0 + kKeys > p.length_k || (p.causal && static_cast<long long>(key0) + kKeys - 1 > row0 + p.shift);
+    to_log2_scores(
+        s, p, b, h, check, [&](int row, int) { return static_cast<long long>(row0 + warp_row + row); },
+        [&](int, int column) { return static_cast<long long>(key0 + column); });
+
+KILN_UNROLL
+    for (int half = 0; half < 2; half++) {
+      float tile_max = -INFINITY;
+KILN_UNROLL
+      for (int nt = 0; nt < kKeys / 8; nt++) tile_max = fmaxf(tile_max, fmaxf(s[nt][2 * half], s[nt][2 * half + 1]));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+      const float new_max = fmaxf(row_max[half], tile_max);
+      // A row that has seen only −Inf so far keeps base 0: exp2(−Inf − 0) = 0, never NaN.
+      const float base = new_max == -INFINITY ? 0.0f : new_max;
+      const float correction = exp2f(row_max[half] - base);
+      row_max[half] = new_max;
+      float sum = row_sum[half] * correction;
+KILN_UNROLL
+      for (int nt = 0; nt < kHeadDim / 8; nt++) {
+        o[nt][2 * half] *= correction;
+        o[nt][2 * half + 1] *= correction;
+      }
+KILN_UNROLL
+      for (int nt = 0; nt < kKeys / 8; nt++) {
+        s[nt][2 * half] = exp2f(s[nt][2 * half] - base);
+        s[nt][2 * half + 1] = exp2f(s[nt][2 * half + 1] - base);
+        sum += s[nt][2 * half] + s[nt][2 * half + 1];
+      }
+      row_sum[half] = sum;  // this lane's columns only; the quad is summed once at the end
+    }
+
+    cp_async_wait_all();
+    __syncthreads();  // V_tile landed; every warp is done with K_tile
+    if (tile + 1 < key_tiles) {
+      const int next = key0 + kKeys;
+      load_tile<T, kKeys, kHeadDim>(k_tile, kStride, k + static_cast<Index>(next) * p.head_dim, min(kKeys, p.length_k - next), p.head_dim, vector);
+      cp_async_commit();
+    }
+    Math::template accumulate<kKeys>(s, v_tile, kStride, o, p.head_dim, scratch);
+  }
+
+  T* out = static_cast<T*>(p.out_written) + q_offset;
+  float* lse = p.lse + (static_cast<Index>(b) * p.heads_q + h) * p.length_q + row0;
+KILN_UNROLL
+  for (int half = 0; half < 2; half++) {
+    float sum = row_sum[half];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const int row = warp_row + lane.g + 8 * half;
+    if (row >= rows_valid) continue;
+    // sum == 0: no allowed key (out 0, lse −Inf). A NaN sum propagates.
+    const bool empty = sum == 0.0f;
+    const float inverse = empty ? 0.0f : 1.0f / sum;
+KILN_UNROLL
+    for (int nt = 0; nt < kHeadDim / 8; nt++) {
+      const int column = nt * 8 + 2 * lane.t;
+      if (column < p.head_dim) out[static_cast<Index>(row) * p.head_dim + column] = from_float<T>(o[nt][2 * half] * inverse);
+      if (column + 1 < p.head_dim) out[static_cast<Index>(row) * p.head_dim + column + 1] = from_float<T>(o[nt][2 * half + 1] * inverse);
+    }
+    if (lane.t == 0) lse[row] = empty ? -INFINITY : (row_max[half] + log2f(sum)) * kLn2;
+  }
+}
+
+template <typename Math, int kHeadDim>
+cudaError_t launch_forward(const LaunchContext& context, const char* name, const KernelParams& params, Index blocks) {
+  using Layout = ForwardLayout<Math, kHeadDim>;
+  const cudaError_t configured = attention::allow_shared_bytes(attention_forward_kernel<Math, kHeadDim>, Layout::kBytes);
+  if (configured != cudaSuccess) return configured;
+  return vendor::launch(name, attention_forward_kernel<Math, kHeadDim>, dim3(static_cast<unsigned>(blocks)), dim3(kAttentionThreads),
+                        static_cast<size_t>(Layout::kBytes), context.stream, params);
+}
+
+template <typename Math>
+cudaError_t launch_bucket(const LaunchContext& context, const char* const (&names)[3], int bucket, const KernelParams& params, Index blocks) {
+  if (bucket == 32) return launch_forward<typename Math::template Bucket<32>, 32>(context, names[0], params, blocks);
+  if (bucket == 64) return launch_forward<typename Math::template Bucket<64>, 64>(context, names[1], params, blocks);
+  return launch_forward<typename Math::template Bucket<128>, 128>(context, names[2], params, blocks);
+}
+
+}  // namespace
+
+cudaError_t launch_attention_forward(const LaunchContext& context, int dtype, const AttentionProblem& problem, const AttentionForwardTensors& tensors) {
+  const Index blocks = attention::ceil_div(problem.length_q, kQueryRows) * problem.batch * problem.heads_q;
+  if (blocks == 0) return cudaSuccess;
+  if (blocks > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
+  KernelParams params = attention::kernel_params(problem, dtype);
+  params.q = tensors.q;
+  params.k = tensors.k;
+  params.v = tensors.v;
+  params.out_written = tensors.out;
+  params.lse = tensors.lse;
+  params.vector_loads = params.vector_loads && attention::all_aligned16({tensors.q, tensors.k, tensors.v});
+  const int bucket = attention_head_dim_bucket(problem.head_dim);
+  switch (dtype) {
+    case kF32: {
+      static constexpr const char* kNames[3] = {"attention_forward_kernel<f32,32>", "attention_forward_kernel<f32,64>", "attention_forward_kernel<f32,128>"};
+      return launch_bucket<attention::SimtFamily>(context, kNames, bucket, params, blocks);
+    }
+    case kF16: {
+      static constexpr const char* kNames[3] = {"attention_forward_kernel<f16,32>", "attention_forward_kernel<f16,64>", "attention_forward_kernel<f16,128>"};
+      return launch_bucket<attention::TensorCoreFamily<__half>>(context, kNames, bucket, params, blocks);
+    }
+    default: {
+      static constexpr const char* kNames[3] = {"attention_forward_kernel<bf16,32>", "attention_forward_kernel<bf16,64>",
+                                                "attention_forward_kernel<bf16,128>"};
+      return launch_bucket<attention::TensorCoreFamily<__nv_bfloat16>>(context, kNames, bucket, params, blocks);
+    }
+  }
+}
+
+}  // namespace kiln
