@@ -118,7 +118,7 @@ describe.skipIf(skipReason !== undefined)(`fused kernels on the simulator${skipR
     expect(matmul.f32).toMatch(/register-tiled SIMT/);
     expect(backend.matmulPath).toMatch(/^kiln kernels: .*matmul: 'kiln'/);
     expect(backend.capabilities.supports('rmsNormBackward', 'bf16')).toBe(true);
-    expect(backend.capabilities.supports('attention', 'f32')).toBe(false);
+    expect(backend.capabilities.supports('attention', 'f32') && backend.capabilities.flashAttention).toBe(true);
   });
 
   it('bad fused-kernel arguments throw typed errors before reaching the device', () => {
