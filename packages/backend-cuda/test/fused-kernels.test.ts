@@ -76,6 +76,16 @@ describe.skipIf(skipReason !== undefined)(`fused kernels on the simulator${skipR
     for (const ref of Object.values(onReference)) reference.free(ref.buffer);
   });
 
+  it('crossEntropyBackward with 0 classes: a target that is not ignoreIndex is out of range, and the next synchronize rejects', async () => {
+    const targets = upload(backend, [2], [0, -1], 'i32');
+    const logits = { buffer: backend.alloc(4), shape: [2, 0], dtype: 'f32' as const };
+    const dLogits = { buffer: backend.alloc(4), shape: [2, 0], dtype: 'f32' as const };
+    backend.crossEntropyBackward(logits, targets, dLogits, 2, 0, -1, 1);
+    await expect(backend.synchronize()).rejects.toThrow(/crossEntropyBackward: target 0 of row 0 is out of range \[0, 0\)/);
+    await backend.synchronize();
+    for (const ref of [targets, logits, dLogits]) backend.free(ref.buffer);
+  });
+
   it('declares checksIndices, so core leaves target checks to the kernel: crossEntropy through core rejects at the read', async () => {
     expect(backend.capabilities.checksIndices).toBe(true);
     const logits = kiln.tensor([[1, 2, 3], [0, 0, 0]], undefined, { backend });

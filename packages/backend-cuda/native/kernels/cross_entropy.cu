@@ -80,7 +80,8 @@ cudaError_t launch_cross_entropy(const LaunchContext& context, int dtype, const 
 
 cudaError_t launch_cross_entropy_backward(const LaunchContext& context, int dtype, const void* logits, const std::int32_t* targets, void* d_logits,
                                           Index rows, Index classes, std::int32_t ignore_index, float scale) {
-  if (rows == 0 || classes == 0) return cudaSuccess;
+  // classes == 0 still launches: every target that is not ignoreIndex is out of range and is recorded.
+  if (rows == 0) return cudaSuccess;
   return vendor::launch("cross_entropy_backward_kernel", cross_entropy_backward_kernel, dim3(grid_for(rows, 1, context.max_blocks)),
                         dim3(row_threads(classes)), 0, context.stream, dtype, logits, targets, d_logits, rows, classes, ignore_index, scale,
                         context.errors);
