@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
-// Tests run against core's sources, so they do not wait for core's build.
+// Tests run against core's (and the trainer's and CPU backend's) sources, so they do not wait for their builds.
 const coreSource = (path: string): string => fileURLToPath(new URL(`../core/src/${path}`, import.meta.url));
 
 export default defineConfig({
@@ -9,7 +9,9 @@ export default defineConfig({
     alias: [
       { find: /^@kiln\/core\/testing$/, replacement: coreSource('testing/index.ts') },
       { find: /^@kiln\/core$/, replacement: coreSource('index.ts') },
-      // backend-cpu's attention is the f32 comparison of test/attention.test.ts.
+      // The training-step comparison test runs the trainer and the CPU backend from source too;
+      // backend-cpu's attention is also the f32 comparison of test/attention.test.ts.
+      { find: /^@kiln\/trainer$/, replacement: fileURLToPath(new URL('../trainer/src/index.ts', import.meta.url)) },
       { find: /^@kiln\/backend-cpu$/, replacement: fileURLToPath(new URL('../backend-cpu/src/index.ts', import.meta.url)) },
     ],
   },

@@ -1,103 +1,155 @@
 #!/usr/bin/env node
 // One run on a GPU machine answers everything (TOOLCHAIN.md): probe, the full conformance kit on
-// the real GPU, a timing table of every primitive kernel at training-like sizes, and flash
-// attention against torch SDPA (scripts/gpu-check-attention.mjs; needs python3 with PyTorch).
-// Needs the built dist/ of @kiln/core and @kiln/backend-cuda and a built kiln_cuda.node (or the
-// platform package); plain node, no vitest:
-//   node packages/backend-cuda/scripts/gpu-check.mjs [--quick] [--json report.json]
-// `--simulator` runs the same script on the workspace's CPU simulator build at small sizes (a smoke
-// test of the script itself; the timings then mean nothing).
+// the real GPU (with the matmuls through cuBLAS when it loads, and once more through kiln's own
+// kernels), kiln's bf16/f32 matmul against cuBLAS at 4096³ and at the reference models' shapes,
+// and `kiln bench`'s train step against PyTorch eager — every ratio from figures of the same run —
+// written as one JSON report and printed as a table. Other checks append to report.sections.
+//
+//   scripts/gpu-check.sh [options]   (pnpm --filter @kiln/backend-cuda gpu-check): builds with nvcc
+//                                    for this GPU, finds node and cuBLAS, then runs this file
+//   node scripts/gpu-check.mjs --help
+// Without a usable GPU it prints why and exits 0 with a 'skipped' report; a failing kit case
+// exits 1; bad arguments exit 2. `--simulator` runs the same flow on the CPU simulator build.
 import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runConformance } from '@kiln/core/testing';
 import { CudaBackend, cudaBackendPlugin, loadCudaAddon } from '@kiln/backend-cuda';
+import { parseArguments, UsageError, USAGE } from './gpu-check/arguments.mjs';
 import { checkAttention } from './gpu-check-attention.mjs';
+import { kernelTimings } from './gpu-check/kernels.mjs';
+import { kilnBench, locateCli, matmulComparison, pytorchBench } from './gpu-check/measure.mjs';
+import { createReport, evaluateTargets, formatReport } from './gpu-check/report.mjs';
 
-const simulator = process.argv.includes('--simulator');
-const quick = simulator || process.argv.includes('--quick');
-const jsonIndex = process.argv.indexOf('--json');
-const report = { probe: undefined, addon: undefined, conformance: undefined, timings: [] };
+const scriptDirectory = dirname(fileURLToPath(import.meta.url));
+const log = (line) => console.log(line);
 
-const simulatorPath = fileURLToPath(new URL('../build/sim/Release/kiln_cuda_sim.node', import.meta.url));
-const loaded = simulator ? { source: 'simulator', location: simulatorPath, addon: createRequire(import.meta.url)(simulatorPath) } : loadCudaAddon();
-report.addon = { source: loaded.source, location: loaded.location, build: loaded.addon.buildInfo() };
-console.log(`addon: ${loaded.source} ${loaded.location}`, loaded.addon.buildInfo());
-report.probe = simulator ? { available: true } : cudaBackendPlugin.probe();
-console.log('probe:', report.probe);
-if (!report.probe.available) process.exit(1);
+let options;
+try {
+  options = parseArguments(process.argv.slice(2));
+} catch (error) {
+  if (!(error instanceof UsageError)) throw error;
+  console.error(`gpu-check: ${error.message}\n\n${USAGE}`);
+  process.exit(2);
+}
+if (options.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
 
-const backend = simulator ? new CudaBackend(loaded.addon) : await cudaBackendPlugin.create();
 const started = performance.now();
-const conformance = await runConformance(backend, { sizes: quick ? 'quick' : 'full' });
-const failures = conformance.results.filter((result) => result.status === 'failed');
-report.conformance = { passed: conformance.passed, failed: conformance.failed, skipped: conformance.skipped, failures: failures.map(({ id, message }) => ({ id, message })) };
-console.log(`conformance: ${conformance.passed} passed, ${conformance.failed} failed, ${conformance.skipped} skipped in ${((performance.now() - started) / 1000).toFixed(1)} s`);
-for (const failure of failures) console.log(`  FAIL ${failure.id}: ${failure.message.split('\n')[0]}`);
+const report = createReport(options, { node: process.version, platform: `${process.platform}-${process.arch}` });
 
-const BYTES = { f32: 4, f16: 2, bf16: 2, i32: 4 };
-function tensor(shape, dtype) {
-  const count = shape.reduce((a, b) => a * b, 1);
-  const buffer = backend.alloc(count * BYTES[dtype]);
-  backend.random?.({ buffer, shape, dtype: dtype === 'i32' ? 'f32' : dtype }, { kind: 'uniform', low: -1, high: 1 }, 1, 0);
-  return { buffer, shape, dtype };
-}
-const view = (ref) => ({ ...ref, strides: ref.shape.map((_, dim) => ref.shape.slice(dim + 1).reduce((a, b) => a * b, 1)), offset: 0 });
-
-async function time(name, work, bytes, flops, call) {
-  call();
-  await backend.synchronize();
-  const repeats = quick ? 5 : 20;
-  const start = performance.now();
-  for (let i = 0; i < repeats; i++) call();
-  await backend.synchronize();
-  const seconds = (performance.now() - start) / 1000 / repeats;
-  const row = { name, work, microseconds: seconds * 1e6, gigabytesPerSecond: bytes ? bytes / seconds / 1e9 : undefined, teraflops: flops ? flops / seconds / 1e12 : undefined };
-  report.timings.push(row);
-  console.log(`${name.padEnd(34)} ${work.padEnd(22)} ${(seconds * 1e6).toFixed(1).padStart(10)} µs` +
-    (row.gigabytesPerSecond ? `  ${row.gigabytesPerSecond.toFixed(0).padStart(6)} GB/s` : '') + (row.teraflops ? `  ${row.teraflops.toFixed(2).padStart(6)} TFLOP/s` : ''));
+function finish(exitCode) {
+  evaluateTargets(report);
+  report.seconds = (performance.now() - started) / 1000;
+  writeFileSync(options.json, `${JSON.stringify(report, null, 2)}\n`);
+  console.log(`\n${formatReport(report)}\nreport: ${options.json}`);
+  process.exit(exitCode);
 }
 
-const side = simulator ? 256 : 4096;
-const n = side * side;
-for (const dtype of ['f32', 'bf16']) {
-  const x = tensor([n], dtype);
-  const y = tensor([n], dtype);
-  const out = tensor([n], dtype);
-  const bytes = BYTES[dtype];
-  await time(`unary exp ${dtype}`, `${n}`, 2 * n * bytes, 0, () => backend.unary('exp', x, out));
-  await time(`binary add ${dtype}`, `${n}`, 3 * n * bytes, 0, () => backend.binary('add', view(x), view(y), out));
-  await time(`binary mul ${dtype} (row broadcast)`, `${side}×${side} × ${side}`, 2 * n * bytes, 0, () =>
-    backend.binary('mul', { ...x, shape: [side, side], strides: [side, 1], offset: 0 }, { ...y, shape: [side, side], strides: [0, 1], offset: 0 }, { ...out, shape: [side, side] }));
-  await time(`copy transpose ${dtype}`, `${side}×${side}`, 2 * n * bytes, 0, () =>
-    backend.copy({ ...x, shape: [side, side], strides: [1, side], offset: 0 }, { ...out, shape: [side, side], strides: [side, 1], offset: 0 }));
-  const sums = tensor([side], dtype);
-  await time(`reduce sum rows ${dtype}`, `${side}×${side} → ${side}`, n * bytes, 0, () => backend.reduce('sum', x, sums, side, side, 1));
-  await time(`reduce max columns ${dtype}`, `${side}×${side} → ${side}`, n * bytes, 0, () => backend.reduce('max', x, sums, 1, side, side));
-  await time(`random normal ${dtype}`, `${n}`, n * bytes, 0, () => backend.random(out, { kind: 'normal', mean: 0, std: 1 }, 7, 0));
-  for (const ref of [x, y, out, sums]) backend.free(ref.buffer);
+// ---- the addon and the device ----
+let addon;
+try {
+  const simulatorPath = fileURLToPath(new URL('../build/sim/Release/kiln_cuda_sim.node', import.meta.url));
+  const loaded = options.simulator ? { source: 'simulator', location: simulatorPath, addon: createRequire(import.meta.url)(simulatorPath) } : loadCudaAddon();
+  addon = loaded.addon;
+  report.addon = { source: loaded.source, location: loaded.location, build: addon.buildInfo() };
+} catch (error) {
+  report.status = 'skipped';
+  report.reason = `the CUDA addon could not be loaded: ${error.message.split('\n')[0]}`;
+  finish(0);
 }
-const [vocab, width, tokens] = simulator ? [1000, 64, 256] : [50304, 768, 8192];
-const table = tensor([vocab, width], 'bf16');
-const ids = { buffer: backend.alloc(tokens * 4), shape: [tokens], dtype: 'i32' };
-backend.fill(ids, 3);
-const rows = tensor([tokens, width], 'bf16');
-await time('gather bf16 (embedding)', `${tokens} × ${width} of ${vocab}`, 2 * tokens * width * 2, 0, () => backend.gather(table, ids, rows, 1, vocab, width));
-await time('scatterAdd bf16 (embedding grad)', `${tokens} × ${width} into ${vocab}`, 3 * tokens * width * 2, 0, () => backend.scatterAdd(rows, ids, table, 1, vocab, width));
-for (const ref of [table, ids, rows]) backend.free(ref.buffer);
-for (const dtype of ['f32', 'f16', 'bf16']) {
-  const size = simulator ? 128 : quick ? 1024 : 2048;
-  const a = tensor([size, size], dtype);
-  const b = tensor([size, size], dtype);
-  const out = tensor([size, size], dtype);
-  const params = { batch: 1, m: size, n: size, k: size, transposeA: false, transposeB: false, batchStrideA: size * size, batchStrideB: size * size };
-  await time(`matmul ${dtype} (tiled, phase 1)`, `${size}³`, 0, 2 * size ** 3, () => backend.matmul(a, b, out, params));
-  for (const ref of [a, b, out]) backend.free(ref.buffer);
+report.probe = options.simulator ? { available: true, devices: [{ name: 'CPU simulator', computeCapability: 'simulated' }] } : cudaBackendPlugin.probe();
+if (!report.probe.available) {
+  report.status = 'skipped';
+  report.reason = `no usable GPU: ${report.probe.reason}`;
+  finish(0);
 }
-// ---- flash attention: determinism, speed and correctness against torch SDPA ----
-report.attention = await checkAttention(backend, { simulator });
 
-console.log('memory:', backend.memory());
-backend.dispose();
-if (jsonIndex > 0) writeFileSync(process.argv[jsonIndex + 1], `${JSON.stringify(report, null, 2)}\n`);
-process.exit(conformance.failed > 0 || report.attention.failed > 0 ? 1 : 0);
+const cublasPath = options.cublasPath ?? process.env.KILN_CUBLAS_PATH;
+const backendOptions = (matmul) => ({ matmul, ...(cublasPath ? { cublasPath } : {}) });
+const auto = new CudaBackend(addon, backendOptions('auto'));
+report.matmulPath = auto.matmulPath;
+log(`matmul path: ${auto.matmulPath}`);
+
+// ---- conformance ----
+if (!options.skip.has('conformance')) {
+  const sizes = options.quick ? 'quick' : 'full';
+  const runs = [[`full kit (${auto.capabilities.matmul.path === 'cublas' ? 'matmul through cuBLAS' : 'kiln kernels'})`, auto, {}]];
+  let kilnOnly;
+  if (auto.capabilities.matmul.path === 'cublas') {
+    kilnOnly = new CudaBackend(addon, backendOptions('kiln'));
+    runs.push(['matmul cases on kiln\'s kernels', kilnOnly, { kernels: ['matmul'] }]);
+  }
+  for (const [name, backend, extra] of runs) {
+    const start = performance.now();
+    const result = await runConformance(backend, { sizes, ...extra });
+    const failures = result.results.filter((item) => item.status === 'failed').map(({ id, message }) => ({ id, message }));
+    report.conformance.push({ name, passed: result.passed, failed: result.failed, skipped: result.skipped, seconds: (performance.now() - start) / 1000, failures });
+    log(`conformance ${name}: ${result.passed} passed, ${result.failed} failed, ${result.skipped} skipped`);
+  }
+  kilnOnly?.dispose();
+}
+
+// ---- matmul: kiln vs cuBLAS ----
+if (!options.skip.has('matmul')) {
+  const kiln = new CudaBackend(addon, backendOptions('kiln'));
+  let cublas;
+  try {
+    cublas = new CudaBackend(addon, backendOptions('cublas'));
+  } catch (error) {
+    report.matmulNote = `cuBLAS not measured: ${error.message.split('\n')[0]}`;
+  }
+  log('matmul (kiln vs cuBLAS):');
+  report.matmul = await matmulComparison(kiln, cublas, options, log);
+  kiln.dispose();
+  cublas?.dispose();
+}
+// ---- memory-bound kernels ----
+if (!options.skip.has('kernels')) {
+  const rows = await kernelTimings(auto, options);
+  report.sections.push({ title: 'kernels (median of repeats; GB/s = bytes read + written / time)', rows: [['kernel', 'dtype', 'size', 'µs', 'GB/s'], ...rows] });
+  log(`kernels: ${rows.length} timed`);
+}
+// ---- flash attention: determinism, speed and correctness against torch SDPA (scripts/gpu-check-attention.mjs) ----
+if (!options.skip.has('attention')) {
+  const torchScript = fileURLToPath(new URL('./attention-vs-torch.py', import.meta.url));
+  const attention = await checkAttention(auto, { simulator: options.simulator, log, pythonCommand: [options.python, torchScript] });
+  report.attention = attention;
+  report.sections.push(attentionSection(attention));
+}
+auto.dispose();
+
+// ---- train step: kiln bench vs PyTorch eager ----
+if (!options.skip.has('train')) {
+  const settings = { model: options.simulator ? 'tiny' : options.model, precision: options.precision, steps: options.simulator ? 1 : options.steps, warmup: options.simulator ? 0 : options.warmup };
+  const environment = cublasPath ? { ...process.env, KILN_CUBLAS_PATH: cublasPath } : process.env;
+  const kiln = options.simulator ? { skipped: 'the simulator is not a registered backend: kiln bench has no cuda device to run' } : kilnBench(locateCli(scriptDirectory), settings, environment);
+  const pytorch = options.skip.has('pytorch') || options.simulator ? { skipped: 'skipped (--skip pytorch or --simulator)' } : pytorchBench(options.python, settings);
+  const ratio = kiln.tokensPerSecond && pytorch.tokensPerSecond ? kiln.tokensPerSecond / pytorch.tokensPerSecond : null;
+  report.trainStep = { model: settings.model, precision: settings.precision, kiln, pytorch, ratio };
+  log(`train step: kiln ${JSON.stringify(kiln)}; PyTorch ${JSON.stringify(pytorch)}`);
+}
+
+if (report.conformance.some((run) => run.failed > 0) || (report.attention?.failed ?? 0) > 0) report.status = 'failed';
+finish(report.status === 'failed' ? 1 : 0);
+
+/** The report section of the attention check: determinism, kiln vs torch speed, errors against the f32 reference. */
+function attentionSection(attention) {
+  const { batch, headsQ, lengthQ, headDim } = attention.shape;
+  const rows = [['check', 'result']];
+  rows.push(['backward run twice', attention.determinism?.identical ? 'bit-identical' : 'DIFFERENT']);
+  if (attention.kiln) rows.push(['kiln forward / forward+backward', `${attention.kiln.forwardMs.toFixed(3)} / ${attention.kiln.forwardBackwardMs.toFixed(3)} ms`]);
+  if (attention.speed) {
+    rows.push(['speed vs torch SDPA (forward)', `${(attention.speed.forward * 100).toFixed(0)}% (target ${attention.speed.target * 100}%)`]);
+    rows.push(['speed vs torch SDPA (forward+backward)', `${(attention.speed.forwardBackward * 100).toFixed(0)}%`]);
+  } else {
+    rows.push(['torch SDPA', `not run: ${attention.torch?.error ?? 'unknown'}`]);
+  }
+  for (const [name, result] of Object.entries(attention.correctness ?? {})) {
+    rows.push([`${name} vs f32 reference`, `rel. L2 ${result.kiln.relativeL2.toExponential(2)}${result.torch ? ` (torch ${result.torch.relativeL2.toExponential(2)})` : ''} ${result.passed ? 'ok' : 'FAIL'}`]);
+  }
+  return { title: `flash attention (bf16 B=${batch} H=${headsQ} T=${lengthQ} D=${headDim}, causal)`, rows };
+}

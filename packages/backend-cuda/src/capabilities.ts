@@ -1,20 +1,35 @@
-/** What the CUDA backend runs natively: every primitive, `random`, and flash attention (forward and backward). */
+/** What the CUDA backend runs natively: every primitive, `random`, the fused kernels below, flash attention (forward and backward), and which matmul path is live. */
 import type { Capabilities, DeviceInfo, DType, KernelName } from '@kiln/core';
+import type { CudaMatmulPath } from './matmul-path.js';
 
 /** Primitives defined on i32 (docs/kernel-semantics.md, "i32"). */
 const I32_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>(['unary', 'binary', 'where', 'reduce', 'copy', 'gather', 'scatterAdd', 'cast', 'fill']);
+/** Fused kernels with a native implementation in f32, f16 and bf16 (issue 6). */
+const FUSED_FLOAT_KERNELS: readonly KernelName[] = [
+  'softmax', 'logSoftmax', 'softmaxBackward', 'rmsNorm', 'rmsNormBackward', 'layerNorm', 'rope', 'swiglu', 'swigluBackward',
+  'crossEntropy', 'crossEntropyBackward', 'adamw',
+];
 /** Flash attention (kernels/attention_*.cu); head dims above 128 run core's composition on the backend. */
 const ATTENTION_KERNELS: readonly KernelName[] = ['attention', 'attentionBackward'];
 /** Kernels with a native implementation in every float dtype. */
-const FLOAT_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>([...I32_KERNELS, 'matmul', 'random', ...ATTENTION_KERNELS]);
+const FLOAT_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>([...I32_KERNELS, 'matmul', 'random', ...FUSED_FLOAT_KERNELS, ...ATTENTION_KERNELS]);
+
+/** The CUDA backend's capabilities: core's, plus the live matmul path. */
+export interface CudaCapabilities extends Capabilities {
+  /** Which matmul implementation runs for each dtype (cuBLAS or kiln's kernels), and why. */
+  matmul: CudaMatmulPath;
+}
 
 /** The capabilities of one CUDA backend instance. */
-export function cudaCapabilities(device: DeviceInfo): Capabilities {
+export function cudaCapabilities(device: DeviceInfo, matmul: CudaMatmulPath): CudaCapabilities {
   return {
     device,
     supports(kernel: KernelName, dtype: DType): boolean {
       return dtype === 'i32' ? I32_KERNELS.has(kernel) : FLOAT_KERNELS.has(kernel);
     },
     flashAttention: true,
+    // gather, scatterAdd and crossEntropy(Backward) check every index in the kernel and report through the device error flag.
+    checksIndices: true,
+    matmul,
   };
 }

@@ -7,11 +7,13 @@
  */
 import {
   DTypeError, InvalidArgumentError, KERNEL_API_VERSION, composedKernels,
-  type AttentionParams, type BinaryOp, type BufferHandle, type Capabilities, type KernelBackend, type MatmulParams, type MemoryInfo,
+  type AdamWParams, type AttentionParams, type BinaryOp, type BufferHandle, type KernelBackend, type MatmulParams, type MemoryInfo,
   type RandomDistribution, type ReduceOp, type StridedView, type TensorRef, type UnaryOp,
 } from '@kiln/core';
 import { checkAttentionInputs, checkLike, checkLse, FLASH_ATTENTION_MAX_HEAD_DIM } from './attention.js';
-import { cudaCapabilities } from './capabilities.js';
+import { cudaCapabilities, type CudaCapabilities } from './capabilities.js';
+import { FusedKernels } from './fused-kernels.js';
+import { describeMatmulPath } from './matmul-path.js';
 import { toDeviceInfo } from './probe.js';
 import type { CudaAddon, NativeBackend } from './native/addon-types.js';
 import { BINARY_CODE, I32_BINARY, I32_UNARY, REDUCE_CODE, UNARY_CODE } from './native/codes.js';
@@ -26,6 +28,12 @@ export interface CudaBackendOptions {
   deviceIndex?: number;
   /** Cap on device bytes the caching allocator holds, cache included (default: the device's memory). */
   memoryLimitBytes?: number;
+  /** Matmul path: 'auto' (default: cuBLAS when it loads, else kiln's kernels), 'cublas' (throw when cuBLAS cannot load) or 'kiln'. */
+  matmul?: 'auto' | 'cublas' | 'kiln';
+  /** Where cuBLAS is: a directory holding libcublas.so.13/.12, or that file (default: KILN_CUBLAS_PATH, then the dynamic loader's search). */
+  cublasPath?: string;
+  /** Let f32 matmuls through cuBLAS use TF32 tensor cores (about 10 mantissa bits per product; default false: full f32). */
+  allowTf32?: boolean;
 }
 
 /** memory() of the CUDA backend: core's MemoryInfo plus the caching allocator's counters. */
@@ -44,17 +52,30 @@ export class CudaBackend implements KernelBackend {
   readonly name = 'cuda';
   /** The KernelBackend version this backend implements. */
   readonly apiVersion = KERNEL_API_VERSION;
-  /** Primitives in every dtype the semantics allow; matmul, random and flash attention in float dtypes. */
-  readonly capabilities: Capabilities;
+  /** Primitives in every dtype the semantics allow; matmul, random, the fused kernels and flash attention in float dtypes; the live matmul path. */
+  readonly capabilities: CudaCapabilities;
   private readonly native: NativeBackend;
+  private readonly fused: FusedKernels;
   private disposed = false;
 
   constructor(addon: CudaAddon, options: CudaBackendOptions = {}) {
     const deviceIndex = checkInteger(options.deviceIndex ?? 0, 'deviceIndex');
     const memoryLimitBytes = checkInteger(options.memoryLimitBytes ?? 0, 'memoryLimitBytes');
-    this.native = callNative(() => new addon.Backend({ deviceIndex, memoryLimitBytes }));
+    const { matmul, cublasPath, allowTf32 } = checkMatmulOptions(options);
+    this.native = callNative(() => new addon.Backend({ deviceIndex, memoryLimitBytes, matmul, cublasPath, allowTf32 }));
     const device = toDeviceInfo(callNative(() => this.native.deviceInfo()));
-    this.capabilities = cudaCapabilities(device);
+    this.capabilities = cudaCapabilities(device, describeMatmulPath(callNative(() => this.native.matmulInfo())));
+    this.fused = new FusedKernels(this.native, this);
+  }
+
+  /** The live matmul path in one line (shown by `kiln info`): cuBLAS with its version, or kiln's kernels and why. */
+  get matmulPath(): string {
+    return this.capabilities.matmul.summary;
+  }
+
+  /** GEMMs this instance has sent to cuBLAS so far (0 on kiln's kernels). */
+  get cublasCalls(): number {
+    return this.disposed ? 0 : callNative(() => this.native.matmulInfo()).cublasCalls;
   }
 
   // ---- storage ----
@@ -276,6 +297,78 @@ export class CudaBackend implements KernelBackend {
     }
   }
 
+  /** Softmax over the last axis of x [rows, cols] (one block per row, online max/sum). */
+  softmax(x: TensorRef, out: TensorRef, rows: number, cols: number): void {
+    this.ensureOpen('softmax');
+    this.fused.softmax('softmax', x, out, rows, cols);
+  }
+
+  /** Log-softmax over the last axis of x [rows, cols]. */
+  logSoftmax(x: TensorRef, out: TensorRef, rows: number, cols: number): void {
+    this.ensureOpen('logSoftmax');
+    this.fused.softmax('logSoftmax', x, out, rows, cols);
+  }
+
+  /** dx = y ⊙ (dy − Σ dy·y) per row. */
+  softmaxBackward(y: TensorRef, dy: TensorRef, dx: TensorRef, rows: number, cols: number): void {
+    this.ensureOpen('softmaxBackward');
+    this.fused.softmaxBackward(y, dy, dx, rows, cols);
+  }
+
+  /** RMSNorm over the last axis; rstd f32 [rows]. */
+  rmsNorm(x: TensorRef, weight: TensorRef, out: TensorRef, rstd: TensorRef, rows: number, cols: number, eps: number): void {
+    this.ensureOpen('rmsNorm');
+    this.fused.rmsNorm(x, weight, out, rstd, rows, cols, eps);
+  }
+
+  /** RMSNorm gradients; dWeight f32 [cols] overwritten with deterministic column sums (no float atomics). */
+  rmsNormBackward(x: TensorRef, weight: TensorRef, rstd: TensorRef, dy: TensorRef, dx: TensorRef, dWeight: TensorRef, rows: number, cols: number): void {
+    this.ensureOpen('rmsNormBackward');
+    this.fused.rmsNormBackward(x, weight, rstd, dy, dx, dWeight, rows, cols);
+  }
+
+  /** LayerNorm over the last axis (biased variance, two passes). */
+  layerNorm(x: TensorRef, weight: TensorRef, bias: TensorRef, out: TensorRef, rows: number, cols: number, eps: number): void {
+    this.ensureOpen('layerNorm');
+    this.fused.layerNorm(x, weight, bias, out, rows, cols, eps);
+  }
+
+  /** Rotary embedding (half-split) on x [B, H, T, D] at positions offset…; inverse = the backward. */
+  rope(x: TensorRef, out: TensorRef, offset: number, theta: number, inverse: boolean): void {
+    this.ensureOpen('rope');
+    this.fused.rope(x, out, offset, theta, inverse);
+  }
+
+  /** out = silu(gate) · up. */
+  swiglu(gate: TensorRef, up: TensorRef, out: TensorRef): void {
+    this.ensureOpen('swiglu');
+    this.fused.swiglu(gate, up, out);
+  }
+
+  /** Gradients of swiglu into dGate and dUp. */
+  swigluBackward(gate: TensorRef, up: TensorRef, dy: TensorRef, dGate: TensorRef, dUp: TensorRef): void {
+    this.ensureOpen('swigluBackward');
+    this.fused.swigluBackward(gate, up, dy, dGate, dUp);
+  }
+
+  /** Per-row loss f32 [rows] (online log-sum-exp); an out-of-range target gives NaN and rejects the next synchronize/download. */
+  crossEntropy(logits: TensorRef, targets: TensorRef, loss: TensorRef, rows: number, classes: number, ignoreIndex: number): void {
+    this.ensureOpen('crossEntropy');
+    this.fused.crossEntropy(logits, targets, loss, rows, classes, ignoreIndex);
+  }
+
+  /** dLogits = (softmax − onehot)·scale per row, recomputing log-sum-exp (no probability tensor). */
+  crossEntropyBackward(logits: TensorRef, targets: TensorRef, dLogits: TensorRef, rows: number, classes: number, ignoreIndex: number, scale: number): void {
+    this.ensureOpen('crossEntropyBackward');
+    this.fused.crossEntropyBackward(logits, targets, dLogits, rows, classes, ignoreIndex, scale);
+  }
+
+  /** One AdamW step in place on param, m, v (f32) from grad. */
+  adamw(param: TensorRef, grad: TensorRef, m: TensorRef, v: TensorRef, params: AdamWParams): void {
+    this.ensureOpen('adamw');
+    this.fused.adamw(param, grad, m, v, params);
+  }
+
   /**
    * Flash attention forward (tiled, online softmax; kernels/attention_forward.cu): out and the f32
    * row log-sum-exp lse. Head dims above 128 run core's composition on this backend instead.
@@ -329,3 +422,17 @@ export class CudaBackend implements KernelBackend {
     return code;
   }
 }
+
+/** The matmul options, checked. */
+function checkMatmulOptions(options: CudaBackendOptions): Pick<CudaBackendOptions, 'matmul' | 'cublasPath' | 'allowTf32'> {
+  const { matmul, cublasPath, allowTf32 } = options;
+  if (matmul !== undefined && matmul !== 'auto' && matmul !== 'cublas' && matmul !== 'kiln') {
+    throw new InvalidArgumentError(`cuda backend: matmul must be 'auto', 'cublas' or 'kiln', got ${JSON.stringify(matmul)}`);
+  }
+  if (cublasPath !== undefined && typeof cublasPath !== 'string') {
+    throw new InvalidArgumentError('cuda backend: cublasPath must be a string (a directory holding libcublas.so.13, or the file)');
+  }
+  if (allowTf32 !== undefined && typeof allowTf32 !== 'boolean') throw new InvalidArgumentError('cuda backend: allowTf32 must be a boolean');
+  return { matmul, cublasPath, allowTf32 };
+}
+

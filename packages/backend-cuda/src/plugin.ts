@@ -1,6 +1,6 @@
 /** The registry entry of the CUDA backend: highest automatic priority; probe() says what to install when it cannot run. */
 import { InvalidArgumentError, KERNEL_API_VERSION, type BackendCreateOptions, type BackendPlugin, type ProbeResult } from '@kiln/core';
-import { CudaBackend } from './cuda-backend.js';
+import { CudaBackend, type CudaBackendOptions } from './cuda-backend.js';
 import { cachedCudaAddon } from './native/load-addon.js';
 import { probeCuda } from './probe.js';
 
@@ -13,6 +13,16 @@ function optionalInteger(options: BackendCreateOptions | undefined, name: 'devic
   return value;
 }
 
+/** The matmul options of create() ('matmul', 'cublasPath', 'allowTf32'), checked by CudaBackend. */
+function matmulOptions(options: BackendCreateOptions | undefined): Pick<CudaBackendOptions, 'matmul' | 'cublasPath' | 'allowTf32'> {
+  if (options === undefined) return {};
+  return {
+    matmul: options.matmul as CudaBackendOptions['matmul'],
+    cublasPath: options.cublasPath as string | undefined,
+    allowTf32: options.allowTf32 as boolean | undefined,
+  };
+}
+
 /** The CUDA backend plugin (name 'cuda', priority 300). */
 export const cudaBackendPlugin: BackendPlugin = {
   name: 'cuda',
@@ -23,6 +33,10 @@ export const cudaBackendPlugin: BackendPlugin = {
   },
   create(options?: BackendCreateOptions) {
     const addon = cachedCudaAddon().addon;
-    return new CudaBackend(addon, { deviceIndex: optionalInteger(options, 'deviceIndex'), memoryLimitBytes: optionalInteger(options, 'memoryLimitBytes') });
+    return new CudaBackend(addon, {
+      deviceIndex: optionalInteger(options, 'deviceIndex'),
+      memoryLimitBytes: optionalInteger(options, 'memoryLimitBytes'),
+      ...matmulOptions(options),
+    });
   },
 };

@@ -55,6 +55,28 @@ describe.skipIf(compiler === undefined)('gpu-sim engine self-test (needs a C++20
   });
 });
 
+const WMMA_CHECKS = [
+  'f16 product, a row-major, b row-major, stored row-major',
+  'f16 product, a col-major, b col-major, stored col-major',
+  'bf16 product, a row-major, b col-major',
+  'bf16 product, a col-major, b row-major',
+  'a pointer that is not 256-bit aligned aborts the launch',
+  'lanes passing different pointers abort the launch',
+  'a lane that skips mma_sync aborts naming the kernel and file:line',
+  "reading another lane's stored element needs __syncwarp (without it the old value shows)",
+];
+
+describe.skipIf(compiler === undefined)('gpu-sim warp matrix (wmma) emulation self-test (needs a C++20 compiler: none found on PATH or in $CXX)', () => {
+  it('multiplies tiles exactly in every layout and reports misuse the device would not', async () => {
+    const binary = await compileProgram(compiler!, 'test/wmma-self-test.cpp', 'wmma-self-test');
+    const { stdout } = await run(binary, [], { timeout: 60_000 });
+    for (const name of WMMA_CHECKS) expect(stdout).toContain(`ok ${name}\n`);
+    expect(stdout).not.toContain('FAIL');
+    expect(stdout).toContain('0 failures');
+    expect(stdout).toMatch(/kernel 'misaligned_kernel': .*wmma::load_matrix_sync at wmma-self-test\.cpp:\d+ .*256-bit/);
+  });
+});
+
 // The aarch64 switch cannot run on the x86-64 CI machines; where a cross compiler and qemu-user
 // are installed (apt: g++-aarch64-linux-gnu qemu-user), the same self-test runs under emulation.
 const crossCompiler = onPath('aarch64-linux-gnu-g++');

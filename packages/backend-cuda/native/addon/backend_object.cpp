@@ -30,6 +30,20 @@ void BackendObject::Register(Napi::Env env, Napi::Object exports) {
           InstanceMethod<&BackendObject::Cast>("cast"),
           InstanceMethod<&BackendObject::Fill>("fill"),
           InstanceMethod<&BackendObject::Random>("random"),
+          // matmul path and fused kernels (issue 6)
+          InstanceMethod<&BackendObject::MatmulInfo>("matmulInfo"),
+          InstanceMethod<&BackendObject::Softmax>("softmax"),
+          InstanceMethod<&BackendObject::LogSoftmax>("logSoftmax"),
+          InstanceMethod<&BackendObject::SoftmaxBackward>("softmaxBackward"),
+          InstanceMethod<&BackendObject::RmsNorm>("rmsNorm"),
+          InstanceMethod<&BackendObject::RmsNormBackward>("rmsNormBackward"),
+          InstanceMethod<&BackendObject::LayerNorm>("layerNorm"),
+          InstanceMethod<&BackendObject::Rope>("rope"),
+          InstanceMethod<&BackendObject::Swiglu>("swiglu"),
+          InstanceMethod<&BackendObject::SwigluBackward>("swigluBackward"),
+          InstanceMethod<&BackendObject::CrossEntropy>("crossEntropy"),
+          InstanceMethod<&BackendObject::CrossEntropyBackward>("crossEntropyBackward"),
+          InstanceMethod<&BackendObject::Adamw>("adamw"),
           // flash attention
           InstanceMethod<&BackendObject::Attention>("attention"),
           InstanceMethod<&BackendObject::AttentionBackward>("attentionBackward"),
@@ -41,8 +55,10 @@ BackendObject::BackendObject(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
   guarded(info.Env(), [&] {
     int device_index = 0;
     std::size_t memory_limit = 0;
-    if (info.Length() > 0 && info[0].IsObject()) {
-      const Napi::Object options = info[0].As<Napi::Object>();
+    const bool has_options = info.Length() > 0 && info[0].IsObject();
+    Napi::Object options;
+    if (has_options) {
+      options = info[0].As<Napi::Object>();
       const Napi::Value index = options.Get("deviceIndex");
       if (!index.IsUndefined()) device_index = static_cast<int>(read_integer(index, "options.deviceIndex", 0, 1024));
       const Napi::Value limit = options.Get("memoryLimitBytes");
@@ -51,10 +67,72 @@ BackendObject::BackendObject(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
       throw_invalid("Backend options must be an object");
     }
     context_ = std::make_shared<DeviceContext>(device_index, memory_limit);
+    choose_matmul_path(has_options ? &options : nullptr);
   });
 }
 
 BackendObject::~BackendObject() { release_all(); }
+
+void BackendObject::choose_matmul_path(const Napi::Object* options) {
+  std::string cublas_path;
+  bool allow_tf32 = false;
+  if (options != nullptr) {
+    const Napi::Value request = options->Get("matmul");
+    if (!request.IsUndefined()) {
+      if (!request.IsString()) throw_invalid("options.matmul must be 'auto', 'cublas' or 'kiln'");
+      matmul_request_ = request.As<Napi::String>().Utf8Value();
+      if (matmul_request_ != "auto" && matmul_request_ != "cublas" && matmul_request_ != "kiln") {
+        throw_invalid("options.matmul must be 'auto', 'cublas' or 'kiln', got '" + matmul_request_ + "'");
+      }
+    }
+    const Napi::Value path = options->Get("cublasPath");
+    if (!path.IsUndefined()) {
+      if (!path.IsString()) throw_invalid("options.cublasPath must be a string (a directory or the libcublas.so file)");
+      cublas_path = path.As<Napi::String>().Utf8Value();
+    }
+    const Napi::Value tf32 = options->Get("allowTf32");
+    if (!tf32.IsUndefined()) allow_tf32 = read_boolean(tf32, "options.allowTf32");
+  }
+  if (matmul_request_ == "kiln") {
+    cublas_reason_ = "kiln's kernels were requested (matmul: 'kiln')";
+    return;
+  }
+  const CublasLookup& lookup = find_cublas(cublas_path);
+  cublas_location_ = lookup.location;
+  if (lookup.loaded) {
+    try {
+      context_->use_cublas(std::make_unique<CublasSession>(lookup, context_->launch_context().stream, allow_tf32));
+      return;
+    } catch (const NativeError& error) {
+      if (matmul_request_ == "cublas") throw;
+      cublas_reason_ = error.what();
+      return;
+    }
+  }
+  cublas_reason_ = "cuBLAS was not loaded: " + lookup.reason;
+  if (matmul_request_ == "cublas") {
+    throw NativeError(ErrorKind::kInvalidArgument, "cuda backend: matmul: 'cublas' was requested but " + cublas_reason_,
+                      "Install cuBLAS (CUDA 13: the nvidia-cublas wheel or the toolkit's libcublas.so.13) and point KILN_CUBLAS_PATH at its directory, or use matmul: 'auto'.");
+  }
+}
+
+Napi::Value BackendObject::MatmulInfo(const Napi::CallbackInfo& info) {
+  return guarded(info.Env(), [&]() -> Napi::Value {
+    if (disposed_ || !context_) throw_invalid("matmulInfo: this backend was disposed");
+    Napi::Env env = info.Env();
+    Napi::Object result = Napi::Object::New(env);
+    CublasSession* session = context_->cublas();
+    result.Set("path", session != nullptr ? "cublas" : "kiln");
+    result.Set("requested", matmul_request_);
+    result.Set("cublasLocation", cublas_location_);
+    result.Set("cublasVersion", session != nullptr ? cublas_version_text(session->version()) : std::string());
+    result.Set("cublasReason", cublas_reason_);
+    result.Set("allowTf32", session != nullptr && session->allow_tf32());
+    result.Set("cublasCalls", Napi::Number::New(env, session != nullptr ? static_cast<double>(session->calls()) : 0.0));
+    result.Set("simulatedTensorCores", vendor::kSimulator);
+    return result;
+  });
+}
 
 void BackendObject::release_all() {
   if (!context_) return;

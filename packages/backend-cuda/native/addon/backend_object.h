@@ -8,6 +8,7 @@
 #include <napi.h>
 
 #include <memory>
+#include <string>
 
 #include "../runtime/device_context.h"
 #include "arguments.h"
@@ -46,6 +47,21 @@ class BackendObject : public Napi::ObjectWrap<BackendObject> {
   Napi::Value Cast(const Napi::CallbackInfo& info);
   Napi::Value Fill(const Napi::CallbackInfo& info);
   Napi::Value Random(const Napi::CallbackInfo& info);
+  // matmul path (backend_object.cpp)
+  Napi::Value MatmulInfo(const Napi::CallbackInfo& info);
+  // fused kernels (fused_methods.cpp)
+  Napi::Value Softmax(const Napi::CallbackInfo& info);
+  Napi::Value LogSoftmax(const Napi::CallbackInfo& info);
+  Napi::Value SoftmaxBackward(const Napi::CallbackInfo& info);
+  Napi::Value RmsNorm(const Napi::CallbackInfo& info);
+  Napi::Value RmsNormBackward(const Napi::CallbackInfo& info);
+  Napi::Value LayerNorm(const Napi::CallbackInfo& info);
+  Napi::Value Rope(const Napi::CallbackInfo& info);
+  Napi::Value Swiglu(const Napi::CallbackInfo& info);
+  Napi::Value SwigluBackward(const Napi::CallbackInfo& info);
+  Napi::Value CrossEntropy(const Napi::CallbackInfo& info);
+  Napi::Value CrossEntropyBackward(const Napi::CallbackInfo& info);
+  Napi::Value Adamw(const Napi::CallbackInfo& info);
   // flash attention (attention_methods.cpp)
   Napi::Value Attention(const Napi::CallbackInfo& info);
   Napi::Value AttentionBackward(const Napi::CallbackInfo& info);
@@ -56,11 +72,21 @@ class BackendObject : public Napi::ObjectWrap<BackendObject> {
   static void expect_arguments(const Napi::CallbackInfo& info, std::size_t count, const char* method);
   /** Frees every buffer and the context. */
   void release_all();
+  /** Chooses the matmul path from the constructor options (cuBLAS or kiln's kernels) and records why. */
+  void choose_matmul_path(const Napi::Object* options);
+  /** Shared body of softmax and logSoftmax. */
+  Napi::Value softmax_family(const Napi::CallbackInfo& info, int kind, const char* name);
 
   std::shared_ptr<DeviceContext> context_;
   BufferTable buffers_;
   double next_id_ = 1;
   bool disposed_ = false;
+  /** 'auto', 'cublas' or 'kiln', as requested. */
+  std::string matmul_request_ = "auto";
+  /** Where cuBLAS was looked for / found. */
+  std::string cublas_location_;
+  /** Why matmuls do not go through cuBLAS ("" when they do). */
+  std::string cublas_reason_;
 };
 
 }  // namespace kiln

@@ -7,10 +7,22 @@
 namespace kiln {
 
 std::string index_error_message(const DeviceErrorRecord& record) {
-  const char* kernel = record.kernel == kGatherIndexError ? "gather" : record.kernel == kScatterAddIndexError ? "scatterAdd" : "a kernel";
-  return std::string("cuda backend: ") + kernel + ": index " + std::to_string(record.value) + " at position " + std::to_string(record.position) +
-         " is out of range [0, " + std::to_string(record.bound) + ") (checked on the device; " +
-         (record.kernel == kGatherIndexError ? "the gathered row was written as zeros)" : "the element was not added)");
+  const std::string range = " is out of range [0, " + std::to_string(record.bound) + ")";
+  switch (record.kernel) {
+    case kGatherIndexError:
+      return "cuda backend: gather: index " + std::to_string(record.value) + " at position " + std::to_string(record.position) + range +
+             " (checked on the device; the gathered row was written as zeros)";
+    case kScatterAddIndexError:
+      return "cuda backend: scatterAdd: index " + std::to_string(record.value) + " at position " + std::to_string(record.position) + range +
+             " (checked on the device; the element was not added)";
+    case kCrossEntropyTargetError:
+    case kCrossEntropyBackwardTargetError:
+      return std::string("cuda backend: ") + (record.kernel == kCrossEntropyTargetError ? "crossEntropy" : "crossEntropyBackward") + ": target " +
+             std::to_string(record.value) + " of row " + std::to_string(record.position) + range +
+             " and is not the ignore index (checked on the device; the row was written as NaN)";
+    default:
+      return "cuda backend: a kernel recorded index " + std::to_string(record.value) + " at position " + std::to_string(record.position) + range;
+  }
 }
 
 DownloadWorker::DownloadWorker(Napi::Env env, std::shared_ptr<DeviceContext> context, bool resolve_with_data, const char* operation)

@@ -168,10 +168,17 @@ Napi::Value BackendObject::Matmul(const Napi::CallbackInfo& info) {
     };
     reach(a, shape.m, shape.k, shape.batch_stride_a, "a");
     reach(b, shape.k, shape.n, shape.batch_stride_b, "b");
-    device.after_launch(launch_matmul(device.launch_context(), a.dtype, a.base(), b.base(), out.base(), shape),
-                        std::string("matmul ") + kDTypeNames[a.dtype] + " batch=" + std::to_string(shape.batch) + " m=" + std::to_string(shape.m) +
-                            " n=" + std::to_string(shape.n) + " k=" + std::to_string(shape.k) + (shape.transpose_a ? " transA" : "") +
-                            (shape.transpose_b ? " transB" : ""));
+    const std::string description = std::string("matmul ") + kDTypeNames[a.dtype] + " batch=" + std::to_string(shape.batch) + " m=" +
+                                    std::to_string(shape.m) + " n=" + std::to_string(shape.n) + " k=" + std::to_string(shape.k) +
+                                    (shape.transpose_a ? " transA" : "") + (shape.transpose_b ? " transB" : "");
+    const LaunchContext launch = device.launch_context();
+    CublasSession* cublas = device.cublas();
+    if (cublas != nullptr && shape.batch > 0 && shape.m > 0 && shape.n > 0 && shape.k > 0 && CublasSession::fits(shape)) {
+      cublas->gemm(a.dtype, a.base(), b.base(), out.base(), shape);
+      device.after_launch(cudaSuccess, description + " (cuBLAS)");
+      return info.Env().Undefined();
+    }
+    device.after_launch(launch_matmul(launch, a.dtype, a.base(), b.base(), out.base(), shape), description);
     return info.Env().Undefined();
   });
 }

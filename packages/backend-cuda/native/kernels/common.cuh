@@ -48,7 +48,13 @@ KILN_HOST_DEVICE inline void strided_offsets(const StridedOperands<Operands>& la
 }
 
 /** Which kernel recorded an out-of-range index (shown in the error message). */
-enum DeviceErrorKernel : int { kNoDeviceError = 0, kGatherIndexError = 1, kScatterAddIndexError = 2 };
+enum DeviceErrorKernel : int {
+  kNoDeviceError = 0,
+  kGatherIndexError = 1,
+  kScatterAddIndexError = 2,
+  kCrossEntropyTargetError = 3,
+  kCrossEntropyBackwardTargetError = 4,
+};
 
 /**
  * First out-of-range index seen by any kernel since the host last read the record. `flag` is set

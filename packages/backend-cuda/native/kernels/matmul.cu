@@ -1,92 +1,173 @@
-// kernels/matmul.cu — batched matmul, phase 1: a shared-memory tiled kernel for every float dtype.
+// kernels/matmul.cu — kiln's batched matmul: the dispatcher and the f32 SIMT kernel.
 //
-// Algorithm: each 256-thread block computes a 64×64 tile of out for one batch index (grid z
-// strides over batches). For every 16-deep slice of k it stages a 64×16 tile of op(A) and a
-// 16×64 tile of op(B) in shared memory as f32 (converted once on load; out-of-range elements are
-// 0), synchronises, and each thread accumulates a 4×4 block of outputs (rows ty+16i, columns
-// tx+16j) in registers. Loads are coalesced for both storage orders of each operand.
+// Algorithm (f32): each 256-thread block computes a 128×128 tile of out for one batch index
+// (grid z strides over batches); every thread owns an 8×8 register tile (rows ty·4+i and
+// 64+ty·4+i, columns tx·4+j and 64+tx·4+j, so shared-memory reads are float4 and conflict-free).
+// k advances 8 at a time through two shared-memory buffers: while the block multiplies one
+// buffer, each thread already holds the next slice of A and B in registers and stores it into
+// the other buffer afterwards (one __syncthreads per step). Operands are staged k-major
+// (tile[k][m], tile[k][n]) whichever way they are stored: the contiguous direction is read with
+// 16-byte float4 loads when the leading dimension, batch stride and base allow it, else with
+// scalar loads; out-of-range elements are 0, so any m, n, k works.
+// f16/bf16 go to the tensor-core kernel (matmul_wmma.cuh).
 // Layout: a [m,k] or [k,m] (transposeA), b [k,n] or [n,k] (transposeB), per batch at
-// batch·batchStride (0 broadcasts); out dense [batch, m, n]. k = 0 writes zeros.
-// Numerics: f32 accumulation for every dtype; one rounding to out's dtype.
-// Phase 2 plugs in before this kernel in launch_matmul: cuBLAS/cuBLASLt when loaded, WMMA
-// tensor-core kernels for f16/bf16; this kernel stays the fallback and the simulator's reference.
+// batch·batchStride (0 broadcasts); out dense [batch, m, n].
+// Numerics: f32 accumulation in k order per output (nvcc fuses each step into an FMA; no TF32);
+// k = 0 writes zeros.
 #include "matmul.cuh"
 #include "numerics.cuh"
+#include "vector.cuh"
 
 namespace kiln {
 namespace {
 
-constexpr int kTile = 64;
-constexpr int kDepth = 16;
+constexpr int kTile = 128;
+constexpr int kDepth = 8;
 constexpr int kThreads = 256;
+constexpr int kPad = 4;
 constexpr unsigned kMaxGridZ = 65535;
 
-template <typename T>
-__global__ void __launch_bounds__(kThreads) matmul_tiled_kernel(const T* a, const T* b, T* out, Index m, Index n, Index k, int transpose_a,
-                                                                int transpose_b, Index batch_stride_a, Index batch_stride_b, Index batch) {
-  __shared__ float tile_a[kDepth][kTile + 1];
-  __shared__ float tile_b[kDepth][kTile + 1];
+/** Flags of one launch (uniform branches inside the kernel). */
+enum MatmulFlags : int { kTransposeA = 1, kTransposeB = 2, kVectorA = 4, kVectorB = 8, kVectorOut = 16 };
+
+/** Four consecutive elements from `base[offset]`: zeros when out of range, and past the `remaining` elements of the row. */
+__device__ __forceinline__ float4 load_four(const float* base, Index offset, Index remaining, bool in_range, bool vector) {
+  if (!in_range) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  if (vector) return *reinterpret_cast<const float4*>(base + offset);
+  float values[4];
+  for (int j = 0; j < 4; j++) values[j] = j < remaining ? base[offset + j] : 0.0f;
+  return make_float4(values[0], values[1], values[2], values[3]);
+}
+
+/** This thread's four elements of the A slice at depth k0 (see store_a for where they go). */
+__device__ __forceinline__ float4 load_a(const float* a, Index m, Index k, Index row0, Index k0, int flags) {
+  const int t = static_cast<int>(threadIdx.x);
+  if (flags & kTransposeA) {  // stored [k, m]: row k0 + t/32, columns row0 + (t%32)·4 …
+    const Index depth = k0 + t / 32;
+    const Index row = row0 + (t % 32) * 4;
+    return load_four(a, depth * m + row, m - row, depth < k && row < m, (flags & kVectorA) != 0);
+  }
+  const Index row = row0 + t / 2;  // stored [m, k]: row row0 + t/2, depths k0 + (t%2)·4 …
+  const Index depth = k0 + (t % 2) * 4;
+  return load_four(a, row * k + depth, k - depth, row < m && depth < k, (flags & kVectorA) != 0);
+}
+
+__device__ __forceinline__ void store_a(float (*tile)[kTile + kPad], float4 values, int flags) {
+  const int t = static_cast<int>(threadIdx.x);
+  if (flags & kTransposeA) {
+    *reinterpret_cast<float4*>(&tile[t / 32][(t % 32) * 4]) = values;
+    return;
+  }
+  const int row = t / 2;
+  const int depth = (t % 2) * 4;
+  tile[depth + 0][row] = values.x;
+  tile[depth + 1][row] = values.y;
+  tile[depth + 2][row] = values.z;
+  tile[depth + 3][row] = values.w;
+}
+
+__device__ __forceinline__ float4 load_b(const float* b, Index n, Index k, Index column0, Index k0, int flags) {
+  const int t = static_cast<int>(threadIdx.x);
+  if (flags & kTransposeB) {  // stored [n, k]: row column0 + t/2, depths k0 + (t%2)·4 …
+    const Index column = column0 + t / 2;
+    const Index depth = k0 + (t % 2) * 4;
+    return load_four(b, column * k + depth, k - depth, column < n && depth < k, (flags & kVectorB) != 0);
+  }
+  const Index depth = k0 + t / 32;  // stored [k, n]: row k0 + t/32, columns column0 + (t%32)·4 …
+  const Index column = column0 + (t % 32) * 4;
+  return load_four(b, depth * n + column, n - column, depth < k && column < n, (flags & kVectorB) != 0);
+}
+
+__device__ __forceinline__ void store_b(float (*tile)[kTile + kPad], float4 values, int flags) {
+  const int t = static_cast<int>(threadIdx.x);
+  if (!(flags & kTransposeB)) {
+    *reinterpret_cast<float4*>(&tile[t / 32][(t % 32) * 4]) = values;
+    return;
+  }
+  const int column = t / 2;
+  const int depth = (t % 2) * 4;
+  tile[depth + 0][column] = values.x;
+  tile[depth + 1][column] = values.y;
+  tile[depth + 2][column] = values.z;
+  tile[depth + 3][column] = values.w;
+}
+
+__global__ void __launch_bounds__(kThreads) matmul_f32_kernel(const float* a, const float* b, float* out, Index m, Index n, Index k, int flags,
+                                                              Index batch_stride_a, Index batch_stride_b, Index batch) {
+  __shared__ __align__(16) float tile_a[2][kDepth][kTile + kPad];
+  __shared__ __align__(16) float tile_b[2][kDepth][kTile + kPad];
   const int tx = static_cast<int>(threadIdx.x % 16);
   const int ty = static_cast<int>(threadIdx.x / 16);
   const Index row0 = static_cast<Index>(blockIdx.y) * kTile;
   const Index column0 = static_cast<Index>(blockIdx.x) * kTile;
+  const Index steps = (k + kDepth - 1) / kDepth;
   for (Index batch_index = blockIdx.z; batch_index < batch; batch_index += gridDim.z) {
-    const T* matrix_a = a + batch_index * batch_stride_a;
-    const T* matrix_b = b + batch_index * batch_stride_b;
-    float accumulator[4][4];
-    for (int i = 0; i < 4; i++) {
-      for (int j = 0; j < 4; j++) accumulator[i][j] = 0.0f;
+    const float* matrix_a = a + batch_index * batch_stride_a;
+    const float* matrix_b = b + batch_index * batch_stride_b;
+    float accumulator[8][8];
+    for (int i = 0; i < 8; i++) {
+      for (int j = 0; j < 8; j++) accumulator[i][j] = 0.0f;
     }
-    for (Index k0 = 0; k0 < k; k0 += kDepth) {
-      for (int load = static_cast<int>(threadIdx.x); load < kTile * kDepth; load += kThreads) {
-        // Consecutive threads read consecutive addresses whichever way A is stored.
-        const int row = transpose_a ? load % kTile : load / kDepth;
-        const int depth = transpose_a ? load / kTile : load % kDepth;
-        const Index global_row = row0 + row;
-        const Index global_depth = k0 + depth;
-        float value = 0.0f;
-        if (global_row < m && global_depth < k) value = to_float(transpose_a ? matrix_a[global_depth * m + global_row] : matrix_a[global_row * k + global_depth]);
-        tile_a[depth][row] = value;
+    store_a(tile_a[0], load_a(matrix_a, m, k, row0, 0, flags), flags);
+    store_b(tile_b[0], load_b(matrix_b, n, k, column0, 0, flags), flags);
+    __syncthreads();
+    for (Index step = 0; step < steps; step++) {
+      const int buffer = static_cast<int>(step & 1);
+      const bool more = step + 1 < steps;
+      float4 next_a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      float4 next_b = next_a;
+      if (more) {
+        next_a = load_a(matrix_a, m, k, row0, (step + 1) * kDepth, flags);
+        next_b = load_b(matrix_b, n, k, column0, (step + 1) * kDepth, flags);
       }
-      for (int load = static_cast<int>(threadIdx.x); load < kTile * kDepth; load += kThreads) {
-        const int column = transpose_b ? load / kDepth : load % kTile;
-        const int depth = transpose_b ? load % kDepth : load / kTile;
-        const Index global_column = column0 + column;
-        const Index global_depth = k0 + depth;
-        float value = 0.0f;
-        if (global_column < n && global_depth < k) value = to_float(transpose_b ? matrix_b[global_column * k + global_depth] : matrix_b[global_depth * n + global_column]);
-        tile_b[depth][column] = value;
-      }
-      __syncthreads();
       for (int depth = 0; depth < kDepth; depth++) {
-        float left[4];
-        float right[4];
-        for (int i = 0; i < 4; i++) left[i] = tile_a[depth][ty + 16 * i];
-        for (int j = 0; j < 4; j++) right[j] = tile_b[depth][tx + 16 * j];
-        for (int i = 0; i < 4; i++) {
-          for (int j = 0; j < 4; j++) accumulator[i][j] += left[i] * right[j];
+        const float4 a_low = *reinterpret_cast<const float4*>(&tile_a[buffer][depth][ty * 4]);
+        const float4 a_high = *reinterpret_cast<const float4*>(&tile_a[buffer][depth][64 + ty * 4]);
+        const float4 b_low = *reinterpret_cast<const float4*>(&tile_b[buffer][depth][tx * 4]);
+        const float4 b_high = *reinterpret_cast<const float4*>(&tile_b[buffer][depth][64 + tx * 4]);
+        const float left[8] = {a_low.x, a_low.y, a_low.z, a_low.w, a_high.x, a_high.y, a_high.z, a_high.w};
+        const float right[8] = {b_low.x, b_low.y, b_low.z, b_low.w, b_high.x, b_high.y, b_high.z, b_high.w};
+        for (int i = 0; i < 8; i++) {
+          for (int j = 0; j < 8; j++) accumulator[i][j] += left[i] * right[j];
         }
       }
+      if (more) {
+        store_a(tile_a[buffer ^ 1], next_a, flags);
+        store_b(tile_b[buffer ^ 1], next_b, flags);
+      }
       __syncthreads();
     }
-    T* matrix_out = out + batch_index * m * n;
-    for (int i = 0; i < 4; i++) {
-      const Index row = row0 + ty + 16 * i;
+    float* matrix_out = out + batch_index * m * n;
+    for (int i = 0; i < 8; i++) {
+      const Index row = row0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);
       if (row >= m) continue;
-      for (int j = 0; j < 4; j++) {
-        const Index column = column0 + tx + 16 * j;
-        if (column < n) matrix_out[row * n + column] = from_float<T>(accumulator[i][j]);
+      for (int half = 0; half < 2; half++) {
+        const Index column = column0 + half * 64 + tx * 4;
+        const float* values = &accumulator[i][half * 4];
+        if ((flags & kVectorOut) && column < n) {
+          *reinterpret_cast<float4*>(matrix_out + row * n + column) = make_float4(values[0], values[1], values[2], values[3]);
+          continue;
+        }
+        for (int j = 0; j < 4; j++) {
+          if (column + j < n) matrix_out[row * n + column + j] = values[j];
+        }
       }
     }
   }
 }
 
-template <typename T>
-cudaError_t launch_tiled(const LaunchContext& context, const char* name, const void* a, const void* b, void* out, const MatmulShape& shape) {
+cudaError_t launch_f32(const LaunchContext& context, const void* a, const void* b, void* out, const MatmulShape& shape) {
+  // float4 loads need 16-byte aligned rows: the contiguous extent, the batch stride and the base all multiples of 4 floats.
+  const Index a_row = shape.transpose_a ? shape.m : shape.k;
+  const Index b_row = shape.transpose_b ? shape.k : shape.n;
+  int flags = (shape.transpose_a ? kTransposeA : 0) | (shape.transpose_b ? kTransposeB : 0);
+  if (a_row % 4 == 0 && shape.batch_stride_a % 4 == 0 && aligned16(a)) flags |= kVectorA;
+  if (b_row % 4 == 0 && shape.batch_stride_b % 4 == 0 && aligned16(b)) flags |= kVectorB;
+  if (shape.n % 4 == 0 && aligned16(out)) flags |= kVectorOut;
   const dim3 blocks(static_cast<unsigned>((shape.n + kTile - 1) / kTile), static_cast<unsigned>((shape.m + kTile - 1) / kTile),
                     static_cast<unsigned>(shape.batch < kMaxGridZ ? shape.batch : kMaxGridZ));
-  return vendor::launch(name, matmul_tiled_kernel<T>, blocks, dim3(kThreads), 0, context.stream, static_cast<const T*>(a), static_cast<const T*>(b),
-                        static_cast<T*>(out), shape.m, shape.n, shape.k, shape.transpose_a ? 1 : 0, shape.transpose_b ? 1 : 0, shape.batch_stride_a,
+  return vendor::launch("matmul_f32_kernel", matmul_f32_kernel, blocks, dim3(kThreads), 0, context.stream, static_cast<const float*>(a),
+                        static_cast<const float*>(b), static_cast<float*>(out), shape.m, shape.n, shape.k, flags, shape.batch_stride_a,
                         shape.batch_stride_b, shape.batch);
 }
 
@@ -94,10 +175,14 @@ cudaError_t launch_tiled(const LaunchContext& context, const char* name, const v
 
 cudaError_t launch_matmul(const LaunchContext& context, int dtype, const void* a, const void* b, void* out, const MatmulShape& shape) {
   if (shape.batch == 0 || shape.m == 0 || shape.n == 0) return cudaSuccess;
+  if (shape.k == 0) {
+    return cudaMemsetAsync(out, 0, static_cast<std::size_t>(shape.batch * shape.m * shape.n) * static_cast<std::size_t>(dtype_bytes(dtype)),
+                           context.stream);
+  }
   switch (dtype) {
-    case kF32: return launch_tiled<float>(context, "matmul_tiled_kernel<f32>", a, b, out, shape);
-    case kF16: return launch_tiled<__half>(context, "matmul_tiled_kernel<f16>", a, b, out, shape);
-    default: return launch_tiled<__nv_bfloat16>(context, "matmul_tiled_kernel<bf16>", a, b, out, shape);
+    case kF32: return launch_f32(context, a, b, out, shape);
+    case kF16: return launch_matmul_wmma_f16(context, a, b, out, shape);
+    default: return launch_matmul_wmma_bf16(context, a, b, out, shape);
   }
 }
 

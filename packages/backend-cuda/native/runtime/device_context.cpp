@@ -60,6 +60,7 @@ DeviceContext::DeviceContext(int device_index, std::size_t memory_limit_bytes) :
 
 DeviceContext::~DeviceContext() {
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+  cublas_.reset();  // its handle is bound to the stream
   allocator_.empty_cache();
   if (device_errors_ != nullptr) cudaFree(device_errors_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);

@@ -6,10 +6,12 @@
 
 #include <array>
 #include <cstddef>
+#include <memory>
 #include <string>
 
 #include "../kernels/common.cuh"
 #include "caching_allocator.h"
+#include "cublas.h"
 #include "native_error.h"
 #include "pinned_pool.h"
 
@@ -47,6 +49,10 @@ class DeviceContext {
   cudaStream_t stream() const { return stream_; }
   /** The device error record. */
   DeviceErrorRecord* device_errors() const { return device_errors_; }
+  /** The cuBLAS session when matmuls go through cuBLAS, else nullptr. */
+  CublasSession* cublas() { return cublas_.get(); }
+  /** Routes matmuls through `session` (set once, right after construction). */
+  void use_cublas(std::unique_ptr<CublasSession> session) { cublas_ = std::move(session); }
 
   /** Throws (kDevice) when an earlier sticky error made the context unusable. */
   void ensure_usable() const;
@@ -67,6 +73,7 @@ class DeviceContext {
   DeviceErrorRecord* device_errors_ = nullptr;
   CachingAllocator allocator_;
   PinnedPool pinned_;
+  std::unique_ptr<CublasSession> cublas_;
   int max_blocks_ = 1;
   bool synchronous_ = false;
   bool broken_ = false;

@@ -1,13 +1,15 @@
 // vendors/cuda.h — the real CUDA toolkit behind kiln's vendor names (nvcc build).
 //
 // Every CUDA API name used by kiln's host code and kernels reaches them through
-// vendors/vendor.h, which includes this file or vendors/sim.h (the CPU simulator). A future
-// vendors/hip.h maps the same names to ROCm. Keep this file to what differs per vendor.
+// vendors/vendor.h, which includes this file, vendors/sim.h (the CPU simulator) or a header named
+// by KILN_VENDOR_HEADER (an out-of-tree HIP build: examples/rocm-shim/kiln_hip_compat.h in the
+// kiln repository). Keep this file to what differs per vendor.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <mma.h>
 
 #include <string>
 #include <utility>

@@ -5,6 +5,7 @@
 // and a stream executes each operation as it is enqueued.
 #pragma once
 
+#include <gpu_sim/cuda/mma.hpp>
 #include <gpu_sim/cuda/runtime.hpp>
 
 #include <string>

@@ -97,6 +97,48 @@ export interface NativeBackendOptions {
   deviceIndex?: number;
   /** Cap on device bytes the allocator holds, cache included (0 or absent = none). */
   memoryLimitBytes?: number;
+  /** Matmul path: 'auto' (cuBLAS when it loads, else kiln's kernels; default), 'cublas' (throw without it) or 'kiln'. */
+  matmul?: 'auto' | 'cublas' | 'kiln';
+  /** Where cuBLAS is: a directory with libcublas.so.13/.12 or the file itself (default: KILN_CUBLAS_PATH, then the loader's search). */
+  cublasPath?: string;
+  /** Let f32 matmuls through cuBLAS use TF32 tensor cores (default false: full f32). */
+  allowTf32?: boolean;
+}
+
+/** Which matmul path a backend instance uses, and why. */
+export interface NativeMatmulInfo {
+  /** 'cublas' or 'kiln' (kiln's own kernels). */
+  path: 'cublas' | 'kiln';
+  /** What the options asked for: 'auto', 'cublas' or 'kiln'. */
+  requested: 'auto' | 'cublas' | 'kiln';
+  /** The libcublas file loaded, or where it was looked for ('' when not looked for). */
+  cublasLocation: string;
+  /** cuBLAS version ('13.1.0'), '' when not used. */
+  cublasVersion: string;
+  /** Why cuBLAS is not used ('' when it is). */
+  cublasReason: string;
+  /** True when f32 GEMMs through cuBLAS may use TF32. */
+  allowTf32: boolean;
+  /** GEMMs issued to cuBLAS so far. */
+  cublasCalls: number;
+  /** True in the simulator build: the WMMA kernels run on gpu-sim's warp-collective fragment emulation. */
+  simulatedTensorCores: boolean;
+}
+
+/** AdamW hyper-parameters as the native adamw takes them. */
+export interface NativeAdamWParams {
+  /** Learning rate. */
+  lr: number;
+  /** First-moment decay. */
+  beta1: number;
+  /** Second-moment decay. */
+  beta2: number;
+  /** Denominator epsilon. */
+  eps: number;
+  /** Decoupled weight decay. */
+  weightDecay: number;
+  /** 1-based step. */
+  step: number;
 }
 
 /** One backend instance on one device: storage and the primitive kernels. */
@@ -143,6 +185,36 @@ export interface NativeBackend {
   fill(out: NativeTensor, value: number): void;
   /** kiln's Philox stream: kind 0 = uniform(a, b), 1 = normal(mean a, std b). */
   random(out: NativeTensor, kind: number, a: number, b: number, seed: number, offset: number): void;
+
+  // ---- matmul path and fused kernels (issue 6); tensors dense, shapes as core passes them ----
+  /** Which matmul path this instance uses and why. */
+  matmulInfo(): NativeMatmulInfo;
+  /** Softmax over the last axis of x [rows, cols]. */
+  softmax(x: NativeTensor, out: NativeTensor, rows: number, cols: number): void;
+  /** Log-softmax over the last axis of x [rows, cols]. */
+  logSoftmax(x: NativeTensor, out: NativeTensor, rows: number, cols: number): void;
+  /** dx = y ⊙ (dy − Σ dy·y) per row. */
+  softmaxBackward(y: NativeTensor, dy: NativeTensor, dx: NativeTensor, rows: number, cols: number): void;
+  /** RMSNorm; rstd f32 [rows]. */
+  rmsNorm(x: NativeTensor, weight: NativeTensor, out: NativeTensor, rstd: NativeTensor, rows: number, cols: number, eps: number): void;
+  /** RMSNorm gradients; dWeight f32 [cols] overwritten (deterministic column sums). */
+  rmsNormBackward(x: NativeTensor, weight: NativeTensor, rstd: NativeTensor, dy: NativeTensor, dx: NativeTensor, dWeight: NativeTensor, rows: number, cols: number): void;
+  /** LayerNorm (biased variance). */
+  layerNorm(x: NativeTensor, weight: NativeTensor, bias: NativeTensor, out: NativeTensor, rows: number, cols: number, eps: number): void;
+  /** Rotary embedding (half-split) of x [..., T, D] at positions offset…; inverse rotates by −angle. */
+  rope(x: NativeTensor, out: NativeTensor, offset: number, theta: number, inverse: boolean): void;
+  /** out = silu(gate) · up. */
+  swiglu(gate: NativeTensor, up: NativeTensor, out: NativeTensor): void;
+  /** dGate = dy · up · siluGrad(gate), dUp = dy · silu(gate). */
+  swigluBackward(gate: NativeTensor, up: NativeTensor, dy: NativeTensor, dGate: NativeTensor, dUp: NativeTensor): void;
+  /** Per-row loss f32 [rows]; out-of-range targets give NaN and reject the next synchronize/download. */
+  crossEntropy(logits: NativeTensor, targets: NativeTensor, loss: NativeTensor, rows: number, classes: number, ignoreIndex: number): void;
+  /** dLogits = (softmax − onehot)·scale per row; ignored rows 0, out-of-range targets NaN (and rejected like crossEntropy). */
+  crossEntropyBackward(logits: NativeTensor, targets: NativeTensor, dLogits: NativeTensor, rows: number, classes: number, ignoreIndex: number, scale: number): void;
+  /** One AdamW step in place on param, m, v (f32) from grad. */
+  adamw(param: NativeTensor, grad: NativeTensor, m: NativeTensor, v: NativeTensor, params: NativeAdamWParams): void;
+
+  // ---- flash attention ----
   /** Flash attention forward: out and f32 lse [B, Hq, Tq]; mask null or an f32 view of shape [B, Hq, Tq, Tk]; head dim ≤ 128. */
   attention(q: NativeTensor, k: NativeTensor, v: NativeTensor, mask: NativeTensor | null, out: NativeTensor, lse: NativeTensor, params: NativeAttentionParams): void;
   /** Flash attention backward from out and lse: overwrites dq, dk, dv (deterministic; Δ scratch from the allocator, freed before return). */

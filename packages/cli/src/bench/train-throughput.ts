@@ -34,15 +34,20 @@ export interface TrainThroughput {
   attention: string;
   /** Milliseconds of all timed steps together. */
   totalMs: number;
+  /** Compute precision of the step (f32, bf16 or f16; after adapting to the backend). */
+  precision: string;
 }
 
-/** The reference config of `preset` (models.json sizes, batch and optimizer; f32) adapted to `backend`. */
-export function benchConfig(preset: ModelPresetName, backend: KernelBackend): TrainConfig {
+/** Compute precisions `kiln bench` can measure (f32 is the reference figures' precision). */
+export type BenchPrecision = 'f32' | 'bf16' | 'f16';
+
+/** The reference config of `preset` (models.json sizes, batch and optimizer; f32 unless `precision` says otherwise) adapted to `backend`. */
+export function benchConfig(preset: ModelPresetName, backend: KernelBackend, precision: BenchPrecision = 'f32'): TrainConfig {
   const reference = MODEL_PRESETS[preset];
   const base = defaultTrainConfig();
   const config: TrainConfig = {
     ...base,
-    device: { ...base.device, precision: 'f32' },
+    device: { ...base.device, precision },
     model: { ...reference.model },
     optimizer: { lr: 3e-4, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 },
     schedule: { ...base.schedule, batchSize: reference.batchSize, microBatchSize: reference.batchSize, warmupSteps: 0 },
@@ -65,10 +70,10 @@ function randomTokens(count: number, seed: number, vocabSize: number): Int32Arra
 
 /** Times `steps` optimizer steps after `warmup` untimed ones. */
 export async function measureTrainStep(
-  preset: ModelPresetName, backend: KernelBackend, options: { steps: number; warmup: number; onTimedStep?: (starting: boolean) => void },
+  preset: ModelPresetName, backend: KernelBackend, options: { steps: number; warmup: number; precision?: BenchPrecision; onTimedStep?: (starting: boolean) => void },
 ): Promise<TrainThroughput> {
   setBackend(backend);
-  const config = benchConfig(preset, backend);
+  const config = benchConfig(preset, backend, options.precision);
   const { contextLength, vocabSize } = config.model;
   const { batchSize } = config.schedule;
   const forwardOptions = forwardOptionsFor(config);
@@ -80,7 +85,7 @@ export async function measureTrainStep(
     backend,
     forwardOptions,
     optimizer: config.optimizer,
-    scaler: new DynamicLossScaler({ enabled: false }),
+    scaler: new DynamicLossScaler({ enabled: config.device.precision === 'f16' }),
     contextLength,
     notice: () => undefined,
   };
@@ -113,5 +118,6 @@ export async function measureTrainStep(
   return {
     model: preset, batchSize, contextLength, msPerStep, tokensPerSecond: (batchSize * contextLength) / (msPerStep / 1000), attention: forwardOptions.attention,
     totalMs: samples.reduce((sum, sample) => sum + sample, 0),
+    precision: config.device.precision,
   };
 }

@@ -15,10 +15,11 @@ import { measureGeneration, SHORT_PROMPT_TOKENS, type GenerationThroughput } fro
 import { measureKernels, type KernelTiming } from '../bench/kernel-timings.js';
 import { profileTrainStep, type KernelProfile } from '../bench/kernel-profile.js';
 import { measurePeer, PEER_NAMES, peerLabel, probePeer, type MissingPeer, type PeerName, type PeerResult } from '../bench/peers.js';
-import { benchConfig, measureTrainStep, type TrainThroughput } from '../bench/train-throughput.js';
+import { benchConfig, measureTrainStep, type BenchPrecision, type TrainThroughput } from '../bench/train-throughput.js';
 import { integerArgument, type CliContext } from '../cli-context.js';
 import { ExitCode } from '../exit-codes.js';
 import { formatFixed, formatInteger, formatTable } from '../output/format.js';
+import { matmulPathOf } from './info.js';
 
 interface BenchOptions {
   device?: string;
@@ -26,6 +27,7 @@ interface BenchOptions {
   steps: number;
   warmup: number;
   kernels: boolean;
+  precision: string;
   generation: boolean;
   profile?: boolean;
   peers: string;
@@ -33,6 +35,8 @@ interface BenchOptions {
   rounds: number;
   json?: boolean;
 }
+
+const BENCH_PRECISIONS: readonly BenchPrecision[] = ['f32', 'bf16', 'f16'];
 
 /** One kiln measurement (a backend, and for the CPU a thread count). */
 interface BenchRow extends TrainThroughput {
@@ -44,6 +48,8 @@ interface BenchRow extends TrainThroughput {
   speedupOverCpu: number | null;
   /** Throughput ÷ the same-run peer's (PyTorch at 1 thread, TF.js WASM); null when that peer did not run. */
   ratios: { pytorch1Thread: number | null; tfjsWasm: number | null };
+  /** The backend's matmul path (cuBLAS or kiln's kernels) when it reports one. */
+  matmul: string | null;
 }
 
 /** Registers `kiln bench`. */
@@ -58,6 +64,7 @@ export function defineBenchCommand(program: Command, context: CliContext): void 
     .option('--cpu-threads <list>', 'thread counts to measure the CPU backend at (default: 1 and its default count)')
     .option('--rounds <n>', 'repeat kiln and the peers, alternating, and keep each one\'s median round', integerArgument(1), 1)
     .option('--peers <list>', "peers to measure in the same run: 'auto' (every installed one), 'none', or pytorch,tfjs-wasm", 'auto')
+    .option('--precision <precision>', 'compute precision of the train step: f32 (the peers\' precision), bf16 or f16', 'f32')
     .option('--no-generation', 'skip the generation throughput (tokens/s with a short and a full-context prompt)')
     .option('--no-kernels', 'skip the per-kernel timings')
     .option('--profile', 'also time every kernel call of the CPU backend\'s train step (where a step\'s time goes)')
@@ -76,7 +83,12 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
       throw new InvalidArgumentError(`--model ${model} is not a reference model`, { hint: `Use one or more of: ${MODEL_PRESET_NAMES.join(', ')}.` });
     }
   }
-  const peers = peerSelection(options.peers);
+  const precision = options.precision.trim().toLowerCase() as BenchPrecision;
+  if (!BENCH_PRECISIONS.includes(precision)) {
+    throw new InvalidArgumentError(`--precision ${options.precision} is not a bench precision`, { hint: `Use one of: ${BENCH_PRECISIONS.join(', ')}.` });
+  }
+  // The peers train in f32: a ratio against another precision would mislead, so they only run beside f32.
+  const peers = precision === 'f32' ? peerSelection(options.peers) : [];
   await discoverAllBackends();
   const devices = options.device !== undefined ? splitList(options.device) : (await probeBackends()).filter((entry) => entry.probe.available).map((entry) => entry.plugin.name);
   // CPU first, so the other backends' speed-up can be computed as they finish.
@@ -99,6 +111,8 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
     for (const line of describeResolution(resolution)) terminal.say(line);
     const backend = resolution.backend;
     if (backend.capabilities.implementation !== undefined) terminal.say(`kernels: ${backend.capabilities.implementation}`);
+    const matmul = matmulPathOf(backend);
+    if (matmul !== undefined) terminal.say(`matmul: ${matmul}`);
     const variants: Array<{ backend: KernelBackend; threads: number | null }> = [];
     let cpuThreads: number[] = [1];
     if (backend.name === 'cpu') {
@@ -120,7 +134,7 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
         for (const [index, variant] of variants.entries()) {
           const threadsText = variant.threads === null ? '' : ` (${variant.threads} thread${variant.threads === 1 ? '' : 's'})`;
           terminal.say(`measuring ${model} on ${backend.name}${threadsText}${roundText}: ${options.warmup} warm-up + ${options.steps} timed steps…`);
-          kilnRounds[index].push(await measureTrainStep(model, variant.backend, { steps: options.steps, warmup: options.warmup }));
+          kilnRounds[index].push(await measureTrainStep(model, variant.backend, { steps: options.steps, warmup: options.warmup, precision }));
         }
         for (const [index, { peer, threads }] of peerTasks.entries()) {
           terminal.say(`measuring ${model} on ${peer}${peer === 'pytorch' ? ` (${threads} thread${threads === 1 ? '' : 's'})` : ''}${roundText}: ${options.warmup} warm-up + ${options.steps} timed steps…`);
@@ -135,7 +149,7 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
         const speedupOverCpu = backend.name === 'cpu' && variant.threads === 1 ? 1 : cpu === undefined ? null : measured.tokensPerSecond / cpu.tokensPerSecond;
         rows.push({
           ...measured, backend: backend.name, device: resolution.device?.name ?? backend.name, threads: variant.threads, speedupOverCpu,
-          ratios: { pytorch1Thread: null, tfjsWasm: null },
+          ratios: { pytorch1Thread: null, tfjsWasm: null }, matmul: matmul ?? null,
         });
       }
       if (options.profile === true && backend.name === 'cpu') {
@@ -230,7 +244,7 @@ function printTables(
   const cpuName = rows.find((row) => row.backend === 'cpu')?.device;
   terminal.say('');
   const rounds = options.rounds > 1 ? ` (the median of ${options.rounds} alternating rounds)` : '';
-  terminal.say(`train step (f32: forward + backward + clip + AdamW), median of ${options.steps} steps after ${options.warmup} warm-up${rounds}, every figure measured in this run${cpuName === undefined ? '' : ` on ${cpuName}`}:`);
+  terminal.say(`train step (${options.precision}: forward + backward + clip + AdamW), median of ${options.steps} steps after ${options.warmup} warm-up${rounds}, every figure measured in this run${cpuName === undefined ? '' : ` on ${cpuName}`}:`);
   const table: string[][] = [];
   for (const model of [...new Set(rows.map((row) => row.model))]) {
     const pytorch = peers.find((peer) => peer.peer === 'pytorch' && peer.model === model && peer.threads === 1);

@@ -9,10 +9,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { FIRST_PARTY_BACKENDS, matmul, probeBackends, tensor, tidy, type DiscoveryReport } from '@kiln/core';
+import { FIRST_PARTY_BACKENDS, matmul, probeBackends, tensor, tidy, type BackendPlugin, type DiscoveryReport, type KernelBackend } from '@kiln/core';
+import { backendFix, cublasAdvice } from '../backend-fixes.js';
 import { discoverAllBackends, setUpBackend } from '../backend-setup.js';
 import type { CliContext } from '../cli-context.js';
 import { ExitCode } from '../exit-codes.js';
+import { matmulPathOf } from './info.js';
 
 /** One check: passed, failed (with a fix) or informational. */
 export interface DoctorCheck {
@@ -54,13 +56,32 @@ async function runChecks(context: CliContext): Promise<DoctorCheck[]> {
   const discovery = await discoverAllBackends();
   checks.push(...packageChecks(discovery));
   for (const { plugin, probe } of await probeBackends()) {
-    checks.push(probe.available
-      ? { status: 'ok', title: `backend '${plugin.name}' is available (${probe.devices.map((device) => device.name).join(', ') || 'no device listed'})` }
-      : { status: 'fail', title: `backend '${plugin.name}' is unavailable`, fix: probe.reason ?? 'its probe gave no reason' });
+    if (!probe.available) {
+      const { diagnosis, fix } = backendFix(plugin.name, probe.reason);
+      checks.push({ status: 'fail', title: `backend '${plugin.name}' is unavailable: ${diagnosis}`, fix });
+      continue;
+    }
+    checks.push({ status: 'ok', title: `backend '${plugin.name}' is available (${probe.devices.map((device) => device.name).join(', ') || 'no device listed'})` });
+    if (plugin.name === 'cuda') checks.push(await matmulPathCheck(plugin));
   }
   checks.push(nvccCheck(), temporaryDirectoryCheck());
   checks.push(await defaultPathCheck(context));
   return checks;
+}
+
+/** Which matmul path a CUDA backend takes here (cuBLAS or kiln's kernels), with the cuBLAS advice when it was not found. */
+async function matmulPathCheck(plugin: BackendPlugin): Promise<DoctorCheck> {
+  let backend: KernelBackend | undefined;
+  try {
+    backend = await plugin.create();
+    const path = matmulPathOf(backend) ?? 'not reported';
+    const advice = cublasAdvice(path);
+    return advice === undefined ? { status: 'ok', title: `${plugin.name} matmul: ${path}` } : { status: 'info', title: `${plugin.name} matmul: ${path}`, fix: advice };
+  } catch (error) {
+    return { status: 'fail', title: `backend '${plugin.name}' probes available but could not be created: ${error instanceof Error ? error.message : String(error)}`, fix: 'Run `kiln info` for details, and report it.' };
+  } finally {
+    backend?.dispose?.();
+  }
 }
 
 function nodeCheck(): DoctorCheck {

@@ -102,7 +102,7 @@ function printReport(report: InfoReport, discovery: DiscoveryReport, resolution:
   for (const line of deviceFacts(resolution.backend, resolution.device)) terminal.say(`  ${line}`);
 }
 
-/** The chosen device: name, memory, dtypes the matmul runs natively, attention implementation, and how kernels run when the backend says. */
+/** The chosen device: name, memory, dtypes the matmul runs natively, attention implementation, the matmul path and how kernels run, when the backend reports them. */
 export function deviceFacts(backend: KernelBackend, probed: DeviceInfo | undefined): string[] {
   const capabilities = backend.capabilities;
   const device = capabilities?.device ?? probed;
@@ -111,8 +111,16 @@ export function deviceFacts(backend: KernelBackend, probed: DeviceInfo | undefin
   lines.push(`memory:    ${memoryLine(backend, device)}`);
   lines.push(`dtypes:    ${dtypes.length > 0 ? dtypes.join(', ') : 'none reported'} (native matmul)`);
   lines.push(`attention: ${attentionLine(backend)}`);
+  const matmul = matmulPathOf(backend);
+  if (matmul !== undefined) lines.push(`matmul:    ${matmul}`);
   if (capabilities?.implementation !== undefined) lines.push(`kernels:   ${capabilities.implementation}`);
   return lines;
+}
+
+/** A backend's own one-line description of its matmul path (the CUDA backend's `matmulPath`: cuBLAS or kiln's kernels, and why), when it has one. */
+export function matmulPathOf(backend: KernelBackend): string | undefined {
+  const path = (backend as { matmulPath?: unknown }).matmulPath;
+  return typeof path === 'string' && path !== '' ? path : undefined;
 }
 
 function memoryLine(backend: KernelBackend, device: DeviceInfo | undefined): string {

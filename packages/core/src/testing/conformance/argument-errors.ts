@@ -13,6 +13,7 @@ import { KilnError } from '../../errors.js';
 import type * as Core from '../../index.js';
 import { defineCase, type CaseSettings } from './case-builder.js';
 import { ConformanceSkipSignal, KilnConformanceError } from './conformance-error.js';
+import { checksIndicesItself } from './deferred-index-errors.js';
 import type { ConformanceCase } from './types.js';
 
 type Tensor = Core.Tensor;
@@ -33,10 +34,6 @@ interface ErrorSpec {
   deferrable?: boolean;
 }
 
-/** True when the backend reports out-of-range indices itself (then its message need not name core's shapes). */
-function checksIndicesItself(settings: CaseSettings): boolean {
-  return typeof settings.backend.downloadSync !== 'function' && settings.backend.capabilities.checksIndices === true;
-}
 
 const SPECS: ErrorSpec[] = [
   { name: 'matmul inner-dim mismatch', kernel: 'matmul', code: 'SHAPE_MISMATCH', mentions: ['matmul', [2, 3], [4, 5]],

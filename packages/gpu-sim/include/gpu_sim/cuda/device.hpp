@@ -88,7 +88,8 @@ inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short bits) { return __nv_bfl
 #define __noinline__
 #define __launch_bounds__(...)
 #define __shared__ static thread_local
-#define __align__(bytes) alignas(bytes)
+// A GNU attribute, not alignas: CUDA code writes `__shared__ __align__(16) float tile[…]`, where alignas may not stand.
+#define __align__(bytes) __attribute__((aligned(bytes)))
 #define GPU_SIM_EXTERN_SHARED(type, name) type* name = static_cast<type*>(::gpu_sim::current_runner().dynamic_shared())
 
 // ---- coordinates ----

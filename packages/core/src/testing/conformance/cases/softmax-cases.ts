@@ -3,11 +3,13 @@
  * sweeps, plus rows of large finite logits (centred on ±1000: exp overflows or underflows even in
  * float64 unless the row max is subtracted), cross-entropy rows with the ignore index −100, and a
  * cross-entropy case with ignore index −1 and out-of-range targets (−100, −5, classes), whose
- * rows must be NaN.
+ * rows must be NaN (on a backend that checks indices in the kernel, the next synchronize() must
+ * first reject with an InvalidArgumentError naming the kernel; the rows are read after it).
  */
 import { FLOAT_DTYPES, type DType } from '../../../dtype.js';
 import { fusedCases, type CaseSettings } from '../case-builder.js';
 import type { CaseContext } from '../case-context.js';
+import { checksIndicesItself, expectDeferredIndexError } from '../deferred-index-errors.js';
 import { runFused, runOnReference } from '../fused-call.js';
 import { rowShapes } from '../sweeps.js';
 import type { ConformanceCase } from '../types.js';
@@ -89,6 +91,10 @@ function crossEntropyFamily(settings: CaseSettings, dtype: DType, rows: number, 
   const { ignoreIndex } = plan;
   const parameters = `rows=${rows},classes=${classes},ignoreIndex=${ignoreIndex}${RANGE_SUFFIX[range]}${plan.suffix}`;
   const scale = rows > 0 ? 1 / rows : 1;
+  /** The index contract on kernels that check targets themselves: the error flag rejects first, then the rows read. */
+  const expectFlag = async (context: CaseContext, mode: string, kernel: string) => {
+    if (plan.pattern && mode === 'native' && checksIndicesItself(settings)) await expectDeferredIndexError(context, kernel);
+  };
   const inputs = (context: CaseContext) => ({
     logits: context.tensor([rows, classes], dtype, logitValues(context, range, rows, classes)),
     targets: context.tensor([rows], 'i32', targetValues(context, plan, rows, classes)),
@@ -98,12 +104,14 @@ function crossEntropyFamily(settings: CaseSettings, dtype: DType, rows: number, 
       const { logits, targets } = inputs(context);
       const loss = context.output([rows], 'f32');
       runFused(context, mode, 'crossEntropy', (side) => [logits[side], targets[side], loss[side], rows, classes, ignoreIndex]);
+      await expectFlag(context, mode, 'crossEntropy');
       await context.expectClose(loss, 'loss', { reductionLength: classes });
     }),
     ...fusedCases(settings, 'crossEntropyBackward', dtype, `${parameters},scale=${scale.toPrecision(3)}`, async (context, mode) => {
       const { logits, targets } = inputs(context);
       const dLogits = context.output([rows, classes], dtype);
       runFused(context, mode, 'crossEntropyBackward', (side) => [logits[side], targets[side], dLogits[side], rows, classes, ignoreIndex, scale]);
+      await expectFlag(context, mode, 'crossEntropyBackward');
       await context.expectClose(dLogits, 'dLogits');
     }),
   ];

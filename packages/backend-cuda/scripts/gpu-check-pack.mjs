@@ -1,0 +1,124 @@
+#!/usr/bin/env node
+// Makes a self-contained gpu-check bundle for a GPU machine that has no Node.js, no pnpm and no
+// network (TOOLCHAIN.md): build/gpu-check/ with
+//   node.xz                         this node binary, `xz -6` (about 24 MB)
+//   node_modules/@kiln/{core,backend-cuda,backend-cpu,trainer,cli}   package.json + dist (+ bin, the
+//                                   addon sources, CMakeLists.txt and the built kiln_cuda.node)
+//   node_modules/<dependency>       every runtime dependency of those, copied (no symlinks)
+//   headers/{node-api-headers,node-addon-api}   to rebuild the addon there with nvcc + cmake
+//   scripts/gpu-check.{sh,mjs}, scripts/gpu-check/, scripts/gpu-check-attention.mjs, scripts/attention-vs-torch.py,
+//   bench/pytorch_train_step.py
+// Run it there with `bash build/gpu-check/scripts/gpu-check.sh` (see docs/backend-cuda.md).
+// Needs the workspace built (`pnpm turbo build`). `--out <dir>` writes elsewhere; `--no-node`
+// leaves the node binary out.
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const packageRoot = fileURLToPath(new URL('..', import.meta.url));
+const packagesRoot = join(packageRoot, '..');
+const outFlag = process.argv.indexOf('--out');
+const out = outFlag > 0 ? process.argv[outFlag + 1] : join(packageRoot, 'build', 'gpu-check');
+const log = (line) => console.log(`[gpu-check:pack] ${line}`);
+
+/** kiln packages in the bundle and what each needs besides package.json and dist/. */
+const KILN_PACKAGES = {
+  core: [],
+  'backend-cpu': [],
+  trainer: [],
+  cli: ['bin'],
+  'backend-cuda': ['native', 'CMakeLists.txt', 'scripts/build-native.mjs', 'scripts/find-toolchain.mjs', 'build/cuda/Release/kiln_cuda.node'],
+};
+
+/** The directory of package `name` as Node would find it from `from` (realpath; undefined when absent). */
+function findPackage(from, name) {
+  for (let directory = from; ; directory = dirname(directory)) {
+    const candidate = join(directory, 'node_modules', name);
+    if (existsSync(join(candidate, 'package.json'))) return realpathSync(candidate);
+    if (dirname(directory) === directory) return undefined;
+  }
+}
+
+function copy(source, target) {
+  mkdirSync(dirname(target), { recursive: true });
+  cpSync(source, target, { recursive: true, dereference: true, filter: (path) => !relative(source, path).split('/').includes('node_modules') });
+}
+
+rmSync(out, { recursive: true, force: true });
+mkdirSync(join(out, 'node_modules', '@kiln'), { recursive: true });
+
+const copied = new Map();
+const pending = [];
+for (const [name, extras] of Object.entries(KILN_PACKAGES)) {
+  const source = join(packagesRoot, name);
+  if (!existsSync(join(source, 'dist'))) {
+    // The CLI is only needed for the train-step benchmark (kiln bench); gpu-check reports its absence.
+    if (name === 'cli') {
+      log('note: packages/cli/dist is missing (run `pnpm turbo build`): the bundle cannot run `kiln bench`');
+      continue;
+    }
+    log(`packages/${name}/dist is missing: run \`pnpm turbo build\` first`);
+    process.exit(1);
+  }
+  const target = join(out, 'node_modules', '@kiln', name);
+  for (const part of ['package.json', 'dist', ...extras]) {
+    if (existsSync(join(source, part))) copy(join(source, part), join(target, part));
+    else if (part.endsWith('.node')) log(`note: packages/${name}/${part} is not built (no nvcc here?): the GPU machine must build it`);
+  }
+  copied.set(`@kiln/${name}`, source);
+  const manifest = JSON.parse(readFileSync(join(source, 'package.json'), 'utf8'));
+  for (const dependency of Object.keys({ ...manifest.dependencies, ...manifest.optionalDependencies })) pending.push([dependency, source]);
+}
+// Runtime dependencies, transitively, copied flat (the first version found wins).
+while (pending.length > 0) {
+  const [name, from] = pending.shift();
+  if (copied.has(name)) continue;
+  const directory = findPackage(from, name);
+  if (directory === undefined) {
+    log(`note: ${name} (needed by ${relative(packagesRoot, from)}) is not installed; skipped`);
+    continue;
+  }
+  copy(directory, join(out, 'node_modules', name));
+  copied.set(name, directory);
+  const manifest = JSON.parse(readFileSync(join(directory, 'package.json'), 'utf8'));
+  for (const dependency of Object.keys(manifest.dependencies ?? {})) pending.push([dependency, directory]);
+}
+
+// @kiln/core/testing imports vitest (an optional peer, for describeBackendConformance) at load time;
+// gpu-check only calls runConformance, so a stub that says so stands in for vitest's large tree.
+mkdirSync(join(out, 'node_modules', 'vitest'), { recursive: true });
+writeFileSync(join(out, 'node_modules', 'vitest', 'package.json'), `${JSON.stringify({ name: 'vitest', version: '0.0.0-gpu-check-stub', type: 'module', exports: './index.js' }, null, 2)}\n`);
+writeFileSync(join(out, 'node_modules', 'vitest', 'index.js'), [
+  '// Stand-in for vitest in the gpu-check bundle: runConformance needs none of it.',
+  "const absent = (name) => () => { throw new Error(`vitest.${name} is not in the gpu-check bundle (use runConformance)`); };",
+  "export const describe = absent('describe');", "export const it = absent('it');", "export const afterAll = absent('afterAll');", '',
+].join('\n'));
+
+for (const [name, target] of [['node-api-headers', 'headers/node-api-headers'], ['node-addon-api', 'headers/node-addon-api']]) {
+  // node-api-headers comes with cmake-js (which is how the normal build finds it).
+  const cmakeJs = findPackage(packageRoot, 'cmake-js');
+  const directory = findPackage(packageRoot, name) ?? (cmakeJs === undefined ? undefined : findPackage(cmakeJs, name));
+  if (directory === undefined) {
+    log(`${name} is not installed: run pnpm install`);
+    process.exit(1);
+  }
+  copy(name === 'node-api-headers' ? join(directory, 'include') : directory, join(out, target));
+}
+for (const part of ['scripts/gpu-check.sh', 'scripts/gpu-check.mjs', 'scripts/gpu-check', 'scripts/gpu-check-attention.mjs', 'scripts/attention-vs-torch.py', 'bench/pytorch_train_step.py']) {
+  copy(join(packageRoot, part), join(out, part));
+}
+
+if (!process.argv.includes('--no-node')) {
+  const compressed = spawnSync('xz', ['-6', '-T0', '-c', process.execPath], { maxBuffer: 1 << 30 });
+  if (compressed.status === 0) writeFileSync(join(out, 'node.xz'), compressed.stdout);
+  else log(`xz failed (${compressed.error?.message ?? compressed.stderr}); the bundle has no node.xz: pass --node-xz on the GPU machine`);
+}
+
+function size(path) {
+  const stats = statSync(path);
+  if (!stats.isDirectory()) return stats.size;
+  return spawnSync('du', ['-sb', path], { encoding: 'utf8' }).stdout.split('\t')[0] * 1;
+}
+log(`wrote ${out} (${(size(out) / 2 ** 20).toFixed(1)} MiB; ${copied.size} packages)`);
+log(`on the GPU machine: bash ${relative(process.cwd(), join(out, 'scripts', 'gpu-check.sh'))} [--quick] [--json report.json]`);

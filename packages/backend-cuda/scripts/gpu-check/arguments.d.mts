@@ -1,0 +1,24 @@
+/** Parts of the check that --skip can leave out. */
+export declare const PARTS: readonly string[];
+/** Train-step models. */
+export declare const MODELS: readonly string[];
+/** The usage text. */
+export declare const USAGE: string;
+/** An error in the arguments. */
+export declare class UsageError extends Error {}
+/** Parsed options of gpu-check. */
+export interface GpuCheckOptions {
+  quick: boolean;
+  simulator: boolean;
+  json: string;
+  skip: Set<string>;
+  model: string;
+  precision: 'bf16' | 'f32';
+  steps: number;
+  warmup: number;
+  python: string;
+  cublasPath: string | undefined;
+  help: boolean;
+}
+/** The options of an argv (without node and the script path). Throws UsageError. */
+export declare function parseArguments(argv: readonly string[]): GpuCheckOptions;

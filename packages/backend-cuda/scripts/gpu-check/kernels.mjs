@@ -1,0 +1,71 @@
+// Timings of the memory-bound kernels at training-like sizes (effective GB/s), for the report's
+// "kernels" section: primitives (unary, binary, copy, reduce, gather/scatterAdd, random) and the
+// fused kernels (softmax, rmsNorm ± backward, rope, swiglu, cross-entropy over a 50k vocabulary, AdamW).
+
+const BYTES = { f32: 4, f16: 2, bf16: 2, i32: 4 };
+
+/** Rows [kernel, dtype, size, µs, GB/s] for the report section. */
+export async function kernelTimings(backend, { quick, simulator }) {
+  const rows = [];
+  const repeats = simulator ? 1 : quick ? 5 : 20;
+  const tensor = (shape, dtype, random = true) => {
+    const count = shape.reduce((a, b) => a * b, 1);
+    const ref = { buffer: backend.alloc(count * BYTES[dtype]), shape, dtype };
+    if (random) backend.random(ref, { kind: 'uniform', low: -1, high: 1 }, 3, 0);
+    return ref;
+  };
+  const view = (ref) => ({ ...ref, strides: ref.shape.map((_, dim) => ref.shape.slice(dim + 1).reduce((a, b) => a * b, 1)), offset: 0 });
+  async function time(kernel, dtype, size, bytes, call) {
+    call();
+    await backend.synchronize();
+    const start = performance.now();
+    for (let i = 0; i < repeats; i++) call();
+    await backend.synchronize();
+    const seconds = (performance.now() - start) / 1000 / repeats;
+    rows.push([kernel, dtype, size, (seconds * 1e6).toFixed(1), (bytes / seconds / 1e9).toFixed(0)]);
+  }
+  const side = simulator ? 64 : 4096;
+  const n = side * side;
+  const [tokens, width, vocab] = simulator ? [64, 64, 512] : [8192, 1024, 50304];
+  const held = [];
+  const keep = (...refs) => (held.push(...refs), refs);
+  try {
+    for (const dtype of ['bf16', 'f32']) {
+      const b = BYTES[dtype];
+      const [x, y, out] = keep(tensor([n], dtype), tensor([n], dtype), tensor([n], dtype, false));
+      await time('unary exp', dtype, `${n}`, 2 * n * b, () => backend.unary('exp', x, out));
+      await time('binary add', dtype, `${n}`, 3 * n * b, () => backend.binary('add', view(x), view(y), out));
+      await time('copy transpose', dtype, `${side}×${side}`, 2 * n * b, () =>
+        backend.copy({ ...x, shape: [side, side], strides: [1, side], offset: 0 }, { ...out, shape: [side, side], strides: [side, 1], offset: 0 }));
+      const [sums] = keep(tensor([side], dtype, false));
+      await time('reduce sum rows', dtype, `${side}×${side}`, n * b, () => backend.reduce('sum', x, sums, side, side, 1));
+      await time('random normal', dtype, `${n}`, n * b, () => backend.random(out, { kind: 'normal', mean: 0, std: 1 }, 7, 0));
+      const rowsIn = { ...x, shape: [tokens, width] };
+      const rowsOut = { ...out, shape: [tokens, width] };
+      const [weight] = keep(tensor([width], dtype));
+      const [rstd, dWeight] = keep(tensor([tokens], 'f32', false), tensor([width], 'f32', false));
+      await time('softmax', dtype, `${tokens}×${width}`, 2 * tokens * width * b, () => backend.softmax(rowsIn, rowsOut, tokens, width));
+      await time('rmsNorm', dtype, `${tokens}×${width}`, 2 * tokens * width * b, () => backend.rmsNorm(rowsIn, weight, rowsOut, rstd, tokens, width, 1e-5));
+      await time('rmsNormBackward', dtype, `${tokens}×${width}`, 4 * tokens * width * b, () =>
+        backend.rmsNormBackward(rowsIn, weight, rstd, { ...y, shape: [tokens, width] }, rowsOut, dWeight, tokens, width));
+      const heads = [8, 16, tokens / 8, width / 16];
+      await time('rope', dtype, heads.join('×'), 2 * tokens * width * b, () => backend.rope({ ...x, shape: heads }, { ...out, shape: heads }, 0, 10000, false));
+      await time('swiglu', dtype, `${n}`, 3 * n * b, () => backend.swiglu(x, y, out));
+      const logits = { ...x, shape: [simulator ? 8 : 256, vocab] };
+      const classes = logits.shape[0];
+      const [targets, loss] = keep({ buffer: backend.alloc(classes * 4), shape: [classes], dtype: 'i32' }, tensor([classes], 'f32', false));
+      backend.fill(targets, 3);
+      await time('crossEntropy', dtype, `${classes}×${vocab}`, classes * vocab * b, () => backend.crossEntropy(logits, targets, loss, classes, vocab, -100));
+      await time('crossEntropyBackward', dtype, `${classes}×${vocab}`, 3 * classes * vocab * b, () =>
+        backend.crossEntropyBackward(logits, targets, { ...out, shape: [classes, vocab] }, classes, vocab, -100, 1 / classes));
+      const [m, v] = keep(tensor([n], 'f32', false), tensor([n], 'f32', false));
+      backend.fill(m, 0);
+      backend.fill(v, 0);
+      await time('adamw', dtype, `${n}`, n * (2 * b + 2 * b + 16), () =>
+        backend.adamw(x, y, m, v, { lr: 1e-4, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, step: 1 }));
+    }
+  } finally {
+    for (const ref of held) backend.free(ref.buffer);
+  }
+  return rows;
+}

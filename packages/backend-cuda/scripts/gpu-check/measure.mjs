@@ -1,0 +1,125 @@
+// The measurements of gpu-check: kiln's matmul kernels against cuBLAS on the same device in the
+// same run, `kiln bench`'s train step (a child process of the CLI), and the PyTorch eager
+// baseline (bench/pytorch_train_step.py, a child python process).
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const BYTES = { f32: 4, f16: 2, bf16: 2 };
+
+/** The reference models' matmul shapes (shared/bench/models.json): forward x·Wᵀ, and the backward's dX = dY·W and dW = dYᵀ·X. */
+export const MODEL_SHAPES = {
+  tiny: { tokens: 8 * 64, d: 64, hidden: 192, vocab: 256 },
+  small: { tokens: 16 * 128, d: 128, hidden: 352, vocab: 256 },
+  medium: { tokens: 8 * 256, d: 256, hidden: 704, vocab: 256 },
+};
+
+/** The matmuls measured: a big square one, then each model's projections. */
+export function matmulShapes({ quick, simulator }) {
+  const side = simulator ? 128 : quick ? 2048 : 4096;
+  const shapes = [{ label: `${side === 4096 ? '4096³' : `square ${side}³`}`, m: side, n: side, k: side, transposeA: false, transposeB: false }];
+  const models = simulator ? ['tiny'] : ['tiny', 'small', 'medium'];
+  for (const model of models) {
+    const { tokens, d, hidden, vocab } = MODEL_SHAPES[model];
+    shapes.push(
+      { label: `${model} q/k/v/o x·Wᵀ`, m: tokens, n: d, k: d, transposeA: false, transposeB: true },
+      { label: `${model} gate/up x·Wᵀ`, m: tokens, n: hidden, k: d, transposeA: false, transposeB: true },
+      { label: `${model} down x·Wᵀ`, m: tokens, n: d, k: hidden, transposeA: false, transposeB: true },
+      { label: `${model} lm_head x·Wᵀ`, m: tokens, n: vocab, k: d, transposeA: false, transposeB: true },
+      { label: `${model} mlp dX = dY·W`, m: tokens, n: d, k: hidden, transposeA: false, transposeB: false },
+      { label: `${model} mlp dW = dYᵀ·X`, m: hidden, n: d, k: tokens, transposeA: true, transposeB: false },
+    );
+  }
+  return shapes;
+}
+
+function randomTensor(backend, shape, dtype) {
+  const count = shape.reduce((a, b) => a * b, 1);
+  const buffer = backend.alloc(count * BYTES[dtype]);
+  const ref = { buffer, shape, dtype };
+  backend.random(ref, { kind: 'uniform', low: -1, high: 1 }, 7, 0);
+  return ref;
+}
+
+/** TFLOP/s of `backend.matmul` for one shape and dtype (median-free: one timed loop after a warm-up). */
+export async function timeMatmul(backend, shape, dtype, { quick, simulator }) {
+  const { m, n, k, transposeA, transposeB } = shape;
+  const a = randomTensor(backend, transposeA ? [k, m] : [m, k], dtype);
+  const b = randomTensor(backend, transposeB ? [n, k] : [k, n], dtype);
+  const out = { buffer: backend.alloc(m * n * BYTES[dtype]), shape: [m, n], dtype };
+  const params = { batch: 1, m, n, k, transposeA, transposeB, batchStrideA: m * k, batchStrideB: k * n };
+  const flops = 2 * m * n * k;
+  try {
+    backend.matmul(a, b, out, params);
+    await backend.synchronize();
+    // Enough repeats for ~0.2 s of work at 100 TFLOP/s, between 3 and 200.
+    const repeats = simulator ? 1 : Math.max(3, Math.min(quick ? 50 : 200, Math.ceil(2e13 / flops)));
+    const start = performance.now();
+    for (let i = 0; i < repeats; i++) backend.matmul(a, b, out, params);
+    await backend.synchronize();
+    const seconds = (performance.now() - start) / 1000 / repeats;
+    return flops / seconds / 1e12;
+  } finally {
+    for (const ref of [a, b, out]) backend.free(ref.buffer);
+  }
+}
+
+/** Runs every shape in f32 and bf16 on kiln's kernels and (when given) on cuBLAS. */
+export async function matmulComparison(kiln, cublas, options, log) {
+  const rows = [];
+  for (const dtype of ['bf16', 'f32']) {
+    for (const shape of matmulShapes(options)) {
+      const kilnTflops = await timeMatmul(kiln, shape, dtype, options);
+      const row = { ...shape, dtype, kilnTflops };
+      if (cublas) {
+        row.cublasTflops = await timeMatmul(cublas, shape, dtype, options);
+        row.ratio = kilnTflops / row.cublasTflops;
+      }
+      log(`  ${dtype} ${shape.label}: kiln ${kilnTflops.toFixed(2)} TFLOP/s${row.cublasTflops === undefined ? '' : `, cuBLAS ${row.cublasTflops.toFixed(2)} (${(row.ratio * 100).toFixed(0)}%)`}`);
+      rows.push(row);
+    }
+  }
+  return rows;
+}
+
+/** bin/kiln.js of @kiln/cli next to `scriptDirectory` (…/scripts): in a gpu-check bundle's node_modules, or in the workspace. */
+export function locateCli(scriptDirectory) {
+  const candidates = [
+    join(scriptDirectory, '..', 'node_modules', '@kiln', 'cli', 'bin', 'kiln.js'),
+    join(scriptDirectory, '..', '..', 'cli', 'bin', 'kiln.js'),
+  ];
+  return candidates.find((path) => existsSync(path));
+}
+
+/** `kiln bench --device cuda` for one model and precision; { msPerStep, tokensPerSecond, matmul } or { error }. */
+export function kilnBench(cli, { model, precision, steps, warmup }, environment = process.env) {
+  if (!cli) return { error: '@kiln/cli was not found (neither in the bundle nor in the workspace)' };
+  const run = spawnSync(process.execPath, [cli, 'bench', '--device', 'cuda', '--model', model, '--precision', precision, '--steps', String(steps),
+    '--warmup', String(warmup), '--no-kernels', '--json'], { cwd: dirname(dirname(cli)), env: { ...environment, NO_COLOR: '1' }, encoding: 'utf8', maxBuffer: 64 << 20 });
+  if (run.status !== 0) return { error: `kiln bench exited ${run.status}: ${(run.stderr || run.stdout).trim().split('\n').slice(-3).join(' ')}` };
+  try {
+    const result = JSON.parse(run.stdout).results.find((row) => row.backend === 'cuda');
+    if (!result) return { error: 'kiln bench reported no cuda result' };
+    return { msPerStep: result.msPerStep, tokensPerSecond: result.tokensPerSecond, matmul: result.matmul, precision: result.precision };
+  } catch (error) {
+    return { error: `kiln bench printed no JSON: ${error.message}` };
+  }
+}
+
+/** bench/pytorch_train_step.py; { msPerStep, tokensPerSecond, device, torch } or { skipped }. */
+export function pytorchBench(python, { model, precision, steps, warmup }) {
+  const script = fileURLToPath(new URL('../../bench/pytorch_train_step.py', import.meta.url));
+  const run = spawnSync(python, [script, '--model', model, '--precision', precision, '--steps', String(steps), '--warmup', String(warmup)], {
+    encoding: 'utf8', maxBuffer: 16 << 20,
+  });
+  if (run.error) return { skipped: `${python} could not be run: ${run.error.message}` };
+  if (run.status !== 0) return { skipped: `${python} ${script} exited ${run.status}: ${(run.stderr || '').trim().split('\n').slice(-2).join(' ')}` };
+  try {
+    const result = JSON.parse(run.stdout.trim().split('\n').pop());
+    if (result.skipped) return { skipped: result.skipped };
+    return { msPerStep: result.ms_per_step, tokensPerSecond: result.tokens_per_second, device: result.device, torch: result.torch };
+  } catch (error) {
+    return { skipped: `the PyTorch baseline printed no JSON: ${error.message}` };
+  }
+}

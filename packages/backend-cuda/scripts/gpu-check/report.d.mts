@@ -1,0 +1,37 @@
+import type { GpuCheckOptions } from './arguments.mjs';
+/** The targets the report checks. */
+export declare const TARGETS: { bf16MatmulRatio: number; trainStepRatio: number };
+/** A matmul measurement. */
+export interface MatmulRow {
+  label: string; dtype: string; m: number; n: number; k: number; transposeA: boolean; transposeB: boolean;
+  kilnTflops: number; cublasTflops?: number; ratio?: number;
+}
+/** One side of the train-step comparison. */
+export type TrainSide = { msPerStep: number; tokensPerSecond: number } | { error: string } | { skipped: string };
+/** The report (see report.mjs). */
+export interface GpuCheckReport {
+  schema: 1;
+  status: 'ok' | 'failed' | 'skipped';
+  reason?: string;
+  startedAt: string;
+  seconds: number;
+  host: Record<string, unknown>;
+  options: Record<string, unknown>;
+  addon: { source: string; location: string; build?: { build?: string; architectures?: string } } | null;
+  probe: { available: boolean; reason?: string; devices?: Array<{ name: string; computeCapability?: string }> } | null;
+  matmulPath?: string;
+  conformance: Array<{ name: string; passed: number; failed: number; skipped: number; seconds: number; failures: Array<{ id: string; message: string }> }>;
+  matmul: MatmulRow[];
+  matmulNote?: string;
+  trainStep: { model: string; precision: string; kiln: TrainSide | null; pytorch: TrainSide | null; ratio?: number | null } | null;
+  sections: Array<{ title: string; rows: Array<Array<string | number>>; note?: string }>;
+  targets: Array<{ name: string; value: number | null; target: number; met: boolean | null }>;
+}
+/** A fresh report. */
+export declare function createReport(options: GpuCheckOptions, host: Record<string, unknown>): GpuCheckReport;
+/** Fills report.targets from the measured figures. */
+export declare function evaluateTargets(report: GpuCheckReport): GpuCheckReport['targets'];
+/** Columns padded to their widest cell; the first row is the header. */
+export declare function table(rows: ReadonlyArray<ReadonlyArray<string | number>>): string;
+/** The printed form of a report. */
+export declare function formatReport(report: GpuCheckReport): string;

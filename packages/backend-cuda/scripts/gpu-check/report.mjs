@@ -1,0 +1,106 @@
+// The gpu-check report: one JSON document (schema below) and the table printed from it. Every
+// ratio is computed from figures measured in the same run, so machine speed cancels out.
+//
+// {
+//   schema: 1, status: 'ok' | 'failed' | 'skipped', reason?, startedAt, seconds, host, addon, probe,
+//   conformance: [{ name, passed, failed, skipped, seconds, failures: [{ id, message }] }],
+//   matmul: [{ label, dtype, m, n, k, transposeA, transposeB, kilnTflops, cublasTflops?, ratio? }], matmulNote?,
+//   trainStep?: { model, precision, kiln: { msPerStep, tokensPerSecond } | { error }, pytorch: { … } | { skipped }, ratio? },
+//   sections: [{ title, rows: [[…cells]], note? }]     (other checks add theirs, e.g. attention vs SDPA)
+//   targets: [{ name, value, target, met }]
+// }
+
+/** The targets the report checks (issue 6). */
+export const TARGETS = {
+  /** kiln's bf16 matmul at 4096³ as a fraction of cuBLAS's throughput. */
+  bf16MatmulRatio: 0.7,
+  /** kiln's train step (tokens/s) over PyTorch eager's. */
+  trainStepRatio: 1.0,
+};
+
+/** A fresh report. */
+export function createReport(options, host) {
+  return {
+    schema: 1, status: 'ok', startedAt: new Date().toISOString(), seconds: 0, host, options: { ...options, skip: [...options.skip] },
+    addon: null, probe: null, conformance: [], matmul: [], trainStep: null, sections: [], targets: [],
+  };
+}
+
+/** Fills report.targets from the measured figures (a target without a figure is reported as not measured). */
+export function evaluateTargets(report) {
+  const targets = [];
+  const square = report.matmul.find((row) => row.dtype === 'bf16' && row.label.startsWith('4096³') && row.ratio !== undefined)
+    ?? report.matmul.find((row) => row.dtype === 'bf16' && row.label.startsWith('square') && row.ratio !== undefined);
+  targets.push({
+    name: `kiln bf16 matmul ${square ? `at ${square.label}` : 'at 4096³'} ≥ ${TARGETS.bf16MatmulRatio * 100}% of cuBLAS`,
+    value: square?.ratio ?? null, target: TARGETS.bf16MatmulRatio, met: square ? square.ratio >= TARGETS.bf16MatmulRatio : null,
+  });
+  const ratio = report.trainStep?.ratio;
+  targets.push({
+    name: `kiln train step (${report.trainStep?.model ?? 'medium'}, ${report.trainStep?.precision ?? 'bf16'}) ≥ ${TARGETS.trainStepRatio}× PyTorch eager`,
+    value: ratio ?? null, target: TARGETS.trainStepRatio, met: ratio === undefined || ratio === null ? null : ratio >= TARGETS.trainStepRatio,
+  });
+  report.targets = targets;
+  return targets;
+}
+
+function fixed(value, digits) {
+  return value === undefined || value === null || Number.isNaN(value) ? '—' : value.toFixed(digits);
+}
+
+/** Columns padded to their widest cell; the first row is the header. */
+export function table(rows) {
+  const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => String(row[column]).length)));
+  return rows.map((row, index) => {
+    const line = row.map((cell, column) => String(cell).padEnd(widths[column])).join('  ').trimEnd();
+    return index === 0 ? `${line}\n${widths.map((width) => '-'.repeat(width)).join('  ')}` : line;
+  }).join('\n');
+}
+
+/** The printed form of a report. */
+export function formatReport(report) {
+  const lines = [];
+  const device = report.probe?.devices?.[0];
+  lines.push(`kiln gpu-check — ${report.status}${report.reason ? `: ${report.reason}` : ''}`);
+  if (device) lines.push(`device: ${device.name} (compute capability ${device.computeCapability ?? '?'})`);
+  if (report.addon) lines.push(`addon: ${report.addon.source} ${report.addon.location} (${report.addon.build?.build ?? '?'}, architectures ${report.addon.build?.architectures ?? '?'})`);
+  if (report.matmulPath) lines.push(`matmul path: ${report.matmulPath}`);
+  if (report.conformance.length > 0) {
+    lines.push('', 'conformance kit:');
+    lines.push(table([['run', 'passed', 'failed', 'skipped', 'seconds'], ...report.conformance.map((run) => [run.name, run.passed, run.failed, run.skipped, fixed(run.seconds, 1)])]));
+    for (const run of report.conformance) for (const failure of run.failures) lines.push(`  FAIL ${failure.id}: ${failure.message.split('\n')[0]}`);
+  }
+  if (report.matmul.length > 0) {
+    lines.push('', 'matmul (TFLOP/s, same run; ratio = kiln / cuBLAS):');
+    lines.push(table([
+      ['shape', 'dtype', 'm×n×k', 'op', 'kiln', 'cuBLAS', 'ratio'],
+      ...report.matmul.map((row) => [
+        row.label, row.dtype, `${row.m}×${row.n}×${row.k}`, `${row.transposeA ? 't' : 'n'}${row.transposeB ? 't' : 'n'}`,
+        fixed(row.kilnTflops, 2), fixed(row.cublasTflops, 2), row.ratio === undefined ? '—' : `${(row.ratio * 100).toFixed(0)}%`,
+      ]),
+    ]));
+    if (report.matmulNote) lines.push(`(${report.matmulNote})`);
+  }
+  const train = report.trainStep;
+  if (train) {
+    lines.push('', `train step (${train.model}, ${train.precision}; tokens/s, higher is better):`);
+    const cell = (side) => (side === undefined || side === null ? ['—', '—'] : side.error || side.skipped
+      ? [side.error ?? side.skipped, '—'] : [fixed(side.msPerStep, 2), fixed(side.tokensPerSecond, 0)]);
+    lines.push(table([['', 'ms/step', 'tokens/s'], ['kiln bench', ...cell(train.kiln)], ['PyTorch eager', ...cell(train.pytorch)]]));
+    if (train.ratio !== undefined && train.ratio !== null) lines.push(`kiln / PyTorch: ${train.ratio.toFixed(2)}×`);
+  }
+  for (const section of report.sections) {
+    lines.push('', `${section.title}:`, table(section.rows));
+    if (section.note) lines.push(`(${section.note})`);
+  }
+  if (report.targets.length > 0) {
+    lines.push('', 'targets:');
+    for (const target of report.targets) {
+      const mark = target.met === null ? '·' : target.met ? '✓' : '✗';
+      const value = target.value === null ? 'not measured' : target.name.includes('matmul') ? `${(target.value * 100).toFixed(0)}%` : `${target.value.toFixed(2)}×`;
+      lines.push(`  ${mark} ${target.name}: ${value}`);
+    }
+  }
+  lines.push('', `(${fixed(report.seconds, 0)} s)`);
+  return lines.join('\n');
+}

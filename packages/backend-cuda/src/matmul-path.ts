@@ -1,0 +1,45 @@
+/**
+ * Which matmul implementation a CUDA backend instance uses — cuBLAS loaded at run time, or kiln's
+ * own kernels (register-tiled SIMT for f32, WMMA tensor cores for f16/bf16) — in words for
+ * `kiln info` and as data for capabilities.
+ */
+import type { NativeMatmulInfo } from './native/addon-types.js';
+
+/** The live matmul path of one backend instance. */
+export interface CudaMatmulPath {
+  /** 'cublas' when matmuls go through cuBLAS, 'kiln' for kiln's own kernels. */
+  path: 'cublas' | 'kiln';
+  /** What runs an f32 matmul. */
+  f32: string;
+  /** What runs an f16 matmul. */
+  f16: string;
+  /** What runs a bf16 matmul. */
+  bf16: string;
+  /** cuBLAS: loaded or not, its version and file, or why it is not used. */
+  cublas: { loaded: boolean; version?: string; location?: string; reason?: string; tf32: boolean };
+  /** One line for people, e.g. "cuBLAS 13.1.0 (…/libcublas.so.13): f32 (TF32 off), f16/bf16 with f32 accumulation". */
+  summary: string;
+}
+
+/** The path described from the addon's matmulInfo(). */
+export function describeMatmulPath(info: NativeMatmulInfo): CudaMatmulPath {
+  if (info.path === 'cublas') {
+    const f32 = info.allowTf32 ? 'cuBLAS, TF32 tensor cores allowed (allowTf32)' : 'cuBLAS, full f32 (TF32 off)';
+    const half = 'cuBLAS tensor cores, f32 accumulation';
+    return {
+      path: 'cublas', f32, f16: half, bf16: half,
+      cublas: { loaded: true, version: info.cublasVersion, location: info.cublasLocation, tf32: info.allowTf32 },
+      summary: `cuBLAS ${info.cublasVersion} (${info.cublasLocation}): f32 ${info.allowTf32 ? 'with TF32 allowed' : '(TF32 off)'}, f16/bf16 with f32 accumulation`,
+    };
+  }
+  const tensorCores = info.simulatedTensorCores ? 'kiln WMMA tensor-core kernel (simulated: gpu-sim warp-collective fragments)' : 'kiln WMMA tensor-core kernel';
+  const reason = info.cublasReason || 'cuBLAS was not used';
+  return {
+    path: 'kiln',
+    f32: 'kiln register-tiled SIMT kernel (full f32)',
+    f16: tensorCores,
+    bf16: tensorCores,
+    cublas: { loaded: false, location: info.cublasLocation || undefined, reason, tf32: false },
+    summary: `kiln kernels: f32 register-tiled SIMT, f16/bf16 ${info.simulatedTensorCores ? 'WMMA (simulated tensor cores)' : 'WMMA tensor cores'}; ${reason}`,
+  };
+}

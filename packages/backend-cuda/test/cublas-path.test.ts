@@ -1,0 +1,120 @@
+// The cuBLAS path without a GPU: test/fixtures/fake-cublas.cpp is built into libcublas.so.13 and
+// libcublasLt.so.13 (a column-major cuBLAS test double on host memory), the simulated backend is
+// pointed at it (cublasPath or KILN_CUBLAS_PATH), and the kit's matmul cases run through it —
+// so kiln's row-major → column-major mapping (operand order, transposes, leading dimensions,
+// batch strides including 0) is checked against cuBLAS's documented semantics. Also: discovery
+// reasons, matmul: 'cublas' without cuBLAS, and the simulator refusing a library that is not the
+// test double.
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { InvalidArgumentError } from '@kiln/core';
+import { describeBackendConformance } from '@kiln/core/testing';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createSimulatedCudaBackend } from '../src/simulator.js';
+import { simulatorSkipReason } from './simulator-status.js';
+
+const simulatorReason = simulatorSkipReason();
+/** $CXX, else the first of c++, g++, clang++ on PATH. */
+function findCompiler(): string | undefined {
+  if (process.env.CXX) return process.env.CXX;
+  for (const name of ['c++', 'g++', 'clang++']) {
+    for (const entry of (process.env.PATH ?? '').split(delimiter)) {
+      if (entry && existsSync(join(entry, name))) return join(entry, name);
+    }
+  }
+  return undefined;
+}
+
+const compiler = findCompiler();
+const source = fileURLToPath(new URL('./fixtures/fake-cublas.cpp', import.meta.url));
+const directory = mkdtempSync(join(tmpdir(), 'kiln-fake-cublas-'));
+const realLookingDirectory = join(directory, 'not-a-test-double');
+
+/** Builds the test double (synchronously: the kit's cases are collected right after). */
+function buildFakeCublas(): string | undefined {
+  if (compiler === undefined) return 'no C++ compiler was found ($CXX, c++, g++, clang++)';
+  const flags = ['-std=c++17', '-O2', '-shared', '-fPIC', '-Wall', '-Wextra', '-Werror'];
+  execFileSync(compiler, [...flags, '-Wl,-soname,libcublas.so.13', source, '-o', join(directory, 'libcublas.so.13')]);
+  execFileSync(compiler, [...flags, '-DKILN_FAKE_CUBLAS_LT', '-Wl,-soname,libcublasLt.so.13', source, '-o', join(directory, 'libcublasLt.so.13')]);
+  // A library without the kiln_simulated_cublas marker, named like cuBLAS: the simulator must refuse it.
+  mkdirSync(realLookingDirectory);
+  copyFileSync(join(directory, 'libcublasLt.so.13'), join(realLookingDirectory, 'libcublas.so.13'));
+  return undefined;
+}
+
+const skipReason = simulatorReason ?? buildFakeCublas();
+afterAll(() => rmSync(directory, { recursive: true, force: true }));
+
+describeBackendConformance('cuda (CPU simulator) with matmuls through cuBLAS (kiln test double)', {
+  create: () => createSimulatedCudaBackend({ cublasPath: directory }),
+  available: skipReason === undefined,
+  unavailableReason: skipReason,
+  kernels: ['matmul'],
+});
+
+describe.skipIf(skipReason !== undefined)(`cuBLAS discovery${skipReason ? ` (${skipReason})` : ''}`, () => {
+  it('a cublasPath directory routes every matmul through cuBLAS and says so', async () => {
+    const backend = createSimulatedCudaBackend({ cublasPath: directory });
+    try {
+      expect(backend.capabilities.matmul.path).toBe('cublas');
+      expect(backend.matmulPath).toBe(`cuBLAS 13.1.0 (${directory}/libcublas.so.13): f32 (TF32 off), f16/bf16 with f32 accumulation`);
+      const a = backend.alloc(6 * 4);
+      backend.upload(a, new Uint8Array(new Float32Array([1, 2, 3, 4, 5, 6]).buffer));
+      const out = backend.alloc(4 * 4);
+      // [2, 3] · [2, 3]ᵀ
+      backend.matmul({ buffer: a, shape: [2, 3], dtype: 'f32' }, { buffer: a, shape: [2, 3], dtype: 'f32' }, { buffer: out, shape: [2, 2], dtype: 'f32' },
+        { batch: 1, m: 2, n: 2, k: 3, transposeA: false, transposeB: true, batchStrideA: 6, batchStrideB: 6 });
+      expect([...new Float32Array((await backend.download(out)).slice().buffer)]).toEqual([14, 32, 32, 77]);
+      expect(backend.cublasCalls).toBe(1);
+    } finally {
+      backend.dispose();
+    }
+  });
+
+  it('KILN_CUBLAS_PATH (a directory or the file) is the default place to look', () => {
+    const previous = process.env.KILN_CUBLAS_PATH;
+    try {
+      for (const path of [directory, join(directory, 'libcublas.so.13')]) {
+        process.env.KILN_CUBLAS_PATH = path;
+        const backend = createSimulatedCudaBackend();
+        expect(backend.capabilities.matmul.path).toBe('cublas');
+        expect(backend.capabilities.matmul.cublas.location).toBe(join(directory, 'libcublas.so.13'));
+        backend.dispose();
+      }
+      process.env.KILN_CUBLAS_PATH = join(directory, 'missing');
+      const fallback = createSimulatedCudaBackend();
+      expect(fallback.capabilities.matmul.path).toBe('kiln');
+      expect(fallback.matmulPath).toContain(`KILN_CUBLAS_PATH=${join(directory, 'missing')} does not exist`);
+      fallback.dispose();
+    } finally {
+      if (previous === undefined) delete process.env.KILN_CUBLAS_PATH;
+      else process.env.KILN_CUBLAS_PATH = previous;
+    }
+  });
+
+  it("matmul: 'cublas' without a loadable cuBLAS throws, naming where it looked", () => {
+    expect(() => createSimulatedCudaBackend({ matmul: 'cublas', cublasPath: join(directory, 'nowhere') })).toThrow(InvalidArgumentError);
+    expect(() => createSimulatedCudaBackend({ matmul: 'cublas', cublasPath: join(directory, 'nowhere') })).toThrow(/cublasPath=.*nowhere does not exist/);
+  });
+
+  it('the simulator refuses a library that is not the test double (a real cuBLAS needs a GPU)', () => {
+    const backend = createSimulatedCudaBackend({ cublasPath: realLookingDirectory });
+    expect(backend.capabilities.matmul.path).toBe('kiln');
+    expect(backend.capabilities.matmul.cublas.reason).toMatch(/is a real cuBLAS, which needs a GPU/);
+    backend.dispose();
+  });
+
+  it("matmul: 'kiln' skips cuBLAS; allowTf32 is reported", () => {
+    const kiln = createSimulatedCudaBackend({ matmul: 'kiln', cublasPath: directory });
+    expect(kiln.capabilities.matmul.path).toBe('kiln');
+    expect(kiln.capabilities.matmul.cublas.reason).toMatch(/matmul: 'kiln'/);
+    kiln.dispose();
+    const tf32 = createSimulatedCudaBackend({ cublasPath: directory, allowTf32: true });
+    expect(tf32.capabilities.matmul.f32).toMatch(/TF32 tensor cores allowed/);
+    tf32.dispose();
+    expect(() => createSimulatedCudaBackend({ matmul: 'fast' as 'kiln' })).toThrow(/'auto', 'cublas' or 'kiln'/);
+  });
+});

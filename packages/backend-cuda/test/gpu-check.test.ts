@@ -1,0 +1,124 @@
+// scripts/gpu-check (one command on a GPU machine) without a GPU: argument parsing, the report's
+// targets and table, a clear 'skipped' report when no GPU is usable, the whole flow on the
+// simulator build (--simulator), and a self-contained bundle (gpu-check:pack) that runs with no
+// workspace around it.
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseArguments, UsageError } from '../scripts/gpu-check/arguments.mjs';
+import { createReport, evaluateTargets, formatReport, type GpuCheckReport } from '../scripts/gpu-check/report.mjs';
+import { simulatorSkipReason } from './simulator-status.js';
+
+const run = promisify(execFile);
+const packageRoot = fileURLToPath(new URL('..', import.meta.url));
+const scratch = mkdtempSync(join(tmpdir(), 'kiln-gpu-check-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+const built = existsSync(join(packageRoot, 'dist', 'index.js')) && existsSync(join(packageRoot, '..', 'core', 'dist', 'testing', 'index.js'));
+
+describe('gpu-check arguments', () => {
+  it('has defaults for a full run and parses every option', () => {
+    const defaults = parseArguments([]);
+    expect(defaults).toMatchObject({ quick: false, simulator: false, json: 'gpu-check-report.json', model: 'medium', precision: 'bf16', steps: 20, warmup: 5, python: 'python3' });
+    expect([...defaults.skip]).toEqual([]);
+    const options = parseArguments(['--quick', '--json', 'r.json', '--skip', 'pytorch,train', '--model', 'small', '--precision', 'f32', '--steps', '3',
+      '--warmup', '0', '--python', '/usr/bin/python3.12', '--cublas-path', '/opt/cublas']);
+    expect(options).toMatchObject({ quick: true, json: 'r.json', model: 'small', precision: 'f32', steps: 3, warmup: 0, python: '/usr/bin/python3.12', cublasPath: '/opt/cublas' });
+    expect([...options.skip].sort()).toEqual(['pytorch', 'train']);
+    expect(parseArguments(['--skip', 'kernels,attention']).skip).toEqual(new Set(['kernels', 'attention']));
+    expect(parseArguments(['--simulator']).quick).toBe(true);
+  });
+
+  it('rejects what it does not know, naming it', () => {
+    for (const [argv, message] of [
+      [['--fast'], /unknown argument '--fast'/], [['--model', 'huge'], /--model huge/], [['--skip', 'flash'], /--skip flash: unknown part/],
+      [['--steps', '-1'], /--steps must be a non-negative integer/], [['--json'], /--json needs a value/], [['--precision', 'f16'], /use bf16 or f32/],
+    ] as const) {
+      expect(() => parseArguments([...argv])).toThrow(UsageError);
+      expect(() => parseArguments([...argv])).toThrow(message);
+    }
+  });
+});
+
+describe('gpu-check report', () => {
+  function sample(): GpuCheckReport {
+    const report = createReport(parseArguments([]), { node: 'v20' });
+    report.probe = { available: true, devices: [{ name: 'NVIDIA H100 80GB HBM3', computeCapability: '9.0' }] };
+    report.conformance.push({ name: 'full kit', passed: 1800, failed: 0, skipped: 90, seconds: 61.5, failures: [] });
+    report.matmul.push(
+      { label: '4096³', dtype: 'bf16', m: 4096, n: 4096, k: 4096, transposeA: false, transposeB: false, kilnTflops: 420, cublasTflops: 700, ratio: 0.6 },
+      { label: 'medium gate/up x·Wᵀ', dtype: 'f32', m: 2048, n: 704, k: 256, transposeA: false, transposeB: true, kilnTflops: 20, cublasTflops: 25, ratio: 0.8 },
+    );
+    report.trainStep = { model: 'medium', precision: 'bf16', kiln: { msPerStep: 20, tokensPerSecond: 102_400 }, pytorch: { msPerStep: 25, tokensPerSecond: 81_920 }, ratio: 1.25 };
+    report.sections.push({ title: 'attention vs SDPA', rows: [['shape', 'ratio'], ['B8 H8 T256 D32', '0.9×']] });
+    return report;
+  }
+
+  it('checks the targets from figures of the same run', () => {
+    const targets = evaluateTargets(sample());
+    expect(targets).toEqual([
+      { name: 'kiln bf16 matmul at 4096³ ≥ 70% of cuBLAS', value: 0.6, target: 0.7, met: false },
+      { name: 'kiln train step (medium, bf16) ≥ 1× PyTorch eager', value: 1.25, target: 1, met: true },
+    ]);
+    const empty = createReport(parseArguments([]), {});
+    expect(evaluateTargets(empty).map((target) => target.met)).toEqual([null, null]);
+  });
+
+  it('prints one table per part, the ratios and the targets', () => {
+    const report = sample();
+    evaluateTargets(report);
+    const text = formatReport(report);
+    expect(text).toContain('device: NVIDIA H100 80GB HBM3 (compute capability 9.0)');
+    expect(text).toMatch(/full kit\s+1800\s+0\s+90\s+61\.5/);
+    expect(text).toMatch(/4096³\s+bf16\s+4096×4096×4096\s+nn\s+420\.00\s+700\.00\s+60%/);
+    expect(text).toMatch(/medium gate\/up x·Wᵀ\s+f32\s+2048×704×256\s+nt\s+20\.00\s+25\.00\s+80%/);
+    expect(text).toMatch(/kiln bench\s+20\.00\s+102400/);
+    expect(text).toContain('kiln / PyTorch: 1.25×');
+    expect(text).toContain('attention vs SDPA:');
+    expect(text).toContain('✗ kiln bf16 matmul at 4096³ ≥ 70% of cuBLAS: 60%');
+    expect(text).toContain('✓ kiln train step (medium, bf16) ≥ 1× PyTorch eager: 1.25×');
+  });
+});
+
+describe.skipIf(!built)('gpu-check runs (needs `pnpm turbo build`: dist of core and backend-cuda)', () => {
+  it('skips with a clear message and a skipped report where no GPU is usable', async (context) => {
+    const reportPath = join(scratch, 'skipped.json');
+    const { stdout } = await run('bash', [join(packageRoot, 'scripts', 'gpu-check.sh'), '--no-build', '--json', reportPath], { cwd: packageRoot, maxBuffer: 16 << 20 });
+    const report = JSON.parse(readFileSync(reportPath, 'utf8')) as GpuCheckReport;
+    if (report.status !== 'skipped') context.skip('a GPU is usable here');
+    expect(report.reason).toMatch(/^(no usable GPU: |the CUDA addon could not be loaded: )/);
+    expect(stdout).toMatch(/kiln gpu-check — skipped: (no usable GPU|the CUDA addon could not be loaded)/);
+  });
+
+  it.skipIf(simulatorSkipReason() !== undefined)('runs the whole flow on the simulator build (--simulator) and writes the report', async () => {
+    const reportPath = join(scratch, 'simulator.json');
+    const { stdout } = await run(process.execPath, [join(packageRoot, 'scripts', 'gpu-check.mjs'), '--simulator', '--skip', 'conformance', '--json', reportPath], {
+      cwd: packageRoot, maxBuffer: 16 << 20,
+    });
+    const report = JSON.parse(readFileSync(reportPath, 'utf8')) as GpuCheckReport;
+    expect(report.status).toBe('ok');
+    expect(report.matmul.length).toBe(14);  // 128³ and the tiny model's six shapes, in bf16 and f32
+    expect(report.matmul.every((row) => row.kilnTflops > 0 && row.ratio === undefined)).toBe(true);
+    expect(report.matmulNote).toMatch(/cuBLAS not measured/);
+    expect(report.trainStep?.kiln).toMatchObject({ skipped: expect.stringContaining('simulator') });
+    expect(stdout).toContain('matmul (TFLOP/s, same run; ratio = kiln / cuBLAS):');
+  });
+
+  it('packs a self-contained bundle that runs without the workspace', async (context) => {
+    const bundle = join(scratch, 'bundle');
+    await run(process.execPath, [join(packageRoot, 'scripts', 'gpu-check-pack.mjs'), '--out', bundle, '--no-node'], { cwd: packageRoot, maxBuffer: 16 << 20 });
+    for (const path of ['node_modules/@kiln/core/dist/index.js', 'node_modules/@kiln/backend-cuda/native/kernels/matmul_wmma.cuh', 'node_modules/@kiln/trainer/dist/index.js',
+      'node_modules/zod/package.json', 'node_modules/vitest/index.js', 'headers/node-api-headers/node_api.h', 'headers/node-addon-api/napi.h',
+      'scripts/gpu-check/report.mjs', 'bench/pytorch_train_step.py']) {
+      expect(existsSync(join(bundle, path)), path).toBe(true);
+    }
+    const reportPath = join(scratch, 'bundle.json');
+    await run('bash', [join(bundle, 'scripts', 'gpu-check.sh'), '--no-build', '--json', reportPath], { cwd: scratch, maxBuffer: 16 << 20 });
+    const report = JSON.parse(readFileSync(reportPath, 'utf8')) as GpuCheckReport;
+    if (report.status !== 'skipped') context.skip('a GPU is usable here');
+    expect(report.addon === null || report.addon.location.startsWith(join(bundle, 'node_modules'))).toBe(true);
+  });
+});
