@@ -200,6 +200,8 @@ describe.skipIf(skipReason !== undefined)(`dispatch plan${skipReason ? ` (${skip
     amd.attention(q, q, q, null, q, ref(amd, [1, 2, 65]), { scale: 1, causal: false });
     expect(amd.takeDispatches()[0]).toMatchObject({ kernel: 'attention_forward_scalar_f32_d64', threadgroups: [3 * 2, 1, 1], threads: [32, 1, 1] });
     amd.dispose();
+  });
+
   it('fused row kernels: one threadgroup per row, 32–256 threads by row length, the softmax kind a function constant', () => {
     for (const [cols, threads] of [[1, 32], [128, 32], [129, 64], [600, 256], [5000, 256]] as const) {
       const x = ref(backend, [3, cols]);

@@ -47,11 +47,11 @@ describe.skipIf(skipReason !== undefined)(`fused MSL kernels${skipReason ? ` (${
     reference.dispose?.();
   });
 
-  it('declares checksIndices and runs the fused kernels but attention natively in every float dtype', () => {
+  it('declares checksIndices and runs every fused kernel natively in every float dtype', () => {
     expect(backend.capabilities.checksIndices).toBe(true);
     for (const dtype of ['f32', 'f16', 'bf16'] as const) {
       for (const kernel of ['softmax', 'rmsNormBackward', 'rope', 'crossEntropyBackward', 'adamw'] as const) expect(backend.capabilities.supports(kernel, dtype)).toBe(true);
-      expect(backend.capabilities.supports('attention', dtype)).toBe(false);
+      expect(backend.capabilities.supports('attention', dtype)).toBe(true);
     }
     expect(backend.capabilities.supports('softmax', 'i32')).toBe(false);
   });
