@@ -1,7 +1,7 @@
 /**
  * What `kiln doctor` says about an unavailable backend: a short diagnosis for the title and the
- * fix, from the probe's reason. The CUDA backend's reasons (docs/backend-cuda.md,
- * Troubleshooting) get a specific fix; any other backend's reason is shown as its own fix. The
+ * fix, from the probe's reason. The CUDA and Metal backends' reasons (docs/backend-cuda.md and
+ * docs/backend-metal.md, Troubleshooting) get a specific fix; any other backend's reason is shown as its own fix. The
  * CLI never imports a backend package: it reads only what the plugin's probe() said.
  */
 
@@ -16,6 +16,7 @@ export interface BackendFix {
 /** The fix for backend `name` being unavailable for `reason`. */
 export function backendFix(name: string, reason: string | undefined): BackendFix {
   const text = reason ?? 'its probe gave no reason';
+  if (name === 'metal') return metalFix(text);
   if (name !== 'cuda') return { diagnosis: firstSentence(text), fix: text };
   const error = /CUDA error (\d+)/.exec(text)?.[1];
   const code = error === undefined ? '' : ` (CUDA error ${error})`;
@@ -42,6 +43,23 @@ export function backendFix(name: string, reason: string | undefined): BackendFix
         'or build it with `npx kiln-build-cuda` (needs the CUDA 13 toolkit). The reason lists every attempt: ' + text,
     };
   }
+  return { diagnosis: firstSentence(text), fix: text };
+}
+
+/** The Metal backend's probe reasons (packages/backend-metal/src/probe.ts). */
+function metalFix(text: string): BackendFix {
+  if (/^Metal is only available on macOS/.test(text)) {
+    return { diagnosis: 'Metal needs macOS', fix: 'Nothing to fix on this machine: kiln uses the CPU here (or CUDA with an NVIDIA GPU). On a Mac, `npm install @kiln/backend-metal` is all it takes.' };
+  }
+  if (/^Metal addon not built or not loadable/.test(text)) {
+    return {
+      diagnosis: 'its native addon is not installed or not built',
+      fix: 'Install the prebuilt binary (`npm install @kiln/backend-metal-darwin-arm64` at the version of @kiln/backend-metal; do not install with --omit=optional), ' +
+        'or build it with `npx kiln-build-metal` (needs the Xcode command line tools). The reason lists every attempt: ' + text,
+    };
+  }
+  if (/is too old: kiln's Metal backend needs macOS/.test(text)) return { diagnosis: 'macOS is too old for Metal 3', fix: text };
+  if (/^No Metal GPU was found/.test(text)) return { diagnosis: 'no Metal GPU', fix: text };
   return { diagnosis: firstSentence(text), fix: text };
 }
 

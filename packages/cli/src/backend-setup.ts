@@ -3,6 +3,9 @@
  * first (so it is always there), then installed backends are discovered, then core resolves the
  * device (flag → KILN_DEVICE → highest-priority available) and explains its choice.
  */
+import { createRequire } from 'node:module';
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { cpuBackendPlugin } from '@kiln/backend-cpu';
 import {
   KilnError,
@@ -35,7 +38,22 @@ export interface BackendRequest {
 /** Registers the embedded CPU backend, then discovers installed ones (memoized). Never throws. */
 export async function discoverAllBackends(): Promise<DiscoveryReport> {
   if (getBackendPlugin('cpu') === undefined) registerBackend(cpuBackendPlugin);
-  return discoverBackends();
+  return discoverBackends({ paths: discoveryStarts() });
+}
+
+/**
+ * Where discovery starts: the working directory, then the CLI's own install (its optional
+ * @kiln/backend-cuda/-metal dependencies sit beside or below it — also in a pnpm workspace, where
+ * they are not hoisted), then @kiln/core's (core's default).
+ */
+function discoveryStarts(): string[] {
+  const starts = [process.cwd(), dirname(fileURLToPath(import.meta.url))];
+  try {
+    starts.push(dirname(createRequire(import.meta.url).resolve('@kiln/core')));
+  } catch {
+    // Unreachable where the CLI runs (it imports core); the two starts above still apply.
+  }
+  return starts;
 }
 
 /** Resolves, creates and makes default the backend; an unknown device name is a usage error (exit 2). */

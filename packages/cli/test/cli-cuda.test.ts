@@ -64,7 +64,7 @@ describe('the fixes doctor derives from CUDA probe reasons', () => {
     const unbuilt = backendFix('cuda', 'CUDA addon not built or not loadable. The CUDA addon of @kiln/backend-cuda could not be loaded on linux-x64 (glibc): …');
     expect(unbuilt.diagnosis).toBe('its native addon is not installed or not built');
     expect(unbuilt.fix).toMatch(/@kiln\/backend-cuda-linux-x64.*npx kiln-build-cuda.*could not be loaded/);
-    expect(backendFix('metal', 'Metal needs macOS. Use another backend.')).toEqual({ diagnosis: 'Metal needs macOS', fix: 'Metal needs macOS. Use another backend.' });
+    expect(backendFix('example', 'Needs an Example GPU. Use another backend.')).toEqual({ diagnosis: 'Needs an Example GPU', fix: 'Needs an Example GPU. Use another backend.' });
   });
 
   it('advises cuBLAS only when the CUDA backend fell back to kiln\'s kernels for lack of it', () => {

@@ -21,7 +21,7 @@ const { runLintForFiles } = require(join(dirname(require.resolve('@tktco/node-ac
   runLintForFiles(files: Array<{ path: string; data: string }>): Promise<Array<{ path: string; line: number; column: number; message: string; kind: string }>>;
 };
 
-interface Step { name?: string; run?: string; uses?: string; if?: string; env?: Record<string, string>; with?: Record<string, unknown> }
+interface Step { name?: string; run?: string; 'working-directory'?: string; uses?: string; if?: string; env?: Record<string, string>; with?: Record<string, unknown> }
 interface Job { 'runs-on': string; container?: string; needs?: string | string[]; permissions?: Record<string, string>; strategy?: { matrix: Record<string, unknown[]> }; steps: Step[] }
 interface Workflow { on: unknown; jobs: Record<string, Job> }
 
@@ -40,13 +40,15 @@ describe('.github/workflows', () => {
     expect(results.some((result) => /system/.test(result.message))).toBe(true);
   });
 
-  it('ci.yml: pnpm turbo test on ubuntu and windows × Node 20 and 22, macOS arm64 with the Metal place, an nvcc build in a CUDA container', () => {
+  it('ci.yml: pnpm turbo test on ubuntu and windows × Node 20 and 22, macOS arm64 with the Metal kernels through xcrun metal and the GPU kit, an nvcc build in a CUDA container', () => {
     const { jobs } = workflow('ci.yml');
     expect(jobs.test.strategy?.matrix).toMatchObject({ os: ['ubuntu-latest', 'windows-latest'], node: [20, 22] });
     expect(jobs.test.steps.some((step) => step.run === 'pnpm turbo test')).toBe(true);
     expect(jobs.macos['runs-on']).toBe('macos-14');
     expect(jobs.macos.steps.some((step) => step.run === 'pnpm turbo test')).toBe(true);
-    expect(read('ci.yml')).toMatch(/@kiln\/backend-metal: its steps go here/);
+    const metal = jobs.macos.steps.find((step) => step.run?.includes('xcrun -sdk macosx metal -std=metal3.0'));
+    expect(metal?.['working-directory']).toBe('packages/backend-metal');
+    expect(jobs.macos.steps.some((step) => step.run?.includes('pnpm exec vitest run'))).toBe(true);
     expect(jobs['cuda-build'].container).toMatch(/^nvidia\/cuda:13\.\d+\.\d+-devel-/);
     expect(jobs['cuda-build'].steps.some((step) => step.run?.includes('stage-binary.mjs'))).toBe(true);
   });

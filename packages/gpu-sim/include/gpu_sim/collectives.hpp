@@ -1,6 +1,7 @@
 // gpu_sim/collectives.hpp — the warp-wide operations shared by every dialect: shuffles (index,
-// up, down, xor, with a segment width), votes (ballot, any, all), integer reductions and a
-// plain warp barrier. Each is a CollectiveOp the engine runs once all lanes of the mask arrived.
+// up, down, xor, with a segment width), votes (ballot, any, all), integer reductions, typed
+// reductions and prefix folds (float sums, maxima, … in ascending lane order) and a plain warp
+// barrier. Each is a CollectiveOp the engine runs once all lanes of the mask arrived.
 //
 // Numerics: values travel as their raw bits (up to 8 bytes), so a shuffle of a float, a half
 // or a 64-bit integer returns exactly what the source lane held. Semantics follow the CUDA
@@ -101,6 +102,53 @@ const char* reduce(const std::uint64_t* values, const std::int32_t*, int, std::u
 
 inline const char* nothing(const std::uint64_t*, const std::int32_t*, int, std::uint32_t, std::uint64_t*, unsigned*) { return nullptr; }
 
+template <typename T>
+T from_bits(std::uint64_t bits) {
+  T value;
+  std::memcpy(&value, &bits, sizeof(T));
+  return value;
+}
+
+template <typename T>
+std::uint64_t to_bits(T value) {
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  return bits;
+}
+
+/** Folds the lanes of `mask` in ascending lane order with Combine (a typed reduction: float sums, maxima, …). */
+template <typename T, typename Combine>
+const char* typed_reduce(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t mask, std::uint64_t* results, unsigned*) {
+  bool first = true;
+  T accumulator{};
+  for (unsigned lane = 0; lane < kWarpSize; lane++) {
+    if ((mask & (1u << lane)) == 0) continue;
+    const T value = from_bits<T>(values[lane]);
+    accumulator = first ? value : Combine{}(accumulator, value);
+    first = false;
+  }
+  for (unsigned lane = 0; lane < kWarpSize; lane++) {
+    if (mask & (1u << lane)) results[lane] = to_bits(accumulator);
+  }
+  return nullptr;
+}
+
+/** Prefix fold over the lanes of `mask` in ascending order: inclusive, or exclusive starting from T{} (the identity of a sum). */
+template <typename T, typename Combine, bool Inclusive>
+const char* typed_prefix(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t mask, std::uint64_t* results, unsigned*) {
+  T running{};
+  bool first = true;
+  for (unsigned lane = 0; lane < kWarpSize; lane++) {
+    if ((mask & (1u << lane)) == 0) continue;
+    const T value = from_bits<T>(values[lane]);
+    if (!Inclusive) results[lane] = to_bits(first ? T{} : running);
+    running = first ? value : Combine{}(running, value);
+    first = false;
+    if (Inclusive) results[lane] = to_bits(running);
+  }
+  return nullptr;
+}
+
 }  // namespace collective_detail
 
 /** Which shuffle: the source lane is the argument (index), lane − argument (up), lane + argument (down), lane ^ argument (xor). */
@@ -118,6 +166,12 @@ T warp_shuffle(const CollectiveOp& op, std::uint32_t mask, T value, int argument
   return out;
 }
 
+/** A collective of the calling thread's warp over `mask`, with raw 64-bit value/result; `elastic`: exiting lanes leave it. */
+inline std::uint64_t warp_collective(const CollectiveOp& op, std::uint32_t mask, std::uint64_t value, int argument, int width,
+                                     const std::source_location& site, bool elastic) {
+  return current_runner().collective(op, mask, value, argument, width, site, elastic);
+}
+
 /** Runs a data-free or 32-bit collective and returns its 32-bit result. */
 inline std::uint32_t warp_collective_u32(const CollectiveOp& op, std::uint32_t mask, std::uint32_t value, const std::source_location& site) {
   return static_cast<std::uint32_t>(current_runner().collective(op, mask, value, 0, static_cast<int>(kWarpSize), site));
@@ -131,5 +185,9 @@ inline constexpr auto vote_combine = &collective_detail::vote<Kind>;
 template <int Kind, bool Signed>
 inline constexpr auto reduce_combine = &collective_detail::reduce<Kind, Signed>;
 inline constexpr auto sync_combine = &collective_detail::nothing;
+template <typename T, typename Combine>
+inline constexpr auto typed_reduce_combine = &collective_detail::typed_reduce<T, Combine>;
+template <typename T, typename Combine, bool Inclusive>
+inline constexpr auto typed_prefix_combine = &collective_detail::typed_prefix<T, Combine, Inclusive>;
 
 }  // namespace gpu_sim

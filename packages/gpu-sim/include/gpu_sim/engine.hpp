@@ -14,6 +14,11 @@
 // or a ready queue that empties while threads still wait all abort the launch with a message
 // naming the kernel, the block, the thread and the file:line of each barrier involved.
 //
+// Elastic collectives (Metal's simd_* functions act on the simdgroup's *active* threads): a lane
+// that exits while others wait in an elastic collective leaves its group instead of faulting, so
+// `if (gid >= count) return;` before a simd_sum is fine, as on the GPU; lanes that are still
+// running must reach the same collective.
+//
 // Layout: threads are numbered x fastest (linear = x + y·X + z·X·Y), warps are 32 consecutive
 // linear ids, lane = linear % 32 — as on NVIDIA hardware and Apple simdgroups.
 //
@@ -145,6 +150,8 @@ struct WarpGroup {
   const CollectiveOp* op = nullptr;
   std::source_location site;
   int width = 0;
+  /** Lanes that exit leave the group (Metal's active-thread semantics) instead of faulting. */
+  bool elastic = false;
 };
 
 /** Exchange slots of one warp. */
@@ -215,6 +222,7 @@ class BlockRunner {
   /** Runs one block to completion. Returns false (and sets `fault`) on divergence or a kernel fault. */
   bool run_block(const Dim3& block_index, std::string& fault) {
     block_index_ = block_index;
+    block_serial_++;
     const unsigned count = static_cast<unsigned>(threads_.size());
     for (SimThread& thread : threads_) thread.state = ThreadState::kNotStarted;
     for (WarpState& warp : warps_) {
@@ -305,7 +313,7 @@ class BlockRunner {
 
   /** A collective of the lanes in `mask` of the calling thread's warp; returns this lane's result. */
   std::uint64_t collective(const CollectiveOp& op, std::uint32_t mask, std::uint64_t value, std::int32_t argument, int width,
-                           const std::source_location& site) {
+                           const std::source_location& site, bool elastic = false) {
     SimThread& thread = *tls_thread;
     WarpState& warp = warps_[thread.warp];
     const std::uint32_t bit = 1u << thread.lane;
@@ -322,6 +330,8 @@ class BlockRunner {
     for (WarpGroup& pending : warp.groups) {
       if (pending.mask & bit) group = &pending;
     }
+    // An elastic group shrinks when lanes exit: a later arrival names fewer lanes, never others.
+    if (group != nullptr && elastic && group->elastic && (mask & ~group->mask) == 0) mask = group->mask;
     if (group != nullptr) {
       if (group->mask != mask || group->op != &op || group->width != width || !same_site(group->site, site)) {
         throw KernelFault(prefix(thread) + "calls " + op.name + " (mask " + hex(mask) + ") at " + format_site(site) + " while lanes " +
@@ -336,25 +346,14 @@ class BlockRunner {
                             format_site(pending.site));
         }
       }
-      warp.groups.push_back(WarpGroup{mask, 0, &op, site, width});
+      warp.groups.push_back(WarpGroup{mask, 0, &op, site, width, elastic});
       group = &warp.groups.back();
     }
     warp.values[thread.lane] = value;
     warp.arguments[thread.lane] = argument;
     group->arrived |= bit;
     if (group->arrived == mask) {
-      unsigned offending = 0;
-      const char* misuse = op.combine(warp.values, warp.arguments, width, mask, warp.results, &offending);
-      const std::size_t index = static_cast<std::size_t>(group - warp.groups.data());
-      warp.groups.erase(warp.groups.begin() + static_cast<std::ptrdiff_t>(index));
-      if (misuse != nullptr) {
-        throw KernelFault(prefix(thread) + op.name + " at " + format_site(site) + " (mask " + hex(mask) + "): lane " +
-                          std::to_string(offending) + " " + misuse);
-      }
-      const unsigned base = thread.warp * kWarpSize;
-      for (unsigned lane = 0; lane < kWarpSize; lane++) {
-        if ((mask & (1u << lane)) && lane != thread.lane) push_ready(threads_[base + lane]);
-      }
+      complete_group(thread, warp, static_cast<std::size_t>(group - warp.groups.data()));
       return warp.results[thread.lane];
     }
     thread.state = ThreadState::kWaitingWarp;
@@ -376,6 +375,8 @@ class BlockRunner {
   const Dim3& block_index() const { return block_index_; }
   /** Dynamic shared memory of the running block (16-byte aligned). */
   void* dynamic_shared() { return dynamic_shared_.data(); }
+  /** Changes for every block this runner starts (lets per-block static storage know a new block began). */
+  std::uint64_t block_serial() const { return block_serial_; }
 
  private:
   static void thread_entry(void* argument) {
@@ -399,13 +400,37 @@ class BlockRunner {
     std::abort();  // a finished fiber is never resumed
   }
 
+  /** Runs the combine of a group whose lanes have all arrived, wakes its waiting lanes (not `caller`) and removes it. */
+  void complete_group(SimThread& caller, WarpState& warp, std::size_t index) {
+    const WarpGroup group = warp.groups[index];
+    warp.groups.erase(warp.groups.begin() + static_cast<std::ptrdiff_t>(index));
+    unsigned offending = 0;
+    const char* misuse = group.op->combine(warp.values, warp.arguments, group.width, group.mask, warp.results, &offending);
+    if (misuse != nullptr) {
+      throw KernelFault(prefix(caller) + group.op->name + " at " + format_site(group.site) + " (mask " + hex(group.mask) + "): lane " +
+                        std::to_string(offending) + " " + misuse);
+    }
+    const unsigned base = caller.warp * kWarpSize;
+    for (unsigned lane = 0; lane < kWarpSize; lane++) {
+      if ((group.mask & (1u << lane)) && base + lane != caller.linear) push_ready(threads_[base + lane]);
+    }
+  }
+
   void on_exit(SimThread& thread) {
     WarpState& warp = warps_[thread.warp];
     warp.exited |= 1u << thread.lane;
-    for (const WarpGroup& pending : warp.groups) {
-      if (pending.mask & (1u << thread.lane)) {
+    for (std::size_t index = 0; index < warp.groups.size(); index++) {
+      WarpGroup& pending = warp.groups[index];
+      if ((pending.mask & (1u << thread.lane)) == 0) continue;
+      if (!pending.elastic) {
         throw KernelFault(prefix(thread) + "exits while lanes " + hex(pending.arrived) + " of its warp wait for it in " + pending.op->name +
                           " (mask " + hex(pending.mask) + ") at " + format_site(pending.site));
+      }
+      // An inactive lane leaves an elastic collective; the rest may now be complete.
+      pending.mask &= ~(1u << thread.lane);
+      if (pending.mask != 0 && pending.arrived == pending.mask) {
+        complete_group(thread, warp, index);
+        index--;
       }
     }
     if (barrier_arrived_ > 0) {
@@ -491,6 +516,7 @@ class BlockRunner {
   void (*body_)(void*) = nullptr;
   void* body_context_ = nullptr;
   Dim3 block_index_;
+  std::uint64_t block_serial_ = 0;
   std::vector<SimThread> threads_;
   std::vector<WarpState> warps_;
   std::vector<SimThread*> ready_;

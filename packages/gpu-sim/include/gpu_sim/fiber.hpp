@@ -16,6 +16,11 @@
 // the self-test under qemu-user when a cross compiler is installed) and OS threads are not implemented.
 // Define GPU_SIM_FIBER_UCONTEXT to force the portable ucontext version (sanitizers, new CPUs).
 //
+// ThreadSanitizer (-fsanitize=thread): every fiber is announced to TSan (__tsan_create_fiber /
+// __tsan_switch_to_fiber), so TSan follows the stack switches; a switch synchronises, as the
+// fibers of a block run one at a time on one worker. Races between worker threads, and between a
+// host thread and the threads running kernels, are still reported.
+//
 // Stacks: mmap'd with a PROT_NONE guard page below them, so a runaway kernel recursion faults at
 // once instead of corrupting a neighbour; pages are committed lazily by the kernel.
 #pragma once
@@ -33,6 +38,22 @@
 
 #if defined(GPU_SIM_FIBER_UCONTEXT)
 #include <ucontext.h>
+#endif
+
+#if defined(__SANITIZE_THREAD__)
+#define GPU_SIM_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define GPU_SIM_TSAN 1
+#endif
+#endif
+#if defined(GPU_SIM_TSAN)
+extern "C" {
+void* __tsan_get_current_fiber(void);
+void* __tsan_create_fiber(unsigned flags);
+void __tsan_destroy_fiber(void* fiber);
+void __tsan_switch_to_fiber(void* fiber, unsigned flags);
+}
 #endif
 
 namespace gpu_sim {
@@ -174,6 +195,11 @@ class FiberContext {
  public:
   /** Prepares `stack` so that the first switch to this context calls entry(argument). */
   void prepare(FiberStack& stack, FiberEntry entry, void* argument) {
+#if defined(GPU_SIM_TSAN)
+    if (tsan_fiber_ != nullptr && tsan_owned_) __tsan_destroy_fiber(tsan_fiber_);
+    tsan_fiber_ = __tsan_create_fiber(0);
+    tsan_owned_ = true;
+#endif
 #if defined(GPU_SIM_FIBER_UCONTEXT)
     getcontext(&context_);
     context_.uc_stack.ss_sp = stack.bottom();
@@ -212,6 +238,11 @@ class FiberContext {
 
   /** Saves the running code into `this` and resumes `target`. Returns when something switches back. */
   void switch_to(FiberContext& target) {
+#if defined(GPU_SIM_TSAN)
+    // A context never prepared is the scheduler's (a real thread): it is whatever fiber runs now.
+    if (tsan_fiber_ == nullptr) tsan_fiber_ = __tsan_get_current_fiber();
+    __tsan_switch_to_fiber(target.tsan_fiber_, 0);
+#endif
 #if defined(GPU_SIM_FIBER_UCONTEXT)
     swapcontext(&context_, &target.context_);
 #else
@@ -229,6 +260,10 @@ class FiberContext {
   ucontext_t context_{};
 #else
   void* stack_pointer_ = nullptr;
+#endif
+#if defined(GPU_SIM_TSAN)
+  void* tsan_fiber_ = nullptr;
+  bool tsan_owned_ = false;
 #endif
 };
 

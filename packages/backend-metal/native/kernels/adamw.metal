@@ -1,0 +1,33 @@
+// adamw.metal — one fused AdamW step, in place (adamw_<param dtype>_<grad dtype>).
+//
+// Algorithm: one thread per element, KILN_FUSED_THREADS per threadgroup: read p, g, m, v once,
+// write p, m, v. m = β1·m + (1−β1)·g; v = β2·v + (1−β2)·g²;
+// p = p·(1 − lr·wd) − (lr/(1−β1^t))·m / (√v/√(1−β2^t) + eps) — the decay uses p before the update
+// (decoupled, never added to g), as docs/kernel-semantics.md says.
+// Layout: param and grad dense float tensors (their dtypes may differ); m, v f32; KilnAdamWArgs.
+// Numerics: f32 arithmetic; the bias corrections and 1 − lr·wd are computed in f64 on the host
+// and rounded once (MSL has no f64). m and v stored in f32, p rounded once to its dtype.
+#include "kiln_metal_common.h"
+
+template <typename P, typename G>
+kernel void adamw(device P* param [[buffer(0)]], device const G* grad [[buffer(1)]], device float* m [[buffer(2)]], device float* v [[buffer(3)]],
+                  constant KilnAdamWArgs& args [[buffer(4)]], uint gid [[thread_position_in_grid]]) {
+  if (gid >= args.count) return;
+  const float g = Storage<G>::load(grad[gid]);
+  const float first = args.beta1 * m[gid] + args.one_minus_beta1 * g;
+  const float second = args.beta2 * v[gid] + args.one_minus_beta2 * (g * g);
+  m[gid] = first;
+  v[gid] = second;
+  const float decayed = Storage<P>::load(param[gid]) * args.decay;
+  param[gid] = Storage<P>::store(decayed - args.step_size * first / (sqrt(second) * args.inverse_root_correction + args.eps));
+}
+
+template [[host_name("adamw_f32_f32")]] kernel decltype(adamw<float, float>) adamw<float, float>;
+template [[host_name("adamw_f32_f16")]] kernel decltype(adamw<float, half>) adamw<float, half>;
+template [[host_name("adamw_f32_bf16")]] kernel decltype(adamw<float, bf16>) adamw<float, bf16>;
+template [[host_name("adamw_f16_f32")]] kernel decltype(adamw<half, float>) adamw<half, float>;
+template [[host_name("adamw_f16_f16")]] kernel decltype(adamw<half, half>) adamw<half, half>;
+template [[host_name("adamw_f16_bf16")]] kernel decltype(adamw<half, bf16>) adamw<half, bf16>;
+template [[host_name("adamw_bf16_f32")]] kernel decltype(adamw<bf16, float>) adamw<bf16, float>;
+template [[host_name("adamw_bf16_f16")]] kernel decltype(adamw<bf16, half>) adamw<bf16, half>;
+template [[host_name("adamw_bf16_bf16")]] kernel decltype(adamw<bf16, bf16>) adamw<bf16, bf16>;

@@ -1,0 +1,78 @@
+// kiln_metal_args_fused.h — the argument structs of the fused kernels (softmax family, norms,
+// rope, swiglu, cross-entropy, AdamW), included at the end of kiln_metal_args.h so host and
+// shaders share one layout. Same rules: plain 4-byte fields, sizes asserted below.
+#pragma once
+
+/** Most threads per threadgroup of the row kernels (one threadgroup per row). */
+#define KILN_ROW_THREADS_MAX 256
+/** Threads per threadgroup of the elementwise fused kernels (swiglu, adamw, rope). */
+#define KILN_FUSED_THREADS 256
+
+/** Which kernel recorded an out-of-range index (KilnErrorRecord.kernel_id), continued. */
+#define KILN_INDEX_ERROR_CROSS_ENTROPY 3
+#define KILN_INDEX_ERROR_CROSS_ENTROPY_BACKWARD 4
+
+/** What softmax_rows writes (KILN_FC_OP). */
+#define KILN_SOFTMAX_PLAIN 0
+#define KILN_SOFTMAX_LOG 1
+
+/** rmsNormBackward's dWeight column sum: tiles of 32 columns × 8 row threads, chunks of rows. */
+#define KILN_COLUMN_TILE 32
+#define KILN_COLUMN_ROW_THREADS 8
+
+/** Row kernels over x [rows, cols] (softmax family, rmsNorm, layerNorm); eps for the norms. */
+struct KilnRowsArgs {
+  kiln_u32 rows;
+  kiln_u32 cols;
+  float eps;
+  kiln_u32 pad0;
+};
+
+/** rmsNormBackward's dWeight: rows split into `chunks` chunks of `rows_per_chunk` (the last may be shorter). */
+struct KilnColumnSumArgs {
+  kiln_u32 rows;
+  kiln_u32 cols;
+  kiln_u32 rows_per_chunk;
+  kiln_u32 chunks;
+};
+
+/** rope over x [rows, positions, dim] with a host cos/sin table [positions, dim / 2] each. */
+struct KilnRopeArgs {
+  kiln_u32 rows;
+  kiln_u32 positions;
+  kiln_u32 half_dim;
+  kiln_u32 pairs;
+};
+
+/** crossEntropy(Backward) over logits [rows, classes]; scale for the backward. */
+struct KilnCrossEntropyArgs {
+  kiln_u32 rows;
+  kiln_u32 classes;
+  kiln_i32 ignore_index;
+  float scale;
+};
+
+/** One AdamW step: scalars computed in f64 by the host and rounded once to f32. */
+struct KilnAdamWArgs {
+  kiln_u32 count;
+  float beta1;
+  float one_minus_beta1;
+  float beta2;
+  float one_minus_beta2;
+  /** 1 − lr · weightDecay. */
+  float decay;
+  /** lr / (1 − β1^t). */
+  float step_size;
+  /** 1 / √(1 − β2^t). */
+  float inverse_root_correction;
+  float eps;
+  kiln_u32 pad0;
+  kiln_u32 pad1;
+  kiln_u32 pad2;
+};
+
+static_assert(sizeof(struct KilnRowsArgs) == 16, "KilnRowsArgs layout");
+static_assert(sizeof(struct KilnColumnSumArgs) == 16, "KilnColumnSumArgs layout");
+static_assert(sizeof(struct KilnRopeArgs) == 16, "KilnRopeArgs layout");
+static_assert(sizeof(struct KilnCrossEntropyArgs) == 16, "KilnCrossEntropyArgs layout");
+static_assert(sizeof(struct KilnAdamWArgs) == 48, "KilnAdamWArgs layout");

@@ -1,0 +1,200 @@
+#include "dispatch_plan_fused.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "../host/native_error.h"
+#include "dispatch_plan.h"
+#include "plan_common.h"
+
+namespace kiln::metal {
+using namespace plan_common;
+namespace {
+
+/** Row kernels grid-stride over rows beyond this many threadgroups. */
+constexpr Index kMaxRowGroups = 65535;
+/** rmsNormBackward's dWeight: rows per chunk before another chunk is worth it, and the most chunks. */
+constexpr Index kRowsPerChunk = 64;
+constexpr Index kMaxChunks = 32;
+
+/** One thread per element in threadgroups of KILN_FUSED_THREADS. */
+Dispatch elementwise(std::string kernel, Index count, std::string what) {
+  Dispatch dispatch;
+  dispatch.kernel = std::move(kernel);
+  dispatch.threadgroups = Size3{u32((count + KILN_FUSED_THREADS - 1) / KILN_FUSED_THREADS), 1, 1};
+  dispatch.threads = Size3{KILN_FUSED_THREADS, 1, 1};
+  dispatch.what = std::move(what);
+  return dispatch;
+}
+
+/** One threadgroup per row (grid-stride beyond kMaxRowGroups), row_threads(cols) threads. */
+Dispatch row_dispatch(const char* kernel, const TensorView& x, Index rows, Index cols, const char* name) {
+  Dispatch dispatch;
+  dispatch.kernel = std::string(kernel) + "_" + dtype_name(x.dtype);
+  dispatch.threadgroups = Size3{u32(std::min(rows, kMaxRowGroups)), 1, 1};
+  dispatch.threads = Size3{row_threads(cols), 1, 1};
+  dispatch.what = std::string(name) + " " + describe(x) + " as [" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
+  return dispatch;
+}
+
+KilnRowsArgs rows_args(Index rows, Index cols, float eps) { return KilnRowsArgs{u32(rows), u32(cols), eps, 0}; }
+
+}  // namespace
+
+std::uint32_t row_threads(Index cols) {
+  std::uint32_t threads = 32;
+  while (threads < KILN_ROW_THREADS_MAX && static_cast<Index>(threads) * 4 < cols) threads *= 2;
+  return threads;
+}
+
+Plan plan_softmax(int kind, const TensorView& x, const TensorView& out, Index rows, Index cols) {
+  const char* name = kind == KILN_SOFTMAX_LOG ? "logSoftmax" : "softmax";
+  check_32_bit(x, name, "x");
+  if (rows == 0 || cols == 0) return {};
+  Dispatch dispatch = row_dispatch("softmax_rows", x, rows, cols, name);
+  dispatch.constants = {ConstantValue{KILN_FC_OP, "kSoftmaxKind", ConstantKind::kInt, kind}};
+  dispatch.bindings = {view_binding(0, "x", x), view_binding(1, "out", out), bytes_binding(2, "KilnRowsArgs", rows_args(rows, cols, 0.0f))};
+  return {dispatch};
+}
+
+Plan plan_softmax_backward(const TensorView& y, const TensorView& dy, const TensorView& dx, Index rows, Index cols) {
+  check_32_bit(y, "softmaxBackward", "y");
+  if (rows == 0 || cols == 0) return {};
+  Dispatch dispatch = row_dispatch("softmax_backward_rows", y, rows, cols, "softmaxBackward");
+  dispatch.bindings = {view_binding(0, "y", y), view_binding(1, "dy", dy), view_binding(2, "dx", dx),
+                       bytes_binding(3, "KilnRowsArgs", rows_args(rows, cols, 0.0f))};
+  return {dispatch};
+}
+
+Plan plan_rms_norm(const TensorView& x, const TensorView& weight, const TensorView& out, const TensorView& rstd, Index rows, Index cols, float eps) {
+  check_32_bit(x, "rmsNorm", "x");
+  // cols = 0 still writes rstd (NaN: 0/0).
+  if (rows == 0) return {};
+  Dispatch dispatch = row_dispatch("rms_norm_rows", x, rows, cols, "rmsNorm");
+  dispatch.bindings = {view_binding(0, "x", x), view_binding(1, "weight", weight), view_binding(2, "out", out), view_binding(3, "rstd", rstd),
+                       bytes_binding(4, "KilnRowsArgs", rows_args(rows, cols, eps))};
+  return {dispatch};
+}
+
+Index rms_norm_backward_chunks(Index rows, Index cols) {
+  if (rows == 0 || cols == 0) return 1;
+  return std::min((rows + kRowsPerChunk - 1) / kRowsPerChunk, kMaxChunks);
+}
+
+Plan plan_rms_norm_backward(const TensorView& x, const TensorView& weight, const TensorView& rstd, const TensorView& dy, const TensorView& dx,
+                            const TensorView& d_weight, const TensorView* scratch, Index rows, Index cols) {
+  check_32_bit(x, "rmsNormBackward", "x");
+  if (cols == 0) return {};
+  if (rows == 0) return plan_fill(d_weight, 0.0);
+  Plan plan;
+  Dispatch input = row_dispatch("rms_norm_backward_rows", x, rows, cols, "rmsNormBackward (dx)");
+  input.bindings = {view_binding(0, "x", x),   view_binding(1, "weight", weight), view_binding(2, "rstd", rstd),
+                    view_binding(3, "dy", dy), view_binding(4, "dx", dx),         bytes_binding(5, "KilnRowsArgs", rows_args(rows, cols, 0.0f))};
+  plan.push_back(std::move(input));
+  const Index chunks = rms_norm_backward_chunks(rows, cols);
+  if (chunks > 1 && scratch == nullptr) throw_invalid("rmsNormBackward: the dWeight sum needs a scratch buffer of " + std::to_string(chunks * cols) + " floats");
+  const KilnColumnSumArgs sum_args{u32(rows), u32(cols), u32((rows + chunks - 1) / chunks), u32(chunks)};
+  Dispatch columns;
+  columns.kernel = std::string("rms_norm_weight_gradient_") + dtype_name(x.dtype);
+  columns.threadgroups = Size3{u32((cols + KILN_COLUMN_TILE - 1) / KILN_COLUMN_TILE), u32(chunks), 1};
+  columns.threads = Size3{KILN_COLUMN_TILE, KILN_COLUMN_ROW_THREADS, 1};
+  columns.what = "rmsNormBackward (dWeight, " + std::to_string(chunks) + " row chunks) " + describe(x);
+  columns.bindings = {view_binding(0, "x", x), view_binding(1, "rstd", rstd), view_binding(2, "dy", dy),
+                      view_binding(3, chunks == 1 ? "dWeight" : "scratch", chunks == 1 ? d_weight : *scratch),
+                      bytes_binding(4, "KilnColumnSumArgs", sum_args)};
+  plan.push_back(std::move(columns));
+  if (chunks == 1) return plan;
+  Dispatch total = elementwise("rms_norm_sum_chunks", cols, "rmsNormBackward (dWeight, sum of " + std::to_string(chunks) + " chunks) " + describe(x));
+  total.bindings = {view_binding(0, "scratch", *scratch), view_binding(1, "dWeight", d_weight), bytes_binding(2, "KilnColumnSumArgs", sum_args)};
+  plan.push_back(std::move(total));
+  return plan;
+}
+
+Plan plan_layer_norm(const TensorView& x, const TensorView& weight, const TensorView& bias, const TensorView& out, Index rows, Index cols, float eps) {
+  check_32_bit(x, "layerNorm", "x");
+  if (rows == 0 || cols == 0) return {};
+  Dispatch dispatch = row_dispatch("layer_norm_rows", x, rows, cols, "layerNorm");
+  dispatch.bindings = {view_binding(0, "x", x), view_binding(1, "weight", weight), view_binding(2, "bias", bias), view_binding(3, "out", out),
+                       bytes_binding(4, "KilnRowsArgs", rows_args(rows, cols, eps))};
+  return {dispatch};
+}
+
+Plan plan_rope(const TensorView& x, const TensorView& cos, const TensorView& sin, const TensorView& out, Index rows, Index positions, Index dim,
+               bool inverse) {
+  check_32_bit(x, "rope", "x");
+  const Index pairs = rows * positions * (dim / 2);
+  if (pairs == 0) return {};
+  Dispatch dispatch = elementwise(std::string("rope_") + dtype_name(x.dtype), pairs, "rope " + describe(x) + (inverse ? " inverse" : ""));
+  const KilnRopeArgs args{u32(rows), u32(positions), u32(dim / 2), u32(pairs)};
+  dispatch.bindings = {view_binding(0, "x", x), view_binding(1, "cos", cos), view_binding(2, "sin", sin), view_binding(3, "out", out),
+                       bytes_binding(4, "KilnRopeArgs", args)};
+  return {dispatch};
+}
+
+Plan plan_swiglu(const TensorView& gate, const TensorView& up, const TensorView& out) {
+  check_32_bit(gate, "swiglu", "gate");
+  if (gate.count == 0) return {};
+  Dispatch dispatch = elementwise(std::string("swiglu_") + dtype_name(gate.dtype), gate.count, "swiglu " + describe(gate));
+  dispatch.bindings = {view_binding(0, "gate", gate), view_binding(1, "up", up), view_binding(2, "out", out),
+                       bytes_binding(3, "KilnCountArgs", KilnCountArgs{u32(gate.count), 0, 0, 0})};
+  return {dispatch};
+}
+
+Plan plan_swiglu_backward(const TensorView& gate, const TensorView& up, const TensorView& dy, const TensorView& d_gate, const TensorView& d_up) {
+  check_32_bit(gate, "swigluBackward", "gate");
+  if (gate.count == 0) return {};
+  Dispatch dispatch = elementwise(std::string("swiglu_backward_") + dtype_name(gate.dtype), gate.count, "swigluBackward " + describe(gate));
+  dispatch.bindings = {view_binding(0, "gate", gate),    view_binding(1, "up", up), view_binding(2, "dy", dy),
+                       view_binding(3, "dGate", d_gate), view_binding(4, "dUp", d_up),
+                       bytes_binding(5, "KilnCountArgs", KilnCountArgs{u32(gate.count), 0, 0, 0})};
+  return {dispatch};
+}
+
+Plan plan_cross_entropy(const TensorView& logits, const TensorView& targets, const TensorView& loss, Index rows, Index classes, std::int32_t ignore_index) {
+  check_32_bit(logits, "crossEntropy", "logits");
+  if (rows == 0) return {};
+  Dispatch dispatch = row_dispatch("cross_entropy_rows", logits, rows, classes, "crossEntropy");
+  const KilnCrossEntropyArgs args{u32(rows), u32(classes), ignore_index, 0.0f};
+  dispatch.bindings = {view_binding(0, "logits", logits), view_binding(1, "targets", targets), view_binding(2, "loss", loss),
+                       bytes_binding(3, "KilnCrossEntropyArgs", args), error_binding(4)};
+  return {dispatch};
+}
+
+Plan plan_cross_entropy_backward(const TensorView& logits, const TensorView& targets, const TensorView& d_logits, Index rows, Index classes,
+                                 std::int32_t ignore_index, float scale) {
+  check_32_bit(logits, "crossEntropyBackward", "logits");
+  if (rows == 0 || classes == 0) return {};
+  Dispatch dispatch = row_dispatch("cross_entropy_backward_rows", logits, rows, classes, "crossEntropyBackward");
+  const KilnCrossEntropyArgs args{u32(rows), u32(classes), ignore_index, scale};
+  dispatch.bindings = {view_binding(0, "logits", logits), view_binding(1, "targets", targets), view_binding(2, "dLogits", d_logits),
+                       bytes_binding(3, "KilnCrossEntropyArgs", args), error_binding(4)};
+  return {dispatch};
+}
+
+KilnAdamWArgs adamw_scalars(const AdamWHyper& hyper) {
+  KilnAdamWArgs args{};
+  args.beta1 = static_cast<float>(hyper.beta1);
+  args.one_minus_beta1 = static_cast<float>(1.0 - hyper.beta1);
+  args.beta2 = static_cast<float>(hyper.beta2);
+  args.one_minus_beta2 = static_cast<float>(1.0 - hyper.beta2);
+  args.decay = static_cast<float>(1.0 - hyper.lr * hyper.weight_decay);
+  args.step_size = static_cast<float>(hyper.lr / (1.0 - std::pow(hyper.beta1, hyper.step)));
+  args.inverse_root_correction = static_cast<float>(1.0 / std::sqrt(1.0 - std::pow(hyper.beta2, hyper.step)));
+  args.eps = static_cast<float>(hyper.eps);
+  return args;
+}
+
+Plan plan_adamw(const TensorView& param, const TensorView& grad, const TensorView& m, const TensorView& v, const AdamWHyper& hyper) {
+  check_32_bit(param, "adamw", "param");
+  if (param.count == 0) return {};
+  Dispatch dispatch = elementwise(std::string("adamw_") + dtype_name(param.dtype) + "_" + dtype_name(grad.dtype), param.count,
+                                  "adamw " + describe(param) + " step " + std::to_string(static_cast<long long>(hyper.step)));
+  KilnAdamWArgs args = adamw_scalars(hyper);
+  args.count = u32(param.count);
+  dispatch.bindings = {view_binding(0, "param", param), view_binding(1, "grad", grad), view_binding(2, "m", m), view_binding(3, "v", v),
+                       bytes_binding(4, "KilnAdamWArgs", args)};
+  return {dispatch};
+}
+
+}  // namespace kiln::metal

@@ -1,0 +1,56 @@
+// plan/dispatch_plan_fused.h — the dispatch plans of the fused kernels (softmax family, norms,
+// rope, swiglu, cross-entropy, AdamW; native/kernels/{softmax,norm,rope,swiglu,cross_entropy,
+// adamw}.metal): which kernel, grid, threadgroup size, bindings and argument struct
+// (kiln_metal_args_fused.h) each call runs. Pure functions like plan/dispatch_plan.h, executed
+// as they are by the Metal host and the simulator. Every tensor is dense from element 0 and the
+// host has checked dtypes and element counts; the plan checks the 32-bit element limit.
+#pragma once
+
+#include <cstdint>
+
+#include "../kernels/kiln_metal_args.h"
+#include "dispatch.h"
+
+namespace kiln::metal {
+
+/** Threads per threadgroup of a row kernel for rows of `cols` elements: 32, doubled while 4 per thread is not enough, at most KILN_ROW_THREADS_MAX. */
+std::uint32_t row_threads(Index cols);
+
+/** kind KILN_SOFTMAX_PLAIN or KILN_SOFTMAX_LOG over x [rows, cols]. */
+Plan plan_softmax(int kind, const TensorView& x, const TensorView& out, Index rows, Index cols);
+Plan plan_softmax_backward(const TensorView& y, const TensorView& dy, const TensorView& dx, Index rows, Index cols);
+Plan plan_rms_norm(const TensorView& x, const TensorView& weight, const TensorView& out, const TensorView& rstd, Index rows, Index cols, float eps);
+
+/** Row chunks of rmsNormBackward's dWeight sum (1: no scratch needed; else scratch holds chunks · cols f32). */
+Index rms_norm_backward_chunks(Index rows, Index cols);
+
+/** `scratch` (f32, rms_norm_backward_chunks · cols elements) is used only when there is more than one chunk. */
+Plan plan_rms_norm_backward(const TensorView& x, const TensorView& weight, const TensorView& rstd, const TensorView& dy, const TensorView& dx,
+                            const TensorView& d_weight, const TensorView* scratch, Index rows, Index cols);
+Plan plan_layer_norm(const TensorView& x, const TensorView& weight, const TensorView& bias, const TensorView& out, Index rows, Index cols, float eps);
+
+/** x, out [rows, positions, dim]; cos and sin f32 [positions, dim / 2] (host tables). */
+Plan plan_rope(const TensorView& x, const TensorView& cos, const TensorView& sin, const TensorView& out, Index rows, Index positions, Index dim,
+               bool inverse);
+Plan plan_swiglu(const TensorView& gate, const TensorView& up, const TensorView& out);
+Plan plan_swiglu_backward(const TensorView& gate, const TensorView& up, const TensorView& dy, const TensorView& d_gate, const TensorView& d_up);
+Plan plan_cross_entropy(const TensorView& logits, const TensorView& targets, const TensorView& loss, Index rows, Index classes, std::int32_t ignore_index);
+Plan plan_cross_entropy_backward(const TensorView& logits, const TensorView& targets, const TensorView& d_logits, Index rows, Index classes,
+                                 std::int32_t ignore_index, float scale);
+
+/** AdamW's f64 hyper-parameters, turned into KilnAdamWArgs scalars (rounded once to f32). */
+struct AdamWHyper {
+  double lr = 0;
+  double beta1 = 0;
+  double beta2 = 0;
+  double eps = 0;
+  double weight_decay = 0;
+  double step = 1;
+};
+
+/** The kernel's scalars (count left 0): bias corrections and decay computed in f64, rounded once. */
+KilnAdamWArgs adamw_scalars(const AdamWHyper& hyper);
+
+Plan plan_adamw(const TensorView& param, const TensorView& grad, const TensorView& m, const TensorView& v, const AdamWHyper& hyper);
+
+}  // namespace kiln::metal

@@ -1,0 +1,4 @@
+/** The source of `file` (in `directory`) with its quoted includes inlined, each header once. */
+export declare function inlineIncludes(directory: string, file: string, seen?: Set<string>): string;
+/** Writes kiln_metal_shaders.cpp into `outDirectory` (only when it changed); returns its path. */
+export declare function embedShaders(kernelDirectory: string, outDirectory: string): string;

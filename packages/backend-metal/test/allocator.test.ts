@@ -1,0 +1,104 @@
+// The buffer pool through the backend on the simulator: counters, reuse without a new Metal
+// buffer, the byte limit (by default the GPU's recommendedMaxWorkingSetSize), and out-of-memory
+// after emptying the pool and retrying once — surfaced as kiln's OutOfMemoryError so the
+// trainer's micro-batch halving works on the GPU.
+import { KilnError, OutOfMemoryError } from '@kiln/core';
+import { afterEach, describe, expect, it } from 'vitest';
+import { configureSimulator, createSimulatedMetalBackend } from '../src/simulator.js';
+import { simulatorSkipReason } from './simulator-status.js';
+
+const skipReason = simulatorSkipReason();
+const MiB = 2 ** 20;
+
+describe.skipIf(skipReason !== undefined)(`buffer pool${skipReason ? ` (${skipReason})` : ''}`, () => {
+  afterEach(() => configureSimulator({ memoryBytes: 4 * 2 ** 30, recommendedMaxWorkingSetSize: 3 * 2 ** 30 }));
+
+  it('counts live bytes and buffers, reserves size classes, caches freed buffers and keeps the peak', () => {
+    const backend = createSimulatedMetalBackend();
+    const a = backend.alloc(1000);
+    const b = backend.alloc(3 * MiB);
+    const empty = backend.alloc(0);
+    expect(backend.memory()).toMatchObject({ allocatedBytes: 1000 + 3 * MiB, bufferCount: 3, reservedBytes: 1024 + 3 * MiB, cachedBytes: 0, peakBytes: 1000 + 3 * MiB });
+    backend.free(b);
+    backend.free(empty);
+    expect(backend.memory()).toMatchObject({ allocatedBytes: 1000, bufferCount: 1, reservedBytes: 1024, cachedBytes: 3 * MiB, peakBytes: 1000 + 3 * MiB });
+    backend.free(a);
+    expect(backend.memory()).toMatchObject({ allocatedBytes: 0, bufferCount: 0, reservedBytes: 0, cachedBytes: 1024 + 3 * MiB });
+    backend.dispose();
+  });
+
+  it('reports recommendedMaxWorkingSetSize as the total, and it is the default limit', () => {
+    configureSimulator({ recommendedMaxWorkingSetSize: 64 * MiB });
+    const backend = createSimulatedMetalBackend();
+    expect(backend.memory()).toMatchObject({ totalBytes: 64 * MiB, limitBytes: 64 * MiB });
+    expect(backend.capabilities.device.memoryTotalBytes).toBe(64 * MiB);
+    expect(backend.capabilities.implementation).toBe('MSL kernels, simdgroup-matrix matmul, run by the CPU simulator (tests only)');
+    expect(() => backend.alloc(65 * MiB)).toThrowError(OutOfMemoryError);
+    backend.dispose();
+  });
+
+  it('reuses a cached buffer of the same size class without a new device allocation', async () => {
+    const backend = createSimulatedMetalBackend();
+    const first = backend.alloc(5000);
+    backend.upload(first, new Uint8Array(5000).fill(7));
+    backend.free(first);
+    const freeBefore = backend.memory().freeBytes;
+    const second = backend.alloc(4500); // same class (5120)
+    expect(backend.memory().freeBytes).toBe(freeBefore);
+    expect(backend.memory().cachedBytes).toBe(0);
+    expect((await backend.download(second)).byteLength).toBe(4500);
+    backend.free(second);
+    backend.emptyCache();
+    expect(backend.memory().cachedBytes).toBe(0);
+    backend.dispose();
+  });
+
+  it('throws OutOfMemoryError beyond memoryLimitBytes, naming the request', () => {
+    const backend = createSimulatedMetalBackend({ memoryLimitBytes: 8 * MiB });
+    const held = backend.alloc(6 * MiB);
+    let thrown: unknown;
+    try {
+      backend.alloc(4 * MiB);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(OutOfMemoryError);
+    expect(KilnError.isInstance(thrown) && thrown.code).toBe('OUT_OF_MEMORY');
+    expect((thrown as OutOfMemoryError).requestedBytes).toBe(4 * MiB);
+    expect((thrown as Error).message).toMatch(/out of memory allocating 4\.00 MiB .*within the limit of 8\.00 MiB .*retried once/);
+    backend.free(held);
+    backend.dispose();
+  });
+
+  it('empties the pool and retries once when the GPU refuses, then succeeds', () => {
+    configureSimulator({ memoryBytes: 16 * MiB });
+    const backend = createSimulatedMetalBackend();
+    try {
+      const buffers = [backend.alloc(6 * MiB), backend.alloc(6 * MiB)];
+      for (const buffer of buffers) backend.free(buffer);
+      expect(backend.memory().cachedBytes).toBe(12 * MiB);
+      // 8 MiB fits only once the two cached 6 MiB buffers go back to Metal.
+      const large = backend.alloc(8 * MiB);
+      expect(backend.memory()).toMatchObject({ cachedBytes: 0, allocatedBytes: 8 * MiB, reservedBytes: 8 * MiB });
+      backend.free(large);
+    } finally {
+      backend.dispose();
+    }
+  });
+
+  it('throws OutOfMemoryError when even the retry fails, and stays usable', () => {
+    configureSimulator({ memoryBytes: 16 * MiB });
+    const backend = createSimulatedMetalBackend();
+    const held = backend.alloc(12 * MiB);
+    expect(() => backend.alloc(8 * MiB)).toThrowError(OutOfMemoryError);
+    try {
+      backend.alloc(8 * MiB);
+    } catch (error) {
+      expect((error as OutOfMemoryError).hint).toMatch(/batch size/);
+    }
+    backend.free(held);
+    const retry = backend.alloc(8 * MiB);
+    backend.free(retry);
+    backend.dispose();
+  });
+});

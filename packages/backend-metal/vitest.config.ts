@@ -1,0 +1,23 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+// Tests run against the workspace's sources (one copy of core for everything), so they do not wait for builds.
+const source = (path: string): string => fileURLToPath(new URL(`../${path}`, import.meta.url));
+
+export default defineConfig({
+  resolve: {
+    alias: [
+      { find: /^@kiln\/core\/testing$/, replacement: source('core/src/testing/index.ts') },
+      { find: /^@kiln\/core$/, replacement: source('core/src/index.ts') },
+      // The training-step test compares against the CPU backend and runs the trainer's model.
+      { find: /^@kiln\/backend-cpu$/, replacement: source('backend-cpu/src/index.ts') },
+      { find: /^@kiln\/trainer$/, replacement: source('trainer/src/index.ts') },
+    ],
+  },
+  test: {
+    include: ['test/**/*.test.ts'],
+    reporters: ['default', ['json', { outputFile: 'test-results.json' }]],
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
+  },
+});
