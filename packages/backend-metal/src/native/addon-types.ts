@@ -9,19 +9,10 @@
  * offsets count elements; buffers are referred to by the numeric id alloc() returned.
  */
 
-/** A tensor (dense, from element 0) or a strided view, as the native methods take it. */
-export interface NativeTensor {
-  /** Buffer id from alloc(). */
-  buffer: number;
-  /** Dtype code (DTYPE_CODE). */
-  dtype: number;
-  /** Dimensions, outermost first. */
-  shape: readonly number[];
-  /** Element strides (views only; absent = dense). */
-  strides?: readonly number[];
-  /** Element offset (views only; absent = 0). */
-  offset?: number;
-}
+import type { NativeFailure, NativeTensor } from '@kiln/core/native-backend';
+
+/** A tensor (dense, from element 0) or a strided view, as the native methods take it (core's descriptor). */
+export type { NativeTensor };
 
 /** What memory() reports. */
 export interface NativeMemory {
@@ -246,12 +237,5 @@ export interface MetalAddon {
   configureSimulator?(options: SimulatorConfiguration): void;
 }
 
-/** The Error the addon throws or rejects with. */
-export interface NativeFailure extends Error {
-  /** Which KilnError it maps to. */
-  kilnKind: 'INVALID_ARGUMENT' | 'DTYPE_MISMATCH' | 'SHAPE_MISMATCH' | 'OUT_OF_MEMORY' | 'DEVICE';
-  /** How to fix it. */
-  hint?: string;
-  /** Bytes an allocation asked for (OUT_OF_MEMORY). */
-  requestedBytes?: number;
-}
+/** The Error the addon throws or rejects with (core's NativeFailure). */
+export type { NativeFailure };
