@@ -16,7 +16,10 @@ export class CudaError extends KilnError {
   }
 }
 
-/** callNative(call) runs a native call and awaitNative(promise) awaits one, rethrowing failures as KilnErrors. */
-export const { callNative, awaitNative } = nativeErrorMapping<NativeFailure>(
+/** The CUDA backend's mapping: core's kinds, and CudaError (with the CUDA code) for device failures. */
+export const cudaErrors = nativeErrorMapping<NativeFailure>(
   (failure, options) => new CudaError(failure.message, failure.cudaError, failure.cudaErrorName, options),
 );
+
+/** callNative(call) runs a native call and awaitNative(promise) awaits one, rethrowing failures as KilnErrors. */
+export const { callNative, awaitNative } = cudaErrors;

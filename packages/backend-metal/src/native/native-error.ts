@@ -9,5 +9,8 @@ export class MetalError extends KilnError {
   }
 }
 
+/** The Metal backend's mapping: core's kinds, and MetalError for device failures. */
+export const metalErrors = nativeErrorMapping((failure, options) => new MetalError(failure.message, options));
+
 /** callNative(call) runs a native call and awaitNative(promise) awaits one, rethrowing failures as KilnErrors. */
-export const { callNative, awaitNative } = nativeErrorMapping((failure, options) => new MetalError(failure.message, options));
+export const { callNative, awaitNative } = metalErrors;
