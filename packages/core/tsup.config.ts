@@ -12,13 +12,17 @@ export default defineConfig({
   external: ['vitest'],
   esbuildPlugins: [
     {
-      // The native-backend entry throws core's error classes: it takes them from @kiln/core itself
-      // (a self-reference), not from a copy bundled into it, so `instanceof InvalidArgumentError`
-      // holds for its errors in CommonJS too (the CJS build shares no chunks between entries).
-      name: 'native-backend-errors-from-core',
+      // The native-backend entry takes core's runtime values (error classes above all) from
+      // @kiln/core itself — a self-reference — never from a copy bundled into it, so
+      // `instanceof InvalidArgumentError` holds for its errors in CommonJS too (the CJS build
+      // shares no chunks between entries). Its sources import them from '../index.js'.
+      name: 'native-backend-imports-core',
       setup(build) {
-        build.onResolve({ filter: /\/errors\.js$/ }, (args) =>
-          dirname(args.importer).endsWith('native-backend') ? { path: '@kiln/core', external: true } : undefined);
+        build.onResolve({ filter: /^\.\.\// }, (args) => {
+          if (!dirname(args.importer).endsWith('native-backend')) return undefined;
+          if (args.path === '../index.js') return { path: '@kiln/core', external: true };
+          return { errors: [{ text: `src/native-backend: import core's runtime values from '../index.js', not '${args.path}'` }] };
+        });
       },
     },
   ],

@@ -16,8 +16,8 @@ const I32_MIN = -2147483648;
 
 /** See the file header; `owner` is the CudaBackend whose buffers are accepted. */
 export class FusedKernels extends NativeFusedKernels {
-  constructor(private readonly addonBackend: NativeBackend, owner: object) {
-    super(cudaChecks, cudaErrors, addonBackend, owner);
+  constructor(native: NativeBackend, owner: object) {
+    super(cudaChecks, cudaErrors, native, owner);
   }
 
   /** Rotary embedding of x [..., T, D] (D even). */
@@ -35,7 +35,7 @@ export class FusedKernels extends NativeFusedKernels {
     checkInteger(offset, 'rope: offset');
     if (typeof theta !== 'number' || !Number.isFinite(theta) || theta <= 0) throw new InvalidArgumentError(`cuda backend: rope: theta must be a positive number, got ${String(theta)}`);
     if (typeof inverse !== 'boolean') throw new InvalidArgumentError('cuda backend: rope: inverse must be a boolean');
-    callNative(() => this.addonBackend.rope(input.native, output.native, offset, theta, inverse));
+    callNative(() => this.native.rope(input.native, output.native, offset, theta, inverse));
   }
 
   /** Any number (NaN and Inf propagate through the kernels). */

@@ -16,8 +16,8 @@ const I32_MIN = -2147483648;
 
 /** See the file header; `owner` is the MetalBackend whose buffers are accepted. */
 export class MetalFusedKernels extends NativeFusedKernels {
-  constructor(private readonly addonBackend: NativeBackend, owner: object) {
-    super(metalChecks, metalErrors, addonBackend, owner);
+  constructor(native: NativeBackend, owner: object) {
+    super(metalChecks, metalErrors, native, owner);
   }
 
   /** Rotary embedding (half-split) on x [..., T, D]; inverse rotates by −angle. */
@@ -39,7 +39,7 @@ export class MetalFusedKernels extends NativeFusedKernels {
       throw new InvalidArgumentError(`metal backend: rope: theta must be a positive finite number, got ${String(theta)}`);
     }
     if (typeof inverse !== 'boolean') throw new InvalidArgumentError('metal backend: rope: inverse must be a boolean');
-    callNative(() => this.addonBackend.rope(input.native, output.native, offset, theta, inverse));
+    callNative(() => this.native.rope(input.native, output.native, offset, theta, inverse));
   }
 
   /** A finite number. */

@@ -7,7 +7,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { BackendUnavailableError } from '../errors.js';
+import { BackendUnavailableError } from '../index.js';
 
 /** One place the loader looked. */
 export interface AddonLoadAttempt {

@@ -5,9 +5,8 @@
  * starts with "<backend> backend: " so a user sees which device rejected the call.
  */
 import type { BufferHandle, StridedView, TensorRef } from '../backend/kernel-backend.js';
-import { DTYPE_BYTES, type DType } from '../dtype.js';
-import { DTypeError, InvalidArgumentError, ShapeError } from '../errors.js';
-import { formatShape } from '../tensor/shape.js';
+import type { DType } from '../dtype.js';
+import { DTYPE_BYTES, DTypeError, InvalidArgumentError, ShapeError, formatShape } from '../index.js';
 import { DTYPE_CODE } from './codes.js';
 import { NativeBuffer, type NativeTensor } from './native-tensor.js';
 

@@ -6,8 +6,7 @@
  * B · H · ⌈T / rows per block⌉ blocks below 2³¹. A head-dimension limit is the backend's to route.
  */
 import type { AttentionParams, StridedView, TensorRef } from '../backend/kernel-backend.js';
-import { DTypeError, InvalidArgumentError, ShapeError } from '../errors.js';
-import { formatShape } from '../tensor/shape.js';
+import { DTypeError, InvalidArgumentError, ShapeError, formatShape } from '../index.js';
 import type { CheckedTensor, NativeArgumentChecks } from './argument-checks.js';
 
 /** Longest Tq / Tk the checks accept (2³⁰). */

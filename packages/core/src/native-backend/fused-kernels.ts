@@ -3,11 +3,11 @@
  * family, RMSNorm, LayerNorm, SwiGLU, cross-entropy, AdamW): buffers of the owning backend,
  * float dtypes that agree, element counts that match rows/cols. Layouts are core's
  * (docs/kernel-semantics.md): dense tensors from element 0. A backend subclasses it to say how
- * it checks scalars (eps, scale, the AdamW hyper-parameters) and the ignore index, and adds the
- * kernels whose checks are its own (rope).
+ * it checks scalars (eps, scale, the AdamW hyper-parameters) and the ignore index, and to check
+ * and call rope, whose checks are its own.
  */
 import type { AdamWParams, TensorRef } from '../backend/kernel-backend.js';
-import { InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError } from '../index.js';
 import type { NativeArgumentChecks } from './argument-checks.js';
 import type { NativeTensor } from './native-tensor.js';
 import type { NativeErrorMapping } from './native-error.js';
@@ -26,6 +26,8 @@ export interface NativeFusedMethods {
   rmsNormBackward(x: NativeTensor, weight: NativeTensor, rstd: NativeTensor, dy: NativeTensor, dx: NativeTensor, dWeight: NativeTensor, rows: number, cols: number): void;
   /** LayerNorm over the last axis. */
   layerNorm(x: NativeTensor, weight: NativeTensor, bias: NativeTensor, out: NativeTensor, rows: number, cols: number, eps: number): void;
+  /** Rotary embedding (half-split) of x [..., T, D] at positions offset…; inverse rotates by −angle. */
+  rope(x: NativeTensor, out: NativeTensor, offset: number, theta: number, inverse: boolean): void;
   /** out = silu(gate) · up. */
   swiglu(gate: NativeTensor, up: NativeTensor, out: NativeTensor): void;
   /** dGate = dy · up · siluGrad(gate), dUp = dy · silu(gate). */
@@ -56,6 +58,9 @@ export abstract class NativeFusedKernels {
 
   /** Throws an InvalidArgumentError unless `value` is a valid ignore index (it travels as an i32). */
   protected abstract checkIgnoreIndex(kernel: string, value: unknown): void;
+
+  /** Rotary embedding (half-split) of x [..., T, D]; its checks are the backend's own. */
+  abstract rope(x: TensorRef, out: TensorRef, offset: number, theta: number, inverse: boolean): void;
 
   /** softmax / logSoftmax over [rows, cols]. */
   softmax(kernel: 'softmax' | 'logSoftmax', x: TensorRef, out: TensorRef, rows: number, cols: number): void {

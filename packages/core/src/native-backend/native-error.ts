@@ -5,7 +5,7 @@
  */
 import {
   DTypeError, InvalidArgumentError, OutOfMemoryError, ShapeError, type KilnError, type KilnErrorOptions,
-} from '../errors.js';
+} from '../index.js';
 
 /** The Error a native addon throws or rejects with. */
 export interface NativeFailure extends Error {
