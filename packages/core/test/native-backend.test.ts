@@ -5,9 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BackendUnavailableError, DTypeError, InvalidArgumentError, KilnError, OutOfMemoryError, ShapeError } from '../src/errors.js';
+import type { Capabilities, MemoryInfo } from '../src/backend/kernel-backend.js';
 import {
   checkAttentionInputs, DTYPE_CODE, loadNativeAddon, localBuildReport, nativeArgumentChecks, nativeErrorMapping, NativeBuffer,
-  type NativeAddonSearch,
+  NativeFusedKernels, NativeKernelBackend, type NativeAddonSearch, type NativeKernelMethods,
 } from '../src/native-backend/index.js';
 
 const owner = {};
@@ -137,5 +138,70 @@ describe('loadNativeAddon', () => {
     expect(message).toContain('prebuilt kiln-backend-rocm-linux-arm64: no prebuilt binary is published for linux-x64');
     expect(message).toContain('local build ' + join(root, 'build', 'kiln_rocm.node') + ': not built: hipcc was not found');
     expect((error as KilnError).hint).toBe('Possible solutions: build it locally; or use another backend: KILN_DEVICE=cpu. See README.md.');
+  });
+});
+
+describe('NativeKernelBackend', () => {
+  class FakeFused extends NativeFusedKernels {
+    protected checkScalar(): void {}
+    protected checkIgnoreIndex(): void {}
+    rope(): void {}
+  }
+  class FakeBuffer extends NativeBuffer {}
+  /** A backend over a fake addon that records the calls it receives. */
+  class FakeBackend extends NativeKernelBackend {
+    readonly name = 'fake';
+    readonly capabilities = {} as Capabilities;
+    protected readonly fused: FakeFused;
+    readonly calls: string[];
+    constructor(operandsMatchOutputDType: boolean) {
+      const calls: string[] = [];
+      let next = 0;
+      const native = new Proxy({}, {
+        get: (_target, method: string) => (...args: unknown[]) => {
+          calls.push(method);
+          return method === 'alloc' ? ++next : args[0];
+        },
+      }) as NativeKernelMethods;
+      const checks = nativeArgumentChecks('fake');
+      const errors = nativeErrorMapping((failure, options) => new KilnError(failure.message, 'KILN_ERROR', options));
+      super({
+        checks, errors, native, operandsMatchOutputDType,
+        createBuffer: (byteLength, id, owner) => new FakeBuffer(byteLength, id, owner),
+        attentionGrid: { blockRows: 64, blockName: 'blocks' }, flashAttentionMaxHeadDim: 128,
+      });
+      this.calls = calls;
+      this.fused = new FakeFused(checks, errors, native, this);
+    }
+    memory(): MemoryInfo {
+      return { allocatedBytes: 0, bufferCount: 0 };
+    }
+  }
+
+  it('allocates the subclass buffer, checks arguments, then calls the addon', () => {
+    const backend = new FakeBackend(false);
+    const buffer = backend.alloc(16);
+    expect(buffer).toBeInstanceOf(FakeBuffer);
+    const f32 = { buffer, dtype: 'f32' as const, shape: [4] };
+    backend.unary('exp', f32, f32);
+    expect(() => backend.unary('exp', f32, { buffer, dtype: 'f32', shape: [5] })).toThrow(/^fake backend: unary: out \(f32 \[5\]\) reaches elements 0 to 4, outside its 16-byte buffer/);
+    expect(backend.calls).toEqual(['alloc', 'unary']);
+  });
+
+  it('checks binary operands against out only where the backend asks', () => {
+    for (const strict of [false, true]) {
+      const backend = new FakeBackend(strict);
+      const buffer = backend.alloc(16);
+      const call = () => backend.binary('add', { buffer, dtype: 'f16', shape: [4], strides: [1], offset: 0 }, { buffer, dtype: 'f32', shape: [4], strides: [1], offset: 0 }, { buffer, dtype: 'f32', shape: [4] });
+      if (strict) expect(call).toThrow(/^fake backend: binary: a must be f32, got f16 \[4\]/);
+      else expect(call).not.toThrow();
+    }
+  });
+
+  it('refuses every call after dispose, naming the operation', () => {
+    const backend = new FakeBackend(false);
+    backend.dispose();
+    expect(() => backend.alloc(4)).toThrow(/^fake backend: alloc on a disposed backend/);
+    expect(backend.calls).toEqual(['dispose']);
   });
 });
