@@ -6,7 +6,7 @@
  */
 import type { BufferHandle, StridedView, TensorRef } from '../backend/kernel-backend.js';
 import type { DType } from '../dtype.js';
-import { DTYPE_BYTES, DTypeError, InvalidArgumentError, ShapeError, formatShape } from '../index.js';
+import { DTYPE_BYTES, DTypeError, InvalidArgumentError, ShapeError, contiguousStrides, formatShape, shapeSize } from '../index.js';
 import { DTYPE_CODE } from './codes.js';
 import { NativeBuffer, type NativeTensor } from './native-tensor.js';
 
@@ -54,23 +54,6 @@ export interface NativeArgumentChecks {
   checkTensorOf(ref: TensorRef, owner: object, kernel: string, role: string, dtype: DType, count: number, why: string): CheckedTensor;
 }
 
-function elementCount(shape: readonly number[]): number {
-  let count = 1;
-  for (const size of shape) count *= size;
-  return count;
-}
-
-/** Dense row-major strides of a shape. */
-function denseStrides(shape: readonly number[]): number[] {
-  const strides = new Array<number>(shape.length);
-  let stride = 1;
-  for (let dim = shape.length - 1; dim >= 0; dim--) {
-    strides[dim] = stride;
-    stride *= shape[dim];
-  }
-  return strides;
-}
-
 /** The argument checks of the backend named `backend` (e.g. 'cuda': messages start "cuda backend: "). */
 export function nativeArgumentChecks(backend: string): NativeArgumentChecks {
   const prefix = `${backend} backend:`;
@@ -103,9 +86,9 @@ export function nativeArgumentChecks(backend: string): NativeArgumentChecks {
     if (code === undefined) throw new DTypeError(`${prefix} ${what} has unknown dtype '${String(ref.dtype)}'`, { hint: 'Use f32, f16, bf16 or i32.' });
     if (!Array.isArray(ref.shape)) throw new InvalidArgumentError(`${prefix} ${what}.shape must be an array`);
     ref.shape.forEach((size, dim) => checkInteger(size, `${what}.shape[${dim}]`));
-    const count = elementCount(ref.shape);
+    const count = shapeSize(ref.shape);
     const strided = view && 'strides' in ref;
-    const strides = strided ? (ref as StridedView).strides : denseStrides(ref.shape);
+    const strides = strided ? (ref as StridedView).strides : contiguousStrides(ref.shape);
     const offset = strided ? (ref as StridedView).offset : 0;
     if (strided) {
       if (!Array.isArray(strides) || strides.length !== ref.shape.length) {
