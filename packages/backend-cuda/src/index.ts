@@ -4,7 +4,7 @@
  */
 export { cudaBackendPlugin, cudaBackendPlugin as plugin, cudaBackendPlugin as default } from './plugin.js';
 export { CudaBackend, type CudaBackendOptions, type CudaMemoryInfo } from './cuda-backend.js';
-export type { CudaCapabilities } from './capabilities.js';
+export { cudaCapabilities, type CudaCapabilities } from './capabilities.js';
 export type { CudaMatmulPath } from './matmul-path.js';
 export { CudaError } from './native/native-error.js';
 export { probeCuda, REQUIRED_DRIVER } from './probe.js';

@@ -6,7 +6,7 @@
 // engine's worker threads running threadgroups in parallel (GPU_SIM_WORKERS=2). Fibers are
 // announced to TSan by @kiln/gpu-sim, so stack switches are followed, not reported.
 //
-//   node scripts/tsan-kit.mjs [--skip-build] [--all-kernels] [--tests "test/conformance.test.ts test/stream.test.ts"]
+//   node scripts/tsan-kit.mjs [--skip-build] [--all-kernels | --kernels attention,attentionBackward] [--tests "test/conformance.test.ts test/stream.test.ts"]
 //
 // Exit status: 0 when the tests passed and TSan reported nothing; 1 otherwise.
 import { spawnSync } from 'node:child_process';
@@ -46,9 +46,11 @@ const reports = join(root, 'build', 'tsan-reports');
 rmSync(reports, { recursive: true, force: true });
 mkdirSync(reports, { recursive: true });
 const tests = option('--tests', 'test/conformance.test.ts test/stream.test.ts test/device-errors.test.ts test/index-errors.test.ts test/allocator.test.ts test/matmul-paths.test.ts').split(/\s+/);
-// The whole kit under TSan takes over 30 minutes on 2 cores: the primitives (every kernel kiln's
-// Metal backend implements) unless --all-kernels.
-const kitKernels = process.argv.includes('--all-kernels') ? '' : 'unary,binary,where,reduce,matmul,copy,gather,scatterAdd,cast,fill,random';
+// The whole kit under TSan takes over 30 minutes on 2 cores: the primitives by default, the kernels
+// named by --kernels (a comma-separated list, e.g. the fused ones in a second run), or every kernel
+// with --all-kernels.
+const PRIMITIVES = 'unary,binary,where,reduce,matmul,copy,gather,scatterAdd,cast,fill,random';
+const kitKernels = process.argv.includes('--all-kernels') ? '' : option('--kernels', PRIMITIVES);
 log(`running ${tests.join(', ')} with libtsan preloaded (${runtime}), 2 engine workers …`);
 const started = Date.now();
 // setarch -R: TSan's shadow memory needs the narrower address layout without randomization on recent kernels.

@@ -4,6 +4,7 @@
  */
 export { metalBackendPlugin, metalBackendPlugin as plugin, metalBackendPlugin as default } from './plugin.js';
 export { MetalBackend, type MetalBackendOptions, type MetalMemoryInfo } from './metal-backend.js';
+export { metalCapabilities } from './capabilities.js';
 export { MetalError } from './native/native-error.js';
 export { METAL_ONLY_ON_MACOS, MINIMUM_MACOS, probeMetal, type MetalDeviceInfo } from './probe.js';
 export { loadMetalAddon, type LoadAttempt, type LoadedAddon } from './native/load-addon.js';
