@@ -8,6 +8,7 @@ export default defineConfig({
   resolve: {
     alias: [
       { find: /^@kiln\/core\/testing$/, replacement: coreSource('testing/index.ts') },
+      { find: /^@kiln\/core\/native-backend$/, replacement: coreSource('native-backend/index.ts') },
       { find: /^@kiln\/core$/, replacement: coreSource('index.ts') },
       // The training-step comparison test runs the trainer and the CPU backend from source too;
       // backend-cpu's attention is also the f32 comparison of test/attention.test.ts.

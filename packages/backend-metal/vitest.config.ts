@@ -8,6 +8,7 @@ export default defineConfig({
   resolve: {
     alias: [
       { find: /^@kiln\/core\/testing$/, replacement: source('core/src/testing/index.ts') },
+      { find: /^@kiln\/core\/native-backend$/, replacement: source('core/src/native-backend/index.ts') },
       { find: /^@kiln\/core$/, replacement: source('core/src/index.ts') },
       // The training-step test compares against the CPU backend and runs the trainer's model.
       { find: /^@kiln\/backend-cpu$/, replacement: source('backend-cpu/src/index.ts') },

@@ -1,75 +1,23 @@
 /**
- * The fused kernels of CudaBackend (softmax family, RMSNorm, LayerNorm, rope, SwiGLU,
- * cross-entropy, AdamW): each checks its arguments — buffers of this backend, float dtypes that
- * agree, element counts that match rows/cols — then calls the native kernel (which checks again).
- * Layouts are core's (docs/kernel-semantics.md): dense tensors from element 0.
+ * The fused kernels of CudaBackend: core's shared checks and calls (NativeFusedKernels from
+ * @kiln/core/native-backend: softmax family, RMSNorm, LayerNorm, SwiGLU, cross-entropy, AdamW)
+ * plus what is CUDA's own — rope's checks, and scalars that only need to be numbers (the kernels
+ * propagate NaN and Inf). The native kernels check again.
  */
-import { InvalidArgumentError, ShapeError, type AdamWParams, type DType, type TensorRef } from '@kiln/core';
+import { InvalidArgumentError, ShapeError, type TensorRef } from '@kiln/core';
+import { NativeFusedKernels } from '@kiln/core/native-backend';
 import type { NativeBackend } from './native/addon-types.js';
-import { callNative } from './native/native-error.js';
-import { checkInteger, checkTensor, expectCount, expectDType, expectFloat, formatShape, type CheckedTensor } from './validate.js';
+import { callNative, cudaErrors } from './native/native-error.js';
+import { checkInteger, checkTensor, cudaChecks, expectFloat, formatShape } from './validate.js';
 
 /** Largest and smallest i32 (the ignore index travels as an i32). */
 const I32_MAX = 2147483647;
 const I32_MIN = -2147483648;
 
 /** See the file header; `owner` is the CudaBackend whose buffers are accepted. */
-export class FusedKernels {
-  constructor(private readonly native: NativeBackend, private readonly owner: object) {}
-
-  /** softmax / logSoftmax over [rows, cols]. */
-  softmax(kernel: 'softmax' | 'logSoftmax', x: TensorRef, out: TensorRef, rows: number, cols: number): void {
-    const count = this.rowsCols(kernel, rows, cols);
-    const input = this.float(kernel, 'x', x, count, 'rows · cols');
-    const output = this.tensor(kernel, 'out', out, input.dtype, count, 'rows · cols');
-    callNative(() => this.native[kernel](input.native, output.native, rows, cols));
-  }
-
-  /** dx = y ⊙ (dy − Σ dy·y) per row. */
-  softmaxBackward(y: TensorRef, dy: TensorRef, dx: TensorRef, rows: number, cols: number): void {
-    const kernel = 'softmaxBackward';
-    const count = this.rowsCols(kernel, rows, cols);
-    const output = this.float(kernel, 'y', y, count, 'rows · cols');
-    const gradient = this.tensor(kernel, 'dy', dy, output.dtype, count, 'rows · cols');
-    const result = this.tensor(kernel, 'dx', dx, output.dtype, count, 'rows · cols');
-    callNative(() => this.native.softmaxBackward(output.native, gradient.native, result.native, rows, cols));
-  }
-
-  /** RMSNorm; rstd f32 [rows]. */
-  rmsNorm(x: TensorRef, weight: TensorRef, out: TensorRef, rstd: TensorRef, rows: number, cols: number, eps: number): void {
-    const kernel = 'rmsNorm';
-    const count = this.rowsCols(kernel, rows, cols);
-    const input = this.float(kernel, 'x', x, count, 'rows · cols');
-    const scale = this.tensor(kernel, 'weight', weight, input.dtype, cols, 'cols');
-    const output = this.tensor(kernel, 'out', out, input.dtype, count, 'rows · cols');
-    const inverse = this.tensor(kernel, 'rstd', rstd, 'f32', rows, 'rows');
-    this.number(kernel, 'eps', eps);
-    callNative(() => this.native.rmsNorm(input.native, scale.native, output.native, inverse.native, rows, cols, eps));
-  }
-
-  /** RMSNorm gradients; dWeight f32 [cols] overwritten. */
-  rmsNormBackward(x: TensorRef, weight: TensorRef, rstd: TensorRef, dy: TensorRef, dx: TensorRef, dWeight: TensorRef, rows: number, cols: number): void {
-    const kernel = 'rmsNormBackward';
-    const count = this.rowsCols(kernel, rows, cols);
-    const input = this.float(kernel, 'x', x, count, 'rows · cols');
-    const scale = this.tensor(kernel, 'weight', weight, input.dtype, cols, 'cols');
-    const inverse = this.tensor(kernel, 'rstd', rstd, 'f32', rows, 'rows');
-    const gradient = this.tensor(kernel, 'dy', dy, input.dtype, count, 'rows · cols');
-    const inputGradient = this.tensor(kernel, 'dx', dx, input.dtype, count, 'rows · cols');
-    const weightGradient = this.tensor(kernel, 'dWeight', dWeight, 'f32', cols, 'cols');
-    callNative(() => this.native.rmsNormBackward(input.native, scale.native, inverse.native, gradient.native, inputGradient.native, weightGradient.native, rows, cols));
-  }
-
-  /** LayerNorm. */
-  layerNorm(x: TensorRef, weight: TensorRef, bias: TensorRef, out: TensorRef, rows: number, cols: number, eps: number): void {
-    const kernel = 'layerNorm';
-    const count = this.rowsCols(kernel, rows, cols);
-    const input = this.float(kernel, 'x', x, count, 'rows · cols');
-    const scale = this.tensor(kernel, 'weight', weight, input.dtype, cols, 'cols');
-    const shift = this.tensor(kernel, 'bias', bias, input.dtype, cols, 'cols');
-    const output = this.tensor(kernel, 'out', out, input.dtype, count, 'rows · cols');
-    this.number(kernel, 'eps', eps);
-    callNative(() => this.native.layerNorm(input.native, scale.native, shift.native, output.native, rows, cols, eps));
+export class FusedKernels extends NativeFusedKernels {
+  constructor(native: NativeBackend, owner: object) {
+    super(cudaChecks, cudaErrors, native, owner);
   }
 
   /** Rotary embedding of x [..., T, D] (D even). */
@@ -83,103 +31,20 @@ export class FusedKernels {
         hint: 'The half-split layout pairs element i with i + D/2, so D must be even.',
       });
     }
-    const output = this.tensor(kernel, 'out', out, input.dtype, input.count, 'as many elements as x');
+    const output = cudaChecks.checkTensorOf(out, this.owner, kernel, 'out', input.dtype, input.count, 'as many elements as x');
     checkInteger(offset, 'rope: offset');
     if (typeof theta !== 'number' || !Number.isFinite(theta) || theta <= 0) throw new InvalidArgumentError(`cuda backend: rope: theta must be a positive number, got ${String(theta)}`);
     if (typeof inverse !== 'boolean') throw new InvalidArgumentError('cuda backend: rope: inverse must be a boolean');
     callNative(() => this.native.rope(input.native, output.native, offset, theta, inverse));
   }
 
-  /** out = silu(gate) · up. */
-  swiglu(gate: TensorRef, up: TensorRef, out: TensorRef): void {
-    const gates = this.elementwise('swiglu', 'gate', gate);
-    const ups = this.tensor('swiglu', 'up', up, gates.dtype, gates.count, 'as many elements as gate');
-    const output = this.tensor('swiglu', 'out', out, gates.dtype, gates.count, 'as many elements as gate');
-    callNative(() => this.native.swiglu(gates.native, ups.native, output.native));
-  }
-
-  /** dGate = dy · up · siluGrad(gate), dUp = dy · silu(gate). */
-  swigluBackward(gate: TensorRef, up: TensorRef, dy: TensorRef, dGate: TensorRef, dUp: TensorRef): void {
-    const kernel = 'swigluBackward';
-    const gates = this.elementwise(kernel, 'gate', gate);
-    const [ups, gradient, gateGradient, upGradient] = ([['up', up], ['dy', dy], ['dGate', dGate], ['dUp', dUp]] as const).map(([role, ref]) =>
-      this.tensor(kernel, role, ref, gates.dtype, gates.count, 'as many elements as gate'));
-    callNative(() => this.native.swigluBackward(gates.native, ups.native, gradient.native, gateGradient.native, upGradient.native));
-  }
-
-  /** Per-row cross-entropy loss f32 [rows]. */
-  crossEntropy(logits: TensorRef, targets: TensorRef, loss: TensorRef, rows: number, classes: number, ignoreIndex: number): void {
-    const kernel = 'crossEntropy';
-    const count = this.rowsCols(kernel, rows, classes, 'classes');
-    const input = this.float(kernel, 'logits', logits, count, 'rows · classes');
-    const labels = this.tensor(kernel, 'targets', targets, 'i32', rows, 'rows');
-    const output = this.tensor(kernel, 'loss', loss, 'f32', rows, 'rows');
-    this.ignoreIndex(kernel, ignoreIndex);
-    callNative(() => this.native.crossEntropy(input.native, labels.native, output.native, rows, classes, ignoreIndex));
-  }
-
-  /** dLogits = (softmax − onehot)·scale per row. */
-  crossEntropyBackward(logits: TensorRef, targets: TensorRef, dLogits: TensorRef, rows: number, classes: number, ignoreIndex: number, scale: number): void {
-    const kernel = 'crossEntropyBackward';
-    const count = this.rowsCols(kernel, rows, classes, 'classes');
-    const input = this.float(kernel, 'logits', logits, count, 'rows · classes');
-    const labels = this.tensor(kernel, 'targets', targets, 'i32', rows, 'rows');
-    const output = this.tensor(kernel, 'dLogits', dLogits, input.dtype, count, 'rows · classes');
-    this.ignoreIndex(kernel, ignoreIndex);
-    this.number(kernel, 'scale', scale);
-    callNative(() => this.native.crossEntropyBackward(input.native, labels.native, output.native, rows, classes, ignoreIndex, scale));
-  }
-
-  /** One AdamW step in place. */
-  adamw(param: TensorRef, grad: TensorRef, m: TensorRef, v: TensorRef, params: AdamWParams): void {
-    const kernel = 'adamw';
-    const parameter = this.elementwise(kernel, 'param', param);
-    const gradient = checkTensor(grad, this.owner, kernel, 'grad', false);
-    expectFloat(gradient, kernel, 'grad');
-    expectCount(gradient, parameter.count, kernel, 'grad', 'as many elements as param');
-    const first = this.tensor(kernel, 'm', m, 'f32', parameter.count, 'as many elements as param');
-    const second = this.tensor(kernel, 'v', v, 'f32', parameter.count, 'as many elements as param');
-    if (typeof params !== 'object' || params === null) throw new InvalidArgumentError('cuda backend: adamw: params must be an object');
-    const { lr, beta1, beta2, eps, weightDecay, step } = params;
-    for (const [name, value] of Object.entries({ lr, beta1, beta2, eps, weightDecay })) this.number(kernel, `params.${name}`, value);
-    checkInteger(step, 'adamw: params.step', 1);
-    callNative(() => this.native.adamw(parameter.native, gradient.native, first.native, second.native, { lr, beta1, beta2, eps, weightDecay, step }));
-  }
-
-  private rowsCols(kernel: string, rows: number, cols: number, colsName = 'cols'): number {
-    checkInteger(rows, `${kernel}: rows`);
-    checkInteger(cols, `${kernel}: ${colsName}`);
-    return rows * cols;
-  }
-
-  /** A dense float tensor of `count` elements. */
-  private float(kernel: string, role: string, ref: TensorRef, count: number, why: string): CheckedTensor {
-    const tensor = checkTensor(ref, this.owner, kernel, role, false);
-    expectFloat(tensor, kernel, role);
-    expectCount(tensor, count, kernel, role, why);
-    return tensor;
-  }
-
-  /** A dense tensor of `dtype` and `count` elements. */
-  private tensor(kernel: string, role: string, ref: TensorRef, dtype: DType, count: number, why: string): CheckedTensor {
-    const tensor = checkTensor(ref, this.owner, kernel, role, false);
-    expectDType(tensor, dtype, kernel, role);
-    expectCount(tensor, count, kernel, role, why);
-    return tensor;
-  }
-
-  /** The first operand of an elementwise kernel (any float dtype, any shape). */
-  private elementwise(kernel: string, role: string, ref: TensorRef): CheckedTensor {
-    const tensor = checkTensor(ref, this.owner, kernel, role, false);
-    expectFloat(tensor, kernel, role);
-    return tensor;
-  }
-
-  private number(kernel: string, name: string, value: unknown): void {
+  /** Any number (NaN and Inf propagate through the kernels). */
+  protected checkScalar(kernel: string, name: string, value: unknown): void {
     if (typeof value !== 'number') throw new InvalidArgumentError(`cuda backend: ${kernel}: ${name} must be a number, got ${typeof value}`);
   }
 
-  private ignoreIndex(kernel: string, value: number): void {
+  /** An integer in the i32 range. */
+  protected checkIgnoreIndex(kernel: string, value: unknown): void {
     if (typeof value !== 'number' || !Number.isInteger(value) || value < I32_MIN || value > I32_MAX) {
       throw new InvalidArgumentError(`cuda backend: ${kernel}: ignoreIndex must be an integer in the i32 range, got ${String(value)}`);
     }

@@ -1,83 +1,30 @@
 /**
- * The fused kernels of MetalBackend (softmax family, RMSNorm, LayerNorm, rope, SwiGLU,
- * cross-entropy, AdamW): each checks its arguments — buffers of this backend, float dtypes that
- * agree, element counts that match rows/cols, finite scalars — then calls the native kernel
- * (native/host/fused_methods.cpp, which checks again). Layouts are core's
- * (docs/kernel-semantics.md): dense tensors from element 0.
+ * The fused kernels of MetalBackend: core's shared checks and calls (NativeFusedKernels from
+ * @kiln/core/native-backend: softmax family, RMSNorm, LayerNorm, SwiGLU, cross-entropy, AdamW)
+ * plus what is Metal's own — rope's checks, and finite scalars. The native kernels
+ * (native/host/fused_methods.cpp) check again.
  */
-import { InvalidArgumentError, ShapeError, type AdamWParams, type DType, type TensorRef } from '@kiln/core';
+import { InvalidArgumentError, ShapeError, type TensorRef } from '@kiln/core';
+import { NativeFusedKernels } from '@kiln/core/native-backend';
 import type { NativeBackend } from './native/addon-types.js';
-import { callNative } from './native/native-error.js';
-import { checkInteger, checkTensor, expectCount, expectDType, expectFloat, formatShape, type CheckedTensor } from './validate.js';
+import { callNative, metalErrors } from './native/native-error.js';
+import { checkInteger, formatShape, metalChecks } from './validate.js';
 
 /** Largest and smallest i32 (the ignore index travels as an i32). */
 const I32_MAX = 2147483647;
 const I32_MIN = -2147483648;
 
 /** See the file header; `owner` is the MetalBackend whose buffers are accepted. */
-export class MetalFusedKernels {
-  constructor(private readonly native: NativeBackend, private readonly owner: object) {}
-
-  /** softmax / logSoftmax over [rows, cols]. */
-  softmax(kernel: 'softmax' | 'logSoftmax', x: TensorRef, out: TensorRef, rows: number, cols: number): void {
-    const count = this.rowsCols(kernel, rows, cols);
-    const input = this.float(kernel, 'x', x, count, 'rows · cols');
-    const output = this.tensor(kernel, 'out', out, input.dtype, count, 'rows · cols');
-    callNative(() => this.native[kernel](input.native, output.native, rows, cols));
-  }
-
-  /** dx = y ⊙ (dy − Σ dy·y) per row. */
-  softmaxBackward(y: TensorRef, dy: TensorRef, dx: TensorRef, rows: number, cols: number): void {
-    const kernel = 'softmaxBackward';
-    const count = this.rowsCols(kernel, rows, cols);
-    const output = this.float(kernel, 'y', y, count, 'rows · cols');
-    const gradient = this.tensor(kernel, 'dy', dy, output.dtype, count, 'rows · cols');
-    const result = this.tensor(kernel, 'dx', dx, output.dtype, count, 'rows · cols');
-    callNative(() => this.native.softmaxBackward(output.native, gradient.native, result.native, rows, cols));
-  }
-
-  /** RMSNorm; rstd f32 [rows]. */
-  rmsNorm(x: TensorRef, weight: TensorRef, out: TensorRef, rstd: TensorRef, rows: number, cols: number, eps: number): void {
-    const kernel = 'rmsNorm';
-    const count = this.rowsCols(kernel, rows, cols);
-    const input = this.float(kernel, 'x', x, count, 'rows · cols');
-    const scale = this.tensor(kernel, 'weight', weight, input.dtype, cols, 'cols');
-    const output = this.tensor(kernel, 'out', out, input.dtype, count, 'rows · cols');
-    const inverse = this.tensor(kernel, 'rstd', rstd, 'f32', rows, 'rows');
-    this.number(kernel, 'eps', eps);
-    callNative(() => this.native.rmsNorm(input.native, scale.native, output.native, inverse.native, rows, cols, eps));
-  }
-
-  /** RMSNorm gradients; dWeight f32 [cols] overwritten (summed over rows in a fixed order). */
-  rmsNormBackward(x: TensorRef, weight: TensorRef, rstd: TensorRef, dy: TensorRef, dx: TensorRef, dWeight: TensorRef, rows: number, cols: number): void {
-    const kernel = 'rmsNormBackward';
-    const count = this.rowsCols(kernel, rows, cols);
-    const input = this.float(kernel, 'x', x, count, 'rows · cols');
-    const scale = this.tensor(kernel, 'weight', weight, input.dtype, cols, 'cols');
-    const inverse = this.tensor(kernel, 'rstd', rstd, 'f32', rows, 'rows');
-    const gradient = this.tensor(kernel, 'dy', dy, input.dtype, count, 'rows · cols');
-    const inputGradient = this.tensor(kernel, 'dx', dx, input.dtype, count, 'rows · cols');
-    const weightGradient = this.tensor(kernel, 'dWeight', dWeight, 'f32', cols, 'cols');
-    callNative(() => this.native.rmsNormBackward(input.native, scale.native, inverse.native, gradient.native, inputGradient.native, weightGradient.native, rows, cols));
-  }
-
-  /** LayerNorm over the last axis. */
-  layerNorm(x: TensorRef, weight: TensorRef, bias: TensorRef, out: TensorRef, rows: number, cols: number, eps: number): void {
-    const kernel = 'layerNorm';
-    const count = this.rowsCols(kernel, rows, cols);
-    const input = this.float(kernel, 'x', x, count, 'rows · cols');
-    const scale = this.tensor(kernel, 'weight', weight, input.dtype, cols, 'cols');
-    const shift = this.tensor(kernel, 'bias', bias, input.dtype, cols, 'cols');
-    const output = this.tensor(kernel, 'out', out, input.dtype, count, 'rows · cols');
-    this.number(kernel, 'eps', eps);
-    callNative(() => this.native.layerNorm(input.native, scale.native, shift.native, output.native, rows, cols, eps));
+export class MetalFusedKernels extends NativeFusedKernels {
+  constructor(native: NativeBackend, owner: object) {
+    super(metalChecks, metalErrors, native, owner);
   }
 
   /** Rotary embedding (half-split) on x [..., T, D]; inverse rotates by −angle. */
   rope(x: TensorRef, out: TensorRef, offset: number, theta: number, inverse: boolean): void {
     const kernel = 'rope';
-    const input = this.elementwise(kernel, 'x', x);
-    const output = this.tensor(kernel, 'out', out, input.dtype, input.count, 'as many elements as x');
+    const input = metalChecks.checkElementwiseTensor(x, this.owner, kernel, 'x');
+    const output = metalChecks.checkTensorOf(out, this.owner, kernel, 'out', input.dtype, input.count, 'as many elements as x');
     const rank = input.shape.length;
     if (rank < 2 || input.shape[rank - 1] % 2 !== 0) {
       throw new ShapeError(`metal backend: rope needs x [B, H, T, D] with an even D, got ${formatShape(input.shape)}`, {
@@ -95,99 +42,15 @@ export class MetalFusedKernels {
     callNative(() => this.native.rope(input.native, output.native, offset, theta, inverse));
   }
 
-  /** out = silu(gate) · up. */
-  swiglu(gate: TensorRef, up: TensorRef, out: TensorRef): void {
-    const kernel = 'swiglu';
-    const gates = this.elementwise(kernel, 'gate', gate);
-    const ups = this.tensor(kernel, 'up', up, gates.dtype, gates.count, 'as many elements as gate');
-    const output = this.tensor(kernel, 'out', out, gates.dtype, gates.count, 'as many elements as gate');
-    callNative(() => this.native.swiglu(gates.native, ups.native, output.native));
-  }
-
-  /** dGate = dy · up · siluGrad(gate), dUp = dy · silu(gate). */
-  swigluBackward(gate: TensorRef, up: TensorRef, dy: TensorRef, dGate: TensorRef, dUp: TensorRef): void {
-    const kernel = 'swigluBackward';
-    const gates = this.elementwise(kernel, 'gate', gate);
-    const [ups, gradient, gateGradient, upGradient] = ([['up', up], ['dy', dy], ['dGate', dGate], ['dUp', dUp]] as const).map(([role, ref]) =>
-      this.tensor(kernel, role, ref, gates.dtype, gates.count, 'as many elements as gate'));
-    callNative(() => this.native.swigluBackward(gates.native, ups.native, gradient.native, gateGradient.native, upGradient.native));
-  }
-
-  /** Per-row cross-entropy loss f32 [rows]; an out-of-range target gives NaN and rejects the next synchronize/download. */
-  crossEntropy(logits: TensorRef, targets: TensorRef, loss: TensorRef, rows: number, classes: number, ignoreIndex: number): void {
-    const kernel = 'crossEntropy';
-    const count = this.rowsCols(kernel, rows, classes, 'classes');
-    const input = this.float(kernel, 'logits', logits, count, 'rows · classes');
-    const labels = this.tensor(kernel, 'targets', targets, 'i32', rows, 'rows');
-    const output = this.tensor(kernel, 'loss', loss, 'f32', rows, 'rows');
-    this.ignoreIndex(kernel, ignoreIndex);
-    callNative(() => this.native.crossEntropy(input.native, labels.native, output.native, rows, classes, ignoreIndex));
-  }
-
-  /** dLogits = (softmax − onehot) · scale per row, one pass over the vocabulary after the logsumexp. */
-  crossEntropyBackward(logits: TensorRef, targets: TensorRef, dLogits: TensorRef, rows: number, classes: number, ignoreIndex: number, scale: number): void {
-    const kernel = 'crossEntropyBackward';
-    const count = this.rowsCols(kernel, rows, classes, 'classes');
-    const input = this.float(kernel, 'logits', logits, count, 'rows · classes');
-    const labels = this.tensor(kernel, 'targets', targets, 'i32', rows, 'rows');
-    const output = this.tensor(kernel, 'dLogits', dLogits, input.dtype, count, 'rows · classes');
-    this.ignoreIndex(kernel, ignoreIndex);
-    this.number(kernel, 'scale', scale);
-    callNative(() => this.native.crossEntropyBackward(input.native, labels.native, output.native, rows, classes, ignoreIndex, scale));
-  }
-
-  /** One AdamW step in place on param, m, v (f32 state) from grad. */
-  adamw(param: TensorRef, grad: TensorRef, m: TensorRef, v: TensorRef, params: AdamWParams): void {
-    const kernel = 'adamw';
-    const parameter = this.elementwise(kernel, 'param', param);
-    const gradient = checkTensor(grad, this.owner, kernel, 'grad', false);
-    expectFloat(gradient, kernel, 'grad');
-    expectCount(gradient, parameter.count, kernel, 'grad', 'as many elements as param');
-    const first = this.tensor(kernel, 'm', m, 'f32', parameter.count, 'as many elements as param');
-    const second = this.tensor(kernel, 'v', v, 'f32', parameter.count, 'as many elements as param');
-    if (typeof params !== 'object' || params === null) throw new InvalidArgumentError('metal backend: adamw: params must be an object');
-    const { lr, beta1, beta2, eps, weightDecay, step } = params;
-    for (const [name, value] of Object.entries({ lr, beta1, beta2, eps, weightDecay })) this.number(kernel, `params.${name}`, value);
-    checkInteger(step, 'adamw: params.step', 1);
-    callNative(() => this.native.adamw(parameter.native, gradient.native, first.native, second.native, { lr, beta1, beta2, eps, weightDecay, step }));
-  }
-
-  private rowsCols(kernel: string, rows: number, cols: number, colsName = 'cols'): number {
-    checkInteger(rows, `${kernel}: rows`);
-    checkInteger(cols, `${kernel}: ${colsName}`);
-    return rows * cols;
-  }
-
-  /** A dense float tensor of `count` elements (its dtype sets the call's dtype). */
-  private float(kernel: string, role: string, ref: TensorRef, count: number, why: string): CheckedTensor {
-    const checked = checkTensor(ref, this.owner, kernel, role, false);
-    expectFloat(checked, kernel, role);
-    expectCount(checked, count, kernel, role, why);
-    return checked;
-  }
-
-  /** A dense float tensor whose element count is whatever its shape says (elementwise kernels, rope). */
-  private elementwise(kernel: string, role: string, ref: TensorRef): CheckedTensor {
-    const checked = checkTensor(ref, this.owner, kernel, role, false);
-    expectFloat(checked, kernel, role);
-    return checked;
-  }
-
-  /** A dense tensor of `dtype` with `count` elements. */
-  private tensor(kernel: string, role: string, ref: TensorRef, dtype: DType, count: number, why: string): CheckedTensor {
-    const checked = checkTensor(ref, this.owner, kernel, role, false);
-    expectDType(checked, dtype, kernel, role);
-    expectCount(checked, count, kernel, role, why);
-    return checked;
-  }
-
-  private number(kernel: string, name: string, value: unknown): void {
+  /** A finite number. */
+  protected checkScalar(kernel: string, name: string, value: unknown): void {
     if (typeof value !== 'number' || !Number.isFinite(value)) {
       throw new InvalidArgumentError(`metal backend: ${kernel}: ${name} must be a finite number, got ${String(value)}`);
     }
   }
 
-  private ignoreIndex(kernel: string, value: unknown): void {
+  /** An integer in the i32 range. */
+  protected checkIgnoreIndex(kernel: string, value: unknown): void {
     if (typeof value !== 'number' || !Number.isInteger(value) || value < I32_MIN || value > I32_MAX) {
       throw new InvalidArgumentError(`metal backend: ${kernel}: ignoreIndex must be an i32 integer, got ${String(value)}`);
     }

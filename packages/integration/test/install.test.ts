@@ -3,7 +3,8 @@
  * out-of-tree backend template installed with npm into a fresh project. `kiln info` discovers the
  * plugin, `KILN_DEVICE=example kiln train` trains on it, a checkpoint it wrote generates on the
  * CPU, broken plugins (another API version, a hanging probe) get clear messages, the README's
- * "Using it" sample runs as written, and TypeScript users of every module system get types.
+ * "Using it" sample runs as written, @kiln/core/native-backend throws core's own error classes under
+ * require and import, and TypeScript users of every module system get types.
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -133,6 +134,17 @@ describe('a fresh npm project with kiln and kiln-backend-example installed', () 
     expect(result.stdout).toMatch(/chosen/);
   });
 
+  it('loads @kiln/core/native-backend from require and import, throwing the same error classes as @kiln/core', async () => {
+    const check = (load: string) => `${load}\ntry {\n  nativeBackend.nativeArgumentChecks('rocm').checkInteger(-1, 'alloc: byteLength');\n} catch (error) {\n  console.log(error instanceof core.InvalidArgumentError, error.message);\n}\n`;
+    writeFileSync(join(project, 'native-backend.cjs'), check("const core = require('@kiln/core');\nconst nativeBackend = require('@kiln/core/native-backend');"));
+    writeFileSync(join(project, 'native-backend.mjs'), check("import * as core from '@kiln/core';\nimport * as nativeBackend from '@kiln/core/native-backend';"));
+    for (const file of ['native-backend.cjs', 'native-backend.mjs']) {
+      const result = await run(process.execPath, [file], { cwd: project });
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout.trim(), file).toBe('true rocm backend: alloc: byteLength must be an integer ≥ 0, got -1');
+    }
+  });
+
   it('gives TypeScript users types under every module system (CommonJS require, ESM, node10, bundler)', async () => {
     const typescript = join(REPOSITORY, 'node_modules', 'typescript', 'bin', 'tsc');
     const compile = async (name: string, options: Record<string, string>, source: string) => {
@@ -145,11 +157,11 @@ describe('a fresh npm project with kiln and kiln-backend-example installed', () 
       const result = await run(process.execPath, [typescript, '--noEmit', '--strict', '--skipLibCheck', '--types', 'node', '--typeRoots', join(REPOSITORY, 'node_modules', '@types'), ...flags, join(directory, `index.${extension}`)], { cwd: project });
       return `${result.stdout}${result.stderr}`.trim();
     };
-    const cjs = 'import kiln = require(\'@kiln/core\');\nimport testing = require(\'@kiln/core/testing\');\nconst version: number = kiln.KERNEL_API_VERSION;\nconst rows: testing.SupportMatrixRow[] = testing.supportMatrix(testing.createReferenceBackend());\nexport = { version, rows };\n';
-    const esm = "import { KERNEL_API_VERSION, type KernelBackend } from '@kiln/core';\nimport { supportMatrix } from '@kiln/core/testing';\nimport plugin from 'kiln-backend-example';\nimport { runCli } from '@kiln/cli';\nimport { train } from '@kiln/trainer';\nexport const checks: [number, KernelBackend['name'] | undefined, unknown, unknown, unknown] = [KERNEL_API_VERSION, undefined, supportMatrix, plugin.probe, [runCli, train]];\n";
+    const cjs = 'import kiln = require(\'@kiln/core\');\nimport testing = require(\'@kiln/core/testing\');\nimport nativeBackend = require(\'@kiln/core/native-backend\');\nconst version: number = kiln.KERNEL_API_VERSION;\nconst rows: testing.SupportMatrixRow[] = testing.supportMatrix(testing.createReferenceBackend());\nconst checks: nativeBackend.NativeArgumentChecks = nativeBackend.nativeArgumentChecks(\'rocm\');\nexport = { version, rows, checks };\n';
+    const esm = "import { KERNEL_API_VERSION, type KernelBackend } from '@kiln/core';\nimport { supportMatrix } from '@kiln/core/testing';\nimport { NativeKernelBackend } from '@kiln/core/native-backend';\nimport plugin from 'kiln-backend-example';\nimport { runCli } from '@kiln/cli';\nimport { train } from '@kiln/trainer';\nexport const checks: [number, KernelBackend['name'] | undefined, unknown, unknown, unknown] = [KERNEL_API_VERSION, undefined, supportMatrix, plugin.probe, [runCli, train, NativeKernelBackend]];\n";
     expect(await compile('cjs-node16', { module: 'node16', moduleResolution: 'node16' }, cjs)).toBe('');
     expect(await compile('esm-node16', { module: 'node16', moduleResolution: 'node16' }, esm.replace(/^/, '// module\n'))).toBe('');
-    expect(await compile('node10', { module: 'commonjs', moduleResolution: 'node10', target: 'es2022', ignoreDeprecations: '5.0' }, "import * as kiln from '@kiln/core';\nimport * as testing from '@kiln/core/testing';\nexport const apiVersion: number = kiln.KERNEL_API_VERSION;\nexport const table: string = testing.formatSupportMatrix([]);\n")).toBe('');
+    expect(await compile('node10', { module: 'commonjs', moduleResolution: 'node10', target: 'es2022', ignoreDeprecations: '5.0' }, "import * as kiln from '@kiln/core';\nimport * as testing from '@kiln/core/testing';\nimport * as nativeBackend from '@kiln/core/native-backend';\nexport const apiVersion: number = kiln.KERNEL_API_VERSION;\nexport const table: string = testing.formatSupportMatrix([]);\nexport const shape: string = nativeBackend.formatShape([2, 3]);\n")).toBe('');
     expect(await compile('bundler', { module: 'esnext', moduleResolution: 'bundler', target: 'es2022' }, esm)).toBe('');
   });
 });

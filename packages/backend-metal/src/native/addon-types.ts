@@ -9,19 +9,10 @@
  * offsets count elements; buffers are referred to by the numeric id alloc() returned.
  */
 
-/** A tensor (dense, from element 0) or a strided view, as the native methods take it. */
-export interface NativeTensor {
-  /** Buffer id from alloc(). */
-  buffer: number;
-  /** Dtype code (DTYPE_CODE). */
-  dtype: number;
-  /** Dimensions, outermost first. */
-  shape: readonly number[];
-  /** Element strides (views only; absent = dense). */
-  strides?: readonly number[];
-  /** Element offset (views only; absent = 0). */
-  offset?: number;
-}
+import type { NativeFailure, NativeKernelMethods, NativeTensor } from '@kiln/core/native-backend';
+
+/** A tensor (dense, from element 0) or a strided view, as the native methods take it (core's descriptor). */
+export type { NativeTensor };
 
 /** What memory() reports. */
 export interface NativeMemory {
@@ -126,88 +117,16 @@ export interface NativeDispatch {
   }>;
 }
 
-/** One backend instance on one GPU: storage, the primitives and the fused kernels. */
-export interface NativeBackend {
-  /** Allocates `byteLength` bytes (pooled); returns the buffer id. Throws OUT_OF_MEMORY after emptying the pool and retrying once. */
-  alloc(byteLength: number): number;
-  /** Returns a buffer to the pool. */
-  free(buffer: number): void;
-  /** Copies host bytes into the buffer at `byteOffset` (in stream order; `data` may be reused at once). */
-  upload(buffer: number, data: Uint8Array, byteOffset: number): void;
-  /** The buffer's bytes after all queued work; rejects with a queued error or an out-of-range index a kernel recorded. */
-  download(buffer: number): Promise<Uint8Array>;
-  /** Resolves when all queued work is done; rejects like download. */
-  synchronize(): Promise<void>;
+/** One backend instance on one GPU: core's NativeKernelMethods (storage, primitives, fused kernels, flash attention) plus Metal's own. */
+export interface NativeBackend extends NativeKernelMethods {
   /** Pool and GPU memory counters. */
   memory(): NativeMemory;
-  /** Gives every cached (free) buffer back to Metal. */
-  emptyCache(): void;
   /** The GPU this instance drives. */
   deviceInfo(): NativeDevice;
-  /** Finishes queued work, frees every buffer; later calls throw. */
-  dispose(): void;
   /** Starts (true) or stops recording every dispatch (the dispatch plan). */
   recordDispatches(on: boolean): void;
   /** The dispatches recorded since the last call. */
   takeDispatches(): NativeDispatch[];
-  /** out = op(x); dense tensors of one dtype. */
-  unary(op: number, x: NativeTensor, out: NativeTensor): void;
-  /** out = a op b; a and b are views of out's shape and dtype. */
-  binary(op: number, a: NativeTensor, b: NativeTensor, out: NativeTensor): void;
-  /** out = condition != 0 ? a : b; views of out's shape. */
-  where(condition: NativeTensor, a: NativeTensor, b: NativeTensor, out: NativeTensor): void;
-  /** Reduces the middle axis of x viewed [outer, size, inner]. */
-  reduce(op: number, x: NativeTensor, out: NativeTensor, outer: number, size: number, inner: number): void;
-  /** Batched matmul (params as core's MatmulParams). */
-  matmul(a: NativeTensor, b: NativeTensor, out: NativeTensor, params: {
-    batch: number; m: number; n: number; k: number; transposeA: boolean; transposeB: boolean; batchStrideA: number; batchStrideB: number;
-  }): void;
-  /** dst[view] = src[view]. */
-  copy(src: NativeTensor, dst: NativeTensor): void;
-  /** out[o, i, :] = x[o, indices[i], :]; an out-of-range index writes 0 and rejects the next synchronize/download. */
-  gather(x: NativeTensor, indices: NativeTensor, out: NativeTensor, outer: number, rows: number, inner: number): void;
-  /** out[o, indices[i], :] += source[o, i, :]; an out-of-range index is skipped and rejects the next synchronize/download. */
-  scatterAdd(source: NativeTensor, indices: NativeTensor, out: NativeTensor, outer: number, rows: number, inner: number): void;
-  /** out = x converted to out's dtype. */
-  cast(x: NativeTensor, out: NativeTensor): void;
-  /** Every element of out = value (rounded once to out's dtype). */
-  fill(out: NativeTensor, value: number): void;
-  /** kiln's Philox stream: kind 0 = uniform(a, b), 1 = normal(mean a, std b). */
-  random(out: NativeTensor, kind: number, a: number, b: number, seed: number, offset: number): void;
-  /** Flash attention forward: out and lse [B, Hq, Tq] f32; mask null or an f32 view of [B, Hq, Tq, Tk]; head dim ≤ 128. */
-  attention(q: NativeTensor, k: NativeTensor, v: NativeTensor, mask: NativeTensor | null, out: NativeTensor, lse: NativeTensor, params: { scale: number; causal: boolean }): void;
-  /** Flash attention backward: overwrites dq, dk, dv from out, lse and dOut (head dim ≤ 128). */
-  attentionBackward(
-    q: NativeTensor, k: NativeTensor, v: NativeTensor, mask: NativeTensor | null, out: NativeTensor, lse: NativeTensor, dOut: NativeTensor,
-    dq: NativeTensor, dk: NativeTensor, dv: NativeTensor, params: { scale: number; causal: boolean },
-  ): void;
-  // ---- fused kernels (native/host/fused_methods.cpp): dense tensors, float dtypes ----
-  /** softmax over the last axis of x [rows, cols]. */
-  softmax(x: NativeTensor, out: NativeTensor, rows: number, cols: number): void;
-  /** log-softmax over the last axis of x [rows, cols]. */
-  logSoftmax(x: NativeTensor, out: NativeTensor, rows: number, cols: number): void;
-  /** dx = y·(dy − Σ dy·y) per row. */
-  softmaxBackward(y: NativeTensor, dy: NativeTensor, dx: NativeTensor, rows: number, cols: number): void;
-  /** RMSNorm; rstd f32 [rows]. */
-  rmsNorm(x: NativeTensor, weight: NativeTensor, out: NativeTensor, rstd: NativeTensor, rows: number, cols: number, eps: number): void;
-  /** RMSNorm gradients; dWeight f32 [cols] overwritten. */
-  rmsNormBackward(x: NativeTensor, weight: NativeTensor, rstd: NativeTensor, dy: NativeTensor, dx: NativeTensor, dWeight: NativeTensor, rows: number, cols: number): void;
-  /** LayerNorm over the last axis. */
-  layerNorm(x: NativeTensor, weight: NativeTensor, bias: NativeTensor, out: NativeTensor, rows: number, cols: number, eps: number): void;
-  /** Rotary embedding on x [..., T, D] at positions offset…; inverse rotates by −angle. */
-  rope(x: NativeTensor, out: NativeTensor, offset: number, theta: number, inverse: boolean): void;
-  /** out = silu(gate)·up. */
-  swiglu(gate: NativeTensor, up: NativeTensor, out: NativeTensor): void;
-  /** Gradients of swiglu. */
-  swigluBackward(gate: NativeTensor, up: NativeTensor, dy: NativeTensor, dGate: NativeTensor, dUp: NativeTensor): void;
-  /** Per-row loss f32 [rows]; an out-of-range target gives NaN and rejects the next synchronize/download. */
-  crossEntropy(logits: NativeTensor, targets: NativeTensor, loss: NativeTensor, rows: number, classes: number, ignoreIndex: number): void;
-  /** (softmax − onehot)·scale per row; out-of-range targets as crossEntropy. */
-  crossEntropyBackward(logits: NativeTensor, targets: NativeTensor, dLogits: NativeTensor, rows: number, classes: number, ignoreIndex: number, scale: number): void;
-  /** One AdamW step in place (m, v f32). */
-  adamw(param: NativeTensor, grad: NativeTensor, m: NativeTensor, v: NativeTensor, params: {
-    lr: number; beta1: number; beta2: number; eps: number; weightDecay: number; step: number;
-  }): void;
 }
 
 /** Options of the simulator's configureSimulator (tests only). */
@@ -246,12 +165,5 @@ export interface MetalAddon {
   configureSimulator?(options: SimulatorConfiguration): void;
 }
 
-/** The Error the addon throws or rejects with. */
-export interface NativeFailure extends Error {
-  /** Which KilnError it maps to. */
-  kilnKind: 'INVALID_ARGUMENT' | 'DTYPE_MISMATCH' | 'SHAPE_MISMATCH' | 'OUT_OF_MEMORY' | 'DEVICE';
-  /** How to fix it. */
-  hint?: string;
-  /** Bytes an allocation asked for (OUT_OF_MEMORY). */
-  requestedBytes?: number;
-}
+/** The Error the addon throws or rejects with (core's NativeFailure). */
+export type { NativeFailure };

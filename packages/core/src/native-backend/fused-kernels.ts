@@ -1,0 +1,178 @@
+/**
+ * Argument checks and native calls of the fused kernels every native backend shares (softmax
+ * family, RMSNorm, LayerNorm, SwiGLU, cross-entropy, AdamW): buffers of the owning backend,
+ * float dtypes that agree, element counts that match rows/cols. Layouts are core's
+ * (docs/kernel-semantics.md): dense tensors from element 0. A backend subclasses it to say how
+ * it checks scalars (eps, scale, the AdamW hyper-parameters) and the ignore index, and to check
+ * and call rope, whose checks are its own.
+ */
+import type { AdamWParams, TensorRef } from '../backend/kernel-backend.js';
+import { InvalidArgumentError } from '../index.js';
+import type { NativeArgumentChecks } from './argument-checks.js';
+import type { NativeTensor } from './native-tensor.js';
+import type { NativeErrorMapping } from './native-error.js';
+
+/** The fused-kernel methods of a native addon's backend object (each re-checks and throws a NativeFailure). */
+export interface NativeFusedMethods {
+  /** softmax over the last axis of x [rows, cols]. */
+  softmax(x: NativeTensor, out: NativeTensor, rows: number, cols: number): void;
+  /** log-softmax over the last axis of x [rows, cols]. */
+  logSoftmax(x: NativeTensor, out: NativeTensor, rows: number, cols: number): void;
+  /** dx = y ⊙ (dy − Σ dy·y) per row. */
+  softmaxBackward(y: NativeTensor, dy: NativeTensor, dx: NativeTensor, rows: number, cols: number): void;
+  /** RMSNorm; rstd f32 [rows]. */
+  rmsNorm(x: NativeTensor, weight: NativeTensor, out: NativeTensor, rstd: NativeTensor, rows: number, cols: number, eps: number): void;
+  /** RMSNorm gradients; dWeight f32 [cols] overwritten. */
+  rmsNormBackward(x: NativeTensor, weight: NativeTensor, rstd: NativeTensor, dy: NativeTensor, dx: NativeTensor, dWeight: NativeTensor, rows: number, cols: number): void;
+  /** LayerNorm over the last axis. */
+  layerNorm(x: NativeTensor, weight: NativeTensor, bias: NativeTensor, out: NativeTensor, rows: number, cols: number, eps: number): void;
+  /** Rotary embedding (half-split) of x [..., T, D] at positions offset…; inverse rotates by −angle. */
+  rope(x: NativeTensor, out: NativeTensor, offset: number, theta: number, inverse: boolean): void;
+  /** out = silu(gate) · up. */
+  swiglu(gate: NativeTensor, up: NativeTensor, out: NativeTensor): void;
+  /** dGate = dy · up · siluGrad(gate), dUp = dy · silu(gate). */
+  swigluBackward(gate: NativeTensor, up: NativeTensor, dy: NativeTensor, dGate: NativeTensor, dUp: NativeTensor): void;
+  /** Per-row cross-entropy loss f32 [rows]. */
+  crossEntropy(logits: NativeTensor, targets: NativeTensor, loss: NativeTensor, rows: number, classes: number, ignoreIndex: number): void;
+  /** dLogits = (softmax − onehot) · scale per row. */
+  crossEntropyBackward(logits: NativeTensor, targets: NativeTensor, dLogits: NativeTensor, rows: number, classes: number, ignoreIndex: number, scale: number): void;
+  /** One AdamW step in place on param, m, v (f32 state) from grad. */
+  adamw(param: NativeTensor, grad: NativeTensor, m: NativeTensor, v: NativeTensor, params: AdamWParams): void;
+}
+
+/** See the file header; `owner` is the backend whose buffers are accepted. */
+export abstract class NativeFusedKernels {
+  constructor(
+    /** The backend's argument checks. */
+    protected readonly checks: NativeArgumentChecks,
+    /** The backend's native-failure mapping. */
+    protected readonly errors: NativeErrorMapping,
+    /** The addon's backend object. */
+    protected readonly native: NativeFusedMethods,
+    /** The backend instance whose buffers are accepted. */
+    protected readonly owner: object,
+  ) {}
+
+  /** Throws an InvalidArgumentError unless `value` is a scalar the backend's kernels take (eps, scale, AdamW hyper-parameters). */
+  protected abstract checkScalar(kernel: string, name: string, value: unknown): void;
+
+  /** Throws an InvalidArgumentError unless `value` is a valid ignore index (it travels as an i32). */
+  protected abstract checkIgnoreIndex(kernel: string, value: unknown): void;
+
+  /** Rotary embedding (half-split) of x [..., T, D]; its checks are the backend's own. */
+  abstract rope(x: TensorRef, out: TensorRef, offset: number, theta: number, inverse: boolean): void;
+
+  /** softmax / logSoftmax over [rows, cols]. */
+  softmax(kernel: 'softmax' | 'logSoftmax', x: TensorRef, out: TensorRef, rows: number, cols: number): void {
+    const count = this.checks.checkRowsCols(kernel, rows, cols);
+    const input = this.checks.checkFloatTensor(x, this.owner, kernel, 'x', count, 'rows · cols');
+    const output = this.checks.checkTensorOf(out, this.owner, kernel, 'out', input.dtype, count, 'rows · cols');
+    this.errors.callNative(() => this.native[kernel](input.native, output.native, rows, cols));
+  }
+
+  /** dx = y ⊙ (dy − Σ dy·y) per row. */
+  softmaxBackward(y: TensorRef, dy: TensorRef, dx: TensorRef, rows: number, cols: number): void {
+    const kernel = 'softmaxBackward';
+    const count = this.checks.checkRowsCols(kernel, rows, cols);
+    const output = this.checks.checkFloatTensor(y, this.owner, kernel, 'y', count, 'rows · cols');
+    const gradient = this.checks.checkTensorOf(dy, this.owner, kernel, 'dy', output.dtype, count, 'rows · cols');
+    const result = this.checks.checkTensorOf(dx, this.owner, kernel, 'dx', output.dtype, count, 'rows · cols');
+    this.errors.callNative(() => this.native.softmaxBackward(output.native, gradient.native, result.native, rows, cols));
+  }
+
+  /** RMSNorm; rstd f32 [rows]. */
+  rmsNorm(x: TensorRef, weight: TensorRef, out: TensorRef, rstd: TensorRef, rows: number, cols: number, eps: number): void {
+    const kernel = 'rmsNorm';
+    const count = this.checks.checkRowsCols(kernel, rows, cols);
+    const input = this.checks.checkFloatTensor(x, this.owner, kernel, 'x', count, 'rows · cols');
+    const scale = this.checks.checkTensorOf(weight, this.owner, kernel, 'weight', input.dtype, cols, 'cols');
+    const output = this.checks.checkTensorOf(out, this.owner, kernel, 'out', input.dtype, count, 'rows · cols');
+    const inverse = this.checks.checkTensorOf(rstd, this.owner, kernel, 'rstd', 'f32', rows, 'rows');
+    this.checkScalar(kernel, 'eps', eps);
+    this.errors.callNative(() => this.native.rmsNorm(input.native, scale.native, output.native, inverse.native, rows, cols, eps));
+  }
+
+  /** RMSNorm gradients; dWeight f32 [cols] overwritten. */
+  rmsNormBackward(x: TensorRef, weight: TensorRef, rstd: TensorRef, dy: TensorRef, dx: TensorRef, dWeight: TensorRef, rows: number, cols: number): void {
+    const kernel = 'rmsNormBackward';
+    const count = this.checks.checkRowsCols(kernel, rows, cols);
+    const input = this.checks.checkFloatTensor(x, this.owner, kernel, 'x', count, 'rows · cols');
+    const scale = this.checks.checkTensorOf(weight, this.owner, kernel, 'weight', input.dtype, cols, 'cols');
+    const inverse = this.checks.checkTensorOf(rstd, this.owner, kernel, 'rstd', 'f32', rows, 'rows');
+    const gradient = this.checks.checkTensorOf(dy, this.owner, kernel, 'dy', input.dtype, count, 'rows · cols');
+    const inputGradient = this.checks.checkTensorOf(dx, this.owner, kernel, 'dx', input.dtype, count, 'rows · cols');
+    const weightGradient = this.checks.checkTensorOf(dWeight, this.owner, kernel, 'dWeight', 'f32', cols, 'cols');
+    this.errors.callNative(() => this.native.rmsNormBackward(
+      input.native, scale.native, inverse.native, gradient.native, inputGradient.native, weightGradient.native, rows, cols,
+    ));
+  }
+
+  /** LayerNorm over the last axis. */
+  layerNorm(x: TensorRef, weight: TensorRef, bias: TensorRef, out: TensorRef, rows: number, cols: number, eps: number): void {
+    const kernel = 'layerNorm';
+    const count = this.checks.checkRowsCols(kernel, rows, cols);
+    const input = this.checks.checkFloatTensor(x, this.owner, kernel, 'x', count, 'rows · cols');
+    const scale = this.checks.checkTensorOf(weight, this.owner, kernel, 'weight', input.dtype, cols, 'cols');
+    const shift = this.checks.checkTensorOf(bias, this.owner, kernel, 'bias', input.dtype, cols, 'cols');
+    const output = this.checks.checkTensorOf(out, this.owner, kernel, 'out', input.dtype, count, 'rows · cols');
+    this.checkScalar(kernel, 'eps', eps);
+    this.errors.callNative(() => this.native.layerNorm(input.native, scale.native, shift.native, output.native, rows, cols, eps));
+  }
+
+  /** out = silu(gate) · up. */
+  swiglu(gate: TensorRef, up: TensorRef, out: TensorRef): void {
+    const kernel = 'swiglu';
+    const gates = this.checks.checkElementwiseTensor(gate, this.owner, kernel, 'gate');
+    const ups = this.checks.checkTensorOf(up, this.owner, kernel, 'up', gates.dtype, gates.count, 'as many elements as gate');
+    const output = this.checks.checkTensorOf(out, this.owner, kernel, 'out', gates.dtype, gates.count, 'as many elements as gate');
+    this.errors.callNative(() => this.native.swiglu(gates.native, ups.native, output.native));
+  }
+
+  /** dGate = dy · up · siluGrad(gate), dUp = dy · silu(gate). */
+  swigluBackward(gate: TensorRef, up: TensorRef, dy: TensorRef, dGate: TensorRef, dUp: TensorRef): void {
+    const kernel = 'swigluBackward';
+    const gates = this.checks.checkElementwiseTensor(gate, this.owner, kernel, 'gate');
+    const [ups, gradient, gateGradient, upGradient] = ([['up', up], ['dy', dy], ['dGate', dGate], ['dUp', dUp]] as const).map(([role, ref]) =>
+      this.checks.checkTensorOf(ref, this.owner, kernel, role, gates.dtype, gates.count, 'as many elements as gate'));
+    this.errors.callNative(() => this.native.swigluBackward(gates.native, ups.native, gradient.native, gateGradient.native, upGradient.native));
+  }
+
+  /** Per-row cross-entropy loss f32 [rows]. */
+  crossEntropy(logits: TensorRef, targets: TensorRef, loss: TensorRef, rows: number, classes: number, ignoreIndex: number): void {
+    const kernel = 'crossEntropy';
+    const count = this.checks.checkRowsCols(kernel, rows, classes, 'classes');
+    const input = this.checks.checkFloatTensor(logits, this.owner, kernel, 'logits', count, 'rows · classes');
+    const labels = this.checks.checkTensorOf(targets, this.owner, kernel, 'targets', 'i32', rows, 'rows');
+    const output = this.checks.checkTensorOf(loss, this.owner, kernel, 'loss', 'f32', rows, 'rows');
+    this.checkIgnoreIndex(kernel, ignoreIndex);
+    this.errors.callNative(() => this.native.crossEntropy(input.native, labels.native, output.native, rows, classes, ignoreIndex));
+  }
+
+  /** dLogits = (softmax − onehot) · scale per row. */
+  crossEntropyBackward(logits: TensorRef, targets: TensorRef, dLogits: TensorRef, rows: number, classes: number, ignoreIndex: number, scale: number): void {
+    const kernel = 'crossEntropyBackward';
+    const count = this.checks.checkRowsCols(kernel, rows, classes, 'classes');
+    const input = this.checks.checkFloatTensor(logits, this.owner, kernel, 'logits', count, 'rows · classes');
+    const labels = this.checks.checkTensorOf(targets, this.owner, kernel, 'targets', 'i32', rows, 'rows');
+    const output = this.checks.checkTensorOf(dLogits, this.owner, kernel, 'dLogits', input.dtype, count, 'rows · classes');
+    this.checkIgnoreIndex(kernel, ignoreIndex);
+    this.checkScalar(kernel, 'scale', scale);
+    this.errors.callNative(() => this.native.crossEntropyBackward(input.native, labels.native, output.native, rows, classes, ignoreIndex, scale));
+  }
+
+  /** One AdamW step in place on param, m, v (f32 state) from grad. */
+  adamw(param: TensorRef, grad: TensorRef, m: TensorRef, v: TensorRef, params: AdamWParams): void {
+    const kernel = 'adamw';
+    const parameter = this.checks.checkElementwiseTensor(param, this.owner, kernel, 'param');
+    const gradient = this.checks.checkTensor(grad, this.owner, kernel, 'grad', false);
+    this.checks.expectFloat(gradient, kernel, 'grad');
+    this.checks.expectCount(gradient, parameter.count, kernel, 'grad', 'as many elements as param');
+    const first = this.checks.checkTensorOf(m, this.owner, kernel, 'm', 'f32', parameter.count, 'as many elements as param');
+    const second = this.checks.checkTensorOf(v, this.owner, kernel, 'v', 'f32', parameter.count, 'as many elements as param');
+    if (typeof params !== 'object' || params === null) throw new InvalidArgumentError(`${this.checks.backend} backend: adamw: params must be an object`);
+    const { lr, beta1, beta2, eps, weightDecay, step } = params;
+    for (const [name, value] of Object.entries({ lr, beta1, beta2, eps, weightDecay })) this.checkScalar(kernel, `params.${name}`, value);
+    this.checks.checkInteger(step, 'adamw: params.step', 1);
+    this.errors.callNative(() => this.native.adamw(parameter.native, gradient.native, first.native, second.native, { lr, beta1, beta2, eps, weightDecay, step }));
+  }
+}
