@@ -193,10 +193,28 @@ namespace gpu_sim {
 /** A saved execution context: either a suspended fiber or the scheduler that runs fibers. */
 class FiberContext {
  public:
+#if defined(GPU_SIM_TSAN)
+  // TSan counts every fiber it was told about as a thread (at most 8128 live): a context owns its
+  // TSan fiber, hands it on when moved (thread tables grow), and destroys it with itself, so the
+  // per-launch block runners of a long test run do not exhaust TSan's thread table.
+  FiberContext() = default;
+  FiberContext(const FiberContext&) = delete;
+  FiberContext& operator=(const FiberContext&) = delete;
+  FiberContext(FiberContext&& other) noexcept { take(other); }
+  FiberContext& operator=(FiberContext&& other) noexcept {
+    if (this != &other) {
+      release_tsan_fiber();
+      take(other);
+    }
+    return *this;
+  }
+  ~FiberContext() { release_tsan_fiber(); }
+#endif
+
   /** Prepares `stack` so that the first switch to this context calls entry(argument). */
   void prepare(FiberStack& stack, FiberEntry entry, void* argument) {
 #if defined(GPU_SIM_TSAN)
-    if (tsan_fiber_ != nullptr && tsan_owned_) __tsan_destroy_fiber(tsan_fiber_);
+    release_tsan_fiber();
     tsan_fiber_ = __tsan_create_fiber(0);
     tsan_owned_ = true;
 #endif
@@ -262,6 +280,22 @@ class FiberContext {
   void* stack_pointer_ = nullptr;
 #endif
 #if defined(GPU_SIM_TSAN)
+  void release_tsan_fiber() {
+    if (tsan_fiber_ != nullptr && tsan_owned_) __tsan_destroy_fiber(tsan_fiber_);
+    tsan_fiber_ = nullptr;
+    tsan_owned_ = false;
+  }
+  void take(FiberContext& other) {
+#if defined(GPU_SIM_FIBER_UCONTEXT)
+    context_ = other.context_;
+#else
+    stack_pointer_ = other.stack_pointer_;
+#endif
+    tsan_fiber_ = other.tsan_fiber_;
+    tsan_owned_ = other.tsan_owned_;
+    other.tsan_fiber_ = nullptr;
+    other.tsan_owned_ = false;
+  }
   void* tsan_fiber_ = nullptr;
   bool tsan_owned_ = false;
 #endif
