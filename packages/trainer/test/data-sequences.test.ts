@@ -88,7 +88,9 @@ describe('sequences JSON', () => {
     const file = join(directory, 'token_sequences.json');
     await writeFile(file, JSON.stringify([[1, 2, 3], [4, 5, 6]]));
     expect([...(await readSequencesFile(file, limits)).tokens]).toEqual([1, 2, 3, 4, 5, 6]);
-    await expect(readSequencesFile(join(directory, 'missing.json'), limits)).rejects.toThrow(/cannot read the sequences file .*missing\.json/);
+    await expect(readSequencesFile(join(directory, 'missing.json'), limits)).rejects.toThrow(/missing\.json does not exist\n  hint: Check the path given as --sequences \(config key data\.sequences\)/);
+    await expect(readSequencesFile('/dev/zero', limits)).rejects.toThrow(/\/dev\/zero is a character device/);
+    await expect(readSequencesFile(directory, limits)).rejects.toThrow(/is a directory, not a sequences file/);
   });
 
   it('loadData reports bad records of a sequences file through DataError', async () => {

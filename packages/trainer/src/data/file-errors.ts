@@ -27,7 +27,7 @@ export function fileSystemError(path: string, error: unknown, context: FileError
   const detail = (error as Error | undefined)?.message ?? String(error);
   switch (code) {
     case 'ENOENT':
-      return new DataError(`${path} does not exist`, { hint: `Check ${source}: a text/code file or a directory of them.`, cause: error });
+      return new DataError(`${path} does not exist`, { hint: `Check ${source}.`, cause: error });
     case 'EACCES':
     case 'EPERM':
       return new DataError(`permission denied: cannot ${action} ${path}`, {

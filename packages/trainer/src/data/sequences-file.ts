@@ -6,6 +6,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { DataError } from '@kiln/core';
+import { statDataPath } from './file-errors.js';
 import { JsonCursor } from './json-cursor.js';
 
 /** Bad records listed in the error message; the total count is always given. */
@@ -136,8 +137,21 @@ function badRecordsError(file: string, bad: BadRecord[], records: number, limits
   });
 }
 
+/** Largest sequences file read (into one buffer). */
+const MAX_SEQUENCES_FILE_BYTES = 2 ** 31 - 1;
+
 /** Reads, validates and concatenates a sequences file. */
 export async function readSequencesFile(file: string, limits: SequencesLimits): Promise<{ tokens: Int32Array; records: number }> {
+  const source = 'the path given as --sequences (config key data.sequences)';
+  const stats = await statDataPath(file, source);
+  if (stats.isDirectory()) {
+    throw new DataError(`${file} is a directory, not a sequences file`, { hint: 'Pass a JSON file to --sequences, or a directory of text to --data.' });
+  }
+  if (stats.size > MAX_SEQUENCES_FILE_BYTES) {
+    throw new DataError(`${file} is ${stats.size} bytes: sequences files are read whole, up to ${MAX_SEQUENCES_FILE_BYTES} bytes`, {
+      hint: 'Write the ids to a .kiln-tokens file with writeTokenFile (@kiln/trainer) and pass that to --data: token files are read window by window.',
+    });
+  }
   let bytes: Uint8Array;
   try {
     bytes = await readFile(file);

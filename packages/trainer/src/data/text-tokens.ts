@@ -4,6 +4,7 @@
  * typed array that holds the vocabulary (1 byte per token for the byte tokenizer). For data
  * larger than memory, `kiln tokenize` writes a token file that training reads window by window.
  */
+import { byteTokenizer } from '../tokenizer/byte-tokenizer.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { listDataFiles, type DataFileFilter } from './data-files.js';
 import { describeExtensions, tokenizeFiles, type TokenizedFiles, type TokenizeFilesOptions } from './tokenize-files.js';
@@ -32,21 +33,37 @@ function plural(count: number, noun: string): string {
 /** Reads and tokenizes a text/code file or directory with `tokenizer`. */
 export async function readTextTokens(path: string, tokenizer: Tokenizer, filter: DataFileFilter = {}, options: TokenizeFilesOptions = {}): Promise<TextTokens> {
   const list = await listDataFiles(path, filter);
+  // The byte tokenizer makes one token per byte: one array of the listed size holds them all
+  // (grown only if a file grew meanwhile). Other tokenizers' chunks are kept and joined once.
+  const expected = tokenizer === byteTokenizer ? list.files.reduce((sum, file) => sum + file.size, 0) : 0;
+  let buffer = allocate(tokenizer.vocabSize, expected);
+  let filled = 0;
   const parts: TokenArray[] = [];
   const read = await tokenizeFiles(list, tokenizer, (ids) => {
-    if (ids instanceof Uint8Array && tokenizer.vocabSize <= 256) {
-      parts.push(ids);
+    if (expected > 0) {
+      if (filled + ids.length > buffer.length) {
+        const grown = allocate(tokenizer.vocabSize, Math.max(2 * buffer.length, filled + ids.length));
+        grown.set(buffer.subarray(0, filled));
+        buffer = grown;
+      }
+      buffer.set(ids, filled);
+      filled += ids.length;
       return;
     }
     const part = allocate(tokenizer.vocabSize, ids.length);
     part.set(ids);
     parts.push(part);
   }, options);
-  const tokens = allocate(tokenizer.vocabSize, read.tokens);
-  let offset = 0;
-  for (const part of parts) {
-    tokens.set(part, offset);
-    offset += part.length;
+  let tokens: TokenArray;
+  if (expected > 0) {
+    tokens = buffer.subarray(0, filled);
+  } else {
+    tokens = allocate(tokenizer.vocabSize, read.tokens);
+    let offset = 0;
+    for (const part of parts) {
+      tokens.set(part, offset);
+      offset += part.length;
+    }
   }
   const ignored = list.gitignored > 0 ? `, ${plural(list.gitignored, 'file')} ignored by .gitignore` : '';
   const summary = `data: ${plural(read.files.length, 'file')} from ${path} (${describeExtensions(read.byExtension)})${ignored}: ${read.bytes} bytes, ${read.tokens} tokens (tokenizer ${tokenizer.name})`;

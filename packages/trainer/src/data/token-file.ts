@@ -159,25 +159,43 @@ export class TokenFileWriter {
   async append(ids: ArrayLike<number> | Iterable<number>): Promise<void> {
     try {
       const handle = this.openHandle();
-      const iterable: Iterable<number> = Symbol.iterator in Object(ids) ? (ids as Iterable<number>) : Array.from(ids as ArrayLike<number>);
-      for (const token of iterable) {
-        if (!Number.isInteger(token) || token < 0 || token >= this.vocabSize) {
-          throw new DataError(`writing ${this.target}: token ${this.count} is ${token}, expected an integer id in [0, ${this.vocabSize})`, {
-            hint: 'Tokenize with the vocabulary the model uses, or raise model.vocabSize.',
-          });
+      const list: ArrayLike<number> = typeof (ids as ArrayLike<number>).length === 'number' ? (ids as ArrayLike<number>) : Array.from(ids as Iterable<number>);
+      // Bytes into a one-byte file: every byte is a valid id, copy in bulk.
+      const bulk = list instanceof Uint8Array && this.bytesPerToken === 1 && this.vocabSize >= 256;
+      let index = 0;
+      while (index < list.length) {
+        const room = (this.chunk.byteLength - this.filled) / this.bytesPerToken;
+        const end = Math.min(list.length, index + room);
+        if (bulk) {
+          const part = (list as Uint8Array).subarray(index, end);
+          this.chunk.set(part, this.filled);
+          for (let offset = 0; offset < part.length; offset++) if (part[offset] >= this.idBound) this.idBound = part[offset] + 1;
+          this.filled += part.length;
+          this.count += part.length;
+        } else {
+          for (let position = index; position < end; position++) this.put(list[position]);
         }
-        if (this.bytesPerToken === 1) this.chunk[this.filled] = token;
-        else if (this.bytesPerToken === 2) this.chunkView.setUint16(this.filled, token, true);
-        else this.chunkView.setUint32(this.filled, token, true);
-        if (token >= this.idBound) this.idBound = token + 1;
-        this.filled += this.bytesPerToken;
-        this.count++;
+        index = end;
         if (this.filled === this.chunk.byteLength) await this.drain(handle);
       }
     } catch (error) {
       await this.abort();
       throw writeFailure(this.target, error);
     }
+  }
+
+  private put(token: number): void {
+    if (!Number.isInteger(token) || token < 0 || token >= this.vocabSize) {
+      throw new DataError(`writing ${this.target}: token ${this.count} is ${token}, expected an integer id in [0, ${this.vocabSize})`, {
+        hint: 'Tokenize with the vocabulary the model uses, or raise model.vocabSize.',
+      });
+    }
+    if (this.bytesPerToken === 1) this.chunk[this.filled] = token;
+    else if (this.bytesPerToken === 2) this.chunkView.setUint16(this.filled, token, true);
+    else this.chunkView.setUint32(this.filled, token, true);
+    if (token >= this.idBound) this.idBound = token + 1;
+    this.filled += this.bytesPerToken;
+    this.count++;
   }
 
   /** Writes the final header, syncs and renames the file into place. */
