@@ -29,6 +29,8 @@ interface TokenizeOptions {
 
 /** Where the inputs come from, for error hints. */
 const INPUT_SOURCE = 'the input of `kiln tokenize`';
+/** Exit status after SIGTERM (128 + 15), as a shell reports a process the signal ended. */
+const SIGTERM_EXIT_CODE = 143;
 /** Seconds between progress lines when stdout is not a terminal. */
 const PROGRESS_LINE_SECONDS = 5;
 
@@ -96,6 +98,15 @@ async function runTokenize(inputs: string[], options: TokenizeOptions, context: 
   for (const input of inputs) lists.push(await listDataFiles(input, filter));
   const writer = await TokenFileWriter.create(output, { vocabSize: tokenizer.vocabSize, tokenizer: { name: tokenizer.name, hash: tokenizer.hash } });
   const progress = progressReporter(terminal, options.json !== true);
+  // Interrupted (Ctrl+C, SIGTERM): remove the partial temporary file, then exit as the signal asks.
+  let interrupted: NodeJS.Signals | undefined;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    interrupted = signal;
+    // The next append fails on the aborted writer and ends the loop below.
+    void writer.abort();
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   const files: string[] = [];
   const notes: string[] = [];
   const byExtension = new Map<string, ExtensionCount>();
@@ -121,9 +132,15 @@ async function runTokenize(inputs: string[], options: TokenizeOptions, context: 
     info = await writer.finish();
   } catch (error) {
     await writer.abort();
-    throw error;
+    if (interrupted === undefined) throw error;
   } finally {
     progress.done();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+  if (interrupted !== undefined || info === undefined) {
+    terminal.warn(`interrupted (${interrupted ?? 'signal'}): ${output} was not written`);
+    return interrupted === 'SIGTERM' ? SIGTERM_EXIT_CODE : ExitCode.interrupted;
   }
   const fileBytes = (await stat(output)).size;
   const extensions = Object.fromEntries([...byExtension].map(([extension, count]) => [extension, count.files]));
