@@ -97,6 +97,8 @@ describe('GPT-2 byte-level BPE (tokenizer.json from the HF tokenizers library)',
       expect(tokenizer.decode(tokenizer.encode(testCase.text))).toBe(testCase.text);
     }
     expect(tokenizer.decode([50256, 31373], { skipSpecialTokens: false })).toBe('<|endoftext|>hello');
+    // A model vocabulary padded past the tokenizer's (50304 for GPT-2) can yield ids without a token.
+    expect(tokenizer.decode([31373, 50300, -1, 995])).toBe('hello\uFFFD\uFFFD world');
   });
 
   it('streams a character split across tokens only once it is complete', () => {

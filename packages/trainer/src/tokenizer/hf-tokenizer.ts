@@ -5,7 +5,8 @@
  * Differences from the library's defaults, to match the Rust `tokenizers` library (the reference):
  *   - decode does not "clean up tokenization spaces" unless tokenizer_config.json asks for it
  *     (the JS port defaults to cleaning, which changes code such as `a .b`);
- *   - decode of no ids is '' (the JS port throws);
+ *   - decode of no ids is '' (the JS port throws), and an id without a token is U+FFFD (the
+ *     JS port would pass `undefined` to its decoder);
  *   - bos/eos are added by kiln from tokenizer_config.json's add_bos_token/add_eos_token when it
  *     sets them (as transformers does), else from what the post-processor adds.
  * tokenizer.json's truncation and padding are not applied: kiln cuts training windows itself.
@@ -46,6 +47,9 @@ export interface HfTokenizerParts {
   /** Special tokens. */
   specials: SpecialTokenSettings;
 }
+
+/** Text of an id without a token. */
+const REPLACEMENT = '\uFFFD';
 
 const UNSUPPORTED_SPLIT_BEHAVIORS = new Set(['mergedwithprevious', 'mergedwithnext', 'contiguous']);
 
@@ -124,17 +128,26 @@ export function createHfTokenizer(parts: HfTokenizerParts): Tokenizer {
   const addsBos = bosId !== null && (specials.addBos ?? postAddsBos);
   const addsEos = eosId !== null && (specials.addEos ?? postAddsEos);
 
+  const skipSpecialTokens = (options: DecodeOptions): boolean => options.skipSpecialTokens ?? true;
+  /** Text of `ids`; an id the tokenizer has no token for (a model vocabulary padded past it) decodes as U+FFFD, as in the byte tokenizer. */
   const decode = (ids: ArrayLike<number>, options: DecodeOptions = {}): string => {
-    if (ids.length === 0) return '';
-    const list = Array.from(ids);
-    for (const id of list) {
-      if (!Number.isInteger(id) || id < 0 || id >= vocabSize) {
-        throw new TokenizerError(`decode: id ${id} is outside the vocabulary of ${source} (0..${vocabSize - 1})`, {
-          hint: 'The ids come from a model whose vocabulary is larger than its tokenizer: check the model and tokenizer belong together.',
-        });
+    let text = '';
+    let run: number[] = [];
+    const flush = (): void => {
+      if (run.length > 0) text += library.decode(run, { skip_special_tokens: skipSpecialTokens(options) });
+      run = [];
+    };
+    for (let index = 0; index < ids.length; index++) {
+      const id = ids[index];
+      if (Number.isInteger(id) && id >= 0 && id < vocabSize && library.id_to_token(id) !== undefined) {
+        run.push(id);
+      } else {
+        flush();
+        text += REPLACEMENT;
       }
     }
-    return library.decode(list, { skip_special_tokens: options.skipSpecialTokens ?? true });
+    flush();
+    return text;
   };
   return Object.freeze({
     name: parts.name,

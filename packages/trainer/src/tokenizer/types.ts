@@ -51,7 +51,7 @@ export interface Tokenizer {
   readonly source: string;
   /** The ids of `text`. */
   encode(text: string, options?: EncodeOptions): number[];
-  /** The text of `ids`; never throws for ids inside the vocabulary. */
+  /** The text of `ids`; never throws (an id without a token decodes as U+FFFD). */
   decode(ids: ArrayLike<number>, options?: DecodeOptions): string;
   /** A streaming decoder for generation. */
   createDecoder(options?: StreamDecoderOptions): TokenDecoder;
