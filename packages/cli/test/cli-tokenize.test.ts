@@ -69,6 +69,23 @@ describe('kiln tokenize', () => {
     expect(piped.stderr).toMatch(/^error: .*pipe is a named pipe \(FIFO\): kiln reads data from regular files and directories only/);
   });
 
+  it('kiln train --data <dir> --include/--exclude reads only those files and says what it read', async () => {
+    const code = join(directory, 'code');
+    mkdirSync(join(code, 'src'), { recursive: true });
+    const line = 'export function add(a: number, b: number): number { return a + b; }\n';
+    writeFileSync(join(code, 'src', 'one.ts'), line.repeat(20));
+    writeFileSync(join(code, 'src', 'two.ts'), line.repeat(20));
+    writeFileSync(join(code, 'src', 'three.d.ts'), line.repeat(20));
+    writeFileSync(join(code, 'notes.md'), '# notes\n'.repeat(50));
+    const run = await runKiln(['train', '--data', code, '--include', '**/*.ts', '--exclude', '**/*.d.ts', '--steps', '1', '--output', join(directory, 'run-code'), '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    const events = run.stdout.trim().split('\n').map((text) => JSON.parse(text) as { type: string; message?: string });
+    const bytes = 2 * Buffer.byteLength(line.repeat(20));
+    expect(events.filter((event) => event.type === 'notice' && event.message?.startsWith('data:')).map((event) => event.message)).toEqual([
+      `data: 2 files from ${code} (2 .ts): ${bytes} bytes, ${bytes} tokens (tokenizer byte)`,
+    ]);
+  });
+
   it('--help gives the default output and a bad tokenizer directory is a typed error', async () => {
     const help = await runKiln(['tokenize', '--help']);
     expect(help.stdout).toMatch(/--output <file>\s+the token file to write, \*\.kiln-tokens \(default:\s+<first input>\.kiln-tokens\)/);
