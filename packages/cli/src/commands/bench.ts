@@ -8,12 +8,13 @@
  */
 import type { Command } from 'commander';
 import { InvalidArgumentError, listBackends, probeBackends, setBackend, type KernelBackend } from '@kiln/core';
+import { kernelTimingSourceOf } from '@kiln/core/native-backend';
 import { cpuBackendPlugin } from '@kiln/backend-cpu';
 import { MODEL_PRESET_NAMES, type ModelPresetName } from '@kiln/trainer';
 import { describeResolution, discoverAllBackends, setUpBackend } from '../backend-setup.js';
 import { measureGeneration, SHORT_PROMPT_TOKENS, type GenerationThroughput } from '../bench/generation-throughput.js';
 import { measureKernels, type KernelTiming } from '../bench/kernel-timings.js';
-import { profileTrainStep, type KernelProfile } from '../bench/kernel-profile.js';
+import { formatKernelProfile, profileTrainStep, type KernelProfile } from '../bench/kernel-profile.js';
 import { measurePeer, PEER_NAMES, peerLabel, probePeer, type MissingPeer, type PeerName, type PeerResult } from '../bench/peers.js';
 import { benchConfig, measureTrainStep, type BenchPrecision, type TrainThroughput } from '../bench/train-throughput.js';
 import { integerArgument, type CliContext } from '../cli-context.js';
@@ -67,7 +68,7 @@ export function defineBenchCommand(program: Command, context: CliContext): void 
     .option('--precision <precision>', 'compute precision of the train step: f32 (the peers\' precision), bf16 or f16', 'f32')
     .option('--no-generation', 'skip the generation throughput (tokens/s with a short and a full-context prompt)')
     .option('--no-kernels', 'skip the per-kernel timings')
-    .option('--profile', 'also time every kernel call of the CPU backend\'s train step (where a step\'s time goes)')
+    .option('--profile', 'also time every kernel of the train step (CUDA: device time with events; CPU: host time per call) and print where a step\'s time goes')
     .option('--json', 'print the results as JSON')
     .action(async (options: BenchOptions) => {
       context.exitCode = await runBench(options, context);
@@ -95,7 +96,7 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
   devices.sort((a, b) => (a === 'cpu' ? -1 : b === 'cpu' ? 1 : 0));
   const rows: BenchRow[] = [];
   const kernels: Array<KernelTiming & { model: string; backend: string }> = [];
-  const profiles: Array<KernelProfile & { threads: number }> = [];
+  const profiles: KernelProfile[] = [];
   const generation: Array<GenerationThroughput & { backend: string }> = [];
   const peerResults: PeerResult[] = [];
   const missing: MissingPeer[] = [];
@@ -152,11 +153,13 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
           ratios: { pytorch1Thread: null, tfjsWasm: null }, matmul: matmul ?? null,
         });
       }
-      if (options.profile === true && backend.name === 'cpu') {
-        // On the first thread count measured (1 unless --cpu-threads says otherwise): one thread's time per kernel.
+      if (options.profile === true && (backend.name === 'cpu' || kernelTimingSourceOf(backend) !== undefined)) {
+        // On the CPU: the first thread count measured (1 unless --cpu-threads says otherwise), one thread's time per kernel.
         const [first] = variants;
-        terminal.say(`profiling ${model} on ${backend.name} (${first.threads} thread${first.threads === 1 ? '' : 's'}): every kernel call of ${options.steps} steps…`);
-        profiles.push({ ...(await profileTrainStep(model, first.backend, { steps: options.steps, warmup: options.warmup })), threads: first.threads ?? 1 });
+        terminal.say(`profiling ${model} on ${backend.name}${first.threads === null ? '' : ` (${first.threads} thread${first.threads === 1 ? '' : 's'})`}: every kernel of ${options.steps} steps…`);
+        profiles.push(await profileTrainStep(model, first.backend, { steps: options.steps, warmup: options.warmup, precision, threads: first.threads }));
+      } else if (options.profile === true) {
+        terminal.say(`not profiled: the ${backend.name} backend cannot time its kernels (only the CPU and CUDA backends can)`);
       }
       if (options.generation) {
         setBackend(backend);
@@ -294,20 +297,10 @@ function printTables(
   ));
 }
 
-function printProfiles(profiles: Array<KernelProfile & { threads: number }>, context: CliContext): void {
+function printProfiles(profiles: KernelProfile[], context: CliContext): void {
   for (const profile of profiles) {
-    const other = profile.msPerStep - profile.kernelMsPerStep;
     context.terminal.say('');
-    context.terminal.say(`where a ${profile.model} train step goes on the CPU backend, ${profile.threads} thread${profile.threads === 1 ? '' : 's'} (${formatFixed(profile.msPerStep, 1)} ms/step while profiled; ${formatFixed(other, 1)} ms outside kernels: core, autograd, trainer):`);
-    const rows = profile.rows.filter((row) => row.msPerStep >= profile.msPerStep * 0.005);
-    context.terminal.say(formatTable(
-      ['kernel', 'calls/step', 'ms/step', 'share'],
-      [
-        ...rows.map((row) => [row.kernel, formatFixed(row.callsPerStep, 0), formatFixed(row.msPerStep, 2), `${formatFixed((100 * row.msPerStep) / profile.msPerStep, 1)}%`]),
-        ['(outside kernels)', '—', formatFixed(other, 2), `${formatFixed((100 * other) / profile.msPerStep, 1)}%`],
-      ],
-      1,
-    ));
+    context.terminal.say(formatKernelProfile(profile));
   }
 }
 

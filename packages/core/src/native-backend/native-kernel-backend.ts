@@ -15,6 +15,7 @@ import type { NativeArgumentChecks } from './argument-checks.js';
 import { checkAttentionInputs, checkAttentionLike, checkAttentionLse, type AttentionGrid } from './attention-checks.js';
 import { BINARY_CODE, I32_BINARY, I32_UNARY, REDUCE_CODE, UNARY_CODE } from './codes.js';
 import type { NativeFusedKernels } from './fused-kernels.js';
+import type { DeviceKernelTiming, KernelTimingSource } from './kernel-timing.js';
 import type { NativeKernelMethods } from './native-methods.js';
 import type { NativeErrorMapping } from './native-error.js';
 import type { NativeBuffer } from './native-tensor.js';
@@ -38,7 +39,7 @@ export interface NativeKernelBackendParts<Native extends NativeKernelMethods> {
 }
 
 /** See the file header. */
-export abstract class NativeKernelBackend<Native extends NativeKernelMethods = NativeKernelMethods> implements KernelBackend {
+export abstract class NativeKernelBackend<Native extends NativeKernelMethods = NativeKernelMethods> implements KernelBackend, KernelTimingSource {
   /** Backend name as registered, e.g. 'cuda'. */
   abstract readonly name: string;
   /** The KernelBackend version this backend implements. */
@@ -109,6 +110,29 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
   async synchronize(): Promise<void> {
     this.ensureOpen('synchronize');
     await this.errors.awaitNative(this.errors.callNative(() => this.native.synchronize()));
+  }
+
+  /** True when the addon can time kernels on the device (startKernelTiming). */
+  get kernelTimingAvailable(): boolean {
+    return typeof this.native.profileStart === 'function' && typeof this.native.profileStop === 'function';
+  }
+
+  /** Starts timing every kernel launch with device events (see kernel-timing.ts); throws when the addon cannot. */
+  startKernelTiming(): void {
+    this.ensureOpen('startKernelTiming');
+    const start = this.native.profileStart;
+    if (start === undefined) {
+      throw new InvalidArgumentError(`${this.checks.backend} backend: this addon build cannot time kernels`, { hint: 'Rebuild the addon from this version of kiln.' });
+    }
+    this.errors.callNative(() => start.call(this.native));
+  }
+
+  /** Stops timing and returns the totals per kernel name (blocks until the timed launches have run). */
+  stopKernelTiming(): DeviceKernelTiming[] {
+    this.ensureOpen('stopKernelTiming');
+    const stop = this.native.profileStop;
+    if (stop === undefined) return [];
+    return this.errors.callNative(() => stop.call(this.native));
   }
 
   /** Gives the pool's cached buffers back to the device (other processes can then use the memory). */
