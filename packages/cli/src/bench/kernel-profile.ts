@@ -137,7 +137,7 @@ export function kernelTimer(backend: KernelBackend): KernelTimer & { timing: 'de
 
 /** Runs `steps` train steps (after `warmup`) of `preset` with every kernel timed (on the device where the backend can). */
 export async function profileTrainStep(
-  preset: ModelPresetName, backend: KernelBackend, options: { steps: number; warmup: number; precision?: BenchPrecision; threads?: number | null },
+  preset: ModelPresetName, backend: KernelBackend, options: { steps: number; warmup: number; precision?: BenchPrecision; batchSize?: number; threads?: number | null },
 ): Promise<KernelProfile> {
   const timer = kernelTimer(backend);
   let started = false;

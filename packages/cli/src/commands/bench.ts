@@ -34,6 +34,7 @@ interface BenchOptions {
   peers: string;
   cpuThreads?: string;
   rounds: number;
+  batch?: number;
   json?: boolean;
 }
 
@@ -59,7 +60,8 @@ export function defineBenchCommand(program: Command, context: CliContext): void 
     .command('bench')
     .description('train-step throughput (beside PyTorch and TF.js measured in the same run), generation throughput and kernel timings of the reference models')
     .option('--device <list>', 'comma-separated backends to measure (default: every available one)')
-    .option('--model <list>', 'comma-separated presets: tiny, small, medium', 'tiny')
+    .option('--model <list>', `comma-separated presets: ${MODEL_PRESET_NAMES.join(', ')}`, 'tiny')
+    .option('--batch <n>', 'sequences per train step (default: each preset\'s batch size)', integerArgument(1))
     .option('--steps <n>', 'timed train steps per model and backend', integerArgument(1), 10)
     .option('--warmup <n>', 'untimed steps first', integerArgument(0), 2)
     .option('--cpu-threads <list>', 'thread counts to measure the CPU backend at (default: 1 and its default count)')
@@ -135,11 +137,11 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
         for (const [index, variant] of variants.entries()) {
           const threadsText = variant.threads === null ? '' : ` (${variant.threads} thread${variant.threads === 1 ? '' : 's'})`;
           terminal.say(`measuring ${model} on ${backend.name}${threadsText}${roundText}: ${options.warmup} warm-up + ${options.steps} timed steps…`);
-          kilnRounds[index].push(await measureTrainStep(model, variant.backend, { steps: options.steps, warmup: options.warmup, precision }));
+          kilnRounds[index].push(await measureTrainStep(model, variant.backend, { steps: options.steps, warmup: options.warmup, precision, batchSize: options.batch }));
         }
         for (const [index, { peer, threads }] of peerTasks.entries()) {
           terminal.say(`measuring ${model} on ${peer}${peer === 'pytorch' ? ` (${threads} thread${threads === 1 ? '' : 's'})` : ''}${roundText}: ${options.warmup} warm-up + ${options.steps} timed steps…`);
-          peerRounds[index].push(await measurePeer(peer, model, threads, { steps: options.steps, warmup: options.warmup }));
+          peerRounds[index].push(await measurePeer(peer, model, threads, { steps: options.steps, warmup: options.warmup, batchSize: options.batch }));
         }
       }
       for (const results of peerRounds) peerResults.push(medianRound(results));
@@ -157,7 +159,7 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
         // On the CPU: the first thread count measured (1 unless --cpu-threads says otherwise), one thread's time per kernel.
         const [first] = variants;
         terminal.say(`profiling ${model} on ${backend.name}${first.threads === null ? '' : ` (${first.threads} thread${first.threads === 1 ? '' : 's'})`}: every kernel of ${options.steps} steps…`);
-        profiles.push(await profileTrainStep(model, first.backend, { steps: options.steps, warmup: options.warmup, precision, threads: first.threads }));
+        profiles.push(await profileTrainStep(model, first.backend, { steps: options.steps, warmup: options.warmup, precision, batchSize: options.batch, threads: first.threads }));
       } else if (options.profile === true) {
         terminal.say(`not profiled: the ${backend.name} backend cannot time its kernels (only the CPU and CUDA backends can)`);
       }
