@@ -71,7 +71,8 @@ describe('kiln train --profile', () => {
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toMatch(/^where a step of this run goes on the cpu backend \(host time of every kernel call\): \d+\.\d\d ms\/step over 2 steps; /m);
     expect(run.stdout).toMatch(/^kernel +calls\/step +ms\/step +share +GB\/s +TFLOP\/s$/m);
-    expect(run.stdout).toMatch(/^attention +\d+ +\d+\.\d{3} +\d+\.\d%/m);
+    // Kernel rows (which ones pass the 0.5% cut depends on the machine's load): name, calls, ms, share, no rates on the host.
+    expect(run.stdout).toMatch(/^[a-z][\w ×·ᵀ[\]]* +\d+ +\d+\.\d{3} +\d+\.\d% +— +—$/m);
     expect(run.stdout).toMatch(/^\(outside kernels\) +— +\d/m);
   }, 120_000);
 
