@@ -107,6 +107,7 @@
 #define cudaMemcpyDeviceToDevice hipMemcpyDeviceToDevice
 #define cudaStreamNonBlocking hipStreamNonBlocking
 #define cudaEventDisableTiming hipEventDisableTiming
+#define cudaEventDefault hipEventDefault
 #define cudaFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
 
 // ---- runtime API: same arguments, HIP's name ---------------------------------------------------
@@ -131,6 +132,7 @@
 #define cudaEventRecord hipEventRecord
 #define cudaEventSynchronize hipEventSynchronize
 #define cudaEventDestroy hipEventDestroy
+#define cudaEventElapsedTime hipEventElapsedTime
 
 // ---- runtime API: different arguments -------------------------------------------------------------
 /** cudaMallocHost(pointer, bytes): pinned host memory (hipHostMalloc takes a flags argument). */

@@ -7,10 +7,12 @@ Llama-style decoder, byte vocabulary, RMSNorm (eps 1e-5, no bias), rotary embedd
 residual blocks, final RMSNorm, untied LM head, cross-entropy. One step = forward + backward +
 global-norm clip (1.0) + AdamW (lr 3e-4, betas 0.9/0.95, eps 1e-8, weight decay 0.1 on matrices
 only). Master weights f32; --precision bf16 runs forward/backward under torch.autocast(bfloat16),
-as mixed-precision training does. Eager mode (no torch.compile); attention through
-F.scaled_dot_product_attention.
+as mixed-precision training does. Eager mode, or with --compile the model through
+torch.compile(mode="default") (compiled during the warm-up steps, which then need to be ≥ 1);
+attention through F.scaled_dot_product_attention.
 
-Prints one JSON object: {"model", "precision", "batch", "context", "ms_per_step", "tokens_per_second", "device", "torch"}.
+Prints one JSON object: {"model", "precision", "batch", "context", "mode", "ms_per_step", "tokens_per_second",
+"peak_memory_bytes" (torch.cuda.max_memory_allocated over the run), "device", "torch"}.
 """
 import argparse
 import json
@@ -23,6 +25,8 @@ PRESETS = {
     "tiny": dict(vocab=256, ctx=64, d=64, layers=2, heads=4, batch=8),
     "small": dict(vocab=256, ctx=128, d=128, layers=4, heads=4, batch=16),
     "medium": dict(vocab=256, ctx=256, d=256, layers=6, heads=8, batch=8),
+    # GPT-2 small's widths with the byte vocabulary (kiln's gpt2s preset, issue 15).
+    "gpt2s": dict(vocab=256, ctx=1024, d=768, layers=12, heads=12, batch=8),
 }
 
 
@@ -38,6 +42,8 @@ def parse_arguments(argv):
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--batch", type=int, default=None, help="sequences per step (default: the preset's)")
+    parser.add_argument("--compile", action="store_true", help='torch.compile(mode="default") the model (compiled during the warm-up)')
     return parser.parse_args(argv)
 
 
@@ -120,19 +126,21 @@ def main(argv):
     preset = PRESETS[arguments.model]
     device = torch.device("cuda")
     model = build(torch, preset).to(device)
+    forward = torch.compile(model, mode="default") if arguments.compile else model
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     optimizer = torch.optim.AdamW(
         [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}], lr=3e-4, betas=(0.9, 0.95), eps=1e-8
     )
-    batch, context = preset["batch"], preset["ctx"]
+    batch, context = arguments.batch or preset["batch"], preset["ctx"]
+    torch.cuda.reset_peak_memory_stats()
     generator = torch.Generator(device="cpu").manual_seed(arguments.seed)
     use_bf16 = arguments.precision == "bf16"
 
     def step():
         window = torch.randint(0, preset["vocab"], (batch, context + 1), generator=generator).to(device, non_blocking=True)
         with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=use_bf16):
-            logits = model(window[:, :-1])
+            logits = forward(window[:, :-1])
             loss = torch.nn.functional.cross_entropy(logits.float().view(-1, preset["vocab"]), window[:, 1:].reshape(-1))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -140,7 +148,7 @@ def main(argv):
         optimizer.zero_grad(set_to_none=True)
         return loss
 
-    for _ in range(arguments.warmup):
+    for _ in range(max(arguments.warmup, 1 if arguments.compile else 0)):
         step()
     torch.cuda.synchronize()
     samples = []
@@ -152,7 +160,9 @@ def main(argv):
     ms = statistics.median(samples)
     print(json.dumps({
         "model": arguments.model, "precision": arguments.precision, "batch": batch, "context": context,
+        "mode": "torch.compile" if arguments.compile else "eager",
         "ms_per_step": ms, "tokens_per_second": batch * context / (ms / 1000),
+        "peak_memory_bytes": torch.cuda.max_memory_allocated(),
         "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
     }))
     return 0

@@ -21,6 +21,7 @@ import { checkAttention } from './gpu-check-attention.mjs';
 import { kernelTimings } from './gpu-check/kernels.mjs';
 import { kilnBench, locateCli, matmulComparison, pytorchBench } from './gpu-check/measure.mjs';
 import { createReport, evaluateTargets, formatReport } from './gpu-check/report.mjs';
+import { cliTarget, compareTraining, determinismCheck, reproducibilitySection, resumeCheck } from './gpu-check/training.mjs';
 
 const scriptDirectory = dirname(fileURLToPath(import.meta.url));
 const log = (line) => console.log(line);
@@ -131,6 +132,33 @@ if (!options.skip.has('train')) {
   const ratio = kiln.tokensPerSecond && pytorch.tokensPerSecond ? kiln.tokensPerSecond / pytorch.tokensPerSecond : null;
   report.trainStep = { model: settings.model, precision: settings.precision, kiln, pytorch, ratio };
   log(`train step: kiln ${JSON.stringify(kiln)}; PyTorch ${JSON.stringify(pytorch)}`);
+}
+
+// ---- what users run, through the CLI: gpt2s vs PyTorch eager and torch.compile, the profile, determinism, SIGKILL + resume ----
+{
+  const environment = cublasPath ? { ...process.env, KILN_CUBLAS_PATH: cublasPath } : process.env;
+  const target = cliTarget({ simulator: options.simulator, environment });
+  const cli = locateCli(scriptDirectory);
+  if (!options.skip.has('gpt2s')) {
+    // The simulator cannot run 85M parameters: the same flow on the tiny preset at batch 2.
+    const settings = options.simulator
+      ? { model: 'tiny', batches: [2], steps: 1, warmup: 1 }
+      : { model: 'gpt2s', batches: options.gpt2sBatches, steps: options.gpt2sSteps, warmup: 3 };
+    const pytorch = !options.skip.has('pytorch') && !options.simulator;
+    const training = compareTraining({ cli, python: options.python, target, ...settings, precision: 'bf16', pytorch, compile: !options.skip.has('compile'), log });
+    report.gpt2s = { model: settings.model, runs: training.runs, profile: training.profile ?? null };
+    report.sections.push(...training.sections);
+  }
+  const simulatorSteps = { determinism: 3, resume: 4, interval: 2 };
+  const gpuSteps = { determinism: 20, resume: 30, interval: 10 };
+  const steps = options.simulator ? simulatorSteps : gpuSteps;
+  const determinism = options.skip.has('determinism') ? undefined : determinismCheck({ cli, target, simulator: options.simulator, steps: steps.determinism, log });
+  const resume = options.skip.has('resume') ? undefined : await resumeCheck({ cli, target, simulator: options.simulator, steps: steps.resume, interval: steps.interval, log });
+  if (determinism || resume) {
+    report.reproducibility = { determinism: determinism ?? null, resume: resume ?? null };
+    report.sections.push(reproducibilitySection(determinism, resume));
+    log(`reproducibility: ${JSON.stringify(report.reproducibility)}`);
+  }
 }
 
 if (report.conformance.some((run) => run.failed > 0) || (report.attention?.failed ?? 0) > 0) report.status = 'failed';

@@ -30,12 +30,16 @@ describe('gpu-check arguments', () => {
     expect([...options.skip].sort()).toEqual(['pytorch', 'train']);
     expect(parseArguments(['--skip', 'kernels,attention']).skip).toEqual(new Set(['kernels', 'attention']));
     expect(parseArguments(['--simulator']).quick).toBe(true);
+    expect(defaults).toMatchObject({ gpt2sBatches: [8, 32], gpt2sSteps: 10 });
+    expect(parseArguments(['--gpt2s-batches', '4,16', '--gpt2s-steps', '5', '--skip', 'compile,determinism,resume,gpt2s'])).toMatchObject({ gpt2sBatches: [4, 16], gpt2sSteps: 5 });
+    expect(parseArguments(['--model', 'gpt2s']).model).toBe('gpt2s');
   });
 
   it('rejects what it does not know, naming it', () => {
     for (const [argv, message] of [
       [['--fast'], /unknown argument '--fast'/], [['--model', 'huge'], /--model huge/], [['--skip', 'flash'], /--skip flash: unknown part/],
       [['--steps', '-1'], /--steps must be a non-negative integer/], [['--json'], /--json needs a value/], [['--precision', 'f16'], /use bf16 or f32/],
+      [['--gpt2s-batches', '8,0'], /--gpt2s-batches needs batch sizes ≥ 1/], [['--gpt2s-batches', 'eight'], /--gpt2s-batches must be a non-negative integer/],
     ] as const) {
       expect(() => parseArguments([...argv])).toThrow(UsageError);
       expect(() => parseArguments([...argv])).toThrow(message);
@@ -105,14 +109,27 @@ describe.skipIf(!built)('gpu-check runs (needs `pnpm turbo build`: dist of core 
     expect(report.matmulNote).toMatch(/cuBLAS not measured/);
     expect(report.trainStep?.kiln).toMatchObject({ skipped: expect.stringContaining('simulator') });
     expect(stdout).toContain('matmul (TFLOP/s, same run; ratio = kiln / cuBLAS):');
-  });
+    // What users run, through the CLI on the 'cuda-sim' plugin: a train step with its profile (device events), then the reproducibility checks.
+    const gpt2s = (report as GpuCheckReport & { gpt2s: { model: string; runs: Array<{ batch: number; kiln: { tokensPerSecond?: number; error?: string } }>; profile: { timing: string; rows: unknown[] } } }).gpt2s;
+    expect(gpt2s.model).toBe('tiny');
+    expect(gpt2s.runs[0].batch).toBe(2);
+    expect(gpt2s.runs[0].kiln.tokensPerSecond, gpt2s.runs[0].kiln.error).toBeGreaterThan(0);
+    expect(gpt2s.profile.timing).toBe('device');
+    expect(gpt2s.profile.rows.length).toBeGreaterThan(5);
+    expect(stdout).toMatch(/^where a tiny step \(batch 2\) goes: .* device time per kernel \(CUDA events\):$/m);
+    const reproducibility = (report as GpuCheckReport & { reproducibility: { determinism: { identical: boolean; hashes: string[] }; resume: { identical: boolean; killedAfterStep: number } } }).reproducibility;
+    expect(reproducibility.determinism.identical).toBe(true);
+    expect(reproducibility.determinism.hashes[0]).toMatch(/^[0-9a-f]{64}$/);
+    expect(reproducibility.resume).toMatchObject({ identical: true, killedAfterStep: 2 });
+    expect(stdout).toContain('✓ SIGKILL + --resume gives the uninterrupted run\'s weights: yes');
+  }, 600_000);
 
   it('packs a self-contained bundle that runs without the workspace', async (context) => {
     const bundle = join(scratch, 'bundle');
     await run(process.execPath, [join(packageRoot, 'scripts', 'gpu-check-pack.mjs'), '--out', bundle, '--no-node'], { cwd: packageRoot, maxBuffer: 16 << 20 });
     for (const path of ['node_modules/@kiln/core/dist/index.js', 'node_modules/@kiln/backend-cuda/native/kernels/matmul_wmma.cuh', 'node_modules/@kiln/trainer/dist/index.js',
       'node_modules/zod/package.json', 'node_modules/vitest/index.js', 'headers/node-api-headers/node_api.h', 'headers/node-addon-api/napi.h',
-      'scripts/gpu-check/report.mjs', 'bench/pytorch_train_step.py']) {
+      'scripts/gpu-check/report.mjs', 'scripts/gpu-check/training.mjs', 'bench/pytorch_train_step.py', 'node_modules/@kiln/cli/bin/kiln.js', 'node_modules/@kiln/cli/dist/main.js']) {
       expect(existsSync(join(bundle, path)), path).toBe(true);
     }
     const reportPath = join(scratch, 'bundle.json');

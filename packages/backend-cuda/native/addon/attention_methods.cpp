@@ -105,6 +105,13 @@ AttentionProblem read_problem(const char* kernel, const TensorArgument& q, const
   return problem;
 }
 
+/** Profile work of the forward: 4·B·Hq·Tq·Tk·D flops (half of it when causal); the backward does 2.5× that. */
+LaunchWork attention_work(const AttentionProblem& problem, double factor) {
+  const double flops = 4.0 * static_cast<double>(problem.batch) * static_cast<double>(problem.heads_q) * static_cast<double>(problem.length_q) *
+                       static_cast<double>(problem.length_k) * static_cast<double>(problem.head_dim) * (problem.causal ? 0.5 : 1.0);
+  return LaunchWork{0, flops * factor};
+}
+
 std::string describe_problem(const char* kernel, int dtype, const AttentionProblem& problem) {
   return std::string(kernel) + " " + kDTypeNames[dtype] + " B=" + std::to_string(problem.batch) + " Hq=" + std::to_string(problem.heads_q) +
          " Hkv=" + std::to_string(problem.heads_kv) + " Tq=" + std::to_string(problem.length_q) + " Tk=" + std::to_string(problem.length_k) +
@@ -145,7 +152,7 @@ Napi::Value BackendObject::Attention(const Napi::CallbackInfo& info) {
     expect_dtype(lse, kF32, "attention", "lse");
     expect_same_shape(lse, {q.shape[0], q.shape[1], q.shape[2]}, "attention", "lse");
     const AttentionForwardTensors tensors{q.base(), k.base(), v.base(), out.base(), static_cast<float*>(lse.base())};
-    device.after_launch(launch_attention_forward(device.launch_context(), q.dtype, problem, tensors), describe_problem("attention", q.dtype, problem));
+    device.after_launch(launch_attention_forward(device.launch_context(), q.dtype, problem, tensors), describe_problem("attention", q.dtype, problem), attention_work(problem, 1.0));
     return info.Env().Undefined();
   });
 }
@@ -179,7 +186,7 @@ Napi::Value BackendObject::AttentionBackward(const Napi::CallbackInfo& info) {
     ScratchBlock delta(device.allocator(), static_cast<std::size_t>(attention_backward_scratch_floats(problem)) * sizeof(float));
     const AttentionBackwardTensors tensors{q.base(),  k.base(),  v.base(),  out.base(), static_cast<const float*>(lse.base()), d_out.base(),
                                            dq.base(), dk.base(), dv.base(), static_cast<float*>(delta.get())};
-    device.after_launch(launch_attention_backward(device.launch_context(), q.dtype, problem, tensors), describe_problem(kernel, q.dtype, problem));
+    device.after_launch(launch_attention_backward(device.launch_context(), q.dtype, problem, tensors), describe_problem(kernel, q.dtype, problem), attention_work(problem, 2.5));
     return info.Env().Undefined();
   });
 }

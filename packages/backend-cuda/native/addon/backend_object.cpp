@@ -1,6 +1,7 @@
 #include "backend_object.h"
 
 #include <cstring>
+#include <vector>
 
 #include "download_worker.h"
 
@@ -15,6 +16,8 @@ void BackendObject::Register(Napi::Env env, Napi::Object exports) {
           InstanceMethod<&BackendObject::Upload>("upload"),
           InstanceMethod<&BackendObject::Download>("download"),
           InstanceMethod<&BackendObject::Synchronize>("synchronize"),
+          InstanceMethod<&BackendObject::ProfileStart>("profileStart"),
+          InstanceMethod<&BackendObject::ProfileStop>("profileStop"),
           InstanceMethod<&BackendObject::Memory>("memory"),
           InstanceMethod<&BackendObject::EmptyCache>("emptyCache"),
           InstanceMethod<&BackendObject::DeviceInfo>("deviceInfo"),
@@ -259,6 +262,33 @@ Napi::Value BackendObject::Memory(const Napi::CallbackInfo& info) {
       result.Set("totalBytes", Napi::Number::New(env, static_cast<double>(total_bytes)));
     } else {
       cudaGetLastError();
+    }
+    return result;
+  });
+}
+
+Napi::Value BackendObject::ProfileStart(const Napi::CallbackInfo& info) {
+  return guarded(info.Env(), [&]() -> Napi::Value {
+    DeviceContext& device = context();
+    device.profiler().start(device.stream());
+    return info.Env().Undefined();
+  });
+}
+
+Napi::Value BackendObject::ProfileStop(const Napi::CallbackInfo& info) {
+  return guarded(info.Env(), [&]() -> Napi::Value {
+    Napi::Env env = info.Env();
+    const std::vector<KernelProfileEntry> entries = context().profiler().stop();
+    Napi::Array result = Napi::Array::New(env, entries.size());
+    for (std::size_t index = 0; index < entries.size(); index++) {
+      const KernelProfileEntry& entry = entries[index];
+      Napi::Object row = Napi::Object::New(env);
+      row.Set("name", entry.name);
+      row.Set("calls", entry.calls);
+      row.Set("milliseconds", entry.milliseconds);
+      row.Set("bytes", entry.bytes);
+      row.Set("flops", entry.flops);
+      result.Set(static_cast<uint32_t>(index), row);
     }
     return result;
   });

@@ -31,6 +31,9 @@ class BackendObject : public Napi::ObjectWrap<BackendObject> {
   Napi::Value Upload(const Napi::CallbackInfo& info);
   Napi::Value Download(const Napi::CallbackInfo& info);
   Napi::Value Synchronize(const Napi::CallbackInfo& info);
+  // per-kernel timing (runtime/kernel_profiler.h)
+  Napi::Value ProfileStart(const Napi::CallbackInfo& info);
+  Napi::Value ProfileStop(const Napi::CallbackInfo& info);
   Napi::Value Memory(const Napi::CallbackInfo& info);
   Napi::Value EmptyCache(const Napi::CallbackInfo& info);
   Napi::Value DeviceInfo(const Napi::CallbackInfo& info);

@@ -66,6 +66,9 @@ class LaunchScratch {
   void* pointer_ = nullptr;
 };
 
+/** Profile work of a launch that reads or writes `passes` tensors like `x`. */
+LaunchWork tensor_passes(const TensorArgument& x, double passes) { return LaunchWork{passes * static_cast<double>(x.count) * dtype_bytes(x.dtype), 0}; }
+
 std::string rows_text(const char* kernel, const TensorArgument& x, Index rows, Index cols) {
   return std::string(kernel) + " " + describe(x) + " as [" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
 }
@@ -81,7 +84,7 @@ Napi::Value BackendObject::softmax_family(const Napi::CallbackInfo& info, int ki
     const Index count = checked_product(rows, cols, name);
     const TensorArgument x = read_float_tensor(buffers_, info[0], name, "x", -1, count, "rows · cols");
     const TensorArgument out = read_float_tensor(buffers_, info[1], name, "out", x.dtype, count, "rows · cols");
-    device.after_launch(launch_softmax(device.launch_context(), kind, x.dtype, x.base(), out.base(), rows, cols), rows_text(name, x, rows, cols));
+    device.after_launch(launch_softmax(device.launch_context(), kind, x.dtype, x.base(), out.base(), rows, cols), rows_text(name, x, rows, cols), tensor_passes(x, 2));
     return info.Env().Undefined();
   });
 }
@@ -101,7 +104,7 @@ Napi::Value BackendObject::SoftmaxBackward(const Napi::CallbackInfo& info) {
     const TensorArgument y = read_float_tensor(buffers_, info[0], name, "y", -1, count, "rows · cols");
     const TensorArgument dy = read_float_tensor(buffers_, info[1], name, "dy", y.dtype, count, "rows · cols");
     const TensorArgument dx = read_float_tensor(buffers_, info[2], name, "dx", y.dtype, count, "rows · cols");
-    device.after_launch(launch_softmax_backward(device.launch_context(), y.dtype, y.base(), dy.base(), dx.base(), rows, cols), rows_text(name, y, rows, cols));
+    device.after_launch(launch_softmax_backward(device.launch_context(), y.dtype, y.base(), dy.base(), dx.base(), rows, cols), rows_text(name, y, rows, cols), tensor_passes(y, 3));
     return info.Env().Undefined();
   });
 }
@@ -121,7 +124,7 @@ Napi::Value BackendObject::RmsNorm(const Napi::CallbackInfo& info) {
     const TensorArgument rstd = read_float_tensor(buffers_, info[3], name, "rstd", kF32, rows, "rows");
     device.after_launch(launch_rms_norm(device.launch_context(), x.dtype, x.base(), weight.base(), out.base(), f32_pointer(rstd), rows, cols,
                                         static_cast<float>(eps)),
-                        rows_text(name, x, rows, cols));
+                        rows_text(name, x, rows, cols), tensor_passes(x, 2));
     return info.Env().Undefined();
   });
 }
@@ -144,7 +147,7 @@ Napi::Value BackendObject::RmsNormBackward(const Napi::CallbackInfo& info) {
     LaunchScratch scratch(device, chunks > 1 ? static_cast<std::size_t>(chunks * cols) * sizeof(float) : 0);
     device.after_launch(launch_rms_norm_backward(device.launch_context(), x.dtype, x.base(), weight.base(), f32_pointer(rstd), dy.base(), dx.base(),
                                                  f32_pointer(d_weight), static_cast<float*>(scratch.get()), rows, cols),
-                        rows_text(name, x, rows, cols));
+                        rows_text(name, x, rows, cols), tensor_passes(x, 3));
     return info.Env().Undefined();
   });
 }
@@ -164,7 +167,7 @@ Napi::Value BackendObject::LayerNorm(const Napi::CallbackInfo& info) {
     const TensorArgument out = read_float_tensor(buffers_, info[3], name, "out", x.dtype, count, "rows · cols");
     device.after_launch(launch_layer_norm(device.launch_context(), x.dtype, x.base(), weight.base(), bias.base(), out.base(), rows, cols,
                                           static_cast<float>(eps)),
-                        rows_text(name, x, rows, cols));
+                        rows_text(name, x, rows, cols), tensor_passes(x, 2));
     return info.Env().Undefined();
   });
 }
@@ -206,7 +209,7 @@ Napi::Value BackendObject::Swiglu(const Napi::CallbackInfo& info) {
     const TensorArgument up = read_float_tensor(buffers_, info[1], name, "up", gate.dtype, gate.count, "as many elements as gate");
     const TensorArgument out = read_float_tensor(buffers_, info[2], name, "out", gate.dtype, gate.count, "as many elements as gate");
     device.after_launch(launch_swiglu(device.launch_context(), gate.dtype, gate.base(), up.base(), out.base(), gate.count),
-                        std::string("swiglu ") + describe(gate));
+                        std::string("swiglu ") + describe(gate), tensor_passes(gate, 3));
     return info.Env().Undefined();
   });
 }
@@ -224,7 +227,7 @@ Napi::Value BackendObject::SwigluBackward(const Napi::CallbackInfo& info) {
     const TensorArgument d_gate = read_float_tensor(buffers_, info[3], name, "dGate", gate.dtype, gate.count, why);
     const TensorArgument d_up = read_float_tensor(buffers_, info[4], name, "dUp", gate.dtype, gate.count, why);
     device.after_launch(launch_swiglu_backward(device.launch_context(), gate.dtype, gate.base(), up.base(), dy.base(), d_gate.base(), d_up.base(), gate.count),
-                        std::string("swigluBackward ") + describe(gate));
+                        std::string("swigluBackward ") + describe(gate), tensor_passes(gate, 5));
     return info.Env().Undefined();
   });
 }
@@ -242,7 +245,7 @@ Napi::Value BackendObject::CrossEntropy(const Napi::CallbackInfo& info) {
     const TensorArgument loss = read_float_tensor(buffers_, info[2], name, "loss", kF32, rows, "rows");
     device.after_launch(launch_cross_entropy(device.launch_context(), logits.dtype, logits.base(), static_cast<const std::int32_t*>(targets.base()),
                                              f32_pointer(loss), rows, classes, ignore_index),
-                        rows_text(name, logits, rows, classes));
+                        rows_text(name, logits, rows, classes), tensor_passes(logits, 1));
     return info.Env().Undefined();
   });
 }
@@ -262,7 +265,7 @@ Napi::Value BackendObject::CrossEntropyBackward(const Napi::CallbackInfo& info) 
     const TensorArgument d_logits = read_float_tensor(buffers_, info[2], name, "dLogits", logits.dtype, count, "rows · classes");
     device.after_launch(launch_cross_entropy_backward(device.launch_context(), logits.dtype, logits.base(), static_cast<const std::int32_t*>(targets.base()),
                                                       d_logits.base(), rows, classes, ignore_index, static_cast<float>(scale)),
-                        rows_text(name, logits, rows, classes));
+                        rows_text(name, logits, rows, classes), tensor_passes(logits, 2));
     return info.Env().Undefined();
   });
 }
@@ -297,7 +300,8 @@ Napi::Value BackendObject::Adamw(const Napi::CallbackInfo& info) {
     scalars.eps = static_cast<float>(eps);
     device.after_launch(launch_adamw(device.launch_context(), param.dtype, param.base(), grad.dtype, grad.base(), f32_pointer(m), f32_pointer(v), param.count,
                                      scalars),
-                        std::string("adamw ") + describe(param) + " step " + std::to_string(static_cast<long long>(step)));
+                        std::string("adamw ") + describe(param) + " step " + std::to_string(static_cast<long long>(step)),
+                        LaunchWork{static_cast<double>(param.count) * (2.0 * dtype_bytes(param.dtype) + dtype_bytes(grad.dtype) + 16.0), 0});
     return info.Env().Undefined();
   });
 }

@@ -3,6 +3,7 @@
 // launch with a description naming the kernel and its shapes.
 #include <array>
 #include <cmath>
+#include <initializer_list>
 
 #include "../kernels/convert.cuh"
 #include "../kernels/elementwise.cuh"
@@ -33,6 +34,13 @@ Index read_extent(const Napi::Value& value, const char* kernel, const char* name
   return read_integer(value, std::string(kernel) + ": " + name, 0, kMaxSafeInteger);
 }
 
+/** Profile work of an elementwise launch: `count` elements of each operand's dtype read or written. */
+LaunchWork elementwise_work(Index count, std::initializer_list<int> dtypes) {
+  double bytes = 0;
+  for (const int dtype : dtypes) bytes += static_cast<double>(count) * dtype_bytes(dtype);
+  return LaunchWork{bytes, 0};
+}
+
 /** outer · size · inner as a checked product (each factor already a safe integer). */
 Index product(Index a, Index b, Index c, const char* kernel) {
   const double result = static_cast<double>(a) * static_cast<double>(b) * static_cast<double>(c);
@@ -56,7 +64,7 @@ Napi::Value BackendObject::Unary(const Napi::CallbackInfo& info) {
                         "i32 allows neg, abs, sign and square; cast to a float dtype first.");
     }
     device.after_launch(launch_unary(device.launch_context(), op, x.dtype, x.base(), out.base(), x.count),
-                        std::string("unary ") + kUnaryOpNames[op] + " " + describe(x));
+                        std::string("unary ") + kUnaryOpNames[op] + " " + describe(x), elementwise_work(x.count, {x.dtype, out.dtype}));
     return info.Env().Undefined();
   });
 }
@@ -79,7 +87,7 @@ Napi::Value BackendObject::Binary(const Napi::CallbackInfo& info) {
     const LaunchContext launch = device.launch_context();
     for_each_chunk<2>(out.shape, {&a.strides, &b.strides}, {a.offset, b.offset}, [&](const StridedOperands<2>& layout, Index count, Index start) {
       device.after_launch(launch_binary(launch, op, a.dtype, a.base(), b.dtype, b.base(), out.dtype, element_pointer(out, start), layout, count),
-                          description);
+                          description, elementwise_work(count, {a.dtype, b.dtype, out.dtype}));
     });
     return info.Env().Undefined();
   });
@@ -102,7 +110,7 @@ Napi::Value BackendObject::Where(const Napi::CallbackInfo& info) {
                       [&](const StridedOperands<3>& layout, Index count, Index start) {
                         device.after_launch(launch_where(launch, condition.dtype, condition.base(), a.dtype, a.base(), b.dtype, b.base(), out.dtype,
                                                          element_pointer(out, start), layout, count),
-                                            description);
+                                            description, elementwise_work(count, {condition.dtype, a.dtype, b.dtype, out.dtype}));
                       });
     return info.Env().Undefined();
   });
@@ -127,7 +135,8 @@ Napi::Value BackendObject::Reduce(const Napi::CallbackInfo& info) {
     }
     device.after_launch(launch_reduce(device.launch_context(), op, x.dtype, x.base(), out.dtype, out.base(), outer, size, inner),
                         std::string("reduce ") + kReduceOpNames[op] + " " + describe(x) + " as [" + std::to_string(outer) + ", " + std::to_string(size) +
-                            ", " + std::to_string(inner) + "]");
+                            ", " + std::to_string(inner) + "]",
+                        LaunchWork{static_cast<double>(x.count) * dtype_bytes(x.dtype) + static_cast<double>(out.count) * dtype_bytes(out.dtype), 0});
     return info.Env().Undefined();
   });
 }
@@ -171,14 +180,17 @@ Napi::Value BackendObject::Matmul(const Napi::CallbackInfo& info) {
     const std::string description = std::string("matmul ") + kDTypeNames[a.dtype] + " batch=" + std::to_string(shape.batch) + " m=" +
                                     std::to_string(shape.m) + " n=" + std::to_string(shape.n) + " k=" + std::to_string(shape.k) +
                                     (shape.transpose_a ? " transA" : "") + (shape.transpose_b ? " transB" : "");
+    const LaunchWork work{static_cast<double>(shape.batch) * static_cast<double>(shape.m + shape.n) * static_cast<double>(shape.k) * dtype_bytes(a.dtype) +
+                              static_cast<double>(out.count) * dtype_bytes(out.dtype),
+                          2.0 * static_cast<double>(shape.batch) * static_cast<double>(shape.m) * static_cast<double>(shape.n) * static_cast<double>(shape.k)};
     const LaunchContext launch = device.launch_context();
     CublasSession* cublas = device.cublas();
     if (cublas != nullptr && shape.batch > 0 && shape.m > 0 && shape.n > 0 && shape.k > 0 && CublasSession::fits(shape)) {
       cublas->gemm(a.dtype, a.base(), b.base(), out.base(), shape);
-      device.after_launch(cudaSuccess, description + " (cuBLAS)");
+      device.after_launch(cudaSuccess, description + " (cuBLAS)", work);
       return info.Env().Undefined();
     }
-    device.after_launch(launch_matmul(launch, a.dtype, a.base(), b.base(), out.base(), shape), description);
+    device.after_launch(launch_matmul(launch, a.dtype, a.base(), b.base(), out.base(), shape), description, work);
     return info.Env().Undefined();
   });
 }
@@ -194,7 +206,7 @@ Napi::Value BackendObject::Copy(const Napi::CallbackInfo& info) {
     const std::string description = "copy " + describe(src);
     const LaunchContext launch = device.launch_context();
     for_each_chunk<2>(src.shape, {&src.strides, &dst.strides}, {src.offset, dst.offset}, [&](const StridedOperands<2>& layout, Index count, Index) {
-      device.after_launch(launch_copy(launch, src.dtype, src.base(), dst.base(), layout, count), description);
+      device.after_launch(launch_copy(launch, src.dtype, src.base(), dst.base(), layout, count), description, elementwise_work(count, {src.dtype, dst.dtype}));
     });
     return info.Env().Undefined();
   });
@@ -250,7 +262,7 @@ Napi::Value BackendObject::Cast(const Napi::CallbackInfo& info) {
     const TensorArgument out = read_tensor(buffers_, info[1], "cast", "out", false);
     expect_count(out, x.count, "cast", "out", "x and out have as many elements");
     device.after_launch(launch_cast(device.launch_context(), x.dtype, x.base(), out.dtype, out.base(), x.count),
-                        "cast " + describe(x) + " to " + kDTypeNames[out.dtype]);
+                        "cast " + describe(x) + " to " + kDTypeNames[out.dtype], elementwise_work(x.count, {x.dtype, out.dtype}));
     return info.Env().Undefined();
   });
 }
@@ -261,7 +273,7 @@ Napi::Value BackendObject::Fill(const Napi::CallbackInfo& info) {
     DeviceContext& device = context();
     const TensorArgument out = read_tensor(buffers_, info[0], "fill", "out", false);
     const double value = read_number(info[1], "fill: value");
-    device.after_launch(launch_fill(device.launch_context(), out.dtype, out.base(), fill_bits(out.dtype, value), out.count), "fill " + describe(out));
+    device.after_launch(launch_fill(device.launch_context(), out.dtype, out.base(), fill_bits(out.dtype, value), out.count), "fill " + describe(out), elementwise_work(out.count, {out.dtype}));
     return info.Env().Undefined();
   });
 }

@@ -69,6 +69,7 @@ DeviceContext::~DeviceContext() {
 
 LaunchContext DeviceContext::launch_context() {
   use_device(device_index_);
+  profiler_.before_launch();
   return LaunchContext{stream_, max_blocks_, device_errors_};
 }
 
@@ -99,10 +100,11 @@ void DeviceContext::mark_broken_if_sticky(cudaError_t error, const std::string& 
   broken_reason_ = describe_cuda_error(error) + " during " + operation;
 }
 
-void DeviceContext::after_launch(cudaError_t error, const std::string& description) {
+void DeviceContext::after_launch(cudaError_t error, const std::string& description, const LaunchWork& work) {
   if (error == cudaSuccess && synchronous_) error = cudaStreamSynchronize(stream_);
   if (error == cudaSuccess) {
     remember(description);
+    profiler_.after_launch(description, work);
     return;
   }
   cudaGetLastError();

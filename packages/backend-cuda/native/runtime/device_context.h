@@ -12,6 +12,7 @@
 #include "../kernels/common.cuh"
 #include "caching_allocator.h"
 #include "cublas.h"
+#include "kernel_profiler.h"
 #include "native_error.h"
 #include "pinned_pool.h"
 
@@ -39,7 +40,7 @@ class DeviceContext {
   const DeviceFacts& facts() const { return facts_; }
   /** Device index. */
   int device_index() const { return device_index_; }
-  /** The stream, grid cap and error record for launchers (also makes this device current on the calling thread). */
+  /** The stream, grid cap and error record for launchers (also makes this device current on the calling thread; starts a profiled launch's timing). */
   LaunchContext launch_context();
   /** The allocator. */
   CachingAllocator& allocator() { return allocator_; }
@@ -56,8 +57,10 @@ class DeviceContext {
 
   /** Throws (kDevice) when an earlier sticky error made the context unusable. */
   void ensure_usable() const;
-  /** Checks a launcher's result: throws with `description` on error; with KILN_CUDA_SYNC=1 also waits and checks execution. */
-  void after_launch(cudaError_t error, const std::string& description);
+  /** Checks a launcher's result: throws with `description` on error; with KILN_CUDA_SYNC=1 also waits and checks execution; `work` feeds the profile. */
+  void after_launch(cudaError_t error, const std::string& description, const LaunchWork& work = {});
+  /** The opt-in per-kernel timer (off by default). */
+  KernelProfiler& profiler() { return profiler_; }
   /** Builds the error for `error` observed while waiting for queued work (marks the context unusable when the error is sticky). */
   NativeError asynchronous_failure(cudaError_t error, const std::string& operation);
   /** The last kernels launched (newest last), for messages about asynchronous errors. */
@@ -74,6 +77,7 @@ class DeviceContext {
   CachingAllocator allocator_;
   PinnedPool pinned_;
   std::unique_ptr<CublasSession> cublas_;
+  KernelProfiler profiler_;
   int max_blocks_ = 1;
   bool synchronous_ = false;
   bool broken_ = false;

@@ -19,6 +19,10 @@ export interface GpuCheckOptions {
   python: string;
   cublasPath: string | undefined;
   help: boolean;
+  /** gpt2s batch sizes (torch.compile runs at the first only). */
+  gpt2sBatches: number[];
+  /** Timed gpt2s steps per run. */
+  gpt2sSteps: number;
 }
 /** The options of an argv (without node and the script path). Throws UsageError. */
 export declare function parseArguments(argv: readonly string[]): GpuCheckOptions;

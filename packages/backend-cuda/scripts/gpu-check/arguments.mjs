@@ -2,16 +2,19 @@
 // on GPU machines from a bundle that carries no node_modules beyond kiln's runtime ones).
 
 /** Parts of the check that --skip can leave out. */
-export const PARTS = ['conformance', 'matmul', 'kernels', 'attention', 'train', 'pytorch'];
+export const PARTS = ['conformance', 'matmul', 'kernels', 'attention', 'train', 'pytorch', 'gpt2s', 'compile', 'determinism', 'resume'];
 
 /** Train-step models (the reference presets). */
-export const MODELS = ['tiny', 'small', 'medium'];
+export const MODELS = ['tiny', 'small', 'medium', 'gpt2s'];
 
 export const USAGE = `usage: gpu-check [options]
 
 Builds nothing itself (scripts/gpu-check.sh builds with nvcc first), then on the GPU: probes,
 runs the full conformance kit, benchmarks kiln's matmul kernels against cuBLAS, times a
-\`kiln bench\` train step against PyTorch eager, and writes one report (JSON + a table).
+\`kiln bench\` train step against PyTorch eager, trains gpt2s (GPT-2 small's widths, bf16) at
+each --gpt2s-batches against PyTorch eager and torch.compile with the per-kernel profile, checks
+that \`kiln train\` repeats bit for bit and resumes after SIGKILL to the same weights, and writes
+one report (JSON + a table).
 
   --quick               quick kit sizes, fewer repeats, 2048³ instead of 4096³
   --simulator           smoke-test this script on the CPU simulator build (tiny sizes; timings mean nothing)
@@ -20,6 +23,8 @@ runs the full conformance kit, benchmarks kiln's matmul kernels against cuBLAS, 
   --model <name>        train-step model: ${MODELS.join(', ')} (default medium)
   --precision <p>       train-step precision for kiln and PyTorch: bf16 (default) or f32
   --steps <n>           timed train steps (default 20)
+  --gpt2s-batches <list> gpt2s batch sizes (default 8,32; torch.compile runs at the first only)
+  --gpt2s-steps <n>     timed gpt2s steps per run (default 10, after 3 warm-up)
   --warmup <n>          untimed train steps first (default 5)
   --python <exe>        python with PyTorch for the baseline (default python3)
   --cublas-path <path>  cuBLAS directory or file (default: KILN_CUBLAS_PATH, then the loader's search)
@@ -38,7 +43,7 @@ function integer(name, text) {
 export function parseArguments(argv) {
   const options = {
     quick: false, simulator: false, json: 'gpu-check-report.json', skip: new Set(), model: 'medium', precision: 'bf16',
-    steps: 20, warmup: 5, python: 'python3', cublasPath: undefined, help: false,
+    steps: 20, warmup: 5, python: 'python3', cublasPath: undefined, help: false, gpt2sBatches: [8, 32], gpt2sSteps: 10,
   };
   for (let index = 0; index < argv.length; index++) {
     const argument = argv[index];
@@ -72,6 +77,13 @@ export function parseArguments(argv) {
       case '--steps': options.steps = Math.max(1, integer('--steps', value())); break;
       case '--warmup': options.warmup = integer('--warmup', value()); break;
       case '--python': options.python = value(); break;
+      case '--gpt2s-batches': {
+        const batches = value().split(',').map((item) => integer('--gpt2s-batches', item.trim()));
+        if (batches.length === 0 || batches.some((batch) => batch < 1)) throw new UsageError('--gpt2s-batches needs batch sizes ≥ 1, e.g. 8,32');
+        options.gpt2sBatches = batches;
+        break;
+      }
+      case '--gpt2s-steps': options.gpt2sSteps = Math.max(1, integer('--gpt2s-steps', value())); break;
       case '--cublas-path': options.cublasPath = value(); break;
       case '--help': case '-h': options.help = true; break;
       default: throw new UsageError(`unknown argument '${argument}'`);

@@ -16,6 +16,10 @@ export const TARGETS = {
   bf16MatmulRatio: 0.7,
   /** kiln's train step (tokens/s) over PyTorch eager's. */
   trainStepRatio: 1.0,
+  /** gpt2s bf16 (issue 15): kiln over PyTorch eager at every batch. */
+  gpt2sEagerRatio: 1.0,
+  /** gpt2s bf16 (issue 15): kiln over torch.compile(mode="default") where it ran. */
+  gpt2sCompileRatio: 0.8,
 };
 
 /** A fresh report. */
@@ -40,6 +44,18 @@ export function evaluateTargets(report) {
     name: `kiln train step (${report.trainStep?.model ?? 'medium'}, ${report.trainStep?.precision ?? 'bf16'}) ≥ ${TARGETS.trainStepRatio}× PyTorch eager`,
     value: ratio ?? null, target: TARGETS.trainStepRatio, met: ratio === undefined || ratio === null ? null : ratio >= TARGETS.trainStepRatio,
   });
+  for (const run of report.gpt2s?.runs ?? []) {
+    for (const [peer, key, target] of [['PyTorch eager', 'eager', TARGETS.gpt2sEagerRatio], ['torch.compile', 'compiled', TARGETS.gpt2sCompileRatio]]) {
+      const value = run.kiln?.tokensPerSecond && run[key]?.tokensPerSecond ? run.kiln.tokensPerSecond / run[key].tokensPerSecond : null;
+      if (value === null && key === 'compiled') continue;
+      targets.push({ name: `kiln ${report.gpt2s.model} batch ${run.batch} ≥ ${target}× ${peer}`, value, target, met: value === null ? null : value >= target });
+    }
+  }
+  for (const [name, check] of [['the same kiln train twice gives identical weights', report.reproducibility?.determinism], ['SIGKILL + --resume gives the uninterrupted run\'s weights', report.reproducibility?.resume]]) {
+    if (check === undefined || check === null) continue;
+    const identical = check.error ? null : check.identical;
+    targets.push({ name, value: identical === null ? null : identical ? 1 : 0, target: 1, met: identical });
+  }
   report.targets = targets;
   return targets;
 }
@@ -97,7 +113,8 @@ export function formatReport(report) {
     lines.push('', 'targets:');
     for (const target of report.targets) {
       const mark = target.met === null ? '·' : target.met ? '✓' : '✗';
-      const value = target.value === null ? 'not measured' : target.name.includes('matmul') ? `${(target.value * 100).toFixed(0)}%` : `${target.value.toFixed(2)}×`;
+      const value = target.value === null ? 'not measured' : target.name.includes('matmul') ? `${(target.value * 100).toFixed(0)}%`
+        : target.name.includes('weights') ? (target.met ? 'yes' : 'no') : `${target.value.toFixed(2)}×`;
       lines.push(`  ${mark} ${target.name}: ${value}`);
     }
   }

@@ -60,8 +60,9 @@ const INSTALL: Record<PeerName, string> = {
 };
 
 /** A preset's sizes as the peer scripts read them. */
-export function peerConfig(preset: ModelPresetName): Record<string, string | number> {
-  const { model, batchSize } = MODEL_PRESETS[preset];
+export function peerConfig(preset: ModelPresetName, batch?: number): Record<string, string | number> {
+  const { model } = MODEL_PRESETS[preset];
+  const batchSize = batch ?? MODEL_PRESETS[preset].batchSize;
   return {
     name: preset, vocab: model.vocabSize, ctx: model.contextLength, d: model.dModel, layers: model.nLayer, heads: model.nHead,
     kvHeads: model.nKvHead, hidden: model.mlpHidden, batch: batchSize, eps: model.normEps, theta: model.ropeTheta,
@@ -103,8 +104,10 @@ export async function probePeer(peer: PeerName): Promise<MissingPeer | undefined
 }
 
 /** Measures one peer on one preset (threads: PyTorch's thread count; TF.js WASM always runs on one). */
-export async function measurePeer(peer: PeerName, preset: ModelPresetName, threads: number, options: { steps: number; warmup: number }): Promise<PeerResult> {
-  const config = JSON.stringify(peerConfig(preset));
+export async function measurePeer(
+  peer: PeerName, preset: ModelPresetName, threads: number, options: { steps: number; warmup: number; batchSize?: number },
+): Promise<PeerResult> {
+  const config = JSON.stringify(peerConfig(preset, options.batchSize));
   const common = ['--steps', String(options.steps), '--warmup', String(options.warmup), '--config', config];
   const result = peer === 'pytorch'
     ? await run(pythonExecutable(), [join(peersDirectory(), 'train_torch.py'), '--threads', String(threads), ...common], 30 * 60_000)

@@ -36,14 +36,16 @@ export interface TrainThroughput {
   totalMs: number;
   /** Compute precision of the step (f32, bf16 or f16; after adapting to the backend). */
   precision: string;
+  /** The backend's peak allocated bytes over the run (model, optimizer state, activations), where it reports one (CUDA), else null. */
+  peakMemoryBytes: number | null;
 }
 
 /** Compute precisions `kiln bench` can measure (f32 is the reference figures' precision). */
 export type BenchPrecision = 'f32' | 'bf16' | 'f16';
 
 /** The reference config of `preset` (models.json sizes, batch and optimizer; f32 unless `precision` says otherwise) adapted to `backend`. */
-export function benchConfig(preset: ModelPresetName, backend: KernelBackend, precision: BenchPrecision = 'f32'): TrainConfig {
-  const reference = MODEL_PRESETS[preset];
+export function benchConfig(preset: ModelPresetName, backend: KernelBackend, precision: BenchPrecision = 'f32', batchSize?: number): TrainConfig {
+  const reference = { ...MODEL_PRESETS[preset], batchSize: batchSize ?? MODEL_PRESETS[preset].batchSize };
   const base = defaultTrainConfig();
   const config: TrainConfig = {
     ...base,
@@ -70,10 +72,11 @@ function randomTokens(count: number, seed: number, vocabSize: number): Int32Arra
 
 /** Times `steps` optimizer steps after `warmup` untimed ones. */
 export async function measureTrainStep(
-  preset: ModelPresetName, backend: KernelBackend, options: { steps: number; warmup: number; precision?: BenchPrecision; onTimedStep?: (starting: boolean) => void },
+  preset: ModelPresetName, backend: KernelBackend,
+  options: { steps: number; warmup: number; precision?: BenchPrecision; batchSize?: number; onTimedStep?: (starting: boolean) => void },
 ): Promise<TrainThroughput> {
   setBackend(backend);
-  const config = benchConfig(preset, backend, options.precision);
+  const config = benchConfig(preset, backend, options.precision, options.batchSize);
   const { contextLength, vocabSize } = config.model;
   const { batchSize } = config.schedule;
   const forwardOptions = forwardOptionsFor(config);
@@ -91,6 +94,7 @@ export async function measureTrainStep(
   };
   const counters = { microBatchSize: config.schedule.microBatchSize, optimizerStep: 0 };
   const samples: number[] = [];
+  let peakMemoryBytes: number | null = null;
   try {
     for (let step = 1; step <= options.warmup + options.steps; step++) {
       const window = randomTokens(batchSize * (contextLength + 1), step, vocabSize);
@@ -111,6 +115,7 @@ export async function measureTrainStep(
       }
     }
   } finally {
+    peakMemoryBytes = peakBytesOf(backend);
     disposeMoments(moments);
     model.dispose();
   }
@@ -119,5 +124,12 @@ export async function measureTrainStep(
     model: preset, batchSize, contextLength, msPerStep, tokensPerSecond: (batchSize * contextLength) / (msPerStep / 1000), attention: forwardOptions.attention,
     totalMs: samples.reduce((sum, sample) => sum + sample, 0),
     precision: config.device.precision,
+    peakMemoryBytes,
   };
+}
+
+/** memory().peakBytes where the backend reports it (the CUDA backend's caching allocator), else null. */
+function peakBytesOf(backend: KernelBackend): number | null {
+  const peak = (backend.memory() as { peakBytes?: unknown }).peakBytes;
+  return typeof peak === 'number' && peak > 0 ? peak : null;
 }

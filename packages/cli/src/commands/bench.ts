@@ -8,12 +8,13 @@
  */
 import type { Command } from 'commander';
 import { InvalidArgumentError, listBackends, probeBackends, setBackend, type KernelBackend } from '@kiln/core';
+import { kernelTimingSourceOf } from '@kiln/core/native-backend';
 import { cpuBackendPlugin } from '@kiln/backend-cpu';
 import { MODEL_PRESET_NAMES, type ModelPresetName } from '@kiln/trainer';
 import { describeResolution, discoverAllBackends, setUpBackend } from '../backend-setup.js';
 import { measureGeneration, SHORT_PROMPT_TOKENS, type GenerationThroughput } from '../bench/generation-throughput.js';
 import { measureKernels, type KernelTiming } from '../bench/kernel-timings.js';
-import { profileTrainStep, type KernelProfile } from '../bench/kernel-profile.js';
+import { formatKernelProfile, profileTrainStep, type KernelProfile } from '../bench/kernel-profile.js';
 import { measurePeer, PEER_NAMES, peerLabel, probePeer, type MissingPeer, type PeerName, type PeerResult } from '../bench/peers.js';
 import { benchConfig, measureTrainStep, type BenchPrecision, type TrainThroughput } from '../bench/train-throughput.js';
 import { integerArgument, type CliContext } from '../cli-context.js';
@@ -33,6 +34,7 @@ interface BenchOptions {
   peers: string;
   cpuThreads?: string;
   rounds: number;
+  batch?: number;
   json?: boolean;
 }
 
@@ -58,7 +60,8 @@ export function defineBenchCommand(program: Command, context: CliContext): void 
     .command('bench')
     .description('train-step throughput (beside PyTorch and TF.js measured in the same run), generation throughput and kernel timings of the reference models')
     .option('--device <list>', 'comma-separated backends to measure (default: every available one)')
-    .option('--model <list>', 'comma-separated presets: tiny, small, medium', 'tiny')
+    .option('--model <list>', `comma-separated presets: ${MODEL_PRESET_NAMES.join(', ')}`, 'tiny')
+    .option('--batch <n>', 'sequences per train step (default: each preset\'s batch size)', integerArgument(1))
     .option('--steps <n>', 'timed train steps per model and backend', integerArgument(1), 10)
     .option('--warmup <n>', 'untimed steps first', integerArgument(0), 2)
     .option('--cpu-threads <list>', 'thread counts to measure the CPU backend at (default: 1 and its default count)')
@@ -67,7 +70,7 @@ export function defineBenchCommand(program: Command, context: CliContext): void 
     .option('--precision <precision>', 'compute precision of the train step: f32 (the peers\' precision), bf16 or f16', 'f32')
     .option('--no-generation', 'skip the generation throughput (tokens/s with a short and a full-context prompt)')
     .option('--no-kernels', 'skip the per-kernel timings')
-    .option('--profile', 'also time every kernel call of the CPU backend\'s train step (where a step\'s time goes)')
+    .option('--profile', 'also time every kernel of the train step (CUDA: device time with events; CPU: host time per call) and print where a step\'s time goes')
     .option('--json', 'print the results as JSON')
     .action(async (options: BenchOptions) => {
       context.exitCode = await runBench(options, context);
@@ -95,7 +98,7 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
   devices.sort((a, b) => (a === 'cpu' ? -1 : b === 'cpu' ? 1 : 0));
   const rows: BenchRow[] = [];
   const kernels: Array<KernelTiming & { model: string; backend: string }> = [];
-  const profiles: Array<KernelProfile & { threads: number }> = [];
+  const profiles: KernelProfile[] = [];
   const generation: Array<GenerationThroughput & { backend: string }> = [];
   const peerResults: PeerResult[] = [];
   const missing: MissingPeer[] = [];
@@ -134,11 +137,11 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
         for (const [index, variant] of variants.entries()) {
           const threadsText = variant.threads === null ? '' : ` (${variant.threads} thread${variant.threads === 1 ? '' : 's'})`;
           terminal.say(`measuring ${model} on ${backend.name}${threadsText}${roundText}: ${options.warmup} warm-up + ${options.steps} timed steps…`);
-          kilnRounds[index].push(await measureTrainStep(model, variant.backend, { steps: options.steps, warmup: options.warmup, precision }));
+          kilnRounds[index].push(await measureTrainStep(model, variant.backend, { steps: options.steps, warmup: options.warmup, precision, batchSize: options.batch }));
         }
         for (const [index, { peer, threads }] of peerTasks.entries()) {
           terminal.say(`measuring ${model} on ${peer}${peer === 'pytorch' ? ` (${threads} thread${threads === 1 ? '' : 's'})` : ''}${roundText}: ${options.warmup} warm-up + ${options.steps} timed steps…`);
-          peerRounds[index].push(await measurePeer(peer, model, threads, { steps: options.steps, warmup: options.warmup }));
+          peerRounds[index].push(await measurePeer(peer, model, threads, { steps: options.steps, warmup: options.warmup, batchSize: options.batch }));
         }
       }
       for (const results of peerRounds) peerResults.push(medianRound(results));
@@ -152,11 +155,13 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
           ratios: { pytorch1Thread: null, tfjsWasm: null }, matmul: matmul ?? null,
         });
       }
-      if (options.profile === true && backend.name === 'cpu') {
-        // On the first thread count measured (1 unless --cpu-threads says otherwise): one thread's time per kernel.
+      if (options.profile === true && (backend.name === 'cpu' || kernelTimingSourceOf(backend) !== undefined)) {
+        // On the CPU: the first thread count measured (1 unless --cpu-threads says otherwise), one thread's time per kernel.
         const [first] = variants;
-        terminal.say(`profiling ${model} on ${backend.name} (${first.threads} thread${first.threads === 1 ? '' : 's'}): every kernel call of ${options.steps} steps…`);
-        profiles.push({ ...(await profileTrainStep(model, first.backend, { steps: options.steps, warmup: options.warmup })), threads: first.threads ?? 1 });
+        terminal.say(`profiling ${model} on ${backend.name}${first.threads === null ? '' : ` (${first.threads} thread${first.threads === 1 ? '' : 's'})`}: every kernel of ${options.steps} steps…`);
+        profiles.push(await profileTrainStep(model, first.backend, { steps: options.steps, warmup: options.warmup, precision, batchSize: options.batch, threads: first.threads }));
+      } else if (options.profile === true) {
+        terminal.say(`not profiled: the ${backend.name} backend cannot time its kernels (only the CPU and CUDA backends can)`);
       }
       if (options.generation) {
         setBackend(backend);
@@ -294,20 +299,10 @@ function printTables(
   ));
 }
 
-function printProfiles(profiles: Array<KernelProfile & { threads: number }>, context: CliContext): void {
+function printProfiles(profiles: KernelProfile[], context: CliContext): void {
   for (const profile of profiles) {
-    const other = profile.msPerStep - profile.kernelMsPerStep;
     context.terminal.say('');
-    context.terminal.say(`where a ${profile.model} train step goes on the CPU backend, ${profile.threads} thread${profile.threads === 1 ? '' : 's'} (${formatFixed(profile.msPerStep, 1)} ms/step while profiled; ${formatFixed(other, 1)} ms outside kernels: core, autograd, trainer):`);
-    const rows = profile.rows.filter((row) => row.msPerStep >= profile.msPerStep * 0.005);
-    context.terminal.say(formatTable(
-      ['kernel', 'calls/step', 'ms/step', 'share'],
-      [
-        ...rows.map((row) => [row.kernel, formatFixed(row.callsPerStep, 0), formatFixed(row.msPerStep, 2), `${formatFixed((100 * row.msPerStep) / profile.msPerStep, 1)}%`]),
-        ['(outside kernels)', '—', formatFixed(other, 2), `${formatFixed((100 * other) / profile.msPerStep, 1)}%`],
-      ],
-      1,
-    ));
+    context.terminal.say(formatKernelProfile(profile));
   }
 }
 

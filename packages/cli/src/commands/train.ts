@@ -9,6 +9,8 @@ import type { Command } from 'commander';
 import { InvalidArgumentError } from '@kiln/core';
 import { adaptConfigToBackend, formatTrainConfig, loadTrainConfig, LOSS_PLOT_FILE, METRICS_FILE, train, type PartialTrainConfig, type TrainConfig, type TrainResult } from '@kiln/trainer';
 import { describeResolution, setUpBackend } from '../backend-setup.js';
+import { formatKernelProfile } from '../bench/kernel-profile.js';
+import { createTrainProfiler, PROFILE_STEPS, PROFILE_WARMUP_STEPS } from '../bench/train-profile.js';
 import { integerArgument, type CliContext } from '../cli-context.js';
 import { loadEmbeddedCorpus, type Corpus } from '../corpus.js';
 import { ExitCode } from '../exit-codes.js';
@@ -40,6 +42,7 @@ interface TrainOptions {
   json?: boolean;
   seed?: number;
   allowNonFinite?: boolean;
+  profile?: boolean;
 }
 
 /** Registers `kiln train`. */
@@ -61,6 +64,7 @@ export function defineTrainCommand(program: Command, context: CliContext): void 
     .option('--resume', 'continue from the newest good checkpoint in the run directory (damaged ones are skipped with a note)')
     .option('--allow-non-finite', 'with --resume or --init-from: load weights that hold NaN or Infinity instead of refusing them')
     .option('--seed <n>', 'seed of weight init and batch sampling', integerArgument(0))
+    .option('--profile', `time every kernel of ${PROFILE_STEPS} steps after ${PROFILE_WARMUP_STEPS} (CUDA: device time with events) and print where a step's time goes`)
     .option('--verbose', 'print the whole resolved config')
     .option('--json', 'print one JSON event per line instead of progress')
     .action(async (options: TrainOptions) => {
@@ -96,10 +100,15 @@ async function runTrain(options: TrainOptions, context: CliContext): Promise<num
     mode: options.json === true ? 'json' : terminal.interactive ? 'bar' : 'lines',
     logInterval: config.schedule.logInterval,
   });
+  const profiler = options.profile === true ? createTrainProfiler(backend) : undefined;
   let result: TrainResult;
   try {
     result = await train(config, {
-      backend, resume: options.resume === true, allowNonFinite: options.allowNonFinite === true, signal: controller.signal, onEvent: (event) => reporter.handle(event), corpus,
+      backend: profiler?.backend ?? backend, resume: options.resume === true, allowNonFinite: options.allowNonFinite === true, signal: controller.signal, corpus,
+      onEvent: (event) => {
+        profiler?.handle(event);
+        reporter.handle(event);
+      },
     });
   } finally {
     reporter.stop();
@@ -110,6 +119,11 @@ async function runTrain(options: TrainOptions, context: CliContext): Promise<num
     return ExitCode.interrupted;
   }
   await reportResult(result, config, { defaultRun, corpus, json: options.json === true }, context);
+  if (profiler !== undefined) {
+    const profile = profiler.result();
+    if (options.json === true) terminal.json({ type: 'profile', ...(profile ?? { missing: `the run had fewer than ${PROFILE_WARMUP_STEPS + 1} steps` }) });
+    else terminal.say(profile === undefined ? `no profile: the run had fewer than ${PROFILE_WARMUP_STEPS + 1} steps (profiling starts after ${PROFILE_WARMUP_STEPS})` : `\n${formatKernelProfile(profile)}`);
+  }
   return ExitCode.ok;
 }
 

@@ -6,7 +6,7 @@
  */
 import type { BufferHandle, StridedView, TensorRef } from '../backend/kernel-backend.js';
 import type { DType } from '../dtype.js';
-import { DTYPE_BYTES, DTypeError, InvalidArgumentError, ShapeError, contiguousStrides, formatShape, shapeSize } from '../index.js';
+import { DTYPE_BYTES, DTypeError, InvalidArgumentError, ShapeError, formatShape } from '../index.js';
 import { DTYPE_CODE } from './codes.js';
 import { NativeBuffer, type NativeTensor } from './native-tensor.js';
 
@@ -79,45 +79,53 @@ export function nativeArgumentChecks(backend: string): NativeArgumentChecks {
     return value;
   };
 
+  // The hot path of every kernel call: no strings are built and no arrays allocated unless a check fails.
   const checkTensor = (ref: TensorRef | StridedView, owner: object, kernel: string, role: string, view: boolean): CheckedTensor => {
-    const what = `${kernel}: ${role}`;
-    const buffer = resolveBuffer(ref.buffer, owner, what);
+    const handle = ref.buffer;
+    const buffer = handle instanceof NativeBuffer && handle.owner === owner && !handle.freed ? handle : resolveBuffer(handle, owner, `${kernel}: ${role}`);
     const code = DTYPE_CODE.get(ref.dtype);
-    if (code === undefined) throw new DTypeError(`${prefix} ${what} has unknown dtype '${String(ref.dtype)}'`, { hint: 'Use f32, f16, bf16 or i32.' });
-    if (!Array.isArray(ref.shape)) throw new InvalidArgumentError(`${prefix} ${what}.shape must be an array`);
-    ref.shape.forEach((size, dim) => checkInteger(size, `${what}.shape[${dim}]`));
-    const count = shapeSize(ref.shape);
-    const strided = view && 'strides' in ref;
-    const strides = strided ? (ref as StridedView).strides : contiguousStrides(ref.shape);
-    const offset = strided ? (ref as StridedView).offset : 0;
-    if (strided) {
-      if (!Array.isArray(strides) || strides.length !== ref.shape.length) {
-        throw new ShapeError(`${prefix} ${what} has strides ${String(strides)} for shape ${formatShape(ref.shape)}`);
-      }
-      strides.forEach((stride, dim) => checkInteger(stride, `${what}.strides[${dim}]`, -Number.MAX_SAFE_INTEGER));
-      checkInteger(offset, `${what}.offset`);
+    if (code === undefined) throw new DTypeError(`${prefix} ${kernel}: ${role} has unknown dtype '${String(ref.dtype)}'`, { hint: 'Use f32, f16, bf16 or i32.' });
+    const shape = ref.shape;
+    if (!Array.isArray(shape)) throw new InvalidArgumentError(`${prefix} ${kernel}: ${role}.shape must be an array`);
+    let count = 1;
+    for (let dim = 0; dim < shape.length; dim++) {
+      const size: unknown = shape[dim];
+      if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0) checkInteger(size, `${kernel}: ${role}.shape[${dim}]`);
+      count *= size as number;
     }
+    const capacity = Math.floor(buffer.byteLength / DTYPE_BYTES[ref.dtype]);
+    if (!(view && 'strides' in ref)) {
+      // Dense from element 0: it reaches elements 0 to count − 1.
+      if (count > capacity) throw outsideBuffer(kernel, role, ref, 0, count - 1, buffer);
+      return { buffer, dtype: ref.dtype, shape, count, native: { buffer: buffer.id, dtype: code, shape } };
+    }
+    const { strides, offset } = ref as StridedView;
+    if (!Array.isArray(strides) || strides.length !== shape.length) {
+      throw new ShapeError(`${prefix} ${kernel}: ${role} has strides ${String(strides)} for shape ${formatShape(shape)}`);
+    }
+    for (let dim = 0; dim < strides.length; dim++) {
+      const stride: unknown = strides[dim];
+      if (typeof stride !== 'number' || !Number.isSafeInteger(stride)) checkInteger(stride, `${kernel}: ${role}.strides[${dim}]`, -Number.MAX_SAFE_INTEGER);
+    }
+    if (typeof offset !== 'number' || !Number.isSafeInteger(offset) || offset < 0) checkInteger(offset, `${kernel}: ${role}.offset`);
     if (count > 0) {
       let lowest = offset;
       let highest = offset;
-      ref.shape.forEach((size, dim) => {
-        const reach = strides[dim] * (size - 1);
+      for (let dim = 0; dim < shape.length; dim++) {
+        const reach = strides[dim] * (shape[dim] - 1);
         if (reach < 0) lowest += reach;
         else highest += reach;
-      });
-      const capacity = Math.floor(buffer.byteLength / DTYPE_BYTES[ref.dtype]);
-      if (lowest < 0 || highest >= capacity) {
-        throw new InvalidArgumentError(
-          `${prefix} ${what} (${ref.dtype} ${formatShape(ref.shape)}) reaches elements ${lowest} to ${highest}, outside its ${buffer.byteLength}-byte buffer`,
-          { hint: 'Allocate element count × bytes per element, and keep views inside the buffer.' },
-        );
       }
+      if (lowest < 0 || highest >= capacity) throw outsideBuffer(kernel, role, ref, lowest, highest, buffer);
     }
-    const native: NativeTensor = strided
-      ? { buffer: buffer.id, dtype: code, shape: ref.shape, strides, offset }
-      : { buffer: buffer.id, dtype: code, shape: ref.shape };
-    return { buffer, dtype: ref.dtype, shape: ref.shape, count, native };
+    return { buffer, dtype: ref.dtype, shape, count, native: { buffer: buffer.id, dtype: code, shape, strides, offset } };
   };
+
+  const outsideBuffer = (kernel: string, role: string, ref: TensorRef, lowest: number, highest: number, buffer: NativeBuffer): InvalidArgumentError =>
+    new InvalidArgumentError(
+      `${prefix} ${kernel}: ${role} (${ref.dtype} ${formatShape(ref.shape)}) reaches elements ${lowest} to ${highest}, outside its ${buffer.byteLength}-byte buffer`,
+      { hint: 'Allocate element count × bytes per element, and keep views inside the buffer.' },
+    );
 
   const expectDType = (tensor: CheckedTensor, dtype: DType, kernel: string, role: string): void => {
     if (tensor.dtype !== dtype) {
@@ -126,7 +134,9 @@ export function nativeArgumentChecks(backend: string): NativeArgumentChecks {
   };
 
   const expectShape = (tensor: CheckedTensor, shape: readonly number[], kernel: string, role: string): void => {
-    if (tensor.shape.length !== shape.length || tensor.shape.some((size, dim) => size !== shape[dim])) {
+    let equal = tensor.shape.length === shape.length;
+    for (let dim = 0; equal && dim < shape.length; dim++) equal = tensor.shape[dim] === shape[dim];
+    if (!equal) {
       throw new ShapeError(`${prefix} ${kernel}: ${role} has shape ${formatShape(tensor.shape)}, expected ${formatShape(shape)}`);
     }
   };

@@ -3,7 +3,7 @@
  * written once: buffer handles and argument checks before a call crosses into native code, the
  * dtype/op code tables the addon takes, the mapping of the addon's failures to KilnErrors, the
  * addon loader (prebuilt per-platform package → local build → one error listing every attempt),
- * the shared fused kernels' checks and calls, the flash-attention argument checks, and
+ * the shared fused kernels' checks and calls, per-kernel device timing, the flash-attention argument checks, and
  * NativeKernelBackend: a KernelBackend over such an addon that a backend subclasses. Used by @kiln/backend-cuda and @kiln/backend-metal;
  * see docs/writing-a-backend.md.
  */
@@ -15,6 +15,7 @@ export {
   findPackageRoot, firstLineOf, loadNativeAddon, localBuildReport,
   type AddonLoadAttempt, type LoadedNativeAddon, type NativeAddonSearch,
 } from './addon-loader.js';
+export { kernelTimingSourceOf, type DeviceKernelTiming, type KernelTimingSource } from './kernel-timing.js';
 export { NativeFusedKernels, type NativeFusedMethods } from './fused-kernels.js';
 export { NativeKernelBackend, type NativeKernelBackendParts } from './native-kernel-backend.js';
 export type { NativeKernelMethods } from './native-methods.js';

@@ -11,13 +11,14 @@ import type {
   RandomDistribution, ReduceOp, StridedView, TensorRef, UnaryOp,
 } from '../backend/kernel-backend.js';
 import { DTypeError, InvalidArgumentError, KERNEL_API_VERSION, composedKernels, formatShape } from '../index.js';
-import type { NativeArgumentChecks } from './argument-checks.js';
+import type { CheckedTensor, NativeArgumentChecks } from './argument-checks.js';
 import { checkAttentionInputs, checkAttentionLike, checkAttentionLse, type AttentionGrid } from './attention-checks.js';
 import { BINARY_CODE, I32_BINARY, I32_UNARY, REDUCE_CODE, UNARY_CODE } from './codes.js';
 import type { NativeFusedKernels } from './fused-kernels.js';
+import type { DeviceKernelTiming, KernelTimingSource } from './kernel-timing.js';
 import type { NativeKernelMethods } from './native-methods.js';
 import type { NativeErrorMapping } from './native-error.js';
-import type { NativeBuffer } from './native-tensor.js';
+import type { NativeBuffer, NativeTensor } from './native-tensor.js';
 
 /** What a native backend hands NativeKernelBackend's constructor. */
 export interface NativeKernelBackendParts<Native extends NativeKernelMethods> {
@@ -38,7 +39,7 @@ export interface NativeKernelBackendParts<Native extends NativeKernelMethods> {
 }
 
 /** See the file header. */
-export abstract class NativeKernelBackend<Native extends NativeKernelMethods = NativeKernelMethods> implements KernelBackend {
+export abstract class NativeKernelBackend<Native extends NativeKernelMethods = NativeKernelMethods> implements KernelBackend, KernelTimingSource {
   /** Backend name as registered, e.g. 'cuda'. */
   abstract readonly name: string;
   /** The KernelBackend version this backend implements. */
@@ -111,6 +112,29 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
     await this.errors.awaitNative(this.errors.callNative(() => this.native.synchronize()));
   }
 
+  /** True when the addon can time kernels on the device (startKernelTiming). */
+  get kernelTimingAvailable(): boolean {
+    return typeof this.native.profileStart === 'function' && typeof this.native.profileStop === 'function';
+  }
+
+  /** Starts timing every kernel launch with device events (see kernel-timing.ts); throws when the addon cannot. */
+  startKernelTiming(): void {
+    this.ensureOpen('startKernelTiming');
+    const start = this.native.profileStart;
+    if (start === undefined) {
+      throw new InvalidArgumentError(`${this.checks.backend} backend: this addon build cannot time kernels`, { hint: 'Rebuild the addon from this version of kiln.' });
+    }
+    this.errors.callNative(() => start.call(this.native));
+  }
+
+  /** Stops timing and returns the totals per kernel name (blocks until the timed launches have run). */
+  stopKernelTiming(): DeviceKernelTiming[] {
+    this.ensureOpen('stopKernelTiming');
+    const stop = this.native.profileStop;
+    if (stop === undefined) return [];
+    return this.errors.callNative(() => stop.call(this.native));
+  }
+
   /** Gives the pool's cached buffers back to the device (other processes can then use the memory). */
   emptyCache(): void {
     this.ensureOpen('emptyCache');
@@ -162,13 +186,10 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
   where(condition: StridedView, a: StridedView, b: StridedView, out: TensorRef): void {
     this.ensureOpen('where');
     const output = this.checks.checkTensor(out, this, 'where', 'out', false);
-    const views = ([['condition', condition], ['a', a], ['b', b]] as const).map(([role, view]) => {
-      const checked = this.checks.checkTensor(view, this, 'where', role, true);
-      this.checks.expectShape(checked, output.shape, 'where', role);
-      if (this.parts.operandsMatchOutputDType && role !== 'condition') this.checks.expectDType(checked, output.dtype, 'where', role);
-      return checked.native;
-    });
-    this.errors.callNative(() => this.native.where(views[0], views[1], views[2], output.native));
+    const mask = this.whereOperand(condition, output, 'condition');
+    const left = this.whereOperand(a, output, 'a');
+    const right = this.whereOperand(b, output, 'b');
+    this.errors.callNative(() => this.native.where(mask, left, right, output.native));
   }
 
   /** Reduce the middle axis of x viewed [outer, size, inner] into out [outer, inner]. */
@@ -177,7 +198,7 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
     const code = this.opCode(REDUCE_CODE, op, 'reduce');
     const input = this.checks.checkTensor(x, this, 'reduce', 'x', false);
     const output = this.checks.checkTensor(out, this, 'reduce', 'out', false);
-    for (const [name, value] of [['outer', outer], ['size', size], ['inner', inner]] as const) this.checks.checkInteger(value, `reduce: ${name}`);
+    this.checkExtents('reduce', 'size', outer, size, inner);
     const arg = op === 'argmax' || op === 'argmin';
     this.checks.expectDType(output, arg ? 'i32' : input.dtype, 'reduce', 'out');
     this.checks.expectCount(input, outer * size * inner, 'reduce', 'x', 'outer · size · inner');
@@ -196,12 +217,14 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
     this.checks.expectDType(right, left.dtype, 'matmul', 'b');
     this.checks.expectDType(output, left.dtype, 'matmul', 'out');
     const { batch, m, n, k, transposeA, transposeB, batchStrideA, batchStrideB } = params;
-    for (const [name, value] of Object.entries({ batch, m, n, k, batchStrideA, batchStrideB })) this.checks.checkInteger(value, `matmul: params.${name}`);
+    if (!isExtent(batch) || !isExtent(m) || !isExtent(n) || !isExtent(k) || !isExtent(batchStrideA) || !isExtent(batchStrideB)) {
+      for (const [name, value] of Object.entries({ batch, m, n, k, batchStrideA, batchStrideB })) this.checks.checkInteger(value, `matmul: params.${name}`);
+    }
     if (typeof transposeA !== 'boolean' || typeof transposeB !== 'boolean') {
       throw new InvalidArgumentError(`${this.checks.backend} backend: matmul: params.transposeA and params.transposeB must be booleans`);
     }
     this.checks.expectCount(output, batch * m * n, 'matmul', 'out', 'batch · m · n');
-    this.errors.callNative(() => this.native.matmul(left.native, right.native, output.native, { batch, m, n, k, transposeA, transposeB, batchStrideA, batchStrideB }));
+    this.errors.callNative(() => this.native.matmul(left.native, right.native, output.native, params));
   }
 
   /** dst[view] = src[view], element by element. */
@@ -220,7 +243,7 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
     const input = this.checks.checkTensor(x, this, 'gather', 'x', false);
     const index = this.checks.checkTensor(indices, this, 'gather', 'indices', false);
     const output = this.checks.checkTensor(out, this, 'gather', 'out', false);
-    for (const [name, value] of [['outer', outer], ['rows', rows], ['inner', inner]] as const) this.checks.checkInteger(value, `gather: ${name}`);
+    this.checkExtents('gather', 'rows', outer, rows, inner);
     this.checks.expectDType(index, 'i32', 'gather', 'indices');
     this.checks.expectDType(output, input.dtype, 'gather', 'out');
     this.checks.expectCount(input, outer * rows * inner, 'gather', 'x', 'outer · rows · inner');
@@ -234,7 +257,7 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
     const input = this.checks.checkTensor(source, this, 'scatterAdd', 'source', false);
     const index = this.checks.checkTensor(indices, this, 'scatterAdd', 'indices', false);
     const output = this.checks.checkTensor(out, this, 'scatterAdd', 'out', false);
-    for (const [name, value] of [['outer', outer], ['rows', rows], ['inner', inner]] as const) this.checks.checkInteger(value, `scatterAdd: ${name}`);
+    this.checkExtents('scatterAdd', 'rows', outer, rows, inner);
     this.checks.expectDType(index, 'i32', 'scatterAdd', 'indices');
     this.checks.expectDType(output, input.dtype, 'scatterAdd', 'out');
     this.checks.expectCount(output, outer * rows * inner, 'scatterAdd', 'out', 'outer · rows · inner');
@@ -386,6 +409,22 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
     ));
   }
 
+  /** A where operand: a view of out's shape (and out's dtype where the backend needs it). */
+  private whereOperand(view: StridedView, output: CheckedTensor, role: string): NativeTensor {
+    const checked = this.checks.checkTensor(view, this, 'where', role, true);
+    this.checks.expectShape(checked, output.shape, 'where', role);
+    if (this.parts.operandsMatchOutputDType && role !== 'condition') this.checks.expectDType(checked, output.dtype, 'where', role);
+    return checked.native;
+  }
+
+  /** outer, the middle extent (named `middle`) and inner as integers ≥ 0 (messages built only on failure). */
+  private checkExtents(kernel: string, middle: string, outer: number, size: number, inner: number): void {
+    if (isExtent(outer) && isExtent(size) && isExtent(inner)) return;
+    this.checks.checkInteger(outer, `${kernel}: outer`);
+    this.checks.checkInteger(size, `${kernel}: ${middle}`);
+    this.checks.checkInteger(inner, `${kernel}: inner`);
+  }
+
   /** Throws an InvalidArgumentError naming `operation` once the backend is disposed. */
   protected ensureOpen(operation: string): void {
     if (this.disposed) {
@@ -399,4 +438,9 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
     if (code === undefined) throw new InvalidArgumentError(`${this.checks.backend} backend: ${kernel}: unknown operation '${String(op)}'`);
     return code;
   }
+}
+
+/** A safe integer ≥ 0 (the common case of every extent check, tested without building a message). */
+function isExtent(value: unknown): boolean {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 }

@@ -20,6 +20,10 @@ export interface NativeKernelMethods extends NativeFusedMethods {
   download(buffer: number): Promise<Uint8Array>;
   /** Resolves when all queued work is done; rejects like download. */
   synchronize(): Promise<void>;
+  /** Optional (addons built before kernel timing lack it): starts timing every launch with an event pair. */
+  profileStart?(): void;
+  /** Optional: stops timing; waits for the events and returns the totals per kernel name, slowest first. */
+  profileStop?(): Array<{ name: string; calls: number; milliseconds: number; bytes: number; flops: number }>;
   /** Gives every cached (free) buffer back to the device. */
   emptyCache(): void;
   /** Finishes or drops queued work and frees every buffer; later calls throw. */

@@ -3,11 +3,11 @@ import type { BinaryOp, UnaryOp } from '../backend/kernel-backend.js';
 import { DTypeError, InvalidArgumentError } from '../errors.js';
 import { allocateTensor, assertSameDType, commonBackend, planKernel } from '../engine/dispatch.js';
 import { recordOp } from '../autograd/record.js';
-import { broadcastShapes, broadcastStrides, shapesEqual } from '../tensor/shape.js';
+import { broadcastShapes, shapesEqual } from '../tensor/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { full } from './creation.js';
 import { sumToShape } from './reduce.js';
-import { viewOf } from './shape-ops.js';
+import { broadcastView } from './shape-ops.js';
 import { castTo } from './cast.js';
 import { checkOperandNumber, checkTensor, checkTensorOrNumber, describeValue } from './validate.js';
 
@@ -81,7 +81,7 @@ export function binaryKernel(op: BinaryOp, a: Tensor, b: Tensor): Tensor {
     wide.dispose();
     return narrow;
   }
-  backend.binary(op, viewOf(a, shape, broadcastStrides(a.shape, shape)), viewOf(b, shape, broadcastStrides(b.shape, shape)), result.ref());
+  backend.binary(op, broadcastView(a, shape), broadcastView(b, shape), result.ref());
   return result;
 }
 
@@ -201,9 +201,9 @@ export function where(condition: Tensor, a: TensorLike, b: TensorLike): Tensor {
   const result = allocateTensor(backend, shape, dtype);
   if (result.size > 0) {
     backend.where(
-      viewOf(condition, shape, broadcastStrides(condition.shape, shape)),
-      viewOf(left, shape, broadcastStrides(left.shape, shape)),
-      viewOf(right, shape, broadcastStrides(right.shape, shape)),
+      broadcastView(condition, shape),
+      broadcastView(left, shape),
+      broadcastView(right, shape),
       result.ref(),
     );
   }

@@ -14,9 +14,23 @@ import {
 
 export type { SliceRange } from './slice.js';
 
+/** Contiguous strides per shape array (shapes are never mutated): a kernel call's views allocate none. */
+const CONTIGUOUS_STRIDES = new WeakMap<Shape, readonly number[]>();
+
 /** A strided view of a whole dense tensor (or a window of it). */
-export function viewOf(tensor: Tensor, shape: Shape = tensor.shape, strides: readonly number[] = contiguousStrides(tensor.shape), offset = 0): StridedView {
-  return { ...tensor.ref(), shape, strides, offset };
+export function viewOf(tensor: Tensor, shape: Shape = tensor.shape, strides?: readonly number[], offset = 0): StridedView {
+  const { buffer, dtype } = tensor.ref();
+  let layout = strides ?? CONTIGUOUS_STRIDES.get(tensor.shape);
+  if (layout === undefined) {
+    layout = contiguousStrides(tensor.shape);
+    CONTIGUOUS_STRIDES.set(tensor.shape, layout);
+  }
+  return { buffer, shape, dtype, strides: layout, offset };
+}
+
+/** `tensor` viewed broadcast to `shape` (its own cached dense view when the shapes are equal: nothing allocated but the view). */
+export function broadcastView(tensor: Tensor, shape: Shape): StridedView {
+  return shapesEqual(tensor.shape, shape) ? viewOf(tensor) : viewOf(tensor, shape, broadcastStrides(tensor.shape, shape));
 }
 
 /** Same data, new shape (one dimension may be -1). Shares storage: no copy. */

@@ -29,7 +29,10 @@ export function formatShape(shape: Shape): string {
 
 /** True when both shapes have the same rank and dimensions. */
 export function shapesEqual(a: Shape, b: Shape): boolean {
-  return a.length === b.length && a.every((dimension, axis) => dimension === b[axis]);
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let axis = 0; axis < a.length; axis++) if (a[axis] !== b[axis]) return false;
+  return true;
 }
 
 /** Throws unless every dimension is a non-negative safe integer. */

@@ -32,6 +32,7 @@ enum hipMemcpyKind { hipMemcpyHostToHost = 0, hipMemcpyHostToDevice = 1, hipMemc
 enum hipFuncAttribute { hipFuncAttributeMaxDynamicSharedMemorySize = 8 };
 #define hipStreamNonBlocking 0x01
 #define hipEventDisableTiming 0x2
+#define hipEventDefault 0x0
 #define hipHostMallocDefault 0x0
 
 struct hipDeviceProp_t {
@@ -79,6 +80,7 @@ hipError_t hipStreamSynchronize(hipStream_t stream);
 hipError_t hipStreamDestroy(hipStream_t stream);
 hipError_t hipEventCreateWithFlags(hipEvent_t* event, unsigned int flags);
 hipError_t hipEventRecord(hipEvent_t event, hipStream_t stream);
+hipError_t hipEventElapsedTime(float* milliseconds, hipEvent_t start, hipEvent_t stop);
 hipError_t hipEventSynchronize(hipEvent_t event);
 hipError_t hipEventDestroy(hipEvent_t event);
 hipError_t hipFuncSetAttribute(const void* function, hipFuncAttribute attribute, int value);

@@ -19,6 +19,7 @@
 // device, or with little memory, so host code's error paths can be tested.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -89,6 +90,8 @@ struct CUstream_st {
 };
 struct CUevent_st {
   unsigned flags;
+  /** Host clock (ms) when recorded: the stream runs each operation as it is enqueued, so this is when earlier work finished. */
+  double recorded_ms = -1;
 };
 using cudaStream_t = CUstream_st*;
 using cudaEvent_t = CUevent_st*;
@@ -461,7 +464,20 @@ inline cudaError_t cudaEventDestroy(cudaEvent_t event) {
   delete event;
   return cudaSuccess;
 }
-inline cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t = nullptr) { return cudaSuccess; }
+inline cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t = nullptr) {
+  if (event == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
+  event->recorded_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return cudaSuccess;
+}
+/** Milliseconds between two recorded events (host clock; see CUevent_st). */
+inline cudaError_t cudaEventElapsedTime(float* milliseconds, cudaEvent_t start, cudaEvent_t end) {
+  if (milliseconds == nullptr || start == nullptr || end == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
+  if ((start->flags & cudaEventDisableTiming) != 0 || (end->flags & cudaEventDisableTiming) != 0 || start->recorded_ms < 0 || end->recorded_ms < 0) {
+    return gpu_sim::cuda::set_error(cudaErrorInvalidResourceHandle);
+  }
+  *milliseconds = static_cast<float>(end->recorded_ms - start->recorded_ms);
+  return cudaSuccess;
+}
 inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return gpu_sim::cuda::synchronize_all(); }
 inline cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
 

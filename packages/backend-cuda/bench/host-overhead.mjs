@@ -1,0 +1,98 @@
+#!/usr/bin/env node
+// Host cost per op: N tiny ops through @kiln/core's public ops on a CudaBackend whose addon does
+// nothing (a fake: every kernel method returns at once), so the time is all TypeScript — core's
+// op (shape/dtype inference, output allocation, autograd bookkeeping), the NativeKernelBackend
+// layer's checks and argument objects — and, with --simulator, once more on the CPU simulator
+// addon (adds the C++ host side: argument reading, checks, the launch description; the
+// simulator's kernel execution is included, so only compare simulator figures with each other).
+//
+//   node bench/host-overhead.mjs [--ops N] [--rounds R] [--simulator] [--json]
+// Prints µs/op per op kind (median of R rounds of N ops each).
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { add, cast, matmul, mul, ones, setBackend, sum, tidy } from '@kiln/core';
+import { CudaBackend } from '../dist/index.js';
+
+const argv = process.argv.slice(2);
+const flag = (name) => argv.includes(name);
+const value = (name, fallback) => {
+  const index = argv.indexOf(name);
+  return index >= 0 ? Number(argv[index + 1]) : fallback;
+};
+const ops = value('--ops', 20000);
+const rounds = value('--rounds', 5);
+
+/** An addon whose Backend accepts every call and does no work (alloc hands out ids). */
+function fakeAddon() {
+  class Backend {
+    constructor() {
+      this.nextId = 1;
+    }
+    alloc() { return this.nextId++; }
+    deviceInfo() { return { index: 0, name: 'fake device', major: 9, minor: 0, totalBytes: 80e9, multiprocessors: 132 }; }
+    matmulInfo() {
+      return { path: 'kiln', requested: 'kiln', cublasLocation: '', cublasVersion: '', cublasReason: 'fake addon', allowTf32: false, cublasCalls: 0 };
+    }
+    memory() { return { allocatedBytes: 0, bufferCount: 0 }; }
+    synchronize() { return Promise.resolve(); }
+    download() { return Promise.resolve(new Uint8Array(0)); }
+  }
+  for (const method of ['free', 'upload', 'emptyCache', 'dispose', 'unary', 'binary', 'where', 'reduce', 'matmul', 'copy', 'gather', 'scatterAdd', 'cast', 'fill', 'random']) {
+    Backend.prototype[method] = function noWork() {};
+  }
+  return { Backend, buildInfo: () => ({ flavor: 'fake' }) };
+}
+
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
+async function measure(backend, label) {
+  setBackend(backend);
+  const a = ones([4, 8], { backend });
+  const b = ones([4, 8], { backend });
+  const w = ones([8, 8], { backend });
+  const cases = {
+    'add [4,8]': () => add(a, b),
+    'mul [4,8]': () => mul(a, b),
+    'matmul [4,8]·[8,8]': () => matmul(a, w),
+    'sum [4,8]': () => sum(a),
+    'cast f32→bf16 [4,8]': () => cast(a, 'bf16'),
+  };
+  const results = {};
+  for (const [name, run] of Object.entries(cases)) {
+    const samples = [];
+    for (let round = 0; round <= rounds; round++) {
+      const start = performance.now();
+      tidy(() => {
+        for (let index = 0; index < ops; index++) run().dispose();
+      });
+      await backend.synchronize();
+      const elapsed = performance.now() - start;
+      if (round > 0) samples.push((elapsed * 1000) / ops);
+    }
+    results[name] = median(samples);
+  }
+  for (const tensor of [a, b, w]) tensor.dispose();
+  return { label, microsecondsPerOp: results };
+}
+
+const reports = [];
+const fake = new CudaBackend(fakeAddon());
+reports.push(await measure(fake, 'fake addon (TypeScript only)'));
+if (flag('--simulator')) {
+  const path = fileURLToPath(new URL('../build/sim/Release/kiln_cuda_sim.node', import.meta.url));
+  const simulator = new CudaBackend(createRequire(import.meta.url)(path), { matmul: 'kiln' });
+  reports.push(await measure(simulator, 'CPU simulator addon (TypeScript + C++ host + simulated kernels)'));
+  simulator.dispose();
+}
+if (flag('--json')) {
+  console.log(JSON.stringify({ ops, rounds, node: process.version, reports }));
+} else {
+  console.log(`host cost per op (median of ${rounds} rounds × ${ops} ops, node ${process.version}):`);
+  for (const report of reports) {
+    console.log(`  ${report.label}`);
+    for (const [name, microseconds] of Object.entries(report.microsecondsPerOp)) console.log(`    ${name.padEnd(22)} ${microseconds.toFixed(2).padStart(8)} µs/op`);
+  }
+}
