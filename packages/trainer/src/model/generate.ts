@@ -7,7 +7,7 @@
 import { InvalidArgumentError, reshape, slice, tensor, tidy, type DType } from '@kiln/core';
 import type { AttentionKind } from './attention.js';
 import type { KvCache } from './kv-cache.js';
-import type { LlamaModel } from './llama.js';
+import type { DecoderModel } from './decoder.js';
 import { checkSamplingOptions, sampleToken, uniformAt, type SamplingOptions } from './sampling.js';
 
 /** Options of generate. */
@@ -26,7 +26,7 @@ export interface GenerateOptions extends SamplingOptions {
   onToken?: (id: number) => void | Promise<void>;
 }
 
-function checkOptions(model: LlamaModel, prompt: number[], options: GenerateOptions): void {
+function checkOptions(model: DecoderModel, prompt: number[], options: GenerateOptions): void {
   const { vocabSize } = model.config;
   if (prompt.length === 0) {
     throw new InvalidArgumentError('generate: the prompt is empty', { hint: 'Pass at least one token (for byte-level models, the bytes of some text).' });
@@ -48,7 +48,7 @@ function checkOptions(model: LlamaModel, prompt: number[], options: GenerateOpti
 }
 
 /** Runs the new tokens through the model (extending the cache) and returns the last position's logits. */
-async function nextLogits(model: LlamaModel, cache: KvCache, tokens: number[], options: GenerateOptions): Promise<Float32Array> {
+async function nextLogits(model: DecoderModel, cache: KvCache, tokens: number[], options: GenerateOptions): Promise<Float32Array> {
   const ids = tensor(Int32Array.from(tokens), [1, tokens.length], { dtype: 'i32', backend: model.backend });
   try {
     const last = tidy(() => {
@@ -67,7 +67,7 @@ async function nextLogits(model: LlamaModel, cache: KvCache, tokens: number[], o
 }
 
 /** Generates up to maxTokens new tokens after `prompt` and returns them (without the prompt). */
-export async function generate(model: LlamaModel, prompt: number[], options: GenerateOptions): Promise<number[]> {
+export async function generate(model: DecoderModel, prompt: number[], options: GenerateOptions): Promise<number[]> {
   checkOptions(model, prompt, options);
   const window = model.config.contextLength;
   const seed = options.seed ?? Math.floor(Math.random() * 2 ** 32);

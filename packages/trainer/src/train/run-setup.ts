@@ -104,7 +104,9 @@ function checkResumable(config: TrainConfig, state: CheckpointState, path: strin
 function modelDifferences(configured: ModelConfig, other: ModelConfig, otherLabel: string): string[] {
   const differences: string[] = [];
   for (const key of Object.keys(other) as Array<keyof ModelConfig>) {
-    if (configured[key] !== other[key]) differences.push(`model.${key}: ${otherLabel} ${String(other[key])}, config ${String(configured[key])}`);
+    // architecture is an object (the Hugging Face family and options): compared by value.
+    const [mine, theirs] = [JSON.stringify(configured[key]), JSON.stringify(other[key])];
+    if (mine !== theirs) differences.push(`model.${key}: ${otherLabel} ${theirs}, config ${mine}`);
   }
   return differences;
 }
