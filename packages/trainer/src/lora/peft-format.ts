@@ -6,7 +6,7 @@
  * rank/alpha patterns, modules_to_save) by name, and an adapter whose modules or shapes do not fit
  * the base model (trained for another base) naming the file and the key — nothing half-loaded.
  */
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   CheckpointError, decodeHostValues, formatShape, keep, readSafetensorsFile, serializeSafetensors, tensor, writeFileAtomic, type RawTensor, type Tensor,
@@ -29,7 +29,7 @@ export interface SaveAdapterOptions {
   baseModel: string;
 }
 
-/** Writes adapter_config.json and adapter_model.safetensors (f32) into `directory`. */
+/** Writes adapter_config.json and adapter_model.safetensors (f32) into `directory` (created if needed). */
 export async function saveLoraAdapter(directory: string, model: DecoderModel, adapter: LoraAdapter, options: SaveAdapterOptions): Promise<void> {
   const tensors = new Map<string, RawTensor>();
   for (const [module, { a, b }] of adapter.modules) {
@@ -48,6 +48,7 @@ export async function saveLoraAdapter(directory: string, model: DecoderModel, ad
     use_rslora: false, use_dora: false, modules_to_save: null, layers_to_transform: null, rank_pattern: {}, alpha_pattern: {},
     auto_mapping: { base_model_class: model.family.architectureClass },
   };
+  await mkdir(directory, { recursive: true });
   await writeFileAtomic(join(directory, ADAPTER_WEIGHTS_FILE), serializeSafetensors(tensors, { format: 'pt' }));
   await writeFileAtomic(join(directory, ADAPTER_CONFIG_FILE), new TextEncoder().encode(`${JSON.stringify(config, null, 2)}\n`));
 }
