@@ -7,6 +7,7 @@ export type * from './contracts.js';
 export * from './model/index.js';
 export * from './lora/index.js';
 export * from './data/index.js';
+export * from './tokenizer/index.js';
 export * from './config/index.js';
 export * from './train/index.js';
 export * from './checkpoint/index.js';
