@@ -8,7 +8,7 @@
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CheckpointError, type KernelBackend } from '@kiln/core';
-import { loadCheckpointModel, loadLatestModel, type LlamaModel, type ModelConfig } from '@kiln/trainer';
+import { loadCheckpointModel, loadLatestModel, loadTokenizer, TOKENIZER_FILE, type LlamaModel, type ModelConfig, type Tokenizer } from '@kiln/trainer';
 import { markUsageError } from './exit-codes.js';
 
 /** How loadModelFrom loads. */
@@ -19,6 +19,8 @@ export interface ModelLoadingOptions {
   allowNonFinite?: boolean;
   /** Called with the model's sizes before any weight is read; throws to refuse (a memory check). */
   checkModelConfig?: (config: ModelConfig, configPath: string) => void;
+  /** A PEFT LoRA adapter directory applied on the fly (--adapter). */
+  adapter?: string;
 }
 
 /** True when `directory` holds config.json and model.safetensors. */
@@ -44,4 +46,31 @@ export async function loadModelFrom(directory: string, backend: KernelBackend, o
     }));
   }
   return latest;
+}
+
+/**
+ * The tokenizer of a loaded model: `override` (--tokenizer: a directory, a tokenizer.json or
+ * 'byte') if given, else the model directory's tokenizer.json, else undefined (kiln's byte-level
+ * models, whose prompts are bytes). A tokenizer with ids past the model's vocabulary is refused,
+ * naming both files.
+ */
+export async function tokenizerFor(modelPath: string, model: LlamaModel, override?: string): Promise<Tokenizer | undefined> {
+  const hasOwn = await stat(join(modelPath, TOKENIZER_FILE)).then((info) => info.isFile(), () => false);
+  const source = override ?? (hasOwn ? modelPath : undefined);
+  if (source === undefined) {
+    if (model.config.architecture !== undefined) {
+      throw markUsageError(new CheckpointError(`${modelPath} has no ${TOKENIZER_FILE}, and this ${model.config.architecture.family} model needs its tokenizer`, {
+        hint: 'Download the model with its tokenizer files, or pass --tokenizer <dir|tokenizer.json>.',
+      }));
+    }
+    return undefined;
+  }
+  const tokenizer = await loadTokenizer(source);
+  if (tokenizer.vocabSize > model.config.vocabSize) {
+    throw markUsageError(new CheckpointError(
+      `the tokenizer ${tokenizer.source} has ${tokenizer.vocabSize} ids but the model ${join(modelPath, 'config.json')} has vocab_size ${model.config.vocabSize}`,
+      { hint: 'Use the tokenizer the model was trained with (the one in its directory), or pass the matching --tokenizer.' },
+    ));
+  }
+  return tokenizer;
 }

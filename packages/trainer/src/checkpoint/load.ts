@@ -48,6 +48,8 @@ export interface LoadCheckpointOptions {
 export interface LoadCheckpointModelOptions extends LoadCheckpointOptions {
   /** Called with the model's sizes (from config.json) before any weight is read; throw to refuse (e.g. assertGenerationFits). */
   checkModelConfig?: (config: ModelConfig, configPath: string) => void;
+  /** A PEFT LoRA adapter directory to apply on the fly (see loadModelDirectory). */
+  adapter?: string;
 }
 
 /** Complete checkpoint directories of a run, newest first. */
@@ -184,7 +186,7 @@ export async function loadCheckpointModel(directory: string, options: LoadCheckp
       const configPath = join(directory, 'config.json');
       options.checkModelConfig(await readModelConfig(directory), configPath);
     }
-    return await loadModelDirectory(directory, { backend: options.backend, allowNonFinite: options.allowNonFinite });
+    return await loadModelDirectory(directory, { backend: options.backend, allowNonFinite: options.allowNonFinite, adapter: options.adapter });
   } catch (error) {
     throw await withPreviousCheckpoints(error, directory);
   }

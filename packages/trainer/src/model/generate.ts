@@ -18,6 +18,8 @@ export interface GenerateOptions extends SamplingOptions {
   seed?: number;
   /** Tokens that end generation; the stop token itself is not returned nor streamed. */
   stopTokens?: number[];
+  /** Sample only ids below this (a tokenizer smaller than the model's padded vocabulary); default the model vocabulary. */
+  vocabularyLimit?: number;
   /** Dtype of the matmuls (default 'f32'). */
   computeDType?: DType;
   /** Attention implementation (default 'flash'). */
@@ -45,6 +47,12 @@ function checkOptions(model: DecoderModel, prompt: number[], options: GenerateOp
     throw new InvalidArgumentError(`generate: seed must be a non-negative safe integer, got ${options.seed}`);
   }
   checkSamplingOptions(options);
+  const limit = options.vocabularyLimit;
+  if (limit !== undefined && (!Number.isSafeInteger(limit) || limit < 1 || limit > vocabSize)) {
+    throw new InvalidArgumentError(`generate: vocabularyLimit must be an integer in [1, ${vocabSize}], got ${limit}`, {
+      hint: "Pass the tokenizer's vocabulary size (at most the model's).",
+    });
+  }
 }
 
 /** Runs the new tokens through the model (extending the cache) and returns the last position's logits. */
@@ -79,8 +87,9 @@ export async function generate(model: DecoderModel, prompt: number[], options: G
   const cache = model.createCache({ capacity: Math.min(window, prompt.length + options.maxTokens) });
   try {
     let logits = await nextLogits(model, cache, tokens.slice(-window), options);
+    const limit = options.vocabularyLimit ?? model.config.vocabSize;
     for (let step = 0; step < options.maxTokens; step++) {
-      const token = sampleToken(logits, options, uniformAt(seed, step));
+      const token = sampleToken(limit < logits.length ? logits.subarray(0, limit) : logits, options, uniformAt(seed, step));
       if (stop.has(token)) break;
       generated.push(token);
       tokens.push(token);
