@@ -23,10 +23,10 @@ export interface ModelLoadingOptions {
   adapter?: string;
 }
 
-/** True when `directory` holds config.json and model.safetensors. */
+/** True when `directory` holds config.json and model.safetensors, or is a LoRA run's checkpoint (state.json + adapter_config.json). */
 export async function isModelDirectory(directory: string): Promise<boolean> {
   const isFile = (name: string): Promise<boolean> => stat(join(directory, name)).then((info) => info.isFile(), () => false);
-  return (await isFile('config.json')) && (await isFile('model.safetensors'));
+  return ((await isFile('config.json')) && (await isFile('model.safetensors'))) || ((await isFile('state.json')) && (await isFile('adapter_config.json')));
 }
 
 /** Loads the model of `directory` (a model or checkpoint directory, or a run directory's newest usable checkpoint) onto `backend`. */

@@ -34,6 +34,8 @@ export interface ModelConfig {
   architecture?: ModelArchitecture;
 }
 
+import type { LoraConfig } from './lora/lora-config.js';
+
 /** Families kiln implements, by Hugging Face `model_type`. */
 export type ModelFamilyName = 'llama' | 'gpt2' | 'gpt_bigcode';
 
@@ -176,6 +178,8 @@ export interface TrainConfig {
   checkpoint: CheckpointConfig;
   /** Directory with config.json + model.safetensors to start from (fine-tuning). */
   initFrom?: string;
+  /** Train a LoRA adapter on the frozen initFrom model instead of every weight. */
+  lora?: LoraConfig;
 }
 
 /** One change the trainer made to the config for the resolved backend, and why. */

@@ -27,10 +27,12 @@ const KEY_PATTERN = /^base_model\.model\.(.+)\.lora_([AB])\.weight$/;
 export interface SaveAdapterOptions {
   /** base_model_name_or_path: the base model's directory or Hub id. */
   baseModel: string;
+  /** Extra safetensors metadata (e.g. the checkpoint step). */
+  metadata?: Record<string, string>;
 }
 
-/** Writes adapter_config.json and adapter_model.safetensors (f32) into `directory` (created if needed). */
-export async function saveLoraAdapter(directory: string, model: DecoderModel, adapter: LoraAdapter, options: SaveAdapterOptions): Promise<void> {
+/** Writes adapter_config.json and adapter_model.safetensors (f32) into `directory` (created if needed); returns the bytes by file name. */
+export async function saveLoraAdapter(directory: string, model: DecoderModel, adapter: LoraAdapter, options: SaveAdapterOptions): Promise<Map<string, Uint8Array>> {
   const tensors = new Map<string, RawTensor>();
   for (const [module, { a, b }] of adapter.modules) {
     const layout = model.family.fileLayout(`${module}.weight`, model.config);
@@ -49,8 +51,11 @@ export async function saveLoraAdapter(directory: string, model: DecoderModel, ad
     auto_mapping: { base_model_class: model.family.architectureClass },
   };
   await mkdir(directory, { recursive: true });
-  await writeFileAtomic(join(directory, ADAPTER_WEIGHTS_FILE), serializeSafetensors(tensors, { format: 'pt' }));
-  await writeFileAtomic(join(directory, ADAPTER_CONFIG_FILE), new TextEncoder().encode(`${JSON.stringify(config, null, 2)}\n`));
+  const weights = serializeSafetensors(tensors, { format: 'pt', ...options.metadata });
+  const configBytes = new TextEncoder().encode(`${JSON.stringify(config, null, 2)}\n`);
+  await writeFileAtomic(join(directory, ADAPTER_WEIGHTS_FILE), weights);
+  await writeFileAtomic(join(directory, ADAPTER_CONFIG_FILE), configBytes);
+  return new Map([[ADAPTER_WEIGHTS_FILE, weights], [ADAPTER_CONFIG_FILE, configBytes]]);
 }
 
 function readAdapterConfig(json: unknown, source: string): LoraConfig {

@@ -81,6 +81,8 @@ export interface LoadModelOptions {
   allowNonFinite?: boolean;
   /** A PEFT LoRA adapter directory to apply on the fly (the base is then frozen: no gradients). */
   adapter?: string;
+  /** Load the weights without gradients (a frozen base for LoRA); implied by `adapter`. */
+  frozen?: boolean;
 }
 
 /** Throws a CheckpointError when `values` holds NaN or ±Infinity, naming the tensor, the count and the first one. */
@@ -185,7 +187,7 @@ export async function loadModelDirectory(directory: string, options: LoadModelOp
       if (options.allowNonFinite !== true) assertFinite(values, `tensor "${name}"`, source);
       const kilnValues = fromFileLayout(Float32Array.from(values), entry.shape, family.fileLayout(name, config), config);
       const parameter = keep(tensor(kilnValues, shapes.get(name)!, { backend: options.backend }));
-      parameters.set(name, options.adapter === undefined ? parameter.requireGrad() : parameter);
+      parameters.set(name, options.adapter === undefined && options.frozen !== true ? parameter.requireGrad() : parameter);
     }
     const model = new DecoderModel(config, parameters);
     if (options.adapter !== undefined) {

@@ -1,7 +1,8 @@
 /** The model module: the decoder families, Hugging Face directory format, KV-cache generation. */
 export { createLlamaModel, DecoderModel, LlamaModel, type CachedForwardOptions, type ModelAdapter } from './decoder.js';
 export { familyOf, modelFamilies, SUPPORTED_MODEL_TYPES } from './families/registry.js';
-export type { FileLayout, LayerModules, ModelFamily, ModelModules } from './families/family.js';
+export { renderFamilySupportTable, SUPPORT_TABLE_MARKERS } from './families/support-table.js';
+export type { FamilyDocumentation, FileLayout, LayerModules, ModelFamily, ModelModules } from './families/family.js';
 export type { LinearAdapter, LinearWeights } from './linear.js';
 export { defaultMlpHidden, headDimension, parameterCount, parameterSpecs, validateModelConfig, type ParameterInit, type ParameterSpec } from './config.js';
 export { KvCache, type CachedAttentionInputs, type KvCacheOptions, type LayerCache } from './kv-cache.js';

@@ -3,18 +3,22 @@
  * notice), a Hugging Face model directory or kiln checkpoint (fine-tuning with initFrom,
  * verified when it is a checkpoint), or fresh weights from the seed.
  */
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { ConfigError, type KernelBackend } from '@kiln/core';
+import { TOKENIZER_FILE } from '../tokenizer/index.js';
 import type { ModelConfig, TrainConfig } from '../contracts.js';
 import { cleanTemporaryCheckpoints, listCheckpoints, loadCheckpointModel, loadLatestCheckpoint, type CheckpointState } from '../checkpoint/index.js';
 import { createLlamaModel, readModelConfig, type LlamaModel } from '../model/index.js';
 import { createMoments, disposeMoments, type AdamWMoments } from './optimizer.js';
+import { loadLoraTrainingModel, type LoraTrainingModel } from '../lora/training-model.js';
 
 /** The model and optimizer a run begins with, and the checkpoint state when resuming. */
 export interface RunStart {
   /** The configuration to train with (model sizes from initFrom when fine-tuning). */
   config: TrainConfig;
-  /** The model. */
-  model: LlamaModel;
+  /** The model: all its weights trainable, or (LoRA) a frozen base whose parameters are the adapter's. */
+  model: LlamaModel | LoraTrainingModel;
   /** AdamW moments (zero unless resumed). */
   moments: AdamWMoments;
   /** state.json of the checkpoint resumed from. */
@@ -47,6 +51,7 @@ export async function withInitFromModel(config: TrainConfig, notice: (message: s
     if (resume) return config;
     throw error;
   }
+  await refuseByteTextForTokenizerModel(config);
   const changed = modelDifferences(config.model, model, 'initFrom');
   if (changed.length > 0) notice(`fine-tuning ${config.initFrom}: model sizes come from its config.json (${changed.join(', ')})`);
   return { ...config, model };
@@ -79,6 +84,16 @@ export async function prepareRunStart(config: TrainConfig, options: RunStartOpti
       });
     }
   }
+  if (config.lora !== undefined && config.initFrom === undefined) {
+    throw new ConfigError('lora is set but initFrom is not: LoRA trains an adapter on a pretrained model, and there is none', {
+      hint: 'Add --init-from <model dir> (initFrom), or leave lora out to train every weight.',
+    });
+  }
+  if (config.initFrom && config.lora) {
+    const model = await loadLoraTrainingModel({ baseDirectory: config.initFrom, lora: config.lora, seed: config.seed, backend, allowNonFinite });
+    notice(`LoRA: training ${model.adapter.modules.size} adapters (r ${config.lora.rank}) on the frozen ${config.initFrom}`);
+    return { config: { ...config, model: model.config }, model, moments: createMoments(model.parameters) };
+  }
   if (config.initFrom) {
     const model = await loadCheckpointModel(config.initFrom, { backend, allowNonFinite, onNotice: notice });
     return { config: { ...config, model: model.config }, model, moments: createMoments(model.parameters) };
@@ -109,4 +124,19 @@ function modelDifferences(configured: ModelConfig, other: ModelConfig, otherLabe
     if (mine !== theirs) differences.push(`model.${key}: ${otherLabel} ${theirs}, config ${mine}`);
   }
   return differences;
+}
+
+/**
+ * Raw text is read as UTF-8 bytes here; a model that comes with its own tokenizer.json would see
+ * byte ids it was never trained on, so such a run is refused rather than silently wrong (token
+ * files and JSON sequences made with the model's tokenizer are accepted).
+ */
+async function refuseByteTextForTokenizerModel(config: TrainConfig): Promise<void> {
+  const { data, initFrom } = config;
+  if (initFrom === undefined || data.sequences !== undefined || (data.path ?? '').endsWith('.kiln-tokens')) return;
+  const hasTokenizer = await stat(join(initFrom, TOKENIZER_FILE)).then((info) => info.isFile(), () => false);
+  if (!hasTokenizer) return;
+  throw new ConfigError(`${initFrom} has its own ${TOKENIZER_FILE}, but data.path ${data.path ?? '(the embedded corpus)'} would be read as bytes`, {
+    hint: `Tokenize the data with the model's tokenizer first (a .kiln-tokens file, or JSON sequences of its ids) and pass that as --data / --sequences.`,
+  });
 }

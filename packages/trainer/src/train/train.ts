@@ -108,6 +108,8 @@ export async function train(inputConfig: TrainConfig, context: TrainRunContext):
       const stepStarted = performance.now();
       // The step's tokens depend only on (seed, step): micro-batching and out-of-memory retries slice the same batch.
       const { inputs, targets } = data.train.batch(step, schedule.batchSize, contextLength, seed);
+      // LoRA dropout draws its masks from a stream fixed by (seed, step), so a resumed run draws the same ones.
+      if ((config.lora?.dropout ?? 0) > 0) environment.forwardOptions = { ...forwardOptions, dropoutSeed: (seed * 65537 + step + 1) >>> 0 };
       const outcome = await runTrainStep(environment, counters, { step: step + 1, batchSize: schedule.batchSize, inputs, targets, lr });
       const seconds = (performance.now() - stepStarted) / 1000;
       step++;

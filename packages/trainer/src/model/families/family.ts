@@ -40,8 +40,18 @@ export interface ModelModules {
   head: string;
 }
 
+/** What the generated support table in docs/fine-tuning.md says about a family. */
+export interface FamilyDocumentation {
+  /** Checkpoints of the family, e.g. 'SmolLM2, TinyLlama, Llama 3'. */
+  examples: string;
+  /** Each config.json option kiln reads, with what it does with it (implemented values, refused values). */
+  options: ReadonlyArray<readonly [key: string, support: string]>;
+}
+
 /** One supported family. */
 export interface ModelFamily {
+  /** The family's row of the support table (docs/fine-tuning.md). */
+  readonly documentation: FamilyDocumentation;
   /** Its `model_type`. */
   readonly modelType: ModelFamilyName;
   /** The transformers class written in `architectures`. */

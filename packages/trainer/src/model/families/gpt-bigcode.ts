@@ -8,7 +8,7 @@
  */
 import type { ModelConfig } from '../../contracts.js';
 import type { ModelFamily } from './family.js';
-import { GPT_LINEAR_MODULES, gptLayerModules, gptModelModules, isGptBuffer, readGptConfig, writeGptConfig } from './gpt-layout.js';
+import { GPT_LINEAR_MODULES, GPT_OPTIONS, gptLayerModules, gptModelModules, isGptBuffer, readGptConfig, writeGptConfig } from './gpt-layout.js';
 import type { HfConfigFields } from './hf-fields.js';
 
 export const gptBigCodeFamily: ModelFamily = {
@@ -16,6 +16,14 @@ export const gptBigCodeFamily: ModelFamily = {
   architectureClass: 'GPTBigCodeForCausalLM',
   norm: 'layer',
   linearModuleNames: GPT_LINEAR_MODULES,
+  documentation: {
+    examples: 'StarCoder, StarCoderBase, SantaCoder, tiny_starcoder_py',
+    options: [
+      ...GPT_OPTIONS,
+      ['multi_query', 'true (one key/value head) or false (multi-head; c_attn reordered per head at load/save)'],
+      ['attention_softmax_in_fp32, scale_attention_softmax_in_fp32', 'read; kiln\'s attention softmax is f32 either way'],
+    ],
+  },
 
   fromHfConfig(fields: HfConfigFields): ModelConfig {
     const multiQuery = fields.boolean('multi_query', true);

@@ -12,6 +12,16 @@ const ACTIVATIONS: Record<string, ModelArchitecture['activation']> = {
   gelu_new: 'gelu_tanh', gelu_pytorch_tanh: 'gelu_tanh', gelu_fast: 'gelu_tanh', gelu: 'gelu',
 };
 
+/** The support-table rows both families share. */
+export const GPT_OPTIONS: ReadonlyArray<readonly [string, string]> = [
+  ['activation_function', '`gelu_new`, `gelu_pytorch_tanh`, `gelu_fast` (tanh GELU), `gelu` (exact); others refused'],
+  ['n_inner', 'any width (default 4 · n_embd)'],
+  ['scale_attn_weights', 'true or false'],
+  ['tie_word_embeddings', 'true or false'],
+  ['add_cross_attention', '`false` only; true refused'],
+  ['resid_pdrop, embd_pdrop, attn_pdrop', 'read, not applied (kiln trains without the model\'s own dropout)'],
+];
+
 /** The LoRA-targetable module names of both families. */
 export const GPT_LINEAR_MODULES = ['c_attn', 'c_proj', 'c_fc'] as const;
 

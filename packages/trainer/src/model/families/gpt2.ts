@@ -7,7 +7,7 @@
  */
 import type { ModelConfig } from '../../contracts.js';
 import type { ModelFamily } from './family.js';
-import { GPT_LINEAR_MODULES, gptLayerModules, gptModelModules, isGptBuffer, readGptConfig, writeGptConfig } from './gpt-layout.js';
+import { GPT_LINEAR_MODULES, GPT_OPTIONS, gptLayerModules, gptModelModules, isGptBuffer, readGptConfig, writeGptConfig } from './gpt-layout.js';
 import type { HfConfigFields } from './hf-fields.js';
 
 export const gpt2Family: ModelFamily = {
@@ -15,6 +15,14 @@ export const gpt2Family: ModelFamily = {
   architectureClass: 'GPT2LMHeadModel',
   norm: 'layer',
   linearModuleNames: GPT_LINEAR_MODULES,
+  documentation: {
+    examples: 'gpt2, distilgpt2, GPT-2-layout models',
+    options: [
+      ...GPT_OPTIONS,
+      ['scale_attn_by_inverse_layer_idx', 'true or false'],
+      ['reorder_and_upcast_attn', '`false` only; true refused'],
+    ],
+  },
 
   fromHfConfig(fields: HfConfigFields): ModelConfig {
     fields.refuse('reorder_and_upcast_attn', [false],

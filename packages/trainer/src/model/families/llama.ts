@@ -85,6 +85,19 @@ export const llamaFamily: ModelFamily = {
   architectureClass: 'LlamaForCausalLM',
   norm: 'rms',
   linearModuleNames: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'],
+  documentation: {
+    examples: 'SmolLM2, TinyLlama, Llama 2/3, Mistral-era Llama-layout configs',
+    options: [
+      ['num_key_value_heads', 'any divisor of num_attention_heads (MHA, GQA, MQA)'],
+      ['head_dim', 'any even width (may differ from hidden_size / num_attention_heads)'],
+      ['rope_theta / rope_parameters.rope_theta', 'both spellings (transformers 4 and 5); both present and different is refused'],
+      ['rope_scaling / rope_parameters.rope_type', '`default`, `linear`, `llama3`; other types refused'],
+      ['attention_bias, mlp_bias', 'true or false'],
+      ['tie_word_embeddings', 'true or false'],
+      ['hidden_act', '`silu` only; others refused'],
+      ['attention_dropout', 'read, not applied (kiln trains without the model\'s own dropout)'],
+    ],
+  },
 
   fromHfConfig(fields: HfConfigFields): ModelConfig {
     fields.refuse('hidden_act', ['silu'], "kiln's Llama MLP is SwiGLU (silu-gated).");
