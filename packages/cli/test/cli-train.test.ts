@@ -69,9 +69,10 @@ describe('kiln train → generate → eval → tokenize', () => {
     const tokens = join(directory, 'train.kiln-tokens');
     const run = await runKiln(['tokenize', dataPath, '--output', tokens, '--json']);
     expect(run.code, run.stderr).toBe(0);
-    const summary = JSON.parse(run.stdout) as { tokens: number; files: number };
+    const summary = JSON.parse(run.stdout) as { tokens: number; files: number; bytesPerToken: number };
     expect(summary.tokens).toBe(readFileSync(dataPath).length);
     expect(summary.files).toBe(1);
+    expect(summary.bytesPerToken).toBe(1);
     const trained = await runKiln(['train', '--config', config, '--data', tokens, '--steps', '1', '--output', join(directory, 'run-tokens'), '--json']);
     expect(trained.code, trained.stderr).toBe(0);
     const events = trained.stdout.trim().split('\n').map((line) => JSON.parse(line) as { type: string });

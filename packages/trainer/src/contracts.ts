@@ -108,6 +108,12 @@ export interface DataConfig {
   validationFraction: number;
   /** Shortest record kept from a sequences file (shorter records are reported, not dropped silently). */
   minSequenceLength: number;
+  /** Tokenizer for text data: a model directory, a tokenizer.json or 'byte' (default: the model's, else byte). */
+  tokenizer?: string;
+  /** Globs of files to read under a data directory (default: every file not ignored by .gitignore). */
+  include?: string[];
+  /** Globs of files to leave out under a data directory (.git and node_modules always are). */
+  exclude?: string[];
 }
 
 /** AdamW and clipping. */
@@ -218,7 +224,7 @@ export interface LoadedData {
   train: TokenSource;
   /** Validation split. */
   validation: TokenSource;
-  /** Notes for the user (e.g. records skipped with their index — never silently). */
+  /** Notes for the user: what was read (files by extension, tokens) and what was skipped, with why — never silently. */
   warnings: string[];
 }
 

@@ -5,7 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DataError } from '@kiln/core';
 import { decodeBytes, encodeBytes } from '../src/data/byte-tokens.js';
 import { loadData } from '../src/data/load-data.js';
-import { readTextTree } from '../src/data/text-files.js';
+import { listDataFiles } from '../src/data/data-files.js';
+import { readTextTokens } from '../src/data/text-tokens.js';
+import { byteTokenizer } from '../src/tokenizer/byte-tokenizer.js';
 
 describe('byte-level text and code', () => {
   let root: string;
@@ -19,8 +21,12 @@ describe('byte-level text and code', () => {
       'A-upper.txt': 'upper\n',
       'node_modules/dep/index.js': 'skipped\n',
       '.git/HEAD': 'ref: skipped\n',
-      'dist/out.js': 'skipped\n',
-      'sub/dist/built.js': 'skipped\n',
+      'dist/out.js': 'ignored\n',
+      'sub/dist/built.js': 'ignored\n',
+      '.gitignore': 'dist/\n*.log\n',
+      'debug.log': 'ignored\n',
+      'sub/.gitignore': 'c.txt\n',
+      'sub/keep.log': 'ignored by the root .gitignore\n',
       'sub/image.bin': new Uint8Array([0x89, 0x50, 0x00, 0x47]),
     };
     for (const [path, content] of Object.entries(tree)) {
@@ -48,25 +54,35 @@ describe('byte-level text and code', () => {
     expect(decodeBytes(new Int32Array([0xed, 0xa0, 0x80]))).toMatch(/^\uFFFD+$/);
   });
 
-  it('walks a directory in sorted order, skipping node_modules, .git and dist', async () => {
-    const tree = await readTextTree(root);
-    const relative = tree.files.map((file) => file.slice(root.length + 1));
-    expect(relative).toEqual(['A-upper.txt', 'a.ts', 'b.txt', 'sub/c.txt', 'sub/z.md']);
-    expect(new TextDecoder().decode(tree.bytes)).toBe('upper\nexport const a = 1;\nbee\nsea\n# zed\n');
+  it('walks a directory in sorted order, honouring .gitignore files and skipping node_modules and .git', async () => {
+    const text = await readTextTokens(root, byteTokenizer);
+    const relative = text.files.map((file) => file.slice(root.length + 1));
+    expect(relative).toEqual(['.gitignore', 'A-upper.txt', 'a.ts', 'b.txt', 'sub/.gitignore', 'sub/z.md']);
+    expect(new TextDecoder().decode(text.tokens)).toBe('dist/\n*.log\nupper\nexport const a = 1;\nbee\nc.txt\n# zed\n');
+    expect(text.tokens).toBeInstanceOf(Uint8Array);
+    expect((await listDataFiles(root)).gitignored).toBe(5);
+    expect(text.summary).toBe(`data: 6 files from ${root} (2 .gitignore, 2 .txt, 1 .md, 1 .ts), 5 files ignored by .gitignore: 54 bytes, 54 tokens (tokenizer byte)`);
   });
 
-  it('skips a file with NUL bytes and lists it in warnings', async () => {
-    const tree = await readTextTree(root);
-    expect(tree.warnings).toHaveLength(1);
-    expect(tree.warnings[0]).toContain(join(root, 'sub/image.bin'));
-    expect(tree.warnings[0]).toContain('NUL');
+  it('include and exclude globs choose files; .gitignore can be turned off', async () => {
+    const included = await listDataFiles(root, { include: ['**/*.txt'], exclude: ['A-*'] });
+    expect(included.files.map((file) => file.path.slice(root.length + 1))).toEqual(['b.txt']);
+    const everything = await listDataFiles(root, { gitignore: false, exclude: ['**/*.bin'] });
+    expect(everything.files.map((file) => file.path.slice(root.length + 1))).toContain('dist/out.js');
+    expect(everything.files.map((file) => file.path.slice(root.length + 1))).not.toContain('node_modules/dep/index.js');
+    await expect(listDataFiles(root, { include: ['**/*.rs'] })).rejects.toThrow(/no files to read under .* \(include \*\*\/\*\.rs\)/);
+  });
+
+  it('skips a binary file by its content and lists it in the notes', async () => {
+    const text = await readTextTokens(root, byteTokenizer);
+    expect(text.notes).toEqual([`${join(root, 'sub/image.bin')}: skipped, a binary file`]);
     const data = await loadData({ path: root, validationFraction: 0.2, minSequenceLength: 2 }, { vocabSize: 256, contextLength: 4 });
-    expect(data.warnings).toEqual(tree.warnings);
-    expect(data.train.tokenCount + data.validation.tokenCount).toBe(tree.bytes.length);
+    expect(data.warnings).toEqual([text.summary, ...text.notes]);
+    expect(data.train.tokenCount + data.validation.tokenCount).toBe(text.tokens.length);
   });
 
-  it('reads a skipped directory name when it is the path given', async () => {
-    expect((await readTextTree(join(root, 'dist'))).files).toEqual([join(root, 'dist', 'out.js')]);
+  it('reads a gitignored directory when it is the path given', async () => {
+    expect((await listDataFiles(join(root, 'dist'))).files.map((file) => file.path)).toEqual([join(root, 'dist', 'out.js')]);
   });
 
   it('reads a single file', async () => {
@@ -78,9 +94,9 @@ describe('byte-level text and code', () => {
   it('names a missing path, an empty tree and a vocabulary below 256', async () => {
     const options = { vocabSize: 256, contextLength: 4 };
     const config = { validationFraction: 0.1, minSequenceLength: 2 };
-    await expect(loadData({ ...config, path: join(root, 'nope') }, options)).rejects.toThrow(/cannot read the data path .*nope/);
+    await expect(loadData({ ...config, path: join(root, 'nope') }, options)).rejects.toThrow(/nope does not exist/);
     await mkdir(join(root, 'empty'), { recursive: true });
-    await expect(loadData({ ...config, path: join(root, 'empty') }, options)).rejects.toThrow(/no text found under/);
+    await expect(loadData({ ...config, path: join(root, 'empty') }, options)).rejects.toThrow(/no files to read under .*empty/);
     await expect(loadData({ ...config, path: root }, { vocabSize: 100, contextLength: 4 })).rejects.toThrow(/model\.vocabSize is 100/);
   });
 

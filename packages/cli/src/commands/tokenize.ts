@@ -1,52 +1,144 @@
 /**
- * `kiln tokenize <input> --output file.kiln-tokens`: a text/code file or directory (walked like
- * `--data`: sorted, node_modules/.git/dist skipped, binary files skipped and listed) becomes a
- * binary token file of byte-level tokens that training reads in chunks.
+ * `kiln tokenize <input...> [--output file.kiln-tokens] [--tokenizer <model dir|tokenizer.json|byte>]`:
+ * text/code files or directories (walked like `--data`: sorted, .gitignore honoured, include and
+ * exclude globs, binary files skipped by content) become one binary token file that training reads
+ * window by window. Files are read in bounded chunks and tokens are written as they come, so a
+ * folder larger than memory works; progress is shown while it runs. The file records the
+ * tokenizer (name and hash) and its vocabulary, and uses the narrowest token width that fits.
  */
 import { stat } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '@kiln/core';
-import { BYTE_VOCAB_SIZE, readTextTree, writeTokenFile } from '@kiln/trainer';
+import {
+  describeExtensions, listDataFiles, loadTokenizer, TOKEN_FILE_EXTENSION, TokenFileWriter, tokenizeFiles,
+  type ExtensionCount, type TokenizeProgress, type Tokenizer,
+} from '@kiln/trainer';
 import type { CliContext } from '../cli-context.js';
 import { ExitCode } from '../exit-codes.js';
 import { formatBytes, formatInteger } from '../output/format.js';
+import type { Terminal } from '../output/terminal.js';
 
 interface TokenizeOptions {
-  output: string;
+  output?: string;
+  tokenizer: string;
+  include?: string[];
+  exclude?: string[];
+  gitignore: boolean;
   json?: boolean;
 }
+
+/** Where the inputs come from, for error hints. */
+const INPUT_SOURCE = 'the input of `kiln tokenize`';
+/** Seconds between progress lines when stdout is not a terminal. */
+const PROGRESS_LINE_SECONDS = 5;
 
 /** Registers `kiln tokenize`. */
 export function defineTokenizeCommand(program: Command, context: CliContext): void {
   program
     .command('tokenize')
-    .description('turn a text/code file or directory into a binary token file (byte-level) for --data')
-    .argument('<input>', 'a text/code file or a directory of them')
-    .requiredOption('--output <file>', 'the token file to write (*.kiln-tokens)')
+    .description('turn text/code files or directories into a binary token file for --data')
+    .argument('<input...>', 'text/code files or directories of them')
+    .option('--output <file>', 'the token file to write, *.kiln-tokens (default: <first input>.kiln-tokens)')
+    .option('--tokenizer <tokenizer>', "a model directory holding tokenizer.json, a tokenizer.json file, or 'byte'", 'byte')
+    .option('--include <glob...>', "only files matching these globs under a directory (e.g. '**/*.ts')")
+    .option('--exclude <glob...>', "leave out files matching these globs (e.g. 'dist/**'); .git and node_modules always are")
+    .option('--no-gitignore', 'read files that .gitignore files ignore')
     .option('--json', 'print the summary as JSON')
-    .action(async (input: string, options: TokenizeOptions) => {
-      context.exitCode = await runTokenize(input, options, context);
+    .action(async (inputs: string[], options: TokenizeOptions) => {
+      context.exitCode = await runTokenize(inputs, options, context);
     });
 }
 
-async function runTokenize(input: string, options: TokenizeOptions, context: CliContext): Promise<number> {
+/** `<input>.kiln-tokens` for the first input (a trailing slash dropped). */
+export function defaultTokenFilePath(input: string): string {
+  return `${input.replace(/[/\\]+$/, '') || input}${TOKEN_FILE_EXTENSION}`;
+}
+
+function progressReporter(terminal: Terminal, enabled: boolean): { update(progress: TokenizeProgress): void; done(): void } {
+  let last = 0;
+  let shown = false;
+  const line = (progress: TokenizeProgress): string => {
+    const percent = progress.totalBytes > 0 ? Math.floor((100 * progress.bytesRead) / progress.totalBytes) : 100;
+    return `tokenizing: ${percent}% · ${formatInteger(progress.filesDone)}/${formatInteger(progress.fileCount)} files · ${formatBytes(progress.bytesRead)} · ${formatInteger(progress.tokens)} tokens`;
+  };
+  return {
+    update(progress: TokenizeProgress): void {
+      if (!enabled) return;
+      const now = performance.now();
+      if (terminal.interactive) {
+        if (now - last < 100) return;
+        terminal.humanStream.write(`\r${line(progress)}`);
+      } else {
+        if (now - last < PROGRESS_LINE_SECONDS * 1000) return;
+        terminal.say(line(progress));
+      }
+      last = now;
+      shown = true;
+    },
+    done(): void {
+      if (shown && terminal.interactive) terminal.humanStream.write('\r\u001b[K');
+    },
+  };
+}
+
+async function runTokenize(inputs: string[], options: TokenizeOptions, context: CliContext): Promise<number> {
   const { terminal } = context;
-  if (!options.output.endsWith('.kiln-tokens')) {
-    throw new InvalidArgumentError(`--output ${options.output} does not end in .kiln-tokens`, {
-      hint: 'Name the file *.kiln-tokens: `kiln train --data <file>` recognizes token files by that extension.',
+  const output = options.output ?? defaultTokenFilePath(inputs[0]);
+  if (!output.endsWith(TOKEN_FILE_EXTENSION)) {
+    throw new InvalidArgumentError(`--output ${output} does not end in ${TOKEN_FILE_EXTENSION}`, {
+      hint: `Name the file *${TOKEN_FILE_EXTENSION}: \`kiln train --data <file>\` recognizes token files by that extension.`,
     });
   }
-  const tree = await readTextTree(input);
-  // Byte-level: each UTF-8 byte is a token, so the bytes themselves are the token stream.
-  const info = await writeTokenFile(options.output, tree.bytes, BYTE_VOCAB_SIZE);
-  const fileBytes = (await stat(options.output)).size;
+  const tokenizer: Tokenizer = await loadTokenizer(options.tokenizer);
+  const filter = { include: options.include, exclude: options.exclude, gitignore: options.gitignore, source: INPUT_SOURCE };
+  // List everything first: a bad input fails before any file is written.
+  const lists = [];
+  for (const input of inputs) lists.push(await listDataFiles(input, filter));
+  const writer = await TokenFileWriter.create(output, { vocabSize: tokenizer.vocabSize, tokenizer: { name: tokenizer.name, hash: tokenizer.hash } });
+  const progress = progressReporter(terminal, options.json !== true);
+  const files: string[] = [];
+  const notes: string[] = [];
+  const byExtension = new Map<string, ExtensionCount>();
+  let bytes = 0;
+  let info;
+  try {
+    let tokensBefore = 0;
+    let bytesBefore = 0;
+    for (const list of lists) {
+      const read = await tokenizeFiles(list, tokenizer, (ids) => writer.append(ids), {
+        onProgress: (event) => progress.update({ ...event, bytesRead: bytesBefore + event.bytesRead, tokens: tokensBefore + event.tokens }),
+      });
+      files.push(...read.files);
+      notes.push(...read.notes);
+      for (const [extension, count] of read.byExtension) {
+        const total = byExtension.get(extension) ?? { files: 0, bytes: 0 };
+        byExtension.set(extension, { files: total.files + count.files, bytes: total.bytes + count.bytes });
+      }
+      bytes += read.bytes;
+      tokensBefore += read.tokens;
+      bytesBefore += read.bytes;
+    }
+    info = await writer.finish();
+  } catch (error) {
+    await writer.abort();
+    throw error;
+  } finally {
+    progress.done();
+  }
+  const fileBytes = (await stat(output)).size;
+  const extensions = Object.fromEntries([...byExtension].map(([extension, count]) => [extension, count.files]));
   if (options.json === true) {
-    terminal.json({ input, output: options.output, files: tree.files.length, tokens: info.tokenCount, bytesPerToken: info.bytesPerToken, vocabSize: BYTE_VOCAB_SIZE, fileBytes, warnings: tree.warnings });
+    terminal.json({
+      inputs, output, files: files.length, extensions, bytes, tokens: info.tokenCount, bytesPerToken: info.bytesPerToken,
+      vocabSize: tokenizer.vocabSize, tokenizer: { name: tokenizer.name, hash: tokenizer.hash }, fileBytes, notes,
+    });
     return ExitCode.ok;
   }
-  for (const warning of tree.warnings) terminal.warn(`note: ${warning}`);
-  terminal.say(`read ${formatInteger(tree.files.length)} file(s) from ${input} (${formatBytes(tree.bytes.length)})`);
-  terminal.say(`wrote ${formatInteger(info.tokenCount)} tokens (vocab ${BYTE_VOCAB_SIZE}, ${info.bytesPerToken} bytes/token) to ${options.output} (${formatBytes(fileBytes)})`);
-  terminal.say(`train on it with: kiln train --data ${options.output}`);
+  for (const note of notes) terminal.warn(`note: ${note}`);
+  const fileCount = `${formatInteger(files.length)} file${files.length === 1 ? '' : 's'}`;
+  terminal.say(`read ${fileCount} from ${inputs.join(', ')} (${describeExtensions(byExtension)}; ${formatBytes(bytes)})`);
+  terminal.say(`wrote ${formatInteger(info.tokenCount)} tokens (tokenizer ${tokenizer.name}, vocab ${formatInteger(tokenizer.vocabSize)}, ${info.bytesPerToken} byte${info.bytesPerToken === 1 ? '' : 's'}/token) to ${output} (${formatBytes(fileBytes)})`);
+  const model = options.tokenizer.endsWith('.json') ? '<model directory>' : options.tokenizer;
+  terminal.say(tokenizer.name === 'byte' ? `train on it with: kiln train --data ${output}` : `fine-tune on it with: kiln train --init-from ${model} --data ${output}`);
   return ExitCode.ok;
 }

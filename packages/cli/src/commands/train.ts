@@ -27,6 +27,9 @@ interface TrainOptions {
   config?: string;
   sequences?: string;
   data?: string;
+  tokenizer?: string;
+  include?: string[];
+  exclude?: string[];
   epochs?: number;
   steps?: number;
   output?: string;
@@ -48,6 +51,9 @@ export function defineTrainCommand(program: Command, context: CliContext): void 
     .option('--config <file>', 'YAML training config (flags override it)')
     .option('--sequences <file>', 'pre-tokenized data: a JSON array of arrays of token ids')
     .option('--data <path>', 'a text/code file, a directory of them, or a .kiln-tokens file')
+    .option('--tokenizer <tokenizer>', "tokenizer for --data text: a model directory, a tokenizer.json, or 'byte' (default: the model's, else byte)")
+    .option('--include <glob...>', "with a --data directory: only files matching these globs (e.g. '**/*.ts')")
+    .option('--exclude <glob...>', "with a --data directory: leave out files matching these globs (e.g. 'dist/**')")
     .option('--epochs <n>', 'passes over the training tokens (instead of --steps)', integerArgument(1))
     .option('--steps <n>', 'optimizer steps', integerArgument(1))
     .option('--output <dir>', `run directory for checkpoints, metrics.jsonl and loss.svg (default ./${DEFAULT_OUTPUT_DIR}, or the config's)`)
@@ -125,6 +131,9 @@ function overridesFrom(options: TrainOptions): PartialTrainConfig {
   // steps/epochs and sequences/path are alternatives: setting one here drops the other from the file.
   if (options.sequences !== undefined) section('data').sequences = options.sequences;
   if (options.data !== undefined) section('data').path = options.data;
+  if (options.tokenizer !== undefined) section('data').tokenizer = options.tokenizer;
+  if (options.include !== undefined) section('data').include = options.include;
+  if (options.exclude !== undefined) section('data').exclude = options.exclude;
   if (options.steps !== undefined) section('schedule').steps = options.steps;
   if (options.epochs !== undefined) section('schedule').epochs = options.epochs;
   // Without a config file the run goes to ./kiln-run; a config file's own outputDir is respected.

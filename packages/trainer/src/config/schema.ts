@@ -42,6 +42,9 @@ const dataSchema = z.strictObject({
   path: path().optional(),
   validationFraction: z.number().gt(0).lt(0.5).optional(),
   minSequenceLength: count(1).optional(),
+  tokenizer: path().optional(),
+  include: z.array(path()).optional(),
+  exclude: z.array(path()).optional(),
 });
 
 const optimizerSchema = z.strictObject({

@@ -6,10 +6,16 @@
  */
 import { DataError, InvalidArgumentError } from '@kiln/core';
 import type { DataConfig, LoadedData } from '../contracts.js';
+import { byteTokenizer } from '../tokenizer/byte-tokenizer.js';
+import { loadTokenizer } from '../tokenizer/load.js';
+import type { Tokenizer } from '../tokenizer/types.js';
 import { BYTE_VOCAB_SIZE } from './byte-tokens.js';
+import { statDataPath } from './file-errors.js';
 import { readSequencesFile } from './sequences-file.js';
-import { readTextTree } from './text-files.js';
+import { readTextTokens, type TokenArray } from './text-tokens.js';
+import { checkTokenFile } from './token-file-check.js';
 import { openTokenFile, TOKEN_FILE_EXTENSION } from './token-file.js';
+import type { TokenizeFilesOptions } from './tokenize-files.js';
 import { memoryTokenSource, WindowTokenSource } from './token-source.js';
 
 /** What loadData needs besides the data section. */
@@ -20,6 +26,16 @@ export interface LoadDataOptions {
   contextLength: number;
   /** Text used when the config names no source (kiln's embedded corpus). */
   corpus?: { text: string; description: string };
+  /** The model's tokenizer (default: the byte tokenizer); data.tokenizer, when set, overrides it. */
+  tokenizer?: Tokenizer;
+  /** Bytes per read of a text file and progress of tokenizing (reads are streamed, never whole files). */
+  read?: TokenizeFilesOptions;
+}
+
+/** The tokenizer data is read with: data.tokenizer when set, else the model's, else the byte tokenizer. */
+export async function resolveDataTokenizer(config: Pick<DataConfig, 'tokenizer'>, modelTokenizer?: Tokenizer): Promise<Tokenizer> {
+  if (config.tokenizer !== undefined) return loadTokenizer(config.tokenizer);
+  return modelTokenizer ?? byteTokenizer;
 }
 
 /** Token counts of the two splits. */
@@ -50,7 +66,7 @@ export function splitSizes(total: number, validationFraction: number, contextLen
   return { train, validation };
 }
 
-function inMemory(description: string, tokens: Uint8Array | Int32Array, config: DataConfig, options: LoadDataOptions, warnings: string[]): LoadedData {
+function inMemory(description: string, tokens: TokenArray, config: DataConfig, options: LoadDataOptions, warnings: string[]): LoadedData {
   const sizes = splitSizes(tokens.length, config.validationFraction, options.contextLength, description);
   return {
     train: memoryTokenSource(description, options.vocabSize, tokens.subarray(0, sizes.train), 'train'),
@@ -59,17 +75,24 @@ function inMemory(description: string, tokens: Uint8Array | Int32Array, config: 
   };
 }
 
-function requireByteVocabulary(description: string, vocabSize: number): void {
-  if (vocabSize < BYTE_VOCAB_SIZE) {
+/** Refuses a tokenizer whose ids do not all fit the model's vocabulary. */
+function requireTokenizerFits(description: string, tokenizer: Tokenizer, vocabSize: number): void {
+  if (tokenizer === byteTokenizer && vocabSize < BYTE_VOCAB_SIZE) {
     throw new DataError(`${description} is tokenized byte-level (ids 0–255) but model.vocabSize is ${vocabSize}`, {
       hint: 'Set model.vocabSize to at least 256 for text data, or use pre-tokenized data (data.sequences or a .kiln-tokens file).',
     });
   }
+  if (tokenizer.vocabSize > vocabSize) {
+    throw new DataError(`the tokenizer ${tokenizer.name} (${tokenizer.source}) has ${tokenizer.vocabSize} ids but model.vocabSize is ${vocabSize}`, {
+      hint: `Use the tokenizer saved with the model, or a model with model.vocabSize ≥ ${tokenizer.vocabSize}.`,
+    });
+  }
 }
 
-function fromTokenFile(path: string, config: DataConfig, options: LoadDataOptions): LoadedData {
+function fromTokenFile(path: string, config: DataConfig, options: LoadDataOptions, tokenizer: Tokenizer): LoadedData {
   const probe = openTokenFile(path);
   probe.close();
+  checkTokenFile(path, probe, { tokenizer, vocabSize: options.vocabSize });
   const sizes = splitSizes(probe.tokenCount, config.validationFraction, options.contextLength, path);
   const split = (name: 'train' | 'validation', first: number, count: number): WindowTokenSource => {
     const reader = openTokenFile(path);
@@ -77,7 +100,8 @@ function fromTokenFile(path: string, config: DataConfig, options: LoadDataOption
       path, options.vocabSize, count, name,
       (start, length, out) => void reader.read(first + start, length, out),
       () => reader.close(),
-      true,
+      // Ids of files that record their largest id were checked above.
+      probe.maxId === null,
     );
   };
   const train = split('train', 0, sizes.train);
@@ -103,20 +127,24 @@ export async function loadData(config: DataConfig, options: LoadDataOptions): Pr
     });
     return inMemory(config.sequences, tokens, config, options, []);
   }
+  const tokenizer = await resolveDataTokenizer(config, options.tokenizer);
   if (config.path !== undefined) {
-    if (config.path.endsWith(TOKEN_FILE_EXTENSION)) return fromTokenFile(config.path, config, options);
-    requireByteVocabulary(config.path, options.vocabSize);
-    const tree = await readTextTree(config.path);
-    const warnings = [...tree.warnings];
+    const stats = await statDataPath(config.path);
+    if (stats.isFile() && config.path.endsWith(TOKEN_FILE_EXTENSION)) return fromTokenFile(config.path, config, options, tokenizer);
+    requireTokenizerFits(config.path, tokenizer, options.vocabSize);
+    const text = await readTextTokens(config.path, tokenizer, { include: config.include, exclude: config.exclude }, options.read);
+    // What a directory walk included is worth a line before training; a single file is what was asked for.
+    const warnings = [...(stats.isDirectory() ? [text.summary] : []), ...text.notes];
     if (config.path.endsWith('.json')) {
-      warnings.push(`${config.path} is read as text (byte-level); for a JSON array of token-id arrays use data.sequences (--sequences)`);
+      warnings.push(`${config.path} is read as text (tokenizer ${tokenizer.name}); for a JSON array of token-id arrays use data.sequences (--sequences)`);
     }
-    return inMemory(config.path, tree.bytes, config, options, warnings);
+    return inMemory(config.path, text.tokens, config, options, warnings);
   }
   if (options.corpus !== undefined) {
-    requireByteVocabulary(options.corpus.description, options.vocabSize);
-    // Bytes are the tokens: a Uint8Array keeps the corpus at one byte per token.
-    return inMemory(options.corpus.description, new TextEncoder().encode(options.corpus.text), config, options, []);
+    requireTokenizerFits(options.corpus.description, tokenizer, options.vocabSize);
+    // The byte tokenizer's ids are the UTF-8 bytes: a Uint8Array keeps the corpus at one byte per token.
+    const ids = tokenizer === byteTokenizer ? new TextEncoder().encode(options.corpus.text) : Int32Array.from(tokenizer.encode(options.corpus.text));
+    return inMemory(options.corpus.description, ids, config, options, []);
   }
   throw new DataError('no training data: neither data.sequences nor data.path is set, and no embedded corpus was given', {
     hint: 'Pass --data <file|directory|.kiln-tokens> or --sequences <token_sequences.json>, or set data.path / data.sequences in the config.',

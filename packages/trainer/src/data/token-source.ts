@@ -102,7 +102,7 @@ export class WindowTokenSource implements TokenSource {
 
 /** A source over an in-memory array of ids (already validated). */
 export function memoryTokenSource(
-  description: string, vocabSize: number, tokens: Uint8Array | Int32Array, split: SplitName,
+  description: string, vocabSize: number, tokens: Uint8Array | Uint16Array | Int32Array, split: SplitName,
 ): WindowTokenSource {
   return new WindowTokenSource(description, vocabSize, tokens.length, split, (start, count, out) => {
     out.set(tokens.subarray(start, start + count));
