@@ -5,7 +5,7 @@
  * one skipped is reported as a note). The model's sizes are checked against the device's memory
  * before any weight is read, and weights holding NaN or ±Infinity are refused unless allowed.
  */
-import { stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CheckpointError, type KernelBackend } from '@kiln/core';
 import { loadCheckpointModel, loadLatestModel, loadTokenizer, TOKENIZER_FILE, type LlamaModel, type ModelConfig, type Tokenizer } from '@kiln/trainer';
@@ -49,14 +49,31 @@ export async function loadModelFrom(directory: string, backend: KernelBackend, o
 }
 
 /**
+ * The directory holding a model's tokenizer files: the model directory itself, else (a kiln
+ * checkpoint of a fine-tuning run) the initFrom model it started from, else (an adapter) the base
+ * model its adapter_config.json names; undefined when none has a tokenizer.json.
+ */
+export async function tokenizerDirectoryOf(modelPath: string): Promise<string | undefined> {
+  const hasTokenizer = (directory: string): Promise<boolean> => stat(join(directory, TOKENIZER_FILE)).then((info) => info.isFile(), () => false);
+  if (await hasTokenizer(modelPath)) return modelPath;
+  const readJson = (file: string): Promise<Record<string, unknown> | undefined> =>
+    readFile(join(modelPath, file), 'utf8').then((text) => JSON.parse(text) as Record<string, unknown>, () => undefined);
+  const initFrom = ((await readJson('state.json'))?.config as { initFrom?: unknown } | undefined)?.initFrom;
+  const base = (await readJson('adapter_config.json'))?.base_model_name_or_path;
+  for (const candidate of [initFrom, base]) {
+    if (typeof candidate === 'string' && (await hasTokenizer(candidate))) return candidate;
+  }
+  return undefined;
+}
+
+/**
  * The tokenizer of a loaded model: `override` (--tokenizer: a directory, a tokenizer.json or
  * 'byte') if given, else the model directory's tokenizer.json, else undefined (kiln's byte-level
  * models, whose prompts are bytes). A tokenizer with ids past the model's vocabulary is refused,
  * naming both files.
  */
 export async function tokenizerFor(modelPath: string, model: LlamaModel, override?: string): Promise<Tokenizer | undefined> {
-  const hasOwn = await stat(join(modelPath, TOKENIZER_FILE)).then((info) => info.isFile(), () => false);
-  const source = override ?? (hasOwn ? modelPath : undefined);
+  const source = override ?? (await tokenizerDirectoryOf(modelPath));
   if (source === undefined) {
     if (model.config.architecture !== undefined) {
       throw markUsageError(new CheckpointError(`${modelPath} has no ${TOKENIZER_FILE}, and this ${model.config.architecture.family} model needs its tokenizer`, {

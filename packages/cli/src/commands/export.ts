@@ -1,10 +1,11 @@
 /**
- * `kiln export --model dir --output dir [--adapter dir --merge]`: writes a model as a Hugging Face
- * directory that transformers loads (config.json in the family's keys, model.safetensors in its
- * names and layouts, the tokenizer and generation files of the source copied). The model is a run
- * directory's newest good checkpoint or a model directory; with --adapter, --merge folds the LoRA
- * adapter into the base weights first (W + alpha/r·B·A). An adapter without --merge is refused:
- * it already is a PEFT directory that transformers + PEFT load next to the base.
+ * `kiln export --model dir --output dir [--adapter dir] [--merge]`: writes a model as a Hugging
+ * Face directory that transformers loads (config.json in the family's keys, model.safetensors in
+ * its names and layouts, the tokenizer and generation files of the source copied). The model is a
+ * run directory's newest good checkpoint or a model directory. A LoRA adapter (--adapter, or the
+ * checkpoints of a LoRA run) is folded into the base weights with --merge (W + alpha/r·B·A); an
+ * adapter without --merge is refused: it already is a PEFT directory that transformers + PEFT
+ * load next to the base.
  */
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '@kiln/core';
@@ -12,7 +13,7 @@ import { copyTokenizerFiles, mergeLoraAdapter, saveModelDirectory, type LoraAdap
 import { describeResolution, setUpBackend } from '../backend-setup.js';
 import type { CliContext } from '../cli-context.js';
 import { ExitCode, markUsageError } from '../exit-codes.js';
-import { loadModelFrom } from '../model-loading.js';
+import { loadModelFrom, tokenizerDirectoryOf } from '../model-loading.js';
 
 interface ExportOptions {
   model: string;
@@ -41,14 +42,6 @@ export function defineExportCommand(program: Command, context: CliContext): void
 
 async function runExport(options: ExportOptions, context: CliContext): Promise<number> {
   const { terminal } = context;
-  if (options.adapter !== undefined && options.merge !== true) {
-    throw markUsageError(new InvalidArgumentError('--adapter without --merge: kiln export writes merged models only', {
-      hint: 'Add --merge to fold the adapter into the weights, or use the adapter directory as it is (transformers + PEFT load it next to the base model).',
-    }));
-  }
-  if (options.merge === true && options.adapter === undefined) {
-    throw markUsageError(new InvalidArgumentError('--merge needs --adapter <dir>: there is no adapter to merge', { hint: 'Pass the LoRA adapter directory with --adapter.' }));
-  }
   const resolution = await setUpBackend({ device: options.device }, terminal);
   for (const line of describeResolution(resolution)) terminal.warn(line);
   const { model, path } = await loadModelFrom(options.model, resolution.backend, {
@@ -56,11 +49,23 @@ async function runExport(options: ExportOptions, context: CliContext): Promise<n
     allowNonFinite: options.allowNonFinite === true,
     adapter: options.adapter,
   });
-  const exported = model.adapter === undefined ? model : mergeLoraAdapter(model, model.adapter as LoraAdapter);
+  const hasAdapter = model.adapter !== undefined;
+  if (hasAdapter !== (options.merge === true)) {
+    model.dispose();
+    throw markUsageError(new InvalidArgumentError(hasAdapter
+      ? `${options.adapter ?? path} is a LoRA adapter and --merge was not given: kiln export writes merged models only`
+      : `--merge: ${path} has no LoRA adapter to merge`, {
+      hint: hasAdapter
+        ? 'Add --merge to fold the adapter into the weights, or use the adapter directory as it is (transformers + PEFT load it next to the base model).'
+        : 'Pass the adapter with --adapter <dir>, or leave --merge out to export the model as it is.',
+    }));
+  }
+  const exported = hasAdapter ? mergeLoraAdapter(model, model.adapter as LoraAdapter) : model;
   try {
     await saveModelDirectory(options.output, exported);
-    const copied = await copyTokenizerFiles(path, options.output);
-    terminal.say(`wrote ${options.output} (${exported.family.architectureClass}${options.adapter === undefined ? '' : `, adapter ${options.adapter} merged`}; ${copied.length === 0 ? 'no tokenizer files to copy' : `copied ${copied.join(', ')}`})`);
+    const tokenizerDirectory = await tokenizerDirectoryOf(path);
+    const copied = await copyTokenizerFiles(tokenizerDirectory ?? path, options.output);
+    terminal.say(`wrote ${options.output} (${exported.family.architectureClass}${hasAdapter ? `, adapter ${options.adapter ?? path} merged` : ''}; ${copied.length === 0 ? 'no tokenizer files to copy' : `copied ${copied.join(', ')}`})`);
   } finally {
     // The merged model took over the base model's tensors; the adapter stays the base model's to free.
     if (exported !== model) (model.adapter as LoraAdapter).dispose();

@@ -4,6 +4,7 @@
  * With no arguments it trains the default model on the embedded corpus into ./kiln-run.
  * SIGINT aborts cleanly: the trainer writes a checkpoint, then the command exits 130.
  */
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '@kiln/core';
@@ -172,7 +173,10 @@ async function reportResult(
   context: CliContext,
 ): Promise<void> {
   const { terminal } = context;
-  const byteLevel = config.model.vocabSize === 256 && config.data.sequences === undefined;
+  // The sample prompt is bytes: only for byte-level text (a fine-tuned model with its own tokenizer reads other ids).
+  const tokenizerOfData = config.data.tokenizer;
+  const initFromTokenizer = config.initFrom !== undefined && existsSync(join(config.initFrom, 'tokenizer.json'));
+  const byteLevel = config.model.vocabSize === 256 && config.data.sequences === undefined && (tokenizerOfData === undefined ? !initFromTokenizer : tokenizerOfData === 'byte');
   const outputDir = config.checkpoint.outputDir;
   const targetMet = run.defaultRun ? result.valLoss <= DEFAULT_RUN_TARGET : null;
   const sample = byteLevel ? await sampleText(result.checkpointPath, { prompt: SAMPLE_PROMPT, maxTokens: 120, temperature: 0.8, seed: 0 }) : null;

@@ -6,7 +6,7 @@
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigError, type KernelBackend } from '@kiln/core';
-import { TOKENIZER_FILE } from '../tokenizer/index.js';
+import { loadTokenizer, TOKENIZER_FILE, type Tokenizer } from '../tokenizer/index.js';
 import type { ModelConfig, TrainConfig } from '../contracts.js';
 import { cleanTemporaryCheckpoints, listCheckpoints, loadCheckpointModel, loadLatestCheckpoint, type CheckpointState } from '../checkpoint/index.js';
 import { createLlamaModel, readModelConfig, type LlamaModel } from '../model/index.js';
@@ -51,7 +51,6 @@ export async function withInitFromModel(config: TrainConfig, notice: (message: s
     if (resume) return config;
     throw error;
   }
-  await refuseByteTextForTokenizerModel(config);
   const changed = modelDifferences(config.model, model, 'initFrom');
   if (changed.length > 0) notice(`fine-tuning ${config.initFrom}: model sizes come from its config.json (${changed.join(', ')})`);
   return { ...config, model };
@@ -126,17 +125,9 @@ function modelDifferences(configured: ModelConfig, other: ModelConfig, otherLabe
   return differences;
 }
 
-/**
- * Raw text is read as UTF-8 bytes here; a model that comes with its own tokenizer.json would see
- * byte ids it was never trained on, so such a run is refused rather than silently wrong (token
- * files and JSON sequences made with the model's tokenizer are accepted).
- */
-async function refuseByteTextForTokenizerModel(config: TrainConfig): Promise<void> {
-  const { data, initFrom } = config;
-  if (initFrom === undefined || data.sequences !== undefined || (data.path ?? '').endsWith('.kiln-tokens')) return;
-  const hasTokenizer = await stat(join(initFrom, TOKENIZER_FILE)).then((info) => info.isFile(), () => false);
-  if (!hasTokenizer) return;
-  throw new ConfigError(`${initFrom} has its own ${TOKENIZER_FILE}, but data.path ${data.path ?? '(the embedded corpus)'} would be read as bytes`, {
-    hint: `Tokenize the data with the model's tokenizer first (a .kiln-tokens file, or JSON sequences of its ids) and pass that as --data / --sequences.`,
-  });
+/** The tokenizer of the initFrom model directory (its tokenizer.json), or undefined when it has none (or there is no initFrom). */
+export async function initFromTokenizer(config: TrainConfig): Promise<Tokenizer | undefined> {
+  if (config.initFrom === undefined) return undefined;
+  const hasTokenizer = await stat(join(config.initFrom, TOKENIZER_FILE)).then((info) => info.isFile(), () => false);
+  return hasTokenizer ? loadTokenizer(config.initFrom) : undefined;
 }
