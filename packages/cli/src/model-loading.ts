@@ -49,21 +49,26 @@ export async function loadModelFrom(directory: string, backend: KernelBackend, o
 }
 
 /**
- * The directory holding a model's tokenizer files: the model directory itself, else (a kiln
- * checkpoint of a fine-tuning run) the initFrom model it started from, else (an adapter) the base
- * model its adapter_config.json names; undefined when none has a tokenizer.json.
+ * The model a fine-tuning checkpoint derives from: the initFrom directory its state.json records,
+ * else (an adapter directory) the base its adapter_config.json names; undefined for other models.
  */
-export async function tokenizerDirectoryOf(modelPath: string): Promise<string | undefined> {
-  const hasTokenizer = (directory: string): Promise<boolean> => stat(join(directory, TOKENIZER_FILE)).then((info) => info.isFile(), () => false);
-  if (await hasTokenizer(modelPath)) return modelPath;
+export async function baseModelDirectoryOf(modelPath: string): Promise<string | undefined> {
   const readJson = (file: string): Promise<Record<string, unknown> | undefined> =>
     readFile(join(modelPath, file), 'utf8').then((text) => JSON.parse(text) as Record<string, unknown>, () => undefined);
   const initFrom = ((await readJson('state.json'))?.config as { initFrom?: unknown } | undefined)?.initFrom;
   const base = (await readJson('adapter_config.json'))?.base_model_name_or_path;
   for (const candidate of [initFrom, base]) {
-    if (typeof candidate === 'string' && (await hasTokenizer(candidate))) return candidate;
+    if (typeof candidate === 'string' && (await stat(candidate).then((info) => info.isDirectory(), () => false))) return candidate;
   }
   return undefined;
+}
+
+/** The directory holding a model's tokenizer.json: the model's own, else its base model's (baseModelDirectoryOf); undefined when neither has one. */
+export async function tokenizerDirectoryOf(modelPath: string): Promise<string | undefined> {
+  const hasTokenizer = (directory: string): Promise<boolean> => stat(join(directory, TOKENIZER_FILE)).then((info) => info.isFile(), () => false);
+  if (await hasTokenizer(modelPath)) return modelPath;
+  const base = await baseModelDirectoryOf(modelPath);
+  return base !== undefined && (await hasTokenizer(base)) ? base : undefined;
 }
 
 /**

@@ -13,7 +13,7 @@ import { copyTokenizerFiles, mergeLoraAdapter, saveModelDirectory, type LoraAdap
 import { describeResolution, setUpBackend } from '../backend-setup.js';
 import type { CliContext } from '../cli-context.js';
 import { ExitCode, markUsageError } from '../exit-codes.js';
-import { loadModelFrom, tokenizerDirectoryOf } from '../model-loading.js';
+import { baseModelDirectoryOf, loadModelFrom, tokenizerDirectoryOf } from '../model-loading.js';
 
 interface ExportOptions {
   model: string;
@@ -63,8 +63,9 @@ async function runExport(options: ExportOptions, context: CliContext): Promise<n
   const exported = hasAdapter ? mergeLoraAdapter(model, model.adapter as LoraAdapter) : model;
   try {
     await saveModelDirectory(options.output, exported);
-    const tokenizerDirectory = await tokenizerDirectoryOf(path);
-    const copied = await copyTokenizerFiles(tokenizerDirectory ?? path, options.output);
+    // The tokenizer and generation files of the model, or of the model a fine-tuning run started from.
+    const source = (await tokenizerDirectoryOf(path)) ?? (await baseModelDirectoryOf(path)) ?? path;
+    const copied = await copyTokenizerFiles(source, options.output);
     terminal.say(`wrote ${options.output} (${exported.family.architectureClass}${hasAdapter ? `, adapter ${options.adapter ?? path} merged` : ''}; ${copied.length === 0 ? 'no tokenizer files to copy' : `copied ${copied.join(', ')}`})`);
   } finally {
     // The merged model took over the base model's tensors; the adapter stays the base model's to free.
