@@ -188,6 +188,7 @@ export async function loadCheckpointModel(directory: string, options: LoadCheckp
   try {
     // A LoRA run's checkpoint is a PEFT adapter directory for the base the run started from.
     if (state?.config.lora !== undefined && state.config.initFrom !== undefined) {
+      options.checkModelConfig?.(await readModelConfig(state.config.initFrom), join(state.config.initFrom, 'config.json'));
       return await loadModelDirectory(state.config.initFrom, { backend: options.backend, allowNonFinite: options.allowNonFinite, adapter: directory });
     }
     if (options.checkModelConfig !== undefined) {

@@ -11,6 +11,7 @@ import type { ModelConfig } from '../contracts.js';
 import { causalAttention, maskedAttention, type AttentionKind } from './attention.js';
 import { headDimension } from './config.js';
 import type { ModelFamily } from './families/family.js';
+import { familyOf } from './families/registry.js';
 import type { KvCache } from './kv-cache.js';
 import { linear, toDType, type LinearContext, type LinearWeights } from './linear.js';
 import { applyRotary } from './rotary.js';
@@ -112,7 +113,8 @@ function selfAttention(x: Tensor, weights: LayerWeights, layer: number, context:
   query = splitHeads(query, config.nHead, width);
   key = splitHeads(key, config.nKvHead, width);
   value = splitHeads(value, config.nKvHead, width);
-  if (config.architecture === undefined || config.architecture.family === 'llama') {
+  // Families with learned positions added them to the embeddings; the others rotate q and k.
+  if (familyOf(config).modelModules(config).positionEmbedding === undefined) {
     query = applyRotary(query, config, context.positionOffset);
     key = applyRotary(key, config, context.positionOffset);
   }

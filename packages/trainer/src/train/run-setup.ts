@@ -118,9 +118,10 @@ function checkResumable(config: TrainConfig, state: CheckpointState, path: strin
 function modelDifferences(configured: ModelConfig, other: ModelConfig, otherLabel: string): string[] {
   const differences: string[] = [];
   for (const key of Object.keys(other) as Array<keyof ModelConfig>) {
-    // architecture is an object (the Hugging Face family and options): compared by value.
-    const [mine, theirs] = [JSON.stringify(configured[key]), JSON.stringify(other[key])];
-    if (mine !== theirs) differences.push(`model.${key}: ${otherLabel} ${theirs}, config ${mine}`);
+    // architecture is an object (the Hugging Face family and options): compared by value, shown by family.
+    if (JSON.stringify(configured[key]) === JSON.stringify(other[key])) continue;
+    const show = (config: ModelConfig): string => (key === 'architecture' ? config.architecture?.family ?? 'kiln byte-level llama' : String(config[key]));
+    differences.push(`model.${key}: ${otherLabel} ${show(other)}, config ${show(configured)}`);
   }
   return differences;
 }
