@@ -1,5 +1,6 @@
 /**
- * @kiln/trainer — a Llama-style decoder, data loading, the training loop, atomic checkpoints and
+ * @kiln/trainer — Hugging Face model families (Llama, GPT-2, GPTBigCode) and LoRA, data loading,
+ * the training loop, atomic checkpoints and
  * generation. It talks only to @kiln/core, so it runs unchanged on any backend the registry
  * resolves.
  */
