@@ -1,8 +1,7 @@
 /**
  * @kiln/trainer — Hugging Face model families (Llama, GPT-2, GPTBigCode) and LoRA, data loading,
- * the training loop, atomic checkpoints and
- * generation. It talks only to @kiln/core, so it runs unchanged on any backend the registry
- * resolves.
+ * the training loop, atomic checkpoints and generation. It talks only to @kiln/core, so it runs
+ * unchanged on any backend the registry resolves.
  */
 export type * from './contracts.js';
 export * from './model/index.js';
