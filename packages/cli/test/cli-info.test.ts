@@ -35,7 +35,7 @@ describe('kiln info', () => {
   it('exits 2 for a device no installed backend provides, naming every backend tried', async () => {
     const run = await runKiln(['info', '--device', 'nope']);
     expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(/^error: Backend 'nope' requested by the device argument \("nope"\) is not installed/);
+    expect(run.stderr).toMatch(/^error: Backend 'nope' requested by --device \("nope"\) is not installed/);
     expect(run.stderr).toMatch(/- nope: not installed/);
     expect(run.stderr).toMatch(/- cpu: /);
     expect(run.stderr).toContain('hint:');

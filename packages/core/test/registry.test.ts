@@ -214,8 +214,12 @@ describe('resolveBackend', () => {
     // The other backends are not probed for an explicit request.
     expect(error.message).toMatch(/metal: not probed: 'cuda' was requested by the device argument/);
     expect(error.message).toMatch(/cpu: not probed/);
-    expect(error.hint).toMatch(/fallback/);
-    expect(error.hint).toMatch(/registered: cuda, metal, cpu/);
+    expect(error.hint).toBe('Fix the reason above, or choose another device (installed: cuda, metal, cpu). Or resolve with fallback: true to use the best available backend instead.');
+    const named = await errorOf(resolve({ device: 'cuda', requestedBy: '--device', fallbackAdvice: 'pass --allow-device-fallback' }));
+    expect(named.message).toMatch(/^Backend 'cuda' requested by --device \("cuda"\) cannot be used/);
+    expect(named.hint).toMatch(/Or pass --allow-device-fallback to use the best available backend instead\.$/);
+    const noFallback = await errorOf(resolve({ device: 'cuda', fallbackAdvice: false }));
+    expect(noFallback.hint).not.toMatch(/fallback/);
   });
 
   it('fails an explicit request whose create() throws', async () => {
@@ -242,13 +246,22 @@ describe('resolveBackend', () => {
     registerBackend(fakePlugin('cuda', 300, { available: false, reason: 'No GPU.' }));
     registerBackend(fakePlugin('cpu', 100));
     const error = await errorOf(resolve({ device: 'rocm' }));
-    expect(error.message).toMatch(/'rocm'.*not installed.*registered backends: cuda, cpu/);
-    expect(error.hint).toContain('@kiln/backend-rocm');
-    expect(error.hint).toContain('kiln-backend-rocm');
+    expect(error.message).toMatch(/^Backend 'rocm' requested by the device argument \("rocm"\) is not installed$/m);
+    expect(error.hint).toMatch(/^Choose one of: cuda, metal, cpu \(installed: cuda, cpu\)\. If 'rocm' is a plugin, install kiln-backend-rocm /);
+    expect(error.hint).not.toContain('@kiln/backend-rocm');
     expect(error.attempts[0]).toEqual({ name: 'rocm', reason: expect.stringMatching(/no registered backend/) });
     const fallback = await resolve({ device: 'rocm', fallback: true });
     expect(fallback.plugin.name).toBe('cpu');
     expect(fallback.warnings[0]).toMatch(/rocm/);
+  });
+
+  it('answers a generic or misspelt device name with the right name, not a package to install', async () => {
+    registerBackend(fakePlugin('cuda', 300, { available: false, reason: 'No GPU.' }));
+    registerBackend(fakePlugin('cpu', 100));
+    const generic = await errorOf(resolve({ device: 'gpu' }));
+    expect(generic.hint).toBe("Choose one of: cuda, metal, cpu (installed: cuda, cpu). 'gpu' is not a backend name: use 'cuda' for an NVIDIA GPU, 'metal' for an Apple GPU. Or resolve with fallback: true to use the best available backend instead.");
+    const typo = await errorOf(resolve({ device: 'cdua', fallbackAdvice: false }));
+    expect(typo.hint).toBe("Choose one of: cuda, metal, cpu (installed: cuda, cpu). Did you mean 'cuda'?");
   });
 
   it('explains when nothing is installed or nothing is available', async () => {

@@ -99,7 +99,7 @@ describe('a fresh npm project with kiln and kiln-backend-example installed', () 
     try {
       const result = await kiln(['info', '--device', 'old']);
       expect(result.code).toBe(1);
-      expect(result.stderr).toMatch(/Backend 'old' requested by the device argument \("old"\) is installed but cannot be used: kiln-backend-old \(.*\) was built against KernelBackend API version 0, but this @kiln\/core implements version 1/);
+      expect(result.stderr).toMatch(/Backend 'old' requested by --device \("old"\) is installed but cannot be used: kiln-backend-old \(.*\) was built against KernelBackend API version 0, but this @kiln\/core implements version 1/);
       expect(result.stderr).toMatch(/hint: Upgrade kiln-backend-old to a release built for KernelBackend API version 1/);
     } finally {
       removeFakePlugin('old');

@@ -8,13 +8,12 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '@kiln/core';
 import { adaptConfigToBackend, formatTrainConfig, loadTrainConfig, LOSS_PLOT_FILE, METRICS_FILE, train, type PartialTrainConfig, type TrainConfig, type TrainResult } from '@kiln/trainer';
-import { describeResolution, setUpBackend } from '../backend-setup.js';
+import { reportResolution, setUpBackend, trainBackendRequest } from '../backend-setup.js';
 import { integerArgument, type CliContext } from '../cli-context.js';
 import { loadEmbeddedCorpus, type Corpus } from '../corpus.js';
 import { ExitCode } from '../exit-codes.js';
 import { bitsPerByte, formatDuration, formatFixed, formatInteger } from '../output/format.js';
 import { createProgressReporter } from '../output/progress.js';
-import type { Terminal } from '../output/terminal.js';
 import { sampleText, SAMPLE_PROMPT } from '../sample-text.js';
 
 /** The default run's goal on the embedded corpus, in nats per byte. */
@@ -37,6 +36,7 @@ interface TrainOptions {
   json?: boolean;
   seed?: number;
   allowNonFinite?: boolean;
+  allowDeviceFallback?: boolean;
 }
 
 /** Registers `kiln train`. */
@@ -51,6 +51,7 @@ export function defineTrainCommand(program: Command, context: CliContext): void 
     .option('--steps <n>', 'optimizer steps', integerArgument(1))
     .option('--output <dir>', `run directory for checkpoints, metrics.jsonl and loss.svg (default ./${DEFAULT_OUTPUT_DIR}, or the config's)`)
     .option('--device <device>', "'auto', 'cpu', 'cuda', 'cuda:1', 'metal' or a plugin's name")
+    .option('--allow-device-fallback', 'when --device (or the config\'s device) cannot be used, warn and train on the best available backend (also KILN_ALLOW_DEVICE_FALLBACK=1)')
     .option('--init-from <dir>', 'start from a model directory (config.json + model.safetensors) to fine-tune it')
     .option('--resume', 'continue from the newest good checkpoint in the run directory (damaged ones are skipped with a note)')
     .option('--allow-non-finite', 'with --resume or --init-from: load weights that hold NaN or Infinity instead of refusing them')
@@ -65,12 +66,13 @@ export function defineTrainCommand(program: Command, context: CliContext): void 
 async function runTrain(options: TrainOptions, context: CliContext): Promise<number> {
   const { terminal } = context;
   terminal.jsonMode = options.json === true;
-  const config = loadTrainConfig({ file: options.config, overrides: fitWarmup(options, overridesFrom(options), terminal) });
-  const resolution = await setUpBackend(
-    { device: config.device.device, allowDeviceFallback: config.device.allowDeviceFallback, dtypeFallback: config.device.fallback },
-    terminal,
-  );
-  for (const line of describeResolution(resolution)) terminal.say(line);
+  const config = loadTrainConfig({
+    file: options.config,
+    overrides: overridesFrom(options),
+    onWarmupShortened: ({ from, to, steps, source }) => terminal.warn(`note: schedule.warmupSteps ${from} (from ${source}) is more than --steps ${steps}; warming up for ${to} step(s) instead (a tenth of the steps)`),
+  });
+  const resolution = await setUpBackend(trainBackendRequest(config.device, options), terminal);
+  reportResolution(resolution, terminal);
   const { backend } = resolution;
   if (options.verbose === true) {
     terminal.say('resolved config:');
@@ -132,20 +134,6 @@ function overridesFrom(options: TrainOptions): PartialTrainConfig {
   if (options.seed !== undefined) overrides.seed = options.seed;
   if (options.initFrom !== undefined) overrides.initFrom = options.initFrom;
   return overrides as PartialTrainConfig;
-}
-
-/**
- * `--steps N` below the config's warmup (the default run warms up for 50 steps) would be a config
- * error; shorten the warmup to a tenth of the steps instead, and say so.
- */
-function fitWarmup(options: TrainOptions, overrides: PartialTrainConfig, terminal: Terminal): PartialTrainConfig {
-  if (options.steps === undefined || overrides.schedule?.warmupSteps !== undefined) return overrides;
-  const withoutSteps = { ...overrides, schedule: { ...overrides.schedule, steps: undefined } };
-  const warmup = loadTrainConfig({ file: options.config, overrides: withoutSteps }).schedule.warmupSteps;
-  if (warmup <= options.steps) return overrides;
-  const fitted = Math.floor(options.steps / 10);
-  terminal.say(`note: schedule.warmupSteps ${warmup} is more than --steps ${options.steps}; warming up for ${fitted} step(s) instead (a tenth of the steps)`);
-  return { ...overrides, schedule: { ...overrides.schedule, warmupSteps: fitted } };
 }
 
 /** The default run: no config file, data or length flags (device, seed and output may change). */
