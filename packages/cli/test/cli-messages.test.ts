@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { peerInstallCommand } from '../src/bench/peers.js';
 import { requireBuild, runKiln } from './kiln-process.js';
 
 beforeAll(requireBuild);
@@ -104,5 +105,20 @@ describe('kiln info with a request that cannot be met', () => {
     const report = JSON.parse(json.stdout) as { selected: string | null; backends: Array<{ name: string; reason: string }> };
     expect(report.selected).toBeNull();
     expect(report.backends.find((backend) => backend.name === 'cuda')?.reason).toMatch(/^requested by KILN_DEVICE \("cuda:99"\)/);
+  });
+});
+
+describe('kiln bench', () => {
+  it('says bench chose the backend when no --device was given', async () => {
+    const run = await runKiln(['bench', '--model', 'tiny', '--steps', '1', '--warmup', '0', '--cpu-threads', '1', '--no-kernels', '--no-generation', '--peers', 'none']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(firstLine(run.stdout)).toMatch(/^backend: cpu .* — chosen: requested by the list of available backends kiln bench measures \("cpu"\)$/);
+    expect(run.stdout).not.toMatch(/device argument/);
+  });
+
+  it('tells an npm user how to install the TF.js peer', () => {
+    const command = peerInstallCommand('tfjs-wasm');
+    expect(command).toMatch(/^mkdir kiln-peers && cd kiln-peers && npm install @tensorflow\/tfjs@4\.22\.0 @tensorflow\/tfjs-backend-wasm@4\.22\.0, then run kiln bench with KILN_PEERS_DIR=/);
+    expect(command).not.toMatch(/pnpm|dev dependency/);
   });
 });
