@@ -122,3 +122,15 @@ describe('kiln bench', () => {
     expect(command).not.toMatch(/pnpm|dev dependency/);
   });
 });
+
+describe('kiln doctor', () => {
+  linuxOnly('with KILN_DEVICE naming a backend that cannot be used, says to unset it', async () => {
+    const run = await runKiln(['doctor'], { env: { KILN_DEVICE: 'metal' } });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(/^✗ KILN_DEVICE=metal asks for a backend that cannot be used: Backend 'metal' requested by KILN_DEVICE \("metal"\) cannot be used\n {4}fix: `unset KILN_DEVICE` \(kiln then picks the best available backend\), or set it to a backend marked ✓ above\.$/m);
+    expect(run.stdout).not.toMatch(/Reinstall @kiln\/cli/);
+    const fine = await runKiln(['doctor'], { env: { KILN_DEVICE: 'cpu' } });
+    expect(fine.code).toBe(0);
+    expect(fine.stdout).toMatch(/^✓ backend 'cpu' \(KILN_DEVICE=cpu\) resolves and computes correctly$/m);
+  });
+});
