@@ -134,3 +134,14 @@ describe('kiln doctor', () => {
     expect(fine.stdout).toMatch(/^✓ backend 'cpu' \(KILN_DEVICE=cpu\) resolves and computes correctly$/m);
   });
 });
+
+describe('kiln info on the CPU', () => {
+  it('calls the CPU backend\'s memory the machine\'s RAM and says kiln turned relaxed SIMD on (not an instruction)', async () => {
+    const run = await runKiln(['info']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/^ {6}cpu: .+, \d+(\.\d+)? [KMGT]i?B RAM$/m);
+    expect(run.stdout).toMatch(/^ {2}memory: +\S+ \S+ RAM, \S+ \S+ free$/m);
+    expect(run.stdout).not.toMatch(/unified/);
+    expect(run.stdout).not.toMatch(/\(enabled with --experimental-wasm-relaxed-simd\)/);
+  });
+});

@@ -164,6 +164,7 @@ function memoryLine(backend: KernelBackend, device: DeviceInfo | undefined): str
   const free = device?.memoryFreeBytes ?? usage.freeBytes;
   if (total !== undefined) {
     const freeText = free === undefined ? '' : `, ${formatBytes(free)} free`;
+    if (isHostCpu(device, backend.name)) return `${formatBytes(total)} RAM${freeText}`;
     return `${formatBytes(total)} total${freeText}${device?.unifiedMemory === true ? ' (unified memory shared with the host: an estimate)' : ''}`;
   }
   if (device?.unifiedMemory === true) {
@@ -179,5 +180,11 @@ function attentionLine(backend: KernelBackend): string {
 
 function memoryText(device: DeviceInfo): string {
   if (device.memoryTotalBytes === undefined) return '';
-  return `, ${formatBytes(device.memoryTotalBytes)}${device.unifiedMemory ? ' unified' : ''}`;
+  const kind = isHostCpu(device, device.id) ? ' RAM' : device.unifiedMemory ? ' unified' : '';
+  return `, ${formatBytes(device.memoryTotalBytes)}${kind}`;
+}
+
+/** True for the host's own CPU (its memory is the machine's RAM, not a device's). */
+function isHostCpu(device: DeviceInfo | undefined, backendName: string): boolean {
+  return device?.id === 'cpu' || backendName === 'cpu';
 }
