@@ -2,7 +2,7 @@
  * The messages a new user meets (issue 16), each pinned by its exit code and first line: device
  * requests, device fallback, the warmup note, and `kiln info` with a bad request.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -143,5 +143,23 @@ describe('kiln info on the CPU', () => {
     expect(run.stdout).toMatch(/^ {2}memory: +\S+ \S+ RAM, \S+ \S+ free$/m);
     expect(run.stdout).not.toMatch(/unified/);
     expect(run.stdout).not.toMatch(/\(enabled with --experimental-wasm-relaxed-simd\)/);
+  });
+});
+
+describe('the loss on the console and in metrics.jsonl', () => {
+  it('is the same named quantity: the mean over the steps since the previous line', async () => {
+    const output = join(directory, 'loss');
+    const run = await runKiln(['train', '--steps', '20', '--output', output]);
+    expect(run.code, run.stderr).toBe(0);
+    const records = readFileSync(join(output, 'metrics.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { step: number; loss: number });
+    const printed = [...run.stdout.matchAll(/^step (\d+)\/20 mean loss (\d+\.\d{3}) \(steps (\d+)–(\d+)\) /gm)].map((match) => match.slice(1).map(Number));
+    expect(printed.length).toBeGreaterThan(1);
+    for (const [step, loss, from, to] of printed) {
+      const record = records.find((candidate) => candidate.step === step);
+      expect(record, `metrics.jsonl has step ${step}`).toBeDefined();
+      expect(loss).toBe(Number(record!.loss.toFixed(3)));
+      expect(to).toBe(step);
+      expect(from).toBe((records[records.indexOf(record!) - 1]?.step ?? 0) + 1);
+    }
   });
 });

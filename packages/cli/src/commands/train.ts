@@ -88,10 +88,7 @@ async function runTrain(options: TrainOptions, context: CliContext): Promise<num
     controller.abort();
   };
   process.on('SIGINT', onInterrupt);
-  const reporter = createProgressReporter(terminal, {
-    mode: options.json === true ? 'json' : terminal.interactive ? 'bar' : 'lines',
-    logInterval: config.schedule.logInterval,
-  });
+  const reporter = createProgressReporter(terminal, { mode: options.json === true ? 'json' : terminal.interactive ? 'bar' : 'lines' });
   let result: TrainResult;
   try {
     result = await train(config, {
