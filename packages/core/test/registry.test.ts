@@ -12,6 +12,7 @@ import {
   type ProbeResult,
 } from '../src/backend/kernel-backend.js';
 import {
+  createBackend,
   DEFAULT_PROBE_TIMEOUT_MS,
   getBackendPlugin,
   listBackends,
@@ -22,7 +23,7 @@ import {
   unregisterBackend,
 } from '../src/backend/registry.js';
 import { parseDeviceId, resolveBackend } from '../src/backend/resolve.js';
-import { BackendApiVersionError, BackendUnavailableError, InvalidArgumentError } from '../src/errors.js';
+import { BackendApiVersionError, BackendContractError, BackendUnavailableError, InvalidArgumentError } from '../src/errors.js';
 
 interface FakeOptions {
   available?: boolean;
@@ -220,6 +221,27 @@ describe('resolveBackend', () => {
     expect(named.hint).toMatch(/Or pass --allow-device-fallback to use the best available backend instead\.$/);
     const noFallback = await errorOf(resolve({ device: 'cuda', fallbackAdvice: false }));
     expect(noFallback.hint).not.toMatch(/fallback/);
+  });
+
+  it('refuses a plugin whose created backend carries another name (a renamed template), with a typed error', async () => {
+    const renamed = fakePlugin('example', 50);
+    const plugin = { ...renamed, name: 'mydev', create: renamed.create };
+    registerBackend(plugin);
+    registerBackend(fakePlugin('cpu', 100));
+    await expect(createBackend(plugin)).rejects.toThrow(BackendContractError);
+    const error = await resolve({ device: 'mydev:0' }).then(() => undefined, (caught: unknown) => caught as BackendContractError);
+    expect(error).toBeInstanceOf(BackendContractError);
+    expect(error?.code).toBe('BACKEND_CONTRACT');
+    expect(error?.message.split('\n')[0]).toBe(`Backend 'mydev': create() returned a backend named "example", not 'mydev'`);
+    expect(error?.hint).toMatch(/set the backend's `name` to 'mydev'/);
+    // Automatic resolution passes over it with the reason, and uses another backend.
+    unregisterBackend('cpu');
+    registerBackend(fakePlugin('cpu', 100));
+    registerBackend({ ...plugin, priority: 500 });
+    const automatic = await resolve();
+    expect(automatic.plugin.name).toBe('cpu');
+    expect(automatic.steps.find((step) => step.name === 'mydev')?.reason).toMatch(/create\(\) failed: Backend 'mydev': create\(\) returned a backend named "example"/);
+    await expect(createBackend(fakePlugin('cpu', 100))).resolves.toMatchObject({ name: 'cpu' });
   });
 
   it('fails an explicit request whose create() throws', async () => {

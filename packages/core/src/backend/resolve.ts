@@ -8,10 +8,10 @@
  */
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BackendApiVersionError, BackendUnavailableError, InvalidArgumentError, type BackendAttempt, type KilnError } from '../errors.js';
+import { BackendApiVersionError, BackendUnavailableError, InvalidArgumentError, KilnError, type BackendAttempt } from '../errors.js';
 import { discoverBackends, FIRST_PARTY_BACKENDS, type DiscoveredPackage, type DiscoveryReport } from './discovery.js';
 import { KERNEL_API_VERSION, type BackendPlugin, type DeviceInfo, type KernelBackend } from './kernel-backend.js';
-import { getBackendPlugin, listBackends, probeBackend, probeBackends, type ProbedBackend, type ProbeOptions } from './registry.js';
+import { createBackend, getBackendPlugin, listBackends, probeBackend, probeBackends, type ProbedBackend, type ProbeOptions } from './registry.js';
 
 /** Where the resolved choice came from. */
 export type BackendSource = 'argument' | 'KILN_DEVICE' | 'auto';
@@ -115,7 +115,7 @@ export async function resolveBackend(options: ResolveBackendOptions = {}): Promi
         throw rejectedFailure(request.name, requested, rejected, attemptsOf(steps));
       }
     } else {
-      const outcome = await attempt(entry, request.index);
+      const outcome = await attempt(entry, request.index, true);
       if ('backend' in outcome) {
         steps.set(entry.plugin.name, { name: entry.plugin.name, available: true, reason: `chosen: requested by ${requested}`, chosen: true });
         fillNotProbed(steps, notProbed);
@@ -176,7 +176,7 @@ async function resolveAutomatically(
 }
 
 /** Create the backend if the probe allows it; any failure becomes a reason. */
-async function attempt(entry: ProbedBackend, index: number | undefined): Promise<Attempt> {
+async function attempt(entry: ProbedBackend, index: number | undefined, explicit = false): Promise<Attempt> {
   const { plugin, probe } = entry;
   if (!probe.available) return { reason: `unavailable: ${probe.reason ?? 'its probe gave no reason'}` };
   if (index !== undefined && probe.devices.length > 0 && index >= probe.devices.length) {
@@ -185,13 +185,11 @@ async function attempt(entry: ProbedBackend, index: number | undefined): Promise
   }
   let backend: KernelBackend;
   try {
-    backend = await plugin.create({ deviceIndex: index ?? 0 });
+    backend = await createBackend(plugin, { deviceIndex: index ?? 0 });
   } catch (error) {
+    // A plugin that breaks the contract is a bug to report, not an unavailable device: an explicit request says so as is.
+    if (explicit && KilnError.isInstance(error) && error.code === 'BACKEND_CONTRACT') throw error;
     return { reason: `create() failed: ${error instanceof Error ? error.message : String(error)}` };
-  }
-  if (typeof backend !== 'object' || backend === null) return { reason: 'create() returned no backend (a bug in the backend package)' };
-  if (backend.apiVersion !== KERNEL_API_VERSION) {
-    return { reason: `create() returned a backend for KernelBackend API version ${String(backend.apiVersion)}, but @kiln/core implements ${KERNEL_API_VERSION}` };
   }
   return { backend, device: backend.capabilities?.device ?? probe.devices[index ?? 0] };
 }
@@ -277,6 +275,13 @@ function unknownNameAdvice(name: string, searched: string): string {
   const alias = DEVICE_ALIASES[name];
   if (alias !== undefined) return `'${name}' is not a backend name: use ${alias}.`;
   const firstParty = FIRST_PARTY_BACKENDS.map((packageName) => packageName.replace('@kiln/backend-', ''));
+  if (firstParty.includes(name)) {
+    const register = name === 'cpu'
+      ? "import { cpuBackendPlugin } from '@kiln/backend-cpu'; registerBackend(cpuBackendPlugin)"
+      : `import plugin from '@kiln/backend-${name}'; registerBackend(plugin)`;
+    return `Install @kiln/backend-${name} where discovery finds it (installed backends are found automatically; ${searched}), ` +
+      `or register it yourself (needed when kiln is imported from a workspace path): ${register}.`;
+  }
   const nearest = firstParty.find((candidate) => editDistance(candidate, name) <= (candidate.length >= 4 ? 2 : 1));
   if (nearest !== undefined) return `Did you mean '${nearest}'?`;
   return `If '${name}' is a plugin, install kiln-backend-${name} (installed backends are found automatically; ${searched}), list its path in KILN_BACKENDS, or pass its plugin to registerBackend().`;
