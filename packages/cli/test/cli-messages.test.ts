@@ -2,7 +2,7 @@
  * The messages a new user meets (issue 16), each pinned by its exit code and first line: device
  * requests, device fallback, the warmup note, and `kiln info` with a bad request.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -79,7 +79,7 @@ describe('the warmup note', () => {
     writeFileSync(config, 'schedule:\n  warmupSteps: 40\n');
     const run = await runKiln(['train', '--config', config, '--steps', '30', '--device', 'gpu']);
     expect(run.code).toBe(2);
-    expect(firstLine(run.stderr)).toBe(`note: schedule.warmupSteps 40 (from ${config}) is more than --steps 30; warming up for 3 step(s) instead (a tenth of the steps)`);
+    expect(firstLine(run.stderr)).toBe(`note: schedule.warmupSteps 40 (from ${config}) is more than --steps 30; warming up for 3 steps instead (a tenth of the steps)`);
   });
 });
 
@@ -161,5 +161,26 @@ describe('the loss on the console and in metrics.jsonl', () => {
       expect(to).toBe(step);
       expect(from).toBe((records[records.indexOf(record!) - 1]?.step ?? 0) + 1);
     }
+  });
+});
+
+describe('data too small or not text', () => {
+  it('gives advice that fits a training split too small for the context (and says where config keys go)', async () => {
+    const data = join(directory, 'tiny.txt');
+    writeFileSync(data, 'hello world!\n');
+    const run = await runKiln(['train', '--data', data, '--output', join(directory, 'tiny-run')]);
+    expect(run.code).toBe(2);
+    expect(firstLine(run.stderr)).toBe(`error: ${data}: the training split has 12 tokens; it needs at least contextLength + 2 = 66 (13 tokens in all, validationFraction 0.1)`);
+    expect(run.stderr).toContain('hint: Provide at least ~660 tokens, or lower model.contextLength (config keys: set them in a YAML file passed with --config).');
+    expect(run.stderr).not.toMatch(/raise data\.validationFraction/);
+  });
+
+  it('counts one file as "1 file"', async () => {
+    const folder = join(directory, 'binary-only');
+    mkdirSync(folder);
+    writeFileSync(join(folder, 'blob.txt'), Buffer.from([0, 1, 2, 0, 255, 0, 3]));
+    const run = await runKiln(['train', '--data', folder, '--output', join(directory, 'binary-run')]);
+    expect(run.code).toBe(2);
+    expect(firstLine(run.stderr)).toMatch(/^error: no text found under .*binary-only \(1 file, 1 skipped as binary\)/);
   });
 });

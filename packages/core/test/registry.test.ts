@@ -194,7 +194,7 @@ describe('resolveBackend', () => {
     expect(cuda.created).toEqual([{ deviceIndex: 1 }]);
     expect(resolution.device?.id).toBe('cuda:1');
     const error = await errorOf(resolve({ device: 'cuda:5' }));
-    expect(error.message).toMatch(/device index 5 does not exist \(2 device\(s\) found: cuda:0, cuda:1\)/);
+    expect(error.message).toMatch(/device index 5 does not exist \(2 devices found: cuda:0, cuda:1\)/);
   });
 
   it('rejects a malformed device id, naming where it came from', async () => {

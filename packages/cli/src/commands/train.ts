@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { InvalidArgumentError } from '@kiln/core';
+import { formatCount, InvalidArgumentError } from '@kiln/core';
 import { adaptConfigToBackend, formatTrainConfig, loadTrainConfig, LOSS_PLOT_FILE, METRICS_FILE, train, type PartialTrainConfig, type TrainConfig, type TrainResult } from '@kiln/trainer';
 import { reportResolution, setUpBackend, trainBackendRequest } from '../backend-setup.js';
 import { integerArgument, type CliContext } from '../cli-context.js';
@@ -69,7 +69,7 @@ async function runTrain(options: TrainOptions, context: CliContext): Promise<num
   const config = loadTrainConfig({
     file: options.config,
     overrides: overridesFrom(options),
-    onWarmupShortened: ({ from, to, steps, source }) => terminal.warn(`note: schedule.warmupSteps ${from} (from ${source}) is more than --steps ${steps}; warming up for ${to} step(s) instead (a tenth of the steps)`),
+    onWarmupShortened: ({ from, to, steps, source }) => terminal.warn(`note: schedule.warmupSteps ${from} (from ${source}) is more than --steps ${steps}; warming up for ${formatCount(to, 'step')} instead (a tenth of the steps)`),
   });
   const resolution = await setUpBackend(trainBackendRequest(config.device, options), terminal);
   reportResolution(resolution, terminal);

@@ -8,6 +8,7 @@
  */
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { formatCount } from '../format-count.js';
 import { BackendApiVersionError, BackendUnavailableError, InvalidArgumentError, KilnError, type BackendAttempt } from '../errors.js';
 import { discoverBackends, FIRST_PARTY_BACKENDS, type DiscoveredPackage, type DiscoveryReport } from './discovery.js';
 import { KERNEL_API_VERSION, type BackendPlugin, type DeviceInfo, type KernelBackend } from './kernel-backend.js';
@@ -181,7 +182,7 @@ async function attempt(entry: ProbedBackend, index: number | undefined, explicit
   if (!probe.available) return { reason: `unavailable: ${probe.reason ?? 'its probe gave no reason'}` };
   if (index !== undefined && probe.devices.length > 0 && index >= probe.devices.length) {
     const ids = probe.devices.map((device) => device.id).join(', ');
-    return { reason: `device index ${index} does not exist (${probe.devices.length} device(s) found: ${ids})` };
+    return { reason: `device index ${index} does not exist (${formatCount(probe.devices.length, 'device')} found: ${ids})` };
   }
   let backend: KernelBackend;
   try {

@@ -7,7 +7,7 @@
 import type { Dirent } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DataError } from '@kiln/core';
+import { DataError, formatCount } from '@kiln/core';
 
 /** Directory names never descended into. */
 export const SKIPPED_DIRECTORIES: ReadonlySet<string> = new Set(['node_modules', '.git', 'dist']);
@@ -69,7 +69,7 @@ export async function readTextTree(path: string): Promise<TextTree> {
     total += bytes.byteLength;
   }
   if (total === 0) {
-    throw new DataError(`no text found under ${path} (${candidates.length} files, ${warnings.length} skipped as binary)`, {
+    throw new DataError(`no text found under ${path} (${formatCount(candidates.length, 'file')}, ${warnings.length} skipped as binary)`, {
       hint: 'Point data.path at text or code files; node_modules, .git and dist are skipped.',
     });
   }
