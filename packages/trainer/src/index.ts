@@ -38,6 +38,7 @@ export {
 export { assertGenerationFits, assertTrainingFits, MAX_HOST_ARRAY_ELEMENTS, type GenerationFitOptions } from './config/memory-check.js';
 export { forwardOptionsFor, type DeviceSettings } from './config/forward-options.js';
 export { formatTrainConfig } from './config/format-config.js';
+export { trainConfigJsonSchema, TRAIN_CONFIG_SCHEMA_ID } from './config/json-schema.js';
 
 // Training: the loop, evaluation, the schedule, optimizer pieces a custom loop needs, the loss plot.
 export { train, METRICS_FILE, LOSS_PLOT_FILE, RUN_CONFIG_FILE, type TrainRunContext } from './train/train.js';

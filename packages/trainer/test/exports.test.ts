@@ -18,6 +18,7 @@ const PUBLIC_RUNTIME_EXPORTS = [
   'DEFAULT_WARMUP_STEPS', 'MAX_EVAL_BATCHES', 'MAX_HOST_ARRAY_ELEMENTS', 'MEMORY_HEADROOM', 'MODEL_PRESETS', 'MODEL_PRESET_NAMES', 'adaptConfigToBackend',
   'assertGenerationFits', 'assertTrainingFits', 'defaultTrainConfig', 'defaultWarmupSteps', 'estimateGenerationMemory', 'estimateHostBatchBytes',
   'estimateTrainingMemory', 'formatBytes', 'formatTrainConfig', 'forwardOptionsFor', 'loadTrainConfig', 'partialTrainConfigSchema',
+  'TRAIN_CONFIG_SCHEMA_ID', 'trainConfigJsonSchema',
   // training
   'DynamicLossScaler', 'LOSS_PLOT_FILE', 'METRICS_FILE', 'RUN_CONFIG_FILE', 'adamwStep', 'clearGradients', 'createMoments', 'disposeMoments', 'evaluate',
   'learningRateAt', 'renderLossPlot', 'runTrainStep', 'train', 'writeLossPlot',
