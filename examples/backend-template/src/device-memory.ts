@@ -21,6 +21,7 @@ import {
   type StridedView,
   type TensorRef,
 } from '@kiln/core';
+import { BACKEND_NAME } from './name.js';
 
 /** Bytes per element of each dtype. */
 export const BYTES_PER_ELEMENT: Readonly<Record<DType, number>> = { f32: 4, f16: 2, bf16: 2, i32: 4 };
@@ -59,10 +60,10 @@ export class DeviceMemory {
   /** A new buffer; its contents are undefined to kiln (here: zeros). */
   alloc(byteLength: number): BufferHandle {
     if (!Number.isSafeInteger(byteLength) || byteLength < 0) {
-      throw new InvalidArgumentError(`example backend: cannot allocate ${byteLength} bytes`, { hint: 'Pass a non-negative whole number of bytes.' });
+      throw new InvalidArgumentError(`${BACKEND_NAME} backend: cannot allocate ${byteLength} bytes`, { hint: 'Pass a non-negative whole number of bytes.' });
     }
     if (this.allocated + byteLength > this.limitBytes) {
-      throw new OutOfMemoryError(`example backend: allocating ${byteLength} bytes would exceed the device's ${this.limitBytes} bytes (${this.allocated} in use)`, byteLength);
+      throw new OutOfMemoryError(`${BACKEND_NAME} backend: allocating ${byteLength} bytes would exceed the device's ${this.limitBytes} bytes (${this.allocated} in use)`, byteLength);
     }
     const handle: ExampleBuffer = { byteLength, id: this.nextId++ };
     this.buffers.set(handle, new Uint8Array(byteLength));
@@ -81,7 +82,7 @@ export class DeviceMemory {
   bytes(buffer: BufferHandle, operation: string): Uint8Array {
     const bytes = this.buffers.get(buffer);
     if (bytes === undefined) {
-      throw new InvalidArgumentError(`example backend: ${operation} of a buffer this device does not hold (freed, or made by another backend)`, {
+      throw new InvalidArgumentError(`${BACKEND_NAME} backend: ${operation} of a buffer this device does not hold (freed, or made by another backend)`, {
         hint: 'Keep tensors on one backend (toBackend copies them) and do not use them after dispose().',
       });
     }

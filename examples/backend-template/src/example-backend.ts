@@ -29,6 +29,7 @@ import { cast, copy, fill, gather, scatterAdd } from './kernels/data-movement.js
 import { binary, unary, where } from './kernels/elementwise.js';
 import { matmul } from './kernels/matmul.js';
 import { reduce } from './kernels/reduce.js';
+import { BACKEND_NAME } from './name.js';
 
 /** Options of createExampleBackend (also what the plugin's create() accepts). */
 export interface ExampleBackendOptions {
@@ -41,7 +42,7 @@ export interface ExampleBackendOptions {
 /** The one device this example drives. */
 export function exampleDeviceInfo(memoryBytes: number): DeviceInfo {
   // A real backend reports the device's name, total and free memory, compute capability, limits.
-  return { id: 'example:0', name: 'kiln example device (plain TypeScript)', memoryTotalBytes: memoryBytes, unifiedMemory: true };
+  return { id: `${BACKEND_NAME}:0`, name: 'kiln example device (plain TypeScript)', memoryTotalBytes: memoryBytes, unifiedMemory: true };
 }
 
 /**
@@ -63,8 +64,8 @@ function supports(kernel: KernelName, dtype: DType): boolean {
 
 /** The example backend: host memory, asynchronous reads only, plain TypeScript kernels. */
 export class ExampleBackend implements KernelBackend {
-  /** The name the plugin registers ('example'); KILN_DEVICE=example selects it. */
-  readonly name = 'example';
+  /** The name the plugin registers (BACKEND_NAME); KILN_DEVICE=<name> selects it. */
+  readonly name = BACKEND_NAME;
   /** The KernelBackend version this package was built against. */
   readonly apiVersion = KERNEL_API_VERSION;
   /** The device and what runs natively on it. */
@@ -74,10 +75,10 @@ export class ExampleBackend implements KernelBackend {
   constructor(options: ExampleBackendOptions = {}) {
     const memoryBytes = options.memoryBytes ?? 2 ** 30;
     if (!Number.isSafeInteger(memoryBytes) || memoryBytes <= 0) {
-      throw new InvalidArgumentError(`example backend: memoryBytes must be a positive whole number, got ${String(memoryBytes)}`, { hint: 'Pass e.g. { memoryBytes: 2 ** 30 }.' });
+      throw new InvalidArgumentError(`${BACKEND_NAME} backend: memoryBytes must be a positive whole number, got ${String(memoryBytes)}`, { hint: 'Pass e.g. { memoryBytes: 2 ** 30 }.' });
     }
     if ((options.deviceIndex ?? 0) !== 0) {
-      throw new InvalidArgumentError(`example backend: device index ${String(options.deviceIndex)} does not exist (1 device: example:0)`, { hint: 'Use --device example or example:0.' });
+      throw new InvalidArgumentError(`${BACKEND_NAME} backend: device index ${String(options.deviceIndex)} does not exist (1 device: ${BACKEND_NAME}:0)`, { hint: `Use --device ${BACKEND_NAME} or ${BACKEND_NAME}:0.` });
     }
     this.memoryOfDevice = new DeviceMemory(memoryBytes);
     this.capabilities = { device: exampleDeviceInfo(memoryBytes), supports, flashAttention: false };
@@ -95,7 +96,7 @@ export class ExampleBackend implements KernelBackend {
   upload(buffer: BufferHandle, data: Uint8Array, byteOffset = 0): void {
     const target = this.memoryOfDevice.bytes(buffer, 'upload');
     if (!Number.isSafeInteger(byteOffset) || byteOffset < 0 || byteOffset + data.byteLength > target.byteLength) {
-      throw new InvalidArgumentError(`example backend: upload of ${data.byteLength} bytes at offset ${byteOffset} does not fit a ${target.byteLength}-byte buffer`, {
+      throw new InvalidArgumentError(`${BACKEND_NAME} backend: upload of ${data.byteLength} bytes at offset ${byteOffset} does not fit a ${target.byteLength}-byte buffer`, {
         hint: 'Upload at most byteLength − byteOffset bytes.',
       });
     }

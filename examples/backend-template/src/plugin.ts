@@ -4,12 +4,13 @@
  */
 import { KERNEL_API_VERSION, type BackendCreateOptions, type BackendPlugin, type ProbeResult } from '@kiln/core';
 import { createExampleBackend, exampleDeviceInfo } from './example-backend.js';
+import { BACKEND_NAME } from './name.js';
 
 const DEFAULT_MEMORY_BYTES = 2 ** 30;
 
-/** The example backend's plugin: name 'example', priority 50 (below the CPU's 100: used only when asked for). */
+/** The example backend's plugin: named BACKEND_NAME, priority 50 (below the CPU's 100: used only when asked for). */
 export const plugin: BackendPlugin = {
-  name: 'example',
+  name: BACKEND_NAME,
   // A plugin built against another version is rejected at registration, with both versions named.
   apiVersion: KERNEL_API_VERSION,
   // cuda 300 > metal 200 > cpu 100: a real accelerator goes above 100; a slow or experimental one below.

@@ -53,6 +53,8 @@ export interface CpuBackendOptions {
   relaxedSimd?: boolean;
   /** Threads for large kernels on the SIMD path (default: KILN_CPU_THREADS, else the physical cores). */
   threads?: number;
+  /** false: never change this process's V8 flags (relaxed SIMD only where the runtime has it by default); default: KILN_CPU_V8_FLAGS, on. */
+  v8Flags?: boolean;
 }
 
 /** kiln's CPU backend: WebAssembly SIMD kernels (plain TypeScript ones as the fallback), no native code. */
@@ -73,7 +75,7 @@ export class CpuBackend implements KernelBackend {
 
   constructor(options: CpuBackendOptions = {}) {
     this.settings = resolveCpuSettings(options);
-    const runtime = this.settings.path === 'wasm-simd' ? SimdRuntime.obtain(this.settings.relaxedSimd) : undefined;
+    const runtime = this.settings.path === 'wasm-simd' ? SimdRuntime.obtain(this.settings.relaxedSimd, this.settings.v8Flags) : undefined;
     this.storage = new CpuStorage({ memoryLimitBytes: options.memoryLimitBytes, heap: runtime?.heap });
     this.access = new TensorAccess(this.storage);
     this.simd = runtime === undefined ? undefined : new SimdContext(runtime, this.access, this.settings.threads);

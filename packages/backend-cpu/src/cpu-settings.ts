@@ -5,6 +5,9 @@
  *  - KILN_CPU_RELAXED_SIMD: '0' keeps relaxed SIMD off (multiply then add instead of FMA);
  *    default: on when the runtime has it (Node 20 after enabling V8's flag, see wasm/features.ts).
  *  - KILN_CPU_THREADS: threads for large kernels (default: the machine's physical cores).
+ *  - KILN_CPU_V8_FLAGS: '0' never changes this process's V8 flags (relaxed SIMD's
+ *    --experimental-wasm-relaxed-simd, and --no-liftoff while the kernel module compiles);
+ *    default '1' sets them, for the whole process (every module it compiles afterwards sees them).
  * Options passed to createCpuBackend win over the environment.
  */
 import fs from 'node:fs';
@@ -20,6 +23,8 @@ export interface CpuKernelSettings {
   relaxedSimd: boolean;
   /** Threads large kernels use (1 on the TypeScript path). */
   threads: number;
+  /** Whether the backend may change this process's V8 flags. */
+  v8Flags: boolean;
   /** One line for `capabilities.implementation` and `kiln info`. */
   description: string;
 }
@@ -32,6 +37,8 @@ export interface CpuSettingsOptions {
   relaxedSimd?: boolean;
   /** Threads for large kernels; default from KILN_CPU_THREADS, else the physical cores. */
   threads?: number;
+  /** false: never change this process's V8 flags; default from KILN_CPU_V8_FLAGS (on). */
+  v8Flags?: boolean;
 }
 
 function flag(name: string, value: string | undefined): boolean | undefined {
@@ -74,25 +81,33 @@ function threadCount(option: number | undefined): number {
   return value;
 }
 
+function relaxedSimdAbsence(source: string): string {
+  if (source === 'disabled') return 'off: KILN_CPU_RELAXED_SIMD=0';
+  if (source === 'refused') return "needs V8's --experimental-wasm-relaxed-simd, which v8Flags: false (KILN_CPU_V8_FLAGS=0) leaves off";
+  return 'unavailable';
+}
+
 /** Resolves how kernels run for one backend instance. */
 export function resolveCpuSettings(options: CpuSettingsOptions = {}): CpuKernelSettings {
   const wantSimd = options.simd ?? flag('KILN_CPU_SIMD', process.env.KILN_CPU_SIMD) ?? true;
   const threads = threadCount(options.threads);
   if (!wantSimd) {
-    return { path: 'typescript', relaxedSimd: false, threads: 1, description: 'plain TypeScript kernels, 1 thread (KILN_CPU_SIMD=0)' };
+    return { path: 'typescript', relaxedSimd: false, threads: 1, v8Flags: false, description: 'plain TypeScript kernels, 1 thread (KILN_CPU_SIMD=0)' };
   }
   const allowRelaxed = options.relaxedSimd ?? flag('KILN_CPU_RELAXED_SIMD', process.env.KILN_CPU_RELAXED_SIMD) ?? true;
-  const features = detectWasmFeatures(allowRelaxed);
+  const v8Flags = options.v8Flags ?? flag('KILN_CPU_V8_FLAGS', process.env.KILN_CPU_V8_FLAGS) ?? true;
+  const features = detectWasmFeatures(allowRelaxed, v8Flags);
   if (!features.simd) {
-    return { path: 'typescript', relaxedSimd: false, threads: 1, description: 'plain TypeScript kernels, 1 thread (this runtime does not validate WebAssembly SIMD128)' };
+    return { path: 'typescript', relaxedSimd: false, threads: 1, v8Flags, description: 'plain TypeScript kernels, 1 thread (this runtime does not validate WebAssembly SIMD128)' };
   }
   const fma = features.relaxedSimd
-    ? `relaxed-SIMD FMA${features.relaxedSimdSource === 'flag' ? ' (enabled with --experimental-wasm-relaxed-simd)' : ''}`
-    : `no FMA (relaxed SIMD ${features.relaxedSimdSource === 'disabled' ? 'off: KILN_CPU_RELAXED_SIMD=0' : 'unavailable'})`;
+    ? `relaxed-SIMD FMA${features.relaxedSimdSource === 'flag' ? " (kiln turned on V8's --experimental-wasm-relaxed-simd for this process)" : ''}`
+    : `no FMA (relaxed SIMD ${relaxedSimdAbsence(features.relaxedSimdSource)})`;
   return {
     path: 'wasm-simd',
     relaxedSimd: features.relaxedSimd,
     threads,
+    v8Flags,
     description: `WebAssembly SIMD128 kernels, ${fma}, ${threads} thread${threads === 1 ? '' : 's'}`,
   };
 }

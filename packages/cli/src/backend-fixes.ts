@@ -24,7 +24,7 @@ export function backendFix(name: string, reason: string | undefined): BackendFix
   if (/No NVIDIA driver was found/.test(text)) {
     return {
       diagnosis: `no NVIDIA driver${code}`,
-      fix: 'Install the NVIDIA driver r580 or newer (kiln\'s CUDA backend uses CUDA 13); in a container, run with the NVIDIA container toolkit (--gpus all). Until then kiln trains on the CPU.',
+      fix: 'Install the NVIDIA driver r580 or newer (kiln\'s CUDA backend uses CUDA 13); in a container, run with the NVIDIA container toolkit (--gpus all).',
     };
   }
   if (driverCuda !== undefined) {

@@ -8,6 +8,7 @@ import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cpuBackendPlugin } from '@kiln/backend-cpu';
 import {
+  InvalidArgumentError,
   KilnError,
   discoverBackends,
   getBackendPlugin,
@@ -33,6 +34,41 @@ export interface BackendRequest {
   allowDeviceFallback?: boolean;
   /** Dtype fallback policy for kernels the backend lacks in a dtype. */
   dtypeFallback?: FallbackPolicy;
+  /** Where `device` came from, named in errors and warnings ('--device', 'the config file run.yaml'). Default '--device'. */
+  requestedBy?: string;
+  /** How the user allows device fallback, offered in errors; omitted: the command offers none. */
+  fallbackAdvice?: string;
+}
+
+/** The variable that lets `kiln train` fall back to the best available backend ('1' or 'true'). */
+export const ALLOW_DEVICE_FALLBACK_VARIABLE = 'KILN_ALLOW_DEVICE_FALLBACK';
+
+/** What `kiln train` says about allowing device fallback (the flag, the variable and the config key). */
+export const TRAIN_FALLBACK_ADVICE = `pass --allow-device-fallback (or set ${ALLOW_DEVICE_FALLBACK_VARIABLE}=1, or device.allowDeviceFallback: true in the config)`;
+
+/**
+ * `kiln train`'s backend request: the device from --device, else the config file (else
+ * KILN_DEVICE, read by core), with fallback allowed by --allow-device-fallback,
+ * KILN_ALLOW_DEVICE_FALLBACK=1 or the config's device.allowDeviceFallback.
+ */
+export function trainBackendRequest(
+  device: { device: string; allowDeviceFallback: boolean; fallback: FallbackPolicy },
+  flags: { device?: string; config?: string; allowDeviceFallback?: boolean },
+  env: NodeJS.ProcessEnv = process.env,
+): BackendRequest {
+  const allowed = flags.allowDeviceFallback === true || device.allowDeviceFallback || environmentAllowsFallback(env);
+  const requestedBy = flags.device !== undefined ? '--device' : `device.device in ${flags.config ?? 'the config'}`;
+  return { device: device.device, allowDeviceFallback: allowed, dtypeFallback: device.fallback, requestedBy, fallbackAdvice: TRAIN_FALLBACK_ADVICE };
+}
+
+/** KILN_ALLOW_DEVICE_FALLBACK: '1'/'true' allow, ''/'0'/'false' do not; anything else is refused by name. */
+export function environmentAllowsFallback(env: NodeJS.ProcessEnv): boolean {
+  const value = env[ALLOW_DEVICE_FALLBACK_VARIABLE]?.trim().toLowerCase();
+  if (value === undefined || value === '' || value === '0' || value === 'false') return false;
+  if (value === '1' || value === 'true') return true;
+  throw new InvalidArgumentError(`${ALLOW_DEVICE_FALLBACK_VARIABLE}=${JSON.stringify(env[ALLOW_DEVICE_FALLBACK_VARIABLE])} is not a switch`, {
+    hint: `Set ${ALLOW_DEVICE_FALLBACK_VARIABLE}=1 to allow falling back to the best available backend, or unset it.`,
+  });
 }
 
 /** Registers the embedded CPU backend, then discovers installed ones (memoized). Never throws. */
@@ -63,7 +99,12 @@ export async function setUpBackend(request: BackendRequest, terminal: Terminal):
   if (request.dtypeFallback !== undefined) setFallbackPolicy(request.dtypeFallback);
   let resolution: BackendResolution;
   try {
-    resolution = await resolveBackend({ device: request.device, fallback: request.allowDeviceFallback === true });
+    resolution = await resolveBackend({
+      device: request.device,
+      fallback: request.allowDeviceFallback === true,
+      requestedBy: request.requestedBy ?? '--device',
+      fallbackAdvice: request.fallbackAdvice ?? false,
+    });
   } catch (error) {
     throw requestsUnknownBackend(request.device, error) ? markUsageError(error) : error;
   }
@@ -71,14 +112,20 @@ export async function setUpBackend(request: BackendRequest, terminal: Terminal):
   return resolution;
 }
 
-/** One line per fact: the backend and device chosen and why, then any warnings. */
-export function describeResolution(resolution: BackendResolution): string[] {
+/** The backend and device chosen, and why, in one line. */
+export function describeResolution(resolution: BackendResolution): string {
   const chosen = resolution.steps.find((step) => step.chosen);
   const device = resolution.device;
   const where = device === undefined ? '' : ` on ${device.name} (${device.id})`;
-  const lines = [`backend: ${resolution.plugin.name}${where} — ${chosen?.reason ?? `chosen by ${resolution.source}`}`];
-  for (const warning of resolution.warnings) lines.push(`warning: ${warning}`);
-  return lines;
+  return `backend: ${resolution.plugin.name}${where} — ${chosen?.reason ?? `chosen by ${resolution.source}`}`;
+}
+
+/** Prints the resolution's line (to stderr with `toStderr`, e.g. while stdout carries generated text) and its warnings to stderr. */
+export function reportResolution(resolution: BackendResolution, terminal: Terminal, toStderr = false): void {
+  const line = describeResolution(resolution);
+  if (toStderr) terminal.warn(line);
+  else terminal.say(line);
+  for (const warning of resolution.warnings) terminal.warn(`warning: ${warning}`);
 }
 
 /**

@@ -24,7 +24,7 @@ describe('kiln info', () => {
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toMatch(/✓ cpu \(priority 100\): chosen/);
     expect(run.stdout).toMatch(/^backend: cpu on .+ \(cpu\) — chosen/m);
-    expect(run.stdout).toMatch(/memory: +\S+ \S+ total/);
+    expect(run.stdout).toMatch(/memory: +\S+ \S+ (total|RAM)/);
     expect(run.stdout).toMatch(/dtypes: +f32/);
     expect(run.stdout).toMatch(/attention: +flash/);
     expect(run.stdout).toMatch(/kernels: +WebAssembly SIMD128 kernels, (relaxed-SIMD FMA|no FMA).*, \d+ threads?$/m);
@@ -35,7 +35,7 @@ describe('kiln info', () => {
   it('exits 2 for a device no installed backend provides, naming every backend tried', async () => {
     const run = await runKiln(['info', '--device', 'nope']);
     expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(/^error: Backend 'nope' requested by the device argument \("nope"\) is not installed/);
+    expect(run.stderr).toMatch(/^error: Backend 'nope' requested by --device \("nope"\) is not installed/);
     expect(run.stderr).toMatch(/- nope: not installed/);
     expect(run.stderr).toMatch(/- cpu: /);
     expect(run.stderr).toContain('hint:');

@@ -77,7 +77,7 @@ describe('a plugin built against another KernelBackend API version', () => {
     const cwd = projectWith({ old: plugin('old', 'return { available: true, devices: [] };', 0) });
     const run = await runKiln(['train', '--device', 'old', '--steps', '1'], { cwd, killAfterMs: 60_000 });
     expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/^error: Backend 'old' requested by the device argument \("old"\) is installed but cannot be used: kiln-backend-old \(.*\) was built against KernelBackend API version 0, but this @kiln\/core implements version 1/);
+    expect(run.stderr).toMatch(/^error: Backend 'old' requested by --device \("old"\) is installed but cannot be used: kiln-backend-old \(.*\) was built against KernelBackend API version 0, but this @kiln\/core implements version 1/);
     expect(run.stderr).toMatch(/hint: Upgrade kiln-backend-old to a release built for KernelBackend API version 1/);
     expect(run.stderr).not.toMatch(/not installed|install kiln-backend-old/);
     // kiln info says the same thing about it.

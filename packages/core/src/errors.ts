@@ -13,6 +13,7 @@ export type KilnErrorCode =
   | 'INVALID_ARGUMENT'
   | 'BACKEND_UNAVAILABLE'
   | 'BACKEND_API_VERSION'
+  | 'BACKEND_CONTRACT'
   | 'UNSUPPORTED_KERNEL'
   | 'OUT_OF_MEMORY'
   | 'DISPOSED_TENSOR'
@@ -93,6 +94,13 @@ export class BackendUnavailableError extends KilnError {
 export class BackendApiVersionError extends KilnError {
   constructor(message: string, options: KilnErrorOptions = {}) {
     super(message, 'BACKEND_API_VERSION', options);
+  }
+}
+
+/** A plugin broke the BackendPlugin contract: create() returned no backend, or one with another name than the plugin's. */
+export class BackendContractError extends KilnError {
+  constructor(message: string, options: KilnErrorOptions = {}) {
+    super(message, 'BACKEND_CONTRACT', options);
   }
 }
 

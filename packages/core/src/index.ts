@@ -5,6 +5,7 @@
 export * from './dtype.js';
 export * from './errors.js';
 export * from './half.js';
+export { formatCount } from './format-count.js';
 export { philox4x32, philoxUniform, philoxNormal } from './random/philox.js';
 export * from './backend/index.js';
 export { composedKernels, type ComposedKernels } from './backend/compositions/index.js';

@@ -12,6 +12,7 @@ import {
   type ProbeResult,
 } from '../src/backend/kernel-backend.js';
 import {
+  createBackend,
   DEFAULT_PROBE_TIMEOUT_MS,
   getBackendPlugin,
   listBackends,
@@ -22,7 +23,7 @@ import {
   unregisterBackend,
 } from '../src/backend/registry.js';
 import { parseDeviceId, resolveBackend } from '../src/backend/resolve.js';
-import { BackendApiVersionError, BackendUnavailableError, InvalidArgumentError } from '../src/errors.js';
+import { BackendApiVersionError, BackendContractError, BackendUnavailableError, InvalidArgumentError } from '../src/errors.js';
 
 interface FakeOptions {
   available?: boolean;
@@ -193,7 +194,7 @@ describe('resolveBackend', () => {
     expect(cuda.created).toEqual([{ deviceIndex: 1 }]);
     expect(resolution.device?.id).toBe('cuda:1');
     const error = await errorOf(resolve({ device: 'cuda:5' }));
-    expect(error.message).toMatch(/device index 5 does not exist \(2 device\(s\) found: cuda:0, cuda:1\)/);
+    expect(error.message).toMatch(/device index 5 does not exist \(2 devices found: cuda:0, cuda:1\)/);
   });
 
   it('rejects a malformed device id, naming where it came from', async () => {
@@ -214,8 +215,33 @@ describe('resolveBackend', () => {
     // The other backends are not probed for an explicit request.
     expect(error.message).toMatch(/metal: not probed: 'cuda' was requested by the device argument/);
     expect(error.message).toMatch(/cpu: not probed/);
-    expect(error.hint).toMatch(/fallback/);
-    expect(error.hint).toMatch(/registered: cuda, metal, cpu/);
+    expect(error.hint).toBe('Fix the reason above, or choose another device (installed: cuda, metal, cpu). Or resolve with fallback: true to use the best available backend instead.');
+    const named = await errorOf(resolve({ device: 'cuda', requestedBy: '--device', fallbackAdvice: 'pass --allow-device-fallback' }));
+    expect(named.message).toMatch(/^Backend 'cuda' requested by --device \("cuda"\) cannot be used/);
+    expect(named.hint).toMatch(/Or pass --allow-device-fallback to use the best available backend instead\.$/);
+    const noFallback = await errorOf(resolve({ device: 'cuda', fallbackAdvice: false }));
+    expect(noFallback.hint).not.toMatch(/fallback/);
+  });
+
+  it('refuses a plugin whose created backend carries another name (a renamed template), with a typed error', async () => {
+    const renamed = fakePlugin('example', 50);
+    const plugin = { ...renamed, name: 'mydev', create: renamed.create };
+    registerBackend(plugin);
+    registerBackend(fakePlugin('cpu', 100));
+    await expect(createBackend(plugin)).rejects.toThrow(BackendContractError);
+    const error = await resolve({ device: 'mydev:0' }).then(() => undefined, (caught: unknown) => caught as BackendContractError);
+    expect(error).toBeInstanceOf(BackendContractError);
+    expect(error?.code).toBe('BACKEND_CONTRACT');
+    expect(error?.message.split('\n')[0]).toBe(`Backend 'mydev': create() returned a backend named "example", not 'mydev'`);
+    expect(error?.hint).toMatch(/set the backend's `name` to 'mydev'/);
+    // Automatic resolution passes over it with the reason, and uses another backend.
+    unregisterBackend('cpu');
+    registerBackend(fakePlugin('cpu', 100));
+    registerBackend({ ...plugin, priority: 500 });
+    const automatic = await resolve();
+    expect(automatic.plugin.name).toBe('cpu');
+    expect(automatic.steps.find((step) => step.name === 'mydev')?.reason).toMatch(/create\(\) failed: Backend 'mydev': create\(\) returned a backend named "example"/);
+    await expect(createBackend(fakePlugin('cpu', 100))).resolves.toMatchObject({ name: 'cpu' });
   });
 
   it('fails an explicit request whose create() throws', async () => {
@@ -242,13 +268,22 @@ describe('resolveBackend', () => {
     registerBackend(fakePlugin('cuda', 300, { available: false, reason: 'No GPU.' }));
     registerBackend(fakePlugin('cpu', 100));
     const error = await errorOf(resolve({ device: 'rocm' }));
-    expect(error.message).toMatch(/'rocm'.*not installed.*registered backends: cuda, cpu/);
-    expect(error.hint).toContain('@kiln/backend-rocm');
-    expect(error.hint).toContain('kiln-backend-rocm');
+    expect(error.message).toMatch(/^Backend 'rocm' requested by the device argument \("rocm"\) is not installed$/m);
+    expect(error.hint).toMatch(/^Choose one of: cuda, metal, cpu \(installed: cuda, cpu\)\. If 'rocm' is a plugin, install kiln-backend-rocm /);
+    expect(error.hint).not.toContain('@kiln/backend-rocm');
     expect(error.attempts[0]).toEqual({ name: 'rocm', reason: expect.stringMatching(/no registered backend/) });
     const fallback = await resolve({ device: 'rocm', fallback: true });
     expect(fallback.plugin.name).toBe('cpu');
     expect(fallback.warnings[0]).toMatch(/rocm/);
+  });
+
+  it('answers a generic or misspelt device name with the right name, not a package to install', async () => {
+    registerBackend(fakePlugin('cuda', 300, { available: false, reason: 'No GPU.' }));
+    registerBackend(fakePlugin('cpu', 100));
+    const generic = await errorOf(resolve({ device: 'gpu' }));
+    expect(generic.hint).toBe("Choose one of: cuda, metal, cpu (installed: cuda, cpu). 'gpu' is not a backend name: use 'cuda' for an NVIDIA GPU, 'metal' for an Apple GPU. Or resolve with fallback: true to use the best available backend instead.");
+    const typo = await errorOf(resolve({ device: 'cdua', fallbackAdvice: false }));
+    expect(typo.hint).toBe("Choose one of: cuda, metal, cpu (installed: cuda, cpu). Did you mean 'cuda'?");
   });
 
   it('explains when nothing is installed or nothing is available', async () => {

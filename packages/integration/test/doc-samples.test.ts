@@ -8,6 +8,7 @@
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { format } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { createProgram, Terminal, type CliContext } from '@kiln/cli';
 import { loadTrainConfig } from '@kiln/trainer';
@@ -36,6 +37,24 @@ const DOCS = ['README.md', ...readdirSync(join(REPOSITORY, 'docs')).filter((name
 const SAMPLES = DOCS.flatMap(samplesOf);
 const CODE = SAMPLES.filter((sample) => sample.copyOf === undefined && ['ts', 'js', 'typescript', 'javascript'].includes(sample.language));
 const SAMPLE_DIRECTORY = join(REPOSITORY, 'packages', 'integration', '.doc-samples');
+/** Pages a new user reads first: every sample there must say what it prints. */
+const FIRST_CONTACT = ['README.md', 'docs/getting-started.md'];
+
+/**
+ * What a sample's console.log lines print, from their `// prints: …` comments (`…` matches
+ * anything): one pattern per console.log, in order; undefined when the sample has no such comment.
+ * A sample that has one must annotate every console.log.
+ */
+function printedComments(sample: Sample): RegExp[] | undefined {
+  const lines = sample.code.split('\n').filter((line) => /console\.log\(/.test(line));
+  const annotated = lines.map((line) => /\/\/ prints: (.+)$/.exec(line)?.[1]);
+  if (annotated.every((text) => text === undefined)) return undefined;
+  const missing = lines.filter((_line, index) => annotated[index] === undefined);
+  if (missing.length > 0) throw new Error(`${sample.id}: console.log without a // prints: comment: ${missing.join(' | ')}`);
+  const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return annotated.map((text) => new RegExp(`^${(text as string).trim().split('…').map(escape).join('[\\s\\S]*')}$`));
+}
+
 const fileOf = (sample: Sample) => join(SAMPLE_DIRECTORY, `${sample.id.replace(/[^\w]+/g, '-')}.ts`);
 
 beforeAll(() => {
@@ -63,12 +82,23 @@ describe('code samples in the docs', () => {
     expect(`${result.stdout}${result.stderr}`.trim()).toBe('');
   });
 
-  it.each(CODE.map((sample) => [sample.id, sample] as const))('runs %s', async (_id, sample) => {
-    const log = vi.spyOn(console, 'log').mockImplementation(() => {});
+  it.each(CODE.map((sample) => [sample.id, sample] as const))('runs %s and prints what its comments say', async (_id, sample) => {
+    const printed: string[] = [];
+    const log = vi.spyOn(console, 'log').mockImplementation((...values: unknown[]) => void printed.push(format(...values)));
     try {
       await import(/* @vite-ignore */ pathToFileURL(fileOf(sample)).href);
     } finally {
       log.mockRestore();
+    }
+    const expected = printedComments(sample);
+    if (expected === undefined) return;
+    expect(printed.length, 'lines printed').toBe(expected.length);
+    expected.forEach((pattern, index) => expect(printed[index], `console.log #${index + 1}`).toMatch(pattern));
+  });
+
+  it.each(FIRST_CONTACT.map((file) => [file] as const))('%s: every sample says what it prints (// prints: …)', (file) => {
+    for (const sample of CODE.filter((candidate) => candidate.file === file && /console\.log\(/.test(candidate.code))) {
+      expect(printedComments(sample), sample.id).toBeDefined();
     }
   });
 

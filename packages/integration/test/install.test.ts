@@ -81,7 +81,7 @@ describe('a fresh npm project with kiln and kiln-backend-example installed', () 
     expect(trained.code, trained.stdout + trained.stderr).toBe(0);
     const printed = trained.stdout + trained.stderr;
     expect(printed).toMatch(/^backend: example on kiln example device \(plain TypeScript\) \(example:0\) — chosen: requested by KILN_DEVICE/m);
-    expect(printed).toMatch(/step 5\/5 loss \d/);
+    expect(printed).toMatch(/step 5\/5 mean loss \d/);
     const metrics = readFileSync(join(output, 'metrics.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { step: number; loss: number });
     expect(metrics.at(-1)?.step).toBe(5);
     expect(Number.isFinite(metrics.at(-1)?.loss)).toBe(true);
@@ -99,7 +99,7 @@ describe('a fresh npm project with kiln and kiln-backend-example installed', () 
     try {
       const result = await kiln(['info', '--device', 'old']);
       expect(result.code).toBe(1);
-      expect(result.stderr).toMatch(/Backend 'old' requested by the device argument \("old"\) is installed but cannot be used: kiln-backend-old \(.*\) was built against KernelBackend API version 0, but this @kiln\/core implements version 1/);
+      expect(result.stderr).toMatch(/Backend 'old' requested by --device \("old"\) is installed but cannot be used: kiln-backend-old \(.*\) was built against KernelBackend API version 0, but this @kiln\/core implements version 1/);
       expect(result.stderr).toMatch(/hint: Upgrade kiln-backend-old to a release built for KernelBackend API version 1/);
     } finally {
       removeFakePlugin('old');

@@ -233,6 +233,8 @@ export type TrainEvent =
   | { type: 'start'; step: number; totalSteps: number; parameters: number; backend: string; adaptations: ConfigAdaptation[] }
   | { type: 'step'; step: number; totalSteps: number; loss: number; lr: number; tokensPerSecond: number; gradNorm: number; skipped: boolean }
   | { type: 'eval'; step: number; valLoss: number }
+  /** The metrics.jsonl line just written: `loss` is the mean training loss of steps fromStep…step (skipped steps excluded). */
+  | { type: 'log'; step: number; totalSteps: number; fromStep: number; loss: number | null; lr: number; tokens_per_second: number; val_loss?: number }
   | { type: 'checkpoint'; step: number; path: string }
   | { type: 'notice'; message: string }
   | { type: 'end'; step: number; valLoss: number; seconds: number };

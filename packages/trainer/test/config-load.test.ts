@@ -78,6 +78,22 @@ describe('loadTrainConfig', () => {
     expect(loadTrainConfig({ text: 'schedule: { warmupSteps: 0 }', overrides: { schedule: { steps: 30 } } }).schedule.warmupSteps).toBe(0);
   });
 
+  it('shortens a file\'s warmup that a shorter --steps undercuts only when the caller allows it, and says so', () => {
+    const changes: unknown[] = [];
+    const onWarmupShortened = (change: unknown): void => void changes.push(change);
+    // No warmup set anywhere: the default follows the steps and nothing is reported.
+    expect(loadTrainConfig({ overrides: { schedule: { steps: 5 } }, onWarmupShortened }).schedule.warmupSteps).toBe(0);
+    expect(loadTrainConfig({ text: 'schedule: { steps: 1000 }', overrides: { schedule: { steps: 25 } }, onWarmupShortened }).schedule.warmupSteps).toBe(2);
+    expect(changes).toEqual([]);
+    // The file's own warmup is cut to a tenth of the overriding steps, and reported.
+    const config = loadTrainConfig({ file: 'run.yaml', text: 'schedule: { warmupSteps: 40 }', overrides: { schedule: { steps: 30 } }, onWarmupShortened });
+    expect(config.schedule.warmupSteps).toBe(3);
+    expect(changes).toEqual([{ from: 40, to: 3, steps: 30, source: 'run.yaml' }]);
+    // Without the callback it stays an error, and so does a warmup the same layer set too long.
+    expect(() => loadTrainConfig({ text: 'schedule: { warmupSteps: 40 }', overrides: { schedule: { steps: 30 } } })).toThrow(/warmupSteps: expected at most schedule.steps \(30\), got 40/);
+    expect(() => loadTrainConfig({ text: 'schedule: { steps: 10, warmupSteps: 20 }', onWarmupShortened })).toThrow(/got 20/);
+  });
+
   it('treats steps/epochs and sequences/path as alternatives across layers', () => {
     const fromEpochs = loadTrainConfig({ text: 'schedule: { epochs: 2 }' });
     expect(fromEpochs.schedule.epochs).toBe(2);

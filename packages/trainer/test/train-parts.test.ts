@@ -71,6 +71,23 @@ describe('loss plot', () => {
     expect(renderLossPlot([])).toContain('no finite losses yet');
     expect(renderLossPlot([{ step: 1, loss: 2 }])).not.toMatch(/NaN|Infinity/);
   });
+
+  it('draws a 2-step run (one logged point) with whole-step x ticks, and pads the losses off the axes', () => {
+    const svg = renderLossPlot([{ step: 2, loss: 5.2, valLoss: 4.9 }]);
+    // The training point is drawn (a dot: one point makes no line) beside the validation dot.
+    expect(svg).toMatch(/<circle [^>]*fill="#1f77b4"\/>/);
+    expect(svg).toMatch(/<circle [^>]*fill="#ff7f0e"\/>/);
+    const xLabels = [...svg.matchAll(/<text x="[\d.]+" y="(?:366)" text-anchor="middle">([^<]+)<\/text>/g)].map((match) => match[1]);
+    expect(xLabels).toEqual(['1', '2', '3']);
+    const long = renderLossPlot(Array.from({ length: 7 }, (_, index) => ({ step: index + 1, loss: 6 - index * 0.5 })));
+    const longLabels = [...long.matchAll(/<text x="[\d.]+" y="366" text-anchor="middle">([^<]+)<\/text>/g)].map((match) => Number(match[1]));
+    expect(longLabels.length).toBeGreaterThan(1);
+    for (const label of longLabels) expect(Number.isInteger(label)).toBe(true);
+    // The lowest loss sits above the x-axis (y = 348), the highest below the top (y = 40).
+    const ys = [...long.matchAll(/points="([^"]+)"/g)][0][1].split(' ').map((pair) => Number(pair.split(',')[1]));
+    expect(Math.max(...ys)).toBeLessThan(348 - 10);
+    expect(Math.min(...ys)).toBeGreaterThan(40 + 10);
+  });
 });
 
 describe('metrics log', () => {

@@ -54,6 +54,10 @@ describe('train', () => {
     }
     expect(lines[0].loss).toBeCloseTo(steps.slice(0, 5).reduce((total, event) => total + event.loss, 0) / 5, 5);
     expect(lines.at(-1)!.val_loss).toBe(result.valLoss);
+    // Each line is also a 'log' event (what the console prints), naming the steps its mean covers.
+    const logs = recorder.of('log');
+    expect(logs.map(({ step, loss, lr, tokens_per_second, val_loss }) => ({ step, loss, lr, tokens_per_second, ...(val_loss === undefined ? {} : { val_loss }) }))).toEqual(lines);
+    expect(logs.map((event) => [event.fromStep, event.step])).toEqual([[1, 5], [6, 10], [11, 15], [16, 20], [21, 25], [26, 30]]);
 
     const svg = await readFile(join(outputDir, 'loss.svg'), 'utf8');
     expect(svg).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"[^>]*>/);

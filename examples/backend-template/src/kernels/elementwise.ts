@@ -11,6 +11,7 @@
  */
 import type { BinaryOp, StridedView, TensorRef, UnaryOp } from '@kiln/core';
 import type { DeviceMemory } from '../device-memory.js';
+import { BACKEND_NAME } from '../name.js';
 
 const GELU_SCALE = Math.sqrt(2 / Math.PI);
 const GELU_CUBIC = 0.044715;
@@ -90,7 +91,7 @@ const I32_BINARY: Partial<Record<BinaryOp, (a: number, b: number) => number>> = 
 export function unary(memory: DeviceMemory, op: UnaryOp, x: TensorRef, out: TensorRef): void {
   const operation = (x.dtype === 'i32' ? I32_UNARY : FLOAT_UNARY)[op];
   // Core validates ops against dtypes; reaching this is a bug in the caller.
-  if (operation === undefined) throw new Error(`example backend: unary '${op}' has no ${x.dtype} kernel`);
+  if (operation === undefined) throw new Error(`${BACKEND_NAME} backend: unary '${op}' has no ${x.dtype} kernel`);
   const values = memory.read(x);
   for (let index = 0; index < values.length; index++) values[index] = operation(values[index]);
   memory.write(out, values);
@@ -99,7 +100,7 @@ export function unary(memory: DeviceMemory, op: UnaryOp, x: TensorRef, out: Tens
 /** out[i] = a[i] op b[i] over views already broadcast to out's shape. */
 export function binary(memory: DeviceMemory, op: BinaryOp, a: StridedView, b: StridedView, out: TensorRef): void {
   const operation = (a.dtype === 'i32' ? I32_BINARY : FLOAT_BINARY)[op];
-  if (operation === undefined) throw new Error(`example backend: binary '${op}' has no ${a.dtype} kernel`);
+  if (operation === undefined) throw new Error(`${BACKEND_NAME} backend: binary '${op}' has no ${a.dtype} kernel`);
   const left = memory.readView(a);
   const right = memory.readView(b);
   const result = new Float64Array(left.length);

@@ -39,8 +39,14 @@ export function buildKernelModuleBytes(relaxed: boolean): Uint8Array {
 }
 
 /** Compiles the kernel module with the optimizing compiler. */
-export function compileKernelModule(relaxed: boolean): KernelModule {
+export function compileKernelModule(relaxed: boolean, v8Flags = true): KernelModule {
   const bytes = buildKernelModuleBytes(relaxed);
+  // Without leave to change V8's flags, V8's own tiering compiles it (slower first calls only).
+  if (!v8Flags) {
+    const module = new WebAssembly.Module(bytes);
+    const exportNames = WebAssembly.Module.exports(module).filter((entry) => entry.kind === 'function').map((entry) => entry.name);
+    return { module, exportNames, byteLength: bytes.byteLength };
+  }
   v8.setFlagsFromString('--no-liftoff');
   let module: WebAssembly.Module;
   try {

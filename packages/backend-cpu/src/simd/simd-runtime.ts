@@ -48,9 +48,9 @@ export class SimdRuntime {
   private backoffJobs = BACKOFF_JOBS;
   private workersSpin = false;
 
-  private constructor(relaxed: boolean) {
+  private constructor(relaxed: boolean, v8Flags: boolean) {
     this.relaxed = relaxed;
-    this.kernels = compileKernelModule(relaxed);
+    this.kernels = compileKernelModule(relaxed, v8Flags);
     this.heap = new WasmHeap({ initialPages: 256 });
     const instance = new WebAssembly.Instance(this.kernels.module, { env: { memory: this.heap.memory } });
     this.exports = instance.exports as unknown as KernelExports;
@@ -58,12 +58,15 @@ export class SimdRuntime {
 
   private static readonly runtimes = new Map<boolean, SimdRuntime>();
 
-  /** The runtime of a variant (made on first use). Call only when detectWasmFeatures says SIMD (and relaxed, if asked) is there. */
-  static obtain(relaxed: boolean): SimdRuntime {
+  /**
+   * The runtime of a variant (made on first use; `v8Flags` false: V8's flags are left alone). Call
+   * only when detectWasmFeatures says SIMD (and relaxed, if asked) is there.
+   */
+  static obtain(relaxed: boolean, v8Flags = true): SimdRuntime {
     let runtime = SimdRuntime.runtimes.get(relaxed);
     if (runtime === undefined) {
-      if (relaxed) detectWasmFeatures(true);
-      runtime = new SimdRuntime(relaxed);
+      if (relaxed) detectWasmFeatures(true, v8Flags);
+      runtime = new SimdRuntime(relaxed, v8Flags);
       SimdRuntime.runtimes.set(relaxed, runtime);
     }
     return runtime;

@@ -54,10 +54,18 @@ export function pythonExecutable(): string {
   return process.env.KILN_BENCH_PYTHON ?? '/usr/bin/python3';
 }
 
+/** The TF.js packages (and versions) the TF.js peer runs: the versions kiln's benchmark figures were measured with. */
+export const TFJS_PACKAGES = '@tensorflow/tfjs@4.22.0 @tensorflow/tfjs-backend-wasm@4.22.0';
+
 const INSTALL: Record<PeerName, string> = {
   pytorch: 'sudo apt-get install python3-torch   (kiln bench runs it through /usr/bin/python3; KILN_BENCH_PYTHON picks another Python)',
-  'tfjs-wasm': 'pnpm install (TF.js is a dev dependency of @kiln/cli), or npm install @tensorflow/tfjs@4.22.0 @tensorflow/tfjs-backend-wasm@4.22.0 in a directory named by KILN_PEERS_DIR',
+  'tfjs-wasm': `mkdir kiln-peers && cd kiln-peers && npm install ${TFJS_PACKAGES}, then run kiln bench with KILN_PEERS_DIR=$PWD/kiln-peers`,
 };
+
+/** The command that installs `peer` for kiln bench (printed beside "not measured"). */
+export function peerInstallCommand(peer: PeerName): string {
+  return INSTALL[peer];
+}
 
 /** A preset's sizes as the peer scripts read them. */
 export function peerConfig(preset: ModelPresetName, batch?: number): Record<string, string | number> {

@@ -11,7 +11,7 @@ import { InvalidArgumentError, listBackends, probeBackends, setBackend, type Ker
 import { kernelTimingSourceOf } from '@kiln/core/native-backend';
 import { cpuBackendPlugin } from '@kiln/backend-cpu';
 import { MODEL_PRESET_NAMES, type ModelPresetName } from '@kiln/trainer';
-import { describeResolution, discoverAllBackends, setUpBackend } from '../backend-setup.js';
+import { discoverAllBackends, reportResolution, setUpBackend } from '../backend-setup.js';
 import { measureGeneration, SHORT_PROMPT_TOKENS, type GenerationThroughput } from '../bench/generation-throughput.js';
 import { measureKernels, type KernelTiming } from '../bench/kernel-timings.js';
 import { formatKernelProfile, profileTrainStep, type KernelProfile } from '../bench/kernel-profile.js';
@@ -110,8 +110,9 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
   }
   let peersMeasured = false;
   for (const device of devices) {
-    const resolution = await setUpBackend({ device }, terminal);
-    for (const line of describeResolution(resolution)) terminal.say(line);
+    // Without --device, bench itself asks for each available backend in turn.
+    const resolution = await setUpBackend({ device, requestedBy: options.device === undefined ? 'the list of available backends kiln bench measures' : '--device' }, terminal);
+    reportResolution(resolution, terminal);
     const backend = resolution.backend;
     if (backend.capabilities.implementation !== undefined) terminal.say(`kernels: ${backend.capabilities.implementation}`);
     const matmul = matmulPathOf(backend);

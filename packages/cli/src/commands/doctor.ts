@@ -14,18 +14,29 @@ import { backendFix, cublasAdvice } from '../backend-fixes.js';
 import { discoverAllBackends, setUpBackend } from '../backend-setup.js';
 import type { CliContext } from '../cli-context.js';
 import { ExitCode } from '../exit-codes.js';
+import { findNvidiaGpu } from '../nvidia-hardware.js';
 import { matmulPathOf } from './info.js';
 
-/** One check: passed, failed (with a fix) or informational. */
+/** One check: passed, failed (with a fix), informational, or not applicable to this machine. */
 export interface DoctorCheck {
-  /** 'ok' ✓, 'fail' ✗, 'info' · (does not affect the exit code). */
-  status: 'ok' | 'fail' | 'info';
+  /** 'ok' ✓, 'fail' ✗, 'info' · and 'not-applicable' – (the last two do not affect the exit code). */
+  status: 'ok' | 'fail' | 'info' | 'not-applicable';
   /** What was checked and what was found. */
   title: string;
   /** How to fix it (failures and some notes). */
   fix?: string;
   /** True when a failure breaks the default path (exit code 1). */
   critical?: boolean;
+}
+
+/** What doctor checks against: the OS, the environment, and where an NVIDIA GPU is seen (tests pass fakes). */
+export interface DoctorEnvironment {
+  /** The operating system (process.platform). */
+  platform: NodeJS.Platform;
+  /** The environment (KILN_DEVICE). */
+  env: NodeJS.ProcessEnv;
+  /** Where an NVIDIA GPU was seen, or undefined (findNvidiaGpu). */
+  nvidiaGpu: () => string | undefined;
 }
 
 const MINIMUM_NODE = [20, 10] as const;
@@ -38,7 +49,7 @@ export function defineDoctorCommand(program: Command, context: CliContext): void
     .description('check the toolchain, backends and native binaries, and print fixes')
     .option('--json', 'print the checks as JSON')
     .action(async (options: { json?: boolean }) => {
-      const checks = await runChecks(context);
+      const checks = await runChecks(context, { platform: process.platform, env: process.env, nvidiaGpu: () => findNvidiaGpu() });
       const healthy = !checks.some((check) => check.status === 'fail' && check.critical === true);
       if (options.json === true) {
         context.terminal.json({ healthy, checks });
@@ -51,22 +62,43 @@ export function defineDoctorCommand(program: Command, context: CliContext): void
     });
 }
 
-async function runChecks(context: CliContext): Promise<DoctorCheck[]> {
+async function runChecks(context: CliContext, environment: DoctorEnvironment): Promise<DoctorCheck[]> {
   const checks: DoctorCheck[] = [nodeCheck()];
   const discovery = await discoverAllBackends();
   checks.push(...packageChecks(discovery));
   for (const { plugin, probe } of await probeBackends()) {
     if (!probe.available) {
-      const { diagnosis, fix } = backendFix(plugin.name, probe.reason);
-      checks.push({ status: 'fail', title: `backend '${plugin.name}' is unavailable: ${diagnosis}`, fix });
+      checks.push(unavailableBackendCheck(plugin.name, probe.reason, environment));
       continue;
     }
     checks.push({ status: 'ok', title: `backend '${plugin.name}' is available (${probe.devices.map((device) => device.name).join(', ') || 'no device listed'})` });
     if (plugin.name === 'cuda') checks.push(await matmulPathCheck(plugin));
   }
   checks.push(nvccCheck(), temporaryDirectoryCheck());
-  checks.push(await defaultPathCheck(context));
+  checks.push(await defaultPathCheck(context, environment.env));
   return checks;
+}
+
+/**
+ * An unavailable backend: a failure with its fix, unless it cannot apply to this machine (Metal
+ * off macOS, CUDA on macOS or without an NVIDIA GPU), which is nothing to fix.
+ */
+export function unavailableBackendCheck(name: string, reason: string | undefined, environment: DoctorEnvironment): DoctorCheck {
+  if (name === 'metal' && environment.platform !== 'darwin') {
+    return { status: 'not-applicable', title: `backend 'metal' does not apply here: Metal needs macOS (this machine runs ${environment.platform})` };
+  }
+  if (name === 'cuda' && environment.platform === 'darwin') {
+    return { status: 'not-applicable', title: "backend 'cuda' does not apply here: CUDA needs an NVIDIA GPU on Linux or Windows" };
+  }
+  const { diagnosis, fix } = backendFix(name, reason);
+  if (name === 'cuda' && /No NVIDIA driver|driver supports CUDA|no CUDA device/.test(reason ?? '')) {
+    const gpu = environment.nvidiaGpu();
+    if (gpu === undefined) {
+      return { status: 'not-applicable', title: "backend 'cuda' does not apply here: no NVIDIA GPU (none in /proc/driver/nvidia, /dev/nvidia*, or on the PCI bus)" };
+    }
+    return { status: 'fail', title: `backend 'cuda' is unavailable: ${diagnosis}, though this machine has an NVIDIA GPU (${gpu})`, fix };
+  }
+  return { status: 'fail', title: `backend '${name}' is unavailable: ${diagnosis}`, fix };
 }
 
 /** Which matmul path a CUDA backend takes here (cuBLAS or kiln's kernels), with the cuBLAS advice when it was not found. */
@@ -141,8 +173,10 @@ function temporaryDirectoryCheck(): DoctorCheck {
   }
 }
 
-/** Resolve the default backend and compute a 2×2 matmul on it. */
-async function defaultPathCheck(context: CliContext): Promise<DoctorCheck> {
+/** Resolve the default backend (KILN_DEVICE's, when set) and compute a 2×2 matmul on it. */
+async function defaultPathCheck(context: CliContext, env: NodeJS.ProcessEnv): Promise<DoctorCheck> {
+  const requested = env.KILN_DEVICE?.trim() ?? '';
+  const fromEnvironment = requested !== '' && requested.toLowerCase() !== 'auto';
   try {
     const resolution = await setUpBackend({}, context.terminal);
     const product = tidy(() => matmul(tensor([[1, 2], [3, 4]]), tensor([[5, 6], [7, 8]])));
@@ -151,14 +185,22 @@ async function defaultPathCheck(context: CliContext): Promise<DoctorCheck> {
     if (!expected.every((value, index) => values[index] === value)) {
       return { status: 'fail', critical: true, title: `backend '${resolution.plugin.name}' computed a wrong matmul (${[...values].join(', ')})`, fix: 'Report this as a bug in the backend package, and choose another with --device.' };
     }
-    return { status: 'ok', title: `default backend '${resolution.plugin.name}' resolves and computes correctly` };
+    const which = fromEnvironment ? `backend '${resolution.plugin.name}' (KILN_DEVICE=${requested})` : `default backend '${resolution.plugin.name}'`;
+    return { status: 'ok', title: `${which} resolves and computes correctly` };
   } catch (error) {
-    return { status: 'fail', critical: true, title: `no default backend works: ${error instanceof Error ? error.message : String(error)}`, fix: 'Reinstall @kiln/cli (it embeds @kiln/backend-cpu), or fix the reasons above.' };
+    const message = (error instanceof Error ? error.message : String(error)).split('\n')[0];
+    if (fromEnvironment) {
+      return {
+        status: 'fail', critical: true, title: `KILN_DEVICE=${requested} asks for a backend that cannot be used: ${message}`,
+        fix: '`unset KILN_DEVICE` (kiln then picks the best available backend), or set it to a backend marked ✓ above.',
+      };
+    }
+    return { status: 'fail', critical: true, title: `no default backend works: ${message}`, fix: 'Reinstall @kiln/cli (it embeds @kiln/backend-cpu), or fix the reasons above.' };
   }
 }
 
 function printCheck(check: DoctorCheck, context: CliContext): void {
-  const mark = check.status === 'ok' ? '✓' : check.status === 'fail' ? '✗' : '·';
+  const mark = { ok: '✓', fail: '✗', info: '·', 'not-applicable': '–' }[check.status];
   context.terminal.say(`${mark} ${check.title}`);
   if (check.fix !== undefined && check.status !== 'ok') context.terminal.say(`    fix: ${check.fix}`);
 }

@@ -9,7 +9,7 @@ import {
   MAX_EVAL_BATCHES, MAX_HOST_ARRAY_ELEMENTS, readCheckpointState, type DataConfig, type TrainConfig,
 } from '@kiln/trainer';
 import { InvalidArgumentError } from '@kiln/core';
-import { describeResolution, setUpBackend } from '../backend-setup.js';
+import { reportResolution, setUpBackend } from '../backend-setup.js';
 import { integerArgument, type CliContext } from '../cli-context.js';
 import { loadEmbeddedCorpus } from '../corpus.js';
 import { ExitCode } from '../exit-codes.js';
@@ -59,7 +59,7 @@ async function runEval(options: EvalOptions, context: CliContext): Promise<numbe
     throw new InvalidArgumentError(`--split ${options.split} is not a split`, { hint: "Use 'validation' or 'train'." });
   }
   const resolution = await setUpBackend({ device: options.device }, terminal);
-  for (const line of describeResolution(resolution)) terminal.say(line);
+  reportResolution(resolution, terminal);
   const { model, path } = await loadModelFrom(options.checkpoint, resolution.backend, {
     onNotice: (message) => terminal.warn(`note: ${message}`),
     allowNonFinite: options.allowNonFinite === true,

@@ -10,7 +10,7 @@
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '@kiln/core';
 import { assertGenerationFits, generate } from '@kiln/trainer';
-import { describeResolution, setUpBackend } from '../backend-setup.js';
+import { reportResolution, setUpBackend } from '../backend-setup.js';
 import { integerArgument, numberArgument, type CliContext } from '../cli-context.js';
 import { ExitCode, markUsageError } from '../exit-codes.js';
 import { loadModelFrom, tokenizerFor } from '../model-loading.js';
@@ -60,7 +60,7 @@ export function defineGenerateCommand(program: Command, context: CliContext): vo
 async function runGenerate(options: GenerateCommandOptions, context: CliContext): Promise<number> {
   const { terminal } = context;
   const resolution = await setUpBackend({ device: options.device }, terminal);
-  if (options.quiet !== true) for (const line of describeResolution(resolution)) terminal.warn(line);
+  if (options.quiet !== true) reportResolution(resolution, terminal, true);
   const directory = modelOption(options);
   const { model, path } = await loadModelFrom(directory, resolution.backend, {
     onNotice: (message) => terminal.warn(`note: ${message}`),

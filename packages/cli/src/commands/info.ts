@@ -4,8 +4,8 @@
  */
 import { freemem, totalmem } from 'node:os';
 import type { Command } from 'commander';
-import { DTYPES, listBackends, probeBackends, type BackendResolution, type DeviceInfo, type DiscoveryReport, type KernelBackend } from '@kiln/core';
-import { describeResolution, discoverAllBackends, setUpBackend } from '../backend-setup.js';
+import { DTYPES, KilnError, listBackends, parseDeviceId, probeBackends, type BackendAttempt, type BackendResolution, type DeviceInfo, type DiscoveryReport, type KernelBackend } from '@kiln/core';
+import { discoverAllBackends, reportResolution, setUpBackend } from '../backend-setup.js';
 import type { CliContext } from '../cli-context.js';
 import { ExitCode } from '../exit-codes.js';
 import { formatBytes } from '../output/format.js';
@@ -37,37 +37,72 @@ export function defineInfoCommand(program: Command, context: CliContext): void {
     });
 }
 
+/** A device request from --device or KILN_DEVICE that could not be met, as the report marks it. */
+interface FailedRequest {
+  /** Backend name the request named ('' when it is not a device id). */
+  name: string;
+  /** Why, prefixed with where the request came from. */
+  reason: string;
+}
+
 async function runInfo(options: InfoOptions, context: CliContext): Promise<number> {
   const { terminal } = context;
   const discovery = await discoverAllBackends();
-  const requested = (options.device ?? process.env.KILN_DEVICE ?? '').trim().toLowerCase();
-  const explicit = requested !== '' && requested !== 'auto';
   let resolution: BackendResolution | undefined;
   let failure: unknown;
   try {
     resolution = await setUpBackend({ device: options.device }, terminal);
   } catch (error) {
-    // An explicit bad device is the command's error; otherwise report "none selected".
-    if (explicit) throw error;
     failure = error;
   }
-  const report = await buildReport(discovery, resolution);
+  // The whole report is printed either way; a request that failed is marked in it, then is the command's error.
+  const failedRequest = failure === undefined ? undefined : describeFailedRequest(options.device, failure);
+  const report = await buildReport(discovery, resolution, failedRequest);
   if (options.json === true) {
     terminal.json(report);
   } else {
-    printReport(report, discovery, resolution, context);
-    if (failure !== undefined) terminal.say(`selected: none — ${failure instanceof Error ? failure.message : String(failure)}`);
+    printReport(report, discovery, resolution, context, failedRequest);
+    if (failure !== undefined) {
+      terminal.say('');
+      terminal.say(`selected: none — ${failedRequest === undefined ? firstLine(failure) : 'the request marked ✗ above cannot be met (the error below says why)'}`);
+    }
   }
+  if (failedRequest !== undefined) throw failure;
   return resolution === undefined ? ExitCode.failure : ExitCode.ok;
 }
 
-async function buildReport(discovery: DiscoveryReport, resolution: BackendResolution | undefined): Promise<InfoReport> {
+/** The explicit request (--device, else KILN_DEVICE) that failed, or undefined when none was made (automatic resolution failed). */
+function describeFailedRequest(flag: string | undefined, failure: unknown): FailedRequest | undefined {
+  const fromFlag = flag !== undefined && flag.trim() !== '' && flag.trim().toLowerCase() !== 'auto';
+  const text = (fromFlag ? flag : process.env.KILN_DEVICE ?? '').trim();
+  if (text === '' || text.toLowerCase() === 'auto') return undefined;
+  const source = `requested by ${fromFlag ? '--device' : 'KILN_DEVICE'} (${JSON.stringify(text)})`;
+  let name = '';
+  try {
+    name = parseDeviceId(text).name;
+  } catch {
+    return { name, reason: `${source}: ${firstLine(failure)}` };
+  }
+  const attempts = KilnError.isInstance(failure) ? (failure as { attempts?: BackendAttempt[] }).attempts : undefined;
+  const own = attempts?.find((attempt) => attempt.name === name);
+  return { name, reason: `${source}: ${own?.reason ?? firstLine(failure)}` };
+}
+
+function firstLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split('\n')[0];
+}
+
+async function buildReport(discovery: DiscoveryReport, resolution: BackendResolution | undefined, failedRequest: FailedRequest | undefined): Promise<InfoReport> {
   const probed = await probeBackends();
   const registered = new Set(listBackends().map((plugin) => plugin.name));
   const backends: InfoReport['backends'] = probed.map(({ plugin, probe }) => {
     const step = resolution?.steps.find((candidate) => candidate.name === plugin.name);
+    if (failedRequest?.name === plugin.name) return { name: plugin.name, available: probe.available, reason: failedRequest.reason, priority: plugin.priority, devices: probe.devices };
     return { name: plugin.name, available: probe.available, reason: step?.reason ?? probe.reason ?? null, priority: plugin.priority, devices: probe.devices };
   });
+  if (failedRequest !== undefined && !registered.has(failedRequest.name)) {
+    backends.push({ name: failedRequest.name === '' ? '(not a device id)' : failedRequest.name, available: false, reason: failedRequest.reason, priority: null, devices: [] });
+  }
   for (const entry of discovery) {
     // Packages that exist but could not be loaded are backends the user meant to have.
     if (entry.loaded || entry.path === undefined || (entry.backend !== undefined && registered.has(entry.backend))) continue;
@@ -80,14 +115,14 @@ async function buildReport(discovery: DiscoveryReport, resolution: BackendResolu
   };
 }
 
-function printReport(report: InfoReport, discovery: DiscoveryReport, resolution: BackendResolution | undefined, context: CliContext): void {
+function printReport(report: InfoReport, discovery: DiscoveryReport, resolution: BackendResolution | undefined, context: CliContext, failedRequest: FailedRequest | undefined): void {
   const { terminal } = context;
   const { platform } = report;
   terminal.say(`platform: ${platform.os} ${platform.arch}, Node.js ${platform.node}`);
   terminal.say('');
   terminal.say('backends (highest priority first):');
   for (const backend of report.backends) {
-    const mark = backend.available ? '✓' : '✗';
+    const mark = backend.available && backend.reason !== failedRequest?.reason ? '✓' : '✗';
     const priority = backend.priority === null ? '' : ` (priority ${backend.priority})`;
     terminal.say(`  ${mark} ${backend.name}${priority}: ${backend.reason ?? (backend.available ? 'available' : 'unavailable')}`);
     for (const device of backend.devices) terminal.say(`      ${device.id}: ${device.name}${memoryText(device)}`);
@@ -98,7 +133,7 @@ function printReport(report: InfoReport, discovery: DiscoveryReport, resolution:
   for (const entry of missing) terminal.say(`  · ${entry.name}: ${entry.reason ?? 'not installed'}`);
   if (resolution === undefined) return;
   terminal.say('');
-  for (const line of describeResolution(resolution)) terminal.say(line);
+  reportResolution(resolution, terminal);
   for (const line of deviceFacts(resolution.backend, resolution.device)) terminal.say(`  ${line}`);
 }
 
@@ -129,6 +164,7 @@ function memoryLine(backend: KernelBackend, device: DeviceInfo | undefined): str
   const free = device?.memoryFreeBytes ?? usage.freeBytes;
   if (total !== undefined) {
     const freeText = free === undefined ? '' : `, ${formatBytes(free)} free`;
+    if (isHostCpu(device, backend.name)) return `${formatBytes(total)} RAM${freeText}`;
     return `${formatBytes(total)} total${freeText}${device?.unifiedMemory === true ? ' (unified memory shared with the host: an estimate)' : ''}`;
   }
   if (device?.unifiedMemory === true) {
@@ -144,5 +180,11 @@ function attentionLine(backend: KernelBackend): string {
 
 function memoryText(device: DeviceInfo): string {
   if (device.memoryTotalBytes === undefined) return '';
-  return `, ${formatBytes(device.memoryTotalBytes)}${device.unifiedMemory ? ' unified' : ''}`;
+  const kind = isHostCpu(device, device.id) ? ' RAM' : device.unifiedMemory ? ' unified' : '';
+  return `, ${formatBytes(device.memoryTotalBytes)}${kind}`;
+}
+
+/** True for the host's own CPU (its memory is the machine's RAM, not a device's). */
+function isHostCpu(device: DeviceInfo | undefined, backendName: string): boolean {
+  return device?.id === 'cpu' || backendName === 'cpu';
 }

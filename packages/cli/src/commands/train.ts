@@ -7,9 +7,9 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { InvalidArgumentError } from '@kiln/core';
+import { formatCount, InvalidArgumentError } from '@kiln/core';
 import { adaptConfigToBackend, formatTrainConfig, loadTrainConfig, LOSS_PLOT_FILE, METRICS_FILE, parseLoraOption, train, type PartialTrainConfig, type TrainConfig, type TrainResult } from '@kiln/trainer';
-import { describeResolution, setUpBackend } from '../backend-setup.js';
+import { reportResolution, setUpBackend, trainBackendRequest } from '../backend-setup.js';
 import { formatKernelProfile } from '../bench/kernel-profile.js';
 import { createTrainProfiler, PROFILE_STEPS, PROFILE_WARMUP_STEPS } from '../bench/train-profile.js';
 import { integerArgument, type CliContext } from '../cli-context.js';
@@ -17,7 +17,6 @@ import { loadEmbeddedCorpus, type Corpus } from '../corpus.js';
 import { ExitCode } from '../exit-codes.js';
 import { bitsPerByte, formatDuration, formatFixed, formatInteger } from '../output/format.js';
 import { createProgressReporter } from '../output/progress.js';
-import type { Terminal } from '../output/terminal.js';
 import { sampleText, SAMPLE_PROMPT } from '../sample-text.js';
 
 /** The default run's goal on the embedded corpus, in nats per byte. */
@@ -45,6 +44,7 @@ interface TrainOptions {
   seed?: number;
   allowNonFinite?: boolean;
   profile?: boolean;
+  allowDeviceFallback?: boolean;
 }
 
 /** Registers `kiln train`. */
@@ -62,6 +62,7 @@ export function defineTrainCommand(program: Command, context: CliContext): void 
     .option('--steps <n>', 'optimizer steps', integerArgument(1))
     .option('--output <dir>', `run directory for checkpoints, metrics.jsonl and loss.svg (default ./${DEFAULT_OUTPUT_DIR}, or the config's)`)
     .option('--device <device>', "'auto', 'cpu', 'cuda', 'cuda:1', 'metal' or a plugin's name")
+    .option('--allow-device-fallback', 'when --device (or the config\'s device) cannot be used, warn and train on the best available backend (also KILN_ALLOW_DEVICE_FALLBACK=1)')
     .option('--init-from <dir>', 'start from a model directory (config.json + model.safetensors: kiln, or Hugging Face Llama, GPT-2, StarCoder) to fine-tune it')
     .option('--lora <spec>', 'with --init-from: train a LoRA adapter on the frozen model, e.g. r=8,alpha=16,dropout=0.05,targets=q_proj,v_proj (or targets=all-linear)')
     .option('--resume', 'continue from the newest good checkpoint in the run directory (damaged ones are skipped with a note)')
@@ -78,12 +79,13 @@ export function defineTrainCommand(program: Command, context: CliContext): void 
 async function runTrain(options: TrainOptions, context: CliContext): Promise<number> {
   const { terminal } = context;
   terminal.jsonMode = options.json === true;
-  const config = loadTrainConfig({ file: options.config, overrides: fitWarmup(options, overridesFrom(options), terminal) });
-  const resolution = await setUpBackend(
-    { device: config.device.device, allowDeviceFallback: config.device.allowDeviceFallback, dtypeFallback: config.device.fallback },
-    terminal,
-  );
-  for (const line of describeResolution(resolution)) terminal.say(line);
+  const config = loadTrainConfig({
+    file: options.config,
+    overrides: overridesFrom(options),
+    onWarmupShortened: ({ from, to, steps, source }) => terminal.warn(`note: schedule.warmupSteps ${from} (from ${source}) is more than --steps ${steps}; warming up for ${formatCount(to, 'step')} instead (a tenth of the steps)`),
+  });
+  const resolution = await setUpBackend(trainBackendRequest(config.device, options), terminal);
+  reportResolution(resolution, terminal);
   const { backend } = resolution;
   if (options.verbose === true) {
     terminal.say('resolved config:');
@@ -99,10 +101,7 @@ async function runTrain(options: TrainOptions, context: CliContext): Promise<num
     controller.abort();
   };
   process.on('SIGINT', onInterrupt);
-  const reporter = createProgressReporter(terminal, {
-    mode: options.json === true ? 'json' : terminal.interactive ? 'bar' : 'lines',
-    logInterval: config.schedule.logInterval,
-  });
+  const reporter = createProgressReporter(terminal, { mode: options.json === true ? 'json' : terminal.interactive ? 'bar' : 'lines' });
   const profiler = options.profile === true ? createTrainProfiler(backend) : undefined;
   let result: TrainResult;
   try {
@@ -159,20 +158,6 @@ function overridesFrom(options: TrainOptions): PartialTrainConfig {
   if (options.initFrom !== undefined) overrides.initFrom = options.initFrom;
   if (options.lora !== undefined) overrides.lora = parseLoraOption(options.lora);
   return overrides as PartialTrainConfig;
-}
-
-/**
- * `--steps N` below the config's warmup (the default run warms up for 50 steps) would be a config
- * error; shorten the warmup to a tenth of the steps instead, and say so.
- */
-function fitWarmup(options: TrainOptions, overrides: PartialTrainConfig, terminal: Terminal): PartialTrainConfig {
-  if (options.steps === undefined || overrides.schedule?.warmupSteps !== undefined) return overrides;
-  const withoutSteps = { ...overrides, schedule: { ...overrides.schedule, steps: undefined } };
-  const warmup = loadTrainConfig({ file: options.config, overrides: withoutSteps }).schedule.warmupSteps;
-  if (warmup <= options.steps) return overrides;
-  const fitted = Math.floor(options.steps / 10);
-  terminal.say(`note: schedule.warmupSteps ${warmup} is more than --steps ${options.steps}; warming up for ${fitted} step(s) instead (a tenth of the steps)`);
-  return { ...overrides, schedule: { ...overrides.schedule, warmupSteps: fitted } };
 }
 
 /** The default run: no config file, data or length flags (device, seed and output may change). */

@@ -20,16 +20,14 @@ export interface ProgressReporter {
 
 /** Options of createProgressReporter. */
 export interface ProgressOptions {
-  /** 'bar' on a terminal, 'lines' otherwise, 'json' for machines. */
+  /** 'bar' on a terminal, 'lines' otherwise, 'json' for machines. Lines are printed when the trainer logs metrics (its `log` events). */
   mode: ProgressMode;
-  /** Print a line every this many steps in 'lines' mode. */
-  logInterval: number;
 }
 
 /** A reporter for `mode`. */
 export function createProgressReporter(terminal: Terminal, options: ProgressOptions): ProgressReporter {
   if (options.mode === 'json') return { handle: (event) => terminal.json(event), stop: () => undefined };
-  return options.mode === 'bar' ? new BarReporter(terminal) : new LineReporter(terminal, Math.max(1, options.logInterval));
+  return options.mode === 'bar' ? new BarReporter(terminal) : new LineReporter(terminal);
 }
 
 /** Text for the events both human modes print the same way (null for step/end). */
@@ -44,6 +42,8 @@ function describeEvent(event: TrainEvent): string | null {
     }
     case 'eval':
       return `step ${event.step} val_loss ${formatFixed(event.valLoss)}`;
+    case 'log':
+      return null;
     case 'checkpoint':
       return `checkpoint step ${event.step} → ${event.path}`;
     case 'notice':
@@ -51,6 +51,12 @@ function describeEvent(event: TrainEvent): string | null {
     default:
       return null;
   }
+}
+
+/** The metrics line's loss, named: 'mean loss 5.446 (steps 1–10)', as metrics.jsonl's `loss` holds it. */
+function meanLossText(event: Extract<TrainEvent, { type: 'log' }>): string {
+  const steps = event.fromStep === event.step ? `step ${event.step}` : `steps ${event.fromStep}–${event.step}`;
+  return event.loss === null ? `mean loss — (${steps} all skipped: non-finite)` : `mean loss ${formatFixed(event.loss)} (${steps})`;
 }
 
 /** Remaining time from this process's own pace. */
@@ -73,19 +79,27 @@ class EtaClock {
 class LineReporter implements ProgressReporter {
   private readonly clock = new EtaClock();
 
-  constructor(private readonly terminal: Terminal, private readonly logInterval: number) {}
+  constructor(private readonly terminal: Terminal) {}
 
   handle(event: TrainEvent): void {
+    if (event.type === 'log') {
+      this.log(event);
+      return;
+    }
     if (event.type !== 'step') {
       const text = describeEvent(event);
       if (text !== null) this.terminal.say(text);
       return;
     }
-    const eta = this.clock.seconds(event.step, event.totalSteps);
-    if (event.step % this.logInterval !== 0 && event.step !== event.totalSteps) return;
-    const skipped = event.skipped ? ' (skipped: non-finite)' : '';
+    this.eta = this.clock.seconds(event.step, event.totalSteps);
+  }
+
+  private eta = Number.NaN;
+
+  /** A metrics.jsonl line was written: print the same numbers, the loss named as the interval's mean. */
+  private log(event: Extract<TrainEvent, { type: 'log' }>): void {
     this.terminal.say(
-      `step ${event.step}/${event.totalSteps} loss ${formatFixed(event.loss)} lr ${formatRate(event.lr)} ${formatInteger(event.tokensPerSecond)} tok/s eta ${formatDuration(eta)}${skipped}`,
+      `step ${event.step}/${event.totalSteps} ${meanLossText(event)} lr ${formatRate(event.lr)} ${formatInteger(event.tokens_per_second)} tok/s eta ${formatDuration(this.eta)}`,
     );
   }
 
@@ -102,7 +116,7 @@ class BarReporter implements ProgressReporter {
       this.print(describeEvent(event));
       this.bar = new cliProgress.SingleBar({
         stream: this.terminal.humanStream as NodeJS.WritableStream,
-        format: 'step {value}/{total} [{bar}] loss {loss} | {speed} tok/s | eta {eta_formatted}',
+        format: 'step {value}/{total} [{bar}] {loss} | {speed} tok/s | eta {eta_formatted}',
         barsize: 24,
         hideCursor: true,
         etaBuffer: 20,
@@ -110,11 +124,15 @@ class BarReporter implements ProgressReporter {
         // The CLI handles SIGINT itself (checkpoint, then exit 130).
         gracefulExit: false,
       });
-      this.bar.start(event.totalSteps, event.step, { loss: '—', speed: '—' });
+      this.bar.start(event.totalSteps, event.step, { loss: 'mean loss —', speed: '—' });
       return;
     }
     if (event.type === 'step') {
-      this.bar?.update(event.step, { loss: formatFixed(event.loss), speed: formatInteger(event.tokensPerSecond) });
+      this.bar?.update(event.step, { speed: formatInteger(event.tokensPerSecond) });
+      return;
+    }
+    if (event.type === 'log') {
+      this.bar?.update(event.step, { loss: meanLossText(event) });
       return;
     }
     if (event.type === 'end') {

@@ -3,8 +3,8 @@
  * Symbol.for('kiln.backend-registry') so two installed copies of @kiln/core (a plugin's and the
  * app's) see the same plugins. Registration checks the plugin's shape and interface version.
  */
-import { BackendApiVersionError, InvalidArgumentError } from '../errors.js';
-import { KERNEL_API_VERSION, type BackendPlugin, type ProbeResult } from './kernel-backend.js';
+import { BackendApiVersionError, BackendContractError, InvalidArgumentError } from '../errors.js';
+import { KERNEL_API_VERSION, type BackendCreateOptions, type BackendPlugin, type KernelBackend, type ProbeResult } from './kernel-backend.js';
 
 /** A plugin and the result of probing it. */
 export interface ProbedBackend {
@@ -56,6 +56,33 @@ export function registerBackend(plugin: BackendPlugin): void {
     }
   }
   registry().set(name, plugin);
+}
+
+/**
+ * `plugin.create(options)`, checked: the result must be a backend of this KernelBackend API
+ * version (BackendApiVersionError) whose `name` is the plugin's (BackendContractError: a plugin
+ * renamed in one place but not the other would answer `--device mydev` with another backend's
+ * devices).
+ */
+export async function createBackend(plugin: BackendPlugin, options?: BackendCreateOptions): Promise<KernelBackend> {
+  const backend = await plugin.create(options);
+  if (typeof backend !== 'object' || backend === null) {
+    throw new BackendContractError(`Backend '${plugin.name}': create() returned no backend (${backend === null ? 'null' : typeof backend})`, {
+      hint: `A bug in the '${plugin.name}' backend package: its plugin's create() must return a KernelBackend.`,
+    });
+  }
+  if (backend.apiVersion !== KERNEL_API_VERSION) {
+    throw new BackendApiVersionError(`Backend '${plugin.name}': create() returned a backend for KernelBackend API version ${String(backend.apiVersion)}, but @kiln/core implements ${KERNEL_API_VERSION}`, {
+      hint: `Install a release of the '${plugin.name}' backend package built for KernelBackend API version ${KERNEL_API_VERSION}.`,
+    });
+  }
+  if (backend.name !== plugin.name) {
+    backend.dispose?.();
+    throw new BackendContractError(`Backend '${plugin.name}': create() returned a backend named ${JSON.stringify(backend.name)}, not '${plugin.name}'`, {
+      hint: `A plugin and the backends it creates must carry one name: set the backend's \`name\` to '${plugin.name}' (or rename the plugin), from one constant in the backend package.`,
+    });
+  }
+  return backend;
 }
 
 /** Remove a plugin by name; returns true when one was registered. */

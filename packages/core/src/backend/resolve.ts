@@ -8,10 +8,11 @@
  */
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BackendApiVersionError, BackendUnavailableError, InvalidArgumentError, type BackendAttempt, type KilnError } from '../errors.js';
+import { formatCount } from '../format-count.js';
+import { BackendApiVersionError, BackendUnavailableError, InvalidArgumentError, KilnError, type BackendAttempt } from '../errors.js';
 import { discoverBackends, FIRST_PARTY_BACKENDS, type DiscoveredPackage, type DiscoveryReport } from './discovery.js';
 import { KERNEL_API_VERSION, type BackendPlugin, type DeviceInfo, type KernelBackend } from './kernel-backend.js';
-import { getBackendPlugin, listBackends, probeBackend, probeBackends, type ProbedBackend, type ProbeOptions } from './registry.js';
+import { createBackend, getBackendPlugin, listBackends, probeBackend, probeBackends, type ProbedBackend, type ProbeOptions } from './registry.js';
 
 /** Where the resolved choice came from. */
 export type BackendSource = 'argument' | 'KILN_DEVICE' | 'auto';
@@ -56,6 +57,10 @@ export interface ResolveBackendOptions {
   discover?: boolean;
   /** Milliseconds each probe() may take (default: KILN_PROBE_TIMEOUT_MS, else 5000); a slower probe counts as unavailable. */
   probeTimeoutMs?: number;
+  /** Where `device` came from, named in errors and warnings ('--device', 'the config file kiln.yaml'). Default 'the device argument'. */
+  requestedBy?: string;
+  /** How the user allows fallback, offered in errors ('pass --allow-device-fallback'); false: not offered. Default: 'resolve with fallback: true'. */
+  fallbackAdvice?: string | false;
 }
 
 /** A parsed device id: backend name and optional device index. */
@@ -88,13 +93,13 @@ export async function resolveBackend(options: ResolveBackendOptions = {}): Promi
     });
   }
   const discovery = options.discover !== false ? await discoverBackends({ env }) : [];
-  const request = pickRequest(options.device, env);
+  const request = pickRequest(options.device, env, options.requestedBy ?? 'the device argument');
   const probeOptions: ProbeOptions = { timeoutMs: options.probeTimeoutMs, env };
   const steps = new Map<string, ResolutionStep>();
   const warnings: string[] = [];
 
   if (request.source !== 'auto') {
-    const label = request.source === 'argument' ? 'the device argument' : 'KILN_DEVICE';
+    const label = request.source === 'argument' ? options.requestedBy ?? 'the device argument' : 'KILN_DEVICE';
     const requested = `${label} (${JSON.stringify(request.text)})`;
     // Only the requested plugin is probed: another plugin's slow or hung probe never delays an explicit choice.
     const plugin = getBackendPlugin(request.name);
@@ -111,7 +116,7 @@ export async function resolveBackend(options: ResolveBackendOptions = {}): Promi
         throw rejectedFailure(request.name, requested, rejected, attemptsOf(steps));
       }
     } else {
-      const outcome = await attempt(entry, request.index);
+      const outcome = await attempt(entry, request.index, true);
       if ('backend' in outcome) {
         steps.set(entry.plugin.name, { name: entry.plugin.name, available: true, reason: `chosen: requested by ${requested}`, chosen: true });
         fillNotProbed(steps, notProbed);
@@ -122,7 +127,8 @@ export async function resolveBackend(options: ResolveBackendOptions = {}): Promi
     const failed = steps.get(request.name) as ResolutionStep;
     if (options.fallback !== true) {
       fillNotProbed(steps, notProbed);
-      throw explicitFailure(request.name, requested, entry === undefined, steps, searchNote(options.discover !== false, env));
+      const advice = options.fallbackAdvice ?? 'resolve with fallback: true';
+      throw explicitFailure(request.name, requested, entry === undefined, steps, { searched: searchNote(options.discover !== false, env), fallbackAdvice: advice === false ? undefined : advice });
     }
     const probed = await probeBackends(probeOptions);
     const result = await resolveAutomatically(probed.filter((candidate) => candidate.plugin !== entry?.plugin), steps, `after '${request.name}' failed (fallback allowed)`);
@@ -171,22 +177,20 @@ async function resolveAutomatically(
 }
 
 /** Create the backend if the probe allows it; any failure becomes a reason. */
-async function attempt(entry: ProbedBackend, index: number | undefined): Promise<Attempt> {
+async function attempt(entry: ProbedBackend, index: number | undefined, explicit = false): Promise<Attempt> {
   const { plugin, probe } = entry;
   if (!probe.available) return { reason: `unavailable: ${probe.reason ?? 'its probe gave no reason'}` };
   if (index !== undefined && probe.devices.length > 0 && index >= probe.devices.length) {
     const ids = probe.devices.map((device) => device.id).join(', ');
-    return { reason: `device index ${index} does not exist (${probe.devices.length} device(s) found: ${ids})` };
+    return { reason: `device index ${index} does not exist (${formatCount(probe.devices.length, 'device')} found: ${ids})` };
   }
   let backend: KernelBackend;
   try {
-    backend = await plugin.create({ deviceIndex: index ?? 0 });
+    backend = await createBackend(plugin, { deviceIndex: index ?? 0 });
   } catch (error) {
+    // A plugin that breaks the contract is a bug to report, not an unavailable device: an explicit request says so as is.
+    if (explicit && KilnError.isInstance(error) && error.code === 'BACKEND_CONTRACT') throw error;
     return { reason: `create() failed: ${error instanceof Error ? error.message : String(error)}` };
-  }
-  if (typeof backend !== 'object' || backend === null) return { reason: 'create() returned no backend (a bug in the backend package)' };
-  if (backend.apiVersion !== KERNEL_API_VERSION) {
-    return { reason: `create() returned a backend for KernelBackend API version ${String(backend.apiVersion)}, but @kiln/core implements ${KERNEL_API_VERSION}` };
   }
   return { backend, device: backend.capabilities?.device ?? probe.devices[index ?? 0] };
 }
@@ -240,25 +244,61 @@ function firstLine(text: string | undefined): string {
 }
 
 function explicitFailure(
-  name: string, requested: string, unknown: boolean, steps: Map<string, ResolutionStep>, searched: string,
+  name: string, requested: string, unknown: boolean, steps: Map<string, ResolutionStep>, advice: { searched: string; fallbackAdvice: string | undefined },
 ): BackendUnavailableError {
-  const registered = listBackends().map((plugin) => plugin.name).join(', ') || 'none';
-  const message = unknown
-    ? `Backend '${name}' requested by ${requested} is not installed (registered backends: ${registered})`
-    : `Backend '${name}' requested by ${requested} cannot be used`;
+  const registered = listBackends().map((plugin) => plugin.name);
+  const fallback = advice.fallbackAdvice === undefined ? '' : ` Or ${advice.fallbackAdvice} to use the best available backend instead.`;
   if (!unknown) {
-    const hint = `Fix the reason above, choose another device (registered: ${registered}), or allow fallback to use the best available backend.`;
-    return new BackendUnavailableError(message, attemptsOf(steps), { hint });
+    const hint = `Fix the reason above, or choose another device (installed: ${registered.join(', ') || 'none'}).${fallback}`;
+    return new BackendUnavailableError(`Backend '${name}' requested by ${requested} cannot be used`, attemptsOf(steps), { hint });
   }
-  const firstParty = FIRST_PARTY_BACKENDS.includes(`@kiln/backend-${name}`);
-  const register = name === 'cpu'
-    ? "register it yourself: import { cpuBackendPlugin } from '@kiln/backend-cpu'; registerBackend(cpuBackendPlugin)"
-    : `register it yourself: import plugin from '${firstParty ? `@kiln/backend-${name}` : `kiln-backend-${name}`}'; registerBackend(plugin)`;
-  const install = firstParty ? `install @kiln/backend-${name}` : `install @kiln/backend-${name} or kiln-backend-${name}`;
-  const others = registered === 'none' ? '' : `, choose one of: ${registered}`;
-  const hint = `${install[0].toUpperCase()}${install.slice(1)} where discovery finds it (installed backends are found automatically; ${searched}), ` +
-    `${register} (needed when kiln is imported from a workspace path), list its path in KILN_BACKENDS${others}, or allow fallback to use the best available backend.`;
-  return new BackendUnavailableError(message, attemptsOf(steps), { hint });
+  const message = `Backend '${name}' requested by ${requested} is not installed`;
+  return new BackendUnavailableError(message, attemptsOf(steps), { hint: `${chooseOneOf(registered)} ${unknownNameAdvice(name, advice.searched)}${fallback}` });
+}
+
+/** Every device name kiln knows, with the installed ones: the answer to "which names can I use?". */
+function chooseOneOf(registered: string[]): string {
+  const known = [...new Set([...FIRST_PARTY_BACKENDS.map((packageName) => packageName.replace('@kiln/backend-', '')), ...registered])];
+  return `Choose one of: ${known.join(', ')} (installed: ${registered.join(', ') || 'none'}).`;
+}
+
+/** Generic words for an accelerator: never a plugin's name, always a first-party backend under another name. */
+const DEVICE_ALIASES: Readonly<Record<string, string>> = {
+  gpu: "'cuda' for an NVIDIA GPU, 'metal' for an Apple GPU", nvidia: "'cuda'", mps: "'metal'", apple: "'metal'", mac: "'metal'", cpu0: "'cpu'", wasm: "'cpu'",
+};
+
+/**
+ * What to say about a name no backend has: a generic word or a near-miss of a first-party name
+ * ('gpu', 'cdua') gets the right name; anything else could be a third-party plugin, so how to
+ * install one is explained.
+ */
+function unknownNameAdvice(name: string, searched: string): string {
+  const alias = DEVICE_ALIASES[name];
+  if (alias !== undefined) return `'${name}' is not a backend name: use ${alias}.`;
+  const firstParty = FIRST_PARTY_BACKENDS.map((packageName) => packageName.replace('@kiln/backend-', ''));
+  if (firstParty.includes(name)) {
+    const register = name === 'cpu'
+      ? "import { cpuBackendPlugin } from '@kiln/backend-cpu'; registerBackend(cpuBackendPlugin)"
+      : `import plugin from '@kiln/backend-${name}'; registerBackend(plugin)`;
+    return `Install @kiln/backend-${name} where discovery finds it (installed backends are found automatically; ${searched}), ` +
+      `or register it yourself (needed when kiln is imported from a workspace path): ${register}.`;
+  }
+  const nearest = firstParty.find((candidate) => editDistance(candidate, name) <= (candidate.length >= 4 ? 2 : 1));
+  if (nearest !== undefined) return `Did you mean '${nearest}'?`;
+  return `If '${name}' is a plugin, install kiln-backend-${name} (installed backends are found automatically; ${searched}), list its path in KILN_BACKENDS, or pass its plugin to registerBackend().`;
+}
+
+/** Levenshtein distance between two short strings. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length];
 }
 
 /** Where discovery looked, in words (or that it was turned off). */
@@ -283,9 +323,9 @@ function attemptsOf(steps: Map<string, ResolutionStep>): BackendAttempt[] {
   return [...steps.values()].map((step) => ({ name: step.name, reason: step.reason }));
 }
 
-function pickRequest(device: string | undefined, env: NodeJS.ProcessEnv): DeviceRequest & { source: BackendSource; text: string } {
+function pickRequest(device: string | undefined, env: NodeJS.ProcessEnv, requestedBy: string): DeviceRequest & { source: BackendSource; text: string } {
   const fromArgument = device?.trim();
-  if (fromArgument && fromArgument.toLowerCase() !== 'auto') return { ...parseFrom(fromArgument, 'the device argument'), source: 'argument', text: fromArgument };
+  if (fromArgument && fromArgument.toLowerCase() !== 'auto') return { ...parseFrom(fromArgument, requestedBy), source: 'argument', text: fromArgument };
   const fromEnv = env.KILN_DEVICE?.trim();
   if (fromEnv && fromEnv.toLowerCase() !== 'auto') return { ...parseFrom(fromEnv, 'KILN_DEVICE'), source: 'KILN_DEVICE', text: fromEnv };
   return { name: '', index: undefined, source: 'auto', text: 'auto' };

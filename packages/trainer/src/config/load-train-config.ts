@@ -23,6 +23,12 @@ export interface LoadTrainConfigOptions {
   text?: string;
   /** Values that win over the file, e.g. from CLI flags. */
   overrides?: PartialTrainConfig;
+  /**
+   * Called when the overrides set schedule.steps below the file's own warmupSteps: the warmup is
+   * shortened to defaultWarmupSteps(steps) and this reports it (the CLI prints a note). Without
+   * it, such a warmup is a config error.
+   */
+  onWarmupShortened?: (change: { from: number; to: number; steps: number; source: string }) => void;
 }
 
 interface Layer {
@@ -124,6 +130,22 @@ function originFinder(layers: readonly Layer[]): (...paths: string[]) => string 
   };
 }
 
+/** A warmup from the file that a later layer's shorter schedule.steps cut below: shortened when the caller allows it. */
+function shortenWarmup(config: TrainConfig, layers: readonly Layer[], options: LoadTrainConfigOptions): void {
+  const { steps, warmupSteps, epochs } = config.schedule;
+  if (options.onWarmupShortened === undefined || epochs !== undefined || warmupSteps <= steps) return;
+  const lastSetting = (key: 'warmupSteps' | 'steps'): number => {
+    for (let index = layers.length - 1; index >= 0; index--) if (layers[index].values.schedule?.[key] !== undefined) return index;
+    return -1;
+  };
+  const warmupLayer = lastSetting('warmupSteps');
+  const stepsLayer = lastSetting('steps');
+  if (warmupLayer < 0 || stepsLayer <= warmupLayer) return;
+  const shortened = defaultWarmupSteps(steps);
+  config.schedule.warmupSteps = shortened;
+  options.onWarmupShortened({ from: warmupSteps, to: shortened, steps, source: layers[warmupLayer].source });
+}
+
 /** Loads and validates a training config: defaults ← file/text ← overrides. */
 export function loadTrainConfig(options: LoadTrainConfigOptions = {}): TrainConfig {
   const issues: ConfigIssue[] = [];
@@ -147,6 +169,7 @@ export function loadTrainConfig(options: LoadTrainConfigOptions = {}): TrainConf
     // With epochs the step count is known only in resolveSteps, which shrinks this cap to fit.
     config.schedule.warmupSteps = config.schedule.epochs === undefined ? defaultWarmupSteps(config.schedule.steps) : DEFAULT_WARMUP_STEPS;
   }
+  shortenWarmup(config, layers, options);
   const semantic = semanticIssues(config, originFinder(layers));
   if (semantic.length > 0) throw configError(semantic);
   return config;

@@ -59,7 +59,8 @@ export function splitSizes(total: number, validationFraction: number, contextLen
       const totalNeeded = Math.ceil(needed / validationFraction);
       throw new DataError(
         `${description}: the ${name} split has ${count} tokens; it needs at least contextLength + 2 = ${needed} (${total} tokens in all, validationFraction ${validationFraction})`,
-        { hint: `Provide at least ~${totalNeeded} tokens, raise data.validationFraction, or lower model.contextLength.` },
+        // Raising validationFraction shrinks the training split: offered only when validation is the short one.
+        { hint: `Provide at least ~${totalNeeded} tokens${name === 'validation' ? ', raise data.validationFraction' : ''}, or lower model.contextLength (config keys: set them in a YAML file passed with --config).` },
       );
     }
   }

@@ -4,6 +4,7 @@
  * typed array that holds the vocabulary (1 byte per token for the byte tokenizer). For data
  * larger than memory, `kiln tokenize` writes a token file that training reads window by window.
  */
+import { formatCount } from '@kiln/core';
 import { byteTokenizer } from '../tokenizer/byte-tokenizer.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { listDataFiles, type DataFileFilter } from './data-files.js';
@@ -24,10 +25,6 @@ function allocate(vocabSize: number, length: number): TokenArray {
   if (vocabSize <= 256) return new Uint8Array(length);
   if (vocabSize <= 65536) return new Uint16Array(length);
   return new Int32Array(length);
-}
-
-function plural(count: number, noun: string): string {
-  return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }
 
 /** Reads and tokenizes a text/code file or directory with `tokenizer`. */
@@ -65,7 +62,7 @@ export async function readTextTokens(path: string, tokenizer: Tokenizer, filter:
       offset += part.length;
     }
   }
-  const ignored = list.gitignored > 0 ? `, ${plural(list.gitignored, 'file')} ignored by .gitignore` : '';
-  const summary = `data: ${plural(read.files.length, 'file')} from ${path} (${describeExtensions(read.byExtension)})${ignored}: ${read.bytes} bytes, ${read.tokens} tokens (tokenizer ${tokenizer.name})`;
+  const ignored = list.gitignored > 0 ? `, ${formatCount(list.gitignored, 'file')} ignored by .gitignore` : '';
+  const summary = `data: ${formatCount(read.files.length, 'file')} from ${path} (${describeExtensions(read.byExtension)})${ignored}: ${read.bytes} bytes, ${read.tokens} tokens (tokenizer ${tokenizer.name})`;
   return { ...read, tokens, summary };
 }

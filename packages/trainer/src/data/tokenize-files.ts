@@ -8,7 +8,7 @@
  * tokenizes the same as the whole text; a SentencePiece tokenizer's word-start marker may differ
  * at such a cut. Binary files are skipped and reported.
  */
-import { DataError } from '@kiln/core';
+import { DataError, formatCount } from '@kiln/core';
 import { byteTokenizer } from '../tokenizer/byte-tokenizer.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { extensionOf, type DataFileList } from './data-files.js';
@@ -159,7 +159,7 @@ export async function tokenizeFiles(list: DataFileList, tokenizer: Tokenizer, si
     progress(index + 1);
   }
   if (result.tokens === 0) {
-    throw new DataError(`no text found under ${list.root} (${list.files.length} file(s), ${binary} skipped as binary)`, {
+    throw new DataError(`no text found under ${list.root} (${formatCount(list.files.length, 'file')}, ${binary} skipped as binary)`, {
       hint: 'Point --data / data.path (or kiln tokenize\'s input) at text or code files; check --include / --exclude and .gitignore.',
     });
   }

@@ -1,6 +1,8 @@
 /**
  * A small dependency-free SVG line chart of training and validation loss against the step:
- * axes with tick labels, one polyline per series, dots on validation points and a legend.
+ * axes with tick labels (whole steps only on the x-axis), one polyline per series with a dot on
+ * validation points (and on a training series of one point, which has no line), the losses
+ * padded off the axes, and a legend.
  */
 import { writeFileAtomic } from '@kiln/core';
 
@@ -35,8 +37,8 @@ export function renderLossPlot(points: readonly LossPoint[], options: LossPlotOp
   const train = series(points, 'loss');
   const validation = series(points, 'valLoss');
   const all = [...train, ...validation];
-  const xRange = range(all.map(([step]) => step), 0);
-  const yRange = range(all.map(([, loss]) => loss), 0);
+  const xRange = range(all.map(([step]) => step), 0, 1);
+  const yRange = range(all.map(([, loss]) => loss), 0.06, 0.5);
   const plotWidth = width - MARGIN.left - MARGIN.right;
   const plotHeight = height - MARGIN.top - MARGIN.bottom;
   const x = (step: number): number => MARGIN.left + ((step - xRange.low) / (xRange.high - xRange.low)) * plotWidth;
@@ -52,7 +54,7 @@ export function renderLossPlot(points: readonly LossPoint[], options: LossPlotOp
     parts.push(`<line x1="${MARGIN.left}" y1="${position}" x2="${width - MARGIN.right}" y2="${position}" stroke="#e5e5e5"/>`);
     parts.push(`<text x="${MARGIN.left - 6}" y="${position}" text-anchor="end" dominant-baseline="middle">${formatTick(tick)}</text>`);
   }
-  for (const tick of ticks(xRange.low, xRange.high)) {
+  for (const tick of ticks(xRange.low, xRange.high, 1)) {
     const position = format(x(tick));
     parts.push(`<line x1="${position}" y1="${height - MARGIN.bottom}" x2="${position}" y2="${height - MARGIN.bottom + 5}" stroke="#333333"/>`);
     parts.push(`<text x="${position}" y="${height - MARGIN.bottom + 18}" text-anchor="middle">${formatTick(tick)}</text>`);
@@ -64,6 +66,8 @@ export function renderLossPlot(points: readonly LossPoint[], options: LossPlotOp
     `<text x="16" y="${MARGIN.top + plotHeight / 2}" text-anchor="middle" transform="rotate(-90 16 ${MARGIN.top + plotHeight / 2})">loss (nats/token)</text>`,
   );
   if (train.length > 0) parts.push(polyline(train, x, y, TRAIN_COLOR));
+  // One point draws no line: mark it (a run shorter than the log interval logs only its last step).
+  if (train.length === 1) parts.push(`<circle cx="${format(x(train[0][0]))}" cy="${format(y(train[0][1]))}" r="3" fill="${TRAIN_COLOR}"/>`);
   if (validation.length > 0) {
     parts.push(polyline(validation, x, y, VALIDATION_COLOR));
     for (const [step, loss] of validation) parts.push(`<circle cx="${format(x(step))}" cy="${format(y(loss))}" r="3" fill="${VALIDATION_COLOR}"/>`);
@@ -90,23 +94,25 @@ function series(points: readonly LossPoint[], key: 'loss' | 'valLoss'): Array<[n
   return values.sort((a, b) => a[0] - b[0]);
 }
 
-function range(values: number[], padding: number): { low: number; high: number } {
+/**
+ * The axis range of `values`, widened by `padding` (a fraction of the span) on both sides so no
+ * point sits on an axis; a single value or a flat line gets ±`flat` around it.
+ */
+function range(values: number[], padding: number, flat: number): { low: number; high: number } {
   if (values.length === 0) return { low: 0, high: 1 };
-  let low = Math.min(...values);
-  let high = Math.max(...values);
-  // A single point or a flat line still needs a non-empty range to divide by.
-  if (high - low < 1e-12) {
-    low -= 0.5;
-    high += 0.5;
-  }
-  return { low: low - padding, high: high + padding };
+  const low = Math.min(...values);
+  const high = Math.max(...values);
+  if (high - low < 1e-12) return { low: low - flat, high: high + flat };
+  const margin = (high - low) * padding;
+  return { low: low - margin, high: high + margin };
 }
 
-/** About five round tick values inside [low, high]. */
-function ticks(low: number, high: number): number[] {
+/** About five round tick values inside [low, high], at least `minimumStep` apart (1 for whole steps). */
+function ticks(low: number, high: number, minimumStep = 0): number[] {
   const rough = (high - low) / 5;
   const magnitude = 10 ** Math.floor(Math.log10(rough));
-  const step = [1, 2, 5, 10].map((factor) => factor * magnitude).find((candidate) => candidate >= rough) ?? 10 * magnitude;
+  const round = [1, 2, 5, 10].map((factor) => factor * magnitude).find((candidate) => candidate >= rough) ?? 10 * magnitude;
+  const step = Math.max(round, minimumStep);
   const values: number[] = [];
   for (let value = Math.ceil(low / step) * step; value <= high + step * 1e-9; value += step) values.push(Number(value.toPrecision(12)));
   return values;

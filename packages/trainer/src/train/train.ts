@@ -143,7 +143,10 @@ export async function train(inputConfig: TrainConfig, context: TrainRunContext):
       }
       if (validationStep || step % Math.max(1, schedule.logInterval) === 0) {
         const loss = pendingLosses.length > 0 ? pendingLosses.reduce((total, value) => total + value, 0) / pendingLosses.length : null;
-        metrics.append({ step, loss, lr, tokens_per_second: pendingSeconds > 0 ? pendingTokens / pendingSeconds : 0, ...(validationStep ? { val_loss: lastValLoss } : {}) });
+        const fromStep = (metrics.records.at(-1)?.step ?? 0) + 1;
+        const record = { step, loss, lr, tokens_per_second: pendingSeconds > 0 ? pendingTokens / pendingSeconds : 0, ...(validationStep ? { val_loss: lastValLoss } : {}) };
+        metrics.append(record);
+        emit({ type: 'log', totalSteps: schedule.steps, fromStep, ...record });
         lastLoggedLoss = loss ?? Number.NaN;
         pendingLosses = [];
         pendingTokens = 0;
