@@ -6,7 +6,8 @@
 //                                   addon sources, CMakeLists.txt and the built kiln_cuda.node)
 //   node_modules/<dependency>       every runtime dependency of those, copied (no symlinks)
 //   headers/{node-api-headers,node-addon-api}   to rebuild the addon there with nvcc + cmake
-//   scripts/gpu-check.{sh,mjs}, scripts/gpu-check/, scripts/gpu-check-attention.mjs, scripts/attention-vs-torch.py,
+//   scripts/gpu-check.{sh,mjs}, scripts/gpu-check/, scripts/gpu-check-attention.mjs, scripts/attention-vs-torch.py, scripts/gpu-check-attention-precision.mjs,
+//   scripts/attention-precision-vs-torch.py,
 //   bench/pytorch_train_step.py
 // Run it there with `bash build/gpu-check/scripts/gpu-check.sh` (see docs/backend-cuda.md).
 // Needs the workspace built (`pnpm turbo build`). `--out <dir>` writes elsewhere; `--no-node`
@@ -105,7 +106,7 @@ for (const [name, target] of [['node-api-headers', 'headers/node-api-headers'], 
   }
   copy(name === 'node-api-headers' ? join(directory, 'include') : directory, join(out, target));
 }
-for (const part of ['scripts/gpu-check.sh', 'scripts/gpu-check.mjs', 'scripts/gpu-check', 'scripts/gpu-check-attention.mjs', 'scripts/attention-vs-torch.py', 'bench/pytorch_train_step.py']) {
+for (const part of ['scripts/gpu-check.sh', 'scripts/gpu-check.mjs', 'scripts/gpu-check', 'scripts/gpu-check-attention.mjs', 'scripts/attention-vs-torch.py', 'scripts/gpu-check-attention-precision.mjs', 'scripts/attention-precision-vs-torch.py', 'bench/pytorch_train_step.py']) {
   copy(join(packageRoot, part), join(out, part));
 }
 

@@ -14,10 +14,11 @@ import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runConformance } from '@kiln/core/testing';
+import { createReferenceBackend, runConformance } from '@kiln/core/testing';
 import { CudaBackend, cudaBackendPlugin, loadCudaAddon } from '@kiln/backend-cuda';
 import { parseArguments, UsageError, USAGE } from './gpu-check/arguments.mjs';
 import { checkAttention } from './gpu-check-attention.mjs';
+import { checkAttentionPrecision } from './gpu-check-attention-precision.mjs';
 import { kernelTimings } from './gpu-check/kernels.mjs';
 import { kilnBench, locateCli, matmulComparison, pytorchBench } from './gpu-check/measure.mjs';
 import { createReport, evaluateTargets, formatReport } from './gpu-check/report.mjs';
@@ -120,6 +121,16 @@ if (!options.skip.has('attention')) {
   const attention = await checkAttention(auto, { simulator: options.simulator, log, pythonCommand: [options.python, torchScript] });
   report.attention = attention;
   report.sections.push(attentionSection(attention));
+  // f32 gradients on short causal sequences against torch f32, both from torch's float64 (scripts/gpu-check-attention-precision.mjs).
+  const precisionScript = fileURLToPath(new URL('./attention-precision-vs-torch.py', import.meta.url));
+  const precision = await checkAttentionPrecision(auto, createReferenceBackend(), { log, pythonCommand: [options.python, precisionScript] });
+  report.attentionPrecision = precision;
+  const figures = (errors) => ['dq', 'dk', 'dv'].map((name) => `${name} ${errors[name].toExponential(2)}`).join(', ');
+  report.sections.push({
+    title: 'f32 attention gradients (B=1 H=2 T=5 D=64, causal): relative L2 error from float64',
+    rows: [['kiln', figures(precision.kiln)], ['torch f32', precision.torch ? figures(precision.torch) : `not run: ${precision.torchInfo.error}`],
+      ['kiln / torch (limit 4×)', precision.ratio === null ? '—' : `${precision.ratio.toFixed(2)}×${precision.passed ? '' : ' FAILED'}`]],
+  });
 }
 auto.dispose();
 
@@ -161,7 +172,7 @@ if (!options.skip.has('train')) {
   }
 }
 
-if (report.conformance.some((run) => run.failed > 0) || (report.attention?.failed ?? 0) > 0) report.status = 'failed';
+if (report.conformance.some((run) => run.failed > 0) || (report.attention?.failed ?? 0) > 0 || report.attentionPrecision?.passed === false) report.status = 'failed';
 finish(report.status === 'failed' ? 1 : 0);
 
 /** The report section of the attention check: determinism, kiln vs torch speed, errors against the f32 reference. */

@@ -6,12 +6,14 @@ import { describe, expect, it } from 'vitest';
 import { DTYPES } from '../src/dtype.js';
 import type { KernelBackend } from '../src/backend/kernel-backend.js';
 import { createReferenceBackend, runConformance, type ConformanceReport } from '../src/testing/index.js';
+import { ATTENTION_BACKWARD_BUGS } from './planted-bugs/attention-backward.js';
 import { ELEMENTWISE_BUGS } from './planted-bugs/elementwise.js';
 import { FUSED_BUGS } from './planted-bugs/fused.js';
 import type { PlantedBug } from './planted-bugs/host.js';
+import { LOG_SOFTMAX_SHIFT_BUGS } from './planted-bugs/log-softmax-shift.js';
 import { MATMUL_BUGS } from './planted-bugs/matmul.js';
 
-const PLANTED_BUGS: PlantedBug[] = [...MATMUL_BUGS, ...ELEMENTWISE_BUGS, ...FUSED_BUGS];
+const PLANTED_BUGS: PlantedBug[] = [...MATMUL_BUGS, ...ELEMENTWISE_BUGS, ...FUSED_BUGS, ...LOG_SOFTMAX_SHIFT_BUGS, ...ATTENTION_BACKWARD_BUGS];
 
 /** The reference backend with the bug's kernel replaced (planted or not). */
 function backendWith(bug: PlantedBug, planted: boolean): KernelBackend {

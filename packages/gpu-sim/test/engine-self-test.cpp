@@ -1,6 +1,7 @@
 // Self-test of the gpu_sim engine through its CUDA dialect: barriers, shared memory per block,
 // shuffles/votes/reductions, atomics across parallel workers, dynamic shared memory,
-// determinism, and divergence that must fail with the kernel name and file:line (never hang).
+// determinism, divergence that must fail with the kernel name and file:line (never hang), and
+// misaligned vector loads and stores, which must fail the same way.
 // Prints one "ok <name>" line per check, or "FAIL <name>: <why>" and exits 1.
 #include <gpu_sim/cuda/runtime.hpp>
 
@@ -268,6 +269,38 @@ static void check_divergence() {
   check_block_sum();
 }
 
+static int misaligned_store_line = 0;
+static int misaligned_load_line = 0;
+// A 16-byte store at base + offset floats: every thread writes the same values, so the result
+// would look right; a GPU faults unless the address is 16-byte aligned.
+__global__ void vector_store_kernel(float* base, int offset) {
+  misaligned_store_line = __LINE__; *reinterpret_cast<float4*>(base + offset) = make_float4(1.0f, 2.0f, 3.0f, 4.0f);
+}
+__global__ void vector_load_kernel(const unsigned* base, int offset, unsigned* out) {
+  misaligned_load_line = __LINE__; const uint2 value = *reinterpret_cast<const uint2*>(base + offset);
+  out[threadIdx.x] = value.x + value.y;
+}
+
+static void check_vector_alignment() {
+  alignas(16) float buffer[16] = {};
+  cudaError_t error = launch("vector_store_kernel", vector_store_kernel, dim3(1), dim3(32), 0, buffer, 4);
+  check(error == cudaSuccess && buffer[4] == 1.0f && buffer[7] == 4.0f, "an aligned float4 store runs", gpu_sim_cuda_fault_detail());
+  error = launch("vector_store_kernel", vector_store_kernel, dim3(1), dim3(32), 0, buffer, 2);
+  std::string detail = gpu_sim_cuda_fault_detail();
+  check(error == cudaErrorLaunchFailure && contains(detail, "vector_store_kernel") && contains(detail, "16-byte store of float4") &&
+            contains(detail, "engine-self-test.cpp:" + std::to_string(misaligned_store_line)) && contains(detail, "misaligned address"),
+        "a float4 store through an address that is 8 but not 16-byte aligned aborts with the kernel and file:line", detail, true);
+  alignas(16) unsigned words[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  unsigned sums[32] = {};
+  error = launch("vector_load_kernel", vector_load_kernel, dim3(1), dim3(32), 0, words, 2, sums);
+  check(error == cudaSuccess && sums[31] == 7u, "an aligned uint2 load runs", gpu_sim_cuda_fault_detail());
+  error = launch("vector_load_kernel", vector_load_kernel, dim3(1), dim3(32), 0, words, 1, sums);
+  detail = gpu_sim_cuda_fault_detail();
+  check(error == cudaErrorLaunchFailure && contains(detail, "8-byte load of uint2") &&
+            contains(detail, "engine-self-test.cpp:" + std::to_string(misaligned_load_line)),
+        "a uint2 load through a 4-byte aligned address aborts with the kernel and file:line", detail, true);
+}
+
 static void check_launch_configuration() {
   int value = 0;
   const cudaError_t error = launch("atomic_kernel", atomic_kernel, dim3(1), dim3(2048), 0, &value, static_cast<float*>(nullptr),
@@ -287,6 +320,7 @@ int main() {
   check_determinism();
   check_divergence();
   check_launch_configuration();
+  check_vector_alignment();
   std::printf("%d failures\n", failures);
   return failures == 0 ? 0 : 1;
 }

@@ -79,10 +79,13 @@ describe.skipIf(compiler === undefined)('Metal dialect self-test (needs a C++20 
       'a barrier that returned threads never reach fails naming the kernel and the .metal line',
       'lanes calling different simd functions fail naming both',
       'an unbound buffer fails the dispatch',
+      'an aligned float4 store runs',
+      'a float4 store through an address that is not 16-byte aligned fails naming the kernel and the .metal line',
     ]) expect(stdout).toContain(`ok ${name}\n`);
     expect(stdout).toContain('0 failures');
     expect(stdout).toMatch(/kernel 'divergent_barrier': .* wait at threadgroup_barrier at dialect-self-test\.metal:\d+/);
     expect(stdout).toMatch(/simd_sum .* at dialect-self-test\.metal:\d+ while lanes 0x0000ffff .* simd_shuffle_down .* at dialect-self-test\.metal:\d+/);
+    expect(stdout).toMatch(/kernel 'vector_store': .* 16-byte store of float4 at dialect-self-test\.metal:\d+ through address 0x[0-9a-f]+, which is not 16-byte aligned/);
   });
 
   const cppOnly: [string, string, RegExp][] = [

@@ -47,11 +47,12 @@ export function simdLogSoftmax(context: SimdContext, x: TensorRef, out: TensorRe
   const source = context.address(x, 'logSoftmax');
   const target = context.address(out, 'logSoftmax');
   withRowStatistics(context, source, rows, cols, (maxAddress, sumAddress) => {
-    const maxima = context.floats(maxAddress, rows);
     const sums = context.floats(sumAddress, rows);
-    // The shift max + log Σ overwrites the maxima.
-    for (let row = 0; row < rows; row++) maxima[row] = maxima[row] + Math.log(sums[row]);
-    overRows(context, rows, cols, 'row_subtract', (start, end) => [source + 4 * start * cols, target + 4 * start * cols, end - start, cols, maxAddress + 4 * start]);
+    // log Σ overwrites the sums; the kernel subtracts max, then log Σ (never their rounded sum).
+    for (let row = 0; row < rows; row++) sums[row] = Math.log(sums[row]);
+    overRows(context, rows, cols, 'row_log_softmax', (start, end) => [
+      source + 4 * start * cols, target + 4 * start * cols, end - start, cols, maxAddress + 4 * start, sumAddress + 4 * start,
+    ]);
   });
   return true;
 }
@@ -71,7 +72,7 @@ export function simdCrossEntropy(context: SimdContext, logits: TensorRef, target
       // An out-of-range target (not ignored) gives NaN, never another row's logit.
       if (target === ignoreIndex) losses[row] = 0;
       else if (target < 0 || target >= classes) losses[row] = Number.NaN;
-      else losses[row] = maxima[row] + Math.log(sums[row]) - values[row * classes + target];
+      else losses[row] = (maxima[row] - values[row * classes + target]) + Math.log(sums[row]);
     }
   });
   return true;
@@ -87,11 +88,11 @@ export function simdCrossEntropyBackward(
   const labels = context.address(targets, name);
   const target = context.address(dLogits, name);
   withRowStatistics(context, source, rows, classes, (maxAddress, sumAddress) => {
-    const maxima = context.floats(maxAddress, rows);
     const sums = context.floats(sumAddress, rows);
-    for (let row = 0; row < rows; row++) maxima[row] = maxima[row] + Math.log(sums[row]);
+    for (let row = 0; row < rows; row++) sums[row] = Math.log(sums[row]);
     overRows(context, rows, classes, 'cross_entropy_backward_rows', (start, end) => [
-      source + 4 * start * classes, labels + 4 * start, target + 4 * start * classes, end - start, classes, maxAddress + 4 * start, scale, ignoreIndex,
+      source + 4 * start * classes, labels + 4 * start, target + 4 * start * classes, end - start, classes, maxAddress + 4 * start, sumAddress + 4 * start,
+      scale, ignoreIndex,
     ]);
   });
   return true;

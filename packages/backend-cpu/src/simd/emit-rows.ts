@@ -1,7 +1,8 @@
 /**
  * Row kernels in WebAssembly SIMD over [rows, cols] f32 (row-major, contiguous): softmax and its
  * backward, the max / Σe^(x−max) pass that log-softmax and cross-entropy finish on the host
- * (wasm has no log instruction; it is one Math.log per row), the log-softmax shift, the
+ * (wasm has no log instruction; it is one Math.log per row), log-softmax as (x − max) − log Σ
+ * (never x − (max + log Σ), which rounds away the precision of large logits), the
  * cross-entropy gradient, and rmsNorm forward and backward.
  * Layout: pointers are byte addresses on the heap; each row is handled in 4-lane vectors, then
  * a scalar tail. Numerics: f32 throughout, row sums in 4 lanes added in a fixed order; exp by
@@ -103,22 +104,30 @@ export function emitRowKernels(module: ModuleBuilder, simd: SimdOps): void {
     });
   });
 
-  // out[r, c] = x[r, c] − shift[r].
-  module.func('row_subtract', { params: { x: 'i32', out: 'i32', rows: 'i32', cols: 'i32', shift: 'i32' } }, (f, { x, out, rows, cols, shift }) => {
-    const bounds = rowBounds(f, cols);
-    const row = f.local('i32');
-    const o = f.local('i32');
-    const vector = f.local('v128');
-    const value = f.local('f32');
-    f.for(row, 0, rows, 1, () => {
-      f.set(value, f32.load(shift));
-      f.set(vector, simd.splat(value));
-      f.for(o, 0, bounds.vectorBytes, 16, () => f.exec(v128.store(i32.add(out, o), simd.sub(v128.load(i32.add(x, o)), vector))));
-      f.for(o, bounds.vectorBytes, bounds.rowBytes, 4, () => f.exec(f32.store(i32.add(out, o), f32.sub(f32.load(i32.add(x, o)), value))));
-      advance(f, [x, out], bounds.rowBytes);
-      advance(f, [shift], 4);
+  // Log-softmax: out[r, c] = (x[r, c] − max[r]) − logSum[r], in that order: x − max is exact near the max, so rows
+  // offset by 10⁴ keep f32 precision (max + logSum rounded first would lose |max|·2⁻²⁴).
+  module.func('row_log_softmax', { params: { x: 'i32', out: 'i32', rows: 'i32', cols: 'i32', max: 'i32', logSum: 'i32' } },
+    (f, { x, out, rows, cols, max, logSum }) => {
+      const bounds = rowBounds(f, cols);
+      const row = f.local('i32');
+      const o = f.local('i32');
+      const maxVector = f.local('v128');
+      const logSumVector = f.local('v128');
+      const maxValue = f.local('f32');
+      const logSumValue = f.local('f32');
+      f.for(row, 0, rows, 1, () => {
+        f.set(maxValue, f32.load(max));
+        f.set(logSumValue, f32.load(logSum));
+        f.set(maxVector, simd.splat(maxValue));
+        f.set(logSumVector, simd.splat(logSumValue));
+        f.for(o, 0, bounds.vectorBytes, 16, () =>
+          f.exec(v128.store(i32.add(out, o), simd.sub(simd.sub(v128.load(i32.add(x, o)), maxVector), logSumVector))));
+        f.for(o, bounds.vectorBytes, bounds.rowBytes, 4, () =>
+          f.exec(f32.store(i32.add(out, o), f32.sub(f32.sub(f32.load(i32.add(x, o)), maxValue), logSumValue))));
+        advance(f, [x, out], bounds.rowBytes);
+        advance(f, [max, logSum], 4);
+      });
     });
-  });
 
   // dx = y ⊙ (dy − Σ dy·y) per row.
   module.func('softmax_backward_rows', { params: { y: 'i32', dy: 'i32', dx: 'i32', rows: 'i32', cols: 'i32' } }, (f, { y, dy, dx, rows, cols }) => {
@@ -141,18 +150,21 @@ export function emitRowKernels(module: ModuleBuilder, simd: SimdOps): void {
     });
   });
 
-  // Cross-entropy gradient: dx[r, c] = (e^(x − lse[r]) − [c = target[r]])·scale; rows whose target is ignoreIndex get 0,
-  // rows whose target is outside [0, cols) get NaN (docs/kernel-semantics.md).
+  // Cross-entropy gradient: dx[r, c] = (e^((x − max[r]) − logSum[r]) − [c = target[r]])·scale; rows whose target is
+  // ignoreIndex get 0, rows whose target is outside [0, cols) get NaN (docs/kernel-semantics.md). The exponent is
+  // formed as log-softmax is (x − max first), so large logits keep their precision.
   module.func('cross_entropy_backward_rows', {
-    params: { x: 'i32', targets: 'i32', dx: 'i32', rows: 'i32', cols: 'i32', lse: 'i32', scale: 'f32', ignoreIndex: 'i32' },
-  }, (f, { x, targets, dx, rows, cols, lse, scale, ignoreIndex }) => {
+    params: { x: 'i32', targets: 'i32', dx: 'i32', rows: 'i32', cols: 'i32', max: 'i32', logSum: 'i32', scale: 'f32', ignoreIndex: 'i32' },
+  }, (f, { x, targets, dx, rows, cols, max, logSum, scale, ignoreIndex }) => {
     const bounds = rowBounds(f, cols);
     const row = f.local('i32');
     const o = f.local('i32');
-    const shift = f.local('v128');
+    const maxVector = f.local('v128');
+    const logSumVector = f.local('v128');
     const factor = f.local('v128');
     const target = f.local('i32');
     const address = f.local('i32');
+    const exponent = (value: Expr) => f32.sub(f32.sub(value, f32.load(max)), f32.load(logSum));
     f.set(factor, simd.splat(scale));
     f.for(row, 0, rows, 1, () => {
       f.set(target, i32.load(targets));
@@ -161,22 +173,23 @@ export function emitRowKernels(module: ModuleBuilder, simd: SimdOps): void {
       }, () => f.if(i32.geU(target, cols), () => {
         f.for(o, 0, bounds.rowBytes, 4, () => f.exec(f32.store(i32.add(dx, o), Number.NaN)));
       }, () => {
-        f.set(shift, simd.splat(f32.load(lse)));
+        f.set(maxVector, simd.splat(f32.load(max)));
+        f.set(logSumVector, simd.splat(f32.load(logSum)));
         f.for(o, 0, bounds.vectorBytes, 16, () => {
-          const e = expF32x4(f, simd, simd.sub(v128.load(i32.add(x, o)), shift), { nonPositive: true });
+          const e = expF32x4(f, simd, simd.sub(simd.sub(v128.load(i32.add(x, o)), maxVector), logSumVector), { nonPositive: true });
           f.exec(v128.store(i32.add(dx, o), simd.mul(e, factor)));
         });
         f.for(o, bounds.vectorBytes, bounds.rowBytes, 4, () => {
-          const e = expF32x4(f, simd, simd.splat(f32.sub(f32.load(i32.add(x, o)), f32.load(lse))));
+          const e = expF32x4(f, simd, simd.splat(exponent(f32.load(i32.add(x, o)))));
           f.exec(f32.store(i32.add(dx, o), f32.mul(simd.extractLane(e, 0), scale)));
         });
         // The target's term: (p − 1)·scale, recomputed so it is rounded once.
         f.set(address, i32.add(x, i32.shl(target, 2)));
-        const p = expF32x4(f, simd, simd.splat(f32.sub(f32.load(address), f32.load(lse))));
+        const p = expF32x4(f, simd, simd.splat(exponent(f32.load(address))));
         f.exec(f32.store(i32.add(dx, i32.shl(target, 2)), f32.mul(f32.sub(simd.extractLane(p, 0), 1), scale)));
       }));
       advance(f, [x, dx], bounds.rowBytes);
-      advance(f, [targets, lse], 4);
+      advance(f, [targets, max, logSum], 4);
     });
   });
 

@@ -183,7 +183,8 @@ __device__ __forceinline__ T zero_value() {
 /** Copies 16 bytes global → shared without waiting (completed by cp_async_wait_all). */
 __device__ __forceinline__ void cp_async_16(void* shared, const void* global) {
 #if defined(KILN_CUDA_SIMULATOR)
-  memcpy(shared, global, 16);
+  // As one uint4 load and store, so the simulator checks both addresses are 16-byte aligned, as cp.async requires.
+  *static_cast<uint4*>(shared) = *static_cast<const uint4*>(global);
 #else
   const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(global));

@@ -42,7 +42,8 @@ __global__ void __launch_bounds__(1024) cross_entropy_kernel(int dtype, const vo
     SoftmaxState state = softmax_identity();
     for (Index col = threadIdx.x; col < classes; col += blockDim.x) state = softmax_add(state, load_float(logits, dtype, start + col));
     state = block_softmax(state, scratch);
-    if (threadIdx.x == 0) loss[row] = (state.max + logf(state.sum)) - load_float(logits, dtype, start + target);
+    // (max − x_target) + log(sum), never (max + log(sum)) − x_target: the rounded sum would lose |max|·2⁻²⁴.
+    if (threadIdx.x == 0) loss[row] = (state.max - load_float(logits, dtype, start + target)) + logf(state.sum);
   }
 }
 

@@ -57,7 +57,8 @@ kernel void cross_entropy_rows(device const S* logits [[buffer(0)]], device cons
     SoftmaxState state = softmax_identity();
     for (uint col = tid; col < args.classes; col += threads) state = softmax_add(state, Storage<S>::load(values[col]));
     state = row_softmax(state, scratch, lane, simdgroup, simdgroups);
-    if (tid == 0u) loss[row] = (state.max + log(state.sum)) - Storage<S>::load(values[target]);
+    // (max − x_target) + log(sum), never (max + log(sum)) − x_target: the rounded sum would lose |max|·2⁻²⁴.
+    if (tid == 0u) loss[row] = (state.max - Storage<S>::load(values[target])) + log(state.sum);
   }
 }
 

@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "engine.hpp"
+#include "vector_access.hpp"
 
 namespace gpu_sim {
 namespace collective_detail {
@@ -157,7 +158,7 @@ enum class ShuffleKind { kIndex = 0, kUp = 1, kDown = 2, kXor = 3 };
 /** Shuffles `value` across the lanes of `mask`; `name` is the dialect's spelling for messages. */
 template <typename T>
 T warp_shuffle(const CollectiveOp& op, std::uint32_t mask, T value, int argument, int width, const std::source_location& site) {
-  static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= 8, "warp shuffles move values of at most 8 bytes");
+  static_assert(BitMovable<T> && sizeof(T) <= 8, "warp shuffles move values of at most 8 bytes");
   std::uint64_t bits = 0;
   std::memcpy(&bits, &value, sizeof(T));
   const std::uint64_t result = current_runner().collective(op, mask, bits, argument, width, site);

@@ -190,6 +190,9 @@ class BlockRunner {
   BlockRunner(const BlockRunner&) = delete;
   BlockRunner& operator=(const BlockRunner&) = delete;
 
+  /** "kernel '…': thread (x,y,z) of block (x,y,z) " for the running thread: the start of a fault message. */
+  std::string running_thread_prefix() const { return prefix(*tls_thread); }
+
   /** Prepares the thread table for a launch of `shape` running `body(context)` in every thread. */
   void begin_launch(const LaunchShape& shape, void (*body)(void*), void* context, std::size_t stack_bytes) {
     shape_ = shape;

@@ -198,6 +198,23 @@ int main() {
     check(!unbound.ok && unbound.message.find("parameter 'output' [[buffer(0)]] is not bound") != std::string::npos, "an unbound buffer fails the dispatch",
           unbound.message);
   }
+  {
+    std::vector<float> output(16, 0.0f);
+    unsigned offset = 4;
+    ArgumentTable table;
+    bind(table, 0, output);
+    table.buffers[1] = &offset;
+    table.buffer_bytes[1] = sizeof offset;
+    const auto aligned = run("vector_store", table, Dim3{1, 1, 1}, Dim3{32, 1, 1});
+    check(aligned.ok && output[4] == 1.0f && output[7] == 4.0f, "an aligned float4 store runs", aligned.message);
+    offset = 2;
+    const auto misaligned = run("vector_store", table, Dim3{1, 1, 1}, Dim3{32, 1, 1});
+    check(!misaligned.ok && misaligned.message.find("kernel 'vector_store'") != std::string::npos &&
+              misaligned.message.find("16-byte store of float4 at dialect-self-test.metal:") != std::string::npos &&
+              misaligned.message.find("misaligned address") != std::string::npos,
+          "a float4 store through an address that is not 16-byte aligned fails naming the kernel and the .metal line", misaligned.message);
+    std::printf("   message: %s\n", misaligned.message.c_str());
+  }
   std::printf("%d failures\n", failures);
   return failures == 0 ? 0 : 1;
 }

@@ -1,6 +1,7 @@
 // Kernels exercising gpu_sim's Metal dialect: SIMD-group functions with early-returning lanes,
 // threadgroup memory and barriers, simdgroup matrices, atomics, function constants with a
-// templated kernel, builtins, and a divergent barrier that must fail naming this file's line.
+// templated kernel, builtins, a divergent barrier that must fail naming this file's line, and a
+// float4 store that must fail the same way when its address is not 16-byte aligned.
 #include <metal_stdlib>
 using namespace metal;
 
@@ -114,4 +115,10 @@ kernel void divergent_simd(device float* output [[buffer(0)]], uint lane [[threa
   if (lane < 16) value = simd_shuffle_down(value, ushort(1));
   else value = simd_sum(value);
   output[lane] = value;
+}
+
+// Wrong on purpose unless offset is a multiple of 4: a float4 store through output + offset.
+kernel void vector_store(device float* output [[buffer(0)]], constant uint& offset [[buffer(1)]]) {
+  device float4* vectors = (device float4*)(output + offset);
+  vectors[0] = float4(1.0f, 2.0f, 3.0f, 4.0f);
 }

@@ -5,7 +5,7 @@
  * index row 0..classes−1 (stride [0, 1]) and `where`, never by multiplying, so −Inf logits
  * elsewhere cannot turn into NaN. Rows whose target is ignoreIndex are zeroed with `where`; a
  * row whose target matches no class (out of range, not ignoreIndex) becomes NaN.
- * Numerics: f32 throughout; loss is f32 [rows].
+ * Numerics: f32 throughout, the loss formed as (max − picked) + log Σ exp(x − max); loss is f32 [rows].
  */
 import type { KernelBackend, TensorRef } from '../kernel-backend.js';
 import { columnBroadcast, reshaped, rowBroadcast, scalarBroadcast, withScratch, type Scratch } from './helpers.js';
@@ -58,12 +58,12 @@ export function composedCrossEntropy(
 ): void {
   withScratch(backend, (scratch) => {
     const statistics = rowStatistics(scratch, logits, rows, classes);
-    const logSumExp = scratch.binary('add', scratch.unary('log', statistics.sum), statistics.max);
     const zero = scratch.constant(0);
     const mask = targetMask(scratch, targets, rows, classes);
     const targetOnly = scratch.where(mask, statistics.logits, scalarBroadcast(zero, [rows, classes]));
     const picked = scratch.reduce('sum', targetOnly, rows, classes, 1);
-    const perRow = scratch.binary('sub', logSumExp, picked);
+    // (max − picked) + log Σ, never (max + log Σ) − picked: the rounded sum would lose |max|·2⁻²⁴.
+    const perRow = scratch.binary('add', scratch.binary('sub', statistics.max, picked), scratch.unary('log', statistics.sum));
     const checked = scratch.where(targetHits(scratch, mask, rows, classes), reshaped(perRow, [rows]), scalarBroadcast(scratch.constant(Number.NaN), [rows]));
     const result = scratch.resultFor(loss, [rows]);
     scratch.where(ignoredRows(scratch, targets, rows, ignoreIndex), scalarBroadcast(zero, [rows]), checked, result);

@@ -6,7 +6,7 @@ import { recordOp } from '../../autograd/record.js';
 import { formatShape, shapeSize } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import { castTo } from '../cast.js';
-import { binaryKernel, div, maximum } from '../elementwise.js';
+import { binaryKernel, div, maximum, where } from '../elementwise.js';
 import { sum } from '../reduce.js';
 import { full } from '../creation.js';
 import { tidy } from '../../tensor/scope.js';
@@ -18,7 +18,7 @@ import { checkOptions, checkTensor, option } from '../validate.js';
 export interface CrossEntropyOptions {
   /** Target value whose rows are skipped (default −100, as in PyTorch). */
   ignoreIndex?: number;
-  /** 'mean' over non-ignored rows (default), 'sum', or 'none' (per-row f32 losses). */
+  /** 'mean' over non-ignored rows (default; NaN when every row is ignored), 'sum', or 'none' (per-row f32 losses). */
   reduction?: 'mean' | 'sum' | 'none';
 }
 
@@ -90,6 +90,8 @@ export function crossEntropy(logits: Tensor, targets: Tensor, options: CrossEntr
     if (reduction === 'sum') return total;
     const ignored = full([], ignoreIndex, { dtype: 'i32', backend: targets.backend });
     const count = castTo(sum(binaryKernel('notEqual', reshape(targets, [rows]), ignored)), 'f32');
-    return div(total, maximum(count, 1));
+    // No row counts (every target ignored, or no rows): the mean of nothing is NaN, as PyTorch
+    // gives; its gradient is 0, since no row took part (docs/kernel-semantics.md).
+    return where(count, div(total, maximum(count, 1)), Number.NaN);
   });
 }

@@ -4,9 +4,12 @@ import { argumentErrorCases } from './argument-errors.js';
 import type { BackendFacts, CaseSettings } from './case-builder.js';
 import { optimizerCases } from './cases/adamw-cases.js';
 import { attentionCases } from './cases/attention-cases.js';
+import { causalAttentionCases } from './cases/attention-causal-cases.js';
 import { binaryCases } from './cases/binary-cases.js';
 import { conversionCases } from './cases/conversion-cases.js';
+import { crossEntropyOpCases } from './cases/cross-entropy-op-cases.js';
 import { gradientCases } from './cases/gradient-cases.js';
+import { indexRangeCases } from './cases/index-range-cases.js';
 import { matmulCases } from './cases/matmul-cases.js';
 import { memoryCases } from './cases/memory-cases.js';
 import { nonFiniteCases } from './cases/non-finite-cases.js';
@@ -27,8 +30,8 @@ export interface BuildConformanceOptions extends ConformanceOptions {
 }
 
 const FAMILIES: ((settings: CaseSettings) => ConformanceCase[])[] = [
-  unaryCases, binaryCases, reduceCases, matmulCases, memoryCases, conversionCases, softmaxCases, normalizationCases,
-  attentionCases, optimizerCases, nonFiniteCases, gradientCases, argumentErrorCases, opCases,
+  unaryCases, binaryCases, reduceCases, matmulCases, memoryCases, indexRangeCases, conversionCases, softmaxCases, normalizationCases,
+  attentionCases, causalAttentionCases, optimizerCases, nonFiniteCases, gradientCases, argumentErrorCases, opCases, crossEntropyOpCases,
 ];
 
 /** Every case for `options.backend`: primitives, declared fused kernels (or their composed fallbacks), gradients, NaN/Inf, argument errors. */

@@ -13,8 +13,8 @@ export function checksIndicesItself(settings: CaseSettings): boolean {
   return typeof settings.backend.downloadSync !== 'function' && settings.backend.capabilities.checksIndices === true;
 }
 
-/** Expects the tested backend's next synchronize() to reject with an InvalidArgumentError naming `kernel` (the error flag), leaving the backend readable. */
-export async function expectDeferredIndexError(context: CaseContext, kernel: string): Promise<void> {
+/** Expects the tested backend's next synchronize() to reject with an InvalidArgumentError naming `kernel` (the error flag), leaving the backend readable; returns the error. */
+export async function expectDeferredIndexError(context: CaseContext, kernel: string): Promise<InvalidArgumentError> {
   const error = await context.backend.synchronize().then(() => undefined, (caught: unknown) => caught);
   const hint = 'A kernel that checks indices itself records the first out-of-range one and rejects the next synchronize()/download() with an InvalidArgumentError naming the kernel, then clears the flag.';
   if (error === undefined) throw new KilnConformanceError(context.caseId, `an out-of-range index was not reported: synchronize() resolved`, undefined, hint);
@@ -24,4 +24,5 @@ export async function expectDeferredIndexError(context: CaseContext, kernel: str
   if (!error.message.includes(kernel)) {
     throw new KilnConformanceError(context.caseId, `the out-of-range index error does not name the kernel '${kernel}': ${error.message}`, undefined, hint);
   }
+  return error;
 }

@@ -8,6 +8,8 @@
 //  - threadIdx/blockIdx/blockDim/gridDim/warpSize read the running fiber's coordinates.
 //  - __syncthreads*, __syncwarp, shuffles, votes and __reduce_*_sync go through the engine, so
 //    they really synchronise and report divergence with the kernel name and file:line.
+//  - vector types (float4, uint4, int2, …) whose every load and store checks its alignment as
+//    the GPU does and aborts the launch with the kernel and file:line (vector_access.hpp).
 //  - atomics, bit intrinsics, the explicitly rounded arithmetic (__fmul_rn, __dadd_rn, …),
 //    saturating conversions (__float2int_rz) and __half/__nv_bfloat16 with their conversions.
 //
@@ -29,6 +31,7 @@
 #include "../collectives.hpp"
 #include "../engine.hpp"
 #include "../half.hpp"
+#include "../vector_access.hpp"
 
 /** Defined when CUDA sources are compiled for the simulator (never together with __CUDACC__). */
 #define GPU_SIM_CUDA 1
@@ -45,13 +48,62 @@ struct dim3 {
   constexpr operator uint3() const { return uint3{x, y, z}; }
 };
 
-struct alignas(8) float2 { float x, y; };
-struct alignas(16) float4 { float x, y, z, w; };
-struct alignas(8) int2 { int x, y; };
-struct alignas(16) int4 { int x, y, z, w; };
-struct alignas(8) uint2 { unsigned x, y; };
-struct alignas(16) uint4 { unsigned x, y, z, w; };
-struct alignas(16) double2 { double x, y; };
+// Vector types aligned to their size; every load (copy) and store (assignment) through one checks
+// that alignment as the GPU does (gpu_sim/vector_access.hpp), so they are not trivially copyable:
+// memcpy into them is fine here, hence -Wclass-memaccess is off for the translation unit.
+#pragma GCC diagnostic ignored "-Wclass-memaccess"
+
+#define GPU_SIM_CUDA_VECTOR2(name, scalar)                                                                        \
+  struct alignas(2 * sizeof(scalar)) name {                                                                      \
+    scalar x, y;                                                                                                 \
+    GPU_SIM_CHECKED_VECTOR;                                                                                      \
+    static const char* type_name() { return #name; }                                                             \
+    name() = default;                                                                                            \
+    constexpr name(scalar x_value, scalar y_value) : x(x_value), y(y_value) {}                                   \
+    name(const name& other, std::source_location site = std::source_location::current()) : x(other.x), y(other.y) { \
+      ::gpu_sim::check_vector_alignment(&other, sizeof(name), type_name, "load", site);                           \
+    }                                                                                                            \
+    name& operator=(const name&) && = delete;                                                                    \
+    name& operator=(::gpu_sim::StoredValue<name> stored) & {                                                     \
+      ::gpu_sim::check_vector_alignment(this, sizeof(name), type_name, "store", stored.site);                     \
+      x = stored.value.x;                                                                                        \
+      y = stored.value.y;                                                                                        \
+      return *this;                                                                                              \
+    }                                                                                                            \
+  }
+
+#define GPU_SIM_CUDA_VECTOR4(name, scalar)                                                                        \
+  struct alignas(4 * sizeof(scalar)) name {                                                                      \
+    scalar x, y, z, w;                                                                                           \
+    GPU_SIM_CHECKED_VECTOR;                                                                                      \
+    static const char* type_name() { return #name; }                                                             \
+    name() = default;                                                                                            \
+    constexpr name(scalar x_value, scalar y_value, scalar z_value, scalar w_value)                               \
+        : x(x_value), y(y_value), z(z_value), w(w_value) {}                                                      \
+    name(const name& other, std::source_location site = std::source_location::current())                         \
+        : x(other.x), y(other.y), z(other.z), w(other.w) {                                                       \
+      ::gpu_sim::check_vector_alignment(&other, sizeof(name), type_name, "load", site);                           \
+    }                                                                                                            \
+    name& operator=(const name&) && = delete;                                                                    \
+    name& operator=(::gpu_sim::StoredValue<name> stored) & {                                                     \
+      ::gpu_sim::check_vector_alignment(this, sizeof(name), type_name, "store", stored.site);                     \
+      x = stored.value.x;                                                                                        \
+      y = stored.value.y;                                                                                        \
+      z = stored.value.z;                                                                                        \
+      w = stored.value.w;                                                                                        \
+      return *this;                                                                                              \
+    }                                                                                                            \
+  }
+
+GPU_SIM_CUDA_VECTOR2(float2, float);
+GPU_SIM_CUDA_VECTOR4(float4, float);
+GPU_SIM_CUDA_VECTOR2(int2, int);
+GPU_SIM_CUDA_VECTOR4(int4, int);
+GPU_SIM_CUDA_VECTOR2(uint2, unsigned);
+GPU_SIM_CUDA_VECTOR4(uint4, unsigned);
+GPU_SIM_CUDA_VECTOR2(double2, double);
+#undef GPU_SIM_CUDA_VECTOR2
+#undef GPU_SIM_CUDA_VECTOR4
 
 inline float2 make_float2(float x, float y) { return float2{x, y}; }
 inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }

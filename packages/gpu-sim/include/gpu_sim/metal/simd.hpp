@@ -125,7 +125,7 @@ inline std::uint32_t active_lanes() { return current_runner().live_lanes(); }
 
 template <typename T, typename Combine>
 T reduce(T value, const std::source_location& site) {
-  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>);
+  static_assert(sizeof(T) <= 8 && BitMovable<T>);
   const std::uint64_t bits = warp_collective(kReduce<T, Combine>, active_lanes(), collective_detail::to_bits(value), 0,
                                              static_cast<int>(kWarpSize), site, true);
   return collective_detail::from_bits<T>(bits);
@@ -140,7 +140,7 @@ T prefix(T value, const std::source_location& site) {
 
 template <typename T>
 T shuffle(const CollectiveOp& op, T value, int argument, const std::source_location& site) {
-  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>, "simd shuffles move values of at most 8 bytes");
+  static_assert(sizeof(T) <= 8 && BitMovable<T>, "simd shuffles move values of at most 8 bytes");
   const std::uint64_t bits = warp_collective(op, active_lanes(), collective_detail::to_bits(value), argument, static_cast<int>(kWarpSize), site, true);
   return collective_detail::from_bits<T>(bits);
 }

@@ -10,14 +10,20 @@
 //    comparisons give bool vectors (all(), any()). Swizzles (.xy, .zyx) are not provided: a
 //    kernel that uses one fails to compile here.
 //  - as_type<T>(x): bit reinterpretation between types of equal size.
+//  - every load (copy) and store (assignment) of a vector checks that its address is aligned to
+//    the vector's size, as the GPU requires, and aborts the launch with the kernel and file:line
+//    (vector_access.hpp); vectors are therefore not trivially copyable.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <source_location>
+#include <string>
 #include <type_traits>
 
 #include "../half.hpp"
+#include "../vector_access.hpp"
 
 typedef unsigned char uchar;
 typedef unsigned short ushort;
@@ -61,7 +67,20 @@ struct vec : vec_storage<T, N> {
   using value_type = T;
   static constexpr int kComponents = N;
 
+  GPU_SIM_CHECKED_VECTOR;
+
   vec() = default;
+  /** A copy: a load, whose source must be aligned to the vector's size (vector_access.hpp). */
+  vec(const vec& other, std::source_location site = std::source_location::current()) : vec_storage<T, N>(other) {
+    ::gpu_sim::check_vector_alignment(&other, alignof(vec), name, "load", site);
+  }
+  vec& operator=(const vec&) && = delete;
+  /** A store, whose destination must be aligned to the vector's size. */
+  vec& operator=(::gpu_sim::StoredValue<vec> stored) & {
+    ::gpu_sim::check_vector_alignment(this, alignof(vec), name, "store", stored.site);
+    static_cast<vec_storage<T, N>&>(*this) = stored.value;
+    return *this;
+  }
   /** Every component = value (MSL's float4(1.0f)). */
   explicit vec(T value) {
     for (int i = 0; i < N; i++) (*this)[i] = value;
@@ -78,7 +97,27 @@ struct vec : vec_storage<T, N> {
   T& operator[](int index) { return (&this->x)[index]; }
   const T& operator[](int index) const { return (&this->x)[index]; }
 
+  /** MSL's name of this vector type, for messages (e.g. "float4"). */
+  static const char* name() {
+    static const std::string text = scalar_name() + std::to_string(N);
+    return text.c_str();
+  }
+
  private:
+  static std::string scalar_name() {
+    if constexpr (std::is_same_v<T, float>) return "float";
+    else if constexpr (std::is_same_v<T, half>) return "half";
+    else if constexpr (std::is_same_v<T, int>) return "int";
+    else if constexpr (std::is_same_v<T, unsigned>) return "uint";
+    else if constexpr (std::is_same_v<T, short>) return "short";
+    else if constexpr (std::is_same_v<T, unsigned short>) return "ushort";
+    else if constexpr (std::is_same_v<T, long>) return "long";
+    else if constexpr (std::is_same_v<T, unsigned long>) return "ulong";
+    else if constexpr (std::is_same_v<T, bool>) return "bool";
+    else if constexpr (std::is_same_v<T, unsigned char>) return "uchar";
+    else return "char";
+  }
+
   template <typename... Values>
   void set(Values... values) {
     const T list[] = {values...};
@@ -174,7 +213,7 @@ template <typename To, typename From>
 To as_type(const From& value) {
   static_assert(sizeof(To) == sizeof(From), "as_type needs types of equal size");
   To result;
-  std::memcpy(&result, &value, sizeof(To));
+  std::memcpy(static_cast<void*>(&result), &value, sizeof(To));
   return result;
 }
 

@@ -190,7 +190,7 @@ async function loadOps(): Promise<Ops> {
 }
 
 /** What an op case body works with. */
-interface OpBench {
+export interface OpBench {
   /** The case id (for messages). */
   id: string;
   /** Core's public ops. */
@@ -207,7 +207,8 @@ interface OpBench {
   expectGradients(f: (...inputs: Tensor[]) => Tensor, inputs: { tensor: Tensor; values: Float64Array }[], host: (inputs: Float64Array[]) => ArrayLike<number>): Promise<void>;
 }
 
-function opCase(settings: CaseSettings, kernel: KernelName, dtype: DType, parameters: string, body: (bench: OpBench) => Promise<void>): ConformanceCase {
+/** A case that runs core's public ops on the backend under test (see OpBench). */
+export function opCase(settings: CaseSettings, kernel: KernelName, dtype: DType, parameters: string, body: (bench: OpBench) => Promise<void>): ConformanceCase {
   const id = caseId(kernel, dtype, `op ${parameters}`);
   return defineCase(settings, id, kernel, dtype, async (context) => {
     const ops = await loadOps();

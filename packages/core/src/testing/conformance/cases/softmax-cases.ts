@@ -1,10 +1,12 @@
 /**
  * softmax, logSoftmax, softmaxBackward, crossEntropy, crossEntropyBackward over [rows, cols]
  * sweeps, plus rows of large finite logits (centred on ±1000: exp overflows or underflows even in
- * float64 unless the row max is subtracted), cross-entropy rows with the ignore index −100, and a
- * cross-entropy case with ignore index −1 and out-of-range targets (−100, −5, classes), whose
- * rows must be NaN (on a backend that checks indices in the kernel, the next synchronize() must
- * first reject with an InvalidArgumentError naming the kernel; the rows are read after it).
+ * float64 unless the row max is subtracted; offset by ±10⁴; 1000 ± 150: precision is lost unless
+ * the result is formed as (x − max) − log Σ), cross-entropy rows with the ignore index −100, and a
+ * cross-entropy case with ignore index −1 and out-of-range targets (−100, −5, classes), and one
+ * with ignore index −100 and targets −1 and classes, whose rows must be NaN (on a backend that
+ * checks indices in the kernel, the next synchronize() must first reject with an
+ * InvalidArgumentError naming the kernel; the rows are read after it).
  */
 import { FLOAT_DTYPES, type DType } from '../../../dtype.js';
 import { fusedCases, type CaseSettings } from '../case-builder.js';
@@ -17,14 +19,24 @@ import type { ConformanceCase } from '../types.js';
 /** The ignore index used by the cross-entropy cases. */
 export const IGNORE_INDEX = -100;
 
-/** Logits of [rows, cols]: ordinary (uniform ±3), or large (each row centred on +1000 or −1000, spread ±8). */
-type LogitRange = 'ordinary' | 'large';
+/**
+ * Logits of [rows, cols]: ordinary (uniform ±3); large (each row centred on +1000 or −1000, spread
+ * ±8); offset (rows centred on 10⁴, −10⁴ and 0 in turn, spread ±3, as ONNX's
+ * logsoftmax_large_number); wide (1000 ± 150). The last two catch a log-softmax or loss formed as
+ * x − (max + log Σ) in f32, whose rounded shift is off by up to |max|·2⁻²⁴ (5e-4 at 10⁴).
+ */
+type LogitRange = 'ordinary' | 'large' | 'offset' | 'wide';
 
 /** The case-id suffix of a logit range. */
-const RANGE_SUFFIX: Record<LogitRange, string> = { ordinary: '', large: ' logits≈±1000' };
+const RANGE_SUFFIX: Record<LogitRange, string> = { ordinary: '', large: ' logits≈±1000', offset: ' rows offset by ±10000', wide: ' logits≈1000±150' };
 
 function logitValues(context: CaseContext, range: LogitRange, rows: number, cols: number): Float64Array {
   if (range === 'ordinary') return context.random.uniform(rows * cols, -3, 3);
+  if (range === 'wide') return context.random.uniform(rows * cols, 850, 1150);
+  if (range === 'offset') {
+    const spread = context.random.uniform(rows * cols, -3, 3);
+    return spread.map((value, index) => [10000, -10000, 0][Math.floor(index / cols) % 3] + value);
+  }
   const spread = context.random.uniform(rows * cols, -8, 8);
   return spread.map((value, index) => (Math.floor(index / cols) % 2 === 0 ? 1000 : -1000) + value);
 }
@@ -73,6 +85,8 @@ interface TargetPlan {
 const ORDINARY_TARGETS: TargetPlan = { ignoreIndex: IGNORE_INDEX, suffix: '' };
 /** −1 is ignored; −100, −5 and `classes` are out of range, so their rows are NaN. */
 const OUT_OF_RANGE_TARGETS: TargetPlan = { ignoreIndex: -1, suffix: ',out-of-range targets', pattern: [3, -1, 0, -100, -5, 'classes', 36, -1] };
+/** The default ignore index, with −1 and `classes` out of range (the kernel's own checks, past core's). */
+const MINUS_ONE_TARGETS: TargetPlan = { ignoreIndex: IGNORE_INDEX, suffix: ',targets -1 and classes', pattern: [2, -1, 0, -100, 'classes', 5] };
 
 function targetValues(context: CaseContext, plan: TargetPlan, rows: number, classes: number): Float64Array {
   const random = context.random.integers(rows, 0, classes);
@@ -128,7 +142,11 @@ export function softmaxCases(settings: CaseSettings): ConformanceCase[] {
     }
     cases.push(...softmaxFamily(settings, dtype, 4, 37, 'large'));
     cases.push(...crossEntropyFamily(settings, dtype, 6, 37, 'large', ORDINARY_TARGETS));
+    // Large offsets at the default tolerance, which (x − max) − log Σ meets and x − (max + log Σ) does not.
+    cases.push(...softmaxFamily(settings, dtype, 6, 4, 'offset'), ...softmaxFamily(settings, dtype, 4, 37, 'wide'));
+    cases.push(...crossEntropyFamily(settings, dtype, 6, 4, 'offset', ORDINARY_TARGETS), ...crossEntropyFamily(settings, dtype, 6, 37, 'wide', ORDINARY_TARGETS));
     cases.push(...crossEntropyFamily(settings, dtype, 8, 37, 'ordinary', OUT_OF_RANGE_TARGETS));
+    cases.push(...crossEntropyFamily(settings, dtype, 6, 7, 'ordinary', MINUS_ONE_TARGETS));
   }
   return cases;
 }
