@@ -18,6 +18,7 @@ import {
   setFallbackPolicy,
   setWarningHandler,
   type BackendResolution,
+  type KernelBackend,
   type BackendUnavailableError,
   type DiscoveryReport,
   type FallbackPolicy,
@@ -79,6 +80,13 @@ export function describeResolution(resolution: BackendResolution): string[] {
   const lines = [`backend: ${resolution.plugin.name}${where} — ${chosen?.reason ?? `chosen by ${resolution.source}`}`];
   for (const warning of resolution.warnings) lines.push(`warning: ${warning}`);
   return lines;
+}
+
+/** One line saying whether a training run on `backend` repeats bit for bit (Capabilities.deterministic), and on what that depends. */
+export function describeDeterminism(backend: KernelBackend): string {
+  const { deterministic, determinism } = backend.capabilities;
+  if (deterministic === true) return `deterministic: yes${determinism ? ` (${determinism})` : ''}`;
+  return `deterministic: no — backend '${backend.name}' does not promise bit-identical reruns${determinism ? ` (${determinism})` : ''}`;
 }
 
 /**

@@ -37,6 +37,11 @@ export interface ForwardOptions {
   checkpointActivations: boolean;
   /** dtype the matmuls and activations run in; master weights stay f32. */
   computeDType: DType;
+  /**
+   * Optional: compute-dtype working copies of master weights (master → copy), made once per
+   * optimizer step by the trainer; `linear` uses the copy instead of casting the master at every use.
+   */
+  computeWeights?: ReadonlyMap<Tensor, Tensor>;
 }
 
 /** The device section of the config. */

@@ -2,7 +2,7 @@
 // on GPU machines from a bundle that carries no node_modules beyond kiln's runtime ones).
 
 /** Parts of the check that --skip can leave out. */
-export const PARTS = ['conformance', 'matmul', 'kernels', 'attention', 'train', 'pytorch'];
+export const PARTS = ['conformance', 'matmul', 'kernels', 'attention', 'determinism', 'train', 'pytorch'];
 
 /** Train-step models (the reference presets). */
 export const MODELS = ['tiny', 'small', 'medium'];

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '@kiln/core';
 import { adaptConfigToBackend, formatTrainConfig, loadTrainConfig, LOSS_PLOT_FILE, METRICS_FILE, train, type PartialTrainConfig, type TrainConfig, type TrainResult } from '@kiln/trainer';
-import { describeResolution, setUpBackend } from '../backend-setup.js';
+import { describeDeterminism, describeResolution, setUpBackend } from '../backend-setup.js';
 import { integerArgument, type CliContext } from '../cli-context.js';
 import { loadEmbeddedCorpus, type Corpus } from '../corpus.js';
 import { ExitCode } from '../exit-codes.js';
@@ -72,6 +72,7 @@ async function runTrain(options: TrainOptions, context: CliContext): Promise<num
   );
   for (const line of describeResolution(resolution)) terminal.say(line);
   const { backend } = resolution;
+  terminal.say(describeDeterminism(backend));
   if (options.verbose === true) {
     terminal.say('resolved config:');
     terminal.say(formatTrainConfig(adaptConfigToBackend(config, backend).config).trimEnd());

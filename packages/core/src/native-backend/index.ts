@@ -15,7 +15,7 @@ export {
   findPackageRoot, firstLineOf, loadNativeAddon, localBuildReport,
   type AddonLoadAttempt, type LoadedNativeAddon, type NativeAddonSearch,
 } from './addon-loader.js';
-export { NativeFusedKernels, type NativeFusedMethods } from './fused-kernels.js';
+export { NativeFusedKernels, type NativeAdamWMultiOptions, type NativeFusedMethods } from './fused-kernels.js';
 export { NativeKernelBackend, type NativeKernelBackendParts } from './native-kernel-backend.js';
 export type { NativeKernelMethods } from './native-methods.js';
 export { formatShape, nativeArgumentChecks, type CheckedTensor, type NativeArgumentChecks } from './argument-checks.js';

@@ -40,6 +40,8 @@ export interface BlockContext {
   attention: AttentionKind;
   /** Dtype of the matmuls and activations inside the sub-layers. */
   computeDType: DType;
+  /** Optional precast compute-dtype copies of the weights (master → copy), see ForwardOptions.computeWeights. */
+  computeWeights?: ReadonlyMap<Tensor, Tensor>;
   /** Position of the first input token (the cached length when decoding). */
   positionOffset: number;
   /** KV cache to read and extend (decoding only). */
@@ -68,9 +70,10 @@ export function toDType(x: Tensor, dtype: DType): Tensor {
   return x.dtype === dtype ? x : cast(x, dtype);
 }
 
-/** x·Wᵀ for a Hugging Face Linear weight W [out, in], in the compute dtype. */
-export function linear(x: Tensor, weight: Tensor, dtype: DType): Tensor {
-  return matmul(x, toDType(weight, dtype), { transposeB: true });
+/** x·Wᵀ for a Hugging Face Linear weight W [out, in], in the compute dtype (W's precast copy from `computeWeights` when there is one). */
+export function linear(x: Tensor, weight: Tensor, dtype: DType, computeWeights?: ReadonlyMap<Tensor, Tensor>): Tensor {
+  const precast = computeWeights?.get(weight);
+  return matmul(x, precast && precast.dtype === dtype ? precast : toDType(weight, dtype), { transposeB: true });
 }
 
 /** [B, T, heads·hd] → [B, heads, T, hd]. */
@@ -90,9 +93,9 @@ function selfAttention(x: Tensor, weights: LayerWeights, layer: number, context:
   const width = headDimension(config);
   const input = toDType(rmsNorm(x, weights.inputNorm, config.normEps), computeDType);
   const ropeOptions = { offset: context.positionOffset, theta: config.ropeTheta };
-  const query = rope(splitHeads(linear(input, weights.query, computeDType), config.nHead, width), ropeOptions);
-  const key = rope(splitHeads(linear(input, weights.key, computeDType), config.nKvHead, width), ropeOptions);
-  const value = splitHeads(linear(input, weights.value, computeDType), config.nKvHead, width);
+  const query = rope(splitHeads(linear(input, weights.query, computeDType, context.computeWeights), config.nHead, width), ropeOptions);
+  const key = rope(splitHeads(linear(input, weights.key, computeDType, context.computeWeights), config.nKvHead, width), ropeOptions);
+  const value = splitHeads(linear(input, weights.value, computeDType, context.computeWeights), config.nKvHead, width);
   let attended: Tensor;
   if (context.cache) {
     const cached = context.cache.append(layer, key, value);
@@ -102,14 +105,14 @@ function selfAttention(x: Tensor, weights: LayerWeights, layer: number, context:
   } else {
     attended = causalAttention(query, key, value, context.attention);
   }
-  return toDType(linear(mergeHeads(attended), weights.output, computeDType), 'f32');
+  return toDType(linear(mergeHeads(attended), weights.output, computeDType, context.computeWeights), 'f32');
 }
 
 function feedForward(x: Tensor, weights: LayerWeights, context: BlockContext): Tensor {
   const { config, computeDType } = context;
   const input = toDType(rmsNorm(x, weights.postNorm, config.normEps), computeDType);
-  const hidden = swiglu(linear(input, weights.gate, computeDType), linear(input, weights.up, computeDType));
-  return toDType(linear(hidden, weights.down, computeDType), 'f32');
+  const hidden = swiglu(linear(input, weights.gate, computeDType, context.computeWeights), linear(input, weights.up, computeDType, context.computeWeights));
+  return toDType(linear(hidden, weights.down, computeDType, context.computeWeights), 'f32');
 }
 
 /** Block `layer` on the residual stream x [B, T, d] (f32); intermediates are freed on return. */

@@ -47,14 +47,16 @@ export class LlamaModel implements LanguageModel {
   /** Logits f32 [B, T, vocab] for token ids i32 [B, T]. */
   forward(ids: Tensor, options: ForwardOptions): Tensor {
     this.checkIds(ids, 'forward');
-    const context: BlockContext = { config: this.config, attention: options.attention, computeDType: options.computeDType, positionOffset: 0 };
+    const context: BlockContext = {
+      config: this.config, attention: options.attention, computeDType: options.computeDType, computeWeights: options.computeWeights, positionOffset: 0,
+    };
     return tidy(() => {
       let x = embedding(this.parameters.get('model.embed_tokens.weight')!, ids);
       this.layers.forEach((weights, layer) => {
         const block = (input: Tensor): Tensor => decoderBlock(input, weights, layer, context);
         x = options.checkpointActivations ? checkpoint(block, [x]) : block(x);
       });
-      return this.head(x, options.computeDType);
+      return this.head(x, options.computeDType, options.computeWeights);
     });
   }
 
@@ -99,10 +101,10 @@ export class LlamaModel implements LanguageModel {
     this.dispose();
   }
 
-  private head(x: Tensor, computeDType: DType): Tensor {
+  private head(x: Tensor, computeDType: DType, computeWeights?: ReadonlyMap<Tensor, Tensor>): Tensor {
     const normed = toDType(rmsNorm(x, this.parameters.get('model.norm.weight')!, this.config.normEps), computeDType);
     const weight = this.parameters.get(this.config.tieEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight')!;
-    return toDType(linear(normed, weight, computeDType), 'f32');
+    return toDType(linear(normed, weight, computeDType, computeWeights), 'f32');
   }
 
   private checkIds(ids: Tensor, method: string): void {

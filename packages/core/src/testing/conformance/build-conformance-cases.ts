@@ -9,6 +9,7 @@ import { conversionCases } from './cases/conversion-cases.js';
 import { gradientCases } from './cases/gradient-cases.js';
 import { matmulCases } from './cases/matmul-cases.js';
 import { memoryCases } from './cases/memory-cases.js';
+import { multiTensorCases } from './cases/multi-tensor-cases.js';
 import { nonFiniteCases } from './cases/non-finite-cases.js';
 import { normalizationCases } from './cases/norm-cases.js';
 import { opCases } from './cases/op-cases.js';
@@ -28,7 +29,7 @@ export interface BuildConformanceOptions extends ConformanceOptions {
 
 const FAMILIES: ((settings: CaseSettings) => ConformanceCase[])[] = [
   unaryCases, binaryCases, reduceCases, matmulCases, memoryCases, conversionCases, softmaxCases, normalizationCases,
-  attentionCases, optimizerCases, nonFiniteCases, gradientCases, argumentErrorCases, opCases,
+  attentionCases, optimizerCases, multiTensorCases, nonFiniteCases, gradientCases, argumentErrorCases, opCases,
 ];
 
 /** Every case for `options.backend`: primitives, declared fused kernels (or their composed fallbacks), gradients, NaN/Inf, argument errors. */
