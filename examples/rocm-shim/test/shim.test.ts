@@ -141,9 +141,10 @@ describe('backend-cuda ships what a HIP build compiles', () => {
 });
 
 describe('kiln_hip_compat.h covers every CUDA name', () => {
+  // atomicAdd is not in the list: since the kernels became deterministic (issue 15) none uses float atomics.
   it('finds the names this test is about (a scan that finds nothing checks nothing)', () => {
     const all = new Set(SOURCES.flatMap((file) => [...cudaNames(CODE.get(file)!)]));
-    for (const name of ['cudaMalloc', 'cudaMemcpyAsync', 'cudaErrorMemoryAllocation', '__shfl_xor_sync', '__shfl_down_sync', '__syncwarp', '__half', '__nv_bfloat16', '__float2bfloat16_rn', 'atomicAdd', 'wmma::mma_sync', 'nvcuda', '__cvta_generic_to_shared', 'float4']) {
+    for (const name of ['cudaMalloc', 'cudaMemcpyAsync', 'cudaErrorMemoryAllocation', '__shfl_xor_sync', '__shfl_down_sync', '__syncwarp', '__half', '__nv_bfloat16', '__float2bfloat16_rn', 'wmma::mma_sync', 'nvcuda', '__cvta_generic_to_shared', 'float4']) {
       expect(all, name).toContain(name);
     }
   });

@@ -29,5 +29,8 @@ export function cpuCapabilities(device: DeviceInfo, implementation?: string): Ca
       return dtype === 'i32' ? I32_KERNELS.has(kernel) : dtype === 'f32' || dtype === 'f16' || dtype === 'bf16';
     },
     flashAttention: true,
+    // Fixed loop orders everywhere; row partitions depend on the worker count only.
+    deterministic: true,
+    determinism: 'bit-identical reruns with the same thread count',
   };
 }

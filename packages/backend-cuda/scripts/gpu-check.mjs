@@ -19,6 +19,7 @@ import { CudaBackend, cudaBackendPlugin, loadCudaAddon } from '@kiln/backend-cud
 import { parseArguments, UsageError, USAGE } from './gpu-check/arguments.mjs';
 import { checkAttention } from './gpu-check-attention.mjs';
 import { checkAttentionPrecision } from './gpu-check-attention-precision.mjs';
+import { checkDeterminism } from './gpu-check/determinism.mjs';
 import { kernelTimings } from './gpu-check/kernels.mjs';
 import { kilnBench, locateCli, matmulComparison, pytorchBench } from './gpu-check/measure.mjs';
 import { createReport, evaluateTargets, formatReport } from './gpu-check/report.mjs';
@@ -133,6 +134,19 @@ if (!options.skip.has('attention')) {
   });
 }
 auto.dispose();
+
+// ---- determinism (issue 15): the same short bf16 training run twice on fresh backends, weights' sha256 compared ----
+if (!options.skip.has('determinism')) {
+  const settings = options.simulator ? { preset: 'tiny', computeDType: 'bf16', steps: 1 } : { preset: 'medium', computeDType: 'bf16', steps: 3, microBatchSize: 4 };
+  const determinism = await checkDeterminism(() => new CudaBackend(addon, backendOptions('auto')), settings);
+  report.determinism = determinism;
+  const rows = [['run', 'sha256 of the weights after the last step', 'losses']];
+  determinism.hashes.forEach((hash, run) => rows.push([`${run + 1}`, hash, determinism.losses[run].map((loss) => loss.toFixed(6)).join(' ')]));
+  const verdict = determinism.identical ? 'bit-identical' : 'DIFFERENT';
+  report.sections.push({ title: `determinism (${settings.preset}, ${settings.computeDType}, ${settings.steps} steps, 2 runs): ${verdict}`, rows });
+  log(`determinism: ${verdict} (${determinism.seconds.toFixed(1)} s)`);
+  if (!determinism.identical) report.status = 'failed';
+}
 
 // ---- train step: kiln bench vs PyTorch eager ----
 if (!options.skip.has('train')) {

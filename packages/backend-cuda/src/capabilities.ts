@@ -7,7 +7,7 @@ const I32_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>(['unary', 'bina
 /** Fused kernels with a native implementation in f32, f16 and bf16 (issue 6). */
 const FUSED_FLOAT_KERNELS: readonly KernelName[] = [
   'softmax', 'logSoftmax', 'softmaxBackward', 'rmsNorm', 'rmsNormBackward', 'layerNorm', 'rope', 'swiglu', 'swigluBackward',
-  'crossEntropy', 'crossEntropyBackward', 'adamw',
+  'crossEntropy', 'crossEntropyBackward', 'adamw', 'sumOfSquaresMulti', 'adamwMulti',
 ];
 /** Flash attention (kernels/attention_*.cu); head dims above 128 run core's composition on the backend. */
 const ATTENTION_KERNELS: readonly KernelName[] = ['attention', 'attentionBackward'];
@@ -30,6 +30,9 @@ export function cudaCapabilities(device: DeviceInfo, matmul: CudaMatmulPath): Cu
     flashAttention: true,
     // gather, scatterAdd and crossEntropy(Backward) check every index in the kernel and report through the device error flag.
     checksIndices: true,
+    // Fixed reduction orders and no float atomics in kiln's kernels; cuBLAS without atomics on one stream (docs/backend-cuda.md).
+    deterministic: true,
+    determinism: 'bit-identical reruns on the same GPU model, driver, cuBLAS and kiln build',
     matmul,
   };
 }

@@ -19,6 +19,7 @@ import {
   setFallbackPolicy,
   setWarningHandler,
   type BackendResolution,
+  type KernelBackend,
   type BackendUnavailableError,
   type DiscoveryReport,
   type FallbackPolicy,
@@ -126,6 +127,13 @@ export function reportResolution(resolution: BackendResolution, terminal: Termin
   if (toStderr) terminal.warn(line);
   else terminal.say(line);
   for (const warning of resolution.warnings) terminal.warn(`warning: ${warning}`);
+}
+
+/** One line saying whether a training run on `backend` repeats bit for bit (Capabilities.deterministic), and on what that depends. */
+export function describeDeterminism(backend: KernelBackend): string {
+  const { deterministic, determinism } = backend.capabilities;
+  if (deterministic === true) return `deterministic: yes${determinism ? ` (${determinism})` : ''}`;
+  return `deterministic: no — backend '${backend.name}' does not promise bit-identical reruns${determinism ? ` (${determinism})` : ''}`;
 }
 
 /**

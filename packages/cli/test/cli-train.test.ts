@@ -16,6 +16,7 @@ describe('kiln train → generate → eval → tokenize', () => {
     const run = await runKiln(['train', '--config', config, '--steps', '4']);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toMatch(/^backend: cpu /m);
+    expect(run.stdout).toMatch(/^deterministic: yes \(bit-identical reruns with the same thread count\)$/m);
     expect(run.stdout).toMatch(/^step 4\/4 mean loss \d+\.\d{3} \(step 4\) lr \S+ [\d,]+ tok\/s eta \S+$/m);
     expect(run.stdout).toMatch(/^validation loss: \d+\.\d{3} nats\/byte \(\d+\.\d{3} bits\/byte\)$/m);
     expect(run.stdout).not.toMatch(/target (met|missed)/);

@@ -76,6 +76,11 @@ const BINARY = ['add', 'sub', 'mul', 'div', 'pow', 'maximum', 'minimum', 'greate
 const REDUCE = ['sum', 'mean', 'max', 'min'] as const;
 
 const VALID_ADAMW = { lr: 0.1, beta1: 0.9, beta2: 0.99, eps: 1e-8, weightDecay: 0, step: 1 };
+const VALID_ADAMW_MULTI = { lr: 0.1, beta1: 0.9, beta2: 0.99, eps: 1e-8, step: 1, weightDecays: [0.1], gradientScale: 0.5 };
+const NOT_A_TENSOR_LIST = [undefined, null, 'x', 3, {}, ['x'], [3], [null]];
+const tensorList = (name: string, minimum: 0 | 1): Argument => ({
+  name, valid: () => [f32([3])()], hostile: [...NOT_A_TENSOR_LIST, ...(minimum === 1 ? [[]] : []), new Make(() => [kiln.tensor(new Int32Array([1, 2, 3]), [3])])],
+});
 
 const SPECS: OpSpec[] = [
   {
@@ -241,6 +246,19 @@ const SPECS: OpSpec[] = [
         hostile: [undefined, null, 'x', 3, new Named({}, 'lr'), ...optionHostiles(
           ['lr', ['x', NaN, -1, Infinity]], ['beta1', [1, -0.1]], ['beta2', [NaN]], ['eps', [0, -1]], ['weightDecay', [-1]], ['step', [0, 1.5, 'x']], ['unknown', [1]],
         ).map((named) => new Named({ ...VALID_ADAMW, ...(named.value as object) }, named.name))],
+      },
+    ],
+  },
+  { name: 'sumOfSquaresMulti', call: kiln.sumOfSquaresMulti, args: [tensorList('tensors', 1)] },
+  {
+    name: 'adamwUpdateMulti', call: kiln.adamwUpdateMulti, args: [
+      tensorList('params', 0), tensorList('grads', 0), tensorList('ms', 0), tensorList('vs', 0),
+      {
+        name: 'options', valid: constant(VALID_ADAMW_MULTI),
+        hostile: [undefined, null, 'x', 3, new Named({}, 'lr'), ...optionHostiles(
+          ['lr', ['x', NaN, -1]], ['beta1', [1]], ['eps', [0]], ['step', [0, 1.5]], ['weightDecays', ['x', [], [-1], [NaN], [0.1, 0.1]]],
+          ['gradientScale', ['x', NaN, Infinity, {}]], ['skipIfNonFinite', ['x', 3, {}]], ['unknown', [1]],
+        ).map((named) => new Named({ ...VALID_ADAMW_MULTI, ...(named.value as object) }, named.name))],
       },
     ],
   },

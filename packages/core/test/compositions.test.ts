@@ -239,6 +239,33 @@ describe.each(FLOATS)('compositions match the fused reference (%s)', (dtype) => 
     }, { f32: { absolute: 1e-7, relative: 2e-6 } });
   });
 
+  it.each([
+    { lengths: [3, 0, 1, 37], guard: undefined },
+    { lengths: [5, 129], guard: 4 },
+    { lengths: [7], guard: Number.NaN },
+  ])('sumOfSquaresMulti and adamwMulti %j', async ({ lengths, guard }) => {
+    await compareWithFused('sumOfSquaresMulti', (make) => {
+      const tensors = lengths.map((length, index) => make.tensor([length], index % 2 === 0 ? dtype : 'f32', normal(length, 30 + index, 2)));
+      const out = make.tensor([], 'f32');
+      return { args: [tensors, out], outputs: [out] };
+    });
+    for (const deviceScale of [false, true]) {
+      await compareWithFused('adamwMulti', (make) => {
+        const params = lengths.map((length, index) => make.tensor([length], dtype, normal(length, 40 + index)));
+        const grads = lengths.map((length, index) => make.tensor([length], index % 2 === 0 ? 'f32' : dtype, normal(length, 50 + index, 0.1)));
+        const ms = lengths.map((length, index) => make.tensor([length], 'f32', normal(length, 60 + index, 0.01)));
+        const vs = lengths.map((length, index) => make.tensor([length], 'f32', uniform(length, 70 + index, 0, 1e-3)));
+        const gradientScale = deviceScale ? make.tensor([1], 'f32', [0.25]) : 0.25;
+        const skipIfNonFinite = guard === undefined ? undefined : make.tensor([], 'f32', [guard]);
+        const weightDecays = lengths.map((_, index) => (index % 2 === 0 ? 0.1 : 0));
+        return {
+          args: [params, grads, ms, vs, { lr: 1e-2, beta1: 0.9, beta2: 0.999, eps: 1e-8, step: 3, weightDecays, gradientScale, ...(skipIfNonFinite ? { skipIfNonFinite } : {}) }],
+          outputs: [...params, ...ms, ...vs],
+        };
+      }, { f32: { absolute: 1e-7, relative: 2e-6 } });
+    }
+  });
+
   it.each([[0], [1], [13]])('random is bit-identical to the fused kernel (%i elements)', async (length) => {
     for (const distribution of [{ kind: 'uniform', low: -2, high: 5 }, { kind: 'normal', mean: 1, std: 3 }] as const) {
       await compareWithFused('random', (make) => {

@@ -28,7 +28,7 @@ describe('supportMatrix', () => {
     expect(status('softmax', 'f16')).toBe('native');
     expect(status('attention', 'f32')).toBe('fallback');
     expect(status('gather', 'i32')).toBe('native');
-    expect(rows).toHaveLength(25 * 4);
+    expect(rows).toHaveLength(27 * 4);
   });
 
   it('formats a kernel × dtype table', () => {
@@ -37,6 +37,6 @@ describe('supportMatrix', () => {
     expect(lines[0]).toMatch(/^kernel\s+\| f32\s+\| f16\s+\| bf16\s+\| i32$/);
     expect(lines.find((line) => line.startsWith('matmul'))).toMatch(/^matmul\s+\| native\s+\| native\s+\| native\s+\| -$/);
     expect(lines.find((line) => line.startsWith('attention '))).toMatch(/fallback\s+\| fallback\s+\| fallback\s+\| -$/);
-    expect(lines).toHaveLength(2 + 25);
+    expect(lines).toHaveLength(2 + 27);
   });
 });

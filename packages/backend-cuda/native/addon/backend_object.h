@@ -65,6 +65,8 @@ class BackendObject : public Napi::ObjectWrap<BackendObject> {
   Napi::Value CrossEntropy(const Napi::CallbackInfo& info);
   Napi::Value CrossEntropyBackward(const Napi::CallbackInfo& info);
   Napi::Value Adamw(const Napi::CallbackInfo& info);
+  Napi::Value SumOfSquaresMulti(const Napi::CallbackInfo& info);
+  Napi::Value AdamwMulti(const Napi::CallbackInfo& info);
   // flash attention (attention_methods.cpp)
   Napi::Value Attention(const Napi::CallbackInfo& info);
   Napi::Value AttentionBackward(const Napi::CallbackInfo& info);

@@ -13,6 +13,7 @@
 #include "../kernels/softmax.cuh"
 #include "../kernels/swiglu.cuh"
 #include "backend_object.h"
+#include "launch_scratch.h"
 
 namespace kiln {
 namespace {
@@ -45,26 +46,6 @@ TensorArgument read_float_tensor(BufferTable& buffers, const Napi::Value& value,
 }
 
 float* f32_pointer(const TensorArgument& tensor) { return static_cast<float*>(tensor.base()); }
-
-/** Scratch device memory for one launch: taken from the allocator and given back at once (single stream: later work reuses it safely). */
-class LaunchScratch {
- public:
-  LaunchScratch(DeviceContext& device, std::size_t bytes) : device_(device), bytes_(bytes) {
-    if (bytes_ > 0) pointer_ = device_.allocator().allocate(bytes_, &class_bytes_);
-  }
-  LaunchScratch(const LaunchScratch&) = delete;
-  LaunchScratch& operator=(const LaunchScratch&) = delete;
-  ~LaunchScratch() {
-    if (pointer_ != nullptr) device_.allocator().release(pointer_, bytes_, class_bytes_);
-  }
-  void* get() const { return pointer_; }
-
- private:
-  DeviceContext& device_;
-  std::size_t bytes_;
-  std::size_t class_bytes_ = 0;
-  void* pointer_ = nullptr;
-};
 
 /** Profile work of a launch that reads or writes `passes` tensors like `x`. */
 LaunchWork tensor_passes(const TensorArgument& x, double passes) { return LaunchWork{passes * static_cast<double>(x.count) * dtype_bytes(x.dtype), 0}; }

@@ -14,6 +14,7 @@
 #include "../kernels/reduce.cuh"
 #include "../runtime/layout.h"
 #include "backend_object.h"
+#include "launch_scratch.h"
 
 namespace kiln {
 namespace {
@@ -133,7 +134,8 @@ Napi::Value BackendObject::Reduce(const Napi::CallbackInfo& info) {
     if (arg && size == 0 && outer * inner > 0) {
       throw_invalid(std::string("reduce: ") + kReduceOpNames[op] + " over an empty axis has no answer (x " + describe(x) + ")");
     }
-    device.after_launch(launch_reduce(device.launch_context(), op, x.dtype, x.base(), out.dtype, out.base(), outer, size, inner),
+    LaunchScratch scratch(device, reduce_scratch_bytes(outer, size, inner));
+    device.after_launch(launch_reduce(device.launch_context(), op, x.dtype, x.base(), out.dtype, out.base(), outer, size, inner, scratch.get()),
                         std::string("reduce ") + kReduceOpNames[op] + " " + describe(x) + " as [" + std::to_string(outer) + ", " + std::to_string(size) +
                             ", " + std::to_string(inner) + "]",
                         LaunchWork{static_cast<double>(x.count) * dtype_bytes(x.dtype) + static_cast<double>(out.count) * dtype_bytes(out.dtype), 0});

@@ -29,11 +29,13 @@ constexpr int kCompute32FFastTF32 = 77;  // CUBLAS_COMPUTE_32F_FAST_TF32
 constexpr int kDefaultMath = 0;                           // CUBLAS_DEFAULT_MATH
 constexpr int kDisallowReducedPrecisionReduction = 16;    // CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION
 constexpr int kGemmDefault = -1;                          // CUBLAS_GEMM_DEFAULT
+constexpr int kAtomicsNotAllowed = 0;                     // CUBLAS_ATOMICS_NOT_ALLOWED
 
 using CreateFunction = CublasStatus (*)(CublasHandle*);
 using DestroyFunction = CublasStatus (*)(CublasHandle);
 using SetStreamFunction = CublasStatus (*)(CublasHandle, cudaStream_t);
 using SetMathModeFunction = CublasStatus (*)(CublasHandle, int);
+using SetAtomicsModeFunction = CublasStatus (*)(CublasHandle, int);
 using GetVersionFunction = CublasStatus (*)(CublasHandle, int*);
 using GemmStridedBatchedFunction = CublasStatus (*)(CublasHandle, int, int, int, int, int, const void*, const void*, int, int, long long, const void*, int,
                                                     int, long long, const void*, void*, int, int, long long, int, int, int);
@@ -80,6 +82,7 @@ struct CublasFunctions {
   DestroyFunction destroy = nullptr;
   SetStreamFunction set_stream = nullptr;
   SetMathModeFunction set_math_mode = nullptr;
+  SetAtomicsModeFunction set_atomics_mode = nullptr;
   GetVersionFunction get_version = nullptr;
   GemmStridedBatchedFunction gemm_strided_batched = nullptr;
   // Libraries stay loaded for the life of the process (as the CUDA runtime's own do).
@@ -120,6 +123,7 @@ void open_pair(const std::string& lt_path, const std::string& path, CublasLookup
   functions->destroy = reinterpret_cast<DestroyFunction>(resolve("cublasDestroy_v2"));
   functions->set_stream = reinterpret_cast<SetStreamFunction>(resolve("cublasSetStream_v2"));
   functions->set_math_mode = reinterpret_cast<SetMathModeFunction>(resolve("cublasSetMathMode"));
+  functions->set_atomics_mode = reinterpret_cast<SetAtomicsModeFunction>(resolve("cublasSetAtomicsMode"));
   functions->get_version = reinterpret_cast<GetVersionFunction>(resolve("cublasGetVersion_v2"));
   functions->gemm_strided_batched = reinterpret_cast<GemmStridedBatchedFunction>(resolve("cublasGemmStridedBatchedEx"));
   if (!lookup.reason.empty()) return;
@@ -232,6 +236,9 @@ CublasSession::CublasSession(const CublasLookup& lookup, cudaStream_t stream, bo
   }
   CublasStatus status = functions_->set_stream(handle_, stream);
   if (status == kCublasSuccess) status = functions_->set_math_mode(handle_, kDefaultMath | kDisallowReducedPrecisionReduction);
+  // Reproducible results (docs/backend-cuda.md, determinism): no atomics-based algorithms, and one
+  // stream per handle, so cuBLAS's default workspace and its split-K reductions are used in a fixed order.
+  if (status == kCublasSuccess) status = functions_->set_atomics_mode(handle_, kAtomicsNotAllowed);
   if (status == kCublasSuccess) status = functions_->get_version(handle_, &version_);
   if (status != kCublasSuccess) {
     functions_->destroy(handle_);

@@ -1,6 +1,7 @@
 // Timings of the memory-bound kernels at training-like sizes (effective GB/s), for the report's
 // "kernels" section: primitives (unary, binary, copy, reduce, gather/scatterAdd, random) and the
-// fused kernels (softmax, rmsNorm ± backward, rope, swiglu, cross-entropy over a 50k vocabulary, AdamW).
+// fused kernels (softmax, rmsNorm ± backward, rope, swiglu, cross-entropy over a 50k vocabulary, AdamW),
+// whole-tensor and leading-axis sums, and the multi-tensor norm and AdamW at gpt2s widths.
 
 const BYTES = { f32: 4, f16: 2, bf16: 2, i32: 4 };
 
@@ -39,6 +40,9 @@ export async function kernelTimings(backend, { quick, simulator }) {
         backend.copy({ ...x, shape: [side, side], strides: [1, side], offset: 0 }, { ...out, shape: [side, side], strides: [side, 1], offset: 0 }));
       const [sums] = keep(tensor([side], dtype, false));
       await time('reduce sum rows', dtype, `${side}×${side}`, n * b, () => backend.reduce('sum', x, sums, side, side, 1));
+      await time('reduce sum columns', dtype, `${side}×${side}`, n * b, () => backend.reduce('sum', x, sums, 1, side, side));
+      const [total] = keep(tensor([1], dtype, false));
+      await time('reduce sum whole tensor', dtype, `${n}`, n * b, () => backend.reduce('sum', x, total, 1, n, 1));
       await time('random normal', dtype, `${n}`, n * b, () => backend.random(out, { kind: 'normal', mean: 0, std: 1 }, 7, 0));
       const rowsIn = { ...x, shape: [tokens, width] };
       const rowsOut = { ...out, shape: [tokens, width] };
@@ -63,6 +67,23 @@ export async function kernelTimings(backend, { quick, simulator }) {
       backend.fill(v, 0);
       await time('adamw', dtype, `${n}`, n * (2 * b + 2 * b + 16), () =>
         backend.adamw(x, y, m, v, { lr: 1e-4, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, step: 1 }));
+      // The gpt2s widths (issue 15): 48 [768, 768] and 36 [2048, 768] matrices, 85M elements, as the trainer's norm and update see them.
+      const pieces = simulator ? [64, 64, 192] : [...Array(48).fill(768 * 768), ...Array(36).fill(2048 * 768)];
+      const elements = pieces.reduce((sum, size) => sum + size, 0);
+      const grads = keep(...pieces.map((size) => tensor([size], dtype)));
+      const [normSquared] = keep(tensor([1], 'f32', false));
+      await time('sumOfSquaresMulti', dtype, `${pieces.length} tensors, ${elements}`, elements * b, () => backend.sumOfSquaresMulti(grads, normSquared));
+      const params = keep(...pieces.map((size) => tensor([size], dtype)));
+      const moments = keep(...pieces.flatMap((size) => [tensor([size], 'f32', false), tensor([size], 'f32', false)]));
+      for (const moment of moments) backend.fill(moment, 0);
+      const options = { lr: 1e-4, beta1: 0.9, beta2: 0.95, eps: 1e-8, step: 1, weightDecays: pieces.map(() => 0.1), gradientScale: 0.5 };
+      await time('adamwMulti', dtype, `${pieces.length} tensors, ${elements}`, elements * (2 * b + 2 * b + 16), () =>
+        backend.adamwMulti(params, grads, moments.filter((_, index) => index % 2 === 0), moments.filter((_, index) => index % 2 === 1), options));
+      const [embeddingGrad] = keep(tensor([vocab * width], dtype, false));
+      const [indices] = keep({ buffer: backend.alloc(tokens * 4), shape: [tokens], dtype: 'i32' });
+      backend.upload(indices.buffer, new Uint8Array(Int32Array.from({ length: tokens }, (_, position) => (position * 7919) % vocab).buffer));
+      await time('scatterAdd (embedding backward)', dtype, `${tokens}×${width} → ${vocab} rows`, 2 * tokens * width * b, () =>
+        backend.scatterAdd({ ...x, shape: [tokens * width] }, indices, embeddingGrad, 1, vocab, width));
     }
   } finally {
     for (const ref of held) backend.free(ref.buffer);

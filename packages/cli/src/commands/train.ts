@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { formatCount, InvalidArgumentError } from '@kiln/core';
 import { adaptConfigToBackend, formatTrainConfig, loadTrainConfig, LOSS_PLOT_FILE, METRICS_FILE, parseLoraOption, train, type PartialTrainConfig, type TrainConfig, type TrainResult } from '@kiln/trainer';
-import { reportResolution, setUpBackend, trainBackendRequest } from '../backend-setup.js';
+import { describeDeterminism, reportResolution, setUpBackend, trainBackendRequest } from '../backend-setup.js';
 import { formatKernelProfile } from '../bench/kernel-profile.js';
 import { createTrainProfiler, PROFILE_STEPS, PROFILE_WARMUP_STEPS } from '../bench/train-profile.js';
 import { integerArgument, type CliContext } from '../cli-context.js';
@@ -87,6 +87,7 @@ async function runTrain(options: TrainOptions, context: CliContext): Promise<num
   const resolution = await setUpBackend(trainBackendRequest(config.device, options), terminal);
   reportResolution(resolution, terminal);
   const { backend } = resolution;
+  terminal.say(describeDeterminism(backend));
   if (options.verbose === true) {
     terminal.say('resolved config:');
     terminal.say(formatTrainConfig(adaptConfigToBackend(config, backend).config).trimEnd());

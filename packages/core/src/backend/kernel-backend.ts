@@ -103,6 +103,30 @@ export interface AdamWParams {
   step: number;
 }
 
+/**
+ * Options of a multi-tensor AdamW step (adamwMulti): the hyper-parameters of AdamWParams with a
+ * weight decay per tensor, a gradient scale, and an optional device-side guard. The scale and the
+ * guard may live on the device, so a whole training step can run without reading anything back.
+ */
+export interface AdamWMultiParams {
+  /** Learning rate for this step. */
+  lr: number;
+  /** First-moment decay. */
+  beta1: number;
+  /** Second-moment decay. */
+  beta2: number;
+  /** Denominator epsilon. */
+  eps: number;
+  /** 1-based step number (for bias correction). */
+  step: number;
+  /** Decoupled weight decay of each tensor, in the order of the tensor lists (param *= 1 - lr * weightDecays[i]). */
+  weightDecays: readonly number[];
+  /** Multiplier of every gradient before the update (clip factor × 1/loss scale): a number, or a one-element f32 tensor read on the device. */
+  gradientScale: number | TensorRef;
+  /** Optional: a one-element f32 tensor (e.g. the squared gradient norm); when it holds NaN or ±Inf the step changes nothing. */
+  skipIfNonFinite?: TensorRef;
+}
+
 /** Facts about one device a backend can drive. */
 export interface DeviceInfo {
   /** Device id, e.g. 'cuda:0', 'metal:0', 'cpu'. */
@@ -140,7 +164,7 @@ export type PrimitiveKernelName =
 export type FusedKernelName =
   | 'random' | 'softmax' | 'softmaxBackward' | 'logSoftmax' | 'rmsNorm' | 'rmsNormBackward'
   | 'layerNorm' | 'rope' | 'swiglu' | 'swigluBackward' | 'attention'
-  | 'attentionBackward' | 'crossEntropy' | 'crossEntropyBackward' | 'adamw';
+  | 'attentionBackward' | 'crossEntropy' | 'crossEntropyBackward' | 'adamw' | 'sumOfSquaresMulti' | 'adamwMulti';
 export type KernelName = PrimitiveKernelName | FusedKernelName;
 
 /** The primitive kernels every backend must implement. */
@@ -152,7 +176,7 @@ export const PRIMITIVE_KERNELS: readonly PrimitiveKernelName[] = [
 export const FUSED_KERNELS: readonly FusedKernelName[] = [
   'random', 'softmax', 'softmaxBackward', 'logSoftmax', 'rmsNorm', 'rmsNormBackward', 'layerNorm',
   'rope', 'swiglu', 'swigluBackward', 'attention', 'attentionBackward',
-  'crossEntropy', 'crossEntropyBackward', 'adamw',
+  'crossEntropy', 'crossEntropyBackward', 'adamw', 'sumOfSquaresMulti', 'adamwMulti',
 ];
 
 /** What a backend can do, queried cheaply before dispatch (never "call it and catch"). */
@@ -172,6 +196,14 @@ export interface Capabilities {
   checksIndices?: boolean;
   /** Optional: one line saying how kernels run when a backend has several paths (e.g. 'WebAssembly SIMD128 kernels, 2 threads'). */
   implementation?: string;
+  /**
+   * Optional (default false): true when every kernel gives the same bits on every run with the same
+   * inputs on the same device and build (fixed reduction orders, no float atomics), so a training run
+   * repeats exactly. `determinism` says under which conditions, in one line.
+   */
+  deterministic?: boolean;
+  /** Optional: one line on what the determinism depends on (e.g. 'same GPU model and build; cuBLAS without atomics'). */
+  determinism?: string;
 }
 
 /**
@@ -257,6 +289,10 @@ export interface KernelBackend {
   crossEntropyBackward?(logits: TensorRef, targets: TensorRef, dLogits: TensorRef, rows: number, classes: number, ignoreIndex: number, scale: number): void;
   /** Optional: one AdamW step in place on param, m, v (f32 state) from grad. */
   adamw?(param: TensorRef, grad: TensorRef, m: TensorRef, v: TensorRef, params: AdamWParams): void;
+  /** Optional: out (one-element f32) = Σ over tensors of Σ x², f32 accumulation in an order fixed by the shapes (same bits every run); float tensors of any dtype mix, empty ones allowed. */
+  sumOfSquaresMulti?(tensors: readonly TensorRef[], out: TensorRef): void;
+  /** Optional: one AdamW step in place on every params[i], ms[i], vs[i] (f32 state) from grads[i] × gradientScale (lists of equal length, matching shapes); see AdamWMultiParams. */
+  adamwMulti?(params: readonly TensorRef[], grads: readonly TensorRef[], ms: readonly TensorRef[], vs: readonly TensorRef[], options: AdamWMultiParams): void;
 }
 
 /** The result of probing a plugin: never throws, says why when unavailable. */

@@ -6,7 +6,7 @@
  * it checks scalars (eps, scale, the AdamW hyper-parameters) and the ignore index, and to check
  * and call rope, whose checks are its own.
  */
-import type { AdamWParams, TensorRef } from '../backend/kernel-backend.js';
+import type { AdamWMultiParams, AdamWParams, TensorRef } from '../backend/kernel-backend.js';
 import { InvalidArgumentError } from '../index.js';
 import type { NativeArgumentChecks } from './argument-checks.js';
 import type { NativeTensor } from './native-tensor.js';
@@ -38,6 +38,30 @@ export interface NativeFusedMethods {
   crossEntropyBackward(logits: NativeTensor, targets: NativeTensor, dLogits: NativeTensor, rows: number, classes: number, ignoreIndex: number, scale: number): void;
   /** One AdamW step in place on param, m, v (f32 state) from grad. */
   adamw(param: NativeTensor, grad: NativeTensor, m: NativeTensor, v: NativeTensor, params: AdamWParams): void;
+  /** Optional: out (f32, one element) = Σ over tensors of Σ x², deterministic order (absent: NativeKernelBackend composes it). */
+  sumOfSquaresMulti?(tensors: NativeTensor[], out: NativeTensor): void;
+  /** Optional: one AdamW step on every (param, grad, m, v); gradientScale and skipIfNonFinite may be one-element f32 tensors (absent: composed). */
+  adamwMulti?(params: NativeTensor[], grads: NativeTensor[], ms: NativeTensor[], vs: NativeTensor[], options: NativeAdamWMultiOptions): void;
+}
+
+/** adamwMulti's options as the addon takes them. */
+export interface NativeAdamWMultiOptions {
+  /** Learning rate. */
+  lr: number;
+  /** First-moment decay. */
+  beta1: number;
+  /** Second-moment decay. */
+  beta2: number;
+  /** Denominator epsilon. */
+  eps: number;
+  /** 1-based step. */
+  step: number;
+  /** Weight decay per tensor. */
+  weightDecays: number[];
+  /** A number or a one-element f32 tensor. */
+  gradientScale: number | NativeTensor;
+  /** Optional one-element f32 tensor: non-finite makes the step a no-op. */
+  skipIfNonFinite?: NativeTensor;
 }
 
 /** See the file header; `owner` is the backend whose buffers are accepted. */
@@ -174,5 +198,65 @@ export abstract class NativeFusedKernels {
     for (const [name, value] of Object.entries({ lr, beta1, beta2, eps, weightDecay })) this.checkScalar(kernel, `params.${name}`, value);
     this.checks.checkInteger(step, 'adamw: params.step', 1);
     this.errors.callNative(() => this.native.adamw(parameter.native, gradient.native, first.native, second.native, { lr, beta1, beta2, eps, weightDecay, step }));
+  }
+
+  /** True when the addon has the multi-tensor kernel `name` (else NativeKernelBackend composes it). */
+  hasMultiTensor(name: 'sumOfSquaresMulti' | 'adamwMulti'): boolean {
+    return typeof this.native[name] === 'function';
+  }
+
+  /** out = Σ over tensors of Σ x² (f32, one element). */
+  sumOfSquaresMulti(tensors: readonly TensorRef[], out: TensorRef): void {
+    const kernel = 'sumOfSquaresMulti';
+    const inputs = this.tensorList(kernel, 'tensors', tensors);
+    const output = this.checks.checkTensorOf(out, this.owner, kernel, 'out', 'f32', 1, 'one element');
+    this.errors.callNative(() => this.native.sumOfSquaresMulti!(inputs.map((tensor) => tensor.native), output.native));
+  }
+
+  /** One AdamW step on every (params[i], grads[i], ms[i], vs[i]). */
+  adamwMulti(params: readonly TensorRef[], grads: readonly TensorRef[], ms: readonly TensorRef[], vs: readonly TensorRef[], options: AdamWMultiParams): void {
+    const kernel = 'adamwMulti';
+    const parameters = this.tensorList(kernel, 'params', params);
+    const gradients = this.tensorList(kernel, 'grads', grads);
+    const lists = { grads: gradients.length, ms: Array.isArray(ms) ? ms.length : -1, vs: Array.isArray(vs) ? vs.length : -1 };
+    for (const [name, length] of Object.entries(lists)) {
+      if (length !== parameters.length) throw new InvalidArgumentError(`${this.checks.backend} backend: ${kernel}: ${name} must be an array of ${parameters.length} tensors (one per param)`);
+    }
+    const why = 'as many elements as its param';
+    parameters.forEach((parameter, index) => this.checks.expectCount(gradients[index], parameter.count, kernel, `grads[${index}]`, why));
+    const first = ms.map((m, index) => this.checks.checkTensorOf(m, this.owner, kernel, `ms[${index}]`, 'f32', parameters[index].count, why));
+    const second = vs.map((v, index) => this.checks.checkTensorOf(v, this.owner, kernel, `vs[${index}]`, 'f32', parameters[index].count, why));
+    if (typeof options !== 'object' || options === null) throw new InvalidArgumentError(`${this.checks.backend} backend: ${kernel}: options must be an object`);
+    const { lr, beta1, beta2, eps, step, weightDecays, gradientScale, skipIfNonFinite } = options;
+    for (const [name, value] of Object.entries({ lr, beta1, beta2, eps })) this.checkScalar(kernel, `options.${name}`, value);
+    this.checks.checkInteger(step, `${kernel}: options.step`, 1);
+    if (!Array.isArray(weightDecays) || weightDecays.length !== parameters.length) {
+      throw new InvalidArgumentError(`${this.checks.backend} backend: ${kernel}: options.weightDecays must hold one number per param (${parameters.length})`);
+    }
+    weightDecays.forEach((value, index) => this.checkScalar(kernel, `options.weightDecays[${index}]`, value));
+    const scalar = (ref: TensorRef, name: string) => this.checks.checkTensorOf(ref, this.owner, kernel, name, 'f32', 1, 'one element').native;
+    let scale: number | NativeTensor;
+    if (typeof gradientScale === 'number') {
+      this.checkScalar(kernel, 'options.gradientScale', gradientScale);
+      scale = gradientScale;
+    } else {
+      scale = scalar(gradientScale, 'options.gradientScale');
+    }
+    const native: NativeAdamWMultiOptions = { lr, beta1, beta2, eps, step, weightDecays: [...weightDecays], gradientScale: scale };
+    if (skipIfNonFinite !== undefined) native.skipIfNonFinite = scalar(skipIfNonFinite, 'options.skipIfNonFinite');
+    this.errors.callNative(() =>
+      this.native.adamwMulti!(parameters.map((tensor) => tensor.native), gradients.map((tensor) => tensor.native), first.map((tensor) => tensor.native),
+        second.map((tensor) => tensor.native), native),
+    );
+  }
+
+  /** A list of dense float tensors owned by this backend. */
+  private tensorList(kernel: string, name: string, list: readonly TensorRef[]) {
+    if (!Array.isArray(list)) throw new InvalidArgumentError(`${this.checks.backend} backend: ${kernel}: ${name} must be an array of tensors`);
+    return list.map((ref, index) => {
+      const checked = this.checks.checkTensor(ref, this.owner, kernel, `${name}[${index}]`, false);
+      this.checks.expectFloat(checked, kernel, `${name}[${index}]`);
+      return checked;
+    });
   }
 }

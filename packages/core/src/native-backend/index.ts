@@ -16,7 +16,7 @@ export {
   type AddonLoadAttempt, type LoadedNativeAddon, type NativeAddonSearch,
 } from './addon-loader.js';
 export { kernelTimingSourceOf, type DeviceKernelTiming, type KernelTimingSource } from './kernel-timing.js';
-export { NativeFusedKernels, type NativeFusedMethods } from './fused-kernels.js';
+export { NativeFusedKernels, type NativeAdamWMultiOptions, type NativeFusedMethods } from './fused-kernels.js';
 export { NativeKernelBackend, type NativeKernelBackendParts } from './native-kernel-backend.js';
 export type { NativeKernelMethods } from './native-methods.js';
 export { formatShape, nativeArgumentChecks, type CheckedTensor, type NativeArgumentChecks } from './argument-checks.js';

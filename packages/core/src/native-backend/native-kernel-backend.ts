@@ -7,7 +7,7 @@
  * MetalBackend); messages start "<backend> backend: ".
  */
 import type {
-  AdamWParams, AttentionParams, BinaryOp, BufferHandle, Capabilities, KernelBackend, MatmulParams, MemoryInfo,
+  AdamWMultiParams, AdamWParams, AttentionParams, BinaryOp, BufferHandle, Capabilities, KernelBackend, MatmulParams, MemoryInfo,
   RandomDistribution, ReduceOp, StridedView, TensorRef, UnaryOp,
 } from '../backend/kernel-backend.js';
 import { DTypeError, InvalidArgumentError, KERNEL_API_VERSION, composedKernels, formatShape } from '../index.js';
@@ -369,6 +369,20 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
   adamw(param: TensorRef, grad: TensorRef, m: TensorRef, v: TensorRef, params: AdamWParams): void {
     this.ensureOpen('adamw');
     this.fused.adamw(param, grad, m, v, params);
+  }
+
+  /** Σ over tensors of Σ x² into out (f32, one element): the addon's multi-tensor kernel, or core's composition when the addon lacks it. */
+  sumOfSquaresMulti(tensors: readonly TensorRef[], out: TensorRef): void {
+    this.ensureOpen('sumOfSquaresMulti');
+    if (this.fused.hasMultiTensor('sumOfSquaresMulti')) this.fused.sumOfSquaresMulti(tensors, out);
+    else composedKernels.sumOfSquaresMulti(this, tensors, out);
+  }
+
+  /** One AdamW step on every (param, grad, m, v): the addon's multi-tensor kernel, or core's composition when the addon lacks it. */
+  adamwMulti(params: readonly TensorRef[], grads: readonly TensorRef[], ms: readonly TensorRef[], vs: readonly TensorRef[], options: AdamWMultiParams): void {
+    this.ensureOpen('adamwMulti');
+    if (this.fused.hasMultiTensor('adamwMulti')) this.fused.adamwMulti(params, grads, ms, vs, options);
+    else composedKernels.adamwMulti(this, params, grads, ms, vs, options);
   }
 
   /** Flash attention forward: out and the f32 row log-sum-exp lse. Head dims above the kernels' limit run core's composition on this backend. */

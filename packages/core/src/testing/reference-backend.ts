@@ -16,6 +16,7 @@ import { referenceCrossEntropy, referenceCrossEntropyBackward } from './referenc
 import { referenceBinary, referenceCast, referenceCopy, referenceFill, referenceUnary, referenceWhere } from './reference/elementwise.js';
 import { referenceGather, referenceScatterAdd } from './reference/indexing.js';
 import { referenceMatmul } from './reference/matmul.js';
+import { referenceAdamwMulti, referenceSumOfSquaresMulti } from './reference/multi-tensor.js';
 import { ReferenceMemory, type TransferCounters } from './reference/memory.js';
 import { referenceLayerNorm, referenceRmsNorm, referenceRmsNormBackward } from './reference/normalization.js';
 import { referenceRandom } from './reference/random.js';
@@ -83,6 +84,8 @@ function fusedMethods(memory: ReferenceMemory): Required<Pick<KernelBackend, Fus
     crossEntropyBackward: (logits, targets, dLogits, rows, classes, ignoreIndex, scale) =>
       referenceCrossEntropyBackward(memory, logits, targets, dLogits, rows, classes, ignoreIndex, scale),
     adamw: (param, grad, m, v, params) => referenceAdamw(memory, param, grad, m, v, params),
+    sumOfSquaresMulti: (tensors, out) => referenceSumOfSquaresMulti(memory, tensors, out),
+    adamwMulti: (params, grads, ms, vs, options) => referenceAdamwMulti(memory, params, grads, ms, vs, options),
   };
 }
 

@@ -3,9 +3,10 @@
  * cross-entropy without the max subtraction, a warp-sized row reduction, flash attention without
  * the rescale or with the wrong scale, mask strides or block-local causal limit, rope with a fixed
  * theta or interleaved pairs, cross-entropy targets ignored or clamped, AdamW decay in the wrong
- * place.
+ * place, multi-tensor AdamW that ignores its guard or its device-side scale, a sum of squares that
+ * stops at an empty tensor.
  */
-import type { AdamWParams, AttentionParams, StridedView, TensorRef } from '../../src/backend/kernel-backend.js';
+import type { AdamWMultiParams, AdamWParams, AttentionParams, StridedView, TensorRef } from '../../src/backend/kernel-backend.js';
 import type { ReferenceBackend } from '../../src/testing/index.js';
 import { f32, load, store, type PlantedBug } from './host.js';
 
@@ -266,7 +267,42 @@ function adamwKernel(base: ReferenceBackend, mistakes: AdamWMistakes) {
   };
 }
 
+/** The reference multi-tensor kernels with `options` or `tensors` altered by the planted mistake. */
+function multiTensorKernels(base: ReferenceBackend, alter: { options?: (options: AdamWMultiParams) => AdamWMultiParams; tensors?: (tensors: readonly TensorRef[]) => readonly TensorRef[] }) {
+  return {
+    sumOfSquaresMulti(tensors: readonly TensorRef[], out: TensorRef): void {
+      base.sumOfSquaresMulti!(alter.tensors ? alter.tensors(tensors) : tensors, out);
+    },
+    adamwMulti(params: readonly TensorRef[], grads: readonly TensorRef[], ms: readonly TensorRef[], vs: readonly TensorRef[], options: AdamWMultiParams): void {
+      base.adamwMulti!(params, grads, ms, vs, alter.options ? alter.options(options) : options);
+    },
+  };
+}
+
 export const FUSED_BUGS: PlantedBug[] = [
+  {
+    name: 'a multi-tensor AdamW that ignores skipIfNonFinite (updates after a NaN norm)',
+    kernel: 'adamwMulti',
+    caughtBy: 'adamwMulti f32 [lengths=1+37+0+4099,grads=same]',
+    plant: (base, planted) => multiTensorKernels(base, { options: ({ skipIfNonFinite, ...rest }) => (planted ? rest : { ...rest, ...(skipIfNonFinite ? { skipIfNonFinite } : {}) }) }),
+  },
+  {
+    name: 'a multi-tensor AdamW that treats a device-scalar gradientScale as 1',
+    kernel: 'adamwMulti',
+    caughtBy: 'adamwMulti f32 [lengths=1+37+0+4099,grads=same]',
+    plant: (base, planted) => multiTensorKernels(base, { options: (options) => (planted && typeof options.gradientScale !== 'number' ? { ...options, gradientScale: 1 } : options) }),
+  },
+  {
+    name: 'a sum of squares that stops at the first empty tensor',
+    kernel: 'sumOfSquaresMulti',
+    caughtBy: 'sumOfSquaresMulti f32 [lengths=1+37+0+4099,grads=same]',
+    plant: (base, planted) => multiTensorKernels(base, {
+      tensors: (tensors) => {
+        const empty = tensors.findIndex((tensor) => tensor.shape.reduce((product, size) => product * size, 1) === 0);
+        return planted && empty >= 0 ? tensors.slice(0, empty) : tensors;
+      },
+    }),
+  },
   {
     name: 'an rmsNorm with eps outside the square root: 1/(√mean(x²) + eps)',
     kernel: 'rmsNorm',

@@ -1,9 +1,10 @@
 /**
  * AdamW over the model's parameters: f32 first and second moments per parameter, global
- * gradient norm, and the update through core's fused `adamwUpdate` (composed by core when a
- * backend lacks the kernel).
+ * gradient norm, and the update — both through core's multi-tensor ops (`sumOfSquaresMulti`,
+ * `adamwUpdateMulti`: one or a few launches for every parameter where the backend fuses them,
+ * core's per-tensor composition elsewhere).
  */
-import { add, adamwUpdate, cast, InvalidArgumentError, mul, noGrad, square, sum, tidy, zeros, type KernelBackend, type Tensor } from '@kiln/core';
+import { adamwUpdateMulti, InvalidArgumentError, noGrad, sumOfSquaresMulti, zeros, type KernelBackend, type Tensor } from '@kiln/core';
 import type { OptimizerConfig } from '../contracts.js';
 
 /** First (`m`, exp_avg) and second (`v`, exp_avg_sq) moments by parameter name. */
@@ -40,18 +41,9 @@ export function appliesWeightDecay(parameter: Tensor): boolean {
 
 /** Σ‖grad‖² over every parameter that has a gradient, as a device scalar (f32). */
 export function gradientNormSquared(parameters: ReadonlyMap<string, Tensor>): Tensor {
-  return noGrad(() =>
-    tidy(() => {
-      let total: Tensor | undefined;
-      for (const parameter of parameters.values()) {
-        if (!parameter.grad) continue;
-        const gradient = parameter.grad.dtype === 'f32' ? parameter.grad : cast(parameter.grad, 'f32');
-        const part = sum(square(gradient));
-        total = total ? add(total, part) : part;
-      }
-      return total ?? zeros([], { dtype: 'f32', backend: firstBackend(parameters) });
-    }),
-  );
+  const gradients = [...parameters.values()].flatMap((parameter) => (parameter.grad ? [parameter.grad] : []));
+  if (gradients.length === 0) return zeros([], { dtype: 'f32', backend: firstBackend(parameters) });
+  return noGrad(() => sumOfSquaresMulti(gradients));
 }
 
 /** Frees and clears every parameter's gradient. */
@@ -74,27 +66,28 @@ export interface AdamWStepOptions {
   gradientScale: number;
 }
 
-/** Applies one AdamW update to every parameter that has a gradient. */
+/** Applies one AdamW update to every parameter that has a gradient (one multi-tensor call). */
 export function adamwStep(parameters: ReadonlyMap<string, Tensor>, moments: AdamWMoments, options: AdamWStepOptions): void {
   const { lr, optimizer, step, gradientScale } = options;
-  noGrad(() => {
-    for (const [name, parameter] of parameters) {
-      const gradient = parameter.grad;
-      const state = moments.get(name);
-      if (!gradient || !state) continue;
-      tidy(() => {
-        const scaled = gradientScale === 1 ? gradient : mul(gradient, gradientScale);
-        adamwUpdate(parameter, scaled, state.m, state.v, {
-          lr,
-          beta1: optimizer.beta1,
-          beta2: optimizer.beta2,
-          eps: optimizer.eps,
-          weightDecay: appliesWeightDecay(parameter) ? optimizer.weightDecay : 0,
-          step,
-        });
-      });
-    }
-  });
+  const updated: Tensor[] = [];
+  const gradients: Tensor[] = [];
+  const firstMoments: Tensor[] = [];
+  const secondMoments: Tensor[] = [];
+  const weightDecays: number[] = [];
+  for (const [name, parameter] of parameters) {
+    const state = moments.get(name);
+    if (!parameter.grad || !state) continue;
+    updated.push(parameter);
+    gradients.push(parameter.grad);
+    firstMoments.push(state.m);
+    secondMoments.push(state.v);
+    weightDecays.push(appliesWeightDecay(parameter) ? optimizer.weightDecay : 0);
+  }
+  noGrad(() =>
+    adamwUpdateMulti(updated, gradients, firstMoments, secondMoments, {
+      lr, beta1: optimizer.beta1, beta2: optimizer.beta2, eps: optimizer.eps, step, weightDecays, gradientScale,
+    }),
+  );
 }
 
 function firstBackend(parameters: ReadonlyMap<string, Tensor>): KernelBackend {

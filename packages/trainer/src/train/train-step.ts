@@ -9,6 +9,7 @@ import {
   type KernelBackend, type Tensor,
 } from '@kiln/core';
 import type { ForwardOptions, LanguageModel, OptimizerConfig } from '../contracts.js';
+import { createComputeWeights, disposeComputeWeights, foldComputeGradients, type ComputeWeights } from './compute-weights.js';
 import type { DynamicLossScaler } from './loss-scaler.js';
 import { adamwStep, clearGradients, gradientNormSquared, type AdamWMoments } from './optimizer.js';
 
@@ -105,13 +106,19 @@ export async function runTrainStep(environment: StepEnvironment, counters: StepC
   return { loss, gradNorm, skipped: false };
 }
 
-/** Forward + backward over every micro-batch; returns the batch's mean loss as a device scalar. */
+/**
+ * Forward + backward over every micro-batch; returns the batch's mean loss as a device scalar.
+ * Below f32 the weights are cast to the compute dtype once for the whole step (compute-weights.ts).
+ */
 function accumulateGradients(environment: StepEnvironment, batch: StepBatch, microBatchSize: number, scale: number): Tensor {
-  const { model, backend, forwardOptions, contextLength } = environment;
+  const { model, backend, contextLength } = environment;
   const accumulation = batch.batchSize / microBatchSize;
   const windowTokens = microBatchSize * contextLength;
   let total: Tensor | undefined;
+  let computeWeights: ComputeWeights | undefined;
   try {
+    computeWeights = createComputeWeights(model.parameters, environment.forwardOptions.computeDType);
+    const forwardOptions = computeWeights ? { ...environment.forwardOptions, computeWeights } : environment.forwardOptions;
     for (let index = 0; index < accumulation; index++) {
       const begin = index * windowTokens;
       const part = tidy(() => {
@@ -122,6 +129,7 @@ function accumulateGradients(environment: StepEnvironment, batch: StepBatch, mic
         backward(mul(loss, scale / accumulation));
         return noGrad(() => mul(loss, 1 / accumulation));
       });
+      foldComputeGradients(computeWeights);
       if (total) {
         const previous = total;
         total = noGrad(() => add(previous, part));
@@ -134,6 +142,8 @@ function accumulateGradients(environment: StepEnvironment, batch: StepBatch, mic
   } catch (error) {
     total?.dispose();
     throw error;
+  } finally {
+    disposeComputeWeights(computeWeights);
   }
   return total!;
 }

@@ -8,6 +8,7 @@ import type { FusedKernelName, KernelBackend } from '../kernel-backend.js';
 import { composedAdamw } from './adamw.js';
 import { composedAttention, composedAttentionBackward } from './attention.js';
 import { composedCrossEntropy, composedCrossEntropyBackward } from './cross-entropy.js';
+import { composedAdamwMulti, composedSumOfSquaresMulti } from './multi-tensor.js';
 import { composedLayerNorm, composedRmsNorm, composedRmsNormBackward } from './normalization.js';
 import { composedRandom } from './random.js';
 import { composedRope } from './rope.js';
@@ -36,4 +37,6 @@ export const composedKernels: ComposedKernels = Object.freeze({
   crossEntropy: composedCrossEntropy,
   crossEntropyBackward: composedCrossEntropyBackward,
   adamw: composedAdamw,
+  sumOfSquaresMulti: composedSumOfSquaresMulti,
+  adamwMulti: composedAdamwMulti,
 });

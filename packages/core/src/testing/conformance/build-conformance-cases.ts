@@ -12,6 +12,7 @@ import { gradientCases } from './cases/gradient-cases.js';
 import { indexRangeCases } from './cases/index-range-cases.js';
 import { matmulCases } from './cases/matmul-cases.js';
 import { memoryCases } from './cases/memory-cases.js';
+import { multiTensorCases } from './cases/multi-tensor-cases.js';
 import { nonFiniteCases } from './cases/non-finite-cases.js';
 import { normalizationCases } from './cases/norm-cases.js';
 import { opCases } from './cases/op-cases.js';
@@ -31,7 +32,7 @@ export interface BuildConformanceOptions extends ConformanceOptions {
 
 const FAMILIES: ((settings: CaseSettings) => ConformanceCase[])[] = [
   unaryCases, binaryCases, reduceCases, matmulCases, memoryCases, indexRangeCases, conversionCases, softmaxCases, normalizationCases,
-  attentionCases, causalAttentionCases, optimizerCases, nonFiniteCases, gradientCases, argumentErrorCases, opCases, crossEntropyOpCases,
+  attentionCases, causalAttentionCases, optimizerCases, multiTensorCases, nonFiniteCases, gradientCases, argumentErrorCases, opCases, crossEntropyOpCases,
 ];
 
 /** Every case for `options.backend`: primitives, declared fused kernels (or their composed fallbacks), gradients, NaN/Inf, argument errors. */

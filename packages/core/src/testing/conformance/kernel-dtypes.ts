@@ -9,6 +9,7 @@ export const KERNEL_DTYPES: Readonly<Record<KernelName, readonly DType[]>> = {
   random: FLOAT_DTYPES, softmax: FLOAT_DTYPES, softmaxBackward: FLOAT_DTYPES, logSoftmax: FLOAT_DTYPES,
   rmsNorm: FLOAT_DTYPES, rmsNormBackward: FLOAT_DTYPES, layerNorm: FLOAT_DTYPES, rope: FLOAT_DTYPES, swiglu: FLOAT_DTYPES, swigluBackward: FLOAT_DTYPES, attention: FLOAT_DTYPES,
   attentionBackward: FLOAT_DTYPES, crossEntropy: FLOAT_DTYPES, crossEntropyBackward: FLOAT_DTYPES, adamw: FLOAT_DTYPES,
+  sumOfSquaresMulti: FLOAT_DTYPES, adamwMulti: FLOAT_DTYPES,
 };
 
 /** Every unary op; the ones i32 allows are I32_UNARY_OPS. */

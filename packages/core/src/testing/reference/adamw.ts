@@ -10,11 +10,18 @@ import type { ReferenceMemory } from './memory.js';
 export function referenceAdamw(
   memory: ReferenceMemory, param: TensorRef, grad: TensorRef, m: TensorRef, v: TensorRef, params: AdamWParams,
 ): void {
-  const { lr, beta1, beta2, eps, weightDecay, step } = params;
   const parameters = memory.read(param);
-  const gradient = memory.read(grad);
   const firstMoment = memory.read(m);
   const secondMoment = memory.read(v);
+  adamwValues(parameters, memory.read(grad), firstMoment, secondMoment, params);
+  memory.write(param, parameters);
+  memory.write(m, firstMoment);
+  memory.write(v, secondMoment);
+}
+
+/** The AdamW update of float64 arrays, in place on parameters and the moments. */
+export function adamwValues(parameters: Float64Array, gradient: Float64Array, firstMoment: Float64Array, secondMoment: Float64Array, params: AdamWParams): void {
+  const { lr, beta1, beta2, eps, weightDecay, step } = params;
   const firstCorrection = 1 - beta1 ** step;
   const secondCorrection = 1 - beta2 ** step;
   for (let index = 0; index < parameters.length; index++) {
@@ -25,7 +32,4 @@ export function referenceAdamw(
     const update = (firstMoment[index] / firstCorrection) / (Math.sqrt(secondMoment[index] / secondCorrection) + eps);
     parameters[index] = decayed - lr * update;
   }
-  memory.write(param, parameters);
-  memory.write(m, firstMoment);
-  memory.write(v, secondMoment);
 }

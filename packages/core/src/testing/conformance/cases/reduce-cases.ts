@@ -1,6 +1,6 @@
 /**
  * reduce: sum/max/min/argmax/argmin per dtype over [outer, size, inner] sweeps (size 1, empty
- * axis, odd, long rows); i32 sums across the whole i32 range (they wrap around); and f16/bf16 sums
+ * axis, odd, long rows, rows long enough to need several GPU blocks); i32 sums across the whole i32 range (they wrap around); and f16/bf16 sums
  * of 2000 positive terms, where accumulating in the storage dtype stalls (f16 spacing is 1 from
  * 1024, bf16's 2 from 256) while f32 accumulation stays within the output's own rounding.
  */
@@ -14,7 +14,13 @@ const REDUCE_OPS: readonly ReduceOp[] = ['sum', 'max', 'min', 'argmax', 'argmin'
 
 /** [outer, size, inner] sweeps; the empty-axis one is skipped for argmax/argmin (core rejects it). */
 const QUICK_SHAPES: [number, number, number][] = [[1, 1, 1], [3, 0, 2], [2, 7, 3], [4, 33, 1], [1, 1, 17]];
-const FULL_SHAPES: [number, number, number][] = [...QUICK_SHAPES, [1, 1000, 1], [5, 129, 17]];
+/**
+ * Long rows and few outputs, where a GPU backend splits one row (or column) over several blocks
+ * and combines partial results: [2, 40000, 1] (ten 4096-element chunks a row on CUDA), [1, 300, 40]
+ * (a leading-axis sum cut into chunks of rows), plus many short rows ([300, 100, 1]: a warp a row).
+ */
+const MULTI_BLOCK_SHAPES: [number, number, number][] = [[2, 40000, 1], [1, 300, 40], [300, 100, 1]];
+const FULL_SHAPES: [number, number, number][] = [...QUICK_SHAPES, [1, 1000, 1], [5, 129, 17], ...MULTI_BLOCK_SHAPES];
 
 function reduceInputs(context: CaseContext, op: ReduceOp, dtype: DType, count: number): Float64Array {
   if (dtype === 'i32') return op === 'sum' ? context.random.integers(count, -1000, 1001) : context.random.integers(count, -4, 5);

@@ -1,0 +1,31 @@
+import type { KernelBackend } from '@kiln/core';
+/** Options of checkDeterminism. */
+export interface DeterminismOptions {
+  /** Model preset of @kiln/trainer (default 'tiny'). */
+  preset?: 'tiny' | 'small' | 'medium';
+  /** Compute dtype (default 'f32'). */
+  computeDType?: 'f32' | 'bf16' | 'f16';
+  /** Trainer steps per run (default 3). */
+  steps?: number;
+  /** Sequences per micro-batch (default: the preset's batch, no accumulation). */
+  microBatchSize?: number;
+  /** Runs to compare (default 2). */
+  runs?: number;
+}
+/** What checkDeterminism found. */
+export interface DeterminismResult {
+  /** True when every run ended with the same weights, bit for bit. */
+  identical: boolean;
+  /** sha256 of the final weights of each run. */
+  hashes: string[];
+  /** sha256 of the initial weights of each run. */
+  initialHashes: string[];
+  /** Loss of every step of each run. */
+  losses: number[][];
+  /** The settings used. */
+  settings: Required<Omit<DeterminismOptions, 'runs' | 'microBatchSize'>> & { microBatchSize?: number };
+  /** Wall time of all runs. */
+  seconds: number;
+}
+/** Runs the same short training `runs` times on fresh backends and compares the final weights' sha256. */
+export declare function checkDeterminism(createBackend: () => KernelBackend | Promise<KernelBackend>, options?: DeterminismOptions): Promise<DeterminismResult>;
