@@ -60,8 +60,11 @@ async function runGenerate(options: GenerateCommandOptions, context: CliContext)
   if (options.quiet !== true) terminal.warn(`model: ${path}`);
   try {
     const stream = new TokenTextStream(model.config.vocabSize);
+    const prompt = promptTokens(options.prompt, model.config.vocabSize);
+    const note = promptWindowNote(prompt.length, model.config.contextLength);
+    if (note !== undefined) terminal.warn(`note: ${note}`);
     if (options.echo) terminal.write(options.prompt);
-    await generate(model, promptTokens(options.prompt, model.config.vocabSize), {
+    await generate(model, prompt, {
       maxTokens: options.maxTokens,
       temperature: options.temperature,
       topK: options.topK,
@@ -77,4 +80,11 @@ async function runGenerate(options: GenerateCommandOptions, context: CliContext)
     model.dispose();
   }
   return ExitCode.ok;
+}
+
+/** The note for a prompt longer than the model's context: the model reads only the end of it. */
+function promptWindowNote(promptTokens: number, contextLength: number): string | undefined {
+  if (promptTokens <= contextLength) return undefined;
+  return `the prompt is ${promptTokens} tokens, more than the model's context of ${contextLength}: the model reads only its last ${contextLength} tokens ` +
+    `(the first ${promptTokens - contextLength} are ignored), and each new token slides that window on by one`;
 }

@@ -9,7 +9,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CheckpointError, decodeHostValues, keep, readSafetensorsFile, tensor, type KernelBackend } from '@kiln/core';
 import type { ModelConfig } from '../contracts.js';
-import { assertFinite, loadModelDirectory, readModelConfig, type LlamaModel } from '../model/index.js';
+import { assertFinite, extremeWeightsWarning, loadModelDirectory, readModelConfig, type LlamaModel } from '../model/index.js';
 import { disposeMoments, type AdamWMoments } from '../train/optimizer.js';
 import { cleanTemporaryCheckpoints } from './cleanup.js';
 import { checkpointsDirectory, LATEST_FILE, OPTIMIZER_FILE, STATE_FILE, stepOfName } from './layout.js';
@@ -174,20 +174,24 @@ export async function loadCheckpoint(directory: string, options: LoadCheckpointO
  * Loads the model of a directory: a kiln checkpoint (it has state.json) is verified against its
  * checksums first (config.json and model.safetensors); any other model directory (config.json +
  * model.safetensors, e.g. from transformers) is loaded as it is. Non-finite weights are refused
- * unless allowed.
+ * unless allowed; weights beyond ±1e4 are loaded with a warning through onNotice.
  */
 export async function loadCheckpointModel(directory: string, options: LoadCheckpointModelOptions): Promise<LlamaModel> {
   const isCheckpoint = await stat(join(directory, STATE_FILE)).then((info) => info.isFile(), () => false);
   if (isCheckpoint) await verifyCheckpoint(directory, { files: 'model', onNotice: options.onNotice });
+  let model: LlamaModel;
   try {
     if (options.checkModelConfig !== undefined) {
       const configPath = join(directory, 'config.json');
       options.checkModelConfig(await readModelConfig(directory), configPath);
     }
-    return await loadModelDirectory(directory, { backend: options.backend, allowNonFinite: options.allowNonFinite });
+    model = await loadModelDirectory(directory, { backend: options.backend, allowNonFinite: options.allowNonFinite });
   } catch (error) {
     throw await withPreviousCheckpoints(error, directory);
   }
+  const warning = extremeWeightsWarning(model.parameters, directory);
+  if (warning !== undefined) options.onNotice?.(warning);
+  return model;
 }
 
 /**

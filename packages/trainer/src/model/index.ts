@@ -8,4 +8,7 @@ export {
   type HfLlamaConfig, type LoadModelOptions, type WrittenFiles,
 } from './hf-format.js';
 export { generate, type GenerateOptions } from './generate.js';
+export {
+  assertFiniteEvaluationLoss, assertFiniteLogits, describeNonFiniteCause, EXTREME_WEIGHT, extremeWeightsWarning, inspectWeights, type WeightFinding,
+} from './weight-health.js';
 export { sampleToken, type SamplingOptions } from './sampling.js';
