@@ -94,7 +94,7 @@ async function runEval(options: EvalOptions, context: CliContext): Promise<numbe
       data.validation.close();
     }
     // A loss of inf or NaN is a broken model, not a result: exit 1 naming the weight to blame.
-    assertFiniteEvaluationLoss(loss, model.parameters, path);
+    await assertFiniteEvaluationLoss(loss, model.parameters, path);
     const byteLevel = model.config.vocabSize === 256 && dataConfig.sequences === undefined;
     const tokens = batches * batchSize * model.config.contextLength;
     const result = {

@@ -189,7 +189,10 @@ export async function loadCheckpointModel(directory: string, options: LoadCheckp
   } catch (error) {
     throw await withPreviousCheckpoints(error, directory);
   }
-  const warning = extremeWeightsWarning(model.parameters, directory);
+  const warning = await extremeWeightsWarning(model.parameters, directory).catch((error: unknown) => {
+    model.dispose();
+    throw error;
+  });
   if (warning !== undefined) options.onNotice?.(warning);
   return model;
 }

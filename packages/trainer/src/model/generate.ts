@@ -82,7 +82,7 @@ export async function generate(model: LlamaModel, prompt: number[], options: Gen
   try {
     let logits = await nextLogits(model, cache, tokens.slice(-window), options);
     for (let step = 0; step < options.maxTokens; step++) {
-      assertFiniteLogits(logits, model.parameters, step);
+      await assertFiniteLogits(logits, model.parameters, step);
       const token = sampleToken(logits, options, uniformAt(seed, step));
       if (stop.has(token)) break;
       generated.push(token);

@@ -34,12 +34,15 @@ function located(finding: WeightFinding): string {
   return `${finding.name}[${position.join(', ')}] = ${finding.value.toPrecision(3)}`;
 }
 
-/** Scans every parameter: the first that holds a non-finite value, and each whose largest |value| exceeds `limit`. */
-export function inspectWeights(parameters: ReadonlyMap<string, Tensor>, limit = EXTREME_WEIGHT): { nonFinite?: WeightFinding; extreme: WeightFinding[] } {
+/**
+ * Scans every parameter (read with `await data()`, which every backend supports): the first that
+ * holds a non-finite value, and each whose largest |value| exceeds `limit`.
+ */
+export async function inspectWeights(parameters: ReadonlyMap<string, Tensor>, limit = EXTREME_WEIGHT): Promise<{ nonFinite?: WeightFinding; extreme: WeightFinding[] }> {
   let nonFinite: WeightFinding | undefined;
   const extreme: WeightFinding[] = [];
   for (const [name, parameter] of parameters) {
-    const values = parameter.dataSync();
+    const values = await parameter.data();
     let worst = -1;
     let extremeCount = 0;
     let nonFiniteCount = 0;
@@ -63,8 +66,8 @@ export function inspectWeights(parameters: ReadonlyMap<string, Tensor>, limit = 
 }
 
 /** The load-time warning for weights beyond EXTREME_WEIGHT, or undefined when there are none. */
-export function extremeWeightsWarning(parameters: ReadonlyMap<string, Tensor>, source: string): string | undefined {
-  const { extreme } = inspectWeights(parameters);
+export async function extremeWeightsWarning(parameters: ReadonlyMap<string, Tensor>, source: string): Promise<string | undefined> {
+  const { extreme } = await inspectWeights(parameters);
   if (extreme.length === 0) return undefined;
   const listed = extreme.slice(0, 3).map((finding) => `${located(finding)} (${finding.count} value${finding.count === 1 ? '' : 's'} beyond ±${EXTREME_WEIGHT})`);
   return `${source} holds extreme weights: ${listed.join('; ')}${extreme.length > 3 ? `; and ${extreme.length - 3} more tensors` : ''}. ` +
@@ -72,8 +75,8 @@ export function extremeWeightsWarning(parameters: ReadonlyMap<string, Tensor>, s
 }
 
 /** What is known about why a computation on this model gave NaN or ±Infinity: the first non-finite or the largest extreme weight. */
-export function describeNonFiniteCause(parameters: ReadonlyMap<string, Tensor>): string {
-  const { nonFinite, extreme } = inspectWeights(parameters);
+export async function describeNonFiniteCause(parameters: ReadonlyMap<string, Tensor>): Promise<string> {
+  const { nonFinite, extreme } = await inspectWeights(parameters);
   if (nonFinite !== undefined) return `the first non-finite weight is ${located(nonFinite)} (${nonFinite.count} non-finite value${nonFinite.count === 1 ? '' : 's'} in that tensor)`;
   if (extreme.length > 0) {
     const largest = extreme.reduce((a, b) => (Math.abs(b.value) > Math.abs(a.value) ? b : a));
@@ -83,15 +86,19 @@ export function describeNonFiniteCause(parameters: ReadonlyMap<string, Tensor>):
 }
 
 /** Throws a NonFiniteError when an evaluation loss is NaN or ±Infinity, naming the weight most likely to blame. */
-export function assertFiniteEvaluationLoss(loss: number, parameters: ReadonlyMap<string, Tensor>, source: string): void {
+export async function assertFiniteEvaluationLoss(loss: number, parameters: ReadonlyMap<string, Tensor>, source: string): Promise<void> {
   if (Number.isFinite(loss)) return;
-  throw new NonFiniteError(`The evaluation loss of ${source} is ${loss}: ${describeNonFiniteCause(parameters)}`, {
+  throw new NonFiniteError(`The evaluation loss of ${source} is ${loss}: ${await describeNonFiniteCause(parameters)}`, {
     hint: 'The weights are damaged or the run that wrote them diverged: evaluate an earlier checkpoint, or retrain from one.',
   });
 }
 
-/** Throws a NonFiniteError when the logits of the next token hold NaN or ±Infinity (sampling from them would be garbage). */
-export function assertFiniteLogits(logits: ArrayLike<number>, parameters: ReadonlyMap<string, Tensor>, newToken: number): void {
+/**
+ * Throws a NonFiniteError when the logits of the next token hold NaN or ±Infinity (sampling from
+ * them would be garbage). Returns undefined at once for finite logits; the weights are read only
+ * to name a culprit.
+ */
+export async function assertFiniteLogits(logits: ArrayLike<number>, parameters: ReadonlyMap<string, Tensor>, newToken: number): Promise<void> {
   let first = -1;
   let count = 0;
   for (let index = 0; index < logits.length; index++) {
@@ -103,7 +110,7 @@ export function assertFiniteLogits(logits: ArrayLike<number>, parameters: Readon
   if (count === 0) return;
   throw new NonFiniteError(
     `generate: the logits of new token ${newToken + 1} hold ${count} non-finite value${count === 1 ? '' : 's'} of ${logits.length} ` +
-      `(token id ${first}: ${logits[first]}): ${describeNonFiniteCause(parameters)}`,
+      `(token id ${first}: ${logits[first]}): ${await describeNonFiniteCause(parameters)}`,
     { hint: 'The weights are damaged or the run that wrote them diverged: generate from an earlier checkpoint.' },
   );
 }
