@@ -125,10 +125,21 @@ export class CpuBackend implements KernelBackend {
     return Promise.resolve();
   }
 
-  /** Bytes and buffers held, with the host's totals. */
+  /**
+   * Bytes and buffers held, and what tensors can still use: the host's memory, bounded by the
+   * WebAssembly heap's 4 GiB on the SIMD path and by memoryLimitBytes (limitedBy says which binds).
+   */
   memory(): MemoryInfo {
     const device = cpuDeviceInfo();
-    return { ...this.storage.memory(), totalBytes: device.memoryTotalBytes, freeBytes: device.memoryFreeBytes };
+    const host = { totalBytes: device.memoryTotalBytes ?? Number.POSITIVE_INFINITY, freeBytes: device.memoryFreeBytes ?? Number.POSITIVE_INFINITY };
+    const limits = this.storage.limits();
+    const bound = limits.freeBytes !== undefined && limits.freeBytes < host.freeBytes;
+    return {
+      ...this.storage.memory(),
+      totalBytes: Math.min(host.totalBytes, limits.totalBytes ?? Number.POSITIVE_INFINITY),
+      freeBytes: bound ? limits.freeBytes : device.memoryFreeBytes,
+      ...(bound ? { limitedBy: limits.limitedBy } : {}),
+    };
   }
 
   /** Release every buffer. */

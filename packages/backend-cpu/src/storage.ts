@@ -147,6 +147,23 @@ export class CpuStorage {
     return { allocatedBytes: this.allocatedBytes, bufferCount: this.live.size };
   }
 
+  /**
+   * What bounds allocation besides the host's memory: memoryLimitBytes, and on the SIMD path the
+   * WebAssembly heap's 4 GiB ceiling (wasm32 addresses no more). Undefined fields: no such bound.
+   */
+  limits(): { totalBytes?: number; freeBytes?: number; limitedBy?: string } {
+    const bounds: Array<{ total: number; free: number; words: string }> = [];
+    if (this.heap !== undefined) {
+      bounds.push({ total: this.heap.maximumBytes, free: this.heap.availableBytes, words: `the ${formatGiB(this.heap.maximumBytes)} WebAssembly heap of the SIMD kernels (wasm32 addresses no more)` });
+    }
+    if (Number.isFinite(this.limitBytes)) {
+      bounds.push({ total: this.limitBytes, free: Math.max(0, this.limitBytes - this.allocatedBytes), words: `the backend's memoryLimitBytes (${this.limitBytes} bytes)` });
+    }
+    if (bounds.length === 0) return {};
+    const tightest = bounds.reduce((a, b) => (b.free < a.free ? b : a));
+    return { totalBytes: Math.min(...bounds.map((bound) => bound.total)), freeBytes: tightest.free, limitedBy: tightest.words };
+  }
+
   /** Release every buffer. */
   clear(): void {
     for (const buffer of this.live) {
@@ -156,4 +173,8 @@ export class CpuStorage {
     this.live.clear();
     this.allocatedBytes = 0;
   }
+}
+
+function formatGiB(bytes: number): string {
+  return `${(bytes / 2 ** 30).toFixed(bytes % 2 ** 30 === 0 ? 0 : 1)} GiB`;
 }

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { KERNEL_API_VERSION, KilnError, OutOfMemoryError } from '@kiln/core';
 import { describe, expect, it } from 'vitest';
 import cpuBackendDefault, { CpuBackend, cpuBackendPlugin, createCpuBackend } from '../src/index.js';
@@ -65,5 +66,30 @@ describe('CpuBackend storage', () => {
     expect(() => backend.downloadSync(buffer)).toThrow(/already freed/);
     expect(() => backend.free(buffer)).toThrow(KilnError);
     expect(backend.alloc(100).byteLength).toBe(100);
+  });
+});
+
+describe('CpuBackend memory() reports what tensors can really use', () => {
+  it('on the SIMD path: at most the 4 GiB WebAssembly heap, and says it is the bound', () => {
+    const backend = createCpuBackend({ simd: true });
+    const memory = backend.memory();
+    expect(memory.totalBytes).toBeLessThanOrEqual(4 * 2 ** 30);
+    expect(memory.freeBytes).toBeLessThanOrEqual(4 * 2 ** 30);
+    // Where the host has more free memory than the heap, the heap is the bound, and a live allocation lowers it.
+    if (os.freemem() > 5 * 2 ** 30) {
+      expect(memory.limitedBy).toBe('the 4 GiB WebAssembly heap of the SIMD kernels (wasm32 addresses no more)');
+      const before = memory.freeBytes ?? 0;
+      const buffer = backend.alloc(64 * 2 ** 20);
+      expect(backend.memory().freeBytes).toBeLessThanOrEqual(before - 64 * 2 ** 20);
+      backend.free(buffer);
+    }
+  });
+
+  it('on the TypeScript path: the host, bounded by memoryLimitBytes when given', () => {
+    expect(createCpuBackend({ simd: false }).memory()).toMatchObject({ totalBytes: os.totalmem() });
+    expect(createCpuBackend({ simd: false }).memory().limitedBy).toBeUndefined();
+    const limited = createCpuBackend({ simd: false, memoryLimitBytes: 1000 });
+    limited.alloc(400);
+    expect(limited.memory()).toMatchObject({ totalBytes: 1000, freeBytes: 600, limitedBy: "the backend's memoryLimitBytes (1000 bytes)" });
   });
 });

@@ -20,9 +20,10 @@ const ENVIRONMENT: ReadonlyArray<[string, string]> = [
 
 const EXIT_CODES: ReadonlyArray<[number, string]> = [
   [ExitCode.ok, 'success'],
-  [ExitCode.failure, 'failure: training diverged, a backend failed or was rejected, a damaged checkpoint, an unexpected error; `kiln doctor` found the default path broken'],
+  [ExitCode.failure, 'failure: training diverged, a backend failed or was rejected, a damaged checkpoint, a non-finite evaluation loss or logit, a run directory another run holds, an unexpected error; `kiln doctor` found the default path broken'],
   [ExitCode.usage, 'bad usage, config or data: an unknown option or command, a bad argument, a config or data error, a `--device`/`KILN_DEVICE` that no installed backend provides'],
-  [ExitCode.interrupted, 'interrupted by Ctrl+C, after writing a checkpoint'],
+  [ExitCode.interrupted, 'interrupted by Ctrl+C (SIGINT), after writing a checkpoint'],
+  [ExitCode.terminated, 'terminated by SIGTERM (`docker stop`, systemd, a scheduler), after writing a checkpoint'],
 ];
 
 const cell = (text: string): string => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');

@@ -1,6 +1,7 @@
 /**
  * Exit codes and how errors are shown. 0 ok, 1 failure, 2 bad usage, config or data (the user
- * must change the command or its inputs), 130 interrupted (SIGINT, after a checkpoint).
+ * must change the command or its inputs), 130 interrupted (SIGINT, after a checkpoint), 143
+ * terminated (SIGTERM, after a checkpoint).
  */
 import { CommanderError } from 'commander';
 import { KilnError } from '@kiln/core';
@@ -15,6 +16,8 @@ export const ExitCode = {
   usage: 2,
   /** Interrupted by SIGINT (a checkpoint was written first). */
   interrupted: 130,
+  /** Terminated by SIGTERM (docker stop, systemd, a scheduler); a checkpoint was written first. */
+  terminated: 143,
 } as const;
 
 const USAGE_CODES = new Set(['CONFIG_ERROR', 'DATA_ERROR', 'INVALID_ARGUMENT']);

@@ -65,6 +65,17 @@ describe('a plugin whose probe() never settles', () => {
     expect(run.stdout + run.stderr).toMatch(/backend: cpu/);
   });
 
+  it('never delays kiln info --device cpu --json, which reports the plugin as not probed', async () => {
+    const cwd = projectWith({ hang: HANGING_WITH_HANDLE });
+    // Far beyond the kill timer: info finishes only if the hung probe is never awaited.
+    const run = await runKiln(['info', '--device', 'cpu', '--json'], { cwd, env: { KILN_PROBE_TIMEOUT_MS: '600000' }, killAfterMs: 60_000 });
+    expect(run.signal, 'kiln info hung and was killed').toBeNull();
+    expect(run.code, run.stderr).toBe(0);
+    const report = JSON.parse(run.stdout) as { selected: string; backends: Array<{ name: string; available: boolean; reason: string }> };
+    expect(report.selected).toBe('cpu');
+    expect(report.backends.find((backend) => backend.name === 'hang')).toMatchObject({ available: false, reason: expect.stringMatching(/^not probed: 'cpu' was requested/) });
+  });
+
   it('rejects a bad KILN_PROBE_TIMEOUT_MS with the variable, the value and a fix', async () => {
     const run = await runKiln(['info'], { env: { KILN_PROBE_TIMEOUT_MS: 'soon' }, killAfterMs: 60_000 });
     expect(run.code).toBe(2);

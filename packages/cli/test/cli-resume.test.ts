@@ -122,8 +122,8 @@ function leftovers(directory: string): string[] {
 /**
  * Freezes `writer` with SIGSTOP at a moment when one of its temporary checkpoint directories
  * exists and a complete checkpoint precedes it (retrying at the next save when the stop lands
- * after the save finished). A stopped writer is what a resumed run sees when the killed one is
- * still exiting (stuck in fsync, or not yet reaped).
+ * after the save finished). A stopped writer is what another run sees when the killed one is
+ * still exiting (stuck in fsync, or not yet reaped): it still holds the run directory.
  */
 async function stopInsideSave(writer: ChildProcess, checkpoints: string): Promise<string> {
   const own = new RegExp(`^step-\\d+\\.tmp-${writer.pid}-`);
@@ -142,7 +142,7 @@ async function stopInsideSave(writer: ChildProcess, checkpoints: string): Promis
 }
 
 describe('a writer killed inside a checkpoint write', () => {
-  it('leaves no temporary directory or file once the resumed run has saved, even if the writer was still exiting when the resume started', async () => {
+  it('holds the run directory while it lives, and leaves no temporary directory or file once the resumed run has saved', async () => {
     const directory = temporaryDirectory('killed-writer');
     const dataPath = writeTrainingText(directory);
     const outputDir = join(directory, 'run');
@@ -155,20 +155,15 @@ describe('a writer killed inside a checkpoint write', () => {
       const temporary = await stopInsideSave(writer, checkpoints);
       const latest = JSON.parse(readFileSync(join(checkpoints, 'latest.json'), 'utf8')) as { step: number };
 
-      const resumed = spawnKiln(['train', '--config', config, '--json', '--resume', '--steps', String(latest.step + 3)]);
-      const resumedRun = finished(resumed);
-      // Once the resumed run has started (its start-up cleanup has seen the writer still there), the writer dies.
-      await new Promise<void>((resolve) => {
-        let seen = '';
-        resumed.stdout?.on('data', (chunk: Buffer | string) => {
-          seen += chunk.toString();
-          if (seen.includes('"type":"start"')) resolve();
-        });
-        resumed.on('close', () => resolve());
-      });
+      // A stopped writer (a process still exiting, stuck in fsync) still holds the directory: a resume is refused, nothing is touched.
+      const refused = await runKiln(['train', '--config', config, '--json', '--resume', '--steps', String(latest.step + 3)]);
+      expect(refused.code, refused.stderr).toBe(1);
+      expect(refused.stderr).toContain(`is in use by another kiln run (pid ${writer.pid}`);
+      expect(readdirSync(checkpoints)).toContain(temporary);
+
       writer.kill('SIGKILL');
       expect((await exited).signal).toBe('SIGKILL');
-      const result = await resumedRun;
+      const result = await runKiln(['train', '--config', config, '--json', '--resume', '--steps', String(latest.step + 3)]);
       expect(result.code, result.stderr).toBe(0);
       expect(readdirSync(checkpoints)).not.toContain(temporary);
       expect(leftovers(checkpoints)).toEqual([]);

@@ -1,6 +1,6 @@
 import { CommanderError } from 'commander';
 import { describe, expect, it } from 'vitest';
-import { BackendUnavailableError, CheckpointError, ConfigError, DataError, InvalidArgumentError, OutOfMemoryError } from '@kiln/core';
+import { BackendUnavailableError, CheckpointError, ConfigError, DataError, InvalidArgumentError, NonFiniteError, OutOfMemoryError, RunLockedError } from '@kiln/core';
 import { describeError, exitCodeFor, ExitCode, markUsageError } from '../src/exit-codes.js';
 
 describe('exit codes', () => {
@@ -15,6 +15,8 @@ describe('exit codes', () => {
   it('maps other failures to 1 and help/version to 0', () => {
     expect(exitCodeFor(new BackendUnavailableError('cuda is unavailable'))).toBe(ExitCode.failure);
     expect(exitCodeFor(new CheckpointError('damaged'))).toBe(ExitCode.failure);
+    expect(exitCodeFor(new RunLockedError('in use'))).toBe(ExitCode.failure);
+    expect(exitCodeFor(new NonFiniteError('loss inf'))).toBe(ExitCode.failure);
     expect(exitCodeFor(new OutOfMemoryError('full', 1024))).toBe(ExitCode.failure);
     expect(exitCodeFor(new Error('unexpected'))).toBe(ExitCode.failure);
     expect(exitCodeFor(new CommanderError(0, 'commander.version', '0.1.0'))).toBe(ExitCode.ok);

@@ -19,7 +19,9 @@ export type KilnErrorCode =
   | 'DISPOSED_TENSOR'
   | 'CONFIG_ERROR'
   | 'DATA_ERROR'
-  | 'CHECKPOINT_ERROR';
+  | 'CHECKPOINT_ERROR'
+  | 'RUN_LOCKED'
+  | 'NON_FINITE';
 
 /** Options shared by every KilnError constructor. */
 export interface KilnErrorOptions {
@@ -149,5 +151,19 @@ export class DataError extends KilnError {
 export class CheckpointError extends KilnError {
   constructor(message: string, options: KilnErrorOptions = {}) {
     super(message, 'CHECKPOINT_ERROR', options);
+  }
+}
+
+/** Another process holds the run directory (a second trainer, or a resume while a run still writes). */
+export class RunLockedError extends KilnError {
+  constructor(message: string, options: KilnErrorOptions = {}) {
+    super(message, 'RUN_LOCKED', options);
+  }
+}
+
+/** A computation produced NaN or ±Infinity where a finite number is required (an evaluation loss, a logit while generating). */
+export class NonFiniteError extends KilnError {
+  constructor(message: string, options: KilnErrorOptions = {}) {
+    super(message, 'NON_FINITE', options);
   }
 }

@@ -215,7 +215,7 @@ describe('parseSafetensors never trusts the file', () => {
 
   it('rejects a byte length that does not match the shape', () => {
     expectCheckpointError(craft({ w: entry({ shape: [3] }) }, data8), /has 8 bytes but shape \[3\] of F32 needs 12/);
-    expectCheckpointError(craft({ w: entry({ shape: [2 ** 40, 2 ** 40] }) }, data8), /has 8 bytes/);
+    expectCheckpointError(craft({ w: entry({ shape: [2 ** 40, 2 ** 40] }) }, data8), /whose element count exceeds 9007199254740991/);
   });
 
   it('rejects offsets out of range, reversed or overlapping', () => {
@@ -232,10 +232,34 @@ describe('parseSafetensors never trusts the file', () => {
     expectCheckpointError(craft({ __metadata__: ['x'] }), /"__metadata__" is not an object/);
   });
 
-  it('keeps a "__proto__" metadata key as data', () => {
-    const parsed = parseSafetensors(craft('{"__metadata__":{"__proto__":"x"}}'));
-    expect(Object.getPrototypeOf(parsed.metadata)).toBe(Object.prototype);
+  it('keeps a "__proto__" metadata key as data, in an object with no prototype to reach', () => {
+    const parsed = parseSafetensors(craft('{"__metadata__":{"__proto__":"x","constructor":"y"}}'));
+    expect(Object.getPrototypeOf(parsed.metadata)).toBeNull();
     expect(Object.getOwnPropertyDescriptor(parsed.metadata, '__proto__')?.value).toBe('x');
+    expect(parsed.metadata.constructor).toBe('y');
+    expect(Object.getPrototypeOf(parseSafetensors(craft('{}')).metadata)).toBeNull();
+    expect(({} as Record<string, unknown>).x).toBeUndefined();
+  });
+
+  it('keeps a tensor named "__proto__" as an ordinary tensor', () => {
+    const header = '{"__proto__":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}';
+    const parsed = parseSafetensors(craft(header, bytesOf(Float32Array.of(2.5))));
+    expect([...parsed.tensors.keys()]).toEqual(['__proto__']);
+    expect(parsed.tensors.get('__proto__')?.shape).toEqual([1]);
+    expect(Object.prototype).not.toHaveProperty('dtype');
+    // And back: a record with an own "__proto__" key serializes it as a tensor name.
+    const tensors = Object.defineProperty({}, '__proto__', { value: parsed.tensors.get('__proto__'), enumerable: true }) as Record<string, RawTensor>;
+    expect(parseSafetensors(serializeSafetensors(tensors)).tensors.has('__proto__')).toBe(true);
+  });
+
+  it('refuses a shape whose element count passes 2^53, and accepts an empty one of huge dimensions', () => {
+    const huge = { a: { dtype: 'F32', shape: [2 ** 40, 2 ** 40], data_offsets: [0, 0] } };
+    expectCheckpointError(craft(huge), /tensor "a" has shape \[1099511627776,1099511627776\], whose element count exceeds 9007199254740991 \(2\^53 − 1\)/);
+    const empty = { a: { dtype: 'F32', shape: [2 ** 40, 2 ** 40, 0], data_offsets: [0, 0] } };
+    expect(parseSafetensors(craft(empty)).tensors.get('a')?.data.byteLength).toBe(0);
+    expect(() => serializeSafetensors({ a: { dtype: 'f32', shape: [2 ** 30, 2 ** 30, 2 ** 30], data: new Uint8Array(0) } })).toThrow(
+      /whose element count exceeds 9007199254740991/,
+    );
   });
 });
 

@@ -24,6 +24,7 @@ export {
   TOKENIZER_FILES, toHfConfig, type HfModelConfig, type LoadModelOptions, type WrittenFiles,
 } from './model/hf-format.js';
 export { generate, type GenerateOptions } from './model/generate.js';
+export { assertFiniteEvaluationLoss } from './model/weight-health.js';
 export { sampleToken, type SamplingOptions } from './model/sampling.js';
 
 // LoRA: adapters on any family's linear modules, PEFT's directory format, merging.

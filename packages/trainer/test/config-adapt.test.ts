@@ -147,12 +147,12 @@ describe('plans that cannot fit are refused before anything is allocated', () =>
     large.schedule.batchSize = 2 ** 20;
     const reference = createReferenceBackend({ memoryLimitBytes: 256 * 2 ** 20 });
     const unified = { ...reference, capabilities: { ...reference.capabilities, device: { ...reference.capabilities.device, unifiedMemory: true } } };
-    expect(refusal(large, unified).message).toMatch(/^schedule\.batchSize = 1048576: training needs an estimated 51\d\.\d MiB \(.*token batches 512\.0 MiB on the host\), more than the 256\.0 MiB total on reference/);
+    expect(refusal(large, unified).message).toMatch(/^schedule\.batchSize = 1048576: training needs an estimated 51\d\.\d MiB \(.*token batches 512\.0 MiB on the host\), more than the 256\.0 MiB free on reference/);
   });
 
   it('names the device memory limit of a small device', () => {
     const error = refusal(withDevice({ precision: 'f32' }), createReferenceBackend({ memoryLimitBytes: 100_000 }));
-    expect(error.message).toMatch(/more than the 97\.7 KiB total on reference/);
+    expect(error.message).toMatch(/more than the 97\.7 KiB free on reference/);
   });
 });
 

@@ -9,7 +9,7 @@ import * as trainer from '../src/index.js';
 const PUBLIC_RUNTIME_EXPORTS = [
   // model
   'DecoderModel', 'KvCache', 'LlamaModel', 'MODEL_CONFIG_FILE', 'MODEL_WEIGHTS_FILE', 'SUPPORTED_MODEL_TYPES', 'SUPPORT_TABLE_MARKERS', 'TOKENIZER_FILES',
-  'assertFinite', 'copyTokenizerFiles', 'createLlamaModel', 'defaultMlpHidden', 'familyOf', 'fromHfConfig', 'generate', 'headDimension',
+  'assertFinite', 'assertFiniteEvaluationLoss', 'copyTokenizerFiles', 'createLlamaModel', 'defaultMlpHidden', 'familyOf', 'fromHfConfig', 'generate', 'headDimension',
   'loadModelDirectory', 'modelFamilies', 'parameterCount', 'parameterSpecs', 'readModelConfig', 'renderFamilySupportTable', 'sampleToken',
   'saveModelDirectory', 'toHfConfig', 'validateModelConfig',
   // LoRA

@@ -64,6 +64,16 @@ export class WasmHeap {
     return this.memory.buffer.byteLength;
   }
 
+  /** The most bytes the heap can ever hold (wasm32: 4 GiB). */
+  get maximumBytes(): number {
+    return this.maximumPages * WASM_PAGE_BYTES;
+  }
+
+  /** Bytes that can still be handed out: the ceiling less the blocks in use (freed blocks count as available). */
+  get availableBytes(): number {
+    return this.maximumBytes - (this.top - this.freeBytes);
+  }
+
   /** Offset of a new block of at least `byteLength` bytes (64-byte aligned; contents undefined). */
   allocate(byteLength: number): { offset: number; size: number } {
     const size = sizeClass(byteLength);

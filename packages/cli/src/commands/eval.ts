@@ -1,11 +1,12 @@
 /**
  * `kiln eval --checkpoint dir`: validation loss and perplexity of a trained model on its run's
  * data (from the checkpoint's state.json), on --data / --sequences, or on the embedded corpus.
+ * A loss that is not finite is an error (exit 1) naming the first non-finite or extreme weight.
  */
 import os from 'node:os';
 import type { Command } from 'commander';
 import {
-  adaptConfigToBackend, assertGenerationFits, defaultTrainConfig, estimateHostBatchBytes, evaluate, formatBytes, forwardOptionsFor, loadData,
+  adaptConfigToBackend, assertFiniteEvaluationLoss, assertGenerationFits, defaultTrainConfig, estimateHostBatchBytes, evaluate, formatBytes, forwardOptionsFor, loadData,
   MAX_EVAL_BATCHES, MAX_HOST_ARRAY_ELEMENTS, readCheckpointState, type DataConfig, type TrainConfig,
 } from '@kiln/trainer';
 import { InvalidArgumentError } from '@kiln/core';
@@ -92,6 +93,8 @@ async function runEval(options: EvalOptions, context: CliContext): Promise<numbe
       data.train.close();
       data.validation.close();
     }
+    // A loss of inf or NaN is a broken model, not a result: exit 1 naming the weight to blame.
+    await assertFiniteEvaluationLoss(loss, model.parameters, path);
     const byteLevel = model.config.vocabSize === 256 && dataConfig.sequences === undefined;
     const tokens = batches * batchSize * model.config.contextLength;
     const result = {

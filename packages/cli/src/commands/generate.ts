@@ -75,6 +75,8 @@ async function runGenerate(options: GenerateCommandOptions, context: CliContext)
     const prompt = tokenizer === undefined ? promptTokens(options.prompt, model.config.vocabSize) : tokenizer.encode(options.prompt);
     const stream = tokenizer === undefined ? new TokenTextStream(model.config.vocabSize) : tokenizer.createDecoder({ context: prompt });
     const stopTokens = [...new Set([...(tokenizer?.eosId == null ? [] : [tokenizer.eosId]), ...(model.config.architecture?.eosTokenIds ?? [])])];
+    const note = promptWindowNote(prompt.length, model.config.contextLength);
+    if (note !== undefined) terminal.warn(`note: ${note}`);
     if (options.echo) terminal.write(options.prompt);
     await generate(model, prompt, {
       maxTokens: options.maxTokens,
@@ -110,4 +112,11 @@ function modelOption(options: GenerateCommandOptions): string {
     }));
   }
   return directory;
+}
+
+/** The note for a prompt longer than the model's context: the model reads only the end of it. */
+function promptWindowNote(promptTokens: number, contextLength: number): string | undefined {
+  if (promptTokens <= contextLength) return undefined;
+  return `the prompt is ${promptTokens} tokens, more than the model's context of ${contextLength}: the model reads only its last ${contextLength} tokens ` +
+    `(the first ${promptTokens - contextLength} are ignored), and each new token slides that window on by one`;
 }

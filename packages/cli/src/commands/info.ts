@@ -4,7 +4,7 @@
  */
 import { freemem, totalmem } from 'node:os';
 import type { Command } from 'commander';
-import { DTYPES, KilnError, listBackends, parseDeviceId, probeBackends, type BackendAttempt, type BackendResolution, type DeviceInfo, type DiscoveryReport, type KernelBackend } from '@kiln/core';
+import { DTYPES, KilnError, listBackends, parseDeviceId, probeBackend, type BackendAttempt, type BackendResolution, type DeviceInfo, type DiscoveryReport, type KernelBackend } from '@kiln/core';
 import { discoverAllBackends, reportResolution, setUpBackend } from '../backend-setup.js';
 import type { CliContext } from '../cli-context.js';
 import { ExitCode } from '../exit-codes.js';
@@ -93,7 +93,13 @@ function firstLine(error: unknown): string {
 }
 
 async function buildReport(discovery: DiscoveryReport, resolution: BackendResolution | undefined, failedRequest: FailedRequest | undefined): Promise<InfoReport> {
-  const probed = await probeBackends();
+  // A backend the resolution did not probe (an explicit --device skips the others) is reported as such, not probed now:
+  // a plugin whose probe never settles must not delay `kiln info --device cpu`.
+  const skipped = (name: string): boolean => resolution?.steps.some((step) => step.name === name && step.reason.startsWith('not probed')) === true;
+  const probed = await Promise.all(listBackends().map(async (plugin) => ({
+    plugin,
+    probe: skipped(plugin.name) ? { available: false, devices: [] as DeviceInfo[] } : await probeBackend(plugin),
+  })));
   const registered = new Set(listBackends().map((plugin) => plugin.name));
   const backends: InfoReport['backends'] = probed.map(({ plugin, probe }) => {
     const step = resolution?.steps.find((candidate) => candidate.name === plugin.name);

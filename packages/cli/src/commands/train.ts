@@ -2,7 +2,8 @@
  * `kiln train`: resolve the config (defaults ← --config file ← flags), resolve the backend, train
  * with progress, then report the validation loss, where the outputs are, and a short sample.
  * With no arguments it trains the default model on the embedded corpus into ./kiln-run.
- * SIGINT aborts cleanly: the trainer writes a checkpoint, then the command exits 130.
+ * SIGINT and SIGTERM abort cleanly: the trainer writes a checkpoint, then the command exits 130
+ * (SIGINT) or 143 (SIGTERM); the same signal again quits at once.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -96,12 +97,16 @@ async function runTrain(options: TrainOptions, context: CliContext): Promise<num
   const defaultRun = isDefaultRun(options);
 
   const controller = new AbortController();
-  const onInterrupt = (): void => {
-    if (controller.signal.aborted) process.exit(ExitCode.interrupted);
-    terminal.warn('interrupted: writing a checkpoint (press Ctrl+C again to quit at once)');
+  // SIGINT (Ctrl+C) and SIGTERM (docker stop, systemd, schedulers) both stop at the current step with a checkpoint.
+  let stoppedBy: NodeJS.Signals | undefined;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (controller.signal.aborted) process.exit(exitCodeOfSignal(signal));
+    stoppedBy = signal;
+    terminal.warn(`${signal === 'SIGINT' ? 'interrupted' : 'terminated (SIGTERM)'}: writing a checkpoint (${signal === 'SIGINT' ? 'press Ctrl+C again' : 'send it again'} to quit at once)`);
     controller.abort();
   };
-  process.on('SIGINT', onInterrupt);
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   const reporter = createProgressReporter(terminal, { mode: options.json === true ? 'json' : terminal.interactive ? 'bar' : 'lines' });
   const profiler = options.profile === true ? createTrainProfiler(backend) : undefined;
   let result: TrainResult;
@@ -115,11 +120,12 @@ async function runTrain(options: TrainOptions, context: CliContext): Promise<num
     });
   } finally {
     reporter.stop();
-    process.off('SIGINT', onInterrupt);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
   }
-  if (controller.signal.aborted) {
-    terminal.say(`interrupted at step ${result.step}: checkpoint ${result.checkpointPath}; continue with --resume`);
-    return ExitCode.interrupted;
+  if (stoppedBy !== undefined) {
+    terminal.say(`${stoppedBy === 'SIGINT' ? 'interrupted' : 'terminated'} at step ${result.step}: checkpoint ${result.checkpointPath}; continue with --resume`);
+    return exitCodeOfSignal(stoppedBy);
   }
   await reportResult(result, config, { defaultRun, corpus, json: options.json === true }, context);
   if (profiler !== undefined) {
@@ -128,6 +134,11 @@ async function runTrain(options: TrainOptions, context: CliContext): Promise<num
     else terminal.say(profile === undefined ? `no profile: the run had fewer than ${PROFILE_WARMUP_STEPS + 1} steps (profiling starts after ${PROFILE_WARMUP_STEPS})` : `\n${formatKernelProfile(profile)}`);
   }
   return ExitCode.ok;
+}
+
+/** 130 for SIGINT, 143 for SIGTERM (128 + the signal's number, as a shell reports it). */
+function exitCodeOfSignal(signal: NodeJS.Signals): number {
+  return signal === 'SIGTERM' ? ExitCode.terminated : ExitCode.interrupted;
 }
 
 /** CLI flags as config overrides (flags win over the file). */

@@ -153,8 +153,10 @@ export interface MemoryInfo {
   bufferCount: number;
   /** Device total, when known. */
   totalBytes?: number;
-  /** Device free, when known. */
+  /** Device free, when known: what new tensors can still use (less than the device's free memory when the backend has a tighter limit). */
   freeBytes?: number;
+  /** What bounds freeBytes when it is below the device's own free memory (e.g. a 4 GiB WebAssembly heap), in words; optional. */
+  limitedBy?: string;
 }
 
 /** Names of every kernel, for capability queries and support matrices. */

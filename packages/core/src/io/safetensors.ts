@@ -123,7 +123,7 @@ export function parseSafetensors(bytes: Uint8Array, options: ParseSafetensorsOpt
       'The file was not written by a conforming safetensors writer; re-save it from the original tensors.');
   }
   const data = bytes.subarray(8 + headerLength);
-  let metadata: Record<string, string> = {};
+  let metadata: Record<string, string> = Object.create(null) as Record<string, string>;
   const tensors = new Map<string, RawTensor>();
   const spans: Array<{ name: string; begin: number; end: number }> = [];
 
@@ -154,7 +154,11 @@ export function parseSafetensors(bytes: Uint8Array, options: ParseSafetensorsOpt
     if (end > data.byteLength) {
       throw fail(`${label} ends at byte ${end} but the data buffer is only ${data.byteLength} bytes`);
     }
-    const expected = (shape as number[]).reduce((product, dimension) => product * dimension, 1) * DTYPE_BYTES[dtype];
+    const elements = elementCount(shape as number[]);
+    if (elements === undefined) {
+      throw fail(`${label} has shape ${JSON.stringify(shape)}, whose element count exceeds ${Number.MAX_SAFE_INTEGER} (2^53 − 1) and cannot be counted exactly`);
+    }
+    const expected = elements * DTYPE_BYTES[dtype];
     if (expected !== end - begin) {
       throw fail(`${label} has ${end - begin} bytes but shape ${JSON.stringify(shape)} of ${dtypeName} needs ${expected}`);
     }
@@ -209,8 +213,9 @@ function parseMetadata(value: unknown, fail: Fail): Record<string, string> {
   for (const [key, entry] of Object.entries(value)) {
     if (typeof entry !== 'string') throw fail(`"__metadata__" value ${JSON.stringify(key)} is a ${describeType(entry)}, not a string`);
   }
-  // fromEntries defines own properties, so a "__proto__" key stays data, never a prototype.
-  return Object.fromEntries(Object.entries(value as Record<string, string>));
+  // A null-prototype object: a "__proto__" key is an own data property, never a prototype, and no
+  // key can reach Object.prototype through it.
+  return Object.assign(Object.create(null) as Record<string, string>, Object.fromEntries(Object.entries(value as Record<string, string>)));
 }
 
 /**
@@ -309,12 +314,32 @@ function checkTensorArgument(name: string, tensor: RawTensor): void {
       hint: 'Pass the raw little-endian bytes, e.g. new Uint8Array(float32Array.buffer).',
     });
   }
-  const expected = tensor.shape.reduce((product, dimension) => product * dimension, 1) * DTYPE_BYTES[tensor.dtype];
+  const elements = elementCount(tensor.shape);
+  if (elements === undefined) {
+    throw new InvalidArgumentError(`${label} has shape ${JSON.stringify(tensor.shape)}, whose element count exceeds ${Number.MAX_SAFE_INTEGER} (2^53 − 1)`, {
+      hint: 'A tensor that large cannot exist in memory: check the shape.',
+    });
+  }
+  const expected = elements * DTYPE_BYTES[tensor.dtype];
   if (tensor.data.byteLength !== expected) {
     throw new InvalidArgumentError(`${label} has ${tensor.data.byteLength} bytes but shape ${JSON.stringify(tensor.shape)} of ${tensor.dtype} needs ${expected}`, {
       hint: 'data must hold exactly product(shape) elements of the dtype.',
     });
   }
+}
+
+/**
+ * product(shape), or undefined when it exceeds 2^53 − 1 (past that, doubles round and a product
+ * could not be compared with a byte count). A zero dimension makes any shape empty: [2^40, 2^40, 0] is 0.
+ */
+function elementCount(shape: readonly number[]): number | undefined {
+  if (shape.includes(0)) return 0;
+  let count = 1;
+  for (const dimension of shape) {
+    count *= dimension;
+    if (count > Number.MAX_SAFE_INTEGER) return undefined;
+  }
+  return count;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -5,6 +5,7 @@ export {
   type FindCheckpointOptions, type LoadCheckpointModelOptions, type LoadCheckpointOptions, type LoadedCheckpoint,
 } from './load.js';
 export { cleanTemporaryCheckpoints, isWriterAlive } from './cleanup.js';
+export { acquireRunLock, RUN_LOCK_FILE, type AcquireRunLockOptions, type RunLock, type RunLockHolder } from './run-lock.js';
 export {
   CHECKPOINT_FILES, fileSha256, MODEL_FILES, previousCheckpoints, readCheckpointState, verifyCheckpoint, type VerifyCheckpointOptions,
 } from './verify.js';

@@ -9,7 +9,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CheckpointError, decodeHostValues, keep, readSafetensorsFile, tensor, type KernelBackend } from '@kiln/core';
 import type { ModelConfig } from '../contracts.js';
-import { assertFinite, loadModelDirectory, readModelConfig, type LlamaModel } from '../model/index.js';
+import { assertFinite, extremeWeightsWarning, loadModelDirectory, readModelConfig, type LlamaModel } from '../model/index.js';
 import { loadLoraTrainingModel, type LoraTrainingModel } from '../lora/training-model.js';
 import { disposeMoments, type AdamWMoments } from '../train/optimizer.js';
 import { cleanTemporaryCheckpoints } from './cleanup.js';
@@ -180,25 +180,33 @@ export async function loadCheckpoint(directory: string, options: LoadCheckpointO
  * Loads the model of a directory: a kiln checkpoint (it has state.json) is verified against its
  * checksums first (config.json and model.safetensors); any other model directory (config.json +
  * model.safetensors, e.g. from transformers) is loaded as it is. Non-finite weights are refused
- * unless allowed.
+ * unless allowed; weights beyond ±1e4 are loaded with a warning through onNotice.
  */
 export async function loadCheckpointModel(directory: string, options: LoadCheckpointModelOptions): Promise<LlamaModel> {
   const isCheckpoint = await stat(join(directory, STATE_FILE)).then((info) => info.isFile(), () => false);
   const state = isCheckpoint ? await verifyCheckpoint(directory, { files: 'model', onNotice: options.onNotice }) : undefined;
+  let model: LlamaModel;
   try {
     // A LoRA run's checkpoint is a PEFT adapter directory for the base the run started from.
     if (state?.config.lora !== undefined && state.config.initFrom !== undefined) {
       options.checkModelConfig?.(await readModelConfig(state.config.initFrom), join(state.config.initFrom, 'config.json'));
-      return await loadModelDirectory(state.config.initFrom, { backend: options.backend, allowNonFinite: options.allowNonFinite, adapter: directory });
+      model = await loadModelDirectory(state.config.initFrom, { backend: options.backend, allowNonFinite: options.allowNonFinite, adapter: directory });
+    } else {
+      if (options.checkModelConfig !== undefined) {
+        const configPath = join(directory, 'config.json');
+        options.checkModelConfig(await readModelConfig(directory), configPath);
+      }
+      model = await loadModelDirectory(directory, { backend: options.backend, allowNonFinite: options.allowNonFinite, adapter: options.adapter });
     }
-    if (options.checkModelConfig !== undefined) {
-      const configPath = join(directory, 'config.json');
-      options.checkModelConfig(await readModelConfig(directory), configPath);
-    }
-    return await loadModelDirectory(directory, { backend: options.backend, allowNonFinite: options.allowNonFinite, adapter: options.adapter });
   } catch (error) {
     throw await withPreviousCheckpoints(error, directory);
   }
+  const warning = await extremeWeightsWarning(model.parameters, directory).catch((error: unknown) => {
+    model.dispose();
+    throw error;
+  });
+  if (warning !== undefined) options.onNotice?.(warning);
+  return model;
 }
 
 /**

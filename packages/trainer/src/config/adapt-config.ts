@@ -12,7 +12,7 @@
 import type { DType, KernelBackend } from '@kiln/core';
 import type { ConfigAdaptation, TrainConfig } from '../contracts.js';
 import { checkpointActivationsOf, forwardOptionsFor, type DeviceSettings } from './forward-options.js';
-import { assertTrainingFits } from './memory-check.js';
+import { assertTrainingFits, deviceMemoryAvailable } from './memory-check.js';
 import { estimateTrainingMemory, formatBytes, MEMORY_HEADROOM } from './memory-estimate.js';
 
 /** A config fitted to a backend and the list of what changed. */
@@ -81,11 +81,9 @@ function largestDivisorAtMost(total: number, atMost: number): number {
 }
 
 function adaptMemory(config: TrainConfig, backend: KernelBackend, adaptations: ConfigAdaptation[]): void {
-  const device = backend.capabilities.device;
-  const available = device.memoryFreeBytes ?? device.memoryTotalBytes;
+  const { bytes: available, which } = deviceMemoryAvailable(backend);
   if (available === undefined) return;
   const budget = available * MEMORY_HEADROOM;
-  const which = device.memoryFreeBytes === undefined ? 'total' : 'free';
   const { batchSize, microBatchSize } = config.schedule;
   const totalAt = (micro: number, checkpointing: boolean): number =>
     estimateTrainingMemory(config.model, micro, { ...forwardOptionsFor(config), checkpointActivations: checkpointing }).totalBytes;

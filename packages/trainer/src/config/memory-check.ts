@@ -90,16 +90,23 @@ interface Available {
   deviceWords: string;
 }
 
-function availableOn(backend: KernelBackend): Available {
+/**
+ * What the backend can still give tensors: its memory() (which reports a limit tighter than the
+ * device's, e.g. the CPU backend's 4 GiB WebAssembly heap), else the device's capabilities.
+ */
+export function deviceMemoryAvailable(backend: KernelBackend): { bytes: number | undefined; which: 'free' | 'total'; words: string } {
   const device = backend.capabilities.device;
-  const bytes = device.memoryFreeBytes ?? device.memoryTotalBytes;
-  const which = device.memoryFreeBytes === undefined ? 'total' : 'free';
-  return {
-    device: bytes,
-    host: os.freemem(),
-    unified: device.unifiedMemory,
-    deviceWords: bytes === undefined ? '' : `${formatBytes(bytes)} ${which} on ${backend.name} (${device.name})`,
-  };
+  const live = backend.memory();
+  const free = live.freeBytes ?? device.memoryFreeBytes;
+  const bytes = free ?? live.totalBytes ?? device.memoryTotalBytes;
+  const which = free === undefined ? 'total' : 'free';
+  const limit = live.limitedBy === undefined ? '' : `, bounded by ${live.limitedBy}`;
+  return { bytes, which, words: bytes === undefined ? '' : `${formatBytes(bytes)} ${which} on ${backend.name} (${device.name}${limit})` };
+}
+
+function availableOn(backend: KernelBackend): Available {
+  const { bytes, words } = deviceMemoryAvailable(backend);
+  return { device: bytes, host: os.freemem(), unified: backend.capabilities.device.unifiedMemory, deviceWords: words };
 }
 
 /** A sentence for the first limit `need` exceeds, or undefined when it fits. */

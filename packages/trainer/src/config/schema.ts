@@ -33,8 +33,9 @@ const modelSchema = z.strictObject({
   nKvHead: count(1).optional(),
   mlpHidden: count(1).optional(),
   tieEmbeddings: z.boolean().optional(),
-  ropeTheta: positive().optional(),
-  normEps: positive().optional(),
+  // Meaningful ranges, not just types (config-issues.ts RANGE_HINTS says why): a normEps of 1e300 trains nothing.
+  ropeTheta: z.number().gt(1).max(1e9).optional(),
+  normEps: positive().max(1e-2).optional(),
 });
 
 const dataSchema = z.strictObject({
@@ -48,10 +49,10 @@ const dataSchema = z.strictObject({
 });
 
 const optimizerSchema = z.strictObject({
-  lr: positive().optional(),
+  lr: positive().lt(1).optional(),
   beta1: fraction().optional(),
   beta2: fraction().optional(),
-  eps: positive().optional(),
+  eps: positive().max(1e-2).optional(),
   weightDecay: z.number().min(0).optional(),
   gradClip: z.number().min(0).optional(),
 });

@@ -2,12 +2,14 @@
  * Autoregressive generation with a KV cache: the prompt is run once (prefill), then each step
  * runs the model on the one new token at position = cached length. When the window would pass
  * contextLength, the oldest tokens are dropped and the cache is rebuilt from the last
- * contextLength − 1 tokens, so the model never sees a position it was not trained on.
+ * contextLength − 1 tokens, so the model never sees a position it was not trained on. A logit
+ * that is NaN or ±Infinity stops generation with a NonFiniteError naming the likely weight.
  */
 import { InvalidArgumentError, reshape, slice, tensor, tidy, type DType } from '@kiln/core';
 import type { AttentionKind } from './attention.js';
 import type { KvCache } from './kv-cache.js';
 import type { DecoderModel } from './decoder.js';
+import { assertFiniteLogits } from './weight-health.js';
 import { checkSamplingOptions, sampleToken, uniformAt, type SamplingOptions } from './sampling.js';
 
 /** Options of generate. */
@@ -89,6 +91,7 @@ export async function generate(model: DecoderModel, prompt: number[], options: G
     let logits = await nextLogits(model, cache, tokens.slice(-window), options);
     const limit = options.vocabularyLimit ?? model.config.vocabSize;
     for (let step = 0; step < options.maxTokens; step++) {
+      await assertFiniteLogits(logits, model.parameters, step);
       const token = sampleToken(limit < logits.length ? logits.subarray(0, limit) : logits, options, uniformAt(seed, step));
       if (stop.has(token)) break;
       generated.push(token);

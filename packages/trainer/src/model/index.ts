@@ -12,4 +12,7 @@ export {
   TOKENIZER_FILES, toHfConfig, type HfModelConfig, type LoadModelOptions, type WrittenFiles,
 } from './hf-format.js';
 export { generate, type GenerateOptions } from './generate.js';
+export {
+  assertFiniteEvaluationLoss, assertFiniteLogits, describeNonFiniteCause, EXTREME_WEIGHT, extremeWeightsWarning, inspectWeights, type WeightFinding,
+} from './weight-health.js';
 export { sampleToken, type SamplingOptions } from './sampling.js';

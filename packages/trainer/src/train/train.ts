@@ -8,7 +8,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { KilnError, writeFileAtomic } from '@kiln/core';
 import type { TrainConfig, TrainContext, TrainEvent, TrainResult } from '../contracts.js';
-import { KILN_VERSION, CHECKPOINT_FORMAT_VERSION, saveCheckpoint, type CheckpointState } from '../checkpoint/index.js';
+import { acquireRunLock, KILN_VERSION, CHECKPOINT_FORMAT_VERSION, saveCheckpoint, type CheckpointState } from '../checkpoint/index.js';
 import { adaptConfigToBackend, forwardOptionsFor, resolveSteps } from '../config/index.js';
 import { loadData } from '../data/index.js';
 import { parameterCount } from '../model/index.js';
@@ -18,6 +18,7 @@ import { DynamicLossScaler } from './loss-scaler.js';
 import { MetricsLog } from './metrics-log.js';
 import { disposeMoments } from './optimizer.js';
 import { initFromTokenizer, prepareRunStart, withInitFromModel } from './run-setup.js';
+import { LossStallWatch } from './loss-stall.js';
 import { learningRateAt } from './schedule.js';
 import { runTrainStep, type StepCounters, type StepEnvironment } from './train-step.js';
 
@@ -41,7 +42,23 @@ export async function train(inputConfig: TrainConfig, context: TrainRunContext):
   const adapted = adaptConfigToBackend(await withInitFromModel(inputConfig, notice, context.resume === true), backend);
   const outputDir = adapted.config.checkpoint.outputDir;
   await mkdir(outputDir, { recursive: true });
+  // One writer per run directory: a second train (or a resume while this run writes) is refused.
+  const lock = await acquireRunLock(outputDir, { notice });
+  try {
+    return await trainLocked(adapted, context, { startedAt, emit, notice });
+  } finally {
+    await lock.release();
+  }
+}
 
+/** train() once the run directory is locked. */
+async function trainLocked(
+  adapted: ReturnType<typeof adaptConfigToBackend>, context: TrainRunContext,
+  run: { startedAt: number; emit: (event: TrainEvent) => void; notice: (message: string) => void },
+): Promise<TrainResult> {
+  const { startedAt, emit, notice } = run;
+  const { backend } = context;
+  const outputDir = adapted.config.checkpoint.outputDir;
   const start = await prepareRunStart(adapted.config, { backend, resume: context.resume === true, allowNonFinite: context.allowNonFinite, notice });
   const { model, moments } = start;
   let data: Awaited<ReturnType<typeof loadData>> | undefined;
@@ -83,6 +100,8 @@ export async function train(inputConfig: TrainConfig, context: TrainRunContext):
     let checkpointPath = start.resumed?.path ?? '';
     let checkpointStep = saved?.step ?? -1;
     const tokensPerStep = schedule.batchSize * contextLength;
+    // Only a fresh run starts from an untrained model whose loss must fall (a fine-tuned or resumed one may already sit low).
+    const stallWatch = step === 0 && config.initFrom === undefined ? new LossStallWatch(schedule.warmupSteps) : undefined;
 
     const validate = async (): Promise<number> =>
       evaluate(model, data!.validation, {
@@ -131,6 +150,8 @@ export async function train(inputConfig: TrainConfig, context: TrainRunContext):
       } else {
         consecutiveNonFinite = 0;
         pendingLosses.push(outcome.loss);
+        const stalled = stallWatch?.record(step, outcome.loss);
+        if (stalled !== undefined) notice(stalled);
       }
       emit({ type: 'step', step, totalSteps: schedule.steps, loss: outcome.loss, lr, tokensPerSecond: tokensPerStep / seconds, gradNorm: outcome.gradNorm, skipped: outcome.skipped });
       if (consecutiveNonFinite >= schedule.maxNonFiniteSteps) throw divergenceError(config, step, consecutiveNonFinite, outcome, lr, forwardOptions.computeDType, checkpointPath);
