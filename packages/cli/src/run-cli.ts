@@ -7,6 +7,7 @@ import { cliVersion, type CliContext } from './cli-context.js';
 import { defineBenchCommand } from './commands/bench.js';
 import { defineDoctorCommand } from './commands/doctor.js';
 import { defineEvalCommand } from './commands/eval.js';
+import { defineExportCommand } from './commands/export.js';
 import { defineGenerateCommand } from './commands/generate.js';
 import { defineInfoCommand } from './commands/info.js';
 import { defineTokenizeCommand } from './commands/tokenize.js';
@@ -49,6 +50,7 @@ export function createProgram(context: CliContext, streams: CliStreams = context
   defineBenchCommand(program, context);
   defineTokenizeCommand(program, context);
   defineEvalCommand(program, context);
+  defineExportCommand(program, context);
   program.addHelpText('after', [
     '',
     'Exit codes: 0 ok, 1 failure, 2 bad usage, config or data, 130 interrupted (after a checkpoint).',

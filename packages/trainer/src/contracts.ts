@@ -27,6 +27,45 @@ export interface ModelConfig {
   ropeTheta: number;
   /** RMSNorm epsilon. */
   normEps: number;
+  /**
+   * The Hugging Face architecture and its options (family, head width, rope scaling, biases,
+   * activation, attention scaling); absent for kiln's own byte-level Llama.
+   */
+  architecture?: ModelArchitecture;
+}
+
+import type { LoraConfig } from './lora/lora-config.js';
+
+/** Families kiln implements, by Hugging Face `model_type`. */
+export type ModelFamilyName = 'llama' | 'gpt2' | 'gpt_bigcode';
+
+/** Rotary position scaling (transformers' `rope_scaling` / `rope_parameters`); null: none. */
+export type RopeScaling =
+  | { type: 'linear'; factor: number }
+  | { type: 'llama3'; factor: number; lowFrequencyFactor: number; highFrequencyFactor: number; originalContextLength: number };
+
+/** What distinguishes a loaded Hugging Face model from kiln's default byte-level Llama. */
+export interface ModelArchitecture {
+  /** The family (`model_type`). */
+  family: ModelFamilyName;
+  /** Width of one attention head (Llama's `head_dim` may differ from dModel / nHead). */
+  headDim: number;
+  /** Rotary scaling of a rope family, null without. */
+  ropeScaling: RopeScaling | null;
+  /** Biases on the attention projections (Llama `attention_bias`; always true for GPT-2 / GPTBigCode). */
+  attentionBias: boolean;
+  /** Biases on the MLP projections (Llama `mlp_bias`; always true for GPT-2 / GPTBigCode). */
+  mlpBias: boolean;
+  /** The MLP activation: 'silu' (Llama's gated MLP), 'gelu_tanh' or 'gelu' (exact, erf). */
+  activation: 'silu' | 'gelu_tanh' | 'gelu';
+  /** Divide attention scores by √headDim (GPT-2 `scale_attn_weights`; true for Llama). */
+  scaleAttentionWeights: boolean;
+  /** Also divide them by layer index + 1 (GPT-2 `scale_attn_by_inverse_layer_idx`). */
+  scaleAttentionByInverseLayer: boolean;
+  /** Beginning-of-sequence token id, null if none. */
+  bosTokenId: number | null;
+  /** End-of-sequence token ids (generation stops at any), empty if none. */
+  eosTokenIds: number[];
 }
 
 /** How the model runs a forward pass. */
@@ -37,6 +76,10 @@ export interface ForwardOptions {
   checkpointActivations: boolean;
   /** dtype the matmuls and activations run in; master weights stay f32. */
   computeDType: DType;
+  /** Precast compute-dtype copies of f32 master weights (made once per optimizer step): a linear uses the copy instead of casting. */
+  computeWeights?: ReadonlyMap<Tensor, Tensor>;
+  /** Seed of this forward's dropout masks (LoRA dropout); without it dropout is off (evaluation). */
+  dropoutSeed?: number;
 }
 
 /** The device section of the config. */
@@ -141,6 +184,8 @@ export interface TrainConfig {
   checkpoint: CheckpointConfig;
   /** Directory with config.json + model.safetensors to start from (fine-tuning). */
   initFrom?: string;
+  /** Train a LoRA adapter on the frozen initFrom model instead of every weight. */
+  lora?: LoraConfig;
 }
 
 /** One change the trainer made to the config for the resolved backend, and why. */

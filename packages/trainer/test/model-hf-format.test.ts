@@ -76,13 +76,17 @@ describe('config.json', () => {
       [{ vocab_size: undefined }, /"vocab_size" is missing/],
       [{ num_hidden_layers: 0 }, /"num_hidden_layers"/],
       [{ num_key_value_heads: 3 }, /model\.nKvHead/],
-      [{ model_type: 'gpt2' }, /"model_type" is "gpt2"/],
-      [{ hidden_act: 'gelu' }, /"hidden_act"/],
-      [{ rope_scaling: { type: 'linear', factor: 2 } }, /"rope_scaling"/],
-      [{ attention_bias: true }, /"attention_bias"/],
+      [{ model_type: 'mistral' }, /"model_type" is "mistral"; kiln implements "llama", "gpt2", "gpt_bigcode"/],
+      [{ hidden_act: 'gelu' }, /"hidden_act" is "gelu"; kiln implements "silu" only/],
+      [{ rope_scaling: { type: 'yarn', factor: 2 } }, /"rope_scaling\.rope_type" is "yarn"; kiln implements "default", "linear", "llama3"/],
+      [{ rope_parameters: { rope_type: 'dynamic', rope_theta: 10000 } }, /"rope_parameters\.rope_type" is "dynamic"/],
+      [{ rope_scaling: { type: 'linear' } }, /"rope_scaling\.factor" must be a finite number > 0/],
+      [{ rope_theta: 500000, rope_parameters: { rope_type: 'default', rope_theta: 10000 } }, /"rope_theta" is 500000 but rope_parameters\.rope_theta is 10000/],
+      [{ attention_bias: 'yes' }, /"attention_bias"/],
       [{ rms_norm_eps: -1 }, /"rms_norm_eps"/],
       [{ tie_word_embeddings: 'yes' }, /"tie_word_embeddings"/],
-      [{ head_dim: 16 }, /"head_dim"/],
+      [{ head_dim: 'wide' }, /"head_dim"/],
+      [{ head_dim: 7 }, /odd head width head_dim 7/],
     ];
     for (const [change, pattern] of cases) {
       const error = errorOf(() => fromHfConfig({ ...good, ...change }, 'run/config.json'));

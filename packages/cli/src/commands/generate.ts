@@ -1,19 +1,26 @@
 /**
- * `kiln generate --checkpoint dir`: loads a model (a run directory's newest good checkpoint or a
- * model directory, verified against its checksums when it is a kiln checkpoint) on the resolved
+ * `kiln generate --model dir [--adapter dir]`: loads a model (a run directory's newest good
+ * checkpoint, a kiln model directory verified against its checksums, or a Hugging Face model
+ * directory of any supported family, optionally with a PEFT LoRA adapter) on the resolved
  * backend, whatever backend trained it, and streams the continuation of the prompt to stdout as
- * tokens come. A model that cannot generate at its full context on the device is refused first.
+ * tokens come, decoded with the model's tokenizer (tokenizer.json) and stopping at its eos token;
+ * kiln's byte-level models keep their byte prompts. A model that cannot generate at its full
+ * context on the device is refused first.
  */
 import type { Command } from 'commander';
+import { InvalidArgumentError } from '@kiln/core';
 import { assertGenerationFits, generate } from '@kiln/trainer';
 import { describeResolution, setUpBackend } from '../backend-setup.js';
 import { integerArgument, numberArgument, type CliContext } from '../cli-context.js';
-import { ExitCode } from '../exit-codes.js';
-import { loadModelFrom } from '../model-loading.js';
+import { ExitCode, markUsageError } from '../exit-codes.js';
+import { loadModelFrom, tokenizerFor } from '../model-loading.js';
 import { TokenTextStream, promptTokens } from '../output/byte-stream.js';
 
 interface GenerateCommandOptions {
-  checkpoint: string;
+  model?: string;
+  checkpoint?: string;
+  adapter?: string;
+  tokenizer?: string;
   prompt: string;
   maxTokens: number;
   temperature: number;
@@ -31,7 +38,10 @@ export function defineGenerateCommand(program: Command, context: CliContext): vo
   program
     .command('generate')
     .description('generate text from a trained model, streamed as it comes')
-    .requiredOption('--checkpoint <dir>', 'a run directory (its newest checkpoint) or a model directory (config.json + model.safetensors)')
+    .option('--model <dir>', 'a run directory (its newest checkpoint) or a model directory (config.json + model.safetensors, kiln or Hugging Face)')
+    .option('--checkpoint <dir>', 'the same as --model (its former name)')
+    .option('--adapter <dir>', 'a LoRA adapter directory (PEFT format: adapter_config.json + adapter_model.safetensors) to apply to the model')
+    .option('--tokenizer <path>', "tokenizer to use instead of the model directory's: a directory, a tokenizer.json, or 'byte'")
     .option('--prompt <text>', 'text to continue (token ids like "1 2 3" for non-byte vocabularies)', '\n')
     .option('--max-tokens <n>', 'tokens to generate', integerArgument(1), 200)
     .option('--temperature <t>', 'softmax temperature; 0 is greedy', numberArgument(0), 0.8)
@@ -51,22 +61,29 @@ async function runGenerate(options: GenerateCommandOptions, context: CliContext)
   const { terminal } = context;
   const resolution = await setUpBackend({ device: options.device }, terminal);
   if (options.quiet !== true) for (const line of describeResolution(resolution)) terminal.warn(line);
-  const { model, path } = await loadModelFrom(options.checkpoint, resolution.backend, {
+  const directory = modelOption(options);
+  const { model, path } = await loadModelFrom(directory, resolution.backend, {
     onNotice: (message) => terminal.warn(`note: ${message}`),
     allowNonFinite: options.allowNonFinite === true,
+    adapter: options.adapter,
     // A model whose KV cache at its full context cannot fit is refused before any weight is read.
     checkModelConfig: (config, source) => assertGenerationFits(config, resolution.backend, { source }),
   });
-  if (options.quiet !== true) terminal.warn(`model: ${path}`);
+  if (options.quiet !== true) terminal.warn(`model: ${path}${options.adapter === undefined ? '' : ` + adapter ${options.adapter}`}`);
   try {
-    const stream = new TokenTextStream(model.config.vocabSize);
+    const tokenizer = await tokenizerFor(path, model, options.tokenizer);
+    const prompt = tokenizer === undefined ? promptTokens(options.prompt, model.config.vocabSize) : tokenizer.encode(options.prompt);
+    const stream = tokenizer === undefined ? new TokenTextStream(model.config.vocabSize) : tokenizer.createDecoder({ context: prompt });
+    const stopTokens = [...new Set([...(tokenizer?.eosId == null ? [] : [tokenizer.eosId]), ...(model.config.architecture?.eosTokenIds ?? [])])];
     if (options.echo) terminal.write(options.prompt);
-    await generate(model, promptTokens(options.prompt, model.config.vocabSize), {
+    await generate(model, prompt, {
       maxTokens: options.maxTokens,
       temperature: options.temperature,
       topK: options.topK,
       topP: options.topP,
       seed: options.seed,
+      stopTokens,
+      vocabularyLimit: tokenizer?.vocabSize,
       onToken: (id) => {
         const text = stream.push(id);
         if (text !== '') terminal.write(text);
@@ -77,4 +94,20 @@ async function runGenerate(options: GenerateCommandOptions, context: CliContext)
     model.dispose();
   }
   return ExitCode.ok;
+}
+
+/** The --model directory (--checkpoint is its former name; giving both is refused). */
+function modelOption(options: GenerateCommandOptions): string {
+  if (options.model !== undefined && options.checkpoint !== undefined && options.model !== options.checkpoint) {
+    throw markUsageError(new InvalidArgumentError(`--model ${options.model} and --checkpoint ${options.checkpoint} name different models`, {
+      hint: 'Pass one of them (--checkpoint is the former name of --model).',
+    }));
+  }
+  const directory = options.model ?? options.checkpoint;
+  if (directory === undefined) {
+    throw markUsageError(new InvalidArgumentError('kiln generate needs --model <dir>', {
+      hint: 'Pass a run directory (e.g. ./kiln-run) or a model directory (config.json + model.safetensors), e.g. --model ./SmolLM2-135M.',
+    }));
+  }
+  return directory;
 }

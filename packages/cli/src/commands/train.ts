@@ -4,10 +4,11 @@
  * With no arguments it trains the default model on the embedded corpus into ./kiln-run.
  * SIGINT aborts cleanly: the trainer writes a checkpoint, then the command exits 130.
  */
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '@kiln/core';
-import { adaptConfigToBackend, formatTrainConfig, loadTrainConfig, LOSS_PLOT_FILE, METRICS_FILE, train, type PartialTrainConfig, type TrainConfig, type TrainResult } from '@kiln/trainer';
+import { adaptConfigToBackend, formatTrainConfig, loadTrainConfig, LOSS_PLOT_FILE, METRICS_FILE, parseLoraOption, train, type PartialTrainConfig, type TrainConfig, type TrainResult } from '@kiln/trainer';
 import { describeResolution, setUpBackend } from '../backend-setup.js';
 import { formatKernelProfile } from '../bench/kernel-profile.js';
 import { createTrainProfiler, PROFILE_STEPS, PROFILE_WARMUP_STEPS } from '../bench/train-profile.js';
@@ -37,6 +38,7 @@ interface TrainOptions {
   output?: string;
   device?: string;
   initFrom?: string;
+  lora?: string;
   resume?: boolean;
   verbose?: boolean;
   json?: boolean;
@@ -60,7 +62,8 @@ export function defineTrainCommand(program: Command, context: CliContext): void 
     .option('--steps <n>', 'optimizer steps', integerArgument(1))
     .option('--output <dir>', `run directory for checkpoints, metrics.jsonl and loss.svg (default ./${DEFAULT_OUTPUT_DIR}, or the config's)`)
     .option('--device <device>', "'auto', 'cpu', 'cuda', 'cuda:1', 'metal' or a plugin's name")
-    .option('--init-from <dir>', 'start from a model directory (config.json + model.safetensors) to fine-tune it')
+    .option('--init-from <dir>', 'start from a model directory (config.json + model.safetensors: kiln, or Hugging Face Llama, GPT-2, StarCoder) to fine-tune it')
+    .option('--lora <spec>', 'with --init-from: train a LoRA adapter on the frozen model, e.g. r=8,alpha=16,dropout=0.05,targets=q_proj,v_proj (or targets=all-linear)')
     .option('--resume', 'continue from the newest good checkpoint in the run directory (damaged ones are skipped with a note)')
     .option('--allow-non-finite', 'with --resume or --init-from: load weights that hold NaN or Infinity instead of refusing them')
     .option('--seed <n>', 'seed of weight init and batch sampling', integerArgument(0))
@@ -154,6 +157,7 @@ function overridesFrom(options: TrainOptions): PartialTrainConfig {
   if (options.device !== undefined) section('device').device = options.device;
   if (options.seed !== undefined) overrides.seed = options.seed;
   if (options.initFrom !== undefined) overrides.initFrom = options.initFrom;
+  if (options.lora !== undefined) overrides.lora = parseLoraOption(options.lora);
   return overrides as PartialTrainConfig;
 }
 
@@ -173,7 +177,7 @@ function fitWarmup(options: TrainOptions, overrides: PartialTrainConfig, termina
 
 /** The default run: no config file, data or length flags (device, seed and output may change). */
 function isDefaultRun(options: TrainOptions): boolean {
-  return [options.config, options.sequences, options.data, options.steps, options.epochs, options.initFrom].every((value) => value === undefined);
+  return [options.config, options.sequences, options.data, options.steps, options.epochs, options.initFrom, options.lora].every((value) => value === undefined);
 }
 
 async function reportResult(
@@ -183,7 +187,10 @@ async function reportResult(
   context: CliContext,
 ): Promise<void> {
   const { terminal } = context;
-  const byteLevel = config.model.vocabSize === 256 && config.data.sequences === undefined;
+  // The sample prompt is bytes: only for byte-level text (a fine-tuned model with its own tokenizer reads other ids).
+  const tokenizerOfData = config.data.tokenizer;
+  const initFromTokenizer = config.initFrom !== undefined && existsSync(join(config.initFrom, 'tokenizer.json'));
+  const byteLevel = config.model.vocabSize === 256 && config.data.sequences === undefined && (tokenizerOfData === undefined ? !initFromTokenizer : tokenizerOfData === 'byte');
   const outputDir = config.checkpoint.outputDir;
   const targetMet = run.defaultRun ? result.valLoss <= DEFAULT_RUN_TARGET : null;
   const sample = byteLevel ? await sampleText(result.checkpointPath, { prompt: SAMPLE_PROMPT, maxTokens: 120, temperature: 0.8, seed: 0 }) : null;

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { CheckpointError, decodeHostValues, keep, readSafetensorsFile, tensor, type KernelBackend } from '@kiln/core';
 import type { ModelConfig } from '../contracts.js';
 import { assertFinite, loadModelDirectory, readModelConfig, type LlamaModel } from '../model/index.js';
+import { loadLoraTrainingModel, type LoraTrainingModel } from '../lora/training-model.js';
 import { disposeMoments, type AdamWMoments } from '../train/optimizer.js';
 import { cleanTemporaryCheckpoints } from './cleanup.js';
 import { checkpointsDirectory, LATEST_FILE, OPTIMIZER_FILE, STATE_FILE, stepOfName } from './layout.js';
@@ -20,8 +21,8 @@ import { problemOf, verifyCheckpoint, withPreviousCheckpoints } from './verify.j
 export interface LoadedCheckpoint {
   /** The checkpoint directory. */
   path: string;
-  /** The model (f32 master weights, requireGrad). */
-  model: LlamaModel;
+  /** The model (f32 master weights, requireGrad), or a LoRA run's frozen base and adapter. */
+  model: LlamaModel | LoraTrainingModel;
   /** AdamW moments by parameter name. */
   moments: AdamWMoments;
   /** state.json. */
@@ -48,6 +49,8 @@ export interface LoadCheckpointOptions {
 export interface LoadCheckpointModelOptions extends LoadCheckpointOptions {
   /** Called with the model's sizes (from config.json) before any weight is read; throw to refuse (e.g. assertGenerationFits). */
   checkModelConfig?: (config: ModelConfig, configPath: string) => void;
+  /** A PEFT LoRA adapter directory to apply on the fly (see loadModelDirectory). */
+  adapter?: string;
 }
 
 /** Complete checkpoint directories of a run, newest first. */
@@ -131,9 +134,12 @@ export async function findLatestCheckpoint(outputDir: string, options: FindCheck
  */
 export async function loadCheckpoint(directory: string, options: LoadCheckpointOptions): Promise<LoadedCheckpoint> {
   const state = await verifyCheckpoint(directory, { onNotice: options.onNotice });
-  let model: LlamaModel;
+  let model: LlamaModel | LoraTrainingModel;
   try {
-    model = await loadModelDirectory(directory, { backend: options.backend, allowNonFinite: options.allowNonFinite });
+    const { lora, initFrom } = state.config;
+    model = lora !== undefined && initFrom !== undefined
+      ? await loadLoraTrainingModel({ baseDirectory: initFrom, adapterDirectory: directory, lora, seed: state.seed, backend: options.backend, allowNonFinite: options.allowNonFinite })
+      : await loadModelDirectory(directory, { backend: options.backend, allowNonFinite: options.allowNonFinite });
   } catch (error) {
     throw await withPreviousCheckpoints(error, directory);
   }
@@ -178,13 +184,18 @@ export async function loadCheckpoint(directory: string, options: LoadCheckpointO
  */
 export async function loadCheckpointModel(directory: string, options: LoadCheckpointModelOptions): Promise<LlamaModel> {
   const isCheckpoint = await stat(join(directory, STATE_FILE)).then((info) => info.isFile(), () => false);
-  if (isCheckpoint) await verifyCheckpoint(directory, { files: 'model', onNotice: options.onNotice });
+  const state = isCheckpoint ? await verifyCheckpoint(directory, { files: 'model', onNotice: options.onNotice }) : undefined;
   try {
+    // A LoRA run's checkpoint is a PEFT adapter directory for the base the run started from.
+    if (state?.config.lora !== undefined && state.config.initFrom !== undefined) {
+      options.checkModelConfig?.(await readModelConfig(state.config.initFrom), join(state.config.initFrom, 'config.json'));
+      return await loadModelDirectory(state.config.initFrom, { backend: options.backend, allowNonFinite: options.allowNonFinite, adapter: directory });
+    }
     if (options.checkModelConfig !== undefined) {
       const configPath = join(directory, 'config.json');
       options.checkModelConfig(await readModelConfig(directory), configPath);
     }
-    return await loadModelDirectory(directory, { backend: options.backend, allowNonFinite: options.allowNonFinite });
+    return await loadModelDirectory(directory, { backend: options.backend, allowNonFinite: options.allowNonFinite, adapter: options.adapter });
   } catch (error) {
     throw await withPreviousCheckpoints(error, directory);
   }

@@ -12,6 +12,8 @@ import { join } from 'node:path';
 import { serializeSafetensors, writeFileAtomic, type RawTensor } from '@kiln/core';
 import type { LanguageModel } from '../contracts.js';
 import { saveModelDirectory } from '../model/index.js';
+import { isLoraTrainingModel } from '../lora/training-model.js';
+import { saveLoraAdapter } from '../lora/peft-format.js';
 import type { AdamWMoments } from '../train/optimizer.js';
 import { syncDirectoryTree, syncPath, writeFileDurably } from './durable-files.js';
 import { checkpointName, checkpointsDirectory, LATEST_FILE, OPTIMIZER_FILE, STATE_FILE, stepOfName } from './layout.js';
@@ -43,7 +45,11 @@ export async function saveCheckpoint(outputDir: string, contents: CheckpointCont
   const temporary = `${target}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
   await mkdir(temporary);
   try {
-    const written = await saveModelDirectory(temporary, contents.model, { kiln_step: String(contents.state.step) });
+    const metadata = { kiln_step: String(contents.state.step) };
+    // A LoRA run checkpoints its adapter as a PEFT directory; the frozen base stays where initFrom points.
+    const written = isLoraTrainingModel(contents.model)
+      ? await saveLoraAdapter(temporary, contents.model.base, contents.model.adapter, { baseModel: contents.model.baseDirectory, metadata })
+      : await saveModelDirectory(temporary, contents.model, metadata);
     const optimizer = await serializeMoments(contents.model, contents.moments, contents.state.step);
     await writeFileDurably(join(temporary, OPTIMIZER_FILE), optimizer);
     written.set(OPTIMIZER_FILE, optimizer);

@@ -13,11 +13,14 @@ import { open, readdir, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { CheckpointError, KilnError } from '@kiln/core';
 import { MODEL_CONFIG_FILE, MODEL_WEIGHTS_FILE } from '../model/index.js';
+import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '../lora/peft-format.js';
 import { OPTIMIZER_FILE, STATE_FILE, stepOfDirectory, stepOfName } from './layout.js';
 import { parseCheckpointState, type CheckpointState } from './state.js';
 
 /** The files generation reads. */
 export const MODEL_FILES: readonly string[] = [MODEL_CONFIG_FILE, MODEL_WEIGHTS_FILE];
+/** The adapter files of a LoRA run's checkpoint (a PEFT adapter directory). */
+export const ADAPTER_FILES: readonly string[] = [ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE];
 /** The files resuming reads (besides state.json). */
 export const CHECKPOINT_FILES: readonly string[] = [...MODEL_FILES, OPTIMIZER_FILE];
 
@@ -58,7 +61,9 @@ export async function verifyCheckpoint(directory: string, options: VerifyCheckpo
         hint: 'The checkpoint was moved or edited.',
       });
     }
-    const files = options.files === 'model' ? MODEL_FILES : CHECKPOINT_FILES;
+    // A LoRA run's checkpoint holds the adapter (PEFT files) instead of the model.
+    const modelFiles = state.config.lora === undefined ? MODEL_FILES : ADAPTER_FILES;
+    const files = options.files === 'model' ? modelFiles : [...modelFiles, OPTIMIZER_FILE];
     if (state.checksums === undefined) {
       options.onNotice?.(`checkpoint ${directory} has no checksums (written before kiln recorded them): its files are checked for structure only, not verified`);
       for (const file of files) {

@@ -76,6 +76,14 @@ const checkpointSchema = z.strictObject({
   keepLast: count(1).optional(),
 });
 
+// LoRA fine-tuning (see lora/lora-config.ts): rank, alpha, dropout, target module names or 'all-linear'.
+const loraSchema = z.strictObject({
+  rank: count(1),
+  alpha: positive(),
+  dropout: fraction().optional(),
+  targets: z.union([z.literal('all-linear'), z.array(z.string().min(1)).min(1)]),
+});
+
 /** One config layer: every section and key optional, unknown keys rejected. */
 export const partialTrainConfigSchema = z.strictObject({
   seed: z.int().min(0).optional(),
@@ -86,6 +94,7 @@ export const partialTrainConfigSchema = z.strictObject({
   schedule: scheduleSchema.optional(),
   checkpoint: checkpointSchema.optional(),
   initFrom: path().optional(),
+  lora: loraSchema.optional(),
 });
 
 /** A config layer as written in YAML or given as CLI overrides (model may name a preset). */

@@ -43,6 +43,10 @@ export function semanticIssues(config: TrainConfig, originOf: OriginOf): ConfigI
     add('model.vocabSize', `expected at least ${BYTE_VOCABULARY} for byte-level text data, got ${model.vocabSize}`, 'data.path');
   }
 
+  if (config.lora !== undefined && config.initFrom === undefined) {
+    add('lora', 'expected initFrom too: LoRA trains an adapter on a pretrained model, and there is none', 'initFrom');
+  }
+
   if (schedule.epochs === undefined) {
     if (!(schedule.steps > 0)) {
       add('schedule.steps', `expected schedule.steps > 0 or schedule.epochs > 0, got steps ${schedule.steps}`, 'schedule.epochs');

@@ -30,12 +30,12 @@ export function repeatKvHeads(x: Tensor, group: number): Tensor {
   return reshape(widened, [batch, kvHeads * group, length, width]);
 }
 
-/** softmax(q·kᵀ/√hd + mask)·v composed from ops; the mask (broadcast to the scores) defaults to the causal one. */
-export function naiveAttention(q: Tensor, k: Tensor, v: Tensor, mask?: Tensor): Tensor {
+/** softmax(q·kᵀ·scale + mask)·v composed from ops (scale default 1/√hd); the mask (broadcast to the scores) defaults to the causal one. */
+export function naiveAttention(q: Tensor, k: Tensor, v: Tensor, mask?: Tensor, scale = 1 / Math.sqrt(q.shape[3])): Tensor {
   const group = q.shape[1] / k.shape[1];
   const keys = repeatKvHeads(k, group);
   const values = repeatKvHeads(v, group);
-  const scores = mul(matmul(q, keys, { transposeB: true }), 1 / Math.sqrt(q.shape[3]));
+  const scores = mul(matmul(q, keys, { transposeB: true }), scale);
   const additive = mask === undefined
     ? causalMask(q.shape[2], k.shape[2], scores.dtype, q.backend)
     : mask.dtype === scores.dtype ? mask : cast(mask, scores.dtype);
@@ -43,12 +43,12 @@ export function naiveAttention(q: Tensor, k: Tensor, v: Tensor, mask?: Tensor): 
   return matmul(probabilities, values);
 }
 
-/** Causal attention of q [B, H, Tq, hd] over k, v [B, Hkv, Tk, hd] with the chosen implementation. */
-export function causalAttention(q: Tensor, k: Tensor, v: Tensor, kind: AttentionKind): Tensor {
-  return kind === 'flash' ? attention(q, k, v, { causal: true }) : naiveAttention(q, k, v);
+/** Causal attention of q [B, H, Tq, hd] over k, v [B, Hkv, Tk, hd] with the chosen implementation (scale default 1/√hd). */
+export function causalAttention(q: Tensor, k: Tensor, v: Tensor, kind: AttentionKind, scale = 1 / Math.sqrt(q.shape[3])): Tensor {
+  return kind === 'flash' ? attention(q, k, v, { causal: true, scale }) : naiveAttention(q, k, v, undefined, scale);
 }
 
 /** Attention of q over k, v with an additive mask (broadcast to [B, H, Tq, Tk]; −Infinity hides a key) instead of the causal rule. */
-export function maskedAttention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, kind: AttentionKind): Tensor {
-  return kind === 'flash' ? attention(q, k, v, { mask }) : naiveAttention(q, k, v, mask);
+export function maskedAttention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, kind: AttentionKind, scale = 1 / Math.sqrt(q.shape[3])): Tensor {
+  return kind === 'flash' ? attention(q, k, v, { mask, scale }) : naiveAttention(q, k, v, mask, scale);
 }

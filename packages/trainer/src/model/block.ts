@@ -1,76 +1,87 @@
 /**
- * One pre-norm Llama decoder block, shared by the training forward and the KV-cached forward:
- * x + attention(rmsNorm(x)), then h + mlp(rmsNorm(h)). The residual stream and the norms stay
- * f32; the matmuls, rope, attention and SwiGLU run in the compute dtype (weights are cast per
- * use, so the f32 master weights receive their gradients back through the cast).
+ * One pre-norm decoder block of any family, shared by the training forward and the KV-cached
+ * forward: x + attention(norm₁(x)), then h + mlp(norm₂(h)). Norms are RMSNorm or LayerNorm;
+ * q/k/v come from separate projections or one fused projection ([q; k; v] rows, whatever the
+ * file's layout); positions are rotary (rope families) or already added to the embeddings; the
+ * MLP is SwiGLU or GELU. The residual stream and the norms stay f32; the matmuls, rope,
+ * attention and activations run in the compute dtype. Every projection goes through `linear`.
  */
-import { add, cast, matmul, permute, reshape, rmsNorm, rope, swiglu, tidy, type DType, type Tensor } from '@kiln/core';
+import { add, gelu, layerNorm, permute, reshape, rmsNorm, split, swiglu, tidy, type Tensor } from '@kiln/core';
 import type { ModelConfig } from '../contracts.js';
 import { causalAttention, maskedAttention, type AttentionKind } from './attention.js';
 import { headDimension } from './config.js';
+import type { ModelFamily } from './families/family.js';
+import { familyOf } from './families/registry.js';
 import type { KvCache } from './kv-cache.js';
+import { linear, toDType, type LinearContext, type LinearWeights } from './linear.js';
+import { applyRotary } from './rotary.js';
+
+export { linear, toDType, type LinearContext, type LinearWeights } from './linear.js';
+
+/** A norm's gain and (LayerNorm) bias. */
+export interface NormWeights {
+  /** Gain [d]. */
+  weight: Tensor;
+  /** Bias [d] (LayerNorm only). */
+  bias?: Tensor;
+}
 
 /** The tensors of one block, by role. */
 export interface LayerWeights {
-  /** input_layernorm [d]. */
-  inputNorm: Tensor;
-  /** q_proj [nHead·hd, d]. */
-  query: Tensor;
-  /** k_proj [nKvHead·hd, d]. */
-  key: Tensor;
-  /** v_proj [nKvHead·hd, d]. */
-  value: Tensor;
-  /** o_proj [d, nHead·hd]. */
-  output: Tensor;
-  /** post_attention_layernorm [d]. */
-  postNorm: Tensor;
-  /** gate_proj [hidden, d]. */
-  gate: Tensor;
-  /** up_proj [hidden, d]. */
-  up: Tensor;
-  /** down_proj [d, hidden]. */
-  down: Tensor;
+  /** Norm before attention. */
+  inputNorm: NormWeights;
+  /** Separate q [nHead·hd, d], k and v [nKvHead·hd, d], or one fused [q; k; v] projection. */
+  attention: { query: LinearWeights; key: LinearWeights; value: LinearWeights } | { fused: LinearWeights };
+  /** Attention output projection [d, nHead·hd]. */
+  output: LinearWeights;
+  /** Norm before the MLP. */
+  postNorm: NormWeights;
+  /** SwiGLU (gate, up, down) or plain (fc, proj) MLP. */
+  mlp: { gate: LinearWeights; up: LinearWeights; down: LinearWeights } | { fc: LinearWeights; proj: LinearWeights };
 }
 
 /** How a block runs. */
-export interface BlockContext {
-  /** Model sizes. */
+export interface BlockContext extends LinearContext {
+  /** Model sizes and architecture. */
   config: ModelConfig;
   /** Attention implementation. */
   attention: AttentionKind;
-  /** Dtype of the matmuls and activations inside the sub-layers. */
-  computeDType: DType;
   /** Position of the first input token (the cached length when decoding). */
   positionOffset: number;
   /** KV cache to read and extend (decoding only). */
   cache?: KvCache;
 }
 
-/** The weights of block `layer`, looked up by their Hugging Face names. */
-export function layerWeights(parameters: Map<string, Tensor>, layer: number): LayerWeights {
-  const prefix = `model.layers.${layer}`;
-  const get = (name: string): Tensor => parameters.get(`${prefix}.${name}.weight`)!;
+/** A linear module's weight and (if the layout has one) bias, by module path. */
+export function linearWeights(parameters: Map<string, Tensor>, module: string): LinearWeights {
+  return { module, weight: parameters.get(`${module}.weight`)!, bias: parameters.get(`${module}.bias`) };
+}
+
+/** A norm's gain and (if the layout has one) bias, by module path. */
+export function normWeights(parameters: Map<string, Tensor>, module: string): NormWeights {
+  return { weight: parameters.get(`${module}.weight`)!, bias: parameters.get(`${module}.bias`) };
+}
+
+/** The weights of block `layer`, looked up by the family's Hugging Face module names. */
+export function layerWeights(parameters: Map<string, Tensor>, family: ModelFamily, layer: number): LayerWeights {
+  const modules = family.layerModules(layer);
+  const get = (module: string): LinearWeights => linearWeights(parameters, module);
   return {
-    inputNorm: get('input_layernorm'),
-    query: get('self_attn.q_proj'),
-    key: get('self_attn.k_proj'),
-    value: get('self_attn.v_proj'),
-    output: get('self_attn.o_proj'),
-    postNorm: get('post_attention_layernorm'),
-    gate: get('mlp.gate_proj'),
-    up: get('mlp.up_proj'),
-    down: get('mlp.down_proj'),
+    inputNorm: normWeights(parameters, modules.inputNorm),
+    attention: 'fused' in modules.attention
+      ? { fused: get(modules.attention.fused) }
+      : { query: get(modules.attention.query), key: get(modules.attention.key), value: get(modules.attention.value) },
+    output: get(modules.output),
+    postNorm: normWeights(parameters, modules.postNorm),
+    mlp: 'gate' in modules.mlp
+      ? { gate: get(modules.mlp.gate), up: get(modules.mlp.up), down: get(modules.mlp.down) }
+      : { fc: get(modules.mlp.fc), proj: get(modules.mlp.proj) },
   };
 }
 
-/** x in `dtype` (no copy when it already is). */
-export function toDType(x: Tensor, dtype: DType): Tensor {
-  return x.dtype === dtype ? x : cast(x, dtype);
-}
-
-/** x·Wᵀ for a Hugging Face Linear weight W [out, in], in the compute dtype. */
-export function linear(x: Tensor, weight: Tensor, dtype: DType): Tensor {
-  return matmul(x, toDType(weight, dtype), { transposeB: true });
+/** RMSNorm or LayerNorm (by whether the norm has a bias) of the f32 residual stream. */
+export function normalize(x: Tensor, weights: NormWeights, eps: number): Tensor {
+  return weights.bias === undefined ? rmsNorm(x, weights.weight, eps) : layerNorm(x, weights.weight, weights.bias, eps);
 }
 
 /** [B, T, heads·hd] → [B, heads, T, hd]. */
@@ -85,31 +96,51 @@ function mergeHeads(x: Tensor): Tensor {
   return reshape(permute(x, [0, 2, 1, 3]), [batch, length, heads * width]);
 }
 
+/** The attention score scale: 1/√hd (unless scale_attn_weights is off), ÷ (layer + 1) with scale_attn_by_inverse_layer_idx. */
+function attentionScale(config: ModelConfig, layer: number): number {
+  const architecture = config.architecture;
+  const base = architecture?.scaleAttentionWeights === false ? 1 : 1 / Math.sqrt(headDimension(config));
+  return architecture?.scaleAttentionByInverseLayer ? base / (layer + 1) : base;
+}
+
 function selfAttention(x: Tensor, weights: LayerWeights, layer: number, context: BlockContext): Tensor {
-  const { config, computeDType } = context;
+  const { config } = context;
   const width = headDimension(config);
-  const input = toDType(rmsNorm(x, weights.inputNorm, config.normEps), computeDType);
-  const ropeOptions = { offset: context.positionOffset, theta: config.ropeTheta };
-  const query = rope(splitHeads(linear(input, weights.query, computeDType), config.nHead, width), ropeOptions);
-  const key = rope(splitHeads(linear(input, weights.key, computeDType), config.nKvHead, width), ropeOptions);
-  const value = splitHeads(linear(input, weights.value, computeDType), config.nKvHead, width);
+  const input = toDType(normalize(x, weights.inputNorm, config.normEps), context.computeDType);
+  let [query, key, value] = 'fused' in weights.attention
+    ? split(linear(input, weights.attention.fused, context), [config.nHead * width, config.nKvHead * width, config.nKvHead * width], -1)
+    : [linear(input, weights.attention.query, context), linear(input, weights.attention.key, context), linear(input, weights.attention.value, context)];
+  query = splitHeads(query, config.nHead, width);
+  key = splitHeads(key, config.nKvHead, width);
+  value = splitHeads(value, config.nKvHead, width);
+  // Families with learned positions added them to the embeddings; the others rotate q and k.
+  if (familyOf(config).modelModules(config).positionEmbedding === undefined) {
+    query = applyRotary(query, config, context.positionOffset);
+    key = applyRotary(key, config, context.positionOffset);
+  }
+  const scale = attentionScale(config, layer);
   let attended: Tensor;
   if (context.cache) {
     const cached = context.cache.append(layer, key, value);
     attended = cached.mask === null
-      ? causalAttention(query, cached.key, cached.value, context.attention)
-      : maskedAttention(query, cached.key, cached.value, cached.mask, context.attention);
+      ? causalAttention(query, cached.key, cached.value, context.attention, scale)
+      : maskedAttention(query, cached.key, cached.value, cached.mask, context.attention, scale);
   } else {
-    attended = causalAttention(query, key, value, context.attention);
+    attended = causalAttention(query, key, value, context.attention, scale);
   }
-  return toDType(linear(mergeHeads(attended), weights.output, computeDType), 'f32');
+  return toDType(linear(mergeHeads(attended), weights.output, context), 'f32');
 }
 
 function feedForward(x: Tensor, weights: LayerWeights, context: BlockContext): Tensor {
-  const { config, computeDType } = context;
-  const input = toDType(rmsNorm(x, weights.postNorm, config.normEps), computeDType);
-  const hidden = swiglu(linear(input, weights.gate, computeDType), linear(input, weights.up, computeDType));
-  return toDType(linear(hidden, weights.down, computeDType), 'f32');
+  const { config } = context;
+  const input = toDType(normalize(x, weights.postNorm, config.normEps), context.computeDType);
+  if ('gate' in weights.mlp) {
+    const hidden = swiglu(linear(input, weights.mlp.gate, context), linear(input, weights.mlp.up, context));
+    return toDType(linear(hidden, weights.mlp.down, context), 'f32');
+  }
+  const approximate = config.architecture?.activation === 'gelu' ? 'none' : 'tanh';
+  const hidden = gelu(linear(input, weights.mlp.fc, context), { approximate });
+  return toDType(linear(hidden, weights.mlp.proj, context), 'f32');
 }
 
 /** Block `layer` on the residual stream x [B, T, d] (f32); intermediates are freed on return. */

@@ -1,18 +1,19 @@
 /**
- * Model sizes: validation, the default SwiGLU width, and the Hugging Face Llama parameter
- * layout (names, shapes and init) that every other model module derives from.
+ * Model sizes: validation, the default SwiGLU width, and the parameter layout (Hugging Face
+ * names, kiln's [out, in] shapes, init) of every family, built from the family's module names.
  */
 import { ConfigError } from '@kiln/core';
 import type { LanguageModel, ModelConfig } from '../contracts.js';
+import { familyOf } from './families/registry.js';
 
 /** How one parameter starts: normal(0, std) from the Philox stream, or all ones (norm gains). */
-export type ParameterInit = { kind: 'normal'; std: number } | { kind: 'ones' };
+export type ParameterInit = { kind: 'normal'; std: number } | { kind: 'ones' } | { kind: 'zeros' };
 
 /** One parameter of the layout: its Hugging Face name, shape [out, in] for linears, and init. */
 export interface ParameterSpec {
-  /** Hugging Face Llama name, e.g. 'model.layers.0.self_attn.q_proj.weight'. */
+  /** Hugging Face name, e.g. 'model.layers.0.self_attn.q_proj.weight'. */
   name: string;
-  /** Dimensions (Linear weights are [out, in] as in PyTorch). */
+  /** Dimensions (Linear weights are [out, in] as in PyTorch, whatever the family's file stores). */
   shape: number[];
   /** Initial values. */
   init: ParameterInit;
@@ -26,9 +27,9 @@ export function defaultMlpHidden(dModel: number): number {
   return Math.ceil((8 * dModel) / 96) * 32;
 }
 
-/** Width of one attention head (dModel / nHead). */
+/** Width of one attention head (the architecture's head_dim, else dModel / nHead). */
 export function headDimension(config: ModelConfig): number {
-  return config.dModel / config.nHead;
+  return config.architecture?.headDim ?? config.dModel / config.nHead;
 }
 
 function fail(field: string, problem: string, hint: string): never {
@@ -42,7 +43,7 @@ function checkPositiveInteger(config: ModelConfig, field: keyof ModelConfig): vo
   }
 }
 
-/** Throws ConfigError naming the field when the sizes cannot form a Llama model. */
+/** Throws ConfigError naming the field when the sizes cannot form a model of the config's family. */
 export function validateModelConfig(config: ModelConfig): void {
   for (const field of ['vocabSize', 'contextLength', 'dModel', 'nLayer', 'nHead', 'nKvHead', 'mlpHidden'] as const) {
     checkPositiveInteger(config, field);
@@ -51,12 +52,16 @@ export function validateModelConfig(config: ModelConfig): void {
     fail('nKvHead', `(${config.nKvHead}) must divide model.nHead (${config.nHead})`,
       'Grouped-query attention shares each key/value head among nHead / nKvHead query heads; pick a divisor of nHead.');
   }
-  if (config.dModel % config.nHead !== 0) {
+  const architecture = config.architecture;
+  if (architecture === undefined && config.dModel % config.nHead !== 0) {
     fail('nHead', `(${config.nHead}) must divide model.dModel (${config.dModel})`, 'The head width is dModel / nHead; pick a divisor of dModel.');
   }
-  if (headDimension(config) % 2 !== 0) {
-    fail('nHead', `gives an odd head width dModel / nHead = ${headDimension(config)}`,
-      'Rotary embeddings rotate pairs of channels, so dModel / nHead must be even.');
+  if (architecture !== undefined && (!Number.isSafeInteger(architecture.headDim) || architecture.headDim <= 0)) {
+    fail('architecture.headDim', `must be a positive integer, got ${JSON.stringify(architecture.headDim)}`, 'Fix head_dim in the config.json.');
+  }
+  if (familyOf(config).modelType === 'llama' && headDimension(config) % 2 !== 0) {
+    fail('nHead', `gives an odd head width ${architecture === undefined ? 'dModel / nHead = ' : 'head_dim '}${headDimension(config)}`,
+      'Rotary embeddings rotate pairs of channels, so the head width (dModel / nHead, or head_dim) must be even.');
   }
   if (typeof config.tieEmbeddings !== 'boolean') {
     fail('tieEmbeddings', `must be true or false, got ${JSON.stringify(config.tieEmbeddings)}`, 'Use a boolean.');
@@ -69,31 +74,57 @@ export function validateModelConfig(config: ModelConfig): void {
   }
 }
 
-/** Every parameter in Hugging Face order: embeddings, each layer's block, final norm, LM head (unless tied). */
+/**
+ * Every parameter of the config's family in Hugging Face order: embeddings, each layer's block
+ * (each module's weight, then its bias), final norm, LM head (unless tied).
+ */
 export function parameterSpecs(config: ModelConfig): ParameterSpec[] {
   const { vocabSize, dModel, nLayer, nHead, nKvHead, mlpHidden } = config;
+  const family = familyOf(config);
+  const architecture = config.architecture;
   const head = headDimension(config);
   const normal: ParameterInit = { kind: 'normal', std: INIT_STD };
   // Projections that write into the residual stream are scaled down with depth (GPT-2 style).
   const residual: ParameterInit = { kind: 'normal', std: INIT_STD / Math.sqrt(2 * nLayer) };
   const ones: ParameterInit = { kind: 'ones' };
-  const specs: ParameterSpec[] = [{ name: 'model.embed_tokens.weight', shape: [vocabSize, dModel], init: normal }];
+  const zeros: ParameterInit = { kind: 'zeros' };
+  const specs: ParameterSpec[] = [];
+  const norm = (module: string): void => {
+    specs.push({ name: `${module}.weight`, shape: [dModel], init: ones });
+    if (family.norm === 'layer') specs.push({ name: `${module}.bias`, shape: [dModel], init: zeros });
+  };
+  const linear = (module: string, out: number, input: number, init: ParameterInit, bias: boolean): void => {
+    specs.push({ name: `${module}.weight`, shape: [out, input], init });
+    if (bias) specs.push({ name: `${module}.bias`, shape: [out], init: zeros });
+  };
+  const modules = family.modelModules(config);
+  specs.push({ name: `${modules.tokenEmbedding}.weight`, shape: [vocabSize, dModel], init: normal });
+  if (modules.positionEmbedding) specs.push({ name: `${modules.positionEmbedding}.weight`, shape: [config.contextLength, dModel], init: normal });
+  const attentionBias = architecture?.attentionBias ?? false;
+  const mlpBias = architecture?.mlpBias ?? false;
   for (let layer = 0; layer < nLayer; layer++) {
-    const prefix = `model.layers.${layer}`;
-    specs.push(
-      { name: `${prefix}.input_layernorm.weight`, shape: [dModel], init: ones },
-      { name: `${prefix}.self_attn.q_proj.weight`, shape: [nHead * head, dModel], init: normal },
-      { name: `${prefix}.self_attn.k_proj.weight`, shape: [nKvHead * head, dModel], init: normal },
-      { name: `${prefix}.self_attn.v_proj.weight`, shape: [nKvHead * head, dModel], init: normal },
-      { name: `${prefix}.self_attn.o_proj.weight`, shape: [dModel, nHead * head], init: residual },
-      { name: `${prefix}.post_attention_layernorm.weight`, shape: [dModel], init: ones },
-      { name: `${prefix}.mlp.gate_proj.weight`, shape: [mlpHidden, dModel], init: normal },
-      { name: `${prefix}.mlp.up_proj.weight`, shape: [mlpHidden, dModel], init: normal },
-      { name: `${prefix}.mlp.down_proj.weight`, shape: [dModel, mlpHidden], init: residual },
-    );
+    const block = family.layerModules(layer);
+    norm(block.inputNorm);
+    if ('fused' in block.attention) {
+      linear(block.attention.fused, (nHead + 2 * nKvHead) * head, dModel, normal, attentionBias);
+    } else {
+      linear(block.attention.query, nHead * head, dModel, normal, attentionBias);
+      linear(block.attention.key, nKvHead * head, dModel, normal, attentionBias);
+      linear(block.attention.value, nKvHead * head, dModel, normal, attentionBias);
+    }
+    linear(block.output, dModel, nHead * head, residual, attentionBias);
+    norm(block.postNorm);
+    if ('gate' in block.mlp) {
+      linear(block.mlp.gate, mlpHidden, dModel, normal, mlpBias);
+      linear(block.mlp.up, mlpHidden, dModel, normal, mlpBias);
+      linear(block.mlp.down, dModel, mlpHidden, residual, mlpBias);
+    } else {
+      linear(block.mlp.fc, mlpHidden, dModel, normal, mlpBias);
+      linear(block.mlp.proj, dModel, mlpHidden, residual, mlpBias);
+    }
   }
-  specs.push({ name: 'model.norm.weight', shape: [dModel], init: ones });
-  if (!config.tieEmbeddings) specs.push({ name: 'lm_head.weight', shape: [vocabSize, dModel], init: normal });
+  norm(modules.finalNorm);
+  if (!config.tieEmbeddings) specs.push({ name: `${modules.head}.weight`, shape: [vocabSize, dModel], init: normal });
   return specs;
 }
 
@@ -105,6 +136,7 @@ export function parameterCount(source: LanguageModel | ModelConfig): number {
     return total;
   }
   // The sizes of parameterSpecs in closed form: a config with a million layers is counted without listing them.
+  if ((source as ModelConfig).architecture !== undefined) return parameterSpecs(source as ModelConfig).reduce((total, spec) => total + spec.shape.reduce((a, b) => a * b, 1), 0);
   const { vocabSize, dModel, nLayer, nHead, nKvHead, mlpHidden, tieEmbeddings } = source as ModelConfig;
   const head = dModel / nHead;
   const perLayer = 2 * dModel + 2 * nHead * head * dModel + 2 * nKvHead * head * dModel + 3 * mlpHidden * dModel;

@@ -7,7 +7,7 @@
 import { InvalidArgumentError, reshape, slice, tensor, tidy, type DType } from '@kiln/core';
 import type { AttentionKind } from './attention.js';
 import type { KvCache } from './kv-cache.js';
-import type { LlamaModel } from './llama.js';
+import type { DecoderModel } from './decoder.js';
 import { checkSamplingOptions, sampleToken, uniformAt, type SamplingOptions } from './sampling.js';
 
 /** Options of generate. */
@@ -18,6 +18,8 @@ export interface GenerateOptions extends SamplingOptions {
   seed?: number;
   /** Tokens that end generation; the stop token itself is not returned nor streamed. */
   stopTokens?: number[];
+  /** Sample only ids below this (a tokenizer smaller than the model's padded vocabulary); default the model vocabulary. */
+  vocabularyLimit?: number;
   /** Dtype of the matmuls (default 'f32'). */
   computeDType?: DType;
   /** Attention implementation (default 'flash'). */
@@ -26,7 +28,7 @@ export interface GenerateOptions extends SamplingOptions {
   onToken?: (id: number) => void | Promise<void>;
 }
 
-function checkOptions(model: LlamaModel, prompt: number[], options: GenerateOptions): void {
+function checkOptions(model: DecoderModel, prompt: number[], options: GenerateOptions): void {
   const { vocabSize } = model.config;
   if (prompt.length === 0) {
     throw new InvalidArgumentError('generate: the prompt is empty', { hint: 'Pass at least one token (for byte-level models, the bytes of some text).' });
@@ -45,10 +47,16 @@ function checkOptions(model: LlamaModel, prompt: number[], options: GenerateOpti
     throw new InvalidArgumentError(`generate: seed must be a non-negative safe integer, got ${options.seed}`);
   }
   checkSamplingOptions(options);
+  const limit = options.vocabularyLimit;
+  if (limit !== undefined && (!Number.isSafeInteger(limit) || limit < 1 || limit > vocabSize)) {
+    throw new InvalidArgumentError(`generate: vocabularyLimit must be an integer in [1, ${vocabSize}], got ${limit}`, {
+      hint: "Pass the tokenizer's vocabulary size (at most the model's).",
+    });
+  }
 }
 
 /** Runs the new tokens through the model (extending the cache) and returns the last position's logits. */
-async function nextLogits(model: LlamaModel, cache: KvCache, tokens: number[], options: GenerateOptions): Promise<Float32Array> {
+async function nextLogits(model: DecoderModel, cache: KvCache, tokens: number[], options: GenerateOptions): Promise<Float32Array> {
   const ids = tensor(Int32Array.from(tokens), [1, tokens.length], { dtype: 'i32', backend: model.backend });
   try {
     const last = tidy(() => {
@@ -67,7 +75,7 @@ async function nextLogits(model: LlamaModel, cache: KvCache, tokens: number[], o
 }
 
 /** Generates up to maxTokens new tokens after `prompt` and returns them (without the prompt). */
-export async function generate(model: LlamaModel, prompt: number[], options: GenerateOptions): Promise<number[]> {
+export async function generate(model: DecoderModel, prompt: number[], options: GenerateOptions): Promise<number[]> {
   checkOptions(model, prompt, options);
   const window = model.config.contextLength;
   const seed = options.seed ?? Math.floor(Math.random() * 2 ** 32);
@@ -79,8 +87,9 @@ export async function generate(model: LlamaModel, prompt: number[], options: Gen
   const cache = model.createCache({ capacity: Math.min(window, prompt.length + options.maxTokens) });
   try {
     let logits = await nextLogits(model, cache, tokens.slice(-window), options);
+    const limit = options.vocabularyLimit ?? model.config.vocabSize;
     for (let step = 0; step < options.maxTokens; step++) {
-      const token = sampleToken(logits, options, uniformAt(seed, step));
+      const token = sampleToken(limit < logits.length ? logits.subarray(0, limit) : logits, options, uniformAt(seed, step));
       if (stop.has(token)) break;
       generated.push(token);
       tokens.push(token);

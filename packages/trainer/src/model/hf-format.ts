@@ -1,11 +1,12 @@
 /**
- * A model as a Hugging Face directory: `config.json` (LlamaForCausalLM) + `model.safetensors`
- * (f32, Hugging Face names), each written atomically. Loading accepts what the wider ecosystem
- * writes too: f16/bf16 weights (cast to f32 master weights), sharded checkpoints
+ * A model as a Hugging Face directory: `config.json` (the family's own keys) + `model.safetensors`
+ * (f32, the family's names and layouts, e.g. GPT-2's transposed Conv1D weights), each written
+ * atomically, plus the tokenizer files of the model it came from. Loading accepts what the wider
+ * ecosystem writes too: f16/bf16 weights (cast to f32 master weights), sharded checkpoints
  * (`model.safetensors.index.json`), and the buffers transformers sometimes stores next to them.
  * Weights holding NaN or ±Infinity are refused unless the caller allows them.
  */
-import { access, mkdir, readFile } from 'node:fs/promises';
+import { access, copyFile, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   CheckpointError, decodeHostValues, keep, readSafetensorsFile, serializeSafetensors, tensor, writeFileAtomic,
@@ -13,11 +14,19 @@ import {
 } from '@kiln/core';
 import type { LanguageModel, ModelConfig } from '../contracts.js';
 import { parameterSpecs } from './config.js';
+import { DecoderModel } from './decoder.js';
+import { familyOf } from './families/registry.js';
+import { fromFileLayout, kilnShape, toFileLayout } from './families/file-layout.js';
 import { fromHfConfig, toHfConfig } from './hf-config.js';
-import { LlamaModel } from './llama.js';
 import { describeParameterMismatch, findParameterMismatch } from './parameter-check.js';
+import { loadLoraAdapter } from '../lora/peft-format.js';
 
-export { fromHfConfig, toHfConfig, type HfLlamaConfig } from './hf-config.js';
+export { fromHfConfig, toHfConfig, type HfModelConfig } from './hf-config.js';
+
+/** Tokenizer and generation files a Hugging Face model directory may hold; saving copies those present. */
+export const TOKENIZER_FILES = [
+  'tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'vocab.json', 'merges.txt', 'tokenizer.model', 'generation_config.json',
+] as const;
 
 /** The Hugging Face config file of a model directory. */
 export const MODEL_CONFIG_FILE = 'config.json';
@@ -28,13 +37,14 @@ const WEIGHTS_INDEX_FILE = 'model.safetensors.index.json';
 /** The bytes of each file saveModelDirectory wrote, by file name (for checksums). */
 export type WrittenFiles = Map<string, Uint8Array>;
 
-/** Writes config.json and model.safetensors (f32) into `directory` (created if needed); returns what it wrote. */
+/** Writes config.json and model.safetensors (f32, the family's layout) into `directory` (created if needed); returns what it wrote. */
 export async function saveModelDirectory(directory: string, model: LanguageModel, extraMetadata: Record<string, string> = {}): Promise<WrittenFiles> {
   await mkdir(directory, { recursive: true });
+  const family = familyOf(model.config);
   const tensors = new Map<string, RawTensor>();
   for (const [name, parameter] of model.parameters) {
-    const values = (await parameter.data()) as Float32Array;
-    tensors.set(name, { dtype: 'f32', shape: [...parameter.shape], data: new Uint8Array(values.buffer, values.byteOffset, values.byteLength) });
+    const stored = toFileLayout((await parameter.data()) as Float32Array, parameter.shape, family.fileLayout(name, model.config), model.config);
+    tensors.set(name, { dtype: 'f32', shape: stored.shape, data: new Uint8Array(stored.values.buffer, stored.values.byteOffset, stored.values.byteLength) });
   }
   // "format": "pt" is what transformers expects in the metadata of a PyTorch-layout file.
   const weights = serializeSafetensors(tensors, { format: 'pt', ...extraMetadata });
@@ -42,6 +52,19 @@ export async function saveModelDirectory(directory: string, model: LanguageModel
   await writeFileAtomic(join(directory, MODEL_WEIGHTS_FILE), weights);
   await writeFileAtomic(join(directory, MODEL_CONFIG_FILE), config);
   return new Map([[MODEL_WEIGHTS_FILE, weights], [MODEL_CONFIG_FILE, config]]);
+}
+
+/** Copies the tokenizer and generation files present in `from` into `to` (returns the names copied). */
+export async function copyTokenizerFiles(from: string, to: string): Promise<string[]> {
+  const copied: string[] = [];
+  for (const file of TOKENIZER_FILES) {
+    const source = join(from, file);
+    if (!(await access(source).then(() => true, () => false))) continue;
+    await mkdir(to, { recursive: true });
+    await copyFile(source, join(to, file));
+    copied.push(file);
+  }
+  return copied;
 }
 
 /** Reads a model directory's config.json (sizes only, no weights): what loadModelDirectory will build. */
@@ -56,6 +79,10 @@ export interface LoadModelOptions {
   backend: KernelBackend;
   /** Load weights that hold NaN or ±Infinity instead of refusing them (default false). */
   allowNonFinite?: boolean;
+  /** A PEFT LoRA adapter directory to apply on the fly (the base is then frozen: no gradients). */
+  adapter?: string;
+  /** Load the weights without gradients (a frozen base for LoRA); implied by `adapter`. */
+  frozen?: boolean;
 }
 
 /** Throws a CheckpointError when `values` holds NaN or ±Infinity, naming the tensor, the count and the first one. */
@@ -108,8 +135,20 @@ async function readWeights(directory: string): Promise<{ tensors: Map<string, Ra
   }
   const tensors = new Map<string, RawTensor>();
   for (const file of new Set(Object.values(weightMap as Record<string, string>))) {
-    const shard = await readSafetensorsFile(join(directory, file));
+    const shardPath = join(directory, file);
+    if (!(await exists(shardPath))) {
+      const example = Object.entries(weightMap as Record<string, string>).find(([, shard]) => shard === file)![0];
+      throw new CheckpointError(`${indexPath}: shard "${file}" (holding "${example}" and others) is missing from ${directory}`, {
+        hint: 'Download every shard the index lists (huggingface-cli download fetches them all), or re-save the model.',
+      });
+    }
+    const shard = await readSafetensorsFile(shardPath);
     for (const [name, raw] of shard.tensors) tensors.set(name, raw);
+  }
+  for (const [name, file] of Object.entries(weightMap as Record<string, string>)) {
+    if (!tensors.has(name)) {
+      throw new CheckpointError(`${indexPath}: tensor "${name}" is listed in shard "${file}" but that file does not hold it`, { hint: 'The shard is damaged or from another model: download it again.' });
+    }
   }
   return { tensors, source: indexPath };
 }
@@ -119,18 +158,21 @@ async function readWeights(directory: string): Promise<{ tensors: Map<string, Ra
  * refusing weights that hold NaN or ±Infinity unless `allowNonFinite` is set. (A kiln checkpoint
  * is also verified against its recorded checksums by the checkpoint module's loaders.)
  */
-export async function loadModelDirectory(directory: string, options: LoadModelOptions): Promise<LlamaModel> {
+export async function loadModelDirectory(directory: string, options: LoadModelOptions): Promise<DecoderModel> {
   const configPath = join(directory, MODEL_CONFIG_FILE);
   const config = await readModelConfig(directory);
+  const family = familyOf(config);
   const { tensors: raw, source } = await readWeights(directory);
+  const headName = `${family.modelModules(config).head}.weight`;
   for (const name of [...raw.keys()]) {
-    // transformers may store rotary frequency buffers, and a tied LM head twice; neither is a parameter.
-    if (name.endsWith('.rotary_emb.inv_freq') || (config.tieEmbeddings && name === 'lm_head.weight')) raw.delete(name);
+    // transformers may store rotary frequency or causal-mask buffers, and a tied LM head twice; none is a parameter.
+    if (family.isBuffer(name) || (config.tieEmbeddings && name === headName)) raw.delete(name);
   }
-  const mismatch = findParameterMismatch(config, new Map([...raw].map(([name, entry]) => [name, entry.shape])));
+  const shapes = new Map([...raw].map(([name, entry]) => [name, kilnShape(entry.shape, family.fileLayout(name, config))]));
+  const mismatch = findParameterMismatch(config, shapes);
   if (mismatch) {
     throw new CheckpointError(`${source} does not match ${configPath}: ${describeParameterMismatch(mismatch)}`, {
-      hint: 'The weights must be a LlamaForCausalLM state dict with the sizes in config.json; re-save the model or fix config.json.',
+      hint: `The weights must be a ${family.architectureClass} state dict with the sizes in config.json; re-save the model or fix config.json.`,
     });
   }
   const parameters = new Map<string, Tensor>();
@@ -143,9 +185,15 @@ export async function loadModelDirectory(directory: string, options: LoadModelOp
       }
       const values = decodeHostValues(entry.data, entry.dtype);
       if (options.allowNonFinite !== true) assertFinite(values, `tensor "${name}"`, source);
-      parameters.set(name, keep(tensor(values, entry.shape, { backend: options.backend })).requireGrad());
+      const kilnValues = fromFileLayout(Float32Array.from(values), entry.shape, family.fileLayout(name, config), config);
+      const parameter = keep(tensor(kilnValues, shapes.get(name)!, { backend: options.backend }));
+      parameters.set(name, options.adapter === undefined && options.frozen !== true ? parameter.requireGrad() : parameter);
     }
-    return new LlamaModel(config, parameters);
+    const model = new DecoderModel(config, parameters);
+    if (options.adapter !== undefined) {
+      model.setAdapter(await loadLoraAdapter(options.adapter, model), { owned: true });
+    }
+    return model;
   } catch (error) {
     for (const parameter of parameters.values()) parameter.dispose();
     throw error;

@@ -3,7 +3,7 @@
  * offset_p is the element count of every parameter before it, so the streams never overlap and
  * a model initialised on one backend equals one initialised on any other, bit for bit.
  */
-import { InvalidArgumentError, keep, ones, randomNormal, type KernelBackend, type Tensor } from '@kiln/core';
+import { InvalidArgumentError, keep, ones, randomNormal, zeros, type KernelBackend, type Tensor } from '@kiln/core';
 import type { ModelConfig } from '../contracts.js';
 import { parameterSpecs } from './config.js';
 
@@ -20,7 +20,7 @@ export function initializeParameters(config: ModelConfig, backend: KernelBackend
     for (const spec of parameterSpecs(config)) {
       const values = spec.init.kind === 'ones'
         ? ones(spec.shape, { backend })
-        : randomNormal(spec.shape, { backend, seed, offset, std: spec.init.std });
+        : spec.init.kind === 'zeros' ? zeros(spec.shape, { backend }) : randomNormal(spec.shape, { backend, seed, offset, std: spec.init.std });
       parameters.set(spec.name, keep(values).requireGrad());
       offset += values.size;
     }

@@ -1,4 +1,4 @@
-/** Checks a set of named tensors against the Hugging Face Llama layout a config implies. */
+/** Checks a set of named tensors against the Hugging Face layout (kiln's [out, in] shapes) a config implies. */
 import { formatShape, InvalidArgumentError, type Tensor } from '@kiln/core';
 import type { ModelConfig } from '../contracts.js';
 import { parameterSpecs } from './config.js';
@@ -44,10 +44,10 @@ export function checkParameters(config: ModelConfig, parameters: Map<string, Ten
   const mismatch = findParameterMismatch(config, new Map([...parameters].map(([name, tensor]) => [name, tensor.shape])));
   if (mismatch) {
     throw new InvalidArgumentError(`LlamaModel: the parameters do not match the config: ${describeParameterMismatch(mismatch)}`, {
-      hint: 'Create models with createLlamaModel or loadModelDirectory, which build the Hugging Face Llama layout.',
+      hint: 'Create models with createLlamaModel or loadModelDirectory, which build the Hugging Face layout of the family.',
     });
   }
-  const backend = parameters.get('model.embed_tokens.weight')!.backend;
+  const backend = parameters.values().next().value!.backend;
   for (const [name, tensor] of parameters) {
     if (tensor.dtype !== 'f32' || tensor.backend !== backend) {
       throw new InvalidArgumentError(`LlamaModel: parameter ${name} is ${tensor.toString()}; every parameter must be f32 on '${backend.name}'`, {

@@ -3,18 +3,22 @@
  * notice), a Hugging Face model directory or kiln checkpoint (fine-tuning with initFrom,
  * verified when it is a checkpoint), or fresh weights from the seed.
  */
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { ConfigError, type KernelBackend } from '@kiln/core';
+import { loadTokenizer, TOKENIZER_FILE, type Tokenizer } from '../tokenizer/index.js';
 import type { ModelConfig, TrainConfig } from '../contracts.js';
 import { cleanTemporaryCheckpoints, listCheckpoints, loadCheckpointModel, loadLatestCheckpoint, type CheckpointState } from '../checkpoint/index.js';
 import { createLlamaModel, readModelConfig, type LlamaModel } from '../model/index.js';
 import { createMoments, disposeMoments, type AdamWMoments } from './optimizer.js';
+import { loadLoraTrainingModel, type LoraTrainingModel } from '../lora/training-model.js';
 
 /** The model and optimizer a run begins with, and the checkpoint state when resuming. */
 export interface RunStart {
   /** The configuration to train with (model sizes from initFrom when fine-tuning). */
   config: TrainConfig;
-  /** The model. */
-  model: LlamaModel;
+  /** The model: all its weights trainable, or (LoRA) a frozen base whose parameters are the adapter's. */
+  model: LlamaModel | LoraTrainingModel;
   /** AdamW moments (zero unless resumed). */
   moments: AdamWMoments;
   /** state.json of the checkpoint resumed from. */
@@ -79,6 +83,16 @@ export async function prepareRunStart(config: TrainConfig, options: RunStartOpti
       });
     }
   }
+  if (config.lora !== undefined && config.initFrom === undefined) {
+    throw new ConfigError('lora is set but initFrom is not: LoRA trains an adapter on a pretrained model, and there is none', {
+      hint: 'Add --init-from <model dir> (initFrom), or leave lora out to train every weight.',
+    });
+  }
+  if (config.initFrom && config.lora) {
+    const model = await loadLoraTrainingModel({ baseDirectory: config.initFrom, lora: config.lora, seed: config.seed, backend, allowNonFinite });
+    notice(`LoRA: training ${model.adapter.modules.size} adapters (r ${config.lora.rank}) on the frozen ${config.initFrom}`);
+    return { config: { ...config, model: model.config }, model, moments: createMoments(model.parameters) };
+  }
   if (config.initFrom) {
     const model = await loadCheckpointModel(config.initFrom, { backend, allowNonFinite, onNotice: notice });
     return { config: { ...config, model: model.config }, model, moments: createMoments(model.parameters) };
@@ -104,7 +118,17 @@ function checkResumable(config: TrainConfig, state: CheckpointState, path: strin
 function modelDifferences(configured: ModelConfig, other: ModelConfig, otherLabel: string): string[] {
   const differences: string[] = [];
   for (const key of Object.keys(other) as Array<keyof ModelConfig>) {
-    if (configured[key] !== other[key]) differences.push(`model.${key}: ${otherLabel} ${String(other[key])}, config ${String(configured[key])}`);
+    // architecture is an object (the Hugging Face family and options): compared by value, shown by family.
+    if (JSON.stringify(configured[key]) === JSON.stringify(other[key])) continue;
+    const show = (config: ModelConfig): string => (key === 'architecture' ? config.architecture?.family ?? 'kiln byte-level llama' : String(config[key]));
+    differences.push(`model.${key}: ${otherLabel} ${show(other)}, config ${show(configured)}`);
   }
   return differences;
+}
+
+/** The tokenizer of the initFrom model directory (its tokenizer.json), or undefined when it has none (or there is no initFrom). */
+export async function initFromTokenizer(config: TrainConfig): Promise<Tokenizer | undefined> {
+  if (config.initFrom === undefined) return undefined;
+  const hasTokenizer = await stat(join(config.initFrom, TOKENIZER_FILE)).then((info) => info.isFile(), () => false);
+  return hasTokenizer ? loadTokenizer(config.initFrom) : undefined;
 }

@@ -17,7 +17,7 @@ import { writeLossPlot } from './loss-plot.js';
 import { DynamicLossScaler } from './loss-scaler.js';
 import { MetricsLog } from './metrics-log.js';
 import { disposeMoments } from './optimizer.js';
-import { prepareRunStart, withInitFromModel } from './run-setup.js';
+import { initFromTokenizer, prepareRunStart, withInitFromModel } from './run-setup.js';
 import { learningRateAt } from './schedule.js';
 import { runTrainStep, type StepCounters, type StepEnvironment } from './train-step.js';
 
@@ -47,7 +47,10 @@ export async function train(inputConfig: TrainConfig, context: TrainRunContext):
   let data: Awaited<ReturnType<typeof loadData>> | undefined;
   let metrics: MetricsLog | undefined;
   try {
-    data = await loadData(start.config.data, { vocabSize: start.config.model.vocabSize, contextLength: start.config.model.contextLength, corpus: context.corpus });
+    // Fine-tuning reads text with the model's own tokenizer (data.tokenizer overrides it).
+    data = await loadData(start.config.data, {
+      vocabSize: start.config.model.vocabSize, contextLength: start.config.model.contextLength, corpus: context.corpus, tokenizer: await initFromTokenizer(start.config),
+    });
     for (const warning of data.warnings) notice(warning);
     const config = resolveSteps(start.config, data.train.tokenCount);
     await writeFileAtomic(join(outputDir, RUN_CONFIG_FILE), `${JSON.stringify(config, null, 2)}\n`);
@@ -108,6 +111,8 @@ export async function train(inputConfig: TrainConfig, context: TrainRunContext):
       const stepStarted = performance.now();
       // The step's tokens depend only on (seed, step): micro-batching and out-of-memory retries slice the same batch.
       const { inputs, targets } = data.train.batch(step, schedule.batchSize, contextLength, seed);
+      // LoRA dropout draws its masks from a stream fixed by (seed, step), so a resumed run draws the same ones.
+      if ((config.lora?.dropout ?? 0) > 0) environment.forwardOptions = { ...forwardOptions, dropoutSeed: (seed * 65537 + step + 1) >>> 0 };
       const outcome = await runTrainStep(environment, counters, { step: step + 1, batchSize: schedule.batchSize, inputs, targets, lr });
       const seconds = (performance.now() - stepStarted) / 1000;
       step++;

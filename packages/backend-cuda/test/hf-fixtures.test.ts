@@ -1,0 +1,52 @@
+// The Hugging Face reference fixtures (transformers/PEFT ground truth, in the trainer's
+// test/fixtures/hf) on the simulated Cuda backend — native fused kernels (attention, norms, rope)
+// running in gpu-sim: logits within 1e-5 relative, the loss within 1e-6, every parameter's
+// gradient within 1e-4 relative (the LoRA parameters for the adapter) and the same greedy tokens,
+// the bounds the trainer's CPU test holds (packages/trainer/test/model-hf-fixtures.test.ts).
+import { afterAll, describe, expect, it } from 'vitest';
+import { HF_MODEL_FIXTURES, measureHfFixture } from '../../trainer/test/hf-fixtures.js';
+import { cudaBackendPlugin } from '../src/index.js';
+import { createSimulatedCudaBackend } from '../src/simulator.js';
+import { simulatorSkipReason } from './simulator-status.js';
+
+const skipReason = simulatorSkipReason();
+
+describe.skipIf(skipReason !== undefined)(`Hugging Face reference fixtures on the simulated Cuda backend${skipReason ? ` (${skipReason})` : ''}`, () => {
+  const backend = createSimulatedCudaBackend();
+  afterAll(() => backend.dispose());
+  for (const name of HF_MODEL_FIXTURES) {
+    it(`${name}: logits, loss, gradients and greedy tokens match transformers`, async () => {
+      const measured = await measureHfFixture(name, backend, 'flash');
+      expect(measured.unmatchedGradients).toEqual([]);
+      expect(measured.logitsRelative).toBeLessThan(1e-5);
+      expect(measured.lossError).toBeLessThan(1e-6);
+      for (const [parameter, error] of measured.gradientRelative) expect(error, parameter).toBeLessThan(1e-4);
+      if (measured.greedy.reference !== null) expect(measured.greedy.kiln).toEqual(measured.greedy.reference);
+      console.log(`cuda-sim ${name}: logits ${measured.logitsRelative.toExponential(2)}, loss ${measured.lossError.toExponential(2)}, worst gradient ${Math.max(...measured.gradientRelative.values()).toExponential(2)}`);
+    }, 120_000);
+  }
+});
+
+// The same ground truth on a real GPU: runs where probe() finds a usable device (the lead's GPU
+// check: `pnpm --filter @kiln/backend-cuda exec vitest run test/hf-fixtures.test.ts`), and is
+// reported skipped with probe()'s reason everywhere else.
+const probe = cudaBackendPlugin.probe() as { available: boolean; reason?: string };
+
+describe.skipIf(!probe.available)(`Hugging Face reference fixtures on a real CUDA GPU${probe.available ? '' : ` (${probe.reason})`}`, () => {
+  for (const name of HF_MODEL_FIXTURES) {
+    it(`${name}: logits, loss, gradients and greedy tokens match transformers`, async () => {
+      const backend = await cudaBackendPlugin.create();
+      try {
+        const measured = await measureHfFixture(name, backend, 'flash');
+        expect(measured.unmatchedGradients).toEqual([]);
+        expect(measured.logitsRelative).toBeLessThan(1e-5);
+        expect(measured.lossError).toBeLessThan(1e-6);
+        for (const [parameter, error] of measured.gradientRelative) expect(error, parameter).toBeLessThan(1e-4);
+        if (measured.greedy.reference !== null) expect(measured.greedy.kiln).toEqual(measured.greedy.reference);
+        console.log(`cuda-gpu ${name}: logits ${measured.logitsRelative.toExponential(2)}, loss ${measured.lossError.toExponential(2)}, worst gradient ${Math.max(...measured.gradientRelative.values()).toExponential(2)}`);
+      } finally {
+        backend.dispose?.();
+      }
+    }, 120_000);
+  }
+});
