@@ -20,6 +20,7 @@ import { parseArguments, UsageError, USAGE } from './gpu-check/arguments.mjs';
 import { checkAttention } from './gpu-check-attention.mjs';
 import { kernelTimings } from './gpu-check/kernels.mjs';
 import { kilnBench, locateCli, matmulComparison, pytorchBench } from './gpu-check/measure.mjs';
+import { checkHfFixtures } from './gpu-check/hf-fixtures.mjs';
 import { createReport, evaluateTargets, formatReport } from './gpu-check/report.mjs';
 import { cliTarget, compareTraining, determinismCheck, reproducibilitySection, resumeCheck } from './gpu-check/training.mjs';
 
@@ -121,6 +122,12 @@ if (!options.skip.has('attention')) {
   report.attention = attention;
   report.sections.push(attentionSection(attention));
 }
+// ---- the Hugging Face reference fixtures in f32 (issue 14), cuBLAS and kiln matmuls (scripts/gpu-check/hf-fixtures.mjs) ----
+if (!options.skip.has('hf-fixtures')) {
+  const hf = await checkHfFixtures({ createBackend: (matmul) => new CudaBackend(addon, backendOptions(matmul)), log });
+  report.hfFixtures = { fixtures: hf.fixtures ?? null, error: hf.error ?? null, failed: hf.failed, runs: hf.runs ?? [] };
+  report.sections.push(hf.section);
+}
 auto.dispose();
 
 // ---- train step: kiln bench vs PyTorch eager ----
@@ -161,7 +168,7 @@ if (!options.skip.has('train')) {
   }
 }
 
-if (report.conformance.some((run) => run.failed > 0) || (report.attention?.failed ?? 0) > 0) report.status = 'failed';
+if (report.conformance.some((run) => run.failed > 0) || (report.attention?.failed ?? 0) > 0 || (report.hfFixtures?.failed ?? 0) > 0) report.status = 'failed';
 finish(report.status === 'failed' ? 1 : 0);
 
 /** The report section of the attention check: determinism, kiln vs torch speed, errors against the f32 reference. */
