@@ -9,11 +9,12 @@
 //   scripts/gpu-check.{sh,mjs}, scripts/gpu-check/, scripts/gpu-check-attention.mjs, scripts/attention-vs-torch.py, scripts/gpu-check-attention-precision.mjs,
 //   scripts/attention-precision-vs-torch.py,
 //   bench/pytorch_train_step.py
+//   fixtures/hf/<model>/            the Hugging Face reference fixtures (packages/trainer/test/fixtures/hf)
 // Run it there with `bash build/gpu-check/scripts/gpu-check.sh` (see docs/backend-cuda.md).
 // Needs the workspace built (`pnpm turbo build`). `--out <dir>` writes elsewhere; `--no-node`
 // leaves the node binary out.
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -108,6 +109,13 @@ for (const [name, target] of [['node-api-headers', 'headers/node-api-headers'], 
 }
 for (const part of ['scripts/gpu-check.sh', 'scripts/gpu-check.mjs', 'scripts/gpu-check', 'scripts/gpu-check-attention.mjs', 'scripts/attention-vs-torch.py', 'scripts/gpu-check-attention-precision.mjs', 'scripts/attention-precision-vs-torch.py', 'bench/pytorch_train_step.py']) {
   copy(join(packageRoot, part), join(out, part));
+}
+
+// The Hugging Face reference fixtures for the 'hf-fixtures' section: every folder with a reference (not the tokenizer cases).
+const hfFixtures = join(packagesRoot, 'trainer', 'test', 'fixtures', 'hf');
+copy(join(hfFixtures, 'README.md'), join(out, 'fixtures', 'hf', 'README.md'));
+for (const entry of readdirSync(hfFixtures, { withFileTypes: true })) {
+  if (entry.isDirectory() && existsSync(join(hfFixtures, entry.name, 'reference.safetensors'))) copy(join(hfFixtures, entry.name), join(out, 'fixtures', 'hf', entry.name));
 }
 
 if (!process.argv.includes('--no-node')) {

@@ -22,6 +22,7 @@ import { checkAttentionPrecision } from './gpu-check-attention-precision.mjs';
 import { checkDeterminism } from './gpu-check/determinism.mjs';
 import { kernelTimings } from './gpu-check/kernels.mjs';
 import { kilnBench, locateCli, matmulComparison, pytorchBench } from './gpu-check/measure.mjs';
+import { checkHfFixtures } from './gpu-check/hf-fixtures.mjs';
 import { createReport, evaluateTargets, formatReport } from './gpu-check/report.mjs';
 import { cliTarget, compareTraining, determinismCheck, reproducibilitySection, resumeCheck } from './gpu-check/training.mjs';
 
@@ -133,6 +134,12 @@ if (!options.skip.has('attention')) {
       ['kiln / torch (limit 4×)', precision.ratio === null ? '—' : `${precision.ratio.toFixed(2)}×${precision.passed ? '' : ' FAILED'}`]],
   });
 }
+// ---- the Hugging Face reference fixtures in f32 (issue 14), cuBLAS and kiln matmuls (scripts/gpu-check/hf-fixtures.mjs) ----
+if (!options.skip.has('hf-fixtures')) {
+  const hf = await checkHfFixtures({ createBackend: (matmul) => new CudaBackend(addon, backendOptions(matmul)), log });
+  report.hfFixtures = { fixtures: hf.fixtures ?? null, error: hf.error ?? null, failed: hf.failed, runs: hf.runs ?? [] };
+  report.sections.push(hf.section);
+}
 auto.dispose();
 
 // ---- determinism (issue 15): the same short bf16 training run twice on fresh backends, weights' sha256 compared ----
@@ -186,7 +193,7 @@ if (!options.skip.has('train')) {
   }
 }
 
-if (report.conformance.some((run) => run.failed > 0) || (report.attention?.failed ?? 0) > 0 || report.attentionPrecision?.passed === false) report.status = 'failed';
+if (report.conformance.some((run) => run.failed > 0) || (report.attention?.failed ?? 0) > 0 || report.attentionPrecision?.passed === false || (report.hfFixtures?.failed ?? 0) > 0) report.status = 'failed';
 finish(report.status === 'failed' ? 1 : 0);
 
 /** The report section of the attention check: determinism, kiln vs torch speed, errors against the f32 reference. */

@@ -5,47 +5,30 @@
 // batch strides including 0) is checked against cuBLAS's documented semantics. Also: discovery
 // reasons, matmul: 'cublas' without cuBLAS, and the simulator refusing a library that is not the
 // test double.
-import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { InvalidArgumentError } from '@kiln/core';
 import { describeBackendConformance } from '@kiln/core/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
+import { buildFakeCublas } from './fake-cublas.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const simulatorReason = simulatorSkipReason();
-/** $CXX, else the first of c++, g++, clang++ on PATH. */
-function findCompiler(): string | undefined {
-  if (process.env.CXX) return process.env.CXX;
-  for (const name of ['c++', 'g++', 'clang++']) {
-    for (const entry of (process.env.PATH ?? '').split(delimiter)) {
-      if (entry && existsSync(join(entry, name))) return join(entry, name);
-    }
-  }
-  return undefined;
-}
-
-const compiler = findCompiler();
-const source = fileURLToPath(new URL('./fixtures/fake-cublas.cpp', import.meta.url));
 const directory = mkdtempSync(join(tmpdir(), 'kiln-fake-cublas-'));
 const realLookingDirectory = join(directory, 'not-a-test-double');
 
-/** Builds the test double (synchronously: the kit's cases are collected right after). */
-function buildFakeCublas(): string | undefined {
-  if (compiler === undefined) return 'no C++ compiler was found ($CXX, c++, g++, clang++)';
-  const flags = ['-std=c++17', '-O2', '-shared', '-fPIC', '-Wall', '-Wextra', '-Werror'];
-  execFileSync(compiler, [...flags, '-Wl,-soname,libcublas.so.13', source, '-o', join(directory, 'libcublas.so.13')]);
-  execFileSync(compiler, [...flags, '-DKILN_FAKE_CUBLAS_LT', '-Wl,-soname,libcublasLt.so.13', source, '-o', join(directory, 'libcublasLt.so.13')]);
-  // A library without the kiln_simulated_cublas marker, named like cuBLAS: the simulator must refuse it.
+/** The test double, and beside it a library without the kiln_simulated_cublas marker named like cuBLAS: the simulator must refuse it. */
+function buildLibraries(): string | undefined {
+  const reason = buildFakeCublas(directory);
+  if (reason !== undefined) return reason;
   mkdirSync(realLookingDirectory);
   copyFileSync(join(directory, 'libcublasLt.so.13'), join(realLookingDirectory, 'libcublas.so.13'));
   return undefined;
 }
 
-const skipReason = simulatorReason ?? buildFakeCublas();
+const skipReason = simulatorReason ?? buildLibraries();
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
 describeBackendConformance('cuda (CPU simulator) with matmuls through cuBLAS (kiln test double)', {

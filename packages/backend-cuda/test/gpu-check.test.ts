@@ -3,7 +3,7 @@
 // simulator build (--simulator), and a self-contained bundle (gpu-check:pack) that runs with no
 // workspace around it.
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,13 +11,17 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseArguments, UsageError } from '../scripts/gpu-check/arguments.mjs';
 import { createReport, evaluateTargets, formatReport, type GpuCheckReport } from '../scripts/gpu-check/report.mjs';
+import { buildFakeCublas } from './fake-cublas.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const run = promisify(execFile);
 const packageRoot = fileURLToPath(new URL('..', import.meta.url));
 const scratch = mkdtempSync(join(tmpdir(), 'kiln-gpu-check-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
-const built = existsSync(join(packageRoot, 'dist', 'index.js')) && existsSync(join(packageRoot, '..', 'core', 'dist', 'testing', 'index.js'));
+/** --skip for running only the hf-fixtures section. */
+const ALL_BUT_HF_FIXTURES = 'conformance,matmul,kernels,attention,train,gpt2s,determinism,resume';
+const built = existsSync(join(packageRoot, 'dist', 'index.js')) && existsSync(join(packageRoot, '..', 'core', 'dist', 'testing', 'index.js'))
+  && existsSync(join(packageRoot, '..', 'trainer', 'dist', 'testing', 'index.js'));
 
 describe('gpu-check arguments', () => {
   it('has defaults for a full run and parses every option', () => {
@@ -33,6 +37,7 @@ describe('gpu-check arguments', () => {
     expect(defaults).toMatchObject({ gpt2sBatches: [8, 32], gpt2sSteps: 10 });
     expect(parseArguments(['--gpt2s-batches', '4,16', '--gpt2s-steps', '5', '--skip', 'compile,determinism,resume,gpt2s'])).toMatchObject({ gpt2sBatches: [4, 16], gpt2sSteps: 5 });
     expect(parseArguments(['--model', 'gpt2s']).model).toBe('gpt2s');
+    expect(parseArguments(['--skip', 'hf-fixtures']).skip).toEqual(new Set(['hf-fixtures']));
   });
 
   it('rejects what it does not know, naming it', () => {
@@ -85,9 +90,24 @@ describe('gpu-check report', () => {
     expect(text).toContain('✗ kiln bf16 matmul at 4096³ ≥ 70% of cuBLAS: 60%');
     expect(text).toContain('✓ kiln train step (medium, bf16) ≥ 1× PyTorch eager: 1.25×');
   });
+
+  it('has one Hugging Face fixture target per matmul path: every fixture within the bounds', () => {
+    const report = sample();
+    const run = (fixture: string, matmul: string, passed: boolean) => ({ fixture, matmul, failures: passed ? [] : ['logits 2.00e-5 relative ≥ 0.00001'], passed, seconds: 0.2 });
+    report.hfFixtures = { fixtures: '/fixtures/hf', error: null, failed: 1, runs: [run('gpt2', 'cuBLAS (TF32 off)', true), run('llama-gqa', 'cuBLAS (TF32 off)', false), run('gpt2', 'kiln kernels', true)] };
+    expect(evaluateTargets(report).slice(2)).toEqual([
+      { name: "Hugging Face fixtures within issue 14's bounds (f32, matmul cuBLAS (TF32 off))", value: 1, target: 2, met: false },
+      { name: "Hugging Face fixtures within issue 14's bounds (f32, matmul kiln kernels)", value: 1, target: 1, met: true },
+    ]);
+    const text = formatReport(report);
+    expect(text).toContain("✗ Hugging Face fixtures within issue 14's bounds (f32, matmul cuBLAS (TF32 off)): 1/2 pass");
+    expect(text).toContain("✓ Hugging Face fixtures within issue 14's bounds (f32, matmul kiln kernels): 1/1 pass");
+    report.hfFixtures = { fixtures: null, error: 'the fixtures were not found', failed: 1, runs: [] };
+    expect(evaluateTargets(report).slice(2)).toEqual([{ name: "Hugging Face fixtures within issue 14's bounds", value: null, target: 1, met: false }]);
+  });
 });
 
-describe.skipIf(!built)('gpu-check runs (needs `pnpm turbo build`: dist of core and backend-cuda)', () => {
+describe.skipIf(!built)('gpu-check runs (needs `pnpm turbo build`: dist of core, trainer and backend-cuda)', () => {
   it('skips with a clear message and a skipped report where no GPU is usable', async (context) => {
     const reportPath = join(scratch, 'skipped.json');
     const { stdout } = await run('bash', [join(packageRoot, 'scripts', 'gpu-check.sh'), '--no-build', '--json', reportPath], { cwd: packageRoot, maxBuffer: 16 << 20 });
@@ -122,15 +142,58 @@ describe.skipIf(!built)('gpu-check runs (needs `pnpm turbo build`: dist of core 
     expect(reproducibility.determinism.hashes[0]).toMatch(/^[0-9a-f]{64}$/);
     expect(reproducibility.resume).toMatchObject({ identical: true, killedAfterStep: 2 });
     expect(stdout).toContain('✓ SIGKILL + --resume gives the uninterrupted run\'s weights: yes');
+    expect(report.hfFixtures?.runs.map((run) => run.passed)).toEqual([true, true, true, true]);
   }, 600_000);
+
+  // Every part but 'hf-fixtures' skipped; cuBLAS is the test double (test/fake-cublas.ts), so the
+  // section runs each fixture through cuBLAS and again with matmul: 'kiln', as on a GPU machine.
+  it.skipIf(simulatorSkipReason() !== undefined)('hf-fixtures: every Hugging Face fixture passes the issue\'s bounds on the simulator, through cuBLAS and through kiln\'s matmul', async () => {
+    const cublas = join(scratch, 'fake-cublas');
+    mkdirSync(cublas);
+    const compilerMissing = buildFakeCublas(cublas);
+    const reportPath = join(scratch, 'hf-fixtures.json');
+    const { stdout } = await run(process.execPath, [join(packageRoot, 'scripts', 'gpu-check.mjs'), '--simulator', '--skip', ALL_BUT_HF_FIXTURES, '--json', reportPath,
+      ...(compilerMissing === undefined ? ['--cublas-path', cublas] : [])], { cwd: packageRoot, maxBuffer: 16 << 20 });
+    const report = JSON.parse(readFileSync(reportPath, 'utf8')) as GpuCheckReport;
+    expect(report.status).toBe('ok');
+    const fixtures = ['llama-gqa', 'gpt2', 'bigcode-mqa', 'llama-gqa-lora'];
+    const paths = compilerMissing === undefined ? ['cuBLAS (TF32 off)', 'kiln kernels'] : ['kiln kernels'];
+    const runs = report.hfFixtures!.runs;
+    expect(runs.map((item) => `${item.fixture} ${item.matmul}`)).toEqual(paths.flatMap((path) => fixtures.map((fixture) => `${fixture} ${path}`)));
+    for (const item of runs) {
+      expect(item.failures, `${item.fixture} ${item.matmul}`).toEqual([]);
+      expect(item.logitsRelative).toBeLessThan(1e-5);
+      expect(item.lossError).toBeLessThan(1e-6);
+      expect(item.worstGradient).toBeLessThan(1e-4);
+      expect(item.gradients).toBeGreaterThan(0);
+      if (item.greedy!.reference !== null) expect(item.greedy!.kiln).toEqual(item.greedy!.reference);
+    }
+    expect(runs.find((item) => item.fixture === 'llama-gqa-lora')?.gradients).toBe(8);  // q_proj and v_proj's lora_A and lora_B in 2 layers: only the adapter
+    expect(stdout).toMatch(/^hf fixture gpt2 \(kiln kernels\): logits \S+ rel, loss \S+, worst of 28 gradients \S+ rel, greedy identical — pass \(\d+\.\d s\)$/m);
+    expect(stdout).toMatch(/^llama-gqa-lora +kiln kernels +\S+ +\S+ +\S+ \(8\) +8 tokens \(no reference\) +pass/m);
+    for (const path of paths) expect(stdout).toContain(`✓ Hugging Face fixtures within issue 14's bounds (f32, matmul ${path}): 4/4 pass`);
+  }, 300_000);
 
   it('packs a self-contained bundle that runs without the workspace', async (context) => {
     const bundle = join(scratch, 'bundle');
     await run(process.execPath, [join(packageRoot, 'scripts', 'gpu-check-pack.mjs'), '--out', bundle, '--no-node'], { cwd: packageRoot, maxBuffer: 16 << 20 });
     for (const path of ['node_modules/@kiln/core/dist/index.js', 'node_modules/@kiln/backend-cuda/native/kernels/matmul_wmma.cuh', 'node_modules/@kiln/trainer/dist/index.js',
       'node_modules/zod/package.json', 'node_modules/vitest/index.js', 'headers/node-api-headers/node_api.h', 'headers/node-addon-api/napi.h',
-      'scripts/gpu-check/report.mjs', 'scripts/gpu-check/training.mjs', 'bench/pytorch_train_step.py', 'node_modules/@kiln/cli/bin/kiln.js', 'node_modules/@kiln/cli/dist/main.js']) {
+      'scripts/gpu-check/report.mjs', 'scripts/gpu-check/training.mjs', 'scripts/gpu-check/hf-fixtures.mjs', 'node_modules/@kiln/trainer/dist/testing/index.js',
+      'fixtures/hf/README.md', 'fixtures/hf/llama-gqa/reference.safetensors', 'fixtures/hf/gpt2/model.safetensors', 'fixtures/hf/bigcode-mqa/reference.json',
+      'fixtures/hf/llama-gqa-lora/adapter_model.safetensors', 'bench/pytorch_train_step.py', 'node_modules/@kiln/cli/bin/kiln.js', 'node_modules/@kiln/cli/dist/main.js']) {
       expect(existsSync(join(bundle, path)), path).toBe(true);
+    }
+    expect(existsSync(join(bundle, 'fixtures', 'hf', 'tokenizers')), 'the tokenizer cases are not needed on the GPU machine').toBe(false);
+    if (simulatorSkipReason() === undefined) {
+      // The hf-fixtures section from the bundle alone: its @kiln/trainer/testing and its fixtures/hf (the simulator addon placed where --simulator looks).
+      mkdirSync(join(bundle, 'build', 'sim', 'Release'), { recursive: true });
+      copyFileSync(join(packageRoot, 'build', 'sim', 'Release', 'kiln_cuda_sim.node'), join(bundle, 'build', 'sim', 'Release', 'kiln_cuda_sim.node'));
+      const hfReportPath = join(scratch, 'bundle-hf.json');
+      await run(process.execPath, [join(bundle, 'scripts', 'gpu-check.mjs'), '--simulator', '--skip', ALL_BUT_HF_FIXTURES, '--json', hfReportPath], { cwd: scratch, maxBuffer: 16 << 20 });
+      const hfReport = JSON.parse(readFileSync(hfReportPath, 'utf8')) as GpuCheckReport;
+      expect(hfReport.hfFixtures?.fixtures).toBe(join(bundle, 'fixtures', 'hf') + '/');
+      expect(hfReport.hfFixtures?.runs.map((item) => item.passed)).toEqual([true, true, true, true]);
     }
     const reportPath = join(scratch, 'bundle.json');
     await run('bash', [join(bundle, 'scripts', 'gpu-check.sh'), '--no-build', '--json', reportPath], { cwd: scratch, maxBuffer: 16 << 20 });

@@ -24,6 +24,11 @@ export interface GpuCheckReport {
   matmul: MatmulRow[];
   matmulNote?: string;
   trainStep: { model: string; precision: string; kiln: TrainSide | null; pytorch: TrainSide | null; ratio?: number | null } | null;
+  hfFixtures?: {
+    fixtures: string | null; error: string | null; failed: number;
+    runs: Array<{ fixture: string; matmul: string; logitsRelative?: number; lossError?: number; worstGradient?: number; gradients?: number;
+      greedy?: { kiln: number[]; reference: number[] | null }; error?: string; failures: string[]; passed: boolean; seconds: number }>;
+  };
   sections: Array<{ title: string; rows: Array<Array<string | number>>; note?: string }>;
   targets: Array<{ name: string; value: number | null; target: number; met: boolean | null }>;
 }

@@ -6,6 +6,7 @@
 //   conformance: [{ name, passed, failed, skipped, seconds, failures: [{ id, message }] }],
 //   matmul: [{ label, dtype, m, n, k, transposeA, transposeB, kilnTflops, cublasTflops?, ratio? }], matmulNote?,
 //   trainStep?: { model, precision, kiln: { msPerStep, tokensPerSecond } | { error }, pytorch: { … } | { skipped }, ratio? },
+//   hfFixtures?: { fixtures, error, failed, runs: [{ fixture, matmul, logitsRelative, lossError, worstGradient, gradients, greedy, failures, passed, seconds }] },
 //   sections: [{ title, rows: [[…cells]], note? }]     (other checks add theirs, e.g. attention vs SDPA)
 //   targets: [{ name, value, target, met }]
 // }
@@ -56,6 +57,13 @@ export function evaluateTargets(report) {
     const identical = check.error ? null : check.identical;
     targets.push({ name, value: identical === null ? null : identical ? 1 : 0, target: 1, met: identical });
   }
+  const fixtureRuns = report.hfFixtures?.runs ?? [];
+  for (const matmul of [...new Set(fixtureRuns.map((run) => run.matmul))]) {
+    const runs = fixtureRuns.filter((run) => run.matmul === matmul);
+    const passed = runs.filter((run) => run.passed).length;
+    targets.push({ name: `Hugging Face fixtures within issue 14's bounds (f32, matmul ${matmul})`, value: passed, target: runs.length, met: passed === runs.length });
+  }
+  if (report.hfFixtures?.error) targets.push({ name: 'Hugging Face fixtures within issue 14\'s bounds', value: null, target: 1, met: false });
   report.targets = targets;
   return targets;
 }
@@ -113,8 +121,8 @@ export function formatReport(report) {
     lines.push('', 'targets:');
     for (const target of report.targets) {
       const mark = target.met === null ? '·' : target.met ? '✓' : '✗';
-      const value = target.value === null ? 'not measured' : target.name.includes('matmul') ? `${(target.value * 100).toFixed(0)}%`
-        : target.name.includes('weights') ? (target.met ? 'yes' : 'no') : `${target.value.toFixed(2)}×`;
+      const value = target.value === null ? 'not measured' : target.name.includes('fixtures') ? `${target.value}/${target.target} pass`
+        : target.name.includes('matmul') ? `${(target.value * 100).toFixed(0)}%` : target.name.includes('weights') ? (target.met ? 'yes' : 'no') : `${target.value.toFixed(2)}×`;
       lines.push(`  ${mark} ${target.name}: ${value}`);
     }
   }
