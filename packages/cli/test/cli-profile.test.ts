@@ -49,7 +49,7 @@ describe('kiln train --profile', () => {
     const run = await runKiln(['train', '--config', config, '--device', 'cuda-sim', '--profile', '--json'], { env: { KILN_BACKENDS: SIMULATOR_PLUGIN } });
     expect(run.code, run.stderr).toBe(0);
     const profile = profileOf(run.stdout);
-    expect(profile).toMatchObject({ model: null, backend: 'cuda', timing: 'device', steps: 2 });
+    expect(profile).toMatchObject({ model: null, backend: 'cuda-sim', timing: 'device', steps: 2 });
     const kernels = profile.rows.map((row) => row.kernel);
     expect(kernels.some((kernel) => kernel.startsWith('matmul bf16')), kernels.join(', ')).toBe(true);
     expect(kernels.some((kernel) => kernel.startsWith('attention bf16')), kernels.join(', ')).toBe(true);

@@ -23,7 +23,11 @@ const plugin = {
   async create(options = {}) {
     const { CudaBackend } = await import(packageEntry.href);
     const addon = createRequire(import.meta.url)(addonPath);
-    return new CudaBackend(addon, { matmul: 'kiln', ...options });
+    // The registry requires a created backend to carry its plugin's name.
+    class SimulatedCudaBackend extends CudaBackend {
+      name = plugin.name;
+    }
+    return new SimulatedCudaBackend(addon, { matmul: 'kiln', ...options });
   },
 };
 
