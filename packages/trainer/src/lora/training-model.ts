@@ -39,6 +39,16 @@ export class LoraTrainingModel implements LanguageModel {
     return this.base.forward(ids, options);
   }
 
+  /** The base's hidden states with the adapter applied. */
+  hiddenStates(ids: Tensor, options: ForwardOptions): Tensor {
+    return this.base.hiddenStates(ids, options);
+  }
+
+  /** The base's LM head (with the adapter, if it targets the head). */
+  headLogits(hidden: Tensor, options: ForwardOptions): Tensor {
+    return this.base.headLogits(hidden, options);
+  }
+
   /** Frees the base and the adapter. */
   dispose(): void {
     this.base.dispose();

@@ -76,18 +76,20 @@ export class DecoderModel implements LanguageModel {
   /** Logits f32 [B, T, vocab] for token ids i32 [B, T]. */
   forward(ids: Tensor, options: ForwardOptions): Tensor {
     this.checkIds(ids, 'forward');
-    const context: BlockContext = {
-      config: this.config, attention: options.attention, computeDType: options.computeDType, positionOffset: 0,
-      computeWeights: options.computeWeights, adapters: this.adapter?.modules, dropoutSeed: options.dropoutSeed,
-    };
-    return tidy(() => {
-      let x = this.embed(ids, 0);
-      this.layers.forEach((weights, layer) => {
-        const block = (input: Tensor): Tensor => decoderBlock(input, weights, layer, context);
-        x = options.checkpointActivations ? checkpoint(block, [x]) : block(x);
-      });
-      return this.head(x, context);
-    });
+    const context = this.blockContext(options);
+    return tidy(() => this.head(this.blocks(ids, options, context), context));
+  }
+
+  /** The last block's output f32 [B, T, d] (before the final norm) for token ids i32 [B, T]. */
+  hiddenStates(ids: Tensor, options: ForwardOptions): Tensor {
+    this.checkIds(ids, 'hiddenStates');
+    const context = this.blockContext(options);
+    return tidy(() => this.blocks(ids, options, context));
+  }
+
+  /** Logits f32 [..., vocab] of hidden states [..., d] (final norm, then the LM head); forward = headLogits(hiddenStates). */
+  headLogits(hidden: Tensor, options: ForwardOptions): Tensor {
+    return tidy(() => this.head(hidden, this.blockContext(options)));
   }
 
   /** An empty KV cache for forwardCached (capacity: token slots to preallocate; it doubles when full). */
@@ -130,6 +132,22 @@ export class DecoderModel implements LanguageModel {
   /** `using` support. */
   [Symbol.dispose](): void {
     this.dispose();
+  }
+
+  private blockContext(options: ForwardOptions): BlockContext {
+    return {
+      config: this.config, attention: options.attention, computeDType: options.computeDType, positionOffset: 0,
+      computeWeights: options.computeWeights, adapters: this.adapter?.modules, dropoutSeed: options.dropoutSeed,
+    };
+  }
+
+  private blocks(ids: Tensor, options: ForwardOptions, context: BlockContext): Tensor {
+    let x = this.embed(ids, 0);
+    this.layers.forEach((weights, layer) => {
+      const block = (input: Tensor): Tensor => decoderBlock(input, weights, layer, context);
+      x = options.checkpointActivations ? checkpoint(block, [x]) : block(x);
+    });
+    return x;
   }
 
   /** Token embeddings (+ the learned position embeddings of positions offset…offset+T−1) [B, T, d], f32. */
