@@ -77,3 +77,44 @@ describe('kiln bench', () => {
     expect(device.code).toBe(2);
   });
 });
+
+interface FineTuneJson {
+  fineTuning: Array<{ model: string; mode: string; backend: string; batchSize: number; contextLength: number; parameters: number; trainableParameters: number; msPerStep: number; tokensPerSecond: number; peakMemoryBytes: number }>;
+  fineTuningPeers: unknown[];
+  missingPeers: Array<{ peer: string; reason: string; install: string }>;
+  results: unknown[];
+}
+
+describe('kiln bench fine-tuning presets', () => {
+  it('fine-tunes GPT-2 124M (random weights of the real shape) with LoRA and fully, at a tiny batch×context, and names a missing PyTorch', async () => {
+    const run = await runKiln(['bench', '--device', 'cpu', '--model', 'gpt2-124m', '--batch', '1', '--context', '4', '--steps', '1', '--warmup', '0', '--json'], {
+      env: { KILN_BENCH_PYTHON: '/nonexistent/python3' },
+    });
+    expect(run.code, run.stderr).toBe(0);
+    const report = JSON.parse(run.stdout) as FineTuneJson;
+    expect(report.results).toEqual([]);
+    expect(report.fineTuning.map((row) => [row.model, row.mode, row.backend, row.batchSize, row.contextLength])).toEqual([
+      ['gpt2-124m', 'lora', 'cpu', 1, 4], ['gpt2-124m', 'full', 'cpu', 1, 4],
+    ]);
+    const [lora, full] = report.fineTuning;
+    // GPT-2's published parameter count; LoRA r=8 on c_attn [2304, 768] in 12 layers: 12 · 8 · (768 + 2304).
+    expect(full.parameters).toBe(124_439_808);
+    expect(full.trainableParameters).toBe(124_439_808);
+    expect(lora.trainableParameters).toBe(12 * 8 * (768 + 2304));
+    for (const row of [lora, full]) expect(row.tokensPerSecond).toBeCloseTo(4 / (row.msPerStep / 1000), 6);
+    // Full fine-tuning holds weights, gradients and two AdamW moments (4 × 4 bytes a parameter); LoRA only the f32 weights and a small adapter.
+    expect(full.peakMemoryBytes).toBeGreaterThan(16 * 124_439_808);
+    expect(lora.peakMemoryBytes).toBeGreaterThan(4 * 124_439_808);
+    expect(lora.peakMemoryBytes).toBeLessThan(full.peakMemoryBytes / 2);
+    expect(report.fineTuningPeers).toEqual([]);
+    expect(report.missingPeers).toEqual([expect.objectContaining({ peer: 'pytorch', reason: '/nonexistent/python3 does not exist' })]);
+  });
+
+  it('prints the fine-tuning table', async () => {
+    const run = await runKiln(['bench', '--device', 'cpu', '--model', 'tiny-starcoder', '--context', '2', '--steps', '1', '--warmup', '0', '--peers', 'none']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/^tiny-starcoder +lora +kiln cpu \(\d+T\) +1×2 +[\d,]+ +[\d.]+ +[\d.]+ +[\d.]+ [MG]iB +—$/m);
+    expect(run.stdout).toMatch(/^tiny-starcoder +full +kiln cpu /m);
+    expect(run.stdout).not.toContain('not measured');
+  });
+});
