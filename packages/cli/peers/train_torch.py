@@ -172,6 +172,9 @@ def main_fine_tune():
             sys.exit(3)
         peft_version = peft.__version__
 
+    if device == "cuda" and not torch.cuda.is_available():
+        print(f"torch {torch.__version__} has no CUDA device", file=sys.stderr)
+        sys.exit(3)
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     fields = dict(hf_config)
@@ -199,6 +202,8 @@ def main_fine_tune():
         torch.nn.utils.clip_grad_norm_(trainable, 1.0)
         optimizer.step()
         loss_value = loss.item()
+        if device == "cuda":
+            torch.cuda.synchronize()
         if step >= warmup:
             times.append(time.perf_counter() - start)
     times.sort()

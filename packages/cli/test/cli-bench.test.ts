@@ -1,3 +1,6 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { requireBuild, runKiln } from './kiln-process.js';
 
@@ -108,6 +111,34 @@ describe('kiln bench fine-tuning presets', () => {
     expect(lora.peakMemoryBytes).toBeLessThan(full.peakMemoryBytes / 2);
     expect(report.fineTuningPeers).toEqual([]);
     expect(report.missingPeers).toEqual([expect.objectContaining({ peer: 'pytorch', reason: '/nonexistent/python3 does not exist' })]);
+  });
+
+  it('passes the preset\'s config.json, mode, shape and device to the PyTorch peer and reports its figures', async () => {
+    const directory = await mkdtemp(join(tmpdir(), 'kiln-bench-peer-'));
+    try {
+      // A stand-in Python: records its arguments and answers as peers/train_torch.py --hf-config does (100 ms a step).
+      const stub = join(directory, 'python3');
+      await writeFile(stub, [
+        '#!/bin/sh',
+        `echo "$@" >> ${join(directory, 'calls.txt')}`,
+        'mode=$(echo "$@" | sed -n "s/.*--mode \\([a-z]*\\).*/\\1/p")',
+        'echo "{\\"mode\\": \\"$mode\\", \\"threads\\": 1, \\"torch\\": \\"9.9\\", \\"transformers\\": \\"9.9\\", \\"peft\\": null, \\"msPerStep\\": 100, \\"tokensPerSecond\\": 20, \\"trainableParameters\\": 7, \\"peakMemoryBytes\\": 1048576, \\"memoryKind\\": \\"process peak RSS\\"}"',
+      ].join('\n'), { mode: 0o755 });
+      const run = await runKiln(['bench', '--device', 'cpu', '--model', 'tiny-starcoder', '--context', '2', '--steps', '1', '--warmup', '0', '--json'], { env: { KILN_BENCH_PYTHON: stub } });
+      expect(run.code, run.stderr).toBe(0);
+      const report = JSON.parse(run.stdout) as FineTuneJson & { fineTuningPeers: Array<{ mode: string; device: string; tokensPerSecond: number }> };
+      expect(report.fineTuningPeers.map((peer) => [peer.mode, peer.device, peer.tokensPerSecond])).toEqual([['lora', 'cpu', 20], ['full', 'cpu', 20]]);
+      const calls = (await readFile(join(directory, 'calls.txt'), 'utf8')).trim().split('\n');
+      expect(calls).toHaveLength(2);
+      for (const [index, mode] of ['lora', 'full'].entries()) {
+        expect(calls[index]).toContain(`--mode ${mode}`);
+        expect(calls[index]).toContain('--batch 1 --ctx 2 --device cpu');
+        expect(calls[index]).toContain('"model_type":"gpt_bigcode","n_embd":768,"n_layer":20,"n_head":12,"multi_query":true,"n_inner":3072,"vocab_size":49152');
+      }
+      expect(calls[0]).toContain('--lora {"r":8,"alpha":16,"targets":["c_attn"]}');
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
   });
 
   it('prints the fine-tuning table', async () => {

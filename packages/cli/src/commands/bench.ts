@@ -216,22 +216,26 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
   if (fineTuneModels.length > 0 && peers.includes('pytorch')) {
     // PyTorch runs at the thread count of kiln's CPU backend (1 without a CPU row).
     const threads = fineTuneRows.find((row) => row.threads !== null)?.threads ?? 1;
-    let fineTunePeerMissing = false;
-    for (const model of fineTuneModels) {
-      for (const mode of FINE_TUNE_MODES) {
-        if (fineTunePeerMissing) continue;
-        const shape = fineTuneRows.find((row) => row.model === model) ?? { batchSize: options.batch ?? FINE_TUNE_DEFAULTS.batchSize, contextLength: options.context ?? FINE_TUNE_DEFAULTS.contextLength };
-        terminal.say(`measuring ${mode} fine-tuning of ${model} on PyTorch (${threads} thread${threads === 1 ? '' : 's'})…`);
-        const lora = benchLoraConfig(model);
-        const result = await measureFineTunePeer(model, FINE_TUNE_PRESETS[model].config, {
-          mode, lora: { r: lora.rank, alpha: lora.alpha, targets: lora.targets as string[] }, threads, ...fineTuneSteps,
-          batchSize: shape.batchSize, contextLength: shape.contextLength,
-        });
-        if ('reason' in result) {
-          missing.push(result);
-          fineTunePeerMissing = true;
-        } else {
-          fineTunePeers.push(result);
+    // PyTorch on the CPU, and on CUDA too when kiln measured its CUDA backend (PyTorch CUDA is then the fair peer).
+    const peerDevices: Array<'cpu' | 'cuda'> = fineTuneRows.some((row) => row.backend === 'cuda') ? ['cpu', 'cuda'] : ['cpu'];
+    for (const peerDevice of peerDevices) {
+      let peerMissing = false;
+      for (const model of fineTuneModels) {
+        for (const mode of FINE_TUNE_MODES) {
+          if (peerMissing) continue;
+          const shape = fineTuneRows.find((row) => row.model === model) ?? { batchSize: options.batch ?? FINE_TUNE_DEFAULTS.batchSize, contextLength: options.context ?? FINE_TUNE_DEFAULTS.contextLength };
+          terminal.say(`measuring ${mode} fine-tuning of ${model} on PyTorch ${peerDevice}${peerDevice === 'cpu' ? ` (${threads} thread${threads === 1 ? '' : 's'})` : ''}…`);
+          const lora = benchLoraConfig(model);
+          const result = await measureFineTunePeer(model, FINE_TUNE_PRESETS[model].config, {
+            mode, lora: { r: lora.rank, alpha: lora.alpha, targets: lora.targets as string[] }, threads, device: peerDevice, ...fineTuneSteps,
+            batchSize: shape.batchSize, contextLength: shape.contextLength,
+          });
+          if ('reason' in result) {
+            missing.push(result);
+            peerMissing = true;
+          } else {
+            fineTunePeers.push(result);
+          }
         }
       }
     }
@@ -379,7 +383,8 @@ function printFineTuning(
   for (const model of [...new Set(rows.map((row) => row.model))]) {
     for (const mode of FINE_TUNE_MODES) {
       for (const row of rows.filter((candidate) => candidate.model === model && candidate.mode === mode)) {
-        const peer = peers.find((candidate) => candidate.model === model && candidate.mode === mode);
+        // kiln's CUDA rows against PyTorch CUDA, every other row against PyTorch on the CPU.
+        const peer = peers.find((candidate) => candidate.model === model && candidate.mode === mode && candidate.device === (row.backend === 'cuda' ? 'cuda' : 'cpu'));
         table.push([
           model, mode, `kiln ${row.backend}${row.threads === null ? '' : ` (${row.threads}T)`}`, `${row.batchSize}×${row.contextLength}`, formatInteger(row.trainableParameters), formatFixed(row.msPerStep, 1),
           formatFixed(row.tokensPerSecond, 1), formatBytes(row.peakMemoryBytes), peer === undefined ? '—' : `${formatFixed(row.tokensPerSecond / peer.tokensPerSecond, 2)}×`,
@@ -388,7 +393,7 @@ function printFineTuning(
       for (const peer of peers.filter((candidate) => candidate.model === model && candidate.mode === mode)) {
         const shape = rows.find((row) => row.model === model)!;
         table.push([
-          model, mode, `PyTorch (${peer.threads}T)`, `${shape.batchSize}×${shape.contextLength}`, formatInteger(peer.trainableParameters), formatFixed(peer.msPerStep, 1),
+          model, mode, `PyTorch ${peer.device}${peer.device === 'cpu' ? ` (${peer.threads}T)` : ''}`, `${shape.batchSize}×${shape.contextLength}`, formatInteger(peer.trainableParameters), formatFixed(peer.msPerStep, 1),
           formatFixed(peer.tokensPerSecond, 1), `${formatBytes(peer.peakMemoryBytes)}*`, '1.00×',
         ]);
       }
