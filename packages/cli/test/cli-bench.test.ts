@@ -1,3 +1,6 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { requireBuild, runKiln } from './kiln-process.js';
 
@@ -75,5 +78,75 @@ describe('kiln bench', () => {
     expect(model.code).toBe(2);
     expect(model.stderr).toContain('tiny, small, medium');
     expect(device.code).toBe(2);
+  });
+});
+
+interface FineTuneJson {
+  fineTuning: Array<{ model: string; mode: string; backend: string; batchSize: number; contextLength: number; parameters: number; trainableParameters: number; msPerStep: number; tokensPerSecond: number; peakMemoryBytes: number }>;
+  fineTuningPeers: unknown[];
+  missingPeers: Array<{ peer: string; reason: string; install: string }>;
+  results: unknown[];
+}
+
+describe('kiln bench fine-tuning presets', () => {
+  it('fine-tunes GPT-2 124M (random weights of the real shape) with LoRA and fully, at a tiny batch×context, and names a missing PyTorch', async () => {
+    const run = await runKiln(['bench', '--device', 'cpu', '--model', 'gpt2-124m', '--batch', '1', '--context', '4', '--steps', '1', '--warmup', '0', '--json'], {
+      env: { KILN_BENCH_PYTHON: '/nonexistent/python3' },
+    });
+    expect(run.code, run.stderr).toBe(0);
+    const report = JSON.parse(run.stdout) as FineTuneJson;
+    expect(report.results).toEqual([]);
+    expect(report.fineTuning.map((row) => [row.model, row.mode, row.backend, row.batchSize, row.contextLength])).toEqual([
+      ['gpt2-124m', 'lora', 'cpu', 1, 4], ['gpt2-124m', 'full', 'cpu', 1, 4],
+    ]);
+    const [lora, full] = report.fineTuning;
+    // GPT-2's published parameter count; LoRA r=8 on c_attn [2304, 768] in 12 layers: 12 · 8 · (768 + 2304).
+    expect(full.parameters).toBe(124_439_808);
+    expect(full.trainableParameters).toBe(124_439_808);
+    expect(lora.trainableParameters).toBe(12 * 8 * (768 + 2304));
+    for (const row of [lora, full]) expect(row.tokensPerSecond).toBeCloseTo(4 / (row.msPerStep / 1000), 6);
+    // Full fine-tuning holds weights, gradients and two AdamW moments (4 × 4 bytes a parameter); LoRA only the f32 weights and a small adapter.
+    expect(full.peakMemoryBytes).toBeGreaterThan(16 * 124_439_808);
+    expect(lora.peakMemoryBytes).toBeGreaterThan(4 * 124_439_808);
+    expect(lora.peakMemoryBytes).toBeLessThan(full.peakMemoryBytes / 2);
+    expect(report.fineTuningPeers).toEqual([]);
+    expect(report.missingPeers).toEqual([expect.objectContaining({ peer: 'pytorch', reason: '/nonexistent/python3 does not exist' })]);
+  });
+
+  it('passes the preset\'s config.json, mode, shape and device to the PyTorch peer and reports its figures', async () => {
+    const directory = await mkdtemp(join(tmpdir(), 'kiln-bench-peer-'));
+    try {
+      // A stand-in Python: records its arguments and answers as peers/train_torch.py --hf-config does (100 ms a step).
+      const stub = join(directory, 'python3');
+      await writeFile(stub, [
+        '#!/bin/sh',
+        `echo "$@" >> ${join(directory, 'calls.txt')}`,
+        'mode=$(echo "$@" | sed -n "s/.*--mode \\([a-z]*\\).*/\\1/p")',
+        'echo "{\\"mode\\": \\"$mode\\", \\"threads\\": 1, \\"torch\\": \\"9.9\\", \\"transformers\\": \\"9.9\\", \\"peft\\": null, \\"msPerStep\\": 100, \\"tokensPerSecond\\": 20, \\"trainableParameters\\": 7, \\"peakMemoryBytes\\": 1048576, \\"memoryKind\\": \\"process peak RSS\\"}"',
+      ].join('\n'), { mode: 0o755 });
+      const run = await runKiln(['bench', '--device', 'cpu', '--model', 'tiny-starcoder', '--context', '2', '--steps', '1', '--warmup', '0', '--json'], { env: { KILN_BENCH_PYTHON: stub } });
+      expect(run.code, run.stderr).toBe(0);
+      const report = JSON.parse(run.stdout) as FineTuneJson;
+      const peers = report.fineTuningPeers as Array<{ mode: string; device: string; tokensPerSecond: number }>;
+      expect(peers.map((peer) => [peer.mode, peer.device, peer.tokensPerSecond])).toEqual([['lora', 'cpu', 20], ['full', 'cpu', 20]]);
+      const calls = (await readFile(join(directory, 'calls.txt'), 'utf8')).trim().split('\n');
+      expect(calls).toHaveLength(2);
+      for (const [index, mode] of ['lora', 'full'].entries()) {
+        expect(calls[index]).toContain(`--mode ${mode}`);
+        expect(calls[index]).toContain('--batch 1 --ctx 2 --device cpu');
+        expect(calls[index]).toContain('"model_type":"gpt_bigcode","n_embd":768,"n_layer":20,"n_head":12,"multi_query":true,"n_inner":3072,"vocab_size":49152');
+      }
+      expect(calls[0]).toContain('--lora {"r":8,"alpha":16,"targets":["c_attn"]}');
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
+  });
+
+  it('prints the fine-tuning table', async () => {
+    const run = await runKiln(['bench', '--device', 'cpu', '--model', 'tiny-starcoder', '--context', '2', '--steps', '1', '--warmup', '0', '--peers', 'none']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/^tiny-starcoder +lora +kiln cpu \(\d+T\) +1×2 +[\d,]+ +[\d.]+ +[\d.]+ +[\d.]+ [MG]iB +—$/m);
+    expect(run.stdout).toMatch(/^tiny-starcoder +full +kiln cpu /m);
+    expect(run.stdout).not.toContain('not measured');
   });
 });

@@ -261,6 +261,10 @@ export interface LanguageModel {
   readonly parameters: Map<string, Tensor>;
   /** Logits [B, T, vocab] (f32) for token ids i32 [B, T]. */
   forward(ids: Tensor, options: ForwardOptions): Tensor;
+  /** The last block's output [B, T, d] (f32, before the final norm); with headLogits, lets the loss chunk the vocabulary projection. */
+  hiddenStates?(ids: Tensor, options: ForwardOptions): Tensor;
+  /** Logits f32 [..., vocab] of hidden states [..., d]; forward(ids) = headLogits(hiddenStates(ids)). */
+  headLogits?(hidden: Tensor, options: ForwardOptions): Tensor;
   /** Frees every parameter. */
   dispose(): void;
 }

@@ -57,6 +57,7 @@ export { evaluate, type EvaluateOptions } from './train/evaluate.js';
 export { learningRateAt, type ScheduleOptions } from './train/schedule.js';
 export { DynamicLossScaler, type LossScaleState, type LossScalerOptions } from './train/loss-scaler.js';
 export { adamwStep, clearGradients, createMoments, disposeMoments, type AdamWMoments, type AdamWStepOptions } from './train/optimizer.js';
+export { causalLmLoss, type CausalLmLossOptions } from './train/causal-lm-loss.js';
 export { runTrainStep, type StepBatch, type StepCounters, type StepEnvironment, type StepOutcome } from './train/train-step.js';
 export { type MetricsRecord } from './train/metrics-log.js';
 export { renderLossPlot, writeLossPlot, type LossPlotOptions, type LossPoint } from './train/loss-plot.js';

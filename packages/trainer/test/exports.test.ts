@@ -27,7 +27,7 @@ const PUBLIC_RUNTIME_EXPORTS = [
   'estimateTrainingMemory', 'formatBytes', 'formatTrainConfig', 'forwardOptionsFor', 'loadTrainConfig', 'partialTrainConfigSchema',
   'TRAIN_CONFIG_SCHEMA_ID', 'trainConfigJsonSchema',
   // training
-  'DynamicLossScaler', 'LOSS_PLOT_FILE', 'METRICS_FILE', 'RUN_CONFIG_FILE', 'adamwStep', 'clearGradients', 'createMoments', 'disposeMoments', 'evaluate',
+  'DynamicLossScaler', 'LOSS_PLOT_FILE', 'causalLmLoss', 'METRICS_FILE', 'RUN_CONFIG_FILE', 'adamwStep', 'clearGradients', 'createMoments', 'disposeMoments', 'evaluate',
   'learningRateAt', 'renderLossPlot', 'runTrainStep', 'train', 'writeLossPlot',
   // checkpoints
   'CHECKPOINT_FILES', 'CHECKPOINT_FORMAT_VERSION', 'KILN_VERSION', 'LATEST_FILE', 'MODEL_FILES', 'OPTIMIZER_FILE', 'STATE_FILE', 'findLatestCheckpoint',

@@ -215,7 +215,7 @@ describe('LoRA', () => {
   it('parses --lora and refuses targets the family does not have', async () => {
     expect(parseLoraOption('r=8,alpha=16,dropout=0.05,targets=q_proj,v_proj')).toEqual({ rank: 8, alpha: 16, dropout: 0.05, targets: ['q_proj', 'v_proj'] });
     expect(parseLoraOption('targets=all-linear,r=4')).toEqual({ rank: 4, alpha: 16, dropout: 0, targets: 'all-linear' });
-    expect(() => parseLoraOption('r=8,rank=2,targets=q_proj')).toThrow(/unknown key "rank"; the keys are r, alpha, dropout, targets/);
+    expect(() => parseLoraOption('r=8,rank=2,targets=q_proj')).toThrow(/unknown key "rank"; the keys are r, alpha, dropout, base-dtype, targets/);
     expect(() => parseLoraOption('r=0,targets=q_proj')).toThrow(ConfigError);
     const model = await loadModelDirectory(join(HF_FIXTURES, 'gpt2'), { backend });
     expect(() => createLoraAdapter(model, parseLoraOption('targets=q_proj'), 1)).toThrow(/target "q_proj" is not a linear module of gpt2 models.*\n.*c_attn, c_proj, c_fc/);

@@ -12,7 +12,7 @@ import { ConfigError, setBackend } from '@kiln/core';
 import { createCpuBackend } from '@kiln/backend-cpu';
 import { loadCheckpoint, loadCheckpointModel } from '../src/checkpoint/index.js';
 import type { TrainConfig } from '../src/contracts.js';
-import { loadModelDirectory, LoraTrainingModel } from '../src/index.js';
+import { loadModelDirectory, LoraTrainingModel, parseLoraOption } from '../src/index.js';
 import { train } from '../src/train/index.js';
 import { HF_FIXTURES } from './hf-fixtures.js';
 import { eventRecorder, makeWorkspace, tinyTrainConfig } from './train-fixtures.js';
@@ -84,6 +84,53 @@ describe('LoRA fine-tuning', () => {
     const resumed = [...first.of('step'), ...second.of('step')].map((event) => event.loss);
     expect(resumed).toEqual(whole.of('step').map((event) => event.loss));
     expect(backend.memory().bufferCount).toBe(0);
+  });
+
+  it('holds the frozen base in bf16 (lora.baseDType): it trains, the adapter stays f32 and its checkpoint is the f32 run\'s format', async () => {
+    const recorder = eventRecorder();
+    const bf16 = { ...config('bf16', 12), lora: { rank: 4, alpha: 8, dropout: 0, targets: ['q_proj', 'v_proj'], baseDType: 'bf16' as const } };
+    const result = await train(bf16, { backend, onEvent: recorder.onEvent });
+    const losses = recorder.of('step').map((event) => event.loss);
+    expect(losses.every(Number.isFinite)).toBe(true);
+    expect(losses.slice(-3).reduce((a, b) => a + b) / 3).toBeLessThan(losses.slice(0, 3).reduce((a, b) => a + b) / 3);
+    expect((await readdir(result.checkpointPath)).sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors', 'optimizer.safetensors', 'state.json']);
+    const adapterConfig = JSON.parse(await readFile(join(result.checkpointPath, 'adapter_config.json'), 'utf8')) as Record<string, unknown>;
+    expect(adapterConfig).toMatchObject({ peft_type: 'LORA', r: 4, lora_alpha: 8, target_modules: ['q_proj', 'v_proj'] });
+    expect(JSON.stringify(adapterConfig)).not.toMatch(/bf16|baseDType/);
+    // Resuming loads the base in bf16 again; the adapter and its moments are f32.
+    const loaded = await loadCheckpoint(result.checkpointPath, { backend });
+    const base = (loaded.model as LoraTrainingModel).base;
+    expect(base.parameters.get('model.layers.0.self_attn.q_proj.weight')!.dtype).toBe('bf16');
+    expect(base.parameters.get('model.embed_tokens.weight')!.dtype).toBe('bf16');
+    expect(base.parameters.get('model.layers.0.input_layernorm.weight')!.dtype).toBe('f32');
+    for (const parameter of loaded.model.parameters.values()) expect(parameter.dtype).toBe('f32');
+    for (const { m } of loaded.moments.values()) expect(m.dtype).toBe('f32');
+    loaded.model.dispose();
+    for (const { m, v } of loaded.moments.values()) {
+      m.dispose();
+      v.dispose();
+    }
+    // The saved adapter applies to the f32 base as any PEFT adapter does.
+    const onF32 = await loadCheckpointModel(result.checkpointPath, { backend });
+    expect(onF32.parameters.get('model.layers.0.self_attn.q_proj.weight')!.dtype).toBe('f32');
+    expect(onF32.adapter?.modules.size).toBe(4);
+    onF32.dispose();
+    expect(backend.memory().bufferCount).toBe(0);
+  });
+
+  it('refuses a base dtype the backend cannot hold, naming it', async () => {
+    const limited = createCpuBackend();
+    const supports = limited.capabilities.supports.bind(limited.capabilities);
+    Object.defineProperty(limited, 'capabilities', { value: { ...limited.capabilities, supports: (kernel: string, dtype: string) => dtype !== 'f16' && supports(kernel as never, dtype as never) } });
+    const f16 = { ...config('f16'), lora: { rank: 4, alpha: 8, dropout: 0, targets: ['q_proj'], baseDType: 'f16' as const } };
+    await expect(train(f16, { backend: limited })).rejects.toThrow(ConfigError);
+    await expect(train(f16, { backend: limited })).rejects.toThrow(/lora\.baseDType f16: the cpu backend cannot hold or compute with f16 tensors/);
+    limited.dispose?.();
+  });
+
+  it('reads base-dtype from --lora and refuses an unknown one', () => {
+    expect(parseLoraOption('r=4,alpha=8,base-dtype=bf16,targets=q_proj,v_proj')).toEqual({ rank: 4, alpha: 8, dropout: 0, baseDType: 'bf16', targets: ['q_proj', 'v_proj'] });
+    expect(() => parseLoraOption('r=4,base-dtype=f8,targets=q_proj')).toThrow(/--lora: base-dtype must be one of f32, bf16, f16, got "f8"/);
   });
 
   it('refuses lora without initFrom', async () => {

@@ -135,3 +135,58 @@ export async function measurePeer(
 export function peerLabel(result: PeerResult): string {
   return result.peer === 'pytorch' ? `PyTorch ${result.version} CPU` : `TF.js ${result.version} WASM`;
 }
+
+/** PyTorch's measurement of one fine-tuning preset (transformers, with peft for LoRA). */
+export interface FineTunePeerResult {
+  /** Preset name. */
+  model: string;
+  /** LoRA or full fine-tuning. */
+  mode: 'lora' | 'full';
+  /** Threads PyTorch used. */
+  threads: number;
+  /** The device PyTorch ran on. */
+  device: 'cpu' | 'cuda';
+  /** torch, transformers (and peft) versions. */
+  version: string;
+  /** Median milliseconds per step. */
+  msPerStep: number;
+  /** Tokens per second at the median. */
+  tokensPerSecond: number;
+  /** Parameters in PyTorch's optimizer. */
+  trainableParameters: number;
+  /** Peak memory as PyTorch reports it (CPU: the process's peak RSS). */
+  peakMemoryBytes: number;
+  /** What peakMemoryBytes counts. */
+  memoryKind: string;
+}
+
+/** How to get the fine-tuning peer. */
+const FINE_TUNE_INSTALL = 'pip install torch transformers peft   (into the Python kiln bench runs: /usr/bin/python3, or the one KILN_BENCH_PYTHON names)';
+
+/** Fine-tunes a transformers model of `hfConfig` in PyTorch (peers/train_torch.py --hf-config); a MissingPeer when torch, transformers or peft is absent. */
+export async function measureFineTunePeer(
+  preset: string, hfConfig: Record<string, unknown>,
+  options: { mode: 'lora' | 'full'; lora: { r: number; alpha: number; targets: string[] }; threads: number; device: 'cpu' | 'cuda'; steps: number; warmup: number; batchSize: number; contextLength: number },
+): Promise<FineTunePeerResult | MissingPeer> {
+  const python = pythonExecutable();
+  if (!existsSync(python)) return { peer: 'pytorch', reason: `${python} does not exist`, install: FINE_TUNE_INSTALL };
+  const result = await run(python, [
+    join(peersDirectory(), 'train_torch.py'), '--hf-config', JSON.stringify(hfConfig), '--mode', options.mode, '--lora', JSON.stringify(options.lora),
+    '--threads', String(options.threads), '--steps', String(options.steps), '--warmup', String(options.warmup),
+    '--batch', String(options.batchSize), '--ctx', String(options.contextLength), '--device', options.device,
+  ], 30 * 60_000);
+  const lastError = result.stderr.trim().split('\n').pop() ?? 'failed';
+  if (result.code === 3 || /No module named/.test(result.stderr)) {
+    return { peer: 'pytorch', reason: `${python}${options.device === 'cuda' ? ' (CUDA)' : ''}: ${lastError}`, install: FINE_TUNE_INSTALL };
+  }
+  const report = lastJsonLine(result.stdout);
+  if (result.code !== 0 || report === undefined) {
+    throw new Error(`the PyTorch fine-tuning peer failed on ${preset} ${options.mode} (exit ${result.code}): ${result.stderr.trim().split('\n').slice(-3).join(' | ')}`);
+  }
+  return {
+    model: preset, mode: options.mode, threads: Number(report.threads), device: options.device,
+    version: `torch ${String(report.torch)}, transformers ${String(report.transformers)}${report.peft ? `, peft ${String(report.peft)}` : ''}`,
+    msPerStep: Number(report.msPerStep), tokensPerSecond: Number(report.tokensPerSecond), trainableParameters: Number(report.trainableParameters),
+    peakMemoryBytes: Number(report.peakMemoryBytes), memoryKind: String(report.memoryKind),
+  };
+}

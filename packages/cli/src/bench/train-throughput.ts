@@ -14,6 +14,7 @@ import {
   MODEL_PRESETS,
   runTrainStep,
   type ModelPresetName,
+  type StepEnvironment,
   type TrainConfig,
 } from '@kiln/trainer';
 import { median } from './timing.js';
@@ -70,6 +71,49 @@ function randomTokens(count: number, seed: number, vocabSize: number): Int32Arra
   return tokens;
 }
 
+/** What timeTrainSteps runs: sizes, step counts, the learning rate. */
+export interface TimedStepsOptions {
+  /** Sequences per step. */
+  batchSize: number;
+  /** Random tokens are drawn below it. */
+  vocabSize: number;
+  /** Learning rate of every step. */
+  lr: number;
+  /** Timed steps. */
+  steps: number;
+  /** Untimed steps first. */
+  warmup: number;
+  /** Called before (true) and after (false) each timed step. */
+  onTimedStep?: (starting: boolean) => void;
+}
+
+/** Runs `warmup` + `steps` trainer steps (runTrainStep, one micro-batch) on random tokens; the timed steps' milliseconds. */
+export async function timeTrainSteps(environment: StepEnvironment, options: TimedStepsOptions): Promise<number[]> {
+  const { batchSize, vocabSize } = options;
+  const { contextLength, backend } = environment;
+  const counters = { microBatchSize: batchSize, optimizerStep: 0 };
+  const samples: number[] = [];
+  for (let step = 1; step <= options.warmup + options.steps; step++) {
+    const window = randomTokens(batchSize * (contextLength + 1), step, vocabSize);
+    const inputs = new Int32Array(batchSize * contextLength);
+    const targets = new Int32Array(batchSize * contextLength);
+    for (let row = 0; row < batchSize; row++) {
+      inputs.set(window.subarray(row * (contextLength + 1), row * (contextLength + 1) + contextLength), row * contextLength);
+      targets.set(window.subarray(row * (contextLength + 1) + 1, (row + 1) * (contextLength + 1)), row * contextLength);
+    }
+    const timed = step > options.warmup;
+    if (timed) options.onTimedStep?.(true);
+    const start = performance.now();
+    await runTrainStep(environment, counters, { step, batchSize, inputs, targets, lr: options.lr });
+    await backend.synchronize();
+    if (timed) {
+      samples.push(performance.now() - start);
+      options.onTimedStep?.(false);
+    }
+  }
+  return samples;
+}
+
 /** Times `steps` optimizer steps after `warmup` untimed ones. */
 export async function measureTrainStep(
   preset: ModelPresetName, backend: KernelBackend,
@@ -82,7 +126,7 @@ export async function measureTrainStep(
   const forwardOptions = forwardOptionsFor(config);
   const model = createLlamaModel(config.model, { backend, seed: config.seed });
   const moments = createMoments(model.parameters);
-  const environment = {
+  const environment: StepEnvironment = {
     model,
     moments,
     backend,
@@ -92,28 +136,10 @@ export async function measureTrainStep(
     contextLength,
     notice: () => undefined,
   };
-  const counters = { microBatchSize: config.schedule.microBatchSize, optimizerStep: 0 };
-  const samples: number[] = [];
+  let samples: number[] = [];
   let peakMemoryBytes: number | null = null;
   try {
-    for (let step = 1; step <= options.warmup + options.steps; step++) {
-      const window = randomTokens(batchSize * (contextLength + 1), step, vocabSize);
-      const inputs = new Int32Array(batchSize * contextLength);
-      const targets = new Int32Array(batchSize * contextLength);
-      for (let row = 0; row < batchSize; row++) {
-        inputs.set(window.subarray(row * (contextLength + 1), row * (contextLength + 1) + contextLength), row * contextLength);
-        targets.set(window.subarray(row * (contextLength + 1) + 1, (row + 1) * (contextLength + 1)), row * contextLength);
-      }
-      const timed = step > options.warmup;
-      if (timed) options.onTimedStep?.(true);
-      const start = performance.now();
-      await runTrainStep(environment, counters, { step, batchSize, inputs, targets, lr: config.optimizer.lr });
-      await backend.synchronize();
-      if (timed) {
-        samples.push(performance.now() - start);
-        options.onTimedStep?.(false);
-      }
-    }
+    samples = await timeTrainSteps(environment, { batchSize, vocabSize, lr: config.optimizer.lr, steps: options.steps, warmup: options.warmup, onTimedStep: options.onTimedStep });
   } finally {
     peakMemoryBytes = peakBytesOf(backend);
     disposeMoments(moments);
@@ -129,7 +155,7 @@ export async function measureTrainStep(
 }
 
 /** memory().peakBytes where the backend reports it (the CUDA backend's caching allocator), else null. */
-function peakBytesOf(backend: KernelBackend): number | null {
+export function peakBytesOf(backend: KernelBackend): number | null {
   const peak = (backend.memory() as { peakBytes?: unknown }).peakBytes;
   return typeof peak === 'number' && peak > 0 ? peak : null;
 }

@@ -15,18 +15,24 @@ import { discoverAllBackends, reportResolution, setUpBackend } from '../backend-
 import { measureGeneration, SHORT_PROMPT_TOKENS, type GenerationThroughput } from '../bench/generation-throughput.js';
 import { measureKernels, type KernelTiming } from '../bench/kernel-timings.js';
 import { formatKernelProfile, profileTrainStep, type KernelProfile } from '../bench/kernel-profile.js';
-import { measurePeer, PEER_NAMES, peerLabel, probePeer, type MissingPeer, type PeerName, type PeerResult } from '../bench/peers.js';
+import {
+  benchLoraConfig, FINE_TUNE_DEFAULTS, FINE_TUNE_PRESET_NAMES, FINE_TUNE_PRESETS, isFineTunePreset, measureFineTune,
+  type FineTuneMode, type FineTunePresetName, type FineTuneThroughput,
+} from '../bench/fine-tune-throughput.js';
+import {
+  measureFineTunePeer, measurePeer, PEER_NAMES, peerLabel, probePeer, type FineTunePeerResult, type MissingPeer, type PeerName, type PeerResult,
+} from '../bench/peers.js';
 import { benchConfig, measureTrainStep, type BenchPrecision, type TrainThroughput } from '../bench/train-throughput.js';
 import { integerArgument, type CliContext } from '../cli-context.js';
 import { ExitCode } from '../exit-codes.js';
-import { formatFixed, formatInteger, formatTable } from '../output/format.js';
+import { formatBytes, formatFixed, formatInteger, formatTable } from '../output/format.js';
 import { matmulPathOf } from './info.js';
 
 interface BenchOptions {
   device?: string;
   model: string;
-  steps: number;
-  warmup: number;
+  steps?: number;
+  warmup?: number;
   kernels: boolean;
   precision: string;
   generation: boolean;
@@ -35,7 +41,19 @@ interface BenchOptions {
   cpuThreads?: string;
   rounds: number;
   batch?: number;
+  context?: number;
   json?: boolean;
+}
+
+/** Timed and warm-up steps of the reference presets when --steps / --warmup are not given. */
+const REFERENCE_STEPS = { steps: 10, warmup: 2 } as const;
+
+/** One kiln fine-tuning measurement on a backend. */
+interface FineTuneRow extends FineTuneThroughput {
+  backend: string;
+  device: string;
+  /** Threads of the CPU backend (null for other backends). */
+  threads: number | null;
 }
 
 const BENCH_PRECISIONS: readonly BenchPrecision[] = ['f32', 'bf16', 'f16'];
@@ -60,10 +78,11 @@ export function defineBenchCommand(program: Command, context: CliContext): void 
     .command('bench')
     .description('train-step throughput (beside PyTorch and TF.js measured in the same run), generation throughput and kernel timings of the reference models')
     .option('--device <list>', 'comma-separated backends to measure (default: every available one)')
-    .option('--model <list>', `comma-separated presets: ${MODEL_PRESET_NAMES.join(', ')}`, 'tiny')
-    .option('--batch <n>', 'sequences per train step (default: each preset\'s batch size)', integerArgument(1))
-    .option('--steps <n>', 'timed train steps per model and backend', integerArgument(1), 10)
-    .option('--warmup <n>', 'untimed steps first', integerArgument(0), 2)
+    .option('--model <list>', `comma-separated presets: reference models ${MODEL_PRESET_NAMES.join(', ')}; fine-tuning (LoRA and full, random weights of the published shapes) ${FINE_TUNE_PRESET_NAMES.join(', ')}`, 'tiny')
+    .option('--batch <n>', `sequences per train step (default: each reference preset's batch size; ${FINE_TUNE_DEFAULTS.batchSize} for fine-tuning presets)`, integerArgument(1))
+    .option('--context <n>', `tokens per sequence of the fine-tuning presets (default ${FINE_TUNE_DEFAULTS.contextLength})`, integerArgument(1))
+    .option('--steps <n>', `timed train steps per model and backend (default ${REFERENCE_STEPS.steps}; ${FINE_TUNE_DEFAULTS.steps} for fine-tuning presets)`, integerArgument(1))
+    .option('--warmup <n>', `untimed steps first (default ${REFERENCE_STEPS.warmup}; ${FINE_TUNE_DEFAULTS.warmup} for fine-tuning presets)`, integerArgument(0))
     .option('--cpu-threads <list>', 'thread counts to measure the CPU backend at (default: 1 and its default count)')
     .option('--rounds <n>', 'repeat kiln and the peers, alternating, and keep each one\'s median round', integerArgument(1), 1)
     .option('--peers <list>', "peers to measure in the same run: 'auto' (every installed one), 'none', or pytorch,tfjs-wasm", 'auto')
@@ -80,12 +99,18 @@ export function defineBenchCommand(program: Command, context: CliContext): void 
 async function runBench(options: BenchOptions, context: CliContext): Promise<number> {
   const { terminal } = context;
   terminal.jsonMode = options.json === true;
-  const models = splitList(options.model) as ModelPresetName[];
-  for (const model of models) {
-    if (!MODEL_PRESET_NAMES.includes(model)) {
-      throw new InvalidArgumentError(`--model ${model} is not a reference model`, { hint: `Use one or more of: ${MODEL_PRESET_NAMES.join(', ')}.` });
+  const requested = splitList(options.model);
+  for (const model of requested) {
+    if (!MODEL_PRESET_NAMES.includes(model as ModelPresetName) && !isFineTunePreset(model)) {
+      throw new InvalidArgumentError(`--model ${model} is not a bench preset`, { hint: `Use one or more of: ${[...MODEL_PRESET_NAMES, ...FINE_TUNE_PRESET_NAMES].join(', ')}.` });
     }
   }
+  const models = requested.filter((model): model is ModelPresetName => MODEL_PRESET_NAMES.includes(model as ModelPresetName));
+  const fineTuneModels = requested.filter(isFineTunePreset);
+  const fineTuneSteps = { steps: options.steps ?? FINE_TUNE_DEFAULTS.steps, warmup: options.warmup ?? FINE_TUNE_DEFAULTS.warmup };
+  options = { ...options, steps: options.steps ?? REFERENCE_STEPS.steps, warmup: options.warmup ?? REFERENCE_STEPS.warmup };
+  const steps = options.steps!;
+  const warmup = options.warmup!;
   const precision = options.precision.trim().toLowerCase() as BenchPrecision;
   if (!BENCH_PRECISIONS.includes(precision)) {
     throw new InvalidArgumentError(`--precision ${options.precision} is not a bench precision`, { hint: `Use one of: ${BENCH_PRECISIONS.join(', ')}.` });
@@ -103,12 +128,14 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
   const peerResults: PeerResult[] = [];
   const missing: MissingPeer[] = [];
   const available: PeerName[] = [];
-  for (const peer of peers) {
+  // The reference peers only run beside reference presets; the fine-tuning presets have their own PyTorch peer.
+  for (const peer of models.length > 0 ? peers : []) {
     const absent = await probePeer(peer);
     if (absent === undefined) available.push(peer);
     else missing.push(absent);
   }
   let peersMeasured = false;
+  const fineTuneRows: FineTuneRow[] = [];
   for (const device of devices) {
     // Without --device, bench itself asks for each available backend in turn.
     const resolution = await setUpBackend({ device, requestedBy: options.device === undefined ? 'the list of available backends kiln bench measures' : '--device' }, terminal);
@@ -137,12 +164,12 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
         const roundText = options.rounds > 1 ? ` [round ${round}/${options.rounds}]` : '';
         for (const [index, variant] of variants.entries()) {
           const threadsText = variant.threads === null ? '' : ` (${variant.threads} thread${variant.threads === 1 ? '' : 's'})`;
-          terminal.say(`measuring ${model} on ${backend.name}${threadsText}${roundText}: ${options.warmup} warm-up + ${options.steps} timed steps…`);
-          kilnRounds[index].push(await measureTrainStep(model, variant.backend, { steps: options.steps, warmup: options.warmup, precision, batchSize: options.batch }));
+          terminal.say(`measuring ${model} on ${backend.name}${threadsText}${roundText}: ${warmup} warm-up + ${steps} timed steps…`);
+          kilnRounds[index].push(await measureTrainStep(model, variant.backend, { steps, warmup, precision, batchSize: options.batch }));
         }
         for (const [index, { peer, threads }] of peerTasks.entries()) {
-          terminal.say(`measuring ${model} on ${peer}${peer === 'pytorch' ? ` (${threads} thread${threads === 1 ? '' : 's'})` : ''}${roundText}: ${options.warmup} warm-up + ${options.steps} timed steps…`);
-          peerRounds[index].push(await measurePeer(peer, model, threads, { steps: options.steps, warmup: options.warmup, batchSize: options.batch }));
+          terminal.say(`measuring ${model} on ${peer}${peer === 'pytorch' ? ` (${threads} thread${threads === 1 ? '' : 's'})` : ''}${roundText}: ${warmup} warm-up + ${steps} timed steps…`);
+          peerRounds[index].push(await measurePeer(peer, model, threads, { steps, warmup, batchSize: options.batch }));
         }
       }
       for (const results of peerRounds) peerResults.push(medianRound(results));
@@ -160,14 +187,14 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
         // On the CPU: the first thread count measured (1 unless --cpu-threads says otherwise), one thread's time per kernel.
         const [first] = variants;
         terminal.say(`profiling ${model} on ${backend.name}${first.threads === null ? '' : ` (${first.threads} thread${first.threads === 1 ? '' : 's'})`}: every kernel of ${options.steps} steps…`);
-        profiles.push(await profileTrainStep(model, first.backend, { steps: options.steps, warmup: options.warmup, precision, batchSize: options.batch, threads: first.threads }));
+        profiles.push(await profileTrainStep(model, first.backend, { steps, warmup, precision, batchSize: options.batch, threads: first.threads }));
       } else if (options.profile === true) {
         terminal.say(`not profiled: the ${backend.name} backend cannot time its kernels (only the CPU and CUDA backends can)`);
       }
       if (options.generation) {
         setBackend(backend);
-        terminal.say(`measuring generation of ${model} on ${backend.name}: ${options.warmup} warm-up + ${options.steps} timed runs per prompt length…`);
-        generation.push({ ...await measureGeneration(model, backend, { runs: options.steps, warmup: options.warmup }), backend: backend.name });
+        terminal.say(`measuring generation of ${model} on ${backend.name}: ${warmup} warm-up + ${steps} timed runs per prompt length…`);
+        generation.push({ ...await measureGeneration(model, backend, { runs: steps, warmup }), backend: backend.name });
       }
       if (options.kernels) {
         setBackend(backend);
@@ -177,6 +204,42 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
     }
     for (const variant of variants) if (variant.backend !== backend) variant.backend.dispose?.();
     setBackend(backend);
+    for (const model of fineTuneModels) {
+      for (const mode of FINE_TUNE_MODES) {
+        terminal.say(`measuring ${mode} fine-tuning of ${model} on ${backend.name}: ${fineTuneSteps.warmup} warm-up + ${fineTuneSteps.steps} timed steps…`);
+        const measured = await measureFineTune(model, backend, { mode, ...fineTuneSteps, precision, batchSize: options.batch, contextLength: options.context });
+        fineTuneRows.push({ ...measured, backend: backend.name, device: resolution.device?.name ?? backend.name, threads: backend.name === 'cpu' ? cpuDefaultThreads(backend) : null });
+      }
+    }
+    setBackend(backend);
+  }
+  const fineTunePeers: FineTunePeerResult[] = [];
+  if (fineTuneModels.length > 0 && peers.includes('pytorch')) {
+    // PyTorch runs at the thread count of kiln's CPU backend (1 without a CPU row).
+    const threads = fineTuneRows.find((row) => row.threads !== null)?.threads ?? 1;
+    // PyTorch on the CPU, and on CUDA too when kiln measured its CUDA backend (PyTorch CUDA is then the fair peer).
+    const peerDevices: Array<'cpu' | 'cuda'> = fineTuneRows.some((row) => row.backend === 'cuda') ? ['cpu', 'cuda'] : ['cpu'];
+    for (const peerDevice of peerDevices) {
+      let peerMissing = false;
+      for (const model of fineTuneModels) {
+        for (const mode of FINE_TUNE_MODES) {
+          if (peerMissing) continue;
+          const shape = fineTuneRows.find((row) => row.model === model) ?? { batchSize: options.batch ?? FINE_TUNE_DEFAULTS.batchSize, contextLength: options.context ?? FINE_TUNE_DEFAULTS.contextLength };
+          terminal.say(`measuring ${mode} fine-tuning of ${model} on PyTorch ${peerDevice}${peerDevice === 'cpu' ? ` (${threads} thread${threads === 1 ? '' : 's'})` : ''}…`);
+          const lora = benchLoraConfig(model);
+          const result = await measureFineTunePeer(model, FINE_TUNE_PRESETS[model].config, {
+            mode, lora: { r: lora.rank, alpha: lora.alpha, targets: lora.targets as string[] }, threads, device: peerDevice, ...fineTuneSteps,
+            batchSize: shape.batchSize, contextLength: shape.contextLength,
+          });
+          if ('reason' in result) {
+            missing.push(result);
+            peerMissing = true;
+          } else {
+            fineTunePeers.push(result);
+          }
+        }
+      }
+    }
   }
   for (const row of rows) {
     const pytorch = peerResults.find((peer) => peer.peer === 'pytorch' && peer.model === row.model && peer.threads === 1);
@@ -198,16 +261,24 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
       generation,
       kernels,
       profiles,
+      fineTuning: fineTuneRows,
+      fineTuningPeers: fineTunePeers,
       registered: listBackends().map((plugin) => plugin.name),
     });
     return ExitCode.ok;
   }
-  printTables(rows, peerResults, missing, generation, kernels, options, context);
+  if (rows.length > 0 || fineTuneRows.length === 0) printTables(rows, peerResults, missing, generation, kernels, options, context);
+  printFineTuning(fineTuneRows, fineTunePeers, fineTuneSteps, fineTuneRows.length > 0 && rows.length === 0 ? missing : [], context);
   printProfiles(profiles, context);
   return ExitCode.ok;
 }
 
 /** The thread counts to measure the CPU backend at: --cpu-threads, else 1 and the backend's default (one on the TypeScript path). */
+/** The CPU backend's default thread count (1 on the TypeScript path). */
+function cpuDefaultThreads(backend: KernelBackend): number {
+  return (backend as { settings?: { threads: number } }).settings?.threads ?? 1;
+}
+
 function threadCounts(option: string | undefined, backend: KernelBackend): number[] {
   const settings = (backend as { settings?: { path: string; threads: number } }).settings;
   if (option !== undefined) {
@@ -298,6 +369,44 @@ function printTables(
     kernels.map((timing) => [timing.model, timing.backend, timing.kernel, timing.shape, formatFixed(timing.ms, 3), timing.gflops === null ? '—' : formatFixed(timing.gflops, 1)]),
     4,
   ));
+}
+
+const FINE_TUNE_MODES: readonly FineTuneMode[] = ['lora', 'full'];
+
+function printFineTuning(
+  rows: FineTuneRow[], peers: FineTunePeerResult[], steps: { steps: number; warmup: number }, missing: MissingPeer[], context: CliContext,
+): void {
+  if (rows.length === 0) return;
+  const { terminal } = context;
+  terminal.say('');
+  terminal.say(`fine-tuning (${rows[0].precision}, random weights of the published shapes; forward + backward + clip + AdamW), median of ${steps.steps} steps after ${steps.warmup} warm-up, measured in this run:`);
+  const table: string[][] = [];
+  for (const model of [...new Set(rows.map((row) => row.model))]) {
+    for (const mode of FINE_TUNE_MODES) {
+      for (const row of rows.filter((candidate) => candidate.model === model && candidate.mode === mode)) {
+        // kiln's CUDA rows against PyTorch CUDA, every other row against PyTorch on the CPU.
+        const peer = peers.find((candidate) => candidate.model === model && candidate.mode === mode && candidate.device === (row.backend === 'cuda' ? 'cuda' : 'cpu'));
+        table.push([
+          model, mode, `kiln ${row.backend}${row.threads === null ? '' : ` (${row.threads}T)`}`, `${row.batchSize}×${row.contextLength}`, formatInteger(row.trainableParameters), formatFixed(row.msPerStep, 1),
+          formatFixed(row.tokensPerSecond, 1), formatBytes(row.peakMemoryBytes), peer === undefined ? '—' : `${formatFixed(row.tokensPerSecond / peer.tokensPerSecond, 2)}×`,
+        ]);
+      }
+      for (const peer of peers.filter((candidate) => candidate.model === model && candidate.mode === mode)) {
+        const shape = rows.find((row) => row.model === model)!;
+        table.push([
+          model, mode, `PyTorch ${peer.device}${peer.device === 'cpu' ? ` (${peer.threads}T)` : ''}`, `${shape.batchSize}×${shape.contextLength}`, formatInteger(peer.trainableParameters), formatFixed(peer.msPerStep, 1),
+          formatFixed(peer.tokensPerSecond, 1), `${formatBytes(peer.peakMemoryBytes)}*`, '1.00×',
+        ]);
+      }
+    }
+  }
+  terminal.say(formatTable(['model', 'mode', 'implementation', 'batch×ctx', 'trainable', 'ms/step', 'tokens/s', 'peak memory', 'vs PyTorch'], table, 3));
+  terminal.say(`(peak memory: kiln's live tensors${peers.length > 0 ? `; PyTorch*: ${peers[0].memoryKind}` : ''})`);
+  for (const peer of peers.slice(0, 1)) terminal.say(`PyTorch peer: ${peer.version}`);
+  for (const entry of missing) {
+    terminal.say(`not measured: PyTorch — ${entry.reason}.`);
+    terminal.say(`  to compare with it: ${entry.install}`);
+  }
 }
 
 function printProfiles(profiles: KernelProfile[], context: CliContext): void {

@@ -65,7 +65,7 @@ export function defineTrainCommand(program: Command, context: CliContext): void 
     .option('--device <device>', "'auto', 'cpu', 'cuda', 'cuda:1', 'metal' or a plugin's name")
     .option('--allow-device-fallback', 'when --device (or the config\'s device) cannot be used, warn and train on the best available backend (also KILN_ALLOW_DEVICE_FALLBACK=1)')
     .option('--init-from <dir>', 'start from a model directory (config.json + model.safetensors: kiln, or Hugging Face Llama, GPT-2, StarCoder) to fine-tune it')
-    .option('--lora <spec>', 'with --init-from: train a LoRA adapter on the frozen model, e.g. r=8,alpha=16,dropout=0.05,targets=q_proj,v_proj (or targets=all-linear)')
+    .option('--lora <spec>', 'with --init-from: train a LoRA adapter on the frozen model, e.g. r=8,alpha=16,dropout=0.05,targets=q_proj,v_proj (or targets=all-linear; base-dtype=bf16 before targets holds the frozen base in bf16)')
     .option('--resume', 'continue from the newest good checkpoint in the run directory (damaged ones are skipped with a note)')
     .option('--allow-non-finite', 'with --resume or --init-from: load weights that hold NaN or Infinity instead of refusing them')
     .option('--seed <n>', 'seed of weight init and batch sampling', integerArgument(0))

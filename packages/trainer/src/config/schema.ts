@@ -83,6 +83,7 @@ const loraSchema = z.strictObject({
   alpha: positive(),
   dropout: fraction().optional(),
   targets: z.union([z.literal('all-linear'), z.array(z.string().min(1)).min(1)]),
+  baseDType: z.enum(['f32', 'bf16', 'f16']).optional(),
 });
 
 /** One config layer: every section and key optional, unknown keys rejected. */

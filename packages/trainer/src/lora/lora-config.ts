@@ -16,9 +16,17 @@ export interface LoraConfig {
   dropout: number;
   /** Module names to adapt (e.g. q_proj, v_proj; c_attn for GPT-2), or 'all-linear' (every linear of the blocks). */
   targets: string[] | 'all-linear';
+  /** Dtype the frozen base's weight matrices are held in on the device (default 'f32'; 'bf16'/'f16' halve their memory, the adapter stays f32). */
+  baseDType?: LoraBaseDType;
 }
 
-const KEYS = ['r', 'alpha', 'dropout', 'targets'] as const;
+/** Dtypes a LoRA base may be held in. */
+export type LoraBaseDType = 'f32' | 'bf16' | 'f16';
+
+/** Every LoraBaseDType. */
+export const LORA_BASE_DTYPES: readonly LoraBaseDType[] = ['f32', 'bf16', 'f16'];
+
+const KEYS = ['r', 'alpha', 'dropout', 'base-dtype', 'targets'] as const;
 
 /** Parses `r=8,alpha=16,dropout=0.05,targets=q_proj,v_proj` (targets last: the commas after it list modules). */
 export function parseLoraOption(text: string): LoraConfig {
@@ -53,6 +61,8 @@ export function parseLoraOption(text: string): LoraConfig {
     dropout: number('dropout', 0),
     targets: targets === undefined ? fail('targets is missing') : targets === 'all-linear' ? 'all-linear' : targets.split(',').map((name) => name.trim()),
   };
+  const baseDType = values.get('base-dtype');
+  if (baseDType !== undefined) config.baseDType = baseDType as LoraBaseDType;
   checkLoraConfig(config, '--lora');
   return config;
 }
@@ -65,6 +75,9 @@ export function checkLoraConfig(config: LoraConfig, where: string): void {
   if (!Number.isSafeInteger(config.rank) || config.rank < 1) fail('r', `must be an integer ≥ 1, got ${config.rank}`, 'Typical ranks are 4 to 64.');
   if (!(config.alpha > 0)) fail('alpha', `must be > 0, got ${config.alpha}`, 'Typical alpha is twice the rank.');
   if (!(config.dropout >= 0 && config.dropout < 1)) fail('dropout', `must be in [0, 1), got ${config.dropout}`, 'Use 0 to 0.1.');
+  if (config.baseDType !== undefined && !LORA_BASE_DTYPES.includes(config.baseDType)) {
+    fail('base-dtype', `must be one of ${LORA_BASE_DTYPES.join(', ')}, got ${JSON.stringify(config.baseDType)}`, 'Use bf16 to halve the frozen base\'s memory, or f32 (the default).');
+  }
   if (config.targets !== 'all-linear' && config.targets.length === 0) fail('targets', 'is empty', 'List module names such as q_proj,v_proj, or all-linear.');
 }
 

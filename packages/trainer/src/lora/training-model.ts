@@ -8,7 +8,7 @@ import type { ForwardOptions, LanguageModel, ModelConfig } from '../contracts.js
 import type { DecoderModel } from '../model/decoder.js';
 import { loadModelDirectory } from '../model/hf-format.js';
 import { createLoraAdapter, type LoraAdapter } from './adapter.js';
-import type { LoraConfig } from './lora-config.js';
+import { LORA_BASE_DTYPES, type LoraConfig } from './lora-config.js';
 import { loadLoraAdapter } from './peft-format.js';
 
 /** A frozen base model and the LoRA adapter being trained on it. */
@@ -37,6 +37,16 @@ export class LoraTrainingModel implements LanguageModel {
   /** Logits of the base with the adapter applied (dropout when options.dropoutSeed is set). */
   forward(ids: Tensor, options: ForwardOptions): Tensor {
     return this.base.forward(ids, options);
+  }
+
+  /** The base's hidden states with the adapter applied. */
+  hiddenStates(ids: Tensor, options: ForwardOptions): Tensor {
+    return this.base.hiddenStates(ids, options);
+  }
+
+  /** The base's LM head (with the adapter, if it targets the head). */
+  headLogits(hidden: Tensor, options: ForwardOptions): Tensor {
+    return this.base.headLogits(hidden, options);
   }
 
   /** Frees the base and the adapter. */
@@ -69,8 +79,15 @@ export interface LoraTrainingSource {
 /** Loads the frozen base and a saved or fresh adapter as a LoraTrainingModel. */
 export async function loadLoraTrainingModel(source: LoraTrainingSource): Promise<LoraTrainingModel> {
   const lora: LoraConfig = { rank: source.lora.rank, alpha: source.lora.alpha, dropout: source.lora.dropout ?? 0, targets: source.lora.targets };
+  const baseDType = source.lora.baseDType ?? 'f32';
+  if (!source.backend.capabilities.supports('cast', baseDType) || !source.backend.capabilities.supports('gather', baseDType)) {
+    throw new ConfigError(`lora.baseDType ${baseDType}: the ${source.backend.name} backend cannot hold or compute with ${baseDType} tensors`, {
+      hint: `Use ${LORA_BASE_DTYPES.filter((dtype) => dtype !== baseDType && source.backend.capabilities.supports('cast', dtype)).join(' or ')} (f32 is the default).`,
+    });
+  }
   const base = await loadModelDirectory(source.baseDirectory, { backend: source.backend, allowNonFinite: source.allowNonFinite, frozen: true });
   try {
+    base.holdMatricesIn(baseDType);
     const adapter = source.adapterDirectory === undefined ? createLoraAdapter(base, lora, source.seed) : await loadLoraAdapter(source.adapterDirectory, base);
     const saved = adapter.config;
     if (saved.rank !== lora.rank || saved.alpha !== lora.alpha || saved.dropout !== lora.dropout || JSON.stringify(saved.targets) !== JSON.stringify(lora.targets)) {

@@ -5,7 +5,7 @@
  * a KV-cached forward for generation.
  */
 import {
-  add, checkpoint, embedding, InvalidArgumentError, noGrad, tensor, tidy, type DType, type KernelBackend, type Tensor,
+  add, cast, checkpoint, embedding, InvalidArgumentError, keep, noGrad, tensor, tidy, type DType, type KernelBackend, type Tensor,
 } from '@kiln/core';
 import type { ForwardOptions, LanguageModel, ModelConfig } from '../contracts.js';
 import type { AttentionKind } from './attention.js';
@@ -45,7 +45,7 @@ export class DecoderModel implements LanguageModel {
   /** The LoRA adapter applied on the fly, if any (see setAdapter). */
   adapter: ModelAdapter | undefined;
   private ownsAdapter = false;
-  private readonly layers: LayerWeights[];
+  private layers: LayerWeights[];
   private readonly modules: ModelModules;
   private readonly finalNorm: NormWeights;
 
@@ -76,18 +76,20 @@ export class DecoderModel implements LanguageModel {
   /** Logits f32 [B, T, vocab] for token ids i32 [B, T]. */
   forward(ids: Tensor, options: ForwardOptions): Tensor {
     this.checkIds(ids, 'forward');
-    const context: BlockContext = {
-      config: this.config, attention: options.attention, computeDType: options.computeDType, positionOffset: 0,
-      computeWeights: options.computeWeights, adapters: this.adapter?.modules, dropoutSeed: options.dropoutSeed,
-    };
-    return tidy(() => {
-      let x = this.embed(ids, 0);
-      this.layers.forEach((weights, layer) => {
-        const block = (input: Tensor): Tensor => decoderBlock(input, weights, layer, context);
-        x = options.checkpointActivations ? checkpoint(block, [x]) : block(x);
-      });
-      return this.head(x, context);
-    });
+    const context = this.blockContext(options);
+    return tidy(() => this.head(this.blocks(ids, options, context), context));
+  }
+
+  /** The last block's output f32 [B, T, d] (before the final norm) for token ids i32 [B, T]. */
+  hiddenStates(ids: Tensor, options: ForwardOptions): Tensor {
+    this.checkIds(ids, 'hiddenStates');
+    const context = this.blockContext(options);
+    return tidy(() => this.blocks(ids, options, context));
+  }
+
+  /** Logits f32 [..., vocab] of hidden states [..., d] (final norm, then the LM head); forward = headLogits(hiddenStates). */
+  headLogits(hidden: Tensor, options: ForwardOptions): Tensor {
+    return tidy(() => this.head(hidden, this.blockContext(options)));
   }
 
   /** An empty KV cache for forwardCached (capacity: token slots to preallocate; it doubles when full). */
@@ -121,6 +123,28 @@ export class DecoderModel implements LanguageModel {
     return logits;
   }
 
+  /**
+   * Holds every weight matrix (embeddings, linears, head) in `dtype` from now on, freeing the f32
+   * copies; norms and biases stay f32. For a frozen base only (LoRA): the matrices get no
+   * gradients and no optimizer, and each linear casts them to the compute dtype as it runs.
+   */
+  holdMatricesIn(dtype: DType): void {
+    for (const [name, parameter] of this.parameters) {
+      if (parameter.requiresGrad) {
+        throw new InvalidArgumentError(`holdMatricesIn: ${name} is trainable; only a frozen base can be held in ${dtype}`, {
+          hint: 'Load the base with { frozen: true } (LoRA) before changing the dtype of its weights.',
+        });
+      }
+    }
+    if (dtype === 'f32') return;
+    for (const [name, parameter] of this.parameters) {
+      if (parameter.rank !== 2 || parameter.dtype === dtype) continue;
+      this.parameters.set(name, keep(cast(parameter, dtype)));
+      parameter.dispose();
+    }
+    this.layers = this.layers.map((_, layer) => layerWeights(this.parameters, this.family, layer));
+  }
+
   /** Frees every parameter (and the adapter, if the model owns it). */
   dispose(): void {
     if (this.ownsAdapter) this.adapter?.dispose();
@@ -132,9 +156,26 @@ export class DecoderModel implements LanguageModel {
     this.dispose();
   }
 
+  private blockContext(options: ForwardOptions): BlockContext {
+    return {
+      config: this.config, attention: options.attention, computeDType: options.computeDType, positionOffset: 0,
+      computeWeights: options.computeWeights, adapters: this.adapter?.modules, dropoutSeed: options.dropoutSeed,
+    };
+  }
+
+  private blocks(ids: Tensor, options: ForwardOptions, context: BlockContext): Tensor {
+    let x = this.embed(ids, 0);
+    this.layers.forEach((weights, layer) => {
+      const block = (input: Tensor): Tensor => decoderBlock(input, weights, layer, context);
+      x = options.checkpointActivations ? checkpoint(block, [x]) : block(x);
+    });
+    return x;
+  }
+
   /** Token embeddings (+ the learned position embeddings of positions offset…offset+T−1) [B, T, d], f32. */
   private embed(ids: Tensor, offset: number): Tensor {
-    const tokens = embedding(this.parameters.get(`${this.modules.tokenEmbedding}.weight`)!, ids);
+    // toDType: a frozen base may hold its embeddings in bf16/f16 (holdMatricesIn); the residual stream is f32.
+    const tokens = toDType(embedding(this.parameters.get(`${this.modules.tokenEmbedding}.weight`)!, ids), 'f32');
     if (this.modules.positionEmbedding === undefined) return tokens;
     const length = ids.shape[1];
     if (offset + length > this.config.contextLength) {
@@ -143,7 +184,7 @@ export class DecoderModel implements LanguageModel {
       });
     }
     const positions = tensor(Int32Array.from({ length }, (_, index) => offset + index), [1, length], { dtype: 'i32', backend: ids.backend });
-    return add(tokens, embedding(this.parameters.get(`${this.modules.positionEmbedding}.weight`)!, positions));
+    return add(tokens, toDType(embedding(this.parameters.get(`${this.modules.positionEmbedding}.weight`)!, positions), 'f32'));
   }
 
   private head(x: Tensor, context: LinearContext): Tensor {

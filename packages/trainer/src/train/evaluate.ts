@@ -1,6 +1,7 @@
 /** Validation loss: the mean cross-entropy (nats/token) of a model over fixed batches of a token source. */
-import { add, crossEntropy, InvalidArgumentError, mul, noGrad, tensor, tidy, type Tensor } from '@kiln/core';
+import { add, InvalidArgumentError, mul, noGrad, tensor, tidy, type Tensor } from '@kiln/core';
 import type { ForwardOptions, LanguageModel, TokenSource } from '../contracts.js';
+import { causalLmLoss } from './causal-lm-loss.js';
 
 /** Which batches to evaluate and how to run the model. */
 export interface EvaluateOptions {
@@ -43,7 +44,7 @@ export async function evaluate(model: LanguageModel, source: TokenSource, option
             const ids = tensor(inputs.subarray(begin, begin + windowTokens), [microBatchSize, contextLength], { dtype: 'i32', backend });
             const expected = tensor(targets.subarray(begin, begin + windowTokens), [microBatchSize, contextLength], { dtype: 'i32', backend });
             // Every window has the same token count, so weighting chunk means by their share gives the exact mean.
-            const part = mul(crossEntropy(model.forward(ids, forwardOptions), expected), 1 / (chunks * batches));
+            const part = mul(causalLmLoss(model, ids, expected, { forwardOptions }), 1 / (chunks * batches));
             return previous ? add(previous, part) : part;
           }),
         );

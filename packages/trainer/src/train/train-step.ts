@@ -5,10 +5,11 @@
  * micro-batch frees the step, halves the micro-batch and retries the same tokens.
  */
 import {
-  add, backward, concat, crossEntropy, KilnError, mul, noGrad, OutOfMemoryError, reshape, tensor, tidy,
+  add, backward, concat, KilnError, mul, noGrad, OutOfMemoryError, reshape, tensor, tidy,
   type KernelBackend, type Tensor,
 } from '@kiln/core';
 import type { ForwardOptions, LanguageModel, OptimizerConfig } from '../contracts.js';
+import { causalLmLoss } from './causal-lm-loss.js';
 import { createComputeWeights, disposeComputeWeights, foldComputeGradients, type ComputeWeights } from './compute-weights.js';
 import type { DynamicLossScaler } from './loss-scaler.js';
 import { adamwStep, clearGradients, gradientNormSquared, type AdamWMoments } from './optimizer.js';
@@ -124,7 +125,7 @@ function accumulateGradients(environment: StepEnvironment, batch: StepBatch, mic
       const part = tidy(() => {
         const ids = tensor(batch.inputs.subarray(begin, begin + windowTokens), [microBatchSize, contextLength], { dtype: 'i32', backend });
         const targets = tensor(batch.targets.subarray(begin, begin + windowTokens), [microBatchSize, contextLength], { dtype: 'i32', backend });
-        const loss = crossEntropy(model.forward(ids, forwardOptions), targets);
+        const loss = causalLmLoss(model, ids, targets, { forwardOptions });
         // Each micro-batch carries 1/accumulation of the loss, so the summed gradient is the batch mean.
         backward(mul(loss, scale / accumulation));
         return noGrad(() => mul(loss, 1 / accumulation));
