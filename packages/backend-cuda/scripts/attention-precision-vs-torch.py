@@ -38,9 +38,9 @@ def main():
     for seed in manifest["seeds"]:
         inputs = [load(f"{name}_{seed}.bin") for name in ("q", "k", "v", "d_out")]
         for dtype, prefix in ((torch.float32, "torch"), (torch.float64, "ref")):
-            q, k, v = (tensor.to(dtype).requires_grad_(True) for tensor in inputs[:3])
+            q, k, v = (tensor.detach().to(dtype).clone().requires_grad_(True) for tensor in inputs[:3])
             out = functional.scaled_dot_product_attention(q, k, v, is_causal=True)
-            out.backward(inputs[3].to(dtype))
+            out.backward(inputs[3].detach().to(dtype))
             for name, tensor in (("dq", q.grad), ("dk", k.grad), ("dv", v.grad)):
                 numpy_dtype = "<f4" if dtype == torch.float32 else "<f8"
                 tensor.detach().cpu().numpy().astype(numpy_dtype).tofile(os.path.join(directory, f"{prefix}_{name}_{seed}.bin"))

@@ -217,8 +217,8 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
   if (fineTuneModels.length > 0 && peers.includes('pytorch')) {
     // PyTorch runs at the thread count of kiln's CPU backend (1 without a CPU row).
     const threads = fineTuneRows.find((row) => row.threads !== null)?.threads ?? 1;
-    // PyTorch on the CPU, and on CUDA too when kiln measured its CUDA backend (PyTorch CUDA is then the fair peer).
-    const peerDevices: Array<'cpu' | 'cuda'> = fineTuneRows.some((row) => row.backend === 'cuda') ? ['cpu', 'cuda'] : ['cpu'];
+    // PyTorch on each device kiln measured (the CPU, CUDA): the peer of a CUDA row is PyTorch CUDA, never a slow CPU run.
+    const peerDevices = (['cpu', 'cuda'] as const).filter((device) => fineTuneRows.some((row) => row.backend === device));
     for (const peerDevice of peerDevices) {
       let peerMissing = false;
       for (const model of fineTuneModels) {
