@@ -2,7 +2,7 @@
 // Makes a self-contained gpu-check bundle for a GPU machine that has no Node.js, no pnpm and no
 // network (TOOLCHAIN.md): build/gpu-check/ with
 //   node.xz                         this node binary, `xz -6` (about 24 MB)
-//   node_modules/@kiln/{core,backend-cuda,backend-cpu,trainer,cli}   package.json + dist (+ bin, the
+//   node_modules/@kiln/{core,testing,backend-cuda,backend-cpu,trainer,cli}   package.json + dist (+ bin, the
 //                                   addon sources, CMakeLists.txt and the built kiln_cuda.node)
 //   node_modules/<dependency>       every runtime dependency of those, copied (no symlinks)
 //   headers/{node-api-headers,node-addon-api}   to rebuild the addon there with nvcc + cmake
@@ -26,6 +26,7 @@ const log = (line) => console.log(`[gpu-check:pack] ${line}`);
 /** kiln packages in the bundle and what each needs besides package.json and dist/. */
 const KILN_PACKAGES = {
   core: [],
+  testing: [],
   'backend-cpu': [],
   trainer: [],
   cli: ['bin'],

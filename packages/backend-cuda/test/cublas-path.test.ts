@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { InvalidArgumentError } from '@kiln/core';
-import { describeBackendConformance } from '@kiln/core/testing';
+import { describeBackendConformance } from '@kiln/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
 import { simulatorSkipReason } from './simulator-status.js';

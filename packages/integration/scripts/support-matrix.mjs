@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { createCpuBackend } from '@kiln/backend-cpu';
 import { CudaBackend, cudaCapabilities } from '@kiln/backend-cuda';
 import { MetalBackend, metalCapabilities } from '@kiln/backend-metal';
-import { createReferenceBackend, formatSupportMatrix, supportMatrix } from '@kiln/core/testing';
+import { createReferenceBackend, formatSupportMatrix, supportMatrix } from '@kiln/testing';
 import { createExampleBackend } from 'kiln-backend-example';
 
 export const DOC = fileURLToPath(new URL('../../../docs/support-matrix.md', import.meta.url));

@@ -5,10 +5,10 @@
  * a stand-in for awkward devices: primitives only, asynchronous reads only, a memory limit, or
  * dtypes declared unsupported. Buffers are opaque: their bytes are reachable only through download.
  */
-import type { DType } from '../dtype.js';
-import { FUSED_KERNELS, KERNEL_API_VERSION, PRIMITIVE_KERNELS } from '../backend/kernel-backend.js';
-import type { FusedKernelName, KernelBackend, KernelName } from '../backend/kernel-backend.js';
-import { InvalidArgumentError } from '../errors.js';
+import type { DType } from '@kiln/core';
+import { FUSED_KERNELS, KERNEL_API_VERSION, PRIMITIVE_KERNELS } from '@kiln/core';
+import type { FusedKernelName, KernelBackend, KernelName } from '@kiln/core';
+import { InvalidArgumentError } from '@kiln/core';
 import { referenceAdamw } from './reference/adamw.js';
 import { referenceAttention, referenceAttentionBackward } from './reference/attention.js';
 import { referenceCapabilities } from './reference/capabilities.js';

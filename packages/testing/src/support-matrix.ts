@@ -1,6 +1,6 @@
 /** What a backend runs natively, what core falls back for, and what the docs rule out, per (kernel, dtype). */
-import { DTYPES, type DType } from '../dtype.js';
-import { FUSED_KERNELS, PRIMITIVE_KERNELS, type KernelBackend, type KernelName } from '../backend/kernel-backend.js';
+import { DTYPES, type DType } from '@kiln/core';
+import { FUSED_KERNELS, PRIMITIVE_KERNELS, type KernelBackend, type KernelName } from '@kiln/core';
 import { isNative, KERNEL_DTYPES } from './conformance/kernel-dtypes.js';
 
 /** 'native': the backend runs it; 'fallback': core composes it or runs it in f32; 'unsupported': the docs do not allow the dtype. */

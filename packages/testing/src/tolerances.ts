@@ -4,7 +4,7 @@
  * The defaults let a correct kernel pass (f32 accumulation, one rounding to the storage dtype,
  * so up to ~2 ulps for f16/bf16) and make an off-by-one, a missing mask or a dropped term fail.
  */
-import type { DType } from '../dtype.js';
+import type { DType } from '@kiln/core';
 
 /** An absolute + relative tolerance: |got − expected| ≤ absolute + relative·|expected|. */
 export interface Tolerance {

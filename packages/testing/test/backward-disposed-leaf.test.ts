@@ -1,7 +1,7 @@
 /** backward never loses the gradient of a disposed leaf silently. */
 import { describe, expect, it } from 'vitest';
-import * as kiln from '../src/index.js';
-import { DisposedTensorError, KilnError } from '../src/errors.js';
+import * as kiln from '@kiln/core';
+import { DisposedTensorError, KilnError } from '@kiln/core';
 import { useReferenceBackend, values } from './helpers/backend.js';
 
 useReferenceBackend();

@@ -5,14 +5,14 @@
  * central differences of the host forward.
  */
 import { describe, expect, it, vi } from 'vitest';
-import * as kiln from '../src/index.js';
-import type { Tensor } from '../src/index.js';
-import { DTypeError, InvalidArgumentError, ShapeError } from '../src/errors.js';
-import { gradcheck } from '../src/testing/gradcheck.js';
-import { createReferenceBackend } from '../src/testing/reference-backend.js';
+import * as kiln from '@kiln/core';
+import type { Tensor } from '@kiln/core';
+import { DTypeError, InvalidArgumentError, ShapeError } from '@kiln/core';
+import { gradcheck } from '../src/gradcheck.js';
+import { createReferenceBackend } from '../src/reference-backend.js';
 import {
   hostClamp, hostCumsum, hostErf, hostGelu, hostMatmul, hostRangeIndices, hostSlice, hostTakeAlongAxis,
-} from '../src/testing/conformance/cases/op-cases.js';
+} from '../src/conformance/cases/op-cases.js';
 import { useReferenceBackend, values } from './helpers/backend.js';
 
 const { backend } = useReferenceBackend();

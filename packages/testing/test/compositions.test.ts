@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import type { DType } from '../src/dtype.js';
-import { f32ToBf16Bits, f32ToF16Bits } from '../src/half.js';
-import { philoxNormal, philoxUniform } from '../src/random/philox.js';
-import { decodeHostValues } from '../src/tensor/host-data.js';
-import type { FusedKernelName, KernelBackend, StridedView, TensorRef } from '../src/backend/kernel-backend.js';
-import { FUSED_KERNELS } from '../src/backend/kernel-backend.js';
-import { composedKernels } from '../src/backend/compositions/index.js';
-import { createReferenceBackend, type ReferenceBackend } from '../src/testing/reference-backend.js';
+import type { DType } from '@kiln/core';
+import { f32ToBf16Bits, f32ToF16Bits } from '@kiln/core';
+import { philoxNormal, philoxUniform } from '@kiln/core';
+import { decodeHostValues } from '@kiln/core';
+import type { FusedKernelName, KernelBackend, StridedView, TensorRef } from '@kiln/core';
+import { FUSED_KERNELS } from '@kiln/core';
+import { composedKernels } from '@kiln/core';
+import { createReferenceBackend, type ReferenceBackend } from '../src/reference-backend.js';
 
 // Every composition runs on a primitives-only reference backend and is compared with the
 // reference's own fused kernel on identical inputs.

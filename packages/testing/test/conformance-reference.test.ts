@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createReferenceBackend, describeBackendConformance, formatSupportMatrix, supportMatrix } from '../src/testing/index.js';
+import { createReferenceBackend, describeBackendConformance, formatSupportMatrix, supportMatrix } from '../src/index.js';
 
 // The oracle against itself: every case must pass, which checks the kit's own plumbing.
 describeBackendConformance('reference', { create: () => createReferenceBackend() });

@@ -4,10 +4,10 @@
  * away from the kernel and reject the next read with an InvalidArgumentError.
  */
 import { describe, expect, it } from 'vitest';
-import * as kiln from '../src/index.js';
-import type { KernelBackend, TensorRef } from '../src/index.js';
-import { InvalidArgumentError } from '../src/errors.js';
-import { createReferenceBackend } from '../src/testing/reference-backend.js';
+import * as kiln from '@kiln/core';
+import type { KernelBackend, TensorRef } from '@kiln/core';
+import { InvalidArgumentError } from '@kiln/core';
+import { createReferenceBackend } from '../src/reference-backend.js';
 
 interface UncheckedDevice extends KernelBackend {
   /** Every index value the gather and scatterAdd kernels were given. */

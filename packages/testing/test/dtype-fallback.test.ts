@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import * as kiln from '../src/index.js';
-import { createReferenceBackend } from '../src/testing/reference-backend.js';
-import { UnsupportedKernelError } from '../src/errors.js';
+import * as kiln from '@kiln/core';
+import { createReferenceBackend } from '../src/reference-backend.js';
+import { UnsupportedKernelError } from '@kiln/core';
 
 afterEach(() => {
   kiln.setFallbackPolicy(undefined);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { KernelBackend } from '../src/backend/kernel-backend.js';
-import { createReferenceBackend, gradcheck, runConformance } from '../src/testing/index.js';
+import type { KernelBackend } from '@kiln/core';
+import { createReferenceBackend, gradcheck, runConformance } from '../src/index.js';
 
 // f(a, b) = Σ sin(a_i) · b_i²  →  ∂f/∂a_i = cos(a_i) · b_i², ∂f/∂b_i = 2 sin(a_i) · b_i
 const loss = ([a, b]: Float64Array[]) => a.reduce((total, value, i) => total + Math.sin(value) * b[i] ** 2, 0);

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
   bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits, f64ToBf16Bits, f64ToF16Bits, decodeF16, encodeF16, encodeBf16, decodeBf16,
-} from '../src/half.js';
-import { philox4x32, philoxNormal, philoxUniform } from '../src/random/philox.js';
-import { encodeHostValues } from '../src/tensor/host-data.js';
-import { roundToBf16Exactly, roundToF16Exactly } from '../src/testing/reference/encoding.js';
+} from '@kiln/core';
+import { philox4x32, philoxNormal, philoxUniform } from '@kiln/core';
+import { encodeHostValues } from '@kiln/core';
+import { roundToBf16Exactly, roundToF16Exactly } from '../src/reference/encoding.js';
 
 describe('f16 conversion', () => {
   it('encodes exact values, limits and specials', () => {

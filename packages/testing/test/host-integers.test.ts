@@ -1,7 +1,7 @@
 /** Host numbers that become i32 elements must be integers in [−2³¹, 2³¹−1] (CONTRACTS.md, issue 10). */
 import { describe, expect, it } from 'vitest';
-import * as kiln from '../src/index.js';
-import { InvalidArgumentError, KilnError } from '../src/errors.js';
+import * as kiln from '@kiln/core';
+import { InvalidArgumentError, KilnError } from '@kiln/core';
 import { useReferenceBackend } from './helpers/backend.js';
 
 useReferenceBackend();

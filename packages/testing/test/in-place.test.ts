@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import * as kiln from '../src/index.js';
-import { DisposedTensorError, DTypeError, InvalidArgumentError, ShapeError } from '../src/errors.js';
-import { createReferenceBackend } from '../src/testing/reference-backend.js';
+import * as kiln from '@kiln/core';
+import { DisposedTensorError, DTypeError, InvalidArgumentError, ShapeError } from '@kiln/core';
+import { createReferenceBackend } from '../src/reference-backend.js';
 import { useReferenceBackend, values } from './helpers/backend.js';
 
 useReferenceBackend();

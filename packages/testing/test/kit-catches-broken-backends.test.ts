@@ -3,9 +3,9 @@
 // kernel's cases in the bug's dtypes, must fail the named case with the bug planted, and pass
 // every case with the same kernel minus the bug. Adding a bug is one table entry.
 import { describe, expect, it } from 'vitest';
-import { DTYPES } from '../src/dtype.js';
-import type { KernelBackend } from '../src/backend/kernel-backend.js';
-import { createReferenceBackend, runConformance, type ConformanceReport } from '../src/testing/index.js';
+import { DTYPES } from '@kiln/core';
+import type { KernelBackend } from '@kiln/core';
+import { createReferenceBackend, runConformance, type ConformanceReport } from '../src/index.js';
 import { ATTENTION_BACKWARD_BUGS } from './planted-bugs/attention-backward.js';
 import { ELEMENTWISE_BUGS } from './planted-bugs/elementwise.js';
 import { FUSED_BUGS } from './planted-bugs/fused.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import * as kiln from '../src/index.js';
-import { DisposedTensorError, DTypeError, InvalidArgumentError, ShapeError } from '../src/errors.js';
+import * as kiln from '@kiln/core';
+import { DisposedTensorError, DTypeError, InvalidArgumentError, ShapeError } from '@kiln/core';
 import { useReferenceBackend, values } from './helpers/backend.js';
 
 const { backend } = useReferenceBackend();

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import type { DType } from '../src/dtype.js';
-import { KilnError, DTypeError, InvalidArgumentError, OutOfMemoryError } from '../src/errors.js';
-import { bf16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from '../src/half.js';
-import { philoxNormal, philoxUniform } from '../src/random/philox.js';
-import { decodeHostValues } from '../src/tensor/host-data.js';
-import { KERNEL_API_VERSION, type StridedView, type TensorRef } from '../src/backend/kernel-backend.js';
-import { createReferenceBackend, type ReferenceBackend } from '../src/testing/reference-backend.js';
+import type { DType } from '@kiln/core';
+import { KilnError, DTypeError, InvalidArgumentError, OutOfMemoryError } from '@kiln/core';
+import { bf16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from '@kiln/core';
+import { philoxNormal, philoxUniform } from '@kiln/core';
+import { decodeHostValues } from '@kiln/core';
+import { KERNEL_API_VERSION, type StridedView, type TensorRef } from '@kiln/core';
+import { createReferenceBackend, type ReferenceBackend } from '../src/reference-backend.js';
 
 // ---- host helpers (values are chosen exactly representable unless a test is about rounding) ----
 

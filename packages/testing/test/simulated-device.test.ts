@@ -5,10 +5,10 @@
  * loss downloads the loss and the 16-byte flag of the device-side index checks, nothing else).
  */
 import { describe, expect, it } from 'vitest';
-import * as kiln from '../src/index.js';
-import type { Tensor } from '../src/index.js';
-import { createReferenceBackend } from '../src/testing/reference-backend.js';
-import { UnsupportedKernelError } from '../src/errors.js';
+import * as kiln from '@kiln/core';
+import type { Tensor } from '@kiln/core';
+import { createReferenceBackend } from '../src/reference-backend.js';
+import { UnsupportedKernelError } from '@kiln/core';
 
 describe('simulated device (opaque buffers, async reads, primitives only)', () => {
   it('runs a training step with zero device→host transfers', async () => {

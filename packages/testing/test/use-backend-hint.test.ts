@@ -1,8 +1,8 @@
 /** useBackend/resolveBackend explain how to register a backend when none is registered or discoverable. */
 import { describe, expect, it } from 'vitest';
-import * as kiln from '../src/index.js';
-import { BackendUnavailableError } from '../src/errors.js';
-import { listBackends, unregisterBackend } from '../src/backend/registry.js';
+import * as kiln from '@kiln/core';
+import { BackendUnavailableError } from '@kiln/core';
+import { listBackends, unregisterBackend } from '@kiln/core';
 import { useReferenceBackend } from './helpers/backend.js';
 
 useReferenceBackend();

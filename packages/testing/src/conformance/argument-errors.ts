@@ -7,10 +7,10 @@
  * `capabilities.checksIndices`. Core's ops are loaded lazily, so the rest of the kit works
  * without them; when they are missing these cases report skipped.
  */
-import type { KernelName } from '../../backend/kernel-backend.js';
-import type { KilnErrorCode } from '../../errors.js';
-import { KilnError } from '../../errors.js';
-import type * as Core from '../../index.js';
+import type { KernelName } from '@kiln/core';
+import type { KilnErrorCode } from '@kiln/core';
+import { KilnError } from '@kiln/core';
+import type * as Core from '@kiln/core';
 import { defineCase, type CaseSettings } from './case-builder.js';
 import { ConformanceSkipSignal, KilnConformanceError } from './conformance-error.js';
 import { checksIndicesItself } from './deferred-index-errors.js';
@@ -77,7 +77,7 @@ function mentionsShape(message: string, shape: number[]): boolean {
 }
 
 async function loadOps(): Promise<typeof Core> {
-  const ops = (await import('../../index.js')) as Partial<typeof Core>;
+  const ops = (await import('@kiln/core')) as Partial<typeof Core>;
   const needed = ['tensor', 'matmul', 'add', 'reshape', 'softmax', 'attention', 'crossEntropy', 'gather', 'embedding', 'cast', 'concat'] as const;
   const missing = needed.filter((name) => typeof ops[name] !== 'function');
   if (missing.length > 0) throw new ConformanceSkipSignal(`core ops not available yet (${missing.join(', ')} missing from @kiln/core)`);

@@ -4,10 +4,10 @@
  * they were). Fused kernels the backend does not run natively become a skipped native case plus
  * a case running core's composed fallback on the backend in its place.
  */
-import type { DType } from '../../dtype.js';
-import type { FusedKernelName, KernelBackend, KernelName, PrimitiveKernelName } from '../../backend/kernel-backend.js';
+import type { DType } from '@kiln/core';
+import type { FusedKernelName, KernelBackend, KernelName, PrimitiveKernelName } from '@kiln/core';
 import type { ToleranceTable } from '../tolerances.js';
-import { settleIndexChecks } from '../../engine/index-checks.js';
+import { settleIndexChecks } from '@kiln/core/internal';
 import { CaseContext } from './case-context.js';
 import { KilnConformanceError } from './conformance-error.js';
 import { hashString } from './input-generator.js';

@@ -4,8 +4,8 @@
  * start filled with a sentinel so an element a kernel forgets to write shows up. Everything the
  * case allocates is freed by release(), so the leak check sees only the kernels' own allocations.
  */
-import { DTYPE_BYTES, type DType } from '../../dtype.js';
-import type { BufferHandle, KernelBackend, StridedView, TensorRef } from '../../backend/kernel-backend.js';
+import { DTYPE_BYTES, type DType } from '@kiln/core';
+import type { BufferHandle, KernelBackend, StridedView, TensorRef } from '@kiln/core';
 import { EXACT_TOLERANCE, looserTolerance, scaleForReduction, type Tolerance, type ToleranceTable } from '../tolerances.js';
 import { assertClose } from './compare.js';
 import { contiguousStrides, decodeValues, elementCount, encodeValues } from './host-values.js';

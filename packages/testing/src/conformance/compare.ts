@@ -1,5 +1,5 @@
 /** Element-wise comparison of a backend's output with the reference's, reporting the worst element. */
-import type { DType } from '../../dtype.js';
+import type { DType } from '@kiln/core';
 import { withinTolerance, type Tolerance } from '../tolerances.js';
 import { KilnConformanceError, type ConformanceMismatch } from './conformance-error.js';
 import { positionOf } from './host-values.js';

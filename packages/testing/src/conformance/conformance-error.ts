@@ -1,5 +1,5 @@
 /** The errors a conformance case throws: a failed comparison, and the signal that skips a case at run time. */
-import { KilnError } from '../../errors.js';
+import { KilnError } from '@kiln/core';
 
 /** Where a failed comparison was worst, and by how much. */
 export interface ConformanceMismatch {

@@ -3,7 +3,7 @@
  * no `downloadSync`): the error surfaces at the next `synchronize()`/`download()` as an
  * `InvalidArgumentError` naming the kernel (docs/kernel-semantics.md, "Out-of-range indices").
  */
-import { InvalidArgumentError } from '../../errors.js';
+import { InvalidArgumentError } from '@kiln/core';
 import type { CaseSettings } from './case-builder.js';
 import type { CaseContext } from './case-context.js';
 import { KilnConformanceError } from './conformance-error.js';

@@ -4,7 +4,7 @@
  * the backend is unavailable. This is the only module of core that imports vitest.
  */
 import { afterAll, describe, it } from 'vitest';
-import type { KernelBackend } from '../../backend/kernel-backend.js';
+import type { KernelBackend } from '@kiln/core';
 import { createReferenceBackend } from '../reference-backend.js';
 import { buildConformanceCases } from './build-conformance-cases.js';
 import { ConformanceSkipSignal } from './conformance-error.js';

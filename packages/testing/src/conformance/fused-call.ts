@@ -1,6 +1,6 @@
 /** Calls a fused kernel on both sides: natively, or through core's composed fallback on the backend under test. */
-import type { FusedKernelName, KernelBackend } from '../../backend/kernel-backend.js';
-import { composedKernels } from '../../backend/compositions/index.js';
+import type { FusedKernelName, KernelBackend } from '@kiln/core';
+import { composedKernels } from '@kiln/core';
 import type { CaseContext, Side } from './case-context.js';
 import type { KernelMode } from './case-builder.js';
 

@@ -2,8 +2,8 @@
  * The kit's own byte codec (independent of core's tensor layer, so a bug there cannot hide one
  * in a backend): numbers → storage bytes of a dtype, and storage bytes → float64 values.
  */
-import { DTYPE_BYTES, type DType } from '../../dtype.js';
-import { bf16BitsToF32, f16BitsToF32, f64ToBf16Bits, f64ToF16Bits } from '../../half.js';
+import { DTYPE_BYTES, type DType } from '@kiln/core';
+import { bf16BitsToF32, f16BitsToF32, f64ToBf16Bits, f64ToF16Bits } from '@kiln/core';
 import { floatToI32 } from '../reference/encoding.js';
 
 /**
@@ -51,7 +51,7 @@ export function elementCount(shape: readonly number[]): number {
   return shape.reduce((product, size) => product * size, 1);
 }
 
-export { contiguousStrides } from '../../tensor/shape.js';
+export { contiguousStrides } from '@kiln/core';
 
 /** The multi-dimensional position of flat index `index` in a row-major `shape`. */
 export function positionOf(index: number, shape: readonly number[]): number[] {

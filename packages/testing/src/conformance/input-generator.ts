@@ -1,5 +1,5 @@
 /** Seeded inputs for conformance cases, drawn from kiln's Philox stream (same values on every machine). */
-import { philoxNormal, philoxUniform } from '../../random/philox.js';
+import { philoxNormal, philoxUniform } from '@kiln/core';
 
 /** A 31-bit FNV-1a hash of a string (derives each case's stream from its id, independent of case order). */
 export function hashString(text: string): number {

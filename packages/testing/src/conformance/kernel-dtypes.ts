@@ -1,6 +1,6 @@
 /** Which dtypes each kernel accepts, per docs/kernel-semantics.md (the "i32" section and the fused table). */
-import { DTYPES, FLOAT_DTYPES, type DType } from '../../dtype.js';
-import { FUSED_KERNELS, type BinaryOp, type FusedKernelName, type KernelBackend, type KernelName, type UnaryOp } from '../../backend/kernel-backend.js';
+import { DTYPES, FLOAT_DTYPES, type DType } from '@kiln/core';
+import { FUSED_KERNELS, type BinaryOp, type FusedKernelName, type KernelBackend, type KernelName, type UnaryOp } from '@kiln/core';
 
 /** Dtypes the docs allow for each kernel (for unary/binary, some ops of the kernel; see the op lists). */
 export const KERNEL_DTYPES: Readonly<Record<KernelName, readonly DType[]>> = {

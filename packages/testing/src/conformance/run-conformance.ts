@@ -1,5 +1,5 @@
 /** Runs the conformance corpus programmatically (no test framework) and returns a report. */
-import type { KernelBackend } from '../../backend/kernel-backend.js';
+import type { KernelBackend } from '@kiln/core';
 import { createReferenceBackend } from '../reference-backend.js';
 import { buildConformanceCases } from './build-conformance-cases.js';
 import { ConformanceSkipSignal } from './conformance-error.js';

@@ -1,6 +1,6 @@
 /** Public types of the conformance kit: cases, options and the report. */
-import type { DType } from '../../dtype.js';
-import type { KernelBackend, KernelName } from '../../backend/kernel-backend.js';
+import type { DType } from '@kiln/core';
+import type { KernelBackend, KernelName } from '@kiln/core';
 import type { Tolerance } from '../tolerances.js';
 
 /** 'quick' drops the large and long-reduction shapes; 'full' (the default) runs every shape. */

@@ -3,7 +3,7 @@
  * p = p·(1 − lr·wd); p = p − lr·(m/(1−β1^step)) / (√(v/(1−β2^step)) + eps).
  * Numerics: float64 from the stored values; m and v are rounded to f32 on store, p to its dtype.
  */
-import type { AdamWParams, TensorRef } from '../../backend/kernel-backend.js';
+import type { AdamWParams, TensorRef } from '@kiln/core';
 import type { ReferenceMemory } from './memory.js';
 
 /** One AdamW update of param, m and v from grad. */

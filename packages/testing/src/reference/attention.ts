@@ -5,7 +5,7 @@
  * s_ij = scale·q_i·k_j + mask_ij over allowed j (causal: j ≤ i + Tk − Tq). A row whose allowed
  * scores are all −Inf (or that has none) gives out = 0, lse = −Inf. Numerics: float64.
  */
-import type { AttentionParams, StridedView, TensorRef } from '../../backend/kernel-backend.js';
+import type { AttentionParams, StridedView, TensorRef } from '@kiln/core';
 import type { ReferenceMemory } from './memory.js';
 
 /** Inputs decoded once, with the sizes and a score function shared by forward and backward. */

@@ -3,9 +3,9 @@
  * only where docs/kernel-semantics.md allows it, minus the (kernel, dtype) pairs the options
  * declare unsupported (used to exercise core's fallback policy).
  */
-import { isDType, type DType } from '../../dtype.js';
-import type { Capabilities, KernelName } from '../../backend/kernel-backend.js';
-import { FUSED_KERNELS, PRIMITIVE_KERNELS } from '../../backend/kernel-backend.js';
+import { isDType, type DType } from '@kiln/core';
+import type { Capabilities, KernelName } from '@kiln/core';
+import { FUSED_KERNELS, PRIMITIVE_KERNELS } from '@kiln/core';
 
 /** Kernels whose i32 use the semantics allow (op-level limits are the kernel's business). */
 const I32_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>([

@@ -6,7 +6,7 @@
  * a value read from another row (core rejects such targets before a synchronous backend runs).
  * Numerics: float64, max-subtracted log-sum-exp, one rounding.
  */
-import type { TensorRef } from '../../backend/kernel-backend.js';
+import type { TensorRef } from '@kiln/core';
 import type { ReferenceMemory } from './memory.js';
 import { rangeLogSumExp } from './softmax.js';
 

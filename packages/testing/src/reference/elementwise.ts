@@ -4,9 +4,9 @@
  * Numerics: float64 math, one rounding into out's dtype; i32 arithmetic wraps around; `where`
  * and `copy` move raw bits when dtypes match, so NaN payloads and −0 survive exactly.
  */
-import { DTypeError, ShapeError } from '../../errors.js';
-import type { BinaryOp, StridedView, TensorRef, UnaryOp } from '../../backend/kernel-backend.js';
-import { elementCount } from '../../backend/compositions/helpers.js';
+import { DTypeError, ShapeError } from '@kiln/core';
+import type { BinaryOp, StridedView, TensorRef, UnaryOp } from '@kiln/core';
+import { elementCount } from '@kiln/core/internal';
 import { floatToI32 } from './encoding.js';
 import { denseView, type ReferenceMemory } from './memory.js';
 import { binaryFunction, unaryFunction } from './scalar-math.js';

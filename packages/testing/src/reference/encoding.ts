@@ -6,8 +6,8 @@
  * i32 stores the truncated value clamped to the i32 range, the float → i32 rule (kernels apply
  * the wrap-around their definition asks for before storing).
  */
-import type { DType } from '../../dtype.js';
-import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from '../../half.js';
+import type { DType } from '@kiln/core';
+import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from '@kiln/core';
 
 /** A binary floating-point format with a given precision and exponent range. */
 interface FloatFormat {

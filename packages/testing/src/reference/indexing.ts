@@ -3,8 +3,8 @@
  * i32 indices [count]. gather moves raw bits (exact); scatterAdd accumulates every contribution
  * in float64 (i32: wrap-around) on top of out's current values and rounds once.
  */
-import { InvalidArgumentError } from '../../errors.js';
-import type { TensorRef } from '../../backend/kernel-backend.js';
+import { InvalidArgumentError } from '@kiln/core';
+import type { TensorRef } from '@kiln/core';
 import { denseView, type ReferenceMemory } from './memory.js';
 
 function checkedIndices(memory: ReferenceMemory, kernel: string, indices: TensorRef, rows: number): Float64Array {

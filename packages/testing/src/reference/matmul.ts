@@ -3,8 +3,8 @@
  * stored [m, k] ([k, m] when transposeA), B_b at b·batchStrideB stored [k, n] ([n, k] when
  * transposeB); out is contiguous [batch, m, n]. Numerics: float64 dot products, one rounding.
  */
-import { InvalidArgumentError } from '../../errors.js';
-import type { MatmulParams, TensorRef } from '../../backend/kernel-backend.js';
+import { InvalidArgumentError } from '@kiln/core';
+import type { MatmulParams, TensorRef } from '@kiln/core';
 import type { ReferenceMemory } from './memory.js';
 
 function checkExtent(name: string, values: Float64Array, batch: number, batchStride: number, matrixSize: number): void {

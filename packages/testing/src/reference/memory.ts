@@ -3,10 +3,11 @@
  * map, allocation accounting with an optional limit, host↔device transfer counters, and typed
  * access to tensors and strided views (decoded to float64, encoded with one rounding).
  */
-import { DTYPE_BYTES } from '../../dtype.js';
-import { InvalidArgumentError, OutOfMemoryError, ShapeError } from '../../errors.js';
-import type { BufferHandle, MemoryInfo, StridedView, TensorRef } from '../../backend/kernel-backend.js';
-import { contiguousStrides, elementCount } from '../../backend/compositions/helpers.js';
+import { DTYPE_BYTES } from '@kiln/core';
+import { InvalidArgumentError, OutOfMemoryError, ShapeError } from '@kiln/core';
+import type { BufferHandle, MemoryInfo, StridedView, TensorRef } from '@kiln/core';
+import { contiguousStrides } from '@kiln/core';
+import { elementCount } from '@kiln/core/internal';
 import { readBits, readElement, writeBits, writeElement } from './encoding.js';
 
 /** Host↔device traffic since creation or the last reset. */

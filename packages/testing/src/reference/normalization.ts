@@ -3,7 +3,7 @@
  * weight and bias are [cols]; rstd and dWeight are f32. Numerics: float64, means divide by cols
  * (cols = 0 gives NaN statistics), LayerNorm uses the biased variance around the exact mean.
  */
-import type { TensorRef } from '../../backend/kernel-backend.js';
+import type { TensorRef } from '@kiln/core';
 import type { ReferenceMemory } from './memory.js';
 
 /** rstd = 1/√(mean(x²) + eps), out = x · rstd · weight. */

@@ -2,10 +2,10 @@
  * Reference `random`: kiln's Philox stream (random/philox.ts) for elements offset..offset+n−1,
  * each f32 value then rounded to out's dtype. Bit-identical to core's host generator.
  */
-import { DTypeError } from '../../errors.js';
-import { philoxNormal, philoxUniform } from '../../random/philox.js';
-import type { RandomDistribution, TensorRef } from '../../backend/kernel-backend.js';
-import { elementCount } from '../../backend/compositions/helpers.js';
+import { DTypeError } from '@kiln/core';
+import { philoxNormal, philoxUniform } from '@kiln/core';
+import type { RandomDistribution, TensorRef } from '@kiln/core';
+import { elementCount } from '@kiln/core/internal';
 import type { ReferenceMemory } from './memory.js';
 
 /** Fill out from the stream of `seed` starting at element `offset`. */

@@ -4,8 +4,8 @@
  * give the first NaN's index if any, else the first index of the extremum. An empty axis gives
  * sum 0, max −Inf, min +Inf (for i32 the smallest / largest i32, since ±Inf has no i32 value).
  */
-import { InvalidArgumentError } from '../../errors.js';
-import type { ReduceOp, TensorRef } from '../../backend/kernel-backend.js';
+import { InvalidArgumentError } from '@kiln/core';
+import type { ReduceOp, TensorRef } from '@kiln/core';
 import { I32_MAX, I32_MIN } from './encoding.js';
 import type { ReferenceMemory } from './memory.js';
 

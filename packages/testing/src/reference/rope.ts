@@ -3,8 +3,8 @@
  * For position p = offset + t and i < D/2: angle a = p · theta^(−2i/D) in float64,
  * out[i] = x[i]·cos a − x[i+D/2]·sin a, out[i+D/2] = x[i+D/2]·cos a + x[i]·sin a; inverse uses −a.
  */
-import { InvalidArgumentError } from '../../errors.js';
-import type { TensorRef } from '../../backend/kernel-backend.js';
+import { InvalidArgumentError } from '@kiln/core';
+import type { TensorRef } from '@kiln/core';
 import type { ReferenceMemory } from './memory.js';
 
 /** Rotate x at positions offset..offset+T−1 (by −angle when inverse). */

@@ -3,8 +3,8 @@
  * writes them (no rewrites for stability: the reference is the definition). Integer variants
  * implement i32 wrap-around with Math.imul and `| 0`.
  */
-import { DTypeError } from '../../errors.js';
-import type { BinaryOp, UnaryOp } from '../../backend/kernel-backend.js';
+import { DTypeError } from '@kiln/core';
+import type { BinaryOp, UnaryOp } from '@kiln/core';
 
 const GELU_SCALE = Math.sqrt(2 / Math.PI);
 const GELU_CUBIC = 0.044715;

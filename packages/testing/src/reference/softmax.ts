@@ -3,7 +3,7 @@
  * Numerics: float64, max-subtracted exactly as defined (a row of all −Inf gives NaN), one
  * rounding into the output dtype.
  */
-import type { TensorRef } from '../../backend/kernel-backend.js';
+import type { TensorRef } from '@kiln/core';
 import type { ReferenceMemory } from './memory.js';
 
 /** max of values[start, start + count), NaN if any is NaN, −Inf when empty. */

@@ -2,7 +2,7 @@
  * Reference SwiGLU: out = silu(gate) · up; backward dGate = dy · up · siluGrad(gate),
  * dUp = dy · silu(gate). Elementwise over equal shapes, float64, one rounding per output.
  */
-import type { TensorRef } from '../../backend/kernel-backend.js';
+import type { TensorRef } from '@kiln/core';
 import type { ReferenceMemory } from './memory.js';
 import { silu, siluGrad } from './scalar-math.js';
 

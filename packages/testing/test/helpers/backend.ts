@@ -1,8 +1,8 @@
 /** Test helpers: a fresh reference backend per test and a leak check around it. */
 import { afterEach, beforeEach } from 'vitest';
-import { createReferenceBackend, type ReferenceBackendOptions } from '../../src/testing/reference-backend.js';
-import { setBackend } from '../../src/engine/context.js';
-import type { KernelBackend } from '../../src/backend/kernel-backend.js';
+import { createReferenceBackend, type ReferenceBackendOptions } from '../../src/reference-backend.js';
+import { setBackend } from '@kiln/core';
+import type { KernelBackend } from '@kiln/core';
 
 /** Installs a new reference backend as default before each test and fails a test that leaks buffers. */
 export function useReferenceBackend(options: ReferenceBackendOptions = {}): { backend: () => ReturnType<typeof createReferenceBackend> } {

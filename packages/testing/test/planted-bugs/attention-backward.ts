@@ -6,8 +6,8 @@
  * at Tq=40/Tk=100, Tq=5/Tk=3 and Tq=20/Tk=70 until the kit had causal backward cases across
  * Tq ≶ Tk with sequences longer than one block.
  */
-import type { AttentionParams, StridedView, TensorRef } from '../../src/backend/kernel-backend.js';
-import type { ReferenceBackend } from '../../src/testing/index.js';
+import type { AttentionParams, StridedView, TensorRef } from '@kiln/core';
+import type { ReferenceBackend } from '../../src/index.js';
 import { load, store, type PlantedBug } from './host.js';
 
 const KEY_BLOCK = 64;

@@ -4,11 +4,11 @@
  * condition bits or with subnormals flushed, copies that merge axes from a partial check, f16 sums
  * accumulated in f16, a scatterAdd without atomics and an argmax with the wrong tie-break.
  */
-import type { BinaryOp, ReduceOp, StridedView, TensorRef, UnaryOp } from '../../src/backend/kernel-backend.js';
-import type { DType } from '../../src/dtype.js';
-import { roundToF16 } from '../../src/half.js';
-import { binaryFunction, unaryFunction } from '../../src/testing/reference/scalar-math.js';
-import type { ReferenceBackend } from '../../src/testing/index.js';
+import type { BinaryOp, ReduceOp, StridedView, TensorRef, UnaryOp } from '@kiln/core';
+import type { DType } from '@kiln/core';
+import { roundToF16 } from '@kiln/core';
+import { binaryFunction, unaryFunction } from '../../src/reference/scalar-math.js';
+import type { ReferenceBackend } from '../../src/index.js';
 import { count, f32, load, loadView, store, viewIndices, type PlantedBug } from './host.js';
 
 const [I32_MIN, I32_MAX] = [-2147483648, 2147483647];

@@ -5,8 +5,8 @@
  * theta or interleaved pairs, cross-entropy targets ignored or clamped, AdamW decay in the wrong
  * place.
  */
-import type { AdamWParams, AttentionParams, StridedView, TensorRef } from '../../src/backend/kernel-backend.js';
-import type { ReferenceBackend } from '../../src/testing/index.js';
+import type { AdamWParams, AttentionParams, StridedView, TensorRef } from '@kiln/core';
+import type { ReferenceBackend } from '../../src/index.js';
 import { f32, load, store, type PlantedBug } from './host.js';
 
 /** rmsNorm with rstd = rstdOf(mean(x²), eps). */

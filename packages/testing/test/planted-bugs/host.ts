@@ -5,10 +5,10 @@
  * its output. With `planted` false the same kernel runs without the mistake, which proves that
  * what the kit catches is the mistake and not the harness.
  */
-import { DTYPE_BYTES, type DType } from '../../src/dtype.js';
-import type { KernelBackend, KernelName, StridedView, TensorRef } from '../../src/backend/kernel-backend.js';
-import { decodeValues, encodeValues } from '../../src/testing/conformance/host-values.js';
-import type { ReferenceBackend } from '../../src/testing/index.js';
+import { DTYPE_BYTES, type DType } from '@kiln/core';
+import type { KernelBackend, KernelName, StridedView, TensorRef } from '@kiln/core';
+import { decodeValues, encodeValues } from '../../src/conformance/host-values.js';
+import type { ReferenceBackend } from '../../src/index.js';
 
 /** One realistic wrong kernel and the conformance case that must catch it. */
 export interface PlantedBug {

@@ -3,8 +3,8 @@
  * the shift rounded to f32 first (what the CPU backend's WebAssembly kernels did), instead of
  * (x − max) − log Σ. The shift of a row offset by 10⁴ is then off by up to 2⁻¹¹ ≈ 5e-4.
  */
-import type { TensorRef } from '../../src/backend/kernel-backend.js';
-import type { ReferenceBackend } from '../../src/testing/index.js';
+import type { TensorRef } from '@kiln/core';
+import type { ReferenceBackend } from '../../src/index.js';
 import { f32, load, store, type PlantedBug } from './host.js';
 
 /** Row max and log Σ exp(x − max), in float64. */

@@ -3,8 +3,8 @@
  * and tiled GPU kernels (tiles, split-K, folding a broadcast batch) that only show on shapes past
  * one block, or with batch strides other than m·k.
  */
-import type { MatmulParams, TensorRef } from '../../src/backend/kernel-backend.js';
-import type { ReferenceBackend } from '../../src/testing/index.js';
+import type { MatmulParams, TensorRef } from '@kiln/core';
+import type { ReferenceBackend } from '../../src/index.js';
 import { f32, load, store, type PlantedBug } from './host.js';
 
 /** Σ_{p ∈ [from, to)} A[row, p]·B[p, column] of one batch matrix, reading the stored (possibly transposed) operands. */

@@ -5,8 +5,8 @@
  * hyper-parameters has lr·weightDecay = 0.25, large enough that decaying after the update (or
  * adding the decay to the gradient) differs visibly from decaying first.
  */
-import { FLOAT_DTYPES, type DType } from '../../../dtype.js';
-import type { AdamWParams } from '../../../backend/kernel-backend.js';
+import { FLOAT_DTYPES, type DType } from '@kiln/core';
+import type { AdamWParams } from '@kiln/core';
 import { fusedCases, type CaseSettings } from '../case-builder.js';
 import { runFused } from '../fused-call.js';
 import { bySize } from '../sweeps.js';

@@ -6,8 +6,8 @@
  * scores rise along the sequence past 257 keys, so the running max of an online (flash) softmax
  * grows from one key block to the next (blocks of 64, 96 or 128 keys) and a missing rescale shows.
  */
-import { FLOAT_DTYPES, type DType } from '../../../dtype.js';
-import type { AttentionParams, StridedView } from '../../../backend/kernel-backend.js';
+import { FLOAT_DTYPES, type DType } from '@kiln/core';
+import type { AttentionParams, StridedView } from '@kiln/core';
 import { fusedCases, type CaseSettings } from '../case-builder.js';
 import type { CaseContext, Pair, Side, ViewPair } from '../case-context.js';
 import { assertClose } from '../compare.js';

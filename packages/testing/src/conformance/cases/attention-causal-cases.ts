@@ -5,7 +5,7 @@
  * than a block boundary, so a key-block range that starts or stops one block off leaves dV and dK
  * wrong. Rows that see no key (Tq > Tk) have an unspecified dq, which is not compared.
  */
-import { FLOAT_DTYPES } from '../../../dtype.js';
+import { FLOAT_DTYPES } from '@kiln/core';
 import type { CaseSettings } from '../case-builder.js';
 import type { ConformanceCase } from '../types.js';
 import { backwardCases, forwardCases, type AttentionGeometry } from './attention-cases.js';

@@ -4,8 +4,8 @@
  * pow with negative bases and integer exponents; where with f32 conditions that include −0 (zero),
  * NaN and subnormals (non-zero, also on a device that flushes subnormals).
  */
-import { DTYPES, type DType } from '../../../dtype.js';
-import type { BinaryOp } from '../../../backend/kernel-backend.js';
+import { DTYPES, type DType } from '@kiln/core';
+import type { BinaryOp } from '@kiln/core';
 import type { CaseContext, Pair, ViewPair } from '../case-context.js';
 import { primitiveCase, type CaseSettings } from '../case-builder.js';
 import { elementCount } from '../host-values.js';

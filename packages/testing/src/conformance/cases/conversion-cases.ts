@@ -3,9 +3,9 @@
  * sources across the whole range and where going through f32 first would round twice), fill
  * (the same for a float64 value, rounded once), and random (bit-identical to philox.ts).
  */
-import { DTYPES, FLOAT_DTYPES, type DType } from '../../../dtype.js';
-import type { RandomDistribution } from '../../../backend/kernel-backend.js';
-import { philoxNormal, philoxUniform } from '../../../random/philox.js';
+import { DTYPES, FLOAT_DTYPES, type DType } from '@kiln/core';
+import type { RandomDistribution } from '@kiln/core';
+import { philoxNormal, philoxUniform } from '@kiln/core';
 import { fusedCases, primitiveCase, type CaseSettings } from '../case-builder.js';
 import { runFused } from '../fused-call.js';
 import { roundToDType } from '../host-values.js';

@@ -4,7 +4,7 @@
  * took part), 'sum' gives 0, 'none' zeros (docs/kernel-semantics.md). Runs the backend's own
  * crossEntropy kernels, or core's composition where it has none, so every backend agrees.
  */
-import type { DType } from '../../../dtype.js';
+import type { DType } from '@kiln/core';
 import type { CaseSettings } from '../case-builder.js';
 import { ConformanceSkipSignal, KilnConformanceError } from '../conformance-error.js';
 import type { ConformanceCase } from '../types.js';

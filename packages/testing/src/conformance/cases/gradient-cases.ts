@@ -4,7 +4,7 @@
  * random projection, which is the dy handed to the backward. Saved forward values (y, rstd,
  * out/lse) are computed on the host or the reference and uploaded to both backends.
  */
-import type { AttentionParams } from '../../../backend/kernel-backend.js';
+import type { AttentionParams } from '@kiln/core';
 import { gradcheck } from '../../gradcheck.js';
 import { fusedCases, type CaseSettings } from '../case-builder.js';
 import type { CaseContext, Pair } from '../case-context.js';

@@ -5,8 +5,8 @@
  * GPU's 128×128×32 tiles (m, n ∈ {1, 2, 9, 130, 257, 1031}, k ∈ {1, 33, 255, 513}). Those run a
  * chosen subset of transpose flags (f16/bf16: the first one) rather than the cross product.
  */
-import { FLOAT_DTYPES, type DType } from '../../../dtype.js';
-import type { MatmulParams } from '../../../backend/kernel-backend.js';
+import { FLOAT_DTYPES, type DType } from '@kiln/core';
+import type { MatmulParams } from '@kiln/core';
 import { primitiveCase, type CaseSettings } from '../case-builder.js';
 import type { ConformanceCase } from '../types.js';
 

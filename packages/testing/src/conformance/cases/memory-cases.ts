@@ -3,7 +3,7 @@
  * only in part, so a backend that merges axes must check every operand and every pair), gather
  * and scatterAdd (duplicate indices), per dtype.
  */
-import { DTYPES, type DType } from '../../../dtype.js';
+import { DTYPES, type DType } from '@kiln/core';
 import type { CaseContext, Pair, ViewPair } from '../case-context.js';
 import { primitiveCase, type CaseSettings } from '../case-builder.js';
 import { contiguousStrides, elementCount } from '../host-values.js';

@@ -4,8 +4,8 @@
  * softmax/logSoftmax rows with −Inf, all −Inf, +Inf and NaN. Expected values follow IEEE
  * arithmetic applied to each kernel's definition.
  */
-import { FLOAT_DTYPES, type DType } from '../../../dtype.js';
-import type { BinaryOp, ReduceOp, UnaryOp } from '../../../backend/kernel-backend.js';
+import { FLOAT_DTYPES, type DType } from '@kiln/core';
+import type { BinaryOp, ReduceOp, UnaryOp } from '@kiln/core';
 import { fusedCases, primitiveCase, type CaseSettings } from '../case-builder.js';
 import { runFused } from '../fused-call.js';
 import { BINARY_OPS, UNARY_OPS } from '../kernel-dtypes.js';

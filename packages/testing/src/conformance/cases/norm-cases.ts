@@ -4,7 +4,7 @@
  * is about eps = 10⁻³, plus an all-constant row, so that eps outside the square root, a fixed eps
  * or a one-pass E[x²] − E[x]² variance fails; and rope with theta = 10⁶ besides 10⁴.
  */
-import { FLOAT_DTYPES, type DType } from '../../../dtype.js';
+import { FLOAT_DTYPES, type DType } from '@kiln/core';
 import { fusedCases, type CaseSettings } from '../case-builder.js';
 import type { CaseContext } from '../case-context.js';
 import { runFused, runOnReference } from '../fused-call.js';

@@ -6,9 +6,9 @@
  * float64 central differences of the host forward). Core's ops are loaded lazily, as in
  * argument-errors.ts, so the rest of the kit works without them.
  */
-import type { KernelName } from '../../../backend/kernel-backend.js';
-import type { DType } from '../../../dtype.js';
-import type * as Core from '../../../index.js';
+import type { KernelName } from '@kiln/core';
+import type { DType } from '@kiln/core';
+import type * as Core from '@kiln/core';
 import { gradcheck } from '../../gradcheck.js';
 import { caseId, defineCase, type CaseSettings } from '../case-builder.js';
 import type { CaseContext } from '../case-context.js';
@@ -183,7 +183,7 @@ export function hostMatmul(a: HostOperand, b: HostOperand): HostOperand {
 const NEEDED = ['tensor', 'erf', 'gelu', 'cumsum', 'clamp', 'slice', 'split', 'chunk', 'matmul', 'takeAlongAxis', 'sum', 'valueAndGrad'] as const;
 
 async function loadOps(): Promise<Ops> {
-  const ops = (await import('../../../index.js')) as Partial<Ops>;
+  const ops = (await import('@kiln/core')) as Partial<Ops>;
   const missing = NEEDED.filter((name) => typeof ops[name] !== 'function');
   if (missing.length > 0) throw new ConformanceSkipSignal(`core ops not available (${missing.join(', ')} missing from @kiln/core)`);
   return ops as Ops;

@@ -4,8 +4,8 @@
  * of 2000 positive terms, where accumulating in the storage dtype stalls (f16 spacing is 1 from
  * 1024, bf16's 2 from 256) while f32 accumulation stays within the output's own rounding.
  */
-import { DTYPES, type DType } from '../../../dtype.js';
-import type { ReduceOp } from '../../../backend/kernel-backend.js';
+import { DTYPES, type DType } from '@kiln/core';
+import type { ReduceOp } from '@kiln/core';
 import { primitiveCase, type CaseSettings } from '../case-builder.js';
 import type { CaseContext } from '../case-context.js';
 import type { ConformanceCase } from '../types.js';

@@ -8,7 +8,7 @@
  * checks indices in the kernel, the next synchronize() must first reject with an
  * InvalidArgumentError naming the kernel; the rows are read after it).
  */
-import { FLOAT_DTYPES, type DType } from '../../../dtype.js';
+import { FLOAT_DTYPES, type DType } from '@kiln/core';
 import { fusedCases, type CaseSettings } from '../case-builder.js';
 import type { CaseContext } from '../case-context.js';
 import { checksIndicesItself, expectDeferredIndexError } from '../deferred-index-errors.js';

@@ -1,6 +1,6 @@
 /** unary: every op the docs allow per dtype, on sweep shapes, inputs drawn from each op's domain; i32 neg/abs/square across the whole i32 range (they wrap around). */
-import { DTYPES, type DType } from '../../../dtype.js';
-import type { UnaryOp } from '../../../backend/kernel-backend.js';
+import { DTYPES, type DType } from '@kiln/core';
+import type { UnaryOp } from '@kiln/core';
 import { primitiveCase, type CaseSettings } from '../case-builder.js';
 import type { InputGenerator } from '../input-generator.js';
 import { I32_UNARY_OPS, UNARY_OPS } from '../kernel-dtypes.js';
