@@ -87,15 +87,8 @@ while (pending.length > 0) {
   for (const dependency of Object.keys(manifest.dependencies ?? {})) pending.push([dependency, directory]);
 }
 
-// @kiln/core/testing imports vitest (an optional peer, for describeBackendConformance) at load time;
-// gpu-check only calls runConformance, so a stub that says so stands in for vitest's large tree.
-mkdirSync(join(out, 'node_modules', 'vitest'), { recursive: true });
-writeFileSync(join(out, 'node_modules', 'vitest', 'package.json'), `${JSON.stringify({ name: 'vitest', version: '0.0.0-gpu-check-stub', type: 'module', exports: './index.js' }, null, 2)}\n`);
-writeFileSync(join(out, 'node_modules', 'vitest', 'index.js'), [
-  '// Stand-in for vitest in the gpu-check bundle: runConformance needs none of it.',
-  "const absent = (name) => () => { throw new Error(`vitest.${name} is not in the gpu-check bundle (use runConformance)`); };",
-  "export const describe = absent('describe');", "export const it = absent('it');", "export const afterAll = absent('afterAll');", '',
-].join('\n'));
+// @kiln/testing loads vitest (an optional peer, for describeBackendConformance) only if it is installed;
+// gpu-check calls runConformance, which needs none of it, so the bundle has no vitest.
 
 for (const [name, target] of [['node-api-headers', 'headers/node-api-headers'], ['node-addon-api', 'headers/node-addon-api']]) {
   // node-api-headers comes with cmake-js (which is how the normal build finds it).

@@ -19,7 +19,8 @@ export type KilnErrorCode =
   | 'DISPOSED_TENSOR'
   | 'CONFIG_ERROR'
   | 'DATA_ERROR'
-  | 'CHECKPOINT_ERROR';
+  | 'CHECKPOINT_ERROR'
+  | 'MISSING_DEPENDENCY';
 
 /** Options shared by every KilnError constructor. */
 export interface KilnErrorOptions {
@@ -149,5 +150,16 @@ export class DataError extends KilnError {
 export class CheckpointError extends KilnError {
   constructor(message: string, options: KilnErrorOptions = {}) {
     super(message, 'CHECKPOINT_ERROR', options);
+  }
+}
+
+/** An optional package that a kiln feature needs is not installed (or cannot be loaded from here). */
+export class MissingDependencyError extends KilnError {
+  /** The npm package to install. */
+  readonly packageName: string;
+
+  constructor(packageName: string, message: string, options: KilnErrorOptions = {}) {
+    super(message, 'MISSING_DEPENDENCY', options);
+    this.packageName = packageName;
   }
 }

@@ -1,5 +1,5 @@
 /**
- * @kiln/core/testing — the conformance kit: a float64 reference backend, the case corpus every
+ * @kiln/testing — the conformance kit: a float64 reference backend, the case corpus every
  * backend must pass (runConformance programmatically, describeBackendConformance under vitest),
  * per-dtype tolerances, gradcheck and the support matrix.
  */
