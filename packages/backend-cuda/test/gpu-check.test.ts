@@ -17,7 +17,7 @@ const run = promisify(execFile);
 const packageRoot = fileURLToPath(new URL('..', import.meta.url));
 const scratch = mkdtempSync(join(tmpdir(), 'kiln-gpu-check-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
-const built = existsSync(join(packageRoot, 'dist', 'index.js')) && existsSync(join(packageRoot, '..', 'core', 'dist', 'testing', 'index.js'));
+const built = existsSync(join(packageRoot, 'dist', 'index.js')) && existsSync(join(packageRoot, '..', 'core', 'dist', 'index.js')) && existsSync(join(packageRoot, '..', 'testing', 'dist', 'index.js'));
 
 describe('gpu-check arguments', () => {
   it('has defaults for a full run and parses every option', () => {
@@ -87,7 +87,7 @@ describe('gpu-check report', () => {
   });
 });
 
-describe.skipIf(!built)('gpu-check runs (needs `pnpm turbo build`: dist of core and backend-cuda)', () => {
+describe.skipIf(!built)('gpu-check runs (needs `pnpm turbo build`: dist of core, testing and backend-cuda)', () => {
   it('skips with a clear message and a skipped report where no GPU is usable', async (context) => {
     const reportPath = join(scratch, 'skipped.json');
     const { stdout } = await run('bash', [join(packageRoot, 'scripts', 'gpu-check.sh'), '--no-build', '--json', reportPath], { cwd: packageRoot, maxBuffer: 16 << 20 });
