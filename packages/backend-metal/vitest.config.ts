@@ -7,7 +7,8 @@ const source = (path: string): string => fileURLToPath(new URL(`../${path}`, imp
 export default defineConfig({
   resolve: {
     alias: [
-      { find: /^@kiln\/core\/testing$/, replacement: source('core/src/testing/index.ts') },
+      { find: /^@kiln\/testing$/, replacement: source('testing/src/index.ts') },
+      { find: /^@kiln\/core\/internal$/, replacement: source('core/src/internal/index.ts') },
       { find: /^@kiln\/core\/native-backend$/, replacement: source('core/src/native-backend/index.ts') },
       { find: /^@kiln\/core$/, replacement: source('core/src/index.ts') },
       // The training-step test compares against the CPU backend and runs the trainer's model.

@@ -2,14 +2,13 @@ import { dirname } from 'node:path';
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: { index: 'src/index.ts', 'testing/index': 'src/testing/index.ts', 'native-backend/index': 'src/native-backend/index.ts' },
+  entry: { index: 'src/index.ts', 'native-backend/index': 'src/native-backend/index.ts', 'internal/index': 'src/internal/index.ts' },
   format: ['esm', 'cjs'],
   dts: true,
   // No source maps: they would map to sources the package does not ship.
   sourcemap: false,
   clean: true,
   target: 'node20',
-  external: ['vitest'],
   esbuildPlugins: [
     {
       // The native-backend entry takes core's runtime values (error classes above all) from

@@ -7,7 +7,8 @@ const coreSource = (path: string): string => fileURLToPath(new URL(`../core/src/
 export default defineConfig({
   resolve: {
     alias: [
-      { find: /^@kiln\/core\/testing$/, replacement: coreSource('testing/index.ts') },
+      { find: /^@kiln\/testing$/, replacement: fileURLToPath(new URL('../testing/src/index.ts', import.meta.url)) },
+      { find: /^@kiln\/core\/internal$/, replacement: coreSource('internal/index.ts') },
       { find: /^@kiln\/core$/, replacement: coreSource('index.ts') },
       { find: /^@kiln\/backend-cpu$/, replacement: fileURLToPath(new URL('../backend-cpu/src/index.ts', import.meta.url)) },
     ],

@@ -1,6 +1,6 @@
 // The shared conformance kit on the SIMD path built without relaxed SIMD (multiply then add
 // instead of fused multiply-add: what runtimes without relaxed SIMD run), on one thread.
-import { describeBackendConformance } from '@kiln/core/testing';
+import { describeBackendConformance } from '@kiln/testing';
 import { createCpuBackend } from '../src/index.js';
 
 describeBackendConformance('cpu (wasm simd, no fma, 1 thread)', {

@@ -1,7 +1,7 @@
 // The shared conformance kit on the default path: WebAssembly SIMD kernels (relaxed-SIMD FMA where
 // the runtime has it) with the default thread count, every primitive and fused kernel against
 // core's float64 reference.
-import { describeBackendConformance } from '@kiln/core/testing';
+import { describeBackendConformance } from '@kiln/testing';
 import { createCpuBackend } from '../src/index.js';
 
 describeBackendConformance('cpu (wasm simd)', {

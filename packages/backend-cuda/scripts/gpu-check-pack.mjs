@@ -2,7 +2,7 @@
 // Makes a self-contained gpu-check bundle for a GPU machine that has no Node.js, no pnpm and no
 // network (TOOLCHAIN.md): build/gpu-check/ with
 //   node.xz                         this node binary, `xz -6` (about 24 MB)
-//   node_modules/@kiln/{core,backend-cuda,backend-cpu,trainer,cli}   package.json + dist (+ bin, the
+//   node_modules/@kiln/{core,testing,backend-cuda,backend-cpu,trainer,cli}   package.json + dist (+ bin, the
 //                                   addon sources, CMakeLists.txt and the built kiln_cuda.node)
 //   node_modules/<dependency>       every runtime dependency of those, copied (no symlinks)
 //   headers/{node-api-headers,node-addon-api}   to rebuild the addon there with nvcc + cmake
@@ -27,6 +27,7 @@ const log = (line) => console.log(`[gpu-check:pack] ${line}`);
 /** kiln packages in the bundle and what each needs besides package.json and dist/. */
 const KILN_PACKAGES = {
   core: [],
+  testing: [],
   'backend-cpu': [],
   trainer: [],
   cli: ['bin'],
@@ -87,15 +88,8 @@ while (pending.length > 0) {
   for (const dependency of Object.keys(manifest.dependencies ?? {})) pending.push([dependency, directory]);
 }
 
-// @kiln/core/testing imports vitest (an optional peer, for describeBackendConformance) at load time;
-// gpu-check only calls runConformance, so a stub that says so stands in for vitest's large tree.
-mkdirSync(join(out, 'node_modules', 'vitest'), { recursive: true });
-writeFileSync(join(out, 'node_modules', 'vitest', 'package.json'), `${JSON.stringify({ name: 'vitest', version: '0.0.0-gpu-check-stub', type: 'module', exports: './index.js' }, null, 2)}\n`);
-writeFileSync(join(out, 'node_modules', 'vitest', 'index.js'), [
-  '// Stand-in for vitest in the gpu-check bundle: runConformance needs none of it.',
-  "const absent = (name) => () => { throw new Error(`vitest.${name} is not in the gpu-check bundle (use runConformance)`); };",
-  "export const describe = absent('describe');", "export const it = absent('it');", "export const afterAll = absent('afterAll');", '',
-].join('\n'));
+// @kiln/testing loads vitest (an optional peer, for describeBackendConformance) only if it is installed;
+// gpu-check calls runConformance, which needs none of it, so the bundle has no vitest.
 
 for (const [name, target] of [['node-api-headers', 'headers/node-api-headers'], ['node-addon-api', 'headers/node-addon-api']]) {
   // node-api-headers comes with cmake-js (which is how the normal build finds it).

@@ -14,7 +14,7 @@ import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createReferenceBackend, runConformance } from '@kiln/core/testing';
+import { createReferenceBackend, runConformance } from '@kiln/testing';
 import { CudaBackend, cudaBackendPlugin, loadCudaAddon } from '@kiln/backend-cuda';
 import { parseArguments, UsageError, USAGE } from './gpu-check/arguments.mjs';
 import { checkAttention } from './gpu-check-attention.mjs';

@@ -5,7 +5,7 @@
 // kiln's forward + backward on the simulator (the same .cu source as the GPU) must stay within 4×
 // of that error (relative L2 over each of dq, dk, dv). The figures are printed for the record.
 import type { Geometry, Inputs } from './attention-support.js';
-import { createReferenceBackend } from '@kiln/core/testing';
+import { createReferenceBackend } from '@kiln/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
 import { makeInputs, runAttention } from './attention-support.js';

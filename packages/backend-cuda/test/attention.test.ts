@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createCpuBackend } from '@kiln/backend-cpu';
 import { DTypeError, InvalidArgumentError, ShapeError, type DType, type TensorRef } from '@kiln/core';
-import { createReferenceBackend, supportMatrix } from '@kiln/core/testing';
+import { createReferenceBackend, supportMatrix } from '@kiln/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { findPackageRoot, simulatorBuildPath } from '../src/native/load-addon.js';
 import { createSimulatedCudaBackend } from '../src/simulator.js';

@@ -1,7 +1,7 @@
 // The full conformance kit on the CUDA backend running the real kernel sources in the CPU
 // simulator: every primitive, random and the fused kernels natively; f16/bf16 matmuls run the
 // tensor-core (WMMA) kernel on gpu-sim's emulated warp-collective fragments (not a scalar twin).
-import { describeBackendConformance } from '@kiln/core/testing';
+import { describeBackendConformance } from '@kiln/testing';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
 import { simulatorSkipReason } from './simulator-status.js';
 

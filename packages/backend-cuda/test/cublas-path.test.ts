@@ -9,7 +9,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InvalidArgumentError } from '@kiln/core';
-import { describeBackendConformance } from '@kiln/core/testing';
+import { describeBackendConformance } from '@kiln/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
 import { buildFakeCublas } from './fake-cublas.js';

@@ -4,7 +4,7 @@
 // the live matmul path in capabilities, and typed errors for bad fused-kernel arguments.
 import * as kiln from '@kiln/core';
 import { DTypeError, InvalidArgumentError, ShapeError, type DType, type FusedKernelName, type KernelBackend, type TensorRef } from '@kiln/core';
-import { createReferenceBackend } from '@kiln/core/testing';
+import { createReferenceBackend } from '@kiln/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CudaBackend } from '../src/cuda-backend.js';
 import { createSimulatedCudaBackend } from '../src/simulator.js';

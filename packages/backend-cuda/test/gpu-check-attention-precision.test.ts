@@ -1,7 +1,7 @@
 // scripts/gpu-check-attention-precision.mjs without a GPU: on the simulator, with torch missing,
 // it reports kiln's f32 gradient error against the float64 reference backend (no ratio, no verdict).
 import { fileURLToPath } from 'node:url';
-import { createReferenceBackend } from '@kiln/core/testing';
+import { createReferenceBackend } from '@kiln/testing';
 import { describe, expect, it } from 'vitest';
 import { checkAttentionPrecision, relativeL2 } from '../scripts/gpu-check-attention-precision.mjs';
 import { createSimulatedCudaBackend } from '../src/simulator.js';

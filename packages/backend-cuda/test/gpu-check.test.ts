@@ -20,8 +20,8 @@ const scratch = mkdtempSync(join(tmpdir(), 'kiln-gpu-check-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 /** --skip for running only the hf-fixtures section. */
 const ALL_BUT_HF_FIXTURES = 'conformance,matmul,kernels,attention,train,gpt2s,determinism,resume';
-const built = existsSync(join(packageRoot, 'dist', 'index.js')) && existsSync(join(packageRoot, '..', 'core', 'dist', 'testing', 'index.js'))
-  && existsSync(join(packageRoot, '..', 'trainer', 'dist', 'testing', 'index.js'));
+const built = existsSync(join(packageRoot, 'dist', 'index.js')) && existsSync(join(packageRoot, '..', 'core', 'dist', 'index.js'))
+  && existsSync(join(packageRoot, '..', 'testing', 'dist', 'index.js')) && existsSync(join(packageRoot, '..', 'trainer', 'dist', 'testing', 'index.js'));
 
 describe('gpu-check arguments', () => {
   it('has defaults for a full run and parses every option', () => {
@@ -107,7 +107,7 @@ describe('gpu-check report', () => {
   });
 });
 
-describe.skipIf(!built)('gpu-check runs (needs `pnpm turbo build`: dist of core, trainer and backend-cuda)', () => {
+describe.skipIf(!built)('gpu-check runs (needs `pnpm turbo build`: dist of core, testing, trainer and backend-cuda)', () => {
   it('skips with a clear message and a skipped report where no GPU is usable', async (context) => {
     const reportPath = join(scratch, 'skipped.json');
     const { stdout } = await run('bash', [join(packageRoot, 'scripts', 'gpu-check.sh'), '--no-build', '--json', reportPath], { cwd: packageRoot, maxBuffer: 16 << 20 });
@@ -178,12 +178,14 @@ describe.skipIf(!built)('gpu-check runs (needs `pnpm turbo build`: dist of core,
     const bundle = join(scratch, 'bundle');
     await run(process.execPath, [join(packageRoot, 'scripts', 'gpu-check-pack.mjs'), '--out', bundle, '--no-node'], { cwd: packageRoot, maxBuffer: 16 << 20 });
     for (const path of ['node_modules/@kiln/core/dist/index.js', 'node_modules/@kiln/backend-cuda/native/kernels/matmul_wmma.cuh', 'node_modules/@kiln/trainer/dist/index.js',
-      'node_modules/zod/package.json', 'node_modules/vitest/index.js', 'headers/node-api-headers/node_api.h', 'headers/node-addon-api/napi.h',
+      'node_modules/zod/package.json', 'node_modules/@kiln/testing/dist/index.js', 'headers/node-api-headers/node_api.h', 'headers/node-addon-api/napi.h',
       'scripts/gpu-check/report.mjs', 'scripts/gpu-check/training.mjs', 'scripts/gpu-check/hf-fixtures.mjs', 'node_modules/@kiln/trainer/dist/testing/index.js',
       'fixtures/hf/README.md', 'fixtures/hf/llama-gqa/reference.safetensors', 'fixtures/hf/gpt2/model.safetensors', 'fixtures/hf/bigcode-mqa/reference.json',
       'fixtures/hf/llama-gqa-lora/adapter_model.safetensors', 'bench/pytorch_train_step.py', 'node_modules/@kiln/cli/bin/kiln.js', 'node_modules/@kiln/cli/dist/main.js']) {
       expect(existsSync(join(bundle, path)), path).toBe(true);
     }
+    // @kiln/testing runs without vitest (an optional peer it loads only if present): the bundle has none.
+    expect(existsSync(join(bundle, 'node_modules', 'vitest'))).toBe(false);
     expect(existsSync(join(bundle, 'fixtures', 'hf', 'tokenizers')), 'the tokenizer cases are not needed on the GPU machine').toBe(false);
     if (simulatorSkipReason() === undefined) {
       // The hf-fixtures section from the bundle alone: its @kiln/trainer/testing and its fixtures/hf (the simulator addon placed where --simulator looks).

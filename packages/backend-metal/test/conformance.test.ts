@@ -2,7 +2,7 @@
 // simulator (every primitive, random, flash attention and the other fused kernels natively), through
 // the same host code and dispatch plan as the Metal addon.
 import type { KernelName } from '@kiln/core';
-import { describeBackendConformance } from '@kiln/core/testing';
+import { describeBackendConformance } from '@kiln/testing';
 import { createSimulatedMetalBackend } from '../src/simulator.js';
 import { simulatorSkipReason } from './simulator-status.js';
 

@@ -5,7 +5,7 @@
 // from the TypeScript checks before anything reaches the addon.
 import * as kiln from '@kiln/core';
 import { DTypeError, InvalidArgumentError, ShapeError, type DType, type TensorRef } from '@kiln/core';
-import { createReferenceBackend } from '@kiln/core/testing';
+import { createReferenceBackend } from '@kiln/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { MetalBackend } from '../src/metal-backend.js';
 import { createSimulatedMetalBackend } from '../src/simulator.js';

@@ -21,7 +21,8 @@ export type KilnErrorCode =
   | 'DATA_ERROR'
   | 'CHECKPOINT_ERROR'
   | 'RUN_LOCKED'
-  | 'NON_FINITE';
+  | 'NON_FINITE'
+  | 'MISSING_DEPENDENCY';
 
 /** Options shared by every KilnError constructor. */
 export interface KilnErrorOptions {
@@ -165,5 +166,16 @@ export class RunLockedError extends KilnError {
 export class NonFiniteError extends KilnError {
   constructor(message: string, options: KilnErrorOptions = {}) {
     super(message, 'NON_FINITE', options);
+  }
+}
+
+/** An optional package that a kiln feature needs is not installed (or cannot be loaded from here). */
+export class MissingDependencyError extends KilnError {
+  /** The npm package to install. */
+  readonly packageName: string;
+
+  constructor(packageName: string, message: string, options: KilnErrorOptions = {}) {
+    super(message, 'MISSING_DEPENDENCY', options);
+    this.packageName = packageName;
   }
 }

@@ -1,10 +1,12 @@
 /**
- * kiln as an npm user gets it: the packed tarballs of core, backend-cpu, trainer, cli and the
+ * kiln as an npm user gets it: the packed tarballs of core, testing, backend-cpu, trainer, cli and the
  * out-of-tree backend template installed with npm into a fresh project. `kiln info` discovers the
  * plugin, `KILN_DEVICE=example kiln train` trains on it, a checkpoint it wrote generates on the
  * CPU, broken plugins (another API version, a hanging probe) get clear messages, the README's
  * "Using it" sample runs as written, @kiln/core/native-backend throws core's own error classes under
- * require and import, and TypeScript users of every module system get types.
+ * require and import, @kiln/testing runs without vitest (and says to install it for
+ * describeBackendConformance), the deprecated @kiln/core/testing re-exports it, and TypeScript users
+ * of every module system get types.
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { npmCommand, REPOSITORY, run, TEMPLATE_NAME, type CommandResult } from './setup/workspace.js';
 
 const packed = inject('packed');
-const INSTALLED = ['@kiln/core', '@kiln/backend-cpu', '@kiln/trainer', '@kiln/cli', TEMPLATE_NAME];
+const INSTALLED = ['@kiln/core', '@kiln/testing', '@kiln/backend-cpu', '@kiln/trainer', '@kiln/cli', TEMPLATE_NAME];
 let project: string;
 
 /** Runs the installed `kiln` (through node, so it works the same on Windows). */
@@ -145,6 +147,23 @@ describe('a fresh npm project with kiln and kiln-backend-example installed', () 
     }
   });
 
+  it('runs @kiln/testing without vitest, says to install it for describeBackendConformance, and re-exports it from @kiln/core/testing with a warning', async () => {
+    writeFileSync(join(project, 'kit.mjs'), [
+      "import * as kit from '@kiln/testing';",
+      "import * as deprecated from '@kiln/core/testing';",
+      'const report = await kit.runConformance(kit.createReferenceBackend(), { kernels: [\'fill\'] });',
+      'console.log(report.failed, report.passed > 0, deprecated.runConformance === kit.runConformance);',
+      "try { kit.describeBackendConformance('x', { create: () => kit.createReferenceBackend() }); } catch (error) { console.log(error.name, error.message.split('\\n').join(' | ')); }",
+    ].join('\n'));
+    const result = await run(process.execPath, ['kit.mjs'], { cwd: project });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout.trim().split('\n')).toEqual([
+      '0 true true',
+      'MissingDependencyError describeBackendConformance needs vitest, which is not installed |   hint: install vitest (npm i -D vitest) and run the test file with it, or call runConformance(backend) for a report without vitest',
+    ]);
+    expect(result.stderr).toContain('DeprecationWarning: @kiln/core/testing is deprecated and goes away in kiln 0.3: import the conformance kit from @kiln/testing (npm i -D @kiln/testing)');
+  });
+
   it('gives TypeScript users types under every module system (CommonJS require, ESM, node10, bundler)', async () => {
     const typescript = join(REPOSITORY, 'node_modules', 'typescript', 'bin', 'tsc');
     const compile = async (name: string, options: Record<string, string>, source: string) => {
@@ -157,8 +176,8 @@ describe('a fresh npm project with kiln and kiln-backend-example installed', () 
       const result = await run(process.execPath, [typescript, '--noEmit', '--strict', '--skipLibCheck', '--types', 'node', '--typeRoots', join(REPOSITORY, 'node_modules', '@types'), ...flags, join(directory, `index.${extension}`)], { cwd: project });
       return `${result.stdout}${result.stderr}`.trim();
     };
-    const cjs = 'import kiln = require(\'@kiln/core\');\nimport testing = require(\'@kiln/core/testing\');\nimport nativeBackend = require(\'@kiln/core/native-backend\');\nconst version: number = kiln.KERNEL_API_VERSION;\nconst rows: testing.SupportMatrixRow[] = testing.supportMatrix(testing.createReferenceBackend());\nconst checks: nativeBackend.NativeArgumentChecks = nativeBackend.nativeArgumentChecks(\'rocm\');\nexport = { version, rows, checks };\n';
-    const esm = "import { KERNEL_API_VERSION, type KernelBackend } from '@kiln/core';\nimport { supportMatrix } from '@kiln/core/testing';\nimport { NativeKernelBackend } from '@kiln/core/native-backend';\nimport plugin from 'kiln-backend-example';\nimport { runCli } from '@kiln/cli';\nimport { train } from '@kiln/trainer';\nexport const checks: [number, KernelBackend['name'] | undefined, unknown, unknown, unknown] = [KERNEL_API_VERSION, undefined, supportMatrix, plugin.probe, [runCli, train, NativeKernelBackend]];\n";
+    const cjs = 'import kiln = require(\'@kiln/core\');\nimport testing = require(\'@kiln/testing\');\nimport nativeBackend = require(\'@kiln/core/native-backend\');\nconst version: number = kiln.KERNEL_API_VERSION;\nconst rows: testing.SupportMatrixRow[] = testing.supportMatrix(testing.createReferenceBackend());\nconst checks: nativeBackend.NativeArgumentChecks = nativeBackend.nativeArgumentChecks(\'rocm\');\nexport = { version, rows, checks };\n';
+    const esm = "import { KERNEL_API_VERSION, type KernelBackend } from '@kiln/core';\nimport { supportMatrix } from '@kiln/testing';\nimport { NativeKernelBackend } from '@kiln/core/native-backend';\nimport plugin from 'kiln-backend-example';\nimport { runCli } from '@kiln/cli';\nimport { train } from '@kiln/trainer';\nexport const checks: [number, KernelBackend['name'] | undefined, unknown, unknown, unknown] = [KERNEL_API_VERSION, undefined, supportMatrix, plugin.probe, [runCli, train, NativeKernelBackend]];\n";
     expect(await compile('cjs-node16', { module: 'node16', moduleResolution: 'node16' }, cjs)).toBe('');
     expect(await compile('esm-node16', { module: 'node16', moduleResolution: 'node16' }, esm.replace(/^/, '// module\n'))).toBe('');
     expect(await compile('node10', { module: 'commonjs', moduleResolution: 'node10', target: 'es2022', ignoreDeprecations: '5.0' }, "import * as kiln from '@kiln/core';\nimport * as testing from '@kiln/core/testing';\nimport * as nativeBackend from '@kiln/core/native-backend';\nexport const apiVersion: number = kiln.KERNEL_API_VERSION;\nexport const table: string = testing.formatSupportMatrix([]);\nexport const shape: string = nativeBackend.formatShape([2, 3]);\n")).toBe('');

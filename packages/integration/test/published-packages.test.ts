@@ -5,7 +5,7 @@
  * source map of a file that is not shipped, and every README link works on npmjs.com.
  */
 import { readFileSync } from 'node:fs';
-import { relative } from 'node:path';
+import { join, relative } from 'node:path';
 import { checkPackage, createPackageFromTarballData, type Package } from '@arethetypeswrong/core';
 import { publint } from 'publint';
 import { formatMessage } from 'publint/utils';
@@ -113,7 +113,19 @@ describe('what is packed', () => {
 
   it('ships the core package without the 1.6 MB of source maps it used to carry', () => {
     const { bytes, files } = tarballOf('@kiln/core');
-    expect(files.some((file) => file.startsWith('dist/testing/'))).toBe(true);
+    // The conformance kit is @kiln/testing now: core ships only the deprecated re-export.
+    expect(files.filter((file) => file.startsWith('testing-shim/')).sort()).toEqual(['testing-shim/index.cjs', 'testing-shim/index.d.cts', 'testing-shim/index.d.ts', 'testing-shim/index.js']);
+    expect(files.some((file) => file.startsWith('dist/testing/'))).toBe(false);
     expect(bytes.byteLength).toBeLessThan(600_000);
+  });
+
+  it('ships the conformance kit as @kiln/testing, with vitest an optional peer and @kiln/core a peer', () => {
+    const { files } = tarballOf('@kiln/testing');
+    expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.cjs', 'dist/index.d.ts', 'dist/index.d.cts', 'LICENSE', 'README.md']));
+    const manifest = JSON.parse(readFileSync(join(REPOSITORY, 'packages', 'testing', 'package.json'), 'utf8')) as { peerDependenciesMeta: Record<string, { optional?: boolean }>; peerDependencies: Record<string, string> };
+    expect(Object.keys(manifest.peerDependencies).sort()).toEqual(['@kiln/core', 'vitest']);
+    expect(manifest.peerDependenciesMeta).toEqual({ vitest: { optional: true } });
+    const core = JSON.parse(readFileSync(join(REPOSITORY, 'packages', 'core', 'package.json'), 'utf8')) as Record<string, unknown>;
+    expect([core.dependencies, core.peerDependencies, core.optionalDependencies]).toEqual([undefined, undefined, undefined]);
   });
 });

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CheckpointError, randomNormal, setBackend } from '@kiln/core';
 import { createCpuBackend } from '@kiln/backend-cpu';
-import { createReferenceBackend } from '@kiln/core/testing';
+import { createReferenceBackend } from '@kiln/testing';
 import {
   checkpointName, CHECKPOINT_FORMAT_VERSION, findLatestCheckpoint, KILN_VERSION, listCheckpoints, loadCheckpoint, saveCheckpoint,
   type CheckpointState,

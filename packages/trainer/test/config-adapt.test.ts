@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, type KernelBackend } from '@kiln/core';
-import { createReferenceBackend } from '@kiln/core/testing';
+import { createReferenceBackend } from '@kiln/testing';
 import { createCpuBackend } from '@kiln/backend-cpu';
 import type { TrainConfig } from '../src/contracts.js';
 import { adaptConfigToBackend } from '../src/config/adapt-config.js';

@@ -1,5 +1,5 @@
 import { InvalidArgumentError, memory, noGrad, setBackend, slice, tensor, tidy, type KernelBackend, type Tensor } from '@kiln/core';
-import { createReferenceBackend } from '@kiln/core/testing';
+import { createReferenceBackend } from '@kiln/testing';
 import { createCpuBackend } from '@kiln/backend-cpu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ModelConfig } from '../src/contracts.js';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import {
   CheckpointError, encodeHostValues, noGrad, readSafetensorsFile, setBackend, writeSafetensorsFile, type KernelBackend, type RawTensor,
 } from '@kiln/core';
-import { createReferenceBackend } from '@kiln/core/testing';
+import { createReferenceBackend } from '@kiln/testing';
 import { createCpuBackend } from '@kiln/backend-cpu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ForwardOptions } from '../src/contracts.js';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { backward, ConfigError, crossEntropy, memory, noGrad, reshape, setBackend, tensor, tidy, type Tensor } from '@kiln/core';
-import { createReferenceBackend } from '@kiln/core/testing';
+import { createReferenceBackend } from '@kiln/testing';
 import { createCpuBackend } from '@kiln/backend-cpu';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { ForwardOptions, ModelConfig } from '../src/contracts.js';

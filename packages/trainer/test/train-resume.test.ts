@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError, setBackend } from '@kiln/core';
 import { createCpuBackend } from '@kiln/backend-cpu';
-import { createReferenceBackend } from '@kiln/core/testing';
+import { createReferenceBackend } from '@kiln/testing';
 import { train } from '../src/train/index.js';
 import { loadCheckpoint } from '../src/checkpoint/index.js';
 import type { TrainConfig } from '../src/contracts.js';

@@ -1,0 +1,202 @@
+/**
+ * attention and attentionBackward: causal and not, additive masks as broadcast views ([Tq,Tk]
+ * over batch and heads; [B,1,1,Tk] padding) and dense ([B,Hq,Tq,Tk], different per batch and
+ * head), GQA (Hq=4 with Hkv=2 and 1), Tq ≠ Tk with causal (KV-cache decode Tq=1; Tq > Tk leaves
+ * rows with no key: out 0, lse −Inf), D not a power of 2, a scale far from 1/√D, and keys whose
+ * scores rise along the sequence past 257 keys, so the running max of an online (flash) softmax
+ * grows from one key block to the next (blocks of 64, 96 or 128 keys) and a missing rescale shows.
+ */
+import { FLOAT_DTYPES, type DType } from '@kiln/core';
+import type { AttentionParams, StridedView } from '@kiln/core';
+import { fusedCases, type CaseSettings } from '../case-builder.js';
+import type { CaseContext, Pair, Side, ViewPair } from '../case-context.js';
+import { assertClose } from '../compare.js';
+import { runFused, runOnReference } from '../fused-call.js';
+import type { ConformanceCase } from '../types.js';
+
+/** One attention geometry. */
+export interface AttentionGeometry {
+  /** B. */
+  batch: number;
+  /** Hq, query heads. */
+  headsQ: number;
+  /** Hkv, key/value heads (divides Hq). */
+  headsKV: number;
+  /** Tq, query length. */
+  lengthQ: number;
+  /** Tk, key length. */
+  lengthK: number;
+  /** D, head dimension. */
+  headDim: number;
+  /** Causal mask aligned to the end. */
+  causal: boolean;
+  /** 'square' = an additive [Tq,Tk] mask broadcast over batch and heads; 'padding' = [B,1,1,Tk]; 'dense' = [B,Hq,Tq,Tk]. */
+  mask?: 'square' | 'padding' | 'dense';
+  /** 'rising': q in [0.25, 1) and keys drifting upward with their index, so scores grow along the keys. */
+  keys?: 'rising';
+  /** Multiplier of q·k (default 1/√D). */
+  scale?: number;
+  /** Only in 'full' sizes. */
+  full?: boolean;
+  /** Rows without keys: the backward is left out (its value there is not specified). */
+  forwardOnly?: boolean;
+}
+
+const GEOMETRIES: AttentionGeometry[] = [
+  { batch: 1, headsQ: 1, headsKV: 1, lengthQ: 1, lengthK: 1, headDim: 1, causal: false },
+  { batch: 2, headsQ: 2, headsKV: 2, lengthQ: 5, lengthK: 5, headDim: 8, causal: false },
+  { batch: 2, headsQ: 2, headsKV: 2, lengthQ: 5, lengthK: 5, headDim: 8, causal: true },
+  { batch: 1, headsQ: 4, headsKV: 2, lengthQ: 7, lengthK: 7, headDim: 16, causal: true },
+  { batch: 1, headsQ: 4, headsKV: 1, lengthQ: 6, lengthK: 9, headDim: 12, causal: false, scale: 0.75 },
+  { batch: 1, headsQ: 2, headsKV: 2, lengthQ: 3, lengthK: 10, headDim: 8, causal: true },
+  { batch: 1, headsQ: 4, headsKV: 2, lengthQ: 1, lengthK: 17, headDim: 8, causal: true },
+  { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 5, lengthK: 3, headDim: 8, causal: true, forwardOnly: true },
+  { batch: 2, headsQ: 2, headsKV: 1, lengthQ: 4, lengthK: 6, headDim: 8, causal: false, mask: 'square' },
+  { batch: 2, headsQ: 2, headsKV: 2, lengthQ: 4, lengthK: 6, headDim: 8, causal: true, mask: 'padding' },
+  { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 0, lengthK: 4, headDim: 8, causal: true },
+  { batch: 2, headsQ: 4, headsKV: 2, lengthQ: 5, lengthK: 7, headDim: 8, causal: false, mask: 'dense' },
+  { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 3, lengthK: 257, headDim: 8, causal: false, keys: 'rising' },
+  { batch: 1, headsQ: 1, headsKV: 1, lengthQ: 150, lengthK: 150, headDim: 8, causal: true, keys: 'rising' },
+  { batch: 1, headsQ: 2, headsKV: 2, lengthQ: 130, lengthK: 130, headDim: 64, causal: true, full: true },
+  { batch: 1, headsQ: 4, headsKV: 2, lengthQ: 33, lengthK: 65, headDim: 24, causal: false, mask: 'square', full: true },
+];
+
+/** The geometry in a case id, e.g. 'B=1,Hq=4,Hkv=2,Tq=1,Tk=17,D=8,causal'. */
+export function describeAttention(geometry: AttentionGeometry): string {
+  const { batch, headsQ, headsKV, lengthQ, lengthK, headDim } = geometry;
+  const parts = [`B=${batch}`, `Hq=${headsQ}`, `Hkv=${headsKV}`, `Tq=${lengthQ}`, `Tk=${lengthK}`, `D=${headDim}`];
+  parts.push(geometry.causal ? 'causal' : 'non-causal');
+  if (geometry.mask) parts.push(`mask=${geometry.mask}`);
+  if (geometry.scale !== undefined) parts.push(`scale=${geometry.scale}`);
+  if (geometry.keys) parts.push(`keys=${geometry.keys}`);
+  return parts.join(',');
+}
+
+/** The attention parameters of a geometry. */
+export function attentionParams(geometry: AttentionGeometry): AttentionParams {
+  return { scale: geometry.scale ?? 1 / Math.sqrt(geometry.headDim), causal: geometry.causal };
+}
+
+/** Stored element count and [B, Hq, Tq, Tk] strides of each mask kind. */
+function maskLayout(geometry: AttentionGeometry): { count: number; strides: number[] } {
+  const { batch, headsQ, lengthQ, lengthK } = geometry;
+  switch (geometry.mask) {
+    case 'square': return { count: lengthQ * lengthK, strides: [0, 0, lengthK, 1] };
+    case 'padding': return { count: batch * lengthK, strides: [lengthK, 0, 0, 1] };
+    default: return { count: batch * headsQ * lengthQ * lengthK, strides: [headsQ * lengthQ * lengthK, lengthQ * lengthK, lengthK, 1] };
+  }
+}
+
+/** The additive mask as a view broadcast to [B, Hq, Tq, Tk] plus its dense values; key 0 stays finite so no row is fully masked. */
+function maskOf(context: CaseContext, geometry: AttentionGeometry): { view: ViewPair; dense: Float64Array } | null {
+  const { batch, headsQ, lengthQ, lengthK } = geometry;
+  if (!geometry.mask) return null;
+  const { count, strides } = maskLayout(geometry);
+  const values = context.random.pick(count, [0, -0.5, -1.5, -Infinity, 0.25]).map((value, index) => (index % lengthK === 0 ? 0 : value));
+  const mask = context.tensor([count], 'f32', values);
+  const dense = new Float64Array(batch * headsQ * lengthQ * lengthK);
+  for (let index = 0; index < dense.length; index++) {
+    const j = index % lengthK;
+    const i = Math.floor(index / lengthK) % lengthQ;
+    const h = Math.floor(index / (lengthK * lengthQ)) % headsQ;
+    const b = Math.floor(index / (lengthK * lengthQ * headsQ));
+    dense[index] = values[b * strides[0] + h * strides[1] + i * strides[2] + j];
+  }
+  return { view: context.view(mask, [batch, headsQ, lengthQ, lengthK], strides), dense };
+}
+
+/** Keys that drift upward with their index (k = u/2 + 2.5·j/Tk), so positive queries score later keys higher. */
+function risingKeys(context: CaseContext, geometry: AttentionGeometry, dtype: DType): Pair {
+  const { batch, headsKV, lengthK, headDim } = geometry;
+  const noise = context.random.uniform(batch * headsKV * lengthK * headDim, -0.5, 0.5);
+  const values = noise.map((value, index) => value + (2.5 * (Math.floor(index / headDim) % lengthK)) / lengthK);
+  return context.tensor([batch, headsKV, lengthK, headDim], dtype, values);
+}
+
+/** q, k, v of a geometry, uniform in [-1, 1) (q in [0.25, 1) and rising keys for keys: 'rising'). */
+export function attentionInputs(context: CaseContext, geometry: AttentionGeometry, dtype: DType) {
+  const { batch, headsQ, headsKV, lengthQ, lengthK, headDim } = geometry;
+  const rising = geometry.keys === 'rising';
+  return {
+    q: rising ? context.uniform([batch, headsQ, lengthQ, headDim], dtype, 0.25, 1) : context.uniform([batch, headsQ, lengthQ, headDim], dtype),
+    k: rising ? risingKeys(context, geometry, dtype) : context.uniform([batch, headsKV, lengthK, headDim], dtype),
+    v: context.uniform([batch, headsKV, lengthK, headDim], dtype),
+    mask: maskOf(context, geometry),
+  };
+}
+
+/** The mask view of one side (null without a mask). */
+export function pickMask(mask: { view: ViewPair } | null, side: Side): StridedView | null {
+  return mask === null ? null : mask.view[side];
+}
+
+/** The attention (forward) case of one geometry. */
+export function forwardCases(settings: CaseSettings, dtype: DType, geometry: AttentionGeometry): ConformanceCase[] {
+  return fusedCases(settings, 'attention', dtype, describeAttention(geometry), async (context, mode) => {
+    const { batch, headsQ, lengthQ, lengthK, headDim } = geometry;
+    const { q, k, v, mask } = attentionInputs(context, geometry, dtype);
+    const out = context.output([batch, headsQ, lengthQ, headDim], dtype);
+    const lse = context.output([batch, headsQ, lengthQ], 'f32');
+    const params = attentionParams(geometry);
+    runFused(context, mode, 'attention', (side) => [q[side], k[side], v[side], pickMask(mask, side), out[side], lse[side], params]);
+    await context.expectClose(out, 'out', { reductionLength: lengthK });
+    await context.expectClose(lse, 'lse', { reductionLength: lengthK });
+  });
+}
+
+/** Leading query rows that see no key (causal with Tq > Tk): their dq is not specified, so it is not compared. */
+function rowsWithoutKeys(geometry: AttentionGeometry): number {
+  return geometry.causal ? Math.max(0, geometry.lengthQ - geometry.lengthK) : 0;
+}
+
+/** Compares dq on the query rows that see at least one key (every row unless causal with Tq > Tk). */
+async function expectQueryGradient(context: CaseContext, geometry: AttentionGeometry, dq: Pair): Promise<void> {
+  const options = { reductionLength: geometry.lengthK * geometry.headDim };
+  const hidden = rowsWithoutKeys(geometry);
+  if (hidden === 0) return context.expectClose(dq, 'dq', options);
+  const [got, expected] = [await context.read(dq, 'tested'), await context.read(dq, 'reference')];
+  const rowLength = geometry.lengthQ * geometry.headDim;
+  for (let start = 0; start < got.length; start += rowLength) {
+    got.fill(0, start, start + hidden * geometry.headDim);
+    expected.fill(0, start, start + hidden * geometry.headDim);
+  }
+  assertClose(got, expected, context.toleranceFor(dq.dtype, options), { caseId: context.caseId, output: `dq (query rows ≥ ${hidden})`, shape: dq.shape, dtype: dq.dtype });
+}
+
+/** The attentionBackward case of one geometry (the forward's out and lse come from the reference). */
+export function backwardCases(settings: CaseSettings, dtype: DType, geometry: AttentionGeometry): ConformanceCase[] {
+  return fusedCases(settings, 'attentionBackward', dtype, describeAttention(geometry), async (context, mode) => {
+    const { batch, headsQ, headsKV, lengthQ, headDim } = geometry;
+    const { q, k, v, mask } = attentionInputs(context, geometry, dtype);
+    const out = context.output([batch, headsQ, lengthQ, headDim], dtype);
+    const lse = context.output([batch, headsQ, lengthQ], 'f32');
+    const params = attentionParams(geometry);
+    runOnReference(context, 'attention', [q.reference, k.reference, v.reference, pickMask(mask, 'reference'), out.reference, lse.reference, params]);
+    await context.adoptReference(out);
+    await context.adoptReference(lse);
+    const dOut = context.uniform([batch, headsQ, lengthQ, headDim], dtype);
+    const dq = context.output(q.shape, dtype);
+    const dk = context.output(k.shape, dtype);
+    const dv = context.output(v.shape, dtype);
+    runFused(context, mode, 'attentionBackward', (side) => [
+      q[side], k[side], v[side], pickMask(mask, side), out[side], lse[side], dOut[side], dq[side], dk[side], dv[side], params,
+    ]);
+    const group = headsQ / headsKV;
+    await expectQueryGradient(context, geometry, dq);
+    await context.expectClose(dk, 'dk', { reductionLength: lengthQ * group * headDim });
+    await context.expectClose(dv, 'dv', { reductionLength: lengthQ * group });
+  });
+}
+
+/** Every attention forward and backward case. */
+export function attentionCases(settings: CaseSettings): ConformanceCase[] {
+  const cases: ConformanceCase[] = [];
+  for (const dtype of FLOAT_DTYPES) {
+    for (const geometry of GEOMETRIES) {
+      if (geometry.full && settings.sizes !== 'full') continue;
+      cases.push(...forwardCases(settings, dtype, geometry));
+      if (!geometry.forwardOnly) cases.push(...backwardCases(settings, dtype, geometry));
+    }
+  }
+  return cases;
+}

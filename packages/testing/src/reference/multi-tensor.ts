@@ -1,0 +1,36 @@
+/**
+ * Reference multi-tensor kernels. sumOfSquaresMulti: Σ over tensors of Σ x² in float64, rounded
+ * once to f32. adamwMulti: per tensor, g = grad · scale in float64 (scale: the number, or the
+ * device scalar's f32 value), then the reference AdamW update with that tensor's weight decay;
+ * nothing changes when skipIfNonFinite holds NaN or ±Inf.
+ */
+import type { AdamWMultiParams, TensorRef } from '@kiln/core';
+import { adamwValues } from './adamw.js';
+import type { ReferenceMemory } from './memory.js';
+
+/** out = Σ_t Σ_i tensors[t][i]². */
+export function referenceSumOfSquaresMulti(memory: ReferenceMemory, tensors: readonly TensorRef[], out: TensorRef): void {
+  let total = 0;
+  for (const tensor of tensors) for (const value of memory.read(tensor)) total += value * value;
+  memory.write(out, new Float64Array([total]));
+}
+
+/** One AdamW step on every (param, grad, m, v). */
+export function referenceAdamwMulti(
+  memory: ReferenceMemory, params: readonly TensorRef[], grads: readonly TensorRef[], ms: readonly TensorRef[], vs: readonly TensorRef[],
+  options: AdamWMultiParams,
+): void {
+  if (options.skipIfNonFinite && !Number.isFinite(memory.read(options.skipIfNonFinite)[0])) return;
+  const scale = typeof options.gradientScale === 'number' ? options.gradientScale : memory.read(options.gradientScale)[0];
+  params.forEach((param, index) => {
+    const parameters = memory.read(param);
+    const first = memory.read(ms[index]);
+    const second = memory.read(vs[index]);
+    const gradient = memory.read(grads[index]).map((value) => value * scale);
+    const { lr, beta1, beta2, eps, step } = options;
+    adamwValues(parameters, gradient, first, second, { lr, beta1, beta2, eps, step, weightDecay: options.weightDecays[index] });
+    memory.write(param, parameters);
+    memory.write(ms[index], first);
+    memory.write(vs[index], second);
+  });
+}
