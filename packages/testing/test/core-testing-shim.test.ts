@@ -22,7 +22,9 @@ const names = Object.keys(kit).sort();
 function node(script: string, type: 'module' | 'commonjs'): { stdout: string; stderr: string } {
   const file = join(project, type === 'module' ? 'check.mjs' : 'check.cjs');
   writeFileSync(file, script);
-  const result = spawnSync(process.execPath, [file], { cwd: project, encoding: 'utf8' });
+  // Without NODE_PATH: pnpm's scripts point it at the workspace's hoisted packages, which hold the real @kiln/testing.
+  const { NODE_PATH: _nodePath, ...environment } = process.env;
+  const result = spawnSync(process.execPath, [file], { cwd: project, encoding: 'utf8', env: environment });
   if (result.status !== 0) throw new Error(`node ${file} failed: ${result.stderr}`);
   return { stdout: result.stdout, stderr: result.stderr };
 }

@@ -13,7 +13,7 @@ const PUBLIC_RUNTIME_EXPORTS = [
   'loadModelDirectory', 'modelFamilies', 'parameterCount', 'parameterSpecs', 'readModelConfig', 'renderFamilySupportTable', 'sampleToken',
   'saveModelDirectory', 'toHfConfig', 'validateModelConfig',
   // LoRA
-  'ADAPTER_CONFIG_FILE', 'ADAPTER_WEIGHTS_FILE', 'LoraAdapter', 'LoraTrainingModel', 'checkLoraConfig', 'createLoraAdapter', 'isLoraTrainingModel',
+  'ADAPTER_CONFIG_FILE', 'ADAPTER_WEIGHTS_FILE', 'LORA_BASE_DTYPES', 'LoraAdapter', 'LoraTrainingModel', 'checkLoraConfig', 'createLoraAdapter', 'isLoraTrainingModel',
   'loadLoraAdapter', 'loadLoraTrainingModel', 'mergeLoraAdapter', 'parseLoraOption', 'peftKey', 'saveLoraAdapter', 'targetModulePaths',
   // tokenizers
   'BYTE_TOKENIZER_NAME', 'TOKENIZER_FILE', 'TokenizerError', 'byteTokenizer', 'loadTokenizer',

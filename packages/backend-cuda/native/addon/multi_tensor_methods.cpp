@@ -62,6 +62,14 @@ const float* read_device_scalar(BufferTable& buffers, const Napi::Value& value, 
   return static_cast<const float*>(tensor.base());
 }
 
+/** Profile work of one launch: bytes read plus written by the tensors of `table` (per element: `per_element` for each entry). */
+template <typename BytesPerElement>
+LaunchWork table_work(const MultiTensorTable& table, BytesPerElement per_element) {
+  double bytes = 0;
+  for (int i = 0; i < table.count; i++) bytes += static_cast<double>(table.entries[i].count) * per_element(table.entries[i]);
+  return LaunchWork{bytes, 0};
+}
+
 }  // namespace
 
 Napi::Value BackendObject::SumOfSquaresMulti(const Napi::CallbackInfo& info) {
@@ -89,7 +97,8 @@ Napi::Value BackendObject::SumOfSquaresMulti(const Napi::CallbackInfo& info) {
     const LaunchContext launch = device.launch_context();
     Index first_partial = 0;
     for (const MultiTensorTable& table : tables) {
-      device.after_launch(launch_sum_of_squares_chunks(launch, table, partials, first_partial), description);
+      device.after_launch(launch_sum_of_squares_chunks(launch, table, partials, first_partial), description,
+                          table_work(table, [](const MultiTensorEntry& entry) { return static_cast<double>(dtype_bytes(entry.grad_dtype)); }));
       first_partial += table.block_start[table.count];
     }
     device.after_launch(launch_sum_of_squares_total(launch, partials, partial_count, static_cast<float*>(out.base())), description);
@@ -168,7 +177,9 @@ Napi::Value BackendObject::AdamwMulti(const Napi::CallbackInfo& info) {
     });
     const std::string description = std::string(name) + " of " + std::to_string(count) + " tensors, step " + std::to_string(static_cast<long long>(step));
     const LaunchContext launch = device.launch_context();
-    for (const MultiTensorTable& table : tables) device.after_launch(launch_adamw_multi(launch, table, scalars, control), description);
+    // Per element: the param read and written, the gradient read, m and v (f32) read and written.
+    const auto adamw_bytes = [](const MultiTensorEntry& entry) { return 2.0 * dtype_bytes(entry.param_dtype) + dtype_bytes(entry.grad_dtype) + 16.0; };
+    for (const MultiTensorTable& table : tables) device.after_launch(launch_adamw_multi(launch, table, scalars, control), description, table_work(table, adamw_bytes));
     return info.Env().Undefined();
   });
 }

@@ -162,16 +162,19 @@ function randomParameters(config: ModelConfig, backend: KernelBackend, seed: num
   return parameters;
 }
 
-function trainConfigFor(model: ModelConfig, backend: KernelBackend, precision: BenchPrecision, batchSize: number): TrainConfig {
+/** The train config of a bench run, adapted to the backend (its memory preflight at the bench's context, not the model's longest). */
+function trainConfigFor(model: ModelConfig, backend: KernelBackend, precision: BenchPrecision, batchSize: number, contextLength: number): TrainConfig {
   const base = defaultTrainConfig();
   const config: TrainConfig = {
     ...base,
     device: { ...base.device, precision },
-    model,
+    model: { ...model, contextLength },
     optimizer: { lr: 1e-4, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0, gradClip: 1 },
     schedule: { ...base.schedule, batchSize, microBatchSize: batchSize, warmupSteps: 0 },
   };
-  return adaptConfigToBackend(config, backend).config;
+  const adapted = adaptConfigToBackend(config, backend).config;
+  // The model keeps its own context (learned position tables are sized by it); the steps use contextLength tokens.
+  return { ...adapted, model: { ...adapted.model, contextLength: model.contextLength } };
 }
 
 /** Builds the preset from random weights and times `steps` LoRA or full fine-tuning steps after `warmup`. */
@@ -186,7 +189,7 @@ export async function measureFineTune(
   let model: LanguageModel | undefined;
   let moments: ReturnType<typeof createMoments> | undefined;
   try {
-    const config = trainConfigFor(fineTuneModelConfig(preset), backend, options.precision ?? 'f32', batchSize);
+    const config = trainConfigFor(fineTuneModelConfig(preset), backend, options.precision ?? 'f32', batchSize, contextLength);
     const base = new DecoderModel(config.model, randomParameters(config.model, backend, config.seed));
     model = base;
     const parameters = [...base.parameters.values()].reduce((total, parameter) => total + parameter.size, 0);
