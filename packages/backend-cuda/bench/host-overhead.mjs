@@ -7,7 +7,10 @@
 // simulator's kernel execution is included, so only compare simulator figures with each other).
 //
 //   node bench/host-overhead.mjs [--ops N] [--rounds R] [--simulator] [--json]
-// Prints µs/op per op kind (median of R rounds of N ops each).
+// Prints µs/op per op kind (median of R rounds of N ops each), then the same ops split by layer on
+// the fake addon: the core op (everything), the NativeKernelBackend method alone (its checks and
+// argument objects, called with ready-made refs) and the addon call alone; core's own share is
+// the first minus the second.
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { add, cast, matmul, mul, ones, setBackend, sum, tidy } from '@kiln/core';
@@ -78,9 +81,55 @@ async function measure(backend, label) {
   return { label, microsecondsPerOp: results };
 }
 
+/** µs per call of `run` (median of the rounds), `ops` calls a round. */
+function timeCalls(run) {
+  const samples = [];
+  for (let round = 0; round <= rounds; round++) {
+    const start = performance.now();
+    for (let index = 0; index < ops; index++) run();
+    if (round > 0) samples.push(((performance.now() - start) * 1000) / ops);
+  }
+  return median(samples);
+}
+
+/** The per-layer split on the fake addon: core op → NativeKernelBackend method → addon call. */
+function measureLayers(backend) {
+  setBackend(backend);
+  const a = ones([4, 8], { backend });
+  const b = ones([4, 8], { backend });
+  const w = ones([8, 8], { backend });
+  const ref = (tensor) => ({ buffer: tensor.storage.buffer, shape: tensor.shape, dtype: tensor.dtype });
+  const view = (tensor) => ({ ...ref(tensor), strides: [8, 1], offset: 0 });
+  const out = ones([4, 8], { backend });
+  const native = backend.native;
+  const bufferId = (tensor) => tensor.storage.buffer.id;
+  const layers = {
+    'add [4,8]': {
+      core: () => tidy(() => add(a, b)).dispose(),
+      backend: () => backend.binary('add', view(a), view(b), ref(out)),
+      addon: () => native.binary(0, bufferId(a), bufferId(b), bufferId(out)),
+    },
+    'matmul [4,8]·[8,8]': {
+      core: () => tidy(() => matmul(a, w)).dispose(),
+      backend: () => backend.matmul(ref(a), ref(w), ref(out), { batch: 1, m: 4, n: 8, k: 8, transposeA: false, transposeB: false, batchStrideA: 0, batchStrideB: 0 }),
+      addon: () => native.matmul(bufferId(a), bufferId(w), bufferId(out)),
+    },
+  };
+  const rows = {};
+  for (const [name, calls] of Object.entries(layers)) {
+    const core = timeCalls(calls.core);
+    const nativeBackend = timeCalls(calls.backend);
+    const addon = timeCalls(calls.addon);
+    rows[name] = { coreOp: core, coreOnly: Math.max(0, core - nativeBackend), nativeBackend: Math.max(0, nativeBackend - addon), addonCall: addon };
+  }
+  for (const tensor of [a, b, w, out]) tensor.dispose();
+  return rows;
+}
+
 const reports = [];
 const fake = new CudaBackend(fakeAddon());
 reports.push(await measure(fake, 'fake addon (TypeScript only)'));
+const layers = measureLayers(fake);
 if (flag('--simulator')) {
   const path = fileURLToPath(new URL('../build/sim/Release/kiln_cuda_sim.node', import.meta.url));
   const simulator = new CudaBackend(createRequire(import.meta.url)(path), { matmul: 'kiln' });
@@ -88,11 +137,16 @@ if (flag('--simulator')) {
   simulator.dispose();
 }
 if (flag('--json')) {
-  console.log(JSON.stringify({ ops, rounds, node: process.version, reports }));
+  console.log(JSON.stringify({ ops, rounds, node: process.version, reports, layers }));
 } else {
   console.log(`host cost per op (median of ${rounds} rounds × ${ops} ops, node ${process.version}):`);
   for (const report of reports) {
     console.log(`  ${report.label}`);
     for (const [name, microseconds] of Object.entries(report.microsecondsPerOp)) console.log(`    ${name.padEnd(22)} ${microseconds.toFixed(2).padStart(8)} µs/op`);
+  }
+  console.log('  by layer on the fake addon (µs/call; core op = core only + native-backend + addon call):');
+  console.log(`    ${'op'.padEnd(22)} ${'core op'.padStart(9)} ${'core only'.padStart(10)} ${'native-backend'.padStart(15)} ${'addon call'.padStart(11)}`);
+  for (const [name, row] of Object.entries(layers)) {
+    console.log(`    ${name.padEnd(22)} ${row.coreOp.toFixed(2).padStart(9)} ${row.coreOnly.toFixed(2).padStart(10)} ${row.nativeBackend.toFixed(2).padStart(15)} ${row.addonCall.toFixed(2).padStart(11)}`);
   }
 }
