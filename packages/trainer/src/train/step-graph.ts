@@ -31,7 +31,7 @@ export interface CapturedStepOutputs {
 
 /** See the file header. */
 export class StepGraphRunner {
-  /** 'eager' before the warm-up step, then 'capture', then 'replay'; 'off' once turned off. */
+  /** 'warmup' before the eager warm-up step, then 'capture', then 'replay'; 'off' once turned off (or never on). */
   phase: 'warmup' | 'capture' | 'replay' | 'off';
   /** Why the graph is off ('' while on). */
   offReason = '';
@@ -45,11 +45,10 @@ export class StepGraphRunner {
     mode: CudaGraphMode,
     private readonly notice: (message: string) => void,
   ) {
-    if (mode === 'off') this.phase = 'off', this.offReason = 'cudaGraph: off';
-    else if (backend.capabilities.graphCapture !== true || typeof backend.captureGraph !== 'function') {
-      this.phase = 'off';
-      this.offReason = `the ${backend.name} backend cannot capture device graphs`;
-    } else this.phase = 'warmup';
+    this.phase = 'off';
+    if (mode === 'off') this.offReason = 'cudaGraph: off';
+    else if (backend.capabilities.graphCapture !== true || typeof backend.captureGraph !== 'function') this.offReason = `the ${backend.name} backend cannot capture device graphs`;
+    else this.phase = 'warmup';
   }
 
   /** True while steps go through the graph path (warm-up, capture or replay). */

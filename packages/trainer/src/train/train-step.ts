@@ -189,7 +189,7 @@ function packLossAndNorm(loss: Tensor, normSquared: Tensor): Tensor {
   return packed;
 }
 
-/** Reads the packed scalars (and frees them unless `keep` is false). */
+/** Reads the packed scalars; frees them when `free` (a captured step's outputs stay for the next replay). */
 async function readPacked(packed: Tensor, free: boolean): Promise<[number, number]> {
   try {
     const values = await packed.data();
