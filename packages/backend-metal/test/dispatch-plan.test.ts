@@ -149,9 +149,9 @@ describe.skipIf(skipReason !== undefined)(`dispatch plan${skipReason ? ` (${skip
     // No atomics: one thread per (row range, column); 4 rows, 3 columns → 4 ranges of 1 row.
     expect(scatter.bindings[3].words).toEqual([1, 4, 3, 5, 12, 4, 1, 0]);
     expect(scatter.threadgroups).toEqual([1, 1, 1]);
-    const wide = plan(() => backend.scatterAdd(ref(backend, [5, 1000]), indices, ref(backend, [50000, 1000]), 1, 50000, 1000))[0];
-    // 65536 / 1000 → 66 ranges of ⌈50000 / 66⌉ = 758 rows (the last shorter).
-    expect(wide.bindings[3].words).toEqual([1, 50000, 1000, 5, 66000, 66, 758, 0]);
+    const wide = plan(() => backend.scatterAdd(ref(backend, [5, 200]), indices, ref(backend, [50000, 200]), 1, 50000, 200))[0];
+    // ⌈65536 / 200⌉ = 328 ranges wanted → ⌈50000 / 328⌉ = 153 rows each → 327 ranges (the last shorter).
+    expect(wide.bindings[3].words).toEqual([1, 50000, 200, 5, 65400, 327, 153, 0]);
   });
 
   it('sumOfSquaresMulti: one chunk dispatch per non-empty tensor into pooled partials, then one total dispatch', () => {
@@ -167,7 +167,7 @@ describe.skipIf(skipReason !== undefined)(`dispatch plan${skipReason ? ` (${skip
 
   it('adamwMulti: one adamw_multi dispatch per tensor with its own decay; the scale and guard as device scalars or the control words', () => {
     const params = [ref(backend, [10], 'bf16'), ref(backend, [4])];
-    const state = () => params.map((p) => ref(backend, p.shape));
+    const state = () => params.map((p) => ref(backend, [...p.shape]));
     const options = { lr: 0.5, beta1: 0.9, beta2: 0.99, eps: 1e-8, step: 1, weightDecays: [0.1, 0] };
     const [first, second] = plan(() => backend.adamwMulti!(params, [ref(backend, [10]), ref(backend, [4], 'f16')], state(), state(), { ...options, gradientScale: 0.25 }));
     expect([first.kernel, second.kernel]).toEqual(['adamw_multi_bf16_f32', 'adamw_multi_f32_f16']);

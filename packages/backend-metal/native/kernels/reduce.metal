@@ -168,14 +168,15 @@ kernel void reduce_rows(device const S* x [[buffer(0)]], device uchar* out [[buf
 template <typename S>
 kernel void reduce_rows_partial(device const S* x [[buffer(0)]], device typename Reducer<S>::State* partials [[buffer(1)]],
                                 constant KilnReduceChunkArgs& args [[buffer(2)]], uint2 group [[threadgroup_position_in_grid]],
-                                uint tid [[thread_index_in_threadgroup]], uint threads [[threads_per_threadgroup]],
+                                uint tid [[thread_index_in_threadgroup]], uint2 threads [[threads_per_threadgroup]],
                                 uint lane [[thread_index_in_simdgroup]], uint simdgroup [[simdgroup_index_in_threadgroup]],
                                 uint width [[threads_per_simdgroup]], uint simdgroups [[simdgroups_per_threadgroup]]) {
+  // threads is uint2 like group: MSL wants the grid-position builtins of one kernel in one dimensionality.
   threadgroup typename Reducer<S>::State partial[32];
   const uint begin = group.x * args.chunk_size;
   const uint end = min(begin + args.chunk_size, args.size);
   const typename Reducer<S>::State state =
-      threadgroup_fold<S>(x + group.y * args.size, begin, end, partial, tid, threads, lane, simdgroup, width, simdgroups);
+      threadgroup_fold<S>(x + group.y * args.size, begin, end, partial, tid, threads.x, lane, simdgroup, width, simdgroups);
   if (tid == 0u) partials[group.y * args.chunks + group.x] = state;
 }
 
