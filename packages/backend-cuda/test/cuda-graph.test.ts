@@ -44,7 +44,7 @@ describe.skipIf(skipReason !== undefined)(`CUDA graphs on the simulator${skipRea
       const x = tensor([1, 2], [2], { backend });
       backend.free(backend.alloc(8)); // a cached small block: the upload case fails at the upload, not the allocation
       const failures: unknown[] = [];
-      for (const body of [
+      for (const body of <Array<() => unknown>>[
         () => tensor([5, 6], [2], { backend }), // an upload (and an allocation)
         // A host read: the download's promise rejects, and the capture is void all the same.
         () => backend.download(x.storage.buffer).catch((error: unknown) => failures.push(error)),
