@@ -68,7 +68,7 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
       flashAttentionMaxHeadDim: FLASH_ATTENTION_MAX_HEAD_DIM,
     });
     const device = toDeviceInfo(callNative(() => this.native.deviceInfo()));
-    this.capabilities = cudaCapabilities(device, describeMatmulPath(callNative(() => this.native.matmulInfo())));
+    this.capabilities = cudaCapabilities(device, describeMatmulPath(callNative(() => this.native.matmulInfo()), device.computeCapability));
     this.fused = new FusedKernels(this.native, this);
   }
 
