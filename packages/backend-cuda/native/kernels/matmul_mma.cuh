@@ -209,17 +209,8 @@ KILN_UNROLL
       const T* stage_b = stages_b + stage * Tile::kStageB;
 KILN_UNROLL
       for (int depth = 0; depth < kDepth; depth += 16) {
-        std::uint32_t left[kFragmentsM][4];
+        // Every B fragment of the step, then one A fragment at a time (fewer live registers).
         std::uint32_t right[kFragmentsN][2];
-KILN_UNROLL
-        for (int i = 0; i < kFragmentsM; i++) {
-          const int row = warp_row + i * 16;
-          if (transpose_a) {  // rows are k: matrix q covers m + (q % 2)·8, k + (q / 2)·8, transposed
-            ptx::ldmatrix_x4_trans(left[i], stage_a + TileAm::offset(depth + (matrix / 2) * 8 + matrix_row, (row + (matrix % 2) * 8) / 8));
-          } else {  // rows are m: lanes 0–15 rows 0–15 at k, lanes 16–31 at k + 8
-            ptx::ldmatrix_x4(left[i], stage_a + TileAk::offset(row + lane % 16, (depth + (lane / 16) * 8) / 8));
-          }
-        }
 KILN_UNROLL
         for (int pair = 0; pair < kFragmentsN / 2; pair++) {
           const int column = warp_column + pair * 16;
@@ -236,8 +227,15 @@ KILN_UNROLL
         }
 KILN_UNROLL
         for (int i = 0; i < kFragmentsM; i++) {
+          const int row = warp_row + i * 16;
+          std::uint32_t left[4];
+          if (transpose_a) {  // rows are k: matrix q covers m + (q % 2)·8, k + (q / 2)·8, transposed
+            ptx::ldmatrix_x4_trans(left, stage_a + TileAm::offset(depth + (matrix / 2) * 8 + matrix_row, (row + (matrix % 2) * 8) / 8));
+          } else {  // rows are m: lanes 0–15 rows 0–15 at k, lanes 16–31 at k + 8
+            ptx::ldmatrix_x4(left, stage_a + TileAk::offset(row + lane % 16, (depth + (lane / 16) * 8) / 8));
+          }
 KILN_UNROLL
-          for (int j = 0; j < kFragmentsN; j++) mma<T>(sums[i][j], left[i], right[j]);
+          for (int j = 0; j < kFragmentsN; j++) mma<T>(sums[i][j], left, right[j]);
         }
       }
     }
