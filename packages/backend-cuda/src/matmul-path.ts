@@ -22,15 +22,14 @@ export interface CudaMatmulPath {
   summary: string;
 }
 
-/** Which tensor-core kernel family kiln's own f16/bf16 matmul uses on a device of `computeCapability` ('8.0', '9.0', …). */
-export function halfMatmulKernelFamily(computeCapability: string): 'mma.sync' | 'wmma' {
-  const major = Number.parseInt(computeCapability.split('.')[0] ?? '', 10);
-  if (!Number.isFinite(major)) throw new TypeError(`halfMatmulKernelFamily: computeCapability must look like '8.0', got '${computeCapability}'`);
+/** Which tensor-core kernel family kiln's own f16/bf16 matmul uses on a device of compute capability `major`.x. */
+export function halfMatmulKernelFamily(major: number): 'mma.sync' | 'wmma' {
+  if (!Number.isInteger(major) || major < 0) throw new TypeError(`halfMatmulKernelFamily: the compute capability's major version must be a non-negative integer, got ${major}`);
   return major >= 8 ? 'mma.sync' : 'wmma';
 }
 
-/** The path described from the addon's matmulInfo() on a device of `computeCapability` ('8.0', '9.0', …). */
-export function describeMatmulPath(info: NativeMatmulInfo, computeCapability: string): CudaMatmulPath {
+/** The path described from the addon's matmulInfo() on a device of compute capability `major`.x. */
+export function describeMatmulPath(info: NativeMatmulInfo, major: number): CudaMatmulPath {
   if (info.path === 'cublas') {
     const f32 = info.allowTf32 ? 'cuBLAS, TF32 tensor cores allowed (allowTf32)' : 'cuBLAS, full f32 (TF32 off)';
     const half = 'cuBLAS tensor cores, f32 accumulation';
@@ -40,7 +39,7 @@ export function describeMatmulPath(info: NativeMatmulInfo, computeCapability: st
       summary: `cuBLAS ${info.cublasVersion} (${info.cublasLocation}): f32 ${info.allowTf32 ? 'with TF32 allowed' : '(TF32 off)'}, f16/bf16 with f32 accumulation`,
     };
   }
-  const family = halfMatmulKernelFamily(computeCapability);
+  const family = halfMatmulKernelFamily(major);
   const simulated = info.simulatedTensorCores ? ' (simulated: gpu-sim warp-collective fragments)' : '';
   const tensorCores = family === 'mma.sync'
     ? `kiln pipelined mma.sync tensor-core kernel (sm_80+, cp.async stages; WMMA for operands not in 16-byte chunks)${simulated}`

@@ -11,22 +11,22 @@ const kilnInfo: NativeMatmulInfo = {
 
 describe('matmul path description', () => {
   it('names the pipelined mma.sync kernel from compute capability 8.0 and WMMA below', () => {
-    expect(['7.0', '7.5', '8.0', '8.6', '8.9', '9.0', '12.0'].map(halfMatmulKernelFamily)).toEqual(['wmma', 'wmma', 'mma.sync', 'mma.sync', 'mma.sync', 'mma.sync', 'mma.sync']);
-    const ampere = describeMatmulPath(kilnInfo, '8.6');
+    expect([6, 7, 8, 9, 10, 12].map(halfMatmulKernelFamily)).toEqual(['wmma', 'wmma', 'mma.sync', 'mma.sync', 'mma.sync', 'mma.sync']);
+    const ampere = describeMatmulPath(kilnInfo, 8);
     expect(ampere.bf16).toMatch(/^kiln pipelined mma\.sync tensor-core kernel \(sm_80\+/);
     expect(ampere.f16).toBe(ampere.bf16);
     expect(ampere.summary).toBe('kiln kernels: f32 register-tiled SIMT, f16/bf16 pipelined mma.sync tensor cores; cuBLAS was not loaded: not found');
-    const turing = describeMatmulPath(kilnInfo, '7.5');
+    const turing = describeMatmulPath(kilnInfo, 7);
     expect(turing.bf16).toBe('kiln WMMA tensor-core kernel');
     expect(turing.summary).toContain('f16/bf16 WMMA tensor cores');
   });
 
   it('describes cuBLAS whatever the device', () => {
     const info: NativeMatmulInfo = { ...kilnInfo, path: 'cublas', cublasLocation: '/lib/libcublas.so.13', cublasVersion: '13.1.0', cublasReason: '' };
-    expect(describeMatmulPath(info, '9.0').bf16).toBe('cuBLAS tensor cores, f32 accumulation');
+    expect(describeMatmulPath(info, 9).bf16).toBe('cuBLAS tensor cores, f32 accumulation');
   });
 
-  it('rejects a compute capability that is not major.minor', () => {
-    expect(() => halfMatmulKernelFamily('sm_80')).toThrow(/computeCapability must look like '8\.0', got 'sm_80'/);
+  it('rejects a major version that is not a non-negative integer', () => {
+    expect(() => halfMatmulKernelFamily(8.6)).toThrow(/major version must be a non-negative integer, got 8\.6/);
   });
 });
