@@ -88,14 +88,33 @@ using SmallTile = Config<64, 64, 2, 2, 3, 4>;
  * A shared stage of one operand: kRows rows of kChunks 16-byte chunks (8 elements) along the
  * operand's contiguous dimension, chunks XOR-swizzled within the row (see the file header).
  */
+template <int Chunks>
+KILN_HOST_DEVICE constexpr int swizzled_chunk(int row, int chunk) {
+  return Chunks == 4 ? chunk ^ ((row >> 1) & 3) : chunk ^ (row & 7);
+}
+
+/**
+ * True when every ldmatrix phase — 8 consecutive rows (from a multiple of 8) at one logical chunk —
+ * reads 8 distinct 16-byte bank groups (32 banks = 8 groups), i.e. without bank conflicts.
+ */
+template <int Rows, int Chunks>
+constexpr bool ldmatrix_phases_conflict_free() {
+  for (int row0 = 0; row0 < Rows; row0 += 8) {
+    for (int chunk = 0; chunk < Chunks; chunk++) {
+      int groups = 0;
+      for (int row = row0; row < row0 + 8; row++) groups |= 1 << ((row * Chunks + swizzled_chunk<Chunks>(row, chunk)) % 8);
+      if (groups != 0xff) return false;
+    }
+  }
+  return true;
+}
+
 template <int Rows, int Chunks>
 struct SwizzledTile {
   static_assert(Chunks == 4 || Chunks % 8 == 0, "rows are 4 chunks (32 elements) or a multiple of 8 chunks");
+  static_assert(ldmatrix_phases_conflict_free<Rows, Chunks>(), "the swizzle must spread each ldmatrix phase over all 8 bank groups");
   /** Element offset of (row, chunk · 8). */
-  __device__ __forceinline__ static int offset(int row, int chunk) {
-    const int swizzled = Chunks == 4 ? chunk ^ ((row >> 1) & 3) : chunk ^ (row & 7);
-    return (row * Chunks + swizzled) * 8;
-  }
+  __device__ __forceinline__ static int offset(int row, int chunk) { return (row * Chunks + swizzled_chunk<Chunks>(row, chunk)) * 8; }
 };
 
 /**
