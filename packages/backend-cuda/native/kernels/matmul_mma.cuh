@@ -191,6 +191,16 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   // ldmatrix row addressing: lane l serves row l % 8 of matrix l / 8.
   const int matrix = lane / 8;
   const int matrix_row = lane % 8;
+  // A fragment i (rows warp_row + 16i …) at `depth` of the stage at stage_a.
+  const T* stage_a = nullptr;
+  const auto load_a = [&](std::uint32_t(&left)[4], int i, int depth) {
+    const int row = warp_row + i * 16;
+    if (transpose_a) {  // rows are k: matrix q covers m + (q % 2)·8, k + (q / 2)·8, transposed
+      ptx::ldmatrix_x4_trans(left, stage_a + TileAm::offset(depth + (matrix / 2) * 8 + matrix_row, (row + (matrix % 2) * 8) / 8));
+    } else {  // rows are m: lanes 0–15 rows 0–15 at k, lanes 16–31 at k + 8
+      ptx::ldmatrix_x4(left, stage_a + TileAk::offset(row + lane % 16, (depth + (lane / 16) * 8) / 8));
+    }
+  };
   for (Index batch_index = blockIdx.z; batch_index < batch; batch_index += gridDim.z) {
     const T* matrix_a = a + batch_index * batch_stride_a;
     const T* matrix_b = b + batch_index * batch_stride_b;
@@ -224,11 +234,11 @@ KILN_UNROLL
       if (ahead < k_tiles) copy_tile(ahead, static_cast<int>(ahead % kStages));
       ptx::cp_async_commit();
       const int stage = static_cast<int>(tile % kStages);
-      const T* stage_a = stages_a + stage * Tile::kStageA;
+      stage_a = stages_a + stage * Tile::kStageA;
       const T* stage_b = stages_b + stage * Tile::kStageB;
 KILN_UNROLL
       for (int depth = 0; depth < kDepth; depth += 16) {
-        // Every B fragment of the step, then one A fragment at a time (fewer live registers).
+        // Every B fragment of the step, then the A fragments (fewer live registers than all at once).
         std::uint32_t right[kFragmentsN][2];
 KILN_UNROLL
         for (int pair = 0; pair < kFragmentsN / 2; pair++) {
@@ -244,17 +254,14 @@ KILN_UNROLL
           right[2 * pair + 1][0] = loaded[2];
           right[2 * pair + 1][1] = loaded[3];
         }
+        // A fragments two at a time: the next one loads while the current one's products issue.
+        std::uint32_t left[2][4];
+        load_a(left[0], 0, depth);
 KILN_UNROLL
         for (int i = 0; i < kFragmentsM; i++) {
-          const int row = warp_row + i * 16;
-          std::uint32_t left[4];
-          if (transpose_a) {  // rows are k: matrix q covers m + (q % 2)·8, k + (q / 2)·8, transposed
-            ptx::ldmatrix_x4_trans(left, stage_a + TileAm::offset(depth + (matrix / 2) * 8 + matrix_row, (row + (matrix % 2) * 8) / 8));
-          } else {  // rows are m: lanes 0–15 rows 0–15 at k, lanes 16–31 at k + 8
-            ptx::ldmatrix_x4(left, stage_a + TileAk::offset(row + lane % 16, (depth + (lane / 16) * 8) / 8));
-          }
+          if (i + 1 < kFragmentsM) load_a(left[(i + 1) % 2], i + 1, depth);
 KILN_UNROLL
-          for (int j = 0; j < kFragmentsN; j++) mma<T>(sums[i][j], left, right[j]);
+          for (int j = 0; j < kFragmentsN; j++) mma<T>(sums[i][j], left[i % 2], right[j]);
         }
       }
     }
