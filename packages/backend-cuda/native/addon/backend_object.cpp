@@ -22,6 +22,11 @@ void BackendObject::Register(Napi::Env env, Napi::Object exports) {
           InstanceMethod<&BackendObject::EmptyCache>("emptyCache"),
           InstanceMethod<&BackendObject::DeviceInfo>("deviceInfo"),
           InstanceMethod<&BackendObject::Dispose>("dispose"),
+          InstanceMethod<&BackendObject::CaptureBegin>("captureBegin"),
+          InstanceMethod<&BackendObject::CaptureEnd>("captureEnd"),
+          InstanceMethod<&BackendObject::CaptureAbort>("captureAbort"),
+          InstanceMethod<&BackendObject::GraphReplay>("graphReplay"),
+          InstanceMethod<&BackendObject::GraphDestroy>("graphDestroy"),
           InstanceMethod<&BackendObject::Unary>("unary"),
           InstanceMethod<&BackendObject::Binary>("binary"),
           InstanceMethod<&BackendObject::Where>("where"),
@@ -188,6 +193,7 @@ Napi::Value BackendObject::Upload(const Napi::CallbackInfo& info) {
   return guarded(info.Env(), [&]() -> Napi::Value {
     expect_arguments(info, 2, "upload");
     DeviceContext& device = context();
+    device.refuse_in_capture("upload");
     BufferRecord& record = find_buffer(buffers_, info[0], "upload: buffer");
     if (!info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
       throw_invalid("upload: data must be a Uint8Array");
@@ -211,7 +217,7 @@ Napi::Value BackendObject::Upload(const Napi::CallbackInfo& info) {
 Napi::Value BackendObject::Download(const Napi::CallbackInfo& info) {
   return guarded(info.Env(), [&]() -> Napi::Value {
     expect_arguments(info, 1, "download");
-    context();
+    context().refuse_in_capture("download");
     BufferRecord& record = find_buffer(buffers_, info[0], "download: buffer");
     auto* worker = new DownloadWorker(info.Env(), context_, true, "download");
     try {
@@ -227,7 +233,7 @@ Napi::Value BackendObject::Download(const Napi::CallbackInfo& info) {
 
 Napi::Value BackendObject::Synchronize(const Napi::CallbackInfo& info) {
   return guarded(info.Env(), [&]() -> Napi::Value {
-    context();
+    context().refuse_in_capture("synchronize");
     auto* worker = new DownloadWorker(info.Env(), context_, false, "synchronize");
     try {
       worker->start(nullptr, 0);
@@ -298,7 +304,9 @@ Napi::Value BackendObject::ProfileStop(const Napi::CallbackInfo& info) {
 
 Napi::Value BackendObject::EmptyCache(const Napi::CallbackInfo& info) {
   return guarded(info.Env(), [&]() -> Napi::Value {
-    context().allocator().empty_cache();
+    DeviceContext& device = context();
+    device.refuse_in_capture("emptyCache");
+    device.allocator().empty_cache();
     return info.Env().Undefined();
   });
 }

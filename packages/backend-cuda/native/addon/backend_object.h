@@ -38,6 +38,12 @@ class BackendObject : public Napi::ObjectWrap<BackendObject> {
   Napi::Value EmptyCache(const Napi::CallbackInfo& info);
   Napi::Value DeviceInfo(const Napi::CallbackInfo& info);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
+  // CUDA graphs of a captured step (graph_methods.cpp)
+  Napi::Value CaptureBegin(const Napi::CallbackInfo& info);
+  Napi::Value CaptureEnd(const Napi::CallbackInfo& info);
+  Napi::Value CaptureAbort(const Napi::CallbackInfo& info);
+  Napi::Value GraphReplay(const Napi::CallbackInfo& info);
+  Napi::Value GraphDestroy(const Napi::CallbackInfo& info);
   // primitives (kernel_methods.cpp)
   Napi::Value Unary(const Napi::CallbackInfo& info);
   Napi::Value Binary(const Napi::CallbackInfo& info);

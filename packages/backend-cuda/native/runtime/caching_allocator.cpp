@@ -22,7 +22,46 @@ std::string format_bytes(std::size_t bytes) {
 
 }  // namespace
 
-CachingAllocator::~CachingAllocator() { empty_cache(); }
+CachingAllocator::~CachingAllocator() {
+  for (auto& [pool, lists] : pool_free_) {
+    for (auto& [class_bytes, blocks] : lists) {
+      for (void* block : blocks) cudaFree(block);
+    }
+  }
+  empty_cache();
+}
+
+void* CachingAllocator::take_for_capture(std::size_t wanted) {
+  auto& own = pool_free_[capture_pool_][wanted];
+  void* pointer = nullptr;
+  if (!own.empty()) {
+    pointer = own.back();
+    own.pop_back();
+  } else {
+    auto found = free_lists_.find(wanted);
+    if (found == free_lists_.end() || found->second.empty()) return nullptr;
+    pointer = found->second.back();
+    found->second.pop_back();
+    pool_owner_[pointer] = capture_pool_;
+  }
+  stats_.cached_bytes -= wanted;
+  return pointer;
+}
+
+void CachingAllocator::release_pool(int pool) {
+  auto lists = pool_free_.find(pool);
+  if (lists != pool_free_.end()) {
+    for (auto& [class_bytes, blocks] : lists->second) {
+      auto& general = free_lists_[class_bytes];
+      general.insert(general.end(), blocks.begin(), blocks.end());
+    }
+    pool_free_.erase(lists);
+  }
+  for (auto it = pool_owner_.begin(); it != pool_owner_.end();) {
+    if (it->second == pool) it = pool_owner_.erase(it);
+    else ++it;
+  }
+}
 
 std::size_t CachingAllocator::size_class(std::size_t bytes) {
   if (bytes <= kSmallestClass) return kSmallestClass;
@@ -53,7 +92,16 @@ void* CachingAllocator::allocate(std::size_t bytes, std::size_t* class_bytes) {
   const std::size_t wanted = size_class(bytes);
   void* pointer = nullptr;
   auto found = free_lists_.find(wanted);
-  if (found != free_lists_.end() && !found->second.empty()) {
+  if (capture_pool_ != 0) {
+    // cudaMalloc is not stream-ordered: a capture is served from the cache or not at all.
+    pointer = take_for_capture(wanted);
+    if (pointer == nullptr) {
+      throw NativeError(ErrorKind::kDevice,
+                        "cuda backend: graph capture: no cached block for an allocation of " + std::to_string(bytes) +
+                            " bytes (the captured step allocates memory the eager warm-up step did not leave in the cache)",
+                        "Run the step eagerly once more before capturing, or turn CUDA graphs off (cudaGraph: off).");
+    }
+  } else if (found != free_lists_.end() && !found->second.empty()) {
     pointer = found->second.back();
     found->second.pop_back();
     stats_.cached_bytes -= wanted;
@@ -98,6 +146,13 @@ void CachingAllocator::release(void* pointer, std::size_t bytes, std::size_t cla
   if (pointer == nullptr) return;
   stats_.reserved_bytes -= class_bytes;
   stats_.cached_bytes += class_bytes;
+  if (!pool_owner_.empty()) {
+    auto owner = pool_owner_.find(pointer);
+    if (owner != pool_owner_.end()) {
+      pool_free_[owner->second][class_bytes].push_back(pointer);
+      return;
+    }
+  }
   free_lists_[class_bytes].push_back(pointer);
 }
 

@@ -7,6 +7,13 @@
 // returned to the device and the allocation is tried once more before OutOfMemory is thrown.
 // Single stream per backend: a block freed while queued kernels still use it is only reused by
 // work queued later on the same stream, so no event is needed.
+//
+// Graph capture (DeviceContext::begin_capture): between begin_capture(pool) and end_capture() a
+// request is served from cached blocks only — the pool's own free blocks first, then the general
+// cache — and never by cudaMalloc (a miss throws, and the capture falls back to eager). Every
+// block handed out during a capture belongs to that graph's pool for as long as the graph lives:
+// freeing it (during the capture or after) returns it to the pool, never to the general cache, so
+// eager work can never reuse memory a replay writes. release_pool() ends that when the graph goes.
 #pragma once
 
 #include <cstddef>
@@ -57,12 +64,28 @@ class CachingAllocator {
   /** Current counters. */
   AllocatorStats stats() const { return stats_; }
 
+  /** Serves requests for graph pool `pool` (> 0) from cached blocks only, until end_capture(). */
+  void begin_capture(int pool) { capture_pool_ = pool; }
+  /** Back to ordinary allocation. */
+  void end_capture() { capture_pool_ = 0; }
+  /** The pool of the capture in progress, or 0. */
+  int capture_pool() const { return capture_pool_; }
+  /** Gives pool `pool`'s free blocks to the general cache; its live blocks become ordinary ones (their graph was destroyed). */
+  void release_pool(int pool);
+
  private:
   void* device_malloc(std::size_t class_bytes);
+  /** A cached block of class `wanted` for the capture in progress, or nullptr. */
+  void* take_for_capture(std::size_t wanted);
 
   std::size_t limit_bytes_;
   AllocatorStats stats_;
   std::unordered_map<std::size_t, std::vector<void*>> free_lists_;
+  int capture_pool_ = 0;
+  /** Blocks owned by a graph pool: pointer → pool. */
+  std::unordered_map<void*, int> pool_owner_;
+  /** Free blocks of each graph pool, by size class. */
+  std::unordered_map<int, std::unordered_map<std::size_t, std::vector<void*>>> pool_free_;
 };
 
 }  // namespace kiln
