@@ -7,7 +7,7 @@
  * MetalBackend); messages start "<backend> backend: ".
  */
 import type {
-  AdamWMultiParams, AdamWParams, AttentionParams, BinaryOp, BufferHandle, Capabilities, KernelBackend, MatmulParams, MemoryInfo,
+  AdamWMultiParams, AdamWParams, AttentionLayout, AttentionParams, BinaryOp, BufferHandle, Capabilities, KernelBackend, MatmulParams, MemoryInfo,
   RandomDistribution, ReduceOp, StridedView, TensorRef, UnaryOp,
 } from '../backend/kernel-backend.js';
 import { DTypeError, InvalidArgumentError, KERNEL_API_VERSION, composedKernels, formatShape } from '../index.js';
@@ -388,7 +388,7 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
   /** Flash attention forward: out and the f32 row log-sum-exp lse. Head dims above the kernels' limit run core's composition on this backend. */
   attention(q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null, out: TensorRef, lse: TensorRef, params: AttentionParams): void {
     this.ensureOpen('attention');
-    const call = checkAttentionInputs(this.checks, this.parts.attentionGrid, this, 'attention', q, k, v, mask, params);
+    const call = checkAttentionInputs(this.checks, this.parts.attentionGrid, this, 'attention', q, k, v, mask, params, this.attentionLayouts());
     const output = checkAttentionLike(this.checks, out, call.q, this, 'attention', 'out');
     const rowLse = checkAttentionLse(this.checks, lse, call, this, 'attention');
     if (call.headDim > this.parts.flashAttentionMaxHeadDim) {
@@ -408,7 +408,7 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
   ): void {
     const kernel = 'attentionBackward';
     this.ensureOpen(kernel);
-    const call = checkAttentionInputs(this.checks, this.parts.attentionGrid, this, kernel, q, k, v, mask, params);
+    const call = checkAttentionInputs(this.checks, this.parts.attentionGrid, this, kernel, q, k, v, mask, params, this.attentionLayouts());
     const [output, outputGradient, queryGradient] = ([['out', out], ['dOut', dOut], ['dq', dq]] as const)
       .map(([role, ref]) => checkAttentionLike(this.checks, ref, call.q, this, kernel, role));
     const [keyGradient, valueGradient] = ([['dk', dk], ['dv', dv]] as const).map(([role, ref]) => checkAttentionLike(this.checks, ref, call.k, this, kernel, role));
@@ -421,6 +421,11 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
       call.q.native, call.k.native, call.v.native, call.mask?.native ?? null, output.native, rowLse.native, outputGradient.native,
       queryGradient.native, keyGradient.native, valueGradient.native, call.params,
     ));
+  }
+
+  /** The layouts the native attention kernels read (capabilities.attentionLayouts, default heads-major only). */
+  private attentionLayouts(): readonly AttentionLayout[] {
+    return this.capabilities.attentionLayouts ?? ['heads-major'];
   }
 
   /** A where operand: a view of out's shape (and out's dtype where the backend needs it). */

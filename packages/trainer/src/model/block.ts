@@ -8,7 +8,7 @@
  */
 import { add, gelu, layerNorm, permute, reshape, rmsNorm, split, swiglu, tidy, type Tensor } from '@kiln/core';
 import type { ModelConfig } from '../contracts.js';
-import { causalAttention, maskedAttention, type AttentionKind } from './attention.js';
+import { causalAttention, maskedAttention, tokensMajorCausalAttention, type AttentionKind } from './attention.js';
 import { headDimension } from './config.js';
 import type { ModelFamily } from './families/family.js';
 import { familyOf } from './families/registry.js';
@@ -103,6 +103,12 @@ function attentionScale(config: ModelConfig, layer: number): number {
   return architecture?.scaleAttentionByInverseLayer ? base / (layer + 1) : base;
 }
 
+/** [B, T, heads·hd] → [B, T, heads, hd] (no copy). */
+function tokensMajorHeads(x: Tensor, heads: number, width: number): Tensor {
+  const [batch, length] = x.shape;
+  return reshape(x, [batch, length, heads, width]);
+}
+
 function selfAttention(x: Tensor, weights: LayerWeights, layer: number, context: BlockContext): Tensor {
   const { config } = context;
   const width = headDimension(config);
@@ -110,15 +116,24 @@ function selfAttention(x: Tensor, weights: LayerWeights, layer: number, context:
   let [query, key, value] = 'fused' in weights.attention
     ? split(linear(input, weights.attention.fused, context), [config.nHead * width, config.nKvHead * width, config.nKvHead * width], -1)
     : [linear(input, weights.attention.query, context), linear(input, weights.attention.key, context), linear(input, weights.attention.value, context)];
+  const rotary = familyOf(config).modelModules(config).positionEmbedding === undefined;
+  const scale = attentionScale(config, layer);
+  // Flash attention without rope or KV cache reads the projections as [B, T, H, hd]: no head permutes
+  // (core permutes itself on backends whose kernels read only [B, H, T, hd]). Rope, the cache and the naive path stay heads-major.
+  if (context.attention === 'flash' && !context.cache && !rotary) {
+    const attended = tokensMajorCausalAttention(
+      tokensMajorHeads(query, config.nHead, width), tokensMajorHeads(key, config.nKvHead, width), tokensMajorHeads(value, config.nKvHead, width), scale,
+    );
+    return toDType(linear(reshape(attended, [attended.shape[0], attended.shape[1], config.nHead * width]), weights.output, context), 'f32');
+  }
   query = splitHeads(query, config.nHead, width);
   key = splitHeads(key, config.nKvHead, width);
   value = splitHeads(value, config.nKvHead, width);
   // Families with learned positions added them to the embeddings; the others rotate q and k.
-  if (familyOf(config).modelModules(config).positionEmbedding === undefined) {
+  if (rotary) {
     query = applyRotary(query, config, context.positionOffset);
     key = applyRotary(key, config, context.positionOffset);
   }
-  const scale = attentionScale(config, layer);
   let attended: Tensor;
   if (context.cache) {
     const cached = context.cache.append(layer, key, value);
