@@ -5,7 +5,8 @@
  * rows with no key: out 0, lse −Inf), D not a power of 2, a scale far from 1/√D, and keys whose
  * scores rise along the sequence past 257 keys, so the running max of an online (flash) softmax
  * grows from one key block to the next (blocks of 64, 96 or 128 keys) and a missing rescale shows.
- * Tokens-major geometries (q, k, v, out and gradients [B, T, H, D]) run natively on backends whose
+ * Tokens-major geometries (q, k, v, out and gradients [B, T, H, D]; one with D = 160, above the
+ * CUDA kernels' limit, where the backend runs core's composition) run natively on backends whose
  * capabilities.attentionLayouts lists 'tokens-major'; elsewhere the native case is skipped (core
  * permutes to heads-major for them) and core's composition runs the layout on the backend.
  */
@@ -66,7 +67,7 @@ const GEOMETRIES: AttentionGeometry[] = [
   { batch: 1, headsQ: 4, headsKV: 2, lengthQ: 33, lengthK: 65, headDim: 24, causal: false, mask: 'square', full: true },
 ];
 
-/** Tokens-major geometries: GQA, causal with Tq ≠ Tk both ways past one key block, masks, D not a power of 2, batch > 1. */
+/** Tokens-major geometries: GQA, causal with Tq ≠ Tk both ways past one key block, masks, D not a power of 2 or above 128, batch > 1. */
 const TOKENS_MAJOR_GEOMETRIES: AttentionGeometry[] = ([
   { batch: 2, headsQ: 2, headsKV: 2, lengthQ: 5, lengthK: 5, headDim: 8, causal: true },
   { batch: 2, headsQ: 4, headsKV: 2, lengthQ: 7, lengthK: 7, headDim: 16, causal: true },
@@ -77,6 +78,8 @@ const TOKENS_MAJOR_GEOMETRIES: AttentionGeometry[] = ([
   { batch: 2, headsQ: 2, headsKV: 2, lengthQ: 4, lengthK: 6, headDim: 8, causal: true, mask: 'padding' },
   { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 3, lengthK: 257, headDim: 8, causal: false, keys: 'rising' },
   { batch: 2, headsQ: 3, headsKV: 3, lengthQ: 130, lengthK: 130, headDim: 64, causal: true, full: true },
+  // Above the flash kernels' head-dim limit (128 on CUDA): native backends run core's composition, in this layout.
+  { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 3, lengthK: 5, headDim: 160, causal: true },
 ] as const satisfies readonly AttentionGeometry[]).map((geometry) => ({ ...geometry, layout: 'tokens-major' as const }));
 
 /** The geometry in a case id, e.g. 'B=1,Hq=4,Hkv=2,Tq=1,Tk=17,D=8,causal'. */
