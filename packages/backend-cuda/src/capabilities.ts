@@ -30,6 +30,8 @@ export function cudaCapabilities(device: DeviceInfo, matmul: CudaMatmulPath): Cu
     flashAttention: true,
     // kernels/attention_*.cu take either layout through strides (tokens-major saves the trainer's head permutes).
     attentionLayouts: ['heads-major', 'tokens-major'],
+    // kernels/rope.cu too, so rope families keep q and k tokens-major from the projection to attention.
+    ropeLayouts: ['heads-major', 'tokens-major'],
     // gather, scatterAdd and crossEntropy(Backward) check every index in the kernel and report through the device error flag.
     checksIndices: true,
     // Fixed reduction orders and no float atomics in kiln's kernels; cuBLAS without atomics on one stream (docs/backend-cuda.md).

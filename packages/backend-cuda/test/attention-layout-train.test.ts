@@ -1,12 +1,13 @@
-// The GPT-2 fixture model (learned positions, fused c_attn; the trainer's test/fixtures/hf/gpt2)
-// on the simulated CUDA backend, one forward + backward with flash attention, run twice: as is
-// (the trainer hands attention [B, T, H, D] tensors and the kernels read them tokens-major) and
-// through a view of the backend that hides 'tokens-major' (core permutes to heads-major, as
-// before). The loss and every gradient must be bit-identical: both runs do the same arithmetic
-// in the same order, only the addresses differ. The permute copies per step are counted and
-// printed: 4 per layer forward and 4 backward are gone.
+// Two models on the simulated CUDA backend — the GPT-2 fixture (learned positions, fused c_attn;
+// the trainer's test/fixtures/hf/gpt2) and the tiny Llama preset (rope, separate q/k/v) — one
+// forward + backward with flash attention each, run twice: as is (the trainer hands rope and
+// attention [B, T, H, D] tensors and the kernels read them tokens-major) and through a view of
+// the backend that hides 'tokens-major' (the trainer stays heads-major and permutes, as before).
+// The loss and every gradient must be bit-identical: both runs do the same arithmetic in the same
+// order, only the addresses differ. The permute copies per step are counted and printed: 4 per
+// layer forward and 4 backward are gone.
 import { backward, crossEntropy, slice, tensor, tidy, type KernelBackend } from '@kiln/core';
-import { loadModelDirectory } from '@kiln/trainer';
+import { createLlamaModel, loadModelDirectory, MODEL_PRESETS, type DecoderModel } from '@kiln/trainer';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { HF_FIXTURES } from '../../trainer/test/hf-fixtures.js';
@@ -21,7 +22,7 @@ function countingView(backend: KernelBackend, hideTokensMajor: boolean): { view:
   const launches = new Map<string, number>();
   const view = new Proxy(backend, {
     get(target, property) {
-      if (property === 'capabilities' && hideTokensMajor) return { ...target.capabilities, attentionLayouts: ['heads-major'] };
+      if (property === 'capabilities' && hideTokensMajor) return { ...target.capabilities, attentionLayouts: ['heads-major'], ropeLayouts: ['heads-major'] };
       const value: unknown = Reflect.get(target, property, target);
       if (typeof value !== 'function') return value;
       return (...args: unknown[]) => {
@@ -33,9 +34,16 @@ function countingView(backend: KernelBackend, hideTokensMajor: boolean): { view:
   return { view, launches };
 }
 
-/** Loss and gradients of one forward + backward of the fixture model on `backend`. */
-async function step(backend: KernelBackend): Promise<{ loss: number; gradients: Map<string, Float32Array> }> {
-  const model = await loadModelDirectory(join(HF_FIXTURES, 'gpt2'), { backend });
+type ModelName = 'gpt2 fixture' | 'tiny llama';
+
+async function createModel(name: ModelName, backend: KernelBackend): Promise<DecoderModel> {
+  if (name === 'gpt2 fixture') return loadModelDirectory(join(HF_FIXTURES, 'gpt2'), { backend });
+  return createLlamaModel(MODEL_PRESETS.tiny.model, { backend, seed: 7 });
+}
+
+/** Loss and gradients of one forward + backward of model `name` on `backend`. */
+async function step(name: ModelName, backend: KernelBackend): Promise<{ loss: number; gradients: Map<string, Float32Array> }> {
+  const model = await createModel(name, backend);
   try {
     const values = Int32Array.from({ length: BATCH * LENGTH }, (_, index) => (index * 37 + 11) % model.config.vocabSize);
     const ids = tensor(values, [BATCH, LENGTH], { dtype: 'i32', backend });
@@ -44,7 +52,7 @@ async function step(backend: KernelBackend): Promise<{ loss: number; gradients: 
     const loss = tidy(() => crossEntropy(slice(logits, [0, 0, 0], [BATCH, LENGTH - 1, vocab]), slice(ids, [0, 1], [BATCH, LENGTH - 1])));
     backward(loss);
     const gradients = new Map<string, Float32Array>();
-    for (const [name, parameter] of model.parameters) gradients.set(name, (await parameter.grad!.data()) as Float32Array);
+    for (const [parameterName, parameter] of model.parameters) gradients.set(parameterName, (await parameter.grad!.data()) as Float32Array);
     const result = { loss: (await loss.data())[0], gradients };
     for (const tensor of [logits, loss, ids]) tensor.dispose();
     return result;
@@ -57,16 +65,18 @@ describe.skipIf(skipReason !== undefined)(`tokens-major attention in a training 
   const backend = createSimulatedCudaBackend();
   afterAll(() => backend.dispose());
 
-  it('gives the same loss and gradients, bit for bit, as core permuting to heads-major, without the permute copies', async () => {
+  it.each(['gpt2 fixture', 'tiny llama'] as const)('%s: the same loss and gradients, bit for bit, as heads-major with permutes, without the permute copies', async (name) => {
     const permuted = countingView(backend, true);
     const direct = countingView(backend, false);
-    const expected = await step(permuted.view);
-    const got = await step(direct.view);
+    const expected = await step(name, permuted.view);
+    const got = await step(name, direct.view);
     expect(got.loss).toBe(expected.loss);
     expect([...got.gradients.keys()]).toEqual([...expected.gradients.keys()]);
-    for (const [name, gradient] of got.gradients) expect(Buffer.from(gradient.buffer).equals(Buffer.from(expected.gradients.get(name)!.buffer)), name).toBe(true);
+    for (const [parameterName, gradient] of got.gradients) {
+      expect(Buffer.from(gradient.buffer).equals(Buffer.from(expected.gradients.get(parameterName)!.buffer)), parameterName).toBe(true);
+    }
     const copies = (launches: Map<string, number>): number => launches.get('copy') ?? 0;
-    console.log(`copy launches per step (gpt2 fixture, ${LAYERS} layers): heads-major ${copies(permuted.launches)}, tokens-major ${copies(direct.launches)}; casts ${permuted.launches.get('cast') ?? 0} → ${direct.launches.get('cast') ?? 0}`);
+    console.log(`copy launches per step (${name}, ${LAYERS} layers): heads-major ${copies(permuted.launches)}, tokens-major ${copies(direct.launches)}; casts ${permuted.launches.get('cast') ?? 0} → ${direct.launches.get('cast') ?? 0}`);
     // q, k, v in and the result out, forward and backward: 8 permute copies per layer.
     expect(copies(permuted.launches) - copies(direct.launches)).toBe(8 * LAYERS);
   }, 300_000);

@@ -1,8 +1,8 @@
 // core's attention op with layout 'tokens-major' ([B, T, H, D]) must give exactly the heads-major
 // result (and gradients) permuted, on all three paths the op can take: the backend's kernels read
 // the layout (the reference lists it), the backend reads only heads-major (core permutes), and
-// the backend has no attention kernel (core's composition reads the layout itself). Only the
-// first and last run without core's permute copies.
+// the backend has no attention kernel (core permutes and composes). Only the first runs without
+// core's permute copies.
 import { afterEach, describe, expect, it } from 'vitest';
 import * as kiln from '@kiln/core';
 import type { KernelBackend, StridedView, Tensor } from '@kiln/core';
@@ -70,7 +70,7 @@ describe.each(['kernel reads tokens-major', 'core permutes', 'composition'] as c
     const copies = setup.copies() - before;
     got.forEach((values, index) => expect(Array.from(values), ['out', 'dq', 'dk', 'dv'][index]).toEqual(Array.from(expected[index])));
     // Core's permutes: q, k, v and the result forward, their gradients backward (8); none when the backend or composition reads the layout.
-    if (path === 'core permutes') expect(copies).toBe(8);
+    if (path !== 'kernel reads tokens-major') expect(copies).toBe(8);
     if (path === 'kernel reads tokens-major') expect(copies).toBe(0);
   });
 });
@@ -83,5 +83,30 @@ describe('attention layout checks', () => {
     expect(() => kiln.attention(q, k, k, { layout: 'rows' as never })).toThrow(/layout/);
     expect(() => kiln.attention(q, k, k, { layout: 'tokens-major' })).toThrow(/query heads \(3\) must be a multiple of key\/value heads \(2\).*tokens-major/);
     for (const tensor of [q, k]) tensor.dispose();
+  });
+});
+
+describe.each(['kernel reads tokens-major', 'core permutes', 'composition'] as const)('rope layout tokens-major (%s)', (path) => {
+  it('equals the heads-major op on the permuted input bit for bit, gradient included', () => {
+    const setup = backendFor(path);
+    const base = setup.backend;
+    const backend: KernelBackend = path === 'core permutes' ? { ...base, capabilities: { ...base.capabilities, ropeLayouts: ['heads-major'] } } : base;
+    kiln.setBackend(backend);
+    const run = (layout: 'heads-major' | 'tokens-major'): Float32Array[] => {
+      const x = kiln.tensor(uniform(BATCH * LENGTH_Q * HEADS_Q * DIM, 6), [BATCH, LENGTH_Q, HEADS_Q, DIM]).requireGrad();
+      const weights = kiln.tensor(uniform(BATCH * LENGTH_Q * HEADS_Q * DIM, 7), [BATCH, LENGTH_Q, HEADS_Q, DIM]);
+      const out = kiln.tidy(() => (layout === 'tokens-major'
+        ? kiln.rope(x, { offset: 3, theta: 500, layout })
+        : kiln.permute(kiln.rope(kiln.permute(x, SWAP), { offset: 3, theta: 500 }), SWAP)));
+      const loss = kiln.tidy(() => kiln.sum(kiln.mul(out, weights)));
+      kiln.backward(loss);
+      const results = [out.dataSync() as Float32Array, x.grad!.dataSync() as Float32Array];
+      for (const tensor of [x.grad!, x, weights, out, loss]) tensor.dispose();
+      return results;
+    };
+    const expected = run('heads-major');
+    const got = run('tokens-major');
+    got.forEach((values, index) => expect(Array.from(values), ['out', 'dx'][index]).toEqual(Array.from(expected[index])));
+    expect(backend.memory().bufferCount, 'leaked buffers').toBe(0);
   });
 });

@@ -10,7 +10,7 @@ import type {
   AdamWMultiParams, AdamWParams, AttentionLayout, AttentionParams, BinaryOp, BufferHandle, Capabilities, KernelBackend, MatmulParams, MemoryInfo,
   RandomDistribution, ReduceOp, StridedView, TensorRef, UnaryOp,
 } from '../backend/kernel-backend.js';
-import { DTypeError, InvalidArgumentError, KERNEL_API_VERSION, composedKernels, formatShape } from '../index.js';
+import { DTypeError, InvalidArgumentError, KERNEL_API_VERSION, ShapeError, composedKernels, formatShape } from '../index.js';
 import type { CheckedTensor, NativeArgumentChecks } from './argument-checks.js';
 import { checkAttentionInputs, checkAttentionLike, checkAttentionLse, type AttentionGrid } from './attention-checks.js';
 import { BINARY_CODE, I32_BINARY, I32_UNARY, REDUCE_CODE, UNARY_CODE } from './codes.js';
@@ -336,9 +336,20 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
   }
 
   /** Rotary embedding (half-split) on x [B, H, T, D] at positions offset…; inverse = the backward. */
-  rope(x: TensorRef, out: TensorRef, offset: number, theta: number, inverse: boolean): void {
+  rope(x: TensorRef, out: TensorRef, offset: number, theta: number, inverse: boolean, layout?: AttentionLayout): void {
     this.ensureOpen('rope');
-    this.fused.rope(x, out, offset, theta, inverse);
+    if (layout === undefined || layout === 'heads-major') {
+      this.fused.rope(x, out, offset, theta, inverse);
+      return;
+    }
+    const layouts = this.capabilities.ropeLayouts ?? ['heads-major'];
+    if (layout !== 'tokens-major' || !layouts.includes(layout)) {
+      throw new InvalidArgumentError(`${this.name} backend: rope: layout must be one of ${layouts.join(', ')} (capabilities.ropeLayouts), got ${String(layout)}`, {
+        hint: 'Call core\'s rope op, which permutes to a layout the backend reads.',
+      });
+    }
+    if (x.shape.length !== 4) throw new ShapeError(`${this.name} backend: rope: tokens-major x must be [B, T, H, D], got ${formatShape(x.shape)}`);
+    this.fused.rope(x, out, offset, theta, inverse, true);
   }
 
   /** out = silu(gate) · up. */

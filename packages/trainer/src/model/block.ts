@@ -6,7 +6,7 @@
  * MLP is SwiGLU or GELU. The residual stream and the norms stay f32; the matmuls, rope,
  * attention and activations run in the compute dtype. Every projection goes through `linear`.
  */
-import { add, gelu, layerNorm, permute, reshape, rmsNorm, split, swiglu, tidy, type Tensor } from '@kiln/core';
+import { add, backendReadsAttentionLayout, gelu, layerNorm, permute, reshape, rmsNorm, split, swiglu, tidy, type Tensor } from '@kiln/core';
 import type { ModelConfig } from '../contracts.js';
 import { causalAttention, maskedAttention, tokensMajorCausalAttention, type AttentionKind } from './attention.js';
 import { headDimension } from './config.js';
@@ -14,7 +14,7 @@ import type { ModelFamily } from './families/family.js';
 import { familyOf } from './families/registry.js';
 import type { KvCache } from './kv-cache.js';
 import { linear, toDType, type LinearContext, type LinearWeights } from './linear.js';
-import { applyRotary } from './rotary.js';
+import { applyRotary, rotaryReadsTokensMajor } from './rotary.js';
 
 export { linear, toDType, type LinearContext, type LinearWeights } from './linear.js';
 
@@ -118,12 +118,18 @@ function selfAttention(x: Tensor, weights: LayerWeights, layer: number, context:
     : [linear(input, weights.attention.query, context), linear(input, weights.attention.key, context), linear(input, weights.attention.value, context)];
   const rotary = familyOf(config).modelModules(config).positionEmbedding === undefined;
   const scale = attentionScale(config, layer);
-  // Flash attention without rope or KV cache reads the projections as [B, T, H, hd]: no head permutes
-  // (core permutes itself on backends whose kernels read only [B, H, T, hd]). Rope, the cache and the naive path stay heads-major.
-  if (context.attention === 'flash' && !context.cache && !rotary) {
-    const attended = tokensMajorCausalAttention(
-      tokensMajorHeads(query, config.nHead, width), tokensMajorHeads(key, config.nKvHead, width), tokensMajorHeads(value, config.nKvHead, width), scale,
-    );
+  // Flash attention without KV cache reads the projections as [B, T, H, hd] where the backend's attention (and rope,
+  // for rope families) read that layout: no head permutes. Elsewhere, the cache and the naive path stay heads-major.
+  const backend = query.backend;
+  const tokensMajor = context.attention === 'flash' && !context.cache && backendReadsAttentionLayout(backend, 'tokens-major') &&
+    (!rotary || rotaryReadsTokensMajor(config, backend));
+  if (tokensMajor) {
+    let [tokensQuery, tokensKey] = [tokensMajorHeads(query, config.nHead, width), tokensMajorHeads(key, config.nKvHead, width)];
+    if (rotary) {
+      tokensQuery = applyRotary(tokensQuery, config, context.positionOffset, 'tokens-major');
+      tokensKey = applyRotary(tokensKey, config, context.positionOffset, 'tokens-major');
+    }
+    const attended = tokensMajorCausalAttention(tokensQuery, tokensKey, tokensMajorHeads(value, config.nKvHead, width), scale);
     return toDType(linear(reshape(attended, [attended.shape[0], attended.shape[1], config.nHead * width]), weights.output, context), 'f32');
   }
   query = splitHeads(query, config.nHead, width);

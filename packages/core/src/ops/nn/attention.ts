@@ -1,9 +1,9 @@
 /**
  * Scaled-dot-product attention: causal, additive mask, grouped-query heads, Tq ≠ Tk (KV cache),
  * in either AttentionLayout. This op is the one place that decides how a tokens-major call runs:
- * on the backend's kernels when capabilities.attentionLayouts lists 'tokens-major' (or when the
- * backend has no attention kernel, so core's composition, which reads both layouts, runs), else
- * by permuting q, k, v to heads-major and the result back (the copies the layout exists to avoid).
+ * on the backend's kernels when capabilities.attentionLayouts lists 'tokens-major', else by
+ * permuting q, k, v to heads-major and the result back (the copies the layout exists to avoid).
+ * (Core's composition reads both layouts too, for native backends that route some calls to it.)
  */
 import type { AttentionLayout, AttentionParams, KernelBackend, StridedView } from '../../backend/kernel-backend.js';
 import { InvalidArgumentError, ShapeError } from '../../errors.js';
@@ -32,9 +32,14 @@ const LAYOUTS: readonly AttentionLayout[] = ['heads-major', 'tokens-major'];
 /** Swaps the head and token axes of a 4-D tensor (its own inverse). */
 const SWAP_HEADS_AND_TOKENS = [0, 2, 1, 3];
 
-/** True when `backend` runs attention on `layout` without core permuting (its kernels read it, or core's composition runs). */
+/**
+ * True when `backend`'s attention kernels read `layout`, so core runs a call in it without
+ * permuting. A backend without an attention kernel gets false for tokens-major: core's composition
+ * would copy to heads-major itself, more often than core's permutes (its backward copies again).
+ */
 export function backendReadsAttentionLayout(backend: KernelBackend, layout: AttentionLayout): boolean {
-  if (layout === 'heads-major' || backend.attention === undefined) return true;
+  if (layout === 'heads-major') return true;
+  if (backend.attention === undefined) return false;
   return backend.capabilities.attentionLayouts?.includes(layout) ?? false;
 }
 
