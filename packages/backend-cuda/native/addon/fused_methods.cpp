@@ -157,6 +157,8 @@ Napi::Value BackendObject::Rope(const Napi::CallbackInfo& info) {
   return guarded(info.Env(), [&]() -> Napi::Value {
     const char* name = "rope";
     expect_arguments(info, 5, name);
+    // Optional 6th argument: true for tokens-major x [B, T, H, D] (rope.cuh).
+    const bool tokens_major = info.Length() > 5 && !info[5].IsUndefined() && read_boolean(info[5], "rope: tokensMajor");
     DeviceContext& device = context();
     const TensorArgument x = read_tensor(buffers_, info[0], name, "x", false);
     expect_float(x, name, "x");
@@ -171,11 +173,13 @@ Napi::Value BackendObject::Rope(const Napi::CallbackInfo& info) {
     }
     if (!(theta > 0) || !std::isfinite(theta)) throw_invalid("rope: theta must be a positive finite number");
     expect_same_shape(out, x.shape, name, "out");
+    if (tokens_major && rank != 4) throw NativeError(ErrorKind::kShape, "cuda backend: rope: tokens-major x must be [B, T, H, D], got " + describe(x));
     const Index dim = x.shape[rank - 1];
-    const Index positions = x.shape[rank - 2];
+    const Index positions = tokens_major ? x.shape[1] : x.shape[rank - 2];
+    const Index heads = tokens_major ? x.shape[2] : 0;
     const Index rows = positions * dim == 0 ? 0 : x.count / (positions * dim);
-    device.after_launch(launch_rope(device.launch_context(), x.dtype, x.base(), out.base(), rows, positions, dim, static_cast<double>(offset), theta, inverse),
-                        std::string("rope ") + describe(x) + (inverse ? " inverse" : ""));
+    device.after_launch(launch_rope(device.launch_context(), x.dtype, x.base(), out.base(), rows, positions, dim, static_cast<double>(offset), theta, inverse, heads),
+                        std::string("rope ") + describe(x) + (inverse ? " inverse" : "") + (tokens_major ? " tokens-major" : ""));
     return info.Env().Undefined();
   });
 }
