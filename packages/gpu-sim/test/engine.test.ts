@@ -112,8 +112,8 @@ const HOPPER_CHECKS = [
   'TMA 2D box with the 64B swizzle lands at the Swizzle<2,4,3> addresses',
   'TMA 2D box with the 128B swizzle lands at the Swizzle<3,4,3> addresses',
   ...['no', '32B', '64B', '128B'].flatMap((mode) => [
-    `bf16 wgmma m64n32k16 with K-major A and N-major B, ${mode} swizzle, matches the scalar product`,
-    `f16 wgmma m64n32k16 with M-major A and K-major B, ${mode} swizzle, matches the scalar product`,
+    `bf16 wgmma m64n32k16 with K-major A and N-major B, ${mode} swizzle, 3 pipelined groups, matches the scalar product`,
+    `f16 wgmma m64n32k16 with M-major A and K-major B, ${mode} swizzle, 3 pipelined groups, matches the scalar product`,
   ]),
   'a tensor map whose row stride is not a multiple of 16 bytes is refused',
   'a box wider than its swizzle span is refused',

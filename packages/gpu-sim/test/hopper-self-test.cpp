@@ -106,7 +106,7 @@ static std::uint64_t descriptor(std::uint32_t start, std::uint32_t lbo, std::uin
 }
 
 constexpr int kN = 32;
-constexpr int kK = 32;
+constexpr int kK = 48;
 
 /** Where one operand (rows × kK) sits in shared memory and how its boxes were loaded. */
 struct OperandLayout {
@@ -131,9 +131,10 @@ struct OperandLayout {
   }
 };
 
-// 128 threads: thread 0 loads A (64 × kK) and B (kN × kK) by boxes, everyone waits, two k16 steps
-// of wgmma m64n32k16; out [64][kN] from the fragment layout; nan_before[0] = 1 when the
-// accumulators read NaN between commit and wait.
+// 128 threads: thread 0 loads A (64 × kK) and B (kN × kK) by boxes, everyone waits, three k16
+// steps of wgmma m64n32k16, one group each with up to two groups in flight (wait_group 1) as a
+// pipelined kernel keeps them; out [64][kN] from the fragment layout; nan_before[0] = 1 when the
+// accumulators read NaN between the first commit and its wait.
 template <MmaInput Type>
 __global__ void wgmma_kernel(const TensorMap map_a, const TensorMap map_b, OperandLayout layout_a, OperandLayout layout_b, float* out, int* nan_before) {
   GPU_SIM_EXTERN_SHARED(unsigned char, shared);
@@ -161,9 +162,10 @@ __global__ void wgmma_kernel(const TensorMap map_a, const TensorMap map_b, Opera
   for (int step = 0; step < kK / 16; step++) {
     gpu_sim::ptx::wgmma_mma_async<kN, Type>(d, layout_a.step_descriptor(base_a, step), layout_b.step_descriptor(base_b, step), step > 0, layout_a.mn_major,
                                             layout_b.mn_major);
+    gpu_sim::ptx::wgmma_commit_group();
+    if (step == 0 && threadIdx.x == 0) nan_before[0] = std::isnan(d[0]) ? 1 : 0;
+    gpu_sim::ptx::wgmma_wait_group(1);
   }
-  gpu_sim::ptx::wgmma_commit_group();
-  if (threadIdx.x == 0) nan_before[0] = std::isnan(d[0]) ? 1 : 0;
   gpu_sim::ptx::wgmma_wait_group(0);
   const int t = static_cast<int>(threadIdx.x), warp = t / 32, g = (t % 32) / 4, q = t % 4;
   for (int i = 0; i < kN / 2; i++) out[(16 * warp + g + ((i & 2) ? 8 : 0)) * kN + 8 * (i / 4) + 2 * q + (i & 1)] = d[i];
@@ -249,8 +251,8 @@ int main() {
   const TensorMapSwizzle modes[4] = {TensorMapSwizzle::kNone, TensorMapSwizzle::k32B, TensorMapSwizzle::k64B, TensorMapSwizzle::k128B};
   const char* mode_names[4] = {"no", "32B", "64B", "128B"};
   for (int mode = 0; mode < 4; mode++) {
-    const std::string first = std::string("bf16 wgmma m64n32k16 with K-major A and N-major B, ") + mode_names[mode] + " swizzle, matches the scalar product";
-    const std::string second = std::string("f16 wgmma m64n32k16 with M-major A and K-major B, ") + mode_names[mode] + " swizzle, matches the scalar product";
+    const std::string first = std::string("bf16 wgmma m64n32k16 with K-major A and N-major B, ") + mode_names[mode] + " swizzle, 3 pipelined groups, matches the scalar product";
+    const std::string second = std::string("f16 wgmma m64n32k16 with M-major A and K-major B, ") + mode_names[mode] + " swizzle, 3 pipelined groups, matches the scalar product";
     check_wgmma<MmaInput::kBF16>(modes[mode], false, true, first.c_str());
     check_wgmma<MmaInput::kF16>(modes[mode], true, false, second.c_str());
   }

@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <source_location>
 #include <string>
 #include <vector>
@@ -60,8 +61,10 @@ struct Operation {
   std::source_location site;
   /** Each thread's accumulator registers (n / 2 floats). */
   float* d[kWarpgroupSize] = {};
-  /** The input D captured at issue, or empty when an earlier queued operation produces it. */
-  std::vector<float> input;
+  /** The input D: captured at issue, or the output of the earlier queued operation on the same registers. */
+  std::shared_ptr<std::vector<float>> input;
+  /** What this operation writes (later queued operations on the same registers read it: the registers hold NaN meanwhile). */
+  std::shared_ptr<std::vector<float>> output;
 };
 
 /** What one thread brings to a warpgroup meeting. */
@@ -195,9 +198,10 @@ inline void perform(Operation& op) {
       const int j = i / 4;
       const int row = 16 * warp + g + ((i & 2) ? 8 : 0);
       const int column = 8 * j + 2 * q + (i & 1);
-      float total = 0.0f;
-      if (op.scale_d) total = op.input.empty() ? op.d[t][i] : op.input[static_cast<std::size_t>(t) * per_thread + i];
+      const std::size_t slot = static_cast<std::size_t>(t) * per_thread + i;
+      float total = op.scale_d ? (*op.input)[slot] : 0.0f;
       for (int k = 0; k < 16; k++) total += a[static_cast<std::size_t>(row) * 16 + k] * b[static_cast<std::size_t>(column) * 16 + k];
+      (*op.output)[slot] = total;
       op.d[t][i] = total;
     }
   }
@@ -244,17 +248,23 @@ void wgmma_mma_async(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc
     std::vector<float> scratch;
     wgmma_detail::read_operand(op, true, 64, scratch);
     wgmma_detail::read_operand(op, false, N, scratch);
-    bool chained = false;
-    for (const auto& queued : group.open) chained = chained || queued.d[0] == op.d[0];
+    // The input is the latest queued operation's output on the same registers, else the registers now.
+    const std::size_t slots = static_cast<std::size_t>(kWarpgroupSize) * (N / 2);
     for (const auto& committed : group.committed) {
-      for (const auto& queued : committed) chained = chained || queued.d[0] == op.d[0];
-    }
-    if (scale_d && !chained) {
-      op.input.resize(static_cast<std::size_t>(kWarpgroupSize) * (N / 2));
-      for (unsigned t = 0; t < kWarpgroupSize; t++) {
-        for (int i = 0; i < N / 2; i++) op.input[static_cast<std::size_t>(t) * (N / 2) + i] = op.d[t][i];
+      for (const auto& queued : committed) {
+        if (queued.d[0] == op.d[0]) op.input = queued.output;
       }
     }
+    for (const auto& queued : group.open) {
+      if (queued.d[0] == op.d[0]) op.input = queued.output;
+    }
+    if (!op.input) {
+      op.input = std::make_shared<std::vector<float>>(slots);
+      for (unsigned t = 0; t < kWarpgroupSize; t++) {
+        for (int i = 0; i < N / 2; i++) (*op.input)[static_cast<std::size_t>(t) * (N / 2) + i] = op.d[t][i];
+      }
+    }
+    op.output = std::make_shared<std::vector<float>>(slots);
     for (unsigned t = 0; t < kWarpgroupSize; t++) {
       for (int i = 0; i < N / 2; i++) op.d[t][i] = std::numeric_limits<float>::quiet_NaN();
     }
