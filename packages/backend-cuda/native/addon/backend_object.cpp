@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "download_worker.h"
+#include "../kernels/matmul.cuh"
 
 namespace kiln {
 
@@ -140,6 +141,8 @@ Napi::Value BackendObject::MatmulInfo(const Napi::CallbackInfo& info) {
     result.Set("allowTf32", session != nullptr && session->allow_tf32());
     result.Set("cublasCalls", Napi::Number::New(env, session != nullptr ? static_cast<double>(session->calls()) : 0.0));
     result.Set("simulatedTensorCores", vendor::kSimulator);
+    result.Set("hopperKernels", device_runs_wgmma_kernels());
+    result.Set("wgmmaLaunches", Napi::Number::New(env, static_cast<double>(wgmma_matmul_launches())));
     return result;
   });
 }
