@@ -10,7 +10,7 @@ import { trackInScope } from './scope.js';
 import { formatShape, shapeSize, type Shape } from './shape.js';
 import type { Storage } from './storage.js';
 import { decodeHostValues } from './host-data.js';
-import { settleIndexChecks } from '../engine/index-checks.js';
+import { settleIndexChecks } from '../backend/index-checks.js';
 
 let nextTensorId = 0;
 const TENSOR_MARKER = Symbol.for('kiln.tensor');
