@@ -31,6 +31,7 @@ export class Tensor implements Disposable {
   gradFn: GradNode | null = null;
   private gradRequired = false;
   private disposed = false;
+  // biome-ignore lint/correctness/noUnusedPrivateClassMembers: read through the symbol by Tensor.isInstance, across copies of @kiln/core
   private readonly [TENSOR_MARKER] = true;
 
   /** True for any Tensor, including one made by another installed copy of @kiln/core. */
