@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Makes a self-contained gpu-check bundle for a GPU machine that has no Node.js, no pnpm and no
-// network (TOOLCHAIN.md): build/gpu-check/ with
+// network: build/gpu-check/ with
 //   node.xz                         this node binary, `xz -6` (about 24 MB)
 //   node_modules/@kiln/{core,testing,backend-cuda,backend-cpu,trainer,cli}   package.json + dist (+ bin, the
 //                                   addon sources, CMakeLists.txt and the built kiln_cuda.node)

@@ -1,7 +1,7 @@
 // indexing.metal — gather_<u32|u16> and scatter_add_<dtype>, with in-kernel index checks.
 //
 // Algorithm: one thread per element of out (gather) or of source (scatterAdd), KILN_THREADS per
-// threadgroup. Every index is checked (CONTRACTS.md, out-of-range indices): an index outside
+// threadgroup. Every index is checked (docs/kernel-semantics.md, "Out-of-range indices"): an index outside
 // [0, rows) never reads or writes out of bounds — gather writes 0, scatterAdd skips the element —
 // and the first offender (kernel, position, value, rows) wins the device error record by
 // compare-and-swap; the host turns it into an InvalidArgumentError at the next synchronize or
