@@ -44,6 +44,8 @@ void BackendObject::Register(Napi::Env env, Napi::Object exports) {
           InstanceMethod<&BackendObject::CrossEntropy>("crossEntropy"),
           InstanceMethod<&BackendObject::CrossEntropyBackward>("crossEntropyBackward"),
           InstanceMethod<&BackendObject::Adamw>("adamw"),
+          InstanceMethod<&BackendObject::SumOfSquaresMulti>("sumOfSquaresMulti"),
+          InstanceMethod<&BackendObject::AdamwMulti>("adamwMulti"),
       });
   exports.Set("Backend", constructor);
 }

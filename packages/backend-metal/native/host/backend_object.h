@@ -67,6 +67,9 @@ class BackendObject : public Napi::ObjectWrap<BackendObject> {
   Napi::Value CrossEntropy(const Napi::CallbackInfo& info);
   Napi::Value CrossEntropyBackward(const Napi::CallbackInfo& info);
   Napi::Value Adamw(const Napi::CallbackInfo& info);
+  // multi-tensor kernels (multi_tensor_methods.cpp)
+  Napi::Value SumOfSquaresMulti(const Napi::CallbackInfo& info);
+  Napi::Value AdamwMulti(const Napi::CallbackInfo& info);
   Napi::Value softmax_family(const Napi::CallbackInfo& info, int kind, const char* name);
 
   /** Throws unless the backend is open. */

@@ -12,6 +12,7 @@
 #include "../kernels/kiln_metal_ops.h"
 #include "../plan/dispatch_plan_fused.h"
 #include "backend_object.h"
+#include "call_scratch.h"
 
 namespace kiln::metal {
 namespace {
@@ -48,34 +49,6 @@ double read_finite(const Napi::Value& value, const std::string& what) {
   if (!std::isfinite(number)) throw_invalid(what + " must be a finite number");
   return number;
 }
-
-/** A pooled buffer used by one call's dispatches only, returned to the pool when the call has been encoded. */
-class CallScratch {
- public:
-  CallScratch(BufferPool& pool, std::size_t bytes) : pool_(pool) {
-    record_.byte_length = bytes;
-    record_.pooled = pool_.allocate(bytes, &record_.class_bytes);
-  }
-  CallScratch(const CallScratch&) = delete;
-  CallScratch& operator=(const CallScratch&) = delete;
-  ~CallScratch() { pool_.release(record_.pooled, record_.byte_length, record_.class_bytes); }
-  BufferRecord& record() { return record_; }
-  /** An f32 view of `count` elements at element `offset`. */
-  TensorView f32(Index count, Index offset) {
-    TensorView view;
-    view.buffer = &record_;
-    view.dtype = KILN_DTYPE_F32;
-    view.shape = {count};
-    view.strides = {1};
-    view.offset = offset;
-    view.count = count;
-    return view;
-  }
-
- private:
-  BufferPool& pool_;
-  BufferRecord record_;
-};
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 
 #include "../kernels/kiln_metal_ops.h"
 #include "backend_object.h"
+#include "call_scratch.h"
 
 namespace kiln::metal {
 namespace {
@@ -112,7 +113,15 @@ Napi::Value BackendObject::Reduce(const Napi::CallbackInfo& info) {
     if (arg && size == 0 && outer * inner > 0) {
       throw_invalid(std::string("reduce: ") + kReduceNames[op] + " over an empty axis has no answer (x " + describe(x) + ")");
     }
-    stream_->run(info.Env(), plan_reduce(op, x, out, outer, size, inner));
+    const Index states = reduce_partial_states(outer, size, inner);
+    if (states == 0) {
+      stream_->run(info.Env(), plan_reduce(op, x, out, outer, size, inner));
+      return info.Env().Undefined();
+    }
+    // Few long rows or columns: two passes through pooled partial states (8 bytes each).
+    CallScratch scratch(*pool_, static_cast<std::size_t>(states) * 8u);
+    const TensorView partials = scratch.f32(2 * states, 0);
+    stream_->run(info.Env(), plan_reduce(op, x, out, outer, size, inner, &partials));
     return info.Env().Undefined();
   });
 }
