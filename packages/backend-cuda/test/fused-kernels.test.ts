@@ -6,7 +6,6 @@ import * as kiln from '@kiln/core';
 import { DTypeError, InvalidArgumentError, ShapeError, type DType, type FusedKernelName, type KernelBackend, type TensorRef } from '@kiln/core';
 import { createReferenceBackend } from '@kiln/testing';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { CudaBackend } from '../src/cuda-backend.js';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
 import { simulatorSkipReason } from './simulator-status.js';
 

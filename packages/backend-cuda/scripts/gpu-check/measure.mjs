@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 
 const BYTES = { f32: 4, f16: 2, bf16: 2 };
 
-/** The reference models' matmul shapes (shared/bench/models.json): forward x·Wᵀ, and the backward's dX = dY·W and dW = dYᵀ·X. */
+/** The reference models' matmul shapes (the trainer's presets): forward x·Wᵀ, and the backward's dX = dY·W and dW = dYᵀ·X. */
 export const MODEL_SHAPES = {
   tiny: { tokens: 8 * 64, d: 64, hidden: 192, vocab: 256 },
   small: { tokens: 16 * 128, d: 128, hidden: 352, vocab: 256 },

@@ -141,7 +141,7 @@ struct KilnRandomArgs {
   kiln_u32 pad2;
 };
 
-/** The device error flag (CONTRACTS.md, out-of-range indices): the first offender wins the flag. */
+/** The device error flag (docs/kernel-semantics.md, "Out-of-range indices"): the first offender wins the flag. */
 struct KilnErrorRecord {
   kiln_u32 flag;
   kiln_u32 kernel_id;

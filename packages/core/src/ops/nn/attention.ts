@@ -11,10 +11,11 @@ import { allocateTensor, assertFloat, assertSameDType, commonBackend } from '../
 import { recordOp } from '../../autograd/record.js';
 import { broadcastShapes, broadcastStrides } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
-import { castTo } from '../cast.js';
-import { permute, viewOf } from '../shape-ops.js';
+import { castTo } from '../kernel-calls.js';
+import { permute } from '../shape-ops.js';
+import { viewOf } from '../views.js';
 import { inDType, resolveFused, toDType } from './fused-call.js';
-import { checkOptions, checkTensor, option } from '../validate.js';
+import { checkOptions, checkTensor, option } from '../../validate.js';
 
 /** Options of attention. */
 export interface AttentionOptions {

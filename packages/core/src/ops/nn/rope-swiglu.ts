@@ -11,7 +11,7 @@ import { recordOp } from '../../autograd/record.js';
 import { formatShape, shapesEqual } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import { inDType, resolveFused, toDType } from './fused-call.js';
-import { checkNumber, checkOptions, checkTensor, option } from '../validate.js';
+import { checkNumber, checkOptions, checkTensor, option } from '../../validate.js';
 import { permute } from '../shape-ops.js';
 
 /** Options of rope. */
