@@ -69,7 +69,8 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
       flashAttentionMaxHeadDim: FLASH_ATTENTION_MAX_HEAD_DIM,
     });
     const nativeDevice = callNative(() => this.native.deviceInfo());
-    this.capabilities = cudaCapabilities(toDeviceInfo(nativeDevice), describeMatmulPath(callNative(() => this.native.matmulInfo()), nativeDevice.major));
+    this.capabilities = cudaCapabilities(toDeviceInfo(nativeDevice), describeMatmulPath(callNative(() => this.native.matmulInfo()), nativeDevice.major),
+      typeof this.native.adamwMultiDeviceScalars === 'function');
     this.fused = new FusedKernels(this.native, this);
   }
 

@@ -55,6 +55,8 @@ void BackendObject::Register(Napi::Env env, Napi::Object exports) {
           InstanceMethod<&BackendObject::Adamw>("adamw"),
           InstanceMethod<&BackendObject::SumOfSquaresMulti>("sumOfSquaresMulti"),
           InstanceMethod<&BackendObject::AdamwMulti>("adamwMulti"),
+          // The same method; its presence tells JavaScript that this addon reads options.deviceScalars.
+          InstanceMethod<&BackendObject::AdamwMulti>("adamwMultiDeviceScalars"),
           // flash attention
           InstanceMethod<&BackendObject::Attention>("attention"),
           InstanceMethod<&BackendObject::AttentionBackward>("attentionBackward"),

@@ -131,7 +131,7 @@ Napi::Value BackendObject::AdamwMulti(const Napi::CallbackInfo& info) {
       expect_count(vs[i], params[i].count, name, ("vs" + index).c_str(), why);
       elements.push_back(params[i].count);
     }
-    if (!info[4].IsObject()) throw_invalid("adamwMulti: options must be an object { lr, beta1, beta2, eps, step, weightDecays, gradientScale, skipIfNonFinite? }");
+    if (!info[4].IsObject()) throw_invalid("adamwMulti: options must be an object { lr, beta1, beta2, eps, step, weightDecays, gradientScale, skipIfNonFinite?, deviceScalars? }");
     const Napi::Object options = info[4].As<Napi::Object>();
     const double lr = read_number(options.Get("lr"), "adamwMulti: options.lr");
     const double beta1 = read_number(options.Get("beta1"), "adamwMulti: options.beta1");
@@ -152,6 +152,13 @@ Napi::Value BackendObject::AdamwMulti(const Napi::CallbackInfo& info) {
       if (control.scale_pointer == nullptr) throw_invalid("adamwMulti: options.gradientScale must be a number or a one-element f32 tensor");
     }
     control.guard_pointer = read_device_scalar(buffers_, options.Get("skipIfNonFinite"), name, "options.skipIfNonFinite");
+    const Napi::Value device_scalars = options.Get("deviceScalars");
+    if (!device_scalars.IsUndefined()) {
+      const TensorArgument scalars_tensor = read_tensor(buffers_, device_scalars, name, "options.deviceScalars", false);
+      expect_dtype(scalars_tensor, kF32, name, "options.deviceScalars");
+      expect_count(scalars_tensor, static_cast<Index>(2 + count), name, "options.deviceScalars", "2 + one per param");
+      control.scalars_pointer = static_cast<const float*>(scalars_tensor.base());
+    }
     std::vector<float> decay_factors;
     for (std::uint32_t i = 0; i < count; i++) {
       const double decay = read_number(decays.Get(i), "adamwMulti: options.weightDecays[" + std::to_string(i) + "]");
@@ -174,6 +181,7 @@ Napi::Value BackendObject::AdamwMulti(const Napi::CallbackInfo& info) {
       entry.m = static_cast<float*>(ms[i].base());
       entry.v = static_cast<float*>(vs[i].base());
       entry.decay = decay_factors[i];
+      entry.slot = static_cast<int>(i);
     });
     const std::string description = std::string(name) + " of " + std::to_string(count) + " tensors, step " + std::to_string(static_cast<long long>(step));
     const LaunchContext launch = device.launch_context();
