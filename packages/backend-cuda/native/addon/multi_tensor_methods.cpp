@@ -131,7 +131,10 @@ Napi::Value BackendObject::AdamwMulti(const Napi::CallbackInfo& info) {
       expect_count(vs[i], params[i].count, name, ("vs" + index).c_str(), why);
       elements.push_back(params[i].count);
     }
-    if (!info[4].IsObject()) throw_invalid("adamwMulti: options must be an object { lr, beta1, beta2, eps, step, weightDecays, gradientScale, skipIfNonFinite?, deviceScalars? }");
+    if (!info[4].IsObject())
+      throw_invalid(
+          "adamwMulti: options must be an object { lr, beta1, beta2, eps, step, weightDecays, gradientScale, "
+          "skipIfNonFinite?, deviceScalars? }");
     const Napi::Object options = info[4].As<Napi::Object>();
     const double lr = read_number(options.Get("lr"), "adamwMulti: options.lr");
     const double beta1 = read_number(options.Get("beta1"), "adamwMulti: options.beta1");

@@ -78,7 +78,8 @@ __global__ void __launch_bounds__(kThreads) adamw_multi_kernel(MultiTensorTable 
     entry.m[i] = first;
     entry.v[i] = second;
     const float decayed = load_float(entry.param, entry.param_dtype, i) * decay;
-    store_float(entry.param, entry.param_dtype, i, decayed - step_size * first / (sqrtf(second) * inverse_root_correction + s.eps));
+    store_float(entry.param, entry.param_dtype, i,
+                decayed - step_size * first / (sqrtf(second) * inverse_root_correction + s.eps));
   }
 }
 
