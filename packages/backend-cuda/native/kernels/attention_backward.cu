@@ -12,7 +12,8 @@
 //     dS = P ∘ (dP − Δ), dQ += dS·k; finally dQ ·= scale.
 // Pipelines (f16/bf16: mma.sync + ldmatrix on swizzled tiles, as the forward): the key/value
 // kernel double-buffers the streamed q, dO, lse and Δ of its work items, the query kernel K and V
-// (cp.async for item / tile n+1 issued as n starts; each product waits only for its own operand).
+// (cp.async for item / tile n+1 issued as n starts; each product waits only for its own operand)
+// except at D 128, where a second K/V stage (96 KiB) would halve the blocks per sm_80 multiprocessor.
 // f32 (SIMT) keeps one stage of each, copies overlapping only the products that do not read them.
 // Determinism: no atomics; every output element is written by one thread after summing in a
 // fixed order, so two runs are bit-identical (GQA heads are summed in head order inside one block).
@@ -31,6 +32,8 @@ using attention::KernelParams;
 
 /** Keys per key/value block and query rows per query block: 4 warps × 16. */
 constexpr int kBlockRows = 64;
+/** Shared bytes per block that still let two blocks share an sm_80 multiprocessor (164 KiB, 1 KiB reserved per block). */
+constexpr int kTwoBlocksPerSm80 = 81 * 1024;
 constexpr int kDeltaThreads = 256;
 
 template <typename Math, int kHeadDim>
@@ -51,13 +54,16 @@ template <typename Math, int kHeadDim>
 struct QueryLayout {
   using T = typename Math::Element;
   static constexpr int kKeys = Math::kBackwardKeys;
-  static constexpr int kStages = Math::kStages;
   using Tile = typename Math::Layout;
   static constexpr int kStride = Tile::kStride;
   static constexpr int kScratchFloats = Math::template kScratchFloats<kKeys>;
-  /** q, dO, then kStages × (K, V), then the per-warp scratch. */
-  static constexpr int kBytes =
-      static_cast<int>((2 * kBlockRows + 2 * kStages * kKeys) * kStride * sizeof(T) + 4 * kScratchFloats * sizeof(float));
+  /** q, dO, then `stages` × (K, V), then the per-warp scratch. */
+  static constexpr int bytes_for(int stages) {
+    return static_cast<int>((2 * kBlockRows + 2 * stages * kKeys) * kStride * sizeof(T) + 4 * kScratchFloats * sizeof(float));
+  }
+  /** Math's stages, but one where two would keep a second block off an sm_80 multiprocessor (D 128: 96 KiB). */
+  static constexpr int kStages = Math::kStages == 2 && bytes_for(2) <= kTwoBlocksPerSm80 ? 2 : 1;
+  static constexpr int kBytes = bytes_for(kStages);
   static_assert(kBytes <= kAttentionSharedLimit, "query tiles exceed the shared memory of sm_86/sm_89");
 };
 

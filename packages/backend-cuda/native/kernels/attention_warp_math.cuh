@@ -58,7 +58,7 @@ struct TensorCoreMath {
   static constexpr int kForwardKeys = 64;
   static constexpr int kBackwardQueries = 32;
   static constexpr int kBackwardKeys = 64;
-  /** Shared stages of the streamed K/V (forward) tiles: double-buffered, loads of tile j+1 overlap tile j. */
+  /** Shared stages of the streamed tiles: double-buffered, loads of tile j+1 overlap tile j (kernels may use one where two cost occupancy). */
   static constexpr int kStages = 2;
   /** Per-warp scratch floats for a K-wide accumulate (none: P stays in registers). */
   template <int kK>
