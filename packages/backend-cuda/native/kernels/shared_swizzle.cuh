@@ -28,7 +28,8 @@ constexpr bool ldmatrix_phases_conflict_free() {
   for (int row0 = 0; row0 < Rows; row0 += 8) {
     for (int chunk = 0; chunk < Chunks; chunk++) {
       int groups = 0;
-      for (int row = row0; row < row0 + 8; row++) groups |= 1 << ((row * Chunks + swizzled_chunk<Chunks>(row, chunk)) % 8);
+      for (int row = row0; row < row0 + 8; row++)
+        groups |= 1 << ((row * Chunks + swizzled_chunk<Chunks>(row, chunk)) % 8);
       if (groups != 0xff) return false;
     }
   }
@@ -40,9 +41,12 @@ template <int Rows, int Chunks>
 struct SwizzledTile {
   static_assert(Chunks == 4 || Chunks % 8 == 0, "rows are 4 chunks (32 elements) or a multiple of 8 chunks");
   static_assert(Rows % 8 == 0, "the swizzle repeats every 8 rows");
-  static_assert(ldmatrix_phases_conflict_free<Rows, Chunks>(), "the swizzle must spread each ldmatrix phase over all 8 bank groups");
+  static_assert(ldmatrix_phases_conflict_free<Rows, Chunks>(),
+                "the swizzle must spread each ldmatrix phase over all 8 bank groups");
   /** Element offset of (row, chunk · 8). */
-  KILN_HOST_DEVICE static constexpr int offset(int row, int chunk) { return (row * Chunks + swizzled_chunk<Chunks>(row, chunk)) * 8; }
+  KILN_HOST_DEVICE static constexpr int offset(int row, int chunk) {
+    return (row * Chunks + swizzled_chunk<Chunks>(row, chunk)) * 8;
+  }
 };
 
 }  // namespace kiln
