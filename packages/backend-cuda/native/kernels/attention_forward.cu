@@ -15,6 +15,7 @@
 // the probabilities are rounded to the storage type once before P·v (inputs are exact in the
 // tensor-core product), the output once at the end.
 #include "attention_forward.cuh"
+#include "attention_forward_wgmma.cuh"
 #include "attention_warp_math.cuh"
 
 namespace kiln {
@@ -178,6 +179,11 @@ cudaError_t launch_attention_forward(const LaunchContext& context, int dtype, co
   const Index blocks = attention::ceil_div(problem.length_q, kQueryRows) * problem.batch * problem.heads_q;
   if (blocks == 0) return cudaSuccess;
   if (blocks > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
+  if (attention_forward_wgmma_supports(dtype, problem, tensors)) {  // Hopper (sm_90a): attention_forward_wgmma.cu
+    bool maps_refused = false;
+    const cudaError_t launched = launch_attention_forward_wgmma(context, dtype, problem, tensors, maps_refused);
+    if (!maps_refused) return launched;
+  }
   KernelParams params = attention::kernel_params(problem, dtype);
   params.q = tensors.q;
   params.k = tensors.k;
