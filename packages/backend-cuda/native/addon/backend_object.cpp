@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "download_worker.h"
+#include "../kernels/attention_forward_wgmma.cuh"
 #include "../kernels/matmul.cuh"
 
 namespace kiln {
@@ -143,6 +144,7 @@ Napi::Value BackendObject::MatmulInfo(const Napi::CallbackInfo& info) {
     result.Set("simulatedTensorCores", vendor::kSimulator);
     result.Set("hopperKernels", device_runs_wgmma_kernels());
     result.Set("wgmmaLaunches", Napi::Number::New(env, static_cast<double>(wgmma_matmul_launches())));
+    result.Set("wgmmaAttentionLaunches", Napi::Number::New(env, static_cast<double>(wgmma_attention_forward_launches())));
     return result;
   });
 }

@@ -118,6 +118,8 @@ export interface NativeMatmulInfo {
   hopperKernels: boolean;
   /** Launches of that kernel in this process so far. */
   wgmmaLaunches: number;
+  /** Launches of kiln's sm_90a wgmma + TMA flash-attention forward in this process so far. */
+  wgmmaAttentionLaunches: number;
 }
 
 /** One backend instance on one device: core's NativeKernelMethods (storage, primitives, fused kernels, flash attention) plus CUDA's own. */
