@@ -14,7 +14,9 @@
 // fragment (running max and sum in f32, O rescaled by exp2(m_old − m_new)), P rounded to the
 // storage type into the warpgroup's own swizzled shared tile, then O += P·V as 8 wgmma
 // m64nNk16 (N = 64, or 128 for D 96/128; V MN-major). While one consumer does its softmax the
-// other's wgmmas run, and the producer keeps up to kStages tiles in flight. Causal: key tiles
+// other's wgmmas run; a consumer's P·V of tile j is waited for only together with its S of tile
+// j + 1 (one wait), so its tensor-core work runs back to back; the producer keeps up to kStages
+// tiles in flight. Causal: key tiles
 // past the block's last row are never loaded; tiles crossing the diagonal or the sequence end,
 // and every tile under a mask, get the per-element test (attention_common.cuh to_log2_scores).
 // Layout: every tensor is read through a 4D tensor map (D, T, H, B) with the layout's byte
@@ -180,7 +182,8 @@ KILN_UNROLL
       ptx::wgmma_m64nk16<T, kKeys, 0, 0>(flat(s), desc_q, desc_k, step > 0 ? 1 : 0);
     }
     ptx::wgmma_commit();
-    ptx::wgmma_wait<0>();
+    ptx::wgmma_wait<0>();  // S, and the previous tile's O += P·V (queued before it): its stage and P tile are free, O is current
+    if (tile > 0 && thread == 0) ptx::mbarrier_arrive(&empty[(tile - 1) % P::kStages]);
 
     const bool check = key0 + kKeys > p.length_k || (p.causal && static_cast<long long>(key0) + kKeys - 1 > row0 + warp_row + p.shift);
     to_log2_scores(
@@ -233,10 +236,9 @@ KILN_UNROLL
       const std::uint64_t desc_v = ptx::wgmma_descriptor_128b(v_address + step * 16 * kRowBytes, P::kKeyBoxBytes, 1024);
       ptx::wgmma_m64nk16<T, P::kOutColumns, 0, 1>(flat(o), desc_p, desc_v, 1);
     }
-    ptx::wgmma_commit();
-    ptx::wgmma_wait<0>();
-    if (thread == 0) ptx::mbarrier_arrive(&empty[stage]);
+    ptx::wgmma_commit();  // completes under the next tile's S (one queue: the tensor cores go on from P·V to q·kᵀ)
   }
+  ptx::wgmma_wait<0>();
 
   T* out = static_cast<T*>(p.out_written) + q_offset_of(p, b, h, row0);
   float* lse = p.lse + (static_cast<Index>(b) * p.heads_q + h) * p.length_q + row0;
