@@ -162,17 +162,14 @@ KILN_UNROLL
   float row_max[2] = {-INFINITY, -INFINITY};
   float row_sum[2] = {0.0f, 0.0f};
 
-  if (key_tiles > 0) ptx::mbarrier_wait(q_full, 0);
-  for (int tile = 0; tile < key_tiles; tile++) {
+  // Per tile j: S_j = q·k_jᵀ is issued before P_{j−1}·V_{j−1}, so the softmax of S_j runs while P·V does (wgmma groups complete in order).
+  float s[kKeys / 8][4];
+  float correction[2] = {1.0f, 1.0f};
+  auto issue_scores = [&](int tile) {
     const int stage = tile % P::kStages;
-    const unsigned phase = static_cast<unsigned>(tile / P::kStages) & 1u;
-    const int key0 = tile * kKeys;
-    ptx::mbarrier_wait(&full[stage], phase);
+    ptx::mbarrier_wait(&full[stage], static_cast<unsigned>(tile / P::kStages) & 1u);
     const std::uint32_t k_address = shared_address + static_cast<std::uint32_t>(P::kStagesOffset + stage * P::kStageBytes);
-    const std::uint32_t v_address = k_address + P::kTileBytes;
-
-    // S = q·kᵀ: k16 step `step` reads columns 16·step … of box step / 4 (32 bytes per step inside the swizzle atom).
-    float s[kKeys / 8][4];
+    // k16 step `step` reads columns 16·step … of box step / 4 (32 bytes per step inside the swizzle atom).
     ptx::wgmma_fence();
 KILN_UNROLL
     for (int step = 0; step < kHeadDim / 16; step++) {
@@ -182,14 +179,14 @@ KILN_UNROLL
       ptx::wgmma_m64nk16<T, kKeys, 0, 0>(flat(s), desc_q, desc_k, step > 0 ? 1 : 0);
     }
     ptx::wgmma_commit();
-    ptx::wgmma_wait<0>();  // S, and the previous tile's O += P·V (queued before it): its stage and P tile are free, O is current
-    if (tile > 0 && thread == 0) ptx::mbarrier_arrive(&empty[(tile - 1) % P::kStages]);
-
+  };
+  // Scores → probabilities in place; the running max and sum advance, `correction` keeps what O must be scaled by.
+  auto softmax = [&](int tile) {
+    const int key0 = tile * kKeys;
     const bool check = key0 + kKeys > p.length_k || (p.causal && static_cast<long long>(key0) + kKeys - 1 > row0 + warp_row + p.shift);
     to_log2_scores(
         s, p, b, h, check, [&](int row, int) { return static_cast<long long>(row0 + warp_row + row); },
         [&](int, int column) { return static_cast<long long>(key0 + column); });
-
 KILN_UNROLL
     for (int half = 0; half < 2; half++) {
       float tile_max = -INFINITY;
@@ -200,35 +197,44 @@ KILN_UNROLL
       const float new_max = fmaxf(row_max[half], tile_max);
       // A row that has seen only −Inf so far keeps base 0: exp2(−Inf − 0) = 0, never NaN.
       const float base = new_max == -INFINITY ? 0.0f : new_max;
-      const float correction = exp2f(row_max[half] - base);
+      correction[half] = exp2f(row_max[half] - base);
       row_max[half] = new_max;
-      float sum = row_sum[half] * correction;
-KILN_UNROLL
-      for (int nt = 0; nt < P::kOutColumns / 8; nt++) {
-        o[nt][2 * half] *= correction;
-        o[nt][2 * half + 1] *= correction;
-      }
-      // P into the swizzled K-major tile: row r, key c at box c / 64, byte r·128 + (c % 64)·2, 16-byte unit XOR (r % 8).
-      const int row = warp * 16 + lane.g + 8 * half;
+      float sum = row_sum[half] * correction[half];
 KILN_UNROLL
       for (int nt = 0; nt < kKeys / 8; nt++) {
-        const float p0 = exp2f(s[nt][2 * half] - base);
-        const float p1 = exp2f(s[nt][2 * half + 1] - base);
-        sum += p0 + p1;
-        const int column = nt * 8 + 2 * lane.t;
-        const int offset = ((column / 64) * 64 * kRowBytes + row * kRowBytes + (column % 64) * 2) ^ ((row % 8) << 4);
-        T* target = reinterpret_cast<T*>(p_tile + offset);
-        target[0] = from_float<T>(p0);
-        target[1] = from_float<T>(p1);
+        s[nt][2 * half] = exp2f(s[nt][2 * half] - base);
+        s[nt][2 * half + 1] = exp2f(s[nt][2 * half + 1] - base);
+        sum += s[nt][2 * half] + s[nt][2 * half + 1];
       }
       row_sum[half] = sum;  // this lane's columns only; the quad is summed once at the end
     }
-    // Every thread's P stores, visible to the async proxy, before the warpgroup's wgmma reads them.
+  };
+  // O *= correction, then P into the swizzled K-major tile (row r, key c at box c / 64, byte r·128 + (c % 64)·2, 16-byte unit XOR r % 8), visible to the warpgroup's wgmma.
+  auto rescale_and_store_p = [&](int tile) {
+KILN_UNROLL
+    for (int half = 0; half < 2; half++) {
+KILN_UNROLL
+      for (int nt = 0; nt < P::kOutColumns / 8; nt++) {
+        o[nt][2 * half] *= correction[half];
+        o[nt][2 * half + 1] *= correction[half];
+      }
+      const int row = warp * 16 + lane.g + 8 * half;
+KILN_UNROLL
+      for (int nt = 0; nt < kKeys / 8; nt++) {
+        const int column = nt * 8 + 2 * lane.t;
+        const int offset = ((column / 64) * 64 * kRowBytes + row * kRowBytes + (column % 64) * 2) ^ ((row % 8) << 4);
+        T* target = reinterpret_cast<T*>(p_tile + offset);
+        target[0] = from_float<T>(s[nt][2 * half]);
+        target[1] = from_float<T>(s[nt][2 * half + 1]);
+      }
+    }
     ptx::fence_proxy_async();
     ptx::mbarrier_arrive(&p_ready[consumer]);
     ptx::mbarrier_wait(&p_ready[consumer], static_cast<unsigned>(tile) & 1u);
-
-    // O += P·V: k16 step `step` reads keys 16·step …; P K-major (box step / 4), V MN-major (boxes of 64 columns kKeyBoxBytes apart).
+  };
+  // O += P·V: k16 step `step` reads keys 16·step …; P K-major (box step / 4), V MN-major (boxes of 64 columns kKeyBoxBytes apart).
+  auto issue_output = [&](int tile) {
+    const std::uint32_t v_address = shared_address + static_cast<std::uint32_t>(P::kStagesOffset + (tile % P::kStages) * P::kStageBytes + P::kTileBytes);
     ptx::wgmma_fence();
 KILN_UNROLL
     for (int step = 0; step < kKeys / 16; step++) {
@@ -236,9 +242,28 @@ KILN_UNROLL
       const std::uint64_t desc_v = ptx::wgmma_descriptor_128b(v_address + step * 16 * kRowBytes, P::kKeyBoxBytes, 1024);
       ptx::wgmma_m64nk16<T, P::kOutColumns, 0, 1>(flat(o), desc_p, desc_v, 1);
     }
-    ptx::wgmma_commit();  // completes under the next tile's S (one queue: the tensor cores go on from P·V to q·kᵀ)
+    ptx::wgmma_commit();
+  };
+
+  if (key_tiles > 0) {
+    ptx::mbarrier_wait(q_full, 0);
+    issue_scores(0);
+    ptx::wgmma_wait<0>();
+    softmax(0);
+    rescale_and_store_p(0);
   }
-  ptx::wgmma_wait<0>();
+  for (int tile = 0; tile < key_tiles; tile++) {
+    const bool more = tile + 1 < key_tiles;
+    if (more) issue_scores(tile + 1);
+    issue_output(tile);
+    if (more) {
+      ptx::wgmma_wait<1>();  // S of the next tile is done; P·V of this one may still run
+      softmax(tile + 1);
+    }
+    ptx::wgmma_wait<0>();  // P·V done: its stage and the P tile are free
+    if (thread == 0) ptx::mbarrier_arrive(&empty[tile % P::kStages]);
+    if (more) rescale_and_store_p(tile + 1);
+  }
 
   T* out = static_cast<T*>(p.out_written) + q_offset_of(p, b, h, row0);
   float* lse = p.lse + (static_cast<Index>(b) * p.heads_q + h) * p.length_q + row0;
