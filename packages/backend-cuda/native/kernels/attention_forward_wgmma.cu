@@ -13,12 +13,14 @@
 // m64n128k16 (both operands K-major in shared memory), the online softmax on the accumulator
 // fragment (running max and sum in f32, O rescaled by exp2(m_old − m_new)), P rounded to the
 // storage type into the warpgroup's own swizzled shared tile, then O += P·V as 8 wgmma
-// m64nNk16 (N = 64, or 128 for D 96/128; V MN-major). While one consumer does its softmax the
-// other's wgmmas run; a consumer's P·V of tile j is waited for only together with its S of tile
-// j + 1 (one wait), so its tensor-core work runs back to back; the producer keeps up to kStages
-// tiles in flight. Causal: key tiles
-// past the block's last row are never loaded; tiles crossing the diagonal or the sequence end,
-// and every tile under a mask, get the per-element test (attention_common.cuh to_log2_scores).
+// m64nNk16 (N = 64, or 128 for D 96/128; V MN-major). Within a consumer the products overlap
+// its softmax (FlashAttention-3's intra-warpgroup pipelining): S of tile j + 1 is issued before
+// P·V of tile j, and since wgmma groups complete in order, waiting for all but the last group
+// gives the scores, whose softmax then runs while P·V does; only O's rescale and the next P
+// store wait for P·V. The two consumers also overlap each other, and the producer keeps up to
+// kStages tiles in flight. Causal: key tiles past the block's last row are never loaded; tiles
+// crossing the diagonal or the sequence end, and every tile under a mask, get the per-element
+// test (attention_common.cuh to_log2_scores).
 // Layout: every tensor is read through a 4D tensor map (D, T, H, B) with the layout's byte
 // strides (attention_common.cuh), so heads-major and tokens-major are one kernel; boxes are 64
 // head-dim columns × 128 rows with 128-byte swizzling, one per 64 columns of D, 1024-byte
