@@ -1,5 +1,5 @@
 // kernels/attention_forward_wgmma.cu — flash-attention forward for Hopper (sm_90a): wgmma with
-// shared-memory operands fed by TMA through an mbarrier pipeline, warp-specialised; f16/bf16,
+// operands fed by TMA through an mbarrier pipeline, warp-specialised; f16/bf16,
 // head dims 64, 96 and 128 (attention_forward.cu runs everything else).
 //
 // Algorithm (the FlashAttention-3 structure): one block per (batch, query head, 128-query tile),
@@ -11,14 +11,15 @@
 // consumer warpgroup when it has finished with the stage). Warpgroups 1 and 2 are consumers
 // (setmaxnreg up to 232), each owning 64 query rows: per key tile S = q·kᵀ as D/16 wgmma
 // m64n128k16 (both operands K-major in shared memory), the online softmax on the accumulator
-// fragment (running max and sum in f32, O rescaled by exp2(m_old − m_new)), P rounded to the
-// storage type into the warpgroup's own swizzled shared tile, then O += P·V as 8 wgmma
-// m64nNk16 (N = 64, or 128 for D 96/128; V MN-major). Within a consumer the products overlap
+// fragment (running max and sum in f32, O rescaled by exp2(m_old − m_new)), then O += P·V as 8
+// wgmma m64nNk16 with P as the register A operand (the S fragment rounded pairwise to the
+// storage type is exactly wgmma's A fragment, so P never touches shared memory) and V from
+// shared memory (N = 64, or 128 for D 96/128; V MN-major). Within a consumer the products overlap
 // its softmax (FlashAttention-3's intra-warpgroup pipelining): S of tile j + 1 is issued before
 // P·V of tile j, and since wgmma groups complete in order, waiting for all but the last group
 // gives the scores, whose softmax then runs while P·V does; only O's rescale and the next P
-// store wait for P·V. The two consumers also overlap each other, and the producer keeps up to
-// kStages tiles in flight. Causal: key tiles past the block's last row are never loaded; tiles
+// (its registers are read asynchronously) wait for P·V. The two consumers also overlap each
+// other, and the producer keeps up to kStages tiles in flight. Causal: key tiles past the block's last row are never loaded; tiles
 // crossing the diagonal or the sequence end, and every tile under a mask, get the per-element
 // test (attention_common.cuh to_log2_scores).
 // Layout: every tensor is read through a 4D tensor map (D, T, H, B) with the layout's byte
@@ -31,6 +32,7 @@
 // order on the GPU, k ascending per k16 step in the simulator), P rounded to f16/bf16 once before
 // P·V, the output once at the end; lse = (m + log2 l)·ln 2.
 #include <atomic>
+#include <cstring>
 
 #include "attention_forward_wgmma.cuh"
 #include "matmul.cuh"
@@ -58,8 +60,6 @@ inline constexpr int kConsumers = 2;
 inline constexpr int kThreads = 128 * (1 + kConsumers);
 /** Bytes of one swizzled shared row: 64 16-bit elements. */
 inline constexpr int kRowBytes = 128;
-/** Bytes of one consumer's P tile: 2 boxes of 64 keys × 64 rows. */
-inline constexpr int kPBytes = 2 * 64 * kRowBytes;
 
 /** Shared-memory plan of one head-dim instantiation (offsets from the 1024-byte aligned base). */
 template <int kHeadDim>
@@ -75,10 +75,9 @@ struct Plan {
   static constexpr int kTileBytes = kBoxes * kKeyBoxBytes;
   static constexpr int kStageBytes = 2 * kTileBytes;
   static constexpr int kStagesOffset = kQBytes;
-  static constexpr int kPOffset = kStagesOffset + kStages * kStageBytes;
-  static constexpr int kBarrierOffset = kPOffset + kConsumers * kPBytes;
-  /** q_full, full[kStages], empty[kStages], p_ready[kConsumers]. */
-  static constexpr int kBarriers = 1 + 2 * kStages + kConsumers;
+  static constexpr int kBarrierOffset = kStagesOffset + kStages * kStageBytes;
+  /** q_full, full[kStages], empty[kStages]. */
+  static constexpr int kBarriers = 1 + 2 * kStages;
   static constexpr int kSharedBytes = kBarrierOffset + kBarriers * 8 + 1024;
   static_assert(kSharedBytes <= 227 * 1024, "exceeds the 227 KiB of shared memory a Hopper block may use");
 };
@@ -87,6 +86,15 @@ struct Plan {
 template <int kTiles>
 __device__ __forceinline__ float (&flat(float (&fragment)[kTiles][4]))[kTiles * 4] {
   return *reinterpret_cast<float(*)[kTiles * 4]>(&fragment[0][0]);
+}
+
+/** Two values rounded to T in one 32-bit register, `low` in the lower half. */
+template <typename T>
+__device__ __forceinline__ std::uint32_t pack_pair(float low, float high) {
+  const T values[2] = {from_float<T>(low), from_float<T>(high)};
+  std::uint32_t packed;
+  memcpy(&packed, values, sizeof(packed));
+  return packed;
 }
 
 template <typename T, int kHeadDim>
@@ -101,7 +109,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto* q_full = reinterpret_cast<std::uint64_t*>(shared + P::kBarrierOffset);
   std::uint64_t* full = q_full + 1;
   std::uint64_t* empty = full + P::kStages;
-  std::uint64_t* p_ready = empty + P::kStages;
 
   const int query_tiles = static_cast<int>(ceil_div(p.length_q, kQueryRows));
   const Index linear = blockIdx.x;
@@ -120,7 +127,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       ptx::mbarrier_init(&full[stage], 1);
       ptx::mbarrier_init(&empty[stage], kConsumers);
     }
-    for (int consumer = 0; consumer < kConsumers; consumer++) ptx::mbarrier_init(&p_ready[consumer], 128);
     ptx::fence_barrier_init();
   }
   __syncthreads();
@@ -153,8 +159,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int warp_row = consumer * 64 + warp * 16;  // block-relative first row of this warp
   const std::uint32_t shared_address = ptx::smem_address(shared);
   const std::uint32_t q_address = shared_address + static_cast<std::uint32_t>(consumer * 64 * kRowBytes);
-  unsigned char* p_tile = shared + P::kPOffset + consumer * kPBytes;
-  const std::uint32_t p_address = shared_address + static_cast<std::uint32_t>(P::kPOffset + consumer * kPBytes);
 
   float o[P::kOutColumns / 8][4];
 KILN_UNROLL
@@ -211,8 +215,11 @@ KILN_UNROLL
       row_sum[half] = sum;  // this lane's columns only; the quad is summed once at the end
     }
   };
-  // O *= correction, then P into the swizzled K-major tile (row r, key c at box c / 64, byte r·128 + (c % 64)·2, 16-byte unit XOR r % 8), visible to the warpgroup's wgmma.
-  auto rescale_and_store_p = [&](int tile) {
+  // O *= correction, then P rounded to T as wgmma's register A: k16 step j takes the accumulator's
+  // n-tiles 2j and 2j + 1, whose pairs (rows g and g + 8, keys 2t and 2t + 1, then + 8) are
+  // exactly the A fragment, so no data moves between threads.
+  std::uint32_t probabilities[kKeys / 16][4];
+  auto rescale_and_pack = [&]() {
 KILN_UNROLL
     for (int half = 0; half < 2; half++) {
 KILN_UNROLL
@@ -220,29 +227,23 @@ KILN_UNROLL
         o[nt][2 * half] *= correction[half];
         o[nt][2 * half + 1] *= correction[half];
       }
-      const int row = warp * 16 + lane.g + 8 * half;
-KILN_UNROLL
-      for (int nt = 0; nt < kKeys / 8; nt++) {
-        const int column = nt * 8 + 2 * lane.t;
-        const int offset = ((column / 64) * 64 * kRowBytes + row * kRowBytes + (column % 64) * 2) ^ ((row % 8) << 4);
-        T* target = reinterpret_cast<T*>(p_tile + offset);
-        target[0] = from_float<T>(s[nt][2 * half]);
-        target[1] = from_float<T>(s[nt][2 * half + 1]);
-      }
     }
-    ptx::fence_proxy_async();
-    ptx::mbarrier_arrive(&p_ready[consumer]);
-    ptx::mbarrier_wait(&p_ready[consumer], static_cast<unsigned>(tile) & 1u);
+KILN_UNROLL
+    for (int step = 0; step < kKeys / 16; step++) {
+      probabilities[step][0] = pack_pair<T>(s[2 * step][0], s[2 * step][1]);
+      probabilities[step][1] = pack_pair<T>(s[2 * step][2], s[2 * step][3]);
+      probabilities[step][2] = pack_pair<T>(s[2 * step + 1][0], s[2 * step + 1][1]);
+      probabilities[step][3] = pack_pair<T>(s[2 * step + 1][2], s[2 * step + 1][3]);
+    }
   };
-  // O += P·V: k16 step `step` reads keys 16·step …; P K-major (box step / 4), V MN-major (boxes of 64 columns kKeyBoxBytes apart).
+  // O += P·V: k16 step `step` takes keys 16·step … (P from registers, V MN-major: boxes of 64 columns kKeyBoxBytes apart).
   auto issue_output = [&](int tile) {
     const std::uint32_t v_address = shared_address + static_cast<std::uint32_t>(P::kStagesOffset + (tile % P::kStages) * P::kStageBytes + P::kTileBytes);
     ptx::wgmma_fence();
 KILN_UNROLL
     for (int step = 0; step < kKeys / 16; step++) {
-      const std::uint64_t desc_p = ptx::wgmma_descriptor_128b(p_address + (step / 4) * 64 * kRowBytes + (step % 4) * 32, 16, 1024);
       const std::uint64_t desc_v = ptx::wgmma_descriptor_128b(v_address + step * 16 * kRowBytes, P::kKeyBoxBytes, 1024);
-      ptx::wgmma_m64nk16<T, P::kOutColumns, 0, 1>(flat(o), desc_p, desc_v, 1);
+      ptx::wgmma_m64nk16_rs<T, P::kOutColumns, 1>(flat(o), probabilities[step], desc_v, 1);
     }
     ptx::wgmma_commit();
   };
@@ -252,7 +253,7 @@ KILN_UNROLL
     issue_scores(0);
     ptx::wgmma_wait<0>();
     softmax(0);
-    rescale_and_store_p(0);
+    rescale_and_pack();
   }
   for (int tile = 0; tile < key_tiles; tile++) {
     const bool more = tile + 1 < key_tiles;
@@ -262,9 +263,9 @@ KILN_UNROLL
       ptx::wgmma_wait<1>();  // S of the next tile is done; P·V of this one may still run
       softmax(tile + 1);
     }
-    ptx::wgmma_wait<0>();  // P·V done: its stage and the P tile are free
+    ptx::wgmma_wait<0>();  // P·V done: its stage and the probability registers are free
     if (thread == 0) ptx::mbarrier_arrive(&empty[tile % P::kStages]);
-    if (more) rescale_and_store_p(tile + 1);
+    if (more) rescale_and_pack();
   }
 
   T* out = static_cast<T*>(p.out_written) + q_offset_of(p, b, h, row0);
