@@ -28,14 +28,14 @@ interface Case {
 
 const CASES: Case[] = [
   {
-    name: 'D=128, Tq=Tk=300 causal (3 partial key tiles: the 2-stage ring wraps), GQA 4/2',
+    name: 'D=128, Tq=300 < Tk=520 causal (5 key tiles, the last partial: the 3-stage ring wraps), GQA 4/2',
     dtype: 'bf16', layout: 'heads-major',
-    geometry: { batch: 1, headsQ: 4, headsKV: 2, lengthQ: 300, lengthK: 300, headDim: 128, causal: true },
+    geometry: { batch: 1, headsQ: 4, headsKV: 2, lengthQ: 300, lengthK: 520, headDim: 128, causal: true },
   },
   {
-    name: 'D=64, Tq=70 < Tk=400 causal, padding mask, scale 0.3 (4 key tiles through the 3-stage ring)',
+    name: 'D=64, Tq=70 < Tk=650 causal, padding mask, scale 0.3 (6 key tiles: the 4-stage ring wraps)',
     dtype: 'f16', layout: 'heads-major',
-    geometry: { batch: 2, headsQ: 2, headsKV: 1, lengthQ: 70, lengthK: 400, headDim: 64, causal: true, mask: 'padding', scale: 0.3 },
+    geometry: { batch: 2, headsQ: 2, headsKV: 1, lengthQ: 70, lengthK: 650, headDim: 64, causal: true, mask: 'padding', scale: 0.3 },
   },
   {
     name: 'D=96, Tq=150 > Tk=90 causal (rows without keys), tokens-major',

@@ -6,7 +6,7 @@
 // scheduled from the last query tile of a head (most keys under the causal mask) to the first.
 // A block is 3 warpgroups. Warpgroup 0 is the producer (setmaxnreg down to 40; one thread):
 // it loads the q tile once, then streams the 128-key K and V tiles of the kv head h / (Hq/Hkv)
-// into a ring of kStages stages (3 for D 64, 2 for D 96/128), each guarded by a `full` mbarrier
+// into a ring of kStages stages (4 for D 64, 3 for D 96/128), each guarded by a `full` mbarrier
 // (one arrival + the stage's bytes as TMA transactions) and an `empty` one (one arrival per
 // consumer warpgroup when it has finished with the stage). Warpgroups 1 and 2 are consumers
 // (setmaxnreg up to 232), each owning 64 query rows: per key tile S = q·kᵀ as D/16 wgmma
@@ -68,7 +68,8 @@ struct Plan {
   static constexpr int kBoxes = (kHeadDim + 63) / 64;
   /** N of O += P·V (D rounded up to whole boxes). */
   static constexpr int kOutColumns = kBoxes * 64;
-  static constexpr int kStages = kBoxes == 1 ? 3 : 2;
+  /** As many as fit beside q in 227 KiB (one block per multiprocessor either way: its registers). */
+  static constexpr int kStages = kBoxes == 1 ? 4 : 3;
   static constexpr int kQBytes = kBoxes * kQueryRows * kRowBytes;
   /** Bytes of one box of K or V (128 keys × 64 columns), and of one whole K or V tile. */
   static constexpr int kKeyBoxBytes = kKeys * kRowBytes;
