@@ -65,7 +65,7 @@ describe.skipIf(skipReason !== undefined)(`buffer pool${skipReason ? ` (${skipRe
     expect(thrown).toBeInstanceOf(OutOfMemoryError);
     expect(KilnError.isInstance(thrown) && thrown.code).toBe('OUT_OF_MEMORY');
     expect((thrown as OutOfMemoryError).requestedBytes).toBe(4 * MiB);
-    expect((thrown as Error).message).toMatch(/out of memory allocating 4\.00 MiB .*within the limit of 8\.00 MiB .*retried once/);
+    expect((thrown as Error).message).toMatch(/out of memory allocating 4\.00 MiB .*within the memoryLimitBytes of 8\.00 MiB.*retried once/);
     backend.free(held);
     backend.dispose();
   });

@@ -2,14 +2,18 @@
 // (simulator build only) configureSimulator(). Their TypeScript type: src/native/addon-types.ts.
 #include <napi.h>
 
-#include "../kernels/kiln_metal_ops.h"
-#include "arguments.h"
 #include "backend_object.h"
 #include "device.h"
+#include "kiln/arguments.h"
+#include "kiln/op_names.h"
 
 #if defined(KILN_METAL_SIMULATOR)
 #include "../device/sim_device.h"
 #endif
+
+namespace kiln {
+const char* const kBackendName = "metal";
+}  // namespace kiln
 
 namespace kiln::metal {
 namespace {
@@ -54,18 +58,12 @@ Napi::Array names(Napi::Env env, const char* const* list, std::size_t count) {
 }
 
 Napi::Value OpNames(const Napi::CallbackInfo& info) {
-  static const char* const unary[KILN_UNARY_COUNT] = {"neg", "abs", "sign", "exp", "log", "sqrt", "rsqrt", "reciprocal",
-                                                       "square", "tanh", "sigmoid", "relu", "gelu", "silu", "geluGrad", "siluGrad"};
-  static const char* const binary[KILN_BINARY_COUNT] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum",
-                                                         "greater", "greaterEqual", "less", "lessEqual", "equal", "notEqual"};
-  static const char* const reduce[KILN_REDUCE_COUNT] = {"sum", "max", "min", "argmax", "argmin"};
-  static const char* const dtypes[4] = {"f32", "f16", "bf16", "i32"};
   Napi::Env env = info.Env();
   Napi::Object result = Napi::Object::New(env);
-  result.Set("unary", names(env, unary, KILN_UNARY_COUNT));
-  result.Set("binary", names(env, binary, KILN_BINARY_COUNT));
-  result.Set("reduce", names(env, reduce, KILN_REDUCE_COUNT));
-  result.Set("dtype", names(env, dtypes, 4));
+  result.Set("unary", names(env, kUnaryOpNames, KILN_UNARY_COUNT));
+  result.Set("binary", names(env, kBinaryOpNames, KILN_BINARY_COUNT));
+  result.Set("reduce", names(env, kReduceOpNames, KILN_REDUCE_COUNT));
+  result.Set("dtype", names(env, kDTypeNames, KILN_DTYPE_COUNT));
   return result;
 }
 

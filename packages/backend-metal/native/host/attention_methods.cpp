@@ -7,7 +7,7 @@
 #include <cmath>
 #include <optional>
 
-#include "../kernels/kiln_metal_ops.h"
+#include "kiln/op_codes.h"
 #include "../plan/dispatch_plan_attention.h"
 #include "backend_object.h"
 

@@ -64,7 +64,7 @@ BackendObject::BackendObject(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
     device_ = open_device(device_index);
     // Default limit: the GPU's recommendedMaxWorkingSetSize (beyond it macOS starts paging GPU memory).
     const std::size_t limit = memory_limit >= 0 ? static_cast<std::size_t>(memory_limit) : static_cast<std::size_t>(device_->facts().recommended_working_set_bytes);
-    pool_ = std::make_unique<BufferPool>(*device_, limit);
+    pool_ = std::make_unique<BufferPool>(*device_, limit, memory_limit >= 0 ? "" : " (by default the GPU's recommendedMaxWorkingSetSize)");
     stream_ = std::make_shared<CommandStream>(info.Env(), *device_, *pool_);
     plan_device_.simdgroup_matrix = device_->facts().simdgroup_matrix;
   });
@@ -86,10 +86,6 @@ void BackendObject::release_all(Napi::Env env, bool settle) {
 
 void BackendObject::ensure_open(const char* method) const {
   if (disposed_ || !device_) throw_invalid(std::string(method) + ": this backend was disposed", "Create a new backend; a disposed one has released its GPU.");
-}
-
-void BackendObject::expect_arguments(const Napi::CallbackInfo& info, std::size_t count, const char* method) {
-  if (info.Length() < count) throw_invalid(std::string(method) + " needs " + std::to_string(count) + " arguments, got " + std::to_string(info.Length()));
 }
 
 Napi::Value BackendObject::Alloc(const Napi::CallbackInfo& info) {

@@ -10,8 +10,8 @@
 #include <memory>
 
 #include "../plan/dispatch_plan.h"
-#include "arguments.h"
-#include "buffer_pool.h"
+#include "kiln/arguments.h"
+#include "kiln/buffer_pool.h"
 #include "command_stream.h"
 #include "device.h"
 
@@ -71,8 +71,6 @@ class BackendObject : public Napi::ObjectWrap<BackendObject> {
 
   /** Throws unless the backend is open. */
   void ensure_open(const char* method) const;
-  /** Throws unless `info` has at least `count` arguments. */
-  static void expect_arguments(const Napi::CallbackInfo& info, std::size_t count, const char* method);
   /** Finishes the stream and frees every buffer (settle: false from the finalizer). */
   void release_all(Napi::Env env, bool settle);
 

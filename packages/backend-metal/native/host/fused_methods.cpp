@@ -9,45 +9,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "../kernels/kiln_metal_ops.h"
 #include "../plan/dispatch_plan_fused.h"
 #include "backend_object.h"
 
 namespace kiln::metal {
 namespace {
-
-constexpr double kMaxSafeInteger = 9007199254740991.0;
-
-void expect_float(const TensorView& view, const char* kernel, const char* role) {
-  if (view.dtype != KILN_DTYPE_I32) return;
-  throw NativeError(ErrorKind::kDType, std::string("metal backend: ") + kernel + ": " + role + " must be a float dtype (f32, f16, bf16), got " + describe(view),
-                    "Cast integer tensors to a float dtype first.");
-}
-
-Index read_extent(const Napi::Value& value, const char* kernel, const char* name) {
-  return read_integer(value, std::string(kernel) + ": " + name, 0, kMaxSafeInteger);
-}
-
-Index checked_product(Index rows, Index cols, const char* kernel) {
-  if (static_cast<double>(rows) * static_cast<double>(cols) > kMaxSafeInteger) throw_invalid(std::string(kernel) + ": rows · cols overflows 2^53");
-  return rows * cols;
-}
-
-/** A dense tensor of `count` elements, of `dtype` (or any float dtype when dtype < 0). */
-TensorView read_dense(BufferTable& buffers, const Napi::Value& value, const char* kernel, const char* role, int dtype, Index count, const char* why) {
-  TensorView view = read_tensor(buffers, value, kernel, role, false);
-  if (dtype >= 0) expect_dtype(view, dtype, kernel, role);
-  else expect_float(view, kernel, role);
-  expect_count(view, count, kernel, role, why);
-  return view;
-}
-
-/** A finite number (eps, scale, AdamW hyper-parameters). */
-double read_finite(const Napi::Value& value, const std::string& what) {
-  const double number = read_number(value, what);
-  if (!std::isfinite(number)) throw_invalid(what + " must be a finite number");
-  return number;
-}
 
 /** A pooled buffer used by one call's dispatches only, returned to the pool when the call has been encoded. */
 class CallScratch {
@@ -85,7 +51,7 @@ Napi::Value BackendObject::softmax_family(const Napi::CallbackInfo& info, int ki
     ensure_open(name);
     const Index rows = read_extent(info[2], name, "rows");
     const Index cols = read_extent(info[3], name, "cols");
-    const Index count = checked_product(rows, cols, name);
+    const Index count = checked_rows(rows, cols, name);
     const TensorView x = read_dense(buffers_, info[0], name, "x", -1, count, "rows · cols");
     const TensorView out = read_dense(buffers_, info[1], name, "out", x.dtype, count, "rows · cols");
     stream_->run(info.Env(), plan_softmax(kind, x, out, rows, cols));
@@ -104,7 +70,7 @@ Napi::Value BackendObject::SoftmaxBackward(const Napi::CallbackInfo& info) {
     ensure_open(name);
     const Index rows = read_extent(info[3], name, "rows");
     const Index cols = read_extent(info[4], name, "cols");
-    const Index count = checked_product(rows, cols, name);
+    const Index count = checked_rows(rows, cols, name);
     const TensorView y = read_dense(buffers_, info[0], name, "y", -1, count, "rows · cols");
     const TensorView dy = read_dense(buffers_, info[1], name, "dy", y.dtype, count, "rows · cols");
     const TensorView dx = read_dense(buffers_, info[2], name, "dx", y.dtype, count, "rows · cols");
@@ -121,7 +87,7 @@ Napi::Value BackendObject::RmsNorm(const Napi::CallbackInfo& info) {
     const Index rows = read_extent(info[4], name, "rows");
     const Index cols = read_extent(info[5], name, "cols");
     const double eps = read_finite(info[6], "rmsNorm: eps");
-    const Index count = checked_product(rows, cols, name);
+    const Index count = checked_rows(rows, cols, name);
     const TensorView x = read_dense(buffers_, info[0], name, "x", -1, count, "rows · cols");
     const TensorView weight = read_dense(buffers_, info[1], name, "weight", x.dtype, cols, "cols");
     const TensorView out = read_dense(buffers_, info[2], name, "out", x.dtype, count, "rows · cols");
@@ -138,7 +104,7 @@ Napi::Value BackendObject::RmsNormBackward(const Napi::CallbackInfo& info) {
     ensure_open(name);
     const Index rows = read_extent(info[6], name, "rows");
     const Index cols = read_extent(info[7], name, "cols");
-    const Index count = checked_product(rows, cols, name);
+    const Index count = checked_rows(rows, cols, name);
     const TensorView x = read_dense(buffers_, info[0], name, "x", -1, count, "rows · cols");
     const TensorView weight = read_dense(buffers_, info[1], name, "weight", x.dtype, cols, "cols");
     const TensorView rstd = read_dense(buffers_, info[2], name, "rstd", KILN_DTYPE_F32, rows, "rows");
@@ -165,7 +131,7 @@ Napi::Value BackendObject::LayerNorm(const Napi::CallbackInfo& info) {
     const Index rows = read_extent(info[4], name, "rows");
     const Index cols = read_extent(info[5], name, "cols");
     const double eps = read_finite(info[6], "layerNorm: eps");
-    const Index count = checked_product(rows, cols, name);
+    const Index count = checked_rows(rows, cols, name);
     const TensorView x = read_dense(buffers_, info[0], name, "x", -1, count, "rows · cols");
     const TensorView weight = read_dense(buffers_, info[1], name, "weight", x.dtype, cols, "cols");
     const TensorView bias = read_dense(buffers_, info[2], name, "bias", x.dtype, cols, "cols");
@@ -254,7 +220,7 @@ Napi::Value BackendObject::CrossEntropy(const Napi::CallbackInfo& info) {
     const Index rows = read_extent(info[3], name, "rows");
     const Index classes = read_extent(info[4], name, "classes");
     const auto ignore_index = static_cast<std::int32_t>(read_integer(info[5], "crossEntropy: ignoreIndex", -2147483648.0, 2147483647.0));
-    const TensorView logits = read_dense(buffers_, info[0], name, "logits", -1, checked_product(rows, classes, name), "rows · classes");
+    const TensorView logits = read_dense(buffers_, info[0], name, "logits", -1, checked_rows(rows, classes, name), "rows · classes");
     const TensorView targets = read_dense(buffers_, info[1], name, "targets", KILN_DTYPE_I32, rows, "rows");
     const TensorView loss = read_dense(buffers_, info[2], name, "loss", KILN_DTYPE_F32, rows, "rows");
     stream_->run(info.Env(), plan_cross_entropy(logits, targets, loss, rows, classes, ignore_index));
@@ -271,7 +237,7 @@ Napi::Value BackendObject::CrossEntropyBackward(const Napi::CallbackInfo& info) 
     const Index classes = read_extent(info[4], name, "classes");
     const auto ignore_index = static_cast<std::int32_t>(read_integer(info[5], "crossEntropyBackward: ignoreIndex", -2147483648.0, 2147483647.0));
     const double scale = read_finite(info[6], "crossEntropyBackward: scale");
-    const Index count = checked_product(rows, classes, name);
+    const Index count = checked_rows(rows, classes, name);
     const TensorView logits = read_dense(buffers_, info[0], name, "logits", -1, count, "rows · classes");
     const TensorView targets = read_dense(buffers_, info[1], name, "targets", KILN_DTYPE_I32, rows, "rows");
     const TensorView d_logits = read_dense(buffers_, info[2], name, "dLogits", logits.dtype, count, "rows · classes");

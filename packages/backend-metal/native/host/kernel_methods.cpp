@@ -2,39 +2,14 @@
 // counts, view extents) again in C++, ask the dispatch plan what to run, and hand it to the stream.
 #include <cmath>
 
-#include "../kernels/kiln_metal_ops.h"
 #include "backend_object.h"
+#include "kiln/op_names.h"
 
 namespace kiln::metal {
 namespace {
 
-constexpr double kMaxSafeInteger = 9007199254740991.0;
-
-const char* const kUnaryNames[KILN_UNARY_COUNT] = {"neg", "abs", "sign", "exp", "log", "sqrt", "rsqrt", "reciprocal",
-                                                    "square", "tanh", "sigmoid", "relu", "gelu", "silu", "geluGrad", "siluGrad"};
-const char* const kBinaryNames[KILN_BINARY_COUNT] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum",
-                                                      "greater", "greaterEqual", "less", "lessEqual", "equal", "notEqual"};
-const char* const kReduceNames[KILN_REDUCE_COUNT] = {"sum", "max", "min", "argmax", "argmin"};
-
 bool unary_allows_i32(int op) { return op == KILN_UNARY_NEG || op == KILN_UNARY_ABS || op == KILN_UNARY_SIGN || op == KILN_UNARY_SQUARE; }
 bool binary_allows_i32(int op) { return op != KILN_BINARY_DIV && op != KILN_BINARY_POW; }
-
-void expect_float(const TensorView& view, const char* kernel, const char* role) {
-  if (view.dtype != KILN_DTYPE_I32) return;
-  throw NativeError(ErrorKind::kDType, std::string("metal backend: ") + kernel + ": " + role + " must be a float dtype (f32, f16, bf16), got " + describe(view),
-                    "Cast integer tensors to a float dtype first.");
-}
-
-Index read_extent(const Napi::Value& value, const char* kernel, const char* name) {
-  return read_integer(value, std::string(kernel) + ": " + name, 0, kMaxSafeInteger);
-}
-
-/** a · b · c as a checked product (each factor already a safe integer). */
-Index product(Index a, Index b, Index c, const char* kernel) {
-  const double result = static_cast<double>(a) * static_cast<double>(b) * static_cast<double>(c);
-  if (result > kMaxSafeInteger) throw_invalid(std::string(kernel) + ": the element count overflows 2^53");
-  return a * b * c;
-}
 
 }  // namespace
 
@@ -48,7 +23,7 @@ Napi::Value BackendObject::Unary(const Napi::CallbackInfo& info) {
     expect_dtype(out, x.dtype, "unary", "out");
     expect_count(out, x.count, "unary", "out", "x and out have as many elements");
     if (x.dtype == KILN_DTYPE_I32 && !unary_allows_i32(op)) {
-      throw NativeError(ErrorKind::kDType, std::string("metal backend: unary '") + kUnaryNames[op] + "' is not defined for i32 (" + describe(x) + ")",
+      throw NativeError(ErrorKind::kDType, std::string("metal backend: unary '") + kUnaryOpNames[op] + "' is not defined for i32 (" + describe(x) + ")",
                         "i32 allows neg, abs, sign and square; cast to a float dtype first.");
     }
     stream_->run(info.Env(), plan_unary(op, x, out));
@@ -69,7 +44,7 @@ Napi::Value BackendObject::Binary(const Napi::CallbackInfo& info) {
     expect_dtype(a, out.dtype, "binary", "a");
     expect_dtype(b, out.dtype, "binary", "b");
     if (a.dtype == KILN_DTYPE_I32 && !binary_allows_i32(op)) {
-      throw NativeError(ErrorKind::kDType, std::string("metal backend: binary '") + kBinaryNames[op] + "' is not defined for i32 inputs (" + describe(a) + ")",
+      throw NativeError(ErrorKind::kDType, std::string("metal backend: binary '") + kBinaryOpNames[op] + "' is not defined for i32 inputs (" + describe(a) + ")",
                         "i32 allows add, sub, mul, maximum, minimum and comparisons; cast to a float dtype first.");
     }
     stream_->run(info.Env(), plan_binary(op, a, b, out));
@@ -107,10 +82,10 @@ Napi::Value BackendObject::Reduce(const Napi::CallbackInfo& info) {
     const Index inner = read_extent(info[5], "reduce", "inner");
     const bool arg = op == KILN_REDUCE_ARGMAX || op == KILN_REDUCE_ARGMIN;
     expect_dtype(out, arg ? KILN_DTYPE_I32 : x.dtype, "reduce", "out");
-    expect_count(x, product(outer, size, inner, "reduce"), "reduce", "x", "outer · size · inner");
-    expect_count(out, product(outer, 1, inner, "reduce"), "reduce", "out", "outer · inner");
+    expect_count(x, checked_product(outer, size, inner, "reduce"), "reduce", "x", "outer · size · inner");
+    expect_count(out, checked_product(outer, 1, inner, "reduce"), "reduce", "out", "outer · inner");
     if (arg && size == 0 && outer * inner > 0) {
-      throw_invalid(std::string("reduce: ") + kReduceNames[op] + " over an empty axis has no answer (x " + describe(x) + ")");
+      throw_invalid(std::string("reduce: ") + kReduceOpNames[op] + " over an empty axis has no answer (x " + describe(x) + ")");
     }
     stream_->run(info.Env(), plan_reduce(op, x, out, outer, size, inner));
     return info.Env().Undefined();
@@ -138,10 +113,10 @@ Napi::Value BackendObject::Matmul(const Napi::CallbackInfo& info) {
     expect_float(a, "matmul", "a");
     expect_dtype(b, a.dtype, "matmul", "b");
     expect_dtype(out, a.dtype, "matmul", "out");
-    expect_count(out, product(shape.batch, shape.m, shape.n, "matmul"), "matmul", "out", "batch · m · n");
+    expect_count(out, checked_product(shape.batch, shape.m, shape.n, "matmul"), "matmul", "out", "batch · m · n");
     // Every matrix of the batch must lie inside its operand.
     const auto reach = [&](const TensorView& view, Index rows, Index columns, Index stride, const char* role) {
-      const Index matrix = product(rows, columns, 1, "matmul");
+      const Index matrix = checked_product(rows, columns, 1, "matmul");
       if (shape.batch == 0 || matrix == 0) return;
       const double needed = static_cast<double>(shape.batch - 1) * static_cast<double>(stride) + static_cast<double>(matrix);
       if (needed > static_cast<double>(view.count)) {
@@ -183,8 +158,8 @@ Napi::Value BackendObject::Gather(const Napi::CallbackInfo& info) {
     const Index inner = read_extent(info[5], "gather", "inner");
     expect_dtype(indices, KILN_DTYPE_I32, "gather", "indices");
     expect_dtype(out, x.dtype, "gather", "out");
-    expect_count(x, product(outer, rows, inner, "gather"), "gather", "x", "outer · rows · inner");
-    expect_count(out, product(outer, indices.count, inner, "gather"), "gather", "out", "outer · indices · inner");
+    expect_count(x, checked_product(outer, rows, inner, "gather"), "gather", "x", "outer · rows · inner");
+    expect_count(out, checked_product(outer, indices.count, inner, "gather"), "gather", "out", "outer · indices · inner");
     stream_->run(info.Env(), plan_gather(x, indices, out, outer, rows, inner));
     return info.Env().Undefined();
   });
@@ -202,8 +177,8 @@ Napi::Value BackendObject::ScatterAdd(const Napi::CallbackInfo& info) {
     const Index inner = read_extent(info[5], "scatterAdd", "inner");
     expect_dtype(indices, KILN_DTYPE_I32, "scatterAdd", "indices");
     expect_dtype(out, source.dtype, "scatterAdd", "out");
-    expect_count(out, product(outer, rows, inner, "scatterAdd"), "scatterAdd", "out", "outer · rows · inner");
-    expect_count(source, product(outer, indices.count, inner, "scatterAdd"), "scatterAdd", "source", "outer · indices · inner");
+    expect_count(out, checked_product(outer, rows, inner, "scatterAdd"), "scatterAdd", "out", "outer · rows · inner");
+    expect_count(source, checked_product(outer, indices.count, inner, "scatterAdd"), "scatterAdd", "source", "outer · indices · inner");
     stream_->run(info.Env(), plan_scatter_add(source, indices, out, outer, rows, inner));
     return info.Env().Undefined();
   });

@@ -49,10 +49,4 @@ Plan plan_copy_bytes(BufferRecord* staging, BufferRecord* target, std::size_t ta
 /** The dtype's bits of a float64 fill value, rounded once (float → i32 per the cast rule). */
 std::uint32_t fill_bits(int dtype, double value);
 
-/** Bytes per element of a dtype. */
-inline int dtype_bytes(int dtype) { return dtype == 1 || dtype == 2 ? 2 : 4; }
-
-/** "f32", "f16", "bf16", "i32". */
-const char* dtype_name(int dtype);
-
 }  // namespace kiln::metal

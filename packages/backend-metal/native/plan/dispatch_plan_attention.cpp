@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "../host/native_error.h"
+#include "kiln/native_error.h"
 #include "../kernels/kiln_metal_args.h"
+#include "kiln/op_names.h"
 #include "plan_common.h"
 
 namespace kiln::metal {
@@ -65,14 +66,14 @@ KilnAttentionArgs attention_args(const char* kernel, const AttentionCall& call) 
 std::string describe_call(const char* kernel, const AttentionCall& call) {
   const TensorView& q = *call.q;
   const TensorView& k = *call.k;
-  return std::string(kernel) + " " + dtype_name(q.dtype) + " B=" + std::to_string(q.shape[0]) + " Hq=" + std::to_string(q.shape[1]) + " Hkv=" +
+  return std::string(kernel) + " " + kDTypeNames[q.dtype] + " B=" + std::to_string(q.shape[0]) + " Hq=" + std::to_string(q.shape[1]) + " Hkv=" +
          std::to_string(k.shape[1]) + " Tq=" + std::to_string(q.shape[2]) + " Tk=" + std::to_string(k.shape[2]) + " D=" + std::to_string(q.shape[3]) +
          (call.causal ? " causal" : "") + (call.mask != nullptr ? " masked" : "");
 }
 
 /** "<family>_<variant>_<dtype>_d<bucket>". */
 std::string kernel_name(const char* family, bool matrix, const TensorView& q) {
-  return std::string(family) + (matrix ? "_simdgroup_" : "_scalar_") + dtype_name(q.dtype) + "_d" + std::to_string(attention_head_dim_bucket(q.shape[3]));
+  return std::string(family) + (matrix ? "_simdgroup_" : "_scalar_") + kDTypeNames[q.dtype] + "_d" + std::to_string(attention_head_dim_bucket(q.shape[3]));
 }
 
 }  // namespace
@@ -106,7 +107,7 @@ Plan plan_attention_backward(const AttentionCall& call, const TensorView& out, c
   Plan plan;
   if (args.rows > 0) {
     Dispatch dispatch;
-    dispatch.kernel = std::string("attention_delta_") + dtype_name(q.dtype);
+    dispatch.kernel = std::string("attention_delta_") + kDTypeNames[q.dtype];
     dispatch.threadgroups = Size3{u32(ceil_div(args.rows, KILN_ATTENTION_DELTA_THREADS)), 1, 1};
     dispatch.threads = Size3{KILN_ATTENTION_DELTA_THREADS, 1, 1};
     dispatch.what = what + " (delta)";

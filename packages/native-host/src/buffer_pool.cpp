@@ -1,12 +1,9 @@
-#include "buffer_pool.h"
+#include "kiln/buffer_pool.h"
 
 #include <bit>
 #include <cstdio>
-#include <string>
 
-#include "native_error.h"
-
-namespace kiln::metal {
+namespace kiln {
 namespace {
 
 constexpr std::size_t kSmallestClass = 512;
@@ -55,15 +52,16 @@ PooledBuffer BufferPool::allocate(std::size_t bytes, std::size_t* class_bytes) {
       allocated = fits() && device_.allocate(wanted, &result.device);
     }
     if (!allocated) {
-      std::string message = "metal backend: out of memory allocating " + format_bytes(bytes) + " (" + std::to_string(bytes) + " bytes)";
+      std::string message = "out of memory allocating " + format_bytes(bytes) + " (" + std::to_string(bytes) + " bytes)";
       if (limit_bytes_ != 0 && stats_.reserved_bytes + wanted > limit_bytes_) {
-        message += " within the limit of " + format_bytes(limit_bytes_) + " (memoryLimitBytes, by default the GPU's recommendedMaxWorkingSetSize)";
+        message += " within the memoryLimitBytes of " + format_bytes(limit_bytes_) + limit_origin_;
       }
-      message += "; kiln holds " + format_bytes(stats_.reserved_bytes) + " in " + std::to_string(stats_.buffer_count) +
-                 " buffers (the buffer cache was emptied and the allocation retried once)";
-      NativeError failure(ErrorKind::kOutOfMemory, message,
+      message += "; kiln holds " + format_bytes(stats_.reserved_bytes) + " in " + std::to_string(stats_.buffer_count) + " buffers" + device_.memory_note() +
+                 " (the buffer cache was emptied and the allocation retried once)";
+      NativeError failure(ErrorKind::kOutOfMemory, backend_message(message),
                           "Reduce the batch size or model size, free tensors you no longer need (tidy, dispose), or close other programs using the GPU.");
       failure.requested_bytes = static_cast<double>(bytes);
+      device_.tag_out_of_memory(failure);
       throw failure;
     }
     stats_.device_allocations++;
@@ -94,4 +92,4 @@ void BufferPool::empty_cache() {
   stats_.cached_bytes = 0;
 }
 
-}  // namespace kiln::metal
+}  // namespace kiln
