@@ -1,11 +1,11 @@
-// host/addon.cpp — the module's exports: probe(), opNames(), buildInfo(), the Backend class, and
+// host/addon.cpp — the module's exports: probe(), buildInfo(), opNames() and the Backend class
+// (@kiln/native-host's, on a MetalKernelDevice), and
 // (simulator build only) configureSimulator(). Their TypeScript type: src/native/addon-types.ts.
 #include <napi.h>
 
-#include "backend_object.h"
 #include "device.h"
 #include "kiln/arguments.h"
-#include "kiln/op_names.h"
+#include "metal_kernel_device.h"
 
 #if defined(KILN_METAL_SIMULATOR)
 #include "../device/sim_device.h"
@@ -17,21 +17,6 @@ const char* const kBackendName = "metal";
 
 namespace kiln::metal {
 namespace {
-
-Napi::Object facts_object(Napi::Env env, const DeviceFacts& facts, std::size_t index) {
-  Napi::Object entry = Napi::Object::New(env);
-  entry.Set("index", static_cast<double>(index));
-  entry.Set("name", facts.name);
-  entry.Set("unifiedMemory", facts.unified_memory);
-  entry.Set("recommendedMaxWorkingSetSize", Napi::Number::New(env, static_cast<double>(facts.recommended_working_set_bytes)));
-  entry.Set("maxBufferLength", Napi::Number::New(env, static_cast<double>(facts.max_buffer_bytes)));
-  entry.Set("family", facts.family);
-  entry.Set("simdgroupMatrix", facts.simdgroup_matrix);
-  entry.Set("bf16", facts.bf16);
-  entry.Set("bfloatType", facts.bfloat_type);
-  entry.Set("osVersion", facts.os_version);
-  return entry;
-}
 
 Napi::Value Probe(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -46,24 +31,12 @@ Napi::Value Probe(const Napi::CallbackInfo& info) {
   result.Set("status", report.status);
   result.Set("message", report.message);
   Napi::Array devices = Napi::Array::New(env, report.devices.size());
-  for (std::size_t i = 0; i < report.devices.size(); i++) devices.Set(static_cast<std::uint32_t>(i), facts_object(env, report.devices[i], i));
+  for (std::size_t i = 0; i < report.devices.size(); i++) {
+    Napi::Object entry = facts_object(env, report.devices[i]);
+    entry.Set("index", static_cast<double>(i));
+    devices.Set(static_cast<std::uint32_t>(i), entry);
+  }
   result.Set("devices", devices);
-  return result;
-}
-
-Napi::Array names(Napi::Env env, const char* const* list, std::size_t count) {
-  Napi::Array array = Napi::Array::New(env, count);
-  for (std::size_t i = 0; i < count; i++) array.Set(static_cast<std::uint32_t>(i), list[i]);
-  return array;
-}
-
-Napi::Value OpNames(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Napi::Object result = Napi::Object::New(env);
-  result.Set("unary", names(env, kUnaryOpNames, KILN_UNARY_COUNT));
-  result.Set("binary", names(env, kBinaryOpNames, KILN_BINARY_COUNT));
-  result.Set("reduce", names(env, kReduceOpNames, KILN_REDUCE_COUNT));
-  result.Set("dtype", names(env, kDTypeNames, KILN_DTYPE_COUNT));
   return result;
 }
 
@@ -110,12 +83,13 @@ Napi::Value ConfigureSimulator(const Napi::CallbackInfo& info) {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("probe", Napi::Function::New<Probe>(env, "probe"));
-  exports.Set("opNames", Napi::Function::New<OpNames>(env, "opNames"));
   exports.Set("buildInfo", Napi::Function::New<BuildInfo>(env, "buildInfo"));
 #if defined(KILN_METAL_SIMULATOR)
   exports.Set("configureSimulator", Napi::Function::New<ConfigureSimulator>(env, "configureSimulator"));
 #endif
-  BackendObject::Register(env, exports);
+  register_backend(env, exports,
+                   BackendSpec{[env](const BackendOptions& options) -> std::unique_ptr<KernelDevice> { return std::make_unique<MetalKernelDevice>(env, options); },
+                               metal_extra_methods()});
   return exports;
 }
 

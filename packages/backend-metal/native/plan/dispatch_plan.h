@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "dispatch.h"
+#include "kiln/matmul_shape.h"
 
 namespace kiln::metal {
 
@@ -17,18 +18,6 @@ namespace kiln::metal {
 struct PlanDevice {
   /** simdgroup_matrix (8×8 simdgroup matrices: Apple7 = M1 and newer). */
   bool simdgroup_matrix = true;
-};
-
-/** Batched matmul dimensions (core's MatmulParams). */
-struct MatmulShape {
-  Index batch = 1;
-  Index m = 0;
-  Index n = 0;
-  Index k = 0;
-  bool transpose_a = false;
-  bool transpose_b = false;
-  Index batch_stride_a = 0;
-  Index batch_stride_b = 0;
 };
 
 Plan plan_unary(int op, const TensorView& x, const TensorView& out);

@@ -1,0 +1,153 @@
+// kiln/kernel_calls.h — one struct per kernel method of the Backend class: what the shared host
+// read from JavaScript and checked (kiln/call_readers.h) before a device launches or encodes it.
+// No Node-API here: a backend's launchers or dispatch plan include this file.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "buffers.h"
+#include "matmul_shape.h"
+
+namespace kiln {
+
+/** unary(op, x, out). */
+struct UnaryCall {
+  int op = 0;
+  TensorView x, out;
+};
+/** binary(op, a, b, out): a and b views broadcast to out's shape. */
+struct BinaryCall {
+  int op = 0;
+  TensorView a, b, out;
+};
+/** where(condition, a, b, out): views broadcast to out's shape. */
+struct WhereCall {
+  TensorView condition, a, b, out;
+};
+/** reduce(op, x, out, outer, size, inner). */
+struct ReduceCall {
+  int op = 0;
+  TensorView x, out;
+  Index outer = 0, size = 0, inner = 0;
+};
+/** matmul(a, b, out, params). */
+struct MatmulCall {
+  TensorView a, b, out;
+  MatmulShape shape;
+};
+/** copy(src, dst): views of one shape. */
+struct CopyCall {
+  TensorView src, dst;
+};
+/** gather(x, indices, out, outer, rows, inner) and scatterAdd(source, indices, out, outer, rows, inner): `values` is x or source. */
+struct IndexCall {
+  TensorView values, indices, out;
+  Index outer = 0, rows = 0, inner = 0;
+};
+/** cast(x, out). */
+struct CastCall {
+  TensorView x, out;
+};
+/** fill(out, value). */
+struct FillCall {
+  TensorView out;
+  double value = 0;
+};
+/** random(out, kind, a, b, seed, offset): kind 0 uniform(a = low, b = high), 1 normal(a = mean, b = std). */
+struct RandomCall {
+  TensorView out;
+  int kind = 0;
+  double a = 0, b = 0;
+  std::uint64_t seed = 0, offset = 0;
+};
+/** softmax / logSoftmax(x, out, rows, cols). */
+struct SoftmaxCall {
+  bool log = false;
+  TensorView x, out;
+  Index rows = 0, cols = 0;
+};
+/** softmaxBackward(y, dy, dx, rows, cols). */
+struct SoftmaxBackwardCall {
+  TensorView y, dy, dx;
+  Index rows = 0, cols = 0;
+};
+/** rmsNorm(x, weight, out, rstd, rows, cols, eps). */
+struct RmsNormCall {
+  TensorView x, weight, out, rstd;
+  Index rows = 0, cols = 0;
+  float eps = 0;
+};
+/** rmsNormBackward(x, weight, rstd, dy, dx, dWeight, rows, cols). */
+struct RmsNormBackwardCall {
+  TensorView x, weight, rstd, dy, dx, d_weight;
+  Index rows = 0, cols = 0;
+};
+/** layerNorm(x, weight, bias, out, rows, cols, eps). */
+struct LayerNormCall {
+  TensorView x, weight, bias, out;
+  Index rows = 0, cols = 0;
+  float eps = 0;
+};
+/** rope(x, out, offset, theta, inverse): x [..., T, D] with an even D. */
+struct RopeCall {
+  TensorView x, out;
+  Index offset = 0;
+  double theta = 0;
+  bool inverse = false;
+  /** T, D and the rows (x.count / (T · D)). */
+  Index positions = 0, dim = 0, rows = 0;
+};
+/** swiglu(gate, up, out). */
+struct SwigluCall {
+  TensorView gate, up, out;
+};
+/** swigluBackward(gate, up, dy, dGate, dUp). */
+struct SwigluBackwardCall {
+  TensorView gate, up, dy, d_gate, d_up;
+};
+/** crossEntropy(logits, targets, loss, rows, classes, ignoreIndex). */
+struct CrossEntropyCall {
+  TensorView logits, targets, loss;
+  Index rows = 0, classes = 0;
+  std::int32_t ignore_index = -100;
+};
+/** crossEntropyBackward(logits, targets, dLogits, rows, classes, ignoreIndex, scale). */
+struct CrossEntropyBackwardCall {
+  TensorView logits, targets, d_logits;
+  Index rows = 0, classes = 0;
+  std::int32_t ignore_index = -100;
+  float scale = 1;
+};
+/** AdamW hyper-parameters of one step. */
+struct AdamWHyper {
+  double lr = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0, step = 1;
+};
+/** adamw(param, grad, m, v, params). */
+struct AdamWCall {
+  TensorView param, grad, m, v;
+  AdamWHyper hyper;
+};
+/** q, k, v [B, H, T, D] (Hkv dividing Hq), the optional f32 mask view [B, Hq, Tq, Tk], scale and causal. */
+struct AttentionInputs {
+  TensorView q, k, v;
+  std::optional<TensorView> mask;
+  double scale = 1;
+  bool causal = false;
+};
+/** attention(q, k, v, mask, out, lse, params). */
+struct AttentionCall {
+  AttentionInputs inputs;
+  TensorView out, lse;
+};
+/** attentionBackward(q, k, v, mask, out, lse, dOut, dq, dk, dv, params). */
+struct AttentionBackwardCall {
+  AttentionInputs inputs;
+  TensorView out, lse, d_out, dq, dk, dv;
+};
+
+/** "attention f16 B=1 Hq=8 Hkv=2 Tq=64 Tk=64 D=64 causal masked": a call in messages. */
+std::string describe_attention(const char* kernel, const AttentionInputs& inputs);
+
+}  // namespace kiln
