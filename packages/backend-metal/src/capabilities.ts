@@ -1,4 +1,4 @@
-/** What the Metal backend runs natively: every primitive, `random`, flash attention (forward and backward), and the fused kernels of src/fused-kernels.ts. */
+/** What the Metal backend runs natively: every primitive, `random`, flash attention (forward and backward), the fused kernels of src/fused-kernels.ts and the multi-tensor kernels. */
 import type { Capabilities, DeviceInfo, DType, KernelName } from '@kiln/core';
 
 /** Primitives defined on i32 (docs/kernel-semantics.md, "i32"). */
@@ -7,10 +7,10 @@ const I32_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>(['unary', 'bina
 const ATTENTION_KERNELS: readonly KernelName[] = ['attention', 'attentionBackward'];
 /** Kernels with a native implementation in every float dtype. */
 const FLOAT_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>([...I32_KERNELS, 'matmul', 'random', ...ATTENTION_KERNELS]);
-/** Fused kernels with an MSL implementation in every float dtype (native/kernels/{softmax,norm,rope,swiglu,cross_entropy,adamw}.metal). */
+/** Fused kernels with an MSL implementation in every float dtype (native/kernels/{softmax,norm,rope,swiglu,cross_entropy,adamw,multi_tensor}.metal). */
 const FUSED_FLOAT_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>([
   'softmax', 'softmaxBackward', 'logSoftmax', 'rmsNorm', 'rmsNormBackward', 'layerNorm', 'rope', 'swiglu', 'swigluBackward',
-  'crossEntropy', 'crossEntropyBackward', 'adamw',
+  'crossEntropy', 'crossEntropyBackward', 'adamw', 'sumOfSquaresMulti', 'adamwMulti',
 ]);
 
 /** The capabilities of one Metal backend instance; bf16 as the device reports it (every Metal 3 GPU today). */
@@ -26,5 +26,8 @@ export function metalCapabilities(device: DeviceInfo, bf16: boolean, implementat
     flashAttention: true,
     // gather, scatterAdd and crossEntropy(Backward) check every index in the kernel and report through the device error record.
     checksIndices: true,
+    // Fixed reduction orders (two-pass reduces, chunked multi-tensor sums), scatterAdd by row ownership: no float atomics (docs/backend-metal.md).
+    deterministic: true,
+    determinism: 'bit-identical reruns on the same GPU (simdgroup width), macOS and kiln build',
   };
 }

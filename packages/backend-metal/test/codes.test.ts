@@ -1,4 +1,4 @@
-// The op and dtype codes of src/native/codes.ts must match the addon's (native/kernels/kiln_metal_ops.h),
+// The op and dtype codes of src/native/codes.ts must match the addon's (@kiln/native-host: include/kiln/op_codes.h),
 // for the simulator build and for the Metal build where it exists (macOS).
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';

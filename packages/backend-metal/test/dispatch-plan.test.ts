@@ -89,6 +89,27 @@ describe.skipIf(skipReason !== undefined)(`dispatch plan${skipReason ? ` (${skip
     expect(columns.bindings[2].words).toEqual([10, 3, 10, 0]);
   });
 
+  it('reduce: few long rows and few long columns run two passes (chunk partials, then a fixed-order combine) picked by the shape', () => {
+    const whole = ref(backend, [100000]);
+    const [partial, combine, ...rest] = plan(() => backend.reduce('sum', whole, ref(backend, [1]), 1, 100000, 1));
+    expect(rest).toEqual([]);
+    // 256 threadgroups wanted, but chunks of at least 4096 elements: ⌊100000 / 4096⌋ = 24 chunks of 4167.
+    expect(partial).toMatchObject({ kernel: 'reduce_rows_partial_f32', threadgroups: [24, 1, 1], threads: [256, 1, 1], constants: { kReduceOp: 0 } });
+    expect(partial.bindings.map((binding) => binding.role)).toEqual(['x', 'partials', 'args']);
+    expect(partial.bindings[2].words).toEqual([1, 100000, 1, 24, 4167, 0, 0, 0]);
+    expect(combine).toMatchObject({ kernel: 'reduce_combine_f32', threadgroups: [1, 1, 1], constants: { kReduceOp: 0 } });
+    expect(combine.bindings.map((binding) => binding.role)).toEqual(['partials', 'out', 'args']);
+    const [rowsPartial] = plan(() => backend.reduce('argmax', ref(backend, [3, 40000], 'bf16'), ref(backend, [3], 'i32'), 3, 40000, 1));
+    expect(rowsPartial).toMatchObject({ kernel: 'reduce_rows_partial_bf16', threadgroups: [9, 3, 1], constants: { kReduceOp: 3 } });
+    // A leading-axis sum of a small tensor: 16384 / 8 chunks wanted, at least 32 rows each: ⌊5000 / 32⌋ = 156 → chunks of 33 rows, 152 of them.
+    const [columns, columnsCombine] = plan(() => backend.reduce('sum', ref(backend, [5000, 8]), ref(backend, [8]), 1, 5000, 8));
+    expect(columns).toMatchObject({ kernel: 'reduce_columns_partial_f32', threadgroups: [Math.ceil((8 * 152) / 256), 1, 1] });
+    expect(columns.bindings[2].words!.slice(0, 5)).toEqual([1, 5000, 8, 152, 33]);
+    expect(columnsCombine.kernel).toBe('reduce_combine_f32');
+    // Many rows keep one threadgroup per row.
+    expect(plan(() => backend.reduce('sum', ref(backend, [300, 10000]), ref(backend, [300]), 300, 10000, 1)).map((d) => d.kernel)).toEqual(['reduce_rows_f32']);
+  });
+
   it('matmul: GEMV for m = 1, simdgroup-matrix tiles of 32×32 otherwise, threadgroup z the batch', () => {
     const params = { transposeA: false, transposeB: false, batchStrideA: 0, batchStrideB: 0 };
     const a = ref(backend, [3, 33, 70]);
@@ -125,6 +146,40 @@ describe.skipIf(skipReason !== undefined)(`dispatch plan${skipReason ? ` (${skip
     expect(gather.bindings[3].words!.slice(0, 5)).toEqual([1, 4, 3, 5, 15]);
     const [scatter] = plan(() => backend.scatterAdd(ref(backend, [5, 3], 'bf16'), indices, ref(backend, [4, 3], 'bf16'), 1, 4, 3));
     expect(scatter.kernel).toBe('scatter_add_bf16');
+    // No atomics: one thread per (row range, column); 4 rows, 3 columns → 4 ranges of 1 row.
+    expect(scatter.bindings[3].words).toEqual([1, 4, 3, 5, 12, 4, 1, 0]);
+    expect(scatter.threadgroups).toEqual([1, 1, 1]);
+    const wide = plan(() => backend.scatterAdd(ref(backend, [5, 200]), indices, ref(backend, [50000, 200]), 1, 50000, 200))[0];
+    // ⌈65536 / 200⌉ = 328 ranges wanted → ⌈50000 / 328⌉ = 153 rows each → 327 ranges (the last shorter).
+    expect(wide.bindings[3].words).toEqual([1, 50000, 200, 5, 65400, 327, 153, 0]);
+  });
+
+  it('sumOfSquaresMulti: one chunk dispatch per non-empty tensor into pooled partials, then one total dispatch', () => {
+    const tensors = [ref(backend, [10000]), ref(backend, [0]), ref(backend, [3], 'bf16')];
+    const dispatches = plan(() => backend.sumOfSquaresMulti(tensors, ref(backend, [1])));
+    expect(dispatches.map((d) => [d.kernel, d.threadgroups[0], d.threads[0]])).toEqual([
+      ['sum_of_squares_chunks_f32', 2, 256], ['sum_of_squares_chunks_bf16', 1, 256], ['sum_of_squares_total', 1, 256],
+    ]);
+    expect(dispatches[1].bindings[2].words).toEqual([3, 2, 0, 0]);
+    expect(dispatches[2].bindings[2].words).toEqual([3, 0, 0, 0]);
+    expect(plan(() => backend.sumOfSquaresMulti([ref(backend, [0])], ref(backend, [1]))).map((d) => d.kernel)).toEqual(['fill_u32']);
+  });
+
+  it('adamwMulti: one adamw_multi dispatch per tensor with its own decay; the scale and guard as device scalars or the control words', () => {
+    const params = [ref(backend, [10], 'bf16'), ref(backend, [4])];
+    const state = () => params.map((p) => ref(backend, [...p.shape]));
+    const options = { lr: 0.5, beta1: 0.9, beta2: 0.99, eps: 1e-8, step: 1, weightDecays: [0.1, 0] };
+    const [first, second] = plan(() => backend.adamwMulti!(params, [ref(backend, [10]), ref(backend, [4], 'f16')], state(), state(), { ...options, gradientScale: 0.25 }));
+    expect([first.kernel, second.kernel]).toEqual(['adamw_multi_bf16_f32', 'adamw_multi_f32_f16']);
+    expect(first.bindings.map((binding) => binding.role)).toEqual(['param', 'grad', 'm', 'v', 'args', 'scale (unused)', 'guard (unused)', 'args']);
+    const decay = (dispatch: NativeDispatch) => new Float32Array(new Uint32Array(dispatch.bindings[4].words!).buffer)[5];
+    expect([decay(first), decay(second)]).toEqual([Math.fround(1 - 0.5 * 0.1), 1]);
+    expect(new Float32Array(new Uint32Array(first.bindings[7].words!.slice(0, 1)).buffer)[0]).toBe(0.25);
+    expect(first.bindings[7].words!.slice(1)).toEqual([0, 0, 0]);
+    const scale = ref(backend, [1]);
+    const [guarded] = plan(() => backend.adamwMulti!(params, [ref(backend, [10]), ref(backend, [4])], state(), state(), { ...options, gradientScale: scale, skipIfNonFinite: scale }));
+    expect(guarded.bindings.map((binding) => binding.role).slice(5, 7)).toEqual(['scale', 'guard']);
+    expect(guarded.bindings[7].words!.slice(1)).toEqual([1, 1, 0]);
   });
 
   it('fill rounds the float64 value once on the host; random passes the Philox key, offset and f64 parameters as words', () => {

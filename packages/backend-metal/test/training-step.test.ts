@@ -2,7 +2,7 @@
 // simulated Metal backend against @kiln/backend-cpu: the same seed gives bit-identical initial
 // weights (random on the GPU equals core's generator), and the loss, every gradient and every
 // updated weight after one AdamW step agree within f32 tolerance. Every fused kernel runs as an MSL
-// kernel: flash attention (forward and backward), RMSNorm, rope, SwiGLU, cross-entropy, AdamW and
+// kernel: flash attention (forward and backward), RMSNorm, rope, SwiGLU, cross-entropy, multi-tensor AdamW (the trainer's adamwStep) and
 // their backwards.
 import { backward, crossEntropy, reshape, tensor, type KernelBackend, type Tensor } from '@kiln/core';
 import { createCpuBackend } from '@kiln/backend-cpu';
@@ -70,7 +70,7 @@ describe.skipIf(skipReason !== undefined)(`one training step of the tiny referen
       const kernels = new Set(metal.takeDispatches().map((dispatch) => dispatch.kernel));
       metal.recordDispatches(false);
       for (const kernel of ['rms_norm_rows_f32', 'rms_norm_backward_rows_f32', 'rope_f32', 'swiglu_f32', 'swiglu_backward_f32', 'cross_entropy_rows_f32',
-        'cross_entropy_backward_rows_f32', 'adamw_f32_f32']) expect(kernels, kernel).toContain(kernel);
+        'cross_entropy_backward_rows_f32', 'adamw_multi_f32_f32']) expect(kernels, kernel).toContain(kernel);
       expect([...actual.initial.keys()]).toEqual([...expected.initial.keys()]);
       expect(actual.initial.size).toBeGreaterThan(10);
       for (const [name, weights] of expected.initial) expect(Buffer.from(actual.initial.get(name)!.buffer).equals(Buffer.from(weights.buffer)), name).toBe(true);

@@ -37,7 +37,8 @@ constexpr char kUnary[] = "unary", kBinary[] = "binary", kWhere[] = "where", kRe
                kGather[] = "gather", kScatterAdd[] = "scatterAdd", kCast[] = "cast", kFill[] = "fill", kRandom[] = "random", kSoftmax[] = "softmax",
                kLogSoftmax[] = "logSoftmax", kSoftmaxBackward[] = "softmaxBackward", kRmsNorm[] = "rmsNorm", kRmsNormBackward[] = "rmsNormBackward",
                kLayerNorm[] = "layerNorm", kRope[] = "rope", kSwiglu[] = "swiglu", kSwigluBackward[] = "swigluBackward", kCrossEntropy[] = "crossEntropy",
-               kCrossEntropyBackward[] = "crossEntropyBackward", kAdamw[] = "adamw", kAttention[] = "attention", kAttentionBackward[] = "attentionBackward";
+               kCrossEntropyBackward[] = "crossEntropyBackward", kAdamw[] = "adamw",
+               kSumOfSquaresMulti[] = "sumOfSquaresMulti", kAdamwMulti[] = "adamwMulti", kAttention[] = "attention", kAttentionBackward[] = "attentionBackward";
 
 }  // namespace
 
@@ -92,6 +93,8 @@ Napi::Function BackendObject::Define(Napi::Env env, const std::vector<ExtraMetho
       InstanceMethod<&BackendObject::Kernel<kCrossEntropy, 6, read_cross_entropy, &K::cross_entropy>>(kCrossEntropy),
       InstanceMethod<&BackendObject::Kernel<kCrossEntropyBackward, 7, read_cross_entropy_backward, &K::cross_entropy_backward>>(kCrossEntropyBackward),
       InstanceMethod<&BackendObject::Kernel<kAdamw, 5, read_adamw, &K::adamw>>(kAdamw),
+      InstanceMethod<&BackendObject::Kernel<kSumOfSquaresMulti, 2, read_sum_of_squares_multi, &K::sum_of_squares_multi>>(kSumOfSquaresMulti),
+      InstanceMethod<&BackendObject::Kernel<kAdamwMulti, 5, read_adamw_multi, &K::adamw_multi>>(kAdamwMulti),
       InstanceMethod<&BackendObject::Kernel<kAttention, 7, read_attention, &K::attention>>(kAttention),
       InstanceMethod<&BackendObject::Kernel<kAttentionBackward, 11, read_attention_backward, &K::attention_backward>>(kAttentionBackward),
   };

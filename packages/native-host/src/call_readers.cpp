@@ -390,6 +390,85 @@ AdamWCall read_adamw(BufferTable& buffers, const Napi::CallbackInfo& info) {
   return call;
 }
 
+namespace {
+
+/** The array argument `what` of `kernel` as tensors, each dense and of a float dtype. */
+std::vector<TensorView> read_float_list(BufferTable& buffers, const Napi::Value& value, const char* kernel, const char* what) {
+  if (!value.IsArray()) throw_invalid(std::string(kernel) + ": " + what + " must be an array of tensors");
+  const Napi::Array array = value.As<Napi::Array>();
+  std::vector<TensorView> tensors;
+  tensors.reserve(array.Length());
+  for (std::uint32_t i = 0; i < array.Length(); i++) {
+    const std::string role = std::string(what) + "[" + std::to_string(i) + "]";
+    tensors.push_back(read_float(buffers, array.Get(i), kernel, role.c_str()));
+  }
+  return tensors;
+}
+
+/** A one-element f32 tensor option. */
+TensorView read_device_scalar(BufferTable& buffers, const Napi::Value& value, const char* kernel, const char* role) {
+  return read_dense(buffers, value, kernel, role, KILN_DTYPE_F32, 1, "one element");
+}
+
+}  // namespace
+
+SumOfSquaresMultiCall read_sum_of_squares_multi(BufferTable& buffers, const Napi::CallbackInfo& info) {
+  const char* name = "sumOfSquaresMulti";
+  SumOfSquaresMultiCall call;
+  call.tensors = read_float_list(buffers, info[0], name, "tensors");
+  call.out = read_tensor(buffers, info[1], name, "out", false);
+  expect_dtype(call.out, KILN_DTYPE_F32, name, "out");
+  expect_count(call.out, 1, name, "out", "one element");
+  return call;
+}
+
+AdamWMultiCall read_adamw_multi(BufferTable& buffers, const Napi::CallbackInfo& info) {
+  const char* name = "adamwMulti";
+  AdamWMultiCall call;
+  call.params = read_float_list(buffers, info[0], name, "params");
+  call.grads = read_float_list(buffers, info[1], name, "grads");
+  call.ms = read_float_list(buffers, info[2], name, "ms");
+  call.vs = read_float_list(buffers, info[3], name, "vs");
+  const std::size_t count = call.params.size();
+  if (call.grads.size() != count || call.ms.size() != count || call.vs.size() != count) {
+    throw_shape("adamwMulti: params, grads, ms and vs must have equal lengths, got " + std::to_string(count) + ", " + std::to_string(call.grads.size()) + ", " +
+                std::to_string(call.ms.size()) + ", " + std::to_string(call.vs.size()));
+  }
+  for (std::size_t i = 0; i < count; i++) {
+    const std::string index = "[" + std::to_string(i) + "]";
+    const std::string why = "as many elements as params" + index;
+    expect_count(call.grads[i], call.params[i].count, name, ("grads" + index).c_str(), why);
+    expect_dtype(call.ms[i], KILN_DTYPE_F32, name, ("ms" + index).c_str());
+    expect_count(call.ms[i], call.params[i].count, name, ("ms" + index).c_str(), why);
+    expect_dtype(call.vs[i], KILN_DTYPE_F32, name, ("vs" + index).c_str());
+    expect_count(call.vs[i], call.params[i].count, name, ("vs" + index).c_str(), why);
+  }
+  if (!info[4].IsObject()) throw_invalid("adamwMulti: options must be an object { lr, beta1, beta2, eps, step, weightDecays, gradientScale, skipIfNonFinite? }");
+  const Napi::Object options = info[4].As<Napi::Object>();
+  call.hyper.lr = read_finite(options.Get("lr"), "adamwMulti: options.lr");
+  call.hyper.beta1 = read_finite(options.Get("beta1"), "adamwMulti: options.beta1");
+  call.hyper.beta2 = read_finite(options.Get("beta2"), "adamwMulti: options.beta2");
+  call.hyper.eps = read_finite(options.Get("eps"), "adamwMulti: options.eps");
+  call.hyper.step = static_cast<double>(read_integer(options.Get("step"), "adamwMulti: options.step", 1, kMaxSafeInteger));
+  const Napi::Value decays_value = options.Get("weightDecays");
+  if (!decays_value.IsArray() || decays_value.As<Napi::Array>().Length() != count) {
+    throw_invalid("adamwMulti: options.weightDecays must be an array with one number per parameter (" + std::to_string(count) + ")");
+  }
+  const Napi::Array decays = decays_value.As<Napi::Array>();
+  for (std::uint32_t i = 0; i < count; i++) call.weight_decays.push_back(read_finite(decays.Get(i), "adamwMulti: options.weightDecays[" + std::to_string(i) + "]"));
+  const Napi::Value scale = options.Get("gradientScale");
+  if (scale.IsNumber()) {
+    call.scale = static_cast<float>(read_finite(scale, "adamwMulti: options.gradientScale"));
+  } else if (scale.IsUndefined()) {
+    throw_invalid("adamwMulti: options.gradientScale must be a number or a one-element f32 tensor");
+  } else {
+    call.scale_tensor = read_device_scalar(buffers, scale, name, "options.gradientScale");
+  }
+  const Napi::Value guard = options.Get("skipIfNonFinite");
+  if (!guard.IsUndefined()) call.guard = read_device_scalar(buffers, guard, name, "options.skipIfNonFinite");
+  return call;
+}
+
 AttentionCall read_attention(BufferTable& buffers, const Napi::CallbackInfo& info) {
   const char* kernel = "attention";
   AttentionCall call;

@@ -140,7 +140,15 @@ void MetalKernelDevice::where(Napi::Env env, const WhereCall& call) {
 }
 
 void MetalKernelDevice::reduce(Napi::Env env, const ReduceCall& call) {
-  stream_->run(env, plan_reduce(call.op, call.x, call.out, call.outer, call.size, call.inner));
+  const Index states = reduce_partial_states(call.outer, call.size, call.inner);
+  if (states == 0) {
+    stream_->run(env, plan_reduce(call.op, call.x, call.out, call.outer, call.size, call.inner));
+    return;
+  }
+  // Few long rows or columns: two passes through pooled partial states (8 bytes each).
+  ScratchBuffer scratch(*pool_, static_cast<std::size_t>(states) * 8u);
+  const TensorView partials = scratch.f32(2 * states, 0);
+  stream_->run(env, plan_reduce(call.op, call.x, call.out, call.outer, call.size, call.inner, &partials));
 }
 
 void MetalKernelDevice::matmul(Napi::Env env, const MatmulCall& call) { stream_->run(env, plan_matmul(call.a, call.b, call.out, call.shape, plan_device_)); }
@@ -226,6 +234,26 @@ void MetalKernelDevice::cross_entropy_backward(Napi::Env env, const CrossEntropy
 }
 
 void MetalKernelDevice::adamw(Napi::Env env, const AdamWCall& call) { stream_->run(env, plan_adamw(call.param, call.grad, call.m, call.v, call.hyper)); }
+
+void MetalKernelDevice::sum_of_squares_multi(Napi::Env env, const SumOfSquaresMultiCall& call) {
+  const Index partials = sum_of_squares_partials(call.tensors);
+  if (partials == 0) {
+    stream_->run(env, plan_sum_of_squares_multi(call.tensors, nullptr, call.out));
+    return;
+  }
+  // Chunk sums of pass 1 in pooled scratch.
+  ScratchBuffer scratch(*pool_, static_cast<std::size_t>(partials) * sizeof(float));
+  const TensorView sums = scratch.f32(partials, 0);
+  stream_->run(env, plan_sum_of_squares_multi(call.tensors, &sums, call.out));
+}
+
+void MetalKernelDevice::adamw_multi(Napi::Env env, const AdamWMultiCall& call) {
+  AdamWMultiControl control;
+  control.scale = call.scale;
+  control.scale_tensor = call.scale_tensor ? &*call.scale_tensor : nullptr;
+  control.guard = call.guard ? &*call.guard : nullptr;
+  stream_->run(env, plan_adamw_multi(call.params, call.grads, call.ms, call.vs, call.hyper, call.weight_decays, control));
+}
 
 namespace {
 

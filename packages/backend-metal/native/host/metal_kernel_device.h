@@ -54,6 +54,8 @@ class MetalKernelDevice : public KernelDevice {
   void cross_entropy(Napi::Env env, const CrossEntropyCall& call) override;
   void cross_entropy_backward(Napi::Env env, const CrossEntropyBackwardCall& call) override;
   void adamw(Napi::Env env, const AdamWCall& call) override;
+  void sum_of_squares_multi(Napi::Env env, const SumOfSquaresMultiCall& call) override;
+  void adamw_multi(Napi::Env env, const AdamWMultiCall& call) override;
   void attention(Napi::Env env, const AttentionCall& call) override;
   void attention_backward(Napi::Env env, const AttentionBackwardCall& call) override;
 

@@ -1,17 +1,20 @@
 // indexing.metal — gather_<u32|u16> and scatter_add_<dtype>, with in-kernel index checks.
 //
-// Algorithm: one thread per element of out (gather) or of source (scatterAdd), KILN_THREADS per
-// threadgroup. Every index is checked (CONTRACTS.md, out-of-range indices): an index outside
+// Algorithm: gather: one thread per element of out, KILN_THREADS per threadgroup. scatterAdd:
+// per-row ownership, no atomics — the rows of out are split into `groups` ranges of
+// `rows_per_group` consecutive rows; thread (o, group, column) owns out[o, rows of its range,
+// column] and walks every position in order, adding source[o, position, column] when the index
+// falls in its range (the host picks groups so about 65 536 threads run; each reads all `count`
+// indices, which a simdgroup shares). Every index is checked (CONTRACTS.md, out-of-range indices): an index outside
 // [0, rows) never reads or writes out of bounds — gather writes 0, scatterAdd skips the element —
 // and the first offender (kernel, position, value, rows) wins the device error record by
 // compare-and-swap; the host turns it into an InvalidArgumentError at the next synchronize or
-// download. scatterAdd accumulates with atomics: i32 atomic_fetch_add (wraps), f32 a
-// compare-and-swap loop on the word, f16/bf16 a compare-and-swap loop on the 32-bit word that
-// holds the element (Metal has no 16-bit atomics), rounding each addition once.
+// download (scatterAdd: the owner of group 0, column 0 of block 0 reports, in position order).
 // Layout: x/out [outer, rows, inner], indices i32 [count], out/source [outer, count, inner];
-// KilnIndexArgs.total = outer · count · inner.
-// Numerics: gather moves raw bits; scatterAdd float sums over duplicate indices depend on the
-// order the atomics land in.
+// KilnIndexArgs.total = outer · count · inner (gather) or outer · groups · inner (scatterAdd).
+// Numerics: gather moves raw bits; scatterAdd adds in the dtype (f32, f16/bf16 rounded once per
+// addition, i32 wrapping) in position order — duplicates accumulate in the same order on every
+// run, so the result is deterministic (the same bits as a sequential loop).
 #include "kiln_metal_common.h"
 
 inline void report_index_error(device KilnErrorRecord* record, uint kernel_id, uint position, int value, uint bound) {
@@ -45,42 +48,14 @@ kernel void gather(device const W* x [[buffer(0)]], device const int* indices [[
 template [[host_name("gather_u32")]] kernel decltype(gather<uint>) gather<uint>;
 template [[host_name("gather_u16")]] kernel decltype(gather<ushort>) gather<ushort>;
 
-/** Adds `value` to element `element` of a 16-bit float buffer (f16 or bf16) by CAS on its 32-bit word. */
+/** a + b in S's own precision: f32, f16/bf16 rounded once per addition, i32 wrapping. */
 template <typename S>
-inline void atomic_add_16(device S* base, uint element, float value) {
-  device atomic_uint* word = (device atomic_uint*)((device uchar*)base + (element & ~1u) * 2u);
-  const uint shift = (element & 1u) * 16u;
-  uint expected = atomic_load_explicit(word, memory_order_relaxed);
-  for (;;) {
-    const S current = Bits16<S>::from(ushort((expected >> shift) & 0xffffu));
-    const S sum = Storage<S>::store(Storage<S>::load(current) + value);
-    const uint desired = (expected & ~(0xffffu << shift)) | (uint(Bits16<S>::to(sum)) << shift);
-    if (atomic_compare_exchange_weak_explicit(word, &expected, desired, memory_order_relaxed, memory_order_relaxed)) return;
-  }
-}
-
-template <typename S>
-inline void atomic_add_element(device S* out, uint element, S value);
-
-template <>
-inline void atomic_add_element<float>(device float* out, uint element, float value) {
-  device atomic_uint* word = (device atomic_uint*)(out + element);
-  uint expected = atomic_load_explicit(word, memory_order_relaxed);
-  while (!atomic_compare_exchange_weak_explicit(word, &expected, as_type<uint>(as_type<float>(expected) + value), memory_order_relaxed,
-                                                memory_order_relaxed)) {
-  }
+inline S add_in_dtype(S a, S b) {
+  return Storage<S>::store(Storage<S>::load(a) + Storage<S>::load(b));
 }
 template <>
-inline void atomic_add_element<half>(device half* out, uint element, half value) {
-  atomic_add_16(out, element, float(value));
-}
-template <>
-inline void atomic_add_element<bf16>(device bf16* out, uint element, bf16 value) {
-  atomic_add_16(out, element, bf16_to_float(value));
-}
-template <>
-inline void atomic_add_element<int>(device int* out, uint element, int value) {
-  atomic_fetch_add_explicit((device atomic_int*)(out + element), value, memory_order_relaxed);
+inline int add_in_dtype<int>(int a, int b) {
+  return wrap_add(a, b);
 }
 
 template <typename S>
@@ -88,15 +63,22 @@ kernel void scatter_add(device const S* source [[buffer(0)]], device const int* 
                         constant KilnIndexArgs& args [[buffer(3)]], device KilnErrorRecord* errors [[buffer(4)]],
                         uint gid [[thread_position_in_grid]]) {
   if (gid >= args.total) return;
-  const uint block = gid / (args.count * args.inner);
-  const uint position = (gid / args.inner) % args.count;
   const uint column = gid % args.inner;
-  const int index = indices[position];
-  if (index < 0 || uint(index) >= args.rows) {
-    report_index_error(errors, KILN_INDEX_ERROR_SCATTER_ADD, position, index, args.rows);
-    return;
+  const uint group = (gid / args.inner) % args.groups;
+  const uint block = gid / (args.inner * args.groups);
+  const uint first_row = group * args.rows_per_group;
+  const uint end_row = min(first_row + args.rows_per_group, args.rows);
+  const bool reporter = block == 0u && group == 0u && column == 0u;
+  for (uint position = 0u; position < args.count; position++) {
+    const int index = indices[position];
+    if (index < 0 || uint(index) >= args.rows) {
+      if (reporter) report_index_error(errors, KILN_INDEX_ERROR_SCATTER_ADD, position, index, args.rows);
+      continue;
+    }
+    if (uint(index) < first_row || uint(index) >= end_row) continue;
+    const uint target = (block * args.rows + uint(index)) * args.inner + column;
+    out[target] = add_in_dtype<S>(out[target], source[(block * args.count + position) * args.inner + column]);
   }
-  atomic_add_element<S>(out, (block * args.rows + uint(index)) * args.inner + column, source[gid]);
 }
 
 template [[host_name("scatter_add_f32")]] kernel decltype(scatter_add<float>) scatter_add<float>;

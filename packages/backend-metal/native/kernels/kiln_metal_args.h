@@ -72,6 +72,18 @@ struct KilnReduceArgs {
   kiln_u32 pad;
 };
 
+/** Two-pass reduce: x [outer, size, inner] cut into `chunks` chunks of `chunk_size` along size (the last may be shorter). */
+struct KilnReduceChunkArgs {
+  kiln_u32 outer;
+  kiln_u32 size;
+  kiln_u32 inner;
+  kiln_u32 chunks;
+  kiln_u32 chunk_size;
+  kiln_u32 pad0;
+  kiln_u32 pad1;
+  kiln_u32 pad2;
+};
+
 /** Batched matmul; the transposes are function constants. */
 struct KilnMatmulArgs {
   kiln_u32 m;
@@ -90,10 +102,13 @@ struct KilnIndexArgs {
   kiln_u32 rows;
   kiln_u32 inner;
   kiln_u32 count;
+  /** Threads with work: outer · count · inner (gather), outer · groups · inner (scatterAdd). */
   kiln_u32 total;
+  /** scatterAdd: row ranges owned by separate threads (gather: 0). */
+  kiln_u32 groups;
+  /** scatterAdd: rows per range (the last range may be shorter). */
+  kiln_u32 rows_per_group;
   kiln_u32 pad0;
-  kiln_u32 pad1;
-  kiln_u32 pad2;
 };
 
 /** fill: `bits` is the value already rounded to the dtype by the host (16-bit dtypes use the low half). */
@@ -137,6 +152,7 @@ struct KilnErrorRecord {
 static_assert(sizeof(struct KilnCountArgs) == 16, "KilnCountArgs layout");
 static_assert(sizeof(struct KilnStridedArgs) == 16 + 4 * KILN_MAX_RANK * (1 + KILN_MAX_OPERANDS) + 16, "KilnStridedArgs layout");
 static_assert(sizeof(struct KilnReduceArgs) == 16, "KilnReduceArgs layout");
+static_assert(sizeof(struct KilnReduceChunkArgs) == 32, "KilnReduceChunkArgs layout");
 static_assert(sizeof(struct KilnMatmulArgs) == 32, "KilnMatmulArgs layout");
 static_assert(sizeof(struct KilnIndexArgs) == 32, "KilnIndexArgs layout");
 static_assert(sizeof(struct KilnFillArgs) == 16, "KilnFillArgs layout");

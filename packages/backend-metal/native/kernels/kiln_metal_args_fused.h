@@ -1,5 +1,5 @@
 // kiln_metal_args_fused.h — the argument structs of the fused kernels (softmax family, norms,
-// rope, swiglu, cross-entropy, AdamW), included at the end of kiln_metal_args.h so host and
+// rope, swiglu, cross-entropy, AdamW, the multi-tensor kernels), included at the end of kiln_metal_args.h so host and
 // shaders share one layout. Same rules: plain 4-byte fields, sizes asserted below.
 #pragma once
 
@@ -11,6 +11,9 @@
 /** What softmax_rows writes (KILN_FC_OP). */
 #define KILN_SOFTMAX_PLAIN 0
 #define KILN_SOFTMAX_LOG 1
+
+/** Elements per threadgroup (chunk) of the multi-tensor kernels (sumOfSquaresMulti pass 1). */
+#define KILN_MULTI_CHUNK 8192
 
 /** rmsNormBackward's dWeight column sum: tiles of 32 columns × 8 row threads, chunks of rows. */
 #define KILN_COLUMN_TILE 32
@@ -67,8 +70,28 @@ struct KilnAdamWArgs {
   kiln_u32 pad2;
 };
 
+/** sumOfSquaresMulti: pass 1 over one tensor of `count` elements, chunk sums written from partials[first_partial]; pass 2 folds `count` partials. */
+struct KilnSumOfSquaresArgs {
+  kiln_u32 count;
+  kiln_u32 first_partial;
+  kiln_u32 pad0;
+  kiln_u32 pad1;
+};
+
+/** adamwMulti's gradient scale (a number, or the one-element f32 buffer at [[buffer(5)]]) and guard ([[buffer(6)]]). */
+struct KilnAdamWMultiControl {
+  float scale;
+  /** 1: read the scale from the buffer; 0: use `scale`. */
+  kiln_u32 scale_from_buffer;
+  /** 1: a non-finite guard value makes the step write nothing; 0: no guard. */
+  kiln_u32 guarded;
+  kiln_u32 pad0;
+};
+
 static_assert(sizeof(struct KilnRowsArgs) == 16, "KilnRowsArgs layout");
 static_assert(sizeof(struct KilnColumnSumArgs) == 16, "KilnColumnSumArgs layout");
 static_assert(sizeof(struct KilnRopeArgs) == 16, "KilnRopeArgs layout");
 static_assert(sizeof(struct KilnCrossEntropyArgs) == 16, "KilnCrossEntropyArgs layout");
 static_assert(sizeof(struct KilnAdamWArgs) == 48, "KilnAdamWArgs layout");
+static_assert(sizeof(struct KilnSumOfSquaresArgs) == 16, "KilnSumOfSquaresArgs layout");
+static_assert(sizeof(struct KilnAdamWMultiControl) == 16, "KilnAdamWMultiControl layout");

@@ -6,8 +6,14 @@
 // simdgroup combines with a shuffle-xor butterfly (width from threads_per_simdgroup: 32 on Apple
 // GPUs, 32 or 64 on AMD), simdgroup leaders meet in threadgroup memory and simdgroup 0 combines
 // them. reduce_columns: one thread per output folds its column in order (reads coalesce across
-// inner). The state is (value, index) so one combine serves every operation.
-// Layout: x dense [outer, size, inner]; out dense [outer, inner], x's dtype (i32 for arg ops).
+// inner). Few long rows or few long columns (a whole-tensor sum, a leading-axis sum of a small
+// tensor) run in two passes picked by the host from the shape: reduce_rows_partial (one
+// threadgroup per (chunk, row)) or reduce_columns_partial (one thread per (chunk, column)) write
+// one state per chunk to a scratch [outer, chunks, inner], then reduce_combine folds each
+// output's chunks in order. No atomics: the combine order depends on the shape only, so every
+// run gives the same bits. The state is (value, index) so one combine serves every operation.
+// Layout: x dense [outer, size, inner]; out dense [outer, inner], x's dtype (i32 for arg ops);
+// partials: 8-byte states (value bits, index) [outer, chunks, inner].
 // Numerics: floats accumulate in f32 and round once; i32 sums wrap modulo 2³²; max/min propagate
 // NaN; argmax/argmin return the first NaN's index if any, else the first index of the extremum
 // (the combine is a total order, so the tree shape cannot change the answer); an empty axis
@@ -129,25 +135,49 @@ struct Reducer<int> {
   }
 };
 
+/** Folds values[begin..end) over the threadgroup: threads strided, then the simdgroup butterfly and simdgroup 0; the result is valid in thread 0. */
 template <typename S>
-kernel void reduce_rows(device const S* x [[buffer(0)]], device uchar* out [[buffer(1)]], constant KilnReduceArgs& args [[buffer(2)]],
-                        uint row [[threadgroup_position_in_grid]], uint tid [[thread_index_in_threadgroup]],
-                        uint threads [[threads_per_threadgroup]], uint lane [[thread_index_in_simdgroup]],
-                        uint simdgroup [[simdgroup_index_in_threadgroup]], uint width [[threads_per_simdgroup]],
-                        uint simdgroups [[simdgroups_per_threadgroup]]) {
+inline typename Reducer<S>::State threadgroup_fold(device const S* values, uint begin, uint end, threadgroup typename Reducer<S>::State* partial, uint tid,
+                                                   uint threads, uint lane, uint simdgroup, uint width, uint simdgroups) {
   typedef typename Reducer<S>::State State;
-  threadgroup State partial[32];
   State state = Reducer<S>::identity(kReduceOp);
-  device const S* values = x + row * args.size;
-  for (uint k = tid; k < args.size; k += threads) state = Reducer<S>::combine(kReduceOp, state, Reducer<S>::load(values[k], k));
+  for (uint k = begin + tid; k < end; k += threads) state = Reducer<S>::combine(kReduceOp, state, Reducer<S>::load(values[k], k));
   state = Reducer<S>::simd_combine(kReduceOp, state, width);
   if (lane == 0u) partial[simdgroup] = state;
   threadgroup_barrier(mem_flags::mem_threadgroup);
   if (simdgroup == 0u) {
     state = lane < simdgroups ? partial[lane] : Reducer<S>::identity(kReduceOp);
     state = Reducer<S>::simd_combine(kReduceOp, state, width);
-    if (lane == 0u) Reducer<S>::store(kReduceOp, out, row, state);
   }
+  return state;
+}
+
+template <typename S>
+kernel void reduce_rows(device const S* x [[buffer(0)]], device uchar* out [[buffer(1)]], constant KilnReduceArgs& args [[buffer(2)]],
+                        uint row [[threadgroup_position_in_grid]], uint tid [[thread_index_in_threadgroup]],
+                        uint threads [[threads_per_threadgroup]], uint lane [[thread_index_in_simdgroup]],
+                        uint simdgroup [[simdgroup_index_in_threadgroup]], uint width [[threads_per_simdgroup]],
+                        uint simdgroups [[simdgroups_per_threadgroup]]) {
+  threadgroup typename Reducer<S>::State partial[32];
+  const typename Reducer<S>::State state =
+      threadgroup_fold<S>(x + row * args.size, 0u, args.size, partial, tid, threads, lane, simdgroup, width, simdgroups);
+  if (tid == 0u) Reducer<S>::store(kReduceOp, out, row, state);
+}
+
+/** Pass 1 of the two-pass row reduce: threadgroup (chunk, row) folds its chunk of the row into partials[row · chunks + chunk]. */
+template <typename S>
+kernel void reduce_rows_partial(device const S* x [[buffer(0)]], device typename Reducer<S>::State* partials [[buffer(1)]],
+                                constant KilnReduceChunkArgs& args [[buffer(2)]], uint2 group [[threadgroup_position_in_grid]],
+                                uint tid [[thread_index_in_threadgroup]], uint2 threads [[threads_per_threadgroup]],
+                                uint lane [[thread_index_in_simdgroup]], uint simdgroup [[simdgroup_index_in_threadgroup]],
+                                uint width [[threads_per_simdgroup]], uint simdgroups [[simdgroups_per_threadgroup]]) {
+  // threads is uint2 like group: MSL wants the grid-position builtins of one kernel in one dimensionality.
+  threadgroup typename Reducer<S>::State partial[32];
+  const uint begin = group.x * args.chunk_size;
+  const uint end = min(begin + args.chunk_size, args.size);
+  const typename Reducer<S>::State state =
+      threadgroup_fold<S>(x + group.y * args.size, begin, end, partial, tid, threads.x, lane, simdgroup, width, simdgroups);
+  if (tid == 0u) partials[group.y * args.chunks + group.x] = state;
 }
 
 template <typename S>
@@ -163,6 +193,34 @@ kernel void reduce_columns(device const S* x [[buffer(0)]], device uchar* out [[
   Reducer<S>::store(kReduceOp, out, gid, state);
 }
 
+/** Pass 1 of the two-pass column reduce: thread (block, chunk, column) folds its chunk of the column in order into partials [outer, chunks, inner]. */
+template <typename S>
+kernel void reduce_columns_partial(device const S* x [[buffer(0)]], device typename Reducer<S>::State* partials [[buffer(1)]],
+                                   constant KilnReduceChunkArgs& args [[buffer(2)]], uint gid [[thread_position_in_grid]]) {
+  if (gid >= args.outer * args.chunks * args.inner) return;
+  const uint column = gid % args.inner;
+  const uint chunk = (gid / args.inner) % args.chunks;
+  const uint block = gid / (args.inner * args.chunks);
+  const uint end = min((chunk + 1u) * args.chunk_size, args.size);
+  typename Reducer<S>::State state = Reducer<S>::identity(kReduceOp);
+  for (uint k = chunk * args.chunk_size; k < end; k++) {
+    state = Reducer<S>::combine(kReduceOp, state, Reducer<S>::load(x[(block * args.size + k) * args.inner + column], k));
+  }
+  partials[gid] = state;
+}
+
+/** Pass 2 of both two-pass reduces: thread (block, column) folds partials [outer, chunks, inner] over the chunks in order and stores. */
+template <typename S>
+kernel void reduce_combine(device const typename Reducer<S>::State* partials [[buffer(0)]], device uchar* out [[buffer(1)]],
+                           constant KilnReduceChunkArgs& args [[buffer(2)]], uint gid [[thread_position_in_grid]]) {
+  if (gid >= args.outer * args.inner) return;
+  const uint block = gid / args.inner;
+  const uint column = gid % args.inner;
+  typename Reducer<S>::State state = Reducer<S>::identity(kReduceOp);
+  for (uint chunk = 0u; chunk < args.chunks; chunk++) state = Reducer<S>::combine(kReduceOp, state, partials[(block * args.chunks + chunk) * args.inner + column]);
+  Reducer<S>::store(kReduceOp, out, gid, state);
+}
+
 template [[host_name("reduce_rows_f32")]] kernel decltype(reduce_rows<float>) reduce_rows<float>;
 template [[host_name("reduce_rows_f16")]] kernel decltype(reduce_rows<half>) reduce_rows<half>;
 template [[host_name("reduce_rows_bf16")]] kernel decltype(reduce_rows<bf16>) reduce_rows<bf16>;
@@ -171,3 +229,15 @@ template [[host_name("reduce_columns_f32")]] kernel decltype(reduce_columns<floa
 template [[host_name("reduce_columns_f16")]] kernel decltype(reduce_columns<half>) reduce_columns<half>;
 template [[host_name("reduce_columns_bf16")]] kernel decltype(reduce_columns<bf16>) reduce_columns<bf16>;
 template [[host_name("reduce_columns_i32")]] kernel decltype(reduce_columns<int>) reduce_columns<int>;
+template [[host_name("reduce_rows_partial_f32")]] kernel decltype(reduce_rows_partial<float>) reduce_rows_partial<float>;
+template [[host_name("reduce_rows_partial_f16")]] kernel decltype(reduce_rows_partial<half>) reduce_rows_partial<half>;
+template [[host_name("reduce_rows_partial_bf16")]] kernel decltype(reduce_rows_partial<bf16>) reduce_rows_partial<bf16>;
+template [[host_name("reduce_rows_partial_i32")]] kernel decltype(reduce_rows_partial<int>) reduce_rows_partial<int>;
+template [[host_name("reduce_columns_partial_f32")]] kernel decltype(reduce_columns_partial<float>) reduce_columns_partial<float>;
+template [[host_name("reduce_columns_partial_f16")]] kernel decltype(reduce_columns_partial<half>) reduce_columns_partial<half>;
+template [[host_name("reduce_columns_partial_bf16")]] kernel decltype(reduce_columns_partial<bf16>) reduce_columns_partial<bf16>;
+template [[host_name("reduce_columns_partial_i32")]] kernel decltype(reduce_columns_partial<int>) reduce_columns_partial<int>;
+template [[host_name("reduce_combine_f32")]] kernel decltype(reduce_combine<float>) reduce_combine<float>;
+template [[host_name("reduce_combine_f16")]] kernel decltype(reduce_combine<half>) reduce_combine<half>;
+template [[host_name("reduce_combine_bf16")]] kernel decltype(reduce_combine<bf16>) reduce_combine<bf16>;
+template [[host_name("reduce_combine_i32")]] kernel decltype(reduce_combine<int>) reduce_combine<int>;

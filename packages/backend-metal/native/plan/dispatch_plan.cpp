@@ -16,6 +16,8 @@ using namespace plan_common;
 namespace {
 
 constexpr Index kMaxBatchPerDispatch = 65535;
+/** scatterAdd: threads (row-range owners) to aim for. */
+constexpr Index kScatterThreads = 65536;
 
 std::uint32_t groups_for(Index work, Index per_group) { return u32((work + per_group - 1) / per_group); }
 
@@ -29,6 +31,44 @@ Dispatch elementwise(std::string kernel, Index count, std::string what) {
   dispatch.threads = Size3{KILN_THREADS, 1, 1};
   dispatch.what = std::move(what);
   return dispatch;
+}
+
+/** Rows (inner 1) long enough for one threadgroup per row; everything else runs one thread per output column. */
+bool reduce_by_rows(Index size, Index inner) { return inner == 1 && size >= 64; }
+
+/** How a reduce splits the reduced axis: `chunks` (1: one pass) of `chunk_size` elements. */
+struct ReduceSplit {
+  Index chunks = 1;
+  Index chunk_size = 0;
+};
+
+/** Threadgroups (rows) or threads (columns) a reduce should keep busy before its axis is split, and the smallest chunk worth a split. */
+constexpr Index kReduceRowGroups = 256;
+constexpr Index kReduceRowChunk = 4096;
+constexpr Index kReduceColumnThreads = 16384;
+constexpr Index kReduceColumnChunk = 32;
+
+/**
+ * The split of a reduce: few long rows (fewer than kReduceRowGroups rows, each at least two
+ * chunks of kReduceRowChunk) or few long columns (fewer than kReduceColumnThreads outputs) are cut
+ * along the reduced axis so about that many threadgroups / threads run; a function of the shape
+ * only, so the combine order — and the bits — never change between runs.
+ */
+ReduceSplit reduce_split(Index outer, Index size, Index inner) {
+  ReduceSplit split;
+  const Index outputs = outer * inner;
+  Index wanted = 1;
+  if (outputs == 0 || size == 0) return split;
+  if (reduce_by_rows(size, inner)) {
+    if (outer < kReduceRowGroups) wanted = std::min((kReduceRowGroups + outer - 1) / outer, size / kReduceRowChunk);
+  } else if (outputs < kReduceColumnThreads) {
+    wanted = std::min((kReduceColumnThreads + outputs - 1) / outputs, size / kReduceColumnChunk);
+  }
+  if (wanted < 2) return split;
+  split.chunk_size = (size + wanted - 1) / wanted;
+  split.chunks = (size + split.chunk_size - 1) / split.chunk_size;
+  if (split.chunks < 2) split.chunks = 1;
+  return split;
 }
 
 /** One chunk of a strided call: ≤ KILN_MAX_RANK dims, element offsets per operand, first linear index. */
@@ -164,13 +204,33 @@ Plan plan_where(const TensorView& condition, const TensorView& a, const TensorVi
   return plan;
 }
 
-Plan plan_reduce(int op, const TensorView& x, const TensorView& out, Index outer, Index size, Index inner) {
+Index reduce_partial_states(Index outer, Index size, Index inner) {
+  const ReduceSplit split = reduce_split(outer, size, inner);
+  return split.chunks > 1 ? outer * split.chunks * inner : 0;
+}
+
+Plan plan_reduce(int op, const TensorView& x, const TensorView& out, Index outer, Index size, Index inner, const TensorView* scratch) {
   check_32_bit(x, "reduce", "x");
   if (outer * inner == 0) return {};
   const std::string what = std::string("reduce ") + kReduceOpNames[op] + " " + describe(x) + " as [" + std::to_string(outer) + ", " + std::to_string(size) + ", " +
                            std::to_string(inner) + "]";
-  const bool rows = inner == 1 && size >= 64;
-  Dispatch dispatch = elementwise(std::string(rows ? "reduce_rows_" : "reduce_columns_") + kDTypeNames[x.dtype], outer * inner, what);
+  const bool rows = reduce_by_rows(size, inner);
+  const ReduceSplit split = reduce_split(outer, size, inner);
+  const std::string dtype = kDTypeNames[x.dtype];
+  if (split.chunks > 1) {
+    if (scratch == nullptr) throw_invalid("reduce: the two-pass reduce needs a scratch buffer of " + std::to_string(2 * outer * split.chunks * inner) + " floats");
+    const KilnReduceChunkArgs args{u32(outer), u32(size), u32(inner), u32(split.chunks), u32(split.chunk_size), 0, 0, 0};
+    const std::string chunks = " (pass 1: " + std::to_string(split.chunks) + " chunks of " + std::to_string(split.chunk_size) + ")";
+    Dispatch partial = elementwise((rows ? "reduce_rows_partial_" : "reduce_columns_partial_") + dtype, outer * split.chunks * inner, what + chunks);
+    if (rows) partial.threadgroups = Size3{u32(split.chunks), u32(outer), 1};
+    partial.constants = {int_constant(KILN_FC_OP, "kReduceOp", op)};
+    partial.bindings = {buffer_binding(0, "x", x), view_binding(1, "partials", *scratch), bytes_binding(2, "KilnReduceChunkArgs", args)};
+    Dispatch combine = elementwise("reduce_combine_" + dtype, outer * inner, what + " (pass 2: combine " + std::to_string(split.chunks) + " chunks)");
+    combine.constants = {int_constant(KILN_FC_OP, "kReduceOp", op)};
+    combine.bindings = {view_binding(0, "partials", *scratch), buffer_binding(1, "out", out), bytes_binding(2, "KilnReduceChunkArgs", args)};
+    return {partial, combine};
+  }
+  Dispatch dispatch = elementwise((rows ? "reduce_rows_" : "reduce_columns_") + dtype, outer * inner, what);
   if (rows) dispatch.threadgroups = Size3{u32(outer), 1, 1};
   dispatch.constants = {int_constant(KILN_FC_OP, "kReduceOp", op)};
   KilnReduceArgs args{u32(outer), u32(size), u32(inner), 0};
@@ -253,7 +313,7 @@ Plan plan_indexing(const char* name, const std::string& kernel, const TensorView
   }
   Dispatch dispatch = elementwise(kernel, total, what);
   KilnIndexArgs args{u32(outer), u32(rows), u32(inner), u32(indices.count), u32(total), 0, 0, 0};
-  dispatch.bindings = {buffer_binding(0, std::string(name) == "gather" ? "x" : "source", data), buffer_binding(1, "indices", indices), buffer_binding(2, "out", out),
+  dispatch.bindings = {buffer_binding(0, "x", data), buffer_binding(1, "indices", indices), buffer_binding(2, "out", out),
                        bytes_binding(3, "KilnIndexArgs", args), error_binding(4)};
   return {dispatch};
 }
@@ -265,8 +325,21 @@ Plan plan_gather(const TensorView& x, const TensorView& indices, const TensorVie
 }
 
 Plan plan_scatter_add(const TensorView& source, const TensorView& indices, const TensorView& out, Index outer, Index rows, Index inner) {
-  return plan_indexing("scatterAdd", std::string("scatter_add_") + kDTypeNames[source.dtype], source, indices, out, outer, rows, inner,
-                       "scatterAdd " + describe(source) + " into " + describe(out));
+  check_32_bit(source, "scatterAdd", "source");
+  check_32_bit(out, "scatterAdd", "out");
+  if (outer * indices.count * inner == 0) return {};
+  // Row ranges owned by separate threads: about kScatterThreads threads, at most one range per row.
+  const Index owners = outer * inner;
+  const Index wanted = std::max<Index>(1, std::min<Index>(rows, (kScatterThreads + owners - 1) / owners));
+  const Index rows_per_group = rows > 0 ? (rows + wanted - 1) / wanted : 1;
+  const Index groups = rows > 0 ? (rows + rows_per_group - 1) / rows_per_group : 1;
+  const Index total = owners * groups;
+  Dispatch dispatch = elementwise(std::string("scatter_add_") + kDTypeNames[source.dtype], total,
+                                  "scatterAdd " + describe(source) + " into " + describe(out) + " (" + std::to_string(groups) + " row ranges)");
+  KilnIndexArgs args{u32(outer), u32(rows), u32(inner), u32(indices.count), u32(total), u32(groups), u32(rows_per_group), 0};
+  dispatch.bindings = {buffer_binding(0, "source", source), buffer_binding(1, "indices", indices), buffer_binding(2, "out", out),
+                       bytes_binding(3, "KilnIndexArgs", args), error_binding(4)};
+  return {dispatch};
 }
 
 Plan plan_cast(const TensorView& x, const TensorView& out) {

@@ -198,4 +198,70 @@ Plan plan_adamw(const TensorView& param, const TensorView& grad, const TensorVie
   return {dispatch};
 }
 
+Index sum_of_squares_partials(const std::vector<TensorView>& tensors) {
+  Index partials = 0;
+  for (const TensorView& tensor : tensors) partials += (tensor.count + KILN_MULTI_CHUNK - 1) / KILN_MULTI_CHUNK;
+  return partials;
+}
+
+Plan plan_sum_of_squares_multi(const std::vector<TensorView>& tensors, const TensorView* partials, const TensorView& out) {
+  const Index total = sum_of_squares_partials(tensors);
+  if (total == 0) return plan_fill(out, 0.0);
+  if (partials == nullptr) throw_invalid("sumOfSquaresMulti: needs a scratch buffer of " + std::to_string(total) + " floats");
+  if (total > kMaxElements) throw_invalid("sumOfSquaresMulti: " + std::to_string(total) + " chunks; at most 4294967295", "Split the tensor list.");
+  Plan plan;
+  Index first = 0;
+  for (std::size_t i = 0; i < tensors.size(); i++) {
+    const TensorView& x = tensors[i];
+    check_32_bit(x, "sumOfSquaresMulti", "tensors[i]");
+    const Index chunks = (x.count + KILN_MULTI_CHUNK - 1) / KILN_MULTI_CHUNK;
+    if (chunks == 0) continue;
+    Dispatch dispatch;
+    dispatch.kernel = std::string("sum_of_squares_chunks_") + kDTypeNames[x.dtype];
+    dispatch.threadgroups = Size3{u32(chunks), 1, 1};
+    dispatch.threads = Size3{KILN_FUSED_THREADS, 1, 1};
+    dispatch.what = "sumOfSquaresMulti tensors[" + std::to_string(i) + "] " + describe(x) + " (" + std::to_string(chunks) + " chunks)";
+    dispatch.bindings = {view_binding(0, "x", x), view_binding(1, "partials", *partials),
+                         bytes_binding(2, "KilnSumOfSquaresArgs", KilnSumOfSquaresArgs{u32(x.count), u32(first), 0, 0})};
+    plan.push_back(std::move(dispatch));
+    first += chunks;
+  }
+  Dispatch sum;
+  sum.kernel = "sum_of_squares_total";
+  sum.threads = Size3{KILN_ROW_THREADS_MAX, 1, 1};
+  sum.what = "sumOfSquaresMulti total of " + std::to_string(total) + " chunk sums over " + std::to_string(tensors.size()) + " tensors";
+  sum.bindings = {view_binding(0, "partials", *partials), view_binding(1, "out", out),
+                  bytes_binding(2, "KilnSumOfSquaresArgs", KilnSumOfSquaresArgs{u32(total), 0, 0, 0})};
+  plan.push_back(std::move(sum));
+  return plan;
+}
+
+Plan plan_adamw_multi(const std::vector<TensorView>& params, const std::vector<TensorView>& grads, const std::vector<TensorView>& ms,
+                      const std::vector<TensorView>& vs, const AdamWHyper& hyper, const std::vector<double>& weight_decays, const AdamWMultiControl& control) {
+  Plan plan;
+  const KilnAdamWMultiControl control_args{control.scale, control.scale_tensor != nullptr ? 1u : 0u, control.guard != nullptr ? 1u : 0u, 0};
+  for (std::size_t i = 0; i < params.size(); i++) {
+    const TensorView& param = params[i];
+    check_32_bit(param, "adamwMulti", "params[i]");
+    if (param.count == 0) continue;
+    AdamWHyper tensor_hyper = hyper;
+    tensor_hyper.weight_decay = weight_decays[i];
+    KilnAdamWArgs args = adamw_scalars(tensor_hyper);
+    args.count = u32(param.count);
+    Dispatch dispatch = elementwise(std::string("adamw_multi_") + kDTypeNames[param.dtype] + "_" + kDTypeNames[grads[i].dtype], param.count,
+                                    "adamwMulti params[" + std::to_string(i) + "] " + describe(param) + " step " + std::to_string(static_cast<long long>(hyper.step)));
+    // An absent scale or guard binds m in its place (never read: the control says so).
+    dispatch.bindings = {view_binding(0, "param", param),
+                         view_binding(1, "grad", grads[i]),
+                         view_binding(2, "m", ms[i]),
+                         view_binding(3, "v", vs[i]),
+                         bytes_binding(4, "KilnAdamWArgs", args),
+                         view_binding(5, control.scale_tensor != nullptr ? "scale" : "scale (unused)", control.scale_tensor != nullptr ? *control.scale_tensor : ms[i]),
+                         view_binding(6, control.guard != nullptr ? "guard" : "guard (unused)", control.guard != nullptr ? *control.guard : ms[i]),
+                         bytes_binding(7, "KilnAdamWMultiControl", control_args)};
+    plan.push_back(std::move(dispatch));
+  }
+  return plan;
+}
+
 }  // namespace kiln::metal

@@ -1,12 +1,13 @@
 // plan/dispatch_plan_fused.h — the dispatch plans of the fused kernels (softmax family, norms,
-// rope, swiglu, cross-entropy, AdamW; native/kernels/{softmax,norm,rope,swiglu,cross_entropy,
-// adamw}.metal): which kernel, grid, threadgroup size, bindings and argument struct
+// rope, swiglu, cross-entropy, AdamW, the multi-tensor kernels; native/kernels/{softmax,norm,rope,
+// swiglu,cross_entropy,adamw,multi_tensor}.metal): which kernel, grid, threadgroup size, bindings and argument struct
 // (kiln_metal_args_fused.h) each call runs. Pure functions like plan/dispatch_plan.h, executed
 // as they are by the Metal host and the simulator. Every tensor is dense from element 0 and the
 // host has checked dtypes and element counts; the plan checks the 32-bit element limit.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "../kernels/kiln_metal_args.h"
 #include "dispatch.h"
@@ -43,5 +44,24 @@ Plan plan_cross_entropy_backward(const TensorView& logits, const TensorView& tar
 KilnAdamWArgs adamw_scalars(const AdamWHyper& hyper);
 
 Plan plan_adamw(const TensorView& param, const TensorView& grad, const TensorView& m, const TensorView& v, const AdamWHyper& hyper);
+
+/** Chunk sums (f32) sumOfSquaresMulti's pass 1 writes for tensors of these element counts. */
+Index sum_of_squares_partials(const std::vector<TensorView>& tensors);
+
+/** out (f32 [1]) = Σ Σ x²: per tensor a chunk pass into `partials` (sum_of_squares_partials f32; nullptr when 0), then one total pass. */
+Plan plan_sum_of_squares_multi(const std::vector<TensorView>& tensors, const TensorView* partials, const TensorView& out);
+
+/** adamwMulti's gradient scale and guard: a number, or one-element f32 device scalars. */
+struct AdamWMultiControl {
+  float scale = 1.0f;
+  /** The scale's device scalar, or nullptr (use `scale`). */
+  const TensorView* scale_tensor = nullptr;
+  /** The skipIfNonFinite guard, or nullptr. */
+  const TensorView* guard = nullptr;
+};
+
+/** One adamw_multi dispatch per non-empty tensor; hyper.weight_decay is replaced by weight_decays[i]. */
+Plan plan_adamw_multi(const std::vector<TensorView>& params, const std::vector<TensorView>& grads, const std::vector<TensorView>& ms,
+                      const std::vector<TensorView>& vs, const AdamWHyper& hyper, const std::vector<double>& weight_decays, const AdamWMultiControl& control);
 
 }  // namespace kiln::metal

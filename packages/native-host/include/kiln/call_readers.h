@@ -33,6 +33,8 @@ SwigluBackwardCall read_swiglu_backward(BufferTable& buffers, const Napi::Callba
 CrossEntropyCall read_cross_entropy(BufferTable& buffers, const Napi::CallbackInfo& info);
 CrossEntropyBackwardCall read_cross_entropy_backward(BufferTable& buffers, const Napi::CallbackInfo& info);
 AdamWCall read_adamw(BufferTable& buffers, const Napi::CallbackInfo& info);
+SumOfSquaresMultiCall read_sum_of_squares_multi(BufferTable& buffers, const Napi::CallbackInfo& info);
+AdamWMultiCall read_adamw_multi(BufferTable& buffers, const Napi::CallbackInfo& info);
 AttentionCall read_attention(BufferTable& buffers, const Napi::CallbackInfo& info);
 AttentionBackwardCall read_attention_backward(BufferTable& buffers, const Napi::CallbackInfo& info);
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "buffers.h"
 #include "matmul_shape.h"
@@ -128,6 +129,23 @@ struct AdamWHyper {
 struct AdamWCall {
   TensorView param, grad, m, v;
   AdamWHyper hyper;
+};
+/** sumOfSquaresMulti(tensors, out): out (f32 [1]) = Σ Σ x² over dense float tensors. */
+struct SumOfSquaresMultiCall {
+  std::vector<TensorView> tensors;
+  TensorView out;
+};
+/** adamwMulti(params, grads, ms, vs, options): one AdamW step over lists (m, v f32 as long as their param). */
+struct AdamWMultiCall {
+  std::vector<TensorView> params, grads, ms, vs;
+  /** lr, betas, eps, step (weight_decay unused: one per tensor below). */
+  AdamWHyper hyper;
+  std::vector<double> weight_decays;
+  /** The gradient scale as a number, or (scale_tensor) a one-element f32 device scalar. */
+  float scale = 1;
+  std::optional<TensorView> scale_tensor;
+  /** The skipIfNonFinite guard (one-element f32), when given. */
+  std::optional<TensorView> guard;
 };
 /** q, k, v [B, H, T, D] (Hkv dividing Hq), the optional f32 mask view [B, Hq, Tq, Tk], scale and causal. */
 struct AttentionInputs {

@@ -59,6 +59,8 @@ class KernelDevice {
   virtual void cross_entropy(Napi::Env env, const CrossEntropyCall& call) = 0;
   virtual void cross_entropy_backward(Napi::Env env, const CrossEntropyBackwardCall& call) = 0;
   virtual void adamw(Napi::Env env, const AdamWCall& call) = 0;
+  virtual void sum_of_squares_multi(Napi::Env env, const SumOfSquaresMultiCall& call) = 0;
+  virtual void adamw_multi(Napi::Env env, const AdamWMultiCall& call) = 0;
   virtual void attention(Napi::Env env, const AttentionCall& call) = 0;
   virtual void attention_backward(Napi::Env env, const AttentionBackwardCall& call) = 0;
 };
