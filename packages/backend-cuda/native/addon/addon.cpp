@@ -1,17 +1,20 @@
-// addon/addon.cpp — the module's exports: probe(), opNames(), buildInfo(), the Backend class,
+// addon/addon.cpp — the module's exports: probe(), buildInfo(), opNames() and the Backend class
+// (@kiln/native-host's, on a CudaDevice),
 // and (simulator build only) configureSimulator(). Their TypeScript type: src/native/addon-types.ts.
 #include <napi.h>
 
-#include "../kernels/op_codes.h"
+#include "../device/cuda_device.h"
 #include "../runtime/probe.h"
-#include "arguments.h"
-#include "backend_object.h"
+#include "kiln/arguments.h"
 
 #ifndef KILN_CUDA_ARCHITECTURES
 #define KILN_CUDA_ARCHITECTURES "simulated"
 #endif
 
 namespace kiln {
+
+const char* const kBackendName = "cuda";
+
 namespace {
 
 Napi::Value Probe(const Napi::CallbackInfo& info) {
@@ -37,22 +40,6 @@ Napi::Value Probe(const Napi::CallbackInfo& info) {
     devices.Set(static_cast<uint32_t>(i), entry);
   }
   result.Set("devices", devices);
-  return result;
-}
-
-Napi::Array names(Napi::Env env, const char* const* list, std::size_t count) {
-  Napi::Array array = Napi::Array::New(env, count);
-  for (std::size_t i = 0; i < count; i++) array.Set(static_cast<uint32_t>(i), list[i]);
-  return array;
-}
-
-Napi::Value OpNames(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Napi::Object result = Napi::Object::New(env);
-  result.Set("unary", names(env, kUnaryOpNames, kUnaryOpCount));
-  result.Set("binary", names(env, kBinaryOpNames, kBinaryOpCount));
-  result.Set("reduce", names(env, kReduceOpNames, kReduceOpCount));
-  result.Set("dtype", names(env, kDTypeNames, 4));
   return result;
 }
 
@@ -107,12 +94,12 @@ Napi::Value ConfigureSimulator(const Napi::CallbackInfo& info) {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("probe", Napi::Function::New<Probe>(env, "probe"));
-  exports.Set("opNames", Napi::Function::New<OpNames>(env, "opNames"));
   exports.Set("buildInfo", Napi::Function::New<BuildInfo>(env, "buildInfo"));
 #if defined(KILN_CUDA_SIMULATOR)
   exports.Set("configureSimulator", Napi::Function::New<ConfigureSimulator>(env, "configureSimulator"));
 #endif
-  BackendObject::Register(env, exports);
+  register_backend(env, exports, BackendSpec{[](const BackendOptions& options) -> std::unique_ptr<KernelDevice> { return std::make_unique<CudaDevice>(options); },
+                                             cuda_extra_methods()});
   return exports;
 }
 

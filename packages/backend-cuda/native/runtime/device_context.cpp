@@ -29,7 +29,7 @@ std::string format_shape(const Index* shape, int rank) {
   return text + "]";
 }
 
-DeviceContext::DeviceContext(int device_index, std::size_t memory_limit_bytes) : device_index_(device_index), allocator_(memory_limit_bytes) {
+DeviceContext::DeviceContext(int device_index, std::size_t memory_limit_bytes) : device_index_(device_index), pool_(memory_, memory_limit_bytes) {
   int count = 0;
   const cudaError_t count_error = cudaGetDeviceCount(&count);
   if (count_error != cudaSuccess) {
@@ -61,7 +61,7 @@ DeviceContext::DeviceContext(int device_index, std::size_t memory_limit_bytes) :
 DeviceContext::~DeviceContext() {
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
   cublas_.reset();  // its handle is bound to the stream
-  allocator_.empty_cache();
+  pool_.empty_cache();
   if (device_errors_ != nullptr) cudaFree(device_errors_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
   cudaGetLastError();
@@ -121,8 +121,8 @@ NativeError DeviceContext::asynchronous_failure(cudaError_t error, const std::st
   message += ". Kernels queued before it (newest last): " + recent_launches();
   NativeError failure(ErrorKind::kDevice, message,
                       "Rerun with KILN_CUDA_SYNC=1 to stop at the failing kernel; a device fault cannot be recovered in this process.");
-  failure.cuda_error = static_cast<int>(error);
-  failure.cuda_error_name = cudaGetErrorName(error);
+  failure.device_error = static_cast<int>(error);
+  failure.device_error_name = cudaGetErrorName(error);
   return failure;
 }
 

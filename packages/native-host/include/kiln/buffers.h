@@ -14,7 +14,7 @@
 namespace kiln {
 
 /** Element index / count type of host code. */
-using Index = std::int64_t;
+using Index = long long;
 
 /** Bytes per element of a dtype code. */
 inline constexpr int dtype_size(int dtype) { return dtype == KILN_DTYPE_F16 || dtype == KILN_DTYPE_BF16 ? 2 : 4; }
