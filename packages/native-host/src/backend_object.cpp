@@ -42,10 +42,12 @@ constexpr char kUnary[] = "unary", kBinary[] = "binary", kWhere[] = "where", kRe
 
 }  // namespace
 
-void register_backend(Napi::Env env, Napi::Object exports, BackendSpec backend) {
+Napi::Object register_backend(Napi::Env env, Napi::Object exports, BackendSpec backend) {
   spec() = std::move(backend);
+  for (const AddonFunction& function : spec().functions) exports.Set(function.name, Napi::Function::New(env, function.call, function.name));
   exports.Set("opNames", Napi::Function::New<OpNames>(env, "opNames"));
   exports.Set("Backend", BackendObject::Define(env, spec().extras));
+  return exports;
 }
 
 template <const char* Name, std::size_t Count, auto Read, auto Run>

@@ -93,14 +93,12 @@ Napi::Value ConfigureSimulator(const Napi::CallbackInfo& info) {
 }  // namespace
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
-  exports.Set("probe", Napi::Function::New<Probe>(env, "probe"));
-  exports.Set("buildInfo", Napi::Function::New<BuildInfo>(env, "buildInfo"));
+  const auto open = [](const BackendOptions& options) -> std::unique_ptr<KernelDevice> { return std::make_unique<CudaDevice>(options); };
 #if defined(KILN_CUDA_SIMULATOR)
-  exports.Set("configureSimulator", Napi::Function::New<ConfigureSimulator>(env, "configureSimulator"));
+  return register_backend(env, exports, BackendSpec{open, cuda_extra_methods(), {{"probe", Probe}, {"buildInfo", BuildInfo}, {"configureSimulator", ConfigureSimulator}}});
+#else
+  return register_backend(env, exports, BackendSpec{open, cuda_extra_methods(), {{"probe", Probe}, {"buildInfo", BuildInfo}}});
 #endif
-  register_backend(env, exports, BackendSpec{[](const BackendOptions& options) -> std::unique_ptr<KernelDevice> { return std::make_unique<CudaDevice>(options); },
-                                             cuda_extra_methods()});
-  return exports;
 }
 
 }  // namespace kiln

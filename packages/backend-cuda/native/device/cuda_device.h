@@ -38,32 +38,7 @@ class CudaDevice : public KernelDevice {
   Napi::Object device_info(Napi::Env env) override;
   void finish(Napi::Env env, bool settle) override;
 
-  void unary(Napi::Env env, const UnaryCall& call) override;
-  void binary(Napi::Env env, const BinaryCall& call) override;
-  void where(Napi::Env env, const WhereCall& call) override;
-  void reduce(Napi::Env env, const ReduceCall& call) override;
-  void matmul(Napi::Env env, const MatmulCall& call) override;
-  void copy(Napi::Env env, const CopyCall& call) override;
-  void gather(Napi::Env env, const IndexCall& call) override;
-  void scatter_add(Napi::Env env, const IndexCall& call) override;
-  void cast(Napi::Env env, const CastCall& call) override;
-  void fill(Napi::Env env, const FillCall& call) override;
-  void random(Napi::Env env, const RandomCall& call) override;
-  void softmax(Napi::Env env, const SoftmaxCall& call) override;
-  void softmax_backward(Napi::Env env, const SoftmaxBackwardCall& call) override;
-  void rms_norm(Napi::Env env, const RmsNormCall& call) override;
-  void rms_norm_backward(Napi::Env env, const RmsNormBackwardCall& call) override;
-  void layer_norm(Napi::Env env, const LayerNormCall& call) override;
-  void rope(Napi::Env env, const RopeCall& call) override;
-  void swiglu(Napi::Env env, const SwigluCall& call) override;
-  void swiglu_backward(Napi::Env env, const SwigluBackwardCall& call) override;
-  void cross_entropy(Napi::Env env, const CrossEntropyCall& call) override;
-  void cross_entropy_backward(Napi::Env env, const CrossEntropyBackwardCall& call) override;
-  void adamw(Napi::Env env, const AdamWCall& call) override;
-  void sum_of_squares_multi(Napi::Env env, const SumOfSquaresMultiCall& call) override;
-  void adamw_multi(Napi::Env env, const AdamWMultiCall& call) override;
-  void attention(Napi::Env env, const AttentionCall& call) override;
-  void attention_backward(Napi::Env env, const AttentionBackwardCall& call) override;
+  KILN_KERNEL_DEVICE_KERNELS
 
  private:
   /** Chooses the matmul path (cuBLAS or kiln's kernels) from the options and records why. */

@@ -82,15 +82,12 @@ Napi::Value ConfigureSimulator(const Napi::CallbackInfo& info) {
 }  // namespace
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
-  exports.Set("probe", Napi::Function::New<Probe>(env, "probe"));
-  exports.Set("buildInfo", Napi::Function::New<BuildInfo>(env, "buildInfo"));
+  std::vector<AddonFunction> functions = {{"probe", Probe}, {"buildInfo", BuildInfo}};
 #if defined(KILN_METAL_SIMULATOR)
-  exports.Set("configureSimulator", Napi::Function::New<ConfigureSimulator>(env, "configureSimulator"));
+  functions.push_back({"configureSimulator", ConfigureSimulator});
 #endif
-  register_backend(env, exports,
-                   BackendSpec{[env](const BackendOptions& options) -> std::unique_ptr<KernelDevice> { return std::make_unique<MetalKernelDevice>(env, options); },
-                               metal_extra_methods()});
-  return exports;
+  const auto open = [env](const BackendOptions& options) -> std::unique_ptr<KernelDevice> { return std::make_unique<MetalKernelDevice>(env, options); };
+  return register_backend(env, exports, BackendSpec{open, metal_extra_methods(), std::move(functions)});
 }
 
 }  // namespace kiln::metal

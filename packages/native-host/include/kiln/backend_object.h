@@ -34,16 +34,24 @@ struct ExtraMethod {
   bool needs_usable = true;
 };
 
-/** What a backend plugs into the shared Backend class. */
+/** A module function of the addon (probe, buildInfo, configureSimulator). */
+struct AddonFunction {
+  const char* name;
+  Napi::Value (*call)(const Napi::CallbackInfo& info);
+};
+
+/** What a backend plugs into the shared addon. */
 struct BackendSpec {
   /** Opens the device the options name (throws NativeError). */
   std::function<std::unique_ptr<KernelDevice>(const BackendOptions& options)> open;
-  /** Its own methods. */
+  /** Its own Backend methods. */
   std::vector<ExtraMethod> extras;
+  /** Its module functions besides opNames() (probe, buildInfo; configureSimulator in a simulator build). */
+  std::vector<AddonFunction> functions;
 };
 
-/** Registers the Backend class (built from `spec`) and opNames() on `exports`. */
-void register_backend(Napi::Env env, Napi::Object exports, BackendSpec spec);
+/** The addon's exports: `spec`'s functions, opNames() and the Backend class built from `spec`. */
+Napi::Object register_backend(Napi::Env env, Napi::Object exports, BackendSpec spec);
 
 /** See the file header. */
 class BackendObject : public Napi::ObjectWrap<BackendObject> {

@@ -3,13 +3,47 @@
 // checks every argument, owns the buffer table and answers the storage calls; the device owns the
 // memory pool, queues uploads, downloads and kernels in stream order, reports memory and its
 // facts, and holds the error state of work in flight. A new native backend writes one of these
-// (plus its kernels); CUDA's is native/runtime/cuda_device.h, Metal's native/host/metal_kernel_device.h.
+// (plus its kernels); CUDA's is backend-cuda/native/device/cuda_device.h, Metal's backend-metal/native/host/metal_kernel_device.h.
 #pragma once
 
 #include <napi.h>
 
 #include "buffer_pool.h"
 #include "kernel_calls.h"
+
+/** Every kernel method of a KernelDevice as X(method, CallStruct): the one list the interface and its implementations expand. */
+#define KILN_KERNEL_DEVICE_CALLS(X) \
+  X(unary, UnaryCall) \
+  X(binary, BinaryCall) \
+  X(where, WhereCall) \
+  X(reduce, ReduceCall) \
+  X(matmul, MatmulCall) \
+  X(copy, CopyCall) \
+  X(gather, IndexCall) \
+  X(scatter_add, IndexCall) \
+  X(cast, CastCall) \
+  X(fill, FillCall) \
+  X(random, RandomCall) \
+  X(softmax, SoftmaxCall) \
+  X(softmax_backward, SoftmaxBackwardCall) \
+  X(rms_norm, RmsNormCall) \
+  X(rms_norm_backward, RmsNormBackwardCall) \
+  X(layer_norm, LayerNormCall) \
+  X(rope, RopeCall) \
+  X(swiglu, SwigluCall) \
+  X(swiglu_backward, SwigluBackwardCall) \
+  X(cross_entropy, CrossEntropyCall) \
+  X(cross_entropy_backward, CrossEntropyBackwardCall) \
+  X(adamw, AdamWCall) \
+  X(sum_of_squares_multi, SumOfSquaresMultiCall) \
+  X(adamw_multi, AdamWMultiCall) \
+  X(attention, AttentionCall) \
+  X(attention_backward, AttentionBackwardCall)
+
+#define KILN_KERNEL_DEVICE_PURE(method, Call) virtual void method(Napi::Env env, const Call& call) = 0;
+#define KILN_KERNEL_DEVICE_OVERRIDE(method, Call) void method(Napi::Env env, const Call& call) override;
+/** Declares every kernel method of KernelDevice as an override (in a device class). */
+#define KILN_KERNEL_DEVICE_KERNELS KILN_KERNEL_DEVICE_CALLS(KILN_KERNEL_DEVICE_OVERRIDE)
 
 namespace kiln {
 
@@ -37,32 +71,7 @@ class KernelDevice {
   virtual void finish(Napi::Env env, bool settle) = 0;
 
   // ---- kernels: launch (CUDA) or encode (Metal) one call; the host checked it (kiln/call_readers.h) ----
-  virtual void unary(Napi::Env env, const UnaryCall& call) = 0;
-  virtual void binary(Napi::Env env, const BinaryCall& call) = 0;
-  virtual void where(Napi::Env env, const WhereCall& call) = 0;
-  virtual void reduce(Napi::Env env, const ReduceCall& call) = 0;
-  virtual void matmul(Napi::Env env, const MatmulCall& call) = 0;
-  virtual void copy(Napi::Env env, const CopyCall& call) = 0;
-  virtual void gather(Napi::Env env, const IndexCall& call) = 0;
-  virtual void scatter_add(Napi::Env env, const IndexCall& call) = 0;
-  virtual void cast(Napi::Env env, const CastCall& call) = 0;
-  virtual void fill(Napi::Env env, const FillCall& call) = 0;
-  virtual void random(Napi::Env env, const RandomCall& call) = 0;
-  virtual void softmax(Napi::Env env, const SoftmaxCall& call) = 0;
-  virtual void softmax_backward(Napi::Env env, const SoftmaxBackwardCall& call) = 0;
-  virtual void rms_norm(Napi::Env env, const RmsNormCall& call) = 0;
-  virtual void rms_norm_backward(Napi::Env env, const RmsNormBackwardCall& call) = 0;
-  virtual void layer_norm(Napi::Env env, const LayerNormCall& call) = 0;
-  virtual void rope(Napi::Env env, const RopeCall& call) = 0;
-  virtual void swiglu(Napi::Env env, const SwigluCall& call) = 0;
-  virtual void swiglu_backward(Napi::Env env, const SwigluBackwardCall& call) = 0;
-  virtual void cross_entropy(Napi::Env env, const CrossEntropyCall& call) = 0;
-  virtual void cross_entropy_backward(Napi::Env env, const CrossEntropyBackwardCall& call) = 0;
-  virtual void adamw(Napi::Env env, const AdamWCall& call) = 0;
-  virtual void sum_of_squares_multi(Napi::Env env, const SumOfSquaresMultiCall& call) = 0;
-  virtual void adamw_multi(Napi::Env env, const AdamWMultiCall& call) = 0;
-  virtual void attention(Napi::Env env, const AttentionCall& call) = 0;
-  virtual void attention_backward(Napi::Env env, const AttentionBackwardCall& call) = 0;
+  KILN_KERNEL_DEVICE_CALLS(KILN_KERNEL_DEVICE_PURE)
 };
 
 /** A pooled buffer used by one call's kernels only (scratch), back to the pool when it goes out of scope. */
