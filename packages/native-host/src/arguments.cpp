@@ -155,6 +155,19 @@ void expect_arguments(const Napi::CallbackInfo& info, std::size_t count, const c
   if (info.Length() < count) throw_invalid(std::string(method) + " needs " + std::to_string(count) + " arguments, got " + std::to_string(info.Length()));
 }
 
+OptionReader::OptionReader(const Napi::CallbackInfo& info, const char* function) {
+  if (info.Length() < 1 || !info[0].IsObject()) throw_invalid(std::string(function) + " needs an options object");
+  object_ = info[0].As<Napi::Object>();
+}
+
+void OptionReader::boolean(const char* name, bool& target) const {
+  if (has(name)) target = read_boolean(object_.Get(name), name);
+}
+
+void OptionReader::text(const char* name, std::string& target) const {
+  if (has(name)) target = object_.Get(name).ToString().Utf8Value();
+}
+
 Napi::Error to_js_error(Napi::Env env, const NativeError& error) {
   Napi::Error js = Napi::Error::New(env, error.what());
   const char* kind = "DEVICE";

@@ -64,27 +64,22 @@ Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
 // launch or synchronisation fail (to test the error paths).
 Napi::Value ConfigureSimulator(const Napi::CallbackInfo& info) {
   return guarded(info.Env(), [&]() -> Napi::Value {
-    if (info.Length() < 1 || !info[0].IsObject()) throw_invalid("configureSimulator needs an options object");
-    const Napi::Object options = info[0].As<Napi::Object>();
+    const OptionReader options(info, "configureSimulator");
     gpu_sim::cuda::SimulatedDeviceConfig config = gpu_sim::cuda::device_config();
-    if (!options.Get("driverVersion").IsUndefined()) config.driver_version = static_cast<int>(read_integer(options.Get("driverVersion"), "driverVersion", 0, 99999));
-    if (!options.Get("deviceCount").IsUndefined()) config.device_count = static_cast<int>(read_integer(options.Get("deviceCount"), "deviceCount", 0, 64));
-    if (!options.Get("memoryBytes").IsUndefined()) {
-      config.memory_bytes = static_cast<std::size_t>(read_integer(options.Get("memoryBytes"), "memoryBytes", 0, 9007199254740991.0));
-    }
-    if (!options.Get("multiprocessors").IsUndefined()) {
-      config.multiprocessors = static_cast<int>(read_integer(options.Get("multiprocessors"), "multiprocessors", 1, 1024));
-    }
+    options.integer("driverVersion", 0, 99999, config.driver_version);
+    options.integer("deviceCount", 0, 64, config.device_count);
+    options.integer("memoryBytes", 0, kMaxSafeInteger, config.memory_bytes);
+    options.integer("multiprocessors", 1, 1024, config.multiprocessors);
     gpu_sim::cuda::configure_device(config);
-    if (options.Get("injectLaunchFault").IsString()) gpu_sim::cuda::inject_launch_fault(options.Get("injectLaunchFault").ToString().Utf8Value());
-    if (options.Get("injectSynchronizeFault").IsString()) {
-      gpu_sim::cuda::inject_synchronize_fault(options.Get("injectSynchronizeFault").ToString().Utf8Value());
-    }
-    if (!options.Get("workers").IsUndefined()) {
-      gpu_sim::EngineSettings settings = gpu_sim::Engine::instance().settings();
-      settings.workers = static_cast<unsigned>(read_integer(options.Get("workers"), "workers", 1, 64));
-      gpu_sim::Engine::instance().configure(settings);
-    }
+    std::string launch_fault;
+    std::string synchronize_fault;
+    options.text("injectLaunchFault", launch_fault);
+    options.text("injectSynchronizeFault", synchronize_fault);
+    if (!launch_fault.empty()) gpu_sim::cuda::inject_launch_fault(launch_fault);
+    if (!synchronize_fault.empty()) gpu_sim::cuda::inject_synchronize_fault(synchronize_fault);
+    gpu_sim::EngineSettings settings = gpu_sim::Engine::instance().settings();
+    options.integer("workers", 1, 64, settings.workers);
+    if (options.has("workers")) gpu_sim::Engine::instance().configure(settings);
     return info.Env().Undefined();
   });
 }

@@ -57,23 +57,20 @@ Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
 // worker threads, and makes the next command buffer fail (to test the error paths).
 Napi::Value ConfigureSimulator(const Napi::CallbackInfo& info) {
   return guarded(info.Env(), [&]() -> Napi::Value {
-    if (info.Length() < 1 || !info[0].IsObject()) throw_invalid("configureSimulator needs an options object");
-    const Napi::Object options = info[0].As<Napi::Object>();
+    const OptionReader options(info, "configureSimulator");
     sim::SimulatorConfig config = sim::config();
-    const auto has = [&](const char* name) { return !options.Get(name).IsUndefined(); };
-    if (has("deviceCount")) config.device_count = static_cast<int>(read_integer(options.Get("deviceCount"), "deviceCount", 0, 64));
-    if (has("osVersion")) config.os_version = options.Get("osVersion").ToString().Utf8Value();
-    if (has("name")) config.name = options.Get("name").ToString().Utf8Value();
-    if (has("family")) config.family = options.Get("family").ToString().Utf8Value();
-    if (has("simdgroupMatrix")) config.simdgroup_matrix = read_boolean(options.Get("simdgroupMatrix"), "simdgroupMatrix");
-    if (has("memoryBytes")) config.memory_bytes = static_cast<std::size_t>(read_integer(options.Get("memoryBytes"), "memoryBytes", 0, 9007199254740991.0));
-    if (has("recommendedMaxWorkingSetSize")) {
-      config.recommended_working_set_bytes =
-          static_cast<std::size_t>(read_integer(options.Get("recommendedMaxWorkingSetSize"), "recommendedMaxWorkingSetSize", 0, 9007199254740991.0));
-    }
-    if (has("injectCommandBufferError")) config.inject_command_buffer_error = options.Get("injectCommandBufferError").ToString().Utf8Value();
+    options.integer("deviceCount", 0, 64, config.device_count);
+    options.text("osVersion", config.os_version);
+    options.text("name", config.name);
+    options.text("family", config.family);
+    options.boolean("simdgroupMatrix", config.simdgroup_matrix);
+    options.integer("memoryBytes", 0, kMaxSafeInteger, config.memory_bytes);
+    options.integer("recommendedMaxWorkingSetSize", 0, kMaxSafeInteger, config.recommended_working_set_bytes);
+    options.text("injectCommandBufferError", config.inject_command_buffer_error);
     sim::configure(config);
-    if (has("workers")) sim::set_workers(static_cast<unsigned>(read_integer(options.Get("workers"), "workers", 1, 64)));
+    unsigned workers = 0;
+    options.integer("workers", 1, 64, workers);
+    if (workers > 0) sim::set_workers(workers);
     return info.Env().Undefined();
   });
 }

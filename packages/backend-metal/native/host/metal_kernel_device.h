@@ -25,12 +25,7 @@ class MetalKernelDevice : public KernelDevice {
   CommandStream& stream() { return *stream_; }
 
   BufferPool& pool() override { return *pool_; }
-  void upload(Napi::Env env, BufferRecord& record, const unsigned char* data, std::size_t bytes, std::size_t offset) override;
-  Napi::Promise download(Napi::Env env, const BufferRecord& record) override;
-  Napi::Promise synchronize(Napi::Env env) override;
-  void describe_memory(Napi::Env env, Napi::Object& result) override;
-  Napi::Object device_info(Napi::Env env) override;
-  void finish(Napi::Env env, bool settle) override;
+  KILN_KERNEL_DEVICE_STORAGE
 
   KILN_KERNEL_DEVICE_KERNELS
 

@@ -70,6 +70,27 @@ void expect_count(const TensorView& view, Index count, const char* kernel, const
 /** Throws a kInvalidArgument error unless `info` has at least `count` arguments. */
 void expect_arguments(const Napi::CallbackInfo& info, std::size_t count, const char* method);
 
+/** The options object of a call (configureSimulator, …): each reader sets its target only when the key is present. */
+class OptionReader {
+ public:
+  /** Argument 0 of `info`, which must be an object (else a kInvalidArgument error naming `function`). */
+  OptionReader(const Napi::CallbackInfo& info, const char* function);
+  /** True when `name` is present (not undefined). */
+  bool has(const char* name) const { return !object_.Get(name).IsUndefined(); }
+  /** An integer in [minimum, maximum]. */
+  template <typename T>
+  void integer(const char* name, double minimum, double maximum, T& target) const {
+    if (has(name)) target = static_cast<T>(read_integer(object_.Get(name), name, minimum, maximum));
+  }
+  /** A boolean. */
+  void boolean(const char* name, bool& target) const;
+  /** Any value as a string. */
+  void text(const char* name, std::string& target) const;
+
+ private:
+  Napi::Object object_;
+};
+
 /** Converts a NativeError into the JS error core maps to a KilnError. */
 Napi::Error to_js_error(Napi::Env env, const NativeError& error);
 

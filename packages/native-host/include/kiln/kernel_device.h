@@ -44,6 +44,14 @@
 #define KILN_KERNEL_DEVICE_OVERRIDE(method, Call) void method(Napi::Env env, const Call& call) override;
 /** Declares every kernel method of KernelDevice as an override (in a device class). */
 #define KILN_KERNEL_DEVICE_KERNELS KILN_KERNEL_DEVICE_CALLS(KILN_KERNEL_DEVICE_OVERRIDE)
+/** Declares the storage methods every device implements as overrides (pool() and ensure_usable() are declared by hand). */
+#define KILN_KERNEL_DEVICE_STORAGE                                                                                                     \
+  void upload(Napi::Env env, BufferRecord& record, const unsigned char* data, std::size_t bytes, std::size_t offset) override; \
+  Napi::Promise download(Napi::Env env, const BufferRecord& record) override;                                                  \
+  Napi::Promise synchronize(Napi::Env env) override;                                                                           \
+  void describe_memory(Napi::Env env, Napi::Object& result) override;                                                          \
+  Napi::Object device_info(Napi::Env env) override;                                                                            \
+  void finish(Napi::Env env, bool settle) override;
 
 namespace kiln {
 
