@@ -37,7 +37,7 @@ describe.each(SIMULATED_BACKENDS)('buffer pool on the $name simulator', (target)
       expect(backend.memory().cachedBytes).toBe(0);
       expect((await backend.download(second)).byteLength).toBe(4500);
       backend.free(second);
-      backend.emptyCache?.();
+      backend.emptyCache();
       expect(backend.memory().cachedBytes).toBe(0);
       backend.dispose();
     });

@@ -1,17 +1,16 @@
 // The GPU backends the shared native host serves, each on its simulator: the one mirrored suite
 // (native-arguments, index errors, buffer pool, codes) runs against every entry.
 import { fileURLToPath } from 'node:url';
-import type { KernelBackend } from '@kiln/core';
+import type { CudaBackend } from '../../../backend-cuda/src/cuda-backend.js';
+import type { MetalBackend } from '../../../backend-metal/src/metal-backend.js';
 import { findPackageRoot as cudaRoot, simulatorBuildPath as cudaAddonPath } from '../../../backend-cuda/src/native/load-addon.js';
 import { configureSimulator as configureCuda, createSimulatedCudaBackend, simulatorAddon as cudaAddon } from '../../../backend-cuda/src/simulator.js';
 import { findPackageRoot as metalRoot, simulatorBuildPath as metalAddonPath } from '../../../backend-metal/src/native/load-addon.js';
 import { configureSimulator as configureMetal, createSimulatedMetalBackend, simulatorAddon as metalAddon } from '../../../backend-metal/src/simulator.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
-/** A KernelBackend with the storage counters and fused kernels kiln's GPU backends have. */
-export type GpuBackend = KernelBackend & Required<Pick<KernelBackend, 'softmax' | 'crossEntropy' | 'attention' | 'attentionBackward'>> & {
-  memory(): { allocatedBytes: number; bufferCount: number; reservedBytes?: number; cachedBytes?: number; peakBytes?: number; freeBytes?: number };
-};
+/** Either GPU backend (what the shared suite calls on both). */
+export type GpuBackend = CudaBackend | MetalBackend;
 
 /** One simulated backend. */
 export interface SimulatedBackend {
@@ -38,7 +37,7 @@ const metalPackage = metalRoot(fileURLToPath(new URL('../../../backend-metal/src
 export const SIMULATED_BACKENDS: SimulatedBackend[] = [
   {
     name: 'cuda',
-    create: (options) => createSimulatedCudaBackend(options) as unknown as GpuBackend,
+    create: (options) => createSimulatedCudaBackend(options),
     configure: (configuration) => configureCuda(configuration),
     addonPath: cudaAddonPath(cudaPackage),
     opNames: () => cudaAddon().opNames(),
@@ -47,7 +46,7 @@ export const SIMULATED_BACKENDS: SimulatedBackend[] = [
   },
   {
     name: 'metal',
-    create: (options) => createSimulatedMetalBackend(options) as unknown as GpuBackend,
+    create: (options) => createSimulatedMetalBackend(options),
     // Metal's default limit is the GPU's recommendedMaxWorkingSetSize: keep it out of the way.
     configure: (configuration) => configureMetal({ ...configuration, ...(configuration.memoryBytes !== undefined ? { recommendedMaxWorkingSetSize: configuration.memoryBytes } : {}) }),
     addonPath: metalAddonPath(metalPackage),
