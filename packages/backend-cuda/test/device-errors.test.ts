@@ -2,7 +2,7 @@
 // once, an asynchronous fault at the next synchronize/download (naming the kernels queued before
 // it). Both are sticky on a real GPU, so the backend refuses further work and says why. Faults
 // are injected through the simulator's runtime; the host code handling them is the real one.
-import { InvalidArgumentError, KilnError, type TensorRef } from '@kiln/core';
+import { KilnError, type TensorRef } from '@kiln/core';
 import { describe, expect, it } from 'vitest';
 import { CudaError } from '../src/index.js';
 import { configureSimulator, createSimulatedCudaBackend } from '../src/simulator.js';
@@ -57,19 +57,6 @@ describe.skipIf(skipReason !== undefined)(`device errors${skipReason ? ` (${skip
     expect(message).toContain('a kernel read past the end of a buffer');
     expect(message).toMatch(/Kernels queued before it \(newest last\): .*unary sqrt f32 \[6\]; fill f32 \[6\]/);
     await expect(backend.download(out.buffer)).rejects.toThrow(/unusable/);
-    backend.dispose();
-  });
-
-  it('an out-of-range index is not a device fault: the backend stays usable', async () => {
-    const backend = createSimulatedCudaBackend();
-    const x = vector(backend, 4);
-    const indices: TensorRef = { buffer: backend.alloc(4), shape: [1], dtype: 'i32' };
-    backend.upload(indices.buffer, new Uint8Array(new Int32Array([9]).buffer));
-    const out = vector(backend, 1);
-    backend.gather(x, indices, out, 1, 4, 1);
-    await expect(backend.synchronize()).rejects.toThrowError(InvalidArgumentError);
-    backend.fill(out, 3);
-    expect(new Float32Array((await backend.download(out.buffer)).slice().buffer)[0]).toBe(3);
     backend.dispose();
   });
 });

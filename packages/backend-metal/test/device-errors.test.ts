@@ -3,7 +3,7 @@
 // (so micro-batch halving works), and the backend keeps working afterwards (Metal's queue
 // survives a failed command buffer). Faults are injected through the simulated machine; the host
 // code handling them is the real one.
-import { InvalidArgumentError, KilnError, OutOfMemoryError, type TensorRef } from '@kiln/core';
+import { KilnError, OutOfMemoryError, type TensorRef } from '@kiln/core';
 import { describe, expect, it } from 'vitest';
 import { MetalError } from '../src/index.js';
 import type { MetalBackend } from '../src/metal-backend.js';
@@ -59,19 +59,6 @@ describe.skipIf(skipReason !== undefined)(`command-buffer errors${skipReason ? `
     configureSimulator({ injectCommandBufferError: 'timeout' });
     await expect(backend.download(out.buffer)).rejects.toThrow(/Caused GPU Timeout Error.*unary exp f32 \[4\]/);
     expect((await floats(backend, out)).length).toBe(4);
-    backend.dispose();
-  });
-
-  it('an out-of-range index is not a device fault: the backend stays usable', async () => {
-    const backend = createSimulatedMetalBackend();
-    const x = vector(backend, 4);
-    const indices: TensorRef = { buffer: backend.alloc(4), shape: [1], dtype: 'i32' };
-    backend.upload(indices.buffer, new Uint8Array(new Int32Array([9]).buffer));
-    const out = vector(backend, 1);
-    backend.gather(x, indices, out, 1, 4, 1);
-    await expect(backend.synchronize()).rejects.toThrowError(InvalidArgumentError);
-    backend.fill(out, 3);
-    expect(await floats(backend, out)).toEqual([3]);
     backend.dispose();
   });
 });

@@ -50,6 +50,16 @@ describe.each(SIMULATED_BACKENDS)('out-of-range indices on the device of the $na
       expect(await floats(backend, out)).toEqual([0, 0, 14, 14]);
     });
 
+    it('is not a device fault: the backend stays usable', async () => {
+      const x = f32(backend, [4], [1, 1, 1, 1]);
+      const indices = i32(backend, [9]);
+      const out = f32(backend, [1], [1]);
+      backend.gather(x, indices, out, 1, 4, 1);
+      await expect(backend.synchronize()).rejects.toThrowError(InvalidArgumentError);
+      backend.fill(out, 3);
+      expect(await floats(backend, out)).toEqual([3]);
+    });
+
     it('reaches users of core: gather/embedding with a bad token id rejects when the result is read', async () => {
       const table = kiln.tensor([[1, 2], [3, 4]], undefined, { backend });
       const ids = kiln.tensor([0, 7], [2], { dtype: 'i32', backend });
