@@ -3,43 +3,18 @@
 // are readable), rmsNormBackward's dWeight being identical run to run over several row chunks,
 // the live matmul path in capabilities, and typed errors for bad fused-kernel arguments.
 import * as kiln from '@kiln/core';
-import { DTypeError, InvalidArgumentError, ShapeError, type DType, type FusedKernelName, type KernelBackend, type TensorRef } from '@kiln/core';
+import { DTypeError, InvalidArgumentError, ShapeError, type FusedKernelName, type KernelBackend, type TensorRef } from '@kiln/core';
 import { createReferenceBackend } from '@kiln/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CudaBackend } from '../src/cuda-backend.js';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
+import { blank, put, read, series } from '../../native-host/test/support/tensors.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
 
 /** A backend with every fused kernel (the simulated CUDA backend, or the reference). */
 type Backend = KernelBackend & Required<Pick<KernelBackend, Exclude<FusedKernelName, 'attention' | 'attentionBackward'>>>;
-
-function upload(backend: Backend, shape: number[], values: ArrayLike<number>, dtype: DType = 'f32'): TensorRef {
-  const data = dtype === 'i32' ? new Int32Array(Array.from(values)) : new Float32Array(Array.from(values));
-  const buffer = backend.alloc(data.byteLength);
-  backend.upload(buffer, new Uint8Array(data.buffer));
-  return { buffer, shape, dtype };
-}
-
-function output(backend: Backend, shape: number[]): TensorRef {
-  return { buffer: backend.alloc(shape.reduce((a, b) => a * b, 1) * 4), shape, dtype: 'f32' };
-}
-
-async function floats(backend: Backend, ref: TensorRef): Promise<Float32Array> {
-  return new Float32Array((await backend.download(ref.buffer)).slice().buffer);
-}
-
-/** Deterministic values in [−2, 2). */
-function values(count: number, seed: number): number[] {
-  let state = seed >>> 0 || 1;
-  return Array.from({ length: count }, () => {
-    state ^= state << 13;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    return ((state >>> 0) / 2 ** 32) * 4 - 2;
-  });
-}
 
 describe.skipIf(skipReason !== undefined)(`fused kernels on the simulator${skipReason ? ` (${skipReason})` : ''}`, () => {
   const backend = createSimulatedCudaBackend({ matmul: 'kiln' });
@@ -51,25 +26,25 @@ describe.skipIf(skipReason !== undefined)(`fused kernels on the simulator${skipR
 
   it('crossEntropy: an out-of-range target rejects the next synchronize, then its row reads as NaN and the others as defined', async () => {
     const [rows, classes] = [5, 7];
-    const logits = values(rows * classes, 7);
+    const logits = series(rows * classes, 7);
     const targets = [3, -1, 7, -100, 0];
-    const onCuda = { logits: upload(backend, [rows, classes], logits), targets: upload(backend, [rows], targets, 'i32'), loss: output(backend, [rows]) };
+    const onCuda = { logits: put(backend, [rows, classes], logits), targets: put(backend, [rows], targets, 'i32'), loss: blank(backend, [rows]) };
     backend.crossEntropy(onCuda.logits, onCuda.targets, onCuda.loss, rows, classes, -1);
     const rejection = await backend.synchronize().then(() => undefined, (error: unknown) => error);
     expect(rejection).toBeInstanceOf(InvalidArgumentError);
     expect((rejection as Error).message).toMatch(/crossEntropy: target (7 of row 2|-100 of row 3) is out of range \[0, 7\) and is not the ignore index/);
-    const loss = await floats(backend, onCuda.loss);
-    const onReference = { logits: upload(reference, [rows, classes], logits), targets: upload(reference, [rows], targets, 'i32'), loss: output(reference, [rows]) };
+    const loss = await read(backend, onCuda.loss);
+    const onReference = { logits: put(reference, [rows, classes], logits), targets: put(reference, [rows], targets, 'i32'), loss: blank(reference, [rows]) };
     reference.crossEntropy(onReference.logits, onReference.targets, onReference.loss, rows, classes, -1);
-    const expected = await floats(reference, onReference.loss);
+    const expected = await read(reference, onReference.loss);
     expect(Number.isNaN(loss[2]) && Number.isNaN(loss[3])).toBe(true);
     expect(loss[1]).toBe(0);
     for (const row of [0, 4]) expect(loss[row]).toBeCloseTo(expected[row], 5);
 
-    const dLogits = output(backend, [rows, classes]);
+    const dLogits = blank(backend, [rows, classes]);
     backend.crossEntropyBackward(onCuda.logits, onCuda.targets, dLogits, rows, classes, -1, 0.5);
     await expect(backend.download(dLogits.buffer)).rejects.toThrow(/crossEntropyBackward: target .* is out of range \[0, 7\)/);
-    const gradient = await floats(backend, dLogits);
+    const gradient = await read(backend, dLogits);
     expect(gradient.slice(2 * classes, 4 * classes).every(Number.isNaN)).toBe(true);
     expect(gradient.slice(classes, 2 * classes).every((value) => value === 0)).toBe(true);
     for (const ref of [...Object.values(onCuda), dLogits]) backend.free(ref.buffer);
@@ -77,7 +52,7 @@ describe.skipIf(skipReason !== undefined)(`fused kernels on the simulator${skipR
   });
 
   it('crossEntropyBackward with 0 classes: a target that is not ignoreIndex is out of range, and the next synchronize rejects', async () => {
-    const targets = upload(backend, [2], [0, -1], 'i32');
+    const targets = put(backend, [2], [0, -1], 'i32');
     const logits = { buffer: backend.alloc(4), shape: [2, 0], dtype: 'f32' as const };
     const dLogits = { buffer: backend.alloc(4), shape: [2, 0], dtype: 'f32' as const };
     backend.crossEntropyBackward(logits, targets, dLogits, 2, 0, -1, 1);
@@ -98,18 +73,18 @@ describe.skipIf(skipReason !== undefined)(`fused kernels on the simulator${skipR
 
   it('rmsNormBackward: dWeight summed over several row chunks matches the reference and is identical on every run', async () => {
     const [rows, cols] = [300, 70];
-    const inputs = { x: values(rows * cols, 1), weight: values(cols, 2), dy: values(rows * cols, 3) };
+    const inputs = { x: series(rows * cols, 1), weight: series(cols, 2), dy: series(rows * cols, 3) };
     const run = async (target: Backend) => {
-      const x = upload(target, [rows, cols], inputs.x);
-      const weight = upload(target, [cols], inputs.weight);
-      const dy = upload(target, [rows, cols], inputs.dy);
-      const out = output(target, [rows, cols]);
-      const rstd = output(target, [rows]);
-      const dx = output(target, [rows, cols]);
-      const dWeight = output(target, [cols]);
+      const x = put(target, [rows, cols], inputs.x);
+      const weight = put(target, [cols], inputs.weight);
+      const dy = put(target, [rows, cols], inputs.dy);
+      const out = blank(target, [rows, cols]);
+      const rstd = blank(target, [rows]);
+      const dx = blank(target, [rows, cols]);
+      const dWeight = blank(target, [cols]);
       target.rmsNorm(x, weight, out, rstd, rows, cols, 1e-5);
       target.rmsNormBackward(x, weight, rstd, dy, dx, dWeight, rows, cols);
-      const result = { dx: await floats(target, dx), dWeight: await floats(target, dWeight) };
+      const result = { dx: await read(target, dx), dWeight: await read(target, dWeight) };
       for (const ref of [x, weight, dy, out, rstd, dx, dWeight]) target.free(ref.buffer);
       return result;
     };
@@ -132,14 +107,14 @@ describe.skipIf(skipReason !== undefined)(`fused kernels on the simulator${skipR
   });
 
   it('bad fused-kernel arguments throw typed errors before reaching the device', () => {
-    const x = upload(backend, [2, 3], values(6, 4));
-    const small = output(backend, [2, 2]);
-    const ids = upload(backend, [2], [0, 1], 'i32');
+    const x = put(backend, [2, 3], series(6, 4));
+    const small = blank(backend, [2, 2]);
+    const ids = put(backend, [2], [0, 1], 'i32');
     expect(() => backend.softmax(x, small, 2, 3)).toThrow(ShapeError);
     expect(() => backend.softmax(ids, ids, 1, 2)).toThrow(DTypeError);
     expect(() => backend.rope({ ...x, shape: [1, 1, 2, 3] }, { ...x, shape: [1, 1, 2, 3] }, 0, 1e4, false)).toThrow(/even D/);
     expect(() => backend.crossEntropy(x, ids, ids, 2, 3, -100)).toThrow(DTypeError);
-    expect(() => backend.crossEntropy(x, ids, output(backend, [2]), 2, 3, 1.5)).toThrow(InvalidArgumentError);
+    expect(() => backend.crossEntropy(x, ids, blank(backend, [2]), 2, 3, 1.5)).toThrow(InvalidArgumentError);
     expect(() => backend.adamw(x, x, x, x, { lr: 1, beta1: 0.9, beta2: 0.99, eps: 1e-8, weightDecay: 0, step: 0 })).toThrow(/step/);
   });
 });

@@ -9,35 +9,12 @@ import { createReferenceBackend } from '@kiln/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { MetalBackend } from '../src/metal-backend.js';
 import { createSimulatedMetalBackend } from '../src/simulator.js';
+import { blank, put, read, series } from '../../native-host/test/support/tensors.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
 
 type Target = MetalBackend | ReturnType<typeof createReferenceBackend>;
-
-function put(backend: Target, shape: number[], data: readonly number[], dtype: DType = 'f32'): TensorRef {
-  const bytes = dtype === 'i32' ? new Int32Array(data) : new Float32Array(data);
-  const buffer = backend.alloc(bytes.byteLength);
-  backend.upload(buffer, new Uint8Array(bytes.buffer));
-  return { buffer, shape, dtype };
-}
-
-function blank(backend: Target, shape: number[]): TensorRef {
-  return { buffer: backend.alloc(shape.reduce((a, b) => a * b, 1) * 4), shape, dtype: 'f32' };
-}
-
-async function read(backend: Target, ref: TensorRef): Promise<Float32Array> {
-  return new Float32Array((await backend.download(ref.buffer)).slice().buffer);
-}
-
-/** Reproducible values in [−2, 2) (a linear congruential sequence). */
-function series(count: number, seed: number): number[] {
-  let state = seed;
-  return Array.from({ length: count }, () => {
-    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
-    return (state / 2 ** 32) * 4 - 2;
-  });
-}
 
 describe.skipIf(skipReason !== undefined)(`fused MSL kernels${skipReason ? ` (${skipReason})` : ''}`, () => {
   const backend = createSimulatedMetalBackend();
