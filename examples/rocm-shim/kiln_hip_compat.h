@@ -69,6 +69,10 @@
 // not-portable: nvcuda — NVIDIA's warp matrix API (`using namespace nvcuda;` for nvcuda::wmma); rocWMMA (rocwmma::) is the AMD counterpart, with other fragment shapes and a 64-lane layout on CDNA
 // not-portable: wmma::* — as nvcuda
 // not-portable: __cvta_generic_to_shared — only feeds inline PTX (cp.async, ldmatrix)
+// not-portable: __cvta_generic_to_global — only feeds inline PTX (cp.async)
+// not-portable: __trap — ptx_mma.cuh traps where its sm_80 instructions do not exist
+// not-portable: cudaFuncGetAttributes — only matmul_mma.cu asks it (which PTX target of the binary the device runs)
+// not-portable: cudaFuncAttributes — as cudaFuncGetAttributes
 // not-portable-file: kernels/attention_common.cuh — inline PTX cp.async (asynchronous global → shared copies)
 // not-portable-file: kernels/attention_warp_math.cuh — inline PTX ldmatrix and mma.sync.m16n8k16, fragment layouts of 32-lane warps
 // not-portable-file: kernels/attention_forward.cu — includes the two files above (its header attention_forward.cuh is host-only and stays)
@@ -76,6 +80,10 @@
 // not-portable-file: kernels/matmul_wmma.cuh — nvcuda::wmma tensor-core fragments
 // not-portable-file: kernels/matmul_wmma_f16.cu — instantiates matmul_wmma.cuh
 // not-portable-file: kernels/matmul_wmma_bf16.cu — instantiates matmul_wmma.cuh
+// not-portable-file: kernels/ptx_mma.cuh — inline PTX mma.sync, ldmatrix and cp.async (sm_80), fragment layouts of 32-lane warps
+// not-portable-file: kernels/matmul_mma.cu — chooses that kernel (the shim's stand-in always answers WMMA)
+// not-portable-file: kernels/matmul_mma_f16.cu — instantiates matmul_mma.cuh
+// not-portable-file: kernels/matmul_mma_bf16.cu — instantiates matmul_mma.cuh
 // not-portable-file: runtime/cublas.cpp — compiles, but dlopens libcublas.so with cuBLAS prototypes and enum values: a HIP build loads rocBLAS instead
 // ---------------------------------------------------------------------------------------------
 
@@ -119,6 +127,7 @@
 #define cudaGetDeviceCount hipGetDeviceCount
 #define cudaGetDeviceProperties hipGetDeviceProperties
 #define cudaSetDevice hipSetDevice
+#define cudaGetDevice hipGetDevice
 #define cudaMemGetInfo hipMemGetInfo
 #define cudaMalloc hipMalloc
 #define cudaFree hipFree

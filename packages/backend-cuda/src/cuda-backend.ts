@@ -67,8 +67,8 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
       attentionGrid: { blockRows: 64, blockName: 'thread blocks' },
       flashAttentionMaxHeadDim: FLASH_ATTENTION_MAX_HEAD_DIM,
     });
-    const device = toDeviceInfo(callNative(() => this.native.deviceInfo()));
-    this.capabilities = cudaCapabilities(device, describeMatmulPath(callNative(() => this.native.matmulInfo())));
+    const nativeDevice = callNative(() => this.native.deviceInfo());
+    this.capabilities = cudaCapabilities(toDeviceInfo(nativeDevice), describeMatmulPath(callNative(() => this.native.matmulInfo()), nativeDevice.major));
     this.fused = new FusedKernels(this.native, this);
   }
 

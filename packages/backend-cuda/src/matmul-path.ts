@@ -1,7 +1,8 @@
 /**
  * Which matmul implementation a CUDA backend instance uses — cuBLAS loaded at run time, or kiln's
- * own kernels (register-tiled SIMT for f32, WMMA tensor cores for f16/bf16) — in words for
- * `kiln info` and as data for capabilities.
+ * own kernels (register-tiled SIMT for f32; for f16/bf16 the pipelined mma.sync tensor-core
+ * kernel on compute capability ≥ 8.0, WMMA on older GPUs) — in words for `kiln info` and as data
+ * for capabilities.
  */
 import type { NativeMatmulInfo } from './native/addon-types.js';
 
@@ -21,8 +22,14 @@ export interface CudaMatmulPath {
   summary: string;
 }
 
-/** The path described from the addon's matmulInfo(). */
-export function describeMatmulPath(info: NativeMatmulInfo): CudaMatmulPath {
+/** Which tensor-core kernel family kiln's own f16/bf16 matmul uses on a device of compute capability `major`.x. */
+export function halfMatmulKernelFamily(major: number): 'mma.sync' | 'wmma' {
+  if (!Number.isInteger(major) || major < 0) throw new TypeError(`halfMatmulKernelFamily: the compute capability's major version must be a non-negative integer, got ${major}`);
+  return major >= 8 ? 'mma.sync' : 'wmma';
+}
+
+/** The path described from the addon's matmulInfo() on a device of compute capability `major`.x. */
+export function describeMatmulPath(info: NativeMatmulInfo, major: number): CudaMatmulPath {
   if (info.path === 'cublas') {
     const f32 = info.allowTf32 ? 'cuBLAS, TF32 tensor cores allowed (allowTf32)' : 'cuBLAS, full f32 (TF32 off)';
     const half = 'cuBLAS tensor cores, f32 accumulation';
@@ -32,14 +39,19 @@ export function describeMatmulPath(info: NativeMatmulInfo): CudaMatmulPath {
       summary: `cuBLAS ${info.cublasVersion} (${info.cublasLocation}): f32 ${info.allowTf32 ? 'with TF32 allowed' : '(TF32 off)'}, f16/bf16 with f32 accumulation`,
     };
   }
-  const tensorCores = info.simulatedTensorCores ? 'kiln WMMA tensor-core kernel (simulated: gpu-sim warp-collective fragments)' : 'kiln WMMA tensor-core kernel';
+  const family = halfMatmulKernelFamily(major);
+  const simulated = info.simulatedTensorCores ? ' (simulated: gpu-sim warp-collective fragments)' : '';
+  const tensorCores = family === 'mma.sync'
+    ? `kiln pipelined mma.sync tensor-core kernel (sm_80+, cp.async stages; WMMA for operands not in 16-byte chunks)${simulated}`
+    : `kiln WMMA tensor-core kernel${simulated}`;
   const reason = info.cublasReason || 'cuBLAS was not used';
+  const familyWords = family === 'mma.sync' ? 'pipelined mma.sync' : 'WMMA';
   return {
     path: 'kiln',
     f32: 'kiln register-tiled SIMT kernel (full f32)',
     f16: tensorCores,
     bf16: tensorCores,
     cublas: { loaded: false, location: info.cublasLocation || undefined, reason, tf32: false },
-    summary: `kiln kernels: f32 register-tiled SIMT, f16/bf16 ${info.simulatedTensorCores ? 'WMMA (simulated tensor cores)' : 'WMMA tensor cores'}; ${reason}`,
+    summary: `kiln kernels: f32 register-tiled SIMT, f16/bf16 ${familyWords} ${info.simulatedTensorCores ? '(simulated tensor cores)' : 'tensor cores'}; ${reason}`,
   };
 }

@@ -96,10 +96,12 @@ describe.skipIf(skipReason !== undefined)(`fused kernels on the simulator${skipR
     for (let i = 0; i < rows * cols; i += 97) expect(first.dx[i]).toBeCloseTo(expected.dx[i], 4);
   });
 
-  it('capabilities say which matmul path is live: kiln SIMT f32 and WMMA f16/bf16 on simulated tensor cores', () => {
+  it('capabilities say which matmul path is live: kiln SIMT f32 and pipelined mma.sync f16/bf16 on simulated tensor cores (the simulated device is cc ≥ 8.0)', () => {
     const { matmul } = backend.capabilities;
+    expect(Number.parseFloat(backend.capabilities.device.computeCapability ?? 'missing')).toBeGreaterThanOrEqual(8);
     expect(matmul.path).toBe('kiln');
-    expect(matmul.f16).toMatch(/WMMA tensor-core kernel \(simulated: gpu-sim warp-collective fragments\)/);
+    expect(matmul.f16).toMatch(/pipelined mma\.sync tensor-core kernel .*\(simulated: gpu-sim warp-collective fragments\)/);
+    expect(matmul.bf16).toBe(matmul.f16);
     expect(matmul.f32).toMatch(/register-tiled SIMT/);
     expect(backend.matmulPath).toMatch(/^kiln kernels: .*matmul: 'kiln'/);
     expect(backend.capabilities.supports('rmsNormBackward', 'bf16')).toBe(true);

@@ -58,8 +58,8 @@ describe('gpu-check report', () => {
     report.probe = { available: true, devices: [{ name: 'NVIDIA H100 80GB HBM3', computeCapability: '9.0' }] };
     report.conformance.push({ name: 'full kit', passed: 1800, failed: 0, skipped: 90, seconds: 61.5, failures: [] });
     report.matmul.push(
-      { label: '4096³', dtype: 'bf16', m: 4096, n: 4096, k: 4096, transposeA: false, transposeB: false, kilnTflops: 420, cublasTflops: 700, ratio: 0.6 },
-      { label: 'medium gate/up x·Wᵀ', dtype: 'f32', m: 2048, n: 704, k: 256, transposeA: false, transposeB: true, kilnTflops: 20, cublasTflops: 25, ratio: 0.8 },
+      { label: '4096³', dtype: 'bf16', m: 4096, n: 4096, k: 4096, transposeA: false, transposeB: false, kernel: 'mma.sync', kilnTflops: 420, cublasTflops: 700, ratio: 0.6 },
+      { label: 'medium gate/up x·Wᵀ', dtype: 'f32', m: 2048, n: 704, k: 256, transposeA: false, transposeB: true, kernel: 'SIMT', kilnTflops: 20, cublasTflops: 25, ratio: 0.8 },
     );
     report.trainStep = { model: 'medium', precision: 'bf16', kiln: { msPerStep: 20, tokensPerSecond: 102_400 }, pytorch: { msPerStep: 25, tokensPerSecond: 81_920 }, ratio: 1.25 };
     report.sections.push({ title: 'attention vs SDPA', rows: [['shape', 'ratio'], ['B8 H8 T256 D32', '0.9×']] });
@@ -82,13 +82,21 @@ describe('gpu-check report', () => {
     const text = formatReport(report);
     expect(text).toContain('device: NVIDIA H100 80GB HBM3 (compute capability 9.0)');
     expect(text).toMatch(/full kit\s+1800\s+0\s+90\s+61\.5/);
-    expect(text).toMatch(/4096³\s+bf16\s+4096×4096×4096\s+nn\s+420\.00\s+700\.00\s+60%/);
-    expect(text).toMatch(/medium gate\/up x·Wᵀ\s+f32\s+2048×704×256\s+nt\s+20\.00\s+25\.00\s+80%/);
+    expect(text).toMatch(/4096³\s+bf16\s+4096×4096×4096\s+nn\s+mma\.sync\s+420\.00\s+700\.00\s+60%/);
+    expect(text).toMatch(/medium gate\/up x·Wᵀ\s+f32\s+2048×704×256\s+nt\s+SIMT\s+20\.00\s+25\.00\s+80%/);
     expect(text).toMatch(/kiln bench\s+20\.00\s+102400/);
     expect(text).toContain('kiln / PyTorch: 1.25×');
     expect(text).toContain('attention vs SDPA:');
     expect(text).toContain('✗ kiln bf16 matmul at 4096³ ≥ 70% of cuBLAS: 60%');
     expect(text).toContain('✓ kiln train step (medium, bf16) ≥ 1× PyTorch eager: 1.25×');
+  });
+
+  it('checks the worst bf16 gpt2s matmul shape against 60% of cuBLAS (issue 19)', () => {
+    const report = sample();
+    const row = (label: string, ratio: number) => ({ label, dtype: 'bf16', m: 8192, n: 768, k: 768, transposeA: false, transposeB: true, kernel: 'mma.sync', kilnTflops: ratio * 500, cublasTflops: 500, ratio });
+    report.matmul.push(row('gpt2s q/k/v/o x·Wᵀ', 0.75), row('gpt2s mlp dW = dYᵀ·X', 0.55));
+    expect(evaluateTargets(report)[1]).toEqual({ name: 'kiln bf16 matmul at every gpt2s shape ≥ 60% of cuBLAS (worst: gpt2s mlp dW = dYᵀ·X)', value: 0.55, target: 0.6, met: false });
+    expect(formatReport(report)).toContain('✗ kiln bf16 matmul at every gpt2s shape ≥ 60% of cuBLAS (worst: gpt2s mlp dW = dYᵀ·X): 55%');
   });
 
   it('has one Hugging Face fixture target per matmul path: every fixture within the bounds', () => {
@@ -124,8 +132,10 @@ describe.skipIf(!built)('gpu-check runs (needs `pnpm turbo build`: dist of core,
     });
     const report = JSON.parse(readFileSync(reportPath, 'utf8')) as GpuCheckReport;
     expect(report.status).toBe('ok');
-    expect(report.matmul.length).toBe(14);  // 128³ and the tiny model's six shapes, in bf16 and f32
+    expect(report.matmul.length).toBe(15);  // 128³ and the tiny model's six shapes in bf16 and f32, 128³ in f16
     expect(report.matmul.every((row) => row.kilnTflops > 0 && row.ratio === undefined)).toBe(true);
+    // The simulated device reports compute capability 9.0: f16/bf16 run the pipelined mma.sync kernel.
+    expect(report.matmul.map((row) => `${row.dtype} ${row.kernel}`)).toEqual(expect.arrayContaining(['bf16 mma.sync', 'f16 mma.sync', 'f32 SIMT']));
     expect(report.matmulNote).toMatch(/cuBLAS not measured/);
     expect(report.trainStep?.kiln).toMatchObject({ skipped: expect.stringContaining('simulator') });
     expect(stdout).toContain('matmul (TFLOP/s, same run; ratio = kiln / cuBLAS):');

@@ -77,6 +77,35 @@ describe.skipIf(compiler === undefined)('gpu-sim warp matrix (wmma) emulation se
   });
 });
 
+const PTX_CHECKS = [
+  'bf16 mma.sync m16n8k16 with fragments from the PTX ISA formulas',
+  'f16 mma.sync m16n8k16 with fragments from the PTX ISA formulas',
+  'ldmatrix x4 register layout',
+  'ldmatrix x4.trans register layout',
+  'ldmatrix x2 register layout',
+  'ldmatrix x2.trans register layout',
+  'ldmatrix x1 register layout',
+  'ldmatrix x1.trans register layout',
+  'ldmatrix x4 (A row-major) and x2.trans (B [k][n]) feed mma.sync to the exact product',
+  'cp.async groups arrive at their wait_group (poison before, zero fill past src-size after)',
+  'reading a stage before its cp.async arrived aborts naming the kernel, the read and the copy',
+  'a lane that skips mma.sync aborts naming the kernel and file:line',
+  'an ldmatrix row address that is not 16-byte aligned aborts the launch',
+  'a cp.async source that is not cp-size aligned aborts the launch',
+  'cp.async.cg with 8 bytes aborts the launch',
+];
+
+describe.skipIf(compiler === undefined)('gpu-sim sm_80 PTX (mma.sync, ldmatrix, cp.async) emulation self-test (needs a C++20 compiler: none found on PATH or in $CXX)', () => {
+  it('follows the PTX ISA fragment layouts and reports misuse the device would not', async () => {
+    const binary = await compileProgram(compiler!, 'test/ptx-self-test.cpp', 'ptx-self-test');
+    const { stdout } = await run(binary, [], { timeout: 60_000 });
+    for (const name of PTX_CHECKS) expect(stdout).toContain(`ok ${name}\n`);
+    expect(stdout).not.toContain('FAIL');
+    expect(stdout).toContain('0 failures');
+    expect(stdout).toMatch(/kernel 'early_read_kernel': .*ldmatrix at ptx-self-test\.cpp:\d+: lane 0 reads .*cp\.async issued at ptx-self-test\.cpp:\d+/);
+  });
+});
+
 // The aarch64 switch cannot run on the x86-64 CI machines; where a cross compiler and qemu-user
 // are installed (apt: g++-aarch64-linux-gnu qemu-user), the same self-test runs under emulation.
 const crossCompiler = onPath('aarch64-linux-gnu-g++');

@@ -9,7 +9,8 @@
 // (tile[k][m], tile[k][n]) whichever way they are stored: the contiguous direction is read with
 // 16-byte float4 loads when the leading dimension, batch stride and base allow it, else with
 // scalar loads; out-of-range elements are 0, so any m, n, k works.
-// f16/bf16 go to the tensor-core kernel (matmul_wmma.cuh).
+// f16/bf16 go to a tensor-core kernel: the pipelined mma.sync one (matmul_mma.cuh) on compute
+// capability ≥ 8.0 with 16-byte chunk-aligned operands, else WMMA (matmul_wmma.cuh).
 // Layout: a [m,k] or [k,m] (transposeA), b [k,n] or [n,k] (transposeB), per batch at
 // batch·batchStride (0 broadcasts); out dense [batch, m, n].
 // Numerics: f32 accumulation in k order per output (nvcc fuses each step into an FMA; no TF32);
@@ -181,8 +182,12 @@ cudaError_t launch_matmul(const LaunchContext& context, int dtype, const void* a
   }
   switch (dtype) {
     case kF32: return launch_f32(context, a, b, out, shape);
-    case kF16: return launch_matmul_wmma_f16(context, a, b, out, shape);
-    default: return launch_matmul_wmma_bf16(context, a, b, out, shape);
+    case kF16:
+      if (choose_half_matmul_kernel(a, b, shape) == HalfMatmulKernel::kMma) return launch_matmul_mma_f16(context, a, b, out, shape);
+      return launch_matmul_wmma_f16(context, a, b, out, shape);
+    default:
+      if (choose_half_matmul_kernel(a, b, shape) == HalfMatmulKernel::kMma) return launch_matmul_mma_bf16(context, a, b, out, shape);
+      return launch_matmul_wmma_bf16(context, a, b, out, shape);
   }
 }
 

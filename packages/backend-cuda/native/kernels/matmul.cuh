@@ -11,8 +11,9 @@ namespace kiln {
 
 /**
  * Batched matmul of `dtype` with f32 accumulation; out is contiguous [batch, m, n]. f32 runs the
- * register-tiled SIMT kernel (matmul.cu), f16/bf16 the tensor-core WMMA kernel (matmul_wmma.cuh).
- * k = 0 writes zeros.
+ * register-tiled SIMT kernel (matmul.cu); f16/bf16 the pipelined mma.sync kernel
+ * (matmul_mma.cuh) on compute capability ≥ 8.0 when the operands allow it, else the WMMA kernel
+ * (matmul_wmma.cuh). k = 0 writes zeros.
  */
 cudaError_t launch_matmul(const LaunchContext& context, int dtype, const void* a, const void* b, void* out, const MatmulShape& shape);
 
@@ -20,5 +21,19 @@ cudaError_t launch_matmul(const LaunchContext& context, int dtype, const void* a
 cudaError_t launch_matmul_wmma_f16(const LaunchContext& context, const void* a, const void* b, void* out, const MatmulShape& shape);
 /** The bf16 tensor-core kernel (matmul_wmma_bf16.cu); k, m, n, batch ≥ 1. */
 cudaError_t launch_matmul_wmma_bf16(const LaunchContext& context, const void* a, const void* b, void* out, const MatmulShape& shape);
+
+/** The sm_80 pipelined f16 kernel (matmul_mma_f16.cu); needs choose_half_matmul_kernel(…) == kMma. */
+cudaError_t launch_matmul_mma_f16(const LaunchContext& context, const void* a, const void* b, void* out, const MatmulShape& shape);
+/** The sm_80 pipelined bf16 kernel (matmul_mma_bf16.cu); needs choose_half_matmul_kernel(…) == kMma. */
+cudaError_t launch_matmul_mma_bf16(const LaunchContext& context, const void* a, const void* b, void* out, const MatmulShape& shape);
+
+/** The tensor-core kernel families of kiln's own f16/bf16 matmul. */
+enum class HalfMatmulKernel { kMma, kWmma };
+
+/** True when the current device runs the sm_80 kernels: compute capability ≥ 8.0 and this binary has sm_80+ code for it (cached per device). */
+bool device_runs_mma_kernels();
+
+/** The kernel for these operands on the current device: kMma when device_runs_mma_kernels() and every operand row is whole 16-byte chunks (matmul_mma.cuh), else kWmma. */
+HalfMatmulKernel choose_half_matmul_kernel(const void* a, const void* b, const MatmulShape& shape);
 
 }  // namespace kiln

@@ -13,13 +13,15 @@ export const MODEL_SHAPES = {
   tiny: { tokens: 8 * 64, d: 64, hidden: 192, vocab: 256 },
   small: { tokens: 16 * 128, d: 128, hidden: 352, vocab: 256 },
   medium: { tokens: 8 * 256, d: 256, hidden: 704, vocab: 256 },
+  // The trainer's gpt2s preset (issue 19's "every gpt2s shape ≥ 60% of cuBLAS"): batch 8 × context 1024, d 768, SwiGLU hidden 2048.
+  gpt2s: { tokens: 8 * 1024, d: 768, hidden: 2048, vocab: 256 },
 };
 
 /** The matmuls measured: a big square one, then each model's projections. */
 export function matmulShapes({ quick, simulator }) {
   const side = simulator ? 128 : quick ? 2048 : 4096;
   const shapes = [{ label: `${side === 4096 ? '4096³' : `square ${side}³`}`, m: side, n: side, k: side, transposeA: false, transposeB: false }];
-  const models = simulator ? ['tiny'] : ['tiny', 'small', 'medium'];
+  const models = simulator ? ['tiny'] : ['tiny', 'small', 'medium', 'gpt2s'];
   for (const model of models) {
     const { tokens, d, hidden, vocab } = MODEL_SHAPES[model];
     shapes.push(
@@ -65,18 +67,30 @@ export async function timeMatmul(backend, shape, dtype, { quick, simulator }) {
   }
 }
 
-/** Runs every shape in f32 and bf16 on kiln's kernels and (when given) on cuBLAS. */
+/**
+ * Which of kiln's kernels runs `dtype`: 'SIMT' for f32; for f16/bf16 the family capabilities name
+ * ('mma.sync' on compute capability ≥ 8.0, else 'wmma'; every measured shape has rows of whole
+ * 16-byte chunks, which the mma.sync kernel needs).
+ */
+export function kilnMatmulKernel(backend, dtype) {
+  if (dtype === 'f32') return 'SIMT';
+  return backend.capabilities.matmul[dtype].includes('mma.sync') ? 'mma.sync' : 'wmma';
+}
+
+/** Runs every shape in bf16, f16 and f32 on kiln's kernels and (when given) on cuBLAS. */
 export async function matmulComparison(kiln, cublas, options, log) {
   const rows = [];
-  for (const dtype of ['bf16', 'f32']) {
-    for (const shape of matmulShapes(options)) {
+  for (const dtype of ['bf16', 'f16', 'f32']) {
+    // f16 runs the same kernel family as bf16: the square shape only, as a check that both instantiations are as fast.
+    const shapes = dtype === 'f16' ? matmulShapes(options).slice(0, 1) : matmulShapes(options);
+    for (const shape of shapes) {
       const kilnTflops = await timeMatmul(kiln, shape, dtype, options);
-      const row = { ...shape, dtype, kilnTflops };
+      const row = { ...shape, dtype, kernel: kilnMatmulKernel(kiln, dtype), kilnTflops };
       if (cublas) {
         row.cublasTflops = await timeMatmul(cublas, shape, dtype, options);
         row.ratio = kilnTflops / row.cublasTflops;
       }
-      log(`  ${dtype} ${shape.label}: kiln ${kilnTflops.toFixed(2)} TFLOP/s${row.cublasTflops === undefined ? '' : `, cuBLAS ${row.cublasTflops.toFixed(2)} (${(row.ratio * 100).toFixed(0)}%)`}`);
+      log(`  ${dtype} ${shape.label}: kiln ${row.kernel} ${kilnTflops.toFixed(2)} TFLOP/s${row.cublasTflops === undefined ? '' : `, cuBLAS ${row.cublasTflops.toFixed(2)} (${(row.ratio * 100).toFixed(0)}%)`}`);
       rows.push(row);
     }
   }

@@ -1,9 +1,11 @@
 import type { GpuCheckOptions } from './arguments.mjs';
 /** The targets the report checks. */
-export declare const TARGETS: { bf16MatmulRatio: number; trainStepRatio: number };
+export declare const TARGETS: { bf16MatmulRatio: number; gpt2sMatmulRatio: number; trainStepRatio: number; gpt2sEagerRatio: number; gpt2sCompileRatio: number };
 /** A matmul measurement. */
 export interface MatmulRow {
   label: string; dtype: string; m: number; n: number; k: number; transposeA: boolean; transposeB: boolean;
+  /** kiln's kernel family: 'mma.sync', 'wmma' or 'SIMT'. */
+  kernel?: string;
   kilnTflops: number; cublasTflops?: number; ratio?: number;
 }
 /** One side of the train-step comparison. */

@@ -1,0 +1,129 @@
+// kernels/ptx_mma.cuh — kiln's thin wrappers over the sm_80 PTX instructions its pipelined
+// tensor-core kernels use: mma.sync m16n8k16 (f16/bf16 → f32), ldmatrix (x1/x2/x4, .trans) and
+// cp.async (16 bytes, .cg, src-size zero fill) with commit_group / wait_group.
+//
+// On the device each wrapper is one `asm volatile` (sm_80 and newer; older targets trap). In the
+// simulator build they call gpu-sim's emulation (gpu_sim/cuda/mma_sync.hpp, async_copy.hpp),
+// which has the PTX ISA's register fragment layouts, the warp-collective checks, and deferred
+// cp.async delivery (a read before the matching wait is reported with the kernel and file:line).
+// Fragment layouts (g = lane / 4, t = lane % 4; two 16-bit elements per register, low half first):
+//   A 16×16: a[0] = A(g, 2t..2t+1), a[1] = A(g+8, 2t..), a[2] = A(g, 2t+8..), a[3] = A(g+8, 2t+8..)
+//   B 16×8:  b[0] = B(2t..2t+1, g), b[1] = B(2t+8..2t+9, g)
+//   C/D 16×8 f32: d[0..1] = D(g, 2t..2t+1), d[2..3] = D(g+8, 2t..2t+1)
+#pragma once
+
+#include <cstdint>
+
+#include "common.cuh"
+
+#if defined(KILN_CUDA_SIMULATOR)
+#include <gpu_sim/cuda/async_copy.hpp>
+#include <gpu_sim/cuda/mma_sync.hpp>
+#endif
+
+namespace kiln::ptx {
+
+#if defined(KILN_CUDA_SIMULATOR)
+
+/** d += a·b, bf16 inputs, f32 accumulators (warp-collective). */
+inline void mma_m16n8k16_bf16(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2],
+                              std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::mma_m16n8k16<gpu_sim::ptx::MmaInput::kBF16>(d, a, b, d, site);
+}
+/** d += a·b, f16 inputs, f32 accumulators (warp-collective). */
+inline void mma_m16n8k16_f16(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2],
+                             std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::mma_m16n8k16<gpu_sim::ptx::MmaInput::kF16>(d, a, b, d, site);
+}
+/** ldmatrix.x4: lanes 8m…8m+7 address the rows of matrix m; lane l gets (row l/4, columns 2(l%4)…+1) of each. */
+inline void ldmatrix_x4(std::uint32_t (&d)[4], const void* row, std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::ldmatrix<4, false>(d, row, site);
+}
+/** ldmatrix.x4.trans: lane l gets (rows 2(l%4)…+1, column l/4) of each matrix. */
+inline void ldmatrix_x4_trans(std::uint32_t (&d)[4], const void* row, std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::ldmatrix<4, true>(d, row, site);
+}
+/** ldmatrix.x2 (lanes 0–15 address rows). */
+inline void ldmatrix_x2(std::uint32_t (&d)[2], const void* row, std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::ldmatrix<2, false>(d, row, site);
+}
+/** ldmatrix.x2.trans. */
+inline void ldmatrix_x2_trans(std::uint32_t (&d)[2], const void* row, std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::ldmatrix<2, true>(d, row, site);
+}
+/** ldmatrix.x1 (lanes 0–7 address rows). */
+inline void ldmatrix_x1(std::uint32_t (&d)[1], const void* row, std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::ldmatrix<1, false>(d, row, site);
+}
+/** ldmatrix.x1.trans. */
+inline void ldmatrix_x1_trans(std::uint32_t (&d)[1], const void* row, std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::ldmatrix<1, true>(d, row, site);
+}
+/** cp.async.cg 16 bytes global → shared; `source_bytes` (0…16) are read, the rest zero-filled. */
+inline void cp_async_16(void* shared, const void* global, unsigned source_bytes, std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::cp_async(shared, global, 16, source_bytes, true, site);
+}
+/** cp.async.commit_group. */
+inline void cp_async_commit() { gpu_sim::ptx::commit_group(); }
+/** cp.async.wait_group N: at most N of this thread's committed groups still in flight. */
+template <int N>
+inline void cp_async_wait() {
+  gpu_sim::ptx::wait_group(N);
+}
+
+#else
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define KILN_PTX_SM80(statement) __trap()
+#else
+#define KILN_PTX_SM80(statement) statement
+#endif
+
+__device__ __forceinline__ unsigned shared_address(const void* pointer) { return static_cast<unsigned>(__cvta_generic_to_shared(pointer)); }
+
+__device__ __forceinline__ void mma_m16n8k16_bf16(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
+  KILN_PTX_SM80(asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1])));
+}
+__device__ __forceinline__ void mma_m16n8k16_f16(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
+  KILN_PTX_SM80(asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1])));
+}
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&d)[4], const void* row) {
+  KILN_PTX_SM80(asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                             : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                             : "r"(shared_address(row))));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&d)[4], const void* row) {
+  KILN_PTX_SM80(asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                             : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                             : "r"(shared_address(row))));
+}
+__device__ __forceinline__ void ldmatrix_x2(std::uint32_t (&d)[2], const void* row) {
+  KILN_PTX_SM80(asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(d[0]), "=r"(d[1]) : "r"(shared_address(row))));
+}
+__device__ __forceinline__ void ldmatrix_x2_trans(std::uint32_t (&d)[2], const void* row) {
+  KILN_PTX_SM80(asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(d[0]), "=r"(d[1]) : "r"(shared_address(row))));
+}
+__device__ __forceinline__ void ldmatrix_x1(std::uint32_t (&d)[1], const void* row) {
+  KILN_PTX_SM80(asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n" : "=r"(d[0]) : "r"(shared_address(row))));
+}
+__device__ __forceinline__ void ldmatrix_x1_trans(std::uint32_t (&d)[1], const void* row) {
+  KILN_PTX_SM80(asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n" : "=r"(d[0]) : "r"(shared_address(row))));
+}
+__device__ __forceinline__ void cp_async_16(void* shared, const void* global, unsigned source_bytes) {
+  KILN_PTX_SM80(asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(shared)), "l"(__cvta_generic_to_global(global)), "r"(source_bytes) : "memory"));
+}
+__device__ __forceinline__ void cp_async_commit() { KILN_PTX_SM80(asm volatile("cp.async.commit_group;\n" ::: "memory")); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  KILN_PTX_SM80(asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"));
+}
+
+#undef KILN_PTX_SM80
+
+#endif
+
+}  // namespace kiln::ptx

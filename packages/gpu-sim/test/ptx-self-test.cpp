@@ -1,0 +1,276 @@
+// Self-test of the sm_80 PTX emulation (gpu_sim/cuda/mma_sync.hpp, async_copy.hpp): mma.sync
+// m16n8k16 and ldmatrix against the PTX ISA fragment layouts, a full ldmatrix → mma chain against
+// a scalar loop, cp.async group semantics (deferred delivery, zero fill), and the misuse the
+// device does not report (a lane skipping a collective, misaligned rows or copies, reading a
+// stage before its copy arrived). Prints "ok <name>" per check, or "FAIL <name>: <why>"; exits 1 on failure.
+#include <gpu_sim/cuda/mma_sync.hpp>
+#include <gpu_sim/cuda/runtime.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using gpu_sim::ptx::MmaInput;
+
+static int failures = 0;
+
+static void check(bool condition, const char* name, const std::string& detail = "") {
+  if (condition) {
+    std::printf("ok %s\n", name);
+    if (!detail.empty()) std::printf("   message: %s\n", detail.c_str());
+  } else {
+    std::printf("FAIL %s: %s\n", name, detail.c_str());
+    failures++;
+  }
+}
+
+static bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+template <typename... Parameters, typename... Arguments>
+static cudaError_t launch(const char* name, void (*kernel)(Parameters...), dim3 grid, dim3 block, Arguments... arguments) {
+  const cudaError_t error = gpu_sim::cuda::launch_kernel(name, kernel, grid, block, 0, nullptr, arguments...);
+  if (error != cudaSuccess) return error;
+  return cudaDeviceSynchronize();
+}
+
+template <typename T>
+static T* device_copy(const std::vector<T>& values) {
+  void* pointer = nullptr;
+  cudaMalloc(&pointer, values.size() * sizeof(T));
+  std::memcpy(pointer, values.data(), values.size() * sizeof(T));
+  return static_cast<T*>(pointer);
+}
+
+static std::uint32_t pack(std::uint16_t low, std::uint16_t high) { return static_cast<std::uint32_t>(low) | (static_cast<std::uint32_t>(high) << 16); }
+
+// Lanes build their fragments straight from the PTX ISA formulas; out [16][8] = a [16][16] · b [16][8] + c.
+template <MmaInput Type>
+__global__ void formula_product_kernel(const std::uint16_t* a, const std::uint16_t* b, const float* c, float* out) {
+  const int lane = static_cast<int>(threadIdx.x);
+  const int g = lane / 4, t = lane % 4;
+  const std::uint32_t a_regs[4] = {pack(a[g * 16 + 2 * t], a[g * 16 + 2 * t + 1]), pack(a[(g + 8) * 16 + 2 * t], a[(g + 8) * 16 + 2 * t + 1]),
+                                   pack(a[g * 16 + 2 * t + 8], a[g * 16 + 2 * t + 9]), pack(a[(g + 8) * 16 + 2 * t + 8], a[(g + 8) * 16 + 2 * t + 9])};
+  const std::uint32_t b_regs[2] = {pack(b[(2 * t) * 8 + g], b[(2 * t + 1) * 8 + g]), pack(b[(2 * t + 8) * 8 + g], b[(2 * t + 9) * 8 + g])};
+  const float c_regs[4] = {c[g * 8 + 2 * t], c[g * 8 + 2 * t + 1], c[(g + 8) * 8 + 2 * t], c[(g + 8) * 8 + 2 * t + 1]};
+  float d[4];
+  gpu_sim::ptx::mma_m16n8k16<Type>(d, a_regs, b_regs, c_regs);
+  out[g * 8 + 2 * t] = d[0];
+  out[g * 8 + 2 * t + 1] = d[1];
+  out[(g + 8) * 8 + 2 * t] = d[2];
+  out[(g + 8) * 8 + 2 * t + 1] = d[3];
+}
+
+// The ldmatrix chain of a GEMM: a [16][16] row-major through ldmatrix.x4, b [16][8] stored [k][n]
+// through ldmatrix.x2.trans, then mma (d aliases c).
+__global__ void ldmatrix_product_kernel(const std::uint16_t* a, const std::uint16_t* b, float* out) {
+  __shared__ __align__(16) std::uint16_t tile_a[16 * 16];
+  __shared__ __align__(16) std::uint16_t tile_b[16 * 8];
+  const int lane = static_cast<int>(threadIdx.x);
+  for (int i = lane; i < 256; i += 32) tile_a[i] = a[i];
+  for (int i = lane; i < 128; i += 32) tile_b[i] = b[i];
+  __syncwarp();
+  std::uint32_t a_regs[4];
+  std::uint32_t b_regs[2];
+  gpu_sim::ptx::ldmatrix<4, false>(a_regs, &tile_a[(lane % 16) * 16 + (lane / 16) * 8]);
+  gpu_sim::ptx::ldmatrix<2, true>(b_regs, &tile_b[(lane % 16) * 8]);
+  float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  gpu_sim::ptx::mma_m16n8k16<MmaInput::kF16>(d, a_regs, b_regs, d);
+  const int g = lane / 4, t = lane % 4;
+  out[g * 8 + 2 * t] = d[0];
+  out[g * 8 + 2 * t + 1] = d[1];
+  out[(g + 8) * 8 + 2 * t] = d[2];
+  out[(g + 8) * 8 + 2 * t + 1] = d[3];
+}
+
+// Each lane compares its ldmatrix registers with the layout the PTX ISA gives; out[lane] = mismatches.
+template <int Count, bool Trans>
+__global__ void ldmatrix_layout_kernel(int* out) {
+  __shared__ __align__(16) std::uint16_t tile[4 * 64];
+  const int lane = static_cast<int>(threadIdx.x);
+  for (int i = lane; i < 256; i += 32) tile[i] = static_cast<std::uint16_t>(i);  // matrix m, row r, column c = m·64 + r·8 + c
+  __syncwarp();
+  std::uint32_t regs[Count];
+  // Lane 8m + r points at row r of matrix m (lanes past 8·Count point at garbage: ignored).
+  gpu_sim::ptx::ldmatrix<Count, Trans>(regs, lane < 8 * Count ? &tile[lane * 8] : &tile[3]);
+  int mismatches = 0;
+  for (int m = 0; m < Count; m++) {
+    const int row_low = Trans ? 2 * (lane % 4) : lane / 4, column_low = Trans ? lane / 4 : 2 * (lane % 4);
+    const int row_high = Trans ? row_low + 1 : row_low, column_high = Trans ? column_low : column_low + 1;
+    const std::uint32_t expected = pack(static_cast<std::uint16_t>(m * 64 + row_low * 8 + column_low), static_cast<std::uint16_t>(m * 64 + row_high * 8 + column_high));
+    mismatches += regs[m] != expected ? 1 : 0;
+  }
+  out[lane] = mismatches;
+}
+
+// Two groups of 16-byte copies (the second zero-filled past 6 bytes); after wait_group 1 the first
+// has arrived and the second is still poison; after wait_group 0 both have.
+__global__ void groups_kernel(const std::uint16_t* source, std::uint32_t* out) {
+  __shared__ __align__(16) std::uint16_t stage[2][8];
+  if (threadIdx.x != 0) return;
+  gpu_sim::ptx::cp_async(stage[0], source, 16, 16, true);
+  gpu_sim::ptx::commit_group();
+  gpu_sim::ptx::cp_async(stage[1], source + 8, 16, 6, false);
+  gpu_sim::ptx::commit_group();
+  gpu_sim::ptx::wait_group(1);
+  out[0] = stage[0][1];
+  out[1] = stage[1][0];
+  gpu_sim::ptx::wait_group(0);
+  out[2] = stage[1][2];
+  out[3] = stage[1][3];
+}
+
+// Lane 0's copy of row 0 is committed but never waited for before the warp reads it with ldmatrix.
+__global__ void early_read_kernel(const std::uint16_t* source, float* out) {
+  __shared__ __align__(16) std::uint16_t tile[32 * 8];
+  const int lane = static_cast<int>(threadIdx.x);
+  gpu_sim::ptx::cp_async(&tile[lane * 8], source + lane * 8, 16, 16, true);
+  gpu_sim::ptx::commit_group();
+  if (lane != 0) gpu_sim::ptx::wait_group(0);
+  __syncwarp();
+  std::uint32_t regs[4];
+  gpu_sim::ptx::ldmatrix<4, false>(regs, &tile[lane * 8]);
+  out[lane] = static_cast<float>(regs[0] & 0xffu);
+}
+
+__global__ void skipped_mma_kernel(float* out) {
+  const std::uint32_t a[4] = {0, 0, 0, 0};
+  const std::uint32_t b[2] = {0, 0};
+  float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  if (threadIdx.x == 5) return;
+  gpu_sim::ptx::mma_m16n8k16<MmaInput::kBF16>(d, a, b, d);
+  out[threadIdx.x] = d[0];
+}
+
+__global__ void misaligned_ldmatrix_kernel(float* out) {
+  __shared__ __align__(16) std::uint16_t tile[40 * 8];
+  const int lane = static_cast<int>(threadIdx.x);
+  std::uint32_t regs[1];
+  gpu_sim::ptx::ldmatrix<1, false>(regs, &tile[lane * 8 + (lane == 2 ? 4 : 0)]);
+  out[lane] = static_cast<float>(regs[0] & 1u);
+}
+
+__global__ void misaligned_copy_kernel(const std::uint16_t* source) {
+  __shared__ __align__(16) std::uint16_t tile[16];
+  gpu_sim::ptx::cp_async(tile, source + 1, 16, 16, true);
+  gpu_sim::ptx::wait_all();
+}
+
+__global__ void cg_eight_bytes_kernel(const std::uint16_t* source) {
+  __shared__ __align__(16) std::uint16_t tile[16];
+  gpu_sim::ptx::cp_async(tile, source, 8, 8, true);
+  gpu_sim::ptx::wait_all();
+}
+
+static std::uint16_t to_bits(float value, MmaInput type) {
+  return type == MmaInput::kF16 ? gpu_sim::f32_to_f16_bits(value) : gpu_sim::f32_to_bf16_bits(value);
+}
+
+template <MmaInput Type>
+static void check_formula_product(const char* name) {
+  // Small multiples of 1/4: products and sums are exact in f32, so the check is exact.
+  std::vector<float> a(256), b(128), c(128);
+  for (int i = 0; i < 256; i++) a[i] = static_cast<float>((i * 7) % 11 - 5) / 4.0f;
+  for (int i = 0; i < 128; i++) b[i] = static_cast<float>((i * 3) % 7 - 3) / 2.0f;
+  for (int i = 0; i < 128; i++) c[i] = static_cast<float>(i % 5);
+  std::vector<std::uint16_t> a_bits(256), b_bits(128);
+  for (int i = 0; i < 256; i++) a_bits[i] = to_bits(a[i], Type);
+  for (int i = 0; i < 128; i++) b_bits[i] = to_bits(b[i], Type);
+  std::uint16_t* device_a = device_copy(a_bits);
+  std::uint16_t* device_b = device_copy(b_bits);
+  float* device_c = device_copy(c);
+  float* out = device_copy(std::vector<float>(128, -99.0f));
+  const cudaError_t error = launch(name, formula_product_kernel<Type>, dim3(1), dim3(32), device_a, device_b, device_c, out);
+  std::string detail = error == cudaSuccess ? "" : gpu_sim_cuda_fault_detail();
+  for (int row = 0; row < 16 && detail.empty(); row++) {
+    for (int column = 0; column < 8; column++) {
+      float expected = c[row * 8 + column];
+      for (int k = 0; k < 16; k++) expected += a[row * 16 + k] * b[k * 8 + column];
+      if (out[row * 8 + column] != expected) {
+        detail = "out[" + std::to_string(row) + "][" + std::to_string(column) + "] = " + std::to_string(out[row * 8 + column]) + ", expected " + std::to_string(expected);
+        break;
+      }
+    }
+  }
+  check(detail.empty(), name, detail);
+}
+
+template <int Count, bool Trans>
+static void check_ldmatrix_layout(const char* name) {
+  int* out = device_copy(std::vector<int>(32, -1));
+  const cudaError_t error = launch(name, ldmatrix_layout_kernel<Count, Trans>, dim3(1), dim3(32), out);
+  std::string detail = error == cudaSuccess ? "" : gpu_sim_cuda_fault_detail();
+  for (int lane = 0; lane < 32 && detail.empty(); lane++) {
+    if (out[lane] != 0) detail = "lane " + std::to_string(lane) + " has " + std::to_string(out[lane]) + " registers unlike the PTX ISA layout";
+  }
+  check(detail.empty(), name, detail);
+}
+
+int main() {
+  check_formula_product<MmaInput::kBF16>("bf16 mma.sync m16n8k16 with fragments from the PTX ISA formulas");
+  check_formula_product<MmaInput::kF16>("f16 mma.sync m16n8k16 with fragments from the PTX ISA formulas");
+  check_ldmatrix_layout<4, false>("ldmatrix x4 register layout");
+  check_ldmatrix_layout<4, true>("ldmatrix x4.trans register layout");
+  check_ldmatrix_layout<2, false>("ldmatrix x2 register layout");
+  check_ldmatrix_layout<2, true>("ldmatrix x2.trans register layout");
+  check_ldmatrix_layout<1, false>("ldmatrix x1 register layout");
+  check_ldmatrix_layout<1, true>("ldmatrix x1.trans register layout");
+
+  {
+    std::vector<float> a(256), b(128);
+    std::vector<std::uint16_t> a_bits(256), b_bits(128);
+    for (int i = 0; i < 256; i++) a_bits[i] = to_bits(a[i] = static_cast<float>(i % 9 - 4) / 8.0f, MmaInput::kF16);
+    for (int i = 0; i < 128; i++) b_bits[i] = to_bits(b[i] = static_cast<float>(i % 5 - 2), MmaInput::kF16);
+    float* out = device_copy(std::vector<float>(128, -99.0f));
+    const cudaError_t error = launch("ldmatrix_product_kernel", ldmatrix_product_kernel, dim3(1), dim3(32), device_copy(a_bits), device_copy(b_bits), out);
+    std::string detail = error == cudaSuccess ? "" : gpu_sim_cuda_fault_detail();
+    for (int index = 0; index < 128 && detail.empty(); index++) {
+      float expected = 0.0f;
+      for (int k = 0; k < 16; k++) expected += a[(index / 8) * 16 + k] * b[k * 8 + index % 8];
+      if (out[index] != expected) detail = "out[" + std::to_string(index) + "] = " + std::to_string(out[index]) + ", expected " + std::to_string(expected);
+    }
+    check(detail.empty(), "ldmatrix x4 (A row-major) and x2.trans (B [k][n]) feed mma.sync to the exact product", detail);
+  }
+
+  std::vector<std::uint16_t> source_values(32 * 8);
+  for (int i = 0; i < 32 * 8; i++) source_values[i] = static_cast<std::uint16_t>(i + 1);
+  std::uint16_t* source = device_copy(source_values);
+  {
+    std::uint32_t* out = device_copy(std::vector<std::uint32_t>(4, 7));
+    const cudaError_t error = launch("groups_kernel", groups_kernel, dim3(1), dim3(32), source, out);
+    const bool ok = error == cudaSuccess && out[0] == 2 && out[1] == 0xffffu && out[2] == 11 && out[3] == 0;
+    check(ok, "cp.async groups arrive at their wait_group (poison before, zero fill past src-size after)",
+          "got " + std::to_string(out[0]) + " " + std::to_string(out[1]) + " " + std::to_string(out[2]) + " " + std::to_string(out[3]) + " " + gpu_sim_cuda_fault_detail());
+  }
+
+  float* out = device_copy(std::vector<float>(32, 0.0f));
+  cudaError_t error = launch("early_read_kernel", early_read_kernel, dim3(1), dim3(32), source, out);
+  std::string detail = gpu_sim_cuda_fault_detail();
+  check(error == cudaErrorLaunchFailure && contains(detail, "early_read_kernel") && contains(detail, "ldmatrix at ptx-self-test.cpp:") &&
+            contains(detail, "cp.async issued at ptx-self-test.cpp:") && contains(detail, "has not delivered"),
+        "reading a stage before its cp.async arrived aborts naming the kernel, the read and the copy", detail);
+
+  error = launch("skipped_mma_kernel", skipped_mma_kernel, dim3(1), dim3(32), out);
+  detail = gpu_sim_cuda_fault_detail();
+  check(error == cudaErrorLaunchFailure && contains(detail, "skipped_mma_kernel") && contains(detail, "mma.sync.aligned.m16n8k16") &&
+            contains(detail, "ptx-self-test.cpp:"),
+        "a lane that skips mma.sync aborts naming the kernel and file:line", detail);
+
+  error = launch("misaligned_ldmatrix_kernel", misaligned_ldmatrix_kernel, dim3(1), dim3(32), out);
+  detail = gpu_sim_cuda_fault_detail();
+  check(error == cudaErrorLaunchFailure && contains(detail, "misaligned_ldmatrix_kernel") && contains(detail, "lane 2") && contains(detail, "16-byte aligned"),
+        "an ldmatrix row address that is not 16-byte aligned aborts the launch", detail);
+
+  error = launch("misaligned_copy_kernel", misaligned_copy_kernel, dim3(1), dim3(1), source);
+  detail = gpu_sim_cuda_fault_detail();
+  check(error == cudaErrorLaunchFailure && contains(detail, "misaligned_copy_kernel") && contains(detail, "cp.async.cg at ptx-self-test.cpp:") &&
+            contains(detail, "global source"),
+        "a cp.async source that is not cp-size aligned aborts the launch", detail);
+
+  error = launch("cg_eight_bytes_kernel", cg_eight_bytes_kernel, dim3(1), dim3(1), source);
+  detail = gpu_sim_cuda_fault_detail();
+  check(error == cudaErrorLaunchFailure && contains(detail, ".cg supports only 16"), "cp.async.cg with 8 bytes aborts the launch", detail);
+
+  std::printf("%d failures\n", failures);
+  return failures == 0 ? 0 : 1;
+}
