@@ -7,6 +7,7 @@ const source = (path: string): string => fileURLToPath(new URL(`../${path}`, imp
 export default defineConfig({
   resolve: {
     alias: [
+      { find: /^@kiln\/testing$/, replacement: source('testing/src/index.ts') },
       { find: /^@kiln\/core\/internal$/, replacement: source('core/src/internal/index.ts') },
       { find: /^@kiln\/core\/native-backend$/, replacement: source('core/src/native-backend/index.ts') },
       { find: /^@kiln\/core$/, replacement: source('core/src/index.ts') },
