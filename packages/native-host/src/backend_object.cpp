@@ -217,7 +217,7 @@ Napi::Value BackendObject::Memory(const Napi::CallbackInfo& info) {
 
 Napi::Value BackendObject::EmptyCache(const Napi::CallbackInfo& info) {
   return guarded(info.Env(), [&]() -> Napi::Value {
-    device("emptyCache").pool().empty_cache();
+    device("emptyCache").empty_cache();
     return info.Env().Undefined();
   });
 }
@@ -239,6 +239,7 @@ Napi::Value BackendObject::Dispose(const Napi::CallbackInfo& info) {
 Napi::Value BackendObject::Extra(const Napi::CallbackInfo& info) {
   return guarded(info.Env(), [&]() -> Napi::Value {
     const ExtraMethod& extra = *static_cast<const ExtraMethod*>(info.Data());
+    if (extra.noop_when_disposed && (disposed_ || !device_)) return info.Env().Undefined();
     return extra.call(device(extra.name, extra.needs_usable), buffers_, info);
   });
 }

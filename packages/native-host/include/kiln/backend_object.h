@@ -32,6 +32,8 @@ struct ExtraMethod {
   std::function<Napi::Value(KernelDevice& device, BufferTable& buffers, const Napi::CallbackInfo& info)> call;
   /** False: callable while the device has a sticky error (information methods). */
   bool needs_usable = true;
+  /** True: on a disposed backend the call does nothing (returns undefined) instead of throwing (clean-up methods). */
+  bool noop_when_disposed = false;
 };
 
 /** A module function of the addon (probe, buildInfo, configureSimulator). */

@@ -75,6 +75,8 @@ class KernelDevice {
   virtual void describe_memory(Napi::Env env, Napi::Object& result) = 0;
   /** deviceInfo()'s result. */
   virtual Napi::Object device_info(Napi::Env env) = 0;
+  /** Gives the pool's cached buffers back to the device (emptyCache()). */
+  virtual void empty_cache() { pool().empty_cache(); }
   /** Finishes queued work before the buffers go back to the pool (dispose; `settle` false from the GC finalizer). */
   virtual void finish(Napi::Env env, bool settle) = 0;
 
