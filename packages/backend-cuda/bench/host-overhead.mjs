@@ -6,11 +6,20 @@
 // addon (adds the C++ host side: argument reading, checks, the launch description; the
 // simulator's kernel execution is included, so only compare simulator figures with each other).
 //
-//   node bench/host-overhead.mjs [--ops N] [--rounds R] [--simulator] [--json]
-// Prints µs/op per op kind (median of R rounds of N ops each).
+// --step adds the host time of a whole training step of the tiny model on the fake addon (every
+// kernel, fused ones included, is a no-op): eager (every op through core, the backend layer and
+// the addon) against CUDA-graphed (upload the batch, one replay, read loss and norm, AdamW), the
+// ratio in the same run.
+//
+//   node bench/host-overhead.mjs [--ops N] [--rounds R] [--simulator] [--step] [--json]
+// Prints µs/op per op kind (median of R rounds of N ops each), then the same ops split by layer on
+// the fake addon: the core op (everything), the NativeKernelBackend method alone (its checks and
+// argument objects, called with ready-made refs) and the addon call alone; core's own share is
+// the first minus the second.
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { add, cast, matmul, mul, ones, setBackend, sum, tidy } from '@kiln/core';
+import { createLlamaModel, createMoments, disposeMoments, DynamicLossScaler, MODEL_PRESETS, runTrainStep, StepGraphRunner } from '@kiln/trainer';
 import { CudaBackend } from '../dist/index.js';
 
 const argv = process.argv.slice(2);
@@ -27,17 +36,26 @@ function fakeAddon() {
   class Backend {
     constructor() {
       this.nextId = 1;
+      this.sizes = new Map();
     }
-    alloc() { return this.nextId++; }
+    alloc(byteLength) {
+      this.sizes.set(this.nextId, byteLength);
+      return this.nextId++;
+    }
+    captureBegin() { return 1; }
     deviceInfo() { return { index: 0, name: 'fake device', major: 9, minor: 0, totalBytes: 80e9, multiprocessors: 132 }; }
     matmulInfo() {
       return { path: 'kiln', requested: 'kiln', cublasLocation: '', cublasVersion: '', cublasReason: 'fake addon', allowTf32: false, cublasCalls: 0 };
     }
     memory() { return { allocatedBytes: 0, bufferCount: 0 }; }
     synchronize() { return Promise.resolve(); }
-    download() { return Promise.resolve(new Uint8Array(0)); }
+    download(id) { return Promise.resolve(new Uint8Array(this.sizes.get(id) ?? 0)); }
   }
-  for (const method of ['free', 'upload', 'emptyCache', 'dispose', 'unary', 'binary', 'where', 'reduce', 'matmul', 'copy', 'gather', 'scatterAdd', 'cast', 'fill', 'random']) {
+  const kernels = ['unary', 'binary', 'where', 'reduce', 'matmul', 'copy', 'gather', 'scatterAdd', 'cast', 'fill', 'random'];
+  const fused = ['softmax', 'logSoftmax', 'softmaxBackward', 'rmsNorm', 'rmsNormBackward', 'layerNorm', 'rope', 'swiglu', 'swigluBackward', 'crossEntropy',
+    'crossEntropyBackward', 'adamw', 'sumOfSquaresMulti', 'adamwMulti', 'attention', 'attentionBackward'];
+  const graphs = ['captureEnd', 'captureAbort', 'graphReplay', 'graphDestroy'];
+  for (const method of ['free', 'upload', 'emptyCache', 'dispose', ...kernels, ...fused, ...graphs]) {
     Backend.prototype[method] = function noWork() {};
   }
   return { Backend, buildInfo: () => ({ flavor: 'fake' }) };
@@ -78,9 +96,88 @@ async function measure(backend, label) {
   return { label, microsecondsPerOp: results };
 }
 
+/** µs per call of `run` (median of the rounds), `ops` calls a round. */
+function timeCalls(run) {
+  const samples = [];
+  for (let round = 0; round <= rounds; round++) {
+    const start = performance.now();
+    for (let index = 0; index < ops; index++) run();
+    if (round > 0) samples.push(((performance.now() - start) * 1000) / ops);
+  }
+  return median(samples);
+}
+
+/** The per-layer split on the fake addon: core op → NativeKernelBackend method → addon call. */
+function measureLayers(backend) {
+  setBackend(backend);
+  const a = ones([4, 8], { backend });
+  const b = ones([4, 8], { backend });
+  const w = ones([8, 8], { backend });
+  // Ready-made arguments: the layer below core is timed without building them.
+  const ref = (tensor) => ({ buffer: tensor.storage.buffer, shape: tensor.shape, dtype: tensor.dtype });
+  const view = (tensor) => ({ buffer: tensor.storage.buffer, shape: tensor.shape, dtype: tensor.dtype, strides: [8, 1], offset: 0 });
+  const out = ones([4, 8], { backend });
+  const native = backend.native;
+  const [viewA, viewB, refA, refW, refOut] = [view(a), view(b), ref(a), ref(w), ref(out)];
+  const [idA, idB, idW, idOut] = [a, b, w, out].map((tensor) => tensor.storage.buffer.id);
+  const matmulParams = { batch: 1, m: 4, n: 8, k: 8, transposeA: false, transposeB: false, batchStrideA: 0, batchStrideB: 0 };
+  const layers = {
+    'add [4,8]': {
+      core: () => tidy(() => add(a, b)).dispose(),
+      backend: () => backend.binary('add', viewA, viewB, refOut),
+      addon: () => native.binary(0, idA, idB, idOut),
+    },
+    'matmul [4,8]·[8,8]': {
+      core: () => tidy(() => matmul(a, w)).dispose(),
+      backend: () => backend.matmul(refA, refW, refOut, matmulParams),
+      addon: () => native.matmul(idA, idW, idOut),
+    },
+  };
+  const rows = {};
+  for (const [name, calls] of Object.entries(layers)) {
+    const core = timeCalls(calls.core);
+    const nativeBackend = timeCalls(calls.backend);
+    const addon = timeCalls(calls.addon);
+    rows[name] = { coreOp: core, coreOnly: Math.max(0, core - nativeBackend), nativeBackend: Math.max(0, nativeBackend - addon), addonCall: addon };
+  }
+  for (const tensor of [a, b, w, out]) tensor.dispose();
+  return rows;
+}
+
+/** Host ms per training step of the tiny preset on `backend` (median of the timed steps), eager or CUDA-graphed. */
+async function measureStep(backend, cudaGraph) {
+  setBackend(backend);
+  const { model: modelConfig, batchSize } = MODEL_PRESETS.tiny;
+  const model = createLlamaModel(modelConfig, { backend, seed: 1 });
+  const moments = createMoments(model.parameters);
+  const graph = new StepGraphRunner(backend, cudaGraph, () => {});
+  const environment = {
+    model, moments, backend, graph, scaler: new DynamicLossScaler({ enabled: false }), contextLength: modelConfig.contextLength, notice: () => {},
+    optimizer: { lr: 1e-3, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 },
+    forwardOptions: { attention: 'flash', checkpointActivations: false, computeDType: 'bf16' },
+  };
+  const counters = { microBatchSize: batchSize, optimizerStep: 0 };
+  const tokens = new Int32Array(batchSize * modelConfig.contextLength).map((_, index) => index % modelConfig.vocabSize);
+  const samples = [];
+  try {
+    for (let step = 1; step <= 3 + rounds * 4; step++) {
+      const start = performance.now();
+      await runTrainStep(environment, counters, { step, batchSize, inputs: tokens, targets: tokens, lr: 1e-3 });
+      if (step > 3) samples.push(performance.now() - start);
+    }
+    return { msPerStep: median(samples), phase: graph.phase };
+  } finally {
+    graph.release();
+    disposeMoments(moments);
+    model.dispose();
+  }
+}
+
 const reports = [];
 const fake = new CudaBackend(fakeAddon());
 reports.push(await measure(fake, 'fake addon (TypeScript only)'));
+const layers = measureLayers(fake);
+const step = flag('--step') ? { eager: await measureStep(fake, 'off'), graphed: await measureStep(fake, 'auto') } : undefined;
 if (flag('--simulator')) {
   const path = fileURLToPath(new URL('../build/sim/Release/kiln_cuda_sim.node', import.meta.url));
   const simulator = new CudaBackend(createRequire(import.meta.url)(path), { matmul: 'kiln' });
@@ -88,11 +185,21 @@ if (flag('--simulator')) {
   simulator.dispose();
 }
 if (flag('--json')) {
-  console.log(JSON.stringify({ ops, rounds, node: process.version, reports }));
+  console.log(JSON.stringify({ ops, rounds, node: process.version, reports, layers, step }));
 } else {
   console.log(`host cost per op (median of ${rounds} rounds × ${ops} ops, node ${process.version}):`);
   for (const report of reports) {
     console.log(`  ${report.label}`);
     for (const [name, microseconds] of Object.entries(report.microsecondsPerOp)) console.log(`    ${name.padEnd(22)} ${microseconds.toFixed(2).padStart(8)} µs/op`);
+  }
+  console.log('  by layer on the fake addon (µs/call; core op = core only + native-backend + addon call):');
+  console.log(`    ${'op'.padEnd(22)} ${'core op'.padStart(9)} ${'core only'.padStart(10)} ${'native-backend'.padStart(15)} ${'addon call'.padStart(11)}`);
+  for (const [name, row] of Object.entries(layers)) {
+    console.log(`    ${name.padEnd(22)} ${row.coreOp.toFixed(2).padStart(9)} ${row.coreOnly.toFixed(2).padStart(10)} ${row.nativeBackend.toFixed(2).padStart(15)} ${row.addonCall.toFixed(2).padStart(11)}`);
+  }
+  if (step) {
+    console.log('  host time of a tiny-preset bf16 training step on the fake addon (median ms/step):');
+    console.log(`    eager   ${step.eager.msPerStep.toFixed(3).padStart(9)} ms`);
+    console.log(`    graphed ${step.graphed.msPerStep.toFixed(3).padStart(9)} ms  (${(step.eager.msPerStep / step.graphed.msPerStep).toFixed(1)}× less host time; graph ${step.graphed.phase})`);
   }
 }

@@ -24,7 +24,7 @@ import { kernelTimings } from './gpu-check/kernels.mjs';
 import { kilnBench, locateCli, matmulComparison, pytorchBench } from './gpu-check/measure.mjs';
 import { checkHfFixtures } from './gpu-check/hf-fixtures.mjs';
 import { createReport, evaluateTargets, formatReport } from './gpu-check/report.mjs';
-import { cliTarget, compareTraining, determinismCheck, reproducibilitySection, resumeCheck } from './gpu-check/training.mjs';
+import { cliTarget, compareGraphed, compareTraining, determinismCheck, reproducibilitySection, resumeCheck } from './gpu-check/training.mjs';
 
 const scriptDirectory = dirname(fileURLToPath(import.meta.url));
 const log = (line) => console.log(line);
@@ -181,8 +181,16 @@ if (!options.skip.has('train')) {
     report.gpt2s = { model: settings.model, runs: training.runs, profile: training.profile ?? null };
     report.sections.push(...training.sections);
   }
-  const simulatorSteps = { determinism: 3, resume: 4, interval: 2 };
-  const gpuSteps = { determinism: 20, resume: 30, interval: 10 };
+  // Three SIGKILL-resumes, killed after the 1st, 2nd and 3rd checkpoint (the last step writes none to kill after).
+  if (!options.skip.has('graph')) {
+    // The default `kiln train` model and gpt2s at batch 8, eager vs graphed (the simulator: tiny at batch 2 only).
+    const cases = options.simulator ? [{ model: 'tiny', batch: 2 }] : [{ model: 'tiny' }, { model: 'gpt2s', batch: 8 }];
+    const graphed = compareGraphed({ cli, target, cases, precision: 'bf16', steps: options.simulator ? 1 : 20, warmup: options.simulator ? 2 : 3, log });
+    report.cudaGraph = graphed.runs;
+    report.sections.push(graphed.section);
+  }
+  const simulatorSteps = { determinism: 3, resume: 4, interval: 1 };
+  const gpuSteps = { determinism: 20, resume: 40, interval: 10 };
   const steps = options.simulator ? simulatorSteps : gpuSteps;
   const determinism = options.skip.has('determinism') ? undefined : determinismCheck({ cli, target, simulator: options.simulator, steps: steps.determinism, log });
   const resume = options.skip.has('resume') ? undefined : await resumeCheck({ cli, target, simulator: options.simulator, steps: steps.resume, interval: steps.interval, log });

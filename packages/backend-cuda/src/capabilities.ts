@@ -33,6 +33,8 @@ export function cudaCapabilities(device: DeviceInfo, matmul: CudaMatmulPath): Cu
     // Fixed reduction orders and no float atomics in kiln's kernels; cuBLAS without atomics on one stream (docs/backend-cuda.md).
     deterministic: true,
     determinism: 'bit-identical reruns on the same GPU model, driver, cuBLAS and kiln build',
+    // CUDA graphs: captureGraph records a step from the stream (docs/backend-cuda.md).
+    graphCapture: true,
     matmul,
   };
 }

@@ -5,9 +5,10 @@
  * again in C++; kernels are queued on the instance's stream and return at once; download and
  * synchronize settle off the main thread and reject with any error a queued kernel left behind
  * (a CUDA fault, or an out-of-range index found by gather/scatterAdd). This class adds the
- * options, capabilities, memory counters and the matmul path (cuBLAS or kiln's kernels).
+ * options, capabilities, memory counters, the matmul path (cuBLAS or kiln's kernels) and CUDA
+ * graphs (captureGraph: a step recorded once from the stream, replayed as one launch).
  */
-import { InvalidArgumentError, type MemoryInfo } from '@kiln/core';
+import { GraphCaptureError, InvalidArgumentError, type CapturedGraph, type MemoryInfo, type StepGraph } from '@kiln/core';
 import { NativeKernelBackend } from '@kiln/core/native-backend';
 import { cudaCapabilities, type CudaCapabilities } from './capabilities.js';
 import { FusedKernels } from './fused-kernels.js';
@@ -82,6 +83,50 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
     return this.disposed ? 0 : callNative(() => this.native.matmulInfo()).cublasCalls;
   }
 
+  /**
+   * Records the kernels `body` queues into a CUDA graph instead of running them (see
+   * KernelBackend.captureGraph). Buffers allocated inside come from the graph's private pool and
+   * stay reserved for it until the graph is disposed. Anything not capturable (an upload, a
+   * download, a synchronize, an allocation the cache cannot serve) aborts the capture and throws a
+   * GraphCaptureError naming it; the backend then works eagerly as before.
+   */
+  captureGraph<T>(body: () => T): CapturedGraph<T> {
+    this.ensureOpen('captureGraph');
+    const native = this.native;
+    let id: number;
+    try {
+      id = callNative(() => native.captureBegin());
+    } catch (error) {
+      throw new GraphCaptureError(`cuda backend: cannot start a CUDA graph capture: ${firstLine(error)}`, { hint: 'Run the step eagerly.', cause: error });
+    }
+    let result: T;
+    try {
+      result = body();
+      callNative(() => native.captureEnd());
+    } catch (error) {
+      callNative(() => native.captureAbort());
+      if (error instanceof GraphCaptureError) throw error;
+      throw new GraphCaptureError(`cuda backend: could not capture the step into a CUDA graph: ${firstLine(error)}`, {
+        hint: 'Keep uploads, downloads, synchronize() and shape changes out of the captured function, or run it eagerly.',
+        cause: error,
+      });
+    }
+    let disposed = false;
+    const graph: StepGraph = {
+      replay: () => {
+        if (disposed) throw new InvalidArgumentError('cuda backend: replay() of a disposed CUDA graph', { hint: 'Capture the step again.' });
+        this.ensureOpen('graph replay');
+        callNative(() => native.graphReplay(id));
+      },
+      dispose: () => {
+        if (disposed || this.disposed) return;
+        disposed = true;
+        callNative(() => native.graphDestroy(id));
+      },
+    };
+    return { graph, result };
+  }
+
   /** Bytes and buffers in use, plus the caching allocator's reserved/cached/peak bytes and the device's free/total. */
   memory(): CudaMemoryInfo {
     if (this.disposed) return { allocatedBytes: 0, bufferCount: 0, reservedBytes: 0, cachedBytes: 0, peakBytes: 0 };
@@ -96,6 +141,12 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
       freeBytes: stats.freeBytes,
     };
   }
+}
+
+/** The first line of an error's message. */
+function firstLine(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.split('\n')[0] ?? message;
 }
 
 /** The matmul options, checked. */

@@ -19,7 +19,7 @@ const packageRoot = fileURLToPath(new URL('..', import.meta.url));
 const scratch = mkdtempSync(join(tmpdir(), 'kiln-gpu-check-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 /** --skip for running only the hf-fixtures section. */
-const ALL_BUT_HF_FIXTURES = 'conformance,matmul,kernels,attention,train,gpt2s,determinism,resume';
+const ALL_BUT_HF_FIXTURES = 'conformance,matmul,kernels,attention,train,gpt2s,graph,determinism,resume';
 const built = existsSync(join(packageRoot, 'dist', 'index.js')) && existsSync(join(packageRoot, '..', 'core', 'dist', 'index.js'))
   && existsSync(join(packageRoot, '..', 'testing', 'dist', 'index.js')) && existsSync(join(packageRoot, '..', 'trainer', 'dist', 'testing', 'index.js'));
 
@@ -147,10 +147,18 @@ describe.skipIf(!built)('gpu-check runs (needs `pnpm turbo build`: dist of core,
     expect(gpt2s.profile.timing).toBe('device');
     expect(gpt2s.profile.rows.length).toBeGreaterThan(5);
     expect(stdout).toMatch(/^where a tiny step \(batch 2\) goes: .* device time per kernel \(CUDA events\):$/m);
-    const reproducibility = (report as GpuCheckReport & { reproducibility: { determinism: { identical: boolean; hashes: string[] }; resume: { identical: boolean; killedAfterStep: number } } }).reproducibility;
+    const graphRuns = (report as GpuCheckReport & { cudaGraph: Array<{ model: string; eager: { tokensPerSecond?: number; error?: string }; graphed: { tokensPerSecond?: number; stepMode?: string; error?: string }; busyEager: number | null }> }).cudaGraph;
+    expect(graphRuns.map((run) => run.model)).toEqual(['tiny']);
+    expect(graphRuns[0].eager.tokensPerSecond, graphRuns[0].eager.error).toBeGreaterThan(0);
+    expect(graphRuns[0].graphed.stepMode, graphRuns[0].graphed.error).toBe('graphed');
+    expect(graphRuns[0].busyEager).toBeGreaterThan(0);
+    expect(stdout).toMatch(/^CUDA graph vs eager \(bf16/m);
+    const reproducibility = (report as GpuCheckReport & { reproducibility: { determinism: { identical: boolean; hashes: string[] }; resume: { identical: boolean; resumes: Array<{ killedAfterStep: number; identical: boolean }> } } }).reproducibility;
     expect(reproducibility.determinism.identical).toBe(true);
     expect(reproducibility.determinism.hashes[0]).toMatch(/^[0-9a-f]{64}$/);
-    expect(reproducibility.resume).toMatchObject({ identical: true, killedAfterStep: 2 });
+    expect(reproducibility.resume.identical).toBe(true);
+    expect(reproducibility.resume.resumes.map((resume) => [resume.killedAfterStep, resume.identical])).toEqual([[1, true], [2, true], [3, true]]);
+    expect(stdout).toMatch(/SIGKILL \+ --resume vs uninterrupted\s+3\/3 identical \(killed after steps 1, 2, 3 of 4/);
     expect(stdout).toContain('✓ SIGKILL + --resume gives the uninterrupted run\'s weights: yes');
     expect(report.hfFixtures?.runs.map((run) => run.passed)).toEqual([true, true, true, true]);
   }, 600_000);

@@ -32,6 +32,12 @@ export function integerArgument(minimum: number): (value: string) => number {
   };
 }
 
+/** Commander argument parser of --cuda-graph: 'auto' or 'off', anything else refused by name. */
+export function cudaGraphArgument(value: string): string {
+  if (value !== 'auto' && value !== 'off') throw new CommanderArgumentError(`expected 'auto' or 'off', got '${value}'.`);
+  return value;
+}
+
 /** Commander argument parser for a finite number within [minimum, maximum]. */
 export function numberArgument(minimum: number, maximum = Number.POSITIVE_INFINITY): (value: string) => number {
   return (value) => {

@@ -51,4 +51,12 @@ describe('bad config and data exit 2 with the path and a suggestion', () => {
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('absent.txt');
   });
+
+  it('refuses an unknown --cuda-graph mode by name, for train and bench', async () => {
+    for (const command of ['train', 'bench']) {
+      const run = await runKiln([command, '--cuda-graph', 'always']);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain("option '--cuda-graph <mode>' argument 'always' is invalid. expected 'auto' or 'off', got 'always'.");
+    }
+  });
 });

@@ -22,7 +22,8 @@ export type KilnErrorCode =
   | 'CHECKPOINT_ERROR'
   | 'RUN_LOCKED'
   | 'NON_FINITE'
-  | 'MISSING_DEPENDENCY';
+  | 'MISSING_DEPENDENCY'
+  | 'GRAPH_CAPTURE';
 
 /** Options shared by every KilnError constructor. */
 export interface KilnErrorOptions {
@@ -111,6 +112,13 @@ export class BackendContractError extends KilnError {
 export class UnsupportedKernelError extends KilnError {
   constructor(message: string, options: KilnErrorOptions = {}) {
     super(message, 'UNSUPPORTED_KERNEL', options);
+  }
+}
+
+/** A backend could not capture work into a device graph (KernelBackend.captureGraph); the backend stays usable eagerly. */
+export class GraphCaptureError extends KilnError {
+  constructor(message: string, options: KilnErrorOptions = {}) {
+    super(message, 'GRAPH_CAPTURE', options);
   }
 }
 

@@ -20,7 +20,45 @@ std::string format_bytes(std::size_t bytes) {
   return text;
 }
 
-BufferPool::~BufferPool() { empty_cache(); }
+BufferPool::~BufferPool() {
+  for (auto& [pool, lists] : pool_free_) {
+    for (auto& [class_bytes, buffers] : lists) {
+      for (const PooledBuffer& buffer : buffers) device_.release(buffer.device);
+    }
+  }
+  empty_cache();
+}
+
+bool BufferPool::take_for_capture(std::size_t wanted, PooledBuffer* buffer) {
+  auto& own = pool_free_[capture_pool_][wanted];
+  if (!own.empty()) {
+    *buffer = own.back();
+    own.pop_back();
+  } else {
+    auto found = free_lists_.find(wanted);
+    if (found == free_lists_.end() || found->second.empty()) return false;
+    *buffer = found->second.back();
+    found->second.pop_back();
+    pool_owner_[buffer->device.handle] = capture_pool_;
+  }
+  stats_.cached_bytes -= wanted;
+  return true;
+}
+
+void BufferPool::release_pool(int pool) {
+  auto lists = pool_free_.find(pool);
+  if (lists != pool_free_.end()) {
+    for (auto& [class_bytes, buffers] : lists->second) {
+      auto& general = free_lists_[class_bytes];
+      general.insert(general.end(), buffers.begin(), buffers.end());
+    }
+    pool_free_.erase(lists);
+  }
+  for (auto it = pool_owner_.begin(); it != pool_owner_.end();) {
+    if (it->second == pool) it = pool_owner_.erase(it);
+    else ++it;
+  }
+}
 
 std::size_t BufferPool::size_class(std::size_t bytes) {
   if (bytes <= kSmallestClass) return kSmallestClass;
@@ -39,7 +77,15 @@ PooledBuffer BufferPool::allocate(std::size_t bytes, std::size_t* class_bytes) {
   }
   const std::size_t wanted = size_class(bytes);
   auto found = free_lists_.find(wanted);
-  if (found != free_lists_.end() && !found->second.empty()) {
+  if (capture_pool_ != 0) {
+    // A capture records device work, not allocations: it is served from the cache or not at all.
+    if (!take_for_capture(wanted, &result)) {
+      throw NativeError(ErrorKind::kDevice,
+                        backend_message("graph capture: no cached block for an allocation of " + std::to_string(bytes) +
+                                        " bytes (the captured step allocates memory the eager warm-up step did not leave in the cache)"),
+                        capture_miss_hint_);
+    }
+  } else if (found != free_lists_.end() && !found->second.empty()) {
     result = found->second.back();
     found->second.pop_back();
     stats_.cached_bytes -= wanted;
@@ -80,6 +126,13 @@ void BufferPool::release(const PooledBuffer& buffer, std::size_t bytes, std::siz
   if (buffer.device.handle == nullptr) return;
   stats_.reserved_bytes -= class_bytes;
   stats_.cached_bytes += class_bytes;
+  if (!pool_owner_.empty()) {
+    auto owner = pool_owner_.find(buffer.device.handle);
+    if (owner != pool_owner_.end()) {
+      pool_free_[owner->second][class_bytes].push_back(buffer);
+      return;
+    }
+  }
   free_lists_[class_bytes].push_back(buffer);
 }
 

@@ -96,6 +96,8 @@ export interface DeviceConfig {
   allowDeviceFallback: boolean;
   /** Recompute each block in backward to save memory (set by the user, or by adaptation when memory is short). */
   checkpointActivations?: boolean;
+  /** 'auto' (default) captures the steady-state training step in a device graph where the backend can (CUDA) and replays it; 'off' always runs eagerly. */
+  cudaGraph?: 'auto' | 'off';
 }
 
 /** Where the tokens come from. Exactly one of sequences/path/corpus is set after resolution. */

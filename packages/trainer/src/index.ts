@@ -59,6 +59,7 @@ export { DynamicLossScaler, type LossScaleState, type LossScalerOptions } from '
 export { adamwStep, clearGradients, createMoments, disposeMoments, type AdamWMoments, type AdamWStepOptions } from './train/optimizer.js';
 export { causalLmLoss, type CausalLmLossOptions } from './train/causal-lm-loss.js';
 export { runTrainStep, type StepBatch, type StepCounters, type StepEnvironment, type StepOutcome } from './train/train-step.js';
+export { StepGraphRunner, type CapturedStepOutputs, type CudaGraphMode, type MicroBatchInputs } from './train/step-graph.js';
 export { type MetricsRecord } from './train/metrics-log.js';
 export { renderLossPlot, writeLossPlot, type LossPlotOptions, type LossPoint } from './train/loss-plot.js';
 

@@ -132,6 +132,13 @@ describe('loadTrainConfig', () => {
     expect(error.message).toContain(`(${lines.length} problems)`);
   });
 
+  it('device.cudaGraph defaults to auto, takes off, and refuses other values by name', () => {
+    expect(loadTrainConfig({ text: '' }).device.cudaGraph).toBe('auto');
+    expect(loadTrainConfig({ text: 'device: { cudaGraph: off }' }).device.cudaGraph).toBe('off');
+    const error = configErrorOf({ text: 'device: { cudaGraph: always }' });
+    expect(error.message).toContain(`<config>: device.cudaGraph: expected one of 'auto', 'off', got "always"`);
+  });
+
   it('suggests the nearest key for an unknown key', () => {
     const error = configErrorOf({ text: 'modle:\n  dModel: 64\nmodel:\n  dmodel: 64\n  n_layer: 2\n  heads: 4\n  colour: red\nschedule:\n  warmup: 10\n' });
     expect(error.message).toContain("<config>: modle: unknown key, did you mean 'model'?");

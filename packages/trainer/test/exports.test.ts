@@ -28,7 +28,7 @@ const PUBLIC_RUNTIME_EXPORTS = [
   'TRAIN_CONFIG_SCHEMA_ID', 'trainConfigJsonSchema',
   // training
   'DynamicLossScaler', 'LOSS_PLOT_FILE', 'causalLmLoss', 'METRICS_FILE', 'RUN_CONFIG_FILE', 'adamwStep', 'clearGradients', 'createMoments', 'disposeMoments', 'evaluate',
-  'learningRateAt', 'renderLossPlot', 'runTrainStep', 'train', 'writeLossPlot',
+  'learningRateAt', 'renderLossPlot', 'runTrainStep', 'StepGraphRunner', 'train', 'writeLossPlot',
   // checkpoints
   'CHECKPOINT_FILES', 'CHECKPOINT_FORMAT_VERSION', 'KILN_VERSION', 'LATEST_FILE', 'MODEL_FILES', 'OPTIMIZER_FILE', 'STATE_FILE', 'findLatestCheckpoint',
   'listCheckpoints', 'loadCheckpoint', 'loadCheckpointModel', 'loadLatestCheckpoint', 'loadLatestModel', 'readCheckpointState', 'saveCheckpoint',

@@ -83,13 +83,20 @@ void CudaDevice::finish(Napi::Env, bool) {
   // with pending downloads) is released when the last holder lets go.
 }
 
+void CudaDevice::empty_cache() {
+  context_->refuse_in_capture("emptyCache");
+  context_->pool().empty_cache();
+}
+
 void CudaDevice::upload(Napi::Env, BufferRecord& record, const unsigned char* data, std::size_t bytes, std::size_t offset) {
+  context_->refuse_in_capture("upload");
   // Pageable source: cudaMemcpyAsync returns once the bytes are staged, so JS may reuse `data` at once.
   check_cuda(cudaMemcpyAsync(static_cast<char*>(record.pooled.device.contents) + offset, data, bytes, cudaMemcpyHostToDevice, context_->launch_context().stream),
              "upload: cudaMemcpyAsync of " + std::to_string(bytes) + " bytes");
 }
 
 Napi::Promise CudaDevice::wait(Napi::Env env, const void* source, std::size_t bytes, bool with_data, const char* operation) {
+  context_->refuse_in_capture(operation);
   auto* worker = new DownloadWorker(env, context_, with_data, operation);
   try {
     worker->start(source, bytes);
@@ -132,7 +139,8 @@ Napi::Object CudaDevice::device_info(Napi::Env env) {
 }
 
 std::vector<ExtraMethod> cuda_extra_methods() {
-  return {
+  std::vector<ExtraMethod> methods = graph_extra_methods();
+  std::vector<ExtraMethod> own = {
       {"profileStart",
        [](KernelDevice& device, BufferTable&, const Napi::CallbackInfo& info) -> Napi::Value {
          DeviceContext& context = cuda(device).context();
@@ -159,6 +167,8 @@ std::vector<ExtraMethod> cuda_extra_methods() {
       {"matmulInfo", [](KernelDevice& device, BufferTable&, const Napi::CallbackInfo& info) -> Napi::Value { return cuda(device).matmul_info(info.Env()); },
        false},
   };
+  methods.insert(methods.end(), own.begin(), own.end());
+  return methods;
 }
 
 }  // namespace kiln

@@ -32,6 +32,8 @@ class CudaDevice : public KernelDevice {
   BufferPool& pool() override { return context_->pool(); }
   void ensure_usable(const char* method) override;
   KILN_KERNEL_DEVICE_STORAGE
+  /** Refused during a graph capture (cudaFree is not capturable). */
+  void empty_cache() override;
 
   KILN_KERNEL_DEVICE_KERNELS
 
@@ -50,7 +52,10 @@ class CudaDevice : public KernelDevice {
   std::string cublas_reason_;
 };
 
-/** The CUDA-only Backend methods: profileStart, profileStop, matmulInfo. */
+/** The CUDA-only Backend methods: profileStart, profileStop, matmulInfo and the graph methods. */
 std::vector<ExtraMethod> cuda_extra_methods();
+
+/** captureBegin, captureEnd, captureAbort, graphReplay, graphDestroy (graph_methods.cpp). */
+std::vector<ExtraMethod> graph_extra_methods();
 
 }  // namespace kiln

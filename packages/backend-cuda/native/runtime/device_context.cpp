@@ -59,7 +59,13 @@ DeviceContext::DeviceContext(int device_index, std::size_t memory_limit_bytes) :
 }
 
 DeviceContext::~DeviceContext() {
+  abort_capture();
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+  for (auto& [id, record] : graphs_) {
+    cudaGraphExecDestroy(record.exec);
+    cudaGraphDestroy(record.graph);
+  }
+  graphs_.clear();
   cublas_.reset();  // its handle is bound to the stream
   pool_.empty_cache();
   if (device_errors_ != nullptr) cudaFree(device_errors_);
@@ -124,6 +130,93 @@ NativeError DeviceContext::asynchronous_failure(cudaError_t error, const std::st
   failure.device_error = static_cast<int>(error);
   failure.device_error_name = cudaGetErrorName(error);
   return failure;
+}
+
+}  // namespace kiln
+
+namespace kiln {
+
+int DeviceContext::begin_capture() {
+  ensure_usable();
+  if (capturing()) throw_invalid("graph capture: a capture is already in progress", "End it (captureEnd) or abort it first.");
+  if (synchronous_) throw_invalid("graph capture: not with KILN_CUDA_SYNC=1 (it waits after every launch)", "Unset KILN_CUDA_SYNC to capture graphs.");
+  if (profiler_.active()) throw_invalid("graph capture: not while the kernel profiler runs (it times each launch with events)", "Stop profiling first.");
+  use_device(device_index_);
+  // Thread-local mode: only this thread's unsafe calls (syncs, host copies) invalidate the capture.
+  check_cuda(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "graph capture: cudaStreamBeginCapture");
+  capture_id_ = next_graph_id_++;
+  capture_refusal_.clear();
+  pool_.begin_capture(capture_id_, "Run the step eagerly once more before capturing, or turn CUDA graphs off (cudaGraph: off).");
+  return capture_id_;
+}
+
+void DeviceContext::end_capture() {
+  if (!capturing()) throw_invalid("graph capture: no capture is in progress", "Call captureBegin first.");
+  if (!capture_refusal_.empty()) {
+    // Something inside was refused (its error may have gone to a promise nobody awaited): the capture is void.
+    const std::string refusal = capture_refusal_;
+    abort_capture();
+    throw_invalid(refusal, "Move host reads and uploads out of the captured function, or run it eagerly.");
+  }
+  const int id = capture_id_;
+  capture_id_ = 0;
+  pool_.end_capture();
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+  if (ended != cudaSuccess) {
+    cudaGetLastError();
+    pool_.release_pool(id);
+    throw_cuda(ended, "graph capture: cudaStreamEndCapture (an operation inside the captured step could not be captured)",
+               "Something in the step synchronised, copied to the host or was otherwise not capturable; run it eagerly (cudaGraph: off).");
+  }
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+  if (instantiated != cudaSuccess) {
+    cudaGetLastError();
+    cudaGraphDestroy(graph);
+    pool_.release_pool(id);
+    throw_cuda(instantiated, "graph capture: cudaGraphInstantiate");
+  }
+  graphs_[id] = GraphRecord{graph, exec};
+}
+
+void DeviceContext::abort_capture() {
+  if (!capturing()) return;
+  const int id = capture_id_;
+  capture_id_ = 0;
+  pool_.end_capture();
+  cudaGraph_t graph = nullptr;
+  cudaStreamEndCapture(stream_, &graph);
+  if (graph != nullptr) cudaGraphDestroy(graph);
+  cudaGetLastError();
+  pool_.release_pool(id);
+}
+
+void DeviceContext::replay(int id) {
+  ensure_usable();
+  if (capturing()) throw_invalid("graph replay: not during a capture", "End the capture first.");
+  auto found = graphs_.find(id);
+  if (found == graphs_.end()) throw_invalid("graph replay: no graph " + std::to_string(id) + " (destroyed, or never captured)", "Capture the step again.");
+  use_device(device_index_);
+  after_launch(cudaGraphLaunch(found->second.exec, stream_), "graph " + std::to_string(id) + " (replay of a captured step)");
+}
+
+void DeviceContext::destroy_graph(int id) {
+  auto found = graphs_.find(id);
+  if (found == graphs_.end()) return;
+  // The graph may still be queued: wait before its pool's memory can be reused by eager work.
+  cudaStreamSynchronize(stream_);
+  cudaGraphExecDestroy(found->second.exec);
+  cudaGraphDestroy(found->second.graph);
+  graphs_.erase(found);
+  pool_.release_pool(id);
+}
+
+void DeviceContext::refuse_in_capture(const char* operation) {
+  if (!capturing()) return;
+  capture_refusal_ = std::string("graph capture: ") + operation + " inside a captured step";
+  throw_invalid(std::string("graph capture: ") + operation + " inside a captured step (a captured step cannot read the device from the host or upload host data)",
+                "Move host reads and uploads out of the captured function (upload inputs into persistent tensors before replay, read outputs after).");
 }
 
 }  // namespace kiln

@@ -1,11 +1,14 @@
 // runtime/device_context.h — one backend instance's hold on a device: the stream every kernel
 // and copy is queued on, the buffer pool, pinned staging buffers, the device error record
-// of index-checking kernels, and the error policy (every CUDA error becomes a NativeError that
+// of index-checking kernels, CUDA graphs captured from the stream (begin_capture … end_capture,
+// replayed with replay(); allocations during a capture come from the graph's private pool, see
+// kiln/buffer_pool.h), and the error policy (every CUDA error becomes a NativeError that
 // names the kernel and its shapes; a sticky error leaves the context unusable, and says so).
 #pragma once
 
 #include <array>
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -66,6 +69,23 @@ class DeviceContext {
   /** The last kernels launched (newest last), for messages about asynchronous errors. */
   std::string recent_launches() const;
 
+  /** Starts capturing the stream into a new graph and returns its id; throws (kInvalidArgument) while profiling, with KILN_CUDA_SYNC=1 or during another capture. */
+  int begin_capture();
+  /** Ends the capture and instantiates the graph; throws (and discards the capture) when something inside it was not capturable. */
+  void end_capture();
+  /** Abandons the capture in progress, if any (after an error inside it); its pool is released. */
+  void abort_capture();
+  /** True between begin_capture() and end_capture()/abort_capture(). */
+  bool capturing() const { return capture_id_ != 0; }
+  /** Queues graph `id` on the stream (one launch for the whole captured step). */
+  void replay(int id);
+  /** Destroys graph `id` and gives its memory pool back to the general cache. */
+  void destroy_graph(int id);
+  /** Throws kInvalidArgument naming `operation` when a capture is in progress (host reads and uploads cannot be captured). */
+  void refuse_in_capture(const char* operation);
+  /** Graphs alive now. */
+  std::size_t graph_count() const { return graphs_.size(); }
+
  private:
   void remember(const std::string& description);
   void mark_broken_if_sticky(cudaError_t error, const std::string& operation);
@@ -83,6 +103,16 @@ class DeviceContext {
   bool synchronous_ = false;
   bool broken_ = false;
   std::string broken_reason_;
+  /** Instantiated graphs by id. */
+  struct GraphRecord {
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+  };
+  std::map<int, GraphRecord> graphs_;
+  int capture_id_ = 0;
+  /** What was refused during the capture in progress ("" when nothing). */
+  std::string capture_refusal_;
+  int next_graph_id_ = 1;
   std::array<std::string, 8> history_;
   std::size_t history_count_ = 0;
 };

@@ -2,7 +2,7 @@
 // on GPU machines from a bundle that carries no node_modules beyond kiln's runtime ones).
 
 /** Parts of the check that --skip can leave out. */
-export const PARTS = ['conformance', 'matmul', 'kernels', 'attention', 'hf-fixtures', 'train', 'pytorch', 'gpt2s', 'compile', 'determinism', 'resume'];
+export const PARTS = ['conformance', 'matmul', 'kernels', 'attention', 'hf-fixtures', 'train', 'pytorch', 'gpt2s', 'compile', 'graph', 'determinism', 'resume'];
 
 /** Train-step models (the reference presets). */
 export const MODELS = ['tiny', 'small', 'medium', 'gpt2s'];
@@ -13,9 +13,10 @@ Builds nothing itself (scripts/gpu-check.sh builds with nvcc first), then on the
 runs the full conformance kit, benchmarks kiln's matmul kernels against cuBLAS, checks the
 Hugging Face reference fixtures in f32 (logits, loss, gradients, greedy tokens), times a
 \`kiln bench\` train step against PyTorch eager, trains gpt2s (GPT-2 small's widths, bf16) at
-each --gpt2s-batches against PyTorch eager and torch.compile with the per-kernel profile, checks
-that \`kiln train\` repeats bit for bit and resumes after SIGKILL to the same weights, and writes
-one report (JSON + a table).
+each --gpt2s-batches against PyTorch eager and torch.compile with the per-kernel profile, compares
+the CUDA-graphed train step with the eager one (tokens/s and GPU busy of the default tiny run and
+gpt2s batch 8), checks that \`kiln train\` repeats bit for bit and resumes after SIGKILL (three
+times, killed at different steps) to the same weights, and writes one report (JSON + a table).
 
   --quick               quick kit sizes, fewer repeats, 2048³ instead of 4096³
   --simulator           smoke-test this script on the CPU simulator build (tiny sizes; timings mean nothing)

@@ -29,3 +29,25 @@ export interface DeterminismResult {
 }
 /** Runs the same short training `runs` times on fresh backends and compares the final weights' sha256. */
 export declare function checkDeterminism(createBackend: () => KernelBackend | Promise<KernelBackend>, options?: DeterminismOptions): Promise<DeterminismResult>;
+/** What compareGraphedToEager found. */
+export interface GraphedComparison {
+  /** True when the graphed run ended with the eager run's weights, bit for bit. */
+  identical: boolean;
+  /** sha256 of the final weights: [eager, graphed]. */
+  hashes: [string, string];
+  /** sha256 of the initial weights. */
+  initialHash: string;
+  /** Loss of every step: [eager, graphed]. */
+  losses: [number[], number[]];
+  /** The graph's phase at the end ('replay' when it ran to the end; 'off' when it fell back). */
+  graphPhase: 'warmup' | 'capture' | 'replay' | 'off';
+  /** Notices of the graphed run (a fallback says why). */
+  notices: string[];
+  /** Wall time of both runs. */
+  seconds: number;
+}
+/** The same short training eager and captured in a CUDA graph; compares the final weights' sha256. */
+export declare function compareGraphedToEager(
+  createBackend: () => KernelBackend | Promise<KernelBackend>,
+  options?: Omit<DeterminismOptions, 'runs'>,
+): Promise<GraphedComparison>;

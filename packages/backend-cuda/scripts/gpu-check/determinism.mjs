@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { createLlamaModel, createMoments, disposeMoments, DynamicLossScaler, MODEL_PRESETS, runTrainStep } from '@kiln/trainer';
+import { createLlamaModel, createMoments, disposeMoments, DynamicLossScaler, MODEL_PRESETS, runTrainStep, StepGraphRunner } from '@kiln/trainer';
 
 const SEED = 20240917;
 const OPTIMIZER = { lr: 1e-3, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 };
@@ -51,15 +51,17 @@ async function parameterHash(model) {
 }
 
 /** One run: `steps` trainer steps on a fresh backend; returns the parameters' sha256 and the losses. */
-async function trainOnce(createBackend, { preset, computeDType, steps, microBatchSize }) {
+async function trainOnce(createBackend, { preset, computeDType, steps, microBatchSize, cudaGraph = 'off' }) {
   const backend = await createBackend();
   const { model: modelConfig, batchSize } = MODEL_PRESETS[preset];
   const model = createLlamaModel(modelConfig, { backend, seed: SEED });
   const moments = createMoments(model.parameters);
   const scaler = new DynamicLossScaler({ enabled: computeDType === 'f16' });
+  const notices = [];
+  const graph = new StepGraphRunner(backend, cudaGraph, (message) => notices.push(message));
   const environment = {
-    model, moments, backend, scaler, optimizer: OPTIMIZER, contextLength: modelConfig.contextLength, notice: () => {},
-    forwardOptions: { attention: 'flash', checkpointActivations: false, computeDType },
+    model, moments, backend, scaler, optimizer: OPTIMIZER, contextLength: modelConfig.contextLength, notice: (message) => notices.push(message),
+    forwardOptions: { attention: 'flash', checkpointActivations: false, computeDType }, graph,
   };
   const counters = { microBatchSize: microBatchSize ?? batchSize, optimizerStep: 0 };
   const losses = [];
@@ -70,8 +72,9 @@ async function trainOnce(createBackend, { preset, computeDType, steps, microBatc
       const outcome = await runTrainStep(environment, counters, { step: step + 1, batchSize, inputs, targets, lr: OPTIMIZER.lr });
       losses.push(outcome.loss);
     }
-    return { hash: await parameterHash(model), initialHash, losses };
+    return { hash: await parameterHash(model), initialHash, losses, graphPhase: graph.phase, notices };
   } finally {
+    graph.release();
     disposeMoments(moments);
     for (const parameter of model.parameters.values()) parameter.dispose();
     backend.dispose?.();
@@ -95,6 +98,27 @@ export async function checkDeterminism(createBackend, options = {}) {
     initialHashes: results.map((result) => result.initialHash),
     losses: results.map((result) => result.losses),
     settings,
+    seconds: (performance.now() - started) / 1000,
+  };
+}
+
+/**
+ * The same short training with the step eager and with it captured in a CUDA graph (one eager
+ * warm-up step, one captured, the rest replayed): the final weights must match bit for bit.
+ * Returns { identical, hashes: [eager, graphed], losses, graphPhase ('replay' when the graph ran to the end), notices, seconds }.
+ */
+export async function compareGraphedToEager(createBackend, options = {}) {
+  const settings = { preset: options.preset ?? 'tiny', computeDType: options.computeDType ?? 'f32', steps: options.steps ?? 4, microBatchSize: options.microBatchSize };
+  const started = performance.now();
+  const eager = await trainOnce(createBackend, { ...settings, cudaGraph: 'off' });
+  const graphed = await trainOnce(createBackend, { ...settings, cudaGraph: 'auto' });
+  return {
+    identical: eager.hash === graphed.hash,
+    hashes: [eager.hash, graphed.hash],
+    initialHash: eager.initialHash,
+    losses: [eager.losses, graphed.losses],
+    graphPhase: graphed.graphPhase,
+    notices: graphed.notices,
     seconds: (performance.now() - started) / 1000,
   };
 }

@@ -3,8 +3,8 @@
 //     eager and torch.compile(mode="default") (bench/pytorch_train_step.py) in the same run:
 //     tokens/s and peak GPU memory of each, and the per-kernel profile (CUDA events) of a step;
 //   - determinism: the same short `kiln train` twice; the final weights' sha256 must match;
-//   - resume: `kiln train` uninterrupted vs SIGKILLed after a checkpoint and continued with
-//     --resume; the final weights' sha256 must match.
+//   - resume: `kiln train` uninterrupted vs three runs SIGKILLed at different steps (after their
+//     1st, 2nd and 3rd checkpoint) and continued with --resume; every final sha256 must match.
 // With --simulator the same flow runs on the CUDA simulator ('cuda-sim' plugin, tiny shapes).
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -32,12 +32,13 @@ function lastLines(text, count = 3) {
 }
 
 /** `kiln bench` of one model at one batch (optionally with --profile); { msPerStep, tokensPerSecond, peakMemoryBytes, profile? } or { error }. */
-export function kilnBenchRun(cli, target, { model, batch, precision, steps, warmup, profile }) {
+export function kilnBenchRun(cli, target, { model, batch, precision, steps, warmup, profile, cudaGraph }) {
   if (!cli) return { error: '@kiln/cli was not found (neither in the bundle nor in the workspace)' };
   const args = ['bench', '--device', target.device, '--model', model, '--precision', precision, '--steps', String(steps), '--warmup', String(warmup),
     '--no-kernels', '--no-generation', '--peers', 'none', '--json'];
   if (batch !== undefined) args.push('--batch', String(batch));
   if (profile) args.push('--profile');
+  if (cudaGraph) args.push('--cuda-graph', cudaGraph);
   const run = runCli(cli, args, target.environment);
   if (run.code !== 0) return { error: `kiln bench exited ${run.code}: ${lastLines(run.stderr || run.stdout)}` };
   try {
@@ -46,7 +47,7 @@ export function kilnBenchRun(cli, target, { model, batch, precision, steps, warm
     if (!result) return { error: 'kiln bench reported no result' };
     return {
       msPerStep: result.msPerStep, tokensPerSecond: result.tokensPerSecond, peakMemoryBytes: result.peakMemoryBytes ?? null, batch: result.batchSize,
-      precision: result.precision, matmul: result.matmul, profile: report.profiles?.[0],
+      precision: result.precision, matmul: result.matmul, stepMode: result.stepMode, profile: report.profiles?.[0],
     };
   } catch (error) {
     return { error: `kiln bench printed no JSON: ${error.message}` };
@@ -104,6 +105,44 @@ export function compareTraining({ cli, python, target, model, batches, precision
   const profile = runs[0]?.profile;
   if (profile) sections.push(profileSection(profile, runs[0].batch));
   return { runs: runs.map(({ profile: _profile, ...run }) => run), profile, sections };
+}
+
+/**
+ * The CUDA-graph comparison: each { model, batch } measured eager with the kernel profile (device
+ * time per step, so GPU busy = kernel time / step time) and graphed; the graph runs the same
+ * kernels, so its GPU busy is estimated as the eager kernel time over the graphed step time.
+ * Returns { runs: [{ model, batch, eager, graphed, speedup, busyEager, busyGraphed }], section }.
+ */
+export function compareGraphed({ cli, target, cases, precision, steps, warmup, log }) {
+  const runs = [];
+  for (const { model, batch } of cases) {
+    const label = `${model}${batch === undefined ? '' : ` batch ${batch}`}`;
+    log(`cuda graph ${label}: eager (with the kernel profile)…`);
+    const eager = kilnBenchRun(cli, target, { model, batch, precision, steps, warmup, profile: true, cudaGraph: 'off' });
+    log(`cuda graph ${label}: graphed…`);
+    const graphed = kilnBenchRun(cli, target, { model, batch, precision, steps, warmup: Math.max(warmup, 2), cudaGraph: 'auto' });
+    const kernelMs = eager.profile?.kernelMsPerStep;
+    const busy = (ms) => (kernelMs && ms ? Math.min(1, kernelMs / ms) : null);
+    const run = {
+      model, batch: eager.batch ?? batch, eager: { ...eager, profile: undefined }, graphed,
+      speedup: eager.tokensPerSecond && graphed.tokensPerSecond ? graphed.tokensPerSecond / eager.tokensPerSecond : null,
+      busyEager: busy(eager.profile?.msPerStep), busyGraphed: busy(graphed.msPerStep),
+    };
+    log(`  ${JSON.stringify(run)}`);
+    runs.push(run);
+  }
+  const percent = (value) => (value === null ? '—' : `${(100 * value).toFixed(0)}%`);
+  const rows = [['model', 'eager tok/s', 'graphed tok/s', 'graphed/eager', 'GPU busy eager', 'GPU busy graphed (est.)', 'graphed step']];
+  for (const run of runs) {
+    rows.push([
+      `${run.model} b${run.batch ?? '?'}`, rate(run.eager), rate(run.graphed), run.speedup === null ? '—' : `${run.speedup.toFixed(2)}×`,
+      percent(run.busyEager), percent(run.busyGraphed), run.graphed.stepMode ?? run.graphed.error ?? '—',
+    ]);
+  }
+  return {
+    runs,
+    section: { title: `CUDA graph vs eager (${precision}; GPU busy = device kernel time per step / step time; graphed busy estimated from the eager profile)`, rows },
+  };
 }
 
 /** The report section of a kiln bench profile (the same columns as `kiln bench --profile`). */
@@ -177,8 +216,11 @@ export function determinismCheck({ cli, target, simulator, steps, log }) {
   }
 }
 
-/** An uninterrupted run vs one SIGKILLed right after its first checkpoint and resumed: { identical, killedAfterStep, hashes } or { error }. */
-export async function resumeCheck({ cli, target, simulator, steps, interval, log }) {
+/**
+ * An uninterrupted run vs `kills` runs SIGKILLed at different steps (right after their 1st, 2nd, …
+ * checkpoint) and resumed: { identical (all of them), resumes: [{ killedAfterStep, hash, identical }], hashes, steps } or { error }.
+ */
+export async function resumeCheck({ cli, target, simulator, steps, interval, kills = 3, log }) {
   if (!cli) return { error: '@kiln/cli was not found' };
   const directory = mkdtempSync(join(tmpdir(), 'kiln-gpu-check-resume-'));
   try {
@@ -186,38 +228,48 @@ export async function resumeCheck({ cli, target, simulator, steps, interval, log
     log(`resume: uninterrupted kiln train (${steps} steps)…`);
     const straight = train(cli, target, config, join(directory, 'straight'));
     if (straight.hash === undefined) return { error: `the uninterrupted run exited ${straight.code}: ${lastLines(straight.stderr || straight.stdout)}` };
-    log(`resume: a run killed with SIGKILL after its first checkpoint…`);
-    const killedOutput = join(directory, 'killed');
-    const killedAfterStep = await new Promise((resolve) => {
-      const child = spawn(process.execPath, [cli, 'train', '--config', config, '--device', target.device, '--output', killedOutput, '--json'], {
-        cwd: dirname(dirname(cli)), env: { ...target.environment, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let killedAt = -1;
-      let buffered = '';
-      child.stdout.on('data', (chunk) => {
-        buffered += chunk;
-        const lines = buffered.split('\n');
-        buffered = lines.pop();
-        for (const line of lines) {
-          let event;
-          try { event = JSON.parse(line); } catch { continue; }
-          if (killedAt < 0 && event.type === 'checkpoint' && event.step < steps) {
-            killedAt = event.step;
-            child.kill('SIGKILL');
-          }
-        }
-      });
-      child.stderr.resume();
-      child.on('close', () => resolve(killedAt));
-    });
-    if (killedAfterStep < 0) return { error: 'the run finished before a checkpoint could be interrupted (no checkpoint event before the last step)' };
-    log(`resume: killed after the checkpoint of step ${killedAfterStep}; continuing with --resume…`);
-    const resumed = train(cli, target, config, killedOutput, ['--resume']);
-    if (resumed.hash === undefined) return { error: `the resumed run exited ${resumed.code}: ${lastLines(resumed.stderr || resumed.stdout)}` };
-    return { identical: straight.hash === resumed.hash, killedAfterStep, hashes: [straight.hash, resumed.hash], steps };
+    const resumes = [];
+    for (let kill = 1; kill <= kills; kill++) {
+      log(`resume ${kill}/${kills}: a run killed with SIGKILL after its checkpoint number ${kill}…`);
+      const killedOutput = join(directory, `killed-${kill}`);
+      const killedAfterStep = await killAfterCheckpoint(cli, target, config, killedOutput, kill, steps);
+      if (killedAfterStep < 0) return { error: `run ${kill} finished before its checkpoint number ${kill} could be interrupted (${steps} steps, a checkpoint every ${interval})` };
+      log(`resume ${kill}/${kills}: killed after the checkpoint of step ${killedAfterStep}; continuing with --resume…`);
+      const resumed = train(cli, target, config, killedOutput, ['--resume']);
+      if (resumed.hash === undefined) return { error: `resumed run ${kill} exited ${resumed.code}: ${lastLines(resumed.stderr || resumed.stdout)}` };
+      resumes.push({ killedAfterStep, hash: resumed.hash, identical: resumed.hash === straight.hash });
+    }
+    return { identical: resumes.every((resume) => resume.identical), resumes, hashes: [straight.hash, ...resumes.map((resume) => resume.hash)], steps };
   } finally {
     rmSync(directory, { recursive: true, force: true });
   }
+}
+
+/** Starts `kiln train` and SIGKILLs it right after its checkpoint number `which` (before the last step); resolves the step killed after, or -1. */
+function killAfterCheckpoint(cli, target, config, output, which, steps) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [cli, 'train', '--config', config, '--device', target.device, '--output', output, '--json'], {
+      cwd: dirname(dirname(cli)), env: { ...target.environment, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let killedAt = -1;
+    let seen = 0;
+    let buffered = '';
+    child.stdout.on('data', (chunk) => {
+      buffered += chunk;
+      const lines = buffered.split('\n');
+      buffered = lines.pop();
+      for (const line of lines) {
+        let event;
+        try { event = JSON.parse(line); } catch { continue; }
+        if (killedAt < 0 && event.type === 'checkpoint' && event.step < steps && ++seen === which) {
+          killedAt = event.step;
+          child.kill('SIGKILL');
+        }
+      }
+    });
+    child.stderr.resume();
+    child.on('close', () => resolve(killedAt));
+  });
 }
 
 /** The report section of the determinism and resume checks. */
@@ -229,6 +281,11 @@ export function reproducibilitySection(determinism, resume) {
     return `${check.identical ? 'identical' : 'DIFFERENT'} weights (${what}; sha256 ${check.hashes.map((hash) => hash.slice(0, 12)).join(' vs ')})`;
   };
   rows.push(['same run twice', verdict(determinism, `${determinism?.steps ?? '?'} steps`)]);
-  rows.push(['SIGKILL + --resume vs uninterrupted', verdict(resume, `killed after step ${resume?.killedAfterStep ?? '?'} of ${resume?.steps ?? '?'}`)]);
+  const resumed = resume?.resumes ?? [];
+  const same = resumed.filter((run) => run.identical).length;
+  rows.push([
+    'SIGKILL + --resume vs uninterrupted',
+    resume === undefined || resume.error ? verdict(resume, '') : `${same}/${resumed.length} identical (killed after steps ${resumed.map((run) => run.killedAfterStep).join(', ')} of ${resume.steps}; sha256 ${resumed.map((run) => run.hash.slice(0, 12)).join(', ')} vs ${resume.hashes[0].slice(0, 12)})`,
+  ]);
   return { title: 'reproducibility of kiln train on this device (final model.safetensors)', rows };
 }

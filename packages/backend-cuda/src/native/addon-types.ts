@@ -124,6 +124,16 @@ export interface NativeBackend extends NativeKernelMethods {
   deviceInfo(): NativeDevice;
   /** Which matmul path this instance uses and why. */
   matmulInfo(): NativeMatmulInfo;
+  /** Starts capturing the stream into a new CUDA graph; returns its id. */
+  captureBegin(): number;
+  /** Ends the capture and instantiates the graph (throws when something inside was not capturable). */
+  captureEnd(): void;
+  /** Abandons a capture in progress (no-op when none). */
+  captureAbort(): void;
+  /** Queues graph `id` on the stream. */
+  graphReplay(id: number): void;
+  /** Destroys graph `id` and returns its memory pool to the cache. */
+  graphDestroy(id: number): void;
 }
 
 /** Options of the simulator's configureSimulator (tests only). */

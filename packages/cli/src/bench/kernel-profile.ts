@@ -144,6 +144,8 @@ export async function profileTrainStep(
   // Only the timed steps are recorded (not the model's set-up nor the warm-up).
   const measured = await measureTrainStep(preset, timer.backend, {
     ...options,
+    // Every launch is timed: a replayed graph would hide them.
+    cudaGraph: 'off',
     onTimedStep: (starting) => {
       if (starting && !started) timer.start();
       started ||= starting;

@@ -1,6 +1,7 @@
 /**
  * Train-step throughput of a reference model on one backend: the trainer's own step (forward,
  * backward, global-norm clip, AdamW) on random byte tokens, f32, after warm-up; median ms/step.
+ * Like `kiln train`, the step is captured in a CUDA graph where the backend can (cudaGraph 'auto').
  */
 import { setBackend, type KernelBackend } from '@kiln/core';
 import {
@@ -13,6 +14,8 @@ import {
   forwardOptionsFor,
   MODEL_PRESETS,
   runTrainStep,
+  StepGraphRunner,
+  type CudaGraphMode,
   type ModelPresetName,
   type StepEnvironment,
   type TrainConfig,
@@ -39,6 +42,8 @@ export interface TrainThroughput {
   precision: string;
   /** The backend's peak allocated bytes over the run (model, optimizer state, activations), where it reports one (CUDA), else null. */
   peakMemoryBytes: number | null;
+  /** How the step ran: 'graphed' (replayed CUDA graph) or 'eager (<why>)'. */
+  stepMode: string;
 }
 
 /** Compute precisions `kiln bench` can measure (f32 is the reference figures' precision). */
@@ -117,7 +122,7 @@ export async function timeTrainSteps(environment: StepEnvironment, options: Time
 /** Times `steps` optimizer steps after `warmup` untimed ones. */
 export async function measureTrainStep(
   preset: ModelPresetName, backend: KernelBackend,
-  options: { steps: number; warmup: number; precision?: BenchPrecision; batchSize?: number; onTimedStep?: (starting: boolean) => void },
+  options: { steps: number; warmup: number; precision?: BenchPrecision; batchSize?: number; cudaGraph?: CudaGraphMode; onTimedStep?: (starting: boolean) => void },
 ): Promise<TrainThroughput> {
   setBackend(backend);
   const config = benchConfig(preset, backend, options.precision, options.batchSize);
@@ -126,6 +131,8 @@ export async function measureTrainStep(
   const forwardOptions = forwardOptionsFor(config);
   const model = createLlamaModel(config.model, { backend, seed: config.seed });
   const moments = createMoments(model.parameters);
+  // What `kiln train` does: capture the step in a CUDA graph where the backend can (the warm-up steps include the eager one and the capture).
+  const graph = new StepGraphRunner(backend, options.cudaGraph ?? 'auto', () => undefined);
   const environment: StepEnvironment = {
     model,
     moments,
@@ -135,13 +142,17 @@ export async function measureTrainStep(
     scaler: new DynamicLossScaler({ enabled: config.device.precision === 'f16' }),
     contextLength,
     notice: () => undefined,
+    graph,
   };
   let samples: number[] = [];
   let peakMemoryBytes: number | null = null;
+  let stepMode = '';
   try {
     samples = await timeTrainSteps(environment, { batchSize, vocabSize, lr: config.optimizer.lr, steps: options.steps, warmup: options.warmup, onTimedStep: options.onTimedStep });
   } finally {
     peakMemoryBytes = peakBytesOf(backend);
+    stepMode = graph.phase === 'replay' ? 'graphed' : `eager (${graph.phase === 'off' ? graph.offReason : 'not captured yet: raise --warmup to 2'})`;
+    graph.release();
     disposeMoments(moments);
     model.dispose();
   }
@@ -151,6 +162,7 @@ export async function measureTrainStep(
     totalMs: samples.reduce((sum, sample) => sum + sample, 0),
     precision: config.device.precision,
     peakMemoryBytes,
+    stepMode,
   };
 }
 

@@ -23,7 +23,7 @@ import {
   measureFineTunePeer, measurePeer, PEER_NAMES, peerLabel, probePeer, type FineTunePeerResult, type MissingPeer, type PeerName, type PeerResult,
 } from '../bench/peers.js';
 import { benchConfig, measureTrainStep, type BenchPrecision, type TrainThroughput } from '../bench/train-throughput.js';
-import { integerArgument, type CliContext } from '../cli-context.js';
+import { cudaGraphArgument, integerArgument, type CliContext } from '../cli-context.js';
 import { ExitCode } from '../exit-codes.js';
 import { formatBytes, formatFixed, formatInteger, formatTable } from '../output/format.js';
 import { matmulPathOf } from './info.js';
@@ -42,6 +42,7 @@ interface BenchOptions {
   rounds: number;
   batch?: number;
   context?: number;
+  cudaGraph: string;
   json?: boolean;
 }
 
@@ -87,6 +88,7 @@ export function defineBenchCommand(program: Command, context: CliContext): void 
     .option('--rounds <n>', 'repeat kiln and the peers, alternating, and keep each one\'s median round', integerArgument(1), 1)
     .option('--peers <list>', "peers to measure in the same run: 'auto' (every installed one), 'none', or pytorch,tfjs-wasm", 'auto')
     .option('--precision <precision>', 'compute precision of the train step: f32 (the peers\' precision), bf16 or f16', 'f32')
+    .option('--cuda-graph <mode>', "'auto': capture the train step in a CUDA graph where the backend can, as kiln train does; 'off': eager", cudaGraphArgument, 'auto')
     .option('--no-generation', 'skip the generation throughput (tokens/s with a short and a full-context prompt)')
     .option('--no-kernels', 'skip the per-kernel timings')
     .option('--profile', 'also time every kernel of the train step (CUDA: device time with events; CPU: host time per call) and print where a step\'s time goes')
@@ -165,7 +167,7 @@ async function runBench(options: BenchOptions, context: CliContext): Promise<num
         for (const [index, variant] of variants.entries()) {
           const threadsText = variant.threads === null ? '' : ` (${variant.threads} thread${variant.threads === 1 ? '' : 's'})`;
           terminal.say(`measuring ${model} on ${backend.name}${threadsText}${roundText}: ${warmup} warm-up + ${steps} timed steps…`);
-          kilnRounds[index].push(await measureTrainStep(model, variant.backend, { steps, warmup, precision, batchSize: options.batch }));
+          kilnRounds[index].push(await measureTrainStep(model, variant.backend, { steps, warmup, precision, batchSize: options.batch, cudaGraph: options.cudaGraph === 'off' ? 'off' : 'auto' }));
         }
         for (const [index, { peer, threads }] of peerTasks.entries()) {
           terminal.say(`measuring ${model} on ${peer}${peer === 'pytorch' ? ` (${threads} thread${threads === 1 ? '' : 's'})` : ''}${roundText}: ${warmup} warm-up + ${steps} timed steps…`);

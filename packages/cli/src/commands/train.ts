@@ -13,7 +13,7 @@ import { adaptConfigToBackend, formatTrainConfig, loadTrainConfig, LOSS_PLOT_FIL
 import { describeDeterminism, reportResolution, setUpBackend, trainBackendRequest } from '../backend-setup.js';
 import { formatKernelProfile } from '../bench/kernel-profile.js';
 import { createTrainProfiler, PROFILE_STEPS, PROFILE_WARMUP_STEPS } from '../bench/train-profile.js';
-import { integerArgument, type CliContext } from '../cli-context.js';
+import { cudaGraphArgument, integerArgument, type CliContext } from '../cli-context.js';
 import { loadEmbeddedCorpus, type Corpus } from '../corpus.js';
 import { ExitCode } from '../exit-codes.js';
 import { bitsPerByte, formatDuration, formatFixed, formatInteger } from '../output/format.js';
@@ -46,6 +46,7 @@ interface TrainOptions {
   allowNonFinite?: boolean;
   profile?: boolean;
   allowDeviceFallback?: boolean;
+  cudaGraph?: string;
 }
 
 /** Registers `kiln train`. */
@@ -69,6 +70,7 @@ export function defineTrainCommand(program: Command, context: CliContext): void 
     .option('--resume', 'continue from the newest good checkpoint in the run directory (damaged ones are skipped with a note)')
     .option('--allow-non-finite', 'with --resume or --init-from: load weights that hold NaN or Infinity instead of refusing them')
     .option('--seed <n>', 'seed of weight init and batch sampling', integerArgument(0))
+    .option('--cuda-graph <mode>', "'auto' (default): capture the steady-state step in a CUDA graph where the backend can and replay it; 'off': run every step eagerly", cudaGraphArgument)
     .option('--profile', `time every kernel of ${PROFILE_STEPS} steps after ${PROFILE_WARMUP_STEPS} (CUDA: device time with events) and print where a step's time goes`)
     .option('--verbose', 'print the whole resolved config')
     .option('--json', 'print one JSON event per line instead of progress')
@@ -166,6 +168,9 @@ function overridesFrom(options: TrainOptions): PartialTrainConfig {
   const outputDir = options.output ?? (options.config === undefined ? DEFAULT_OUTPUT_DIR : undefined);
   if (outputDir !== undefined) section('checkpoint').outputDir = outputDir;
   if (options.device !== undefined) section('device').device = options.device;
+  if (options.cudaGraph !== undefined) section('device').cudaGraph = options.cudaGraph;
+  // A profile times each kernel launch: a replayed graph would hide them.
+  else if (options.profile === true) section('device').cudaGraph = 'off';
   if (options.seed !== undefined) overrides.seed = options.seed;
   if (options.initFrom !== undefined) overrides.initFrom = options.initFrom;
   if (options.lora !== undefined) overrides.lora = parseLoraOption(options.lora);

@@ -206,6 +206,29 @@ export interface Capabilities {
   deterministic?: boolean;
   /** Optional: one line on what the determinism depends on (e.g. 'same GPU model and build; cuBLAS without atomics'). */
   determinism?: string;
+  /** Optional (default false): true when captureGraph is implemented and usable on this instance (CUDA graphs). */
+  graphCapture?: boolean;
+}
+
+/**
+ * Device work recorded once by KernelBackend.captureGraph and queued again by replay(): the same
+ * kernels on the same buffers with the same arguments (shapes, scalars and pointers are fixed at
+ * capture). Inputs that change must be uploaded into buffers the capture read before replay();
+ * outputs are read from buffers it wrote after replay().
+ */
+export interface StepGraph {
+  /** Queues the recorded work (one launch); returns at once like any kernel. */
+  replay(): void;
+  /** Frees the graph and the memory pool its buffers came from (buffers still held stay valid). */
+  dispose(): void;
+}
+
+/** What captureGraph returns. */
+export interface CapturedGraph<T> {
+  /** The recorded work. */
+  graph: StepGraph;
+  /** What the captured function returned (tensors whose contents exist only after the first replay()). */
+  result: T;
 }
 
 /**
@@ -295,6 +318,10 @@ export interface KernelBackend {
   sumOfSquaresMulti?(tensors: readonly TensorRef[], out: TensorRef): void;
   /** Optional: one AdamW step in place on every params[i], ms[i], vs[i] (f32 state) from grads[i] × gradientScale (lists of equal length, matching shapes); see AdamWMultiParams. */
   adamwMulti?(params: readonly TensorRef[], grads: readonly TensorRef[], ms: readonly TensorRef[], vs: readonly TensorRef[], options: AdamWMultiParams): void;
+
+  // ---- device graphs (optional; capabilities.graphCapture says when usable) ----
+  /** Optional: records the work `body` queues into a StepGraph instead of running it (nothing runs until replay()); no upload, download or synchronize inside; throws GraphCaptureError naming what was not capturable, and the backend stays usable. */
+  captureGraph?<T>(body: () => T): CapturedGraph<T>;
 }
 
 /** The result of probing a plugin: never throws, says why when unavailable. */

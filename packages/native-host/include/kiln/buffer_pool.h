@@ -8,6 +8,14 @@
 // given back and the allocation tried once more before OutOfMemory is thrown (kiln's
 // OutOfMemoryError, so the trainer halves its micro-batch). Each pooled buffer remembers the last
 // batch that used it (PooledBuffer.last_use), for devices that must not write a buffer in flight.
+//
+// Private pools (CUDA graph capture, runtime/device_context.h in backend-cuda): between
+// begin_capture(pool) and end_capture() a request is served from cached buffers only — the pool's
+// own free buffers first, then the general cache — and never by the device (a miss throws, and the
+// capture falls back to eager). Every buffer handed out during a capture belongs to that pool for
+// as long as it lives: freeing it (during the capture or after) returns it to the pool, never to
+// the general cache, so eager work can never reuse memory a replay writes. release_pool() ends
+// that when the graph goes.
 #pragma once
 
 #include <cstddef>
@@ -78,12 +86,33 @@ class BufferPool {
   /** The byte limit (0 = none). */
   std::size_t limit_bytes() const { return limit_bytes_; }
 
+  /** Serves requests for private pool `pool` (> 0) from cached buffers only, until end_capture(); `miss_hint` is the fix a miss suggests. */
+  void begin_capture(int pool, std::string miss_hint) {
+    capture_pool_ = pool;
+    capture_miss_hint_ = std::move(miss_hint);
+  }
+  /** Back to ordinary allocation. */
+  void end_capture() { capture_pool_ = 0; }
+  /** The pool of the capture in progress, or 0. */
+  int capture_pool() const { return capture_pool_; }
+  /** Gives pool `pool`'s free buffers to the general cache; its live buffers become ordinary ones (their graph was destroyed). */
+  void release_pool(int pool);
+
  private:
+  /** A cached buffer of class `wanted` for the capture in progress; false when there is none. */
+  bool take_for_capture(std::size_t wanted, PooledBuffer* buffer);
+
   PoolDevice& device_;
   std::size_t limit_bytes_;
   std::string limit_origin_;
   PoolStats stats_;
   std::unordered_map<std::size_t, std::vector<PooledBuffer>> free_lists_;
+  int capture_pool_ = 0;
+  std::string capture_miss_hint_;
+  /** Buffers owned by a private pool: device handle → pool. */
+  std::unordered_map<void*, int> pool_owner_;
+  /** Free buffers of each private pool, by size class. */
+  std::unordered_map<int, std::unordered_map<std::size_t, std::vector<PooledBuffer>>> pool_free_;
 };
 
 /** "1.50 MiB". */

@@ -21,6 +21,7 @@ const deviceSchema = z.strictObject({
   fallback: z.enum(['error', 'warn', 'allow']).optional(),
   allowDeviceFallback: z.boolean().optional(),
   checkpointActivations: z.boolean().optional(),
+  cudaGraph: z.enum(['auto', 'off']).optional(),
 });
 
 const modelSchema = z.strictObject({

@@ -9,5 +9,6 @@ export {
   type AdamWMoments, type AdamWStepOptions,
 } from './optimizer.js';
 export { runTrainStep, type StepBatch, type StepCounters, type StepEnvironment, type StepOutcome } from './train-step.js';
+export { StepGraphRunner, type CapturedStepOutputs, type CudaGraphMode, type MicroBatchInputs } from './step-graph.js';
 export { MetricsLog, type MetricsRecord } from './metrics-log.js';
 export { renderLossPlot, writeLossPlot, type LossPlotOptions, type LossPoint } from './loss-plot.js';

@@ -2,7 +2,8 @@
  * One optimizer step: the step's batch split into micro-batches (forward, backward, gradients
  * accumulated on the parameters), one host read of the loss and the global gradient norm, then
  * clipping and AdamW — or a skip when either is non-finite. An out-of-memory error during a
- * micro-batch frees the step, halves the micro-batch and retries the same tokens.
+ * micro-batch frees the step, halves the micro-batch and retries the same tokens. With a
+ * StepGraphRunner (step-graph.ts) the part before the host read is captured once and replayed.
  */
 import {
   add, backward, concat, KilnError, mul, noGrad, OutOfMemoryError, reshape, tensor, tidy,
@@ -13,6 +14,7 @@ import { causalLmLoss } from './causal-lm-loss.js';
 import { createComputeWeights, disposeComputeWeights, foldComputeGradients, type ComputeWeights } from './compute-weights.js';
 import type { DynamicLossScaler } from './loss-scaler.js';
 import { adamwStep, clearGradients, gradientNormSquared, type AdamWMoments } from './optimizer.js';
+import type { MicroBatchInputs, StepGraphRunner } from './step-graph.js';
 
 /** What stays the same from step to step. */
 export interface StepEnvironment {
@@ -32,6 +34,8 @@ export interface StepEnvironment {
   contextLength: number;
   /** Receives notices (out-of-memory retries). */
   notice: (message: string) => void;
+  /** Optional: captures and replays the step in a device graph where the backend can. */
+  graph?: StepGraphRunner;
 }
 
 /** What changes as the run goes (the micro-batch after out-of-memory retries, the update count). */
@@ -70,10 +74,12 @@ export interface StepOutcome {
 export async function runTrainStep(environment: StepEnvironment, counters: StepCounters, batch: StepBatch): Promise<StepOutcome> {
   const parameters = environment.model.parameters;
   const scale = environment.scaler.scale;
+  const graphed = await runGraphedPart(environment, counters, batch, scale);
+  if (graphed) return finishStep(environment, counters, batch, scale, graphed);
   let lossTotal: Tensor;
   for (;;) {
     try {
-      lossTotal = accumulateGradients(environment, batch, counters.microBatchSize, scale);
+      lossTotal = accumulateGradients(environment, hostInputs(environment, batch, counters.microBatchSize), batch.batchSize / counters.microBatchSize, scale);
       break;
     } catch (error) {
       clearGradients(parameters);
@@ -86,12 +92,19 @@ export async function runTrainStep(environment: StepEnvironment, counters: StepC
       );
     }
   }
-  const [loss, normSquared] = await readLossAndNorm(lossTotal, gradientNormSquared(parameters));
+  const values = await readPacked(packLossAndNorm(lossTotal, gradientNormSquared(parameters)), true);
+  return finishStep(environment, counters, batch, scale, values);
+}
+
+/** Clipping and AdamW (or a skip) from the step's loss and squared gradient norm. */
+function finishStep(environment: StepEnvironment, counters: StepCounters, batch: StepBatch, scale: number, values: [number, number]): StepOutcome {
+  const parameters = environment.model.parameters;
+  const [loss, normSquared] = values;
   const gradNorm = Math.sqrt(normSquared) / scale;
   const finite = Number.isFinite(loss) && Number.isFinite(gradNorm);
   environment.scaler.update(finite);
   if (!finite) {
-    clearGradients(parameters);
+    releaseGradients(environment);
     return { loss, gradNorm, skipped: true };
   }
   const clip = environment.optimizer.gradClip;
@@ -103,28 +116,34 @@ export async function runTrainStep(environment: StepEnvironment, counters: StepC
     step: counters.optimizerStep,
     gradientScale: clipFactor / scale,
   });
-  clearGradients(parameters);
+  releaseGradients(environment);
   return { loss, gradNorm, skipped: false };
+}
+
+/** Frees the step's gradients, or only detaches them from the parameters when a captured graph owns them. */
+function releaseGradients(environment: StepEnvironment): void {
+  const parameters = environment.model.parameters;
+  if (environment.graph?.phase !== 'replay') {
+    clearGradients(parameters);
+    return;
+  }
+  for (const parameter of parameters.values()) parameter.grad = null;
 }
 
 /**
  * Forward + backward over every micro-batch; returns the batch's mean loss as a device scalar.
  * Below f32 the weights are cast to the compute dtype once for the whole step (compute-weights.ts).
  */
-function accumulateGradients(environment: StepEnvironment, batch: StepBatch, microBatchSize: number, scale: number): Tensor {
-  const { model, backend, contextLength } = environment;
-  const accumulation = batch.batchSize / microBatchSize;
-  const windowTokens = microBatchSize * contextLength;
+function accumulateGradients(environment: StepEnvironment, inputs: (index: number) => MicroBatchInputs, accumulation: number, scale: number): Tensor {
+  const { model } = environment;
   let total: Tensor | undefined;
   let computeWeights: ComputeWeights | undefined;
   try {
     computeWeights = createComputeWeights(model.parameters, environment.forwardOptions.computeDType);
     const forwardOptions = computeWeights ? { ...environment.forwardOptions, computeWeights } : environment.forwardOptions;
     for (let index = 0; index < accumulation; index++) {
-      const begin = index * windowTokens;
       const part = tidy(() => {
-        const ids = tensor(batch.inputs.subarray(begin, begin + windowTokens), [microBatchSize, contextLength], { dtype: 'i32', backend });
-        const targets = tensor(batch.targets.subarray(begin, begin + windowTokens), [microBatchSize, contextLength], { dtype: 'i32', backend });
+        const { ids, targets } = inputs(index);
         const loss = causalLmLoss(model, ids, targets, { forwardOptions });
         // Each micro-batch carries 1/accumulation of the loss, so the summed gradient is the batch mean.
         backward(mul(loss, scale / accumulation));
@@ -149,17 +168,83 @@ function accumulateGradients(environment: StepEnvironment, batch: StepBatch, mic
   return total!;
 }
 
-/** Reads both scalars with one device-to-host transfer and frees them. */
-async function readLossAndNorm(loss: Tensor, normSquared: Tensor): Promise<[number, number]> {
+/** Micro-batch `index`'s ids and targets as new device tensors (created inside the caller's tidy, freed with it). */
+function hostInputs(environment: StepEnvironment, batch: StepBatch, microBatchSize: number): (index: number) => MicroBatchInputs {
+  const { backend, contextLength } = environment;
+  const windowTokens = microBatchSize * contextLength;
+  return (index) => {
+    const begin = index * windowTokens;
+    return {
+      ids: tensor(batch.inputs.subarray(begin, begin + windowTokens), [microBatchSize, contextLength], { dtype: 'i32', backend }),
+      targets: tensor(batch.targets.subarray(begin, begin + windowTokens), [microBatchSize, contextLength], { dtype: 'i32', backend }),
+    };
+  };
+}
+
+/** [loss, normSquared] in one tensor (frees both), so one device-to-host transfer reads them. */
+function packLossAndNorm(loss: Tensor, normSquared: Tensor): Tensor {
   const packed = noGrad(() => tidy(() => concat([reshape(loss, [1]), reshape(normSquared, [1])], 0)));
   loss.dispose();
   normSquared.dispose();
+  return packed;
+}
+
+/** Reads the packed scalars; frees them when `free` (a captured step's outputs stay for the next replay). */
+async function readPacked(packed: Tensor, free: boolean): Promise<[number, number]> {
   try {
     const values = await packed.data();
     return [values[0], values[1]];
   } finally {
-    packed.dispose();
+    if (free) packed.dispose();
   }
+}
+
+/**
+ * The graph path of a step (step-graph.ts): uploads the batch into the persistent inputs, then
+ * runs the part before the host read eagerly (warm-up), captures it, or replays it; leaves the
+ * gradients on the parameters and returns [loss, normSquared]. Undefined: run the eager path.
+ */
+async function runGraphedPart(environment: StepEnvironment, counters: StepCounters, batch: StepBatch, scale: number): Promise<[number, number] | undefined> {
+  const runner = environment.graph;
+  if (!runner?.active) return undefined;
+  if (environment.scaler.enabled) runner.turnOff('f16 training moves its loss scale, a constant of the captured step');
+  else if (environment.forwardOptions.dropoutSeed !== undefined) runner.turnOff('dropout draws new masks every step');
+  const staged = runner.stage(batch.inputs, batch.targets, counters.microBatchSize, environment.contextLength);
+  if (!staged) return undefined;
+  const parameters = environment.model.parameters;
+  const accumulation = staged.length;
+  const body = (): Tensor => packLossAndNorm(accumulateGradients(environment, (index) => staged[index]!, accumulation, scale), gradientNormSquared(parameters));
+  if (runner.phase === 'warmup') {
+    // Out of memory here: turn the graph off and let the eager path retry with a smaller micro-batch.
+    let packed: Tensor;
+    try {
+      packed = body();
+    } catch (error) {
+      clearGradients(parameters);
+      if (!isOutOfMemory(error)) throw error;
+      runner.turnOff('out of memory in the warm-up step');
+      return undefined;
+    }
+    runner.phase = 'capture';
+    return readPacked(packed, true);
+  }
+  let outputs;
+  if (runner.phase === 'capture') {
+    outputs = runner.capture(body, () => gradientsOf(parameters), () => clearGradients(parameters));
+    if (!outputs) return undefined;
+  } else {
+    outputs = runner.replay();
+  }
+  for (const [name, gradient] of outputs.gradients) parameters.get(name)!.grad = gradient;
+  const values = await readPacked(outputs.packed, false);
+  return values;
+}
+
+/** Each parameter's gradient (the captured step's outputs). */
+function gradientsOf(parameters: ReadonlyMap<string, Tensor>): Map<string, Tensor> {
+  const gradients = new Map<string, Tensor>();
+  for (const [name, parameter] of parameters) if (parameter.grad) gradients.set(name, parameter.grad);
+  return gradients;
 }
 
 function isOutOfMemory(error: unknown): error is OutOfMemoryError {

@@ -21,6 +21,7 @@ import { initFromTokenizer, prepareRunStart, withInitFromModel } from './run-set
 import { LossStallWatch } from './loss-stall.js';
 import { learningRateAt } from './schedule.js';
 import { runTrainStep, type StepCounters, type StepEnvironment } from './train-step.js';
+import { StepGraphRunner } from './step-graph.js';
 
 /** File names written into checkpoint.outputDir. */
 export const METRICS_FILE = 'metrics.jsonl';
@@ -63,6 +64,7 @@ async function trainLocked(
   const { model, moments } = start;
   let data: Awaited<ReturnType<typeof loadData>> | undefined;
   let metrics: MetricsLog | undefined;
+  let graph: StepGraphRunner | undefined;
   try {
     // Fine-tuning reads text with the model's own tokenizer (data.tokenizer overrides it).
     data = await loadData(start.config.data, {
@@ -80,7 +82,10 @@ async function trainLocked(
       microBatchSize: saved ? Math.min(saved.microBatchSize, schedule.microBatchSize) : schedule.microBatchSize,
       optimizerStep: saved?.optimizerStep ?? 0,
     };
-    const environment: StepEnvironment = { model, moments, backend, forwardOptions, optimizer, scaler, contextLength, notice };
+    graph = new StepGraphRunner(backend, config.device.cudaGraph ?? 'auto', notice);
+    // `kiln train` says whether the step is graphed wherever the backend could capture it.
+    if (backend.capabilities.graphCapture === true) notice(graph.describe());
+    const environment: StepEnvironment = { model, moments, backend, forwardOptions, optimizer, scaler, contextLength, notice, graph };
     metrics = await MetricsLog.open(join(outputDir, METRICS_FILE), { resumeStep: saved?.step });
     if (start.resumed) {
       notice(`resuming from ${start.resumed.path} at step ${start.resumed.state.step} (micro-batch ${counters.microBatchSize} × ${schedule.batchSize / counters.microBatchSize} accumulation)`);
@@ -195,6 +200,7 @@ async function trainLocked(
       adaptations: adapted.adaptations,
     };
   } finally {
+    graph?.release();
     metrics?.close();
     data?.train.close();
     data?.validation.close();

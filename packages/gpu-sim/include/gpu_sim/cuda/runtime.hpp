@@ -10,6 +10,13 @@
 //  - a kernel that wrote past the end of an allocation is caught at cudaFree or at the next
 //    stream/device synchronisation by its damaged red zone (cudaErrorIllegalAddress);
 //  - a divergent barrier or collective fails the launch (cudaErrorLaunchFailure).
+//
+// Stream capture and graphs (cudaStreamBeginCapture … cudaGraphLaunch): while a stream captures,
+// kernel launches, device-side copies and memsets on it are recorded instead of run (arguments
+// bound by value, as on a GPU); cudaGraphLaunch re-runs the recorded operations in order. What
+// CUDA refuses during capture fails the same way here: a synchronisation, a copy to or from host
+// memory on the capturing stream, cudaMalloc/cudaFree return cudaErrorStreamCaptureUnsupported and
+// invalidate the capture, whose cudaStreamEndCapture then returns cudaErrorStreamCaptureInvalidated.
 // gpu_sim_cuda_fault_detail() returns the explanation of the last such error.
 //
 // inject_launch_fault()/inject_synchronize_fault() make the next launch or synchronisation fail, so
@@ -24,12 +31,15 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "../engine.hpp"
 #include "device.hpp"
@@ -46,10 +56,13 @@ enum cudaError_t : int {
   cudaErrorNoDevice = 100,
   cudaErrorInvalidDevice = 101,
   cudaErrorInvalidResourceHandle = 400,
+  cudaErrorIllegalState = 401,
   cudaErrorNotReady = 600,
   cudaErrorIllegalAddress = 700,
   cudaErrorLaunchOutOfResources = 701,
   cudaErrorLaunchFailure = 719,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901,
   cudaErrorUnknown = 999,
 };
 using cudaError = cudaError_t;
@@ -85,8 +98,37 @@ struct cudaDeviceProp {
   int l2CacheSize;
 };
 
+enum cudaStreamCaptureMode : int {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2,
+};
+enum cudaStreamCaptureStatus : int {
+  cudaStreamCaptureStatusNone = 0,
+  cudaStreamCaptureStatusActive = 1,
+  cudaStreamCaptureStatusInvalidated = 2,
+};
+
+/** One recorded operation of a captured stream: re-runs it and returns its error. */
+using GpuSimGraphOperation = std::function<cudaError_t()>;
+
+struct CUgraph_st {
+  /** The recorded operations, in stream order. */
+  std::vector<GpuSimGraphOperation> operations;
+};
+struct CUgraphExec_st {
+  /** The operations cudaGraphLaunch runs, in order. */
+  std::vector<GpuSimGraphOperation> operations;
+};
+using cudaGraph_t = CUgraph_st*;
+using cudaGraphExec_t = CUgraphExec_st*;
+
 struct CUstream_st {
   unsigned flags;
+  /** Capture state of this stream. */
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  /** Operations recorded since cudaStreamBeginCapture. */
+  std::vector<GpuSimGraphOperation> recorded;
 };
 struct CUevent_st {
   unsigned flags;
@@ -127,6 +169,8 @@ struct RuntimeState {
   std::string injected_launch_fault;
   /** Test hook: the next synchronisation fails with cudaErrorIllegalAddress and this detail (an asynchronous fault). */
   std::string injected_synchronize_fault;
+  /** Streams capturing now (cudaMalloc, cudaFree and device-wide synchronisation are refused while one is). */
+  std::vector<CUstream_st*> capturing;
 };
 
 inline RuntimeState& runtime() {
@@ -213,6 +257,29 @@ inline std::string take_injected(std::string RuntimeState::*field) {
   return detail;
 }
 
+/** The stream capturing now (any, when `stream` is null), or nullptr. */
+inline CUstream_st* capturing_stream(CUstream_st* stream = nullptr) {
+  std::lock_guard<std::mutex> lock(runtime().mutex);
+  for (CUstream_st* candidate : runtime().capturing) {
+    if (stream == nullptr || candidate == stream) return candidate;
+  }
+  return nullptr;
+}
+
+/** Refuses `operation` during a capture as CUDA does: the capture is invalidated, cudaErrorStreamCaptureUnsupported returned. */
+inline cudaError_t refuse_in_capture(CUstream_st* stream, const std::string& operation) {
+  stream->capture = cudaStreamCaptureStatusInvalidated;
+  stream->recorded.clear();
+  return fault(cudaErrorStreamCaptureUnsupported, operation + " is not permitted while a stream is capturing (the capture is invalidated)");
+}
+
+/** Records `operation` on a capturing stream (true), or returns false when `stream` is not capturing. */
+inline bool record_if_capturing(CUstream_st* stream, GpuSimGraphOperation operation) {
+  if (stream == nullptr || stream->capture == cudaStreamCaptureStatusNone) return false;
+  if (stream->capture == cudaStreamCaptureStatusActive) stream->recorded.push_back(std::move(operation));
+  return true;
+}
+
 inline cudaError_t synchronize_all() {
   std::string injected = take_injected(&RuntimeState::injected_synchronize_fault);
   if (!injected.empty()) return fault(cudaErrorIllegalAddress, injected);
@@ -242,6 +309,9 @@ inline const char* cudaGetErrorName(cudaError_t error) {
     case cudaErrorNoDevice: return "cudaErrorNoDevice";
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
     case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case cudaErrorIllegalState: return "cudaErrorIllegalState";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
     case cudaErrorNotReady: return "cudaErrorNotReady";
     case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
     case cudaErrorLaunchOutOfResources: return "cudaErrorLaunchOutOfResources";
@@ -263,6 +333,9 @@ inline const char* cudaGetErrorString(cudaError_t error) {
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
     case cudaErrorNotReady: return "device not ready";
     case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
     case cudaErrorLaunchOutOfResources: return "too many resources requested for launch";
@@ -357,6 +430,7 @@ inline cudaError_t cudaMalloc(void** pointer, std::size_t bytes) {
   if (ready != cudaSuccess) return ready;
   if (pointer == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
   *pointer = nullptr;
+  if (CUstream_st* capturing = gpu_sim::cuda::capturing_stream()) return gpu_sim::cuda::refuse_in_capture(capturing, "cudaMalloc");
   auto& state = gpu_sim::cuda::runtime();
   {
     std::lock_guard<std::mutex> lock(state.mutex);
@@ -377,6 +451,7 @@ inline cudaError_t cudaMalloc(void** pointer, std::size_t bytes) {
 
 inline cudaError_t cudaFree(void* pointer) {
   if (pointer == nullptr) return cudaSuccess;
+  if (CUstream_st* capturing = gpu_sim::cuda::capturing_stream()) return gpu_sim::cuda::refuse_in_capture(capturing, "cudaFree");
   auto& state = gpu_sim::cuda::runtime();
   std::size_t size = 0;
   {
@@ -412,8 +487,20 @@ inline cudaError_t cudaFreeHost(void* pointer) {
   return cudaSuccess;
 }
 
-inline cudaError_t cudaMemcpyAsync(void* destination, const void* source, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t = nullptr) {
+inline cudaError_t cudaMemcpyAsync(void* destination, const void* source, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t stream = nullptr) {
   if (bytes == 0) return cudaSuccess;
+  if (stream == nullptr) {
+    // The legacy default stream (cudaMemcpy) would wait for a capturing stream.
+    if (CUstream_st* capturing = gpu_sim::cuda::capturing_stream()) return gpu_sim::cuda::refuse_in_capture(capturing, "a copy on the default stream");
+  } else if (stream->capture != cudaStreamCaptureStatusNone) {
+    if (kind != cudaMemcpyDeviceToDevice) return gpu_sim::cuda::refuse_in_capture(stream, "a copy to or from host memory");
+    if (stream->capture == cudaStreamCaptureStatusInvalidated) return gpu_sim::cuda::set_error(cudaErrorStreamCaptureInvalidated);
+    if (!gpu_sim::cuda::inside_allocation(source, bytes) || !gpu_sim::cuda::inside_allocation(destination, bytes)) {
+      return gpu_sim::cuda::fault(cudaErrorInvalidValue, "captured copy of " + std::to_string(bytes) + " bytes outside a live device allocation");
+    }
+    gpu_sim::cuda::record_if_capturing(stream, [=]() { return cudaMemcpyAsync(destination, source, bytes, kind, nullptr); });
+    return cudaSuccess;
+  }
   if (destination == nullptr || source == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
   const bool device_source = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
   const bool device_destination = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
@@ -431,8 +518,16 @@ inline cudaError_t cudaMemcpy(void* destination, const void* source, std::size_t
   return cudaMemcpyAsync(destination, source, bytes, kind, nullptr);
 }
 
-inline cudaError_t cudaMemsetAsync(void* destination, int value, std::size_t bytes, cudaStream_t = nullptr) {
+inline cudaError_t cudaMemsetAsync(void* destination, int value, std::size_t bytes, cudaStream_t stream = nullptr) {
   if (bytes == 0) return cudaSuccess;
+  if (stream != nullptr && stream->capture != cudaStreamCaptureStatusNone) {
+    if (stream->capture == cudaStreamCaptureStatusInvalidated) return gpu_sim::cuda::set_error(cudaErrorStreamCaptureInvalidated);
+    if (!gpu_sim::cuda::inside_allocation(destination, bytes)) {
+      return gpu_sim::cuda::fault(cudaErrorInvalidValue, "captured memset of " + std::to_string(bytes) + " bytes outside a live device allocation");
+    }
+    gpu_sim::cuda::record_if_capturing(stream, [=]() { return cudaMemsetAsync(destination, value, bytes, nullptr); });
+    return cudaSuccess;
+  }
   if (!gpu_sim::cuda::inside_allocation(destination, bytes)) {
     return gpu_sim::cuda::fault(cudaErrorInvalidValue, "memset of " + std::to_string(bytes) + " bytes outside a live device allocation");
   }
@@ -445,15 +540,21 @@ inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flag
   const cudaError_t ready = gpu_sim::cuda::device_ready();
   if (ready != cudaSuccess) return ready;
   if (stream == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
-  *stream = new CUstream_st{flags};
+  *stream = new CUstream_st{flags, cudaStreamCaptureStatusNone, {}};
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   delete stream;
   return cudaSuccess;
 }
-inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return gpu_sim::cuda::synchronize_all(); }
-inline cudaError_t cudaDeviceSynchronize() { return gpu_sim::cuda::synchronize_all(); }
+inline cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  if (stream != nullptr && stream->capture != cudaStreamCaptureStatusNone) return gpu_sim::cuda::refuse_in_capture(stream, "cudaStreamSynchronize");
+  return gpu_sim::cuda::synchronize_all();
+}
+inline cudaError_t cudaDeviceSynchronize() {
+  if (CUstream_st* capturing = gpu_sim::cuda::capturing_stream()) return gpu_sim::cuda::refuse_in_capture(capturing, "cudaDeviceSynchronize");
+  return gpu_sim::cuda::synchronize_all();
+}
 
 inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags) {
   if (event == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
@@ -478,8 +579,75 @@ inline cudaError_t cudaEventElapsedTime(float* milliseconds, cudaEvent_t start, 
   *milliseconds = static_cast<float>(end->recorded_ms - start->recorded_ms);
   return cudaSuccess;
 }
-inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return gpu_sim::cuda::synchronize_all(); }
+inline cudaError_t cudaEventSynchronize(cudaEvent_t) {
+  if (CUstream_st* capturing = gpu_sim::cuda::capturing_stream()) return gpu_sim::cuda::refuse_in_capture(capturing, "cudaEventSynchronize");
+  return gpu_sim::cuda::synchronize_all();
+}
 inline cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+
+inline cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
+  if (stream == nullptr) return gpu_sim::cuda::set_error(cudaErrorStreamCaptureUnsupported);  // the legacy stream cannot capture
+  if (mode != cudaStreamCaptureModeGlobal && mode != cudaStreamCaptureModeThreadLocal && mode != cudaStreamCaptureModeRelaxed) {
+    return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
+  }
+  if (stream->capture != cudaStreamCaptureStatusNone) return gpu_sim::cuda::set_error(cudaErrorIllegalState);
+  stream->capture = cudaStreamCaptureStatusActive;
+  stream->recorded.clear();
+  std::lock_guard<std::mutex> lock(gpu_sim::cuda::runtime().mutex);
+  gpu_sim::cuda::runtime().capturing.push_back(stream);
+  return cudaSuccess;
+}
+/** Ends the capture: *graph holds the recorded operations, or nullptr with cudaErrorStreamCaptureInvalidated after a refused operation. */
+inline cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
+  if (graph == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
+  *graph = nullptr;
+  if (stream == nullptr || stream->capture == cudaStreamCaptureStatusNone) return gpu_sim::cuda::set_error(cudaErrorIllegalState);
+  {
+    std::lock_guard<std::mutex> lock(gpu_sim::cuda::runtime().mutex);
+    auto& capturing = gpu_sim::cuda::runtime().capturing;
+    for (auto it = capturing.begin(); it != capturing.end(); ++it) {
+      if (*it == stream) {
+        capturing.erase(it);
+        break;
+      }
+    }
+  }
+  const bool invalidated = stream->capture == cudaStreamCaptureStatusInvalidated;
+  stream->capture = cudaStreamCaptureStatusNone;
+  std::vector<GpuSimGraphOperation> operations = std::move(stream->recorded);
+  stream->recorded.clear();
+  if (invalidated) return gpu_sim::cuda::set_error(cudaErrorStreamCaptureInvalidated);
+  *graph = new CUgraph_st{std::move(operations)};
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
+  if (status == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
+  *status = stream == nullptr ? cudaStreamCaptureStatusNone : stream->capture;
+  return cudaSuccess;
+}
+inline cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long /*flags*/ = 0) {
+  if (exec == nullptr || graph == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
+  *exec = new CUgraphExec_st{graph->operations};
+  return cudaSuccess;
+}
+/** Re-runs the graph's operations in order on `stream` (the simulator's streams run at once); the first error stops it. */
+inline cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  if (exec == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidResourceHandle);
+  if (stream != nullptr && stream->capture != cudaStreamCaptureStatusNone) return gpu_sim::cuda::refuse_in_capture(stream, "cudaGraphLaunch");
+  for (const GpuSimGraphOperation& operation : exec->operations) {
+    const cudaError_t error = operation();
+    if (error != cudaSuccess) return error;
+  }
+  return cudaSuccess;
+}
+inline cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  delete graph;
+  return cudaSuccess;
+}
+inline cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  delete exec;
+  return cudaSuccess;
+}
 
 template <typename Kernel>
 inline cudaError_t cudaFuncSetAttribute(Kernel*, cudaFuncAttribute, int) {
@@ -490,8 +658,9 @@ namespace gpu_sim::cuda {
 
 /** Runs `kernel(args...)` over the grid in the engine (the simulator's `kernel<<<grid, block, shared, stream>>>(args...)`). */
 template <typename... Parameters, typename... Arguments>
-cudaError_t launch_kernel(const char* name, void (*kernel)(Parameters...), dim3 grid, dim3 block, std::size_t shared_bytes, cudaStream_t,
+cudaError_t launch_kernel(const char* name, void (*kernel)(Parameters...), dim3 grid, dim3 block, std::size_t shared_bytes, cudaStream_t stream,
                           Arguments&&... arguments) {
+  if (stream != nullptr && stream->capture == cudaStreamCaptureStatusInvalidated) return set_error(cudaErrorStreamCaptureInvalidated);
   const cudaError_t ready = device_ready();
   if (ready != cudaSuccess) return ready;
   const unsigned long long threads = static_cast<unsigned long long>(block.x) * block.y * block.z;
@@ -505,16 +674,21 @@ cudaError_t launch_kernel(const char* name, void (*kernel)(Parameters...), dim3 
   std::string injected = take_injected(&RuntimeState::injected_launch_fault);
   if (!injected.empty()) return fault(cudaErrorLaunchFailure, std::string("kernel '") + name + "': " + injected);
   // Arguments are converted to the kernel's parameter types once, as the launch does on a GPU.
-  std::tuple<std::decay_t<Parameters>...> bound(static_cast<std::decay_t<Parameters>>(std::forward<Arguments>(arguments))...);
-  auto body = [&]() { std::apply(kernel, bound); };
+  auto bound = std::make_shared<std::tuple<std::decay_t<Parameters>...>>(static_cast<std::decay_t<Parameters>>(std::forward<Arguments>(arguments))...);
   LaunchShape shape;
   shape.grid = Dim3{grid.x, grid.y, grid.z};
   shape.block = Dim3{block.x, block.y, block.z};
   shape.dynamic_shared_bytes = shared_bytes;
   shape.kernel_name = name;
-  const LaunchResult result = Engine::instance().launch(shape, body);
-  if (!result.ok) return fault(cudaErrorLaunchFailure, result.message);
-  return cudaSuccess;
+  auto run = [kernel, bound, shape]() -> cudaError_t {
+    auto body = [&]() { std::apply(kernel, *bound); };
+    const LaunchResult result = Engine::instance().launch(shape, body);
+    if (!result.ok) return fault(cudaErrorLaunchFailure, result.message);
+    return cudaSuccess;
+  };
+  // A capturing stream records the launch (arguments bound now, as on a GPU); cudaGraphLaunch runs it.
+  if (record_if_capturing(stream, run)) return cudaSuccess;
+  return run();
 }
 
 }  // namespace gpu_sim::cuda
