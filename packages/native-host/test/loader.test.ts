@@ -11,7 +11,7 @@ import { fakeRequire, notFound, packageRoot } from './support/loader.js';
 interface LoaderCase {
   name: string;
   /** Loads with this platform, package root and module system. */
-  load(root: string, modules: Record<string, unknown | Error>): { source: string; addon: unknown; attempts: Array<{ name: string; error?: string }> };
+  load(root: string, modules: Record<string, unknown | Error>): ReturnType<typeof loadCudaAddon> | ReturnType<typeof loadMetalAddon>;
   localBuildPath(root: string): string;
   /** The prebuilt package of the platform the case runs as. */
   prebuilt: string;
@@ -43,7 +43,7 @@ describe.each(CASES)('the $name addon loader', (loader) => {
     const modules = { [`${loader.prebuilt}/package.json`]: { version: '0.3.0' }, [`${loader.prebuilt}/${node}`]: fakeAddon('prebuilt'), [loader.localBuildPath(at)]: fakeAddon('local') };
     const loaded = loader.load(at, modules);
     expect(loaded.source).toBe('prebuilt');
-    expect((loaded.addon as { label: string }).label).toBe('prebuilt');
+    expect((loaded.addon as unknown as { label: string }).label).toBe('prebuilt');
   });
 
   it('falls back to the local build when the platform package is not installed, recording why', () => {
