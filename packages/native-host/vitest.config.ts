@@ -11,6 +11,8 @@ export default defineConfig({
       { find: /^@kiln\/core\/internal$/, replacement: source('core/src/internal/index.ts') },
       { find: /^@kiln\/core\/native-backend$/, replacement: source('core/src/native-backend/index.ts') },
       { find: /^@kiln\/core$/, replacement: source('core/src/index.ts') },
+      { find: /^@kiln\/backend-cpu$/, replacement: source('backend-cpu/src/index.ts') },
+      { find: /^@kiln\/trainer$/, replacement: source('trainer/src/index.ts') },
       { find: /^@kiln\/backend-cuda$/, replacement: source('backend-cuda/src/index.ts') },
       { find: /^@kiln\/backend-metal$/, replacement: source('backend-metal/src/index.ts') },
     ],
