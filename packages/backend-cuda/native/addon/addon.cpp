@@ -62,26 +62,22 @@ Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
 // Test-only: makes the simulated machine look like one without a driver, with an old driver,
 // without devices, or with little memory; sets the engine's worker threads; makes the next
 // launch or synchronisation fail (to test the error paths).
-Napi::Value ConfigureSimulator(const Napi::CallbackInfo& info) {
-  return guarded(info.Env(), [&]() -> Napi::Value {
-    const OptionReader options(info, "configureSimulator");
-    gpu_sim::cuda::SimulatedDeviceConfig config = gpu_sim::cuda::device_config();
-    options.integer("driverVersion", 0, 99999, config.driver_version);
-    options.integer("deviceCount", 0, 64, config.device_count);
-    options.integer("memoryBytes", 0, kMaxSafeInteger, config.memory_bytes);
-    options.integer("multiprocessors", 1, 1024, config.multiprocessors);
-    gpu_sim::cuda::configure_device(config);
-    std::string launch_fault;
-    std::string synchronize_fault;
-    options.text("injectLaunchFault", launch_fault);
-    options.text("injectSynchronizeFault", synchronize_fault);
-    if (!launch_fault.empty()) gpu_sim::cuda::inject_launch_fault(launch_fault);
-    if (!synchronize_fault.empty()) gpu_sim::cuda::inject_synchronize_fault(synchronize_fault);
-    gpu_sim::EngineSettings settings = gpu_sim::Engine::instance().settings();
-    options.integer("workers", 1, 64, settings.workers);
-    if (options.has("workers")) gpu_sim::Engine::instance().configure(settings);
-    return info.Env().Undefined();
-  });
+void apply_simulator_options(const OptionReader& options) {
+  gpu_sim::cuda::SimulatedDeviceConfig config = gpu_sim::cuda::device_config();
+  options.integer("driverVersion", 0, 99999, config.driver_version);
+  options.integer("deviceCount", 0, 64, config.device_count);
+  options.integer("memoryBytes", 0, kMaxSafeInteger, config.memory_bytes);
+  options.integer("multiprocessors", 1, 1024, config.multiprocessors);
+  gpu_sim::cuda::configure_device(config);
+  std::string launch_fault;
+  std::string synchronize_fault;
+  options.text("injectLaunchFault", launch_fault);
+  options.text("injectSynchronizeFault", synchronize_fault);
+  if (!launch_fault.empty()) gpu_sim::cuda::inject_launch_fault(launch_fault);
+  if (!synchronize_fault.empty()) gpu_sim::cuda::inject_synchronize_fault(synchronize_fault);
+  gpu_sim::EngineSettings settings = gpu_sim::Engine::instance().settings();
+  options.integer("workers", 1, 64, settings.workers);
+  if (options.has("workers")) gpu_sim::Engine::instance().configure(settings);
 }
 #endif
 
@@ -90,7 +86,7 @@ Napi::Value ConfigureSimulator(const Napi::CallbackInfo& info) {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   const auto open = [](const BackendOptions& options) -> std::unique_ptr<KernelDevice> { return std::make_unique<CudaDevice>(options); };
 #if defined(KILN_CUDA_SIMULATOR)
-  return register_backend(env, exports, BackendSpec{open, cuda_extra_methods(), {{"probe", Probe}, {"buildInfo", BuildInfo}, {"configureSimulator", ConfigureSimulator}}});
+  return register_backend(env, exports, BackendSpec{open, cuda_extra_methods(), {{"probe", Probe}, {"buildInfo", BuildInfo}, {"configureSimulator", configure_simulator<apply_simulator_options>}}});
 #else
   return register_backend(env, exports, BackendSpec{open, cuda_extra_methods(), {{"probe", Probe}, {"buildInfo", BuildInfo}}});
 #endif

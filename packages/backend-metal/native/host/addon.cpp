@@ -55,24 +55,20 @@ Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
 #if defined(KILN_METAL_SIMULATOR)
 // Test-only: reshapes the simulated machine (GPUs, OS version, family, memory), sets the engine's
 // worker threads, and makes the next command buffer fail (to test the error paths).
-Napi::Value ConfigureSimulator(const Napi::CallbackInfo& info) {
-  return guarded(info.Env(), [&]() -> Napi::Value {
-    const OptionReader options(info, "configureSimulator");
-    sim::SimulatorConfig config = sim::config();
-    options.integer("deviceCount", 0, 64, config.device_count);
-    options.text("osVersion", config.os_version);
-    options.text("name", config.name);
-    options.text("family", config.family);
-    options.boolean("simdgroupMatrix", config.simdgroup_matrix);
-    options.integer("memoryBytes", 0, kMaxSafeInteger, config.memory_bytes);
-    options.integer("recommendedMaxWorkingSetSize", 0, kMaxSafeInteger, config.recommended_working_set_bytes);
-    options.text("injectCommandBufferError", config.inject_command_buffer_error);
-    sim::configure(config);
-    unsigned workers = 0;
-    options.integer("workers", 1, 64, workers);
-    if (workers > 0) sim::set_workers(workers);
-    return info.Env().Undefined();
-  });
+void apply_simulator_options(const OptionReader& options) {
+  sim::SimulatorConfig config = sim::config();
+  options.integer("deviceCount", 0, 64, config.device_count);
+  options.text("osVersion", config.os_version);
+  options.text("name", config.name);
+  options.text("family", config.family);
+  options.boolean("simdgroupMatrix", config.simdgroup_matrix);
+  options.integer("memoryBytes", 0, kMaxSafeInteger, config.memory_bytes);
+  options.integer("recommendedMaxWorkingSetSize", 0, kMaxSafeInteger, config.recommended_working_set_bytes);
+  options.text("injectCommandBufferError", config.inject_command_buffer_error);
+  sim::configure(config);
+  unsigned workers = 0;
+  options.integer("workers", 1, 64, workers);
+  if (workers > 0) sim::set_workers(workers);
 }
 #endif
 
@@ -81,7 +77,7 @@ Napi::Value ConfigureSimulator(const Napi::CallbackInfo& info) {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   std::vector<AddonFunction> functions = {{"probe", Probe}, {"buildInfo", BuildInfo}};
 #if defined(KILN_METAL_SIMULATOR)
-  functions.push_back({"configureSimulator", ConfigureSimulator});
+  functions.push_back({"configureSimulator", configure_simulator<apply_simulator_options>});
 #endif
   const auto open = [env](const BackendOptions& options) -> std::unique_ptr<KernelDevice> { return std::make_unique<MetalKernelDevice>(env, options); };
   return register_backend(env, exports, BackendSpec{open, metal_extra_methods(), std::move(functions)});

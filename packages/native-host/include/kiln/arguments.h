@@ -91,6 +91,10 @@ class OptionReader {
   Napi::Object object_;
 };
 
+/** A test-only configureSimulator(options) export: `Apply` reads the options into the simulated machine. */
+template <void (*Apply)(const OptionReader& options)>
+Napi::Value configure_simulator(const Napi::CallbackInfo& info);
+
 /** Converts a NativeError into the JS error core maps to a KilnError. */
 Napi::Error to_js_error(Napi::Env env, const NativeError& error);
 
@@ -108,6 +112,14 @@ auto guarded(Napi::Env env, Body&& body) -> decltype(body()) {
   } catch (const std::exception& error) {
     throw to_js_error(env, NativeError(ErrorKind::kDevice, backend_message(std::string("unexpected native error: ") + error.what())));
   }
+}
+
+template <void (*Apply)(const OptionReader& options)>
+Napi::Value configure_simulator(const Napi::CallbackInfo& info) {
+  return guarded(info.Env(), [&]() -> Napi::Value {
+    Apply(OptionReader(info, "configureSimulator"));
+    return info.Env().Undefined();
+  });
 }
 
 }  // namespace kiln
