@@ -435,7 +435,9 @@ AdamWMultiCall read_adamw_multi(BufferTable& buffers, const Napi::CallbackInfo& 
                 std::to_string(call.ms.size()) + ", " + std::to_string(call.vs.size()));
   }
   for (std::size_t i = 0; i < count; i++) {
-    const std::string index = "[" + std::to_string(i) + "]";
+    std::string index("[");  // appended, not prepended: GCC 12 warns (-Wrestrict) on "[" + std::string&&
+    index += std::to_string(i);
+    index += ']';
     const std::string why = "as many elements as params" + index;
     expect_count(call.grads[i], call.params[i].count, name, ("grads" + index).c_str(), why);
     expect_dtype(call.ms[i], KILN_DTYPE_F32, name, ("ms" + index).c_str());
