@@ -3,7 +3,8 @@
  * written once: buffer handles and argument checks before a call crosses into native code, the
  * dtype/op code tables the addon takes, the mapping of the addon's failures to KilnErrors, the
  * addon loader (prebuilt per-platform package → local build → one error listing every attempt),
- * the shared fused kernels' checks and calls, per-kernel device timing, the flash-attention argument checks, and
+ * the shared fused kernels' checks and calls, per-kernel device timing, the flash-attention argument checks, the
+ * lazily loaded simulator addon (tests), and
  * NativeKernelBackend: a KernelBackend over such an addon that a backend subclasses. Used by @kiln/backend-cuda and @kiln/backend-metal;
  * see docs/writing-a-backend.md.
  */
@@ -25,3 +26,4 @@ export {
 } from './codes.js';
 export { isNativeFailure, nativeErrorMapping, type NativeErrorMapping, type NativeFailure } from './native-error.js';
 export { NativeBuffer, type NativeTensor } from './native-tensor.js';
+export { simulatorAddon, type SimulatorAddon } from './simulator-addon.js';
