@@ -19,7 +19,7 @@ export {
 export { kernelTimingSourceOf, type DeviceKernelTiming, type KernelTimingSource } from './kernel-timing.js';
 export { NativeFusedKernels, type NativeAdamWMultiOptions, type NativeFusedMethods } from './fused-kernels.js';
 export { NativeKernelBackend, type NativeKernelBackendParts } from './native-kernel-backend.js';
-export type { NativeKernelMethods } from './native-methods.js';
+export type { NativeKernelMethods, NativePoolMemory } from './native-methods.js';
 export { formatShape, nativeArgumentChecks, type CheckedTensor, type NativeArgumentChecks } from './argument-checks.js';
 export {
   BINARY_CODE, BINARY_ORDER, DTYPE_CODE, DTYPE_ORDER, I32_BINARY, I32_UNARY, REDUCE_CODE, REDUCE_ORDER, UNARY_CODE, UNARY_ORDER,
