@@ -1,10 +1,20 @@
 // Sums vitest's JSON reports (packages/*/test-results.json, examples/*/test-results.json) into the closing line CI reads:
 // "N passed, N failed, N skipped". A package with a test script but no report counts as one
-// failure (its test run crashed before reporting). Exits 1 when anything failed.
+// failure (its test run crashed before reporting). `--failed-step <name>` (repeatable) adds one failure
+// for a CI step that is not a test run, such as the linter. Exits 1 when anything failed.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const repository = join(import.meta.dirname, '..');
+const failedSteps = [];
+for (let index = 2; index < process.argv.length; index++) {
+  const argument = process.argv[index];
+  if (argument !== '--failed-step' || index + 1 >= process.argv.length) {
+    console.error(`test-summary: unknown argument ${argument}; usage: node scripts/test-summary.mjs [--failed-step <name>]…`);
+    process.exit(2);
+  }
+  failedSteps.push(process.argv[++index]);
+}
 const directories = ['packages', 'examples']
   .filter((folder) => existsSync(join(repository, folder)))
   .flatMap((folder) => readdirSync(join(repository, folder)).sort().map((name) => join(repository, folder, name)));
@@ -28,6 +38,10 @@ for (const directory of directories) {
   failed += (report.numFailedTests ?? 0) + suiteFailures;
   skipped += (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
   console.log(`${manifest.name}: ${report.numPassedTests} passed, ${report.numFailedTests + suiteFailures} failed, ${report.numPendingTests + (report.numTodoTests ?? 0)} skipped`);
+}
+for (const step of failedSteps) {
+  console.log(`${step}: failed`);
+  failed += 1;
 }
 console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
 process.exit(failed > 0 ? 1 : 0);

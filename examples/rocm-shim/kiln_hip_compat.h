@@ -84,6 +84,9 @@
 // not-portable-file: kernels/matmul_mma.cu — chooses that kernel (the shim's stand-in always answers WMMA)
 // not-portable-file: kernels/matmul_mma_f16.cu — instantiates matmul_mma.cuh
 // not-portable-file: kernels/matmul_mma_bf16.cu — instantiates matmul_mma.cuh
+// not-portable-file: kernels/ptx_wgmma.cuh — inline PTX wgmma, mbarrier, TMA bulk tensor copies, setmaxnreg (sm_90a)
+// not-portable-file: kernels/matmul_wgmma_f16.cu — instantiates matmul_wgmma.cuh
+// not-portable-file: kernels/matmul_wgmma_bf16.cu — instantiates matmul_wgmma.cuh
 // not-portable-file: runtime/cublas.cpp — compiles, but dlopens libcublas.so with cuBLAS prototypes and enum values: a HIP build loads rocBLAS instead
 // ---------------------------------------------------------------------------------------------
 
@@ -96,6 +99,8 @@
 #define cudaError_t hipError_t
 #define cudaStream_t hipStream_t
 #define cudaEvent_t hipEvent_t
+#define cudaGraph_t hipGraph_t
+#define cudaGraphExec_t hipGraphExec_t
 #define cudaDeviceProp hipDeviceProp_t
 #define __nv_bfloat16 __hip_bfloat16
 
@@ -116,6 +121,7 @@
 #define cudaStreamNonBlocking hipStreamNonBlocking
 #define cudaEventDisableTiming hipEventDisableTiming
 #define cudaEventDefault hipEventDefault
+#define cudaStreamCaptureModeThreadLocal hipStreamCaptureModeThreadLocal
 #define cudaFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
 
 // ---- runtime API: same arguments, HIP's name ---------------------------------------------------
@@ -142,6 +148,13 @@
 #define cudaEventSynchronize hipEventSynchronize
 #define cudaEventDestroy hipEventDestroy
 #define cudaEventElapsedTime hipEventElapsedTime
+#define cudaStreamBeginCapture hipStreamBeginCapture
+#define cudaStreamEndCapture hipStreamEndCapture
+#define cudaGraphLaunch hipGraphLaunch
+#define cudaGraphDestroy hipGraphDestroy
+#define cudaGraphExecDestroy hipGraphExecDestroy
+// CUDA 12's three-argument cudaGraphInstantiate(exec, graph, flags) is HIP's ...WithFlags form.
+#define cudaGraphInstantiate hipGraphInstantiateWithFlags
 
 // ---- runtime API: different arguments -------------------------------------------------------------
 /** cudaMallocHost(pointer, bytes): pinned host memory (hipHostMalloc takes a flags argument). */

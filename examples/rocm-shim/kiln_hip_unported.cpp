@@ -1,7 +1,8 @@
 // kiln_hip_unported.cpp — the host entry points whose @kiln/backend-cuda sources do not compile for
 // HIP (inline PTX, nvcuda::wmma, the cuBLAS loader), so that a first HIP build of the portable
 // sources links. Compile it in place of kernels/attention_{forward,backward}.cu,
-// kernels/matmul_wmma_{f16,bf16}.cu, kernels/matmul_mma{,_f16,_bf16}.cu and runtime/cublas.cpp
+// kernels/matmul_wmma_{f16,bf16}.cu, kernels/matmul_mma{,_f16,_bf16}.cu, kernels/matmul_wgmma_{f16,bf16}.cu and
+// runtime/cublas.cpp
 // (see docs/rocm-walkthrough.md).
 //
 // None of these is reached by a correct TypeScript layer: its capabilities answer false for
@@ -32,9 +33,21 @@ cudaError_t launch_matmul_mma_f16(const LaunchContext&, const void*, const void*
 
 cudaError_t launch_matmul_mma_bf16(const LaunchContext&, const void*, const void*, void*, const MatmulShape&) { return hipErrorNotSupported; }
 
+cudaError_t launch_matmul_wgmma_f16(const LaunchContext&, const void*, const void*, void*, const MatmulShape&, bool& maps_refused) {
+  maps_refused = true;
+  return hipErrorNotSupported;
+}
+
+cudaError_t launch_matmul_wgmma_bf16(const LaunchContext&, const void*, const void*, void*, const MatmulShape&, bool& maps_refused) {
+  maps_refused = true;
+  return hipErrorNotSupported;
+}
+
 bool device_runs_mma_kernels() { return false; }
 
-HalfMatmulKernel choose_half_matmul_kernel(const void*, const void*, const MatmulShape&) { return HalfMatmulKernel::kWmma; }
+bool device_runs_wgmma_kernels() { return false; }
+
+HalfMatmulKernel choose_half_matmul_kernel(const LaunchContext&, const void*, const void*, const MatmulShape&) { return HalfMatmulKernel::kWmma; }
 
 const CublasLookup& find_cublas(const std::string&) {
   static const CublasLookup none{false, "", "this ROCm build has no BLAS loader yet (rocBLAS support is future work)", nullptr};

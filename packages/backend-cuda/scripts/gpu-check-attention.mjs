@@ -3,6 +3,8 @@
 //  2. speed: kiln's attention forward and forward + backward at B=8, H=16, T=2048, D=128, causal,
 //     bf16, against torch.nn.functional.scaled_dot_product_attention timed in the same run by
 //     scripts/attention-vs-torch.py (target: kiln at ≥ 60 % of torch's speed);
+//     kiln's forward + backward is also timed tokens-major ([B, T, H, D], what the trainer passes
+//     for GPT-2-style models; the same buffers read with the other layout) next to heads-major;
 //  3. correctness at that shape: kiln's and torch's outputs are both compared with an f32
 //     reference the Python script computes from the same bf16 inputs; kiln may be at most
 //     2× (+1e-3) as far from it as torch is (relative L2 error), and lse within 1e-4.
@@ -146,6 +148,18 @@ export async function checkAttention(backend, options = {}) {
         backward();
       }),
     };
+    if (backend.capabilities.attentionLayouts?.includes('tokens-major')) {
+      // The same buffers as [B, T, H, D]: only the strides the kernels walk change, so this times the layout.
+      const [qTokens, kTokens] = [[batch, lengthQ, headsQ, headDim], [batch, lengthK, headsKV, headDim]];
+      const as = (ref, dims) => ({ buffer: ref.buffer, shape: dims, dtype: ref.dtype });
+      const tokensParams = { ...params, layout: 'tokens-major' };
+      const [tq, tk, tv, tOut, tdOut, tdq, tdk, tdv] = [[q, qTokens], [k, kTokens], [v, kTokens], [out, qTokens], [dOut, qTokens], [dq, qTokens], [dk, kTokens], [dv, kTokens]]
+        .map(([ref, dims]) => as(ref, dims));
+      section.kiln.tokensMajorForwardBackwardMs = await time(() => {
+        backend.attention(tq, tk, tv, null, tOut, lse, tokensParams);
+        backend.attentionBackward(tq, tk, tv, null, tOut, lse, tdOut, tdq, tdk, tdv, tokensParams);
+      });
+    }
 
     // 3. torch: timings, outputs and the f32 reference
     forward();
@@ -215,6 +229,10 @@ function printTable(section, log) {
     const torch = section.torch?.[key];
     const ratio = torch === undefined ? '' : `${((torch / kiln) * 100).toFixed(0)} % (target ≥ ${SPEED_TARGET * 100} %)`;
     log(`  ${label.padEnd(17)} ${kiln.toFixed(3).padStart(10)} ms ${rate(kiln, work)}   ${torch === undefined ? '-'.padStart(28) : `${torch.toFixed(3).padStart(10)} ms ${rate(torch, work)}`}   ${ratio}`);
+  }
+  if (section.kiln.tokensMajorForwardBackwardMs !== undefined) {
+    const ms = section.kiln.tokensMajorForwardBackwardMs;
+    log(`  ${'fwd+bwd tokens-major'.padEnd(17)} ${ms.toFixed(3).padStart(10)} ms ${rate(ms, flops.forwardBackward)}   (q, k, v [B, T, H, D]; ${((section.kiln.forwardBackwardMs / ms) * 100).toFixed(0)} % of heads-major speed)`);
   }
   if (section.correctness) {
     log('  error vs the f32 reference (relative L2 / max abs):');

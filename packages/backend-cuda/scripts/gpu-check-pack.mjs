@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Makes a self-contained gpu-check bundle for a GPU machine that has no Node.js, no pnpm and no
-// network (TOOLCHAIN.md): build/gpu-check/ with
+// network: build/gpu-check/ with
 //   node.xz                         this node binary, `xz -6` (about 24 MB)
 //   node_modules/@kiln/{core,testing,backend-cuda,backend-cpu,trainer,cli}   package.json + dist (+ bin, the
 //                                   addon sources, CMakeLists.txt and the built kiln_cuda.node)
@@ -8,7 +8,7 @@
 //   headers/{node-api-headers,node-addon-api}   to rebuild the addon there with nvcc + cmake
 //   scripts/gpu-check.{sh,mjs}, scripts/gpu-check/, scripts/gpu-check-attention.mjs, scripts/attention-vs-torch.py, scripts/gpu-check-attention-precision.mjs,
 //   scripts/attention-precision-vs-torch.py,
-//   bench/pytorch_train_step.py
+//   bench/pytorch_train_step.py, bench/llama_torch.py (the PyTorch reference model, from packages/cli/peers)
 //   fixtures/hf/<model>/            the Hugging Face reference fixtures (packages/trainer/test/fixtures/hf)
 // Run it there with `bash build/gpu-check/scripts/gpu-check.sh` (see docs/backend-cuda.md).
 // Needs the workspace built (`pnpm turbo build`). `--out <dir>` writes elsewhere; `--no-node`
@@ -104,6 +104,8 @@ for (const [name, target] of [['node-api-headers', 'headers/node-api-headers'], 
 for (const part of ['scripts/gpu-check.sh', 'scripts/gpu-check.mjs', 'scripts/gpu-check', 'scripts/gpu-check-attention.mjs', 'scripts/attention-vs-torch.py', 'scripts/gpu-check-attention-precision.mjs', 'scripts/attention-precision-vs-torch.py', 'bench/pytorch_train_step.py']) {
   copy(join(packageRoot, part), join(out, part));
 }
+// The PyTorch reference model that bench/pytorch_train_step.py imports (it looks next to itself first).
+copy(join(packagesRoot, 'cli', 'peers', 'llama_torch.py'), join(out, 'bench', 'llama_torch.py'));
 
 // The Hugging Face reference fixtures for the 'hf-fixtures' section: every folder with a reference (not the tokenizer cases).
 const hfFixtures = join(packagesRoot, 'trainer', 'test', 'fixtures', 'hf');

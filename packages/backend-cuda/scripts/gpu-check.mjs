@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// One run on a GPU machine answers everything (TOOLCHAIN.md): probe, the full conformance kit on
+// One run on a GPU machine answers everything (see docs/backend-cuda.md): probe, the full conformance kit on
 // the real GPU (with the matmuls through cuBLAS when it loads, and once more through kiln's own
 // kernels), kiln's bf16/f32 matmul against cuBLAS at 4096³ and at the reference models' shapes,
 // and `kiln bench`'s train step against PyTorch eager — every ratio from figures of the same run —

@@ -1,4 +1,4 @@
-/** What the CUDA backend runs natively: every primitive, `random`, the fused kernels below, flash attention (forward and backward), and which matmul path is live. */
+/** What the CUDA backend runs natively: every primitive, `random`, the fused kernels below, flash attention (forward and backward, heads- or tokens-major), and which matmul path is live. */
 import type { Capabilities, DeviceInfo, DType, KernelName } from '@kiln/core';
 import type { CudaMatmulPath } from './matmul-path.js';
 
@@ -28,6 +28,10 @@ export function cudaCapabilities(device: DeviceInfo, matmul: CudaMatmulPath): Cu
       return dtype === 'i32' ? I32_KERNELS.has(kernel) : FLOAT_KERNELS.has(kernel);
     },
     flashAttention: true,
+    // kernels/attention_*.cu take either layout through strides (tokens-major saves the trainer's head permutes).
+    attentionLayouts: ['heads-major', 'tokens-major'],
+    // kernels/rope.cu too, so rope families keep q and k tokens-major from the projection to attention.
+    ropeLayouts: ['heads-major', 'tokens-major'],
     // gather, scatterAdd and crossEntropy(Backward) check every index in the kernel and report through the device error flag.
     checksIndices: true,
     // Fixed reduction orders and no float atomics in kiln's kernels; cuBLAS without atomics on one stream (docs/backend-cuda.md).

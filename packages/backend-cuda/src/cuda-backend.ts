@@ -127,6 +127,11 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
     return { graph, result };
   }
 
+  /** Launches of kiln's sm_90a wgmma + TMA matmul kernel in this process so far (0 where the device or the build has none). */
+  get hopperMatmulLaunches(): number {
+    return this.disposed ? 0 : callNative(() => this.native.matmulInfo()).wgmmaLaunches;
+  }
+
   /** Bytes and buffers in use, plus the caching allocator's reserved/cached/peak bytes and the device's free/total. */
   memory(): CudaMemoryInfo {
     if (this.disposed) return { allocatedBytes: 0, bufferCount: 0, reservedBytes: 0, cachedBytes: 0, peakBytes: 0 };

@@ -21,7 +21,7 @@ export class FusedKernels extends NativeFusedKernels {
   }
 
   /** Rotary embedding of x [..., T, D] (D even). */
-  rope(x: TensorRef, out: TensorRef, offset: number, theta: number, inverse: boolean): void {
+  rope(x: TensorRef, out: TensorRef, offset: number, theta: number, inverse: boolean, tokensMajor = false): void {
     const kernel = 'rope';
     const input = checkTensor(x, this.owner, kernel, 'x', false);
     expectFloat(input, kernel, 'x');
@@ -35,7 +35,7 @@ export class FusedKernels extends NativeFusedKernels {
     checkInteger(offset, 'rope: offset');
     if (typeof theta !== 'number' || !Number.isFinite(theta) || theta <= 0) throw new InvalidArgumentError(`cuda backend: rope: theta must be a positive number, got ${String(theta)}`);
     if (typeof inverse !== 'boolean') throw new InvalidArgumentError('cuda backend: rope: inverse must be a boolean');
-    callNative(() => this.native.rope(input.native, output.native, offset, theta, inverse));
+    callNative(() => (tokensMajor ? this.native.rope(input.native, output.native, offset, theta, inverse, true) : this.native.rope(input.native, output.native, offset, theta, inverse)));
   }
 
   /** Any number (NaN and Inf propagate through the kernels). */

@@ -1,8 +1,9 @@
 /**
  * Which matmul implementation a CUDA backend instance uses — cuBLAS loaded at run time, or kiln's
- * own kernels (register-tiled SIMT for f32; for f16/bf16 the pipelined mma.sync tensor-core
- * kernel on compute capability ≥ 8.0, WMMA on older GPUs) — in words for `kiln info` and as data
- * for capabilities.
+ * own kernels (register-tiled SIMT for f32; for f16/bf16 the warp-specialised wgmma + TMA kernel
+ * on compute capability 9.0 with sm_90a code, the pipelined mma.sync tensor-core kernel on
+ * compute capability ≥ 8.0, WMMA on older GPUs) — in words for `kiln info` and as data for
+ * capabilities.
  */
 import type { NativeMatmulInfo } from './native/addon-types.js';
 
@@ -22,9 +23,16 @@ export interface CudaMatmulPath {
   summary: string;
 }
 
-/** Which tensor-core kernel family kiln's own f16/bf16 matmul uses on a device of compute capability `major`.x. */
-export function halfMatmulKernelFamily(major: number): 'mma.sync' | 'wmma' {
+/**
+ * Which tensor-core kernel family kiln's own f16/bf16 matmul uses for large problems on a device of
+ * compute capability `major`.x; `hopperKernels` is the addon's word that the device runs the
+ * binary's sm_90a code (matmulInfo().hopperKernels). 'wgmma' still leaves problems of fewer than
+ * two 128×128 tiles per multiprocessor, and operands TMA cannot read, to mma.sync.
+ */
+export function halfMatmulKernelFamily(major: number, hopperKernels: boolean): 'wgmma' | 'mma.sync' | 'wmma' {
   if (!Number.isInteger(major) || major < 0) throw new TypeError(`halfMatmulKernelFamily: the compute capability's major version must be a non-negative integer, got ${major}`);
+  if (typeof hopperKernels !== 'boolean') throw new TypeError(`halfMatmulKernelFamily: hopperKernels must be a boolean (matmulInfo().hopperKernels), got ${String(hopperKernels)}`);
+  if (hopperKernels && major === 9) return 'wgmma';
   return major >= 8 ? 'mma.sync' : 'wmma';
 }
 
@@ -39,13 +47,15 @@ export function describeMatmulPath(info: NativeMatmulInfo, major: number): CudaM
       summary: `cuBLAS ${info.cublasVersion} (${info.cublasLocation}): f32 ${info.allowTf32 ? 'with TF32 allowed' : '(TF32 off)'}, f16/bf16 with f32 accumulation`,
     };
   }
-  const family = halfMatmulKernelFamily(major);
+  const family = halfMatmulKernelFamily(major, info.hopperKernels === true);
   const simulated = info.simulatedTensorCores ? ' (simulated: gpu-sim warp-collective fragments)' : '';
-  const tensorCores = family === 'mma.sync'
-    ? `kiln pipelined mma.sync tensor-core kernel (sm_80+, cp.async stages; WMMA for operands not in 16-byte chunks)${simulated}`
-    : `kiln WMMA tensor-core kernel${simulated}`;
+  const tensorCores = family === 'wgmma'
+    ? `kiln warp-specialised wgmma + TMA kernel (sm_90a, persistent 128×128 tiles, mbarrier pipeline) for problems of at least two tiles per multiprocessor, the pipelined mma.sync tensor-core kernel otherwise (WMMA for operands not in 16-byte chunks)${simulated}`
+    : family === 'mma.sync'
+      ? `kiln pipelined mma.sync tensor-core kernel (sm_80+, cp.async stages; WMMA for operands not in 16-byte chunks)${simulated}`
+      : `kiln WMMA tensor-core kernel${simulated}`;
   const reason = info.cublasReason || 'cuBLAS was not used';
-  const familyWords = family === 'mma.sync' ? 'pipelined mma.sync' : 'WMMA';
+  const familyWords = family === 'wgmma' ? 'wgmma + TMA (large) / pipelined mma.sync' : family === 'mma.sync' ? 'pipelined mma.sync' : 'WMMA';
   return {
     path: 'kiln',
     f32: 'kiln register-tiled SIMT kernel (full f32)',

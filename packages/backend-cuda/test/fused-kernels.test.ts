@@ -23,11 +23,11 @@ describe.skipIf(skipReason !== undefined)(`fused kernels on the simulator${skipR
     for (const ref of [targets, logits, dLogits]) backend.free(ref.buffer);
   });
 
-  it('capabilities say which matmul path is live: kiln SIMT f32 and pipelined mma.sync f16/bf16 on simulated tensor cores (the simulated device is cc ≥ 8.0)', () => {
+  it('capabilities say which matmul path is live: kiln SIMT f32 and wgmma + TMA / pipelined mma.sync f16/bf16 on simulated tensor cores (the simulated device is cc 9.0 with sm_90a code)', () => {
     const { matmul } = backend.capabilities;
     expect(Number.parseFloat(backend.capabilities.device.computeCapability ?? 'missing')).toBeGreaterThanOrEqual(8);
     expect(matmul.path).toBe('kiln');
-    expect(matmul.f16).toMatch(/pipelined mma\.sync tensor-core kernel .*\(simulated: gpu-sim warp-collective fragments\)/);
+    expect(matmul.f16).toMatch(/^kiln warp-specialised wgmma \+ TMA kernel \(sm_90a.*pipelined mma\.sync tensor-core kernel .*\(simulated: gpu-sim warp-collective fragments\)/);
     expect(matmul.bf16).toBe(matmul.f16);
     expect(matmul.f32).toMatch(/register-tiled SIMT/);
     expect(backend.matmulPath).toMatch(/^kiln kernels: .*matmul: 'kiln'/);

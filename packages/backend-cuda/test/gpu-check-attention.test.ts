@@ -69,6 +69,9 @@ describe.skipIf(skipReason !== undefined)(`gpu-check attention flow on the simul
     }
     expect(section.speed.forward).toBeGreaterThan(0);
     expect(lines.join('\n')).toMatch(/forward\+backward .* ms/);
+    // The CUDA backend reads tokens-major too: its forward + backward is timed next to heads-major.
+    expect(section.kiln.tokensMajorForwardBackwardMs).toBeGreaterThan(0);
+    expect(lines.join('\n')).toMatch(/fwd\+bwd tokens-major .* ms .* of heads-major speed/);
   });
 
   it('fails when kiln disagrees with the reference', async () => {

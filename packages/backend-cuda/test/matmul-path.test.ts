@@ -1,17 +1,18 @@
 // describeMatmulPath: which kernel family capabilities name for kiln's own f16/bf16 matmul, by the
-// device's compute capability (mma.sync from 8.0, WMMA below), and cuBLAS when it is loaded.
+// device's compute capability (wgmma on 9.0 with sm_90a code, mma.sync from 8.0, WMMA below), and
+// cuBLAS when it is loaded.
 import { describe, expect, it } from 'vitest';
 import { describeMatmulPath, halfMatmulKernelFamily } from '../src/matmul-path.js';
 import type { NativeMatmulInfo } from '../src/native/addon-types.js';
 
 const kilnInfo: NativeMatmulInfo = {
   path: 'kiln', requested: 'auto', cublasLocation: '', cublasVersion: '', cublasReason: 'cuBLAS was not loaded: not found', allowTf32: false,
-  cublasCalls: 0, simulatedTensorCores: false,
+  cublasCalls: 0, simulatedTensorCores: false, hopperKernels: false, wgmmaLaunches: 0,
 };
 
 describe('matmul path description', () => {
   it('names the pipelined mma.sync kernel from compute capability 8.0 and WMMA below', () => {
-    expect([6, 7, 8, 9, 10, 12].map(halfMatmulKernelFamily)).toEqual(['wmma', 'wmma', 'mma.sync', 'mma.sync', 'mma.sync', 'mma.sync']);
+    expect([6, 7, 8, 9, 10, 12].map((major) => halfMatmulKernelFamily(major, false))).toEqual(['wmma', 'wmma', 'mma.sync', 'mma.sync', 'mma.sync', 'mma.sync']);
     const ampere = describeMatmulPath(kilnInfo, 8);
     expect(ampere.bf16).toMatch(/^kiln pipelined mma\.sync tensor-core kernel \(sm_80\+/);
     expect(ampere.f16).toBe(ampere.bf16);
@@ -21,12 +22,20 @@ describe('matmul path description', () => {
     expect(turing.summary).toContain('f16/bf16 WMMA tensor cores');
   });
 
+  it('names the wgmma + TMA kernel on compute capability 9.0 when the binary has sm_90a code for it', () => {
+    expect([8, 9, 10, 12].map((major) => halfMatmulKernelFamily(major, true))).toEqual(['mma.sync', 'wgmma', 'mma.sync', 'mma.sync']);
+    const hopper = describeMatmulPath({ ...kilnInfo, hopperKernels: true }, 9);
+    expect(hopper.bf16).toMatch(/^kiln warp-specialised wgmma \+ TMA kernel \(sm_90a, .*the pipelined mma\.sync tensor-core kernel otherwise/);
+    expect(hopper.summary).toBe('kiln kernels: f32 register-tiled SIMT, f16/bf16 wgmma + TMA (large) / pipelined mma.sync tensor cores; cuBLAS was not loaded: not found');
+    expect(describeMatmulPath(kilnInfo, 9).bf16).toMatch(/^kiln pipelined mma\.sync/);
+  });
+
   it('describes cuBLAS whatever the device', () => {
     const info: NativeMatmulInfo = { ...kilnInfo, path: 'cublas', cublasLocation: '/lib/libcublas.so.13', cublasVersion: '13.1.0', cublasReason: '' };
     expect(describeMatmulPath(info, 9).bf16).toBe('cuBLAS tensor cores, f32 accumulation');
   });
 
   it('rejects a major version that is not a non-negative integer', () => {
-    expect(() => halfMatmulKernelFamily(8.6)).toThrow(/major version must be a non-negative integer, got 8\.6/);
+    expect(() => halfMatmulKernelFamily(8.6, false)).toThrow(/major version must be a non-negative integer, got 8\.6/);
   });
 });

@@ -1,4 +1,4 @@
-// A whole training step of the tiny reference model (shared/bench/models.json "tiny": vocab 256,
+// A whole training step of the tiny reference model (the trainer's "tiny" preset: vocab 256,
 // ctx 64, d 64, 2 layers, 4 heads, mlp 192, batch 8) on the simulated CUDA backend — native fused
 // kernels and kiln's matmul kernels running in gpu-sim — and on @kiln/backend-cpu, from the same
 // seed: the initial parameters must be identical (both draw from kiln's Philox stream), then

@@ -1,13 +1,11 @@
 #!/usr/bin/python3
 """kiln bench's PyTorch peer: the train step of one of kiln's reference models, in PyTorch on the CPU.
 
-The model is kiln's Llama decoder (packages/trainer/src/model): token embedding, pre-norm blocks of
-RMSNorm (weight only) -> causal multi-head attention with rotary embeddings (half-split, on q and k;
-grouped kv heads) -> residual, RMSNorm -> SwiGLU MLP -> residual, final RMSNorm, untied LM head,
-cross-entropy; AdamW (decay on matrices only, as kiln's trainer) after a global-norm gradient clip.
-Attention is PyTorch's fused scaled-dot-product attention when this torch has it (the public one,
-or torch 1.13's private one), the written-out softmax otherwise: the counterpart of kiln's fused
-flash attention.
+The model, optimizer and loss are llama_torch.py's (next to this file; the same definition the CUDA
+backend's gpu-check baseline uses): kiln's Llama decoder with grouped kv heads, AdamW after a
+global-norm clip. Attention is PyTorch's fused scaled-dot-product attention when this torch has it
+(the public one, or torch 1.13's private one), the written-out softmax otherwise: the counterpart of
+kiln's fused flash attention.
 
 Usage (kiln bench runs it; the sizes come from kiln's presets):
   /usr/bin/python3 train_torch.py --threads 1 --steps 10 --warmup 2 \
@@ -17,9 +15,10 @@ With --hf-config it fine-tunes a transformers model of a Hugging Face config ins
 The thread count is fixed before torch is imported (OMP/OpenBLAS/MKL read it at load) and with set_num_threads.
 """
 import json
-import math
 import os
 import sys
+
+import llama_torch  # next to this file: Python puts a script's own folder first on sys.path
 
 
 def argument(name, default):
@@ -36,79 +35,16 @@ def main():
     import time
 
     import torch
-    import torch.nn.functional as F
 
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    if hasattr(F, "scaled_dot_product_attention"):
-        def attend(q, k, v):
-            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        attention_kind = "F.scaled_dot_product_attention"
-    elif hasattr(F, "_scaled_dot_product_attention"):
-        def attend(q, k, v):
-            return F._scaled_dot_product_attention(q, k, v, None, 0.0, False, True)[0]
-        attention_kind = "F._scaled_dot_product_attention (torch 1.13)"
-    else:
-        attention_kind = "softmax(q·kᵀ/√hd + mask)·v"
-        attend = None
-
-    vocab, ctx, d = config["vocab"], config["ctx"], config["d"]
-    layers, heads, kv_heads, hidden = config["layers"], config["heads"], config["kvHeads"], config["hidden"]
-    batch, eps, theta = config["batch"], config["eps"], config["theta"]
-    hd = d // heads
-    group = heads // kv_heads
-
-    def matrix(rows, cols):
-        return torch.nn.Parameter(torch.randn(rows, cols) * 0.02)
-
-    def vector(size):
-        return torch.nn.Parameter(torch.ones(size))
-
-    embedding = matrix(vocab, d)
-    blocks = []
-    for _ in range(layers):
-        blocks.append({
-            "n1": vector(d), "wq": matrix(heads * hd, d), "wk": matrix(kv_heads * hd, d), "wv": matrix(kv_heads * hd, d),
-            "wo": matrix(d, heads * hd), "n2": vector(d), "w1": matrix(hidden, d), "w3": matrix(hidden, d), "w2": matrix(d, hidden),
-        })
-    final_norm = vector(d)
-    head = matrix(vocab, d)
-    parameters = [embedding, final_norm, head] + [p for block in blocks for p in block.values()]
-    decayed = [p for p in parameters if p.dim() >= 2]
-    plain = [p for p in parameters if p.dim() < 2]
-    optimizer = torch.optim.AdamW(
-        [{"params": decayed, "weight_decay": 0.1}, {"params": plain, "weight_decay": 0.0}], lr=3e-4, betas=(0.9, 0.95), eps=1e-8)
-
-    inverse = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.float32) / hd))
-    angles = torch.outer(torch.arange(ctx, dtype=torch.float32), inverse)
-    cos, sin = angles.cos(), angles.sin()
-    mask = torch.full((ctx, ctx), float("-inf")).triu(1)
-
-    def rms_norm(x, weight):
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
-
-    def rope(x):
-        first, second = x[..., : hd // 2], x[..., hd // 2:]
-        return torch.cat([first * cos - second * sin, second * cos + first * sin], dim=-1)
-
-    def forward(ids, targets):
-        x = F.embedding(ids, embedding)
-        for block in blocks:
-            h = rms_norm(x, block["n1"])
-            q = rope((h @ block["wq"].t()).view(batch, ctx, heads, hd).transpose(1, 2))
-            k = rope((h @ block["wk"].t()).view(batch, ctx, kv_heads, hd).transpose(1, 2))
-            v = (h @ block["wv"].t()).view(batch, ctx, kv_heads, hd).transpose(1, 2)
-            if group > 1:
-                k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-            if attend is not None:
-                y = attend(q, k, v)
-            else:
-                y = torch.softmax((q @ k.transpose(-2, -1)) / math.sqrt(hd) + mask, dim=-1) @ v
-            x = x + y.transpose(1, 2).reshape(batch, ctx, d) @ block["wo"].t()
-            h = rms_norm(x, block["n2"])
-            x = x + (F.silu(h @ block["w1"].t()) * (h @ block["w3"].t())) @ block["w2"].t()
-        logits = rms_norm(x, final_norm) @ head.t()
-        return F.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1))
+    attend, attention_kind = llama_torch.pick_attention(torch)
+    vocab, ctx, batch = config["vocab"], config["ctx"], config["batch"]
+    model = llama_torch.build_model(torch, {
+        "vocab": vocab, "ctx": ctx, "d": config["d"], "layers": config["layers"], "heads": config["heads"],
+        "kv_heads": config["kvHeads"], "hidden": config["hidden"], "eps": config["eps"], "theta": config["theta"],
+    }, attend)
+    optimizer = llama_torch.make_optimizer(torch, model)
 
     generator = torch.Generator().manual_seed(1)
     data = torch.randint(0, vocab, (steps + warmup, batch, ctx + 1), generator=generator)
@@ -116,19 +52,16 @@ def main():
     for step in range(steps + warmup):
         ids, targets = data[step, :, :-1], data[step, :, 1:]
         start = time.perf_counter()
-        optimizer.zero_grad(set_to_none=True)
-        loss = forward(ids, targets)
+        loss = llama_torch.next_token_loss(torch, model(ids), targets)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(parameters, 1.0)
-        optimizer.step()
+        llama_torch.optimizer_step(torch, model, optimizer)
         loss_value = loss.item()
         if step >= warmup:
             times.append(time.perf_counter() - start)
-    times.sort()
-    median = times[len(times) // 2] if len(times) % 2 == 1 else (times[len(times) // 2 - 1] + times[len(times) // 2]) / 2
+    median = llama_torch.median(times)
     print(json.dumps({
         "name": config["name"], "threads": torch.get_num_threads(), "torch": torch.__version__, "attention": attention_kind,
-        "msPerStep": median * 1e3, "minMsPerStep": times[0] * 1e3, "tokensPerSecond": batch * ctx / median, "loss": loss_value,
+        "msPerStep": median * 1e3, "minMsPerStep": min(times) * 1e3, "tokensPerSecond": batch * ctx / median, "loss": loss_value,
     }), flush=True)
 
 
@@ -206,8 +139,7 @@ def main_fine_tune():
             torch.cuda.synchronize()
         if step >= warmup:
             times.append(time.perf_counter() - start)
-    times.sort()
-    median = times[len(times) // 2] if len(times) % 2 == 1 else (times[len(times) // 2 - 1] + times[len(times) // 2]) / 2
+    median = llama_torch.median(times)
     if device == "cuda":
         peak, kind = torch.cuda.max_memory_allocated(), "torch.cuda.max_memory_allocated"
     else:

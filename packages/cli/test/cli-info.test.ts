@@ -16,7 +16,7 @@ describe('kiln info', () => {
     const cpu = backends.find((backend) => backend.name === 'cpu');
     expect(cpu).toMatchObject({ available: true, priority: 100 });
     expect(cpu?.reason).toMatch(/^chosen/);
-    expect((cpu?.devices as Array<{ id: string }>)[0].id).toBe('cpu');
+    expect((cpu?.devices as Array<{ id: string }> | undefined)?.[0]?.id).toBe('cpu');
   });
 
   it('prints the chosen backend, device, memory, dtypes and attention for people', async () => {

@@ -39,6 +39,7 @@ export class KilnError extends Error {
   readonly code: KilnErrorCode;
   /** How to fix it. */
   readonly hint: string | undefined;
+  // biome-ignore lint/correctness/noUnusedPrivateClassMembers: read through the symbol by KilnError.isInstance, across copies of @kiln/core
   private readonly [KILN_ERROR_MARKER] = true;
 
   constructor(message: string, code: KilnErrorCode = 'KILN_ERROR', options: KilnErrorOptions = {}) {

@@ -21,4 +21,7 @@ export { noGrad, isGradEnabled } from './autograd/grad-node.js';
 export { backward, grad, valueAndGrad, type ValueAndGrads } from './autograd/backward.js';
 export { checkpoint } from './autograd/checkpoint.js';
 export * from './ops/index.js';
+// Layout queries of attention and rope (not ops: they only read a backend's capabilities).
+export { backendReadsAttentionLayout } from './ops/nn/attention.js';
+export { backendReadsRopeLayout } from './ops/nn/rope-swiglu.js';
 export * from './io/index.js';

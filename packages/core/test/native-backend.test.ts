@@ -47,10 +47,13 @@ describe('nativeArgumentChecks', () => {
   });
 });
 
+const HEADS_MAJOR = ['heads-major'] as const;
+const BOTH_LAYOUTS = ['heads-major', 'tokens-major'] as const;
+
 describe('checkAttentionInputs', () => {
   it('names the grid unit and block rows of the backend', () => {
     const q = { buffer: buffer(4 * 2 ** 36), dtype: 'f32' as const, shape: [2 ** 20, 64, 2 ** 10, 1] };
-    expect(() => checkAttentionInputs(checks, { blockRows: 16, blockName: 'workgroups' }, owner, 'attention', q, q, q, null, { scale: 1, causal: false }))
+    expect(() => checkAttentionInputs(checks, { blockRows: 16, blockName: 'workgroups' }, owner, 'attention', q, q, q, null, { scale: 1, causal: false }, HEADS_MAJOR))
       .toThrow(/^rocm backend: attention: needs more than 2\^31 - 1 workgroups \(B · H · ⌈T \/ 16⌉\)/);
   });
 
@@ -58,9 +61,29 @@ describe('checkAttentionInputs', () => {
     const q = { buffer: buffer(64), dtype: 'f32' as const, shape: [1, 1, 2, 2] };
     const mask = { buffer: buffer(16), dtype: 'f32' as const, shape: [1, 1, 2, 2], strides: [0, 0, -2, 1], offset: 2 };
     const params = { scale: 1, causal: false };
-    expect(() => checkAttentionInputs(checks, { blockRows: 64, blockName: 'blocks' }, owner, 'attention', q, q, q, mask, params)).not.toThrow();
-    expect(() => checkAttentionInputs(checks, { blockRows: 64, blockName: 'blocks', nonNegativeMaskStrides: true }, owner, 'attention', q, q, q, mask, params))
+    expect(() => checkAttentionInputs(checks, { blockRows: 64, blockName: 'blocks' }, owner, 'attention', q, q, q, mask, params, HEADS_MAJOR)).not.toThrow();
+    expect(() => checkAttentionInputs(checks, { blockRows: 64, blockName: 'blocks', nonNegativeMaskStrides: true }, owner, 'attention', q, q, q, mask, params, HEADS_MAJOR))
       .toThrow(/rocm backend: attention: mask strides must be non-negative, got \[0, 0, -2, 1\]/);
+  });
+
+  it('reads tokens-major shapes only where the backend lists the layout', () => {
+    const grid = { blockRows: 64, blockName: 'blocks' };
+    // Tokens-major q [B=1, Tq=3, Hq=4, D=2], k [1, Tk=5, Hkv=2, 2]: lse is [1, 4, 3] and the mask [1, 4, 3, 5].
+    const q = { buffer: buffer(96), dtype: 'f32' as const, shape: [1, 3, 4, 2] };
+    const k = { buffer: buffer(80), dtype: 'f32' as const, shape: [1, 5, 2, 2] };
+    const params = { scale: 1, causal: true, layout: 'tokens-major' as const };
+    expect(() => checkAttentionInputs(checks, grid, owner, 'attention', q, k, k, null, params, HEADS_MAJOR))
+      .toThrow(/rocm backend: attention: this backend's attention kernels do not read layout 'tokens-major'/);
+    const call = checkAttentionInputs(checks, grid, owner, 'attention', q, k, k, null, params, BOTH_LAYOUTS);
+    expect(call.rowShape).toEqual([1, 4, 3]);
+    expect(call.params).toEqual(params);
+    const mask = { buffer: buffer(240), dtype: 'f32' as const, shape: [1, 4, 3, 5], strides: [60, 15, 5, 1], offset: 0 };
+    expect(() => checkAttentionInputs(checks, grid, owner, 'attention', q, k, k, mask, params, BOTH_LAYOUTS)).not.toThrow();
+    const oddHeads = { buffer: buffer(72), dtype: 'f32' as const, shape: [1, 3, 3, 2] };
+    expect(() => checkAttentionInputs(checks, grid, owner, 'attention', oddHeads, k, k, null, params, BOTH_LAYOUTS))
+      .toThrow(/query heads \(3\) must be a multiple of key\/value heads \(2/);
+    expect(() => checkAttentionInputs(checks, grid, owner, 'attention', q, k, k, null, { scale: 1, causal: true, layout: 'rows' as never }, BOTH_LAYOUTS))
+      .toThrow(/params.layout must be 'heads-major' or 'tokens-major', got rows/);
   });
 });
 

@@ -106,6 +106,33 @@ describe.skipIf(compiler === undefined)('gpu-sim sm_80 PTX (mma.sync, ldmatrix, 
   });
 });
 
+const HOPPER_CHECKS = [
+  'TMA 2D box without swizzle lands densely, out-of-bounds elements zero, poison before the phase',
+  'TMA 2D box with the 32B swizzle lands at the Swizzle<1,4,3> addresses',
+  'TMA 2D box with the 64B swizzle lands at the Swizzle<2,4,3> addresses',
+  'TMA 2D box with the 128B swizzle lands at the Swizzle<3,4,3> addresses',
+  ...['no', '32B', '64B', '128B'].flatMap((mode) => [
+    `bf16 wgmma m64n32k16 with K-major A and N-major B, ${mode} swizzle, 3 pipelined groups, matches the scalar product`,
+    `f16 wgmma m64n32k16 with M-major A and K-major B, ${mode} swizzle, 3 pipelined groups, matches the scalar product`,
+  ]),
+  'a tensor map whose row stride is not a multiple of 16 bytes is refused',
+  'a box wider than its swizzle span is refused',
+  'a barrier phase that never completes aborts naming the kernel and the wait\'s file:line',
+  'a wgmma reading a stage before its copy arrived aborts naming the kernel, the wgmma and the copy',
+  'a warp that skips a warpgroup-collective wgmma aborts naming the kernel and file:line',
+];
+
+describe.skipIf(compiler === undefined)('gpu-sim sm_90 (mbarrier, TMA, wgmma) emulation self-test (needs a C++20 compiler: none found on PATH or in $CXX)', () => {
+  it('follows the PTX ISA swizzles and descriptor layouts and reports misuse the device would not', async () => {
+    const binary = await compileProgram(compiler!, 'test/hopper-self-test.cpp', 'hopper-self-test');
+    const { stdout } = await run(binary, [], { timeout: 60_000 });
+    for (const name of HOPPER_CHECKS) expect(stdout).toContain(`ok ${name}\n`);
+    expect(stdout).not.toContain('FAIL');
+    expect(stdout).toContain('0 failures');
+    expect(stdout).toMatch(/kernel 'stuck_phase_kernel': .*32 threads wait in mbarrier\.try_wait\.parity at hopper-self-test\.cpp:\d+/);
+  });
+});
+
 // The aarch64 switch cannot run on the x86-64 CI machines; where a cross compiler and qemu-user
 // are installed (apt: g++-aarch64-linux-gnu qemu-user), the same self-test runs under emulation.
 const crossCompiler = onPath('aarch64-linux-gnu-g++');

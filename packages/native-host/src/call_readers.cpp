@@ -32,6 +32,22 @@ void expect_rank4(const TensorView& view, const char* kernel, const char* role, 
   if (view.shape.size() != 4) throw_shape(std::string(kernel) + ": " + role + " must be " + layout + ", got " + describe(view));
 }
 
+/** True when params.layout is 'tokens-major'; absent or 'heads-major' is false, anything else is rejected. */
+bool read_tokens_major(const char* kernel, const Napi::Value& params) {
+  if (!params.IsObject()) throw_invalid(std::string(kernel) + ": params must be an object { scale, causal, layout? }");
+  const Napi::Value layout = params.As<Napi::Object>().Get("layout");
+  if (layout.IsUndefined()) return false;
+  const std::string name = layout.IsString() ? layout.As<Napi::String>().Utf8Value() : std::string();
+  if (name != "heads-major" && name != "tokens-major") throw_invalid(std::string(kernel) + ": params.layout must be 'heads-major' or 'tokens-major'");
+  return name == "tokens-major";
+}
+
+/** [B, H, T, D] sizes of a rank-4 tensor in the call's layout (tokens-major tensors are [B, T, H, D]). */
+std::vector<Index> logical_sizes(const TensorView& view, bool tokens_major) {
+  const std::vector<Index>& shape = view.shape;
+  return tokens_major ? std::vector<Index>{shape[0], shape[2], shape[1], shape[3]} : shape;
+}
+
 /** q, k, v, the mask and params of an attention call (tensors read at 0–3, params at `params_at`). */
 AttentionInputs read_attention_inputs(BufferTable& buffers, const Napi::CallbackInfo& info, const char* kernel, std::size_t params_at) {
   AttentionInputs inputs;
@@ -47,23 +63,28 @@ AttentionInputs read_attention_inputs(BufferTable& buffers, const Napi::Callback
   expect_float(q, kernel, "q", "Cast q, k and v to a float dtype first.");
   expect_dtype(k, q.dtype, kernel, "k");
   expect_dtype(inputs.v, q.dtype, kernel, "v");
-  expect_rank4(q, kernel, "q", "[B, Hq, Tq, D]");
-  expect_rank4(k, kernel, "k", "[B, Hkv, Tk, D]");
+  const Napi::Value params = info[params_at];
+  inputs.tokens_major = read_tokens_major(kernel, params);
+  expect_rank4(q, kernel, "q", inputs.tokens_major ? "[B, Tq, Hq, D] (tokens-major)" : "[B, Hq, Tq, D]");
+  expect_rank4(k, kernel, "k", inputs.tokens_major ? "[B, Tk, Hkv, D] (tokens-major)" : "[B, Hkv, Tk, D]");
   expect_same_shape(inputs.v, k.shape, kernel, "v");
-  const std::string what = std::string(kernel) + ": q " + describe(q) + ", k " + describe(k);
-  if (k.shape[0] != q.shape[0] || k.shape[3] != q.shape[3]) throw_shape(what + ": batch and head dim of q must match k and v");
-  if (k.shape[1] == 0 || q.shape[1] % k.shape[1] != 0) {
+  const std::string what = std::string(kernel) + ": q " + describe(q) + ", k " + describe(k) + (inputs.tokens_major ? " (tokens-major)" : "");
+  // From here on, sizes are the logical [B, H, T, D] ones.
+  inputs.q_sizes = logical_sizes(q, inputs.tokens_major);
+  inputs.k_sizes = logical_sizes(k, inputs.tokens_major);
+  const std::vector<Index>& q_sizes = inputs.q_sizes;
+  const std::vector<Index>& k_sizes = inputs.k_sizes;
+  if (k_sizes[0] != q_sizes[0] || k_sizes[3] != q_sizes[3]) throw_shape(what + ": batch and head dim of q must match k and v");
+  if (k_sizes[1] == 0 || q_sizes[1] % k_sizes[1] != 0) {
     throw_shape(what + ": query heads must be a multiple of key/value heads (at least 1)", "For grouped-query attention, n_head must be divisible by n_kv_head.");
   }
   if (inputs.mask) {
-    const std::vector<Index> expected = {q.shape[0], q.shape[1], q.shape[2], k.shape[2]};
+    const std::vector<Index> expected = {q_sizes[0], q_sizes[1], q_sizes[2], k_sizes[2]};
     if (inputs.mask->shape != expected) {
       throw_shape(std::string(kernel) + ": mask view has shape " + shape_text(inputs.mask->shape) + ", expected [B, Hq, Tq, Tk] = " + shape_text(expected) +
                   " (broadcast with stride 0)");
     }
   }
-  const Napi::Value params = info[params_at];
-  if (!params.IsObject()) throw_invalid(std::string(kernel) + ": params must be an object { scale, causal }");
   const Napi::Object object = params.As<Napi::Object>();
   inputs.scale = read_number(object.Get("scale"), std::string(kernel) + ": params.scale");
   if (!std::isfinite(inputs.scale)) throw_invalid(std::string(kernel) + ": params.scale must be finite, got " + std::to_string(inputs.scale));
@@ -76,7 +97,7 @@ void expect_out_and_lse(const AttentionInputs& inputs, const TensorView& out, co
   expect_dtype(out, inputs.q.dtype, kernel, "out");
   expect_same_shape(out, inputs.q.shape, kernel, "out");
   expect_dtype(lse, KILN_DTYPE_F32, kernel, "lse");
-  expect_same_shape(lse, {inputs.q.shape[0], inputs.q.shape[1], inputs.q.shape[2]}, kernel, "lse");
+  expect_same_shape(lse, {inputs.q_sizes[0], inputs.q_sizes[1], inputs.q_sizes[2]}, kernel, "lse");
 }
 
 }  // namespace
@@ -313,14 +334,18 @@ RopeCall read_rope(BufferTable& buffers, const Napi::CallbackInfo& info) {
   call.offset = read_integer(info[2], "rope: offset", 0, kMaxSafeInteger);
   call.theta = read_number(info[3], "rope: theta");
   call.inverse = read_boolean(info[4], "rope: inverse");
+  // Optional 6th argument: true for tokens-major x [B, T, H, D].
+  call.tokens_major = info.Length() > 5 && !info[5].IsUndefined() && read_boolean(info[5], "rope: tokensMajor");
   const std::size_t rank = call.x.shape.size();
   if (rank < 2 || call.x.shape[rank - 1] % 2 != 0) {
     throw_shape("rope needs x [B, H, T, D] with an even D, got " + describe(call.x), "The half-split layout pairs element i with i + D/2, so D must be even.");
   }
   if (!(call.theta > 0) || !std::isfinite(call.theta)) throw_invalid("rope: theta must be a positive finite number");
   expect_same_shape(call.out, call.x.shape, name, "out");
+  if (call.tokens_major && rank != 4) throw_shape("rope: tokens-major x must be [B, T, H, D], got " + describe(call.x));
   call.dim = call.x.shape[rank - 1];
-  call.positions = call.x.shape[rank - 2];
+  call.positions = call.tokens_major ? call.x.shape[1] : call.x.shape[rank - 2];
+  call.heads = call.tokens_major ? call.x.shape[2] : 0;
   call.rows = call.positions * call.dim == 0 ? 0 : call.x.count / (call.positions * call.dim);
   return call;
 }
@@ -504,11 +529,18 @@ AttentionBackwardCall read_attention_backward(BufferTable& buffers, const Napi::
 }
 
 std::string describe_attention(const char* kernel, const AttentionInputs& inputs) {
-  const TensorView& q = inputs.q;
-  const TensorView& k = inputs.k;
-  return std::string(kernel) + " " + kDTypeNames[q.dtype] + " B=" + std::to_string(q.shape[0]) + " Hq=" + std::to_string(q.shape[1]) + " Hkv=" +
-         std::to_string(k.shape[1]) + " Tq=" + std::to_string(q.shape[2]) + " Tk=" + std::to_string(k.shape[2]) + " D=" + std::to_string(q.shape[3]) +
-         (inputs.causal ? " causal" : "") + (inputs.mask ? " masked" : "");
+  const std::vector<Index>& q = inputs.q_sizes;
+  const std::vector<Index>& k = inputs.k_sizes;
+  return std::string(kernel) + " " + kDTypeNames[inputs.q.dtype] + " B=" + std::to_string(q[0]) + " Hq=" + std::to_string(q[1]) + " Hkv=" +
+         std::to_string(k[1]) + " Tq=" + std::to_string(q[2]) + " Tk=" + std::to_string(k[2]) + " D=" + std::to_string(q[3]) +
+         (inputs.causal ? " causal" : "") + (inputs.mask ? " masked" : "") + (inputs.tokens_major ? " tokens-major" : "");
+}
+
+void expect_heads_major(bool tokens_major, const char* kernel) {
+  if (tokens_major) {
+    throw_invalid(std::string(kernel) + ": this backend's kernels read the heads-major layout [B, H, T, D] only",
+                  "Pass layouts the backend lists in capabilities.attentionLayouts / ropeLayouts; core's ops permute to one.");
+  }
 }
 
 }  // namespace kiln

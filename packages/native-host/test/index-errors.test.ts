@@ -1,4 +1,4 @@
-// The out-of-range-index contract (CONTRACTS.md): gather and scatterAdd check every index on the
+// The out-of-range-index contract (docs/kernel-semantics.md): gather and scatterAdd check every index on the
 // device, never read or write out of bounds (gather writes 0, scatterAdd skips), and the next
 // synchronize()/download() rejects with an InvalidArgumentError naming the kernel, the index
 // value, its position and the valid range — once: the flag is cleared. The shared host builds that

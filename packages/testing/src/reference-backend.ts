@@ -73,7 +73,7 @@ function fusedMethods(memory: ReferenceMemory): Required<Pick<KernelBackend, Fus
     rmsNormBackward: (x, weight, rstd, dy, dx, dWeight, rows, cols) =>
       referenceRmsNormBackward(memory, x, weight, rstd, dy, dx, dWeight, rows, cols),
     layerNorm: (x, weight, bias, out, rows, cols, eps) => referenceLayerNorm(memory, x, weight, bias, out, rows, cols, eps),
-    rope: (x, out, offset, theta, inverse) => referenceRope(memory, x, out, offset, theta, inverse),
+    rope: (x, out, offset, theta, inverse, layout) => referenceRope(memory, x, out, offset, theta, inverse, layout),
     swiglu: (gate, up, out) => referenceSwiglu(memory, gate, up, out),
     swigluBackward: (gate, up, dy, dGate, dUp) => referenceSwigluBackward(memory, gate, up, dy, dGate, dUp),
     attention: (q, k, v, mask, out, lse, params) => referenceAttention(memory, q, k, v, mask, out, lse, params),

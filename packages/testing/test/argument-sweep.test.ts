@@ -53,7 +53,6 @@ const NOT_AXES = [null, 'x', 1.5, NaN, Infinity, 1e12, -1e12, ['x'], [0.5], [NaN
 const NOT_A_SHAPE = [undefined, null, 'x', 3, {}, [-1], [1.5], [NaN], [Infinity], ['x'], [null], [[2]], [1e12, 1e12]];
 const NOT_A_BOOLEAN = [null, 'x', 1, 0, {}, NaN];
 const NOT_OPTIONS = [null, 'x', 3, [], true, new Named({ unknownKey: 1 }, 'unknownKey')];
-const NOT_FINITE = [undefined, null, 'x', {}, [1], NaN, Infinity, -Infinity, true];
 
 /** Option-key hostiles: each object names its bad key. */
 function optionHostiles(...entries: Array<[string, unknown[]]>): Named[] {

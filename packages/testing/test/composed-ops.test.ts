@@ -170,7 +170,7 @@ describe('cumsum', () => {
   it('runs ⌈log₂ n⌉ add passes, not O(n²) work', () => {
     using x = kiln.ones([4, 1000]);
     const binary = vi.spyOn(backend(), 'binary');
-    using y = kiln.cumsum(x, 1);
+    using _sums = kiln.cumsum(x, 1);
     expect(binary).toHaveBeenCalledTimes(10);
     binary.mockRestore();
   });

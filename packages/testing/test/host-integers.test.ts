@@ -1,4 +1,4 @@
-/** Host numbers that become i32 elements must be integers in [−2³¹, 2³¹−1] (CONTRACTS.md, issue 10). */
+/** Host numbers that become i32 elements must be integers in [−2³¹, 2³¹−1] (docs/kernel-semantics.md, "i32"). */
 import { describe, expect, it } from 'vitest';
 import * as kiln from '@kiln/core';
 import { InvalidArgumentError, KilnError } from '@kiln/core';

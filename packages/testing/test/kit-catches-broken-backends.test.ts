@@ -15,10 +15,10 @@ import { MATMUL_BUGS } from './planted-bugs/matmul.js';
 
 const PLANTED_BUGS: PlantedBug[] = [...MATMUL_BUGS, ...ELEMENTWISE_BUGS, ...FUSED_BUGS, ...LOG_SOFTMAX_SHIFT_BUGS, ...ATTENTION_BACKWARD_BUGS];
 
-/** The reference backend with the bug's kernel replaced (planted or not). */
+/** The reference backend with the bug's kernel replaced (planted or not); the planted attention and rope kernels read heads-major only. */
 function backendWith(bug: PlantedBug, planted: boolean): KernelBackend {
   const base = createReferenceBackend({ name: planted ? 'planted' : 'unplanted' });
-  return { ...base, ...bug.plant(base, planted) };
+  return { ...base, capabilities: { ...base.capabilities, attentionLayouts: ['heads-major'], ropeLayouts: ['heads-major'] }, ...bug.plant(base, planted) };
 }
 
 /** The kit on the bug's kernel only, with the cases of the other dtypes skipped. */

@@ -1,7 +1,6 @@
 /** Reductions over an explicit empty axis list are the identity (ONNX noop_with_empty_axes). */
 import { describe, expect, it } from 'vitest';
 import * as kiln from '@kiln/core';
-import {  } from '@kiln/core';
 import { useReferenceBackend, values } from './helpers/backend.js';
 
 const { backend } = useReferenceBackend();

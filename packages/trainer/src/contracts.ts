@@ -5,7 +5,7 @@
  */
 import type { DType, KernelBackend, Tensor } from '@kiln/core';
 
-/** Llama-style decoder sizes (the reference configs are in shared/bench/models.json). */
+/** Llama-style decoder sizes (the reference configs are in config/presets.ts). */
 export interface ModelConfig {
   /** Vocabulary size (256 for byte-level). */
   vocabSize: number;

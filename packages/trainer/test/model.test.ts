@@ -56,7 +56,7 @@ describe('parameter layout', () => {
     ids.dispose();
   });
 
-  // fixtures/reference-models.json is a copy of shared/bench/models.json (the published reference configs).
+  // fixtures/reference-models.json is the published table of the reference configs that define kiln's benchmarks.
   it('parameterCount and defaultMlpHidden reproduce the reference model configs', () => {
     const models = JSON.parse(readFileSync(new URL('./fixtures/reference-models.json', import.meta.url), 'utf8')) as Record<string, Record<string, number>>;
     for (const name of ['tiny', 'small', 'medium']) {

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "../addon/download_worker.h"
+#include "../kernels/matmul.cuh"
 #include "kiln/arguments.h"
 
 namespace kiln {
@@ -73,6 +74,8 @@ Napi::Object CudaDevice::matmul_info(Napi::Env env) {
   result.Set("allowTf32", session != nullptr && session->allow_tf32());
   result.Set("cublasCalls", Napi::Number::New(env, session != nullptr ? static_cast<double>(session->calls()) : 0.0));
   result.Set("simulatedTensorCores", vendor::kSimulator);
+  result.Set("hopperKernels", device_runs_wgmma_kernels());
+  result.Set("wgmmaLaunches", Napi::Number::New(env, static_cast<double>(wgmma_matmul_launches())));
   return result;
 }
 

@@ -2,8 +2,10 @@
 // build each launcher's arguments (AdamW scalars in f64 rounded once, multi-tensor launch tables,
 // the attention problem), take scratch from the pool for the call (two-pass sums, rmsNormBackward's
 // column partials, attention's Δ), launch and check. The flash-attention kernels' own limits
-// (head dim ≤ 128, T ≤ 2³⁰, grid sizes) are checked here, before anything is launched.
+// (head dim ≤ 128, T ≤ 2³⁰, grid sizes) are checked here, before anything is launched. Attention
+// and rope read either layout (heads-major [B, H, T, D] or tokens-major [B, T, H, D]).
 #include <cmath>
+#include <vector>
 
 #include "../kernels/adamw.cuh"
 #include "../kernels/attention_backward.cuh"
@@ -75,31 +77,33 @@ LaunchWork table_work(const MultiTensorTable& table, BytesPerElement per_element
 
 /** The attention problem of checked inputs, after the kernels' own limits (head dim, lengths, grid). */
 AttentionProblem attention_problem(const char* kernel, const AttentionInputs& inputs) {
-  const TensorView& q = inputs.q;
-  const TensorView& k = inputs.k;
-  const std::string what = std::string(kernel) + ": q " + describe(q) + ", k " + describe(k);
-  if (q.shape[3] > kAttentionMaxHeadDim) {
-    throw_invalid(what + ": head dimension " + std::to_string(q.shape[3]) + " exceeds the flash-attention kernels' limit of " + std::to_string(kAttentionMaxHeadDim),
+  // The logical [B, H, T, D] sizes (tokens-major tensors are [B, T, H, D]).
+  const std::vector<Index>& q = inputs.q_sizes;
+  const std::vector<Index>& k = inputs.k_sizes;
+  const std::string what = std::string(kernel) + ": q " + describe(inputs.q) + ", k " + describe(inputs.k) + (inputs.tokens_major ? " (tokens-major)" : "");
+  if (q[3] > kAttentionMaxHeadDim) {
+    throw_invalid(what + ": head dimension " + std::to_string(q[3]) + " exceeds the flash-attention kernels' limit of " + std::to_string(kAttentionMaxHeadDim),
                   "Use head dims up to 128, or let core compose attention from matmuls (CudaBackend does so by itself above the limit).");
   }
-  for (const auto& [size, name] : {std::pair{q.shape[2], "Tq"}, std::pair{k.shape[2], "Tk"}}) {
+  for (const auto& [size, name] : {std::pair{q[2], "Tq"}, std::pair{k[2], "Tk"}}) {
     if (size > kMaxAttentionLength) throw_invalid(what + ": " + name + " = " + std::to_string(size) + " exceeds the flash-attention kernels' limit of 2^30 positions");
   }
-  for (const Index size : {q.shape[0], q.shape[1]}) {
+  for (const Index size : {q[0], q[1]}) {
     if (size > kMaxGridBlocks) throw_invalid(what + ": batch and head counts must be below 2^31");
   }
-  const double query_blocks = std::ceil(static_cast<double>(q.shape[2]) / 64.0) * static_cast<double>(q.shape[0]) * static_cast<double>(q.shape[1]);
-  const double key_blocks = std::ceil(static_cast<double>(k.shape[2]) / 64.0) * static_cast<double>(k.shape[0]) * static_cast<double>(k.shape[1]);
+  const double query_blocks = std::ceil(static_cast<double>(q[2]) / 64.0) * static_cast<double>(q[0]) * static_cast<double>(q[1]);
+  const double key_blocks = std::ceil(static_cast<double>(k[2]) / 64.0) * static_cast<double>(k[0]) * static_cast<double>(k[1]);
   if (query_blocks > static_cast<double>(kMaxGridBlocks) || key_blocks > static_cast<double>(kMaxGridBlocks)) {
     throw_invalid(what + ": needs more than 2^31 - 1 thread blocks (B · H · ⌈T / 64⌉)", "Split the batch into several calls.");
   }
   AttentionProblem problem{};
-  problem.batch = static_cast<int>(q.shape[0]);
-  problem.heads_q = static_cast<int>(q.shape[1]);
-  problem.heads_kv = static_cast<int>(k.shape[1]);
-  problem.length_q = static_cast<int>(q.shape[2]);
-  problem.length_k = static_cast<int>(k.shape[2]);
-  problem.head_dim = static_cast<int>(q.shape[3]);
+  problem.tokens_major = inputs.tokens_major;
+  problem.batch = static_cast<int>(q[0]);
+  problem.heads_q = static_cast<int>(q[1]);
+  problem.heads_kv = static_cast<int>(k[1]);
+  problem.length_q = static_cast<int>(q[2]);
+  problem.length_k = static_cast<int>(k[2]);
+  problem.head_dim = static_cast<int>(q[3]);
   problem.scale = static_cast<float>(inputs.scale);
   problem.causal = inputs.causal;
   if (inputs.mask) {
@@ -157,8 +161,8 @@ void CudaDevice::layer_norm(Napi::Env, const LayerNormCall& call) {
 void CudaDevice::rope(Napi::Env, const RopeCall& call) {
   DeviceContext& device = *context_;
   device.after_launch(launch_rope(device.launch_context(), call.x.dtype, call.x.base(), call.out.base(), call.rows, call.positions, call.dim,
-                                  static_cast<double>(call.offset), call.theta, call.inverse),
-                      std::string("rope ") + describe(call.x) + (call.inverse ? " inverse" : ""));
+                                  static_cast<double>(call.offset), call.theta, call.inverse, call.heads),
+                      std::string("rope ") + describe(call.x) + (call.inverse ? " inverse" : "") + (call.tokens_major ? " tokens-major" : ""));
 }
 
 void CudaDevice::swiglu(Napi::Env, const SwigluCall& call) {

@@ -56,8 +56,20 @@ __device__ __forceinline__ float lse_log2_or_infinity(const float* lse, Index in
   return value == -INFINITY ? INFINITY : value * attention::kLog2e;
 }
 
+/**
+ * Index in delta / lse [B, Hq, Tq] of the `row`-th D-element row of out in memory: the same in
+ * heads-major; tokens-major rows run over (b, i, h), so they are re-ordered to (b, h, i).
+ */
+__device__ __forceinline__ Index delta_index(Index row, int heads_q, int length_q, bool tokens_major) {
+  if (!tokens_major) return row;
+  const Index per_batch = static_cast<Index>(heads_q) * length_q;
+  const Index within = row % per_batch;
+  return (row - within) + (within % heads_q) * length_q + within / heads_q;
+}
+
 template <typename T>
-__global__ void __launch_bounds__(kDeltaThreads) attention_delta_kernel(const T* out, const T* d_out, float* delta, Index rows, int head_dim) {
+__global__ void __launch_bounds__(kDeltaThreads) attention_delta_kernel(const T* out, const T* d_out, float* delta, Index rows, int head_dim, int heads_q,
+                                                                       int length_q, bool tokens_major) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   const Index warp = static_cast<Index>(blockIdx.x) * (kDeltaThreads / 32) + threadIdx.x / 32;
   const Index warps = static_cast<Index>(gridDim.x) * (kDeltaThreads / 32);
@@ -71,7 +83,7 @@ __global__ void __launch_bounds__(kDeltaThreads) attention_delta_kernel(const T*
     sum += __shfl_xor_sync(0xffffffffu, sum, 4);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    if (row < rows && lane % 8 == 0) delta[row] = sum;
+    if (row < rows && lane % 8 == 0) delta[delta_index(row, heads_q, length_q, tokens_major)] = sum;
   }
 }
 
@@ -99,7 +111,7 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_kv_kerne
   const int b = static_cast<int>(head_index / p.heads_kv);
   const int key0 = key_tile * kBlockRows;
   const int keys_valid = min(kBlockRows, p.length_k - key0);
-  const Index kv_offset = ((static_cast<Index>(b) * p.heads_kv + kv_head) * p.length_k + key0) * p.head_dim;
+  const Index kv_offset = kv_offset_of(p, b, kv_head, key0);
   const int query_tiles = static_cast<int>(ceil_div(p.length_q, kQueries));
   const int first_query_tile = static_cast<int>(first_query_for_key(p, key0) / kQueries);
   const bool vector = p.vector_loads != 0;
@@ -114,8 +126,8 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_kv_kerne
   }
 
   if (first_query_tile < query_tiles) {
-    load_tile<T, kBlockRows, kHeadDim>(k_tile, kStride, static_cast<const T*>(p.k) + kv_offset, keys_valid, p.head_dim, vector);
-    load_tile<T, kBlockRows, kHeadDim>(v_tile, kStride, static_cast<const T*>(p.v) + kv_offset, keys_valid, p.head_dim, vector);
+    load_tile<T, kBlockRows, kHeadDim>(k_tile, kStride, static_cast<const T*>(p.k) + kv_offset, p.kv_row_stride, keys_valid, p.head_dim, vector);
+    load_tile<T, kBlockRows, kHeadDim>(v_tile, kStride, static_cast<const T*>(p.v) + kv_offset, p.kv_row_stride, keys_valid, p.head_dim, vector);
     cp_async_commit();
     for (int h = kv_head * p.group; h < (kv_head + 1) * p.group; h++) {
       const Index row_base = (static_cast<Index>(b) * p.heads_q + h) * p.length_q;
@@ -123,11 +135,11 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_kv_kerne
         const int query0 = query_tile * kQueries;
         const int queries_valid = min(kQueries, p.length_q - query0);
         __syncthreads();  // every warp is done with the previous q / dO tile
-        load_tile<T, kQueries, kHeadDim>(q_tile, kStride, static_cast<const T*>(p.q) + (row_base + query0) * p.head_dim, queries_valid, p.head_dim,
-                                         vector);
-        cp_async_commit();
-        load_tile<T, kQueries, kHeadDim>(do_tile, kStride, static_cast<const T*>(p.d_out) + (row_base + query0) * p.head_dim, queries_valid,
+        load_tile<T, kQueries, kHeadDim>(q_tile, kStride, static_cast<const T*>(p.q) + q_offset_of(p, b, h, query0), p.q_row_stride, queries_valid,
                                          p.head_dim, vector);
+        cp_async_commit();
+        load_tile<T, kQueries, kHeadDim>(do_tile, kStride, static_cast<const T*>(p.d_out) + q_offset_of(p, b, h, query0), p.q_row_stride,
+                                         queries_valid, p.head_dim, vector);
         cp_async_commit();
         if (threadIdx.x < kQueries) {
           const bool inside = static_cast<int>(threadIdx.x) < queries_valid;
@@ -177,8 +189,8 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_kv_kerne
       for (int e = 0; e < 2; e++) {
         const int column = nt * 8 + 2 * lane.t + e;
         if (column >= p.head_dim) continue;
-        dk_out[static_cast<Index>(row) * p.head_dim + column] = from_float<T>(dk[nt][2 * half + e] * p.scale);
-        dv_out[static_cast<Index>(row) * p.head_dim + column] = from_float<T>(dv[nt][2 * half + e]);
+        dk_out[static_cast<Index>(row) * p.kv_row_stride + column] = from_float<T>(dk[nt][2 * half + e] * p.scale);
+        dv_out[static_cast<Index>(row) * p.kv_row_stride + column] = from_float<T>(dv[nt][2 * half + e]);
       }
     }
   }
@@ -208,7 +220,8 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_q_kernel
   const int row0 = query_tile * kBlockRows;
   const int rows_valid = min(kBlockRows, p.length_q - row0);
   const Index row_base = (static_cast<Index>(b) * p.heads_q + h) * p.length_q + row0;
-  const Index kv_offset = (static_cast<Index>(b) * p.heads_kv + kv_head) * p.length_k * p.head_dim;
+  const Index q_offset = q_offset_of(p, b, h, row0);
+  const Index kv_offset = kv_offset_of(p, b, kv_head, 0);
   const T* k = static_cast<const T*>(p.k) + kv_offset;
   const T* v = static_cast<const T*>(p.v) + kv_offset;
   const int key_tiles = static_cast<int>(ceil_div(key_limit(p, row0 + rows_valid), kKeys));
@@ -231,17 +244,17 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_q_kernel
   }
 
   if (key_tiles > 0) {
-    load_tile<T, kBlockRows, kHeadDim>(q_tile, kStride, static_cast<const T*>(p.q) + row_base * p.head_dim, rows_valid, p.head_dim, vector);
-    load_tile<T, kBlockRows, kHeadDim>(do_tile, kStride, static_cast<const T*>(p.d_out) + row_base * p.head_dim, rows_valid, p.head_dim, vector);
+    load_tile<T, kBlockRows, kHeadDim>(q_tile, kStride, static_cast<const T*>(p.q) + q_offset, p.q_row_stride, rows_valid, p.head_dim, vector);
+    load_tile<T, kBlockRows, kHeadDim>(do_tile, kStride, static_cast<const T*>(p.d_out) + q_offset, p.q_row_stride, rows_valid, p.head_dim, vector);
     cp_async_commit();
   }
   for (int tile = 0; tile < key_tiles; tile++) {
     const int key0 = tile * kKeys;
     const int keys_valid = min(kKeys, p.length_k - key0);
     __syncthreads();  // every warp is done with the previous K and V
-    load_tile<T, kKeys, kHeadDim>(k_tile, kStride, k + static_cast<Index>(key0) * p.head_dim, keys_valid, p.head_dim, vector);
+    load_tile<T, kKeys, kHeadDim>(k_tile, kStride, k + static_cast<Index>(key0) * p.kv_row_stride, p.kv_row_stride, keys_valid, p.head_dim, vector);
     cp_async_commit();
-    load_tile<T, kKeys, kHeadDim>(v_tile, kStride, v + static_cast<Index>(key0) * p.head_dim, keys_valid, p.head_dim, vector);
+    load_tile<T, kKeys, kHeadDim>(v_tile, kStride, v + static_cast<Index>(key0) * p.kv_row_stride, p.kv_row_stride, keys_valid, p.head_dim, vector);
     cp_async_commit();
     cp_async_wait_pending<1>();
     __syncthreads();  // q, dO (first pass) and K landed; V may still be in flight
@@ -271,7 +284,7 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_q_kernel
     Math::template accumulate<kKeys>(dp, k_tile, kStride, dq, p.head_dim, scratch);
   }
 
-  T* dq_out = static_cast<T*>(p.dq) + row_base * p.head_dim;
+  T* dq_out = static_cast<T*>(p.dq) + q_offset;
   KILN_UNROLL
   for (int half = 0; half < 2; half++) {
     const int row = warp_row + lane.g + 8 * half;
@@ -280,7 +293,7 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_q_kernel
     for (int nt = 0; nt < kHeadDim / 8; nt++) {
       for (int e = 0; e < 2; e++) {
         const int column = nt * 8 + 2 * lane.t + e;
-        if (column < p.head_dim) dq_out[static_cast<Index>(row) * p.head_dim + column] = from_float<T>(dq[nt][2 * half + e] * p.scale);
+        if (column < p.head_dim) dq_out[static_cast<Index>(row) * p.q_row_stride + column] = from_float<T>(dq[nt][2 * half + e] * p.scale);
       }
     }
   }
@@ -324,7 +337,8 @@ template <typename T>
 cudaError_t launch_delta(const LaunchContext& context, const char* name, const KernelParams& params, Index rows) {
   if (rows == 0) return cudaSuccess;
   return vendor::launch(name, attention_delta_kernel<T>, dim3(grid_for((rows + 3) / 4, kDeltaThreads / 32, context.max_blocks)), dim3(kDeltaThreads), 0,
-                        context.stream, static_cast<const T*>(params.out), static_cast<const T*>(params.d_out), params.delta, rows, params.head_dim);
+                        context.stream, static_cast<const T*>(params.out), static_cast<const T*>(params.d_out), params.delta, rows, params.head_dim,
+                        params.heads_q, params.length_q, params.tokens_major != 0);
 }
 
 }  // namespace

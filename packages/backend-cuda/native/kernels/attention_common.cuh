@@ -3,8 +3,11 @@
 // shared memory, the score transform (scale, additive mask, causal and bounds masking) and the
 // per-block work decomposition.
 //
-// Layout: q, out, dOut, dq [B, Hq, Tq, D]; k, v, dk, dv [B, Hkv, Tk, D]; lse and the backward's
-// delta f32 [B, Hq, Tq]; all dense. Query head h reads kv head h / (Hq / Hkv). The optional mask
+// Layout: heads-major q, out, dOut, dq [B, Hq, Tq, D] and k, v, dk, dv [B, Hkv, Tk, D], or
+// tokens-major [B, Tq, Hq, D] and [B, Tk, Hkv, D]; all dense, D innermost, so a tile row is one
+// contiguous run of D elements in both and only the batch / head / position strides differ
+// (KernelParams' *_stride fields; loads stay coalesced). lse and the backward's delta are f32
+// [B, Hq, Tq] in both layouts. Query head h reads kv head h / (Hq / Hkv). The optional mask
 // is an f32 view broadcast to [B, Hq, Tq, Tk] with any strides (0 included). Shared-memory tiles
 // hold kRows rows of a head-dim bucket (32, 64 or 128 columns, zero-padded past D) with a row
 // stride padded so ldmatrix / column reads hit distinct banks.
@@ -49,6 +52,8 @@ struct AttentionProblem {
   /** Multiplier of q·k. */
   float scale;
   bool causal;
+  /** True for the tokens-major layout ([B, T, H, D] tensors), false for heads-major ([B, H, T, D]). */
+  bool tokens_major;
   /** f32 mask base (element 0 of its buffer), or nullptr. */
   const float* mask;
   /** Element strides of the mask over [B, Hq, Tq, Tk]. */
@@ -94,7 +99,27 @@ struct KernelParams {
   long long shift;
   /** 1 when rows may be copied in 16-byte chunks (D · element bytes is a multiple of 16). */
   int vector_loads;
+  /** 1 for the tokens-major layout, 0 for heads-major. */
+  int tokens_major;
+  /** Element strides of q, out, dOut, dq between batches, heads and positions (the layout). */
+  Index q_batch_stride;
+  Index q_head_stride;
+  Index q_row_stride;
+  /** Element strides of k, v, dk, dv between batches, heads and positions. */
+  Index kv_batch_stride;
+  Index kv_head_stride;
+  Index kv_row_stride;
 };
+
+/** Element offset of position `row` of head h, batch b in q, out, dOut or dq. */
+KILN_HOST_DEVICE inline Index q_offset_of(const KernelParams& p, int b, int h, long long row) {
+  return static_cast<Index>(b) * p.q_batch_stride + static_cast<Index>(h) * p.q_head_stride + static_cast<Index>(row) * p.q_row_stride;
+}
+
+/** Element offset of position `row` of kv head h, batch b in k, v, dk or dv. */
+KILN_HOST_DEVICE inline Index kv_offset_of(const KernelParams& p, int b, int h, long long row) {
+  return static_cast<Index>(b) * p.kv_batch_stride + static_cast<Index>(h) * p.kv_head_stride + static_cast<Index>(row) * p.kv_row_stride;
+}
 
 /** ceil(a / b) for positive b. */
 KILN_HOST_DEVICE inline long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
@@ -138,6 +163,15 @@ inline KernelParams kernel_params(const AttentionProblem& problem, int dtype) {
   p.causal = problem.causal ? 1 : 0;
   p.shift = static_cast<long long>(problem.length_k) - problem.length_q;
   p.vector_loads = (problem.head_dim * dtype_bytes(dtype)) % 16 == 0 ? 1 : 0;
+  p.tokens_major = problem.tokens_major ? 1 : 0;
+  const Index head_dim = problem.head_dim;
+  // Heads-major: a head is T·D contiguous elements; tokens-major: a position holds H heads of D.
+  p.q_row_stride = problem.tokens_major ? head_dim * problem.heads_q : head_dim;
+  p.q_head_stride = problem.tokens_major ? head_dim : head_dim * problem.length_q;
+  p.q_batch_stride = head_dim * problem.heads_q * problem.length_q;
+  p.kv_row_stride = problem.tokens_major ? head_dim * problem.heads_kv : head_dim;
+  p.kv_head_stride = problem.tokens_major ? head_dim : head_dim * problem.length_k;
+  p.kv_batch_stride = head_dim * problem.heads_kv * problem.length_k;
   return p;
 }
 
@@ -214,12 +248,13 @@ __device__ __forceinline__ void cp_async_wait_all() {
 }
 
 /**
- * Issues the copy of rows [0, kRows) of a [rows, D] row-major source into a shared tile with row
- * stride `stride`: rows ≥ rows_valid and columns ≥ D (up to kCols) become 0, so padded products
- * add nothing and a masked probability never meets garbage (0 · NaN). Call cp_async_commit after.
+ * Issues the copy of rows [0, kRows) of a source whose rows of D elements are `row_stride`
+ * elements apart into a shared tile with row stride `stride`: rows ≥ rows_valid and columns ≥ D
+ * (up to kCols) become 0, so padded products add nothing and a masked probability never meets
+ * garbage (0 · NaN). Call cp_async_commit after.
  */
 template <typename T, int kRows, int kCols>
-__device__ __forceinline__ void load_tile(T* tile, int stride, const T* source, int rows_valid, int head_dim, bool vector) {
+__device__ __forceinline__ void load_tile(T* tile, int stride, const T* source, Index row_stride, int rows_valid, int head_dim, bool vector) {
   if (vector) {
     constexpr int kPerChunk = 16 / static_cast<int>(sizeof(T));
     constexpr int kChunksPerRow = kCols / kPerChunk;
@@ -228,7 +263,7 @@ __device__ __forceinline__ void load_tile(T* tile, int stride, const T* source, 
       const int column = (chunk % kChunksPerRow) * kPerChunk;
       T* target = tile + row * stride + column;
       if (row < rows_valid && column < head_dim) {
-        cp_async_16(target, source + static_cast<Index>(row) * head_dim + column);
+        cp_async_16(target, source + static_cast<Index>(row) * row_stride + column);
       } else {
         *reinterpret_cast<uint4*>(target) = make_uint4(0u, 0u, 0u, 0u);
       }
@@ -237,7 +272,7 @@ __device__ __forceinline__ void load_tile(T* tile, int stride, const T* source, 
     for (int element = static_cast<int>(threadIdx.x); element < kRows * kCols; element += kAttentionThreads) {
       const int row = element / kCols;
       const int column = element % kCols;
-      tile[row * stride + column] = row < rows_valid && column < head_dim ? source[static_cast<Index>(row) * head_dim + column] : zero_value<T>();
+      tile[row * stride + column] = row < rows_valid && column < head_dim ? source[static_cast<Index>(row) * row_stride + column] : zero_value<T>();
     }
   }
 }

@@ -57,8 +57,8 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_forward_kernel(Ke
   const int kv_head = h / p.group;
   const int row0 = query_tile * kQueryRows;
   const int rows_valid = min(kQueryRows, p.length_q - row0);
-  const Index q_offset = ((static_cast<Index>(b) * p.heads_q + h) * p.length_q + row0) * p.head_dim;
-  const Index kv_offset = (static_cast<Index>(b) * p.heads_kv + kv_head) * p.length_k * p.head_dim;
+  const Index q_offset = q_offset_of(p, b, h, row0);
+  const Index kv_offset = kv_offset_of(p, b, kv_head, 0);
   const T* k = static_cast<const T*>(p.k) + kv_offset;
   const T* v = static_cast<const T*>(p.v) + kv_offset;
   const int key_tiles = static_cast<int>(ceil_div(key_limit(p, row0 + rows_valid), kKeys));
@@ -76,8 +76,8 @@ KILN_UNROLL
   typename Math::Rows q_rows;
 
   if (key_tiles > 0) {
-    load_tile<T, kQueryRows, kHeadDim>(q_tile, kStride, static_cast<const T*>(p.q) + q_offset, rows_valid, p.head_dim, vector);
-    load_tile<T, kKeys, kHeadDim>(k_tile, kStride, k, min(kKeys, p.length_k), p.head_dim, vector);
+    load_tile<T, kQueryRows, kHeadDim>(q_tile, kStride, static_cast<const T*>(p.q) + q_offset, p.q_row_stride, rows_valid, p.head_dim, vector);
+    load_tile<T, kKeys, kHeadDim>(k_tile, kStride, k, p.kv_row_stride, min(kKeys, p.length_k), p.head_dim, vector);
     cp_async_commit();
   }
   for (int tile = 0; tile < key_tiles; tile++) {
@@ -85,7 +85,8 @@ KILN_UNROLL
     cp_async_wait_all();
     __syncthreads();  // K_tile (and q) landed; every warp is done with V of the previous tile
     if (tile == 0) Math::load_rows(q_rows, q_tile + warp_row * kStride, kStride, p.head_dim);
-    load_tile<T, kKeys, kHeadDim>(v_tile, kStride, v + static_cast<Index>(key0) * p.head_dim, min(kKeys, p.length_k - key0), p.head_dim, vector);
+    load_tile<T, kKeys, kHeadDim>(v_tile, kStride, v + static_cast<Index>(key0) * p.kv_row_stride, p.kv_row_stride, min(kKeys, p.length_k - key0), p.head_dim,
+                                  vector);
     cp_async_commit();
 
     float s[kKeys / 8][4];
@@ -126,7 +127,8 @@ KILN_UNROLL
     __syncthreads();  // V_tile landed; every warp is done with K_tile
     if (tile + 1 < key_tiles) {
       const int next = key0 + kKeys;
-      load_tile<T, kKeys, kHeadDim>(k_tile, kStride, k + static_cast<Index>(next) * p.head_dim, min(kKeys, p.length_k - next), p.head_dim, vector);
+      load_tile<T, kKeys, kHeadDim>(k_tile, kStride, k + static_cast<Index>(next) * p.kv_row_stride, p.kv_row_stride, min(kKeys, p.length_k - next),
+                                    p.head_dim, vector);
       cp_async_commit();
     }
     Math::template accumulate<kKeys>(s, v_tile, kStride, o, p.head_dim, scratch);
@@ -147,8 +149,8 @@ KILN_UNROLL
 KILN_UNROLL
     for (int nt = 0; nt < kHeadDim / 8; nt++) {
       const int column = nt * 8 + 2 * lane.t;
-      if (column < p.head_dim) out[static_cast<Index>(row) * p.head_dim + column] = from_float<T>(o[nt][2 * half] * inverse);
-      if (column + 1 < p.head_dim) out[static_cast<Index>(row) * p.head_dim + column + 1] = from_float<T>(o[nt][2 * half + 1] * inverse);
+      if (column < p.head_dim) out[static_cast<Index>(row) * p.q_row_stride + column] = from_float<T>(o[nt][2 * half] * inverse);
+      if (column + 1 < p.head_dim) out[static_cast<Index>(row) * p.q_row_stride + column + 1] = from_float<T>(o[nt][2 * half + 1] * inverse);
     }
     if (lane.t == 0) lse[row] = empty ? -INFINITY : (row_max[half] + log2f(sum)) * kLn2;
   }

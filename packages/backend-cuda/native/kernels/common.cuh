@@ -1,6 +1,6 @@
 // kernels/common.cuh — what every kernel family shares: dtype codes, strided layouts (up to
 // kMaxRank dims after host-side coalescing), the launch context, and the device error record
-// used by index-checking kernels (CONTRACTS: out-of-range indices).
+// used by index-checking kernels (docs/kernel-semantics.md, "Out-of-range indices").
 //
 // Layout: strides and offsets count elements (as in core's StridedView); linear indices are
 // row-major over the (shared) shape, last dimension fastest. Index arithmetic is 64-bit.

@@ -5,7 +5,7 @@
 // slice of the logits into an online (max, Σ exp(x − max)) state, the block merges them: one read
 // of the row gives logsumexp. The loss adds one more read (the target's logit); the gradient a
 // second pass writing exp(x − max)/sum − onehot, times scale. The target is checked in the
-// kernel (CONTRACTS.md, out-of-range indices): ignoreIndex → 0 without reading the row; a target
+// kernel (docs/kernel-semantics.md, "Out-of-range indices"): ignoreIndex → 0 without reading the row; a target
 // outside [0, classes) → NaN (loss, or the whole gradient row) without reading another row, and
 // the first such row is recorded in the device error record (next synchronize/download rejects).
 // Layout: logits, dLogits contiguous [rows, classes] of one dtype; targets i32 [rows]; loss f32 [rows].

@@ -7,7 +7,7 @@
 // by one thread in position order, so duplicates accumulate in the same order on every run (the
 // order of a sequential loop). groups = min(rows, ⌈65536 / (outer·inner)⌉): enough threads to
 // fill the device; each scans all `count` indices (cheap broadcast reads: a warp shares its group).
-// Every index is checked in the kernel (CONTRACTS.md, out-of-range indices): an index outside
+// Every index is checked in the kernel (docs/kernel-semantics.md, "Out-of-range indices"): an index outside
 // [0, rows) never reads or writes out of bounds — gather writes 0, scatterAdd skips the
 // element — and the first offender (kernel, position, value, bound) is recorded in the device
 // error record, which the host turns into an InvalidArgumentError at the next synchronize/download.

@@ -9,12 +9,15 @@
 // (tile[k][m], tile[k][n]) whichever way they are stored: the contiguous direction is read with
 // 16-byte float4 loads when the leading dimension, batch stride and base allow it, else with
 // scalar loads; out-of-range elements are 0, so any m, n, k works.
-// f16/bf16 go to a tensor-core kernel: the pipelined mma.sync one (matmul_mma.cuh) on compute
+// f16/bf16 go to a tensor-core kernel: the wgmma + TMA one (matmul_wgmma.cuh) on sm_90a for
+// large problems with TMA-aligned operands, the pipelined mma.sync one (matmul_mma.cuh) on compute
 // capability ≥ 8.0 with 16-byte chunk-aligned operands, else WMMA (matmul_wmma.cuh).
 // Layout: a [m,k] or [k,m] (transposeA), b [k,n] or [n,k] (transposeB), per batch at
 // batch·batchStride (0 broadcasts); out dense [batch, m, n].
 // Numerics: f32 accumulation in k order per output (nvcc fuses each step into an FMA; no TF32);
 // k = 0 writes zeros.
+#include <atomic>
+
 #include "matmul.cuh"
 #include "numerics.cuh"
 #include "vector.cuh"
@@ -172,7 +175,11 @@ cudaError_t launch_f32(const LaunchContext& context, const void* a, const void* 
                         shape.batch_stride_b, shape.batch);
 }
 
+std::atomic<unsigned long long> wgmma_launches{0};
+
 }  // namespace
+
+unsigned long long wgmma_matmul_launches() { return wgmma_launches.load(); }
 
 cudaError_t launch_matmul(const LaunchContext& context, int dtype, const void* a, const void* b, void* out, const MatmulShape& shape) {
   if (shape.batch == 0 || shape.m == 0 || shape.n == 0) return cudaSuccess;
@@ -182,12 +189,28 @@ cudaError_t launch_matmul(const LaunchContext& context, int dtype, const void* a
   }
   switch (dtype) {
     case kF32: return launch_f32(context, a, b, out, shape);
-    case kF16:
-      if (choose_half_matmul_kernel(a, b, shape) == HalfMatmulKernel::kMma) return launch_matmul_mma_f16(context, a, b, out, shape);
+    case kF16: {
+      const HalfMatmulKernel kernel = choose_half_matmul_kernel(context, a, b, shape);
+      if (kernel == HalfMatmulKernel::kWgmma) {
+        bool maps_refused = false;
+        const cudaError_t launched = launch_matmul_wgmma_f16(context, a, b, out, shape, maps_refused);
+        if (!maps_refused) wgmma_launches++;
+        if (!maps_refused) return launched;  // else the driver refused a tensor map: the mma.sync kernel takes these operands too
+      }
+      if (kernel != HalfMatmulKernel::kWmma) return launch_matmul_mma_f16(context, a, b, out, shape);
       return launch_matmul_wmma_f16(context, a, b, out, shape);
-    default:
-      if (choose_half_matmul_kernel(a, b, shape) == HalfMatmulKernel::kMma) return launch_matmul_mma_bf16(context, a, b, out, shape);
+    }
+    default: {
+      const HalfMatmulKernel kernel = choose_half_matmul_kernel(context, a, b, shape);
+      if (kernel == HalfMatmulKernel::kWgmma) {
+        bool maps_refused = false;
+        const cudaError_t launched = launch_matmul_wgmma_bf16(context, a, b, out, shape, maps_refused);
+        if (!maps_refused) wgmma_launches++;
+        if (!maps_refused) return launched;
+      }
+      if (kernel != HalfMatmulKernel::kWmma) return launch_matmul_mma_bf16(context, a, b, out, shape);
       return launch_matmul_wmma_bf16(context, a, b, out, shape);
+    }
   }
 }
 

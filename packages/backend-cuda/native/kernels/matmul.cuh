@@ -11,9 +11,9 @@ namespace kiln {
 
 /**
  * Batched matmul of `dtype` with f32 accumulation; out is contiguous [batch, m, n]. f32 runs the
- * register-tiled SIMT kernel (matmul.cu); f16/bf16 the pipelined mma.sync kernel
- * (matmul_mma.cuh) on compute capability ≥ 8.0 when the operands allow it, else the WMMA kernel
- * (matmul_wmma.cuh). k = 0 writes zeros.
+ * register-tiled SIMT kernel (matmul.cu); f16/bf16 the kernel choose_half_matmul_kernel names:
+ * wgmma + TMA (matmul_wgmma.cuh) on sm_90a, the pipelined mma.sync kernel (matmul_mma.cuh) on
+ * compute capability ≥ 8.0, else WMMA (matmul_wmma.cuh). k = 0 writes zeros.
  */
 cudaError_t launch_matmul(const LaunchContext& context, int dtype, const void* a, const void* b, void* out, const MatmulShape& shape);
 
@@ -27,13 +27,31 @@ cudaError_t launch_matmul_mma_f16(const LaunchContext& context, const void* a, c
 /** The sm_80 pipelined bf16 kernel (matmul_mma_bf16.cu); needs choose_half_matmul_kernel(…) == kMma. */
 cudaError_t launch_matmul_mma_bf16(const LaunchContext& context, const void* a, const void* b, void* out, const MatmulShape& shape);
 
+/** The sm_90a warp-specialised wgmma + TMA f16 kernel (matmul_wgmma_f16.cu); launches nothing and sets `maps_refused` when the driver refuses its tensor maps. */
+cudaError_t launch_matmul_wgmma_f16(const LaunchContext& context, const void* a, const void* b, void* out, const MatmulShape& shape, bool& maps_refused);
+/** The sm_90a warp-specialised wgmma + TMA bf16 kernel (matmul_wgmma_bf16.cu); launches nothing and sets `maps_refused` when the driver refuses its tensor maps. */
+cudaError_t launch_matmul_wgmma_bf16(const LaunchContext& context, const void* a, const void* b, void* out, const MatmulShape& shape, bool& maps_refused);
+
 /** The tensor-core kernel families of kiln's own f16/bf16 matmul. */
-enum class HalfMatmulKernel { kMma, kWmma };
+enum class HalfMatmulKernel { kWgmma, kMma, kWmma };
 
 /** True when the current device runs the sm_80 kernels: compute capability ≥ 8.0 and this binary has sm_80+ code for it (cached per device). */
 bool device_runs_mma_kernels();
 
-/** The kernel for these operands on the current device: kMma when device_runs_mma_kernels() and every operand row is whole 16-byte chunks (matmul_mma.cuh), else kWmma. */
-HalfMatmulKernel choose_half_matmul_kernel(const void* a, const void* b, const MatmulShape& shape);
+/** True when the current device runs the sm_90a kernels: compute capability 9.0 and this binary has sm_90a code for it (cached per device). */
+bool device_runs_wgmma_kernels();
+
+/** Launches of the sm_90a wgmma kernel in this process so far (tests assert that the Hopper path ran). */
+unsigned long long wgmma_matmul_launches();
+
+/**
+ * The kernel for these operands on the current device: kWgmma when device_runs_wgmma_kernels(),
+ * the operands meet TMA's alignment (matmul_wgmma.cuh) and the problem has at least two
+ * 128×128 output tiles per multiprocessor (its persistent grid then overlaps one tile's epilogue
+ * with the next tile's loads; smaller problems fill the GPU better with the mma.sync kernel's
+ * 64×64 tiles); else kMma when device_runs_mma_kernels() and every operand row is whole 16-byte
+ * chunks (matmul_mma.cuh); else kWmma.
+ */
+HalfMatmulKernel choose_half_matmul_kernel(const LaunchContext& context, const void* a, const void* b, const MatmulShape& shape);
 
 }  // namespace kiln

@@ -1,10 +1,11 @@
-// kernels/matmul_mma.cu — which tensor-core kernel runs kiln's own f16/bf16 matmul: the sm_80
-// pipelined mma.sync kernel (matmul_mma.cuh) when the device and the operands allow it, else the
-// WMMA kernel (matmul_wmma.cuh). Host code only, plus an empty probe kernel whose attributes tell
-// which PTX target of this binary the device runs.
+// kernels/matmul_mma.cu — which tensor-core kernel runs kiln's own f16/bf16 matmul: the sm_90a
+// wgmma + TMA kernel (matmul_wgmma.cuh) or the sm_80 pipelined mma.sync kernel (matmul_mma.cuh)
+// when the device and the operands allow it, else the WMMA kernel (matmul_wmma.cuh). Host code
+// only, plus probe kernels whose attributes tell which target of this binary the device runs.
 #include <atomic>
 
 #include "matmul_mma.cuh"
+#include "matmul_wgmma.cuh"
 
 namespace kiln {
 namespace {
@@ -12,9 +13,26 @@ namespace {
 constexpr int kCachedDevices = 64;
 /** Per device: 0 not yet asked, 1 no, 2 yes. */
 std::atomic<int> runs_mma_kernels[kCachedDevices] = {};
+std::atomic<int> runs_wgmma_kernels[kCachedDevices] = {};
 
 #if !defined(KILN_CUDA_SIMULATOR)
 __global__ void matmul_mma_arch_probe_kernel() {}
+
+/** Shared bytes the sm_90a variant of the probe declares (other targets declare 4). */
+constexpr int kSm90aProbeInts = 1024;
+
+/** Never launched: cudaFuncGetAttributes(…).sharedSizeBytes says whether the device runs this binary's sm_90a code. */
+__global__ void matmul_wgmma_arch_probe_kernel(int* sink) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  __shared__ int marker[kSm90aProbeInts];
+#else
+  __shared__ int marker[1];
+#endif
+  constexpr int kCount = sizeof marker / sizeof marker[0];
+  marker[threadIdx.x % kCount] = static_cast<int>(threadIdx.x);
+  __syncthreads();
+  sink[threadIdx.x] = marker[(threadIdx.x + 1) % kCount];
+}
 #endif
 
 bool ask_device(int device) {
@@ -31,21 +49,52 @@ bool ask_device(int device) {
   return true;
 }
 
-}  // namespace
+bool ask_device_wgmma(int device) {
+#if !defined(KILN_HAS_TENSOR_MAPS)
+  (void)device;
+  return false;
+#else
+  cudaDeviceProp properties;
+  if (cudaGetDeviceProperties(&properties, device) != cudaSuccess) return false;
+  // sm_90a code runs on compute capability 9.0 only.
+  if (properties.major != 9 || properties.minor != 0) return false;
+#if !defined(KILN_CUDA_SIMULATOR)
+  cudaFuncAttributes attributes;
+  if (cudaFuncGetAttributes(&attributes, matmul_wgmma_arch_probe_kernel) != cudaSuccess) return false;
+  if (attributes.sharedSizeBytes < kSm90aProbeInts * sizeof(int)) return false;
+#endif
+  return true;
+#endif
+}
 
-bool device_runs_mma_kernels() {
+/** The cached answer of `ask` for the current device. */
+bool cached(std::atomic<int> (&answers)[kCachedDevices], bool (*ask)(int)) {
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess || device < 0) return false;
-  if (device >= kCachedDevices) return ask_device(device);
-  int known = runs_mma_kernels[device].load();
+  if (device >= kCachedDevices) return ask(device);
+  int known = answers[device].load();
   if (known == 0) {
-    known = ask_device(device) ? 2 : 1;
-    runs_mma_kernels[device].store(known);
+    known = ask(device) ? 2 : 1;
+    answers[device].store(known);
   }
   return known == 2;
 }
 
-HalfMatmulKernel choose_half_matmul_kernel(const void* a, const void* b, const MatmulShape& shape) {
+}  // namespace
+
+bool device_runs_wgmma_kernels() { return cached(runs_wgmma_kernels, ask_device_wgmma); }
+
+bool device_runs_mma_kernels() { return cached(runs_mma_kernels, ask_device); }
+
+HalfMatmulKernel choose_half_matmul_kernel(const LaunchContext& context, const void* a, const void* b, const MatmulShape& shape) {
+#if defined(KILN_HAS_TENSOR_MAPS)
+  // max_blocks is 16 per multiprocessor: two tiles per multiprocessor is max_blocks / 8.
+  if (device_runs_wgmma_kernels() && wgmma_matmul::supports_operands(a, b, shape) && wgmma_matmul::tile_count(shape) * 8 >= context.max_blocks) {
+    return HalfMatmulKernel::kWgmma;
+  }
+#else
+  (void)context;
+#endif
   return device_runs_mma_kernels() && mma_matmul::supports_operands(a, b, shape) ? HalfMatmulKernel::kMma : HalfMatmulKernel::kWmma;
 }
 

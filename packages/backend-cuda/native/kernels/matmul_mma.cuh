@@ -1,5 +1,6 @@
-// kernels/matmul_mma.cuh — the f16/bf16 batched matmul for Ampere/Ada (sm_80/86/89; also the
-// sm_90 kernel while there is no Hopper one): mma.sync + ldmatrix fed by a cp.async pipeline.
+// kernels/matmul_mma.cuh — the f16/bf16 batched matmul for Ampere/Ada (sm_80/86/89; on Hopper
+// for problems or operands the wgmma kernel, matmul_wgmma.cuh, does not take, and on sm_90
+// builds without sm_90a code): mma.sync + ldmatrix fed by a cp.async pipeline.
 // Included by matmul_mma_f16.cu and matmul_mma_bf16.cu (one translation unit per dtype).
 //
 // Algorithm: a block of kWarpsM × kWarpsN warps computes a kBlockM × kBlockN tile of out for one

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 
 const BYTES = { f32: 4, f16: 2, bf16: 2 };
 
-/** The reference models' matmul shapes (shared/bench/models.json): forward x·Wᵀ, and the backward's dX = dY·W and dW = dYᵀ·X. */
+/** The reference models' matmul shapes (the trainer's presets): forward x·Wᵀ, and the backward's dX = dY·W and dW = dYᵀ·X. */
 export const MODEL_SHAPES = {
   tiny: { tokens: 8 * 64, d: 64, hidden: 192, vocab: 256 },
   small: { tokens: 16 * 128, d: 128, hidden: 352, vocab: 256 },
@@ -68,12 +68,14 @@ export async function timeMatmul(backend, shape, dtype, { quick, simulator }) {
 }
 
 /**
- * Which of kiln's kernels runs `dtype`: 'SIMT' for f32; for f16/bf16 the family capabilities name
- * ('mma.sync' on compute capability ≥ 8.0, else 'wmma'; every measured shape has rows of whole
- * 16-byte chunks, which the mma.sync kernel needs).
+ * Which of kiln's kernels ran `dtype`: 'SIMT' for f32; for f16/bf16 'wgmma' when the Hopper
+ * kernel's launch count grew while the shape was timed (`wgmmaLaunches`), else the family
+ * capabilities name ('mma.sync' on compute capability ≥ 8.0, else 'wmma'; every measured shape
+ * has rows of whole 16-byte chunks, which the mma.sync kernel needs).
  */
-export function kilnMatmulKernel(backend, dtype) {
+export function kilnMatmulKernel(backend, dtype, wgmmaLaunches) {
   if (dtype === 'f32') return 'SIMT';
+  if (wgmmaLaunches > 0) return 'wgmma';
   return backend.capabilities.matmul[dtype].includes('mma.sync') ? 'mma.sync' : 'wmma';
 }
 
@@ -84,8 +86,9 @@ export async function matmulComparison(kiln, cublas, options, log) {
     // f16 runs the same kernel family as bf16: the square shape only, as a check that both instantiations are as fast.
     const shapes = dtype === 'f16' ? matmulShapes(options).slice(0, 1) : matmulShapes(options);
     for (const shape of shapes) {
+      const launchesBefore = kiln.hopperMatmulLaunches ?? 0;
       const kilnTflops = await timeMatmul(kiln, shape, dtype, options);
-      const row = { ...shape, dtype, kernel: kilnMatmulKernel(kiln, dtype), kilnTflops };
+      const row = { ...shape, dtype, kernel: kilnMatmulKernel(kiln, dtype, (kiln.hopperMatmulLaunches ?? 0) - launchesBefore), kilnTflops };
       if (cublas) {
         row.cublasTflops = await timeMatmul(cublas, shape, dtype, options);
         row.ratio = kilnTflops / row.cublasTflops;

@@ -5,7 +5,7 @@
 //   schema: 1, status: 'ok' | 'failed' | 'skipped', reason?, startedAt, seconds, host, addon, probe,
 //   conformance: [{ name, passed, failed, skipped, seconds, failures: [{ id, message }] }],
 //   matmul: [{ label, dtype, m, n, k, transposeA, transposeB, kernel, kilnTflops, cublasTflops?, ratio? }], matmulNote?,
-//     (kernel: kiln's kernel family, 'mma.sync' | 'wmma' | 'SIMT')
+//     (kernel: kiln's kernel family, 'wgmma' | 'mma.sync' | 'wmma' | 'SIMT')
 //   trainStep?: { model, precision, kiln: { msPerStep, tokensPerSecond } | { error }, pytorch: { … } | { skipped }, ratio? },
 //   hfFixtures?: { fixtures, error, failed, runs: [{ fixture, matmul, logitsRelative, lossError, worstGradient, gradients, greedy, failures, passed, seconds }] },
 //   sections: [{ title, rows: [[…cells]], note? }]     (other checks add theirs, e.g. attention vs SDPA)

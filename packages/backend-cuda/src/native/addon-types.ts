@@ -97,6 +97,10 @@ export interface NativeMatmulInfo {
   cublasCalls: number;
   /** True in the simulator build: the WMMA kernels run on gpu-sim's warp-collective fragment emulation. */
   simulatedTensorCores: boolean;
+  /** True when the device runs kiln's sm_90a wgmma + TMA matmul (compute capability 9.0 and this binary has sm_90a code). */
+  hopperKernels: boolean;
+  /** Launches of that kernel in this process so far. */
+  wgmmaLaunches: number;
 }
 
 /** One backend instance on one device: core's NativeKernelMethods (storage, primitives, fused kernels, flash attention) plus CUDA's own. */

@@ -200,6 +200,7 @@ void MetalKernelDevice::layer_norm(Napi::Env env, const LayerNormCall& call) {
 }
 
 void MetalKernelDevice::rope(Napi::Env env, const RopeCall& call) {
+  expect_heads_major(call.tokens_major, "rope");
   const Index half = call.dim / 2;
   if (call.x.count == 0 || half == 0) return;
   // The angle as docs/kernel-semantics.md defines it, in f64 (MSL has none): a = p · theta^(−2i/D), cos and sin rounded once to f32.
@@ -268,11 +269,13 @@ void expect_mask_strides(const AttentionInputs& inputs, const char* kernel) {
 }  // namespace
 
 void MetalKernelDevice::attention(Napi::Env env, const AttentionCall& call) {
+  expect_heads_major(call.inputs.tokens_major, "attention");
   expect_mask_strides(call.inputs, "attention");
   stream_->run(env, plan_attention(call.inputs, call.out, call.lse, plan_device_));
 }
 
 void MetalKernelDevice::attention_backward(Napi::Env env, const AttentionBackwardCall& call) {
+  expect_heads_major(call.inputs.tokens_major, "attentionBackward");
   expect_mask_strides(call.inputs, "attentionBackward");
   // Δ scratch: f32 [B, Hq, Tq] from the pool, back to it once the dispatches are encoded.
   ScratchBuffer scratch(*pool_, static_cast<std::size_t>(call.lse.count) * sizeof(float));

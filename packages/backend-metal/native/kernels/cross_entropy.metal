@@ -5,7 +5,7 @@
 // of the logits into an online (max, Σ exp(x − max)) state and the threadgroup merges them
 // (kiln_metal_rows.h): one read of the row gives logsumexp. The loss reads one more element (the
 // target's logit); the gradient a second pass writing (exp(x − max)/sum − onehot)·scale. The
-// target is checked in the kernel (CONTRACTS.md, out-of-range indices): ignoreIndex → 0 without
+// target is checked in the kernel (docs/kernel-semantics.md, "Out-of-range indices"): ignoreIndex → 0 without
 // reading the row; a target outside [0, classes) → NaN (the loss, or the whole gradient row)
 // without reading another row, and the first such row wins the device error record (the next
 // synchronize/download rejects with an InvalidArgumentError).

@@ -5,7 +5,7 @@
 // `rows_per_group` consecutive rows; thread (o, group, column) owns out[o, rows of its range,
 // column] and walks every position in order, adding source[o, position, column] when the index
 // falls in its range (the host picks groups so about 65 536 threads run; each reads all `count`
-// indices, which a simdgroup shares). Every index is checked (CONTRACTS.md, out-of-range indices): an index outside
+// indices, which a simdgroup shares). Every index is checked (docs/kernel-semantics.md, "Out-of-range indices"): an index outside
 // [0, rows) never reads or writes out of bounds — gather writes 0, scatterAdd skips the element —
 // and the first offender (kernel, position, value, rows) wins the device error record by
 // compare-and-swap; the host turns it into an InvalidArgumentError at the next synchronize or

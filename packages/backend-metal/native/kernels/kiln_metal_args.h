@@ -137,7 +137,7 @@ struct KilnRandomArgs {
   kiln_u32 pad2;
 };
 
-/** The device error flag (CONTRACTS.md, out-of-range indices): the first offender wins the flag. */
+/** The device error flag (docs/kernel-semantics.md, "Out-of-range indices"): the first offender wins the flag. */
 struct KilnErrorRecord {
   kiln_u32 flag;
   kiln_u32 kernel_id;  // KILN_INDEX_ERROR_* (kiln/op_codes.h)

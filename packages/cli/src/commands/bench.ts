@@ -17,7 +17,7 @@ import { measureKernels, type KernelTiming } from '../bench/kernel-timings.js';
 import { formatKernelProfile, profileTrainStep, type KernelProfile } from '../bench/kernel-profile.js';
 import {
   benchLoraConfig, FINE_TUNE_DEFAULTS, FINE_TUNE_PRESET_NAMES, FINE_TUNE_PRESETS, isFineTunePreset, measureFineTune,
-  type FineTuneMode, type FineTunePresetName, type FineTuneThroughput,
+  type FineTuneMode, type FineTuneThroughput,
 } from '../bench/fine-tune-throughput.js';
 import {
   measureFineTunePeer, measurePeer, PEER_NAMES, peerLabel, probePeer, type FineTunePeerResult, type MissingPeer, type PeerName, type PeerResult,

@@ -4,8 +4,8 @@
  * gradients of leaves accumulate into `leaf.grad` (adding to what is there).
  */
 import { DisposedTensorError, InvalidArgumentError } from '../errors.js';
-import { checkTensor } from '../ops/validate.js';
-import { binaryKernel } from '../ops/elementwise.js';
+import { checkTensor } from '../validate.js';
+import { binaryKernel } from '../ops/kernel-calls.js';
 import { full } from '../ops/creation.js';
 import { clone } from '../ops/shape-ops.js';
 import { keep, tidy } from '../tensor/scope.js';

@@ -79,12 +79,24 @@ export interface MatmulParams {
   batchStrideB: number;
 }
 
-/** Parameters of scaled-dot-product attention. q: [B, Hq, Tq, D]; k, v: [B, Hkv, Tk, D]; out: [B, Hq, Tq, D]. */
+/**
+ * Memory layout of attention's q, k, v and their outputs and gradients (all dense, D innermost):
+ * 'heads-major' q, out, dOut, dq [B, Hq, Tq, D] and k, v, dk, dv [B, Hkv, Tk, D];
+ * 'tokens-major' q, out, dOut, dq [B, Tq, Hq, D] and k, v, dk, dv [B, Tk, Hkv, D] (what a
+ * projection's [B, T, H·D] output is, reshaped, so no permute copies are needed). lse
+ * [B, Hq, Tq] and the mask's logical [B, Hq, Tq, Tk] are the same in both. rope takes the same
+ * two layouts for its x and out.
+ */
+export type AttentionLayout = 'heads-major' | 'tokens-major';
+
+/** Parameters of scaled-dot-product attention. q: [B, Hq, Tq, D]; k, v: [B, Hkv, Tk, D]; out: [B, Hq, Tq, D] (heads-major; see layout). */
 export interface AttentionParams {
   /** Multiplier applied to q·k before softmax (usually 1/sqrt(D)). */
   scale: number;
   /** Causal mask aligned to the end: query i sees keys j <= i + (Tk - Tq). */
   causal: boolean;
+  /** Optional (default 'heads-major'): layout of q, k, v, out, dOut, dq, dk, dv; core passes 'tokens-major' only to backends whose capabilities.attentionLayouts lists it. */
+  layout?: AttentionLayout;
 }
 
 /** AdamW hyper-parameters for one fused update (decoupled weight decay, bias-corrected). */
@@ -189,6 +201,10 @@ export interface Capabilities {
   supports(kernel: KernelName, dtype: DType): boolean;
   /** True when the fused attention kernels are a tiled flash (online-softmax) implementation. */
   flashAttention: boolean;
+  /** Optional (default ['heads-major']): the AttentionLayouts the backend's attention and attentionBackward read and write; core permutes to heads-major for the others. */
+  attentionLayouts?: readonly AttentionLayout[];
+  /** Optional (default ['heads-major']): the AttentionLayouts the backend's rope reads and writes; core permutes to heads-major for the others. */
+  ropeLayouts?: readonly AttentionLayout[];
   /**
    * Optional (default false): true when gather, scatterAdd and crossEntropy(Backward) check every
    * index in the kernel (gather writes 0, scatterAdd skips, crossEntropy gives NaN) and the backend
@@ -298,8 +314,8 @@ export interface KernelBackend {
   rmsNormBackward?(x: TensorRef, weight: TensorRef, rstd: TensorRef, dy: TensorRef, dx: TensorRef, dWeight: TensorRef, rows: number, cols: number): void;
   /** Optional: out = (x - mean) * rsqrt(var + eps) * weight + bias over the last axis. */
   layerNorm?(x: TensorRef, weight: TensorRef, bias: TensorRef, out: TensorRef, rows: number, cols: number, eps: number): void;
-  /** Optional: rotary embedding, half-split layout, on x [B, H, T, D] at positions offset..offset+T-1; inverse = true rotates by -angle (the backward). */
-  rope?(x: TensorRef, out: TensorRef, offset: number, theta: number, inverse: boolean): void;
+  /** Optional: rotary embedding, half-split layout, on x [B, H, T, D] (layout 'tokens-major': [B, T, H, D], only when capabilities.ropeLayouts lists it) at positions offset..offset+T-1; inverse = true rotates by -angle (the backward). */
+  rope?(x: TensorRef, out: TensorRef, offset: number, theta: number, inverse: boolean, layout?: AttentionLayout): void;
   /** Optional: out = silu(gate) * up (same shapes). */
   swiglu?(gate: TensorRef, up: TensorRef, out: TensorRef): void;
   /** Optional: gradients of swiglu into dGate and dUp. */

@@ -1,10 +1,10 @@
 /** Moving tensors between backends and reading memory use. */
 import type { KernelBackend, MemoryInfo } from '../backend/kernel-backend.js';
 import { allocateTensor } from './dispatch.js';
-import { settleIndexChecks } from './index-checks.js';
+import { settleIndexChecks } from '../backend/index-checks.js';
 import { getBackend } from './context.js';
 import type { Tensor } from '../tensor/tensor.js';
-import { checkTensor, option } from '../ops/validate.js';
+import { checkTensor, option } from '../validate.js';
 
 /** A copy of `tensor` on `backend` (goes through host memory; async because device reads are). */
 export async function toBackend(tensor: Tensor, backend: KernelBackend): Promise<Tensor> {

@@ -4,4 +4,4 @@
  * No semver guarantee: a minor release may change or remove any of them. Applications import `@kiln/core`.
  */
 export { elementCount } from '../backend/compositions/helpers.js';
-export { settleIndexChecks } from '../engine/index-checks.js';
+export { settleIndexChecks } from '../backend/index-checks.js';

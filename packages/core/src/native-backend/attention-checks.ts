@@ -4,8 +4,10 @@
  * optional mask an f32 view of shape [B, Hq, Tq, Tk]; lse f32 [B, Hq, Tq]; outputs shaped like
  * their inputs; params { scale finite, causal boolean }; Tq, Tk at most 2³⁰; a launch grid of
  * B · H · ⌈T / rows per block⌉ blocks below 2³¹. A head-dimension limit is the backend's to route.
+ * With params.layout 'tokens-major' (accepted only when the backend lists it) q is [B, Tq, Hq, D]
+ * and k = v = [B, Tk, Hkv, D]; lse and the mask keep their logical shapes.
  */
-import type { AttentionParams, StridedView, TensorRef } from '../backend/kernel-backend.js';
+import type { AttentionLayout, AttentionParams, StridedView, TensorRef } from '../backend/kernel-backend.js';
 import { DTypeError, InvalidArgumentError, ShapeError, formatShape } from '../index.js';
 import type { CheckedTensor, NativeArgumentChecks } from './argument-checks.js';
 
@@ -33,32 +35,51 @@ export interface CheckedAttention {
   v: CheckedTensor;
   /** The mask view, or null. */
   mask: CheckedTensor | null;
-  /** Plain copy of the params (scale, causal). */
-  params: { scale: number; causal: boolean };
+  /** Plain copy of the params (scale, causal, and layout when tokens-major). */
+  params: AttentionParams;
   /** D. */
   headDim: number;
   /** [B, Hq, Tq], the shape of lse. */
   rowShape: readonly number[];
 }
 
-/** Checks q, k, v, mask and params of `kernel` (see the file header). */
+/** The layout params asks for, checked against the layouts the backend's kernels read. */
+function checkLayout(prefix: string, params: AttentionParams, layouts: readonly AttentionLayout[]): AttentionLayout {
+  if (typeof params !== 'object' || params === null) throw new InvalidArgumentError(`${prefix} params must be an object { scale, causal, layout? }`);
+  const layout = params.layout ?? 'heads-major';
+  if (layout !== 'heads-major' && layout !== 'tokens-major') {
+    throw new InvalidArgumentError(`${prefix} params.layout must be 'heads-major' or 'tokens-major', got ${String(layout)}`);
+  }
+  if (!layouts.includes(layout)) {
+    throw new InvalidArgumentError(`${prefix} this backend's attention kernels do not read layout '${layout}' (capabilities.attentionLayouts: ${layouts.join(', ')})`, {
+      hint: 'Call core\'s attention op, which permutes to a layout the backend reads.',
+    });
+  }
+  return layout;
+}
+
+/** Checks q, k, v, mask and params of `kernel` (see the file header); `layouts` are the layouts the backend's kernels read. */
 export function checkAttentionInputs(
   checks: NativeArgumentChecks, grid: AttentionGrid, owner: object, kernel: string,
-  q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null, params: AttentionParams,
+  q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null, params: AttentionParams, layouts: readonly AttentionLayout[],
 ): CheckedAttention {
   const prefix = `${checks.backend} backend: ${kernel}:`;
+  const layout = checkLayout(prefix, params, layouts);
+  const tokensMajor = layout === 'tokens-major';
   const query = checks.checkTensor(q, owner, kernel, 'q', false);
   const key = checks.checkTensor(k, owner, kernel, 'k', false);
   const value = checks.checkTensor(v, owner, kernel, 'v', false);
   checks.expectFloat(query, kernel, 'q');
   checks.expectDType(key, query.dtype, kernel, 'k');
   checks.expectDType(value, query.dtype, kernel, 'v');
-  if (query.shape.length !== 4) throw new ShapeError(`${prefix} q must be [B, Hq, Tq, D], got ${formatShape(query.shape)}`);
-  if (key.shape.length !== 4) throw new ShapeError(`${prefix} k must be [B, Hkv, Tk, D], got ${formatShape(key.shape)}`);
+  if (query.shape.length !== 4) throw new ShapeError(`${prefix} q must be ${tokensMajor ? '[B, Tq, Hq, D] (tokens-major)' : '[B, Hq, Tq, D]'}, got ${formatShape(query.shape)}`);
+  if (key.shape.length !== 4) throw new ShapeError(`${prefix} k must be ${tokensMajor ? '[B, Tk, Hkv, D] (tokens-major)' : '[B, Hkv, Tk, D]'}, got ${formatShape(key.shape)}`);
   checks.expectShape(value, key.shape, kernel, 'v');
-  const [batch, headsQ, lengthQ, headDim] = query.shape;
-  const [, headsKV, lengthK] = key.shape;
-  const shapes = `q ${formatShape(query.shape)}, k ${formatShape(key.shape)}`;
+  // Logical [B, H, T, D] sizes whatever the layout.
+  const logical = (shape: readonly number[]): readonly number[] => (tokensMajor ? [shape[0], shape[2], shape[1], shape[3]] : shape);
+  const [batch, headsQ, lengthQ, headDim] = logical(query.shape);
+  const [, headsKV, lengthK] = logical(key.shape);
+  const shapes = `q ${formatShape(query.shape)}, k ${formatShape(key.shape)}${tokensMajor ? ' (tokens-major)' : ''}`;
   if (key.shape[0] !== batch || key.shape[3] !== headDim) throw new ShapeError(`${prefix} batch and head dim of q must match k and v; got ${shapes}`);
   if (headsKV === 0 || headsQ % headsKV !== 0) {
     throw new ShapeError(`${prefix} query heads (${headsQ}) must be a multiple of key/value heads (${headsKV}, at least 1); got ${shapes}`, {
@@ -85,11 +106,11 @@ export function checkAttentionInputs(
       throw new InvalidArgumentError(`${prefix} mask strides must be non-negative, got [${mask.strides.join(', ')}]`);
     }
   }
-  if (typeof params !== 'object' || params === null) throw new InvalidArgumentError(`${prefix} params must be an object { scale, causal }`);
   const { scale, causal } = params;
   if (typeof scale !== 'number' || !Number.isFinite(scale)) throw new InvalidArgumentError(`${prefix} params.scale must be a finite number, got ${String(scale)}`);
   if (typeof causal !== 'boolean') throw new InvalidArgumentError(`${prefix} params.causal must be a boolean, got ${String(causal)}`);
-  return { q: query, k: key, v: value, mask: checkedMask, params: { scale, causal }, headDim, rowShape: [batch, headsQ, lengthQ] };
+  const checkedParams: AttentionParams = tokensMajor ? { scale, causal, layout } : { scale, causal };
+  return { q: query, k: key, v: value, mask: checkedMask, params: checkedParams, headDim, rowShape: [batch, headsQ, lengthQ] };
 }
 
 /** Checks an output (or dOut) of `kernel` against the dtype and shape of `like`. */

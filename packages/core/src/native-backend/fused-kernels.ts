@@ -27,7 +27,7 @@ export interface NativeFusedMethods {
   /** LayerNorm over the last axis. */
   layerNorm(x: NativeTensor, weight: NativeTensor, bias: NativeTensor, out: NativeTensor, rows: number, cols: number, eps: number): void;
   /** Rotary embedding (half-split) of x [..., T, D] at positions offset…; inverse rotates by −angle. */
-  rope(x: NativeTensor, out: NativeTensor, offset: number, theta: number, inverse: boolean): void;
+  rope(x: NativeTensor, out: NativeTensor, offset: number, theta: number, inverse: boolean, tokensMajor?: boolean): void;
   /** out = silu(gate) · up. */
   swiglu(gate: NativeTensor, up: NativeTensor, out: NativeTensor): void;
   /** dGate = dy · up · siluGrad(gate), dUp = dy · silu(gate). */
@@ -83,8 +83,8 @@ export abstract class NativeFusedKernels {
   /** Throws an InvalidArgumentError unless `value` is a valid ignore index (it travels as an i32). */
   protected abstract checkIgnoreIndex(kernel: string, value: unknown): void;
 
-  /** Rotary embedding (half-split) of x [..., T, D]; its checks are the backend's own. */
-  abstract rope(x: TensorRef, out: TensorRef, offset: number, theta: number, inverse: boolean): void;
+  /** Rotary embedding (half-split) of x [..., T, D] (tokensMajor: x [B, T, H, D], only where the backend lists the layout); its checks are the backend's own. */
+  abstract rope(x: TensorRef, out: TensorRef, offset: number, theta: number, inverse: boolean, tokensMajor?: boolean): void;
 
   /** softmax / logSoftmax over [rows, cols]. */
   softmax(kernel: 'softmax' | 'logSoftmax', x: TensorRef, out: TensorRef, rows: number, cols: number): void {

@@ -7,10 +7,10 @@
  * MetalBackend); messages start "<backend> backend: ".
  */
 import type {
-  AdamWMultiParams, AdamWParams, AttentionParams, BinaryOp, BufferHandle, Capabilities, KernelBackend, MatmulParams, MemoryInfo,
+  AdamWMultiParams, AdamWParams, AttentionLayout, AttentionParams, BinaryOp, BufferHandle, Capabilities, KernelBackend, MatmulParams, MemoryInfo,
   RandomDistribution, ReduceOp, StridedView, TensorRef, UnaryOp,
 } from '../backend/kernel-backend.js';
-import { DTypeError, InvalidArgumentError, KERNEL_API_VERSION, composedKernels, formatShape } from '../index.js';
+import { DTypeError, InvalidArgumentError, KERNEL_API_VERSION, ShapeError, composedKernels, formatShape } from '../index.js';
 import type { CheckedTensor, NativeArgumentChecks } from './argument-checks.js';
 import { checkAttentionInputs, checkAttentionLike, checkAttentionLse, type AttentionGrid } from './attention-checks.js';
 import { BINARY_CODE, I32_BINARY, I32_UNARY, REDUCE_CODE, UNARY_CODE } from './codes.js';
@@ -336,9 +336,20 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
   }
 
   /** Rotary embedding (half-split) on x [B, H, T, D] at positions offset…; inverse = the backward. */
-  rope(x: TensorRef, out: TensorRef, offset: number, theta: number, inverse: boolean): void {
+  rope(x: TensorRef, out: TensorRef, offset: number, theta: number, inverse: boolean, layout?: AttentionLayout): void {
     this.ensureOpen('rope');
-    this.fused.rope(x, out, offset, theta, inverse);
+    if (layout === undefined || layout === 'heads-major') {
+      this.fused.rope(x, out, offset, theta, inverse);
+      return;
+    }
+    const layouts = this.capabilities.ropeLayouts ?? ['heads-major'];
+    if (layout !== 'tokens-major' || !layouts.includes(layout)) {
+      throw new InvalidArgumentError(`${this.name} backend: rope: layout must be one of ${layouts.join(', ')} (capabilities.ropeLayouts), got ${String(layout)}`, {
+        hint: 'Call core\'s rope op, which permutes to a layout the backend reads.',
+      });
+    }
+    if (x.shape.length !== 4) throw new ShapeError(`${this.name} backend: rope: tokens-major x must be [B, T, H, D], got ${formatShape(x.shape)}`);
+    this.fused.rope(x, out, offset, theta, inverse, true);
   }
 
   /** out = silu(gate) · up. */
@@ -388,7 +399,7 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
   /** Flash attention forward: out and the f32 row log-sum-exp lse. Head dims above the kernels' limit run core's composition on this backend. */
   attention(q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null, out: TensorRef, lse: TensorRef, params: AttentionParams): void {
     this.ensureOpen('attention');
-    const call = checkAttentionInputs(this.checks, this.parts.attentionGrid, this, 'attention', q, k, v, mask, params);
+    const call = checkAttentionInputs(this.checks, this.parts.attentionGrid, this, 'attention', q, k, v, mask, params, this.attentionLayouts());
     const output = checkAttentionLike(this.checks, out, call.q, this, 'attention', 'out');
     const rowLse = checkAttentionLse(this.checks, lse, call, this, 'attention');
     if (call.headDim > this.parts.flashAttentionMaxHeadDim) {
@@ -408,7 +419,7 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
   ): void {
     const kernel = 'attentionBackward';
     this.ensureOpen(kernel);
-    const call = checkAttentionInputs(this.checks, this.parts.attentionGrid, this, kernel, q, k, v, mask, params);
+    const call = checkAttentionInputs(this.checks, this.parts.attentionGrid, this, kernel, q, k, v, mask, params, this.attentionLayouts());
     const [output, outputGradient, queryGradient] = ([['out', out], ['dOut', dOut], ['dq', dq]] as const)
       .map(([role, ref]) => checkAttentionLike(this.checks, ref, call.q, this, kernel, role));
     const [keyGradient, valueGradient] = ([['dk', dk], ['dv', dv]] as const).map(([role, ref]) => checkAttentionLike(this.checks, ref, call.k, this, kernel, role));
@@ -421,6 +432,11 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
       call.q.native, call.k.native, call.v.native, call.mask?.native ?? null, output.native, rowLse.native, outputGradient.native,
       queryGradient.native, keyGradient.native, valueGradient.native, call.params,
     ));
+  }
+
+  /** The layouts the native attention kernels read (capabilities.attentionLayouts, default heads-major only). */
+  private attentionLayouts(): readonly AttentionLayout[] {
+    return this.capabilities.attentionLayouts ?? ['heads-major'];
   }
 
   /** A where operand: a view of out's shape (and out's dtype where the backend needs it). */

@@ -5,6 +5,7 @@
  * travel as codes (DTYPE_CODE, UNARY_CODE, …); shapes, strides and offsets count elements;
  * buffers are the numeric ids alloc() returned. A backend's own addon type extends this.
  */
+import type { AttentionParams } from '../backend/kernel-backend.js';
 import type { NativeFusedMethods } from './fused-kernels.js';
 import type { NativeTensor } from './native-tensor.js';
 
@@ -75,11 +76,11 @@ export interface NativeKernelMethods extends NativeFusedMethods {
   fill(out: NativeTensor, value: number): void;
   /** kiln's Philox stream: kind 0 = uniform(a, b), 1 = normal(mean a, std b). */
   random(out: NativeTensor, kind: number, a: number, b: number, seed: number, offset: number): void;
-  /** Flash attention forward: out and f32 lse [B, Hq, Tq]; mask null or an f32 view of shape [B, Hq, Tq, Tk]. */
-  attention(q: NativeTensor, k: NativeTensor, v: NativeTensor, mask: NativeTensor | null, out: NativeTensor, lse: NativeTensor, params: { scale: number; causal: boolean }): void;
+  /** Flash attention forward: out and f32 lse [B, Hq, Tq]; mask null or an f32 view of shape [B, Hq, Tq, Tk]; params.layout only when the backend lists it. */
+  attention(q: NativeTensor, k: NativeTensor, v: NativeTensor, mask: NativeTensor | null, out: NativeTensor, lse: NativeTensor, params: AttentionParams): void;
   /** Flash attention backward from out and lse: overwrites dq, dk, dv. */
   attentionBackward(
     q: NativeTensor, k: NativeTensor, v: NativeTensor, mask: NativeTensor | null, out: NativeTensor, lse: NativeTensor, dOut: NativeTensor,
-    dq: NativeTensor, dk: NativeTensor, dv: NativeTensor, params: { scale: number; causal: boolean },
+    dq: NativeTensor, dk: NativeTensor, dv: NativeTensor, params: AttentionParams,
   ): void;
 }

@@ -1,17 +1,10 @@
 /** Dtype conversion. */
 import type { DType } from '../dtype.js';
-import { allocateTensor } from '../engine/dispatch.js';
 import { recordOp } from '../autograd/record.js';
 import type { Tensor } from '../tensor/tensor.js';
+import { castTo } from './kernel-calls.js';
 import { reshape } from './shape-ops.js';
-import { checkDType, checkTensor } from './validate.js';
-
-/** Converts without recording a gradient (used inside kernels' dtype fallback). */
-export function castTo(x: Tensor, dtype: DType): Tensor {
-  const result = allocateTensor(x.backend, x.shape, dtype);
-  if (result.size > 0) x.backend.cast(x.ref(), result.ref());
-  return result;
-}
+import { checkDType, checkTensor } from '../validate.js';
 
 /** x converted to `dtype` (float rounding to nearest even; float → i32 truncates toward zero). */
 export function cast(x: Tensor, dtype: DType): Tensor {

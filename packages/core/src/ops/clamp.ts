@@ -10,10 +10,11 @@ import { recordOp } from '../autograd/record.js';
 import { assertSameDType, commonBackend } from '../engine/dispatch.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { full } from './creation.js';
-import { binaryKernel, greater, greaterEqual, less, lessEqual, maximum, mul, where } from './elementwise.js';
+import { greater, greaterEqual, less, lessEqual, maximum, mul, where } from './elementwise.js';
+import { binaryKernel } from './kernel-calls.js';
 import { sumToShape } from './reduce.js';
 import { clone } from './shape-ops.js';
-import { checkOperandNumber, checkTensor, checkTensorOrNumber } from './validate.js';
+import { checkOperandNumber, checkTensor, checkTensorOrNumber } from '../validate.js';
 
 /** A clamp bound: a number, a tensor broadcastable against x, or null/undefined for none. */
 export type ClampBound = Tensor | number | null | undefined;

@@ -8,7 +8,7 @@ import { encodeHostValues } from '../tensor/host-data.js';
 import { formatShape, shapeSize, type Shape } from '../tensor/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { composedKernels } from '../backend/compositions/index.js';
-import { checkInt32, checkNumber, checkOptions, checkShape, checkTensor, describeValue, option, type OptionCheck } from './validate.js';
+import { checkInt32, checkNumber, checkOptions, checkShape, checkTensor, describeValue, option, type OptionCheck } from '../validate.js';
 
 /** Where and how to create a tensor. */
 export interface CreationOptions {

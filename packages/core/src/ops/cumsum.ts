@@ -12,9 +12,10 @@ import { allocateTensor, planKernel } from '../engine/dispatch.js';
 import { recordOp } from '../autograd/record.js';
 import { contiguousStrides, type Shape } from '../tensor/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
-import { castTo } from './cast.js';
-import { reshape, viewOf } from './shape-ops.js';
-import { checkAxis, checkBoolean, checkOptions, checkTensor, option } from './validate.js';
+import { castTo } from './kernel-calls.js';
+import { reshape } from './shape-ops.js';
+import { viewOf } from './views.js';
+import { checkAxis, checkBoolean, checkOptions, checkTensor, option } from '../validate.js';
 
 /** Options of cumsum. */
 export interface CumsumOptions {

@@ -1,88 +1,22 @@
 /** Elementwise ops with NumPy broadcasting, and their gradients. */
 import type { BinaryOp, UnaryOp } from '../backend/kernel-backend.js';
-import { DTypeError, InvalidArgumentError } from '../errors.js';
-import { allocateTensor, assertSameDType, commonBackend, planKernel } from '../engine/dispatch.js';
+import { InvalidArgumentError } from '../errors.js';
+import { allocateTensor, assertSameDType, commonBackend } from '../engine/dispatch.js';
 import { recordOp } from '../autograd/record.js';
 import { broadcastShapes, shapesEqual } from '../tensor/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { full } from './creation.js';
-import { sumToShape } from './reduce.js';
-import { broadcastView } from './shape-ops.js';
-import { castTo } from './cast.js';
-import { checkOperandNumber, checkTensor, checkTensorOrNumber, describeValue } from './validate.js';
+import { binaryKernel, reduceToShape, unaryKernel } from './kernel-calls.js';
+import { broadcastView } from './views.js';
+import { checkOperandNumber, checkTensor, checkTensorOrNumber } from '../validate.js';
 
 /** A tensor or a plain number (which takes the other operand's dtype and backend). */
 export type TensorLike = Tensor | number;
-
-const UNARY_OPS = new Set<UnaryOp>([
-  'neg', 'abs', 'sign', 'exp', 'log', 'sqrt', 'rsqrt', 'reciprocal', 'square', 'tanh', 'sigmoid', 'relu', 'gelu', 'silu', 'geluGrad', 'siluGrad',
-]);
-const BINARY_OPS = new Set<BinaryOp>([
-  'add', 'sub', 'mul', 'div', 'pow', 'maximum', 'minimum', 'greater', 'greaterEqual', 'less', 'lessEqual', 'equal', 'notEqual',
-]);
-const INTEGER_UNARY = new Set<UnaryOp>(['neg', 'abs', 'sign', 'square']);
-const INTEGER_BINARY = new Set<BinaryOp>(['add', 'sub', 'mul', 'maximum', 'minimum', 'greater', 'greaterEqual', 'less', 'lessEqual', 'equal', 'notEqual']);
-
-function checkKernelName<T extends string>(fn: string, op: unknown, known: Set<T>): T {
-  if (typeof op !== 'string' || !known.has(op as T)) {
-    throw new InvalidArgumentError(`${fn}: op must be one of ${[...known].join(', ')}, got ${describeValue(op)}`);
-  }
-  return op as T;
-}
-
-/** Low level: runs a unary kernel (through the dtype plan) without recording a gradient. Prefer the named ops (exp, tanh, …). */
-export function unaryKernel(op: UnaryOp, x: Tensor): Tensor {
-  checkKernelName('unaryKernel', op, UNARY_OPS);
-  checkTensor('unaryKernel', 'x', x);
-  if (x.dtype === 'i32' && !INTEGER_UNARY.has(op)) {
-    throw new DTypeError(`${op}: not defined for i32 input ${x.describe()}`, { hint: 'Cast to a float dtype first: cast(x, "f32").' });
-  }
-  const backend = commonBackend(op, [x]);
-  if (x.size > 0 && planKernel(backend, 'unary', x.dtype) === 'cast') {
-    const wide = castTo(x, 'f32');
-    const result = unaryKernel(op, wide);
-    wide.dispose();
-    const narrow = castTo(result, x.dtype);
-    result.dispose();
-    return narrow;
-  }
-  const result = allocateTensor(backend, x.shape, x.dtype);
-  if (result.size > 0) backend.unary(op, x.ref(), result.ref());
-  return result;
-}
 
 /** A plain number operand as a 0-d tensor of `like`'s dtype and backend (an i32 value when like is i32). */
 function toTensor(op: string, name: string, value: TensorLike, like: Tensor): Tensor {
   if (typeof value !== 'number') return value;
   return full([], checkOperandNumber(op, name, value, like.dtype), { dtype: like.dtype, backend: like.backend });
-}
-
-/** Low level: runs a binary kernel with broadcasting (through the dtype plan) without recording a gradient. Prefer add, mul, …. */
-export function binaryKernel(op: BinaryOp, a: Tensor, b: Tensor): Tensor {
-  checkKernelName('binaryKernel', op, BINARY_OPS);
-  checkTensor('binaryKernel', 'a', a);
-  checkTensor('binaryKernel', 'b', b);
-  const backend = commonBackend(op, [a, b]);
-  const dtype = assertSameDType(op, [a, b]);
-  if (dtype === 'i32' && !INTEGER_BINARY.has(op)) {
-    throw new DTypeError(`${op}: not defined for i32 inputs (${a.describe()}, ${b.describe()})`, { hint: 'Cast to a float dtype first.' });
-  }
-  const shape = broadcastShapes(a.shape, b.shape, op);
-  const result = allocateTensor(backend, shape, dtype);
-  if (result.size === 0) return result;
-  if (planKernel(backend, 'binary', dtype) === 'cast') {
-    result.dispose();
-    const wideA = castTo(a, 'f32');
-    const wideB = castTo(b, 'f32');
-    const wide = binaryKernel(op, wideA, wideB);
-    wideA.dispose();
-    wideB.dispose();
-    const narrow = castTo(wide, dtype);
-    wide.dispose();
-    return narrow;
-  }
-  backend.binary(op, broadcastView(a, shape), broadcastView(b, shape), result.ref());
-  return result;
 }
 
 function unary(op: UnaryOp, x: Tensor, backward?: (gradOutput: Tensor, x: Tensor, y: Tensor) => Tensor): Tensor {
@@ -144,7 +78,7 @@ function binary(op: BinaryOp, a: TensorLike, b: TensorLike, backward?: (g: Tenso
       return grads.map((grad, index) => {
         const target = shapes[index];
         if (!grad || shapesEqual(grad.shape, target)) return grad;
-        const reduced = sumToShape(grad, target);
+        const reduced = reduceToShape(grad, target);
         grad.dispose();
         return reduced;
       });
@@ -210,8 +144,8 @@ export function where(condition: Tensor, a: TensorLike, b: TensorLike): Tensor {
   recordOp('where', [left, right], result, [condition], (g, [savedCondition], needed) => {
     const zero = full([], 0, { dtype: g.dtype, backend: g.backend });
     const grads = [
-      needed[0] ? sumToShape(where(savedCondition, g, zero), left.shape) : null,
-      needed[1] ? sumToShape(where(savedCondition, zero, g), right.shape) : null,
+      needed[0] ? reduceToShape(where(savedCondition, g, zero), left.shape) : null,
+      needed[1] ? reduceToShape(where(savedCondition, zero, g), right.shape) : null,
     ];
     zero.dispose();
     return grads;

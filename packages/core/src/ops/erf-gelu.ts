@@ -14,9 +14,9 @@ import { noGrad } from '../autograd/grad-node.js';
 import { tidy } from '../tensor/scope.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { assertFloat } from '../engine/dispatch.js';
-import { castTo } from './cast.js';
+import { castTo } from './kernel-calls.js';
 import { abs, add, exp, geluTanh, less, mul, neg, reciprocal, sign, square, sub, where } from './elementwise.js';
-import { checkChoice, checkOptions, checkTensor, option } from './validate.js';
+import { checkChoice, checkOptions, checkTensor, option } from '../validate.js';
 
 const TWO_OVER_SQRT_PI = 2 / Math.sqrt(Math.PI);
 const INV_SQRT_2 = 1 / Math.SQRT2;

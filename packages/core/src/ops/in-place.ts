@@ -17,8 +17,8 @@ import { DTypeError, InvalidArgumentError, ShapeError } from '../errors.js';
 import { commonBackend } from '../engine/dispatch.js';
 import { contiguousStrides, formatShape } from '../tensor/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
-import { viewOf } from './shape-ops.js';
-import { checkIntegerList, checkTensor } from './validate.js';
+import { viewOf } from './views.js';
+import { checkIntegerList, checkTensor } from '../validate.js';
 
 /**
  * Copies `source` into `target` in place, at `begin` (one start index per axis): afterwards

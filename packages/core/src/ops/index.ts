@@ -1,7 +1,8 @@
 /** Every public op (functional, autograd-aware). docs/ops.md lists each with its semantics, dtypes and gradient. */
 export * from './creation.js';
+export { unaryKernel, binaryKernel } from './kernel-calls.js';
 export {
-  unaryKernel, binaryKernel, neg, abs, sign, exp, log, sqrt, rsqrt, reciprocal, square, tanh, sigmoid, relu, silu,
+  neg, abs, sign, exp, log, sqrt, rsqrt, reciprocal, square, tanh, sigmoid, relu, silu,
   add, sub, mul, div, pow, maximum, minimum, greater, greaterEqual, less, lessEqual, equal, notEqual, where, type TensorLike,
 } from './elementwise.js';
 export { erf, gelu, type GeluOptions } from './erf-gelu.js';

@@ -4,13 +4,13 @@
  * Indices are i32 and must lie in [0, size): like torch.gather, index_select and embedding, kiln
  * refuses negative indices instead of wrapping them. Backends with synchronous reads are checked
  * on the host before the kernel (an InvalidArgumentError naming the index and its position).
- * Devices without them are checked on the device (engine/index-checks.ts): the kernel only ever
+ * Devices without them are checked on the device (backend/index-checks.ts): the kernel only ever
  * sees in-range indices, an out-of-range one yields 0 (and no gradient), and the next read through
  * core throws the same InvalidArgumentError. See docs/kernel-semantics.md.
  */
 import { DTypeError, InvalidArgumentError, ShapeError } from '../errors.js';
 import { allocateTensor, commonBackend } from '../engine/dispatch.js';
-import { needsDeviceIndexCheck, recordDeviceIndexCheck } from '../engine/index-checks.js';
+import { needsDeviceIndexCheck, recordDeviceIndexCheck } from '../backend/index-checks.js';
 import { recordOp } from '../autograd/record.js';
 import { noGrad } from '../autograd/grad-node.js';
 import { tidy, keep } from '../tensor/scope.js';
@@ -19,7 +19,7 @@ import type { Tensor } from '../tensor/tensor.js';
 import { arange, zeros } from './creation.js';
 import { add, mul, where } from './elementwise.js';
 import { expand, reshape } from './shape-ops.js';
-import { checkAxis, checkTensor, I32_MAX } from './validate.js';
+import { checkAxis, checkTensor, I32_MAX } from '../validate.js';
 
 function checkIndexDType(op: string, name: string, indices: Tensor): void {
   if (indices.dtype !== 'i32') {

@@ -4,10 +4,10 @@ import { allocateTensor, assertFloat, assertSameDType, commonBackend, planKernel
 import { recordOp } from '../autograd/record.js';
 import { broadcastShapes, shapeSize, shapesEqual } from '../tensor/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
-import { castTo } from './cast.js';
+import { castTo } from './kernel-calls.js';
 import { sumToShape } from './reduce.js';
 import { expand, reshape } from './shape-ops.js';
-import { checkOptions, checkTensor, option } from './validate.js';
+import { checkOptions, checkTensor, option } from '../validate.js';
 
 /** Matmul options. */
 export interface MatmulOptions {

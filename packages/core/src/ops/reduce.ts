@@ -1,14 +1,13 @@
 /** Reductions over axes (sum, mean, max, min, argmax, argmin) and their gradients. */
-import type { ReduceOp } from '../backend/kernel-backend.js';
-import { DTypeError, InvalidArgumentError, ShapeError } from '../errors.js';
-import { allocateTensor, planKernel } from '../engine/dispatch.js';
+import { DTypeError, InvalidArgumentError } from '../errors.js';
+import { allocateTensor } from '../engine/dispatch.js';
 import { recordOp } from '../autograd/record.js';
-import { formatShape, shapeSize, shapesEqual, type Shape } from '../tensor/shape.js';
+import { shapesEqual, type Shape } from '../tensor/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
-import { castTo } from './cast.js';
-import { clone, permute, reshape, expand } from './shape-ops.js';
-import { binaryKernel, mul as mulRecorded } from './elementwise.js';
-import { checkAxes, checkAxis, checkBoolean, checkShape, checkTensor } from './validate.js';
+import { binaryKernel, reduceKernel, reduceToShape } from './kernel-calls.js';
+import { clone, reshape, expand } from './shape-ops.js';
+import { mul as mulRecorded } from './elementwise.js';
+import { checkAxes, checkAxis, checkBoolean, checkShape, checkTensor } from '../validate.js';
 
 /** Which axes to reduce: one, several, or all (undefined). An explicit empty list reduces nothing: the op returns x unchanged. */
 export type Axes = number | readonly number[] | undefined;
@@ -18,41 +17,6 @@ function resolveAxes(op: string, x: Tensor, axes: Axes, keepDims: unknown): { ax
   checkTensor(op, 'x', x);
   const resolved = checkAxes(op, 'axes', axes, x.rank, x.shape);
   return { axes: resolved, keepDims: checkBoolean(op, 'keepDims', keepDims, false), identity: resolved.length === 0 };
-}
-
-/** Runs the reduce kernel over sorted axes; returns the kept-dims shape result. */
-function reduceKernel(op: ReduceOp, x: Tensor, axes: number[]): Tensor {
-  const keptShape = x.shape.map((dimension, axis) => (axes.includes(axis) ? 1 : dimension));
-  const contiguousRun = axes.every((axis, index) => index === 0 || axis === axes[index - 1] + 1);
-  let source = x;
-  let first = axes[0] ?? x.rank;
-  let last = axes[axes.length - 1] ?? x.rank - 1;
-  if (!contiguousRun) {
-    const rest = x.shape.map((_, axis) => axis).filter((axis) => !axes.includes(axis));
-    source = permute(x, [...rest, ...axes]);
-    first = rest.length;
-    last = x.rank - 1;
-  }
-  const outer = shapeSize(source.shape.slice(0, first));
-  const size = axes.length === 0 ? 1 : shapeSize(source.shape.slice(first, last + 1));
-  const inner = axes.length === 0 ? shapeSize(source.shape) : shapeSize(source.shape.slice(last + 1));
-  const outDType = op === 'argmax' || op === 'argmin' ? 'i32' : x.dtype;
-  let result = allocateTensor(x.backend, keptShape, outDType);
-  if (result.size > 0) {
-    if (planKernel(x.backend, 'reduce', x.dtype) === 'cast') {
-      const wide = castTo(source, 'f32');
-      const wideResult = allocateTensor(x.backend, keptShape, op === 'argmax' || op === 'argmin' ? 'i32' : 'f32');
-      x.backend.reduce(op, wide.ref(), wideResult.ref(), outer, size, inner);
-      wide.dispose();
-      result.dispose();
-      result = wideResult.dtype === outDType ? wideResult : castTo(wideResult, outDType);
-      if (result !== wideResult) wideResult.dispose();
-    } else {
-      x.backend.reduce(op, source.ref(), result.ref(), outer, size, inner);
-    }
-  }
-  if (source !== x) source.dispose();
-  return result;
 }
 
 function finish(result: Tensor, x: Tensor, axes: number[], keepDims: boolean): Tensor {
@@ -135,18 +99,5 @@ export function sumToShape(gradient: Tensor, shape: Shape): Tensor {
   checkTensor('sumToShape', 'gradient', gradient);
   checkShape('sumToShape', 'shape', shape);
   if (shapesEqual(gradient.shape, shape)) return reshape(gradient, shape);
-  const lead = gradient.rank - shape.length;
-  if (lead < 0 || shape.some((dimension, axis) => dimension !== 1 && dimension !== gradient.shape[lead + axis])) {
-    throw new ShapeError(`sumToShape: shape ${formatShape(shape)} does not broadcast to the gradient's shape ${formatShape(gradient.shape)}`, {
-      hint: 'sumToShape undoes broadcasting: the target shape must broadcast to the gradient shape.',
-    });
-  }
-  const axes: number[] = [];
-  for (let axis = 0; axis < gradient.rank; axis++) {
-    if (axis < lead || (shape[axis - lead] === 1 && gradient.shape[axis] !== 1)) axes.push(axis);
-  }
-  const kept = reduceKernel('sum', gradient, axes);
-  const result = reshape(kept, shape);
-  kept.dispose();
-  return result;
+  return reduceToShape(gradient, shape);
 }

@@ -1,37 +1,17 @@
 /** Ops that move data without arithmetic: reshape, permute/transpose, slice, concat, split, expand. */
-import type { StridedView } from '../backend/kernel-backend.js';
 import { InvalidArgumentError, ShapeError } from '../errors.js';
 import { allocateTensor, assertSameDType, commonBackend } from '../engine/dispatch.js';
 import { recordOp } from '../autograd/record.js';
 import { broadcastStrides, contiguousStrides, formatShape, resolveReshape, shapesEqual, type Shape } from '../tensor/shape.js';
 import { Tensor } from '../tensor/tensor.js';
-import { zeros } from './creation.js';
-import { sumToShape } from './reduce.js';
+import { permuteCopy, reduceToShape } from './kernel-calls.js';
 import { stridedSlice, rangeSlice, type SliceRange } from './slice.js';
+import { viewOf } from './views.js';
 import {
   checkAxes, checkAxis, checkIntegerList, checkNumber, checkShape, checkTensor, checkTensorList, describeValue,
-} from './validate.js';
+} from '../validate.js';
 
 export type { SliceRange } from './slice.js';
-
-/** Contiguous strides per shape array (shapes are never mutated): a kernel call's views allocate none. */
-const CONTIGUOUS_STRIDES = new WeakMap<Shape, readonly number[]>();
-
-/** A strided view of a whole dense tensor (or a window of it). */
-export function viewOf(tensor: Tensor, shape: Shape = tensor.shape, strides?: readonly number[], offset = 0): StridedView {
-  const { buffer, dtype } = tensor.ref();
-  let layout = strides ?? CONTIGUOUS_STRIDES.get(tensor.shape);
-  if (layout === undefined) {
-    layout = contiguousStrides(tensor.shape);
-    CONTIGUOUS_STRIDES.set(tensor.shape, layout);
-  }
-  return { buffer, shape, dtype, strides: layout, offset };
-}
-
-/** `tensor` viewed broadcast to `shape` (its own cached dense view when the shapes are equal: nothing allocated but the view). */
-export function broadcastView(tensor: Tensor, shape: Shape): StridedView {
-  return shapesEqual(tensor.shape, shape) ? viewOf(tensor) : viewOf(tensor, shape, broadcastStrides(tensor.shape, shape));
-}
 
 /** Same data, new shape (one dimension may be -1). Shares storage: no copy. */
 export function reshape(x: Tensor, shape: Shape): Tensor {
@@ -72,10 +52,7 @@ export function permute(x: Tensor, axes: readonly number[]): Tensor {
   if (resolved.length !== x.rank || seen.size !== x.rank) {
     throw new InvalidArgumentError(`permute: axes [${axes.join(', ')}] are not a permutation of the ${x.rank} axes of ${x.describe()}`);
   }
-  const strides = contiguousStrides(x.shape);
-  const shape = resolved.map((axis) => x.shape[axis]);
-  const result = allocateTensor(x.backend, shape, x.dtype);
-  if (result.size > 0) x.backend.copy(viewOf(x, shape, resolved.map((axis) => strides[axis])), viewOf(result));
+  const result = permuteCopy(x, resolved);
   const inverse = new Array<number>(resolved.length);
   resolved.forEach((axis, index) => (inverse[axis] = index));
   recordOp('permute', [x], result, [], (gradOutput) => [permute(gradOutput, inverse)]);
@@ -234,7 +211,7 @@ export function expand(x: Tensor, shape: Shape): Tensor {
   if (shapesEqual(x.shape, shape)) return reshape(x, shape);
   const result = allocateTensor(x.backend, shape, x.dtype);
   if (result.size > 0) x.backend.copy(viewOf(x, shape, broadcastStrides(x.shape, shape)), viewOf(result));
-  recordOp('expand', [x], result, [], (gradOutput) => [sumToShape(gradOutput, x.shape)]);
+  recordOp('expand', [x], result, [], (gradOutput) => [reduceToShape(gradOutput, x.shape)]);
   return result;
 }
 

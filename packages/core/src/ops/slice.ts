@@ -10,8 +10,8 @@ import { recordOp } from '../autograd/record.js';
 import { contiguousStrides, shapeSize } from '../tensor/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { tensor, zeros } from './creation.js';
-import { viewOf } from './shape-ops.js';
-import { checkNumber, checkOptions, describeValue, type OptionCheck } from './validate.js';
+import { viewOf } from './views.js';
+import { checkNumber, checkOptions, describeValue, type OptionCheck } from '../validate.js';
 
 /** One axis of a range slice (Python / ONNX semantics). */
 export interface SliceRange {

@@ -10,7 +10,7 @@ import { trackInScope } from './scope.js';
 import { formatShape, shapeSize, type Shape } from './shape.js';
 import type { Storage } from './storage.js';
 import { decodeHostValues } from './host-data.js';
-import { settleIndexChecks } from '../engine/index-checks.js';
+import { settleIndexChecks } from '../backend/index-checks.js';
 
 let nextTensorId = 0;
 const TENSOR_MARKER = Symbol.for('kiln.tensor');
@@ -31,6 +31,7 @@ export class Tensor implements Disposable {
   gradFn: GradNode | null = null;
   private gradRequired = false;
   private disposed = false;
+  // biome-ignore lint/correctness/noUnusedPrivateClassMembers: read through the symbol by Tensor.isInstance, across copies of @kiln/core
   private readonly [TENSOR_MARKER] = true;
 
   /** True for any Tensor, including one made by another installed copy of @kiln/core. */

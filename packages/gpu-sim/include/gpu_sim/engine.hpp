@@ -115,7 +115,7 @@ inline std::string format_dim(const Dim3& value) {
 }
 
 /** Scheduling state of one GPU thread. */
-enum class ThreadState : std::uint8_t { kNotStarted, kRunnable, kWaitingBarrier, kWaitingWarp, kFinished, kFailed };
+enum class ThreadState : std::uint8_t { kNotStarted, kRunnable, kWaitingBarrier, kWaitingWarp, kParked, kFinished, kFailed };
 
 class BlockRunner;
 
@@ -366,6 +366,27 @@ class BlockRunner {
     return warp.results[thread.lane];
   }
 
+  /**
+   * Suspends the calling thread until wake() names it: waits on something other than a block
+   * barrier or warp collective (mbarrier phases, warpgroup collectives). A block left with parked
+   * threads and nothing runnable faults naming each wait's `name` and site, never hangs.
+   */
+  void park(const char* name, const std::source_location& site) {
+    SimThread& thread = *tls_thread;
+    thread.state = ThreadState::kParked;
+    thread.wait_site = site;
+    thread.wait_name = name;
+    yield(thread);
+  }
+
+  /** Makes the parked thread with linear id `linear` runnable again (no effect on one that is not parked). */
+  void wake(unsigned linear) {
+    SimThread& thread = threads_[linear];
+    if (thread.state != ThreadState::kParked) return;
+    thread.state = ThreadState::kRunnable;
+    push_ready(thread);
+  }
+
   /** Lanes of the calling thread's warp that exist and have not exited. */
   std::uint32_t live_lanes() const {
     const WarpState& warp = warps_[tls_thread->warp];
@@ -504,7 +525,7 @@ class BlockRunner {
     if (finished > 0) text += " " + std::to_string(finished) + " threads exited;";
     std::vector<std::pair<std::string, unsigned>> waits;
     for (const SimThread& thread : threads_) {
-      if (thread.state != ThreadState::kWaitingBarrier && thread.state != ThreadState::kWaitingWarp) continue;
+      if (thread.state != ThreadState::kWaitingBarrier && thread.state != ThreadState::kWaitingWarp && thread.state != ThreadState::kParked) continue;
       std::string where = std::string(thread.wait_name) + " at " + format_site(thread.wait_site);
       auto found = std::find_if(waits.begin(), waits.end(), [&](const auto& entry) { return entry.first == where; });
       if (found == waits.end()) waits.emplace_back(where, 1);

@@ -91,14 +91,18 @@ struct LayerNormCall {
   Index rows = 0, cols = 0;
   float eps = 0;
 };
-/** rope(x, out, offset, theta, inverse): x [..., T, D] with an even D. */
+/** rope(x, out, offset, theta, inverse, tokensMajor?): x [..., T, D] with an even D, or tokens-major x [B, T, H, D]. */
 struct RopeCall {
   TensorView x, out;
   Index offset = 0;
   double theta = 0;
   bool inverse = false;
+  /** True when x is tokens-major [B, T, H, D] (the optional 6th argument). */
+  bool tokens_major = false;
   /** T, D and the rows (x.count / (T · D)). */
   Index positions = 0, dim = 0, rows = 0;
+  /** H of a tokens-major x; 0 for heads-major. */
+  Index heads = 0;
 };
 /** swiglu(gate, up, out). */
 struct SwigluCall {
@@ -147,12 +151,19 @@ struct AdamWMultiCall {
   /** The skipIfNonFinite guard (one-element f32), when given. */
   std::optional<TensorView> guard;
 };
-/** q, k, v [B, H, T, D] (Hkv dividing Hq), the optional f32 mask view [B, Hq, Tq, Tk], scale and causal. */
+/**
+ * q, k, v [B, H, T, D] (Hkv dividing Hq) or, tokens-major (params.layout), [B, T, H, D]; the
+ * optional f32 mask view [B, Hq, Tq, Tk] (always heads-major), scale and causal.
+ */
 struct AttentionInputs {
   TensorView q, k, v;
   std::optional<TensorView> mask;
   double scale = 1;
   bool causal = false;
+  /** True for params.layout 'tokens-major'. */
+  bool tokens_major = false;
+  /** The logical [B, H, T, D] sizes of q and of k (= v), whatever the layout. */
+  std::vector<Index> q_sizes, k_sizes;
 };
 /** attention(q, k, v, mask, out, lse, params). */
 struct AttentionCall {
@@ -165,7 +176,10 @@ struct AttentionBackwardCall {
   TensorView out, lse, d_out, dq, dk, dv;
 };
 
-/** "attention f16 B=1 Hq=8 Hkv=2 Tq=64 Tk=64 D=64 causal masked": a call in messages. */
+/** "attention f16 B=1 Hq=8 Hkv=2 Tq=64 Tk=64 D=64 causal masked tokens-major": a call in messages. */
 std::string describe_attention(const char* kernel, const AttentionInputs& inputs);
+
+/** Throws an InvalidArgument NativeError for a tokens-major call to `kernel`: for devices whose kernels read heads-major only. */
+void expect_heads_major(bool tokens_major, const char* kernel);
 
 }  // namespace kiln

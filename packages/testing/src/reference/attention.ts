@@ -1,6 +1,7 @@
 /**
  * Reference scaled-dot-product attention, forward and backward, straight from the definition.
- * Layout: q [B, Hq, Tq, D], k, v [B, Hkv, Tk, D], out [B, Hq, Tq, D], lse f32 [B, Hq, Tq]; query
+ * Layout: q [B, Hq, Tq, D], k, v [B, Hkv, Tk, D], out [B, Hq, Tq, D] (heads-major; tokens-major
+ * params.layout swaps the T and H axes of all of them), lse f32 [B, Hq, Tq]; query
  * head h reads kv head floor(h / (Hq/Hkv)); the mask is a view broadcast to [B, Hq, Tq, Tk].
  * s_ij = scale·q_i·k_j + mask_ij over allowed j (causal: j ≤ i + Tk − Tq). A row whose allowed
  * scores are all −Inf (or that has none) gives out = 0, lse = −Inf. Numerics: float64.
@@ -30,15 +31,19 @@ interface AttentionProblem {
 function decodeProblem(
   memory: ReferenceMemory, q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null, params: AttentionParams,
 ): AttentionProblem {
-  const [batch, queryHeads, queryLength, dimension] = q.shape;
-  const [, keyHeads, keyLength] = k.shape;
+  const tokensMajor = params.layout === 'tokens-major';
+  const [batch, queryHeads, queryLength, dimension] = tokensMajor ? [q.shape[0], q.shape[2], q.shape[1], q.shape[3]] : q.shape;
+  const [keyHeads, keyLength] = tokensMajor ? [k.shape[2], k.shape[1]] : [k.shape[1], k.shape[2]];
   const group = queryHeads / keyHeads;
   const query = memory.read(q);
   const key = memory.read(k);
   const value = memory.read(v);
   const masks = mask ? memory.readView(mask) : null;
-  const queryRow = (b: number, h: number, i: number): number => ((b * queryHeads + h) * queryLength + i) * dimension;
-  const keyRow = (b: number, h: number, j: number): number => ((b * keyHeads + Math.floor(h / group)) * keyLength + j) * dimension;
+  // Element offset of row (b, head, position) of a [B, heads, length, D] tensor in the call's layout.
+  const rowOffset = (heads: number, length: number, b: number, head: number, position: number): number =>
+    (tokensMajor ? (b * length + position) * heads + head : (b * heads + head) * length + position) * dimension;
+  const queryRow = (b: number, h: number, i: number): number => rowOffset(queryHeads, queryLength, b, h, i);
+  const keyRow = (b: number, h: number, j: number): number => rowOffset(keyHeads, keyLength, b, Math.floor(h / group), j);
   const score = (b: number, h: number, i: number, j: number): number | null => {
     if (params.causal && j > i + (keyLength - queryLength)) return null;
     const queryStart = queryRow(b, h, i);

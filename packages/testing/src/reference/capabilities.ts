@@ -25,6 +25,9 @@ export function referenceCapabilities(
       ...(memoryLimitBytes === undefined ? {} : { memoryTotalBytes: memoryLimitBytes }),
     },
     flashAttention: false,
+    // The reference attention and rope read both layouts (src/reference/attention.ts, rope.ts).
+    attentionLayouts: ['heads-major', 'tokens-major'],
+    ropeLayouts: ['heads-major', 'tokens-major'],
     supports(kernel: KernelName, dtype: DType): boolean {
       if (!known.has(kernel) || !kernels.has(kernel) || !isDType(dtype)) return false;
       if (unsupportedDTypes[kernel]?.includes(dtype)) return false;

@@ -30,7 +30,10 @@ const defaultBinary = (op: BinaryOp, a: number, b: number, integer: boolean) => 
 function sumKernel(base: ReferenceBackend, dtype: DType, accumulate: (total: number, term: number, s: number, size: number) => number) {
   return {
     reduce(op: ReduceOp, x: TensorRef, out: TensorRef, outer: number, size: number, inner: number): void {
-      if (op !== 'sum' || x.dtype !== dtype) return base.reduce(op, x, out, outer, size, inner);
+      if (op !== 'sum' || x.dtype !== dtype) {
+        base.reduce(op, x, out, outer, size, inner);
+        return;
+      }
       const values = load(base, x);
       const result = new Float64Array(outer * inner);
       for (let o = 0; o < outer; o++) {
@@ -49,7 +52,10 @@ function sumKernel(base: ReferenceBackend, dtype: DType, accumulate: (total: num
 function castKernel(base: ReferenceBackend, from: DType, to: DType, convert: (value: number) => number) {
   return {
     cast(x: TensorRef, out: TensorRef): void {
-      if (x.dtype !== from || out.dtype !== to) return base.cast(x, out);
+      if (x.dtype !== from || out.dtype !== to) {
+        base.cast(x, out);
+        return;
+      }
       store(base, out, load(base, x).slice(0, count(x.shape)).map(convert));
     },
   };
@@ -59,7 +65,10 @@ function castKernel(base: ReferenceBackend, from: DType, to: DType, convert: (va
 function fillKernel(base: ReferenceBackend, dtype: DType, convert: (value: number) => number) {
   return {
     fill(out: TensorRef, value: number): void {
-      if (out.dtype !== dtype) return base.fill(out, value);
+      if (out.dtype !== dtype) {
+        base.fill(out, value);
+        return;
+      }
       store(base, out, new Float64Array(count(out.shape)).fill(convert(value)));
     },
   };
@@ -185,7 +194,10 @@ export const ELEMENTWISE_BUGS: PlantedBug[] = [
     caughtBy: 'reduce f32 [argmax outer=2,size=7,inner=3]',
     plant: (base, planted) => ({
       reduce(op: ReduceOp, x: TensorRef, out: TensorRef, outer: number, size: number, inner: number): void {
-        if (op !== 'argmax' || x.dtype !== 'f32') return base.reduce(op, x, out, outer, size, inner);
+        if (op !== 'argmax' || x.dtype !== 'f32') {
+          base.reduce(op, x, out, outer, size, inner);
+          return;
+        }
         const values = load(base, x);
         const result = new Float64Array(outer * inner);
         for (let o = 0; o < outer; o++) {

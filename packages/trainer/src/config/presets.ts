@@ -1,6 +1,6 @@
 /**
- * The reference model configurations of shared/bench/models.json (embedded: they are the
- * benchmark's definition, not a file read at run time), plus gpt2s (GPT-2 small's widths) for
+ * The reference model configurations that define kiln's benchmarks (embedded, not read at run
+ * time; test/fixtures/reference-models.json is the published table they are checked against), plus gpt2s (GPT-2 small's widths) for
  * GPU benchmarks. Llama-style, byte vocabulary, untied LM
  * head, RMSNorm eps 1e-5, RoPE theta 10000, SwiGLU hidden = round_up(8·dModel/3, 32).
  */

@@ -163,7 +163,10 @@ export class JsonCursor {
 
   private skipScalar(): void {
     const byte = this.peek();
-    if (byte === QUOTE) return this.skipString();
+    if (byte === QUOTE) {
+      this.skipString();
+      return;
+    }
     if (this.atNumber()) {
       this.readNumber();
       return;

@@ -48,6 +48,14 @@ export function causalAttention(q: Tensor, k: Tensor, v: Tensor, kind: Attention
   return kind === 'flash' ? attention(q, k, v, { causal: true, scale }) : naiveAttention(q, k, v, undefined, scale);
 }
 
+/**
+ * Flash causal attention in the projections' own layout: q [B, Tq, H, hd], k, v [B, Tk, Hkv, hd],
+ * result [B, Tq, H, hd] (core runs it without permute copies where the backend reads tokens-major).
+ */
+export function tokensMajorCausalAttention(q: Tensor, k: Tensor, v: Tensor, scale: number): Tensor {
+  return attention(q, k, v, { causal: true, scale, layout: 'tokens-major' });
+}
+
 /** Attention of q over k, v with an additive mask (broadcast to [B, H, Tq, Tk]; −Infinity hides a key) instead of the causal rule. */
 export function maskedAttention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, kind: AttentionKind, scale = 1 / Math.sqrt(q.shape[3])): Tensor {
   return kind === 'flash' ? attention(q, k, v, { mask, scale }) : naiveAttention(q, k, v, mask, scale);

@@ -6,15 +6,15 @@
  * MLP is SwiGLU or GELU. The residual stream and the norms stay f32; the matmuls, rope,
  * attention and activations run in the compute dtype. Every projection goes through `linear`.
  */
-import { add, gelu, layerNorm, permute, reshape, rmsNorm, split, swiglu, tidy, type Tensor } from '@kiln/core';
+import { add, backendReadsAttentionLayout, gelu, layerNorm, permute, reshape, rmsNorm, split, swiglu, tidy, type Tensor } from '@kiln/core';
 import type { ModelConfig } from '../contracts.js';
-import { causalAttention, maskedAttention, type AttentionKind } from './attention.js';
+import { causalAttention, maskedAttention, tokensMajorCausalAttention, type AttentionKind } from './attention.js';
 import { headDimension } from './config.js';
 import type { ModelFamily } from './families/family.js';
 import { familyOf } from './families/registry.js';
 import type { KvCache } from './kv-cache.js';
 import { linear, toDType, type LinearContext, type LinearWeights } from './linear.js';
-import { applyRotary } from './rotary.js';
+import { applyRotary, rotaryReadsTokensMajor } from './rotary.js';
 
 export { linear, toDType, type LinearContext, type LinearWeights } from './linear.js';
 
@@ -103,6 +103,12 @@ function attentionScale(config: ModelConfig, layer: number): number {
   return architecture?.scaleAttentionByInverseLayer ? base / (layer + 1) : base;
 }
 
+/** [B, T, heads·hd] → [B, T, heads, hd] (no copy). */
+function tokensMajorHeads(x: Tensor, heads: number, width: number): Tensor {
+  const [batch, length] = x.shape;
+  return reshape(x, [batch, length, heads, width]);
+}
+
 function selfAttention(x: Tensor, weights: LayerWeights, layer: number, context: BlockContext): Tensor {
   const { config } = context;
   const width = headDimension(config);
@@ -110,15 +116,30 @@ function selfAttention(x: Tensor, weights: LayerWeights, layer: number, context:
   let [query, key, value] = 'fused' in weights.attention
     ? split(linear(input, weights.attention.fused, context), [config.nHead * width, config.nKvHead * width, config.nKvHead * width], -1)
     : [linear(input, weights.attention.query, context), linear(input, weights.attention.key, context), linear(input, weights.attention.value, context)];
+  const rotary = familyOf(config).modelModules(config).positionEmbedding === undefined;
+  const scale = attentionScale(config, layer);
+  // Flash attention without KV cache reads the projections as [B, T, H, hd] where the backend's attention (and rope,
+  // for rope families) read that layout: no head permutes. Elsewhere, the cache and the naive path stay heads-major.
+  const backend = query.backend;
+  const tokensMajor = context.attention === 'flash' && !context.cache && backendReadsAttentionLayout(backend, 'tokens-major') &&
+    (!rotary || rotaryReadsTokensMajor(config, backend));
+  if (tokensMajor) {
+    let [tokensQuery, tokensKey] = [tokensMajorHeads(query, config.nHead, width), tokensMajorHeads(key, config.nKvHead, width)];
+    if (rotary) {
+      tokensQuery = applyRotary(tokensQuery, config, context.positionOffset, 'tokens-major');
+      tokensKey = applyRotary(tokensKey, config, context.positionOffset, 'tokens-major');
+    }
+    const attended = tokensMajorCausalAttention(tokensQuery, tokensKey, tokensMajorHeads(value, config.nKvHead, width), scale);
+    return toDType(linear(reshape(attended, [attended.shape[0], attended.shape[1], config.nHead * width]), weights.output, context), 'f32');
+  }
   query = splitHeads(query, config.nHead, width);
   key = splitHeads(key, config.nKvHead, width);
   value = splitHeads(value, config.nKvHead, width);
   // Families with learned positions added them to the embeddings; the others rotate q and k.
-  if (familyOf(config).modelModules(config).positionEmbedding === undefined) {
+  if (rotary) {
     query = applyRotary(query, config, context.positionOffset);
     key = applyRotary(key, config, context.positionOffset);
   }
-  const scale = attentionScale(config, layer);
   let attended: Tensor;
   if (context.cache) {
     const cached = context.cache.append(layer, key, value);

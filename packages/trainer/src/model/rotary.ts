@@ -4,8 +4,9 @@
  * `llama3` scaling the inverse frequencies differ per channel pair, so the rotation is composed:
  * cos/sin tables [T, hd] for the positions are made on the host in float64 (rounded once to the
  * compute dtype), then x·cos + rotate_half(x)·sin — whose gradient is the inverse rotation.
+ * Tokens-major x [B, T, H, hd] works the same way (the tables broadcast as [T, 1, hd]).
  */
-import { add, concat, mul, neg, rope, split, tensor, type Tensor } from '@kiln/core';
+import { add, backendReadsRopeLayout, concat, mul, neg, rope, split, tensor, type AttentionLayout, type KernelBackend, type Tensor } from '@kiln/core';
 import type { ModelConfig, RopeScaling } from '../contracts.js';
 import { headDimension } from './config.js';
 
@@ -26,12 +27,18 @@ export function inverseFrequencies(theta: number, width: number, scaling: RopeSc
   });
 }
 
-/** x [B, H, T, hd] rotated for positions offset…offset+T−1 with the config's theta and scaling. */
-export function applyRotary(x: Tensor, config: ModelConfig, offset: number): Tensor {
+/** True when applyRotary runs on tokens-major x without permute copies: scaled rope is composed from ops; plain rope needs the backend's rope to read the layout. */
+export function rotaryReadsTokensMajor(config: ModelConfig, backend: KernelBackend): boolean {
+  return (config.architecture?.ropeScaling ?? null) !== null || backendReadsRopeLayout(backend, 'tokens-major');
+}
+
+/** x [B, H, T, hd] (or [B, T, H, hd] with layout 'tokens-major') rotated for positions offset…offset+T−1 with the config's theta and scaling. */
+export function applyRotary(x: Tensor, config: ModelConfig, offset: number, layout: AttentionLayout = 'heads-major'): Tensor {
   const scaling = config.architecture?.ropeScaling ?? null;
-  if (scaling === null) return rope(x, { offset, theta: config.ropeTheta });
+  const tokensMajor = layout === 'tokens-major';
+  if (scaling === null) return rope(x, tokensMajor ? { offset, theta: config.ropeTheta, layout } : { offset, theta: config.ropeTheta });
   const width = headDimension(config);
-  const length = x.shape[2];
+  const length = tokensMajor ? x.shape[1] : x.shape[2];
   const frequencies = inverseFrequencies(config.ropeTheta, width, scaling);
   const cosines = new Float32Array(length * width);
   const sines = new Float32Array(length * width);
@@ -45,7 +52,8 @@ export function applyRotary(x: Tensor, config: ModelConfig, offset: number): Ten
     }
   }
   const options = { dtype: x.dtype, backend: x.backend };
+  const tableShape = tokensMajor ? [length, 1, width] : [length, width];
   const [first, second] = split(x, width / 2, -1);
   const rotated = concat([neg(second), first], -1);
-  return add(mul(x, tensor(cosines, [length, width], options)), mul(rotated, tensor(sines, [length, width], options)));
+  return add(mul(x, tensor(cosines, tableShape, options)), mul(rotated, tensor(sines, tableShape, options)));
 }

@@ -28,6 +28,9 @@ enum hipError_t {
 };
 typedef struct ihipStream_t* hipStream_t;
 typedef struct ihipEvent_t* hipEvent_t;
+typedef struct ihipGraph* hipGraph_t;
+typedef struct hipGraphExec* hipGraphExec_t;
+enum hipStreamCaptureMode { hipStreamCaptureModeGlobal = 0, hipStreamCaptureModeThreadLocal = 1, hipStreamCaptureModeRelaxed = 2 };
 enum hipMemcpyKind { hipMemcpyHostToHost = 0, hipMemcpyHostToDevice = 1, hipMemcpyDeviceToHost = 2, hipMemcpyDeviceToDevice = 3, hipMemcpyDefault = 4 };
 enum hipFuncAttribute { hipFuncAttributeMaxDynamicSharedMemorySize = 8 };
 #define hipStreamNonBlocking 0x01
@@ -77,6 +80,12 @@ hipError_t hipMemcpyAsync(void* destination, const void* source, size_t bytes, h
 hipError_t hipMemsetAsync(void* destination, int value, size_t bytes, hipStream_t stream);
 hipError_t hipStreamCreateWithFlags(hipStream_t* stream, unsigned int flags);
 hipError_t hipStreamSynchronize(hipStream_t stream);
+hipError_t hipStreamBeginCapture(hipStream_t stream, hipStreamCaptureMode mode);
+hipError_t hipStreamEndCapture(hipStream_t stream, hipGraph_t* graph);
+hipError_t hipGraphInstantiateWithFlags(hipGraphExec_t* exec, hipGraph_t graph, unsigned long long flags);
+hipError_t hipGraphLaunch(hipGraphExec_t exec, hipStream_t stream);
+hipError_t hipGraphDestroy(hipGraph_t graph);
+hipError_t hipGraphExecDestroy(hipGraphExec_t exec);
 hipError_t hipStreamDestroy(hipStream_t stream);
 hipError_t hipEventCreateWithFlags(hipEvent_t* event, unsigned int flags);
 hipError_t hipEventRecord(hipEvent_t event, hipStream_t stream);

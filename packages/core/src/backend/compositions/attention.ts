@@ -7,9 +7,11 @@
  * scores (the causal one is a host-uploaded [Tq, Tk] table of 0 / −Inf, broadcast with stride 0).
  * Numerics: f32 throughout. A row whose scores are all −Inf (no allowed key) uses max 0 and sum 1
  * instead of −Inf and 0, so its probabilities are 0, out = 0 and lse = −Inf rather than NaN.
+ * Tokens-major calls (params.layout) copy q, k, v (and out, dOut) to heads-major temporaries,
+ * run the same composition, and copy the results back: the composition reads both layouts.
  */
 import type { AttentionParams, KernelBackend, MatmulParams, StridedView, TensorRef } from '../kernel-backend.js';
-import { elementCount, reshaped, rowBroadcast, scalarBroadcast, stridedView, withScratch, type Scratch } from './helpers.js';
+import { asView, elementCount, reshaped, rowBroadcast, scalarBroadcast, stridedView, withScratch, type Scratch } from './helpers.js';
 
 /** Sizes of one attention call. */
 interface AttentionSizes {
@@ -71,8 +73,62 @@ function maskedScores(
   return reshaped(scores, [rows, keyLength]);
 }
 
-/** Attention forward; lse [B, Hq, Tq] f32 receives the row log-sum-exp of the scaled scores. */
+/** Copies src [B, X, Y, D] into dst [B, Y, X, D] (dense both): heads-major ↔ tokens-major. */
+function copySwappingAxes12(backend: KernelBackend, src: TensorRef, dst: TensorRef): void {
+  const [batch, first, second, dimension] = src.shape;
+  if (batch * first * second * dimension === 0) return;
+  backend.copy(stridedView(src, dst.shape, [first * second * dimension, dimension, second * dimension, 1]), asView(dst));
+}
+
+/** A heads-major temporary holding a copy of tokens-major `ref`. */
+function headsMajorCopy(scratch: Scratch, ref: TensorRef): TensorRef {
+  const copy = scratch.tensor([ref.shape[0], ref.shape[2], ref.shape[1], ref.shape[3]], ref.dtype);
+  copySwappingAxes12(scratch.backend, ref, copy);
+  return copy;
+}
+
+/** A heads-major temporary for tokens-major output `ref` (copied back with copySwappingAxes12). */
+function headsMajorTemporary(scratch: Scratch, ref: TensorRef): TensorRef {
+  return scratch.tensor([ref.shape[0], ref.shape[2], ref.shape[1], ref.shape[3]], ref.dtype);
+}
+
+/** Attention forward in either layout; lse [B, Hq, Tq] f32 receives the row log-sum-exp of the scaled scores. */
 export function composedAttention(
+  backend: KernelBackend, q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null,
+  out: TensorRef, lse: TensorRef, params: AttentionParams,
+): void {
+  const headsMajorParams = { scale: params.scale, causal: params.causal };
+  if ((params.layout ?? 'heads-major') === 'heads-major') {
+    headsMajorAttention(backend, q, k, v, mask, out, lse, headsMajorParams);
+    return;
+  }
+  withScratch(backend, (scratch) => {
+    const result = headsMajorTemporary(scratch, out);
+    headsMajorAttention(backend, headsMajorCopy(scratch, q), headsMajorCopy(scratch, k), headsMajorCopy(scratch, v), mask, result, lse, headsMajorParams);
+    copySwappingAxes12(backend, result, out);
+  });
+}
+
+/** Attention backward in either layout from the forward's out and lse: overwrites dq, dk, dv (GQA heads summed). */
+export function composedAttentionBackward(
+  backend: KernelBackend, q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null,
+  out: TensorRef, lse: TensorRef, dOut: TensorRef, dq: TensorRef, dk: TensorRef, dv: TensorRef, params: AttentionParams,
+): void {
+  const headsMajorParams = { scale: params.scale, causal: params.causal };
+  if ((params.layout ?? 'heads-major') === 'heads-major') {
+    headsMajorAttentionBackward(backend, q, k, v, mask, out, lse, dOut, dq, dk, dv, headsMajorParams);
+    return;
+  }
+  withScratch(backend, (scratch) => {
+    const [query, key, value, output, outputGradient] = [q, k, v, out, dOut].map((ref) => headsMajorCopy(scratch, ref));
+    const gradients = [dq, dk, dv].map((ref) => headsMajorTemporary(scratch, ref));
+    headsMajorAttentionBackward(backend, query, key, value, mask, output, lse, outputGradient, gradients[0], gradients[1], gradients[2], headsMajorParams);
+    [dq, dk, dv].forEach((ref, index) => copySwappingAxes12(backend, gradients[index], ref));
+  });
+}
+
+/** Heads-major attention forward. */
+function headsMajorAttention(
   backend: KernelBackend, q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null,
   out: TensorRef, lse: TensorRef, params: AttentionParams,
 ): void {
@@ -106,8 +162,8 @@ export function composedAttention(
   });
 }
 
-/** Attention backward from the forward's out and lse: overwrites dq, dk, dv (GQA heads summed). */
-export function composedAttentionBackward(
+/** Heads-major attention backward. */
+function headsMajorAttentionBackward(
   backend: KernelBackend, q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null,
   out: TensorRef, lse: TensorRef, dOut: TensorRef, dq: TensorRef, dk: TensorRef, dv: TensorRef, params: AttentionParams,
 ): void {

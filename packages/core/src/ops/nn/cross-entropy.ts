@@ -1,18 +1,18 @@
 /** Cross-entropy of logits against class indices, with an ignore index. */
 import { DTypeError, InvalidArgumentError, ShapeError } from '../../errors.js';
 import { allocateTensor, assertFloat, commonBackend } from '../../engine/dispatch.js';
-import { needsDeviceIndexCheck, recordDeviceIndexCheck } from '../../engine/index-checks.js';
+import { needsDeviceIndexCheck, recordDeviceIndexCheck } from '../../backend/index-checks.js';
 import { recordOp } from '../../autograd/record.js';
 import { formatShape, shapeSize } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
-import { castTo } from '../cast.js';
-import { binaryKernel, div, maximum, where } from '../elementwise.js';
+import { div, maximum, where } from '../elementwise.js';
+import { binaryKernel, castTo } from '../kernel-calls.js';
 import { sum } from '../reduce.js';
 import { full } from '../creation.js';
 import { tidy } from '../../tensor/scope.js';
 import { reshape } from '../shape-ops.js';
 import { inDType, resolveFused, toDType } from './fused-call.js';
-import { checkOptions, checkTensor, option } from '../validate.js';
+import { checkOptions, checkTensor, option } from '../../validate.js';
 
 /** Options of crossEntropy. */
 export interface CrossEntropyOptions {

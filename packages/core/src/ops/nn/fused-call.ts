@@ -6,7 +6,7 @@ import type { FusedKernelName, KernelBackend } from '../../backend/kernel-backen
 import type { DType } from '../../dtype.js';
 import { composedKernel, fusedKernel, planKernel } from '../../engine/dispatch.js';
 import type { Tensor } from '../../tensor/tensor.js';
-import { castTo } from '../cast.js';
+import { castTo } from '../kernel-calls.js';
 
 /** A fused kernel ready to call, and the dtype its float operands must have. */
 export interface FusedCall<K extends FusedKernelName> {

@@ -10,7 +10,7 @@ import { DTypeError, InvalidArgumentError, ShapeError } from '../../errors.js';
 import { allocateTensor, assertFloat, commonBackend } from '../../engine/dispatch.js';
 import { shapesEqual } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
-import { checkNumber, checkOptions, checkTensor, checkTensorList, describeValue, type OptionCheck } from '../validate.js';
+import { checkNumber, checkOptions, checkTensor, checkTensorList, describeValue, type OptionCheck } from '../../validate.js';
 
 /** Options of adamwUpdateMulti: AdamW's hyper-parameters, a weight decay per tensor, and an optional device-side scale and guard. */
 export interface AdamWMultiOptions {

@@ -4,12 +4,12 @@ import { allocateTensor, assertFloat, assertSameDType, commonBackend } from '../
 import { recordOp } from '../../autograd/record.js';
 import { shapeSize } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
-import { castTo } from '../cast.js';
+import { castTo } from '../kernel-calls.js';
 import { add, mul, rsqrt, sub } from '../elementwise.js';
 import { mean, sum } from '../reduce.js';
 import { reshape } from '../shape-ops.js';
 import { inDType, resolveFused, toDType } from './fused-call.js';
-import { checkNumber, checkTensor } from '../validate.js';
+import { checkNumber, checkTensor } from '../../validate.js';
 
 function checkNorm(op: string, x: Tensor, params: Tensor[], eps: number): { rows: number; cols: number } {
   checkTensor(op, 'x', x);

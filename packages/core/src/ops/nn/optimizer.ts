@@ -4,9 +4,9 @@ import { DTypeError, InvalidArgumentError, ShapeError } from '../../errors.js';
 import { assertFloat, commonBackend } from '../../engine/dispatch.js';
 import { shapesEqual } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
-import { castTo } from '../cast.js';
+import { castTo } from '../kernel-calls.js';
 import { inDType, resolveFused } from './fused-call.js';
-import { checkNumber, checkOptions, checkTensor, describeValue, type OptionCheck } from '../validate.js';
+import { checkNumber, checkOptions, checkTensor, describeValue, type OptionCheck } from '../../validate.js';
 
 const ADAMW_PARAMS: { readonly [K in keyof AdamWParams]-?: OptionCheck } = {
   lr: (op, name, value) => void checkNumber(op, name, value, { finite: true, min: 0 }),

@@ -1,6 +1,6 @@
 /** softmax and logSoftmax over an axis, with fused backward where the backend has it. */
 import { allocateTensor, assertFloat } from '../../engine/dispatch.js';
-import { checkAxis, checkTensor } from '../validate.js';
+import { checkAxis, checkTensor } from '../../validate.js';
 import { recordOp } from '../../autograd/record.js';
 import { shapeSize } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';

@@ -5,10 +5,14 @@
  * rows with no key: out 0, lse −Inf), D not a power of 2, a scale far from 1/√D, and keys whose
  * scores rise along the sequence past 257 keys, so the running max of an online (flash) softmax
  * grows from one key block to the next (blocks of 64, 96 or 128 keys) and a missing rescale shows.
+ * Tokens-major geometries (q, k, v, out and gradients [B, T, H, D]; one with D = 160, above the
+ * CUDA kernels' limit, where the backend runs core's composition) run natively on backends whose
+ * capabilities.attentionLayouts lists 'tokens-major'; elsewhere the native case is skipped (core
+ * permutes to heads-major for them) and core's composition runs the layout on the backend.
  */
 import { FLOAT_DTYPES, type DType } from '@kiln/core';
-import type { AttentionParams, StridedView } from '@kiln/core';
-import { fusedCases, type CaseSettings } from '../case-builder.js';
+import type { AttentionLayout, AttentionParams, FusedKernelName, StridedView } from '@kiln/core';
+import { caseId, defineCase, fusedCases, type CaseBody, type CaseSettings, type KernelMode } from '../case-builder.js';
 import type { CaseContext, Pair, Side, ViewPair } from '../case-context.js';
 import { assertClose } from '../compare.js';
 import { runFused, runOnReference } from '../fused-call.js';
@@ -40,6 +44,8 @@ export interface AttentionGeometry {
   full?: boolean;
   /** Rows without keys: the backward is left out (its value there is not specified). */
   forwardOnly?: boolean;
+  /** Layout of q, k, v, out and the gradients (default 'heads-major'). */
+  layout?: AttentionLayout;
 }
 
 const GEOMETRIES: AttentionGeometry[] = [
@@ -61,6 +67,21 @@ const GEOMETRIES: AttentionGeometry[] = [
   { batch: 1, headsQ: 4, headsKV: 2, lengthQ: 33, lengthK: 65, headDim: 24, causal: false, mask: 'square', full: true },
 ];
 
+/** Tokens-major geometries: GQA, causal with Tq ≠ Tk both ways past one key block, masks, D not a power of 2 or above 128, batch > 1. */
+const TOKENS_MAJOR_GEOMETRIES: AttentionGeometry[] = ([
+  { batch: 2, headsQ: 2, headsKV: 2, lengthQ: 5, lengthK: 5, headDim: 8, causal: true },
+  { batch: 2, headsQ: 4, headsKV: 2, lengthQ: 7, lengthK: 7, headDim: 16, causal: true },
+  { batch: 1, headsQ: 4, headsKV: 1, lengthQ: 6, lengthK: 9, headDim: 12, causal: false, scale: 0.75 },
+  { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 40, lengthK: 100, headDim: 16, causal: true },
+  { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 100, lengthK: 40, headDim: 16, causal: true },
+  { batch: 2, headsQ: 4, headsKV: 2, lengthQ: 5, lengthK: 7, headDim: 8, causal: false, mask: 'dense' },
+  { batch: 2, headsQ: 2, headsKV: 2, lengthQ: 4, lengthK: 6, headDim: 8, causal: true, mask: 'padding' },
+  { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 3, lengthK: 257, headDim: 8, causal: false, keys: 'rising' },
+  { batch: 2, headsQ: 3, headsKV: 3, lengthQ: 130, lengthK: 130, headDim: 64, causal: true, full: true },
+  // Above the flash kernels' head-dim limit (128 on CUDA): native backends run core's composition, in this layout.
+  { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 3, lengthK: 5, headDim: 160, causal: true },
+] as const satisfies readonly AttentionGeometry[]).map((geometry) => ({ ...geometry, layout: 'tokens-major' as const }));
+
 /** The geometry in a case id, e.g. 'B=1,Hq=4,Hkv=2,Tq=1,Tk=17,D=8,causal'. */
 export function describeAttention(geometry: AttentionGeometry): string {
   const { batch, headsQ, headsKV, lengthQ, lengthK, headDim } = geometry;
@@ -69,12 +90,30 @@ export function describeAttention(geometry: AttentionGeometry): string {
   if (geometry.mask) parts.push(`mask=${geometry.mask}`);
   if (geometry.scale !== undefined) parts.push(`scale=${geometry.scale}`);
   if (geometry.keys) parts.push(`keys=${geometry.keys}`);
+  if (geometry.layout === 'tokens-major') parts.push('tokens-major');
   return parts.join(',');
 }
 
 /** The attention parameters of a geometry. */
 export function attentionParams(geometry: AttentionGeometry): AttentionParams {
-  return { scale: geometry.scale ?? 1 / Math.sqrt(geometry.headDim), causal: geometry.causal };
+  const params = { scale: geometry.scale ?? 1 / Math.sqrt(geometry.headDim), causal: geometry.causal };
+  return geometry.layout === 'tokens-major' ? { ...params, layout: 'tokens-major' } : params;
+}
+
+/** Shape of a [B, heads, length, D] tensor in the geometry's layout. */
+function layoutShape(geometry: AttentionGeometry, heads: number, length: number): number[] {
+  const { batch, headDim } = geometry;
+  return geometry.layout === 'tokens-major' ? [batch, length, heads, headDim] : [batch, heads, length, headDim];
+}
+
+/** Shape of q, out, dOut and dq. */
+export function queryShape(geometry: AttentionGeometry): number[] {
+  return layoutShape(geometry, geometry.headsQ, geometry.lengthQ);
+}
+
+/** Shape of k, v, dk and dv. */
+export function keyShape(geometry: AttentionGeometry): number[] {
+  return layoutShape(geometry, geometry.headsKV, geometry.lengthK);
 }
 
 /** Stored element count and [B, Hq, Tq, Tk] strides of each mask kind. */
@@ -105,22 +144,23 @@ function maskOf(context: CaseContext, geometry: AttentionGeometry): { view: View
   return { view: context.view(mask, [batch, headsQ, lengthQ, lengthK], strides), dense };
 }
 
-/** Keys that drift upward with their index (k = u/2 + 2.5·j/Tk), so positive queries score later keys higher. */
+/** Keys that drift upward with their position j (k = u/2 + 2.5·j/Tk), so positive queries score later keys higher. */
 function risingKeys(context: CaseContext, geometry: AttentionGeometry, dtype: DType): Pair {
   const { batch, headsKV, lengthK, headDim } = geometry;
   const noise = context.random.uniform(batch * headsKV * lengthK * headDim, -0.5, 0.5);
-  const values = noise.map((value, index) => value + (2.5 * (Math.floor(index / headDim) % lengthK)) / lengthK);
-  return context.tensor([batch, headsKV, lengthK, headDim], dtype, values);
+  // Elements between consecutive positions: one row of D (heads-major) or every kv head's row (tokens-major).
+  const positionStride = geometry.layout === 'tokens-major' ? headsKV * headDim : headDim;
+  const values = noise.map((value, index) => value + (2.5 * (Math.floor(index / positionStride) % lengthK)) / lengthK);
+  return context.tensor(keyShape(geometry), dtype, values);
 }
 
 /** q, k, v of a geometry, uniform in [-1, 1) (q in [0.25, 1) and rising keys for keys: 'rising'). */
 export function attentionInputs(context: CaseContext, geometry: AttentionGeometry, dtype: DType) {
-  const { batch, headsQ, headsKV, lengthQ, lengthK, headDim } = geometry;
   const rising = geometry.keys === 'rising';
   return {
-    q: rising ? context.uniform([batch, headsQ, lengthQ, headDim], dtype, 0.25, 1) : context.uniform([batch, headsQ, lengthQ, headDim], dtype),
-    k: rising ? risingKeys(context, geometry, dtype) : context.uniform([batch, headsKV, lengthK, headDim], dtype),
-    v: context.uniform([batch, headsKV, lengthK, headDim], dtype),
+    q: rising ? context.uniform(queryShape(geometry), dtype, 0.25, 1) : context.uniform(queryShape(geometry), dtype),
+    k: rising ? risingKeys(context, geometry, dtype) : context.uniform(keyShape(geometry), dtype),
+    v: context.uniform(keyShape(geometry), dtype),
     mask: maskOf(context, geometry),
   };
 }
@@ -130,12 +170,30 @@ export function pickMask(mask: { view: ViewPair } | null, side: Side): StridedVi
   return mask === null ? null : mask.view[side];
 }
 
+/**
+ * fusedCases for one geometry; a tokens-major one on a backend whose kernels do not read that
+ * layout becomes a skipped native case plus a '(composed)' case (core's composition reads both).
+ */
+function layoutCases(
+  settings: CaseSettings, kernel: FusedKernelName, dtype: DType, geometry: AttentionGeometry, body: (context: CaseContext, mode: KernelMode) => Promise<void>,
+): ConformanceCase[] {
+  const layout = geometry.layout ?? 'heads-major';
+  const readsLayout = layout === 'heads-major' || (settings.backend.capabilities.attentionLayouts?.includes(layout) ?? false);
+  if (readsLayout) return fusedCases(settings, kernel, dtype, describeAttention(geometry), body);
+  const id = caseId(kernel, dtype, describeAttention(geometry));
+  const composed: CaseBody = (context) => body(context, 'composed');
+  return [
+    defineCase(settings, id, kernel, dtype, async () => {}, `${settings.backend.name}'s attention kernels do not read ${layout} (core permutes): composed layout tested instead`),
+    defineCase(settings, `${id} (composed)`, kernel, dtype, composed),
+  ];
+}
+
 /** The attention (forward) case of one geometry. */
 export function forwardCases(settings: CaseSettings, dtype: DType, geometry: AttentionGeometry): ConformanceCase[] {
-  return fusedCases(settings, 'attention', dtype, describeAttention(geometry), async (context, mode) => {
-    const { batch, headsQ, lengthQ, lengthK, headDim } = geometry;
+  return layoutCases(settings, 'attention', dtype, geometry, async (context, mode) => {
+    const { batch, headsQ, lengthQ, lengthK } = geometry;
     const { q, k, v, mask } = attentionInputs(context, geometry, dtype);
-    const out = context.output([batch, headsQ, lengthQ, headDim], dtype);
+    const out = context.output(queryShape(geometry), dtype);
     const lse = context.output([batch, headsQ, lengthQ], 'f32');
     const params = attentionParams(geometry);
     runFused(context, mode, 'attention', (side) => [q[side], k[side], v[side], pickMask(mask, side), out[side], lse[side], params]);
@@ -155,26 +213,29 @@ async function expectQueryGradient(context: CaseContext, geometry: AttentionGeom
   const hidden = rowsWithoutKeys(geometry);
   if (hidden === 0) return context.expectClose(dq, 'dq', options);
   const [got, expected] = [await context.read(dq, 'tested'), await context.read(dq, 'reference')];
-  const rowLength = geometry.lengthQ * geometry.headDim;
-  for (let start = 0; start < got.length; start += rowLength) {
-    got.fill(0, start, start + hidden * geometry.headDim);
-    expected.fill(0, start, start + hidden * geometry.headDim);
+  // The hidden rows are the first `hidden` positions of every head: one run per head (heads-major) or per batch (tokens-major).
+  const tokensMajor = geometry.layout === 'tokens-major';
+  const runLength = tokensMajor ? geometry.lengthQ * geometry.headsQ * geometry.headDim : geometry.lengthQ * geometry.headDim;
+  const hiddenLength = tokensMajor ? hidden * geometry.headsQ * geometry.headDim : hidden * geometry.headDim;
+  for (let start = 0; start < got.length; start += runLength) {
+    got.fill(0, start, start + hiddenLength);
+    expected.fill(0, start, start + hiddenLength);
   }
   assertClose(got, expected, context.toleranceFor(dq.dtype, options), { caseId: context.caseId, output: `dq (query rows ≥ ${hidden})`, shape: dq.shape, dtype: dq.dtype });
 }
 
 /** The attentionBackward case of one geometry (the forward's out and lse come from the reference). */
 export function backwardCases(settings: CaseSettings, dtype: DType, geometry: AttentionGeometry): ConformanceCase[] {
-  return fusedCases(settings, 'attentionBackward', dtype, describeAttention(geometry), async (context, mode) => {
+  return layoutCases(settings, 'attentionBackward', dtype, geometry, async (context, mode) => {
     const { batch, headsQ, headsKV, lengthQ, headDim } = geometry;
     const { q, k, v, mask } = attentionInputs(context, geometry, dtype);
-    const out = context.output([batch, headsQ, lengthQ, headDim], dtype);
+    const out = context.output(queryShape(geometry), dtype);
     const lse = context.output([batch, headsQ, lengthQ], 'f32');
     const params = attentionParams(geometry);
     runOnReference(context, 'attention', [q.reference, k.reference, v.reference, pickMask(mask, 'reference'), out.reference, lse.reference, params]);
     await context.adoptReference(out);
     await context.adoptReference(lse);
-    const dOut = context.uniform([batch, headsQ, lengthQ, headDim], dtype);
+    const dOut = context.uniform(queryShape(geometry), dtype);
     const dq = context.output(q.shape, dtype);
     const dk = context.output(k.shape, dtype);
     const dv = context.output(v.shape, dtype);
@@ -192,7 +253,7 @@ export function backwardCases(settings: CaseSettings, dtype: DType, geometry: At
 export function attentionCases(settings: CaseSettings): ConformanceCase[] {
   const cases: ConformanceCase[] = [];
   for (const dtype of FLOAT_DTYPES) {
-    for (const geometry of GEOMETRIES) {
+    for (const geometry of [...GEOMETRIES, ...TOKENS_MAJOR_GEOMETRIES]) {
       if (geometry.full && settings.sizes !== 'full') continue;
       cases.push(...forwardCases(settings, dtype, geometry));
       if (!geometry.forwardOnly) cases.push(...backwardCases(settings, dtype, geometry));

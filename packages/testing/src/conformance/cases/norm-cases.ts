@@ -5,7 +5,7 @@
  * or a one-pass E[x²] − E[x]² variance fails; and rope with theta = 10⁶ besides 10⁴.
  */
 import { FLOAT_DTYPES, type DType } from '@kiln/core';
-import { fusedCases, type CaseSettings } from '../case-builder.js';
+import { caseId, defineCase, fusedCases, type CaseSettings, type KernelMode } from '../case-builder.js';
 import type { CaseContext } from '../case-context.js';
 import { runFused, runOnReference } from '../fused-call.js';
 import { elementCount } from '../host-values.js';
@@ -88,12 +88,14 @@ function epsCases(settings: CaseSettings, dtype: DType): ConformanceCase[] {
   ];
 }
 
-/** A rope geometry: x [B, H, T, D] at positions offset…; theta defaults to 10⁴. */
+/** A rope geometry: x [B, H, T, D] (tokens-major: [B, T, H, D]) at positions offset…; theta defaults to 10⁴. */
 interface RopeGeometry {
   shape: [number, number, number, number];
   offset: number;
   theta?: number;
   full?: boolean;
+  /** x [B, T, H, D]: native where capabilities.ropeLayouts lists it, else the native case is skipped and the composition runs. */
+  tokensMajor?: boolean;
 }
 
 /** rope geometries (D not a power of two; positions kept < 256 so an f32 angle is exact enough). */
@@ -105,19 +107,28 @@ const ROPE_GEOMETRIES: RopeGeometry[] = [
   { shape: [1, 2, 0, 8], offset: 0 },
   { shape: [1, 2, 9, 16], offset: 5, theta: 1e6 },
   { shape: [1, 4, 130, 64], offset: 0, full: true },
+  { shape: [2, 5, 3, 8], offset: 0, tokensMajor: true },
+  { shape: [1, 9, 2, 16], offset: 7, theta: 1e6, tokensMajor: true },
 ];
 const DEFAULT_THETA = 10000;
 
 function ropeCases(settings: CaseSettings, dtype: DType, geometry: RopeGeometry, inverse: boolean): ConformanceCase[] {
   const { shape, offset } = geometry;
   const theta = geometry.theta ?? DEFAULT_THETA;
-  const parameters = `${formatShape(shape)},offset=${offset},theta=${theta}${inverse ? ',inverse' : ''}`;
-  return fusedCases(settings, 'rope', dtype, parameters, async (context, mode) => {
+  const tokensMajor = geometry.tokensMajor === true;
+  const parameters = `${formatShape(shape)},offset=${offset},theta=${theta}${inverse ? ',inverse' : ''}${tokensMajor ? ',tokens-major' : ''}`;
+  const body = async (context: CaseContext, mode: KernelMode): Promise<void> => {
     const x = context.uniform(shape, dtype);
     const out = context.output(shape, dtype);
-    runFused(context, mode, 'rope', (side) => [x[side], out[side], offset, theta, inverse]);
+    runFused(context, mode, 'rope', (side) => (tokensMajor ? [x[side], out[side], offset, theta, inverse, 'tokens-major'] : [x[side], out[side], offset, theta, inverse]));
     await context.expectClose(out, 'out');
-  });
+  };
+  if (!tokensMajor || (settings.backend.capabilities.ropeLayouts?.includes('tokens-major') ?? false)) return fusedCases(settings, 'rope', dtype, parameters, body);
+  const id = caseId('rope', dtype, parameters);
+  return [
+    defineCase(settings, id, 'rope', dtype, async () => {}, `${settings.backend.name}'s rope does not read tokens-major (core permutes): composed layout tested instead`),
+    defineCase(settings, `${id} (composed)`, 'rope', dtype, (context) => body(context, 'composed')),
+  ];
 }
 
 function swigluCases(settings: CaseSettings, dtype: DType, shape: number[]): ConformanceCase[] {

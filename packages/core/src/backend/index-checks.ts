@@ -12,11 +12,11 @@
  *     op, the index, its position and the valid range, then clears the flag.
  *
  * Backends with downloadSync are checked on the host before the kernel (ops do that), and a
- * backend whose kernels check indices themselves (`capabilities.checksIndices`, CONTRACTS' in-kernel
+ * backend whose kernels check indices themselves (`capabilities.checksIndices`, docs/kernel-semantics.md's in-kernel
  * rule) is left to do so. The state lives on globalThis so two copies of @kiln/core share it.
  */
-import type { BufferHandle, KernelBackend, TensorRef } from '../backend/kernel-backend.js';
-import { asView, reshaped, scalarBroadcast, stridedView, withScratch, type Scratch } from '../backend/compositions/helpers.js';
+import type { BufferHandle, KernelBackend, TensorRef } from './kernel-backend.js';
+import { asView, reshaped, scalarBroadcast, stridedView, withScratch, type Scratch } from './compositions/helpers.js';
 import type { InvalidArgumentError } from '../errors.js';
 
 /** Builds the error for the first offending index of one kind of check. */

@@ -3,10 +3,10 @@
  * starts with the op's name and names the argument (`matmul: b must be a Tensor, got number 3`),
  * so a bad call never surfaces as a TypeError or RangeError from deep inside a kernel.
  */
-import { isDType, type DType } from '../dtype.js';
-import { DisposedTensorError, DTypeError, InvalidArgumentError, ShapeError } from '../errors.js';
-import { formatShape, type Shape } from '../tensor/shape.js';
-import { Tensor } from '../tensor/tensor.js';
+import { isDType, type DType } from './dtype.js';
+import { DisposedTensorError, DTypeError, InvalidArgumentError, ShapeError } from './errors.js';
+import { formatShape, type Shape } from './tensor/shape.js';
+import { Tensor } from './tensor/tensor.js';
 
 /** Smallest i32 value, −2³¹. */
 export const I32_MIN = -2147483648;

@@ -1,0 +1,264 @@
+// kernels/matmul_wgmma.cuh — the f16/bf16 batched matmul for Hopper (sm_90a): wgmma fed by TMA
+// through an mbarrier pipeline, warp-specialised, persistent. Included by matmul_wgmma_f16.cu and
+// matmul_wgmma_bf16.cu (one translation unit per dtype).
+//
+// Algorithm: a persistent grid (one block per multiprocessor, capped by the tile count) walks
+// the output tiles — kBlockM × kBlockN of one batch index, n fastest — in steps of gridDim.x. A
+// block is 3 warpgroups: warpgroup 0 is the producer (setmaxnreg down to 40; one thread issues
+// the TMA copies), warpgroups 1 and 2 are consumers (setmaxnreg up to 232), each owning 64 rows ×
+// 128 columns of the tile as m64n128k16 f32 accumulators (64 registers per thread). k advances
+// kDepth = 64 per step through a ring of kStages shared stages, each guarded by a `full` mbarrier
+// (1 arrival + the stage's bytes as transactions: the producer's arrive.expect_tx, then TMA's
+// complete_tx) and an `empty` mbarrier (one arrival per consumer warpgroup once its wgmmas on the
+// stage have completed). Per step a consumer waits on `full`, issues 4 wgmma (k16 each), commits,
+// waits until only this step's group is in flight (wgmma.wait_group 1) and releases the previous
+// step's stage, so loads of kStages − 1 future steps and one step of tensor-core work overlap the
+// current one. The producer runs ahead into the next tile while consumers store the epilogue.
+// Layout: a [m,k] or [k,m] (transposeA), b [k,n] or [n,k] (transposeB), per batch at
+// batch·batchStride; out dense [batch, m, n]. Each operand is read through a 3D tensor map
+// (contiguous extent, other extent, batch) with 128-byte swizzling into a 1024-byte-aligned stage:
+// a k-contiguous operand is one box of 64 k × 128 rows (row r at 128·r bytes: wgmma's K-major
+// canonical layout, stride-dimension offset 1024), an m- or n-contiguous one two boxes of
+// 64 rows-or-columns × 64 k (k row at 128 bytes, boxes 8 KiB apart: the MN-major layout, leading
+// offset 8192, stride offset 1024), so nn, nt, tn and tt are one kernel with wgmma's transpose
+// bits set at compile time. The k16 step moves the descriptor start by 32 bytes (K-major) or
+// 2048 bytes (MN-major) inside the swizzle atom, as the hardware applies the swizzle to the
+// absolute address.
+// Edges: TMA zero-fills every element outside m, n, k (and counts it as delivered), so partial
+// tiles need no predicates on the loads; the epilogue stores only in-range outputs.
+// Requirements (else the mma.sync kernel runs, see supports_operands): each operand's contiguous
+// extent and batch stride are multiples of 8 elements (16-byte strides), its base 16-byte aligned,
+// a batch stride of 0 only with one batch, extents below 2^31.
+// Numerics: products of 16-bit inputs are exact, sums in f32 (tensor-core order on the GPU; in
+// the simulator each k16 step sums k ascending); one rounding to f16/bf16 per output.
+#pragma once
+
+#include <cstdint>
+
+#include "matmul.cuh"
+#include "matmul_mma.cuh"
+#include "numerics.cuh"
+#include "ptx_wgmma.cuh"
+
+#if defined(KILN_HAS_TENSOR_MAPS)
+
+namespace kiln {
+namespace wgmma_matmul {
+
+inline constexpr int kBlockM = 128;
+inline constexpr int kBlockN = 128;
+inline constexpr int kDepth = 64;
+inline constexpr int kStages = 4;
+inline constexpr int kConsumers = 2;
+inline constexpr int kThreads = 128 * (1 + kConsumers);
+/** Bytes of one operand's tile in a stage (128 rows × 64 elements × 2 bytes) and of one 64 × 64 box. */
+inline constexpr int kTileBytes = kBlockM * kDepth * 2;
+inline constexpr int kBoxBytes = 64 * kDepth * 2;
+inline constexpr int kStageBytes = 2 * kTileBytes;
+/** The stages, their full/empty barriers, and slack to align the stages to 1024 bytes. */
+inline constexpr int kSharedBytes = kStages * kStageBytes + 2 * kStages * 8 + 1024;
+static_assert(kBlockN * kDepth * 2 == kTileBytes, "A and B tiles are the same size");
+
+template <typename T, int TransA, int TransB>
+__device__ __forceinline__ void mma_step(float (&acc)[64], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d);
+template <>
+__device__ __forceinline__ void mma_step<__nv_bfloat16, 0, 0>(float (&acc)[64], std::uint64_t a, std::uint64_t b, int s) { ptx::wgmma_m64n128k16_bf16<0, 1>(acc, a, b, s); }
+template <>
+__device__ __forceinline__ void mma_step<__nv_bfloat16, 0, 1>(float (&acc)[64], std::uint64_t a, std::uint64_t b, int s) { ptx::wgmma_m64n128k16_bf16<0, 0>(acc, a, b, s); }
+template <>
+__device__ __forceinline__ void mma_step<__nv_bfloat16, 1, 0>(float (&acc)[64], std::uint64_t a, std::uint64_t b, int s) { ptx::wgmma_m64n128k16_bf16<1, 1>(acc, a, b, s); }
+template <>
+__device__ __forceinline__ void mma_step<__nv_bfloat16, 1, 1>(float (&acc)[64], std::uint64_t a, std::uint64_t b, int s) { ptx::wgmma_m64n128k16_bf16<1, 0>(acc, a, b, s); }
+template <>
+__device__ __forceinline__ void mma_step<__half, 0, 0>(float (&acc)[64], std::uint64_t a, std::uint64_t b, int s) { ptx::wgmma_m64n128k16_f16<0, 1>(acc, a, b, s); }
+template <>
+__device__ __forceinline__ void mma_step<__half, 0, 1>(float (&acc)[64], std::uint64_t a, std::uint64_t b, int s) { ptx::wgmma_m64n128k16_f16<0, 0>(acc, a, b, s); }
+template <>
+__device__ __forceinline__ void mma_step<__half, 1, 0>(float (&acc)[64], std::uint64_t a, std::uint64_t b, int s) { ptx::wgmma_m64n128k16_f16<1, 1>(acc, a, b, s); }
+template <>
+__device__ __forceinline__ void mma_step<__half, 1, 1>(float (&acc)[64], std::uint64_t a, std::uint64_t b, int s) { ptx::wgmma_m64n128k16_f16<1, 0>(acc, a, b, s); }
+
+/**
+ * Issues the copies of one operand's stage: a contiguous-along-k operand is one box at (k0, outer0),
+ * an m/n-contiguous one two boxes at (outer0 + 64j, k0).
+ */
+template <bool KContiguous>
+__device__ __forceinline__ void load_operand(unsigned char* stage, const vendor::TensorMap* map, int outer0, int k0, int batch, std::uint64_t* bar) {
+  if (KContiguous) {
+    ptx::tma_load_3d(stage, map, k0, outer0, batch, bar);
+  } else {
+    ptx::tma_load_3d(stage, map, outer0, k0, batch, bar);
+    ptx::tma_load_3d(stage + kBoxBytes, map, outer0 + 64, k0, batch, bar);
+  }
+}
+
+/** The descriptor of k16 step `step` for rows [row0, row0 + 64) or all 128 columns of an operand's stage. */
+template <bool KContiguous>
+__device__ __forceinline__ std::uint64_t operand_descriptor(std::uint32_t stage, int half, int step) {
+  if (KContiguous) return ptx::wgmma_descriptor_128b(stage + half * 64 * 128 + step * 32, 16, 1024);
+  return ptx::wgmma_descriptor_128b(stage + half * kBoxBytes + step * 16 * 128, kBoxBytes, 1024);
+}
+
+template <typename T, int TransA, int TransB>
+__global__ void __launch_bounds__(kThreads, 1)
+    matmul_wgmma_kernel(const KILN_GRID_CONSTANT vendor::TensorMap map_a, const KILN_GRID_CONSTANT vendor::TensorMap map_b, T* out, Index m, Index n, Index k,
+                        Index batch, int pair_out) {
+  constexpr bool kAlongKA = TransA == 0;  // a [m,k]: k contiguous
+  constexpr bool kAlongKB = TransB != 0;  // b [n,k]: k contiguous
+  KILN_EXTERN_SHARED(unsigned char, raw);
+  const std::uint32_t raw_address = ptx::smem_address(raw);
+  unsigned char* shared = raw + ((1024u - raw_address % 1024u) % 1024u);
+  auto* full = reinterpret_cast<std::uint64_t*>(shared + kStages * kStageBytes);
+  std::uint64_t* empty = full + kStages;
+  const int warpgroup = static_cast<int>(threadIdx.x / 128);
+  if (threadIdx.x == 0) {
+    for (int stage = 0; stage < kStages; stage++) {
+      ptx::mbarrier_init(&full[stage], 1);
+      ptx::mbarrier_init(&empty[stage], kConsumers);
+    }
+    ptx::fence_barrier_init();
+  }
+  __syncthreads();
+  const Index tiles_n = (n + kBlockN - 1) / kBlockN;
+  const Index tiles_per_batch = ((m + kBlockM - 1) / kBlockM) * tiles_n;
+  const Index tiles = tiles_per_batch * batch;
+  const Index k_tiles = (k + kDepth - 1) / kDepth;
+  if (warpgroup == 0) {
+    ptx::setmaxnreg_dec<40>();
+    if (threadIdx.x != 0) return;
+    int stage = 0;
+    unsigned phase = 0;
+    for (Index tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+      const int batch_index = static_cast<int>(tile / tiles_per_batch);
+      const int row0 = static_cast<int>((tile % tiles_per_batch) / tiles_n) * kBlockM;
+      const int column0 = static_cast<int>(tile % tiles_n) * kBlockN;
+      for (Index step = 0; step < k_tiles; step++) {
+        ptx::mbarrier_wait(&empty[stage], phase ^ 1u);
+        ptx::mbarrier_arrive_expect_tx(&full[stage], kStageBytes);
+        unsigned char* stage_a = shared + stage * kStageBytes;
+        const int k0 = static_cast<int>(step) * kDepth;
+        load_operand<kAlongKA>(stage_a, &map_a, row0, k0, batch_index, &full[stage]);
+        load_operand<kAlongKB>(stage_a + kTileBytes, &map_b, column0, k0, batch_index, &full[stage]);
+        if (++stage == kStages) {
+          stage = 0;
+          phase ^= 1u;
+        }
+      }
+    }
+    return;
+  }
+  ptx::setmaxnreg_inc<232>();
+  const int consumer = warpgroup - 1;
+  const int thread = static_cast<int>(threadIdx.x % 128);
+  const std::uint32_t stages_address = ptx::smem_address(shared);
+  int stage = 0;
+  unsigned phase = 0;
+  for (Index tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const Index batch_index = tile / tiles_per_batch;
+    const Index row0 = ((tile % tiles_per_batch) / tiles_n) * kBlockM;
+    const Index column0 = (tile % tiles_n) * kBlockN;
+    float acc[64];
+KILN_UNROLL
+    for (int i = 0; i < 64; i++) acc[i] = 0.0f;
+    int previous = -1;
+    for (Index step = 0; step < k_tiles; step++) {
+      ptx::mbarrier_wait(&full[stage], phase);
+      const std::uint32_t stage_a = stages_address + static_cast<std::uint32_t>(stage * kStageBytes);
+      const std::uint32_t stage_b = stage_a + kTileBytes;
+      ptx::wgmma_fence();
+KILN_UNROLL
+      for (int depth = 0; depth < kDepth / 16; depth++) {
+        mma_step<T, TransA, TransB>(acc, operand_descriptor<kAlongKA>(stage_a, consumer, depth), operand_descriptor<kAlongKB>(stage_b, 0, depth),
+                                    step > 0 || depth > 0 ? 1 : 0);
+      }
+      ptx::wgmma_commit();
+      ptx::wgmma_wait<1>();  // the previous step's wgmmas have read their stage: hand it back
+      if (previous >= 0 && thread == 0) ptx::mbarrier_arrive(&empty[previous]);
+      previous = stage;
+      if (++stage == kStages) {
+        stage = 0;
+        phase ^= 1u;
+      }
+    }
+    ptx::wgmma_wait<0>();
+    if (previous >= 0 && thread == 0) ptx::mbarrier_arrive(&empty[previous]);
+    // Epilogue: fragment rows 16w + g (+8), columns 8j + 2q (+1) of this consumer's 64 × 128.
+    T* matrix_out = out + batch_index * m * n;
+    const int warp = thread / 32;
+    const int g = (thread % 32) / 4;
+    const int q = thread % 4;
+    const Index row = row0 + consumer * 64 + warp * 16 + g;
+KILN_UNROLL
+    for (int j = 0; j < 16; j++) {
+      const Index column = column0 + j * 8 + 2 * q;
+      if (row < m) mma_matmul::store_pair(matrix_out + row * n, column, n, acc[4 * j], acc[4 * j + 1], pair_out != 0);
+      if (row + 8 < m) mma_matmul::store_pair(matrix_out + (row + 8) * n, column, n, acc[4 * j + 2], acc[4 * j + 3], pair_out != 0);
+    }
+  }
+}
+
+/** True when `pointer` + offsets of `contiguous` and `batch_stride` elements stay 16-byte aligned, as TMA's strides require. */
+inline bool tma_aligned(const void* pointer, Index contiguous, Index batch_stride, Index batch) {
+  return contiguous % 8 == 0 && batch_stride % 8 == 0 && (batch_stride != 0 || batch == 1) && (reinterpret_cast<std::uintptr_t>(pointer) & 15u) == 0;
+}
+
+/** The operand rules of this kernel (see the file header). */
+inline bool supports_operands(const void* a, const void* b, const MatmulShape& shape) {
+  constexpr Index kLimit = 0x7fffffff;
+  if (shape.m > kLimit || shape.n > kLimit || shape.k > kLimit || shape.batch > kLimit) return false;
+  return tma_aligned(a, shape.transpose_a ? shape.m : shape.k, shape.batch_stride_a, shape.batch) &&
+         tma_aligned(b, shape.transpose_b ? shape.k : shape.n, shape.batch_stride_b, shape.batch);
+}
+
+/** Output tiles of the problem. */
+inline Index tile_count(const MatmulShape& shape) { return ((shape.m + kBlockM - 1) / kBlockM) * ((shape.n + kBlockN - 1) / kBlockN) * shape.batch; }
+
+/** The 3D tensor map (contiguous, other, batch) of one operand with boxes of `box_contiguous` × `box_other`. */
+inline cudaError_t operand_map(vendor::TensorMap* map, const void* base, Index contiguous, Index other, Index batch, Index batch_stride, std::uint32_t box_contiguous,
+                               std::uint32_t box_other) {
+  const std::uint64_t dims[3] = {static_cast<std::uint64_t>(contiguous), static_cast<std::uint64_t>(other), static_cast<std::uint64_t>(batch)};
+  const std::uint64_t row_bytes = static_cast<std::uint64_t>(contiguous) * 2;
+  // With one batch the batch stride is never used; any valid stride (the matrix size) does.
+  const std::uint64_t strides[2] = {row_bytes, batch > 1 ? static_cast<std::uint64_t>(batch_stride) * 2 : row_bytes * static_cast<std::uint64_t>(other)};
+  const std::uint32_t box[3] = {box_contiguous, box_other, 1};
+  std::string why;
+  return vendor::encode_tensor_map_tiled(map, 3, base, dims, strides, box, true, why);
+}
+
+template <typename T, int TransA, int TransB>
+cudaError_t launch_layout(const LaunchContext& context, const char* name, const vendor::TensorMap& map_a, const vendor::TensorMap& map_b, void* out,
+                          const MatmulShape& shape, int pair_out) {
+  const cudaError_t allowed = cudaFuncSetAttribute(matmul_wgmma_kernel<T, TransA, TransB>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
+  if (allowed != cudaSuccess) return allowed;
+  const Index multiprocessors = context.max_blocks / 16;  // max_blocks is 16 per multiprocessor
+  const Index tiles = tile_count(shape);
+  const unsigned blocks = static_cast<unsigned>(tiles < multiprocessors ? tiles : multiprocessors);
+  return vendor::launch(name, matmul_wgmma_kernel<T, TransA, TransB>, dim3(blocks), dim3(kThreads), static_cast<std::size_t>(kSharedBytes), context.stream,
+                        map_a, map_b, static_cast<T*>(out), shape.m, shape.n, shape.k, shape.batch, pair_out);
+}
+
+/** Encodes the operands' tensor maps and launches the layout's instantiation; sets `maps_refused` (and launches nothing) when the driver refuses a map. */
+template <typename T>
+cudaError_t launch(const LaunchContext& context, const char* const (&names)[4], const void* a, const void* b, void* out, const MatmulShape& shape,
+                   bool& maps_refused) {
+  maps_refused = false;
+  vendor::TensorMap map_a;
+  vendor::TensorMap map_b;
+  const bool a_along_k = !shape.transpose_a;
+  const bool b_along_k = shape.transpose_b;
+  if (operand_map(&map_a, a, a_along_k ? shape.k : shape.m, a_along_k ? shape.m : shape.k, shape.batch, shape.batch_stride_a, 64, a_along_k ? 128 : 64) != cudaSuccess ||
+      operand_map(&map_b, b, b_along_k ? shape.k : shape.n, b_along_k ? shape.n : shape.k, shape.batch, shape.batch_stride_b, 64, b_along_k ? 128 : 64) != cudaSuccess) {
+    maps_refused = true;
+    return cudaSuccess;
+  }
+  const int pair_out = shape.n % 2 == 0 && (reinterpret_cast<std::uintptr_t>(out) & 3u) == 0 ? 1 : 0;
+  if (!shape.transpose_a && !shape.transpose_b) return launch_layout<T, 0, 0>(context, names[0], map_a, map_b, out, shape, pair_out);
+  if (!shape.transpose_a) return launch_layout<T, 0, 1>(context, names[1], map_a, map_b, out, shape, pair_out);
+  if (!shape.transpose_b) return launch_layout<T, 1, 0>(context, names[2], map_a, map_b, out, shape, pair_out);
+  return launch_layout<T, 1, 1>(context, names[3], map_a, map_b, out, shape, pair_out);
+}
+
+}  // namespace wgmma_matmul
+}  // namespace kiln
+
+#endif

@@ -1,0 +1,184 @@
+// kernels/ptx_wgmma.cuh — kiln's thin wrappers over the sm_90 / sm_90a PTX its Hopper kernels use:
+// mbarrier (init, arrive, arrive.expect_tx, try_wait.parity loop), TMA bulk tensor copies
+// (cp.async.bulk.tensor.3d global → shared, completing on an mbarrier), wgmma m64n128k16
+// (bf16/f16 → f32, A and B from shared-memory matrix descriptors), wgmma.fence / commit_group /
+// wait_group, setmaxnreg and the proxy/barrier-init fences.
+//
+// On the device each wrapper is one `asm volatile`, compiled only for sm_90a (other targets trap:
+// the host never launches a Hopper kernel on code without it, see matmul_wgmma.cu). In the
+// simulator build they call gpu-sim's emulation (gpu_sim/cuda/mbarrier.hpp, tma.hpp, wgmma.hpp),
+// which checks the warpgroup-collective rules, reports a barrier phase that can never complete
+// and a wgmma that reads a stage before its copy arrived, with the kernel and file:line.
+// Descriptor (64-bit): start address >> 4 in bits 0–13, leading-dimension byte offset >> 4 in
+// 16–29, stride-dimension byte offset >> 4 in 32–45, swizzle in 62–63 (1 = 128B). Accumulator
+// fragment of m64nNk16 (thread t of the warpgroup, w = t / 32, g = lane / 4, q = lane % 4):
+// d[4j + 0..1] = D(16w + g, 8j + 2q .. +1), d[4j + 2..3] = D(16w + g + 8, 8j + 2q .. +1).
+#pragma once
+
+#include <cstdint>
+
+#include "common.cuh"
+
+// Only with a vendor that has tensor maps (vendors/vendor.h); others build without the Hopper kernel.
+#if defined(KILN_HAS_TENSOR_MAPS)
+
+#if defined(KILN_CUDA_SIMULATOR)
+#include <gpu_sim/cuda/mbarrier.hpp>
+#include <gpu_sim/cuda/tma.hpp>
+#include <gpu_sim/cuda/wgmma.hpp>
+#endif
+
+namespace kiln::ptx {
+
+/** A wgmma shared-memory matrix descriptor with 128-byte swizzling (addresses and offsets in bytes). */
+KILN_HOST_DEVICE inline std::uint64_t wgmma_descriptor_128b(std::uint32_t start, std::uint32_t leading_offset, std::uint32_t stride_offset) {
+  return static_cast<std::uint64_t>((start >> 4) & 0x3fffu) | (static_cast<std::uint64_t>((leading_offset >> 4) & 0x3fffu) << 16) |
+         (static_cast<std::uint64_t>((stride_offset >> 4) & 0x3fffu) << 32) | (1ull << 62);
+}
+
+#if defined(KILN_CUDA_SIMULATOR)
+
+/** Shared-space address of a pointer into dynamic shared memory. */
+inline std::uint32_t smem_address(const void* pointer, std::source_location site = std::source_location::current()) {
+  return gpu_sim::ptx::shared_address(pointer, "a shared-space address", site);
+}
+/** mbarrier.init.shared.b64. */
+inline void mbarrier_init(std::uint64_t* bar, unsigned count, std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::mbarrier_init(bar, count, site);
+}
+/** mbarrier.arrive.shared.b64 (one arrival). */
+inline void mbarrier_arrive(std::uint64_t* bar, std::source_location site = std::source_location::current()) { gpu_sim::ptx::mbarrier_arrive(bar, site); }
+/** mbarrier.arrive.expect_tx.shared.b64: `bytes` of copies to come, then one arrival. */
+inline void mbarrier_arrive_expect_tx(std::uint64_t* bar, unsigned bytes, std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::mbarrier_arrive_expect_tx(bar, bytes, site);
+}
+/** Loops on mbarrier.try_wait.parity until the phase of `parity` has completed. */
+inline void mbarrier_wait(std::uint64_t* bar, unsigned parity, std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::mbarrier_wait_parity(bar, parity, site);
+}
+/** fence.mbarrier_init.release.cluster (makes initialised barriers visible to the async proxy). */
+inline void fence_barrier_init() {}
+/** cp.async.bulk.tensor.3d global → shared: the box at (c0, c1, c2) of `map`, completing on `bar`. */
+inline void tma_load_3d(void* shared, const vendor::TensorMap* map, int c0, int c1, int c2, std::uint64_t* bar,
+                        std::source_location site = std::source_location::current()) {
+  const std::int32_t coordinates[3] = {c0, c1, c2};
+  gpu_sim::ptx::tma_load(shared, map, coordinates, bar, site);
+}
+/** wgmma.fence.sync.aligned. */
+inline void wgmma_fence() { gpu_sim::ptx::wgmma_fence(); }
+/** wgmma.commit_group.sync.aligned. */
+inline void wgmma_commit(std::source_location site = std::source_location::current()) { gpu_sim::ptx::wgmma_commit_group(site); }
+/** wgmma.wait_group.sync.aligned N. */
+template <int N>
+inline void wgmma_wait(std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::wgmma_wait_group(N, site);
+}
+/** d (+)= A·B, m64n128k16, bf16 inputs; TransA/TransB 1 = M-/N-major operand; scale_d 0 ignores d. */
+template <int TransA, int TransB>
+inline void wgmma_m64n128k16_bf16(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d,
+                                  std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::wgmma_mma_async<128, gpu_sim::ptx::MmaInput::kBF16>(d, desc_a, desc_b, scale_d != 0, TransA != 0, TransB != 0, site);
+}
+/** d (+)= A·B, m64n128k16, f16 inputs. */
+template <int TransA, int TransB>
+inline void wgmma_m64n128k16_f16(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d,
+                                 std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::wgmma_mma_async<128, gpu_sim::ptx::MmaInput::kF16>(d, desc_a, desc_b, scale_d != 0, TransA != 0, TransB != 0, site);
+}
+/** setmaxnreg.inc.sync.aligned.u32. */
+template <int Registers>
+inline void setmaxnreg_inc() {
+  gpu_sim::ptx::setmaxnreg_inc<Registers>();
+}
+/** setmaxnreg.dec.sync.aligned.u32. */
+template <int Registers>
+inline void setmaxnreg_dec() {
+  gpu_sim::ptx::setmaxnreg_dec<Registers>();
+}
+
+#else
+
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define KILN_PTX_SM90A(statement) __trap()
+#else
+#define KILN_PTX_SM90A(statement) statement
+#endif
+
+__device__ __forceinline__ std::uint32_t smem_address(const void* pointer) { return static_cast<std::uint32_t>(__cvta_generic_to_shared(pointer)); }
+
+__device__ __forceinline__ void mbarrier_init(std::uint64_t* bar, unsigned count) {
+  KILN_PTX_SM90A(asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_address(bar)), "r"(count) : "memory"));
+}
+__device__ __forceinline__ void mbarrier_arrive(std::uint64_t* bar) {
+  KILN_PTX_SM90A(asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_address(bar)) : "memory"));
+}
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(std::uint64_t* bar, unsigned bytes) {
+  KILN_PTX_SM90A(asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_address(bar)), "r"(bytes) : "memory"));
+}
+__device__ __forceinline__ void mbarrier_wait(std::uint64_t* bar, unsigned parity) {
+  std::uint32_t done = 0;
+  do {
+    KILN_PTX_SM90A(asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                                : "=r"(done)
+                                : "r"(smem_address(bar)), "r"(parity)
+                                : "memory"));
+  } while (done == 0);
+}
+__device__ __forceinline__ void fence_barrier_init() { KILN_PTX_SM90A(asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory")); }
+__device__ __forceinline__ void tma_load_3d(void* shared, const vendor::TensorMap* map, int c0, int c1, int c2, std::uint64_t* bar) {
+  KILN_PTX_SM90A(asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(smem_address(shared)),
+                              "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_address(bar))
+                              : "memory"));
+}
+__device__ __forceinline__ void wgmma_fence() { KILN_PTX_SM90A(asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory")); }
+__device__ __forceinline__ void wgmma_commit() { KILN_PTX_SM90A(asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory")); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  KILN_PTX_SM90A(asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"));
+}
+template <int TransA, int TransB>
+__device__ __forceinline__ void wgmma_m64n128k16_bf16(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d) {
+  KILN_PTX_SM90A(asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, %67, %68;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB)));
+}
+template <int TransA, int TransB>
+__device__ __forceinline__ void wgmma_m64n128k16_f16(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d) {
+  KILN_PTX_SM90A(asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, %67, %68;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB)));
+}
+template <int Registers>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  KILN_PTX_SM90A(asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Registers)));
+}
+template <int Registers>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  KILN_PTX_SM90A(asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Registers)));
+}
+
+#undef KILN_PTX_SM90A
+
+#endif
+
+}  // namespace kiln::ptx
+
+#endif

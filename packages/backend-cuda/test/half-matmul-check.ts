@@ -1,0 +1,80 @@
+// Shared by the kernel-family matmul tests (matmul-mma, matmul-wgmma): runs one bf16/f16 matmul on
+// a backend and measures its worst error against an f32 reference of the same rounded inputs.
+import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from '@kiln/core';
+import { expect } from 'vitest';
+import type { CudaBackend } from '../src/cuda-backend.js';
+
+export type HalfDType = 'bf16' | 'f16';
+
+/** One matmul problem: [batch] × (m×k)·(k×n), each operand optionally stored transposed. */
+export interface HalfMatmulCase {
+  batch: number;
+  m: number;
+  n: number;
+  k: number;
+  transposeA: boolean;
+  transposeB: boolean;
+  /** A shared by every batch index (batch stride 0). */
+  broadcastA?: boolean;
+}
+
+const encode = (dtype: HalfDType, value: number) => (dtype === 'bf16' ? f32ToBf16Bits(value) : f32ToF16Bits(value));
+const decode = (dtype: HalfDType, bits: number) => (dtype === 'bf16' ? bf16BitsToF32(bits) : f16BitsToF32(bits));
+
+/** Deterministic values in [-1, 1) rounded to the dtype. */
+function halfValues(dtype: HalfDType, count: number, seed: number): Uint16Array {
+  const bits = new Uint16Array(count);
+  let state = seed;
+  for (let i = 0; i < count; i++) {
+    state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+    bits[i] = encode(dtype, (state >>> 8) / 2 ** 23 - 1);
+  }
+  return bits;
+}
+
+/**
+ * Runs the case on `cuda` and expects every output within one rounding of the dtype (plus f32
+ * accumulation) of the reference, relative to the sum of |products|.
+ */
+export async function expectHalfMatmulMatchesReference(cuda: CudaBackend, dtype: HalfDType, shape: HalfMatmulCase): Promise<void> {
+  const { batch, m, n, k, transposeA, transposeB } = shape;
+  const batchStrideA = shape.broadcastA ? 0 : m * k;
+  const aBits = halfValues(dtype, (shape.broadcastA ? 1 : batch) * m * k, 7 + m);
+  const bBits = halfValues(dtype, batch * k * n, 11 + n);
+  const a = cuda.alloc(aBits.byteLength);
+  const b = cuda.alloc(bBits.byteLength);
+  const out = cuda.alloc(batch * m * n * 2);
+  try {
+    cuda.upload(a, new Uint8Array(aBits.buffer));
+    cuda.upload(b, new Uint8Array(bBits.buffer));
+    cuda.matmul({ buffer: a, shape: [aBits.length], dtype }, { buffer: b, shape: [bBits.length], dtype }, { buffer: out, shape: [batch, m, n], dtype },
+      { batch, m, n, k, transposeA, transposeB, batchStrideA, batchStrideB: k * n });
+    const got = new Uint16Array((await cuda.download(out)).slice().buffer);
+    let worst = 0;
+    let where = '';
+    for (let z = 0; z < batch; z++) {
+      for (let row = 0; row < m; row++) {
+        for (let column = 0; column < n; column++) {
+          let expected = 0;
+          let magnitude = 0;
+          for (let depth = 0; depth < k; depth++) {
+            const left = decode(dtype, aBits[z * batchStrideA + (transposeA ? depth * m + row : row * k + depth)]);
+            const right = decode(dtype, bBits[z * k * n + (transposeB ? column * k + depth : depth * n + column)]);
+            expected += left * right;
+            magnitude += Math.abs(left * right);
+          }
+          const value = decode(dtype, got[(z * m + row) * n + column]);
+          const error = Math.abs(value - expected) / (magnitude + 1e-3);
+          if (!(error <= worst)) {
+            worst = Number.isNaN(error) ? Infinity : error;
+            where = `out[${z}][${row}][${column}] = ${value}, expected ${expected}`;
+          }
+        }
+      }
+    }
+    const unit = dtype === 'bf16' ? 2 ** -8 : 2 ** -11;
+    expect(worst, `${dtype} ${JSON.stringify(shape)}: worst ${where}`).toBeLessThanOrEqual(unit);
+  } finally {
+    for (const buffer of [a, b, out]) cuda.free(buffer);
+  }
+}

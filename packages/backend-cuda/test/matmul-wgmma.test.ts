@@ -1,0 +1,46 @@
+// kiln's sm_90a warp-specialised wgmma + TMA matmul (native/kernels/matmul_wgmma.cuh) on the CUDA
+// simulator, whose device reports compute capability 9.0 with sm_90a code (every simulated build
+// has it), so the dispatcher picks it for TMA-aligned operands once the problem has at least two
+// 128×128 tiles per simulated multiprocessor (4 of them: 8 tiles). Each case asserts that the
+// wgmma kernel actually ran (hopperMatmulLaunches grows) and checks every output against an f32
+// reference of the same rounded inputs: partial tiles in m, n and k, several k steps through the
+// 4-stage ring (which wraps), more tiles than blocks (the persistent loop), every layout (nn, nt,
+// tn, tt), batches with strided operands, bf16 and f16. Smaller problems keep mma.sync.
+import { afterAll, describe, expect, it } from 'vitest';
+import { createSimulatedCudaBackend } from '../src/simulator.js';
+import { expectHalfMatmulMatchesReference, type HalfDType, type HalfMatmulCase } from './half-matmul-check.js';
+import { simulatorSkipReason } from './simulator-status.js';
+
+const skipReason = simulatorSkipReason();
+
+describe.skipIf(skipReason !== undefined)(`wgmma + TMA matmul on the CUDA simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
+  const backend = skipReason === undefined ? createSimulatedCudaBackend({ matmul: 'kiln' }) : undefined;
+  afterAll(() => backend?.dispose());
+
+  async function check(dtype: HalfDType, shape: HalfMatmulCase, expectWgmma: boolean): Promise<void> {
+    const cuda = backend!;
+    const launchesBefore = cuda.hopperMatmulLaunches;
+    await expectHalfMatmulMatchesReference(cuda, dtype, shape);
+    expect(cuda.hopperMatmulLaunches - launchesBefore, `${dtype} ${JSON.stringify(shape)}: wgmma launches`).toBe(expectWgmma ? 1 : 0);
+  }
+
+  for (const dtype of ['bf16', 'f16'] as const) {
+    for (const [transposeA, transposeB, name] of [[false, false, 'nn'], [false, true, 'nt'], [true, false, 'tn'], [true, true, 'tt']] as const) {
+      it(`${dtype} ${name}: 2 batches of 2×2 tiles, partial in m, n and k, 5 k steps (the 4-stage ring wraps)`, async () => {
+        await check(dtype, { batch: 2, m: 136, n: 200, k: 264, transposeA, transposeB }, true);
+      });
+    }
+  }
+
+  it('bf16 nn with more tiles than blocks: 3×3 tiles, each of the 4 persistent blocks takes several', async () => {
+    await check('bf16', { batch: 1, m: 328, n: 264, k: 40, transposeA: false, transposeB: false }, true);
+  });
+
+  it('a problem under two tiles per multiprocessor keeps the mma.sync kernel', async () => {
+    await check('bf16', { batch: 1, m: 136, n: 200, k: 64, transposeA: false, transposeB: false }, false);
+  });
+
+  it('an A broadcast over batches (batch stride 0), which a tensor map cannot stride, keeps the mma.sync kernel', async () => {
+    await check('f16', { batch: 8, m: 72, n: 136, k: 40, transposeA: true, transposeB: false, broadcastA: true }, false);
+  });
+});

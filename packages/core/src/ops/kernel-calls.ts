@@ -1,0 +1,154 @@
+/**
+ * Kernel calls that record no gradient: the building blocks that ops and their gradients share
+ * (dtype casts, elementwise and reduce kernels through the dtype plan, a permuting copy, and the
+ * sum that undoes broadcasting). They sit below every recorded op, so the ops that use one
+ * another's gradients (sum ↔ expand, the elementwise ops ↔ sumToShape) import them from here
+ * instead of from each other.
+ */
+import type { BinaryOp, ReduceOp, UnaryOp } from '../backend/kernel-backend.js';
+import type { DType } from '../dtype.js';
+import { DTypeError, InvalidArgumentError, ShapeError } from '../errors.js';
+import { allocateTensor, assertSameDType, commonBackend, planKernel } from '../engine/dispatch.js';
+import { broadcastShapes, contiguousStrides, formatShape, shapeSize, shapesEqual, type Shape } from '../tensor/shape.js';
+import { Tensor } from '../tensor/tensor.js';
+import { checkTensor, describeValue } from '../validate.js';
+import { broadcastView, viewOf } from './views.js';
+
+const UNARY_OPS = new Set<UnaryOp>([
+  'neg', 'abs', 'sign', 'exp', 'log', 'sqrt', 'rsqrt', 'reciprocal', 'square', 'tanh', 'sigmoid', 'relu', 'gelu', 'silu', 'geluGrad', 'siluGrad',
+]);
+const BINARY_OPS = new Set<BinaryOp>([
+  'add', 'sub', 'mul', 'div', 'pow', 'maximum', 'minimum', 'greater', 'greaterEqual', 'less', 'lessEqual', 'equal', 'notEqual',
+]);
+const INTEGER_UNARY = new Set<UnaryOp>(['neg', 'abs', 'sign', 'square']);
+const INTEGER_BINARY = new Set<BinaryOp>(['add', 'sub', 'mul', 'maximum', 'minimum', 'greater', 'greaterEqual', 'less', 'lessEqual', 'equal', 'notEqual']);
+
+/** Converts without recording a gradient (used inside kernels' dtype fallback). */
+export function castTo(x: Tensor, dtype: DType): Tensor {
+  const result = allocateTensor(x.backend, x.shape, dtype);
+  if (result.size > 0) x.backend.cast(x.ref(), result.ref());
+  return result;
+}
+
+function checkKernelName<T extends string>(fn: string, op: unknown, known: Set<T>): T {
+  if (typeof op !== 'string' || !known.has(op as T)) {
+    throw new InvalidArgumentError(`${fn}: op must be one of ${[...known].join(', ')}, got ${describeValue(op)}`);
+  }
+  return op as T;
+}
+
+/** Low level: runs a unary kernel (through the dtype plan) without recording a gradient. Prefer the named ops (exp, tanh, …). */
+export function unaryKernel(op: UnaryOp, x: Tensor): Tensor {
+  checkKernelName('unaryKernel', op, UNARY_OPS);
+  checkTensor('unaryKernel', 'x', x);
+  if (x.dtype === 'i32' && !INTEGER_UNARY.has(op)) {
+    throw new DTypeError(`${op}: not defined for i32 input ${x.describe()}`, { hint: 'Cast to a float dtype first: cast(x, "f32").' });
+  }
+  const backend = commonBackend(op, [x]);
+  if (x.size > 0 && planKernel(backend, 'unary', x.dtype) === 'cast') {
+    const wide = castTo(x, 'f32');
+    const result = unaryKernel(op, wide);
+    wide.dispose();
+    const narrow = castTo(result, x.dtype);
+    result.dispose();
+    return narrow;
+  }
+  const result = allocateTensor(backend, x.shape, x.dtype);
+  if (result.size > 0) backend.unary(op, x.ref(), result.ref());
+  return result;
+}
+
+/** Low level: runs a binary kernel with broadcasting (through the dtype plan) without recording a gradient. Prefer add, mul, …. */
+export function binaryKernel(op: BinaryOp, a: Tensor, b: Tensor): Tensor {
+  checkKernelName('binaryKernel', op, BINARY_OPS);
+  checkTensor('binaryKernel', 'a', a);
+  checkTensor('binaryKernel', 'b', b);
+  const backend = commonBackend(op, [a, b]);
+  const dtype = assertSameDType(op, [a, b]);
+  if (dtype === 'i32' && !INTEGER_BINARY.has(op)) {
+    throw new DTypeError(`${op}: not defined for i32 inputs (${a.describe()}, ${b.describe()})`, { hint: 'Cast to a float dtype first.' });
+  }
+  const shape = broadcastShapes(a.shape, b.shape, op);
+  const result = allocateTensor(backend, shape, dtype);
+  if (result.size === 0) return result;
+  if (planKernel(backend, 'binary', dtype) === 'cast') {
+    result.dispose();
+    const wideA = castTo(a, 'f32');
+    const wideB = castTo(b, 'f32');
+    const wide = binaryKernel(op, wideA, wideB);
+    wideA.dispose();
+    wideB.dispose();
+    const narrow = castTo(wide, dtype);
+    wide.dispose();
+    return narrow;
+  }
+  backend.binary(op, broadcastView(a, shape), broadcastView(b, shape), result.ref());
+  return result;
+}
+
+/** A copy of x with its dimensions reordered (out.shape[i] = x.shape[axes[i]]); `axes` must already be a checked permutation. */
+export function permuteCopy(x: Tensor, axes: readonly number[]): Tensor {
+  const strides = contiguousStrides(x.shape);
+  const shape = axes.map((axis) => x.shape[axis]);
+  const result = allocateTensor(x.backend, shape, x.dtype);
+  if (result.size > 0) x.backend.copy(viewOf(x, shape, axes.map((axis) => strides[axis])), viewOf(result));
+  return result;
+}
+
+/** Runs the reduce kernel over sorted axes; returns the kept-dims shape result. */
+export function reduceKernel(op: ReduceOp, x: Tensor, axes: number[]): Tensor {
+  const keptShape = x.shape.map((dimension, axis) => (axes.includes(axis) ? 1 : dimension));
+  const contiguousRun = axes.every((axis, index) => index === 0 || axis === axes[index - 1] + 1);
+  let source = x;
+  let first = axes[0] ?? x.rank;
+  let last = axes[axes.length - 1] ?? x.rank - 1;
+  if (!contiguousRun) {
+    const rest = x.shape.map((_, axis) => axis).filter((axis) => !axes.includes(axis));
+    source = permuteCopy(x, [...rest, ...axes]);
+    first = rest.length;
+    last = x.rank - 1;
+  }
+  const outer = shapeSize(source.shape.slice(0, first));
+  const size = axes.length === 0 ? 1 : shapeSize(source.shape.slice(first, last + 1));
+  const inner = axes.length === 0 ? shapeSize(source.shape) : shapeSize(source.shape.slice(last + 1));
+  const outDType = op === 'argmax' || op === 'argmin' ? 'i32' : x.dtype;
+  let result = allocateTensor(x.backend, keptShape, outDType);
+  if (result.size > 0) {
+    if (planKernel(x.backend, 'reduce', x.dtype) === 'cast') {
+      const wide = castTo(source, 'f32');
+      const wideResult = allocateTensor(x.backend, keptShape, op === 'argmax' || op === 'argmin' ? 'i32' : 'f32');
+      x.backend.reduce(op, wide.ref(), wideResult.ref(), outer, size, inner);
+      wide.dispose();
+      result.dispose();
+      result = wideResult.dtype === outDType ? wideResult : castTo(wideResult, outDType);
+      if (result !== wideResult) wideResult.dispose();
+    } else {
+      x.backend.reduce(op, source.ref(), result.ref(), outer, size, inner);
+    }
+  }
+  if (source !== x) source.dispose();
+  return result;
+}
+
+/**
+ * Sums a broadcast gradient back to `shape` without recording (the public sumToShape checks its
+ * arguments, then calls this). A gradient that already has the shape comes back as a new handle
+ * on the same storage.
+ */
+export function reduceToShape(gradient: Tensor, shape: Shape): Tensor {
+  if (shapesEqual(gradient.shape, shape)) return new Tensor(gradient.storage.retain(), shape, gradient.dtype);
+  const lead = gradient.rank - shape.length;
+  if (lead < 0 || shape.some((dimension, axis) => dimension !== 1 && dimension !== gradient.shape[lead + axis])) {
+    throw new ShapeError(`sumToShape: shape ${formatShape(shape)} does not broadcast to the gradient's shape ${formatShape(gradient.shape)}`, {
+      hint: 'sumToShape undoes broadcasting: the target shape must broadcast to the gradient shape.',
+    });
+  }
+  const axes: number[] = [];
+  for (let axis = 0; axis < gradient.rank; axis++) {
+    if (axis < lead || (shape[axis - lead] === 1 && gradient.shape[axis] !== 1)) axes.push(axis);
+  }
+  const kept = reduceKernel('sum', gradient, axes);
+  const result = new Tensor(kept.storage.retain(), shape, kept.dtype);
+  kept.dispose();
+  return result;
+}

@@ -1,0 +1,167 @@
+// gpu_sim/cuda/tma.hpp — the sm_90 Tensor Memory Accelerator's tiled bulk tensor copies in the
+// simulator: tensor maps as the CUDA driver's cuTensorMapEncodeTiled builds them, and
+// `cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes`.
+//
+//  - encode_tensor_map_tiled(map, type, rank, address, dims, strides, box, element_strides,
+//    swizzle, oob_nan): validates like the driver (rank 1…5, 16-byte aligned base, byte strides
+//    of dimensions 1… multiples of 16 below 2^40, box extents 1…256 with an inner extent of whole
+//    16-byte units, element strides 1…8, an inner box of at most the swizzle span) and returns ""
+//    or what is wrong. Element strides other than 1 and interleaved layouts are not simulated
+//    (reported as such).
+//  - tma_load(dst, map, coordinates, bar): the box whose first element is at `coordinates`
+//    (innermost first, signed: negative or past the end is out of bounds) lands at `dst` (128-byte
+//    aligned, dynamic shared memory) densely, innermost dimension first; elements out of bounds
+//    are zero (NaN with oob_nan). With a swizzle the 16-byte unit at shared address a lands at
+//    a ^ (((a >> 7) & mask) << 4), mask 1/3/7 for 32/64/128-byte swizzles (PTX's Swizzle<1|2|3,4,3>,
+//    the pattern wgmma's descriptors read, wgmma.hpp), on the absolute shared address. The whole
+//    box's bytes (zero-filled ones too) complete on `bar` when the copy is delivered. Until then
+//    the destination is poisoned (0xff bytes: NaN) and readers that check (wgmma) report a read
+//    before arrival with both sites; delivery happens when a thread waits on `bar` (mbarrier.hpp).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <source_location>
+#include <string>
+
+#include "mbarrier.hpp"
+
+namespace gpu_sim::cuda {
+
+/** Swizzle modes, numbered as CUtensorMapSwizzle. */
+enum class TensorMapSwizzle : std::uint32_t { kNone = 0, k32B = 1, k64B = 2, k128B = 3 };
+
+/** A tiled tensor map (the simulator's CUtensorMap; passed to kernels by value). */
+struct alignas(64) TensorMap {
+  /** kMagic once encoded. */
+  std::uint32_t magic = 0;
+  std::uint32_t rank = 0;
+  std::uint32_t element_bytes = 0;
+  TensorMapSwizzle swizzle = TensorMapSwizzle::kNone;
+  const unsigned char* address = nullptr;
+  std::uint64_t dims[5] = {};
+  /** Byte strides; strides[0] is the element size. */
+  std::uint64_t strides[5] = {};
+  std::uint32_t box[5] = {};
+  bool oob_nan = false;
+  static constexpr std::uint32_t kMagic = 0x544d4150u;
+};
+
+/** Bytes of the span a swizzle mode permutes within (16 for none). */
+inline std::uint32_t swizzle_span(TensorMapSwizzle swizzle) {
+  return swizzle == TensorMapSwizzle::k128B ? 128u : swizzle == TensorMapSwizzle::k64B ? 64u : swizzle == TensorMapSwizzle::k32B ? 32u : 16u;
+}
+
+/** The swizzled shared address of byte address `address` (Swizzle<B,4,3> on the absolute address). */
+inline std::uint64_t swizzle_address(std::uint64_t address, TensorMapSwizzle swizzle) {
+  const std::uint64_t mask = swizzle == TensorMapSwizzle::k128B ? 7u : swizzle == TensorMapSwizzle::k64B ? 3u : swizzle == TensorMapSwizzle::k32B ? 1u : 0u;
+  return address ^ (((address >> 7) & mask) << 4);
+}
+
+/** cuTensorMapEncodeTiled (non-interleaved, no L2 promotion hints): "" or what is wrong. */
+inline std::string encode_tensor_map_tiled(TensorMap& map, std::uint32_t element_bytes, std::uint32_t rank, const void* address, const std::uint64_t* dims,
+                                           const std::uint64_t* strides, const std::uint32_t* box, const std::uint32_t* element_strides,
+                                           TensorMapSwizzle swizzle, bool oob_nan) {
+  map = TensorMap{};
+  if (element_bytes != 1 && element_bytes != 2 && element_bytes != 4 && element_bytes != 8) return "element size must be 1, 2, 4 or 8 bytes";
+  if (rank < 1 || rank > 5) return "tensor rank " + std::to_string(rank) + " is outside 1…5";
+  if (reinterpret_cast<std::uintptr_t>(address) % 16 != 0) return "global address is not 16-byte aligned";
+  for (std::uint32_t i = 0; i < rank; i++) {
+    const std::string where = " of dimension " + std::to_string(i);
+    if (dims[i] == 0 || dims[i] > (1ull << 32)) return "globalDim" + where + " is " + std::to_string(dims[i]) + ", outside 1…2^32";
+    if (box[i] == 0 || box[i] > 256) return "boxDim" + where + " is " + std::to_string(box[i]) + ", outside 1…256";
+    if (element_strides[i] == 0 || element_strides[i] > 8) return "elementStrides" + where + " is " + std::to_string(element_strides[i]) + ", outside 1…8";
+    if (element_strides[i] != 1) return "elementStrides other than 1 are not simulated";
+    if (i > 0) {
+      const std::uint64_t stride = strides[i - 1];
+      if (stride % 16 != 0 || stride >= (1ull << 40)) return "globalStrides" + where + " is " + std::to_string(stride) + " bytes: it must be a multiple of 16 below 2^40";
+    }
+  }
+  if ((box[0] * element_bytes) % 16 != 0) return "the inner box extent (boxDim[0] · element size = " + std::to_string(box[0] * element_bytes) + " bytes) is not a multiple of 16 bytes";
+  if (swizzle != TensorMapSwizzle::kNone && box[0] * element_bytes > swizzle_span(swizzle)) {
+    return "the inner box extent (" + std::to_string(box[0] * element_bytes) + " bytes) exceeds the swizzle span of " + std::to_string(swizzle_span(swizzle)) + " bytes";
+  }
+  map.magic = TensorMap::kMagic;
+  map.rank = rank;
+  map.element_bytes = element_bytes;
+  map.swizzle = swizzle;
+  map.address = static_cast<const unsigned char*>(address);
+  map.strides[0] = element_bytes;
+  for (std::uint32_t i = 0; i < rank; i++) {
+    map.dims[i] = dims[i];
+    map.box[i] = box[i];
+    if (i > 0) map.strides[i] = strides[i - 1];
+  }
+  map.oob_nan = oob_nan;
+  return "";
+}
+
+/** Bytes of one box of `map`. */
+inline std::uint32_t box_bytes(const TensorMap& map) {
+  std::uint32_t bytes = map.element_bytes;
+  for (std::uint32_t i = 0; i < map.rank; i++) bytes *= map.box[i];
+  return bytes;
+}
+
+}  // namespace gpu_sim::cuda
+
+namespace gpu_sim::ptx {
+
+namespace tma_detail {
+
+/** Writes the box of `map` at `coordinates` to shared address `destination` (see the file header). */
+inline void deliver(const cuda::TensorMap& map, const std::int64_t (&coordinates)[5], std::uint32_t destination) {
+  auto* shared = static_cast<unsigned char*>(current_runner().dynamic_shared());
+  std::uint32_t index[5] = {};
+  const std::uint32_t count = cuda::box_bytes(map) / map.element_bytes;
+  for (std::uint32_t element = 0; element < count; element++) {
+    std::uint64_t dense = 0;
+    std::uint64_t pitch = map.element_bytes;
+    std::uint64_t source = 0;
+    bool inside = true;
+    for (std::uint32_t d = 0; d < map.rank; d++) {
+      dense += index[d] * pitch;
+      pitch *= map.box[d];
+      const std::int64_t coordinate = coordinates[d] + index[d];
+      inside = inside && coordinate >= 0 && static_cast<std::uint64_t>(coordinate) < map.dims[d];
+      source += static_cast<std::uint64_t>(coordinate) * map.strides[d];
+    }
+    unsigned char* target = shared + cuda::swizzle_address(destination + dense, map.swizzle);
+    if (inside) {
+      std::memcpy(target, map.address + source, map.element_bytes);
+    } else if (map.oob_nan) {
+      std::memset(target, 0xff, map.element_bytes);
+    } else {
+      std::memset(target, 0, map.element_bytes);
+    }
+    for (std::uint32_t d = 0; d < map.rank; d++) {
+      if (++index[d] < map.box[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
+}  // namespace tma_detail
+
+/** cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [map, {coordinates}], [bar]. */
+template <int Rank>
+void tma_load(void* destination, const cuda::TensorMap* map, const std::int32_t (&coordinates)[Rank], void* bar,
+              std::source_location site = std::source_location::current()) {
+  const char* name = "cp.async.bulk.tensor";
+  if (map == nullptr || map->magic != cuda::TensorMap::kMagic) mbarrier_detail::fail(name, site, "uses a tensor map that was not encoded (cuTensorMapEncodeTiled)");
+  if (static_cast<std::uint32_t>(Rank) != map->rank) {
+    mbarrier_detail::fail(name, site, "gives " + std::to_string(Rank) + " coordinates for a tensor map of rank " + std::to_string(map->rank));
+  }
+  const std::uint32_t address = shared_address(destination, name, site);
+  if (address % 128 != 0) mbarrier_detail::fail(name, site, "has a shared destination that is not 128-byte aligned");
+  const std::uint32_t bytes = cuda::box_bytes(*map);
+  shared_pointer(address, bytes, name, site);
+  std::int64_t at[5] = {};
+  for (int i = 0; i < Rank; i++) at[i] = coordinates[i];
+  auto* target = static_cast<unsigned char*>(destination);
+  std::memset(target, 0xff, bytes);
+  const cuda::TensorMap copy = *map;
+  mbarrier_add_copy(bar, mbarrier_detail::InFlightCopy{target, bytes, bytes, site, [copy, at, address]() { tma_detail::deliver(copy, at, address); }}, name);
+}
+
+}  // namespace gpu_sim::ptx

@@ -1,0 +1,297 @@
+// Self-test of the sm_90 emulation (gpu_sim/cuda/mbarrier.hpp, tma.hpp, wgmma.hpp): TMA boxes in
+// every swizzle mode against the swizzle formula (out-of-bounds zero fill, poison before the
+// barrier phase), wgmma m64nNk16 through descriptors in every swizzle mode with K-major and
+// MN-major operands against a scalar product, queued accumulators, tensor-map validation, and the
+// misuse the device does not report (a barrier phase that never completes, a wgmma reading a stage
+// before its copy arrived, a warp skipping a warpgroup collective). Prints "ok <name>" per check,
+// or "FAIL <name>: <why>"; exits 1 on failure.
+#include <gpu_sim/cuda/wgmma.hpp>
+#include <gpu_sim/cuda/runtime.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using gpu_sim::cuda::TensorMap;
+using gpu_sim::cuda::TensorMapSwizzle;
+using gpu_sim::ptx::MmaInput;
+
+static int failures = 0;
+
+static void check(bool condition, const char* name, const std::string& detail = "") {
+  if (condition) {
+    std::printf("ok %s\n", name);
+    if (!detail.empty()) std::printf("   message: %s\n", detail.c_str());
+  } else {
+    std::printf("FAIL %s: %s\n", name, detail.c_str());
+    failures++;
+  }
+}
+
+static bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+template <typename... Parameters, typename... Arguments>
+static cudaError_t launch(const char* name, void (*kernel)(Parameters...), dim3 block, std::size_t shared, Arguments... arguments) {
+  const cudaError_t error = gpu_sim::cuda::launch_kernel(name, kernel, dim3(1), block, shared, nullptr, arguments...);
+  if (error != cudaSuccess) return error;
+  return cudaDeviceSynchronize();
+}
+
+template <typename T>
+static T* device_copy(const std::vector<T>& values) {
+  void* pointer = nullptr;
+  cudaMalloc(&pointer, values.size() * sizeof(T));
+  std::memcpy(pointer, values.data(), values.size() * sizeof(T));
+  return static_cast<T*>(pointer);
+}
+
+/** A 2D map of 16-bit elements: `columns` contiguous, `rows` rows, box `box_columns` × `box_rows`. */
+static TensorMap map_2d(const void* data, std::uint64_t columns, std::uint64_t rows, std::uint32_t box_columns, std::uint32_t box_rows, TensorMapSwizzle swizzle) {
+  TensorMap map;
+  const std::uint64_t dims[2] = {columns, rows};
+  const std::uint64_t strides[1] = {columns * 2};
+  const std::uint32_t box[2] = {box_columns, box_rows};
+  const std::uint32_t element_strides[2] = {1, 1};
+  const std::string error = gpu_sim::cuda::encode_tensor_map_tiled(map, 2, 2, data, dims, strides, box, element_strides, swizzle, false);
+  if (!error.empty()) std::printf("encode failed: %s\n", error.c_str());
+  return map;
+}
+
+// One thread loads a box at (column0, row0) and copies the shared bytes out raw; poisoned[0] is
+// the first element read before the wait.
+__global__ void box_kernel(const TensorMap map, int column0, int row0, unsigned bytes, std::uint16_t* out, std::uint16_t* poisoned) {
+  GPU_SIM_EXTERN_SHARED(unsigned char, shared);
+  if (threadIdx.x != 0) return;
+  auto* bar = reinterpret_cast<std::uint64_t*>(shared);
+  unsigned char* stage = shared + 1024;
+  gpu_sim::ptx::mbarrier_init(bar, 1);
+  gpu_sim::ptx::mbarrier_arrive_expect_tx(bar, bytes);
+  const std::int32_t coordinates[2] = {column0, row0};
+  gpu_sim::ptx::tma_load(stage, &map, coordinates, bar);
+  std::memcpy(poisoned, stage, 2);
+  gpu_sim::ptx::mbarrier_wait_parity(bar, 0);
+  std::memcpy(out, stage, bytes);
+}
+
+static void check_box(TensorMapSwizzle swizzle, const char* name) {
+  const int columns = 72, rows = 20;
+  std::vector<std::uint16_t> values(columns * rows);
+  for (int i = 0; i < columns * rows; i++) values[i] = static_cast<std::uint16_t>(i + 1);
+  const std::uint32_t box_columns = gpu_sim::cuda::swizzle_span(swizzle) / 2, box_rows = 16;
+  const TensorMap map = map_2d(device_copy(values), columns, rows, box_columns, box_rows, swizzle);
+  const unsigned bytes = box_columns * box_rows * 2;
+  std::uint16_t* out = device_copy(std::vector<std::uint16_t>(bytes / 2, 7));
+  std::uint16_t* poisoned = device_copy(std::vector<std::uint16_t>(1, 7));
+  const int column0 = columns - static_cast<int>(box_columns) / 2, row0 = 10;
+  const cudaError_t error = launch("box_kernel", box_kernel, dim3(32), 1024 + bytes, map, column0, row0, bytes, out, poisoned);
+  std::string detail = error == cudaSuccess ? "" : gpu_sim_cuda_fault_detail();
+  if (detail.empty() && poisoned[0] != 0xffffu) detail = "the destination read before the wait was " + std::to_string(poisoned[0]) + ", not poison";
+  for (std::uint32_t r = 0; r < box_rows && detail.empty(); r++) {
+    for (std::uint32_t c = 0; c < box_columns && detail.empty(); c++) {
+      const std::uint64_t at = gpu_sim::cuda::swizzle_address(1024 + (r * box_columns + c) * 2, swizzle) - 1024;
+      const int row = row0 + static_cast<int>(r), column = column0 + static_cast<int>(c);
+      const std::uint16_t expected = row < rows && column < columns ? values[row * columns + column] : 0;
+      if (out[at / 2] != expected) detail = "box (" + std::to_string(r) + ", " + std::to_string(c) + ") = " + std::to_string(out[at / 2]) + ", expected " + std::to_string(expected);
+    }
+  }
+  check(detail.empty(), name, detail);
+}
+
+/** A wgmma shared-memory matrix descriptor. */
+static std::uint64_t descriptor(std::uint32_t start, std::uint32_t lbo, std::uint32_t sbo, TensorMapSwizzle swizzle) {
+  const std::uint64_t mode = swizzle == TensorMapSwizzle::k128B ? 1 : swizzle == TensorMapSwizzle::k64B ? 2 : swizzle == TensorMapSwizzle::k32B ? 3 : 0;
+  return ((start >> 4) & 0x3fffu) | (static_cast<std::uint64_t>((lbo >> 4) & 0x3fffu) << 16) | (static_cast<std::uint64_t>((sbo >> 4) & 0x3fffu) << 32) | (mode << 62);
+}
+
+constexpr int kN = 32;
+constexpr int kK = 48;
+
+/** Where one operand (rows × kK) sits in shared memory and how its boxes were loaded. */
+struct OperandLayout {
+  bool mn_major;
+  int rows;
+  TensorMapSwizzle swizzle;
+  /** Elements per swizzle row (span / 2). */
+  int per_row() const { return static_cast<int>(gpu_sim::cuda::swizzle_span(swizzle)) / 2; }
+  int span() const { return static_cast<int>(gpu_sim::cuda::swizzle_span(swizzle)); }
+  /** Boxes loaded (along k when K-major, along rows when MN-major). */
+  int boxes() const { return mn_major ? (rows + per_row() - 1) / per_row() : (kK + per_row() - 1) / per_row(); }
+  int box_bytes() const { return mn_major ? kK * span() : rows * span(); }
+  /** The descriptor of the k16 step `step` for a tile at shared address `base`. */
+  std::uint64_t step_descriptor(std::uint32_t base, int step) const {
+    const int k0 = step * 16;
+    if (mn_major) {
+      if (swizzle == TensorMapSwizzle::kNone) return descriptor(base + k0 * 16, 128, static_cast<std::uint32_t>(box_bytes()), swizzle);
+      return descriptor(base + k0 * span(), static_cast<std::uint32_t>(box_bytes()), 8 * span(), swizzle);
+    }
+    const std::uint32_t start = base + (k0 / per_row()) * box_bytes() + (k0 % per_row()) * 2;
+    return descriptor(start, swizzle == TensorMapSwizzle::kNone ? static_cast<std::uint32_t>(box_bytes()) : 16, 8 * span(), swizzle);
+  }
+};
+
+// 128 threads: thread 0 loads A (64 × kK) and B (kN × kK) by boxes, everyone waits, three k16
+// steps of wgmma m64n32k16, one group each with up to two groups in flight (wait_group 1) as a
+// pipelined kernel keeps them; out [64][kN] from the fragment layout; nan_before[0] = 1 when the
+// accumulators read NaN between the first commit and its wait.
+template <MmaInput Type>
+__global__ void wgmma_kernel(const TensorMap map_a, const TensorMap map_b, OperandLayout layout_a, OperandLayout layout_b, float* out, int* nan_before) {
+  GPU_SIM_EXTERN_SHARED(unsigned char, shared);
+  auto* bar = reinterpret_cast<std::uint64_t*>(shared);
+  unsigned char* tile_a = shared + 1024;
+  unsigned char* tile_b = tile_a + 8192;
+  if (threadIdx.x == 0) {
+    gpu_sim::ptx::mbarrier_init(bar, 1);
+    gpu_sim::ptx::mbarrier_arrive_expect_tx(bar, static_cast<unsigned>(layout_a.boxes() * layout_a.box_bytes() + layout_b.boxes() * layout_b.box_bytes()));
+    for (int box = 0; box < layout_a.boxes(); box++) {
+      const std::int32_t at[2] = {box * layout_a.per_row(), 0};
+      gpu_sim::ptx::tma_load(tile_a + box * layout_a.box_bytes(), &map_a, at, bar);
+    }
+    for (int box = 0; box < layout_b.boxes(); box++) {
+      const std::int32_t at[2] = {box * layout_b.per_row(), 0};
+      gpu_sim::ptx::tma_load(tile_b + box * layout_b.box_bytes(), &map_b, at, bar);
+    }
+  }
+  __syncthreads();
+  gpu_sim::ptx::mbarrier_wait_parity(bar, 0);
+  float d[kN / 2];
+  for (float& value : d) value = 0.0f;
+  const std::uint32_t base_a = gpu_sim::ptx::shared_address(tile_a), base_b = gpu_sim::ptx::shared_address(tile_b);
+  gpu_sim::ptx::wgmma_fence();
+  for (int step = 0; step < kK / 16; step++) {
+    gpu_sim::ptx::wgmma_mma_async<kN, Type>(d, layout_a.step_descriptor(base_a, step), layout_b.step_descriptor(base_b, step), step > 0, layout_a.mn_major,
+                                            layout_b.mn_major);
+    gpu_sim::ptx::wgmma_commit_group();
+    if (step == 0 && threadIdx.x == 0) nan_before[0] = std::isnan(d[0]) ? 1 : 0;
+    gpu_sim::ptx::wgmma_wait_group(1);
+  }
+  gpu_sim::ptx::wgmma_wait_group(0);
+  const int t = static_cast<int>(threadIdx.x), warp = t / 32, g = (t % 32) / 4, q = t % 4;
+  for (int i = 0; i < kN / 2; i++) out[(16 * warp + g + ((i & 2) ? 8 : 0)) * kN + 8 * (i / 4) + 2 * q + (i & 1)] = d[i];
+}
+
+template <MmaInput Type>
+static void check_wgmma(TensorMapSwizzle swizzle, bool a_mn_major, bool b_mn_major, const char* name) {
+  const auto encode = [](float value) { return Type == MmaInput::kF16 ? gpu_sim::f32_to_f16_bits(value) : gpu_sim::f32_to_bf16_bits(value); };
+  std::vector<float> a(64 * kK), b(kN * kK);  // a[m][k], b[n][k]
+  for (int i = 0; i < 64 * kK; i++) a[i] = static_cast<float>((i * 7) % 11 - 5) / 4.0f;
+  for (int i = 0; i < kN * kK; i++) b[i] = static_cast<float>((i * 5) % 13 - 6) / 2.0f;
+  // Global storage: K-major operands row-major [rows][k]; MN-major ones [k][rows].
+  const auto store = [&](const std::vector<float>& values, int rows, bool mn_major) {
+    std::vector<std::uint16_t> bits(values.size());
+    for (int r = 0; r < rows; r++) {
+      for (int k = 0; k < kK; k++) bits[mn_major ? k * rows + r : r * kK + k] = encode(values[r * kK + k]);
+    }
+    return device_copy(bits);
+  };
+  const OperandLayout layout_a{a_mn_major, 64, swizzle}, layout_b{b_mn_major, kN, swizzle};
+  const auto map_of = [&](const OperandLayout& layout, const std::vector<float>& values) {
+    const void* data = store(values, layout.rows, layout.mn_major);
+    return layout.mn_major ? map_2d(data, layout.rows, kK, layout.per_row(), kK, swizzle) : map_2d(data, kK, layout.rows, layout.per_row(), layout.rows, swizzle);
+  };
+  const TensorMap map_a = map_of(layout_a, a), map_b = map_of(layout_b, b);
+  float* out = device_copy(std::vector<float>(64 * kN, -99.0f));
+  int* nan_before = device_copy(std::vector<int>(1, 0));
+  const cudaError_t error = launch("wgmma_kernel", wgmma_kernel<Type>, dim3(128), 1024 + 8192 + 8192, map_a, map_b, layout_a, layout_b, out, nan_before);
+  std::string detail = error == cudaSuccess ? "" : gpu_sim_cuda_fault_detail();
+  if (detail.empty() && nan_before[0] != 1) detail = "the accumulators were not NaN between commit_group and wait_group";
+  for (int index = 0; index < 64 * kN && detail.empty(); index++) {
+    float expected = 0.0f;
+    for (int k = 0; k < kK; k++) expected += a[(index / kN) * kK + k] * b[(index % kN) * kK + k];
+    if (out[index] != expected) detail = "out[" + std::to_string(index) + "] = " + std::to_string(out[index]) + ", expected " + std::to_string(expected);
+  }
+  check(detail.empty(), name, detail);
+}
+
+// Two arrivals expected, one comes: every thread waits forever on the GPU.
+__global__ void stuck_phase_kernel() {
+  GPU_SIM_EXTERN_SHARED(std::uint64_t, bar);
+  if (threadIdx.x == 0) gpu_sim::ptx::mbarrier_init(bar, 2);
+  __syncthreads();
+  if (threadIdx.x == 0) gpu_sim::ptx::mbarrier_arrive(bar);
+  gpu_sim::ptx::mbarrier_wait_parity(bar, 0);
+}
+
+// The wgmma issues without waiting on the barrier its operands' copy signals.
+__global__ void early_wgmma_kernel(const TensorMap map) {
+  GPU_SIM_EXTERN_SHARED(unsigned char, shared);
+  auto* bar = reinterpret_cast<std::uint64_t*>(shared);
+  unsigned char* tile = shared + 1024;
+  if (threadIdx.x == 0) {
+    gpu_sim::ptx::mbarrier_init(bar, 1);
+    gpu_sim::ptx::mbarrier_arrive_expect_tx(bar, 64 * 64 * 2);
+    const std::int32_t at[2] = {0, 0};
+    gpu_sim::ptx::tma_load(tile, &map, at, bar);
+  }
+  __syncthreads();
+  float d[8] = {};
+  const std::uint64_t desc = descriptor(gpu_sim::ptx::shared_address(tile), 16, 1024, TensorMapSwizzle::k128B);
+  gpu_sim::ptx::wgmma_mma_async<16, MmaInput::kBF16>(d, desc, desc, false, false, false);
+  gpu_sim::ptx::wgmma_commit_group();
+  gpu_sim::ptx::wgmma_wait_group(0);
+  gpu_sim::ptx::mbarrier_wait_parity(bar, 0);
+}
+
+// Warp 3 skips the warpgroup collective.
+__global__ void skipping_warp_kernel() {
+  GPU_SIM_EXTERN_SHARED(unsigned char, shared);
+  if (threadIdx.x >= 96) return;
+  float d[8] = {};
+  const std::uint64_t desc = descriptor(gpu_sim::ptx::shared_address(shared), 16, 1024, TensorMapSwizzle::k128B);
+  gpu_sim::ptx::wgmma_mma_async<16, MmaInput::kBF16>(d, desc, desc, false, false, false);
+}
+
+int main() {
+  check_box(TensorMapSwizzle::kNone, "TMA 2D box without swizzle lands densely, out-of-bounds elements zero, poison before the phase");
+  check_box(TensorMapSwizzle::k32B, "TMA 2D box with the 32B swizzle lands at the Swizzle<1,4,3> addresses");
+  check_box(TensorMapSwizzle::k64B, "TMA 2D box with the 64B swizzle lands at the Swizzle<2,4,3> addresses");
+  check_box(TensorMapSwizzle::k128B, "TMA 2D box with the 128B swizzle lands at the Swizzle<3,4,3> addresses");
+
+  const TensorMapSwizzle modes[4] = {TensorMapSwizzle::kNone, TensorMapSwizzle::k32B, TensorMapSwizzle::k64B, TensorMapSwizzle::k128B};
+  const char* mode_names[4] = {"no", "32B", "64B", "128B"};
+  for (int mode = 0; mode < 4; mode++) {
+    const std::string first = std::string("bf16 wgmma m64n32k16 with K-major A and N-major B, ") + mode_names[mode] + " swizzle, 3 pipelined groups, matches the scalar product";
+    const std::string second = std::string("f16 wgmma m64n32k16 with M-major A and K-major B, ") + mode_names[mode] + " swizzle, 3 pipelined groups, matches the scalar product";
+    check_wgmma<MmaInput::kBF16>(modes[mode], false, true, first.c_str());
+    check_wgmma<MmaInput::kF16>(modes[mode], true, false, second.c_str());
+  }
+
+  {
+    TensorMap map;
+    std::vector<std::uint16_t> values(64 * 64);
+    const std::uint64_t dims[2] = {60, 64};
+    const std::uint64_t strides[1] = {120};
+    const std::uint32_t box[2] = {64, 64};
+    const std::uint32_t element_strides[2] = {1, 1};
+    const std::string error = gpu_sim::cuda::encode_tensor_map_tiled(map, 2, 2, device_copy(values), dims, strides, box, element_strides, TensorMapSwizzle::k128B, false);
+    check(contains(error, "globalStrides of dimension 1 is 120 bytes"), "a tensor map whose row stride is not a multiple of 16 bytes is refused", error);
+    const std::uint32_t wide[2] = {128, 8};
+    const std::uint64_t good_strides[1] = {128};
+    const std::string too_wide = gpu_sim::cuda::encode_tensor_map_tiled(map, 2, 2, device_copy(values), dims, good_strides, wide, element_strides, TensorMapSwizzle::k128B, false);
+    check(contains(too_wide, "exceeds the swizzle span of 128 bytes"), "a box wider than its swizzle span is refused", too_wide);
+  }
+  {
+    const cudaError_t error = launch("stuck_phase_kernel", stuck_phase_kernel, dim3(32), 64);
+    const std::string detail = error == cudaSuccess ? "launched without error" : gpu_sim_cuda_fault_detail();
+    check(contains(detail, "kernel 'stuck_phase_kernel'") && contains(detail, "32 threads wait in mbarrier.try_wait.parity at hopper-self-test.cpp:"),
+          "a barrier phase that never completes aborts naming the kernel and the wait's file:line", detail);
+  }
+  {
+    std::vector<std::uint16_t> values(64 * 64, 0x3f80);
+    const TensorMap map = map_2d(device_copy(values), 64, 64, 64, 64, TensorMapSwizzle::k128B);
+    const cudaError_t error = launch("early_wgmma_kernel", early_wgmma_kernel, dim3(128), 1024 + 8192, map);
+    const std::string detail = error == cudaSuccess ? "launched without error" : gpu_sim_cuda_fault_detail();
+    check(contains(detail, "kernel 'early_wgmma_kernel'") && contains(detail, "wgmma.mma_async at hopper-self-test.cpp:") &&
+              contains(detail, "cp.async.bulk.tensor issued at hopper-self-test.cpp:"),
+          "a wgmma reading a stage before its copy arrived aborts naming the kernel, the wgmma and the copy", detail);
+  }
+  {
+    const cudaError_t error = launch("skipping_warp_kernel", skipping_warp_kernel, dim3(128), 8192);
+    const std::string detail = error == cudaSuccess ? "launched without error" : gpu_sim_cuda_fault_detail();
+    check(contains(detail, "kernel 'skipping_warp_kernel'") && contains(detail, "96 threads wait in wgmma.mma_async at hopper-self-test.cpp:"),
+          "a warp that skips a warpgroup-collective wgmma aborts naming the kernel and file:line", detail);
+  }
+  std::printf("%d failures\n", failures);
+  return failures == 0 ? 0 : 1;
+}
