@@ -3,7 +3,10 @@
 #     KILN_NATIVE_HOST_SOURCES   the shared host's .cpp files (add them to the addon target)
 #     KILN_NATIVE_HOST_INCLUDE   its include/ directory (#include "kiln/…", kernels too: op_codes.h, rounding.h)
 #   kiln_addon_target(<target>)  makes <target> a Node-API addon (.node, cmake-js headers and
-#                                library, node-addon-api with C++ exceptions, the shared host's include/)
+#                                library, node-addon-api with C++ exceptions, the shared host's include/);
+#                                on Linux the build fails when a symbol other than Node-API's stays
+#                                unresolved (check-undefined.cmake, the addon's `--no-undefined`)
+set(KILN_NATIVE_HOST_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(KILN_NATIVE_HOST_INCLUDE ${CMAKE_CURRENT_LIST_DIR}/include)
 file(GLOB KILN_NATIVE_HOST_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/src/*.cpp)
 
@@ -23,5 +26,10 @@ function(kiln_addon_target target)
   target_link_libraries(${target} PRIVATE ${CMAKE_JS_LIB})
   if(MSVC AND CMAKE_JS_NODELIB_DEF AND CMAKE_JS_NODELIB_TARGET)
     execute_process(COMMAND ${CMAKE_AR} /def:${CMAKE_JS_NODELIB_DEF} /out:${CMAKE_JS_NODELIB_TARGET} ${CMAKE_STATIC_LINKER_FLAGS})
+  endif()
+  if(CMAKE_SYSTEM_NAME STREQUAL "Linux" AND NOT CMAKE_CROSSCOMPILING)
+    add_custom_command(TARGET ${target} POST_BUILD
+                       COMMAND ${CMAKE_COMMAND} -DKILN_ADDON=$<TARGET_FILE:${target}> -P ${KILN_NATIVE_HOST_DIR}/check-undefined.cmake
+                       VERBATIM)
   endif()
 endfunction()

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Copies the shared native host (include/, src/, native-host.cmake) into a GPU backend package
+// Copies the shared native host (include/, src/, native-host.cmake, check-undefined.cmake) into a GPU backend package
 // before it is packed: `node ../native-host/scripts/stage-native-host.mjs` in the backend's
 // directory writes ./native-host/, which its CMakeLists.txt and build script prefer over the
 // workspace's packages/native-host (users who run `npx kiln-build-cuda` have no workspace).
@@ -11,5 +11,5 @@ import { fileURLToPath } from 'node:url';
 const source = fileURLToPath(new URL('..', import.meta.url));
 const target = join(process.argv[2] ?? process.cwd(), 'native-host');
 rmSync(target, { recursive: true, force: true });
-for (const entry of ['include', 'src', 'native-host.cmake']) cpSync(join(source, entry), join(target, entry), { recursive: true });
+for (const entry of ['include', 'src', 'native-host.cmake', 'check-undefined.cmake']) cpSync(join(source, entry), join(target, entry), { recursive: true });
 console.log(`[@kiln/native-host] staged the shared native host into ${target}`);
