@@ -29,8 +29,8 @@ const requireHere = createRequire(import.meta.url);
 const CUDA_ROOT = dirname(requireHere.resolve('@kiln/backend-cuda/package.json'));
 const NATIVE = join(CUDA_ROOT, 'native');
 const SOURCE_FOLDERS = ['kernels', 'runtime', 'device', 'addon'];
-// The shared native host backend-cuda compiles with: staged into the package when packed, else the workspace's.
-const NATIVE_HOST_INCLUDE = [join(CUDA_ROOT, 'native-host', 'include'), join(CUDA_ROOT, '..', 'native-host', 'include')].find((directory) => existsSync(directory)) ?? join(CUDA_ROOT, 'native-host', 'include');
+// The shared native host backend-cuda compiles with: the workspace's, else the copy staged into the package when packed.
+const NATIVE_HOST_INCLUDE = [join(CUDA_ROOT, '..', 'native-host', 'include'), join(CUDA_ROOT, 'native-host', 'include')].find((directory) => existsSync(directory)) ?? join(CUDA_ROOT, 'native-host', 'include');
 const run = promisify(execFile);
 
 /** `folder/file` paths (relative to native/) of every kernel and host source. */

@@ -7,8 +7,8 @@ import { mkdirSync, readFileSync, readdirSync, writeFileSync, existsSync } from 
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** @kiln/native-host's include/ directory (kiln/op_codes.h): staged into the package when packed, else the workspace's. */
-export const NATIVE_HOST_INCLUDE = [new URL('../native-host/include', import.meta.url), new URL('../../native-host/include', import.meta.url)]
+/** @kiln/native-host's include/ directory (kiln/op_codes.h): the workspace's, else the copy staged into the package when packed. */
+export const NATIVE_HOST_INCLUDE = [new URL('../../native-host/include', import.meta.url), new URL('../native-host/include', import.meta.url)]
   .map((url) => fileURLToPath(url))
   .find((directory) => existsSync(directory)) ?? fileURLToPath(new URL('../../native-host/include', import.meta.url));
 

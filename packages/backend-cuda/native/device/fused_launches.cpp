@@ -21,8 +21,6 @@
 namespace kiln {
 namespace {
 
-/** Longest Tq or Tk the attention kernels take: positions and tile ends stay far from int overflow. */
-constexpr Index kMaxAttentionLength = Index{1} << 30;
 /** Most blocks a 1-D grid may have. */
 constexpr Index kMaxGridBlocks = 0x7fffffffLL;
 
@@ -81,12 +79,12 @@ AttentionProblem attention_problem(const char* kernel, const AttentionInputs& in
   const std::vector<Index>& q = inputs.q_sizes;
   const std::vector<Index>& k = inputs.k_sizes;
   const std::string what = std::string(kernel) + ": q " + describe(inputs.q) + ", k " + describe(inputs.k) + (inputs.tokens_major ? " (tokens-major)" : "");
-  if (q[3] > kAttentionMaxHeadDim) {
-    throw_invalid(what + ": head dimension " + std::to_string(q[3]) + " exceeds the flash-attention kernels' limit of " + std::to_string(kAttentionMaxHeadDim),
+  if (q[3] > KILN_ATTENTION_MAX_HEAD_DIM) {
+    throw_invalid(what + ": head dimension " + std::to_string(q[3]) + " exceeds the flash-attention kernels' limit of " + std::to_string(KILN_ATTENTION_MAX_HEAD_DIM),
                   "Use head dims up to 128, or let core compose attention from matmuls (CudaBackend does so by itself above the limit).");
   }
   for (const auto& [size, name] : {std::pair{q[2], "Tq"}, std::pair{k[2], "Tk"}}) {
-    if (size > kMaxAttentionLength) throw_invalid(what + ": " + name + " = " + std::to_string(size) + " exceeds the flash-attention kernels' limit of 2^30 positions");
+    if (size > static_cast<Index>(KILN_ATTENTION_MAX_LENGTH)) throw_invalid(what + ": " + name + " = " + std::to_string(size) + " exceeds the flash-attention kernels' limit of 2^30 positions");
   }
   for (const Index size : {q[0], q[1]}) {
     if (size > kMaxGridBlocks) throw_invalid(what + ": batch and head counts must be below 2^31");

@@ -87,6 +87,12 @@ class DeviceContext {
   std::size_t graph_count() const { return graphs_.size(); }
 
  private:
+  /** An instantiated graph (graphs_ by id). */
+  struct GraphRecord {
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+  };
+
   void remember(const std::string& description);
   void mark_broken_if_sticky(cudaError_t error, const std::string& operation);
 
@@ -104,10 +110,6 @@ class DeviceContext {
   bool broken_ = false;
   std::string broken_reason_;
   /** Instantiated graphs by id. */
-  struct GraphRecord {
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-  };
   std::map<int, GraphRecord> graphs_;
   int capture_id_ = 0;
   /** What was refused during the capture in progress ("" when nothing). */

@@ -65,12 +65,11 @@ KilnAttentionArgs attention_args(const char* kernel, const AttentionInputs& call
 
 /** "<family>_<variant>_<dtype>_d<bucket>". */
 std::string kernel_name(const char* family, bool matrix, const TensorView& q) {
-  return std::string(family) + (matrix ? "_simdgroup_" : "_scalar_") + kDTypeNames[q.dtype] + "_d" + std::to_string(attention_head_dim_bucket(q.shape[3]));
+  return std::string(family) + (matrix ? "_simdgroup_" : "_scalar_") + kDTypeNames[q.dtype] + "_d" + std::to_string(KILN_ATTENTION_HEAD_DIM_BUCKET(q.shape[3]));
 }
 
 }  // namespace
 
-int attention_head_dim_bucket(Index head_dim) { return head_dim <= 32 ? 32 : head_dim <= 64 ? 64 : 128; }
 
 Plan plan_attention(const AttentionInputs& call, const TensorView& out, const TensorView& lse, const PlanDevice& device) {
   KilnAttentionArgs args = attention_args("attention", call);
