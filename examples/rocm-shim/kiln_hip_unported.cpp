@@ -18,7 +18,7 @@
 #include "kernels/attention_forward_wgmma.cuh"
 #include "kernels/matmul.cuh"
 #include "runtime/cublas.h"
-#include "runtime/native_error.h"
+#include "runtime/cuda_error.h"
 
 namespace kiln {
 
