@@ -287,7 +287,7 @@ KILN_UNROLL
       if (column < kHeadDim) out[static_cast<Index>(row) * p.q_row_stride + column] = from_float<T>(o[nt][2 * half] * inverse);
       if (column + 1 < kHeadDim) out[static_cast<Index>(row) * p.q_row_stride + column + 1] = from_float<T>(o[nt][2 * half + 1] * inverse);
     }
-    if (lane.t == 0) lse[row] = no_keys ? -INFINITY : (row_max[half] + log2f(sum)) * kLn2;
+    if (lane.t == 0) lse[row] = no_keys ? -INFINITY : (row_max[half] + log2f(sum)) * KILN_ATTENTION_LN2;
   }
 }
 
