@@ -22,6 +22,7 @@
 // the probabilities are rounded to the storage type once before P·v (inputs are exact in the
 // tensor-core product), the output once at the end.
 #include "attention_forward.cuh"
+#include "attention_forward_wgmma.cuh"
 #include "attention_warp_math.cuh"
 
 namespace kiln {
@@ -202,7 +203,7 @@ KILN_UNROLL
       if (column < p.head_dim) out[static_cast<Index>(row) * p.q_row_stride + column] = from_float<T>(o[nt][2 * half] * inverse);
       if (column + 1 < p.head_dim) out[static_cast<Index>(row) * p.q_row_stride + column + 1] = from_float<T>(o[nt][2 * half + 1] * inverse);
     }
-    if (lane.t == 0) lse[row] = empty ? -INFINITY : (row_max[half] + log2f(sum)) * kLn2;
+    if (lane.t == 0) lse[row] = empty ? -INFINITY : (row_max[half] + log2f(sum)) * KILN_ATTENTION_LN2;
   }
 }
 
@@ -228,6 +229,11 @@ cudaError_t launch_attention_forward(const LaunchContext& context, int dtype, co
   const Index blocks = attention::ceil_div(problem.length_q, kQueryRows) * problem.batch * problem.heads_q;
   if (blocks == 0) return cudaSuccess;
   if (blocks > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
+  if (attention_forward_wgmma_supports(dtype, problem, tensors)) {  // Hopper (sm_90a): attention_forward_wgmma.cu
+    bool maps_refused = false;
+    const cudaError_t launched = launch_attention_forward_wgmma(context, dtype, problem, tensors, maps_refused);
+    if (!maps_refused) return launched;
+  }
   KernelParams params = attention::kernel_params(problem, dtype);
   params.q = tensors.q;
   params.k = tensors.k;
@@ -235,7 +241,7 @@ cudaError_t launch_attention_forward(const LaunchContext& context, int dtype, co
   params.out_written = tensors.out;
   params.lse = tensors.lse;
   params.vector_loads = params.vector_loads && attention::all_aligned16({tensors.q, tensors.k, tensors.v});
-  const int bucket = attention_head_dim_bucket(problem.head_dim);
+  const int bucket = KILN_ATTENTION_HEAD_DIM_BUCKET(problem.head_dim);
   switch (dtype) {
     case kF32: {
       static constexpr const char* kNames[3] = {"attention_forward_kernel<f32,32>", "attention_forward_kernel<f32,64>", "attention_forward_kernel<f32,128>"};
