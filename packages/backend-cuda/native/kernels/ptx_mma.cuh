@@ -1,6 +1,7 @@
 // kernels/ptx_mma.cuh — kiln's thin wrappers over the sm_80 PTX instructions its pipelined
 // tensor-core kernels use: mma.sync m16n8k16 (f16/bf16 → f32), ldmatrix (x1/x2/x4, .trans) and
-// cp.async (16 bytes, .cg, src-size zero fill) with commit_group / wait_group.
+// cp.async (16 bytes, .cg, src-size zero fill) with commit_group / wait_group; mma_m16n8k16<T>
+// picks the f16 or bf16 form by storage type.
 //
 // On the device each wrapper is one `asm volatile` (sm_80 and newer; older targets trap). In the
 // simulator build they call gpu-sim's emulation (gpu_sim/cuda/mma_sync.hpp, async_copy.hpp),
@@ -13,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "common.cuh"
 
@@ -34,6 +36,17 @@ inline void mma_m16n8k16_bf16(float (&d)[4], const std::uint32_t (&a)[4], const 
 inline void mma_m16n8k16_f16(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2],
                              std::source_location site = std::source_location::current()) {
   gpu_sim::ptx::mma_m16n8k16<gpu_sim::ptx::MmaInput::kF16>(d, a, b, d, site);
+}
+/** d += a·b for storage type T (__half or __nv_bfloat16), f32 accumulators (warp-collective). */
+template <typename T>
+inline void mma_m16n8k16(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2],
+                         std::source_location site = std::source_location::current()) {
+  if constexpr (std::is_same_v<T, __half>) {
+    mma_m16n8k16_f16(d, a, b, site);
+  } else {
+    static_assert(std::is_same_v<T, __nv_bfloat16>, "mma.sync m16n8k16 takes f16 or bf16 inputs");
+    mma_m16n8k16_bf16(d, a, b, site);
+  }
 }
 /** ldmatrix.x4: lanes 8m…8m+7 address the rows of matrix m; lane l gets (row l/4, columns 2(l%4)…+1) of each. */
 inline void ldmatrix_x4(std::uint32_t (&d)[4], const void* row, std::source_location site = std::source_location::current()) {
@@ -90,6 +103,16 @@ __device__ __forceinline__ void mma_m16n8k16_f16(float (&d)[4], const std::uint3
   KILN_PTX_SM80(asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                              : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                              : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1])));
+}
+/** d += a·b for storage type T (__half or __nv_bfloat16), f32 accumulators (warp-collective). */
+template <typename T>
+__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
+  if constexpr (std::is_same_v<T, __half>) {
+    mma_m16n8k16_f16(d, a, b);
+  } else {
+    static_assert(std::is_same_v<T, __nv_bfloat16>, "mma.sync m16n8k16 takes f16 or bf16 inputs");
+    mma_m16n8k16_bf16(d, a, b);
+  }
 }
 __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&d)[4], const void* row) {
   KILN_PTX_SM80(asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
