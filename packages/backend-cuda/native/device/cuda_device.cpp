@@ -6,6 +6,7 @@
 #include "../kernels/attention_forward_wgmma.cuh"
 #include "../kernels/matmul.cuh"
 #include "kiln/arguments.h"
+#include "kiln/call_readers.h"
 
 namespace kiln {
 namespace {
