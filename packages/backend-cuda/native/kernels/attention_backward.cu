@@ -260,15 +260,12 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_q_kernel
   const int warp = static_cast<int>(threadIdx.x / 32);
   float* scratch = reinterpret_cast<float*>(kv_stages + 2 * kStages * kKeys * kStride) + warp * Layout::kScratchFloats;
 
-  const int query_tiles = static_cast<int>(ceil_div(p.length_q, kBlockRows));
-  const Index linear = blockIdx.x;
-  const int query_tile = query_tiles - 1 - static_cast<int>(linear % query_tiles);
-  const Index head_index = linear / query_tiles;
-  const int h = static_cast<int>(head_index % p.heads_q);
-  const int b = static_cast<int>(head_index / p.heads_q);
-  const int kv_head = h / p.group;
-  const int row0 = query_tile * kBlockRows;
-  const int rows_valid = min(kBlockRows, p.length_q - row0);
+  const QueryBlock block = query_block<kBlockRows>(p);
+  const int h = block.h;
+  const int b = block.b;
+  const int kv_head = block.kv_head;
+  const int row0 = block.row0;
+  const int rows_valid = block.rows_valid;
   const Index row_base = (static_cast<Index>(b) * p.heads_q + h) * p.length_q + row0;
   const Index q_offset = q_offset_of(p, b, h, row0);
   const Index kv_offset = kv_offset_of(p, b, kv_head, 0);

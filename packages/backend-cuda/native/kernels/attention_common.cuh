@@ -224,6 +224,36 @@ __device__ __forceinline__ LaneCoordinates lane_coordinates() {
   return LaneCoordinates{lane >> 2, lane & 3};
 }
 
+/** The (batch, query head, query tile) a forward or query-side backward block owns. */
+struct QueryBlock {
+  /** Batch index. */
+  int b;
+  /** Query head. */
+  int h;
+  /** Kv head the query head reads (h / group). */
+  int kv_head;
+  /** First query row of the tile. */
+  int row0;
+  /** Rows of the tile inside the sequence (≤ kRows). */
+  int rows_valid;
+};
+
+/** This block's tile of kRows queries: blocks of a head run from its last query tile (most keys under causal) to its first. */
+template <int kRows>
+__device__ __forceinline__ QueryBlock query_block(const KernelParams& p) {
+  const int query_tiles = static_cast<int>(ceil_div(p.length_q, kRows));
+  const Index linear = blockIdx.x;
+  const int query_tile = query_tiles - 1 - static_cast<int>(linear % query_tiles);
+  const Index head_index = linear / query_tiles;
+  QueryBlock block;
+  block.h = static_cast<int>(head_index % p.heads_q);
+  block.b = static_cast<int>(head_index / p.heads_q);
+  block.kv_head = block.h / p.group;
+  block.row0 = query_tile * kRows;
+  block.rows_valid = min(kRows, p.length_q - block.row0);
+  return block;
+}
+
 /** Zero of a storage type. */
 template <typename T>
 __device__ __forceinline__ T zero_value() {

@@ -23,6 +23,7 @@
 // tensor-core product), the output once at the end.
 #include "attention_forward.cuh"
 #include "attention_forward_wgmma.cuh"
+#include "attention_online_softmax.cuh"
 #include "attention_warp_math.cuh"
 
 namespace kiln {
@@ -63,22 +64,18 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_forward_kernel(Ke
   const int warp = static_cast<int>(threadIdx.x / 32);
   float* scratch = reinterpret_cast<float*>(kv_stages + 2 * kStages * kKeys * kStride) + warp * Layout::kScratchFloats;
 
-  const int query_tiles = static_cast<int>(ceil_div(p.length_q, kQueryRows));
-  const Index linear = blockIdx.x;
-  const int query_tile = query_tiles - 1 - static_cast<int>(linear % query_tiles);
-  const Index head_index = linear / query_tiles;
-  const int h = static_cast<int>(head_index % p.heads_q);
-  const int b = static_cast<int>(head_index / p.heads_q);
-  const int kv_head = h / p.group;
-  const int row0 = query_tile * kQueryRows;
-  const int rows_valid = min(kQueryRows, p.length_q - row0);
+  const QueryBlock block = query_block<kQueryRows>(p);
+  const int h = block.h;
+  const int b = block.b;
+  const int kv_head = block.kv_head;
+  const int row0 = block.row0;
+  const int rows_valid = block.rows_valid;
   const Index q_offset = q_offset_of(p, b, h, row0);
   const Index kv_offset = kv_offset_of(p, b, kv_head, 0);
   const T* k = static_cast<const T*>(p.k) + kv_offset;
   const T* v = static_cast<const T*>(p.v) + kv_offset;
   const int key_tiles = static_cast<int>(ceil_div(key_limit(p, row0 + rows_valid), kKeys));
   const bool vector = p.vector_loads != 0;
-  const LaneCoordinates lane = lane_coordinates();
   const int warp_row = warp * 16;
 
   float o[kHeadDim / 8][4];
@@ -141,32 +138,9 @@ KILN_UNROLL
         s, p, b, h, check, [&](int row, int) { return static_cast<long long>(row0 + warp_row + row); },
         [&](int, int column) { return static_cast<long long>(key0 + column); });
 
-KILN_UNROLL
-    for (int half = 0; half < 2; half++) {
-      float tile_max = -INFINITY;
-KILN_UNROLL
-      for (int nt = 0; nt < kKeys / 8; nt++) tile_max = fmaxf(tile_max, fmaxf(s[nt][2 * half], s[nt][2 * half + 1]));
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-      const float new_max = fmaxf(row_max[half], tile_max);
-      // A row that has seen only −Inf so far keeps base 0: exp2(−Inf − 0) = 0, never NaN.
-      const float base = new_max == -INFINITY ? 0.0f : new_max;
-      const float correction = exp2f(row_max[half] - base);
-      row_max[half] = new_max;
-      float sum = row_sum[half] * correction;
-KILN_UNROLL
-      for (int nt = 0; nt < kHeadDim / 8; nt++) {
-        o[nt][2 * half] *= correction;
-        o[nt][2 * half + 1] *= correction;
-      }
-KILN_UNROLL
-      for (int nt = 0; nt < kKeys / 8; nt++) {
-        s[nt][2 * half] = exp2f(s[nt][2 * half] - base);
-        s[nt][2 * half + 1] = exp2f(s[nt][2 * half + 1] - base);
-        sum += s[nt][2 * half] + s[nt][2 * half + 1];
-      }
-      row_sum[half] = sum;  // this lane's columns only; the quad is summed once at the end
-    }
+    float correction[2];
+    online_softmax_tile(s, row_max, row_sum, correction);
+    rescale_output(o, correction);
 
     // V_tile landed; with one stage every warp is also done with K_tile.
     if constexpr (kStages == 2) {
@@ -187,24 +161,7 @@ KILN_UNROLL
 
   T* out = static_cast<T*>(p.out_written) + q_offset;
   float* lse = p.lse + (static_cast<Index>(b) * p.heads_q + h) * p.length_q + row0;
-KILN_UNROLL
-  for (int half = 0; half < 2; half++) {
-    float sum = row_sum[half];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const int row = warp_row + lane.g + 8 * half;
-    if (row >= rows_valid) continue;
-    // sum == 0: no allowed key (out 0, lse −Inf). A NaN sum propagates.
-    const bool empty = sum == 0.0f;
-    const float inverse = empty ? 0.0f : 1.0f / sum;
-KILN_UNROLL
-    for (int nt = 0; nt < kHeadDim / 8; nt++) {
-      const int column = nt * 8 + 2 * lane.t;
-      if (column < p.head_dim) out[static_cast<Index>(row) * p.q_row_stride + column] = from_float<T>(o[nt][2 * half] * inverse);
-      if (column + 1 < p.head_dim) out[static_cast<Index>(row) * p.q_row_stride + column + 1] = from_float<T>(o[nt][2 * half + 1] * inverse);
-    }
-    if (lane.t == 0) lse[row] = empty ? -INFINITY : (row_max[half] + log2f(sum)) * KILN_ATTENTION_LN2;
-  }
+  store_softmax_rows<T>(o, row_max, row_sum, out, p.q_row_stride, lse, warp_row, rows_valid, p.head_dim);
 }
 
 template <typename Math, int kHeadDim>

@@ -35,6 +35,7 @@
 #include <cstring>
 
 #include "attention_forward_wgmma.cuh"
+#include "attention_online_softmax.cuh"
 #include "matmul.cuh"
 #include "ptx_wgmma.cuh"
 
@@ -111,15 +112,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   std::uint64_t* full = q_full + 1;
   std::uint64_t* empty = full + P::kStages;
 
-  const int query_tiles = static_cast<int>(ceil_div(p.length_q, kQueryRows));
-  const Index linear = blockIdx.x;
-  const int query_tile = query_tiles - 1 - static_cast<int>(linear % query_tiles);
-  const Index head_index = linear / query_tiles;
-  const int h = static_cast<int>(head_index % p.heads_q);
-  const int b = static_cast<int>(head_index / p.heads_q);
-  const int kv_head = h / p.group;
-  const int row0 = query_tile * kQueryRows;
-  const int rows_valid = min(kQueryRows, p.length_q - row0);
+  const QueryBlock block = query_block<kQueryRows>(p);
+  const int h = block.h;
+  const int b = block.b;
+  const int row0 = block.row0;
+  const int rows_valid = block.rows_valid;
   const int key_tiles = static_cast<int>(ceil_div(key_limit(p, row0 + rows_valid), kKeys));
 
   if (threadIdx.x == 0) {
@@ -145,8 +142,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       unsigned char* k_stage = shared + P::kStagesOffset + stage * P::kStageBytes;
       unsigned char* v_stage = k_stage + P::kTileBytes;
       for (int box = 0; box < P::kBoxes; box++) {
-        ptx::tma_load_4d(k_stage + box * P::kKeyBoxBytes, &map_k, box * 64, tile * kKeys, kv_head, b, &full[stage]);
-        ptx::tma_load_4d(v_stage + box * P::kKeyBoxBytes, &map_v, box * 64, tile * kKeys, kv_head, b, &full[stage]);
+        ptx::tma_load_4d(k_stage + box * P::kKeyBoxBytes, &map_k, box * 64, tile * kKeys, block.kv_head, b, &full[stage]);
+        ptx::tma_load_4d(v_stage + box * P::kKeyBoxBytes, &map_v, box * 64, tile * kKeys, block.kv_head, b, &full[stage]);
       }
     }
     return;
@@ -156,7 +153,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int consumer = warpgroup - 1;
   const int thread = static_cast<int>(threadIdx.x % 128);
   const int warp = thread / 32;
-  const LaneCoordinates lane = lane_coordinates();
   const int warp_row = consumer * 64 + warp * 16;  // block-relative first row of this warp
   const std::uint32_t shared_address = ptx::smem_address(shared);
   const std::uint32_t q_address = shared_address + static_cast<std::uint32_t>(consumer * 64 * kRowBytes);
@@ -194,41 +190,14 @@ KILN_UNROLL
     to_log2_scores(
         s, p, b, h, check, [&](int row, int) { return static_cast<long long>(row0 + warp_row + row); },
         [&](int, int column) { return static_cast<long long>(key0 + column); });
-KILN_UNROLL
-    for (int half = 0; half < 2; half++) {
-      float tile_max = -INFINITY;
-KILN_UNROLL
-      for (int nt = 0; nt < kKeys / 8; nt++) tile_max = fmaxf(tile_max, fmaxf(s[nt][2 * half], s[nt][2 * half + 1]));
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-      const float new_max = fmaxf(row_max[half], tile_max);
-      // A row that has seen only −Inf so far keeps base 0: exp2(−Inf − 0) = 0, never NaN.
-      const float base = new_max == -INFINITY ? 0.0f : new_max;
-      correction[half] = exp2f(row_max[half] - base);
-      row_max[half] = new_max;
-      float sum = row_sum[half] * correction[half];
-KILN_UNROLL
-      for (int nt = 0; nt < kKeys / 8; nt++) {
-        s[nt][2 * half] = exp2f(s[nt][2 * half] - base);
-        s[nt][2 * half + 1] = exp2f(s[nt][2 * half + 1] - base);
-        sum += s[nt][2 * half] + s[nt][2 * half + 1];
-      }
-      row_sum[half] = sum;  // this lane's columns only; the quad is summed once at the end
-    }
+    online_softmax_tile(s, row_max, row_sum, correction);
   };
   // O *= correction, then P rounded to T as wgmma's register A: k16 step j takes the accumulator's
   // n-tiles 2j and 2j + 1, whose pairs (rows g and g + 8, keys 2t and 2t + 1, then + 8) are
   // exactly the A fragment, so no data moves between threads.
   std::uint32_t probabilities[kKeys / 16][4];
   auto rescale_and_pack = [&]() {
-KILN_UNROLL
-    for (int half = 0; half < 2; half++) {
-KILN_UNROLL
-      for (int nt = 0; nt < P::kOutColumns / 8; nt++) {
-        o[nt][2 * half] *= correction[half];
-        o[nt][2 * half + 1] *= correction[half];
-      }
-    }
+    rescale_output(o, correction);
 KILN_UNROLL
     for (int step = 0; step < kKeys / 16; step++) {
       probabilities[step][0] = pack_pair<T>(s[2 * step][0], s[2 * step][1]);
@@ -271,24 +240,7 @@ KILN_UNROLL
 
   T* out = static_cast<T*>(p.out_written) + q_offset_of(p, b, h, row0);
   float* lse = p.lse + (static_cast<Index>(b) * p.heads_q + h) * p.length_q + row0;
-KILN_UNROLL
-  for (int half = 0; half < 2; half++) {
-    float sum = row_sum[half];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const int row = warp_row + lane.g + 8 * half;
-    if (row >= rows_valid) continue;
-    // sum == 0: no allowed key (out 0, lse −Inf). A NaN sum propagates.
-    const bool no_keys = sum == 0.0f;
-    const float inverse = no_keys ? 0.0f : 1.0f / sum;
-KILN_UNROLL
-    for (int nt = 0; nt < P::kOutColumns / 8; nt++) {
-      const int column = nt * 8 + 2 * lane.t;
-      if (column < kHeadDim) out[static_cast<Index>(row) * p.q_row_stride + column] = from_float<T>(o[nt][2 * half] * inverse);
-      if (column + 1 < kHeadDim) out[static_cast<Index>(row) * p.q_row_stride + column + 1] = from_float<T>(o[nt][2 * half + 1] * inverse);
-    }
-    if (lane.t == 0) lse[row] = no_keys ? -INFINITY : (row_max[half] + log2f(sum)) * KILN_ATTENTION_LN2;
-  }
+  store_softmax_rows<T>(o, row_max, row_sum, out, p.q_row_stride, lse, warp_row, rows_valid, kHeadDim);
 }
 
 /** The 4D tensor map (D, T, H, B) of q, k or v with boxes of 64 columns × 128 rows; false when the driver refuses it. */

@@ -1,0 +1,97 @@
+// kernels/attention_online_softmax.cuh — the flash-attention forwards' online softmax over an mma
+// accumulator fragment (attention_forward.cu's mma.sync warps, attention_forward_wgmma.cu's wgmma
+// warpgroups), and the final normalisation that writes out and lse.
+//
+// Layout: a lane holds, per 8-column n-tile nt, the C fragment s[nt][0..3]: row g (elements 0, 1)
+// and row g + 8 (elements 2, 3), columns 2t and 2t + 1 (g = lane / 4, t = lane % 4), so "half"
+// 0 / 1 selects row g / g + 8 and the 4 lanes of a quad (xor 1, 2) share a row.
+// Numerics: scores in log2 units. Per tile: m_new = max(m, max_j s_j) over the quad;
+// p_j = exp2(s_j − m_new), l = l·exp2(m − m_new) + Σ p_j (this lane's columns only, summed over the
+// quad once at the end); a row that has seen only −Inf keeps base 0, so exp2(−Inf − 0) = 0, never
+// NaN. End: out = O / l (0 where l == 0: no allowed key), lse = (m + log2 l)·ln 2 (−Inf where
+// l == 0); a NaN l propagates.
+#pragma once
+
+#include "attention_common.cuh"
+
+#if KILN_DEVICE_CODE
+
+namespace kiln {
+namespace attention {
+
+/**
+ * One key tile's online-softmax step: scores s (log2 units) become probabilities in place, the
+ * running max and sum of both rows advance, and correction receives exp2(m_old − m_new), the
+ * factor the output accumulated so far must be scaled by.
+ */
+template <int kTiles>
+__device__ __forceinline__ void online_softmax_tile(float (&s)[kTiles][4], float (&row_max)[2], float (&row_sum)[2], float (&correction)[2]) {
+KILN_UNROLL
+  for (int half = 0; half < 2; half++) {
+    float tile_max = -INFINITY;
+KILN_UNROLL
+    for (int nt = 0; nt < kTiles; nt++) tile_max = fmaxf(tile_max, fmaxf(s[nt][2 * half], s[nt][2 * half + 1]));
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+    const float new_max = fmaxf(row_max[half], tile_max);
+    // A row that has seen only −Inf so far keeps base 0: exp2(−Inf − 0) = 0, never NaN.
+    const float base = new_max == -INFINITY ? 0.0f : new_max;
+    correction[half] = exp2f(row_max[half] - base);
+    row_max[half] = new_max;
+    float sum = row_sum[half] * correction[half];
+KILN_UNROLL
+    for (int nt = 0; nt < kTiles; nt++) {
+      s[nt][2 * half] = exp2f(s[nt][2 * half] - base);
+      s[nt][2 * half + 1] = exp2f(s[nt][2 * half + 1] - base);
+      sum += s[nt][2 * half] + s[nt][2 * half + 1];
+    }
+    row_sum[half] = sum;  // this lane's columns only; the quad is summed once at the end
+  }
+}
+
+/** Scales both rows of the output fragment o by their correction (online_softmax_tile). */
+template <int kTiles>
+__device__ __forceinline__ void rescale_output(float (&o)[kTiles][4], const float (&correction)[2]) {
+KILN_UNROLL
+  for (int half = 0; half < 2; half++) {
+KILN_UNROLL
+    for (int nt = 0; nt < kTiles; nt++) {
+      o[nt][2 * half] *= correction[half];
+      o[nt][2 * half + 1] *= correction[half];
+    }
+  }
+}
+
+/**
+ * Ends the online softmax of a warp's 16 rows: sums each row over its quad, writes out = O / l as
+ * T (columns below `columns`, rows below rows_valid; warp_row is the warp's first row, relative
+ * like out and lse) and lse = (m + log2 l)·ln 2; a row without any allowed key gets 0 and −Inf.
+ */
+template <typename T, int kTiles>
+__device__ __forceinline__ void store_softmax_rows(const float (&o)[kTiles][4], const float (&row_max)[2], const float (&row_sum)[2], T* out,
+                                                   Index row_stride, float* lse, int warp_row, int rows_valid, int columns) {
+  const LaneCoordinates lane = lane_coordinates();
+KILN_UNROLL
+  for (int half = 0; half < 2; half++) {
+    float sum = row_sum[half];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const int row = warp_row + lane.g + 8 * half;
+    if (row >= rows_valid) continue;
+    // sum == 0: no allowed key (out 0, lse −Inf). A NaN sum propagates.
+    const bool no_keys = sum == 0.0f;
+    const float inverse = no_keys ? 0.0f : 1.0f / sum;
+KILN_UNROLL
+    for (int nt = 0; nt < kTiles; nt++) {
+      const int column = nt * 8 + 2 * lane.t;
+      if (column < columns) out[static_cast<Index>(row) * row_stride + column] = from_float<T>(o[nt][2 * half] * inverse);
+      if (column + 1 < columns) out[static_cast<Index>(row) * row_stride + column + 1] = from_float<T>(o[nt][2 * half + 1] * inverse);
+    }
+    if (lane.t == 0) lse[row] = no_keys ? -INFINITY : (row_max[half] + log2f(sum)) * KILN_ATTENTION_LN2;
+  }
+}
+
+}  // namespace attention
+}  // namespace kiln
+
+#endif  // KILN_DEVICE_CODE
