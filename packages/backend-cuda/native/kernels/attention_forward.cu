@@ -67,11 +67,10 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_forward_kernel(Ke
   const QueryBlock block = query_block<kQueryRows>(p);
   const int h = block.h;
   const int b = block.b;
-  const int kv_head = block.kv_head;
   const int row0 = block.row0;
   const int rows_valid = block.rows_valid;
   const Index q_offset = q_offset_of(p, b, h, row0);
-  const Index kv_offset = kv_offset_of(p, b, kv_head, 0);
+  const Index kv_offset = kv_offset_of(p, b, block.kv_head, 0);
   const T* k = static_cast<const T*>(p.k) + kv_offset;
   const T* v = static_cast<const T*>(p.v) + kv_offset;
   const int key_tiles = static_cast<int>(ceil_div(key_limit(p, row0 + rows_valid), kKeys));
@@ -138,9 +137,7 @@ KILN_UNROLL
         s, p, b, h, check, [&](int row, int) { return static_cast<long long>(row0 + warp_row + row); },
         [&](int, int column) { return static_cast<long long>(key0 + column); });
 
-    float correction[2];
-    online_softmax_tile(s, row_max, row_sum, correction);
-    rescale_output(o, correction);
+    online_softmax_tile(s, row_max, row_sum, [&](int half, float correction) { rescale_output_row(o, half, correction); });
 
     // V_tile landed; with one stage every warp is also done with K_tile.
     if constexpr (kStages == 2) {

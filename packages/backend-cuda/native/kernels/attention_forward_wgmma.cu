@@ -190,14 +190,15 @@ KILN_UNROLL
     to_log2_scores(
         s, p, b, h, check, [&](int row, int) { return static_cast<long long>(row0 + warp_row + row); },
         [&](int, int column) { return static_cast<long long>(key0 + column); });
-    online_softmax_tile(s, row_max, row_sum, correction);
+    online_softmax_tile(s, row_max, row_sum, [&](int half, float factor) { correction[half] = factor; });
   };
   // O *= correction, then P rounded to T as wgmma's register A: k16 step j takes the accumulator's
   // n-tiles 2j and 2j + 1, whose pairs (rows g and g + 8, keys 2t and 2t + 1, then + 8) are
   // exactly the A fragment, so no data moves between threads.
   std::uint32_t probabilities[kKeys / 16][4];
   auto rescale_and_pack = [&]() {
-    rescale_output(o, correction);
+KILN_UNROLL
+    for (int half = 0; half < 2; half++) rescale_output_row(o, half, correction[half]);
 KILN_UNROLL
     for (int step = 0; step < kKeys / 16; step++) {
       probabilities[step][0] = pack_pair<T>(s[2 * step][0], s[2 * step][1]);

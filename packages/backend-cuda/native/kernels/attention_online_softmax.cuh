@@ -21,11 +21,12 @@ namespace attention {
 
 /**
  * One key tile's online-softmax step: scores s (log2 units) become probabilities in place, the
- * running max and sum of both rows advance, and correction receives exp2(m_old − m_new), the
- * factor the output accumulated so far must be scaled by.
+ * running max and sum of both rows advance, and on_correction(half, c) receives each row's
+ * c = exp2(m_old − m_new), the factor the output accumulated so far must be scaled by, before
+ * that row's exponentials (scaling O there keeps the FA2 forward's register schedule).
  */
-template <int kTiles>
-__device__ __forceinline__ void online_softmax_tile(float (&s)[kTiles][4], float (&row_max)[2], float (&row_sum)[2], float (&correction)[2]) {
+template <int kTiles, typename OnCorrection>
+__device__ __forceinline__ void online_softmax_tile(float (&s)[kTiles][4], float (&row_max)[2], float (&row_sum)[2], OnCorrection on_correction) {
 KILN_UNROLL
   for (int half = 0; half < 2; half++) {
     float tile_max = -INFINITY;
@@ -36,9 +37,10 @@ KILN_UNROLL
     const float new_max = fmaxf(row_max[half], tile_max);
     // A row that has seen only −Inf so far keeps base 0: exp2(−Inf − 0) = 0, never NaN.
     const float base = new_max == -INFINITY ? 0.0f : new_max;
-    correction[half] = exp2f(row_max[half] - base);
+    const float correction = exp2f(row_max[half] - base);
     row_max[half] = new_max;
-    float sum = row_sum[half] * correction[half];
+    float sum = row_sum[half] * correction;
+    on_correction(half, correction);
 KILN_UNROLL
     for (int nt = 0; nt < kTiles; nt++) {
       s[nt][2 * half] = exp2f(s[nt][2 * half] - base);
@@ -49,16 +51,13 @@ KILN_UNROLL
   }
 }
 
-/** Scales both rows of the output fragment o by their correction (online_softmax_tile). */
+/** Scales row `half` (0: g, 1: g + 8) of the output fragment o by correction (online_softmax_tile). */
 template <int kTiles>
-__device__ __forceinline__ void rescale_output(float (&o)[kTiles][4], const float (&correction)[2]) {
+__device__ __forceinline__ void rescale_output_row(float (&o)[kTiles][4], int half, float correction) {
 KILN_UNROLL
-  for (int half = 0; half < 2; half++) {
-KILN_UNROLL
-    for (int nt = 0; nt < kTiles; nt++) {
-      o[nt][2 * half] *= correction[half];
-      o[nt][2 * half + 1] *= correction[half];
-    }
+  for (int nt = 0; nt < kTiles; nt++) {
+    o[nt][2 * half] *= correction;
+    o[nt][2 * half + 1] *= correction;
   }
 }
 
