@@ -11,7 +11,7 @@ import {
   adamwDeviceScalars, adamwUpdateMulti, add, div, greater, InvalidArgumentError, mul, noGrad, sqrt, tidy, where, zeros, type KernelBackend, type Tensor,
 } from '@kiln/core';
 import type { OptimizerConfig } from '../contracts.js';
-import { appliesWeightDecay, type AdamWMoments } from './optimizer.js';
+import { adamwLists, appliesWeightDecay, type AdamWMoments } from './optimizer.js';
 
 /** The clip epsilon of the trainer's global-norm clip (host and device paths). */
 export const CLIP_EPSILON = 1e-6;
@@ -44,20 +44,7 @@ export class DeviceOptimizer {
    */
   apply(parameters: ReadonlyMap<string, Tensor>, moments: AdamWMoments, options: { optimizer: OptimizerConfig; lossScale: number; lr: number; step: number; loss: Tensor; normSquared: Tensor }): void {
     const { optimizer, lossScale, loss, normSquared } = options;
-    const updated: Tensor[] = [];
-    const gradients: Tensor[] = [];
-    const firstMoments: Tensor[] = [];
-    const secondMoments: Tensor[] = [];
-    const weightDecays: number[] = [];
-    for (const [name, parameter] of parameters) {
-      const state = moments.get(name);
-      if (!parameter.grad || !state) continue;
-      updated.push(parameter);
-      gradients.push(parameter.grad);
-      firstMoments.push(state.m);
-      secondMoments.push(state.v);
-      weightDecays.push(appliesWeightDecay(parameter) ? optimizer.weightDecay : 0);
-    }
+    const { updated, gradients, firstMoments, secondMoments, weightDecays } = adamwLists(parameters, moments, optimizer);
     if (!this.scalars || this.scalars.size !== 2 + updated.length) {
       throw new InvalidArgumentError(
         `DeviceOptimizer.apply: stage() wrote scalars for ${this.scalars ? this.scalars.size - 2 : 0} trainable parameters, but ${updated.length} have a gradient this step`,
