@@ -68,12 +68,11 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_forward_kernel(Ke
   const int h = block.h;
   const int b = block.b;
   const int row0 = block.row0;
-  const int rows_valid = block.rows_valid;
   const Index q_offset = q_offset_of(p, b, h, row0);
   const Index kv_offset = kv_offset_of(p, b, block.kv_head, 0);
   const T* k = static_cast<const T*>(p.k) + kv_offset;
   const T* v = static_cast<const T*>(p.v) + kv_offset;
-  const int key_tiles = static_cast<int>(ceil_div(key_limit(p, row0 + rows_valid), kKeys));
+  const int key_tiles = static_cast<int>(ceil_div(key_limit(p, row0 + block.rows_valid), kKeys));
   const bool vector = p.vector_loads != 0;
   const int warp_row = warp * 16;
 
@@ -105,7 +104,7 @@ KILN_UNROLL
   // (two stages, issued as tile j starts, into the stage tile j − 1 used), or V_j, then K_{j+1}
   // (one stage, each into the buffer the previous product just released).
   if (key_tiles > 0) {
-    load_tile<T, Tile, kQueryRows>(q_tile, static_cast<const T*>(p.q) + q_offset, p.q_row_stride, rows_valid, p.head_dim, vector);
+    load_tile<T, Tile, kQueryRows>(q_tile, static_cast<const T*>(p.q) + q_offset, p.q_row_stride, block.rows_valid, p.head_dim, vector);
     load_keys(0);
     if constexpr (kStages == 2) load_values(0);
   }
@@ -158,7 +157,7 @@ KILN_UNROLL
 
   T* out = static_cast<T*>(p.out_written) + q_offset;
   float* lse = p.lse + (static_cast<Index>(b) * p.heads_q + h) * p.length_q + row0;
-  store_softmax_rows<T>(o, row_max, row_sum, out, p.q_row_stride, lse, warp_row, rows_valid, p.head_dim);
+  store_softmax_rows<T>(o, row_max, row_sum, out, p.q_row_stride, lse, warp_row, block.rows_valid, p.head_dim);
 }
 
 template <typename Math, int kHeadDim>
