@@ -132,6 +132,11 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
     return this.disposed ? 0 : callNative(() => this.native.matmulInfo()).wgmmaLaunches;
   }
 
+  /** Split-K launches of kiln's own matmul (long k, few output tiles) in this process so far. */
+  get splitKMatmulLaunches(): number {
+    return this.disposed ? 0 : callNative(() => this.native.matmulInfo()).splitKLaunches;
+  }
+
   /** Bytes and buffers in use, plus the caching allocator's reserved/cached/peak bytes and the device's free/total. */
   memory(): CudaMemoryInfo {
     if (this.disposed) return { allocatedBytes: 0, bufferCount: 0, reservedBytes: 0, cachedBytes: 0, peakBytes: 0 };

@@ -8,7 +8,10 @@
 // the other buffer afterwards (one __syncthreads per step). Operands are staged k-major
 // (tile[k][m], tile[k][n]) whichever way they are stored: the contiguous direction is read with
 // 16-byte float4 loads when the leading dimension, batch stride and base allow it, else with
-// scalar loads; out-of-range elements are 0, so any m, n, k works.
+// scalar loads; out-of-range elements are 0, so any m, n, k works. Split-K (matmul_split_k.cuh):
+// when the 128×128 tiles leave multiprocessors idle and k is long, grid z runs batch · splits
+// items, each summing one k range into an f32 partial, and a second kernel adds the partials in
+// split order (deterministic, no atomics).
 // f16/bf16 go to a tensor-core kernel: the wgmma + TMA one (matmul_wgmma.cuh) on sm_90a for
 // large problems with TMA-aligned operands, the pipelined mma.sync one (matmul_mma.cuh) on compute
 // capability ≥ 8.0 with 16-byte chunk-aligned operands, else WMMA (matmul_wmma.cuh).
@@ -19,6 +22,7 @@
 #include <atomic>
 
 #include "matmul.cuh"
+#include "matmul_split_k.cuh"
 #include "numerics.cuh"
 #include "vector.cuh"
 
@@ -96,24 +100,29 @@ __device__ __forceinline__ void store_b(float (*tile)[kTile + kPad], float4 valu
   tile[depth + 3][column] = values.w;
 }
 
+/** out (or, split, the workspace) item z = batch_index · splits + split holds the sum over k steps [split · steps_per_split, …) of its batch index. */
 __global__ void __launch_bounds__(kThreads) matmul_f32_kernel(const float* a, const float* b, float* out, Index m, Index n, Index k, int flags,
-                                                              Index batch_stride_a, Index batch_stride_b, Index batch) {
+                                                              Index batch_stride_a, Index batch_stride_b, Index batch, Index splits,
+                                                              Index steps_per_split) {
   __shared__ __align__(16) float tile_a[2][kDepth][kTile + kPad];
   __shared__ __align__(16) float tile_b[2][kDepth][kTile + kPad];
   const int tx = static_cast<int>(threadIdx.x % 16);
   const int ty = static_cast<int>(threadIdx.x / 16);
   const Index row0 = static_cast<Index>(blockIdx.y) * kTile;
   const Index column0 = static_cast<Index>(blockIdx.x) * kTile;
-  const Index steps = (k + kDepth - 1) / kDepth;
-  for (Index batch_index = blockIdx.z; batch_index < batch; batch_index += gridDim.z) {
+  const Index all_steps = (k + kDepth - 1) / kDepth;
+  for (Index item = blockIdx.z; item < batch * splits; item += gridDim.z) {
+    const Index batch_index = item / splits;
+    const Index first_step = (item % splits) * steps_per_split;
+    const Index steps = all_steps - first_step < steps_per_split ? all_steps - first_step : steps_per_split;
     const float* matrix_a = a + batch_index * batch_stride_a;
     const float* matrix_b = b + batch_index * batch_stride_b;
     float accumulator[8][8];
     for (int i = 0; i < 8; i++) {
       for (int j = 0; j < 8; j++) accumulator[i][j] = 0.0f;
     }
-    store_a(tile_a[0], load_a(matrix_a, m, k, row0, 0, flags), flags);
-    store_b(tile_b[0], load_b(matrix_b, n, k, column0, 0, flags), flags);
+    store_a(tile_a[0], load_a(matrix_a, m, k, row0, first_step * kDepth, flags), flags);
+    store_b(tile_b[0], load_b(matrix_b, n, k, column0, first_step * kDepth, flags), flags);
     __syncthreads();
     for (Index step = 0; step < steps; step++) {
       const int buffer = static_cast<int>(step & 1);
@@ -121,8 +130,8 @@ __global__ void __launch_bounds__(kThreads) matmul_f32_kernel(const float* a, co
       float4 next_a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       float4 next_b = next_a;
       if (more) {
-        next_a = load_a(matrix_a, m, k, row0, (step + 1) * kDepth, flags);
-        next_b = load_b(matrix_b, n, k, column0, (step + 1) * kDepth, flags);
+        next_a = load_a(matrix_a, m, k, row0, (first_step + step + 1) * kDepth, flags);
+        next_b = load_b(matrix_b, n, k, column0, (first_step + step + 1) * kDepth, flags);
       }
       for (int depth = 0; depth < kDepth; depth++) {
         const float4 a_low = *reinterpret_cast<const float4*>(&tile_a[buffer][depth][ty * 4]);
@@ -141,7 +150,7 @@ __global__ void __launch_bounds__(kThreads) matmul_f32_kernel(const float* a, co
       }
       __syncthreads();
     }
-    float* matrix_out = out + batch_index * m * n;
+    float* matrix_out = out + item * m * n;
     for (int i = 0; i < 8; i++) {
       const Index row = row0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);
       if (row >= m) continue;
@@ -160,35 +169,94 @@ __global__ void __launch_bounds__(kThreads) matmul_f32_kernel(const float* a, co
   }
 }
 
-cudaError_t launch_f32(const LaunchContext& context, const void* a, const void* b, void* out, const MatmulShape& shape) {
+/** Shortest k range of a split f32 launch, in kDepth steps (256 elements of k). */
+constexpr Index kMinStepsPerSplit = 32;
+
+/** The split-K plan of the f32 kernel for this shape on this device. */
+SplitKPlan plan_f32(const LaunchContext& context, const MatmulShape& shape) {
+  const Index tiles = ((shape.m + kTile - 1) / kTile) * ((shape.n + kTile - 1) / kTile) * shape.batch;
+  return plan_split_k(context, tiles, (shape.k + kDepth - 1) / kDepth, kMinStepsPerSplit);
+}
+
+cudaError_t launch_f32(const LaunchContext& context, const void* a, const void* b, void* out, const MatmulShape& shape, void* workspace) {
+  const SplitKPlan plan = plan_f32(context, shape);
+  if (plan.splits > 1 && workspace == nullptr) return cudaErrorInvalidValue;  // the caller skipped matmul_workspace_bytes
+  float* target = plan.splits > 1 ? static_cast<float*>(workspace) : static_cast<float*>(out);
   // float4 loads need 16-byte aligned rows: the contiguous extent, the batch stride and the base all multiples of 4 floats.
   const Index a_row = shape.transpose_a ? shape.m : shape.k;
   const Index b_row = shape.transpose_b ? shape.k : shape.n;
   int flags = (shape.transpose_a ? kTransposeA : 0) | (shape.transpose_b ? kTransposeB : 0);
   if (a_row % 4 == 0 && shape.batch_stride_a % 4 == 0 && aligned16(a)) flags |= kVectorA;
   if (b_row % 4 == 0 && shape.batch_stride_b % 4 == 0 && aligned16(b)) flags |= kVectorB;
-  if (shape.n % 4 == 0 && aligned16(out)) flags |= kVectorOut;
+  if (shape.n % 4 == 0 && aligned16(target)) flags |= kVectorOut;
+  const Index items = shape.batch * plan.splits;
   const dim3 blocks(static_cast<unsigned>((shape.n + kTile - 1) / kTile), static_cast<unsigned>((shape.m + kTile - 1) / kTile),
-                    static_cast<unsigned>(shape.batch < kMaxGridZ ? shape.batch : kMaxGridZ));
-  return vendor::launch("matmul_f32_kernel", matmul_f32_kernel, blocks, dim3(kThreads), 0, context.stream, static_cast<const float*>(a),
-                        static_cast<const float*>(b), static_cast<float*>(out), shape.m, shape.n, shape.k, flags, shape.batch_stride_a,
-                        shape.batch_stride_b, shape.batch);
+                    static_cast<unsigned>(items < kMaxGridZ ? items : kMaxGridZ));
+  const cudaError_t launched = vendor::launch("matmul_f32_kernel", matmul_f32_kernel, blocks, dim3(kThreads), 0, context.stream,
+                                              static_cast<const float*>(a), static_cast<const float*>(b), target, shape.m, shape.n, shape.k, flags,
+                                              shape.batch_stride_a, shape.batch_stride_b, shape.batch, plan.splits, plan.tiles_per_split);
+  if (launched != cudaSuccess || plan.splits == 1) return launched;
+  return launch_split_k_reduce(context, kF32, target, out, plan.splits, shape.batch, shape.m * shape.n);
+}
+
+/** out[i] = Σ over splits s in order of workspace[(i / matrix · splits + s) · matrix + i % matrix], rounded once to T. */
+template <typename T>
+__global__ void matmul_split_k_reduce_kernel(const float* workspace, T* out, Index splits, Index batch, Index matrix) {
+  const Index count = batch * matrix;
+  for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += static_cast<Index>(gridDim.x) * blockDim.x) {
+    const float* partial = workspace + (i / matrix) * splits * matrix + i % matrix;
+    float sum = 0.0f;
+    for (Index split = 0; split < splits; split++) sum += partial[split * matrix];
+    out[i] = from_float<T>(sum);
+  }
 }
 
 std::atomic<unsigned long long> wgmma_launches{0};
+std::atomic<unsigned long long> split_k_launches{0};
 
 }  // namespace
 
 unsigned long long wgmma_matmul_launches() { return wgmma_launches.load(); }
 
-cudaError_t launch_matmul(const LaunchContext& context, int dtype, const void* a, const void* b, void* out, const MatmulShape& shape) {
+unsigned long long split_k_matmul_launches() { return split_k_launches.load(); }
+
+cudaError_t launch_split_k_reduce(const LaunchContext& context, int dtype, const float* workspace, void* out, Index splits, Index batch, Index matrix) {
+  constexpr int kReduceThreads = 256;
+  const dim3 blocks(grid_for(batch * matrix, kReduceThreads, context.max_blocks));
+  split_k_launches++;
+  switch (dtype) {
+    case kF32:
+      return vendor::launch("matmul_split_k_reduce_kernel<f32>", matmul_split_k_reduce_kernel<float>, blocks, dim3(kReduceThreads), 0, context.stream,
+                            workspace, static_cast<float*>(out), splits, batch, matrix);
+    case kF16:
+      return vendor::launch("matmul_split_k_reduce_kernel<f16>", matmul_split_k_reduce_kernel<__half>, blocks, dim3(kReduceThreads), 0, context.stream,
+                            workspace, static_cast<__half*>(out), splits, batch, matrix);
+    default:
+      return vendor::launch("matmul_split_k_reduce_kernel<bf16>", matmul_split_k_reduce_kernel<__nv_bfloat16>, blocks, dim3(kReduceThreads), 0,
+                            context.stream, workspace, static_cast<__nv_bfloat16*>(out), splits, batch, matrix);
+  }
+}
+
+/** The split-K plan of the kernel launch_matmul runs for these operands (unsplit for the wgmma and WMMA kernels). */
+SplitKPlan plan_matmul(const LaunchContext& context, int dtype, const void* a, const void* b, const MatmulShape& shape) {
+  if (shape.batch == 0 || shape.m == 0 || shape.n == 0 || shape.k == 0) return SplitKPlan{1, 0};
+  if (dtype == kF32) return plan_f32(context, shape);
+  if (choose_half_matmul_kernel(context, a, b, shape) != HalfMatmulKernel::kMma) return SplitKPlan{1, 0};
+  return plan_mma_split_k(context, shape);
+}
+
+Index matmul_workspace_bytes(const LaunchContext& context, int dtype, const void* a, const void* b, const MatmulShape& shape) {
+  return split_k_workspace_bytes(plan_matmul(context, dtype, a, b, shape), shape);
+}
+
+cudaError_t launch_matmul(const LaunchContext& context, int dtype, const void* a, const void* b, void* out, const MatmulShape& shape, void* workspace) {
   if (shape.batch == 0 || shape.m == 0 || shape.n == 0) return cudaSuccess;
   if (shape.k == 0) {
     return cudaMemsetAsync(out, 0, static_cast<std::size_t>(shape.batch * shape.m * shape.n) * static_cast<std::size_t>(dtype_bytes(dtype)),
                            context.stream);
   }
   switch (dtype) {
-    case kF32: return launch_f32(context, a, b, out, shape);
+    case kF32: return launch_f32(context, a, b, out, shape, workspace);
     case kF16: {
       const HalfMatmulKernel kernel = choose_half_matmul_kernel(context, a, b, shape);
       if (kernel == HalfMatmulKernel::kWgmma) {
@@ -197,7 +265,7 @@ cudaError_t launch_matmul(const LaunchContext& context, int dtype, const void* a
         if (!maps_refused) wgmma_launches++;
         if (!maps_refused) return launched;  // else the driver refused a tensor map: the mma.sync kernel takes these operands too
       }
-      if (kernel != HalfMatmulKernel::kWmma) return launch_matmul_mma_f16(context, a, b, out, shape);
+      if (kernel != HalfMatmulKernel::kWmma) return launch_matmul_mma_f16(context, a, b, out, shape, workspace);
       return launch_matmul_wmma_f16(context, a, b, out, shape);
     }
     default: {
@@ -208,7 +276,7 @@ cudaError_t launch_matmul(const LaunchContext& context, int dtype, const void* a
         if (!maps_refused) wgmma_launches++;
         if (!maps_refused) return launched;
       }
-      if (kernel != HalfMatmulKernel::kWmma) return launch_matmul_mma_bf16(context, a, b, out, shape);
+      if (kernel != HalfMatmulKernel::kWmma) return launch_matmul_mma_bf16(context, a, b, out, shape, workspace);
       return launch_matmul_wmma_bf16(context, a, b, out, shape);
     }
   }

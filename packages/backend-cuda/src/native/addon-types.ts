@@ -118,6 +118,8 @@ export interface NativeMatmulInfo {
   hopperKernels: boolean;
   /** Launches of that kernel in this process so far. */
   wgmmaLaunches: number;
+  /** Split-K launches of kiln's own matmul (f32 partials over k ranges, then a fixed-order reduction) in this process so far. */
+  splitKLaunches: number;
 }
 
 /** One backend instance on one device: core's NativeKernelMethods (storage, primitives, fused kernels, flash attention) plus CUDA's own. */
