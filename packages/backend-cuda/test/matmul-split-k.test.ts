@@ -7,63 +7,15 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CudaBackend } from '../src/cuda-backend.js';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
+import { expectF32MatmulMatchesReference } from './f32-matmul-check.js';
 import { expectHalfMatmulMatchesReference, type HalfMatmulCase } from './half-matmul-check.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
 
-/** Deterministic values in [-1, 1). */
-function f32Values(count: number, seed: number): Float32Array {
-  const values = new Float32Array(count);
-  let state = seed;
-  for (let i = 0; i < count; i++) {
-    state = (Math.imul(state, 1103515245) + 12345) >>> 0;
-    values[i] = (state >>> 8) / 2 ** 23 - 1;
-  }
-  return values;
-}
-
-/** Runs the f32 case and returns the output; expects it within k f32 roundings (relative to Σ|products|) of an f64 reference. */
+/** The f32 case's output, checked against the f64 reference. */
 async function runF32(cuda: CudaBackend, shape: HalfMatmulCase): Promise<Float32Array> {
-  const { batch, m, n, k, transposeA, transposeB } = shape;
-  const batchStrideA = shape.broadcastA ? 0 : m * k;
-  const aValues = f32Values((shape.broadcastA ? 1 : batch) * m * k, 3 + m);
-  const bValues = f32Values(batch * k * n, 5 + n);
-  const a = cuda.alloc(aValues.byteLength);
-  const b = cuda.alloc(bValues.byteLength);
-  const out = cuda.alloc(batch * m * n * 4);
-  try {
-    cuda.upload(a, new Uint8Array(aValues.buffer));
-    cuda.upload(b, new Uint8Array(bValues.buffer));
-    cuda.matmul({ buffer: a, shape: [aValues.length], dtype: 'f32' }, { buffer: b, shape: [bValues.length], dtype: 'f32' },
-      { buffer: out, shape: [batch, m, n], dtype: 'f32' }, { batch, m, n, k, transposeA, transposeB, batchStrideA, batchStrideB: k * n });
-    const got = new Float32Array((await cuda.download(out)).slice().buffer);
-    let worst = 0;
-    let where = '';
-    for (let z = 0; z < batch; z++) {
-      for (let row = 0; row < m; row++) {
-        for (let column = 0; column < n; column++) {
-          let expected = 0;
-          let magnitude = 0;
-          for (let depth = 0; depth < k; depth++) {
-            const product = aValues[z * batchStrideA + (transposeA ? depth * m + row : row * k + depth)] * bValues[z * k * n + (transposeB ? column * k + depth : depth * n + column)];
-            expected += product;
-            magnitude += Math.abs(product);
-          }
-          const value = got[(z * m + row) * n + column];
-          const error = Math.abs(value - expected) / (magnitude + 1e-30);
-          if (!(error <= worst)) {
-            worst = Number.isNaN(error) ? Infinity : error;
-            where = `out[${z}][${row}][${column}] = ${value}, expected ${expected}`;
-          }
-        }
-      }
-    }
-    expect(worst, `f32 ${JSON.stringify(shape)}: worst ${where}`).toBeLessThanOrEqual(k * 2 ** -24);
-    return got;
-  } finally {
-    for (const buffer of [a, b, out]) cuda.free(buffer);
-  }
+  return (await expectF32MatmulMatchesReference(cuda, shape)).got;
 }
 
 /** Runs `run` twice: expects split-K launches each time and identical bits. */

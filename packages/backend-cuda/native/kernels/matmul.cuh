@@ -50,6 +50,9 @@ cudaError_t launch_matmul_wgmma_f16(const LaunchContext& context, const void* a,
 /** The sm_90a warp-specialised wgmma + TMA bf16 kernel (matmul_wgmma_bf16.cu); launches nothing and sets `maps_refused` when the driver refuses its tensor maps. */
 cudaError_t launch_matmul_wgmma_bf16(const LaunchContext& context, const void* a, const void* b, void* out, const MatmulShape& shape, bool& maps_refused);
 
+/** True when kiln's own f32 matmul runs on TF32 tensor cores: the backend allows TF32 (context.allow_tf32) and device_runs_mma_kernels(). */
+bool matmul_f32_uses_tf32(const LaunchContext& context);
+
 /** Split-K matmuls (partials plus fixed-order reduction, matmul_split_k.cuh) launched in this process so far (tests assert that the split ran). */
 unsigned long long split_k_matmul_launches();
 
