@@ -176,8 +176,8 @@ __device__ __forceinline__ void store_pair(T* row, Index column, Index n, float 
 }
 
 /**
- * Out is T, or f32 for split-K partials: item z = batch_index · splits + split of out holds the
- * sum over k tiles [split · tiles_per_split, …) of its batch index (splits = 1: the whole k).
+ * Out is T (splits must be 1), or f32 for split-K partials: item z = batch_index · splits + split
+ * of out holds the sum over k tiles [split · tiles_per_split, …) of its batch index.
  */
 template <typename T, typename Out, typename Tile>
 __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
@@ -216,10 +216,12 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
       ptx::ldmatrix_x4(left, stage_a + TileAk::offset(row + lane % 16, (depth + (lane / 16) * 8) / 8));
     }
   };
-  for (Index item = blockIdx.z; item < batch * splits; item += gridDim.z) {
-    const Index batch_index = item / splits;
-    const Index first_tile = (item % splits) * tiles_per_split;
-    const Index end_tile = k_tiles - first_tile < tiles_per_split ? k_tiles : first_tile + tiles_per_split;
+  // Only the f32-partials instantiation splits: the others compile the plain batch loop (no extra registers).
+  constexpr bool kSplit = !std::is_same_v<Out, T>;
+  for (Index item = blockIdx.z; item < (kSplit ? batch * splits : batch); item += gridDim.z) {
+    const Index batch_index = kSplit ? item / splits : item;
+    const Index first_tile = kSplit ? (item % splits) * tiles_per_split : 0;
+    const Index end_tile = !kSplit || k_tiles - first_tile < tiles_per_split ? k_tiles : first_tile + tiles_per_split;
     const T* matrix_a = a + batch_index * batch_stride_a;
     const T* matrix_b = b + batch_index * batch_stride_b;
     const auto copy_tile = [&](Index tile, int stage) {
