@@ -3,7 +3,9 @@
 // into f32 partials and reduce them in a fixed order. Checked for the f32 SIMT kernel (every
 // layout, partial tiles, batches with a broadcast operand) against an f64 reference, and for the
 // bf16/f16 mma.sync kernel against the shared half-precision reference; each case asserts that
-// the split ran (the split-K launch counter grew) and that a rerun is bit-identical.
+// the split ran (the split-K launch counter grew) and that a rerun is bit-identical; and one
+// split-K matmul captured in a CUDA graph (its workspace served by the allocator's cache).
+import { matmul, tensor, tidy } from '@kiln/core';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CudaBackend } from '../src/cuda-backend.js';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
@@ -48,6 +50,23 @@ describe.skipIf(skipReason !== undefined)(`split-K matmul on the CUDA simulator$
     const before = backend!.splitKMatmulLaunches;
     await runF32(backend!, { batch: 4, m: 8, n: 8, k: 1000, transposeA: true, transposeB: false });
     expect(backend!.splitKMatmulLaunches).toBe(before);
+  });
+
+  it('runs inside a CUDA graph: the workspace comes from the cache (warmed by an eager run) and replays match the eager result bit for bit', async () => {
+    const cuda = backend!;
+    const [m, k, n] = [24, 640, 20];
+    const a = tensor(Array.from({ length: m * k }, (_, i) => Math.sin(i)), [m, k], { backend: cuda });
+    const b = tensor(Array.from({ length: k * n }, (_, i) => Math.cos(i)), [k, n], { backend: cuda });
+    const eager = tidy(() => matmul(a, b));
+    const expected = await eager.data();
+    eager.dispose(); // leaves the output's and the workspace's blocks in the cache for the capture
+    const before = cuda.splitKMatmulLaunches;
+    const { graph, result } = cuda.captureGraph(() => tidy(() => matmul(a, b)));
+    graph.replay();
+    expect(Array.from(await result.data())).toEqual(Array.from(expected));
+    expect(cuda.splitKMatmulLaunches, 'the captured matmul split k').toBeGreaterThan(before);
+    graph.dispose();
+    for (const t of [a, b, result]) t.dispose();
   });
 
   for (const dtype of ['bf16', 'f16'] as const) {
