@@ -17,7 +17,7 @@
 #include "kernels/attention_forward.cuh"
 #include "kernels/matmul.cuh"
 #include "runtime/cublas.h"
-#include "runtime/native_error.h"
+#include "runtime/cuda_error.h"
 
 namespace kiln {
 

@@ -28,7 +28,9 @@ const DOC_PATH = join(SHIM_DIRECTORY, '..', '..', 'docs', 'rocm-walkthrough.md')
 const requireHere = createRequire(import.meta.url);
 const CUDA_ROOT = dirname(requireHere.resolve('@kiln/backend-cuda/package.json'));
 const NATIVE = join(CUDA_ROOT, 'native');
-const SOURCE_FOLDERS = ['kernels', 'runtime', 'addon'];
+const SOURCE_FOLDERS = ['kernels', 'runtime', 'device', 'addon'];
+// The shared native host backend-cuda compiles with: the workspace's, else the copy staged into the package when packed.
+const NATIVE_HOST_INCLUDE = [join(CUDA_ROOT, '..', 'native-host', 'include'), join(CUDA_ROOT, 'native-host', 'include')].find((directory) => existsSync(directory)) ?? join(CUDA_ROOT, 'native-host', 'include');
 const run = promisify(execFile);
 
 /** `folder/file` paths (relative to native/) of every kernel and host source. */
@@ -233,7 +235,7 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 /** g++ -fsyntax-only of one file through the shim (device mode defines __HIPCC__ as hipcc does for HIP sources). */
 async function compile(file: string, options: { device: boolean; shimDirectory?: string }): Promise<string> {
-  const args = ['-std=c++20', '-fsyntax-only', '-Wall', '-Wextra', '-Werror', '-x', 'c++', `-I${FAKE_HIP}`, `-I${options.shimDirectory ?? SHIM_DIRECTORY}`, `-I${NATIVE}`];
+  const args = ['-std=c++20', '-fsyntax-only', '-Wall', '-Wextra', '-Werror', '-x', 'c++', `-I${FAKE_HIP}`, `-I${options.shimDirectory ?? SHIM_DIRECTORY}`, `-I${NATIVE}`, `-I${NATIVE_HOST_INCLUDE}`];
   args.push('-DKILN_VENDOR_HEADER=<kiln_hip_compat.h>', '-DNAPI_VERSION=8', '-DNODE_ADDON_API_DISABLE_DEPRECATED', '-DNAPI_CPP_EXCEPTIONS');
   if (NODE_ADDON_API !== undefined) args.push(`-I${NODE_ADDON_API}`, `-I${NODE_HEADERS}`);
   if (options.device) args.push('-D__HIPCC__=1');
@@ -261,7 +263,7 @@ describe.skipIf(compilerMissing !== '')(`g++ compiles through the shim against f
     expect(await compile(join(NATIVE, file), { device: false })).toBe('');
   });
 
-  it.skipIf(addonHeadersMissing !== '').each(PORTABLE.filter((file) => file.startsWith('addon/') && file.endsWith('.cpp')))(
+  it.skipIf(addonHeadersMissing !== '').each(PORTABLE.filter((file) => (file.startsWith('addon/') || file.startsWith('device/')) && file.endsWith('.cpp')))(
     `addon: %s${addonHeadersMissing ? ` (skipped: ${addonHeadersMissing})` : ''}`,
     async (file) => {
       expect(await compile(join(NATIVE, file), { device: false })).toBe('');
@@ -277,6 +279,6 @@ describe.skipIf(compilerMissing !== '')(`g++ compiles through the shim against f
     mkdirSync(broken, { recursive: true });
     writeFileSync(join(broken, 'kiln_hip_compat.h'), SHIM.replace(/^#define cudaMalloc hipMalloc\n/m, ''));
     expect(readFileSync(join(broken, 'kiln_hip_compat.h'), 'utf8')).not.toContain('#define cudaMalloc ');
-    expect(await compile(join(NATIVE, 'runtime', 'caching_allocator.cpp'), { device: false, shimDirectory: broken })).toMatch(/cudaMalloc/);
+    expect(await compile(join(NATIVE, 'runtime', 'cuda_memory.cpp'), { device: false, shimDirectory: broken })).toMatch(/cudaMalloc/);
   });
 });

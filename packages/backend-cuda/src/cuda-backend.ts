@@ -18,7 +18,7 @@ import type { CudaAddon, NativeBackend } from './native/addon-types.js';
 import { callNative, cudaErrors } from './native/native-error.js';
 import { CudaBuffer, checkInteger, cudaChecks } from './validate.js';
 
-/** Largest head dimension of the native flash kernels (kAttentionMaxHeadDim in kernels/attention_common.cuh); larger heads run core's composition. */
+/** Largest head dimension of the native flash kernels (KILN_ATTENTION_MAX_HEAD_DIM in @kiln/native-host's kiln/attention_limits.h); larger heads run core's composition. */
 export const FLASH_ATTENTION_MAX_HEAD_DIM = 128;
 
 /** Options of a CUDA backend instance (also accepted by the plugin's create()). */

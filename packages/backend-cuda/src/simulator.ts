@@ -3,34 +3,25 @@
  * the workspace from the same .cu and host sources with @kiln/gpu-sim). Not exported from the
  * package: the simulator is a test vehicle, not something to train on.
  */
+import { simulatorAddon as lazySimulatorAddon } from '@kiln/core/native-backend';
 import { CudaBackend, type CudaBackendOptions } from './cuda-backend.js';
 import type { CudaAddon, SimulatorConfiguration } from './native/addon-types.js';
 import { loadSimulatorAddon } from './native/load-addon.js';
 
-let addon: CudaAddon | undefined;
+const simulator = lazySimulatorAddon<CudaAddon, SimulatorConfiguration>(() => loadSimulatorAddon());
 
 /** The simulator addon (throws when it was not built). */
-export function simulatorAddon(): CudaAddon {
-  addon ??= loadSimulatorAddon();
-  return addon;
-}
+export const simulatorAddon = (): CudaAddon => simulator.addon();
 
 /** True when the simulator addon exists and loads. */
-export function simulatorAvailable(): boolean {
-  try {
-    simulatorAddon();
-    return true;
-  } catch {
-    return false;
-  }
-}
+export const simulatorAvailable = (): boolean => simulator.available();
 
-/** Reshapes the simulated machine (driver version, devices, memory, engine workers). */
+/** Reshapes the simulated machine (driver version, devices, memory, engine workers, injected faults). */
 export function configureSimulator(configuration: SimulatorConfiguration): void {
-  simulatorAddon().configureSimulator!(configuration);
+  simulator.configure(configuration);
 }
 
 /** A CudaBackend whose kernels run in the simulator. */
 export function createSimulatedCudaBackend(options: CudaBackendOptions = {}): CudaBackend {
-  return new CudaBackend(simulatorAddon(), options);
+  return new CudaBackend(simulator.addon(), options);
 }

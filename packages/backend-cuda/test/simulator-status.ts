@@ -1,16 +1,8 @@
-// Whether the simulator addon can be tested here: it must exist unless the build skipped it for a
-// missing toolchain (then the reason is shown as the skip reason). A missing addon without a
-// recorded skip is not hidden: create() then fails and so do the tests.
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+// Whether this package's simulator addon can be tested here (the shared helper of @kiln/native-host's tests).
 import { fileURLToPath } from 'node:url';
-
-const packageRoot = fileURLToPath(new URL('..', import.meta.url));
+import { simulatorSkipReason as skipReasonOf } from '../../native-host/test/support/simulator-status.js';
 
 /** The build script's reason for skipping the simulator, or undefined when it was built (or never attempted). */
 export function simulatorSkipReason(): string | undefined {
-  const report = join(packageRoot, 'build', 'native-build.json');
-  if (!existsSync(report)) return undefined;
-  const sim = (JSON.parse(readFileSync(report, 'utf8')) as { sim?: { status?: string; reason?: string } }).sim;
-  return sim?.status === 'skipped' ? `the simulator addon was not built: ${sim.reason}` : undefined;
+  return skipReasonOf(fileURLToPath(new URL('..', import.meta.url)));
 }

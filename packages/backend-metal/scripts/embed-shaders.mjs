@@ -1,13 +1,21 @@
 // Embeds the .metal sources into the Metal addon: writes <out>/kiln_metal_shaders.cpp with one
-// source string per .metal file, its quoted #includes (kiln_metal_*.h) inlined once each, because
+// source string per .metal file, its quoted #includes (kiln_metal_*.h next to it, kiln/op_codes.h
+// from the shared native host's include/ directory) inlined once each, because
 // MTLDevice newLibraryWithSource: compiles a string and cannot open files. The host compiles each
 // string once, when a backend is created (native/device/metal_device.mm).
 import { mkdirSync, readFileSync, readdirSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-/** The source of `file` with its quoted includes inlined (each header once). */
+/** @kiln/native-host's include/ directory (kiln/op_codes.h): the workspace's, else the copy staged into the package when packed. */
+export const NATIVE_HOST_INCLUDE = [new URL('../../native-host/include', import.meta.url), new URL('../native-host/include', import.meta.url)]
+  .map((url) => fileURLToPath(url))
+  .find((directory) => existsSync(directory)) ?? fileURLToPath(new URL('../../native-host/include', import.meta.url));
+
+/** The source of `file` (in `directory`, else in the shared include directory) with its quoted includes inlined (each header once). */
 export function inlineIncludes(directory, file, seen = new Set()) {
-  const text = readFileSync(join(directory, file), 'utf8');
+  const local = join(directory, file);
+  const text = readFileSync(existsSync(local) ? local : join(NATIVE_HOST_INCLUDE, file), 'utf8');
   return text.split('\n').map((line) => {
     const include = /^\s*#include\s+"([^"]+)"/.exec(line);
     if (!include) return line.replace(/^\s*#pragma once\s*$/, '');

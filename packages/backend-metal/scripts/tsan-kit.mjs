@@ -45,7 +45,7 @@ if (!runtime || !existsSync(runtime)) {
 const reports = join(root, 'build', 'tsan-reports');
 rmSync(reports, { recursive: true, force: true });
 mkdirSync(reports, { recursive: true });
-const tests = option('--tests', 'test/conformance.test.ts test/stream.test.ts test/device-errors.test.ts test/index-errors.test.ts test/allocator.test.ts test/matmul-paths.test.ts').split(/\s+/);
+const tests = option('--tests', 'test/conformance.test.ts test/stream.test.ts test/device-errors.test.ts test/memory-limit.test.ts test/matmul-paths.test.ts').split(/\s+/);
 // The whole kit under TSan takes over 30 minutes on 2 cores: the primitives by default, the kernels
 // named by --kernels (a comma-separated list, e.g. the fused ones in a second run), or every kernel
 // with --all-kernels.

@@ -2,7 +2,7 @@
  * The fused kernels of MetalBackend: core's shared checks and calls (NativeFusedKernels from
  * @kiln/core/native-backend: softmax family, RMSNorm, LayerNorm, SwiGLU, cross-entropy, AdamW)
  * plus what is Metal's own — rope's checks, and finite scalars. The native kernels
- * (native/host/fused_methods.cpp) check again.
+ * (the shared native host's readers, packages/native-host) check memory safety again.
  */
 import { InvalidArgumentError, ShapeError, type TensorRef } from '@kiln/core';
 import { NativeFusedKernels } from '@kiln/core/native-backend';

@@ -4,34 +4,25 @@
  * @kiln/gpu-sim). Not exported from the package: the simulator is a test vehicle, not something
  * to train on.
  */
+import { simulatorAddon as lazySimulatorAddon } from '@kiln/core/native-backend';
 import { MetalBackend, type MetalBackendOptions } from './metal-backend.js';
 import type { MetalAddon, SimulatorConfiguration } from './native/addon-types.js';
 import { loadSimulatorAddon } from './native/load-addon.js';
 
-let addon: MetalAddon | undefined;
+const simulator = lazySimulatorAddon<MetalAddon, SimulatorConfiguration>(() => loadSimulatorAddon());
 
 /** The simulator addon (throws when it was not built). */
-export function simulatorAddon(): MetalAddon {
-  addon ??= loadSimulatorAddon();
-  return addon;
-}
+export const simulatorAddon = (): MetalAddon => simulator.addon();
 
 /** True when the simulator addon exists and loads. */
-export function simulatorAvailable(): boolean {
-  try {
-    simulatorAddon();
-    return true;
-  } catch {
-    return false;
-  }
-}
+export const simulatorAvailable = (): boolean => simulator.available();
 
 /** Reshapes the simulated machine (GPUs, OS version, family, memory, engine workers, injected errors). */
 export function configureSimulator(configuration: SimulatorConfiguration): void {
-  simulatorAddon().configureSimulator!(configuration);
+  simulator.configure(configuration);
 }
 
 /** A MetalBackend whose kernels run in the simulator. */
 export function createSimulatedMetalBackend(options: MetalBackendOptions = {}): MetalBackend {
-  return new MetalBackend(simulatorAddon(), options);
+  return new MetalBackend(simulator.addon(), options);
 }

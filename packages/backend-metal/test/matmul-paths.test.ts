@@ -1,7 +1,7 @@
 // Every matmul kernel against a float64 host product, on shapes the conformance kit does not give
 // each path: the GEMVs with a long k and a batch with a broadcast operand (batch stride 0), the
 // simdgroup-matrix and threadgroup-tiled kernels at tile edges, in f32 and f16.
-import { f16BitsToF32, f32ToF16Bits, type TensorRef } from '@kiln/core';
+import { f16BitsToF32, f32ToF16Bits, type MatmulParams, type TensorRef } from '@kiln/core';
 import { describe, expect, it } from 'vitest';
 import type { MetalBackend } from '../src/metal-backend.js';
 import { configureSimulator, createSimulatedMetalBackend } from '../src/simulator.js';
@@ -9,13 +9,8 @@ import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
 
-interface Case {
-  batch: number;
-  m: number;
-  n: number;
-  k: number;
-  transposeA: boolean;
-  transposeB: boolean;
+/** A matmul's dimensions (core's MatmulParams without the batch strides), whether b is shared by the batch, and the kernel the plan must pick. */
+interface Case extends Omit<MatmulParams, 'batchStrideA' | 'batchStrideB'> {
   broadcastB: boolean;
   kernel: string;
 }

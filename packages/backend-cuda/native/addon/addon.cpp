@@ -1,17 +1,20 @@
-// addon/addon.cpp — the module's exports: probe(), opNames(), buildInfo(), the Backend class,
+// addon/addon.cpp — the module's exports: probe(), buildInfo(), opNames() and the Backend class
+// (@kiln/native-host's, on a CudaDevice),
 // and (simulator build only) configureSimulator(). Their TypeScript type: src/native/addon-types.ts.
 #include <napi.h>
 
-#include "../kernels/op_codes.h"
+#include "../device/cuda_device.h"
 #include "../runtime/probe.h"
-#include "arguments.h"
-#include "backend_object.h"
+#include "kiln/arguments.h"
 
 #ifndef KILN_CUDA_ARCHITECTURES
 #define KILN_CUDA_ARCHITECTURES "simulated"
 #endif
 
 namespace kiln {
+
+const char* const kBackendName = "cuda";
+
 namespace {
 
 Napi::Value Probe(const Napi::CallbackInfo& info) {
@@ -40,22 +43,6 @@ Napi::Value Probe(const Napi::CallbackInfo& info) {
   return result;
 }
 
-Napi::Array names(Napi::Env env, const char* const* list, std::size_t count) {
-  Napi::Array array = Napi::Array::New(env, count);
-  for (std::size_t i = 0; i < count; i++) array.Set(static_cast<uint32_t>(i), list[i]);
-  return array;
-}
-
-Napi::Value OpNames(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Napi::Object result = Napi::Object::New(env);
-  result.Set("unary", names(env, kUnaryOpNames, kUnaryOpCount));
-  result.Set("binary", names(env, kBinaryOpNames, kBinaryOpCount));
-  result.Set("reduce", names(env, kReduceOpNames, kReduceOpCount));
-  result.Set("dtype", names(env, kDTypeNames, 4));
-  return result;
-}
-
 Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Object result = Napi::Object::New(env);
@@ -75,45 +62,34 @@ Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
 // Test-only: makes the simulated machine look like one without a driver, with an old driver,
 // without devices, or with little memory; sets the engine's worker threads; makes the next
 // launch or synchronisation fail (to test the error paths).
-Napi::Value ConfigureSimulator(const Napi::CallbackInfo& info) {
-  return guarded(info.Env(), [&]() -> Napi::Value {
-    if (info.Length() < 1 || !info[0].IsObject()) throw_invalid("configureSimulator needs an options object");
-    const Napi::Object options = info[0].As<Napi::Object>();
-    gpu_sim::cuda::SimulatedDeviceConfig config = gpu_sim::cuda::device_config();
-    if (!options.Get("driverVersion").IsUndefined()) config.driver_version = static_cast<int>(read_integer(options.Get("driverVersion"), "driverVersion", 0, 99999));
-    if (!options.Get("deviceCount").IsUndefined()) config.device_count = static_cast<int>(read_integer(options.Get("deviceCount"), "deviceCount", 0, 64));
-    if (!options.Get("memoryBytes").IsUndefined()) {
-      config.memory_bytes = static_cast<std::size_t>(read_integer(options.Get("memoryBytes"), "memoryBytes", 0, 9007199254740991.0));
-    }
-    if (!options.Get("multiprocessors").IsUndefined()) {
-      config.multiprocessors = static_cast<int>(read_integer(options.Get("multiprocessors"), "multiprocessors", 1, 1024));
-    }
-    gpu_sim::cuda::configure_device(config);
-    if (options.Get("injectLaunchFault").IsString()) gpu_sim::cuda::inject_launch_fault(options.Get("injectLaunchFault").ToString().Utf8Value());
-    if (options.Get("injectSynchronizeFault").IsString()) {
-      gpu_sim::cuda::inject_synchronize_fault(options.Get("injectSynchronizeFault").ToString().Utf8Value());
-    }
-    if (!options.Get("workers").IsUndefined()) {
-      gpu_sim::EngineSettings settings = gpu_sim::Engine::instance().settings();
-      settings.workers = static_cast<unsigned>(read_integer(options.Get("workers"), "workers", 1, 64));
-      gpu_sim::Engine::instance().configure(settings);
-    }
-    return info.Env().Undefined();
-  });
+void apply_simulator_options(const OptionReader& options) {
+  gpu_sim::cuda::SimulatedDeviceConfig config = gpu_sim::cuda::device_config();
+  options.integer("driverVersion", 0, 99999, config.driver_version);
+  options.integer("deviceCount", 0, 64, config.device_count);
+  options.integer("memoryBytes", 0, kMaxSafeInteger, config.memory_bytes);
+  options.integer("multiprocessors", 1, 1024, config.multiprocessors);
+  gpu_sim::cuda::configure_device(config);
+  std::string launch_fault;
+  std::string synchronize_fault;
+  options.text("injectLaunchFault", launch_fault);
+  options.text("injectSynchronizeFault", synchronize_fault);
+  if (!launch_fault.empty()) gpu_sim::cuda::inject_launch_fault(launch_fault);
+  if (!synchronize_fault.empty()) gpu_sim::cuda::inject_synchronize_fault(synchronize_fault);
+  gpu_sim::EngineSettings settings = gpu_sim::Engine::instance().settings();
+  options.integer("workers", 1, 64, settings.workers);
+  if (options.has("workers")) gpu_sim::Engine::instance().configure(settings);
 }
 #endif
 
 }  // namespace
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
-  exports.Set("probe", Napi::Function::New<Probe>(env, "probe"));
-  exports.Set("opNames", Napi::Function::New<OpNames>(env, "opNames"));
-  exports.Set("buildInfo", Napi::Function::New<BuildInfo>(env, "buildInfo"));
+  const auto open = [](const BackendOptions& options) -> std::unique_ptr<KernelDevice> { return std::make_unique<CudaDevice>(options); };
 #if defined(KILN_CUDA_SIMULATOR)
-  exports.Set("configureSimulator", Napi::Function::New<ConfigureSimulator>(env, "configureSimulator"));
+  return register_backend(env, exports, BackendSpec{open, cuda_extra_methods(), {{"probe", Probe}, {"buildInfo", BuildInfo}, {"configureSimulator", configure_simulator<apply_simulator_options>}}});
+#else
+  return register_backend(env, exports, BackendSpec{open, cuda_extra_methods(), {{"probe", Probe}, {"buildInfo", BuildInfo}}});
 #endif
-  BackendObject::Register(env, exports);
-  return exports;
 }
 
 }  // namespace kiln

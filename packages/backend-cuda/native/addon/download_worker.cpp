@@ -2,28 +2,9 @@
 
 #include <cstring>
 
-#include "arguments.h"
+#include "kiln/arguments.h"
 
 namespace kiln {
-
-std::string index_error_message(const DeviceErrorRecord& record) {
-  const std::string range = " is out of range [0, " + std::to_string(record.bound) + ")";
-  switch (record.kernel) {
-    case kGatherIndexError:
-      return "cuda backend: gather: index " + std::to_string(record.value) + " at position " + std::to_string(record.position) + range +
-             " (checked on the device; the gathered row was written as zeros)";
-    case kScatterAddIndexError:
-      return "cuda backend: scatterAdd: index " + std::to_string(record.value) + " at position " + std::to_string(record.position) + range +
-             " (checked on the device; the element was not added)";
-    case kCrossEntropyTargetError:
-    case kCrossEntropyBackwardTargetError:
-      return std::string("cuda backend: ") + (record.kernel == kCrossEntropyTargetError ? "crossEntropy" : "crossEntropyBackward") + ": target " +
-             std::to_string(record.value) + " of row " + std::to_string(record.position) + range +
-             " and is not the ignore index (checked on the device; the row was written as NaN)";
-    default:
-      return "cuda backend: a kernel recorded index " + std::to_string(record.value) + " at position " + std::to_string(record.position) + range;
-  }
-}
 
 DownloadWorker::DownloadWorker(Napi::Env env, std::shared_ptr<DeviceContext> context, bool resolve_with_data, const char* operation)
     : Napi::AsyncWorker(env, "kiln.cuda.download"),
@@ -63,9 +44,7 @@ void DownloadWorker::OnOK() {
   DeviceErrorRecord record;
   std::memcpy(&record, static_cast<const char*>(staging_) + record_offset_, sizeof record);
   if (record.flag != 0) {
-    NativeError failure(ErrorKind::kInvalidArgument, index_error_message(record),
-                        "Indices must be in [0, " + std::to_string(record.bound) + "); check token ids against the vocabulary size.");
-    deferred_.Reject(to_js_error(env, failure).Value());
+    deferred_.Reject(to_js_error(env, index_error(record.kernel, record.position, record.value, record.bound)).Value());
     return;
   }
   if (!resolve_with_data_) {

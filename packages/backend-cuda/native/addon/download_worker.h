@@ -46,7 +46,4 @@ class DownloadWorker : public Napi::AsyncWorker {
   const char* operation_;
 };
 
-/** The message of an out-of-range index reported by a kernel. */
-std::string index_error_message(const DeviceErrorRecord& record);
-
 }  // namespace kiln

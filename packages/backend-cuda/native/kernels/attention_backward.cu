@@ -53,7 +53,7 @@ struct QueryLayout {
 __device__ __forceinline__ float lse_log2_or_infinity(const float* lse, Index index, bool inside) {
   if (!inside) return INFINITY;
   const float value = lse[index];
-  return value == -INFINITY ? INFINITY : value * attention::kLog2e;
+  return value == -INFINITY ? INFINITY : value * KILN_ATTENTION_LOG2E;
 }
 
 /**
@@ -360,7 +360,7 @@ cudaError_t launch_attention_backward(const LaunchContext& context, int dtype, c
   params.delta = tensors.delta;
   params.vector_loads = params.vector_loads && attention::all_aligned16({tensors.q, tensors.k, tensors.v, tensors.d_out});
   const Index rows = attention_backward_scratch_floats(problem);
-  const int bucket = attention_head_dim_bucket(problem.head_dim);
+  const int bucket = KILN_ATTENTION_HEAD_DIM_BUCKET(problem.head_dim);
   switch (dtype) {
     case kF32: {
       static constexpr BackwardNames kNames = {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <initializer_list>
 
+#include "kiln/attention_limits.h"
 #include "numerics.cuh"
 
 /** Full unrolling of a loop with a compile-time trip count (register arrays stay in registers). */
@@ -31,9 +32,6 @@
 #endif
 
 namespace kiln {
-
-/** Largest head dimension the flash kernels take (larger ones use core's composition). */
-inline constexpr int kAttentionMaxHeadDim = 128;
 
 /** Threads of every attention block (4 warps). */
 inline constexpr int kAttentionThreads = 128;
@@ -62,8 +60,6 @@ struct AttentionProblem {
   Index mask_offset;
 };
 
-/** Head-dim bucket (32, 64 or 128) whose kernels serve head dimension `head_dim` (≤ 128). */
-inline int attention_head_dim_bucket(int head_dim) { return head_dim <= 32 ? 32 : head_dim <= 64 ? 64 : 128; }
 
 namespace attention {
 
@@ -192,9 +188,6 @@ cudaError_t allow_shared_bytes(Kernel* kernel, int bytes) {
 
 #if KILN_DEVICE_CODE
 
-inline constexpr float kLog2e = 1.4426950408889634f;
-inline constexpr float kLn2 = 0.6931471805599453f;
-
 /** Quad coordinates of the calling lane in an mma C fragment: group g = lane / 4, t = lane % 4. */
 struct LaneCoordinates {
   int g;
@@ -281,7 +274,7 @@ __device__ __forceinline__ void load_tile(T* tile, int stride, const T* source, 
 __device__ __forceinline__ float mask_log2(const KernelParams& p, int b, int h, long long i, long long j) {
   const Index offset = p.mask_offset + static_cast<Index>(b) * p.mask_strides[0] + static_cast<Index>(h) * p.mask_strides[1] +
                        static_cast<Index>(i) * p.mask_strides[2] + static_cast<Index>(j) * p.mask_strides[3];
-  return p.mask[offset] * kLog2e;
+  return p.mask[offset] * KILN_ATTENTION_LOG2E;
 }
 
 /**

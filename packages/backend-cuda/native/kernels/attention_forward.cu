@@ -152,7 +152,7 @@ KILN_UNROLL
       if (column < p.head_dim) out[static_cast<Index>(row) * p.q_row_stride + column] = from_float<T>(o[nt][2 * half] * inverse);
       if (column + 1 < p.head_dim) out[static_cast<Index>(row) * p.q_row_stride + column + 1] = from_float<T>(o[nt][2 * half + 1] * inverse);
     }
-    if (lane.t == 0) lse[row] = empty ? -INFINITY : (row_max[half] + log2f(sum)) * kLn2;
+    if (lane.t == 0) lse[row] = empty ? -INFINITY : (row_max[half] + log2f(sum)) * KILN_ATTENTION_LN2;
   }
 }
 
@@ -185,7 +185,7 @@ cudaError_t launch_attention_forward(const LaunchContext& context, int dtype, co
   params.out_written = tensors.out;
   params.lse = tensors.lse;
   params.vector_loads = params.vector_loads && attention::all_aligned16({tensors.q, tensors.k, tensors.v});
-  const int bucket = attention_head_dim_bucket(problem.head_dim);
+  const int bucket = KILN_ATTENTION_HEAD_DIM_BUCKET(problem.head_dim);
   switch (dtype) {
     case kF32: {
       static constexpr const char* kNames[3] = {"attention_forward_kernel<f32,32>", "attention_forward_kernel<f32,64>", "attention_forward_kernel<f32,128>"};

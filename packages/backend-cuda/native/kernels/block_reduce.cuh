@@ -15,6 +15,9 @@
 #include <cmath>
 
 #include "numerics.cuh"
+#if KILN_DEVICE_CODE
+#include "kiln/online_softmax.h"
+#endif
 
 namespace kiln {
 
@@ -40,38 +43,7 @@ __device__ __forceinline__ float block_sum(float value, float* scratch) {
   return warp_sum(value);
 }
 
-/** Running max m and Σ exp(x − m) of the values seen so far (m = −Inf, sum = 0 before any). */
-struct SoftmaxState {
-  float max;
-  float sum;
-};
-
-/** The state before any value. */
-__device__ __forceinline__ SoftmaxState softmax_identity() { return SoftmaxState{-INFINITY, 0.0f}; }
-
-/**
- * Adds one value. −Inf adds exp(−Inf − max) = 0 and is skipped, so a slice of −Inf stays empty;
- * a row of only −Inf then ends as (−Inf, 0), for which exp(x − max)/sum and x − max − log(sum)
- * are NaN, as the definition (IEEE) gives. NaN makes the sum NaN; +Inf makes it NaN once merged.
- */
-__device__ __forceinline__ SoftmaxState softmax_add(SoftmaxState state, float x) {
-  if (x == -INFINITY) return state;
-  if (x > state.max) {
-    state.sum = state.sum * expf(state.max - x) + 1.0f;
-    state.max = x;
-  } else {
-    state.sum += expf(x - state.max);
-  }
-  return state;
-}
-
-/** Merges two states (an empty one, sum 0, leaves the other unchanged). */
-__device__ __forceinline__ SoftmaxState softmax_merge(SoftmaxState a, SoftmaxState b) {
-  if (b.sum == 0.0f) return a;
-  if (a.sum == 0.0f) return b;
-  const float max = fmaxf(a.max, b.max);
-  return SoftmaxState{max, a.sum * expf(a.max - max) + b.sum * expf(b.max - max)};
-}
+// SoftmaxState, softmax_identity, softmax_add, softmax_merge: kiln/online_softmax.h (shared with Metal).
 
 /** Merges the states of a warp (every lane gets the result). */
 __device__ __forceinline__ SoftmaxState warp_softmax(SoftmaxState state) {

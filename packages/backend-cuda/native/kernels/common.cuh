@@ -10,15 +10,15 @@
 #include <cstring>
 
 #include "../vendors/vendor.h"
+#include "kiln/op_codes.h"
 
 namespace kiln {
 
 /** Element index / count type of every kernel. */
 using Index = long long;
 
-/** Storage dtypes, numbered as the TypeScript side numbers them (src/native/codes.ts). */
-enum DTypeCode : int { kF32 = 0, kF16 = 1, kBF16 = 2, kI32 = 3 };
-inline constexpr int kDTypeCount = 4;
+/** Storage dtypes (kiln/op_codes.h, the one list; core's codes.ts is generated from it). */
+enum DTypeCode : int { kF32 = KILN_DTYPE_F32, kF16 = KILN_DTYPE_F16, kBF16 = KILN_DTYPE_BF16, kI32 = KILN_DTYPE_I32 };
 
 /** Bytes per element of a dtype. */
 KILN_HOST_DEVICE inline int dtype_bytes(int dtype) { return dtype == kF16 || dtype == kBF16 ? 2 : 4; }
@@ -47,22 +47,13 @@ KILN_HOST_DEVICE inline void strided_offsets(const StridedOperands<Operands>& la
   }
 }
 
-/** Which kernel recorded an out-of-range index (shown in the error message). */
-enum DeviceErrorKernel : int {
-  kNoDeviceError = 0,
-  kGatherIndexError = 1,
-  kScatterAddIndexError = 2,
-  kCrossEntropyTargetError = 3,
-  kCrossEntropyBackwardTargetError = 4,
-};
-
 /**
  * First out-of-range index seen by any kernel since the host last read the record. `flag` is set
  * by compare-and-swap, so exactly one offender fills the other fields.
  */
 struct DeviceErrorRecord {
   int flag;
-  int kernel;
+  int kernel;  // KILN_INDEX_ERROR_* (kiln/op_codes.h)
   Index position;
   Index value;
   Index bound;

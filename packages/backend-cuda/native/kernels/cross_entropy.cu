@@ -33,7 +33,7 @@ __global__ void __launch_bounds__(1024) cross_entropy_kernel(int dtype, const vo
   __shared__ SoftmaxState scratch[32];
   for (Index row = blockIdx.x; row < rows; row += gridDim.x) {
     const std::int32_t target = targets[row];
-    const int kind = classify_target(target, ignore_index, classes, row, errors, kCrossEntropyTargetError);
+    const int kind = classify_target(target, ignore_index, classes, row, errors, KILN_INDEX_ERROR_CROSS_ENTROPY);
     if (kind != 0) {
       if (threadIdx.x == 0) loss[row] = kind == 1 ? 0.0f : NAN;
       continue;  // uniform across the block: every thread read the same target
@@ -53,7 +53,7 @@ __global__ void __launch_bounds__(1024) cross_entropy_backward_kernel(int dtype,
   __shared__ SoftmaxState scratch[32];
   for (Index row = blockIdx.x; row < rows; row += gridDim.x) {
     const std::int32_t target = targets[row];
-    const int kind = classify_target(target, ignore_index, classes, row, errors, kCrossEntropyBackwardTargetError);
+    const int kind = classify_target(target, ignore_index, classes, row, errors, KILN_INDEX_ERROR_CROSS_ENTROPY_BACKWARD);
     const Index start = row * classes;
     if (kind != 0) {
       const float fill = kind == 1 ? 0.0f : NAN;

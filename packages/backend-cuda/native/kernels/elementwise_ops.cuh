@@ -7,7 +7,7 @@
 #include <type_traits>
 
 #include "numerics.cuh"
-#include "op_codes.h"
+#include "kiln/op_codes.h"
 
 namespace kiln {
 
@@ -18,25 +18,25 @@ __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-
 
 __device__ __forceinline__ float unary_float(int op, float x) {
   switch (op) {
-    case kNeg: return -x;
-    case kAbs: return fabsf(x);
-    case kSign: return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x;
-    case kExp: return expf(x);
-    case kLog: return logf(x);
-    case kSqrt: return sqrtf(x);
-    case kRsqrt: return 1.0f / sqrtf(x);
-    case kReciprocal: return 1.0f / x;
-    case kSquare: return x * x;
-    case kTanh: return tanhf(x);
-    case kSigmoid: return sigmoid(x);
-    case kRelu: return x > 0.0f ? x : (x != x ? x : 0.0f);
-    case kGelu: return 0.5f * x * (1.0f + tanhf(kGeluScale * (x + kGeluCubic * x * x * x)));
-    case kSilu: return x * sigmoid(x);
-    case kGeluGrad: {
+    case KILN_UNARY_NEG: return -x;
+    case KILN_UNARY_ABS: return fabsf(x);
+    case KILN_UNARY_SIGN: return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x;
+    case KILN_UNARY_EXP: return expf(x);
+    case KILN_UNARY_LOG: return logf(x);
+    case KILN_UNARY_SQRT: return sqrtf(x);
+    case KILN_UNARY_RSQRT: return 1.0f / sqrtf(x);
+    case KILN_UNARY_RECIPROCAL: return 1.0f / x;
+    case KILN_UNARY_SQUARE: return x * x;
+    case KILN_UNARY_TANH: return tanhf(x);
+    case KILN_UNARY_SIGMOID: return sigmoid(x);
+    case KILN_UNARY_RELU: return x > 0.0f ? x : (x != x ? x : 0.0f);
+    case KILN_UNARY_GELU: return 0.5f * x * (1.0f + tanhf(kGeluScale * (x + kGeluCubic * x * x * x)));
+    case KILN_UNARY_SILU: return x * sigmoid(x);
+    case KILN_UNARY_GELU_GRAD: {
       const float t = tanhf(kGeluScale * (x + kGeluCubic * x * x * x));
       return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kGeluScale * (1.0f + 3.0f * kGeluCubic * x * x);
     }
-    case kSiluGrad: {
+    case KILN_UNARY_SILU_GRAD: {
       const float s = sigmoid(x);
       return s * (1.0f + x * (1.0f - s));
     }
@@ -46,46 +46,46 @@ __device__ __forceinline__ float unary_float(int op, float x) {
 
 __device__ __forceinline__ std::int32_t unary_int(int op, std::int32_t x) {
   switch (op) {
-    case kNeg: return wrap_sub(0, x);
-    case kAbs: return x < 0 ? wrap_sub(0, x) : x;
-    case kSign: return (x > 0) - (x < 0);
-    case kSquare: return wrap_mul(x, x);
+    case KILN_UNARY_NEG: return wrap_sub(0, x);
+    case KILN_UNARY_ABS: return x < 0 ? wrap_sub(0, x) : x;
+    case KILN_UNARY_SIGN: return (x > 0) - (x < 0);
+    case KILN_UNARY_SQUARE: return wrap_mul(x, x);
     default: return x;
   }
 }
 
 __device__ __forceinline__ float binary_float(int op, float a, float b) {
   switch (op) {
-    case kAdd: return a + b;
-    case kSub: return a - b;
-    case kMul: return a * b;
-    case kDiv: return a / b;
-    case kPow: return powf(a, b);
-    case kMaximum: return nan_max(a, b);
-    case kMinimum: return nan_min(a, b);
-    case kGreater: return a > b ? 1.0f : 0.0f;
-    case kGreaterEqual: return a >= b ? 1.0f : 0.0f;
-    case kLess: return a < b ? 1.0f : 0.0f;
-    case kLessEqual: return a <= b ? 1.0f : 0.0f;
-    case kEqual: return a == b ? 1.0f : 0.0f;
-    case kNotEqual: return a != b ? 1.0f : 0.0f;
+    case KILN_BINARY_ADD: return a + b;
+    case KILN_BINARY_SUB: return a - b;
+    case KILN_BINARY_MUL: return a * b;
+    case KILN_BINARY_DIV: return a / b;
+    case KILN_BINARY_POW: return powf(a, b);
+    case KILN_BINARY_MAXIMUM: return nan_max(a, b);
+    case KILN_BINARY_MINIMUM: return nan_min(a, b);
+    case KILN_BINARY_GREATER: return a > b ? 1.0f : 0.0f;
+    case KILN_BINARY_GREATER_EQUAL: return a >= b ? 1.0f : 0.0f;
+    case KILN_BINARY_LESS: return a < b ? 1.0f : 0.0f;
+    case KILN_BINARY_LESS_EQUAL: return a <= b ? 1.0f : 0.0f;
+    case KILN_BINARY_EQUAL: return a == b ? 1.0f : 0.0f;
+    case KILN_BINARY_NOT_EQUAL: return a != b ? 1.0f : 0.0f;
     default: return a;
   }
 }
 
 __device__ __forceinline__ std::int32_t binary_int(int op, std::int32_t a, std::int32_t b) {
   switch (op) {
-    case kAdd: return wrap_add(a, b);
-    case kSub: return wrap_sub(a, b);
-    case kMul: return wrap_mul(a, b);
-    case kMaximum: return a > b ? a : b;
-    case kMinimum: return a < b ? a : b;
-    case kGreater: return a > b ? 1 : 0;
-    case kGreaterEqual: return a >= b ? 1 : 0;
-    case kLess: return a < b ? 1 : 0;
-    case kLessEqual: return a <= b ? 1 : 0;
-    case kEqual: return a == b ? 1 : 0;
-    case kNotEqual: return a != b ? 1 : 0;
+    case KILN_BINARY_ADD: return wrap_add(a, b);
+    case KILN_BINARY_SUB: return wrap_sub(a, b);
+    case KILN_BINARY_MUL: return wrap_mul(a, b);
+    case KILN_BINARY_MAXIMUM: return a > b ? a : b;
+    case KILN_BINARY_MINIMUM: return a < b ? a : b;
+    case KILN_BINARY_GREATER: return a > b ? 1 : 0;
+    case KILN_BINARY_GREATER_EQUAL: return a >= b ? 1 : 0;
+    case KILN_BINARY_LESS: return a < b ? 1 : 0;
+    case KILN_BINARY_LESS_EQUAL: return a <= b ? 1 : 0;
+    case KILN_BINARY_EQUAL: return a == b ? 1 : 0;
+    case KILN_BINARY_NOT_EQUAL: return a != b ? 1 : 0;
     default: return a;
   }
 }

@@ -37,7 +37,7 @@ __global__ void __launch_bounds__(kThreads) gather_kernel(const Word* x, const s
     const Index index = indices[position];
     if (index < 0 || index >= rows) {
       out[element] = Word(0);
-      if (block == 0 && column == 0) report_index_error(errors, kGatherIndexError, position, index, rows);
+      if (block == 0 && column == 0) report_index_error(errors, KILN_INDEX_ERROR_GATHER, position, index, rows);
       continue;
     }
     out[element] = x[(block * rows + index) * inner + column];
@@ -70,7 +70,7 @@ __global__ void __launch_bounds__(kThreads) scatter_add_kernel(const T* source, 
     for (Index position = 0; position < count; position++) {
       const Index index = indices[position];
       if (index < 0 || index >= rows) {
-        if (reporter) report_index_error(errors, kScatterAddIndexError, position, index, rows);
+        if (reporter) report_index_error(errors, KILN_INDEX_ERROR_SCATTER_ADD, position, index, rows);
         continue;
       }
       if (index < first_row || index >= end_row) continue;

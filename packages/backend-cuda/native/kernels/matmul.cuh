@@ -3,20 +3,11 @@
 #pragma once
 
 #include "common.cuh"
+#include "kiln/matmul_shape.h"
 
 namespace kiln {
 
-/** Parameters of out[b] = op(a[b]) @ op(b[b]) (see MatmulParams in core). */
-struct MatmulShape {
-  Index batch;
-  Index m;
-  Index n;
-  Index k;
-  bool transpose_a;
-  bool transpose_b;
-  Index batch_stride_a;
-  Index batch_stride_b;
-};
+// MatmulShape, the parameters of out[b] = op(a[b]) @ op(b[b]): kiln/matmul_shape.h.
 
 /**
  * Batched matmul of `dtype` with f32 accumulation; out is contiguous [batch, m, n]. f32 runs the

@@ -23,7 +23,7 @@
 #include <cstdint>
 
 #include "numerics.cuh"
-#include "op_codes.h"
+#include "kiln/op_codes.h"
 #include "reduce.cuh"
 
 namespace kiln {
@@ -309,16 +309,16 @@ cudaError_t launch_reduce(const LaunchContext& context, int op, int dtype, const
   if (outer * inner == 0) return cudaSuccess;
   const bool integer = dtype == kI32;
   switch (op) {
-    case kSum:
+    case KILN_REDUCE_SUM:
       return integer ? launch_with<IntSum>(context, "reduce_kernel<sum,i32>", dtype, x, out_dtype, out, outer, size, inner, scratch)
                      : launch_with<FloatSum>(context, "reduce_kernel<sum>", dtype, x, out_dtype, out, outer, size, inner, scratch);
-    case kMax:
+    case KILN_REDUCE_MAX:
       return integer ? launch_with<IntExtremum<true>>(context, "reduce_kernel<max,i32>", dtype, x, out_dtype, out, outer, size, inner, scratch)
                      : launch_with<FloatExtremum<true>>(context, "reduce_kernel<max>", dtype, x, out_dtype, out, outer, size, inner, scratch);
-    case kMin:
+    case KILN_REDUCE_MIN:
       return integer ? launch_with<IntExtremum<false>>(context, "reduce_kernel<min,i32>", dtype, x, out_dtype, out, outer, size, inner, scratch)
                      : launch_with<FloatExtremum<false>>(context, "reduce_kernel<min>", dtype, x, out_dtype, out, outer, size, inner, scratch);
-    case kArgmax:
+    case KILN_REDUCE_ARGMAX:
       return integer ? launch_with<ArgExtremum<true, false>>(context, "reduce_kernel<argmax,i32>", dtype, x, out_dtype, out, outer, size, inner, scratch)
                      : launch_with<ArgExtremum<true, true>>(context, "reduce_kernel<argmax>", dtype, x, out_dtype, out, outer, size, inner, scratch);
     default:

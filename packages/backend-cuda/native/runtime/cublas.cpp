@@ -9,7 +9,7 @@
 #include <mutex>
 #include <vector>
 
-#include "native_error.h"
+#include "cuda_error.h"
 
 namespace kiln {
 

@@ -29,7 +29,7 @@ std::string format_shape(const Index* shape, int rank) {
   return text + "]";
 }
 
-DeviceContext::DeviceContext(int device_index, std::size_t memory_limit_bytes) : device_index_(device_index), allocator_(memory_limit_bytes) {
+DeviceContext::DeviceContext(int device_index, std::size_t memory_limit_bytes) : device_index_(device_index), pool_(memory_, memory_limit_bytes) {
   int count = 0;
   const cudaError_t count_error = cudaGetDeviceCount(&count);
   if (count_error != cudaSuccess) {
@@ -67,7 +67,7 @@ DeviceContext::~DeviceContext() {
   }
   graphs_.clear();
   cublas_.reset();  // its handle is bound to the stream
-  allocator_.empty_cache();
+  pool_.empty_cache();
   if (device_errors_ != nullptr) cudaFree(device_errors_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
   cudaGetLastError();
@@ -127,8 +127,8 @@ NativeError DeviceContext::asynchronous_failure(cudaError_t error, const std::st
   message += ". Kernels queued before it (newest last): " + recent_launches();
   NativeError failure(ErrorKind::kDevice, message,
                       "Rerun with KILN_CUDA_SYNC=1 to stop at the failing kernel; a device fault cannot be recovered in this process.");
-  failure.cuda_error = static_cast<int>(error);
-  failure.cuda_error_name = cudaGetErrorName(error);
+  failure.device_error = static_cast<int>(error);
+  failure.device_error_name = cudaGetErrorName(error);
   return failure;
 }
 
@@ -146,7 +146,7 @@ int DeviceContext::begin_capture() {
   check_cuda(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "graph capture: cudaStreamBeginCapture");
   capture_id_ = next_graph_id_++;
   capture_refusal_.clear();
-  allocator_.begin_capture(capture_id_);
+  pool_.begin_capture(capture_id_, "Run the step eagerly once more before capturing, or turn CUDA graphs off (cudaGraph: off).");
   return capture_id_;
 }
 
@@ -160,12 +160,12 @@ void DeviceContext::end_capture() {
   }
   const int id = capture_id_;
   capture_id_ = 0;
-  allocator_.end_capture();
+  pool_.end_capture();
   cudaGraph_t graph = nullptr;
   const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
   if (ended != cudaSuccess) {
     cudaGetLastError();
-    allocator_.release_pool(id);
+    pool_.release_pool(id);
     throw_cuda(ended, "graph capture: cudaStreamEndCapture (an operation inside the captured step could not be captured)",
                "Something in the step synchronised, copied to the host or was otherwise not capturable; run it eagerly (cudaGraph: off).");
   }
@@ -174,7 +174,7 @@ void DeviceContext::end_capture() {
   if (instantiated != cudaSuccess) {
     cudaGetLastError();
     cudaGraphDestroy(graph);
-    allocator_.release_pool(id);
+    pool_.release_pool(id);
     throw_cuda(instantiated, "graph capture: cudaGraphInstantiate");
   }
   graphs_[id] = GraphRecord{graph, exec};
@@ -184,12 +184,12 @@ void DeviceContext::abort_capture() {
   if (!capturing()) return;
   const int id = capture_id_;
   capture_id_ = 0;
-  allocator_.end_capture();
+  pool_.end_capture();
   cudaGraph_t graph = nullptr;
   cudaStreamEndCapture(stream_, &graph);
   if (graph != nullptr) cudaGraphDestroy(graph);
   cudaGetLastError();
-  allocator_.release_pool(id);
+  pool_.release_pool(id);
 }
 
 void DeviceContext::replay(int id) {
@@ -209,7 +209,7 @@ void DeviceContext::destroy_graph(int id) {
   cudaGraphExecDestroy(found->second.exec);
   cudaGraphDestroy(found->second.graph);
   graphs_.erase(found);
-  allocator_.release_pool(id);
+  pool_.release_pool(id);
 }
 
 void DeviceContext::refuse_in_capture(const char* operation) {

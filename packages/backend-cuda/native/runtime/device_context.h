@@ -1,8 +1,8 @@
 // runtime/device_context.h — one backend instance's hold on a device: the stream every kernel
-// and copy is queued on, the caching allocator, pinned staging buffers, the device error record
+// and copy is queued on, the buffer pool, pinned staging buffers, the device error record
 // of index-checking kernels, CUDA graphs captured from the stream (begin_capture … end_capture,
 // replayed with replay(); allocations during a capture come from the graph's private pool, see
-// caching_allocator.h), and the error policy (every CUDA error becomes a NativeError that
+// kiln/buffer_pool.h), and the error policy (every CUDA error becomes a NativeError that
 // names the kernel and its shapes; a sticky error leaves the context unusable, and says so).
 #pragma once
 
@@ -13,10 +13,10 @@
 #include <string>
 
 #include "../kernels/common.cuh"
-#include "caching_allocator.h"
 #include "cublas.h"
+#include "cuda_error.h"
+#include "cuda_memory.h"
 #include "kernel_profiler.h"
-#include "native_error.h"
 #include "pinned_pool.h"
 
 namespace kiln {
@@ -33,7 +33,7 @@ struct DeviceFacts {
 /** See the file header. */
 class DeviceContext {
  public:
-  /** Opens device `device_index` with an optional byte limit for the allocator (0 = none). Throws NativeError. */
+  /** Opens device `device_index` with an optional byte limit for the buffer pool (0 = none). Throws NativeError. */
   DeviceContext(int device_index, std::size_t memory_limit_bytes);
   DeviceContext(const DeviceContext&) = delete;
   DeviceContext& operator=(const DeviceContext&) = delete;
@@ -45,8 +45,8 @@ class DeviceContext {
   int device_index() const { return device_index_; }
   /** The stream, grid cap and error record for launchers (also makes this device current on the calling thread; starts a profiled launch's timing). */
   LaunchContext launch_context();
-  /** The allocator. */
-  CachingAllocator& allocator() { return allocator_; }
+  /** The buffer pool (@kiln/native-host's size classes over cudaMalloc). */
+  BufferPool& pool() { return pool_; }
   /** Pinned staging buffers. */
   PinnedPool& pinned() { return pinned_; }
   /** The stream. */
@@ -91,6 +91,12 @@ class DeviceContext {
   std::size_t graph_count() const { return graphs_.size(); }
 
  private:
+  /** An instantiated graph (graphs_ by id). */
+  struct GraphRecord {
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+  };
+
   void remember(const std::string& description);
   void mark_broken_if_sticky(cudaError_t error, const std::string& operation);
 
@@ -98,7 +104,8 @@ class DeviceContext {
   DeviceFacts facts_;
   cudaStream_t stream_ = nullptr;
   DeviceErrorRecord* device_errors_ = nullptr;
-  CachingAllocator allocator_;
+  CudaMemory memory_;
+  BufferPool pool_;
   PinnedPool pinned_;
   std::unique_ptr<CublasSession> cublas_;
   KernelProfiler profiler_;
@@ -108,10 +115,6 @@ class DeviceContext {
   bool broken_ = false;
   std::string broken_reason_;
   /** Instantiated graphs by id. */
-  struct GraphRecord {
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-  };
   std::map<int, GraphRecord> graphs_;
   int capture_id_ = 0;
   /** What was refused during the capture in progress ("" when nothing). */

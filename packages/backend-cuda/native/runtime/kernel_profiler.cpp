@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "native_error.h"
+#include "cuda_error.h"
 
 namespace kiln {
 namespace {

@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "caching_allocator.h"
-#include "native_error.h"
+#include "cuda_error.h"
+#include "kiln/buffer_pool.h"
 
 namespace kiln {
 
@@ -14,7 +14,7 @@ PinnedPool::~PinnedPool() {
 }
 
 void* PinnedPool::acquire(std::size_t bytes, std::size_t* class_bytes) {
-  const std::size_t wanted = CachingAllocator::size_class(bytes);
+  const std::size_t wanted = BufferPool::size_class(bytes);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto found = free_lists_.find(wanted);
@@ -33,8 +33,8 @@ void* PinnedPool::acquire(std::size_t bytes, std::size_t* class_bytes) {
     NativeError failure(ErrorKind::kOutOfMemory, "cuda backend: could not allocate " + std::to_string(wanted) + " bytes of pinned host memory for a download",
                         "The host is out of page-locked memory; download smaller tensors or free host memory.");
     failure.requested_bytes = static_cast<double>(wanted);
-    failure.cuda_error = static_cast<int>(error);
-    failure.cuda_error_name = cudaGetErrorName(error);
+    failure.device_error = static_cast<int>(error);
+    failure.device_error_name = cudaGetErrorName(error);
     throw failure;
   }
   *class_bytes = wanted;

@@ -9,30 +9,13 @@
  * offsets count elements; buffers are referred to by the numeric id alloc() returned.
  */
 
-import type { NativeFailure as CoreNativeFailure, NativeKernelMethods, NativeTensor } from '@kiln/core/native-backend';
+import type { NativeFailure as CoreNativeFailure, NativeKernelMethods, NativePoolMemory, NativeTensor } from '@kiln/core/native-backend';
 
 /** A tensor (dense, from element 0) or a strided view, as the native methods take it (core's descriptor). */
 export type { NativeTensor };
 
-/** What memory() reports. */
-export interface NativeMemory {
-  /** Bytes requested by live buffers. */
-  allocatedBytes: number;
-  /** Live buffers. */
-  bufferCount: number;
-  /** Device bytes held by live buffers (their allocator size classes). */
-  reservedBytes?: number;
-  /** Device bytes cached in the allocator's free lists. */
-  cachedBytes?: number;
-  /** Highest allocatedBytes so far. */
-  peakBytes?: number;
-  /** cudaMalloc calls so far. */
-  deviceAllocations?: number;
-  /** Device free memory (cudaMemGetInfo). */
-  freeBytes?: number;
-  /** Device total memory. */
-  totalBytes?: number;
-}
+/** What memory() reports: the shared host's pool counters, and cudaMemGetInfo's free and total bytes. */
+export type NativeMemory = NativePoolMemory;
 
 /** One CUDA device as the addon describes it. */
 export interface NativeDevice {

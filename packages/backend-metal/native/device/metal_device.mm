@@ -25,7 +25,7 @@
 
 #include "../host/command_stream.h"
 #include "../host/device.h"
-#include "../host/native_error.h"
+#include "kiln/native_error.h"
 
 namespace kiln::metal {
 

@@ -21,7 +21,7 @@
 #include <thread>
 
 #include "../host/device.h"
-#include "../host/native_error.h"
+#include "kiln/native_error.h"
 
 namespace kiln::metal {
 namespace sim {

@@ -1,33 +1,22 @@
-// host/addon.cpp — the module's exports: probe(), opNames(), buildInfo(), the Backend class, and
+// host/addon.cpp — the module's exports: probe(), buildInfo(), opNames() and the Backend class
+// (@kiln/native-host's, on a MetalKernelDevice), and
 // (simulator build only) configureSimulator(). Their TypeScript type: src/native/addon-types.ts.
 #include <napi.h>
 
-#include "../kernels/kiln_metal_ops.h"
-#include "arguments.h"
-#include "backend_object.h"
 #include "device.h"
+#include "kiln/arguments.h"
+#include "metal_kernel_device.h"
 
 #if defined(KILN_METAL_SIMULATOR)
 #include "../device/sim_device.h"
 #endif
 
+namespace kiln {
+const char* const kBackendName = "metal";
+}  // namespace kiln
+
 namespace kiln::metal {
 namespace {
-
-Napi::Object facts_object(Napi::Env env, const DeviceFacts& facts, std::size_t index) {
-  Napi::Object entry = Napi::Object::New(env);
-  entry.Set("index", static_cast<double>(index));
-  entry.Set("name", facts.name);
-  entry.Set("unifiedMemory", facts.unified_memory);
-  entry.Set("recommendedMaxWorkingSetSize", Napi::Number::New(env, static_cast<double>(facts.recommended_working_set_bytes)));
-  entry.Set("maxBufferLength", Napi::Number::New(env, static_cast<double>(facts.max_buffer_bytes)));
-  entry.Set("family", facts.family);
-  entry.Set("simdgroupMatrix", facts.simdgroup_matrix);
-  entry.Set("bf16", facts.bf16);
-  entry.Set("bfloatType", facts.bfloat_type);
-  entry.Set("osVersion", facts.os_version);
-  return entry;
-}
 
 Napi::Value Probe(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -42,30 +31,12 @@ Napi::Value Probe(const Napi::CallbackInfo& info) {
   result.Set("status", report.status);
   result.Set("message", report.message);
   Napi::Array devices = Napi::Array::New(env, report.devices.size());
-  for (std::size_t i = 0; i < report.devices.size(); i++) devices.Set(static_cast<std::uint32_t>(i), facts_object(env, report.devices[i], i));
+  for (std::size_t i = 0; i < report.devices.size(); i++) {
+    Napi::Object entry = facts_object(env, report.devices[i]);
+    entry.Set("index", static_cast<double>(i));
+    devices.Set(static_cast<std::uint32_t>(i), entry);
+  }
   result.Set("devices", devices);
-  return result;
-}
-
-Napi::Array names(Napi::Env env, const char* const* list, std::size_t count) {
-  Napi::Array array = Napi::Array::New(env, count);
-  for (std::size_t i = 0; i < count; i++) array.Set(static_cast<std::uint32_t>(i), list[i]);
-  return array;
-}
-
-Napi::Value OpNames(const Napi::CallbackInfo& info) {
-  static const char* const unary[KILN_UNARY_COUNT] = {"neg", "abs", "sign", "exp", "log", "sqrt", "rsqrt", "reciprocal",
-                                                       "square", "tanh", "sigmoid", "relu", "gelu", "silu", "geluGrad", "siluGrad"};
-  static const char* const binary[KILN_BINARY_COUNT] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum",
-                                                         "greater", "greaterEqual", "less", "lessEqual", "equal", "notEqual"};
-  static const char* const reduce[KILN_REDUCE_COUNT] = {"sum", "max", "min", "argmax", "argmin"};
-  static const char* const dtypes[4] = {"f32", "f16", "bf16", "i32"};
-  Napi::Env env = info.Env();
-  Napi::Object result = Napi::Object::New(env);
-  result.Set("unary", names(env, unary, KILN_UNARY_COUNT));
-  result.Set("binary", names(env, binary, KILN_BINARY_COUNT));
-  result.Set("reduce", names(env, reduce, KILN_REDUCE_COUNT));
-  result.Set("dtype", names(env, dtypes, 4));
   return result;
 }
 
@@ -84,41 +55,32 @@ Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
 #if defined(KILN_METAL_SIMULATOR)
 // Test-only: reshapes the simulated machine (GPUs, OS version, family, memory), sets the engine's
 // worker threads, and makes the next command buffer fail (to test the error paths).
-Napi::Value ConfigureSimulator(const Napi::CallbackInfo& info) {
-  return guarded(info.Env(), [&]() -> Napi::Value {
-    if (info.Length() < 1 || !info[0].IsObject()) throw_invalid("configureSimulator needs an options object");
-    const Napi::Object options = info[0].As<Napi::Object>();
-    sim::SimulatorConfig config = sim::config();
-    const auto has = [&](const char* name) { return !options.Get(name).IsUndefined(); };
-    if (has("deviceCount")) config.device_count = static_cast<int>(read_integer(options.Get("deviceCount"), "deviceCount", 0, 64));
-    if (has("osVersion")) config.os_version = options.Get("osVersion").ToString().Utf8Value();
-    if (has("name")) config.name = options.Get("name").ToString().Utf8Value();
-    if (has("family")) config.family = options.Get("family").ToString().Utf8Value();
-    if (has("simdgroupMatrix")) config.simdgroup_matrix = read_boolean(options.Get("simdgroupMatrix"), "simdgroupMatrix");
-    if (has("memoryBytes")) config.memory_bytes = static_cast<std::size_t>(read_integer(options.Get("memoryBytes"), "memoryBytes", 0, 9007199254740991.0));
-    if (has("recommendedMaxWorkingSetSize")) {
-      config.recommended_working_set_bytes =
-          static_cast<std::size_t>(read_integer(options.Get("recommendedMaxWorkingSetSize"), "recommendedMaxWorkingSetSize", 0, 9007199254740991.0));
-    }
-    if (has("injectCommandBufferError")) config.inject_command_buffer_error = options.Get("injectCommandBufferError").ToString().Utf8Value();
-    sim::configure(config);
-    if (has("workers")) sim::set_workers(static_cast<unsigned>(read_integer(options.Get("workers"), "workers", 1, 64)));
-    return info.Env().Undefined();
-  });
+void apply_simulator_options(const OptionReader& options) {
+  sim::SimulatorConfig config = sim::config();
+  options.integer("deviceCount", 0, 64, config.device_count);
+  options.text("osVersion", config.os_version);
+  options.text("name", config.name);
+  options.text("family", config.family);
+  options.boolean("simdgroupMatrix", config.simdgroup_matrix);
+  options.integer("memoryBytes", 0, kMaxSafeInteger, config.memory_bytes);
+  options.integer("recommendedMaxWorkingSetSize", 0, kMaxSafeInteger, config.recommended_working_set_bytes);
+  options.text("injectCommandBufferError", config.inject_command_buffer_error);
+  sim::configure(config);
+  unsigned workers = 0;
+  options.integer("workers", 1, 64, workers);
+  if (workers > 0) sim::set_workers(workers);
 }
 #endif
 
 }  // namespace
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
-  exports.Set("probe", Napi::Function::New<Probe>(env, "probe"));
-  exports.Set("opNames", Napi::Function::New<OpNames>(env, "opNames"));
-  exports.Set("buildInfo", Napi::Function::New<BuildInfo>(env, "buildInfo"));
+  std::vector<AddonFunction> functions = {{"probe", Probe}, {"buildInfo", BuildInfo}};
 #if defined(KILN_METAL_SIMULATOR)
-  exports.Set("configureSimulator", Napi::Function::New<ConfigureSimulator>(env, "configureSimulator"));
+  functions.push_back({"configureSimulator", configure_simulator<apply_simulator_options>});
 #endif
-  BackendObject::Register(env, exports);
-  return exports;
+  const auto open = [env](const BackendOptions& options) -> std::unique_ptr<KernelDevice> { return std::make_unique<MetalKernelDevice>(env, options); };
+  return register_backend(env, exports, BackendSpec{open, metal_extra_methods(), std::move(functions)});
 }
 
 }  // namespace kiln::metal

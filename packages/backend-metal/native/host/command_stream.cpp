@@ -6,25 +6,10 @@
 #include <cstring>
 
 #include "../kernels/kiln_metal_args.h"
-#include "../kernels/kiln_metal_ops.h"
 #include "../plan/dispatch_plan.h"
+#include "kiln/arguments.h"
 
 namespace kiln::metal {
-namespace {
-
-std::string index_error_message(const KilnErrorRecord& record) {
-  if (record.kernel_id == KILN_INDEX_ERROR_CROSS_ENTROPY || record.kernel_id == KILN_INDEX_ERROR_CROSS_ENTROPY_BACKWARD) {
-    return std::string("metal backend: ") + (record.kernel_id == KILN_INDEX_ERROR_CROSS_ENTROPY ? "crossEntropy" : "crossEntropyBackward") + ": target " +
-           std::to_string(record.value) + " of row " + std::to_string(record.position) + " is out of range [0, " + std::to_string(record.bound) +
-           ") and is not the ignore index (checked on the device; the row was written as NaN)";
-  }
-  const bool gather = record.kernel_id == KILN_INDEX_ERROR_GATHER;
-  return std::string("metal backend: ") + (gather ? "gather" : "scatterAdd") + ": index " + std::to_string(record.value) + " at position " +
-         std::to_string(record.position) + " is out of range [0, " + std::to_string(record.bound) + ") (checked on the device; " +
-         (gather ? "the gathered row was written as zeros)" : "the element was not added)");
-}
-
-}  // namespace
 
 bool debug_enabled(const char* topic) {
   const char* value = std::getenv("KILN_DEBUG");
@@ -215,10 +200,7 @@ void CommandStream::settle(Napi::Env env, Waiter& waiter) {
     const NativeError error = *pending_error_;
     pending_error_.reset();
     release();
-    Napi::Error js = Napi::Error::New(env, error.what());
-    js.Set("kilnKind", Napi::String::New(env, error.kind() == ErrorKind::kOutOfMemory ? "OUT_OF_MEMORY" : "DEVICE"));
-    js.Set("hint", Napi::String::New(env, error.hint()));
-    waiter.deferred.Reject(js.Value());
+    waiter.deferred.Reject(to_js_error(env, error).Value());
     return;
   }
   KilnErrorRecord record;
@@ -226,10 +208,7 @@ void CommandStream::settle(Napi::Env env, Waiter& waiter) {
   if (record.flag != 0) {
     std::memset(error_record_.contents, 0, sizeof record);
     release();
-    Napi::Error js = Napi::Error::New(env, index_error_message(record));
-    js.Set("kilnKind", Napi::String::New(env, "INVALID_ARGUMENT"));
-    js.Set("hint", Napi::String::New(env, "Indices must be in [0, " + std::to_string(record.bound) + "); check token ids against the vocabulary size."));
-    waiter.deferred.Reject(js.Value());
+    waiter.deferred.Reject(to_js_error(env, index_error(static_cast<int>(record.kernel_id), record.position, record.value, record.bound)).Value());
     return;
   }
   if (!waiter.with_data) {

@@ -30,9 +30,9 @@
 #include <string>
 #include <vector>
 
-#include "buffer.h"
+#include "kiln/buffers.h"
 #include "device.h"
-#include "native_error.h"
+#include "kiln/native_error.h"
 
 namespace kiln::metal {
 

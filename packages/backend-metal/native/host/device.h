@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../plan/dispatch.h"
+#include "kiln/buffer_pool.h"
 
 namespace kiln::metal {
 
@@ -37,16 +38,6 @@ struct DeviceFacts {
   bool bfloat_type = false;
   /** macOS version, e.g. "14.5.0". */
   std::string os_version;
-};
-
-/** One device allocation (a shared-storage MTLBuffer, or simulator memory). */
-struct DeviceBuffer {
-  /** The MTLBuffer (retained) or the simulator's allocation handle. */
-  void* handle = nullptr;
-  /** CPU address of byte 0 (shared storage: the GPU's bytes, no copy). */
-  void* contents = nullptr;
-  /** Allocated bytes. */
-  std::size_t bytes = 0;
 };
 
 /** Outcome of a committed batch. */
@@ -75,18 +66,18 @@ class CommandBatch {
   virtual void encode(const Dispatch& dispatch, const std::vector<ResolvedBinding>& bindings) = 0;
 };
 
-/** The GPU. Methods are called from the JS thread only; commit's callback runs on any thread. */
-class Device {
+/**
+ * The GPU. Methods are called from the JS thread only; commit's callback runs on any thread.
+ * allocate/release (kiln::PoolDevice): shared-storage buffers (a retained MTLBuffer or simulator
+ * memory as `handle`, its CPU address as `contents`); release drops a reference, and work already
+ * committed keeps the buffer alive until it completes.
+ */
+class Device : public PoolDevice {
  public:
-  virtual ~Device() = default;
   /** The GPU's facts. */
   virtual const DeviceFacts& facts() const = 0;
-  /** A new shared-storage buffer of `bytes` bytes; false when the device refuses (out of memory). */
-  virtual bool allocate(std::size_t bytes, DeviceBuffer* buffer) = 0;
   /** Adds a reference to a buffer (a pending download keeps its buffer alive this way). */
   virtual void retain(const DeviceBuffer& buffer) = 0;
-  /** Drops a reference; the last one frees the buffer (work already committed keeps it alive until it completes). */
-  virtual void release(const DeviceBuffer& buffer) = 0;
   /** A new command buffer. */
   virtual std::unique_ptr<CommandBatch> begin_batch() = 0;
   /** Commits a batch; `done` runs once, on a device thread, when it completed or failed. */

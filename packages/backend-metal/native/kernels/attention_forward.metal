@@ -124,7 +124,7 @@ kernel void attention_forward_simdgroup(device const S* q [[buffer(0)]], device 
   if (lane < 8u) {
     const bool empty = row_sum == 0.0f;
     for (uint c = 0u; c < 8u; c++) my_diagonal[lane * 8u + c] = c == lane && !empty ? 1.0f / row_sum : 0.0f;
-    if (my_row < args.length_q) lse[(block.b * args.heads_q + block.h) * args.length_q + my_row] = empty ? -INFINITY : (row_max + log2(row_sum)) * kAttentionLn2;
+    if (my_row < args.length_q) lse[(block.b * args.heads_q + block.h) * args.length_q + my_row] = empty ? -INFINITY : (row_max + log2(row_sum)) * KILN_ATTENTION_LN2;
   }
   simdgroup_barrier(mem_flags::mem_threadgroup);
   simdgroup_float8x8 normalize;
@@ -197,7 +197,7 @@ kernel void attention_forward_scalar(device const S* q [[buffer(0)]], device con
   const bool empty = row_sum == 0.0f;
   const float inverse = empty ? 0.0f : 1.0f / row_sum;
   for (uint d = 0u; d < head_dim; d++) out[row_offset + d] = Storage<S>::store(o[d] * inverse);
-  lse[(block.b * args.heads_q + block.h) * args.length_q + row] = empty ? -INFINITY : (row_max + log2(row_sum)) * kAttentionLn2;
+  lse[(block.b * args.heads_q + block.h) * args.length_q + row] = empty ? -INFINITY : (row_max + log2(row_sum)) * KILN_ATTENTION_LN2;
 }
 
 template [[host_name("attention_forward_simdgroup_f32_d32")]] kernel decltype(attention_forward_simdgroup<float, 32>) attention_forward_simdgroup<float, 32>;

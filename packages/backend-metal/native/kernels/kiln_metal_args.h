@@ -44,10 +44,6 @@ typedef std::int32_t kiln_i32;
 #define KILN_CONDITION_I32 1
 #define KILN_CONDITION_HALF_BITS 2
 
-/** Which kernel recorded an out-of-range index (KilnErrorRecord.kernel_id). */
-#define KILN_INDEX_ERROR_GATHER 1
-#define KILN_INDEX_ERROR_SCATTER_ADD 2
-
 /** A count of elements (unary, cast, copy_bytes). */
 struct KilnCountArgs {
   kiln_u32 count;
@@ -144,7 +140,7 @@ struct KilnRandomArgs {
 /** The device error flag (docs/kernel-semantics.md, "Out-of-range indices"): the first offender wins the flag. */
 struct KilnErrorRecord {
   kiln_u32 flag;
-  kiln_u32 kernel_id;
+  kiln_u32 kernel_id;  // KILN_INDEX_ERROR_* (kiln/op_codes.h)
   kiln_u32 position;
   kiln_i32 value;
   kiln_u32 bound;

@@ -7,10 +7,9 @@
 // f32 view broadcast to [B, Hq, Tq, Tk] (element strides, 0 included, and an element offset).
 #pragma once
 
-/** Largest head dimension of the flash kernels (larger heads use core's composition). */
-#define KILN_ATTENTION_MAX_HEAD_DIM 128
-/** Longest Tq or Tk the kernels take (positions and causal shifts stay far from 32-bit overflow). */
-#define KILN_ATTENTION_MAX_LENGTH (1u << 30)
+// The head-dim and length limits, shared with CUDA: KILN_ATTENTION_MAX_HEAD_DIM, KILN_ATTENTION_MAX_LENGTH.
+#include "kiln/attention_limits.h"
+
 /** Query rows per threadgroup of the forward and dQ kernels; keys per threadgroup of the dK/dV kernel. */
 #define KILN_ATTENTION_BLOCK_ROWS 32
 /** Keys (forward, dQ) or query rows (dK/dV) staged in threadgroup memory per step. */

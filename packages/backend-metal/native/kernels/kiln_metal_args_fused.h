@@ -8,10 +8,6 @@
 /** Threads per threadgroup of the elementwise fused kernels (swiglu, adamw, rope). */
 #define KILN_FUSED_THREADS 256
 
-/** Which kernel recorded an out-of-range index (KilnErrorRecord.kernel_id), continued. */
-#define KILN_INDEX_ERROR_CROSS_ENTROPY 3
-#define KILN_INDEX_ERROR_CROSS_ENTROPY_BACKWARD 4
-
 /** What softmax_rows writes (KILN_FC_OP). */
 #define KILN_SOFTMAX_PLAIN 0
 #define KILN_SOFTMAX_LOG 1

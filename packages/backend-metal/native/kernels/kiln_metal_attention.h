@@ -10,9 +10,6 @@
 
 #include "kiln_metal_common.h"
 
-constant constexpr float kAttentionLog2e = 1.4426950408889634f;
-constant constexpr float kAttentionLn2 = 0.6931471805599453f;
-
 /** The rows (queries or keys) a threadgroup owns: batch b, head h (query or kv head), first row. */
 struct AttentionBlock {
   uint b;
@@ -57,8 +54,8 @@ inline float attention_score_log2(constant KilnAttentionArgs& args, device const
                         j * uint(args.mask_strides[3]);
     value += mask[offset];
   }
-  return value * kAttentionLog2e;
+  return value * KILN_ATTENTION_LOG2E;
 }
 
 /** lse in log2 units for P = exp2(s₂ − lse₂): +Inf for a row without keys (lse = −Inf), so its P is 0, never NaN. */
-inline float attention_lse_log2(float lse) { return lse == -INFINITY ? INFINITY : lse * kAttentionLog2e; }
+inline float attention_lse_log2(float lse) { return lse == -INFINITY ? INFINITY : lse * KILN_ATTENTION_LOG2E; }

@@ -14,7 +14,7 @@
 #include <metal_stdlib>
 
 #include "kiln_metal_args.h"
-#include "kiln_metal_ops.h"
+#include "kiln/op_codes.h"
 
 using namespace metal;
 

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "kiln_metal_common.h"
+#include "kiln/online_softmax.h"
 
 /** Partials slots a row kernel's threadgroup scratch needs (one per simdgroup). */
 #define KILN_ROW_PARTIALS 32
@@ -27,40 +28,7 @@ inline float row_sum(float value, threadgroup float* scratch, uint lane, uint si
   return total;
 }
 
-/** An online softmax state: the running max and Σ exp(x − max). */
-struct SoftmaxState {
-  float max;
-  float sum;
-};
-
-inline SoftmaxState softmax_identity() {
-  SoftmaxState state;
-  state.max = -INFINITY;
-  state.sum = 0.0f;
-  return state;
-}
-
-/** Folds one element into the state. */
-inline SoftmaxState softmax_add(SoftmaxState state, float x) {
-  if (x == -INFINITY) return state;
-  if (x > state.max) {
-    state.sum = state.sum * exp(state.max - x) + 1.0f;
-    state.max = x;
-  } else {
-    state.sum += exp(x - state.max);
-  }
-  return state;
-}
-
-/** Merges two states (an empty one, sum 0, leaves the other unchanged). */
-inline SoftmaxState softmax_merge(SoftmaxState a, SoftmaxState b) {
-  if (b.sum == 0.0f) return a;
-  if (a.sum == 0.0f) return b;
-  SoftmaxState merged;
-  merged.max = max(a.max, b.max);
-  merged.sum = a.sum * exp(a.max - merged.max) + b.sum * exp(b.max - merged.max);
-  return merged;
-}
+// SoftmaxState, softmax_identity, softmax_add, softmax_merge: kiln/online_softmax.h (shared with CUDA).
 
 /** The state of the whole threadgroup (every thread gets it); scratch holds 2 · KILN_ROW_PARTIALS floats. */
 inline SoftmaxState row_softmax(SoftmaxState state, threadgroup float* scratch, uint lane, uint simdgroup, uint simdgroups) {

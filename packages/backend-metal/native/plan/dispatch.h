@@ -11,28 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "kiln/buffers.h"
+
 namespace kiln::metal {
-
-/** Element index / count type of host code. */
-using Index = std::int64_t;
-
-struct BufferRecord;
-
-/** A tensor or a strided view as a kernel argument (validated by the host before planning). */
-struct TensorView {
-  /** The buffer (owned by the backend's buffer table). */
-  BufferRecord* buffer = nullptr;
-  /** Dtype code (KILN_DTYPE_*). */
-  int dtype = 0;
-  /** Dimensions. */
-  std::vector<Index> shape;
-  /** Element strides (dense ones for a TensorRef). */
-  std::vector<Index> strides;
-  /** Element offset. */
-  Index offset = 0;
-  /** Elements in the shape. */
-  Index count = 1;
-};
 
 /** Threadgroups per grid or threads per threadgroup. */
 struct Size3 {

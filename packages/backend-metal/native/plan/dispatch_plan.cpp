@@ -5,11 +5,11 @@
 #include <cmath>
 #include <cstring>
 
-#include "../host/native_error.h"
 #include "../kernels/kiln_metal_args.h"
-#include "../kernels/kiln_metal_ops.h"
+#include "kiln/native_error.h"
+#include "kiln/op_names.h"
+#include "kiln/rounding.h"
 #include "plan_common.h"
-#include "rounding.h"
 
 namespace kiln::metal {
 using namespace plan_common;
@@ -18,8 +18,6 @@ namespace {
 constexpr Index kMaxBatchPerDispatch = 65535;
 /** scatterAdd: threads (row-range owners) to aim for. */
 constexpr Index kScatterThreads = 65536;
-
-const char* const kDTypeNames[4] = {"f32", "f16", "bf16", "i32"};
 
 std::uint32_t groups_for(Index work, Index per_group) { return u32((work + per_group - 1) / per_group); }
 
@@ -149,15 +147,7 @@ std::vector<Index> dense_strides(const std::vector<Index>& shape) {
   return strides;
 }
 
-const char* const kUnaryNames[KILN_UNARY_COUNT] = {"neg", "abs", "sign", "exp", "log", "sqrt", "rsqrt", "reciprocal",
-                                                    "square", "tanh", "sigmoid", "relu", "gelu", "silu", "geluGrad", "siluGrad"};
-const char* const kBinaryNames[KILN_BINARY_COUNT] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum",
-                                                      "greater", "greaterEqual", "less", "lessEqual", "equal", "notEqual"};
-const char* const kReduceNames[KILN_REDUCE_COUNT] = {"sum", "max", "min", "argmax", "argmin"};
-
 }  // namespace
-
-const char* dtype_name(int dtype) { return kDTypeNames[dtype]; }
 
 std::string pipeline_key(const Dispatch& dispatch) {
   std::string key = dispatch.kernel;
@@ -172,7 +162,7 @@ std::string pipeline_key(const Dispatch& dispatch) {
 Plan plan_unary(int op, const TensorView& x, const TensorView& out) {
   check_32_bit(x, "unary", "x");
   if (x.count == 0) return {};
-  Dispatch dispatch = elementwise(std::string("unary_") + kDTypeNames[x.dtype], x.count, std::string("unary ") + kUnaryNames[op] + " " + describe(x));
+  Dispatch dispatch = elementwise(std::string("unary_") + kDTypeNames[x.dtype], x.count, std::string("unary ") + kUnaryOpNames[op] + " " + describe(x));
   dispatch.constants.push_back(int_constant(KILN_FC_OP, "kUnaryOp", op));
   KilnCountArgs args{u32(x.count), 0, 0, 0};
   dispatch.bindings = {buffer_binding(0, "x", x), buffer_binding(1, "out", out), bytes_binding(2, "KilnCountArgs", args)};
@@ -187,7 +177,7 @@ Plan plan_binary(int op, const TensorView& a, const TensorView& b, const TensorV
   Plan plan;
   for (const Chunk& chunk : strided_chunks(out.shape, {&a.strides, &b.strides, &out_strides}, {a.offset, b.offset, 0})) {
     Dispatch dispatch = elementwise(std::string("binary_") + kDTypeNames[out.dtype], chunk.count,
-                                    std::string("binary ") + kBinaryNames[op] + " " + describe(out));
+                                    std::string("binary ") + kBinaryOpNames[op] + " " + describe(out));
     dispatch.constants = {int_constant(KILN_FC_OP, "kBinaryOp", op), int_constant(KILN_FC_LAYOUT_A, "kLayoutA", layout_of(chunk.args, 0)),
                           int_constant(KILN_FC_LAYOUT_B, "kLayoutB", layout_of(chunk.args, 1))};
     dispatch.bindings = {buffer_binding(0, "a", a), buffer_binding(1, "b", b), buffer_binding(2, "out", out), bytes_binding(3, "KilnStridedArgs", chunk.args)};
@@ -201,7 +191,7 @@ Plan plan_where(const TensorView& condition, const TensorView& a, const TensorVi
   check_32_bit(a, "where", "a");
   check_32_bit(b, "where", "b");
   check_32_bit(out, "where", "out");
-  const std::string kernel = std::string("where_c") + (dtype_bytes(condition.dtype) == 2 ? "16" : "32") + "_v" + (dtype_bytes(out.dtype) == 2 ? "16" : "32");
+  const std::string kernel = std::string("where_c") + (dtype_size(condition.dtype) == 2 ? "16" : "32") + "_v" + (dtype_size(out.dtype) == 2 ? "16" : "32");
   const int kind = condition.dtype == KILN_DTYPE_I32 ? KILN_CONDITION_I32 : condition.dtype == KILN_DTYPE_F32 ? KILN_CONDITION_F32 : KILN_CONDITION_HALF_BITS;
   Plan plan;
   for (const Chunk& chunk : strided_chunks(out.shape, {&condition.strides, &a.strides, &b.strides}, {condition.offset, a.offset, b.offset})) {
@@ -222,7 +212,7 @@ Index reduce_partial_states(Index outer, Index size, Index inner) {
 Plan plan_reduce(int op, const TensorView& x, const TensorView& out, Index outer, Index size, Index inner, const TensorView* scratch) {
   check_32_bit(x, "reduce", "x");
   if (outer * inner == 0) return {};
-  const std::string what = std::string("reduce ") + kReduceNames[op] + " " + describe(x) + " as [" + std::to_string(outer) + ", " + std::to_string(size) + ", " +
+  const std::string what = std::string("reduce ") + kReduceOpNames[op] + " " + describe(x) + " as [" + std::to_string(outer) + ", " + std::to_string(size) + ", " +
                            std::to_string(inner) + "]";
   const bool rows = reduce_by_rows(size, inner);
   const ReduceSplit split = reduce_split(outer, size, inner);
@@ -300,7 +290,7 @@ Plan plan_matmul(const TensorView& a, const TensorView& b, const TensorView& out
 Plan plan_copy(const TensorView& src, const TensorView& dst) {
   check_32_bit(src, "copy", "src");
   check_32_bit(dst, "copy", "dst");
-  const std::string kernel = dtype_bytes(src.dtype) == 2 ? "copy_strided_u16" : "copy_strided_u32";
+  const std::string kernel = dtype_size(src.dtype) == 2 ? "copy_strided_u16" : "copy_strided_u32";
   Plan plan;
   for (const Chunk& chunk : strided_chunks(src.shape, {&src.strides, &dst.strides}, {src.offset, dst.offset})) {
     Dispatch dispatch = elementwise(kernel, chunk.count, "copy " + describe(src));
@@ -330,7 +320,7 @@ Plan plan_indexing(const char* name, const std::string& kernel, const TensorView
 }  // namespace
 
 Plan plan_gather(const TensorView& x, const TensorView& indices, const TensorView& out, Index outer, Index rows, Index inner) {
-  return plan_indexing("gather", dtype_bytes(x.dtype) == 2 ? "gather_u16" : "gather_u32", x, indices, out, outer, rows, inner,
+  return plan_indexing("gather", dtype_size(x.dtype) == 2 ? "gather_u16" : "gather_u32", x, indices, out, outer, rows, inner,
                        "gather " + describe(x) + " by " + std::to_string(indices.count) + " indices");
 }
 
@@ -365,7 +355,7 @@ Plan plan_cast(const TensorView& x, const TensorView& out) {
 Plan plan_fill(const TensorView& out, double value) {
   check_32_bit(out, "fill", "out");
   if (out.count == 0) return {};
-  Dispatch dispatch = elementwise(dtype_bytes(out.dtype) == 2 ? "fill_u16" : "fill_u32", out.count, "fill " + describe(out));
+  Dispatch dispatch = elementwise(dtype_size(out.dtype) == 2 ? "fill_u16" : "fill_u32", out.count, "fill " + describe(out));
   KilnFillArgs args{u32(out.count), fill_bits(out.dtype, value), 0, 0};
   dispatch.bindings = {buffer_binding(0, "out", out), bytes_binding(1, "KilnFillArgs", args)};
   return {dispatch};
@@ -416,8 +406,8 @@ std::uint32_t fill_bits(int dtype, double value) {
       std::memcpy(&bits, &rounded, 4);
       return bits;
     }
-    case KILN_DTYPE_F16: return double_to_half_bits<10, 5>(value);
-    case KILN_DTYPE_BF16: return double_to_half_bits<7, 8>(value);
+    case KILN_DTYPE_F16: return double_to_f16_bits(value);
+    case KILN_DTYPE_BF16: return double_to_bf16_bits(value);
     default: return static_cast<std::uint32_t>(double_to_i32(value));
   }
 }

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "dispatch.h"
+#include "kiln/matmul_shape.h"
 
 namespace kiln::metal {
 
@@ -17,18 +18,6 @@ namespace kiln::metal {
 struct PlanDevice {
   /** simdgroup_matrix (8×8 simdgroup matrices: Apple7 = M1 and newer). */
   bool simdgroup_matrix = true;
-};
-
-/** Batched matmul dimensions (core's MatmulParams). */
-struct MatmulShape {
-  Index batch = 1;
-  Index m = 0;
-  Index n = 0;
-  Index k = 0;
-  bool transpose_a = false;
-  bool transpose_b = false;
-  Index batch_stride_a = 0;
-  Index batch_stride_b = 0;
 };
 
 Plan plan_unary(int op, const TensorView& x, const TensorView& out);
@@ -51,11 +40,5 @@ Plan plan_copy_bytes(BufferRecord* staging, BufferRecord* target, std::size_t ta
 
 /** The dtype's bits of a float64 fill value, rounded once (float → i32 per the cast rule). */
 std::uint32_t fill_bits(int dtype, double value);
-
-/** Bytes per element of a dtype. */
-inline int dtype_bytes(int dtype) { return dtype == 1 || dtype == 2 ? 2 : 4; }
-
-/** "f32", "f16", "bf16", "i32". */
-const char* dtype_name(int dtype);
 
 }  // namespace kiln::metal

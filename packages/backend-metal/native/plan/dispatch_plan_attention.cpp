@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "../host/native_error.h"
+#include "kiln/native_error.h"
 #include "../kernels/kiln_metal_args.h"
+#include "kiln/op_names.h"
 #include "plan_common.h"
 
 namespace kiln::metal {
@@ -19,18 +20,18 @@ Index ceil_div(Index a, Index b) { return (a + b - 1) / b; }
 Binding args_binding(int index, const KilnAttentionArgs& args) { return bytes_binding(index, "KilnAttentionArgs", args); }
 
 /** The mask at [[buffer(3)]], or q as a placeholder the kernels never read (has_mask = 0). */
-Binding mask_binding(const AttentionCall& call) {
-  return call.mask != nullptr ? buffer_binding(3, "mask", *call.mask) : buffer_binding(3, "mask (none: placeholder)", *call.q);
+Binding mask_binding(const AttentionInputs& call) {
+  return call.mask.has_value() ? buffer_binding(3, "mask", *call.mask) : buffer_binding(3, "mask (none: placeholder)", call.q);
 }
 
 /** Checks the limits every attention kernel relies on and returns the argument struct (blocks_per_head and rows left to the caller). */
-KilnAttentionArgs attention_args(const char* kernel, const AttentionCall& call) {
-  const TensorView& q = *call.q;
-  const TensorView& k = *call.k;
+KilnAttentionArgs attention_args(const char* kernel, const AttentionInputs& call) {
+  const TensorView& q = call.q;
+  const TensorView& k = call.k;
   check_32_bit(q, kernel, "q");
   check_32_bit(k, kernel, "k");
-  check_32_bit(*call.v, kernel, "v");
-  if (call.mask != nullptr) check_32_bit(*call.mask, kernel, "mask");
+  check_32_bit(call.v, kernel, "v");
+  if (call.mask.has_value()) check_32_bit(*call.mask, kernel, "mask");
   const std::string what = std::string(kernel) + ": q " + shape_text(q.shape) + ", k " + shape_text(k.shape);
   if (q.shape[3] > KILN_ATTENTION_MAX_HEAD_DIM) {
     throw_invalid(what + ": head dimension " + std::to_string(q.shape[3]) + " exceeds the flash-attention kernels' limit of " +
@@ -54,7 +55,7 @@ KilnAttentionArgs attention_args(const char* kernel, const AttentionCall& call) 
   args.causal = call.causal ? 1u : 0u;
   args.shift = static_cast<kiln_i32>(k.shape[2] - q.shape[2]);
   args.scale = static_cast<float>(call.scale);
-  if (call.mask != nullptr) {
+  if (call.mask.has_value()) {
     args.has_mask = 1u;
     args.mask_offset = u32(call.mask->offset);
     for (int dim = 0; dim < 4; dim++) args.mask_strides[dim] = static_cast<kiln_i32>(call.mask->strides[dim]);
@@ -62,26 +63,17 @@ KilnAttentionArgs attention_args(const char* kernel, const AttentionCall& call) 
   return args;
 }
 
-std::string describe_call(const char* kernel, const AttentionCall& call) {
-  const TensorView& q = *call.q;
-  const TensorView& k = *call.k;
-  return std::string(kernel) + " " + dtype_name(q.dtype) + " B=" + std::to_string(q.shape[0]) + " Hq=" + std::to_string(q.shape[1]) + " Hkv=" +
-         std::to_string(k.shape[1]) + " Tq=" + std::to_string(q.shape[2]) + " Tk=" + std::to_string(k.shape[2]) + " D=" + std::to_string(q.shape[3]) +
-         (call.causal ? " causal" : "") + (call.mask != nullptr ? " masked" : "");
-}
-
 /** "<family>_<variant>_<dtype>_d<bucket>". */
 std::string kernel_name(const char* family, bool matrix, const TensorView& q) {
-  return std::string(family) + (matrix ? "_simdgroup_" : "_scalar_") + dtype_name(q.dtype) + "_d" + std::to_string(attention_head_dim_bucket(q.shape[3]));
+  return std::string(family) + (matrix ? "_simdgroup_" : "_scalar_") + kDTypeNames[q.dtype] + "_d" + std::to_string(KILN_ATTENTION_HEAD_DIM_BUCKET(q.shape[3]));
 }
 
 }  // namespace
 
-int attention_head_dim_bucket(Index head_dim) { return head_dim <= 32 ? 32 : head_dim <= 64 ? 64 : 128; }
 
-Plan plan_attention(const AttentionCall& call, const TensorView& out, const TensorView& lse, const PlanDevice& device) {
+Plan plan_attention(const AttentionInputs& call, const TensorView& out, const TensorView& lse, const PlanDevice& device) {
   KilnAttentionArgs args = attention_args("attention", call);
-  const TensorView& q = *call.q;
+  const TensorView& q = call.q;
   args.blocks_per_head = u32(ceil_div(q.shape[2], KILN_ATTENTION_BLOCK_ROWS));
   const Index groups = ceil_div(q.shape[2], KILN_ATTENTION_BLOCK_ROWS) * q.shape[0] * q.shape[1];
   if (groups == 0) return {};
@@ -89,24 +81,24 @@ Plan plan_attention(const AttentionCall& call, const TensorView& out, const Tens
   dispatch.kernel = kernel_name("attention_forward", device.simdgroup_matrix, q);
   dispatch.threadgroups = Size3{u32(groups), 1, 1};
   dispatch.threads = Size3{u32(device.simdgroup_matrix ? KILN_ATTENTION_MATRIX_THREADS : KILN_ATTENTION_SCALAR_THREADS), 1, 1};
-  dispatch.what = describe_call("attention", call);
-  dispatch.bindings = {buffer_binding(0, "q", q), buffer_binding(1, "k", *call.k), buffer_binding(2, "v", *call.v), mask_binding(call),
+  dispatch.what = describe_attention("attention", call);
+  dispatch.bindings = {buffer_binding(0, "q", q), buffer_binding(1, "k", call.k), buffer_binding(2, "v", call.v), mask_binding(call),
                        buffer_binding(4, "out", out), buffer_binding(5, "lse", lse), args_binding(6, args)};
   return {dispatch};
 }
 
-Plan plan_attention_backward(const AttentionCall& call, const TensorView& out, const TensorView& lse, const TensorView& d_out, const TensorView& dq,
+Plan plan_attention_backward(const AttentionInputs& call, const TensorView& out, const TensorView& lse, const TensorView& d_out, const TensorView& dq,
                              const TensorView& dk, const TensorView& dv, const TensorView& delta, const PlanDevice& device) {
   (void)device;  // the backward kernels are scalar on every GPU for now
   KilnAttentionArgs args = attention_args("attentionBackward", call);
-  const TensorView& q = *call.q;
-  const TensorView& k = *call.k;
-  const std::string what = describe_call("attentionBackward", call);
+  const TensorView& q = call.q;
+  const TensorView& k = call.k;
+  const std::string what = describe_attention("attentionBackward", call);
   args.rows = u32(q.shape[0] * q.shape[1] * q.shape[2]);
   Plan plan;
   if (args.rows > 0) {
     Dispatch dispatch;
-    dispatch.kernel = std::string("attention_delta_") + dtype_name(q.dtype);
+    dispatch.kernel = std::string("attention_delta_") + kDTypeNames[q.dtype];
     dispatch.threadgroups = Size3{u32(ceil_div(args.rows, KILN_ATTENTION_DELTA_THREADS)), 1, 1};
     dispatch.threads = Size3{KILN_ATTENTION_DELTA_THREADS, 1, 1};
     dispatch.what = what + " (delta)";
@@ -122,7 +114,7 @@ Plan plan_attention_backward(const AttentionCall& call, const TensorView& out, c
     dispatch.threadgroups = Size3{u32(key_groups), 1, 1};
     dispatch.threads = Size3{KILN_ATTENTION_SCALAR_THREADS, 1, 1};
     dispatch.what = what + " (dk, dv)";
-    dispatch.bindings = {buffer_binding(0, "q", q),         buffer_binding(1, "k", k),   buffer_binding(2, "v", *call.v),
+    dispatch.bindings = {buffer_binding(0, "q", q),         buffer_binding(1, "k", k),   buffer_binding(2, "v", call.v),
                          mask_binding(call),                 buffer_binding(4, "dOut", d_out), buffer_binding(5, "lse", lse),
                          buffer_binding(6, "delta", delta), buffer_binding(7, "dk", dk), buffer_binding(8, "dv", dv),
                          args_binding(9, kv_args)};
@@ -137,7 +129,7 @@ Plan plan_attention_backward(const AttentionCall& call, const TensorView& out, c
     dispatch.threadgroups = Size3{u32(query_groups), 1, 1};
     dispatch.threads = Size3{KILN_ATTENTION_SCALAR_THREADS, 1, 1};
     dispatch.what = what + " (dq)";
-    dispatch.bindings = {buffer_binding(0, "q", q),         buffer_binding(1, "k", k),     buffer_binding(2, "v", *call.v),
+    dispatch.bindings = {buffer_binding(0, "q", q),         buffer_binding(1, "k", k),     buffer_binding(2, "v", call.v),
                          mask_binding(call),                 buffer_binding(4, "dOut", d_out), buffer_binding(5, "lse", lse),
                          buffer_binding(6, "delta", delta), buffer_binding(7, "dq", dq),   args_binding(8, q_args)};
     plan.push_back(std::move(dispatch));

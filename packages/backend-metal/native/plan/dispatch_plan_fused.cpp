@@ -4,8 +4,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "../host/native_error.h"
+#include "kiln/native_error.h"
 #include "dispatch_plan.h"
+#include "kiln/op_names.h"
 #include "plan_common.h"
 
 namespace kiln::metal {
@@ -31,7 +32,7 @@ Dispatch elementwise(std::string kernel, Index count, std::string what) {
 /** One threadgroup per row (grid-stride beyond kMaxRowGroups), row_threads(cols) threads. */
 Dispatch row_dispatch(const char* kernel, const TensorView& x, Index rows, Index cols, const char* name) {
   Dispatch dispatch;
-  dispatch.kernel = std::string(kernel) + "_" + dtype_name(x.dtype);
+  dispatch.kernel = std::string(kernel) + "_" + kDTypeNames[x.dtype];
   dispatch.threadgroups = Size3{u32(std::min(rows, kMaxRowGroups)), 1, 1};
   dispatch.threads = Size3{row_threads(cols), 1, 1};
   dispatch.what = std::string(name) + " " + describe(x) + " as [" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
@@ -96,7 +97,7 @@ Plan plan_rms_norm_backward(const TensorView& x, const TensorView& weight, const
   if (chunks > 1 && scratch == nullptr) throw_invalid("rmsNormBackward: the dWeight sum needs a scratch buffer of " + std::to_string(chunks * cols) + " floats");
   const KilnColumnSumArgs sum_args{u32(rows), u32(cols), u32((rows + chunks - 1) / chunks), u32(chunks)};
   Dispatch columns;
-  columns.kernel = std::string("rms_norm_weight_gradient_") + dtype_name(x.dtype);
+  columns.kernel = std::string("rms_norm_weight_gradient_") + kDTypeNames[x.dtype];
   columns.threadgroups = Size3{u32((cols + KILN_COLUMN_TILE - 1) / KILN_COLUMN_TILE), u32(chunks), 1};
   columns.threads = Size3{KILN_COLUMN_TILE, KILN_COLUMN_ROW_THREADS, 1};
   columns.what = "rmsNormBackward (dWeight, " + std::to_string(chunks) + " row chunks) " + describe(x);
@@ -125,7 +126,7 @@ Plan plan_rope(const TensorView& x, const TensorView& cos, const TensorView& sin
   check_32_bit(x, "rope", "x");
   const Index pairs = rows * positions * (dim / 2);
   if (pairs == 0) return {};
-  Dispatch dispatch = elementwise(std::string("rope_") + dtype_name(x.dtype), pairs, "rope " + describe(x) + (inverse ? " inverse" : ""));
+  Dispatch dispatch = elementwise(std::string("rope_") + kDTypeNames[x.dtype], pairs, "rope " + describe(x) + (inverse ? " inverse" : ""));
   const KilnRopeArgs args{u32(rows), u32(positions), u32(dim / 2), u32(pairs)};
   dispatch.bindings = {view_binding(0, "x", x), view_binding(1, "cos", cos), view_binding(2, "sin", sin), view_binding(3, "out", out),
                        bytes_binding(4, "KilnRopeArgs", args)};
@@ -135,7 +136,7 @@ Plan plan_rope(const TensorView& x, const TensorView& cos, const TensorView& sin
 Plan plan_swiglu(const TensorView& gate, const TensorView& up, const TensorView& out) {
   check_32_bit(gate, "swiglu", "gate");
   if (gate.count == 0) return {};
-  Dispatch dispatch = elementwise(std::string("swiglu_") + dtype_name(gate.dtype), gate.count, "swiglu " + describe(gate));
+  Dispatch dispatch = elementwise(std::string("swiglu_") + kDTypeNames[gate.dtype], gate.count, "swiglu " + describe(gate));
   dispatch.bindings = {view_binding(0, "gate", gate), view_binding(1, "up", up), view_binding(2, "out", out),
                        bytes_binding(3, "KilnCountArgs", KilnCountArgs{u32(gate.count), 0, 0, 0})};
   return {dispatch};
@@ -144,7 +145,7 @@ Plan plan_swiglu(const TensorView& gate, const TensorView& up, const TensorView&
 Plan plan_swiglu_backward(const TensorView& gate, const TensorView& up, const TensorView& dy, const TensorView& d_gate, const TensorView& d_up) {
   check_32_bit(gate, "swigluBackward", "gate");
   if (gate.count == 0) return {};
-  Dispatch dispatch = elementwise(std::string("swiglu_backward_") + dtype_name(gate.dtype), gate.count, "swigluBackward " + describe(gate));
+  Dispatch dispatch = elementwise(std::string("swiglu_backward_") + kDTypeNames[gate.dtype], gate.count, "swigluBackward " + describe(gate));
   dispatch.bindings = {view_binding(0, "gate", gate),    view_binding(1, "up", up), view_binding(2, "dy", dy),
                        view_binding(3, "dGate", d_gate), view_binding(4, "dUp", d_up),
                        bytes_binding(5, "KilnCountArgs", KilnCountArgs{u32(gate.count), 0, 0, 0})};
@@ -188,7 +189,7 @@ KilnAdamWArgs adamw_scalars(const AdamWHyper& hyper) {
 Plan plan_adamw(const TensorView& param, const TensorView& grad, const TensorView& m, const TensorView& v, const AdamWHyper& hyper) {
   check_32_bit(param, "adamw", "param");
   if (param.count == 0) return {};
-  Dispatch dispatch = elementwise(std::string("adamw_") + dtype_name(param.dtype) + "_" + dtype_name(grad.dtype), param.count,
+  Dispatch dispatch = elementwise(std::string("adamw_") + kDTypeNames[param.dtype] + "_" + kDTypeNames[grad.dtype], param.count,
                                   "adamw " + describe(param) + " step " + std::to_string(static_cast<long long>(hyper.step)));
   KilnAdamWArgs args = adamw_scalars(hyper);
   args.count = u32(param.count);
@@ -216,7 +217,7 @@ Plan plan_sum_of_squares_multi(const std::vector<TensorView>& tensors, const Ten
     const Index chunks = (x.count + KILN_MULTI_CHUNK - 1) / KILN_MULTI_CHUNK;
     if (chunks == 0) continue;
     Dispatch dispatch;
-    dispatch.kernel = std::string("sum_of_squares_chunks_") + dtype_name(x.dtype);
+    dispatch.kernel = std::string("sum_of_squares_chunks_") + kDTypeNames[x.dtype];
     dispatch.threadgroups = Size3{u32(chunks), 1, 1};
     dispatch.threads = Size3{KILN_FUSED_THREADS, 1, 1};
     dispatch.what = "sumOfSquaresMulti tensors[" + std::to_string(i) + "] " + describe(x) + " (" + std::to_string(chunks) + " chunks)";
@@ -247,7 +248,7 @@ Plan plan_adamw_multi(const std::vector<TensorView>& params, const std::vector<T
     tensor_hyper.weight_decay = weight_decays[i];
     KilnAdamWArgs args = adamw_scalars(tensor_hyper);
     args.count = u32(param.count);
-    Dispatch dispatch = elementwise(std::string("adamw_multi_") + dtype_name(param.dtype) + "_" + dtype_name(grads[i].dtype), param.count,
+    Dispatch dispatch = elementwise(std::string("adamw_multi_") + kDTypeNames[param.dtype] + "_" + kDTypeNames[grads[i].dtype], param.count,
                                     "adamwMulti params[" + std::to_string(i) + "] " + describe(param) + " step " + std::to_string(static_cast<long long>(hyper.step)));
     // An absent scale or guard binds m in its place (never read: the control says so).
     dispatch.bindings = {view_binding(0, "param", param),

@@ -11,6 +11,7 @@
 
 #include "../kernels/kiln_metal_args.h"
 #include "dispatch.h"
+#include "kiln/kernel_calls.h"
 
 namespace kiln::metal {
 
@@ -38,16 +39,6 @@ Plan plan_swiglu_backward(const TensorView& gate, const TensorView& up, const Te
 Plan plan_cross_entropy(const TensorView& logits, const TensorView& targets, const TensorView& loss, Index rows, Index classes, std::int32_t ignore_index);
 Plan plan_cross_entropy_backward(const TensorView& logits, const TensorView& targets, const TensorView& d_logits, Index rows, Index classes,
                                  std::int32_t ignore_index, float scale);
-
-/** AdamW's f64 hyper-parameters, turned into KilnAdamWArgs scalars (rounded once to f32). */
-struct AdamWHyper {
-  double lr = 0;
-  double beta1 = 0;
-  double beta2 = 0;
-  double eps = 0;
-  double weight_decay = 0;
-  double step = 1;
-};
 
 /** The kernel's scalars (count left 0): bias corrections and decay computed in f64, rounded once. */
 KilnAdamWArgs adamw_scalars(const AdamWHyper& hyper);

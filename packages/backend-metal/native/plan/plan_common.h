@@ -1,6 +1,6 @@
 // plan/plan_common.h — what every dispatch-plan file shares (dispatch_plan.cpp,
 // dispatch_plan_fused.cpp, dispatch_plan_attention.cpp): the 32-bit element-index limit of kiln's
-// Metal kernels, tensor descriptions for error messages, and the buffer / argument-struct /
+// Metal kernels, and the buffer / argument-struct /
 // error-record bindings a Dispatch carries.
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "../host/native_error.h"
+#include "kiln/native_error.h"
 #include "dispatch_plan.h"
 
 namespace kiln::metal::plan_common {
@@ -19,16 +19,6 @@ constexpr Index kMaxElements = 0xffffffffLL;
 
 /** A count or index as the 32-bit value the kernels read (callers checked it fits). */
 inline std::uint32_t u32(Index value) { return static_cast<std::uint32_t>(value); }
-
-/** "[2, 3, 4]". */
-inline std::string shape_text(const std::vector<Index>& shape) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < shape.size(); i++) text += (i > 0 ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
-
-/** "f16 [2, 3, 4]". */
-inline std::string describe(const TensorView& view) { return std::string(dtype_name(view.dtype)) + " " + shape_text(view.shape); }
 
 /** Throws InvalidArgument unless every element the view reaches has a 32-bit index. */
 inline void check_32_bit(const TensorView& view, const char* kernel, const char* role,
@@ -64,7 +54,7 @@ inline Binding buffer_binding(int index, const char* role, const TensorView& vie
   binding.index = index;
   binding.role = role;
   binding.buffer = view.buffer;
-  binding.offset_bytes = static_cast<std::size_t>(element_offset * dtype_bytes(view.dtype));
+  binding.offset_bytes = static_cast<std::size_t>(element_offset * dtype_size(view.dtype));
   return binding;
 }
 

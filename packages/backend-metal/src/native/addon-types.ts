@@ -9,29 +9,13 @@
  * offsets count elements; buffers are referred to by the numeric id alloc() returned.
  */
 
-import type { NativeFailure, NativeKernelMethods, NativeTensor } from '@kiln/core/native-backend';
+import type { NativeFailure, NativeKernelMethods, NativePoolMemory, NativeTensor } from '@kiln/core/native-backend';
 
 /** A tensor (dense, from element 0) or a strided view, as the native methods take it (core's descriptor). */
 export type { NativeTensor };
 
-/** What memory() reports. */
-export interface NativeMemory {
-  /** Bytes requested by live buffers. */
-  allocatedBytes: number;
-  /** Live buffers. */
-  bufferCount: number;
-  /** Bytes held by live buffers (their pool size classes). */
-  reservedBytes?: number;
-  /** Bytes cached in the buffer pool. */
-  cachedBytes?: number;
-  /** Highest allocatedBytes so far. */
-  peakBytes?: number;
-  /** Buffers created on the device so far. */
-  deviceAllocations?: number;
-  /** The GPU's recommendedMaxWorkingSetSize. */
-  totalBytes?: number;
-  /** recommendedMaxWorkingSetSize minus what the process holds on the GPU. */
-  freeBytes?: number;
+/** What memory() reports: the shared host's pool counters (total: recommendedMaxWorkingSetSize; free: that minus what the process holds) and the limit. */
+export interface NativeMemory extends NativePoolMemory {
   /** The pool's limit (memoryLimitBytes, by default recommendedMaxWorkingSetSize). */
   limitBytes?: number;
 }

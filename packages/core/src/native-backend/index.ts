@@ -3,7 +3,8 @@
  * written once: buffer handles and argument checks before a call crosses into native code, the
  * dtype/op code tables the addon takes, the mapping of the addon's failures to KilnErrors, the
  * addon loader (prebuilt per-platform package → local build → one error listing every attempt),
- * the shared fused kernels' checks and calls, per-kernel device timing, the flash-attention argument checks, and
+ * the shared fused kernels' checks and calls, per-kernel device timing, the flash-attention argument checks, the
+ * lazily loaded simulator addon (tests), and
  * NativeKernelBackend: a KernelBackend over such an addon that a backend subclasses. Used by @kiln/backend-cuda and @kiln/backend-metal;
  * see docs/writing-a-backend.md.
  */
@@ -18,10 +19,11 @@ export {
 export { kernelTimingSourceOf, type DeviceKernelTiming, type KernelTimingSource } from './kernel-timing.js';
 export { NativeFusedKernels, type NativeAdamWMultiOptions, type NativeFusedMethods } from './fused-kernels.js';
 export { NativeKernelBackend, type NativeKernelBackendParts } from './native-kernel-backend.js';
-export type { NativeKernelMethods } from './native-methods.js';
+export type { NativeKernelMethods, NativePoolMemory } from './native-methods.js';
 export { formatShape, nativeArgumentChecks, type CheckedTensor, type NativeArgumentChecks } from './argument-checks.js';
 export {
   BINARY_CODE, BINARY_ORDER, DTYPE_CODE, DTYPE_ORDER, I32_BINARY, I32_UNARY, REDUCE_CODE, REDUCE_ORDER, UNARY_CODE, UNARY_ORDER,
 } from './codes.js';
 export { isNativeFailure, nativeErrorMapping, type NativeErrorMapping, type NativeFailure } from './native-error.js';
 export { NativeBuffer, type NativeTensor } from './native-tensor.js';
+export { simulatorAddon, type SimulatorAddon } from './simulator-addon.js';

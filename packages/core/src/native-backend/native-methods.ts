@@ -9,6 +9,29 @@ import type { AttentionParams } from '../backend/kernel-backend.js';
 import type { NativeFusedMethods } from './fused-kernels.js';
 import type { NativeTensor } from './native-tensor.js';
 
+/**
+ * What the shared native host's memory() reports (its size-class buffer pool; packages/native-host):
+ * zero counters once disposed, else the pool's counters and what the device adds.
+ */
+export interface NativePoolMemory {
+  /** Bytes requested by live buffers. */
+  allocatedBytes: number;
+  /** Live buffers. */
+  bufferCount: number;
+  /** Device bytes held by live buffers (their pool size classes). */
+  reservedBytes?: number;
+  /** Device bytes cached in the pool's free lists (given back by emptyCache()). */
+  cachedBytes?: number;
+  /** Highest allocatedBytes so far. */
+  peakBytes?: number;
+  /** Device allocations so far. */
+  deviceAllocations?: number;
+  /** Free device memory, as the device reports it. */
+  freeBytes?: number;
+  /** Total device memory, as the device reports it. */
+  totalBytes?: number;
+}
+
 /** The native object behind one backend instance. */
 export interface NativeKernelMethods extends NativeFusedMethods {
   /** Allocates `byteLength` bytes (pooled); returns the buffer id. Throws OUT_OF_MEMORY after emptying the pool and retrying once. */
