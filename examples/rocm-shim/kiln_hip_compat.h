@@ -56,7 +56,6 @@
 // same-in-hip: __half2float
 // same-in-hip: __float2half_rn
 // same-in-hip: __half_as_ushort
-// same-in-hip: __ushort_as_half
 // same-in-hip: __dadd_rn — HIP's double-precision intrinsics, correctly rounded as in CUDA
 // same-in-hip: __dsub_rn
 // same-in-hip: __dmul_rn
@@ -73,10 +72,8 @@
 // not-portable: __trap — ptx_mma.cuh traps where its sm_80 instructions do not exist
 // not-portable: cudaFuncGetAttributes — only matmul_mma.cu asks it (which PTX target of the binary the device runs)
 // not-portable: cudaFuncAttributes — as cudaFuncGetAttributes
-// not-portable-file: kernels/attention_common.cuh — inline PTX cp.async (asynchronous global → shared copies)
-// not-portable-file: kernels/attention_warp_math.cuh — inline PTX ldmatrix and mma.sync.m16n8k16, fragment layouts of 32-lane warps
-// not-portable-file: kernels/attention_forward.cu — includes the two files above (its header attention_forward.cuh is host-only and stays)
-// not-portable-file: kernels/attention_backward.cu — includes the two files above
+// not-portable-file: kernels/attention_forward.cu — includes ptx_mma.cuh (cp.async, ldmatrix, mma.sync) through attention_common.cuh and attention_warp_math.cuh, whose warp products assume 32-lane fragment layouts (its header attention_forward.cuh is host-only and stays)
+// not-portable-file: kernels/attention_backward.cu — as attention_forward.cu
 // not-portable-file: kernels/matmul_wmma.cuh — nvcuda::wmma tensor-core fragments
 // not-portable-file: kernels/matmul_wmma_f16.cu — instantiates matmul_wmma.cuh
 // not-portable-file: kernels/matmul_wmma_bf16.cu — instantiates matmul_wmma.cuh
@@ -87,6 +84,7 @@
 // not-portable-file: kernels/ptx_wgmma.cuh — inline PTX wgmma, mbarrier, TMA bulk tensor copies, setmaxnreg (sm_90a)
 // not-portable-file: kernels/matmul_wgmma_f16.cu — instantiates matmul_wgmma.cuh
 // not-portable-file: kernels/matmul_wgmma_bf16.cu — instantiates matmul_wgmma.cuh
+// not-portable-file: kernels/attention_forward_wgmma.cu — the sm_90a attention forward: includes ptx_wgmma.cuh
 // not-portable-file: runtime/cublas.cpp — compiles, but dlopens libcublas.so with cuBLAS prototypes and enum values: a HIP build loads rocBLAS instead
 // ---------------------------------------------------------------------------------------------
 

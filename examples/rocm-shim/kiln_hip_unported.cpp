@@ -1,8 +1,8 @@
 // kiln_hip_unported.cpp — the host entry points whose @kiln/backend-cuda sources do not compile for
 // HIP (inline PTX, nvcuda::wmma, the cuBLAS loader), so that a first HIP build of the portable
 // sources links. Compile it in place of kernels/attention_{forward,backward}.cu,
-// kernels/matmul_wmma_{f16,bf16}.cu, kernels/matmul_mma{,_f16,_bf16}.cu, kernels/matmul_wgmma_{f16,bf16}.cu and
-// runtime/cublas.cpp
+// kernels/matmul_wmma_{f16,bf16}.cu, kernels/matmul_mma{,_f16,_bf16}.cu, kernels/matmul_wgmma_{f16,bf16}.cu,
+// kernels/attention_forward_wgmma.cu and runtime/cublas.cpp
 // (see docs/rocm-walkthrough.md).
 //
 // None of these is reached by a correct TypeScript layer: its capabilities answer false for
@@ -15,6 +15,7 @@
 
 #include "kernels/attention_backward.cuh"
 #include "kernels/attention_forward.cuh"
+#include "kernels/attention_forward_wgmma.cuh"
 #include "kernels/matmul.cuh"
 #include "runtime/cublas.h"
 #include "runtime/cuda_error.h"
@@ -22,6 +23,15 @@
 namespace kiln {
 
 cudaError_t launch_attention_forward(const LaunchContext&, int, const AttentionProblem&, const AttentionForwardTensors&) { return hipErrorNotSupported; }
+
+bool attention_forward_wgmma_supports(int, const AttentionProblem&, const AttentionForwardTensors&) { return false; }
+
+cudaError_t launch_attention_forward_wgmma(const LaunchContext&, int, const AttentionProblem&, const AttentionForwardTensors&, bool& maps_refused) {
+  maps_refused = true;
+  return hipErrorNotSupported;
+}
+
+unsigned long long wgmma_attention_forward_launches() { return 0; }
 
 cudaError_t launch_attention_backward(const LaunchContext&, int, const AttentionProblem&, const AttentionBackwardTensors&) { return hipErrorNotSupported; }
 

@@ -8,7 +8,8 @@
 //
 // --step adds the host time of a whole training step of the tiny model on the fake addon (every
 // kernel, fused ones included, is a no-op): eager (every op through core, the backend layer and
-// the addon) against CUDA-graphed (upload the batch, one replay, read loss and norm, AdamW), the
+// the addon) against CUDA-graphed (upload the batch and the optimizer's scalars, one replay —
+// forward, backward, norm, clip and AdamW — then read loss and norm), the
 // ratio in the same run.
 //
 //   node bench/host-overhead.mjs [--ops N] [--rounds R] [--simulator] [--step] [--json]
@@ -53,7 +54,7 @@ function fakeAddon() {
   }
   const kernels = ['unary', 'binary', 'where', 'reduce', 'matmul', 'copy', 'gather', 'scatterAdd', 'cast', 'fill', 'random'];
   const fused = ['softmax', 'logSoftmax', 'softmaxBackward', 'rmsNorm', 'rmsNormBackward', 'layerNorm', 'rope', 'swiglu', 'swigluBackward', 'crossEntropy',
-    'crossEntropyBackward', 'adamw', 'sumOfSquaresMulti', 'adamwMulti', 'attention', 'attentionBackward'];
+    'crossEntropyBackward', 'adamw', 'sumOfSquaresMulti', 'adamwMulti', 'adamwMultiDeviceScalars', 'attention', 'attentionBackward'];
   const graphs = ['captureEnd', 'captureAbort', 'graphReplay', 'graphDestroy'];
   for (const method of ['free', 'upload', 'emptyCache', 'dispose', ...kernels, ...fused, ...graphs]) {
     Backend.prototype[method] = function noWork() {};

@@ -1,13 +1,16 @@
 // The flash-attention part of gpu-check (scripts/gpu-check.mjs), for a machine with a GPU:
 //  1. determinism: the backward run twice gives bit-identical dq, dk, dv;
 //  2. speed: kiln's attention forward and forward + backward at B=8, H=16, T=2048, D=128, causal,
-//     bf16, against torch.nn.functional.scaled_dot_product_attention timed in the same run by
+//     bf16 (and, run by gpu-check.mjs, the gpt2s shape GPT2S_SHAPE: B=8, H=12, T=1024, D=64), against torch.nn.functional.scaled_dot_product_attention timed in the same run by
 //     scripts/attention-vs-torch.py (target: kiln at ≥ 60 % of torch's speed);
 //     kiln's forward + backward is also timed tokens-major ([B, T, H, D], what the trainer passes
 //     for GPT-2-style models; the same buffers read with the other layout) next to heads-major;
 //  3. correctness at that shape: kiln's and torch's outputs are both compared with an f32
 //     reference the Python script computes from the same bf16 inputs; kiln may be at most
 //     2× (+1e-3) as far from it as torch is (relative L2 error), and lse within 1e-4.
+// The section names the forward kernel family that ran: 'wgmma' when kiln's sm_90a kernel
+// (attention_forward_wgmma.cu) was launched (CudaBackend.hopperAttentionLaunches grew), else
+// 'flash-2' (attention_forward.cu).
 // Tensors travel through a temporary folder as raw little-endian bf16/f32 files.
 // `--simulator` runs the same steps at a tiny shape on the CPU simulator (a smoke test; the torch
 // part then usually reports why it could not run).
@@ -19,6 +22,8 @@ import { fileURLToPath } from 'node:url';
 
 /** The benchmark shape (FlashAttention-2's standard one). */
 export const GPU_SHAPE = Object.freeze({ batch: 8, headsQ: 16, headsKV: 16, lengthQ: 2048, lengthK: 2048, headDim: 128, causal: true });
+/** The gpt2s model's attention shape (12 heads of 64, 1024 positions), also reported on a GPU. */
+export const GPT2S_SHAPE = Object.freeze({ batch: 8, headsQ: 12, headsKV: 12, lengthQ: 1024, lengthK: 1024, headDim: 64, causal: true });
 /** The shape of --simulator runs. */
 export const SIMULATOR_SHAPE = Object.freeze({ batch: 1, headsQ: 2, headsKV: 1, lengthQ: 80, lengthK: 80, headDim: 64, causal: true });
 /** kiln's speed as a fraction of torch SDPA's that the benchmark aims for. */
@@ -87,18 +92,19 @@ const count = (shape) => shape.reduce((a, b) => a * b, 1);
 
 /**
  * Runs the three checks on `backend` (a CudaBackend) and returns the report section
- * `{ shape, determinism, kiln, torch, correctness, speed, failed }`; `failed` counts failed
- * correctness or determinism checks (speed is reported, never failed). Options: simulator
- * (tiny shapes), log (line printer), pythonCommand (argv prefix, default [$PYTHON or 'python3']),
- * repeats, keepFiles.
+ * `{ shape, kernel, determinism, kiln, torch, correctness, speed, failed }`; `kernel` is the
+ * forward's kernel family ('wgmma' or 'flash-2'); `failed` counts failed correctness or
+ * determinism checks (speed is reported, never failed). Options: simulator (tiny shapes), shape
+ * (instead of GPU_SHAPE on a GPU), log (line printer), pythonCommand (argv prefix, default
+ * [$PYTHON or 'python3']), repeats, keepFiles.
  */
 export async function checkAttention(backend, options = {}) {
   const simulator = options.simulator ?? false;
   const log = options.log ?? console.log;
-  const shape = simulator ? SIMULATOR_SHAPE : GPU_SHAPE;
+  const shape = simulator ? SIMULATOR_SHAPE : (options.shape ?? GPU_SHAPE);
   const repeats = options.repeats ?? (simulator ? 1 : 20);
   const warmup = simulator ? 0 : 3;
-  const section = { shape: { ...shape, dtype: 'bf16' }, determinism: undefined, kiln: undefined, torch: undefined, correctness: undefined, speed: undefined, failed: 0 };
+  const section = { shape: { ...shape, dtype: 'bf16' }, kernel: undefined, determinism: undefined, kiln: undefined, torch: undefined, correctness: undefined, speed: undefined, failed: 0 };
   const refs = [];
   const tensor = (dims, dtype, seed) => {
     const ref = { buffer: backend.alloc(count(dims) * BYTES[dtype]), shape: dims, dtype };
@@ -121,8 +127,10 @@ export async function checkAttention(backend, options = {}) {
     const forward = () => backend.attention(q, k, v, null, out, lse, params);
     const backward = () => backend.attentionBackward(q, k, v, null, out, lse, dOut, dq, dk, dv, params);
 
-    // 1. determinism
+    // 1. determinism (the first forward also tells which kernel family runs it)
+    const hopperBefore = hopperLaunches(backend);
     forward();
+    section.kernel = hopperLaunches(backend) > hopperBefore ? 'wgmma' : 'flash-2';
     backward();
     const first = await Promise.all([dq, dk, dv].map((ref) => backend.download(ref.buffer)));
     backward();
@@ -215,6 +223,11 @@ function runTorch(command, directory) {
   return result;
 }
 
+/** Launches of kiln's sm_90a attention forward so far (0 for a backend that has none). */
+function hopperLaunches(backend) {
+  return typeof backend.hopperAttentionLaunches === 'number' ? backend.hopperAttentionLaunches : 0;
+}
+
 function describeShape({ batch, headsQ, headsKV, lengthQ, lengthK, headDim, causal }) {
   return `B=${batch} Hq=${headsQ} Hkv=${headsKV} Tq=${lengthQ} Tk=${lengthK} D=${headDim}${causal ? ' causal' : ''}`;
 }
@@ -222,7 +235,7 @@ function describeShape({ batch, headsQ, headsKV, lengthQ, lengthK, headDim, caus
 function printTable(section, log) {
   const flops = attentionFlops(section.shape);
   const rate = (ms, work) => `${(work / (ms / 1000) / 1e12).toFixed(1).padStart(7)} TFLOP/s`;
-  log(`attention bf16 ${describeShape(section.shape)}`);
+  log(`attention bf16 ${describeShape(section.shape)}, forward kernel: ${section.kernel === 'wgmma' ? 'wgmma + TMA (sm_90a)' : 'FlashAttention-2 (mma.sync)'}`);
   log('                    kiln                          torch SDPA                    kiln speed / torch');
   for (const [label, key, work] of [['forward', 'forwardMs', flops.forward], ['forward+backward', 'forwardBackwardMs', flops.forwardBackward]]) {
     const kiln = section.kiln[key];

@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { createReferenceBackend, runConformance } from '@kiln/testing';
 import { CudaBackend, cudaBackendPlugin, loadCudaAddon } from '@kiln/backend-cuda';
 import { parseArguments, UsageError, USAGE } from './gpu-check/arguments.mjs';
-import { checkAttention } from './gpu-check-attention.mjs';
+import { checkAttention, GPT2S_SHAPE, GPU_SHAPE } from './gpu-check-attention.mjs';
 import { checkAttentionPrecision } from './gpu-check-attention-precision.mjs';
 import { checkDeterminism } from './gpu-check/determinism.mjs';
 import { kernelTimings } from './gpu-check/kernels.mjs';
@@ -125,9 +125,14 @@ if (!options.skip.has('kernels')) {
 // ---- flash attention: determinism, speed and correctness against torch SDPA (scripts/gpu-check-attention.mjs) ----
 if (!options.skip.has('attention')) {
   const torchScript = fileURLToPath(new URL('./attention-vs-torch.py', import.meta.url));
-  const attention = await checkAttention(auto, { simulator: options.simulator, log, pythonCommand: [options.python, torchScript] });
-  report.attention = attention;
-  report.sections.push(attentionSection(attention));
+  // The FlashAttention benchmark shape, then gpt2s's (the simulator runs one tiny shape).
+  report.attentionShapes = [];
+  for (const shape of options.simulator ? [undefined] : [GPU_SHAPE, GPT2S_SHAPE]) {
+    const attention = await checkAttention(auto, { simulator: options.simulator, shape, log, pythonCommand: [options.python, torchScript] });
+    report.attention ??= attention;
+    report.attentionShapes.push(attention);
+    report.sections.push(attentionSection(attention));
+  }
   // f32 gradients on short causal sequences against torch f32, both from torch's float64 (scripts/gpu-check-attention-precision.mjs).
   const precisionScript = fileURLToPath(new URL('./attention-precision-vs-torch.py', import.meta.url));
   const precision = await checkAttentionPrecision(auto, createReferenceBackend(), { log, pythonCommand: [options.python, precisionScript] });
@@ -206,13 +211,14 @@ if (!options.skip.has('train')) {
   }
 }
 
-if (report.conformance.some((run) => run.failed > 0) || (report.attention?.failed ?? 0) > 0 || report.attentionPrecision?.passed === false || (report.hfFixtures?.failed ?? 0) > 0) report.status = 'failed';
+if (report.conformance.some((run) => run.failed > 0) || (report.attentionShapes ?? []).some((attention) => attention.failed > 0) || report.attentionPrecision?.passed === false || (report.hfFixtures?.failed ?? 0) > 0) report.status = 'failed';
 finish(report.status === 'failed' ? 1 : 0);
 
 /** The report section of the attention check: determinism, kiln vs torch speed, errors against the f32 reference. */
 function attentionSection(attention) {
-  const { batch, headsQ, lengthQ, headDim } = attention.shape;
+  const { batch, headsQ, lengthQ, headDim, causal } = attention.shape;
   const rows = [['check', 'result']];
+  rows.push(['forward kernel', attention.kernel === 'wgmma' ? 'wgmma + TMA (sm_90a)' : 'FlashAttention-2 (mma.sync)']);
   rows.push(['backward run twice', attention.determinism?.identical ? 'bit-identical' : 'DIFFERENT']);
   if (attention.kiln) rows.push(['kiln forward / forward+backward', `${attention.kiln.forwardMs.toFixed(3)} / ${attention.kiln.forwardBackwardMs.toFixed(3)} ms`]);
   if (attention.speed) {
@@ -224,5 +230,5 @@ function attentionSection(attention) {
   for (const [name, result] of Object.entries(attention.correctness ?? {})) {
     rows.push([`${name} vs f32 reference`, `rel. L2 ${result.kiln.relativeL2.toExponential(2)}${result.torch ? ` (torch ${result.torch.relativeL2.toExponential(2)})` : ''} ${result.passed ? 'ok' : 'FAIL'}`]);
   }
-  return { title: `flash attention (bf16 B=${batch} H=${headsQ} T=${lengthQ} D=${headDim}, causal)`, rows };
+  return { title: `flash attention (bf16 B=${batch} H=${headsQ} T=${lengthQ} D=${headDim}${causal ? ', causal' : ''})`, rows };
 }

@@ -21,7 +21,7 @@ export interface CudaCapabilities extends Capabilities {
 }
 
 /** The capabilities of one CUDA backend instance. */
-export function cudaCapabilities(device: DeviceInfo, matmul: CudaMatmulPath): CudaCapabilities {
+export function cudaCapabilities(device: DeviceInfo, matmul: CudaMatmulPath, adamwMultiDeviceScalars = false): CudaCapabilities {
   return {
     device,
     supports(kernel: KernelName, dtype: DType): boolean {
@@ -39,6 +39,8 @@ export function cudaCapabilities(device: DeviceInfo, matmul: CudaMatmulPath): Cu
     determinism: 'bit-identical reruns on the same GPU model, driver, cuBLAS and kiln build',
     // CUDA graphs: captureGraph records a step from the stream (docs/backend-cuda.md).
     graphCapture: true,
+    // adamwMulti reads lr/bias corrections/decays from a device tensor (options.deviceScalars) when the addon has that form.
+    adamwMultiDeviceScalars,
     matmul,
   };
 }

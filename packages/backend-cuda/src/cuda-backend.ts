@@ -69,7 +69,8 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
       flashAttentionMaxHeadDim: FLASH_ATTENTION_MAX_HEAD_DIM,
     });
     const nativeDevice = callNative(() => this.native.deviceInfo());
-    this.capabilities = cudaCapabilities(toDeviceInfo(nativeDevice), describeMatmulPath(callNative(() => this.native.matmulInfo()), nativeDevice.major));
+    this.capabilities = cudaCapabilities(toDeviceInfo(nativeDevice), describeMatmulPath(callNative(() => this.native.matmulInfo()), nativeDevice.major),
+      typeof this.native.adamwMultiDeviceScalars === 'function');
     this.fused = new FusedKernels(this.native, this);
   }
 
@@ -135,6 +136,11 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
   /** Split-K launches of kiln's own matmul (long k, few output tiles) in this process so far. */
   get splitKMatmulLaunches(): number {
     return this.disposed ? 0 : callNative(() => this.native.matmulInfo()).splitKLaunches;
+  }
+
+  /** Launches of kiln's sm_90a wgmma + TMA flash-attention forward in this process so far (0 where the device or the build has none). */
+  get hopperAttentionLaunches(): number {
+    return this.disposed ? 0 : callNative(() => this.native.matmulInfo()).wgmmaAttentionLaunches;
   }
 
   /** Bytes and buffers in use, plus the caching allocator's reserved/cached/peak bytes and the device's free/total. */

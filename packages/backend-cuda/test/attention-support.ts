@@ -164,3 +164,45 @@ export function maxAbs(values: Float64Array): number {
   for (const value of values) if (Number.isFinite(value)) largest = Math.max(largest, Math.abs(value));
   return largest;
 }
+
+/** [B, H, T, D] values reordered to [B, T, H, D] (`toTokens`) or back. */
+export function swapHeadsAndTokens(values: Float64Array, batch: number, heads: number, length: number, headDim: number, toTokens: boolean): Float64Array {
+  const swapped = new Float64Array(values.length);
+  for (let b = 0; b < batch; b++) {
+    for (let h = 0; h < heads; h++) {
+      for (let t = 0; t < length; t++) {
+        const headsMajor = ((b * heads + h) * length + t) * headDim;
+        const tokensMajor = ((b * length + t) * heads + h) * headDim;
+        const [from, to] = toTokens ? [headsMajor, tokensMajor] : [tokensMajor, headsMajor];
+        swapped.set(values.subarray(from, from + headDim), to);
+      }
+    }
+  }
+  return swapped;
+}
+
+/** Runs only the forward on `backend` in `dtype` and `layout`; out comes back heads-major. */
+export async function runAttentionForward(backend: KernelBackend, dtype: DType, geometry: Geometry, inputs: Inputs, layout: 'heads-major' | 'tokens-major'): Promise<Pick<Results, 'out' | 'lse'>> {
+  const { batch, headsQ, headsKV, lengthQ, lengthK, headDim } = geometry;
+  const tokens = layout === 'tokens-major';
+  const arrange = (values: Float64Array, heads: number, length: number) => (tokens ? swapHeadsAndTokens(values, batch, heads, length, headDim, true) : values);
+  const qShape = tokens ? [batch, lengthQ, headsQ, headDim] : [batch, headsQ, lengthQ, headDim];
+  const kShape = tokens ? [batch, lengthK, headsKV, headDim] : [batch, headsKV, lengthK, headDim];
+  const space = new Workspace(backend);
+  try {
+    const q = space.put(qShape, dtype, arrange(inputs.q, headsQ, lengthQ));
+    const k = space.put(kShape, dtype, arrange(inputs.k, headsKV, lengthK));
+    const v = space.put(kShape, dtype, arrange(inputs.v, headsKV, lengthK));
+    let mask: StridedView | null = null;
+    if (inputs.mask) {
+      const stored = space.put([inputs.mask.values.length], 'f32', inputs.mask.values);
+      mask = { ...stored, shape: [batch, headsQ, lengthQ, lengthK], strides: inputs.mask.strides, offset: 0 };
+    }
+    const [out, lse] = [space.output(qShape, dtype), space.output([batch, headsQ, lengthQ], 'f32')];
+    backend.attention!(q, k, v, mask, out, lse, { ...paramsOf(geometry), ...(tokens ? { layout: 'tokens-major' as const } : {}) });
+    const outValues = await space.read(out);
+    return { out: tokens ? swapHeadsAndTokens(outValues, batch, headsQ, lengthQ, headDim, false) : outValues, lse: await space.read(lse) };
+  } finally {
+    space.release();
+  }
+}

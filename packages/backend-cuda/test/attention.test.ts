@@ -1,6 +1,8 @@
 // Flash attention on the simulator beyond the conformance kit: shapes with several query and key
 // blocks (T = 300), head dim 128, GQA 8/2, causal with Tq < Tk, padding and dense masks with
-// empty rows, both kernel families (SIMT f32, tensor-core f16/bf16, emulated lane by lane). Every
+// empty rows, both kernel families (SIMT f32; tensor-core f16/bf16 on gpu-sim's mma.sync, ldmatrix
+// and cp.async emulation, which reports a read of a K/V stage before its copy landed), partial
+// tiles in every dimension of the double-buffered f16/bf16 kernels. Every
 // output is compared with the float64 reference backend (run in f32 storage on the same rounded
 // inputs, so only the kernel's own error is measured) and f32 results also with backend-cpu.
 // Also: the kit runs attention natively; two runs are bit-identical; head dims above 128 go
@@ -44,6 +46,21 @@ const PROBLEMS: Problem[] = [
     name: 'Tq=97 > Tk=80, D=48, causal (rows without keys)', dtype: 'f32',
     geometry: { batch: 1, headsQ: 3, headsKV: 3, lengthQ: 97, lengthK: 80, headDim: 48, causal: true }, cpu: true,
   },
+  // Partial tiles in every dimension for the double-buffered tensor-core kernels: query tiles (64
+  // forward / dQ, 32 dK/dV), key tiles (64), head dim inside its bucket; enough tiles that both
+  // K/V (and q/dO) stages are reused several times.
+  {
+    name: 'GQA 6/2, Tq=150, Tk=270, D=104 (bucket 128, partial chunks), 5 key tiles', dtype: 'f16',
+    geometry: { batch: 1, headsQ: 6, headsKV: 2, lengthQ: 150, lengthK: 270, headDim: 104, causal: false },
+  },
+  {
+    name: 'Tq=100 > Tk=77, D=24 (bucket 32, 4-chunk swizzle), causal, 2 batches', dtype: 'bf16',
+    geometry: { batch: 2, headsQ: 2, headsKV: 1, lengthQ: 100, lengthK: 77, headDim: 24, causal: true },
+  },
+  {
+    name: 'Tq=33 < Tk=193, D=40 (bucket 64), causal, padding mask', dtype: 'f16',
+    geometry: { batch: 2, headsQ: 2, headsKV: 2, lengthQ: 33, lengthK: 193, headDim: 40, causal: true, mask: 'padding' },
+  },
 ];
 
 describe.skipIf(skipReason !== undefined)(`flash attention on the CUDA simulator${skipReason ? ` (${skipReason})` : ''}`, () => {
@@ -82,13 +99,18 @@ describe.skipIf(skipReason !== undefined)(`flash attention on the CUDA simulator
     });
   }
 
-  it('gives bit-identical results from run to run (bf16 GQA backward, no atomics)', async () => {
-    const geometry: Geometry = { batch: 2, headsQ: 4, headsKV: 1, lengthQ: 130, lengthK: 130, headDim: 64, causal: true };
-    const inputs = makeInputs(geometry, 'bf16', 77);
-    const first = await runAttention(backend, 'bf16', geometry, inputs);
-    const second = await runAttention(backend, 'bf16', geometry, inputs);
-    for (const output of ['out', 'lse', 'dq', 'dk', 'dv'] as const) expect(Buffer.from(second[output].buffer).equals(Buffer.from(first[output].buffer)), output).toBe(true);
-  });
+  const DETERMINISM: { name: string; dtype: DType; geometry: Geometry }[] = [
+    { name: 'bf16 GQA 4/1, causal, T=130, D=64', dtype: 'bf16', geometry: { batch: 2, headsQ: 4, headsKV: 1, lengthQ: 130, lengthK: 130, headDim: 64, causal: true } },
+    { name: 'f16 GQA 6/2, Tq=150, Tk=270, D=104', dtype: 'f16', geometry: { batch: 1, headsQ: 6, headsKV: 2, lengthQ: 150, lengthK: 270, headDim: 104, causal: false } },
+  ];
+  for (const { name, dtype, geometry } of DETERMINISM) {
+    it(`gives bit-identical results from run to run (${name}; backward without atomics)`, async () => {
+      const inputs = makeInputs(geometry, dtype, 77);
+      const first = await runAttention(backend, dtype, geometry, inputs);
+      const second = await runAttention(backend, dtype, geometry, inputs);
+      for (const output of ['out', 'lse', 'dq', 'dk', 'dv'] as const) expect(Buffer.from(second[output].buffer).equals(Buffer.from(first[output].buffer)), output).toBe(true);
+    });
+  }
 
   it('runs head dims above 128 through core\'s composition on the same backend', async () => {
     const geometry: Geometry = { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 5, lengthK: 9, headDim: 160, causal: true };

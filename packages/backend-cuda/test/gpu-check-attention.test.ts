@@ -1,6 +1,6 @@
 // scripts/gpu-check-attention.mjs without a GPU: its error measures, and the whole flow (kiln on
 // the simulator at a tiny shape, files for the torch script, comparison against the reference,
-// speed ratio) with a stand-in for PyTorch (fixtures/fake-torch.mjs), a wrong reference, and a
+// speed ratio, which forward kernel family ran) with a stand-in for PyTorch (fixtures/fake-torch.mjs), a wrong reference, and a
 // missing Python. scripts/attention-vs-torch.py itself is at least compiled and asked for --help.
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -69,6 +69,9 @@ describe.skipIf(skipReason !== undefined)(`gpu-check attention flow on the simul
     }
     expect(section.speed.forward).toBeGreaterThan(0);
     expect(lines.join('\n')).toMatch(/forward\+backward .* ms/);
+    // The simulated device runs sm_90a code, so the bf16 D=64 forward is the wgmma kernel, and the report says so.
+    expect(section.kernel).toBe('wgmma');
+    expect(lines.join('\n')).toMatch(/forward kernel: wgmma \+ TMA \(sm_90a\)/);
     // The CUDA backend reads tokens-major too: its forward + backward is timed next to heads-major.
     expect(section.kiln.tokensMajorForwardBackwardMs).toBeGreaterThan(0);
     expect(lines.join('\n')).toMatch(/fwd\+bwd tokens-major .* ms .* of heads-major speed/);

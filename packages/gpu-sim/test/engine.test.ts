@@ -122,6 +122,9 @@ const HOPPER_CHECKS = [
   'a barrier phase that never completes aborts naming the kernel and the wait\'s file:line',
   'a wgmma reading a stage before its copy arrived aborts naming the kernel, the wgmma and the copy',
   'a warp that skips a warpgroup-collective wgmma aborts naming the kernel and file:line',
+  'bf16 wgmma m64n32k16 with A from registers (fragment layout) and K-major B, 3 groups, matches the scalar product',
+  'f16 wgmma m64n32k16 with A from registers and N-major B, 3 groups, matches the scalar product',
+  'changing a register-A wgmma\'s registers before its wait_group aborts naming the kernel and file:line',
 ];
 
 describe.skipIf(compiler === undefined)('gpu-sim sm_90 (mbarrier, TMA, wgmma) emulation self-test (needs a C++20 compiler: none found on PATH or in $CXX)', () => {

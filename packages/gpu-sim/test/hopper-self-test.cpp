@@ -204,6 +204,74 @@ static void check_wgmma(TensorMapSwizzle swizzle, bool a_mn_major, bool b_mn_maj
   check(detail.empty(), name, detail);
 }
 
+// A from registers: each thread packs its fragment of a [64][kK] (16-bit bits in global memory)
+// per k16 step; B (kN × kK) through TMA as in wgmma_kernel. `clobber` changes the registers
+// before the wait (a misuse the simulator must report).
+template <MmaInput Type>
+__global__ void wgmma_rs_kernel(const TensorMap map_b, OperandLayout layout_b, const std::uint16_t* a_bits, float* out, int clobber) {
+  GPU_SIM_EXTERN_SHARED(unsigned char, shared);
+  auto* bar = reinterpret_cast<std::uint64_t*>(shared);
+  unsigned char* tile_b = shared + 1024;
+  if (threadIdx.x == 0) {
+    gpu_sim::ptx::mbarrier_init(bar, 1);
+    gpu_sim::ptx::mbarrier_arrive_expect_tx(bar, static_cast<unsigned>(layout_b.boxes() * layout_b.box_bytes()));
+    for (int box = 0; box < layout_b.boxes(); box++) {
+      const std::int32_t at[2] = {box * layout_b.per_row(), 0};
+      gpu_sim::ptx::tma_load(tile_b + box * layout_b.box_bytes(), &map_b, at, bar);
+    }
+  }
+  __syncthreads();
+  gpu_sim::ptx::mbarrier_wait_parity(bar, 0);
+  const int t = static_cast<int>(threadIdx.x), warp = t / 32, g = (t % 32) / 4, q = t % 4;
+  const auto pair = [&](int row, int column) {
+    return static_cast<std::uint32_t>(a_bits[row * kK + column]) | (static_cast<std::uint32_t>(a_bits[row * kK + column + 1]) << 16);
+  };
+  float d[kN / 2];
+  const std::uint32_t base_b = gpu_sim::ptx::shared_address(tile_b);
+  for (int step = 0; step < kK / 16; step++) {
+    const int k0 = 16 * step;
+    const std::uint32_t a[4] = {pair(16 * warp + g, k0 + 2 * q), pair(16 * warp + g + 8, k0 + 2 * q), pair(16 * warp + g, k0 + 2 * q + 8),
+                                pair(16 * warp + g + 8, k0 + 2 * q + 8)};
+    gpu_sim::ptx::wgmma_fence();
+    gpu_sim::ptx::wgmma_mma_async_rs<kN, Type>(d, a, layout_b.step_descriptor(base_b, step), step > 0, layout_b.mn_major);
+    gpu_sim::ptx::wgmma_commit_group();
+    if (clobber != 0) const_cast<std::uint32_t&>(a[0]) ^= 1u;
+    gpu_sim::ptx::wgmma_wait_group(0);
+  }
+  for (int i = 0; i < kN / 2; i++) out[(16 * warp + g + ((i & 2) ? 8 : 0)) * kN + 8 * (i / 4) + 2 * q + (i & 1)] = d[i];
+}
+
+template <MmaInput Type>
+static void check_wgmma_rs(bool b_mn_major, const char* name) {
+  const auto encode = [](float value) { return Type == MmaInput::kF16 ? gpu_sim::f32_to_f16_bits(value) : gpu_sim::f32_to_bf16_bits(value); };
+  std::vector<float> a(64 * kK), b(kN * kK);
+  for (int i = 0; i < 64 * kK; i++) a[i] = static_cast<float>((i * 7) % 11 - 5) / 4.0f;
+  for (int i = 0; i < kN * kK; i++) b[i] = static_cast<float>((i * 5) % 13 - 6) / 2.0f;
+  std::vector<std::uint16_t> a_bits(a.size()), b_bits(b.size());
+  for (std::size_t i = 0; i < a.size(); i++) a_bits[i] = encode(a[i]);
+  for (int r = 0; r < kN; r++) {
+    for (int k = 0; k < kK; k++) b_bits[b_mn_major ? k * kN + r : r * kK + k] = encode(b[r * kK + k]);
+  }
+  const OperandLayout layout_b{b_mn_major, kN, TensorMapSwizzle::k128B};
+  const void* b_data = device_copy(b_bits);
+  const TensorMap map_b = b_mn_major ? map_2d(b_data, kN, kK, layout_b.per_row(), kK, TensorMapSwizzle::k128B)
+                                     : map_2d(b_data, kK, kN, layout_b.per_row(), kN, TensorMapSwizzle::k128B);
+  float* out = device_copy(std::vector<float>(64 * kN, -99.0f));
+  const cudaError_t error = launch("wgmma_rs_kernel", wgmma_rs_kernel<Type>, dim3(128), 1024 + 8192, map_b, layout_b, device_copy(a_bits), out, 0);
+  std::string detail = error == cudaSuccess ? "" : gpu_sim_cuda_fault_detail();
+  for (int index = 0; index < 64 * kN && detail.empty(); index++) {
+    float expected = 0.0f;
+    for (int k = 0; k < kK; k++) expected += a[(index / kN) * kK + k] * b[(index % kN) * kK + k];
+    if (out[index] != expected) detail = "out[" + std::to_string(index) + "] = " + std::to_string(out[index]) + ", expected " + std::to_string(expected);
+  }
+  check(detail.empty(), name, detail);
+  if (b_mn_major) return;
+  const cudaError_t misuse = launch("wgmma_rs_kernel", wgmma_rs_kernel<Type>, dim3(128), 1024 + 8192, map_b, layout_b, device_copy(a_bits), out, 1);
+  const std::string fault = misuse == cudaSuccess ? "launched without error" : gpu_sim_cuda_fault_detail();
+  check(contains(fault, "kernel 'wgmma_rs_kernel'") && contains(fault, "has its A registers changed by thread 0") && contains(fault, "hopper-self-test.cpp:"),
+        "changing a register-A wgmma's registers before its wait_group aborts naming the kernel and file:line", fault);
+}
+
 // Two arrivals expected, one comes: every thread waits forever on the GPU.
 __global__ void stuck_phase_kernel() {
   GPU_SIM_EXTERN_SHARED(std::uint64_t, bar);
@@ -256,6 +324,9 @@ int main() {
     check_wgmma<MmaInput::kBF16>(modes[mode], false, true, first.c_str());
     check_wgmma<MmaInput::kF16>(modes[mode], true, false, second.c_str());
   }
+
+  check_wgmma_rs<MmaInput::kBF16>(false, "bf16 wgmma m64n32k16 with A from registers (fragment layout) and K-major B, 3 groups, matches the scalar product");
+  check_wgmma_rs<MmaInput::kF16>(true, "f16 wgmma m64n32k16 with A from registers and N-major B, 3 groups, matches the scalar product");
 
   {
     TensorMap map;

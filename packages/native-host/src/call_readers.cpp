@@ -470,7 +470,7 @@ AdamWMultiCall read_adamw_multi(BufferTable& buffers, const Napi::CallbackInfo& 
     expect_dtype(call.vs[i], KILN_DTYPE_F32, name, ("vs" + index).c_str());
     expect_count(call.vs[i], call.params[i].count, name, ("vs" + index).c_str(), why);
   }
-  if (!info[4].IsObject()) throw_invalid("adamwMulti: options must be an object { lr, beta1, beta2, eps, step, weightDecays, gradientScale, skipIfNonFinite? }");
+  if (!info[4].IsObject()) throw_invalid("adamwMulti: options must be an object { lr, beta1, beta2, eps, step, weightDecays, gradientScale, skipIfNonFinite?, deviceScalars? }");
   const Napi::Object options = info[4].As<Napi::Object>();
   call.hyper.lr = read_finite(options.Get("lr"), "adamwMulti: options.lr");
   call.hyper.beta1 = read_finite(options.Get("beta1"), "adamwMulti: options.beta1");
@@ -493,6 +493,12 @@ AdamWMultiCall read_adamw_multi(BufferTable& buffers, const Napi::CallbackInfo& 
   }
   const Napi::Value guard = options.Get("skipIfNonFinite");
   if (!guard.IsUndefined()) call.guard = read_device_scalar(buffers, guard, name, "options.skipIfNonFinite");
+  const Napi::Value device_scalars = options.Get("deviceScalars");
+  if (!device_scalars.IsUndefined()) {
+    call.device_scalars = read_tensor(buffers, device_scalars, name, "options.deviceScalars", false);
+    expect_dtype(*call.device_scalars, KILN_DTYPE_F32, name, "options.deviceScalars");
+    expect_count(*call.device_scalars, static_cast<Index>(2 + count), name, "options.deviceScalars", "2 + one per param");
+  }
   return call;
 }
 

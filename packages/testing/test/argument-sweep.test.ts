@@ -257,7 +257,7 @@ const SPECS: OpSpec[] = [
         name: 'options', valid: constant(VALID_ADAMW_MULTI),
         hostile: [undefined, null, 'x', 3, new Named({}, 'lr'), ...optionHostiles(
           ['lr', ['x', NaN, -1]], ['beta1', [1]], ['eps', [0]], ['step', [0, 1.5]], ['weightDecays', ['x', [], [-1], [NaN], [0.1, 0.1]]],
-          ['gradientScale', ['x', NaN, Infinity, {}]], ['skipIfNonFinite', ['x', 3, {}]], ['unknown', [1]],
+          ['gradientScale', ['x', NaN, Infinity, {}]], ['skipIfNonFinite', ['x', 3, {}]], ['deviceScalars', ['x', 3, {}]], ['unknown', [1]],
         ).map((named) => new Named({ ...VALID_ADAMW_MULTI, ...(named.value as object) }, named.name))],
       },
     ],

@@ -5,7 +5,7 @@ import { philoxNormal, philoxUniform } from '@kiln/core';
 import { decodeHostValues } from '@kiln/core';
 import type { FusedKernelName, KernelBackend, StridedView, TensorRef } from '@kiln/core';
 import { FUSED_KERNELS } from '@kiln/core';
-import { composedKernels } from '@kiln/core';
+import { adamwDeviceScalars, composedKernels } from '@kiln/core';
 import { createReferenceBackend, type ReferenceBackend } from '../src/reference-backend.js';
 
 // Every composition runs on a primitives-only reference backend and is compared with the
@@ -249,7 +249,7 @@ describe.each(FLOATS)('compositions match the fused reference (%s)', (dtype) => 
       const out = make.tensor([], 'f32');
       return { args: [tensors, out], outputs: [out] };
     });
-    for (const deviceScale of [false, true]) {
+    for (const [deviceScale, withDeviceScalars] of [[false, false], [true, false], [true, true]]) {
       await compareWithFused('adamwMulti', (make) => {
         const params = lengths.map((length, index) => make.tensor([length], dtype, normal(length, 40 + index)));
         const grads = lengths.map((length, index) => make.tensor([length], index % 2 === 0 ? 'f32' : dtype, normal(length, 50 + index, 0.1)));
@@ -258,8 +258,12 @@ describe.each(FLOATS)('compositions match the fused reference (%s)', (dtype) => 
         const gradientScale = deviceScale ? make.tensor([1], 'f32', [0.25]) : 0.25;
         const skipIfNonFinite = guard === undefined ? undefined : make.tensor([], 'f32', [guard]);
         const weightDecays = lengths.map((_, index) => (index % 2 === 0 ? 0.1 : 0));
+        // Device scalars for lr 3e-3, step 5; options.lr and options.step then hold stale values the kernels must ignore.
+        const deviceScalars = withDeviceScalars
+          ? { deviceScalars: make.tensor([2 + lengths.length], 'f32', [...adamwDeviceScalars({ lr: 3e-3, beta1: 0.9, beta2: 0.999, step: 5, weightDecays })]) }
+          : {};
         return {
-          args: [params, grads, ms, vs, { lr: 1e-2, beta1: 0.9, beta2: 0.999, eps: 1e-8, step: 3, weightDecays, gradientScale, ...(skipIfNonFinite ? { skipIfNonFinite } : {}) }],
+          args: [params, grads, ms, vs, { lr: 1e-2, beta1: 0.9, beta2: 0.999, eps: 1e-8, step: 3, weightDecays, gradientScale, ...(skipIfNonFinite ? { skipIfNonFinite } : {}), ...deviceScalars }],
           outputs: [...params, ...ms, ...vs],
         };
       }, { f32: { absolute: 1e-7, relative: 2e-6 } });

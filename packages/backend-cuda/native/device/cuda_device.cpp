@@ -3,8 +3,10 @@
 #include <vector>
 
 #include "../addon/download_worker.h"
+#include "../kernels/attention_forward_wgmma.cuh"
 #include "../kernels/matmul.cuh"
 #include "kiln/arguments.h"
+#include "kiln/call_readers.h"
 
 namespace kiln {
 namespace {
@@ -79,6 +81,8 @@ Napi::Object CudaDevice::matmul_info(Napi::Env env) {
   result.Set("wgmmaLaunches", Napi::Number::New(env, static_cast<double>(wgmma_matmul_launches())));
   result.Set("kilnTf32", matmul_f32_uses_tf32(context_->launch_context()));
   result.Set("splitKLaunches", Napi::Number::New(env, static_cast<double>(split_k_matmul_launches())));
+  result.Set("wgmmaAttentionLaunches",
+             Napi::Number::New(env, static_cast<double>(wgmma_attention_forward_launches())));
   return result;
 }
 
@@ -169,6 +173,13 @@ std::vector<ExtraMethod> cuda_extra_methods() {
            result.Set(static_cast<uint32_t>(index), row);
          }
          return result;
+       }},
+      // adamwMulti again: its presence tells JavaScript that this addon reads options.deviceScalars.
+      {"adamwMultiDeviceScalars",
+       [](KernelDevice& device, BufferTable& buffers, const Napi::CallbackInfo& info) -> Napi::Value {
+         expect_arguments(info, 5, "adamwMulti");
+         device.adamw_multi(info.Env(), read_adamw_multi(buffers, info));
+         return info.Env().Undefined();
        }},
       {"matmulInfo", [](KernelDevice& device, BufferTable&, const Napi::CallbackInfo& info) -> Napi::Value { return cuda(device).matmul_info(info.Env()); },
        false},

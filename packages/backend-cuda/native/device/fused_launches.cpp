@@ -232,6 +232,7 @@ void CudaDevice::adamw_multi(Napi::Env, const AdamWMultiCall& call) {
   control.scale = call.scale;
   control.scale_pointer = call.scale_tensor ? f32_pointer(*call.scale_tensor) : nullptr;
   control.guard_pointer = call.guard ? f32_pointer(*call.guard) : nullptr;
+  control.scalars_pointer = call.device_scalars ? f32_pointer(*call.device_scalars) : nullptr;
   std::vector<Index> elements;
   std::vector<float> decay_factors;
   for (std::size_t i = 0; i < count; i++) {
@@ -247,6 +248,7 @@ void CudaDevice::adamw_multi(Napi::Env, const AdamWMultiCall& call) {
     entry.m = f32_pointer(call.ms[i]);
     entry.v = f32_pointer(call.vs[i]);
     entry.decay = decay_factors[i];
+    entry.slot = static_cast<int>(i);
   });
   const std::string description = "adamwMulti of " + std::to_string(count) + " tensors, step " + std::to_string(static_cast<long long>(call.hyper.step));
   const LaunchContext launch = device.launch_context();

@@ -10,10 +10,16 @@
 //  3. query kernel: one block per (batch, query head, 64-query tile), each warp owning 16 rows;
 //     dQ accumulates in registers over the visible key tiles: S = q·kᵀ, P, dP = dO·vᵀ,
 //     dS = P ∘ (dP − Δ), dQ += dS·k; finally dQ ·= scale.
+// Pipelines (f16/bf16: mma.sync + ldmatrix on swizzled tiles, as the forward): the key/value
+// kernel double-buffers the streamed q, dO, lse and Δ of its work items, the query kernel K and V
+// (cp.async for item / tile n+1 issued as n starts; each product waits only for its own operand)
+// except at D 128, where a second K/V stage (96 KiB) would halve the blocks per sm_80 multiprocessor.
+// f32 (SIMT) keeps one stage of each, copies overlapping only the products that do not read them.
 // Determinism: no atomics; every output element is written by one thread after summing in a
 // fixed order, so two runs are bit-identical (GQA heads are summed in head order inside one block).
 // The cost is recomputing S and dP in the query kernel (7 tile products instead of FA-2's 5).
-// Layout: see attention_common.cuh. A row whose lse is −Inf (no allowed key) has P = 0.
+// Layout: global tensors as attention_common.cuh describes; shared tiles as the forward's (f16/bf16
+// swizzled, f32 padded). A row whose lse is −Inf (no allowed key) has P = 0.
 // Numerics: f32 accumulation, scores in log2 units (exp2f of s₂ − lse·log2 e). For f16/bf16, P
 // and dS are rounded to the storage type once before their tensor-core products.
 #include "attention_backward.cuh"
@@ -26,16 +32,21 @@ using attention::KernelParams;
 
 /** Keys per key/value block and query rows per query block: 4 warps × 16. */
 constexpr int kBlockRows = 64;
+/** Shared bytes per block that still let two blocks share an sm_80 multiprocessor (164 KiB, 1 KiB reserved per block). */
+constexpr int kTwoBlocksPerSm80 = 81 * 1024;
 constexpr int kDeltaThreads = 256;
 
 template <typename Math, int kHeadDim>
 struct KeyValueLayout {
   using T = typename Math::Element;
   static constexpr int kQueries = Math::kBackwardQueries;
-  static constexpr int kStride = kHeadDim + Math::kPad;
+  static constexpr int kStages = Math::kStages;
+  using Tile = typename Math::Layout;
+  static constexpr int kStride = Tile::kStride;
   static constexpr int kScratchFloats = Math::template kScratchFloats<kQueries>;
-  static constexpr int kBytes =
-      static_cast<int>((2 * kBlockRows + 2 * kQueries) * kStride * sizeof(T) + (2 * kQueries + 4 * kScratchFloats) * sizeof(float));
+  /** k, v, then kStages × (q, dO), then kStages × (lse, Δ), then the per-warp scratch. */
+  static constexpr int kBytes = static_cast<int>((2 * kBlockRows + 2 * kStages * kQueries) * kStride * sizeof(T) +
+                                                 (2 * kStages * kQueries + 4 * kScratchFloats) * sizeof(float));
   static_assert(kBytes <= kAttentionSharedLimit, "key/value tiles exceed the shared memory of sm_86/sm_89");
 };
 
@@ -43,9 +54,16 @@ template <typename Math, int kHeadDim>
 struct QueryLayout {
   using T = typename Math::Element;
   static constexpr int kKeys = Math::kBackwardKeys;
-  static constexpr int kStride = kHeadDim + Math::kPad;
+  using Tile = typename Math::Layout;
+  static constexpr int kStride = Tile::kStride;
   static constexpr int kScratchFloats = Math::template kScratchFloats<kKeys>;
-  static constexpr int kBytes = static_cast<int>((2 * kBlockRows + 2 * kKeys) * kStride * sizeof(T) + 4 * kScratchFloats * sizeof(float));
+  /** q, dO, then `stages` × (K, V), then the per-warp scratch. */
+  static constexpr int bytes_for(int stages) {
+    return static_cast<int>((2 * kBlockRows + 2 * stages * kKeys) * kStride * sizeof(T) + 4 * kScratchFloats * sizeof(float));
+  }
+  /** Math's stages, but one where two would keep a second block off an sm_80 multiprocessor (D 128: 96 KiB). */
+  static constexpr int kStages = Math::kStages == 2 && bytes_for(2) <= kTwoBlocksPerSm80 ? 2 : 1;
+  static constexpr int kBytes = bytes_for(kStages);
   static_assert(kBytes <= kAttentionSharedLimit, "query tiles exceed the shared memory of sm_86/sm_89");
 };
 
@@ -94,14 +112,15 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_kv_kerne
   using T = typename Math::Element;
   constexpr int kQueries = Layout::kQueries;
   constexpr int kStride = Layout::kStride;
+  using Tile = typename Layout::Tile;
+  constexpr int kStages = Layout::kStages;
   KILN_EXTERN_SHARED(T, k_tile);
   T* v_tile = k_tile + kBlockRows * kStride;
-  T* q_tile = v_tile + kBlockRows * kStride;
-  T* do_tile = q_tile + kQueries * kStride;
-  float* lse_tile = reinterpret_cast<float*>(do_tile + kQueries * kStride);
-  float* delta_tile = lse_tile + kQueries;
+  // Stage s: q at query_stages + 2s·kQueries rows, dO right after it; lse and Δ likewise.
+  T* query_stages = v_tile + kBlockRows * kStride;
+  float* row_stages = reinterpret_cast<float*>(query_stages + 2 * kStages * kQueries * kStride);
   const int warp = static_cast<int>(threadIdx.x / 32);
-  float* scratch = delta_tile + kQueries + warp * Layout::kScratchFloats;
+  float* scratch = row_stages + 2 * kStages * kQueries + warp * Layout::kScratchFloats;
 
   const int key_tiles = static_cast<int>(ceil_div(p.length_k, kBlockRows));
   const Index linear = blockIdx.x;
@@ -125,57 +144,86 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_kv_kerne
     for (int e = 0; e < 4; e++) dk[nt][e] = dv[nt][e] = 0.0f;
   }
 
-  if (first_query_tile < query_tiles) {
-    load_tile<T, kBlockRows, kHeadDim>(k_tile, kStride, static_cast<const T*>(p.k) + kv_offset, p.kv_row_stride, keys_valid, p.head_dim, vector);
-    load_tile<T, kBlockRows, kHeadDim>(v_tile, kStride, static_cast<const T*>(p.v) + kv_offset, p.kv_row_stride, keys_valid, p.head_dim, vector);
+  // Work items n = 0 … items − 1 in a fixed order (query heads of the group, then query tiles),
+  // so dK and dV sum in the same order on every run.
+  const int tiles_per_head = max(query_tiles - first_query_tile, 0);
+  const int items = tiles_per_head * p.group;
+  const auto stage_of = [&](int item) { return item % kStages; };
+  const auto load_queries = [&](int item) {
+    const int stage = stage_of(item);
+    const int h = kv_head * p.group + item / tiles_per_head;
+    const int query0 = (first_query_tile + item % tiles_per_head) * kQueries;
+    const int queries_valid = min(kQueries, p.length_q - query0);
+    T* q_stage = query_stages + 2 * stage * kQueries * kStride;
+    load_tile<T, Tile, kQueries>(q_stage, static_cast<const T*>(p.q) + q_offset_of(p, b, h, query0), p.q_row_stride, queries_valid, p.head_dim, vector);
     cp_async_commit();
-    for (int h = kv_head * p.group; h < (kv_head + 1) * p.group; h++) {
+    load_tile<T, Tile, kQueries>(q_stage + kQueries * kStride, static_cast<const T*>(p.d_out) + q_offset_of(p, b, h, query0), p.q_row_stride,
+                                 queries_valid, p.head_dim, vector);
+    cp_async_commit();
+    if (threadIdx.x < kQueries) {
       const Index row_base = (static_cast<Index>(b) * p.heads_q + h) * p.length_q;
-      for (int query_tile = first_query_tile; query_tile < query_tiles; query_tile++) {
-        const int query0 = query_tile * kQueries;
-        const int queries_valid = min(kQueries, p.length_q - query0);
-        __syncthreads();  // every warp is done with the previous q / dO tile
-        load_tile<T, kQueries, kHeadDim>(q_tile, kStride, static_cast<const T*>(p.q) + q_offset_of(p, b, h, query0), p.q_row_stride, queries_valid,
-                                         p.head_dim, vector);
-        cp_async_commit();
-        load_tile<T, kQueries, kHeadDim>(do_tile, kStride, static_cast<const T*>(p.d_out) + q_offset_of(p, b, h, query0), p.q_row_stride,
-                                         queries_valid, p.head_dim, vector);
-        cp_async_commit();
-        if (threadIdx.x < kQueries) {
-          const bool inside = static_cast<int>(threadIdx.x) < queries_valid;
-          lse_tile[threadIdx.x] = lse_log2_or_infinity(p.lse, row_base + query0 + threadIdx.x, inside);
-          delta_tile[threadIdx.x] = inside ? p.delta[row_base + query0 + threadIdx.x] : 0.0f;
-        }
-        cp_async_wait_pending<1>();
-        __syncthreads();  // k, v (first pass), q, lse and Δ landed
-
-        typename Math::Rows rows;
-        Math::load_rows(rows, k_tile + warp_row * kStride, kStride, p.head_dim);
-        float s[kQueries / 8][4];
-        Math::template scores<kQueries>(rows, q_tile, kStride, s, p.head_dim);
-        const bool check = key0 + kBlockRows > p.length_k || query0 + kQueries > p.length_q ||
-                           (p.causal && static_cast<long long>(key0) + kBlockRows - 1 > query0 + p.shift);
-        to_log2_scores(
-            s, p, b, h, check, [&](int, int column) { return static_cast<long long>(query0 + column); },
-            [&](int row, int) { return static_cast<long long>(key0 + warp_row + row); });
-        KILN_UNROLL
-        for (int nt = 0; nt < kQueries / 8; nt++) {
-          for (int e = 0; e < 4; e++) s[nt][e] = exp2f(s[nt][e] - lse_tile[nt * 8 + 2 * lane.t + (e & 1)]);
-        }
-
-        cp_async_wait_all();
-        __syncthreads();  // dO landed
-        Math::template accumulate<kQueries>(s, do_tile, kStride, dv, p.head_dim, scratch);
-        Math::load_rows(rows, v_tile + warp_row * kStride, kStride, p.head_dim);
-        float dp[kQueries / 8][4];
-        Math::template scores<kQueries>(rows, do_tile, kStride, dp, p.head_dim);
-        KILN_UNROLL
-        for (int nt = 0; nt < kQueries / 8; nt++) {
-          for (int e = 0; e < 4; e++) dp[nt][e] = s[nt][e] * (dp[nt][e] - delta_tile[nt * 8 + 2 * lane.t + (e & 1)]);
-        }
-        Math::template accumulate<kQueries>(dp, q_tile, kStride, dk, p.head_dim, scratch);
-      }
+      const bool inside = static_cast<int>(threadIdx.x) < queries_valid;
+      row_stages[2 * stage * kQueries + threadIdx.x] = lse_log2_or_infinity(p.lse, row_base + query0 + threadIdx.x, inside);
+      row_stages[(2 * stage + 1) * kQueries + threadIdx.x] = inside ? p.delta[row_base + query0 + threadIdx.x] : 0.0f;
     }
+  };
+
+  // Copy groups, oldest first: (k, v, q₀), dO₀, then per item n: q_{n+1}, dO_{n+1} (two stages,
+  // issued as item n starts, into the stage item n − 1 used); with one stage q_n, dO_n as item n
+  // starts, once every warp is done with item n − 1.
+  if (items > 0) {
+    load_tile<T, Tile, kBlockRows>(k_tile, static_cast<const T*>(p.k) + kv_offset, p.kv_row_stride, keys_valid, p.head_dim, vector);
+    load_tile<T, Tile, kBlockRows>(v_tile, static_cast<const T*>(p.v) + kv_offset, p.kv_row_stride, keys_valid, p.head_dim, vector);
+    if constexpr (kStages == 2) load_queries(0);
+  }
+  for (int item = 0; item < items; item++) {
+    const int h = kv_head * p.group + item / tiles_per_head;
+    const int query0 = (first_query_tile + item % tiles_per_head) * kQueries;
+    const int stage = stage_of(item);
+    const T* q_tile = query_stages + 2 * stage * kQueries * kStride;
+    const T* do_tile = q_tile + kQueries * kStride;
+    const float* lse_tile = row_stages + 2 * stage * kQueries;
+    const float* delta_tile = lse_tile + kQueries;
+    if constexpr (kStages == 2) {
+      cp_async_wait_pending<1>();
+      __syncthreads();  // k, v (first item), q_n, lse and Δ landed; every warp is done with item n − 1 (the other stage)
+      if (item + 1 < items) load_queries(item + 1);
+    } else {
+      __syncthreads();  // every warp is done with item n − 1
+      load_queries(item);
+      cp_async_wait_pending<1>();
+      __syncthreads();  // k, v (first item), q_n, lse and Δ landed
+    }
+
+    typename Math::Rows rows;
+    Math::load_rows(rows, k_tile + warp_row * kStride, p.head_dim);
+    float s[kQueries / 8][4];
+    Math::template scores<kQueries>(rows, q_tile, s, p.head_dim);
+    const bool check = key0 + kBlockRows > p.length_k || query0 + kQueries > p.length_q ||
+                       (p.causal && static_cast<long long>(key0) + kBlockRows - 1 > query0 + p.shift);
+    to_log2_scores(
+        s, p, b, h, check, [&](int, int column) { return static_cast<long long>(query0 + column); },
+        [&](int row, int) { return static_cast<long long>(key0 + warp_row + row); });
+    KILN_UNROLL
+    for (int nt = 0; nt < kQueries / 8; nt++) {
+      for (int e = 0; e < 4; e++) s[nt][e] = exp2f(s[nt][e] - lse_tile[nt * 8 + 2 * lane.t + (e & 1)]);
+    }
+
+    if (kStages == 2 && item + 1 < items) {
+      cp_async_wait_pending<2>();
+    } else {
+      cp_async_wait_all();
+    }
+    __syncthreads();  // dO_n landed
+    Math::template accumulate<kQueries>(s, do_tile, dv, p.head_dim, scratch);
+    Math::load_rows(rows, v_tile + warp_row * kStride, p.head_dim);
+    float dp[kQueries / 8][4];
+    Math::template scores<kQueries>(rows, do_tile, dp, p.head_dim);
+    KILN_UNROLL
+    for (int nt = 0; nt < kQueries / 8; nt++) {
+      for (int e = 0; e < 4; e++) dp[nt][e] = s[nt][e] * (dp[nt][e] - delta_tile[nt * 8 + 2 * lane.t + (e & 1)]);
+    }
+    Math::template accumulate<kQueries>(dp, q_tile, dk, p.head_dim, scratch);
   }
 
   T* dk_out = static_cast<T*>(p.dk) + kv_offset;
@@ -203,12 +251,14 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_q_kernel
   using T = typename Math::Element;
   constexpr int kKeys = Layout::kKeys;
   constexpr int kStride = Layout::kStride;
+  using Tile = typename Layout::Tile;
+  constexpr int kStages = Layout::kStages;
   KILN_EXTERN_SHARED(T, q_tile);
   T* do_tile = q_tile + kBlockRows * kStride;
-  T* k_tile = do_tile + kBlockRows * kStride;
-  T* v_tile = k_tile + kKeys * kStride;
+  // Stage s: K at kv_stages + 2s·kKeys rows, V right after it.
+  T* kv_stages = do_tile + kBlockRows * kStride;
   const int warp = static_cast<int>(threadIdx.x / 32);
-  float* scratch = reinterpret_cast<float*>(v_tile + kKeys * kStride) + warp * Layout::kScratchFloats;
+  float* scratch = reinterpret_cast<float*>(kv_stages + 2 * kStages * kKeys * kStride) + warp * Layout::kScratchFloats;
 
   const int query_tiles = static_cast<int>(ceil_div(p.length_q, kBlockRows));
   const Index linear = blockIdx.x;
@@ -243,26 +293,44 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_q_kernel
     for (int e = 0; e < 4; e++) dq[nt][e] = 0.0f;
   }
 
-  if (key_tiles > 0) {
-    load_tile<T, kBlockRows, kHeadDim>(q_tile, kStride, static_cast<const T*>(p.q) + q_offset, p.q_row_stride, rows_valid, p.head_dim, vector);
-    load_tile<T, kBlockRows, kHeadDim>(do_tile, kStride, static_cast<const T*>(p.d_out) + q_offset, p.q_row_stride, rows_valid, p.head_dim, vector);
+  const auto k_stage = [&](int tile) { return kv_stages + (tile % kStages) * 2 * kKeys * kStride; };
+  const auto load_keys_values = [&](int tile) {
+    const int key0 = tile * kKeys;
+    const int keys_valid = min(kKeys, p.length_k - key0);
+    load_tile<T, Tile, kKeys>(k_stage(tile), k + static_cast<Index>(key0) * p.kv_row_stride, p.kv_row_stride, keys_valid, p.head_dim, vector);
     cp_async_commit();
+    load_tile<T, Tile, kKeys>(k_stage(tile) + kKeys * kStride, v + static_cast<Index>(key0) * p.kv_row_stride, p.kv_row_stride, keys_valid, p.head_dim,
+                              vector);
+    cp_async_commit();
+  };
+
+  // Copy groups, oldest first: (q, dO, K₀), V₀, then per tile j: K_{j+1}, V_{j+1} (two stages,
+  // issued as tile j starts, into the stage tile j − 1 used); with one stage K_j, V_j as tile j
+  // starts, once every warp is done with tile j − 1.
+  if (key_tiles > 0) {
+    load_tile<T, Tile, kBlockRows>(q_tile, static_cast<const T*>(p.q) + q_offset, p.q_row_stride, rows_valid, p.head_dim, vector);
+    load_tile<T, Tile, kBlockRows>(do_tile, static_cast<const T*>(p.d_out) + q_offset, p.q_row_stride, rows_valid, p.head_dim, vector);
+    if constexpr (kStages == 2) load_keys_values(0);
   }
   for (int tile = 0; tile < key_tiles; tile++) {
     const int key0 = tile * kKeys;
-    const int keys_valid = min(kKeys, p.length_k - key0);
-    __syncthreads();  // every warp is done with the previous K and V
-    load_tile<T, kKeys, kHeadDim>(k_tile, kStride, k + static_cast<Index>(key0) * p.kv_row_stride, p.kv_row_stride, keys_valid, p.head_dim, vector);
-    cp_async_commit();
-    load_tile<T, kKeys, kHeadDim>(v_tile, kStride, v + static_cast<Index>(key0) * p.kv_row_stride, p.kv_row_stride, keys_valid, p.head_dim, vector);
-    cp_async_commit();
-    cp_async_wait_pending<1>();
-    __syncthreads();  // q, dO (first pass) and K landed; V may still be in flight
+    const T* k_tile = k_stage(tile);
+    const T* v_tile = k_tile + kKeys * kStride;
+    if constexpr (kStages == 2) {
+      cp_async_wait_pending<1>();
+      __syncthreads();  // q, dO (first tile) and K_j landed; every warp is done with tile j − 1 (the other stage)
+      if (tile + 1 < key_tiles) load_keys_values(tile + 1);
+    } else {
+      __syncthreads();  // every warp is done with the previous K and V
+      load_keys_values(tile);
+      cp_async_wait_pending<1>();
+      __syncthreads();  // q, dO (first tile) and K_j landed; V_j may still be in flight
+    }
 
     typename Math::Rows rows;
-    Math::load_rows(rows, q_tile + warp_row * kStride, kStride, p.head_dim);
+    Math::load_rows(rows, q_tile + warp_row * kStride, p.head_dim);
     float s[kKeys / 8][4];
-    Math::template scores<kKeys>(rows, k_tile, kStride, s, p.head_dim);
+    Math::template scores<kKeys>(rows, k_tile, s, p.head_dim);
     const bool check = key0 + kKeys > p.length_k || (p.causal && static_cast<long long>(key0) + kKeys - 1 > row0 + p.shift);
     to_log2_scores(
         s, p, b, h, check, [&](int row, int) { return static_cast<long long>(row0 + warp_row + row); },
@@ -272,16 +340,20 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_q_kernel
       for (int e = 0; e < 4; e++) s[nt][e] = exp2f(s[nt][e] - lse_row[e / 2]);
     }
 
-    cp_async_wait_all();
-    __syncthreads();  // V landed
-    Math::load_rows(rows, do_tile + warp_row * kStride, kStride, p.head_dim);
+    if (kStages == 2 && tile + 1 < key_tiles) {
+      cp_async_wait_pending<2>();
+    } else {
+      cp_async_wait_all();
+    }
+    __syncthreads();  // V_j landed
+    Math::load_rows(rows, do_tile + warp_row * kStride, p.head_dim);
     float dp[kKeys / 8][4];
-    Math::template scores<kKeys>(rows, v_tile, kStride, dp, p.head_dim);
+    Math::template scores<kKeys>(rows, v_tile, dp, p.head_dim);
     KILN_UNROLL
     for (int nt = 0; nt < kKeys / 8; nt++) {
       for (int e = 0; e < 4; e++) dp[nt][e] = s[nt][e] * (dp[nt][e] - delta_row[e / 2]);
     }
-    Math::template accumulate<kKeys>(dp, k_tile, kStride, dq, p.head_dim, scratch);
+    Math::template accumulate<kKeys>(dp, k_tile, dq, p.head_dim, scratch);
   }
 
   T* dq_out = static_cast<T*>(p.dq) + q_offset;

@@ -9,8 +9,9 @@
 // (KernelParams' *_stride fields; loads stay coalesced). lse and the backward's delta are f32
 // [B, Hq, Tq] in both layouts. Query head h reads kv head h / (Hq / Hkv). The optional mask
 // is an f32 view broadcast to [B, Hq, Tq, Tk] with any strides (0 included). Shared-memory tiles
-// hold kRows rows of a head-dim bucket (32, 64 or 128 columns, zero-padded past D) with a row
-// stride padded so ldmatrix / column reads hit distinct banks.
+// hold kRows rows of a head-dim bucket (32, 64 or 128 columns, zero-padded past D): f16/bf16 tiles
+// with XOR-swizzled 16-byte chunks (SwizzledTileLayout: ldmatrix phases conflict-free, no padding),
+// f32 tiles with padded rows (PaddedTileLayout: column reads hit distinct banks).
 // Numerics: scores are kept in log2 units, s₂ = (scale·q·k + mask)·log2(e), so every
 // exponential is one exp2f; lse is converted back to natural log once per row. Everything
 // accumulates in f32.
@@ -21,6 +22,10 @@
 
 #include "kiln/attention_limits.h"
 #include "numerics.cuh"
+#include "shared_swizzle.cuh"
+#if KILN_DEVICE_CODE
+#include "ptx_mma.cuh"
+#endif
 
 /** Full unrolling of a loop with a compile-time trip count (register arrays stay in registers). */
 #ifndef KILN_UNROLL
@@ -186,6 +191,26 @@ cudaError_t allow_shared_bytes(Kernel* kernel, int bytes) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
 }
 
+/** Shared tile rows of kCols elements padded by kPad (the f32 SIMT tiles): (row, column) at row·(kCols + kPad) + column. */
+template <int kColumns, int kPad>
+struct PaddedTileLayout {
+  static constexpr int kCols = kColumns;
+  /** Elements from one row to the next. */
+  static constexpr int kStride = kColumns + kPad;
+  /** Element offset of (row, column). */
+  KILN_HOST_DEVICE static constexpr int offset(int row, int column) { return row * kStride + column; }
+};
+
+/** Shared tile rows of kCols 16-bit elements, 16-byte chunks XOR-swizzled (shared_swizzle.cuh; the tensor-core tiles). */
+template <int kColumns>
+struct SwizzledTileLayout {
+  static constexpr int kCols = kColumns;
+  /** Elements from one row to the next (no padding). */
+  static constexpr int kStride = kColumns;
+  /** Element offset of (row, column). */
+  KILN_HOST_DEVICE static constexpr int offset(int row, int column) { return SwizzledTile<8, kColumns / 8>::offset(row, column / 8) + column % 8; }
+};
+
 #if KILN_DEVICE_CODE
 
 /** Quad coordinates of the calling lane in an mma C fragment: group g = lane / 4, t = lane % 4. */
@@ -205,67 +230,65 @@ __device__ __forceinline__ T zero_value() {
   return from_float<T>(0.0f);
 }
 
-// ---- asynchronous global → shared copies (cp.async on sm_80+, plain copies in the simulator) ----
+// ---- asynchronous global → shared copies (ptx_mma.cuh's cp.async on sm_80+ and in the simulator) ----
 
-/** Copies 16 bytes global → shared without waiting (completed by cp_async_wait_all). */
-__device__ __forceinline__ void cp_async_16(void* shared, const void* global) {
-#if defined(KILN_CUDA_SIMULATOR)
-  // As one uint4 load and store, so the simulator checks both addresses are 16-byte aligned, as cp.async requires.
-  *static_cast<uint4*>(shared) = *static_cast<const uint4*>(global);
+// Below sm_80 (no cp.async) the copies are made synchronously and commit / wait do nothing.
+#if defined(KILN_CUDA_SIMULATOR) || !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+#define KILN_ATTENTION_CP_ASYNC 1
 #else
-  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(global));
+#define KILN_ATTENTION_CP_ASYNC 0
+#endif
+
+/** Copies 16 bytes global → shared without waiting, or 16 zero bytes when `inside` is false. */
+__device__ __forceinline__ void copy_16(void* shared, const void* global, bool inside) {
+#if KILN_ATTENTION_CP_ASYNC
+  ptx::cp_async_16(shared, global, inside ? 16u : 0u);
+#else
+  *static_cast<uint4*>(shared) = inside ? *static_cast<const uint4*>(global) : make_uint4(0u, 0u, 0u, 0u);
 #endif
 }
 
 /** Closes the group of copies issued so far. */
 __device__ __forceinline__ void cp_async_commit() {
-#if !defined(KILN_CUDA_SIMULATOR)
-  asm volatile("cp.async.commit_group;\n" ::);
+#if KILN_ATTENTION_CP_ASYNC
+  ptx::cp_async_commit();
 #endif
 }
 
 /** Waits until at most `kPending` of this thread's most recent copy groups are still in flight. */
 template <int kPending>
 __device__ __forceinline__ void cp_async_wait_pending() {
-#if !defined(KILN_CUDA_SIMULATOR)
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+#if KILN_ATTENTION_CP_ASYNC
+  ptx::cp_async_wait<kPending>();
 #endif
 }
 
 /** Waits for every copy this thread issued (a __syncthreads must follow before others read them). */
-__device__ __forceinline__ void cp_async_wait_all() {
-#if !defined(KILN_CUDA_SIMULATOR)
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-#endif
-}
+__device__ __forceinline__ void cp_async_wait_all() { cp_async_wait_pending<0>(); }
 
 /**
  * Issues the copy of rows [0, kRows) of a source whose rows of D elements are `row_stride`
- * elements apart into a shared tile with row stride `stride`: rows ≥ rows_valid and columns ≥ D
- * (up to kCols) become 0, so padded products add nothing and a masked probability never meets
- * garbage (0 · NaN). Call cp_async_commit after.
+ * elements apart into a shared tile of layout Layout (PaddedTileLayout / SwizzledTileLayout):
+ * rows ≥ rows_valid and columns ≥ D (up to Layout::kCols) become 0, so padded products add
+ * nothing and a masked probability never meets garbage (0 · NaN). Call cp_async_commit after.
  */
-template <typename T, int kRows, int kCols>
-__device__ __forceinline__ void load_tile(T* tile, int stride, const T* source, Index row_stride, int rows_valid, int head_dim, bool vector) {
+template <typename T, typename Layout, int kRows>
+__device__ __forceinline__ void load_tile(T* tile, const T* source, Index row_stride, int rows_valid, int head_dim, bool vector) {
+  constexpr int kCols = Layout::kCols;
   if (vector) {
     constexpr int kPerChunk = 16 / static_cast<int>(sizeof(T));
     constexpr int kChunksPerRow = kCols / kPerChunk;
     for (int chunk = static_cast<int>(threadIdx.x); chunk < kRows * kChunksPerRow; chunk += kAttentionThreads) {
       const int row = chunk / kChunksPerRow;
       const int column = (chunk % kChunksPerRow) * kPerChunk;
-      T* target = tile + row * stride + column;
-      if (row < rows_valid && column < head_dim) {
-        cp_async_16(target, source + static_cast<Index>(row) * row_stride + column);
-      } else {
-        *reinterpret_cast<uint4*>(target) = make_uint4(0u, 0u, 0u, 0u);
-      }
+      const bool inside = row < rows_valid && column < head_dim;
+      copy_16(tile + Layout::offset(row, column), inside ? source + static_cast<Index>(row) * row_stride + column : source, inside);
     }
   } else {
     for (int element = static_cast<int>(threadIdx.x); element < kRows * kCols; element += kAttentionThreads) {
       const int row = element / kCols;
       const int column = element % kCols;
-      tile[row * stride + column] = row < rows_valid && column < head_dim ? source[static_cast<Index>(row) * row_stride + column] : zero_value<T>();
+      tile[Layout::offset(row, column)] = row < rows_valid && column < head_dim ? source[static_cast<Index>(row) * row_stride + column] : zero_value<T>();
     }
   }
 }

@@ -3,18 +3,26 @@
 // Algorithm: one 128-thread block per (batch, query head, 64-query tile); each of the 4 warps
 // owns 16 query rows. The block streams the keys of its kv head (h / (Hq/Hkv)) through shared
 // memory in tiles (64 keys for f16/bf16, 32 for f32): scores S = q·kᵀ for the warp's rows
-// (tensor cores or SIMT, attention_warp_math.cuh), then the online softmax — running row max m
-// and sum l in f32, previous output and sum rescaled by exp2(m_old − m_new) — and O += P·v.
-// K and V live in single shared buffers whose loads overlap compute: V of tile j is copied
-// (cp.async) while S_j is computed, K of tile j+1 while P_j·V_j is. Causal: key tiles wholly
-// above the diagonal of the block's last row are never loaded; only tiles that cross the
-// diagonal or the sequence end run the per-element test. Blocks of a head are scheduled from
-// the last query tile (most keys) to the first, so causal work is balanced.
-// Layout: see attention_common.cuh. Rows without any allowed key write out = 0, lse = −Inf.
+// (attention_warp_math.cuh), then the online softmax — running row max m and sum l in f32,
+// previous output and sum rescaled by exp2(m_old − m_new) — and O += P·v.
+//  - f16/bf16 (sm_80+): mma.sync.m16n8k16 fed by ldmatrix (ptx_mma.cuh); S, P and O stay in
+//    registers (P's C fragments are the A fragments of P·v, rounded to the storage type), and
+//    K and V are double-buffered: as tile j starts, cp.async copies K_{j+1} and V_{j+1} into the
+//    stage tile j − 1 used (one commit group each), S_j waits only for K_j and P_j·V_j for V_j.
+//  - f32 (SIMT FMAs): one K/V stage (its tiles are twice as large); V_j is copied while S_j is
+//    computed, K_{j+1} while P_j·V_j is.
+// Causal: key tiles wholly above the diagonal of the block's last row are never loaded; only tiles
+// that cross the diagonal or the sequence end run the per-element test. Blocks of a head are
+// scheduled from the last query tile (most keys) to the first, so causal work is balanced.
+// Layout: global tensors as attention_common.cuh describes. Shared: q [64 × D], then per stage
+// K and V [keys × D] — f16/bf16 rows unpadded with XOR-swizzled 16-byte chunks (conflict-free
+// ldmatrix; 80 KiB at D 128), f32 rows padded by 4. Rows without any allowed key write out = 0,
+// lse = −Inf.
 // Numerics: f32 accumulation; scores in log2 units (exp2f), lse = (m + log2 l)·ln 2. For f16/bf16
 // the probabilities are rounded to the storage type once before P·v (inputs are exact in the
 // tensor-core product), the output once at the end.
 #include "attention_forward.cuh"
+#include "attention_forward_wgmma.cuh"
 #include "attention_warp_math.cuh"
 
 namespace kiln {
@@ -28,10 +36,15 @@ constexpr int kQueryRows = 64;
 template <typename Math, int kHeadDim>
 struct ForwardLayout {
   using T = typename Math::Element;
+  using Tile = typename Math::Layout;
   static constexpr int kKeys = Math::kForwardKeys;
-  static constexpr int kStride = kHeadDim + Math::kPad;
+  static constexpr int kStages = Math::kStages;
+  static constexpr int kStride = Tile::kStride;
   static constexpr int kScratchFloats = Math::template kScratchFloats<kKeys>;
-  static constexpr int kBytes = static_cast<int>((kQueryRows + 2 * kKeys) * kStride * sizeof(T) + 4 * kScratchFloats * sizeof(float));
+  /** q, then kStages × (K, V), then the per-warp scratch. */
+  static constexpr int kBytes =
+      static_cast<int>((kQueryRows + 2 * kStages * kKeys) * kStride * sizeof(T) + 4 * kScratchFloats * sizeof(float));
+  static_assert(kStages == 1 || kStages == 2, "the forward schedules one or two K/V stages");
   static_assert(kBytes <= kAttentionSharedLimit, "forward tiles exceed the shared memory of sm_86/sm_89");
 };
 
@@ -42,11 +55,13 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_forward_kernel(Ke
   using T = typename Math::Element;
   constexpr int kKeys = Layout::kKeys;
   constexpr int kStride = Layout::kStride;
+  constexpr int kStages = Layout::kStages;
+  using Tile = typename Layout::Tile;
   KILN_EXTERN_SHARED(T, q_tile);
-  T* k_tile = q_tile + kQueryRows * kStride;
-  T* v_tile = k_tile + kKeys * kStride;
+  // Stage s: K at kv_stages + 2s·kKeys rows, V right after it.
+  T* kv_stages = q_tile + kQueryRows * kStride;
   const int warp = static_cast<int>(threadIdx.x / 32);
-  float* scratch = reinterpret_cast<float*>(v_tile + kKeys * kStride) + warp * Layout::kScratchFloats;
+  float* scratch = reinterpret_cast<float*>(kv_stages + 2 * kStages * kKeys * kStride) + warp * Layout::kScratchFloats;
 
   const int query_tiles = static_cast<int>(ceil_div(p.length_q, kQueryRows));
   const Index linear = blockIdx.x;
@@ -75,22 +90,52 @@ KILN_UNROLL
   float row_sum[2] = {0.0f, 0.0f};
   typename Math::Rows q_rows;
 
-  if (key_tiles > 0) {
-    load_tile<T, kQueryRows, kHeadDim>(q_tile, kStride, static_cast<const T*>(p.q) + q_offset, p.q_row_stride, rows_valid, p.head_dim, vector);
-    load_tile<T, kKeys, kHeadDim>(k_tile, kStride, k, p.kv_row_stride, min(kKeys, p.length_k), p.head_dim, vector);
+  const auto k_stage = [&](int tile) { return kv_stages + (tile % kStages) * 2 * kKeys * kStride; };
+  const auto v_stage = [&](int tile) { return k_stage(tile) + kKeys * kStride; };
+  const auto load_keys = [&](int tile) {
+    const int key0 = tile * kKeys;
+    load_tile<T, Tile, kKeys>(k_stage(tile), k + static_cast<Index>(key0) * p.kv_row_stride, p.kv_row_stride, min(kKeys, p.length_k - key0), p.head_dim,
+                              vector);
     cp_async_commit();
+  };
+  const auto load_values = [&](int tile) {
+    const int key0 = tile * kKeys;
+    load_tile<T, Tile, kKeys>(v_stage(tile), v + static_cast<Index>(key0) * p.kv_row_stride, p.kv_row_stride, min(kKeys, p.length_k - key0), p.head_dim,
+                              vector);
+    cp_async_commit();
+  };
+
+  // Copy groups, oldest first: (q, K₀), V₀ with two stages, then per tile j: K_{j+1}, V_{j+1}
+  // (two stages, issued as tile j starts, into the stage tile j − 1 used), or V_j, then K_{j+1}
+  // (one stage, each into the buffer the previous product just released).
+  if (key_tiles > 0) {
+    load_tile<T, Tile, kQueryRows>(q_tile, static_cast<const T*>(p.q) + q_offset, p.q_row_stride, rows_valid, p.head_dim, vector);
+    load_keys(0);
+    if constexpr (kStages == 2) load_values(0);
   }
   for (int tile = 0; tile < key_tiles; tile++) {
     const int key0 = tile * kKeys;
-    cp_async_wait_all();
-    __syncthreads();  // K_tile (and q) landed; every warp is done with V of the previous tile
-    if (tile == 0) Math::load_rows(q_rows, q_tile + warp_row * kStride, kStride, p.head_dim);
-    load_tile<T, kKeys, kHeadDim>(v_tile, kStride, v + static_cast<Index>(key0) * p.kv_row_stride, p.kv_row_stride, min(kKeys, p.length_k - key0), p.head_dim,
-                                  vector);
-    cp_async_commit();
+    const T* k_tile = k_stage(tile);
+    const T* v_tile = v_stage(tile);
+    // K_tile (and q) landed; every warp is done with tile − 1 (its stage, or with one stage its V).
+    if constexpr (kStages == 2) {
+      cp_async_wait_pending<1>();
+    } else {
+      cp_async_wait_all();
+    }
+    __syncthreads();
+    if (tile == 0) Math::load_rows(q_rows, q_tile + warp_row * kStride, p.head_dim);
+    if constexpr (kStages == 2) {
+      if (tile + 1 < key_tiles) {
+        load_keys(tile + 1);
+        load_values(tile + 1);
+      }
+    } else {
+      load_values(tile);
+    }
 
     float s[kKeys / 8][4];
-    Math::template scores<kKeys>(q_rows, k_tile, kStride, s, p.head_dim);
+    Math::template scores<kKeys>(q_rows, k_tile, s, p.head_dim);
     const bool check = key0 + kKeys > p.length_k || (p.causal && static_cast<long long>(key0) + kKeys - 1 > row0 + p.shift);
     to_log2_scores(
         s, p, b, h, check, [&](int row, int) { return static_cast<long long>(row0 + warp_row + row); },
@@ -123,15 +168,21 @@ KILN_UNROLL
       row_sum[half] = sum;  // this lane's columns only; the quad is summed once at the end
     }
 
-    cp_async_wait_all();
-    __syncthreads();  // V_tile landed; every warp is done with K_tile
-    if (tile + 1 < key_tiles) {
-      const int next = key0 + kKeys;
-      load_tile<T, kKeys, kHeadDim>(k_tile, kStride, k + static_cast<Index>(next) * p.kv_row_stride, p.kv_row_stride, min(kKeys, p.length_k - next),
-                                    p.head_dim, vector);
-      cp_async_commit();
+    // V_tile landed; with one stage every warp is also done with K_tile.
+    if constexpr (kStages == 2) {
+      if (tile + 1 < key_tiles) {
+        cp_async_wait_pending<2>();
+      } else {
+        cp_async_wait_all();
+      }
+    } else {
+      cp_async_wait_all();
     }
-    Math::template accumulate<kKeys>(s, v_tile, kStride, o, p.head_dim, scratch);
+    __syncthreads();
+    if constexpr (kStages == 1) {
+      if (tile + 1 < key_tiles) load_keys(tile + 1);
+    }
+    Math::template accumulate<kKeys>(s, v_tile, o, p.head_dim, scratch);
   }
 
   T* out = static_cast<T*>(p.out_written) + q_offset;
@@ -178,6 +229,11 @@ cudaError_t launch_attention_forward(const LaunchContext& context, int dtype, co
   const Index blocks = attention::ceil_div(problem.length_q, kQueryRows) * problem.batch * problem.heads_q;
   if (blocks == 0) return cudaSuccess;
   if (blocks > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
+  if (attention_forward_wgmma_supports(dtype, problem, tensors)) {  // Hopper (sm_90a): attention_forward_wgmma.cu
+    bool maps_refused = false;
+    const cudaError_t launched = launch_attention_forward_wgmma(context, dtype, problem, tensors, maps_refused);
+    if (!maps_refused) return launched;
+  }
   KernelParams params = attention::kernel_params(problem, dtype);
   params.q = tensors.q;
   params.k = tensors.k;

@@ -21,9 +21,8 @@
 // global orientation (rows of 16-byte chunks along the contiguous dimension, copied verbatim by
 // cp.async), and ldmatrix (.trans when the contiguous dimension is m or n) produces the mma
 // fragments, so nn, nt, tn and tt are all the same kernel. Chunks are XOR-swizzled within each
-// row — chunk c of row r is stored at c ^ (r mod 8) for rows of ≥ 8 chunks, c ^ ((r / 2) mod 4)
-// for 4-chunk (32-element) rows — so the 8 rows one ldmatrix phase reads fall in 8 distinct
-// 16-byte bank groups (no bank conflicts), and every cp.async destination stays 16-byte aligned.
+// row (shared_swizzle.cuh), so the 8 rows one ldmatrix phase reads fall in 8 distinct 16-byte
+// bank groups (no bank conflicts), and every cp.async destination stays 16-byte aligned.
 // Edges: copies past m, n or k read 0 bytes (zero fill) and the epilogue stores only in-range
 // outputs, so any m, n, k ≥ 1 works. Requirements (else the WMMA kernel runs, see
 // supports_operands): each operand's contiguous extent (k or m for A, n or k for B) and batch
@@ -44,6 +43,7 @@
 #include "matmul_split_k.cuh"
 #include "numerics.cuh"
 #include "ptx_mma.cuh"
+#include "shared_swizzle.cuh"
 
 #ifndef KILN_UNROLL
 #if defined(KILN_CUDA_SIMULATOR)
@@ -91,39 +91,6 @@ using LargeTile = Config<128, 128, 2, 4, 4, 2>;
 using SmallTile = Config<64, 64, 2, 2, 3, 4>;
 
 /**
- * A shared stage of one operand: kRows rows of kChunks 16-byte chunks (8 elements) along the
- * operand's contiguous dimension, chunks XOR-swizzled within the row (see the file header).
- */
-template <int Chunks>
-KILN_HOST_DEVICE constexpr int swizzled_chunk(int row, int chunk) {
-  return Chunks == 4 ? chunk ^ ((row >> 1) & 3) : chunk ^ (row & 7);
-}
-
-/**
- * True when every ldmatrix phase — 8 consecutive rows (from a multiple of 8) at one logical chunk —
- * reads 8 distinct 16-byte bank groups (32 banks = 8 groups), i.e. without bank conflicts.
- */
-template <int Rows, int Chunks>
-constexpr bool ldmatrix_phases_conflict_free() {
-  for (int row0 = 0; row0 < Rows; row0 += 8) {
-    for (int chunk = 0; chunk < Chunks; chunk++) {
-      int groups = 0;
-      for (int row = row0; row < row0 + 8; row++) groups |= 1 << ((row * Chunks + swizzled_chunk<Chunks>(row, chunk)) % 8);
-      if (groups != 0xff) return false;
-    }
-  }
-  return true;
-}
-
-template <int Rows, int Chunks>
-struct SwizzledTile {
-  static_assert(Chunks == 4 || Chunks % 8 == 0, "rows are 4 chunks (32 elements) or a multiple of 8 chunks");
-  static_assert(ldmatrix_phases_conflict_free<Rows, Chunks>(), "the swizzle must spread each ldmatrix phase over all 8 bank groups");
-  /** Element offset of (row, chunk · 8). */
-  __device__ __forceinline__ static int offset(int row, int chunk) { return (row * Chunks + swizzled_chunk<Chunks>(row, chunk)) * 8; }
-};
-
-/**
  * Issues the cp.async copies of one operand's stage. The stored matrix is [outer][inner] with
  * leading dimension `inner_count` (inner contiguous); the stage holds outer rows
  * [outer0, outer0 + Rows) and inner elements [inner0, inner0 + Chunks · 8).
@@ -144,17 +111,6 @@ KILN_UNROLL
     const T* source = inside ? matrix + outer * inner_count + inner : matrix;
     ptx::cp_async_16(stage + SwizzledTile<Rows, Chunks>::offset(row, chunk), source, inside ? 16u : 0u);
   }
-}
-
-template <typename T>
-__device__ __forceinline__ void mma(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]);
-template <>
-__device__ __forceinline__ void mma<__nv_bfloat16>(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
-  ptx::mma_m16n8k16_bf16(d, a, b);
-}
-template <>
-__device__ __forceinline__ void mma<__half>(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
-  ptx::mma_m16n8k16_f16(d, a, b);
 }
 
 /** Stores two adjacent outputs of a row (one 32-bit store, 64-bit for f32, when `pair`; else each one in range). */
@@ -281,7 +237,7 @@ KILN_UNROLL
         for (int i = 0; i < kFragmentsM; i++) {
           if (i + 1 < kFragmentsM) load_a(left[(i + 1) % 2], i + 1, depth);
 KILN_UNROLL
-          for (int j = 0; j < kFragmentsN; j++) mma<T>(sums[i][j], left[i % 2], right[j]);
+          for (int j = 0; j < kFragmentsN; j++) ptx::mma_m16n8k16<T>(sums[i][j], left[i % 2], right[j]);
         }
       }
     }

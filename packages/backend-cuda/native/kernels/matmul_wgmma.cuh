@@ -59,24 +59,11 @@ inline constexpr int kStageBytes = 2 * kTileBytes;
 inline constexpr int kSharedBytes = kStages * kStageBytes + 2 * kStages * 8 + 1024;
 static_assert(kBlockN * kDepth * 2 == kTileBytes, "A and B tiles are the same size");
 
+/** One k16 step of the 64 × 128 accumulator: kiln's TransB (b is [n,k]) is wgmma's K-major B, i.e. PTX transpose bit 0. */
 template <typename T, int TransA, int TransB>
-__device__ __forceinline__ void mma_step(float (&acc)[64], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d);
-template <>
-__device__ __forceinline__ void mma_step<__nv_bfloat16, 0, 0>(float (&acc)[64], std::uint64_t a, std::uint64_t b, int s) { ptx::wgmma_m64n128k16_bf16<0, 1>(acc, a, b, s); }
-template <>
-__device__ __forceinline__ void mma_step<__nv_bfloat16, 0, 1>(float (&acc)[64], std::uint64_t a, std::uint64_t b, int s) { ptx::wgmma_m64n128k16_bf16<0, 0>(acc, a, b, s); }
-template <>
-__device__ __forceinline__ void mma_step<__nv_bfloat16, 1, 0>(float (&acc)[64], std::uint64_t a, std::uint64_t b, int s) { ptx::wgmma_m64n128k16_bf16<1, 1>(acc, a, b, s); }
-template <>
-__device__ __forceinline__ void mma_step<__nv_bfloat16, 1, 1>(float (&acc)[64], std::uint64_t a, std::uint64_t b, int s) { ptx::wgmma_m64n128k16_bf16<1, 0>(acc, a, b, s); }
-template <>
-__device__ __forceinline__ void mma_step<__half, 0, 0>(float (&acc)[64], std::uint64_t a, std::uint64_t b, int s) { ptx::wgmma_m64n128k16_f16<0, 1>(acc, a, b, s); }
-template <>
-__device__ __forceinline__ void mma_step<__half, 0, 1>(float (&acc)[64], std::uint64_t a, std::uint64_t b, int s) { ptx::wgmma_m64n128k16_f16<0, 0>(acc, a, b, s); }
-template <>
-__device__ __forceinline__ void mma_step<__half, 1, 0>(float (&acc)[64], std::uint64_t a, std::uint64_t b, int s) { ptx::wgmma_m64n128k16_f16<1, 1>(acc, a, b, s); }
-template <>
-__device__ __forceinline__ void mma_step<__half, 1, 1>(float (&acc)[64], std::uint64_t a, std::uint64_t b, int s) { ptx::wgmma_m64n128k16_f16<1, 0>(acc, a, b, s); }
+__device__ __forceinline__ void mma_step(float (&acc)[64], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d) {
+  ptx::wgmma_m64nk16<T, 128, TransA, TransB != 0 ? 0 : 1>(acc, desc_a, desc_b, scale_d);
+}
 
 /**
  * Issues the copies of one operand's stage: a contiguous-along-k operand is one box at (k0, outer0),

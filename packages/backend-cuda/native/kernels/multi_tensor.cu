@@ -12,7 +12,9 @@
 // Layout: every tensor dense from element 0; param and grad float dtypes (any mix); m, v f32.
 // Numerics: f32; the combine order depends on the shapes only, so the result has the same bits on
 // every run and every GPU, and no float atomics are used. The scale and the guard are read from
-// device scalars when given: a non-finite guard makes every block return before writing.
+// device scalars when given: a non-finite guard makes every block return before writing. With a
+// device scalars pointer, step_size, inverse_root_correction and each tensor's decay are read from
+// it (the host rewrites it between CUDA-graph replays; same f32 values, same arithmetic).
 #include "block_reduce.cuh"
 #include "multi_tensor.cuh"
 #include "numerics.cuh"
@@ -63,6 +65,10 @@ __global__ void __launch_bounds__(kThreads) adamw_multi_kernel(MultiTensorTable 
   const Index block = blockIdx.x;
   const int tensor = tensor_of_block(table, block);
   const MultiTensorEntry& entry = table.entries[tensor];
+  const float* device_scalars = control.scalars_pointer;
+  const float step_size = device_scalars != nullptr ? device_scalars[0] : s.step_size;
+  const float inverse_root_correction = device_scalars != nullptr ? device_scalars[1] : s.inverse_root_correction;
+  const float decay = device_scalars != nullptr ? device_scalars[2 + entry.slot] : entry.decay;
   const Index begin = (block - table.block_start[tensor]) * kMultiTensorChunk;
   const Index end = begin + kMultiTensorChunk < entry.count ? begin + kMultiTensorChunk : entry.count;
   for (Index i = begin + threadIdx.x; i < end; i += blockDim.x) {
@@ -71,8 +77,9 @@ __global__ void __launch_bounds__(kThreads) adamw_multi_kernel(MultiTensorTable 
     const float second = s.beta2 * entry.v[i] + s.one_minus_beta2 * (g * g);
     entry.m[i] = first;
     entry.v[i] = second;
-    const float decayed = load_float(entry.param, entry.param_dtype, i) * entry.decay;
-    store_float(entry.param, entry.param_dtype, i, decayed - s.step_size * first / (sqrtf(second) * s.inverse_root_correction + s.eps));
+    const float decayed = load_float(entry.param, entry.param_dtype, i) * decay;
+    store_float(entry.param, entry.param_dtype, i,
+                decayed - step_size * first / (sqrtf(second) * inverse_root_correction + s.eps));
   }
 }
 

@@ -24,8 +24,10 @@ struct MultiTensorEntry {
   Index count;
   int param_dtype;
   int grad_dtype;
-  /** 1 − lr·weightDecay of this tensor (f64 on the host, rounded once). */
+  /** 1 − lr·weightDecay of this tensor (f64 on the host, rounded once); unused when the decays come from the device. */
   float decay;
+  /** Position of this tensor in the whole list (its decay is scalars_pointer[2 + slot] when read on the device). */
+  int slot;
 };
 
 /** The tensors of one launch and the first block of each (block_start[count] = blocks of the launch). */
@@ -55,6 +57,8 @@ struct MultiAdamWControl {
   const float* scale_pointer;
   /** Optional device f32 scalar: NaN or ±Inf there makes the launch change nothing. */
   const float* guard_pointer;
+  /** Optional device f32 [step_size, inverse_root_correction, decay of slot 0, 1, …]: replaces those AdamWScalars fields and the entries' decay. */
+  const float* scalars_pointer;
 };
 
 /** One AdamW step over every tensor of `table` (per-tensor decay in the entries; `scalars.decay` unused). */

@@ -1,7 +1,8 @@
 // kernels/ptx_mma.cuh — kiln's thin wrappers over the sm_80 PTX instructions its pipelined
 // tensor-core kernels use: mma.sync m16n8k16 (f16/bf16 → f32), m16n8k8 (tf32 → f32) with
 // cvt.rna.tf32.f32, ldmatrix (x1/x2/x4, .trans) and
-// cp.async (16 bytes, .cg, src-size zero fill) with commit_group / wait_group.
+// cp.async (16 bytes, .cg, src-size zero fill) with commit_group / wait_group; mma_m16n8k16<T>
+// picks the f16 or bf16 form by storage type.
 //
 // On the device each wrapper is one `asm volatile` (sm_80 and newer; older targets trap). In the
 // simulator build they call gpu-sim's emulation (gpu_sim/cuda/mma_sync.hpp, async_copy.hpp),
@@ -16,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "common.cuh"
 
@@ -45,6 +47,17 @@ inline void mma_m16n8k8_tf32(float (&d)[4], const std::uint32_t (&a)[4], const s
 }
 /** cvt.rna.tf32.f32: x rounded to tf32 (to nearest, ties away from zero), as an f32 bit pattern. */
 inline std::uint32_t cvt_rna_tf32(float x) { return gpu_sim::ptx::cvt_rna_tf32(x); }
+/** d += a·b for storage type T (__half or __nv_bfloat16), f32 accumulators (warp-collective). */
+template <typename T>
+inline void mma_m16n8k16(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2],
+                         std::source_location site = std::source_location::current()) {
+  if constexpr (std::is_same_v<T, __half>) {
+    mma_m16n8k16_f16(d, a, b, site);
+  } else {
+    static_assert(std::is_same_v<T, __nv_bfloat16>, "mma.sync m16n8k16 takes f16 or bf16 inputs");
+    mma_m16n8k16_bf16(d, a, b, site);
+  }
+}
 /** ldmatrix.x4: lanes 8m…8m+7 address the rows of matrix m; lane l gets (row l/4, columns 2(l%4)…+1) of each. */
 inline void ldmatrix_x4(std::uint32_t (&d)[4], const void* row, std::source_location site = std::source_location::current()) {
   gpu_sim::ptx::ldmatrix<4, false>(d, row, site);
@@ -110,6 +123,16 @@ __device__ __forceinline__ std::uint32_t cvt_rna_tf32(float x) {
   std::uint32_t bits = 0;
   KILN_PTX_SM80(asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(bits) : "f"(x)));
   return bits;
+}
+/** d += a·b for storage type T (__half or __nv_bfloat16), f32 accumulators (warp-collective). */
+template <typename T>
+__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
+  if constexpr (std::is_same_v<T, __half>) {
+    mma_m16n8k16_f16(d, a, b);
+  } else {
+    static_assert(std::is_same_v<T, __nv_bfloat16>, "mma.sync m16n8k16 takes f16 or bf16 inputs");
+    mma_m16n8k16_bf16(d, a, b);
+  }
 }
 __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&d)[4], const void* row) {
   KILN_PTX_SM80(asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"

@@ -39,6 +39,8 @@ export interface GraphedComparison {
   initialHash: string;
   /** Loss of every step: [eager, graphed]. */
   losses: [number[], number[]];
+  /** Gradient norm (before clipping) of every step: [eager, graphed]. */
+  gradNorms: [number[], number[]];
   /** The graph's phase at the end ('replay' when it ran to the end; 'off' when it fell back). */
   graphPhase: 'warmup' | 'capture' | 'replay' | 'off';
   /** Notices of the graphed run (a fallback says why). */
@@ -46,8 +48,15 @@ export interface GraphedComparison {
   /** Wall time of both runs. */
   seconds: number;
 }
+/** Options of compareGraphedToEager: checkDeterminism's (less runs), an lr schedule and the clip norm. */
+export interface GraphedComparisonOptions extends Omit<DeterminismOptions, 'runs'> {
+  /** Optional: the trainer's warmup + cosine lr over the run's steps (default: a constant lr). */
+  schedule?: { warmupSteps: number; minLrRatio: number };
+  /** Optional: max gradient norm of the clip (default 1). */
+  gradClip?: number;
+}
 /** The same short training eager and captured in a CUDA graph; compares the final weights' sha256. */
 export declare function compareGraphedToEager(
   createBackend: () => KernelBackend | Promise<KernelBackend>,
-  options?: Omit<DeterminismOptions, 'runs'>,
+  options?: GraphedComparisonOptions,
 ): Promise<GraphedComparison>;

@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { createLlamaModel, createMoments, disposeMoments, DynamicLossScaler, MODEL_PRESETS, runTrainStep, StepGraphRunner } from '@kiln/trainer';
+import { createLlamaModel, createMoments, disposeMoments, DynamicLossScaler, learningRateAt, MODEL_PRESETS, runTrainStep, StepGraphRunner } from '@kiln/trainer';
 
 const SEED = 20240917;
 const OPTIMIZER = { lr: 1e-3, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 };
@@ -51,7 +51,7 @@ async function parameterHash(model) {
 }
 
 /** One run: `steps` trainer steps on a fresh backend; returns the parameters' sha256 and the losses. */
-async function trainOnce(createBackend, { preset, computeDType, steps, microBatchSize, cudaGraph = 'off' }) {
+async function trainOnce(createBackend, { preset, computeDType, steps, microBatchSize, cudaGraph = 'off', schedule, gradClip }) {
   const backend = await createBackend();
   const { model: modelConfig, batchSize } = MODEL_PRESETS[preset];
   const model = createLlamaModel(modelConfig, { backend, seed: SEED });
@@ -60,19 +60,22 @@ async function trainOnce(createBackend, { preset, computeDType, steps, microBatc
   const notices = [];
   const graph = new StepGraphRunner(backend, cudaGraph, (message) => notices.push(message));
   const environment = {
-    model, moments, backend, scaler, optimizer: OPTIMIZER, contextLength: modelConfig.contextLength, notice: (message) => notices.push(message),
+    model, moments, backend, scaler, optimizer: { ...OPTIMIZER, ...(gradClip === undefined ? {} : { gradClip }) }, contextLength: modelConfig.contextLength, notice: (message) => notices.push(message),
     forwardOptions: { attention: 'flash', checkpointActivations: false, computeDType }, graph,
   };
   const counters = { microBatchSize: microBatchSize ?? batchSize, optimizerStep: 0 };
   const losses = [];
+  const gradNorms = [];
   try {
     const initialHash = await parameterHash(model);
     for (let step = 0; step < steps; step++) {
       const { inputs, targets } = windows(batchSize, modelConfig.contextLength, modelConfig.vocabSize, step);
-      const outcome = await runTrainStep(environment, counters, { step: step + 1, batchSize, inputs, targets, lr: OPTIMIZER.lr });
+      const lr = schedule ? learningRateAt(step, { lr: OPTIMIZER.lr, totalSteps: steps, ...schedule }) : OPTIMIZER.lr;
+      const outcome = await runTrainStep(environment, counters, { step: step + 1, batchSize, inputs, targets, lr });
       losses.push(outcome.loss);
+      gradNorms.push(outcome.gradNorm);
     }
-    return { hash: await parameterHash(model), initialHash, losses, graphPhase: graph.phase, notices };
+    return { hash: await parameterHash(model), initialHash, losses, gradNorms, graphPhase: graph.phase, notices };
   } finally {
     graph.release();
     disposeMoments(moments);
@@ -105,10 +108,15 @@ export async function checkDeterminism(createBackend, options = {}) {
 /**
  * The same short training with the step eager and with it captured in a CUDA graph (one eager
  * warm-up step, one captured, the rest replayed): the final weights must match bit for bit.
- * Returns { identical, hashes: [eager, graphed], losses, graphPhase ('replay' when the graph ran to the end), notices, seconds }.
+ * Options as checkDeterminism's, plus schedule ({ warmupSteps, minLrRatio }: the trainer's warmup +
+ * cosine lr over `steps`, so every replay reads a new lr) and gradClip (the max norm; default 1).
+ * Returns { identical, hashes: [eager, graphed], losses, gradNorms, graphPhase ('replay' when the graph ran to the end), notices, seconds }.
  */
 export async function compareGraphedToEager(createBackend, options = {}) {
-  const settings = { preset: options.preset ?? 'tiny', computeDType: options.computeDType ?? 'f32', steps: options.steps ?? 4, microBatchSize: options.microBatchSize };
+  const settings = {
+    preset: options.preset ?? 'tiny', computeDType: options.computeDType ?? 'f32', steps: options.steps ?? 4, microBatchSize: options.microBatchSize,
+    schedule: options.schedule, gradClip: options.gradClip,
+  };
   const started = performance.now();
   const eager = await trainOnce(createBackend, { ...settings, cudaGraph: 'off' });
   const graphed = await trainOnce(createBackend, { ...settings, cudaGraph: 'auto' });
@@ -117,6 +125,7 @@ export async function compareGraphedToEager(createBackend, options = {}) {
     hashes: [eager.hash, graphed.hash],
     initialHash: eager.initialHash,
     losses: [eager.losses, graphed.losses],
+    gradNorms: [eager.gradNorms, graphed.gradNorms],
     graphPhase: graphed.graphPhase,
     notices: graphed.notices,
     seconds: (performance.now() - started) / 1000,

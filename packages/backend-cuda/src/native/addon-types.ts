@@ -105,6 +105,8 @@ export interface NativeMatmulInfo {
   kilnTf32: boolean;
   /** Split-K launches of kiln's own matmul (f32 partials over k ranges, then a fixed-order reduction) in this process so far. */
   splitKLaunches: number;
+  /** Launches of kiln's sm_90a wgmma + TMA flash-attention forward in this process so far. */
+  wgmmaAttentionLaunches: number;
 }
 
 /** One backend instance on one device: core's NativeKernelMethods (storage, primitives, fused kernels, flash attention) plus CUDA's own. */

@@ -249,6 +249,10 @@ void MetalKernelDevice::sum_of_squares_multi(Napi::Env env, const SumOfSquaresMu
 }
 
 void MetalKernelDevice::adamw_multi(Napi::Env env, const AdamWMultiCall& call) {
+  if (call.device_scalars) {
+    throw_invalid("adamwMulti: this Metal build does not read options.deviceScalars",
+                  "Pass lr and step as numbers; @kiln/core composes the device-scalar form when capabilities.adamwMultiDeviceScalars is false.");
+  }
   AdamWMultiControl control;
   control.scale = call.scale;
   control.scale_tensor = call.scale_tensor ? &*call.scale_tensor : nullptr;

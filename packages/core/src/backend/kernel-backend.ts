@@ -137,6 +137,8 @@ export interface AdamWMultiParams {
   gradientScale: number | TensorRef;
   /** Optional: a one-element f32 tensor (e.g. the squared gradient norm); when it holds NaN or ±Inf the step changes nothing. */
   skipIfNonFinite?: TensorRef;
+  /** Optional: f32 [stepSize, inverseRootCorrection, decay_0 … decay_{n−1}] read on the device (see adamwDeviceScalars); when given, lr, step and weightDecays are not used by the kernel, so the host can rewrite it between graph replays. */
+  deviceScalars?: TensorRef;
 }
 
 /** Facts about one device a backend can drive. */
@@ -224,6 +226,8 @@ export interface Capabilities {
   determinism?: string;
   /** Optional (default false): true when captureGraph is implemented and usable on this instance (CUDA graphs). */
   graphCapture?: boolean;
+  /** Optional (default false): true when adamwMulti reads options.deviceScalars natively (else core composes that form). */
+  adamwMultiDeviceScalars?: boolean;
 }
 
 /**

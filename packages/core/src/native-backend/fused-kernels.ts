@@ -42,6 +42,8 @@ export interface NativeFusedMethods {
   sumOfSquaresMulti?(tensors: NativeTensor[], out: NativeTensor): void;
   /** Optional: one AdamW step on every (param, grad, m, v); gradientScale and skipIfNonFinite may be one-element f32 tensors (absent: composed). */
   adamwMulti?(params: NativeTensor[], grads: NativeTensor[], ms: NativeTensor[], vs: NativeTensor[], options: NativeAdamWMultiOptions): void;
+  /** Optional: adamwMulti of an addon that reads options.deviceScalars (an addon without it would ignore them, so core composes that form). */
+  adamwMultiDeviceScalars?(params: NativeTensor[], grads: NativeTensor[], ms: NativeTensor[], vs: NativeTensor[], options: NativeAdamWMultiOptions): void;
 }
 
 /** adamwMulti's options as the addon takes them. */
@@ -62,6 +64,8 @@ export interface NativeAdamWMultiOptions {
   gradientScale: number | NativeTensor;
   /** Optional one-element f32 tensor: non-finite makes the step a no-op. */
   skipIfNonFinite?: NativeTensor;
+  /** Optional f32 [stepSize, inverseRootCorrection, decay per tensor] read on the device instead of lr, step, weightDecays. */
+  deviceScalars?: NativeTensor;
 }
 
 /** See the file header; `owner` is the backend whose buffers are accepted. */
@@ -201,7 +205,7 @@ export abstract class NativeFusedKernels {
   }
 
   /** True when the addon has the multi-tensor kernel `name` (else NativeKernelBackend composes it). */
-  hasMultiTensor(name: 'sumOfSquaresMulti' | 'adamwMulti'): boolean {
+  hasMultiTensor(name: 'sumOfSquaresMulti' | 'adamwMulti' | 'adamwMultiDeviceScalars'): boolean {
     return typeof this.native[name] === 'function';
   }
 
@@ -227,7 +231,7 @@ export abstract class NativeFusedKernels {
     const first = ms.map((m, index) => this.checks.checkTensorOf(m, this.owner, kernel, `ms[${index}]`, 'f32', parameters[index].count, why));
     const second = vs.map((v, index) => this.checks.checkTensorOf(v, this.owner, kernel, `vs[${index}]`, 'f32', parameters[index].count, why));
     if (typeof options !== 'object' || options === null) throw new InvalidArgumentError(`${this.checks.backend} backend: ${kernel}: options must be an object`);
-    const { lr, beta1, beta2, eps, step, weightDecays, gradientScale, skipIfNonFinite } = options;
+    const { lr, beta1, beta2, eps, step, weightDecays, gradientScale, skipIfNonFinite, deviceScalars } = options;
     for (const [name, value] of Object.entries({ lr, beta1, beta2, eps })) this.checkScalar(kernel, `options.${name}`, value);
     this.checks.checkInteger(step, `${kernel}: options.step`, 1);
     if (!Array.isArray(weightDecays) || weightDecays.length !== parameters.length) {
@@ -244,8 +248,11 @@ export abstract class NativeFusedKernels {
     }
     const native: NativeAdamWMultiOptions = { lr, beta1, beta2, eps, step, weightDecays: [...weightDecays], gradientScale: scale };
     if (skipIfNonFinite !== undefined) native.skipIfNonFinite = scalar(skipIfNonFinite, 'options.skipIfNonFinite');
+    if (deviceScalars !== undefined) {
+      native.deviceScalars = this.checks.checkTensorOf(deviceScalars, this.owner, kernel, 'options.deviceScalars', 'f32', 2 + parameters.length, '2 + one per param').native;
+    }
     this.errors.callNative(() =>
-      this.native.adamwMulti!(parameters.map((tensor) => tensor.native), gradients.map((tensor) => tensor.native), first.map((tensor) => tensor.native),
+      (native.deviceScalars ? this.native.adamwMultiDeviceScalars! : this.native.adamwMulti!).call(this.native, parameters.map((tensor) => tensor.native), gradients.map((tensor) => tensor.native), first.map((tensor) => tensor.native),
         second.map((tensor) => tensor.native), native),
     );
   }

@@ -392,7 +392,8 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
   /** One AdamW step on every (param, grad, m, v): the addon's multi-tensor kernel, or core's composition when the addon lacks it. */
   adamwMulti(params: readonly TensorRef[], grads: readonly TensorRef[], ms: readonly TensorRef[], vs: readonly TensorRef[], options: AdamWMultiParams): void {
     this.ensureOpen('adamwMulti');
-    if (this.fused.hasMultiTensor('adamwMulti')) this.fused.adamwMulti(params, grads, ms, vs, options);
+    const nativeForm = options?.deviceScalars === undefined || this.fused.hasMultiTensor('adamwMultiDeviceScalars');
+    if (nativeForm && this.fused.hasMultiTensor('adamwMulti')) this.fused.adamwMulti(params, grads, ms, vs, options);
     else composedKernels.adamwMulti(this, params, grads, ms, vs, options);
   }
 

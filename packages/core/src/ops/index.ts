@@ -22,4 +22,4 @@ export { rope, swiglu, type RopeOptions } from './nn/rope-swiglu.js';
 export { attention, type AttentionOptions } from './nn/attention.js';
 export { crossEntropy, type CrossEntropyOptions } from './nn/cross-entropy.js';
 export { adamwUpdate } from './nn/optimizer.js';
-export { adamwUpdateMulti, sumOfSquaresMulti, type AdamWMultiOptions } from './nn/multi-tensor.js';
+export { adamwDeviceScalars, adamwUpdateMulti, sumOfSquaresMulti, type AdamWDeviceScalarInputs, type AdamWMultiOptions } from './nn/multi-tensor.js';

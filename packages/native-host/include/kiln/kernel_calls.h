@@ -150,6 +150,8 @@ struct AdamWMultiCall {
   std::optional<TensorView> scale_tensor;
   /** The skipIfNonFinite guard (one-element f32), when given. */
   std::optional<TensorView> guard;
+  /** f32 [2 + params]: step size, bias correction and one decay factor per param, read on the device (options.deviceScalars), when given. */
+  std::optional<TensorView> device_scalars;
 };
 /**
  * q, k, v [B, H, T, D] (Hkv dividing Hq) or, tokens-major (params.layout), [B, T, H, D]; the

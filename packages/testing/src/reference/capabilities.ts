@@ -28,6 +28,7 @@ export function referenceCapabilities(
     // The reference attention and rope read both layouts (src/reference/attention.ts, rope.ts).
     attentionLayouts: ['heads-major', 'tokens-major'],
     ropeLayouts: ['heads-major', 'tokens-major'],
+    adamwMultiDeviceScalars: kernels.has('adamwMulti'),
     supports(kernel: KernelName, dtype: DType): boolean {
       if (!known.has(kernel) || !kernels.has(kernel) || !isDType(dtype)) return false;
       if (unsupportedDTypes[kernel]?.includes(dtype)) return false;

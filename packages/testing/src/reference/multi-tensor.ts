@@ -2,7 +2,9 @@
  * Reference multi-tensor kernels. sumOfSquaresMulti: Σ over tensors of Σ x² in float64, rounded
  * once to f32. adamwMulti: per tensor, g = grad · scale in float64 (scale: the number, or the
  * device scalar's f32 value), then the reference AdamW update with that tensor's weight decay;
- * nothing changes when skipIfNonFinite holds NaN or ±Inf.
+ * nothing changes when skipIfNonFinite holds NaN or ±Inf. With deviceScalars the step size, the
+ * inverse root bias correction and each decay factor are that tensor's (f32) values, in the fused
+ * kernels' form p·decay − stepSize·m' / (√v'·inverseRootCorrection + eps), in float64.
  */
 import type { AdamWMultiParams, TensorRef } from '@kiln/core';
 import { adamwValues } from './adamw.js';
@@ -28,9 +30,26 @@ export function referenceAdamwMulti(
     const second = memory.read(vs[index]);
     const gradient = memory.read(grads[index]).map((value) => value * scale);
     const { lr, beta1, beta2, eps, step } = options;
-    adamwValues(parameters, gradient, first, second, { lr, beta1, beta2, eps, step, weightDecay: options.weightDecays[index] });
+    if (options.deviceScalars) {
+      deviceScalarAdamwValues(parameters, gradient, first, second, options, memory.read(options.deviceScalars), index);
+    } else {
+      adamwValues(parameters, gradient, first, second, { lr, beta1, beta2, eps, step, weightDecay: options.weightDecays[index] });
+    }
     memory.write(param, parameters);
     memory.write(ms[index], first);
     memory.write(vs[index], second);
   });
+}
+
+/** The AdamW update of one tensor with stepSize, inverseRootCorrection and decay from the device scalars (in place, float64). */
+function deviceScalarAdamwValues(
+  parameters: Float64Array, gradient: Float64Array, first: Float64Array, second: Float64Array, options: AdamWMultiParams, scalars: Float64Array, index: number,
+): void {
+  const [stepSize, inverseRootCorrection] = scalars;
+  const decay = scalars[2 + index];
+  for (let i = 0; i < parameters.length; i++) {
+    first[i] = options.beta1 * first[i] + (1 - options.beta1) * gradient[i];
+    second[i] = options.beta2 * second[i] + (1 - options.beta2) * gradient[i] * gradient[i];
+    parameters[i] = parameters[i] * decay - (stepSize * first[i]) / (Math.sqrt(second[i]) * inverseRootCorrection + options.eps);
+  }
 }

@@ -66,23 +66,39 @@ export interface AdamWStepOptions {
   gradientScale: number;
 }
 
-/** Applies one AdamW update to every parameter that has a gradient (one multi-tensor call). */
-export function adamwStep(parameters: ReadonlyMap<string, Tensor>, moments: AdamWMoments, options: AdamWStepOptions): void {
-  const { lr, optimizer, step, gradientScale } = options;
-  const updated: Tensor[] = [];
-  const gradients: Tensor[] = [];
-  const firstMoments: Tensor[] = [];
-  const secondMoments: Tensor[] = [];
-  const weightDecays: number[] = [];
+/** The parallel lists one multi-tensor AdamW call takes: every parameter with a gradient and moments, in map order. */
+export interface AdamWLists {
+  /** The parameters updated. */
+  updated: Tensor[];
+  /** Their gradients. */
+  gradients: Tensor[];
+  /** Their first moments (m). */
+  firstMoments: Tensor[];
+  /** Their second moments (v). */
+  secondMoments: Tensor[];
+  /** Their weight decays (0 where appliesWeightDecay says no). */
+  weightDecays: number[];
+}
+
+/** Collects the AdamW lists (see AdamWLists) of the parameters that have a gradient this step. */
+export function adamwLists(parameters: ReadonlyMap<string, Tensor>, moments: AdamWMoments, optimizer: OptimizerConfig): AdamWLists {
+  const lists: AdamWLists = { updated: [], gradients: [], firstMoments: [], secondMoments: [], weightDecays: [] };
   for (const [name, parameter] of parameters) {
     const state = moments.get(name);
     if (!parameter.grad || !state) continue;
-    updated.push(parameter);
-    gradients.push(parameter.grad);
-    firstMoments.push(state.m);
-    secondMoments.push(state.v);
-    weightDecays.push(appliesWeightDecay(parameter) ? optimizer.weightDecay : 0);
+    lists.updated.push(parameter);
+    lists.gradients.push(parameter.grad);
+    lists.firstMoments.push(state.m);
+    lists.secondMoments.push(state.v);
+    lists.weightDecays.push(appliesWeightDecay(parameter) ? optimizer.weightDecay : 0);
   }
+  return lists;
+}
+
+/** Applies one AdamW update to every parameter that has a gradient (one multi-tensor call). */
+export function adamwStep(parameters: ReadonlyMap<string, Tensor>, moments: AdamWMoments, options: AdamWStepOptions): void {
+  const { lr, optimizer, step, gradientScale } = options;
+  const { updated, gradients, firstMoments, secondMoments, weightDecays } = adamwLists(parameters, moments, optimizer);
   noGrad(() =>
     adamwUpdateMulti(updated, gradients, firstMoments, secondMoments, {
       lr, beta1: optimizer.beta1, beta2: optimizer.beta2, eps: optimizer.eps, step, weightDecays, gradientScale,

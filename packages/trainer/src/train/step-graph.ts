@@ -1,14 +1,16 @@
 /**
  * CUDA-graph training steps: where the backend can capture device work (capabilities.graphCapture),
- * the forward + backward + gradient norm of a step — everything up to the one host read of loss
- * and norm — is recorded once and replayed each step. Inputs live in persistent device tensors
- * uploaded before each replay; the loss, norm and gradients are read from the buffers the capture
- * wrote. Step 1 runs eagerly on those same inputs (it warms the allocator's cache, which serves the
+ * the whole step — forward, backward, gradient norm, clipping and AdamW (device-optimizer.ts: the
+ * clip coefficient is computed on the device, lr and bias corrections are read from a small tensor
+ * the host rewrites before each replay) — is recorded once and replayed each step; the host then
+ * reads the 8 bytes of [loss, Σ‖grad‖²]. Inputs live in persistent device tensors uploaded before
+ * each replay; the loss, norm and gradients are read from the buffers the capture wrote. Step 1 runs eagerly on those same inputs (it warms the allocator's cache, which serves the
  * capture), step 2 is captured, later steps replay. Anything that would change the recorded work
  * (a new micro-batch size, a loss scale that moves, per-step dropout seeds) or a capture that fails
  * turns the graph off for the rest of the run, with one notice naming why.
  */
 import { GraphCaptureError, KilnError, zeros, type KernelBackend, type StepGraph, type Tensor } from '@kiln/core';
+import { DeviceOptimizer, usesDeviceOptimizer } from './device-optimizer.js';
 
 /** Whether to capture steps: 'auto' where the backend can, 'off' never. */
 export type CudaGraphMode = 'auto' | 'off';
@@ -39,6 +41,8 @@ export class StepGraphRunner {
   private shapeKey = '';
   private graph: StepGraph | undefined;
   private outputs: CapturedStepOutputs | undefined;
+  /** The step's clip + AdamW from device scalars (backends that capture graphs, graphed or not, so both paths give the same bits); undefined elsewhere. */
+  readonly deviceOptimizer: DeviceOptimizer | undefined;
 
   constructor(
     private readonly backend: KernelBackend,
@@ -46,6 +50,7 @@ export class StepGraphRunner {
     private readonly notice: (message: string) => void,
   ) {
     this.phase = 'off';
+    this.deviceOptimizer = usesDeviceOptimizer(backend) ? new DeviceOptimizer(backend) : undefined;
     if (mode === 'off') this.offReason = 'cudaGraph: off';
     else if (backend.capabilities.graphCapture !== true || typeof backend.captureGraph !== 'function') this.offReason = `the ${backend.name} backend cannot capture device graphs`;
     else this.phase = 'warmup';
@@ -100,7 +105,7 @@ export class StepGraphRunner {
   }
 
   /**
-   * Captures `body` (forward, backward, norm; returns the packed [loss, normSquared]) and runs it once.
+   * Captures `body` (forward, backward, norm, optimizer; returns the packed [loss, normSquared]) and runs it once.
    * Returns undefined — graph turned off, with the reason — when capture failed; the caller then runs the step eagerly.
    */
   capture(body: () => Tensor, collectGradients: () => Map<string, Tensor>, discardGradients: () => void): CapturedStepOutputs | undefined {
@@ -125,8 +130,9 @@ export class StepGraphRunner {
     return this.outputs!;
   }
 
-  /** Frees the graph, its outputs and the persistent inputs. */
+  /** Frees the graph, its outputs, the persistent inputs and the optimizer's scalars (staged again when needed). */
   release(): void {
+    this.deviceOptimizer?.release();
     this.graph?.dispose();
     this.graph = undefined;
     if (this.outputs) {

@@ -3,7 +3,9 @@
  * accumulated on the parameters), one host read of the loss and the global gradient norm, then
  * clipping and AdamW — or a skip when either is non-finite. An out-of-memory error during a
  * micro-batch frees the step, halves the micro-batch and retries the same tokens. With a
- * StepGraphRunner (step-graph.ts) the part before the host read is captured once and replayed.
+ * StepGraphRunner (step-graph.ts) on a backend that captures graphs, clipping and AdamW run from
+ * device scalars before the host read (device-optimizer.ts: a non-finite loss or norm skips the
+ * update on the device), and the whole step is captured once and replayed.
  */
 import {
   add, backward, concat, KilnError, mul, noGrad, OutOfMemoryError, reshape, tensor, tidy,
@@ -14,6 +16,7 @@ import { causalLmLoss } from './causal-lm-loss.js';
 import { createComputeWeights, disposeComputeWeights, foldComputeGradients, type ComputeWeights } from './compute-weights.js';
 import type { DynamicLossScaler } from './loss-scaler.js';
 import { adamwStep, clearGradients, gradientNormSquared, type AdamWMoments } from './optimizer.js';
+import { CLIP_EPSILON, type DeviceOptimizer } from './device-optimizer.js';
 import type { MicroBatchInputs, StepGraphRunner } from './step-graph.js';
 
 /** What stays the same from step to step. */
@@ -74,8 +77,9 @@ export interface StepOutcome {
 export async function runTrainStep(environment: StepEnvironment, counters: StepCounters, batch: StepBatch): Promise<StepOutcome> {
   const parameters = environment.model.parameters;
   const scale = environment.scaler.scale;
+  const device = environment.graph?.deviceOptimizer;
   const graphed = await runGraphedPart(environment, counters, batch, scale);
-  if (graphed) return finishStep(environment, counters, batch, scale, graphed);
+  if (graphed) return device ? finishDeviceStep(environment, counters, scale, graphed) : finishStep(environment, counters, batch, scale, graphed);
   let lossTotal: Tensor;
   for (;;) {
     try {
@@ -92,8 +96,33 @@ export async function runTrainStep(environment: StepEnvironment, counters: StepC
       );
     }
   }
+  if (device) {
+    device.stage(parameters, environment.moments, environment.optimizer, batch.lr, counters.optimizerStep + 1);
+    const values = await readPacked(optimizeOnDevice(environment, device, counters, batch, scale, lossTotal), true);
+    return finishDeviceStep(environment, counters, scale, values);
+  }
   const values = await readPacked(packLossAndNorm(lossTotal, gradientNormSquared(parameters)), true);
   return finishStep(environment, counters, batch, scale, values);
+}
+
+/** Gradient norm, then clipping and AdamW on the device (after stage()); returns the packed [loss, normSquared]. */
+function optimizeOnDevice(environment: StepEnvironment, device: DeviceOptimizer, counters: StepCounters, batch: StepBatch, scale: number, loss: Tensor): Tensor {
+  const normSquared = gradientNormSquared(environment.model.parameters);
+  device.apply(environment.model.parameters, environment.moments, {
+    optimizer: environment.optimizer, lossScale: scale, lr: batch.lr, step: counters.optimizerStep + 1, loss, normSquared,
+  });
+  return packLossAndNorm(loss, normSquared);
+}
+
+/** The host's side of a step whose update ran on the device: count it when it was finite (the device skipped it otherwise). */
+function finishDeviceStep(environment: StepEnvironment, counters: StepCounters, scale: number, values: [number, number]): StepOutcome {
+  const [loss, normSquared] = values;
+  const gradNorm = Math.sqrt(normSquared) / scale;
+  const finite = Number.isFinite(loss) && Number.isFinite(gradNorm);
+  environment.scaler.update(finite);
+  if (finite) counters.optimizerStep++;
+  releaseGradients(environment);
+  return { loss, gradNorm, skipped: !finite };
 }
 
 /** Clipping and AdamW (or a skip) from the step's loss and squared gradient norm. */
@@ -108,7 +137,7 @@ function finishStep(environment: StepEnvironment, counters: StepCounters, batch:
     return { loss, gradNorm, skipped: true };
   }
   const clip = environment.optimizer.gradClip;
-  const clipFactor = clip > 0 && gradNorm > clip ? clip / (gradNorm + 1e-6) : 1;
+  const clipFactor = clip > 0 && gradNorm > clip ? clip / (gradNorm + CLIP_EPSILON) : 1;
   counters.optimizerStep++;
   adamwStep(parameters, environment.moments, {
     lr: batch.lr,
@@ -200,9 +229,10 @@ async function readPacked(packed: Tensor, free: boolean): Promise<[number, numbe
 }
 
 /**
- * The graph path of a step (step-graph.ts): uploads the batch into the persistent inputs, then
- * runs the part before the host read eagerly (warm-up), captures it, or replays it; leaves the
- * gradients on the parameters and returns [loss, normSquared]. Undefined: run the eager path.
+ * The graph path of a step (step-graph.ts): uploads the batch (and the optimizer's scalars) into
+ * persistent tensors, then runs the part before the host read eagerly (warm-up), captures it, or
+ * replays it; leaves the gradients on the parameters and returns [loss, normSquared]. Undefined:
+ * run the eager path.
  */
 async function runGraphedPart(environment: StepEnvironment, counters: StepCounters, batch: StepBatch, scale: number): Promise<[number, number] | undefined> {
   const runner = environment.graph;
@@ -213,7 +243,13 @@ async function runGraphedPart(environment: StepEnvironment, counters: StepCounte
   if (!staged) return undefined;
   const parameters = environment.model.parameters;
   const accumulation = staged.length;
-  const body = (): Tensor => packLossAndNorm(accumulateGradients(environment, (index) => staged[index]!, accumulation, scale), gradientNormSquared(parameters));
+  const device = runner.deviceOptimizer;
+  // The optimizer's scalars for this step, written before the step runs (an upload cannot be captured).
+  device?.stage(parameters, environment.moments, environment.optimizer, batch.lr, counters.optimizerStep + 1);
+  const body = (): Tensor => {
+    const loss = accumulateGradients(environment, (index) => staged[index]!, accumulation, scale);
+    return device ? optimizeOnDevice(environment, device, counters, batch, scale, loss) : packLossAndNorm(loss, gradientNormSquared(parameters));
+  };
   if (runner.phase === 'warmup') {
     // Out of memory here: turn the graph off and let the eager path retry with a smaller micro-batch.
     let packed: Tensor;

@@ -5,11 +5,14 @@
  * reduce is. adamwMulti: per tensor, g·scale (f32; a number or a broadcast device scalar), then the
  * backend's own adamw when it runs that dtype natively, else core's composed adamw. With
  * skipIfNonFinite the old param, m and v are kept aside and restored by `where` wherever the
- * guard is not finite (guard − guard is 0 only for finite values), all on the device.
+ * guard is not finite (guard − guard is 0 only for finite values), all on the device. With
+ * deviceScalars the step reads stepSize, 1/√(1−β2^t) and each decay from that f32 tensor
+ * (broadcast views of its elements) and follows the fused kernels' form: p·decay − stepSize·m' /
+ * (√v'·inverseRootCorrection + eps), so nothing is read back and a graph can replay it.
  */
 import type { AdamWMultiParams, KernelBackend, TensorRef } from '../kernel-backend.js';
 import { composedAdamw } from './adamw.js';
-import { asView, elementCount, reshaped, scalarBroadcast, withScratch, type Scratch } from './helpers.js';
+import { asView, elementCount, reshaped, scalarBroadcast, stridedView, withScratch, type Scratch } from './helpers.js';
 
 /** out (one-element f32) = Σ over tensors of Σ x². */
 export function composedSumOfSquaresMulti(backend: KernelBackend, tensors: readonly TensorRef[], out: TensorRef): void {
@@ -45,7 +48,9 @@ export function composedAdamwMulti(
       const gradient = scaledGradient(scratch, grads[index], options.gradientScale);
       const kept = finite ? [param, ms[index], vs[index]].map((state) => keep(scratch, state)) : [];
       const single = { lr: options.lr, beta1: options.beta1, beta2: options.beta2, eps: options.eps, weightDecay: options.weightDecays[index], step: options.step };
-      if (typeof backend.adamw === 'function' && backend.capabilities.supports('adamw', param.dtype) && backend.capabilities.supports('adamw', gradient.dtype)) {
+      if (options.deviceScalars) {
+        deviceScalarAdamw(scratch, { param, gradient, m: ms[index], v: vs[index] }, options, index);
+      } else if (typeof backend.adamw === 'function' && backend.capabilities.supports('adamw', param.dtype) && backend.capabilities.supports('adamw', gradient.dtype)) {
         backend.adamw(param, gradient, ms[index], vs[index], single);
       } else {
         composedAdamw(backend, param, gradient, ms[index], vs[index], single);
@@ -55,6 +60,38 @@ export function composedAdamwMulti(
       for (const copy of kept) scratch.release(copy);
     }
   });
+}
+
+/** The tensors of one parameter's update. */
+interface AdamWState {
+  /** The parameter (any float dtype). */
+  param: TensorRef;
+  /** Its gradient, already scaled. */
+  gradient: TensorRef;
+  /** First moment (f32). */
+  m: TensorRef;
+  /** Second moment (f32). */
+  v: TensorRef;
+}
+
+/** One AdamW update of `state` with stepSize, inverseRootCorrection and decay read from options.deviceScalars. */
+function deviceScalarAdamw(scratch: Scratch, state: AdamWState, options: AdamWMultiParams, index: number): void {
+  const scalars = options.deviceScalars!;
+  const shape = state.param.shape;
+  const element = (position: number) => stridedView(scalars, shape, shape.map(() => 0), position);
+  const constant = (value: number) => scalarBroadcast(scratch.constant(value), shape);
+  const gradient = scratch.toF32(state.gradient);
+  const first = scratch.binary('add', scratch.binary('mul', state.m, constant(options.beta1)), scratch.binary('mul', gradient, constant(1 - options.beta1)));
+  const squared = scratch.binary('mul', gradient, gradient);
+  const second = scratch.binary('add', scratch.binary('mul', state.v, constant(options.beta2)), scratch.binary('mul', squared, constant(1 - options.beta2)));
+  const decayed = scratch.binary('mul', scratch.toF32(state.param), element(2 + index));
+  const denominator = scratch.binary('add', scratch.binary('mul', scratch.unary('sqrt', second), element(1)), constant(options.eps));
+  const update = scratch.binary('div', scratch.binary('mul', first, element(0)), denominator);
+  const updated = scratch.binary('sub', decayed, update);
+  scratch.backend.copy(asView(first), asView(state.m));
+  scratch.backend.copy(asView(second), asView(state.v));
+  if (state.param.dtype === 'f32') scratch.backend.copy(asView(updated), asView(state.param));
+  else scratch.backend.cast(updated, state.param);
 }
 
 /** grad itself when the scale is the number 1, else an f32 temporary grad · scale. */

@@ -30,6 +30,37 @@ export interface AdamWMultiOptions {
   gradientScale?: number | Tensor;
   /** Optional: a one-element f32 tensor (e.g. the squared gradient norm); when it holds NaN or ±Inf nothing is updated. */
   skipIfNonFinite?: Tensor;
+  /** Optional: f32 [2 + params.length] from adamwDeviceScalars, read on the device in place of lr, step and weightDecays (rewrite it between CUDA-graph replays). */
+  deviceScalars?: Tensor;
+}
+
+/** What adamwDeviceScalars needs: the step's hyper-parameters. */
+export interface AdamWDeviceScalarInputs {
+  /** Learning rate for this step. */
+  lr: number;
+  /** First-moment decay. */
+  beta1: number;
+  /** Second-moment decay. */
+  beta2: number;
+  /** 1-based step number. */
+  step: number;
+  /** Decoupled weight decay of each parameter. */
+  weightDecays: readonly number[];
+}
+
+/**
+ * The contents of adamwUpdateMulti's options.deviceScalars: [lr/(1−β1^step), 1/√(1−β2^step),
+ * 1 − lr·weightDecays[i]…], each computed in f64 and rounded to f32 once (as the fused kernels do).
+ */
+export function adamwDeviceScalars(inputs: AdamWDeviceScalarInputs): Float32Array {
+  const { lr, beta1, beta2, step, weightDecays } = inputs;
+  const values = new Float32Array(2 + weightDecays.length);
+  values[0] = lr / (1 - beta1 ** step);
+  values[1] = 1 / Math.sqrt(1 - beta2 ** step);
+  weightDecays.forEach((decay, index) => {
+    values[2 + index] = 1 - lr * decay;
+  });
+  return values;
 }
 
 const HYPER_PARAMETERS: { readonly [K in keyof AdamWMultiOptions]-?: OptionCheck } = {
@@ -41,6 +72,7 @@ const HYPER_PARAMETERS: { readonly [K in keyof AdamWMultiOptions]-?: OptionCheck
   weightDecays: () => undefined,
   gradientScale: () => undefined,
   skipIfNonFinite: () => undefined,
+  deviceScalars: () => undefined,
 };
 
 /** Σ over `tensors` of Σ x², as a new f32 scalar (f32 accumulation, deterministic order). Float tensors of any dtype mix on one backend. */
@@ -86,6 +118,8 @@ export function adamwUpdateMulti(params: readonly Tensor[], grads: readonly Tens
   if (typeof scale === 'number') checkNumber(op, 'options.gradientScale', scale, { finite: true });
   else scalars.push(checkDeviceScalar(op, 'options.gradientScale', scale));
   if (options.skipIfNonFinite !== undefined) scalars.push(checkDeviceScalar(op, 'options.skipIfNonFinite', options.skipIfNonFinite));
+  const deviceScalars = options.deviceScalars === undefined ? undefined : checkDeviceScalarList(op, options.deviceScalars, 2 + count);
+  if (deviceScalars) scalars.push(deviceScalars);
   const backend = commonBackend(op, [...lists.params, ...lists.grads, ...lists.ms, ...lists.vs, ...scalars]);
   for (let index = 0; index < count; index++) {
     const param = lists.params[index];
@@ -104,9 +138,11 @@ export function adamwUpdateMulti(params: readonly Tensor[], grads: readonly Tens
     lr: options.lr, beta1: options.beta1, beta2: options.beta2, eps: options.eps, step: options.step, weightDecays: [...decays],
     gradientScale: typeof scale === 'number' ? scale : scale.ref(),
     ...(options.skipIfNonFinite ? { skipIfNonFinite: options.skipIfNonFinite.ref() } : {}),
+    ...(deviceScalars ? { deviceScalars: deviceScalars.ref() } : {}),
   };
   const refs = (list: Tensor[]): TensorRef[] => list.map((tensor) => tensor.ref());
-  multiKernel(backend, 'adamwMulti', dtypes)(refs(lists.params), refs(lists.grads), refs(lists.ms), refs(lists.vs), kernelOptions);
+  const nativeForm = !deviceScalars || backend.capabilities.adamwMultiDeviceScalars === true;
+  multiKernel(backend, 'adamwMulti', dtypes, nativeForm)(refs(lists.params), refs(lists.grads), refs(lists.ms), refs(lists.vs), kernelOptions);
 }
 
 /** A one-element f32 tensor. */
@@ -118,10 +154,21 @@ function checkDeviceScalar(op: string, name: string, value: unknown): Tensor {
   return tensor;
 }
 
-/** The backend's multi-tensor kernel when it runs every dtype involved natively, else core's composition. */
-function multiKernel<K extends 'sumOfSquaresMulti' | 'adamwMulti'>(backend: KernelBackend, name: K, dtypes: readonly DType[]): NonNullable<KernelBackend[K]> {
+/** An f32 tensor of `length` elements (adamwUpdateMulti's deviceScalars). */
+function checkDeviceScalarList(op: string, value: unknown, length: number): Tensor {
+  const tensor = checkTensor(op, 'options.deviceScalars', value);
+  if (tensor.size !== length || tensor.dtype !== 'f32') {
+    throw new InvalidArgumentError(`${op}: options.deviceScalars must be an f32 tensor of ${length} elements (2 + one per param), got ${tensor.describe()}`, {
+      hint: 'Fill it with adamwDeviceScalars({ lr, beta1, beta2, step, weightDecays }).',
+    });
+  }
+  return tensor;
+}
+
+/** The backend's multi-tensor kernel when it runs every dtype involved (and the options' form, `nativeForm`) natively, else core's composition. */
+function multiKernel<K extends 'sumOfSquaresMulti' | 'adamwMulti'>(backend: KernelBackend, name: K, dtypes: readonly DType[], nativeForm = true): NonNullable<KernelBackend[K]> {
   const native = backend[name];
-  if (typeof native === 'function' && dtypes.every((dtype) => backend.capabilities.supports(name, dtype))) {
+  if (nativeForm && typeof native === 'function' && dtypes.every((dtype) => backend.capabilities.supports(name, dtype))) {
     return (native as (...args: unknown[]) => void).bind(backend) as NonNullable<KernelBackend[K]>;
   }
   const composed = composedKernels[name as FusedKernelName] as unknown as (backend: KernelBackend, ...args: unknown[]) => void;

@@ -25,6 +25,14 @@
 //    then (overwriting them before the wait shows), and an operand byte still awaited from a
 //    cp.async.bulk.tensor (tma.hpp) aborts the launch naming both sites. Sums in f32, k ascending
 //    from D (products of 16-bit inputs are exact).
+//  - wgmma_mma_async_rs<N, Type>(d, a, desc_b, scale_d, trans_b): the same with A from registers:
+//    thread t holds a[0..3] (.b32, two 16-bit elements each, the lower half first):
+//      a[0] = A(16w + g, 2q .. +1),     a[1] = A(16w + g + 8, 2q .. +1),
+//      a[2] = A(16w + g, 2q + 8 .. +9), a[3] = A(16w + g + 8, 2q + 8 .. +9)
+//    (the m16n8k16 A fragment per warp, warp w owning rows 16w …; so an m64nNk16 accumulator's
+//    columns 16s … 16s + 15, rounded pairwise, are the A of k16 step s). The registers are read
+//    at issue, and must stay unchanged until the wait_group that covers the operation: a thread
+//    that changes them earlier aborts the launch naming the site.
 //  - wgmma_fence(), fence_proxy_async(), setmaxnreg_inc/dec<N>(): ordering and register
 //    allocation hints with no effect in the simulator (the queue above already orders).
 //  - wgmma_commit_group(): the warpgroup's queued operations become one group.
@@ -59,6 +67,11 @@ struct Operation {
   int n = 0;
   MmaInput type = MmaInput::kBF16;
   std::source_location site;
+  /** A from registers (wgmma_mma_async_rs): its 64 × 16 values as read at issue, and each thread's registers with their values then. */
+  bool a_in_registers = false;
+  std::vector<float> a_values;
+  const std::uint32_t* a_registers[kWarpgroupSize] = {};
+  std::vector<std::uint32_t> a_issued;
   /** Each thread's accumulator registers (n / 2 floats). */
   float* d[kWarpgroupSize] = {};
   /** The input D: captured at issue, or the output of the earlier queued operation on the same registers. */
@@ -187,7 +200,19 @@ inline void read_operand(const Operation& op, bool is_a, int rows, std::vector<f
 inline void perform(Operation& op) {
   std::vector<float> a;
   std::vector<float> b;
-  read_operand(op, true, 64, a);
+  if (op.a_in_registers) {
+    for (unsigned t = 0; t < kWarpgroupSize; t++) {
+      for (int i = 0; i < 4; i++) {
+        if (op.a_registers[t][i] != op.a_issued[t * 4 + i]) {
+          mbarrier_detail::fail("wgmma.mma_async", op.site, "has its A registers changed by thread " + std::to_string(t) +
+                                                                " before the wgmma.wait_group that completes it (they are read asynchronously)");
+        }
+      }
+    }
+    a = op.a_values;
+  } else {
+    read_operand(op, true, 64, a);
+  }
   read_operand(op, false, op.n, b);
   const int per_thread = op.n / 2;
   for (unsigned t = 0; t < kWarpgroupSize; t++) {
@@ -210,6 +235,8 @@ inline void perform(Operation& op) {
 /** The arguments one thread gives wgmma.mma_async. */
 struct MmaArguments {
   float* d;
+  /** A's registers (wgmma_mma_async_rs), or nullptr for A from shared memory. */
+  const std::uint32_t* a;
   std::uint64_t desc_a;
   std::uint64_t desc_b;
   bool scale_d;
@@ -219,15 +246,37 @@ struct MmaArguments {
 
 }  // namespace wgmma_detail
 
-/** wgmma.mma_async m64nNk16 with f32 accumulators, A and B from shared memory (see the file header). */
+namespace wgmma_detail {
+
+/** The 64 × 16 A of an operation from each thread's registers (see the file header). */
+inline std::vector<float> gather_register_a(const void* const* all, MmaInput type) {
+  std::vector<float> values(64 * 16, 0.0f);
+  for (unsigned t = 0; t < kWarpgroupSize; t++) {
+    const std::uint32_t* a = static_cast<const MmaArguments*>(all[t])->a;
+    const int warp = static_cast<int>(t / 32);
+    const int g = static_cast<int>(t % 32) / 4;
+    const int q = static_cast<int>(t % 4);
+    for (int i = 0; i < 4; i++) {
+      const int row = 16 * warp + g + ((i & 1) ? 8 : 0);
+      const int column = 2 * q + ((i & 2) ? 8 : 0);
+      for (int half = 0; half < 2; half++) {
+        const auto bits = static_cast<std::uint16_t>(a[i] >> (16 * half));
+        values[static_cast<std::size_t>(row) * 16 + column + half] = type == MmaInput::kF16 ? f16_bits_to_f32(bits) : bf16_bits_to_f32(bits);
+      }
+    }
+  }
+  return values;
+}
+
+/** Queues one wgmma.mma_async of the warpgroup (A from shared memory, or from registers when `a` is given). */
 template <int N, MmaInput Type>
-void wgmma_mma_async(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b, bool scale_d, bool trans_a, bool trans_b,
-                     std::source_location site = std::source_location::current()) {
+void issue(float (&d)[N / 2], const std::uint32_t* a, std::uint64_t desc_a, std::uint64_t desc_b, bool scale_d, bool trans_a, bool trans_b,
+           const std::source_location& site) {
   static_assert(N >= 8 && N <= 256 && N % 8 == 0, "wgmma m64nNk16 takes N = 8, 16, …, 256");
-  const wgmma_detail::MmaArguments arguments{d, desc_a, desc_b, scale_d, trans_a, trans_b};
-  wgmma_detail::meet("wgmma.mma_async", site, &arguments, [&](const void* const* all) {
-    wgmma_detail::Warpgroup& group = wgmma_detail::warpgroup("wgmma.mma_async", site);
-    wgmma_detail::Operation op;
+  const MmaArguments arguments{d, a, desc_a, desc_b, scale_d, trans_a, trans_b};
+  meet("wgmma.mma_async", site, &arguments, [&](const void* const* all) {
+    Warpgroup& group = warpgroup("wgmma.mma_async", site);
+    Operation op;
     op.desc_a = desc_a;
     op.desc_b = desc_b;
     op.trans_a = trans_a;
@@ -237,8 +286,9 @@ void wgmma_mma_async(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc
     op.type = Type;
     op.site = site;
     for (unsigned t = 0; t < kWarpgroupSize; t++) {
-      const auto* mine = static_cast<const wgmma_detail::MmaArguments*>(all[t]);
-      if (mine->desc_a != desc_a || mine->desc_b != desc_b || mine->scale_d != scale_d || mine->trans_a != trans_a || mine->trans_b != trans_b) {
+      const auto* mine = static_cast<const MmaArguments*>(all[t]);
+      if (mine->desc_a != desc_a || mine->desc_b != desc_b || mine->scale_d != scale_d || mine->trans_a != trans_a || mine->trans_b != trans_b ||
+          (mine->a == nullptr) != (a == nullptr)) {
         mbarrier_detail::fail("wgmma.mma_async", site, "gets different descriptors or flags from thread " + std::to_string(t) +
                                                            " of the warpgroup: they must be warpgroup-uniform");
       }
@@ -246,8 +296,18 @@ void wgmma_mma_async(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc
     }
     // Operands must be resident when the instruction issues.
     std::vector<float> scratch;
-    wgmma_detail::read_operand(op, true, 64, scratch);
-    wgmma_detail::read_operand(op, false, N, scratch);
+    if (a != nullptr) {
+      op.a_in_registers = true;
+      op.a_values = gather_register_a(all, Type);
+      op.a_issued.resize(kWarpgroupSize * 4);
+      for (unsigned t = 0; t < kWarpgroupSize; t++) {
+        op.a_registers[t] = static_cast<const MmaArguments*>(all[t])->a;
+        for (int i = 0; i < 4; i++) op.a_issued[t * 4 + i] = op.a_registers[t][i];
+      }
+    } else {
+      read_operand(op, true, 64, scratch);
+    }
+    read_operand(op, false, N, scratch);
     // The input is the latest queued operation's output on the same registers, else the registers now.
     const std::size_t slots = static_cast<std::size_t>(kWarpgroupSize) * (N / 2);
     for (const auto& committed : group.committed) {
@@ -270,6 +330,22 @@ void wgmma_mma_async(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc
     }
     group.open.push_back(std::move(op));
   });
+}
+
+}  // namespace wgmma_detail
+
+/** wgmma.mma_async m64nNk16 with f32 accumulators, A and B from shared memory (see the file header). */
+template <int N, MmaInput Type>
+void wgmma_mma_async(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b, bool scale_d, bool trans_a, bool trans_b,
+                     std::source_location site = std::source_location::current()) {
+  wgmma_detail::issue<N, Type>(d, nullptr, desc_a, desc_b, scale_d, trans_a, trans_b, site);
+}
+
+/** wgmma.mma_async m64nNk16 with f32 accumulators, A from registers (the fragment of the file header), B from shared memory. */
+template <int N, MmaInput Type>
+void wgmma_mma_async_rs(float (&d)[N / 2], const std::uint32_t (&a)[4], std::uint64_t desc_b, bool scale_d, bool trans_b,
+                        std::source_location site = std::source_location::current()) {
+  wgmma_detail::issue<N, Type>(d, a, 0, desc_b, scale_d, false, trans_b, site);
 }
 
 /** wgmma.commit_group.sync.aligned: the warpgroup's queued operations become one group. */

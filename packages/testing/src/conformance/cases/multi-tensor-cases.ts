@@ -3,10 +3,14 @@
  * one long enough to need several GPU blocks), with gradients of the case's dtype or a mix of f32
  * and bf16. sumOfSquaresMulti is compared with a tolerance scaled by the total element count;
  * adamwMulti runs two steps — a number scale, then a device-scalar scale — and a step whose guard
- * holds NaN, after which every state must keep its bytes.
+ * holds NaN, after which every state must keep its bytes. Where the tested side runs the
+ * device-scalars form (composed, or natively when capabilities.adamwMultiDeviceScalars), two more
+ * steps read stepSize, the bias correction and the decays from options.deviceScalars — rewritten
+ * between them with a new lr and step, while options.lr and options.step keep stale values the
+ * kernel must not use.
  */
 import type { AdamWMultiParams } from '@kiln/core';
-import { FLOAT_DTYPES, type DType } from '@kiln/core';
+import { adamwDeviceScalars, FLOAT_DTYPES, type DType } from '@kiln/core';
 import { fusedCases, type CaseSettings } from '../case-builder.js';
 import type { CaseContext, Pair } from '../case-context.js';
 import { runFused } from '../fused-call.js';
@@ -73,6 +77,15 @@ function adamwMultiCases(settings: CaseSettings, dtype: DType, lengths: readonly
     const nanGuard = context.tensor([1], 'f32', [NaN]);
     run(gradients(context, lengths, dtype, mix), (side) => ({ ...HYPER, step: 3, weightDecays, gradientScale: 1, skipIfNonFinite: nanGuard[side] }));
     for (const [index, state] of states.entries()) await context.expectValues(state, `state ${index} after a step guarded by NaN`, before[index], { exact: true });
+    if (mode !== 'composed' && context.backend.capabilities.adamwMultiDeviceScalars !== true) return;
+    // Steps 3 and 4 from device scalars (a schedule's lr per step), with a device clip scale; options.lr/step are stale on purpose.
+    for (const [step, lr] of [[3, 4e-3], [4, 2.5e-3]] as const) {
+      const deviceScalars = context.tensor([2 + lengths.length], 'f32', adamwDeviceScalars({ ...HYPER, lr, step, weightDecays }));
+      run(gradients(context, lengths, dtype, mix), (side) => ({
+        ...HYPER, lr: 1, step: 1, weightDecays, gradientScale: scale[side], skipIfNonFinite: finiteGuard[side], deviceScalars: deviceScalars[side],
+      }));
+      await expectStates(`after step ${step} (device scalars, lr ${lr})`);
+    }
   });
 }
 

@@ -1,0 +1,383 @@
+// kernels/attention_forward_wgmma.cu — flash-attention forward for Hopper (sm_90a): wgmma with
+// operands fed by TMA through an mbarrier pipeline, warp-specialised; f16/bf16,
+// head dims 64, 96 and 128 (attention_forward.cu runs everything else).
+//
+// Algorithm (the FlashAttention-3 structure): one block per (batch, query head, 128-query tile),
+// scheduled from the last query tile of a head (most keys under the causal mask) to the first.
+// A block is 3 warpgroups. Warpgroup 0 is the producer (setmaxnreg down to 40; one thread):
+// it loads the q tile once, then streams the 128-key K and V tiles of the kv head h / (Hq/Hkv)
+// into a ring of kStages stages (4 for D 64, 3 for D 96/128), each guarded by a `full` mbarrier
+// (one arrival + the stage's bytes as TMA transactions) and an `empty` one (one arrival per
+// consumer warpgroup when it has finished with the stage). Warpgroups 1 and 2 are consumers
+// (setmaxnreg up to 232), each owning 64 query rows: per key tile S = q·kᵀ as D/16 wgmma
+// m64n128k16 (both operands K-major in shared memory), the online softmax on the accumulator
+// fragment (running max and sum in f32, O rescaled by exp2(m_old − m_new)), then O += P·V as 8
+// wgmma m64nNk16 with P as the register A operand (the S fragment rounded pairwise to the
+// storage type is exactly wgmma's A fragment, so P never touches shared memory) and V from
+// shared memory (N = 64, or 128 for D 96/128; V MN-major). Within a consumer the products overlap
+// its softmax (FlashAttention-3's intra-warpgroup pipelining): S of tile j + 1 is issued before
+// P·V of tile j, and since wgmma groups complete in order, waiting for all but the last group
+// gives the scores, whose softmax then runs while P·V does; only O's rescale and the next P
+// (its registers are read asynchronously) wait for P·V. The two consumers also overlap each
+// other, and the producer keeps up to kStages tiles in flight. Causal: key tiles past the block's last row are never loaded; tiles
+// crossing the diagonal or the sequence end, and every tile under a mask, get the per-element
+// test (attention_common.cuh to_log2_scores).
+// Layout: every tensor is read through a 4D tensor map (D, T, H, B) with the layout's byte
+// strides (attention_common.cuh), so heads-major and tokens-major are one kernel; boxes are 64
+// head-dim columns × 128 rows with 128-byte swizzling, one per 64 columns of D, 1024-byte
+// aligned. TMA zero-fills rows past Tq/Tk and columns past D (D 96: the second box's last 32),
+// so partial tiles need no load predicates; padded keys are masked to −Inf, padded columns are
+// never stored. Rows without any allowed key write out = 0, lse = −Inf.
+// Numerics: as attention_forward.cu — scores in log2 units (exp2f), f32 accumulation (tensor-core
+// order on the GPU, k ascending per k16 step in the simulator), P rounded to f16/bf16 once before
+// P·V, the output once at the end; lse = (m + log2 l)·ln 2.
+#include <atomic>
+#include <cstring>
+
+#include "attention_forward_wgmma.cuh"
+#include "matmul.cuh"
+#include "ptx_wgmma.cuh"
+
+namespace kiln {
+
+namespace {
+std::atomic<unsigned long long> launches{0};
+}  // namespace
+
+unsigned long long wgmma_attention_forward_launches() { return launches.load(); }
+
+#if defined(KILN_HAS_TENSOR_MAPS)
+
+namespace attention_wgmma {
+
+using attention::KernelParams;
+
+/** Query rows per block: 2 consumer warpgroups × 64. */
+inline constexpr int kQueryRows = 128;
+/** Keys per pipeline stage (the N of S = q·kᵀ). */
+inline constexpr int kKeys = 128;
+inline constexpr int kConsumers = 2;
+inline constexpr int kThreads = 128 * (1 + kConsumers);
+/** Bytes of one swizzled shared row: 64 16-bit elements. */
+inline constexpr int kRowBytes = 128;
+
+/** Shared-memory plan of one head-dim instantiation (offsets from the 1024-byte aligned base). */
+template <int kHeadDim>
+struct Plan {
+  /** 64-column boxes per row of q, K or V. */
+  static constexpr int kBoxes = (kHeadDim + 63) / 64;
+  /** N of O += P·V (D rounded up to whole boxes). */
+  static constexpr int kOutColumns = kBoxes * 64;
+  /** As many as fit beside q in 227 KiB (one block per multiprocessor either way: its registers). */
+  static constexpr int kStages = kBoxes == 1 ? 4 : 3;
+  static constexpr int kQBytes = kBoxes * kQueryRows * kRowBytes;
+  /** Bytes of one box of K or V (128 keys × 64 columns), and of one whole K or V tile. */
+  static constexpr int kKeyBoxBytes = kKeys * kRowBytes;
+  static constexpr int kTileBytes = kBoxes * kKeyBoxBytes;
+  static constexpr int kStageBytes = 2 * kTileBytes;
+  static constexpr int kStagesOffset = kQBytes;
+  static constexpr int kBarrierOffset = kStagesOffset + kStages * kStageBytes;
+  /** q_full, full[kStages], empty[kStages]. */
+  static constexpr int kBarriers = 1 + 2 * kStages;
+  static constexpr int kSharedBytes = kBarrierOffset + kBarriers * 8 + 1024;
+  static_assert(kSharedBytes <= 227 * 1024, "exceeds the 227 KiB of shared memory a Hopper block may use");
+};
+
+/** A [16][4] fragment array as the flat register list wgmma takes. */
+template <int kTiles>
+__device__ __forceinline__ float (&flat(float (&fragment)[kTiles][4]))[kTiles * 4] {
+  return *reinterpret_cast<float(*)[kTiles * 4]>(&fragment[0][0]);
+}
+
+/** Two values rounded to T in one 32-bit register, `low` in the lower half. */
+template <typename T>
+__device__ __forceinline__ std::uint32_t pack_pair(float low, float high) {
+  const T values[2] = {from_float<T>(low), from_float<T>(high)};
+  std::uint32_t packed;
+  memcpy(&packed, values, sizeof(packed));
+  return packed;
+}
+
+template <typename T, int kHeadDim>
+__global__ void __launch_bounds__(kThreads, 1)
+    attention_forward_wgmma_kernel(const KILN_GRID_CONSTANT vendor::TensorMap map_q, const KILN_GRID_CONSTANT vendor::TensorMap map_k,
+                                   const KILN_GRID_CONSTANT vendor::TensorMap map_v, KernelParams p) {
+  using namespace attention;
+  using P = Plan<kHeadDim>;
+  KILN_EXTERN_SHARED(unsigned char, raw);
+  const std::uint32_t raw_address = ptx::smem_address(raw);
+  unsigned char* shared = raw + ((1024u - raw_address % 1024u) % 1024u);
+  auto* q_full = reinterpret_cast<std::uint64_t*>(shared + P::kBarrierOffset);
+  std::uint64_t* full = q_full + 1;
+  std::uint64_t* empty = full + P::kStages;
+
+  const int query_tiles = static_cast<int>(ceil_div(p.length_q, kQueryRows));
+  const Index linear = blockIdx.x;
+  const int query_tile = query_tiles - 1 - static_cast<int>(linear % query_tiles);
+  const Index head_index = linear / query_tiles;
+  const int h = static_cast<int>(head_index % p.heads_q);
+  const int b = static_cast<int>(head_index / p.heads_q);
+  const int kv_head = h / p.group;
+  const int row0 = query_tile * kQueryRows;
+  const int rows_valid = min(kQueryRows, p.length_q - row0);
+  const int key_tiles = static_cast<int>(ceil_div(key_limit(p, row0 + rows_valid), kKeys));
+
+  if (threadIdx.x == 0) {
+    ptx::mbarrier_init(q_full, 1);
+    for (int stage = 0; stage < P::kStages; stage++) {
+      ptx::mbarrier_init(&full[stage], 1);
+      ptx::mbarrier_init(&empty[stage], kConsumers);
+    }
+    ptx::fence_barrier_init();
+  }
+  __syncthreads();
+  const int warpgroup = static_cast<int>(threadIdx.x / 128);
+  if (warpgroup == 0) {
+    ptx::setmaxnreg_dec<40>();
+    if (threadIdx.x != 0 || key_tiles == 0) return;
+    ptx::mbarrier_arrive_expect_tx(q_full, P::kQBytes);
+    for (int box = 0; box < P::kBoxes; box++) ptx::tma_load_4d(shared + box * kQueryRows * kRowBytes, &map_q, box * 64, row0, h, b, q_full);
+    for (int tile = 0; tile < key_tiles; tile++) {
+      const int stage = tile % P::kStages;
+      const unsigned phase = static_cast<unsigned>(tile / P::kStages) & 1u;
+      ptx::mbarrier_wait(&empty[stage], phase ^ 1u);
+      ptx::mbarrier_arrive_expect_tx(&full[stage], P::kStageBytes);
+      unsigned char* k_stage = shared + P::kStagesOffset + stage * P::kStageBytes;
+      unsigned char* v_stage = k_stage + P::kTileBytes;
+      for (int box = 0; box < P::kBoxes; box++) {
+        ptx::tma_load_4d(k_stage + box * P::kKeyBoxBytes, &map_k, box * 64, tile * kKeys, kv_head, b, &full[stage]);
+        ptx::tma_load_4d(v_stage + box * P::kKeyBoxBytes, &map_v, box * 64, tile * kKeys, kv_head, b, &full[stage]);
+      }
+    }
+    return;
+  }
+
+  ptx::setmaxnreg_inc<232>();
+  const int consumer = warpgroup - 1;
+  const int thread = static_cast<int>(threadIdx.x % 128);
+  const int warp = thread / 32;
+  const LaneCoordinates lane = lane_coordinates();
+  const int warp_row = consumer * 64 + warp * 16;  // block-relative first row of this warp
+  const std::uint32_t shared_address = ptx::smem_address(shared);
+  const std::uint32_t q_address = shared_address + static_cast<std::uint32_t>(consumer * 64 * kRowBytes);
+
+  float o[P::kOutColumns / 8][4];
+KILN_UNROLL
+  for (int nt = 0; nt < P::kOutColumns / 8; nt++) {
+    for (int e = 0; e < 4; e++) o[nt][e] = 0.0f;
+  }
+  float row_max[2] = {-INFINITY, -INFINITY};
+  float row_sum[2] = {0.0f, 0.0f};
+
+  // Per tile j: S_j = q·k_jᵀ is issued before P_{j−1}·V_{j−1}, so the softmax of S_j runs while P·V does (wgmma groups complete in order).
+  float s[kKeys / 8][4];
+  float correction[2] = {1.0f, 1.0f};
+  auto issue_scores = [&](int tile) {
+    const int stage = tile % P::kStages;
+    ptx::mbarrier_wait(&full[stage], static_cast<unsigned>(tile / P::kStages) & 1u);
+    const std::uint32_t k_address = shared_address + static_cast<std::uint32_t>(P::kStagesOffset + stage * P::kStageBytes);
+    // k16 step `step` reads columns 16·step … of box step / 4 (32 bytes per step inside the swizzle atom).
+    ptx::wgmma_fence();
+KILN_UNROLL
+    for (int step = 0; step < kHeadDim / 16; step++) {
+      const std::uint32_t column_bytes = static_cast<std::uint32_t>((step % 4) * 32);
+      const std::uint64_t desc_q = ptx::wgmma_descriptor_128b(q_address + (step / 4) * kQueryRows * kRowBytes + column_bytes, 16, 1024);
+      const std::uint64_t desc_k = ptx::wgmma_descriptor_128b(k_address + (step / 4) * P::kKeyBoxBytes + column_bytes, 16, 1024);
+      ptx::wgmma_m64nk16<T, kKeys, 0, 0>(flat(s), desc_q, desc_k, step > 0 ? 1 : 0);
+    }
+    ptx::wgmma_commit();
+  };
+  // Scores → probabilities in place; the running max and sum advance, `correction` keeps what O must be scaled by.
+  auto softmax = [&](int tile) {
+    const int key0 = tile * kKeys;
+    const bool check = key0 + kKeys > p.length_k || (p.causal && static_cast<long long>(key0) + kKeys - 1 > row0 + warp_row + p.shift);
+    to_log2_scores(
+        s, p, b, h, check, [&](int row, int) { return static_cast<long long>(row0 + warp_row + row); },
+        [&](int, int column) { return static_cast<long long>(key0 + column); });
+KILN_UNROLL
+    for (int half = 0; half < 2; half++) {
+      float tile_max = -INFINITY;
+KILN_UNROLL
+      for (int nt = 0; nt < kKeys / 8; nt++) tile_max = fmaxf(tile_max, fmaxf(s[nt][2 * half], s[nt][2 * half + 1]));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+      const float new_max = fmaxf(row_max[half], tile_max);
+      // A row that has seen only −Inf so far keeps base 0: exp2(−Inf − 0) = 0, never NaN.
+      const float base = new_max == -INFINITY ? 0.0f : new_max;
+      correction[half] = exp2f(row_max[half] - base);
+      row_max[half] = new_max;
+      float sum = row_sum[half] * correction[half];
+KILN_UNROLL
+      for (int nt = 0; nt < kKeys / 8; nt++) {
+        s[nt][2 * half] = exp2f(s[nt][2 * half] - base);
+        s[nt][2 * half + 1] = exp2f(s[nt][2 * half + 1] - base);
+        sum += s[nt][2 * half] + s[nt][2 * half + 1];
+      }
+      row_sum[half] = sum;  // this lane's columns only; the quad is summed once at the end
+    }
+  };
+  // O *= correction, then P rounded to T as wgmma's register A: k16 step j takes the accumulator's
+  // n-tiles 2j and 2j + 1, whose pairs (rows g and g + 8, keys 2t and 2t + 1, then + 8) are
+  // exactly the A fragment, so no data moves between threads.
+  std::uint32_t probabilities[kKeys / 16][4];
+  auto rescale_and_pack = [&]() {
+KILN_UNROLL
+    for (int half = 0; half < 2; half++) {
+KILN_UNROLL
+      for (int nt = 0; nt < P::kOutColumns / 8; nt++) {
+        o[nt][2 * half] *= correction[half];
+        o[nt][2 * half + 1] *= correction[half];
+      }
+    }
+KILN_UNROLL
+    for (int step = 0; step < kKeys / 16; step++) {
+      probabilities[step][0] = pack_pair<T>(s[2 * step][0], s[2 * step][1]);
+      probabilities[step][1] = pack_pair<T>(s[2 * step][2], s[2 * step][3]);
+      probabilities[step][2] = pack_pair<T>(s[2 * step + 1][0], s[2 * step + 1][1]);
+      probabilities[step][3] = pack_pair<T>(s[2 * step + 1][2], s[2 * step + 1][3]);
+    }
+  };
+  // O += P·V: k16 step `step` takes keys 16·step … (P from registers, V MN-major: boxes of 64 columns kKeyBoxBytes apart).
+  auto issue_output = [&](int tile) {
+    const std::uint32_t v_address = shared_address + static_cast<std::uint32_t>(P::kStagesOffset + (tile % P::kStages) * P::kStageBytes + P::kTileBytes);
+    ptx::wgmma_fence();
+KILN_UNROLL
+    for (int step = 0; step < kKeys / 16; step++) {
+      const std::uint64_t desc_v = ptx::wgmma_descriptor_128b(v_address + step * 16 * kRowBytes, P::kKeyBoxBytes, 1024);
+      ptx::wgmma_m64nk16_rs<T, P::kOutColumns, 1>(flat(o), probabilities[step], desc_v, 1);
+    }
+    ptx::wgmma_commit();
+  };
+
+  if (key_tiles > 0) {
+    ptx::mbarrier_wait(q_full, 0);
+    issue_scores(0);
+    ptx::wgmma_wait<0>();
+    softmax(0);
+    rescale_and_pack();
+  }
+  for (int tile = 0; tile < key_tiles; tile++) {
+    const bool more = tile + 1 < key_tiles;
+    if (more) issue_scores(tile + 1);
+    issue_output(tile);
+    if (more) {
+      ptx::wgmma_wait<1>();  // S of the next tile is done; P·V of this one may still run
+      softmax(tile + 1);
+    }
+    ptx::wgmma_wait<0>();  // P·V done: its stage and the probability registers are free
+    if (thread == 0) ptx::mbarrier_arrive(&empty[tile % P::kStages]);
+    if (more) rescale_and_pack();
+  }
+
+  T* out = static_cast<T*>(p.out_written) + q_offset_of(p, b, h, row0);
+  float* lse = p.lse + (static_cast<Index>(b) * p.heads_q + h) * p.length_q + row0;
+KILN_UNROLL
+  for (int half = 0; half < 2; half++) {
+    float sum = row_sum[half];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const int row = warp_row + lane.g + 8 * half;
+    if (row >= rows_valid) continue;
+    // sum == 0: no allowed key (out 0, lse −Inf). A NaN sum propagates.
+    const bool no_keys = sum == 0.0f;
+    const float inverse = no_keys ? 0.0f : 1.0f / sum;
+KILN_UNROLL
+    for (int nt = 0; nt < P::kOutColumns / 8; nt++) {
+      const int column = nt * 8 + 2 * lane.t;
+      if (column < kHeadDim) out[static_cast<Index>(row) * p.q_row_stride + column] = from_float<T>(o[nt][2 * half] * inverse);
+      if (column + 1 < kHeadDim) out[static_cast<Index>(row) * p.q_row_stride + column + 1] = from_float<T>(o[nt][2 * half + 1] * inverse);
+    }
+    if (lane.t == 0) lse[row] = no_keys ? -INFINITY : (row_max[half] + log2f(sum)) * KILN_ATTENTION_LN2;
+  }
+}
+
+/** The 4D tensor map (D, T, H, B) of q, k or v with boxes of 64 columns × 128 rows; false when the driver refuses it. */
+inline bool tensor_map(vendor::TensorMap* map, const void* base, int head_dim, int length, int heads, int batch, Index row_stride, Index head_stride,
+                       Index batch_stride) {
+  const std::uint64_t dims[4] = {static_cast<std::uint64_t>(head_dim), static_cast<std::uint64_t>(length), static_cast<std::uint64_t>(heads),
+                                 static_cast<std::uint64_t>(batch)};
+  const std::uint64_t strides[3] = {static_cast<std::uint64_t>(row_stride) * 2, static_cast<std::uint64_t>(head_stride) * 2,
+                                    static_cast<std::uint64_t>(batch_stride) * 2};
+  const std::uint32_t box[4] = {64, static_cast<std::uint32_t>(kQueryRows), 1, 1};
+  static_assert(kQueryRows == kKeys, "q and K/V boxes have the same rows");
+  std::string why;
+  return vendor::encode_tensor_map_tiled(map, 4, base, dims, strides, box, true, why) == cudaSuccess;
+}
+
+template <typename T, int kHeadDim>
+cudaError_t launch_head_dim(const LaunchContext& context, const char* name, const vendor::TensorMap& map_q, const vendor::TensorMap& map_k,
+                            const vendor::TensorMap& map_v, const KernelParams& params, Index blocks) {
+  using P = Plan<kHeadDim>;
+  const cudaError_t allowed =
+      cudaFuncSetAttribute(attention_forward_wgmma_kernel<T, kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, P::kSharedBytes);
+  if (allowed != cudaSuccess) return allowed;
+  return vendor::launch(name, attention_forward_wgmma_kernel<T, kHeadDim>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads),
+                        static_cast<std::size_t>(P::kSharedBytes), context.stream, map_q, map_k, map_v, params);
+}
+
+template <typename T>
+cudaError_t launch_dtype(const LaunchContext& context, const char* const (&names)[3], const vendor::TensorMap& map_q, const vendor::TensorMap& map_k,
+                         const vendor::TensorMap& map_v, const KernelParams& params, Index blocks) {
+  if (params.head_dim == 64) return launch_head_dim<T, 64>(context, names[0], map_q, map_k, map_v, params, blocks);
+  if (params.head_dim == 96) return launch_head_dim<T, 96>(context, names[1], map_q, map_k, map_v, params, blocks);
+  return launch_head_dim<T, 128>(context, names[2], map_q, map_k, map_v, params, blocks);
+}
+
+}  // namespace attention_wgmma
+
+#endif  // KILN_HAS_TENSOR_MAPS
+
+bool attention_forward_wgmma_supports(int dtype, const AttentionProblem& problem, const AttentionForwardTensors& tensors) {
+#if defined(KILN_HAS_TENSOR_MAPS)
+  if (dtype != kF16 && dtype != kBF16) return false;
+  if (problem.head_dim != 64 && problem.head_dim != 96 && problem.head_dim != 128) return false;
+  if (problem.length_q <= 0 || problem.length_k <= 0 || problem.batch <= 0 || problem.heads_q <= 0 || problem.heads_kv <= 0) return false;
+  if (!attention::all_aligned16({tensors.q, tensors.k, tensors.v})) return false;
+  return device_runs_wgmma_kernels();
+#else
+  (void)dtype, (void)problem, (void)tensors;
+  return false;
+#endif
+}
+
+cudaError_t launch_attention_forward_wgmma(const LaunchContext& context, int dtype, const AttentionProblem& problem, const AttentionForwardTensors& tensors,
+                                           bool& maps_refused) {
+  maps_refused = true;
+#if defined(KILN_HAS_TENSOR_MAPS)
+  using namespace attention_wgmma;
+  const Index blocks = attention::ceil_div(problem.length_q, kQueryRows) * problem.batch * problem.heads_q;
+  if (blocks > 0x7fffffffLL) return cudaSuccess;
+  attention::KernelParams params = attention::kernel_params(problem, dtype);
+  params.q = tensors.q;
+  params.k = tensors.k;
+  params.v = tensors.v;
+  params.out_written = tensors.out;
+  params.lse = tensors.lse;
+  vendor::TensorMap map_q;
+  vendor::TensorMap map_k;
+  vendor::TensorMap map_v;
+  if (!tensor_map(&map_q, tensors.q, problem.head_dim, problem.length_q, problem.heads_q, problem.batch, params.q_row_stride, params.q_head_stride,
+                  params.q_batch_stride) ||
+      !tensor_map(&map_k, tensors.k, problem.head_dim, problem.length_k, problem.heads_kv, problem.batch, params.kv_row_stride, params.kv_head_stride,
+                  params.kv_batch_stride) ||
+      !tensor_map(&map_v, tensors.v, problem.head_dim, problem.length_k, problem.heads_kv, problem.batch, params.kv_row_stride, params.kv_head_stride,
+                  params.kv_batch_stride)) {
+    return cudaSuccess;
+  }
+  maps_refused = false;
+  launches++;
+  if (dtype == kF16) {
+    static constexpr const char* kNames[3] = {"attention_forward_wgmma_kernel<f16,64>", "attention_forward_wgmma_kernel<f16,96>",
+                                              "attention_forward_wgmma_kernel<f16,128>"};
+    return launch_dtype<__half>(context, kNames, map_q, map_k, map_v, params, blocks);
+  }
+  static constexpr const char* kNames[3] = {"attention_forward_wgmma_kernel<bf16,64>", "attention_forward_wgmma_kernel<bf16,96>",
+                                            "attention_forward_wgmma_kernel<bf16,128>"};
+  return launch_dtype<__nv_bfloat16>(context, kNames, map_q, map_k, map_v, params, blocks);
+#else
+  (void)context, (void)dtype, (void)problem, (void)tensors;
+  return cudaSuccess;
+#endif
+}
+
+}  // namespace kiln
