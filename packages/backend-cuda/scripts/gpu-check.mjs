@@ -106,10 +106,15 @@ if (!options.skip.has('matmul')) {
   } catch (error) {
     report.matmulNote = `cuBLAS not measured: ${error.message.split('\n')[0]}`;
   }
+  // f32 once more with TF32 allowed on both sides (kiln's mma.sync m16n8k8 kernel vs cuBLAS's TF32 tensor-core GEMMs).
+  const tf32 = { kiln: new CudaBackend(addon, { ...backendOptions('kiln'), allowTf32: true }),
+    cublas: cublas ? new CudaBackend(addon, { ...backendOptions('cublas'), allowTf32: true }) : undefined };
   log('matmul (kiln vs cuBLAS):');
-  report.matmul = await matmulComparison(kiln, cublas, options, log);
+  report.matmul = await matmulComparison(kiln, cublas, options, log, tf32);
   kiln.dispose();
   cublas?.dispose();
+  tf32.kiln.dispose();
+  tf32.cublas?.dispose();
 }
 // ---- memory-bound kernels ----
 if (!options.skip.has('kernels')) {

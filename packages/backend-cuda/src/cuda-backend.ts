@@ -31,7 +31,7 @@ export interface CudaBackendOptions {
   matmul?: 'auto' | 'cublas' | 'kiln';
   /** Where cuBLAS is: a directory holding libcublas.so.13/.12, or that file (default: KILN_CUBLAS_PATH, then the dynamic loader's search). */
   cublasPath?: string;
-  /** Let f32 matmuls through cuBLAS use TF32 tensor cores (about 10 mantissa bits per product; default false: full f32). */
+  /** Let f32 matmuls use TF32 tensor cores — cuBLAS's, and kiln's own kernel on compute capability ≥ 8.0 (inputs rounded to 10 mantissa bits; default false: full f32). */
   allowTf32?: boolean;
 }
 
@@ -131,6 +131,11 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
   /** Launches of kiln's sm_90a wgmma + TMA matmul kernel in this process so far (0 where the device or the build has none). */
   get hopperMatmulLaunches(): number {
     return this.disposed ? 0 : callNative(() => this.native.matmulInfo()).wgmmaLaunches;
+  }
+
+  /** Split-K launches of kiln's own matmul (long k, few output tiles) in this process so far. */
+  get splitKMatmulLaunches(): number {
+    return this.disposed ? 0 : callNative(() => this.native.matmulInfo()).splitKLaunches;
   }
 
   /** Launches of kiln's sm_90a wgmma + TMA flash-attention forward in this process so far (0 where the device or the build has none). */

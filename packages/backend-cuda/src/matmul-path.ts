@@ -1,6 +1,6 @@
 /**
  * Which matmul implementation a CUDA backend instance uses — cuBLAS loaded at run time, or kiln's
- * own kernels (register-tiled SIMT for f32; for f16/bf16 the warp-specialised wgmma + TMA kernel
+ * own kernels (register-tiled SIMT for f32, or TF32 mma.sync with allowTf32; for f16/bf16 the warp-specialised wgmma + TMA kernel
  * on compute capability 9.0 with sm_90a code, the pipelined mma.sync tensor-core kernel on
  * compute capability ≥ 8.0, WMMA on older GPUs) — in words for `kiln info` and as data for
  * capabilities.
@@ -13,6 +13,8 @@ export interface CudaMatmulPath {
   path: 'cublas' | 'kiln';
   /** What runs an f32 matmul. */
   f32: string;
+  /** True when f32 matmuls may run on TF32 tensor cores (inputs rounded to 10 mantissa bits; the backend's allowTf32 option). */
+  tf32: boolean;
   /** What runs an f16 matmul. */
   f16: string;
   /** What runs a bf16 matmul. */
@@ -42,7 +44,7 @@ export function describeMatmulPath(info: NativeMatmulInfo, major: number): CudaM
     const f32 = info.allowTf32 ? 'cuBLAS, TF32 tensor cores allowed (allowTf32)' : 'cuBLAS, full f32 (TF32 off)';
     const half = 'cuBLAS tensor cores, f32 accumulation';
     return {
-      path: 'cublas', f32, f16: half, bf16: half,
+      path: 'cublas', f32, tf32: info.allowTf32, f16: half, bf16: half,
       cublas: { loaded: true, version: info.cublasVersion, location: info.cublasLocation, tf32: info.allowTf32 },
       summary: `cuBLAS ${info.cublasVersion} (${info.cublasLocation}): f32 ${info.allowTf32 ? 'with TF32 allowed' : '(TF32 off)'}, f16/bf16 with f32 accumulation`,
     };
@@ -56,12 +58,16 @@ export function describeMatmulPath(info: NativeMatmulInfo, major: number): CudaM
       : `kiln WMMA tensor-core kernel${simulated}`;
   const reason = info.cublasReason || 'cuBLAS was not used';
   const familyWords = family === 'wgmma' ? 'wgmma + TMA (large) / pipelined mma.sync' : family === 'mma.sync' ? 'pipelined mma.sync' : 'WMMA';
+  const f32 = info.kilnTf32
+    ? `kiln TF32 tensor-core kernel (mma.sync m16n8k8, inputs rounded to tf32, f32 accumulation; allowTf32)${simulated}`
+    : 'kiln register-tiled SIMT kernel (full f32)';
   return {
     path: 'kiln',
-    f32: 'kiln register-tiled SIMT kernel (full f32)',
+    f32,
+    tf32: info.kilnTf32,
     f16: tensorCores,
     bf16: tensorCores,
     cublas: { loaded: false, location: info.cublasLocation || undefined, reason, tf32: false },
-    summary: `kiln kernels: f32 register-tiled SIMT, f16/bf16 ${familyWords} ${info.simulatedTensorCores ? '(simulated tensor cores)' : 'tensor cores'}; ${reason}`,
+    summary: `kiln kernels: f32 ${info.kilnTf32 ? 'TF32 tensor cores (allowTf32)' : 'register-tiled SIMT'}, f16/bf16 ${familyWords} ${info.simulatedTensorCores ? '(simulated tensor cores)' : 'tensor cores'}; ${reason}`,
   };
 }

@@ -91,6 +91,18 @@ describe('gpu-check report', () => {
     expect(text).toContain('✓ kiln train step (medium, bf16) ≥ 1× PyTorch eager: 1.25×');
   });
 
+  it('checks f32 (TF32 off) at 4096³ against 90% of cuBLAS and labels the TF32 and split-K rows (issue 19)', () => {
+    const report = sample();
+    const row = (tf32: boolean, kernel: string, ratio: number) => ({ label: '4096³', dtype: 'f32', ...(tf32 ? { tf32 } : {}), m: 4096, n: 4096, k: 4096, transposeA: false, transposeB: false, kernel, kilnTflops: ratio * 50, cublasTflops: 50, ratio });
+    report.matmul.push(row(false, 'SIMT', 0.92), row(true, 'TF32 mma.sync', 0.5));
+    report.matmul.push({ label: 'gpt2s mlp dW = dYᵀ·X', dtype: 'f32', m: 2048, n: 768, k: 8192, transposeA: true, transposeB: false, kernel: 'SIMT split-K', kilnTflops: 30, cublasTflops: 40, ratio: 0.75 });
+    const targets = evaluateTargets(report);
+    expect(targets).toContainEqual({ name: 'kiln f32 matmul (TF32 off) at 4096³ ≥ 90% of cuBLAS', value: 0.92, target: 0.9, met: true });
+    const text = formatReport(report);
+    expect(text).toMatch(/4096³\s+f32 TF32\s+4096×4096×4096\s+nn\s+TF32 mma\.sync\s+25\.00\s+50\.00\s+50%/);
+    expect(text).toMatch(/gpt2s mlp dW = dYᵀ·X\s+f32\s+2048×768×8192\s+tn\s+SIMT split-K/);
+  });
+
   it('checks the worst bf16 gpt2s matmul shape against 60% of cuBLAS (issue 19)', () => {
     const report = sample();
     const row = (label: string, ratio: number) => ({ label, dtype: 'bf16', m: 8192, n: 768, k: 768, transposeA: false, transposeB: true, kernel: 'mma.sync', kilnTflops: ratio * 500, cublasTflops: 500, ratio });

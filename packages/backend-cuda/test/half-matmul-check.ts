@@ -34,9 +34,9 @@ function halfValues(dtype: HalfDType, count: number, seed: number): Uint16Array 
 
 /**
  * Runs the case on `cuda` and expects every output within one rounding of the dtype (plus f32
- * accumulation) of the reference, relative to the sum of |products|.
+ * accumulation) of the reference, relative to the sum of |products|; returns the output bits.
  */
-export async function expectHalfMatmulMatchesReference(cuda: CudaBackend, dtype: HalfDType, shape: HalfMatmulCase): Promise<void> {
+export async function expectHalfMatmulMatchesReference(cuda: CudaBackend, dtype: HalfDType, shape: HalfMatmulCase): Promise<Uint16Array> {
   const { batch, m, n, k, transposeA, transposeB } = shape;
   const batchStrideA = shape.broadcastA ? 0 : m * k;
   const aBits = halfValues(dtype, (shape.broadcastA ? 1 : batch) * m * k, 7 + m);
@@ -74,6 +74,7 @@ export async function expectHalfMatmulMatchesReference(cuda: CudaBackend, dtype:
     }
     const unit = dtype === 'bf16' ? 2 ** -8 : 2 ** -11;
     expect(worst, `${dtype} ${JSON.stringify(shape)}: worst ${where}`).toBeLessThanOrEqual(unit);
+    return got;
   } finally {
     for (const buffer of [a, b, out]) cuda.free(buffer);
   }

@@ -7,7 +7,7 @@ import type { NativeMatmulInfo } from '../src/native/addon-types.js';
 
 const kilnInfo: NativeMatmulInfo = {
   path: 'kiln', requested: 'auto', cublasLocation: '', cublasVersion: '', cublasReason: 'cuBLAS was not loaded: not found', allowTf32: false,
-  cublasCalls: 0, simulatedTensorCores: false, hopperKernels: false, wgmmaLaunches: 0, wgmmaAttentionLaunches: 0,
+  cublasCalls: 0, simulatedTensorCores: false, hopperKernels: false, wgmmaLaunches: 0, kilnTf32: false, splitKLaunches: 0, wgmmaAttentionLaunches: 0,
 };
 
 describe('matmul path description', () => {

@@ -93,6 +93,8 @@ const PTX_CHECKS = [
   'an ldmatrix row address that is not 16-byte aligned aborts the launch',
   'a cp.async source that is not cp-size aligned aborts the launch',
   'cp.async.cg with 8 bytes aborts the launch',
+  'cvt.rna.tf32.f32 rounds to nearest, ties away from zero, to 10 mantissa bits',
+  'tf32 mma.sync m16n8k8 with fragments from the PTX ISA formulas',
 ];
 
 describe.skipIf(compiler === undefined)('gpu-sim sm_80 PTX (mma.sync, ldmatrix, cp.async) emulation self-test (needs a C++20 compiler: none found on PATH or in $CXX)', () => {

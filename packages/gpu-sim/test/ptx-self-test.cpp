@@ -1,5 +1,5 @@
 // Self-test of the sm_80 PTX emulation (gpu_sim/cuda/mma_sync.hpp, async_copy.hpp): mma.sync
-// m16n8k16 and ldmatrix against the PTX ISA fragment layouts, a full ldmatrix → mma chain against
+// m16n8k16 (f16/bf16), m16n8k8 (tf32, with cvt.rna.tf32.f32 rounding) and ldmatrix against the PTX ISA fragment layouts, a full ldmatrix → mma chain against
 // a scalar loop, cp.async group semantics (deferred delivery, zero fill), and the misuse the
 // device does not report (a lane skipping a collective, misaligned rows or copies, reading a
 // stage before its copy arrived). Prints "ok <name>" per check, or "FAIL <name>: <why>"; exits 1 on failure.
@@ -162,6 +162,57 @@ __global__ void cg_eight_bytes_kernel(const std::uint16_t* source) {
   gpu_sim::ptx::wait_all();
 }
 
+// tf32: lanes build fragments from the PTX ISA formulas for m16n8k8; out [16][8] = a [16][8] · b [8][8] + c, inputs rounded by cvt.rna.
+__global__ void tf32_formula_product_kernel(const float* a, const float* b, const float* c, float* out) {
+  const int lane = static_cast<int>(threadIdx.x);
+  const int g = lane / 4, t = lane % 4;
+  using gpu_sim::ptx::cvt_rna_tf32;
+  const std::uint32_t a_regs[4] = {cvt_rna_tf32(a[g * 8 + t]), cvt_rna_tf32(a[(g + 8) * 8 + t]), cvt_rna_tf32(a[g * 8 + t + 4]),
+                                   cvt_rna_tf32(a[(g + 8) * 8 + t + 4])};
+  const std::uint32_t b_regs[2] = {cvt_rna_tf32(b[t * 8 + g]), cvt_rna_tf32(b[(t + 4) * 8 + g])};
+  const float c_regs[4] = {c[g * 8 + 2 * t], c[g * 8 + 2 * t + 1], c[(g + 8) * 8 + 2 * t], c[(g + 8) * 8 + 2 * t + 1]};
+  float d[4];
+  gpu_sim::ptx::mma_m16n8k8_tf32(d, a_regs, b_regs, c_regs);
+  out[g * 8 + 2 * t] = d[0];
+  out[g * 8 + 2 * t + 1] = d[1];
+  out[(g + 8) * 8 + 2 * t] = d[2];
+  out[(g + 8) * 8 + 2 * t + 1] = d[3];
+}
+
+static float bits_to_float(std::uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+static void check_tf32() {
+  using gpu_sim::ptx::cvt_rna_tf32;
+  const float tie = 1.0f + 0x1p-11f;  // halfway between two tf32 values: rounds away from zero
+  const bool rounding = bits_to_float(cvt_rna_tf32(tie)) == 1.0f + 0x1p-10f && bits_to_float(cvt_rna_tf32(-tie)) == -(1.0f + 0x1p-10f) &&
+                        bits_to_float(cvt_rna_tf32(1.0f + 0x1p-12f)) == 1.0f && bits_to_float(cvt_rna_tf32(1.0f + 0x1p-11f + 0x1p-20f)) == 1.0f + 0x1p-10f &&
+                        bits_to_float(cvt_rna_tf32(__builtin_inff())) == __builtin_inff() && bits_to_float(cvt_rna_tf32(0x1.fffffep127f)) == __builtin_inff();
+  check(rounding, "cvt.rna.tf32.f32 rounds to nearest, ties away from zero, to 10 mantissa bits");
+  // Values with more than 10 mantissa bits: the product must use the rounded inputs.
+  std::vector<float> a(128), b(64), c(128);
+  for (int i = 0; i < 128; i++) a[i] = static_cast<float>((i * 7) % 11 - 5) / 3.0f;
+  for (int i = 0; i < 64; i++) b[i] = static_cast<float>((i * 3) % 7 - 3) / 7.0f;
+  for (int i = 0; i < 128; i++) c[i] = static_cast<float>(i % 5);
+  float* out = device_copy(std::vector<float>(128, -99.0f));
+  const cudaError_t error = launch("tf32_formula_product_kernel", tf32_formula_product_kernel, dim3(1), dim3(32), device_copy(a), device_copy(b), device_copy(c), out);
+  std::string detail = error == cudaSuccess ? "" : gpu_sim_cuda_fault_detail();
+  for (int row = 0; row < 16 && detail.empty(); row++) {
+    for (int column = 0; column < 8; column++) {
+      float expected = c[row * 8 + column];
+      for (int k = 0; k < 8; k++) expected += bits_to_float(cvt_rna_tf32(a[row * 8 + k])) * bits_to_float(cvt_rna_tf32(b[k * 8 + column]));
+      if (out[row * 8 + column] != expected) {
+        detail = "out[" + std::to_string(row) + "][" + std::to_string(column) + "] = " + std::to_string(out[row * 8 + column]) + ", expected " + std::to_string(expected);
+        break;
+      }
+    }
+  }
+  check(detail.empty(), "tf32 mma.sync m16n8k8 with fragments from the PTX ISA formulas", detail);
+}
+
 static std::uint16_t to_bits(float value, MmaInput type) {
   return type == MmaInput::kF16 ? gpu_sim::f32_to_f16_bits(value) : gpu_sim::f32_to_bf16_bits(value);
 }
@@ -209,6 +260,7 @@ static void check_ldmatrix_layout(const char* name) {
 int main() {
   check_formula_product<MmaInput::kBF16>("bf16 mma.sync m16n8k16 with fragments from the PTX ISA formulas");
   check_formula_product<MmaInput::kF16>("f16 mma.sync m16n8k16 with fragments from the PTX ISA formulas");
+  check_tf32();
   check_ldmatrix_layout<4, false>("ldmatrix x4 register layout");
   check_ldmatrix_layout<4, true>("ldmatrix x4.trans register layout");
   check_ldmatrix_layout<2, false>("ldmatrix x2 register layout");

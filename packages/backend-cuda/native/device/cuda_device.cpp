@@ -42,6 +42,7 @@ void CudaDevice::choose_matmul_path(const BackendOptions& options) {
     const Napi::Value tf32 = options.object.Get("allowTf32");
     if (!tf32.IsUndefined()) allow_tf32 = read_boolean(tf32, "options.allowTf32");
   }
+  context_->set_allow_tf32(allow_tf32);
   if (matmul_request_ == "kiln") {
     cublas_reason_ = "kiln's kernels were requested (matmul: 'kiln')";
     return;
@@ -78,6 +79,8 @@ Napi::Object CudaDevice::matmul_info(Napi::Env env) {
   result.Set("simulatedTensorCores", vendor::kSimulator);
   result.Set("hopperKernels", device_runs_wgmma_kernels());
   result.Set("wgmmaLaunches", Napi::Number::New(env, static_cast<double>(wgmma_matmul_launches())));
+  result.Set("kilnTf32", matmul_f32_uses_tf32(context_->launch_context()));
+  result.Set("splitKLaunches", Napi::Number::New(env, static_cast<double>(split_k_matmul_launches())));
   result.Set("wgmmaAttentionLaunches",
              Napi::Number::New(env, static_cast<double>(wgmma_attention_forward_launches())));
   return result;

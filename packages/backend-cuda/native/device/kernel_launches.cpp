@@ -91,7 +91,11 @@ void CudaDevice::matmul(Napi::Env, const MatmulCall& call) {
     device.after_launch(cudaSuccess, description + " (cuBLAS)", work);
     return;
   }
-  device.after_launch(launch_matmul(launch, a.dtype, a.base(), call.b.base(), call.out.base(), shape), description, work);
+  // Split-K's f32 partials (matmul_split_k.cuh): pool scratch, served from the cache during graph capture.
+  const std::size_t workspace_bytes = static_cast<std::size_t>(matmul_workspace_bytes(launch, a.dtype, a.base(), call.b.base(), shape));
+  ScratchBuffer workspace(device.pool(), workspace_bytes);
+  device.after_launch(launch_matmul(launch, a.dtype, a.base(), call.b.base(), call.out.base(), shape, workspace_bytes > 0 ? workspace.get() : nullptr),
+                      description, work);
 }
 
 void CudaDevice::copy(Napi::Env, const CopyCall& call) {

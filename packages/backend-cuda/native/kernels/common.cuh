@@ -80,6 +80,8 @@ struct LaunchContext {
   int max_blocks;
   /** The device error record. */
   DeviceErrorRecord* errors;
+  /** kiln's own f32 matmul may use TF32 tensor cores (the backend's allowTf32 option; off unless asked for). */
+  bool allow_tf32 = false;
 };
 
 /** Blocks for `work` items at `threads` per block, capped for grid-stride loops (at least 1). */

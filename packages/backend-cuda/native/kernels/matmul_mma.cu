@@ -5,6 +5,7 @@
 #include <atomic>
 
 #include "matmul_mma.cuh"
+#include "matmul_split_k.cuh"
 #include "matmul_wgmma.cuh"
 
 namespace kiln {
@@ -85,6 +86,8 @@ bool cached(std::atomic<int> (&answers)[kCachedDevices], bool (*ask)(int)) {
 bool device_runs_wgmma_kernels() { return cached(runs_wgmma_kernels, ask_device_wgmma); }
 
 bool device_runs_mma_kernels() { return cached(runs_mma_kernels, ask_device); }
+
+SplitKPlan plan_mma_split_k(const LaunchContext& context, const MatmulShape& shape) { return mma_matmul::plan(context, shape); }
 
 HalfMatmulKernel choose_half_matmul_kernel(const LaunchContext& context, const void* a, const void* b, const MatmulShape& shape) {
 #if defined(KILN_HAS_TENSOR_MAPS)

@@ -13,7 +13,9 @@
 // A fragments (16×16) and B fragment pairs (16×16 = two n8 tiles), mma.sync.m16n8k16 accumulates.
 // Tile configurations (a table by shape, no run-time tuning): 128×128, 8 warps (warp tile 64×32),
 // 4 stages (64 KiB shared) when that fills every SM at least once; else 64×64, 4 warps (32×32),
-// 3 stages (24 KiB).
+// 3 stages (24 KiB), which splits k (matmul_split_k.cuh) when even its tiles leave SMs idle and
+// k is long (the dW = dYᵀ·X shapes): grid z runs batch · splits items, each writing an f32
+// partial of its k range, then a fixed-order reduction rounds to f16/bf16.
 // Layout: a [m,k] or [k,m] (transposeA), b [k,n] or [n,k] (transposeB), per batch at
 // batch·batchStride (0 broadcasts); out dense [batch, m, n]. Shared stages keep each operand in its
 // global orientation (rows of 16-byte chunks along the contiguous dimension, copied verbatim by
@@ -35,7 +37,10 @@
 #include <cstdint>
 #include <cstring>
 
+#include <type_traits>
+
 #include "matmul.cuh"
+#include "matmul_split_k.cuh"
 #include "numerics.cuh"
 #include "ptx_mma.cuh"
 #include "shared_swizzle.cuh"
@@ -108,23 +113,32 @@ KILN_UNROLL
   }
 }
 
-/** Stores two adjacent outputs of a row (one 32-bit store when `pair`, else each one in range). */
+/** Stores two adjacent outputs of a row (one 32-bit store, 64-bit for f32, when `pair`; else each one in range). */
 template <typename T>
 __device__ __forceinline__ void store_pair(T* row, Index column, Index n, float low, float high, bool pair) {
   const T values[2] = {from_float<T>(low), from_float<T>(high)};
   if (pair && column + 1 < n) {
-    std::uint32_t bits;
-    memcpy(&bits, values, sizeof bits);
-    *reinterpret_cast<std::uint32_t*>(row + column) = bits;
+    if constexpr (sizeof(T) == 4) {
+      *reinterpret_cast<float2*>(row + column) = make_float2(low, high);
+    } else {
+      std::uint32_t bits;
+      memcpy(&bits, values, sizeof bits);
+      *reinterpret_cast<std::uint32_t*>(row + column) = bits;
+    }
     return;
   }
   if (column < n) row[column] = values[0];
   if (column + 1 < n) row[column + 1] = values[1];
 }
 
-template <typename T, typename Tile>
+/**
+ * Out is T (splits must be 1), or f32 for split-K partials: item z = batch_index · splits + split
+ * of out holds the sum over k tiles [split · tiles_per_split, …) of its batch index.
+ */
+template <typename T, typename Out, typename Tile>
 __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
-    matmul_mma_kernel(const T* a, const T* b, T* out, Index m, Index n, Index k, int flags, Index batch_stride_a, Index batch_stride_b, Index batch) {
+    matmul_mma_kernel(const T* a, const T* b, Out* out, Index m, Index n, Index k, int flags, Index batch_stride_a, Index batch_stride_b, Index batch,
+                      Index splits, Index tiles_per_split) {
   constexpr int kStages = Tile::kStages;
   constexpr int kFragmentsM = Tile::kFragmentsM;
   constexpr int kFragmentsN = Tile::kFragmentsN;
@@ -158,7 +172,12 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
       ptx::ldmatrix_x4(left, stage_a + TileAk::offset(row + lane % 16, (depth + (lane / 16) * 8) / 8));
     }
   };
-  for (Index batch_index = blockIdx.z; batch_index < batch; batch_index += gridDim.z) {
+  // Only the f32-partials instantiation splits: the others compile the plain batch loop (no extra registers).
+  constexpr bool kSplit = !std::is_same_v<Out, T>;
+  for (Index item = blockIdx.z; item < (kSplit ? batch * splits : batch); item += gridDim.z) {
+    const Index batch_index = kSplit ? item / splits : item;
+    const Index first_tile = kSplit ? (item % splits) * tiles_per_split : 0;
+    const Index end_tile = !kSplit || k_tiles - first_tile < tiles_per_split ? k_tiles : first_tile + tiles_per_split;
     const T* matrix_a = a + batch_index * batch_stride_a;
     const T* matrix_b = b + batch_index * batch_stride_b;
     const auto copy_tile = [&](Index tile, int stage) {
@@ -181,16 +200,16 @@ KILN_UNROLL
     // Prologue: kStages − 1 tiles in flight, one group each (empty groups past the end keep the count uniform).
 KILN_UNROLL
     for (int stage = 0; stage < kStages - 1; stage++) {
-      if (stage < k_tiles) copy_tile(stage, stage);
+      if (first_tile + stage < end_tile) copy_tile(first_tile + stage, stage);
       ptx::cp_async_commit();
     }
-    for (Index tile = 0; tile < k_tiles; tile++) {
+    for (Index tile = first_tile; tile < end_tile; tile++) {
       ptx::cp_async_wait<kStages - 2>();  // this thread's copies of `tile` have landed …
       __syncthreads();                      // … and everyone's; everyone is also done reading tile − 1's stage
       const Index ahead = tile + kStages - 1;
-      if (ahead < k_tiles) copy_tile(ahead, static_cast<int>(ahead % kStages));
+      if (ahead < end_tile) copy_tile(ahead, static_cast<int>((ahead - first_tile) % kStages));
       ptx::cp_async_commit();
-      const int stage = static_cast<int>(tile % kStages);
+      const int stage = static_cast<int>((tile - first_tile) % kStages);
       stage_a = stages_a + stage * Tile::kStageA;
       const T* stage_b = stages_b + stage * Tile::kStageB;
 KILN_UNROLL
@@ -224,7 +243,7 @@ KILN_UNROLL
     }
     ptx::cp_async_wait<0>();  // only empty groups remain; nothing may be in flight when the stages are reused
     __syncthreads();          // the next batch index's prologue overwrites the stages
-    T* matrix_out = out + batch_index * m * n;
+    Out* matrix_out = out + item * m * n;
     const int g = lane / 4;
     const int t = lane % 4;
     const bool pair = (flags & kPairOut) != 0;
@@ -252,30 +271,67 @@ inline bool supports_operands(const void* a, const void* b, const MatmulShape& s
          chunk_aligned(b, shape.transpose_b ? shape.k : shape.n, shape.batch_stride_b);
 }
 
-template <typename T, typename Tile>
-cudaError_t launch_tile(const LaunchContext& context, const char* name, const void* a, const void* b, void* out, const MatmulShape& shape) {
-  int flags = (shape.transpose_a ? kTransposeA : 0) | (shape.transpose_b ? kTransposeB : 0);
-  if (shape.n % 2 == 0 && (reinterpret_cast<std::uintptr_t>(out) & 3u) == 0) flags |= kPairOut;
-  constexpr int kBytes = Tile::template kSharedBytes<T>;
-  if (kBytes > 48 * 1024) {
-    const cudaError_t allowed = cudaFuncSetAttribute(matmul_mma_kernel<T, Tile>, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes);
-    if (allowed != cudaSuccess) return allowed;
-  }
-  const dim3 blocks(static_cast<unsigned>((shape.n + Tile::kBlockN - 1) / Tile::kBlockN), static_cast<unsigned>((shape.m + Tile::kBlockM - 1) / Tile::kBlockM),
-                    static_cast<unsigned>(shape.batch < kMaxGridZ ? shape.batch : kMaxGridZ));
-  return vendor::launch(name, matmul_mma_kernel<T, Tile>, blocks, dim3(Tile::kThreads), static_cast<std::size_t>(kBytes), context.stream,
-                        static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), shape.m, shape.n, shape.k, flags, shape.batch_stride_a,
-                        shape.batch_stride_b, shape.batch);
+/** Shortest k range of a split launch, in kDepth tiles (256 elements of k). */
+inline constexpr Index kMinTilesPerSplit = 8;
+
+/** Block tiles of `Tile` over the problem (all batch indices). */
+template <typename Tile>
+Index output_tiles(const MatmulShape& shape) {
+  return ((shape.m + Tile::kBlockM - 1) / Tile::kBlockM) * ((shape.n + Tile::kBlockN - 1) / Tile::kBlockN) * shape.batch;
 }
 
-/** Launches the tile configuration of the shape class: large when its blocks fill every SM at least once. */
+/** True when the large tile's blocks fill every SM at least once (max_blocks is 16 per multiprocessor). */
+inline bool use_large_tile(const LaunchContext& context, const MatmulShape& shape) { return output_tiles<LargeTile>(shape) * 16 >= context.max_blocks; }
+
+/** The split-K plan (matmul_split_k.cuh): only the small tile splits, when its tiles leave SMs idle and k is long. */
+inline SplitKPlan plan(const LaunchContext& context, const MatmulShape& shape) {
+  const Index k_tiles = (shape.k + kDepth - 1) / kDepth;
+  if (use_large_tile(context, shape)) return SplitKPlan{1, k_tiles};
+  return plan_split_k(context, output_tiles<SmallTile>(shape), k_tiles, kMinTilesPerSplit);
+}
+
+template <typename T, typename Out, typename Tile>
+cudaError_t launch_tile(const LaunchContext& context, const char* name, const void* a, const void* b, Out* out, const MatmulShape& shape, const SplitKPlan& split) {
+  int flags = (shape.transpose_a ? kTransposeA : 0) | (shape.transpose_b ? kTransposeB : 0);
+  if (shape.n % 2 == 0 && (reinterpret_cast<std::uintptr_t>(out) & (2 * sizeof(Out) - 1)) == 0) flags |= kPairOut;
+  constexpr int kBytes = Tile::template kSharedBytes<T>;
+  if (kBytes > 48 * 1024) {
+    const cudaError_t allowed = cudaFuncSetAttribute(matmul_mma_kernel<T, Out, Tile>, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes);
+    if (allowed != cudaSuccess) return allowed;
+  }
+  const Index items = shape.batch * split.splits;
+  const dim3 blocks(static_cast<unsigned>((shape.n + Tile::kBlockN - 1) / Tile::kBlockN), static_cast<unsigned>((shape.m + Tile::kBlockM - 1) / Tile::kBlockM),
+                    static_cast<unsigned>(items < kMaxGridZ ? items : kMaxGridZ));
+  return vendor::launch(name, matmul_mma_kernel<T, Out, Tile>, blocks, dim3(Tile::kThreads), static_cast<std::size_t>(kBytes), context.stream,
+                        static_cast<const T*>(a), static_cast<const T*>(b), out, shape.m, shape.n, shape.k, flags, shape.batch_stride_a,
+                        shape.batch_stride_b, shape.batch, split.splits, split.tiles_per_split);
+}
+
+/** Kernel names of one dtype's launches. */
+struct KernelNames {
+  /** The 128×128 tile. */
+  const char* large;
+  /** The 64×64 tile. */
+  const char* small;
+  /** The 64×64 tile writing split-K partials. */
+  const char* split;
+};
+
+/**
+ * Launches the tile configuration of the shape class: large when its blocks fill every SM at
+ * least once; else small, split over k into `workspace` (matmul_workspace_bytes) and reduced when
+ * plan() splits.
+ */
 template <typename T>
-cudaError_t launch(const LaunchContext& context, const char* name_large, const char* name_small, const void* a, const void* b, void* out,
-                   const MatmulShape& shape) {
-  const Index large_blocks = ((shape.m + LargeTile::kBlockM - 1) / LargeTile::kBlockM) * ((shape.n + LargeTile::kBlockN - 1) / LargeTile::kBlockN) * shape.batch;
-  // max_blocks is 16 per multiprocessor.
-  if (large_blocks * 16 >= context.max_blocks) return launch_tile<T, LargeTile>(context, name_large, a, b, out, shape);
-  return launch_tile<T, SmallTile>(context, name_small, a, b, out, shape);
+cudaError_t launch(const LaunchContext& context, const KernelNames& names, const void* a, const void* b, void* out, const MatmulShape& shape, void* workspace) {
+  const SplitKPlan split = plan(context, shape);
+  if (use_large_tile(context, shape)) return launch_tile<T, T, LargeTile>(context, names.large, a, b, static_cast<T*>(out), shape, split);
+  if (split.splits == 1) return launch_tile<T, T, SmallTile>(context, names.small, a, b, static_cast<T*>(out), shape, split);
+  if (workspace == nullptr) return cudaErrorInvalidValue;  // the caller skipped matmul_workspace_bytes
+  float* partials = static_cast<float*>(workspace);
+  const cudaError_t launched = launch_tile<T, float, SmallTile>(context, names.split, a, b, partials, shape, split);
+  if (launched != cudaSuccess) return launched;
+  return launch_split_k_reduce(context, std::is_same_v<T, __half> ? kF16 : kBF16, partials, out, split.splits, shape.batch, shape.m * shape.n);
 }
 
 }  // namespace mma_matmul

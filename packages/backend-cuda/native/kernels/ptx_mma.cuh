@@ -1,5 +1,6 @@
 // kernels/ptx_mma.cuh — kiln's thin wrappers over the sm_80 PTX instructions its pipelined
-// tensor-core kernels use: mma.sync m16n8k16 (f16/bf16 → f32), ldmatrix (x1/x2/x4, .trans) and
+// tensor-core kernels use: mma.sync m16n8k16 (f16/bf16 → f32), m16n8k8 (tf32 → f32) with
+// cvt.rna.tf32.f32, ldmatrix (x1/x2/x4, .trans) and
 // cp.async (16 bytes, .cg, src-size zero fill) with commit_group / wait_group; mma_m16n8k16<T>
 // picks the f16 or bf16 form by storage type.
 //
@@ -11,6 +12,8 @@
 //   A 16×16: a[0] = A(g, 2t..2t+1), a[1] = A(g+8, 2t..), a[2] = A(g, 2t+8..), a[3] = A(g+8, 2t+8..)
 //   B 16×8:  b[0] = B(2t..2t+1, g), b[1] = B(2t+8..2t+9, g)
 //   C/D 16×8 f32: d[0..1] = D(g, 2t..2t+1), d[2..3] = D(g+8, 2t..2t+1)
+//   tf32 m16n8k8 (one element per register): A 16×8: a[0] = A(g, t), a[1] = A(g+8, t),
+//   a[2] = A(g, t+4), a[3] = A(g+8, t+4); B 8×8: b[0] = B(t, g), b[1] = B(t+4, g); C/D as above.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +40,13 @@ inline void mma_m16n8k16_f16(float (&d)[4], const std::uint32_t (&a)[4], const s
                              std::source_location site = std::source_location::current()) {
   gpu_sim::ptx::mma_m16n8k16<gpu_sim::ptx::MmaInput::kF16>(d, a, b, d, site);
 }
+/** d += a·b for one m16n8k8 tile of tf32 inputs (one element per register), f32 accumulators (warp-collective). */
+inline void mma_m16n8k8_tf32(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2],
+                             std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::mma_m16n8k8_tf32(d, a, b, d, site);
+}
+/** cvt.rna.tf32.f32: x rounded to tf32 (to nearest, ties away from zero), as an f32 bit pattern. */
+inline std::uint32_t cvt_rna_tf32(float x) { return gpu_sim::ptx::cvt_rna_tf32(x); }
 /** d += a·b for storage type T (__half or __nv_bfloat16), f32 accumulators (warp-collective). */
 template <typename T>
 inline void mma_m16n8k16(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2],
@@ -103,6 +113,16 @@ __device__ __forceinline__ void mma_m16n8k16_f16(float (&d)[4], const std::uint3
   KILN_PTX_SM80(asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                              : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                              : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1])));
+}
+__device__ __forceinline__ void mma_m16n8k8_tf32(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
+  KILN_PTX_SM80(asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1])));
+}
+__device__ __forceinline__ std::uint32_t cvt_rna_tf32(float x) {
+  std::uint32_t bits = 0;
+  KILN_PTX_SM80(asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(bits) : "f"(x)));
+  return bits;
 }
 /** d += a·b for storage type T (__half or __nv_bfloat16), f32 accumulators (warp-collective). */
 template <typename T>

@@ -76,7 +76,7 @@ DeviceContext::~DeviceContext() {
 LaunchContext DeviceContext::launch_context() {
   use_device(device_index_);
   profiler_.before_launch();
-  return LaunchContext{stream_, max_blocks_, device_errors_};
+  return LaunchContext{stream_, max_blocks_, device_errors_, allow_tf32_};
 }
 
 void DeviceContext::ensure_usable() const {

@@ -57,6 +57,10 @@ class DeviceContext {
   CublasSession* cublas() { return cublas_.get(); }
   /** Routes matmuls through `session` (set once, right after construction). */
   void use_cublas(std::unique_ptr<CublasSession> session) { cublas_ = std::move(session); }
+  /** Lets kiln's own f32 matmul use TF32 tensor cores (launch_context().allow_tf32). */
+  void set_allow_tf32(bool allow) { allow_tf32_ = allow; }
+  /** Whether kiln's own f32 matmul may use TF32 tensor cores. */
+  bool allow_tf32() const { return allow_tf32_; }
 
   /** Throws (kDevice) when an earlier sticky error made the context unusable. */
   void ensure_usable() const;
@@ -106,6 +110,7 @@ class DeviceContext {
   std::unique_ptr<CublasSession> cublas_;
   KernelProfiler profiler_;
   int max_blocks_ = 1;
+  bool allow_tf32_ = false;
   bool synchronous_ = false;
   bool broken_ = false;
   std::string broken_reason_;

@@ -71,29 +71,40 @@ export async function timeMatmul(backend, shape, dtype, { quick, simulator }) {
  * Which of kiln's kernels ran `dtype`: 'SIMT' for f32; for f16/bf16 'wgmma' when the Hopper
  * kernel's launch count grew while the shape was timed (`wgmmaLaunches`), else the family
  * capabilities name ('mma.sync' on compute capability ≥ 8.0, else 'wmma'; every measured shape
- * has rows of whole 16-byte chunks, which the mma.sync kernel needs).
+ * has rows of whole 16-byte chunks, which the mma.sync kernel needs); f32 is 'SIMT', or
+ * 'TF32 mma.sync' on a backend created with allowTf32; ' split-K' when `splitKLaunches` grew.
  */
-export function kilnMatmulKernel(backend, dtype, wgmmaLaunches) {
-  if (dtype === 'f32') return 'SIMT';
+export function kilnMatmulKernel(backend, dtype, wgmmaLaunches, splitKLaunches = 0) {
+  const splitK = splitKLaunches > 0 ? ' split-K' : '';
+  if (dtype === 'f32') return `${backend.capabilities.matmul.tf32 ? 'TF32 mma.sync' : 'SIMT'}${splitK}`;
   if (wgmmaLaunches > 0) return 'wgmma';
-  return backend.capabilities.matmul[dtype].includes('mma.sync') ? 'mma.sync' : 'wmma';
+  return `${backend.capabilities.matmul[dtype].includes('mma.sync') ? 'mma.sync' : 'wmma'}${splitK}`;
 }
 
-/** Runs every shape in bf16, f16 and f32 on kiln's kernels and (when given) on cuBLAS. */
-export async function matmulComparison(kiln, cublas, options, log) {
+/**
+ * Runs every shape in bf16, f16 and f32 on kiln's kernels and (when given) on cuBLAS, then f32
+ * once more with TF32 allowed on both (`tf32` backends, created with allowTf32: true; rows with
+ * tf32: true) when given.
+ */
+export async function matmulComparison(kiln, cublas, options, log, tf32 = undefined) {
   const rows = [];
-  for (const dtype of ['bf16', 'f16', 'f32']) {
+  const passes = [['bf16', kiln, cublas, false], ['f16', kiln, cublas, false], ['f32', kiln, cublas, false]];
+  if (tf32) passes.push(['f32', tf32.kiln, tf32.cublas, true]);
+  for (const [dtype, kilnBackend, cublasBackend, allowTf32] of passes) {
     // f16 runs the same kernel family as bf16: the square shape only, as a check that both instantiations are as fast.
     const shapes = dtype === 'f16' ? matmulShapes(options).slice(0, 1) : matmulShapes(options);
     for (const shape of shapes) {
-      const launchesBefore = kiln.hopperMatmulLaunches ?? 0;
-      const kilnTflops = await timeMatmul(kiln, shape, dtype, options);
-      const row = { ...shape, dtype, kernel: kilnMatmulKernel(kiln, dtype, (kiln.hopperMatmulLaunches ?? 0) - launchesBefore), kilnTflops };
-      if (cublas) {
-        row.cublasTflops = await timeMatmul(cublas, shape, dtype, options);
+      const launchesBefore = kilnBackend.hopperMatmulLaunches ?? 0;
+      const splitBefore = kilnBackend.splitKMatmulLaunches ?? 0;
+      const kilnTflops = await timeMatmul(kilnBackend, shape, dtype, options);
+      const kernel = kilnMatmulKernel(kilnBackend, dtype, (kilnBackend.hopperMatmulLaunches ?? 0) - launchesBefore, (kilnBackend.splitKMatmulLaunches ?? 0) - splitBefore);
+      const row = { ...shape, dtype, ...(allowTf32 ? { tf32: true } : {}), kernel, kilnTflops };
+      if (cublasBackend) {
+        row.cublasTflops = await timeMatmul(cublasBackend, shape, dtype, options);
         row.ratio = kilnTflops / row.cublasTflops;
       }
-      log(`  ${dtype} ${shape.label}: kiln ${row.kernel} ${kilnTflops.toFixed(2)} TFLOP/s${row.cublasTflops === undefined ? '' : `, cuBLAS ${row.cublasTflops.toFixed(2)} (${(row.ratio * 100).toFixed(0)}%)`}`);
+      const name = allowTf32 ? 'f32 (TF32 on)' : dtype === 'f32' ? 'f32 (TF32 off)' : dtype;
+      log(`  ${name} ${shape.label}: kiln ${row.kernel} ${kilnTflops.toFixed(2)} TFLOP/s${row.cublasTflops === undefined ? '' : `, cuBLAS ${row.cublasTflops.toFixed(2)} (${(row.ratio * 100).toFixed(0)}%)`}`);
       rows.push(row);
     }
   }

@@ -4,8 +4,10 @@ export declare const TARGETS: { bf16MatmulRatio: number; gpt2sMatmulRatio: numbe
 /** A matmul measurement. */
 export interface MatmulRow {
   label: string; dtype: string; m: number; n: number; k: number; transposeA: boolean; transposeB: boolean;
-  /** kiln's kernel family: 'mma.sync', 'wmma' or 'SIMT'. */
+  /** kiln's kernel family: 'wgmma', 'mma.sync', 'wmma', 'SIMT' or 'TF32 mma.sync', plus ' split-K' when k was split. */
   kernel?: string;
+  /** f32 measured with allowTf32 on both kiln and cuBLAS. */
+  tf32?: boolean;
   kilnTflops: number; cublasTflops?: number; ratio?: number;
 }
 /** One side of the train-step comparison. */

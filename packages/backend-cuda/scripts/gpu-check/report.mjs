@@ -4,8 +4,9 @@
 // {
 //   schema: 1, status: 'ok' | 'failed' | 'skipped', reason?, startedAt, seconds, host, addon, probe,
 //   conformance: [{ name, passed, failed, skipped, seconds, failures: [{ id, message }] }],
-//   matmul: [{ label, dtype, m, n, k, transposeA, transposeB, kernel, kilnTflops, cublasTflops?, ratio? }], matmulNote?,
-//     (kernel: kiln's kernel family, 'wgmma' | 'mma.sync' | 'wmma' | 'SIMT')
+//   matmul: [{ label, dtype, tf32?, m, n, k, transposeA, transposeB, kernel, kilnTflops, cublasTflops?, ratio? }], matmulNote?,
+//     (kernel: kiln's kernel family, 'wgmma' | 'mma.sync' | 'wmma' | 'SIMT' | 'TF32 mma.sync', plus ' split-K' when k was split;
+//      tf32: f32 rows measured with allowTf32 on both kiln and cuBLAS)
 //   trainStep?: { model, precision, kiln: { msPerStep, tokensPerSecond } | { error }, pytorch: { … } | { skipped }, ratio? },
 //   hfFixtures?: { fixtures, error, failed, runs: [{ fixture, matmul, logitsRelative, lossError, worstGradient, gradients, greedy, failures, passed, seconds }] },
 //   sections: [{ title, rows: [[…cells]], note? }]     (other checks add theirs, e.g. attention vs SDPA)
@@ -18,6 +19,8 @@ export const TARGETS = {
   bf16MatmulRatio: 0.7,
   /** kiln's bf16 matmul at every gpt2s shape (tn included) as a fraction of cuBLAS's (issue 19). */
   gpt2sMatmulRatio: 0.6,
+  /** kiln's f32 matmul (TF32 off on both sides) at 4096³ as a fraction of cuBLAS's (issue 19). */
+  f32MatmulRatio: 0.9,
   /** kiln's train step (tokens/s) over PyTorch eager's. */
   trainStepRatio: 1.0,
   /** gpt2s bf16 (issue 15): kiln over PyTorch eager at every batch. */
@@ -49,6 +52,13 @@ export function evaluateTargets(report) {
     targets.push({
       name: `kiln bf16 matmul at every gpt2s shape ≥ ${TARGETS.gpt2sMatmulRatio * 100}% of cuBLAS (worst: ${worst.label})`,
       value: worst.ratio, target: TARGETS.gpt2sMatmulRatio, met: worst.ratio >= TARGETS.gpt2sMatmulRatio,
+    });
+  }
+  const f32Square = report.matmul.find((row) => row.dtype === 'f32' && !row.tf32 && row.label.startsWith('4096³') && row.ratio !== undefined);
+  if (f32Square) {
+    targets.push({
+      name: `kiln f32 matmul (TF32 off) at ${f32Square.label} ≥ ${TARGETS.f32MatmulRatio * 100}% of cuBLAS`,
+      value: f32Square.ratio, target: TARGETS.f32MatmulRatio, met: f32Square.ratio >= TARGETS.f32MatmulRatio,
     });
   }
   const ratio = report.trainStep?.ratio;
@@ -110,7 +120,7 @@ export function formatReport(report) {
     lines.push(table([
       ['shape', 'dtype', 'm×n×k', 'op', 'kiln kernel', 'kiln', 'cuBLAS', 'ratio'],
       ...report.matmul.map((row) => [
-        row.label, row.dtype, `${row.m}×${row.n}×${row.k}`, `${row.transposeA ? 't' : 'n'}${row.transposeB ? 't' : 'n'}`, row.kernel ?? '?',
+        row.label, row.tf32 ? 'f32 TF32' : row.dtype, `${row.m}×${row.n}×${row.k}`, `${row.transposeA ? 't' : 'n'}${row.transposeB ? 't' : 'n'}`, row.kernel ?? '?',
         fixed(row.kilnTflops, 2), fixed(row.cublasTflops, 2), row.ratio === undefined ? '—' : `${(row.ratio * 100).toFixed(0)}%`,
       ]),
     ]));

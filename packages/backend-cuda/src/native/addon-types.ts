@@ -101,6 +101,10 @@ export interface NativeMatmulInfo {
   hopperKernels: boolean;
   /** Launches of that kernel in this process so far. */
   wgmmaLaunches: number;
+  /** True when kiln's own f32 matmul runs on TF32 tensor cores (allowTf32 and a device running sm_80 code). */
+  kilnTf32: boolean;
+  /** Split-K launches of kiln's own matmul (f32 partials over k ranges, then a fixed-order reduction) in this process so far. */
+  splitKLaunches: number;
   /** Launches of kiln's sm_90a wgmma + TMA flash-attention forward in this process so far. */
   wgmmaAttentionLaunches: number;
 }

@@ -11,6 +11,16 @@
 //    Warp-collective: the last lane to arrive gathers every lane's fragments, computes
 //    D = A·B + C once (products of 16-bit inputs are exact in f32; sums in f32, k ascending, from
 //    C) and scatters D. d may alias c.
+//  - mma_m16n8k8_tf32(d, a, b, c): mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32. Each
+//    32-bit register holds one tf32 element (an f32 bit pattern whose low 13 mantissa bits the
+//    tensor core ignores; the emulation clears them, so inputs that were not rounded with
+//    cvt_rna_tf32 are truncated). PTX ISA "Matrix Fragments for mma.m16n8k8" (.tf32):
+//      A (16×8, row): a[0] = A(g, t), a[1] = A(g+8, t), a[2] = A(g, t+4), a[3] = A(g+8, t+4)
+//      B (8×8, col):  b[0] = B(t, g), b[1] = B(t+4, g)
+//      C, D (16×8 f32): as m16n8k16. Products of tf32 inputs are exact in f32; sums in f32, k
+//    ascending, from C.
+//  - cvt_rna_tf32(x): cvt.rna.tf32.f32 — x rounded to tf32 (10 explicit mantissa bits), to nearest
+//    with ties away from zero; infinities and NaN pass through.
 //  - ldmatrix(count, trans, d, row_address): ldmatrix.sync.aligned.m8n8.x{1,2,4}{,.trans}.shared.b16.
 //    Lanes 8m…8m+7 give the 16-byte row addresses of matrix m (lanes past 8·count are ignored);
 //    lane l receives in d[m] the elements (row l/4, columns 2(l%4), 2(l%4)+1) of matrix m, or
@@ -23,6 +33,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <source_location>
 #include <string>
 
@@ -87,6 +98,44 @@ template <MmaInput Type>
 inline constexpr CollectiveOp kMmaOp{Type == MmaInput::kF16 ? "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
                                                             : "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
                                      product<Type>};
+
+/** The tf32 value of a register: its f32 bits with the low 13 mantissa bits cleared. */
+inline float tf32_value(std::uint32_t bits) {
+  const std::uint32_t kept = bits & 0xffffe000u;
+  float value;
+  std::memcpy(&value, &kept, sizeof value);
+  return value;
+}
+
+/** Gathers the tf32 A (16×8), B (8×8) and f32 C fragments from every lane, computes D = A·B + C, scatters D. */
+inline const char* product_tf32(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t, std::uint64_t* results, unsigned*) {
+  float a[16][8];
+  float b[8][8];
+  float c[16][8];
+  for (unsigned lane = 0; lane < kWarpSize; lane++) {
+    const auto* call = reinterpret_cast<const MmaCall*>(static_cast<std::uintptr_t>(values[lane]));
+    const int g = static_cast<int>(lane / 4);
+    const int t = static_cast<int>(lane % 4);
+    for (int i = 0; i < 4; i++) a[g + ((i & 1) ? 8 : 0)][t + (i >= 2 ? 4 : 0)] = tf32_value(call->a[i]);
+    for (int i = 0; i < 2; i++) b[t + 4 * i][g] = tf32_value(call->b[i]);
+    for (int i = 0; i < 4; i++) c[g + (i >= 2 ? 8 : 0)][2 * t + (i & 1)] = call->c[i];
+    results[lane] = 0;
+  }
+  for (int row = 0; row < 16; row++) {
+    for (int column = 0; column < 8; column++) {
+      float total = c[row][column];
+      for (int depth = 0; depth < 8; depth++) total += a[row][depth] * b[depth][column];
+      c[row][column] = total;
+    }
+  }
+  for (unsigned lane = 0; lane < kWarpSize; lane++) {
+    const auto* call = reinterpret_cast<const MmaCall*>(static_cast<std::uintptr_t>(values[lane]));
+    for (int i = 0; i < 4; i++) call->d[i] = c[lane / 4 + (i >= 2 ? 8 : 0)][2 * (lane % 4) + (i & 1)];
+  }
+  return nullptr;
+}
+
+inline constexpr CollectiveOp kMmaTf32Op{"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", product_tf32};
 
 /** What one lane passes to ldmatrix. */
 struct LdmatrixCall {
@@ -154,6 +203,23 @@ void mma_m16n8k16(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_
   const mma_detail::MmaCall call{d, a, b, c};
   current_runner().collective(mma_detail::kMmaOp<Type>, 0xffffffffu, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&call)), 0,
                               static_cast<int>(kWarpSize), site);
+}
+
+/** d = a·b + c for one m16n8k8 tile of tf32 inputs (warp-collective; layouts in the file header). */
+inline void mma_m16n8k8_tf32(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2], const float (&c)[4],
+                             std::source_location site = std::source_location::current()) {
+  const mma_detail::MmaCall call{d, a, b, c};
+  current_runner().collective(mma_detail::kMmaTf32Op, 0xffffffffu, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&call)), 0,
+                              static_cast<int>(kWarpSize), site);
+}
+
+/** cvt.rna.tf32.f32: the tf32 bit pattern (as a 32-bit register) of x rounded to nearest, ties away from zero. */
+inline std::uint32_t cvt_rna_tf32(float x) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  if ((bits & 0x7f800000u) == 0x7f800000u) return bits;  // infinity or NaN
+  // Adding half of the dropped unit to the magnitude bits rounds ties away from zero (the sign bit is apart).
+  return (bits + 0x1000u) & 0xffffe000u;
 }
 
 /** ldmatrix.x{Count}{.trans}: Count 8×8 b16 matrices into d[0…Count-1] (warp-collective; see the file header). */

@@ -1,0 +1,63 @@
+// Shared by the f32 matmul tests (matmul-split-k, matmul-tf32): runs one f32 matmul on a backend
+// and measures its worst error against an f64 reference, relative to the sum of |products|.
+import { expect } from 'vitest';
+import type { CudaBackend } from '../src/cuda-backend.js';
+import type { HalfMatmulCase } from './half-matmul-check.js';
+
+/** Deterministic values in [-1, 1) with full f32 mantissas. */
+function f32Values(count: number, seed: number): Float32Array {
+  const values = new Float32Array(count);
+  let state = seed;
+  for (let i = 0; i < count; i++) {
+    state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+    values[i] = (state >>> 8) / 2 ** 23 - 1 + (state & 0xff) * 2 ** -31;
+  }
+  return values;
+}
+
+/**
+ * Runs the case on `cuda` and returns the output and its worst error; expects that error at most
+ * `bound` (default k f32 roundings) relative to the sum of |products| of an f64 reference.
+ */
+export async function expectF32MatmulMatchesReference(cuda: CudaBackend, shape: HalfMatmulCase, bound = shape.k * 2 ** -24): Promise<{ got: Float32Array; worst: number }> {
+  const { batch, m, n, k, transposeA, transposeB } = shape;
+  const batchStrideA = shape.broadcastA ? 0 : m * k;
+  const aValues = f32Values((shape.broadcastA ? 1 : batch) * m * k, 3 + m);
+  const bValues = f32Values(batch * k * n, 5 + n);
+  const a = cuda.alloc(aValues.byteLength);
+  const b = cuda.alloc(bValues.byteLength);
+  const out = cuda.alloc(batch * m * n * 4);
+  try {
+    cuda.upload(a, new Uint8Array(aValues.buffer));
+    cuda.upload(b, new Uint8Array(bValues.buffer));
+    cuda.matmul({ buffer: a, shape: [aValues.length], dtype: 'f32' }, { buffer: b, shape: [bValues.length], dtype: 'f32' },
+      { buffer: out, shape: [batch, m, n], dtype: 'f32' }, { batch, m, n, k, transposeA, transposeB, batchStrideA, batchStrideB: k * n });
+    const got = new Float32Array((await cuda.download(out)).slice().buffer);
+    let worst = 0;
+    let where = '';
+    for (let z = 0; z < batch; z++) {
+      for (let row = 0; row < m; row++) {
+        for (let column = 0; column < n; column++) {
+          let expected = 0;
+          let magnitude = 0;
+          for (let depth = 0; depth < k; depth++) {
+            const product = aValues[z * batchStrideA + (transposeA ? depth * m + row : row * k + depth)] * bValues[z * k * n + (transposeB ? column * k + depth : depth * n + column)];
+            expected += product;
+            magnitude += Math.abs(product);
+          }
+          const value = got[(z * m + row) * n + column];
+          const error = Math.abs(value - expected) / (magnitude + 1e-30);
+          if (!(error <= worst)) {
+            worst = Number.isNaN(error) ? Infinity : error;
+            where = `out[${z}][${row}][${column}] = ${value}, expected ${expected}`;
+          }
+        }
+      }
+    }
+    expect(worst, `f32 ${JSON.stringify(shape)}: worst ${where}`).toBeLessThanOrEqual(bound);
+    return { got, worst };
+  } finally {
+    for (const buffer of [a, b, out]) cuda.free(buffer);
+  }
+}
+
