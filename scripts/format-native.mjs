@@ -34,7 +34,10 @@ if (flags.length > 1) usage('pass one of --check and --write');
 const write = flags[0] === '--write';
 
 const style = readFileSync(join(repository, '.clang-format'), 'utf8');
-const listed = execFileSync('git', ['ls-files', '-z', '--', ...(paths.length > 0 ? paths : ['.'])], { encoding: 'utf8', maxBuffer: 1 << 26 })
+const listed = execFileSync('git', ['ls-files', '-z', '--', ...(paths.length > 0 ? paths : ['.'])], {
+  encoding: 'utf8',
+  maxBuffer: 1 << 26,
+})
   .split('\0')
   .filter((path) => EXTENSIONS.some((extension) => path.endsWith(extension)));
 
@@ -45,7 +48,9 @@ for (const path of listed) {
   try {
     formatted = format(source, languageName(path), style);
   } catch (error) {
-    console.error(`format-native: clang-format failed on ${path}: ${error instanceof Error ? error.message : String(error)}`);
+    console.error(
+      `format-native: clang-format failed on ${path}: ${error instanceof Error ? error.message : String(error)}`,
+    );
     process.exit(2);
   }
   if (formatted === source) continue;

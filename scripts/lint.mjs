@@ -14,7 +14,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 
 /** Whether the formatting is checked when KILN_LINT_FORMAT is unset: true once the repository-wide `pnpm format` has landed. */
-const FORMAT_CHECKED_BY_DEFAULT = false;
+const FORMAT_CHECKED_BY_DEFAULT = true;
 
 const repository = join(import.meta.dirname, '..');
 const setting = process.env.KILN_LINT_FORMAT;
@@ -42,6 +42,8 @@ const biomeStatus = run(biome, [
   '--no-errors-on-unmatched',
   ...paths,
 ]);
-const nativeStatus = checkFormat ? run(process.execPath, [join(repository, 'scripts', 'format-native.mjs'), '--check', ...paths]) : 0;
+const nativeStatus = checkFormat
+  ? run(process.execPath, [join(repository, 'scripts', 'format-native.mjs'), '--check', ...paths])
+  : 0;
 if (!checkFormat) console.log('lint: formatting not checked (KILN_LINT_FORMAT=check checks it)');
 process.exit(biomeStatus !== 0 || nativeStatus !== 0 ? 1 : 0);

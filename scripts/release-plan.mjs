@@ -30,7 +30,11 @@ function publicPackages() {
 /** True when name@version is on the registry. */
 function isPublished(name, version) {
   try {
-    const output = execFileSync(npm, ['view', `${name}@${version}`, 'version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], shell: process.platform === 'win32' });
+    const output = execFileSync(npm, ['view', `${name}@${version}`, 'version'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      shell: process.platform === 'win32',
+    });
     return output.trim() === version;
   } catch (error) {
     const text = `${error.stdout ?? ''}${error.stderr ?? ''}`;
@@ -45,7 +49,11 @@ if (process.argv.includes('--publish-platform-packages')) {
   for (const manifest of unpublished.filter((item) => PLATFORM_PACKAGE.test(item.name))) {
     console.log(`publishing ${manifest.name}@${manifest.version} (before its parent)`);
     // prepack refuses a package whose binary was not staged.
-    execFileSync(pnpm, ['publish', '--access', 'public', '--no-git-checks', '--provenance'], { cwd: manifest.directory, stdio: 'inherit', shell: process.platform === 'win32' });
+    execFileSync(pnpm, ['publish', '--access', 'public', '--no-git-checks', '--provenance'], {
+      cwd: manifest.directory,
+      stdio: 'inherit',
+      shell: process.platform === 'win32',
+    });
   }
 } else {
   for (const manifest of unpublished) console.error(`not on npm yet: ${manifest.name}@${manifest.version}`);

@@ -10,14 +10,20 @@ const failedSteps = [];
 for (let index = 2; index < process.argv.length; index++) {
   const argument = process.argv[index];
   if (argument !== '--failed-step' || index + 1 >= process.argv.length) {
-    console.error(`test-summary: unknown argument ${argument}; usage: node scripts/test-summary.mjs [--failed-step <name>]…`);
+    console.error(
+      `test-summary: unknown argument ${argument}; usage: node scripts/test-summary.mjs [--failed-step <name>]…`,
+    );
     process.exit(2);
   }
   failedSteps.push(process.argv[++index]);
 }
 const directories = ['packages', 'examples']
   .filter((folder) => existsSync(join(repository, folder)))
-  .flatMap((folder) => readdirSync(join(repository, folder)).sort().map((name) => join(repository, folder, name)));
+  .flatMap((folder) =>
+    readdirSync(join(repository, folder))
+      .sort()
+      .map((name) => join(repository, folder, name)),
+  );
 let passed = 0;
 let failed = 0;
 let skipped = 0;
@@ -33,11 +39,15 @@ for (const directory of directories) {
     continue;
   }
   const report = JSON.parse(readFileSync(reportPath, 'utf8'));
-  const suiteFailures = (report.testResults ?? []).filter((file) => file.status === 'failed' && (file.assertionResults ?? []).length === 0).length;
+  const suiteFailures = (report.testResults ?? []).filter(
+    (file) => file.status === 'failed' && (file.assertionResults ?? []).length === 0,
+  ).length;
   passed += report.numPassedTests ?? 0;
   failed += (report.numFailedTests ?? 0) + suiteFailures;
   skipped += (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
-  console.log(`${manifest.name}: ${report.numPassedTests} passed, ${report.numFailedTests + suiteFailures} failed, ${report.numPendingTests + (report.numTodoTests ?? 0)} skipped`);
+  console.log(
+    `${manifest.name}: ${report.numPassedTests} passed, ${report.numFailedTests + suiteFailures} failed, ${report.numPendingTests + (report.numTodoTests ?? 0)} skipped`,
+  );
 }
 for (const step of failedSteps) {
   console.log(`${step}: failed`);

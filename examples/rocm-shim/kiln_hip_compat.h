@@ -156,7 +156,9 @@
 
 // ---- runtime API: different arguments -------------------------------------------------------------
 /** cudaMallocHost(pointer, bytes): pinned host memory (hipHostMalloc takes a flags argument). */
-inline hipError_t kiln_hip_malloc_host(void** pointer, size_t bytes) { return hipHostMalloc(pointer, bytes, hipHostMallocDefault); }
+inline hipError_t kiln_hip_malloc_host(void** pointer, size_t bytes) {
+  return hipHostMalloc(pointer, bytes, hipHostMallocDefault);
+}
 #define cudaMallocHost kiln_hip_malloc_host
 
 /** cudaFuncSetAttribute(kernel, attribute, value): HIP takes the kernel as `const void*`. */
@@ -171,14 +173,16 @@ inline hipError_t kiln_hip_func_set_attribute(Kernel* kernel, hipFuncAttribute a
 
 /** __shfl_xor_sync(mask, value, lane_mask): kiln's warps are 32 lanes; width 32 keeps a 64-lane wavefront split in two. */
 template <typename T>
-__device__ __forceinline__ T kiln_hip_shfl_xor_sync(unsigned /*mask: always full in kiln*/, T value, int lane_mask, int width = 32) {
+__device__ __forceinline__ T kiln_hip_shfl_xor_sync(unsigned /*mask: always full in kiln*/, T value, int lane_mask,
+                                                    int width = 32) {
   return __shfl_xor(value, lane_mask, width < 32 ? width : 32);
 }
 #define __shfl_xor_sync kiln_hip_shfl_xor_sync
 
 /** __shfl_down_sync(mask, value, delta): as above; a source past the 32-lane group returns the caller's value, as in CUDA. */
 template <typename T>
-__device__ __forceinline__ T kiln_hip_shfl_down_sync(unsigned /*mask: always full in kiln*/, T value, unsigned delta, int width = 32) {
+__device__ __forceinline__ T kiln_hip_shfl_down_sync(unsigned /*mask: always full in kiln*/, T value, unsigned delta,
+                                                     int width = 32) {
   return __shfl_down(value, delta, width < 32 ? width : 32);
 }
 #define __shfl_down_sync kiln_hip_shfl_down_sync
@@ -195,11 +199,15 @@ __device__ __forceinline__ void kiln_hip_syncwarp(unsigned /*mask*/ = 0xffffffff
 // given ROCm release's hip_bf16.h has. bf16 is the top half of an f32.
 
 /** bf16 bits of a value. */
-__device__ __forceinline__ unsigned short kiln_hip_bfloat16_as_ushort(__hip_bfloat16 value) { return __builtin_bit_cast(unsigned short, value); }
+__device__ __forceinline__ unsigned short kiln_hip_bfloat16_as_ushort(__hip_bfloat16 value) {
+  return __builtin_bit_cast(unsigned short, value);
+}
 #define __bfloat16_as_ushort kiln_hip_bfloat16_as_ushort
 
 /** The bf16 value of some bits. */
-__device__ __forceinline__ __hip_bfloat16 kiln_hip_ushort_as_bfloat16(unsigned short bits) { return __builtin_bit_cast(__hip_bfloat16, bits); }
+__device__ __forceinline__ __hip_bfloat16 kiln_hip_ushort_as_bfloat16(unsigned short bits) {
+  return __builtin_bit_cast(__hip_bfloat16, bits);
+}
 #define __ushort_as_bfloat16 kiln_hip_ushort_as_bfloat16
 
 /** bf16 → f32, exact. */
@@ -211,7 +219,8 @@ __device__ __forceinline__ float kiln_hip_bfloat162float(__hip_bfloat16 value) {
 /** f32 → bf16, round to nearest even; NaN stays a (quiet) NaN. */
 __device__ __forceinline__ __hip_bfloat16 kiln_hip_float2bfloat16_rn(float value) {
   const std::uint32_t bits = __builtin_bit_cast(std::uint32_t, value);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return __builtin_bit_cast(__hip_bfloat16, static_cast<unsigned short>((bits >> 16) | 0x0040u));
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return __builtin_bit_cast(__hip_bfloat16, static_cast<unsigned short>((bits >> 16) | 0x0040u));
   const std::uint32_t rounded = bits + 0x7fffu + ((bits >> 16) & 1u);
   return __builtin_bit_cast(__hip_bfloat16, static_cast<unsigned short>(rounded >> 16));
 }
@@ -219,7 +228,8 @@ __device__ __forceinline__ __hip_bfloat16 kiln_hip_float2bfloat16_rn(float value
 
 /** atomicAdd on 16-bit floats: a compare-and-swap loop on the aligned 32-bit word holding them (sum in f32, rounded once). */
 template <typename BitsToFloat, typename FloatToBits>
-__device__ inline unsigned short kiln_hip_atomic_add_16(unsigned short* address, unsigned short value, BitsToFloat to_float, FloatToBits to_bits) {
+__device__ inline unsigned short kiln_hip_atomic_add_16(unsigned short* address, unsigned short value,
+                                                        BitsToFloat to_float, FloatToBits to_bits) {
   const std::uintptr_t byte_address = reinterpret_cast<std::uintptr_t>(address);
   unsigned int* word = reinterpret_cast<unsigned int*>(byte_address & ~static_cast<std::uintptr_t>(3));
   const unsigned int shift = (byte_address & 2) ? 16u : 0u;
@@ -237,16 +247,20 @@ __device__ inline unsigned short kiln_hip_atomic_add_16(unsigned short* address,
 
 /** atomicAdd for every type kiln's scatterAdd uses: HIP's own for f32/i32, the loop above for f16/bf16. */
 template <typename T>
-__device__ __forceinline__ T kiln_hip_atomic_add(T* address, T value) { return atomicAdd(address, value); }
+__device__ __forceinline__ T kiln_hip_atomic_add(T* address, T value) {
+  return atomicAdd(address, value);
+}
 template <>
 __device__ __forceinline__ __half kiln_hip_atomic_add<__half>(__half* address, __half value) {
   const unsigned short old = kiln_hip_atomic_add_16(
-      reinterpret_cast<unsigned short*>(address), __half_as_ushort(value), [](unsigned short bits) { return __half2float(__ushort_as_half(bits)); },
+      reinterpret_cast<unsigned short*>(address), __half_as_ushort(value),
+      [](unsigned short bits) { return __half2float(__ushort_as_half(bits)); },
       [](float sum) { return __half_as_ushort(__float2half_rn(sum)); });
   return __ushort_as_half(old);
 }
 template <>
-__device__ __forceinline__ __hip_bfloat16 kiln_hip_atomic_add<__hip_bfloat16>(__hip_bfloat16* address, __hip_bfloat16 value) {
+__device__ __forceinline__ __hip_bfloat16 kiln_hip_atomic_add<__hip_bfloat16>(__hip_bfloat16* address,
+                                                                              __hip_bfloat16 value) {
   const unsigned short old = kiln_hip_atomic_add_16(
       reinterpret_cast<unsigned short*>(address), kiln_hip_bfloat16_as_ushort(value),
       [](unsigned short bits) { return kiln_hip_bfloat162float(kiln_hip_ushort_as_bfloat16(bits)); },
@@ -268,7 +282,7 @@ __device__ __forceinline__ __hip_bfloat16 kiln_hip_atomic_add<__hip_bfloat16>(__
 /** Both host and device code. */
 #define KILN_HOST_DEVICE __host__ __device__
 /** A pointer to the dynamic shared memory of the running block, as `type*`. */
-#define KILN_EXTERN_SHARED(type, name)                                                        \
+#define KILN_EXTERN_SHARED(type, name)                                                \
   extern __shared__ __attribute__((aligned(16))) unsigned char kiln_dynamic_shared[]; \
   type* name = reinterpret_cast<type*>(kiln_dynamic_shared)
 
@@ -286,9 +300,10 @@ inline std::string fault_detail() { return ""; }
 #if defined(__HIPCC__)
 /** Queues kernel(arguments...) on `stream`; returns the launch error. `name` is for messages. */
 template <typename... Parameters, typename... Arguments>
-hipError_t launch(const char* /*name*/, void (*kernel)(Parameters...), dim3 grid, dim3 block, size_t shared_bytes, hipStream_t stream,
-                  Arguments&&... arguments) {
-  hipLaunchKernelGGL(kernel, grid, block, static_cast<unsigned int>(shared_bytes), stream, std::forward<Arguments>(arguments)...);
+hipError_t launch(const char* /*name*/, void (*kernel)(Parameters...), dim3 grid, dim3 block, size_t shared_bytes,
+                  hipStream_t stream, Arguments&&... arguments) {
+  hipLaunchKernelGGL(kernel, grid, block, static_cast<unsigned int>(shared_bytes), stream,
+                     std::forward<Arguments>(arguments)...);
   return hipGetLastError();
 }
 #endif

@@ -22,33 +22,50 @@
 
 namespace kiln {
 
-cudaError_t launch_attention_forward(const LaunchContext&, int, const AttentionProblem&, const AttentionForwardTensors&) { return hipErrorNotSupported; }
+cudaError_t launch_attention_forward(const LaunchContext&, int, const AttentionProblem&,
+                                     const AttentionForwardTensors&) {
+  return hipErrorNotSupported;
+}
 
 bool attention_forward_wgmma_supports(int, const AttentionProblem&, const AttentionForwardTensors&) { return false; }
 
-cudaError_t launch_attention_forward_wgmma(const LaunchContext&, int, const AttentionProblem&, const AttentionForwardTensors&, bool& maps_refused) {
+cudaError_t launch_attention_forward_wgmma(const LaunchContext&, int, const AttentionProblem&,
+                                           const AttentionForwardTensors&, bool& maps_refused) {
   maps_refused = true;
   return hipErrorNotSupported;
 }
 
 unsigned long long wgmma_attention_forward_launches() { return 0; }
 
-cudaError_t launch_attention_backward(const LaunchContext&, int, const AttentionProblem&, const AttentionBackwardTensors&) { return hipErrorNotSupported; }
+cudaError_t launch_attention_backward(const LaunchContext&, int, const AttentionProblem&,
+                                      const AttentionBackwardTensors&) {
+  return hipErrorNotSupported;
+}
 
-cudaError_t launch_matmul_wmma_f16(const LaunchContext&, const void*, const void*, void*, const MatmulShape&) { return hipErrorNotSupported; }
+cudaError_t launch_matmul_wmma_f16(const LaunchContext&, const void*, const void*, void*, const MatmulShape&) {
+  return hipErrorNotSupported;
+}
 
-cudaError_t launch_matmul_wmma_bf16(const LaunchContext&, const void*, const void*, void*, const MatmulShape&) { return hipErrorNotSupported; }
+cudaError_t launch_matmul_wmma_bf16(const LaunchContext&, const void*, const void*, void*, const MatmulShape&) {
+  return hipErrorNotSupported;
+}
 
-cudaError_t launch_matmul_mma_f16(const LaunchContext&, const void*, const void*, void*, const MatmulShape&) { return hipErrorNotSupported; }
+cudaError_t launch_matmul_mma_f16(const LaunchContext&, const void*, const void*, void*, const MatmulShape&) {
+  return hipErrorNotSupported;
+}
 
-cudaError_t launch_matmul_mma_bf16(const LaunchContext&, const void*, const void*, void*, const MatmulShape&) { return hipErrorNotSupported; }
+cudaError_t launch_matmul_mma_bf16(const LaunchContext&, const void*, const void*, void*, const MatmulShape&) {
+  return hipErrorNotSupported;
+}
 
-cudaError_t launch_matmul_wgmma_f16(const LaunchContext&, const void*, const void*, void*, const MatmulShape&, bool& maps_refused) {
+cudaError_t launch_matmul_wgmma_f16(const LaunchContext&, const void*, const void*, void*, const MatmulShape&,
+                                    bool& maps_refused) {
   maps_refused = true;
   return hipErrorNotSupported;
 }
 
-cudaError_t launch_matmul_wgmma_bf16(const LaunchContext&, const void*, const void*, void*, const MatmulShape&, bool& maps_refused) {
+cudaError_t launch_matmul_wgmma_bf16(const LaunchContext&, const void*, const void*, void*, const MatmulShape&,
+                                     bool& maps_refused) {
   maps_refused = true;
   return hipErrorNotSupported;
 }
@@ -57,10 +74,13 @@ bool device_runs_mma_kernels() { return false; }
 
 bool device_runs_wgmma_kernels() { return false; }
 
-HalfMatmulKernel choose_half_matmul_kernel(const LaunchContext&, const void*, const void*, const MatmulShape&) { return HalfMatmulKernel::kWmma; }
+HalfMatmulKernel choose_half_matmul_kernel(const LaunchContext&, const void*, const void*, const MatmulShape&) {
+  return HalfMatmulKernel::kWmma;
+}
 
 const CublasLookup& find_cublas(const std::string&) {
-  static const CublasLookup none{false, "", "this ROCm build has no BLAS loader yet (rocBLAS support is future work)", nullptr};
+  static const CublasLookup none{false, "", "this ROCm build has no BLAS loader yet (rocBLAS support is future work)",
+                                 nullptr};
   return none;
 }
 

@@ -14,7 +14,10 @@ export default defineConfig({
       // The training-step comparison test runs the trainer and the CPU backend from source too;
       // backend-cpu's attention is also the f32 comparison of test/attention.test.ts.
       { find: /^@kiln\/trainer$/, replacement: fileURLToPath(new URL('../trainer/src/index.ts', import.meta.url)) },
-      { find: /^@kiln\/backend-cpu$/, replacement: fileURLToPath(new URL('../backend-cpu/src/index.ts', import.meta.url)) },
+      {
+        find: /^@kiln\/backend-cpu$/,
+        replacement: fileURLToPath(new URL('../backend-cpu/src/index.ts', import.meta.url)),
+      },
     ],
   },
   test: {

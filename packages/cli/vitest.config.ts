@@ -8,7 +8,10 @@ export default defineConfig({
   resolve: {
     alias: [
       { find: /^@kiln\/core$/, replacement: coreSource('index.ts') },
-      { find: /^@kiln\/backend-cpu$/, replacement: fileURLToPath(new URL('../backend-cpu/src/index.ts', import.meta.url)) },
+      {
+        find: /^@kiln\/backend-cpu$/,
+        replacement: fileURLToPath(new URL('../backend-cpu/src/index.ts', import.meta.url)),
+      },
       { find: /^@kiln\/trainer$/, replacement: fileURLToPath(new URL('../trainer/src/index.ts', import.meta.url)) },
     ],
   },

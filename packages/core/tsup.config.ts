@@ -2,7 +2,11 @@ import { dirname } from 'node:path';
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: { index: 'src/index.ts', 'native-backend/index': 'src/native-backend/index.ts', 'internal/index': 'src/internal/index.ts' },
+  entry: {
+    index: 'src/index.ts',
+    'native-backend/index': 'src/native-backend/index.ts',
+    'internal/index': 'src/internal/index.ts',
+  },
   format: ['esm', 'cjs'],
   dts: true,
   // No source maps: they would map to sources the package does not ship.
@@ -20,7 +24,11 @@ export default defineConfig({
         build.onResolve({ filter: /^\.\.\// }, (args) => {
           if (!dirname(args.importer).endsWith('native-backend')) return undefined;
           if (args.path === '../index.js') return { path: '@kiln/core', external: true };
-          return { errors: [{ text: `src/native-backend: import core's runtime values from '../index.js', not '${args.path}'` }] };
+          return {
+            errors: [
+              { text: `src/native-backend: import core's runtime values from '../index.js', not '${args.path}'` },
+            ],
+          };
         });
       },
     },

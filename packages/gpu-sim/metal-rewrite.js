@@ -106,18 +106,31 @@ function parseParameter(text, where) {
   const name = /(\w+)\s*$/.exec(declaration);
   if (!name) throw new MetalRewriteError(`${where}: cannot read the parameter '${text}'`);
   const type = declaration.slice(0, name.index).trim();
-  if (!attribute) throw new MetalRewriteError(`${where}: parameter '${name[1]}' has no [[buffer(n)]], [[threadgroup(n)]] or builtin attribute`);
+  if (!attribute)
+    throw new MetalRewriteError(
+      `${where}: parameter '${name[1]}' has no [[buffer(n)]], [[threadgroup(n)]] or builtin attribute`,
+    );
   const [, kind, index] = attribute;
   if (kind === 'buffer') return { type, name: name[1], expression: `table.argument<${type}>(${index}, "${name[1]}")` };
-  if (kind === 'threadgroup') return { type, name: name[1], expression: `table.threadgroup<${type}>(${index}, "${name[1]}")` };
+  if (kind === 'threadgroup')
+    return { type, name: name[1], expression: `table.threadgroup<${type}>(${index}, "${name[1]}")` };
   const builtin = BUILTINS.get(kind);
-  if (!builtin) throw new MetalRewriteError(`${where}: parameter '${name[1]}' has the attribute [[${kind}]], which the simulator cannot supply`);
-  return { type, name: name[1], expression: `::gpu_sim::metal::builtin<${type}>(::gpu_sim::metal::Builtin::${builtin})` };
+  if (!builtin)
+    throw new MetalRewriteError(
+      `${where}: parameter '${name[1]}' has the attribute [[${kind}]], which the simulator cannot supply`,
+    );
+  return {
+    type,
+    name: name[1],
+    expression: `::gpu_sim::metal::builtin<${type}>(::gpu_sim::metal::Builtin::${builtin})`,
+  };
 }
 
 /** The names of a template parameter list ("typename T, int Op" → "T, Op"). */
 function templateParameterNames(list) {
-  return splitTopLevel(list).map((parameter) => /(\w+)\s*(?:=.*)?$/.exec(parameter.replace(/=.*$/, '').trim())[1]).join(', ');
+  return splitTopLevel(list)
+    .map((parameter) => /(\w+)\s*(?:=.*)?$/.exec(parameter.replace(/=.*$/, '').trim())[1])
+    .join(', ');
 }
 
 /**
@@ -133,14 +146,22 @@ export function rewriteMetalSource(source, { path, displayName = path.split('/')
 
   // Function constants (program scope).
   const functionConstants = [];
-  for (const match of masked.matchAll(/\bconstant\s+(\w+)\s+(\w+)\s*\[\[\s*function_constant\s*\(\s*(\w+)\s*\)\s*\]\]\s*;/g)) {
+  for (const match of masked.matchAll(
+    /\bconstant\s+(\w+)\s+(\w+)\s*\[\[\s*function_constant\s*\(\s*(\w+)\s*\)\s*\]\]\s*;/g,
+  )) {
     const [whole, type, name, index] = match;
     functionConstants.push(name);
-    edits.push({ start: match.index, end: match.index + whole.length, text: `GPU_SIM_FUNCTION_CONSTANT(${type}, ${name}, ${index});` + '\n'.repeat((whole.match(/\n/g) ?? []).length) });
+    edits.push({
+      start: match.index,
+      end: match.index + whole.length,
+      text: `GPU_SIM_FUNCTION_CONSTANT(${type}, ${name}, ${index});` + '\n'.repeat((whole.match(/\n/g) ?? []).length),
+    });
   }
 
   // Function-scope threadgroup variables (declarations that start a statement, without * or &).
-  for (const match of masked.matchAll(/(?<=^|[;{}])(\s*)threadgroup\s+([\w:<>, ]+?)\s+(\w+)\s*((?:\[[^\[\];]*\]\s*)*);/g)) {
+  for (const match of masked.matchAll(
+    /(?<=^|[;{}])(\s*)threadgroup\s+([\w:<>, ]+?)\s+(\w+)\s*((?:\[[^\[\];]*\]\s*)*);/g,
+  )) {
     const [whole, space, type, name, extents] = match;
     const before = '';
     const start = match.index + space.length;
@@ -157,26 +178,40 @@ export function rewriteMetalSource(source, { path, displayName = path.split('/')
   for (const match of masked.matchAll(/(template\s*<([^<>]*)>\s*)?\bkernel\s+void\s+(\w+)\s*\(/g)) {
     const open = match.index + match[0].length - 1;
     const close = matchBracket(masked, open, '(', ')');
-    if (close < 0) throw new MetalRewriteError(`${where(match.index)}: unbalanced parameter list of kernel '${match[3]}'`);
-    const parameters = splitTopLevel(masked.slice(open + 1, close - 1)).map((text) => parseParameter(text, `${where(match.index)}: kernel '${match[3]}'`));
+    if (close < 0)
+      throw new MetalRewriteError(`${where(match.index)}: unbalanced parameter list of kernel '${match[3]}'`);
+    const parameters = splitTopLevel(masked.slice(open + 1, close - 1)).map((text) =>
+      parseParameter(text, `${where(match.index)}: kernel '${match[3]}'`),
+    );
     if (match[1]) templates.set(match[3], { list: match[2], parameters });
     else {
       kernels.push(match[3]);
-      bindings.push({ host: match[3], body: `kiln_sim_body_${match[3]}`, definition: `void kiln_sim_body_${match[3]}(const ::gpu_sim::metal::ArgumentTable& table) {\n  ${match[3]}(${parameters.map((p) => p.expression).join(', ')});\n}` });
+      bindings.push({
+        host: match[3],
+        body: `kiln_sim_body_${match[3]}`,
+        definition: `void kiln_sim_body_${match[3]}(const ::gpu_sim::metal::ArgumentTable& table) {\n  ${match[3]}(${parameters.map((p) => p.expression).join(', ')});\n}`,
+      });
     }
   }
   const defined = new Set();
-  for (const match of masked.matchAll(/template\s*\[\[\s*host_name\s*\(\s*"[^"]*"\s*\)\s*\]\]\s*kernel\s+decltype\s*\(\s*(\w+)\s*</g)) {
+  for (const match of masked.matchAll(
+    /template\s*\[\[\s*host_name\s*\(\s*"[^"]*"\s*\)\s*\]\]\s*kernel\s+decltype\s*\(\s*(\w+)\s*</g,
+  )) {
     const host = /host_name\s*\(\s*"([^"]*)"/.exec(source.slice(match.index, match.index + match[0].length))[1];
     const name = match[1];
     const open = match.index + match[0].length - 1;
     const close = matchBracket(masked, open, '<', '>');
     const args = source.slice(open + 1, close - 1).trim();
     const kernel = templates.get(name);
-    if (!kernel) throw new MetalRewriteError(`${where(match.index)}: '${host}' instantiates '${name}', which is not a template kernel of this file`);
+    if (!kernel)
+      throw new MetalRewriteError(
+        `${where(match.index)}: '${host}' instantiates '${name}', which is not a template kernel of this file`,
+      );
     if (!defined.has(name)) {
       defined.add(name);
-      bindings.push({ definition: `template <${kernel.list}>\nvoid kiln_sim_body_${name}(const ::gpu_sim::metal::ArgumentTable& table) {\n  ${name}<${templateParameterNames(kernel.list)}>(${kernel.parameters.map((p) => p.expression).join(', ')});\n}` });
+      bindings.push({
+        definition: `template <${kernel.list}>\nvoid kiln_sim_body_${name}(const ::gpu_sim::metal::ArgumentTable& table) {\n  ${name}<${templateParameterNames(kernel.list)}>(${kernel.parameters.map((p) => p.expression).join(', ')});\n}`,
+      });
     }
     kernels.push(host);
     bindings.push({ host, body: `kiln_sim_body_${name}<${args}>` });
@@ -185,7 +220,11 @@ export function rewriteMetalSource(source, { path, displayName = path.split('/')
   // Attributes: comment out what is left.
   for (const match of masked.matchAll(/\[\[[\s\S]*?\]\]/g)) {
     if (edits.some((edit) => match.index >= edit.start && match.index < edit.end)) continue;
-    edits.push({ start: match.index, end: match.index + match[0].length, text: `/*${source.slice(match.index, match.index + match[0].length)}*/` });
+    edits.push({
+      start: match.index,
+      end: match.index + match[0].length,
+      text: `/*${source.slice(match.index, match.index + match[0].length)}*/`,
+    });
   }
 
   edits.sort((a, b) => a.start - b.start);
@@ -204,9 +243,11 @@ export function rewriteMetalSource(source, { path, displayName = path.split('/')
     const lines = result.split('\n').length;
     result += `${result.endsWith('\n') ? '' : '\n'}#line ${lines + 1} "${escapedPath} (bindings generated by @kiln/gpu-sim)"\n`;
     result += 'namespace {\n';
-    result += '::gpu_sim::metal::ConstantError kiln_sim_set_constants(const ::gpu_sim::metal::ArgumentTable& table) {\n';
+    result +=
+      '::gpu_sim::metal::ConstantError kiln_sim_set_constants(const ::gpu_sim::metal::ArgumentTable& table) {\n';
     result += '  (void)table;\n  ::gpu_sim::metal::ConstantError error;\n';
-    for (const name of functionConstants) result += `  error = ::gpu_sim::metal::first_error(error, ${name}.bind(table));\n`;
+    for (const name of functionConstants)
+      result += `  error = ::gpu_sim::metal::first_error(error, ${name}.bind(table));\n`;
     result += '  return error;\n}\n';
     for (const binding of bindings) if (binding.definition) result += `${binding.definition}\n`;
     const file = displayName.replace(/"/g, '\\"');
@@ -215,7 +256,8 @@ export function rewriteMetalSource(source, { path, displayName = path.split('/')
       if (binding.host) result += `    {"${binding.host}", "${file}", &kiln_sim_set_constants, &${binding.body}},\n`;
     }
     result += '};\n';
-    result += 'const ::gpu_sim::metal::KernelRegistrar kiln_sim_registrar(kiln_sim_kernels, sizeof kiln_sim_kernels / sizeof kiln_sim_kernels[0]);\n';
+    result +=
+      'const ::gpu_sim::metal::KernelRegistrar kiln_sim_registrar(kiln_sim_kernels, sizeof kiln_sim_kernels / sizeof kiln_sim_kernels[0]);\n';
     result += '}  // namespace\n';
   }
   return { code: result, kernels, functionConstants };

@@ -18,7 +18,9 @@ export default defineConfig({
       name: 'vitest-loader-per-format',
       setup(build) {
         if (build.initialOptions.format !== 'cjs') return;
-        build.onResolve({ filter: /\/vitest-loader\.js$/ }, (args) => ({ path: join(args.resolveDir, 'vitest-loader-cjs.ts') }));
+        build.onResolve({ filter: /\/vitest-loader\.js$/ }, (args) => ({
+          path: join(args.resolveDir, 'vitest-loader-cjs.ts'),
+        }));
       },
     },
   ],

@@ -10,7 +10,10 @@ export default defineConfig({
       { find: /^@kiln\/testing$/, replacement: fileURLToPath(new URL('../testing/src/index.ts', import.meta.url)) },
       { find: /^@kiln\/core\/internal$/, replacement: coreSource('internal/index.ts') },
       { find: /^@kiln\/core$/, replacement: coreSource('index.ts') },
-      { find: /^@kiln\/backend-cpu$/, replacement: fileURLToPath(new URL('../backend-cpu/src/index.ts', import.meta.url)) },
+      {
+        find: /^@kiln\/backend-cpu$/,
+        replacement: fileURLToPath(new URL('../backend-cpu/src/index.ts', import.meta.url)),
+      },
     ],
   },
   test: {

@@ -60,10 +60,15 @@ export class DeviceMemory {
   /** A new buffer; its contents are undefined to kiln (here: zeros). */
   alloc(byteLength: number): BufferHandle {
     if (!Number.isSafeInteger(byteLength) || byteLength < 0) {
-      throw new InvalidArgumentError(`${BACKEND_NAME} backend: cannot allocate ${byteLength} bytes`, { hint: 'Pass a non-negative whole number of bytes.' });
+      throw new InvalidArgumentError(`${BACKEND_NAME} backend: cannot allocate ${byteLength} bytes`, {
+        hint: 'Pass a non-negative whole number of bytes.',
+      });
     }
     if (this.allocated + byteLength > this.limitBytes) {
-      throw new OutOfMemoryError(`${BACKEND_NAME} backend: allocating ${byteLength} bytes would exceed the device's ${this.limitBytes} bytes (${this.allocated} in use)`, byteLength);
+      throw new OutOfMemoryError(
+        `${BACKEND_NAME} backend: allocating ${byteLength} bytes would exceed the device's ${this.limitBytes} bytes (${this.allocated} in use)`,
+        byteLength,
+      );
     }
     const handle: ExampleBuffer = { byteLength, id: this.nextId++ };
     this.buffers.set(handle, new Uint8Array(byteLength));
@@ -82,16 +87,24 @@ export class DeviceMemory {
   bytes(buffer: BufferHandle, operation: string): Uint8Array {
     const bytes = this.buffers.get(buffer);
     if (bytes === undefined) {
-      throw new InvalidArgumentError(`${BACKEND_NAME} backend: ${operation} of a buffer this device does not hold (freed, or made by another backend)`, {
-        hint: 'Keep tensors on one backend (toBackend copies them) and do not use them after dispose().',
-      });
+      throw new InvalidArgumentError(
+        `${BACKEND_NAME} backend: ${operation} of a buffer this device does not hold (freed, or made by another backend)`,
+        {
+          hint: 'Keep tensors on one backend (toBackend copies them) and do not use them after dispose().',
+        },
+      );
     }
     return bytes;
   }
 
   /** What memory() reports: the kit checks that bufferCount and allocatedBytes return to their value before every case. */
   info(): MemoryInfo {
-    return { allocatedBytes: this.allocated, bufferCount: this.buffers.size, totalBytes: this.limitBytes, freeBytes: this.limitBytes - this.allocated };
+    return {
+      allocatedBytes: this.allocated,
+      bufferCount: this.buffers.size,
+      totalBytes: this.limitBytes,
+      freeBytes: this.limitBytes - this.allocated,
+    };
   }
 
   /** Every element of a dense tensor, decoded exactly to float64. */
@@ -142,10 +155,14 @@ export function viewOffsets(view: StridedView): number[] {
 
 function readElement(view: DataView, dtype: DType, index: number): number {
   switch (dtype) {
-    case 'f32': return view.getFloat32(index * 4, true);
-    case 'i32': return view.getInt32(index * 4, true);
-    case 'f16': return f16BitsToF32(view.getUint16(index * 2, true));
-    case 'bf16': return bf16BitsToF32(view.getUint16(index * 2, true));
+    case 'f32':
+      return view.getFloat32(index * 4, true);
+    case 'i32':
+      return view.getInt32(index * 4, true);
+    case 'f16':
+      return f16BitsToF32(view.getUint16(index * 2, true));
+    case 'bf16':
+      return bf16BitsToF32(view.getUint16(index * 2, true));
   }
 }
 
@@ -153,9 +170,17 @@ function writeElement(view: DataView, dtype: DType, index: number, value: number
   switch (dtype) {
     // setFloat32 rounds the float64 to nearest even once; f64ToF16Bits/f64ToBf16Bits do the same
     // for the halves (never through an f32 intermediate, which could round twice).
-    case 'f32': view.setFloat32(index * 4, value, true); break;
-    case 'i32': view.setInt32(index * 4, value, true); break;
-    case 'f16': view.setUint16(index * 2, f64ToF16Bits(value), true); break;
-    case 'bf16': view.setUint16(index * 2, f64ToBf16Bits(value), true); break;
+    case 'f32':
+      view.setFloat32(index * 4, value, true);
+      break;
+    case 'i32':
+      view.setInt32(index * 4, value, true);
+      break;
+    case 'f16':
+      view.setUint16(index * 2, f64ToF16Bits(value), true);
+      break;
+    case 'bf16':
+      view.setUint16(index * 2, f64ToBf16Bits(value), true);
+      break;
   }
 }

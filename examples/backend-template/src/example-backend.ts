@@ -42,7 +42,12 @@ export interface ExampleBackendOptions {
 /** The one device this example drives. */
 export function exampleDeviceInfo(memoryBytes: number): DeviceInfo {
   // A real backend reports the device's name, total and free memory, compute capability, limits.
-  return { id: `${BACKEND_NAME}:0`, name: 'kiln example device (plain TypeScript)', memoryTotalBytes: memoryBytes, unifiedMemory: true };
+  return {
+    id: `${BACKEND_NAME}:0`,
+    name: 'kiln example device (plain TypeScript)',
+    memoryTotalBytes: memoryBytes,
+    unifiedMemory: true,
+  };
 }
 
 /**
@@ -53,7 +58,15 @@ export function exampleDeviceInfo(memoryBytes: number): DeviceInfo {
  */
 function supports(kernel: KernelName, dtype: DType): boolean {
   switch (kernel) {
-    case 'unary': case 'binary': case 'where': case 'reduce': case 'copy': case 'gather': case 'scatterAdd': case 'cast': case 'fill':
+    case 'unary':
+    case 'binary':
+    case 'where':
+    case 'reduce':
+    case 'copy':
+    case 'gather':
+    case 'scatterAdd':
+    case 'cast':
+    case 'fill':
       return true;
     case 'matmul':
       return dtype !== 'i32';
@@ -75,10 +88,16 @@ export class ExampleBackend implements KernelBackend {
   constructor(options: ExampleBackendOptions = {}) {
     const memoryBytes = options.memoryBytes ?? 2 ** 30;
     if (!Number.isSafeInteger(memoryBytes) || memoryBytes <= 0) {
-      throw new InvalidArgumentError(`${BACKEND_NAME} backend: memoryBytes must be a positive whole number, got ${String(memoryBytes)}`, { hint: 'Pass e.g. { memoryBytes: 2 ** 30 }.' });
+      throw new InvalidArgumentError(
+        `${BACKEND_NAME} backend: memoryBytes must be a positive whole number, got ${String(memoryBytes)}`,
+        { hint: 'Pass e.g. { memoryBytes: 2 ** 30 }.' },
+      );
     }
     if ((options.deviceIndex ?? 0) !== 0) {
-      throw new InvalidArgumentError(`${BACKEND_NAME} backend: device index ${String(options.deviceIndex)} does not exist (1 device: ${BACKEND_NAME}:0)`, { hint: `Use --device ${BACKEND_NAME} or ${BACKEND_NAME}:0.` });
+      throw new InvalidArgumentError(
+        `${BACKEND_NAME} backend: device index ${String(options.deviceIndex)} does not exist (1 device: ${BACKEND_NAME}:0)`,
+        { hint: `Use --device ${BACKEND_NAME} or ${BACKEND_NAME}:0.` },
+      );
     }
     this.memoryOfDevice = new DeviceMemory(memoryBytes);
     this.capabilities = { device: exampleDeviceInfo(memoryBytes), supports, flashAttention: false };
@@ -96,9 +115,12 @@ export class ExampleBackend implements KernelBackend {
   upload(buffer: BufferHandle, data: Uint8Array, byteOffset = 0): void {
     const target = this.memoryOfDevice.bytes(buffer, 'upload');
     if (!Number.isSafeInteger(byteOffset) || byteOffset < 0 || byteOffset + data.byteLength > target.byteLength) {
-      throw new InvalidArgumentError(`${BACKEND_NAME} backend: upload of ${data.byteLength} bytes at offset ${byteOffset} does not fit a ${target.byteLength}-byte buffer`, {
-        hint: 'Upload at most byteLength − byteOffset bytes.',
-      });
+      throw new InvalidArgumentError(
+        `${BACKEND_NAME} backend: upload of ${data.byteLength} bytes at offset ${byteOffset} does not fit a ${target.byteLength}-byte buffer`,
+        {
+          hint: 'Upload at most byteLength − byteOffset bytes.',
+        },
+      );
     }
     target.set(data, byteOffset);
   }

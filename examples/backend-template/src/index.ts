@@ -3,7 +3,12 @@
  * and registered automatically; select it with KILN_DEVICE=example or `--device example`.
  */
 export { BACKEND_NAME } from './name.js';
-export { ExampleBackend, createExampleBackend, exampleDeviceInfo, type ExampleBackendOptions } from './example-backend.js';
+export {
+  ExampleBackend,
+  createExampleBackend,
+  exampleDeviceInfo,
+  type ExampleBackendOptions,
+} from './example-backend.js';
 export { plugin } from './plugin.js';
 import { plugin } from './plugin.js';
 

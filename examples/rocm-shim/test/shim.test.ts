@@ -30,7 +30,10 @@ const CUDA_ROOT = dirname(requireHere.resolve('@kiln/backend-cuda/package.json')
 const NATIVE = join(CUDA_ROOT, 'native');
 const SOURCE_FOLDERS = ['kernels', 'runtime', 'device', 'addon'];
 // The shared native host backend-cuda compiles with: the workspace's, else the copy staged into the package when packed.
-const NATIVE_HOST_INCLUDE = [join(CUDA_ROOT, '..', 'native-host', 'include'), join(CUDA_ROOT, 'native-host', 'include')].find((directory) => existsSync(directory)) ?? join(CUDA_ROOT, 'native-host', 'include');
+const NATIVE_HOST_INCLUDE =
+  [join(CUDA_ROOT, '..', 'native-host', 'include'), join(CUDA_ROOT, 'native-host', 'include')].find((directory) =>
+    existsSync(directory),
+  ) ?? join(CUDA_ROOT, 'native-host', 'include');
 const run = promisify(execFile);
 
 /** `folder/file` paths (relative to native/) of every kernel and host source. */
@@ -58,7 +61,8 @@ function codeOnly(text: string): string {
       const quote = text[index];
       out += quote;
       index++;
-      while (index < text.length && text[index] !== quote && text[index] !== '\n') index += text[index] === '\\' ? 2 : 1;
+      while (index < text.length && text[index] !== quote && text[index] !== '\n')
+        index += text[index] === '\\' ? 2 : 1;
       out += quote;
       index++;
     } else {
@@ -72,7 +76,17 @@ function codeOnly(text: string): string {
 const CODE = new Map([...TEXT].map(([file, text]) => [file, codeOnly(text)]));
 
 /** Compiler words that are not CUDA's (the `__lowercase` pattern would catch them). */
-const NOT_CUDA = new Set(['__attribute__', '__restrict__', '__restrict', '__cplusplus', '__has_include', '__func__', '__asm__', '__volatile__', '__inline__']);
+const NOT_CUDA = new Set([
+  '__attribute__',
+  '__restrict__',
+  '__restrict',
+  '__cplusplus',
+  '__has_include',
+  '__func__',
+  '__asm__',
+  '__volatile__',
+  '__inline__',
+]);
 
 /** The CUDA names one source uses. */
 function cudaNames(code: string): Set<string> {
@@ -89,7 +103,9 @@ function cudaNames(code: string): Set<string> {
     /\bwmma::\w+/g,
     /\b(?:make_)?(?:u?(?:char|short|int|long|longlong)|float|double)[1-4]\b/g,
   ];
-  for (const pattern of patterns) for (const match of code.matchAll(pattern)) if (!NOT_CUDA.has(match[0]) && !match[0].startsWith('__builtin_')) names.add(match[0]);
+  for (const pattern of patterns)
+    for (const match of code.matchAll(pattern))
+      if (!NOT_CUDA.has(match[0]) && !match[0].startsWith('__builtin_')) names.add(match[0]);
   return names;
 }
 
@@ -99,13 +115,16 @@ const MAPPED = new Set([...SHIM.matchAll(/^#define\s+(\w+)/gm)].map((match) => m
 const SAME_IN_HIP = new Set(listed('same-in-hip'));
 const NOT_PORTABLE = listed('not-portable');
 const NOT_PORTABLE_FILES = new Set(listed('not-portable-file'));
-const notPortablePattern = (entry: string) => new RegExp(`^${entry.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`);
+const notPortablePattern = (entry: string) =>
+  new RegExp(`^${entry.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`);
 const isNotPortable = (name: string) => NOT_PORTABLE.some((entry) => notPortablePattern(entry).test(name));
 const PORTABLE = SOURCES.filter((file) => !NOT_PORTABLE_FILES.has(file));
 
 /** Sources a file includes with "…" (resolved relative to native/). */
 function includes(file: string): string[] {
-  return [...TEXT.get(file)!.matchAll(/^\s*#\s*include\s+"([^"]+)"/gm)].map((match) => posix.normalize(posix.join(posix.dirname(file), match[1])));
+  return [...TEXT.get(file)!.matchAll(/^\s*#\s*include\s+"([^"]+)"/gm)].map((match) =>
+    posix.normalize(posix.join(posix.dirname(file), match[1])),
+  );
 }
 
 /** Why a file does not belong in a HIP build ('' when it does, as far as this test sees). */
@@ -138,7 +157,10 @@ describe('backend-cuda ships what a HIP build compiles', () => {
   it('native/vendors/vendor.h lets KILN_VENDOR_HEADER replace the CUDA toolkit header', () => {
     const vendor = codeOnly(readFileSync(join(NATIVE, 'vendors', 'vendor.h'), 'utf8'));
     expect(vendor).toMatch(/#if defined\(KILN_VENDOR_HEADER\)\s*#include KILN_VENDOR_HEADER\s*#elif/);
-    for (const file of SOURCES) expect(CODE.get(file), file).not.toMatch(/#\s*include\s*<(cuda|cuda_runtime|cuda_fp16|cuda_bf16|mma|cublas\w*)\.h>/);
+    for (const file of SOURCES)
+      expect(CODE.get(file), file).not.toMatch(
+        /#\s*include\s*<(cuda|cuda_runtime|cuda_fp16|cuda_bf16|mma|cublas\w*)\.h>/,
+      );
   });
 });
 
@@ -146,7 +168,21 @@ describe('kiln_hip_compat.h covers every CUDA name', () => {
   // atomicAdd is not in the list: since the kernels became deterministic (issue 15) none uses float atomics.
   it('finds the names this test is about (a scan that finds nothing checks nothing)', () => {
     const all = new Set(SOURCES.flatMap((file) => [...cudaNames(CODE.get(file)!)]));
-    for (const name of ['cudaMalloc', 'cudaMemcpyAsync', 'cudaErrorMemoryAllocation', '__shfl_xor_sync', '__shfl_down_sync', '__syncwarp', '__half', '__nv_bfloat16', '__float2bfloat16_rn', 'wmma::mma_sync', 'nvcuda', '__cvta_generic_to_shared', 'float4']) {
+    for (const name of [
+      'cudaMalloc',
+      'cudaMemcpyAsync',
+      'cudaErrorMemoryAllocation',
+      '__shfl_xor_sync',
+      '__shfl_down_sync',
+      '__syncwarp',
+      '__half',
+      '__nv_bfloat16',
+      '__float2bfloat16_rn',
+      'wmma::mma_sync',
+      'nvcuda',
+      '__cvta_generic_to_shared',
+      'float4',
+    ]) {
       expect(all, name).toContain(name);
     }
   });
@@ -156,34 +192,50 @@ describe('kiln_hip_compat.h covers every CUDA name', () => {
     for (const file of PORTABLE) {
       for (const name of cudaNames(CODE.get(file)!)) {
         if (MAPPED.has(name) || SAME_IN_HIP.has(name)) continue;
-        unmapped.push(isNotPortable(name) ? `${file}: ${name} is listed as not portable, yet this file is in the HIP build` : `${file}: ${name}`);
+        unmapped.push(
+          isNotPortable(name)
+            ? `${file}: ${name} is listed as not portable, yet this file is in the HIP build`
+            : `${file}: ${name}`,
+        );
       }
     }
-    expect(unmapped, 'map these in kiln_hip_compat.h (#define or "same-in-hip:"), or leave the file out ("not-portable-file:") and say so in docs/rocm-walkthrough.md').toEqual([]);
+    expect(
+      unmapped,
+      'map these in kiln_hip_compat.h (#define or "same-in-hip:"), or leave the file out ("not-portable-file:") and say so in docs/rocm-walkthrough.md',
+    ).toEqual([]);
   });
 
   it('lists as not portable every name that only the left-out files use, and no name nobody uses', () => {
     const leftOut = SOURCES.filter((file) => NOT_PORTABLE_FILES.has(file));
     const problems: string[] = [];
     for (const file of leftOut) {
-      for (const name of cudaNames(CODE.get(file)!)) if (!MAPPED.has(name) && !SAME_IN_HIP.has(name) && !isNotPortable(name)) problems.push(`${file}: ${name} is not classified`);
+      for (const name of cudaNames(CODE.get(file)!))
+        if (!MAPPED.has(name) && !SAME_IN_HIP.has(name) && !isNotPortable(name))
+          problems.push(`${file}: ${name} is not classified`);
     }
     const all = SOURCES.flatMap((file) => [...cudaNames(CODE.get(file)!)]);
-    for (const entry of NOT_PORTABLE) if (!all.some((name) => notPortablePattern(entry).test(name))) problems.push(`not-portable: ${entry} is used nowhere any more`);
-    for (const name of SAME_IN_HIP) if (!all.includes(name)) problems.push(`same-in-hip: ${name} is used nowhere any more`);
+    for (const entry of NOT_PORTABLE)
+      if (!all.some((name) => notPortablePattern(entry).test(name)))
+        problems.push(`not-portable: ${entry} is used nowhere any more`);
+    for (const name of SAME_IN_HIP)
+      if (!all.includes(name)) problems.push(`same-in-hip: ${name} is used nowhere any more`);
     expect(problems).toEqual([]);
   });
 
   it('leaves out exactly the files with inline PTX, WMMA or cuBLAS (and those including them)', () => {
     for (const file of NOT_PORTABLE_FILES) expect(SOURCES, `not-portable-file: ${file} does not exist`).toContain(file);
-    const shouldLeaveOut = SOURCES.filter((file) => unportableReason(file) !== '').map((file) => `${file} (${unportableReason(file)})`);
+    const shouldLeaveOut = SOURCES.filter((file) => unportableReason(file) !== '').map(
+      (file) => `${file} (${unportableReason(file)})`,
+    );
     expect(shouldLeaveOut.map((entry) => entry.split(' ')[0]).sort()).toEqual([...NOT_PORTABLE_FILES].sort());
   });
 
   it('sees only full-mask warp shuffles (the shim ignores masks and shuffles within 32 lanes)', () => {
     const partial: string[] = [];
     for (const file of SOURCES) {
-      for (const match of CODE.get(file)!.matchAll(/\b__(?:shfl\w*|ballot|any|all|match\w*|reduce\w*)_sync\s*\(\s*([^,]+),/g)) {
+      for (const match of CODE.get(file)!.matchAll(
+        /\b__(?:shfl\w*|ballot|any|all|match\w*|reduce\w*)_sync\s*\(\s*([^,]+),/g,
+      )) {
         if (!/^0x[fF]{8}[uU]?$/.test(match[1].trim())) partial.push(`${file}: ${match[0]}`);
       }
     }
@@ -199,7 +251,9 @@ describe('docs/rocm-walkthrough.md agrees with the sources', () => {
   });
 
   it('names every kernel file that assumes 32-lane warps', () => {
-    const warpFiles = SOURCES.filter((file) => /__shfl_\w+_sync|__syncwarp|threadIdx\.x\s*[%/]\s*32|\/\s*32\]/.test(CODE.get(file)!));
+    const warpFiles = SOURCES.filter((file) =>
+      /__shfl_\w+_sync|__syncwarp|threadIdx\.x\s*[%/]\s*32|\/\s*32\]/.test(CODE.get(file)!),
+    );
     expect(warpFiles.length).toBeGreaterThan(3);
     expect(warpFiles.filter((file) => !doc.includes(file))).toEqual([]);
   });
@@ -235,8 +289,25 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 /** g++ -fsyntax-only of one file through the shim (device mode defines __HIPCC__ as hipcc does for HIP sources). */
 async function compile(file: string, options: { device: boolean; shimDirectory?: string }): Promise<string> {
-  const args = ['-std=c++20', '-fsyntax-only', '-Wall', '-Wextra', '-Werror', '-x', 'c++', `-I${FAKE_HIP}`, `-I${options.shimDirectory ?? SHIM_DIRECTORY}`, `-I${NATIVE}`, `-I${NATIVE_HOST_INCLUDE}`];
-  args.push('-DKILN_VENDOR_HEADER=<kiln_hip_compat.h>', '-DNAPI_VERSION=8', '-DNODE_ADDON_API_DISABLE_DEPRECATED', '-DNAPI_CPP_EXCEPTIONS');
+  const args = [
+    '-std=c++20',
+    '-fsyntax-only',
+    '-Wall',
+    '-Wextra',
+    '-Werror',
+    '-x',
+    'c++',
+    `-I${FAKE_HIP}`,
+    `-I${options.shimDirectory ?? SHIM_DIRECTORY}`,
+    `-I${NATIVE}`,
+    `-I${NATIVE_HOST_INCLUDE}`,
+  ];
+  args.push(
+    '-DKILN_VENDOR_HEADER=<kiln_hip_compat.h>',
+    '-DNAPI_VERSION=8',
+    '-DNODE_ADDON_API_DISABLE_DEPRECATED',
+    '-DNAPI_CPP_EXCEPTIONS',
+  );
   if (NODE_ADDON_API !== undefined) args.push(`-I${NODE_ADDON_API}`, `-I${NODE_HEADERS}`);
   if (options.device) args.push('-D__HIPCC__=1');
   try {
@@ -247,38 +318,47 @@ async function compile(file: string, options: { device: boolean; shimDirectory?:
   }
 }
 
-describe.skipIf(compilerMissing !== '')(`g++ compiles through the shim against fake HIP headers${compilerMissing ? ` (skipped: ${compilerMissing})` : ''}`, () => {
-  it('the shim on its own, as host and as device code', async () => {
-    const probe = join(scratch, 'shim-only.cpp');
-    writeFileSync(probe, '#include <kiln_hip_compat.h>\nint main() { return kiln::vendor::kSimulator ? 1 : 0; }\n');
-    expect(await compile(probe, { device: false })).toBe('');
-    expect(await compile(probe, { device: true })).toBe('');
-  });
+describe.skipIf(compilerMissing !== '')(
+  `g++ compiles through the shim against fake HIP headers${compilerMissing ? ` (skipped: ${compilerMissing})` : ''}`,
+  () => {
+    it('the shim on its own, as host and as device code', async () => {
+      const probe = join(scratch, 'shim-only.cpp');
+      writeFileSync(probe, '#include <kiln_hip_compat.h>\nint main() { return kiln::vendor::kSimulator ? 1 : 0; }\n');
+      expect(await compile(probe, { device: false })).toBe('');
+      expect(await compile(probe, { device: true })).toBe('');
+    });
 
-  it.each(PORTABLE.filter((file) => file.endsWith('.cu')))('kernels: %s (device code)', async (file) => {
-    expect(await compile(join(NATIVE, file), { device: true })).toBe('');
-  });
+    it.each(PORTABLE.filter((file) => file.endsWith('.cu')))('kernels: %s (device code)', async (file) => {
+      expect(await compile(join(NATIVE, file), { device: true })).toBe('');
+    });
 
-  it.each(PORTABLE.filter((file) => file.startsWith('runtime/') && file.endsWith('.cpp')))('host: %s', async (file) => {
-    expect(await compile(join(NATIVE, file), { device: false })).toBe('');
-  });
+    it.each(PORTABLE.filter((file) => file.startsWith('runtime/') && file.endsWith('.cpp')))(
+      'host: %s',
+      async (file) => {
+        expect(await compile(join(NATIVE, file), { device: false })).toBe('');
+      },
+    );
 
-  it.skipIf(addonHeadersMissing !== '').each(PORTABLE.filter((file) => (file.startsWith('addon/') || file.startsWith('device/')) && file.endsWith('.cpp')))(
-    `addon: %s${addonHeadersMissing ? ` (skipped: ${addonHeadersMissing})` : ''}`,
-    async (file) => {
+    it
+      .skipIf(addonHeadersMissing !== '')
+      .each(
+        PORTABLE.filter((file) => (file.startsWith('addon/') || file.startsWith('device/')) && file.endsWith('.cpp')),
+      )(`addon: %s${addonHeadersMissing ? ` (skipped: ${addonHeadersMissing})` : ''}`, async (file) => {
       expect(await compile(join(NATIVE, file), { device: false })).toBe('');
-    },
-  );
+    });
 
-  it('kiln_hip_unported.cpp (the stand-ins for the left-out files)', async () => {
-    expect(await compile(join(SHIM_DIRECTORY, 'kiln_hip_unported.cpp'), { device: false })).toBe('');
-  });
+    it('kiln_hip_unported.cpp (the stand-ins for the left-out files)', async () => {
+      expect(await compile(join(SHIM_DIRECTORY, 'kiln_hip_unported.cpp'), { device: false })).toBe('');
+    });
 
-  it('fails when a mapping is removed (cudaMalloc), naming it', async () => {
-    const broken = join(scratch, 'broken');
-    mkdirSync(broken, { recursive: true });
-    writeFileSync(join(broken, 'kiln_hip_compat.h'), SHIM.replace(/^#define cudaMalloc hipMalloc\n/m, ''));
-    expect(readFileSync(join(broken, 'kiln_hip_compat.h'), 'utf8')).not.toContain('#define cudaMalloc ');
-    expect(await compile(join(NATIVE, 'runtime', 'cuda_memory.cpp'), { device: false, shimDirectory: broken })).toMatch(/cudaMalloc/);
-  });
-});
+    it('fails when a mapping is removed (cudaMalloc), naming it', async () => {
+      const broken = join(scratch, 'broken');
+      mkdirSync(broken, { recursive: true });
+      writeFileSync(join(broken, 'kiln_hip_compat.h'), SHIM.replace(/^#define cudaMalloc hipMalloc\n/m, ''));
+      expect(readFileSync(join(broken, 'kiln_hip_compat.h'), 'utf8')).not.toContain('#define cudaMalloc ');
+      expect(
+        await compile(join(NATIVE, 'runtime', 'cuda_memory.cpp'), { device: false, shimDirectory: broken }),
+      ).toMatch(/cudaMalloc/);
+    });
+  },
+);

@@ -83,7 +83,9 @@ async function loadTfjsWasm() {
     await tf.ready();
     return tf;
   } catch (error) {
-    return { missing: `TF.js WASM not loaded (${String(error.message ?? error).split('\n')[0]}); install the dev dependencies with pnpm install` };
+    return {
+      missing: `TF.js WASM not loaded (${String(error.message ?? error).split('\n')[0]}); install the dev dependencies with pnpm install`,
+    };
   } finally {
     console.warn = warn;
   }
@@ -119,11 +121,21 @@ async function startOpenBlas(threads) {
   const python = process.env.KILN_BENCH_PYTHON ?? '/usr/bin/python3';
   const install = 'install numpy with OpenBLAS: sudo apt-get install python3-numpy libopenblas0-openmp';
   if (!existsSync(python)) return { missing: `${python} not found; ${install}` };
-  const env = { ...process.env, OMP_NUM_THREADS: String(threads), OPENBLAS_NUM_THREADS: String(threads), MKL_NUM_THREADS: String(threads) };
-  const child = spawn(python, ['-c', NUMPY_SCRIPT, String(SAMPLES), String(SAMPLE_MS / 1000)], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const env = {
+    ...process.env,
+    OMP_NUM_THREADS: String(threads),
+    OPENBLAS_NUM_THREADS: String(threads),
+    MKL_NUM_THREADS: String(threads),
+  };
+  const child = spawn(python, ['-c', NUMPY_SCRIPT, String(SAMPLES), String(SAMPLE_MS / 1000)], {
+    env,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   let stderr = '';
-  child.stderr.on('data', (chunk) => { stderr += chunk; });
+  child.stderr.on('data', (chunk) => {
+    stderr += chunk;
+  });
   const first = await lines.next();
   if (first.done) return { missing: `numpy failed (${stderr.trim().split('\n').pop()}); ${install}` };
   const { numpy } = JSON.parse(first.value);
@@ -141,19 +153,41 @@ async function startOpenBlas(threads) {
 }
 
 const results = {
-  machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, node: process.version, kernels: defaultBackend.capabilities.implementation },
-  threadCounts, matmul: [], attention: [], memoryBound: [], peers: {},
+  machine: {
+    cpu: os.cpus()[0]?.model,
+    cores: os.cpus().length,
+    node: process.version,
+    kernels: defaultBackend.capabilities.implementation,
+  },
+  threadCounts,
+  matmul: [],
+  attention: [],
+  memoryBound: [],
+  peers: {},
 };
 
 // ---- matmul ----
 const matmulShapes = [
-  [128, 128, 128], [256, 256, 256], [512, 512, 512], [1024, 1024, 1024], [2048, 128, 384], [2048, 512, 128],
+  [128, 128, 128],
+  [256, 256, 256],
+  [512, 512, 512],
+  [1024, 1024, 1024],
+  [2048, 128, 384],
+  [2048, 512, 128],
   // The reference models' projections (tokens × in × out): tiny, then small.
-  [512, 64, 64], [512, 64, 192], [512, 192, 64], [512, 64, 256], [2048, 128, 128], [2048, 128, 352], [2048, 352, 128], [2048, 128, 256],
+  [512, 64, 64],
+  [512, 64, 192],
+  [512, 192, 64],
+  [512, 64, 256],
+  [2048, 128, 128],
+  [2048, 128, 352],
+  [2048, 352, 128],
+  [2048, 128, 256],
 ].filter((shape) => !quick || shape[0] * shape[1] * shape[2] <= 512 ** 3);
 const tf = await loadTfjsWasm();
 if (tf.missing) results.peers.tfjsWasm = tf.missing;
-else results.peers.tfjsWasm = `TF.js ${tf.version_core} wasm (simd ${await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT')}), 1 thread`;
+else
+  results.peers.tfjsWasm = `TF.js ${tf.version_core} wasm (simd ${await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT')}), 1 thread`;
 const openBlas = [];
 for (const threads of threadCounts) {
   const peer = await startOpenBlas(threads);
@@ -182,11 +216,14 @@ for (const [m, k, n] of matmulShapes) {
   if (!tf.missing) {
     const left = tf.tensor2d(aValues, [m, k]);
     const right = tf.tensor2d(bValues, [k, n]);
-    row.tfjsWasm = flops / timeMedian(() => {
-      const product = tf.matMul(left, right);
-      product.dataSync();
-      product.dispose();
-    }) / 1e6;
+    row.tfjsWasm =
+      flops /
+      timeMedian(() => {
+        const product = tf.matMul(left, right);
+        product.dataSync();
+        product.dispose();
+      }) /
+      1e6;
     left.dispose();
     right.dispose();
   }
@@ -197,7 +234,10 @@ for (const { peer } of openBlas) peer.stop();
 
 // ---- attention forward + backward at the reference models' shapes ----
 log('attention…');
-for (const [B, H, T, D] of [[8, 4, 64, 16], [16, 4, 128, 32]]) {
+for (const [B, H, T, D] of [
+  [8, 4, 64, 16],
+  [16, 4, 128, 32],
+]) {
   const shape = [B, H, T, D];
   const count = B * H * T * D;
   const row = { B, H, T, D, causal: true, kiln: {} };
@@ -219,7 +259,12 @@ for (const [B, H, T, D] of [[8, 4, 64, 16], [16, 4, 128, 32]]) {
 
 // ---- memory-bound fused kernels: GB/s = (bytes read + written) / time ----
 log('memory-bound kernels…');
-for (const [rows, cols] of [[1024, 4096], [2048, 128], [8192, 128], [256, 32000]]) {
+for (const [rows, cols] of [
+  [1024, 4096],
+  [2048, 128],
+  [8192, 128],
+  [256, 32000],
+]) {
   const count = rows * cols;
   for (const kernel of ['softmax', 'rmsNorm', 'crossEntropy']) {
     const row = { kernel, rows, cols, kiln: {} };
@@ -230,7 +275,10 @@ for (const [rows, cols] of [[1024, 4096], [2048, 128], [8192, 128], [256, 32000]
       const out = t.output([rows, cols]);
       const rstd = t.output([rows]);
       const targets = { buffer: backend.alloc(rows * 4), shape: [rows], dtype: 'i32' };
-      backend.upload(targets.buffer, new Uint8Array(Int32Array.from({ length: rows }, (_, i) => (i * 7) % cols).buffer));
+      backend.upload(
+        targets.buffer,
+        new Uint8Array(Int32Array.from({ length: rows }, (_, i) => (i * 7) % cols).buffer),
+      );
       const run = {
         softmax: () => backend.softmax(x, out, rows, cols),
         rmsNorm: () => backend.rmsNorm(x, weight, out, rstd, rows, cols, 1e-5),
@@ -249,27 +297,45 @@ if (jsonOutput) {
   console.log(JSON.stringify(results, null, 2));
 } else {
   const fixed = (value, digits = 1) => (value === null || value === undefined ? '—' : value.toFixed(digits));
-  const ratio = (a, b) => (a === undefined || b === undefined || a === null || b === null ? '—' : `${(a / b).toFixed(2)}×`);
+  const ratio = (a, b) =>
+    a === undefined || b === undefined || a === null || b === null ? '—' : `${(a / b).toFixed(2)}×`;
   const [one, many] = [threadCounts[0], threadCounts[threadCounts.length - 1]];
-  console.log(`\n${results.machine.cpu} (${results.machine.cores} cores), Node ${results.machine.node}; kiln: ${results.machine.kernels}`);
+  console.log(
+    `\n${results.machine.cpu} (${results.machine.cores} cores), Node ${results.machine.node}; kiln: ${results.machine.kernels}`,
+  );
   console.log(`peers in this run: ${results.peers.tfjsWasm}; ${results.peers.openBlas ?? 'OpenBLAS not measured'}\n`);
   const manyHeader = many === one ? [] : [`kiln ${many}T`, `${many}T / 1T`, `OpenBLAS ${many}T`];
-  console.log(`| matmul f32 GFLOP/s (M×K×N) | kiln 1T | TF.js WASM 1T | OpenBLAS 1T | kiln / TF.js | kiln / OpenBLAS | ${manyHeader.join(' | ')} |`);
+  console.log(
+    `| matmul f32 GFLOP/s (M×K×N) | kiln 1T | TF.js WASM 1T | OpenBLAS 1T | kiln / TF.js | kiln / OpenBLAS | ${manyHeader.join(' | ')} |`,
+  );
   console.log(`|---|${'---:|'.repeat(5 + manyHeader.length)}`);
   for (const row of results.matmul) {
-    const manyCells = many === one ? [] : [fixed(row.kiln[many]), ratio(row.kiln[many], row.kiln[one]), fixed(row.openBlas[many])];
-    console.log(`| ${row.m}×${row.k}×${row.n} | ${fixed(row.kiln[one])} | ${fixed(row.tfjsWasm)} | ${fixed(row.openBlas[one])} | ${ratio(row.kiln[one], row.tfjsWasm)} | ${ratio(row.kiln[one], row.openBlas[one])} | ${manyCells.join(' | ')} |`);
+    const manyCells =
+      many === one ? [] : [fixed(row.kiln[many]), ratio(row.kiln[many], row.kiln[one]), fixed(row.openBlas[many])];
+    console.log(
+      `| ${row.m}×${row.k}×${row.n} | ${fixed(row.kiln[one])} | ${fixed(row.tfjsWasm)} | ${fixed(row.openBlas[one])} | ${ratio(row.kiln[one], row.tfjsWasm)} | ${ratio(row.kiln[one], row.openBlas[one])} | ${manyCells.join(' | ')} |`,
+    );
   }
-  console.log(`\n| attention fwd+bwd, causal | ${threadCounts.map((threads) => `kiln ${threads}T fwd ms | bwd ms | GFLOP/s`).join(' | ')} |`);
+  console.log(
+    `\n| attention fwd+bwd, causal | ${threadCounts.map((threads) => `kiln ${threads}T fwd ms | bwd ms | GFLOP/s`).join(' | ')} |`,
+  );
   console.log(`|---|${'---:|'.repeat(3 * threadCounts.length)}`);
   for (const row of results.attention) {
-    console.log(`| B=${row.B} H=${row.H} T=${row.T} D=${row.D} | ${threadCounts.map((threads) => `${fixed(row.kiln[threads].forwardMs, 2)} | ${fixed(row.kiln[threads].backwardMs, 2)} | ${fixed(row.kiln[threads].gflops)}`).join(' | ')} |`);
+    console.log(
+      `| B=${row.B} H=${row.H} T=${row.T} D=${row.D} | ${threadCounts.map((threads) => `${fixed(row.kiln[threads].forwardMs, 2)} | ${fixed(row.kiln[threads].backwardMs, 2)} | ${fixed(row.kiln[threads].gflops)}`).join(' | ')} |`,
+    );
   }
-  console.log(`\n| memory-bound kernel (rows×cols f32) | ${threadCounts.map((threads) => `kiln ${threads}T ms | GB/s`).join(' | ')} |`);
+  console.log(
+    `\n| memory-bound kernel (rows×cols f32) | ${threadCounts.map((threads) => `kiln ${threads}T ms | GB/s`).join(' | ')} |`,
+  );
   console.log(`|---|${'---:|'.repeat(2 * threadCounts.length)}`);
   for (const row of results.memoryBound) {
-    console.log(`| ${row.kernel} ${row.rows}×${row.cols} | ${threadCounts.map((threads) => `${fixed(row.kiln[threads].ms, 3)} | ${fixed(row.kiln[threads].gbPerSecond, 2)}`).join(' | ')} |`);
+    console.log(
+      `| ${row.kernel} ${row.rows}×${row.cols} | ${threadCounts.map((threads) => `${fixed(row.kiln[threads].ms, 3)} | ${fixed(row.kiln[threads].gbPerSecond, 2)}`).join(' | ')} |`,
+    );
   }
-  console.log('\nGB/s counts x read + out written (crossEntropy: logits read). Ratios compare figures measured in this run only.');
+  console.log(
+    '\nGB/s counts x read + out written (crossEntropy: logits read). Ratios compare figures measured in this run only.',
+  );
 }
 process.exit(0);

@@ -4,7 +4,15 @@ import type { Capabilities, DeviceInfo, DType, KernelName } from '@kiln/core';
 
 /** Kernels defined on i32 data (docs/kernel-semantics.md, "i32"). */
 const I32_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>([
-  'unary', 'binary', 'where', 'reduce', 'copy', 'gather', 'scatterAdd', 'cast', 'fill',
+  'unary',
+  'binary',
+  'where',
+  'reduce',
+  'copy',
+  'gather',
+  'scatterAdd',
+  'cast',
+  'fill',
 ]);
 
 /** The host CPU as a kiln device. */

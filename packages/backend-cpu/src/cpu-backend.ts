@@ -7,9 +7,21 @@
  * resolves at once.
  */
 import {
-  InvalidArgumentError, KERNEL_API_VERSION,
-  type AdamWParams, type AttentionParams, type BinaryOp, type BufferHandle, type Capabilities, type KernelBackend, type MatmulParams,
-  type MemoryInfo, type RandomDistribution, type ReduceOp, type StridedView, type TensorRef, type UnaryOp,
+  InvalidArgumentError,
+  KERNEL_API_VERSION,
+  type AdamWParams,
+  type AttentionParams,
+  type BinaryOp,
+  type BufferHandle,
+  type Capabilities,
+  type KernelBackend,
+  type MatmulParams,
+  type MemoryInfo,
+  type RandomDistribution,
+  type ReduceOp,
+  type StridedView,
+  type TensorRef,
+  type UnaryOp,
 } from '@kiln/core';
 import { cpuCapabilities, cpuDeviceInfo } from './capabilities.js';
 import { resolveCpuSettings, type CpuKernelSettings } from './cpu-settings.js';
@@ -18,10 +30,24 @@ import { SimdRuntime } from './simd/simd-runtime.js';
 import { simdMatmul } from './simd/dispatch-matmul.js';
 import { simdAttention, simdAttentionBackward } from './simd/dispatch-attention.js';
 import {
-  simdCrossEntropy, simdCrossEntropyBackward, simdLogSoftmax, simdRmsNorm, simdRmsNormBackward, simdSoftmax, simdSoftmaxBackward,
+  simdCrossEntropy,
+  simdCrossEntropyBackward,
+  simdLogSoftmax,
+  simdRmsNorm,
+  simdRmsNormBackward,
+  simdSoftmax,
+  simdSoftmaxBackward,
 } from './simd/dispatch-rows.js';
 import {
-  RopeTables, simdAdamw, simdBinary, simdCopy, simdReduce, simdRope, simdSwiglu, simdSwigluBackward, simdUnary,
+  RopeTables,
+  simdAdamw,
+  simdBinary,
+  simdCopy,
+  simdReduce,
+  simdRope,
+  simdSwiglu,
+  simdSwigluBackward,
+  simdUnary,
 } from './simd/dispatch-elementwise.js';
 import { CpuStorage } from './storage.js';
 import { TensorAccess } from './tensor-access.js';
@@ -75,7 +101,10 @@ export class CpuBackend implements KernelBackend {
 
   constructor(options: CpuBackendOptions = {}) {
     this.settings = resolveCpuSettings(options);
-    const runtime = this.settings.path === 'wasm-simd' ? SimdRuntime.obtain(this.settings.relaxedSimd, this.settings.v8Flags) : undefined;
+    const runtime =
+      this.settings.path === 'wasm-simd'
+        ? SimdRuntime.obtain(this.settings.relaxedSimd, this.settings.v8Flags)
+        : undefined;
     this.storage = new CpuStorage({ memoryLimitBytes: options.memoryLimitBytes, heap: runtime?.heap });
     this.access = new TensorAccess(this.storage);
     this.simd = runtime === undefined ? undefined : new SimdContext(runtime, this.access, this.settings.threads);
@@ -131,7 +160,10 @@ export class CpuBackend implements KernelBackend {
    */
   memory(): MemoryInfo {
     const device = cpuDeviceInfo();
-    const host = { totalBytes: device.memoryTotalBytes ?? Number.POSITIVE_INFINITY, freeBytes: device.memoryFreeBytes ?? Number.POSITIVE_INFINITY };
+    const host = {
+      totalBytes: device.memoryTotalBytes ?? Number.POSITIVE_INFINITY,
+      freeBytes: device.memoryFreeBytes ?? Number.POSITIVE_INFINITY,
+    };
     const limits = this.storage.limits();
     const bound = limits.freeBytes !== undefined && limits.freeBytes < host.freeBytes;
     return {
@@ -229,19 +261,44 @@ export class CpuBackend implements KernelBackend {
   }
 
   /** See KernelBackend.rmsNorm. */
-  rmsNorm(x: TensorRef, weight: TensorRef, out: TensorRef, rstd: TensorRef, rows: number, cols: number, eps: number): void {
+  rmsNorm(
+    x: TensorRef,
+    weight: TensorRef,
+    out: TensorRef,
+    rstd: TensorRef,
+    rows: number,
+    cols: number,
+    eps: number,
+  ): void {
     if (this.simd !== undefined && simdRmsNorm(this.simd, x, weight, out, rstd, rows, cols, eps)) return;
     runRmsNorm(this.access, x, weight, out, rstd, rows, cols, eps);
   }
 
   /** See KernelBackend.rmsNormBackward. */
-  rmsNormBackward(x: TensorRef, weight: TensorRef, rstd: TensorRef, dy: TensorRef, dx: TensorRef, dWeight: TensorRef, rows: number, cols: number): void {
+  rmsNormBackward(
+    x: TensorRef,
+    weight: TensorRef,
+    rstd: TensorRef,
+    dy: TensorRef,
+    dx: TensorRef,
+    dWeight: TensorRef,
+    rows: number,
+    cols: number,
+  ): void {
     if (this.simd !== undefined && simdRmsNormBackward(this.simd, x, weight, rstd, dy, dx, dWeight, rows, cols)) return;
     runRmsNormBackward(this.access, x, weight, rstd, dy, dx, dWeight, rows, cols);
   }
 
   /** See KernelBackend.layerNorm. */
-  layerNorm(x: TensorRef, weight: TensorRef, bias: TensorRef, out: TensorRef, rows: number, cols: number, eps: number): void {
+  layerNorm(
+    x: TensorRef,
+    weight: TensorRef,
+    bias: TensorRef,
+    out: TensorRef,
+    rows: number,
+    cols: number,
+    eps: number,
+  ): void {
     runLayerNorm(this.access, x, weight, bias, out, rows, cols, eps);
   }
 
@@ -264,29 +321,67 @@ export class CpuBackend implements KernelBackend {
   }
 
   /** See KernelBackend.attention. */
-  attention(q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null, out: TensorRef, lse: TensorRef, params: AttentionParams): void {
+  attention(
+    q: TensorRef,
+    k: TensorRef,
+    v: TensorRef,
+    mask: StridedView | null,
+    out: TensorRef,
+    lse: TensorRef,
+    params: AttentionParams,
+  ): void {
     if (this.simd !== undefined && simdAttention(this.simd, q, k, v, mask, out, lse, params)) return;
     runAttention(this.access, q, k, v, mask, out, lse, params);
   }
 
   /** See KernelBackend.attentionBackward. */
   attentionBackward(
-    q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null, out: TensorRef, lse: TensorRef,
-    dOut: TensorRef, dq: TensorRef, dk: TensorRef, dv: TensorRef, params: AttentionParams,
+    q: TensorRef,
+    k: TensorRef,
+    v: TensorRef,
+    mask: StridedView | null,
+    out: TensorRef,
+    lse: TensorRef,
+    dOut: TensorRef,
+    dq: TensorRef,
+    dk: TensorRef,
+    dv: TensorRef,
+    params: AttentionParams,
   ): void {
-    if (this.simd !== undefined && simdAttentionBackward(this.simd, q, k, v, mask, out, lse, dOut, dq, dk, dv, params)) return;
+    if (this.simd !== undefined && simdAttentionBackward(this.simd, q, k, v, mask, out, lse, dOut, dq, dk, dv, params))
+      return;
     runAttentionBackward(this.access, q, k, v, mask, out, lse, dOut, dq, dk, dv, params);
   }
 
   /** See KernelBackend.crossEntropy. */
-  crossEntropy(logits: TensorRef, targets: TensorRef, loss: TensorRef, rows: number, classes: number, ignoreIndex: number): void {
-    if (this.simd !== undefined && simdCrossEntropy(this.simd, logits, targets, loss, rows, classes, ignoreIndex)) return;
+  crossEntropy(
+    logits: TensorRef,
+    targets: TensorRef,
+    loss: TensorRef,
+    rows: number,
+    classes: number,
+    ignoreIndex: number,
+  ): void {
+    if (this.simd !== undefined && simdCrossEntropy(this.simd, logits, targets, loss, rows, classes, ignoreIndex))
+      return;
     runCrossEntropy(this.access, logits, targets, loss, rows, classes, ignoreIndex);
   }
 
   /** See KernelBackend.crossEntropyBackward. */
-  crossEntropyBackward(logits: TensorRef, targets: TensorRef, dLogits: TensorRef, rows: number, classes: number, ignoreIndex: number, scale: number): void {
-    if (this.simd !== undefined && simdCrossEntropyBackward(this.simd, logits, targets, dLogits, rows, classes, ignoreIndex, scale)) return;
+  crossEntropyBackward(
+    logits: TensorRef,
+    targets: TensorRef,
+    dLogits: TensorRef,
+    rows: number,
+    classes: number,
+    ignoreIndex: number,
+    scale: number,
+  ): void {
+    if (
+      this.simd !== undefined &&
+      simdCrossEntropyBackward(this.simd, logits, targets, dLogits, rows, classes, ignoreIndex, scale)
+    )
+      return;
     runCrossEntropyBackward(this.access, logits, targets, dLogits, rows, classes, ignoreIndex, scale);
   }
 

@@ -45,7 +45,9 @@ function flag(name: string, value: string | undefined): boolean | undefined {
   if (value === undefined || value === '') return undefined;
   if (value === '0' || value.toLowerCase() === 'false' || value.toLowerCase() === 'off') return false;
   if (value === '1' || value.toLowerCase() === 'true' || value.toLowerCase() === 'on') return true;
-  throw new InvalidArgumentError(`${name} must be 0 or 1, got '${value}'`, { hint: `Set ${name}=0 to turn it off, or unset it for the default.` });
+  throw new InvalidArgumentError(`${name} must be 0 or 1, got '${value}'`, {
+    hint: `Set ${name}=0 to turn it off, or unset it for the default.`,
+  });
 }
 
 /** Physical cores available to this process (hyper-thread siblings counted once). */
@@ -68,7 +70,9 @@ export function physicalCoreCount(): number {
 function threadCount(option: number | undefined): number {
   if (option !== undefined) {
     if (!Number.isInteger(option) || option < 1 || option > 256) {
-      throw new InvalidArgumentError(`cpu backend: threads must be an integer from 1 to 256, got ${String(option)}`, { hint: 'Pass e.g. { threads: 2 }, or leave it out for one per physical core.' });
+      throw new InvalidArgumentError(`cpu backend: threads must be an integer from 1 to 256, got ${String(option)}`, {
+        hint: 'Pass e.g. { threads: 2 }, or leave it out for one per physical core.',
+      });
     }
     return option;
   }
@@ -76,14 +80,17 @@ function threadCount(option: number | undefined): number {
   if (text === undefined || text === '') return physicalCoreCount();
   const value = Number(text);
   if (!Number.isInteger(value) || value < 1 || value > 256) {
-    throw new InvalidArgumentError(`KILN_CPU_THREADS must be an integer from 1 to 256, got '${text}'`, { hint: 'Set e.g. KILN_CPU_THREADS=2, or unset it for one thread per physical core.' });
+    throw new InvalidArgumentError(`KILN_CPU_THREADS must be an integer from 1 to 256, got '${text}'`, {
+      hint: 'Set e.g. KILN_CPU_THREADS=2, or unset it for one thread per physical core.',
+    });
   }
   return value;
 }
 
 function relaxedSimdAbsence(source: string): string {
   if (source === 'disabled') return 'off: KILN_CPU_RELAXED_SIMD=0';
-  if (source === 'refused') return "needs V8's --experimental-wasm-relaxed-simd, which v8Flags: false (KILN_CPU_V8_FLAGS=0) leaves off";
+  if (source === 'refused')
+    return "needs V8's --experimental-wasm-relaxed-simd, which v8Flags: false (KILN_CPU_V8_FLAGS=0) leaves off";
   return 'unavailable';
 }
 
@@ -92,13 +99,25 @@ export function resolveCpuSettings(options: CpuSettingsOptions = {}): CpuKernelS
   const wantSimd = options.simd ?? flag('KILN_CPU_SIMD', process.env.KILN_CPU_SIMD) ?? true;
   const threads = threadCount(options.threads);
   if (!wantSimd) {
-    return { path: 'typescript', relaxedSimd: false, threads: 1, v8Flags: false, description: 'plain TypeScript kernels, 1 thread (KILN_CPU_SIMD=0)' };
+    return {
+      path: 'typescript',
+      relaxedSimd: false,
+      threads: 1,
+      v8Flags: false,
+      description: 'plain TypeScript kernels, 1 thread (KILN_CPU_SIMD=0)',
+    };
   }
   const allowRelaxed = options.relaxedSimd ?? flag('KILN_CPU_RELAXED_SIMD', process.env.KILN_CPU_RELAXED_SIMD) ?? true;
   const v8Flags = options.v8Flags ?? flag('KILN_CPU_V8_FLAGS', process.env.KILN_CPU_V8_FLAGS) ?? true;
   const features = detectWasmFeatures(allowRelaxed, v8Flags);
   if (!features.simd) {
-    return { path: 'typescript', relaxedSimd: false, threads: 1, v8Flags, description: 'plain TypeScript kernels, 1 thread (this runtime does not validate WebAssembly SIMD128)' };
+    return {
+      path: 'typescript',
+      relaxedSimd: false,
+      threads: 1,
+      v8Flags,
+      description: 'plain TypeScript kernels, 1 thread (this runtime does not validate WebAssembly SIMD128)',
+    };
   }
   const fma = features.relaxedSimd
     ? `relaxed-SIMD FMA${features.relaxedSimdSource === 'flag' ? " (kiln turned on V8's --experimental-wasm-relaxed-simd for this process)" : ''}`

@@ -1,5 +1,11 @@
 /** The registry entry of the CPU backend: always available, lowest automatic priority. */
-import { InvalidArgumentError, KERNEL_API_VERSION, type BackendCreateOptions, type BackendPlugin, type ProbeResult } from '@kiln/core';
+import {
+  InvalidArgumentError,
+  KERNEL_API_VERSION,
+  type BackendCreateOptions,
+  type BackendPlugin,
+  type ProbeResult,
+} from '@kiln/core';
 import { cpuDeviceInfo } from './capabilities.js';
 import { createCpuBackend } from './cpu-backend.js';
 
@@ -17,13 +23,17 @@ function memoryLimitOf(options: BackendCreateOptions | undefined): number | unde
 function booleanOption(options: BackendCreateOptions | undefined, name: 'simd' | 'relaxedSimd'): boolean | undefined {
   const value = options?.[name];
   if (value === undefined || typeof value === 'boolean') return value;
-  throw new InvalidArgumentError(`cpu backend: ${name} must be true or false, got ${typeof value}`, { hint: `Pass { ${name}: false }, or leave it out for the default.` });
+  throw new InvalidArgumentError(`cpu backend: ${name} must be true or false, got ${typeof value}`, {
+    hint: `Pass { ${name}: false }, or leave it out for the default.`,
+  });
 }
 
 function numberOption(options: BackendCreateOptions | undefined, name: 'threads'): number | undefined {
   const value = options?.[name];
   if (value === undefined || typeof value === 'number') return value;
-  throw new InvalidArgumentError(`cpu backend: ${name} must be a number, got ${typeof value}`, { hint: `Pass e.g. { ${name}: 2 }, or leave it out for the default.` });
+  throw new InvalidArgumentError(`cpu backend: ${name} must be a number, got ${typeof value}`, {
+    hint: `Pass e.g. { ${name}: 2 }, or leave it out for the default.`,
+  });
 }
 
 /** The CPU backend plugin (name 'cpu', priority 100). */

@@ -29,7 +29,14 @@ export class CpuBuffer implements BufferHandle {
   private int32View: Int32Array | undefined;
   private uint8View: Uint8Array | undefined;
 
-  constructor(byteLength: number, data: ArrayBufferLike, byteOffset: number, capacity: number, heapAddress: number, owner: CpuStorage) {
+  constructor(
+    byteLength: number,
+    data: ArrayBufferLike,
+    byteOffset: number,
+    capacity: number,
+    heapAddress: number,
+    owner: CpuStorage,
+  ) {
     this.byteLength = byteLength;
     this.data = data;
     this.byteOffset = byteOffset;
@@ -109,7 +116,9 @@ export class CpuStorage {
       try {
         data = new ArrayBuffer(capacity);
       } catch (error) {
-        throw new OutOfMemoryError(`cpu backend: the host could not allocate ${byteLength} bytes`, byteLength, { cause: error });
+        throw new OutOfMemoryError(`cpu backend: the host could not allocate ${byteLength} bytes`, byteLength, {
+          cause: error,
+        });
       }
       buffer = new CpuBuffer(byteLength, data, 0, capacity, -1, this);
     }
@@ -131,7 +140,7 @@ export class CpuStorage {
   resolve(handle: BufferHandle, operation: string): CpuBuffer {
     if (!(handle instanceof CpuBuffer) || handle.owner !== this) {
       throw new InvalidArgumentError(`cpu backend: ${operation} got a buffer that this backend did not allocate`, {
-        hint: 'Move the tensor to this backend first (toBackend) instead of passing another backend\'s buffer.',
+        hint: "Move the tensor to this backend first (toBackend) instead of passing another backend's buffer.",
       });
     }
     if (handle.freed) {
@@ -154,14 +163,26 @@ export class CpuStorage {
   limits(): { totalBytes?: number; freeBytes?: number; limitedBy?: string } {
     const bounds: Array<{ total: number; free: number; words: string }> = [];
     if (this.heap !== undefined) {
-      bounds.push({ total: this.heap.maximumBytes, free: this.heap.availableBytes, words: `the ${formatGiB(this.heap.maximumBytes)} WebAssembly heap of the SIMD kernels (wasm32 addresses no more)` });
+      bounds.push({
+        total: this.heap.maximumBytes,
+        free: this.heap.availableBytes,
+        words: `the ${formatGiB(this.heap.maximumBytes)} WebAssembly heap of the SIMD kernels (wasm32 addresses no more)`,
+      });
     }
     if (Number.isFinite(this.limitBytes)) {
-      bounds.push({ total: this.limitBytes, free: Math.max(0, this.limitBytes - this.allocatedBytes), words: `the backend's memoryLimitBytes (${this.limitBytes} bytes)` });
+      bounds.push({
+        total: this.limitBytes,
+        free: Math.max(0, this.limitBytes - this.allocatedBytes),
+        words: `the backend's memoryLimitBytes (${this.limitBytes} bytes)`,
+      });
     }
     if (bounds.length === 0) return {};
     const tightest = bounds.reduce((a, b) => (b.free < a.free ? b : a));
-    return { totalBytes: Math.min(...bounds.map((bound) => bound.total)), freeBytes: tightest.free, limitedBy: tightest.words };
+    return {
+      totalBytes: Math.min(...bounds.map((bound) => bound.total)),
+      freeBytes: tightest.free,
+      limitedBy: tightest.words,
+    };
   }
 
   /** Release every buffer. */

@@ -3,7 +3,18 @@
  * into scratch and encoded back after the kernel), i32 tensors as Int32Array, strided views as
  * (array, offset, strides) over the span of elements they touch.
  */
-import { DTypeError, decodeBf16, decodeF16, encodeBf16, encodeF16, f32ToBf16Bits, f32ToF16Bits, type DType, type StridedView, type TensorRef } from '@kiln/core';
+import {
+  DTypeError,
+  decodeBf16,
+  decodeF16,
+  encodeBf16,
+  encodeF16,
+  f32ToBf16Bits,
+  f32ToF16Bits,
+  type DType,
+  type StridedView,
+  type TensorRef,
+} from '@kiln/core';
 import type { CpuBuffer, CpuStorage } from './storage.js';
 import { roundToBf16, roundToF16 } from './kernels/rounding.js';
 
@@ -110,7 +121,8 @@ export function storeFloatRange(buffer: CpuBuffer, dtype: DType, start: number, 
   switch (dtype) {
     case 'f32':
       // Kernels usually wrote into the storage itself (floatTarget); copy only when they did not.
-      if (values.buffer !== buffer.data || values.byteOffset !== buffer.byteOffset + start * 4) buffer.float32.set(values, start);
+      if (values.buffer !== buffer.data || values.byteOffset !== buffer.byteOffset + start * 4)
+        buffer.float32.set(values, start);
       return;
     case 'f16':
       encodeF16(values, buffer.uint16.subarray(start, start + values.length));
@@ -119,7 +131,9 @@ export function storeFloatRange(buffer: CpuBuffer, dtype: DType, start: number, 
       encodeBf16(values, buffer.uint16.subarray(start, start + values.length));
       return;
     case 'i32':
-      throw new DTypeError('cpu backend: a float kernel was asked to write i32 storage', { hint: 'Cast the output to a float dtype.' });
+      throw new DTypeError('cpu backend: a float kernel was asked to write i32 storage', {
+        hint: 'Cast the output to a float dtype.',
+      });
   }
 }
 
@@ -136,6 +150,8 @@ export function storeDoubleRange(buffer: CpuBuffer, dtype: DType, start: number,
     const target = buffer.uint16;
     for (let i = 0; i < count; i++) target[start + i] = f32ToBf16Bits(roundToBf16(values[i]));
   } else {
-    throw new DTypeError('cpu backend: a float kernel was asked to write i32 storage', { hint: 'Cast the output to a float dtype.' });
+    throw new DTypeError('cpu backend: a float kernel was asked to write i32 storage', {
+      hint: 'Cast the output to a float dtype.',
+    });
   }
 }

@@ -29,7 +29,9 @@ function makeInputs(spec: Case, seed: number): Inputs {
   const { batch, queryHeads, keyHeads, queryLength, keyLength, depth } = spec;
   const f32 = (values: Float64Array) => Float64Array.from(values, Math.fround);
   const mask = spec.masked
-    ? Float64Array.from({ length: queryLength * keyLength }, () => (random() < 0.2 ? -Infinity : Math.fround(random() - 0.5)))
+    ? Float64Array.from({ length: queryLength * keyLength }, () =>
+        random() < 0.2 ? -Infinity : Math.fround(random() - 0.5),
+      )
     : null;
   return {
     q: f32(randomValues(random, batch * queryHeads * queryLength * depth)),
@@ -54,7 +56,9 @@ function naiveAttention(spec: Case, inputs: Inputs, scale: number): { out: Float
           if (causal && j > i + keyLength - queryLength) continue;
           let dot = 0;
           for (let d = 0; d < depth; d++) {
-            dot += inputs.q[((b * queryHeads + h) * queryLength + i) * depth + d] * inputs.k[((b * keyHeads + kvHead) * keyLength + j) * depth + d];
+            dot +=
+              inputs.q[((b * queryHeads + h) * queryLength + i) * depth + d] *
+              inputs.k[((b * keyHeads + kvHead) * keyLength + j) * depth + d];
           }
           scores.push(dot * scale + (inputs.mask ? inputs.mask[i * keyLength + j] : 0));
           keys.push(j);
@@ -88,13 +92,23 @@ function run(spec: Case, inputs: Inputs, scale: number, dOut: Float64Array | nul
   const k = tensor(backend, inputs.k, [batch, keyHeads, keyLength, depth]);
   const v = tensor(backend, inputs.v, [batch, keyHeads, keyLength, depth]);
   const mask = inputs.mask
-    ? view(tensor(backend, inputs.mask, [queryLength, keyLength]), [batch, queryHeads, queryLength, keyLength], [0, 0, keyLength, 1])
+    ? view(
+        tensor(backend, inputs.mask, [queryLength, keyLength]),
+        [batch, queryHeads, queryLength, keyLength],
+        [0, 0, keyLength, 1],
+      )
     : null;
   const out = empty(backend, q.shape.slice());
   const lse = empty(backend, [batch, queryHeads, queryLength]);
   const params = { scale, causal: spec.causal };
   backend.attention(q, k, v, mask, out, lse, params);
-  const result = { out: read(backend, out), lse: read(backend, lse), dq: new Float64Array(0), dk: new Float64Array(0), dv: new Float64Array(0) };
+  const result = {
+    out: read(backend, out),
+    lse: read(backend, lse),
+    dq: new Float64Array(0),
+    dk: new Float64Array(0),
+    dv: new Float64Array(0),
+  };
   if (dOut) {
     const dq = empty(backend, q.shape.slice());
     const dk = empty(backend, k.shape.slice());
@@ -106,11 +120,53 @@ function run(spec: Case, inputs: Inputs, scale: number, dOut: Float64Array | nul
 }
 
 const CASES: [string, Case][] = [
-  ['single block, causal, GQA 2:1, Tq < Tk', { batch: 1, queryHeads: 2, keyHeads: 1, queryLength: 5, keyLength: 9, depth: 7, causal: true, masked: false }],
-  ['several blocks each way, causal, GQA 4:2', { batch: 2, queryHeads: 4, keyHeads: 2, queryLength: QUERY_BLOCK * 2 + 7, keyLength: KEY_BLOCK + 7 + 10, depth: 16, causal: true, masked: false }],
-  ['non-causal with a broadcast mask, Tk spans 3 key blocks', { batch: 1, queryHeads: 2, keyHeads: 2, queryLength: 33, keyLength: KEY_BLOCK * 2 + 5, depth: 5, causal: false, masked: true }],
-  ['causal with Tq > Tk: early rows see no key', { batch: 1, queryHeads: 1, keyHeads: 1, queryLength: 9, keyLength: 4, depth: 3, causal: true, masked: false }],
-  ['causal and masked, D = 1, Tq spans 2 query blocks', { batch: 2, queryHeads: 3, keyHeads: 1, queryLength: QUERY_BLOCK + 2, keyLength: 67, depth: 1, causal: true, masked: true }],
+  [
+    'single block, causal, GQA 2:1, Tq < Tk',
+    { batch: 1, queryHeads: 2, keyHeads: 1, queryLength: 5, keyLength: 9, depth: 7, causal: true, masked: false },
+  ],
+  [
+    'several blocks each way, causal, GQA 4:2',
+    {
+      batch: 2,
+      queryHeads: 4,
+      keyHeads: 2,
+      queryLength: QUERY_BLOCK * 2 + 7,
+      keyLength: KEY_BLOCK + 7 + 10,
+      depth: 16,
+      causal: true,
+      masked: false,
+    },
+  ],
+  [
+    'non-causal with a broadcast mask, Tk spans 3 key blocks',
+    {
+      batch: 1,
+      queryHeads: 2,
+      keyHeads: 2,
+      queryLength: 33,
+      keyLength: KEY_BLOCK * 2 + 5,
+      depth: 5,
+      causal: false,
+      masked: true,
+    },
+  ],
+  [
+    'causal with Tq > Tk: early rows see no key',
+    { batch: 1, queryHeads: 1, keyHeads: 1, queryLength: 9, keyLength: 4, depth: 3, causal: true, masked: false },
+  ],
+  [
+    'causal and masked, D = 1, Tq spans 2 query blocks',
+    {
+      batch: 2,
+      queryHeads: 3,
+      keyHeads: 1,
+      queryLength: QUERY_BLOCK + 2,
+      keyLength: 67,
+      depth: 1,
+      causal: true,
+      masked: true,
+    },
+  ],
 ];
 
 describe('attention forward (tiled online softmax)', () => {
@@ -137,9 +193,27 @@ describe('attention forward (tiled online softmax)', () => {
 
 describe('attention backward (recomputed from lse)', () => {
   const small: [string, Case][] = [
-    ['causal GQA with a mask, Tq < Tk', { batch: 1, queryHeads: 2, keyHeads: 1, queryLength: 4, keyLength: 6, depth: 3, causal: true, masked: true }],
-    ['causal, crossing query and key blocks', { batch: 1, queryHeads: 1, keyHeads: 1, queryLength: QUERY_BLOCK + 2, keyLength: KEY_BLOCK + 4, depth: 2, causal: true, masked: false }],
-    ['causal with Tq > Tk (rows without keys)', { batch: 2, queryHeads: 1, keyHeads: 1, queryLength: 6, keyLength: 3, depth: 2, causal: true, masked: false }],
+    [
+      'causal GQA with a mask, Tq < Tk',
+      { batch: 1, queryHeads: 2, keyHeads: 1, queryLength: 4, keyLength: 6, depth: 3, causal: true, masked: true },
+    ],
+    [
+      'causal, crossing query and key blocks',
+      {
+        batch: 1,
+        queryHeads: 1,
+        keyHeads: 1,
+        queryLength: QUERY_BLOCK + 2,
+        keyLength: KEY_BLOCK + 4,
+        depth: 2,
+        causal: true,
+        masked: false,
+      },
+    ],
+    [
+      'causal with Tq > Tk (rows without keys)',
+      { batch: 2, queryHeads: 1, keyHeads: 1, queryLength: 6, keyLength: 3, depth: 2, causal: true, masked: false },
+    ],
   ];
   small.forEach(([name, spec], index) => {
     it(`matches finite differences: ${name}`, () => {
@@ -147,7 +221,8 @@ describe('attention backward (recomputed from lse)', () => {
       // Masks with −Inf entries are fine: those keys have P = 0 on both sides.
       const scale = 0.7;
       const weights = randomValues(seededRandom(300 + index), inputs.q.length);
-      const loss = (candidate: Inputs) => naiveAttention(spec, candidate, scale).out.reduce((sum, value, i) => sum + value * weights[i], 0);
+      const loss = (candidate: Inputs) =>
+        naiveAttention(spec, candidate, scale).out.reduce((sum, value, i) => sum + value * weights[i], 0);
       const got = run(spec, inputs, scale, weights);
       const step = 1e-6;
       for (const name of ['q', 'k', 'v'] as const) {

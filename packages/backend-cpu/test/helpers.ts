@@ -21,7 +21,12 @@ export function randomValues(random: () => number, count: number): Float64Array 
 }
 
 /** Upload values as a dense tensor of `dtype`. */
-export function tensor(backend: CpuBackend, values: ArrayLike<number>, shape: number[], dtype: DType = 'f32'): TensorRef {
+export function tensor(
+  backend: CpuBackend,
+  values: ArrayLike<number>,
+  shape: number[],
+  dtype: DType = 'f32',
+): TensorRef {
   const count = shape.reduce((product, size) => product * size, 1);
   let bytes: Uint8Array;
   if (dtype === 'f32') bytes = new Uint8Array(Float32Array.from(values).buffer);
@@ -59,19 +64,34 @@ export function read(backend: CpuBackend, ref: TensorRef): Float64Array {
 }
 
 /** Expect |got − expected| ≤ absolute + relative·|expected| everywhere (NaN matches NaN, ±Inf matches itself). */
-export function expectClose(got: ArrayLike<number>, expected: ArrayLike<number>, absolute: number, relative = 0, label = ''): void {
+export function expectClose(
+  got: ArrayLike<number>,
+  expected: ArrayLike<number>,
+  absolute: number,
+  relative = 0,
+  label = '',
+): void {
   expect(got.length, `${label} length`).toBe(expected.length);
   let worst = -1;
   let worstExcess = 0;
   for (let i = 0; i < expected.length; i++) {
     const want = expected[i];
     const have = got[i];
-    if (Number.isNaN(want) ? Number.isNaN(have) : !Number.isFinite(want) ? have === want : Math.abs(have - want) <= absolute + relative * Math.abs(want)) continue;
+    if (
+      Number.isNaN(want)
+        ? Number.isNaN(have)
+        : !Number.isFinite(want)
+          ? have === want
+          : Math.abs(have - want) <= absolute + relative * Math.abs(want)
+    )
+      continue;
     const excess = Number.isFinite(have - want) ? Math.abs(have - want) : Infinity;
     if (worst < 0 || excess > worstExcess) {
       worst = i;
       worstExcess = excess;
     }
   }
-  expect(worst < 0 ? 'all close' : `${label} element ${worst}: got ${got[worst]}, expected ${expected[worst]}`).toBe('all close');
+  expect(worst < 0 ? 'all close' : `${label} element ${worst}: got ${got[worst]}, expected ${expected[worst]}`).toBe(
+    'all close',
+  );
 }

@@ -5,7 +5,11 @@ import { describe, expect, it } from 'vitest';
 import { createCpuBackend } from '../src/index.js';
 import { empty, expectClose, randomValues, read, seededRandom, tensor } from './helpers.js';
 
-function referenceMatmul(a: Float64Array, b: Float64Array, params: MatmulParams): { values: Float64Array; bounds: Float64Array } {
+function referenceMatmul(
+  a: Float64Array,
+  b: Float64Array,
+  params: MatmulParams,
+): { values: Float64Array; bounds: Float64Array } {
   const { batch, m, n, k, transposeA, transposeB, batchStrideA, batchStrideB } = params;
   const values = new Float64Array(batch * m * n);
   // Σ|a||b| bounds the rounding error of any summation order.
@@ -51,12 +55,22 @@ function checkMatmul(params: MatmulParams, seed: number): void {
 }
 
 describe('matmul (blocked GEMM)', () => {
-  const shapes: [number, number, number][] = [[1, 1, 1], [7, 5, 3], [3, 4, 256], [97, 130, 300], [100, 1030, 9], [13, 2, 600]];
+  const shapes: [number, number, number][] = [
+    [1, 1, 1],
+    [7, 5, 3],
+    [3, 4, 256],
+    [97, 130, 300],
+    [100, 1030, 9],
+    [13, 2, 600],
+  ];
   for (const [m, n, k] of shapes) {
     for (const transposeA of [false, true]) {
       for (const transposeB of [false, true]) {
         it(`m=${m} n=${n} k=${k} transposeA=${transposeA} transposeB=${transposeB}`, () => {
-          checkMatmul({ batch: 1, m, n, k, transposeA, transposeB, batchStrideA: m * k, batchStrideB: k * n }, m * 31 + n * 7 + k);
+          checkMatmul(
+            { batch: 1, m, n, k, transposeA, transposeB, batchStrideA: m * k, batchStrideB: k * n },
+            m * 31 + n * 7 + k,
+          );
         });
       }
     }
@@ -73,7 +87,16 @@ describe('matmul (blocked GEMM)', () => {
   it('k = 0 writes zeros over whatever out held', () => {
     const backend = createCpuBackend();
     const out = tensor(backend, [5, 5, 5, 5, 5, 5], [2, 3]);
-    const params = { batch: 1, m: 2, n: 3, k: 0, transposeA: false, transposeB: false, batchStrideA: 0, batchStrideB: 0 };
+    const params = {
+      batch: 1,
+      m: 2,
+      n: 3,
+      k: 0,
+      transposeA: false,
+      transposeB: false,
+      batchStrideA: 0,
+      batchStrideB: 0,
+    };
     backend.matmul(empty(backend, [0]), empty(backend, [0]), out, params);
     expect(Array.from(read(backend, out))).toEqual([0, 0, 0, 0, 0, 0]);
   });
@@ -85,7 +108,16 @@ describe('matmul (blocked GEMM)', () => {
       const a = tensor(backend, randomValues(random, 5 * 40), [5, 40], dtype);
       const b = tensor(backend, randomValues(random, 40 * 6), [40, 6], dtype);
       const out = empty(backend, [5, 6], dtype);
-      const params = { batch: 1, m: 5, n: 6, k: 40, transposeA: false, transposeB: false, batchStrideA: 200, batchStrideB: 240 };
+      const params = {
+        batch: 1,
+        m: 5,
+        n: 6,
+        k: 40,
+        transposeA: false,
+        transposeB: false,
+        batchStrideA: 200,
+        batchStrideB: 240,
+      };
       backend.matmul(a, b, out, params);
       const { values } = referenceMatmul(read(backend, a), read(backend, b), params);
       expectClose(read(backend, out), values, 1e-2, dtype === 'f16' ? 2e-3 : 1.6e-2, dtype);
@@ -101,7 +133,19 @@ describe('conversions round once, to nearest even', () => {
     const source = tensor(backend, values, [values.length]);
     const half = empty(backend, [values.length], 'f16');
     backend.cast(source, half);
-    expect(Array.from(read(backend, half))).toEqual([0, -0, 1, -2.5, 65504, 1, 1 + 2 ** -9, Infinity, 2 ** -24, Infinity, NaN]);
+    expect(Array.from(read(backend, half))).toEqual([
+      0,
+      -0,
+      1,
+      -2.5,
+      65504,
+      1,
+      1 + 2 ** -9,
+      Infinity,
+      2 ** -24,
+      Infinity,
+      NaN,
+    ]);
     const brain = empty(backend, [2], 'bf16');
     backend.cast(tensor(backend, [1 + 2 ** -8, 1 + 3 * 2 ** -8], [2]), brain);
     expect(Array.from(read(backend, brain))).toEqual([1, 1 + 2 ** -6]);

@@ -90,6 +90,10 @@ describe('CpuBackend memory() reports what tensors can really use', () => {
     expect(createCpuBackend({ simd: false }).memory().limitedBy).toBeUndefined();
     const limited = createCpuBackend({ simd: false, memoryLimitBytes: 1000 });
     limited.alloc(400);
-    expect(limited.memory()).toMatchObject({ totalBytes: 1000, freeBytes: 600, limitedBy: "the backend's memoryLimitBytes (1000 bytes)" });
+    expect(limited.memory()).toMatchObject({
+      totalBytes: 1000,
+      freeBytes: 600,
+      limitedBy: "the backend's memoryLimitBytes (1000 bytes)",
+    });
   });
 });

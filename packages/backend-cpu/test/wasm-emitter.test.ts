@@ -31,7 +31,10 @@ describe('ByteWriter', () => {
   });
 });
 
-function instantiate(module: ModuleBuilder, pages = 1): { exports: Record<string, (...args: number[]) => number>; memory: WebAssembly.Memory } {
+function instantiate(
+  module: ModuleBuilder,
+  pages = 1,
+): { exports: Record<string, (...args: number[]) => number>; memory: WebAssembly.Memory } {
   const memory = new WebAssembly.Memory({ initial: pages, maximum: pages });
   const instance = new WebAssembly.Instance(new WebAssembly.Module(module.toBytes()), { env: { memory } });
   return { exports: instance.exports as unknown as Record<string, (...args: number[]) => number>, memory };
@@ -40,11 +43,15 @@ function instantiate(module: ModuleBuilder, pages = 1): { exports: Record<string
 describe('ModuleBuilder', () => {
   it('emits loops, calls and memory access that run as written', () => {
     const module = new ModuleBuilder({ memory: { shared: false, minimumPages: 1, maximumPages: 1 } });
-    const square = module.func('square', { params: { x: 'f32' }, result: 'f32', exported: false }, (f, { x }) => f.return(f32.mul(x, x)));
+    const square = module.func('square', { params: { x: 'f32' }, result: 'f32', exported: false }, (f, { x }) =>
+      f.return(f32.mul(x, x)),
+    );
     module.func('sum_squares', { params: { pointer: 'i32', count: 'i32' }, result: 'f32' }, (f, { pointer, count }) => {
       const i = f.local('i32');
       const total = f.local('f32');
-      f.for(i, 0, count, 1, () => f.set(total, f32.add(total, call(square, f32.load(i32.add(pointer, i32.shl(i, 2)))))));
+      f.for(i, 0, count, 1, () =>
+        f.set(total, f32.add(total, call(square, f32.load(i32.add(pointer, i32.shl(i, 2)))))),
+      );
       f.return(total);
     });
     const { exports, memory } = instantiate(module);
@@ -57,7 +64,9 @@ describe('ModuleBuilder', () => {
   it('emits SIMD: a vector add over four lanes', () => {
     const simd = f32x4Instructions(false);
     const module = new ModuleBuilder({ memory: { shared: false, minimumPages: 1, maximumPages: 1 } });
-    module.func('add4', { params: { a: 'i32', b: 'i32', out: 'i32' } }, (f, { a, b, out }) => f.exec(v128.store(out, simd.add(v128.load(a), v128.load(b)))));
+    module.func('add4', { params: { a: 'i32', b: 'i32', out: 'i32' } }, (f, { a, b, out }) =>
+      f.exec(v128.store(out, simd.add(v128.load(a), v128.load(b)))),
+    );
     const { exports, memory } = instantiate(module);
     const view = new Float32Array(memory.buffer);
     view.set([1, 2, 3, 4, 10, 20, 30, 40]);
@@ -69,11 +78,15 @@ describe('ModuleBuilder', () => {
     expect(() => i32.add(f32.const(1), 2)).toThrow(WasmEmitError);
     expect(() => constantFloat()).toThrow(/i32 constant must be an integer/);
     const module = new ModuleBuilder({ memory: { shared: false, minimumPages: 1, maximumPages: 1 } });
-    expect(() => module.func('bad', { params: {} }, (f) => {
-      let escaped: Parameters<Parameters<typeof f.block>[0]>[0] | undefined;
-      f.block((exit) => { escaped = exit; });
-      f.branch(escaped!);
-    })).toThrow(/does not enclose/);
+    expect(() =>
+      module.func('bad', { params: {} }, (f) => {
+        let escaped: Parameters<Parameters<typeof f.block>[0]>[0] | undefined;
+        f.block((exit) => {
+          escaped = exit;
+        });
+        f.branch(escaped!);
+      }),
+    ).toThrow(/does not enclose/);
   });
 
   it('the kernel module validates with and without relaxed SIMD', () => {
@@ -93,7 +106,9 @@ describe('relaxed SIMD', () => {
     if (!features.relaxedSimd) return expect(features.relaxedSimdSource).toBe('unavailable');
     const simd = f32x4Instructions(true);
     const module = new ModuleBuilder({ memory: { shared: false, minimumPages: 1, maximumPages: 1 } });
-    module.func('fma', { params: { p: 'i32' } }, (f, { p }) => f.exec(v128.store(p, simd.fma(v128.load(p), v128.load(p, 16), v128.load(p, 32)), 48)));
+    module.func('fma', { params: { p: 'i32' } }, (f, { p }) =>
+      f.exec(v128.store(p, simd.fma(v128.load(p), v128.load(p, 16), v128.load(p, 32)), 48)),
+    );
     const { exports, memory } = instantiate(module);
     const view = new Float32Array(memory.buffer);
     view.set([1, 2, 3, 4, 5, 6, 7, 8, 0.5, 0.25, 0, -1]);

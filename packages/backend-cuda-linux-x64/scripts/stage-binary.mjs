@@ -39,7 +39,10 @@ try {
 if (info.simulator) fail(`${source} is the CPU simulator build, not the CUDA addon.`);
 const ownVersion = JSON.parse(readFileSync(join(here, 'package.json'), 'utf8')).version;
 const parentVersion = JSON.parse(readFileSync(join(here, '..', 'backend-cuda', 'package.json'), 'utf8')).version;
-if (ownVersion !== parentVersion) fail(`version ${ownVersion} differs from @kiln/backend-cuda ${parentVersion}; they are released together.`);
+if (ownVersion !== parentVersion)
+  fail(`version ${ownVersion} differs from @kiln/backend-cuda ${parentVersion}; they are released together.`);
 mkdirSync(destination, { recursive: true });
 copyFileSync(source, join(destination, 'kiln_cuda.node'));
-console.log(`[@kiln/backend-cuda-linux-x64] staged ${source} (CUDA ${info.runtimeVersion}, ${info.architectures}) into ${destination}`);
+console.log(
+  `[@kiln/backend-cuda-linux-x64] staged ${source} (CUDA ${info.runtimeVersion}, ${info.architectures}) into ${destination}`,
+);

@@ -20,7 +20,15 @@
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { add, cast, matmul, mul, ones, setBackend, sum, tidy } from '@kiln/core';
-import { createLlamaModel, createMoments, disposeMoments, DynamicLossScaler, MODEL_PRESETS, runTrainStep, StepGraphRunner } from '@kiln/trainer';
+import {
+  createLlamaModel,
+  createMoments,
+  disposeMoments,
+  DynamicLossScaler,
+  MODEL_PRESETS,
+  runTrainStep,
+  StepGraphRunner,
+} from '@kiln/trainer';
 import { CudaBackend } from '../dist/index.js';
 
 const argv = process.argv.slice(2);
@@ -43,18 +51,65 @@ function fakeAddon() {
       this.sizes.set(this.nextId, byteLength);
       return this.nextId++;
     }
-    captureBegin() { return 1; }
-    deviceInfo() { return { index: 0, name: 'fake device', major: 9, minor: 0, totalBytes: 80e9, multiprocessors: 132 }; }
-    matmulInfo() {
-      return { path: 'kiln', requested: 'kiln', cublasLocation: '', cublasVersion: '', cublasReason: 'fake addon', allowTf32: false, cublasCalls: 0 };
+    captureBegin() {
+      return 1;
     }
-    memory() { return { allocatedBytes: 0, bufferCount: 0 }; }
-    synchronize() { return Promise.resolve(); }
-    download(id) { return Promise.resolve(new Uint8Array(this.sizes.get(id) ?? 0)); }
+    deviceInfo() {
+      return { index: 0, name: 'fake device', major: 9, minor: 0, totalBytes: 80e9, multiprocessors: 132 };
+    }
+    matmulInfo() {
+      return {
+        path: 'kiln',
+        requested: 'kiln',
+        cublasLocation: '',
+        cublasVersion: '',
+        cublasReason: 'fake addon',
+        allowTf32: false,
+        cublasCalls: 0,
+      };
+    }
+    memory() {
+      return { allocatedBytes: 0, bufferCount: 0 };
+    }
+    synchronize() {
+      return Promise.resolve();
+    }
+    download(id) {
+      return Promise.resolve(new Uint8Array(this.sizes.get(id) ?? 0));
+    }
   }
-  const kernels = ['unary', 'binary', 'where', 'reduce', 'matmul', 'copy', 'gather', 'scatterAdd', 'cast', 'fill', 'random'];
-  const fused = ['softmax', 'logSoftmax', 'softmaxBackward', 'rmsNorm', 'rmsNormBackward', 'layerNorm', 'rope', 'swiglu', 'swigluBackward', 'crossEntropy',
-    'crossEntropyBackward', 'adamw', 'sumOfSquaresMulti', 'adamwMulti', 'adamwMultiDeviceScalars', 'attention', 'attentionBackward'];
+  const kernels = [
+    'unary',
+    'binary',
+    'where',
+    'reduce',
+    'matmul',
+    'copy',
+    'gather',
+    'scatterAdd',
+    'cast',
+    'fill',
+    'random',
+  ];
+  const fused = [
+    'softmax',
+    'logSoftmax',
+    'softmaxBackward',
+    'rmsNorm',
+    'rmsNormBackward',
+    'layerNorm',
+    'rope',
+    'swiglu',
+    'swigluBackward',
+    'crossEntropy',
+    'crossEntropyBackward',
+    'adamw',
+    'sumOfSquaresMulti',
+    'adamwMulti',
+    'adamwMultiDeviceScalars',
+    'attention',
+    'attentionBackward',
+  ];
   const graphs = ['captureEnd', 'captureAbort', 'graphReplay', 'graphDestroy'];
   for (const method of ['free', 'upload', 'emptyCache', 'dispose', ...kernels, ...fused, ...graphs]) {
     Backend.prototype[method] = function noWork() {};
@@ -116,12 +171,27 @@ function measureLayers(backend) {
   const w = ones([8, 8], { backend });
   // Ready-made arguments: the layer below core is timed without building them.
   const ref = (tensor) => ({ buffer: tensor.storage.buffer, shape: tensor.shape, dtype: tensor.dtype });
-  const view = (tensor) => ({ buffer: tensor.storage.buffer, shape: tensor.shape, dtype: tensor.dtype, strides: [8, 1], offset: 0 });
+  const view = (tensor) => ({
+    buffer: tensor.storage.buffer,
+    shape: tensor.shape,
+    dtype: tensor.dtype,
+    strides: [8, 1],
+    offset: 0,
+  });
   const out = ones([4, 8], { backend });
   const native = backend.native;
   const [viewA, viewB, refA, refW, refOut] = [view(a), view(b), ref(a), ref(w), ref(out)];
   const [idA, idB, idW, idOut] = [a, b, w, out].map((tensor) => tensor.storage.buffer.id);
-  const matmulParams = { batch: 1, m: 4, n: 8, k: 8, transposeA: false, transposeB: false, batchStrideA: 0, batchStrideB: 0 };
+  const matmulParams = {
+    batch: 1,
+    m: 4,
+    n: 8,
+    k: 8,
+    transposeA: false,
+    transposeB: false,
+    batchStrideA: 0,
+    batchStrideB: 0,
+  };
   const layers = {
     'add [4,8]': {
       core: () => tidy(() => add(a, b)).dispose(),
@@ -139,7 +209,12 @@ function measureLayers(backend) {
     const core = timeCalls(calls.core);
     const nativeBackend = timeCalls(calls.backend);
     const addon = timeCalls(calls.addon);
-    rows[name] = { coreOp: core, coreOnly: Math.max(0, core - nativeBackend), nativeBackend: Math.max(0, nativeBackend - addon), addonCall: addon };
+    rows[name] = {
+      coreOp: core,
+      coreOnly: Math.max(0, core - nativeBackend),
+      nativeBackend: Math.max(0, nativeBackend - addon),
+      addonCall: addon,
+    };
   }
   for (const tensor of [a, b, w, out]) tensor.dispose();
   return rows;
@@ -153,7 +228,13 @@ async function measureStep(backend, cudaGraph) {
   const moments = createMoments(model.parameters);
   const graph = new StepGraphRunner(backend, cudaGraph, () => {});
   const environment = {
-    model, moments, backend, graph, scaler: new DynamicLossScaler({ enabled: false }), contextLength: modelConfig.contextLength, notice: () => {},
+    model,
+    moments,
+    backend,
+    graph,
+    scaler: new DynamicLossScaler({ enabled: false }),
+    contextLength: modelConfig.contextLength,
+    notice: () => {},
     optimizer: { lr: 1e-3, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 },
     forwardOptions: { attention: 'flash', checkpointActivations: false, computeDType: 'bf16' },
   };
@@ -178,7 +259,9 @@ const reports = [];
 const fake = new CudaBackend(fakeAddon());
 reports.push(await measure(fake, 'fake addon (TypeScript only)'));
 const layers = measureLayers(fake);
-const step = flag('--step') ? { eager: await measureStep(fake, 'off'), graphed: await measureStep(fake, 'auto') } : undefined;
+const step = flag('--step')
+  ? { eager: await measureStep(fake, 'off'), graphed: await measureStep(fake, 'auto') }
+  : undefined;
 if (flag('--simulator')) {
   const path = fileURLToPath(new URL('../build/sim/Release/kiln_cuda_sim.node', import.meta.url));
   const simulator = new CudaBackend(createRequire(import.meta.url)(path), { matmul: 'kiln' });
@@ -191,16 +274,23 @@ if (flag('--json')) {
   console.log(`host cost per op (median of ${rounds} rounds × ${ops} ops, node ${process.version}):`);
   for (const report of reports) {
     console.log(`  ${report.label}`);
-    for (const [name, microseconds] of Object.entries(report.microsecondsPerOp)) console.log(`    ${name.padEnd(22)} ${microseconds.toFixed(2).padStart(8)} µs/op`);
+    for (const [name, microseconds] of Object.entries(report.microsecondsPerOp))
+      console.log(`    ${name.padEnd(22)} ${microseconds.toFixed(2).padStart(8)} µs/op`);
   }
   console.log('  by layer on the fake addon (µs/call; core op = core only + native-backend + addon call):');
-  console.log(`    ${'op'.padEnd(22)} ${'core op'.padStart(9)} ${'core only'.padStart(10)} ${'native-backend'.padStart(15)} ${'addon call'.padStart(11)}`);
+  console.log(
+    `    ${'op'.padEnd(22)} ${'core op'.padStart(9)} ${'core only'.padStart(10)} ${'native-backend'.padStart(15)} ${'addon call'.padStart(11)}`,
+  );
   for (const [name, row] of Object.entries(layers)) {
-    console.log(`    ${name.padEnd(22)} ${row.coreOp.toFixed(2).padStart(9)} ${row.coreOnly.toFixed(2).padStart(10)} ${row.nativeBackend.toFixed(2).padStart(15)} ${row.addonCall.toFixed(2).padStart(11)}`);
+    console.log(
+      `    ${name.padEnd(22)} ${row.coreOp.toFixed(2).padStart(9)} ${row.coreOnly.toFixed(2).padStart(10)} ${row.nativeBackend.toFixed(2).padStart(15)} ${row.addonCall.toFixed(2).padStart(11)}`,
+    );
   }
   if (step) {
     console.log('  host time of a tiny-preset bf16 training step on the fake addon (median ms/step):');
     console.log(`    eager   ${step.eager.msPerStep.toFixed(3).padStart(9)} ms`);
-    console.log(`    graphed ${step.graphed.msPerStep.toFixed(3).padStart(9)} ms  (${(step.eager.msPerStep / step.graphed.msPerStep).toFixed(1)}× less host time; graph ${step.graphed.phase})`);
+    console.log(
+      `    graphed ${step.graphed.msPerStep.toFixed(3).padStart(9)} ms  (${(step.eager.msPerStep / step.graphed.msPerStep).toFixed(1)}× less host time; graph ${step.graphed.phase})`,
+    );
   }
 }

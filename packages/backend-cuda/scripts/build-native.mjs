@@ -50,7 +50,12 @@ function runCmakeJs(cmakeJs, flavor, definitions) {
   return { ok: result.status === 0, seconds };
 }
 
-const wanted = new Set((process.env.KILN_CUDA_BUILD ?? 'cuda,sim').split(',').map((name) => name.trim()).filter(Boolean));
+const wanted = new Set(
+  (process.env.KILN_CUDA_BUILD ?? 'cuda,sim')
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean),
+);
 const report = {};
 let failed = false;
 
@@ -58,7 +63,9 @@ const cmakeJs = resolveOptional('cmake-js/bin/cmake-js');
 const addonApi = resolveOptional('node-addon-api');
 if (!cmakeJs || !addonApi) {
   log('cmake-js and node-addon-api are needed to build the addon and are not installed.');
-  log('Install them next to this package, then rerun: npm install --no-save cmake-js@8.0.0 node-addon-api@8.9.2 && npx kiln-build-cuda');
+  log(
+    'Install them next to this package, then rerun: npm install --no-save cmake-js@8.0.0 node-addon-api@8.9.2 && npx kiln-build-cuda',
+  );
   process.exit(1);
 }
 const cmake = onPath('cmake');
@@ -75,7 +82,10 @@ if (wanted.has('cuda')) {
   } else {
     const architectures = process.env.KILN_CUDA_ARCHITECTURES ?? '80-real;86-real;89-real;90';
     log(`building the CUDA addon with ${nvcc.path} for ${architectures} …`);
-    const result = runCmakeJs(cmakeJs, 'cuda', { CMAKE_CUDA_COMPILER: nvcc.path, KILN_CUDA_ARCHITECTURES: architectures });
+    const result = runCmakeJs(cmakeJs, 'cuda', {
+      CMAKE_CUDA_COMPILER: nvcc.path,
+      KILN_CUDA_ARCHITECTURES: architectures,
+    });
     report.cuda = result.ok
       ? { status: 'built', nvcc: nvcc.path, architectures, seconds: Math.round(result.seconds) }
       : { status: 'failed', reason: 'the CUDA build failed (see the compiler output above)', nvcc: nvcc.path };
@@ -86,22 +96,31 @@ if (wanted.has('cuda')) {
     // A binary left from an earlier build would no longer match these sources.
     rmSync(join(buildRoot, 'cuda', 'Release', 'kiln_cuda.node'), { force: true });
     log(`skipping the CUDA addon: ${report.cuda.reason}.`);
-    log('The package still installs and loads; the cuda backend reports "not built". Install the CUDA 13 toolkit and run `npx kiln-build-cuda`.');
+    log(
+      'The package still installs and loads; the cuda backend reports "not built". Install the CUDA 13 toolkit and run `npx kiln-build-cuda`.',
+    );
   }
 }
 
 if (wanted.has('sim')) {
   const include = await gpuSimInclude();
   const cxx = findCxx();
-  if (!include) report.sim = { status: 'skipped', reason: '@kiln/gpu-sim is not installed (the simulator is built in the kiln workspace only)' };
+  if (!include)
+    report.sim = {
+      status: 'skipped',
+      reason: '@kiln/gpu-sim is not installed (the simulator is built in the kiln workspace only)',
+    };
   // gpu-sim's fibers switch contexts in assembly for ELF x86-64/aarch64 and macOS aarch64 only.
-  else if (process.platform === 'win32') report.sim = { status: 'skipped', reason: "@kiln/gpu-sim's fiber context switch does not support Windows yet" };
+  else if (process.platform === 'win32')
+    report.sim = { status: 'skipped', reason: "@kiln/gpu-sim's fiber context switch does not support Windows yet" };
   else if (!cmake) report.sim = { status: 'skipped', reason: 'cmake was not found on PATH' };
   else if (!cxx) report.sim = { status: 'skipped', reason: 'no C++ compiler was found ($CXX, c++, g++, clang++)' };
   else {
     log('building the simulator addon (CUDA kernels compiled as C++, run by @kiln/gpu-sim) …');
     const result = runCmakeJs(cmakeJs, 'sim', { KILN_CUDA_SIMULATOR: 'ON', KILN_GPU_SIM_INCLUDE: include });
-    report.sim = result.ok ? { status: 'built', seconds: Math.round(result.seconds) } : { status: 'failed', reason: 'the simulator build failed (see above)' };
+    report.sim = result.ok
+      ? { status: 'built', seconds: Math.round(result.seconds) }
+      : { status: 'failed', reason: 'the simulator build failed (see above)' };
     failed ||= !result.ok;
     log(result.ok ? `simulator addon built in ${result.seconds.toFixed(1)} s` : 'simulator addon build FAILED');
   }

@@ -39,13 +39,16 @@ export function findNvcc(environment = process.env) {
   const found = onPath('nvcc', environment.PATH ?? '');
   if (found) return { path: found, from: 'PATH' };
   const standard = '/usr/local/cuda/bin/nvcc';
-  const note = existsSync(standard) ? ` (${standard} exists but is not on PATH: set CUDA_HOME=/usr/local/cuda to use it)` : '';
+  const note = existsSync(standard)
+    ? ` (${standard} exists but is not on PATH: set CUDA_HOME=/usr/local/cuda to use it)`
+    : '';
   return { path: undefined, checked, note };
 }
 
 /** A C++ compiler: $CXX, then c++, g++, clang++ on PATH. */
 export function findCxx(environment = process.env) {
-  if (environment.CXX) return isFile(environment.CXX) ? environment.CXX : onPath(environment.CXX, environment.PATH ?? '');
+  if (environment.CXX)
+    return isFile(environment.CXX) ? environment.CXX : onPath(environment.CXX, environment.PATH ?? '');
   for (const name of ['c++', 'g++', 'clang++']) {
     const found = onPath(name, environment.PATH ?? '');
     if (found) return found;

@@ -1,6 +1,10 @@
 import type { KernelBackend } from '@kiln/core';
 /** Relative L2 errors of dq, dk, dv. */
-export interface GradientErrors { dq: number; dk: number; dv: number }
+export interface GradientErrors {
+  dq: number;
+  dk: number;
+  dv: number;
+}
 /** The problem: B=1, H=2, T=5, D=64, causal. */
 export declare const PRECISION_SHAPE: Readonly<{ batch: number; heads: number; length: number; headDim: number }>;
 /** kiln may be this many times as far from float64 as torch f32. */
@@ -18,5 +22,7 @@ export interface AttentionPrecision {
 }
 /** Runs the check on `backend`; `reference` (float64) is used when torch cannot run. */
 export declare function checkAttentionPrecision(
-  backend: KernelBackend, reference: KernelBackend, options?: { log?: (line: string) => void; pythonCommand?: string[] },
+  backend: KernelBackend,
+  reference: KernelBackend,
+  options?: { log?: (line: string) => void; pythonCommand?: string[] },
 ): Promise<AttentionPrecision>;

@@ -81,33 +81,63 @@ export async function checkAttentionPrecision(backend, reference, options = {}) 
     const perSeed = [];
     for (const seed of SEEDS) {
       const inputs = [1, 2, 3, 4].map((offset) => normal(count, seed * 10 + offset));
-      ['q', 'k', 'v', 'd_out'].forEach((name, index) => writeFileSync(join(directory, `${name}_${seed}.bin`), inputs[index]));
+      ['q', 'k', 'v', 'd_out'].forEach((name, index) =>
+        writeFileSync(join(directory, `${name}_${seed}.bin`), inputs[index]),
+      );
       perSeed.push({ seed, inputs, kiln: await kilnGradients(backend, inputs) });
     }
-    writeFileSync(join(directory, 'manifest.json'), JSON.stringify({ batch, heads, length, head_dim: headDim, seeds: SEEDS }));
+    writeFileSync(
+      join(directory, 'manifest.json'),
+      JSON.stringify({ batch, heads, length, head_dim: headDim, seeds: SEEDS }),
+    );
     const [program, ...rest] = options.pythonCommand ?? [process.env.PYTHON ?? 'python3', TORCH_SCRIPT];
     const child = spawnSync(program, [...rest, directory], { encoding: 'utf8', timeout: 600_000 });
     let torchInfo;
     try {
       torchInfo = JSON.parse(child.stdout.trim().split('\n').pop());
     } catch {
-      torchInfo = { error: `${program} exited with ${child.status ?? child.signal}: ${(child.stderr || child.stdout || '').trim().split('\n').slice(-2).join(' | ')}` };
+      torchInfo = {
+        error: `${program} exited with ${child.status ?? child.signal}: ${(child.stderr || child.stdout || '').trim().split('\n').slice(-2).join(' | ')}`,
+      };
     }
     const withTorch = torchInfo.error === undefined;
     for (const { seed, inputs, kiln } of perSeed) {
       const expected = withTorch
-        ? Object.fromEntries(names.map((name) => [name, new Float64Array(readFileSync(join(directory, `ref_${name}_${seed}.bin`)).buffer.slice(0))]))
+        ? Object.fromEntries(
+            names.map((name) => [
+              name,
+              new Float64Array(readFileSync(join(directory, `ref_${name}_${seed}.bin`)).buffer.slice(0)),
+            ]),
+          )
         : await kilnGradients(reference, inputs);
       for (const name of names) {
         worst.kiln[name] = Math.max(worst.kiln[name], relativeL2(kiln[name], expected[name]));
-        if (withTorch) worst.torch[name] = Math.max(worst.torch[name], relativeL2(new Float32Array(readFileSync(join(directory, `torch_${name}_${seed}.bin`)).buffer.slice(0)), expected[name]));
+        if (withTorch)
+          worst.torch[name] = Math.max(
+            worst.torch[name],
+            relativeL2(
+              new Float32Array(readFileSync(join(directory, `torch_${name}_${seed}.bin`)).buffer.slice(0)),
+              expected[name],
+            ),
+          );
       }
     }
     const ratio = withTorch ? Math.max(...names.map((name) => worst.kiln[name] / worst.torch[name])) : null;
     const passed = withTorch ? ratio <= PRECISION_FACTOR : null;
-    log(`f32 attention gradients B=1 H=2 T=5 D=64 causal, relative L2 from float64: kiln ${names.map((name) => `${name} ${worst.kiln[name].toExponential(2)}`).join(', ')}` +
-      (withTorch ? `; torch f32 ${names.map((name) => `${name} ${worst.torch[name].toExponential(2)}`).join(', ')}; worst ratio ${ratio.toFixed(2)}× (limit ${PRECISION_FACTOR}×)` : ` (torch not run: ${torchInfo.error})`));
-    return { shape: PRECISION_SHAPE, kiln: worst.kiln, torch: withTorch ? worst.torch : undefined, ratio, passed, torchInfo };
+    log(
+      `f32 attention gradients B=1 H=2 T=5 D=64 causal, relative L2 from float64: kiln ${names.map((name) => `${name} ${worst.kiln[name].toExponential(2)}`).join(', ')}` +
+        (withTorch
+          ? `; torch f32 ${names.map((name) => `${name} ${worst.torch[name].toExponential(2)}`).join(', ')}; worst ratio ${ratio.toFixed(2)}× (limit ${PRECISION_FACTOR}×)`
+          : ` (torch not run: ${torchInfo.error})`),
+    );
+    return {
+      shape: PRECISION_SHAPE,
+      kiln: worst.kiln,
+      torch: withTorch ? worst.torch : undefined,
+      ratio,
+      passed,
+      torchInfo,
+    };
   } finally {
     rmSync(directory, { recursive: true, force: true });
   }

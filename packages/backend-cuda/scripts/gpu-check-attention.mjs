@@ -21,11 +21,35 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The benchmark shape (FlashAttention-2's standard one). */
-export const GPU_SHAPE = Object.freeze({ batch: 8, headsQ: 16, headsKV: 16, lengthQ: 2048, lengthK: 2048, headDim: 128, causal: true });
+export const GPU_SHAPE = Object.freeze({
+  batch: 8,
+  headsQ: 16,
+  headsKV: 16,
+  lengthQ: 2048,
+  lengthK: 2048,
+  headDim: 128,
+  causal: true,
+});
 /** The gpt2s model's attention shape (12 heads of 64, 1024 positions), also reported on a GPU. */
-export const GPT2S_SHAPE = Object.freeze({ batch: 8, headsQ: 12, headsKV: 12, lengthQ: 1024, lengthK: 1024, headDim: 64, causal: true });
+export const GPT2S_SHAPE = Object.freeze({
+  batch: 8,
+  headsQ: 12,
+  headsKV: 12,
+  lengthQ: 1024,
+  lengthK: 1024,
+  headDim: 64,
+  causal: true,
+});
 /** The shape of --simulator runs. */
-export const SIMULATOR_SHAPE = Object.freeze({ batch: 1, headsQ: 2, headsKV: 1, lengthQ: 80, lengthK: 80, headDim: 64, causal: true });
+export const SIMULATOR_SHAPE = Object.freeze({
+  batch: 1,
+  headsQ: 2,
+  headsKV: 1,
+  lengthQ: 80,
+  lengthK: 80,
+  headDim: 64,
+  causal: true,
+});
 /** kiln's speed as a fraction of torch SDPA's that the benchmark aims for. */
 export const SPEED_TARGET = 0.6;
 /** Relative L2 slack of kiln over torch (both against the f32 reference). */
@@ -38,13 +62,15 @@ const TORCH_SCRIPT = fileURLToPath(new URL('./attention-vs-torch.py', import.met
 
 /** FLOPs of attention as FlashAttention reports them: forward 4·B·H·Tq·Tk·D (halved when causal), backward 2.5× the forward. */
 export function attentionFlops(shape) {
-  const forward = 4 * shape.batch * shape.headsQ * shape.lengthQ * shape.lengthK * shape.headDim * (shape.causal ? 0.5 : 1);
+  const forward =
+    4 * shape.batch * shape.headsQ * shape.lengthQ * shape.lengthK * shape.headDim * (shape.causal ? 0.5 : 1);
   return { forward, forwardBackward: forward * 3.5 };
 }
 
 /** Raw little-endian bf16 or f32 bytes as a Float32Array (bf16 is the top half of an f32). */
 export function toFloat32(bytes, dtype) {
-  if (dtype === 'f32') return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+  if (dtype === 'f32')
+    return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
   const halves = new Uint16Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
   const words = new Uint32Array(halves.length);
   for (let i = 0; i < halves.length; i++) words[i] = halves[i] << 16;
@@ -104,7 +130,16 @@ export async function checkAttention(backend, options = {}) {
   const shape = simulator ? SIMULATOR_SHAPE : (options.shape ?? GPU_SHAPE);
   const repeats = options.repeats ?? (simulator ? 1 : 20);
   const warmup = simulator ? 0 : 3;
-  const section = { shape: { ...shape, dtype: 'bf16' }, kernel: undefined, determinism: undefined, kiln: undefined, torch: undefined, correctness: undefined, speed: undefined, failed: 0 };
+  const section = {
+    shape: { ...shape, dtype: 'bf16' },
+    kernel: undefined,
+    determinism: undefined,
+    kiln: undefined,
+    torch: undefined,
+    correctness: undefined,
+    speed: undefined,
+    failed: 0,
+  };
   const refs = [];
   const tensor = (dims, dtype, seed) => {
     const ref = { buffer: backend.alloc(count(dims) * BYTES[dtype]), shape: dims, dtype };
@@ -115,7 +150,10 @@ export async function checkAttention(backend, options = {}) {
   const directory = mkdtempSync(join(options.workdir ?? tmpdir(), 'kiln-attention-'));
   try {
     const { batch, headsQ, headsKV, lengthQ, lengthK, headDim, causal } = shape;
-    const [qShape, kShape] = [[batch, headsQ, lengthQ, headDim], [batch, headsKV, lengthK, headDim]];
+    const [qShape, kShape] = [
+      [batch, headsQ, lengthQ, headDim],
+      [batch, headsKV, lengthK, headDim],
+    ];
     const params = { scale: 1 / Math.sqrt(headDim), causal };
     const q = tensor(qShape, 'bf16', 11);
     const k = tensor(kShape, 'bf16', 12);
@@ -138,7 +176,9 @@ export async function checkAttention(backend, options = {}) {
     const identical = first.every((bytes, index) => Buffer.from(bytes).equals(Buffer.from(second[index])));
     section.determinism = { identical };
     if (!identical) section.failed++;
-    log(`attention determinism (backward twice, bf16 ${describeShape(shape)}): ${identical ? 'bit-identical' : 'DIFFERENT'}`);
+    log(
+      `attention determinism (backward twice, bf16 ${describeShape(shape)}): ${identical ? 'bit-identical' : 'DIFFERENT'}`,
+    );
 
     // 2. kiln's timings
     const time = async (call) => {
@@ -158,11 +198,22 @@ export async function checkAttention(backend, options = {}) {
     };
     if (backend.capabilities.attentionLayouts?.includes('tokens-major')) {
       // The same buffers as [B, T, H, D]: only the strides the kernels walk change, so this times the layout.
-      const [qTokens, kTokens] = [[batch, lengthQ, headsQ, headDim], [batch, lengthK, headsKV, headDim]];
+      const [qTokens, kTokens] = [
+        [batch, lengthQ, headsQ, headDim],
+        [batch, lengthK, headsKV, headDim],
+      ];
       const as = (ref, dims) => ({ buffer: ref.buffer, shape: dims, dtype: ref.dtype });
       const tokensParams = { ...params, layout: 'tokens-major' };
-      const [tq, tk, tv, tOut, tdOut, tdq, tdk, tdv] = [[q, qTokens], [k, kTokens], [v, kTokens], [out, qTokens], [dOut, qTokens], [dq, qTokens], [dk, kTokens], [dv, kTokens]]
-        .map(([ref, dims]) => as(ref, dims));
+      const [tq, tk, tv, tOut, tdOut, tdq, tdk, tdv] = [
+        [q, qTokens],
+        [k, kTokens],
+        [v, kTokens],
+        [out, qTokens],
+        [dOut, qTokens],
+        [dq, qTokens],
+        [dk, kTokens],
+        [dv, kTokens],
+      ].map(([ref, dims]) => as(ref, dims));
       section.kiln.tokensMajorForwardBackwardMs = await time(() => {
         backend.attention(tq, tk, tv, null, tOut, lse, tokensParams);
         backend.attentionBackward(tq, tk, tv, null, tOut, lse, tdOut, tdq, tdk, tdv, tokensParams);
@@ -173,11 +224,25 @@ export async function checkAttention(backend, options = {}) {
     forward();
     backward();
     const kilnOutputs = {};
-    for (const [name, ref] of Object.entries({ out, lse, dq, dk, dv })) kilnOutputs[name] = await backend.download(ref.buffer);
-    for (const [name, ref] of Object.entries({ q, k, v, d_out: dOut })) writeFileSync(join(directory, `${name}.bin`), await backend.download(ref.buffer));
-    writeFileSync(join(directory, 'manifest.json'), JSON.stringify({
-      batch, heads_q: headsQ, heads_kv: headsKV, length_q: lengthQ, length_k: lengthK, head_dim: headDim, causal, scale: params.scale, warmup, repeats,
-    }));
+    for (const [name, ref] of Object.entries({ out, lse, dq, dk, dv }))
+      kilnOutputs[name] = await backend.download(ref.buffer);
+    for (const [name, ref] of Object.entries({ q, k, v, d_out: dOut }))
+      writeFileSync(join(directory, `${name}.bin`), await backend.download(ref.buffer));
+    writeFileSync(
+      join(directory, 'manifest.json'),
+      JSON.stringify({
+        batch,
+        heads_q: headsQ,
+        heads_kv: headsKV,
+        length_q: lengthQ,
+        length_k: lengthK,
+        head_dim: headDim,
+        causal,
+        scale: params.scale,
+        warmup,
+        repeats,
+      }),
+    );
     const torch = runTorch(options.pythonCommand ?? [process.env.PYTHON ?? 'python3', TORCH_SCRIPT], directory);
     section.torch = torch;
     if (torch.error !== undefined) {
@@ -188,7 +253,10 @@ export async function checkAttention(backend, options = {}) {
         const dtype = name === 'lse' ? 'f32' : 'bf16';
         const reference = toFloat32(readFileSync(join(directory, `ref_${name}.bin`)), 'f32');
         const kiln = errorStats(toFloat32(kilnOutputs[name], dtype), reference);
-        const fromTorch = name === 'lse' ? undefined : errorStats(toFloat32(readFileSync(join(directory, `torch_${name}.bin`)), 'bf16'), reference);
+        const fromTorch =
+          name === 'lse'
+            ? undefined
+            : errorStats(toFloat32(readFileSync(join(directory, `torch_${name}.bin`)), 'bf16'), reference);
         const passed = judge(kiln, fromTorch);
         section.correctness[name] = { kiln, torch: fromTorch, passed };
         if (!passed) section.failed++;
@@ -217,7 +285,9 @@ function runTorch(command, directory) {
   try {
     result = JSON.parse(lines[lines.length - 1]);
   } catch {
-    return { error: `${program} exited with ${child.status ?? child.signal}: ${(child.stderr || child.stdout).trim().split('\n').slice(-3).join(' | ')}` };
+    return {
+      error: `${program} exited with ${child.status ?? child.signal}: ${(child.stderr || child.stdout).trim().split('\n').slice(-3).join(' | ')}`,
+    };
   }
   if (child.status !== 0 && result.error === undefined) return { error: `${program} exited with ${child.status}` };
   return result;
@@ -235,23 +305,35 @@ function describeShape({ batch, headsQ, headsKV, lengthQ, lengthK, headDim, caus
 function printTable(section, log) {
   const flops = attentionFlops(section.shape);
   const rate = (ms, work) => `${(work / (ms / 1000) / 1e12).toFixed(1).padStart(7)} TFLOP/s`;
-  log(`attention bf16 ${describeShape(section.shape)}, forward kernel: ${section.kernel === 'wgmma' ? 'wgmma + TMA (sm_90a)' : 'FlashAttention-2 (mma.sync)'}`);
+  log(
+    `attention bf16 ${describeShape(section.shape)}, forward kernel: ${section.kernel === 'wgmma' ? 'wgmma + TMA (sm_90a)' : 'FlashAttention-2 (mma.sync)'}`,
+  );
   log('                    kiln                          torch SDPA                    kiln speed / torch');
-  for (const [label, key, work] of [['forward', 'forwardMs', flops.forward], ['forward+backward', 'forwardBackwardMs', flops.forwardBackward]]) {
+  for (const [label, key, work] of [
+    ['forward', 'forwardMs', flops.forward],
+    ['forward+backward', 'forwardBackwardMs', flops.forwardBackward],
+  ]) {
     const kiln = section.kiln[key];
     const torch = section.torch?.[key];
-    const ratio = torch === undefined ? '' : `${((torch / kiln) * 100).toFixed(0)} % (target ≥ ${SPEED_TARGET * 100} %)`;
-    log(`  ${label.padEnd(17)} ${kiln.toFixed(3).padStart(10)} ms ${rate(kiln, work)}   ${torch === undefined ? '-'.padStart(28) : `${torch.toFixed(3).padStart(10)} ms ${rate(torch, work)}`}   ${ratio}`);
+    const ratio =
+      torch === undefined ? '' : `${((torch / kiln) * 100).toFixed(0)} % (target ≥ ${SPEED_TARGET * 100} %)`;
+    log(
+      `  ${label.padEnd(17)} ${kiln.toFixed(3).padStart(10)} ms ${rate(kiln, work)}   ${torch === undefined ? '-'.padStart(28) : `${torch.toFixed(3).padStart(10)} ms ${rate(torch, work)}`}   ${ratio}`,
+    );
   }
   if (section.kiln.tokensMajorForwardBackwardMs !== undefined) {
     const ms = section.kiln.tokensMajorForwardBackwardMs;
-    log(`  ${'fwd+bwd tokens-major'.padEnd(17)} ${ms.toFixed(3).padStart(10)} ms ${rate(ms, flops.forwardBackward)}   (q, k, v [B, T, H, D]; ${((section.kiln.forwardBackwardMs / ms) * 100).toFixed(0)} % of heads-major speed)`);
+    log(
+      `  ${'fwd+bwd tokens-major'.padEnd(17)} ${ms.toFixed(3).padStart(10)} ms ${rate(ms, flops.forwardBackward)}   (q, k, v [B, T, H, D]; ${((section.kiln.forwardBackwardMs / ms) * 100).toFixed(0)} % of heads-major speed)`,
+    );
   }
   if (section.correctness) {
     log('  error vs the f32 reference (relative L2 / max abs):');
     for (const [name, { kiln, torch, passed }] of Object.entries(section.correctness)) {
       const torchText = torch ? `torch ${torch.relativeL2.toExponential(2)} / ${torch.maxAbs.toExponential(2)}` : '';
-      log(`    ${name.padEnd(4)} kiln ${kiln.relativeL2.toExponential(2)} / ${kiln.maxAbs.toExponential(2)}${kiln.nonFinite ? ` (${kiln.nonFinite} non-finite)` : ''}   ${torchText}   ${passed ? 'ok' : 'FAILED'}`);
+      log(
+        `    ${name.padEnd(4)} kiln ${kiln.relativeL2.toExponential(2)} / ${kiln.maxAbs.toExponential(2)}${kiln.nonFinite ? ` (${kiln.nonFinite} non-finite)` : ''}   ${torchText}   ${passed ? 'ok' : 'FAILED'}`,
+      );
     }
   }
 }

@@ -14,7 +14,17 @@
 // Needs the workspace built (`pnpm turbo build`). `--out <dir>` writes elsewhere; `--no-node`
 // leaves the node binary out.
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -31,7 +41,13 @@ const KILN_PACKAGES = {
   'backend-cpu': [],
   trainer: [],
   cli: ['bin'],
-  'backend-cuda': ['native', 'CMakeLists.txt', 'scripts/build-native.mjs', 'scripts/find-toolchain.mjs', 'build/cuda/Release/kiln_cuda.node'],
+  'backend-cuda': [
+    'native',
+    'CMakeLists.txt',
+    'scripts/build-native.mjs',
+    'scripts/find-toolchain.mjs',
+    'build/cuda/Release/kiln_cuda.node',
+  ],
 };
 
 /** The directory of package `name` as Node would find it from `from` (realpath; undefined when absent). */
@@ -45,7 +61,11 @@ function findPackage(from, name) {
 
 function copy(source, target) {
   mkdirSync(dirname(target), { recursive: true });
-  cpSync(source, target, { recursive: true, dereference: true, filter: (path) => !relative(source, path).split('/').includes('node_modules') });
+  cpSync(source, target, {
+    recursive: true,
+    dereference: true,
+    filter: (path) => !relative(source, path).split('/').includes('node_modules'),
+  });
 }
 
 rmSync(out, { recursive: true, force: true });
@@ -67,11 +87,13 @@ for (const [name, extras] of Object.entries(KILN_PACKAGES)) {
   const target = join(out, 'node_modules', '@kiln', name);
   for (const part of ['package.json', 'dist', ...extras]) {
     if (existsSync(join(source, part))) copy(join(source, part), join(target, part));
-    else if (part.endsWith('.node')) log(`note: packages/${name}/${part} is not built (no nvcc here?): the GPU machine must build it`);
+    else if (part.endsWith('.node'))
+      log(`note: packages/${name}/${part} is not built (no nvcc here?): the GPU machine must build it`);
   }
   copied.set(`@kiln/${name}`, source);
   const manifest = JSON.parse(readFileSync(join(source, 'package.json'), 'utf8'));
-  for (const dependency of Object.keys({ ...manifest.dependencies, ...manifest.optionalDependencies })) pending.push([dependency, source]);
+  for (const dependency of Object.keys({ ...manifest.dependencies, ...manifest.optionalDependencies }))
+    pending.push([dependency, source]);
 }
 // Runtime dependencies, transitively, copied flat (the first version found wins).
 while (pending.length > 0) {
@@ -91,7 +113,10 @@ while (pending.length > 0) {
 // @kiln/testing loads vitest (an optional peer, for describeBackendConformance) only if it is installed;
 // gpu-check calls runConformance, which needs none of it, so the bundle has no vitest.
 
-for (const [name, target] of [['node-api-headers', 'headers/node-api-headers'], ['node-addon-api', 'headers/node-addon-api']]) {
+for (const [name, target] of [
+  ['node-api-headers', 'headers/node-api-headers'],
+  ['node-addon-api', 'headers/node-addon-api'],
+]) {
   // node-api-headers comes with cmake-js (which is how the normal build finds it).
   const cmakeJs = findPackage(packageRoot, 'cmake-js');
   const directory = findPackage(packageRoot, name) ?? (cmakeJs === undefined ? undefined : findPackage(cmakeJs, name));
@@ -101,7 +126,16 @@ for (const [name, target] of [['node-api-headers', 'headers/node-api-headers'], 
   }
   copy(name === 'node-api-headers' ? join(directory, 'include') : directory, join(out, target));
 }
-for (const part of ['scripts/gpu-check.sh', 'scripts/gpu-check.mjs', 'scripts/gpu-check', 'scripts/gpu-check-attention.mjs', 'scripts/attention-vs-torch.py', 'scripts/gpu-check-attention-precision.mjs', 'scripts/attention-precision-vs-torch.py', 'bench/pytorch_train_step.py']) {
+for (const part of [
+  'scripts/gpu-check.sh',
+  'scripts/gpu-check.mjs',
+  'scripts/gpu-check',
+  'scripts/gpu-check-attention.mjs',
+  'scripts/attention-vs-torch.py',
+  'scripts/gpu-check-attention-precision.mjs',
+  'scripts/attention-precision-vs-torch.py',
+  'bench/pytorch_train_step.py',
+]) {
   copy(join(packageRoot, part), join(out, part));
 }
 // The PyTorch reference model that bench/pytorch_train_step.py imports (it looks next to itself first).
@@ -111,13 +145,17 @@ copy(join(packagesRoot, 'cli', 'peers', 'llama_torch.py'), join(out, 'bench', 'l
 const hfFixtures = join(packagesRoot, 'trainer', 'test', 'fixtures', 'hf');
 copy(join(hfFixtures, 'README.md'), join(out, 'fixtures', 'hf', 'README.md'));
 for (const entry of readdirSync(hfFixtures, { withFileTypes: true })) {
-  if (entry.isDirectory() && existsSync(join(hfFixtures, entry.name, 'reference.safetensors'))) copy(join(hfFixtures, entry.name), join(out, 'fixtures', 'hf', entry.name));
+  if (entry.isDirectory() && existsSync(join(hfFixtures, entry.name, 'reference.safetensors')))
+    copy(join(hfFixtures, entry.name), join(out, 'fixtures', 'hf', entry.name));
 }
 
 if (!process.argv.includes('--no-node')) {
   const compressed = spawnSync('xz', ['-6', '-T0', '-c', process.execPath], { maxBuffer: 1 << 30 });
   if (compressed.status === 0) writeFileSync(join(out, 'node.xz'), compressed.stdout);
-  else log(`xz failed (${compressed.error?.message ?? compressed.stderr}); the bundle has no node.xz: pass --node-xz on the GPU machine`);
+  else
+    log(
+      `xz failed (${compressed.error?.message ?? compressed.stderr}); the bundle has no node.xz: pass --node-xz on the GPU machine`,
+    );
 }
 
 function size(path) {
@@ -126,4 +164,6 @@ function size(path) {
   return spawnSync('du', ['-sb', path], { encoding: 'utf8' }).stdout.split('\t')[0] * 1;
 }
 log(`wrote ${out} (${(size(out) / 2 ** 20).toFixed(1)} MiB; ${copied.size} packages)`);
-log(`on the GPU machine: bash ${relative(process.cwd(), join(out, 'scripts', 'gpu-check.sh'))} [--quick] [--json report.json]`);
+log(
+  `on the GPU machine: bash ${relative(process.cwd(), join(out, 'scripts', 'gpu-check.sh'))} [--quick] [--json report.json]`,
+);

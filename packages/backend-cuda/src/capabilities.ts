@@ -3,16 +3,44 @@ import type { Capabilities, DeviceInfo, DType, KernelName } from '@kiln/core';
 import type { CudaMatmulPath } from './matmul-path.js';
 
 /** Primitives defined on i32 (docs/kernel-semantics.md, "i32"). */
-const I32_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>(['unary', 'binary', 'where', 'reduce', 'copy', 'gather', 'scatterAdd', 'cast', 'fill']);
+const I32_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>([
+  'unary',
+  'binary',
+  'where',
+  'reduce',
+  'copy',
+  'gather',
+  'scatterAdd',
+  'cast',
+  'fill',
+]);
 /** Fused kernels with a native implementation in f32, f16 and bf16 (issue 6). */
 const FUSED_FLOAT_KERNELS: readonly KernelName[] = [
-  'softmax', 'logSoftmax', 'softmaxBackward', 'rmsNorm', 'rmsNormBackward', 'layerNorm', 'rope', 'swiglu', 'swigluBackward',
-  'crossEntropy', 'crossEntropyBackward', 'adamw', 'sumOfSquaresMulti', 'adamwMulti',
+  'softmax',
+  'logSoftmax',
+  'softmaxBackward',
+  'rmsNorm',
+  'rmsNormBackward',
+  'layerNorm',
+  'rope',
+  'swiglu',
+  'swigluBackward',
+  'crossEntropy',
+  'crossEntropyBackward',
+  'adamw',
+  'sumOfSquaresMulti',
+  'adamwMulti',
 ];
 /** Flash attention (kernels/attention_*.cu); head dims above 128 run core's composition on the backend. */
 const ATTENTION_KERNELS: readonly KernelName[] = ['attention', 'attentionBackward'];
 /** Kernels with a native implementation in every float dtype. */
-const FLOAT_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>([...I32_KERNELS, 'matmul', 'random', ...FUSED_FLOAT_KERNELS, ...ATTENTION_KERNELS]);
+const FLOAT_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>([
+  ...I32_KERNELS,
+  'matmul',
+  'random',
+  ...FUSED_FLOAT_KERNELS,
+  ...ATTENTION_KERNELS,
+]);
 
 /** The CUDA backend's capabilities: core's, plus the live matmul path. */
 export interface CudaCapabilities extends Capabilities {
@@ -21,7 +49,11 @@ export interface CudaCapabilities extends Capabilities {
 }
 
 /** The capabilities of one CUDA backend instance. */
-export function cudaCapabilities(device: DeviceInfo, matmul: CudaMatmulPath, adamwMultiDeviceScalars = false): CudaCapabilities {
+export function cudaCapabilities(
+  device: DeviceInfo,
+  matmul: CudaMatmulPath,
+  adamwMultiDeviceScalars = false,
+): CudaCapabilities {
   return {
     device,
     supports(kernel: KernelName, dtype: DType): boolean {

@@ -8,7 +8,13 @@
  * options, capabilities, memory counters, the matmul path (cuBLAS or kiln's kernels) and CUDA
  * graphs (captureGraph: a step recorded once from the stream, replayed as one launch).
  */
-import { GraphCaptureError, InvalidArgumentError, type CapturedGraph, type MemoryInfo, type StepGraph } from '@kiln/core';
+import {
+  GraphCaptureError,
+  InvalidArgumentError,
+  type CapturedGraph,
+  type MemoryInfo,
+  type StepGraph,
+} from '@kiln/core';
 import { NativeKernelBackend } from '@kiln/core/native-backend';
 import { cudaCapabilities, type CudaCapabilities } from './capabilities.js';
 import { FusedKernels } from './fused-kernels.js';
@@ -58,7 +64,9 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
     const deviceIndex = checkInteger(options.deviceIndex ?? 0, 'deviceIndex');
     const memoryLimitBytes = checkInteger(options.memoryLimitBytes ?? 0, 'memoryLimitBytes');
     const { matmul, cublasPath, allowTf32 } = checkMatmulOptions(options);
-    const native = callNative(() => new addon.Backend({ deviceIndex, memoryLimitBytes, matmul, cublasPath, allowTf32 }));
+    const native = callNative(
+      () => new addon.Backend({ deviceIndex, memoryLimitBytes, matmul, cublasPath, allowTf32 }),
+    );
     super({
       checks: cudaChecks,
       errors: cudaErrors,
@@ -69,8 +77,14 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
       flashAttentionMaxHeadDim: FLASH_ATTENTION_MAX_HEAD_DIM,
     });
     const nativeDevice = callNative(() => this.native.deviceInfo());
-    this.capabilities = cudaCapabilities(toDeviceInfo(nativeDevice), describeMatmulPath(callNative(() => this.native.matmulInfo()), nativeDevice.major),
-      typeof this.native.adamwMultiDeviceScalars === 'function');
+    this.capabilities = cudaCapabilities(
+      toDeviceInfo(nativeDevice),
+      describeMatmulPath(
+        callNative(() => this.native.matmulInfo()),
+        nativeDevice.major,
+      ),
+      typeof this.native.adamwMultiDeviceScalars === 'function',
+    );
     this.fused = new FusedKernels(this.native, this);
   }
 
@@ -98,7 +112,10 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
     try {
       id = callNative(() => native.captureBegin());
     } catch (error) {
-      throw new GraphCaptureError(`cuda backend: cannot start a CUDA graph capture: ${firstLine(error)}`, { hint: 'Run the step eagerly.', cause: error });
+      throw new GraphCaptureError(`cuda backend: cannot start a CUDA graph capture: ${firstLine(error)}`, {
+        hint: 'Run the step eagerly.',
+        cause: error,
+      });
     }
     let result: T;
     try {
@@ -115,7 +132,10 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
     let disposed = false;
     const graph: StepGraph = {
       replay: () => {
-        if (disposed) throw new InvalidArgumentError('cuda backend: replay() of a disposed CUDA graph', { hint: 'Capture the step again.' });
+        if (disposed)
+          throw new InvalidArgumentError('cuda backend: replay() of a disposed CUDA graph', {
+            hint: 'Capture the step again.',
+          });
         this.ensureOpen('graph replay');
         callNative(() => native.graphReplay(id));
       },
@@ -166,15 +186,21 @@ function firstLine(error: unknown): string {
 }
 
 /** The matmul options, checked. */
-function checkMatmulOptions(options: CudaBackendOptions): Pick<CudaBackendOptions, 'matmul' | 'cublasPath' | 'allowTf32'> {
+function checkMatmulOptions(
+  options: CudaBackendOptions,
+): Pick<CudaBackendOptions, 'matmul' | 'cublasPath' | 'allowTf32'> {
   const { matmul, cublasPath, allowTf32 } = options;
   if (matmul !== undefined && matmul !== 'auto' && matmul !== 'cublas' && matmul !== 'kiln') {
-    throw new InvalidArgumentError(`cuda backend: matmul must be 'auto', 'cublas' or 'kiln', got ${JSON.stringify(matmul)}`);
+    throw new InvalidArgumentError(
+      `cuda backend: matmul must be 'auto', 'cublas' or 'kiln', got ${JSON.stringify(matmul)}`,
+    );
   }
   if (cublasPath !== undefined && typeof cublasPath !== 'string') {
-    throw new InvalidArgumentError('cuda backend: cublasPath must be a string (a directory holding libcublas.so.13, or the file)');
+    throw new InvalidArgumentError(
+      'cuda backend: cublasPath must be a string (a directory holding libcublas.so.13, or the file)',
+    );
   }
-  if (allowTf32 !== undefined && typeof allowTf32 !== 'boolean') throw new InvalidArgumentError('cuda backend: allowTf32 must be a boolean');
+  if (allowTf32 !== undefined && typeof allowTf32 !== 'boolean')
+    throw new InvalidArgumentError('cuda backend: allowTf32 must be a boolean');
   return { matmul, cublasPath, allowTf32 };
 }
-

@@ -31,22 +31,38 @@ export class FusedKernels extends NativeFusedKernels {
         hint: 'The half-split layout pairs element i with i + D/2, so D must be even.',
       });
     }
-    const output = cudaChecks.checkTensorOf(out, this.owner, kernel, 'out', input.dtype, input.count, 'as many elements as x');
+    const output = cudaChecks.checkTensorOf(
+      out,
+      this.owner,
+      kernel,
+      'out',
+      input.dtype,
+      input.count,
+      'as many elements as x',
+    );
     checkInteger(offset, 'rope: offset');
-    if (typeof theta !== 'number' || !Number.isFinite(theta) || theta <= 0) throw new InvalidArgumentError(`cuda backend: rope: theta must be a positive number, got ${String(theta)}`);
+    if (typeof theta !== 'number' || !Number.isFinite(theta) || theta <= 0)
+      throw new InvalidArgumentError(`cuda backend: rope: theta must be a positive number, got ${String(theta)}`);
     if (typeof inverse !== 'boolean') throw new InvalidArgumentError('cuda backend: rope: inverse must be a boolean');
-    callNative(() => (tokensMajor ? this.native.rope(input.native, output.native, offset, theta, inverse, true) : this.native.rope(input.native, output.native, offset, theta, inverse)));
+    callNative(() =>
+      tokensMajor
+        ? this.native.rope(input.native, output.native, offset, theta, inverse, true)
+        : this.native.rope(input.native, output.native, offset, theta, inverse),
+    );
   }
 
   /** Any number (NaN and Inf propagate through the kernels). */
   protected checkScalar(kernel: string, name: string, value: unknown): void {
-    if (typeof value !== 'number') throw new InvalidArgumentError(`cuda backend: ${kernel}: ${name} must be a number, got ${typeof value}`);
+    if (typeof value !== 'number')
+      throw new InvalidArgumentError(`cuda backend: ${kernel}: ${name} must be a number, got ${typeof value}`);
   }
 
   /** An integer in the i32 range. */
   protected checkIgnoreIndex(kernel: string, value: unknown): void {
     if (typeof value !== 'number' || !Number.isInteger(value) || value < I32_MIN || value > I32_MAX) {
-      throw new InvalidArgumentError(`cuda backend: ${kernel}: ignoreIndex must be an integer in the i32 range, got ${String(value)}`);
+      throw new InvalidArgumentError(
+        `cuda backend: ${kernel}: ignoreIndex must be an integer in the i32 range, got ${String(value)}`,
+      );
     }
   }
 }

@@ -32,8 +32,14 @@ export interface CudaMatmulPath {
  * two 128×128 tiles per multiprocessor, and operands TMA cannot read, to mma.sync.
  */
 export function halfMatmulKernelFamily(major: number, hopperKernels: boolean): 'wgmma' | 'mma.sync' | 'wmma' {
-  if (!Number.isInteger(major) || major < 0) throw new TypeError(`halfMatmulKernelFamily: the compute capability's major version must be a non-negative integer, got ${major}`);
-  if (typeof hopperKernels !== 'boolean') throw new TypeError(`halfMatmulKernelFamily: hopperKernels must be a boolean (matmulInfo().hopperKernels), got ${String(hopperKernels)}`);
+  if (!Number.isInteger(major) || major < 0)
+    throw new TypeError(
+      `halfMatmulKernelFamily: the compute capability's major version must be a non-negative integer, got ${major}`,
+    );
+  if (typeof hopperKernels !== 'boolean')
+    throw new TypeError(
+      `halfMatmulKernelFamily: hopperKernels must be a boolean (matmulInfo().hopperKernels), got ${String(hopperKernels)}`,
+    );
   if (hopperKernels && major === 9) return 'wgmma';
   return major >= 8 ? 'mma.sync' : 'wmma';
 }
@@ -44,20 +50,30 @@ export function describeMatmulPath(info: NativeMatmulInfo, major: number): CudaM
     const f32 = info.allowTf32 ? 'cuBLAS, TF32 tensor cores allowed (allowTf32)' : 'cuBLAS, full f32 (TF32 off)';
     const half = 'cuBLAS tensor cores, f32 accumulation';
     return {
-      path: 'cublas', f32, tf32: info.allowTf32, f16: half, bf16: half,
+      path: 'cublas',
+      f32,
+      tf32: info.allowTf32,
+      f16: half,
+      bf16: half,
       cublas: { loaded: true, version: info.cublasVersion, location: info.cublasLocation, tf32: info.allowTf32 },
       summary: `cuBLAS ${info.cublasVersion} (${info.cublasLocation}): f32 ${info.allowTf32 ? 'with TF32 allowed' : '(TF32 off)'}, f16/bf16 with f32 accumulation`,
     };
   }
   const family = halfMatmulKernelFamily(major, info.hopperKernels === true);
   const simulated = info.simulatedTensorCores ? ' (simulated: gpu-sim warp-collective fragments)' : '';
-  const tensorCores = family === 'wgmma'
-    ? `kiln warp-specialised wgmma + TMA kernel (sm_90a, persistent 128×128 tiles, mbarrier pipeline) for problems of at least two tiles per multiprocessor, the pipelined mma.sync tensor-core kernel otherwise (WMMA for operands not in 16-byte chunks)${simulated}`
-    : family === 'mma.sync'
-      ? `kiln pipelined mma.sync tensor-core kernel (sm_80+, cp.async stages; WMMA for operands not in 16-byte chunks)${simulated}`
-      : `kiln WMMA tensor-core kernel${simulated}`;
+  const tensorCores =
+    family === 'wgmma'
+      ? `kiln warp-specialised wgmma + TMA kernel (sm_90a, persistent 128×128 tiles, mbarrier pipeline) for problems of at least two tiles per multiprocessor, the pipelined mma.sync tensor-core kernel otherwise (WMMA for operands not in 16-byte chunks)${simulated}`
+      : family === 'mma.sync'
+        ? `kiln pipelined mma.sync tensor-core kernel (sm_80+, cp.async stages; WMMA for operands not in 16-byte chunks)${simulated}`
+        : `kiln WMMA tensor-core kernel${simulated}`;
   const reason = info.cublasReason || 'cuBLAS was not used';
-  const familyWords = family === 'wgmma' ? 'wgmma + TMA (large) / pipelined mma.sync' : family === 'mma.sync' ? 'pipelined mma.sync' : 'WMMA';
+  const familyWords =
+    family === 'wgmma'
+      ? 'wgmma + TMA (large) / pipelined mma.sync'
+      : family === 'mma.sync'
+        ? 'pipelined mma.sync'
+        : 'WMMA';
   const f32 = info.kilnTf32
     ? `kiln TF32 tensor-core kernel (mma.sync m16n8k8, inputs rounded to tf32, f32 accumulation; allowTf32)${simulated}`
     : 'kiln register-tiled SIMT kernel (full f32)';

@@ -1,20 +1,33 @@
 /** The registry entry of the CUDA backend: highest automatic priority; probe() says what to install when it cannot run. */
-import { InvalidArgumentError, KERNEL_API_VERSION, type BackendCreateOptions, type BackendPlugin, type ProbeResult } from '@kiln/core';
+import {
+  InvalidArgumentError,
+  KERNEL_API_VERSION,
+  type BackendCreateOptions,
+  type BackendPlugin,
+  type ProbeResult,
+} from '@kiln/core';
 import { CudaBackend, type CudaBackendOptions } from './cuda-backend.js';
 import { cachedCudaAddon } from './native/load-addon.js';
 import { probeCuda } from './probe.js';
 
-function optionalInteger(options: BackendCreateOptions | undefined, name: 'deviceIndex' | 'memoryLimitBytes'): number | undefined {
+function optionalInteger(
+  options: BackendCreateOptions | undefined,
+  name: 'deviceIndex' | 'memoryLimitBytes',
+): number | undefined {
   const value = options?.[name];
   if (value === undefined) return undefined;
   if (typeof value !== 'number') {
-    throw new InvalidArgumentError(`cuda backend: ${name} must be a number, got ${typeof value}`, { hint: `Pass e.g. { ${name}: 0 }.` });
+    throw new InvalidArgumentError(`cuda backend: ${name} must be a number, got ${typeof value}`, {
+      hint: `Pass e.g. { ${name}: 0 }.`,
+    });
   }
   return value;
 }
 
 /** The matmul options of create() ('matmul', 'cublasPath', 'allowTf32'), checked by CudaBackend. */
-function matmulOptions(options: BackendCreateOptions | undefined): Pick<CudaBackendOptions, 'matmul' | 'cublasPath' | 'allowTf32'> {
+function matmulOptions(
+  options: BackendCreateOptions | undefined,
+): Pick<CudaBackendOptions, 'matmul' | 'cublasPath' | 'allowTf32'> {
   if (options === undefined) return {};
   return {
     matmul: options.matmul as CudaBackendOptions['matmul'],

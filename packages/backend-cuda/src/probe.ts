@@ -31,17 +31,25 @@ export function unavailableReason(report: NativeProbe): string {
   const runtime = formatCudaVersion(report.runtimeVersion || 13000);
   switch (report.status) {
     case 'no-driver':
-      return `No NVIDIA driver was found (libcuda.so.1 could not be loaded; CUDA error ${report.errorCode} ${report.errorName}). ` +
-        `Install the NVIDIA driver ${REQUIRED_DRIVER} or newer — kiln's CUDA backend is built with CUDA ${runtime} — or use another backend (KILN_DEVICE=cpu).`;
+      return (
+        `No NVIDIA driver was found (libcuda.so.1 could not be loaded; CUDA error ${report.errorCode} ${report.errorName}). ` +
+        `Install the NVIDIA driver ${REQUIRED_DRIVER} or newer — kiln's CUDA backend is built with CUDA ${runtime} — or use another backend (KILN_DEVICE=cpu).`
+      );
     case 'driver-too-old':
-      return `The NVIDIA driver supports CUDA ${formatCudaVersion(report.driverVersion)}, but kiln's CUDA backend is built with CUDA ${runtime}, ` +
-        `which needs driver ${REQUIRED_DRIVER} or newer (CUDA error ${report.errorCode} ${report.errorName}: ${report.errorText}). Update the NVIDIA driver.`;
+      return (
+        `The NVIDIA driver supports CUDA ${formatCudaVersion(report.driverVersion)}, but kiln's CUDA backend is built with CUDA ${runtime}, ` +
+        `which needs driver ${REQUIRED_DRIVER} or newer (CUDA error ${report.errorCode} ${report.errorName}: ${report.errorText}). Update the NVIDIA driver.`
+      );
     case 'no-device':
-      return `The NVIDIA driver is installed but reports no CUDA device (CUDA error ${report.errorCode || 100} ${report.errorName || 'cudaErrorNoDevice'}). ` +
-        'Check `nvidia-smi` and CUDA_VISIBLE_DEVICES.';
+      return (
+        `The NVIDIA driver is installed but reports no CUDA device (CUDA error ${report.errorCode || 100} ${report.errorName || 'cudaErrorNoDevice'}). ` +
+        'Check `nvidia-smi` and CUDA_VISIBLE_DEVICES.'
+      );
     default:
-      return `CUDA reported error ${report.errorCode} (${report.errorName}: ${report.errorText}) while listing devices. Check \`nvidia-smi\`; ` +
-        'reinstalling the NVIDIA driver usually fixes a broken installation.';
+      return (
+        `CUDA reported error ${report.errorCode} (${report.errorName}: ${report.errorText}) while listing devices. Check \`nvidia-smi\`; ` +
+        'reinstalling the NVIDIA driver usually fixes a broken installation.'
+      );
   }
 }
 
@@ -51,7 +59,11 @@ export function probeAddon(addon: CudaAddon): ProbeResult {
   try {
     report = addon.probe();
   } catch (error) {
-    return { available: false, reason: `The CUDA addon's probe failed: ${error instanceof Error ? error.message : String(error)}`, devices: [] };
+    return {
+      available: false,
+      reason: `The CUDA addon's probe failed: ${error instanceof Error ? error.message : String(error)}`,
+      devices: [],
+    };
   }
   if (report.status === 'ok') return { available: true, devices: report.devices.map(toDeviceInfo) };
   return { available: false, reason: unavailableReason(report), devices: [] };

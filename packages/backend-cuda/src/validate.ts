@@ -12,6 +12,5 @@ export class CudaBuffer extends NativeBuffer {}
 /** The checks with the "cuda backend: " prefix. */
 export const cudaChecks = nativeArgumentChecks('cuda');
 
-export const {
-  resolveBuffer, checkInteger, checkTensor, expectDType, expectShape, expectCount, expectFloat,
-} = cudaChecks;
+export const { resolveBuffer, checkInteger, checkTensor, expectDType, expectShape, expectCount, expectFloat } =
+  cudaChecks;

@@ -18,11 +18,15 @@ const skipReason = simulatorSkipReason();
 const [BATCH, LENGTH, LAYERS] = [2, 24, 2];
 
 /** The backend with its copy and cast launches counted (and 'tokens-major' hidden when asked). */
-function countingView(backend: KernelBackend, hideTokensMajor: boolean): { view: KernelBackend; launches: Map<string, number> } {
+function countingView(
+  backend: KernelBackend,
+  hideTokensMajor: boolean,
+): { view: KernelBackend; launches: Map<string, number> } {
   const launches = new Map<string, number>();
   const view = new Proxy(backend, {
     get(target, property) {
-      if (property === 'capabilities' && hideTokensMajor) return { ...target.capabilities, attentionLayouts: ['heads-major'], ropeLayouts: ['heads-major'] };
+      if (property === 'capabilities' && hideTokensMajor)
+        return { ...target.capabilities, attentionLayouts: ['heads-major'], ropeLayouts: ['heads-major'] };
       const value: unknown = Reflect.get(target, property, target);
       if (typeof value !== 'function') return value;
       return (...args: unknown[]) => {
@@ -42,17 +46,26 @@ async function createModel(name: ModelName, backend: KernelBackend): Promise<Dec
 }
 
 /** Loss and gradients of one forward + backward of model `name` on `backend`. */
-async function step(name: ModelName, backend: KernelBackend): Promise<{ loss: number; gradients: Map<string, Float32Array> }> {
+async function step(
+  name: ModelName,
+  backend: KernelBackend,
+): Promise<{ loss: number; gradients: Map<string, Float32Array> }> {
   const model = await createModel(name, backend);
   try {
-    const values = Int32Array.from({ length: BATCH * LENGTH }, (_, index) => (index * 37 + 11) % model.config.vocabSize);
+    const values = Int32Array.from(
+      { length: BATCH * LENGTH },
+      (_, index) => (index * 37 + 11) % model.config.vocabSize,
+    );
     const ids = tensor(values, [BATCH, LENGTH], { dtype: 'i32', backend });
     const logits = model.forward(ids, { attention: 'flash', checkpointActivations: false, computeDType: 'f32' });
     const vocab = model.config.vocabSize;
-    const loss = tidy(() => crossEntropy(slice(logits, [0, 0, 0], [BATCH, LENGTH - 1, vocab]), slice(ids, [0, 1], [BATCH, LENGTH - 1])));
+    const loss = tidy(() =>
+      crossEntropy(slice(logits, [0, 0, 0], [BATCH, LENGTH - 1, vocab]), slice(ids, [0, 1], [BATCH, LENGTH - 1])),
+    );
     backward(loss);
     const gradients = new Map<string, Float32Array>();
-    for (const [parameterName, parameter] of model.parameters) gradients.set(parameterName, (await parameter.grad!.data()) as Float32Array);
+    for (const [parameterName, parameter] of model.parameters)
+      gradients.set(parameterName, (await parameter.grad!.data()) as Float32Array);
     const result = { loss: (await loss.data())[0], gradients };
     for (const tensor of [logits, loss, ids]) tensor.dispose();
     return result;
@@ -61,23 +74,35 @@ async function step(name: ModelName, backend: KernelBackend): Promise<{ loss: nu
   }
 }
 
-describe.skipIf(skipReason !== undefined)(`tokens-major attention in a training step on the simulated CUDA backend${skipReason ? ` (${skipReason})` : ''}`, () => {
-  const backend = createSimulatedCudaBackend();
-  afterAll(() => backend.dispose());
+describe.skipIf(skipReason !== undefined)(
+  `tokens-major attention in a training step on the simulated CUDA backend${skipReason ? ` (${skipReason})` : ''}`,
+  () => {
+    const backend = createSimulatedCudaBackend();
+    afterAll(() => backend.dispose());
 
-  it.each(['gpt2 fixture', 'tiny llama'] as const)('%s: the same loss and gradients, bit for bit, as heads-major with permutes, without the permute copies', async (name) => {
-    const permuted = countingView(backend, true);
-    const direct = countingView(backend, false);
-    const expected = await step(name, permuted.view);
-    const got = await step(name, direct.view);
-    expect(got.loss).toBe(expected.loss);
-    expect([...got.gradients.keys()]).toEqual([...expected.gradients.keys()]);
-    for (const [parameterName, gradient] of got.gradients) {
-      expect(Buffer.from(gradient.buffer).equals(Buffer.from(expected.gradients.get(parameterName)!.buffer)), parameterName).toBe(true);
-    }
-    const copies = (launches: Map<string, number>): number => launches.get('copy') ?? 0;
-    console.log(`copy launches per step (${name}, ${LAYERS} layers): heads-major ${copies(permuted.launches)}, tokens-major ${copies(direct.launches)}; casts ${permuted.launches.get('cast') ?? 0} → ${direct.launches.get('cast') ?? 0}`);
-    // q, k, v in and the result out, forward and backward: 8 permute copies per layer.
-    expect(copies(permuted.launches) - copies(direct.launches)).toBe(8 * LAYERS);
-  }, 300_000);
-});
+    it.each(['gpt2 fixture', 'tiny llama'] as const)(
+      '%s: the same loss and gradients, bit for bit, as heads-major with permutes, without the permute copies',
+      async (name) => {
+        const permuted = countingView(backend, true);
+        const direct = countingView(backend, false);
+        const expected = await step(name, permuted.view);
+        const got = await step(name, direct.view);
+        expect(got.loss).toBe(expected.loss);
+        expect([...got.gradients.keys()]).toEqual([...expected.gradients.keys()]);
+        for (const [parameterName, gradient] of got.gradients) {
+          expect(
+            Buffer.from(gradient.buffer).equals(Buffer.from(expected.gradients.get(parameterName)!.buffer)),
+            parameterName,
+          ).toBe(true);
+        }
+        const copies = (launches: Map<string, number>): number => launches.get('copy') ?? 0;
+        console.log(
+          `copy launches per step (${name}, ${LAYERS} layers): heads-major ${copies(permuted.launches)}, tokens-major ${copies(direct.launches)}; casts ${permuted.launches.get('cast') ?? 0} → ${direct.launches.get('cast') ?? 0}`,
+        );
+        // q, k, v in and the result out, forward and backward: 8 permute copies per layer.
+        expect(copies(permuted.launches) - copies(direct.launches)).toBe(8 * LAYERS);
+      },
+      300_000,
+    );
+  },
+);

@@ -28,7 +28,10 @@ function relativeL2(got: ArrayLike<number>, expected: ArrayLike<number>): number
 }
 
 /** dq, dk, dv of PyTorch's math path with every operation rounded to f32 (causal, square, one kv head per query head). */
-function exactF32Gradients({ q, k, v, dOut }: Inputs, { headsQ, lengthQ: length, headDim: depth }: Geometry): Record<'dq' | 'dk' | 'dv', Float64Array> {
+function exactF32Gradients(
+  { q, k, v, dOut }: Inputs,
+  { headsQ, lengthQ: length, headDim: depth }: Geometry,
+): Record<'dq' | 'dk' | 'dv', Float64Array> {
   const f = Math.fround;
   const scale = f(1 / Math.sqrt(depth));
   const [dq, dk, dv] = [new Float64Array(q.length), new Float64Array(k.length), new Float64Array(v.length)];
@@ -67,31 +70,37 @@ function exactF32Gradients({ q, k, v, dOut }: Inputs, { headsQ, lengthQ: length,
   return { dq, dk, dv };
 }
 
-describe.skipIf(skipReason !== undefined)(`f32 attention gradients on short causal sequences (CUDA simulator)${skipReason ? ` (${skipReason})` : ''}`, () => {
-  const backend = createSimulatedCudaBackend();
-  const reference = createReferenceBackend();
-  afterAll(() => {
-    backend.dispose();
-    reference.dispose?.();
-  });
+describe.skipIf(skipReason !== undefined)(
+  `f32 attention gradients on short causal sequences (CUDA simulator)${skipReason ? ` (${skipReason})` : ''}`,
+  () => {
+    const backend = createSimulatedCudaBackend();
+    const reference = createReferenceBackend();
+    afterAll(() => {
+      backend.dispose();
+      reference.dispose?.();
+    });
 
-  it(`B=1, H=2, T=5, D=64 causal: dq, dk, dv within ${FACTOR}× of an exact f32 implementation's error from float64`, async () => {
-    const worst = { kiln: { dq: 0, dk: 0, dv: 0 }, exact: { dq: 0, dk: 0, dv: 0 } };
-    for (const seed of SEEDS) {
-      const inputs = makeInputs(GEOMETRY, 'f32', seed);
-      const expected = await runAttention(reference, 'f32', GEOMETRY, inputs);
-      const got = await runAttention(backend, 'f32', GEOMETRY, inputs);
-      const exact = exactF32Gradients(inputs, GEOMETRY);
-      for (const name of ['dq', 'dk', 'dv'] as const) {
-        worst.kiln[name] = Math.max(worst.kiln[name], relativeL2(got[name], expected[name]));
-        worst.exact[name] = Math.max(worst.exact[name], relativeL2(exact[name], expected[name]));
+    it(`B=1, H=2, T=5, D=64 causal: dq, dk, dv within ${FACTOR}× of an exact f32 implementation's error from float64`, async () => {
+      const worst = { kiln: { dq: 0, dk: 0, dv: 0 }, exact: { dq: 0, dk: 0, dv: 0 } };
+      for (const seed of SEEDS) {
+        const inputs = makeInputs(GEOMETRY, 'f32', seed);
+        const expected = await runAttention(reference, 'f32', GEOMETRY, inputs);
+        const got = await runAttention(backend, 'f32', GEOMETRY, inputs);
+        const exact = exactF32Gradients(inputs, GEOMETRY);
+        for (const name of ['dq', 'dk', 'dv'] as const) {
+          worst.kiln[name] = Math.max(worst.kiln[name], relativeL2(got[name], expected[name]));
+          worst.exact[name] = Math.max(worst.exact[name], relativeL2(exact[name], expected[name]));
+        }
       }
-    }
-    const line = (['dq', 'dk', 'dv'] as const).map((name) => `${name} ${worst.kiln[name].toExponential(2)} (exact f32 ${worst.exact[name].toExponential(2)}, ${(worst.kiln[name] / worst.exact[name]).toFixed(2)}×)`);
-    console.log(`relative L2 error from float64, worst of ${SEEDS.length} seeds: ${line.join(', ')}`);
-    for (const name of ['dq', 'dk', 'dv'] as const) {
-      expect(worst.exact[name], `${name}: the exact-f32 path must itself be near f32 rounding`).toBeLessThan(1e-6);
-      expect(worst.kiln[name], name).toBeLessThanOrEqual(FACTOR * worst.exact[name]);
-    }
-  });
-});
+      const line = (['dq', 'dk', 'dv'] as const).map(
+        (name) =>
+          `${name} ${worst.kiln[name].toExponential(2)} (exact f32 ${worst.exact[name].toExponential(2)}, ${(worst.kiln[name] / worst.exact[name]).toFixed(2)}×)`,
+      );
+      console.log(`relative L2 error from float64, worst of ${SEEDS.length} seeds: ${line.join(', ')}`);
+      for (const name of ['dq', 'dk', 'dv'] as const) {
+        expect(worst.exact[name], `${name}: the exact-f32 path must itself be near f32 rounding`).toBeLessThan(1e-6);
+        expect(worst.kiln[name], name).toBeLessThanOrEqual(FACTOR * worst.exact[name]);
+      }
+    });
+  },
+);

@@ -1,8 +1,13 @@
 // Helpers of test/attention.test.ts: seeded inputs, running attention forward/backward on any
 // KernelBackend from host values, and error measures against a reference.
 import {
-  decodeHostValues, encodeHostValues,
-  type AttentionParams, type DType, type KernelBackend, type StridedView, type TensorRef,
+  decodeHostValues,
+  encodeHostValues,
+  type AttentionParams,
+  type DType,
+  type KernelBackend,
+  type StridedView,
+  type TensorRef,
 } from '@kiln/core';
 
 /** One attention problem. */
@@ -48,7 +53,7 @@ export function uniform(count: number, seed: number, low = -1, high = 1): Float6
     let t = state;
     t = Math.imul(t ^ (t >>> 15), t | 1);
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    values[i] = low + ((((t ^ (t >>> 14)) >>> 0) / 4294967296) * (high - low));
+    values[i] = low + (((t ^ (t >>> 14)) >>> 0) / 4294967296) * (high - low);
   }
   return values;
 }
@@ -77,7 +82,9 @@ export function makeInputs(geometry: Geometry, dtype: DType, seed: number): Inpu
     });
     mask = { values, strides: [lengthK, 0, 0, 1], emptyRows: new Set() };
   } else if (geometry.mask === 'dense') {
-    const values = uniform(batch * headsQ * lengthQ * lengthK, seed + 4).map((value) => (value < -0.8 ? -Infinity : value));
+    const values = uniform(batch * headsQ * lengthQ * lengthK, seed + 4).map((value) =>
+      value < -0.8 ? -Infinity : value,
+    );
     const emptyRows = new Set<number>();
     for (let row = 0; row < batch * headsQ * lengthQ; row += 7) {
       emptyRows.add(row);
@@ -109,7 +116,10 @@ class Workspace {
     return this.put(shape, dtype, new Float64Array(size(shape)).fill(-12345));
   }
   async read(ref: TensorRef): Promise<Float64Array> {
-    return Float64Array.from(decodeHostValues(await this.backend.download(ref.buffer), ref.dtype)).subarray(0, size(ref.shape));
+    return Float64Array.from(decodeHostValues(await this.backend.download(ref.buffer), ref.dtype)).subarray(
+      0,
+      size(ref.shape),
+    );
   }
   release(): void {
     for (const ref of this.refs.splice(0)) this.backend.free(ref.buffer);
@@ -120,14 +130,25 @@ class Workspace {
  * Runs the forward on `backend` in `dtype`, then the backward from `saved` (out and lse of the
  * reference, so every backend differentiates the same forward) or from its own forward.
  */
-export async function runAttention(backend: KernelBackend, dtype: DType, geometry: Geometry, inputs: Inputs, saved?: Pick<Results, 'out' | 'lse'>): Promise<Results> {
+export async function runAttention(
+  backend: KernelBackend,
+  dtype: DType,
+  geometry: Geometry,
+  inputs: Inputs,
+  saved?: Pick<Results, 'out' | 'lse'>,
+): Promise<Results> {
   const { batch, headsQ, headsKV, lengthQ, lengthK, headDim } = geometry;
   const qShape = [batch, headsQ, lengthQ, headDim];
   const kShape = [batch, headsKV, lengthK, headDim];
   const rowShape = [batch, headsQ, lengthQ];
   const space = new Workspace(backend);
   try {
-    const [q, k, v, dOut] = [space.put(qShape, dtype, inputs.q), space.put(kShape, dtype, inputs.k), space.put(kShape, dtype, inputs.v), space.put(qShape, dtype, inputs.dOut)];
+    const [q, k, v, dOut] = [
+      space.put(qShape, dtype, inputs.q),
+      space.put(kShape, dtype, inputs.k),
+      space.put(kShape, dtype, inputs.v),
+      space.put(qShape, dtype, inputs.dOut),
+    ];
     let mask: StridedView | null = null;
     if (inputs.mask) {
       const stored = space.put([inputs.mask.values.length], 'f32', inputs.mask.values);
@@ -166,7 +187,14 @@ export function maxAbs(values: Float64Array): number {
 }
 
 /** [B, H, T, D] values reordered to [B, T, H, D] (`toTokens`) or back. */
-export function swapHeadsAndTokens(values: Float64Array, batch: number, heads: number, length: number, headDim: number, toTokens: boolean): Float64Array {
+export function swapHeadsAndTokens(
+  values: Float64Array,
+  batch: number,
+  heads: number,
+  length: number,
+  headDim: number,
+  toTokens: boolean,
+): Float64Array {
   const swapped = new Float64Array(values.length);
   for (let b = 0; b < batch; b++) {
     for (let h = 0; h < heads; h++) {
@@ -182,10 +210,17 @@ export function swapHeadsAndTokens(values: Float64Array, batch: number, heads: n
 }
 
 /** Runs only the forward on `backend` in `dtype` and `layout`; out comes back heads-major. */
-export async function runAttentionForward(backend: KernelBackend, dtype: DType, geometry: Geometry, inputs: Inputs, layout: 'heads-major' | 'tokens-major'): Promise<Pick<Results, 'out' | 'lse'>> {
+export async function runAttentionForward(
+  backend: KernelBackend,
+  dtype: DType,
+  geometry: Geometry,
+  inputs: Inputs,
+  layout: 'heads-major' | 'tokens-major',
+): Promise<Pick<Results, 'out' | 'lse'>> {
   const { batch, headsQ, headsKV, lengthQ, lengthK, headDim } = geometry;
   const tokens = layout === 'tokens-major';
-  const arrange = (values: Float64Array, heads: number, length: number) => (tokens ? swapHeadsAndTokens(values, batch, heads, length, headDim, true) : values);
+  const arrange = (values: Float64Array, heads: number, length: number) =>
+    tokens ? swapHeadsAndTokens(values, batch, heads, length, headDim, true) : values;
   const qShape = tokens ? [batch, lengthQ, headsQ, headDim] : [batch, headsQ, lengthQ, headDim];
   const kShape = tokens ? [batch, lengthK, headsKV, headDim] : [batch, headsKV, lengthK, headDim];
   const space = new Workspace(backend);
@@ -199,9 +234,15 @@ export async function runAttentionForward(backend: KernelBackend, dtype: DType, 
       mask = { ...stored, shape: [batch, headsQ, lengthQ, lengthK], strides: inputs.mask.strides, offset: 0 };
     }
     const [out, lse] = [space.output(qShape, dtype), space.output([batch, headsQ, lengthQ], 'f32')];
-    backend.attention!(q, k, v, mask, out, lse, { ...paramsOf(geometry), ...(tokens ? { layout: 'tokens-major' as const } : {}) });
+    backend.attention!(q, k, v, mask, out, lse, {
+      ...paramsOf(geometry),
+      ...(tokens ? { layout: 'tokens-major' as const } : {}),
+    });
     const outValues = await space.read(out);
-    return { out: tokens ? swapHeadsAndTokens(outValues, batch, headsQ, lengthQ, headDim, false) : outValues, lse: await space.read(lse) };
+    return {
+      out: tokens ? swapHeadsAndTokens(outValues, batch, headsQ, lengthQ, headDim, false) : outValues,
+      lse: await space.read(lse),
+    };
   } finally {
     space.release();
   }

@@ -29,68 +29,102 @@ interface Case {
 const CASES: Case[] = [
   {
     name: 'D=128, Tq=300 < Tk=520 causal (5 key tiles, the last partial: the 3-stage ring wraps), GQA 4/2',
-    dtype: 'bf16', layout: 'heads-major',
+    dtype: 'bf16',
+    layout: 'heads-major',
     geometry: { batch: 1, headsQ: 4, headsKV: 2, lengthQ: 300, lengthK: 520, headDim: 128, causal: true },
   },
   {
     name: 'D=64, Tq=70 < Tk=650 causal, padding mask, scale 0.3 (6 key tiles: the 4-stage ring wraps)',
-    dtype: 'f16', layout: 'heads-major',
-    geometry: { batch: 2, headsQ: 2, headsKV: 1, lengthQ: 70, lengthK: 650, headDim: 64, causal: true, mask: 'padding', scale: 0.3 },
+    dtype: 'f16',
+    layout: 'heads-major',
+    geometry: {
+      batch: 2,
+      headsQ: 2,
+      headsKV: 1,
+      lengthQ: 70,
+      lengthK: 650,
+      headDim: 64,
+      causal: true,
+      mask: 'padding',
+      scale: 0.3,
+    },
   },
   {
     name: 'D=96, Tq=150 > Tk=90 causal (rows without keys), tokens-major',
-    dtype: 'bf16', layout: 'tokens-major',
+    dtype: 'bf16',
+    layout: 'tokens-major',
     geometry: { batch: 2, headsQ: 2, headsKV: 2, lengthQ: 150, lengthK: 90, headDim: 96, causal: true },
   },
   {
     name: 'D=128, Tq=129, Tk=200, dense mask with empty rows, GQA 2/1, tokens-major',
-    dtype: 'f16', layout: 'tokens-major',
-    geometry: { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 129, lengthK: 200, headDim: 128, causal: false, mask: 'dense' },
+    dtype: 'f16',
+    layout: 'tokens-major',
+    geometry: {
+      batch: 1,
+      headsQ: 2,
+      headsKV: 1,
+      lengthQ: 129,
+      lengthK: 200,
+      headDim: 128,
+      causal: false,
+      mask: 'dense',
+    },
   },
   {
     name: 'D=64, Tq=Tk=140 not causal, GQA 3/1, tokens-major',
-    dtype: 'bf16', layout: 'tokens-major',
+    dtype: 'bf16',
+    layout: 'tokens-major',
     geometry: { batch: 1, headsQ: 3, headsKV: 1, lengthQ: 140, lengthK: 140, headDim: 64, causal: false },
   },
   {
     name: 'D=96, Tq=40, Tk=260 not causal',
-    dtype: 'f16', layout: 'heads-major',
+    dtype: 'f16',
+    layout: 'heads-major',
     geometry: { batch: 1, headsQ: 2, headsKV: 2, lengthQ: 40, lengthK: 260, headDim: 96, causal: false },
   },
 ];
 
-describe.skipIf(skipReason !== undefined)(`Hopper (wgmma + TMA) flash-attention forward on the CUDA simulator${skipReason ? ` (${skipReason})` : ''}`, () => {
-  const backend = createSimulatedCudaBackend();
-  const reference = createReferenceBackend();
-  afterAll(() => {
-    backend.dispose();
-    reference.dispose?.();
-  });
-
-  for (const [index, { name, dtype, layout, geometry }] of CASES.entries()) {
-    it(`${dtype} ${name}: runs the wgmma kernel and matches the float64 reference`, async () => {
-      const inputs = makeInputs(geometry, dtype, 4000 + index * 31);
-      const expected = await runAttentionForward(reference, 'f32', geometry, inputs, 'heads-major');
-      const before = backend.hopperAttentionLaunches;
-      const got = await runAttentionForward(backend, dtype, geometry, inputs, layout);
-      expect(backend.hopperAttentionLaunches - before, 'Hopper attention launches').toBe(1);
-      const outError = maxAbsError(got.out, expected.out);
-      const outLimit = OUT_LIMIT[dtype]! * Math.max(maxAbs(expected.out), 1);
-      const lseError = maxAbsError(got.lse, expected.lse);
-      const lseLimit = LSE_LIMIT * Math.max(maxAbs(expected.lse), 1);
-      console.log(`${dtype} ${layout} ${name}: max |error| out ${outError.toExponential(2)} (limit ${outLimit.toExponential(1)}), lse ${lseError.toExponential(2)} (limit ${lseLimit.toExponential(1)})`);
-      expect(outError, 'out').toBeLessThanOrEqual(outLimit);
-      expect(lseError, 'lse').toBeLessThanOrEqual(lseLimit);
+describe.skipIf(skipReason !== undefined)(
+  `Hopper (wgmma + TMA) flash-attention forward on the CUDA simulator${skipReason ? ` (${skipReason})` : ''}`,
+  () => {
+    const backend = createSimulatedCudaBackend();
+    const reference = createReferenceBackend();
+    afterAll(() => {
+      backend.dispose();
+      reference.dispose?.();
     });
-  }
 
-  it('keeps the other kernel for head dims outside 64/96/128 and for f32', async () => {
-    for (const [dtype, headDim] of [['bf16', 32], ['f16', 80], ['f32', 64]] as const) {
-      const geometry: Geometry = { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 20, lengthK: 30, headDim, causal: true };
-      const inputs = makeInputs(geometry, dtype, 9);
-      const before = backend.hopperAttentionLaunches;
-      await runAttentionForward(backend, dtype, geometry, inputs, 'heads-major');
-      expect(backend.hopperAttentionLaunches - before, `${dtype} D=${headDim}`).toBe(0);
+    for (const [index, { name, dtype, layout, geometry }] of CASES.entries()) {
+      it(`${dtype} ${name}: runs the wgmma kernel and matches the float64 reference`, async () => {
+        const inputs = makeInputs(geometry, dtype, 4000 + index * 31);
+        const expected = await runAttentionForward(reference, 'f32', geometry, inputs, 'heads-major');
+        const before = backend.hopperAttentionLaunches;
+        const got = await runAttentionForward(backend, dtype, geometry, inputs, layout);
+        expect(backend.hopperAttentionLaunches - before, 'Hopper attention launches').toBe(1);
+        const outError = maxAbsError(got.out, expected.out);
+        const outLimit = OUT_LIMIT[dtype]! * Math.max(maxAbs(expected.out), 1);
+        const lseError = maxAbsError(got.lse, expected.lse);
+        const lseLimit = LSE_LIMIT * Math.max(maxAbs(expected.lse), 1);
+        console.log(
+          `${dtype} ${layout} ${name}: max |error| out ${outError.toExponential(2)} (limit ${outLimit.toExponential(1)}), lse ${lseError.toExponential(2)} (limit ${lseLimit.toExponential(1)})`,
+        );
+        expect(outError, 'out').toBeLessThanOrEqual(outLimit);
+        expect(lseError, 'lse').toBeLessThanOrEqual(lseLimit);
+      });
     }
-  });
-});
+
+    it('keeps the other kernel for head dims outside 64/96/128 and for f32', async () => {
+      for (const [dtype, headDim] of [
+        ['bf16', 32],
+        ['f16', 80],
+        ['f32', 64],
+      ] as const) {
+        const geometry: Geometry = { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 20, lengthK: 30, headDim, causal: true };
+        const inputs = makeInputs(geometry, dtype, 9);
+        const before = backend.hopperAttentionLaunches;
+        await runAttentionForward(backend, dtype, geometry, inputs, 'heads-major');
+        expect(backend.hopperAttentionLaunches - before, `${dtype} D=${headDim}`).toBe(0);
+      }
+    });
+  },
+);

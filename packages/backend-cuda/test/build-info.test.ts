@@ -15,13 +15,29 @@ const cudaBuild = localBuildPath(findPackageRoot());
 
 describe('CUDA build info', () => {
   it.skipIf(simulatorSkip !== undefined)(`of the simulator addon${simulatorSkip ? ` (${simulatorSkip})` : ''}`, () => {
-    expect(simulatorAddon().buildInfo()).toMatchObject({ simulator: true, build: 'CUDA simulator', runtimeVersion: 13000 });
+    expect(simulatorAddon().buildInfo()).toMatchObject({
+      simulator: true,
+      build: 'CUDA simulator',
+      runtimeVersion: 13000,
+    });
   });
 
-  it.skipIf(!existsSync(cudaBuild))('and codes of the CUDA addon (skipped: the CUDA addon is not built here, no nvcc)', () => {
-    const addon = createRequire(import.meta.url)(cudaBuild) as CudaAddon;
-    expect(addon.buildInfo()).toMatchObject({ simulator: false, build: 'CUDA', architectures: '80-real,86-real,89-real,90' });
-    expect(addon.opNames()).toEqual({ dtype: DTYPE_ORDER, unary: UNARY_ORDER, binary: BINARY_ORDER, reduce: REDUCE_ORDER });
-    expect(addon.configureSimulator).toBeUndefined();
-  });
+  it.skipIf(!existsSync(cudaBuild))(
+    'and codes of the CUDA addon (skipped: the CUDA addon is not built here, no nvcc)',
+    () => {
+      const addon = createRequire(import.meta.url)(cudaBuild) as CudaAddon;
+      expect(addon.buildInfo()).toMatchObject({
+        simulator: false,
+        build: 'CUDA',
+        architectures: '80-real,86-real,89-real,90',
+      });
+      expect(addon.opNames()).toEqual({
+        dtype: DTYPE_ORDER,
+        unary: UNARY_ORDER,
+        binary: BINARY_ORDER,
+        reduce: REDUCE_ORDER,
+      });
+      expect(addon.configureSimulator).toBeUndefined();
+    },
+  );
 });

@@ -13,7 +13,10 @@ const script = fileURLToPath(new URL('../scripts/build-native.mjs', import.meta.
 function pathWithoutNvcc(): string {
   const spawned = spawnSync('sh', ['-c', 'command -v nvcc'], { encoding: 'utf8' });
   const nvccDirectory = spawned.status === 0 ? dirname(spawned.stdout.trim()) : undefined;
-  return (process.env.PATH ?? '').split(delimiter).filter((directory) => directory !== nvccDirectory && !directory.includes('cuda')).join(delimiter);
+  return (process.env.PATH ?? '')
+    .split(delimiter)
+    .filter((directory) => directory !== nvccDirectory && !directory.includes('cuda'))
+    .join(delimiter);
 }
 
 describe('scripts/build-native.mjs', () => {
@@ -23,11 +26,17 @@ describe('scripts/build-native.mjs', () => {
     delete environment.CUDACXX;
     delete environment.CUDA_HOME;
     delete environment.CUDA_PATH;
-    const result = spawnSync(process.execPath, [script, '--out', out], { encoding: 'utf8', env: environment, timeout: 60_000 });
+    const result = spawnSync(process.execPath, [script, '--out', out], {
+      encoding: 'utf8',
+      env: environment,
+      timeout: 60_000,
+    });
     expect(result.status).toBe(0);
     expect(result.stdout).toMatch(/skipping the CUDA addon: nvcc was not found \(checked PATH\)/);
     expect(result.stdout).toMatch(/Install the CUDA 13 toolkit and run `npx kiln-build-cuda`/);
-    const report = JSON.parse(readFileSync(join(out, 'native-build.json'), 'utf8')) as { cuda: { status: string; reason: string } };
+    const report = JSON.parse(readFileSync(join(out, 'native-build.json'), 'utf8')) as {
+      cuda: { status: string; reason: string };
+    };
     expect(report.cuda.status).toBe('skipped');
     expect(report.cuda.reason).toMatch(/^nvcc was not found/);
   });

@@ -11,8 +11,11 @@ import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
 
-describeBackendConformance('cuda (CPU simulator; f16/bf16 matmul = wgmma + TMA for large problems, mma.sync below, WMMA for unaligned operands, on emulated tensor-core collectives)', {
-  create: () => createSimulatedCudaBackend({ matmul: 'kiln' }),
-  available: skipReason === undefined,
-  unavailableReason: skipReason,
-});
+describeBackendConformance(
+  'cuda (CPU simulator; f16/bf16 matmul = wgmma + TMA for large problems, mma.sync below, WMMA for unaligned operands, on emulated tensor-core collectives)',
+  {
+    create: () => createSimulatedCudaBackend({ matmul: 'kiln' }),
+    available: skipReason === undefined,
+    unavailableReason: skipReason,
+  },
+);

@@ -43,13 +43,19 @@ describe.skipIf(skipReason !== undefined)(`cuBLAS discovery${skipReason ? ` (${s
     const backend = createSimulatedCudaBackend({ cublasPath: directory });
     try {
       expect(backend.capabilities.matmul.path).toBe('cublas');
-      expect(backend.matmulPath).toBe(`cuBLAS 13.1.0 (${directory}/libcublas.so.13): f32 (TF32 off), f16/bf16 with f32 accumulation`);
+      expect(backend.matmulPath).toBe(
+        `cuBLAS 13.1.0 (${directory}/libcublas.so.13): f32 (TF32 off), f16/bf16 with f32 accumulation`,
+      );
       const a = backend.alloc(6 * 4);
       backend.upload(a, new Uint8Array(new Float32Array([1, 2, 3, 4, 5, 6]).buffer));
       const out = backend.alloc(4 * 4);
       // [2, 3] · [2, 3]ᵀ
-      backend.matmul({ buffer: a, shape: [2, 3], dtype: 'f32' }, { buffer: a, shape: [2, 3], dtype: 'f32' }, { buffer: out, shape: [2, 2], dtype: 'f32' },
-        { batch: 1, m: 2, n: 2, k: 3, transposeA: false, transposeB: true, batchStrideA: 6, batchStrideB: 6 });
+      backend.matmul(
+        { buffer: a, shape: [2, 3], dtype: 'f32' },
+        { buffer: a, shape: [2, 3], dtype: 'f32' },
+        { buffer: out, shape: [2, 2], dtype: 'f32' },
+        { batch: 1, m: 2, n: 2, k: 3, transposeA: false, transposeB: true, batchStrideA: 6, batchStrideB: 6 },
+      );
       expect([...new Float32Array((await backend.download(out)).slice().buffer)]).toEqual([14, 32, 32, 77]);
       expect(backend.cublasCalls).toBe(1);
     } finally {
@@ -79,8 +85,12 @@ describe.skipIf(skipReason !== undefined)(`cuBLAS discovery${skipReason ? ` (${s
   });
 
   it("matmul: 'cublas' without a loadable cuBLAS throws, naming where it looked", () => {
-    expect(() => createSimulatedCudaBackend({ matmul: 'cublas', cublasPath: join(directory, 'nowhere') })).toThrow(InvalidArgumentError);
-    expect(() => createSimulatedCudaBackend({ matmul: 'cublas', cublasPath: join(directory, 'nowhere') })).toThrow(/cublasPath=.*nowhere does not exist/);
+    expect(() => createSimulatedCudaBackend({ matmul: 'cublas', cublasPath: join(directory, 'nowhere') })).toThrow(
+      InvalidArgumentError,
+    );
+    expect(() => createSimulatedCudaBackend({ matmul: 'cublas', cublasPath: join(directory, 'nowhere') })).toThrow(
+      /cublasPath=.*nowhere does not exist/,
+    );
   });
 
   it('the simulator refuses a library that is not the test double (a real cuBLAS needs a GPU)', () => {

@@ -4,7 +4,15 @@
 // GraphCaptureError and leaves the backend usable, and a graphed training run ends with the
 // eager run's weights bit for bit — or falls back, once and saying why, when the shapes change.
 import { add, GraphCaptureError, KilnError, mul, noGrad, tensor, tidy, type Tensor } from '@kiln/core';
-import { createLlamaModel, createMoments, disposeMoments, DynamicLossScaler, MODEL_PRESETS, runTrainStep, StepGraphRunner } from '@kiln/trainer';
+import {
+  createLlamaModel,
+  createMoments,
+  disposeMoments,
+  DynamicLossScaler,
+  MODEL_PRESETS,
+  runTrainStep,
+  StepGraphRunner,
+} from '@kiln/trainer';
 import { describe, expect, it } from 'vitest';
 import { compareGraphedToEager } from '../scripts/gpu-check/determinism.mjs';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
@@ -12,128 +20,151 @@ import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
 
-describe.skipIf(skipReason !== undefined)(`CUDA graphs on the simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
-  it('records without running, and each replay re-runs the recorded kernels on the same buffers', async () => {
-    const backend = createSimulatedCudaBackend();
-    try {
-      expect(backend.capabilities.graphCapture).toBe(true);
-      const x = tensor([1, 2, 3, 4], [4], { backend });
-      // Warm the allocator's cache with the sizes the captured function allocates (zeros, so a block reused unreplayed reads 0).
-      const warm = tensor([0, 0, 0, 0], [4], { backend });
-      tidy(() => mul(add(warm, warm), 3)).dispose();
-      warm.dispose();
-      const { graph, result } = backend.captureGraph(() => tidy(() => mul(add(x, x), 3)));
-      expect([...(await result.data())]).toEqual([0, 0, 0, 0]); // recorded, not run yet
-      graph.replay();
-      expect([...(await result.data())]).toEqual([6, 12, 18, 24]);
-      backend.upload(x.storage.buffer, new Uint8Array(new Float32Array([10, 20, 30, 40]).buffer));
-      graph.replay();
-      expect([...(await result.data())]).toEqual([60, 120, 180, 240]);
-      graph.dispose();
-      expect(() => graph.replay()).toThrow(/disposed CUDA graph/);
-      result.dispose();
-      x.dispose();
-    } finally {
-      backend.dispose();
-    }
-  });
+describe.skipIf(skipReason !== undefined)(
+  `CUDA graphs on the simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`,
+  () => {
+    it('records without running, and each replay re-runs the recorded kernels on the same buffers', async () => {
+      const backend = createSimulatedCudaBackend();
+      try {
+        expect(backend.capabilities.graphCapture).toBe(true);
+        const x = tensor([1, 2, 3, 4], [4], { backend });
+        // Warm the allocator's cache with the sizes the captured function allocates (zeros, so a block reused unreplayed reads 0).
+        const warm = tensor([0, 0, 0, 0], [4], { backend });
+        tidy(() => mul(add(warm, warm), 3)).dispose();
+        warm.dispose();
+        const { graph, result } = backend.captureGraph(() => tidy(() => mul(add(x, x), 3)));
+        expect([...(await result.data())]).toEqual([0, 0, 0, 0]); // recorded, not run yet
+        graph.replay();
+        expect([...(await result.data())]).toEqual([6, 12, 18, 24]);
+        backend.upload(x.storage.buffer, new Uint8Array(new Float32Array([10, 20, 30, 40]).buffer));
+        graph.replay();
+        expect([...(await result.data())]).toEqual([60, 120, 180, 240]);
+        graph.dispose();
+        expect(() => graph.replay()).toThrow(/disposed CUDA graph/);
+        result.dispose();
+        x.dispose();
+      } finally {
+        backend.dispose();
+      }
+    });
 
-  it('turns an upload, a download or an allocation the cache cannot serve into a GraphCaptureError and stays usable', async () => {
-    const backend = createSimulatedCudaBackend();
-    try {
-      const x = tensor([1, 2], [2], { backend });
-      backend.free(backend.alloc(8)); // a cached small block: the upload case fails at the upload, not the allocation
-      const failures: unknown[] = [];
-      for (const body of <Array<() => unknown>>[
-        () => tensor([5, 6], [2], { backend }), // an upload (and an allocation)
-        // A host read: the download's promise rejects, and the capture is void all the same.
-        () => backend.download(x.storage.buffer).catch((error: unknown) => failures.push(error)),
-        () => backend.alloc(7 * 2 ** 20), // nothing cached of that size
-      ]) {
-        try {
-          backend.captureGraph(body);
-        } catch (error) {
-          failures.push(error);
+    it('turns an upload, a download or an allocation the cache cannot serve into a GraphCaptureError and stays usable', async () => {
+      const backend = createSimulatedCudaBackend();
+      try {
+        const x = tensor([1, 2], [2], { backend });
+        backend.free(backend.alloc(8)); // a cached small block: the upload case fails at the upload, not the allocation
+        const failures: unknown[] = [];
+        for (const body of <Array<() => unknown>>[
+          () => tensor([5, 6], [2], { backend }), // an upload (and an allocation)
+          // A host read: the download's promise rejects, and the capture is void all the same.
+          () => backend.download(x.storage.buffer).catch((error: unknown) => failures.push(error)),
+          () => backend.alloc(7 * 2 ** 20), // nothing cached of that size
+        ]) {
+          try {
+            backend.captureGraph(body);
+          } catch (error) {
+            failures.push(error);
+          }
         }
+        await new Promise((resolve) => setImmediate(resolve)); // the download's rejection
+        expect(failures).toHaveLength(4);
+        expect(String((failures.find((failure) => !(failure instanceof GraphCaptureError)) as Error).message)).toMatch(
+          /download inside a captured step/,
+        );
+        const captureErrors = failures.filter((failure) => failure instanceof GraphCaptureError);
+        expect(captureErrors).toHaveLength(3);
+        for (const failure of captureErrors) {
+          expect(KilnError.isInstance(failure) && failure.code).toBe('GRAPH_CAPTURE');
+        }
+        expect(String((captureErrors[0] as Error).message)).toMatch(/upload inside a captured step/);
+        expect(String((captureErrors[1] as Error).message)).toMatch(/download inside a captured step/);
+        expect(String((captureErrors[2] as Error).message)).toMatch(/no cached block/);
+        // Eager work goes on as before.
+        const y: Tensor = noGrad(() => add(x, x));
+        expect([...(await y.data())]).toEqual([2, 4]);
+        y.dispose();
+        x.dispose();
+      } finally {
+        backend.dispose();
       }
-      await new Promise((resolve) => setImmediate(resolve)); // the download's rejection
-      expect(failures).toHaveLength(4);
-      expect(String((failures.find((failure) => !(failure instanceof GraphCaptureError)) as Error).message)).toMatch(/download inside a captured step/);
-      const captureErrors = failures.filter((failure) => failure instanceof GraphCaptureError);
-      expect(captureErrors).toHaveLength(3);
-      for (const failure of captureErrors) {
-        expect(KilnError.isInstance(failure) && failure.code).toBe('GRAPH_CAPTURE');
-      }
-      expect(String((captureErrors[0] as Error).message)).toMatch(/upload inside a captured step/);
-      expect(String((captureErrors[1] as Error).message)).toMatch(/download inside a captured step/);
-      expect(String((captureErrors[2] as Error).message)).toMatch(/no cached block/);
-      // Eager work goes on as before.
-      const y: Tensor = noGrad(() => add(x, x));
-      expect([...(await y.data())]).toEqual([2, 4]);
-      y.dispose();
-      x.dispose();
-    } finally {
-      backend.dispose();
-    }
-  });
-
-  it('a graphed training run (warm-up, capture, replays) ends with the eager run’s weights bit for bit', async () => {
-    const result = await compareGraphedToEager(() => createSimulatedCudaBackend(), { preset: 'tiny', computeDType: 'bf16', steps: 4, microBatchSize: 4 });
-    expect(result.notices).toEqual([]);
-    expect(result.graphPhase).toBe('replay');
-    expect(result.losses[1]).toEqual(result.losses[0]);
-    expect(result.hashes[1]).not.toBe(result.initialHash);
-    expect(result.identical).toBe(true);
-  }, 600_000);
-
-  it('clipping and AdamW inside the graph follow a warmup + cosine lr across replays, and match eager bit for bit', async () => {
-    // gradClip 0.05 sits below the tiny model's early gradient norms, so every step is clipped on the device.
-    const result = await compareGraphedToEager(() => createSimulatedCudaBackend(), {
-      preset: 'tiny', computeDType: 'f32', steps: 6, microBatchSize: 8, schedule: { warmupSteps: 2, minLrRatio: 0.1 }, gradClip: 0.05,
     });
-    expect(result.notices).toEqual([]);
-    expect(result.graphPhase).toBe('replay');
-    expect(result.losses[1]).toEqual(result.losses[0]);
-    expect(result.gradNorms[0].every((norm) => norm > 0.05)).toBe(true);
-    expect(result.identical).toBe(true);
-  }, 600_000);
 
-  it('a shape change after capture falls back to eager and says so once', async () => {
-    const backend = createSimulatedCudaBackend();
-    const { model: modelConfig, batchSize } = MODEL_PRESETS.tiny;
-    const model = createLlamaModel(modelConfig, { backend, seed: 7 });
-    const moments = createMoments(model.parameters);
-    const notices: string[] = [];
-    const graph = new StepGraphRunner(backend, 'auto', (message) => notices.push(message));
-    const environment = {
-      model, moments, backend, scaler: new DynamicLossScaler({ enabled: false }), contextLength: modelConfig.contextLength, notice: (message: string) => notices.push(message),
-      optimizer: { lr: 1e-3, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 },
-      forwardOptions: { attention: 'flash' as const, checkpointActivations: false, computeDType: 'f32' as const }, graph,
-    };
-    const counters = { microBatchSize: batchSize, optimizerStep: 0 };
-    const tokens = batchSize * modelConfig.contextLength;
-    const batch = (step: number) => ({
-      step, batchSize, lr: 1e-3,
-      inputs: Int32Array.from({ length: tokens }, (_, index) => (index * 7 + step) % modelConfig.vocabSize),
-      targets: Int32Array.from({ length: tokens }, (_, index) => (index * 7 + step + 1) % modelConfig.vocabSize),
-    });
-    try {
-      for (let step = 1; step <= 3; step++) await runTrainStep(environment, counters, batch(step));
-      expect(graph.phase).toBe('replay');
-      expect(notices).toEqual([]);
-      counters.microBatchSize = batchSize / 2;
-      for (let step = 4; step <= 5; step++) {
-        const outcome = await runTrainStep(environment, counters, batch(step));
-        expect(Number.isFinite(outcome.loss)).toBe(true);
+    it('a graphed training run (warm-up, capture, replays) ends with the eager run’s weights bit for bit', async () => {
+      const result = await compareGraphedToEager(() => createSimulatedCudaBackend(), {
+        preset: 'tiny',
+        computeDType: 'bf16',
+        steps: 4,
+        microBatchSize: 4,
+      });
+      expect(result.notices).toEqual([]);
+      expect(result.graphPhase).toBe('replay');
+      expect(result.losses[1]).toEqual(result.losses[0]);
+      expect(result.hashes[1]).not.toBe(result.initialHash);
+      expect(result.identical).toBe(true);
+    }, 600_000);
+
+    it('clipping and AdamW inside the graph follow a warmup + cosine lr across replays, and match eager bit for bit', async () => {
+      // gradClip 0.05 sits below the tiny model's early gradient norms, so every step is clipped on the device.
+      const result = await compareGraphedToEager(() => createSimulatedCudaBackend(), {
+        preset: 'tiny',
+        computeDType: 'f32',
+        steps: 6,
+        microBatchSize: 8,
+        schedule: { warmupSteps: 2, minLrRatio: 0.1 },
+        gradClip: 0.05,
+      });
+      expect(result.notices).toEqual([]);
+      expect(result.graphPhase).toBe('replay');
+      expect(result.losses[1]).toEqual(result.losses[0]);
+      expect(result.gradNorms[0].every((norm) => norm > 0.05)).toBe(true);
+      expect(result.identical).toBe(true);
+    }, 600_000);
+
+    it('a shape change after capture falls back to eager and says so once', async () => {
+      const backend = createSimulatedCudaBackend();
+      const { model: modelConfig, batchSize } = MODEL_PRESETS.tiny;
+      const model = createLlamaModel(modelConfig, { backend, seed: 7 });
+      const moments = createMoments(model.parameters);
+      const notices: string[] = [];
+      const graph = new StepGraphRunner(backend, 'auto', (message) => notices.push(message));
+      const environment = {
+        model,
+        moments,
+        backend,
+        scaler: new DynamicLossScaler({ enabled: false }),
+        contextLength: modelConfig.contextLength,
+        notice: (message: string) => notices.push(message),
+        optimizer: { lr: 1e-3, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 },
+        forwardOptions: { attention: 'flash' as const, checkpointActivations: false, computeDType: 'f32' as const },
+        graph,
+      };
+      const counters = { microBatchSize: batchSize, optimizerStep: 0 };
+      const tokens = batchSize * modelConfig.contextLength;
+      const batch = (step: number) => ({
+        step,
+        batchSize,
+        lr: 1e-3,
+        inputs: Int32Array.from({ length: tokens }, (_, index) => (index * 7 + step) % modelConfig.vocabSize),
+        targets: Int32Array.from({ length: tokens }, (_, index) => (index * 7 + step + 1) % modelConfig.vocabSize),
+      });
+      try {
+        for (let step = 1; step <= 3; step++) await runTrainStep(environment, counters, batch(step));
+        expect(graph.phase).toBe('replay');
+        expect(notices).toEqual([]);
+        counters.microBatchSize = batchSize / 2;
+        for (let step = 4; step <= 5; step++) {
+          const outcome = await runTrainStep(environment, counters, batch(step));
+          expect(Number.isFinite(outcome.loss)).toBe(true);
+        }
+        expect(graph.phase).toBe('off');
+        expect(notices).toHaveLength(1);
+        expect(notices[0]).toMatch(/^CUDA graph off: the step's shapes changed .*; the step runs eagerly from now on$/);
+      } finally {
+        graph.release();
+        disposeMoments(moments);
+        for (const parameter of model.parameters.values()) parameter.dispose();
+        backend.dispose();
       }
-      expect(graph.phase).toBe('off');
-      expect(notices).toHaveLength(1);
-      expect(notices[0]).toMatch(/^CUDA graph off: the step's shapes changed .*; the step runs eagerly from now on$/);
-    } finally {
-      graph.release();
-      disposeMoments(moments);
-      for (const parameter of model.parameters.values()) parameter.dispose();
-      backend.dispose();
-    }
-  }, 600_000);
-});
+    }, 600_000);
+  },
+);

@@ -39,7 +39,9 @@ describe.skipIf(skipReason !== undefined)(`device errors${skipReason ? ` (${skip
 
   it('an asynchronous fault rejects synchronize with the kernels queued before it', async () => {
     const backend = createSimulatedCudaBackend();
-    const { rejection, out } = await faultAfterQueuedKernels(backend, () => configureSimulator({ injectSynchronizeFault: 'a kernel read past the end of a buffer' }));
+    const { rejection, out } = await faultAfterQueuedKernels(backend, () =>
+      configureSimulator({ injectSynchronizeFault: 'a kernel read past the end of a buffer' }),
+    );
     expect(rejection).toBeInstanceOf(CudaError);
     const message = (rejection as Error).message;
     expect(message).toContain('CUDA error 700 cudaErrorIllegalAddress');

@@ -19,7 +19,11 @@ function f32Values(count: number, seed: number): Float32Array {
  * Runs the case on `cuda` and returns the output and its worst error; expects that error at most
  * `bound` (default k f32 roundings) relative to the sum of |products| of an f64 reference.
  */
-export async function expectF32MatmulMatchesReference(cuda: CudaBackend, shape: HalfMatmulCase, bound = shape.k * 2 ** -24): Promise<{ got: Float32Array; worst: number }> {
+export async function expectF32MatmulMatchesReference(
+  cuda: CudaBackend,
+  shape: HalfMatmulCase,
+  bound = shape.k * 2 ** -24,
+): Promise<{ got: Float32Array; worst: number }> {
   const { batch, m, n, k, transposeA, transposeB } = shape;
   const batchStrideA = shape.broadcastA ? 0 : m * k;
   const aValues = f32Values((shape.broadcastA ? 1 : batch) * m * k, 3 + m);
@@ -30,8 +34,12 @@ export async function expectF32MatmulMatchesReference(cuda: CudaBackend, shape: 
   try {
     cuda.upload(a, new Uint8Array(aValues.buffer));
     cuda.upload(b, new Uint8Array(bValues.buffer));
-    cuda.matmul({ buffer: a, shape: [aValues.length], dtype: 'f32' }, { buffer: b, shape: [bValues.length], dtype: 'f32' },
-      { buffer: out, shape: [batch, m, n], dtype: 'f32' }, { batch, m, n, k, transposeA, transposeB, batchStrideA, batchStrideB: k * n });
+    cuda.matmul(
+      { buffer: a, shape: [aValues.length], dtype: 'f32' },
+      { buffer: b, shape: [bValues.length], dtype: 'f32' },
+      { buffer: out, shape: [batch, m, n], dtype: 'f32' },
+      { batch, m, n, k, transposeA, transposeB, batchStrideA, batchStrideB: k * n },
+    );
     const got = new Float32Array((await cuda.download(out)).slice().buffer);
     let worst = 0;
     let where = '';
@@ -41,7 +49,9 @@ export async function expectF32MatmulMatchesReference(cuda: CudaBackend, shape: 
           let expected = 0;
           let magnitude = 0;
           for (let depth = 0; depth < k; depth++) {
-            const product = aValues[z * batchStrideA + (transposeA ? depth * m + row : row * k + depth)] * bValues[z * k * n + (transposeB ? column * k + depth : depth * n + column)];
+            const product =
+              aValues[z * batchStrideA + (transposeA ? depth * m + row : row * k + depth)] *
+              bValues[z * k * n + (transposeB ? column * k + depth : depth * n + column)];
             expected += product;
             magnitude += Math.abs(product);
           }
@@ -60,4 +70,3 @@ export async function expectF32MatmulMatchesReference(cuda: CudaBackend, shape: 
     for (const buffer of [a, b, out]) cuda.free(buffer);
   }
 }
-

@@ -24,6 +24,13 @@ export function buildFakeCublas(directory: string): string | undefined {
   const source = fileURLToPath(new URL('./fixtures/fake-cublas.cpp', import.meta.url));
   const flags = ['-std=c++17', '-O2', '-shared', '-fPIC', '-Wall', '-Wextra', '-Werror'];
   execFileSync(compiler, [...flags, '-Wl,-soname,libcublas.so.13', source, '-o', join(directory, 'libcublas.so.13')]);
-  execFileSync(compiler, [...flags, '-DKILN_FAKE_CUBLAS_LT', '-Wl,-soname,libcublasLt.so.13', source, '-o', join(directory, 'libcublasLt.so.13')]);
+  execFileSync(compiler, [
+    ...flags,
+    '-DKILN_FAKE_CUBLAS_LT',
+    '-Wl,-soname,libcublasLt.so.13',
+    source,
+    '-o',
+    join(directory, 'libcublasLt.so.13'),
+  ]);
   return undefined;
 }

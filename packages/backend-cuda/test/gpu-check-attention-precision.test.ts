@@ -15,24 +15,30 @@ describe('gpu-check attention precision', () => {
     expect(relativeL2([3, 4], [3, 4])).toBe(0);
   });
 
-  it.skipIf(skipReason !== undefined)(`reports kiln's error from float64 when torch cannot run${skipReason ? ` (${skipReason})` : ''}`, async () => {
-    const backend = createSimulatedCudaBackend();
-    const reference = createReferenceBackend();
-    const lines: string[] = [];
-    try {
-      const missing = fileURLToPath(new URL('../scripts/no-such-script.py', import.meta.url));
-      const result = await checkAttentionPrecision(backend, reference, { log: (line: string) => lines.push(line), pythonCommand: ['python3', missing] });
-      expect(result.torch).toBeUndefined();
-      expect(result.ratio).toBeNull();
-      expect(result.passed).toBeNull();
-      for (const name of ['dq', 'dk', 'dv'] as const) {
-        expect(result.kiln[name]).toBeGreaterThan(0);
-        expect(result.kiln[name]).toBeLessThan(1e-5);
+  it.skipIf(skipReason !== undefined)(
+    `reports kiln's error from float64 when torch cannot run${skipReason ? ` (${skipReason})` : ''}`,
+    async () => {
+      const backend = createSimulatedCudaBackend();
+      const reference = createReferenceBackend();
+      const lines: string[] = [];
+      try {
+        const missing = fileURLToPath(new URL('../scripts/no-such-script.py', import.meta.url));
+        const result = await checkAttentionPrecision(backend, reference, {
+          log: (line: string) => lines.push(line),
+          pythonCommand: ['python3', missing],
+        });
+        expect(result.torch).toBeUndefined();
+        expect(result.ratio).toBeNull();
+        expect(result.passed).toBeNull();
+        for (const name of ['dq', 'dk', 'dv'] as const) {
+          expect(result.kiln[name]).toBeGreaterThan(0);
+          expect(result.kiln[name]).toBeLessThan(1e-5);
+        }
+        expect(lines.join('\n')).toMatch(/kiln dq \d\.\d\de-\d+, dk .*torch not run/);
+        expect(backend.memory().bufferCount).toBe(0);
+      } finally {
+        backend.dispose();
       }
-      expect(lines.join('\n')).toMatch(/kiln dq \d\.\d\de-\d+, dk .*torch not run/);
-      expect(backend.memory().bufferCount).toBe(0);
-    } finally {
-      backend.dispose();
-    }
-  });
+    },
+  );
 });

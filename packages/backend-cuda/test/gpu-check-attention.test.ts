@@ -14,7 +14,8 @@ const fakeTorch = fileURLToPath(new URL('./fixtures/fake-torch.mjs', import.meta
 const torchScript = fileURLToPath(new URL('../scripts/attention-vs-torch.py', import.meta.url));
 const python = spawnSync('python3', ['--version'], { encoding: 'utf8' });
 const pythonMissing = python.error !== undefined || python.status !== 0;
-const torchInstalled = !pythonMissing && spawnSync('python3', ['-c', 'import torch'], { encoding: 'utf8' }).status === 0;
+const torchInstalled =
+  !pythonMissing && spawnSync('python3', ['-c', 'import torch'], { encoding: 'utf8' }).status === 0;
 const skipReason = simulatorSkipReason();
 
 describe('gpu-check attention helpers', () => {
@@ -44,70 +45,84 @@ describe('gpu-check attention helpers', () => {
   });
 });
 
-describe.skipIf(skipReason !== undefined)(`gpu-check attention flow on the simulator${skipReason ? ` (${skipReason})` : ''}`, () => {
-  const run = async (pythonCommand: string[]) => {
-    const backend = createSimulatedCudaBackend();
-    const before = backend.memory();
-    const lines: string[] = [];
-    try {
-      const section = await checkAttention(backend, { simulator: true, pythonCommand, log: (line: string) => lines.push(line) });
-      expect(backend.memory().bufferCount).toBe(before.bufferCount);
-      return { section, lines };
-    } finally {
-      backend.dispose();
-    }
-  };
+describe.skipIf(skipReason !== undefined)(
+  `gpu-check attention flow on the simulator${skipReason ? ` (${skipReason})` : ''}`,
+  () => {
+    const run = async (pythonCommand: string[]) => {
+      const backend = createSimulatedCudaBackend();
+      const before = backend.memory();
+      const lines: string[] = [];
+      try {
+        const section = await checkAttention(backend, {
+          simulator: true,
+          pythonCommand,
+          log: (line: string) => lines.push(line),
+        });
+        expect(backend.memory().bufferCount).toBe(before.bufferCount);
+        return { section, lines };
+      } finally {
+        backend.dispose();
+      }
+    };
 
-  it('passes against a perfect stand-in for torch, with determinism, a speed ratio and the error table', async () => {
-    const { section, lines } = await run([process.execPath, fakeTorch]);
-    expect(section.failed).toBe(0);
-    expect(section.determinism.identical).toBe(true);
-    expect(Object.keys(section.correctness)).toEqual(['out', 'lse', 'dq', 'dk', 'dv']);
-    for (const entry of Object.values(section.correctness) as { passed: boolean; kiln: { relativeL2: number } }[]) {
-      expect(entry.passed).toBe(true);
-      expect(entry.kiln.relativeL2).toBeLessThan(1e-2);
-    }
-    expect(section.speed.forward).toBeGreaterThan(0);
-    expect(lines.join('\n')).toMatch(/forward\+backward .* ms/);
-    // The simulated device runs sm_90a code, so the bf16 D=64 forward is the wgmma kernel, and the report says so.
-    expect(section.kernel).toBe('wgmma');
-    expect(lines.join('\n')).toMatch(/forward kernel: wgmma \+ TMA \(sm_90a\)/);
-    // The CUDA backend reads tokens-major too: its forward + backward is timed next to heads-major.
-    expect(section.kiln.tokensMajorForwardBackwardMs).toBeGreaterThan(0);
-    expect(lines.join('\n')).toMatch(/fwd\+bwd tokens-major .* ms .* of heads-major speed/);
-  });
+    it('passes against a perfect stand-in for torch, with determinism, a speed ratio and the error table', async () => {
+      const { section, lines } = await run([process.execPath, fakeTorch]);
+      expect(section.failed).toBe(0);
+      expect(section.determinism.identical).toBe(true);
+      expect(Object.keys(section.correctness)).toEqual(['out', 'lse', 'dq', 'dk', 'dv']);
+      for (const entry of Object.values(section.correctness) as { passed: boolean; kiln: { relativeL2: number } }[]) {
+        expect(entry.passed).toBe(true);
+        expect(entry.kiln.relativeL2).toBeLessThan(1e-2);
+      }
+      expect(section.speed.forward).toBeGreaterThan(0);
+      expect(lines.join('\n')).toMatch(/forward\+backward .* ms/);
+      // The simulated device runs sm_90a code, so the bf16 D=64 forward is the wgmma kernel, and the report says so.
+      expect(section.kernel).toBe('wgmma');
+      expect(lines.join('\n')).toMatch(/forward kernel: wgmma \+ TMA \(sm_90a\)/);
+      // The CUDA backend reads tokens-major too: its forward + backward is timed next to heads-major.
+      expect(section.kiln.tokensMajorForwardBackwardMs).toBeGreaterThan(0);
+      expect(lines.join('\n')).toMatch(/fwd\+bwd tokens-major .* ms .* of heads-major speed/);
+    });
 
-  it('fails when kiln disagrees with the reference', async () => {
-    const { section } = await run([process.execPath, fakeTorch, '--perturb']);
-    expect(section.correctness.out.passed).toBe(false);
-    expect(section.failed).toBe(1);
-  });
+    it('fails when kiln disagrees with the reference', async () => {
+      const { section } = await run([process.execPath, fakeTorch, '--perturb']);
+      expect(section.correctness.out.passed).toBe(false);
+      expect(section.failed).toBe(1);
+    });
 
-  it('reports why torch did not run (no such program) without failing', async () => {
-    const { section, lines } = await run(['kiln-no-such-python-3']);
-    expect(section.torch.error).toMatch(/could not be started/);
-    expect(section.failed).toBe(0);
-    expect(lines.join('\n')).toMatch(/not run/);
-  });
-});
+    it('reports why torch did not run (no such program) without failing', async () => {
+      const { section, lines } = await run(['kiln-no-such-python-3']);
+      expect(section.torch.error).toMatch(/could not be started/);
+      expect(section.failed).toBe(0);
+      expect(lines.join('\n')).toMatch(/not run/);
+    });
+  },
+);
 
 describe.skipIf(pythonMissing)(`attention-vs-torch.py${pythonMissing ? ' (python3 is not installed)' : ''}`, () => {
   it('compiles and answers --help without PyTorch', () => {
     // compile() checks the syntax without writing a __pycache__ next to the script.
-    expect(spawnSync('python3', ['-c', 'import sys; compile(open(sys.argv[1]).read(), sys.argv[1], "exec")', torchScript], { encoding: 'utf8' }).status).toBe(0);
+    expect(
+      spawnSync('python3', ['-c', 'import sys; compile(open(sys.argv[1]).read(), sys.argv[1], "exec")', torchScript], {
+        encoding: 'utf8',
+      }).status,
+    ).toBe(0);
     const help = spawnSync('python3', [torchScript, '--help'], { encoding: 'utf8' });
     expect(help.status).toBe(0);
     expect(help.stdout).toMatch(/--skip-reference/);
   });
 
-  it.skipIf(torchInstalled || skipReason !== undefined)('reports a missing PyTorch as the reason torch did not run', async () => {
-    const backend = createSimulatedCudaBackend();
-    try {
-      const section = await checkAttention(backend, { simulator: true, log: () => {} });
-      expect(section.torch.error).toMatch(/PyTorch is not available/);
-      expect(section.failed).toBe(0);
-    } finally {
-      backend.dispose();
-    }
-  });
+  it.skipIf(torchInstalled || skipReason !== undefined)(
+    'reports a missing PyTorch as the reason torch did not run',
+    async () => {
+      const backend = createSimulatedCudaBackend();
+      try {
+        const section = await checkAttention(backend, { simulator: true, log: () => {} });
+        expect(section.torch.error).toMatch(/PyTorch is not available/);
+        expect(section.failed).toBe(0);
+      } finally {
+        backend.dispose();
+      }
+    },
+  );
 });

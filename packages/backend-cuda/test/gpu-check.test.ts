@@ -20,31 +20,76 @@ const scratch = mkdtempSync(join(tmpdir(), 'kiln-gpu-check-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 /** --skip for running only the hf-fixtures section. */
 const ALL_BUT_HF_FIXTURES = 'conformance,matmul,kernels,attention,train,gpt2s,graph,determinism,resume';
-const built = existsSync(join(packageRoot, 'dist', 'index.js')) && existsSync(join(packageRoot, '..', 'core', 'dist', 'index.js'))
-  && existsSync(join(packageRoot, '..', 'testing', 'dist', 'index.js')) && existsSync(join(packageRoot, '..', 'trainer', 'dist', 'testing', 'index.js'));
+const built =
+  existsSync(join(packageRoot, 'dist', 'index.js')) &&
+  existsSync(join(packageRoot, '..', 'core', 'dist', 'index.js')) &&
+  existsSync(join(packageRoot, '..', 'testing', 'dist', 'index.js')) &&
+  existsSync(join(packageRoot, '..', 'trainer', 'dist', 'testing', 'index.js'));
 
 describe('gpu-check arguments', () => {
   it('has defaults for a full run and parses every option', () => {
     const defaults = parseArguments([]);
-    expect(defaults).toMatchObject({ quick: false, simulator: false, json: 'gpu-check-report.json', model: 'medium', precision: 'bf16', steps: 20, warmup: 5, python: 'python3' });
+    expect(defaults).toMatchObject({
+      quick: false,
+      simulator: false,
+      json: 'gpu-check-report.json',
+      model: 'medium',
+      precision: 'bf16',
+      steps: 20,
+      warmup: 5,
+      python: 'python3',
+    });
     expect([...defaults.skip]).toEqual([]);
-    const options = parseArguments(['--quick', '--json', 'r.json', '--skip', 'pytorch,train', '--model', 'small', '--precision', 'f32', '--steps', '3',
-      '--warmup', '0', '--python', '/usr/bin/python3.12', '--cublas-path', '/opt/cublas']);
-    expect(options).toMatchObject({ quick: true, json: 'r.json', model: 'small', precision: 'f32', steps: 3, warmup: 0, python: '/usr/bin/python3.12', cublasPath: '/opt/cublas' });
+    const options = parseArguments([
+      '--quick',
+      '--json',
+      'r.json',
+      '--skip',
+      'pytorch,train',
+      '--model',
+      'small',
+      '--precision',
+      'f32',
+      '--steps',
+      '3',
+      '--warmup',
+      '0',
+      '--python',
+      '/usr/bin/python3.12',
+      '--cublas-path',
+      '/opt/cublas',
+    ]);
+    expect(options).toMatchObject({
+      quick: true,
+      json: 'r.json',
+      model: 'small',
+      precision: 'f32',
+      steps: 3,
+      warmup: 0,
+      python: '/usr/bin/python3.12',
+      cublasPath: '/opt/cublas',
+    });
     expect([...options.skip].sort()).toEqual(['pytorch', 'train']);
     expect(parseArguments(['--skip', 'kernels,attention']).skip).toEqual(new Set(['kernels', 'attention']));
     expect(parseArguments(['--simulator']).quick).toBe(true);
     expect(defaults).toMatchObject({ gpt2sBatches: [8, 32], gpt2sSteps: 10 });
-    expect(parseArguments(['--gpt2s-batches', '4,16', '--gpt2s-steps', '5', '--skip', 'compile,determinism,resume,gpt2s'])).toMatchObject({ gpt2sBatches: [4, 16], gpt2sSteps: 5 });
+    expect(
+      parseArguments(['--gpt2s-batches', '4,16', '--gpt2s-steps', '5', '--skip', 'compile,determinism,resume,gpt2s']),
+    ).toMatchObject({ gpt2sBatches: [4, 16], gpt2sSteps: 5 });
     expect(parseArguments(['--model', 'gpt2s']).model).toBe('gpt2s');
     expect(parseArguments(['--skip', 'hf-fixtures']).skip).toEqual(new Set(['hf-fixtures']));
   });
 
   it('rejects what it does not know, naming it', () => {
     for (const [argv, message] of [
-      [['--fast'], /unknown argument '--fast'/], [['--model', 'huge'], /--model huge/], [['--skip', 'flash'], /--skip flash: unknown part/],
-      [['--steps', '-1'], /--steps must be a non-negative integer/], [['--json'], /--json needs a value/], [['--precision', 'f16'], /use bf16 or f32/],
-      [['--gpt2s-batches', '8,0'], /--gpt2s-batches needs batch sizes ≥ 1/], [['--gpt2s-batches', 'eight'], /--gpt2s-batches must be a non-negative integer/],
+      [['--fast'], /unknown argument '--fast'/],
+      [['--model', 'huge'], /--model huge/],
+      [['--skip', 'flash'], /--skip flash: unknown part/],
+      [['--steps', '-1'], /--steps must be a non-negative integer/],
+      [['--json'], /--json needs a value/],
+      [['--precision', 'f16'], /use bf16 or f32/],
+      [['--gpt2s-batches', '8,0'], /--gpt2s-batches needs batch sizes ≥ 1/],
+      [['--gpt2s-batches', 'eight'], /--gpt2s-batches must be a non-negative integer/],
     ] as const) {
       expect(() => parseArguments([...argv])).toThrow(UsageError);
       expect(() => parseArguments([...argv])).toThrow(message);
@@ -58,11 +103,47 @@ describe('gpu-check report', () => {
     report.probe = { available: true, devices: [{ name: 'NVIDIA H100 80GB HBM3', computeCapability: '9.0' }] };
     report.conformance.push({ name: 'full kit', passed: 1800, failed: 0, skipped: 90, seconds: 61.5, failures: [] });
     report.matmul.push(
-      { label: '4096³', dtype: 'bf16', m: 4096, n: 4096, k: 4096, transposeA: false, transposeB: false, kernel: 'mma.sync', kilnTflops: 420, cublasTflops: 700, ratio: 0.6 },
-      { label: 'medium gate/up x·Wᵀ', dtype: 'f32', m: 2048, n: 704, k: 256, transposeA: false, transposeB: true, kernel: 'SIMT', kilnTflops: 20, cublasTflops: 25, ratio: 0.8 },
+      {
+        label: '4096³',
+        dtype: 'bf16',
+        m: 4096,
+        n: 4096,
+        k: 4096,
+        transposeA: false,
+        transposeB: false,
+        kernel: 'mma.sync',
+        kilnTflops: 420,
+        cublasTflops: 700,
+        ratio: 0.6,
+      },
+      {
+        label: 'medium gate/up x·Wᵀ',
+        dtype: 'f32',
+        m: 2048,
+        n: 704,
+        k: 256,
+        transposeA: false,
+        transposeB: true,
+        kernel: 'SIMT',
+        kilnTflops: 20,
+        cublasTflops: 25,
+        ratio: 0.8,
+      },
     );
-    report.trainStep = { model: 'medium', precision: 'bf16', kiln: { msPerStep: 20, tokensPerSecond: 102_400 }, pytorch: { msPerStep: 25, tokensPerSecond: 81_920 }, ratio: 1.25 };
-    report.sections.push({ title: 'attention vs SDPA', rows: [['shape', 'ratio'], ['B8 H8 T256 D32', '0.9×']] });
+    report.trainStep = {
+      model: 'medium',
+      precision: 'bf16',
+      kiln: { msPerStep: 20, tokensPerSecond: 102_400 },
+      pytorch: { msPerStep: 25, tokensPerSecond: 81_920 },
+      ratio: 1.25,
+    };
+    report.sections.push({
+      title: 'attention vs SDPA',
+      rows: [
+        ['shape', 'ratio'],
+        ['B8 H8 T256 D32', '0.9×'],
+      ],
+    });
     return report;
   }
 
@@ -93,11 +174,41 @@ describe('gpu-check report', () => {
 
   it('checks f32 (TF32 off) at 4096³ against 90% of cuBLAS and labels the TF32 and split-K rows (issue 19)', () => {
     const report = sample();
-    const row = (tf32: boolean, kernel: string, ratio: number) => ({ label: '4096³', dtype: 'f32', ...(tf32 ? { tf32 } : {}), m: 4096, n: 4096, k: 4096, transposeA: false, transposeB: false, kernel, kilnTflops: ratio * 50, cublasTflops: 50, ratio });
+    const row = (tf32: boolean, kernel: string, ratio: number) => ({
+      label: '4096³',
+      dtype: 'f32',
+      ...(tf32 ? { tf32 } : {}),
+      m: 4096,
+      n: 4096,
+      k: 4096,
+      transposeA: false,
+      transposeB: false,
+      kernel,
+      kilnTflops: ratio * 50,
+      cublasTflops: 50,
+      ratio,
+    });
     report.matmul.push(row(false, 'SIMT', 0.92), row(true, 'TF32 mma.sync', 0.5));
-    report.matmul.push({ label: 'gpt2s mlp dW = dYᵀ·X', dtype: 'f32', m: 2048, n: 768, k: 8192, transposeA: true, transposeB: false, kernel: 'SIMT split-K', kilnTflops: 30, cublasTflops: 40, ratio: 0.75 });
+    report.matmul.push({
+      label: 'gpt2s mlp dW = dYᵀ·X',
+      dtype: 'f32',
+      m: 2048,
+      n: 768,
+      k: 8192,
+      transposeA: true,
+      transposeB: false,
+      kernel: 'SIMT split-K',
+      kilnTflops: 30,
+      cublasTflops: 40,
+      ratio: 0.75,
+    });
     const targets = evaluateTargets(report);
-    expect(targets).toContainEqual({ name: 'kiln f32 matmul (TF32 off) at 4096³ ≥ 90% of cuBLAS', value: 0.92, target: 0.9, met: true });
+    expect(targets).toContainEqual({
+      name: 'kiln f32 matmul (TF32 off) at 4096³ ≥ 90% of cuBLAS',
+      value: 0.92,
+      target: 0.9,
+      met: true,
+    });
     const text = formatReport(report);
     expect(text).toMatch(/4096³\s+f32 TF32\s+4096×4096×4096\s+nn\s+TF32 mma\.sync\s+25\.00\s+50\.00\s+50%/);
     expect(text).toMatch(/gpt2s mlp dW = dYᵀ·X\s+f32\s+2048×768×8192\s+tn\s+SIMT split-K/);
@@ -105,132 +216,287 @@ describe('gpu-check report', () => {
 
   it('checks the worst bf16 gpt2s matmul shape against 60% of cuBLAS (issue 19)', () => {
     const report = sample();
-    const row = (label: string, ratio: number) => ({ label, dtype: 'bf16', m: 8192, n: 768, k: 768, transposeA: false, transposeB: true, kernel: 'mma.sync', kilnTflops: ratio * 500, cublasTflops: 500, ratio });
+    const row = (label: string, ratio: number) => ({
+      label,
+      dtype: 'bf16',
+      m: 8192,
+      n: 768,
+      k: 768,
+      transposeA: false,
+      transposeB: true,
+      kernel: 'mma.sync',
+      kilnTflops: ratio * 500,
+      cublasTflops: 500,
+      ratio,
+    });
     report.matmul.push(row('gpt2s q/k/v/o x·Wᵀ', 0.75), row('gpt2s mlp dW = dYᵀ·X', 0.55));
-    expect(evaluateTargets(report)[1]).toEqual({ name: 'kiln bf16 matmul at every gpt2s shape ≥ 60% of cuBLAS (worst: gpt2s mlp dW = dYᵀ·X)', value: 0.55, target: 0.6, met: false });
-    expect(formatReport(report)).toContain('✗ kiln bf16 matmul at every gpt2s shape ≥ 60% of cuBLAS (worst: gpt2s mlp dW = dYᵀ·X): 55%');
+    expect(evaluateTargets(report)[1]).toEqual({
+      name: 'kiln bf16 matmul at every gpt2s shape ≥ 60% of cuBLAS (worst: gpt2s mlp dW = dYᵀ·X)',
+      value: 0.55,
+      target: 0.6,
+      met: false,
+    });
+    expect(formatReport(report)).toContain(
+      '✗ kiln bf16 matmul at every gpt2s shape ≥ 60% of cuBLAS (worst: gpt2s mlp dW = dYᵀ·X): 55%',
+    );
   });
 
   it('has one Hugging Face fixture target per matmul path: every fixture within the bounds', () => {
     const report = sample();
-    const run = (fixture: string, matmul: string, passed: boolean) => ({ fixture, matmul, failures: passed ? [] : ['logits 2.00e-5 relative ≥ 0.00001'], passed, seconds: 0.2 });
-    report.hfFixtures = { fixtures: '/fixtures/hf', error: null, failed: 1, runs: [run('gpt2', 'cuBLAS (TF32 off)', true), run('llama-gqa', 'cuBLAS (TF32 off)', false), run('gpt2', 'kiln kernels', true)] };
+    const run = (fixture: string, matmul: string, passed: boolean) => ({
+      fixture,
+      matmul,
+      failures: passed ? [] : ['logits 2.00e-5 relative ≥ 0.00001'],
+      passed,
+      seconds: 0.2,
+    });
+    report.hfFixtures = {
+      fixtures: '/fixtures/hf',
+      error: null,
+      failed: 1,
+      runs: [
+        run('gpt2', 'cuBLAS (TF32 off)', true),
+        run('llama-gqa', 'cuBLAS (TF32 off)', false),
+        run('gpt2', 'kiln kernels', true),
+      ],
+    };
     expect(evaluateTargets(report).slice(2)).toEqual([
-      { name: "Hugging Face fixtures within issue 14's bounds (f32, matmul cuBLAS (TF32 off))", value: 1, target: 2, met: false },
-      { name: "Hugging Face fixtures within issue 14's bounds (f32, matmul kiln kernels)", value: 1, target: 1, met: true },
+      {
+        name: "Hugging Face fixtures within issue 14's bounds (f32, matmul cuBLAS (TF32 off))",
+        value: 1,
+        target: 2,
+        met: false,
+      },
+      {
+        name: "Hugging Face fixtures within issue 14's bounds (f32, matmul kiln kernels)",
+        value: 1,
+        target: 1,
+        met: true,
+      },
     ]);
     const text = formatReport(report);
-    expect(text).toContain("✗ Hugging Face fixtures within issue 14's bounds (f32, matmul cuBLAS (TF32 off)): 1/2 pass");
+    expect(text).toContain(
+      "✗ Hugging Face fixtures within issue 14's bounds (f32, matmul cuBLAS (TF32 off)): 1/2 pass",
+    );
     expect(text).toContain("✓ Hugging Face fixtures within issue 14's bounds (f32, matmul kiln kernels): 1/1 pass");
     report.hfFixtures = { fixtures: null, error: 'the fixtures were not found', failed: 1, runs: [] };
-    expect(evaluateTargets(report).slice(2)).toEqual([{ name: "Hugging Face fixtures within issue 14's bounds", value: null, target: 1, met: false }]);
+    expect(evaluateTargets(report).slice(2)).toEqual([
+      { name: "Hugging Face fixtures within issue 14's bounds", value: null, target: 1, met: false },
+    ]);
   });
 });
 
-describe.skipIf(!built)('gpu-check runs (needs `pnpm turbo build`: dist of core, testing, trainer and backend-cuda)', () => {
-  it('skips with a clear message and a skipped report where no GPU is usable', async (context) => {
-    const reportPath = join(scratch, 'skipped.json');
-    const { stdout } = await run('bash', [join(packageRoot, 'scripts', 'gpu-check.sh'), '--no-build', '--json', reportPath], { cwd: packageRoot, maxBuffer: 16 << 20 });
-    const report = JSON.parse(readFileSync(reportPath, 'utf8')) as GpuCheckReport;
-    if (report.status !== 'skipped') context.skip('a GPU is usable here');
-    expect(report.reason).toMatch(/^(no usable GPU: |the CUDA addon could not be loaded: )/);
-    expect(stdout).toMatch(/kiln gpu-check — skipped: (no usable GPU|the CUDA addon could not be loaded)/);
-  });
-
-  it.skipIf(simulatorSkipReason() !== undefined)('runs the whole flow on the simulator build (--simulator) and writes the report', async () => {
-    const reportPath = join(scratch, 'simulator.json');
-    const { stdout } = await run(process.execPath, [join(packageRoot, 'scripts', 'gpu-check.mjs'), '--simulator', '--skip', 'conformance', '--json', reportPath], {
-      cwd: packageRoot, maxBuffer: 16 << 20,
+describe.skipIf(!built)(
+  'gpu-check runs (needs `pnpm turbo build`: dist of core, testing, trainer and backend-cuda)',
+  () => {
+    it('skips with a clear message and a skipped report where no GPU is usable', async (context) => {
+      const reportPath = join(scratch, 'skipped.json');
+      const { stdout } = await run(
+        'bash',
+        [join(packageRoot, 'scripts', 'gpu-check.sh'), '--no-build', '--json', reportPath],
+        { cwd: packageRoot, maxBuffer: 16 << 20 },
+      );
+      const report = JSON.parse(readFileSync(reportPath, 'utf8')) as GpuCheckReport;
+      if (report.status !== 'skipped') context.skip('a GPU is usable here');
+      expect(report.reason).toMatch(/^(no usable GPU: |the CUDA addon could not be loaded: )/);
+      expect(stdout).toMatch(/kiln gpu-check — skipped: (no usable GPU|the CUDA addon could not be loaded)/);
     });
-    const report = JSON.parse(readFileSync(reportPath, 'utf8')) as GpuCheckReport;
-    expect(report.status).toBe('ok');
-    expect(report.matmul.length).toBe(15);  // 128³ and the tiny model's six shapes in bf16 and f32, 128³ in f16
-    expect(report.matmul.every((row) => row.kilnTflops > 0 && row.ratio === undefined)).toBe(true);
-    // The simulated device reports compute capability 9.0: f16/bf16 run the pipelined mma.sync kernel.
-    expect(report.matmul.map((row) => `${row.dtype} ${row.kernel}`)).toEqual(expect.arrayContaining(['bf16 mma.sync', 'f16 mma.sync', 'f32 SIMT']));
-    expect(report.matmulNote).toMatch(/cuBLAS not measured/);
-    expect(report.trainStep?.kiln).toMatchObject({ skipped: expect.stringContaining('simulator') });
-    expect(stdout).toContain('matmul (TFLOP/s, same run; ratio = kiln / cuBLAS):');
-    // What users run, through the CLI on the 'cuda-sim' plugin: a train step with its profile (device events), then the reproducibility checks.
-    const gpt2s = (report as GpuCheckReport & { gpt2s: { model: string; runs: Array<{ batch: number; kiln: { tokensPerSecond?: number; error?: string } }>; profile: { timing: string; rows: unknown[] } } }).gpt2s;
-    expect(gpt2s.model).toBe('tiny');
-    expect(gpt2s.runs[0].batch).toBe(2);
-    expect(gpt2s.runs[0].kiln.tokensPerSecond, gpt2s.runs[0].kiln.error).toBeGreaterThan(0);
-    expect(gpt2s.profile.timing).toBe('device');
-    expect(gpt2s.profile.rows.length).toBeGreaterThan(5);
-    expect(stdout).toMatch(/^where a tiny step \(batch 2\) goes: .* device time per kernel \(CUDA events\):$/m);
-    const graphRuns = (report as GpuCheckReport & { cudaGraph: Array<{ model: string; eager: { tokensPerSecond?: number; error?: string }; graphed: { tokensPerSecond?: number; stepMode?: string; error?: string }; busyEager: number | null }> }).cudaGraph;
-    expect(graphRuns.map((run) => run.model)).toEqual(['tiny']);
-    expect(graphRuns[0].eager.tokensPerSecond, graphRuns[0].eager.error).toBeGreaterThan(0);
-    expect(graphRuns[0].graphed.stepMode, graphRuns[0].graphed.error).toBe('graphed');
-    expect(graphRuns[0].busyEager).toBeGreaterThan(0);
-    expect(stdout).toMatch(/^CUDA graph vs eager \(bf16/m);
-    const reproducibility = (report as GpuCheckReport & { reproducibility: { determinism: { identical: boolean; hashes: string[] }; resume: { identical: boolean; resumes: Array<{ killedAfterStep: number; identical: boolean }> } } }).reproducibility;
-    expect(reproducibility.determinism.identical).toBe(true);
-    expect(reproducibility.determinism.hashes[0]).toMatch(/^[0-9a-f]{64}$/);
-    expect(reproducibility.resume.identical).toBe(true);
-    expect(reproducibility.resume.resumes.map((resume) => [resume.killedAfterStep, resume.identical])).toEqual([[1, true], [2, true], [3, true]]);
-    expect(stdout).toMatch(/SIGKILL \+ --resume vs uninterrupted\s+3\/3 identical \(killed after steps 1, 2, 3 of 4/);
-    expect(stdout).toContain('✓ SIGKILL + --resume gives the uninterrupted run\'s weights: yes');
-    expect(report.hfFixtures?.runs.map((run) => run.passed)).toEqual([true, true, true, true]);
-  }, 600_000);
 
-  // Every part but 'hf-fixtures' skipped; cuBLAS is the test double (test/fake-cublas.ts), so the
-  // section runs each fixture through cuBLAS and again with matmul: 'kiln', as on a GPU machine.
-  it.skipIf(simulatorSkipReason() !== undefined)('hf-fixtures: every Hugging Face fixture passes the issue\'s bounds on the simulator, through cuBLAS and through kiln\'s matmul', async () => {
-    const cublas = join(scratch, 'fake-cublas');
-    mkdirSync(cublas);
-    const compilerMissing = buildFakeCublas(cublas);
-    const reportPath = join(scratch, 'hf-fixtures.json');
-    const { stdout } = await run(process.execPath, [join(packageRoot, 'scripts', 'gpu-check.mjs'), '--simulator', '--skip', ALL_BUT_HF_FIXTURES, '--json', reportPath,
-      ...(compilerMissing === undefined ? ['--cublas-path', cublas] : [])], { cwd: packageRoot, maxBuffer: 16 << 20 });
-    const report = JSON.parse(readFileSync(reportPath, 'utf8')) as GpuCheckReport;
-    expect(report.status).toBe('ok');
-    const fixtures = ['llama-gqa', 'gpt2', 'bigcode-mqa', 'llama-gqa-lora'];
-    const paths = compilerMissing === undefined ? ['cuBLAS (TF32 off)', 'kiln kernels'] : ['kiln kernels'];
-    const runs = report.hfFixtures!.runs;
-    expect(runs.map((item) => `${item.fixture} ${item.matmul}`)).toEqual(paths.flatMap((path) => fixtures.map((fixture) => `${fixture} ${path}`)));
-    for (const item of runs) {
-      expect(item.failures, `${item.fixture} ${item.matmul}`).toEqual([]);
-      expect(item.logitsRelative).toBeLessThan(1e-5);
-      expect(item.lossError).toBeLessThan(1e-6);
-      expect(item.worstGradient).toBeLessThan(1e-4);
-      expect(item.gradients).toBeGreaterThan(0);
-      if (item.greedy!.reference !== null) expect(item.greedy!.kiln).toEqual(item.greedy!.reference);
-    }
-    expect(runs.find((item) => item.fixture === 'llama-gqa-lora')?.gradients).toBe(8);  // q_proj and v_proj's lora_A and lora_B in 2 layers: only the adapter
-    expect(stdout).toMatch(/^hf fixture gpt2 \(kiln kernels\): logits \S+ rel, loss \S+, worst of 28 gradients \S+ rel, greedy identical — pass \(\d+\.\d s\)$/m);
-    expect(stdout).toMatch(/^llama-gqa-lora +kiln kernels +\S+ +\S+ +\S+ \(8\) +8 tokens \(no reference\) +pass/m);
-    for (const path of paths) expect(stdout).toContain(`✓ Hugging Face fixtures within issue 14's bounds (f32, matmul ${path}): 4/4 pass`);
-  }, 300_000);
+    it.skipIf(simulatorSkipReason() !== undefined)(
+      'runs the whole flow on the simulator build (--simulator) and writes the report',
+      async () => {
+        const reportPath = join(scratch, 'simulator.json');
+        const { stdout } = await run(
+          process.execPath,
+          [join(packageRoot, 'scripts', 'gpu-check.mjs'), '--simulator', '--skip', 'conformance', '--json', reportPath],
+          {
+            cwd: packageRoot,
+            maxBuffer: 16 << 20,
+          },
+        );
+        const report = JSON.parse(readFileSync(reportPath, 'utf8')) as GpuCheckReport;
+        expect(report.status).toBe('ok');
+        expect(report.matmul.length).toBe(15); // 128³ and the tiny model's six shapes in bf16 and f32, 128³ in f16
+        expect(report.matmul.every((row) => row.kilnTflops > 0 && row.ratio === undefined)).toBe(true);
+        // The simulated device reports compute capability 9.0: f16/bf16 run the pipelined mma.sync kernel.
+        expect(report.matmul.map((row) => `${row.dtype} ${row.kernel}`)).toEqual(
+          expect.arrayContaining(['bf16 mma.sync', 'f16 mma.sync', 'f32 SIMT']),
+        );
+        expect(report.matmulNote).toMatch(/cuBLAS not measured/);
+        expect(report.trainStep?.kiln).toMatchObject({ skipped: expect.stringContaining('simulator') });
+        expect(stdout).toContain('matmul (TFLOP/s, same run; ratio = kiln / cuBLAS):');
+        // What users run, through the CLI on the 'cuda-sim' plugin: a train step with its profile (device events), then the reproducibility checks.
+        const gpt2s = (
+          report as GpuCheckReport & {
+            gpt2s: {
+              model: string;
+              runs: Array<{ batch: number; kiln: { tokensPerSecond?: number; error?: string } }>;
+              profile: { timing: string; rows: unknown[] };
+            };
+          }
+        ).gpt2s;
+        expect(gpt2s.model).toBe('tiny');
+        expect(gpt2s.runs[0].batch).toBe(2);
+        expect(gpt2s.runs[0].kiln.tokensPerSecond, gpt2s.runs[0].kiln.error).toBeGreaterThan(0);
+        expect(gpt2s.profile.timing).toBe('device');
+        expect(gpt2s.profile.rows.length).toBeGreaterThan(5);
+        expect(stdout).toMatch(/^where a tiny step \(batch 2\) goes: .* device time per kernel \(CUDA events\):$/m);
+        const graphRuns = (
+          report as GpuCheckReport & {
+            cudaGraph: Array<{
+              model: string;
+              eager: { tokensPerSecond?: number; error?: string };
+              graphed: { tokensPerSecond?: number; stepMode?: string; error?: string };
+              busyEager: number | null;
+            }>;
+          }
+        ).cudaGraph;
+        expect(graphRuns.map((run) => run.model)).toEqual(['tiny']);
+        expect(graphRuns[0].eager.tokensPerSecond, graphRuns[0].eager.error).toBeGreaterThan(0);
+        expect(graphRuns[0].graphed.stepMode, graphRuns[0].graphed.error).toBe('graphed');
+        expect(graphRuns[0].busyEager).toBeGreaterThan(0);
+        expect(stdout).toMatch(/^CUDA graph vs eager \(bf16/m);
+        const reproducibility = (
+          report as GpuCheckReport & {
+            reproducibility: {
+              determinism: { identical: boolean; hashes: string[] };
+              resume: { identical: boolean; resumes: Array<{ killedAfterStep: number; identical: boolean }> };
+            };
+          }
+        ).reproducibility;
+        expect(reproducibility.determinism.identical).toBe(true);
+        expect(reproducibility.determinism.hashes[0]).toMatch(/^[0-9a-f]{64}$/);
+        expect(reproducibility.resume.identical).toBe(true);
+        expect(reproducibility.resume.resumes.map((resume) => [resume.killedAfterStep, resume.identical])).toEqual([
+          [1, true],
+          [2, true],
+          [3, true],
+        ]);
+        expect(stdout).toMatch(
+          /SIGKILL \+ --resume vs uninterrupted\s+3\/3 identical \(killed after steps 1, 2, 3 of 4/,
+        );
+        expect(stdout).toContain("✓ SIGKILL + --resume gives the uninterrupted run's weights: yes");
+        expect(report.hfFixtures?.runs.map((run) => run.passed)).toEqual([true, true, true, true]);
+      },
+      600_000,
+    );
 
-  it('packs a self-contained bundle that runs without the workspace', async (context) => {
-    const bundle = join(scratch, 'bundle');
-    await run(process.execPath, [join(packageRoot, 'scripts', 'gpu-check-pack.mjs'), '--out', bundle, '--no-node'], { cwd: packageRoot, maxBuffer: 16 << 20 });
-    for (const path of ['node_modules/@kiln/core/dist/index.js', 'node_modules/@kiln/backend-cuda/native/kernels/matmul_wmma.cuh', 'node_modules/@kiln/trainer/dist/index.js',
-      'node_modules/zod/package.json', 'node_modules/@kiln/testing/dist/index.js', 'headers/node-api-headers/node_api.h', 'headers/node-addon-api/napi.h',
-      'scripts/gpu-check/report.mjs', 'scripts/gpu-check/training.mjs', 'scripts/gpu-check/hf-fixtures.mjs', 'node_modules/@kiln/trainer/dist/testing/index.js',
-      'fixtures/hf/README.md', 'fixtures/hf/llama-gqa/reference.safetensors', 'fixtures/hf/gpt2/model.safetensors', 'fixtures/hf/bigcode-mqa/reference.json',
-      'fixtures/hf/llama-gqa-lora/adapter_model.safetensors', 'bench/pytorch_train_step.py', 'node_modules/@kiln/cli/bin/kiln.js', 'node_modules/@kiln/cli/dist/main.js']) {
-      expect(existsSync(join(bundle, path)), path).toBe(true);
-    }
-    // @kiln/testing runs without vitest (an optional peer it loads only if present): the bundle has none.
-    expect(existsSync(join(bundle, 'node_modules', 'vitest'))).toBe(false);
-    expect(existsSync(join(bundle, 'fixtures', 'hf', 'tokenizers')), 'the tokenizer cases are not needed on the GPU machine').toBe(false);
-    if (simulatorSkipReason() === undefined) {
-      // The hf-fixtures section from the bundle alone: its @kiln/trainer/testing and its fixtures/hf (the simulator addon placed where --simulator looks).
-      mkdirSync(join(bundle, 'build', 'sim', 'Release'), { recursive: true });
-      copyFileSync(join(packageRoot, 'build', 'sim', 'Release', 'kiln_cuda_sim.node'), join(bundle, 'build', 'sim', 'Release', 'kiln_cuda_sim.node'));
-      const hfReportPath = join(scratch, 'bundle-hf.json');
-      await run(process.execPath, [join(bundle, 'scripts', 'gpu-check.mjs'), '--simulator', '--skip', ALL_BUT_HF_FIXTURES, '--json', hfReportPath], { cwd: scratch, maxBuffer: 16 << 20 });
-      const hfReport = JSON.parse(readFileSync(hfReportPath, 'utf8')) as GpuCheckReport;
-      expect(hfReport.hfFixtures?.fixtures).toBe(join(bundle, 'fixtures', 'hf') + '/');
-      expect(hfReport.hfFixtures?.runs.map((item) => item.passed)).toEqual([true, true, true, true]);
-    }
-    const reportPath = join(scratch, 'bundle.json');
-    await run('bash', [join(bundle, 'scripts', 'gpu-check.sh'), '--no-build', '--json', reportPath], { cwd: scratch, maxBuffer: 16 << 20 });
-    const report = JSON.parse(readFileSync(reportPath, 'utf8')) as GpuCheckReport;
-    if (report.status !== 'skipped') context.skip('a GPU is usable here');
-    expect(report.addon === null || report.addon.location.startsWith(join(bundle, 'node_modules'))).toBe(true);
-  });
-});
+    // Every part but 'hf-fixtures' skipped; cuBLAS is the test double (test/fake-cublas.ts), so the
+    // section runs each fixture through cuBLAS and again with matmul: 'kiln', as on a GPU machine.
+    it.skipIf(simulatorSkipReason() !== undefined)(
+      "hf-fixtures: every Hugging Face fixture passes the issue's bounds on the simulator, through cuBLAS and through kiln's matmul",
+      async () => {
+        const cublas = join(scratch, 'fake-cublas');
+        mkdirSync(cublas);
+        const compilerMissing = buildFakeCublas(cublas);
+        const reportPath = join(scratch, 'hf-fixtures.json');
+        const { stdout } = await run(
+          process.execPath,
+          [
+            join(packageRoot, 'scripts', 'gpu-check.mjs'),
+            '--simulator',
+            '--skip',
+            ALL_BUT_HF_FIXTURES,
+            '--json',
+            reportPath,
+            ...(compilerMissing === undefined ? ['--cublas-path', cublas] : []),
+          ],
+          { cwd: packageRoot, maxBuffer: 16 << 20 },
+        );
+        const report = JSON.parse(readFileSync(reportPath, 'utf8')) as GpuCheckReport;
+        expect(report.status).toBe('ok');
+        const fixtures = ['llama-gqa', 'gpt2', 'bigcode-mqa', 'llama-gqa-lora'];
+        const paths = compilerMissing === undefined ? ['cuBLAS (TF32 off)', 'kiln kernels'] : ['kiln kernels'];
+        const runs = report.hfFixtures!.runs;
+        expect(runs.map((item) => `${item.fixture} ${item.matmul}`)).toEqual(
+          paths.flatMap((path) => fixtures.map((fixture) => `${fixture} ${path}`)),
+        );
+        for (const item of runs) {
+          expect(item.failures, `${item.fixture} ${item.matmul}`).toEqual([]);
+          expect(item.logitsRelative).toBeLessThan(1e-5);
+          expect(item.lossError).toBeLessThan(1e-6);
+          expect(item.worstGradient).toBeLessThan(1e-4);
+          expect(item.gradients).toBeGreaterThan(0);
+          if (item.greedy!.reference !== null) expect(item.greedy!.kiln).toEqual(item.greedy!.reference);
+        }
+        expect(runs.find((item) => item.fixture === 'llama-gqa-lora')?.gradients).toBe(8); // q_proj and v_proj's lora_A and lora_B in 2 layers: only the adapter
+        expect(stdout).toMatch(
+          /^hf fixture gpt2 \(kiln kernels\): logits \S+ rel, loss \S+, worst of 28 gradients \S+ rel, greedy identical — pass \(\d+\.\d s\)$/m,
+        );
+        expect(stdout).toMatch(/^llama-gqa-lora +kiln kernels +\S+ +\S+ +\S+ \(8\) +8 tokens \(no reference\) +pass/m);
+        for (const path of paths)
+          expect(stdout).toContain(`✓ Hugging Face fixtures within issue 14's bounds (f32, matmul ${path}): 4/4 pass`);
+      },
+      300_000,
+    );
+
+    it('packs a self-contained bundle that runs without the workspace', async (context) => {
+      const bundle = join(scratch, 'bundle');
+      await run(process.execPath, [join(packageRoot, 'scripts', 'gpu-check-pack.mjs'), '--out', bundle, '--no-node'], {
+        cwd: packageRoot,
+        maxBuffer: 16 << 20,
+      });
+      for (const path of [
+        'node_modules/@kiln/core/dist/index.js',
+        'node_modules/@kiln/backend-cuda/native/kernels/matmul_wmma.cuh',
+        'node_modules/@kiln/trainer/dist/index.js',
+        'node_modules/zod/package.json',
+        'node_modules/@kiln/testing/dist/index.js',
+        'headers/node-api-headers/node_api.h',
+        'headers/node-addon-api/napi.h',
+        'scripts/gpu-check/report.mjs',
+        'scripts/gpu-check/training.mjs',
+        'scripts/gpu-check/hf-fixtures.mjs',
+        'node_modules/@kiln/trainer/dist/testing/index.js',
+        'fixtures/hf/README.md',
+        'fixtures/hf/llama-gqa/reference.safetensors',
+        'fixtures/hf/gpt2/model.safetensors',
+        'fixtures/hf/bigcode-mqa/reference.json',
+        'fixtures/hf/llama-gqa-lora/adapter_model.safetensors',
+        'bench/pytorch_train_step.py',
+        'node_modules/@kiln/cli/bin/kiln.js',
+        'node_modules/@kiln/cli/dist/main.js',
+      ]) {
+        expect(existsSync(join(bundle, path)), path).toBe(true);
+      }
+      // @kiln/testing runs without vitest (an optional peer it loads only if present): the bundle has none.
+      expect(existsSync(join(bundle, 'node_modules', 'vitest'))).toBe(false);
+      expect(
+        existsSync(join(bundle, 'fixtures', 'hf', 'tokenizers')),
+        'the tokenizer cases are not needed on the GPU machine',
+      ).toBe(false);
+      if (simulatorSkipReason() === undefined) {
+        // The hf-fixtures section from the bundle alone: its @kiln/trainer/testing and its fixtures/hf (the simulator addon placed where --simulator looks).
+        mkdirSync(join(bundle, 'build', 'sim', 'Release'), { recursive: true });
+        copyFileSync(
+          join(packageRoot, 'build', 'sim', 'Release', 'kiln_cuda_sim.node'),
+          join(bundle, 'build', 'sim', 'Release', 'kiln_cuda_sim.node'),
+        );
+        const hfReportPath = join(scratch, 'bundle-hf.json');
+        await run(
+          process.execPath,
+          [
+            join(bundle, 'scripts', 'gpu-check.mjs'),
+            '--simulator',
+            '--skip',
+            ALL_BUT_HF_FIXTURES,
+            '--json',
+            hfReportPath,
+          ],
+          { cwd: scratch, maxBuffer: 16 << 20 },
+        );
+        const hfReport = JSON.parse(readFileSync(hfReportPath, 'utf8')) as GpuCheckReport;
+        expect(hfReport.hfFixtures?.fixtures).toBe(join(bundle, 'fixtures', 'hf') + '/');
+        expect(hfReport.hfFixtures?.runs.map((item) => item.passed)).toEqual([true, true, true, true]);
+      }
+      const reportPath = join(scratch, 'bundle.json');
+      await run('bash', [join(bundle, 'scripts', 'gpu-check.sh'), '--no-build', '--json', reportPath], {
+        cwd: scratch,
+        maxBuffer: 16 << 20,
+      });
+      const report = JSON.parse(readFileSync(reportPath, 'utf8')) as GpuCheckReport;
+      if (report.status !== 'skipped') context.skip('a GPU is usable here');
+      expect(report.addon === null || report.addon.location.startsWith(join(bundle, 'node_modules'))).toBe(true);
+    });
+  },
+);

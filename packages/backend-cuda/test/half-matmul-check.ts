@@ -36,7 +36,11 @@ function halfValues(dtype: HalfDType, count: number, seed: number): Uint16Array 
  * Runs the case on `cuda` and expects every output within one rounding of the dtype (plus f32
  * accumulation) of the reference, relative to the sum of |products|; returns the output bits.
  */
-export async function expectHalfMatmulMatchesReference(cuda: CudaBackend, dtype: HalfDType, shape: HalfMatmulCase): Promise<Uint16Array> {
+export async function expectHalfMatmulMatchesReference(
+  cuda: CudaBackend,
+  dtype: HalfDType,
+  shape: HalfMatmulCase,
+): Promise<Uint16Array> {
   const { batch, m, n, k, transposeA, transposeB } = shape;
   const batchStrideA = shape.broadcastA ? 0 : m * k;
   const aBits = halfValues(dtype, (shape.broadcastA ? 1 : batch) * m * k, 7 + m);
@@ -47,8 +51,12 @@ export async function expectHalfMatmulMatchesReference(cuda: CudaBackend, dtype:
   try {
     cuda.upload(a, new Uint8Array(aBits.buffer));
     cuda.upload(b, new Uint8Array(bBits.buffer));
-    cuda.matmul({ buffer: a, shape: [aBits.length], dtype }, { buffer: b, shape: [bBits.length], dtype }, { buffer: out, shape: [batch, m, n], dtype },
-      { batch, m, n, k, transposeA, transposeB, batchStrideA, batchStrideB: k * n });
+    cuda.matmul(
+      { buffer: a, shape: [aBits.length], dtype },
+      { buffer: b, shape: [bBits.length], dtype },
+      { buffer: out, shape: [batch, m, n], dtype },
+      { batch, m, n, k, transposeA, transposeB, batchStrideA, batchStrideB: k * n },
+    );
     const got = new Uint16Array((await cuda.download(out)).slice().buffer);
     let worst = 0;
     let where = '';

@@ -11,16 +11,19 @@ import { cudaBackendPlugin } from '../src/index.js';
 // reported skipped with probe()'s reason everywhere else.
 const probe = cudaBackendPlugin.probe() as { available: boolean; reason?: string };
 
-describe.skipIf(!probe.available)(`Hugging Face reference fixtures on a real CUDA GPU${probe.available ? '' : ` (${probe.reason})`}`, () => {
-  for (const name of HF_MODEL_FIXTURES) {
-    it(`${name}: logits, loss, gradients and greedy tokens match transformers`, async () => {
-      const backend = await cudaBackendPlugin.create();
-      try {
-        const measured = await measureHfFixture(name, backend, 'flash');
-        expectWithinHfBounds(measured, `cuda-gpu ${name}`);
-      } finally {
-        backend.dispose?.();
-      }
-    }, 120_000);
-  }
-});
+describe.skipIf(!probe.available)(
+  `Hugging Face reference fixtures on a real CUDA GPU${probe.available ? '' : ` (${probe.reason})`}`,
+  () => {
+    for (const name of HF_MODEL_FIXTURES) {
+      it(`${name}: logits, loss, gradients and greedy tokens match transformers`, async () => {
+        const backend = await cudaBackendPlugin.create();
+        try {
+          const measured = await measureHfFixture(name, backend, 'flash');
+          expectWithinHfBounds(measured, `cuda-gpu ${name}`);
+        } finally {
+          backend.dispose?.();
+        }
+      }, 120_000);
+    }
+  },
+);

@@ -2,12 +2,25 @@
 // test/loader.test.ts): prebuilt binaries for linux-x64 with glibc only, the platform named in the
 // error, and probe() turning a loading failure into an unavailable result.
 import { describe, expect, it } from 'vitest';
-import { loadCudaAddon, localBuildPath, platformPackageName, type LoaderEnvironment } from '../src/native/load-addon.js';
+import {
+  loadCudaAddon,
+  localBuildPath,
+  platformPackageName,
+  type LoaderEnvironment,
+} from '../src/native/load-addon.js';
 import { probeCuda } from '../src/probe.js';
 import { fakeRequire, packageRoot } from '../../native-host/test/support/loader.js';
 
 function environment(root: string, overrides: Partial<LoaderEnvironment> = {}): LoaderEnvironment {
-  return { platform: 'linux', arch: 'x64', libc: 'glibc', packageRoot: root, version: '0.3.0', require: fakeRequire({}).require, ...overrides };
+  return {
+    platform: 'linux',
+    arch: 'x64',
+    libc: 'glibc',
+    packageRoot: root,
+    version: '0.3.0',
+    require: fakeRequire({}).require,
+    ...overrides,
+  };
 }
 
 describe('loadCudaAddon on this platform', () => {
@@ -19,11 +32,15 @@ describe('loadCudaAddon on this platform', () => {
     expect(platformPackageName({ platform: 'linux', arch: 'x64', libc: 'glibc' })).toBe('@kiln/backend-cuda-linux-x64');
     expect(platformPackageName({ platform: 'linux', arch: 'arm64', libc: 'glibc' })).toBeUndefined();
     expect(platformPackageName({ platform: 'linux', arch: 'x64', libc: 'musl' })).toBeUndefined();
-    expect(() => loadCudaAddon(environment(packageRoot(localBuildPath), { platform: 'darwin', arch: 'arm64', libc: undefined }))).toThrow(/no prebuilt binary is published for darwin-arm64/);
+    expect(() =>
+      loadCudaAddon(environment(packageRoot(localBuildPath), { platform: 'darwin', arch: 'arm64', libc: undefined })),
+    ).toThrow(/no prebuilt binary is published for darwin-arm64/);
   });
 
   it('lets probe() turn a loading failure into an unavailable result instead of throwing', () => {
-    const root = packageRoot(localBuildPath, { report: { cuda: { status: 'skipped', reason: 'nvcc was not found (checked PATH)' } } });
+    const root = packageRoot(localBuildPath, {
+      report: { cuda: { status: 'skipped', reason: 'nvcc was not found (checked PATH)' } },
+    });
     const result = probeCuda(() => loadCudaAddon(environment(root)));
     expect(result.available).toBe(false);
     expect(result.devices).toEqual([]);

@@ -12,29 +12,37 @@ import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
 
-describe.skipIf(skipReason !== undefined)(`pipelined mma.sync matmul on the CUDA simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
-  const backend = skipReason === undefined ? createSimulatedCudaBackend({ matmul: 'kiln' }) : undefined;
-  afterAll(() => backend?.dispose());
+describe.skipIf(skipReason !== undefined)(
+  `pipelined mma.sync matmul on the CUDA simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`,
+  () => {
+    const backend = skipReason === undefined ? createSimulatedCudaBackend({ matmul: 'kiln' }) : undefined;
+    afterAll(() => backend?.dispose());
 
-  async function check(dtype: HalfDType, shape: HalfMatmulCase): Promise<void> {
-    await expectHalfMatmulMatchesReference(backend!, dtype, shape);
-  }
+    async function check(dtype: HalfDType, shape: HalfMatmulCase): Promise<void> {
+      await expectHalfMatmulMatchesReference(backend!, dtype, shape);
+    }
 
-  for (const dtype of ['bf16', 'f16'] as const) {
-    for (const [transposeA, transposeB, name] of [[false, false, 'nn'], [false, true, 'nt'], [true, false, 'tn'], [true, true, 'tt']] as const) {
-      it(`${dtype} ${name}: 64×64 tiles, partial in m, n and k, 4 k stages, 2 batches`, async () => {
-        await check(dtype, { batch: 2, m: 72, n: 40, k: 104, transposeA, transposeB });
+    for (const dtype of ['bf16', 'f16'] as const) {
+      for (const [transposeA, transposeB, name] of [
+        [false, false, 'nn'],
+        [false, true, 'nt'],
+        [true, false, 'tn'],
+        [true, true, 'tt'],
+      ] as const) {
+        it(`${dtype} ${name}: 64×64 tiles, partial in m, n and k, 4 k stages, 2 batches`, async () => {
+          await check(dtype, { batch: 2, m: 72, n: 40, k: 104, transposeA, transposeB });
+        });
+      }
+      it(`${dtype} nn: 128×128 tiles (4 stages), partial in every dimension`, async () => {
+        await check(dtype, { batch: 1, m: 136, n: 200, k: 72, transposeA: false, transposeB: false });
+      });
+      it(`${dtype} tn with A broadcast over 3 batches (batch stride 0)`, async () => {
+        await check(dtype, { batch: 3, m: 24, n: 48, k: 40, transposeA: true, transposeB: false, broadcastA: true });
       });
     }
-    it(`${dtype} nn: 128×128 tiles (4 stages), partial in every dimension`, async () => {
-      await check(dtype, { batch: 1, m: 136, n: 200, k: 72, transposeA: false, transposeB: false });
-    });
-    it(`${dtype} tn with A broadcast over 3 batches (batch stride 0)`, async () => {
-      await check(dtype, { batch: 3, m: 24, n: 48, k: 40, transposeA: true, transposeB: false, broadcastA: true });
-    });
-  }
 
-  it('k not a multiple of 8 with k-contiguous operands takes the WMMA kernel and is still right', async () => {
-    await check('bf16', { batch: 2, m: 33, n: 17, k: 21, transposeA: false, transposeB: true });
-  });
-});
+    it('k not a multiple of 8 with k-contiguous operands takes the WMMA kernel and is still right', async () => {
+      await check('bf16', { batch: 2, m: 33, n: 17, k: 21, transposeA: false, transposeB: true });
+    });
+  },
+);

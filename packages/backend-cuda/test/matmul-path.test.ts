@@ -6,32 +6,67 @@ import { describeMatmulPath, halfMatmulKernelFamily } from '../src/matmul-path.j
 import type { NativeMatmulInfo } from '../src/native/addon-types.js';
 
 const kilnInfo: NativeMatmulInfo = {
-  path: 'kiln', requested: 'auto', cublasLocation: '', cublasVersion: '', cublasReason: 'cuBLAS was not loaded: not found', allowTf32: false,
-  cublasCalls: 0, simulatedTensorCores: false, hopperKernels: false, wgmmaLaunches: 0, kilnTf32: false, splitKLaunches: 0, wgmmaAttentionLaunches: 0,
+  path: 'kiln',
+  requested: 'auto',
+  cublasLocation: '',
+  cublasVersion: '',
+  cublasReason: 'cuBLAS was not loaded: not found',
+  allowTf32: false,
+  cublasCalls: 0,
+  simulatedTensorCores: false,
+  hopperKernels: false,
+  wgmmaLaunches: 0,
+  kilnTf32: false,
+  splitKLaunches: 0,
+  wgmmaAttentionLaunches: 0,
 };
 
 describe('matmul path description', () => {
   it('names the pipelined mma.sync kernel from compute capability 8.0 and WMMA below', () => {
-    expect([6, 7, 8, 9, 10, 12].map((major) => halfMatmulKernelFamily(major, false))).toEqual(['wmma', 'wmma', 'mma.sync', 'mma.sync', 'mma.sync', 'mma.sync']);
+    expect([6, 7, 8, 9, 10, 12].map((major) => halfMatmulKernelFamily(major, false))).toEqual([
+      'wmma',
+      'wmma',
+      'mma.sync',
+      'mma.sync',
+      'mma.sync',
+      'mma.sync',
+    ]);
     const ampere = describeMatmulPath(kilnInfo, 8);
     expect(ampere.bf16).toMatch(/^kiln pipelined mma\.sync tensor-core kernel \(sm_80\+/);
     expect(ampere.f16).toBe(ampere.bf16);
-    expect(ampere.summary).toBe('kiln kernels: f32 register-tiled SIMT, f16/bf16 pipelined mma.sync tensor cores; cuBLAS was not loaded: not found');
+    expect(ampere.summary).toBe(
+      'kiln kernels: f32 register-tiled SIMT, f16/bf16 pipelined mma.sync tensor cores; cuBLAS was not loaded: not found',
+    );
     const turing = describeMatmulPath(kilnInfo, 7);
     expect(turing.bf16).toBe('kiln WMMA tensor-core kernel');
     expect(turing.summary).toContain('f16/bf16 WMMA tensor cores');
   });
 
   it('names the wgmma + TMA kernel on compute capability 9.0 when the binary has sm_90a code for it', () => {
-    expect([8, 9, 10, 12].map((major) => halfMatmulKernelFamily(major, true))).toEqual(['mma.sync', 'wgmma', 'mma.sync', 'mma.sync']);
+    expect([8, 9, 10, 12].map((major) => halfMatmulKernelFamily(major, true))).toEqual([
+      'mma.sync',
+      'wgmma',
+      'mma.sync',
+      'mma.sync',
+    ]);
     const hopper = describeMatmulPath({ ...kilnInfo, hopperKernels: true }, 9);
-    expect(hopper.bf16).toMatch(/^kiln warp-specialised wgmma \+ TMA kernel \(sm_90a, .*the pipelined mma\.sync tensor-core kernel otherwise/);
-    expect(hopper.summary).toBe('kiln kernels: f32 register-tiled SIMT, f16/bf16 wgmma + TMA (large) / pipelined mma.sync tensor cores; cuBLAS was not loaded: not found');
+    expect(hopper.bf16).toMatch(
+      /^kiln warp-specialised wgmma \+ TMA kernel \(sm_90a, .*the pipelined mma\.sync tensor-core kernel otherwise/,
+    );
+    expect(hopper.summary).toBe(
+      'kiln kernels: f32 register-tiled SIMT, f16/bf16 wgmma + TMA (large) / pipelined mma.sync tensor cores; cuBLAS was not loaded: not found',
+    );
     expect(describeMatmulPath(kilnInfo, 9).bf16).toMatch(/^kiln pipelined mma\.sync/);
   });
 
   it('describes cuBLAS whatever the device', () => {
-    const info: NativeMatmulInfo = { ...kilnInfo, path: 'cublas', cublasLocation: '/lib/libcublas.so.13', cublasVersion: '13.1.0', cublasReason: '' };
+    const info: NativeMatmulInfo = {
+      ...kilnInfo,
+      path: 'cublas',
+      cublasLocation: '/lib/libcublas.so.13',
+      cublasVersion: '13.1.0',
+      cublasReason: '',
+    };
     expect(describeMatmulPath(info, 9).bf16).toBe('cuBLAS tensor cores, f32 accumulation');
   });
 

@@ -30,55 +30,76 @@ async function expectSplitAndRepeatable(cuda: CudaBackend, run: () => Promise<Ar
   expect(Array.from(second)).toEqual(Array.from(first));
 }
 
-describe.skipIf(skipReason !== undefined)(`split-K matmul on the CUDA simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
-  const backend = skipReason === undefined ? createSimulatedCudaBackend({ matmul: 'kiln' }) : undefined;
-  afterAll(() => backend?.dispose());
+describe.skipIf(skipReason !== undefined)(
+  `split-K matmul on the CUDA simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`,
+  () => {
+    const backend = skipReason === undefined ? createSimulatedCudaBackend({ matmul: 'kiln' }) : undefined;
+    afterAll(() => backend?.dispose());
 
-  for (const [transposeA, transposeB, name] of [[false, false, 'nn'], [false, true, 'nt'], [true, false, 'tn'], [true, true, 'tt']] as const) {
-    it(`f32 ${name}: one partial 128×128 tile, k = 1000 in 3 ranges (last one partial)`, async () => {
-      const shape = { batch: 1, m: 100, n: 72, k: 1000, transposeA, transposeB };
+    for (const [transposeA, transposeB, name] of [
+      [false, false, 'nn'],
+      [false, true, 'nt'],
+      [true, false, 'tn'],
+      [true, true, 'tt'],
+    ] as const) {
+      it(`f32 ${name}: one partial 128×128 tile, k = 1000 in 3 ranges (last one partial)`, async () => {
+        const shape = { batch: 1, m: 100, n: 72, k: 1000, transposeA, transposeB };
+        await expectSplitAndRepeatable(backend!, () => runF32(backend!, shape));
+      });
+    }
+
+    it('f32 tn over 2 batches with A broadcast (batch stride 0), odd m and n (scalar loads)', async () => {
+      const shape = { batch: 2, m: 37, n: 29, k: 613, transposeA: true, transposeB: false, broadcastA: true };
       await expectSplitAndRepeatable(backend!, () => runF32(backend!, shape));
     });
-  }
 
-  it('f32 tn over 2 batches with A broadcast (batch stride 0), odd m and n (scalar loads)', async () => {
-    const shape = { batch: 2, m: 37, n: 29, k: 613, transposeA: true, transposeB: false, broadcastA: true };
-    await expectSplitAndRepeatable(backend!, () => runF32(backend!, shape));
-  });
+    it('f32 with tiles enough to fill the SMs does not split', async () => {
+      const before = backend!.splitKMatmulLaunches;
+      await runF32(backend!, { batch: 4, m: 8, n: 8, k: 1000, transposeA: true, transposeB: false });
+      expect(backend!.splitKMatmulLaunches).toBe(before);
+    });
 
-  it('f32 with tiles enough to fill the SMs does not split', async () => {
-    const before = backend!.splitKMatmulLaunches;
-    await runF32(backend!, { batch: 4, m: 8, n: 8, k: 1000, transposeA: true, transposeB: false });
-    expect(backend!.splitKMatmulLaunches).toBe(before);
-  });
+    it('runs inside a CUDA graph: the workspace comes from the cache (warmed by an eager run) and replays match the eager result bit for bit', async () => {
+      const cuda = backend!;
+      const [m, k, n] = [24, 640, 20];
+      const a = tensor(
+        Array.from({ length: m * k }, (_, i) => Math.sin(i)),
+        [m, k],
+        { backend: cuda },
+      );
+      const b = tensor(
+        Array.from({ length: k * n }, (_, i) => Math.cos(i)),
+        [k, n],
+        { backend: cuda },
+      );
+      const eager = tidy(() => matmul(a, b));
+      const expected = await eager.data();
+      eager.dispose(); // leaves the output's and the workspace's blocks in the cache for the capture
+      const before = cuda.splitKMatmulLaunches;
+      const { graph, result } = cuda.captureGraph(() => tidy(() => matmul(a, b)));
+      graph.replay();
+      expect(Array.from(await result.data())).toEqual(Array.from(expected));
+      expect(cuda.splitKMatmulLaunches, 'the captured matmul split k').toBeGreaterThan(before);
+      graph.dispose();
+      for (const t of [a, b, result]) t.dispose();
+    });
 
-  it('runs inside a CUDA graph: the workspace comes from the cache (warmed by an eager run) and replays match the eager result bit for bit', async () => {
-    const cuda = backend!;
-    const [m, k, n] = [24, 640, 20];
-    const a = tensor(Array.from({ length: m * k }, (_, i) => Math.sin(i)), [m, k], { backend: cuda });
-    const b = tensor(Array.from({ length: k * n }, (_, i) => Math.cos(i)), [k, n], { backend: cuda });
-    const eager = tidy(() => matmul(a, b));
-    const expected = await eager.data();
-    eager.dispose(); // leaves the output's and the workspace's blocks in the cache for the capture
-    const before = cuda.splitKMatmulLaunches;
-    const { graph, result } = cuda.captureGraph(() => tidy(() => matmul(a, b)));
-    graph.replay();
-    expect(Array.from(await result.data())).toEqual(Array.from(expected));
-    expect(cuda.splitKMatmulLaunches, 'the captured matmul split k').toBeGreaterThan(before);
-    graph.dispose();
-    for (const t of [a, b, result]) t.dispose();
-  });
-
-  for (const dtype of ['bf16', 'f16'] as const) {
-    for (const [transposeA, transposeB, name] of [[true, false, 'tn'], [false, false, 'nn'], [false, true, 'nt'], [true, true, 'tt']] as const) {
-      it(`${dtype} ${name} (mma.sync): 64×64 tiles partial in m and n, k = 1048 in 4 ranges`, async () => {
-        const shape = { batch: 1, m: 40, n: 24, k: 1048, transposeA, transposeB };
+    for (const dtype of ['bf16', 'f16'] as const) {
+      for (const [transposeA, transposeB, name] of [
+        [true, false, 'tn'],
+        [false, false, 'nn'],
+        [false, true, 'nt'],
+        [true, true, 'tt'],
+      ] as const) {
+        it(`${dtype} ${name} (mma.sync): 64×64 tiles partial in m and n, k = 1048 in 4 ranges`, async () => {
+          const shape = { batch: 1, m: 40, n: 24, k: 1048, transposeA, transposeB };
+          await expectSplitAndRepeatable(backend!, () => expectHalfMatmulMatchesReference(backend!, dtype, shape));
+        });
+      }
+      it(`${dtype} tn over 3 batches with A broadcast, k = 520 in 2 ranges`, async () => {
+        const shape = { batch: 3, m: 24, n: 16, k: 520, transposeA: true, transposeB: false, broadcastA: true };
         await expectSplitAndRepeatable(backend!, () => expectHalfMatmulMatchesReference(backend!, dtype, shape));
       });
     }
-    it(`${dtype} tn over 3 batches with A broadcast, k = 520 in 2 ranges`, async () => {
-      const shape = { batch: 3, m: 24, n: 16, k: 520, transposeA: true, transposeB: false, broadcastA: true };
-      await expectSplitAndRepeatable(backend!, () => expectHalfMatmulMatchesReference(backend!, dtype, shape));
-    });
-  }
-});
+  },
+);

@@ -13,34 +13,48 @@ import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
 
-describe.skipIf(skipReason !== undefined)(`wgmma + TMA matmul on the CUDA simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
-  const backend = skipReason === undefined ? createSimulatedCudaBackend({ matmul: 'kiln' }) : undefined;
-  afterAll(() => backend?.dispose());
+describe.skipIf(skipReason !== undefined)(
+  `wgmma + TMA matmul on the CUDA simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`,
+  () => {
+    const backend = skipReason === undefined ? createSimulatedCudaBackend({ matmul: 'kiln' }) : undefined;
+    afterAll(() => backend?.dispose());
 
-  async function check(dtype: HalfDType, shape: HalfMatmulCase, expectWgmma: boolean): Promise<void> {
-    const cuda = backend!;
-    const launchesBefore = cuda.hopperMatmulLaunches;
-    await expectHalfMatmulMatchesReference(cuda, dtype, shape);
-    expect(cuda.hopperMatmulLaunches - launchesBefore, `${dtype} ${JSON.stringify(shape)}: wgmma launches`).toBe(expectWgmma ? 1 : 0);
-  }
-
-  for (const dtype of ['bf16', 'f16'] as const) {
-    for (const [transposeA, transposeB, name] of [[false, false, 'nn'], [false, true, 'nt'], [true, false, 'tn'], [true, true, 'tt']] as const) {
-      it(`${dtype} ${name}: 2 batches of 2×2 tiles, partial in m, n and k, 5 k steps (the 4-stage ring wraps)`, async () => {
-        await check(dtype, { batch: 2, m: 136, n: 200, k: 264, transposeA, transposeB }, true);
-      });
+    async function check(dtype: HalfDType, shape: HalfMatmulCase, expectWgmma: boolean): Promise<void> {
+      const cuda = backend!;
+      const launchesBefore = cuda.hopperMatmulLaunches;
+      await expectHalfMatmulMatchesReference(cuda, dtype, shape);
+      expect(cuda.hopperMatmulLaunches - launchesBefore, `${dtype} ${JSON.stringify(shape)}: wgmma launches`).toBe(
+        expectWgmma ? 1 : 0,
+      );
     }
-  }
 
-  it('bf16 nn with more tiles than blocks: 3×3 tiles, each of the 4 persistent blocks takes several', async () => {
-    await check('bf16', { batch: 1, m: 328, n: 264, k: 40, transposeA: false, transposeB: false }, true);
-  });
+    for (const dtype of ['bf16', 'f16'] as const) {
+      for (const [transposeA, transposeB, name] of [
+        [false, false, 'nn'],
+        [false, true, 'nt'],
+        [true, false, 'tn'],
+        [true, true, 'tt'],
+      ] as const) {
+        it(`${dtype} ${name}: 2 batches of 2×2 tiles, partial in m, n and k, 5 k steps (the 4-stage ring wraps)`, async () => {
+          await check(dtype, { batch: 2, m: 136, n: 200, k: 264, transposeA, transposeB }, true);
+        });
+      }
+    }
 
-  it('a problem under two tiles per multiprocessor keeps the mma.sync kernel', async () => {
-    await check('bf16', { batch: 1, m: 136, n: 200, k: 64, transposeA: false, transposeB: false }, false);
-  });
+    it('bf16 nn with more tiles than blocks: 3×3 tiles, each of the 4 persistent blocks takes several', async () => {
+      await check('bf16', { batch: 1, m: 328, n: 264, k: 40, transposeA: false, transposeB: false }, true);
+    });
 
-  it('an A broadcast over batches (batch stride 0), which a tensor map cannot stride, keeps the mma.sync kernel', async () => {
-    await check('f16', { batch: 8, m: 72, n: 136, k: 40, transposeA: true, transposeB: false, broadcastA: true }, false);
-  });
-});
+    it('a problem under two tiles per multiprocessor keeps the mma.sync kernel', async () => {
+      await check('bf16', { batch: 1, m: 136, n: 200, k: 64, transposeA: false, transposeB: false }, false);
+    });
+
+    it('an A broadcast over batches (batch stride 0), which a tensor map cannot stride, keeps the mma.sync kernel', async () => {
+      await check(
+        'f16',
+        { batch: 8, m: 72, n: 136, k: 40, transposeA: true, transposeB: false, broadcastA: true },
+        false,
+      );
+    });
+  },
+);

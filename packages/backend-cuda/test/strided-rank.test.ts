@@ -24,30 +24,33 @@ function viewOffset(linear: number): number {
   return offset;
 }
 
-describe.skipIf(skipReason !== undefined)(`strided views of rank ${RANK}${skipReason ? ` (${skipReason})` : ''}`, () => {
-  const backend = createSimulatedCudaBackend();
-  afterAll(() => backend.dispose());
-  const values = Float32Array.from({ length: count }, (_, i) => i * 0.5 - 7);
-  const source = backend.alloc(count * 4);
-  backend.upload(source, new Uint8Array(values.buffer));
-  const view: StridedView = { buffer: source, dtype: 'f32', shape, strides: viewStrides, offset: 0 };
+describe.skipIf(skipReason !== undefined)(
+  `strided views of rank ${RANK}${skipReason ? ` (${skipReason})` : ''}`,
+  () => {
+    const backend = createSimulatedCudaBackend();
+    afterAll(() => backend.dispose());
+    const values = Float32Array.from({ length: count }, (_, i) => i * 0.5 - 7);
+    const source = backend.alloc(count * 4);
+    backend.upload(source, new Uint8Array(values.buffer));
+    const view: StridedView = { buffer: source, dtype: 'f32', shape, strides: viewStrides, offset: 0 };
 
-  it('copy gathers a permuted rank-14 view in row-major order', async () => {
-    const target = backend.alloc(count * 4);
-    backend.copy(view, { buffer: target, dtype: 'f32', shape, strides: denseStrides, offset: 0 });
-    const got = new Float32Array((await backend.download(target)).slice().buffer);
-    expect([...got]).toEqual(Array.from({ length: count }, (_, i) => values[viewOffset(i)]));
-    backend.free(target);
-  });
+    it('copy gathers a permuted rank-14 view in row-major order', async () => {
+      const target = backend.alloc(count * 4);
+      backend.copy(view, { buffer: target, dtype: 'f32', shape, strides: denseStrides, offset: 0 });
+      const got = new Float32Array((await backend.download(target)).slice().buffer);
+      expect([...got]).toEqual(Array.from({ length: count }, (_, i) => values[viewOffset(i)]));
+      backend.free(target);
+    });
 
-  it('binary adds a permuted rank-14 view to a broadcast scalar', async () => {
-    const scalar = backend.alloc(4);
-    backend.upload(scalar, new Uint8Array(new Float32Array([100]).buffer));
-    const out: TensorRef = { buffer: backend.alloc(count * 4), dtype: 'f32', shape };
-    backend.binary('add', view, { buffer: scalar, dtype: 'f32', shape, strides: shape.map(() => 0), offset: 0 }, out);
-    const got = new Float32Array((await backend.download(out.buffer)).slice().buffer);
-    expect([...got]).toEqual(Array.from({ length: count }, (_, i) => values[viewOffset(i)] + 100));
-    backend.free(scalar);
-    backend.free(out.buffer);
-  });
-});
+    it('binary adds a permuted rank-14 view to a broadcast scalar', async () => {
+      const scalar = backend.alloc(4);
+      backend.upload(scalar, new Uint8Array(new Float32Array([100]).buffer));
+      const out: TensorRef = { buffer: backend.alloc(count * 4), dtype: 'f32', shape };
+      backend.binary('add', view, { buffer: scalar, dtype: 'f32', shape, strides: shape.map(() => 0), offset: 0 }, out);
+      const got = new Float32Array((await backend.download(out.buffer)).slice().buffer);
+      expect([...got]).toEqual(Array.from({ length: count }, (_, i) => values[viewOffset(i)] + 100));
+      backend.free(scalar);
+      backend.free(out.buffer);
+    });
+  },
+);

@@ -11,8 +11,17 @@
 import { backward, crossEntropy, mul, noGrad, tensor, tidy, type KernelBackend, type Tensor } from '@kiln/core';
 import { createCpuBackend } from '@kiln/backend-cpu';
 import {
-  clearGradients, createLlamaModel, createMoments, disposeMoments, DynamicLossScaler, MODEL_PRESETS,
-  runTrainStep, type AdamWMoments, type ForwardOptions, type LanguageModel, type OptimizerConfig,
+  clearGradients,
+  createLlamaModel,
+  createMoments,
+  disposeMoments,
+  DynamicLossScaler,
+  MODEL_PRESETS,
+  runTrainStep,
+  type AdamWMoments,
+  type ForwardOptions,
+  type LanguageModel,
+  type OptimizerConfig,
 } from '@kiln/trainer';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
@@ -81,18 +90,38 @@ async function trainStep(backend: KernelBackend): Promise<StepRecord> {
     const lossValue = (await loss.data())[0];
     loss.dispose();
     const gradients = new Map<string, Float32Array>();
-    for (const [name, parameter] of model.parameters) gradients.set(name, Float32Array.from(await parameter.grad!.data()));
+    for (const [name, parameter] of model.parameters)
+      gradients.set(name, Float32Array.from(await parameter.grad!.data()));
     clearGradients(model.parameters);
 
     const environment = {
-      model, moments, backend, forwardOptions: FORWARD, optimizer: OPTIMIZER, scaler: new DynamicLossScaler({ enabled: false }),
-      contextLength: CONTEXT, notice: () => undefined,
+      model,
+      moments,
+      backend,
+      forwardOptions: FORWARD,
+      optimizer: OPTIMIZER,
+      scaler: new DynamicLossScaler({ enabled: false }),
+      contextLength: CONTEXT,
+      notice: () => undefined,
     };
-    const outcome = await runTrainStep(environment, { microBatchSize: BATCH, optimizerStep: 0 }, { step: 1, batchSize: BATCH, inputs, targets, lr: OPTIMIZER.lr });
+    const outcome = await runTrainStep(
+      environment,
+      { microBatchSize: BATCH, optimizerStep: 0 },
+      { step: 1, batchSize: BATCH, inputs, targets, lr: OPTIMIZER.lr },
+    );
     const parameters1 = await read(model.parameters);
     const momentValues = new Map<string, { m: Float32Array; v: Float32Array }>();
-    for (const [name, { m, v }] of moments) momentValues.set(name, { m: Float32Array.from(await m.data()), v: Float32Array.from(await v.data()) });
-    return { parameters0, loss: lossValue, gradients, stepLoss: outcome.loss, gradNorm: outcome.gradNorm, parameters1, moments: momentValues };
+    for (const [name, { m, v }] of moments)
+      momentValues.set(name, { m: Float32Array.from(await m.data()), v: Float32Array.from(await v.data()) });
+    return {
+      parameters0,
+      loss: lossValue,
+      gradients,
+      stepLoss: outcome.loss,
+      gradNorm: outcome.gradNorm,
+      parameters1,
+      moments: momentValues,
+    };
   } finally {
     disposeMoments(moments);
     model.dispose();
@@ -112,50 +141,59 @@ function maxDifference(a: Float32Array, b: Float32Array): number {
   return worst;
 }
 
-describe.skipIf(skipReason !== undefined)(`one training step of the tiny reference model: simulated CUDA vs CPU${skipReason ? ` (${skipReason})` : ''}`, () => {
-  const cuda = createSimulatedCudaBackend({ matmul: 'kiln' });
-  const cpu = createCpuBackend();
-  afterAll(() => {
-    cuda.dispose();
-    cpu.dispose?.();
-  });
+describe.skipIf(skipReason !== undefined)(
+  `one training step of the tiny reference model: simulated CUDA vs CPU${skipReason ? ` (${skipReason})` : ''}`,
+  () => {
+    const cuda = createSimulatedCudaBackend({ matmul: 'kiln' });
+    const cpu = createCpuBackend();
+    afterAll(() => {
+      cuda.dispose();
+      cpu.dispose?.();
+    });
 
-  it('gives the same loss, gradients, clipped norm and AdamW update within f32 tolerance', async () => {
-    const started = performance.now();
-    const onCuda = await trainStep(cuda);
-    const cudaSeconds = (performance.now() - started) / 1000;
-    const onCpu = await trainStep(cpu);
-    expect(cuda.capabilities.supports('crossEntropy', 'f32') && cuda.capabilities.supports('rmsNormBackward', 'f32')).toBe(true);
+    it('gives the same loss, gradients, clipped norm and AdamW update within f32 tolerance', async () => {
+      const started = performance.now();
+      const onCuda = await trainStep(cuda);
+      const cudaSeconds = (performance.now() - started) / 1000;
+      const onCpu = await trainStep(cpu);
+      expect(
+        cuda.capabilities.supports('crossEntropy', 'f32') && cuda.capabilities.supports('rmsNormBackward', 'f32'),
+      ).toBe(true);
 
-    for (const [name, values] of onCpu.parameters0) expect(maxDifference(onCuda.parameters0.get(name)!, values), `initial ${name}`).toBe(0);
-    const lossError = Math.abs(onCuda.loss - onCpu.loss);
-    expect(lossError).toBeLessThanOrEqual(1e-5 * Math.abs(onCpu.loss));
-    expect(Math.abs(onCuda.stepLoss - onCpu.stepLoss)).toBeLessThanOrEqual(1e-5 * Math.abs(onCpu.stepLoss));
-    const normError = Math.abs(onCuda.gradNorm - onCpu.gradNorm) / onCpu.gradNorm;
-    expect(normError).toBeLessThanOrEqual(1e-5);
+      for (const [name, values] of onCpu.parameters0)
+        expect(maxDifference(onCuda.parameters0.get(name)!, values), `initial ${name}`).toBe(0);
+      const lossError = Math.abs(onCuda.loss - onCpu.loss);
+      expect(lossError).toBeLessThanOrEqual(1e-5 * Math.abs(onCpu.loss));
+      expect(Math.abs(onCuda.stepLoss - onCpu.stepLoss)).toBeLessThanOrEqual(1e-5 * Math.abs(onCpu.stepLoss));
+      const normError = Math.abs(onCuda.gradNorm - onCpu.gradNorm) / onCpu.gradNorm;
+      expect(normError).toBeLessThanOrEqual(1e-5);
 
-    let gradientError = 0;
-    let momentError = 0;
-    let parameterError = 0;
-    for (const [name, expected] of onCpu.gradients) {
-      const relative = maxDifference(onCuda.gradients.get(name)!, expected) / Math.max(maxAbs(expected), 1e-30);
-      expect(relative, `gradient of ${name}`).toBeLessThanOrEqual(1e-4);
-      gradientError = Math.max(gradientError, relative);
-      const { m, v } = onCpu.moments.get(name)!;
-      const got = onCuda.moments.get(name)!;
-      for (const [moment, reference] of [[got.m, m], [got.v, v]] as const) {
-        const momentRelative = maxDifference(moment, reference) / Math.max(maxAbs(reference), 1e-30);
-        expect(momentRelative, `AdamW moment of ${name}`).toBeLessThanOrEqual(1e-4);
-        momentError = Math.max(momentError, momentRelative);
+      let gradientError = 0;
+      let momentError = 0;
+      let parameterError = 0;
+      for (const [name, expected] of onCpu.gradients) {
+        const relative = maxDifference(onCuda.gradients.get(name)!, expected) / Math.max(maxAbs(expected), 1e-30);
+        expect(relative, `gradient of ${name}`).toBeLessThanOrEqual(1e-4);
+        gradientError = Math.max(gradientError, relative);
+        const { m, v } = onCpu.moments.get(name)!;
+        const got = onCuda.moments.get(name)!;
+        for (const [moment, reference] of [
+          [got.m, m],
+          [got.v, v],
+        ] as const) {
+          const momentRelative = maxDifference(moment, reference) / Math.max(maxAbs(reference), 1e-30);
+          expect(momentRelative, `AdamW moment of ${name}`).toBeLessThanOrEqual(1e-4);
+          momentError = Math.max(momentError, momentRelative);
+        }
+        const updated = maxDifference(onCuda.parameters1.get(name)!, onCpu.parameters1.get(name)!);
+        expect(updated, `updated ${name}`).toBeLessThanOrEqual(1e-6 + 1e-2 * OPTIMIZER.lr);
+        parameterError = Math.max(parameterError, updated);
       }
-      const updated = maxDifference(onCuda.parameters1.get(name)!, onCpu.parameters1.get(name)!);
-      expect(updated, `updated ${name}`).toBeLessThanOrEqual(1e-6 + 1e-2 * OPTIMIZER.lr);
-      parameterError = Math.max(parameterError, updated);
-    }
-    console.log(
-      `tiny model, batch ${BATCH}×${CONTEXT}: loss ${onCpu.loss.toFixed(6)} (|Δ| ${lossError.toExponential(2)}), grad norm ${onCpu.gradNorm.toFixed(6)} ` +
-        `(rel Δ ${normError.toExponential(2)}); max gradient error ${gradientError.toExponential(2)} of the tensor's max |g|, ` +
-        `moments ${momentError.toExponential(2)}, parameters after AdamW ${parameterError.toExponential(2)} absolute; simulated step ${cudaSeconds.toFixed(1)} s`,
-    );
-  });
-});
+      console.log(
+        `tiny model, batch ${BATCH}×${CONTEXT}: loss ${onCpu.loss.toFixed(6)} (|Δ| ${lossError.toExponential(2)}), grad norm ${onCpu.gradNorm.toFixed(6)} ` +
+          `(rel Δ ${normError.toExponential(2)}); max gradient error ${gradientError.toExponential(2)} of the tensor's max |g|, ` +
+          `moments ${momentError.toExponential(2)}, parameters after AdamW ${parameterError.toExponential(2)} absolute; simulated step ${cudaSeconds.toFixed(1)} s`,
+      );
+    });
+  },
+);

@@ -27,7 +27,8 @@ const descriptor = openSync(source, 'r');
 readSync(descriptor, header, 0, 8, 0);
 closeSync(descriptor);
 // Mach-O 64-bit magic (0xfeedfacf, little-endian) and CPU type ARM64 (0x0100000c).
-if (header.readUInt32LE(0) !== 0xfeedfacf || header.readUInt32LE(4) !== 0x0100000c) fail(`${source} is not a 64-bit arm64 Mach-O file.`);
+if (header.readUInt32LE(0) !== 0xfeedfacf || header.readUInt32LE(4) !== 0x0100000c)
+  fail(`${source} is not a 64-bit arm64 Mach-O file.`);
 let info;
 try {
   info = createRequire(import.meta.url)(source).buildInfo();
@@ -37,7 +38,10 @@ try {
 if (info.simulator) fail(`${source} is the CPU simulator build, not the Metal addon.`);
 const ownVersion = JSON.parse(readFileSync(join(here, 'package.json'), 'utf8')).version;
 const parentVersion = JSON.parse(readFileSync(join(here, '..', 'backend-metal', 'package.json'), 'utf8')).version;
-if (ownVersion !== parentVersion) fail(`version ${ownVersion} differs from @kiln/backend-metal ${parentVersion}; they are released together.`);
+if (ownVersion !== parentVersion)
+  fail(`version ${ownVersion} differs from @kiln/backend-metal ${parentVersion}; they are released together.`);
 mkdirSync(destination, { recursive: true });
 copyFileSync(source, join(destination, 'kiln_metal.node'));
-console.log(`[@kiln/backend-metal-darwin-arm64] staged ${source} (${info.build}, MSL ${info.languageVersion}) into ${destination}`);
+console.log(
+  `[@kiln/backend-metal-darwin-arm64] staged ${source} (${info.build}, MSL ${info.languageVersion}) into ${destination}`,
+);

@@ -56,7 +56,12 @@ function runCmakeJs(cmakeJs, flavor, definitions) {
   return { ok: result.status === 0, seconds: Number(process.hrtime.bigint() - started) / 1e9 };
 }
 
-const wanted = new Set((process.env.KILN_METAL_BUILD ?? 'metal,sim').split(',').map((name) => name.trim()).filter(Boolean));
+const wanted = new Set(
+  (process.env.KILN_METAL_BUILD ?? 'metal,sim')
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean),
+);
 const report = {};
 let failed = false;
 
@@ -64,24 +69,34 @@ const cmakeJs = resolveOptional('cmake-js/bin/cmake-js');
 const addonApi = resolveOptional('node-addon-api');
 if (!cmakeJs || !addonApi) {
   log('cmake-js and node-addon-api are needed to build the addon and are not installed.');
-  log('Install them next to this package, then rerun: npm install --no-save cmake-js@8.0.0 node-addon-api@8.9.2 && npx kiln-build-metal');
+  log(
+    'Install them next to this package, then rerun: npm install --no-save cmake-js@8.0.0 node-addon-api@8.9.2 && npx kiln-build-metal',
+  );
   process.exit(1);
 }
 const cmake = onPath('cmake');
 
 if (wanted.has('metal')) {
   if (process.platform !== 'darwin') {
-    report.metal = { status: 'skipped', reason: `the Metal addon builds on macOS only (this is ${process.platform}-${process.arch})` };
+    report.metal = {
+      status: 'skipped',
+      reason: `the Metal addon builds on macOS only (this is ${process.platform}-${process.arch})`,
+    };
   } else if (!cmake) {
     report.metal = { status: 'skipped', reason: 'cmake was not found on PATH (brew install cmake)' };
   } else if (!onPath('clang++') && !onPath('c++')) {
-    report.metal = { status: 'skipped', reason: "Apple's compiler was not found (install the Xcode Command Line Tools: xcode-select --install)" };
+    report.metal = {
+      status: 'skipped',
+      reason: "Apple's compiler was not found (install the Xcode Command Line Tools: xcode-select --install)",
+    };
   } else {
     const generated = join(buildRoot, 'metal-generated');
     embedShaders(join(root, 'native', 'kernels'), generated);
     log('building the Metal addon (Objective-C++ host, .metal sources embedded) …');
     const result = runCmakeJs(cmakeJs, 'metal', { KILN_METAL_GENERATED: generated });
-    report.metal = result.ok ? { status: 'built', seconds: Math.round(result.seconds) } : { status: 'failed', reason: 'the Metal build failed (see the compiler output above)' };
+    report.metal = result.ok
+      ? { status: 'built', seconds: Math.round(result.seconds) }
+      : { status: 'failed', reason: 'the Metal build failed (see the compiler output above)' };
     failed ||= !result.ok;
     log(result.ok ? `Metal addon built in ${result.seconds.toFixed(1)} s` : 'Metal addon build FAILED');
   }
@@ -97,10 +112,17 @@ if (wanted.has('sim')) {
   const cxx = findCxx();
   if (process.platform === 'darwin' && process.env.KILN_METAL_BUILD === undefined) {
     // On a Mac the real GPU runs the kit; the simulator is for machines without Metal.
-    report.sim = { status: 'skipped', reason: 'on macOS the Metal addon runs the kit on the GPU (KILN_METAL_BUILD=sim builds the simulator anyway)' };
+    report.sim = {
+      status: 'skipped',
+      reason: 'on macOS the Metal addon runs the kit on the GPU (KILN_METAL_BUILD=sim builds the simulator anyway)',
+    };
   } else if (process.platform === 'win32') {
     report.sim = { status: 'skipped', reason: "@kiln/gpu-sim's fiber context switch does not support Windows yet" };
-  } else if (!simulator) report.sim = { status: 'skipped', reason: '@kiln/gpu-sim is not installed (the simulator is built in the kiln workspace only)' };
+  } else if (!simulator)
+    report.sim = {
+      status: 'skipped',
+      reason: '@kiln/gpu-sim is not installed (the simulator is built in the kiln workspace only)',
+    };
   else if (!cmake) report.sim = { status: 'skipped', reason: 'cmake was not found on PATH' };
   else if (!cxx) report.sim = { status: 'skipped', reason: 'no C++ compiler was found ($CXX, c++, g++, clang++)' };
   else {
@@ -109,11 +131,19 @@ if (wanted.has('sim')) {
     // The rewrite step: copies of the .metal files that g++ can compile (sources stay untouched).
     const { kernels } = await simulator.rewriteMetalDirectory(join(root, 'native', 'kernels'), generated);
     const count = Object.values(kernels).reduce((total, names) => total + names.length, 0);
-    log(`building the simulator addon (${count} kernels from ${Object.keys(kernels).length} .metal files, compiled as C++ by @kiln/gpu-sim) …`);
-    const definitions = { KILN_METAL_SIMULATOR: 'ON', KILN_GPU_SIM_INCLUDE: simulator.includeDirectory, KILN_METAL_GENERATED: generated };
+    log(
+      `building the simulator addon (${count} kernels from ${Object.keys(kernels).length} .metal files, compiled as C++ by @kiln/gpu-sim) …`,
+    );
+    const definitions = {
+      KILN_METAL_SIMULATOR: 'ON',
+      KILN_GPU_SIM_INCLUDE: simulator.includeDirectory,
+      KILN_METAL_GENERATED: generated,
+    };
     if (sanitize) definitions.KILN_METAL_SANITIZE = sanitize;
     const result = runCmakeJs(cmakeJs, flavor, definitions);
-    report[flavor] = result.ok ? { status: 'built', seconds: Math.round(result.seconds), kernels: count } : { status: 'failed', reason: 'the simulator build failed (see above)' };
+    report[flavor] = result.ok
+      ? { status: 'built', seconds: Math.round(result.seconds), kernels: count }
+      : { status: 'failed', reason: 'the simulator build failed (see above)' };
     failed ||= !result.ok;
     log(result.ok ? `simulator addon built in ${result.seconds.toFixed(1)} s` : 'simulator addon build FAILED');
   }
@@ -125,7 +155,8 @@ if (wanted.has('sim')) {
 
 // A flavor left out on purpose (KILN_METAL_BUILD) is recorded, so its tests say why they skip.
 for (const flavor of ['metal', 'sim']) {
-  if (!wanted.has(flavor) && !sanitize) report[flavor] = { status: 'skipped', reason: `not requested (KILN_METAL_BUILD=${[...wanted].join(',')})` };
+  if (!wanted.has(flavor) && !sanitize)
+    report[flavor] = { status: 'skipped', reason: `not requested (KILN_METAL_BUILD=${[...wanted].join(',')})` };
 }
 
 const reportPath = join(buildRoot, 'native-build.json');

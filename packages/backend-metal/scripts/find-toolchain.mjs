@@ -20,7 +20,8 @@ export function onPath(name, path = process.env.PATH ?? '') {
 
 /** A C++ compiler: $CXX, then c++, g++, clang++ on PATH. */
 export function findCxx(environment = process.env) {
-  if (environment.CXX) return isFile(environment.CXX) ? environment.CXX : onPath(environment.CXX, environment.PATH ?? '');
+  if (environment.CXX)
+    return isFile(environment.CXX) ? environment.CXX : onPath(environment.CXX, environment.PATH ?? '');
   for (const name of ['c++', 'g++', 'clang++']) {
     const found = onPath(name, environment.PATH ?? '');
     if (found) return found;

@@ -26,7 +26,9 @@ if (!process.argv.includes('--skip-build') || !existsSync(addon)) {
   log('building the simulator addon with -fsanitize=thread …');
   const started = Date.now();
   const build = spawnSync(process.execPath, [join(root, 'scripts', 'build-native.mjs'), '--sanitize', 'thread'], {
-    cwd: root, stdio: 'inherit', env: { ...process.env, KILN_METAL_BUILD: 'sim' },
+    cwd: root,
+    stdio: 'inherit',
+    env: { ...process.env, KILN_METAL_BUILD: 'sim' },
   });
   if (build.status !== 0) {
     log('the ThreadSanitizer build failed');
@@ -45,7 +47,10 @@ if (!runtime || !existsSync(runtime)) {
 const reports = join(root, 'build', 'tsan-reports');
 rmSync(reports, { recursive: true, force: true });
 mkdirSync(reports, { recursive: true });
-const tests = option('--tests', 'test/conformance.test.ts test/stream.test.ts test/device-errors.test.ts test/memory-limit.test.ts test/matmul-paths.test.ts').split(/\s+/);
+const tests = option(
+  '--tests',
+  'test/conformance.test.ts test/stream.test.ts test/device-errors.test.ts test/memory-limit.test.ts test/matmul-paths.test.ts',
+).split(/\s+/);
 // The whole kit under TSan takes over 30 minutes on 2 cores: the primitives by default, the kernels
 // named by --kernels (a comma-separated list, e.g. the fused ones in a second run), or every kernel
 // with --all-kernels.
@@ -54,23 +59,37 @@ const kitKernels = process.argv.includes('--all-kernels') ? '' : option('--kerne
 log(`running ${tests.join(', ')} with libtsan preloaded (${runtime}), 2 engine workers …`);
 const started = Date.now();
 // setarch -R: TSan's shadow memory needs the narrower address layout without randomization on recent kernels.
-const run = spawnSync('setarch', [process.arch === 'x64' ? 'x86_64' : 'aarch64', '-R', process.execPath, join(root, 'node_modules', 'vitest', 'vitest.mjs'), 'run',
-  '--reporter=dot', '--pool=forks', ...tests], {
-  cwd: root,
-  encoding: 'utf8',
-  maxBuffer: 256 << 20,
-  env: {
-    ...process.env,
-    LD_PRELOAD: runtime,
-    KILN_METAL_SIMULATOR_ADDON: addon,
-    GPU_SIM_WORKERS: '2',
-    KILN_KIT_KERNELS: kitKernels,
-    TSAN_OPTIONS: `log_path=${join(reports, 'report')} halt_on_error=0 exitcode=0 report_signal_unsafe=0 history_size=4`,
-    KILN_TEST_REPORT: '',
+const run = spawnSync(
+  'setarch',
+  [
+    process.arch === 'x64' ? 'x86_64' : 'aarch64',
+    '-R',
+    process.execPath,
+    join(root, 'node_modules', 'vitest', 'vitest.mjs'),
+    'run',
+    '--reporter=dot',
+    '--pool=forks',
+    ...tests,
+  ],
+  {
+    cwd: root,
+    encoding: 'utf8',
+    maxBuffer: 256 << 20,
+    env: {
+      ...process.env,
+      LD_PRELOAD: runtime,
+      KILN_METAL_SIMULATOR_ADDON: addon,
+      GPU_SIM_WORKERS: '2',
+      KILN_KIT_KERNELS: kitKernels,
+      TSAN_OPTIONS: `log_path=${join(reports, 'report')} halt_on_error=0 exitcode=0 report_signal_unsafe=0 history_size=4`,
+      KILN_TEST_REPORT: '',
+    },
   },
-});
+);
 const seconds = (Date.now() - started) / 1000;
-const summary = /Tests\s+(.*)/.exec(run.stdout.replace(/\x1b\[[0-9;]*m/g, ''))?.[1]?.trim() ?? 'no test summary (see the output above)';
+const summary =
+  /Tests\s+(.*)/.exec(run.stdout.replace(/\x1b\[[0-9;]*m/g, ''))?.[1]?.trim() ??
+  'no test summary (see the output above)';
 if (run.status !== 0) process.stdout.write(run.stdout.slice(-4000) + run.stderr.slice(-4000));
 
 // Node and V8 themselves are not built with TSan, so their own synchronisation is invisible to it
@@ -83,12 +102,19 @@ for (const file of readdirSync(reports)) {
   for (const block of text.split(/^==================$/m)) {
     if (!/WARNING: ThreadSanitizer:/.test(block)) continue;
     const accesses = block.split(/\n\s*\n/).filter((part) => /^\s*(Read|Write|Previous|Atomic)/m.test(part));
-    const kiln = accesses.some((access) => access.split('\n').filter((line) => /^\s*#[0-5] /.test(line)).some((line) => /kiln|gpu_sim|\.metal[:.]/.test(line)));
+    const kiln = accesses.some((access) =>
+      access
+        .split('\n')
+        .filter((line) => /^\s*#[0-5] /.test(line))
+        .some((line) => /kiln|gpu_sim|\.metal[:.]/.test(line)),
+    );
     if (kiln) ours.push(block.trim());
     else outside++;
   }
 }
 log(`tests: ${summary} in ${seconds.toFixed(0)} s`);
-log(`ThreadSanitizer: ${ours.length} report(s) in kiln's code; ${outside} inside Node/V8 only (not instrumented there: ignored). Reports: ${reports}`);
+log(
+  `ThreadSanitizer: ${ours.length} report(s) in kiln's code; ${outside} inside Node/V8 only (not instrumented there: ignored). Reports: ${reports}`,
+);
 for (const race of ours.slice(0, 5)) console.log(`\n${race.split('\n').slice(0, 30).join('\n')}`);
 process.exit(run.status === 0 && ours.length === 0 ? 0 : 1);

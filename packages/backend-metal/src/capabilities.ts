@@ -2,15 +2,42 @@
 import type { Capabilities, DeviceInfo, DType, KernelName } from '@kiln/core';
 
 /** Primitives defined on i32 (docs/kernel-semantics.md, "i32"). */
-const I32_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>(['unary', 'binary', 'where', 'reduce', 'copy', 'gather', 'scatterAdd', 'cast', 'fill']);
+const I32_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>([
+  'unary',
+  'binary',
+  'where',
+  'reduce',
+  'copy',
+  'gather',
+  'scatterAdd',
+  'cast',
+  'fill',
+]);
 /** Flash attention (native/kernels/attention_*.metal); head dims above 128 run core's composition on the backend. */
 const ATTENTION_KERNELS: readonly KernelName[] = ['attention', 'attentionBackward'];
 /** Kernels with a native implementation in every float dtype. */
-const FLOAT_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>([...I32_KERNELS, 'matmul', 'random', ...ATTENTION_KERNELS]);
+const FLOAT_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>([
+  ...I32_KERNELS,
+  'matmul',
+  'random',
+  ...ATTENTION_KERNELS,
+]);
 /** Fused kernels with an MSL implementation in every float dtype (native/kernels/{softmax,norm,rope,swiglu,cross_entropy,adamw,multi_tensor}.metal). */
 const FUSED_FLOAT_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>([
-  'softmax', 'softmaxBackward', 'logSoftmax', 'rmsNorm', 'rmsNormBackward', 'layerNorm', 'rope', 'swiglu', 'swigluBackward',
-  'crossEntropy', 'crossEntropyBackward', 'adamw', 'sumOfSquaresMulti', 'adamwMulti',
+  'softmax',
+  'softmaxBackward',
+  'logSoftmax',
+  'rmsNorm',
+  'rmsNormBackward',
+  'layerNorm',
+  'rope',
+  'swiglu',
+  'swigluBackward',
+  'crossEntropy',
+  'crossEntropyBackward',
+  'adamw',
+  'sumOfSquaresMulti',
+  'adamwMulti',
 ]);
 
 /** The capabilities of one Metal backend instance; bf16 as the device reports it (every Metal 3 GPU today). */

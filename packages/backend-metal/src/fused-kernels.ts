@@ -24,7 +24,15 @@ export class MetalFusedKernels extends NativeFusedKernels {
   rope(x: TensorRef, out: TensorRef, offset: number, theta: number, inverse: boolean): void {
     const kernel = 'rope';
     const input = metalChecks.checkElementwiseTensor(x, this.owner, kernel, 'x');
-    const output = metalChecks.checkTensorOf(out, this.owner, kernel, 'out', input.dtype, input.count, 'as many elements as x');
+    const output = metalChecks.checkTensorOf(
+      out,
+      this.owner,
+      kernel,
+      'out',
+      input.dtype,
+      input.count,
+      'as many elements as x',
+    );
     const rank = input.shape.length;
     if (rank < 2 || input.shape[rank - 1] % 2 !== 0) {
       throw new ShapeError(`metal backend: rope needs x [B, H, T, D] with an even D, got ${formatShape(input.shape)}`, {
@@ -32,11 +40,15 @@ export class MetalFusedKernels extends NativeFusedKernels {
       });
     }
     if (output.shape.length !== rank || output.shape.some((size, dim) => size !== input.shape[dim])) {
-      throw new ShapeError(`metal backend: rope: out has shape ${formatShape(output.shape)}, expected ${formatShape(input.shape)}`);
+      throw new ShapeError(
+        `metal backend: rope: out has shape ${formatShape(output.shape)}, expected ${formatShape(input.shape)}`,
+      );
     }
     checkInteger(offset, 'rope: offset');
     if (typeof theta !== 'number' || !(theta > 0) || !Number.isFinite(theta)) {
-      throw new InvalidArgumentError(`metal backend: rope: theta must be a positive finite number, got ${String(theta)}`);
+      throw new InvalidArgumentError(
+        `metal backend: rope: theta must be a positive finite number, got ${String(theta)}`,
+      );
     }
     if (typeof inverse !== 'boolean') throw new InvalidArgumentError('metal backend: rope: inverse must be a boolean');
     callNative(() => this.native.rope(input.native, output.native, offset, theta, inverse));
@@ -52,7 +64,9 @@ export class MetalFusedKernels extends NativeFusedKernels {
   /** An integer in the i32 range. */
   protected checkIgnoreIndex(kernel: string, value: unknown): void {
     if (typeof value !== 'number' || !Number.isInteger(value) || value < I32_MIN || value > I32_MAX) {
-      throw new InvalidArgumentError(`metal backend: ${kernel}: ignoreIndex must be an i32 integer, got ${String(value)}`);
+      throw new InvalidArgumentError(
+        `metal backend: ${kernel}: ignoreIndex must be an i32 integer, got ${String(value)}`,
+      );
     }
   }
 }

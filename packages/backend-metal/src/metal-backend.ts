@@ -54,8 +54,11 @@ export class MetalBackend extends NativeKernelBackend<NativeBackend> {
 
   constructor(addon: MetalAddon, options: MetalBackendOptions = {}) {
     const deviceIndex = checkInteger(options.deviceIndex ?? 0, 'deviceIndex');
-    const limit = options.memoryLimitBytes === undefined ? undefined : checkInteger(options.memoryLimitBytes, 'memoryLimitBytes');
-    const native = callNative(() => new addon.Backend(limit === undefined ? { deviceIndex } : { deviceIndex, memoryLimitBytes: limit }));
+    const limit =
+      options.memoryLimitBytes === undefined ? undefined : checkInteger(options.memoryLimitBytes, 'memoryLimitBytes');
+    const native = callNative(
+      () => new addon.Backend(limit === undefined ? { deviceIndex } : { deviceIndex, memoryLimitBytes: limit }),
+    );
     super({
       checks: metalChecks,
       errors: metalErrors,
@@ -67,15 +70,23 @@ export class MetalBackend extends NativeKernelBackend<NativeBackend> {
       operandsMatchOutputDType: true,
     });
     this.fused = new MetalFusedKernels(this.native, this);
-    this.device = toDeviceInfo(callNative(() => this.native.deviceInfo()), deviceIndex);
+    this.device = toDeviceInfo(
+      callNative(() => this.native.deviceInfo()),
+      deviceIndex,
+    );
     const simulator = callNative(() => addon.buildInfo()).simulator;
     const matmul = this.device.simdgroupMatrix ? 'simdgroup-matrix matmul' : 'threadgroup-tiled matmul';
-    this.capabilities = metalCapabilities(this.device, this.device.bf16, `MSL kernels, ${matmul}${simulator ? ', run by the CPU simulator (tests only)' : ''}`);
+    this.capabilities = metalCapabilities(
+      this.device,
+      this.device.bf16,
+      `MSL kernels, ${matmul}${simulator ? ', run by the CPU simulator (tests only)' : ''}`,
+    );
   }
 
   /** Bytes and buffers in use, the pool's reserved/cached/peak bytes and limit, and the GPU's recommendedMaxWorkingSetSize (total) and what is left of it (free). */
   memory(): MetalMemoryInfo {
-    if (this.disposed) return { allocatedBytes: 0, bufferCount: 0, reservedBytes: 0, cachedBytes: 0, peakBytes: 0, limitBytes: 0 };
+    if (this.disposed)
+      return { allocatedBytes: 0, bufferCount: 0, reservedBytes: 0, cachedBytes: 0, peakBytes: 0, limitBytes: 0 };
     const stats = callNative(() => this.native.memory());
     return {
       allocatedBytes: stats.allocatedBytes,

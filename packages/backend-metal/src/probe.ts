@@ -51,14 +51,20 @@ export function toDeviceInfo(device: NativeDevice, index = device.index ?? 0): M
 export function unavailableReason(report: NativeProbe): string {
   switch (report.status) {
     case 'no-device':
-      return 'No Metal GPU was found (MTLCopyAllDevices returned none). Metal needs a Mac with Apple silicon or an AMD GPU; ' +
-        'virtual machines and CI runners often expose none — use KILN_DEVICE=cpu there.';
+      return (
+        'No Metal GPU was found (MTLCopyAllDevices returned none). Metal needs a Mac with Apple silicon or an AMD GPU; ' +
+        'virtual machines and CI runners often expose none — use KILN_DEVICE=cpu there.'
+      );
     case 'os-too-old':
-      return `${report.message || 'This macOS'} is too old: kiln's Metal backend needs macOS ${MINIMUM_MACOS} or newer (Metal 3). ` +
-        'Update macOS, or use KILN_DEVICE=cpu.';
+      return (
+        `${report.message || 'This macOS'} is too old: kiln's Metal backend needs macOS ${MINIMUM_MACOS} or newer (Metal 3). ` +
+        'Update macOS, or use KILN_DEVICE=cpu.'
+      );
     case 'unsupported-gpu':
-      return `The GPU '${report.message}' does not support Metal 3, which kiln's kernels need (Apple silicon, AMD Vega/5000/6000-series, ` +
-        'Intel UHD 630/Iris Plus). Use KILN_DEVICE=cpu.';
+      return (
+        `The GPU '${report.message}' does not support Metal 3, which kiln's kernels need (Apple silicon, AMD Vega/5000/6000-series, ` +
+        'Intel UHD 630/Iris Plus). Use KILN_DEVICE=cpu.'
+      );
     default:
       return `Metal reported an error while listing GPUs: ${report.message}. Restarting the Mac usually fixes a wedged GPU driver; otherwise use KILN_DEVICE=cpu.`;
   }
@@ -70,14 +76,23 @@ export function probeAddon(addon: MetalAddon): ProbeResult {
   try {
     report = addon.probe();
   } catch (error) {
-    return { available: false, reason: `The Metal addon's probe failed: ${error instanceof Error ? error.message : String(error)}`, devices: [] };
+    return {
+      available: false,
+      reason: `The Metal addon's probe failed: ${error instanceof Error ? error.message : String(error)}`,
+      devices: [],
+    };
   }
-  if (report.status === 'ok') return { available: true, devices: report.devices.map((device, index) => toDeviceInfo(device, index)) };
+  if (report.status === 'ok')
+    return { available: true, devices: report.devices.map((device, index) => toDeviceInfo(device, index)) };
   return { available: false, reason: unavailableReason(report), devices: [] };
 }
 
 /** probe() of the metal plugin: off macOS says so; on macOS loads the addon (once) and asks it. */
-export function probeMetal(load: () => LoadedAddon = cachedMetalAddon, platform: string = process.platform, arch: string = process.arch): ProbeResult {
+export function probeMetal(
+  load: () => LoadedAddon = cachedMetalAddon,
+  platform: string = process.platform,
+  arch: string = process.arch,
+): ProbeResult {
   if (platform !== 'darwin') {
     return {
       available: false,
@@ -91,7 +106,11 @@ export function probeMetal(load: () => LoadedAddon = cachedMetalAddon, platform:
   } catch (error) {
     const detail = error instanceof Error ? error.message : String(error);
     const hint = (error as { hint?: string } | undefined)?.hint;
-    return { available: false, reason: `Metal addon not built or not loadable. ${detail}${hint ? ` ${hint}` : ''}`, devices: [] };
+    return {
+      available: false,
+      reason: `Metal addon not built or not loadable. ${detail}${hint ? ` ${hint}` : ''}`,
+      devices: [],
+    };
   }
   return probeAddon(loaded.addon);
 }

@@ -12,6 +12,5 @@ export class MetalBuffer extends NativeBuffer {}
 /** The checks with the "metal backend: " prefix. */
 export const metalChecks = nativeArgumentChecks('metal');
 
-export const {
-  resolveBuffer, checkInteger, checkTensor, expectDType, expectShape, expectCount, expectFloat,
-} = metalChecks;
+export const { resolveBuffer, checkInteger, checkTensor, expectDType, expectShape, expectCount, expectFloat } =
+  metalChecks;

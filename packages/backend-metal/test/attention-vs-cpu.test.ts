@@ -32,9 +32,15 @@ interface Result {
 }
 
 async function run(backend: KernelBackend, headDim: number): Promise<Result> {
-  const q = tensor(values(batch * headsQ * lengthQ * headDim, 1), [batch, headsQ, lengthQ, headDim], { backend }).requireGrad();
-  const k = tensor(values(batch * headsKV * lengthK * headDim, 2), [batch, headsKV, lengthK, headDim], { backend }).requireGrad();
-  const v = tensor(values(batch * headsKV * lengthK * headDim, 3), [batch, headsKV, lengthK, headDim], { backend }).requireGrad();
+  const q = tensor(values(batch * headsQ * lengthQ * headDim, 1), [batch, headsQ, lengthQ, headDim], {
+    backend,
+  }).requireGrad();
+  const k = tensor(values(batch * headsKV * lengthK * headDim, 2), [batch, headsKV, lengthK, headDim], {
+    backend,
+  }).requireGrad();
+  const v = tensor(values(batch * headsKV * lengthK * headDim, 3), [batch, headsKV, lengthK, headDim], {
+    backend,
+  }).requireGrad();
   // Key 0 stays visible so no row is fully masked; −Inf hides some keys of batch 1.
   const maskValues = Float32Array.from({ length: batch * lengthQ * lengthK }, (_, index) => {
     const j = index % lengthK;
@@ -61,38 +67,55 @@ function expectClose(actual: Float32Array, expected: Float32Array, what: string)
   expect(worst / scale, `${what}: worst error ${worst} at scale ${scale}`).toBeLessThan(2e-5);
 }
 
-describe.skipIf(skipReason !== undefined)(`flash attention vs backend-cpu${skipReason ? ` (${skipReason})` : ''}`, () => {
-  const cpu = createCpuBackend();
-  const created: MetalBackend[] = [];
-  afterAll(() => created.forEach((backend) => backend.dispose()));
-  const kernelsOf = (backend: MetalBackend) => backend.takeDispatches().map((dispatch) => dispatch.kernel).filter((name) => name.startsWith('attention'));
+describe.skipIf(skipReason !== undefined)(
+  `flash attention vs backend-cpu${skipReason ? ` (${skipReason})` : ''}`,
+  () => {
+    const cpu = createCpuBackend();
+    const created: MetalBackend[] = [];
+    afterAll(() => created.forEach((backend) => backend.dispose()));
+    const kernelsOf = (backend: MetalBackend) =>
+      backend
+        .takeDispatches()
+        .map((dispatch) => dispatch.kernel)
+        .filter((name) => name.startsWith('attention'));
 
-  for (const simdgroupMatrix of [true, false]) {
-    it(`D=128, causal GQA, Tq ≠ Tk, masked: forward and backward match (${simdgroupMatrix ? 'simdgroup-matrix' : 'scalar'} forward)`, async () => {
-      configureSimulator(simdgroupMatrix ? { simdgroupMatrix: true, family: 'apple9' } : { simdgroupMatrix: false, family: 'mac2' });
+    for (const simdgroupMatrix of [true, false]) {
+      it(`D=128, causal GQA, Tq ≠ Tk, masked: forward and backward match (${simdgroupMatrix ? 'simdgroup-matrix' : 'scalar'} forward)`, async () => {
+        configureSimulator(
+          simdgroupMatrix ? { simdgroupMatrix: true, family: 'apple9' } : { simdgroupMatrix: false, family: 'mac2' },
+        );
+        const metal = createSimulatedMetalBackend();
+        created.push(metal);
+        configureSimulator({ simdgroupMatrix: true, family: 'apple9' });
+        metal.recordDispatches(true);
+        const native = await run(metal, 128);
+        const variant = simdgroupMatrix ? 'simdgroup' : 'scalar';
+        expect(new Set(kernelsOf(metal))).toEqual(
+          new Set([
+            `attention_forward_${variant}_f32_d128`,
+            'attention_delta_f32',
+            'attention_backward_kv_scalar_f32_d128',
+            'attention_backward_q_scalar_f32_d128',
+          ]),
+        );
+        const reference = await run(cpu, 128);
+        for (const key of ['out', 'dq', 'dk', 'dv'] as const) expectClose(native[key], reference[key], key);
+        const again = await run(metal, 128);
+        for (const key of ['out', 'dq', 'dk', 'dv'] as const)
+          expect(Buffer.from(again[key].buffer).equals(Buffer.from(native[key].buffer)), `${key} bit-identical`).toBe(
+            true,
+          );
+      });
+    }
+
+    it("D=160 (above the kernels' limit) runs core's composition on the Metal primitives and still matches", async () => {
       const metal = createSimulatedMetalBackend();
       created.push(metal);
-      configureSimulator({ simdgroupMatrix: true, family: 'apple9' });
       metal.recordDispatches(true);
-      const native = await run(metal, 128);
-      const variant = simdgroupMatrix ? 'simdgroup' : 'scalar';
-      expect(new Set(kernelsOf(metal))).toEqual(new Set([
-        `attention_forward_${variant}_f32_d128`, 'attention_delta_f32', 'attention_backward_kv_scalar_f32_d128', 'attention_backward_q_scalar_f32_d128',
-      ]));
-      const reference = await run(cpu, 128);
-      for (const key of ['out', 'dq', 'dk', 'dv'] as const) expectClose(native[key], reference[key], key);
-      const again = await run(metal, 128);
-      for (const key of ['out', 'dq', 'dk', 'dv'] as const) expect(Buffer.from(again[key].buffer).equals(Buffer.from(native[key].buffer)), `${key} bit-identical`).toBe(true);
+      const composed = await run(metal, 160);
+      expect(kernelsOf(metal)).toEqual([]);
+      const reference = await run(cpu, 160);
+      for (const key of ['out', 'dq', 'dk', 'dv'] as const) expectClose(composed[key], reference[key], key);
     });
-  }
-
-  it('D=160 (above the kernels\' limit) runs core\'s composition on the Metal primitives and still matches', async () => {
-    const metal = createSimulatedMetalBackend();
-    created.push(metal);
-    metal.recordDispatches(true);
-    const composed = await run(metal, 160);
-    expect(kernelsOf(metal)).toEqual([]);
-    const reference = await run(cpu, 160);
-    for (const key of ['out', 'dq', 'dk', 'dv'] as const) expectClose(composed[key], reference[key], key);
-  });
-});
+  },
+);

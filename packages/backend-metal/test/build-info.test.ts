@@ -15,13 +15,25 @@ const metalBuild = localBuildPath(findPackageRoot());
 
 describe('Metal build info', () => {
   it.skipIf(simulatorSkip !== undefined)(`of the simulator addon${simulatorSkip ? ` (${simulatorSkip})` : ''}`, () => {
-    expect(simulatorAddon().buildInfo()).toMatchObject({ simulator: true, build: 'Metal simulator', languageVersion: '3.0' });
+    expect(simulatorAddon().buildInfo()).toMatchObject({
+      simulator: true,
+      build: 'Metal simulator',
+      languageVersion: '3.0',
+    });
   });
 
-  it.skipIf(!existsSync(metalBuild))('and codes of the Metal addon (skipped: the Metal addon builds on macOS only)', () => {
-    const addon = createRequire(import.meta.url)(metalBuild) as MetalAddon;
-    expect(addon.buildInfo()).toMatchObject({ simulator: false, build: 'Metal', languageVersion: '3.0' });
-    expect(addon.opNames()).toEqual({ dtype: DTYPE_ORDER, unary: UNARY_ORDER, binary: BINARY_ORDER, reduce: REDUCE_ORDER });
-    expect(addon.configureSimulator).toBeUndefined();
-  });
+  it.skipIf(!existsSync(metalBuild))(
+    'and codes of the Metal addon (skipped: the Metal addon builds on macOS only)',
+    () => {
+      const addon = createRequire(import.meta.url)(metalBuild) as MetalAddon;
+      expect(addon.buildInfo()).toMatchObject({ simulator: false, build: 'Metal', languageVersion: '3.0' });
+      expect(addon.opNames()).toEqual({
+        dtype: DTYPE_ORDER,
+        unary: UNARY_ORDER,
+        binary: BINARY_ORDER,
+        reduce: REDUCE_ORDER,
+      });
+      expect(addon.configureSimulator).toBeUndefined();
+    },
+  );
 });

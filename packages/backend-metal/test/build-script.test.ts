@@ -14,11 +14,22 @@ const kernels = fileURLToPath(new URL('../native/kernels', import.meta.url));
 describe('scripts/build-native.mjs', () => {
   it.skipIf(process.platform === 'darwin')('skips the Metal addon off macOS with a clear message and exit 0', () => {
     const out = mkdtempSync(join(tmpdir(), 'kiln-metal-build-'));
-    const result = spawnSync(process.execPath, [script, '--out', out], { encoding: 'utf8', env: { ...process.env, KILN_METAL_BUILD: 'metal' }, timeout: 60_000 });
+    const result = spawnSync(process.execPath, [script, '--out', out], {
+      encoding: 'utf8',
+      env: { ...process.env, KILN_METAL_BUILD: 'metal' },
+      timeout: 60_000,
+    });
     expect(result.status).toBe(0);
-    expect(result.stdout).toContain(`skipping the Metal addon: the Metal addon builds on macOS only (this is ${process.platform}-${process.arch})`);
-    const report = JSON.parse(readFileSync(join(out, 'native-build.json'), 'utf8')) as { metal: { status: string; reason: string } };
-    expect(report.metal).toEqual({ status: 'skipped', reason: `the Metal addon builds on macOS only (this is ${process.platform}-${process.arch})` });
+    expect(result.stdout).toContain(
+      `skipping the Metal addon: the Metal addon builds on macOS only (this is ${process.platform}-${process.arch})`,
+    );
+    const report = JSON.parse(readFileSync(join(out, 'native-build.json'), 'utf8')) as {
+      metal: { status: string; reason: string };
+    };
+    expect(report.metal).toEqual({
+      status: 'skipped',
+      reason: `the Metal addon builds on macOS only (this is ${process.platform}-${process.arch})`,
+    });
   });
 });
 

@@ -11,7 +11,11 @@ const skipReason = simulatorSkipReason();
 const script = fileURLToPath(new URL('./fixtures/debug-log.mjs', import.meta.url));
 
 function run(environment: Record<string, string>, extra: string[] = []) {
-  return spawnSync(process.execPath, [script, simulatorBuildPath(findPackageRoot()), ...extra], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...environment } });
+  return spawnSync(process.execPath, [script, simulatorBuildPath(findPackageRoot()), ...extra], {
+    encoding: 'utf8',
+    timeout: 60_000,
+    env: { ...process.env, ...environment },
+  });
 }
 
 describe.skipIf(skipReason !== undefined)(`KILN_DEBUG=kernels${skipReason ? ` (${skipReason})` : ''}`, () => {
@@ -22,7 +26,9 @@ describe.skipIf(skipReason !== undefined)(`KILN_DEBUG=kernels${skipReason ? ` ($
     const value = Math.exp(2) * (-1) ** 70;
     expect(JSON.parse(child.stdout)[0]).toBeCloseTo(value, 4);
     const lines = child.stderr.trim().split('\n');
-    expect(lines[0]).toBe('[kiln:metal] dispatch #1 fill_u32 grid=1x1x1 threadgroup=256x1x1 buffers[0:out 512B@0 shared, 1:args KilnFillArgs 16B bytes] (fill f32 [4])');
+    expect(lines[0]).toBe(
+      '[kiln:metal] dispatch #1 fill_u32 grid=1x1x1 threadgroup=256x1x1 buffers[0:out 512B@0 shared, 1:args KilnFillArgs 16B bytes] (fill f32 [4])',
+    );
     expect(lines[1]).toBe(
       '[kiln:metal] dispatch #2 unary_f32 constants{kUnaryOp=3} grid=1x1x1 threadgroup=256x1x1 buffers[0:x 512B@0 shared, 1:out 512B@0 shared, 2:args KilnCountArgs 16B bytes] (unary exp f32 [4])',
     );
@@ -49,6 +55,8 @@ describe.skipIf(skipReason !== undefined)(`KILN_DEBUG=kernels${skipReason ? ` ($
     expect(lines).toContain(
       '[kiln:metal] dispatch #73 softmax_rows_f32 constants{kSoftmaxKind=0} grid=2x1x1 threadgroup=32x1x1 buffers[0:x 512B@0 shared, 1:out 512B@0 shared, 2:args KilnRowsArgs 16B bytes] (softmax f32 [2, 2] as [2, 2])',
     );
-    expect(lines.find((line) => line.includes(' rope_f32 '))).toMatch(/^\[kiln:metal\] dispatch #74 rope_f32 grid=1x1x1 threadgroup=256x1x1 buffers\[0:x 512B@0 shared, 1:cos \d+B@0 shared, 2:sin \d+B@8 shared, 3:out 512B@0 shared, 4:args KilnRopeArgs 16B bytes\] \(rope f32 \[1, 1, 2, 2\]\)$/);
+    expect(lines.find((line) => line.includes(' rope_f32 '))).toMatch(
+      /^\[kiln:metal\] dispatch #74 rope_f32 grid=1x1x1 threadgroup=256x1x1 buffers\[0:x 512B@0 shared, 1:cos \d+B@0 shared, 2:sin \d+B@8 shared, 3:out 512B@0 shared, 4:args KilnRopeArgs 16B bytes\] \(rope f32 \[1, 1, 2, 2\]\)$/,
+    );
   });
 });

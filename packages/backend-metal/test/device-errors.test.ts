@@ -20,7 +20,9 @@ async function floats(backend: MetalBackend, ref: TensorRef): Promise<number[]> 
 describe.skipIf(skipReason !== undefined)(`command-buffer errors${skipReason ? ` (${skipReason})` : ''}`, () => {
   it('a GPU fault rejects the next synchronize with a MetalError naming the kernels in the command buffer, once', async () => {
     const backend = createSimulatedMetalBackend();
-    const { rejection, out } = await faultAfterQueuedKernels(backend, () => configureSimulator({ injectCommandBufferError: 'page-fault' }));
+    const { rejection, out } = await faultAfterQueuedKernels(backend, () =>
+      configureSimulator({ injectCommandBufferError: 'page-fault' }),
+    );
     expect(rejection).toBeInstanceOf(MetalError);
     expect(KilnError.isInstance(rejection)).toBe(true);
     const message = (rejection as Error).message;

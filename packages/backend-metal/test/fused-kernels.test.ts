@@ -21,7 +21,8 @@ describe.skipIf(skipReason !== undefined)(`fused MSL kernels${skipReason ? ` (${
   it('declares checksIndices and runs every fused kernel natively in every float dtype', () => {
     expect(backend.capabilities.checksIndices).toBe(true);
     for (const dtype of ['f32', 'f16', 'bf16'] as const) {
-      for (const kernel of ['softmax', 'rmsNormBackward', 'rope', 'crossEntropyBackward', 'adamw'] as const) expect(backend.capabilities.supports(kernel, dtype)).toBe(true);
+      for (const kernel of ['softmax', 'rmsNormBackward', 'rope', 'crossEntropyBackward', 'adamw'] as const)
+        expect(backend.capabilities.supports(kernel, dtype)).toBe(true);
       expect(backend.capabilities.supports('attention', dtype)).toBe(true);
     }
     expect(backend.capabilities.supports('softmax', 'i32')).toBe(false);
@@ -39,7 +40,11 @@ describe.skipIf(skipReason !== undefined)(`fused MSL kernels${skipReason ? ` (${
     expect(backend.memory().bufferCount).toBe(before);
     const onReference = { x: put(reference, shape, data), out: blank(reference, shape) };
     reference.rope!(onReference.x, onReference.out, 4000, 500000, false);
-    const [got, want, back] = [await read(backend, rotated), await read(reference, onReference.out), await read(backend, restored)];
+    const [got, want, back] = [
+      await read(backend, rotated),
+      await read(reference, onReference.out),
+      await read(backend, restored),
+    ];
     for (let i = 0; i < count; i++) {
       expect(Math.abs(got[i] - want[i])).toBeLessThan(1e-6);
       expect(Math.abs(back[i] - data[i])).toBeLessThan(1e-5);
@@ -47,5 +52,4 @@ describe.skipIf(skipReason !== undefined)(`fused MSL kernels${skipReason ? ` (${
     for (const ref of [x, rotated, restored]) backend.free(ref.buffer);
     for (const ref of Object.values(onReference)) reference.free(ref.buffer);
   });
-
 });

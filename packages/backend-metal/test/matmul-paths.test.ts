@@ -16,7 +16,10 @@ interface Case extends Omit<MatmulParams, 'batchStrideA' | 'batchStrideB'> {
 }
 
 function upload(backend: MetalBackend, values: Float64Array, dtype: 'f32' | 'f16', shape: number[]): TensorRef {
-  const bytes = dtype === 'f32' ? new Uint8Array(Float32Array.from(values).buffer) : new Uint8Array(Uint16Array.from(values, (v) => f32ToF16Bits(v)).buffer);
+  const bytes =
+    dtype === 'f32'
+      ? new Uint8Array(Float32Array.from(values).buffer)
+      : new Uint8Array(Uint16Array.from(values, (v) => f32ToF16Bits(v)).buffer);
   const buffer = backend.alloc(bytes.byteLength);
   backend.upload(buffer, bytes);
   return { buffer, shape, dtype };
@@ -41,15 +44,29 @@ async function check(backend: MetalBackend, spec: Case, dtype: 'f32' | 'f16'): P
       }
     }
   }
-  const out: TensorRef = { buffer: backend.alloc(batch * m * n * (dtype === 'f32' ? 4 : 2)), shape: [batch, m, n], dtype };
+  const out: TensorRef = {
+    buffer: backend.alloc(batch * m * n * (dtype === 'f32' ? 4 : 2)),
+    shape: [batch, m, n],
+    dtype,
+  };
   backend.recordDispatches(true);
   backend.matmul(upload(backend, a, dtype, [a.length]), upload(backend, b, dtype, [b.length]), out, {
-    batch, m, n, k, transposeA, transposeB, batchStrideA: m * k, batchStrideB: broadcastB ? 0 : k * n,
+    batch,
+    m,
+    n,
+    k,
+    transposeA,
+    transposeB,
+    batchStrideA: m * k,
+    batchStrideB: broadcastB ? 0 : k * n,
   });
   expect(backend.takeDispatches()[0].kernel).toBe(`${spec.kernel}_${dtype}`);
   backend.recordDispatches(false);
   const bytes = (await backend.download(out.buffer)).slice();
-  const actual = dtype === 'f32' ? Array.from(new Float32Array(bytes.buffer)) : Array.from(new Uint16Array(bytes.buffer), f16BitsToF32);
+  const actual =
+    dtype === 'f32'
+      ? Array.from(new Float32Array(bytes.buffer))
+      : Array.from(new Uint16Array(bytes.buffer), f16BitsToF32);
   const tolerance = dtype === 'f32' ? 1e-5 : 4e-3;
   let worst = 0;
   expected.forEach((value, index) => {

@@ -17,8 +17,12 @@ describe.skipIf(skipReason !== undefined)(`memory limit${skipReason ? ` (${skipR
     const backend = createSimulatedMetalBackend();
     expect(backend.memory()).toMatchObject({ totalBytes: 64 * MiB, limitBytes: 64 * MiB });
     expect(backend.capabilities.device.memoryTotalBytes).toBe(64 * MiB);
-    expect(backend.capabilities.implementation).toBe('MSL kernels, simdgroup-matrix matmul, run by the CPU simulator (tests only)');
-    expect(() => backend.alloc(65 * MiB)).toThrow(/within the memoryLimitBytes of 64\.00 MiB \(by default the GPU's recommendedMaxWorkingSetSize\)/);
+    expect(backend.capabilities.implementation).toBe(
+      'MSL kernels, simdgroup-matrix matmul, run by the CPU simulator (tests only)',
+    );
+    expect(() => backend.alloc(65 * MiB)).toThrow(
+      /within the memoryLimitBytes of 64\.00 MiB \(by default the GPU's recommendedMaxWorkingSetSize\)/,
+    );
     expect(() => backend.alloc(65 * MiB)).toThrowError(OutOfMemoryError);
     backend.dispose();
   });

@@ -12,7 +12,11 @@ const skipReason = simulatorSkipReason();
 const OPS: readonly ReduceOp[] = ['sum', 'max', 'min', 'argmax', 'argmin'];
 const DTYPES: readonly DType[] = ['f32', 'f16', 'bf16', 'i32'];
 /** [outer, size, inner]: a whole-tensor reduce, few long rows, a leading-axis reduce of a small tensor. */
-const SHAPES: readonly (readonly [number, number, number])[] = [[1, 20000, 1], [2, 9000, 1], [1, 3000, 4]];
+const SHAPES: readonly (readonly [number, number, number])[] = [
+  [1, 20000, 1],
+  [2, 9000, 1],
+  [1, 3000, 4],
+];
 
 /** Values in [-4, 4] on a grid of 1/8 (ties for the arg ops; exact in every dtype), with a NaN planted in float rows when `nan`. */
 function inputs(count: number, nan: boolean): Float32Array {
@@ -28,7 +32,13 @@ function inputs(count: number, nan: boolean): Float32Array {
 }
 
 /** x in `dtype` (f32 data cast on the backend; i32 uploaded as integers) and an out for `op`. */
-function operands(backend: KernelBackend, data: Float32Array, dtype: DType, op: ReduceOp, outputs: number): { x: TensorRef; out: TensorRef } {
+function operands(
+  backend: KernelBackend,
+  data: Float32Array,
+  dtype: DType,
+  op: ReduceOp,
+  outputs: number,
+): { x: TensorRef; out: TensorRef } {
   const count = data.length;
   const upload = (bytes: Uint8Array, shape: number[], type: DType): TensorRef => {
     const buffer = backend.alloc(bytes.byteLength);
@@ -44,7 +54,11 @@ function operands(backend: KernelBackend, data: Float32Array, dtype: DType, op: 
     if (x !== wide) backend.cast(wide, x);
   }
   const outType: DType = op === 'argmax' || op === 'argmin' ? 'i32' : dtype;
-  const out = { buffer: backend.alloc(outputs * (outType === 'f16' || outType === 'bf16' ? 2 : 4)), shape: [outputs], dtype: outType };
+  const out = {
+    buffer: backend.alloc(outputs * (outType === 'f16' || outType === 'bf16' ? 2 : 4)),
+    shape: [outputs],
+    dtype: outType,
+  };
   return { x, out };
 }
 
@@ -55,7 +69,10 @@ async function widen(backend: KernelBackend, out: TensorRef): Promise<number[]> 
     out = wide;
   }
   const bytes = await backend.download(out.buffer);
-  const view = out.dtype === 'i32' ? new Int32Array(bytes.buffer, bytes.byteOffset, out.shape[0]) : new Float32Array(bytes.buffer, bytes.byteOffset, out.shape[0]);
+  const view =
+    out.dtype === 'i32'
+      ? new Int32Array(bytes.buffer, bytes.byteOffset, out.shape[0])
+      : new Float32Array(bytes.buffer, bytes.byteOffset, out.shape[0]);
   return [...view];
 }
 
@@ -77,9 +94,9 @@ describe.skipIf(skipReason !== undefined)(`two-pass reduces${skipReason ? ` (${s
           const actual = operands(metal, data, dtype, op, outer * inner);
           metal.recordDispatches(true);
           metal.reduce(op, actual.x, actual.out, outer, size, inner);
-          expect(metal.takeDispatches().map((dispatch) => dispatch.kernel.replace(/_(f32|f16|bf16|i32)$/, ''))).toEqual([
-            inner === 1 ? 'reduce_rows_partial' : 'reduce_columns_partial', 'reduce_combine',
-          ]);
+          expect(metal.takeDispatches().map((dispatch) => dispatch.kernel.replace(/_(f32|f16|bf16|i32)$/, ''))).toEqual(
+            [inner === 1 ? 'reduce_rows_partial' : 'reduce_columns_partial', 'reduce_combine'],
+          );
           metal.recordDispatches(false);
           const got = await widen(metal, actual.out);
           const want = await widen(cpu, expected.out);

@@ -45,7 +45,12 @@ describe.skipIf(skipReason !== undefined)(`command stream${skipReason ? ` (${ski
     // x is still read by the queued kernels: the new bytes must land after them.
     backend.upload(x.buffer, new Uint8Array(new Float32Array(8).fill(5).buffer), 0);
     backend.unary('square', x, x);
-    expect(backend.takeDispatches().map((dispatch) => dispatch.kernel)).toEqual(['fill_u32', 'unary_f32', 'copy_bytes', 'unary_f32']);
+    expect(backend.takeDispatches().map((dispatch) => dispatch.kernel)).toEqual([
+      'fill_u32',
+      'unary_f32',
+      'copy_bytes',
+      'unary_f32',
+    ]);
     expect(await floats(backend, y)).toEqual(new Array(8).fill(-1));
     expect(await floats(backend, x)).toEqual(new Array(8).fill(25));
     backend.dispose();
@@ -78,7 +83,17 @@ describe.skipIf(skipReason !== undefined)(`command stream${skipReason ? ` (${ski
     const a = f32(backend, [192, 192]);
     const out = f32(backend, [192, 192]);
     backend.fill(a, 0.5);
-    for (let i = 0; i < 4; i++) backend.matmul(a, a, out, { batch: 1, m: 192, n: 192, k: 192, transposeA: false, transposeB: false, batchStrideA: 0, batchStrideB: 0 });
+    for (let i = 0; i < 4; i++)
+      backend.matmul(a, a, out, {
+        batch: 1,
+        m: 192,
+        n: 192,
+        k: 192,
+        transposeA: false,
+        transposeB: false,
+        batchStrideA: 0,
+        batchStrideB: 0,
+      });
     const order: string[] = [];
     const download = backend.download(out.buffer).then((bytes) => {
       order.push('download');

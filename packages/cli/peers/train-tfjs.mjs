@@ -12,10 +12,14 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
-const argument = (name, fallback) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : fallback);
+const argument = (name, fallback) =>
+  process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : fallback;
 
 function loadTfjs() {
-  const roots = [import.meta.url, ...(process.env.KILN_PEERS_DIR ? [path.join(process.env.KILN_PEERS_DIR, 'package.json')] : [])];
+  const roots = [
+    import.meta.url,
+    ...(process.env.KILN_PEERS_DIR ? [path.join(process.env.KILN_PEERS_DIR, 'package.json')] : []),
+  ];
   const failures = [];
   for (const root of roots) {
     try {
@@ -73,8 +77,15 @@ async function main() {
   // Weights are [in, out] here (x·W); the sizes and FLOPs are kiln's.
   const embedding = matrix(vocab, d);
   const blocks = Array.from({ length: layers }, () => ({
-    n1: vector(d), wq: matrix(d, d), wk: matrix(d, d), wv: matrix(d, d), wo: matrix(d, d),
-    n2: vector(d), w1: matrix(d, hidden), w3: matrix(d, hidden), w2: matrix(hidden, d),
+    n1: vector(d),
+    wq: matrix(d, d),
+    wk: matrix(d, d),
+    wv: matrix(d, d),
+    wo: matrix(d, d),
+    n2: vector(d),
+    w1: matrix(d, hidden),
+    w3: matrix(d, hidden),
+    w2: matrix(hidden, d),
   }));
   const finalNorm = vector(d);
   const head = matrix(d, vocab);
@@ -95,9 +106,13 @@ async function main() {
   const mask = tf.tensor2d(maskValues, [ctx, ctx]);
 
   const rmsNorm = (x, weight) => tf.mul(tf.mul(x, tf.rsqrt(tf.add(tf.mean(tf.square(x), -1, true), eps))), weight);
-  const split = (x) => tf.reshape(tf.transpose(tf.reshape(x, [batch, ctx, heads, hd]), [0, 2, 1, 3]), [batch * heads, ctx, hd]);
+  const split = (x) =>
+    tf.reshape(tf.transpose(tf.reshape(x, [batch, ctx, heads, hd]), [0, 2, 1, 3]), [batch * heads, ctx, hd]);
   const rope = (x) => {
-    const rotated = tf.concat([tf.neg(tf.slice(x, [0, 0, half], [-1, -1, half])), tf.slice(x, [0, 0, 0], [-1, -1, half])], 2);
+    const rotated = tf.concat(
+      [tf.neg(tf.slice(x, [0, 0, half], [-1, -1, half])), tf.slice(x, [0, 0, 0], [-1, -1, half])],
+      2,
+    );
     return tf.add(tf.mul(x, cos), tf.mul(rotated, sin));
   };
   const lossOf = (ids, targets) => {
@@ -108,7 +123,10 @@ async function main() {
       const k = rope(split(tf.matMul(h, block.wk)));
       const v = split(tf.matMul(h, block.wv));
       const probabilities = tf.softmax(tf.add(tf.mul(tf.matMul(q, k, false, true), 1 / Math.sqrt(hd)), mask));
-      const y = tf.reshape(tf.transpose(tf.reshape(tf.matMul(probabilities, v), [batch, heads, ctx, hd]), [0, 2, 1, 3]), [tokens, d]);
+      const y = tf.reshape(
+        tf.transpose(tf.reshape(tf.matMul(probabilities, v), [batch, heads, ctx, hd]), [0, 2, 1, 3]),
+        [tokens, d],
+      );
       x = tf.add(x, tf.matMul(y, block.wo));
       const h2 = rmsNorm(x, block.n2);
       const gate = tf.matMul(h2, block.w1);
@@ -121,7 +139,7 @@ async function main() {
   const lr = 3e-4;
   const optimizer = tf.train.adam(lr, 0.9, 0.95, 1e-8);
   const batchAt = (step) => {
-    let state = (step + 1) * 2654435761 >>> 0;
+    let state = ((step + 1) * 2654435761) >>> 0;
     const window = Int32Array.from({ length: batch * (ctx + 1) }, () => {
       state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
       return state % vocab;
@@ -157,13 +175,23 @@ async function main() {
   times.sort((a, b) => a - b);
   const middle = times.length >> 1;
   const median = times.length % 2 === 1 ? times[middle] : (times[middle - 1] + times[middle]) / 2;
-  console.log(JSON.stringify({
-    name: config.name, tfjs: tf.version_core, backend: tf.getBackend(), msPerStep: median, minMsPerStep: times[0],
-    tokensPerSecond: tokens / (median / 1000), loss,
-  }));
+  console.log(
+    JSON.stringify({
+      name: config.name,
+      tfjs: tf.version_core,
+      backend: tf.getBackend(),
+      msPerStep: median,
+      minMsPerStep: times[0],
+      tokensPerSecond: tokens / (median / 1000),
+      loss,
+    }),
+  );
 }
 
-main().then(() => process.exit(0), (error) => {
-  console.error(error?.stack ?? String(error));
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error?.stack ?? String(error));
+    process.exit(1);
+  },
+);

@@ -9,7 +9,9 @@ import { collectCorpus, findRepositoryRoot } from './collect-corpus.mjs';
 const packageDirectory = fileURLToPath(new URL('..', import.meta.url));
 const root = findRepositoryRoot(packageDirectory);
 if (root === undefined) {
-  console.error(`embed-corpus: no pnpm-workspace.yaml above ${packageDirectory}; run the build inside the kiln repository.`);
+  console.error(
+    `embed-corpus: no pnpm-workspace.yaml above ${packageDirectory}; run the build inside the kiln repository.`,
+  );
   process.exit(1);
 }
 const { text, files } = collectCorpus(root);

@@ -24,7 +24,7 @@ export function backendFix(name: string, reason: string | undefined): BackendFix
   if (/No NVIDIA driver was found/.test(text)) {
     return {
       diagnosis: `no NVIDIA driver${code}`,
-      fix: 'Install the NVIDIA driver r580 or newer (kiln\'s CUDA backend uses CUDA 13); in a container, run with the NVIDIA container toolkit (--gpus all).',
+      fix: "Install the NVIDIA driver r580 or newer (kiln's CUDA backend uses CUDA 13); in a container, run with the NVIDIA container toolkit (--gpus all).",
     };
   }
   if (driverCuda !== undefined) {
@@ -34,13 +34,18 @@ export function backendFix(name: string, reason: string | undefined): BackendFix
     };
   }
   if (/no CUDA device/.test(text)) {
-    return { diagnosis: `no CUDA device${code}`, fix: 'Check `nvidia-smi` and CUDA_VISIBLE_DEVICES (a wrong or empty list hides every GPU).' };
+    return {
+      diagnosis: `no CUDA device${code}`,
+      fix: 'Check `nvidia-smi` and CUDA_VISIBLE_DEVICES (a wrong or empty list hides every GPU).',
+    };
   }
   if (/not built or not loadable/.test(text)) {
     return {
       diagnosis: 'its native addon is not installed or not built',
-      fix: 'Install the prebuilt binary (`npm install @kiln/backend-cuda-linux-x64` at the version of @kiln/backend-cuda; do not install with --omit=optional), ' +
-        'or build it with `npx kiln-build-cuda` (needs the CUDA 13 toolkit). The reason lists every attempt: ' + text,
+      fix:
+        'Install the prebuilt binary (`npm install @kiln/backend-cuda-linux-x64` at the version of @kiln/backend-cuda; do not install with --omit=optional), ' +
+        'or build it with `npx kiln-build-cuda` (needs the CUDA 13 toolkit). The reason lists every attempt: ' +
+        text,
     };
   }
   return { diagnosis: firstSentence(text), fix: text };
@@ -49,16 +54,22 @@ export function backendFix(name: string, reason: string | undefined): BackendFix
 /** The Metal backend's probe reasons (packages/backend-metal/src/probe.ts). */
 function metalFix(text: string): BackendFix {
   if (/^Metal is only available on macOS/.test(text)) {
-    return { diagnosis: 'Metal needs macOS', fix: 'Nothing to fix on this machine: kiln uses the CPU here (or CUDA with an NVIDIA GPU). On a Mac, `npm install @kiln/backend-metal` is all it takes.' };
+    return {
+      diagnosis: 'Metal needs macOS',
+      fix: 'Nothing to fix on this machine: kiln uses the CPU here (or CUDA with an NVIDIA GPU). On a Mac, `npm install @kiln/backend-metal` is all it takes.',
+    };
   }
   if (/^Metal addon not built or not loadable/.test(text)) {
     return {
       diagnosis: 'its native addon is not installed or not built',
-      fix: 'Install the prebuilt binary (`npm install @kiln/backend-metal-darwin-arm64` at the version of @kiln/backend-metal; do not install with --omit=optional), ' +
-        'or build it with `npx kiln-build-metal` (needs the Xcode command line tools). The reason lists every attempt: ' + text,
+      fix:
+        'Install the prebuilt binary (`npm install @kiln/backend-metal-darwin-arm64` at the version of @kiln/backend-metal; do not install with --omit=optional), ' +
+        'or build it with `npx kiln-build-metal` (needs the Xcode command line tools). The reason lists every attempt: ' +
+        text,
     };
   }
-  if (/is too old: kiln's Metal backend needs macOS/.test(text)) return { diagnosis: 'macOS is too old for Metal 3', fix: text };
+  if (/is too old: kiln's Metal backend needs macOS/.test(text))
+    return { diagnosis: 'macOS is too old for Metal 3', fix: text };
   if (/^No Metal GPU was found/.test(text)) return { diagnosis: 'no Metal GPU', fix: text };
   return { diagnosis: firstSentence(text), fix: text };
 }
@@ -66,8 +77,10 @@ function metalFix(text: string): BackendFix {
 /** The cuBLAS advice for a CUDA backend whose matmul path (its `matmulPath` line) is kiln's own kernels. */
 export function cublasAdvice(matmulPath: string): string | undefined {
   if (!matmulPath.startsWith('kiln kernels') || /matmul: 'kiln'/.test(matmulPath)) return undefined;
-  return 'Optional: with cuBLAS (CUDA 13) matmuls are faster — install it (`pip install nvidia-cublas` or the CUDA toolkit) ' +
-    'and set KILN_CUBLAS_PATH to the directory holding libcublas.so.13.';
+  return (
+    'Optional: with cuBLAS (CUDA 13) matmuls are faster — install it (`pip install nvidia-cublas` or the CUDA toolkit) ' +
+    'and set KILN_CUBLAS_PATH to the directory holding libcublas.so.13.'
+  );
 }
 
 function firstSentence(text: string): string {

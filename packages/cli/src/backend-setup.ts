@@ -59,7 +59,13 @@ export function trainBackendRequest(
 ): BackendRequest {
   const allowed = flags.allowDeviceFallback === true || device.allowDeviceFallback || environmentAllowsFallback(env);
   const requestedBy = flags.device !== undefined ? '--device' : `device.device in ${flags.config ?? 'the config'}`;
-  return { device: device.device, allowDeviceFallback: allowed, dtypeFallback: device.fallback, requestedBy, fallbackAdvice: TRAIN_FALLBACK_ADVICE };
+  return {
+    device: device.device,
+    allowDeviceFallback: allowed,
+    dtypeFallback: device.fallback,
+    requestedBy,
+    fallbackAdvice: TRAIN_FALLBACK_ADVICE,
+  };
 }
 
 /** KILN_ALLOW_DEVICE_FALLBACK: '1'/'true' allow, ''/'0'/'false' do not; anything else is refused by name. */
@@ -67,9 +73,12 @@ export function environmentAllowsFallback(env: NodeJS.ProcessEnv): boolean {
   const value = env[ALLOW_DEVICE_FALLBACK_VARIABLE]?.trim().toLowerCase();
   if (value === undefined || value === '' || value === '0' || value === 'false') return false;
   if (value === '1' || value === 'true') return true;
-  throw new InvalidArgumentError(`${ALLOW_DEVICE_FALLBACK_VARIABLE}=${JSON.stringify(env[ALLOW_DEVICE_FALLBACK_VARIABLE])} is not a switch`, {
-    hint: `Set ${ALLOW_DEVICE_FALLBACK_VARIABLE}=1 to allow falling back to the best available backend, or unset it.`,
-  });
+  throw new InvalidArgumentError(
+    `${ALLOW_DEVICE_FALLBACK_VARIABLE}=${JSON.stringify(env[ALLOW_DEVICE_FALLBACK_VARIABLE])} is not a switch`,
+    {
+      hint: `Set ${ALLOW_DEVICE_FALLBACK_VARIABLE}=1 to allow falling back to the best available backend, or unset it.`,
+    },
+  );
 }
 
 /** Registers the embedded CPU backend, then discovers installed ones (memoized). Never throws. */

@@ -14,7 +14,9 @@ export interface CliContext {
 /** The @kiln/cli version (from its package.json). */
 export function cliVersion(): string {
   try {
-    const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string };
+    const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+      version?: string;
+    };
     return manifest.version ?? '0.0.0';
   } catch {
     return '0.0.0';
@@ -34,7 +36,8 @@ export function integerArgument(minimum: number): (value: string) => number {
 
 /** Commander argument parser of --cuda-graph: 'auto' or 'off', anything else refused by name. */
 export function cudaGraphArgument(value: string): string {
-  if (value !== 'auto' && value !== 'off') throw new CommanderArgumentError(`expected 'auto' or 'off', got '${value}'.`);
+  if (value !== 'auto' && value !== 'off')
+    throw new CommanderArgumentError(`expected 'auto' or 'off', got '${value}'.`);
   return value;
 }
 

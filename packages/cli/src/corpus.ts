@@ -30,9 +30,12 @@ export async function loadEmbeddedCorpus(): Promise<Corpus> {
   const root = findRepositoryRoot(fileURLToPath(new URL('.', import.meta.url)));
   const collected = root === undefined ? undefined : collectCorpus(root);
   if (collected === undefined || collected.files.length === 0) {
-    throw new DataError(`The embedded corpus ${fileURLToPath(embedded)} is missing and no kiln repository is around to collect it from`, {
-      hint: 'Rebuild @kiln/cli (`pnpm --filter @kiln/cli build`), or pass --data <path> or --sequences <file.json>.',
-    });
+    throw new DataError(
+      `The embedded corpus ${fileURLToPath(embedded)} is missing and no kiln repository is around to collect it from`,
+      {
+        hint: 'Rebuild @kiln/cli (`pnpm --filter @kiln/cli build`), or pass --data <path> or --sequences <file.json>.',
+      },
+    );
   }
   cached = { text: collected.text, description: `kiln sources and docs collected from ${root}` };
   return cached;

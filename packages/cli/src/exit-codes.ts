@@ -32,7 +32,8 @@ export function markUsageError<T>(error: T): T {
 /** The exit code an error maps to. */
 export function exitCodeFor(error: unknown): number {
   if (error instanceof CommanderError) return error.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
-  if (typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[USAGE_MARKER] === true) return ExitCode.usage;
+  if (typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[USAGE_MARKER] === true)
+    return ExitCode.usage;
   if (KilnError.isInstance(error) && USAGE_CODES.has(error.code)) return ExitCode.usage;
   return ExitCode.failure;
 }

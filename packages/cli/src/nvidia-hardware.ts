@@ -45,8 +45,14 @@ export function findNvidiaGpu(files: HardwareFiles = machineFiles): string | und
   if (node !== undefined) return `/dev/${node}`;
   const devices = '/sys/bus/pci/devices';
   for (const address of files.list(devices)) {
-    const vendor = files.read(join(devices, address, 'vendor'))?.trim().toLowerCase();
-    const deviceClass = files.read(join(devices, address, 'class'))?.trim().toLowerCase();
+    const vendor = files
+      .read(join(devices, address, 'vendor'))
+      ?.trim()
+      .toLowerCase();
+    const deviceClass = files
+      .read(join(devices, address, 'class'))
+      ?.trim()
+      .toLowerCase();
     if (vendor === NVIDIA_VENDOR && deviceClass?.startsWith('0x03') === true) return `PCI device ${address}`;
   }
   return undefined;

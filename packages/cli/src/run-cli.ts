@@ -51,10 +51,13 @@ export function createProgram(context: CliContext, streams: CliStreams = context
   defineTokenizeCommand(program, context);
   defineEvalCommand(program, context);
   defineExportCommand(program, context);
-  program.addHelpText('after', [
-    '',
-    'Exit codes: 0 ok, 1 failure, 2 bad usage, config or data, 130 interrupted (after a checkpoint).',
-    'Start with `kiln info`, then `kiln train` (the default model on kiln\'s own sources).',
-  ].join('\n'));
+  program.addHelpText(
+    'after',
+    [
+      '',
+      'Exit codes: 0 ok, 1 failure, 2 bad usage, config or data, 130 interrupted (after a checkpoint).',
+      "Start with `kiln info`, then `kiln train` (the default model on kiln's own sources).",
+    ].join('\n'),
+  );
   return program;
 }

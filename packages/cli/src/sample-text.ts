@@ -10,7 +10,10 @@ const BYTE_VOCABULARY = 256;
 export const SAMPLE_PROMPT = 'export function ';
 
 /** Generates from the model in `directory`, trained on byte-level text, on the default backend and returns the new text (ids past the 256 bytes of a larger fine-tuned vocabulary are never sampled). */
-export async function sampleText(directory: string, options: { prompt: string; maxTokens: number; temperature: number; seed: number }): Promise<string> {
+export async function sampleText(
+  directory: string,
+  options: { prompt: string; maxTokens: number; temperature: number; seed: number },
+): Promise<string> {
   const { model } = await loadModelFrom(directory, getBackend());
   try {
     const stream = new TokenTextStream(BYTE_VOCABULARY);

@@ -8,7 +8,14 @@ import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, afterAll, describe, expect, it } from 'vitest';
 import { parseSafetensors, serializeSafetensors } from '@kiln/core';
-import { removeTemporaryDirectories, requireBuild, runKiln, temporaryDirectory, writeTinyConfig, writeTrainingText } from './kiln-process.js';
+import {
+  removeTemporaryDirectories,
+  requireBuild,
+  runKiln,
+  temporaryDirectory,
+  writeTinyConfig,
+  writeTrainingText,
+} from './kiln-process.js';
 
 let directory: string;
 let dataPath: string;
@@ -21,7 +28,8 @@ beforeAll(async () => {
   const config = writeTinyConfig(directory, { dataPath, outputDir: join(directory, 'run'), steps: 2, interval: 0 });
   const run = await runKiln(['train', '--config', config, '--json']);
   expect(run.code, run.stderr).toBe(0);
-  checkpoint = (JSON.parse(run.stdout.trim().split('\n').at(-1) as string) as { checkpointPath: string }).checkpointPath;
+  checkpoint = (JSON.parse(run.stdout.trim().split('\n').at(-1) as string) as { checkpointPath: string })
+    .checkpointPath;
 }, 120_000);
 afterAll(removeTemporaryDirectories);
 
@@ -44,19 +52,31 @@ describe('a damaged model', () => {
     const model = damagedModel('nan', 101, 5, Number.NaN);
     const run = await runKiln(['eval', '--checkpoint', model, '--data', dataPath, '--allow-non-finite']);
     expect(run.code, run.stderr).toBe(1);
-    expect(run.stderr).toContain(`error: The evaluation loss of ${model} is NaN: the first non-finite weight is lm_head.weight[101, 5] = NaN`);
+    expect(run.stderr).toContain(
+      `error: The evaluation loss of ${model} is NaN: the first non-finite weight is lm_head.weight[101, 5] = NaN`,
+    );
   });
 
   it('kiln generate: an extreme weight is named at load', async () => {
     const model = damagedModel('extreme', 101, 5, -1.2e37);
     const run = await runKiln(['generate', '--checkpoint', model, '--max-tokens', '4', '--prompt', 'ab']);
-    expect(run.stderr).toContain(`note: ${model} holds extreme weights: lm_head.weight[101, 5] = -1.20e+37 (1 value beyond ±10000)`);
+    expect(run.stderr).toContain(
+      `note: ${model} holds extreme weights: lm_head.weight[101, 5] = -1.20e+37 (1 value beyond ±10000)`,
+    );
   });
 });
 
 describe('a prompt longer than the context', () => {
   it('is said to be cut to its last contextLength tokens, once', async () => {
-    const run = await runKiln(['generate', '--checkpoint', checkpoint, '--max-tokens', '4', '--prompt', 'x'.repeat(100)]);
+    const run = await runKiln([
+      'generate',
+      '--checkpoint',
+      checkpoint,
+      '--max-tokens',
+      '4',
+      '--prompt',
+      'x'.repeat(100),
+    ]);
     expect(run.code, run.stderr).toBe(0);
     const notes = run.stderr.split('\n').filter((line) => line.includes('the prompt is'));
     expect(notes).toEqual([

@@ -1,7 +1,14 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { removeTemporaryDirectories, requireBuild, runKiln, temporaryDirectory, writeTinyConfig, writeTrainingText } from './kiln-process.js';
+import {
+  removeTemporaryDirectories,
+  requireBuild,
+  runKiln,
+  temporaryDirectory,
+  writeTinyConfig,
+  writeTrainingText,
+} from './kiln-process.js';
 
 beforeAll(requireBuild);
 afterAll(removeTemporaryDirectories);
@@ -34,7 +41,15 @@ describe('bad config and data exit 2 with the path and a suggestion', () => {
 
   it('names the bad record of a sequences file by index', async () => {
     const sequences = join(directory, 'token_sequences.json');
-    writeFileSync(sequences, JSON.stringify([[1, 2, 3, 4], [5, 6, 7, 8], [9, 300, 11, 12], [1, 2, 3, 4]]));
+    writeFileSync(
+      sequences,
+      JSON.stringify([
+        [1, 2, 3, 4],
+        [5, 6, 7, 8],
+        [9, 300, 11, 12],
+        [1, 2, 3, 4],
+      ]),
+    );
     const config = writeTinyConfig(directory, { dataPath, outputDir: join(directory, 'run-bad-data') });
     const run = await runKiln(['train', '--config', config, '--sequences', sequences, '--steps', '1']);
     expect(run.code).toBe(2);
@@ -47,7 +62,15 @@ describe('bad config and data exit 2 with the path and a suggestion', () => {
     const both = await runKiln(['train', '--steps', '2', '--epochs', '1']);
     expect(both.code).toBe(2);
     expect(both.stderr).toContain('--steps and --epochs');
-    const missing = await runKiln(['train', '--data', join(directory, 'absent.txt'), '--steps', '1', '--output', join(directory, 'run-missing')]);
+    const missing = await runKiln([
+      'train',
+      '--data',
+      join(directory, 'absent.txt'),
+      '--steps',
+      '1',
+      '--output',
+      join(directory, 'run-missing'),
+    ]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('absent.txt');
   });
@@ -56,7 +79,9 @@ describe('bad config and data exit 2 with the path and a suggestion', () => {
     for (const command of ['train', 'bench']) {
       const run = await runKiln([command, '--cuda-graph', 'always']);
       expect(run.code).toBe(2);
-      expect(run.stderr).toContain("option '--cuda-graph <mode>' argument 'always' is invalid. expected 'auto' or 'off', got 'always'.");
+      expect(run.stderr).toContain(
+        "option '--cuda-graph <mode>' argument 'always' is invalid. expected 'auto' or 'off', got 'always'.",
+      );
     }
   });
 });

@@ -19,28 +19,61 @@ const generateArgs = ['--prompt', 'def main', '--max-tokens', '6', '--temperatur
 
 /** GPT-2's byte → printable character table. */
 function byteSymbols(): string[] {
-  const printable = [...Array.from({ length: 94 }, (_, index) => 33 + index), ...Array.from({ length: 12 }, (_, index) => 161 + index), ...Array.from({ length: 82 }, (_, index) => 174 + index)];
+  const printable = [
+    ...Array.from({ length: 94 }, (_, index) => 33 + index),
+    ...Array.from({ length: 12 }, (_, index) => 161 + index),
+    ...Array.from({ length: 82 }, (_, index) => 174 + index),
+  ];
   const symbols: string[] = [];
   let extra = 0;
-  for (let byte = 0; byte < 256; byte++) symbols[byte] = String.fromCodePoint(printable.includes(byte) ? byte : 256 + extra++);
+  for (let byte = 0; byte < 256; byte++)
+    symbols[byte] = String.fromCodePoint(printable.includes(byte) ? byte : 256 + extra++);
   return symbols;
 }
 
 function writeByteTokenizer(target: string): void {
   const vocab: Record<string, number> = {};
-  byteSymbols().forEach((symbol, id) => { vocab[symbol] = id; });
+  byteSymbols().forEach((symbol, id) => {
+    vocab[symbol] = id;
+  });
   vocab['<|endoftext|>'] = 256;
   const tokenizer = {
-    version: '1.0', truncation: null, padding: null,
-    added_tokens: [{ id: 256, content: '<|endoftext|>', single_word: false, lstrip: false, rstrip: false, normalized: true, special: true }],
+    version: '1.0',
+    truncation: null,
+    padding: null,
+    added_tokens: [
+      {
+        id: 256,
+        content: '<|endoftext|>',
+        single_word: false,
+        lstrip: false,
+        rstrip: false,
+        normalized: true,
+        special: true,
+      },
+    ],
     normalizer: null,
     pre_tokenizer: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
     post_processor: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: false, use_regex: true },
     decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
-    model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: '', end_of_word_suffix: '', fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges: [] },
+    model: {
+      type: 'BPE',
+      dropout: null,
+      unk_token: null,
+      continuing_subword_prefix: '',
+      end_of_word_suffix: '',
+      fuse_unk: false,
+      byte_fallback: false,
+      ignore_merges: false,
+      vocab,
+      merges: [],
+    },
   };
   writeFileSync(join(target, 'tokenizer.json'), JSON.stringify(tokenizer));
-  writeFileSync(join(target, 'tokenizer_config.json'), JSON.stringify({ eos_token: '<|endoftext|>', bos_token: '<|endoftext|>' }));
+  writeFileSync(
+    join(target, 'tokenizer_config.json'),
+    JSON.stringify({ eos_token: '<|endoftext|>', bos_token: '<|endoftext|>' }),
+  );
 }
 
 afterAll(removeTemporaryDirectories);
@@ -61,8 +94,14 @@ describe('kiln generate and export with Hugging Face models', () => {
     const merged = join(directory, 'merged');
     const exported = await runKiln(['export', '--model', model, '--adapter', adapter, '--merge', '--output', merged]);
     expect(exported.code, exported.stderr).toBe(0);
-    expect(exported.stdout).toMatch(/wrote .*merged \(LlamaForCausalLM, adapter .* merged; copied tokenizer\.json, tokenizer_config\.json, generation_config\.json\)/);
-    expect(JSON.parse(readFileSync(join(merged, 'config.json'), 'utf8'))).toMatchObject({ model_type: 'llama', architectures: ['LlamaForCausalLM'], eos_token_id: 2 });
+    expect(exported.stdout).toMatch(
+      /wrote .*merged \(LlamaForCausalLM, adapter .* merged; copied tokenizer\.json, tokenizer_config\.json, generation_config\.json\)/,
+    );
+    expect(JSON.parse(readFileSync(join(merged, 'config.json'), 'utf8'))).toMatchObject({
+      model_type: 'llama',
+      architectures: ['LlamaForCausalLM'],
+      eos_token_id: 2,
+    });
     expect(existsSync(join(merged, 'tokenizer.json'))).toBe(true);
     const fromMerged = await runKiln(['generate', '--model', merged, ...generateArgs]);
     expect(fromMerged.code, fromMerged.stderr).toBe(0);
@@ -73,9 +112,18 @@ describe('kiln generate and export with Hugging Face models', () => {
     const noMerge = await runKiln(['export', '--model', model, '--adapter', adapter, '--output', join(directory, 'x')]);
     expect(noMerge.code).toBe(2);
     expect(noMerge.stderr).toMatch(/llama-gqa-lora is a LoRA adapter and --merge was not given/);
-    const big = await runKiln(['generate', '--model', model, '--tokenizer', join(FIXTURES, 'tokenizers', 'gpt2-tokenizer.json'), ...generateArgs]);
+    const big = await runKiln([
+      'generate',
+      '--model',
+      model,
+      '--tokenizer',
+      join(FIXTURES, 'tokenizers', 'gpt2-tokenizer.json'),
+      ...generateArgs,
+    ]);
     expect(big.code).toBe(2);
-    expect(big.stderr).toMatch(/the tokenizer .*gpt2-tokenizer\.json has 50257 ids but the model .*config\.json has vocab_size 320/);
+    expect(big.stderr).toMatch(
+      /the tokenizer .*gpt2-tokenizer\.json has 50257 ids but the model .*config\.json has vocab_size 320/,
+    );
     const bare = await runKiln(['generate', '--model', join(FIXTURES, 'gpt2'), ...generateArgs]);
     expect(bare.code).toBe(2);
     expect(bare.stderr).toMatch(/has no tokenizer\.json, and this gpt2 model needs its tokenizer/);

@@ -12,7 +12,8 @@ describe('kiln info', () => {
     expect(report.platform).toEqual({ os: process.platform, arch: process.arch, node: process.versions.node });
     expect(report.selected).toBe('cpu');
     const backends = report.backends as Array<Record<string, unknown>>;
-    for (const backend of backends) expect(Object.keys(backend)).toEqual(['name', 'available', 'reason', 'priority', 'devices']);
+    for (const backend of backends)
+      expect(Object.keys(backend)).toEqual(['name', 'available', 'reason', 'priority', 'devices']);
     const cpu = backends.find((backend) => backend.name === 'cpu');
     expect(cpu).toMatchObject({ available: true, priority: 100 });
     expect(cpu?.reason).toMatch(/^chosen/);

@@ -26,7 +26,9 @@ describe('device requests', () => {
     const run = await runKiln(['train', '--steps', '5', '--device', 'gpu']);
     expect(run.code).toBe(2);
     expect(firstLine(run.stderr)).toBe(`error: Backend 'gpu' requested by --device ("gpu") is not installed`);
-    expect(run.stderr).toMatch(/^ {2}hint: Choose one of: cuda, metal, cpu \(installed: [a-z, ]*cpu[a-z, ]*\)\. 'gpu' is not a backend name: use 'cuda' for an NVIDIA GPU, 'metal' for an Apple GPU\./m);
+    expect(run.stderr).toMatch(
+      /^ {2}hint: Choose one of: cuda, metal, cpu \(installed: [a-z, ]*cpu[a-z, ]*\)\. 'gpu' is not a backend name: use 'cuda' for an NVIDIA GPU, 'metal' for an Apple GPU\./m,
+    );
     expect(run.stderr).not.toMatch(/backend-gpu/);
   });
 
@@ -41,7 +43,9 @@ describe('device requests', () => {
     const train = await runKiln(['train', '--steps', '1', '--device', 'metal']);
     expect(train.code).toBe(1);
     expect(firstLine(train.stderr)).toBe(`error: Backend 'metal' requested by --device ("metal") cannot be used`);
-    expect(train.stderr).toMatch(/hint: .*Or pass --allow-device-fallback \(or set KILN_ALLOW_DEVICE_FALLBACK=1, or device\.allowDeviceFallback: true in the config\) to use the best available backend instead\./);
+    expect(train.stderr).toMatch(
+      /hint: .*Or pass --allow-device-fallback \(or set KILN_ALLOW_DEVICE_FALLBACK=1, or device\.allowDeviceFallback: true in the config\) to use the best available backend instead\./,
+    );
     const generate = await runKiln(['generate', '--checkpoint', directory, '--device', 'metal']);
     expect(generate.code).toBe(1);
     expect(firstLine(generate.stderr)).toBe(`error: Backend 'metal' requested by --device ("metal") cannot be used`);
@@ -50,19 +54,36 @@ describe('device requests', () => {
 
   linuxOnly('falls back with the flag or the variable, warning on stderr where the request came from', async () => {
     const output = join(directory, 'fallback');
-    const withFlag = await runKiln(['train', '--steps', '1', '--device', 'metal', '--allow-device-fallback', '--output', output]);
+    const withFlag = await runKiln([
+      'train',
+      '--steps',
+      '1',
+      '--device',
+      'metal',
+      '--allow-device-fallback',
+      '--output',
+      output,
+    ]);
     expect(withFlag.code, withFlag.stderr).toBe(0);
-    expect(firstLine(withFlag.stderr)).toMatch(/^warning: --device \("metal"\) asked for 'metal', which cannot be used \(unavailable: Metal is only available on macOS/);
+    expect(firstLine(withFlag.stderr)).toMatch(
+      /^warning: --device \("metal"\) asked for 'metal', which cannot be used \(unavailable: Metal is only available on macOS/,
+    );
     expect(withFlag.stdout).not.toMatch(/warning/);
     expect(firstLine(withFlag.stdout)).toMatch(/^backend: cpu .* after 'metal' failed \(fallback allowed\)$/);
 
     const config = join(directory, 'metal.yaml');
     writeFileSync(config, 'device:\n  device: metal\nschedule:\n  steps: 1\n');
-    const fromFile = await runKiln(['train', '--config', config, '--output', `${output}-file`], { env: { KILN_ALLOW_DEVICE_FALLBACK: '1' } });
+    const fromFile = await runKiln(['train', '--config', config, '--output', `${output}-file`], {
+      env: { KILN_ALLOW_DEVICE_FALLBACK: '1' },
+    });
     expect(fromFile.code, fromFile.stderr).toBe(0);
-    expect(firstLine(fromFile.stderr)).toMatch(new RegExp(`^warning: device\\.device in ${config.replace(/[.\\/]/g, '\\$&')} \\("metal"\\) asked for 'metal'`));
+    expect(firstLine(fromFile.stderr)).toMatch(
+      new RegExp(`^warning: device\\.device in ${config.replace(/[.\\/]/g, '\\$&')} \\("metal"\\) asked for 'metal'`),
+    );
 
-    const badSwitch = await runKiln(['train', '--steps', '1', '--device', 'metal'], { env: { KILN_ALLOW_DEVICE_FALLBACK: 'yes' } });
+    const badSwitch = await runKiln(['train', '--steps', '1', '--device', 'metal'], {
+      env: { KILN_ALLOW_DEVICE_FALLBACK: 'yes' },
+    });
     expect(badSwitch.code).toBe(2);
     expect(firstLine(badSwitch.stderr)).toBe('error: KILN_ALLOW_DEVICE_FALLBACK="yes" is not a switch');
   });
@@ -74,12 +95,14 @@ describe('the warmup note', () => {
     expect(run.stdout + run.stderr).not.toMatch(/warmup/);
   });
 
-  it('notes on stderr when --steps shortens the config file\'s own warmup', async () => {
+  it("notes on stderr when --steps shortens the config file's own warmup", async () => {
     const config = join(directory, 'warmup.yaml');
     writeFileSync(config, 'schedule:\n  warmupSteps: 40\n');
     const run = await runKiln(['train', '--config', config, '--steps', '30', '--device', 'gpu']);
     expect(run.code).toBe(2);
-    expect(firstLine(run.stderr)).toBe(`note: schedule.warmupSteps 40 (from ${config}) is more than --steps 30; warming up for 3 steps instead (a tenth of the steps)`);
+    expect(firstLine(run.stderr)).toBe(
+      `note: schedule.warmupSteps 40 (from ${config}) is more than --steps 30; warming up for 3 steps instead (a tenth of the steps)`,
+    );
   });
 });
 
@@ -102,23 +125,46 @@ describe('kiln info with a request that cannot be met', () => {
     expect(firstLine(run.stderr)).toBe(`error: Backend 'cuda' requested by KILN_DEVICE ("cuda:99") cannot be used`);
     const json = await runKiln(['info', '--json'], { env: { KILN_DEVICE: 'cuda:99' } });
     expect(json.code).toBe(1);
-    const report = JSON.parse(json.stdout) as { selected: string | null; backends: Array<{ name: string; reason: string }> };
+    const report = JSON.parse(json.stdout) as {
+      selected: string | null;
+      backends: Array<{ name: string; reason: string }>;
+    };
     expect(report.selected).toBeNull();
-    expect(report.backends.find((backend) => backend.name === 'cuda')?.reason).toMatch(/^requested by KILN_DEVICE \("cuda:99"\)/);
+    expect(report.backends.find((backend) => backend.name === 'cuda')?.reason).toMatch(
+      /^requested by KILN_DEVICE \("cuda:99"\)/,
+    );
   });
 });
 
 describe('kiln bench', () => {
   it('says bench chose the backend when no --device was given', async () => {
-    const run = await runKiln(['bench', '--model', 'tiny', '--steps', '1', '--warmup', '0', '--cpu-threads', '1', '--no-kernels', '--no-generation', '--peers', 'none']);
+    const run = await runKiln([
+      'bench',
+      '--model',
+      'tiny',
+      '--steps',
+      '1',
+      '--warmup',
+      '0',
+      '--cpu-threads',
+      '1',
+      '--no-kernels',
+      '--no-generation',
+      '--peers',
+      'none',
+    ]);
     expect(run.code, run.stderr).toBe(0);
-    expect(firstLine(run.stdout)).toMatch(/^backend: cpu .* — chosen: requested by the list of available backends kiln bench measures \("cpu"\)$/);
+    expect(firstLine(run.stdout)).toMatch(
+      /^backend: cpu .* — chosen: requested by the list of available backends kiln bench measures \("cpu"\)$/,
+    );
     expect(run.stdout).not.toMatch(/device argument/);
   });
 
   it('tells an npm user how to install the TF.js peer', () => {
     const command = peerInstallCommand('tfjs-wasm');
-    expect(command).toMatch(/^mkdir kiln-peers && cd kiln-peers && npm install @tensorflow\/tfjs@4\.22\.0 @tensorflow\/tfjs-backend-wasm@4\.22\.0, then run kiln bench with KILN_PEERS_DIR=/);
+    expect(command).toMatch(
+      /^mkdir kiln-peers && cd kiln-peers && npm install @tensorflow\/tfjs@4\.22\.0 @tensorflow\/tfjs-backend-wasm@4\.22\.0, then run kiln bench with KILN_PEERS_DIR=/,
+    );
     expect(command).not.toMatch(/pnpm|dev dependency/);
   });
 });
@@ -127,7 +173,9 @@ describe('kiln doctor', () => {
   linuxOnly('with KILN_DEVICE naming a backend that cannot be used, says to unset it', async () => {
     const run = await runKiln(['doctor'], { env: { KILN_DEVICE: 'metal' } });
     expect(run.code).toBe(1);
-    expect(run.stdout).toMatch(/^✗ KILN_DEVICE=metal asks for a backend that cannot be used: Backend 'metal' requested by KILN_DEVICE \("metal"\) cannot be used\n {4}fix: `unset KILN_DEVICE` \(kiln then picks the best available backend\), or set it to a backend marked ✓ above\.$/m);
+    expect(run.stdout).toMatch(
+      /^✗ KILN_DEVICE=metal asks for a backend that cannot be used: Backend 'metal' requested by KILN_DEVICE \("metal"\) cannot be used\n {4}fix: `unset KILN_DEVICE` \(kiln then picks the best available backend\), or set it to a backend marked ✓ above\.$/m,
+    );
     expect(run.stdout).not.toMatch(/Reinstall @kiln\/cli/);
     const fine = await runKiln(['doctor'], { env: { KILN_DEVICE: 'cpu' } });
     expect(fine.code).toBe(0);
@@ -136,7 +184,7 @@ describe('kiln doctor', () => {
 });
 
 describe('kiln info on the CPU', () => {
-  it('calls the CPU backend\'s memory the machine\'s RAM and says kiln turned relaxed SIMD on (not an instruction)', async () => {
+  it("calls the CPU backend's memory the machine's RAM and says kiln turned relaxed SIMD on (not an instruction)", async () => {
     const run = await runKiln(['info']);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toMatch(/^ {6}cpu: .+, \d+(\.\d+)? [KMGT]i?B RAM$/m);
@@ -151,8 +199,13 @@ describe('the loss on the console and in metrics.jsonl', () => {
     const output = join(directory, 'loss');
     const run = await runKiln(['train', '--steps', '20', '--output', output]);
     expect(run.code, run.stderr).toBe(0);
-    const records = readFileSync(join(output, 'metrics.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { step: number; loss: number });
-    const printed = [...run.stdout.matchAll(/^step (\d+)\/20 mean loss (\d+\.\d{3}) \(steps (\d+)–(\d+)\) /gm)].map((match) => match.slice(1).map(Number));
+    const records = readFileSync(join(output, 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { step: number; loss: number });
+    const printed = [...run.stdout.matchAll(/^step (\d+)\/20 mean loss (\d+\.\d{3}) \(steps (\d+)–(\d+)\) /gm)].map(
+      (match) => match.slice(1).map(Number),
+    );
     expect(printed.length).toBeGreaterThan(1);
     for (const [step, loss, from, to] of printed) {
       const record = records.find((candidate) => candidate.step === step);
@@ -170,8 +223,12 @@ describe('data too small or not text', () => {
     writeFileSync(data, 'hello world!\n');
     const run = await runKiln(['train', '--data', data, '--output', join(directory, 'tiny-run')]);
     expect(run.code).toBe(2);
-    expect(firstLine(run.stderr)).toBe(`error: ${data}: the training split has 12 tokens; it needs at least contextLength + 2 = 66 (13 tokens in all, validationFraction 0.1)`);
-    expect(run.stderr).toContain('hint: Provide at least ~660 tokens, or lower model.contextLength (config keys: set them in a YAML file passed with --config).');
+    expect(firstLine(run.stderr)).toBe(
+      `error: ${data}: the training split has 12 tokens; it needs at least contextLength + 2 = 66 (13 tokens in all, validationFraction 0.1)`,
+    );
+    expect(run.stderr).toContain(
+      'hint: Provide at least ~660 tokens, or lower model.contextLength (config keys: set them in a YAML file passed with --config).',
+    );
     expect(run.stderr).not.toMatch(/raise data\.validationFraction/);
   });
 

@@ -6,7 +6,14 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { removeTemporaryDirectories, requireBuild, runKiln, temporaryDirectory, writeTinyConfig, writeTrainingText } from './kiln-process.js';
+import {
+  removeTemporaryDirectories,
+  requireBuild,
+  runKiln,
+  temporaryDirectory,
+  writeTinyConfig,
+  writeTrainingText,
+} from './kiln-process.js';
 
 beforeAll(requireBuild);
 afterAll(removeTemporaryDirectories);
@@ -17,7 +24,10 @@ function projectWith(plugins: Record<string, string>): string {
   for (const [name, source] of Object.entries(plugins)) {
     const directory = join(project, 'node_modules', `kiln-backend-${name}`);
     mkdirSync(directory, { recursive: true });
-    writeFileSync(join(directory, 'package.json'), JSON.stringify({ name: `kiln-backend-${name}`, version: '1.0.0', type: 'module', exports: './index.js' }));
+    writeFileSync(
+      join(directory, 'package.json'),
+      JSON.stringify({ name: `kiln-backend-${name}`, version: '1.0.0', type: 'module', exports: './index.js' }),
+    );
     writeFileSync(join(directory, 'index.js'), source);
   }
   return project;
@@ -37,10 +47,16 @@ describe('a plugin whose probe() never settles', () => {
     const run = await runKiln(['info', '--json'], { cwd, env: { KILN_PROBE_TIMEOUT_MS: '300' }, killAfterMs: 60_000 });
     expect(run.signal).toBeNull();
     expect(run.code, run.stderr).toBe(0);
-    const report = JSON.parse(run.stdout) as { selected: string; backends: Array<{ name: string; available: boolean; reason: string }> };
+    const report = JSON.parse(run.stdout) as {
+      selected: string;
+      backends: Array<{ name: string; available: boolean; reason: string }>;
+    };
     expect(report.selected).toBe('cpu');
     const hang = report.backends.find((backend) => backend.name === 'hang');
-    expect(hang).toMatchObject({ available: false, reason: expect.stringMatching(/probe\(\) did not answer within 300 ms/) });
+    expect(hang).toMatchObject({
+      available: false,
+      reason: expect.stringMatching(/probe\(\) did not answer within 300 ms/),
+    });
   });
 
   it('does not keep kiln info alive when it also holds a handle open (default timeout)', async () => {
@@ -59,7 +75,11 @@ describe('a plugin whose probe() never settles', () => {
     const dataPath = writeTrainingText(cwd);
     const config = writeTinyConfig(cwd, { dataPath, outputDir: join(cwd, 'run'), steps: 2, interval: 0 });
     // A probe timeout far beyond the kill timer: the run only finishes if the hung probe is never awaited.
-    const run = await runKiln(['train', '--config', config, '--device', 'cpu'], { cwd, env: { KILN_PROBE_TIMEOUT_MS: '600000' }, killAfterMs: 90_000 });
+    const run = await runKiln(['train', '--config', config, '--device', 'cpu'], {
+      cwd,
+      env: { KILN_PROBE_TIMEOUT_MS: '600000' },
+      killAfterMs: 90_000,
+    });
     expect(run.signal, 'kiln train hung and was killed').toBeNull();
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout + run.stderr).toMatch(/backend: cpu/);
@@ -68,12 +88,22 @@ describe('a plugin whose probe() never settles', () => {
   it('never delays kiln info --device cpu --json, which reports the plugin as not probed', async () => {
     const cwd = projectWith({ hang: HANGING_WITH_HANDLE });
     // Far beyond the kill timer: info finishes only if the hung probe is never awaited.
-    const run = await runKiln(['info', '--device', 'cpu', '--json'], { cwd, env: { KILN_PROBE_TIMEOUT_MS: '600000' }, killAfterMs: 60_000 });
+    const run = await runKiln(['info', '--device', 'cpu', '--json'], {
+      cwd,
+      env: { KILN_PROBE_TIMEOUT_MS: '600000' },
+      killAfterMs: 60_000,
+    });
     expect(run.signal, 'kiln info hung and was killed').toBeNull();
     expect(run.code, run.stderr).toBe(0);
-    const report = JSON.parse(run.stdout) as { selected: string; backends: Array<{ name: string; available: boolean; reason: string }> };
+    const report = JSON.parse(run.stdout) as {
+      selected: string;
+      backends: Array<{ name: string; available: boolean; reason: string }>;
+    };
     expect(report.selected).toBe('cpu');
-    expect(report.backends.find((backend) => backend.name === 'hang')).toMatchObject({ available: false, reason: expect.stringMatching(/^not probed: 'cpu' was requested/) });
+    expect(report.backends.find((backend) => backend.name === 'hang')).toMatchObject({
+      available: false,
+      reason: expect.stringMatching(/^not probed: 'cpu' was requested/),
+    });
   });
 
   it('rejects a bad KILN_PROBE_TIMEOUT_MS with the variable, the value and a fix', async () => {
@@ -88,19 +118,27 @@ describe('a plugin built against another KernelBackend API version', () => {
     const cwd = projectWith({ old: plugin('old', 'return { available: true, devices: [] };', 0) });
     const run = await runKiln(['train', '--device', 'old', '--steps', '1'], { cwd, killAfterMs: 60_000 });
     expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/^error: Backend 'old' requested by --device \("old"\) is installed but cannot be used: kiln-backend-old \(.*\) was built against KernelBackend API version 0, but this @kiln\/core implements version 1/);
+    expect(run.stderr).toMatch(
+      /^error: Backend 'old' requested by --device \("old"\) is installed but cannot be used: kiln-backend-old \(.*\) was built against KernelBackend API version 0, but this @kiln\/core implements version 1/,
+    );
     expect(run.stderr).toMatch(/hint: Upgrade kiln-backend-old to a release built for KernelBackend API version 1/);
     expect(run.stderr).not.toMatch(/not installed|install kiln-backend-old/);
     // kiln info says the same thing about it.
     const info = await runKiln(['info'], { cwd, killAfterMs: 60_000 });
-    expect(info.stdout).toMatch(/kiln-backend-old: Backend 'old' was built against KernelBackend API version 0, but this @kiln\/core implements version 1/);
+    expect(info.stdout).toMatch(
+      /kiln-backend-old: Backend 'old' was built against KernelBackend API version 0, but this @kiln\/core implements version 1/,
+    );
   });
 
   it('is named the same way when requested through KILN_DEVICE', async () => {
     const cwd = projectWith({ future: plugin('future', 'return { available: true, devices: [] };', 99) });
     const run = await runKiln(['info'], { cwd, env: { KILN_DEVICE: 'future' }, killAfterMs: 60_000 });
     expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/Backend 'future' requested by KILN_DEVICE \("future"\) is installed but cannot be used: .*API version 99, but this @kiln\/core implements version 1/);
-    expect(run.stderr).toMatch(/hint: Upgrade @kiln\/core .* to a release that implements KernelBackend API version 99/);
+    expect(run.stderr).toMatch(
+      /Backend 'future' requested by KILN_DEVICE \("future"\) is installed but cannot be used: .*API version 99, but this @kiln\/core implements version 1/,
+    );
+    expect(run.stderr).toMatch(
+      /hint: Upgrade @kiln\/core .* to a release that implements KernelBackend API version 99/,
+    );
   });
 });

@@ -13,7 +13,8 @@ describe('docs/cli.md', () => {
 
   it('lists every command and option with its default', () => {
     const text = renderCliReference();
-    for (const command of ['info', 'doctor', 'train', 'generate', 'bench', 'tokenize', 'eval']) expect(text).toContain(`## kiln ${command}`);
+    for (const command of ['info', 'doctor', 'train', 'generate', 'bench', 'tokenize', 'eval'])
+      expect(text).toContain(`## kiln ${command}`);
     expect(text).toMatch(/\| `--max-tokens <n>` \| `200` \| tokens to generate \|/);
     expect(text).toMatch(/\| `KILN_PROBE_TIMEOUT_MS` \|/);
   });

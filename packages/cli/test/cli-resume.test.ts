@@ -7,7 +7,16 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { finished, removeTemporaryDirectories, requireBuild, runKiln, spawnKiln, temporaryDirectory, writeTinyConfig, writeTrainingText } from './kiln-process.js';
+import {
+  finished,
+  removeTemporaryDirectories,
+  requireBuild,
+  runKiln,
+  spawnKiln,
+  temporaryDirectory,
+  writeTinyConfig,
+  writeTrainingText,
+} from './kiln-process.js';
 
 beforeAll(requireBuild);
 afterAll(removeTemporaryDirectories);
@@ -31,7 +40,14 @@ describe('kill -9 and --resume', () => {
     const dataPath = writeTrainingText(directory);
     const steps = 12;
     // Wide enough that a step takes tens of milliseconds: the kill lands well before the end.
-    const config = writeTinyConfig(directory, { dataPath, outputDir: join(directory, 'unused'), steps, interval: 2, dModel: 64, contextLength: 64 });
+    const config = writeTinyConfig(directory, {
+      dataPath,
+      outputDir: join(directory, 'unused'),
+      steps,
+      interval: 2,
+      dModel: 64,
+      contextLength: 64,
+    });
     const interrupted = join(directory, 'interrupted');
     const straight = join(directory, 'straight');
 
@@ -59,14 +75,36 @@ describe('kill -9 and --resume', () => {
     expect(killed.signal).toBe('SIGKILL');
     expect(seen).not.toContain('end');
 
-    const resumed = await runKiln(['train', '--config', config, '--steps', String(steps), '--output', interrupted, '--json', '--resume']);
+    const resumed = await runKiln([
+      'train',
+      '--config',
+      config,
+      '--steps',
+      String(steps),
+      '--output',
+      interrupted,
+      '--json',
+      '--resume',
+    ]);
     expect(resumed.code, resumed.stderr).toBe(0);
-    const events = resumed.stdout.trim().split('\n').map((line) => JSON.parse(line) as { type: string; step: number });
+    const events = resumed.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { type: string; step: number });
     const start = events.find((event) => event.type === 'start');
     expect(start?.step).toBeGreaterThanOrEqual(killedAfter);
     expect(start?.step).toBeLessThan(steps);
 
-    const uninterrupted = await runKiln(['train', '--config', config, '--steps', String(steps), '--output', straight, '--json']);
+    const uninterrupted = await runKiln([
+      'train',
+      '--config',
+      config,
+      '--steps',
+      String(steps),
+      '--output',
+      straight,
+      '--json',
+    ]);
     expect(uninterrupted.code, uninterrupted.stderr).toBe(0);
 
     const expected = loggedNumbers(join(straight, 'metrics.jsonl'));
@@ -100,15 +138,30 @@ describe('SIGINT', () => {
     const run = await finished(child);
     expect(run.code, run.stderr).toBe(130);
     expect(run.stderr).toContain('interrupted: writing a checkpoint');
-    const events = run.stdout.trim().split('\n').map((line) => JSON.parse(line) as { type: string; step: number });
+    const events = run.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { type: string; step: number });
     const checkpoint = events.filter((event) => event.type === 'checkpoint').at(-1);
     expect(checkpoint?.step).toBeGreaterThan(0);
     // The abort is honoured within a few steps, not at the next periodic checkpoint (step 100).
     expect(checkpoint?.step, 'SIGINT was only seen at the periodic checkpoint').toBeLessThan(100);
 
-    const resumed = await runKiln(['train', '--config', config, '--json', '--resume', '--steps', String((checkpoint?.step ?? 0) + 2)]);
+    const resumed = await runKiln([
+      'train',
+      '--config',
+      config,
+      '--json',
+      '--resume',
+      '--steps',
+      String((checkpoint?.step ?? 0) + 2),
+    ]);
     expect(resumed.code, resumed.stderr).toBe(0);
-    const start = resumed.stdout.trim().split('\n').map((line) => JSON.parse(line) as { type: string; step: number }).find((event) => event.type === 'start');
+    const start = resumed.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { type: string; step: number })
+      .find((event) => event.type === 'start');
     expect(start?.step).toBe(checkpoint?.step);
   });
 });
@@ -156,14 +209,30 @@ describe('a writer killed inside a checkpoint write', () => {
       const latest = JSON.parse(readFileSync(join(checkpoints, 'latest.json'), 'utf8')) as { step: number };
 
       // A stopped writer (a process still exiting, stuck in fsync) still holds the directory: a resume is refused, nothing is touched.
-      const refused = await runKiln(['train', '--config', config, '--json', '--resume', '--steps', String(latest.step + 3)]);
+      const refused = await runKiln([
+        'train',
+        '--config',
+        config,
+        '--json',
+        '--resume',
+        '--steps',
+        String(latest.step + 3),
+      ]);
       expect(refused.code, refused.stderr).toBe(1);
       expect(refused.stderr).toContain(`is in use by another kiln run (pid ${writer.pid}`);
       expect(readdirSync(checkpoints)).toContain(temporary);
 
       writer.kill('SIGKILL');
       expect((await exited).signal).toBe('SIGKILL');
-      const result = await runKiln(['train', '--config', config, '--json', '--resume', '--steps', String(latest.step + 3)]);
+      const result = await runKiln([
+        'train',
+        '--config',
+        config,
+        '--json',
+        '--resume',
+        '--steps',
+        String(latest.step + 3),
+      ]);
       expect(result.code, result.stderr).toBe(0);
       expect(readdirSync(checkpoints)).not.toContain(temporary);
       expect(leftovers(checkpoints)).toEqual([]);

@@ -8,7 +8,9 @@ import { removeTemporaryDirectories, requireBuild, runKiln, temporaryDirectory }
 beforeAll(requireBuild);
 afterAll(removeTemporaryDirectories);
 
-const gpt2Tokenizer = fileURLToPath(new URL('../../trainer/test/fixtures/hf/tokenizers/gpt2-tokenizer.json', import.meta.url));
+const gpt2Tokenizer = fileURLToPath(
+  new URL('../../trainer/test/fixtures/hf/tokenizers/gpt2-tokenizer.json', import.meta.url),
+);
 
 describe('kiln tokenize', () => {
   const directory = temporaryDirectory('tokenize');
@@ -39,22 +41,39 @@ describe('kiln tokenize', () => {
     expect(summary.bytesPerToken).toBe(1);
     expect(summary.tokenizer).toEqual({ name: 'byte', hash: 'byte' });
     expect(summary.notes).toEqual([`${join(project, 'logo.png')}: skipped, a binary file`]);
-    const text = ['.gitignore', 'README.md', 'src/a.ts', 'src/b.ts', 'src/c.d.ts'].map((file) => readFileSync(join(project, file), 'utf8')).join('');
+    const text = ['.gitignore', 'README.md', 'src/a.ts', 'src/b.ts', 'src/c.d.ts']
+      .map((file) => readFileSync(join(project, file), 'utf8'))
+      .join('');
     expect(summary.tokens).toBe(Buffer.byteLength(text));
     expect(readFileSync(`${project}.kiln-tokens`).subarray(-Buffer.byteLength(text)).toString('utf8')).toBe(text);
   });
 
   it('include/exclude globs, an HF tokenizer, and a summary by extension', async () => {
     const output = join(directory, 'ts.kiln-tokens');
-    const run = await runKiln(['tokenize', project, '--include', '**/*.ts', '--exclude', '**/*.d.ts', '--tokenizer', gpt2Tokenizer, '--output', output]);
+    const run = await runKiln([
+      'tokenize',
+      project,
+      '--include',
+      '**/*.ts',
+      '--exclude',
+      '**/*.d.ts',
+      '--tokenizer',
+      gpt2Tokenizer,
+      '--output',
+      output,
+    ]);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toMatch(/^read 2 files from .*project \(2 \.ts; \d+ B\)$/m);
-    expect(run.stdout).toMatch(/^wrote \d+ tokens \(tokenizer gpt2-tokenizer, vocab 50,257, 2 bytes\/token\) to .*ts\.kiln-tokens/m);
+    expect(run.stdout).toMatch(
+      /^wrote \d+ tokens \(tokenizer gpt2-tokenizer, vocab 50,257, 2 bytes\/token\) to .*ts\.kiln-tokens/m,
+    );
     expect(run.stderr).toMatch(/note: the tokenizer gpt2-tokenizer names no eos token/);
     // A byte-level model refuses the GPT-2 token file by name, before training.
     const train = await runKiln(['train', '--data', output, '--steps', '1', '--output', join(directory, 'run')]);
     expect(train.code).toBe(2);
-    expect(train.stderr).toMatch(/^error: .*ts\.kiln-tokens was made by the tokenizer gpt2-tokenizer \(hash [0-9a-f]{12}\), but the model uses byte \(hash byte\)$/m);
+    expect(train.stderr).toMatch(
+      /^error: .*ts\.kiln-tokens was made by the tokenizer gpt2-tokenizer \(hash [0-9a-f]{12}\), but the model uses byte \(hash byte\)$/m,
+    );
   });
 
   it('names a missing input without talking about --data, and refuses a FIFO at once', async () => {
@@ -66,7 +85,9 @@ describe('kiln tokenize', () => {
     execFileSync('mkfifo', [fifo]);
     const piped = await runKiln(['tokenize', fifo], { killAfterMs: 20_000 });
     expect(piped.code).toBe(2);
-    expect(piped.stderr).toMatch(/^error: .*pipe is a named pipe \(FIFO\): kiln reads data from regular files and directories only/);
+    expect(piped.stderr).toMatch(
+      /^error: .*pipe is a named pipe \(FIFO\): kiln reads data from regular files and directories only/,
+    );
   });
 
   it('kiln train --data <dir> --include/--exclude reads only those files and says what it read', async () => {
@@ -77,19 +98,46 @@ describe('kiln tokenize', () => {
     writeFileSync(join(code, 'src', 'two.ts'), line.repeat(20));
     writeFileSync(join(code, 'src', 'three.d.ts'), line.repeat(20));
     writeFileSync(join(code, 'notes.md'), '# notes\n'.repeat(50));
-    const run = await runKiln(['train', '--data', code, '--include', '**/*.ts', '--exclude', '**/*.d.ts', '--steps', '1', '--output', join(directory, 'run-code'), '--json']);
-    expect(run.code, run.stderr).toBe(0);
-    const events = run.stdout.trim().split('\n').map((text) => JSON.parse(text) as { type: string; message?: string });
-    const bytes = 2 * Buffer.byteLength(line.repeat(20));
-    expect(events.filter((event) => event.type === 'notice' && event.message?.startsWith('data:')).map((event) => event.message)).toEqual([
-      `data: 2 files from ${code} (2 .ts): ${bytes} bytes, ${bytes} tokens (tokenizer byte)`,
+    const run = await runKiln([
+      'train',
+      '--data',
+      code,
+      '--include',
+      '**/*.ts',
+      '--exclude',
+      '**/*.d.ts',
+      '--steps',
+      '1',
+      '--output',
+      join(directory, 'run-code'),
+      '--json',
     ]);
+    expect(run.code, run.stderr).toBe(0);
+    const events = run.stdout
+      .trim()
+      .split('\n')
+      .map((text) => JSON.parse(text) as { type: string; message?: string });
+    const bytes = 2 * Buffer.byteLength(line.repeat(20));
+    expect(
+      events
+        .filter((event) => event.type === 'notice' && event.message?.startsWith('data:'))
+        .map((event) => event.message),
+    ).toEqual([`data: 2 files from ${code} (2 .ts): ${bytes} bytes, ${bytes} tokens (tokenizer byte)`]);
   });
 
   it('--help gives the default output and a bad tokenizer directory is a typed error', async () => {
     const help = await runKiln(['tokenize', '--help']);
-    expect(help.stdout).toMatch(/--output <file>\s+the token file to write, \*\.kiln-tokens \(default:\s+<first input>\.kiln-tokens\)/);
-    const noTokenizer = await runKiln(['tokenize', project, '--tokenizer', project, '--output', join(directory, 'x.kiln-tokens')]);
+    expect(help.stdout).toMatch(
+      /--output <file>\s+the token file to write, \*\.kiln-tokens \(default:\s+<first input>\.kiln-tokens\)/,
+    );
+    const noTokenizer = await runKiln([
+      'tokenize',
+      project,
+      '--tokenizer',
+      project,
+      '--output',
+      join(directory, 'x.kiln-tokens'),
+    ]);
     expect(noTokenizer.code).toBe(2);
     expect(noTokenizer.stderr).toMatch(/^error: .*project has no tokenizer\.json\n/);
     expect(noTokenizer.stderr).toContain('--tokenizer <model dir|tokenizer.json|byte>');

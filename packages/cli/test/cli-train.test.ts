@@ -1,7 +1,14 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { removeTemporaryDirectories, requireBuild, runKiln, temporaryDirectory, writeTinyConfig, writeTrainingText } from './kiln-process.js';
+import {
+  removeTemporaryDirectories,
+  requireBuild,
+  runKiln,
+  temporaryDirectory,
+  writeTinyConfig,
+  writeTrainingText,
+} from './kiln-process.js';
 
 beforeAll(requireBuild);
 afterAll(removeTemporaryDirectories);
@@ -23,7 +30,10 @@ describe('kiln train → generate → eval → tokenize', () => {
     expect(run.stdout).toContain(`metrics:    ${join(outputDir, 'metrics.jsonl')}`);
     expect(run.stdout).toMatch(/^sample \(temperature 0\.8, seed 0\):\nexport function /m);
 
-    const lines = readFileSync(join(outputDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as Record<string, number>);
+    const lines = readFileSync(join(outputDir, 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, number>);
     expect(lines.map((line) => line.step)).toEqual([1, 2, 3, 4]);
     for (const line of lines) {
       expect(Object.keys(line)).toEqual(expect.arrayContaining(['step', 'loss', 'lr', 'tokens_per_second']));
@@ -36,7 +46,8 @@ describe('kiln train → generate → eval → tokenize', () => {
     const checkpoints = readdirSync(join(outputDir, 'checkpoints')).filter((name) => name.startsWith('step-'));
     expect(checkpoints.length).toBeGreaterThan(0);
     const last = join(outputDir, 'checkpoints', checkpoints.sort().at(-1) as string);
-    for (const file of ['model.safetensors', 'config.json', 'optimizer.safetensors', 'state.json']) expect(existsSync(join(last, file))).toBe(true);
+    for (const file of ['model.safetensors', 'config.json', 'optimizer.safetensors', 'state.json'])
+      expect(existsSync(join(last, file))).toBe(true);
   });
 
   it('generates the same text twice with the same seed, from the run or the checkpoint directory', async () => {
@@ -48,14 +59,43 @@ describe('kiln train → generate → eval → tokenize', () => {
     expect(Buffer.byteLength(first.stdout)).toBeGreaterThan('export \n'.length);
     expect(second.stdout).toBe(first.stdout);
     expect(first.stderr).toMatch(/^backend: cpu/m);
-    const checkpoint = join(outputDir, 'checkpoints', readdirSync(join(outputDir, 'checkpoints')).filter((name) => name.startsWith('step-')).sort().at(-1) as string);
-    const direct = await runKiln(['generate', '--checkpoint', checkpoint, '--max-tokens', '10', '--seed', '1', '--prompt', 'export ']);
+    const checkpoint = join(
+      outputDir,
+      'checkpoints',
+      readdirSync(join(outputDir, 'checkpoints'))
+        .filter((name) => name.startsWith('step-'))
+        .sort()
+        .at(-1) as string,
+    );
+    const direct = await runKiln([
+      'generate',
+      '--checkpoint',
+      checkpoint,
+      '--max-tokens',
+      '10',
+      '--seed',
+      '1',
+      '--prompt',
+      'export ',
+    ]);
     expect(direct.stdout).toBe(first.stdout);
-    const other = await runKiln(['generate', '--checkpoint', outputDir, '--max-tokens', '10', '--seed', '2', '--prompt', 'export ', '--temperature', '1.5']);
+    const other = await runKiln([
+      'generate',
+      '--checkpoint',
+      outputDir,
+      '--max-tokens',
+      '10',
+      '--seed',
+      '2',
+      '--prompt',
+      'export ',
+      '--temperature',
+      '1.5',
+    ]);
     expect(other.code).toBe(0);
   });
 
-  it('evaluates a checkpoint on its run\'s data', async () => {
+  it("evaluates a checkpoint on its run's data", async () => {
     const run = await runKiln(['eval', '--checkpoint', outputDir, '--json']);
     expect(run.code, run.stderr).toBe(0);
     const result = JSON.parse(run.stdout) as { loss: number; perplexity: number; unit: string; split: string };
@@ -74,9 +114,23 @@ describe('kiln train → generate → eval → tokenize', () => {
     expect(summary.tokens).toBe(readFileSync(dataPath).length);
     expect(summary.files).toBe(1);
     expect(summary.bytesPerToken).toBe(1);
-    const trained = await runKiln(['train', '--config', config, '--data', tokens, '--steps', '1', '--output', join(directory, 'run-tokens'), '--json']);
+    const trained = await runKiln([
+      'train',
+      '--config',
+      config,
+      '--data',
+      tokens,
+      '--steps',
+      '1',
+      '--output',
+      join(directory, 'run-tokens'),
+      '--json',
+    ]);
     expect(trained.code, trained.stderr).toBe(0);
-    const events = trained.stdout.trim().split('\n').map((line) => JSON.parse(line) as { type: string });
+    const events = trained.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { type: string });
     expect(events[0].type).toBe('start');
     expect(events.at(-1)?.type).toBe('result');
     expect(events.some((event) => event.type === 'end')).toBe(true);

@@ -7,7 +7,9 @@ import { renderConfigSchema } from '../src/config-schema.js';
 
 const file = fileURLToPath(new URL('../kiln.schema.json', import.meta.url));
 const reference = readFileSync(fileURLToPath(new URL('../../../docs/configuration.md', import.meta.url)), 'utf8');
-const manifest = JSON.parse(readFileSync(fileURLToPath(new URL('../package.json', import.meta.url)), 'utf8')) as { files: string[] };
+const manifest = JSON.parse(readFileSync(fileURLToPath(new URL('../package.json', import.meta.url)), 'utf8')) as {
+  files: string[];
+};
 
 interface ObjectSchema {
   properties: Record<string, ObjectSchema & { type?: string; enum?: string[]; description?: string }>;
@@ -35,7 +37,9 @@ describe('kiln.schema.json', () => {
     expect(schema.properties.device.properties.precision.enum).toEqual(['auto', 'f32', 'bf16', 'f16']);
     expect(schema.properties.model.properties.preset.enum).toContain('tiny');
     // Hover text is the reference's sentence, with the default.
-    expect(schema.properties.device.properties.device.description).toMatch(/^The backend: auto \(highest-priority available\), cpu, cuda, .* Default: "auto"\.$/);
+    expect(schema.properties.device.properties.device.description).toMatch(
+      /^The backend: auto \(highest-priority available\), cpu, cuda, .* Default: "auto"\.$/,
+    );
     expect(schema.properties.seed.description).toMatch(/Default: 1337\.$/);
   });
 });

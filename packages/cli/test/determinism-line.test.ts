@@ -9,11 +9,15 @@ function backendWith(capabilities: Partial<KernelBackend['capabilities']>): Kern
 
 describe('describeDeterminism', () => {
   it('says yes with the condition the backend states', () => {
-    expect(describeDeterminism(backendWith({ deterministic: true, determinism: 'same GPU model and build' }))).toBe('deterministic: yes (same GPU model and build)');
+    expect(describeDeterminism(backendWith({ deterministic: true, determinism: 'same GPU model and build' }))).toBe(
+      'deterministic: yes (same GPU model and build)',
+    );
   });
 
   it('says no, naming the backend, when the flag is absent or false', () => {
-    expect(describeDeterminism(backendWith({}))).toBe("deterministic: no — backend 'example' does not promise bit-identical reruns");
+    expect(describeDeterminism(backendWith({}))).toBe(
+      "deterministic: no — backend 'example' does not promise bit-identical reruns",
+    );
     expect(describeDeterminism(backendWith({ deterministic: false, determinism: 'float atomics in scatterAdd' }))).toBe(
       "deterministic: no — backend 'example' does not promise bit-identical reruns (float atomics in scatterAdd)",
     );

@@ -1,6 +1,15 @@
 import { CommanderError } from 'commander';
 import { describe, expect, it } from 'vitest';
-import { BackendUnavailableError, CheckpointError, ConfigError, DataError, InvalidArgumentError, NonFiniteError, OutOfMemoryError, RunLockedError } from '@kiln/core';
+import {
+  BackendUnavailableError,
+  CheckpointError,
+  ConfigError,
+  DataError,
+  InvalidArgumentError,
+  NonFiniteError,
+  OutOfMemoryError,
+  RunLockedError,
+} from '@kiln/core';
 import { describeError, exitCodeFor, ExitCode, markUsageError } from '../src/exit-codes.js';
 
 describe('exit codes', () => {

@@ -35,7 +35,10 @@ export function spawnKiln(args: string[], options: { cwd?: string; env?: NodeJS.
 }
 
 /** Runs `kiln ...args` to completion; with `killAfterMs`, a run still going then is killed (SIGKILL) and reported with that signal. */
-export function runKiln(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; killAfterMs?: number } = {}): Promise<KilnRun> {
+export function runKiln(
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; killAfterMs?: number } = {},
+): Promise<KilnRun> {
   const child = spawnKiln(args, options);
   if (options.killAfterMs === undefined) return finished(child);
   const timer = setTimeout(() => child.kill('SIGKILL'), options.killAfterMs);
@@ -82,7 +85,15 @@ export function writeTrainingText(directory: string): string {
 /** A tiny training config (YAML) that writes into `outputDir` and reads `dataPath`. */
 export function writeTinyConfig(
   directory: string,
-  options: { dataPath: string; outputDir: string; steps?: number; interval?: number; dModel?: number; contextLength?: number; name?: string },
+  options: {
+    dataPath: string;
+    outputDir: string;
+    steps?: number;
+    interval?: number;
+    dModel?: number;
+    contextLength?: number;
+    name?: string;
+  },
 ): string {
   const yaml = [
     'seed: 7',

@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { TokenTextStream, promptTokens } from '../src/output/byte-stream.js';
-import { bitsPerByte, formatBytes, formatDuration, formatFixed, formatInteger, formatRate, formatTable } from '../src/output/format.js';
+import {
+  bitsPerByte,
+  formatBytes,
+  formatDuration,
+  formatFixed,
+  formatInteger,
+  formatRate,
+  formatTable,
+} from '../src/output/format.js';
 
 describe('formatting', () => {
   it('formats integers, rates, fixed numbers and durations', () => {
@@ -21,7 +29,13 @@ describe('formatting', () => {
   });
 
   it('aligns tables: left columns padded right, numbers padded left', () => {
-    const table = formatTable(['model', 'ms'], [['tiny', '1.5'], ['medium', '120.25']]);
+    const table = formatTable(
+      ['model', 'ms'],
+      [
+        ['tiny', '1.5'],
+        ['medium', '120.25'],
+      ],
+    );
     expect(table.split('\n')).toEqual(['model       ms', '------  ------', 'tiny       1.5', 'medium  120.25']);
   });
 });

@@ -9,16 +9,39 @@ function capture(isTTY = false): { stream: OutputStream; text: () => string } {
 }
 
 const start: TrainEvent = {
-  type: 'start', step: 0, totalSteps: 20, parameters: 139584, backend: 'cpu',
+  type: 'start',
+  step: 0,
+  totalSteps: 20,
+  parameters: 139584,
+  backend: 'cpu',
   adaptations: [{ path: 'device.precision', from: 'auto', to: 'f32', reason: 'the CPU computes in f32' }],
 };
-const log = (fromStep: number, n: number, loss: number | null = 5.4461): TrainEvent => ({ type: 'log', step: n, totalSteps: 20, fromStep, loss, lr: 0.00029, tokens_per_second: 11000.2 });
-const step = (n: number): TrainEvent => ({ type: 'step', step: n, totalSteps: 20, loss: 2.41249, lr: 0.00029, tokensPerSecond: 12345.4, gradNorm: 0.5, skipped: false });
+const log = (fromStep: number, n: number, loss: number | null = 5.4461): TrainEvent => ({
+  type: 'log',
+  step: n,
+  totalSteps: 20,
+  fromStep,
+  loss,
+  lr: 0.00029,
+  tokens_per_second: 11000.2,
+});
+const step = (n: number): TrainEvent => ({
+  type: 'step',
+  step: n,
+  totalSteps: 20,
+  loss: 2.41249,
+  lr: 0.00029,
+  tokensPerSecond: 12345.4,
+  gradNorm: 0.5,
+  skipped: false,
+});
 
 describe('progress output', () => {
   it('prints plain lines every log interval and the last step when not a terminal', () => {
     const stdout = capture();
-    const reporter = createProgressReporter(new Terminal({ stdout: stdout.stream, stderr: capture().stream }), { mode: 'lines' });
+    const reporter = createProgressReporter(new Terminal({ stdout: stdout.stream, stderr: capture().stream }), {
+      mode: 'lines',
+    });
     reporter.handle(start);
     for (let n = 1; n <= 20; n++) {
       reporter.handle(step(n));
@@ -34,12 +57,18 @@ describe('progress output', () => {
     // The loss printed is metrics.jsonl's: the interval's mean, named so.
     expect(lines[2]).toMatch(/^step 10\/20 mean loss 5\.446 \(steps 1–10\) lr 2\.9e-4 11,000 tok\/s eta \d+s$/);
     expect(lines[3]).toMatch(/^step 20\/20 mean loss 5\.446 \(steps 11–20\) lr 2\.9e-4 11,000 tok\/s eta 0s$/);
-    expect(lines.slice(4)).toEqual(['step 20 val_loss 2.300', 'checkpoint step 20 → run/checkpoints/step-00000020', 'note: out of memory at micro-batch 8']);
+    expect(lines.slice(4)).toEqual([
+      'step 20 val_loss 2.300',
+      'checkpoint step 20 → run/checkpoints/step-00000020',
+      'note: out of memory at micro-batch 8',
+    ]);
   });
 
   it('names an interval whose steps were all skipped', () => {
     const stdout = capture();
-    const reporter = createProgressReporter(new Terminal({ stdout: stdout.stream, stderr: capture().stream }), { mode: 'lines' });
+    const reporter = createProgressReporter(new Terminal({ stdout: stdout.stream, stderr: capture().stream }), {
+      mode: 'lines',
+    });
     reporter.handle(log(3, 4, null));
     expect(stdout.text()).toMatch(/^step 4\/20 mean loss — \(steps 3–4 all skipped: non-finite\) lr /);
   });
@@ -51,13 +80,19 @@ describe('progress output', () => {
     const reporter = createProgressReporter(terminal, { mode: 'json' });
     reporter.handle(start);
     reporter.handle(step(1));
-    const lines = stdout.text().trimEnd().split('\n').map((line) => JSON.parse(line) as TrainEvent);
+    const lines = stdout
+      .text()
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as TrainEvent);
     expect(lines).toEqual([start, step(1)]);
   });
 
   it('draws a progress bar on a terminal, with notices printed above it', () => {
     const stdout = capture(true);
-    const reporter = createProgressReporter(new Terminal({ stdout: stdout.stream, stderr: capture().stream }), { mode: 'bar' });
+    const reporter = createProgressReporter(new Terminal({ stdout: stdout.stream, stderr: capture().stream }), {
+      mode: 'bar',
+    });
     reporter.handle(start);
     reporter.handle(step(5));
     reporter.handle(log(5, 5));

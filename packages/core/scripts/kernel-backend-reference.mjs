@@ -27,7 +27,12 @@ function docOf(node, sourceText) {
 
 /** Source text of a node without its leading comments, on one line. */
 function codeOf(node, sourceFile) {
-  return node.getText(sourceFile).replace(/\/\*[\s\S]*?\*\//g, '').replace(/\s+/g, ' ').replace(/;$/, '').trim();
+  return node
+    .getText(sourceFile)
+    .replace(/\/\*[\s\S]*?\*\//g, '')
+    .replace(/\s+/g, ' ')
+    .replace(/;$/, '')
+    .trim();
 }
 
 const escapeCell = (text) => text.replace(/\|/g, '\\|').replace(/\n+/g, ' ');
@@ -51,7 +56,9 @@ function interfaceSection(node, sourceFile, sourceText) {
     const optional = member.questionToken !== undefined || /^Optional/.test(docOf(member, sourceText));
     const required = optional ? 'optional' : 'required';
     const signature = codeOf(member, sourceFile);
-    lines.push(`| \`${name}\`${group ? ` (${group})` : ''} | ${required} | \`${escapeCell(signature)}\` | ${escapeCell(docOf(member, sourceText))} |`);
+    lines.push(
+      `| \`${name}\`${group ? ` (${group})` : ''} | ${required} | \`${escapeCell(signature)}\` | ${escapeCell(docOf(member, sourceText))} |`,
+    );
   }
   lines.push('');
   return lines;
@@ -60,14 +67,20 @@ function interfaceSection(node, sourceFile, sourceText) {
 /** The whole reference, as Markdown. */
 export function renderKernelBackendReference(sourceText = readFileSync(SOURCE, 'utf8')) {
   const sourceFile = ts.createSourceFile('kernel-backend.ts', sourceText, ts.ScriptTarget.ES2022, true);
-  const header = /^\/\*\*([\s\S]*?)\*\//.exec(sourceText)?.[1].split('\n').map((line) => line.replace(/^\s*\* ?/, '')).join('\n').trim() ?? '';
+  const header =
+    /^\/\*\*([\s\S]*?)\*\//
+      .exec(sourceText)?.[1]
+      .split('\n')
+      .map((line) => line.replace(/^\s*\* ?/, ''))
+      .join('\n')
+      .trim() ?? '';
   const lines = [
     '# The KernelBackend contract (reference)',
     '',
     '<!-- Generated from packages/core/src/backend/kernel-backend.ts by packages/core/scripts/kernel-backend-reference.mjs. Do not edit: change the source and run the script. A test fails when this file is out of date. -->',
     '',
     'Every type, constant and method a backend package deals with, exactly as `@kiln/core` declares',
-    'them (`import type { KernelBackend, BackendPlugin, … } from \'@kiln/core\'`). The guide is',
+    "them (`import type { KernelBackend, BackendPlugin, … } from '@kiln/core'`). The guide is",
     '[writing-a-backend.md](writing-a-backend.md); what each kernel computes is',
     '[kernel-semantics.md](kernel-semantics.md).',
     '',
@@ -84,16 +97,23 @@ export function renderKernelBackendReference(sourceText = readFileSync(SOURCE, '
   for (const statement of sourceFile.statements) {
     if (ts.isInterfaceDeclaration(statement)) interfaces.push(statement);
     else if (ts.isTypeAliasDeclaration(statement)) {
-      lines.push(`| \`${statement.name.text}\` | \`${escapeCell(codeOf(statement.type, sourceFile))}\` | ${escapeCell(docOf(statement, sourceText))} |`);
+      lines.push(
+        `| \`${statement.name.text}\` | \`${escapeCell(codeOf(statement.type, sourceFile))}\` | ${escapeCell(docOf(statement, sourceText))} |`,
+      );
     } else if (ts.isVariableStatement(statement)) {
       for (const declaration of statement.declarationList.declarations) {
-        lines.push(`| \`${declaration.name.getText(sourceFile)}\` | \`${escapeCell(codeOf(declaration.initializer, sourceFile))}\` | ${escapeCell(docOf(statement, sourceText))} |`);
+        lines.push(
+          `| \`${declaration.name.getText(sourceFile)}\` | \`${escapeCell(codeOf(declaration.initializer, sourceFile))}\` | ${escapeCell(docOf(statement, sourceText))} |`,
+        );
       }
     }
   }
   lines.push('', '## Interfaces', '');
   for (const node of interfaces) lines.push(...interfaceSection(node, sourceFile, sourceText));
-  return `${lines.join('\n').replace(/\n{3,}/g, '\n\n').trimEnd()}\n`;
+  return `${lines
+    .join('\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trimEnd()}\n`;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
@@ -101,7 +121,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   if (process.argv.includes('--check')) {
     const current = readFileSync(DOC, 'utf8');
     if (current !== rendered) {
-      console.error('docs/kernel-backend.md is out of date: run node packages/core/scripts/kernel-backend-reference.mjs');
+      console.error(
+        'docs/kernel-backend.md is out of date: run node packages/core/scripts/kernel-backend-reference.mjs',
+      );
       process.exit(1);
     }
   } else {

@@ -51,7 +51,9 @@ export class KilnError extends Error {
 
   /** True for any KilnError, including one thrown by another copy of @kiln/core. */
   static isInstance(value: unknown): value is KilnError {
-    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[KILN_ERROR_MARKER] === true;
+    return (
+      typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[KILN_ERROR_MARKER] === true
+    );
   }
 }
 

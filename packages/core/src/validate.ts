@@ -13,7 +13,8 @@ export const I32_MIN = -2147483648;
 /** Largest i32 value, 2³¹ − 1. */
 export const I32_MAX = 2147483647;
 
-const I32_HINT = 'i32 elements are integers in [−2147483648, 2147483647]; kiln never rounds or wraps host numbers silently: ' +
+const I32_HINT =
+  'i32 elements are integers in [−2147483648, 2147483647]; kiln never rounds or wraps host numbers silently: ' +
   'round them yourself (Math.round, Math.trunc) or use a float dtype.';
 
 /** A short, safe description of any value for an error message: `string "x"`, `number NaN`, `Tensor f32[2, 3]`. */
@@ -21,19 +22,35 @@ export function describeValue(value: unknown): string {
   if (value === null) return 'null';
   if (Tensor.isInstance(value)) return `Tensor ${(value as Tensor).describe()}`;
   switch (typeof value) {
-    case 'undefined': return 'undefined';
-    case 'number': return `number ${formatNumber(value)}`;
-    case 'string': return `string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
-    case 'bigint': return `bigint ${value}n`;
-    case 'boolean': return `boolean ${value}`;
-    case 'function': return 'a function';
-    case 'symbol': return 'a symbol';
+    case 'undefined':
+      return 'undefined';
+    case 'number':
+      return `number ${formatNumber(value)}`;
+    case 'string':
+      return `string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
+    case 'bigint':
+      return `bigint ${value}n`;
+    case 'boolean':
+      return `boolean ${value}`;
+    case 'function':
+      return 'a function';
+    case 'symbol':
+      return 'a symbol';
   }
   if (Array.isArray(value)) {
-    const shown = value.slice(0, 4).map((item) => (typeof item === 'number' ? formatNumber(item) : typeof item === 'string' ? JSON.stringify(item) : describeShort(item)));
+    const shown = value
+      .slice(0, 4)
+      .map((item) =>
+        typeof item === 'number'
+          ? formatNumber(item)
+          : typeof item === 'string'
+            ? JSON.stringify(item)
+            : describeShort(item),
+      );
     return `array [${shown.join(', ')}${value.length > 4 ? ', …' : ''}]`;
   }
-  if (ArrayBuffer.isView(value)) return `${value.constructor.name} of ${(value as unknown as ArrayLike<unknown>).length ?? value.byteLength} elements`;
+  if (ArrayBuffer.isView(value))
+    return `${value.constructor.name} of ${(value as unknown as ArrayLike<unknown>).length ?? value.byteLength} elements`;
   const keys = Object.keys(value as object);
   return `object {${keys.slice(0, 4).join(', ')}${keys.length > 4 ? ', …' : ''}}`;
 }
@@ -67,9 +84,12 @@ export function checkTensor(op: string, name: string, value: unknown): Tensor {
 
 /** Checks an array of tensors (at least `minimum`); returns it. */
 export function checkTensorList(op: string, name: string, value: unknown, minimum = 1): Tensor[] {
-  if (!Array.isArray(value)) throw new InvalidArgumentError(`${op}: ${name} must be an array of tensors, got ${describeValue(value)}`);
+  if (!Array.isArray(value))
+    throw new InvalidArgumentError(`${op}: ${name} must be an array of tensors, got ${describeValue(value)}`);
   if (value.length < minimum) {
-    throw new InvalidArgumentError(`${op}: ${name} must hold at least ${minimum} tensor${minimum === 1 ? '' : 's'}, got ${value.length}`);
+    throw new InvalidArgumentError(
+      `${op}: ${name} must hold at least ${minimum} tensor${minimum === 1 ? '' : 's'}, got ${value.length}`,
+    );
   }
   return value.map((item, index) => checkTensor(op, `${name}[${index}]`, item));
 }
@@ -78,9 +98,12 @@ export function checkTensorList(op: string, name: string, value: unknown, minimu
 export function checkInt32(op: string, name: string, value: number, index?: number): number {
   if (!Number.isInteger(value) || value < I32_MIN || value > I32_MAX) {
     const where = index === undefined ? '' : ` at index ${index}`;
-    throw new InvalidArgumentError(`${op}: ${name} ${formatNumber(value)}${where} is not an i32 value (an integer in [−2147483648, 2147483647])`, {
-      hint: I32_HINT,
-    });
+    throw new InvalidArgumentError(
+      `${op}: ${name} ${formatNumber(value)}${where} is not an i32 value (an integer in [−2147483648, 2147483647])`,
+      {
+        hint: I32_HINT,
+      },
+    );
   }
   return value;
 }
@@ -95,7 +118,7 @@ export function checkTensorOrNumber(op: string, name: string, value: unknown): T
   if (typeof value === 'number') return value;
   if (Tensor.isInstance(value)) return checkTensor(op, name, value);
   throw new InvalidArgumentError(`${op}: ${name} must be a Tensor or a number, got ${describeValue(value)}`, {
-    hint: 'Pass a tensor, or a plain number (it takes the other operand\'s dtype and backend).',
+    hint: "Pass a tensor, or a plain number (it takes the other operand's dtype and backend).",
   });
 }
 
@@ -129,7 +152,8 @@ export function checkNumber(op: string, name: string, value: unknown, rule: Numb
 
 function describeRule(rule: NumberRule): string {
   const kind = rule.integer ? 'an integer' : rule.finite ? 'a finite number' : 'a number';
-  if (rule.min !== undefined && rule.max !== undefined) return `${kind} in ${rule.exclusiveMin ? '(' : '['}${rule.min}, ${rule.max}]`;
+  if (rule.min !== undefined && rule.max !== undefined)
+    return `${kind} in ${rule.exclusiveMin ? '(' : '['}${rule.min}, ${rule.max}]`;
   if (rule.min !== undefined) return `${kind} ${rule.exclusiveMin ? '>' : '≥'} ${rule.min}`;
   if (rule.max !== undefined) return `${kind} ≤ ${rule.max}`;
   return kind;
@@ -138,15 +162,24 @@ function describeRule(rule: NumberRule): string {
 /** A boolean, or `fallback` when undefined. */
 export function checkBoolean(op: string, name: string, value: unknown, fallback: boolean): boolean {
   if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') throw new InvalidArgumentError(`${op}: ${name} must be true or false, got ${describeValue(value)}`);
+  if (typeof value !== 'boolean')
+    throw new InvalidArgumentError(`${op}: ${name} must be true or false, got ${describeValue(value)}`);
   return value;
 }
 
 /** One of `choices` (or `fallback` when undefined). */
-export function checkChoice<T extends string>(op: string, name: string, value: unknown, choices: readonly T[], fallback: T): T {
+export function checkChoice<T extends string>(
+  op: string,
+  name: string,
+  value: unknown,
+  choices: readonly T[],
+  fallback: T,
+): T {
   if (value === undefined) return fallback;
   if (typeof value !== 'string' || !(choices as readonly string[]).includes(value)) {
-    throw new InvalidArgumentError(`${op}: ${name} must be one of ${choices.map((choice) => `'${choice}'`).join(', ')}, got ${describeValue(value)}`);
+    throw new InvalidArgumentError(
+      `${op}: ${name} must be one of ${choices.map((choice) => `'${choice}'`).join(', ')}, got ${describeValue(value)}`,
+    );
   }
   return value as T;
 }
@@ -154,9 +187,12 @@ export function checkChoice<T extends string>(op: string, name: string, value: u
 /** A known dtype; throws DTypeError listing the four. */
 export function checkDType(op: string, name: string, value: unknown): DType {
   if (!isDType(value)) {
-    throw new DTypeError(`${op}: ${name} must be a dtype, got ${describeValue(value)} (unknown dtype ${JSON.stringify(typeof value === 'string' ? value : String(value))})`, {
-      hint: "Use one of 'f32', 'f16', 'bf16', 'i32'.",
-    });
+    throw new DTypeError(
+      `${op}: ${name} must be a dtype, got ${describeValue(value)} (unknown dtype ${JSON.stringify(typeof value === 'string' ? value : String(value))})`,
+      {
+        hint: "Use one of 'f32', 'f16', 'bf16', 'i32'.",
+      },
+    );
   }
   return value;
 }
@@ -172,7 +208,10 @@ export function checkAxis(op: string, name: string, value: unknown, rank: number
   if (resolved < 0 || resolved >= rank) {
     const where = shape ? ` (shape ${formatShape(shape)})` : '';
     throw new InvalidArgumentError(`${op}: ${name} ${value} is out of range for rank ${rank}${where}`, {
-      hint: rank > 0 ? `Use an axis in [${-rank}, ${rank - 1}] (negative axes count from the end).` : 'A rank-0 tensor has no axes; reshape it first.',
+      hint:
+        rank > 0
+          ? `Use an axis in [${-rank}, ${rank - 1}] (negative axes count from the end).`
+          : 'A rank-0 tensor has no axes; reshape it first.',
     });
   }
   return resolved;
@@ -183,13 +222,18 @@ export function checkAxes(op: string, name: string, value: unknown, rank: number
   if (value === undefined) return Array.from({ length: rank }, (_, axis) => axis);
   if (typeof value === 'number') return [checkAxis(op, name, value, rank, shape)];
   if (!Array.isArray(value)) {
-    throw new InvalidArgumentError(`${op}: ${name} must be an axis, an array of axes or undefined (all axes), got ${describeValue(value)}`);
+    throw new InvalidArgumentError(
+      `${op}: ${name} must be an axis, an array of axes or undefined (all axes), got ${describeValue(value)}`,
+    );
   }
   const resolved = value.map((axis, index) => checkAxis(op, `${name}[${index}]`, axis, rank, shape));
   if (new Set(resolved).size !== resolved.length) {
-    throw new InvalidArgumentError(`${op}: ${name} [${value.join(', ')}] repeat an axis of a tensor of shape ${formatShape(shape ?? [])}`, {
-      hint: 'List each axis once.',
-    });
+    throw new InvalidArgumentError(
+      `${op}: ${name} [${value.join(', ')}] repeat an axis of a tensor of shape ${formatShape(shape ?? [])}`,
+      {
+        hint: 'List each axis once.',
+      },
+    );
   }
   return resolved.sort((a, b) => a - b);
 }
@@ -204,9 +248,12 @@ export function checkShape(op: string, name: string, value: unknown): number[] {
   let size = 1;
   value.forEach((dimension, index) => {
     if (typeof dimension !== 'number' || !Number.isSafeInteger(dimension) || dimension < 0) {
-      throw new ShapeError(`${op}: ${name} ${describeValue(value)} has an invalid dimension ${describeValue(dimension)} at index ${index}`, {
-        hint: 'Dimensions must be non-negative integers.',
-      });
+      throw new ShapeError(
+        `${op}: ${name} ${describeValue(value)} has an invalid dimension ${describeValue(dimension)} at index ${index}`,
+        {
+          hint: 'Dimensions must be non-negative integers.',
+        },
+      );
     }
     size *= dimension;
   });
@@ -219,10 +266,18 @@ export function checkShape(op: string, name: string, value: unknown): number[] {
 }
 
 /** An array of integers (optionally of a fixed length, each ≥ `min`). */
-export function checkIntegerList(op: string, name: string, value: unknown, options: { length?: number; min?: number } = {}): number[] {
-  if (!Array.isArray(value)) throw new InvalidArgumentError(`${op}: ${name} must be an array of integers, got ${describeValue(value)}`);
+export function checkIntegerList(
+  op: string,
+  name: string,
+  value: unknown,
+  options: { length?: number; min?: number } = {},
+): number[] {
+  if (!Array.isArray(value))
+    throw new InvalidArgumentError(`${op}: ${name} must be an array of integers, got ${describeValue(value)}`);
   if (options.length !== undefined && value.length !== options.length) {
-    throw new ShapeError(`${op}: ${name} [${value.join(', ')}] must have ${options.length} entries (one per axis), got ${value.length}`);
+    throw new ShapeError(
+      `${op}: ${name} [${value.join(', ')}] must have ${options.length} entries (one per axis), got ${value.length}`,
+    );
   }
   return value.map((item, index) => checkNumber(op, `${name}[${index}]`, item, { integer: true, min: options.min }));
 }
@@ -231,7 +286,12 @@ export function checkIntegerList(op: string, name: string, value: unknown, optio
 export type OptionCheck = (op: string, name: string, value: unknown) => void;
 
 /** Options objects: undefined (→ {}), or a plain object whose keys are all known and whose values pass their check. */
-export function checkOptions<T extends object>(op: string, name: string, value: unknown, checks: { readonly [K in keyof T]-?: OptionCheck }): T {
+export function checkOptions<T extends object>(
+  op: string,
+  name: string,
+  value: unknown,
+  checks: { readonly [K in keyof T]-?: OptionCheck },
+): T {
   if (value === undefined) return {} as T;
   if (typeof value !== 'object' || value === null || Array.isArray(value) || Tensor.isInstance(value)) {
     throw new InvalidArgumentError(`${op}: ${name} must be an options object, got ${describeValue(value)}`, {
@@ -241,7 +301,9 @@ export function checkOptions<T extends object>(op: string, name: string, value: 
   for (const [key, item] of Object.entries(value)) {
     const check = (checks as Record<string, OptionCheck | undefined>)[key];
     if (!Object.hasOwn(checks, key) || check === undefined) {
-      throw new InvalidArgumentError(`${op}: unknown option ${name}.${key}`, { hint: `Known options: ${Object.keys(checks).join(', ') || 'none'}.` });
+      throw new InvalidArgumentError(`${op}: unknown option ${name}.${key}`, {
+        hint: `Known options: ${Object.keys(checks).join(', ') || 'none'}.`,
+      });
     }
     if (item !== undefined) check(op, `${name}.${key}`, item);
   }
@@ -257,17 +319,29 @@ export const option = {
   dtype: ((op, name, value) => void checkDType(op, name, value)) as OptionCheck,
   backend: ((op, name, value) => {
     const backend = value as { alloc?: unknown; capabilities?: unknown } | null;
-    if (typeof backend !== 'object' || backend === null || typeof backend.alloc !== 'function' || typeof backend.capabilities !== 'object') {
+    if (
+      typeof backend !== 'object' ||
+      backend === null ||
+      typeof backend.alloc !== 'function' ||
+      typeof backend.capabilities !== 'object'
+    ) {
       throw new InvalidArgumentError(`${op}: ${name} must be a KernelBackend, got ${describeValue(value)}`, {
-        hint: 'Pass the backend from useBackend()/resolveBackend() or a backend package\'s create function.',
+        hint: "Pass the backend from useBackend()/resolveBackend() or a backend package's create function.",
       });
     }
   }) as OptionCheck,
   int32: ((op, name, value) => {
-    if (typeof value !== 'number') throw new InvalidArgumentError(`${op}: ${name} must be an i32 integer, got ${describeValue(value)}`);
+    if (typeof value !== 'number')
+      throw new InvalidArgumentError(`${op}: ${name} must be an i32 integer, got ${describeValue(value)}`);
     checkInt32(op, name, value);
   }) as OptionCheck,
-  integer: (rule: NumberRule = {}): OptionCheck => (op, name, value) => void checkNumber(op, name, value, { ...rule, integer: true }),
-  choice: (choices: readonly string[]): OptionCheck => (op, name, value) => void checkChoice(op, name, value, choices, choices[0]),
+  integer:
+    (rule: NumberRule = {}): OptionCheck =>
+    (op, name, value) =>
+      void checkNumber(op, name, value, { ...rule, integer: true }),
+  choice:
+    (choices: readonly string[]): OptionCheck =>
+    (op, name, value) =>
+      void checkChoice(op, name, value, choices, choices[0]),
   any: (() => {}) as OptionCheck,
 };

@@ -11,7 +11,30 @@ describe('docs/kernel-backend.md', () => {
 
   it('lists every method of KernelBackend with its signature', () => {
     const doc = readFileSync(DOC as string, 'utf8');
-    for (const method of ['alloc', 'free', 'upload', 'download', 'downloadSync', 'synchronize', 'memory', 'unary', 'binary', 'where', 'reduce', 'matmul', 'copy', 'gather', 'scatterAdd', 'cast', 'fill', 'softmax', 'attention', 'adamw', 'probe', 'create']) {
+    for (const method of [
+      'alloc',
+      'free',
+      'upload',
+      'download',
+      'downloadSync',
+      'synchronize',
+      'memory',
+      'unary',
+      'binary',
+      'where',
+      'reduce',
+      'matmul',
+      'copy',
+      'gather',
+      'scatterAdd',
+      'cast',
+      'fill',
+      'softmax',
+      'attention',
+      'adamw',
+      'probe',
+      'create',
+    ]) {
       expect(doc).toMatch(new RegExp('\\| `' + method + '`'));
     }
   });

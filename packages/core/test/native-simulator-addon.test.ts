@@ -7,7 +7,10 @@ describe('simulatorAddon', () => {
   it('loads the addon once, on first use, and forwards configure()', () => {
     const seen: unknown[] = [];
     let loads = 0;
-    const simulator = simulatorAddon<{ configureSimulator(configuration: { memoryBytes: number }): void }, { memoryBytes: number }>(() => {
+    const simulator = simulatorAddon<
+      { configureSimulator(configuration: { memoryBytes: number }): void },
+      { memoryBytes: number }
+    >(() => {
       loads++;
       return {
         configureSimulator: (configuration) => {

@@ -8,7 +8,9 @@ const doc = readFileSync(fileURLToPath(new URL('../../../docs/ops.md', import.me
 
 describe('docs/ops.md', () => {
   it('documents every exported op by name', () => {
-    const names = Object.entries(ops).filter(([, value]) => typeof value === 'function').map(([name]) => name);
+    const names = Object.entries(ops)
+      .filter(([, value]) => typeof value === 'function')
+      .map(([name]) => name);
     expect(names.length).toBeGreaterThan(60);
     const missing = names.filter((name) => !new RegExp('`' + name + '(\\(|`)').test(doc));
     expect(missing).toEqual([]);

@@ -23,7 +23,12 @@ import {
   unregisterBackend,
 } from '../src/backend/registry.js';
 import { parseDeviceId, resolveBackend } from '../src/backend/resolve.js';
-import { BackendApiVersionError, BackendContractError, BackendUnavailableError, InvalidArgumentError } from '../src/errors.js';
+import {
+  BackendApiVersionError,
+  BackendContractError,
+  BackendUnavailableError,
+  InvalidArgumentError,
+} from '../src/errors.js';
 
 interface FakeOptions {
   available?: boolean;
@@ -56,13 +61,20 @@ function fakePlugin(name: string, priority: number, options: FakeOptions = {}): 
       created.push(createOptions ?? {});
       if (options.createThrows !== undefined) throw new Error(options.createThrows);
       const device = devices[createOptions?.deviceIndex ?? 0];
-      return { name, apiVersion: KERNEL_API_VERSION, capabilities: { device, supports: () => true, flashAttention: false } } as unknown as KernelBackend;
+      return {
+        name,
+        apiVersion: KERNEL_API_VERSION,
+        capabilities: { device, supports: () => true, flashAttention: false },
+      } as unknown as KernelBackend;
     },
   };
 }
 
 async function errorOf(promise: Promise<unknown>): Promise<BackendUnavailableError> {
-  const error = await promise.then(() => undefined, (caught: unknown) => caught);
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
   expect(error).toBeInstanceOf(BackendUnavailableError);
   return error as BackendUnavailableError;
 }
@@ -126,7 +138,11 @@ describe('registerBackend / listBackends / probeBackends', () => {
     registerBackend({ ...fakePlugin('metal', 200), probe: () => 'yes' as never });
     registerBackend(fakePlugin('cpu', 100));
     const probes = await probeBackends();
-    expect(probes.map((entry) => [entry.plugin.name, entry.probe.available])).toEqual([['cuda', false], ['metal', false], ['cpu', true]]);
+    expect(probes.map((entry) => [entry.plugin.name, entry.probe.available])).toEqual([
+      ['cuda', false],
+      ['metal', false],
+      ['cpu', true],
+    ]);
     expect(probes[0].probe.reason).toContain('driver exploded');
     expect(probes[1].probe.reason).toMatch(/returned no/);
   });
@@ -145,7 +161,8 @@ describe('registerBackend / listBackends / probeBackends', () => {
 });
 
 describe('resolveBackend', () => {
-  const resolve = (options: Parameters<typeof resolveBackend>[0] = {}) => resolveBackend({ discover: false, env: {}, ...options });
+  const resolve = (options: Parameters<typeof resolveBackend>[0] = {}) =>
+    resolveBackend({ discover: false, env: {}, ...options });
 
   it('picks the highest-priority available backend and explains every step', async () => {
     registerBackend(fakePlugin('cpu', 100));
@@ -157,7 +174,9 @@ describe('resolveBackend', () => {
     expect(resolution.device?.id).toBe('metal:0');
     expect(resolution.warnings).toEqual([]);
     expect(resolution.steps.map((step) => [step.name, step.available, step.chosen])).toEqual([
-      ['cuda', false, false], ['metal', true, true], ['cpu', true, false],
+      ['cuda', false, false],
+      ['metal', true, true],
+      ['cpu', true, false],
     ]);
     expect(resolution.steps[0].reason).toContain('No NVIDIA driver was found.');
     expect(resolution.steps[1].reason).toMatch(/highest-priority available/);
@@ -178,7 +197,9 @@ describe('resolveBackend', () => {
     registerBackend(fakePlugin('cpu', 100));
     const fromEnv = await resolve({ env: { KILN_DEVICE: 'cpu' } });
     expect([fromEnv.plugin.name, fromEnv.source]).toEqual(['cpu', 'KILN_DEVICE']);
-    expect(fromEnv.steps.find((step) => step.name === 'cuda')?.reason).toMatch(/not probed: 'cpu' was requested by KILN_DEVICE/);
+    expect(fromEnv.steps.find((step) => step.name === 'cuda')?.reason).toMatch(
+      /not probed: 'cpu' was requested by KILN_DEVICE/,
+    );
     const fromArgument = await resolve({ device: 'cuda', env: { KILN_DEVICE: 'cpu' } });
     expect([fromArgument.plugin.name, fromArgument.source]).toEqual(['cuda', 'argument']);
     const autoArgument = await resolve({ device: 'auto', env: { KILN_DEVICE: 'CPU' } });
@@ -215,8 +236,12 @@ describe('resolveBackend', () => {
     // The other backends are not probed for an explicit request.
     expect(error.message).toMatch(/metal: not probed: 'cuda' was requested by the device argument/);
     expect(error.message).toMatch(/cpu: not probed/);
-    expect(error.hint).toBe('Fix the reason above, or choose another device (installed: cuda, metal, cpu). Or resolve with fallback: true to use the best available backend instead.');
-    const named = await errorOf(resolve({ device: 'cuda', requestedBy: '--device', fallbackAdvice: 'pass --allow-device-fallback' }));
+    expect(error.hint).toBe(
+      'Fix the reason above, or choose another device (installed: cuda, metal, cpu). Or resolve with fallback: true to use the best available backend instead.',
+    );
+    const named = await errorOf(
+      resolve({ device: 'cuda', requestedBy: '--device', fallbackAdvice: 'pass --allow-device-fallback' }),
+    );
     expect(named.message).toMatch(/^Backend 'cuda' requested by --device \("cuda"\) cannot be used/);
     expect(named.hint).toMatch(/Or pass --allow-device-fallback to use the best available backend instead\.$/);
     const noFallback = await errorOf(resolve({ device: 'cuda', fallbackAdvice: false }));
@@ -229,10 +254,15 @@ describe('resolveBackend', () => {
     registerBackend(plugin);
     registerBackend(fakePlugin('cpu', 100));
     await expect(createBackend(plugin)).rejects.toThrow(BackendContractError);
-    const error = await resolve({ device: 'mydev:0' }).then(() => undefined, (caught: unknown) => caught as BackendContractError);
+    const error = await resolve({ device: 'mydev:0' }).then(
+      () => undefined,
+      (caught: unknown) => caught as BackendContractError,
+    );
     expect(error).toBeInstanceOf(BackendContractError);
     expect(error?.code).toBe('BACKEND_CONTRACT');
-    expect(error?.message.split('\n')[0]).toBe(`Backend 'mydev': create() returned a backend named "example", not 'mydev'`);
+    expect(error?.message.split('\n')[0]).toBe(
+      `Backend 'mydev': create() returned a backend named "example", not 'mydev'`,
+    );
     expect(error?.hint).toMatch(/set the backend's `name` to 'mydev'/);
     // Automatic resolution passes over it with the reason, and uses another backend.
     unregisterBackend('cpu');
@@ -240,7 +270,9 @@ describe('resolveBackend', () => {
     registerBackend({ ...plugin, priority: 500 });
     const automatic = await resolve();
     expect(automatic.plugin.name).toBe('cpu');
-    expect(automatic.steps.find((step) => step.name === 'mydev')?.reason).toMatch(/create\(\) failed: Backend 'mydev': create\(\) returned a backend named "example"/);
+    expect(automatic.steps.find((step) => step.name === 'mydev')?.reason).toMatch(
+      /create\(\) failed: Backend 'mydev': create\(\) returned a backend named "example"/,
+    );
     await expect(createBackend(fakePlugin('cpu', 100))).resolves.toMatchObject({ name: 'cpu' });
   });
 
@@ -261,7 +293,11 @@ describe('resolveBackend', () => {
     expect(resolution.source).toBe('argument');
     expect(resolution.warnings).toHaveLength(1);
     expect(resolution.warnings[0]).toMatch(/'cuda'.*No GPU\..*using 'cpu' instead/);
-    expect(resolution.steps.map((step) => [step.name, step.chosen])).toEqual([['cuda', false], ['metal', false], ['cpu', true]]);
+    expect(resolution.steps.map((step) => [step.name, step.chosen])).toEqual([
+      ['cuda', false],
+      ['metal', false],
+      ['cpu', true],
+    ]);
   });
 
   it('names an unknown backend, the registered ones, and what to install', async () => {
@@ -269,7 +305,9 @@ describe('resolveBackend', () => {
     registerBackend(fakePlugin('cpu', 100));
     const error = await errorOf(resolve({ device: 'rocm' }));
     expect(error.message).toMatch(/^Backend 'rocm' requested by the device argument \("rocm"\) is not installed$/m);
-    expect(error.hint).toMatch(/^Choose one of: cuda, metal, cpu \(installed: cuda, cpu\)\. If 'rocm' is a plugin, install kiln-backend-rocm /);
+    expect(error.hint).toMatch(
+      /^Choose one of: cuda, metal, cpu \(installed: cuda, cpu\)\. If 'rocm' is a plugin, install kiln-backend-rocm /,
+    );
     expect(error.hint).not.toContain('@kiln/backend-rocm');
     expect(error.attempts[0]).toEqual({ name: 'rocm', reason: expect.stringMatching(/no registered backend/) });
     const fallback = await resolve({ device: 'rocm', fallback: true });
@@ -281,7 +319,9 @@ describe('resolveBackend', () => {
     registerBackend(fakePlugin('cuda', 300, { available: false, reason: 'No GPU.' }));
     registerBackend(fakePlugin('cpu', 100));
     const generic = await errorOf(resolve({ device: 'gpu' }));
-    expect(generic.hint).toBe("Choose one of: cuda, metal, cpu (installed: cuda, cpu). 'gpu' is not a backend name: use 'cuda' for an NVIDIA GPU, 'metal' for an Apple GPU. Or resolve with fallback: true to use the best available backend instead.");
+    expect(generic.hint).toBe(
+      "Choose one of: cuda, metal, cpu (installed: cuda, cpu). 'gpu' is not a backend name: use 'cuda' for an NVIDIA GPU, 'metal' for an Apple GPU. Or resolve with fallback: true to use the best available backend instead.",
+    );
     const typo = await errorOf(resolve({ device: 'cdua', fallbackAdvice: false }));
     expect(typo.hint).toBe("Choose one of: cuda, metal, cpu (installed: cuda, cpu). Did you mean 'cuda'?");
   });
@@ -312,7 +352,11 @@ describe('probe timeout', () => {
     const started = Date.now();
     const result = await probeBackend(plugin, { timeoutMs: 50 });
     expect(Date.now() - started).toBeLessThan(2000);
-    expect(result).toEqual({ available: false, reason: expect.stringMatching(/probe\(\) did not answer within 50 ms.*'stuck'.*KILN_PROBE_TIMEOUT_MS/), devices: [] });
+    expect(result).toEqual({
+      available: false,
+      reason: expect.stringMatching(/probe\(\) did not answer within 50 ms.*'stuck'.*KILN_PROBE_TIMEOUT_MS/),
+      devices: [],
+    });
     // Still running: not started again, and the timeout is reported at once.
     const again = await probeBackend(plugin, { timeoutMs: 60_000 });
     expect(again.available).toBe(false);
@@ -326,7 +370,9 @@ describe('probe timeout', () => {
       ...fakePlugin('slow', 10),
       probe: () => {
         calls += 1;
-        return calls === 1 ? new Promise<ProbeResult>((resolve) => (release = resolve)) : { available: true, devices: [] };
+        return calls === 1
+          ? new Promise<ProbeResult>((resolve) => (release = resolve))
+          : { available: true, devices: [] };
       },
     };
     expect((await probeBackend(plugin, { timeoutMs: 20 })).available).toBe(false);
@@ -342,7 +388,9 @@ describe('probe timeout', () => {
     expect(DEFAULT_PROBE_TIMEOUT_MS).toBeLessThanOrEqual(10_000);
     expect(probeTimeoutMs({ env: { KILN_PROBE_TIMEOUT_MS: '250' } })).toBe(250);
     expect(probeTimeoutMs({ env: { KILN_PROBE_TIMEOUT_MS: '250' }, timeoutMs: 40 })).toBe(40);
-    expect(() => probeTimeoutMs({ env: { KILN_PROBE_TIMEOUT_MS: 'soon' } })).toThrow(/KILN_PROBE_TIMEOUT_MS must be a number of milliseconds.*"soon"/);
+    expect(() => probeTimeoutMs({ env: { KILN_PROBE_TIMEOUT_MS: 'soon' } })).toThrow(
+      /KILN_PROBE_TIMEOUT_MS must be a number of milliseconds.*"soon"/,
+    );
     expect(() => probeTimeoutMs({ timeoutMs: -1 })).toThrow(InvalidArgumentError);
     const result = await probeBackend(hangingPlugin('stuck', 10), { env: { KILN_PROBE_TIMEOUT_MS: '30' } });
     expect(result.reason).toMatch(/within 30 ms/);
@@ -365,7 +413,11 @@ describe('probe timeout', () => {
     registerBackend(fakePlugin('cpu', 100));
     const resolution = await resolveBackend({ discover: false, env: { KILN_PROBE_TIMEOUT_MS: '40' } });
     expect(resolution.plugin.name).toBe('cpu');
-    expect(resolution.steps[0]).toMatchObject({ name: 'stuck', available: false, reason: expect.stringMatching(/did not answer within 40 ms/) });
+    expect(resolution.steps[0]).toMatchObject({
+      name: 'stuck',
+      available: false,
+      reason: expect.stringMatching(/did not answer within 40 ms/),
+    });
   });
 });
 
@@ -388,26 +440,58 @@ describe('discoverBackends', () => {
   beforeAll(async () => {
     root = await mkdtemp(join(tmpdir(), 'kiln-discovery-'));
     const modules = join(root, 'project', 'node_modules');
-    await writePackage(join(modules, 'kiln-backend-fake'), { name: 'kiln-backend-fake', type: 'module', exports: { '.': { types: './index.d.ts', import: './dist/index.js', require: './dist/index.cjs' } } }, {
-      'dist/index.js': `export default ${pluginSource('fake')};`,
-    });
-    await writePackage(join(modules, '@acme', 'kiln-backend-vk'), { name: '@acme/kiln-backend-vk', main: 'lib/main' }, {
-      'lib/main.js': `exports.plugin = ${pluginSource('vk')};`,
-    });
-    await writePackage(join(modules, 'kiln-backend-broken'), { name: 'kiln-backend-broken', type: 'module', main: 'index.js' }, {
-      'index.js': "throw new Error('native addon missing');",
-    });
-    await writePackage(join(modules, 'kiln-backend-empty'), { name: 'kiln-backend-empty', type: 'module', main: 'index.js' }, {
-      'index.js': 'export const hello = 1;',
-    });
-    await writePackage(join(modules, 'kiln-backend-old'), { name: 'kiln-backend-old', type: 'module', exports: './index.js' }, {
-      'index.js': `export const plugin = ${pluginSource('old', 0)};`,
-    });
+    await writePackage(
+      join(modules, 'kiln-backend-fake'),
+      {
+        name: 'kiln-backend-fake',
+        type: 'module',
+        exports: { '.': { types: './index.d.ts', import: './dist/index.js', require: './dist/index.cjs' } },
+      },
+      {
+        'dist/index.js': `export default ${pluginSource('fake')};`,
+      },
+    );
+    await writePackage(
+      join(modules, '@acme', 'kiln-backend-vk'),
+      { name: '@acme/kiln-backend-vk', main: 'lib/main' },
+      {
+        'lib/main.js': `exports.plugin = ${pluginSource('vk')};`,
+      },
+    );
+    await writePackage(
+      join(modules, 'kiln-backend-broken'),
+      { name: 'kiln-backend-broken', type: 'module', main: 'index.js' },
+      {
+        'index.js': "throw new Error('native addon missing');",
+      },
+    );
+    await writePackage(
+      join(modules, 'kiln-backend-empty'),
+      { name: 'kiln-backend-empty', type: 'module', main: 'index.js' },
+      {
+        'index.js': 'export const hello = 1;',
+      },
+    );
+    await writePackage(
+      join(modules, 'kiln-backend-old'),
+      { name: 'kiln-backend-old', type: 'module', exports: './index.js' },
+      {
+        'index.js': `export const plugin = ${pluginSource('old', 0)};`,
+      },
+    );
     await writeFile(join(modules, 'kiln-backend-stray.js'), "throw new Error('must not load');");
-    await writePackage(join(modules, 'unrelated'), { name: 'unrelated', main: 'index.js' }, { 'index.js': "throw new Error('must not load');" });
-    await writePackage(join(root, 'elsewhere', 'by-directory'), { name: 'by-directory', type: 'module', main: 'main.js' }, {
-      'main.js': `export default ${pluginSource('bydir')};`,
-    });
+    await writePackage(
+      join(modules, 'unrelated'),
+      { name: 'unrelated', main: 'index.js' },
+      { 'index.js': "throw new Error('must not load');" },
+    );
+    await writePackage(
+      join(root, 'elsewhere', 'by-directory'),
+      { name: 'by-directory', type: 'module', main: 'main.js' },
+      {
+        'main.js': `export default ${pluginSource('bydir')};`,
+      },
+    );
     await writeFile(join(root, 'elsewhere', 'by-file.mjs'), `export const plugin = ${pluginSource('byfile')};`);
     const KILN_BACKENDS = `${join(root, 'elsewhere', 'by-directory')}, ${join(root, 'elsewhere', 'by-file.mjs')},kiln-backend-missing,${join(root, 'nope')}`;
     report = await discoverBackends({ paths: [join(root, 'project', 'src')], env: { KILN_BACKENDS }, refresh: true });
@@ -425,8 +509,14 @@ describe('discoverBackends', () => {
   });
 
   it('records packages that fail to load, export no plugin, or target another API version', () => {
-    expect(entry('kiln-backend-broken')).toMatchObject({ loaded: false, reason: expect.stringContaining('native addon missing') });
-    expect(entry('kiln-backend-empty')).toMatchObject({ loaded: false, reason: expect.stringContaining('exports: hello') });
+    expect(entry('kiln-backend-broken')).toMatchObject({
+      loaded: false,
+      reason: expect.stringContaining('native addon missing'),
+    });
+    expect(entry('kiln-backend-empty')).toMatchObject({
+      loaded: false,
+      reason: expect.stringContaining('exports: hello'),
+    });
     expect(entry('kiln-backend-old')?.loaded).toBe(false);
     expect(entry('kiln-backend-old')?.reason).toMatch(/version 0.*version 1/);
     expect(entry('unrelated')).toBeUndefined();
@@ -450,20 +540,36 @@ describe('discoverBackends', () => {
     expect(getBackendPlugin('fake')).toBeUndefined();
     const again = await discoverBackends({ paths: [join(root, 'project')], refresh: true, env: {} });
     expect(again).not.toBe(report);
-    expect(listBackends().map((plugin) => plugin.name).sort()).toEqual(['fake', 'vk']);
+    expect(
+      listBackends()
+        .map((plugin) => plugin.name)
+        .sort(),
+    ).toEqual(['fake', 'vk']);
     const resolution = await resolveBackend({ env: {}, device: 'vk' });
     expect(resolution.plugin.name).toBe('vk');
   });
   it('says why a requested backend whose package was rejected for its API version cannot be used (not "not installed")', async () => {
     await discoverBackends({ paths: [join(root, 'project')], refresh: true, env: {} });
     expect(entry('kiln-backend-old')).toBeDefined();
-    const error = await resolveBackend({ env: {}, device: 'old' }).then(() => undefined, (caught: unknown) => caught);
+    const error = await resolveBackend({ env: {}, device: 'old' }).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
     expect(error).toBeInstanceOf(BackendApiVersionError);
     const message = (error as Error).message;
-    expect(message).toMatch(/Backend 'old' requested by the device argument \("old"\) is installed but cannot be used: kiln-backend-old \(.*\) was built against KernelBackend API version 0, but this @kiln\/core implements version 1/);
+    expect(message).toMatch(
+      /Backend 'old' requested by the device argument \("old"\) is installed but cannot be used: kiln-backend-old \(.*\) was built against KernelBackend API version 0, but this @kiln\/core implements version 1/,
+    );
     expect(message).not.toMatch(/not installed/);
-    expect((error as BackendApiVersionError).hint).toMatch(/Upgrade kiln-backend-old to a release built for KernelBackend API version 1/);
-    const fromEnvironment = await resolveBackend({ env: { KILN_DEVICE: 'broken' } }).then(() => undefined, (caught: unknown) => caught);
-    expect((fromEnvironment as Error).message).toMatch(/Backend 'broken' requested by KILN_DEVICE .* is installed but could not be loaded[\s\S]*native addon missing/);
+    expect((error as BackendApiVersionError).hint).toMatch(
+      /Upgrade kiln-backend-old to a release built for KernelBackend API version 1/,
+    );
+    const fromEnvironment = await resolveBackend({ env: { KILN_DEVICE: 'broken' } }).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect((fromEnvironment as Error).message).toMatch(
+      /Backend 'broken' requested by KILN_DEVICE .* is installed but could not be loaded[\s\S]*native addon missing/,
+    );
   });
 });

@@ -27,7 +27,8 @@ function rejection(bytes: Uint8Array): CheckpointError {
   throw new Error('the file was accepted');
 }
 
-const entry = (begin: number, end: number) => `{"dtype":"F32","shape":[${(end - begin) / 4}],"data_offsets":[${begin},${end}]}`;
+const entry = (begin: number, end: number) =>
+  `{"dtype":"F32","shape":[${(end - begin) / 4}],"data_offsets":[${begin},${end}]}`;
 
 describe('parseSafetensors layout checks', () => {
   it('rejects a duplicate tensor name, naming it', () => {
@@ -41,12 +42,16 @@ describe('parseSafetensors layout checks', () => {
   });
 
   it('rejects a duplicate __metadata__ entry', () => {
-    const error = rejection(craft(`{"__metadata__":{"a":"1"},"w":${entry(0, 4)},"__metadata__":{"a":"2"}}`, new Uint8Array(4)));
+    const error = rejection(
+      craft(`{"__metadata__":{"a":"1"},"w":${entry(0, 4)},"__metadata__":{"a":"2"}}`, new Uint8Array(4)),
+    );
     expect(error.message).toMatch(/"__metadata__" appears twice/);
   });
 
   it('does not mistake repeated keys inside entries or metadata for duplicates', () => {
-    const parsed = parseSafetensors(craft(`{"__metadata__":{"dtype":"x","shape":"y"},"a":${entry(0, 4)},"b":${entry(4, 8)}}`, new Uint8Array(8)));
+    const parsed = parseSafetensors(
+      craft(`{"__metadata__":{"dtype":"x","shape":"y"},"a":${entry(0, 4)},"b":${entry(4, 8)}}`, new Uint8Array(8)),
+    );
     expect([...parsed.tensors.keys()]).toEqual(['a', 'b']);
   });
 

@@ -111,7 +111,10 @@ describe('serializeSafetensors / parseSafetensors', () => {
     expect((8 + length) % 8).toBe(0);
     const text = new TextDecoder().decode(bytes.subarray(8, 8 + length));
     expect(text).toMatch(/^\{.*\} *$/);
-    const header = JSON.parse(text) as Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>;
+    const header = JSON.parse(text) as Record<
+      string,
+      { dtype: string; shape: number[]; data_offsets: [number, number] }
+    >;
     expect(header.__metadata__).toEqual({ a: 'b' });
     expect(header['layers.0.brain'].dtype).toBe('BF16');
     expect(header['layers.0.half'].dtype).toBe('F16');
@@ -135,7 +138,8 @@ describe('serializeSafetensors / parseSafetensors', () => {
 
   it('reads a hand-made file with padding, unsorted keys and no metadata', () => {
     const data = bytesOf(Int32Array.of(7, 8, 9));
-    const header = '{"b":{"dtype":"I32","shape":[1],"data_offsets":[8,12]},"a":{"dtype":"I32","shape":[2],"data_offsets":[0,8]}}   ';
+    const header =
+      '{"b":{"dtype":"I32","shape":[1],"data_offsets":[8,12]},"a":{"dtype":"I32","shape":[2],"data_offsets":[0,8]}}   ';
     const parsed = parseSafetensors(craft(header, data));
     expect(parsed.metadata).toEqual({});
     expect(Array.from(new Int32Array(parsed.tensors.get('a')?.data.slice().buffer as ArrayBuffer))).toEqual([7, 8]);
@@ -150,9 +154,15 @@ describe('serializeSafetensors / parseSafetensors', () => {
 
   it('rejects bad arguments when serializing', () => {
     expect(() => serializeSafetensors({ x: { dtype: 'f32', shape: [2], data: new Uint8Array(4) } })).toThrow(/needs 8/);
-    expect(() => serializeSafetensors({ x: { dtype: 'f64' as never, shape: [1], data: new Uint8Array(8) } })).toThrow(InvalidArgumentError);
-    expect(() => serializeSafetensors({ x: { dtype: 'f32', shape: [-1], data: new Uint8Array(0) } })).toThrow(InvalidArgumentError);
-    expect(() => serializeSafetensors({ __metadata__: { dtype: 'f32', shape: [], data: new Uint8Array(4) } })).toThrow(/reserved/);
+    expect(() => serializeSafetensors({ x: { dtype: 'f64' as never, shape: [1], data: new Uint8Array(8) } })).toThrow(
+      InvalidArgumentError,
+    );
+    expect(() => serializeSafetensors({ x: { dtype: 'f32', shape: [-1], data: new Uint8Array(0) } })).toThrow(
+      InvalidArgumentError,
+    );
+    expect(() => serializeSafetensors({ __metadata__: { dtype: 'f32', shape: [], data: new Uint8Array(4) } })).toThrow(
+      /reserved/,
+    );
     expect(() => serializeSafetensors({}, { step: 3 as unknown as string })).toThrow(/not a string/);
   });
 });
@@ -215,11 +225,17 @@ describe('parseSafetensors never trusts the file', () => {
 
   it('rejects a byte length that does not match the shape', () => {
     expectCheckpointError(craft({ w: entry({ shape: [3] }) }, data8), /has 8 bytes but shape \[3\] of F32 needs 12/);
-    expectCheckpointError(craft({ w: entry({ shape: [2 ** 40, 2 ** 40] }) }, data8), /whose element count exceeds 9007199254740991/);
+    expectCheckpointError(
+      craft({ w: entry({ shape: [2 ** 40, 2 ** 40] }) }, data8),
+      /whose element count exceeds 9007199254740991/,
+    );
   });
 
   it('rejects offsets out of range, reversed or overlapping', () => {
-    expectCheckpointError(craft({ w: entry({ data_offsets: [0, 16], shape: [4] }) }, data8), /ends at byte 16 but the data buffer is only 8 bytes/);
+    expectCheckpointError(
+      craft({ w: entry({ data_offsets: [0, 16], shape: [4] }) }, data8),
+      /ends at byte 16 but the data buffer is only 8 bytes/,
+    );
     expectCheckpointError(craft({ w: entry({ data_offsets: [8, 0] }) }, data8), /reversed data_offsets \[8, 0\]/);
     const overlapping = { a: entry({ data_offsets: [0, 8] }), b: entry({ data_offsets: [4, 12] }) };
     expectCheckpointError(craft(overlapping, new Uint8Array(12)), /"a" and "b" overlap/);
@@ -248,18 +264,24 @@ describe('parseSafetensors never trusts the file', () => {
     expect(parsed.tensors.get('__proto__')?.shape).toEqual([1]);
     expect(Object.prototype).not.toHaveProperty('dtype');
     // And back: a record with an own "__proto__" key serializes it as a tensor name.
-    const tensors = Object.defineProperty({}, '__proto__', { value: parsed.tensors.get('__proto__'), enumerable: true }) as Record<string, RawTensor>;
+    const tensors = Object.defineProperty({}, '__proto__', {
+      value: parsed.tensors.get('__proto__'),
+      enumerable: true,
+    }) as Record<string, RawTensor>;
     expect(parseSafetensors(serializeSafetensors(tensors)).tensors.has('__proto__')).toBe(true);
   });
 
   it('refuses a shape whose element count passes 2^53, and accepts an empty one of huge dimensions', () => {
     const huge = { a: { dtype: 'F32', shape: [2 ** 40, 2 ** 40], data_offsets: [0, 0] } };
-    expectCheckpointError(craft(huge), /tensor "a" has shape \[1099511627776,1099511627776\], whose element count exceeds 9007199254740991 \(2\^53 − 1\)/);
+    expectCheckpointError(
+      craft(huge),
+      /tensor "a" has shape \[1099511627776,1099511627776\], whose element count exceeds 9007199254740991 \(2\^53 − 1\)/,
+    );
     const empty = { a: { dtype: 'F32', shape: [2 ** 40, 2 ** 40, 0], data_offsets: [0, 0] } };
     expect(parseSafetensors(craft(empty)).tensors.get('a')?.data.byteLength).toBe(0);
-    expect(() => serializeSafetensors({ a: { dtype: 'f32', shape: [2 ** 30, 2 ** 30, 2 ** 30], data: new Uint8Array(0) } })).toThrow(
-      /whose element count exceeds 9007199254740991/,
-    );
+    expect(() =>
+      serializeSafetensors({ a: { dtype: 'f32', shape: [2 ** 30, 2 ** 30, 2 ** 30], data: new Uint8Array(0) } }),
+    ).toThrow(/whose element count exceeds 9007199254740991/);
   });
 });
 
@@ -307,7 +329,11 @@ describe('safetensors files and atomic writes', () => {
     const actualOpen = (await vi.importActual<typeof import('node:fs/promises')>('node:fs/promises')).open;
     vi.mocked(fsPromises.open).mockImplementationOnce(async (...args: Parameters<typeof actualOpen>) => {
       const handle = await actualOpen(...args);
-      const write = handle.write.bind(handle) as (buffer: Uint8Array, offset: number, length: number) => Promise<{ bytesWritten: number }>;
+      const write = handle.write.bind(handle) as (
+        buffer: Uint8Array,
+        offset: number,
+        length: number,
+      ) => Promise<{ bytesWritten: number }>;
       let calls = 0;
       Object.assign(handle, {
         write: async (buffer: Uint8Array, offset: number, length: number) => {
@@ -336,6 +362,8 @@ describe('safetensors files and atomic writes', () => {
   });
 
   it('fails with a CheckpointError when the directory does not exist', async () => {
-    await expect(writeFileAtomic(join(directory, 'no', 'such', 'file.json'), 'x')).rejects.toThrow(/Could not write .*file\.json/);
+    await expect(writeFileAtomic(join(directory, 'no', 'such', 'file.json'), 'x')).rejects.toThrow(
+      /Could not write .*file\.json/,
+    );
   });
 });

@@ -22,18 +22,25 @@ function loadTesting() {
     } catch (fallbackError) {
       if (!isMissingTesting(fallbackError)) throw fallbackError;
     }
-    throw new MissingDependencyError('@kiln/testing', '@kiln/core/testing re-exports the conformance kit from @kiln/testing, which is not installed', {
-      hint: 'install @kiln/testing (npm i -D @kiln/testing) and import from it instead of @kiln/core/testing',
-      cause: error,
-    });
+    throw new MissingDependencyError(
+      '@kiln/testing',
+      '@kiln/core/testing re-exports the conformance kit from @kiln/testing, which is not installed',
+      {
+        hint: 'install @kiln/testing (npm i -D @kiln/testing) and import from it instead of @kiln/core/testing',
+        cause: error,
+      },
+    );
   }
 }
 
 module.exports = loadTesting();
 if (globalThis[WARNED] !== true) {
   globalThis[WARNED] = true;
-  process.emitWarning('@kiln/core/testing is deprecated and goes away in kiln 0.3: import the conformance kit from @kiln/testing (npm i -D @kiln/testing)', {
-    type: 'DeprecationWarning',
-    code: 'KILN_CORE_TESTING',
-  });
+  process.emitWarning(
+    '@kiln/core/testing is deprecated and goes away in kiln 0.3: import the conformance kit from @kiln/testing (npm i -D @kiln/testing)',
+    {
+      type: 'DeprecationWarning',
+      code: 'KILN_CORE_TESTING',
+    },
+  );
 }

@@ -11,7 +11,10 @@ import { MissingDependencyError } from '@kiln/core';
 const WARNED = Symbol.for('kiln.core-testing-deprecation-warned');
 
 function isMissingTesting(error) {
-  return (error?.code === 'ERR_MODULE_NOT_FOUND' || error?.code === 'MODULE_NOT_FOUND') && String(error.message).includes('@kiln/testing');
+  return (
+    (error?.code === 'ERR_MODULE_NOT_FOUND' || error?.code === 'MODULE_NOT_FOUND') &&
+    String(error.message).includes('@kiln/testing')
+  );
 }
 
 async function loadTesting() {
@@ -28,24 +31,43 @@ async function loadTesting() {
     } catch (fallbackError) {
       if (!isMissingTesting(fallbackError)) throw fallbackError;
     }
-    throw new MissingDependencyError('@kiln/testing', '@kiln/core/testing re-exports the conformance kit from @kiln/testing, which is not installed', {
-      hint: 'install @kiln/testing (npm i -D @kiln/testing) and import from it instead of @kiln/core/testing',
-      cause: error,
-    });
+    throw new MissingDependencyError(
+      '@kiln/testing',
+      '@kiln/core/testing re-exports the conformance kit from @kiln/testing, which is not installed',
+      {
+        hint: 'install @kiln/testing (npm i -D @kiln/testing) and import from it instead of @kiln/core/testing',
+        cause: error,
+      },
+    );
   }
 }
 
 const testing = await loadTesting();
 if (globalThis[WARNED] !== true) {
   globalThis[WARNED] = true;
-  process.emitWarning('@kiln/core/testing is deprecated and goes away in kiln 0.3: import the conformance kit from @kiln/testing (npm i -D @kiln/testing)', {
-    type: 'DeprecationWarning',
-    code: 'KILN_CORE_TESTING',
-  });
+  process.emitWarning(
+    '@kiln/core/testing is deprecated and goes away in kiln 0.3: import the conformance kit from @kiln/testing (npm i -D @kiln/testing)',
+    {
+      type: 'DeprecationWarning',
+      code: 'KILN_CORE_TESTING',
+    },
+  );
 }
 
 export const {
-  ConformanceSkipSignal, DEFAULT_CONFORMANCE_SEED, DEFAULT_GRADCHECK_TOLERANCE, DEFAULT_TOLERANCES, EXACT_TOLERANCE, KERNEL_DTYPES,
-  KilnConformanceError, buildConformanceCases, createReferenceBackend, describeBackendConformance, formatSupportMatrix, gradcheck,
-  runConformance, supportMatrix, withinTolerance,
+  ConformanceSkipSignal,
+  DEFAULT_CONFORMANCE_SEED,
+  DEFAULT_GRADCHECK_TOLERANCE,
+  DEFAULT_TOLERANCES,
+  EXACT_TOLERANCE,
+  KERNEL_DTYPES,
+  KilnConformanceError,
+  buildConformanceCases,
+  createReferenceBackend,
+  describeBackendConformance,
+  formatSupportMatrix,
+  gradcheck,
+  runConformance,
+  supportMatrix,
+  withinTolerance,
 } = testing;

@@ -13,7 +13,9 @@
 
 using Clock = std::chrono::steady_clock;
 
-static double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+static double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 __global__ void barrier_kernel(int rounds, int* sink) {
   int value = static_cast<int>(threadIdx.x);
@@ -36,7 +38,8 @@ __global__ void shuffle_kernel(int rounds, int* sink) {
 
 __global__ void work_kernel(const float* input, float* output, int count) {
   __shared__ float tile[256];
-  for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < count; i += static_cast<int>(gridDim.x * blockDim.x)) {
+  for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < count;
+       i += static_cast<int>(gridDim.x * blockDim.x)) {
     float value = input[i];
     for (int k = 0; k < 64; k++) value = value * 0.999f + 0.001f;
     tile[threadIdx.x] = value;
@@ -46,7 +49,9 @@ __global__ void work_kernel(const float* input, float* output, int count) {
   }
 }
 
-static void row(const char* name, double nanoseconds, const char* unit) { std::printf("%-44s %10.1f ns  per %s\n", name, nanoseconds, unit); }
+static void row(const char* name, double nanoseconds, const char* unit) {
+  std::printf("%-44s %10.1f ns  per %s\n", name, nanoseconds, unit);
+}
 
 static void configure(unsigned workers) {
   gpu_sim::EngineSettings settings = gpu_sim::Engine::instance().settings();
@@ -66,7 +71,8 @@ int main() {
     const int launches = 2000;
     gpu_sim::cuda::launch_kernel("empty_kernel", empty_kernel, dim3(1), dim3(threads), 0, nullptr, &sink);
     const auto start = Clock::now();
-    for (int i = 0; i < launches; i++) gpu_sim::cuda::launch_kernel("empty_kernel", empty_kernel, dim3(1), dim3(threads), 0, nullptr, &sink);
+    for (int i = 0; i < launches; i++)
+      gpu_sim::cuda::launch_kernel("empty_kernel", empty_kernel, dim3(1), dim3(threads), 0, nullptr, &sink);
     row("fiber: start + finish a GPU thread", seconds_since(start) * 1e9 / (launches * threads), "thread");
   }
   // Barrier crossing: 256 threads × rounds.
@@ -74,13 +80,15 @@ int main() {
     const int rounds = 2000;
     const auto start = Clock::now();
     gpu_sim::cuda::launch_kernel("barrier_kernel", barrier_kernel, dim3(1), dim3(threads), 0, nullptr, rounds, &sink);
-    row("fiber: __syncthreads()", seconds_since(start) * 1e9 / (static_cast<double>(rounds) * threads), "thread per barrier");
+    row("fiber: __syncthreads()", seconds_since(start) * 1e9 / (static_cast<double>(rounds) * threads),
+        "thread per barrier");
   }
   {
     const int rounds = 2000;
     const auto start = Clock::now();
     gpu_sim::cuda::launch_kernel("shuffle_kernel", shuffle_kernel, dim3(1), dim3(threads), 0, nullptr, rounds, &sink);
-    row("fiber: __shfl_xor_sync", seconds_since(start) * 1e9 / (static_cast<double>(rounds) * threads), "lane per shuffle");
+    row("fiber: __shfl_xor_sync", seconds_since(start) * 1e9 / (static_cast<double>(rounds) * threads),
+        "lane per shuffle");
   }
   // Parallel blocks: 1 worker vs 2.
   {
@@ -89,9 +97,11 @@ int main() {
     std::vector<float> output(count);
     for (unsigned workers : {1u, 2u}) {
       configure(workers);
-      gpu_sim::cuda::launch_kernel("work_kernel", work_kernel, dim3(256), dim3(256), 0, nullptr, input.data(), output.data(), count);
+      gpu_sim::cuda::launch_kernel("work_kernel", work_kernel, dim3(256), dim3(256), 0, nullptr, input.data(),
+                                   output.data(), count);
       const auto start = Clock::now();
-      gpu_sim::cuda::launch_kernel("work_kernel", work_kernel, dim3(256), dim3(256), 0, nullptr, input.data(), output.data(), count);
+      gpu_sim::cuda::launch_kernel("work_kernel", work_kernel, dim3(256), dim3(256), 0, nullptr, input.data(),
+                                   output.data(), count);
       char name[64];
       std::snprintf(name, sizeof name, "grid of 256 blocks, %u worker%s", workers, workers == 1 ? "" : "s");
       row(name, seconds_since(start) * 1e9 / count, "element");
@@ -110,7 +120,8 @@ int main() {
       });
     }
     for (std::thread& thread : pool) thread.join();
-    row("OS threads: std::barrier (incl. creation)", seconds_since(start) * 1e9 / (static_cast<double>(rounds) * threads), "thread per barrier");
+    row("OS threads: std::barrier (incl. creation)",
+        seconds_since(start) * 1e9 / (static_cast<double>(rounds) * threads), "thread per barrier");
   }
   {
     const int blocks = 20;

@@ -7,8 +7,25 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const compiler = process.env.CXX ?? 'g++';
 mkdirSync(join(root, 'build'), { recursive: true });
-for (const [label, defines] of [['assembly', []], ['ucontext', ['-DGPU_SIM_FIBER_UCONTEXT']]]) {
+for (const [label, defines] of [
+  ['assembly', []],
+  ['ucontext', ['-DGPU_SIM_FIBER_UCONTEXT']],
+]) {
   const binary = join(root, 'build', `fiber-bench-${label}`);
-  execFileSync(compiler, ['-std=c++20', '-O2', '-ffp-contract=off', '-pthread', ...defines, `-I${join(root, 'include')}`, join(root, 'bench', 'fiber-bench.cpp'), '-o', binary], { stdio: 'inherit' });
+  execFileSync(
+    compiler,
+    [
+      '-std=c++20',
+      '-O2',
+      '-ffp-contract=off',
+      '-pthread',
+      ...defines,
+      `-I${join(root, 'include')}`,
+      join(root, 'bench', 'fiber-bench.cpp'),
+      '-o',
+      binary,
+    ],
+    { stdio: 'inherit' },
+  );
   execFileSync(binary, [], { stdio: 'inherit' });
 }

@@ -32,13 +32,29 @@ function newestMtime(paths: string[]): number {
 }
 
 /** Compiles `source` (relative to the package) into build/<output>, unless it is newer than every input. */
-export async function compileProgram(compiler: string, source: string, output: string, defines: string[] = []): Promise<string> {
+export async function compileProgram(
+  compiler: string,
+  source: string,
+  output: string,
+  defines: string[] = [],
+): Promise<string> {
   const buildDirectory = join(packageRoot, 'build');
   mkdirSync(buildDirectory, { recursive: true });
   const binary = join(buildDirectory, output);
   const inputs = [join(packageRoot, source), join(packageRoot, 'include')];
   if (existsSync(binary) && statSync(binary).mtimeMs > newestMtime(inputs)) return binary;
-  const flags = ['-std=c++20', '-O2', '-Wall', '-Wextra', '-Werror', '-ffp-contract=off', '-pthread', ...defines.map((name) => `-D${name}`)];
-  await run(compiler, [...flags, `-I${join(packageRoot, 'include')}`, join(packageRoot, source), '-o', binary], { maxBuffer: 16 << 20 });
+  const flags = [
+    '-std=c++20',
+    '-O2',
+    '-Wall',
+    '-Wextra',
+    '-Werror',
+    '-ffp-contract=off',
+    '-pthread',
+    ...defines.map((name) => `-D${name}`),
+  ];
+  await run(compiler, [...flags, `-I${join(packageRoot, 'include')}`, join(packageRoot, source), '-o', binary], {
+    maxBuffer: 16 << 20,
+  });
   return binary;
 }

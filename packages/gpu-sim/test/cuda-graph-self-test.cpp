@@ -51,14 +51,17 @@ int main() {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   cudaStreamIsCapturing(stream, &status);
   check(status == cudaStreamCaptureStatusActive, "the stream reports an active capture");
-  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaErrorIllegalState, "a second begin on a capturing stream is cudaErrorIllegalState");
+  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaErrorIllegalState,
+        "a second begin on a capturing stream is cudaErrorIllegalState");
   cudaGetLastError();
   cudaMemsetAsync(out, 0, kCount * sizeof(float), stream);
-  const cudaError_t launched = gpu_sim::cuda::launch_kernel("scale_add_kernel", scale_add_kernel, dim3(1), dim3(32), 0, stream, x, out, 2.0f, kCount);
+  const cudaError_t launched = gpu_sim::cuda::launch_kernel("scale_add_kernel", scale_add_kernel, dim3(1), dim3(32), 0,
+                                                            stream, x, out, 2.0f, kCount);
   cudaMemcpyAsync(copy, out, kCount * sizeof(float), cudaMemcpyDeviceToDevice, stream);
   check(launched == cudaSuccess, "a launch on a capturing stream is recorded");
   cudaGraph_t graph = nullptr;
-  check(cudaStreamEndCapture(stream, &graph) == cudaSuccess && graph != nullptr, "cudaStreamEndCapture gives the graph");
+  check(cudaStreamEndCapture(stream, &graph) == cudaSuccess && graph != nullptr,
+        "cudaStreamEndCapture gives the graph");
   float result[kCount];
   cudaMemcpy(result, copy, sizeof result, cudaMemcpyDeviceToHost);
   check(values(result, kCount) == "0 0 0 0 0 0 0 0 ", "nothing ran during the capture", values(result, kCount));
@@ -66,13 +69,15 @@ int main() {
   check(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess, "cudaGraphInstantiate");
   check(cudaGraphLaunch(exec, stream) == cudaSuccess, "cudaGraphLaunch");
   cudaMemcpy(result, copy, sizeof result, cudaMemcpyDeviceToHost);
-  check(values(result, kCount) == "0 2 4 6 8 10 12 14 ", "a replay runs memset, kernel and copy in order", values(result, kCount));
+  check(values(result, kCount) == "0 2 4 6 8 10 12 14 ", "a replay runs memset, kernel and copy in order",
+        values(result, kCount));
   // A replay reads memory as it is then: new inputs, same recorded arguments.
   for (int i = 0; i < kCount; i++) host[i] = static_cast<float>(10 * i);
   cudaMemcpy(x, host, sizeof host, cudaMemcpyHostToDevice);
   cudaGraphLaunch(exec, stream);
   cudaMemcpy(result, copy, sizeof result, cudaMemcpyDeviceToHost);
-  check(values(result, kCount) == "0 20 40 60 80 100 120 140 ", "a second replay reads the new inputs", values(result, kCount));
+  check(values(result, kCount) == "0 20 40 60 80 100 120 140 ", "a second replay reads the new inputs",
+        values(result, kCount));
 
   // What a capture refuses, each time invalidating it.
   struct Refusal {
@@ -80,21 +85,24 @@ int main() {
     cudaError_t (*run)(cudaStream_t, float*);
   };
   const Refusal refusals[] = {
-    {"cudaStreamSynchronize", [](cudaStream_t s, float*) { return cudaStreamSynchronize(s); }},
-    {"cudaDeviceSynchronize", [](cudaStream_t, float*) { return cudaDeviceSynchronize(); }},
-    {"a copy to the host", [](cudaStream_t s, float* device) {
-       static float sink[8];
-       return cudaMemcpyAsync(sink, device, sizeof sink, cudaMemcpyDeviceToHost, s);
-     }},
-    {"a copy from the host", [](cudaStream_t s, float* device) {
-       static float source[8];
-       return cudaMemcpyAsync(device, source, sizeof source, cudaMemcpyHostToDevice, s);
-     }},
-    {"cudaMalloc", [](cudaStream_t, float*) {
-       void* pointer = nullptr;
-       return cudaMalloc(&pointer, 64);
-     }},
-    {"cudaFree", [](cudaStream_t, float* device) { return cudaFree(device); }},
+      {"cudaStreamSynchronize", [](cudaStream_t s, float*) { return cudaStreamSynchronize(s); }},
+      {"cudaDeviceSynchronize", [](cudaStream_t, float*) { return cudaDeviceSynchronize(); }},
+      {"a copy to the host",
+       [](cudaStream_t s, float* device) {
+         static float sink[8];
+         return cudaMemcpyAsync(sink, device, sizeof sink, cudaMemcpyDeviceToHost, s);
+       }},
+      {"a copy from the host",
+       [](cudaStream_t s, float* device) {
+         static float source[8];
+         return cudaMemcpyAsync(device, source, sizeof source, cudaMemcpyHostToDevice, s);
+       }},
+      {"cudaMalloc",
+       [](cudaStream_t, float*) {
+         void* pointer = nullptr;
+         return cudaMalloc(&pointer, 64);
+       }},
+      {"cudaFree", [](cudaStream_t, float* device) { return cudaFree(device); }},
   };
   for (const Refusal& refusal : refusals) {
     cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
@@ -103,13 +111,17 @@ int main() {
     cudaGraph_t invalid = nullptr;
     const cudaError_t ended = cudaStreamEndCapture(stream, &invalid);
     cudaGetLastError();
-    const std::string name = std::string(refusal.name) + " during a capture is cudaErrorStreamCaptureUnsupported and invalidates it";
-    check(refused == cudaErrorStreamCaptureUnsupported && last == cudaErrorStreamCaptureUnsupported && ended == cudaErrorStreamCaptureInvalidated && invalid == nullptr,
+    const std::string name =
+        std::string(refusal.name) + " during a capture is cudaErrorStreamCaptureUnsupported and invalidates it";
+    check(refused == cudaErrorStreamCaptureUnsupported && last == cudaErrorStreamCaptureUnsupported &&
+              ended == cudaErrorStreamCaptureInvalidated && invalid == nullptr,
           name.c_str(), std::string(cudaGetErrorName(refused)) + " / " + cudaGetErrorName(ended));
   }
   cudaStreamIsCapturing(stream, &status);
-  check(status == cudaStreamCaptureStatusNone && cudaStreamSynchronize(stream) == cudaSuccess, "after an invalidated capture the stream works eagerly again");
-  check(std::string(cudaGetErrorName(cudaErrorStreamCaptureInvalidated)) == "cudaErrorStreamCaptureInvalidated", "error names of the capture errors");
+  check(status == cudaStreamCaptureStatusNone && cudaStreamSynchronize(stream) == cudaSuccess,
+        "after an invalidated capture the stream works eagerly again");
+  check(std::string(cudaGetErrorName(cudaErrorStreamCaptureInvalidated)) == "cudaErrorStreamCaptureInvalidated",
+        "error names of the capture errors");
 
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);

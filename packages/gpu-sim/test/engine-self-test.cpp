@@ -43,12 +43,12 @@ __global__ void shuffle_kernel(int* output) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   const unsigned full = 0xffffffffu;
   int* row = output + threadIdx.x * 12;
-  row[0] = __shfl_sync(full, lane * 10, 3);                 // everyone reads lane 3
-  row[1] = __shfl_up_sync(full, lane, 1);                   // lane 0 keeps its own
-  row[2] = __shfl_down_sync(full, lane, 2);                 // lanes 30, 31 keep their own
-  row[3] = __shfl_xor_sync(full, lane, 1);                  // pairs swap
-  row[4] = __shfl_xor_sync(full, lane, 4, 8);               // within segments of 8
-  row[5] = __shfl_down_sync(full, lane, 4, 8);              // segment-relative edge
+  row[0] = __shfl_sync(full, lane * 10, 3);     // everyone reads lane 3
+  row[1] = __shfl_up_sync(full, lane, 1);       // lane 0 keeps its own
+  row[2] = __shfl_down_sync(full, lane, 2);     // lanes 30, 31 keep their own
+  row[3] = __shfl_xor_sync(full, lane, 1);      // pairs swap
+  row[4] = __shfl_xor_sync(full, lane, 4, 8);   // within segments of 8
+  row[5] = __shfl_down_sync(full, lane, 4, 8);  // segment-relative edge
   row[6] = static_cast<int>(__ballot_sync(full, lane % 3 == 0));
   row[7] = __any_sync(full, lane == 17);
   row[8] = __all_sync(full, lane < 31);
@@ -63,7 +63,9 @@ __global__ void shuffle_kernel(int* output) {
 __global__ void block_sum_kernel(const float* input, float* output, int count) {
   __shared__ float partial[32];
   float value = 0.0f;
-  for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < count; i += static_cast<int>(blockDim.x * gridDim.x)) value += input[i];
+  for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < count;
+       i += static_cast<int>(blockDim.x * gridDim.x))
+    value += input[i];
   for (int offset = 16; offset > 0; offset /= 2) value += __shfl_down_sync(0xffffffffu, value, offset);
   if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = value;
   __syncthreads();
@@ -84,13 +86,15 @@ __global__ void dynamic_shared_kernel(float* output) {
   GPU_SIM_EXTERN_SHARED(float, scratch);
   scratch[threadIdx.x] = static_cast<float>(threadIdx.x) * 2.0f;
   __syncthreads();
-  output[blockIdx.x * blockDim.x + threadIdx.x] = scratch[blockDim.x - 1 - threadIdx.x] + static_cast<float>(blockIdx.x);
+  output[blockIdx.x * blockDim.x + threadIdx.x] =
+      scratch[blockDim.x - 1 - threadIdx.x] + static_cast<float>(blockIdx.x);
 }
 
 static int exit_barrier_line = 0;
 __global__ void early_exit_kernel(int* output) {
   if (threadIdx.x == 5) return;
-  exit_barrier_line = __LINE__; __syncthreads();
+  exit_barrier_line = __LINE__;
+  __syncthreads();
   output[threadIdx.x] = 1;
 }
 
@@ -98,9 +102,11 @@ static int first_barrier_line = 0;
 static int second_barrier_line = 0;
 __global__ void two_barriers_kernel(int* output) {
   if (threadIdx.x < 64) {
-    first_barrier_line = __LINE__; __syncthreads();
+    first_barrier_line = __LINE__;
+    __syncthreads();
   } else {
-    second_barrier_line = __LINE__; __syncthreads();
+    second_barrier_line = __LINE__;
+    __syncthreads();
   }
   output[threadIdx.x] = 1;
 }
@@ -123,7 +129,8 @@ __global__ void collective_versus_barrier_kernel(int* output) {
 // ---- checks ----
 
 template <typename... Parameters, typename... Arguments>
-static cudaError_t launch(const char* name, void (*kernel)(Parameters...), dim3 grid, dim3 block, std::size_t shared, Arguments... arguments) {
+static cudaError_t launch(const char* name, void (*kernel)(Parameters...), dim3 grid, dim3 block, std::size_t shared,
+                          Arguments... arguments) {
   return gpu_sim::cuda::launch_kernel(name, kernel, grid, block, shared, nullptr, arguments...);
 }
 
@@ -137,14 +144,17 @@ static void check_barriers_and_shared_memory(unsigned workers) {
   std::vector<int> input(blocks * threads);
   std::vector<int> output(blocks * threads, -1);
   for (int i = 0; i < blocks * threads; i++) input[i] = i * 7 + 3;
-  const cudaError_t error = launch("rotate_kernel", rotate_kernel, dim3(blocks), dim3(threads), 0, input.data(), output.data(), 5);
+  const cudaError_t error =
+      launch("rotate_kernel", rotate_kernel, dim3(blocks), dim3(threads), 0, input.data(), output.data(), 5);
   bool good = error == cudaSuccess;
   for (int block = 0; block < blocks && good; block++) {
     for (int tid = 0; tid < threads; tid++) {
       if (output[block * threads + tid] != input[block * threads + (tid + 5) % threads]) good = false;
     }
   }
-  check(good, workers == 1 ? "barrier rotates shared memory (1 worker)" : "barrier rotates shared memory per block (2 workers in parallel)",
+  check(good,
+        workers == 1 ? "barrier rotates shared memory (1 worker)"
+                     : "barrier rotates shared memory per block (2 workers in parallel)",
         gpu_sim_cuda_fault_detail());
 }
 
@@ -173,13 +183,14 @@ static void check_shuffles() {
     for (int k = 0; k < 12; k++) {
       if (row[k] != expected[k]) {
         good = false;
-        detail = "thread " + std::to_string(tid) + " item " + std::to_string(k) + ": got " + std::to_string(row[k]) + ", expected " +
-                 std::to_string(expected[k]);
+        detail = "thread " + std::to_string(tid) + " item " + std::to_string(k) + ": got " + std::to_string(row[k]) +
+                 ", expected " + std::to_string(expected[k]);
         break;
       }
     }
   }
-  check(good, "shuffles, votes, reductions and __syncthreads_count", detail.empty() ? gpu_sim_cuda_fault_detail() : detail);
+  check(good, "shuffles, votes, reductions and __syncthreads_count",
+        detail.empty() ? gpu_sim_cuda_fault_detail() : detail);
 }
 
 static void check_block_sum() {
@@ -191,8 +202,10 @@ static void check_block_sum() {
     expected += input[i];
   }
   float total = 0.0f;
-  const cudaError_t error = launch("block_sum_kernel", block_sum_kernel, dim3(4), dim3(256), 0, input.data(), &total, count);
-  check(error == cudaSuccess && total == static_cast<float>(expected), "block reduction (shuffles + shared memory + atomicAdd)",
+  const cudaError_t error =
+      launch("block_sum_kernel", block_sum_kernel, dim3(4), dim3(256), 0, input.data(), &total, count);
+  check(error == cudaSuccess && total == static_cast<float>(expected),
+        "block reduction (shuffles + shared memory + atomicAdd)",
         "got " + std::to_string(total) + " expected " + std::to_string(expected) + " " + gpu_sim_cuda_fault_detail());
 }
 
@@ -204,15 +217,18 @@ static void check_atomics() {
   int counter = 0;
   float total = 0.0f;
   __half half_total = __float2half_rn(0.0f);
-  const cudaError_t error = launch("atomic_kernel", atomic_kernel, dim3(16), dim3(128), 0, &counter, &total, &half_total);
+  const cudaError_t error =
+      launch("atomic_kernel", atomic_kernel, dim3(16), dim3(128), 0, &counter, &total, &half_total);
   check(error == cudaSuccess && counter == 2048 && total == 1024.0f && __half2float(half_total) == 2048.0f,
         "atomicAdd (int, float, __half) from 2 workers",
-        "counter " + std::to_string(counter) + " total " + std::to_string(total) + " half " + std::to_string(__half2float(half_total)));
+        "counter " + std::to_string(counter) + " total " + std::to_string(total) + " half " +
+            std::to_string(__half2float(half_total)));
 }
 
 static void check_dynamic_shared() {
   std::vector<float> output(3 * 64, -1.0f);
-  const cudaError_t error = launch("dynamic_shared_kernel", dynamic_shared_kernel, dim3(3), dim3(64), 64 * sizeof(float), output.data());
+  const cudaError_t error =
+      launch("dynamic_shared_kernel", dynamic_shared_kernel, dim3(3), dim3(64), 64 * sizeof(float), output.data());
   bool good = error == cudaSuccess;
   for (int block = 0; block < 3 && good; block++) {
     for (int tid = 0; tid < 64; tid++) {
@@ -238,9 +254,10 @@ static void check_divergence() {
   std::vector<int> output(256, 0);
   cudaError_t error = launch("early_exit_kernel", early_exit_kernel, dim3(1), dim3(128), 0, output.data());
   std::string detail = gpu_sim_cuda_fault_detail();
-  check(error == cudaErrorLaunchFailure && contains(detail, "early_exit_kernel") && contains(detail, "__syncthreads()") &&
-            contains(detail, "engine-self-test.cpp:" + std::to_string(exit_barrier_line)) && contains(detail, "(5,0,0)"),
-        "thread exiting before a barrier aborts with kernel name and file:line", detail, true);
+  check(
+      error == cudaErrorLaunchFailure && contains(detail, "early_exit_kernel") && contains(detail, "__syncthreads()") &&
+          contains(detail, "engine-self-test.cpp:" + std::to_string(exit_barrier_line)) && contains(detail, "(5,0,0)"),
+      "thread exiting before a barrier aborts with kernel name and file:line", detail, true);
 
   error = launch("two_barriers_kernel", two_barriers_kernel, dim3(1), dim3(128), 0, output.data());
   detail = gpu_sim_cuda_fault_detail();
@@ -251,18 +268,20 @@ static void check_divergence() {
 
   error = launch("exited_lane_shuffle_kernel", exited_lane_shuffle_kernel, dim3(1), dim3(32), 0, output.data());
   detail = gpu_sim_cuda_fault_detail();
-  check(error == cudaErrorLaunchFailure && contains(detail, "exited_lane_shuffle_kernel") && contains(detail, "__shfl_xor_sync"),
+  check(error == cudaErrorLaunchFailure && contains(detail, "exited_lane_shuffle_kernel") &&
+            contains(detail, "__shfl_xor_sync"),
         "shuffle with an exited lane in the mask aborts", detail, true);
 
   error = launch("foreign_mask_kernel", foreign_mask_kernel, dim3(1), dim3(32), 0, output.data());
   detail = gpu_sim_cuda_fault_detail();
-  check(error == cudaErrorLaunchFailure && contains(detail, "does not include its own lane"), "shuffle mask without the caller's lane aborts",
-        detail, true);
+  check(error == cudaErrorLaunchFailure && contains(detail, "does not include its own lane"),
+        "shuffle mask without the caller's lane aborts", detail, true);
 
-  error = launch("collective_versus_barrier_kernel", collective_versus_barrier_kernel, dim3(1), dim3(64), 0, output.data());
+  error =
+      launch("collective_versus_barrier_kernel", collective_versus_barrier_kernel, dim3(1), dim3(64), 0, output.data());
   detail = gpu_sim_cuda_fault_detail();
-  check(error == cudaErrorLaunchFailure && contains(detail, "collective_versus_barrier_kernel") && contains(detail, "no progress") &&
-            contains(detail, "__shfl_sync") && contains(detail, "__syncthreads()"),
+  check(error == cudaErrorLaunchFailure && contains(detail, "collective_versus_barrier_kernel") &&
+            contains(detail, "no progress") && contains(detail, "__shfl_sync") && contains(detail, "__syncthreads()"),
         "shuffle waiting for a lane parked at a barrier is reported as a deadlock", detail, true);
 
   // The engine stays usable after a fault.
@@ -274,22 +293,28 @@ static int misaligned_load_line = 0;
 // A 16-byte store at base + offset floats: every thread writes the same values, so the result
 // would look right; a GPU faults unless the address is 16-byte aligned.
 __global__ void vector_store_kernel(float* base, int offset) {
-  misaligned_store_line = __LINE__; *reinterpret_cast<float4*>(base + offset) = make_float4(1.0f, 2.0f, 3.0f, 4.0f);
+  misaligned_store_line = __LINE__;
+  *reinterpret_cast<float4*>(base + offset) = make_float4(1.0f, 2.0f, 3.0f, 4.0f);
 }
 __global__ void vector_load_kernel(const unsigned* base, int offset, unsigned* out) {
-  misaligned_load_line = __LINE__; const uint2 value = *reinterpret_cast<const uint2*>(base + offset);
+  misaligned_load_line = __LINE__;
+  const uint2 value = *reinterpret_cast<const uint2*>(base + offset);
   out[threadIdx.x] = value.x + value.y;
 }
 
 static void check_vector_alignment() {
   alignas(16) float buffer[16] = {};
   cudaError_t error = launch("vector_store_kernel", vector_store_kernel, dim3(1), dim3(32), 0, buffer, 4);
-  check(error == cudaSuccess && buffer[4] == 1.0f && buffer[7] == 4.0f, "an aligned float4 store runs", gpu_sim_cuda_fault_detail());
+  check(error == cudaSuccess && buffer[4] == 1.0f && buffer[7] == 4.0f, "an aligned float4 store runs",
+        gpu_sim_cuda_fault_detail());
   error = launch("vector_store_kernel", vector_store_kernel, dim3(1), dim3(32), 0, buffer, 2);
   std::string detail = gpu_sim_cuda_fault_detail();
-  check(error == cudaErrorLaunchFailure && contains(detail, "vector_store_kernel") && contains(detail, "16-byte store of float4") &&
-            contains(detail, "engine-self-test.cpp:" + std::to_string(misaligned_store_line)) && contains(detail, "misaligned address"),
-        "a float4 store through an address that is 8 but not 16-byte aligned aborts with the kernel and file:line", detail, true);
+  check(error == cudaErrorLaunchFailure && contains(detail, "vector_store_kernel") &&
+            contains(detail, "16-byte store of float4") &&
+            contains(detail, "engine-self-test.cpp:" + std::to_string(misaligned_store_line)) &&
+            contains(detail, "misaligned address"),
+        "a float4 store through an address that is 8 but not 16-byte aligned aborts with the kernel and file:line",
+        detail, true);
   alignas(16) unsigned words[8] = {1, 2, 3, 4, 5, 6, 7, 8};
   unsigned sums[32] = {};
   error = launch("vector_load_kernel", vector_load_kernel, dim3(1), dim3(32), 0, words, 2, sums);
@@ -303,8 +328,8 @@ static void check_vector_alignment() {
 
 static void check_launch_configuration() {
   int value = 0;
-  const cudaError_t error = launch("atomic_kernel", atomic_kernel, dim3(1), dim3(2048), 0, &value, static_cast<float*>(nullptr),
-                                   static_cast<__half*>(nullptr));
+  const cudaError_t error = launch("atomic_kernel", atomic_kernel, dim3(1), dim3(2048), 0, &value,
+                                   static_cast<float*>(nullptr), static_cast<__half*>(nullptr));
   check(error == cudaErrorInvalidConfiguration && contains(gpu_sim_cuda_fault_detail(), "invalid launch configuration"),
         "more than 1024 threads per block is cudaErrorInvalidConfiguration");
 }

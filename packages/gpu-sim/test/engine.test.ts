@@ -29,31 +29,45 @@ const EXPECTED_CHECKS = [
 
 const VARIANTS = [
   { name: 'assembly context switch', output: 'engine-self-test', defines: [] as string[], fiber: /assembly/ },
-  { name: 'ucontext context switch', output: 'engine-self-test-ucontext', defines: ['GPU_SIM_FIBER_UCONTEXT'], fiber: /ucontext/ },
+  {
+    name: 'ucontext context switch',
+    output: 'engine-self-test-ucontext',
+    defines: ['GPU_SIM_FIBER_UCONTEXT'],
+    fiber: /ucontext/,
+  },
 ];
 
-describe.skipIf(compiler === undefined)('gpu-sim engine self-test (needs a C++20 compiler: none found on PATH or in $CXX)', () => {
-  const binaries = new Map<string, string>();
-  beforeAll(async () => {
-    const built = await Promise.all(VARIANTS.map((variant) => compileProgram(compiler!, 'test/engine-self-test.cpp', variant.output, variant.defines)));
-    VARIANTS.forEach((variant, index) => binaries.set(variant.name, built[index]));
-  });
-
-  for (const variant of VARIANTS) {
-    it(`passes every check with the ${variant.name}`, async () => {
-      const { stdout } = await run(binaries.get(variant.name)!, [], { timeout: 60_000 });
-      expect(stdout).toMatch(variant.fiber);
-      for (const name of EXPECTED_CHECKS) expect(stdout).toContain(`ok ${name}\n`);
-      expect(stdout).not.toContain('FAIL');
-      expect(stdout).toContain('0 failures');
+describe.skipIf(compiler === undefined)(
+  'gpu-sim engine self-test (needs a C++20 compiler: none found on PATH or in $CXX)',
+  () => {
+    const binaries = new Map<string, string>();
+    beforeAll(async () => {
+      const built = await Promise.all(
+        VARIANTS.map((variant) =>
+          compileProgram(compiler!, 'test/engine-self-test.cpp', variant.output, variant.defines),
+        ),
+      );
+      VARIANTS.forEach((variant, index) => binaries.set(variant.name, built[index]));
     });
-  }
 
-  it('names the kernel, the thread and the barrier line in a divergence message', async () => {
-    const { stdout } = await run(binaries.get(VARIANTS[0].name)!, [], { timeout: 60_000 });
-    expect(stdout).toMatch(/kernel 'early_exit_kernel': thread \(5,0,0\) of block \(0,0,0\) exits while \d+ threads of its block wait at __syncthreads\(\) at engine-self-test\.cpp:\d+/);
-  });
-});
+    for (const variant of VARIANTS) {
+      it(`passes every check with the ${variant.name}`, async () => {
+        const { stdout } = await run(binaries.get(variant.name)!, [], { timeout: 60_000 });
+        expect(stdout).toMatch(variant.fiber);
+        for (const name of EXPECTED_CHECKS) expect(stdout).toContain(`ok ${name}\n`);
+        expect(stdout).not.toContain('FAIL');
+        expect(stdout).toContain('0 failures');
+      });
+    }
+
+    it('names the kernel, the thread and the barrier line in a divergence message', async () => {
+      const { stdout } = await run(binaries.get(VARIANTS[0].name)!, [], { timeout: 60_000 });
+      expect(stdout).toMatch(
+        /kernel 'early_exit_kernel': thread \(5,0,0\) of block \(0,0,0\) exits while \d+ threads of its block wait at __syncthreads\(\) at engine-self-test\.cpp:\d+/,
+      );
+    });
+  },
+);
 
 const WMMA_CHECKS = [
   'f16 product, a row-major, b row-major, stored row-major',
@@ -66,16 +80,21 @@ const WMMA_CHECKS = [
   "reading another lane's stored element needs __syncwarp (without it the old value shows)",
 ];
 
-describe.skipIf(compiler === undefined)('gpu-sim warp matrix (wmma) emulation self-test (needs a C++20 compiler: none found on PATH or in $CXX)', () => {
-  it('multiplies tiles exactly in every layout and reports misuse the device would not', async () => {
-    const binary = await compileProgram(compiler!, 'test/wmma-self-test.cpp', 'wmma-self-test');
-    const { stdout } = await run(binary, [], { timeout: 60_000 });
-    for (const name of WMMA_CHECKS) expect(stdout).toContain(`ok ${name}\n`);
-    expect(stdout).not.toContain('FAIL');
-    expect(stdout).toContain('0 failures');
-    expect(stdout).toMatch(/kernel 'misaligned_kernel': .*wmma::load_matrix_sync at wmma-self-test\.cpp:\d+ .*256-bit/);
-  });
-});
+describe.skipIf(compiler === undefined)(
+  'gpu-sim warp matrix (wmma) emulation self-test (needs a C++20 compiler: none found on PATH or in $CXX)',
+  () => {
+    it('multiplies tiles exactly in every layout and reports misuse the device would not', async () => {
+      const binary = await compileProgram(compiler!, 'test/wmma-self-test.cpp', 'wmma-self-test');
+      const { stdout } = await run(binary, [], { timeout: 60_000 });
+      for (const name of WMMA_CHECKS) expect(stdout).toContain(`ok ${name}\n`);
+      expect(stdout).not.toContain('FAIL');
+      expect(stdout).toContain('0 failures');
+      expect(stdout).toMatch(
+        /kernel 'misaligned_kernel': .*wmma::load_matrix_sync at wmma-self-test\.cpp:\d+ .*256-bit/,
+      );
+    });
+  },
+);
 
 const PTX_CHECKS = [
   'bf16 mma.sync m16n8k16 with fragments from the PTX ISA formulas',
@@ -97,16 +116,21 @@ const PTX_CHECKS = [
   'tf32 mma.sync m16n8k8 with fragments from the PTX ISA formulas',
 ];
 
-describe.skipIf(compiler === undefined)('gpu-sim sm_80 PTX (mma.sync, ldmatrix, cp.async) emulation self-test (needs a C++20 compiler: none found on PATH or in $CXX)', () => {
-  it('follows the PTX ISA fragment layouts and reports misuse the device would not', async () => {
-    const binary = await compileProgram(compiler!, 'test/ptx-self-test.cpp', 'ptx-self-test');
-    const { stdout } = await run(binary, [], { timeout: 60_000 });
-    for (const name of PTX_CHECKS) expect(stdout).toContain(`ok ${name}\n`);
-    expect(stdout).not.toContain('FAIL');
-    expect(stdout).toContain('0 failures');
-    expect(stdout).toMatch(/kernel 'early_read_kernel': .*ldmatrix at ptx-self-test\.cpp:\d+: lane 0 reads .*cp\.async issued at ptx-self-test\.cpp:\d+/);
-  });
-});
+describe.skipIf(compiler === undefined)(
+  'gpu-sim sm_80 PTX (mma.sync, ldmatrix, cp.async) emulation self-test (needs a C++20 compiler: none found on PATH or in $CXX)',
+  () => {
+    it('follows the PTX ISA fragment layouts and reports misuse the device would not', async () => {
+      const binary = await compileProgram(compiler!, 'test/ptx-self-test.cpp', 'ptx-self-test');
+      const { stdout } = await run(binary, [], { timeout: 60_000 });
+      for (const name of PTX_CHECKS) expect(stdout).toContain(`ok ${name}\n`);
+      expect(stdout).not.toContain('FAIL');
+      expect(stdout).toContain('0 failures');
+      expect(stdout).toMatch(
+        /kernel 'early_read_kernel': .*ldmatrix at ptx-self-test\.cpp:\d+: lane 0 reads .*cp\.async issued at ptx-self-test\.cpp:\d+/,
+      );
+    });
+  },
+);
 
 const HOPPER_CHECKS = [
   'TMA 2D box without swizzle lands densely, out-of-bounds elements zero, poison before the phase',
@@ -119,24 +143,29 @@ const HOPPER_CHECKS = [
   ]),
   'a tensor map whose row stride is not a multiple of 16 bytes is refused',
   'a box wider than its swizzle span is refused',
-  'a barrier phase that never completes aborts naming the kernel and the wait\'s file:line',
+  "a barrier phase that never completes aborts naming the kernel and the wait's file:line",
   'a wgmma reading a stage before its copy arrived aborts naming the kernel, the wgmma and the copy',
   'a warp that skips a warpgroup-collective wgmma aborts naming the kernel and file:line',
   'bf16 wgmma m64n32k16 with A from registers (fragment layout) and K-major B, 3 groups, matches the scalar product',
   'f16 wgmma m64n32k16 with A from registers and N-major B, 3 groups, matches the scalar product',
-  'changing a register-A wgmma\'s registers before its wait_group aborts naming the kernel and file:line',
+  "changing a register-A wgmma's registers before its wait_group aborts naming the kernel and file:line",
 ];
 
-describe.skipIf(compiler === undefined)('gpu-sim sm_90 (mbarrier, TMA, wgmma) emulation self-test (needs a C++20 compiler: none found on PATH or in $CXX)', () => {
-  it('follows the PTX ISA swizzles and descriptor layouts and reports misuse the device would not', async () => {
-    const binary = await compileProgram(compiler!, 'test/hopper-self-test.cpp', 'hopper-self-test');
-    const { stdout } = await run(binary, [], { timeout: 60_000 });
-    for (const name of HOPPER_CHECKS) expect(stdout).toContain(`ok ${name}\n`);
-    expect(stdout).not.toContain('FAIL');
-    expect(stdout).toContain('0 failures');
-    expect(stdout).toMatch(/kernel 'stuck_phase_kernel': .*32 threads wait in mbarrier\.try_wait\.parity at hopper-self-test\.cpp:\d+/);
-  });
-});
+describe.skipIf(compiler === undefined)(
+  'gpu-sim sm_90 (mbarrier, TMA, wgmma) emulation self-test (needs a C++20 compiler: none found on PATH or in $CXX)',
+  () => {
+    it('follows the PTX ISA swizzles and descriptor layouts and reports misuse the device would not', async () => {
+      const binary = await compileProgram(compiler!, 'test/hopper-self-test.cpp', 'hopper-self-test');
+      const { stdout } = await run(binary, [], { timeout: 60_000 });
+      for (const name of HOPPER_CHECKS) expect(stdout).toContain(`ok ${name}\n`);
+      expect(stdout).not.toContain('FAIL');
+      expect(stdout).toContain('0 failures');
+      expect(stdout).toMatch(
+        /kernel 'stuck_phase_kernel': .*32 threads wait in mbarrier\.try_wait\.parity at hopper-self-test\.cpp:\d+/,
+      );
+    });
+  },
+);
 
 // The aarch64 switch cannot run on the x86-64 CI machines; where a cross compiler and qemu-user
 // are installed (apt: g++-aarch64-linux-gnu qemu-user), the same self-test runs under emulation.
@@ -147,8 +176,24 @@ describe.skipIf(crossCompiler === undefined || emulator === undefined)(
   () => {
     it('passes every check with the aarch64 assembly context switch', async () => {
       const binary = `${packageRoot}/build/engine-self-test-aarch64`;
-      await run(crossCompiler!, ['-std=c++20', '-O2', '-Wall', '-Wextra', '-Werror', '-ffp-contract=off', '-static', '-pthread', `-I${packageRoot}/include`,
-        `${packageRoot}/test/engine-self-test.cpp`, '-o', binary], { maxBuffer: 16 << 20 });
+      await run(
+        crossCompiler!,
+        [
+          '-std=c++20',
+          '-O2',
+          '-Wall',
+          '-Wextra',
+          '-Werror',
+          '-ffp-contract=off',
+          '-static',
+          '-pthread',
+          `-I${packageRoot}/include`,
+          `${packageRoot}/test/engine-self-test.cpp`,
+          '-o',
+          binary,
+        ],
+        { maxBuffer: 16 << 20 },
+      );
       const { stdout } = await run(emulator!, [binary], { timeout: 120_000 });
       expect(stdout).toMatch(/aarch64 assembly/);
       for (const name of EXPECTED_CHECKS) expect(stdout).toContain(`ok ${name}\n`);

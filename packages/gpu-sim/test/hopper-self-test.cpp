@@ -33,7 +33,8 @@ static void check(bool condition, const char* name, const std::string& detail = 
 static bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 template <typename... Parameters, typename... Arguments>
-static cudaError_t launch(const char* name, void (*kernel)(Parameters...), dim3 block, std::size_t shared, Arguments... arguments) {
+static cudaError_t launch(const char* name, void (*kernel)(Parameters...), dim3 block, std::size_t shared,
+                          Arguments... arguments) {
   const cudaError_t error = gpu_sim::cuda::launch_kernel(name, kernel, dim3(1), block, shared, nullptr, arguments...);
   if (error != cudaSuccess) return error;
   return cudaDeviceSynchronize();
@@ -48,20 +49,23 @@ static T* device_copy(const std::vector<T>& values) {
 }
 
 /** A 2D map of 16-bit elements: `columns` contiguous, `rows` rows, box `box_columns` × `box_rows`. */
-static TensorMap map_2d(const void* data, std::uint64_t columns, std::uint64_t rows, std::uint32_t box_columns, std::uint32_t box_rows, TensorMapSwizzle swizzle) {
+static TensorMap map_2d(const void* data, std::uint64_t columns, std::uint64_t rows, std::uint32_t box_columns,
+                        std::uint32_t box_rows, TensorMapSwizzle swizzle) {
   TensorMap map;
   const std::uint64_t dims[2] = {columns, rows};
   const std::uint64_t strides[1] = {columns * 2};
   const std::uint32_t box[2] = {box_columns, box_rows};
   const std::uint32_t element_strides[2] = {1, 1};
-  const std::string error = gpu_sim::cuda::encode_tensor_map_tiled(map, 2, 2, data, dims, strides, box, element_strides, swizzle, false);
+  const std::string error =
+      gpu_sim::cuda::encode_tensor_map_tiled(map, 2, 2, data, dims, strides, box, element_strides, swizzle, false);
   if (!error.empty()) std::printf("encode failed: %s\n", error.c_str());
   return map;
 }
 
 // One thread loads a box at (column0, row0) and copies the shared bytes out raw; poisoned[0] is
 // the first element read before the wait.
-__global__ void box_kernel(const TensorMap map, int column0, int row0, unsigned bytes, std::uint16_t* out, std::uint16_t* poisoned) {
+__global__ void box_kernel(const TensorMap map, int column0, int row0, unsigned bytes, std::uint16_t* out,
+                           std::uint16_t* poisoned) {
   GPU_SIM_EXTERN_SHARED(unsigned char, shared);
   if (threadIdx.x != 0) return;
   auto* bar = reinterpret_cast<std::uint64_t*>(shared);
@@ -85,15 +89,19 @@ static void check_box(TensorMapSwizzle swizzle, const char* name) {
   std::uint16_t* out = device_copy(std::vector<std::uint16_t>(bytes / 2, 7));
   std::uint16_t* poisoned = device_copy(std::vector<std::uint16_t>(1, 7));
   const int column0 = columns - static_cast<int>(box_columns) / 2, row0 = 10;
-  const cudaError_t error = launch("box_kernel", box_kernel, dim3(32), 1024 + bytes, map, column0, row0, bytes, out, poisoned);
+  const cudaError_t error =
+      launch("box_kernel", box_kernel, dim3(32), 1024 + bytes, map, column0, row0, bytes, out, poisoned);
   std::string detail = error == cudaSuccess ? "" : gpu_sim_cuda_fault_detail();
-  if (detail.empty() && poisoned[0] != 0xffffu) detail = "the destination read before the wait was " + std::to_string(poisoned[0]) + ", not poison";
+  if (detail.empty() && poisoned[0] != 0xffffu)
+    detail = "the destination read before the wait was " + std::to_string(poisoned[0]) + ", not poison";
   for (std::uint32_t r = 0; r < box_rows && detail.empty(); r++) {
     for (std::uint32_t c = 0; c < box_columns && detail.empty(); c++) {
       const std::uint64_t at = gpu_sim::cuda::swizzle_address(1024 + (r * box_columns + c) * 2, swizzle) - 1024;
       const int row = row0 + static_cast<int>(r), column = column0 + static_cast<int>(c);
       const std::uint16_t expected = row < rows && column < columns ? values[row * columns + column] : 0;
-      if (out[at / 2] != expected) detail = "box (" + std::to_string(r) + ", " + std::to_string(c) + ") = " + std::to_string(out[at / 2]) + ", expected " + std::to_string(expected);
+      if (out[at / 2] != expected)
+        detail = "box (" + std::to_string(r) + ", " + std::to_string(c) + ") = " + std::to_string(out[at / 2]) +
+                 ", expected " + std::to_string(expected);
     }
   }
   check(detail.empty(), name, detail);
@@ -101,8 +109,12 @@ static void check_box(TensorMapSwizzle swizzle, const char* name) {
 
 /** A wgmma shared-memory matrix descriptor. */
 static std::uint64_t descriptor(std::uint32_t start, std::uint32_t lbo, std::uint32_t sbo, TensorMapSwizzle swizzle) {
-  const std::uint64_t mode = swizzle == TensorMapSwizzle::k128B ? 1 : swizzle == TensorMapSwizzle::k64B ? 2 : swizzle == TensorMapSwizzle::k32B ? 3 : 0;
-  return ((start >> 4) & 0x3fffu) | (static_cast<std::uint64_t>((lbo >> 4) & 0x3fffu) << 16) | (static_cast<std::uint64_t>((sbo >> 4) & 0x3fffu) << 32) | (mode << 62);
+  const std::uint64_t mode = swizzle == TensorMapSwizzle::k128B  ? 1
+                             : swizzle == TensorMapSwizzle::k64B ? 2
+                             : swizzle == TensorMapSwizzle::k32B ? 3
+                                                                 : 0;
+  return ((start >> 4) & 0x3fffu) | (static_cast<std::uint64_t>((lbo >> 4) & 0x3fffu) << 16) |
+         (static_cast<std::uint64_t>((sbo >> 4) & 0x3fffu) << 32) | (mode << 62);
 }
 
 constexpr int kN = 32;
@@ -123,11 +135,13 @@ struct OperandLayout {
   std::uint64_t step_descriptor(std::uint32_t base, int step) const {
     const int k0 = step * 16;
     if (mn_major) {
-      if (swizzle == TensorMapSwizzle::kNone) return descriptor(base + k0 * 16, 128, static_cast<std::uint32_t>(box_bytes()), swizzle);
+      if (swizzle == TensorMapSwizzle::kNone)
+        return descriptor(base + k0 * 16, 128, static_cast<std::uint32_t>(box_bytes()), swizzle);
       return descriptor(base + k0 * span(), static_cast<std::uint32_t>(box_bytes()), 8 * span(), swizzle);
     }
     const std::uint32_t start = base + (k0 / per_row()) * box_bytes() + (k0 % per_row()) * 2;
-    return descriptor(start, swizzle == TensorMapSwizzle::kNone ? static_cast<std::uint32_t>(box_bytes()) : 16, 8 * span(), swizzle);
+    return descriptor(start, swizzle == TensorMapSwizzle::kNone ? static_cast<std::uint32_t>(box_bytes()) : 16,
+                      8 * span(), swizzle);
   }
 };
 
@@ -136,14 +150,16 @@ struct OperandLayout {
 // pipelined kernel keeps them; out [64][kN] from the fragment layout; nan_before[0] = 1 when the
 // accumulators read NaN between the first commit and its wait.
 template <MmaInput Type>
-__global__ void wgmma_kernel(const TensorMap map_a, const TensorMap map_b, OperandLayout layout_a, OperandLayout layout_b, float* out, int* nan_before) {
+__global__ void wgmma_kernel(const TensorMap map_a, const TensorMap map_b, OperandLayout layout_a,
+                             OperandLayout layout_b, float* out, int* nan_before) {
   GPU_SIM_EXTERN_SHARED(unsigned char, shared);
   auto* bar = reinterpret_cast<std::uint64_t*>(shared);
   unsigned char* tile_a = shared + 1024;
   unsigned char* tile_b = tile_a + 8192;
   if (threadIdx.x == 0) {
     gpu_sim::ptx::mbarrier_init(bar, 1);
-    gpu_sim::ptx::mbarrier_arrive_expect_tx(bar, static_cast<unsigned>(layout_a.boxes() * layout_a.box_bytes() + layout_b.boxes() * layout_b.box_bytes()));
+    gpu_sim::ptx::mbarrier_arrive_expect_tx(
+        bar, static_cast<unsigned>(layout_a.boxes() * layout_a.box_bytes() + layout_b.boxes() * layout_b.box_bytes()));
     for (int box = 0; box < layout_a.boxes(); box++) {
       const std::int32_t at[2] = {box * layout_a.per_row(), 0};
       gpu_sim::ptx::tma_load(tile_a + box * layout_a.box_bytes(), &map_a, at, bar);
@@ -160,7 +176,8 @@ __global__ void wgmma_kernel(const TensorMap map_a, const TensorMap map_b, Opera
   const std::uint32_t base_a = gpu_sim::ptx::shared_address(tile_a), base_b = gpu_sim::ptx::shared_address(tile_b);
   gpu_sim::ptx::wgmma_fence();
   for (int step = 0; step < kK / 16; step++) {
-    gpu_sim::ptx::wgmma_mma_async<kN, Type>(d, layout_a.step_descriptor(base_a, step), layout_b.step_descriptor(base_b, step), step > 0, layout_a.mn_major,
+    gpu_sim::ptx::wgmma_mma_async<kN, Type>(d, layout_a.step_descriptor(base_a, step),
+                                            layout_b.step_descriptor(base_b, step), step > 0, layout_a.mn_major,
                                             layout_b.mn_major);
     gpu_sim::ptx::wgmma_commit_group();
     if (step == 0 && threadIdx.x == 0) nan_before[0] = std::isnan(d[0]) ? 1 : 0;
@@ -173,7 +190,9 @@ __global__ void wgmma_kernel(const TensorMap map_a, const TensorMap map_b, Opera
 
 template <MmaInput Type>
 static void check_wgmma(TensorMapSwizzle swizzle, bool a_mn_major, bool b_mn_major, const char* name) {
-  const auto encode = [](float value) { return Type == MmaInput::kF16 ? gpu_sim::f32_to_f16_bits(value) : gpu_sim::f32_to_bf16_bits(value); };
+  const auto encode = [](float value) {
+    return Type == MmaInput::kF16 ? gpu_sim::f32_to_f16_bits(value) : gpu_sim::f32_to_bf16_bits(value);
+  };
   std::vector<float> a(64 * kK), b(kN * kK);  // a[m][k], b[n][k]
   for (int i = 0; i < 64 * kK; i++) a[i] = static_cast<float>((i * 7) % 11 - 5) / 4.0f;
   for (int i = 0; i < kN * kK; i++) b[i] = static_cast<float>((i * 5) % 13 - 6) / 2.0f;
@@ -188,18 +207,23 @@ static void check_wgmma(TensorMapSwizzle swizzle, bool a_mn_major, bool b_mn_maj
   const OperandLayout layout_a{a_mn_major, 64, swizzle}, layout_b{b_mn_major, kN, swizzle};
   const auto map_of = [&](const OperandLayout& layout, const std::vector<float>& values) {
     const void* data = store(values, layout.rows, layout.mn_major);
-    return layout.mn_major ? map_2d(data, layout.rows, kK, layout.per_row(), kK, swizzle) : map_2d(data, kK, layout.rows, layout.per_row(), layout.rows, swizzle);
+    return layout.mn_major ? map_2d(data, layout.rows, kK, layout.per_row(), kK, swizzle)
+                           : map_2d(data, kK, layout.rows, layout.per_row(), layout.rows, swizzle);
   };
   const TensorMap map_a = map_of(layout_a, a), map_b = map_of(layout_b, b);
   float* out = device_copy(std::vector<float>(64 * kN, -99.0f));
   int* nan_before = device_copy(std::vector<int>(1, 0));
-  const cudaError_t error = launch("wgmma_kernel", wgmma_kernel<Type>, dim3(128), 1024 + 8192 + 8192, map_a, map_b, layout_a, layout_b, out, nan_before);
+  const cudaError_t error = launch("wgmma_kernel", wgmma_kernel<Type>, dim3(128), 1024 + 8192 + 8192, map_a, map_b,
+                                   layout_a, layout_b, out, nan_before);
   std::string detail = error == cudaSuccess ? "" : gpu_sim_cuda_fault_detail();
-  if (detail.empty() && nan_before[0] != 1) detail = "the accumulators were not NaN between commit_group and wait_group";
+  if (detail.empty() && nan_before[0] != 1)
+    detail = "the accumulators were not NaN between commit_group and wait_group";
   for (int index = 0; index < 64 * kN && detail.empty(); index++) {
     float expected = 0.0f;
     for (int k = 0; k < kK; k++) expected += a[(index / kN) * kK + k] * b[(index % kN) * kK + k];
-    if (out[index] != expected) detail = "out[" + std::to_string(index) + "] = " + std::to_string(out[index]) + ", expected " + std::to_string(expected);
+    if (out[index] != expected)
+      detail = "out[" + std::to_string(index) + "] = " + std::to_string(out[index]) + ", expected " +
+               std::to_string(expected);
   }
   check(detail.empty(), name, detail);
 }
@@ -208,7 +232,8 @@ static void check_wgmma(TensorMapSwizzle swizzle, bool a_mn_major, bool b_mn_maj
 // per k16 step; B (kN × kK) through TMA as in wgmma_kernel. `clobber` changes the registers
 // before the wait (a misuse the simulator must report).
 template <MmaInput Type>
-__global__ void wgmma_rs_kernel(const TensorMap map_b, OperandLayout layout_b, const std::uint16_t* a_bits, float* out, int clobber) {
+__global__ void wgmma_rs_kernel(const TensorMap map_b, OperandLayout layout_b, const std::uint16_t* a_bits, float* out,
+                                int clobber) {
   GPU_SIM_EXTERN_SHARED(unsigned char, shared);
   auto* bar = reinterpret_cast<std::uint64_t*>(shared);
   unsigned char* tile_b = shared + 1024;
@@ -224,16 +249,18 @@ __global__ void wgmma_rs_kernel(const TensorMap map_b, OperandLayout layout_b, c
   gpu_sim::ptx::mbarrier_wait_parity(bar, 0);
   const int t = static_cast<int>(threadIdx.x), warp = t / 32, g = (t % 32) / 4, q = t % 4;
   const auto pair = [&](int row, int column) {
-    return static_cast<std::uint32_t>(a_bits[row * kK + column]) | (static_cast<std::uint32_t>(a_bits[row * kK + column + 1]) << 16);
+    return static_cast<std::uint32_t>(a_bits[row * kK + column]) |
+           (static_cast<std::uint32_t>(a_bits[row * kK + column + 1]) << 16);
   };
   float d[kN / 2];
   const std::uint32_t base_b = gpu_sim::ptx::shared_address(tile_b);
   for (int step = 0; step < kK / 16; step++) {
     const int k0 = 16 * step;
-    const std::uint32_t a[4] = {pair(16 * warp + g, k0 + 2 * q), pair(16 * warp + g + 8, k0 + 2 * q), pair(16 * warp + g, k0 + 2 * q + 8),
-                                pair(16 * warp + g + 8, k0 + 2 * q + 8)};
+    const std::uint32_t a[4] = {pair(16 * warp + g, k0 + 2 * q), pair(16 * warp + g + 8, k0 + 2 * q),
+                                pair(16 * warp + g, k0 + 2 * q + 8), pair(16 * warp + g + 8, k0 + 2 * q + 8)};
     gpu_sim::ptx::wgmma_fence();
-    gpu_sim::ptx::wgmma_mma_async_rs<kN, Type>(d, a, layout_b.step_descriptor(base_b, step), step > 0, layout_b.mn_major);
+    gpu_sim::ptx::wgmma_mma_async_rs<kN, Type>(d, a, layout_b.step_descriptor(base_b, step), step > 0,
+                                               layout_b.mn_major);
     gpu_sim::ptx::wgmma_commit_group();
     if (clobber != 0) const_cast<std::uint32_t&>(a[0]) ^= 1u;
     gpu_sim::ptx::wgmma_wait_group(0);
@@ -243,7 +270,9 @@ __global__ void wgmma_rs_kernel(const TensorMap map_b, OperandLayout layout_b, c
 
 template <MmaInput Type>
 static void check_wgmma_rs(bool b_mn_major, const char* name) {
-  const auto encode = [](float value) { return Type == MmaInput::kF16 ? gpu_sim::f32_to_f16_bits(value) : gpu_sim::f32_to_bf16_bits(value); };
+  const auto encode = [](float value) {
+    return Type == MmaInput::kF16 ? gpu_sim::f32_to_f16_bits(value) : gpu_sim::f32_to_bf16_bits(value);
+  };
   std::vector<float> a(64 * kK), b(kN * kK);
   for (int i = 0; i < 64 * kK; i++) a[i] = static_cast<float>((i * 7) % 11 - 5) / 4.0f;
   for (int i = 0; i < kN * kK; i++) b[i] = static_cast<float>((i * 5) % 13 - 6) / 2.0f;
@@ -257,18 +286,23 @@ static void check_wgmma_rs(bool b_mn_major, const char* name) {
   const TensorMap map_b = b_mn_major ? map_2d(b_data, kN, kK, layout_b.per_row(), kK, TensorMapSwizzle::k128B)
                                      : map_2d(b_data, kK, kN, layout_b.per_row(), kN, TensorMapSwizzle::k128B);
   float* out = device_copy(std::vector<float>(64 * kN, -99.0f));
-  const cudaError_t error = launch("wgmma_rs_kernel", wgmma_rs_kernel<Type>, dim3(128), 1024 + 8192, map_b, layout_b, device_copy(a_bits), out, 0);
+  const cudaError_t error = launch("wgmma_rs_kernel", wgmma_rs_kernel<Type>, dim3(128), 1024 + 8192, map_b, layout_b,
+                                   device_copy(a_bits), out, 0);
   std::string detail = error == cudaSuccess ? "" : gpu_sim_cuda_fault_detail();
   for (int index = 0; index < 64 * kN && detail.empty(); index++) {
     float expected = 0.0f;
     for (int k = 0; k < kK; k++) expected += a[(index / kN) * kK + k] * b[(index % kN) * kK + k];
-    if (out[index] != expected) detail = "out[" + std::to_string(index) + "] = " + std::to_string(out[index]) + ", expected " + std::to_string(expected);
+    if (out[index] != expected)
+      detail = "out[" + std::to_string(index) + "] = " + std::to_string(out[index]) + ", expected " +
+               std::to_string(expected);
   }
   check(detail.empty(), name, detail);
   if (b_mn_major) return;
-  const cudaError_t misuse = launch("wgmma_rs_kernel", wgmma_rs_kernel<Type>, dim3(128), 1024 + 8192, map_b, layout_b, device_copy(a_bits), out, 1);
+  const cudaError_t misuse = launch("wgmma_rs_kernel", wgmma_rs_kernel<Type>, dim3(128), 1024 + 8192, map_b, layout_b,
+                                    device_copy(a_bits), out, 1);
   const std::string fault = misuse == cudaSuccess ? "launched without error" : gpu_sim_cuda_fault_detail();
-  check(contains(fault, "kernel 'wgmma_rs_kernel'") && contains(fault, "has its A registers changed by thread 0") && contains(fault, "hopper-self-test.cpp:"),
+  check(contains(fault, "kernel 'wgmma_rs_kernel'") && contains(fault, "has its A registers changed by thread 0") &&
+            contains(fault, "hopper-self-test.cpp:"),
         "changing a register-A wgmma's registers before its wait_group aborts naming the kernel and file:line", fault);
 }
 
@@ -311,22 +345,29 @@ __global__ void skipping_warp_kernel() {
 }
 
 int main() {
-  check_box(TensorMapSwizzle::kNone, "TMA 2D box without swizzle lands densely, out-of-bounds elements zero, poison before the phase");
+  check_box(TensorMapSwizzle::kNone,
+            "TMA 2D box without swizzle lands densely, out-of-bounds elements zero, poison before the phase");
   check_box(TensorMapSwizzle::k32B, "TMA 2D box with the 32B swizzle lands at the Swizzle<1,4,3> addresses");
   check_box(TensorMapSwizzle::k64B, "TMA 2D box with the 64B swizzle lands at the Swizzle<2,4,3> addresses");
   check_box(TensorMapSwizzle::k128B, "TMA 2D box with the 128B swizzle lands at the Swizzle<3,4,3> addresses");
 
-  const TensorMapSwizzle modes[4] = {TensorMapSwizzle::kNone, TensorMapSwizzle::k32B, TensorMapSwizzle::k64B, TensorMapSwizzle::k128B};
+  const TensorMapSwizzle modes[4] = {TensorMapSwizzle::kNone, TensorMapSwizzle::k32B, TensorMapSwizzle::k64B,
+                                     TensorMapSwizzle::k128B};
   const char* mode_names[4] = {"no", "32B", "64B", "128B"};
   for (int mode = 0; mode < 4; mode++) {
-    const std::string first = std::string("bf16 wgmma m64n32k16 with K-major A and N-major B, ") + mode_names[mode] + " swizzle, 3 pipelined groups, matches the scalar product";
-    const std::string second = std::string("f16 wgmma m64n32k16 with M-major A and K-major B, ") + mode_names[mode] + " swizzle, 3 pipelined groups, matches the scalar product";
+    const std::string first = std::string("bf16 wgmma m64n32k16 with K-major A and N-major B, ") + mode_names[mode] +
+                              " swizzle, 3 pipelined groups, matches the scalar product";
+    const std::string second = std::string("f16 wgmma m64n32k16 with M-major A and K-major B, ") + mode_names[mode] +
+                               " swizzle, 3 pipelined groups, matches the scalar product";
     check_wgmma<MmaInput::kBF16>(modes[mode], false, true, first.c_str());
     check_wgmma<MmaInput::kF16>(modes[mode], true, false, second.c_str());
   }
 
-  check_wgmma_rs<MmaInput::kBF16>(false, "bf16 wgmma m64n32k16 with A from registers (fragment layout) and K-major B, 3 groups, matches the scalar product");
-  check_wgmma_rs<MmaInput::kF16>(true, "f16 wgmma m64n32k16 with A from registers and N-major B, 3 groups, matches the scalar product");
+  check_wgmma_rs<MmaInput::kBF16>(false,
+                                  "bf16 wgmma m64n32k16 with A from registers (fragment layout) and K-major B, 3 "
+                                  "groups, matches the scalar product");
+  check_wgmma_rs<MmaInput::kF16>(
+      true, "f16 wgmma m64n32k16 with A from registers and N-major B, 3 groups, matches the scalar product");
 
   {
     TensorMap map;
@@ -335,17 +376,22 @@ int main() {
     const std::uint64_t strides[1] = {120};
     const std::uint32_t box[2] = {64, 64};
     const std::uint32_t element_strides[2] = {1, 1};
-    const std::string error = gpu_sim::cuda::encode_tensor_map_tiled(map, 2, 2, device_copy(values), dims, strides, box, element_strides, TensorMapSwizzle::k128B, false);
-    check(contains(error, "globalStrides of dimension 1 is 120 bytes"), "a tensor map whose row stride is not a multiple of 16 bytes is refused", error);
+    const std::string error = gpu_sim::cuda::encode_tensor_map_tiled(map, 2, 2, device_copy(values), dims, strides, box,
+                                                                     element_strides, TensorMapSwizzle::k128B, false);
+    check(contains(error, "globalStrides of dimension 1 is 120 bytes"),
+          "a tensor map whose row stride is not a multiple of 16 bytes is refused", error);
     const std::uint32_t wide[2] = {128, 8};
     const std::uint64_t good_strides[1] = {128};
-    const std::string too_wide = gpu_sim::cuda::encode_tensor_map_tiled(map, 2, 2, device_copy(values), dims, good_strides, wide, element_strides, TensorMapSwizzle::k128B, false);
-    check(contains(too_wide, "exceeds the swizzle span of 128 bytes"), "a box wider than its swizzle span is refused", too_wide);
+    const std::string too_wide = gpu_sim::cuda::encode_tensor_map_tiled(
+        map, 2, 2, device_copy(values), dims, good_strides, wide, element_strides, TensorMapSwizzle::k128B, false);
+    check(contains(too_wide, "exceeds the swizzle span of 128 bytes"), "a box wider than its swizzle span is refused",
+          too_wide);
   }
   {
     const cudaError_t error = launch("stuck_phase_kernel", stuck_phase_kernel, dim3(32), 64);
     const std::string detail = error == cudaSuccess ? "launched without error" : gpu_sim_cuda_fault_detail();
-    check(contains(detail, "kernel 'stuck_phase_kernel'") && contains(detail, "32 threads wait in mbarrier.try_wait.parity at hopper-self-test.cpp:"),
+    check(contains(detail, "kernel 'stuck_phase_kernel'") &&
+              contains(detail, "32 threads wait in mbarrier.try_wait.parity at hopper-self-test.cpp:"),
           "a barrier phase that never completes aborts naming the kernel and the wait's file:line", detail);
   }
   {
@@ -353,14 +399,16 @@ int main() {
     const TensorMap map = map_2d(device_copy(values), 64, 64, 64, 64, TensorMapSwizzle::k128B);
     const cudaError_t error = launch("early_wgmma_kernel", early_wgmma_kernel, dim3(128), 1024 + 8192, map);
     const std::string detail = error == cudaSuccess ? "launched without error" : gpu_sim_cuda_fault_detail();
-    check(contains(detail, "kernel 'early_wgmma_kernel'") && contains(detail, "wgmma.mma_async at hopper-self-test.cpp:") &&
+    check(contains(detail, "kernel 'early_wgmma_kernel'") &&
+              contains(detail, "wgmma.mma_async at hopper-self-test.cpp:") &&
               contains(detail, "cp.async.bulk.tensor issued at hopper-self-test.cpp:"),
           "a wgmma reading a stage before its copy arrived aborts naming the kernel, the wgmma and the copy", detail);
   }
   {
     const cudaError_t error = launch("skipping_warp_kernel", skipping_warp_kernel, dim3(128), 8192);
     const std::string detail = error == cudaSuccess ? "launched without error" : gpu_sim_cuda_fault_detail();
-    check(contains(detail, "kernel 'skipping_warp_kernel'") && contains(detail, "96 threads wait in wgmma.mma_async at hopper-self-test.cpp:"),
+    check(contains(detail, "kernel 'skipping_warp_kernel'") &&
+              contains(detail, "96 threads wait in wgmma.mma_async at hopper-self-test.cpp:"),
           "a warp that skips a warpgroup-collective wgmma aborts naming the kernel and file:line", detail);
   }
   std::printf("%d failures\n", failures);

@@ -28,7 +28,8 @@ static void check(bool condition, const char* name, const std::string& detail = 
 static bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 template <typename... Parameters, typename... Arguments>
-static cudaError_t launch(const char* name, void (*kernel)(Parameters...), dim3 grid, dim3 block, Arguments... arguments) {
+static cudaError_t launch(const char* name, void (*kernel)(Parameters...), dim3 grid, dim3 block,
+                          Arguments... arguments) {
   const cudaError_t error = gpu_sim::cuda::launch_kernel(name, kernel, grid, block, 0, nullptr, arguments...);
   if (error != cudaSuccess) return error;
   return cudaDeviceSynchronize();
@@ -42,16 +43,21 @@ static T* device_copy(const std::vector<T>& values) {
   return static_cast<T*>(pointer);
 }
 
-static std::uint32_t pack(std::uint16_t low, std::uint16_t high) { return static_cast<std::uint32_t>(low) | (static_cast<std::uint32_t>(high) << 16); }
+static std::uint32_t pack(std::uint16_t low, std::uint16_t high) {
+  return static_cast<std::uint32_t>(low) | (static_cast<std::uint32_t>(high) << 16);
+}
 
 // Lanes build their fragments straight from the PTX ISA formulas; out [16][8] = a [16][16] · b [16][8] + c.
 template <MmaInput Type>
 __global__ void formula_product_kernel(const std::uint16_t* a, const std::uint16_t* b, const float* c, float* out) {
   const int lane = static_cast<int>(threadIdx.x);
   const int g = lane / 4, t = lane % 4;
-  const std::uint32_t a_regs[4] = {pack(a[g * 16 + 2 * t], a[g * 16 + 2 * t + 1]), pack(a[(g + 8) * 16 + 2 * t], a[(g + 8) * 16 + 2 * t + 1]),
-                                   pack(a[g * 16 + 2 * t + 8], a[g * 16 + 2 * t + 9]), pack(a[(g + 8) * 16 + 2 * t + 8], a[(g + 8) * 16 + 2 * t + 9])};
-  const std::uint32_t b_regs[2] = {pack(b[(2 * t) * 8 + g], b[(2 * t + 1) * 8 + g]), pack(b[(2 * t + 8) * 8 + g], b[(2 * t + 9) * 8 + g])};
+  const std::uint32_t a_regs[4] = {pack(a[g * 16 + 2 * t], a[g * 16 + 2 * t + 1]),
+                                   pack(a[(g + 8) * 16 + 2 * t], a[(g + 8) * 16 + 2 * t + 1]),
+                                   pack(a[g * 16 + 2 * t + 8], a[g * 16 + 2 * t + 9]),
+                                   pack(a[(g + 8) * 16 + 2 * t + 8], a[(g + 8) * 16 + 2 * t + 9])};
+  const std::uint32_t b_regs[2] = {pack(b[(2 * t) * 8 + g], b[(2 * t + 1) * 8 + g]),
+                                   pack(b[(2 * t + 8) * 8 + g], b[(2 * t + 9) * 8 + g])};
   const float c_regs[4] = {c[g * 8 + 2 * t], c[g * 8 + 2 * t + 1], c[(g + 8) * 8 + 2 * t], c[(g + 8) * 8 + 2 * t + 1]};
   float d[4];
   gpu_sim::ptx::mma_m16n8k16<Type>(d, a_regs, b_regs, c_regs);
@@ -88,7 +94,8 @@ template <int Count, bool Trans>
 __global__ void ldmatrix_layout_kernel(int* out) {
   __shared__ __align__(16) std::uint16_t tile[4 * 64];
   const int lane = static_cast<int>(threadIdx.x);
-  for (int i = lane; i < 256; i += 32) tile[i] = static_cast<std::uint16_t>(i);  // matrix m, row r, column c = m·64 + r·8 + c
+  for (int i = lane; i < 256; i += 32)
+    tile[i] = static_cast<std::uint16_t>(i);  // matrix m, row r, column c = m·64 + r·8 + c
   __syncwarp();
   std::uint32_t regs[Count];
   // Lane 8m + r points at row r of matrix m (lanes past 8·Count point at garbage: ignored).
@@ -97,7 +104,8 @@ __global__ void ldmatrix_layout_kernel(int* out) {
   for (int m = 0; m < Count; m++) {
     const int row_low = Trans ? 2 * (lane % 4) : lane / 4, column_low = Trans ? lane / 4 : 2 * (lane % 4);
     const int row_high = Trans ? row_low + 1 : row_low, column_high = Trans ? column_low : column_low + 1;
-    const std::uint32_t expected = pack(static_cast<std::uint16_t>(m * 64 + row_low * 8 + column_low), static_cast<std::uint16_t>(m * 64 + row_high * 8 + column_high));
+    const std::uint32_t expected = pack(static_cast<std::uint16_t>(m * 64 + row_low * 8 + column_low),
+                                        static_cast<std::uint16_t>(m * 64 + row_high * 8 + column_high));
     mismatches += regs[m] != expected ? 1 : 0;
   }
   out[lane] = mismatches;
@@ -167,8 +175,8 @@ __global__ void tf32_formula_product_kernel(const float* a, const float* b, cons
   const int lane = static_cast<int>(threadIdx.x);
   const int g = lane / 4, t = lane % 4;
   using gpu_sim::ptx::cvt_rna_tf32;
-  const std::uint32_t a_regs[4] = {cvt_rna_tf32(a[g * 8 + t]), cvt_rna_tf32(a[(g + 8) * 8 + t]), cvt_rna_tf32(a[g * 8 + t + 4]),
-                                   cvt_rna_tf32(a[(g + 8) * 8 + t + 4])};
+  const std::uint32_t a_regs[4] = {cvt_rna_tf32(a[g * 8 + t]), cvt_rna_tf32(a[(g + 8) * 8 + t]),
+                                   cvt_rna_tf32(a[g * 8 + t + 4]), cvt_rna_tf32(a[(g + 8) * 8 + t + 4])};
   const std::uint32_t b_regs[2] = {cvt_rna_tf32(b[t * 8 + g]), cvt_rna_tf32(b[(t + 4) * 8 + g])};
   const float c_regs[4] = {c[g * 8 + 2 * t], c[g * 8 + 2 * t + 1], c[(g + 8) * 8 + 2 * t], c[(g + 8) * 8 + 2 * t + 1]};
   float d[4];
@@ -188,9 +196,12 @@ static float bits_to_float(std::uint32_t bits) {
 static void check_tf32() {
   using gpu_sim::ptx::cvt_rna_tf32;
   const float tie = 1.0f + 0x1p-11f;  // halfway between two tf32 values: rounds away from zero
-  const bool rounding = bits_to_float(cvt_rna_tf32(tie)) == 1.0f + 0x1p-10f && bits_to_float(cvt_rna_tf32(-tie)) == -(1.0f + 0x1p-10f) &&
-                        bits_to_float(cvt_rna_tf32(1.0f + 0x1p-12f)) == 1.0f && bits_to_float(cvt_rna_tf32(1.0f + 0x1p-11f + 0x1p-20f)) == 1.0f + 0x1p-10f &&
-                        bits_to_float(cvt_rna_tf32(__builtin_inff())) == __builtin_inff() && bits_to_float(cvt_rna_tf32(0x1.fffffep127f)) == __builtin_inff();
+  const bool rounding = bits_to_float(cvt_rna_tf32(tie)) == 1.0f + 0x1p-10f &&
+                        bits_to_float(cvt_rna_tf32(-tie)) == -(1.0f + 0x1p-10f) &&
+                        bits_to_float(cvt_rna_tf32(1.0f + 0x1p-12f)) == 1.0f &&
+                        bits_to_float(cvt_rna_tf32(1.0f + 0x1p-11f + 0x1p-20f)) == 1.0f + 0x1p-10f &&
+                        bits_to_float(cvt_rna_tf32(__builtin_inff())) == __builtin_inff() &&
+                        bits_to_float(cvt_rna_tf32(0x1.fffffep127f)) == __builtin_inff();
   check(rounding, "cvt.rna.tf32.f32 rounds to nearest, ties away from zero, to 10 mantissa bits");
   // Values with more than 10 mantissa bits: the product must use the rounded inputs.
   std::vector<float> a(128), b(64), c(128);
@@ -198,14 +209,17 @@ static void check_tf32() {
   for (int i = 0; i < 64; i++) b[i] = static_cast<float>((i * 3) % 7 - 3) / 7.0f;
   for (int i = 0; i < 128; i++) c[i] = static_cast<float>(i % 5);
   float* out = device_copy(std::vector<float>(128, -99.0f));
-  const cudaError_t error = launch("tf32_formula_product_kernel", tf32_formula_product_kernel, dim3(1), dim3(32), device_copy(a), device_copy(b), device_copy(c), out);
+  const cudaError_t error = launch("tf32_formula_product_kernel", tf32_formula_product_kernel, dim3(1), dim3(32),
+                                   device_copy(a), device_copy(b), device_copy(c), out);
   std::string detail = error == cudaSuccess ? "" : gpu_sim_cuda_fault_detail();
   for (int row = 0; row < 16 && detail.empty(); row++) {
     for (int column = 0; column < 8; column++) {
       float expected = c[row * 8 + column];
-      for (int k = 0; k < 8; k++) expected += bits_to_float(cvt_rna_tf32(a[row * 8 + k])) * bits_to_float(cvt_rna_tf32(b[k * 8 + column]));
+      for (int k = 0; k < 8; k++)
+        expected += bits_to_float(cvt_rna_tf32(a[row * 8 + k])) * bits_to_float(cvt_rna_tf32(b[k * 8 + column]));
       if (out[row * 8 + column] != expected) {
-        detail = "out[" + std::to_string(row) + "][" + std::to_string(column) + "] = " + std::to_string(out[row * 8 + column]) + ", expected " + std::to_string(expected);
+        detail = "out[" + std::to_string(row) + "][" + std::to_string(column) +
+                 "] = " + std::to_string(out[row * 8 + column]) + ", expected " + std::to_string(expected);
         break;
       }
     }
@@ -231,14 +245,16 @@ static void check_formula_product(const char* name) {
   std::uint16_t* device_b = device_copy(b_bits);
   float* device_c = device_copy(c);
   float* out = device_copy(std::vector<float>(128, -99.0f));
-  const cudaError_t error = launch(name, formula_product_kernel<Type>, dim3(1), dim3(32), device_a, device_b, device_c, out);
+  const cudaError_t error =
+      launch(name, formula_product_kernel<Type>, dim3(1), dim3(32), device_a, device_b, device_c, out);
   std::string detail = error == cudaSuccess ? "" : gpu_sim_cuda_fault_detail();
   for (int row = 0; row < 16 && detail.empty(); row++) {
     for (int column = 0; column < 8; column++) {
       float expected = c[row * 8 + column];
       for (int k = 0; k < 16; k++) expected += a[row * 16 + k] * b[k * 8 + column];
       if (out[row * 8 + column] != expected) {
-        detail = "out[" + std::to_string(row) + "][" + std::to_string(column) + "] = " + std::to_string(out[row * 8 + column]) + ", expected " + std::to_string(expected);
+        detail = "out[" + std::to_string(row) + "][" + std::to_string(column) +
+                 "] = " + std::to_string(out[row * 8 + column]) + ", expected " + std::to_string(expected);
         break;
       }
     }
@@ -252,7 +268,9 @@ static void check_ldmatrix_layout(const char* name) {
   const cudaError_t error = launch(name, ldmatrix_layout_kernel<Count, Trans>, dim3(1), dim3(32), out);
   std::string detail = error == cudaSuccess ? "" : gpu_sim_cuda_fault_detail();
   for (int lane = 0; lane < 32 && detail.empty(); lane++) {
-    if (out[lane] != 0) detail = "lane " + std::to_string(lane) + " has " + std::to_string(out[lane]) + " registers unlike the PTX ISA layout";
+    if (out[lane] != 0)
+      detail =
+          "lane " + std::to_string(lane) + " has " + std::to_string(out[lane]) + " registers unlike the PTX ISA layout";
   }
   check(detail.empty(), name, detail);
 }
@@ -274,14 +292,18 @@ int main() {
     for (int i = 0; i < 256; i++) a_bits[i] = to_bits(a[i] = static_cast<float>(i % 9 - 4) / 8.0f, MmaInput::kF16);
     for (int i = 0; i < 128; i++) b_bits[i] = to_bits(b[i] = static_cast<float>(i % 5 - 2), MmaInput::kF16);
     float* out = device_copy(std::vector<float>(128, -99.0f));
-    const cudaError_t error = launch("ldmatrix_product_kernel", ldmatrix_product_kernel, dim3(1), dim3(32), device_copy(a_bits), device_copy(b_bits), out);
+    const cudaError_t error = launch("ldmatrix_product_kernel", ldmatrix_product_kernel, dim3(1), dim3(32),
+                                     device_copy(a_bits), device_copy(b_bits), out);
     std::string detail = error == cudaSuccess ? "" : gpu_sim_cuda_fault_detail();
     for (int index = 0; index < 128 && detail.empty(); index++) {
       float expected = 0.0f;
       for (int k = 0; k < 16; k++) expected += a[(index / 8) * 16 + k] * b[k * 8 + index % 8];
-      if (out[index] != expected) detail = "out[" + std::to_string(index) + "] = " + std::to_string(out[index]) + ", expected " + std::to_string(expected);
+      if (out[index] != expected)
+        detail = "out[" + std::to_string(index) + "] = " + std::to_string(out[index]) + ", expected " +
+                 std::to_string(expected);
     }
-    check(detail.empty(), "ldmatrix x4 (A row-major) and x2.trans (B [k][n]) feed mma.sync to the exact product", detail);
+    check(detail.empty(), "ldmatrix x4 (A row-major) and x2.trans (B [k][n]) feed mma.sync to the exact product",
+          detail);
   }
 
   std::vector<std::uint16_t> source_values(32 * 8);
@@ -292,36 +314,40 @@ int main() {
     const cudaError_t error = launch("groups_kernel", groups_kernel, dim3(1), dim3(32), source, out);
     const bool ok = error == cudaSuccess && out[0] == 2 && out[1] == 0xffffu && out[2] == 11 && out[3] == 0;
     check(ok, "cp.async groups arrive at their wait_group (poison before, zero fill past src-size after)",
-          "got " + std::to_string(out[0]) + " " + std::to_string(out[1]) + " " + std::to_string(out[2]) + " " + std::to_string(out[3]) + " " + gpu_sim_cuda_fault_detail());
+          "got " + std::to_string(out[0]) + " " + std::to_string(out[1]) + " " + std::to_string(out[2]) + " " +
+              std::to_string(out[3]) + " " + gpu_sim_cuda_fault_detail());
   }
 
   float* out = device_copy(std::vector<float>(32, 0.0f));
   cudaError_t error = launch("early_read_kernel", early_read_kernel, dim3(1), dim3(32), source, out);
   std::string detail = gpu_sim_cuda_fault_detail();
-  check(error == cudaErrorLaunchFailure && contains(detail, "early_read_kernel") && contains(detail, "ldmatrix at ptx-self-test.cpp:") &&
+  check(error == cudaErrorLaunchFailure && contains(detail, "early_read_kernel") &&
+            contains(detail, "ldmatrix at ptx-self-test.cpp:") &&
             contains(detail, "cp.async issued at ptx-self-test.cpp:") && contains(detail, "has not delivered"),
         "reading a stage before its cp.async arrived aborts naming the kernel, the read and the copy", detail);
 
   error = launch("skipped_mma_kernel", skipped_mma_kernel, dim3(1), dim3(32), out);
   detail = gpu_sim_cuda_fault_detail();
-  check(error == cudaErrorLaunchFailure && contains(detail, "skipped_mma_kernel") && contains(detail, "mma.sync.aligned.m16n8k16") &&
-            contains(detail, "ptx-self-test.cpp:"),
+  check(error == cudaErrorLaunchFailure && contains(detail, "skipped_mma_kernel") &&
+            contains(detail, "mma.sync.aligned.m16n8k16") && contains(detail, "ptx-self-test.cpp:"),
         "a lane that skips mma.sync aborts naming the kernel and file:line", detail);
 
   error = launch("misaligned_ldmatrix_kernel", misaligned_ldmatrix_kernel, dim3(1), dim3(32), out);
   detail = gpu_sim_cuda_fault_detail();
-  check(error == cudaErrorLaunchFailure && contains(detail, "misaligned_ldmatrix_kernel") && contains(detail, "lane 2") && contains(detail, "16-byte aligned"),
+  check(error == cudaErrorLaunchFailure && contains(detail, "misaligned_ldmatrix_kernel") &&
+            contains(detail, "lane 2") && contains(detail, "16-byte aligned"),
         "an ldmatrix row address that is not 16-byte aligned aborts the launch", detail);
 
   error = launch("misaligned_copy_kernel", misaligned_copy_kernel, dim3(1), dim3(1), source);
   detail = gpu_sim_cuda_fault_detail();
-  check(error == cudaErrorLaunchFailure && contains(detail, "misaligned_copy_kernel") && contains(detail, "cp.async.cg at ptx-self-test.cpp:") &&
-            contains(detail, "global source"),
+  check(error == cudaErrorLaunchFailure && contains(detail, "misaligned_copy_kernel") &&
+            contains(detail, "cp.async.cg at ptx-self-test.cpp:") && contains(detail, "global source"),
         "a cp.async source that is not cp-size aligned aborts the launch", detail);
 
   error = launch("cg_eight_bytes_kernel", cg_eight_bytes_kernel, dim3(1), dim3(1), source);
   detail = gpu_sim_cuda_fault_detail();
-  check(error == cudaErrorLaunchFailure && contains(detail, ".cg supports only 16"), "cp.async.cg with 8 bytes aborts the launch", detail);
+  check(error == cudaErrorLaunchFailure && contains(detail, ".cg supports only 16"),
+        "cp.async.cg with 8 bytes aborts the launch", detail);
 
   std::printf("%d failures\n", failures);
   return failures == 0 ? 0 : 1;

@@ -28,7 +28,8 @@ static void check(bool condition, const char* name, const std::string& detail = 
 static bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 template <typename... Parameters, typename... Arguments>
-static cudaError_t launch(const char* name, void (*kernel)(Parameters...), dim3 grid, dim3 block, Arguments... arguments) {
+static cudaError_t launch(const char* name, void (*kernel)(Parameters...), dim3 grid, dim3 block,
+                          Arguments... arguments) {
   const cudaError_t error = gpu_sim::cuda::launch_kernel(name, kernel, grid, block, 0, nullptr, arguments...);
   if (error != cudaSuccess) return error;
   return cudaDeviceSynchronize();
@@ -51,8 +52,10 @@ __global__ void product_kernel(const T* a, const T* b, const float* c, float* ou
     wmma::mma_sync(sum, left, right, sum);
   }
   for (int i = 0; i < sum.num_elements; i++) sum.x[i] *= 2.0f;
-  if (store_col_major) wmma::store_matrix_sync(out + warp * 16, sum, 32, wmma::mem_col_major);
-  else wmma::store_matrix_sync(out + warp * 16 * 16, sum, 16, wmma::mem_row_major);
+  if (store_col_major)
+    wmma::store_matrix_sync(out + warp * 16, sum, 32, wmma::mem_col_major);
+  else
+    wmma::store_matrix_sync(out + warp * 16 * 16, sum, 16, wmma::mem_row_major);
 }
 
 __global__ void misaligned_kernel(const __half* a, float* out) {
@@ -102,8 +105,10 @@ static T* device_copy(const std::vector<T>& values) {
 
 template <typename T>
 static T to_type(float value) {
-  if constexpr (std::is_same_v<T, __half>) return __float2half_rn(value);
-  else return __float2bfloat16_rn(value);
+  if constexpr (std::is_same_v<T, __half>)
+    return __float2half_rn(value);
+  else
+    return __float2bfloat16_rn(value);
 }
 
 template <typename T, typename LayoutA, typename LayoutB>
@@ -117,16 +122,19 @@ static void check_product(const char* name, bool store_col_major) {
   for (int i = 0; i < 32 * 16; i++) c_values[i] = static_cast<float>(i % 3);
   std::vector<T> a(32 * 48), b(48 * 16);
   for (int row = 0; row < 32; row++) {
-    for (int depth = 0; depth < 48; depth++) a[a_row ? row * 48 + depth : depth * 32 + row] = to_type<T>(a_values[row * 48 + depth]);
+    for (int depth = 0; depth < 48; depth++)
+      a[a_row ? row * 48 + depth : depth * 32 + row] = to_type<T>(a_values[row * 48 + depth]);
   }
   for (int depth = 0; depth < 48; depth++) {
-    for (int column = 0; column < 16; column++) b[b_row ? depth * 16 + column : column * 48 + depth] = to_type<T>(b_values[depth * 16 + column]);
+    for (int column = 0; column < 16; column++)
+      b[b_row ? depth * 16 + column : column * 48 + depth] = to_type<T>(b_values[depth * 16 + column]);
   }
   T* device_a = device_copy(a);
   T* device_b = device_copy(b);
   float* device_c = device_copy(c_values);
   float* out = device_copy(std::vector<float>(32 * 16, -99.0f));
-  const cudaError_t error = launch(name, product_kernel<T, LayoutA, LayoutB>, dim3(1), dim3(64), device_a, device_b, device_c, out, store_col_major);
+  const cudaError_t error = launch(name, product_kernel<T, LayoutA, LayoutB>, dim3(1), dim3(64), device_a, device_b,
+                                   device_c, out, store_col_major);
   std::string detail = error == cudaSuccess ? "" : gpu_sim_cuda_fault_detail();
   for (int row = 0; row < 32 && detail.empty(); row++) {
     for (int column = 0; column < 16; column++) {
@@ -135,18 +143,23 @@ static void check_product(const char* name, bool store_col_major) {
       expected *= 2.0f;
       const float got = store_col_major ? out[column * 32 + row] : out[row * 16 + column];
       if (got != expected) {
-        detail = "out[" + std::to_string(row) + "][" + std::to_string(column) + "] = " + std::to_string(got) + ", expected " + std::to_string(expected);
+        detail = "out[" + std::to_string(row) + "][" + std::to_string(column) + "] = " + std::to_string(got) +
+                 ", expected " + std::to_string(expected);
         break;
       }
     }
   }
-  for (void* pointer : {static_cast<void*>(device_a), static_cast<void*>(device_b), static_cast<void*>(device_c), static_cast<void*>(out)}) cudaFree(pointer);
+  for (void* pointer : {static_cast<void*>(device_a), static_cast<void*>(device_b), static_cast<void*>(device_c),
+                        static_cast<void*>(out)})
+    cudaFree(pointer);
   check(detail.empty(), name, detail);
 }
 
 int main() {
-  check_product<__half, wmma::row_major, wmma::row_major>("f16 product, a row-major, b row-major, stored row-major", false);
-  check_product<__half, wmma::col_major, wmma::col_major>("f16 product, a col-major, b col-major, stored col-major", true);
+  check_product<__half, wmma::row_major, wmma::row_major>("f16 product, a row-major, b row-major, stored row-major",
+                                                          false);
+  check_product<__half, wmma::col_major, wmma::col_major>("f16 product, a col-major, b col-major, stored col-major",
+                                                          true);
   check_product<__nv_bfloat16, wmma::row_major, wmma::col_major>("bf16 product, a row-major, b col-major", false);
   check_product<__nv_bfloat16, wmma::col_major, wmma::row_major>("bf16 product, a col-major, b row-major", true);
 
@@ -154,17 +167,19 @@ int main() {
   float* out = device_copy(std::vector<float>(32, 0.0f));
   cudaError_t error = launch("misaligned_kernel", misaligned_kernel, dim3(1), dim3(32), tile, out);
   std::string detail = gpu_sim_cuda_fault_detail();
-  check(error == cudaErrorLaunchFailure && contains(detail, "misaligned_kernel") && contains(detail, "wmma::load_matrix_sync") && contains(detail, "256-bit"),
+  check(error == cudaErrorLaunchFailure && contains(detail, "misaligned_kernel") &&
+            contains(detail, "wmma::load_matrix_sync") && contains(detail, "256-bit"),
         "a pointer that is not 256-bit aligned aborts the launch", detail);
 
   error = launch("per_lane_pointer_kernel", per_lane_pointer_kernel, dim3(1), dim3(32), tile, out);
   detail = gpu_sim_cuda_fault_detail();
-  check(error == cudaErrorLaunchFailure && contains(detail, "different pointer"), "lanes passing different pointers abort the launch", detail);
+  check(error == cudaErrorLaunchFailure && contains(detail, "different pointer"),
+        "lanes passing different pointers abort the launch", detail);
 
   error = launch("skipped_product_kernel", skipped_product_kernel, dim3(1), dim3(32), tile, out);
   detail = gpu_sim_cuda_fault_detail();
-  check(error == cudaErrorLaunchFailure && contains(detail, "skipped_product_kernel") && contains(detail, "wmma::mma_sync") &&
-            contains(detail, "wmma-self-test.cpp:"),
+  check(error == cudaErrorLaunchFailure && contains(detail, "skipped_product_kernel") &&
+            contains(detail, "wmma::mma_sync") && contains(detail, "wmma-self-test.cpp:"),
         "a lane that skips mma_sync aborts naming the kernel and file:line", detail);
 
   error = launch("store_then_read_kernel", store_then_read_kernel, dim3(1), dim3(32), out, false);
@@ -175,7 +190,8 @@ int main() {
   error = launch("store_then_read_kernel", store_then_read_kernel, dim3(1), dim3(32), out, true);
   bool synchronized = error == cudaSuccess;
   for (int lane = 0; lane < 32; lane++) synchronized = synchronized && out[lane] == 7.0f;
-  check(stale && synchronized, "reading another lane's stored element needs __syncwarp (without it the old value shows)",
+  check(stale && synchronized,
+        "reading another lane's stored element needs __syncwarp (without it the old value shows)",
         stale ? "" : "every lane read 7 without __syncwarp");
 
   std::printf("%d failures\n", failures);

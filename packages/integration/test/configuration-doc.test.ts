@@ -9,7 +9,10 @@ const DOC = readFileSync(join(REPOSITORY, 'docs', 'configuration.md'), 'utf8');
 /** `path` → default cell, from the doc's tables. */
 const ROWS = new Map([...DOC.matchAll(/^\| `([\w.]+)` \| ([^|]*) \|/gm)].map((match) => [match[1], match[2].trim()]));
 
-interface ZodLike { def?: { type?: string; innerType?: ZodLike; shape?: Record<string, ZodLike> }; shape?: Record<string, ZodLike> }
+interface ZodLike {
+  def?: { type?: string; innerType?: ZodLike; shape?: Record<string, ZodLike> };
+  shape?: Record<string, ZodLike>;
+}
 
 /** Every leaf key path of the config schema. */
 function keyPaths(schema: ZodLike, prefix = ''): string[] {
@@ -20,7 +23,9 @@ function keyPaths(schema: ZodLike, prefix = ''): string[] {
 }
 
 function valueAt(path: string): unknown {
-  return path.split('.').reduce<unknown>((value, key) => (value as Record<string, unknown> | undefined)?.[key], defaultTrainConfig());
+  return path
+    .split('.')
+    .reduce<unknown>((value, key) => (value as Record<string, unknown> | undefined)?.[key], defaultTrainConfig());
 }
 
 describe('docs/configuration.md', () => {

@@ -49,7 +49,9 @@ describe.each(linted.map((item) => ({ name: item.name, item })))('$name', ({ nam
   runIt(`publint --strict reports nothing${suffix}`, async () => {
     const { bytes } = tarballOf(name);
     const result = await publint({ pack: { tarball: bytes.slice().buffer }, strict: true, level: 'suggestion' });
-    expect(result.messages.map((message) => `${message.type}: ${formatMessage(message, result.pkg) ?? message.code}`)).toEqual([]);
+    expect(
+      result.messages.map((message) => `${message.type}: ${formatMessage(message, result.pkg) ?? message.code}`),
+    ).toEqual([]);
   });
 
   runIt(`are-the-types-wrong reports no problem (node10, node16 CJS and ESM, bundler)${suffix}`, async () => {
@@ -57,19 +59,31 @@ describe.each(linted.map((item) => ({ name: item.name, item })))('$name', ({ nam
     const result = await checkPackage(contents);
     if (!files.some((file) => file.endsWith('.d.ts') || file.endsWith('.d.cts'))) {
       // A binary-only platform package has no JavaScript entry point and no types to check.
-      expect(files.some((file) => file.endsWith('.node')), `${name} ships neither types nor a native binary`).toBe(true);
+      expect(
+        files.some((file) => file.endsWith('.node')),
+        `${name} ships neither types nor a native binary`,
+      ).toBe(true);
       return;
     }
     expect(result.types, `${name} ships no types`).not.toBe(false);
     if (result.types === false) return;
-    const problems = result.problems.map((problem) => `${problem.kind}${'entrypoint' in problem ? ` at ${problem.entrypoint}` : ''}${'resolutionKind' in problem ? ` (${problem.resolutionKind})` : ''}`);
+    const problems = result.problems.map(
+      (problem) =>
+        `${problem.kind}${'entrypoint' in problem ? ` at ${problem.entrypoint}` : ''}${'resolutionKind' in problem ? ` (${problem.resolutionKind})` : ''}`,
+    );
     expect(problems).toEqual([]);
     // Both module systems get their own declaration files.
     if (item.manifest.private !== true && typeof result.entrypoints === 'object') {
-      for (const [entrypoint, info] of Object.entries(result.entrypoints).filter(([subpath]) => subpath !== './package.json')) {
+      for (const [entrypoint, info] of Object.entries(result.entrypoints).filter(
+        ([subpath]) => subpath !== './package.json',
+      )) {
         const resolutions = info.resolutions;
-        expect(resolutions['node16-cjs']?.resolution?.fileName, `${name} ${entrypoint} under node16 from CJS`).toMatch(/\.d\.cts$/);
-        expect(resolutions['node16-esm']?.resolution?.fileName, `${name} ${entrypoint} under node16 from ESM`).toMatch(/\.d\.ts$/);
+        expect(resolutions['node16-cjs']?.resolution?.fileName, `${name} ${entrypoint} under node16 from CJS`).toMatch(
+          /\.d\.cts$/,
+        );
+        expect(resolutions['node16-esm']?.resolution?.fileName, `${name} ${entrypoint} under node16 from ESM`).toMatch(
+          /\.d\.ts$/,
+        );
       }
     }
   });
@@ -87,7 +101,8 @@ describe.each(linted.map((item) => ({ name: item.name, item })))('$name', ({ nam
     const keywords = manifest.keywords as string[] | undefined;
     expect(keywords, 'keywords').toContain('kiln');
     // Backends (not their per-platform binary packages) are findable on npm by the kiln-backend keyword.
-    if (/^@kiln\/backend-[a-z]+$/.test(name) || name.includes('kiln-backend-')) expect(keywords).toContain('kiln-backend');
+    if (/^@kiln\/backend-[a-z]+$/.test(name) || name.includes('kiln-backend-'))
+      expect(keywords).toContain('kiln-backend');
     const repository = manifest.repository as { type?: string; url?: string; directory?: string } | undefined;
     expect(repository?.type).toBe('git');
     expect(repository?.url).toMatch(/^git\+https:\/\/github\.com\/[\w-]+\/[\w-]+\.git$/);
@@ -106,7 +121,8 @@ describe.each(linted.map((item) => ({ name: item.name, item })))('$name', ({ nam
 
 describe('what is packed', () => {
   it('packs every published package (the CUDA binary package only with a CUDA build)', () => {
-    for (const item of published) expect(packed.tarballs[item.name] ?? packed.notPacked[item.name], item.name).toBeDefined();
+    for (const item of published)
+      expect(packed.tarballs[item.name] ?? packed.notPacked[item.name], item.name).toBeDefined();
     const unpackable = Object.keys(packed.notPacked);
     expect(unpackable.every((name) => /-(linux|darwin|win32)-(x64|arm64)$/.test(name))).toBe(true);
   });
@@ -114,18 +130,42 @@ describe('what is packed', () => {
   it('ships the core package without the 1.6 MB of source maps it used to carry', () => {
     const { bytes, files } = tarballOf('@kiln/core');
     // The conformance kit is @kiln/testing now: core ships only the deprecated re-export.
-    expect(files.filter((file) => file.startsWith('testing-shim/')).sort()).toEqual(['testing-shim/index.cjs', 'testing-shim/index.d.cts', 'testing-shim/index.d.ts', 'testing-shim/index.js']);
+    expect(files.filter((file) => file.startsWith('testing-shim/')).sort()).toEqual([
+      'testing-shim/index.cjs',
+      'testing-shim/index.d.cts',
+      'testing-shim/index.d.ts',
+      'testing-shim/index.js',
+    ]);
     expect(files.some((file) => file.startsWith('dist/testing/'))).toBe(false);
     expect(bytes.byteLength).toBeLessThan(600_000);
   });
 
   it('ships the conformance kit as @kiln/testing, with vitest an optional peer and @kiln/core a peer', () => {
     const { files } = tarballOf('@kiln/testing');
-    expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.cjs', 'dist/index.d.ts', 'dist/index.d.cts', 'LICENSE', 'README.md']));
-    const manifest = JSON.parse(readFileSync(join(REPOSITORY, 'packages', 'testing', 'package.json'), 'utf8')) as { peerDependenciesMeta: Record<string, { optional?: boolean }>; peerDependencies: Record<string, string> };
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'dist/index.js',
+        'dist/index.cjs',
+        'dist/index.d.ts',
+        'dist/index.d.cts',
+        'LICENSE',
+        'README.md',
+      ]),
+    );
+    const manifest = JSON.parse(readFileSync(join(REPOSITORY, 'packages', 'testing', 'package.json'), 'utf8')) as {
+      peerDependenciesMeta: Record<string, { optional?: boolean }>;
+      peerDependencies: Record<string, string>;
+    };
     expect(Object.keys(manifest.peerDependencies).sort()).toEqual(['@kiln/core', 'vitest']);
     expect(manifest.peerDependenciesMeta).toEqual({ vitest: { optional: true } });
-    const core = JSON.parse(readFileSync(join(REPOSITORY, 'packages', 'core', 'package.json'), 'utf8')) as Record<string, unknown>;
-    expect([core.dependencies, core.peerDependencies, core.optionalDependencies]).toEqual([undefined, undefined, undefined]);
+    const core = JSON.parse(readFileSync(join(REPOSITORY, 'packages', 'core', 'package.json'), 'utf8')) as Record<
+      string,
+      unknown
+    >;
+    expect([core.dependencies, core.peerDependencies, core.optionalDependencies]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
   });
 });

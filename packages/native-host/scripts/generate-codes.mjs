@@ -3,9 +3,13 @@
 //   include/kiln/op_names.h                      C++ name tables, by code
 //   ../core/src/native-backend/codes.ts          the TypeScript tables NativeKernelBackend uses
 // `node scripts/generate-codes.mjs` writes both; `--check` exits 1 when either is stale (the test
-// in test/codes.test.ts runs the same comparison).
+// in test/codes.test.ts runs the same comparison). Both come out formatted as `pnpm format` would
+// (clang-format with the repository's .clang-format, Biome), so the format check passes on them.
+import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { format as clangFormat } from '@wasm-fmt/clang-format';
 
 const here = (path) => fileURLToPath(new URL(`../${path}`, import.meta.url));
 export const HEADER = here('include/kiln/op_codes.h');
@@ -27,13 +31,23 @@ export function readCodes(text = readFileSync(HEADER, 'utf8')) {
       counts[group] = Number(value);
       continue;
     }
-    if (Number(value) !== groups[group].length) throw new Error(`op_codes.h: KILN_${group}_${suffix} is ${value}, expected ${groups[group].length} (codes run 0, 1, 2, … in order)`);
+    if (Number(value) !== groups[group].length)
+      throw new Error(
+        `op_codes.h: KILN_${group}_${suffix} is ${value}, expected ${groups[group].length} (codes run 0, 1, 2, … in order)`,
+      );
     groups[group].push(camel(suffix));
   }
   for (const [group, names] of Object.entries(groups)) {
-    if (counts[group] !== names.length) throw new Error(`op_codes.h: KILN_${group}_COUNT is ${counts[group]}, but ${names.length} codes are listed`);
+    if (counts[group] !== names.length)
+      throw new Error(`op_codes.h: KILN_${group}_COUNT is ${counts[group]}, but ${names.length} codes are listed`);
   }
-  return { dtype: groups.DTYPE, unary: groups.UNARY, binary: groups.BINARY, reduce: groups.REDUCE, indexError: groups.INDEX_ERROR };
+  return {
+    dtype: groups.DTYPE,
+    unary: groups.UNARY,
+    binary: groups.BINARY,
+    reduce: groups.REDUCE,
+    indexError: groups.INDEX_ERROR,
+  };
 }
 
 const quoted = (names) => names.map((name) => `'${name}'`).join(', ');
@@ -106,12 +120,25 @@ export const I32_BINARY: ReadonlySet<BinaryOp> = new Set<BinaryOp>(BINARY_ORDER.
 `;
 }
 
+const REPOSITORY = here('../..');
+
+/** The text as the repository's formatters leave it: clang-format for C++ headers, Biome for TypeScript. */
+function formatted(path, text) {
+  if (path.endsWith('.h')) return clangFormat(text, 'main.cpp', readFileSync(`${REPOSITORY}/.clang-format`, 'utf8'));
+  const biome = createRequire(`${REPOSITORY}/package.json`).resolve('@biomejs/biome/bin/biome');
+  return execFileSync(process.execPath, [biome, 'format', `--stdin-file-path=${path}`], {
+    input: text,
+    encoding: 'utf8',
+    cwd: REPOSITORY,
+  });
+}
+
 /** [path, expected text] of every generated file. */
 export function generatedFiles() {
   const codes = readCodes();
   return [
-    [NAMES_HEADER, namesHeader(codes)],
-    [CODES_TS, codesModule(codes)],
+    [NAMES_HEADER, formatted(NAMES_HEADER, namesHeader(codes))],
+    [CODES_TS, formatted(CODES_TS, codesModule(codes))],
   ];
 }
 

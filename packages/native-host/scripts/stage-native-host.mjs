@@ -16,5 +16,6 @@ if (remove) {
   console.log(`[@kiln/native-host] removed the staged native host ${target}`);
   process.exit(0);
 }
-for (const entry of ['include', 'src', 'native-host.cmake', 'check-undefined.cmake']) cpSync(join(source, entry), join(target, entry), { recursive: true });
+for (const entry of ['include', 'src', 'native-host.cmake', 'check-undefined.cmake'])
+  cpSync(join(source, entry), join(target, entry), { recursive: true });
 console.log(`[@kiln/native-host] staged the shared native host into ${target}`);

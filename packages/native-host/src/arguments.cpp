@@ -14,7 +14,8 @@ std::vector<Index> read_index_array(const Napi::Value& value, const std::string&
   const std::uint32_t length = array.Length();
   if (length > 64) throw_invalid(what + " has " + std::to_string(length) + " dimensions; at most 64 are supported");
   std::vector<Index> result(length);
-  for (std::uint32_t i = 0; i < length; i++) result[i] = read_integer(array.Get(i), what + "[" + std::to_string(i) + "]", minimum, kMaxSafeInteger);
+  for (std::uint32_t i = 0; i < length; i++)
+    result[i] = read_integer(array.Get(i), what + "[" + std::to_string(i) + "]", minimum, kMaxSafeInteger);
   return result;
 }
 
@@ -29,10 +30,13 @@ std::string format_number(double value) {
 }
 
 Index read_integer(const Napi::Value& value, const std::string& what, double minimum, double maximum) {
-  if (!value.IsNumber()) throw_invalid(what + " must be a number, got " + (value.IsUndefined() ? std::string("undefined") : value.ToString().Utf8Value()));
+  if (!value.IsNumber())
+    throw_invalid(what + " must be a number, got " +
+                  (value.IsUndefined() ? std::string("undefined") : value.ToString().Utf8Value()));
   const double number = value.As<Napi::Number>().DoubleValue();
   if (!std::isfinite(number) || std::floor(number) != number || number < minimum || number > maximum) {
-    throw_invalid(what + " must be an integer in [" + format_number(minimum) + ", " + format_number(maximum) + "], got " + format_number(number));
+    throw_invalid(what + " must be an integer in [" + format_number(minimum) + ", " + format_number(maximum) +
+                  "], got " + format_number(number));
   }
   return static_cast<Index>(number);
 }
@@ -55,13 +59,15 @@ BufferRecord& find_buffer(BufferTable& buffers, const Napi::Value& id, const std
   const double key = static_cast<double>(read_integer(id, what, 1, kMaxSafeInteger));
   auto found = buffers.find(key);
   if (found == buffers.end()) {
-    throw_invalid(what + " is buffer " + format_number(key) + ", which was freed or was never allocated by this backend",
-                  "Do not use a tensor after dispose(), and move tensors between backends with toBackend().");
+    throw_invalid(
+        what + " is buffer " + format_number(key) + ", which was freed or was never allocated by this backend",
+        "Do not use a tensor after dispose(), and move tensors between backends with toBackend().");
   }
   return found->second;
 }
 
-TensorView read_tensor(BufferTable& buffers, const Napi::Value& value, const char* kernel, const char* role, bool allow_view) {
+TensorView read_tensor(BufferTable& buffers, const Napi::Value& value, const char* kernel, const char* role,
+                       bool allow_view) {
   const std::string what = std::string(kernel) + ": " + role;
   if (!value.IsObject()) throw_invalid(what + " must be a tensor descriptor object");
   const Napi::Object object = value.As<Napi::Object>();
@@ -75,15 +81,18 @@ TensorView read_tensor(BufferTable& buffers, const Napi::Value& value, const cha
   view.count = static_cast<Index>(count);
   const Napi::Value strides = object.Get("strides");
   const Napi::Value offset = object.Get("offset");
-  if ((!strides.IsUndefined() || !offset.IsUndefined()) && !allow_view) throw_invalid(what + " must be a dense tensor (no strides or offset)");
+  if ((!strides.IsUndefined() || !offset.IsUndefined()) && !allow_view)
+    throw_invalid(what + " must be a dense tensor (no strides or offset)");
   if (!strides.IsUndefined()) {
     view.strides = read_index_array(strides, what + ".strides", -kMaxSafeInteger);
     if (view.strides.size() != view.shape.size()) {
-      throw NativeError(ErrorKind::kShape, backend_message(what + " has " + std::to_string(view.strides.size()) + " strides for shape " + shape_text(view.shape)));
+      throw NativeError(ErrorKind::kShape, backend_message(what + " has " + std::to_string(view.strides.size()) +
+                                                           " strides for shape " + shape_text(view.shape)));
     }
   } else {
     view.strides.assign(view.shape.size(), 1);
-    for (int dim = static_cast<int>(view.shape.size()) - 2; dim >= 0; dim--) view.strides[dim] = view.strides[dim + 1] * view.shape[dim + 1];
+    for (int dim = static_cast<int>(view.shape.size()) - 2; dim >= 0; dim--)
+      view.strides[dim] = view.strides[dim + 1] * view.shape[dim + 1];
   }
   view.offset = offset.IsUndefined() ? 0 : read_integer(offset, what + ".offset", 0, kMaxSafeInteger);
   if (view.count == 0) return view;
@@ -92,13 +101,16 @@ TensorView read_tensor(BufferTable& buffers, const Napi::Value& value, const cha
   double highest = static_cast<double>(view.offset);
   for (std::size_t dim = 0; dim < view.shape.size(); dim++) {
     const double reach = static_cast<double>(view.strides[dim]) * static_cast<double>(view.shape[dim] - 1);
-    if (reach < 0) lowest += reach;
-    else highest += reach;
+    if (reach < 0)
+      lowest += reach;
+    else
+      highest += reach;
   }
   const double capacity = std::floor(static_cast<double>(view.buffer->byte_length) / dtype_size(view.dtype));
   if (lowest < 0 || highest >= capacity) {
-    throw_invalid(what + " (" + describe(view) + ", offset " + std::to_string(view.offset) + ") reaches elements " + format_number(lowest) + " to " +
-                      format_number(highest) + ", outside its " + std::to_string(view.buffer->byte_length) + "-byte buffer (" + format_number(capacity) +
+    throw_invalid(what + " (" + describe(view) + ", offset " + std::to_string(view.offset) + ") reaches elements " +
+                      format_number(lowest) + " to " + format_number(highest) + ", outside its " +
+                      std::to_string(view.buffer->byte_length) + "-byte buffer (" + format_number(capacity) +
                       " elements)",
                   "Allocate the buffer with element count × bytes per element, and keep views inside it.");
   }
@@ -112,7 +124,8 @@ Index checked_product(Index a, Index b, Index c, const char* kernel) {
 }
 
 Index checked_rows(Index rows, Index cols, const char* kernel) {
-  if (static_cast<double>(rows) * static_cast<double>(cols) > kMaxSafeInteger) throw_invalid(std::string(kernel) + ": rows · cols overflows 2^53");
+  if (static_cast<double>(rows) * static_cast<double>(cols) > kMaxSafeInteger)
+    throw_invalid(std::string(kernel) + ": rows · cols overflows 2^53");
   return rows * cols;
 }
 
@@ -122,37 +135,48 @@ double read_finite(const Napi::Value& value, const std::string& what) {
   return number;
 }
 
-TensorView read_dense(BufferTable& buffers, const Napi::Value& value, const char* kernel, const char* role, int dtype, Index count, const char* why) {
+TensorView read_dense(BufferTable& buffers, const Napi::Value& value, const char* kernel, const char* role, int dtype,
+                      Index count, const char* why) {
   TensorView view = read_tensor(buffers, value, kernel, role, false);
-  if (dtype >= 0) expect_dtype(view, dtype, kernel, role);
-  else expect_float(view, kernel, role);
+  if (dtype >= 0)
+    expect_dtype(view, dtype, kernel, role);
+  else
+    expect_float(view, kernel, role);
   expect_count(view, count, kernel, role, why);
   return view;
 }
 
 void expect_dtype(const TensorView& view, int dtype, const char* kernel, const char* role) {
   if (view.dtype == dtype) return;
-  throw NativeError(ErrorKind::kDType, backend_message(std::string(kernel) + ": " + role + " must be " + kDTypeNames[dtype] + ", got " + describe(view)));
+  throw NativeError(ErrorKind::kDType, backend_message(std::string(kernel) + ": " + role + " must be " +
+                                                       kDTypeNames[dtype] + ", got " + describe(view)));
 }
 
 void expect_float(const TensorView& view, const char* kernel, const char* role, const char* hint) {
   if (view.dtype != KILN_DTYPE_I32) return;
-  throw NativeError(ErrorKind::kDType, backend_message(std::string(kernel) + ": " + role + " must be a float dtype (f32, f16, bf16), got " + describe(view)), hint);
+  throw NativeError(ErrorKind::kDType,
+                    backend_message(std::string(kernel) + ": " + role +
+                                    " must be a float dtype (f32, f16, bf16), got " + describe(view)),
+                    hint);
 }
 
 void expect_same_shape(const TensorView& view, const std::vector<Index>& shape, const char* kernel, const char* role) {
   if (view.shape == shape) return;
-  throw NativeError(ErrorKind::kShape, backend_message(std::string(kernel) + ": " + role + " has shape " + shape_text(view.shape) + ", expected " + shape_text(shape)));
+  throw NativeError(ErrorKind::kShape, backend_message(std::string(kernel) + ": " + role + " has shape " +
+                                                       shape_text(view.shape) + ", expected " + shape_text(shape)));
 }
 
 void expect_count(const TensorView& view, Index count, const char* kernel, const char* role, const std::string& why) {
   if (view.count == count) return;
-  throw NativeError(ErrorKind::kShape, backend_message(std::string(kernel) + ": " + role + " " + describe(view) + " has " + std::to_string(view.count) +
-                                                       " elements, expected " + std::to_string(count) + " (" + why + ")"));
+  throw NativeError(ErrorKind::kShape, backend_message(std::string(kernel) + ": " + role + " " + describe(view) +
+                                                       " has " + std::to_string(view.count) + " elements, expected " +
+                                                       std::to_string(count) + " (" + why + ")"));
 }
 
 void expect_arguments(const Napi::CallbackInfo& info, std::size_t count, const char* method) {
-  if (info.Length() < count) throw_invalid(std::string(method) + " needs " + std::to_string(count) + " arguments, got " + std::to_string(info.Length()));
+  if (info.Length() < count)
+    throw_invalid(std::string(method) + " needs " + std::to_string(count) + " arguments, got " +
+                  std::to_string(info.Length()));
 }
 
 OptionReader::OptionReader(const Napi::CallbackInfo& info, const char* function) {
@@ -202,14 +226,16 @@ NativeError index_error(int kernel_id, long long position, long long value, long
       break;
     case KILN_INDEX_ERROR_CROSS_ENTROPY:
     case KILN_INDEX_ERROR_CROSS_ENTROPY_BACKWARD:
-      message = std::string(kernel_id == KILN_INDEX_ERROR_CROSS_ENTROPY ? "crossEntropy" : "crossEntropyBackward") + ": target " + std::to_string(value) +
-                " of row " + std::to_string(position) + range + " and is not the ignore index (checked on the device; the row was written as NaN)";
+      message = std::string(kernel_id == KILN_INDEX_ERROR_CROSS_ENTROPY ? "crossEntropy" : "crossEntropyBackward") +
+                ": target " + std::to_string(value) + " of row " + std::to_string(position) + range +
+                " and is not the ignore index (checked on the device; the row was written as NaN)";
       break;
     default:
       message = "a kernel recorded index " + std::to_string(value) + " at position " + std::to_string(position) + range;
   }
-  return NativeError(ErrorKind::kInvalidArgument, backend_message(message),
-                     "Indices must be in [0, " + std::to_string(bound) + "); check token ids against the vocabulary size.");
+  return NativeError(
+      ErrorKind::kInvalidArgument, backend_message(message),
+      "Indices must be in [0, " + std::to_string(bound) + "); check token ids against the vocabulary size.");
 }
 
 }  // namespace kiln

@@ -29,22 +29,29 @@ Napi::Value OpNames(const Napi::CallbackInfo& info) {
   return result;
 }
 
-SoftmaxCall read_plain_softmax(BufferTable& buffers, const Napi::CallbackInfo& info) { return read_softmax(buffers, info, false); }
-SoftmaxCall read_log_softmax(BufferTable& buffers, const Napi::CallbackInfo& info) { return read_softmax(buffers, info, true); }
+SoftmaxCall read_plain_softmax(BufferTable& buffers, const Napi::CallbackInfo& info) {
+  return read_softmax(buffers, info, false);
+}
+SoftmaxCall read_log_softmax(BufferTable& buffers, const Napi::CallbackInfo& info) {
+  return read_softmax(buffers, info, true);
+}
 
 // Method names (template arguments need names with linkage).
-constexpr char kUnary[] = "unary", kBinary[] = "binary", kWhere[] = "where", kReduce[] = "reduce", kMatmul[] = "matmul", kCopy[] = "copy",
-               kGather[] = "gather", kScatterAdd[] = "scatterAdd", kCast[] = "cast", kFill[] = "fill", kRandom[] = "random", kSoftmax[] = "softmax",
-               kLogSoftmax[] = "logSoftmax", kSoftmaxBackward[] = "softmaxBackward", kRmsNorm[] = "rmsNorm", kRmsNormBackward[] = "rmsNormBackward",
-               kLayerNorm[] = "layerNorm", kRope[] = "rope", kSwiglu[] = "swiglu", kSwigluBackward[] = "swigluBackward", kCrossEntropy[] = "crossEntropy",
-               kCrossEntropyBackward[] = "crossEntropyBackward", kAdamw[] = "adamw",
-               kSumOfSquaresMulti[] = "sumOfSquaresMulti", kAdamwMulti[] = "adamwMulti", kAttention[] = "attention", kAttentionBackward[] = "attentionBackward";
+constexpr char kUnary[] = "unary", kBinary[] = "binary", kWhere[] = "where", kReduce[] = "reduce", kMatmul[] = "matmul",
+               kCopy[] = "copy", kGather[] = "gather", kScatterAdd[] = "scatterAdd", kCast[] = "cast", kFill[] = "fill",
+               kRandom[] = "random", kSoftmax[] = "softmax", kLogSoftmax[] = "logSoftmax",
+               kSoftmaxBackward[] = "softmaxBackward", kRmsNorm[] = "rmsNorm", kRmsNormBackward[] = "rmsNormBackward",
+               kLayerNorm[] = "layerNorm", kRope[] = "rope", kSwiglu[] = "swiglu", kSwigluBackward[] = "swigluBackward",
+               kCrossEntropy[] = "crossEntropy", kCrossEntropyBackward[] = "crossEntropyBackward", kAdamw[] = "adamw",
+               kSumOfSquaresMulti[] = "sumOfSquaresMulti", kAdamwMulti[] = "adamwMulti", kAttention[] = "attention",
+               kAttentionBackward[] = "attentionBackward";
 
 }  // namespace
 
 Napi::Object register_backend(Napi::Env env, Napi::Object exports, BackendSpec backend) {
   spec() = std::move(backend);
-  for (const AddonFunction& function : spec().functions) exports.Set(function.name, Napi::Function::New(env, function.call, function.name));
+  for (const AddonFunction& function : spec().functions)
+    exports.Set(function.name, Napi::Function::New(env, function.call, function.name));
   exports.Set("opNames", Napi::Function::New<OpNames>(env, "opNames"));
   exports.Set("Backend", BackendObject::Define(env, spec().extras));
   return exports;
@@ -85,23 +92,32 @@ Napi::Function BackendObject::Define(Napi::Env env, const std::vector<ExtraMetho
       InstanceMethod<&BackendObject::Kernel<kRandom, 6, read_random, &K::random>>(kRandom),
       InstanceMethod<&BackendObject::Kernel<kSoftmax, 4, read_plain_softmax, &K::softmax>>(kSoftmax),
       InstanceMethod<&BackendObject::Kernel<kLogSoftmax, 4, read_log_softmax, &K::softmax>>(kLogSoftmax),
-      InstanceMethod<&BackendObject::Kernel<kSoftmaxBackward, 5, read_softmax_backward, &K::softmax_backward>>(kSoftmaxBackward),
+      InstanceMethod<&BackendObject::Kernel<kSoftmaxBackward, 5, read_softmax_backward, &K::softmax_backward>>(
+          kSoftmaxBackward),
       InstanceMethod<&BackendObject::Kernel<kRmsNorm, 7, read_rms_norm, &K::rms_norm>>(kRmsNorm),
-      InstanceMethod<&BackendObject::Kernel<kRmsNormBackward, 8, read_rms_norm_backward, &K::rms_norm_backward>>(kRmsNormBackward),
+      InstanceMethod<&BackendObject::Kernel<kRmsNormBackward, 8, read_rms_norm_backward, &K::rms_norm_backward>>(
+          kRmsNormBackward),
       InstanceMethod<&BackendObject::Kernel<kLayerNorm, 7, read_layer_norm, &K::layer_norm>>(kLayerNorm),
       InstanceMethod<&BackendObject::Kernel<kRope, 5, read_rope, &K::rope>>(kRope),
       InstanceMethod<&BackendObject::Kernel<kSwiglu, 3, read_swiglu, &K::swiglu>>(kSwiglu),
-      InstanceMethod<&BackendObject::Kernel<kSwigluBackward, 5, read_swiglu_backward, &K::swiglu_backward>>(kSwigluBackward),
+      InstanceMethod<&BackendObject::Kernel<kSwigluBackward, 5, read_swiglu_backward, &K::swiglu_backward>>(
+          kSwigluBackward),
       InstanceMethod<&BackendObject::Kernel<kCrossEntropy, 6, read_cross_entropy, &K::cross_entropy>>(kCrossEntropy),
-      InstanceMethod<&BackendObject::Kernel<kCrossEntropyBackward, 7, read_cross_entropy_backward, &K::cross_entropy_backward>>(kCrossEntropyBackward),
+      InstanceMethod<
+          &BackendObject::Kernel<kCrossEntropyBackward, 7, read_cross_entropy_backward, &K::cross_entropy_backward>>(
+          kCrossEntropyBackward),
       InstanceMethod<&BackendObject::Kernel<kAdamw, 5, read_adamw, &K::adamw>>(kAdamw),
-      InstanceMethod<&BackendObject::Kernel<kSumOfSquaresMulti, 2, read_sum_of_squares_multi, &K::sum_of_squares_multi>>(kSumOfSquaresMulti),
+      InstanceMethod<
+          &BackendObject::Kernel<kSumOfSquaresMulti, 2, read_sum_of_squares_multi, &K::sum_of_squares_multi>>(
+          kSumOfSquaresMulti),
       InstanceMethod<&BackendObject::Kernel<kAdamwMulti, 5, read_adamw_multi, &K::adamw_multi>>(kAdamwMulti),
       InstanceMethod<&BackendObject::Kernel<kAttention, 7, read_attention, &K::attention>>(kAttention),
-      InstanceMethod<&BackendObject::Kernel<kAttentionBackward, 11, read_attention_backward, &K::attention_backward>>(kAttentionBackward),
+      InstanceMethod<&BackendObject::Kernel<kAttentionBackward, 11, read_attention_backward, &K::attention_backward>>(
+          kAttentionBackward),
   };
   for (const ExtraMethod& extra : extras) {
-    methods.push_back(InstanceMethod(extra.name, &BackendObject::Extra, napi_default, const_cast<ExtraMethod*>(&extra)));
+    methods.push_back(
+        InstanceMethod(extra.name, &BackendObject::Extra, napi_default, const_cast<ExtraMethod*>(&extra)));
   }
   return DefineClass(env, "Backend", methods);
 }
@@ -112,9 +128,12 @@ BackendObject::BackendObject(const Napi::CallbackInfo& info) : Napi::ObjectWrap<
     if (info.Length() > 0 && info[0].IsObject()) {
       options.object = info[0].As<Napi::Object>();
       const Napi::Value index = options.object.Get("deviceIndex");
-      if (!index.IsUndefined()) options.device_index = static_cast<int>(read_integer(index, "options.deviceIndex", 0, 1024));
+      if (!index.IsUndefined())
+        options.device_index = static_cast<int>(read_integer(index, "options.deviceIndex", 0, 1024));
       const Napi::Value limit = options.object.Get("memoryLimitBytes");
-      if (!limit.IsUndefined()) options.memory_limit_bytes = static_cast<std::size_t>(read_integer(limit, "options.memoryLimitBytes", 0, kMaxSafeInteger));
+      if (!limit.IsUndefined())
+        options.memory_limit_bytes =
+            static_cast<std::size_t>(read_integer(limit, "options.memoryLimitBytes", 0, kMaxSafeInteger));
     } else if (info.Length() > 0 && !info[0].IsUndefined()) {
       throw_invalid("Backend options must be an object");
     }
@@ -133,7 +152,9 @@ void BackendObject::release_all(Napi::Env env, bool settle) {
 }
 
 KernelDevice& BackendObject::device(const char* method, bool usable) {
-  if (disposed_ || !device_) throw_invalid(std::string(method) + ": this backend was disposed", "Create a new backend; a disposed one has released its device.");
+  if (disposed_ || !device_)
+    throw_invalid(std::string(method) + ": this backend was disposed",
+                  "Create a new backend; a disposed one has released its device.");
   if (usable) device_->ensure_usable(method);
   return *device_;
 }
@@ -167,13 +188,17 @@ Napi::Value BackendObject::Upload(const Napi::CallbackInfo& info) {
     expect_arguments(info, 2, "upload");
     KernelDevice& target = device("upload");
     BufferRecord& record = find_buffer(buffers_, info[0], "upload: buffer");
-    if (!info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) throw_invalid("upload: data must be a Uint8Array");
+    if (!info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
+      throw_invalid("upload: data must be a Uint8Array");
     const Napi::Uint8Array data = info[1].As<Napi::Uint8Array>();
-    const Index offset = info.Length() > 2 && !info[2].IsUndefined() ? read_integer(info[2], "upload: byteOffset", 0, kMaxSafeInteger) : 0;
+    const Index offset = info.Length() > 2 && !info[2].IsUndefined()
+                             ? read_integer(info[2], "upload: byteOffset", 0, kMaxSafeInteger)
+                             : 0;
     const std::size_t length = data.ByteLength();
-    if (static_cast<std::size_t>(offset) > record.byte_length || length > record.byte_length - static_cast<std::size_t>(offset)) {
-      throw_invalid("upload of " + std::to_string(length) + " bytes at byte offset " + std::to_string(offset) + " does not fit a " +
-                        std::to_string(record.byte_length) + "-byte buffer",
+    if (static_cast<std::size_t>(offset) > record.byte_length ||
+        length > record.byte_length - static_cast<std::size_t>(offset)) {
+      throw_invalid("upload of " + std::to_string(length) + " bytes at byte offset " + std::to_string(offset) +
+                        " does not fit a " + std::to_string(record.byte_length) + "-byte buffer",
                     "Upload at most byteLength − byteOffset bytes.");
     }
     if (length > 0) target.upload(info.Env(), record, data.Data(), length, static_cast<std::size_t>(offset));

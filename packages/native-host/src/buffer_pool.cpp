@@ -15,8 +15,10 @@ constexpr std::size_t kLargeStep = std::size_t{2} << 20;
 std::string format_bytes(std::size_t bytes) {
   const double mebibytes = static_cast<double>(bytes) / (1024.0 * 1024.0);
   char text[64];
-  if (mebibytes >= 1024.0) std::snprintf(text, sizeof text, "%.2f GiB", mebibytes / 1024.0);
-  else std::snprintf(text, sizeof text, "%.2f MiB", mebibytes);
+  if (mebibytes >= 1024.0)
+    std::snprintf(text, sizeof text, "%.2f GiB", mebibytes / 1024.0);
+  else
+    std::snprintf(text, sizeof text, "%.2f MiB", mebibytes);
   return text;
 }
 
@@ -55,8 +57,10 @@ void BufferPool::release_pool(int pool) {
     pool_free_.erase(lists);
   }
   for (auto it = pool_owner_.begin(); it != pool_owner_.end();) {
-    if (it->second == pool) it = pool_owner_.erase(it);
-    else ++it;
+    if (it->second == pool)
+      it = pool_owner_.erase(it);
+    else
+      ++it;
   }
 }
 
@@ -80,17 +84,21 @@ PooledBuffer BufferPool::allocate(std::size_t bytes, std::size_t* class_bytes) {
   if (capture_pool_ != 0) {
     // A capture records device work, not allocations: it is served from the cache or not at all.
     if (!take_for_capture(wanted, &result)) {
-      throw NativeError(ErrorKind::kDevice,
-                        backend_message("graph capture: no cached block for an allocation of " + std::to_string(bytes) +
-                                        " bytes (the captured step allocates memory the eager warm-up step did not leave in the cache)"),
-                        capture_miss_hint_);
+      throw NativeError(
+          ErrorKind::kDevice,
+          backend_message(
+              "graph capture: no cached block for an allocation of " + std::to_string(bytes) +
+              " bytes (the captured step allocates memory the eager warm-up step did not leave in the cache)"),
+          capture_miss_hint_);
     }
   } else if (found != free_lists_.end() && !found->second.empty()) {
     result = found->second.back();
     found->second.pop_back();
     stats_.cached_bytes -= wanted;
   } else {
-    const auto fits = [&] { return limit_bytes_ == 0 || stats_.reserved_bytes + stats_.cached_bytes + wanted <= limit_bytes_; };
+    const auto fits = [&] {
+      return limit_bytes_ == 0 || stats_.reserved_bytes + stats_.cached_bytes + wanted <= limit_bytes_;
+    };
     bool allocated = fits() && device_.allocate(wanted, &result.device);
     if (!allocated) {
       // Out of memory: give the cache back and try once more.
@@ -98,14 +106,16 @@ PooledBuffer BufferPool::allocate(std::size_t bytes, std::size_t* class_bytes) {
       allocated = fits() && device_.allocate(wanted, &result.device);
     }
     if (!allocated) {
-      std::string message = "out of memory allocating " + format_bytes(bytes) + " (" + std::to_string(bytes) + " bytes)";
+      std::string message =
+          "out of memory allocating " + format_bytes(bytes) + " (" + std::to_string(bytes) + " bytes)";
       if (limit_bytes_ != 0 && stats_.reserved_bytes + wanted > limit_bytes_) {
         message += " within the memoryLimitBytes of " + format_bytes(limit_bytes_) + limit_origin_;
       }
-      message += "; kiln holds " + format_bytes(stats_.reserved_bytes) + " in " + std::to_string(stats_.buffer_count) + " buffers" + device_.memory_note() +
-                 " (the buffer cache was emptied and the allocation retried once)";
+      message += "; kiln holds " + format_bytes(stats_.reserved_bytes) + " in " + std::to_string(stats_.buffer_count) +
+                 " buffers" + device_.memory_note() + " (the buffer cache was emptied and the allocation retried once)";
       NativeError failure(ErrorKind::kOutOfMemory, backend_message(message),
-                          "Reduce the batch size or model size, free tensors you no longer need (tidy, dispose), or close other programs using the GPU.");
+                          "Reduce the batch size or model size, free tensors you no longer need (tidy, dispose), or "
+                          "close other programs using the GPU.");
       failure.requested_bytes = static_cast<double>(bytes);
       device_.tag_out_of_memory(failure);
       throw failure;

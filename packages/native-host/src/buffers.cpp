@@ -10,6 +10,8 @@ std::string shape_text(const std::vector<Index>& shape) {
   return text + "]";
 }
 
-std::string describe(const TensorView& view) { return std::string(kDTypeNames[view.dtype]) + " " + shape_text(view.shape); }
+std::string describe(const TensorView& view) {
+  return std::string(kDTypeNames[view.dtype]) + " " + shape_text(view.shape);
+}
 
 }  // namespace kiln

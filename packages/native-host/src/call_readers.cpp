@@ -9,7 +9,9 @@
 namespace kiln {
 namespace {
 
-bool unary_allows_i32(int op) { return op == KILN_UNARY_NEG || op == KILN_UNARY_ABS || op == KILN_UNARY_SIGN || op == KILN_UNARY_SQUARE; }
+bool unary_allows_i32(int op) {
+  return op == KILN_UNARY_NEG || op == KILN_UNARY_ABS || op == KILN_UNARY_SIGN || op == KILN_UNARY_SQUARE;
+}
 bool binary_allows_i32(int op) { return op != KILN_BINARY_DIV && op != KILN_BINARY_POW; }
 
 [[noreturn]] void throw_shape(const std::string& message, const std::string& hint = "") {
@@ -17,7 +19,8 @@ bool binary_allows_i32(int op) { return op != KILN_BINARY_DIV && op != KILN_BINA
 }
 
 /** The rows and cols (or classes) extents of a fused row kernel, at arguments `at` and `at + 1`. */
-std::pair<Index, Index> read_rows(const Napi::CallbackInfo& info, std::size_t at, const char* kernel, const char* second = "cols") {
+std::pair<Index, Index> read_rows(const Napi::CallbackInfo& info, std::size_t at, const char* kernel,
+                                  const char* second = "cols") {
   return {read_extent(info[at], kernel, "rows"), read_extent(info[at + 1], kernel, second)};
 }
 
@@ -29,7 +32,8 @@ TensorView read_float(BufferTable& buffers, const Napi::Value& value, const char
 }
 
 void expect_rank4(const TensorView& view, const char* kernel, const char* role, const char* layout) {
-  if (view.shape.size() != 4) throw_shape(std::string(kernel) + ": " + role + " must be " + layout + ", got " + describe(view));
+  if (view.shape.size() != 4)
+    throw_shape(std::string(kernel) + ": " + role + " must be " + layout + ", got " + describe(view));
 }
 
 /** True when params.layout is 'tokens-major'; absent or 'heads-major' is false, anything else is rejected. */
@@ -38,7 +42,8 @@ bool read_tokens_major(const char* kernel, const Napi::Value& params) {
   const Napi::Value layout = params.As<Napi::Object>().Get("layout");
   if (layout.IsUndefined()) return false;
   const std::string name = layout.IsString() ? layout.As<Napi::String>().Utf8Value() : std::string();
-  if (name != "heads-major" && name != "tokens-major") throw_invalid(std::string(kernel) + ": params.layout must be 'heads-major' or 'tokens-major'");
+  if (name != "heads-major" && name != "tokens-major")
+    throw_invalid(std::string(kernel) + ": params.layout must be 'heads-major' or 'tokens-major'");
   return name == "tokens-major";
 }
 
@@ -49,7 +54,8 @@ std::vector<Index> logical_sizes(const TensorView& view, bool tokens_major) {
 }
 
 /** q, k, v, the mask and params of an attention call (tensors read at 0–3, params at `params_at`). */
-AttentionInputs read_attention_inputs(BufferTable& buffers, const Napi::CallbackInfo& info, const char* kernel, std::size_t params_at) {
+AttentionInputs read_attention_inputs(BufferTable& buffers, const Napi::CallbackInfo& info, const char* kernel,
+                                      std::size_t params_at) {
   AttentionInputs inputs;
   inputs.q = read_tensor(buffers, info[0], kernel, "q", false);
   inputs.k = read_tensor(buffers, info[1], kernel, "k", false);
@@ -68,32 +74,37 @@ AttentionInputs read_attention_inputs(BufferTable& buffers, const Napi::Callback
   expect_rank4(q, kernel, "q", inputs.tokens_major ? "[B, Tq, Hq, D] (tokens-major)" : "[B, Hq, Tq, D]");
   expect_rank4(k, kernel, "k", inputs.tokens_major ? "[B, Tk, Hkv, D] (tokens-major)" : "[B, Hkv, Tk, D]");
   expect_same_shape(inputs.v, k.shape, kernel, "v");
-  const std::string what = std::string(kernel) + ": q " + describe(q) + ", k " + describe(k) + (inputs.tokens_major ? " (tokens-major)" : "");
+  const std::string what = std::string(kernel) + ": q " + describe(q) + ", k " + describe(k) +
+                           (inputs.tokens_major ? " (tokens-major)" : "");
   // From here on, sizes are the logical [B, H, T, D] ones.
   inputs.q_sizes = logical_sizes(q, inputs.tokens_major);
   inputs.k_sizes = logical_sizes(k, inputs.tokens_major);
   const std::vector<Index>& q_sizes = inputs.q_sizes;
   const std::vector<Index>& k_sizes = inputs.k_sizes;
-  if (k_sizes[0] != q_sizes[0] || k_sizes[3] != q_sizes[3]) throw_shape(what + ": batch and head dim of q must match k and v");
+  if (k_sizes[0] != q_sizes[0] || k_sizes[3] != q_sizes[3])
+    throw_shape(what + ": batch and head dim of q must match k and v");
   if (k_sizes[1] == 0 || q_sizes[1] % k_sizes[1] != 0) {
-    throw_shape(what + ": query heads must be a multiple of key/value heads (at least 1)", "For grouped-query attention, n_head must be divisible by n_kv_head.");
+    throw_shape(what + ": query heads must be a multiple of key/value heads (at least 1)",
+                "For grouped-query attention, n_head must be divisible by n_kv_head.");
   }
   if (inputs.mask) {
     const std::vector<Index> expected = {q_sizes[0], q_sizes[1], q_sizes[2], k_sizes[2]};
     if (inputs.mask->shape != expected) {
-      throw_shape(std::string(kernel) + ": mask view has shape " + shape_text(inputs.mask->shape) + ", expected [B, Hq, Tq, Tk] = " + shape_text(expected) +
-                  " (broadcast with stride 0)");
+      throw_shape(std::string(kernel) + ": mask view has shape " + shape_text(inputs.mask->shape) +
+                  ", expected [B, Hq, Tq, Tk] = " + shape_text(expected) + " (broadcast with stride 0)");
     }
   }
   const Napi::Object object = params.As<Napi::Object>();
   inputs.scale = read_number(object.Get("scale"), std::string(kernel) + ": params.scale");
-  if (!std::isfinite(inputs.scale)) throw_invalid(std::string(kernel) + ": params.scale must be finite, got " + std::to_string(inputs.scale));
+  if (!std::isfinite(inputs.scale))
+    throw_invalid(std::string(kernel) + ": params.scale must be finite, got " + std::to_string(inputs.scale));
   inputs.causal = read_boolean(object.Get("causal"), std::string(kernel) + ": params.causal");
   return inputs;
 }
 
 /** out (q's dtype and shape) and lse (f32 [B, Hq, Tq]) of an attention call. */
-void expect_out_and_lse(const AttentionInputs& inputs, const TensorView& out, const TensorView& lse, const char* kernel) {
+void expect_out_and_lse(const AttentionInputs& inputs, const TensorView& out, const TensorView& lse,
+                        const char* kernel) {
   expect_dtype(out, inputs.q.dtype, kernel, "out");
   expect_same_shape(out, inputs.q.shape, kernel, "out");
   expect_dtype(lse, KILN_DTYPE_F32, kernel, "lse");
@@ -110,7 +121,9 @@ UnaryCall read_unary(BufferTable& buffers, const Napi::CallbackInfo& info) {
   expect_dtype(call.out, call.x.dtype, "unary", "out");
   expect_count(call.out, call.x.count, "unary", "out", "x and out have as many elements");
   if (call.x.dtype == KILN_DTYPE_I32 && !unary_allows_i32(call.op)) {
-    throw NativeError(ErrorKind::kDType, backend_message(std::string("unary '") + kUnaryOpNames[call.op] + "' is not defined for i32 (" + describe(call.x) + ")"),
+    throw NativeError(ErrorKind::kDType,
+                      backend_message(std::string("unary '") + kUnaryOpNames[call.op] + "' is not defined for i32 (" +
+                                      describe(call.x) + ")"),
                       "i32 allows neg, abs, sign and square; cast to a float dtype first.");
   }
   return call;
@@ -126,7 +139,8 @@ BinaryCall read_binary(BufferTable& buffers, const Napi::CallbackInfo& info) {
   expect_same_shape(call.b, call.out.shape, "binary", "b");
   if (call.a.dtype == KILN_DTYPE_I32 && call.b.dtype == KILN_DTYPE_I32 && !binary_allows_i32(call.op)) {
     throw NativeError(ErrorKind::kDType,
-                      backend_message(std::string("binary '") + kBinaryOpNames[call.op] + "' is not defined for i32 inputs (" + describe(call.a) + ")"),
+                      backend_message(std::string("binary '") + kBinaryOpNames[call.op] +
+                                      "' is not defined for i32 inputs (" + describe(call.a) + ")"),
                       "i32 allows add, sub, mul, maximum, minimum and comparisons; cast to a float dtype first.");
   }
   return call;
@@ -154,10 +168,12 @@ ReduceCall read_reduce(BufferTable& buffers, const Napi::CallbackInfo& info) {
   call.inner = read_extent(info[5], "reduce", "inner");
   const bool arg = call.op == KILN_REDUCE_ARGMAX || call.op == KILN_REDUCE_ARGMIN;
   expect_dtype(call.out, arg ? KILN_DTYPE_I32 : call.x.dtype, "reduce", "out");
-  expect_count(call.x, checked_product(call.outer, call.size, call.inner, "reduce"), "reduce", "x", "outer · size · inner");
+  expect_count(call.x, checked_product(call.outer, call.size, call.inner, "reduce"), "reduce", "x",
+               "outer · size · inner");
   expect_count(call.out, checked_product(call.outer, 1, call.inner, "reduce"), "reduce", "out", "outer · inner");
   if (arg && call.size == 0 && call.outer * call.inner > 0) {
-    throw_invalid(std::string("reduce: ") + kReduceOpNames[call.op] + " over an empty axis has no answer (x " + describe(call.x) + ")");
+    throw_invalid(std::string("reduce: ") + kReduceOpNames[call.op] + " over an empty axis has no answer (x " +
+                  describe(call.x) + ")");
   }
   return call;
 }
@@ -186,11 +202,13 @@ MatmulCall read_matmul(BufferTable& buffers, const Napi::CallbackInfo& info) {
   const auto reach = [&](const TensorView& view, Index rows, Index columns, Index stride, const char* role) {
     const Index matrix = checked_product(rows, columns, 1, "matmul");
     if (shape.batch == 0 || matrix == 0) return;
-    const double needed = static_cast<double>(shape.batch - 1) * static_cast<double>(stride) + static_cast<double>(matrix);
+    const double needed =
+        static_cast<double>(shape.batch - 1) * static_cast<double>(stride) + static_cast<double>(matrix);
     if (needed > static_cast<double>(view.count)) {
-      throw_shape(std::string("matmul: ") + role + " " + describe(view) + " holds " + std::to_string(view.count) + " elements but batch " +
-                  std::to_string(shape.batch) + " × [" + std::to_string(rows) + ", " + std::to_string(columns) + "] at batch stride " + std::to_string(stride) +
-                  " needs " + std::to_string(static_cast<Index>(needed)));
+      throw_shape(std::string("matmul: ") + role + " " + describe(view) + " holds " + std::to_string(view.count) +
+                  " elements but batch " + std::to_string(shape.batch) + " × [" + std::to_string(rows) + ", " +
+                  std::to_string(columns) + "] at batch stride " + std::to_string(stride) + " needs " +
+                  std::to_string(static_cast<Index>(needed)));
     }
   };
   reach(call.a, shape.m, shape.k, shape.batch_stride_a, "a");
@@ -217,8 +235,10 @@ IndexCall read_gather(BufferTable& buffers, const Napi::CallbackInfo& info) {
   call.inner = read_extent(info[5], "gather", "inner");
   expect_dtype(call.indices, KILN_DTYPE_I32, "gather", "indices");
   expect_dtype(call.out, call.values.dtype, "gather", "out");
-  expect_count(call.values, checked_product(call.outer, call.rows, call.inner, "gather"), "gather", "x", "outer · rows · inner");
-  expect_count(call.out, checked_product(call.outer, call.indices.count, call.inner, "gather"), "gather", "out", "outer · indices · inner");
+  expect_count(call.values, checked_product(call.outer, call.rows, call.inner, "gather"), "gather", "x",
+               "outer · rows · inner");
+  expect_count(call.out, checked_product(call.outer, call.indices.count, call.inner, "gather"), "gather", "out",
+               "outer · indices · inner");
   return call;
 }
 
@@ -232,8 +252,10 @@ IndexCall read_scatter_add(BufferTable& buffers, const Napi::CallbackInfo& info)
   call.inner = read_extent(info[5], "scatterAdd", "inner");
   expect_dtype(call.indices, KILN_DTYPE_I32, "scatterAdd", "indices");
   expect_dtype(call.out, call.values.dtype, "scatterAdd", "out");
-  expect_count(call.out, checked_product(call.outer, call.rows, call.inner, "scatterAdd"), "scatterAdd", "out", "outer · rows · inner");
-  expect_count(call.values, checked_product(call.outer, call.indices.count, call.inner, "scatterAdd"), "scatterAdd", "source", "outer · indices · inner");
+  expect_count(call.out, checked_product(call.outer, call.rows, call.inner, "scatterAdd"), "scatterAdd", "out",
+               "outer · rows · inner");
+  expect_count(call.values, checked_product(call.outer, call.indices.count, call.inner, "scatterAdd"), "scatterAdd",
+               "source", "outer · indices · inner");
   return call;
 }
 
@@ -338,7 +360,8 @@ RopeCall read_rope(BufferTable& buffers, const Napi::CallbackInfo& info) {
   call.tokens_major = info.Length() > 5 && !info[5].IsUndefined() && read_boolean(info[5], "rope: tokensMajor");
   const std::size_t rank = call.x.shape.size();
   if (rank < 2 || call.x.shape[rank - 1] % 2 != 0) {
-    throw_shape("rope needs x [B, H, T, D] with an even D, got " + describe(call.x), "The half-split layout pairs element i with i + D/2, so D must be even.");
+    throw_shape("rope needs x [B, H, T, D] with an even D, got " + describe(call.x),
+                "The half-split layout pairs element i with i + D/2, so D must be even.");
   }
   if (!(call.theta > 0) || !std::isfinite(call.theta)) throw_invalid("rope: theta must be a positive finite number");
   expect_same_shape(call.out, call.x.shape, name, "out");
@@ -376,8 +399,10 @@ CrossEntropyCall read_cross_entropy(BufferTable& buffers, const Napi::CallbackIn
   const char* name = "crossEntropy";
   CrossEntropyCall call;
   std::tie(call.rows, call.classes) = read_rows(info, 3, name, "classes");
-  call.ignore_index = static_cast<std::int32_t>(read_integer(info[5], "crossEntropy: ignoreIndex", -2147483648.0, 2147483647.0));
-  call.logits = read_dense(buffers, info[0], name, "logits", -1, checked_rows(call.rows, call.classes, name), "rows · classes");
+  call.ignore_index =
+      static_cast<std::int32_t>(read_integer(info[5], "crossEntropy: ignoreIndex", -2147483648.0, 2147483647.0));
+  call.logits =
+      read_dense(buffers, info[0], name, "logits", -1, checked_rows(call.rows, call.classes, name), "rows · classes");
   call.targets = read_dense(buffers, info[1], name, "targets", KILN_DTYPE_I32, call.rows, "rows");
   call.loss = read_dense(buffers, info[2], name, "loss", KILN_DTYPE_F32, call.rows, "rows");
   return call;
@@ -387,7 +412,8 @@ CrossEntropyBackwardCall read_cross_entropy_backward(BufferTable& buffers, const
   const char* name = "crossEntropyBackward";
   CrossEntropyBackwardCall call;
   std::tie(call.rows, call.classes) = read_rows(info, 3, name, "classes");
-  call.ignore_index = static_cast<std::int32_t>(read_integer(info[5], "crossEntropyBackward: ignoreIndex", -2147483648.0, 2147483647.0));
+  call.ignore_index = static_cast<std::int32_t>(
+      read_integer(info[5], "crossEntropyBackward: ignoreIndex", -2147483648.0, 2147483647.0));
   call.scale = static_cast<float>(read_finite(info[6], "crossEntropyBackward: scale"));
   const Index count = checked_rows(call.rows, call.classes, name);
   call.logits = read_dense(buffers, info[0], name, "logits", -1, count, "rows · classes");
@@ -404,7 +430,8 @@ AdamWCall read_adamw(BufferTable& buffers, const Napi::CallbackInfo& info) {
   call.grad = read_dense(buffers, info[1], name, "grad", -1, call.param.count, why);
   call.m = read_dense(buffers, info[2], name, "m", KILN_DTYPE_F32, call.param.count, why);
   call.v = read_dense(buffers, info[3], name, "v", KILN_DTYPE_F32, call.param.count, why);
-  if (!info[4].IsObject()) throw_invalid("adamw: params must be an object { lr, beta1, beta2, eps, weightDecay, step }");
+  if (!info[4].IsObject())
+    throw_invalid("adamw: params must be an object { lr, beta1, beta2, eps, weightDecay, step }");
   const Napi::Object params = info[4].As<Napi::Object>();
   call.hyper.lr = read_finite(params.Get("lr"), "adamw: params.lr");
   call.hyper.beta1 = read_finite(params.Get("beta1"), "adamw: params.beta1");
@@ -418,7 +445,8 @@ AdamWCall read_adamw(BufferTable& buffers, const Napi::CallbackInfo& info) {
 namespace {
 
 /** The array argument `what` of `kernel` as tensors, each dense and of a float dtype. */
-std::vector<TensorView> read_float_list(BufferTable& buffers, const Napi::Value& value, const char* kernel, const char* what) {
+std::vector<TensorView> read_float_list(BufferTable& buffers, const Napi::Value& value, const char* kernel,
+                                        const char* what) {
   if (!value.IsArray()) throw_invalid(std::string(kernel) + ": " + what + " must be an array of tensors");
   const Napi::Array array = value.As<Napi::Array>();
   std::vector<TensorView> tensors;
@@ -456,8 +484,9 @@ AdamWMultiCall read_adamw_multi(BufferTable& buffers, const Napi::CallbackInfo& 
   call.vs = read_float_list(buffers, info[3], name, "vs");
   const std::size_t count = call.params.size();
   if (call.grads.size() != count || call.ms.size() != count || call.vs.size() != count) {
-    throw_shape("adamwMulti: params, grads, ms and vs must have equal lengths, got " + std::to_string(count) + ", " + std::to_string(call.grads.size()) + ", " +
-                std::to_string(call.ms.size()) + ", " + std::to_string(call.vs.size()));
+    throw_shape("adamwMulti: params, grads, ms and vs must have equal lengths, got " + std::to_string(count) + ", " +
+                std::to_string(call.grads.size()) + ", " + std::to_string(call.ms.size()) + ", " +
+                std::to_string(call.vs.size()));
   }
   for (std::size_t i = 0; i < count; i++) {
     std::string index("[");  // appended, not prepended: GCC 12 warns (-Wrestrict) on "[" + std::string&&
@@ -470,19 +499,26 @@ AdamWMultiCall read_adamw_multi(BufferTable& buffers, const Napi::CallbackInfo& 
     expect_dtype(call.vs[i], KILN_DTYPE_F32, name, ("vs" + index).c_str());
     expect_count(call.vs[i], call.params[i].count, name, ("vs" + index).c_str(), why);
   }
-  if (!info[4].IsObject()) throw_invalid("adamwMulti: options must be an object { lr, beta1, beta2, eps, step, weightDecays, gradientScale, skipIfNonFinite?, deviceScalars? }");
+  if (!info[4].IsObject())
+    throw_invalid(
+        "adamwMulti: options must be an object { lr, beta1, beta2, eps, step, weightDecays, gradientScale, "
+        "skipIfNonFinite?, deviceScalars? }");
   const Napi::Object options = info[4].As<Napi::Object>();
   call.hyper.lr = read_finite(options.Get("lr"), "adamwMulti: options.lr");
   call.hyper.beta1 = read_finite(options.Get("beta1"), "adamwMulti: options.beta1");
   call.hyper.beta2 = read_finite(options.Get("beta2"), "adamwMulti: options.beta2");
   call.hyper.eps = read_finite(options.Get("eps"), "adamwMulti: options.eps");
-  call.hyper.step = static_cast<double>(read_integer(options.Get("step"), "adamwMulti: options.step", 1, kMaxSafeInteger));
+  call.hyper.step =
+      static_cast<double>(read_integer(options.Get("step"), "adamwMulti: options.step", 1, kMaxSafeInteger));
   const Napi::Value decays_value = options.Get("weightDecays");
   if (!decays_value.IsArray() || decays_value.As<Napi::Array>().Length() != count) {
-    throw_invalid("adamwMulti: options.weightDecays must be an array with one number per parameter (" + std::to_string(count) + ")");
+    throw_invalid("adamwMulti: options.weightDecays must be an array with one number per parameter (" +
+                  std::to_string(count) + ")");
   }
   const Napi::Array decays = decays_value.As<Napi::Array>();
-  for (std::uint32_t i = 0; i < count; i++) call.weight_decays.push_back(read_finite(decays.Get(i), "adamwMulti: options.weightDecays[" + std::to_string(i) + "]"));
+  for (std::uint32_t i = 0; i < count; i++)
+    call.weight_decays.push_back(
+        read_finite(decays.Get(i), "adamwMulti: options.weightDecays[" + std::to_string(i) + "]"));
   const Napi::Value scale = options.Get("gradientScale");
   if (scale.IsNumber()) {
     call.scale = static_cast<float>(read_finite(scale, "adamwMulti: options.gradientScale"));
@@ -497,7 +533,8 @@ AdamWMultiCall read_adamw_multi(BufferTable& buffers, const Napi::CallbackInfo& 
   if (!device_scalars.IsUndefined()) {
     call.device_scalars = read_tensor(buffers, device_scalars, name, "options.deviceScalars", false);
     expect_dtype(*call.device_scalars, KILN_DTYPE_F32, name, "options.deviceScalars");
-    expect_count(*call.device_scalars, static_cast<Index>(2 + count), name, "options.deviceScalars", "2 + one per param");
+    expect_count(*call.device_scalars, static_cast<Index>(2 + count), name, "options.deviceScalars",
+                 "2 + one per param");
   }
   return call;
 }
@@ -537,15 +574,17 @@ AttentionBackwardCall read_attention_backward(BufferTable& buffers, const Napi::
 std::string describe_attention(const char* kernel, const AttentionInputs& inputs) {
   const std::vector<Index>& q = inputs.q_sizes;
   const std::vector<Index>& k = inputs.k_sizes;
-  return std::string(kernel) + " " + kDTypeNames[inputs.q.dtype] + " B=" + std::to_string(q[0]) + " Hq=" + std::to_string(q[1]) + " Hkv=" +
-         std::to_string(k[1]) + " Tq=" + std::to_string(q[2]) + " Tk=" + std::to_string(k[2]) + " D=" + std::to_string(q[3]) +
-         (inputs.causal ? " causal" : "") + (inputs.mask ? " masked" : "") + (inputs.tokens_major ? " tokens-major" : "");
+  return std::string(kernel) + " " + kDTypeNames[inputs.q.dtype] + " B=" + std::to_string(q[0]) +
+         " Hq=" + std::to_string(q[1]) + " Hkv=" + std::to_string(k[1]) + " Tq=" + std::to_string(q[2]) +
+         " Tk=" + std::to_string(k[2]) + " D=" + std::to_string(q[3]) + (inputs.causal ? " causal" : "") +
+         (inputs.mask ? " masked" : "") + (inputs.tokens_major ? " tokens-major" : "");
 }
 
 void expect_heads_major(bool tokens_major, const char* kernel) {
   if (tokens_major) {
-    throw_invalid(std::string(kernel) + ": this backend's kernels read the heads-major layout [B, H, T, D] only",
-                  "Pass layouts the backend lists in capabilities.attentionLayouts / ropeLayouts; core's ops permute to one.");
+    throw_invalid(
+        std::string(kernel) + ": this backend's kernels read the heads-major layout [B, H, T, D] only",
+        "Pass layouts the backend lists in capabilities.attentionLayouts / ropeLayouts; core's ops permute to one.");
   }
 }
 

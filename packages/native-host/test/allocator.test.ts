@@ -17,12 +17,29 @@ describe.each(SIMULATED_BACKENDS)('buffer pool on the $name simulator', (target)
       const a = backend.alloc(1000);
       const b = backend.alloc(3 * MiB);
       const empty = backend.alloc(0);
-      expect(backend.memory()).toMatchObject({ allocatedBytes: 1000 + 3 * MiB, bufferCount: 3, reservedBytes: 1024 + 3 * MiB, cachedBytes: 0, peakBytes: 1000 + 3 * MiB });
+      expect(backend.memory()).toMatchObject({
+        allocatedBytes: 1000 + 3 * MiB,
+        bufferCount: 3,
+        reservedBytes: 1024 + 3 * MiB,
+        cachedBytes: 0,
+        peakBytes: 1000 + 3 * MiB,
+      });
       backend.free(b);
       backend.free(empty);
-      expect(backend.memory()).toMatchObject({ allocatedBytes: 1000, bufferCount: 1, reservedBytes: 1024, cachedBytes: 3 * MiB, peakBytes: 1000 + 3 * MiB });
+      expect(backend.memory()).toMatchObject({
+        allocatedBytes: 1000,
+        bufferCount: 1,
+        reservedBytes: 1024,
+        cachedBytes: 3 * MiB,
+        peakBytes: 1000 + 3 * MiB,
+      });
       backend.free(a);
-      expect(backend.memory()).toMatchObject({ allocatedBytes: 0, bufferCount: 0, reservedBytes: 0, cachedBytes: 1024 + 3 * MiB });
+      expect(backend.memory()).toMatchObject({
+        allocatedBytes: 0,
+        bufferCount: 0,
+        reservedBytes: 0,
+        cachedBytes: 1024 + 3 * MiB,
+      });
       backend.dispose();
     });
 
@@ -54,7 +71,11 @@ describe.each(SIMULATED_BACKENDS)('buffer pool on the $name simulator', (target)
       expect(thrown).toBeInstanceOf(OutOfMemoryError);
       expect(KilnError.isInstance(thrown) && thrown.code).toBe('OUT_OF_MEMORY');
       expect((thrown as OutOfMemoryError).requestedBytes).toBe(4 * MiB);
-      expect((thrown as Error).message).toMatch(new RegExp(`^${target.name} backend: out of memory allocating 4\\.00 MiB .*within the memoryLimitBytes of 8\\.00 MiB.*retried once`));
+      expect((thrown as Error).message).toMatch(
+        new RegExp(
+          `^${target.name} backend: out of memory allocating 4\\.00 MiB .*within the memoryLimitBytes of 8\\.00 MiB.*retried once`,
+        ),
+      );
       backend.free(held);
       backend.dispose();
     });

@@ -7,9 +7,12 @@ import { HEADER, generatedFiles, readCodes } from '../scripts/generate-codes.mjs
 import { SIMULATED_BACKENDS } from './support/backends.js';
 
 describe('op_codes.h → generated files', () => {
-  it.each(generatedFiles().map(([path, text]) => ({ path, text })))('$path is up to date (node packages/native-host/scripts/generate-codes.mjs)', ({ path, text }) => {
-    expect(readFileSync(path, 'utf8')).toBe(text);
-  });
+  it.each(generatedFiles().map(([path, text]) => ({ path, text })))(
+    '$path is up to date (node packages/native-host/scripts/generate-codes.mjs)',
+    ({ path, text }) => {
+      expect(readFileSync(path, 'utf8')).toBe(text);
+    },
+  );
 
   it("gives core's tables the header's order", () => {
     const codes = readCodes();
@@ -25,13 +28,25 @@ describe('op_codes.h → generated files', () => {
 
   it('refuses codes out of order and a wrong count', () => {
     const header = readFileSync(HEADER, 'utf8');
-    expect(() => readCodes(header.replace('#define KILN_UNARY_ABS 1', '#define KILN_UNARY_ABS 2'))).toThrow(/KILN_UNARY_ABS is 2, expected 1/);
-    expect(() => readCodes(header.replace('#define KILN_REDUCE_COUNT 5', '#define KILN_REDUCE_COUNT 6'))).toThrow(/KILN_REDUCE_COUNT is 6, but 5 codes are listed/);
+    expect(() => readCodes(header.replace('#define KILN_UNARY_ABS 1', '#define KILN_UNARY_ABS 2'))).toThrow(
+      /KILN_UNARY_ABS is 2, expected 1/,
+    );
+    expect(() => readCodes(header.replace('#define KILN_REDUCE_COUNT 5', '#define KILN_REDUCE_COUNT 6'))).toThrow(
+      /KILN_REDUCE_COUNT is 6, but 5 codes are listed/,
+    );
   });
 });
 
 describe.each(SIMULATED_BACKENDS)('opNames() of the $name simulator addon', (target) => {
-  it.skipIf(target.skipReason !== undefined)(`lists the generated codes${target.skipReason ? ` (${target.skipReason})` : ''}`, () => {
-    expect(target.opNames()).toEqual({ dtype: DTYPE_ORDER, unary: UNARY_ORDER, binary: BINARY_ORDER, reduce: REDUCE_ORDER });
-  });
+  it.skipIf(target.skipReason !== undefined)(
+    `lists the generated codes${target.skipReason ? ` (${target.skipReason})` : ''}`,
+    () => {
+      expect(target.opNames()).toEqual({
+        dtype: DTYPE_ORDER,
+        unary: UNARY_ORDER,
+        binary: BINARY_ORDER,
+        reduce: REDUCE_ORDER,
+      });
+    },
+  );
 });

@@ -34,9 +34,14 @@ describe.each(SIMULATED_BACKENDS)('out-of-range indices on the device of the $na
       const indices = i32(backend, [2, 5, 0]);
       const out = f32(backend, [3, 3], new Array(9).fill(-1));
       backend.gather(x, indices, out, 1, 4, 3);
-      const rejection = await backend.synchronize().then(() => undefined, (error: unknown) => error);
+      const rejection = await backend.synchronize().then(
+        () => undefined,
+        (error: unknown) => error,
+      );
       expect(rejection).toBeInstanceOf(InvalidArgumentError);
-      expect((rejection as Error).message).toMatch(new RegExp(`^${target.name} backend: gather: index 5 at position 1 is out of range \\[0, 4\\)`));
+      expect((rejection as Error).message).toMatch(
+        new RegExp(`^${target.name} backend: gather: index 5 at position 1 is out of range \\[0, 4\\)`),
+      );
       await expect(backend.synchronize()).resolves.toBeUndefined();
       expect(await floats(backend, out)).toEqual([6, 7, 8, 0, 0, 0, 0, 1, 2]);
     });
@@ -46,7 +51,9 @@ describe.each(SIMULATED_BACKENDS)('out-of-range indices on the device of the $na
       const indices = i32(backend, [1, -1, 1]);
       const out = f32(backend, [2, 2], [0, 0, 10, 10]);
       backend.scatterAdd(source, indices, out, 1, 2, 2);
-      await expect(backend.download(out.buffer)).rejects.toThrow(/scatterAdd: index -1 at position 1 is out of range \[0, 2\)/);
+      await expect(backend.download(out.buffer)).rejects.toThrow(
+        /scatterAdd: index -1 at position 1 is out of range \[0, 2\)/,
+      );
       expect(await floats(backend, out)).toEqual([0, 0, 14, 14]);
     });
 
@@ -61,7 +68,14 @@ describe.each(SIMULATED_BACKENDS)('out-of-range indices on the device of the $na
     });
 
     it('reaches users of core: gather/embedding with a bad token id rejects when the result is read', async () => {
-      const table = kiln.tensor([[1, 2], [3, 4]], undefined, { backend });
+      const table = kiln.tensor(
+        [
+          [1, 2],
+          [3, 4],
+        ],
+        undefined,
+        { backend },
+      );
       const ids = kiln.tensor([0, 7], [2], { dtype: 'i32', backend });
       const rows = kiln.embedding(table, ids);
       await expect(rows.data()).rejects.toThrow(InvalidArgumentError);

@@ -1,7 +1,14 @@
 // The GPU backends' plugins as the registry sees them: name, priority (cuda 300 > metal 200 > cpu
 // 100), the default export, and an explicit request where the GPU cannot be used failing with
 // probe()'s reason — create() refusing with the same reason (or resolving on a usable GPU).
-import { BackendUnavailableError, KERNEL_API_VERSION, registerBackend, resolveBackend, unregisterBackend, type BackendPlugin } from '@kiln/core';
+import {
+  BackendUnavailableError,
+  KERNEL_API_VERSION,
+  registerBackend,
+  resolveBackend,
+  unregisterBackend,
+  type BackendPlugin,
+} from '@kiln/core';
 import { afterAll, describe, expect, it } from 'vitest';
 import cudaDefault, { cudaBackendPlugin } from '../../backend-cuda/src/index.js';
 import metalDefault, { metalBackendPlugin } from '../../backend-metal/src/index.js';
@@ -28,7 +35,10 @@ describe.each(PLUGINS)('the $name plugin', ({ name, priority, plugin, defaultExp
       resolution.backend.dispose?.();
       return;
     }
-    const failure = await resolveBackend({ device: name, discover: false }).then(() => undefined, (error: unknown) => error);
+    const failure = await resolveBackend({ device: name, discover: false }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(failure).toBeInstanceOf(BackendUnavailableError);
     expect((failure as Error).message).toContain(probe.reason);
     await expect(Promise.resolve().then(() => plugin.create())).rejects.toThrowError(BackendUnavailableError);

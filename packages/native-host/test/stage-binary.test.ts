@@ -36,7 +36,10 @@ describe.each(PACKAGES)('$platformPackage stage-binary.mjs', (target) => {
   const script = fileURLToPath(new URL(`../../${target.platformPackage}/scripts/stage-binary.mjs`, import.meta.url));
   const stage = (from: string) => {
     const to = mkdtempSync(join(tmpdir(), 'kiln-stage-'));
-    return { to, result: spawnSync(process.execPath, [script, '--from', from, '--to', to], { encoding: 'utf8', timeout: 60_000 }) };
+    return {
+      to,
+      result: spawnSync(process.execPath, [script, '--from', from, '--to', to], { encoding: 'utf8', timeout: 60_000 }),
+    };
   };
 
   it('refuses a file of another binary format', () => {
@@ -53,11 +56,14 @@ describe.each(PACKAGES)('$platformPackage stage-binary.mjs', (target) => {
     expect(result.stderr).toMatch(target.simulator);
   });
 
-  it.skipIf(!existsSync(target.paths.localBuildPath(target.root)))(`stages the ${target.name} build (skipped: ${target.builtWhere})`, () => {
-    const { to, result } = stage(target.paths.localBuildPath(target.root));
-    expect(result.stderr).toBe('');
-    expect(result.status).toBe(0);
-    expect(existsSync(join(to, `kiln_${target.name}.node`))).toBe(true);
-    if (target.name === 'cuda') expect(result.stdout).toMatch(/staged .* \(CUDA 13000, 80-real,86-real,89-real,90\)/);
-  });
+  it.skipIf(!existsSync(target.paths.localBuildPath(target.root)))(
+    `stages the ${target.name} build (skipped: ${target.builtWhere})`,
+    () => {
+      const { to, result } = stage(target.paths.localBuildPath(target.root));
+      expect(result.stderr).toBe('');
+      expect(result.status).toBe(0);
+      expect(existsSync(join(to, `kiln_${target.name}.node`))).toBe(true);
+      if (target.name === 'cuda') expect(result.stdout).toMatch(/staged .* \(CUDA 13000, 80-real,86-real,89-real,90\)/);
+    },
+  );
 });

@@ -56,7 +56,9 @@ export function gradcheck(
   const epsilon = options.epsilon ?? 1e-6;
   const tolerance = options.tolerance ?? DEFAULT_GRADCHECK_TOLERANCE;
   if (analyticGrads.length !== inputs.length) {
-    throw new RangeError(`gradcheck: ${analyticGrads.length} gradients for ${inputs.length} inputs; pass one gradient array per input`);
+    throw new RangeError(
+      `gradcheck: ${analyticGrads.length} gradients for ${inputs.length} inputs; pass one gradient array per input`,
+    );
   }
   let failedCount = 0;
   let checkedCount = 0;
@@ -67,7 +69,9 @@ export function gradcheck(
   inputs.forEach((input, inputIndex) => {
     const analytic = analyticGrads[inputIndex];
     if (analytic.length !== input.length) {
-      throw new RangeError(`gradcheck: gradient ${inputIndex} has ${analytic.length} elements, its input has ${input.length}`);
+      throw new RangeError(
+        `gradcheck: gradient ${inputIndex} has ${analytic.length} elements, its input has ${input.length}`,
+      );
     }
     for (let index = 0; index < input.length; index++) {
       const original = input[index];
@@ -85,14 +89,18 @@ export function gradcheck(
       }
       const passed = withinTolerance(analytic[index], numeric, tolerance);
       if (!passed) failedCount++;
-      const score = Number.isFinite(error) ? error / (tolerance.absolute + tolerance.relative * Math.abs(numeric)) : Infinity;
+      const score = Number.isFinite(error)
+        ? error / (tolerance.absolute + tolerance.relative * Math.abs(numeric))
+        : Infinity;
       if (score > worstScore) {
         worstScore = score;
         worst = { input: inputIndex, index, analytic: analytic[index], numeric };
       }
     }
   });
-  const where = worst ? `worst at input ${worst.input}[${worst.index}]: analytic ${worst.analytic}, numeric ${worst.numeric}` : 'nothing compared';
+  const where = worst
+    ? `worst at input ${worst.input}[${worst.index}]: analytic ${worst.analytic}, numeric ${worst.numeric}`
+    : 'nothing compared';
   const message = `${failedCount} of ${checkedCount} gradient elements outside |analytic − numeric| ≤ ${tolerance.absolute} + ${tolerance.relative}·|numeric|; ${where}`;
   return { passed: failedCount === 0, failedCount, checkedCount, maxAbsoluteError, maxRelativeError, worst, message };
 }

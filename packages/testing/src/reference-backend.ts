@@ -13,7 +13,14 @@ import { referenceAdamw } from './reference/adamw.js';
 import { referenceAttention, referenceAttentionBackward } from './reference/attention.js';
 import { referenceCapabilities } from './reference/capabilities.js';
 import { referenceCrossEntropy, referenceCrossEntropyBackward } from './reference/cross-entropy.js';
-import { referenceBinary, referenceCast, referenceCopy, referenceFill, referenceUnary, referenceWhere } from './reference/elementwise.js';
+import {
+  referenceBinary,
+  referenceCast,
+  referenceCopy,
+  referenceFill,
+  referenceUnary,
+  referenceWhere,
+} from './reference/elementwise.js';
 import { referenceGather, referenceScatterAdd } from './reference/indexing.js';
 import { referenceMatmul } from './reference/matmul.js';
 import { referenceAdamwMulti, referenceSumOfSquaresMulti } from './reference/multi-tensor.js';
@@ -54,9 +61,12 @@ function fusedKernelsOf(option: ReferenceBackendOptions['fused']): ReadonlySet<F
   if (option === false) return new Set();
   for (const kernel of option) {
     if (!FUSED_KERNELS.includes(kernel)) {
-      throw new InvalidArgumentError(`unknown fused kernel '${String(kernel)}' in the reference backend's fused option`, {
-        hint: `Choose among: ${FUSED_KERNELS.join(', ')}.`,
-      });
+      throw new InvalidArgumentError(
+        `unknown fused kernel '${String(kernel)}' in the reference backend's fused option`,
+        {
+          hint: `Choose among: ${FUSED_KERNELS.join(', ')}.`,
+        },
+      );
     }
   }
   return new Set(option);
@@ -72,7 +82,8 @@ function fusedMethods(memory: ReferenceMemory): Required<Pick<KernelBackend, Fus
     rmsNorm: (x, weight, out, rstd, rows, cols, eps) => referenceRmsNorm(memory, x, weight, out, rstd, rows, cols, eps),
     rmsNormBackward: (x, weight, rstd, dy, dx, dWeight, rows, cols) =>
       referenceRmsNormBackward(memory, x, weight, rstd, dy, dx, dWeight, rows, cols),
-    layerNorm: (x, weight, bias, out, rows, cols, eps) => referenceLayerNorm(memory, x, weight, bias, out, rows, cols, eps),
+    layerNorm: (x, weight, bias, out, rows, cols, eps) =>
+      referenceLayerNorm(memory, x, weight, bias, out, rows, cols, eps),
     rope: (x, out, offset, theta, inverse, layout) => referenceRope(memory, x, out, offset, theta, inverse, layout),
     swiglu: (gate, up, out) => referenceSwiglu(memory, gate, up, out),
     swigluBackward: (gate, up, dy, dGate, dUp) => referenceSwigluBackward(memory, gate, up, dy, dGate, dUp),
@@ -118,7 +129,8 @@ export function createReferenceBackend(options: ReferenceBackendOptions = {}): R
     matmul: (a, b, out, params) => referenceMatmul(memory, a, b, out, params),
     copy: (src, dst) => referenceCopy(memory, src, dst),
     gather: (x, indices, out, outer, rows, inner) => referenceGather(memory, x, indices, out, outer, rows, inner),
-    scatterAdd: (source, indices, out, outer, rows, inner) => referenceScatterAdd(memory, source, indices, out, outer, rows, inner),
+    scatterAdd: (source, indices, out, outer, rows, inner) =>
+      referenceScatterAdd(memory, source, indices, out, outer, rows, inner),
     cast: (x, out) => referenceCast(memory, x, out),
     fill: (out, value) => referenceFill(memory, out, value),
   };

@@ -17,11 +17,17 @@ export interface SupportMatrixRow {
 }
 
 /** Every (kernel, dtype) pair with its status on `backend` (primitives first, then fused kernels). */
-export function supportMatrix(backend: Pick<KernelBackend, 'capabilities'> & Partial<KernelBackend>): SupportMatrixRow[] {
+export function supportMatrix(
+  backend: Pick<KernelBackend, 'capabilities'> & Partial<KernelBackend>,
+): SupportMatrixRow[] {
   const rows: SupportMatrixRow[] = [];
   for (const kernel of [...PRIMITIVE_KERNELS, ...FUSED_KERNELS]) {
     for (const dtype of DTYPES) {
-      const status: SupportStatus = !KERNEL_DTYPES[kernel].includes(dtype) ? 'unsupported' : isNative(backend, kernel, dtype) ? 'native' : 'fallback';
+      const status: SupportStatus = !KERNEL_DTYPES[kernel].includes(dtype)
+        ? 'unsupported'
+        : isNative(backend, kernel, dtype)
+          ? 'native'
+          : 'fallback';
       rows.push({ kernel, dtype, status });
     }
   }
@@ -38,9 +44,16 @@ export function formatSupportMatrix(rows: readonly SupportMatrixRow[]): string {
     const row = rows.find((candidate) => candidate.kernel === kernel && candidate.dtype === dtype);
     return row ? CELL[row.status] : '';
   };
-  const table = [['kernel', ...dtypes], ...kernels.map((kernel) => [kernel, ...dtypes.map((dtype) => cell(kernel, dtype))])];
+  const table = [
+    ['kernel', ...dtypes],
+    ...kernels.map((kernel) => [kernel, ...dtypes.map((dtype) => cell(kernel, dtype))]),
+  ];
   const widths = table[0].map((_, column) => Math.max(...table.map((line) => line[column].length)));
-  const format = (line: string[]) => line.map((text, column) => text.padEnd(widths[column])).join(' | ').trimEnd();
+  const format = (line: string[]) =>
+    line
+      .map((text, column) => text.padEnd(widths[column]))
+      .join(' | ')
+      .trimEnd();
   const separator = widths.map((width) => '-'.repeat(width)).join('-|-');
   return [format(table[0]), separator, ...table.slice(1).map(format)].join('\n');
 }

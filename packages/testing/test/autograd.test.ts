@@ -36,7 +36,9 @@ async function checkGradients(build: (inputs: Tensor[]) => Tensor, specs: InputS
   const lossValue = (inputs: Tensor[]): number => kiln.noGrad(() => kiln.tidy(() => lossOf(inputs).dataSync()[0]));
 
   const inputs = makeInputs();
-  const floatIndices = specs.map((spec, index) => (spec.integers || spec.constant ? -1 : index)).filter((index) => index >= 0);
+  const floatIndices = specs
+    .map((spec, index) => (spec.integers || spec.constant ? -1 : index))
+    .filter((index) => index >= 0);
   for (const index of floatIndices) inputs[index].requireGrad();
   const loss = kiln.tidy(() => lossOf(inputs));
   kiln.backward(loss);
@@ -56,7 +58,9 @@ async function checkGradients(build: (inputs: Tensor[]) => Tensor, specs: InputS
       const numeric = (plus - minus) / (2 * epsilon);
       const tolerance = 2e-2 * Math.max(1, Math.abs(numeric));
       if (Math.abs(analytic[element] - numeric) > tolerance) {
-        throw new Error(`gradient of input ${index} element ${element}: analytic ${analytic[element]} vs numeric ${numeric}`);
+        throw new Error(
+          `gradient of input ${index} element ${element}: analytic ${analytic[element]} vs numeric ${numeric}`,
+        );
       }
     }
   }
@@ -76,27 +80,47 @@ async function checkGradients(build: (inputs: Tensor[]) => Tensor, specs: InputS
 
 describe('autograd: composed gradients match finite differences', () => {
   it('elementwise ops with broadcasting', async () => {
-    await checkGradients(([a, b]) => kiln.add(kiln.mul(kiln.tanh(a), kiln.sigmoid(b)), kiln.div(kiln.exp(kiln.mul(a, 0.3)), kiln.add(kiln.square(b), 1))), [
-      { shape: [2, 3] }, { shape: [3] },
-    ]);
+    await checkGradients(
+      ([a, b]) =>
+        kiln.add(
+          kiln.mul(kiln.tanh(a), kiln.sigmoid(b)),
+          kiln.div(kiln.exp(kiln.mul(a, 0.3)), kiln.add(kiln.square(b), 1)),
+        ),
+      [{ shape: [2, 3] }, { shape: [3] }],
+    );
   });
 
   it('gelu, silu, relu, sqrt, rsqrt, log, pow, maximum', async () => {
-    await checkGradients(([a]) => {
-      const positive = kiln.add(kiln.square(a), 0.5);
-      return kiln.add(kiln.add(kiln.gelu(a), kiln.silu(a)), kiln.add(kiln.mul(kiln.sqrt(positive), kiln.log(positive)), kiln.add(kiln.rsqrt(positive), kiln.pow(positive, 1.5))));
-    }, [{ shape: [7] }]);
+    await checkGradients(
+      ([a]) => {
+        const positive = kiln.add(kiln.square(a), 0.5);
+        return kiln.add(
+          kiln.add(kiln.gelu(a), kiln.silu(a)),
+          kiln.add(
+            kiln.mul(kiln.sqrt(positive), kiln.log(positive)),
+            kiln.add(kiln.rsqrt(positive), kiln.pow(positive, 1.5)),
+          ),
+        );
+      },
+      [{ shape: [7] }],
+    );
     await checkGradients(([a, b]) => kiln.maximum(a, b), [{ shape: [5] }, { shape: [5] }], 5);
   });
 
   it('matmul with transpose flags and a broadcast batch', async () => {
     await checkGradients(([a, b]) => kiln.matmul(a, b), [{ shape: [2, 3, 4] }, { shape: [4, 5] }]);
-    await checkGradients(([a, b]) => kiln.matmul(a, b, { transposeA: true, transposeB: true }), [{ shape: [4, 3] }, { shape: [2, 5, 4] }]);
+    await checkGradients(
+      ([a, b]) => kiln.matmul(a, b, { transposeA: true, transposeB: true }),
+      [{ shape: [4, 3] }, { shape: [2, 5, 4] }],
+    );
   });
 
   it('reductions and shape ops', async () => {
     await checkGradients(([a]) => kiln.mean(kiln.permute(a, [2, 0, 1]), [0, 2], true), [{ shape: [2, 3, 4] }]);
-    await checkGradients(([a, b]) => kiln.concat([kiln.slice(a, [0, 1], [2, 2]), b], 1), [{ shape: [2, 4] }, { shape: [2, 3] }]);
+    await checkGradients(
+      ([a, b]) => kiln.concat([kiln.slice(a, [0, 1], [2, 2]), b], 1),
+      [{ shape: [2, 4] }, { shape: [2, 3] }],
+    );
     await checkGradients(([a]) => kiln.max(a, 1), [{ shape: [3, 4] }]);
   });
 
@@ -116,14 +140,29 @@ describe('autograd: composed gradients match finite differences', () => {
   });
 
   it('attention: causal, grouped-query, Tq ≠ Tk, with a mask', async () => {
-    await checkGradients(([q, k, v]) => kiln.attention(q, k, v, { causal: true }), [{ shape: [1, 2, 3, 4] }, { shape: [1, 1, 3, 4] }, { shape: [1, 1, 3, 4] }]);
-    await checkGradients(([q, k, v]) => kiln.attention(q, k, v, { causal: true }), [{ shape: [1, 2, 2, 4] }, { shape: [1, 2, 4, 4] }, { shape: [1, 2, 4, 4] }]);
-    await checkGradients(([q, k, v, m]) => kiln.attention(q, k, v, { mask: m }), [{ shape: [1, 1, 2, 3] }, { shape: [1, 1, 3, 3] }, { shape: [1, 1, 3, 3] }, { shape: [2, 3], constant: true }]);
+    await checkGradients(
+      ([q, k, v]) => kiln.attention(q, k, v, { causal: true }),
+      [{ shape: [1, 2, 3, 4] }, { shape: [1, 1, 3, 4] }, { shape: [1, 1, 3, 4] }],
+    );
+    await checkGradients(
+      ([q, k, v]) => kiln.attention(q, k, v, { causal: true }),
+      [{ shape: [1, 2, 2, 4] }, { shape: [1, 2, 4, 4] }, { shape: [1, 2, 4, 4] }],
+    );
+    await checkGradients(
+      ([q, k, v, m]) => kiln.attention(q, k, v, { mask: m }),
+      [{ shape: [1, 1, 2, 3] }, { shape: [1, 1, 3, 3] }, { shape: [1, 1, 3, 3] }, { shape: [2, 3], constant: true }],
+    );
   });
 
   it('crossEntropy with ignored rows, and embedding', async () => {
-    await checkGradients(([logits, targets]) => kiln.crossEntropy(logits, targets), [{ shape: [4, 5] }, { shape: [4], integers: [1, -100, 4, 0] }]);
-    await checkGradients(([table, ids]) => kiln.embedding(table, ids), [{ shape: [4, 3] }, { shape: [5], integers: [3, 0, 3, 1, 2] }]);
+    await checkGradients(
+      ([logits, targets]) => kiln.crossEntropy(logits, targets),
+      [{ shape: [4, 5] }, { shape: [4], integers: [1, -100, 4, 0] }],
+    );
+    await checkGradients(
+      ([table, ids]) => kiln.embedding(table, ids),
+      [{ shape: [4, 3] }, { shape: [5], integers: [3, 0, 3, 1, 2] }],
+    );
   });
 });
 

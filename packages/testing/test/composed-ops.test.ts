@@ -11,7 +11,14 @@ import { DTypeError, InvalidArgumentError, ShapeError } from '@kiln/core';
 import { gradcheck } from '../src/gradcheck.js';
 import { createReferenceBackend } from '../src/reference-backend.js';
 import {
-  hostClamp, hostCumsum, hostErf, hostGelu, hostMatmul, hostRangeIndices, hostSlice, hostTakeAlongAxis,
+  hostClamp,
+  hostCumsum,
+  hostErf,
+  hostGelu,
+  hostMatmul,
+  hostRangeIndices,
+  hostSlice,
+  hostTakeAlongAxis,
 } from '../src/conformance/cases/op-cases.js';
 import { useReferenceBackend, values } from './helpers/backend.js';
 
@@ -29,13 +36,17 @@ function uniform(count: number, seed: number, low = -2, high = 2): number[] {
  * differences of `host`. Inputs are f32 values (already rounded) with their shapes.
  */
 async function expectGradients(
-  f: (...inputs: Tensor[]) => Tensor, inputs: Array<{ values: number[]; shape: number[] }>, host: (inputs: Float64Array[]) => ArrayLike<number>,
+  f: (...inputs: Tensor[]) => Tensor,
+  inputs: Array<{ values: number[]; shape: number[] }>,
+  host: (inputs: Float64Array[]) => ArrayLike<number>,
 ): Promise<void> {
   const forward = host(inputs.map((input) => Float64Array.from(input.values)));
   const projection = uniform(forward.length, 99, -1, 1);
   const tensors = inputs.map((input) => kiln.tensor(input.values, input.shape));
   using r = kiln.tensor(projection, [forward.length]);
-  const { value, grads } = kiln.valueAndGrad((...leaves) => kiln.sum(kiln.mul(kiln.reshape(f(...leaves), [-1]), r)))(...tensors);
+  const { value, grads } = kiln.valueAndGrad((...leaves) => kiln.sum(kiln.mul(kiln.reshape(f(...leaves), [-1]), r)))(
+    ...tensors,
+  );
   const analytic = await Promise.all(grads.map((grad) => grad.data()));
   for (const tensor of [value, ...grads, ...tensors]) tensor.dispose();
   const loss = (vals: Float64Array[]) => {
@@ -44,7 +55,11 @@ async function expectGradients(
     for (let i = 0; i < out.length; i++) total += out[i] * projection[i];
     return total;
   };
-  const result = gradcheck(loss, inputs.map((input) => Float64Array.from(input.values)), analytic);
+  const result = gradcheck(
+    loss,
+    inputs.map((input) => Float64Array.from(input.values)),
+    analytic,
+  );
   expect(result.message).toMatch(/^0 of/);
 }
 
@@ -62,7 +77,8 @@ describe('erf', () => {
     points.forEach((point, i) => {
       const exact = hostErf(point);
       worstAbsolute = Math.max(worstAbsolute, Math.abs(got[i] - exact));
-      if (Math.abs(point) < 0.5 && exact !== 0) worstRelativeNearZero = Math.max(worstRelativeNearZero, Math.abs(got[i] - exact) / Math.abs(exact));
+      if (Math.abs(point) < 0.5 && exact !== 0)
+        worstRelativeNearZero = Math.max(worstRelativeNearZero, Math.abs(got[i] - exact) / Math.abs(exact));
     });
     expect(worstAbsolute).toBeLessThan(2.5e-7);
     expect(worstRelativeNearZero).toBeLessThan(4e-7);
@@ -77,18 +93,27 @@ describe('erf', () => {
   });
 
   it('rounds f16/bf16 results once from f32 (within one unit of the dtype)', async () => {
-    for (const [dtype, round] of [['f16', kiln.roundToF16], ['bf16', kiln.roundToBf16]] as const) {
+    for (const [dtype, round] of [
+      ['f16', kiln.roundToF16],
+      ['bf16', kiln.roundToBf16],
+    ] as const) {
       const points = uniform(64, 5, -3, 3).map(round);
       using x = kiln.tensor(points, [64], { dtype });
       using y = kiln.erf(x);
       expect(y.dtype).toBe(dtype);
       const got = await y.data();
-      points.forEach((point, i) => expect(Math.abs(got[i] - hostErf(point))).toBeLessThanOrEqual(dtype === 'f16' ? 4.9e-4 : 3.91e-3));
+      points.forEach((point, i) =>
+        expect(Math.abs(got[i] - hostErf(point))).toBeLessThanOrEqual(dtype === 'f16' ? 4.9e-4 : 3.91e-3),
+      );
     }
   });
 
   it('has the gradient 2/√π·e^(−x²)', async () => {
-    await expectGradients((x) => kiln.erf(x), [{ values: uniform(25, 1, -3, 3), shape: [5, 5] }], ([x]) => x.map(hostErf));
+    await expectGradients(
+      (x) => kiln.erf(x),
+      [{ values: uniform(25, 1, -3, 3), shape: [5, 5] }],
+      ([x]) => x.map(hostErf),
+    );
   });
 
   it('refuses i32', () => {
@@ -113,11 +138,16 @@ describe('gelu', () => {
   });
 
   it('exact gelu has the gradient Φ(x) + x·φ(x), for f32 and through a bf16 input', async () => {
-    await expectGradients((x) => kiln.gelu(x, { approximate: 'none' }), [{ values: uniform(18, 3, -4, 4), shape: [3, 6] }], ([x]) => x.map((v) => hostGelu(v, 'none')));
+    await expectGradients(
+      (x) => kiln.gelu(x, { approximate: 'none' }),
+      [{ values: uniform(18, 3, -4, 4), shape: [3, 6] }],
+      ([x]) => x.map((v) => hostGelu(v, 'none')),
+    );
     using w = kiln.tensor([0.5, -1.25], [2], { dtype: 'bf16' }).requireGrad();
     using y = kiln.tidy(() => kiln.sum(kiln.gelu(w, { approximate: 'none' })));
     kiln.backward(y);
-    const slope = (v: number) => 0.5 * (1 + hostErf(v / Math.SQRT2)) + (v * Math.exp(-v * v / 2)) / Math.sqrt(2 * Math.PI);
+    const slope = (v: number) =>
+      0.5 * (1 + hostErf(v / Math.SQRT2)) + (v * Math.exp((-v * v) / 2)) / Math.sqrt(2 * Math.PI);
     expect(Array.from(await w.grad!.data())).toEqual([slope(0.5), slope(-1.25)].map(kiln.roundToBf16));
     w.grad!.dispose();
   });
@@ -178,7 +208,11 @@ describe('cumsum', () => {
   it('has the reverse cumsum as its gradient, for every flag combination', async () => {
     for (const exclusive of [false, true]) {
       for (const reverse of [false, true]) {
-        await expectGradients((x) => kiln.cumsum(x, 1, { exclusive, reverse }), [{ values: uniform(21, 6), shape: [3, 7] }], ([x]) => hostCumsum(x, [3, 7], 1, exclusive, reverse));
+        await expectGradients(
+          (x) => kiln.cumsum(x, 1, { exclusive, reverse }),
+          [{ values: uniform(21, 6), shape: [3, 7] }],
+          ([x]) => hostCumsum(x, [3, 7], 1, exclusive, reverse),
+        );
       }
     }
   });
@@ -206,7 +240,16 @@ describe('clamp', () => {
     using high = kiln.tensor([1, 0.5, 2, -1]);
     using y = kiln.clamp(x, low, high);
     expect(y.shape).toEqual([3, 4]);
-    expect(Array.from(await y.data())).toEqual(Array.from(hostClamp({ values: data, shape: [3, 4] }, { values: [-1, -2, 0], shape: [3, 1] }, { values: [1, 0.5, 2, -1], shape: [4] }), Math.fround));
+    expect(Array.from(await y.data())).toEqual(
+      Array.from(
+        hostClamp(
+          { values: data, shape: [3, 4] },
+          { values: [-1, -2, 0], shape: [3, 1] },
+          { values: [1, 0.5, 2, -1], shape: [4] },
+        ),
+        Math.fround,
+      ),
+    );
     using i = kiln.tensor(new Int32Array([-5, 3, 9]));
     using clipped = kiln.clamp(i, 0, 4);
     expect(Array.from(await clipped.data())).toEqual([0, 3, 4]);
@@ -228,8 +271,13 @@ describe('clamp', () => {
   it('has gradients that match float64 differences with broadcast bounds', async () => {
     await expectGradients(
       (x, low, high) => kiln.clamp(x, low, high),
-      [{ values: uniform(20, 8, -3, 3), shape: [4, 5] }, { values: uniform(4, 9, -1.5, -0.5), shape: [4, 1] }, { values: uniform(5, 10, 0.5, 1.5), shape: [5] }],
-      ([x, low, high]) => hostClamp({ values: x, shape: [4, 5] }, { values: low, shape: [4, 1] }, { values: high, shape: [5] }),
+      [
+        { values: uniform(20, 8, -3, 3), shape: [4, 5] },
+        { values: uniform(4, 9, -1.5, -0.5), shape: [4, 1] },
+        { values: uniform(5, 10, 0.5, 1.5), shape: [5] },
+      ],
+      ([x, low, high]) =>
+        hostClamp({ values: x, shape: [4, 5] }, { values: low, shape: [4, 1] }, { values: high, shape: [5] }),
     );
   });
 
@@ -245,7 +293,8 @@ describe('slice', () => {
     const data = uniform(7 * 6, 11);
     using x = kiln.tensor(data, [7, 6]);
     const picks = uniform(400 * 6, 12, 0, 1);
-    const pick = (index: number, choices: Array<number | undefined>) => choices[Math.floor(picks[index] * choices.length)];
+    const pick = (index: number, choices: Array<number | undefined>) =>
+      choices[Math.floor(picks[index] * choices.length)];
     const bounds = [undefined, -100, -8, -7, -3, -1, 0, 1, 2, 5, 6, 7, 100, Infinity, -Infinity];
     for (let trial = 0; trial < 400; trial++) {
       const ranges = [0, 1].map((axis) => ({
@@ -253,7 +302,10 @@ describe('slice', () => {
         end: pick(trial * 6 + axis * 3 + 1, bounds),
         step: pick(trial * 6 + axis * 3 + 2, [undefined, 1, 2, 3, -1, -2, -4]),
       }));
-      const expected = hostSlice({ values: data, shape: [7, 6] }, ranges.map((range) => ({ ...range, start: finite(range.start, 7), end: finite(range.end, 7) })));
+      const expected = hostSlice(
+        { values: data, shape: [7, 6] },
+        ranges.map((range) => ({ ...range, start: finite(range.start, 7), end: finite(range.end, 7) })),
+      );
       using y = kiln.slice(x, ranges);
       expect(y.shape, JSON.stringify(ranges)).toEqual(expected.shape);
       expect(Array.from(await y.data()), JSON.stringify(ranges)).toEqual(Array.from(expected.values));
@@ -268,7 +320,10 @@ describe('slice', () => {
   });
 
   it('takes axes past the list whole, null/{} as whole axes, and keeps begin/size working', async () => {
-    using x = kiln.tensor(Array.from({ length: 24 }, (_, i) => i), [2, 3, 4]);
+    using x = kiln.tensor(
+      Array.from({ length: 24 }, (_, i) => i),
+      [2, 3, 4],
+    );
     using first = kiln.slice(x, [{ start: 1 }]);
     expect(first.shape).toEqual([1, 3, 4]);
     using middle = kiln.slice(x, [null, {}, { start: -1 }]);
@@ -292,8 +347,15 @@ describe('slice', () => {
   });
 
   it('scatters the gradient back into x (negative steps included)', async () => {
-    const ranges = [{ start: -1, end: 0, step: -2 }, { start: 1, step: 2 }];
-    await expectGradients((x) => kiln.slice(x, ranges), [{ values: uniform(30, 13), shape: [5, 6] }], ([x]) => hostSlice({ values: x, shape: [5, 6] }, ranges).values);
+    const ranges = [
+      { start: -1, end: 0, step: -2 },
+      { start: 1, step: 2 },
+    ];
+    await expectGradients(
+      (x) => kiln.slice(x, ranges),
+      [{ values: uniform(30, 13), shape: [5, 6] }],
+      ([x]) => hostSlice({ values: x, shape: [5, 6] }, ranges).values,
+    );
   });
 });
 
@@ -305,16 +367,27 @@ function finite(bound: number | undefined, n: number): number | undefined {
 
 describe('split and chunk', () => {
   it('split(x, size) cuts pieces of that size, the last one smaller (torch.split)', async () => {
-    using x = kiln.tensor(Array.from({ length: 14 }, (_, i) => i), [7, 2]);
+    using x = kiln.tensor(
+      Array.from({ length: 14 }, (_, i) => i),
+      [7, 2],
+    );
     const parts = kiln.split(x, 3);
-    expect(parts.map((part) => part.shape)).toEqual([[3, 2], [3, 2], [1, 2]]);
+    expect(parts.map((part) => part.shape)).toEqual([
+      [3, 2],
+      [3, 2],
+      [1, 2],
+    ]);
     expect(await values(parts[2])).toEqual([12, 13]);
     parts.forEach((part) => part.dispose());
     const exact = kiln.split(x, 7);
     expect(exact.map((part) => part.shape)).toEqual([[7, 2]]);
     exact.forEach((part) => part.dispose());
     const columns = kiln.split(x, [1, 0, 1], -1);
-    expect(columns.map((part) => part.shape)).toEqual([[7, 1], [7, 0], [7, 1]]);
+    expect(columns.map((part) => part.shape)).toEqual([
+      [7, 1],
+      [7, 0],
+      [7, 1],
+    ]);
     columns.forEach((part) => part.dispose());
     using empty = kiln.zeros([0, 3]);
     const emptyParts = kiln.split(empty, 2);
@@ -325,13 +398,16 @@ describe('split and chunk', () => {
   it('chunk(x, n) cuts n equal pieces and refuses an uneven axis', () => {
     using x = kiln.zeros([6, 4]);
     const parts = kiln.chunk(x, 2, 1);
-    expect(parts.map((part) => part.shape)).toEqual([[6, 2], [6, 2]]);
+    expect(parts.map((part) => part.shape)).toEqual([
+      [6, 2],
+      [6, 2],
+    ]);
     parts.forEach((part) => part.dispose());
     expect(() => kiln.chunk(x, 4)).toThrow(/chunk: count 4 does not divide axis 0/);
     expect(() => kiln.split(x, [2, 2])).toThrow(/add up to 4, but axis 0/);
   });
 
-  it('sends each piece\'s gradient back to its window', async () => {
+  it("sends each piece's gradient back to its window", async () => {
     using w = kiln.tensor([1, 2, 3, 4, 5]).requireGrad();
     using loss = kiln.tidy(() => {
       const [a, b] = kiln.split(w, 3);
@@ -363,7 +439,11 @@ describe('matmul with 1-D operands (numpy/torch rules)', () => {
       expect(out.shape).toEqual(outShape);
       expect(expected.shape).toEqual(outShape);
       (await out.data()).forEach((value, i) => expect(value).toBeCloseTo(expected.values[i], 5));
-      await expectGradients((x, y) => kiln.matmul(x, y), [a, b], ([x, y]) => hostMatmul({ values: x, shape: aShape }, { values: y, shape: bShape }).values);
+      await expectGradients(
+        (x, y) => kiln.matmul(x, y),
+        [a, b],
+        ([x, y]) => hostMatmul({ values: x, shape: aShape }, { values: y, shape: bShape }).values,
+      );
     });
   }
 
@@ -384,7 +464,11 @@ describe('takeAlongAxis', () => {
     using x = kiln.tensor(data, [3, 4]);
     using indices = kiln.tensor(new Int32Array([3, 0, 0, 1, 2, 2]), [3, 2]);
     using taken = kiln.takeAlongAxis(x, indices, 1);
-    expect(Array.from(await taken.data())).toEqual(Array.from(hostTakeAlongAxis({ values: data, shape: [3, 4] }, { values: [3, 0, 0, 1, 2, 2], shape: [3, 2] }, 1).values));
+    expect(Array.from(await taken.data())).toEqual(
+      Array.from(
+        hostTakeAlongAxis({ values: data, shape: [3, 4] }, { values: [3, 0, 0, 1, 2, 2], shape: [3, 2] }, 1).values,
+      ),
+    );
     using row = kiln.tensor([10, 20, 30], [1, 3]);
     using picks = kiln.tensor(new Int32Array([2, 0, 1, 1]), [4, 1]);
     using broadcast = kiln.takeAlongAxis(row, picks, 1);
@@ -399,7 +483,9 @@ describe('takeAlongAxis', () => {
   it('refuses negative and out-of-range indices, naming them (as torch.gather does)', () => {
     using x = kiln.zeros([2, 3]);
     using negative = kiln.tensor(new Int32Array([0, -1]), [2, 1]);
-    expect(() => kiln.takeAlongAxis(x, negative, 1)).toThrow(/takeAlongAxis: index -1 at position 1 is out of range for axis 1.*\n.*does not wrap negative indices/);
+    expect(() => kiln.takeAlongAxis(x, negative, 1)).toThrow(
+      /takeAlongAxis: index -1 at position 1 is out of range for axis 1.*\n.*does not wrap negative indices/,
+    );
     using large = kiln.tensor(new Int32Array([3]), [1, 1]);
     expect(() => kiln.takeAlongAxis(x, large, 1)).toThrow(InvalidArgumentError);
     using table = kiln.zeros([4, 2]);
@@ -413,7 +499,9 @@ describe('takeAlongAxis', () => {
     const indices = kiln.tensor(new Int32Array([3, 0]), [2, 1], { backend: device });
     // Index 3 on row 0 would be element 3 (row 1) if flattened naively: it yields 0 and the next read rejects.
     const taken = kiln.takeAlongAxis(x, indices, 1);
-    await expect(taken.data()).rejects.toThrow(/takeAlongAxis: index 3 at position 0 is out of range for axis 1 of f32\[2, 3\] \(size 3\)/);
+    await expect(taken.data()).rejects.toThrow(
+      /takeAlongAxis: index 3 at position 0 is out of range for axis 1 of f32\[2, 3\] \(size 3\)/,
+    );
     expect(Array.from(await taken.data())).toEqual([0, 4]);
     const total = kiln.sum(taken);
     kiln.backward(total);
@@ -425,8 +513,11 @@ describe('takeAlongAxis', () => {
   it('scatter-adds its gradient (repeated indices accumulate)', async () => {
     const indices = [0, 0, 3, 1, 1, 1, 2, 0, 2];
     using index = kiln.tensor(new Int32Array(indices), [3, 3]);
-    await expectGradients((x) => kiln.takeAlongAxis(x, index, 1), [{ values: uniform(12, 17), shape: [3, 4] }],
-      ([x]) => hostTakeAlongAxis({ values: x, shape: [3, 4] }, { values: indices, shape: [3, 3] }, 1).values);
+    await expectGradients(
+      (x) => kiln.takeAlongAxis(x, index, 1),
+      [{ values: uniform(12, 17), shape: [3, 4] }],
+      ([x]) => hostTakeAlongAxis({ values: x, shape: [3, 4] }, { values: indices, shape: [3, 3] }, 1).values,
+    );
   });
 });
 

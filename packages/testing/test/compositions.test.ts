@@ -23,7 +23,9 @@ const TOLERANCE: Record<DType, { absolute: number; relative: number }> = {
 function encode(values: readonly number[], dtype: DType): Uint8Array {
   if (dtype === 'f32') return new Uint8Array(Float32Array.from(values).buffer);
   if (dtype === 'i32') return new Uint8Array(Int32Array.from(values).buffer);
-  return new Uint8Array(Uint16Array.from(values, (value) => (dtype === 'f16' ? f32ToF16Bits(value) : f32ToBf16Bits(value))).buffer);
+  return new Uint8Array(
+    Uint16Array.from(values, (value) => (dtype === 'f16' ? f32ToF16Bits(value) : f32ToBf16Bits(value))).buffer,
+  );
 }
 
 function decode(bytes: Uint8Array, dtype: DType): number[] {
@@ -94,7 +96,10 @@ async function compareWithFused<K extends FusedKernelName>(
     for (let element = 0; element < length; element++) {
       const label = `${kernel} output ${index} element ${element}: got ${got[element]}, expected ${want[element]}`;
       if (!Number.isFinite(want[element])) expect(got[element], label).toBe(want[element]);
-      else expect(Math.abs(got[element] - want[element]), label).toBeLessThanOrEqual(absolute + relative * Math.abs(want[element]));
+      else
+        expect(Math.abs(got[element] - want[element]), label).toBeLessThanOrEqual(
+          absolute + relative * Math.abs(want[element]),
+        );
     }
   }
 }
@@ -108,7 +113,13 @@ describe('composedKernels', () => {
 });
 
 describe.each(FLOATS)('compositions match the fused reference (%s)', (dtype) => {
-  const rowShapes: Array<[number, number]> = [[0, 5], [3, 0], [1, 1], [3, 7], [5, 33]];
+  const rowShapes: Array<[number, number]> = [
+    [0, 5],
+    [3, 0],
+    [1, 1],
+    [3, 7],
+    [5, 33],
+  ];
 
   it.each(rowShapes)('softmax, logSoftmax, softmaxBackward [%i, %i]', async (rows, cols) => {
     const values = normal(rows * cols, 1, 3);
@@ -123,18 +134,30 @@ describe.each(FLOATS)('compositions match the fused reference (%s)', (dtype) => 
     const dy = normal(rows * cols, 3);
     await compareWithFused('softmaxBackward', (make) => {
       const dx = make.tensor([rows, cols], dtype);
-      return { args: [make.tensor([rows, cols], dtype, y), make.tensor([rows, cols], dtype, dy), dx, rows, cols], outputs: [dx] };
+      return {
+        args: [make.tensor([rows, cols], dtype, y), make.tensor([rows, cols], dtype, dy), dx, rows, cols],
+        outputs: [dx],
+      };
     });
   });
 
   it('softmax of a row of all −Inf is NaN in both', async () => {
     await compareWithFused('softmax', (make) => {
       const out = make.tensor([2, 3], dtype);
-      return { args: [make.tensor([2, 3], dtype, [-Infinity, -Infinity, -Infinity, 1, 2, 3]), out, 2, 3], outputs: [out] };
+      return {
+        args: [make.tensor([2, 3], dtype, [-Infinity, -Infinity, -Infinity, 1, 2, 3]), out, 2, 3],
+        outputs: [out],
+      };
     });
   });
 
-  it.each([[0, 4], [2, 0], [1, 1], [3, 7], [4, 64]] as Array<[number, number]>)('rmsNorm, rmsNormBackward, layerNorm [%i, %i]', async (rows, cols) => {
+  it.each([
+    [0, 4],
+    [2, 0],
+    [1, 1],
+    [3, 7],
+    [4, 64],
+  ] as Array<[number, number]>)('rmsNorm, rmsNormBackward, layerNorm [%i, %i]', async (rows, cols) => {
     const x = normal(rows * cols, 4, 2);
     const weight = normal(cols, 5);
     const bias = normal(cols, 6);
@@ -143,27 +166,55 @@ describe.each(FLOATS)('compositions match the fused reference (%s)', (dtype) => 
     await compareWithFused('rmsNorm', (make) => {
       const out = make.tensor([rows, cols], dtype);
       const inverse = make.tensor([rows], 'f32');
-      return { args: [make.tensor([rows, cols], dtype, x), make.tensor([cols], dtype, weight), out, inverse, rows, cols, 1e-5], outputs: [out, inverse] };
-    });
-    await compareWithFused('rmsNormBackward', (make) => {
-      const dx = make.tensor([rows, cols], dtype);
-      const dWeight = make.tensor([cols], 'f32');
       return {
-        args: [make.tensor([rows, cols], dtype, x), make.tensor([cols], dtype, weight), make.tensor([rows], 'f32', rstd),
-          make.tensor([rows, cols], dtype, dy), dx, dWeight, rows, cols],
-        outputs: [dx, dWeight],
+        args: [make.tensor([rows, cols], dtype, x), make.tensor([cols], dtype, weight), out, inverse, rows, cols, 1e-5],
+        outputs: [out, inverse],
       };
-    }, { f32: { absolute: 1e-4, relative: 2e-4 } });
+    });
+    await compareWithFused(
+      'rmsNormBackward',
+      (make) => {
+        const dx = make.tensor([rows, cols], dtype);
+        const dWeight = make.tensor([cols], 'f32');
+        return {
+          args: [
+            make.tensor([rows, cols], dtype, x),
+            make.tensor([cols], dtype, weight),
+            make.tensor([rows], 'f32', rstd),
+            make.tensor([rows, cols], dtype, dy),
+            dx,
+            dWeight,
+            rows,
+            cols,
+          ],
+          outputs: [dx, dWeight],
+        };
+      },
+      { f32: { absolute: 1e-4, relative: 2e-4 } },
+    );
     await compareWithFused('layerNorm', (make) => {
       const out = make.tensor([rows, cols], dtype);
       return {
-        args: [make.tensor([rows, cols], dtype, x), make.tensor([cols], dtype, weight), make.tensor([cols], dtype, bias), out, rows, cols, 1e-5],
+        args: [
+          make.tensor([rows, cols], dtype, x),
+          make.tensor([cols], dtype, weight),
+          make.tensor([cols], dtype, bias),
+          out,
+          rows,
+          cols,
+          1e-5,
+        ],
         outputs: [out],
       };
     });
   });
 
-  it.each([[1, 1, 1, 2], [2, 3, 5, 6], [1, 2, 0, 4], [1, 2, 3, 16]])('rope [%i, %i, %i, %i], both directions', async (...shape) => {
+  it.each([
+    [1, 1, 1, 2],
+    [2, 3, 5, 6],
+    [1, 2, 0, 4],
+    [1, 2, 3, 16],
+  ])('rope [%i, %i, %i, %i], both directions', async (...shape) => {
     const x = normal(count(shape), 9);
     for (const inverse of [false, true]) {
       await compareWithFused('rope', (make) => {
@@ -185,7 +236,13 @@ describe.each(FLOATS)('compositions match the fused reference (%s)', (dtype) => 
       const dGate = make.tensor(shape, dtype);
       const dUp = make.tensor(shape, dtype);
       return {
-        args: [make.tensor(shape, dtype, gate), make.tensor(shape, dtype, up), make.tensor(shape, dtype, dy), dGate, dUp],
+        args: [
+          make.tensor(shape, dtype, gate),
+          make.tensor(shape, dtype, up),
+          make.tensor(shape, dtype, dy),
+          dGate,
+          dUp,
+        ],
         outputs: [dGate, dUp],
       };
     });
@@ -210,12 +267,30 @@ describe.each(FLOATS)('compositions match the fused reference (%s)', (dtype) => 
     }
     await compareWithFused('crossEntropy', (make) => {
       const loss = make.tensor([rows], 'f32');
-      return { args: [make.tensor([rows, classes], dtype, logits), make.tensor([rows], 'i32', targets), loss, rows, classes, ignoreIndex], outputs: [loss] };
+      return {
+        args: [
+          make.tensor([rows, classes], dtype, logits),
+          make.tensor([rows], 'i32', targets),
+          loss,
+          rows,
+          classes,
+          ignoreIndex,
+        ],
+        outputs: [loss],
+      };
     });
     await compareWithFused('crossEntropyBackward', (make) => {
       const dLogits = make.tensor([rows, classes], dtype);
       return {
-        args: [make.tensor([rows, classes], dtype, logits), make.tensor([rows], 'i32', targets), dLogits, rows, classes, ignoreIndex, 0.25],
+        args: [
+          make.tensor([rows, classes], dtype, logits),
+          make.tensor([rows], 'i32', targets),
+          dLogits,
+          rows,
+          classes,
+          ignoreIndex,
+          0.25,
+        ],
         outputs: [dLogits],
       };
     });
@@ -230,13 +305,28 @@ describe.each(FLOATS)('compositions match the fused reference (%s)', (dtype) => 
     const grad = normal(length, 16, 0.1);
     const m = normal(length, 17, 0.01);
     const v = uniform(length, 18, 0, 1e-3);
-    await compareWithFused('adamw', (make) => {
-      const refs = [make.tensor([length], dtype, param), make.tensor([length], dtype, grad), make.tensor([length], 'f32', m), make.tensor([length], 'f32', v)];
-      return {
-        args: [refs[0], refs[1], refs[2], refs[3], { lr: 1e-2, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay, step }],
-        outputs: [refs[0], refs[2], refs[3]],
-      };
-    }, { f32: { absolute: 1e-7, relative: 2e-6 } });
+    await compareWithFused(
+      'adamw',
+      (make) => {
+        const refs = [
+          make.tensor([length], dtype, param),
+          make.tensor([length], dtype, grad),
+          make.tensor([length], 'f32', m),
+          make.tensor([length], 'f32', v),
+        ];
+        return {
+          args: [
+            refs[0],
+            refs[1],
+            refs[2],
+            refs[3],
+            { lr: 1e-2, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay, step },
+          ],
+          outputs: [refs[0], refs[2], refs[3]],
+        };
+      },
+      { f32: { absolute: 1e-7, relative: 2e-6 } },
+    );
   });
 
   it.each([
@@ -245,52 +335,106 @@ describe.each(FLOATS)('compositions match the fused reference (%s)', (dtype) => 
     { lengths: [7], guard: Number.NaN },
   ])('sumOfSquaresMulti and adamwMulti %j', async ({ lengths, guard }) => {
     await compareWithFused('sumOfSquaresMulti', (make) => {
-      const tensors = lengths.map((length, index) => make.tensor([length], index % 2 === 0 ? dtype : 'f32', normal(length, 30 + index, 2)));
+      const tensors = lengths.map((length, index) =>
+        make.tensor([length], index % 2 === 0 ? dtype : 'f32', normal(length, 30 + index, 2)),
+      );
       const out = make.tensor([], 'f32');
       return { args: [tensors, out], outputs: [out] };
     });
-    for (const [deviceScale, withDeviceScalars] of [[false, false], [true, false], [true, true]]) {
-      await compareWithFused('adamwMulti', (make) => {
-        const params = lengths.map((length, index) => make.tensor([length], dtype, normal(length, 40 + index)));
-        const grads = lengths.map((length, index) => make.tensor([length], index % 2 === 0 ? 'f32' : dtype, normal(length, 50 + index, 0.1)));
-        const ms = lengths.map((length, index) => make.tensor([length], 'f32', normal(length, 60 + index, 0.01)));
-        const vs = lengths.map((length, index) => make.tensor([length], 'f32', uniform(length, 70 + index, 0, 1e-3)));
-        const gradientScale = deviceScale ? make.tensor([1], 'f32', [0.25]) : 0.25;
-        const skipIfNonFinite = guard === undefined ? undefined : make.tensor([], 'f32', [guard]);
-        const weightDecays = lengths.map((_, index) => (index % 2 === 0 ? 0.1 : 0));
-        // Device scalars for lr 3e-3, step 5; options.lr and options.step then hold stale values the kernels must ignore.
-        const deviceScalars = withDeviceScalars
-          ? { deviceScalars: make.tensor([2 + lengths.length], 'f32', [...adamwDeviceScalars({ lr: 3e-3, beta1: 0.9, beta2: 0.999, step: 5, weightDecays })]) }
-          : {};
-        return {
-          args: [params, grads, ms, vs, { lr: 1e-2, beta1: 0.9, beta2: 0.999, eps: 1e-8, step: 3, weightDecays, gradientScale, ...(skipIfNonFinite ? { skipIfNonFinite } : {}), ...deviceScalars }],
-          outputs: [...params, ...ms, ...vs],
-        };
-      }, { f32: { absolute: 1e-7, relative: 2e-6 } });
+    for (const [deviceScale, withDeviceScalars] of [
+      [false, false],
+      [true, false],
+      [true, true],
+    ]) {
+      await compareWithFused(
+        'adamwMulti',
+        (make) => {
+          const params = lengths.map((length, index) => make.tensor([length], dtype, normal(length, 40 + index)));
+          const grads = lengths.map((length, index) =>
+            make.tensor([length], index % 2 === 0 ? 'f32' : dtype, normal(length, 50 + index, 0.1)),
+          );
+          const ms = lengths.map((length, index) => make.tensor([length], 'f32', normal(length, 60 + index, 0.01)));
+          const vs = lengths.map((length, index) => make.tensor([length], 'f32', uniform(length, 70 + index, 0, 1e-3)));
+          const gradientScale = deviceScale ? make.tensor([1], 'f32', [0.25]) : 0.25;
+          const skipIfNonFinite = guard === undefined ? undefined : make.tensor([], 'f32', [guard]);
+          const weightDecays = lengths.map((_, index) => (index % 2 === 0 ? 0.1 : 0));
+          // Device scalars for lr 3e-3, step 5; options.lr and options.step then hold stale values the kernels must ignore.
+          const deviceScalars = withDeviceScalars
+            ? {
+                deviceScalars: make.tensor([2 + lengths.length], 'f32', [
+                  ...adamwDeviceScalars({ lr: 3e-3, beta1: 0.9, beta2: 0.999, step: 5, weightDecays }),
+                ]),
+              }
+            : {};
+          return {
+            args: [
+              params,
+              grads,
+              ms,
+              vs,
+              {
+                lr: 1e-2,
+                beta1: 0.9,
+                beta2: 0.999,
+                eps: 1e-8,
+                step: 3,
+                weightDecays,
+                gradientScale,
+                ...(skipIfNonFinite ? { skipIfNonFinite } : {}),
+                ...deviceScalars,
+              },
+            ],
+            outputs: [...params, ...ms, ...vs],
+          };
+        },
+        { f32: { absolute: 1e-7, relative: 2e-6 } },
+      );
     }
   });
 
   it.each([[0], [1], [13]])('random is bit-identical to the fused kernel (%i elements)', async (length) => {
-    for (const distribution of [{ kind: 'uniform', low: -2, high: 5 }, { kind: 'normal', mean: 1, std: 3 }] as const) {
-      await compareWithFused('random', (make) => {
-        const out = make.tensor([length], dtype);
-        return { args: [out, distribution, 1234, 5], outputs: [out] };
-      }, { [dtype]: { absolute: 0, relative: 0 } });
+    for (const distribution of [
+      { kind: 'uniform', low: -2, high: 5 },
+      { kind: 'normal', mean: 1, std: 3 },
+    ] as const) {
+      await compareWithFused(
+        'random',
+        (make) => {
+          const out = make.tensor([length], dtype);
+          return { args: [out, distribution, 1234, 5], outputs: [out] };
+        },
+        { [dtype]: { absolute: 0, relative: 0 } },
+      );
     }
   });
 });
 
 describe.each(FLOATS)('attention compositions match the fused reference (%s)', (dtype) => {
   interface AttentionCase {
-    batch: number; queryHeads: number; keyHeads: number; queryLength: number; keyLength: number; dimension: number;
-    causal: boolean; mask?: 'broadcast' | 'full';
+    batch: number;
+    queryHeads: number;
+    keyHeads: number;
+    queryLength: number;
+    keyLength: number;
+    dimension: number;
+    causal: boolean;
+    mask?: 'broadcast' | 'full';
   }
   const cases: AttentionCase[] = [
     { batch: 1, queryHeads: 1, keyHeads: 1, queryLength: 1, keyLength: 1, dimension: 1, causal: false },
     { batch: 2, queryHeads: 4, keyHeads: 2, queryLength: 3, keyLength: 5, dimension: 8, causal: true },
     // Tq > Tk with causal: the first queries have no allowed key.
     { batch: 1, queryHeads: 2, keyHeads: 2, queryLength: 5, keyLength: 3, dimension: 4, causal: true },
-    { batch: 1, queryHeads: 2, keyHeads: 1, queryLength: 4, keyLength: 4, dimension: 3, causal: false, mask: 'broadcast' },
+    {
+      batch: 1,
+      queryHeads: 2,
+      keyHeads: 1,
+      queryLength: 4,
+      keyLength: 4,
+      dimension: 3,
+      causal: false,
+      mask: 'broadcast',
+    },
     { batch: 2, queryHeads: 3, keyHeads: 1, queryLength: 3, keyLength: 6, dimension: 5, causal: true, mask: 'full' },
     { batch: 0, queryHeads: 2, keyHeads: 1, queryLength: 3, keyLength: 3, dimension: 4, causal: false },
     { batch: 1, queryHeads: 2, keyHeads: 1, queryLength: 3, keyLength: 0, dimension: 4, causal: false },
@@ -323,7 +467,15 @@ describe.each(FLOATS)('attention compositions match the fused reference (%s)', (
       const out = make.tensor(queryShape, dtype);
       const lse = make.tensor([batch, queryHeads, queryLength], 'f32');
       return {
-        args: [make.tensor(queryShape, dtype, q), make.tensor(keyShape, dtype, k), make.tensor(keyShape, dtype, v), maskOf(make), out, lse, params],
+        args: [
+          make.tensor(queryShape, dtype, q),
+          make.tensor(keyShape, dtype, k),
+          make.tensor(keyShape, dtype, v),
+          maskOf(make),
+          out,
+          lse,
+          params,
+        ],
         outputs: [out, lse],
       };
     });
@@ -333,22 +485,42 @@ describe.each(FLOATS)('attention compositions match the fused reference (%s)', (
     const make = factoryFor(forward);
     const out = make.tensor(queryShape, dtype);
     const lse = make.tensor([batch, queryHeads, queryLength], 'f32');
-    forward.attention!(make.tensor(queryShape, dtype, q), make.tensor(keyShape, dtype, k), make.tensor(keyShape, dtype, v), maskOf(make), out, lse, params);
+    forward.attention!(
+      make.tensor(queryShape, dtype, q),
+      make.tensor(keyShape, dtype, k),
+      make.tensor(keyShape, dtype, v),
+      maskOf(make),
+      out,
+      lse,
+      params,
+    );
     const outValues = decode(await forward.download(out.buffer), dtype);
     const lseValues = decode(await forward.download(lse.buffer), 'f32');
-    await compareWithFused('attentionBackward', (factory) => {
-      const dq = factory.tensor(queryShape, dtype);
-      const dk = factory.tensor(keyShape, dtype);
-      const dv = factory.tensor(keyShape, dtype);
-      return {
-        args: [
-          factory.tensor(queryShape, dtype, q), factory.tensor(keyShape, dtype, k), factory.tensor(keyShape, dtype, v), maskOf(factory),
-          factory.tensor(queryShape, dtype, outValues), factory.tensor([batch, queryHeads, queryLength], 'f32', lseValues),
-          factory.tensor(queryShape, dtype, dOut), dq, dk, dv, params,
-        ],
-        outputs: [dq, dk, dv],
-      };
-    }, { f32: { absolute: 1e-4, relative: 5e-4 } });
+    await compareWithFused(
+      'attentionBackward',
+      (factory) => {
+        const dq = factory.tensor(queryShape, dtype);
+        const dk = factory.tensor(keyShape, dtype);
+        const dv = factory.tensor(keyShape, dtype);
+        return {
+          args: [
+            factory.tensor(queryShape, dtype, q),
+            factory.tensor(keyShape, dtype, k),
+            factory.tensor(keyShape, dtype, v),
+            maskOf(factory),
+            factory.tensor(queryShape, dtype, outValues),
+            factory.tensor([batch, queryHeads, queryLength], 'f32', lseValues),
+            factory.tensor(queryShape, dtype, dOut),
+            dq,
+            dk,
+            dv,
+            params,
+          ],
+          outputs: [dq, dk, dv],
+        };
+      },
+      { f32: { absolute: 1e-4, relative: 5e-4 } },
+    );
   });
 });
 
@@ -370,7 +542,9 @@ describe('composition hygiene', () => {
     const out = make.tensor([1, 2, 3, 4], 'bf16');
     const lse = make.tensor([1, 2, 3], 'f32');
     const before = primitives.memory().bufferCount;
-    expect(() => composedKernels.attention(failing, q, k, k, null, out, lse, { scale: 0.5, causal: true })).toThrow('device lost');
+    expect(() => composedKernels.attention(failing, q, k, k, null, out, lse, { scale: 0.5, causal: true })).toThrow(
+      'device lost',
+    );
     expect(calls).toBeGreaterThan(0);
     expect(primitives.memory().bufferCount).toBe(before);
     expect(() => composedKernels.softmax(failing, q, out, 6, 4)).toThrow('device lost');

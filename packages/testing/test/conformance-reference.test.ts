@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { createReferenceBackend, describeBackendConformance, formatSupportMatrix, supportMatrix } from '../src/index.js';
+import {
+  createReferenceBackend,
+  describeBackendConformance,
+  formatSupportMatrix,
+  supportMatrix,
+} from '../src/index.js';
 
 // The oracle against itself: every case must pass, which checks the kit's own plumbing.
 describeBackendConformance('reference', { create: () => createReferenceBackend() });
@@ -21,7 +26,8 @@ describeBackendConformance('absent-device', {
 describe('supportMatrix', () => {
   it('reports native, fallback and unsupported cells', () => {
     const rows = supportMatrix(createReferenceBackend({ fused: ['softmax'], unsupportedDTypes: { matmul: ['bf16'] } }));
-    const status = (kernel: string, dtype: string) => rows.find((row) => row.kernel === kernel && row.dtype === dtype)?.status;
+    const status = (kernel: string, dtype: string) =>
+      rows.find((row) => row.kernel === kernel && row.dtype === dtype)?.status;
     expect(status('matmul', 'f32')).toBe('native');
     expect(status('matmul', 'bf16')).toBe('fallback');
     expect(status('matmul', 'i32')).toBe('unsupported');
@@ -35,7 +41,9 @@ describe('supportMatrix', () => {
     const table = formatSupportMatrix(supportMatrix(createReferenceBackend({ fused: false })));
     const lines = table.split('\n');
     expect(lines[0]).toMatch(/^kernel\s+\| f32\s+\| f16\s+\| bf16\s+\| i32$/);
-    expect(lines.find((line) => line.startsWith('matmul'))).toMatch(/^matmul\s+\| native\s+\| native\s+\| native\s+\| -$/);
+    expect(lines.find((line) => line.startsWith('matmul'))).toMatch(
+      /^matmul\s+\| native\s+\| native\s+\| native\s+\| -$/,
+    );
     expect(lines.find((line) => line.startsWith('attention '))).toMatch(/fallback\s+\| fallback\s+\| fallback\s+\| -$/);
     expect(lines).toHaveLength(2 + 27);
   });

@@ -29,7 +29,8 @@ function node(script: string, type: 'module' | 'commonjs'): { stdout: string; st
   return { stdout: result.stdout, stderr: result.stderr };
 }
 
-const REPORT = "(error) => JSON.stringify({ name: error.name, code: error.code, packageName: error.packageName, message: error.message })";
+const REPORT =
+  '(error) => JSON.stringify({ name: error.name, code: error.code, packageName: error.packageName, message: error.message })';
 
 describe('@kiln/core/testing (deprecated)', () => {
   it('throws MissingDependencyError naming @kiln/testing when it is not installed (import and require)', () => {
@@ -37,26 +38,52 @@ describe('@kiln/core/testing (deprecated)', () => {
       name: 'MissingDependencyError',
       code: 'MISSING_DEPENDENCY',
       packageName: '@kiln/testing',
-      message: '@kiln/core/testing re-exports the conformance kit from @kiln/testing, which is not installed\n'
-        + '  hint: install @kiln/testing (npm i -D @kiln/testing) and import from it instead of @kiln/core/testing',
+      message:
+        '@kiln/core/testing re-exports the conformance kit from @kiln/testing, which is not installed\n' +
+        '  hint: install @kiln/testing (npm i -D @kiln/testing) and import from it instead of @kiln/core/testing',
     };
-    const esm = node(`await import('@kiln/core/testing').then(() => console.log('loaded'), ${REPORT}).then((line) => line && console.log(line));\n`, 'module');
+    const esm = node(
+      `await import('@kiln/core/testing').then(() => console.log('loaded'), ${REPORT}).then((line) => line && console.log(line));\n`,
+      'module',
+    );
     expect(JSON.parse(esm.stdout)).toEqual(expected);
-    const cjs = node(`try { require('@kiln/core/testing'); console.log('loaded'); } catch (error) { console.log((${REPORT})(error)); }\n`, 'commonjs');
+    const cjs = node(
+      `try { require('@kiln/core/testing'); console.log('loaded'); } catch (error) { console.log((${REPORT})(error)); }\n`,
+      'commonjs',
+    );
     expect(JSON.parse(cjs.stdout)).toEqual(expected);
   });
 
   it('re-exports every export of @kiln/testing from the project, warning once', () => {
     const fake = join(project, 'node_modules', '@kiln', 'testing');
     mkdirSync(fake, { recursive: true });
-    writeFileSync(join(fake, 'package.json'), JSON.stringify({ name: '@kiln/testing', version: '0.2.0', type: 'module', exports: { '.': { import: { default: './index.js' }, require: { default: './index.cjs' } }, './package.json': './package.json' } }));
+    writeFileSync(
+      join(fake, 'package.json'),
+      JSON.stringify({
+        name: '@kiln/testing',
+        version: '0.2.0',
+        type: 'module',
+        exports: {
+          '.': { import: { default: './index.js' }, require: { default: './index.cjs' } },
+          './package.json': './package.json',
+        },
+      }),
+    );
     writeFileSync(join(fake, 'index.js'), names.map((name) => `export const ${name} = 'kit:${name}';\n`).join(''));
     writeFileSync(join(fake, 'index.cjs'), names.map((name) => `exports.${name} = 'kit:${name}';\n`).join(''));
-    const esm = node("const first = await import('@kiln/core/testing');\nawait import('@kiln/core/testing');\nconsole.log(JSON.stringify(Object.entries(first).sort()));\n", 'module');
+    const esm = node(
+      "const first = await import('@kiln/core/testing');\nawait import('@kiln/core/testing');\nconsole.log(JSON.stringify(Object.entries(first).sort()));\n",
+      'module',
+    );
     expect(JSON.parse(esm.stdout)).toEqual(names.map((name) => [name, `kit:${name}`]));
     expect(esm.stderr.match(/DeprecationWarning/g)).toHaveLength(1);
-    expect(esm.stderr).toContain('@kiln/core/testing is deprecated and goes away in kiln 0.3: import the conformance kit from @kiln/testing (npm i -D @kiln/testing)');
-    const cjs = node("const kit = require('@kiln/core/testing');\nrequire('@kiln/core/testing');\nconsole.log(JSON.stringify(Object.entries(kit).sort()));\n", 'commonjs');
+    expect(esm.stderr).toContain(
+      '@kiln/core/testing is deprecated and goes away in kiln 0.3: import the conformance kit from @kiln/testing (npm i -D @kiln/testing)',
+    );
+    const cjs = node(
+      "const kit = require('@kiln/core/testing');\nrequire('@kiln/core/testing');\nconsole.log(JSON.stringify(Object.entries(kit).sort()));\n",
+      'commonjs',
+    );
     expect(JSON.parse(cjs.stdout)).toEqual(names.map((name) => [name, `kit:${name}`]));
     expect(cjs.stderr.match(/DeprecationWarning/g)).toHaveLength(1);
   });

@@ -26,21 +26,32 @@ function uncheckedDevice(options: { checksIndices?: boolean } = {}): UncheckedDe
     seenIndices,
     gather(x, indices, out, outer, rows, inner) {
       const source = new Uint32Array(bytesOf(x).slice().buffer);
-      const positions = new Int32Array(bytesOf(indices).slice().buffer, 0, indices.shape.reduce((a, b) => a * b, 1));
+      const positions = new Int32Array(
+        bytesOf(indices).slice().buffer,
+        0,
+        indices.shape.reduce((a, b) => a * b, 1),
+      );
       seenIndices.push(...positions);
       const result = new Uint32Array(outer * positions.length * inner);
       for (let o = 0; o < outer; o++) {
         for (let i = 0; i < positions.length; i++) {
           for (let j = 0; j < inner; j++) {
             // No bounds check: past the end of x this reads "other memory" (here: a NaN pattern).
-            result[(o * positions.length + i) * inner + j] = source[(o * rows + positions[i]) * inner + j] ?? 0x7fc00001;
+            result[(o * positions.length + i) * inner + j] =
+              source[(o * rows + positions[i]) * inner + j] ?? 0x7fc00001;
           }
         }
       }
       base.upload(out.buffer, new Uint8Array(result.buffer));
     },
     scatterAdd(source, indices, out, outer, rows, inner) {
-      seenIndices.push(...new Int32Array(bytesOf(indices).slice().buffer, 0, indices.shape.reduce((a, b) => a * b, 1)));
+      seenIndices.push(
+        ...new Int32Array(
+          bytesOf(indices).slice().buffer,
+          0,
+          indices.shape.reduce((a, b) => a * b, 1),
+        ),
+      );
       base.scatterAdd(source, indices, out, outer, rows, inner);
     },
   };
@@ -49,7 +60,10 @@ function uncheckedDevice(options: { checksIndices?: boolean } = {}): UncheckedDe
 }
 
 async function rejection(promise: Promise<unknown>): Promise<InvalidArgumentError> {
-  const error = await promise.then(() => undefined, (caught: unknown) => caught);
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
   expect(error).toBeInstanceOf(InvalidArgumentError);
   return error as InvalidArgumentError;
 }
@@ -61,7 +75,9 @@ describe('out-of-range indices on a device without synchronous reads', () => {
     const ids = kiln.tensor(new Int32Array([1, 5, 0]), [3], { backend: device });
     const rows = kiln.embedding(table, ids);
     const error = await rejection(rows.data());
-    expect(error.message).toMatch(/^embedding: index 5 at position 1 is out of range for axis 0 of f32\[2, 3\] \(size 2\) in ids/);
+    expect(error.message).toMatch(
+      /^embedding: index 5 at position 1 is out of range for axis 0 of f32\[2, 3\] \(size 2\) in ids/,
+    );
     expect(error.hint).toMatch(/\[0, 1\]/);
     // The kernel never saw the bad index, and the row it would have produced is 0.
     expect(device.seenIndices.every((index) => index >= 0 && index < 2)).toBe(true);
@@ -77,10 +93,14 @@ describe('out-of-range indices on a device without synchronous reads', () => {
     const first = kiln.gather(table, kiln.tensor(new Int32Array([0, -3]), [2], options));
     const second = kiln.gather(table, kiln.tensor(new Int32Array([7]), [1], options), 1);
     const total = kiln.sum(first);
-    expect((await rejection(total.item())).message).toMatch(/^gather: index -3 at position 1 .*\n.*does not wrap negative indices/);
+    expect((await rejection(total.item())).message).toMatch(
+      /^gather: index -3 at position 1 .*\n.*does not wrap negative indices/,
+    );
     expect(await total.item()).toBe(3);
     kiln.gather(table, kiln.tensor(new Int32Array([9]), [1], options));
-    expect((await rejection(kiln.synchronize(device))).message).toMatch(/^gather: index 9 at position 0 is out of range for axis 0/);
+    expect((await rejection(kiln.synchronize(device))).message).toMatch(
+      /^gather: index 9 at position 0 is out of range for axis 0/,
+    );
     kiln.gather(table, kiln.tensor(new Int32Array([2]), [1], options));
     await rejection(kiln.toBackend(second, createReferenceBackend()));
     await kiln.synchronize(device);
@@ -104,7 +124,9 @@ describe('out-of-range indices on a device without synchronous reads', () => {
     expect(await ok.item()).toBeCloseTo(Math.log(4), 6);
     const bad = kiln.crossEntropy(logits, kiln.tensor(new Int32Array([0, 4, 3]), [3], { backend: device }));
     const error = await rejection(bad.item());
-    expect(error.message).toMatch(/^crossEntropy: target 4 at row 1 is outside \[0, 3\] \(and is not the ignore index -100\)/);
+    expect(error.message).toMatch(
+      /^crossEntropy: target 4 at row 1 is outside \[0, 3\] \(and is not the ignore index -100\)/,
+    );
   });
 
   it('leaves the check to a backend that declares capabilities.checksIndices', async () => {

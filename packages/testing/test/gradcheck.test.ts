@@ -5,7 +5,10 @@ import { createReferenceBackend, gradcheck, runConformance } from '../src/index.
 // f(a, b) = Σ sin(a_i) · b_i²  →  ∂f/∂a_i = cos(a_i) · b_i², ∂f/∂b_i = 2 sin(a_i) · b_i
 const loss = ([a, b]: Float64Array[]) => a.reduce((total, value, i) => total + Math.sin(value) * b[i] ** 2, 0);
 const inputs = () => [Float64Array.from([0.3, -1.2, 2.5, 0.7]), Float64Array.from([1.5, -0.4, 0.9, 2.0])];
-const gradients = ([a, b]: Float64Array[]) => [a.map((value, i) => Math.cos(value) * b[i] ** 2), a.map((value, i) => 2 * Math.sin(value) * b[i])];
+const gradients = ([a, b]: Float64Array[]) => [
+  a.map((value, i) => Math.cos(value) * b[i] ** 2),
+  a.map((value, i) => 2 * Math.sin(value) * b[i]),
+];
 
 describe('gradcheck', () => {
   it('accepts the correct analytic gradient', () => {
@@ -32,7 +35,9 @@ describe('gradcheck', () => {
     const values = inputs();
     const [gradA, gradB] = gradients(values);
     const tolerance = { absolute: 0, relative: 1e-4 };
-    expect(gradcheck(loss, values, [gradA.map((value) => value * (1 + 1e-3)), gradB], { tolerance }).passed).toBe(false);
+    expect(gradcheck(loss, values, [gradA.map((value) => value * (1 + 1e-3)), gradB], { tolerance }).passed).toBe(
+      false,
+    );
     expect(gradcheck(loss, values, [gradA.map((value) => value * (1 + 1e-6)), gradB], { tolerance }).passed).toBe(true);
   });
 
@@ -46,7 +51,9 @@ describe('gradcheck', () => {
   it('throws when gradients and inputs do not pair up', () => {
     const values = inputs();
     expect(() => gradcheck(loss, values, [gradients(values)[0]])).toThrow(RangeError);
-    expect(() => gradcheck(loss, values, [new Float64Array(3), new Float64Array(4)])).toThrow(/gradient 0 has 3 elements/);
+    expect(() => gradcheck(loss, values, [new Float64Array(3), new Float64Array(4)])).toThrow(
+      /gradient 0 has 3 elements/,
+    );
   });
 });
 
@@ -58,7 +65,12 @@ describe('gradient-check cases of the conformance kit', () => {
       ...base,
       swigluBackward(gate, up, dy, dGate, dUp) {
         base.swigluBackward!(gate, up, dy, dGate, dUp);
-        base.binary('mul', { ...dy, strides: contiguous(dy.shape), offset: 0 }, { ...gate, strides: contiguous(gate.shape), offset: 0 }, dUp);
+        base.binary(
+          'mul',
+          { ...dy, strides: contiguous(dy.shape), offset: 0 },
+          { ...gate, strides: contiguous(gate.shape), offset: 0 },
+          dUp,
+        );
       },
     };
   }
@@ -80,7 +92,14 @@ describe('gradient-check cases of the conformance kit', () => {
 
   it('pass every backward kernel of the reference backend', async () => {
     const report = await runConformance(createReferenceBackend(), {
-      kernels: ['softmaxBackward', 'rmsNormBackward', 'rope', 'swigluBackward', 'attentionBackward', 'crossEntropyBackward'],
+      kernels: [
+        'softmaxBackward',
+        'rmsNormBackward',
+        'rope',
+        'swigluBackward',
+        'attentionBackward',
+        'crossEntropyBackward',
+      ],
     });
     const gradientCases = report.results.filter((result) => result.id.includes('gradcheck'));
     expect(gradientCases.map((result) => result.status)).toEqual(new Array(7).fill('passed'));

@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import {
-  bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits, f64ToBf16Bits, f64ToF16Bits, decodeF16, encodeF16, encodeBf16, decodeBf16,
+  bf16BitsToF32,
+  f16BitsToF32,
+  f32ToBf16Bits,
+  f32ToF16Bits,
+  f64ToBf16Bits,
+  f64ToF16Bits,
+  decodeF16,
+  encodeF16,
+  encodeBf16,
+  decodeBf16,
 } from '@kiln/core';
 import { philox4x32, philoxNormal, philoxUniform } from '@kiln/core';
 import { encodeHostValues } from '@kiln/core';
@@ -73,7 +82,7 @@ describe('float64 → f16/bf16 (one rounding)', () => {
     expect(f64ToF16Bits(Number.NaN) & 0x7c00).toBe(0x7c00);
   });
 
-  it('agrees with the reference backend\'s exact rounding on random float64 values at every scale', () => {
+  it("agrees with the reference backend's exact rounding on random float64 values at every scale", () => {
     const mismatches: string[] = [];
     const scratch = new Float64Array(1);
     const words = new Uint32Array(scratch.buffer);
@@ -108,7 +117,9 @@ describe('encodeHostValues', () => {
   it('rounds halves once and converts i32 like cast (toward zero, NaN → 0, saturating)', () => {
     expect([...new Uint16Array(encodeHostValues([1 + 2 ** -11 + 2 ** -30], 'f16').buffer)]).toEqual([0x3c01]);
     expect([...new Uint16Array(encodeHostValues([1 + 2 ** -8 + 2 ** -30], 'bf16').buffer)]).toEqual([0x3f81]);
-    const ints = new Int32Array(encodeHostValues([1.9, -1.9, Number.NaN, 3e9, -3e9, -2147483648.5, Infinity, -Infinity], 'i32').buffer);
+    const ints = new Int32Array(
+      encodeHostValues([1.9, -1.9, Number.NaN, 3e9, -3e9, -2147483648.5, Infinity, -Infinity], 'i32').buffer,
+    );
     expect([...ints]).toEqual([1, -1, 0, 2147483647, -2147483648, -2147483648, 2147483647, -2147483648]);
   });
 });
@@ -117,11 +128,26 @@ describe('Philox4x32-10', () => {
   it('matches the Random123 known-answer vectors', () => {
     const out = new Uint32Array(4);
     philox4x32([0, 0, 0, 0], [0, 0], out);
-    expect([...out].map((word) => word.toString(16).padStart(8, '0'))).toEqual(['6627e8d5', 'e169c58d', 'bc57ac4c', '9b00dbd8']);
+    expect([...out].map((word) => word.toString(16).padStart(8, '0'))).toEqual([
+      '6627e8d5',
+      'e169c58d',
+      'bc57ac4c',
+      '9b00dbd8',
+    ]);
     philox4x32([0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff], [0xffffffff, 0xffffffff], out);
-    expect([...out].map((word) => word.toString(16).padStart(8, '0'))).toEqual(['408f276d', '41c83b0e', 'a20bc7c6', '6d5451fd']);
+    expect([...out].map((word) => word.toString(16).padStart(8, '0'))).toEqual([
+      '408f276d',
+      '41c83b0e',
+      'a20bc7c6',
+      '6d5451fd',
+    ]);
     philox4x32([0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344], [0xa4093822, 0x299f31d0], out);
-    expect([...out].map((word) => word.toString(16).padStart(8, '0'))).toEqual(['d16cfe09', '94fdcceb', '5001e420', '24126ea1']);
+    expect([...out].map((word) => word.toString(16).padStart(8, '0'))).toEqual([
+      'd16cfe09',
+      '94fdcceb',
+      '5001e420',
+      '24126ea1',
+    ]);
   });
 
   it('is counter-based: any window of the stream equals the same slice of the whole', () => {

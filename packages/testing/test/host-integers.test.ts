@@ -23,16 +23,32 @@ describe('host numbers that become i32 elements must be integers in [−2³¹, 2
     ['tensor() with NaN', () => kiln.tensor([0, 0, NaN], [3], { dtype: 'i32' }), /tensor: .*NaN.*index 2/],
     ['tensor() with −Infinity', () => kiln.tensor([-Infinity], [1], { dtype: 'i32' }), /tensor: .*-Infinity/],
     ['tensor() with −2³¹ − 1', () => kiln.tensor([-(2 ** 31) - 1], [1], { dtype: 'i32' }), /tensor: .*-2147483649/],
-    ['tensor() from a Float32Array', () => kiln.tensor(new Float32Array([0.5]), [1], { dtype: 'i32' }), /tensor: .*0\.5.*index 0/],
-    ['tensor() from a Uint32Array', () => kiln.tensor(new Uint32Array([2 ** 32 - 1]), [1], { dtype: 'i32' }), /tensor: .*4294967295/],
+    [
+      'tensor() from a Float32Array',
+      () => kiln.tensor(new Float32Array([0.5]), [1], { dtype: 'i32' }),
+      /tensor: .*0\.5.*index 0/,
+    ],
+    [
+      'tensor() from a Uint32Array',
+      () => kiln.tensor(new Uint32Array([2 ** 32 - 1]), [1], { dtype: 'i32' }),
+      /tensor: .*4294967295/,
+    ],
     ['full() with 3e10', () => kiln.full([2], 3e10, { dtype: 'i32' }), /full: .*value.*30000000000/],
     ['full() with 0.5', () => kiln.full([2], 0.5, { dtype: 'i32' }), /full: .*value.*0\.5/],
     ['scalar() with NaN', () => kiln.scalar(NaN, { dtype: 'i32' }), /scalar: .*value.*NaN/],
     ['arange() with a fractional start', () => kiln.arange(0.5, 4), /arange: .*start.*0\.5/],
     ['arange() with an end past 2³¹−1', () => kiln.arange(2 ** 31 - 2, 2 ** 31 + 1), /arange: .*end.*2147483649/],
     ['add() of an i32 tensor and 1.5', () => kiln.add(kiln.tensor(new Int32Array([1])), 1.5), /add: .*b.*1\.5/],
-    ['mul() of 2 ** 40 and an i32 tensor', () => kiln.mul(2 ** 40, kiln.tensor(new Int32Array([1]))), /mul: .*a.*1099511627776/],
-    ['where() with an i32 branch and 0.25', () => kiln.where(kiln.tensor([1]), kiln.tensor(new Int32Array([1])), 0.25), /where: .*b.*0\.25/],
+    [
+      'mul() of 2 ** 40 and an i32 tensor',
+      () => kiln.mul(2 ** 40, kiln.tensor(new Int32Array([1]))),
+      /mul: .*a.*1099511627776/,
+    ],
+    [
+      'where() with an i32 branch and 0.25',
+      () => kiln.where(kiln.tensor([1]), kiln.tensor(new Int32Array([1])), 0.25),
+      /where: .*b.*0\.25/,
+    ],
     ['clamp() of an i32 tensor to 0.5', () => kiln.clamp(kiln.tensor(new Int32Array([1])), 0.5), /clamp: .*min.*0\.5/],
   ];
   for (const [name, call, pattern] of cases) {

@@ -36,7 +36,9 @@ describe('writeSlice', () => {
       using row = kiln.full([1, 2, 1, 3], position);
       kiln.writeSlice(cache, row, [0, 0, position, 0]);
     }
-    expect(await values(cache)).toEqual([0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4]);
+    expect(await values(cache)).toEqual([
+      0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4,
+    ]);
   });
 
   it('works on every dtype, keeping the stored values exactly', async () => {
@@ -78,7 +80,9 @@ describe('writeSlice', () => {
     using target = kiln.zeros([2, 4]);
     using source = kiln.ones([1, 3]);
     expect(() => kiln.writeSlice(target, source, [0, 2])).toThrow(ShapeError);
-    expect(() => kiln.writeSlice(target, source, [0, 2])).toThrow(/begin\[1\] = 2: the window \[2, 5\) .* on axis 1 is outside target f32\[2, 4\]/);
+    expect(() => kiln.writeSlice(target, source, [0, 2])).toThrow(
+      /begin\[1\] = 2: the window \[2, 5\) .* on axis 1 is outside target f32\[2, 4\]/,
+    );
     expect(() => kiln.writeSlice(target, source, [-1, 0])).toThrow(/begin\[0\]/);
     expect(() => kiln.writeSlice(target, source, [0.5, 0])).toThrow(/begin\[0\]/);
     expect(() => kiln.writeSlice(target, source, [0])).toThrow(/begin \[0\] must have 2 entries/);

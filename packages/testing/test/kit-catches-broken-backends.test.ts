@@ -13,23 +13,40 @@ import type { PlantedBug } from './planted-bugs/host.js';
 import { LOG_SOFTMAX_SHIFT_BUGS } from './planted-bugs/log-softmax-shift.js';
 import { MATMUL_BUGS } from './planted-bugs/matmul.js';
 
-const PLANTED_BUGS: PlantedBug[] = [...MATMUL_BUGS, ...ELEMENTWISE_BUGS, ...FUSED_BUGS, ...LOG_SOFTMAX_SHIFT_BUGS, ...ATTENTION_BACKWARD_BUGS];
+const PLANTED_BUGS: PlantedBug[] = [
+  ...MATMUL_BUGS,
+  ...ELEMENTWISE_BUGS,
+  ...FUSED_BUGS,
+  ...LOG_SOFTMAX_SHIFT_BUGS,
+  ...ATTENTION_BACKWARD_BUGS,
+];
 
 /** The reference backend with the bug's kernel replaced (planted or not); the planted attention and rope kernels read heads-major only. */
 function backendWith(bug: PlantedBug, planted: boolean): KernelBackend {
   const base = createReferenceBackend({ name: planted ? 'planted' : 'unplanted' });
-  return { ...base, capabilities: { ...base.capabilities, attentionLayouts: ['heads-major'], ropeLayouts: ['heads-major'] }, ...bug.plant(base, planted) };
+  return {
+    ...base,
+    capabilities: { ...base.capabilities, attentionLayouts: ['heads-major'], ropeLayouts: ['heads-major'] },
+    ...bug.plant(base, planted),
+  };
 }
 
 /** The kit on the bug's kernel only, with the cases of the other dtypes skipped. */
 async function runOn(bug: PlantedBug, backend: KernelBackend): Promise<ConformanceReport> {
   const dtypes = bug.dtypes ?? ['f32'];
-  const skip = Object.fromEntries(DTYPES.filter((dtype) => !dtypes.includes(dtype)).map((dtype) => [`${bug.kernel} ${dtype} [`, 'not this bug\'s dtype']));
+  const skip = Object.fromEntries(
+    DTYPES.filter((dtype) => !dtypes.includes(dtype)).map((dtype) => [
+      `${bug.kernel} ${dtype} [`,
+      "not this bug's dtype",
+    ]),
+  );
   return runConformance(backend, { sizes: 'quick', kernels: [bug.kernel], skip });
 }
 
 function failedIds(report: ConformanceReport): string[] {
-  return report.results.filter((result) => result.status === 'failed').map((result) => `${result.id}: ${result.message.slice(0, 300)}`);
+  return report.results
+    .filter((result) => result.status === 'failed')
+    .map((result) => `${result.id}: ${result.message.slice(0, 300)}`);
 }
 
 describe('the conformance kit', () => {
@@ -48,10 +65,16 @@ describe('the conformance kit', () => {
     it(`passes the same kernel without the bug, and fails '${bug.caughtBy}' with it`, async () => {
       const clean = await runOn(bug, backendWith(bug, false));
       expect(failedIds(clean), 'the kernel without its bug must pass').toEqual([]);
-      expect(clean.results.some((result) => result.id === bug.caughtBy && result.status === 'passed'), `case '${bug.caughtBy}' must exist and run`).toBe(true);
+      expect(
+        clean.results.some((result) => result.id === bug.caughtBy && result.status === 'passed'),
+        `case '${bug.caughtBy}' must exist and run`,
+      ).toBe(true);
       const planted = await runOn(bug, backendWith(bug, true));
       const failures = planted.results.filter((result) => result.status === 'failed');
-      expect(failures.map((failure) => failure.id), 'the planted bug must fail its case').toContain(bug.caughtBy);
+      expect(
+        failures.map((failure) => failure.id),
+        'the planted bug must fail its case',
+      ).toContain(bug.caughtBy);
     });
   });
 });

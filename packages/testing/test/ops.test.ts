@@ -19,7 +19,10 @@ describe('tensor creation and reading', () => {
   });
 
   it('infers shapes from nested arrays and rejects ragged ones', () => {
-    using a = kiln.tensor([[1, 2, 3], [4, 5, 6]]);
+    using a = kiln.tensor([
+      [1, 2, 3],
+      [4, 5, 6],
+    ]);
     expect(a.shape).toEqual([2, 3]);
     expect(() => kiln.tensor([[1, 2], [3]])).toThrow(ShapeError);
     expect(() => kiln.tensor([1, 2, 3], [2, 2])).toThrow(/3 values do not fill shape \[2, 2\]/);
@@ -57,7 +60,9 @@ describe('elementwise and broadcasting', () => {
     using r = kiln.relu(x);
     expect(await values(r)).toEqual([0, 0, 2]);
     using s = kiln.sigmoid(x);
-    expect(await values(s)).toEqual([1 / (1 + Math.E), 0.5, 1 / (1 + Math.exp(-2))].map((v) => Math.round(v * 1e6) / 1e6));
+    expect(await values(s)).toEqual(
+      [1 / (1 + Math.E), 0.5, 1 / (1 + Math.exp(-2))].map((v) => Math.round(v * 1e6) / 1e6),
+    );
     using clamped = kiln.clamp(x, -0.5, 1);
     expect(await values(clamped)).toEqual([-0.5, 0, 1]);
   });
@@ -98,7 +103,10 @@ describe('reductions', () => {
   });
 
   it('reduces non-adjacent axes', async () => {
-    using x = kiln.tensor(Array.from({ length: 24 }, (_, i) => i), [2, 3, 4]);
+    using x = kiln.tensor(
+      Array.from({ length: 24 }, (_, i) => i),
+      [2, 3, 4],
+    );
     using reduced = kiln.sum(x, [0, 2]);
     // Σ over a and c of (12a + 4b + c) = 2·4·4b + 4·12 + 2·6 = 32b + 60
     expect(await values(reduced)).toEqual([60, 92, 124]);
@@ -109,7 +117,8 @@ describe('reductions', () => {
 describe('matmul', () => {
   function naive(a: number[], b: number[], m: number, k: number, n: number): number[] {
     const out = new Array<number>(m * n).fill(0);
-    for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) for (let p = 0; p < k; p++) out[i * n + j] += a[i * k + p] * b[p * n + j];
+    for (let i = 0; i < m; i++)
+      for (let j = 0; j < n; j++) for (let p = 0; p < k; p++) out[i * n + j] += a[i * k + p] * b[p * n + j];
     return out;
   }
 
@@ -138,7 +147,10 @@ describe('matmul', () => {
 
 describe('shape ops', () => {
   it('reshapes, permutes, slices, concatenates and splits', async () => {
-    using x = kiln.tensor(Array.from({ length: 6 }, (_, i) => i), [2, 3]);
+    using x = kiln.tensor(
+      Array.from({ length: 6 }, (_, i) => i),
+      [2, 3],
+    );
     using r = kiln.reshape(x, [3, -1]);
     expect(r.shape).toEqual([3, 2]);
     using t = kiln.transpose(x);
@@ -149,7 +161,10 @@ describe('shape ops', () => {
     expect(c.shape).toEqual([2, 6]);
     expect(await values(c)).toEqual([0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5]);
     const parts = kiln.split(c, [1, 5], 1);
-    expect(parts.map((part) => part.shape)).toEqual([[2, 1], [2, 5]]);
+    expect(parts.map((part) => part.shape)).toEqual([
+      [2, 1],
+      [2, 5],
+    ]);
     parts.forEach((part) => part.dispose());
     using column = kiln.tensor([1, 2], [2, 1]);
     using e = kiln.expand(column, [2, 3]);

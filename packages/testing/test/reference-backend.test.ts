@@ -55,7 +55,10 @@ function expectClose(actual: readonly number[], expected: readonly number[], tol
   actual.forEach((value, index) => {
     const want = expected[index];
     if (Number.isNaN(want) || !Number.isFinite(want)) expect(value, `element ${index}`).toBe(want);
-    else expect(Math.abs(value - want), `element ${index}: ${value} vs ${want}`).toBeLessThanOrEqual(tolerance * (1 + Math.abs(want)));
+    else
+      expect(Math.abs(value - want), `element ${index}: ${value} vs ${want}`).toBeLessThanOrEqual(
+        tolerance * (1 + Math.abs(want)),
+      );
   });
 }
 
@@ -67,7 +70,11 @@ describe('reference backend: storage', () => {
     expect(Reflect.ownKeys(ref.buffer)).toEqual(['byteLength']);
     expect(JSON.stringify(ref.buffer)).toBe('{"byteLength":8}');
     expect(JSON.stringify(backend)).not.toContain('1234');
-    expect(Object.values(backend).some((value) => value instanceof Map || value instanceof WeakMap || value instanceof Uint8Array)).toBe(false);
+    expect(
+      Object.values(backend).some(
+        (value) => value instanceof Map || value instanceof WeakMap || value instanceof Uint8Array,
+      ),
+    ).toBe(false);
     expect(await read(backend, ref)).toEqual([1234.5, 6789.25]);
   });
 
@@ -142,16 +149,31 @@ describe('reference backend: identity and capabilities', () => {
     expect(backend.name).toBe('reference');
     expect(createReferenceBackend({ name: 'fake-gpu' }).name).toBe('fake-gpu');
     expect(backend.apiVersion).toBe(KERNEL_API_VERSION);
-    expect(backend.capabilities.device).toMatchObject({ id: 'reference', name: 'float64 reference (host)', unifiedMemory: false });
+    expect(backend.capabilities.device).toMatchObject({
+      id: 'reference',
+      name: 'float64 reference (host)',
+      unifiedMemory: false,
+    });
     expect(backend.capabilities.flashAttention).toBe(false);
   });
 
   it('supports i32 only where the semantics allow it', () => {
     const { supports } = createReferenceBackend().capabilities;
-    for (const kernel of ['copy', 'cast', 'fill', 'where', 'gather', 'scatterAdd', 'binary', 'reduce', 'unary'] as const) {
+    for (const kernel of [
+      'copy',
+      'cast',
+      'fill',
+      'where',
+      'gather',
+      'scatterAdd',
+      'binary',
+      'reduce',
+      'unary',
+    ] as const) {
       expect(supports(kernel, 'i32'), kernel).toBe(true);
     }
-    for (const kernel of ['matmul', 'softmax', 'random', 'attention', 'adamw'] as const) expect(supports(kernel, 'i32'), kernel).toBe(false);
+    for (const kernel of ['matmul', 'softmax', 'random', 'attention', 'adamw'] as const)
+      expect(supports(kernel, 'i32'), kernel).toBe(false);
     for (const dtype of ['f32', 'f16', 'bf16'] as const) {
       expect(supports('matmul', dtype)).toBe(true);
       expect(supports('attentionBackward', dtype)).toBe(true);
@@ -180,7 +202,16 @@ describe('reference backend: identity and capabilities', () => {
     const a = tensor(backend, [1, 2], 'f16', [1, 2]);
     const b = tensor(backend, [2, 1], 'f16', [3, 4]);
     const out = tensor(backend, [1, 1], 'f16');
-    backend.matmul(a, b, out, { batch: 1, m: 1, n: 1, k: 2, transposeA: false, transposeB: false, batchStrideA: 0, batchStrideB: 0 });
+    backend.matmul(a, b, out, {
+      batch: 1,
+      m: 1,
+      n: 1,
+      k: 2,
+      transposeA: false,
+      transposeB: false,
+      batchStrideA: 0,
+      batchStrideB: 0,
+    });
     expect(await read(backend, out)).toEqual([11]);
   });
 });
@@ -250,7 +281,11 @@ describe('reference backend: elementwise primitives', () => {
   const silu = (x: number) => x * sigmoid(x);
   const derivative = (fn: (x: number) => number, x: number) => (fn(x + 1e-5) - fn(x - 1e-5)) / 2e-5;
 
-  async function unary(op: Parameters<ReferenceBackend['unary']>[0], values: number[], dtype: DType = 'f32'): Promise<number[]> {
+  async function unary(
+    op: Parameters<ReferenceBackend['unary']>[0],
+    values: number[],
+    dtype: DType = 'f32',
+  ): Promise<number[]> {
     const backend = createReferenceBackend();
     const out = tensor(backend, [values.length], dtype);
     backend.unary(op, tensor(backend, [values.length], dtype, values), out);
@@ -272,8 +307,16 @@ describe('reference backend: elementwise primitives', () => {
     expectClose(await unary('sigmoid', [0, Math.log(3)]), [0.5, 0.75]);
     expectClose(await unary('silu', [0, Math.log(3)]), [0, 0.75 * Math.log(3)]);
     expectClose(await unary('gelu', inputs), inputs.map(gelu));
-    expectClose(await unary('geluGrad', inputs), inputs.map((x) => derivative(gelu, x)), 1e-5);
-    expectClose(await unary('siluGrad', inputs), inputs.map((x) => derivative(silu, x)), 1e-5);
+    expectClose(
+      await unary('geluGrad', inputs),
+      inputs.map((x) => derivative(gelu, x)),
+      1e-5,
+    );
+    expectClose(
+      await unary('siluGrad', inputs),
+      inputs.map((x) => derivative(silu, x)),
+      1e-5,
+    );
   });
 
   it('wraps i32 unary ops and refuses float-only ones', async () => {
@@ -394,7 +437,16 @@ describe('reference backend: reduce, matmul, gather, scatterAdd', () => {
     const a = tensor(backend, [2, 3], 'f32', [1, 2, 3, 4, 5, 6]);
     const b = tensor(backend, [3, 2], 'f32', [7, 8, 9, 10, 11, 12]);
     const out = tensor(backend, [2, 2], 'f32');
-    const plain = { batch: 1, m: 2, n: 2, k: 3, transposeA: false, transposeB: false, batchStrideA: 0, batchStrideB: 0 };
+    const plain = {
+      batch: 1,
+      m: 2,
+      n: 2,
+      k: 3,
+      transposeA: false,
+      transposeB: false,
+      batchStrideA: 0,
+      batchStrideB: 0,
+    };
     backend.matmul(a, b, out, plain);
     expect(await read(backend, out)).toEqual([58, 64, 139, 154]);
     // a read as [k=2, m=3] transposed, b as [n=3, k=2] transposed: (aᵀ)(bᵀ) = [3, 3].
@@ -422,7 +474,9 @@ describe('reference backend: reduce, matmul, gather, scatterAdd', () => {
     const source = tensor(backend, [2, 4], 'f32', [1, 2, 3, 4, 5, 6, 7, 8]);
     backend.scatterAdd(source, indices, out, 2, 3, 1);
     expect(await read(backend, out)).toEqual([3, 5, 5, 6, 8, 12]);
-    expect(() => backend.gather(x, tensor(backend, [1], 'i32', [3]), tensor(backend, [2, 1], 'f32'), 2, 3, 1)).toThrow(InvalidArgumentError);
+    expect(() => backend.gather(x, tensor(backend, [1], 'i32', [3]), tensor(backend, [2, 1], 'f32'), 2, 3, 1)).toThrow(
+      InvalidArgumentError,
+    );
   });
 });
 
@@ -479,15 +533,31 @@ describe('reference backend: fused kernels', () => {
       minus[index] -= 1e-6;
       return (fn(plus) - fn(minus)) / 2e-6;
     };
-    const rstd = [0, 1].map((row) => 1 / Math.sqrt(x.slice(row * 3, row * 3 + 3).reduce((sum, value) => sum + value * value, 0) / 3 + eps));
+    const rstd = [0, 1].map(
+      (row) => 1 / Math.sqrt(x.slice(row * 3, row * 3 + 3).reduce((sum, value) => sum + value * value, 0) / 3 + eps),
+    );
     const dx = tensor(backend, [2, 3], 'f32');
     const dWeight = tensor(backend, [3], 'f32', [99, 99, 99]);
     backend.rmsNormBackward!(
-      tensor(backend, [2, 3], 'f32', x), tensor(backend, [3], 'f32', w), tensor(backend, [2], 'f32', rstd),
-      tensor(backend, [2, 3], 'f32', upstream), dx, dWeight, 2, 3,
+      tensor(backend, [2, 3], 'f32', x),
+      tensor(backend, [3], 'f32', w),
+      tensor(backend, [2], 'f32', rstd),
+      tensor(backend, [2, 3], 'f32', upstream),
+      dx,
+      dWeight,
+      2,
+      3,
     );
-    expectClose(await read(backend, dx), x.map((_, index) => numeric(x, index, (changed) => loss(changed, w))), 1e-5);
-    expectClose(await read(backend, dWeight), w.map((_, index) => numeric(w, index, (changed) => loss(x, changed))), 1e-5);
+    expectClose(
+      await read(backend, dx),
+      x.map((_, index) => numeric(x, index, (changed) => loss(changed, w))),
+      1e-5,
+    );
+    expectClose(
+      await read(backend, dWeight),
+      w.map((_, index) => numeric(w, index, (changed) => loss(x, changed))),
+      1e-5,
+    );
   });
 
   it('rope rotates by position·theta^(−2i/D) and inverse undoes it', async () => {
@@ -502,8 +572,10 @@ describe('reference backend: fused kernels', () => {
       const row = values.slice(t * 4, t * 4 + 4);
       const angles = [(3 + t) * 1, (3 + t) * 100 ** -0.5];
       expected.push(
-        row[0] * Math.cos(angles[0]) - row[2] * Math.sin(angles[0]), row[1] * Math.cos(angles[1]) - row[3] * Math.sin(angles[1]),
-        row[2] * Math.cos(angles[0]) + row[0] * Math.sin(angles[0]), row[3] * Math.cos(angles[1]) + row[1] * Math.sin(angles[1]),
+        row[0] * Math.cos(angles[0]) - row[2] * Math.sin(angles[0]),
+        row[1] * Math.cos(angles[1]) - row[3] * Math.sin(angles[1]),
+        row[2] * Math.cos(angles[0]) + row[0] * Math.sin(angles[0]),
+        row[3] * Math.cos(angles[1]) + row[1] * Math.sin(angles[1]),
       );
     }
     expectClose(await read(backend, out), expected);
@@ -523,10 +595,23 @@ describe('reference backend: fused kernels', () => {
     expectClose(await read(backend, out), [0, 0.75 * Math.log(3) * 2, silu(-1) * -3]);
     const dGate = tensor(backend, [3], 'f32');
     const dUp = tensor(backend, [3], 'f32');
-    backend.swigluBackward!(tensor(backend, [3], 'f32', gate), tensor(backend, [3], 'f32', up), tensor(backend, [3], 'f32', dy), dGate, dUp);
+    backend.swigluBackward!(
+      tensor(backend, [3], 'f32', gate),
+      tensor(backend, [3], 'f32', up),
+      tensor(backend, [3], 'f32', dy),
+      dGate,
+      dUp,
+    );
     const slope = (x: number) => (silu(x + 1e-6) - silu(x - 1e-6)) / 2e-6;
-    expectClose(await read(backend, dGate), gate.map((g, index) => dy[index] * up[index] * slope(g)), 1e-5);
-    expectClose(await read(backend, dUp), gate.map((g, index) => dy[index] * silu(g)));
+    expectClose(
+      await read(backend, dGate),
+      gate.map((g, index) => dy[index] * up[index] * slope(g)),
+      1e-5,
+    );
+    expectClose(
+      await read(backend, dUp),
+      gate.map((g, index) => dy[index] * silu(g)),
+    );
   });
 
   it('crossEntropy and crossEntropyBackward with an ignored row', async () => {
@@ -560,7 +645,14 @@ describe('reference backend: fused kernels', () => {
     const param = tensor(backend, [2], 'f32', [1, 1]);
     const m = tensor(backend, [2], 'f32', [0, 0]);
     const v = tensor(backend, [2], 'f32', [0, 0]);
-    backend.adamw!(param, tensor(backend, [2], 'f32', [0.5, -2]), m, v, { lr: 0.1, beta1: 0.9, beta2: 0.999, eps: 0, weightDecay: 0.1, step: 1 });
+    backend.adamw!(param, tensor(backend, [2], 'f32', [0.5, -2]), m, v, {
+      lr: 0.1,
+      beta1: 0.9,
+      beta2: 0.999,
+      eps: 0,
+      weightDecay: 0.1,
+      step: 1,
+    });
     // Step 1: bias correction recovers g and g², so the update is lr·sign(g) after decay by 1 − lr·wd.
     expectClose(await read(backend, param), [0.99 - 0.1, 0.99 + 0.1]);
     expectClose(await read(backend, m), [0.05, -0.2]);
@@ -590,8 +682,13 @@ describe('reference backend: attention', () => {
     const out = tensor(backend, shapeOf(1, 1, 1, 1), 'f32');
     const lse = tensor(backend, [1, 1, 1], 'f32');
     backend.attention!(
-      tensor(backend, shapeOf(1, 1, 1, 1), 'f32', [2]), tensor(backend, shapeOf(1, 1, 2, 1), 'f32', [0, Math.log(3)]),
-      tensor(backend, shapeOf(1, 1, 2, 1), 'f32', [4, 8]), null, out, lse, { scale: 0.5, causal: false },
+      tensor(backend, shapeOf(1, 1, 1, 1), 'f32', [2]),
+      tensor(backend, shapeOf(1, 1, 2, 1), 'f32', [0, Math.log(3)]),
+      tensor(backend, shapeOf(1, 1, 2, 1), 'f32', [4, 8]),
+      null,
+      out,
+      lse,
+      { scale: 0.5, causal: false },
     );
     expectClose(await read(backend, out), [7]);
     expectClose(await read(backend, lse), [Math.log(4)]);
@@ -617,8 +714,13 @@ describe('reference backend: attention', () => {
     const out = tensor(backend, shapeOf(1, 1, 3, 1), 'f32');
     const lse = tensor(backend, [1, 1, 3], 'f32');
     backend.attention!(
-      tensor(backend, shapeOf(1, 1, 3, 1), 'f32', [1, 1, 1]), tensor(backend, shapeOf(1, 1, 2, 1), 'f32', [0, 0]),
-      tensor(backend, shapeOf(1, 1, 2, 1), 'f32', [4, 8]), view(mask, [1, 1, 3, 2], [0, 0, 2, 1]), out, lse, { scale: 1, causal: true },
+      tensor(backend, shapeOf(1, 1, 3, 1), 'f32', [1, 1, 1]),
+      tensor(backend, shapeOf(1, 1, 2, 1), 'f32', [0, 0]),
+      tensor(backend, shapeOf(1, 1, 2, 1), 'f32', [4, 8]),
+      view(mask, [1, 1, 3, 2], [0, 0, 2, 1]),
+      out,
+      lse,
+      { scale: 1, causal: true },
     );
     expectClose(await read(backend, out), [0, 0, 7]);
     expectClose(await read(backend, lse), [-Infinity, -Infinity, Math.log(4)]);
@@ -627,7 +729,8 @@ describe('reference backend: attention', () => {
   it('attentionBackward matches finite differences of Σ dOut·out (GQA, causal, mask)', async () => {
     const [batch, queryHeads, keyHeads, queryLength, keyLength, dimension] = [1, 4, 2, 2, 3, 2];
     const scale = 0.7;
-    const numbers = (length: number, seed: number) => Array.from({ length }, (_, index) => Math.sin(seed * 12.9898 + index * 78.233) * 0.9);
+    const numbers = (length: number, seed: number) =>
+      Array.from({ length }, (_, index) => Math.sin(seed * 12.9898 + index * 78.233) * 0.9);
     const q = numbers(batch * queryHeads * queryLength * dimension, 1);
     const k = numbers(batch * keyHeads * keyLength * dimension, 2);
     const v = numbers(k.length, 3);
@@ -644,7 +747,8 @@ describe('reference backend: attention', () => {
           for (let j = 0; j < keyLength; j++) {
             if (j > i + keyLength - queryLength) continue;
             let dot = 0;
-            for (let d = 0; d < dimension; d++) dot += query[(h * queryLength + i) * dimension + d] * key[(kv * keyLength + j) * dimension + d];
+            for (let d = 0; d < dimension; d++)
+              dot += query[(h * queryLength + i) * dimension + d] * key[(kv * keyLength + j) * dimension + d];
             scores.push(scale * dot + maskValues[i * keyLength + j]);
           }
           const weights = scores.map((score) => Math.exp(score));
@@ -670,7 +774,11 @@ describe('reference backend: attention', () => {
     const qRef = tensor(backend, shapeOf(batch, queryHeads, queryLength, dimension), 'f32', q);
     const kRef = tensor(backend, shapeOf(batch, keyHeads, keyLength, dimension), 'f32', k);
     const vRef = tensor(backend, shapeOf(batch, keyHeads, keyLength, dimension), 'f32', v);
-    const mask = view(tensor(backend, [queryLength, keyLength], 'f32', maskValues), [batch, queryHeads, queryLength, keyLength], [0, 0, keyLength, 1]);
+    const mask = view(
+      tensor(backend, [queryLength, keyLength], 'f32', maskValues),
+      [batch, queryHeads, queryLength, keyLength],
+      [0, 0, keyLength, 1],
+    );
     const out = tensor(backend, qRef.shape as number[], 'f32');
     const lse = tensor(backend, [batch, queryHeads, queryLength], 'f32');
     const params = { scale, causal: true };
@@ -678,9 +786,33 @@ describe('reference backend: attention', () => {
     const dq = tensor(backend, qRef.shape as number[], 'f32');
     const dk = tensor(backend, kRef.shape as number[], 'f32');
     const dv = tensor(backend, vRef.shape as number[], 'f32');
-    backend.attentionBackward!(qRef, kRef, vRef, mask, out, lse, tensor(backend, qRef.shape as number[], 'f32', upstream), dq, dk, dv, params);
-    expectClose(await read(backend, dq), q.map((_, index) => gradient(q, index, (changed) => objective(changed, k, v))), 1e-4);
-    expectClose(await read(backend, dk), k.map((_, index) => gradient(k, index, (changed) => objective(q, changed, v))), 1e-4);
-    expectClose(await read(backend, dv), v.map((_, index) => gradient(v, index, (changed) => objective(q, k, changed))), 1e-4);
+    backend.attentionBackward!(
+      qRef,
+      kRef,
+      vRef,
+      mask,
+      out,
+      lse,
+      tensor(backend, qRef.shape as number[], 'f32', upstream),
+      dq,
+      dk,
+      dv,
+      params,
+    );
+    expectClose(
+      await read(backend, dq),
+      q.map((_, index) => gradient(q, index, (changed) => objective(changed, k, v))),
+      1e-4,
+    );
+    expectClose(
+      await read(backend, dk),
+      k.map((_, index) => gradient(k, index, (changed) => objective(q, changed, v))),
+      1e-4,
+    );
+    expectClose(
+      await read(backend, dv),
+      v.map((_, index) => gradient(v, index, (changed) => objective(q, k, changed))),
+      1e-4,
+    );
   });
 });

@@ -21,7 +21,9 @@ describe('useBackend when no backend is registered or discoverable', () => {
       }
       expect(caught).toBeInstanceOf(BackendUnavailableError);
       const error = caught as BackendUnavailableError;
-      expect(error.hint).toMatch(/^Choose one of: cuda, metal, cpu \(installed: none\)\. Install @kiln\/backend-cpu where discovery finds it/);
+      expect(error.hint).toMatch(
+        /^Choose one of: cuda, metal, cpu \(installed: none\)\. Install @kiln\/backend-cpu where discovery finds it/,
+      );
       expect(error.hint).toContain("import { cpuBackendPlugin } from '@kiln/backend-cpu'");
       expect(error.hint).toContain('registerBackend(cpuBackendPlugin)');
       expect(error.hint).toMatch(/[Ii]nstall @kiln\/backend-cpu/);
@@ -36,7 +38,9 @@ describe('useBackend when no backend is registered or discoverable', () => {
     const saved = listBackends();
     for (const plugin of saved) unregisterBackend(plugin.name);
     try {
-      const error = await kiln.resolveBackend({ device: 'cpu', env: {} }).catch((failure: unknown) => failure as BackendUnavailableError);
+      const error = await kiln
+        .resolveBackend({ device: 'cpu', env: {} })
+        .catch((failure: unknown) => failure as BackendUnavailableError);
       expect(error).toBeInstanceOf(BackendUnavailableError);
       // In this workspace @kiln/backend-cpu is no dependency of core, so discovery cannot find it.
       expect((error as BackendUnavailableError).hint).toContain(process.cwd());

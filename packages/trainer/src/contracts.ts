@@ -42,7 +42,13 @@ export type ModelFamilyName = 'llama' | 'gpt2' | 'gpt_bigcode';
 /** Rotary position scaling (transformers' `rope_scaling` / `rope_parameters`); null: none. */
 export type RopeScaling =
   | { type: 'linear'; factor: number }
-  | { type: 'llama3'; factor: number; lowFrequencyFactor: number; highFrequencyFactor: number; originalContextLength: number };
+  | {
+      type: 'llama3';
+      factor: number;
+      lowFrequencyFactor: number;
+      highFrequencyFactor: number;
+      originalContextLength: number;
+    };
 
 /** What distinguishes a loaded Hugging Face model from kiln's default byte-level Llama. */
 export interface ModelArchitecture {
@@ -215,7 +221,12 @@ export interface TokenSource {
    * T, targets the last T), as i32 arrays of batchSize·contextLength; positions come from kiln's
    * Philox stream keyed by `seed`, so batch i is the same in every run and after resume.
    */
-  batch(index: number, batchSize: number, contextLength: number, seed: number): { inputs: Int32Array; targets: Int32Array };
+  batch(
+    index: number,
+    batchSize: number,
+    contextLength: number,
+    seed: number,
+  ): { inputs: Int32Array; targets: Int32Array };
   /** Releases file handles. */
   close(): void;
 }
@@ -232,11 +243,36 @@ export interface LoadedData {
 
 /** What the loop reports to whoever drives it (CLI progress bar, tests). valLoss is NaN (null in JSON) when a run stopped before any validation. */
 export type TrainEvent =
-  | { type: 'start'; step: number; totalSteps: number; parameters: number; backend: string; adaptations: ConfigAdaptation[] }
-  | { type: 'step'; step: number; totalSteps: number; loss: number; lr: number; tokensPerSecond: number; gradNorm: number; skipped: boolean }
+  | {
+      type: 'start';
+      step: number;
+      totalSteps: number;
+      parameters: number;
+      backend: string;
+      adaptations: ConfigAdaptation[];
+    }
+  | {
+      type: 'step';
+      step: number;
+      totalSteps: number;
+      loss: number;
+      lr: number;
+      tokensPerSecond: number;
+      gradNorm: number;
+      skipped: boolean;
+    }
   | { type: 'eval'; step: number; valLoss: number }
   /** The metrics.jsonl line just written: `loss` is the mean training loss of steps fromStep…step (skipped steps excluded). */
-  | { type: 'log'; step: number; totalSteps: number; fromStep: number; loss: number | null; lr: number; tokens_per_second: number; val_loss?: number }
+  | {
+      type: 'log';
+      step: number;
+      totalSteps: number;
+      fromStep: number;
+      loss: number | null;
+      lr: number;
+      tokens_per_second: number;
+      val_loss?: number;
+    }
   | { type: 'checkpoint'; step: number; path: string }
   | { type: 'notice'; message: string }
   | { type: 'end'; step: number; valLoss: number; seconds: number };

@@ -1,4 +1,13 @@
-import { backward, crossEntropy, setBackend, tensor, tidy, type BufferHandle, type KernelBackend, type Tensor } from '@kiln/core';
+import {
+  backward,
+  crossEntropy,
+  setBackend,
+  tensor,
+  tidy,
+  type BufferHandle,
+  type KernelBackend,
+  type Tensor,
+} from '@kiln/core';
 import { createCpuBackend } from '@kiln/backend-cpu';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { ForwardOptions, ModelConfig } from '../src/contracts.js';
@@ -13,12 +22,19 @@ beforeAll(() => setBackend(backend));
 
 /** Targets [B, T] below `vocab`, with every 7th one the ignore index −100. */
 function targetIds(batch: number, time: number, vocab: number): Tensor {
-  const values = Int32Array.from({ length: batch * time }, (_, index) => (index % 7 === 3 ? -100 : (index * 11 + 5) % vocab));
+  const values = Int32Array.from({ length: batch * time }, (_, index) =>
+    index % 7 === 3 ? -100 : (index * 11 + 5) % vocab,
+  );
   return tensor(values, [batch, time], { dtype: 'i32', backend });
 }
 
 /** The loss and every parameter's gradient of one forward/backward. */
-async function lossAndGradients(model: DecoderModel, ids: Tensor, targets: Tensor, chunkElements: number): Promise<{ loss: number; grads: Map<string, Float32Array> }> {
+async function lossAndGradients(
+  model: DecoderModel,
+  ids: Tensor,
+  targets: Tensor,
+  chunkElements: number,
+): Promise<{ loss: number; grads: Map<string, Float32Array> }> {
   const loss = causalLmLoss(model, ids, targets, { forwardOptions: F32, chunkElements });
   backward(loss);
   const grads = new Map<string, Float32Array>();
@@ -52,9 +68,14 @@ function trackPeak(target: KernelBackend): { reset(): void; peak(): number; rest
     free.call(target, handle);
   };
   return {
-    reset: () => { peak = live; },
+    reset: () => {
+      peak = live;
+    },
     peak: () => peak,
-    restore: () => { target.alloc = alloc; target.free = free; },
+    restore: () => {
+      target.alloc = alloc;
+      target.free = free;
+    },
   };
 }
 
@@ -63,12 +84,18 @@ describe('causalLmLoss', () => {
     using model = createLlamaModel(GQA_CONFIG, { backend, seed: 3 });
     const ids = tokenIds(2, 8, GQA_CONFIG.vocabSize, backend);
     const targets = tokenIds(2, 8, GQA_CONFIG.vocabSize, backend, 2);
-    const [chunkable, reference] = tidy(() => [causalLmLoss(model, ids, targets, { forwardOptions: F32 }), crossEntropy(model.forward(ids, F32), targets)]);
+    const [chunkable, reference] = tidy(() => [
+      causalLmLoss(model, ids, targets, { forwardOptions: F32 }),
+      crossEntropy(model.forward(ids, F32), targets),
+    ]);
     expect(await chunkable.item()).toBe(await reference.item());
     for (const tensor of [ids, targets, chunkable, reference]) tensor.dispose();
   });
 
-  for (const [label, base] of [['untied GQA', GQA_CONFIG], ['tied head', TIED_CONFIG]] as const) {
+  for (const [label, base] of [
+    ['untied GQA', GQA_CONFIG],
+    ['tied head', TIED_CONFIG],
+  ] as const) {
     it(`chunked (uneven chunks, ignored targets) equals unchunked in loss and every gradient: ${label}`, async () => {
       const config: ModelConfig = { ...base, vocabSize: 512 };
       using model = createLlamaModel(config, { backend, seed: 5 });

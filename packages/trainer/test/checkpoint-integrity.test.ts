@@ -11,8 +11,15 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CheckpointError, setBackend, tensor, type Tensor } from '@kiln/core';
 import { createCpuBackend } from '@kiln/backend-cpu';
 import {
-  CHECKPOINT_FORMAT_VERSION, cleanTemporaryCheckpoints, KILN_VERSION, loadCheckpoint, loadCheckpointModel, loadLatestModel, saveCheckpoint,
-  verifyCheckpoint, type CheckpointState,
+  CHECKPOINT_FORMAT_VERSION,
+  cleanTemporaryCheckpoints,
+  KILN_VERSION,
+  loadCheckpoint,
+  loadCheckpointModel,
+  loadLatestModel,
+  saveCheckpoint,
+  verifyCheckpoint,
+  type CheckpointState,
 } from '../src/checkpoint/index.js';
 import { createLlamaModel, LlamaModel, loadModelDirectory, saveModelDirectory } from '../src/model/index.js';
 import { createMoments, disposeMoments } from '../src/train/optimizer.js';
@@ -22,9 +29,25 @@ const backend = createCpuBackend();
 
 function stateFor(step: number, config: ReturnType<typeof tinyTrainConfig>): CheckpointState {
   return {
-    formatVersion: CHECKPOINT_FORMAT_VERSION, kilnVersion: KILN_VERSION, step, optimizerStep: step, seed: config.seed, dataPosition: step,
-    lossScale: 1, lossScaleGoodSteps: 0, microBatchSize: 8, accumulation: 1, backend: 'cpu', config,
-    metrics: { lastValLoss: 2.5, pendingLosses: [3.25], consecutiveNonFinite: 0, tokensSeen: step * 128, trainSeconds: 1.5 },
+    formatVersion: CHECKPOINT_FORMAT_VERSION,
+    kilnVersion: KILN_VERSION,
+    step,
+    optimizerStep: step,
+    seed: config.seed,
+    dataPosition: step,
+    lossScale: 1,
+    lossScaleGoodSteps: 0,
+    microBatchSize: 8,
+    accumulation: 1,
+    backend: 'cpu',
+    config,
+    metrics: {
+      lastValLoss: 2.5,
+      pendingLosses: [3.25],
+      consecutiveNonFinite: 0,
+      tokensSeen: step * 128,
+      trainSeconds: 1.5,
+    },
     savedAt: new Date(0).toISOString(),
   };
 }
@@ -41,7 +64,10 @@ async function rewrite(path: string, change: (bytes: Uint8Array) => void): Promi
 }
 
 async function caught(promise: Promise<unknown>): Promise<CheckpointError> {
-  const error = await promise.then(() => undefined, (reason: unknown) => reason);
+  const error = await promise.then(
+    () => undefined,
+    (reason: unknown) => reason,
+  );
   expect(error).toBeInstanceOf(CheckpointError);
   return error as CheckpointError;
 }
@@ -57,7 +83,14 @@ describe('checkpoint verification', () => {
     const model = createLlamaModel(config.model, { backend, seed: 3 });
     const moments = createMoments(model.parameters);
     steps = [];
-    for (const step of [2, 4]) steps.push(await saveCheckpoint(config.checkpoint.outputDir, { model, moments, state: stateFor(step, config) }, { keepLast: 3 }));
+    for (const step of [2, 4])
+      steps.push(
+        await saveCheckpoint(
+          config.checkpoint.outputDir,
+          { model, moments, state: stateFor(step, config) },
+          { keepLast: 3 },
+        ),
+      );
     model.dispose();
     disposeMoments(moments);
   });
@@ -65,7 +98,11 @@ describe('checkpoint verification', () => {
 
   it('records the size and SHA-256 of every file in state.json', async () => {
     const state = JSON.parse(await readFile(join(steps[1], 'state.json'), 'utf8')) as CheckpointState;
-    expect(Object.keys(state.checksums!.files).sort()).toEqual(['config.json', 'model.safetensors', 'optimizer.safetensors']);
+    expect(Object.keys(state.checksums!.files).sort()).toEqual([
+      'config.json',
+      'model.safetensors',
+      'optimizer.safetensors',
+    ]);
     const weights = await readFile(join(steps[1], 'model.safetensors'));
     expect(state.checksums!.files['model.safetensors'].bytes).toBe(weights.byteLength);
     expect(state.checksums!.files['model.safetensors'].sha256).toMatch(/^[0-9a-f]{64}$/);
@@ -79,21 +116,28 @@ describe('checkpoint verification', () => {
     });
     for (const attempt of [loadCheckpoint(steps[1], { backend }), loadCheckpointModel(steps[1], { backend })]) {
       const error = await caught(attempt);
-      expect(error.message).toMatch(/step-00000004[\\/]model\.safetensors does not match the SHA-256 recorded when it was written/);
+      expect(error.message).toMatch(
+        /step-00000004[\\/]model\.safetensors does not match the SHA-256 recorded when it was written/,
+      );
       expect(error.hint).toContain(`Use the previous checkpoint ${steps[0]}`);
     }
   });
 
   it('refuses weights overwritten with 0xFF (all NaN)', async () => {
     await rewrite(join(steps[1], 'model.safetensors'), (bytes) => bytes.fill(0xff, dataStart(bytes)));
-    expect((await caught(loadCheckpointModel(steps[1], { backend }))).message).toMatch(/model\.safetensors does not match the SHA-256/);
+    expect((await caught(loadCheckpointModel(steps[1], { backend }))).message).toMatch(
+      /model\.safetensors does not match the SHA-256/,
+    );
   });
 
   it('refuses a config.json with another head count that keeps every weight shape', async () => {
     const path = join(steps[1], 'config.json');
     const hf = JSON.parse(await readFile(path, 'utf8')) as Record<string, number>;
     // 2 heads of 8 with 1 kv head → 4 heads of 4 with 2 kv heads: q, k, v, o keep their shapes.
-    await writeFile(path, JSON.stringify({ ...hf, num_attention_heads: 4, num_key_value_heads: 2, head_dim: 4 }, null, 2));
+    await writeFile(
+      path,
+      JSON.stringify({ ...hf, num_attention_heads: 4, num_key_value_heads: 2, head_dim: 4 }, null, 2),
+    );
     using loaded = await loadModelDirectory(steps[1], { backend });
     expect(loaded.config.nHead).toBe(4);
     const error = await caught(loadCheckpointModel(steps[1], { backend }));
@@ -105,7 +149,9 @@ describe('checkpoint verification', () => {
     const path = join(steps[1], 'state.json');
     const state = JSON.parse(await readFile(path, 'utf8')) as CheckpointState;
     await writeFile(path, JSON.stringify({ ...state, seed: state.seed + 1 }, null, 2));
-    expect((await caught(loadCheckpoint(steps[1], { backend }))).message).toMatch(/state\.json was changed after it was written/);
+    expect((await caught(loadCheckpoint(steps[1], { backend }))).message).toMatch(
+      /state\.json was changed after it was written/,
+    );
   });
 
   it('says that there is no earlier checkpoint when the damaged one is the first', async () => {
@@ -130,9 +176,14 @@ describe('checkpoint verification', () => {
   it('falls back to the previous checkpoint of a run when loading its newest model fails', async () => {
     await rewrite(join(steps[1], 'model.safetensors'), (bytes) => (bytes[bytes.length - 3] ^= 0x10));
     const notices: string[] = [];
-    const found = await loadLatestModel(config.checkpoint.outputDir, { backend, onNotice: (message) => notices.push(message) });
+    const found = await loadLatestModel(config.checkpoint.outputDir, {
+      backend,
+      onNotice: (message) => notices.push(message),
+    });
     expect(found?.path).toBe(steps[0]);
-    expect(notices.join('\n')).toMatch(/step-00000004 is unusable \(.*model\.safetensors does not match the SHA-256.*\); falling back/);
+    expect(notices.join('\n')).toMatch(
+      /step-00000004 is unusable \(.*model\.safetensors does not match the SHA-256.*\); falling back/,
+    );
     found?.model.dispose();
   });
 });
@@ -167,7 +218,9 @@ describe('non-finite weights', () => {
     using model = poisonedModel();
     await saveModelDirectory(directory, model);
     const error = await caught(loadModelDirectory(directory, { backend }));
-    expect(error.message).toMatch(/model\.safetensors: tensor "model\.layers\.0\.self_attn\.q_proj\.weight" holds 2 non-finite values of 256 \(the first, NaN, at index 5\)/);
+    expect(error.message).toMatch(
+      /model\.safetensors: tensor "model\.layers\.0\.self_attn\.q_proj\.weight" holds 2 non-finite values of 256 \(the first, NaN, at index 5\)/,
+    );
     expect(error.hint).toMatch(/--allow-non-finite/);
     using loaded = await loadModelDirectory(directory, { backend, allowNonFinite: true });
     expect(Number.isNaN(loaded.parameters.get('model.layers.0.self_attn.q_proj.weight')!.dataSync()[5])).toBe(true);
@@ -177,9 +230,17 @@ describe('non-finite weights', () => {
     const config = tinyTrainConfig(workspace.dataPath, join(workspace.root, 'run'));
     const good = createLlamaModel(config.model, { backend, seed: 4 });
     const moments = createMoments(good.parameters);
-    const first = await saveCheckpoint(config.checkpoint.outputDir, { model: good, moments, state: stateFor(1, config) }, { keepLast: 3 });
+    const first = await saveCheckpoint(
+      config.checkpoint.outputDir,
+      { model: good, moments, state: stateFor(1, config) },
+      { keepLast: 3 },
+    );
     const poisoned = poisonedModel();
-    const second = await saveCheckpoint(config.checkpoint.outputDir, { model: poisoned, moments, state: stateFor(2, config) }, { keepLast: 3 });
+    const second = await saveCheckpoint(
+      config.checkpoint.outputDir,
+      { model: poisoned, moments, state: stateFor(2, config) },
+      { keepLast: 3 },
+    );
     const error = await caught(loadCheckpoint(second, { backend }));
     expect(error.message).toMatch(/non-finite values/);
     expect(error.hint).toContain(`Use the previous checkpoint ${first}`);
@@ -207,28 +268,41 @@ describe('leftovers of killed writers', () => {
     for (const name of [...dead, ...live]) await writeFile(join(checkpoints, name), '{');
     await writeFile(join(outputDir, '.config.json.999999.abcdefabcdef.tmp'), '{');
     const removed = await cleanTemporaryCheckpoints(outputDir);
-    expect(removed.sort()).toEqual([join(checkpoints, dead[0]), join(checkpoints, dead[1]), join(outputDir, '.config.json.999999.abcdefabcdef.tmp')].sort());
+    expect(removed.sort()).toEqual(
+      [
+        join(checkpoints, dead[0]),
+        join(checkpoints, dead[1]),
+        join(outputDir, '.config.json.999999.abcdefabcdef.tmp'),
+      ].sort(),
+    );
     expect((await readdir(checkpoints)).sort()).toEqual(live.sort());
   });
 
   // Zombies are recognised through /proc/<pid>/stat, which only Linux has.
-  it.skipIf(process.platform !== 'linux')('counts a writer that was killed but not yet reaped (a zombie) as gone (Linux: reads /proc)', async () => {
-    // The background child exits after the shell has replaced itself with `sleep 30`, which never reaps it.
-    const parent = spawn('sh', ['-c', 'sleep 0.3 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
-    try {
-      const zombie = Number(await new Promise<string>((resolve) => parent.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString()))));
-      for (let attempt = 0; attempt < 250; attempt++) {
-        const stat = await readFile(`/proc/${zombie}/stat`, 'utf8').catch(() => '');
-        if (/\) Z /.test(stat)) break;
-        await new Promise((resolve) => setTimeout(resolve, 20));
+  it.skipIf(process.platform !== 'linux')(
+    'counts a writer that was killed but not yet reaped (a zombie) as gone (Linux: reads /proc)',
+    async () => {
+      // The background child exits after the shell has replaced itself with `sleep 30`, which never reaps it.
+      const parent = spawn('sh', ['-c', 'sleep 0.3 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
+      try {
+        const zombie = Number(
+          await new Promise<string>((resolve) =>
+            parent.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString())),
+          ),
+        );
+        for (let attempt = 0; attempt < 250; attempt++) {
+          const stat = await readFile(`/proc/${zombie}/stat`, 'utf8').catch(() => '');
+          if (/\) Z /.test(stat)) break;
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        expect(await readFile(`/proc/${zombie}/stat`, 'utf8')).toMatch(/\) Z /);
+        const outputDir = join(workspace.root, 'run');
+        const leftover = join(outputDir, 'checkpoints', `step-00000002.tmp-${zombie}-0badc0de`);
+        await mkdir(leftover, { recursive: true });
+        expect(await cleanTemporaryCheckpoints(outputDir)).toEqual([leftover]);
+      } finally {
+        parent.kill('SIGKILL');
       }
-      expect(await readFile(`/proc/${zombie}/stat`, 'utf8')).toMatch(/\) Z /);
-      const outputDir = join(workspace.root, 'run');
-      const leftover = join(outputDir, 'checkpoints', `step-00000002.tmp-${zombie}-0badc0de`);
-      await mkdir(leftover, { recursive: true });
-      expect(await cleanTemporaryCheckpoints(outputDir)).toEqual([leftover]);
-    } finally {
-      parent.kill('SIGKILL');
-    }
-  });
+    },
+  );
 });

@@ -5,7 +5,13 @@ import { CheckpointError, randomNormal, setBackend } from '@kiln/core';
 import { createCpuBackend } from '@kiln/backend-cpu';
 import { createReferenceBackend } from '@kiln/testing';
 import {
-  checkpointName, CHECKPOINT_FORMAT_VERSION, findLatestCheckpoint, KILN_VERSION, listCheckpoints, loadCheckpoint, saveCheckpoint,
+  checkpointName,
+  CHECKPOINT_FORMAT_VERSION,
+  findLatestCheckpoint,
+  KILN_VERSION,
+  listCheckpoints,
+  loadCheckpoint,
+  saveCheckpoint,
   type CheckpointState,
 } from '../src/checkpoint/index.js';
 import { createLlamaModel, loadModelDirectory } from '../src/model/index.js';
@@ -18,9 +24,25 @@ const backend = createCpuBackend();
 
 function stateFor(step: number, config: ReturnType<typeof tinyTrainConfig>): CheckpointState {
   return {
-    formatVersion: CHECKPOINT_FORMAT_VERSION, kilnVersion: KILN_VERSION, step, optimizerStep: step, seed: config.seed, dataPosition: step,
-    lossScale: 1, lossScaleGoodSteps: 0, microBatchSize: 8, accumulation: 1, backend: 'cpu', config,
-    metrics: { lastValLoss: 2.5, pendingLosses: [3.25], consecutiveNonFinite: 0, tokensSeen: step * 128, trainSeconds: 1.5 },
+    formatVersion: CHECKPOINT_FORMAT_VERSION,
+    kilnVersion: KILN_VERSION,
+    step,
+    optimizerStep: step,
+    seed: config.seed,
+    dataPosition: step,
+    lossScale: 1,
+    lossScaleGoodSteps: 0,
+    microBatchSize: 8,
+    accumulation: 1,
+    backend: 'cpu',
+    config,
+    metrics: {
+      lastValLoss: 2.5,
+      pendingLosses: [3.25],
+      consecutiveNonFinite: 0,
+      tokensSeen: step * 128,
+      trainSeconds: 1.5,
+    },
     savedAt: new Date(0).toISOString(),
   };
 }
@@ -30,7 +52,10 @@ function randomMoments(parameters: Map<string, import('@kiln/core').Tensor>): Ad
   const moments: AdamWMoments = new Map();
   let seed = 100;
   for (const [name, parameter] of parameters) {
-    moments.set(name, { m: randomNormal(parameter.shape, { seed: seed++, backend }), v: randomNormal(parameter.shape, { seed: seed++, backend, mean: 1 }) });
+    moments.set(name, {
+      m: randomNormal(parameter.shape, { seed: seed++, backend }),
+      v: randomNormal(parameter.shape, { seed: seed++, backend, mean: 1 }),
+    });
   }
   return moments;
 }
@@ -48,19 +73,38 @@ describe('checkpoints', () => {
   it('round-trips weights, moments and state bit for bit, and the model directory is Hugging Face-loadable', async () => {
     const model = createLlamaModel(config.model, { backend, seed: 3 });
     const moments = randomMoments(model.parameters);
-    const path = await saveCheckpoint(config.checkpoint.outputDir, { model, moments, state: stateFor(3, config) }, { keepLast: 2 });
+    const path = await saveCheckpoint(
+      config.checkpoint.outputDir,
+      { model, moments, state: stateFor(3, config) },
+      { keepLast: 2 },
+    );
     expect(path).toBe(join(config.checkpoint.outputDir, 'checkpoints', 'step-00000003'));
-    expect((await readdir(path)).sort()).toEqual(['config.json', 'model.safetensors', 'optimizer.safetensors', 'state.json']);
-    expect(JSON.parse(await readFile(join(config.checkpoint.outputDir, 'checkpoints', 'latest.json'), 'utf8'))).toEqual({ step: 3, path: 'step-00000003' });
+    expect((await readdir(path)).sort()).toEqual([
+      'config.json',
+      'model.safetensors',
+      'optimizer.safetensors',
+      'state.json',
+    ]);
+    expect(JSON.parse(await readFile(join(config.checkpoint.outputDir, 'checkpoints', 'latest.json'), 'utf8'))).toEqual(
+      { step: 3, path: 'step-00000003' },
+    );
 
     const loaded = await loadCheckpoint(path, { backend });
     const { checksums, ...state } = loaded.state;
     expect(state).toEqual(stateFor(3, config));
-    expect(Object.keys(checksums?.files ?? {}).sort()).toEqual(['config.json', 'model.safetensors', 'optimizer.safetensors']);
+    expect(Object.keys(checksums?.files ?? {}).sort()).toEqual([
+      'config.json',
+      'model.safetensors',
+      'optimizer.safetensors',
+    ]);
     for (const [name, parameter] of model.parameters) {
       expect(Array.from(await loaded.model.parameters.get(name)!.data())).toEqual(Array.from(await parameter.data()));
-      expect(Array.from(await loaded.moments.get(name)!.m.data())).toEqual(Array.from(await moments.get(name)!.m.data()));
-      expect(Array.from(await loaded.moments.get(name)!.v.data())).toEqual(Array.from(await moments.get(name)!.v.data()));
+      expect(Array.from(await loaded.moments.get(name)!.m.data())).toEqual(
+        Array.from(await moments.get(name)!.m.data()),
+      );
+      expect(Array.from(await loaded.moments.get(name)!.v.data())).toEqual(
+        Array.from(await moments.get(name)!.v.data()),
+      );
     }
     const plain = await loadModelDirectory(path, { backend });
     expect([...plain.parameters.keys()]).toEqual([...model.parameters.keys()]);
@@ -72,12 +116,19 @@ describe('checkpoints', () => {
   it('keeps the newest keepLast checkpoints and replaces a stale one at the same step', async () => {
     const model = createLlamaModel(config.model, { backend, seed: 3 });
     const moments = createMoments(model.parameters);
-    for (const step of [1, 2, 3, 4]) await saveCheckpoint(config.checkpoint.outputDir, { model, moments, state: stateFor(step, config) }, { keepLast: 2 });
+    for (const step of [1, 2, 3, 4])
+      await saveCheckpoint(
+        config.checkpoint.outputDir,
+        { model, moments, state: stateFor(step, config) },
+        { keepLast: 2 },
+      );
     expect((await listCheckpoints(config.checkpoint.outputDir)).map((entry) => entry.step)).toEqual([4, 3]);
     // Writing step 2 again (a resumed run redoing steps) drops the now-abandoned later ones.
     await saveCheckpoint(config.checkpoint.outputDir, { model, moments, state: stateFor(2, config) }, { keepLast: 2 });
     expect((await listCheckpoints(config.checkpoint.outputDir)).map((entry) => entry.step)).toEqual([2]);
-    expect(await findLatestCheckpoint(config.checkpoint.outputDir)).toBe(join(config.checkpoint.outputDir, 'checkpoints', checkpointName(2)));
+    expect(await findLatestCheckpoint(config.checkpoint.outputDir)).toBe(
+      join(config.checkpoint.outputDir, 'checkpoints', checkpointName(2)),
+    );
     model.dispose();
     disposeMoments(moments);
   });
@@ -86,7 +137,8 @@ describe('checkpoints', () => {
     const model = createLlamaModel(config.model, { backend, seed: 3 });
     const moments = createMoments(model.parameters);
     const outputDir = config.checkpoint.outputDir;
-    for (const step of [3, 6]) await saveCheckpoint(outputDir, { model, moments, state: stateFor(step, config) }, { keepLast: 3 });
+    for (const step of [3, 6])
+      await saveCheckpoint(outputDir, { model, moments, state: stateFor(step, config) }, { keepLast: 3 });
     const directory = join(outputDir, 'checkpoints');
     // A writer killed mid-checkpoint: its temp dir (owned by a process that no longer exists) and a torn latest.json.
     const temporary = join(directory, 'step-00000009.tmp-999999-0badc0de');
@@ -94,7 +146,9 @@ describe('checkpoints', () => {
     await writeFile(join(temporary, 'model.safetensors'), new Uint8Array(40));
     await writeFile(join(directory, 'latest.json'), '{"step": 9, "pa');
     const notices: string[] = [];
-    expect(await findLatestCheckpoint(outputDir, { onNotice: (message) => notices.push(message) })).toBe(join(directory, 'step-00000006'));
+    expect(await findLatestCheckpoint(outputDir, { onNotice: (message) => notices.push(message) })).toBe(
+      join(directory, 'step-00000006'),
+    );
     expect(notices.join('\n')).toMatch(/latest\.json is not valid JSON/);
     expect(await readdir(directory)).not.toContain('step-00000009.tmp-999999-0badc0de');
 
@@ -104,7 +158,9 @@ describe('checkpoints', () => {
     const bytes = await readFile(weights);
     await writeFile(weights, bytes.subarray(0, bytes.length - 10));
     notices.length = 0;
-    expect(await findLatestCheckpoint(outputDir, { onNotice: (message) => notices.push(message) })).toBe(join(directory, 'step-00000003'));
+    expect(await findLatestCheckpoint(outputDir, { onNotice: (message) => notices.push(message) })).toBe(
+      join(directory, 'step-00000003'),
+    );
     expect(notices.join('\n')).toMatch(/step-00000006.*unusable.*truncated/);
     model.dispose();
     disposeMoments(moments);
@@ -113,9 +169,16 @@ describe('checkpoints', () => {
   it('reports what is wrong with a damaged checkpoint', async () => {
     const model = createLlamaModel(config.model, { backend, seed: 3 });
     const moments = createMoments(model.parameters);
-    const path = await saveCheckpoint(config.checkpoint.outputDir, { model, moments, state: stateFor(1, config) }, { keepLast: 1 });
+    const path = await saveCheckpoint(
+      config.checkpoint.outputDir,
+      { model, moments, state: stateFor(1, config) },
+      { keepLast: 1 },
+    );
     const state = JSON.parse(await readFile(join(path, 'state.json'), 'utf8')) as CheckpointState;
-    await writeFile(join(path, 'state.json'), JSON.stringify({ ...state, formatVersion: CHECKPOINT_FORMAT_VERSION + 1 }));
+    await writeFile(
+      join(path, 'state.json'),
+      JSON.stringify({ ...state, formatVersion: CHECKPOINT_FORMAT_VERSION + 1 }),
+    );
     await expect(loadCheckpoint(path, { backend })).rejects.toThrow(/format version 2 is newer/);
     await writeFile(join(path, 'state.json'), JSON.stringify({ ...state, step: 'one' }));
     await expect(loadCheckpoint(path, { backend })).rejects.toThrow(CheckpointError);
@@ -128,12 +191,22 @@ describe('checkpoints', () => {
   it('loads a CPU checkpoint on the reference backend with the same validation loss', async () => {
     const model = createLlamaModel(config.model, { backend, seed: 11 });
     const moments = createMoments(model.parameters);
-    const path = await saveCheckpoint(config.checkpoint.outputDir, { model, moments, state: stateFor(1, config) }, { keepLast: 1 });
+    const path = await saveCheckpoint(
+      config.checkpoint.outputDir,
+      { model, moments, state: stateFor(1, config) },
+      { keepLast: 1 },
+    );
     const reference = createReferenceBackend();
     const loaded = await loadCheckpoint(path, { backend: reference });
     expect(loaded.model.parameters.get('model.embed_tokens.weight')!.backend.name).toBe('reference');
     const data = await loadData(config.data, { vocabSize: 256, contextLength: 16 });
-    const options = { batches: 2, batchSize: 4, contextLength: 16, seed: 5, forwardOptions: { attention: 'naive' as const, checkpointActivations: false, computeDType: 'f32' as const } };
+    const options = {
+      batches: 2,
+      batchSize: 4,
+      contextLength: 16,
+      seed: 5,
+      forwardOptions: { attention: 'naive' as const, checkpointActivations: false, computeDType: 'f32' as const },
+    };
     const onCpu = await evaluate(model, data.validation, options);
     const onReference = await evaluate(loaded.model, data.validation, options);
     expect(Number.isFinite(onCpu)).toBe(true);

@@ -43,7 +43,12 @@ async function run(config: ModelConfig, precast: boolean) {
       foldComputeGradients(copies);
     }
     const gradients = await values([...model.parameters].map(([name, parameter]) => [name, parameter.grad]));
-    return { logits: logits!, gradients, copyCount: copies?.size ?? 0, copyGradients: [...(copies?.values() ?? [])].filter((copy) => copy.grad).length };
+    return {
+      logits: logits!,
+      gradients,
+      copyCount: copies?.size ?? 0,
+      copyGradients: [...(copies?.values() ?? [])].filter((copy) => copy.grad).length,
+    };
   } finally {
     disposeComputeWeights(copies);
     clearGradients(model.parameters);
@@ -51,7 +56,10 @@ async function run(config: ModelConfig, precast: boolean) {
 }
 
 describe('precast compute weights', () => {
-  it.each([['untied', GQA_CONFIG], ['tied head', TIED_CONFIG]] as const)('give the same logits and f32 master gradients as casting at every use (%s)', async (_, config) => {
+  it.each([
+    ['untied', GQA_CONFIG],
+    ['tied head', TIED_CONFIG],
+  ] as const)('give the same logits and f32 master gradients as casting at every use (%s)', async (_, config) => {
     const perUse = await run(config, false);
     const precast = await run(config, true);
     expect(precast.copyCount).toBeGreaterThan(0);

@@ -30,14 +30,25 @@ describe('adaptConfigToBackend', () => {
     expect(adaptations[0].reason).toMatch(/is a CPU/);
     expect(adaptations[1].reason).toMatch(/flash-attention kernel/);
     expect(original.device.precision).toBe('auto');
-    expect(forwardOptionsFor(config)).toEqual({ attention: 'flash', checkpointActivations: false, computeDType: 'f32' });
+    expect(forwardOptionsFor(config)).toEqual({
+      attention: 'flash',
+      checkpointActivations: false,
+      computeDType: 'f32',
+    });
     expect(config.schedule.microBatchSize).toBe(original.schedule.microBatchSize);
   });
 
   it('keeps explicit settings the CPU supports', () => {
-    const { config, adaptations } = adaptConfigToBackend(withDevice({ precision: 'bf16', attention: 'naive' }), createCpuBackend());
+    const { config, adaptations } = adaptConfigToBackend(
+      withDevice({ precision: 'bf16', attention: 'naive' }),
+      createCpuBackend(),
+    );
     expect(adaptations).toEqual([]);
-    expect(forwardOptionsFor(config)).toEqual({ attention: 'naive', checkpointActivations: false, computeDType: 'bf16' });
+    expect(forwardOptionsFor(config)).toEqual({
+      attention: 'naive',
+      checkpointActivations: false,
+      computeDType: 'bf16',
+    });
   });
 
   it('picks bf16 on a non-CPU device with native bf16 matmul, and naive attention without a flash kernel', () => {
@@ -45,10 +56,14 @@ describe('adaptConfigToBackend', () => {
     const { config, adaptations } = adaptConfigToBackend(defaultTrainConfig(), backend);
     expect(config.device.precision).toBe('bf16');
     expect(config.device.attention).toBe('naive');
-    expect(adaptations.find((change) => change.path === 'device.attention')?.reason).toMatch(/no fused attention kernel/);
+    expect(adaptations.find((change) => change.path === 'device.attention')?.reason).toMatch(
+      /no fused attention kernel/,
+    );
     const fused = adaptConfigToBackend(defaultTrainConfig(), createReferenceBackend());
     expect(fused.config.device.attention).toBe('flash');
-    expect(fused.adaptations.find((change) => change.path === 'device.attention')?.reason).toMatch(/has a fused attention kernel/);
+    expect(fused.adaptations.find((change) => change.path === 'device.attention')?.reason).toMatch(
+      /has a fused attention kernel/,
+    );
   });
 
   it('falls back to f32 when the backend lacks a native low-precision matmul', () => {
@@ -64,10 +79,15 @@ describe('adaptConfigToBackend', () => {
   });
 
   it('shrinks the micro-batch to fit a small device, keeping the batch size', () => {
-    const config = loadTrainConfig({ text: 'model: { preset: small }\nschedule: { batchSize: 16, microBatchSize: 16 }\ndevice: { precision: f32, attention: naive }' });
+    const config = loadTrainConfig({
+      text: 'model: { preset: small }\nschedule: { batchSize: 16, microBatchSize: 16 }\ndevice: { precision: f32, attention: naive }',
+    });
     const forward = forwardOptionsFor(config);
     const limit = estimateTrainingMemory(config.model, 4, forward).totalBytes / 0.9 + 1024;
-    const { config: adapted, adaptations } = adaptConfigToBackend(config, createReferenceBackend({ memoryLimitBytes: limit }));
+    const { config: adapted, adaptations } = adaptConfigToBackend(
+      config,
+      createReferenceBackend({ memoryLimitBytes: limit }),
+    );
     expect(adapted.schedule).toMatchObject({ batchSize: 16, microBatchSize: 4 });
     expect(forwardOptionsFor(adapted).checkpointActivations).toBe(false);
     expect(adaptations).toHaveLength(1);
@@ -76,14 +96,22 @@ describe('adaptConfigToBackend', () => {
   });
 
   it('turns on activation checkpointing when one sequence per micro-batch does not fit', () => {
-    const config = loadTrainConfig({ text: 'model: { preset: small }\nschedule: { batchSize: 12, microBatchSize: 12 }\ndevice: { precision: f32, attention: naive }' });
+    const config = loadTrainConfig({
+      text: 'model: { preset: small }\nschedule: { batchSize: 12, microBatchSize: 12 }\ndevice: { precision: f32, attention: naive }',
+    });
     const forward = forwardOptionsFor(config);
     const one = estimateTrainingMemory(config.model, 1, forward).totalBytes;
-    const threeCheckpointed = estimateTrainingMemory(config.model, 3, { ...forward, checkpointActivations: true }).totalBytes;
+    const threeCheckpointed = estimateTrainingMemory(config.model, 3, {
+      ...forward,
+      checkpointActivations: true,
+    }).totalBytes;
     expect(threeCheckpointed).toBeLessThan(one);
     const backend = createReferenceBackend({ memoryLimitBytes: threeCheckpointed / 0.9 + 1024 });
     const { config: adapted, adaptations } = adaptConfigToBackend(config, backend);
-    expect(adaptations.map((change) => change.path)).toEqual(['device.checkpointActivations', 'schedule.microBatchSize']);
+    expect(adaptations.map((change) => change.path)).toEqual([
+      'device.checkpointActivations',
+      'schedule.microBatchSize',
+    ]);
     expect(adapted.schedule.microBatchSize).toBe(3);
     expect(12 % adapted.schedule.microBatchSize).toBe(0);
     expect(forwardOptionsFor(adapted).checkpointActivations).toBe(true);
@@ -94,7 +122,10 @@ describe('adaptConfigToBackend', () => {
     const config = withDevice({ precision: 'f32', attention: 'naive' });
     const forward = { ...forwardOptionsFor(config), attention: 'naive' as const, checkpointActivations: true };
     const smallest = estimateTrainingMemory(config.model, 1, forward).totalBytes;
-    const { config: adapted, adaptations } = adaptConfigToBackend(config, createReferenceBackend({ memoryLimitBytes: smallest / 0.95 }));
+    const { config: adapted, adaptations } = adaptConfigToBackend(
+      config,
+      createReferenceBackend({ memoryLimitBytes: smallest / 0.95 }),
+    );
     expect(adapted.schedule.microBatchSize).toBe(1);
     expect(forwardOptionsFor(adapted).checkpointActivations).toBe(true);
     expect(adaptations.at(-1)?.reason).toMatch(/may still run out of memory/);
@@ -102,7 +133,10 @@ describe('adaptConfigToBackend', () => {
 
   it('leaves memory alone when the device does not report it', () => {
     const backend = createReferenceBackend();
-    const adapted = adaptConfigToBackend(withDevice({ precision: 'f32', attention: 'naive' }), backend as KernelBackend);
+    const adapted = adaptConfigToBackend(
+      withDevice({ precision: 'f32', attention: 'naive' }),
+      backend as KernelBackend,
+    );
     expect(adapted.adaptations).toEqual([]);
   });
 });
@@ -125,7 +159,9 @@ describe('plans that cannot fit are refused before anything is allocated', () =>
 
   it('names the key, the bytes needed by part and the bytes available', () => {
     const error = refusal(withModel({ nLayer: 1_000_000 }));
-    expect(error.message).toMatch(/^model\.nLayer = 1000000: training needs an estimated [\d.]+ GiB \(weights [\d.]+ GiB, gradients and AdamW state [\d.]+ GiB, activations .* at micro-batch 1 with activation checkpointing, token batches .* on the host\), more than the [\d.]+ GiB free on cpu \(.*\); nothing was allocated/);
+    expect(error.message).toMatch(
+      /^model\.nLayer = 1000000: training needs an estimated [\d.]+ GiB \(weights [\d.]+ GiB, gradients and AdamW state [\d.]+ GiB, activations .* at micro-batch 1 with activation checkpointing, token batches .* on the host\), more than the [\d.]+ GiB free on cpu \(.*\); nothing was allocated/,
+    );
     expect(error.hint).toMatch(/Lower model\.nLayer \(the default is 2\)/);
   });
 
@@ -141,13 +177,20 @@ describe('plans that cannot fit are refused before anything is allocated', () =>
   it('refuses a batch whose token windows cannot be allocated on the host', () => {
     const huge = defaultTrainConfig();
     huge.schedule.batchSize = 1_000_000_000;
-    expect(refusal(huge).message).toMatch(/^schedule\.batchSize = 1000000000: one step's token windows would be 64000000000 tokens .* largest array/);
+    expect(refusal(huge).message).toMatch(
+      /^schedule\.batchSize = 1000000000: one step's token windows would be 64000000000 tokens .* largest array/,
+    );
     // On unified memory the token batches share the device's pool: 2²⁰ windows of 64 tokens are 512 MiB.
     const large = defaultTrainConfig();
     large.schedule.batchSize = 2 ** 20;
     const reference = createReferenceBackend({ memoryLimitBytes: 256 * 2 ** 20 });
-    const unified = { ...reference, capabilities: { ...reference.capabilities, device: { ...reference.capabilities.device, unifiedMemory: true } } };
-    expect(refusal(large, unified).message).toMatch(/^schedule\.batchSize = 1048576: training needs an estimated 51\d\.\d MiB \(.*token batches 512\.0 MiB on the host\), more than the 256\.0 MiB free on reference/);
+    const unified = {
+      ...reference,
+      capabilities: { ...reference.capabilities, device: { ...reference.capabilities.device, unifiedMemory: true } },
+    };
+    expect(refusal(large, unified).message).toMatch(
+      /^schedule\.batchSize = 1048576: training needs an estimated 51\d\.\d MiB \(.*token batches 512\.0 MiB on the host\), more than the 256\.0 MiB free on reference/,
+    );
   });
 
   it('names the device memory limit of a small device', () => {
@@ -159,20 +202,38 @@ describe('plans that cannot fit are refused before anything is allocated', () =>
 describe('estimateTrainingMemory', () => {
   it('counts 16 bytes per parameter plus activations, less with checkpointing and flash attention', () => {
     const model = MODEL_PRESETS.tiny.model;
-    const naive = estimateTrainingMemory(model, 8, { attention: 'naive', checkpointActivations: false, computeDType: 'f32' });
+    const naive = estimateTrainingMemory(model, 8, {
+      attention: 'naive',
+      checkpointActivations: false,
+      computeDType: 'f32',
+    });
     expect(naive.weightBytes + naive.optimizerBytes).toBe(16 * MODEL_PRESETS.tiny.parameters);
-    const flash = estimateTrainingMemory(model, 8, { attention: 'flash', checkpointActivations: false, computeDType: 'f32' });
-    const checkpointed = estimateTrainingMemory(model, 8, { attention: 'naive', checkpointActivations: true, computeDType: 'f32' });
+    const flash = estimateTrainingMemory(model, 8, {
+      attention: 'flash',
+      checkpointActivations: false,
+      computeDType: 'f32',
+    });
+    const checkpointed = estimateTrainingMemory(model, 8, {
+      attention: 'naive',
+      checkpointActivations: true,
+      computeDType: 'f32',
+    });
     expect(flash.activationBytes).toBeLessThan(naive.activationBytes);
     expect(checkpointed.activationBytes).toBeLessThan(naive.activationBytes);
-    const double = estimateTrainingMemory(model, 16, { attention: 'naive', checkpointActivations: false, computeDType: 'f32' });
+    const double = estimateTrainingMemory(model, 16, {
+      attention: 'naive',
+      checkpointActivations: false,
+      computeDType: 'f32',
+    });
     expect(double.activationBytes).toBe(2 * naive.activationBytes);
   });
 });
 
 describe('resolveSteps and formatTrainConfig', () => {
   it('turns epochs into steps', () => {
-    const config = loadTrainConfig({ text: 'schedule: { epochs: 2, batchSize: 8, microBatchSize: 8 }\nmodel: { contextLength: 32 }' });
+    const config = loadTrainConfig({
+      text: 'schedule: { epochs: 2, batchSize: 8, microBatchSize: 8 }\nmodel: { contextLength: 32 }',
+    });
     const resolved = resolveSteps(config, 10_000);
     expect(resolved.schedule.steps).toBe(Math.ceil((2 * 10_000) / (8 * 32)));
     expect(resolved.schedule.warmupSteps).toBe(7);

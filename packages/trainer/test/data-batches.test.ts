@@ -79,16 +79,23 @@ describe('deterministic batches and splits', () => {
   it('splits the last validationFraction off as validation', () => {
     expect(splitSizes(1000, 0.1, 8, 'x')).toEqual({ train: 900, validation: 100 });
     expect(splitSizes(1005, 0.2, 8, 'x')).toEqual({ train: 804, validation: 201 });
-    expect(() => splitSizes(100, 0.05, 8, 'data.txt')).toThrow(/data\.txt: the validation split has 5 tokens; it needs at least contextLength \+ 2 = 10/);
+    expect(() => splitSizes(100, 0.05, 8, 'data.txt')).toThrow(
+      /data\.txt: the validation split has 5 tokens; it needs at least contextLength \+ 2 = 10/,
+    );
     expect(() => splitSizes(100, 0.05, 8, 'data.txt')).toThrow(DataError);
-    expect(() => splitSizes(30, 0.4, 16, 'small')).toThrow('small: the validation split has 12 tokens; it needs at least contextLength + 2 = 18');
+    expect(() => splitSizes(30, 0.4, 16, 'small')).toThrow(
+      'small: the validation split has 12 tokens; it needs at least contextLength + 2 = 18',
+    );
     expect(() => splitSizes(30, 0.5, 4, 'small')).toThrow(/validationFraction must be in \(0, 0\.5\)/);
   });
 
   it('splits in-memory and token-file data by the same token ranges', async () => {
     const tokens = ramp(2000);
     const sequences = join(directory, 'token_sequences.json');
-    await writeFile(sequences, JSON.stringify([Array.from(tokens.subarray(0, 1500)), Array.from(tokens.subarray(1500))]));
+    await writeFile(
+      sequences,
+      JSON.stringify([Array.from(tokens.subarray(0, 1500)), Array.from(tokens.subarray(1500))]),
+    );
     const tokenFile = join(directory, 'same.kiln-tokens');
     await writeTokenFile(tokenFile, tokens, 4096);
     const config = { validationFraction: 0.25, minSequenceLength: 2 };
@@ -114,7 +121,9 @@ describe('deterministic batches and splits', () => {
 
   it('rejects a window longer than the split and bad arguments', () => {
     const source = memoryTokenSource('tiny', 256, ramp(10), 'validation');
-    expect(() => source.batch(0, 1, 10, 1)).toThrow(/tiny \(validation\): 10 tokens cannot hold one window of 11 tokens/);
+    expect(() => source.batch(0, 1, 10, 1)).toThrow(
+      /tiny \(validation\): 10 tokens cannot hold one window of 11 tokens/,
+    );
     expect(() => source.batch(-1, 1, 4, 1)).toThrow(/index must be an integer/);
     expect(() => source.batch(0, 0, 4, 1)).toThrow(/batchSize must be an integer ≥ 1/);
     expect(() => source.batch(0, 1, 4, 1.5)).toThrow(/seed must be an integer/);

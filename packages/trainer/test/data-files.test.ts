@@ -23,7 +23,13 @@ const config = { validationFraction: 0.1, minSequenceLength: 2 };
 function codeText(lines: number): string {
   const out: string[] = [];
   for (let index = 0; index < lines; index++) {
-    out.push(index % 7 === 0 ? '' : index % 3 === 0 ? `    return value_${index} * ${index}; // café ✓` : `function f${index}(x) {`);
+    out.push(
+      index % 7 === 0
+        ? ''
+        : index % 3 === 0
+          ? `    return value_${index} * ${index}; // café ✓`
+          : `function f${index}(x) {`,
+    );
   }
   return `${out.join('\n')}\n`;
 }
@@ -35,7 +41,10 @@ beforeAll(async () => {
   const model = join(directory, 'gpt2-model');
   await mkdir(model);
   await copyFile(gpt2Path, join(model, 'tokenizer.json'));
-  await writeFile(join(model, 'tokenizer_config.json'), JSON.stringify({ eos_token: '<|endoftext|>', bos_token: '<|endoftext|>', add_bos_token: false }));
+  await writeFile(
+    join(model, 'tokenizer_config.json'),
+    JSON.stringify({ eos_token: '<|endoftext|>', bos_token: '<|endoftext|>', add_bos_token: false }),
+  );
   gpt2 = await loadTokenizer(model);
 });
 afterAll(async () => {
@@ -48,13 +57,19 @@ describe('data paths that are not regular files or directories', () => {
     execFileSync('mkfifo', [fifo]);
     const load = loadData({ ...config, path: fifo }, { vocabSize: 256, contextLength: 4 });
     await expect(load).rejects.toBeInstanceOf(DataError);
-    await expect(load).rejects.toThrow(/pipe is a named pipe \(FIFO\): kiln reads data from regular files and directories only/);
+    await expect(load).rejects.toThrow(
+      /pipe is a named pipe \(FIFO\): kiln reads data from regular files and directories only/,
+    );
     await expect(listDataFiles(fifo)).rejects.toThrow(/named pipe/);
   });
 
   it('refuses /dev/zero (a character device) instead of reading forever', async () => {
-    await expect(loadData({ ...config, path: '/dev/zero' }, { vocabSize: 256, contextLength: 4 })).rejects.toThrow(/\/dev\/zero is a character device/);
-    await expect(loadData({ ...config, path: '/dev/zero.kiln-tokens' }, { vocabSize: 256, contextLength: 4 })).rejects.toThrow(/does not exist/);
+    await expect(loadData({ ...config, path: '/dev/zero' }, { vocabSize: 256, contextLength: 4 })).rejects.toThrow(
+      /\/dev\/zero is a character device/,
+    );
+    await expect(
+      loadData({ ...config, path: '/dev/zero.kiln-tokens' }, { vocabSize: 256, contextLength: 4 }),
+    ).rejects.toThrow(/does not exist/);
   });
 
   it('never opens a FIFO inside a data directory', async () => {
@@ -73,9 +88,15 @@ describe('unreadable files and directories', () => {
     const denied = Object.assign(new Error("EACCES: permission denied, open '/data/secret.txt'"), { code: 'EACCES' });
     const error = fileSystemError('/data/secret.txt', denied);
     expect(error).toBeInstanceOf(DataError);
-    expect(error.message).toMatch(/^permission denied: cannot read \/data\/secret\.txt\n {2}hint: Give your user read permission \(e\.g\. `chmod u\+r \/data\/secret\.txt`/);
-    expect(fileSystemError('/x', Object.assign(new Error('x'), { code: 'EPERM' }), { action: 'list the directory' }).message).toMatch(/^permission denied: cannot list the directory \/x/);
-    expect(fileSystemError('/big', Object.assign(new RangeError('too large'), { code: 'ERR_FS_FILE_TOO_LARGE' })).message).toMatch(/^\/big is too large to read at once/);
+    expect(error.message).toMatch(
+      /^permission denied: cannot read \/data\/secret\.txt\n {2}hint: Give your user read permission \(e\.g\. `chmod u\+r \/data\/secret\.txt`/,
+    );
+    expect(
+      fileSystemError('/x', Object.assign(new Error('x'), { code: 'EPERM' }), { action: 'list the directory' }).message,
+    ).toMatch(/^permission denied: cannot list the directory \/x/);
+    expect(
+      fileSystemError('/big', Object.assign(new RangeError('too large'), { code: 'ERR_FS_FILE_TOO_LARGE' })).message,
+    ).toMatch(/^\/big is too large to read at once/);
   });
 
   // chmod 000 does not stop root (CI runs tests as root): there the mapping above is what is tested.
@@ -84,10 +105,14 @@ describe('unreadable files and directories', () => {
     await mkdir(locked);
     await writeFile(join(locked, 'a.txt'), 'text\n');
     await chmod(join(locked, 'a.txt'), 0o000);
-    await expect(loadData({ ...config, path: join(locked, 'a.txt') }, { vocabSize: 256, contextLength: 2 })).rejects.toThrow(/permission denied: cannot read .*a\.txt/);
+    await expect(
+      loadData({ ...config, path: join(locked, 'a.txt') }, { vocabSize: 256, contextLength: 2 }),
+    ).rejects.toThrow(/permission denied: cannot read .*a\.txt/);
     await chmod(join(locked, 'a.txt'), 0o644);
     await chmod(locked, 0o000);
-    await expect(loadData({ ...config, path: locked }, { vocabSize: 256, contextLength: 2 })).rejects.toBeInstanceOf(DataError);
+    await expect(loadData({ ...config, path: locked }, { vocabSize: 256, contextLength: 2 })).rejects.toBeInstanceOf(
+      DataError,
+    );
     await chmod(locked, 0o755);
   });
 });
@@ -118,19 +143,31 @@ describe('streaming reads with a bound', () => {
     };
     const ids: number[] = [];
     const progress: TokenizeProgress[] = [];
-    const read = await tokenizeFiles(await listDataFiles(path), recording, (chunk) => void ids.push(...chunk), { chunkBytes: 2048, onProgress: (event) => progress.push(event) });
+    const read = await tokenizeFiles(await listDataFiles(path), recording, (chunk) => void ids.push(...chunk), {
+      chunkBytes: 2048,
+      onProgress: (event) => progress.push(event),
+    });
     expect(longest).toBeLessThanOrEqual(2 * 2048);
     expect(ids).toEqual([...gpt2.encode(text), gpt2.eosId]);
     expect(read.tokens).toBe(ids.length);
     expect(progress.length).toBeGreaterThan(50);
-    expect(progress.at(-1)).toEqual({ filesDone: 1, fileCount: 1, bytesRead: Buffer.byteLength(text), totalBytes: Buffer.byteLength(text), tokens: ids.length });
+    expect(progress.at(-1)).toEqual({
+      filesDone: 1,
+      fileCount: 1,
+      bytesRead: Buffer.byteLength(text),
+      totalBytes: Buffer.byteLength(text),
+      tokens: ids.length,
+    });
   });
 
   it('cuts a line longer than four chunks anyway, so memory stays bounded', async () => {
     const path = join(directory, 'minified.js');
     await writeFile(path, 'a=1;'.repeat(5000));
     let longest = 0;
-    const recording: Tokenizer = { ...gpt2, encode: (input, options) => ((longest = Math.max(longest, input.length)), gpt2.encode(input, options)) };
+    const recording: Tokenizer = {
+      ...gpt2,
+      encode: (input, options) => ((longest = Math.max(longest, input.length)), gpt2.encode(input, options)),
+    };
     await tokenizeFiles(await listDataFiles(path), recording, () => undefined, { chunkBytes: 1024 });
     expect(longest).toBeLessThanOrEqual(5 * 1024);
   });
@@ -144,9 +181,16 @@ describe('documents and tokenizers', () => {
     await writeFile(join(tree, 'b.md'), '# hello\n');
     await writeFile(join(tree, 'empty.txt'), '');
     const text = await readTextTokens(tree, gpt2);
-    expect(Array.from(text.tokens)).toEqual([...gpt2.encode('def f():\n    return 1\n'), 50256, ...gpt2.encode('# hello\n'), 50256]);
+    expect(Array.from(text.tokens)).toEqual([
+      ...gpt2.encode('def f():\n    return 1\n'),
+      50256,
+      ...gpt2.encode('# hello\n'),
+      50256,
+    ]);
     expect(text.tokens).toBeInstanceOf(Uint16Array);
-    expect(text.summary).toMatch(/^data: 2 files from .*docs \(1 \.md, 1 \.py\): 30 bytes, \d+ tokens \(tokenizer gpt2-model\)$/);
+    expect(text.summary).toMatch(
+      /^data: 2 files from .*docs \(1 \.md, 1 \.py\): 30 bytes, \d+ tokens \(tokenizer gpt2-model\)$/,
+    );
     const bytes = await readTextTokens(tree, byteTokenizer);
     expect(new TextDecoder().decode(bytes.tokens)).toBe('def f():\n    return 1\n# hello\n');
   });
@@ -159,12 +203,19 @@ describe('documents and tokenizers', () => {
     const total = gpt2.encode(await readFile(path, 'utf8')).length + 1;
     expect(withModel.train.tokenCount + withModel.validation.tokenCount).toBe(total);
     expect(withModel.warnings).toEqual([]);
-    const fromDirectory = await loadData({ ...config, path: directory, include: ['train.txt'] }, { ...options, tokenizer: gpt2 });
-    expect(fromDirectory.warnings).toEqual([`data: 1 file from ${directory} (1 .txt): ${(await readFile(path)).length} bytes, ${total} tokens (tokenizer gpt2-model)`]);
-    const overridden = await loadData({ ...config, path, tokenizer: 'byte' }, { ...options, tokenizer: gpt2 });
-    expect(overridden.train.tokenCount + overridden.validation.tokenCount).toBe(Buffer.byteLength(await readFile(path, 'utf8')));
-    await expect(loadData({ ...config, path }, { vocabSize: 1000, contextLength: 16, tokenizer: gpt2 })).rejects.toThrow(
-      /the tokenizer gpt2-model \(.*tokenizer\.json\) has 50257 ids but model\.vocabSize is 1000/,
+    const fromDirectory = await loadData(
+      { ...config, path: directory, include: ['train.txt'] },
+      { ...options, tokenizer: gpt2 },
     );
+    expect(fromDirectory.warnings).toEqual([
+      `data: 1 file from ${directory} (1 .txt): ${(await readFile(path)).length} bytes, ${total} tokens (tokenizer gpt2-model)`,
+    ]);
+    const overridden = await loadData({ ...config, path, tokenizer: 'byte' }, { ...options, tokenizer: gpt2 });
+    expect(overridden.train.tokenCount + overridden.validation.tokenCount).toBe(
+      Buffer.byteLength(await readFile(path, 'utf8')),
+    );
+    await expect(
+      loadData({ ...config, path }, { vocabSize: 1000, contextLength: 16, tokenizer: gpt2 }),
+    ).rejects.toThrow(/the tokenizer gpt2-model \(.*tokenizer\.json\) has 50257 ids but model\.vocabSize is 1000/);
   });
 });

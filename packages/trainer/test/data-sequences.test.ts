@@ -86,17 +86,34 @@ describe('sequences JSON', () => {
 
   it('reads a file, and names a missing file', async () => {
     const file = join(directory, 'token_sequences.json');
-    await writeFile(file, JSON.stringify([[1, 2, 3], [4, 5, 6]]));
+    await writeFile(
+      file,
+      JSON.stringify([
+        [1, 2, 3],
+        [4, 5, 6],
+      ]),
+    );
     expect([...(await readSequencesFile(file, limits)).tokens]).toEqual([1, 2, 3, 4, 5, 6]);
-    await expect(readSequencesFile(join(directory, 'missing.json'), limits)).rejects.toThrow(/missing\.json does not exist\n  hint: Check the path given as --sequences \(config key data\.sequences\)/);
+    await expect(readSequencesFile(join(directory, 'missing.json'), limits)).rejects.toThrow(
+      /missing\.json does not exist\n  hint: Check the path given as --sequences \(config key data\.sequences\)/,
+    );
     await expect(readSequencesFile('/dev/zero', limits)).rejects.toThrow(/\/dev\/zero is a character device/);
     await expect(readSequencesFile(directory, limits)).rejects.toThrow(/is a directory, not a sequences file/);
   });
 
   it('loadData reports bad records of a sequences file through DataError', async () => {
     const file = join(directory, 'bad.json');
-    await writeFile(file, JSON.stringify([[1, 2, 3], [4, 300, 6]]));
-    const load = loadData({ sequences: file, validationFraction: 0.1, minSequenceLength: 2 }, { vocabSize: 256, contextLength: 4 });
+    await writeFile(
+      file,
+      JSON.stringify([
+        [1, 2, 3],
+        [4, 300, 6],
+      ]),
+    );
+    const load = loadData(
+      { sequences: file, validationFraction: 0.1, minSequenceLength: 2 },
+      { vocabSize: 256, contextLength: 4 },
+    );
     await expect(load).rejects.toThrow(`${file}: record 1: element 1 is 300, not below the vocabulary size 256`);
   });
 });

@@ -61,7 +61,9 @@ describe('byte-level text and code', () => {
     expect(new TextDecoder().decode(text.tokens)).toBe('dist/\n*.log\nupper\nexport const a = 1;\nbee\nc.txt\n# zed\n');
     expect(text.tokens).toBeInstanceOf(Uint8Array);
     expect((await listDataFiles(root)).gitignored).toBe(5);
-    expect(text.summary).toBe(`data: 6 files from ${root} (2 .gitignore, 2 .txt, 1 .md, 1 .ts), 5 files ignored by .gitignore: 54 bytes, 54 tokens (tokenizer byte)`);
+    expect(text.summary).toBe(
+      `data: 6 files from ${root} (2 .gitignore, 2 .txt, 1 .md, 1 .ts), 5 files ignored by .gitignore: 54 bytes, 54 tokens (tokenizer byte)`,
+    );
   });
 
   it('include and exclude globs choose files; .gitignore can be turned off', async () => {
@@ -70,23 +72,33 @@ describe('byte-level text and code', () => {
     const everything = await listDataFiles(root, { gitignore: false, exclude: ['**/*.bin'] });
     expect(everything.files.map((file) => file.path.slice(root.length + 1))).toContain('dist/out.js');
     expect(everything.files.map((file) => file.path.slice(root.length + 1))).not.toContain('node_modules/dep/index.js');
-    await expect(listDataFiles(root, { include: ['**/*.rs'] })).rejects.toThrow(/no files to read under .* \(include \*\*\/\*\.rs\)/);
+    await expect(listDataFiles(root, { include: ['**/*.rs'] })).rejects.toThrow(
+      /no files to read under .* \(include \*\*\/\*\.rs\)/,
+    );
   });
 
   it('skips a binary file by its content and lists it in the notes', async () => {
     const text = await readTextTokens(root, byteTokenizer);
     expect(text.notes).toEqual([`${join(root, 'sub/image.bin')}: skipped, a binary file`]);
-    const data = await loadData({ path: root, validationFraction: 0.2, minSequenceLength: 2 }, { vocabSize: 256, contextLength: 4 });
+    const data = await loadData(
+      { path: root, validationFraction: 0.2, minSequenceLength: 2 },
+      { vocabSize: 256, contextLength: 4 },
+    );
     expect(data.warnings).toEqual([text.summary, ...text.notes]);
     expect(data.train.tokenCount + data.validation.tokenCount).toBe(text.tokens.length);
   });
 
   it('reads a gitignored directory when it is the path given', async () => {
-    expect((await listDataFiles(join(root, 'dist'))).files.map((file) => file.path)).toEqual([join(root, 'dist', 'out.js')]);
+    expect((await listDataFiles(join(root, 'dist'))).files.map((file) => file.path)).toEqual([
+      join(root, 'dist', 'out.js'),
+    ]);
   });
 
   it('reads a single file', async () => {
-    const data = await loadData({ path: join(root, 'a.ts'), validationFraction: 0.25, minSequenceLength: 2 }, { vocabSize: 256, contextLength: 2 });
+    const data = await loadData(
+      { path: join(root, 'a.ts'), validationFraction: 0.25, minSequenceLength: 2 },
+      { vocabSize: 256, contextLength: 2 },
+    );
     expect(data.train.tokenCount + data.validation.tokenCount).toBe('export const a = 1;\n'.length);
     expect(data.train.description).toBe(join(root, 'a.ts'));
   });
@@ -96,13 +108,20 @@ describe('byte-level text and code', () => {
     const config = { validationFraction: 0.1, minSequenceLength: 2 };
     await expect(loadData({ ...config, path: join(root, 'nope') }, options)).rejects.toThrow(/nope does not exist/);
     await mkdir(join(root, 'empty'), { recursive: true });
-    await expect(loadData({ ...config, path: join(root, 'empty') }, options)).rejects.toThrow(/no files to read under .*empty/);
-    await expect(loadData({ ...config, path: root }, { vocabSize: 100, contextLength: 4 })).rejects.toThrow(/model\.vocabSize is 100/);
+    await expect(loadData({ ...config, path: join(root, 'empty') }, options)).rejects.toThrow(
+      /no files to read under .*empty/,
+    );
+    await expect(loadData({ ...config, path: root }, { vocabSize: 100, contextLength: 4 })).rejects.toThrow(
+      /model\.vocabSize is 100/,
+    );
   });
 
   it('uses the embedded corpus when no source is set, and fails with a hint when there is none', async () => {
     const corpus = { text: 'abcdefghij'.repeat(10), description: 'embedded corpus' };
-    const data = await loadData({ validationFraction: 0.1, minSequenceLength: 2 }, { vocabSize: 256, contextLength: 4, corpus });
+    const data = await loadData(
+      { validationFraction: 0.1, minSequenceLength: 2 },
+      { vocabSize: 256, contextLength: 4, corpus },
+    );
     expect(data.train.tokenCount).toBe(90);
     expect(data.validation.tokenCount).toBe(10);
     expect(data.train.description).toBe('embedded corpus');
@@ -112,7 +131,10 @@ describe('byte-level text and code', () => {
   });
 
   it('refuses two sources at once', async () => {
-    const both = loadData({ path: root, sequences: 'x.json', validationFraction: 0.1, minSequenceLength: 2 }, { vocabSize: 256, contextLength: 4 });
+    const both = loadData(
+      { path: root, sequences: 'x.json', validationFraction: 0.1, minSequenceLength: 2 },
+      { vocabSize: 256, contextLength: 4 },
+    );
     await expect(both).rejects.toThrow(/both data\.sequences .* and data\.path/);
   });
 });

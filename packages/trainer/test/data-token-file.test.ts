@@ -24,7 +24,13 @@ function versionOneFile(tokens: number[]): Buffer {
   return bytes;
 }
 
-const otherTokenizer: Tokenizer = { ...byteTokenizer, name: 'other', hash: 'f'.repeat(64), source: '/models/other/tokenizer.json', vocabSize: 50000 };
+const otherTokenizer: Tokenizer = {
+  ...byteTokenizer,
+  name: 'other',
+  hash: 'f'.repeat(64),
+  source: '/models/other/tokenizer.json',
+  vocabSize: 50000,
+};
 
 describe('binary token files', () => {
   let directory: string;
@@ -77,16 +83,30 @@ describe('binary token files', () => {
 
   it('refuses an out-of-vocabulary token and leaves no file behind', async () => {
     const path = join(directory, 'refused.kiln-tokens');
-    await expect(writeTokenFile(path, [1, 2, 256], 256)).rejects.toThrow(/token 2 is 256, expected an integer id in \[0, 256\)/);
+    await expect(writeTokenFile(path, [1, 2, 256], 256)).rejects.toThrow(
+      /token 2 is 256, expected an integer id in \[0, 256\)/,
+    );
     expect((await readdir(directory)).filter((name) => name.includes('refused'))).toEqual([]);
   });
 
   it.each([
     ['bad magic', (bytes: Buffer) => bytes.write('NOTKILN!', 0, 'latin1'), /magic is "NOTKILN!"/],
-    ['another version', (bytes: Buffer) => bytes.writeUInt32LE(3, 8), /format version 3, this kiln reads versions 1 and 2/],
-    ['metadata longer than the file', (bytes: Buffer) => bytes.writeUInt32LE(5000, 32), /metadata length 5000 does not fit the file/],
+    [
+      'another version',
+      (bytes: Buffer) => bytes.writeUInt32LE(3, 8),
+      /format version 3, this kiln reads versions 1 and 2/,
+    ],
+    [
+      'metadata longer than the file',
+      (bytes: Buffer) => bytes.writeUInt32LE(5000, 32),
+      /metadata length 5000 does not fit the file/,
+    ],
     ['a bad token width', (bytes: Buffer) => bytes.writeUInt16LE(3, 12), /bytes per token is 3/],
-    ['a count larger than the data', (bytes: Buffer) => bytes.writeBigUInt64LE(101n, 16), /header says 101 tokens .* \(truncated\)/],
+    [
+      'a count larger than the data',
+      (bytes: Buffer) => bytes.writeBigUInt64LE(101n, 16),
+      /header says 101 tokens .* \(truncated\)/,
+    ],
   ])('rejects a corrupted header: %s', async (_kind, corrupt, message) => {
     const path = join(directory, 'corrupt.kiln-tokens');
     await writeTokenFile(path, new Int32Array(100).fill(3), 256);
@@ -120,7 +140,10 @@ describe('binary token files', () => {
     expect(fileBytes).toBe(40 + NO_TOKENIZER_METADATA + tokenCount);
 
     const spy = vi.spyOn(fs, 'readSync');
-    const data = await loadData({ path, validationFraction: 0.1, minSequenceLength: 2 }, { vocabSize: 256, contextLength: 32 });
+    const data = await loadData(
+      { path, validationFraction: 0.1, minSequenceLength: 2 },
+      { vocabSize: 256, contextLength: 32 },
+    );
     expect(data.train.tokenCount).toBe(3_600_000);
     expect(data.validation.tokenCount).toBe(400_000);
     const { inputs, targets } = data.train.batch(3, 8, 32, 42);
@@ -145,20 +168,38 @@ describe('binary token files', () => {
 
   it('refuses at load a file whose largest id does not fit the model vocabulary', async () => {
     const path = join(directory, 'big-vocab.kiln-tokens');
-    await writeTokenFile(path, Array.from({ length: 200 }, (_, index) => (index === 150 ? 1000 : 7)), 2000);
-    const load = loadData({ path, validationFraction: 0.2, minSequenceLength: 2 }, { vocabSize: 256, contextLength: 8 });
+    await writeTokenFile(
+      path,
+      Array.from({ length: 200 }, (_, index) => (index === 150 ? 1000 : 7)),
+      2000,
+    );
+    const load = loadData(
+      { path, validationFraction: 0.2, minSequenceLength: 2 },
+      { vocabSize: 256, contextLength: 8 },
+    );
     await expect(load).rejects.toBeInstanceOf(DataError);
-    await expect(load).rejects.toThrow(/big-vocab\.kiln-tokens holds token id 1000, but the model's vocabulary has 256 ids/);
+    await expect(load).rejects.toThrow(
+      /big-vocab\.kiln-tokens holds token id 1000, but the model's vocabulary has 256 ids/,
+    );
   });
 
   it('still reads version 1 files, checking ids window by window', async () => {
     const path = join(directory, 'old.kiln-tokens');
     await writeFile(path, versionOneFile(Array.from({ length: 200 }, () => 1000)));
     const reader = openTokenFile(path);
-    expect([reader.version, reader.bytesPerToken, reader.tokenizer, reader.maxId, reader.vocabSize]).toEqual([1, 2, null, null, null]);
+    expect([reader.version, reader.bytesPerToken, reader.tokenizer, reader.maxId, reader.vocabSize]).toEqual([
+      1,
+      2,
+      null,
+      null,
+      null,
+    ]);
     expect([...reader.read(0, 3)]).toEqual([1000, 1000, 1000]);
     reader.close();
-    const data = await loadData({ path, validationFraction: 0.2, minSequenceLength: 2 }, { vocabSize: 256, contextLength: 8 });
+    const data = await loadData(
+      { path, validationFraction: 0.2, minSequenceLength: 2 },
+      { vocabSize: 256, contextLength: 8 },
+    );
     expect(() => data.train.batch(0, 1, 8, 1)).toThrow(/is 1000, not below the vocabulary size 256/);
     data.train.close();
     data.validation.close();
@@ -170,7 +211,14 @@ describe('binary token files', () => {
     await writer.append(new TextEncoder().encode('hello '));
     await writer.append([119, 111, 114, 108, 100]);
     const info = await writer.finish();
-    expect(info).toEqual({ version: 2, tokenCount: 11, bytesPerToken: 1, vocabSize: 256, maxId: 119, tokenizer: { name: 'byte', hash: 'byte' } });
+    expect(info).toEqual({
+      version: 2,
+      tokenCount: 11,
+      bytesPerToken: 1,
+      vocabSize: 256,
+      maxId: 119,
+      tokenizer: { name: 'byte', hash: 'byte' },
+    });
     const reader = openTokenFile(path);
     expect(new TextDecoder().decode(Uint8Array.from(reader.read(0, 11)))).toBe('hello world');
     reader.close();
@@ -178,19 +226,33 @@ describe('binary token files', () => {
     expect(() => checkTokenFile(path, info, { tokenizer: otherTokenizer, vocabSize: 50000 })).toThrow(
       /byte\.kiln-tokens was made by the tokenizer byte \(hash byte\), but the model uses other \(hash ffffffffffff\)[\s\S]*kiln tokenize <your data> --tokenizer \/models\/other\/tokenizer\.json/,
     );
-    expect(() => checkTokenFile(path, info, { tokenizer: byteTokenizer, vocabSize: 100 })).toThrow(/holds token id 119, but the model's vocabulary has 100 ids/);
+    expect(() => checkTokenFile(path, info, { tokenizer: byteTokenizer, vocabSize: 100 })).toThrow(
+      /holds token id 119, but the model's vocabulary has 100 ids/,
+    );
     const old = { ...info, version: 1 as const, tokenizer: null, maxId: null, vocabSize: null };
     expect(() => checkTokenFile(path, old, { tokenizer: byteTokenizer, vocabSize: 256 })).not.toThrow();
     expect(() => checkTokenFile(path, old, { tokenizer: otherTokenizer, vocabSize: 50000 })).toThrow(
       /records no tokenizer \(written by an older kiln \(token file version 1\)\)[\s\S]*Re-tokenize the data with the model's tokenizer/,
     );
-    const load = loadData({ path, validationFraction: 0.2, minSequenceLength: 2 }, { vocabSize: 50000, contextLength: 2, tokenizer: otherTokenizer });
+    const load = loadData(
+      { path, validationFraction: 0.2, minSequenceLength: 2 },
+      { vocabSize: 50000, contextLength: 2, tokenizer: otherTokenizer },
+    );
     await expect(load).rejects.toThrow(/was made by the tokenizer byte/);
   });
 
   it('picks the narrowest token width for the vocabulary', async () => {
-    for (const [vocabSize, width] of [[256, 1], [257, 2], [65536, 2], [65537, 4]] as const) {
-      const info = await writeTokenFile(join(directory, `width-${vocabSize}.kiln-tokens`), [0, vocabSize - 1], vocabSize);
+    for (const [vocabSize, width] of [
+      [256, 1],
+      [257, 2],
+      [65536, 2],
+      [65537, 4],
+    ] as const) {
+      const info = await writeTokenFile(
+        join(directory, `width-${vocabSize}.kiln-tokens`),
+        [0, vocabSize - 1],
+        vocabSize,
+      );
       expect(info.bytesPerToken).toBe(width);
       const reader = openTokenFile(join(directory, `width-${vocabSize}.kiln-tokens`));
       expect([...reader.read(0, 2)]).toEqual([0, vocabSize - 1]);

@@ -1,4 +1,14 @@
-import { InvalidArgumentError, memory, noGrad, setBackend, slice, tensor, tidy, type KernelBackend, type Tensor } from '@kiln/core';
+import {
+  InvalidArgumentError,
+  memory,
+  noGrad,
+  setBackend,
+  slice,
+  tensor,
+  tidy,
+  type KernelBackend,
+  type Tensor,
+} from '@kiln/core';
 import { createReferenceBackend } from '@kiln/testing';
 import { createCpuBackend } from '@kiln/backend-cpu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,7 +36,15 @@ async function sharpModel(config: ModelConfig, seed: number, on: KernelBackend =
 /** Logits of the last position of a full (uncached) forward over `tokens`. */
 async function fullLastLogits(on: LlamaModel, tokens: number[]): Promise<Float32Array> {
   const ids = tensor(Int32Array.from(tokens), [1, tokens.length], { dtype: 'i32', backend: on.backend });
-  const last = noGrad(() => tidy(() => slice(on.forward(ids, { attention: 'flash', checkpointActivations: false, computeDType: 'f32' }), [0, tokens.length - 1, 0], [1, 1, on.config.vocabSize])));
+  const last = noGrad(() =>
+    tidy(() =>
+      slice(
+        on.forward(ids, { attention: 'flash', checkpointActivations: false, computeDType: 'f32' }),
+        [0, tokens.length - 1, 0],
+        [1, 1, on.config.vocabSize],
+      ),
+    ),
+  );
   const values = (await last.data()) as Float32Array;
   last.dispose();
   ids.dispose();
@@ -67,7 +85,9 @@ describe('KV cache', () => {
       using cache = model.createCache();
       const prefill = tensor(Int32Array.from(sequence.slice(0, 4)), [1, 4], { dtype: 'i32' });
       const prefillLogits = model.forwardCached(prefill, cache, { attention });
-      const full = noGrad(() => model.forward(prefill, { attention, checkpointActivations: false, computeDType: 'f32' }));
+      const full = noGrad(() =>
+        model.forward(prefill, { attention, checkpointActivations: false, computeDType: 'f32' }),
+      );
       expect(maxAbsDifference(await prefillLogits.data(), await full.data())).toBeLessThan(1e-5);
       expect(cache.length).toBe(4);
       for (const item of [prefill, prefillLogits, full]) item.dispose();
@@ -131,7 +151,9 @@ describe('generate', () => {
     expect(stopAt).toBeGreaterThan(0);
     const streamed: number[] = [];
     const tokens = await generate(model, [20], {
-      maxTokens: 8, temperature: 0, stopTokens: [greedy[stopAt]],
+      maxTokens: 8,
+      temperature: 0,
+      stopTokens: [greedy[stopAt]],
       onToken: async (id) => {
         await new Promise((resolve) => setTimeout(resolve, 1));
         streamed.push(id);
@@ -146,7 +168,9 @@ describe('generate', () => {
     const reference = createReferenceBackend();
     using onReference = await sharpModel(GQA_CONFIG, 77, reference);
     const prompt = [30, 31, 32];
-    expect(await generate(onReference, prompt, { maxTokens: 6, temperature: 0 })).toEqual(await generate(model, prompt, { maxTokens: 6, temperature: 0 }));
+    expect(await generate(onReference, prompt, { maxTokens: 6, temperature: 0 })).toEqual(
+      await generate(model, prompt, { maxTokens: 6, temperature: 0 }),
+    );
   });
 
   it('frees the cache and every temporary', async () => {
@@ -157,7 +181,8 @@ describe('generate', () => {
   });
 
   it('rejects bad prompts and options with the value named', async () => {
-    const attempt = async (prompt: number[], options: Parameters<typeof generate>[2]): Promise<unknown> => generate(model, prompt, options).catch((error: unknown) => error);
+    const attempt = async (prompt: number[], options: Parameters<typeof generate>[2]): Promise<unknown> =>
+      generate(model, prompt, options).catch((error: unknown) => error);
     const cases: Array<[number[], Parameters<typeof generate>[2], RegExp]> = [
       [[], { maxTokens: 1 }, /prompt is empty/],
       [[1, 48], { maxTokens: 1 }, /index 1 is 48/],

@@ -7,7 +7,11 @@
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 import type { KernelBackend } from '@kiln/core';
-import { measureHfFixture as measureInDirectory, type FixtureMeasurement, type HfFixtureName } from '../src/testing/index.js';
+import {
+  measureHfFixture as measureInDirectory,
+  type FixtureMeasurement,
+  type HfFixtureName,
+} from '../src/testing/index.js';
 
 export { HF_MODEL_FIXTURES, type FixtureMeasurement } from '../src/testing/index.js';
 
@@ -15,7 +19,11 @@ export { HF_MODEL_FIXTURES, type FixtureMeasurement } from '../src/testing/index
 export const HF_FIXTURES = fileURLToPath(new URL('./fixtures/hf/', import.meta.url));
 
 /** Loads fixture `name` on `backend` and measures kiln against its reference. */
-export function measureHfFixture(name: HfFixtureName, backend: KernelBackend, attention: 'flash' | 'naive' = 'naive'): Promise<FixtureMeasurement> {
+export function measureHfFixture(
+  name: HfFixtureName,
+  backend: KernelBackend,
+  attention: 'flash' | 'naive' = 'naive',
+): Promise<FixtureMeasurement> {
   return measureInDirectory(HF_FIXTURES, name, backend, { attention });
 }
 
@@ -26,5 +34,7 @@ export function expectWithinHfBounds(measured: FixtureMeasurement, label: string
   expect(measured.lossError).toBeLessThan(1e-6);
   for (const [parameter, error] of measured.gradientRelative) expect(error, parameter).toBeLessThan(1e-4);
   if (measured.greedy.reference !== null) expect(measured.greedy.kiln).toEqual(measured.greedy.reference);
-  console.log(`${label}: logits ${measured.logitsRelative.toExponential(2)}, loss ${measured.lossError.toExponential(2)}, worst gradient ${Math.max(...measured.gradientRelative.values()).toExponential(2)}`);
+  console.log(
+    `${label}: logits ${measured.logitsRelative.toExponential(2)}, loss ${measured.lossError.toExponential(2)}, worst gradient ${Math.max(...measured.gradientRelative.values()).toExponential(2)}`,
+  );
 }

@@ -42,7 +42,15 @@ const LONG_CONFIG: ModelConfig = { ...GQA_CONFIG, contextLength: 64 };
 
 async function logitsOf(model: LlamaModel, tokens: number[]): Promise<Float32Array> {
   const ids = tensor(Int32Array.from(tokens), [1, tokens.length], { dtype: 'i32', backend: model.backend });
-  const last = noGrad(() => tidy(() => slice(model.forward(ids, { attention: 'flash', checkpointActivations: false, computeDType: 'f32' }), [0, tokens.length - 1, 0], [1, 1, model.config.vocabSize])));
+  const last = noGrad(() =>
+    tidy(() =>
+      slice(
+        model.forward(ids, { attention: 'flash', checkpointActivations: false, computeDType: 'f32' }),
+        [0, tokens.length - 1, 0],
+        [1, 1, model.config.vocabSize],
+      ),
+    ),
+  );
   const values = (await last.data()) as Float32Array;
   last.dispose();
   ids.dispose();
@@ -127,7 +135,10 @@ describe('KV cache contents', () => {
       const logits = model.forwardCached(ids, cache, { attention: 'flash' });
       fed += chunk;
       const last = tidy(() => slice(logits, [0, chunk - 1, 0], [1, 1, GQA_CONFIG.vocabSize]));
-      expect(maxAbsDifference(await last.data(), await logitsOf(model, sequence.slice(0, fed))), `after ${fed} tokens`).toBeLessThan(1e-5);
+      expect(
+        maxAbsDifference(await last.data(), await logitsOf(model, sequence.slice(0, fed))),
+        `after ${fed} tokens`,
+      ).toBeLessThan(1e-5);
       for (const item of [ids, logits, last]) item.dispose();
     }
   });

@@ -15,7 +15,11 @@ describe('LossStallWatch', () => {
       if (warning !== undefined) warnings.push(`${step}: ${warning}`);
     }
     expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toMatch(new RegExp(`^${MIN_CHECK_STEP}: the training loss has not moved from its start after ${MIN_CHECK_STEP} steps \\(mean 5\\.545\\d over the first 2 steps, 5\\.545\\d over the last 2\\)`));
+    expect(warnings[0]).toMatch(
+      new RegExp(
+        `^${MIN_CHECK_STEP}: the training loss has not moved from its start after ${MIN_CHECK_STEP} steps \\(mean 5\\.545\\d over the first 2 steps, 5\\.545\\d over the last 2\\)`,
+      ),
+    );
     expect(warnings[0]).toMatch(/model\.normEps/);
   });
 
@@ -38,14 +42,23 @@ describe('train() and a run that does not learn', () => {
 
   const notesOf = async (lr: number, outputDir: string): Promise<string[]> => {
     const recorder = eventRecorder();
-    await train(tinyTrainConfig(workspace.dataPath, join(workspace.root, outputDir), {
-      optimizer: { lr }, schedule: { steps: 12, warmupSteps: 2, evalInterval: 12 }, checkpoint: { interval: 0 },
-    }), { backend: createCpuBackend(), onEvent: recorder.onEvent });
+    await train(
+      tinyTrainConfig(workspace.dataPath, join(workspace.root, outputDir), {
+        optimizer: { lr },
+        schedule: { steps: 12, warmupSteps: 2, evalInterval: 12 },
+        checkpoint: { interval: 0 },
+      }),
+      { backend: createCpuBackend(), onEvent: recorder.onEvent },
+    );
     return recorder.of('notice').map((event) => event.message);
   };
 
   it('warns when an lr of 1e-12 leaves the loss where it started, and not at a learning lr', async () => {
-    expect((await notesOf(1e-12, 'stuck')).filter((note) => note.startsWith('the training loss has not moved'))).toHaveLength(1);
-    expect((await notesOf(1e-2, 'learning')).filter((note) => note.startsWith('the training loss has not moved'))).toEqual([]);
+    expect(
+      (await notesOf(1e-12, 'stuck')).filter((note) => note.startsWith('the training loss has not moved')),
+    ).toHaveLength(1);
+    expect(
+      (await notesOf(1e-2, 'learning')).filter((note) => note.startsWith('the training loss has not moved')),
+    ).toEqual([]);
   });
 });

@@ -13,11 +13,25 @@ import type { TrainConfig } from '../src/contracts.js';
 
 function largeModel(dModel: number, nLayer: number): TrainConfig {
   const config = defaultTrainConfig();
-  return { ...config, device: { ...config.device, precision: 'f32' }, model: { ...config.model, dModel, nLayer, nHead: 16, nKvHead: 16, mlpHidden: Math.ceil((8 * dModel) / 3 / 32) * 32 } };
+  return {
+    ...config,
+    device: { ...config.device, precision: 'f32' },
+    model: {
+      ...config.model,
+      dModel,
+      nLayer,
+      nHead: 16,
+      nKvHead: 16,
+      mlpHidden: Math.ceil((8 * dModel) / 3 / 32) * 32,
+    },
+  };
 }
 
 describe('the preflight on the CPU backend', () => {
-  it.each([[2048, 12], [1024, 24]])('refuses dModel %i × %i layers up front, naming the WebAssembly heap', (dModel, nLayer) => {
+  it.each([
+    [2048, 12],
+    [1024, 24],
+  ])('refuses dModel %i × %i layers up front, naming the WebAssembly heap', (dModel, nLayer) => {
     const backend = createCpuBackend({ simd: true });
     const started = performance.now();
     let caught: unknown;
@@ -30,7 +44,8 @@ describe('the preflight on the CPU backend', () => {
     expect(performance.now() - started).toBeLessThan(1000);
     const message = (caught as Error).message;
     expect(message).toMatch(/training needs an estimated [\d.]+ GiB .*; nothing was allocated/);
-    if (os.freemem() > 5 * 2 ** 30) expect(message).toMatch(/free on cpu \(.*, bounded by the 4 GiB WebAssembly heap of the SIMD kernels/);
+    if (os.freemem() > 5 * 2 ** 30)
+      expect(message).toMatch(/free on cpu \(.*, bounded by the 4 GiB WebAssembly heap of the SIMD kernels/);
   });
 
   it('still accepts the default model', () => {

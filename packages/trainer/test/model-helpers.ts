@@ -4,8 +4,16 @@ import type { ModelConfig } from '../src/contracts.js';
 
 /** A tiny grouped-query model (4 query heads sharing 2 kv heads), untied head. */
 export const GQA_CONFIG: ModelConfig = {
-  vocabSize: 48, contextLength: 16, dModel: 32, nLayer: 2, nHead: 4, nKvHead: 2, mlpHidden: 96,
-  tieEmbeddings: false, ropeTheta: 10000, normEps: 1e-5,
+  vocabSize: 48,
+  contextLength: 16,
+  dModel: 32,
+  nLayer: 2,
+  nHead: 4,
+  nKvHead: 2,
+  mlpHidden: 96,
+  tieEmbeddings: false,
+  ropeTheta: 10000,
+  normEps: 1e-5,
 };
 
 /** A tiny multi-head model with the LM head tied to the embedding. */
@@ -13,7 +21,10 @@ export const TIED_CONFIG: ModelConfig = { ...GQA_CONFIG, nKvHead: 4, tieEmbeddin
 
 /** Deterministic pseudo-random token ids [batch, time] below `vocab`. */
 export function tokenIds(batch: number, time: number, vocab: number, backend: KernelBackend, salt = 1): Tensor {
-  const values = Int32Array.from({ length: batch * time }, (_, index) => (index * 7 + salt * 13 + ((index * index) % 5)) % vocab);
+  const values = Int32Array.from(
+    { length: batch * time },
+    (_, index) => (index * 7 + salt * 13 + ((index * index) % 5)) % vocab,
+  );
   return tensor(values, [batch, time], { dtype: 'i32', backend });
 }
 

@@ -31,7 +31,10 @@ describe('Hugging Face reference fixtures on the CPU backend', () => {
 
 describe('hfFixtureFailures (the bounds the backends and gpu-check share)', () => {
   const passing = (): FixtureMeasurement => ({
-    logitsRelative: 3e-7, lossError: 5e-7, gradientRelative: new Map([['lm_head.weight', 8e-7]]), unmatchedGradients: [],
+    logitsRelative: 3e-7,
+    lossError: 5e-7,
+    gradientRelative: new Map([['lm_head.weight', 8e-7]]),
+    unmatchedGradients: [],
     greedy: { kiln: [1, 2, 3, 4, 5, 6, 7, 8], reference: [1, 2, 3, 4, 5, 6, 7, 8] },
   });
 
@@ -39,7 +42,11 @@ describe('hfFixtureFailures (the bounds the backends and gpu-check share)', () =
     expect(hfFixtureFailures(passing())).toEqual([]);
     expect(HF_FIXTURE_BOUNDS).toEqual({ logitsRelative: 1e-5, lossError: 1e-6, gradientRelative: 1e-4 });
     const missing = {
-      ...passing(), logitsRelative: 2e-5, lossError: Number.NaN, gradientRelative: new Map([['lm_head.weight', 3e-4]]), unmatchedGradients: ['model.norm.weight'],
+      ...passing(),
+      logitsRelative: 2e-5,
+      lossError: Number.NaN,
+      gradientRelative: new Map([['lm_head.weight', 3e-4]]),
+      unmatchedGradients: ['model.norm.weight'],
       greedy: { kiln: [1, 2, 3, 4, 5, 6, 7, 9], reference: [1, 2, 3, 4, 5, 6, 7, 8] },
     };
     expect(hfFixtureFailures(missing)).toEqual([
@@ -49,6 +56,8 @@ describe('hfFixtureFailures (the bounds the backends and gpu-check share)', () =
       'gradient of lm_head.weight 3.00e-4 relative ≥ 0.0001',
       'greedy tokens [1, 2, 3, 4, 5, 6, 7, 9] instead of [1, 2, 3, 4, 5, 6, 7, 8]',
     ]);
-    expect(hfFixtureFailures({ ...passing(), gradientRelative: new Map(), greedy: { kiln: [1, 2], reference: null } })).toEqual(['no gradient was compared', '2 greedy tokens instead of 8']);
+    expect(
+      hfFixtureFailures({ ...passing(), gradientRelative: new Map(), greedy: { kiln: [1, 2], reference: null } }),
+    ).toEqual(['no gradient was compared', '2 greedy tokens instead of 8']);
   });
 });

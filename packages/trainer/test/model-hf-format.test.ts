@@ -2,13 +2,27 @@ import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  CheckpointError, encodeHostValues, noGrad, readSafetensorsFile, setBackend, writeSafetensorsFile, type KernelBackend, type RawTensor,
+  CheckpointError,
+  encodeHostValues,
+  noGrad,
+  readSafetensorsFile,
+  setBackend,
+  writeSafetensorsFile,
+  type KernelBackend,
+  type RawTensor,
 } from '@kiln/core';
 import { createReferenceBackend } from '@kiln/testing';
 import { createCpuBackend } from '@kiln/backend-cpu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ForwardOptions } from '../src/contracts.js';
-import { createLlamaModel, fromHfConfig, loadModelDirectory, saveModelDirectory, toHfConfig, type LlamaModel } from '../src/model/index.js';
+import {
+  createLlamaModel,
+  fromHfConfig,
+  loadModelDirectory,
+  saveModelDirectory,
+  toHfConfig,
+  type LlamaModel,
+} from '../src/model/index.js';
 import { GQA_CONFIG, maxAbsDifference, TIED_CONFIG, tokenIds } from './model-helpers.js';
 
 const backend = createCpuBackend();
@@ -54,18 +68,49 @@ describe('config.json', () => {
   it('toHfConfig writes a LlamaForCausalLM config and fromHfConfig reads it back', () => {
     const json = toHfConfig(GQA_CONFIG);
     expect(json).toMatchObject({
-      architectures: ['LlamaForCausalLM'], model_type: 'llama', hidden_size: 32, intermediate_size: 96, num_attention_heads: 4,
-      num_key_value_heads: 2, num_hidden_layers: 2, vocab_size: 48, max_position_embeddings: 16, rms_norm_eps: 1e-5,
-      rope_theta: 10000, tie_word_embeddings: false, torch_dtype: 'float32', hidden_act: 'silu', bos_token_id: null, eos_token_id: null,
+      architectures: ['LlamaForCausalLM'],
+      model_type: 'llama',
+      hidden_size: 32,
+      intermediate_size: 96,
+      num_attention_heads: 4,
+      num_key_value_heads: 2,
+      num_hidden_layers: 2,
+      vocab_size: 48,
+      max_position_embeddings: 16,
+      rms_norm_eps: 1e-5,
+      rope_theta: 10000,
+      tie_word_embeddings: false,
+      torch_dtype: 'float32',
+      hidden_act: 'silu',
+      bos_token_id: null,
+      eos_token_id: null,
     });
     expect(fromHfConfig(JSON.parse(JSON.stringify(json)), 'config.json')).toEqual(GQA_CONFIG);
     expect(fromHfConfig(toHfConfig(TIED_CONFIG), 'config.json')).toEqual(TIED_CONFIG);
   });
 
   it('fills transformers defaults and ignores unknown keys', () => {
-    const minimal = { model_type: 'llama', hidden_size: 32, intermediate_size: 96, num_attention_heads: 4, num_hidden_layers: 1, vocab_size: 40, transformers_version: '4.0', use_cache: true };
+    const minimal = {
+      model_type: 'llama',
+      hidden_size: 32,
+      intermediate_size: 96,
+      num_attention_heads: 4,
+      num_hidden_layers: 1,
+      vocab_size: 40,
+      transformers_version: '4.0',
+      use_cache: true,
+    };
     expect(fromHfConfig(minimal, 'x/config.json')).toEqual({
-      vocabSize: 40, contextLength: 2048, dModel: 32, nLayer: 1, nHead: 4, nKvHead: 4, mlpHidden: 96, tieEmbeddings: false, ropeTheta: 10000, normEps: 1e-6,
+      vocabSize: 40,
+      contextLength: 2048,
+      dModel: 32,
+      nLayer: 1,
+      nHead: 4,
+      nKvHead: 4,
+      mlpHidden: 96,
+      tieEmbeddings: false,
+      ropeTheta: 10000,
+      normEps: 1e-6,
     });
   });
 
@@ -78,10 +123,16 @@ describe('config.json', () => {
       [{ num_key_value_heads: 3 }, /model\.nKvHead/],
       [{ model_type: 'mistral' }, /"model_type" is "mistral"; kiln implements "llama", "gpt2", "gpt_bigcode"/],
       [{ hidden_act: 'gelu' }, /"hidden_act" is "gelu"; kiln implements "silu" only/],
-      [{ rope_scaling: { type: 'yarn', factor: 2 } }, /"rope_scaling\.rope_type" is "yarn"; kiln implements "default", "linear", "llama3"/],
+      [
+        { rope_scaling: { type: 'yarn', factor: 2 } },
+        /"rope_scaling\.rope_type" is "yarn"; kiln implements "default", "linear", "llama3"/,
+      ],
       [{ rope_parameters: { rope_type: 'dynamic', rope_theta: 10000 } }, /"rope_parameters\.rope_type" is "dynamic"/],
       [{ rope_scaling: { type: 'linear' } }, /"rope_scaling\.factor" must be a finite number > 0/],
-      [{ rope_theta: 500000, rope_parameters: { rope_type: 'default', rope_theta: 10000 } }, /"rope_theta" is 500000 but rope_parameters\.rope_theta is 10000/],
+      [
+        { rope_theta: 500000, rope_parameters: { rope_type: 'default', rope_theta: 10000 } },
+        /"rope_theta" is 500000 but rope_parameters\.rope_theta is 10000/,
+      ],
       [{ attention_bias: 'yes' }, /"attention_bias"/],
       [{ rms_norm_eps: -1 }, /"rms_norm_eps"/],
       [{ tie_word_embeddings: 'yes' }, /"tie_word_embeddings"/],
@@ -108,7 +159,9 @@ describe('model directory', () => {
       const file = await readSafetensorsFile(join(directory, 'model.safetensors'));
       expect([...file.tensors.keys()].sort()).toEqual([...model.parameters.keys()].sort());
       expect(file.metadata).toEqual({ format: 'pt', step: '7' });
-      expect(JSON.parse(await readFile(join(directory, 'config.json'), 'utf8'))).toEqual(JSON.parse(JSON.stringify(toHfConfig(config))));
+      expect(JSON.parse(await readFile(join(directory, 'config.json'), 'utf8'))).toEqual(
+        JSON.parse(JSON.stringify(toHfConfig(config))),
+      );
       using loaded = await loadModelDirectory(directory, { backend });
       expect(loaded.config).toEqual(config);
       expect([...loaded.parameters.keys()]).toEqual([...model.parameters.keys()]);
@@ -124,7 +177,9 @@ describe('model directory', () => {
     using onReference = await loadModelDirectory(join(root, 'portable'), { backend: reference });
     expect(onReference.backend).toBe(reference);
     for (const [name, parameter] of model.parameters) {
-      expect(Array.from(await onReference.parameters.get(name)!.data()), name).toEqual(Array.from(await parameter.data()));
+      expect(Array.from(await onReference.parameters.get(name)!.data()), name).toEqual(
+        Array.from(await parameter.data()),
+      );
     }
     const difference = maxAbsDifference(await logitsOf(onReference, reference), await logitsOf(model, backend));
     expect(difference).toBeLessThan(1e-4);
@@ -140,7 +195,11 @@ describe('model directory', () => {
       await saveModelDirectory(directory, model);
       const tensors = new Map<string, RawTensor>();
       for (const [name, parameter] of model.parameters) {
-        tensors.set(name, { dtype, shape: [...parameter.shape], data: encodeHostValues(await parameter.data(), dtype) });
+        tensors.set(name, {
+          dtype,
+          shape: [...parameter.shape],
+          data: encodeHostValues(await parameter.data(), dtype),
+        });
       }
       await writeSafetensorsFile(join(directory, 'model.safetensors'), tensors);
       using loaded = await loadModelDirectory(directory, { backend });
@@ -195,11 +254,19 @@ describe('model directory', () => {
     for (const [index, shard] of shards.entries()) {
       const shardName = `model-0000${index + 1}-of-00002.safetensors`;
       const tensors = new Map(shard.map((name) => [name, file.tensors.get(name)!]));
-      if (index === 0) tensors.set('model.layers.0.self_attn.rotary_emb.inv_freq', { dtype: 'f32', shape: [4], data: new Uint8Array(16) });
+      if (index === 0)
+        tensors.set('model.layers.0.self_attn.rotary_emb.inv_freq', {
+          dtype: 'f32',
+          shape: [4],
+          data: new Uint8Array(16),
+        });
       await writeSafetensorsFile(join(directory, shardName), tensors);
       for (const name of tensors.keys()) weightMap[name] = shardName;
     }
-    await writeFile(join(directory, 'model.safetensors.index.json'), JSON.stringify({ metadata: {}, weight_map: weightMap }));
+    await writeFile(
+      join(directory, 'model.safetensors.index.json'),
+      JSON.stringify({ metadata: {}, weight_map: weightMap }),
+    );
     using loaded = await loadModelDirectory(directory, { backend });
     expect(maxAbsDifference(await logitsOf(loaded, backend), await logitsOf(model, backend))).toBe(0);
   });

@@ -56,7 +56,9 @@ function hfForward(config: ModelConfig, weights: Map<string, Float32Array>, ids:
   const width = dModel / nHead;
   const group = nHead / nKvHead;
   const w = (name: string): Float32Array => weights.get(name)!;
-  let x: Rows = ids.map((id) => Float64Array.from(w('model.embed_tokens.weight').subarray(id * dModel, (id + 1) * dModel)));
+  let x: Rows = ids.map((id) =>
+    Float64Array.from(w('model.embed_tokens.weight').subarray(id * dModel, (id + 1) * dModel)),
+  );
   for (let layer = 0; layer < config.nLayer; layer++) {
     const p = `model.layers.${layer}`;
     const h = rmsNorm(x, w(`${p}.input_layernorm.weight`), normEps);
@@ -96,21 +98,31 @@ function hfForward(config: ModelConfig, weights: Map<string, Float32Array>, ids:
 }
 
 describe('Hugging Face semantics', () => {
-  for (const [label, config] of [['GQA, untied', GQA_CONFIG], ['MHA, tied', TIED_CONFIG]] as const) {
+  for (const [label, config] of [
+    ['GQA, untied', GQA_CONFIG],
+    ['MHA, tied', TIED_CONFIG],
+  ] as const) {
     it(`logits equal an independent float64 LlamaForCausalLM forward (${label})`, async () => {
       // Larger init so attention and rope matter visibly in the logits.
       using model = createLlamaModel({ ...config, ropeTheta: 500 }, { backend, seed: 31 });
       const weights = new Map<string, Float32Array>();
       for (const [name, parameter] of model.parameters) {
         const values = (await parameter.data()) as Float32Array;
-        weights.set(name, name.includes('layernorm') || name.endsWith('norm.weight') ? values : values.map((value) => value * 25));
+        weights.set(
+          name,
+          name.includes('layernorm') || name.endsWith('norm.weight') ? values : values.map((value) => value * 25),
+        );
       }
-      const scaled = new Map([...weights].map(([name, values]) => [name, tensor(values, model.parameters.get(name)!.shape, { backend })]));
+      const scaled = new Map(
+        [...weights].map(([name, values]) => [name, tensor(values, model.parameters.get(name)!.shape, { backend })]),
+      );
       using scaledModel = new LlamaModel(model.config, scaled);
       const ids = tokenIds(1, 10, config.vocabSize, backend, 3);
       const expected = hfForward(model.config, weights, Array.from(await ids.data()));
       for (const attention of ['flash', 'naive'] as const) {
-        const logits = noGrad(() => scaledModel.forward(ids, { attention, checkpointActivations: false, computeDType: 'f32' }));
+        const logits = noGrad(() =>
+          scaledModel.forward(ids, { attention, checkpointActivations: false, computeDType: 'f32' }),
+        );
         const actual = await logits.data();
         expect(maxAbs(expected)).toBeGreaterThan(1);
         expect(maxAbsDifference(actual, expected) / maxAbs(expected), attention).toBeLessThan(2e-5);

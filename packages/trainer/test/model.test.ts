@@ -1,5 +1,16 @@
 import { readFileSync } from 'node:fs';
-import { backward, ConfigError, crossEntropy, memory, noGrad, reshape, setBackend, tensor, tidy, type Tensor } from '@kiln/core';
+import {
+  backward,
+  ConfigError,
+  crossEntropy,
+  memory,
+  noGrad,
+  reshape,
+  setBackend,
+  tensor,
+  tidy,
+  type Tensor,
+} from '@kiln/core';
 import { createReferenceBackend } from '@kiln/testing';
 import { createCpuBackend } from '@kiln/backend-cpu';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -33,7 +44,11 @@ describe('parameter layout', () => {
       [`model.layers.${index}.mlp.down_proj.weight`, [32, 96]],
     ];
     const expected: Array<[string, number[]]> = [
-      ['model.embed_tokens.weight', [48, 32]], ...layer(0), ...layer(1), ['model.norm.weight', [32]], ['lm_head.weight', [48, 32]],
+      ['model.embed_tokens.weight', [48, 32]],
+      ...layer(0),
+      ...layer(1),
+      ['model.norm.weight', [32]],
+      ['lm_head.weight', [48, 32]],
     ];
     expect([...model.parameters].map(([name, parameter]) => [name, [...parameter.shape]])).toEqual(expected);
     for (const parameter of model.parameters.values()) {
@@ -58,13 +73,23 @@ describe('parameter layout', () => {
 
   // fixtures/reference-models.json is the published table of the reference configs that define kiln's benchmarks.
   it('parameterCount and defaultMlpHidden reproduce the reference model configs', () => {
-    const models = JSON.parse(readFileSync(new URL('./fixtures/reference-models.json', import.meta.url), 'utf8')) as Record<string, Record<string, number>>;
+    const models = JSON.parse(
+      readFileSync(new URL('./fixtures/reference-models.json', import.meta.url), 'utf8'),
+    ) as Record<string, Record<string, number>>;
     for (const name of ['tiny', 'small', 'medium']) {
       const entry = models[name];
       expect(defaultMlpHidden(entry.d_model)).toBe(entry.mlp_hidden);
       const config: ModelConfig = {
-        vocabSize: entry.vocab, contextLength: entry.ctx, dModel: entry.d_model, nLayer: entry.n_layer, nHead: entry.n_head,
-        nKvHead: entry.n_head, mlpHidden: entry.mlp_hidden, tieEmbeddings: false, ropeTheta: 10000, normEps: 1e-5,
+        vocabSize: entry.vocab,
+        contextLength: entry.ctx,
+        dModel: entry.d_model,
+        nLayer: entry.n_layer,
+        nHead: entry.n_head,
+        nKvHead: entry.n_head,
+        mlpHidden: entry.mlp_hidden,
+        tieEmbeddings: false,
+        ropeTheta: 10000,
+        normEps: 1e-5,
       };
       expect(parameterCount(config)).toBe(entry.params);
     }
@@ -110,7 +135,8 @@ describe('initialisation', () => {
     const query = await model.parameters.get('model.layers.0.self_attn.q_proj.weight')!.data();
     const key = await model.parameters.get('model.layers.0.self_attn.k_proj.weight')!.data();
     expect(Array.from(query.subarray(0, 16))).not.toEqual(Array.from(key.subarray(0, 16)));
-    const std = (values: Float32Array): number => Math.sqrt(values.reduce((sum, value) => sum + value * value, 0) / values.length);
+    const std = (values: Float32Array): number =>
+      Math.sqrt(values.reduce((sum, value) => sum + value * value, 0) / values.length);
     const embed = (await model.parameters.get('model.embed_tokens.weight')!.data()) as Float32Array;
     const down = (await model.parameters.get('model.layers.1.mlp.down_proj.weight')!.data()) as Float32Array;
     expect(std(embed)).toBeGreaterThan(0.017);
@@ -129,7 +155,10 @@ describe('forward', () => {
     for (const config of [GQA_CONFIG, TIED_CONFIG]) {
       using model = createLlamaModel(config, { backend, seed: 11 });
       const ids = tokenIds(2, 12, config.vocabSize, backend);
-      const [flash, naive] = noGrad(() => [model.forward(ids, F32_FLASH), model.forward(ids, { ...F32_FLASH, attention: 'naive' })]);
+      const [flash, naive] = noGrad(() => [
+        model.forward(ids, F32_FLASH),
+        model.forward(ids, { ...F32_FLASH, attention: 'naive' }),
+      ]);
       expect(flash.shape).toEqual([2, 12, config.vocabSize]);
       expect(flash.dtype).toBe('f32');
       const flashValues = await flash.data();
@@ -146,7 +175,10 @@ describe('forward', () => {
       const values = await first.data();
       values[6] = (values[6] + 1) % GQA_CONFIG.vocabSize;
       const second = tensor(values, [1, 8], { dtype: 'i32', backend });
-      const [a, b] = noGrad(() => [model.forward(first, { ...F32_FLASH, attention }), model.forward(second, { ...F32_FLASH, attention })]);
+      const [a, b] = noGrad(() => [
+        model.forward(first, { ...F32_FLASH, attention }),
+        model.forward(second, { ...F32_FLASH, attention }),
+      ]);
       const left = await a.data();
       const right = await b.data();
       const vocab = GQA_CONFIG.vocabSize;
@@ -159,8 +191,12 @@ describe('forward', () => {
   it('activation checkpointing gives the same loss and gradients', async () => {
     using model = createLlamaModel(GQA_CONFIG, { backend, seed: 21 });
     const ids = tokenIds(2, 10, GQA_CONFIG.vocabSize, backend);
-    const gradients = async (checkpointActivations: boolean): Promise<{ loss: number; grads: Map<string, Float32Array> }> => {
-      const loss = tidy(() => lossOf(model.forward(ids, { ...F32_FLASH, checkpointActivations }), ids, GQA_CONFIG.vocabSize));
+    const gradients = async (
+      checkpointActivations: boolean,
+    ): Promise<{ loss: number; grads: Map<string, Float32Array> }> => {
+      const loss = tidy(() =>
+        lossOf(model.forward(ids, { ...F32_FLASH, checkpointActivations }), ids, GQA_CONFIG.vocabSize),
+      );
       backward(loss);
       const value = await loss.item();
       loss.dispose();
@@ -195,11 +231,19 @@ describe('forward', () => {
         const values = await logits.data();
         const difference = maxAbsDifference(values, referenceValues);
         expect(difference, `${computeDType} ${attention}`).toBeGreaterThan(0);
-        expect(difference, `${computeDType} ${attention}`).toBeLessThan(computeDType === 'bf16' ? 0.05 * maxAbs(referenceValues) + 0.01 : 0.01);
+        expect(difference, `${computeDType} ${attention}`).toBeLessThan(
+          computeDType === 'bf16' ? 0.05 * maxAbs(referenceValues) + 0.01 : 0.01,
+        );
         logits.dispose();
       }
     }
-    const loss = tidy(() => lossOf(model.forward(ids, { ...F32_FLASH, computeDType: 'bf16', checkpointActivations: true }), ids, GQA_CONFIG.vocabSize));
+    const loss = tidy(() =>
+      lossOf(
+        model.forward(ids, { ...F32_FLASH, computeDType: 'bf16', checkpointActivations: true }),
+        ids,
+        GQA_CONFIG.vocabSize,
+      ),
+    );
     backward(loss);
     expect(Number.isFinite(await loss.item())).toBe(true);
     loss.dispose();
@@ -216,7 +260,13 @@ describe('forward', () => {
     using model = createLlamaModel(GQA_CONFIG, { backend, seed: 2 });
     const ids = tokenIds(2, 8, GQA_CONFIG.vocabSize, backend);
     const step = (checkpointActivations: boolean): void => {
-      const loss = tidy(() => lossOf(model.forward(ids, { ...F32_FLASH, attention: 'naive', checkpointActivations }), ids, GQA_CONFIG.vocabSize));
+      const loss = tidy(() =>
+        lossOf(
+          model.forward(ids, { ...F32_FLASH, attention: 'naive', checkpointActivations }),
+          ids,
+          GQA_CONFIG.vocabSize,
+        ),
+      );
       backward(loss);
       loss.dispose();
       for (const parameter of model.parameters.values()) {

@@ -35,7 +35,9 @@ describe('acquireRunLock', () => {
     const refusal = await acquireRunLock(workspace.root).catch((error: unknown) => error);
     expect(refusal).toBeInstanceOf(RunLockedError);
     expect((refusal as KilnError).code).toBe('RUN_LOCKED');
-    expect((refusal as Error).message).toContain(`${workspace.root} is in use by another kiln run (pid ${process.pid} on ${hostname()}, since ${lock.holder.since})`);
+    expect((refusal as Error).message).toContain(
+      `${workspace.root} is in use by another kiln run (pid ${process.pid} on ${hostname()}, since ${lock.holder.since})`,
+    );
     await lock.release();
     expect(existsSync(join(workspace.root, RUN_LOCK_FILE))).toBe(false);
     const again = await acquireRunLock(workspace.root);
@@ -44,10 +46,15 @@ describe('acquireRunLock', () => {
 
   it('takes over a lock whose writer no longer runs, with a note', async () => {
     const pid = deadPid();
-    await writeFile(join(workspace.root, RUN_LOCK_FILE), JSON.stringify({ pid, host: hostname(), since: '2026-01-01T00:00:00.000Z' }));
+    await writeFile(
+      join(workspace.root, RUN_LOCK_FILE),
+      JSON.stringify({ pid, host: hostname(), since: '2026-01-01T00:00:00.000Z' }),
+    );
     const notes: string[] = [];
     const lock = await acquireRunLock(workspace.root, { notice: (message) => notes.push(message) });
-    expect(notes).toEqual([`taking over the lock of ${workspace.root}: its writer (pid ${pid} on ${hostname()}, since 2026-01-01T00:00:00.000Z) no longer runs`]);
+    expect(notes).toEqual([
+      `taking over the lock of ${workspace.root}: its writer (pid ${pid} on ${hostname()}, since 2026-01-01T00:00:00.000Z) no longer runs`,
+    ]);
     expect(lock.holder.pid).toBe(process.pid);
     await lock.release();
   });
@@ -62,10 +69,15 @@ describe('acquireRunLock', () => {
 
   it("refuses another host's lock (its writer cannot be checked) and says how to clear it", async () => {
     const path = join(workspace.root, RUN_LOCK_FILE);
-    await writeFile(path, JSON.stringify({ pid: deadPid(), host: 'elsewhere.example', since: '2026-01-01T00:00:00.000Z' }));
+    await writeFile(
+      path,
+      JSON.stringify({ pid: deadPid(), host: 'elsewhere.example', since: '2026-01-01T00:00:00.000Z' }),
+    );
     const refusal = (await acquireRunLock(workspace.root).catch((error: unknown) => error)) as RunLockedError;
     expect(refusal).toBeInstanceOf(RunLockedError);
-    expect(refusal.hint).toBe(`Use another directory (--output), or, if the run on elsewhere.example is no longer running, delete ${path}.`);
+    expect(refusal.hint).toBe(
+      `Use another directory (--output), or, if the run on elsewhere.example is no longer running, delete ${path}.`,
+    );
   });
 
   it('release leaves a lock that is no longer its own', async () => {

@@ -25,9 +25,56 @@ function streamed(tokenizer: Tokenizer, ids: number[], context: number[] = []): 
 function llamaStyleTokenizerJson(): Record<string, unknown> {
   const vocab: Record<string, number> = { '<unk>': 0, '<s>': 1, '</s>': 2 };
   for (let byte = 0; byte < 256; byte++) vocab[`<0x${byte.toString(16).toUpperCase().padStart(2, '0')}>`] = 3 + byte;
-  const pieces = ['▁', 'h', 'e', 'l', 'o', 'w', 'r', 'd', 't', 's', 'a', 'i', 'n', 'he', 'll', 'llo', 'hello', '▁hello', 'wo', 'or', 'wor', 'worl', 'world', '▁world', 'é', 'ca', 'caf', 'café', '▁café', 'c', 'f'];
+  const pieces = [
+    '▁',
+    'h',
+    'e',
+    'l',
+    'o',
+    'w',
+    'r',
+    'd',
+    't',
+    's',
+    'a',
+    'i',
+    'n',
+    'he',
+    'll',
+    'llo',
+    'hello',
+    '▁hello',
+    'wo',
+    'or',
+    'wor',
+    'worl',
+    'world',
+    '▁world',
+    'é',
+    'ca',
+    'caf',
+    'café',
+    '▁café',
+    'c',
+    'f',
+  ];
   pieces.forEach((piece, index) => (vocab[piece] = 259 + index));
-  const merges = [['h', 'e'], ['l', 'l'], ['ll', 'o'], ['he', 'llo'], ['▁', 'hello'], ['w', 'o'], ['wo', 'r'], ['wor', 'l'], ['worl', 'd'], ['▁', 'world'], ['c', 'a'], ['ca', 'f'], ['caf', 'é'], ['▁', 'café']];
+  const merges = [
+    ['h', 'e'],
+    ['l', 'l'],
+    ['ll', 'o'],
+    ['he', 'llo'],
+    ['▁', 'hello'],
+    ['w', 'o'],
+    ['wo', 'r'],
+    ['wor', 'l'],
+    ['worl', 'd'],
+    ['▁', 'world'],
+    ['c', 'a'],
+    ['ca', 'f'],
+    ['caf', 'é'],
+    ['▁', 'café'],
+  ];
   return {
     version: '1.0',
     truncation: null,
@@ -37,12 +84,23 @@ function llamaStyleTokenizerJson(): Record<string, unknown> {
       { id: 1, content: '<s>', single_word: false, lstrip: false, rstrip: false, normalized: false, special: true },
       { id: 2, content: '</s>', single_word: false, lstrip: false, rstrip: false, normalized: false, special: true },
     ],
-    normalizer: { type: 'Sequence', normalizers: [{ type: 'Prepend', prepend: '▁' }, { type: 'Replace', pattern: { String: ' ' }, content: '▁' }] },
+    normalizer: {
+      type: 'Sequence',
+      normalizers: [
+        { type: 'Prepend', prepend: '▁' },
+        { type: 'Replace', pattern: { String: ' ' }, content: '▁' },
+      ],
+    },
     pre_tokenizer: null,
     post_processor: {
       type: 'TemplateProcessing',
       single: [{ SpecialToken: { id: '<s>', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }],
-      pair: [{ SpecialToken: { id: '<s>', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '<s>', type_id: 1 } }, { Sequence: { id: 'B', type_id: 1 } }],
+      pair: [
+        { SpecialToken: { id: '<s>', type_id: 0 } },
+        { Sequence: { id: 'A', type_id: 0 } },
+        { SpecialToken: { id: '<s>', type_id: 1 } },
+        { Sequence: { id: 'B', type_id: 1 } },
+      ],
       special_tokens: { '<s>': { id: '<s>', ids: [1], tokens: ['<s>'] } },
     },
     decoder: {
@@ -54,7 +112,18 @@ function llamaStyleTokenizerJson(): Record<string, unknown> {
         { type: 'Strip', content: ' ', start: 1, stop: 0 },
       ],
     },
-    model: { type: 'BPE', dropout: null, unk_token: '<unk>', continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: true, byte_fallback: true, ignore_merges: false, vocab, merges },
+    model: {
+      type: 'BPE',
+      dropout: null,
+      unk_token: '<unk>',
+      continuing_subword_prefix: null,
+      end_of_word_suffix: null,
+      fuse_unk: true,
+      byte_fallback: true,
+      ignore_merges: false,
+      vocab,
+      merges,
+    },
   };
 }
 
@@ -65,7 +134,17 @@ beforeAll(async () => {
   llamaDirectory = join(directory, 'tiny-llama-style');
   await mkdir(llamaDirectory);
   await writeFile(join(llamaDirectory, 'tokenizer.json'), JSON.stringify(llamaStyleTokenizerJson()));
-  await writeFile(join(llamaDirectory, 'tokenizer_config.json'), JSON.stringify({ add_bos_token: true, add_eos_token: false, bos_token: '<s>', eos_token: '</s>', pad_token: null, clean_up_tokenization_spaces: false }));
+  await writeFile(
+    join(llamaDirectory, 'tokenizer_config.json'),
+    JSON.stringify({
+      add_bos_token: true,
+      add_eos_token: false,
+      bos_token: '<s>',
+      eos_token: '</s>',
+      pad_token: null,
+      clean_up_tokenization_spaces: false,
+    }),
+  );
 });
 afterAll(async () => {
   await rm(directory, { recursive: true, force: true });
@@ -85,11 +164,14 @@ describe('GPT-2 byte-level BPE (tokenizer.json from the HF tokenizers library)',
     expect([tokenizer.bosId, tokenizer.eosId, tokenizer.padId, tokenizer.addsBos]).toEqual([null, null, null, false]);
   });
 
-  it.each(gpt2Cases.map((testCase, index) => [index, testCase] as const))('case %i: ids equal the HF ids, decode equals the HF decode', (_index, testCase) => {
-    expect(tokenizer.encode(testCase.text)).toEqual(testCase.ids);
-    expect(tokenizer.decode(testCase.ids)).toBe(testCase.decoded);
-    expect(streamed(tokenizer, testCase.ids)).toBe(testCase.decoded);
-  });
+  it.each(gpt2Cases.map((testCase, index) => [index, testCase] as const))(
+    'case %i: ids equal the HF ids, decode equals the HF decode',
+    (_index, testCase) => {
+      expect(tokenizer.encode(testCase.text)).toEqual(testCase.ids);
+      expect(tokenizer.decode(testCase.ids)).toBe(testCase.decoded);
+      expect(streamed(tokenizer, testCase.ids)).toBe(testCase.decoded);
+    },
+  );
 
   it('round-trips text without special tokens, and keeps special tokens when asked', () => {
     for (const testCase of gpt2Cases) {
@@ -118,9 +200,18 @@ describe('GPT-2 byte-level BPE (tokenizer.json from the HF tokenizers library)',
     const model = join(directory, 'gpt2-dir');
     await mkdir(model);
     await copyFile(gpt2Path, join(model, 'tokenizer.json'));
-    await writeFile(join(model, 'tokenizer_config.json'), JSON.stringify({ bos_token: '<|endoftext|>', eos_token: { content: '<|endoftext|>' }, add_bos_token: false }));
+    await writeFile(
+      join(model, 'tokenizer_config.json'),
+      JSON.stringify({ bos_token: '<|endoftext|>', eos_token: { content: '<|endoftext|>' }, add_bos_token: false }),
+    );
     const loaded = await loadTokenizer(model);
-    expect([loaded.name, loaded.bosId, loaded.eosId, loaded.padId, loaded.addsBos]).toEqual(['gpt2-dir', 50256, 50256, null, false]);
+    expect([loaded.name, loaded.bosId, loaded.eosId, loaded.padId, loaded.addsBos]).toEqual([
+      'gpt2-dir',
+      50256,
+      50256,
+      null,
+      false,
+    ]);
     expect(loaded.hash).not.toBe(tokenizer.hash);
     expect(loaded.encode('hello')).toEqual([31373]);
   });
@@ -133,7 +224,13 @@ describe('SentencePiece-style BPE with byte fallback (Llama 2 layout)', () => {
   });
 
   it('adds bos, merges words and falls back to bytes for unknown characters', () => {
-    expect([tokenizer.bosId, tokenizer.eosId, tokenizer.addsBos, tokenizer.addsEos, tokenizer.vocabSize]).toEqual([1, 2, true, false, 290]);
+    expect([tokenizer.bosId, tokenizer.eosId, tokenizer.addsBos, tokenizer.addsEos, tokenizer.vocabSize]).toEqual([
+      1,
+      2,
+      true,
+      false,
+      290,
+    ]);
     expect(tokenizer.encode('hello world')).toEqual([1, 276, 282]);
     expect(tokenizer.encode('hello world', { addSpecialTokens: false })).toEqual([276, 282]);
     // '€' is not in the vocabulary: its three UTF-8 bytes E2 82 AC become <0xE2> <0x82> <0xAC>.
@@ -202,10 +299,17 @@ describe('tokenizer errors name the file and the fix', () => {
     await expect(loadTokenizer(bad)).rejects.toThrow(/bad\.json has no "model" object/);
     const unsupported = { ...llamaStyleTokenizerJson(), decoder: { type: 'Mystery' } };
     await writeFile(bad, JSON.stringify(unsupported));
-    await expect(loadTokenizer(bad)).rejects.toThrow(/bad\.json: unsupported or malformed tokenizer\.json: Unknown Decoder type: Mystery/);
-    const merged = { ...llamaStyleTokenizerJson(), pre_tokenizer: { type: 'Split', pattern: { Regex: '\\d' }, behavior: 'MergedWithPrevious', invert: false } };
+    await expect(loadTokenizer(bad)).rejects.toThrow(
+      /bad\.json: unsupported or malformed tokenizer\.json: Unknown Decoder type: Mystery/,
+    );
+    const merged = {
+      ...llamaStyleTokenizerJson(),
+      pre_tokenizer: { type: 'Split', pattern: { Regex: '\\d' }, behavior: 'MergedWithPrevious', invert: false },
+    };
     await writeFile(bad, JSON.stringify(merged));
-    await expect(loadTokenizer(bad)).rejects.toThrow(/pre_tokenizer is a Split pre-tokenizer with behavior "MergedWithPrevious"/);
+    await expect(loadTokenizer(bad)).rejects.toThrow(
+      /pre_tokenizer is a Split pre-tokenizer with behavior "MergedWithPrevious"/,
+    );
   });
 
   it('a special token missing from the vocabulary', async () => {

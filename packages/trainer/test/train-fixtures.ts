@@ -7,8 +7,17 @@ import type { ModelConfig, TrainConfig, TrainEvent } from '../src/contracts.js';
 /** A 1-layer, dModel-16 byte-level model with a 16-token window. */
 export function tinyModelConfig(overrides: Partial<ModelConfig> = {}): ModelConfig {
   return {
-    vocabSize: 256, contextLength: 16, dModel: 16, nLayer: 1, nHead: 2, nKvHead: 1, mlpHidden: 32,
-    tieEmbeddings: false, ropeTheta: 10000, normEps: 1e-5, ...overrides,
+    vocabSize: 256,
+    contextLength: 16,
+    dModel: 16,
+    nLayer: 1,
+    nHead: 2,
+    nKvHead: 1,
+    mlpHidden: 32,
+    tieEmbeddings: false,
+    ropeTheta: 10000,
+    normEps: 1e-5,
+    ...overrides,
   };
 }
 
@@ -26,13 +35,28 @@ export interface TinyConfigOverrides {
 export function tinyTrainConfig(dataPath: string, outputDir: string, overrides: TinyConfigOverrides = {}): TrainConfig {
   return {
     seed: overrides.seed ?? 7,
-    device: { device: 'cpu', precision: 'f32', attention: 'naive', fallback: 'warn', allowDeviceFallback: false, ...overrides.device },
+    device: {
+      device: 'cpu',
+      precision: 'f32',
+      attention: 'naive',
+      fallback: 'warn',
+      allowDeviceFallback: false,
+      ...overrides.device,
+    },
     model: tinyModelConfig(overrides.model),
     data: { path: dataPath, validationFraction: 0.2, minSequenceLength: 2 },
     optimizer: { lr: 1e-2, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1, ...overrides.optimizer },
     schedule: {
-      steps: 6, batchSize: 8, microBatchSize: 8, warmupSteps: 2, minLrRatio: 0.1, evalInterval: 3, evalBatches: 2,
-      logInterval: 1, maxNonFiniteSteps: 3, ...overrides.schedule,
+      steps: 6,
+      batchSize: 8,
+      microBatchSize: 8,
+      warmupSteps: 2,
+      minLrRatio: 0.1,
+      evalInterval: 3,
+      evalBatches: 2,
+      logInterval: 1,
+      maxNonFiniteSteps: 3,
+      ...overrides.schedule,
     },
     checkpoint: { outputDir, interval: 3, keepLast: 2, ...overrides.checkpoint },
   };
@@ -47,7 +71,11 @@ export async function makeWorkspace(): Promise<{ root: string; dataPath: string;
 }
 
 /** Collects events by type. */
-export function eventRecorder(): { events: TrainEvent[]; onEvent: (event: TrainEvent) => void; of: <T extends TrainEvent['type']>(type: T) => Array<Extract<TrainEvent, { type: T }>> } {
+export function eventRecorder(): {
+  events: TrainEvent[];
+  onEvent: (event: TrainEvent) => void;
+  of: <T extends TrainEvent['type']>(type: T) => Array<Extract<TrainEvent, { type: T }>>;
+} {
   const events: TrainEvent[] = [];
   return {
     events,

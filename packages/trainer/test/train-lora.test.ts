@@ -45,17 +45,32 @@ describe('LoRA fine-tuning', () => {
     const losses = recorder.of('step').map((event) => event.loss);
     expect(losses).toHaveLength(12);
     expect(losses.slice(-3).reduce((a, b) => a + b) / 3).toBeLessThan(losses.slice(0, 3).reduce((a, b) => a + b) / 3);
-    expect(recorder.of('start')[0].parameters).toBe(2 * (4 * 64 + 64 * 4) + 2 * (4 * 64 + 32 * 4) + 2 * (4 * 176 + 64 * 4));
-    expect((await readdir(result.checkpointPath)).sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors', 'optimizer.safetensors', 'state.json']);
-    expect(JSON.parse(await readFile(join(result.checkpointPath, 'adapter_config.json'), 'utf8'))).toMatchObject({ peft_type: 'LORA', r: 4, lora_alpha: 8, base_model_name_or_path: BASE });
+    expect(recorder.of('start')[0].parameters).toBe(
+      2 * (4 * 64 + 64 * 4) + 2 * (4 * 64 + 32 * 4) + 2 * (4 * 176 + 64 * 4),
+    );
+    expect((await readdir(result.checkpointPath)).sort()).toEqual([
+      'adapter_config.json',
+      'adapter_model.safetensors',
+      'optimizer.safetensors',
+      'state.json',
+    ]);
+    expect(JSON.parse(await readFile(join(result.checkpointPath, 'adapter_config.json'), 'utf8'))).toMatchObject({
+      peft_type: 'LORA',
+      r: 4,
+      lora_alpha: 8,
+      base_model_name_or_path: BASE,
+    });
     const loaded = await loadCheckpoint(result.checkpointPath, { backend });
     expect(loaded.model).toBeInstanceOf(LoraTrainingModel);
     expect([...loaded.moments.keys()]).toEqual([...loaded.model.parameters.keys()]);
-    expect([...loaded.model.parameters.keys()][0]).toBe('base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight');
+    expect([...loaded.model.parameters.keys()][0]).toBe(
+      'base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight',
+    );
     // The frozen base is exactly the fixture.
     const base = (loaded.model as LoraTrainingModel).base;
     const original = await loadModelDirectory(BASE, { backend });
-    for (const [name, weight] of original.parameters) expect(await base.parameters.get(name)!.data(), name).toEqual(await weight.data());
+    for (const [name, weight] of original.parameters)
+      expect(await base.parameters.get(name)!.data(), name).toEqual(await weight.data());
     original.dispose();
     loaded.model.dispose();
     for (const { m, v } of loaded.moments.values()) {
@@ -73,7 +88,8 @@ describe('LoRA fine-tuning', () => {
     const controller = new AbortController();
     const first = eventRecorder();
     await train(config('split'), {
-      backend, signal: controller.signal,
+      backend,
+      signal: controller.signal,
       onEvent: (event) => {
         first.onEvent(event);
         if (event.type === 'step' && event.step === 3) controller.abort();
@@ -86,16 +102,31 @@ describe('LoRA fine-tuning', () => {
     expect(backend.memory().bufferCount).toBe(0);
   });
 
-  it('holds the frozen base in bf16 (lora.baseDType): it trains, the adapter stays f32 and its checkpoint is the f32 run\'s format', async () => {
+  it("holds the frozen base in bf16 (lora.baseDType): it trains, the adapter stays f32 and its checkpoint is the f32 run's format", async () => {
     const recorder = eventRecorder();
-    const bf16 = { ...config('bf16', 12), lora: { rank: 4, alpha: 8, dropout: 0, targets: ['q_proj', 'v_proj'], baseDType: 'bf16' as const } };
+    const bf16 = {
+      ...config('bf16', 12),
+      lora: { rank: 4, alpha: 8, dropout: 0, targets: ['q_proj', 'v_proj'], baseDType: 'bf16' as const },
+    };
     const result = await train(bf16, { backend, onEvent: recorder.onEvent });
     const losses = recorder.of('step').map((event) => event.loss);
     expect(losses.every(Number.isFinite)).toBe(true);
     expect(losses.slice(-3).reduce((a, b) => a + b) / 3).toBeLessThan(losses.slice(0, 3).reduce((a, b) => a + b) / 3);
-    expect((await readdir(result.checkpointPath)).sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors', 'optimizer.safetensors', 'state.json']);
-    const adapterConfig = JSON.parse(await readFile(join(result.checkpointPath, 'adapter_config.json'), 'utf8')) as Record<string, unknown>;
-    expect(adapterConfig).toMatchObject({ peft_type: 'LORA', r: 4, lora_alpha: 8, target_modules: ['q_proj', 'v_proj'] });
+    expect((await readdir(result.checkpointPath)).sort()).toEqual([
+      'adapter_config.json',
+      'adapter_model.safetensors',
+      'optimizer.safetensors',
+      'state.json',
+    ]);
+    const adapterConfig = JSON.parse(
+      await readFile(join(result.checkpointPath, 'adapter_config.json'), 'utf8'),
+    ) as Record<string, unknown>;
+    expect(adapterConfig).toMatchObject({
+      peft_type: 'LORA',
+      r: 4,
+      lora_alpha: 8,
+      target_modules: ['q_proj', 'v_proj'],
+    });
     expect(JSON.stringify(adapterConfig)).not.toMatch(/bf16|baseDType/);
     // Resuming loads the base in bf16 again; the adapter and its moments are f32.
     const loaded = await loadCheckpoint(result.checkpointPath, { backend });
@@ -121,16 +152,34 @@ describe('LoRA fine-tuning', () => {
   it('refuses a base dtype the backend cannot hold, naming it', async () => {
     const limited = createCpuBackend();
     const supports = limited.capabilities.supports.bind(limited.capabilities);
-    Object.defineProperty(limited, 'capabilities', { value: { ...limited.capabilities, supports: (kernel: string, dtype: string) => dtype !== 'f16' && supports(kernel as never, dtype as never) } });
-    const f16 = { ...config('f16'), lora: { rank: 4, alpha: 8, dropout: 0, targets: ['q_proj'], baseDType: 'f16' as const } };
+    Object.defineProperty(limited, 'capabilities', {
+      value: {
+        ...limited.capabilities,
+        supports: (kernel: string, dtype: string) => dtype !== 'f16' && supports(kernel as never, dtype as never),
+      },
+    });
+    const f16 = {
+      ...config('f16'),
+      lora: { rank: 4, alpha: 8, dropout: 0, targets: ['q_proj'], baseDType: 'f16' as const },
+    };
     await expect(train(f16, { backend: limited })).rejects.toThrow(ConfigError);
-    await expect(train(f16, { backend: limited })).rejects.toThrow(/lora\.baseDType f16: the cpu backend cannot hold or compute with f16 tensors/);
+    await expect(train(f16, { backend: limited })).rejects.toThrow(
+      /lora\.baseDType f16: the cpu backend cannot hold or compute with f16 tensors/,
+    );
     limited.dispose?.();
   });
 
   it('reads base-dtype from --lora and refuses an unknown one', () => {
-    expect(parseLoraOption('r=4,alpha=8,base-dtype=bf16,targets=q_proj,v_proj')).toEqual({ rank: 4, alpha: 8, dropout: 0, baseDType: 'bf16', targets: ['q_proj', 'v_proj'] });
-    expect(() => parseLoraOption('r=4,base-dtype=f8,targets=q_proj')).toThrow(/--lora: base-dtype must be one of f32, bf16, f16, got "f8"/);
+    expect(parseLoraOption('r=4,alpha=8,base-dtype=bf16,targets=q_proj,v_proj')).toEqual({
+      rank: 4,
+      alpha: 8,
+      dropout: 0,
+      baseDType: 'bf16',
+      targets: ['q_proj', 'v_proj'],
+    });
+    expect(() => parseLoraOption('r=4,base-dtype=f8,targets=q_proj')).toThrow(
+      /--lora: base-dtype must be one of f32, bf16, f16, got "f8"/,
+    );
   });
 
   it('refuses lora without initFrom', async () => {

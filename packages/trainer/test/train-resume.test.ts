@@ -12,7 +12,10 @@ import { eventRecorder, makeWorkspace, tinyTrainConfig } from './train-fixtures.
 const backend = createCpuBackend();
 
 async function metricsLines(outputDir: string): Promise<Array<Record<string, number>>> {
-  return (await readFile(join(outputDir, 'metrics.jsonl'), 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as Record<string, number>);
+  return (await readFile(join(outputDir, 'metrics.jsonl'), 'utf8'))
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Record<string, number>);
 }
 
 /** Parameter values of the final checkpoint, by name. */
@@ -31,16 +34,22 @@ async function finalWeights(path: string): Promise<Map<string, number[]>> {
 describe('exact resume', () => {
   let workspace: Awaited<ReturnType<typeof makeWorkspace>>;
   let config: (outputDir: string) => TrainConfig;
-  let uninterrupted: { losses: number[]; valLoss: number; weights: Map<string, number[]>; lines: Array<Record<string, number>> };
+  let uninterrupted: {
+    losses: number[];
+    valLoss: number;
+    weights: Map<string, number[]>;
+    lines: Array<Record<string, number>>;
+  };
 
   beforeEach(async () => {
     setBackend(backend);
     workspace = await makeWorkspace();
     // logInterval 2 with checkpoints every 3 steps: the resumed run must carry the half-finished log window.
-    config = (outputDir) => tinyTrainConfig(workspace.dataPath, join(workspace.root, outputDir), {
-      schedule: { steps: 6, batchSize: 4, microBatchSize: 2, warmupSteps: 2, evalInterval: 4, logInterval: 2 },
-      checkpoint: { interval: 3, keepLast: 2 },
-    });
+    config = (outputDir) =>
+      tinyTrainConfig(workspace.dataPath, join(workspace.root, outputDir), {
+        schedule: { steps: 6, batchSize: 4, microBatchSize: 2, warmupSteps: 2, evalInterval: 4, logInterval: 2 },
+        checkpoint: { interval: 3, keepLast: 2 },
+      });
     const recorder = eventRecorder();
     const result = await train(config('uninterrupted'), { backend, onEvent: recorder.onEvent });
     uninterrupted = {
@@ -53,7 +62,12 @@ describe('exact resume', () => {
   });
   afterEach(async () => workspace.cleanup());
 
-  async function expectSameAsUninterrupted(outputDir: string, losses: number[], resultPath: string, valLoss: number): Promise<void> {
+  async function expectSameAsUninterrupted(
+    outputDir: string,
+    losses: number[],
+    resultPath: string,
+    valLoss: number,
+  ): Promise<void> {
     expect(losses).toHaveLength(6);
     losses.forEach((loss, index) => expect(loss).toBe(uninterrupted.losses[index]));
     expect(valLoss).toBe(uninterrupted.valLoss);
@@ -72,7 +86,8 @@ describe('exact resume', () => {
     const controller = new AbortController();
     const first = eventRecorder();
     const stopped = await train(config('stopped'), {
-      backend, signal: controller.signal,
+      backend,
+      signal: controller.signal,
       onEvent: (event) => {
         first.onEvent(event);
         if (event.type === 'step' && event.step === 3) controller.abort();
@@ -90,13 +105,15 @@ describe('exact resume', () => {
 
   it('continues bit for bit after a crash between checkpoints (metrics lines after the checkpoint are dropped)', async () => {
     const first = eventRecorder();
-    await expect(train(config('crashed'), {
-      backend,
-      onEvent: (event) => {
-        first.onEvent(event);
-        if (event.type === 'step' && event.step === 5) throw new Error('simulated crash at step 5');
-      },
-    })).rejects.toThrow('simulated crash');
+    await expect(
+      train(config('crashed'), {
+        backend,
+        onEvent: (event) => {
+          first.onEvent(event);
+          if (event.type === 'step' && event.step === 5) throw new Error('simulated crash at step 5');
+        },
+      }),
+    ).rejects.toThrow('simulated crash');
     expect((await metricsLines(join(workspace.root, 'crashed'))).map((line) => line.step)).toEqual([2, 4]);
     const second = eventRecorder();
     const resumed = await train(config('crashed'), { backend, resume: true, onEvent: second.onEvent });
@@ -110,7 +127,8 @@ describe('exact resume', () => {
     const controller = new AbortController();
     const first = eventRecorder();
     await train(config('portable'), {
-      backend, signal: controller.signal,
+      backend,
+      signal: controller.signal,
       onEvent: (event) => {
         first.onEvent(event);
         if (event.type === 'step' && event.step === 3) controller.abort();
@@ -121,7 +139,9 @@ describe('exact resume', () => {
     const second = eventRecorder();
     const resumed = await train(config('portable'), { backend: reference, resume: true, onEvent: second.onEvent });
     expect(second.of('start')[0]).toMatchObject({ step: 3, backend: 'reference' });
-    second.of('step').forEach((event, index) => expect(Math.abs(event.loss - uninterrupted.losses[3 + index])).toBeLessThan(1e-3));
+    second
+      .of('step')
+      .forEach((event, index) => expect(Math.abs(event.loss - uninterrupted.losses[3 + index])).toBeLessThan(1e-3));
     expect(Math.abs(resumed.valLoss - uninterrupted.valLoss)).toBeLessThan(1e-3);
     expect(reference.memory().bufferCount).toBe(0);
   });
@@ -135,8 +155,16 @@ describe('exact resume', () => {
 
   it('starts from step 0 with a notice when there is nothing to resume', async () => {
     const recorder = eventRecorder();
-    await train({ ...config('fresh'), schedule: { ...config('fresh').schedule, steps: 1 } }, { backend, resume: true, onEvent: recorder.onEvent });
-    expect(recorder.of('notice').map((event) => event.message).join('\n')).toMatch(/no checkpoint in .*fresh: starting a new run from step 0/);
+    await train(
+      { ...config('fresh'), schedule: { ...config('fresh').schedule, steps: 1 } },
+      { backend, resume: true, onEvent: recorder.onEvent },
+    );
+    expect(
+      recorder
+        .of('notice')
+        .map((event) => event.message)
+        .join('\n'),
+    ).toMatch(/no checkpoint in .*fresh: starting a new run from step 0/);
     expect(recorder.of('start')[0].step).toBe(0);
   });
 });

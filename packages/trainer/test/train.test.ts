@@ -46,18 +46,40 @@ describe('train', () => {
     expect(result.valLoss).toBeLessThan(first - 1);
     expect(result.trainLoss).toBeCloseTo(steps.slice(-5).reduce((total, event) => total + event.loss, 0) / 5, 5);
 
-    const lines = (await readFile(join(outputDir, 'metrics.jsonl'), 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as Record<string, number>);
+    const lines = (await readFile(join(outputDir, 'metrics.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, number>);
     expect(lines.map((line) => line.step)).toEqual([5, 10, 15, 20, 25, 30]);
     for (const line of lines) {
-      expect(Object.keys(line).sort()).toEqual(line.step % 10 === 0 ? ['loss', 'lr', 'step', 'tokens_per_second', 'val_loss'] : ['loss', 'lr', 'step', 'tokens_per_second']);
+      expect(Object.keys(line).sort()).toEqual(
+        line.step % 10 === 0
+          ? ['loss', 'lr', 'step', 'tokens_per_second', 'val_loss']
+          : ['loss', 'lr', 'step', 'tokens_per_second'],
+      );
       expect(line.tokens_per_second).toBeGreaterThan(0);
     }
     expect(lines[0].loss).toBeCloseTo(steps.slice(0, 5).reduce((total, event) => total + event.loss, 0) / 5, 5);
     expect(lines.at(-1)!.val_loss).toBe(result.valLoss);
     // Each line is also a 'log' event (what the console prints), naming the steps its mean covers.
     const logs = recorder.of('log');
-    expect(logs.map(({ step, loss, lr, tokens_per_second, val_loss }) => ({ step, loss, lr, tokens_per_second, ...(val_loss === undefined ? {} : { val_loss }) }))).toEqual(lines);
-    expect(logs.map((event) => [event.fromStep, event.step])).toEqual([[1, 5], [6, 10], [11, 15], [16, 20], [21, 25], [26, 30]]);
+    expect(
+      logs.map(({ step, loss, lr, tokens_per_second, val_loss }) => ({
+        step,
+        loss,
+        lr,
+        tokens_per_second,
+        ...(val_loss === undefined ? {} : { val_loss }),
+      })),
+    ).toEqual(lines);
+    expect(logs.map((event) => [event.fromStep, event.step])).toEqual([
+      [1, 5],
+      [6, 10],
+      [11, 15],
+      [16, 20],
+      [21, 25],
+      [26, 30],
+    ]);
 
     const svg = await readFile(join(outputDir, 'loss.svg'), 'utf8');
     expect(svg).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"[^>]*>/);
@@ -65,9 +87,21 @@ describe('train', () => {
     expect(svg.match(/<polyline /g)).toHaveLength(2);
 
     const state = await readCheckpointState(result.checkpointPath);
-    expect(state).toMatchObject({ step: 30, optimizerStep: 30, dataPosition: 30, lossScale: 1, microBatchSize: 8, accumulation: 1, backend: 'cpu', seed: 7 });
+    expect(state).toMatchObject({
+      step: 30,
+      optimizerStep: 30,
+      dataPosition: 30,
+      lossScale: 1,
+      microBatchSize: 8,
+      accumulation: 1,
+      backend: 'cpu',
+      seed: 7,
+    });
     expect(state.config.schedule.steps).toBe(30);
-    expect(JSON.parse(await readFile(join(outputDir, 'config.json'), 'utf8'))).toMatchObject({ seed: 7, schedule: { steps: 30 } });
+    expect(JSON.parse(await readFile(join(outputDir, 'config.json'), 'utf8'))).toMatchObject({
+      seed: 7,
+      schedule: { steps: 30 },
+    });
     expect(backend.memory().bufferCount).toBe(0);
   });
 
@@ -83,7 +117,8 @@ describe('train', () => {
     await train(config, {
       backend,
       onEvent: (event) => {
-        if (event.type === 'step') counts.set(event.step, { buffers: backend.memory().bufferCount, bytes: backend.memory().allocatedBytes });
+        if (event.type === 'step')
+          counts.set(event.step, { buffers: backend.memory().bufferCount, bytes: backend.memory().allocatedBytes });
       },
     });
     // Parameters and the two AdamW moments of each: nothing else survives a step.
@@ -95,14 +130,32 @@ describe('train', () => {
   it('fine-tunes from a Hugging Face model directory (initFrom)', async () => {
     const backend = createCpuBackend();
     setBackend(backend);
-    const pretrained = await train(tinyTrainConfig(workspace.dataPath, join(workspace.root, 'pretrain'), {
-      optimizer: { lr: 2e-2 }, schedule: { steps: 20, evalInterval: 0 }, checkpoint: { interval: 0 },
-    }), { backend });
+    const pretrained = await train(
+      tinyTrainConfig(workspace.dataPath, join(workspace.root, 'pretrain'), {
+        optimizer: { lr: 2e-2 },
+        schedule: { steps: 20, evalInterval: 0 },
+        checkpoint: { interval: 0 },
+      }),
+      { backend },
+    );
     const recorder = eventRecorder();
     // The configured model sizes differ: the directory's config.json wins, with a notice.
-    const config = { ...tinyTrainConfig(workspace.dataPath, join(workspace.root, 'finetune'), { model: { dModel: 32 }, schedule: { steps: 2 } }), initFrom: pretrained.checkpointPath };
+    const config = {
+      ...tinyTrainConfig(workspace.dataPath, join(workspace.root, 'finetune'), {
+        model: { dModel: 32 },
+        schedule: { steps: 2 },
+      }),
+      initFrom: pretrained.checkpointPath,
+    };
     const result = await train(config, { backend, onEvent: recorder.onEvent });
-    expect(recorder.of('notice').map((event) => event.message).join('\n')).toMatch(/fine-tuning .*step-00000020: model sizes come from its config\.json \(model\.dModel: initFrom 16, config 32\)/);
+    expect(
+      recorder
+        .of('notice')
+        .map((event) => event.message)
+        .join('\n'),
+    ).toMatch(
+      /fine-tuning .*step-00000020: model sizes come from its config\.json \(model\.dModel: initFrom 16, config 32\)/,
+    );
     expect(recorder.of('step')[0].loss).toBeLessThan(pretrained.valLoss + 0.5);
     expect((await readCheckpointState(result.checkpointPath)).config.model.dModel).toBe(16);
     expect(backend.memory().bufferCount).toBe(0);
@@ -114,7 +167,9 @@ describe('train', () => {
     const config = tinyTrainConfig(workspace.dataPath, join(workspace.root, 'run'), { schedule: { steps: 1 } });
     await train(config, { backend });
     await expect(train(config, { backend })).rejects.toThrow(ConfigError);
-    await expect(train(config, { backend })).rejects.toThrow(/already holds a run \(checkpoints up to step 1\)[\s\S]*--resume/);
+    await expect(train(config, { backend })).rejects.toThrow(
+      /already holds a run \(checkpoints up to step 1\)[\s\S]*--resume/,
+    );
     expect(backend.memory().bufferCount).toBe(0);
   });
 });

@@ -11,7 +11,12 @@ import { NonFiniteError, tensor, type Tensor } from '@kiln/core';
 import { createCpuBackend } from '@kiln/backend-cpu';
 import { loadCheckpointModel } from '../src/checkpoint/index.js';
 import {
-  assertFiniteEvaluationLoss, createLlamaModel, extremeWeightsWarning, generate, LlamaModel, saveModelDirectory,
+  assertFiniteEvaluationLoss,
+  createLlamaModel,
+  extremeWeightsWarning,
+  generate,
+  LlamaModel,
+  saveModelDirectory,
 } from '../src/model/index.js';
 import type { ModelConfig } from '../src/contracts.js';
 import { GQA_CONFIG } from './model-helpers.js';
@@ -47,8 +52,10 @@ describe('weights beyond ±1e4', () => {
     const loaded = await loadCheckpointModel(directory, { backend, onNotice: (message) => notes.push(message) });
     loaded.dispose();
     expect(notes).toHaveLength(1);
-    expect(notes[0]).toBe(`${directory} holds extreme weights: lm_head.weight[101, 5] = -1.20e+37 (1 value beyond ±10000). ` +
-      'Trained weights stay far smaller: the file is probably damaged (a flipped bit) or the run that wrote it diverged, and results will be wrong.');
+    expect(notes[0]).toBe(
+      `${directory} holds extreme weights: lm_head.weight[101, 5] = -1.20e+37 (1 value beyond ±10000). ` +
+        'Trained weights stay far smaller: the file is probably damaged (a flipped bit) or the run that wrote it diverged, and results will be wrong.',
+    );
   });
 
   it('are found on a backend that reads device memory asynchronously only (a GPU)', async () => {
@@ -57,7 +64,10 @@ describe('weights beyond ±1e4', () => {
     asyncOnly.download = (buffer) => cpu.download(buffer);
     (asyncOnly as { downloadSync?: unknown }).downloadSync = undefined;
     const notes: string[] = [];
-    const loaded = await loadCheckpointModel(directory, { backend: asyncOnly, onNotice: (message) => notes.push(message) });
+    const loaded = await loadCheckpointModel(directory, {
+      backend: asyncOnly,
+      onNotice: (message) => notes.push(message),
+    });
     loaded.dispose();
     expect(notes[0]).toMatch(/holds extreme weights: lm_head\.weight\[101, 5\] = -1\.20e\+37/);
   });
@@ -72,7 +82,9 @@ describe('weights beyond ±1e4', () => {
 describe('non-finite results', () => {
   it('an evaluation loss of inf names the extreme weight', async () => {
     const damaged = withWeight(101, 5, -1.2e37);
-    await expect(assertFiniteEvaluationLoss(Number.POSITIVE_INFINITY, damaged.parameters, 'run/step-1')).rejects.toThrow(
+    await expect(
+      assertFiniteEvaluationLoss(Number.POSITIVE_INFINITY, damaged.parameters, 'run/step-1'),
+    ).rejects.toThrow(
       'The evaluation loss of run/step-1 is Infinity: no weight is NaN or infinite, but lm_head.weight[101, 5] = -1.20e+37 is extreme (|w| > 10000) and overflows the activations',
     );
     await expect(assertFiniteEvaluationLoss(5.5, damaged.parameters, 'run/step-1')).resolves.toBeUndefined();
@@ -81,10 +93,14 @@ describe('non-finite results', () => {
 
   it('a NaN logit stops generation with a NonFiniteError naming the first non-finite weight', async () => {
     const damaged = withWeight(7, 0, Number.NaN);
-    const error = await generate(damaged, [1, 2, 3], { maxTokens: 4, temperature: 0, seed: 0 }).catch((caught: unknown) => caught);
+    const error = await generate(damaged, [1, 2, 3], { maxTokens: 4, temperature: 0, seed: 0 }).catch(
+      (caught: unknown) => caught,
+    );
     damaged.dispose();
     expect(error).toBeInstanceOf(NonFiniteError);
     expect((error as NonFiniteError).code).toBe('NON_FINITE');
-    expect((error as Error).message).toMatch(/^generate: the logits of new token 1 hold 1 non-finite value of 256 \(token id 7: NaN\): the first non-finite weight is lm_head\.weight\[7, 0\] = NaN/);
+    expect((error as Error).message).toMatch(
+      /^generate: the logits of new token 1 hold 1 non-finite value of 256 \(token id 7: NaN\): the first non-finite weight is lm_head\.weight\[7, 0\] = NaN/,
+    );
   });
 });

@@ -35,7 +35,15 @@ export function copy(memory: DeviceMemory, src: StridedView, dst: StridedView): 
 }
 
 /** out[o, i, :] = x[o, indices[i], :]. */
-export function gather(memory: DeviceMemory, x: TensorRef, indices: TensorRef, out: TensorRef, outer: number, rows: number, inner: number): void {
+export function gather(
+  memory: DeviceMemory,
+  x: TensorRef,
+  indices: TensorRef,
+  out: TensorRef,
+  outer: number,
+  rows: number,
+  inner: number,
+): void {
   const width = BYTES_PER_ELEMENT[x.dtype];
   const source = memory.bytes(x.buffer, 'gather');
   const target = memory.bytes(out.buffer, 'gather');
@@ -43,13 +51,22 @@ export function gather(memory: DeviceMemory, x: TensorRef, indices: TensorRef, o
   const count = positions.length;
   for (let o = 0; o < outer; o++) {
     for (let i = 0; i < count; i++) {
-      for (let j = 0; j < inner; j++) copyElement(source, (o * rows + positions[i]) * inner + j, target, (o * count + i) * inner + j, width);
+      for (let j = 0; j < inner; j++)
+        copyElement(source, (o * rows + positions[i]) * inner + j, target, (o * count + i) * inner + j, width);
     }
   }
 }
 
 /** out[o, indices[i], :] += source[o, i, :]; duplicate indices accumulate; out is not cleared. */
-export function scatterAdd(memory: DeviceMemory, source: TensorRef, indices: TensorRef, out: TensorRef, outer: number, rows: number, inner: number): void {
+export function scatterAdd(
+  memory: DeviceMemory,
+  source: TensorRef,
+  indices: TensorRef,
+  out: TensorRef,
+  outer: number,
+  rows: number,
+  inner: number,
+): void {
   const positions = memory.read(indices);
   const contributions = memory.read(source);
   const result = memory.read(out);
@@ -70,7 +87,8 @@ export function scatterAdd(memory: DeviceMemory, source: TensorRef, indices: Ten
 /** out = x converted to out's dtype. */
 export function cast(memory: DeviceMemory, x: TensorRef, out: TensorRef): void {
   const values = memory.read(x);
-  if (out.dtype === 'i32' && x.dtype !== 'i32') for (let index = 0; index < values.length; index++) values[index] = floatToI32(values[index]);
+  if (out.dtype === 'i32' && x.dtype !== 'i32')
+    for (let index = 0; index < values.length; index++) values[index] = floatToI32(values[index]);
   // Float targets: write() rounds the exact float64 value once (i32 → bf16 directly, not through f32).
   memory.write(out, values);
 }

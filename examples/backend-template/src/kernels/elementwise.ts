@@ -109,7 +109,13 @@ export function binary(memory: DeviceMemory, op: BinaryOp, a: StridedView, b: St
 }
 
 /** out[i] = condition[i] ≠ 0 ? a[i] : b[i]; −0 counts as zero, NaN and subnormals as non-zero. */
-export function where(memory: DeviceMemory, condition: StridedView, a: StridedView, b: StridedView, out: TensorRef): void {
+export function where(
+  memory: DeviceMemory,
+  condition: StridedView,
+  a: StridedView,
+  b: StridedView,
+  out: TensorRef,
+): void {
   const test = memory.readView(condition);
   const left = memory.readView(a);
   const right = memory.readView(b);

@@ -15,7 +15,15 @@ const I32_MIN = -2147483648;
 const I32_MAX = 2147483647;
 
 /** Reduces the middle axis of x. */
-export function reduce(memory: DeviceMemory, op: ReduceOp, x: TensorRef, out: TensorRef, outer: number, size: number, inner: number): void {
+export function reduce(
+  memory: DeviceMemory,
+  op: ReduceOp,
+  x: TensorRef,
+  out: TensorRef,
+  outer: number,
+  size: number,
+  inner: number,
+): void {
   const values = memory.read(x);
   const integer = x.dtype === 'i32';
   const result = new Float64Array(outer * inner);

@@ -7,7 +7,13 @@ import type { AdamWParams, TensorRef } from '@kiln/core';
 import type { TensorAccess } from '../tensor-access.js';
 
 /** The AdamW update on f32 arrays (param, m, v updated in place). */
-export function adamwF32(param: Float32Array, grad: Float32Array, m: Float32Array, v: Float32Array, params: AdamWParams): void {
+export function adamwF32(
+  param: Float32Array,
+  grad: Float32Array,
+  m: Float32Array,
+  v: Float32Array,
+  params: AdamWParams,
+): void {
   const { lr, beta1, beta2, eps, weightDecay, step } = params;
   const firstCorrection = 1 - Math.pow(beta1, step);
   const secondCorrection = 1 - Math.pow(beta2, step);
@@ -23,7 +29,14 @@ export function adamwF32(param: Float32Array, grad: Float32Array, m: Float32Arra
 }
 
 /** The adamw kernel (in place on param, m, v). */
-export function runAdamw(access: TensorAccess, param: TensorRef, grad: TensorRef, m: TensorRef, v: TensorRef, params: AdamWParams): void {
+export function runAdamw(
+  access: TensorAccess,
+  param: TensorRef,
+  grad: TensorRef,
+  m: TensorRef,
+  v: TensorRef,
+  params: AdamWParams,
+): void {
   // readFloat is the storage itself for f32, and a decoded copy (committed below) otherwise.
   const values = access.readFloat(param, 'adamw');
   const first = access.readFloat(m, 'adamw');

@@ -12,7 +12,15 @@
  */
 import type { AttentionParams, StridedView, TensorRef } from '@kiln/core';
 import type { TensorAccess } from '../tensor-access.js';
-import { KEY_BLOCK, QUERY_BLOCK, attentionShape, computeScores, keyLimit, type AttentionShape, type MaskData } from './attention-common.js';
+import {
+  KEY_BLOCK,
+  QUERY_BLOCK,
+  attentionShape,
+  computeScores,
+  keyLimit,
+  type AttentionShape,
+  type MaskData,
+} from './attention-common.js';
 import { maskData } from './attention.js';
 import { fastExp } from './fast-exp.js';
 import { gemm } from './gemm.js';
@@ -40,7 +48,12 @@ export interface AttentionBackwardArrays {
 }
 
 /** Attention backward on f32 arrays. */
-export function attentionBackwardF32(arrays: AttentionBackwardArrays, mask: MaskData | null, shape: AttentionShape, params: AttentionParams): void {
+export function attentionBackwardF32(
+  arrays: AttentionBackwardArrays,
+  mask: MaskData | null,
+  shape: AttentionShape,
+  params: AttentionParams,
+): void {
   const { q, k, v, out, lse, dOut, dq, dk, dv } = arrays;
   const { batch, queryHeads, keyHeads, queryLength, keyLength, depth } = shape;
   const { scale } = params;
@@ -78,31 +91,82 @@ export function attentionBackwardF32(arrays: AttentionBackwardArrays, mask: Mask
           for (let column0 = 0; column0 < limit; column0 += KEY_BLOCK) {
             const columns = Math.min(KEY_BLOCK, limit - column0);
             const kvOffset = kvBase + column0 * depth;
-            computeScores(q, qBase, k, kvBase, depth, { row0, rows, column0, columns }, scale, mask, maskBase, causalShift, probabilities);
+            computeScores(
+              q,
+              qBase,
+              k,
+              kvBase,
+              depth,
+              { row0, rows, column0, columns },
+              scale,
+              mask,
+              maskBase,
+              causalShift,
+              probabilities,
+            );
             for (let r = 0; r < rows; r++) {
               const rowLse = lse[lseBase + row0 + r];
               const scoreRow = r * KEY_BLOCK;
               if (rowLse === -Infinity) probabilities.fill(0, scoreRow, scoreRow + columns);
-              else for (let c = 0; c < columns; c++) probabilities[scoreRow + c] = fastExp(probabilities[scoreRow + c] - rowLse);
+              else
+                for (let c = 0; c < columns; c++)
+                  probabilities[scoreRow + c] = fastExp(probabilities[scoreRow + c] - rowLse);
             }
             // dV_blk += Pᵀ·dO_blk
-            gemm(columns, depth, rows, { data: probabilities, offset: 0, rowStride: 1, columnStride: KEY_BLOCK }, gradientBlock, product, 0, depth);
+            gemm(
+              columns,
+              depth,
+              rows,
+              { data: probabilities, offset: 0, rowStride: 1, columnStride: KEY_BLOCK },
+              gradientBlock,
+              product,
+              0,
+              depth,
+            );
             for (let index = 0; index < columns * depth; index++) dValue[column0 * depth + index] += product[index];
             // dP = dO_blk·V_blkᵀ, then dS = scale·P ⊙ (dP − Δ) in place.
-            gemm(rows, columns, depth, gradientBlock, { data: v, offset: kvOffset, rowStride: 1, columnStride: depth }, scoreGradients, 0, KEY_BLOCK);
+            gemm(
+              rows,
+              columns,
+              depth,
+              gradientBlock,
+              { data: v, offset: kvOffset, rowStride: 1, columnStride: depth },
+              scoreGradients,
+              0,
+              KEY_BLOCK,
+            );
             for (let r = 0; r < rows; r++) {
               const scoreRow = r * KEY_BLOCK;
               const rowDelta = delta[row0 + r];
               for (let c = 0; c < columns; c++) {
-                scoreGradients[scoreRow + c] = scale * probabilities[scoreRow + c] * (scoreGradients[scoreRow + c] - rowDelta);
+                scoreGradients[scoreRow + c] =
+                  scale * probabilities[scoreRow + c] * (scoreGradients[scoreRow + c] - rowDelta);
               }
             }
             const scoreGradientBlock = { data: scoreGradients, offset: 0, rowStride: KEY_BLOCK, columnStride: 1 };
             // dQ_blk += dS·K_blk
-            gemm(rows, depth, columns, scoreGradientBlock, { data: k, offset: kvOffset, rowStride: depth, columnStride: 1 }, product, 0, depth);
+            gemm(
+              rows,
+              depth,
+              columns,
+              scoreGradientBlock,
+              { data: k, offset: kvOffset, rowStride: depth, columnStride: 1 },
+              product,
+              0,
+              depth,
+            );
             for (let index = 0; index < rows * depth; index++) dQuery[row0 * depth + index] += product[index];
             // dK_blk += dSᵀ·Q_blk
-            gemm(columns, depth, rows, { data: scoreGradients, offset: 0, rowStride: 1, columnStride: KEY_BLOCK }, queryBlock, product, 0, depth);
+            gemm(
+              columns,
+              depth,
+              rows,
+              { data: scoreGradients, offset: 0, rowStride: 1, columnStride: KEY_BLOCK },
+              queryBlock,
+              product,
+              0,
+              depth,
+            );
             for (let index = 0; index < columns * depth; index++) dKey[column0 * depth + index] += product[index];
           }
         }
@@ -116,8 +180,18 @@ export function attentionBackwardF32(arrays: AttentionBackwardArrays, mask: Mask
 
 /** The attentionBackward kernel on float tensors. */
 export function runAttentionBackward(
-  access: TensorAccess, q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null, out: TensorRef, lse: TensorRef,
-  dOut: TensorRef, dq: TensorRef, dk: TensorRef, dv: TensorRef, params: AttentionParams,
+  access: TensorAccess,
+  q: TensorRef,
+  k: TensorRef,
+  v: TensorRef,
+  mask: StridedView | null,
+  out: TensorRef,
+  lse: TensorRef,
+  dOut: TensorRef,
+  dq: TensorRef,
+  dk: TensorRef,
+  dv: TensorRef,
+  params: AttentionParams,
 ): void {
   const name = 'attentionBackward';
   const dqTarget = access.floatTarget(dq, name);
@@ -125,10 +199,19 @@ export function runAttentionBackward(
   const dvTarget = access.floatTarget(dv, name);
   attentionBackwardF32(
     {
-      q: access.readFloat(q, name), k: access.readFloat(k, name), v: access.readFloat(v, name), out: access.readFloat(out, name),
-      lse: access.readFloat(lse, name), dOut: access.readFloat(dOut, name), dq: dqTarget, dk: dkTarget, dv: dvTarget,
+      q: access.readFloat(q, name),
+      k: access.readFloat(k, name),
+      v: access.readFloat(v, name),
+      out: access.readFloat(out, name),
+      lse: access.readFloat(lse, name),
+      dOut: access.readFloat(dOut, name),
+      dq: dqTarget,
+      dk: dkTarget,
+      dv: dvTarget,
     },
-    maskData(access, mask, name), attentionShape(q, k), params,
+    maskData(access, mask, name),
+    attentionShape(q, k),
+    params,
   );
   access.commitFloat(dq, dqTarget, name);
   access.commitFloat(dk, dkTarget, name);

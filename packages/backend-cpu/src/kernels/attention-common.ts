@@ -62,15 +62,28 @@ export interface ScoreBlock {
  * GEMM of the query block with the transposed key block (the transpose is only a stride).
  */
 export function computeScores(
-  q: Float32Array, qBase: number, k: Float32Array, kBase: number, depth: number, block: ScoreBlock, scale: number,
-  mask: MaskData | null, maskBase: number, causalShift: number | null, scores: Float32Array,
+  q: Float32Array,
+  qBase: number,
+  k: Float32Array,
+  kBase: number,
+  depth: number,
+  block: ScoreBlock,
+  scale: number,
+  mask: MaskData | null,
+  maskBase: number,
+  causalShift: number | null,
+  scores: Float32Array,
 ): void {
   const { row0, rows, column0, columns } = block;
   gemm(
-    rows, columns, depth,
+    rows,
+    columns,
+    depth,
     { data: q, offset: qBase + row0 * depth, rowStride: depth, columnStride: 1 },
     { data: k, offset: kBase + column0 * depth, rowStride: 1, columnStride: depth },
-    scores, 0, KEY_BLOCK,
+    scores,
+    0,
+    KEY_BLOCK,
   );
   for (let r = 0; r < rows; r++) {
     const scoreRow = r * KEY_BLOCK;

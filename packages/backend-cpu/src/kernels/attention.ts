@@ -13,14 +13,28 @@
  */
 import type { AttentionParams, StridedView, TensorRef } from '@kiln/core';
 import type { TensorAccess } from '../tensor-access.js';
-import { KEY_BLOCK, QUERY_BLOCK, attentionShape, computeScores, keyLimit, type AttentionShape, type MaskData } from './attention-common.js';
+import {
+  KEY_BLOCK,
+  QUERY_BLOCK,
+  attentionShape,
+  computeScores,
+  keyLimit,
+  type AttentionShape,
+  type MaskData,
+} from './attention-common.js';
 import { fastExp } from './fast-exp.js';
 import { gemm } from './gemm.js';
 
 /** Attention forward on f32 arrays. */
 export function attentionForwardF32(
-  q: Float32Array, k: Float32Array, v: Float32Array, mask: MaskData | null, out: Float32Array, lse: Float32Array,
-  shape: AttentionShape, params: AttentionParams,
+  q: Float32Array,
+  k: Float32Array,
+  v: Float32Array,
+  mask: MaskData | null,
+  out: Float32Array,
+  lse: Float32Array,
+  shape: AttentionShape,
+  params: AttentionParams,
 ): void {
   const { batch, queryHeads, keyHeads, queryLength, keyLength, depth } = shape;
   const group = queryHeads / keyHeads;
@@ -44,7 +58,19 @@ export function attentionForwardF32(
         const limit = keyLimit(row0, rows, keyLength, causalShift);
         for (let column0 = 0; column0 < limit; column0 += KEY_BLOCK) {
           const columns = Math.min(KEY_BLOCK, limit - column0);
-          computeScores(q, qBase, k, kvBase, depth, { row0, rows, column0, columns }, params.scale, mask, maskBase, causalShift, scores);
+          computeScores(
+            q,
+            qBase,
+            k,
+            kvBase,
+            depth,
+            { row0, rows, column0, columns },
+            params.scale,
+            mask,
+            maskBase,
+            causalShift,
+            scores,
+          );
           for (let r = 0; r < rows; r++) {
             const scoreRow = r * KEY_BLOCK;
             let blockMax = -Infinity;
@@ -71,10 +97,14 @@ export function attentionForwardF32(
             rowMax[r] = newMax;
           }
           gemm(
-            rows, depth, columns,
+            rows,
+            depth,
+            columns,
             { data: scores, offset: 0, rowStride: KEY_BLOCK, columnStride: 1 },
             { data: v, offset: kvBase + column0 * depth, rowStride: depth, columnStride: 1 },
-            blockOutput, 0, depth,
+            blockOutput,
+            0,
+            depth,
           );
           for (let index = 0; index < rows * depth; index++) accumulator[index] += blockOutput[index];
         }
@@ -105,13 +135,26 @@ export function maskData(access: TensorAccess, mask: StridedView | null, operati
 
 /** The attention kernel on float tensors. */
 export function runAttention(
-  access: TensorAccess, q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null, out: TensorRef, lse: TensorRef, params: AttentionParams,
+  access: TensorAccess,
+  q: TensorRef,
+  k: TensorRef,
+  v: TensorRef,
+  mask: StridedView | null,
+  out: TensorRef,
+  lse: TensorRef,
+  params: AttentionParams,
 ): void {
   const target = access.floatTarget(out, 'attention');
   const lseTarget = access.floatTarget(lse, 'attention');
   attentionForwardF32(
-    access.readFloat(q, 'attention'), access.readFloat(k, 'attention'), access.readFloat(v, 'attention'),
-    maskData(access, mask, 'attention'), target, lseTarget, attentionShape(q, k), params,
+    access.readFloat(q, 'attention'),
+    access.readFloat(k, 'attention'),
+    access.readFloat(v, 'attention'),
+    maskData(access, mask, 'attention'),
+    target,
+    lseTarget,
+    attentionShape(q, k),
+    params,
   );
   access.commitFloat(out, target, 'attention');
   access.commitFloat(lse, lseTarget, 'attention');

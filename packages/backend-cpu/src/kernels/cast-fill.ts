@@ -16,10 +16,14 @@ export function floatsToI32(values: Float32Array, out: Int32Array): void {
 /** The bits (or value, for f32/i32) `value` has once stored in `dtype`. */
 export function storedValue(value: number, dtype: DType): number {
   switch (dtype) {
-    case 'f32': return Math.fround(value);
-    case 'f16': return f32ToF16Bits(roundToF16(value));
-    case 'bf16': return f32ToBf16Bits(roundToBf16(value));
-    case 'i32': return floatToI32(value);
+    case 'f32':
+      return Math.fround(value);
+    case 'f16':
+      return f32ToF16Bits(roundToF16(value));
+    case 'bf16':
+      return f32ToBf16Bits(roundToBf16(value));
+    case 'i32':
+      return floatToI32(value);
   }
 }
 

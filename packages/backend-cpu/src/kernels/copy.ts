@@ -14,8 +14,12 @@ type Bits = Int32Array | Uint16Array;
 /** Copy a strided view of `source` into a strided view of `target` (same shape). */
 export function copyStrided(
   shape: readonly number[],
-  source: Bits, sourceOffset: number, sourceStrides: readonly number[],
-  target: Bits, targetOffset: number, targetStrides: readonly number[],
+  source: Bits,
+  sourceOffset: number,
+  sourceStrides: readonly number[],
+  target: Bits,
+  targetOffset: number,
+  targetStrides: readonly number[],
 ): void {
   for (const size of shape) if (size === 0) return;
   const layout = coalesce(shape, [sourceStrides, targetStrides]);

@@ -18,7 +18,14 @@ function rowLogSumExp(logits: Float32Array, base: number, classes: number): numb
 }
 
 /** Per-row loss on f32 logits. */
-export function crossEntropyF32(logits: Float32Array, targets: Int32Array, loss: Float32Array, rows: number, classes: number, ignoreIndex: number): void {
+export function crossEntropyF32(
+  logits: Float32Array,
+  targets: Int32Array,
+  loss: Float32Array,
+  rows: number,
+  classes: number,
+  ignoreIndex: number,
+): void {
   for (let r = 0; r < rows; r++) {
     const target = targets[r];
     if (target === ignoreIndex) {
@@ -36,7 +43,13 @@ export function crossEntropyF32(logits: Float32Array, targets: Int32Array, loss:
 
 /** dLogits on f32 logits. */
 export function crossEntropyBackwardF32(
-  logits: Float32Array, targets: Int32Array, dLogits: Float32Array, rows: number, classes: number, ignoreIndex: number, scale: number,
+  logits: Float32Array,
+  targets: Int32Array,
+  dLogits: Float32Array,
+  rows: number,
+  classes: number,
+  ignoreIndex: number,
+  scale: number,
 ): void {
   for (let r = 0; r < rows; r++) {
     const base = r * classes;
@@ -58,19 +71,47 @@ export function crossEntropyBackwardF32(
 }
 
 /** The crossEntropy kernel. */
-export function runCrossEntropy(access: TensorAccess, logits: TensorRef, targets: TensorRef, loss: TensorRef, rows: number, classes: number, ignoreIndex: number): void {
+export function runCrossEntropy(
+  access: TensorAccess,
+  logits: TensorRef,
+  targets: TensorRef,
+  loss: TensorRef,
+  rows: number,
+  classes: number,
+  ignoreIndex: number,
+): void {
   const target = access.floatTarget(loss, 'crossEntropy');
-  crossEntropyF32(access.readFloat(logits, 'crossEntropy'), access.readInt(targets, 'crossEntropy'), target, rows, classes, ignoreIndex);
+  crossEntropyF32(
+    access.readFloat(logits, 'crossEntropy'),
+    access.readInt(targets, 'crossEntropy'),
+    target,
+    rows,
+    classes,
+    ignoreIndex,
+  );
   access.commitFloat(loss, target, 'crossEntropy');
 }
 
 /** The crossEntropyBackward kernel. */
 export function runCrossEntropyBackward(
-  access: TensorAccess, logits: TensorRef, targets: TensorRef, dLogits: TensorRef, rows: number, classes: number, ignoreIndex: number, scale: number,
+  access: TensorAccess,
+  logits: TensorRef,
+  targets: TensorRef,
+  dLogits: TensorRef,
+  rows: number,
+  classes: number,
+  ignoreIndex: number,
+  scale: number,
 ): void {
   const target = access.floatTarget(dLogits, 'crossEntropyBackward');
   crossEntropyBackwardF32(
-    access.readFloat(logits, 'crossEntropyBackward'), access.readInt(targets, 'crossEntropyBackward'), target, rows, classes, ignoreIndex, scale,
+    access.readFloat(logits, 'crossEntropyBackward'),
+    access.readInt(targets, 'crossEntropyBackward'),
+    target,
+    rows,
+    classes,
+    ignoreIndex,
+    scale,
   );
   access.commitFloat(dLogits, target, 'crossEntropyBackward');
 }

@@ -24,7 +24,8 @@ function createFastExp(): (x: number) => number {
     const r = x - n * LN2_HIGH - n * LN2_LOW;
     // Estrin's scheme: shorter dependency chains than Horner's, so iterations overlap.
     const r2 = r * r;
-    const polynomial = 1 + r + r2 * (0.5 + r * (1 / 6)) + r2 * r2 * (1 / 24 + r * (1 / 120) + r2 * (1 / 720 + r * (1 / 5040)));
+    const polynomial =
+      1 + r + r2 * (0.5 + r * (1 / 6)) + r2 * r2 * (1 / 24 + r * (1 / 120) + r2 * (1 / 720 + r * (1 / 5040)));
     return polynomial * powersOfTwo[(n - LOWEST_EXPONENT) & 0xff];
   };
 }

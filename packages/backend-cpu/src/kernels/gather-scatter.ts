@@ -22,7 +22,15 @@ export function gatherRows(x: Bits, indices: Int32Array, out: Bits, outer: numbe
 }
 
 /** out [outer, rows, inner] += source [outer, count, inner] scattered by indices. */
-export function scatterAddRows(source: Values, indices: Int32Array, out: Values, outer: number, rows: number, inner: number, integer: boolean): void {
+export function scatterAddRows(
+  source: Values,
+  indices: Int32Array,
+  out: Values,
+  outer: number,
+  rows: number,
+  inner: number,
+  integer: boolean,
+): void {
   const count = indices.length;
   for (let o = 0; o < outer; o++) {
     for (let i = 0; i < count; i++) {
@@ -40,15 +48,46 @@ function bitsOf(access: TensorAccess, tensor: TensorRef, operation: string): Bit
 }
 
 /** The gather kernel on tensors of any dtype. */
-export function runGather(access: TensorAccess, x: TensorRef, indices: TensorRef, out: TensorRef, outer: number, rows: number, inner: number): void {
-  gatherRows(bitsOf(access, x, 'gather'), access.readInt(indices, 'gather'), bitsOf(access, out, 'gather'), outer, rows, inner);
+export function runGather(
+  access: TensorAccess,
+  x: TensorRef,
+  indices: TensorRef,
+  out: TensorRef,
+  outer: number,
+  rows: number,
+  inner: number,
+): void {
+  gatherRows(
+    bitsOf(access, x, 'gather'),
+    access.readInt(indices, 'gather'),
+    bitsOf(access, out, 'gather'),
+    outer,
+    rows,
+    inner,
+  );
 }
 
 /** The scatterAdd kernel on tensors of any dtype. */
-export function runScatterAdd(access: TensorAccess, source: TensorRef, indices: TensorRef, out: TensorRef, outer: number, rows: number, inner: number): void {
+export function runScatterAdd(
+  access: TensorAccess,
+  source: TensorRef,
+  indices: TensorRef,
+  out: TensorRef,
+  outer: number,
+  rows: number,
+  inner: number,
+): void {
   const indexValues = access.readInt(indices, 'scatterAdd');
   if (out.dtype === 'i32') {
-    scatterAddRows(access.readInt(source, 'scatterAdd'), indexValues, access.readInt(out, 'scatterAdd'), outer, rows, inner, true);
+    scatterAddRows(
+      access.readInt(source, 'scatterAdd'),
+      indexValues,
+      access.readInt(out, 'scatterAdd'),
+      outer,
+      rows,
+      inner,
+      true,
+    );
     return;
   }
   // The target starts from out's current values (scatterAdd does not clear out).

@@ -25,7 +25,16 @@ export interface MatrixOperand {
 }
 
 /** The signature of `gemm`. */
-export type Gemm = (m: number, n: number, k: number, a: MatrixOperand, b: MatrixOperand, c: Float32Array, cOffset: number, ldc: number) => void;
+export type Gemm = (
+  m: number,
+  n: number,
+  k: number,
+  a: MatrixOperand,
+  b: MatrixOperand,
+  c: Float32Array,
+  cOffset: number,
+  ldc: number,
+) => void;
 
 /**
  * Builds the GEMM. The packs live in this closure rather than at module level because bundlers
@@ -45,33 +54,82 @@ function createGemm(): Gemm {
   const PACK_B = new Float64Array(PACK_B_MASK + 1 + 16);
   const EDGE_TILE = new Float32Array(MR * NR);
 
-  function microKernel(kc: number, aIndex: number, bIndex: number, c: Float32Array, cIndex: number, ldc: number, accumulate: boolean): void {
-    let c00 = 0, c01 = 0, c02 = 0, c03 = 0;
-    let c10 = 0, c11 = 0, c12 = 0, c13 = 0;
-    let c20 = 0, c21 = 0, c22 = 0, c23 = 0;
+  function microKernel(
+    kc: number,
+    aIndex: number,
+    bIndex: number,
+    c: Float32Array,
+    cIndex: number,
+    ldc: number,
+    accumulate: boolean,
+  ): void {
+    let c00 = 0,
+      c01 = 0,
+      c02 = 0,
+      c03 = 0;
+    let c10 = 0,
+      c11 = 0,
+      c12 = 0,
+      c13 = 0;
+    let c20 = 0,
+      c21 = 0,
+      c22 = 0,
+      c23 = 0;
     let ai = aIndex;
     let bi = bIndex;
     for (let p = 0; p < kc; p++) {
       const x = ai & PACK_A_MASK;
       const y = bi & PACK_B_MASK;
-      const b0 = PACK_B[y], b1 = PACK_B[y + 1], b2 = PACK_B[y + 2], b3 = PACK_B[y + 3];
-      const a0 = PACK_A[x], a1 = PACK_A[x + 1], a2 = PACK_A[x + 2];
-      c00 += a0 * b0; c01 += a0 * b1; c02 += a0 * b2; c03 += a0 * b3;
-      c10 += a1 * b0; c11 += a1 * b1; c12 += a1 * b2; c13 += a1 * b3;
-      c20 += a2 * b0; c21 += a2 * b1; c22 += a2 * b2; c23 += a2 * b3;
+      const b0 = PACK_B[y],
+        b1 = PACK_B[y + 1],
+        b2 = PACK_B[y + 2],
+        b3 = PACK_B[y + 3];
+      const a0 = PACK_A[x],
+        a1 = PACK_A[x + 1],
+        a2 = PACK_A[x + 2];
+      c00 += a0 * b0;
+      c01 += a0 * b1;
+      c02 += a0 * b2;
+      c03 += a0 * b3;
+      c10 += a1 * b0;
+      c11 += a1 * b1;
+      c12 += a1 * b2;
+      c13 += a1 * b3;
+      c20 += a2 * b0;
+      c21 += a2 * b1;
+      c22 += a2 * b2;
+      c23 += a2 * b3;
       ai = x + MR;
       bi = y + NR;
     }
     const r1 = cIndex + ldc;
     const r2 = r1 + ldc;
     if (accumulate) {
-      c[cIndex] += c00; c[cIndex + 1] += c01; c[cIndex + 2] += c02; c[cIndex + 3] += c03;
-      c[r1] += c10; c[r1 + 1] += c11; c[r1 + 2] += c12; c[r1 + 3] += c13;
-      c[r2] += c20; c[r2 + 1] += c21; c[r2 + 2] += c22; c[r2 + 3] += c23;
+      c[cIndex] += c00;
+      c[cIndex + 1] += c01;
+      c[cIndex + 2] += c02;
+      c[cIndex + 3] += c03;
+      c[r1] += c10;
+      c[r1 + 1] += c11;
+      c[r1 + 2] += c12;
+      c[r1 + 3] += c13;
+      c[r2] += c20;
+      c[r2 + 1] += c21;
+      c[r2 + 2] += c22;
+      c[r2 + 3] += c23;
     } else {
-      c[cIndex] = c00; c[cIndex + 1] = c01; c[cIndex + 2] = c02; c[cIndex + 3] = c03;
-      c[r1] = c10; c[r1 + 1] = c11; c[r1 + 2] = c12; c[r1 + 3] = c13;
-      c[r2] = c20; c[r2 + 1] = c21; c[r2 + 2] = c22; c[r2 + 3] = c23;
+      c[cIndex] = c00;
+      c[cIndex + 1] = c01;
+      c[cIndex + 2] = c02;
+      c[cIndex + 3] = c03;
+      c[r1] = c10;
+      c[r1 + 1] = c11;
+      c[r1 + 2] = c12;
+      c[r1 + 3] = c13;
+      c[r2] = c20;
+      c[r2 + 1] = c21;
+      c[r2 + 2] = c22;
+      c[r2 + 3] = c23;
     }
   }
 
@@ -107,7 +165,16 @@ function createGemm(): Gemm {
     }
   }
 
-  function gemm(m: number, n: number, k: number, a: MatrixOperand, b: MatrixOperand, c: Float32Array, cOffset: number, ldc: number): void {
+  function gemm(
+    m: number,
+    n: number,
+    k: number,
+    a: MatrixOperand,
+    b: MatrixOperand,
+    c: Float32Array,
+    cOffset: number,
+    ldc: number,
+  ): void {
     if (m === 0 || n === 0) return;
     if (k === 0) {
       for (let i = 0; i < m; i++) c.fill(0, cOffset + i * ldc, cOffset + i * ldc + n);

@@ -27,7 +27,13 @@ export function matmulF32(a: Float32Array, b: Float32Array, out: Float32Array, p
 }
 
 /** The matmul kernel on float tensors. */
-export function runMatmul(access: TensorAccess, a: TensorRef, b: TensorRef, out: TensorRef, params: MatmulParams): void {
+export function runMatmul(
+  access: TensorAccess,
+  a: TensorRef,
+  b: TensorRef,
+  out: TensorRef,
+  params: MatmulParams,
+): void {
   const target = access.floatTarget(out, 'matmul');
   matmulF32(access.readFloat(a, 'matmul'), access.readFloat(b, 'matmul'), target, params);
   access.commitFloat(out, target, 'matmul');

@@ -9,7 +9,15 @@ import type { TensorRef } from '@kiln/core';
 import type { TensorAccess } from '../tensor-access.js';
 
 /** rmsNorm on f32 arrays. */
-export function rmsNormF32(x: Float32Array, weight: Float32Array, out: Float32Array, rstd: Float32Array, rows: number, cols: number, eps: number): void {
+export function rmsNormF32(
+  x: Float32Array,
+  weight: Float32Array,
+  out: Float32Array,
+  rstd: Float32Array,
+  rows: number,
+  cols: number,
+  eps: number,
+): void {
   for (let r = 0; r < rows; r++) {
     const base = r * cols;
     let squares = 0;
@@ -22,7 +30,14 @@ export function rmsNormF32(x: Float32Array, weight: Float32Array, out: Float32Ar
 
 /** rmsNormBackward on f32 arrays (dWeight overwritten). */
 export function rmsNormBackwardF32(
-  x: Float32Array, weight: Float32Array, rstd: Float32Array, dy: Float32Array, dx: Float32Array, dWeight: Float32Array, rows: number, cols: number,
+  x: Float32Array,
+  weight: Float32Array,
+  rstd: Float32Array,
+  dy: Float32Array,
+  dx: Float32Array,
+  dWeight: Float32Array,
+  rows: number,
+  cols: number,
 ): void {
   const weightSums = new Float64Array(cols);
   for (let r = 0; r < rows; r++) {
@@ -41,7 +56,15 @@ export function rmsNormBackwardF32(
 }
 
 /** layerNorm on f32 arrays. */
-export function layerNormF32(x: Float32Array, weight: Float32Array, bias: Float32Array, out: Float32Array, rows: number, cols: number, eps: number): void {
+export function layerNormF32(
+  x: Float32Array,
+  weight: Float32Array,
+  bias: Float32Array,
+  out: Float32Array,
+  rows: number,
+  cols: number,
+  eps: number,
+): void {
   for (let r = 0; r < rows; r++) {
     const base = r * cols;
     let sum = 0;
@@ -58,7 +81,16 @@ export function layerNormF32(x: Float32Array, weight: Float32Array, bias: Float3
 }
 
 /** The rmsNorm kernel on float tensors. */
-export function runRmsNorm(access: TensorAccess, x: TensorRef, weight: TensorRef, out: TensorRef, rstd: TensorRef, rows: number, cols: number, eps: number): void {
+export function runRmsNorm(
+  access: TensorAccess,
+  x: TensorRef,
+  weight: TensorRef,
+  out: TensorRef,
+  rstd: TensorRef,
+  rows: number,
+  cols: number,
+  eps: number,
+): void {
   const target = access.floatTarget(out, 'rmsNorm');
   const rstdTarget = access.floatTarget(rstd, 'rmsNorm');
   rmsNormF32(access.readFloat(x, 'rmsNorm'), access.readFloat(weight, 'rmsNorm'), target, rstdTarget, rows, cols, eps);
@@ -68,21 +100,52 @@ export function runRmsNorm(access: TensorAccess, x: TensorRef, weight: TensorRef
 
 /** The rmsNormBackward kernel on float tensors. */
 export function runRmsNormBackward(
-  access: TensorAccess, x: TensorRef, weight: TensorRef, rstd: TensorRef, dy: TensorRef, dx: TensorRef, dWeight: TensorRef, rows: number, cols: number,
+  access: TensorAccess,
+  x: TensorRef,
+  weight: TensorRef,
+  rstd: TensorRef,
+  dy: TensorRef,
+  dx: TensorRef,
+  dWeight: TensorRef,
+  rows: number,
+  cols: number,
 ): void {
   const target = access.floatTarget(dx, 'rmsNormBackward');
   const weightTarget = access.floatTarget(dWeight, 'rmsNormBackward');
   rmsNormBackwardF32(
-    access.readFloat(x, 'rmsNormBackward'), access.readFloat(weight, 'rmsNormBackward'), access.readFloat(rstd, 'rmsNormBackward'),
-    access.readFloat(dy, 'rmsNormBackward'), target, weightTarget, rows, cols,
+    access.readFloat(x, 'rmsNormBackward'),
+    access.readFloat(weight, 'rmsNormBackward'),
+    access.readFloat(rstd, 'rmsNormBackward'),
+    access.readFloat(dy, 'rmsNormBackward'),
+    target,
+    weightTarget,
+    rows,
+    cols,
   );
   access.commitFloat(dx, target, 'rmsNormBackward');
   access.commitFloat(dWeight, weightTarget, 'rmsNormBackward');
 }
 
 /** The layerNorm kernel on float tensors. */
-export function runLayerNorm(access: TensorAccess, x: TensorRef, weight: TensorRef, bias: TensorRef, out: TensorRef, rows: number, cols: number, eps: number): void {
+export function runLayerNorm(
+  access: TensorAccess,
+  x: TensorRef,
+  weight: TensorRef,
+  bias: TensorRef,
+  out: TensorRef,
+  rows: number,
+  cols: number,
+  eps: number,
+): void {
   const target = access.floatTarget(out, 'layerNorm');
-  layerNormF32(access.readFloat(x, 'layerNorm'), access.readFloat(weight, 'layerNorm'), access.readFloat(bias, 'layerNorm'), target, rows, cols, eps);
+  layerNormF32(
+    access.readFloat(x, 'layerNorm'),
+    access.readFloat(weight, 'layerNorm'),
+    access.readFloat(bias, 'layerNorm'),
+    target,
+    rows,
+    cols,
+    eps,
+  );
   access.commitFloat(out, target, 'layerNorm');
 }

@@ -13,7 +13,13 @@ export function randomF32(out: Float32Array, distribution: RandomDistribution, s
 }
 
 /** The random kernel on a float tensor. */
-export function runRandom(access: TensorAccess, out: TensorRef, distribution: RandomDistribution, seed: number, offset: number): void {
+export function runRandom(
+  access: TensorAccess,
+  out: TensorRef,
+  distribution: RandomDistribution,
+  seed: number,
+  offset: number,
+): void {
   const target = access.floatTarget(out, 'random');
   randomF32(target, distribution, seed, offset);
   access.commitFloat(out, target, 'random');

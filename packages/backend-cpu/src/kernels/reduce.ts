@@ -12,7 +12,13 @@ const I32_MAX = 2147483647;
 
 /** Reduce x [outer, size, inner] into out [outer, inner] (values; argmax/argmin write indices). */
 export function reduceValues(
-  op: ReduceOp, x: Float32Array | Int32Array, out: Float32Array | Int32Array, outer: number, size: number, inner: number, integer: boolean,
+  op: ReduceOp,
+  x: Float32Array | Int32Array,
+  out: Float32Array | Int32Array,
+  outer: number,
+  size: number,
+  inner: number,
+  integer: boolean,
 ): void {
   const accumulator = new Float64Array(inner);
   const index = new Int32Array(inner);
@@ -57,13 +63,22 @@ export function reduceValues(
     }
     const outBase = o * inner;
     if (op === 'argmax' || op === 'argmin') for (let i = 0; i < inner; i++) out[outBase + i] = index[i];
-    else if (integer) for (let i = 0; i < inner; i++) out[outBase + i] = Math.max(I32_MIN, Math.min(I32_MAX, accumulator[i]));
+    else if (integer)
+      for (let i = 0; i < inner; i++) out[outBase + i] = Math.max(I32_MIN, Math.min(I32_MAX, accumulator[i]));
     else for (let i = 0; i < inner; i++) out[outBase + i] = accumulator[i];
   }
 }
 
 /** The reduce kernel on tensors of any dtype. */
-export function runReduce(access: TensorAccess, op: ReduceOp, x: TensorRef, out: TensorRef, outer: number, size: number, inner: number): void {
+export function runReduce(
+  access: TensorAccess,
+  op: ReduceOp,
+  x: TensorRef,
+  out: TensorRef,
+  outer: number,
+  size: number,
+  inner: number,
+): void {
   const integer = x.dtype === 'i32';
   const input = integer ? access.readInt(x, 'reduce') : access.readFloat(x, 'reduce');
   if (op === 'argmax' || op === 'argmin' || out.dtype === 'i32') {

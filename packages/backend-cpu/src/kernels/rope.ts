@@ -8,7 +8,14 @@ import type { TensorRef } from '@kiln/core';
 import type { TensorAccess } from '../tensor-access.js';
 
 /** rope on f32 arrays; `shape` is [B, H, T, D] (leading axes may be merged into the first). */
-export function ropeF32(x: Float32Array, out: Float32Array, shape: readonly number[], offset: number, theta: number, inverse: boolean): void {
+export function ropeF32(
+  x: Float32Array,
+  out: Float32Array,
+  shape: readonly number[],
+  offset: number,
+  theta: number,
+  inverse: boolean,
+): void {
   const sequence = shape[shape.length - 2];
   const depth = shape[shape.length - 1];
   const half = depth >> 1;
@@ -41,7 +48,14 @@ export function ropeF32(x: Float32Array, out: Float32Array, shape: readonly numb
 }
 
 /** The rope kernel on float tensors. */
-export function runRope(access: TensorAccess, x: TensorRef, out: TensorRef, offset: number, theta: number, inverse: boolean): void {
+export function runRope(
+  access: TensorAccess,
+  x: TensorRef,
+  out: TensorRef,
+  offset: number,
+  theta: number,
+  inverse: boolean,
+): void {
   const target = access.floatTarget(out, 'rope');
   ropeF32(access.readFloat(x, 'rope'), target, x.shape, offset, theta, inverse);
   access.commitFloat(out, target, 'rope');

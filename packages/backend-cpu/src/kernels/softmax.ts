@@ -40,7 +40,13 @@ export function logSoftmaxF32(x: Float32Array, out: Float32Array, rows: number, 
 }
 
 /** dx = y ⊙ (dy − Σ dy·y) per row. */
-export function softmaxBackwardF32(y: Float32Array, dy: Float32Array, dx: Float32Array, rows: number, cols: number): void {
+export function softmaxBackwardF32(
+  y: Float32Array,
+  dy: Float32Array,
+  dx: Float32Array,
+  rows: number,
+  cols: number,
+): void {
   for (let r = 0; r < rows; r++) {
     const base = r * cols;
     let dot = 0;
@@ -64,8 +70,21 @@ export function runLogSoftmax(access: TensorAccess, x: TensorRef, out: TensorRef
 }
 
 /** The softmaxBackward kernel on float tensors. */
-export function runSoftmaxBackward(access: TensorAccess, y: TensorRef, dy: TensorRef, dx: TensorRef, rows: number, cols: number): void {
+export function runSoftmaxBackward(
+  access: TensorAccess,
+  y: TensorRef,
+  dy: TensorRef,
+  dx: TensorRef,
+  rows: number,
+  cols: number,
+): void {
   const target = access.floatTarget(dx, 'softmaxBackward');
-  softmaxBackwardF32(access.readFloat(y, 'softmaxBackward'), access.readFloat(dy, 'softmaxBackward'), target, rows, cols);
+  softmaxBackwardF32(
+    access.readFloat(y, 'softmaxBackward'),
+    access.readFloat(dy, 'softmaxBackward'),
+    target,
+    rows,
+    cols,
+  );
   access.commitFloat(dx, target, 'softmaxBackward');
 }

@@ -39,7 +39,6 @@ export function coalesce(shape: readonly number[], operandStrides: readonly (rea
   return { shape: mergedShape, strides: mergedStrides };
 }
 
-
 /**
  * Start offsets of every row (all axes but the last) for each operand: result[operand][row].
  * `offsets` are the operands' element offsets of their first element.
@@ -59,7 +58,8 @@ export function rowStarts(layout: CoalescedLayout, offsets: readonly number[]): 
       counter[axis]++;
       for (let operand = 0; operand < offsets.length; operand++) current[operand] += strides[operand][axis];
       if (counter[axis] < shape[axis]) break;
-      for (let operand = 0; operand < offsets.length; operand++) current[operand] -= strides[operand][axis] * shape[axis];
+      for (let operand = 0; operand < offsets.length; operand++)
+        current[operand] -= strides[operand][axis] * shape[axis];
       counter[axis] = 0;
     }
   }

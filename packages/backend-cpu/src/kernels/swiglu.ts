@@ -14,7 +14,13 @@ export function swigluF32(gate: Float32Array, up: Float32Array, out: Float32Arra
 }
 
 /** Gradients of swiglu on f32 arrays. */
-export function swigluBackwardF32(gate: Float32Array, up: Float32Array, dy: Float32Array, dGate: Float32Array, dUp: Float32Array): void {
+export function swigluBackwardF32(
+  gate: Float32Array,
+  up: Float32Array,
+  dy: Float32Array,
+  dGate: Float32Array,
+  dUp: Float32Array,
+): void {
   for (let i = 0; i < dy.length; i++) {
     const g = gate[i];
     const s = 1 / (1 + Math.exp(-g));
@@ -31,11 +37,22 @@ export function runSwiglu(access: TensorAccess, gate: TensorRef, up: TensorRef, 
 }
 
 /** The swigluBackward kernel on float tensors. */
-export function runSwigluBackward(access: TensorAccess, gate: TensorRef, up: TensorRef, dy: TensorRef, dGate: TensorRef, dUp: TensorRef): void {
+export function runSwigluBackward(
+  access: TensorAccess,
+  gate: TensorRef,
+  up: TensorRef,
+  dy: TensorRef,
+  dGate: TensorRef,
+  dUp: TensorRef,
+): void {
   const gateTarget = access.floatTarget(dGate, 'swigluBackward');
   const upTarget = access.floatTarget(dUp, 'swigluBackward');
   swigluBackwardF32(
-    access.readFloat(gate, 'swigluBackward'), access.readFloat(up, 'swigluBackward'), access.readFloat(dy, 'swigluBackward'), gateTarget, upTarget,
+    access.readFloat(gate, 'swigluBackward'),
+    access.readFloat(up, 'swigluBackward'),
+    access.readFloat(dy, 'swigluBackward'),
+    gateTarget,
+    upTarget,
   );
   access.commitFloat(dGate, gateTarget, 'swigluBackward');
   access.commitFloat(dUp, upTarget, 'swigluBackward');

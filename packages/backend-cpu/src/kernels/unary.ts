@@ -13,20 +13,52 @@ const GELU_CUBIC = 0.044715;
 export function unaryFloat(op: UnaryOp, x: Float32Array, out: Float32Array): void {
   const count = out.length;
   switch (op) {
-    case 'neg': for (let i = 0; i < count; i++) out[i] = -x[i]; return;
-    case 'abs': for (let i = 0; i < count; i++) out[i] = Math.abs(x[i]); return;
-    case 'sign': for (let i = 0; i < count; i++) out[i] = Math.sign(x[i]); return;
-    case 'exp': for (let i = 0; i < count; i++) out[i] = Math.exp(x[i]); return;
-    case 'log': for (let i = 0; i < count; i++) out[i] = Math.log(x[i]); return;
-    case 'sqrt': for (let i = 0; i < count; i++) out[i] = Math.sqrt(x[i]); return;
-    case 'rsqrt': for (let i = 0; i < count; i++) out[i] = 1 / Math.sqrt(x[i]); return;
-    case 'reciprocal': for (let i = 0; i < count; i++) out[i] = 1 / x[i]; return;
-    case 'square': for (let i = 0; i < count; i++) { const v = x[i]; out[i] = v * v; } return;
-    case 'tanh': for (let i = 0; i < count; i++) out[i] = Math.tanh(x[i]); return;
-    case 'sigmoid': for (let i = 0; i < count; i++) out[i] = 1 / (1 + Math.exp(-x[i])); return;
+    case 'neg':
+      for (let i = 0; i < count; i++) out[i] = -x[i];
+      return;
+    case 'abs':
+      for (let i = 0; i < count; i++) out[i] = Math.abs(x[i]);
+      return;
+    case 'sign':
+      for (let i = 0; i < count; i++) out[i] = Math.sign(x[i]);
+      return;
+    case 'exp':
+      for (let i = 0; i < count; i++) out[i] = Math.exp(x[i]);
+      return;
+    case 'log':
+      for (let i = 0; i < count; i++) out[i] = Math.log(x[i]);
+      return;
+    case 'sqrt':
+      for (let i = 0; i < count; i++) out[i] = Math.sqrt(x[i]);
+      return;
+    case 'rsqrt':
+      for (let i = 0; i < count; i++) out[i] = 1 / Math.sqrt(x[i]);
+      return;
+    case 'reciprocal':
+      for (let i = 0; i < count; i++) out[i] = 1 / x[i];
+      return;
+    case 'square':
+      for (let i = 0; i < count; i++) {
+        const v = x[i];
+        out[i] = v * v;
+      }
+      return;
+    case 'tanh':
+      for (let i = 0; i < count; i++) out[i] = Math.tanh(x[i]);
+      return;
+    case 'sigmoid':
+      for (let i = 0; i < count; i++) out[i] = 1 / (1 + Math.exp(-x[i]));
+      return;
     // Math.max keeps NaN, as relu must.
-    case 'relu': for (let i = 0; i < count; i++) out[i] = Math.max(x[i], 0); return;
-    case 'silu': for (let i = 0; i < count; i++) { const v = x[i]; out[i] = v / (1 + Math.exp(-v)); } return;
+    case 'relu':
+      for (let i = 0; i < count; i++) out[i] = Math.max(x[i], 0);
+      return;
+    case 'silu':
+      for (let i = 0; i < count; i++) {
+        const v = x[i];
+        out[i] = v / (1 + Math.exp(-v));
+      }
+      return;
     case 'siluGrad':
       for (let i = 0; i < count; i++) {
         const v = x[i];
@@ -54,10 +86,18 @@ export function unaryFloat(op: UnaryOp, x: Float32Array, out: Float32Array): voi
 export function unaryInt(op: UnaryOp, x: Int32Array, out: Int32Array): void {
   const count = out.length;
   switch (op) {
-    case 'neg': for (let i = 0; i < count; i++) out[i] = -x[i] | 0; return;
-    case 'abs': for (let i = 0; i < count; i++) out[i] = Math.abs(x[i]) | 0; return;
-    case 'sign': for (let i = 0; i < count; i++) out[i] = Math.sign(x[i]); return;
-    case 'square': for (let i = 0; i < count; i++) out[i] = Math.imul(x[i], x[i]); return;
+    case 'neg':
+      for (let i = 0; i < count; i++) out[i] = -x[i] | 0;
+      return;
+    case 'abs':
+      for (let i = 0; i < count; i++) out[i] = Math.abs(x[i]) | 0;
+      return;
+    case 'sign':
+      for (let i = 0; i < count; i++) out[i] = Math.sign(x[i]);
+      return;
+    case 'square':
+      for (let i = 0; i < count; i++) out[i] = Math.imul(x[i], x[i]);
+      return;
     default:
       throw new DTypeError(`cpu backend: unary '${op}' is not defined for i32`, {
         hint: 'i32 allows neg, abs, sign and square; cast to a float dtype first.',

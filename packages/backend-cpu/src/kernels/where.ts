@@ -14,9 +14,15 @@ type Values = Float32Array | Int32Array | Uint16Array;
 /** out[i] = condition[i] != 0 ? a[i] : b[i] over strided arrays (values of a, b and out share one array type). */
 export function whereStrided(
   shape: readonly number[],
-  condition: Values, conditionOffset: number, conditionStrides: readonly number[],
-  a: Values, aOffset: number, aStrides: readonly number[],
-  b: Values, bOffset: number, bStrides: readonly number[],
+  condition: Values,
+  conditionOffset: number,
+  conditionStrides: readonly number[],
+  a: Values,
+  aOffset: number,
+  aStrides: readonly number[],
+  b: Values,
+  bOffset: number,
+  bStrides: readonly number[],
   out: Values,
 ): void {
   if (out.length === 0) return;
@@ -44,15 +50,28 @@ function valuesOf(buffer: CpuBuffer, dtype: DType): Values {
 }
 
 /** The where kernel on tensors of any dtype. */
-export function runWhere(access: TensorAccess, condition: StridedView, a: StridedView, b: StridedView, out: TensorRef): void {
+export function runWhere(
+  access: TensorAccess,
+  condition: StridedView,
+  a: StridedView,
+  b: StridedView,
+  out: TensorRef,
+): void {
   // Float conditions are read as numbers so that -0 counts as zero and NaN as non-zero.
-  const conditionView = condition.dtype === 'i32' ? access.readIntView(condition, 'where') : access.readFloatView(condition, 'where');
+  const conditionView =
+    condition.dtype === 'i32' ? access.readIntView(condition, 'where') : access.readFloatView(condition, 'where');
   const outValues = valuesOf(access.buffer(out, 'where'), out.dtype).subarray(0, elementCount(out.shape));
   whereStrided(
     out.shape,
-    conditionView.data, conditionView.offset, conditionView.strides,
-    valuesOf(access.buffer(a, 'where'), a.dtype), a.offset, a.strides,
-    valuesOf(access.buffer(b, 'where'), b.dtype), b.offset, b.strides,
+    conditionView.data,
+    conditionView.offset,
+    conditionView.strides,
+    valuesOf(access.buffer(a, 'where'), a.dtype),
+    a.offset,
+    a.strides,
+    valuesOf(access.buffer(b, 'where'), b.dtype),
+    b.offset,
+    b.strides,
     outValues,
   );
 }

@@ -30,12 +30,27 @@ function geometry(q: TensorRef, k: TensorRef): AttentionGeometry {
 }
 
 function sharedArguments(g: AttentionGeometry, params: AttentionParams): number[] {
-  return [g.queryHeads, g.queryHeads / g.keyHeads, g.queryLength, g.keyLength, g.depth, params.scale, params.causal ? 1 : 0];
+  return [
+    g.queryHeads,
+    g.queryHeads / g.keyHeads,
+    g.queryLength,
+    g.keyLength,
+    g.depth,
+    params.scale,
+    params.causal ? 1 : 0,
+  ];
 }
 
 /** attention of f32 tensors; false when the SIMD path does not take the call. */
 export function simdAttention(
-  context: SimdContext, q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null, out: TensorRef, lse: TensorRef, params: AttentionParams,
+  context: SimdContext,
+  q: TensorRef,
+  k: TensorRef,
+  v: TensorRef,
+  mask: StridedView | null,
+  out: TensorRef,
+  lse: TensorRef,
+  params: AttentionParams,
 ): boolean {
   const name = 'attention';
   if (!context.allF32(q, k, v, out, lse)) return false;
@@ -52,13 +67,22 @@ export function simdAttention(
   const transposedBytes = g.keyLength * g.depth * 4;
   context.withTemporary(rowCount * 4 + ranges.length * transposedBytes, (sums) => {
     const transposed = sums + rowCount * 4;
-    context.parallel(ranges.length, (thread, scratch) => [{
-      fn: 'attention_forward',
-      args: [
-        ...pointers, lseAddress, sums, ...maskArgs, ranges[thread][0], ranges[thread][1], ...sharedArguments(g, params), scratch,
-        transposed + thread * transposedBytes,
-      ],
-    }]);
+    context.parallel(ranges.length, (thread, scratch) => [
+      {
+        fn: 'attention_forward',
+        args: [
+          ...pointers,
+          lseAddress,
+          sums,
+          ...maskArgs,
+          ranges[thread][0],
+          ranges[thread][1],
+          ...sharedArguments(g, params),
+          scratch,
+          transposed + thread * transposedBytes,
+        ],
+      },
+    ]);
     const maxima = context.floats(lseAddress, rowCount);
     const totals = context.floats(sums, rowCount);
     for (let row = 0; row < rowCount; row++) {
@@ -72,8 +96,18 @@ export function simdAttention(
 
 /** attentionBackward of f32 tensors; false when the SIMD path does not take the call. */
 export function simdAttentionBackward(
-  context: SimdContext, q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null, out: TensorRef, lse: TensorRef,
-  dOut: TensorRef, dq: TensorRef, dk: TensorRef, dv: TensorRef, params: AttentionParams,
+  context: SimdContext,
+  q: TensorRef,
+  k: TensorRef,
+  v: TensorRef,
+  mask: StridedView | null,
+  out: TensorRef,
+  lse: TensorRef,
+  dOut: TensorRef,
+  dq: TensorRef,
+  dk: TensorRef,
+  dv: TensorRef,
+  params: AttentionParams,
 ): boolean {
   const name = 'attentionBackward';
   if (!context.allF32(q, k, v, out, lse, dOut, dq, dk, dv)) return false;
@@ -88,10 +122,20 @@ export function simdAttentionBackward(
   // Kᵀ and Vᵀ of the current kv head, per thread.
   const transposedBytes = 2 * g.keyLength * g.depth * 4;
   context.withTemporary(ranges.length * transposedBytes, (transposed) => {
-    context.parallel(ranges.length, (thread, scratch) => [{
-      fn: 'attention_backward',
-      args: [...pointers, ...maskArgs, ranges[thread][0], ranges[thread][1], ...sharedArguments(g, params), scratch, transposed + thread * transposedBytes],
-    }]);
+    context.parallel(ranges.length, (thread, scratch) => [
+      {
+        fn: 'attention_backward',
+        args: [
+          ...pointers,
+          ...maskArgs,
+          ranges[thread][0],
+          ranges[thread][1],
+          ...sharedArguments(g, params),
+          scratch,
+          transposed + thread * transposedBytes,
+        ],
+      },
+    ]);
   });
   return true;
 }

@@ -5,7 +5,15 @@
  * Large calls split their elements (or rows) over threads; elementwise results do not depend
  * on the split.
  */
-import { contiguousStrides, type AdamWParams, type BinaryOp, type ReduceOp, type StridedView, type TensorRef, type UnaryOp } from '@kiln/core';
+import {
+  contiguousStrides,
+  type AdamWParams,
+  type BinaryOp,
+  type ReduceOp,
+  type StridedView,
+  type TensorRef,
+  type UnaryOp,
+} from '@kiln/core';
 import { elementCount } from '../tensor-access.js';
 import { coalesce, rowStarts } from '../kernels/strided.js';
 import { SIMD_BINARY_OPS, type SimdBinaryOp } from './emit-elementwise.js';
@@ -13,7 +21,13 @@ import { SIMD_UNARY_OPS, type SimdUnaryOp } from './emit-unary-reduce.js';
 import { splitRange, type SimdContext } from './simd-context.js';
 
 /** Runs `fn` over [0, count) elements split into 4-aligned shares; `args(start, end)` builds the call. */
-function overElements(context: SimdContext, count: number, weight: number, fn: string, args: (start: number, end: number) => number[]): void {
+function overElements(
+  context: SimdContext,
+  count: number,
+  weight: number,
+  fn: string,
+  args: (start: number, end: number) => number[],
+): void {
   const ranges = splitRange(count, context.threadsFor(count * weight), 4);
   context.parallel(ranges.length, (thread) => [{ fn, args: args(ranges[thread][0], ranges[thread][1]) }]);
 }
@@ -22,7 +36,13 @@ function overElements(context: SimdContext, count: number, weight: number, fn: s
 const MIN_BINARY_ROW = 16;
 
 /** binary on f32 views; false when the SIMD path does not take the call. */
-export function simdBinary(context: SimdContext, op: BinaryOp, a: StridedView, b: StridedView, out: TensorRef): boolean {
+export function simdBinary(
+  context: SimdContext,
+  op: BinaryOp,
+  a: StridedView,
+  b: StridedView,
+  out: TensorRef,
+): boolean {
   if (!context.allF32(a, b, out) || !(SIMD_BINARY_OPS as readonly string[]).includes(op)) return false;
   const count = elementCount(out.shape);
   if (count === 0) return true;
@@ -38,13 +58,21 @@ export function simdBinary(context: SimdContext, op: BinaryOp, a: StridedView, b
   const bBase = context.address(b, 'binary');
   const outBase = context.address(out, 'binary');
   if (rank === 1) {
-    overElements(context, count, 3, fn, (start, end) => [aBase + 4 * (a.offset + start * aStep), aStep, bBase + 4 * (b.offset + start * bStep), bStep, outBase + 4 * start, end - start]);
+    overElements(context, count, 3, fn, (start, end) => [
+      aBase + 4 * (a.offset + start * aStep),
+      aStep,
+      bBase + 4 * (b.offset + start * bStep),
+      bStep,
+      outBase + 4 * start,
+      end - start,
+    ]);
     return true;
   }
   // Several rows (a broadcast along an outer axis): one call per row, on the calling thread.
   const [aStarts, bStarts] = rowStarts(layout, [a.offset, b.offset]);
   const kernel = context.kernels[fn];
-  for (let row = 0; row < aStarts.length; row++) kernel(aBase + 4 * aStarts[row], aStep, bBase + 4 * bStarts[row], bStep, outBase + 4 * row * length, length);
+  for (let row = 0; row < aStarts.length; row++)
+    kernel(aBase + 4 * aStarts[row], aStep, bBase + 4 * bStarts[row], bStep, outBase + 4 * row * length, length);
   return true;
 }
 
@@ -52,25 +80,60 @@ export function simdBinary(context: SimdContext, op: BinaryOp, a: StridedView, b
 export function simdSwiglu(context: SimdContext, gate: TensorRef, up: TensorRef, out: TensorRef): boolean {
   if (!context.allF32(gate, up, out)) return false;
   const [g, u, o] = [gate, up, out].map((tensor) => context.address(tensor, 'swiglu'));
-  overElements(context, elementCount(out.shape), 16, 'swiglu', (start, end) => [g + 4 * start, u + 4 * start, o + 4 * start, end - start]);
+  overElements(context, elementCount(out.shape), 16, 'swiglu', (start, end) => [
+    g + 4 * start,
+    u + 4 * start,
+    o + 4 * start,
+    end - start,
+  ]);
   return true;
 }
 
 /** swigluBackward of f32 tensors. */
-export function simdSwigluBackward(context: SimdContext, gate: TensorRef, up: TensorRef, dy: TensorRef, dGate: TensorRef, dUp: TensorRef): boolean {
+export function simdSwigluBackward(
+  context: SimdContext,
+  gate: TensorRef,
+  up: TensorRef,
+  dy: TensorRef,
+  dGate: TensorRef,
+  dUp: TensorRef,
+): boolean {
   if (!context.allF32(gate, up, dy, dGate, dUp)) return false;
   const addresses = [gate, up, dy, dGate, dUp].map((tensor) => context.address(tensor, 'swigluBackward'));
-  overElements(context, elementCount(dy.shape), 16, 'swiglu_backward', (start, end) => [...addresses.map((address) => address + 4 * start), end - start]);
+  overElements(context, elementCount(dy.shape), 16, 'swiglu_backward', (start, end) => [
+    ...addresses.map((address) => address + 4 * start),
+    end - start,
+  ]);
   return true;
 }
 
 /** adamw on f32 tensors (in place on param, m, v). */
-export function simdAdamw(context: SimdContext, param: TensorRef, grad: TensorRef, m: TensorRef, v: TensorRef, params: AdamWParams): boolean {
+export function simdAdamw(
+  context: SimdContext,
+  param: TensorRef,
+  grad: TensorRef,
+  m: TensorRef,
+  v: TensorRef,
+  params: AdamWParams,
+): boolean {
   if (!context.allF32(param, grad, m, v)) return false;
   const { lr, beta1, beta2, eps, weightDecay, step } = params;
   const addresses = [param, grad, m, v].map((tensor) => context.address(tensor, 'adamw'));
-  const scalars = [lr, beta1, beta2, eps, 1 - lr * weightDecay, 1 - Math.pow(beta1, step), 1 - Math.pow(beta2, step), 1];
-  overElements(context, elementCount(param.shape), 8, 'adamw', (start, end) => [...addresses.map((address) => address + 4 * start), end - start, ...scalars]);
+  const scalars = [
+    lr,
+    beta1,
+    beta2,
+    eps,
+    1 - lr * weightDecay,
+    1 - Math.pow(beta1, step),
+    1 - Math.pow(beta2, step),
+    1,
+  ];
+  overElements(context, elementCount(param.shape), 8, 'adamw', (start, end) => [
+    ...addresses.map((address) => address + 4 * start),
+    end - start,
+    ...scalars,
+  ]);
   return true;
 }
 
@@ -81,7 +144,13 @@ export class RopeTables {
   constructor(private readonly context: SimdContext) {}
 
   /** Addresses of cos and (sign-adjusted) sin tables [T, D/2]. */
-  lookup(sequence: number, depth: number, offset: number, theta: number, inverse: boolean): { cosines: number; sines: number } {
+  lookup(
+    sequence: number,
+    depth: number,
+    offset: number,
+    theta: number,
+    inverse: boolean,
+  ): { cosines: number; sines: number } {
     const key = `${sequence},${depth},${offset},${theta},${inverse}`;
     const cached = this.tables.get(key);
     if (cached !== undefined) return cached;
@@ -116,7 +185,15 @@ export class RopeTables {
 }
 
 /** rope of f32 tensors. */
-export function simdRope(context: SimdContext, tables: RopeTables, x: TensorRef, out: TensorRef, offset: number, theta: number, inverse: boolean): boolean {
+export function simdRope(
+  context: SimdContext,
+  tables: RopeTables,
+  x: TensorRef,
+  out: TensorRef,
+  offset: number,
+  theta: number,
+  inverse: boolean,
+): boolean {
   if (!context.allF32(x, out) || x.shape.length < 2) return false;
   const sequence = x.shape[x.shape.length - 2];
   const depth = x.shape[x.shape.length - 1];
@@ -130,7 +207,20 @@ export function simdRope(context: SimdContext, tables: RopeTables, x: TensorRef,
   context.parallel(ranges.length, (thread) => {
     const [start, end] = ranges[thread];
     const offsetBytes = 4 * start * sequence * depth;
-    return [{ fn: 'rope_rows', args: [source + offsetBytes, target + offsetBytes, (end - start) * sequence, sequence, depth >> 1, cosines, sines] }];
+    return [
+      {
+        fn: 'rope_rows',
+        args: [
+          source + offsetBytes,
+          target + offsetBytes,
+          (end - start) * sequence,
+          sequence,
+          depth >> 1,
+          cosines,
+          sines,
+        ],
+      },
+    ];
   });
   return true;
 }
@@ -148,20 +238,29 @@ export function simdCopy(context: SimdContext, src: StridedView, dst: StridedVie
   if (rank > 4) return false;
   // The target must be dense in the merged order.
   const dense = contiguousStrides(layout.shape);
-  for (let axis = 0; axis < rank; axis++) if (layout.shape[axis] > 1 && layout.strides[1][axis] !== dense[axis]) return false;
+  for (let axis = 0; axis < rank; axis++)
+    if (layout.shape[axis] > 1 && layout.strides[1][axis] !== dense[axis]) return false;
   const shape = [...Array<number>(4 - rank).fill(1), ...layout.shape];
   const strides = [...Array<number>(4 - rank).fill(0), ...layout.strides[0]];
   const source = sourceBuffer.heapAddress + 4 * src.offset;
   const target = targetBuffer.heapAddress + 4 * dst.offset;
   // Large copies split the outermost axis with more than one index; the target is dense.
-  const axis = Math.max(0, shape.findIndex((size) => size > 1));
+  const axis = Math.max(
+    0,
+    shape.findIndex((size) => size > 1),
+  );
   const ranges = splitRange(shape[axis], context.threadsFor(count * 2));
   const targetStride = shape.slice(axis + 1).reduce((product, size) => product * size, 1);
   context.parallel(ranges.length, (thread) => {
     const [start, end] = ranges[thread];
     const part = shape.slice();
     part[axis] = end - start;
-    return [{ fn: 'copy_strided_4d', args: [source + 4 * start * strides[axis], target + 4 * start * targetStride, ...part, ...strides] }];
+    return [
+      {
+        fn: 'copy_strided_4d',
+        args: [source + 4 * start * strides[axis], target + 4 * start * targetStride, ...part, ...strides],
+      },
+    ];
   });
   return true;
 }
@@ -172,12 +271,24 @@ export function simdUnary(context: SimdContext, op: UnaryOp, x: TensorRef, out: 
   const source = context.address(x, 'unary');
   const target = context.address(out, 'unary');
   const weight = op === 'exp' || op === 'sigmoid' || op === 'silu' ? 16 : 3;
-  overElements(context, elementCount(out.shape), weight, `unary_${op as SimdUnaryOp}`, (start, end) => [source + 4 * start, target + 4 * start, end - start]);
+  overElements(context, elementCount(out.shape), weight, `unary_${op as SimdUnaryOp}`, (start, end) => [
+    source + 4 * start,
+    target + 4 * start,
+    end - start,
+  ]);
   return true;
 }
 
 /** reduce 'sum' of f32 over the last axis (inner = 1), float64 accumulation; false otherwise. */
-export function simdReduce(context: SimdContext, op: ReduceOp, x: TensorRef, out: TensorRef, outer: number, size: number, inner: number): boolean {
+export function simdReduce(
+  context: SimdContext,
+  op: ReduceOp,
+  x: TensorRef,
+  out: TensorRef,
+  outer: number,
+  size: number,
+  inner: number,
+): boolean {
   if (op !== 'sum' || inner !== 1 || !context.allF32(x, out)) return false;
   const source = context.address(x, 'reduce');
   const target = context.address(out, 'reduce');

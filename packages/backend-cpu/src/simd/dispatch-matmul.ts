@@ -50,26 +50,43 @@ export function runGemms(context: SimdContext, problems: GemmProblem[]): void {
   }
   const shares: GemmProblem[][] = Array.from({ length: threads }, () => []);
   if (problems.length >= 2 * threads) {
-    splitRange(problems.length, threads).forEach(([start, end], thread) => shares[thread].push(...problems.slice(start, end)));
+    splitRange(problems.length, threads).forEach(([start, end], thread) =>
+      shares[thread].push(...problems.slice(start, end)),
+    );
   } else {
     for (const problem of problems) {
       const byRows = problem.m >= problem.n;
       const ranges = byRows ? splitRange(problem.m, threads, GEMM_MR) : splitRange(problem.n, threads, GEMM_NR);
-      ranges.forEach(([start, end], thread) => shares[thread].push(byRows ? rowsOf(problem, start, end) : columnsOf(problem, start, end)));
+      ranges.forEach(([start, end], thread) =>
+        shares[thread].push(byRows ? rowsOf(problem, start, end) : columnsOf(problem, start, end)),
+      );
     }
   }
   context.parallel(threads, (thread, scratch) => shares[thread].map((problem) => gemmCall(problem, scratch)));
 }
 
 /** matmul of f32 tensors; false when the SIMD path does not take the call. */
-export function simdMatmul(context: SimdContext, a: TensorRef, b: TensorRef, out: TensorRef, params: MatmulParams): boolean {
+export function simdMatmul(
+  context: SimdContext,
+  a: TensorRef,
+  b: TensorRef,
+  out: TensorRef,
+  params: MatmulParams,
+): boolean {
   if (!context.allF32(a, b, out)) return false;
   const { batch, m, n, k, transposeA, transposeB, batchStrideA, batchStrideB } = params;
   const base: GemmProblem = {
-    m, n, k,
-    a: context.address(a, 'matmul'), aRow: transposeA ? 1 : k, aCol: transposeA ? m : 1,
-    b: context.address(b, 'matmul'), bRow: transposeB ? 1 : n, bCol: transposeB ? k : 1,
-    c: context.address(out, 'matmul'), ldc: n,
+    m,
+    n,
+    k,
+    a: context.address(a, 'matmul'),
+    aRow: transposeA ? 1 : k,
+    aCol: transposeA ? m : 1,
+    b: context.address(b, 'matmul'),
+    bRow: transposeB ? 1 : n,
+    bCol: transposeB ? k : 1,
+    c: context.address(out, 'matmul'),
+    ldc: n,
   };
   if (batch === 0 || m === 0 || n === 0) return true;
   if (batch > 1 && batchStrideB === 0 && !transposeA && batchStrideA === m * k) {
@@ -79,7 +96,12 @@ export function simdMatmul(context: SimdContext, a: TensorRef, b: TensorRef, out
   }
   const problems: GemmProblem[] = [];
   for (let index = 0; index < batch; index++) {
-    problems.push({ ...base, a: base.a + 4 * index * batchStrideA, b: base.b + 4 * index * batchStrideB, c: base.c + 4 * index * m * n });
+    problems.push({
+      ...base,
+      a: base.a + 4 * index * batchStrideA,
+      b: base.b + 4 * index * batchStrideB,
+      c: base.c + 4 * index * m * n,
+    });
   }
   runGemms(context, problems);
   return true;

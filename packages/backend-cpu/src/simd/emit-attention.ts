@@ -19,7 +19,13 @@
  */
 import type { Expr } from '../wasm/expression.js';
 import { f32, i32, memoryFill, v128 } from '../wasm/instructions.js';
-import { call, type FunctionBuilder, type FunctionRef, type Local, type ModuleBuilder } from '../wasm/module-builder.js';
+import {
+  call,
+  type FunctionBuilder,
+  type FunctionRef,
+  type Local,
+  type ModuleBuilder,
+} from '../wasm/module-builder.js';
 import { expF32x4, horizontalMax, horizontalSum } from './emit-math.js';
 import { GEMM_WORK_BYTES } from './emit-gemm.js';
 import { emitSmallGemm } from './emit-small-gemm.js';
@@ -43,9 +49,22 @@ export const ATTENTION_WORK_BYTES = DELTA + ATTENTION_QUERY_BLOCK * 4;
 
 /** Parameters both attention functions share (names of the wasm parameters). */
 const SHARED_PARAMS = {
-  mask: 'i32', maskStrideB: 'i32', maskStrideH: 'i32', maskStrideRow: 'i32', maskStrideCol: 'i32',
-  itemBegin: 'i32', itemEnd: 'i32', queryHeads: 'i32', group: 'i32', queryLength: 'i32', keyLength: 'i32', depth: 'i32',
-  scale: 'f32', causal: 'i32', work: 'i32', transposed: 'i32',
+  mask: 'i32',
+  maskStrideB: 'i32',
+  maskStrideH: 'i32',
+  maskStrideRow: 'i32',
+  maskStrideCol: 'i32',
+  itemBegin: 'i32',
+  itemEnd: 'i32',
+  queryHeads: 'i32',
+  group: 'i32',
+  queryLength: 'i32',
+  keyLength: 'i32',
+  depth: 'i32',
+  scale: 'f32',
+  causal: 'i32',
+  work: 'i32',
+  transposed: 'i32',
 } as const;
 
 /** Locals of the block loops shared by both passes. */
@@ -66,9 +85,18 @@ interface BlockLocals {
 
 function blockLocals(f: FunctionBuilder): BlockLocals {
   return {
-    row0: f.local('i32'), rows: f.local('i32'), column0: f.local('i32'), columns: f.local('i32'), limit: f.local('i32'),
-    r: f.local('i32'), o: f.local('i32'), scoreRow: f.local('i32'), firstForbidden: f.local('i32'), maskRow: f.local('i32'),
-    vector: f.local('v128'), scalar: f.local('f32'),
+    row0: f.local('i32'),
+    rows: f.local('i32'),
+    column0: f.local('i32'),
+    columns: f.local('i32'),
+    limit: f.local('i32'),
+    r: f.local('i32'),
+    o: f.local('i32'),
+    scoreRow: f.local('i32'),
+    firstForbidden: f.local('i32'),
+    maskRow: f.local('i32'),
+    vector: f.local('v128'),
+    scalar: f.local('f32'),
   };
 }
 
@@ -89,17 +117,51 @@ function emitKeyLimit(f: FunctionBuilder, p: SharedParams, l: BlockLocals): void
  * scores[r, c] = scale·(q_r·k_c) (+ mask) with −∞ where causal forbids, for the current block;
  * `qBlock` is the byte address of the query block's first row, `kTransposed` of Kᵀ [D, Tk].
  */
-function emitScores(f: FunctionBuilder, simd: SimdOps, small: FunctionRef, p: SharedParams, l: BlockLocals, qBlock: Expr, kTransposed: Local, maskBase: Local, scores: Expr): void {
-  f.exec(call(small, l.rows, l.columns, p.depth, qBlock, i32.shl(p.depth, 2), 4,
-    i32.add(kTransposed, i32.shl(l.column0, 2)), i32.shl(p.keyLength, 2), scores, ATTENTION_KEY_BLOCK * 4, 0));
+function emitScores(
+  f: FunctionBuilder,
+  simd: SimdOps,
+  small: FunctionRef,
+  p: SharedParams,
+  l: BlockLocals,
+  qBlock: Expr,
+  kTransposed: Local,
+  maskBase: Local,
+  scores: Expr,
+): void {
+  f.exec(
+    call(
+      small,
+      l.rows,
+      l.columns,
+      p.depth,
+      qBlock,
+      i32.shl(p.depth, 2),
+      4,
+      i32.add(kTransposed, i32.shl(l.column0, 2)),
+      i32.shl(p.keyLength, 2),
+      scores,
+      ATTENTION_KEY_BLOCK * 4,
+      0,
+    ),
+  );
   f.set(l.vector, simd.splat(p.scale));
   f.for(l.r, 0, l.rows, 1, () => {
     f.set(l.scoreRow, i32.add(scores, i32.mul(l.r, ATTENTION_KEY_BLOCK * 4)));
     const columnBytes = i32.shl(l.columns, 2);
-    f.for(l.o, 0, i32.and(columnBytes, ~15), 16, () => f.exec(v128.store(i32.add(l.scoreRow, l.o), simd.mul(v128.load(i32.add(l.scoreRow, l.o)), l.vector))));
-    f.for(l.o, i32.and(columnBytes, ~15), columnBytes, 4, () => f.exec(f32.store(i32.add(l.scoreRow, l.o), f32.mul(f32.load(i32.add(l.scoreRow, l.o)), p.scale))));
+    f.for(l.o, 0, i32.and(columnBytes, ~15), 16, () =>
+      f.exec(v128.store(i32.add(l.scoreRow, l.o), simd.mul(v128.load(i32.add(l.scoreRow, l.o)), l.vector))),
+    );
+    f.for(l.o, i32.and(columnBytes, ~15), columnBytes, 4, () =>
+      f.exec(f32.store(i32.add(l.scoreRow, l.o), f32.mul(f32.load(i32.add(l.scoreRow, l.o)), p.scale))),
+    );
     f.if(p.mask, () => {
-      f.set(l.maskRow, i32.add(maskBase, i32.shl(i32.add(i32.mul(i32.add(l.row0, l.r), p.maskStrideRow), i32.mul(l.column0, p.maskStrideCol)), 2)));
+      f.set(
+        l.maskRow,
+        i32.add(
+          maskBase,
+          i32.shl(i32.add(i32.mul(i32.add(l.row0, l.r), p.maskStrideRow), i32.mul(l.column0, p.maskStrideCol)), 2),
+        ),
+      );
       f.for(l.o, 0, columnBytes, 4, () => {
         f.exec(f32.store(i32.add(l.scoreRow, l.o), f32.add(f32.load(i32.add(l.scoreRow, l.o)), f32.load(l.maskRow))));
         f.set(l.maskRow, i32.add(l.maskRow, i32.shl(p.maskStrideCol, 2)));
@@ -107,15 +169,29 @@ function emitScores(f: FunctionBuilder, simd: SimdOps, small: FunctionRef, p: Sh
     });
     f.if(p.causal, () => {
       // Keys past row0 + r + (Tk − Tq) are hidden.
-      f.set(l.firstForbidden, i32.sub(i32.add(i32.add(l.row0, l.r), i32.sub(p.keyLength, p.queryLength)), i32.sub(l.column0, 1)));
+      f.set(
+        l.firstForbidden,
+        i32.sub(i32.add(i32.add(l.row0, l.r), i32.sub(p.keyLength, p.queryLength)), i32.sub(l.column0, 1)),
+      );
       f.if(i32.ltS(l.firstForbidden, 0), () => f.set(l.firstForbidden, 0));
-      f.for(l.o, i32.shl(l.firstForbidden, 2), columnBytes, 4, () => f.exec(f32.store(i32.add(l.scoreRow, l.o), -Infinity)));
+      f.for(l.o, i32.shl(l.firstForbidden, 2), columnBytes, 4, () =>
+        f.exec(f32.store(i32.add(l.scoreRow, l.o), -Infinity)),
+      );
     });
   });
 }
 
 /** target [D, T] = source [T, D] (byte addresses). */
-function emitTranspose(f: FunctionBuilder, source: Expr, target: Expr, length: Local, depth: Local, t: Local, d: Local, from: Local): void {
+function emitTranspose(
+  f: FunctionBuilder,
+  source: Expr,
+  target: Expr,
+  length: Local,
+  depth: Local,
+  t: Local,
+  d: Local,
+  from: Local,
+): void {
   f.set(from, source);
   f.for(t, 0, length, 1, () => {
     f.for(d, 0, depth, 1, () => {
@@ -131,237 +207,453 @@ function scalarExp(f: FunctionBuilder, simd: SimdOps, x: Expr): Expr {
 }
 
 function emitForward(module: ModuleBuilder, simd: SimdOps, small: FunctionRef): void {
-  module.func('attention_forward', {
-    params: { q: 'i32', k: 'i32', v: 'i32', out: 'i32', statMax: 'i32', statSum: 'i32', ...SHARED_PARAMS },
-  }, (f, params) => {
-    const { q, k, v, out, statMax, statSum } = params;
-    const p = params as unknown as SharedParams;
-    const l = blockLocals(f);
-    const item = f.local('i32');
-    const qBase = f.local('i32');
-    const kvOffset = f.local('i32');
-    const kBase = f.local('i32');
-    const vBase = f.local('i32');
-    const maskBase = f.local('i32');
-    const statBase = f.local('i32');
-    const scratch = f.local('i32');
-    const scores = f.local('i32');
-    const accumulator = f.local('i32');
-    const rowMax = f.local('i32');
-    const rowSum = f.local('i32');
-    const headBytes = f.local('i32');
-    const depthBytes = f.local('i32');
-    const previousMax = f.local('f32');
-    const newMax = f.local('f32');
-    const correction = f.local('f32');
-    const sum = f.local('f32');
-    const accumulatorRow = f.local('i32');
-    const sums = f.local('v128');
-    const shift = f.local('v128');
-    f.set(scratch, i32.add(p.work, GEMM_WORK_BYTES));
-    f.set(scores, i32.add(scratch, SCORES));
-    f.set(accumulator, i32.add(scratch, ACCUMULATOR));
-    f.set(rowMax, i32.add(scratch, ROW_MAX));
-    f.set(rowSum, i32.add(scratch, ROW_SUM));
-    f.set(depthBytes, i32.shl(p.depth, 2));
-    f.set(headBytes, i32.mul(p.queryLength, depthBytes));
-    f.for(item, p.itemBegin, p.itemEnd, 1, () => {
-      f.set(qBase, i32.mul(item, headBytes));
-      // kv head of query head h = item mod Hq in batch b = item / Hq: b·Hkv + h/group.
-      f.set(kvOffset, i32.mul(i32.add(i32.mul(i32.divS(item, p.queryHeads), i32.divS(p.queryHeads, p.group)), i32.divS(i32.remS(item, p.queryHeads), p.group)), i32.mul(p.keyLength, depthBytes)));
-      f.set(kBase, i32.add(k, kvOffset));
-      f.set(vBase, i32.add(v, kvOffset));
-      emitTranspose(f, kBase, p.transposed, p.keyLength, p.depth, l.r, l.o, l.firstForbidden);
-      f.set(maskBase, i32.add(p.mask, i32.shl(i32.add(i32.mul(i32.divS(item, p.queryHeads), p.maskStrideB), i32.mul(i32.remS(item, p.queryHeads), p.maskStrideH)), 2)));
-      f.set(statBase, i32.shl(i32.mul(item, p.queryLength), 2));
-      f.for(l.row0, 0, p.queryLength, ATTENTION_QUERY_BLOCK, () => {
-        f.set(l.rows, i32.minS(ATTENTION_QUERY_BLOCK, i32.sub(p.queryLength, l.row0)));
-        f.for(l.r, 0, l.rows, 1, () => {
-          f.exec(f32.store(i32.add(rowMax, i32.shl(l.r, 2)), -Infinity));
-          f.exec(f32.store(i32.add(rowSum, i32.shl(l.r, 2)), 0));
-        });
-        f.exec(memoryFill(accumulator, 0, i32.mul(l.rows, depthBytes)));
-        emitKeyLimit(f, p, l);
-        f.for(l.column0, 0, l.limit, ATTENTION_KEY_BLOCK, () => {
-          f.set(l.columns, i32.minS(ATTENTION_KEY_BLOCK, i32.sub(l.limit, l.column0)));
-          emitScores(f, simd, small, p, l, i32.add(i32.add(q, qBase), i32.mul(l.row0, depthBytes)), p.transposed, maskBase, scores);
-          const columnBytes = i32.shl(l.columns, 2);
-          f.for(l.r, 0, l.rows, 1, () => {
-            f.set(l.scoreRow, i32.add(scores, i32.mul(l.r, ATTENTION_KEY_BLOCK * 4)));
-            f.set(sums, simd.constSplat(-Infinity));
-            f.for(l.o, 0, i32.and(columnBytes, ~15), 16, () => f.set(sums, simd.max(sums, v128.load(i32.add(l.scoreRow, l.o)))));
-            f.set(newMax, horizontalMax(simd, sums));
-            f.for(l.o, i32.and(columnBytes, ~15), columnBytes, 4, () => f.set(newMax, f32.max(newMax, f32.load(i32.add(l.scoreRow, l.o)))));
-            f.set(previousMax, f32.load(i32.add(rowMax, i32.shl(l.r, 2))));
-            f.set(newMax, f32.max(previousMax, newMax));
-            f.if(f32.eq(newMax, -Infinity), () => {
-              // Nothing allowed in this row so far: its probabilities are 0.
-              f.exec(memoryFill(l.scoreRow, 0, columnBytes));
-            }, () => {
-              f.set(correction, scalarExp(f, simd, f32.sub(previousMax, newMax)));
-              f.set(sum, f32.mul(f32.load(i32.add(rowSum, i32.shl(l.r, 2))), correction));
-              f.if(f32.ne(correction, 1), () => {
-                f.set(accumulatorRow, i32.add(accumulator, i32.mul(l.r, depthBytes)));
-                f.set(shift, simd.splat(correction));
-                f.for(l.o, 0, i32.and(depthBytes, ~15), 16, () => f.exec(v128.store(i32.add(accumulatorRow, l.o), simd.mul(v128.load(i32.add(accumulatorRow, l.o)), shift))));
-                f.for(l.o, i32.and(depthBytes, ~15), depthBytes, 4, () => f.exec(f32.store(i32.add(accumulatorRow, l.o), f32.mul(f32.load(i32.add(accumulatorRow, l.o)), correction))));
-              });
-              f.set(shift, simd.splat(newMax));
-              f.set(sums, simd.constSplat(0));
-              f.for(l.o, 0, i32.and(columnBytes, ~15), 16, () => {
-                const e = expF32x4(f, simd, simd.sub(v128.load(i32.add(l.scoreRow, l.o)), shift), { nonPositive: true });
-                f.exec(v128.store(i32.add(l.scoreRow, l.o), e));
-                f.set(sums, simd.add(sums, e));
-              });
-              f.set(sum, f32.add(sum, horizontalSum(simd, sums)));
-              f.for(l.o, i32.and(columnBytes, ~15), columnBytes, 4, () => {
-                f.set(l.scalar, scalarExp(f, simd, f32.sub(f32.load(i32.add(l.scoreRow, l.o)), newMax)));
-                f.exec(f32.store(i32.add(l.scoreRow, l.o), l.scalar));
-                f.set(sum, f32.add(sum, l.scalar));
-              });
-              f.exec(f32.store(i32.add(rowSum, i32.shl(l.r, 2)), sum));
-              f.exec(f32.store(i32.add(rowMax, i32.shl(l.r, 2)), newMax));
-            });
-          });
-          // accumulator += P·V_block
-          f.exec(call(small, l.rows, p.depth, l.columns, scores, ATTENTION_KEY_BLOCK * 4, 4,
-            i32.add(vBase, i32.mul(l.column0, depthBytes)), depthBytes, accumulator, depthBytes, 1));
-        });
-        // out = accumulator / l, or 0 for rows that saw no allowed key; m and l to the host.
-        f.for(l.r, 0, l.rows, 1, () => {
-          f.set(sum, f32.load(i32.add(rowSum, i32.shl(l.r, 2))));
-          f.set(newMax, f32.load(i32.add(rowMax, i32.shl(l.r, 2))));
-          f.set(accumulatorRow, i32.add(accumulator, i32.mul(l.r, depthBytes)));
-          f.set(l.scoreRow, i32.add(i32.add(out, qBase), i32.mul(i32.add(l.row0, l.r), depthBytes)));
-          f.if(i32.or(f32.eq(newMax, -Infinity), f32.eq(sum, 0)), () => f.set(correction, 0), () => f.set(correction, f32.div(1, sum)));
-          f.set(shift, simd.splat(correction));
-          f.for(l.o, 0, i32.and(depthBytes, ~15), 16, () => f.exec(v128.store(i32.add(l.scoreRow, l.o), simd.mul(v128.load(i32.add(accumulatorRow, l.o)), shift))));
-          f.for(l.o, i32.and(depthBytes, ~15), depthBytes, 4, () => f.exec(f32.store(i32.add(l.scoreRow, l.o), f32.mul(f32.load(i32.add(accumulatorRow, l.o)), correction))));
-          const statIndex = i32.add(statBase, i32.shl(i32.add(l.row0, l.r), 2));
-          f.exec(f32.store(i32.add(statMax, statIndex), newMax));
-          f.exec(f32.store(i32.add(statSum, statIndex), sum));
-        });
-      });
-    });
-  });
-}
-
-function emitBackward(module: ModuleBuilder, simd: SimdOps, small: FunctionRef): void {
-  module.func('attention_backward', {
-    params: { q: 'i32', k: 'i32', v: 'i32', out: 'i32', lse: 'i32', dOut: 'i32', dq: 'i32', dk: 'i32', dv: 'i32', ...SHARED_PARAMS },
-  }, (f, params) => {
-    const { q, k, v, out, lse, dOut, dq, dk, dv } = params;
-    const p = params as unknown as SharedParams;
-    const l = blockLocals(f);
-    const item = f.local('i32');
-    const head = f.local('i32');
-    const batch = f.local('i32');
-    const keyHeads = f.local('i32');
-    const kvOffset = f.local('i32');
-    const qOffset = f.local('i32');
-    const qBlock = f.local('i32');
-    const kBase = f.local('i32');
-    const vBase = f.local('i32');
-    const vTransposed = f.local('i32');
-    const maskBase = f.local('i32');
-    const lseRow = f.local('i32');
-    const scratch = f.local('i32');
-    const scores = f.local('i32');
-    const gradients = f.local('i32');
-    const delta = f.local('i32');
-    const depthBytes = f.local('i32');
-    const kvBytes = f.local('i32');
-    const rowLse = f.local('f32');
-    const rowDelta = f.local('f32');
-    const gradientRow = f.local('i32');
-    const accumulator = f.local('v128');
-    const shift = f.local('v128');
-    f.set(scratch, i32.add(p.work, GEMM_WORK_BYTES));
-    f.set(scores, i32.add(scratch, SCORES));
-    f.set(gradients, i32.add(scratch, SCORE_GRADIENTS));
-    f.set(delta, i32.add(scratch, DELTA));
-    f.set(depthBytes, i32.shl(p.depth, 2));
-    f.set(kvBytes, i32.mul(p.keyLength, depthBytes));
-    f.set(keyHeads, i32.divS(p.queryHeads, p.group));
-    f.for(item, p.itemBegin, p.itemEnd, 1, () => {
-      // item = b·Hkv + kv head.
-      f.set(batch, i32.divS(item, keyHeads));
-      f.set(kvOffset, i32.mul(item, kvBytes));
-      f.set(kBase, i32.add(k, kvOffset));
-      f.set(vBase, i32.add(v, kvOffset));
-      f.set(vTransposed, i32.add(p.transposed, kvBytes));
-      emitTranspose(f, kBase, p.transposed, p.keyLength, p.depth, l.r, l.o, l.firstForbidden);
-      emitTranspose(f, vBase, vTransposed, p.keyLength, p.depth, l.r, l.o, l.firstForbidden);
-      f.exec(memoryFill(i32.add(dk, kvOffset), 0, kvBytes));
-      f.exec(memoryFill(i32.add(dv, kvOffset), 0, kvBytes));
-      f.for(head, i32.mul(i32.remS(item, keyHeads), p.group), i32.mul(i32.add(i32.remS(item, keyHeads), 1), p.group), 1, () => {
-        f.set(qOffset, i32.mul(i32.add(i32.mul(batch, p.queryHeads), head), i32.mul(p.queryLength, depthBytes)));
-        f.set(maskBase, i32.add(p.mask, i32.shl(i32.add(i32.mul(batch, p.maskStrideB), i32.mul(head, p.maskStrideH)), 2)));
-        f.set(lseRow, i32.add(lse, i32.shl(i32.mul(i32.add(i32.mul(batch, p.queryHeads), head), p.queryLength), 2)));
-        f.exec(memoryFill(i32.add(dq, qOffset), 0, i32.mul(p.queryLength, depthBytes)));
+  module.func(
+    'attention_forward',
+    {
+      params: { q: 'i32', k: 'i32', v: 'i32', out: 'i32', statMax: 'i32', statSum: 'i32', ...SHARED_PARAMS },
+    },
+    (f, params) => {
+      const { q, k, v, out, statMax, statSum } = params;
+      const p = params as unknown as SharedParams;
+      const l = blockLocals(f);
+      const item = f.local('i32');
+      const qBase = f.local('i32');
+      const kvOffset = f.local('i32');
+      const kBase = f.local('i32');
+      const vBase = f.local('i32');
+      const maskBase = f.local('i32');
+      const statBase = f.local('i32');
+      const scratch = f.local('i32');
+      const scores = f.local('i32');
+      const accumulator = f.local('i32');
+      const rowMax = f.local('i32');
+      const rowSum = f.local('i32');
+      const headBytes = f.local('i32');
+      const depthBytes = f.local('i32');
+      const previousMax = f.local('f32');
+      const newMax = f.local('f32');
+      const correction = f.local('f32');
+      const sum = f.local('f32');
+      const accumulatorRow = f.local('i32');
+      const sums = f.local('v128');
+      const shift = f.local('v128');
+      f.set(scratch, i32.add(p.work, GEMM_WORK_BYTES));
+      f.set(scores, i32.add(scratch, SCORES));
+      f.set(accumulator, i32.add(scratch, ACCUMULATOR));
+      f.set(rowMax, i32.add(scratch, ROW_MAX));
+      f.set(rowSum, i32.add(scratch, ROW_SUM));
+      f.set(depthBytes, i32.shl(p.depth, 2));
+      f.set(headBytes, i32.mul(p.queryLength, depthBytes));
+      f.for(item, p.itemBegin, p.itemEnd, 1, () => {
+        f.set(qBase, i32.mul(item, headBytes));
+        // kv head of query head h = item mod Hq in batch b = item / Hq: b·Hkv + h/group.
+        f.set(
+          kvOffset,
+          i32.mul(
+            i32.add(
+              i32.mul(i32.divS(item, p.queryHeads), i32.divS(p.queryHeads, p.group)),
+              i32.divS(i32.remS(item, p.queryHeads), p.group),
+            ),
+            i32.mul(p.keyLength, depthBytes),
+          ),
+        );
+        f.set(kBase, i32.add(k, kvOffset));
+        f.set(vBase, i32.add(v, kvOffset));
+        emitTranspose(f, kBase, p.transposed, p.keyLength, p.depth, l.r, l.o, l.firstForbidden);
+        f.set(
+          maskBase,
+          i32.add(
+            p.mask,
+            i32.shl(
+              i32.add(
+                i32.mul(i32.divS(item, p.queryHeads), p.maskStrideB),
+                i32.mul(i32.remS(item, p.queryHeads), p.maskStrideH),
+              ),
+              2,
+            ),
+          ),
+        );
+        f.set(statBase, i32.shl(i32.mul(item, p.queryLength), 2));
         f.for(l.row0, 0, p.queryLength, ATTENTION_QUERY_BLOCK, () => {
           f.set(l.rows, i32.minS(ATTENTION_QUERY_BLOCK, i32.sub(p.queryLength, l.row0)));
-          f.set(qBlock, i32.add(qOffset, i32.mul(l.row0, depthBytes)));
-          // Δ_r = Σ dO ⊙ out over the row.
           f.for(l.r, 0, l.rows, 1, () => {
-            f.set(gradientRow, i32.add(qBlock, i32.mul(l.r, depthBytes)));
-            f.set(accumulator, simd.constSplat(0));
-            f.for(l.o, 0, i32.and(depthBytes, ~15), 16, () =>
-              f.set(accumulator, simd.fma(v128.load(i32.add(i32.add(dOut, gradientRow), l.o)), v128.load(i32.add(i32.add(out, gradientRow), l.o)), accumulator)));
-            f.set(rowDelta, horizontalSum(simd, accumulator));
-            f.for(l.o, i32.and(depthBytes, ~15), depthBytes, 4, () =>
-              f.set(rowDelta, f32.add(rowDelta, f32.mul(f32.load(i32.add(i32.add(dOut, gradientRow), l.o)), f32.load(i32.add(i32.add(out, gradientRow), l.o))))));
-            f.exec(f32.store(i32.add(delta, i32.shl(l.r, 2)), rowDelta));
+            f.exec(f32.store(i32.add(rowMax, i32.shl(l.r, 2)), -Infinity));
+            f.exec(f32.store(i32.add(rowSum, i32.shl(l.r, 2)), 0));
           });
+          f.exec(memoryFill(accumulator, 0, i32.mul(l.rows, depthBytes)));
           emitKeyLimit(f, p, l);
           f.for(l.column0, 0, l.limit, ATTENTION_KEY_BLOCK, () => {
             f.set(l.columns, i32.minS(ATTENTION_KEY_BLOCK, i32.sub(l.limit, l.column0)));
+            emitScores(
+              f,
+              simd,
+              small,
+              p,
+              l,
+              i32.add(i32.add(q, qBase), i32.mul(l.row0, depthBytes)),
+              p.transposed,
+              maskBase,
+              scores,
+            );
             const columnBytes = i32.shl(l.columns, 2);
-            emitScores(f, simd, small, p, l, i32.add(q, qBlock), p.transposed, maskBase, scores);
-            // P = e^(S − lse) (0 for rows without an allowed key).
             f.for(l.r, 0, l.rows, 1, () => {
               f.set(l.scoreRow, i32.add(scores, i32.mul(l.r, ATTENTION_KEY_BLOCK * 4)));
-              f.set(rowLse, f32.load(i32.add(lseRow, i32.shl(i32.add(l.row0, l.r), 2))));
-              f.if(f32.eq(rowLse, -Infinity), () => f.exec(memoryFill(l.scoreRow, 0, columnBytes)), () => {
-                f.set(shift, simd.splat(rowLse));
-                f.for(l.o, 0, i32.and(columnBytes, ~15), 16, () =>
-                  f.exec(v128.store(i32.add(l.scoreRow, l.o), expF32x4(f, simd, simd.sub(v128.load(i32.add(l.scoreRow, l.o)), shift), { nonPositive: true }))));
-                f.for(l.o, i32.and(columnBytes, ~15), columnBytes, 4, () =>
-                  f.exec(f32.store(i32.add(l.scoreRow, l.o), scalarExp(f, simd, f32.sub(f32.load(i32.add(l.scoreRow, l.o)), rowLse)))));
-              });
+              f.set(sums, simd.constSplat(-Infinity));
+              f.for(l.o, 0, i32.and(columnBytes, ~15), 16, () =>
+                f.set(sums, simd.max(sums, v128.load(i32.add(l.scoreRow, l.o)))),
+              );
+              f.set(newMax, horizontalMax(simd, sums));
+              f.for(l.o, i32.and(columnBytes, ~15), columnBytes, 4, () =>
+                f.set(newMax, f32.max(newMax, f32.load(i32.add(l.scoreRow, l.o)))),
+              );
+              f.set(previousMax, f32.load(i32.add(rowMax, i32.shl(l.r, 2))));
+              f.set(newMax, f32.max(previousMax, newMax));
+              f.if(
+                f32.eq(newMax, -Infinity),
+                () => {
+                  // Nothing allowed in this row so far: its probabilities are 0.
+                  f.exec(memoryFill(l.scoreRow, 0, columnBytes));
+                },
+                () => {
+                  f.set(correction, scalarExp(f, simd, f32.sub(previousMax, newMax)));
+                  f.set(sum, f32.mul(f32.load(i32.add(rowSum, i32.shl(l.r, 2))), correction));
+                  f.if(f32.ne(correction, 1), () => {
+                    f.set(accumulatorRow, i32.add(accumulator, i32.mul(l.r, depthBytes)));
+                    f.set(shift, simd.splat(correction));
+                    f.for(l.o, 0, i32.and(depthBytes, ~15), 16, () =>
+                      f.exec(
+                        v128.store(
+                          i32.add(accumulatorRow, l.o),
+                          simd.mul(v128.load(i32.add(accumulatorRow, l.o)), shift),
+                        ),
+                      ),
+                    );
+                    f.for(l.o, i32.and(depthBytes, ~15), depthBytes, 4, () =>
+                      f.exec(
+                        f32.store(
+                          i32.add(accumulatorRow, l.o),
+                          f32.mul(f32.load(i32.add(accumulatorRow, l.o)), correction),
+                        ),
+                      ),
+                    );
+                  });
+                  f.set(shift, simd.splat(newMax));
+                  f.set(sums, simd.constSplat(0));
+                  f.for(l.o, 0, i32.and(columnBytes, ~15), 16, () => {
+                    const e = expF32x4(f, simd, simd.sub(v128.load(i32.add(l.scoreRow, l.o)), shift), {
+                      nonPositive: true,
+                    });
+                    f.exec(v128.store(i32.add(l.scoreRow, l.o), e));
+                    f.set(sums, simd.add(sums, e));
+                  });
+                  f.set(sum, f32.add(sum, horizontalSum(simd, sums)));
+                  f.for(l.o, i32.and(columnBytes, ~15), columnBytes, 4, () => {
+                    f.set(l.scalar, scalarExp(f, simd, f32.sub(f32.load(i32.add(l.scoreRow, l.o)), newMax)));
+                    f.exec(f32.store(i32.add(l.scoreRow, l.o), l.scalar));
+                    f.set(sum, f32.add(sum, l.scalar));
+                  });
+                  f.exec(f32.store(i32.add(rowSum, i32.shl(l.r, 2)), sum));
+                  f.exec(f32.store(i32.add(rowMax, i32.shl(l.r, 2)), newMax));
+                },
+              );
             });
-            // dV_block += Pᵀ·dO_block
-            f.exec(call(small, l.columns, p.depth, l.rows, scores, 4, ATTENTION_KEY_BLOCK * 4, i32.add(dOut, qBlock), depthBytes,
-              i32.add(i32.add(dv, kvOffset), i32.mul(l.column0, depthBytes)), depthBytes, 1));
-            // dP = dO_block·V_blockᵀ
-            f.exec(call(small, l.rows, l.columns, p.depth, i32.add(dOut, qBlock), depthBytes, 4,
-              i32.add(vTransposed, i32.shl(l.column0, 2)), i32.shl(p.keyLength, 2), gradients, ATTENTION_KEY_BLOCK * 4, 0));
-            // dS = scale·P ⊙ (dP − Δ)
-            f.set(shift, simd.splat(p.scale));
-            f.for(l.r, 0, l.rows, 1, () => {
-              f.set(l.scoreRow, i32.mul(l.r, ATTENTION_KEY_BLOCK * 4));
-              f.set(rowDelta, f32.load(i32.add(delta, i32.shl(l.r, 2))));
-              f.set(accumulator, simd.splat(rowDelta));
-              f.for(l.o, 0, i32.and(columnBytes, ~15), 16, () => {
-                const at = i32.add(l.scoreRow, l.o);
-                f.exec(v128.store(i32.add(gradients, at), simd.mul(simd.mul(shift, v128.load(i32.add(scores, at))), simd.sub(v128.load(i32.add(gradients, at)), accumulator))));
-              });
-              f.for(l.o, i32.and(columnBytes, ~15), columnBytes, 4, () => {
-                const at = i32.add(l.scoreRow, l.o);
-                f.exec(f32.store(i32.add(gradients, at), f32.mul(f32.mul(p.scale, f32.load(i32.add(scores, at))), f32.sub(f32.load(i32.add(gradients, at)), rowDelta))));
-              });
-            });
-            // dQ_block += dS·K_block
-            f.exec(call(small, l.rows, p.depth, l.columns, gradients, ATTENTION_KEY_BLOCK * 4, 4, i32.add(kBase, i32.mul(l.column0, depthBytes)), depthBytes,
-              i32.add(dq, qBlock), depthBytes, 1));
-            // dK_block += dSᵀ·Q_block
-            f.exec(call(small, l.columns, p.depth, l.rows, gradients, 4, ATTENTION_KEY_BLOCK * 4, i32.add(q, qBlock), depthBytes,
-              i32.add(i32.add(dk, kvOffset), i32.mul(l.column0, depthBytes)), depthBytes, 1));
+            // accumulator += P·V_block
+            f.exec(
+              call(
+                small,
+                l.rows,
+                p.depth,
+                l.columns,
+                scores,
+                ATTENTION_KEY_BLOCK * 4,
+                4,
+                i32.add(vBase, i32.mul(l.column0, depthBytes)),
+                depthBytes,
+                accumulator,
+                depthBytes,
+                1,
+              ),
+            );
+          });
+          // out = accumulator / l, or 0 for rows that saw no allowed key; m and l to the host.
+          f.for(l.r, 0, l.rows, 1, () => {
+            f.set(sum, f32.load(i32.add(rowSum, i32.shl(l.r, 2))));
+            f.set(newMax, f32.load(i32.add(rowMax, i32.shl(l.r, 2))));
+            f.set(accumulatorRow, i32.add(accumulator, i32.mul(l.r, depthBytes)));
+            f.set(l.scoreRow, i32.add(i32.add(out, qBase), i32.mul(i32.add(l.row0, l.r), depthBytes)));
+            f.if(
+              i32.or(f32.eq(newMax, -Infinity), f32.eq(sum, 0)),
+              () => f.set(correction, 0),
+              () => f.set(correction, f32.div(1, sum)),
+            );
+            f.set(shift, simd.splat(correction));
+            f.for(l.o, 0, i32.and(depthBytes, ~15), 16, () =>
+              f.exec(v128.store(i32.add(l.scoreRow, l.o), simd.mul(v128.load(i32.add(accumulatorRow, l.o)), shift))),
+            );
+            f.for(l.o, i32.and(depthBytes, ~15), depthBytes, 4, () =>
+              f.exec(f32.store(i32.add(l.scoreRow, l.o), f32.mul(f32.load(i32.add(accumulatorRow, l.o)), correction))),
+            );
+            const statIndex = i32.add(statBase, i32.shl(i32.add(l.row0, l.r), 2));
+            f.exec(f32.store(i32.add(statMax, statIndex), newMax));
+            f.exec(f32.store(i32.add(statSum, statIndex), sum));
           });
         });
       });
-    });
-  });
+    },
+  );
+}
+
+function emitBackward(module: ModuleBuilder, simd: SimdOps, small: FunctionRef): void {
+  module.func(
+    'attention_backward',
+    {
+      params: {
+        q: 'i32',
+        k: 'i32',
+        v: 'i32',
+        out: 'i32',
+        lse: 'i32',
+        dOut: 'i32',
+        dq: 'i32',
+        dk: 'i32',
+        dv: 'i32',
+        ...SHARED_PARAMS,
+      },
+    },
+    (f, params) => {
+      const { q, k, v, out, lse, dOut, dq, dk, dv } = params;
+      const p = params as unknown as SharedParams;
+      const l = blockLocals(f);
+      const item = f.local('i32');
+      const head = f.local('i32');
+      const batch = f.local('i32');
+      const keyHeads = f.local('i32');
+      const kvOffset = f.local('i32');
+      const qOffset = f.local('i32');
+      const qBlock = f.local('i32');
+      const kBase = f.local('i32');
+      const vBase = f.local('i32');
+      const vTransposed = f.local('i32');
+      const maskBase = f.local('i32');
+      const lseRow = f.local('i32');
+      const scratch = f.local('i32');
+      const scores = f.local('i32');
+      const gradients = f.local('i32');
+      const delta = f.local('i32');
+      const depthBytes = f.local('i32');
+      const kvBytes = f.local('i32');
+      const rowLse = f.local('f32');
+      const rowDelta = f.local('f32');
+      const gradientRow = f.local('i32');
+      const accumulator = f.local('v128');
+      const shift = f.local('v128');
+      f.set(scratch, i32.add(p.work, GEMM_WORK_BYTES));
+      f.set(scores, i32.add(scratch, SCORES));
+      f.set(gradients, i32.add(scratch, SCORE_GRADIENTS));
+      f.set(delta, i32.add(scratch, DELTA));
+      f.set(depthBytes, i32.shl(p.depth, 2));
+      f.set(kvBytes, i32.mul(p.keyLength, depthBytes));
+      f.set(keyHeads, i32.divS(p.queryHeads, p.group));
+      f.for(item, p.itemBegin, p.itemEnd, 1, () => {
+        // item = b·Hkv + kv head.
+        f.set(batch, i32.divS(item, keyHeads));
+        f.set(kvOffset, i32.mul(item, kvBytes));
+        f.set(kBase, i32.add(k, kvOffset));
+        f.set(vBase, i32.add(v, kvOffset));
+        f.set(vTransposed, i32.add(p.transposed, kvBytes));
+        emitTranspose(f, kBase, p.transposed, p.keyLength, p.depth, l.r, l.o, l.firstForbidden);
+        emitTranspose(f, vBase, vTransposed, p.keyLength, p.depth, l.r, l.o, l.firstForbidden);
+        f.exec(memoryFill(i32.add(dk, kvOffset), 0, kvBytes));
+        f.exec(memoryFill(i32.add(dv, kvOffset), 0, kvBytes));
+        f.for(
+          head,
+          i32.mul(i32.remS(item, keyHeads), p.group),
+          i32.mul(i32.add(i32.remS(item, keyHeads), 1), p.group),
+          1,
+          () => {
+            f.set(qOffset, i32.mul(i32.add(i32.mul(batch, p.queryHeads), head), i32.mul(p.queryLength, depthBytes)));
+            f.set(
+              maskBase,
+              i32.add(p.mask, i32.shl(i32.add(i32.mul(batch, p.maskStrideB), i32.mul(head, p.maskStrideH)), 2)),
+            );
+            f.set(
+              lseRow,
+              i32.add(lse, i32.shl(i32.mul(i32.add(i32.mul(batch, p.queryHeads), head), p.queryLength), 2)),
+            );
+            f.exec(memoryFill(i32.add(dq, qOffset), 0, i32.mul(p.queryLength, depthBytes)));
+            f.for(l.row0, 0, p.queryLength, ATTENTION_QUERY_BLOCK, () => {
+              f.set(l.rows, i32.minS(ATTENTION_QUERY_BLOCK, i32.sub(p.queryLength, l.row0)));
+              f.set(qBlock, i32.add(qOffset, i32.mul(l.row0, depthBytes)));
+              // Δ_r = Σ dO ⊙ out over the row.
+              f.for(l.r, 0, l.rows, 1, () => {
+                f.set(gradientRow, i32.add(qBlock, i32.mul(l.r, depthBytes)));
+                f.set(accumulator, simd.constSplat(0));
+                f.for(l.o, 0, i32.and(depthBytes, ~15), 16, () =>
+                  f.set(
+                    accumulator,
+                    simd.fma(
+                      v128.load(i32.add(i32.add(dOut, gradientRow), l.o)),
+                      v128.load(i32.add(i32.add(out, gradientRow), l.o)),
+                      accumulator,
+                    ),
+                  ),
+                );
+                f.set(rowDelta, horizontalSum(simd, accumulator));
+                f.for(l.o, i32.and(depthBytes, ~15), depthBytes, 4, () =>
+                  f.set(
+                    rowDelta,
+                    f32.add(
+                      rowDelta,
+                      f32.mul(
+                        f32.load(i32.add(i32.add(dOut, gradientRow), l.o)),
+                        f32.load(i32.add(i32.add(out, gradientRow), l.o)),
+                      ),
+                    ),
+                  ),
+                );
+                f.exec(f32.store(i32.add(delta, i32.shl(l.r, 2)), rowDelta));
+              });
+              emitKeyLimit(f, p, l);
+              f.for(l.column0, 0, l.limit, ATTENTION_KEY_BLOCK, () => {
+                f.set(l.columns, i32.minS(ATTENTION_KEY_BLOCK, i32.sub(l.limit, l.column0)));
+                const columnBytes = i32.shl(l.columns, 2);
+                emitScores(f, simd, small, p, l, i32.add(q, qBlock), p.transposed, maskBase, scores);
+                // P = e^(S − lse) (0 for rows without an allowed key).
+                f.for(l.r, 0, l.rows, 1, () => {
+                  f.set(l.scoreRow, i32.add(scores, i32.mul(l.r, ATTENTION_KEY_BLOCK * 4)));
+                  f.set(rowLse, f32.load(i32.add(lseRow, i32.shl(i32.add(l.row0, l.r), 2))));
+                  f.if(
+                    f32.eq(rowLse, -Infinity),
+                    () => f.exec(memoryFill(l.scoreRow, 0, columnBytes)),
+                    () => {
+                      f.set(shift, simd.splat(rowLse));
+                      f.for(l.o, 0, i32.and(columnBytes, ~15), 16, () =>
+                        f.exec(
+                          v128.store(
+                            i32.add(l.scoreRow, l.o),
+                            expF32x4(f, simd, simd.sub(v128.load(i32.add(l.scoreRow, l.o)), shift), {
+                              nonPositive: true,
+                            }),
+                          ),
+                        ),
+                      );
+                      f.for(l.o, i32.and(columnBytes, ~15), columnBytes, 4, () =>
+                        f.exec(
+                          f32.store(
+                            i32.add(l.scoreRow, l.o),
+                            scalarExp(f, simd, f32.sub(f32.load(i32.add(l.scoreRow, l.o)), rowLse)),
+                          ),
+                        ),
+                      );
+                    },
+                  );
+                });
+                // dV_block += Pᵀ·dO_block
+                f.exec(
+                  call(
+                    small,
+                    l.columns,
+                    p.depth,
+                    l.rows,
+                    scores,
+                    4,
+                    ATTENTION_KEY_BLOCK * 4,
+                    i32.add(dOut, qBlock),
+                    depthBytes,
+                    i32.add(i32.add(dv, kvOffset), i32.mul(l.column0, depthBytes)),
+                    depthBytes,
+                    1,
+                  ),
+                );
+                // dP = dO_block·V_blockᵀ
+                f.exec(
+                  call(
+                    small,
+                    l.rows,
+                    l.columns,
+                    p.depth,
+                    i32.add(dOut, qBlock),
+                    depthBytes,
+                    4,
+                    i32.add(vTransposed, i32.shl(l.column0, 2)),
+                    i32.shl(p.keyLength, 2),
+                    gradients,
+                    ATTENTION_KEY_BLOCK * 4,
+                    0,
+                  ),
+                );
+                // dS = scale·P ⊙ (dP − Δ)
+                f.set(shift, simd.splat(p.scale));
+                f.for(l.r, 0, l.rows, 1, () => {
+                  f.set(l.scoreRow, i32.mul(l.r, ATTENTION_KEY_BLOCK * 4));
+                  f.set(rowDelta, f32.load(i32.add(delta, i32.shl(l.r, 2))));
+                  f.set(accumulator, simd.splat(rowDelta));
+                  f.for(l.o, 0, i32.and(columnBytes, ~15), 16, () => {
+                    const at = i32.add(l.scoreRow, l.o);
+                    f.exec(
+                      v128.store(
+                        i32.add(gradients, at),
+                        simd.mul(
+                          simd.mul(shift, v128.load(i32.add(scores, at))),
+                          simd.sub(v128.load(i32.add(gradients, at)), accumulator),
+                        ),
+                      ),
+                    );
+                  });
+                  f.for(l.o, i32.and(columnBytes, ~15), columnBytes, 4, () => {
+                    const at = i32.add(l.scoreRow, l.o);
+                    f.exec(
+                      f32.store(
+                        i32.add(gradients, at),
+                        f32.mul(
+                          f32.mul(p.scale, f32.load(i32.add(scores, at))),
+                          f32.sub(f32.load(i32.add(gradients, at)), rowDelta),
+                        ),
+                      ),
+                    );
+                  });
+                });
+                // dQ_block += dS·K_block
+                f.exec(
+                  call(
+                    small,
+                    l.rows,
+                    p.depth,
+                    l.columns,
+                    gradients,
+                    ATTENTION_KEY_BLOCK * 4,
+                    4,
+                    i32.add(kBase, i32.mul(l.column0, depthBytes)),
+                    depthBytes,
+                    i32.add(dq, qBlock),
+                    depthBytes,
+                    1,
+                  ),
+                );
+                // dK_block += dSᵀ·Q_block
+                f.exec(
+                  call(
+                    small,
+                    l.columns,
+                    p.depth,
+                    l.rows,
+                    gradients,
+                    4,
+                    ATTENTION_KEY_BLOCK * 4,
+                    i32.add(q, qBlock),
+                    depthBytes,
+                    i32.add(i32.add(dk, kvOffset), i32.mul(l.column0, depthBytes)),
+                    depthBytes,
+                    1,
+                  ),
+                );
+              });
+            });
+          },
+        );
+      });
+    },
+  );
 }
 
 /** Emits gemm_small, attention_forward and attention_backward into `module`. */

@@ -14,8 +14,10 @@ import { vectorConstant, type SimdOps } from './simd-ops.js';
 
 const MAGIC = 12582912; // 1.5·2²³: adding it rounds to an integer held in the low mantissa bits
 const LN2_HIGH = 0.693359375;
-const LN2_LOW = -2.12194440e-4;
-const EXP_POLYNOMIAL = [1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1];
+const LN2_LOW = -2.1219444e-4;
+const EXP_POLYNOMIAL = [
+  1.98756915e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1,
+];
 const MAX_EXP_INPUT = 88.72283905206835;
 
 /** Locals reused by the macros of one function (a macro call never nests inside another). */
@@ -33,7 +35,14 @@ const localsByFunction = new WeakMap<FunctionBuilder, MathLocals>();
 function mathLocals(f: FunctionBuilder): MathLocals {
   let locals = localsByFunction.get(f);
   if (locals === undefined) {
-    locals = { x: f.local('v128'), t: f.local('v128'), n: f.local('v128'), r: f.local('v128'), p: f.local('v128'), result: f.local('v128') };
+    locals = {
+      x: f.local('v128'),
+      t: f.local('v128'),
+      n: f.local('v128'),
+      r: f.local('v128'),
+      p: f.local('v128'),
+      result: f.local('v128'),
+    };
     localsByFunction.set(f, locals);
   }
   return locals;
@@ -77,10 +86,16 @@ export function sigmoidF32x4(f: FunctionBuilder, simd: SimdOps, x: Expr): Local 
 
 /** Sum of the four lanes (((l0 + l1) + l2) + l3, a fixed order). */
 export function horizontalSum(simd: SimdOps, vector: Expr): Expr {
-  return f32.add(f32.add(f32.add(simd.extractLane(vector, 0), simd.extractLane(vector, 1)), simd.extractLane(vector, 2)), simd.extractLane(vector, 3));
+  return f32.add(
+    f32.add(f32.add(simd.extractLane(vector, 0), simd.extractLane(vector, 1)), simd.extractLane(vector, 2)),
+    simd.extractLane(vector, 3),
+  );
 }
 
 /** Maximum of the four lanes (NaN if any lane is NaN). */
 export function horizontalMax(simd: SimdOps, vector: Expr): Expr {
-  return f32.max(f32.max(f32.max(simd.extractLane(vector, 0), simd.extractLane(vector, 1)), simd.extractLane(vector, 2)), simd.extractLane(vector, 3));
+  return f32.max(
+    f32.max(f32.max(simd.extractLane(vector, 0), simd.extractLane(vector, 1)), simd.extractLane(vector, 2)),
+    simd.extractLane(vector, 3),
+  );
 }

@@ -20,16 +20,25 @@ export type SimdUnaryOp = (typeof SIMD_UNARY_OPS)[number];
 
 function apply(f: FunctionBuilder, simd: SimdOps, op: SimdUnaryOp, x: Expr): Expr {
   switch (op) {
-    case 'neg': return simd.neg(x);
-    case 'abs': return simd.abs(x);
-    case 'square': return simd.mul(x, x);
-    case 'sqrt': return simd.sqrt(x);
-    case 'reciprocal': return simd.div(vectorConstant(f, simd, 1), x);
+    case 'neg':
+      return simd.neg(x);
+    case 'abs':
+      return simd.abs(x);
+    case 'square':
+      return simd.mul(x, x);
+    case 'sqrt':
+      return simd.sqrt(x);
+    case 'reciprocal':
+      return simd.div(vectorConstant(f, simd, 1), x);
     // IEEE max: NaN stays NaN, and max(−0, +0) = +0 as Math.max.
-    case 'relu': return simd.max(x, vectorConstant(f, simd, 0));
-    case 'exp': return expF32x4(f, simd, x);
-    case 'sigmoid': return sigmoidF32x4(f, simd, x);
-    case 'silu': return simd.mul(x, sigmoidF32x4(f, simd, x));
+    case 'relu':
+      return simd.max(x, vectorConstant(f, simd, 0));
+    case 'exp':
+      return expF32x4(f, simd, x);
+    case 'sigmoid':
+      return sigmoidF32x4(f, simd, x);
+    case 'silu':
+      return simd.mul(x, sigmoidF32x4(f, simd, x));
   }
 }
 
@@ -53,28 +62,40 @@ export function emitUnaryAndReduce(module: ModuleBuilder, simd: SimdOps): void {
     });
   }
 
-  module.func('row_sums', { params: { x: 'i32', out: 'i32', rows: 'i32', cols: 'i32' } }, (f, { x, out, rows, cols }) => {
-    const row = f.local('i32');
-    const o = f.local('i32');
-    const rowBytes = f.local('i32');
-    const low = f.local('v128');
-    const high = f.local('v128');
-    const value = f.local('v128');
-    const sum = f.local('f64');
-    f.set(rowBytes, i32.shl(cols, 2));
-    f.for(row, 0, rows, 1, () => {
-      f.set(low, f64x2.promoteLowF32x4(simd.constSplat(0)));
-      f.set(high, low);
-      f.for(o, 0, i32.and(rowBytes, ~15), 16, () => {
-        f.set(value, v128.load(i32.add(x, o)));
-        f.set(low, f64x2.add(low, f64x2.promoteLowF32x4(value)));
-        f.set(high, f64x2.add(high, f64x2.promoteLowF32x4(simd.shuffle(value, value, [2, 3, 2, 3]))));
+  module.func(
+    'row_sums',
+    { params: { x: 'i32', out: 'i32', rows: 'i32', cols: 'i32' } },
+    (f, { x, out, rows, cols }) => {
+      const row = f.local('i32');
+      const o = f.local('i32');
+      const rowBytes = f.local('i32');
+      const low = f.local('v128');
+      const high = f.local('v128');
+      const value = f.local('v128');
+      const sum = f.local('f64');
+      f.set(rowBytes, i32.shl(cols, 2));
+      f.for(row, 0, rows, 1, () => {
+        f.set(low, f64x2.promoteLowF32x4(simd.constSplat(0)));
+        f.set(high, low);
+        f.for(o, 0, i32.and(rowBytes, ~15), 16, () => {
+          f.set(value, v128.load(i32.add(x, o)));
+          f.set(low, f64x2.add(low, f64x2.promoteLowF32x4(value)));
+          f.set(high, f64x2.add(high, f64x2.promoteLowF32x4(simd.shuffle(value, value, [2, 3, 2, 3]))));
+        });
+        f.set(
+          sum,
+          f64.add(
+            f64.add(f64x2.extractLane(low, 0), f64x2.extractLane(low, 1)),
+            f64.add(f64x2.extractLane(high, 0), f64x2.extractLane(high, 1)),
+          ),
+        );
+        f.for(o, i32.and(rowBytes, ~15), rowBytes, 4, () =>
+          f.set(sum, f64.add(sum, f64.fromF32(f32.load(i32.add(x, o))))),
+        );
+        f.exec(f32.store(out, f32.fromF64(sum)));
+        f.set(x, i32.add(x, rowBytes));
+        f.set(out, i32.add(out, 4));
       });
-      f.set(sum, f64.add(f64.add(f64x2.extractLane(low, 0), f64x2.extractLane(low, 1)), f64.add(f64x2.extractLane(high, 0), f64x2.extractLane(high, 1))));
-      f.for(o, i32.and(rowBytes, ~15), rowBytes, 4, () => f.set(sum, f64.add(sum, f64.fromF32(f32.load(i32.add(x, o))))));
-      f.exec(f32.store(out, f32.fromF64(sum)));
-      f.set(x, i32.add(x, rowBytes));
-      f.set(out, i32.add(out, 4));
-    });
-  });
+    },
+  );
 }

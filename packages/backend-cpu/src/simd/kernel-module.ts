@@ -44,7 +44,9 @@ export function compileKernelModule(relaxed: boolean, v8Flags = true): KernelMod
   // Without leave to change V8's flags, V8's own tiering compiles it (slower first calls only).
   if (!v8Flags) {
     const module = new WebAssembly.Module(bytes);
-    const exportNames = WebAssembly.Module.exports(module).filter((entry) => entry.kind === 'function').map((entry) => entry.name);
+    const exportNames = WebAssembly.Module.exports(module)
+      .filter((entry) => entry.kind === 'function')
+      .map((entry) => entry.name);
     return { module, exportNames, byteLength: bytes.byteLength };
   }
   v8.setFlagsFromString('--no-liftoff');
@@ -53,9 +55,13 @@ export function compileKernelModule(relaxed: boolean, v8Flags = true): KernelMod
     module = new WebAssembly.Module(bytes);
   } finally {
     // Back to the default, unless this process was started without Liftoff on purpose.
-    const startedWithout = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].includes('--no-liftoff');
+    const startedWithout = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].includes(
+      '--no-liftoff',
+    );
     if (!startedWithout) v8.setFlagsFromString('--liftoff');
   }
-  const exportNames = WebAssembly.Module.exports(module).filter((entry) => entry.kind === 'function').map((entry) => entry.name);
+  const exportNames = WebAssembly.Module.exports(module)
+    .filter((entry) => entry.kind === 'function')
+    .map((entry) => entry.name);
   return { module, exportNames, byteLength: bytes.byteLength };
 }

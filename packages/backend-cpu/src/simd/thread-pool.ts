@@ -60,8 +60,14 @@ export class ThreadPool {
       const worker = new Worker(WORKER_SOURCE, {
         eval: true,
         workerData: {
-          module: this.module, memory: this.memory, control: this.control, board: this.board, messages: this.messages,
-          exportNames: this.exportNames, index, generation: Atomics.load(this.words, CONTROL.generation),
+          module: this.module,
+          memory: this.memory,
+          control: this.control,
+          board: this.board,
+          messages: this.messages,
+          exportNames: this.exportNames,
+          index,
+          generation: Atomics.load(this.words, CONTROL.generation),
         },
       });
       // Idle workers never keep the process alive.
@@ -74,7 +80,10 @@ export class ThreadPool {
    * Runs `perThread[t]` on thread t (t = 0 is the caller, through `callerExports`) and returns when
    * all are done. perThread.length must not exceed `threads`.
    */
-  run(perThread: readonly (readonly WasmCall[])[], callerExports: Record<string, (...args: number[]) => unknown>): { callerMs: number; waitMs: number } {
+  run(
+    perThread: readonly (readonly WasmCall[])[],
+    callerExports: Record<string, (...args: number[]) => unknown>,
+  ): { callerMs: number; waitMs: number } {
     const threads = perThread.length;
     if (threads > this.threads) throw new KilnError(`thread pool: ${threads} shares for ${this.threads} threads`);
     for (let index = 1; index <= this.workers.length; index++) this.writeSlot(index, perThread[index] ?? []);
@@ -121,7 +130,8 @@ export class ThreadPool {
     for (const { fn, args } of calls) {
       const fnIndex = this.exportIndex.get(fn);
       if (fnIndex === undefined) throw new KilnError(`thread pool: no kernel named ${fn}`);
-      if (position + 2 + args.length > base + JOB_SLOT_NUMBERS) throw new KilnError('thread pool: too many calls for one job slot');
+      if (position + 2 + args.length > base + JOB_SLOT_NUMBERS)
+        throw new KilnError('thread pool: too many calls for one job slot');
       this.jobs[position] = fnIndex;
       this.jobs[position + 1] = args.length;
       for (let i = 0; i < args.length; i++) this.jobs[position + 2 + i] = args[i];
@@ -136,6 +146,7 @@ export class ThreadPool {
     while ((running = Atomics.load(this.words, CONTROL.running)) !== 0 && performance.now() < until) {
       // Spin: the other threads usually finish within microseconds of the caller.
     }
-    while ((running = Atomics.load(this.words, CONTROL.running)) !== 0) Atomics.wait(this.words, CONTROL.running, running);
+    while ((running = Atomics.load(this.words, CONTROL.running)) !== 0)
+      Atomics.wait(this.words, CONTROL.running, running);
   }
 }

@@ -150,7 +150,9 @@ export class WasmHeap {
       throw new OutOfMemoryError(
         `cpu backend: the WebAssembly heap would need ${requiredBytes} bytes, past its limit of ${this.maximumPages * WASM_PAGE_BYTES} bytes (wasm32 addresses 4 GiB)`,
         requiredBytes - this.top,
-        { hint: 'Free tensors you no longer need, use a smaller batch or model, or set KILN_CPU_SIMD=0 (plain TypeScript kernels on ordinary ArrayBuffers, no 4 GiB limit, slower).' },
+        {
+          hint: 'Free tensors you no longer need, use a smaller batch or model, or set KILN_CPU_SIMD=0 (plain TypeScript kernels on ordinary ArrayBuffers, no 4 GiB limit, slower).',
+        },
       );
     }
     // Grow by at least an eighth of the heap (and 16 MiB) so a run of allocations grows rarely.
@@ -158,10 +160,14 @@ export class WasmHeap {
     try {
       this.memory.grow(pages - currentPages);
     } catch (error) {
-      throw new OutOfMemoryError(`cpu backend: the host refused to grow the WebAssembly heap to ${pages * WASM_PAGE_BYTES} bytes`, requiredBytes - this.top, {
-        cause: error,
-        hint: 'Free tensors you no longer need or use a smaller batch or model.',
-      });
+      throw new OutOfMemoryError(
+        `cpu backend: the host refused to grow the WebAssembly heap to ${pages * WASM_PAGE_BYTES} bytes`,
+        requiredBytes - this.top,
+        {
+          cause: error,
+          hint: 'Free tensors you no longer need or use a smaller batch or model.',
+        },
+      );
     }
   }
 }

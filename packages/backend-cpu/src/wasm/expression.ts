@@ -10,7 +10,13 @@ import { ByteWriter } from './encoding.js';
 export type ValueType = 'i32' | 'i64' | 'f32' | 'f64' | 'v128';
 
 /** Binary codes of the value types. */
-export const VALUE_TYPE_CODE: Readonly<Record<ValueType, number>> = { i32: 0x7f, i64: 0x7e, f32: 0x7d, f64: 0x7c, v128: 0x7b };
+export const VALUE_TYPE_CODE: Readonly<Record<ValueType, number>> = {
+  i32: 0x7f,
+  i64: 0x7e,
+  f32: 0x7d,
+  f64: 0x7c,
+  v128: 0x7b,
+};
 
 /** A piece of code that leaves one value of `type` on the stack, or nothing ('void': a statement). */
 export interface Expr {
@@ -32,7 +38,8 @@ export class WasmEmitError extends Error {
 export function constant(type: ValueType, value: number): Expr {
   switch (type) {
     case 'i32':
-      if (!Number.isInteger(value) || value < -(2 ** 31) || value >= 2 ** 32) throw new WasmEmitError(`i32 constant must be an integer that fits 32 bits, got ${value}`);
+      if (!Number.isInteger(value) || value < -(2 ** 31) || value >= 2 ** 32)
+        throw new WasmEmitError(`i32 constant must be an integer that fits 32 bits, got ${value}`);
       return { type, emit: (code) => code.byte(0x41).i32(value) };
     case 'f32':
       return { type, emit: (code) => code.byte(0x43).f32(value) };
@@ -54,8 +61,16 @@ export function operand(value: Operand, type: ValueType, where: string): Expr {
  * An instruction: operands of the given types, then the opcode bytes (and any immediates).
  * `name` appears in type errors.
  */
-export function instruction(name: string, result: ValueType | 'void', operandTypes: readonly ValueType[], operands: readonly Operand[], opcode: readonly number[], immediates?: (code: ByteWriter) => void): Expr {
-  if (operands.length !== operandTypes.length) throw new WasmEmitError(`${name} takes ${operandTypes.length} operands, got ${operands.length}`);
+export function instruction(
+  name: string,
+  result: ValueType | 'void',
+  operandTypes: readonly ValueType[],
+  operands: readonly Operand[],
+  opcode: readonly number[],
+  immediates?: (code: ByteWriter) => void,
+): Expr {
+  if (operands.length !== operandTypes.length)
+    throw new WasmEmitError(`${name} takes ${operandTypes.length} operands, got ${operands.length}`);
   const typed = operands.map((value, index) => operand(value, operandTypes[index], name));
   return {
     type: result,

@@ -6,18 +6,31 @@
  * when the module is built with `relaxed: true`, and a multiply then an add otherwise.
  * Opcodes: WebAssembly core spec 5.4, SIMD (0xfd prefix) and relaxed-SIMD proposals.
  */
-import { constant, instruction, simdOpcode, WasmEmitError, type Expr, type Operand, type ValueType } from './expression.js';
+import {
+  constant,
+  instruction,
+  simdOpcode,
+  WasmEmitError,
+  type Expr,
+  type Operand,
+  type ValueType,
+} from './expression.js';
 import type { ByteWriter } from './encoding.js';
 
 function memarg(alignLog2: number, offset: number): (code: ByteWriter) => void {
-  if (!Number.isInteger(offset) || offset < 0) throw new WasmEmitError(`memory offsets are non-negative integers, got ${offset}`);
+  if (!Number.isInteger(offset) || offset < 0)
+    throw new WasmEmitError(`memory offsets are non-negative integers, got ${offset}`);
   return (code) => code.u32(alignLog2).u32(offset);
 }
 
-const binary = (name: string, type: ValueType, opcode: number[], result: ValueType = type) =>
-  (a: Operand, b: Operand): Expr => instruction(name, result, [type, type], [a, b], opcode);
-const unary = (name: string, type: ValueType, opcode: number[], result: ValueType = type) =>
-  (a: Operand): Expr => instruction(name, result, [type], [a], opcode);
+const binary =
+  (name: string, type: ValueType, opcode: number[], result: ValueType = type) =>
+  (a: Operand, b: Operand): Expr =>
+    instruction(name, result, [type, type], [a, b], opcode);
+const unary =
+  (name: string, type: ValueType, opcode: number[], result: ValueType = type) =>
+  (a: Operand): Expr =>
+    instruction(name, result, [type], [a], opcode);
 
 /** 32-bit integer instructions (addresses, counters, sizes). */
 export const i32 = {
@@ -41,8 +54,10 @@ export const i32 = {
   leS: binary('i32.le_s', 'i32', [0x4c]),
   geS: binary('i32.ge_s', 'i32', [0x4e]),
   minS: (a: Operand, b: Operand): Expr => select(a, b, i32.ltS(a, b)),
-  load: (address: Operand, offset = 0): Expr => instruction('i32.load', 'i32', ['i32'], [address], [0x28], memarg(2, offset)),
-  store: (address: Operand, value: Operand, offset = 0): Expr => instruction('i32.store', 'void', ['i32', 'i32'], [address, value], [0x36], memarg(2, offset)),
+  load: (address: Operand, offset = 0): Expr =>
+    instruction('i32.load', 'i32', ['i32'], [address], [0x28], memarg(2, offset)),
+  store: (address: Operand, value: Operand, offset = 0): Expr =>
+    instruction('i32.store', 'void', ['i32', 'i32'], [address, value], [0x36], memarg(2, offset)),
   truncSatF32: unary('i32.trunc_sat_f32_s', 'f32', [0xfc, 0x00], 'i32'),
   reinterpretF32: unary('i32.reinterpret_f32', 'f32', [0xbc], 'i32'),
 };
@@ -68,8 +83,10 @@ export const f32 = {
   fromI32: unary('f32.convert_i32_s', 'i32', [0xb2], 'f32'),
   fromF64: unary('f32.demote_f64', 'f64', [0xb6], 'f32'),
   reinterpretI32: unary('f32.reinterpret_i32', 'i32', [0xbe], 'f32'),
-  load: (address: Operand, offset = 0): Expr => instruction('f32.load', 'f32', ['i32'], [address], [0x2a], memarg(2, offset)),
-  store: (address: Operand, value: Operand, offset = 0): Expr => instruction('f32.store', 'void', ['i32', 'f32'], [address, value], [0x38], memarg(2, offset)),
+  load: (address: Operand, offset = 0): Expr =>
+    instruction('f32.load', 'f32', ['i32'], [address], [0x2a], memarg(2, offset)),
+  store: (address: Operand, value: Operand, offset = 0): Expr =>
+    instruction('f32.store', 'void', ['i32', 'f32'], [address, value], [0x38], memarg(2, offset)),
 };
 
 /** 64-bit float scalar instructions (row statistics that want the extra precision). */
@@ -86,19 +103,26 @@ export const f64 = {
 
 /** 128-bit vector instructions that do not care about lanes (memory, bitwise). */
 export const v128 = {
-  load: (address: Operand, offset = 0): Expr => instruction('v128.load', 'v128', ['i32'], [address], simdOpcode(0x00), memarg(4, offset)),
-  store: (address: Operand, value: Operand, offset = 0): Expr => instruction('v128.store', 'void', ['i32', 'v128'], [address, value], simdOpcode(0x0b), memarg(4, offset)),
+  load: (address: Operand, offset = 0): Expr =>
+    instruction('v128.load', 'v128', ['i32'], [address], simdOpcode(0x00), memarg(4, offset)),
+  store: (address: Operand, value: Operand, offset = 0): Expr =>
+    instruction('v128.store', 'void', ['i32', 'v128'], [address, value], simdOpcode(0x0b), memarg(4, offset)),
   /** Loads 32 bits into lane 0 and zeroes the others. */
-  load32Zero: (address: Operand, offset = 0): Expr => instruction('v128.load32_zero', 'v128', ['i32'], [address], simdOpcode(0x5c), memarg(2, offset)),
+  load32Zero: (address: Operand, offset = 0): Expr =>
+    instruction('v128.load32_zero', 'v128', ['i32'], [address], simdOpcode(0x5c), memarg(2, offset)),
   /** Stores lane `lane` (32 bits). */
   store32Lane: (address: Operand, value: Operand, lane: number, offset = 0): Expr =>
-    instruction('v128.store32_lane', 'void', ['i32', 'v128'], [address, value], simdOpcode(0x5a), (code) => { memarg(2, offset)(code); code.byte(lane); }),
+    instruction('v128.store32_lane', 'void', ['i32', 'v128'], [address, value], simdOpcode(0x5a), (code) => {
+      memarg(2, offset)(code);
+      code.byte(lane);
+    }),
   and: binary('v128.and', 'v128', simdOpcode(0x4e)),
   andNot: binary('v128.andnot', 'v128', simdOpcode(0x4f)),
   or: binary('v128.or', 'v128', simdOpcode(0x50)),
   xor: binary('v128.xor', 'v128', simdOpcode(0x51)),
   /** Lanes of a where mask is set, b elsewhere. */
-  bitselect: (a: Operand, b: Operand, mask: Operand): Expr => instruction('v128.bitselect', 'v128', ['v128', 'v128', 'v128'], [a, b, mask], simdOpcode(0x52)),
+  bitselect: (a: Operand, b: Operand, mask: Operand): Expr =>
+    instruction('v128.bitselect', 'v128', ['v128', 'v128', 'v128'], [a, b, mask], simdOpcode(0x52)),
   anyTrue: unary('v128.any_true', 'v128', simdOpcode(0x53), 'i32'),
 };
 
@@ -109,12 +133,19 @@ export function f32x4Instructions(relaxed: boolean) {
   return {
     splat: unary('f32x4.splat', 'f32', simdOpcode(0x13), 'v128'),
     /** A vector of four equal f32 constants. */
-    constSplat: (value: number): Expr => instruction('v128.const', 'v128', [], [], simdOpcode(0x0c), (code) => { for (let lane = 0; lane < 4; lane++) code.f32(value); }),
-    extractLane: (vector: Operand, lane: number): Expr => instruction('f32x4.extract_lane', 'f32', ['v128'], [vector], simdOpcode(0x1f), (code) => code.byte(lane)),
+    constSplat: (value: number): Expr =>
+      instruction('v128.const', 'v128', [], [], simdOpcode(0x0c), (code) => {
+        for (let lane = 0; lane < 4; lane++) code.f32(value);
+      }),
+    extractLane: (vector: Operand, lane: number): Expr =>
+      instruction('f32x4.extract_lane', 'f32', ['v128'], [vector], simdOpcode(0x1f), (code) => code.byte(lane)),
     replaceLane: (vector: Operand, lane: number, value: Operand): Expr =>
-      instruction('f32x4.replace_lane', 'v128', ['v128', 'f32'], [vector, value], simdOpcode(0x20), (code) => code.byte(lane)),
+      instruction('f32x4.replace_lane', 'v128', ['v128', 'f32'], [vector, value], simdOpcode(0x20), (code) =>
+        code.byte(lane),
+      ),
     /** Loads one f32 and repeats it in all four lanes. */
-    loadSplat: (address: Operand, offset = 0): Expr => instruction('v128.load32_splat', 'v128', ['i32'], [address], simdOpcode(0x09), memarg(2, offset)),
+    loadSplat: (address: Operand, offset = 0): Expr =>
+      instruction('v128.load32_splat', 'v128', ['i32'], [address], simdOpcode(0x09), memarg(2, offset)),
     add,
     sub: binary('f32x4.sub', 'v128', simdOpcode(0xe5)),
     mul,
@@ -144,7 +175,8 @@ export function f32x4Instructions(relaxed: boolean) {
     fromI32x4: unary('f32x4.convert_i32x4_s', 'v128', simdOpcode(0xfa)),
     /** a·b + c: fused (relaxed-SIMD) when the module is relaxed, else a rounded multiply then an add. */
     fma: relaxed
-      ? (a: Operand, b: Operand, c: Operand): Expr => instruction('f32x4.relaxed_madd', 'v128', ['v128', 'v128', 'v128'], [a, b, c], simdOpcode(0x105))
+      ? (a: Operand, b: Operand, c: Operand): Expr =>
+          instruction('f32x4.relaxed_madd', 'v128', ['v128', 'v128', 'v128'], [a, b, c], simdOpcode(0x105))
       : (a: Operand, b: Operand, c: Operand): Expr => add(mul(a, b), c),
   };
 }
@@ -154,10 +186,12 @@ export const i32x4 = {
   splat: unary('i32x4.splat', 'i32', simdOpcode(0x11), 'v128'),
   add: binary('i32x4.add', 'v128', simdOpcode(0xae)),
   sub: binary('i32x4.sub', 'v128', simdOpcode(0xb1)),
-  shl: (vector: Operand, bits: Operand): Expr => instruction('i32x4.shl', 'v128', ['v128', 'i32'], [vector, bits], simdOpcode(0xab)),
+  shl: (vector: Operand, bits: Operand): Expr =>
+    instruction('i32x4.shl', 'v128', ['v128', 'i32'], [vector, bits], simdOpcode(0xab)),
   /** Lane-wise f32 → i32, truncating toward zero and saturating. */
   truncSatF32x4: unary('i32x4.trunc_sat_f32x4_s', 'v128', simdOpcode(0xf8)),
-  extractLane: (vector: Operand, lane: number): Expr => instruction('i32x4.extract_lane', 'i32', ['v128'], [vector], simdOpcode(0x1b), (code) => code.byte(lane)),
+  extractLane: (vector: Operand, lane: number): Expr =>
+    instruction('i32x4.extract_lane', 'i32', ['v128'], [vector], simdOpcode(0x1b), (code) => code.byte(lane)),
 };
 
 /** `condition ? a : b` for two values of one type (both are evaluated; two numbers are i32). */
@@ -183,5 +217,6 @@ export const f64x2 = {
   /** The two low f32 lanes as f64. */
   promoteLowF32x4: unary('f64x2.promote_low_f32x4', 'v128', simdOpcode(0x5f)),
   add: binary('f64x2.add', 'v128', simdOpcode(0xf0)),
-  extractLane: (vector: Operand, lane: number): Expr => instruction('f64x2.extract_lane', 'f64', ['v128'], [vector], simdOpcode(0x21), (code) => code.byte(lane)),
+  extractLane: (vector: Operand, lane: number): Expr =>
+    instruction('f64x2.extract_lane', 'f64', ['v128'], [vector], simdOpcode(0x21), (code) => code.byte(lane)),
 };

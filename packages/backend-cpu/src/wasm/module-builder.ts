@@ -51,7 +51,8 @@ export interface FunctionRef {
 
 /** Calls `target` with `args` (an expression of the callee's result type). */
 export function call(target: FunctionRef, ...args: Operand[]): Expr {
-  if (args.length !== target.params.length) throw new WasmEmitError(`call ${target.name}: expected ${target.params.length} arguments, got ${args.length}`);
+  if (args.length !== target.params.length)
+    throw new WasmEmitError(`call ${target.name}: expected ${target.params.length} arguments, got ${args.length}`);
   const typed = args.map((value, position) => operand(value, target.params[position], `call ${target.name}`));
   return {
     type: target.result,
@@ -71,7 +72,10 @@ export class FunctionBuilder {
   private readonly localTypes: ValueType[] = [];
   private readonly labels: Label[] = [];
 
-  constructor(private readonly parameterCount: number, parameterTypes: readonly ValueType[]) {
+  constructor(
+    private readonly parameterCount: number,
+    parameterTypes: readonly ValueType[],
+  ) {
     this.localTypes.push(...parameterTypes);
   }
 
@@ -245,12 +249,19 @@ export class ModuleBuilder {
   constructor(private readonly options: { memory: MemoryImport }) {}
 
   /** Adds a function; `body` receives the builder and the parameters as locals. */
-  func<P extends Record<string, ValueType>>(name: string, signature: FunctionSignature<P>, body: (f: FunctionBuilder, params: { [K in keyof P]: Local }) => void): FunctionRef {
-    if (this.functions.some((existing) => existing.ref.name === name)) throw new WasmEmitError(`function ${name} is defined twice`);
+  func<P extends Record<string, ValueType>>(
+    name: string,
+    signature: FunctionSignature<P>,
+    body: (f: FunctionBuilder, params: { [K in keyof P]: Local }) => void,
+  ): FunctionRef {
+    if (this.functions.some((existing) => existing.ref.name === name))
+      throw new WasmEmitError(`function ${name} is defined twice`);
     const names = Object.keys(signature.params);
     const types = names.map((key) => signature.params[key]);
     const builder = new FunctionBuilder(types.length, types);
-    const params = Object.fromEntries(names.map((key, index) => [key, new Local(index, types[index])])) as { [K in keyof P]: Local };
+    const params = Object.fromEntries(names.map((key, index) => [key, new Local(index, types[index])])) as {
+      [K in keyof P]: Local;
+    };
     const ref: FunctionRef = { name, index: this.functions.length, params: types, result: signature.result ?? 'void' };
     body(builder, params);
     this.functions.push({ ref, exported: signature.exported ?? true, body: builder.finish() });
@@ -280,7 +291,14 @@ export class ModuleBuilder {
     out.byte(1).sized(types);
     // Import: env.memory.
     const { shared, minimumPages, maximumPages } = this.options.memory;
-    const imports = new ByteWriter().u32(1).name('env').name('memory').byte(0x02).byte(shared ? 0x03 : 0x01).u32(minimumPages).u32(maximumPages);
+    const imports = new ByteWriter()
+      .u32(1)
+      .name('env')
+      .name('memory')
+      .byte(0x02)
+      .byte(shared ? 0x03 : 0x01)
+      .u32(minimumPages)
+      .u32(maximumPages);
     out.byte(2).sized(imports);
     const functionSection = new ByteWriter().u32(this.functions.length);
     for (const index of typeIndex) functionSection.u32(index);

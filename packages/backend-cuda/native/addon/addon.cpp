@@ -84,11 +84,19 @@ void apply_simulator_options(const OptionReader& options) {
 }  // namespace
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
-  const auto open = [](const BackendOptions& options) -> std::unique_ptr<KernelDevice> { return std::make_unique<CudaDevice>(options); };
+  const auto open = [](const BackendOptions& options) -> std::unique_ptr<KernelDevice> {
+    return std::make_unique<CudaDevice>(options);
+  };
 #if defined(KILN_CUDA_SIMULATOR)
-  return register_backend(env, exports, BackendSpec{open, cuda_extra_methods(), {{"probe", Probe}, {"buildInfo", BuildInfo}, {"configureSimulator", configure_simulator<apply_simulator_options>}}});
+  return register_backend(env, exports,
+                          BackendSpec{open,
+                                      cuda_extra_methods(),
+                                      {{"probe", Probe},
+                                       {"buildInfo", BuildInfo},
+                                       {"configureSimulator", configure_simulator<apply_simulator_options>}}});
 #else
-  return register_backend(env, exports, BackendSpec{open, cuda_extra_methods(), {{"probe", Probe}, {"buildInfo", BuildInfo}}});
+  return register_backend(env, exports,
+                          BackendSpec{open, cuda_extra_methods(), {{"probe", Probe}, {"buildInfo", BuildInfo}}});
 #endif
 }
 

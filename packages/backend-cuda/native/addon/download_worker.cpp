@@ -6,7 +6,8 @@
 
 namespace kiln {
 
-DownloadWorker::DownloadWorker(Napi::Env env, std::shared_ptr<DeviceContext> context, bool resolve_with_data, const char* operation)
+DownloadWorker::DownloadWorker(Napi::Env env, std::shared_ptr<DeviceContext> context, bool resolve_with_data,
+                               const char* operation)
     : Napi::AsyncWorker(env, "kiln.cuda.download"),
       context_(std::move(context)),
       deferred_(Napi::Promise::Deferred::New(env)),
@@ -18,12 +19,16 @@ void DownloadWorker::start(const void* source, std::size_t bytes) {
   record_offset_ = (bytes + 15) / 16 * 16;
   staging_ = context_->pinned().acquire(record_offset_ + sizeof(DeviceErrorRecord), &staging_class_);
   const LaunchContext launch = context_->launch_context();
-  if (bytes > 0) check_cuda(cudaMemcpyAsync(staging_, source, bytes, cudaMemcpyDeviceToHost, launch.stream), std::string(operation_) + ": cudaMemcpyAsync");
+  if (bytes > 0)
+    check_cuda(cudaMemcpyAsync(staging_, source, bytes, cudaMemcpyDeviceToHost, launch.stream),
+               std::string(operation_) + ": cudaMemcpyAsync");
   char* record = static_cast<char*>(staging_) + record_offset_;
   check_cuda(cudaMemcpyAsync(record, launch.errors, sizeof(DeviceErrorRecord), cudaMemcpyDeviceToHost, launch.stream),
              std::string(operation_) + ": reading the device error record");
-  check_cuda(cudaMemsetAsync(launch.errors, 0, sizeof(DeviceErrorRecord), launch.stream), std::string(operation_) + ": clearing the device error record");
-  check_cuda(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), std::string(operation_) + ": cudaEventCreateWithFlags");
+  check_cuda(cudaMemsetAsync(launch.errors, 0, sizeof(DeviceErrorRecord), launch.stream),
+             std::string(operation_) + ": clearing the device error record");
+  check_cuda(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming),
+             std::string(operation_) + ": cudaEventCreateWithFlags");
   check_cuda(cudaEventRecord(event_, launch.stream), std::string(operation_) + ": cudaEventRecord");
 }
 
@@ -38,7 +43,9 @@ void DownloadWorker::OnOK() {
   Napi::Env env = Env();
   Napi::HandleScope scope(env);
   if (wait_result_ != cudaSuccess) {
-    deferred_.Reject(to_js_error(env, context_->asynchronous_failure(wait_result_, std::string(operation_) + " (waiting for queued work)")).Value());
+    deferred_.Reject(to_js_error(env, context_->asynchronous_failure(
+                                          wait_result_, std::string(operation_) + " (waiting for queued work)"))
+                         .Value());
     return;
   }
   DeviceErrorRecord record;

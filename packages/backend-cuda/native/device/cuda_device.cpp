@@ -62,7 +62,8 @@ void CudaDevice::choose_matmul_path(const BackendOptions& options) {
   cublas_reason_ = "cuBLAS was not loaded: " + lookup.reason;
   if (matmul_request_ == "cublas") {
     throw NativeError(ErrorKind::kInvalidArgument, "cuda backend: matmul: 'cublas' was requested but " + cublas_reason_,
-                      "Install cuBLAS (CUDA 13: the nvidia-cublas wheel or the toolkit's libcublas.so.13) and point KILN_CUBLAS_PATH at its directory, or use matmul: 'auto'.");
+                      "Install cuBLAS (CUDA 13: the nvidia-cublas wheel or the toolkit's libcublas.so.13) and point "
+                      "KILN_CUBLAS_PATH at its directory, or use matmul: 'auto'.");
   }
 }
 
@@ -81,8 +82,7 @@ Napi::Object CudaDevice::matmul_info(Napi::Env env) {
   result.Set("wgmmaLaunches", Napi::Number::New(env, static_cast<double>(wgmma_matmul_launches())));
   result.Set("kilnTf32", matmul_f32_uses_tf32(context_->launch_context()));
   result.Set("splitKLaunches", Napi::Number::New(env, static_cast<double>(split_k_matmul_launches())));
-  result.Set("wgmmaAttentionLaunches",
-             Napi::Number::New(env, static_cast<double>(wgmma_attention_forward_launches())));
+  result.Set("wgmmaAttentionLaunches", Napi::Number::New(env, static_cast<double>(wgmma_attention_forward_launches())));
   return result;
 }
 
@@ -98,14 +98,17 @@ void CudaDevice::empty_cache() {
   context_->pool().empty_cache();
 }
 
-void CudaDevice::upload(Napi::Env, BufferRecord& record, const unsigned char* data, std::size_t bytes, std::size_t offset) {
+void CudaDevice::upload(Napi::Env, BufferRecord& record, const unsigned char* data, std::size_t bytes,
+                        std::size_t offset) {
   context_->refuse_in_capture("upload");
   // Pageable source: cudaMemcpyAsync returns once the bytes are staged, so JS may reuse `data` at once.
-  check_cuda(cudaMemcpyAsync(static_cast<char*>(record.pooled.device.contents) + offset, data, bytes, cudaMemcpyHostToDevice, context_->launch_context().stream),
+  check_cuda(cudaMemcpyAsync(static_cast<char*>(record.pooled.device.contents) + offset, data, bytes,
+                             cudaMemcpyHostToDevice, context_->launch_context().stream),
              "upload: cudaMemcpyAsync of " + std::to_string(bytes) + " bytes");
 }
 
-Napi::Promise CudaDevice::wait(Napi::Env env, const void* source, std::size_t bytes, bool with_data, const char* operation) {
+Napi::Promise CudaDevice::wait(Napi::Env env, const void* source, std::size_t bytes, bool with_data,
+                               const char* operation) {
   context_->refuse_in_capture(operation);
   auto* worker = new DownloadWorker(env, context_, with_data, operation);
   try {
@@ -181,7 +184,10 @@ std::vector<ExtraMethod> cuda_extra_methods() {
          device.adamw_multi(info.Env(), read_adamw_multi(buffers, info));
          return info.Env().Undefined();
        }},
-      {"matmulInfo", [](KernelDevice& device, BufferTable&, const Napi::CallbackInfo& info) -> Napi::Value { return cuda(device).matmul_info(info.Env()); },
+      {"matmulInfo",
+       [](KernelDevice& device, BufferTable&, const Napi::CallbackInfo& info) -> Napi::Value {
+         return cuda(device).matmul_info(info.Env());
+       },
        false},
   };
   methods.insert(methods.end(), own.begin(), own.end());

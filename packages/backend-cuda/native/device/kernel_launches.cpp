@@ -17,7 +17,9 @@
 namespace kiln {
 namespace {
 
-char* element_pointer(const TensorView& tensor, Index element) { return static_cast<char*>(tensor.base()) + element * dtype_bytes(tensor.dtype); }
+char* element_pointer(const TensorView& tensor, Index element) {
+  return static_cast<char*>(tensor.base()) + element * dtype_bytes(tensor.dtype);
+}
 
 /** Profile work of an elementwise launch: `count` elements of each operand's dtype read or written. */
 LaunchWork elementwise_work(Index count, std::initializer_list<int> dtypes) {
@@ -30,8 +32,10 @@ LaunchWork elementwise_work(Index count, std::initializer_list<int> dtypes) {
 
 void CudaDevice::unary(Napi::Env, const UnaryCall& call) {
   DeviceContext& device = *context_;
-  device.after_launch(launch_unary(device.launch_context(), call.op, call.x.dtype, call.x.base(), call.out.base(), call.x.count),
-                      std::string("unary ") + kUnaryOpNames[call.op] + " " + describe(call.x), elementwise_work(call.x.count, {call.x.dtype, call.out.dtype}));
+  device.after_launch(
+      launch_unary(device.launch_context(), call.op, call.x.dtype, call.x.base(), call.out.base(), call.x.count),
+      std::string("unary ") + kUnaryOpNames[call.op] + " " + describe(call.x),
+      elementwise_work(call.x.count, {call.x.dtype, call.out.dtype}));
 }
 
 void CudaDevice::binary(Napi::Env, const BinaryCall& call) {
@@ -41,10 +45,12 @@ void CudaDevice::binary(Napi::Env, const BinaryCall& call) {
   const TensorView& out = call.out;
   const std::string description = std::string("binary ") + kBinaryOpNames[call.op] + " " + describe(out);
   const LaunchContext launch = device.launch_context();
-  for_each_chunk<2>(out.shape, {&a.strides, &b.strides}, {a.offset, b.offset}, [&](const StridedOperands<2>& layout, Index count, Index start) {
-    device.after_launch(launch_binary(launch, call.op, a.dtype, a.base(), b.dtype, b.base(), out.dtype, element_pointer(out, start), layout, count), description,
-                        elementwise_work(count, {a.dtype, b.dtype, out.dtype}));
-  });
+  for_each_chunk<2>(out.shape, {&a.strides, &b.strides}, {a.offset, b.offset},
+                    [&](const StridedOperands<2>& layout, Index count, Index start) {
+                      device.after_launch(launch_binary(launch, call.op, a.dtype, a.base(), b.dtype, b.base(),
+                                                        out.dtype, element_pointer(out, start), layout, count),
+                                          description, elementwise_work(count, {a.dtype, b.dtype, out.dtype}));
+                    });
 }
 
 void CudaDevice::where(Napi::Env, const WhereCall& call) {
@@ -57,9 +63,10 @@ void CudaDevice::where(Napi::Env, const WhereCall& call) {
   const LaunchContext launch = device.launch_context();
   for_each_chunk<3>(out.shape, {&condition.strides, &a.strides, &b.strides}, {condition.offset, a.offset, b.offset},
                     [&](const StridedOperands<3>& layout, Index count, Index start) {
-                      device.after_launch(launch_where(launch, condition.dtype, condition.base(), a.dtype, a.base(), b.dtype, b.base(), out.dtype,
-                                                       element_pointer(out, start), layout, count),
-                                          description, elementwise_work(count, {condition.dtype, a.dtype, b.dtype, out.dtype}));
+                      device.after_launch(
+                          launch_where(launch, condition.dtype, condition.base(), a.dtype, a.base(), b.dtype, b.base(),
+                                       out.dtype, element_pointer(out, start), layout, count),
+                          description, elementwise_work(count, {condition.dtype, a.dtype, b.dtype, out.dtype}));
                     });
 }
 
@@ -67,23 +74,29 @@ void CudaDevice::reduce(Napi::Env, const ReduceCall& call) {
   DeviceContext& device = *context_;
   const std::size_t scratch_bytes = reduce_scratch_bytes(call.outer, call.size, call.inner);
   ScratchBuffer scratch(device.pool(), scratch_bytes);
-  device.after_launch(launch_reduce(device.launch_context(), call.op, call.x.dtype, call.x.base(), call.out.dtype, call.out.base(), call.outer, call.size, call.inner,
-                                    scratch_bytes > 0 ? scratch.get() : nullptr),
-                      std::string("reduce ") + kReduceOpNames[call.op] + " " + describe(call.x) + " as [" + std::to_string(call.outer) + ", " +
-                          std::to_string(call.size) + ", " + std::to_string(call.inner) + "]",
-                      LaunchWork{static_cast<double>(call.x.count) * dtype_bytes(call.x.dtype) + static_cast<double>(call.out.count) * dtype_bytes(call.out.dtype), 0});
+  device.after_launch(
+      launch_reduce(device.launch_context(), call.op, call.x.dtype, call.x.base(), call.out.dtype, call.out.base(),
+                    call.outer, call.size, call.inner, scratch_bytes > 0 ? scratch.get() : nullptr),
+      std::string("reduce ") + kReduceOpNames[call.op] + " " + describe(call.x) + " as [" + std::to_string(call.outer) +
+          ", " + std::to_string(call.size) + ", " + std::to_string(call.inner) + "]",
+      LaunchWork{static_cast<double>(call.x.count) * dtype_bytes(call.x.dtype) +
+                     static_cast<double>(call.out.count) * dtype_bytes(call.out.dtype),
+                 0});
 }
 
 void CudaDevice::matmul(Napi::Env, const MatmulCall& call) {
   DeviceContext& device = *context_;
   const MatmulShape& shape = call.shape;
   const TensorView& a = call.a;
-  const std::string description = std::string("matmul ") + kDTypeNames[a.dtype] + " batch=" + std::to_string(shape.batch) + " m=" + std::to_string(shape.m) +
-                                  " n=" + std::to_string(shape.n) + " k=" + std::to_string(shape.k) + (shape.transpose_a ? " transA" : "") +
-                                  (shape.transpose_b ? " transB" : "");
-  const LaunchWork work{static_cast<double>(shape.batch) * static_cast<double>(shape.m + shape.n) * static_cast<double>(shape.k) * dtype_bytes(a.dtype) +
+  const std::string description = std::string("matmul ") + kDTypeNames[a.dtype] +
+                                  " batch=" + std::to_string(shape.batch) + " m=" + std::to_string(shape.m) +
+                                  " n=" + std::to_string(shape.n) + " k=" + std::to_string(shape.k) +
+                                  (shape.transpose_a ? " transA" : "") + (shape.transpose_b ? " transB" : "");
+  const LaunchWork work{static_cast<double>(shape.batch) * static_cast<double>(shape.m + shape.n) *
+                                static_cast<double>(shape.k) * dtype_bytes(a.dtype) +
                             static_cast<double>(call.out.count) * dtype_bytes(call.out.dtype),
-                        2.0 * static_cast<double>(shape.batch) * static_cast<double>(shape.m) * static_cast<double>(shape.n) * static_cast<double>(shape.k)};
+                        2.0 * static_cast<double>(shape.batch) * static_cast<double>(shape.m) *
+                            static_cast<double>(shape.n) * static_cast<double>(shape.k)};
   const LaunchContext launch = device.launch_context();
   CublasSession* cublas = device.cublas();
   if (cublas != nullptr && shape.batch > 0 && shape.m > 0 && shape.n > 0 && shape.k > 0 && CublasSession::fits(shape)) {
@@ -92,9 +105,11 @@ void CudaDevice::matmul(Napi::Env, const MatmulCall& call) {
     return;
   }
   // Split-K's f32 partials (matmul_split_k.cuh): pool scratch, served from the cache during graph capture.
-  const std::size_t workspace_bytes = static_cast<std::size_t>(matmul_workspace_bytes(launch, a.dtype, a.base(), call.b.base(), shape));
+  const std::size_t workspace_bytes =
+      static_cast<std::size_t>(matmul_workspace_bytes(launch, a.dtype, a.base(), call.b.base(), shape));
   ScratchBuffer workspace(device.pool(), workspace_bytes);
-  device.after_launch(launch_matmul(launch, a.dtype, a.base(), call.b.base(), call.out.base(), shape, workspace_bytes > 0 ? workspace.get() : nullptr),
+  device.after_launch(launch_matmul(launch, a.dtype, a.base(), call.b.base(), call.out.base(), shape,
+                                    workspace_bytes > 0 ? workspace.get() : nullptr),
                       description, work);
 }
 
@@ -104,40 +119,48 @@ void CudaDevice::copy(Napi::Env, const CopyCall& call) {
   const TensorView& dst = call.dst;
   const std::string description = "copy " + describe(src);
   const LaunchContext launch = device.launch_context();
-  for_each_chunk<2>(src.shape, {&src.strides, &dst.strides}, {src.offset, dst.offset}, [&](const StridedOperands<2>& layout, Index count, Index) {
-    device.after_launch(launch_copy(launch, src.dtype, src.base(), dst.base(), layout, count), description, elementwise_work(count, {src.dtype, dst.dtype}));
-  });
+  for_each_chunk<2>(src.shape, {&src.strides, &dst.strides}, {src.offset, dst.offset},
+                    [&](const StridedOperands<2>& layout, Index count, Index) {
+                      device.after_launch(launch_copy(launch, src.dtype, src.base(), dst.base(), layout, count),
+                                          description, elementwise_work(count, {src.dtype, dst.dtype}));
+                    });
 }
 
 void CudaDevice::gather(Napi::Env, const IndexCall& call) {
   DeviceContext& device = *context_;
-  device.after_launch(launch_gather(device.launch_context(), call.values.dtype, call.values.base(), static_cast<const std::int32_t*>(call.indices.base()),
-                                    call.out.base(), call.outer, call.rows, call.inner, call.indices.count),
+  device.after_launch(launch_gather(device.launch_context(), call.values.dtype, call.values.base(),
+                                    static_cast<const std::int32_t*>(call.indices.base()), call.out.base(), call.outer,
+                                    call.rows, call.inner, call.indices.count),
                       "gather " + describe(call.values) + " by " + std::to_string(call.indices.count) + " indices");
 }
 
 void CudaDevice::scatter_add(Napi::Env, const IndexCall& call) {
   DeviceContext& device = *context_;
-  device.after_launch(launch_scatter_add(device.launch_context(), call.values.dtype, call.values.base(), static_cast<const std::int32_t*>(call.indices.base()),
-                                         call.out.base(), call.outer, call.rows, call.inner, call.indices.count),
+  device.after_launch(launch_scatter_add(device.launch_context(), call.values.dtype, call.values.base(),
+                                         static_cast<const std::int32_t*>(call.indices.base()), call.out.base(),
+                                         call.outer, call.rows, call.inner, call.indices.count),
                       "scatterAdd " + describe(call.values) + " into " + describe(call.out));
 }
 
 void CudaDevice::cast(Napi::Env, const CastCall& call) {
   DeviceContext& device = *context_;
-  device.after_launch(launch_cast(device.launch_context(), call.x.dtype, call.x.base(), call.out.dtype, call.out.base(), call.x.count),
-                      "cast " + describe(call.x) + " to " + kDTypeNames[call.out.dtype], elementwise_work(call.x.count, {call.x.dtype, call.out.dtype}));
+  device.after_launch(
+      launch_cast(device.launch_context(), call.x.dtype, call.x.base(), call.out.dtype, call.out.base(), call.x.count),
+      "cast " + describe(call.x) + " to " + kDTypeNames[call.out.dtype],
+      elementwise_work(call.x.count, {call.x.dtype, call.out.dtype}));
 }
 
 void CudaDevice::fill(Napi::Env, const FillCall& call) {
   DeviceContext& device = *context_;
-  device.after_launch(launch_fill(device.launch_context(), call.out.dtype, call.out.base(), fill_bits(call.out.dtype, call.value), call.out.count),
+  device.after_launch(launch_fill(device.launch_context(), call.out.dtype, call.out.base(),
+                                  fill_bits(call.out.dtype, call.value), call.out.count),
                       "fill " + describe(call.out), elementwise_work(call.out.count, {call.out.dtype}));
 }
 
 void CudaDevice::random(Napi::Env, const RandomCall& call) {
   DeviceContext& device = *context_;
-  device.after_launch(launch_random(device.launch_context(), call.out.dtype, call.out.base(), call.kind, call.a, call.b, call.seed, call.offset, call.out.count),
+  device.after_launch(launch_random(device.launch_context(), call.out.dtype, call.out.base(), call.kind, call.a, call.b,
+                                    call.seed, call.offset, call.out.count),
                       std::string("random ") + (call.kind == kUniform ? "uniform " : "normal ") + describe(call.out));
 }
 

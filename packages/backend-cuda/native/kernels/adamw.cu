@@ -14,8 +14,8 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__global__ void __launch_bounds__(kThreads) adamw_kernel(int param_dtype, void* param, int grad_dtype, const void* grad, float* m, float* v, Index count,
-                                                         AdamWScalars s) {
+__global__ void __launch_bounds__(kThreads) adamw_kernel(int param_dtype, void* param, int grad_dtype, const void* grad,
+                                                         float* m, float* v, Index count, AdamWScalars s) {
   const Index stride = static_cast<Index>(gridDim.x) * blockDim.x;
   for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
     const float g = load_float(grad, grad_dtype, i);
@@ -24,17 +24,18 @@ __global__ void __launch_bounds__(kThreads) adamw_kernel(int param_dtype, void* 
     m[i] = first;
     v[i] = second;
     const float decayed = load_float(param, param_dtype, i) * s.decay;
-    store_float(param, param_dtype, i, decayed - s.step_size * first / (sqrtf(second) * s.inverse_root_correction + s.eps));
+    store_float(param, param_dtype, i,
+                decayed - s.step_size * first / (sqrtf(second) * s.inverse_root_correction + s.eps));
   }
 }
 
 }  // namespace
 
-cudaError_t launch_adamw(const LaunchContext& context, int param_dtype, void* param, int grad_dtype, const void* grad, float* m, float* v, Index count,
-                         const AdamWScalars& scalars) {
+cudaError_t launch_adamw(const LaunchContext& context, int param_dtype, void* param, int grad_dtype, const void* grad,
+                         float* m, float* v, Index count, const AdamWScalars& scalars) {
   if (count == 0) return cudaSuccess;
-  return vendor::launch("adamw_kernel", adamw_kernel, dim3(grid_for(count, kThreads, context.max_blocks)), dim3(kThreads), 0, context.stream, param_dtype,
-                        param, grad_dtype, grad, m, v, count, scalars);
+  return vendor::launch("adamw_kernel", adamw_kernel, dim3(grid_for(count, kThreads, context.max_blocks)),
+                        dim3(kThreads), 0, context.stream, param_dtype, param, grad_dtype, grad, m, v, count, scalars);
 }
 
 }  // namespace kiln

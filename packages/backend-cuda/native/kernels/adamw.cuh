@@ -22,7 +22,7 @@ struct AdamWScalars {
 };
 
 /** One AdamW step in place on param (`param_dtype`), m and v (f32) from grad (`grad_dtype`), `count` elements. */
-cudaError_t launch_adamw(const LaunchContext& context, int param_dtype, void* param, int grad_dtype, const void* grad, float* m, float* v, Index count,
-                         const AdamWScalars& scalars);
+cudaError_t launch_adamw(const LaunchContext& context, int param_dtype, void* param, int grad_dtype, const void* grad,
+                         float* m, float* v, Index count, const AdamWScalars& scalars);
 
 }  // namespace kiln

@@ -59,7 +59,8 @@ struct QueryLayout {
   static constexpr int kScratchFloats = Math::template kScratchFloats<kKeys>;
   /** q, dO, then `stages` × (K, V), then the per-warp scratch. */
   static constexpr int bytes_for(int stages) {
-    return static_cast<int>((2 * kBlockRows + 2 * stages * kKeys) * kStride * sizeof(T) + 4 * kScratchFloats * sizeof(float));
+    return static_cast<int>((2 * kBlockRows + 2 * stages * kKeys) * kStride * sizeof(T) +
+                            4 * kScratchFloats * sizeof(float));
   }
   /** Math's stages, but one where two would keep a second block off an sm_80 multiprocessor (D 128: 96 KiB). */
   static constexpr int kStages = Math::kStages == 2 && bytes_for(2) <= kTwoBlocksPerSm80 ? 2 : 1;
@@ -86,8 +87,9 @@ __device__ __forceinline__ Index delta_index(Index row, int heads_q, int length_
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kDeltaThreads) attention_delta_kernel(const T* out, const T* d_out, float* delta, Index rows, int head_dim, int heads_q,
-                                                                       int length_q, bool tokens_major) {
+__global__ void __launch_bounds__(kDeltaThreads)
+    attention_delta_kernel(const T* out, const T* d_out, float* delta, Index rows, int head_dim, int heads_q,
+                           int length_q, bool tokens_major) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   const Index warp = static_cast<Index>(blockIdx.x) * (kDeltaThreads / 32) + threadIdx.x / 32;
   const Index warps = static_cast<Index>(gridDim.x) * (kDeltaThreads / 32);
@@ -96,7 +98,8 @@ __global__ void __launch_bounds__(kDeltaThreads) attention_delta_kernel(const T*
     const Index row = first + lane / 8;
     float sum = 0.0f;
     if (row < rows) {
-      for (int d = lane % 8; d < head_dim; d += 8) sum += to_float(out[row * head_dim + d]) * to_float(d_out[row * head_dim + d]);
+      for (int d = lane % 8; d < head_dim; d += 8)
+        sum += to_float(out[row * head_dim + d]) * to_float(d_out[row * head_dim + d]);
     }
     sum += __shfl_xor_sync(0xffffffffu, sum, 4);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
@@ -155,15 +158,18 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_kv_kerne
     const int query0 = (first_query_tile + item % tiles_per_head) * kQueries;
     const int queries_valid = min(kQueries, p.length_q - query0);
     T* q_stage = query_stages + 2 * stage * kQueries * kStride;
-    load_tile<T, Tile, kQueries>(q_stage, static_cast<const T*>(p.q) + q_offset_of(p, b, h, query0), p.q_row_stride, queries_valid, p.head_dim, vector);
+    load_tile<T, Tile, kQueries>(q_stage, static_cast<const T*>(p.q) + q_offset_of(p, b, h, query0), p.q_row_stride,
+                                 queries_valid, p.head_dim, vector);
     cp_async_commit();
-    load_tile<T, Tile, kQueries>(q_stage + kQueries * kStride, static_cast<const T*>(p.d_out) + q_offset_of(p, b, h, query0), p.q_row_stride,
+    load_tile<T, Tile, kQueries>(q_stage + kQueries * kStride,
+                                 static_cast<const T*>(p.d_out) + q_offset_of(p, b, h, query0), p.q_row_stride,
                                  queries_valid, p.head_dim, vector);
     cp_async_commit();
     if (threadIdx.x < kQueries) {
       const Index row_base = (static_cast<Index>(b) * p.heads_q + h) * p.length_q;
       const bool inside = static_cast<int>(threadIdx.x) < queries_valid;
-      row_stages[2 * stage * kQueries + threadIdx.x] = lse_log2_or_infinity(p.lse, row_base + query0 + threadIdx.x, inside);
+      row_stages[2 * stage * kQueries + threadIdx.x] =
+          lse_log2_or_infinity(p.lse, row_base + query0 + threadIdx.x, inside);
       row_stages[(2 * stage + 1) * kQueries + threadIdx.x] = inside ? p.delta[row_base + query0 + threadIdx.x] : 0.0f;
     }
   };
@@ -172,8 +178,10 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_kv_kerne
   // issued as item n starts, into the stage item n − 1 used); with one stage q_n, dO_n as item n
   // starts, once every warp is done with item n − 1.
   if (items > 0) {
-    load_tile<T, Tile, kBlockRows>(k_tile, static_cast<const T*>(p.k) + kv_offset, p.kv_row_stride, keys_valid, p.head_dim, vector);
-    load_tile<T, Tile, kBlockRows>(v_tile, static_cast<const T*>(p.v) + kv_offset, p.kv_row_stride, keys_valid, p.head_dim, vector);
+    load_tile<T, Tile, kBlockRows>(k_tile, static_cast<const T*>(p.k) + kv_offset, p.kv_row_stride, keys_valid,
+                                   p.head_dim, vector);
+    load_tile<T, Tile, kBlockRows>(v_tile, static_cast<const T*>(p.v) + kv_offset, p.kv_row_stride, keys_valid,
+                                   p.head_dim, vector);
     if constexpr (kStages == 2) load_queries(0);
   }
   for (int item = 0; item < items; item++) {
@@ -294,10 +302,11 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_q_kernel
   const auto load_keys_values = [&](int tile) {
     const int key0 = tile * kKeys;
     const int keys_valid = min(kKeys, p.length_k - key0);
-    load_tile<T, Tile, kKeys>(k_stage(tile), k + static_cast<Index>(key0) * p.kv_row_stride, p.kv_row_stride, keys_valid, p.head_dim, vector);
+    load_tile<T, Tile, kKeys>(k_stage(tile), k + static_cast<Index>(key0) * p.kv_row_stride, p.kv_row_stride,
+                              keys_valid, p.head_dim, vector);
     cp_async_commit();
-    load_tile<T, Tile, kKeys>(k_stage(tile) + kKeys * kStride, v + static_cast<Index>(key0) * p.kv_row_stride, p.kv_row_stride, keys_valid, p.head_dim,
-                              vector);
+    load_tile<T, Tile, kKeys>(k_stage(tile) + kKeys * kStride, v + static_cast<Index>(key0) * p.kv_row_stride,
+                              p.kv_row_stride, keys_valid, p.head_dim, vector);
     cp_async_commit();
   };
 
@@ -305,8 +314,10 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_q_kernel
   // issued as tile j starts, into the stage tile j − 1 used); with one stage K_j, V_j as tile j
   // starts, once every warp is done with tile j − 1.
   if (key_tiles > 0) {
-    load_tile<T, Tile, kBlockRows>(q_tile, static_cast<const T*>(p.q) + q_offset, p.q_row_stride, rows_valid, p.head_dim, vector);
-    load_tile<T, Tile, kBlockRows>(do_tile, static_cast<const T*>(p.d_out) + q_offset, p.q_row_stride, rows_valid, p.head_dim, vector);
+    load_tile<T, Tile, kBlockRows>(q_tile, static_cast<const T*>(p.q) + q_offset, p.q_row_stride, rows_valid,
+                                   p.head_dim, vector);
+    load_tile<T, Tile, kBlockRows>(do_tile, static_cast<const T*>(p.d_out) + q_offset, p.q_row_stride, rows_valid,
+                                   p.head_dim, vector);
     if constexpr (kStages == 2) load_keys_values(0);
   }
   for (int tile = 0; tile < key_tiles; tile++) {
@@ -328,7 +339,8 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_q_kernel
     Math::load_rows(rows, q_tile + warp_row * kStride, p.head_dim);
     float s[kKeys / 8][4];
     Math::template scores<kKeys>(rows, k_tile, s, p.head_dim);
-    const bool check = key0 + kKeys > p.length_k || (p.causal && static_cast<long long>(key0) + kKeys - 1 > row0 + p.shift);
+    const bool check =
+        key0 + kKeys > p.length_k || (p.causal && static_cast<long long>(key0) + kKeys - 1 > row0 + p.shift);
     to_log2_scores(
         s, p, b, h, check, [&](int row, int) { return static_cast<long long>(row0 + warp_row + row); },
         [&](int, int column) { return static_cast<long long>(key0 + column); });
@@ -362,7 +374,8 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_q_kernel
     for (int nt = 0; nt < kHeadDim / 8; nt++) {
       for (int e = 0; e < 2; e++) {
         const int column = nt * 8 + 2 * lane.t + e;
-        if (column < p.head_dim) dq_out[static_cast<Index>(row) * p.q_row_stride + column] = from_float<T>(dq[nt][2 * half + e] * p.scale);
+        if (column < p.head_dim)
+          dq_out[static_cast<Index>(row) * p.q_row_stride + column] = from_float<T>(dq[nt][2 * half + e] * p.scale);
       }
     }
   }
@@ -375,44 +388,53 @@ struct BackwardNames {
 };
 
 template <typename Math, int kHeadDim>
-cudaError_t launch_bucket(const LaunchContext& context, const BackwardNames& names, int slot, const KernelParams& params, Index key_value_blocks,
-                          Index query_blocks) {
+cudaError_t launch_bucket(const LaunchContext& context, const BackwardNames& names, int slot,
+                          const KernelParams& params, Index key_value_blocks, Index query_blocks) {
   using KeyValue = KeyValueLayout<Math, kHeadDim>;
   using Query = QueryLayout<Math, kHeadDim>;
   if (key_value_blocks > 0) {
     cudaError_t error = attention::allow_shared_bytes(attention_backward_kv_kernel<Math, kHeadDim>, KeyValue::kBytes);
     if (error == cudaSuccess) {
-      error = vendor::launch(names.key_value[slot], attention_backward_kv_kernel<Math, kHeadDim>, dim3(static_cast<unsigned>(key_value_blocks)),
-                             dim3(kAttentionThreads), static_cast<size_t>(KeyValue::kBytes), context.stream, params);
+      error = vendor::launch(names.key_value[slot], attention_backward_kv_kernel<Math, kHeadDim>,
+                             dim3(static_cast<unsigned>(key_value_blocks)), dim3(kAttentionThreads),
+                             static_cast<size_t>(KeyValue::kBytes), context.stream, params);
     }
     if (error != cudaSuccess) return error;
   }
   if (query_blocks == 0) return cudaSuccess;
   const cudaError_t error = attention::allow_shared_bytes(attention_backward_q_kernel<Math, kHeadDim>, Query::kBytes);
   if (error != cudaSuccess) return error;
-  return vendor::launch(names.query[slot], attention_backward_q_kernel<Math, kHeadDim>, dim3(static_cast<unsigned>(query_blocks)), dim3(kAttentionThreads),
+  return vendor::launch(names.query[slot], attention_backward_q_kernel<Math, kHeadDim>,
+                        dim3(static_cast<unsigned>(query_blocks)), dim3(kAttentionThreads),
                         static_cast<size_t>(Query::kBytes), context.stream, params);
 }
 
 template <typename Family>
-cudaError_t launch_family(const LaunchContext& context, const BackwardNames& names, int bucket, const KernelParams& params, Index key_value_blocks,
-                          Index query_blocks) {
-  if (bucket == 32) return launch_bucket<typename Family::template Bucket<32>, 32>(context, names, 0, params, key_value_blocks, query_blocks);
-  if (bucket == 64) return launch_bucket<typename Family::template Bucket<64>, 64>(context, names, 1, params, key_value_blocks, query_blocks);
-  return launch_bucket<typename Family::template Bucket<128>, 128>(context, names, 2, params, key_value_blocks, query_blocks);
+cudaError_t launch_family(const LaunchContext& context, const BackwardNames& names, int bucket,
+                          const KernelParams& params, Index key_value_blocks, Index query_blocks) {
+  if (bucket == 32)
+    return launch_bucket<typename Family::template Bucket<32>, 32>(context, names, 0, params, key_value_blocks,
+                                                                   query_blocks);
+  if (bucket == 64)
+    return launch_bucket<typename Family::template Bucket<64>, 64>(context, names, 1, params, key_value_blocks,
+                                                                   query_blocks);
+  return launch_bucket<typename Family::template Bucket<128>, 128>(context, names, 2, params, key_value_blocks,
+                                                                   query_blocks);
 }
 
 template <typename T>
 cudaError_t launch_delta(const LaunchContext& context, const char* name, const KernelParams& params, Index rows) {
   if (rows == 0) return cudaSuccess;
-  return vendor::launch(name, attention_delta_kernel<T>, dim3(grid_for((rows + 3) / 4, kDeltaThreads / 32, context.max_blocks)), dim3(kDeltaThreads), 0,
-                        context.stream, static_cast<const T*>(params.out), static_cast<const T*>(params.d_out), params.delta, rows, params.head_dim,
-                        params.heads_q, params.length_q, params.tokens_major != 0);
+  return vendor::launch(name, attention_delta_kernel<T>,
+                        dim3(grid_for((rows + 3) / 4, kDeltaThreads / 32, context.max_blocks)), dim3(kDeltaThreads), 0,
+                        context.stream, static_cast<const T*>(params.out), static_cast<const T*>(params.d_out),
+                        params.delta, rows, params.head_dim, params.heads_q, params.length_q, params.tokens_major != 0);
 }
 
 }  // namespace
 
-cudaError_t launch_attention_backward(const LaunchContext& context, int dtype, const AttentionProblem& problem, const AttentionBackwardTensors& tensors) {
+cudaError_t launch_attention_backward(const LaunchContext& context, int dtype, const AttentionProblem& problem,
+                                      const AttentionBackwardTensors& tensors) {
   const Index key_value_blocks = attention::ceil_div(problem.length_k, kBlockRows) * problem.batch * problem.heads_kv;
   const Index query_blocks = attention::ceil_div(problem.length_q, kBlockRows) * problem.batch * problem.heads_q;
   if (key_value_blocks > 0x7fffffffLL || query_blocks > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
@@ -427,33 +449,43 @@ cudaError_t launch_attention_backward(const LaunchContext& context, int dtype, c
   params.dk = tensors.dk;
   params.dv = tensors.dv;
   params.delta = tensors.delta;
-  params.vector_loads = params.vector_loads && attention::all_aligned16({tensors.q, tensors.k, tensors.v, tensors.d_out});
+  params.vector_loads =
+      params.vector_loads && attention::all_aligned16({tensors.q, tensors.k, tensors.v, tensors.d_out});
   const Index rows = attention_backward_scratch_floats(problem);
   const int bucket = KILN_ATTENTION_HEAD_DIM_BUCKET(problem.head_dim);
   switch (dtype) {
     case kF32: {
       static constexpr BackwardNames kNames = {
-          {"attention_backward_kv_kernel<f32,32>", "attention_backward_kv_kernel<f32,64>", "attention_backward_kv_kernel<f32,128>"},
-          {"attention_backward_q_kernel<f32,32>", "attention_backward_q_kernel<f32,64>", "attention_backward_q_kernel<f32,128>"}};
+          {"attention_backward_kv_kernel<f32,32>", "attention_backward_kv_kernel<f32,64>",
+           "attention_backward_kv_kernel<f32,128>"},
+          {"attention_backward_q_kernel<f32,32>", "attention_backward_q_kernel<f32,64>",
+           "attention_backward_q_kernel<f32,128>"}};
       const cudaError_t error = launch_delta<float>(context, "attention_delta_kernel<f32>", params, rows);
-      return error != cudaSuccess ? error : launch_family<attention::SimtFamily>(context, kNames, bucket, params, key_value_blocks, query_blocks);
+      return error != cudaSuccess ? error
+                                  : launch_family<attention::SimtFamily>(context, kNames, bucket, params,
+                                                                         key_value_blocks, query_blocks);
     }
     case kF16: {
       static constexpr BackwardNames kNames = {
-          {"attention_backward_kv_kernel<f16,32>", "attention_backward_kv_kernel<f16,64>", "attention_backward_kv_kernel<f16,128>"},
-          {"attention_backward_q_kernel<f16,32>", "attention_backward_q_kernel<f16,64>", "attention_backward_q_kernel<f16,128>"}};
+          {"attention_backward_kv_kernel<f16,32>", "attention_backward_kv_kernel<f16,64>",
+           "attention_backward_kv_kernel<f16,128>"},
+          {"attention_backward_q_kernel<f16,32>", "attention_backward_q_kernel<f16,64>",
+           "attention_backward_q_kernel<f16,128>"}};
       const cudaError_t error = launch_delta<__half>(context, "attention_delta_kernel<f16>", params, rows);
       return error != cudaSuccess ? error
-                                  : launch_family<attention::TensorCoreFamily<__half>>(context, kNames, bucket, params, key_value_blocks, query_blocks);
+                                  : launch_family<attention::TensorCoreFamily<__half>>(context, kNames, bucket, params,
+                                                                                       key_value_blocks, query_blocks);
     }
     default: {
       static constexpr BackwardNames kNames = {
-          {"attention_backward_kv_kernel<bf16,32>", "attention_backward_kv_kernel<bf16,64>", "attention_backward_kv_kernel<bf16,128>"},
-          {"attention_backward_q_kernel<bf16,32>", "attention_backward_q_kernel<bf16,64>", "attention_backward_q_kernel<bf16,128>"}};
+          {"attention_backward_kv_kernel<bf16,32>", "attention_backward_kv_kernel<bf16,64>",
+           "attention_backward_kv_kernel<bf16,128>"},
+          {"attention_backward_q_kernel<bf16,32>", "attention_backward_q_kernel<bf16,64>",
+           "attention_backward_q_kernel<bf16,128>"}};
       const cudaError_t error = launch_delta<__nv_bfloat16>(context, "attention_delta_kernel<bf16>", params, rows);
       return error != cudaSuccess ? error
-                                  : launch_family<attention::TensorCoreFamily<__nv_bfloat16>>(context, kNames, bucket, params, key_value_blocks,
-                                                                                               query_blocks);
+                                  : launch_family<attention::TensorCoreFamily<__nv_bfloat16>>(
+                                        context, kNames, bucket, params, key_value_blocks, query_blocks);
     }
   }
 }

@@ -28,6 +28,7 @@ inline Index attention_backward_scratch_floats(const AttentionProblem& problem) 
 }
 
 /** Writes dq, dk, dv (overwritten; dk/dv summed over the query heads of each kv head), deterministically. */
-cudaError_t launch_attention_backward(const LaunchContext& context, int dtype, const AttentionProblem& problem, const AttentionBackwardTensors& tensors);
+cudaError_t launch_attention_backward(const LaunchContext& context, int dtype, const AttentionProblem& problem,
+                                      const AttentionBackwardTensors& tensors);
 
 }  // namespace kiln

@@ -65,7 +65,6 @@ struct AttentionProblem {
   Index mask_offset;
 };
 
-
 namespace attention {
 
 /** Everything a kernel reads, passed by value. */
@@ -114,12 +113,14 @@ struct KernelParams {
 
 /** Element offset of position `row` of head h, batch b in q, out, dOut or dq. */
 KILN_HOST_DEVICE inline Index q_offset_of(const KernelParams& p, int b, int h, long long row) {
-  return static_cast<Index>(b) * p.q_batch_stride + static_cast<Index>(h) * p.q_head_stride + static_cast<Index>(row) * p.q_row_stride;
+  return static_cast<Index>(b) * p.q_batch_stride + static_cast<Index>(h) * p.q_head_stride +
+         static_cast<Index>(row) * p.q_row_stride;
 }
 
 /** Element offset of position `row` of kv head h, batch b in k, v, dk or dv. */
 KILN_HOST_DEVICE inline Index kv_offset_of(const KernelParams& p, int b, int h, long long row) {
-  return static_cast<Index>(b) * p.kv_batch_stride + static_cast<Index>(h) * p.kv_head_stride + static_cast<Index>(row) * p.kv_row_stride;
+  return static_cast<Index>(b) * p.kv_batch_stride + static_cast<Index>(h) * p.kv_head_stride +
+         static_cast<Index>(row) * p.kv_row_stride;
 }
 
 /** ceil(a / b) for positive b. */
@@ -208,7 +209,9 @@ struct SwizzledTileLayout {
   /** Elements from one row to the next (no padding). */
   static constexpr int kStride = kColumns;
   /** Element offset of (row, column). */
-  KILN_HOST_DEVICE static constexpr int offset(int row, int column) { return SwizzledTile<8, kColumns / 8>::offset(row, column / 8) + column % 8; }
+  KILN_HOST_DEVICE static constexpr int offset(int row, int column) {
+    return SwizzledTile<8, kColumns / 8>::offset(row, column / 8) + column % 8;
+  }
 };
 
 #if KILN_DEVICE_CODE
@@ -303,7 +306,8 @@ __device__ __forceinline__ void cp_async_wait_all() { cp_async_wait_pending<0>()
  * nothing and a masked probability never meets garbage (0 · NaN). Call cp_async_commit after.
  */
 template <typename T, typename Layout, int kRows>
-__device__ __forceinline__ void load_tile(T* tile, const T* source, Index row_stride, int rows_valid, int head_dim, bool vector) {
+__device__ __forceinline__ void load_tile(T* tile, const T* source, Index row_stride, int rows_valid, int head_dim,
+                                          bool vector) {
   constexpr int kCols = Layout::kCols;
   if (vector) {
     constexpr int kPerChunk = 16 / static_cast<int>(sizeof(T));
@@ -312,21 +316,25 @@ __device__ __forceinline__ void load_tile(T* tile, const T* source, Index row_st
       const int row = chunk / kChunksPerRow;
       const int column = (chunk % kChunksPerRow) * kPerChunk;
       const bool inside = row < rows_valid && column < head_dim;
-      copy_16(tile + Layout::offset(row, column), inside ? source + static_cast<Index>(row) * row_stride + column : source, inside);
+      copy_16(tile + Layout::offset(row, column),
+              inside ? source + static_cast<Index>(row) * row_stride + column : source, inside);
     }
   } else {
     for (int element = static_cast<int>(threadIdx.x); element < kRows * kCols; element += kAttentionThreads) {
       const int row = element / kCols;
       const int column = element % kCols;
-      tile[Layout::offset(row, column)] = row < rows_valid && column < head_dim ? source[static_cast<Index>(row) * row_stride + column] : zero_value<T>();
+      tile[Layout::offset(row, column)] = row < rows_valid && column < head_dim
+                                              ? source[static_cast<Index>(row) * row_stride + column]
+                                              : zero_value<T>();
     }
   }
 }
 
 /** mask[b, h, i, j] of the broadcast view, times log2(e). */
 __device__ __forceinline__ float mask_log2(const KernelParams& p, int b, int h, long long i, long long j) {
-  const Index offset = p.mask_offset + static_cast<Index>(b) * p.mask_strides[0] + static_cast<Index>(h) * p.mask_strides[1] +
-                       static_cast<Index>(i) * p.mask_strides[2] + static_cast<Index>(j) * p.mask_strides[3];
+  const Index offset = p.mask_offset + static_cast<Index>(b) * p.mask_strides[0] +
+                       static_cast<Index>(h) * p.mask_strides[1] + static_cast<Index>(i) * p.mask_strides[2] +
+                       static_cast<Index>(j) * p.mask_strides[3];
   return p.mask[offset] * KILN_ATTENTION_LOG2E;
 }
 
@@ -338,12 +346,12 @@ __device__ __forceinline__ float mask_log2(const KernelParams& p, int b, int h, 
  * the causal limit) skips the bounds and causal tests; the mask is added whenever there is one.
  */
 template <int kTiles, typename QueryOf, typename KeyOf>
-__device__ __forceinline__ void to_log2_scores(float (&s)[kTiles][4], const KernelParams& p, int b, int h, bool check, QueryOf query_of,
-                                               KeyOf key_of) {
+__device__ __forceinline__ void to_log2_scores(float (&s)[kTiles][4], const KernelParams& p, int b, int h, bool check,
+                                               QueryOf query_of, KeyOf key_of) {
   const LaneCoordinates lane = lane_coordinates();
-KILN_UNROLL
+  KILN_UNROLL
   for (int nt = 0; nt < kTiles; nt++) {
-KILN_UNROLL
+    KILN_UNROLL
     for (int e = 0; e < 4; e++) {
       float value = s[nt][e] * p.scale_log2;
       if (check || p.mask != nullptr) {

@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_forward_kernel(Ke
   const int warp_row = warp * 16;
 
   float o[kHeadDim / 8][4];
-KILN_UNROLL
+  KILN_UNROLL
   for (int nt = 0; nt < kHeadDim / 8; nt++) {
     for (int e = 0; e < 4; e++) o[nt][e] = 0.0f;
   }
@@ -89,14 +89,14 @@ KILN_UNROLL
   const auto v_stage = [&](int tile) { return k_stage(tile) + kKeys * kStride; };
   const auto load_keys = [&](int tile) {
     const int key0 = tile * kKeys;
-    load_tile<T, Tile, kKeys>(k_stage(tile), k + static_cast<Index>(key0) * p.kv_row_stride, p.kv_row_stride, min(kKeys, p.length_k - key0), p.head_dim,
-                              vector);
+    load_tile<T, Tile, kKeys>(k_stage(tile), k + static_cast<Index>(key0) * p.kv_row_stride, p.kv_row_stride,
+                              min(kKeys, p.length_k - key0), p.head_dim, vector);
     cp_async_commit();
   };
   const auto load_values = [&](int tile) {
     const int key0 = tile * kKeys;
-    load_tile<T, Tile, kKeys>(v_stage(tile), v + static_cast<Index>(key0) * p.kv_row_stride, p.kv_row_stride, min(kKeys, p.length_k - key0), p.head_dim,
-                              vector);
+    load_tile<T, Tile, kKeys>(v_stage(tile), v + static_cast<Index>(key0) * p.kv_row_stride, p.kv_row_stride,
+                              min(kKeys, p.length_k - key0), p.head_dim, vector);
     cp_async_commit();
   };
 
@@ -104,7 +104,8 @@ KILN_UNROLL
   // (two stages, issued as tile j starts, into the stage tile j − 1 used), or V_j, then K_{j+1}
   // (one stage, each into the buffer the previous product just released).
   if (key_tiles > 0) {
-    load_tile<T, Tile, kQueryRows>(q_tile, static_cast<const T*>(p.q) + q_offset, p.q_row_stride, block.rows_valid, p.head_dim, vector);
+    load_tile<T, Tile, kQueryRows>(q_tile, static_cast<const T*>(p.q) + q_offset, p.q_row_stride, block.rows_valid,
+                                   p.head_dim, vector);
     load_keys(0);
     if constexpr (kStages == 2) load_values(0);
   }
@@ -131,12 +132,14 @@ KILN_UNROLL
 
     float s[kKeys / 8][4];
     Math::template scores<kKeys>(q_rows, k_tile, s, p.head_dim);
-    const bool check = key0 + kKeys > p.length_k || (p.causal && static_cast<long long>(key0) + kKeys - 1 > row0 + p.shift);
+    const bool check =
+        key0 + kKeys > p.length_k || (p.causal && static_cast<long long>(key0) + kKeys - 1 > row0 + p.shift);
     to_log2_scores(
         s, p, b, h, check, [&](int row, int) { return static_cast<long long>(row0 + warp_row + row); },
         [&](int, int column) { return static_cast<long long>(key0 + column); });
 
-    online_softmax_tile(s, row_max, row_sum, [&](int half, float correction) { rescale_output_row(o, half, correction); });
+    online_softmax_tile(s, row_max, row_sum,
+                        [&](int half, float correction) { rescale_output_row(o, half, correction); });
 
     // V_tile landed; with one stage every warp is also done with K_tile.
     if constexpr (kStages == 2) {
@@ -163,14 +166,16 @@ KILN_UNROLL
 template <typename Math, int kHeadDim>
 cudaError_t launch_forward(const LaunchContext& context, const char* name, const KernelParams& params, Index blocks) {
   using Layout = ForwardLayout<Math, kHeadDim>;
-  const cudaError_t configured = attention::allow_shared_bytes(attention_forward_kernel<Math, kHeadDim>, Layout::kBytes);
+  const cudaError_t configured =
+      attention::allow_shared_bytes(attention_forward_kernel<Math, kHeadDim>, Layout::kBytes);
   if (configured != cudaSuccess) return configured;
-  return vendor::launch(name, attention_forward_kernel<Math, kHeadDim>, dim3(static_cast<unsigned>(blocks)), dim3(kAttentionThreads),
-                        static_cast<size_t>(Layout::kBytes), context.stream, params);
+  return vendor::launch(name, attention_forward_kernel<Math, kHeadDim>, dim3(static_cast<unsigned>(blocks)),
+                        dim3(kAttentionThreads), static_cast<size_t>(Layout::kBytes), context.stream, params);
 }
 
 template <typename Math>
-cudaError_t launch_bucket(const LaunchContext& context, const char* const (&names)[3], int bucket, const KernelParams& params, Index blocks) {
+cudaError_t launch_bucket(const LaunchContext& context, const char* const (&names)[3], int bucket,
+                          const KernelParams& params, Index blocks) {
   if (bucket == 32) return launch_forward<typename Math::template Bucket<32>, 32>(context, names[0], params, blocks);
   if (bucket == 64) return launch_forward<typename Math::template Bucket<64>, 64>(context, names[1], params, blocks);
   return launch_forward<typename Math::template Bucket<128>, 128>(context, names[2], params, blocks);
@@ -178,7 +183,8 @@ cudaError_t launch_bucket(const LaunchContext& context, const char* const (&name
 
 }  // namespace
 
-cudaError_t launch_attention_forward(const LaunchContext& context, int dtype, const AttentionProblem& problem, const AttentionForwardTensors& tensors) {
+cudaError_t launch_attention_forward(const LaunchContext& context, int dtype, const AttentionProblem& problem,
+                                     const AttentionForwardTensors& tensors) {
   const Index blocks = attention::ceil_div(problem.length_q, kQueryRows) * problem.batch * problem.heads_q;
   if (blocks == 0) return cudaSuccess;
   if (blocks > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
@@ -197,15 +203,18 @@ cudaError_t launch_attention_forward(const LaunchContext& context, int dtype, co
   const int bucket = KILN_ATTENTION_HEAD_DIM_BUCKET(problem.head_dim);
   switch (dtype) {
     case kF32: {
-      static constexpr const char* kNames[3] = {"attention_forward_kernel<f32,32>", "attention_forward_kernel<f32,64>", "attention_forward_kernel<f32,128>"};
+      static constexpr const char* kNames[3] = {"attention_forward_kernel<f32,32>", "attention_forward_kernel<f32,64>",
+                                                "attention_forward_kernel<f32,128>"};
       return launch_bucket<attention::SimtFamily>(context, kNames, bucket, params, blocks);
     }
     case kF16: {
-      static constexpr const char* kNames[3] = {"attention_forward_kernel<f16,32>", "attention_forward_kernel<f16,64>", "attention_forward_kernel<f16,128>"};
+      static constexpr const char* kNames[3] = {"attention_forward_kernel<f16,32>", "attention_forward_kernel<f16,64>",
+                                                "attention_forward_kernel<f16,128>"};
       return launch_bucket<attention::TensorCoreFamily<__half>>(context, kNames, bucket, params, blocks);
     }
     default: {
-      static constexpr const char* kNames[3] = {"attention_forward_kernel<bf16,32>", "attention_forward_kernel<bf16,64>",
+      static constexpr const char* kNames[3] = {"attention_forward_kernel<bf16,32>",
+                                                "attention_forward_kernel<bf16,64>",
                                                 "attention_forward_kernel<bf16,128>"};
       return launch_bucket<attention::TensorCoreFamily<__nv_bfloat16>>(context, kNames, bucket, params, blocks);
     }

@@ -15,6 +15,7 @@ struct AttentionForwardTensors {
 };
 
 /** out = softmax(scale·q·kᵀ + mask, causal)·v and lse per row, for f32 / f16 / bf16 with head dim ≤ 128 (validated by the caller). */
-cudaError_t launch_attention_forward(const LaunchContext& context, int dtype, const AttentionProblem& problem, const AttentionForwardTensors& tensors);
+cudaError_t launch_attention_forward(const LaunchContext& context, int dtype, const AttentionProblem& problem,
+                                     const AttentionForwardTensors& tensors);
 
 }  // namespace kiln

@@ -86,9 +86,8 @@ struct Plan {
 
 /** A [16][4] fragment array as the flat register list wgmma takes. */
 template <int kTiles>
-__device__ __forceinline__ float (&flat(float (&fragment)[kTiles][4]))[kTiles * 4] {
-  return *reinterpret_cast<float(*)[kTiles * 4]>(&fragment[0][0]);
-}
+__device__ __forceinline__ float (&flat(float (&fragment)[kTiles][4]))
+    [kTiles * 4] { return *reinterpret_cast<float (*)[kTiles * 4]>(&fragment[0][0]); }
 
 /** Two values rounded to T in one 32-bit register, `low` in the lower half. */
 template <typename T>
@@ -101,7 +100,8 @@ __device__ __forceinline__ std::uint32_t pack_pair(float low, float high) {
 
 template <typename T, int kHeadDim>
 __global__ void __launch_bounds__(kThreads, 1)
-    attention_forward_wgmma_kernel(const KILN_GRID_CONSTANT vendor::TensorMap map_q, const KILN_GRID_CONSTANT vendor::TensorMap map_k,
+    attention_forward_wgmma_kernel(const KILN_GRID_CONSTANT vendor::TensorMap map_q,
+                                   const KILN_GRID_CONSTANT vendor::TensorMap map_k,
                                    const KILN_GRID_CONSTANT vendor::TensorMap map_v, KernelParams p) {
   using namespace attention;
   using P = Plan<kHeadDim>;
@@ -133,7 +133,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     ptx::setmaxnreg_dec<40>();
     if (threadIdx.x != 0 || key_tiles == 0) return;
     ptx::mbarrier_arrive_expect_tx(q_full, P::kQBytes);
-    for (int box = 0; box < P::kBoxes; box++) ptx::tma_load_4d(shared + box * kQueryRows * kRowBytes, &map_q, box * 64, row0, h, b, q_full);
+    for (int box = 0; box < P::kBoxes; box++)
+      ptx::tma_load_4d(shared + box * kQueryRows * kRowBytes, &map_q, box * 64, row0, h, b, q_full);
     for (int tile = 0; tile < key_tiles; tile++) {
       const int stage = tile % P::kStages;
       const unsigned phase = static_cast<unsigned>(tile / P::kStages) & 1u;
@@ -142,8 +143,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       unsigned char* k_stage = shared + P::kStagesOffset + stage * P::kStageBytes;
       unsigned char* v_stage = k_stage + P::kTileBytes;
       for (int box = 0; box < P::kBoxes; box++) {
-        ptx::tma_load_4d(k_stage + box * P::kKeyBoxBytes, &map_k, box * 64, tile * kKeys, block.kv_head, b, &full[stage]);
-        ptx::tma_load_4d(v_stage + box * P::kKeyBoxBytes, &map_v, box * 64, tile * kKeys, block.kv_head, b, &full[stage]);
+        ptx::tma_load_4d(k_stage + box * P::kKeyBoxBytes, &map_k, box * 64, tile * kKeys, block.kv_head, b,
+                         &full[stage]);
+        ptx::tma_load_4d(v_stage + box * P::kKeyBoxBytes, &map_v, box * 64, tile * kKeys, block.kv_head, b,
+                         &full[stage]);
       }
     }
     return;
@@ -158,7 +161,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const std::uint32_t q_address = shared_address + static_cast<std::uint32_t>(consumer * 64 * kRowBytes);
 
   float o[P::kOutColumns / 8][4];
-KILN_UNROLL
+  KILN_UNROLL
   for (int nt = 0; nt < P::kOutColumns / 8; nt++) {
     for (int e = 0; e < 4; e++) o[nt][e] = 0.0f;
   }
@@ -171,14 +174,17 @@ KILN_UNROLL
   auto issue_scores = [&](int tile) {
     const int stage = tile % P::kStages;
     ptx::mbarrier_wait(&full[stage], static_cast<unsigned>(tile / P::kStages) & 1u);
-    const std::uint32_t k_address = shared_address + static_cast<std::uint32_t>(P::kStagesOffset + stage * P::kStageBytes);
+    const std::uint32_t k_address =
+        shared_address + static_cast<std::uint32_t>(P::kStagesOffset + stage * P::kStageBytes);
     // k16 step `step` reads columns 16·step … of box step / 4 (32 bytes per step inside the swizzle atom).
     ptx::wgmma_fence();
-KILN_UNROLL
+    KILN_UNROLL
     for (int step = 0; step < kHeadDim / 16; step++) {
       const std::uint32_t column_bytes = static_cast<std::uint32_t>((step % 4) * 32);
-      const std::uint64_t desc_q = ptx::wgmma_descriptor_128b(q_address + (step / 4) * kQueryRows * kRowBytes + column_bytes, 16, 1024);
-      const std::uint64_t desc_k = ptx::wgmma_descriptor_128b(k_address + (step / 4) * P::kKeyBoxBytes + column_bytes, 16, 1024);
+      const std::uint64_t desc_q =
+          ptx::wgmma_descriptor_128b(q_address + (step / 4) * kQueryRows * kRowBytes + column_bytes, 16, 1024);
+      const std::uint64_t desc_k =
+          ptx::wgmma_descriptor_128b(k_address + (step / 4) * P::kKeyBoxBytes + column_bytes, 16, 1024);
       ptx::wgmma_m64nk16<T, kKeys, 0, 0>(flat(s), desc_q, desc_k, step > 0 ? 1 : 0);
     }
     ptx::wgmma_commit();
@@ -186,7 +192,8 @@ KILN_UNROLL
   // Scores → probabilities in place; the running max and sum advance, `correction` keeps what O must be scaled by.
   auto softmax = [&](int tile) {
     const int key0 = tile * kKeys;
-    const bool check = key0 + kKeys > p.length_k || (p.causal && static_cast<long long>(key0) + kKeys - 1 > row0 + warp_row + p.shift);
+    const bool check =
+        key0 + kKeys > p.length_k || (p.causal && static_cast<long long>(key0) + kKeys - 1 > row0 + warp_row + p.shift);
     to_log2_scores(
         s, p, b, h, check, [&](int row, int) { return static_cast<long long>(row0 + warp_row + row); },
         [&](int, int column) { return static_cast<long long>(key0 + column); });
@@ -197,9 +204,9 @@ KILN_UNROLL
   // exactly the A fragment, so no data moves between threads.
   std::uint32_t probabilities[kKeys / 16][4];
   auto rescale_and_pack = [&]() {
-KILN_UNROLL
+    KILN_UNROLL
     for (int half = 0; half < 2; half++) rescale_output_row(o, half, correction[half]);
-KILN_UNROLL
+    KILN_UNROLL
     for (int step = 0; step < kKeys / 16; step++) {
       probabilities[step][0] = pack_pair<T>(s[2 * step][0], s[2 * step][1]);
       probabilities[step][1] = pack_pair<T>(s[2 * step][2], s[2 * step][3]);
@@ -209,9 +216,11 @@ KILN_UNROLL
   };
   // O += P·V: k16 step `step` takes keys 16·step … (P from registers, V MN-major: boxes of 64 columns kKeyBoxBytes apart).
   auto issue_output = [&](int tile) {
-    const std::uint32_t v_address = shared_address + static_cast<std::uint32_t>(P::kStagesOffset + (tile % P::kStages) * P::kStageBytes + P::kTileBytes);
+    const std::uint32_t v_address =
+        shared_address +
+        static_cast<std::uint32_t>(P::kStagesOffset + (tile % P::kStages) * P::kStageBytes + P::kTileBytes);
     ptx::wgmma_fence();
-KILN_UNROLL
+    KILN_UNROLL
     for (int step = 0; step < kKeys / 16; step++) {
       const std::uint64_t desc_v = ptx::wgmma_descriptor_128b(v_address + step * 16 * kRowBytes, P::kKeyBoxBytes, 1024);
       ptx::wgmma_m64nk16_rs<T, P::kOutColumns, 1>(flat(o), probabilities[step], desc_v, 1);
@@ -245,11 +254,12 @@ KILN_UNROLL
 }
 
 /** The 4D tensor map (D, T, H, B) of q, k or v with boxes of 64 columns × 128 rows; false when the driver refuses it. */
-inline bool tensor_map(vendor::TensorMap* map, const void* base, int head_dim, int length, int heads, int batch, Index row_stride, Index head_stride,
-                       Index batch_stride) {
-  const std::uint64_t dims[4] = {static_cast<std::uint64_t>(head_dim), static_cast<std::uint64_t>(length), static_cast<std::uint64_t>(heads),
-                                 static_cast<std::uint64_t>(batch)};
-  const std::uint64_t strides[3] = {static_cast<std::uint64_t>(row_stride) * 2, static_cast<std::uint64_t>(head_stride) * 2,
+inline bool tensor_map(vendor::TensorMap* map, const void* base, int head_dim, int length, int heads, int batch,
+                       Index row_stride, Index head_stride, Index batch_stride) {
+  const std::uint64_t dims[4] = {static_cast<std::uint64_t>(head_dim), static_cast<std::uint64_t>(length),
+                                 static_cast<std::uint64_t>(heads), static_cast<std::uint64_t>(batch)};
+  const std::uint64_t strides[3] = {static_cast<std::uint64_t>(row_stride) * 2,
+                                    static_cast<std::uint64_t>(head_stride) * 2,
                                     static_cast<std::uint64_t>(batch_stride) * 2};
   const std::uint32_t box[4] = {64, static_cast<std::uint32_t>(kQueryRows), 1, 1};
   static_assert(kQueryRows == kKeys, "q and K/V boxes have the same rows");
@@ -258,19 +268,22 @@ inline bool tensor_map(vendor::TensorMap* map, const void* base, int head_dim, i
 }
 
 template <typename T, int kHeadDim>
-cudaError_t launch_head_dim(const LaunchContext& context, const char* name, const vendor::TensorMap& map_q, const vendor::TensorMap& map_k,
-                            const vendor::TensorMap& map_v, const KernelParams& params, Index blocks) {
+cudaError_t launch_head_dim(const LaunchContext& context, const char* name, const vendor::TensorMap& map_q,
+                            const vendor::TensorMap& map_k, const vendor::TensorMap& map_v, const KernelParams& params,
+                            Index blocks) {
   using P = Plan<kHeadDim>;
-  const cudaError_t allowed =
-      cudaFuncSetAttribute(attention_forward_wgmma_kernel<T, kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, P::kSharedBytes);
+  const cudaError_t allowed = cudaFuncSetAttribute(attention_forward_wgmma_kernel<T, kHeadDim>,
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, P::kSharedBytes);
   if (allowed != cudaSuccess) return allowed;
-  return vendor::launch(name, attention_forward_wgmma_kernel<T, kHeadDim>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads),
-                        static_cast<std::size_t>(P::kSharedBytes), context.stream, map_q, map_k, map_v, params);
+  return vendor::launch(name, attention_forward_wgmma_kernel<T, kHeadDim>, dim3(static_cast<unsigned>(blocks)),
+                        dim3(kThreads), static_cast<std::size_t>(P::kSharedBytes), context.stream, map_q, map_k, map_v,
+                        params);
 }
 
 template <typename T>
-cudaError_t launch_dtype(const LaunchContext& context, const char* const (&names)[3], const vendor::TensorMap& map_q, const vendor::TensorMap& map_k,
-                         const vendor::TensorMap& map_v, const KernelParams& params, Index blocks) {
+cudaError_t launch_dtype(const LaunchContext& context, const char* const (&names)[3], const vendor::TensorMap& map_q,
+                         const vendor::TensorMap& map_k, const vendor::TensorMap& map_v, const KernelParams& params,
+                         Index blocks) {
   if (params.head_dim == 64) return launch_head_dim<T, 64>(context, names[0], map_q, map_k, map_v, params, blocks);
   if (params.head_dim == 96) return launch_head_dim<T, 96>(context, names[1], map_q, map_k, map_v, params, blocks);
   return launch_head_dim<T, 128>(context, names[2], map_q, map_k, map_v, params, blocks);
@@ -280,11 +293,14 @@ cudaError_t launch_dtype(const LaunchContext& context, const char* const (&names
 
 #endif  // KILN_HAS_TENSOR_MAPS
 
-bool attention_forward_wgmma_supports(int dtype, const AttentionProblem& problem, const AttentionForwardTensors& tensors) {
+bool attention_forward_wgmma_supports(int dtype, const AttentionProblem& problem,
+                                      const AttentionForwardTensors& tensors) {
 #if defined(KILN_HAS_TENSOR_MAPS)
   if (dtype != kF16 && dtype != kBF16) return false;
   if (problem.head_dim != 64 && problem.head_dim != 96 && problem.head_dim != 128) return false;
-  if (problem.length_q <= 0 || problem.length_k <= 0 || problem.batch <= 0 || problem.heads_q <= 0 || problem.heads_kv <= 0) return false;
+  if (problem.length_q <= 0 || problem.length_k <= 0 || problem.batch <= 0 || problem.heads_q <= 0 ||
+      problem.heads_kv <= 0)
+    return false;
   if (!attention::all_aligned16({tensors.q, tensors.k, tensors.v})) return false;
   return device_runs_wgmma_kernels();
 #else
@@ -293,8 +309,8 @@ bool attention_forward_wgmma_supports(int dtype, const AttentionProblem& problem
 #endif
 }
 
-cudaError_t launch_attention_forward_wgmma(const LaunchContext& context, int dtype, const AttentionProblem& problem, const AttentionForwardTensors& tensors,
-                                           bool& maps_refused) {
+cudaError_t launch_attention_forward_wgmma(const LaunchContext& context, int dtype, const AttentionProblem& problem,
+                                           const AttentionForwardTensors& tensors, bool& maps_refused) {
   maps_refused = true;
 #if defined(KILN_HAS_TENSOR_MAPS)
   using namespace attention_wgmma;
@@ -309,22 +325,24 @@ cudaError_t launch_attention_forward_wgmma(const LaunchContext& context, int dty
   vendor::TensorMap map_q;
   vendor::TensorMap map_k;
   vendor::TensorMap map_v;
-  if (!tensor_map(&map_q, tensors.q, problem.head_dim, problem.length_q, problem.heads_q, problem.batch, params.q_row_stride, params.q_head_stride,
-                  params.q_batch_stride) ||
-      !tensor_map(&map_k, tensors.k, problem.head_dim, problem.length_k, problem.heads_kv, problem.batch, params.kv_row_stride, params.kv_head_stride,
-                  params.kv_batch_stride) ||
-      !tensor_map(&map_v, tensors.v, problem.head_dim, problem.length_k, problem.heads_kv, problem.batch, params.kv_row_stride, params.kv_head_stride,
-                  params.kv_batch_stride)) {
+  if (!tensor_map(&map_q, tensors.q, problem.head_dim, problem.length_q, problem.heads_q, problem.batch,
+                  params.q_row_stride, params.q_head_stride, params.q_batch_stride) ||
+      !tensor_map(&map_k, tensors.k, problem.head_dim, problem.length_k, problem.heads_kv, problem.batch,
+                  params.kv_row_stride, params.kv_head_stride, params.kv_batch_stride) ||
+      !tensor_map(&map_v, tensors.v, problem.head_dim, problem.length_k, problem.heads_kv, problem.batch,
+                  params.kv_row_stride, params.kv_head_stride, params.kv_batch_stride)) {
     return cudaSuccess;
   }
   maps_refused = false;
   launches++;
   if (dtype == kF16) {
-    static constexpr const char* kNames[3] = {"attention_forward_wgmma_kernel<f16,64>", "attention_forward_wgmma_kernel<f16,96>",
+    static constexpr const char* kNames[3] = {"attention_forward_wgmma_kernel<f16,64>",
+                                              "attention_forward_wgmma_kernel<f16,96>",
                                               "attention_forward_wgmma_kernel<f16,128>"};
     return launch_dtype<__half>(context, kNames, map_q, map_k, map_v, params, blocks);
   }
-  static constexpr const char* kNames[3] = {"attention_forward_wgmma_kernel<bf16,64>", "attention_forward_wgmma_kernel<bf16,96>",
+  static constexpr const char* kNames[3] = {"attention_forward_wgmma_kernel<bf16,64>",
+                                            "attention_forward_wgmma_kernel<bf16,96>",
                                             "attention_forward_wgmma_kernel<bf16,128>"};
   return launch_dtype<__nv_bfloat16>(context, kNames, map_q, map_k, map_v, params, blocks);
 #else

@@ -12,14 +12,15 @@ namespace kiln {
  * (device_runs_wgmma_kernels), dtype f16 or bf16, head dim 64, 96 or 128, every tensor
  * 16-byte aligned (TMA), and lengths, heads and batch below 2^31.
  */
-bool attention_forward_wgmma_supports(int dtype, const AttentionProblem& problem, const AttentionForwardTensors& tensors);
+bool attention_forward_wgmma_supports(int dtype, const AttentionProblem& problem,
+                                      const AttentionForwardTensors& tensors);
 
 /**
  * Launches the Hopper forward (call only when attention_forward_wgmma_supports). Launches nothing
  * and sets `maps_refused` when the driver refuses a tensor map (the caller then runs the other kernel).
  */
-cudaError_t launch_attention_forward_wgmma(const LaunchContext& context, int dtype, const AttentionProblem& problem, const AttentionForwardTensors& tensors,
-                                           bool& maps_refused);
+cudaError_t launch_attention_forward_wgmma(const LaunchContext& context, int dtype, const AttentionProblem& problem,
+                                           const AttentionForwardTensors& tensors, bool& maps_refused);
 
 /** Launches of the Hopper attention forward in this process so far (tests assert that it ran). */
 unsigned long long wgmma_attention_forward_launches();

@@ -26,11 +26,12 @@ namespace attention {
  * that row's exponentials (scaling O there keeps the FA2 forward's register schedule).
  */
 template <int kTiles, typename OnCorrection>
-__device__ __forceinline__ void online_softmax_tile(float (&s)[kTiles][4], float (&row_max)[2], float (&row_sum)[2], OnCorrection on_correction) {
-KILN_UNROLL
+__device__ __forceinline__ void online_softmax_tile(float (&s)[kTiles][4], float (&row_max)[2], float (&row_sum)[2],
+                                                    OnCorrection on_correction) {
+  KILN_UNROLL
   for (int half = 0; half < 2; half++) {
     float tile_max = -INFINITY;
-KILN_UNROLL
+    KILN_UNROLL
     for (int nt = 0; nt < kTiles; nt++) tile_max = fmaxf(tile_max, fmaxf(s[nt][2 * half], s[nt][2 * half + 1]));
     tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
     tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
@@ -41,7 +42,7 @@ KILN_UNROLL
     row_max[half] = new_max;
     float sum = row_sum[half] * correction;
     on_correction(half, correction);
-KILN_UNROLL
+    KILN_UNROLL
     for (int nt = 0; nt < kTiles; nt++) {
       s[nt][2 * half] = exp2f(s[nt][2 * half] - base);
       s[nt][2 * half + 1] = exp2f(s[nt][2 * half + 1] - base);
@@ -54,7 +55,7 @@ KILN_UNROLL
 /** Scales row `half` (0: g, 1: g + 8) of the output fragment o by correction (online_softmax_tile). */
 template <int kTiles>
 __device__ __forceinline__ void rescale_output_row(float (&o)[kTiles][4], int half, float correction) {
-KILN_UNROLL
+  KILN_UNROLL
   for (int nt = 0; nt < kTiles; nt++) {
     o[nt][2 * half] *= correction;
     o[nt][2 * half + 1] *= correction;
@@ -67,10 +68,11 @@ KILN_UNROLL
  * like out and lse) and lse = (m + log2 l)·ln 2; a row without any allowed key gets 0 and −Inf.
  */
 template <typename T, int kTiles>
-__device__ __forceinline__ void store_softmax_rows(const float (&o)[kTiles][4], const float (&row_max)[2], const float (&row_sum)[2], T* out,
-                                                   Index row_stride, float* lse, int warp_row, int rows_valid, int columns) {
+__device__ __forceinline__ void store_softmax_rows(const float (&o)[kTiles][4], const float (&row_max)[2],
+                                                   const float (&row_sum)[2], T* out, Index row_stride, float* lse,
+                                                   int warp_row, int rows_valid, int columns) {
   const LaneCoordinates lane = lane_coordinates();
-KILN_UNROLL
+  KILN_UNROLL
   for (int half = 0; half < 2; half++) {
     float sum = row_sum[half];
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
@@ -80,11 +82,13 @@ KILN_UNROLL
     // sum == 0: no allowed key (out 0, lse −Inf). A NaN sum propagates.
     const bool no_keys = sum == 0.0f;
     const float inverse = no_keys ? 0.0f : 1.0f / sum;
-KILN_UNROLL
+    KILN_UNROLL
     for (int nt = 0; nt < kTiles; nt++) {
       const int column = nt * 8 + 2 * lane.t;
-      if (column < columns) out[static_cast<Index>(row) * row_stride + column] = from_float<T>(o[nt][2 * half] * inverse);
-      if (column + 1 < columns) out[static_cast<Index>(row) * row_stride + column + 1] = from_float<T>(o[nt][2 * half + 1] * inverse);
+      if (column < columns)
+        out[static_cast<Index>(row) * row_stride + column] = from_float<T>(o[nt][2 * half] * inverse);
+      if (column + 1 < columns)
+        out[static_cast<Index>(row) * row_stride + column + 1] = from_float<T>(o[nt][2 * half + 1] * inverse);
     }
     if (lane.t == 0) lse[row] = no_keys ? -INFINITY : (row_max[half] + log2f(sum)) * KILN_ATTENTION_LN2;
   }

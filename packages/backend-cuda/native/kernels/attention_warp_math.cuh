@@ -42,7 +42,8 @@ __device__ __forceinline__ std::uint16_t storage_bits(__nv_bfloat16 value) { ret
 /** Two floats rounded to T, `low` in the low half (the element with the smaller column). */
 template <typename T>
 __device__ __forceinline__ std::uint32_t pack_pair(float low, float high) {
-  return static_cast<std::uint32_t>(storage_bits(from_float<T>(low))) | (static_cast<std::uint32_t>(storage_bits(from_float<T>(high))) << 16);
+  return static_cast<std::uint32_t>(storage_bits(from_float<T>(low))) |
+         (static_cast<std::uint32_t>(storage_bits(from_float<T>(high))) << 16);
 }
 
 // ---- the two products ----
@@ -73,7 +74,7 @@ struct TensorCoreMath {
     const int lane = static_cast<int>(threadIdx.x % 32);
     const int row = (lane % 8) + 8 * ((lane / 8) % 2);
     const int column = 8 * (lane / 16);
-KILN_UNROLL
+    KILN_UNROLL
     for (int step = 0; step < kSteps; step++) {
       if (step * 16 < head_dim) ptx::ldmatrix_x4(rows.fragments[step], tile + Layout::offset(row, step * 16 + column));
     }
@@ -84,17 +85,18 @@ KILN_UNROLL
   __device__ static void scores(const Rows& rows, const T* tile, float (&acc)[kN / 8][4], int head_dim) {
     const int lane = static_cast<int>(threadIdx.x % 32);
     const int matrix = lane / 8;
-KILN_UNROLL
+    KILN_UNROLL
     for (int nt = 0; nt < kN / 8; nt++) {
       for (int e = 0; e < 4; e++) acc[nt][e] = 0.0f;
     }
-KILN_UNROLL
+    KILN_UNROLL
     for (int step = 0; step < kSteps; step++) {
       if (step * 16 >= head_dim) break;
-KILN_UNROLL
+      KILN_UNROLL
       for (int pair = 0; pair < kN / 16; pair++) {
         std::uint32_t b[4];
-        ptx::ldmatrix_x4(b, tile + Layout::offset(pair * 16 + (matrix / 2) * 8 + lane % 8, step * 16 + (matrix % 2) * 8));
+        ptx::ldmatrix_x4(b,
+                         tile + Layout::offset(pair * 16 + (matrix / 2) * 8 + lane % 8, step * 16 + (matrix % 2) * 8));
         const std::uint32_t low[2] = {b[0], b[1]};
         const std::uint32_t high[2] = {b[2], b[3]};
         ptx::mma_m16n8k16<T>(acc[2 * pair], rows.fragments[step], low);
@@ -105,18 +107,21 @@ KILN_UNROLL
 
   /** acc += p · tile, p a 16 × kK fragment (rounded to T here), tile holding kK rows. */
   template <int kK>
-  __device__ static void accumulate(const float (&p)[kK / 8][4], const T* tile, float (&acc)[kHeadDim / 8][4], int head_dim, float*) {
+  __device__ static void accumulate(const float (&p)[kK / 8][4], const T* tile, float (&acc)[kHeadDim / 8][4],
+                                    int head_dim, float*) {
     const int lane = static_cast<int>(threadIdx.x % 32);
     const int matrix = lane / 8;
-KILN_UNROLL
+    KILN_UNROLL
     for (int step = 0; step < kK / 16; step++) {
-      const std::uint32_t a[4] = {pack_pair<T>(p[2 * step][0], p[2 * step][1]), pack_pair<T>(p[2 * step][2], p[2 * step][3]),
-                                  pack_pair<T>(p[2 * step + 1][0], p[2 * step + 1][1]), pack_pair<T>(p[2 * step + 1][2], p[2 * step + 1][3])};
-KILN_UNROLL
+      const std::uint32_t a[4] = {
+          pack_pair<T>(p[2 * step][0], p[2 * step][1]), pack_pair<T>(p[2 * step][2], p[2 * step][3]),
+          pack_pair<T>(p[2 * step + 1][0], p[2 * step + 1][1]), pack_pair<T>(p[2 * step + 1][2], p[2 * step + 1][3])};
+      KILN_UNROLL
       for (int pair = 0; pair < kHeadDim / 16; pair++) {
         if (pair * 16 >= head_dim) break;
         std::uint32_t b[4];
-        ptx::ldmatrix_x4_trans(b, tile + Layout::offset(step * 16 + (matrix % 2) * 8 + lane % 8, pair * 16 + (matrix / 2) * 8));
+        ptx::ldmatrix_x4_trans(
+            b, tile + Layout::offset(step * 16 + (matrix % 2) * 8 + lane % 8, pair * 16 + (matrix / 2) * 8));
         const std::uint32_t low[2] = {b[0], b[1]};
         const std::uint32_t high[2] = {b[2], b[3]};
         ptx::mma_m16n8k16<T>(acc[2 * pair], a, low);
@@ -151,7 +156,7 @@ struct SimtMath {
   __device__ static void scores(const Rows& rows, const float* tile, float (&acc)[kN / 8][4], int head_dim) {
     constexpr int stride = Layout::kStride;
     const LaneCoordinates lane = lane_coordinates();
-KILN_UNROLL
+    KILN_UNROLL
     for (int nt = 0; nt < kN / 8; nt++) {
       for (int e = 0; e < 4; e++) acc[nt][e] = 0.0f;
     }
@@ -160,7 +165,7 @@ KILN_UNROLL
     for (int k = 0; k < head_dim; k++) {
       const float a0 = upper[k];
       const float a1 = lower[k];
-KILN_UNROLL
+      KILN_UNROLL
       for (int nt = 0; nt < kN / 8; nt++) {
         const float b0 = tile[(nt * 8 + 2 * lane.t) * stride + k];
         const float b1 = tile[(nt * 8 + 2 * lane.t + 1) * stride + k];
@@ -173,11 +178,12 @@ KILN_UNROLL
   }
 
   template <int kK>
-  __device__ static void accumulate(const float (&p)[kK / 8][4], const float* tile, float (&acc)[kHeadDim / 8][4], int head_dim, float* scratch) {
+  __device__ static void accumulate(const float (&p)[kK / 8][4], const float* tile, float (&acc)[kHeadDim / 8][4],
+                                    int head_dim, float* scratch) {
     constexpr int stride = Layout::kStride;
     constexpr int kScratchStride = kK + 4;
     const LaneCoordinates lane = lane_coordinates();
-KILN_UNROLL
+    KILN_UNROLL
     for (int nt = 0; nt < kK / 8; nt++) {
       const int column = nt * 8 + 2 * lane.t;
       scratch[lane.g * kScratchStride + column] = p[nt][0];
@@ -190,7 +196,7 @@ KILN_UNROLL
       const float p0 = scratch[lane.g * kScratchStride + k];
       const float p1 = scratch[(lane.g + 8) * kScratchStride + k];
       const float* row = tile + k * stride + 2 * lane.t;
-KILN_UNROLL
+      KILN_UNROLL
       for (int nt = 0; nt < kHeadDim / 8; nt++) {
         if (nt * 8 >= head_dim) break;
         const float v0 = row[nt * 8];

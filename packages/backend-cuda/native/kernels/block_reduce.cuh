@@ -48,7 +48,8 @@ __device__ __forceinline__ float block_sum(float value, float* scratch) {
 /** Merges the states of a warp (every lane gets the result). */
 __device__ __forceinline__ SoftmaxState warp_softmax(SoftmaxState state) {
   for (int offset = 16; offset > 0; offset /= 2) {
-    const SoftmaxState other{__shfl_xor_sync(0xffffffffu, state.max, offset), __shfl_xor_sync(0xffffffffu, state.sum, offset)};
+    const SoftmaxState other{__shfl_xor_sync(0xffffffffu, state.max, offset),
+                             __shfl_xor_sync(0xffffffffu, state.sum, offset)};
     state = softmax_merge(state, other);
   }
   return state;

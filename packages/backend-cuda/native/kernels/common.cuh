@@ -61,7 +61,8 @@ struct DeviceErrorRecord {
 
 #if KILN_DEVICE_CODE
 /** Records an out-of-range index (first one wins). */
-__device__ __forceinline__ void report_index_error(DeviceErrorRecord* record, int kernel, Index position, Index value, Index bound) {
+__device__ __forceinline__ void report_index_error(DeviceErrorRecord* record, int kernel, Index position, Index value,
+                                                   Index bound) {
   if (atomicCAS(&record->flag, 0, 1) == 0) {
     record->kernel = kernel;
     record->position = position;

@@ -16,7 +16,8 @@ namespace {
 constexpr int kThreads = 256;
 
 template <typename Word>
-__global__ void __launch_bounds__(kThreads) copy_kernel(const Word* src, Word* dst, StridedOperands<2> layout, Index count) {
+__global__ void __launch_bounds__(kThreads)
+    copy_kernel(const Word* src, Word* dst, StridedOperands<2> layout, Index count) {
   const Index stride = static_cast<Index>(gridDim.x) * blockDim.x;
   for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
     Index offsets[2];
@@ -29,8 +30,10 @@ __global__ void __launch_bounds__(kThreads) cast_kernel(int from, const void* x,
   const Index stride = static_cast<Index>(gridDim.x) * blockDim.x;
   for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
     if (from == to) {
-      if (dtype_bytes(to) == 2) static_cast<std::uint16_t*>(out)[i] = static_cast<const std::uint16_t*>(x)[i];
-      else static_cast<std::uint32_t*>(out)[i] = static_cast<const std::uint32_t*>(x)[i];
+      if (dtype_bytes(to) == 2)
+        static_cast<std::uint16_t*>(out)[i] = static_cast<const std::uint16_t*>(x)[i];
+      else
+        static_cast<std::uint32_t*>(out)[i] = static_cast<const std::uint32_t*>(x)[i];
     } else if (from == kI32) {
       store_i32(out, to, i, load_i32(x, i));
     } else {
@@ -56,11 +59,13 @@ bool contiguous(const StridedOperands<2>& layout, int operand) {
 
 }  // namespace
 
-cudaError_t launch_copy(const LaunchContext& context, int dtype, const void* src, void* dst, const StridedOperands<2>& layout, Index count) {
+cudaError_t launch_copy(const LaunchContext& context, int dtype, const void* src, void* dst,
+                        const StridedOperands<2>& layout, Index count) {
   if (count == 0) return cudaSuccess;
   const int bytes = dtype_bytes(dtype);
   if (contiguous(layout, 0) && contiguous(layout, 1)) {
-    return cudaMemcpyAsync(static_cast<char*>(dst) + layout.offsets[1] * bytes, static_cast<const char*>(src) + layout.offsets[0] * bytes,
+    return cudaMemcpyAsync(static_cast<char*>(dst) + layout.offsets[1] * bytes,
+                           static_cast<const char*>(src) + layout.offsets[0] * bytes,
                            static_cast<size_t>(count) * bytes, cudaMemcpyDeviceToDevice, context.stream);
   }
   const dim3 blocks(grid_for(count, kThreads, context.max_blocks));
@@ -74,8 +79,8 @@ cudaError_t launch_copy(const LaunchContext& context, int dtype, const void* src
 
 cudaError_t launch_cast(const LaunchContext& context, int from, const void* x, int to, void* out, Index count) {
   if (count == 0) return cudaSuccess;
-  return vendor::launch("cast_kernel", cast_kernel, dim3(grid_for(count, kThreads, context.max_blocks)), dim3(kThreads), 0, context.stream,
-                        from, x, to, out, count);
+  return vendor::launch("cast_kernel", cast_kernel, dim3(grid_for(count, kThreads, context.max_blocks)), dim3(kThreads),
+                        0, context.stream, from, x, to, out, count);
 }
 
 cudaError_t launch_fill(const LaunchContext& context, int dtype, void* out, std::uint32_t bits, Index count) {
@@ -85,8 +90,8 @@ cudaError_t launch_fill(const LaunchContext& context, int dtype, void* out, std:
     return vendor::launch("fill_kernel<16-bit>", fill_kernel<std::uint16_t>, blocks, dim3(kThreads), 0, context.stream,
                           static_cast<std::uint16_t*>(out), static_cast<std::uint16_t>(bits), count);
   }
-  return vendor::launch("fill_kernel<32-bit>", fill_kernel<std::uint32_t>, blocks, dim3(kThreads), 0, context.stream, static_cast<std::uint32_t*>(out),
-                        bits, count);
+  return vendor::launch("fill_kernel<32-bit>", fill_kernel<std::uint32_t>, blocks, dim3(kThreads), 0, context.stream,
+                        static_cast<std::uint32_t*>(out), bits, count);
 }
 
 std::uint32_t fill_bits(int dtype, double value) {

@@ -8,7 +8,8 @@
 namespace kiln {
 
 /** dst[view] = src[view] bit for bit; operand 0 = src, operand 1 = dst, both of `dtype`. */
-cudaError_t launch_copy(const LaunchContext& context, int dtype, const void* src, void* dst, const StridedOperands<2>& layout, Index count);
+cudaError_t launch_copy(const LaunchContext& context, int dtype, const void* src, void* dst,
+                        const StridedOperands<2>& layout, Index count);
 
 /** out = x converted from `from` to `to` (count contiguous elements each). */
 cudaError_t launch_cast(const LaunchContext& context, int from, const void* x, int to, void* out, Index count);

@@ -18,8 +18,8 @@ namespace kiln {
 namespace {
 
 /** 0 = use the row, 1 = ignored, 2 = out of range (recorded). */
-__device__ __forceinline__ int classify_target(std::int32_t target, std::int32_t ignore_index, Index classes, Index row, DeviceErrorRecord* errors,
-                                               int kernel) {
+__device__ __forceinline__ int classify_target(std::int32_t target, std::int32_t ignore_index, Index classes, Index row,
+                                               DeviceErrorRecord* errors, int kernel) {
   if (target == ignore_index) return 1;
   if (target < 0 || static_cast<Index>(target) >= classes) {
     if (threadIdx.x == 0) report_index_error(errors, kernel, row, target, classes);
@@ -28,8 +28,9 @@ __device__ __forceinline__ int classify_target(std::int32_t target, std::int32_t
   return 0;
 }
 
-__global__ void __launch_bounds__(1024) cross_entropy_kernel(int dtype, const void* logits, const std::int32_t* targets, float* loss, Index rows,
-                                                             Index classes, std::int32_t ignore_index, DeviceErrorRecord* errors) {
+__global__ void __launch_bounds__(1024)
+    cross_entropy_kernel(int dtype, const void* logits, const std::int32_t* targets, float* loss, Index rows,
+                         Index classes, std::int32_t ignore_index, DeviceErrorRecord* errors) {
   __shared__ SoftmaxState scratch[32];
   for (Index row = blockIdx.x; row < rows; row += gridDim.x) {
     const std::int32_t target = targets[row];
@@ -40,20 +41,23 @@ __global__ void __launch_bounds__(1024) cross_entropy_kernel(int dtype, const vo
     }
     const Index start = row * classes;
     SoftmaxState state = softmax_identity();
-    for (Index col = threadIdx.x; col < classes; col += blockDim.x) state = softmax_add(state, load_float(logits, dtype, start + col));
+    for (Index col = threadIdx.x; col < classes; col += blockDim.x)
+      state = softmax_add(state, load_float(logits, dtype, start + col));
     state = block_softmax(state, scratch);
     // (max − x_target) + log(sum), never (max + log(sum)) − x_target: the rounded sum would lose |max|·2⁻²⁴.
     if (threadIdx.x == 0) loss[row] = (state.max - load_float(logits, dtype, start + target)) + logf(state.sum);
   }
 }
 
-__global__ void __launch_bounds__(1024) cross_entropy_backward_kernel(int dtype, const void* logits, const std::int32_t* targets, void* d_logits,
-                                                                      Index rows, Index classes, std::int32_t ignore_index, float scale,
-                                                                      DeviceErrorRecord* errors) {
+__global__ void __launch_bounds__(1024)
+    cross_entropy_backward_kernel(int dtype, const void* logits, const std::int32_t* targets, void* d_logits,
+                                  Index rows, Index classes, std::int32_t ignore_index, float scale,
+                                  DeviceErrorRecord* errors) {
   __shared__ SoftmaxState scratch[32];
   for (Index row = blockIdx.x; row < rows; row += gridDim.x) {
     const std::int32_t target = targets[row];
-    const int kind = classify_target(target, ignore_index, classes, row, errors, KILN_INDEX_ERROR_CROSS_ENTROPY_BACKWARD);
+    const int kind =
+        classify_target(target, ignore_index, classes, row, errors, KILN_INDEX_ERROR_CROSS_ENTROPY_BACKWARD);
     const Index start = row * classes;
     if (kind != 0) {
       const float fill = kind == 1 ? 0.0f : NAN;
@@ -61,7 +65,8 @@ __global__ void __launch_bounds__(1024) cross_entropy_backward_kernel(int dtype,
       continue;
     }
     SoftmaxState state = softmax_identity();
-    for (Index col = threadIdx.x; col < classes; col += blockDim.x) state = softmax_add(state, load_float(logits, dtype, start + col));
+    for (Index col = threadIdx.x; col < classes; col += blockDim.x)
+      state = softmax_add(state, load_float(logits, dtype, start + col));
     state = block_softmax(state, scratch);
     for (Index col = threadIdx.x; col < classes; col += blockDim.x) {
       const float probability = expf(load_float(logits, dtype, start + col) - state.max) / state.sum;
@@ -72,20 +77,23 @@ __global__ void __launch_bounds__(1024) cross_entropy_backward_kernel(int dtype,
 
 }  // namespace
 
-cudaError_t launch_cross_entropy(const LaunchContext& context, int dtype, const void* logits, const std::int32_t* targets, float* loss, Index rows,
-                                 Index classes, std::int32_t ignore_index) {
+cudaError_t launch_cross_entropy(const LaunchContext& context, int dtype, const void* logits,
+                                 const std::int32_t* targets, float* loss, Index rows, Index classes,
+                                 std::int32_t ignore_index) {
   if (rows == 0) return cudaSuccess;
-  return vendor::launch("cross_entropy_kernel", cross_entropy_kernel, dim3(grid_for(rows, 1, context.max_blocks)), dim3(row_threads(classes)), 0,
-                        context.stream, dtype, logits, targets, loss, rows, classes, ignore_index, context.errors);
+  return vendor::launch("cross_entropy_kernel", cross_entropy_kernel, dim3(grid_for(rows, 1, context.max_blocks)),
+                        dim3(row_threads(classes)), 0, context.stream, dtype, logits, targets, loss, rows, classes,
+                        ignore_index, context.errors);
 }
 
-cudaError_t launch_cross_entropy_backward(const LaunchContext& context, int dtype, const void* logits, const std::int32_t* targets, void* d_logits,
-                                          Index rows, Index classes, std::int32_t ignore_index, float scale) {
+cudaError_t launch_cross_entropy_backward(const LaunchContext& context, int dtype, const void* logits,
+                                          const std::int32_t* targets, void* d_logits, Index rows, Index classes,
+                                          std::int32_t ignore_index, float scale) {
   // classes == 0 still launches: every target that is not ignoreIndex is out of range and is recorded.
   if (rows == 0) return cudaSuccess;
-  return vendor::launch("cross_entropy_backward_kernel", cross_entropy_backward_kernel, dim3(grid_for(rows, 1, context.max_blocks)),
-                        dim3(row_threads(classes)), 0, context.stream, dtype, logits, targets, d_logits, rows, classes, ignore_index, scale,
-                        context.errors);
+  return vendor::launch("cross_entropy_backward_kernel", cross_entropy_backward_kernel,
+                        dim3(grid_for(rows, 1, context.max_blocks)), dim3(row_threads(classes)), 0, context.stream,
+                        dtype, logits, targets, d_logits, rows, classes, ignore_index, scale, context.errors);
 }
 
 }  // namespace kiln

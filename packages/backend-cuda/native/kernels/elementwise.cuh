@@ -14,11 +14,12 @@ cudaError_t launch_unary(const LaunchContext& context, int op, int dtype, const 
  * operand 0 = a, operand 1 = b, strides already broadcast). Picks the vectorized same-dtype
  * path when every operand is contiguous or a single broadcast element.
  */
-cudaError_t launch_binary(const LaunchContext& context, int op, int a_dtype, const void* a, int b_dtype, const void* b, int out_dtype, void* out,
-                          const StridedOperands<2>& layout, Index count);
+cudaError_t launch_binary(const LaunchContext& context, int op, int a_dtype, const void* a, int b_dtype, const void* b,
+                          int out_dtype, void* out, const StridedOperands<2>& layout, Index count);
 
 /** out[i] = condition[i] != 0 ? a[i] : b[i]; operands 0, 1, 2 = condition, a, b; out contiguous. */
-cudaError_t launch_where(const LaunchContext& context, int condition_dtype, const void* condition, int a_dtype, const void* a, int b_dtype,
-                         const void* b, int out_dtype, void* out, const StridedOperands<3>& layout, Index count);
+cudaError_t launch_where(const LaunchContext& context, int condition_dtype, const void* condition, int a_dtype,
+                         const void* a, int b_dtype, const void* b, int out_dtype, void* out,
+                         const StridedOperands<3>& layout, Index count);
 
 }  // namespace kiln

@@ -92,14 +92,18 @@ __device__ __forceinline__ std::int32_t binary_int(int op, std::int32_t a, std::
 
 template <typename T>
 __device__ __forceinline__ T unary_value(int op, T x) {
-  if constexpr (std::is_same_v<T, std::int32_t>) return unary_int(op, x);
-  else return from_float<T>(unary_float(op, to_float(x)));
+  if constexpr (std::is_same_v<T, std::int32_t>)
+    return unary_int(op, x);
+  else
+    return from_float<T>(unary_float(op, to_float(x)));
 }
 
 template <typename T>
 __device__ __forceinline__ T binary_value(int op, T a, T b) {
-  if constexpr (std::is_same_v<T, std::int32_t>) return binary_int(op, a, b);
-  else return from_float<T>(binary_float(op, to_float(a), to_float(b)));
+  if constexpr (std::is_same_v<T, std::int32_t>)
+    return binary_int(op, a, b);
+  else
+    return from_float<T>(binary_float(op, to_float(a), to_float(b)));
 }
 
 }  // namespace kiln

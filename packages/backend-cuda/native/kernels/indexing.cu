@@ -26,8 +26,9 @@ namespace {
 constexpr int kThreads = 256;
 
 template <typename Word>
-__global__ void __launch_bounds__(kThreads) gather_kernel(const Word* x, const std::int32_t* indices, Word* out, Index outer, Index rows, Index inner,
-                                                          Index count, DeviceErrorRecord* errors) {
+__global__ void __launch_bounds__(kThreads)
+    gather_kernel(const Word* x, const std::int32_t* indices, Word* out, Index outer, Index rows, Index inner,
+                  Index count, DeviceErrorRecord* errors) {
   const Index total = outer * count * inner;
   const Index stride = static_cast<Index>(gridDim.x) * blockDim.x;
   for (Index element = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; element < total; element += stride) {
@@ -49,15 +50,20 @@ constexpr Index kScatterThreads = 65536;
 /** Adds in T's own precision (f16/bf16 round once per addition, i32 wraps). */
 template <typename T>
 __device__ __forceinline__ T add_in_dtype(T a, T b) {
-  if constexpr (std::is_same_v<T, int>) return static_cast<int>(static_cast<std::uint32_t>(a) + static_cast<std::uint32_t>(b));
-  else if constexpr (std::is_same_v<T, float>) return a + b;
-  else if constexpr (std::is_same_v<T, __half>) return __float2half_rn(__half2float(a) + __half2float(b));
-  else return __float2bfloat16_rn(__bfloat162float(a) + __bfloat162float(b));
+  if constexpr (std::is_same_v<T, int>)
+    return static_cast<int>(static_cast<std::uint32_t>(a) + static_cast<std::uint32_t>(b));
+  else if constexpr (std::is_same_v<T, float>)
+    return a + b;
+  else if constexpr (std::is_same_v<T, __half>)
+    return __float2half_rn(__half2float(a) + __half2float(b));
+  else
+    return __float2bfloat16_rn(__bfloat162float(a) + __bfloat162float(b));
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kThreads) scatter_add_kernel(const T* source, const std::int32_t* indices, T* out, Index outer, Index rows,
-                                                               Index inner, Index count, Index groups, Index rows_per_group, DeviceErrorRecord* errors) {
+__global__ void __launch_bounds__(kThreads)
+    scatter_add_kernel(const T* source, const std::int32_t* indices, T* out, Index outer, Index rows, Index inner,
+                       Index count, Index groups, Index rows_per_group, DeviceErrorRecord* errors) {
   const Index total = outer * groups * inner;
   const Index stride = static_cast<Index>(gridDim.x) * blockDim.x;
   for (Index work = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; work < total; work += stride) {
@@ -82,21 +88,23 @@ __global__ void __launch_bounds__(kThreads) scatter_add_kernel(const T* source, 
 
 }  // namespace
 
-cudaError_t launch_gather(const LaunchContext& context, int dtype, const void* x, const std::int32_t* indices, void* out, Index outer, Index rows,
-                          Index inner, Index count) {
+cudaError_t launch_gather(const LaunchContext& context, int dtype, const void* x, const std::int32_t* indices,
+                          void* out, Index outer, Index rows, Index inner, Index count) {
   const Index total = outer * count * inner;
   if (total == 0) return cudaSuccess;
   const dim3 blocks(grid_for(total, kThreads, context.max_blocks));
   if (dtype_bytes(dtype) == 2) {
-    return vendor::launch("gather_kernel<16-bit>", gather_kernel<std::uint16_t>, blocks, dim3(kThreads), 0, context.stream,
-                          static_cast<const std::uint16_t*>(x), indices, static_cast<std::uint16_t*>(out), outer, rows, inner, count, context.errors);
+    return vendor::launch("gather_kernel<16-bit>", gather_kernel<std::uint16_t>, blocks, dim3(kThreads), 0,
+                          context.stream, static_cast<const std::uint16_t*>(x), indices,
+                          static_cast<std::uint16_t*>(out), outer, rows, inner, count, context.errors);
   }
-  return vendor::launch("gather_kernel<32-bit>", gather_kernel<std::uint32_t>, blocks, dim3(kThreads), 0, context.stream,
-                        static_cast<const std::uint32_t*>(x), indices, static_cast<std::uint32_t*>(out), outer, rows, inner, count, context.errors);
+  return vendor::launch("gather_kernel<32-bit>", gather_kernel<std::uint32_t>, blocks, dim3(kThreads), 0,
+                        context.stream, static_cast<const std::uint32_t*>(x), indices, static_cast<std::uint32_t*>(out),
+                        outer, rows, inner, count, context.errors);
 }
 
-cudaError_t launch_scatter_add(const LaunchContext& context, int dtype, const void* source, const std::int32_t* indices, void* out, Index outer,
-                               Index rows, Index inner, Index count) {
+cudaError_t launch_scatter_add(const LaunchContext& context, int dtype, const void* source, const std::int32_t* indices,
+                               void* out, Index outer, Index rows, Index inner, Index count) {
   if (outer * count * inner == 0) return cudaSuccess;
   const Index owners = outer * inner;
   Index groups = (kScatterThreads + owners - 1) / owners;
@@ -108,17 +116,22 @@ cudaError_t launch_scatter_add(const LaunchContext& context, int dtype, const vo
   const dim3 threads(kThreads);
   switch (dtype) {
     case kF32:
-      return vendor::launch("scatter_add_kernel<f32>", scatter_add_kernel<float>, blocks, threads, 0, context.stream, static_cast<const float*>(source),
-                            indices, static_cast<float*>(out), outer, rows, inner, count, groups, rows_per_group, context.errors);
+      return vendor::launch("scatter_add_kernel<f32>", scatter_add_kernel<float>, blocks, threads, 0, context.stream,
+                            static_cast<const float*>(source), indices, static_cast<float*>(out), outer, rows, inner,
+                            count, groups, rows_per_group, context.errors);
     case kF16:
-      return vendor::launch("scatter_add_kernel<f16>", scatter_add_kernel<__half>, blocks, threads, 0, context.stream, static_cast<const __half*>(source),
-                            indices, static_cast<__half*>(out), outer, rows, inner, count, groups, rows_per_group, context.errors);
+      return vendor::launch("scatter_add_kernel<f16>", scatter_add_kernel<__half>, blocks, threads, 0, context.stream,
+                            static_cast<const __half*>(source), indices, static_cast<__half*>(out), outer, rows, inner,
+                            count, groups, rows_per_group, context.errors);
     case kBF16:
-      return vendor::launch("scatter_add_kernel<bf16>", scatter_add_kernel<__nv_bfloat16>, blocks, threads, 0, context.stream,
-                            static_cast<const __nv_bfloat16*>(source), indices, static_cast<__nv_bfloat16*>(out), outer, rows, inner, count, groups, rows_per_group, context.errors);
+      return vendor::launch("scatter_add_kernel<bf16>", scatter_add_kernel<__nv_bfloat16>, blocks, threads, 0,
+                            context.stream, static_cast<const __nv_bfloat16*>(source), indices,
+                            static_cast<__nv_bfloat16*>(out), outer, rows, inner, count, groups, rows_per_group,
+                            context.errors);
     default:
-      return vendor::launch("scatter_add_kernel<i32>", scatter_add_kernel<int>, blocks, threads, 0, context.stream, static_cast<const int*>(source),
-                            indices, static_cast<int*>(out), outer, rows, inner, count, groups, rows_per_group, context.errors);
+      return vendor::launch("scatter_add_kernel<i32>", scatter_add_kernel<int>, blocks, threads, 0, context.stream,
+                            static_cast<const int*>(source), indices, static_cast<int*>(out), outer, rows, inner, count,
+                            groups, rows_per_group, context.errors);
   }
 }
 

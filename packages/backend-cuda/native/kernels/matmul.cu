@@ -54,7 +54,8 @@ constexpr unsigned kMaxGridZ = 65535;
 enum MatmulFlags : int { kTransposeA = 1, kTransposeB = 2, kVectorA = 4, kVectorB = 8, kVectorOut = 16 };
 
 /** Four consecutive elements from `base[offset]`: zeros when out of range, and past the `remaining` elements of the row. */
-__device__ __forceinline__ float4 load_four(const float* base, Index offset, Index remaining, bool in_range, bool vector) {
+__device__ __forceinline__ float4 load_four(const float* base, Index offset, Index remaining, bool in_range,
+                                            bool vector) {
   if (!in_range) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   if (vector) return *reinterpret_cast<const float4*>(base + offset);
   float values[4];
@@ -121,8 +122,8 @@ __device__ __forceinline__ void store_b(float (*tile)[Row], float4 values, int f
 template <bool Tf32>
 __device__ __forceinline__ float4 operand_values(float4 x) {
   if constexpr (Tf32) {
-    return make_float4(bit_cast<float>(ptx::cvt_rna_tf32(x.x)), bit_cast<float>(ptx::cvt_rna_tf32(x.y)), bit_cast<float>(ptx::cvt_rna_tf32(x.z)),
-                       bit_cast<float>(ptx::cvt_rna_tf32(x.w)));
+    return make_float4(bit_cast<float>(ptx::cvt_rna_tf32(x.x)), bit_cast<float>(ptx::cvt_rna_tf32(x.y)),
+                       bit_cast<float>(ptx::cvt_rna_tf32(x.z)), bit_cast<float>(ptx::cvt_rna_tf32(x.w)));
   } else {
     return x;
   }
@@ -133,11 +134,12 @@ using Accumulators = float[8][8];
 
 /** The 4 registers of tf32 fragment (i, j) (i along m, j along n, each 0–3): row 2i + j/2, columns 4(j%2)…. */
 __device__ __forceinline__ float (&fragment(Accumulators& accumulator, int i, int j))[4] {
-  return *reinterpret_cast<float(*)[4]>(&accumulator[2 * i + j / 2][4 * (j % 2)]);
+  return *reinterpret_cast<float (*)[4]>(&accumulator[2 * i + j / 2][4 * (j % 2)]);
 }
 
 /** One k8 step of the SIMT kernel: the thread's 8×8 outer products (rows ty·4…, 64 + ty·4…; columns tx·4…, 64 + tx·4…). */
-__device__ __forceinline__ void simt_step(Accumulators& accumulator, const float (*tile_a)[kRow<false>], const float (*tile_b)[kRow<false>]) {
+__device__ __forceinline__ void simt_step(Accumulators& accumulator, const float (*tile_a)[kRow<false>],
+                                          const float (*tile_b)[kRow<false>]) {
   const int tx = static_cast<int>(threadIdx.x % 16);
   const int ty = static_cast<int>(threadIdx.x / 16);
   for (int depth = 0; depth < kDepth; depth++) {
@@ -159,7 +161,8 @@ __device__ __forceinline__ void simt_step(Accumulators& accumulator, const float
  * registers are read straight from the k-major tiles (a[e] = A(g + 8(e&1), t + 4(e≥2)), b[e] =
  * B(t + 4e, g)); with rows kRow<true> = 136 floats apart the 32 lanes hit 32 distinct banks.
  */
-__device__ __forceinline__ void tf32_step(Accumulators& accumulator, const float (*tile_a)[kRow<true>], const float (*tile_b)[kRow<true>]) {
+__device__ __forceinline__ void tf32_step(Accumulators& accumulator, const float (*tile_a)[kRow<true>],
+                                          const float (*tile_b)[kRow<true>]) {
   const int warp = static_cast<int>(threadIdx.x / 32);
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int g = lane / 4;
@@ -174,7 +177,8 @@ __device__ __forceinline__ void tf32_step(Accumulators& accumulator, const float
   for (int i = 0; i < 4; i++) {
     const int row = warp_row + i * 16 + g;
     const std::uint32_t left[4] = {bit_cast<std::uint32_t>(tile_a[t][row]), bit_cast<std::uint32_t>(tile_a[t][row + 8]),
-                                   bit_cast<std::uint32_t>(tile_a[t + 4][row]), bit_cast<std::uint32_t>(tile_a[t + 4][row + 8])};
+                                   bit_cast<std::uint32_t>(tile_a[t + 4][row]),
+                                   bit_cast<std::uint32_t>(tile_a[t + 4][row + 8])};
     for (int j = 0; j < 4; j++) ptx::mma_m16n8k8_tf32(fragment(accumulator, i, j), left, right[j]);
   }
 }
@@ -205,9 +209,9 @@ __device__ __forceinline__ void store_two(float* row, Index column, Index n, flo
  * [split · steps_per_split, …) of its batch index; Tf32 selects the tensor-core step.
  */
 template <bool Tf32>
-__global__ void __launch_bounds__(kThreads, kMinBlocks) matmul_f32_kernel(const float* a, const float* b, float* out, Index m, Index n, Index k, int flags,
-                                                              Index batch_stride_a, Index batch_stride_b, Index batch, Index splits,
-                                                              Index steps_per_split) {
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    matmul_f32_kernel(const float* a, const float* b, float* out, Index m, Index n, Index k, int flags,
+                      Index batch_stride_a, Index batch_stride_b, Index batch, Index splits, Index steps_per_split) {
   __shared__ __align__(16) float tile_a[2][kDepth][kRow<Tf32>];
   __shared__ __align__(16) float tile_b[2][kDepth][kRow<Tf32>];
   const Index row0 = static_cast<Index>(blockIdx.y) * kTile;
@@ -255,7 +259,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) matmul_f32_kernel(const 
         const Index row = row0 + (warp / 4) * 64 + i * 16 + lane / 4;
         for (int j = 0; j < 4; j++) {
           const Index column = column0 + (warp % 4) * 32 + j * 8 + 2 * (lane % 4);
-          const float(&values)[4] = fragment(accumulator, i, j);
+          const float (&values)[4] = fragment(accumulator, i, j);
           if (row < m) store_two(matrix_out + row * n, column, n, values[0], values[1], vector);
           if (row + 8 < m) store_two(matrix_out + (row + 8) * n, column, n, values[2], values[3], vector);
         }
@@ -266,7 +270,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) matmul_f32_kernel(const 
       for (int i = 0; i < 8; i++) {
         const Index row = row0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);
         if (row >= m) continue;
-        for (int half = 0; half < 2; half++) store_four(matrix_out + row * n, column0 + half * 64 + tx * 4, n, &accumulator[i][half * 4], vector);
+        for (int half = 0; half < 2; half++)
+          store_four(matrix_out + row * n, column0 + half * 64 + tx * 4, n, &accumulator[i][half * 4], vector);
       }
     }
   }
@@ -281,9 +286,11 @@ SplitKPlan plan_f32(const LaunchContext& context, const MatmulShape& shape) {
   return plan_split_k(context, tiles, (shape.k + kDepth - 1) / kDepth, kMinStepsPerSplit);
 }
 
-cudaError_t launch_f32(const LaunchContext& context, const void* a, const void* b, void* out, const MatmulShape& shape, void* workspace) {
+cudaError_t launch_f32(const LaunchContext& context, const void* a, const void* b, void* out, const MatmulShape& shape,
+                       void* workspace) {
   const SplitKPlan plan = plan_f32(context, shape);
-  if (plan.splits > 1 && workspace == nullptr) return cudaErrorInvalidValue;  // the caller skipped matmul_workspace_bytes
+  if (plan.splits > 1 && workspace == nullptr)
+    return cudaErrorInvalidValue;  // the caller skipped matmul_workspace_bytes
   float* target = plan.splits > 1 ? static_cast<float*>(workspace) : static_cast<float*>(out);
   // float4 loads need 16-byte aligned rows: the contiguous extent, the batch stride and the base all multiples of 4 floats.
   const Index a_row = shape.transpose_a ? shape.m : shape.k;
@@ -293,13 +300,15 @@ cudaError_t launch_f32(const LaunchContext& context, const void* a, const void* 
   if (b_row % 4 == 0 && shape.batch_stride_b % 4 == 0 && aligned16(b)) flags |= kVectorB;
   if (shape.n % 4 == 0 && aligned16(target)) flags |= kVectorOut;
   const Index items = shape.batch * plan.splits;
-  const dim3 blocks(static_cast<unsigned>((shape.n + kTile - 1) / kTile), static_cast<unsigned>((shape.m + kTile - 1) / kTile),
+  const dim3 blocks(static_cast<unsigned>((shape.n + kTile - 1) / kTile),
+                    static_cast<unsigned>((shape.m + kTile - 1) / kTile),
                     static_cast<unsigned>(items < kMaxGridZ ? items : kMaxGridZ));
   const bool tf32 = matmul_f32_uses_tf32(context);
-  const cudaError_t launched =
-      vendor::launch(tf32 ? "matmul_f32_kernel<tf32 mma.sync>" : "matmul_f32_kernel<simt>", tf32 ? matmul_f32_kernel<true> : matmul_f32_kernel<false>,
-                     blocks, dim3(kThreads), 0, context.stream, static_cast<const float*>(a), static_cast<const float*>(b), target, shape.m, shape.n,
-                     shape.k, flags, shape.batch_stride_a, shape.batch_stride_b, shape.batch, plan.splits, plan.tiles_per_split);
+  const cudaError_t launched = vendor::launch(
+      tf32 ? "matmul_f32_kernel<tf32 mma.sync>" : "matmul_f32_kernel<simt>",
+      tf32 ? matmul_f32_kernel<true> : matmul_f32_kernel<false>, blocks, dim3(kThreads), 0, context.stream,
+      static_cast<const float*>(a), static_cast<const float*>(b), target, shape.m, shape.n, shape.k, flags,
+      shape.batch_stride_a, shape.batch_stride_b, shape.batch, plan.splits, plan.tiles_per_split);
   if (launched != cudaSuccess || plan.splits == 1) return launched;
   return launch_split_k_reduce(context, kF32, target, out, plan.splits, shape.batch, shape.m * shape.n);
 }
@@ -308,7 +317,8 @@ cudaError_t launch_f32(const LaunchContext& context, const void* a, const void* 
 template <typename T>
 __global__ void matmul_split_k_reduce_kernel(const float* workspace, T* out, Index splits, Index batch, Index matrix) {
   const Index count = batch * matrix;
-  for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += static_cast<Index>(gridDim.x) * blockDim.x) {
+  for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += static_cast<Index>(gridDim.x) * blockDim.x) {
     const float* partial = workspace + (i / matrix) * splits * matrix + i % matrix;
     float sum = 0.0f;
     for (Index split = 0; split < splits; split++) sum += partial[split * matrix];
@@ -327,40 +337,49 @@ bool matmul_f32_uses_tf32(const LaunchContext& context) { return context.allow_t
 
 unsigned long long split_k_matmul_launches() { return split_k_launches.load(); }
 
-cudaError_t launch_split_k_reduce(const LaunchContext& context, int dtype, const float* workspace, void* out, Index splits, Index batch, Index matrix) {
+cudaError_t launch_split_k_reduce(const LaunchContext& context, int dtype, const float* workspace, void* out,
+                                  Index splits, Index batch, Index matrix) {
   constexpr int kReduceThreads = 256;
   const dim3 blocks(grid_for(batch * matrix, kReduceThreads, context.max_blocks));
   split_k_launches++;
   switch (dtype) {
     case kF32:
-      return vendor::launch("matmul_split_k_reduce_kernel<f32>", matmul_split_k_reduce_kernel<float>, blocks, dim3(kReduceThreads), 0, context.stream,
-                            workspace, static_cast<float*>(out), splits, batch, matrix);
+      return vendor::launch("matmul_split_k_reduce_kernel<f32>", matmul_split_k_reduce_kernel<float>, blocks,
+                            dim3(kReduceThreads), 0, context.stream, workspace, static_cast<float*>(out), splits, batch,
+                            matrix);
     case kF16:
-      return vendor::launch("matmul_split_k_reduce_kernel<f16>", matmul_split_k_reduce_kernel<__half>, blocks, dim3(kReduceThreads), 0, context.stream,
-                            workspace, static_cast<__half*>(out), splits, batch, matrix);
+      return vendor::launch("matmul_split_k_reduce_kernel<f16>", matmul_split_k_reduce_kernel<__half>, blocks,
+                            dim3(kReduceThreads), 0, context.stream, workspace, static_cast<__half*>(out), splits,
+                            batch, matrix);
     default:
-      return vendor::launch("matmul_split_k_reduce_kernel<bf16>", matmul_split_k_reduce_kernel<__nv_bfloat16>, blocks, dim3(kReduceThreads), 0,
-                            context.stream, workspace, static_cast<__nv_bfloat16*>(out), splits, batch, matrix);
+      return vendor::launch("matmul_split_k_reduce_kernel<bf16>", matmul_split_k_reduce_kernel<__nv_bfloat16>, blocks,
+                            dim3(kReduceThreads), 0, context.stream, workspace, static_cast<__nv_bfloat16*>(out),
+                            splits, batch, matrix);
   }
 }
 
 /** The split-K plan of the kernel launch_matmul runs for these operands (unsplit for the wgmma and WMMA kernels). */
-SplitKPlan plan_matmul(const LaunchContext& context, int dtype, const void* a, const void* b, const MatmulShape& shape) {
+SplitKPlan plan_matmul(const LaunchContext& context, int dtype, const void* a, const void* b,
+                       const MatmulShape& shape) {
   if (shape.batch == 0 || shape.m == 0 || shape.n == 0 || shape.k == 0) return SplitKPlan{1, 0};
   if (dtype == kF32) return plan_f32(context, shape);
   if (choose_half_matmul_kernel(context, a, b, shape) != HalfMatmulKernel::kMma) return SplitKPlan{1, 0};
   return plan_mma_split_k(context, shape);
 }
 
-Index matmul_workspace_bytes(const LaunchContext& context, int dtype, const void* a, const void* b, const MatmulShape& shape) {
+Index matmul_workspace_bytes(const LaunchContext& context, int dtype, const void* a, const void* b,
+                             const MatmulShape& shape) {
   return split_k_workspace_bytes(plan_matmul(context, dtype, a, b, shape), shape);
 }
 
-cudaError_t launch_matmul(const LaunchContext& context, int dtype, const void* a, const void* b, void* out, const MatmulShape& shape, void* workspace) {
+cudaError_t launch_matmul(const LaunchContext& context, int dtype, const void* a, const void* b, void* out,
+                          const MatmulShape& shape, void* workspace) {
   if (shape.batch == 0 || shape.m == 0 || shape.n == 0) return cudaSuccess;
   if (shape.k == 0) {
-    return cudaMemsetAsync(out, 0, static_cast<std::size_t>(shape.batch * shape.m * shape.n) * static_cast<std::size_t>(dtype_bytes(dtype)),
-                           context.stream);
+    return cudaMemsetAsync(
+        out, 0,
+        static_cast<std::size_t>(shape.batch * shape.m * shape.n) * static_cast<std::size_t>(dtype_bytes(dtype)),
+        context.stream);
   }
   switch (dtype) {
     case kF32: return launch_f32(context, a, b, out, shape, workspace);
@@ -370,7 +389,8 @@ cudaError_t launch_matmul(const LaunchContext& context, int dtype, const void* a
         bool maps_refused = false;
         const cudaError_t launched = launch_matmul_wgmma_f16(context, a, b, out, shape, maps_refused);
         if (!maps_refused) wgmma_launches++;
-        if (!maps_refused) return launched;  // else the driver refused a tensor map: the mma.sync kernel takes these operands too
+        if (!maps_refused)
+          return launched;  // else the driver refused a tensor map: the mma.sync kernel takes these operands too
       }
       if (kernel != HalfMatmulKernel::kWmma) return launch_matmul_mma_f16(context, a, b, out, shape, workspace);
       return launch_matmul_wmma_f16(context, a, b, out, shape);

@@ -17,29 +17,37 @@ namespace kiln {
  * over blocks into `workspace` for shapes whose output tiles leave multiprocessors idle
  * (matmul_split_k.cuh). k = 0 writes zeros.
  */
-cudaError_t launch_matmul(const LaunchContext& context, int dtype, const void* a, const void* b, void* out, const MatmulShape& shape, void* workspace);
+cudaError_t launch_matmul(const LaunchContext& context, int dtype, const void* a, const void* b, void* out,
+                          const MatmulShape& shape, void* workspace);
 
 /**
  * Device bytes of f32 workspace launch_matmul needs for these operands on the current device (0
  * when it does not split k; matmul_split_k.cuh). The caller passes that much scratch, or nullptr
  * for 0 bytes; the memory is free again once the launches it enqueued have run.
  */
-Index matmul_workspace_bytes(const LaunchContext& context, int dtype, const void* a, const void* b, const MatmulShape& shape);
+Index matmul_workspace_bytes(const LaunchContext& context, int dtype, const void* a, const void* b,
+                             const MatmulShape& shape);
 
 /** The f16 tensor-core kernel (matmul_wmma_f16.cu); k, m, n, batch ≥ 1. */
-cudaError_t launch_matmul_wmma_f16(const LaunchContext& context, const void* a, const void* b, void* out, const MatmulShape& shape);
+cudaError_t launch_matmul_wmma_f16(const LaunchContext& context, const void* a, const void* b, void* out,
+                                   const MatmulShape& shape);
 /** The bf16 tensor-core kernel (matmul_wmma_bf16.cu); k, m, n, batch ≥ 1. */
-cudaError_t launch_matmul_wmma_bf16(const LaunchContext& context, const void* a, const void* b, void* out, const MatmulShape& shape);
+cudaError_t launch_matmul_wmma_bf16(const LaunchContext& context, const void* a, const void* b, void* out,
+                                    const MatmulShape& shape);
 
 /** The sm_80 pipelined f16 kernel (matmul_mma_f16.cu); needs choose_half_matmul_kernel(…) == kMma and matmul_workspace_bytes of workspace. */
-cudaError_t launch_matmul_mma_f16(const LaunchContext& context, const void* a, const void* b, void* out, const MatmulShape& shape, void* workspace);
+cudaError_t launch_matmul_mma_f16(const LaunchContext& context, const void* a, const void* b, void* out,
+                                  const MatmulShape& shape, void* workspace);
 /** The sm_80 pipelined bf16 kernel (matmul_mma_bf16.cu); needs choose_half_matmul_kernel(…) == kMma and matmul_workspace_bytes of workspace. */
-cudaError_t launch_matmul_mma_bf16(const LaunchContext& context, const void* a, const void* b, void* out, const MatmulShape& shape, void* workspace);
+cudaError_t launch_matmul_mma_bf16(const LaunchContext& context, const void* a, const void* b, void* out,
+                                   const MatmulShape& shape, void* workspace);
 
 /** The sm_90a warp-specialised wgmma + TMA f16 kernel (matmul_wgmma_f16.cu); launches nothing and sets `maps_refused` when the driver refuses its tensor maps. */
-cudaError_t launch_matmul_wgmma_f16(const LaunchContext& context, const void* a, const void* b, void* out, const MatmulShape& shape, bool& maps_refused);
+cudaError_t launch_matmul_wgmma_f16(const LaunchContext& context, const void* a, const void* b, void* out,
+                                    const MatmulShape& shape, bool& maps_refused);
 /** The sm_90a warp-specialised wgmma + TMA bf16 kernel (matmul_wgmma_bf16.cu); launches nothing and sets `maps_refused` when the driver refuses its tensor maps. */
-cudaError_t launch_matmul_wgmma_bf16(const LaunchContext& context, const void* a, const void* b, void* out, const MatmulShape& shape, bool& maps_refused);
+cudaError_t launch_matmul_wgmma_bf16(const LaunchContext& context, const void* a, const void* b, void* out,
+                                     const MatmulShape& shape, bool& maps_refused);
 
 /** True when kiln's own f32 matmul runs on TF32 tensor cores: the backend allows TF32 (context.allow_tf32) and device_runs_mma_kernels(). */
 bool matmul_f32_uses_tf32(const LaunchContext& context);
@@ -67,6 +75,7 @@ unsigned long long wgmma_matmul_launches();
  * 64×64 tiles); else kMma when device_runs_mma_kernels() and every operand row is whole 16-byte
  * chunks (matmul_mma.cuh); else kWmma.
  */
-HalfMatmulKernel choose_half_matmul_kernel(const LaunchContext& context, const void* a, const void* b, const MatmulShape& shape);
+HalfMatmulKernel choose_half_matmul_kernel(const LaunchContext& context, const void* a, const void* b,
+                                           const MatmulShape& shape);
 
 }  // namespace kiln

@@ -87,18 +87,23 @@ bool device_runs_wgmma_kernels() { return cached(runs_wgmma_kernels, ask_device_
 
 bool device_runs_mma_kernels() { return cached(runs_mma_kernels, ask_device); }
 
-SplitKPlan plan_mma_split_k(const LaunchContext& context, const MatmulShape& shape) { return mma_matmul::plan(context, shape); }
+SplitKPlan plan_mma_split_k(const LaunchContext& context, const MatmulShape& shape) {
+  return mma_matmul::plan(context, shape);
+}
 
-HalfMatmulKernel choose_half_matmul_kernel(const LaunchContext& context, const void* a, const void* b, const MatmulShape& shape) {
+HalfMatmulKernel choose_half_matmul_kernel(const LaunchContext& context, const void* a, const void* b,
+                                           const MatmulShape& shape) {
 #if defined(KILN_HAS_TENSOR_MAPS)
   // max_blocks is 16 per multiprocessor: two tiles per multiprocessor is max_blocks / 8.
-  if (device_runs_wgmma_kernels() && wgmma_matmul::supports_operands(a, b, shape) && wgmma_matmul::tile_count(shape) * 8 >= context.max_blocks) {
+  if (device_runs_wgmma_kernels() && wgmma_matmul::supports_operands(a, b, shape) &&
+      wgmma_matmul::tile_count(shape) * 8 >= context.max_blocks) {
     return HalfMatmulKernel::kWgmma;
   }
 #else
   (void)context;
 #endif
-  return device_runs_mma_kernels() && mma_matmul::supports_operands(a, b, shape) ? HalfMatmulKernel::kMma : HalfMatmulKernel::kWmma;
+  return device_runs_mma_kernels() && mma_matmul::supports_operands(a, b, shape) ? HalfMatmulKernel::kMma
+                                                                                 : HalfMatmulKernel::kWmma;
 }
 
 }  // namespace kiln

@@ -96,10 +96,11 @@ using SmallTile = Config<64, 64, 2, 2, 3, 4>;
  * [outer0, outer0 + Rows) and inner elements [inner0, inner0 + Chunks · 8).
  */
 template <typename T, int Rows, int Chunks, int Threads>
-__device__ __forceinline__ void copy_stage(T* stage, const T* matrix, Index outer0, Index outer_count, Index inner0, Index inner_count) {
+__device__ __forceinline__ void copy_stage(T* stage, const T* matrix, Index outer0, Index outer_count, Index inner0,
+                                           Index inner_count) {
   constexpr int kPerThread = Rows * Chunks / Threads;
   static_assert(Rows * Chunks % Threads == 0, "every thread copies the same number of chunks");
-KILN_UNROLL
+  KILN_UNROLL
   for (int i = 0; i < kPerThread; i++) {
     const int index = static_cast<int>(threadIdx.x) + i * Threads;
     const int row = index / Chunks;
@@ -137,8 +138,8 @@ __device__ __forceinline__ void store_pair(T* row, Index column, Index n, float 
  */
 template <typename T, typename Out, typename Tile>
 __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
-    matmul_mma_kernel(const T* a, const T* b, Out* out, Index m, Index n, Index k, int flags, Index batch_stride_a, Index batch_stride_b, Index batch,
-                      Index splits, Index tiles_per_split) {
+    matmul_mma_kernel(const T* a, const T* b, Out* out, Index m, Index n, Index k, int flags, Index batch_stride_a,
+                      Index batch_stride_b, Index batch, Index splits, Index tiles_per_split) {
   constexpr int kStages = Tile::kStages;
   constexpr int kFragmentsM = Tile::kFragmentsM;
   constexpr int kFragmentsN = Tile::kFragmentsN;
@@ -164,10 +165,11 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   const int matrix_row = lane % 8;
   // A fragment i (rows warp_row + 16i …) at `depth` of the stage at stage_a.
   const T* stage_a = nullptr;
-  const auto load_a = [&](std::uint32_t(&left)[4], int i, int depth) {
+  const auto load_a = [&](std::uint32_t (&left)[4], int i, int depth) {
     const int row = warp_row + i * 16;
     if (transpose_a) {  // rows are k: matrix q covers m + (q % 2)·8, k + (q / 2)·8, transposed
-      ptx::ldmatrix_x4_trans(left, stage_a + TileAm::offset(depth + (matrix / 2) * 8 + matrix_row, (row + (matrix % 2) * 8) / 8));
+      ptx::ldmatrix_x4_trans(
+          left, stage_a + TileAm::offset(depth + (matrix / 2) * 8 + matrix_row, (row + (matrix % 2) * 8) / 8));
     } else {  // rows are m: lanes 0–15 rows 0–15 at k, lanes 16–31 at k + 8
       ptx::ldmatrix_x4(left, stage_a + TileAk::offset(row + lane % 16, (depth + (lane / 16) * 8) / 8));
     }
@@ -184,46 +186,52 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
       const Index k0 = tile * kDepth;
       T* stage_a = stages_a + stage * Tile::kStageA;
       T* stage_b = stages_b + stage * Tile::kStageB;
-      if (transpose_a) copy_stage<T, kDepth, Tile::kBlockM / 8, Tile::kThreads>(stage_a, matrix_a, k0, k, row0, m);
-      else copy_stage<T, Tile::kBlockM, kDepth / 8, Tile::kThreads>(stage_a, matrix_a, row0, m, k0, k);
-      if (transpose_b) copy_stage<T, Tile::kBlockN, kDepth / 8, Tile::kThreads>(stage_b, matrix_b, column0, n, k0, k);
-      else copy_stage<T, kDepth, Tile::kBlockN / 8, Tile::kThreads>(stage_b, matrix_b, k0, k, column0, n);
+      if (transpose_a)
+        copy_stage<T, kDepth, Tile::kBlockM / 8, Tile::kThreads>(stage_a, matrix_a, k0, k, row0, m);
+      else
+        copy_stage<T, Tile::kBlockM, kDepth / 8, Tile::kThreads>(stage_a, matrix_a, row0, m, k0, k);
+      if (transpose_b)
+        copy_stage<T, Tile::kBlockN, kDepth / 8, Tile::kThreads>(stage_b, matrix_b, column0, n, k0, k);
+      else
+        copy_stage<T, kDepth, Tile::kBlockN / 8, Tile::kThreads>(stage_b, matrix_b, k0, k, column0, n);
     };
     float sums[kFragmentsM][kFragmentsN][4];
-KILN_UNROLL
+    KILN_UNROLL
     for (int i = 0; i < kFragmentsM; i++) {
-KILN_UNROLL
+      KILN_UNROLL
       for (int j = 0; j < kFragmentsN; j++) {
         for (int e = 0; e < 4; e++) sums[i][j][e] = 0.0f;
       }
     }
     // Prologue: kStages − 1 tiles in flight, one group each (empty groups past the end keep the count uniform).
-KILN_UNROLL
+    KILN_UNROLL
     for (int stage = 0; stage < kStages - 1; stage++) {
       if (first_tile + stage < end_tile) copy_tile(first_tile + stage, stage);
       ptx::cp_async_commit();
     }
     for (Index tile = first_tile; tile < end_tile; tile++) {
       ptx::cp_async_wait<kStages - 2>();  // this thread's copies of `tile` have landed …
-      __syncthreads();                      // … and everyone's; everyone is also done reading tile − 1's stage
+      __syncthreads();                    // … and everyone's; everyone is also done reading tile − 1's stage
       const Index ahead = tile + kStages - 1;
       if (ahead < end_tile) copy_tile(ahead, static_cast<int>((ahead - first_tile) % kStages));
       ptx::cp_async_commit();
       const int stage = static_cast<int>((tile - first_tile) % kStages);
       stage_a = stages_a + stage * Tile::kStageA;
       const T* stage_b = stages_b + stage * Tile::kStageB;
-KILN_UNROLL
+      KILN_UNROLL
       for (int depth = 0; depth < kDepth; depth += 16) {
         // Every B fragment of the step, then the A fragments (fewer live registers than all at once).
         std::uint32_t right[kFragmentsN][2];
-KILN_UNROLL
+        KILN_UNROLL
         for (int pair = 0; pair < kFragmentsN / 2; pair++) {
           const int column = warp_column + pair * 16;
           std::uint32_t loaded[4];
           if (transpose_b) {  // rows are n: matrix q covers n + (q / 2)·8, k + (q % 2)·8
-            ptx::ldmatrix_x4(loaded, stage_b + TileBk::offset(column + (matrix / 2) * 8 + matrix_row, (depth + (matrix % 2) * 8) / 8));
+            ptx::ldmatrix_x4(loaded, stage_b + TileBk::offset(column + (matrix / 2) * 8 + matrix_row,
+                                                              (depth + (matrix % 2) * 8) / 8));
           } else {  // rows are k: matrix q covers k + (q % 2)·8, n + (q / 2)·8, transposed
-            ptx::ldmatrix_x4_trans(loaded, stage_b + TileBn::offset(depth + (matrix % 2) * 8 + matrix_row, (column + (matrix / 2) * 8) / 8));
+            ptx::ldmatrix_x4_trans(loaded, stage_b + TileBn::offset(depth + (matrix % 2) * 8 + matrix_row,
+                                                                    (column + (matrix / 2) * 8) / 8));
           }
           right[2 * pair][0] = loaded[0];
           right[2 * pair][1] = loaded[1];
@@ -233,10 +241,10 @@ KILN_UNROLL
         // A fragments two at a time: the next one loads while the current one's products issue.
         std::uint32_t left[2][4];
         load_a(left[0], 0, depth);
-KILN_UNROLL
+        KILN_UNROLL
         for (int i = 0; i < kFragmentsM; i++) {
           if (i + 1 < kFragmentsM) load_a(left[(i + 1) % 2], i + 1, depth);
-KILN_UNROLL
+          KILN_UNROLL
           for (int j = 0; j < kFragmentsN; j++) ptx::mma_m16n8k16<T>(sums[i][j], left[i % 2], right[j]);
         }
       }
@@ -247,10 +255,10 @@ KILN_UNROLL
     const int g = lane / 4;
     const int t = lane % 4;
     const bool pair = (flags & kPairOut) != 0;
-KILN_UNROLL
+    KILN_UNROLL
     for (int i = 0; i < kFragmentsM; i++) {
       const Index row = row0 + warp_row + i * 16 + g;
-KILN_UNROLL
+      KILN_UNROLL
       for (int j = 0; j < kFragmentsN; j++) {
         const Index column = column0 + warp_column + j * 8 + 2 * t;
         if (row < m) store_pair(matrix_out + row * n, column, n, sums[i][j][0], sums[i][j][1], pair);
@@ -277,11 +285,14 @@ inline constexpr Index kMinTilesPerSplit = 8;
 /** Block tiles of `Tile` over the problem (all batch indices). */
 template <typename Tile>
 Index output_tiles(const MatmulShape& shape) {
-  return ((shape.m + Tile::kBlockM - 1) / Tile::kBlockM) * ((shape.n + Tile::kBlockN - 1) / Tile::kBlockN) * shape.batch;
+  return ((shape.m + Tile::kBlockM - 1) / Tile::kBlockM) * ((shape.n + Tile::kBlockN - 1) / Tile::kBlockN) *
+         shape.batch;
 }
 
 /** True when the large tile's blocks fill every SM at least once (max_blocks is 16 per multiprocessor). */
-inline bool use_large_tile(const LaunchContext& context, const MatmulShape& shape) { return output_tiles<LargeTile>(shape) * 16 >= context.max_blocks; }
+inline bool use_large_tile(const LaunchContext& context, const MatmulShape& shape) {
+  return output_tiles<LargeTile>(shape) * 16 >= context.max_blocks;
+}
 
 /** The split-K plan (matmul_split_k.cuh): only the small tile splits, when its tiles leave SMs idle and k is long. */
 inline SplitKPlan plan(const LaunchContext& context, const MatmulShape& shape) {
@@ -291,19 +302,23 @@ inline SplitKPlan plan(const LaunchContext& context, const MatmulShape& shape) {
 }
 
 template <typename T, typename Out, typename Tile>
-cudaError_t launch_tile(const LaunchContext& context, const char* name, const void* a, const void* b, Out* out, const MatmulShape& shape, const SplitKPlan& split) {
+cudaError_t launch_tile(const LaunchContext& context, const char* name, const void* a, const void* b, Out* out,
+                        const MatmulShape& shape, const SplitKPlan& split) {
   int flags = (shape.transpose_a ? kTransposeA : 0) | (shape.transpose_b ? kTransposeB : 0);
   if (shape.n % 2 == 0 && (reinterpret_cast<std::uintptr_t>(out) & (2 * sizeof(Out) - 1)) == 0) flags |= kPairOut;
   constexpr int kBytes = Tile::template kSharedBytes<T>;
   if (kBytes > 48 * 1024) {
-    const cudaError_t allowed = cudaFuncSetAttribute(matmul_mma_kernel<T, Out, Tile>, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes);
+    const cudaError_t allowed =
+        cudaFuncSetAttribute(matmul_mma_kernel<T, Out, Tile>, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes);
     if (allowed != cudaSuccess) return allowed;
   }
   const Index items = shape.batch * split.splits;
-  const dim3 blocks(static_cast<unsigned>((shape.n + Tile::kBlockN - 1) / Tile::kBlockN), static_cast<unsigned>((shape.m + Tile::kBlockM - 1) / Tile::kBlockM),
+  const dim3 blocks(static_cast<unsigned>((shape.n + Tile::kBlockN - 1) / Tile::kBlockN),
+                    static_cast<unsigned>((shape.m + Tile::kBlockM - 1) / Tile::kBlockM),
                     static_cast<unsigned>(items < kMaxGridZ ? items : kMaxGridZ));
-  return vendor::launch(name, matmul_mma_kernel<T, Out, Tile>, blocks, dim3(Tile::kThreads), static_cast<std::size_t>(kBytes), context.stream,
-                        static_cast<const T*>(a), static_cast<const T*>(b), out, shape.m, shape.n, shape.k, flags, shape.batch_stride_a,
+  return vendor::launch(name, matmul_mma_kernel<T, Out, Tile>, blocks, dim3(Tile::kThreads),
+                        static_cast<std::size_t>(kBytes), context.stream, static_cast<const T*>(a),
+                        static_cast<const T*>(b), out, shape.m, shape.n, shape.k, flags, shape.batch_stride_a,
                         shape.batch_stride_b, shape.batch, split.splits, split.tiles_per_split);
 }
 
@@ -323,15 +338,19 @@ struct KernelNames {
  * plan() splits.
  */
 template <typename T>
-cudaError_t launch(const LaunchContext& context, const KernelNames& names, const void* a, const void* b, void* out, const MatmulShape& shape, void* workspace) {
+cudaError_t launch(const LaunchContext& context, const KernelNames& names, const void* a, const void* b, void* out,
+                   const MatmulShape& shape, void* workspace) {
   const SplitKPlan split = plan(context, shape);
-  if (use_large_tile(context, shape)) return launch_tile<T, T, LargeTile>(context, names.large, a, b, static_cast<T*>(out), shape, split);
-  if (split.splits == 1) return launch_tile<T, T, SmallTile>(context, names.small, a, b, static_cast<T*>(out), shape, split);
+  if (use_large_tile(context, shape))
+    return launch_tile<T, T, LargeTile>(context, names.large, a, b, static_cast<T*>(out), shape, split);
+  if (split.splits == 1)
+    return launch_tile<T, T, SmallTile>(context, names.small, a, b, static_cast<T*>(out), shape, split);
   if (workspace == nullptr) return cudaErrorInvalidValue;  // the caller skipped matmul_workspace_bytes
   float* partials = static_cast<float*>(workspace);
   const cudaError_t launched = launch_tile<T, float, SmallTile>(context, names.split, a, b, partials, shape, split);
   if (launched != cudaSuccess) return launched;
-  return launch_split_k_reduce(context, std::is_same_v<T, __half> ? kF16 : kBF16, partials, out, split.splits, shape.batch, shape.m * shape.n);
+  return launch_split_k_reduce(context, std::is_same_v<T, __half> ? kF16 : kBF16, partials, out, split.splits,
+                               shape.batch, shape.m * shape.n);
 }
 
 }  // namespace mma_matmul

@@ -34,7 +34,8 @@ inline constexpr Index kMaxSplits = 32;
  * multiprocessor); else enough ranges for about two blocks per multiprocessor, each range at least
  * `min_tiles_per_split` k tiles long, at most kMaxSplits.
  */
-inline SplitKPlan plan_split_k(const LaunchContext& context, Index output_tiles, Index k_tiles, Index min_tiles_per_split) {
+inline SplitKPlan plan_split_k(const LaunchContext& context, Index output_tiles, Index k_tiles,
+                               Index min_tiles_per_split) {
   const Index multiprocessors = context.max_blocks / 16 > 0 ? context.max_blocks / 16 : 1;
   if (output_tiles >= multiprocessors || k_tiles < 2 * min_tiles_per_split) return SplitKPlan{1, k_tiles};
   Index splits = (2 * multiprocessors + output_tiles - 1) / output_tiles;
@@ -54,6 +55,7 @@ inline Index split_k_workspace_bytes(const SplitKPlan& plan, const MatmulShape& 
 SplitKPlan plan_mma_split_k(const LaunchContext& context, const MatmulShape& shape);
 
 /** Sums the f32 partials [batch, splits, m, n] of `workspace` in split order into out [batch, m, n] of `dtype`. */
-cudaError_t launch_split_k_reduce(const LaunchContext& context, int dtype, const float* workspace, void* out, Index splits, Index batch, Index matrix);
+cudaError_t launch_split_k_reduce(const LaunchContext& context, int dtype, const float* workspace, void* out,
+                                  Index splits, Index batch, Index matrix);
 
 }  // namespace kiln

@@ -70,7 +70,8 @@ __device__ __forceinline__ void mma_step(float (&acc)[64], std::uint64_t desc_a,
  * an m/n-contiguous one two boxes at (outer0 + 64j, k0).
  */
 template <bool KContiguous>
-__device__ __forceinline__ void load_operand(unsigned char* stage, const vendor::TensorMap* map, int outer0, int k0, int batch, std::uint64_t* bar) {
+__device__ __forceinline__ void load_operand(unsigned char* stage, const vendor::TensorMap* map, int outer0, int k0,
+                                             int batch, std::uint64_t* bar) {
   if (KContiguous) {
     ptx::tma_load_3d(stage, map, k0, outer0, batch, bar);
   } else {
@@ -88,7 +89,8 @@ __device__ __forceinline__ std::uint64_t operand_descriptor(std::uint32_t stage,
 
 template <typename T, int TransA, int TransB>
 __global__ void __launch_bounds__(kThreads, 1)
-    matmul_wgmma_kernel(const KILN_GRID_CONSTANT vendor::TensorMap map_a, const KILN_GRID_CONSTANT vendor::TensorMap map_b, T* out, Index m, Index n, Index k,
+    matmul_wgmma_kernel(const KILN_GRID_CONSTANT vendor::TensorMap map_a,
+                        const KILN_GRID_CONSTANT vendor::TensorMap map_b, T* out, Index m, Index n, Index k,
                         Index batch, int pair_out) {
   constexpr bool kAlongKA = TransA == 0;  // a [m,k]: k contiguous
   constexpr bool kAlongKB = TransB != 0;  // b [n,k]: k contiguous
@@ -145,7 +147,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const Index row0 = ((tile % tiles_per_batch) / tiles_n) * kBlockM;
     const Index column0 = (tile % tiles_n) * kBlockN;
     float acc[64];
-KILN_UNROLL
+    KILN_UNROLL
     for (int i = 0; i < 64; i++) acc[i] = 0.0f;
     int previous = -1;
     for (Index step = 0; step < k_tiles; step++) {
@@ -153,10 +155,10 @@ KILN_UNROLL
       const std::uint32_t stage_a = stages_address + static_cast<std::uint32_t>(stage * kStageBytes);
       const std::uint32_t stage_b = stage_a + kTileBytes;
       ptx::wgmma_fence();
-KILN_UNROLL
+      KILN_UNROLL
       for (int depth = 0; depth < kDepth / 16; depth++) {
-        mma_step<T, TransA, TransB>(acc, operand_descriptor<kAlongKA>(stage_a, consumer, depth), operand_descriptor<kAlongKB>(stage_b, 0, depth),
-                                    step > 0 || depth > 0 ? 1 : 0);
+        mma_step<T, TransA, TransB>(acc, operand_descriptor<kAlongKA>(stage_a, consumer, depth),
+                                    operand_descriptor<kAlongKB>(stage_b, 0, depth), step > 0 || depth > 0 ? 1 : 0);
       }
       ptx::wgmma_commit();
       ptx::wgmma_wait<1>();  // the previous step's wgmmas have read their stage: hand it back
@@ -175,18 +177,20 @@ KILN_UNROLL
     const int g = (thread % 32) / 4;
     const int q = thread % 4;
     const Index row = row0 + consumer * 64 + warp * 16 + g;
-KILN_UNROLL
+    KILN_UNROLL
     for (int j = 0; j < 16; j++) {
       const Index column = column0 + j * 8 + 2 * q;
       if (row < m) mma_matmul::store_pair(matrix_out + row * n, column, n, acc[4 * j], acc[4 * j + 1], pair_out != 0);
-      if (row + 8 < m) mma_matmul::store_pair(matrix_out + (row + 8) * n, column, n, acc[4 * j + 2], acc[4 * j + 3], pair_out != 0);
+      if (row + 8 < m)
+        mma_matmul::store_pair(matrix_out + (row + 8) * n, column, n, acc[4 * j + 2], acc[4 * j + 3], pair_out != 0);
     }
   }
 }
 
 /** True when `pointer` + offsets of `contiguous` and `batch_stride` elements stay 16-byte aligned, as TMA's strides require. */
 inline bool tma_aligned(const void* pointer, Index contiguous, Index batch_stride, Index batch) {
-  return contiguous % 8 == 0 && batch_stride % 8 == 0 && (batch_stride != 0 || batch == 1) && (reinterpret_cast<std::uintptr_t>(pointer) & 15u) == 0;
+  return contiguous % 8 == 0 && batch_stride % 8 == 0 && (batch_stride != 0 || batch == 1) &&
+         (reinterpret_cast<std::uintptr_t>(pointer) & 15u) == 0;
 }
 
 /** The operand rules of this kernel (see the file header). */
@@ -198,48 +202,57 @@ inline bool supports_operands(const void* a, const void* b, const MatmulShape& s
 }
 
 /** Output tiles of the problem. */
-inline Index tile_count(const MatmulShape& shape) { return ((shape.m + kBlockM - 1) / kBlockM) * ((shape.n + kBlockN - 1) / kBlockN) * shape.batch; }
+inline Index tile_count(const MatmulShape& shape) {
+  return ((shape.m + kBlockM - 1) / kBlockM) * ((shape.n + kBlockN - 1) / kBlockN) * shape.batch;
+}
 
 /** The 3D tensor map (contiguous, other, batch) of one operand with boxes of `box_contiguous` × `box_other`. */
-inline cudaError_t operand_map(vendor::TensorMap* map, const void* base, Index contiguous, Index other, Index batch, Index batch_stride, std::uint32_t box_contiguous,
-                               std::uint32_t box_other) {
-  const std::uint64_t dims[3] = {static_cast<std::uint64_t>(contiguous), static_cast<std::uint64_t>(other), static_cast<std::uint64_t>(batch)};
+inline cudaError_t operand_map(vendor::TensorMap* map, const void* base, Index contiguous, Index other, Index batch,
+                               Index batch_stride, std::uint32_t box_contiguous, std::uint32_t box_other) {
+  const std::uint64_t dims[3] = {static_cast<std::uint64_t>(contiguous), static_cast<std::uint64_t>(other),
+                                 static_cast<std::uint64_t>(batch)};
   const std::uint64_t row_bytes = static_cast<std::uint64_t>(contiguous) * 2;
   // With one batch the batch stride is never used; any valid stride (the matrix size) does.
-  const std::uint64_t strides[2] = {row_bytes, batch > 1 ? static_cast<std::uint64_t>(batch_stride) * 2 : row_bytes * static_cast<std::uint64_t>(other)};
+  const std::uint64_t strides[2] = {row_bytes, batch > 1 ? static_cast<std::uint64_t>(batch_stride) * 2
+                                                         : row_bytes * static_cast<std::uint64_t>(other)};
   const std::uint32_t box[3] = {box_contiguous, box_other, 1};
   std::string why;
   return vendor::encode_tensor_map_tiled(map, 3, base, dims, strides, box, true, why);
 }
 
 template <typename T, int TransA, int TransB>
-cudaError_t launch_layout(const LaunchContext& context, const char* name, const vendor::TensorMap& map_a, const vendor::TensorMap& map_b, void* out,
-                          const MatmulShape& shape, int pair_out) {
-  const cudaError_t allowed = cudaFuncSetAttribute(matmul_wgmma_kernel<T, TransA, TransB>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
+cudaError_t launch_layout(const LaunchContext& context, const char* name, const vendor::TensorMap& map_a,
+                          const vendor::TensorMap& map_b, void* out, const MatmulShape& shape, int pair_out) {
+  const cudaError_t allowed = cudaFuncSetAttribute(matmul_wgmma_kernel<T, TransA, TransB>,
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
   if (allowed != cudaSuccess) return allowed;
   const Index multiprocessors = context.max_blocks / 16;  // max_blocks is 16 per multiprocessor
   const Index tiles = tile_count(shape);
   const unsigned blocks = static_cast<unsigned>(tiles < multiprocessors ? tiles : multiprocessors);
-  return vendor::launch(name, matmul_wgmma_kernel<T, TransA, TransB>, dim3(blocks), dim3(kThreads), static_cast<std::size_t>(kSharedBytes), context.stream,
-                        map_a, map_b, static_cast<T*>(out), shape.m, shape.n, shape.k, shape.batch, pair_out);
+  return vendor::launch(name, matmul_wgmma_kernel<T, TransA, TransB>, dim3(blocks), dim3(kThreads),
+                        static_cast<std::size_t>(kSharedBytes), context.stream, map_a, map_b, static_cast<T*>(out),
+                        shape.m, shape.n, shape.k, shape.batch, pair_out);
 }
 
 /** Encodes the operands' tensor maps and launches the layout's instantiation; sets `maps_refused` (and launches nothing) when the driver refuses a map. */
 template <typename T>
-cudaError_t launch(const LaunchContext& context, const char* const (&names)[4], const void* a, const void* b, void* out, const MatmulShape& shape,
-                   bool& maps_refused) {
+cudaError_t launch(const LaunchContext& context, const char* const (&names)[4], const void* a, const void* b, void* out,
+                   const MatmulShape& shape, bool& maps_refused) {
   maps_refused = false;
   vendor::TensorMap map_a;
   vendor::TensorMap map_b;
   const bool a_along_k = !shape.transpose_a;
   const bool b_along_k = shape.transpose_b;
-  if (operand_map(&map_a, a, a_along_k ? shape.k : shape.m, a_along_k ? shape.m : shape.k, shape.batch, shape.batch_stride_a, 64, a_along_k ? 128 : 64) != cudaSuccess ||
-      operand_map(&map_b, b, b_along_k ? shape.k : shape.n, b_along_k ? shape.n : shape.k, shape.batch, shape.batch_stride_b, 64, b_along_k ? 128 : 64) != cudaSuccess) {
+  if (operand_map(&map_a, a, a_along_k ? shape.k : shape.m, a_along_k ? shape.m : shape.k, shape.batch,
+                  shape.batch_stride_a, 64, a_along_k ? 128 : 64) != cudaSuccess ||
+      operand_map(&map_b, b, b_along_k ? shape.k : shape.n, b_along_k ? shape.n : shape.k, shape.batch,
+                  shape.batch_stride_b, 64, b_along_k ? 128 : 64) != cudaSuccess) {
     maps_refused = true;
     return cudaSuccess;
   }
   const int pair_out = shape.n % 2 == 0 && (reinterpret_cast<std::uintptr_t>(out) & 3u) == 0 ? 1 : 0;
-  if (!shape.transpose_a && !shape.transpose_b) return launch_layout<T, 0, 0>(context, names[0], map_a, map_b, out, shape, pair_out);
+  if (!shape.transpose_a && !shape.transpose_b)
+    return launch_layout<T, 0, 0>(context, names[0], map_a, map_b, out, shape, pair_out);
   if (!shape.transpose_a) return launch_layout<T, 0, 1>(context, names[1], map_a, map_b, out, shape, pair_out);
   if (!shape.transpose_b) return launch_layout<T, 1, 0>(context, names[2], map_a, map_b, out, shape, pair_out);
   return launch_layout<T, 1, 1>(context, names[3], map_a, map_b, out, shape, pair_out);

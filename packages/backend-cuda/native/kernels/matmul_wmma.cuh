@@ -52,7 +52,8 @@ struct Eight {
 
 /** Elements [offset, offset + 8) of `base`, zero past `remaining` or when out of range. */
 template <typename T>
-__device__ __forceinline__ Eight<T> load_eight(const T* base, Index offset, Index remaining, bool in_range, bool vector) {
+__device__ __forceinline__ Eight<T> load_eight(const T* base, Index offset, Index remaining, bool in_range,
+                                               bool vector) {
   Eight<T> result;
   if (in_range && vector) {
     const uint4 raw = *reinterpret_cast<const uint4*>(base + offset);
@@ -79,17 +80,20 @@ struct SliceLoader {
    * Loads the slice at depth k0 of `matrix` (rows [row0, row0 + Rows) of `row_count`, depth
    * `depth_count`). depth_major: stored [depth][row] (leading dimension row_count), else [row][depth].
    */
-  __device__ __forceinline__ void load(const T* matrix, Index row0, Index row_count, Index k0, Index depth_count, bool depth_major, bool vector) {
+  __device__ __forceinline__ void load(const T* matrix, Index row0, Index row_count, Index k0, Index depth_count,
+                                       bool depth_major, bool vector) {
     for (int i = 0; i < kPerThread; i++) {
       const int chunk = static_cast<int>(threadIdx.x) + i * kThreads;
       if (depth_major) {  // chunks run along rows: kDepth lines of Rows/8 chunks
         const Index depth = k0 + chunk / (Rows / 8);
         const Index row = row0 + (chunk % (Rows / 8)) * 8;
-        chunks[i] = load_eight(matrix, depth * row_count + row, row_count - row, depth < depth_count && row < row_count, vector);
+        chunks[i] = load_eight(matrix, depth * row_count + row, row_count - row, depth < depth_count && row < row_count,
+                               vector);
       } else {  // chunks run along depth: Rows lines of kDepth/8 chunks
         const Index row = row0 + chunk / (kDepth / 8);
         const Index depth = k0 + (chunk % (kDepth / 8)) * 8;
-        chunks[i] = load_eight(matrix, row * depth_count + depth, depth_count - depth, row < row_count && depth < depth_count, vector);
+        chunks[i] = load_eight(matrix, row * depth_count + depth, depth_count - depth,
+                               row < row_count && depth < depth_count, vector);
       }
     }
   }
@@ -112,16 +116,19 @@ struct SliceLoader {
       for (int j = 0; j < 8; j++) {
         const int r = depth_major ? row + j : row;
         const int d = depth_major ? depth : depth + j;
-        if (rows_outer) tile[r * (kDepth + kPad) + d] = chunks[i].values[j];
-        else tile[d * (Rows + kPad) + r] = chunks[i].values[j];
+        if (rows_outer)
+          tile[r * (kDepth + kPad) + d] = chunks[i].values[j];
+        else
+          tile[d * (Rows + kPad) + r] = chunks[i].values[j];
       }
     }
   }
 };
 
 template <typename T, int kBlockM, int kBlockN>
-__global__ void __launch_bounds__(kThreads, 2) matmul_wmma_kernel(const T* a, const T* b, T* out, Index m, Index n, Index k, int flags, Index batch_stride_a,
-                                                               Index batch_stride_b, Index batch) {
+__global__ void __launch_bounds__(kThreads, 2)
+    matmul_wmma_kernel(const T* a, const T* b, T* out, Index m, Index n, Index k, int flags, Index batch_stride_a,
+                       Index batch_stride_b, Index batch) {
   constexpr int kWarpM = kBlockM / kWarpsM;
   constexpr int kWarpN = kBlockN / kWarpsN;
   constexpr int kFragmentsM = kWarpM / kFragment;
@@ -163,7 +170,8 @@ __global__ void __launch_bounds__(kThreads, 2) matmul_wmma_kernel(const T* a, co
         // All B fragments, then one A fragment at a time (fewer live registers).
         wmma::fragment<wmma::matrix_b, kFragment, kFragment, kFragment, T, wmma::row_major> right[kFragmentsN];
         for (int j = 0; j < kFragmentsN; j++) {
-          wmma::load_matrix_sync(right[j], &tile_b[depth * (kBlockN + kPad) + warp_column + j * kFragment], kBlockN + kPad);
+          wmma::load_matrix_sync(right[j], &tile_b[depth * (kBlockN + kPad) + warp_column + j * kFragment],
+                                 kBlockN + kPad);
         }
         for (int i = 0; i < kFragmentsM; i++) {
           wmma::fragment<wmma::matrix_a, kFragment, kFragment, kFragment, T, wmma::row_major> left;
@@ -204,8 +212,8 @@ __global__ void __launch_bounds__(kThreads, 2) matmul_wmma_kernel(const T* a, co
 
 /** Launches the kernel with the block shape that keeps the GPU busy. */
 template <typename T>
-cudaError_t launch(const LaunchContext& context, const char* name_large, const char* name_small, const void* a, const void* b, void* out,
-                   const MatmulShape& shape) {
+cudaError_t launch(const LaunchContext& context, const char* name_large, const char* name_small, const void* a,
+                   const void* b, void* out, const MatmulShape& shape) {
   const Index a_row = shape.transpose_a ? shape.m : shape.k;
   const Index b_row = shape.transpose_b ? shape.k : shape.n;
   int flags = (shape.transpose_a ? kTransposeA : 0) | (shape.transpose_b ? kTransposeB : 0);
@@ -216,15 +224,16 @@ cudaError_t launch(const LaunchContext& context, const char* name_large, const c
   const Index large_blocks = ((shape.m + 127) / 128) * ((shape.n + 127) / 128) * shape.batch;
   // max_blocks is 16 per multiprocessor: 128 × 128 tiles need about 2 blocks per SM to pay off.
   if (large_blocks * 8 >= context.max_blocks) {
-    const dim3 blocks(static_cast<unsigned>((shape.n + 127) / 128), static_cast<unsigned>((shape.m + 127) / 128), grid_z);
-    return vendor::launch(name_large, matmul_wmma_kernel<T, 128, 128>, blocks, dim3(kThreads), 0, context.stream, static_cast<const T*>(a),
-                          static_cast<const T*>(b), static_cast<T*>(out), shape.m, shape.n, shape.k, flags, shape.batch_stride_a, shape.batch_stride_b,
-                          shape.batch);
+    const dim3 blocks(static_cast<unsigned>((shape.n + 127) / 128), static_cast<unsigned>((shape.m + 127) / 128),
+                      grid_z);
+    return vendor::launch(name_large, matmul_wmma_kernel<T, 128, 128>, blocks, dim3(kThreads), 0, context.stream,
+                          static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), shape.m, shape.n,
+                          shape.k, flags, shape.batch_stride_a, shape.batch_stride_b, shape.batch);
   }
   const dim3 blocks(static_cast<unsigned>((shape.n + 63) / 64), static_cast<unsigned>((shape.m + 63) / 64), grid_z);
-  return vendor::launch(name_small, matmul_wmma_kernel<T, 64, 64>, blocks, dim3(kThreads), 0, context.stream, static_cast<const T*>(a),
-                        static_cast<const T*>(b), static_cast<T*>(out), shape.m, shape.n, shape.k, flags, shape.batch_stride_a, shape.batch_stride_b,
-                        shape.batch);
+  return vendor::launch(name_small, matmul_wmma_kernel<T, 64, 64>, blocks, dim3(kThreads), 0, context.stream,
+                        static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), shape.m, shape.n,
+                        shape.k, flags, shape.batch_stride_a, shape.batch_stride_b, shape.batch);
 }
 
 }  // namespace wmma_matmul

@@ -32,7 +32,8 @@ __device__ __forceinline__ int tensor_of_block(const MultiTensorTable& table, In
   return tensor;
 }
 
-__global__ void __launch_bounds__(kThreads) sum_of_squares_chunks_kernel(MultiTensorTable table, float* partials, Index first_partial) {
+__global__ void __launch_bounds__(kThreads)
+    sum_of_squares_chunks_kernel(MultiTensorTable table, float* partials, Index first_partial) {
   __shared__ float scratch[32];
   const Index block = blockIdx.x;
   const int tensor = tensor_of_block(table, block);
@@ -48,7 +49,8 @@ __global__ void __launch_bounds__(kThreads) sum_of_squares_chunks_kernel(MultiTe
   if (threadIdx.x == 0) partials[first_partial + block] = total;
 }
 
-__global__ void __launch_bounds__(kTotalThreads) sum_of_squares_total_kernel(const float* partials, Index count, float* out) {
+__global__ void __launch_bounds__(kTotalThreads)
+    sum_of_squares_total_kernel(const float* partials, Index count, float* out) {
   __shared__ float scratch[32];
   float total = 0.0f;
   for (Index i = threadIdx.x; i < count; i += blockDim.x) total += partials[i];
@@ -56,7 +58,8 @@ __global__ void __launch_bounds__(kTotalThreads) sum_of_squares_total_kernel(con
   if (threadIdx.x == 0) out[0] = total;
 }
 
-__global__ void __launch_bounds__(kThreads) adamw_multi_kernel(MultiTensorTable table, AdamWScalars s, MultiAdamWControl control) {
+__global__ void __launch_bounds__(kThreads)
+    adamw_multi_kernel(MultiTensorTable table, AdamWScalars s, MultiAdamWControl control) {
   if (control.guard_pointer != nullptr) {
     const float guard = *control.guard_pointer;
     if (!(guard - guard == 0.0f)) return;  // NaN or ±Inf: the step is skipped on the device
@@ -85,23 +88,26 @@ __global__ void __launch_bounds__(kThreads) adamw_multi_kernel(MultiTensorTable 
 
 }  // namespace
 
-cudaError_t launch_sum_of_squares_chunks(const LaunchContext& context, const MultiTensorTable& table, float* partials, Index first_partial) {
+cudaError_t launch_sum_of_squares_chunks(const LaunchContext& context, const MultiTensorTable& table, float* partials,
+                                         Index first_partial) {
   const Index blocks = table.block_start[table.count];
   if (blocks == 0) return cudaSuccess;
-  return vendor::launch("sum_of_squares_multi_kernel", sum_of_squares_chunks_kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0,
-                        context.stream, table, partials, first_partial);
+  return vendor::launch("sum_of_squares_multi_kernel", sum_of_squares_chunks_kernel,
+                        dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, context.stream, table, partials,
+                        first_partial);
 }
 
 cudaError_t launch_sum_of_squares_total(const LaunchContext& context, const float* partials, Index count, float* out) {
-  return vendor::launch("sum_of_squares_multi_total_kernel", sum_of_squares_total_kernel, dim3(1), dim3(kTotalThreads), 0, context.stream, partials, count,
-                        out);
+  return vendor::launch("sum_of_squares_multi_total_kernel", sum_of_squares_total_kernel, dim3(1), dim3(kTotalThreads),
+                        0, context.stream, partials, count, out);
 }
 
-cudaError_t launch_adamw_multi(const LaunchContext& context, const MultiTensorTable& table, const AdamWScalars& scalars, const MultiAdamWControl& control) {
+cudaError_t launch_adamw_multi(const LaunchContext& context, const MultiTensorTable& table, const AdamWScalars& scalars,
+                               const MultiAdamWControl& control) {
   const Index blocks = table.block_start[table.count];
   if (blocks == 0) return cudaSuccess;
-  return vendor::launch("adamw_multi_kernel", adamw_multi_kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, context.stream, table, scalars,
-                        control);
+  return vendor::launch("adamw_multi_kernel", adamw_multi_kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads),
+                        0, context.stream, table, scalars, control);
 }
 
 }  // namespace kiln

@@ -44,7 +44,8 @@ inline Index multi_tensor_blocks(Index count) { return (count + kMultiTensorChun
  * Pass 1 of the sum of squares: block b of `table` writes Σ x² of its chunk to
  * partials[first_partial + b] (f32, fixed order inside the block).
  */
-cudaError_t launch_sum_of_squares_chunks(const LaunchContext& context, const MultiTensorTable& table, float* partials, Index first_partial);
+cudaError_t launch_sum_of_squares_chunks(const LaunchContext& context, const MultiTensorTable& table, float* partials,
+                                         Index first_partial);
 
 /** Pass 2: out[0] = Σ partials[0..count) in a fixed order (one block); count may be 0 (out = 0). */
 cudaError_t launch_sum_of_squares_total(const LaunchContext& context, const float* partials, Index count, float* out);
@@ -62,6 +63,7 @@ struct MultiAdamWControl {
 };
 
 /** One AdamW step over every tensor of `table` (per-tensor decay in the entries; `scalars.decay` unused). */
-cudaError_t launch_adamw_multi(const LaunchContext& context, const MultiTensorTable& table, const AdamWScalars& scalars, const MultiAdamWControl& control);
+cudaError_t launch_adamw_multi(const LaunchContext& context, const MultiTensorTable& table, const AdamWScalars& scalars,
+                               const MultiAdamWControl& control);
 
 }  // namespace kiln

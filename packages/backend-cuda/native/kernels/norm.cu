@@ -22,8 +22,8 @@ constexpr int kRowThreads = 8;
 constexpr Index kRowsPerChunk = 64;
 constexpr Index kMaxChunks = 32;
 
-__global__ void __launch_bounds__(1024) rms_norm_kernel(int dtype, const void* x, const void* weight, void* out, float* rstd, Index rows, Index cols,
-                                                        float eps) {
+__global__ void __launch_bounds__(1024) rms_norm_kernel(int dtype, const void* x, const void* weight, void* out,
+                                                        float* rstd, Index rows, Index cols, float eps) {
   __shared__ float scratch[32];
   for (Index row = blockIdx.x; row < rows; row += gridDim.x) {
     const Index start = row * cols;
@@ -36,13 +36,15 @@ __global__ void __launch_bounds__(1024) rms_norm_kernel(int dtype, const void* x
     const float inverse = 1.0f / sqrtf(squares / static_cast<float>(cols) + eps);
     if (threadIdx.x == 0) rstd[row] = inverse;
     for (Index col = threadIdx.x; col < cols; col += blockDim.x) {
-      store_float(out, dtype, start + col, load_float(x, dtype, start + col) * inverse * load_float(weight, dtype, col));
+      store_float(out, dtype, start + col,
+                  load_float(x, dtype, start + col) * inverse * load_float(weight, dtype, col));
     }
   }
 }
 
-__global__ void __launch_bounds__(1024) rms_norm_input_gradient_kernel(int dtype, const void* x, const void* weight, const float* rstd, const void* dy,
-                                                                       void* dx, Index rows, Index cols) {
+__global__ void __launch_bounds__(1024)
+    rms_norm_input_gradient_kernel(int dtype, const void* x, const void* weight, const float* rstd, const void* dy,
+                                   void* dx, Index rows, Index cols) {
   __shared__ float scratch[32];
   for (Index row = blockIdx.x; row < rows; row += gridDim.x) {
     const Index start = row * cols;
@@ -62,9 +64,9 @@ __global__ void __launch_bounds__(1024) rms_norm_input_gradient_kernel(int dtype
 }
 
 /** target[blockIdx.y, j] = Σ over the chunk's rows of dy·x·rstd for 32 columns j; blockDim (32, 8). */
-__global__ void __launch_bounds__(kColumnTile * kRowThreads) rms_norm_weight_gradient_kernel(int dtype, const void* x, const float* rstd, const void* dy,
-                                                                                            float* target, Index rows, Index cols,
-                                                                                            Index rows_per_chunk) {
+__global__ void __launch_bounds__(kColumnTile* kRowThreads)
+    rms_norm_weight_gradient_kernel(int dtype, const void* x, const float* rstd, const void* dy, float* target,
+                                    Index rows, Index cols, Index rows_per_chunk) {
   __shared__ float partial[kRowThreads][kColumnTile + 1];
   const Index col = static_cast<Index>(blockIdx.x) * kColumnTile + threadIdx.x;
   const Index chunk = blockIdx.y;
@@ -86,7 +88,8 @@ __global__ void __launch_bounds__(kColumnTile * kRowThreads) rms_norm_weight_gra
 }
 
 /** d_weight[j] = Σ_chunk scratch[chunk, j], chunks in order. */
-__global__ void __launch_bounds__(256) sum_chunks_kernel(const float* scratch, float* d_weight, Index chunks, Index cols) {
+__global__ void __launch_bounds__(256)
+    sum_chunks_kernel(const float* scratch, float* d_weight, Index chunks, Index cols) {
   const Index stride = static_cast<Index>(gridDim.x) * blockDim.x;
   for (Index col = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; col < cols; col += stride) {
     float total = 0.0f;
@@ -95,8 +98,9 @@ __global__ void __launch_bounds__(256) sum_chunks_kernel(const float* scratch, f
   }
 }
 
-__global__ void __launch_bounds__(1024) layer_norm_kernel(int dtype, const void* x, const void* weight, const void* bias, void* out, Index rows,
-                                                          Index cols, float eps) {
+__global__ void __launch_bounds__(1024)
+    layer_norm_kernel(int dtype, const void* x, const void* weight, const void* bias, void* out, Index rows, Index cols,
+                      float eps) {
   __shared__ float scratch[32];
   for (Index row = blockIdx.x; row < rows; row += gridDim.x) {
     const Index start = row * cols;
@@ -118,11 +122,11 @@ __global__ void __launch_bounds__(1024) layer_norm_kernel(int dtype, const void*
 
 }  // namespace
 
-cudaError_t launch_rms_norm(const LaunchContext& context, int dtype, const void* x, const void* weight, void* out, float* rstd, Index rows, Index cols,
-                            float eps) {
+cudaError_t launch_rms_norm(const LaunchContext& context, int dtype, const void* x, const void* weight, void* out,
+                            float* rstd, Index rows, Index cols, float eps) {
   if (rows == 0) return cudaSuccess;
-  return vendor::launch("rms_norm_kernel", rms_norm_kernel, dim3(grid_for(rows, 1, context.max_blocks)), dim3(row_threads(cols)), 0, context.stream,
-                        dtype, x, weight, out, rstd, rows, cols, eps);
+  return vendor::launch("rms_norm_kernel", rms_norm_kernel, dim3(grid_for(rows, 1, context.max_blocks)),
+                        dim3(row_threads(cols)), 0, context.stream, dtype, x, weight, out, rstd, rows, cols, eps);
 }
 
 Index rms_norm_backward_chunks(Index rows, Index cols) {
@@ -131,28 +135,31 @@ Index rms_norm_backward_chunks(Index rows, Index cols) {
   return chunks > kMaxChunks ? kMaxChunks : chunks;
 }
 
-cudaError_t launch_rms_norm_backward(const LaunchContext& context, int dtype, const void* x, const void* weight, const float* rstd, const void* dy,
-                                     void* dx, float* d_weight, float* scratch, Index rows, Index cols) {
+cudaError_t launch_rms_norm_backward(const LaunchContext& context, int dtype, const void* x, const void* weight,
+                                     const float* rstd, const void* dy, void* dx, float* d_weight, float* scratch,
+                                     Index rows, Index cols) {
   if (cols == 0) return cudaSuccess;
   if (rows == 0) return cudaMemsetAsync(d_weight, 0, static_cast<std::size_t>(cols) * sizeof(float), context.stream);
-  cudaError_t error = vendor::launch("rms_norm_input_gradient_kernel", rms_norm_input_gradient_kernel, dim3(grid_for(rows, 1, context.max_blocks)),
-                                     dim3(row_threads(cols)), 0, context.stream, dtype, x, weight, rstd, dy, dx, rows, cols);
+  cudaError_t error = vendor::launch("rms_norm_input_gradient_kernel", rms_norm_input_gradient_kernel,
+                                     dim3(grid_for(rows, 1, context.max_blocks)), dim3(row_threads(cols)), 0,
+                                     context.stream, dtype, x, weight, rstd, dy, dx, rows, cols);
   if (error != cudaSuccess) return error;
   const Index chunks = rms_norm_backward_chunks(rows, cols);
   const Index rows_per_chunk = (rows + chunks - 1) / chunks;
   const dim3 grid(static_cast<unsigned>((cols + kColumnTile - 1) / kColumnTile), static_cast<unsigned>(chunks));
-  error = vendor::launch("rms_norm_weight_gradient_kernel", rms_norm_weight_gradient_kernel, grid, dim3(kColumnTile, kRowThreads), 0, context.stream,
-                         dtype, x, rstd, dy, chunks == 1 ? d_weight : scratch, rows, cols, rows_per_chunk);
+  error = vendor::launch("rms_norm_weight_gradient_kernel", rms_norm_weight_gradient_kernel, grid,
+                         dim3(kColumnTile, kRowThreads), 0, context.stream, dtype, x, rstd, dy,
+                         chunks == 1 ? d_weight : scratch, rows, cols, rows_per_chunk);
   if (error != cudaSuccess || chunks == 1) return error;
-  return vendor::launch("rms_norm_sum_chunks_kernel", sum_chunks_kernel, dim3(grid_for(cols, 256, context.max_blocks)), dim3(256), 0, context.stream,
-                        static_cast<const float*>(scratch), d_weight, chunks, cols);
+  return vendor::launch("rms_norm_sum_chunks_kernel", sum_chunks_kernel, dim3(grid_for(cols, 256, context.max_blocks)),
+                        dim3(256), 0, context.stream, static_cast<const float*>(scratch), d_weight, chunks, cols);
 }
 
-cudaError_t launch_layer_norm(const LaunchContext& context, int dtype, const void* x, const void* weight, const void* bias, void* out, Index rows, Index cols,
-                              float eps) {
+cudaError_t launch_layer_norm(const LaunchContext& context, int dtype, const void* x, const void* weight,
+                              const void* bias, void* out, Index rows, Index cols, float eps) {
   if (rows == 0 || cols == 0) return cudaSuccess;
-  return vendor::launch("layer_norm_kernel", layer_norm_kernel, dim3(grid_for(rows, 1, context.max_blocks)), dim3(row_threads(cols)), 0, context.stream,
-                        dtype, x, weight, bias, out, rows, cols, eps);
+  return vendor::launch("layer_norm_kernel", layer_norm_kernel, dim3(grid_for(rows, 1, context.max_blocks)),
+                        dim3(row_threads(cols)), 0, context.stream, dtype, x, weight, bias, out, rows, cols, eps);
 }
 
 }  // namespace kiln

@@ -6,8 +6,8 @@
 namespace kiln {
 
 /** out = x · rstd · weight, rstd[row] = 1/√(mean(x²) + eps) (f32); x, weight, out of `dtype`. */
-cudaError_t launch_rms_norm(const LaunchContext& context, int dtype, const void* x, const void* weight, void* out, float* rstd, Index rows, Index cols,
-                            float eps);
+cudaError_t launch_rms_norm(const LaunchContext& context, int dtype, const void* x, const void* weight, void* out,
+                            float* rstd, Index rows, Index cols, float eps);
 
 /** Row chunks of the deterministic dWeight reduction: 1 writes dWeight directly, more need `chunks · cols` floats of scratch. */
 Index rms_norm_backward_chunks(Index rows, Index cols);
@@ -17,11 +17,12 @@ Index rms_norm_backward_chunks(Index rows, Index cols);
  * overwritten) summed per chunk of rows into `scratch` (chunks · cols floats, unused when
  * chunks = 1), then over chunks in a fixed order.
  */
-cudaError_t launch_rms_norm_backward(const LaunchContext& context, int dtype, const void* x, const void* weight, const float* rstd, const void* dy,
-                                     void* dx, float* d_weight, float* scratch, Index rows, Index cols);
+cudaError_t launch_rms_norm_backward(const LaunchContext& context, int dtype, const void* x, const void* weight,
+                                     const float* rstd, const void* dy, void* dx, float* d_weight, float* scratch,
+                                     Index rows, Index cols);
 
 /** out = (x − mean)/√(var + eps) · weight + bias (biased variance); all of `dtype`. */
-cudaError_t launch_layer_norm(const LaunchContext& context, int dtype, const void* x, const void* weight, const void* bias, void* out, Index rows, Index cols,
-                              float eps);
+cudaError_t launch_layer_norm(const LaunchContext& context, int dtype, const void* x, const void* weight,
+                              const void* bias, void* out, Index rows, Index cols, float eps);
 
 }  // namespace kiln

@@ -31,13 +31,21 @@ __device__ __forceinline__ float to_float(std::int32_t value) { return static_ca
 template <typename T>
 __device__ __forceinline__ T from_float(float value);
 template <>
-__device__ __forceinline__ float from_float<float>(float value) { return value; }
+__device__ __forceinline__ float from_float<float>(float value) {
+  return value;
+}
 template <>
-__device__ __forceinline__ __half from_float<__half>(float value) { return __float2half_rn(value); }
+__device__ __forceinline__ __half from_float<__half>(float value) {
+  return __float2half_rn(value);
+}
 template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float value) { return __float2bfloat16_rn(value); }
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float value) {
+  return __float2bfloat16_rn(value);
+}
 template <>
-__device__ __forceinline__ std::int32_t from_float<std::int32_t>(float value) { return __float2int_rz(value); }
+__device__ __forceinline__ std::int32_t from_float<std::int32_t>(float value) {
+  return __float2int_rz(value);
+}
 
 /** Element `index` of a buffer of runtime dtype `dtype`, as float (i32 rounds to nearest). */
 __device__ __forceinline__ float load_float(const void* base, int dtype, Index index) {
@@ -50,7 +58,9 @@ __device__ __forceinline__ float load_float(const void* base, int dtype, Index i
 }
 
 /** Element `index` of an i32 buffer. */
-__device__ __forceinline__ std::int32_t load_i32(const void* base, Index index) { return static_cast<const std::int32_t*>(base)[index]; }
+__device__ __forceinline__ std::int32_t load_i32(const void* base, Index index) {
+  return static_cast<const std::int32_t*>(base)[index];
+}
 
 /** Stores a float into a buffer of runtime dtype `dtype` (one rounding; float → i32 per cast rules). */
 __device__ __forceinline__ void store_float(void* base, int dtype, Index index, float value) {

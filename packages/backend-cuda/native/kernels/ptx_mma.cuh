@@ -59,31 +59,38 @@ inline void mma_m16n8k16(float (&d)[4], const std::uint32_t (&a)[4], const std::
   }
 }
 /** ldmatrix.x4: lanes 8m…8m+7 address the rows of matrix m; lane l gets (row l/4, columns 2(l%4)…+1) of each. */
-inline void ldmatrix_x4(std::uint32_t (&d)[4], const void* row, std::source_location site = std::source_location::current()) {
+inline void ldmatrix_x4(std::uint32_t (&d)[4], const void* row,
+                        std::source_location site = std::source_location::current()) {
   gpu_sim::ptx::ldmatrix<4, false>(d, row, site);
 }
 /** ldmatrix.x4.trans: lane l gets (rows 2(l%4)…+1, column l/4) of each matrix. */
-inline void ldmatrix_x4_trans(std::uint32_t (&d)[4], const void* row, std::source_location site = std::source_location::current()) {
+inline void ldmatrix_x4_trans(std::uint32_t (&d)[4], const void* row,
+                              std::source_location site = std::source_location::current()) {
   gpu_sim::ptx::ldmatrix<4, true>(d, row, site);
 }
 /** ldmatrix.x2 (lanes 0–15 address rows). */
-inline void ldmatrix_x2(std::uint32_t (&d)[2], const void* row, std::source_location site = std::source_location::current()) {
+inline void ldmatrix_x2(std::uint32_t (&d)[2], const void* row,
+                        std::source_location site = std::source_location::current()) {
   gpu_sim::ptx::ldmatrix<2, false>(d, row, site);
 }
 /** ldmatrix.x2.trans. */
-inline void ldmatrix_x2_trans(std::uint32_t (&d)[2], const void* row, std::source_location site = std::source_location::current()) {
+inline void ldmatrix_x2_trans(std::uint32_t (&d)[2], const void* row,
+                              std::source_location site = std::source_location::current()) {
   gpu_sim::ptx::ldmatrix<2, true>(d, row, site);
 }
 /** ldmatrix.x1 (lanes 0–7 address rows). */
-inline void ldmatrix_x1(std::uint32_t (&d)[1], const void* row, std::source_location site = std::source_location::current()) {
+inline void ldmatrix_x1(std::uint32_t (&d)[1], const void* row,
+                        std::source_location site = std::source_location::current()) {
   gpu_sim::ptx::ldmatrix<1, false>(d, row, site);
 }
 /** ldmatrix.x1.trans. */
-inline void ldmatrix_x1_trans(std::uint32_t (&d)[1], const void* row, std::source_location site = std::source_location::current()) {
+inline void ldmatrix_x1_trans(std::uint32_t (&d)[1], const void* row,
+                              std::source_location site = std::source_location::current()) {
   gpu_sim::ptx::ldmatrix<1, true>(d, row, site);
 }
 /** cp.async.cg 16 bytes global → shared; `source_bytes` (0…16) are read, the rest zero-filled. */
-inline void cp_async_16(void* shared, const void* global, unsigned source_bytes, std::source_location site = std::source_location::current()) {
+inline void cp_async_16(void* shared, const void* global, unsigned source_bytes,
+                        std::source_location site = std::source_location::current()) {
   gpu_sim::ptx::cp_async(shared, global, 16, source_bytes, true, site);
 }
 /** cp.async.commit_group. */
@@ -102,22 +109,30 @@ inline void cp_async_wait() {
 #define KILN_PTX_SM80(statement) statement
 #endif
 
-__device__ __forceinline__ unsigned shared_address(const void* pointer) { return static_cast<unsigned>(__cvta_generic_to_shared(pointer)); }
+__device__ __forceinline__ unsigned shared_address(const void* pointer) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(pointer));
+}
 
-__device__ __forceinline__ void mma_m16n8k16_bf16(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
-  KILN_PTX_SM80(asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1])));
+__device__ __forceinline__ void mma_m16n8k16_bf16(float (&d)[4], const std::uint32_t (&a)[4],
+                                                  const std::uint32_t (&b)[2]) {
+  KILN_PTX_SM80(asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, "
+      "%3};\n" : "+f"(d[0]),
+      "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1])));
 }
-__device__ __forceinline__ void mma_m16n8k16_f16(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
-  KILN_PTX_SM80(asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1])));
+__device__ __forceinline__ void mma_m16n8k16_f16(float (&d)[4], const std::uint32_t (&a)[4],
+                                                 const std::uint32_t (&b)[2]) {
+  KILN_PTX_SM80(asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, "
+      "%3};\n" : "+f"(d[0]),
+      "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1])));
 }
-__device__ __forceinline__ void mma_m16n8k8_tf32(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
-  KILN_PTX_SM80(asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1])));
+__device__ __forceinline__ void mma_m16n8k8_tf32(float (&d)[4], const std::uint32_t (&a)[4],
+                                                 const std::uint32_t (&b)[2]) {
+  KILN_PTX_SM80(asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, "
+      "%3};\n" : "+f"(d[0]),
+      "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1])));
 }
 __device__ __forceinline__ std::uint32_t cvt_rna_tf32(float x) {
   std::uint32_t bits = 0;
@@ -135,31 +150,36 @@ __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const std::uint32_t 
   }
 }
 __device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&d)[4], const void* row) {
-  KILN_PTX_SM80(asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                             : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-                             : "r"(shared_address(row))));
+  KILN_PTX_SM80(asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(d[0]),
+                             "=r"(d[1]), "=r"(d[2]), "=r"(d[3]) : "r"(shared_address(row))));
 }
 __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&d)[4], const void* row) {
-  KILN_PTX_SM80(asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                             : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-                             : "r"(shared_address(row))));
+  KILN_PTX_SM80(asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n" : "=r"(d[0]),
+                             "=r"(d[1]), "=r"(d[2]), "=r"(d[3]) : "r"(shared_address(row))));
 }
 __device__ __forceinline__ void ldmatrix_x2(std::uint32_t (&d)[2], const void* row) {
-  KILN_PTX_SM80(asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(d[0]), "=r"(d[1]) : "r"(shared_address(row))));
+  KILN_PTX_SM80(asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(d[0]),
+                             "=r"(d[1]) : "r"(shared_address(row))));
 }
 __device__ __forceinline__ void ldmatrix_x2_trans(std::uint32_t (&d)[2], const void* row) {
-  KILN_PTX_SM80(asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(d[0]), "=r"(d[1]) : "r"(shared_address(row))));
+  KILN_PTX_SM80(asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(d[0]),
+                             "=r"(d[1]) : "r"(shared_address(row))));
 }
 __device__ __forceinline__ void ldmatrix_x1(std::uint32_t (&d)[1], const void* row) {
-  KILN_PTX_SM80(asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n" : "=r"(d[0]) : "r"(shared_address(row))));
+  KILN_PTX_SM80(
+      asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n" : "=r"(d[0]) : "r"(shared_address(row))));
 }
 __device__ __forceinline__ void ldmatrix_x1_trans(std::uint32_t (&d)[1], const void* row) {
-  KILN_PTX_SM80(asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n" : "=r"(d[0]) : "r"(shared_address(row))));
+  KILN_PTX_SM80(asm volatile(
+      "ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n" : "=r"(d[0]) : "r"(shared_address(row))));
 }
 __device__ __forceinline__ void cp_async_16(void* shared, const void* global, unsigned source_bytes) {
-  KILN_PTX_SM80(asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(shared)), "l"(__cvta_generic_to_global(global)), "r"(source_bytes) : "memory"));
+  KILN_PTX_SM80(asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(shared)),
+                             "l"(__cvta_generic_to_global(global)), "r"(source_bytes) : "memory"));
 }
-__device__ __forceinline__ void cp_async_commit() { KILN_PTX_SM80(asm volatile("cp.async.commit_group;\n" ::: "memory")); }
+__device__ __forceinline__ void cp_async_commit() {
+  KILN_PTX_SM80(asm volatile("cp.async.commit_group;\n" :: : "memory"));
+}
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   KILN_PTX_SM80(asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"));

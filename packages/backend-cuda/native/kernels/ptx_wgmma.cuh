@@ -33,8 +33,10 @@
 namespace kiln::ptx {
 
 /** A wgmma shared-memory matrix descriptor with 128-byte swizzling (addresses and offsets in bytes). */
-KILN_HOST_DEVICE inline std::uint64_t wgmma_descriptor_128b(std::uint32_t start, std::uint32_t leading_offset, std::uint32_t stride_offset) {
-  return static_cast<std::uint64_t>((start >> 4) & 0x3fffu) | (static_cast<std::uint64_t>((leading_offset >> 4) & 0x3fffu) << 16) |
+KILN_HOST_DEVICE inline std::uint64_t wgmma_descriptor_128b(std::uint32_t start, std::uint32_t leading_offset,
+                                                            std::uint32_t stride_offset) {
+  return static_cast<std::uint64_t>((start >> 4) & 0x3fffu) |
+         (static_cast<std::uint64_t>((leading_offset >> 4) & 0x3fffu) << 16) |
          (static_cast<std::uint64_t>((stride_offset >> 4) & 0x3fffu) << 32) | (1ull << 62);
 }
 
@@ -45,17 +47,22 @@ inline std::uint32_t smem_address(const void* pointer, std::source_location site
   return gpu_sim::ptx::shared_address(pointer, "a shared-space address", site);
 }
 /** mbarrier.init.shared.b64. */
-inline void mbarrier_init(std::uint64_t* bar, unsigned count, std::source_location site = std::source_location::current()) {
+inline void mbarrier_init(std::uint64_t* bar, unsigned count,
+                          std::source_location site = std::source_location::current()) {
   gpu_sim::ptx::mbarrier_init(bar, count, site);
 }
 /** mbarrier.arrive.shared.b64 (one arrival). */
-inline void mbarrier_arrive(std::uint64_t* bar, std::source_location site = std::source_location::current()) { gpu_sim::ptx::mbarrier_arrive(bar, site); }
+inline void mbarrier_arrive(std::uint64_t* bar, std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::mbarrier_arrive(bar, site);
+}
 /** mbarrier.arrive.expect_tx.shared.b64: `bytes` of copies to come, then one arrival. */
-inline void mbarrier_arrive_expect_tx(std::uint64_t* bar, unsigned bytes, std::source_location site = std::source_location::current()) {
+inline void mbarrier_arrive_expect_tx(std::uint64_t* bar, unsigned bytes,
+                                      std::source_location site = std::source_location::current()) {
   gpu_sim::ptx::mbarrier_arrive_expect_tx(bar, bytes, site);
 }
 /** Loops on mbarrier.try_wait.parity until the phase of `parity` has completed. */
-inline void mbarrier_wait(std::uint64_t* bar, unsigned parity, std::source_location site = std::source_location::current()) {
+inline void mbarrier_wait(std::uint64_t* bar, unsigned parity,
+                          std::source_location site = std::source_location::current()) {
   gpu_sim::ptx::mbarrier_wait_parity(bar, parity, site);
 }
 /** fence.mbarrier_init.release.cluster (makes initialised barriers visible to the async proxy). */
@@ -77,7 +84,9 @@ inline void fence_proxy_async() { gpu_sim::ptx::fence_proxy_async(); }
 /** wgmma.fence.sync.aligned. */
 inline void wgmma_fence() { gpu_sim::ptx::wgmma_fence(); }
 /** wgmma.commit_group.sync.aligned. */
-inline void wgmma_commit(std::source_location site = std::source_location::current()) { gpu_sim::ptx::wgmma_commit_group(site); }
+inline void wgmma_commit(std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::wgmma_commit_group(site);
+}
 /** wgmma.wait_group.sync.aligned N. */
 template <int N>
 inline void wgmma_wait(std::source_location site = std::source_location::current()) {
@@ -87,31 +96,36 @@ inline void wgmma_wait(std::source_location site = std::source_location::current
 template <int TransA, int TransB>
 inline void wgmma_m64n128k16_bf16(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d,
                                   std::source_location site = std::source_location::current()) {
-  gpu_sim::ptx::wgmma_mma_async<128, gpu_sim::ptx::MmaInput::kBF16>(d, desc_a, desc_b, scale_d != 0, TransA != 0, TransB != 0, site);
+  gpu_sim::ptx::wgmma_mma_async<128, gpu_sim::ptx::MmaInput::kBF16>(d, desc_a, desc_b, scale_d != 0, TransA != 0,
+                                                                    TransB != 0, site);
 }
 /** d (+)= A·B, m64n128k16, f16 inputs. */
 template <int TransA, int TransB>
 inline void wgmma_m64n128k16_f16(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d,
                                  std::source_location site = std::source_location::current()) {
-  gpu_sim::ptx::wgmma_mma_async<128, gpu_sim::ptx::MmaInput::kF16>(d, desc_a, desc_b, scale_d != 0, TransA != 0, TransB != 0, site);
+  gpu_sim::ptx::wgmma_mma_async<128, gpu_sim::ptx::MmaInput::kF16>(d, desc_a, desc_b, scale_d != 0, TransA != 0,
+                                                                   TransB != 0, site);
 }
 /** d (+)= A·B, m64n64k16, bf16 inputs. */
 template <int TransA, int TransB>
 inline void wgmma_m64n64k16_bf16(float (&d)[32], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d,
                                  std::source_location site = std::source_location::current()) {
-  gpu_sim::ptx::wgmma_mma_async<64, gpu_sim::ptx::MmaInput::kBF16>(d, desc_a, desc_b, scale_d != 0, TransA != 0, TransB != 0, site);
+  gpu_sim::ptx::wgmma_mma_async<64, gpu_sim::ptx::MmaInput::kBF16>(d, desc_a, desc_b, scale_d != 0, TransA != 0,
+                                                                   TransB != 0, site);
 }
 /** d (+)= A·B, m64n64k16, f16 inputs. */
 template <int TransA, int TransB>
 inline void wgmma_m64n64k16_f16(float (&d)[32], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d,
                                 std::source_location site = std::source_location::current()) {
-  gpu_sim::ptx::wgmma_mma_async<64, gpu_sim::ptx::MmaInput::kF16>(d, desc_a, desc_b, scale_d != 0, TransA != 0, TransB != 0, site);
+  gpu_sim::ptx::wgmma_mma_async<64, gpu_sim::ptx::MmaInput::kF16>(d, desc_a, desc_b, scale_d != 0, TransA != 0,
+                                                                  TransB != 0, site);
 }
 /** d (+)= A·B, m64nNk16, A from registers (a: the fragment of gpu_sim/cuda/wgmma.hpp), B from shared memory. */
 template <typename T, int N, int TransB>
 inline void wgmma_m64nk16_rs(float (&d)[N / 2], const std::uint32_t (&a)[4], std::uint64_t desc_b, int scale_d,
                              std::source_location site = std::source_location::current()) {
-  constexpr gpu_sim::ptx::MmaInput kType = std::is_same<T, __nv_bfloat16>::value ? gpu_sim::ptx::MmaInput::kBF16 : gpu_sim::ptx::MmaInput::kF16;
+  constexpr gpu_sim::ptx::MmaInput kType =
+      std::is_same<T, __nv_bfloat16>::value ? gpu_sim::ptx::MmaInput::kBF16 : gpu_sim::ptx::MmaInput::kF16;
   gpu_sim::ptx::wgmma_mma_async_rs<N, kType>(d, a, desc_b, scale_d != 0, TransB != 0, site);
 }
 /** setmaxnreg.inc.sync.aligned.u32. */
@@ -133,125 +147,197 @@ inline void setmaxnreg_dec() {
 #define KILN_PTX_SM90A(statement) statement
 #endif
 
-__device__ __forceinline__ std::uint32_t smem_address(const void* pointer) { return static_cast<std::uint32_t>(__cvta_generic_to_shared(pointer)); }
+__device__ __forceinline__ std::uint32_t smem_address(const void* pointer) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(pointer));
+}
 
 __device__ __forceinline__ void mbarrier_init(std::uint64_t* bar, unsigned count) {
-  KILN_PTX_SM90A(asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_address(bar)), "r"(count) : "memory"));
+  KILN_PTX_SM90A(
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_address(bar)), "r"(count) : "memory"));
 }
 __device__ __forceinline__ void mbarrier_arrive(std::uint64_t* bar) {
   KILN_PTX_SM90A(asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_address(bar)) : "memory"));
 }
 __device__ __forceinline__ void mbarrier_arrive_expect_tx(std::uint64_t* bar, unsigned bytes) {
-  KILN_PTX_SM90A(asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_address(bar)), "r"(bytes) : "memory"));
+  KILN_PTX_SM90A(asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_address(bar)),
+                              "r"(bytes) : "memory"));
 }
 __device__ __forceinline__ void mbarrier_wait(std::uint64_t* bar, unsigned parity) {
   std::uint32_t done = 0;
   do {
-    KILN_PTX_SM90A(asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-                                : "=r"(done)
-                                : "r"(smem_address(bar)), "r"(parity)
-                                : "memory"));
+    KILN_PTX_SM90A(asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n" : "=r"(
+            done) : "r"(smem_address(bar)),
+        "r"(parity) : "memory"));
   } while (done == 0);
 }
-__device__ __forceinline__ void fence_barrier_init() { KILN_PTX_SM90A(asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory")); }
-__device__ __forceinline__ void tma_load_3d(void* shared, const vendor::TensorMap* map, int c0, int c1, int c2, std::uint64_t* bar) {
-  KILN_PTX_SM90A(asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(smem_address(shared)),
-                              "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_address(bar))
-                              : "memory"));
+__device__ __forceinline__ void fence_barrier_init() {
+  KILN_PTX_SM90A(asm volatile("fence.mbarrier_init.release.cluster;\n" :: : "memory"));
 }
-__device__ __forceinline__ void tma_load_4d(void* shared, const vendor::TensorMap* map, int c0, int c1, int c2, int c3, std::uint64_t* bar) {
-  KILN_PTX_SM90A(asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(smem_address(shared)),
-                              "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_address(bar))
-                              : "memory"));
+__device__ __forceinline__ void tma_load_3d(void* shared, const vendor::TensorMap* map, int c0, int c1, int c2,
+                                            std::uint64_t* bar) {
+  KILN_PTX_SM90A(asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::
+          "r"(smem_address(shared)),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_address(bar)) : "memory"));
 }
-__device__ __forceinline__ void fence_proxy_async() { KILN_PTX_SM90A(asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory")); }
-__device__ __forceinline__ void wgmma_fence() { KILN_PTX_SM90A(asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory")); }
-__device__ __forceinline__ void wgmma_commit() { KILN_PTX_SM90A(asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory")); }
+__device__ __forceinline__ void tma_load_4d(void* shared, const vendor::TensorMap* map, int c0, int c1, int c2, int c3,
+                                            std::uint64_t* bar) {
+  KILN_PTX_SM90A(
+      asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, "
+                   "%4, %5}], [%6];\n" ::"r"(smem_address(shared)),
+                   "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3),
+                   "r"(smem_address(bar)) : "memory"));
+}
+__device__ __forceinline__ void fence_proxy_async() {
+  KILN_PTX_SM90A(asm volatile("fence.proxy.async.shared::cta;\n" :: : "memory"));
+}
+__device__ __forceinline__ void wgmma_fence() {
+  KILN_PTX_SM90A(asm volatile("wgmma.fence.sync.aligned;\n" :: : "memory"));
+}
+__device__ __forceinline__ void wgmma_commit() {
+  KILN_PTX_SM90A(asm volatile("wgmma.commit_group.sync.aligned;\n" :: : "memory"));
+}
 template <int N>
 __device__ __forceinline__ void wgmma_wait() {
   KILN_PTX_SM90A(asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"));
 }
 template <int TransA, int TransB>
-__device__ __forceinline__ void wgmma_m64n128k16_bf16(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d) {
+__device__ __forceinline__ void wgmma_m64n128k16_bf16(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b,
+                                                      int scale_d) {
   KILN_PTX_SM90A(asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, %67, %68;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB)));
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+      "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "
+      "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "
+      "%57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, %67, %68;\n}\n" : "+f"(d[0]),
+      "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]),
+      "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+      "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),
+      "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]),
+      "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+      "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
+      "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]),
+      "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) : "l"(desc_a), "l"(desc_b),
+      "r"(scale_d), "n"(TransA), "n"(TransB)));
 }
 template <int TransA, int TransB>
-__device__ __forceinline__ void wgmma_m64n128k16_f16(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d) {
+__device__ __forceinline__ void wgmma_m64n128k16_f16(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b,
+                                                     int scale_d) {
   KILN_PTX_SM90A(asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, %67, %68;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB)));
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+      "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "
+      "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "
+      "%57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, %67, %68;\n}\n" : "+f"(d[0]),
+      "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]),
+      "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+      "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),
+      "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]),
+      "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+      "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
+      "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]),
+      "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) : "l"(desc_a), "l"(desc_b),
+      "r"(scale_d), "n"(TransA), "n"(TransB)));
 }
 template <int TransA, int TransB>
-__device__ __forceinline__ void wgmma_m64n64k16_bf16(float (&d)[32], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d) {
-  KILN_PTX_SM90A(asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, %35, %36;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB)));
+__device__ __forceinline__ void wgmma_m64n64k16_bf16(float (&d)[32], std::uint64_t desc_a, std::uint64_t desc_b,
+                                                     int scale_d) {
+  KILN_PTX_SM90A(
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                   "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, "
+                   "%11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "
+                   "%30, %31}, %32, %33, p, 1, 1, %35, %36;\n}\n" : "+f"(d[0]),
+                   "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+                   "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
+                   "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31]) : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB)));
 }
 template <int TransA, int TransB>
-__device__ __forceinline__ void wgmma_m64n64k16_f16(float (&d)[32], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d) {
-  KILN_PTX_SM90A(asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, %35, %36;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB)));
+__device__ __forceinline__ void wgmma_m64n64k16_f16(float (&d)[32], std::uint64_t desc_a, std::uint64_t desc_b,
+                                                    int scale_d) {
+  KILN_PTX_SM90A(
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                   "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, "
+                   "%11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "
+                   "%30, %31}, %32, %33, p, 1, 1, %35, %36;\n}\n" : "+f"(d[0]),
+                   "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+                   "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
+                   "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31]) : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB)));
 }
 template <int TransB>
-__device__ __forceinline__ void wgmma_m64n64k16_rs_bf16(float (&d)[32], const std::uint32_t (&a)[4], std::uint64_t desc_b, int scale_d) {
+__device__ __forceinline__ void wgmma_m64n64k16_rs_bf16(float (&d)[32], const std::uint32_t (&a)[4],
+                                                        std::uint64_t desc_b, int scale_d) {
   KILN_PTX_SM90A(asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TransB)));
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+      "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, "
+      "%35}, %36, p, 1, 1, %38;\n}\n" : "+f"(d[0]),
+      "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]),
+      "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+      "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),
+      "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) : "r"(a[0]), "r"(a[1]), "r"(a[2]),
+      "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TransB)));
 }
 template <int TransB>
-__device__ __forceinline__ void wgmma_m64n64k16_rs_f16(float (&d)[32], const std::uint32_t (&a)[4], std::uint64_t desc_b, int scale_d) {
+__device__ __forceinline__ void wgmma_m64n64k16_rs_f16(float (&d)[32], const std::uint32_t (&a)[4],
+                                                       std::uint64_t desc_b, int scale_d) {
   KILN_PTX_SM90A(asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TransB)));
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, "
+      "%14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, "
+      "%35}, %36, p, 1, 1, %38;\n}\n" : "+f"(d[0]),
+      "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]),
+      "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+      "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),
+      "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) : "r"(a[0]), "r"(a[1]), "r"(a[2]),
+      "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TransB)));
 }
 template <int TransB>
-__device__ __forceinline__ void wgmma_m64n128k16_rs_bf16(float (&d)[64], const std::uint32_t (&a)[4], std::uint64_t desc_b, int scale_d) {
+__device__ __forceinline__ void wgmma_m64n128k16_rs_bf16(float (&d)[64], const std::uint32_t (&a)[4],
+                                                         std::uint64_t desc_b, int scale_d) {
   KILN_PTX_SM90A(asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TransB)));
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+      "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "
+      "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "
+      "%57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n" : "+f"(d[0]),
+      "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]),
+      "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+      "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),
+      "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]),
+      "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+      "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
+      "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]),
+      "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) : "r"(a[0]), "r"(a[1]), "r"(a[2]),
+      "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TransB)));
 }
 template <int TransB>
-__device__ __forceinline__ void wgmma_m64n128k16_rs_f16(float (&d)[64], const std::uint32_t (&a)[4], std::uint64_t desc_b, int scale_d) {
+__device__ __forceinline__ void wgmma_m64n128k16_rs_f16(float (&d)[64], const std::uint32_t (&a)[4],
+                                                        std::uint64_t desc_b, int scale_d) {
   KILN_PTX_SM90A(asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TransB)));
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+      "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "
+      "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "
+      "%57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n" : "+f"(d[0]),
+      "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]),
+      "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+      "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),
+      "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]),
+      "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+      "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
+      "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]),
+      "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) : "r"(a[0]), "r"(a[1]), "r"(a[2]),
+      "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TransB)));
 }
 /** d (+)= A·B, m64nNk16, A from registers (the m16n8k16 A fragment per warp, see gpu_sim/cuda/wgmma.hpp), B from shared memory. */
 template <typename T, int N, int TransB>
-__device__ __forceinline__ void wgmma_m64nk16_rs(float (&d)[N / 2], const std::uint32_t (&a)[4], std::uint64_t desc_b, int scale_d) {
+__device__ __forceinline__ void wgmma_m64nk16_rs(float (&d)[N / 2], const std::uint32_t (&a)[4], std::uint64_t desc_b,
+                                                 int scale_d) {
   static_assert(N == 64 || N == 128, "kiln wraps wgmma m64n64k16 and m64n128k16");
   constexpr bool kBf16 = std::is_same<T, __nv_bfloat16>::value;
   if constexpr (N == 64 && kBf16) wgmma_m64n64k16_rs_bf16<TransB>(d, a, desc_b, scale_d);
@@ -274,7 +360,8 @@ __device__ __forceinline__ void setmaxnreg_dec() {
 
 /** Typed front of the m64nNk16 wrappers: d (+)= A·B with N = 64 or 128 and T = __half or __nv_bfloat16 inputs (PTX transpose bits TransA/TransB). */
 template <typename T, int N, int TransA, int TransB>
-__device__ __forceinline__ void wgmma_m64nk16(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d) {
+__device__ __forceinline__ void wgmma_m64nk16(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b,
+                                              int scale_d) {
   static_assert(N == 64 || N == 128, "kiln wraps wgmma m64n64k16 and m64n128k16");
   constexpr bool kBf16 = std::is_same<T, __nv_bfloat16>::value;
   if constexpr (N == 64 && kBf16) wgmma_m64n64k16_bf16<TransA, TransB>(d, desc_a, desc_b, scale_d);

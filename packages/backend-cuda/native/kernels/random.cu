@@ -44,10 +44,13 @@ __device__ __forceinline__ Words philox(std::uint64_t block, std::uint32_t key0,
   return Words{{c0, c1, c2, c3}};
 }
 
-__device__ __forceinline__ void store_random(void* out, int dtype, Index i, float value) { store_float(out, dtype, i, value); }
+__device__ __forceinline__ void store_random(void* out, int dtype, Index i, float value) {
+  store_float(out, dtype, i, value);
+}
 
-__global__ void __launch_bounds__(kThreads) uniform_kernel(void* out, int dtype, double low, double high, std::uint32_t key0, std::uint32_t key1,
-                                                           std::uint64_t offset, Index count) {
+__global__ void __launch_bounds__(kThreads)
+    uniform_kernel(void* out, int dtype, double low, double high, std::uint32_t key0, std::uint32_t key1,
+                   std::uint64_t offset, Index count) {
   const std::uint64_t first_block = offset / 4;
   const std::uint64_t last_block = (offset + static_cast<std::uint64_t>(count) - 1) / 4;
   const Index blocks = static_cast<Index>(last_block - first_block + 1);
@@ -60,13 +63,15 @@ __global__ void __launch_bounds__(kThreads) uniform_kernel(void* out, int dtype,
       const std::uint64_t element = block * 4 + static_cast<std::uint64_t>(lane);
       if (element < offset || element >= offset + static_cast<std::uint64_t>(count)) continue;
       const double unit = static_cast<double>(words.w[lane] >> 8) * 0x1p-24;
-      store_random(out, dtype, static_cast<Index>(element - offset), __double2float_rn(__dadd_rn(low, __dmul_rn(range, unit))));
+      store_random(out, dtype, static_cast<Index>(element - offset),
+                   __double2float_rn(__dadd_rn(low, __dmul_rn(range, unit))));
     }
   }
 }
 
-__global__ void __launch_bounds__(kThreads) normal_kernel(void* out, int dtype, double mean, double deviation, std::uint32_t key0,
-                                                          std::uint32_t key1, std::uint64_t offset, Index count) {
+__global__ void __launch_bounds__(kThreads)
+    normal_kernel(void* out, int dtype, double mean, double deviation, std::uint32_t key0, std::uint32_t key1,
+                  std::uint64_t offset, Index count) {
   const double two_pi = 2.0 * 3.141592653589793;
   const Index stride = static_cast<Index>(gridDim.x) * blockDim.x;
   for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
@@ -81,18 +86,18 @@ __global__ void __launch_bounds__(kThreads) normal_kernel(void* out, int dtype, 
 
 }  // namespace
 
-cudaError_t launch_random(const LaunchContext& context, int dtype, void* out, int kind, double a, double b, std::uint64_t seed, std::uint64_t offset,
-                          Index count) {
+cudaError_t launch_random(const LaunchContext& context, int dtype, void* out, int kind, double a, double b,
+                          std::uint64_t seed, std::uint64_t offset, Index count) {
   if (count == 0) return cudaSuccess;
   const auto key0 = static_cast<std::uint32_t>(seed);
   const auto key1 = static_cast<std::uint32_t>(seed >> 32);
   if (kind == kUniform) {
     const Index blocks = static_cast<Index>((offset + static_cast<std::uint64_t>(count) - 1) / 4 - offset / 4 + 1);
-    return vendor::launch("uniform_kernel", uniform_kernel, dim3(grid_for(blocks, kThreads, context.max_blocks)), dim3(kThreads), 0, context.stream,
-                          out, dtype, a, b, key0, key1, offset, count);
+    return vendor::launch("uniform_kernel", uniform_kernel, dim3(grid_for(blocks, kThreads, context.max_blocks)),
+                          dim3(kThreads), 0, context.stream, out, dtype, a, b, key0, key1, offset, count);
   }
-  return vendor::launch("normal_kernel", normal_kernel, dim3(grid_for(count, kThreads, context.max_blocks)), dim3(kThreads), 0, context.stream, out,
-                        dtype, a, b, key0, key1, offset, count);
+  return vendor::launch("normal_kernel", normal_kernel, dim3(grid_for(count, kThreads, context.max_blocks)),
+                        dim3(kThreads), 0, context.stream, out, dtype, a, b, key0, key1, offset, count);
 }
 
 }  // namespace kiln

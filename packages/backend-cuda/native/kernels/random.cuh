@@ -11,7 +11,7 @@ namespace kiln {
 enum RandomKind : int { kUniform = 0, kNormal = 1 };
 
 /** out[i] = element offset + i of the Philox stream of `seed` (count elements of a float dtype). */
-cudaError_t launch_random(const LaunchContext& context, int dtype, void* out, int kind, double a, double b, std::uint64_t seed, std::uint64_t offset,
-                          Index count);
+cudaError_t launch_random(const LaunchContext& context, int dtype, void* out, int kind, double a, double b,
+                          std::uint64_t seed, std::uint64_t offset, Index count);
 
 }  // namespace kiln

@@ -54,10 +54,14 @@ struct FloatExtremum {
 struct IntSum {
   using State = std::uint32_t;
   __device__ static State identity() { return 0u; }
-  __device__ static State load(const void* x, int, Index offset, Index) { return static_cast<std::uint32_t>(load_i32(x, offset)); }
+  __device__ static State load(const void* x, int, Index offset, Index) {
+    return static_cast<std::uint32_t>(load_i32(x, offset));
+  }
   __device__ static State combine(State a, State b) { return a + b; }
   __device__ static State shuffle_down(State s, int offset) { return __shfl_down_sync(0xffffffffu, s, offset); }
-  __device__ static void store(void* out, int dtype, Index i, State s) { store_i32(out, dtype, i, static_cast<std::int32_t>(s)); }
+  __device__ static void store(void* out, int dtype, Index i, State s) {
+    store_i32(out, dtype, i, static_cast<std::int32_t>(s));
+  }
 };
 
 template <bool Max>
@@ -82,12 +86,16 @@ struct ArgExtremum {
   using Value = std::conditional_t<Float, float, std::int32_t>;
   using State = ArgState<Value>;
   __device__ static State identity() {
-    if constexpr (Float) return State{Max ? -INFINITY : INFINITY, kNoIndex};
-    else return State{Max ? (-2147483647 - 1) : 2147483647, kNoIndex};
+    if constexpr (Float)
+      return State{Max ? -INFINITY : INFINITY, kNoIndex};
+    else
+      return State{Max ? (-2147483647 - 1) : 2147483647, kNoIndex};
   }
   __device__ static State load(const void* x, int dtype, Index offset, Index position) {
-    if constexpr (Float) return State{load_float(x, dtype, offset), position};
-    else return State{load_i32(x, offset), position};
+    if constexpr (Float)
+      return State{load_float(x, dtype, offset), position};
+    else
+      return State{load_i32(x, offset), position};
   }
   __device__ static State combine(State a, State b) {
     if constexpr (Float) {
@@ -105,18 +113,22 @@ struct ArgExtremum {
   __device__ static State shuffle_down(State s, int offset) {
     return State{__shfl_down_sync(0xffffffffu, s.value, offset), __shfl_down_sync(0xffffffffu, s.index, offset)};
   }
-  __device__ static void store(void* out, int, Index i, State s) { static_cast<std::int32_t*>(out)[i] = static_cast<std::int32_t>(s.index); }
+  __device__ static void store(void* out, int, Index i, State s) {
+    static_cast<std::int32_t*>(out)[i] = static_cast<std::int32_t>(s.index);
+  }
 };
 
 template <typename Accumulator>
 __device__ __forceinline__ typename Accumulator::State warp_reduce(typename Accumulator::State state) {
-  for (int offset = 16; offset > 0; offset /= 2) state = Accumulator::combine(state, Accumulator::shuffle_down(state, offset));
+  for (int offset = 16; offset > 0; offset /= 2)
+    state = Accumulator::combine(state, Accumulator::shuffle_down(state, offset));
   return state;
 }
 
 /** Combines the states of a kThreads block; the result is valid in thread 0. `partial` has one slot per warp. */
 template <typename Accumulator>
-__device__ __forceinline__ typename Accumulator::State block_reduce(typename Accumulator::State state, typename Accumulator::State* partial) {
+__device__ __forceinline__ typename Accumulator::State block_reduce(typename Accumulator::State state,
+                                                                    typename Accumulator::State* partial) {
   const unsigned lane = threadIdx.x % 32;
   const unsigned warp = threadIdx.x / 32;
   state = warp_reduce<Accumulator>(state);
@@ -132,12 +144,14 @@ __device__ __forceinline__ typename Accumulator::State block_reduce(typename Acc
 
 /** One block per row (grid-stride over rows). */
 template <typename Accumulator>
-__global__ void __launch_bounds__(kThreads) reduce_rows_kernel(const void* x, int dtype, void* out, int out_dtype, Index outer, Index size) {
+__global__ void __launch_bounds__(kThreads)
+    reduce_rows_kernel(const void* x, int dtype, void* out, int out_dtype, Index outer, Index size) {
   using State = typename Accumulator::State;
   __shared__ State partial[kThreads / 32];
   for (Index row = blockIdx.x; row < outer; row += gridDim.x) {
     State state = Accumulator::identity();
-    for (Index k = threadIdx.x; k < size; k += blockDim.x) state = Accumulator::combine(state, Accumulator::load(x, dtype, row * size + k, k));
+    for (Index k = threadIdx.x; k < size; k += blockDim.x)
+      state = Accumulator::combine(state, Accumulator::load(x, dtype, row * size + k, k));
     state = block_reduce<Accumulator>(state, partial);
     if (threadIdx.x == 0) Accumulator::store(out, out_dtype, row, state);
   }
@@ -145,15 +159,18 @@ __global__ void __launch_bounds__(kThreads) reduce_rows_kernel(const void* x, in
 
 /** One warp per row (grid-stride over groups of kThreads / 32 rows). */
 template <typename Accumulator>
-__global__ void __launch_bounds__(kThreads) reduce_warp_rows_kernel(const void* x, int dtype, void* out, int out_dtype, Index outer, Index size) {
+__global__ void __launch_bounds__(kThreads)
+    reduce_warp_rows_kernel(const void* x, int dtype, void* out, int out_dtype, Index outer, Index size) {
   using State = typename Accumulator::State;
   const unsigned lane = threadIdx.x % 32;
   const Index warps = kThreads / 32;
-  for (Index first = static_cast<Index>(blockIdx.x) * warps; first < outer; first += static_cast<Index>(gridDim.x) * warps) {
+  for (Index first = static_cast<Index>(blockIdx.x) * warps; first < outer;
+       first += static_cast<Index>(gridDim.x) * warps) {
     const Index row = first + threadIdx.x / 32;
     State state = Accumulator::identity();
     if (row < outer) {
-      for (Index k = lane; k < size; k += 32) state = Accumulator::combine(state, Accumulator::load(x, dtype, row * size + k, k));
+      for (Index k = lane; k < size; k += 32)
+        state = Accumulator::combine(state, Accumulator::load(x, dtype, row * size + k, k));
     }
     state = warp_reduce<Accumulator>(state);  // the whole warp runs this (rows past outer fold the identity)
     if (row < outer && lane == 0) Accumulator::store(out, out_dtype, row, state);
@@ -162,37 +179,40 @@ __global__ void __launch_bounds__(kThreads) reduce_warp_rows_kernel(const void* 
 
 /** Pass 1 of a long row: block (chunk, row) folds elements [chunk·chunk_size, +chunk_size) into partials[row·chunks + chunk]. */
 template <typename Accumulator>
-__global__ void __launch_bounds__(kThreads) reduce_row_chunks_kernel(const void* x, int dtype, typename Accumulator::State* partials, Index size,
-                                                                     Index chunk_size) {
+__global__ void __launch_bounds__(kThreads)
+    reduce_row_chunks_kernel(const void* x, int dtype, typename Accumulator::State* partials, Index size,
+                             Index chunk_size) {
   using State = typename Accumulator::State;
   __shared__ State partial[kThreads / 32];
   const Index row = blockIdx.y;
   const Index begin = static_cast<Index>(blockIdx.x) * chunk_size;
   const Index end = begin + chunk_size < size ? begin + chunk_size : size;
   State state = Accumulator::identity();
-  for (Index k = begin + threadIdx.x; k < end; k += blockDim.x) state = Accumulator::combine(state, Accumulator::load(x, dtype, row * size + k, k));
+  for (Index k = begin + threadIdx.x; k < end; k += blockDim.x)
+    state = Accumulator::combine(state, Accumulator::load(x, dtype, row * size + k, k));
   state = block_reduce<Accumulator>(state, partial);
   if (threadIdx.x == 0) partials[row * gridDim.x + blockIdx.x] = state;
 }
 
 /** Pass 2 of a long row: one block per row folds its `chunks` partial states. */
 template <typename Accumulator>
-__global__ void __launch_bounds__(kThreads) reduce_row_partials_kernel(const typename Accumulator::State* partials, void* out, int out_dtype,
-                                                                       Index chunks) {
+__global__ void __launch_bounds__(kThreads)
+    reduce_row_partials_kernel(const typename Accumulator::State* partials, void* out, int out_dtype, Index chunks) {
   using State = typename Accumulator::State;
   __shared__ State partial[kThreads / 32];
   const Index row = blockIdx.x;
   State state = Accumulator::identity();
-  for (Index chunk = threadIdx.x; chunk < chunks; chunk += blockDim.x) state = Accumulator::combine(state, partials[row * chunks + chunk]);
+  for (Index chunk = threadIdx.x; chunk < chunks; chunk += blockDim.x)
+    state = Accumulator::combine(state, partials[row * chunks + chunk]);
   state = block_reduce<Accumulator>(state, partial);
   if (threadIdx.x == 0) Accumulator::store(out, out_dtype, row, state);
 }
 
 /** One thread per output folds rows [k_begin, k_end) of its column; writes out (chunked = false) or partials[chunk, output]. */
 template <typename Accumulator, bool Chunked>
-__global__ void __launch_bounds__(kThreads) reduce_columns_kernel(const void* x, int dtype, void* out, int out_dtype,
-                                                                  typename Accumulator::State* partials, Index outer, Index size, Index inner,
-                                                                  Index chunks, Index chunk_size) {
+__global__ void __launch_bounds__(kThreads)
+    reduce_columns_kernel(const void* x, int dtype, void* out, int out_dtype, typename Accumulator::State* partials,
+                          Index outer, Index size, Index inner, Index chunks, Index chunk_size) {
   using State = typename Accumulator::State;
   const Index outputs = outer * inner;
   const Index total = outputs * chunks;
@@ -205,21 +225,26 @@ __global__ void __launch_bounds__(kThreads) reduce_columns_kernel(const void* x,
     const Index begin = chunk * chunk_size;
     const Index end = begin + chunk_size < size ? begin + chunk_size : size;
     State state = Accumulator::identity();
-    for (Index k = begin; k < end; k++) state = Accumulator::combine(state, Accumulator::load(x, dtype, (block * size + k) * inner + column, k));
-    if constexpr (Chunked) partials[chunk * outputs + output] = state;
-    else Accumulator::store(out, out_dtype, output, state);
+    for (Index k = begin; k < end; k++)
+      state = Accumulator::combine(state, Accumulator::load(x, dtype, (block * size + k) * inner + column, k));
+    if constexpr (Chunked)
+      partials[chunk * outputs + output] = state;
+    else
+      Accumulator::store(out, out_dtype, output, state);
   }
 }
 
 /** Pass 2 of the chunked column path: one thread per output folds partials[0..chunks, output] in order. */
 template <typename Accumulator>
-__global__ void __launch_bounds__(kThreads) reduce_column_partials_kernel(const typename Accumulator::State* partials, void* out, int out_dtype,
-                                                                          Index outputs, Index chunks) {
+__global__ void __launch_bounds__(kThreads)
+    reduce_column_partials_kernel(const typename Accumulator::State* partials, void* out, int out_dtype, Index outputs,
+                                  Index chunks) {
   using State = typename Accumulator::State;
   const Index stride = static_cast<Index>(gridDim.x) * blockDim.x;
   for (Index output = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; output < outputs; output += stride) {
     State state = Accumulator::identity();
-    for (Index chunk = 0; chunk < chunks; chunk++) state = Accumulator::combine(state, partials[chunk * outputs + output]);
+    for (Index chunk = 0; chunk < chunks; chunk++)
+      state = Accumulator::combine(state, partials[chunk * outputs + output]);
     Accumulator::store(out, out_dtype, output, state);
   }
 }
@@ -259,8 +284,8 @@ ReducePlan plan_reduce(Index outer, Index size, Index inner) {
 }
 
 template <typename Accumulator>
-cudaError_t launch_with(const LaunchContext& context, const char* name, int dtype, const void* x, int out_dtype, void* out, Index outer, Index size,
-                        Index inner, void* scratch) {
+cudaError_t launch_with(const LaunchContext& context, const char* name, int dtype, const void* x, int out_dtype,
+                        void* out, Index outer, Index size, Index inner, void* scratch) {
   using State = typename Accumulator::State;
   static_assert(sizeof(State) <= kPartialBytes, "a partial state must fit its scratch slot");
   const ReducePlan plan = plan_reduce(outer, size, inner);
@@ -268,30 +293,36 @@ cudaError_t launch_with(const LaunchContext& context, const char* name, int dtyp
   State* partials = static_cast<State*>(scratch);
   switch (plan.path) {
     case ReducePlan::kWarpRows:
-      return vendor::launch(name, reduce_warp_rows_kernel<Accumulator>, dim3(grid_for(outer * 32, kThreads, context.max_blocks)), threads, 0,
-                            context.stream, x, dtype, out, out_dtype, outer, size);
+      return vendor::launch(name, reduce_warp_rows_kernel<Accumulator>,
+                            dim3(grid_for(outer * 32, kThreads, context.max_blocks)), threads, 0, context.stream, x,
+                            dtype, out, out_dtype, outer, size);
     case ReducePlan::kBlockRows:
-      return vendor::launch(name, reduce_rows_kernel<Accumulator>, dim3(static_cast<unsigned>(outer < context.max_blocks ? outer : context.max_blocks)),
+      return vendor::launch(name, reduce_rows_kernel<Accumulator>,
+                            dim3(static_cast<unsigned>(outer < context.max_blocks ? outer : context.max_blocks)),
                             threads, 0, context.stream, x, dtype, out, out_dtype, outer, size);
     case ReducePlan::kChunkedRows: {
-      const cudaError_t error = vendor::launch(name, reduce_row_chunks_kernel<Accumulator>, dim3(static_cast<unsigned>(plan.chunks), static_cast<unsigned>(outer)),
+      const cudaError_t error = vendor::launch(name, reduce_row_chunks_kernel<Accumulator>,
+                                               dim3(static_cast<unsigned>(plan.chunks), static_cast<unsigned>(outer)),
                                                threads, 0, context.stream, x, dtype, partials, size, plan.chunk_size);
       if (error != cudaSuccess) return error;
-      return vendor::launch(name, reduce_row_partials_kernel<Accumulator>, dim3(static_cast<unsigned>(outer)), threads, 0, context.stream,
-                            static_cast<const State*>(partials), out, out_dtype, plan.chunks);
+      return vendor::launch(name, reduce_row_partials_kernel<Accumulator>, dim3(static_cast<unsigned>(outer)), threads,
+                            0, context.stream, static_cast<const State*>(partials), out, out_dtype, plan.chunks);
     }
     case ReducePlan::kChunkedColumns: {
       const Index outputs = outer * inner;
-      const cudaError_t error = vendor::launch(name, reduce_columns_kernel<Accumulator, true>, dim3(grid_for(outputs * plan.chunks, kThreads, context.max_blocks)),
-                                               threads, 0, context.stream, x, dtype, out, out_dtype, partials, outer, size, inner, plan.chunks,
-                                               plan.chunk_size);
+      const cudaError_t error = vendor::launch(name, reduce_columns_kernel<Accumulator, true>,
+                                               dim3(grid_for(outputs * plan.chunks, kThreads, context.max_blocks)),
+                                               threads, 0, context.stream, x, dtype, out, out_dtype, partials, outer,
+                                               size, inner, plan.chunks, plan.chunk_size);
       if (error != cudaSuccess) return error;
-      return vendor::launch(name, reduce_column_partials_kernel<Accumulator>, dim3(grid_for(outputs, kThreads, context.max_blocks)), threads, 0,
-                            context.stream, static_cast<const State*>(partials), out, out_dtype, outputs, plan.chunks);
+      return vendor::launch(name, reduce_column_partials_kernel<Accumulator>,
+                            dim3(grid_for(outputs, kThreads, context.max_blocks)), threads, 0, context.stream,
+                            static_cast<const State*>(partials), out, out_dtype, outputs, plan.chunks);
     }
     default:  // kThreadRows and kColumns: one thread per output, the whole axis as one chunk.
-      return vendor::launch(name, reduce_columns_kernel<Accumulator, false>, dim3(grid_for(outer * inner, kThreads, context.max_blocks)), threads, 0,
-                            context.stream, x, dtype, out, out_dtype, partials, outer, size, inner, Index{1}, size);
+      return vendor::launch(name, reduce_columns_kernel<Accumulator, false>,
+                            dim3(grid_for(outer * inner, kThreads, context.max_blocks)), threads, 0, context.stream, x,
+                            dtype, out, out_dtype, partials, outer, size, inner, Index{1}, size);
   }
 }
 
@@ -304,26 +335,36 @@ std::size_t reduce_scratch_bytes(Index outer, Index size, Index inner) {
   return static_cast<std::size_t>(outer * inner * plan.chunks) * kPartialBytes;
 }
 
-cudaError_t launch_reduce(const LaunchContext& context, int op, int dtype, const void* x, int out_dtype, void* out, Index outer, Index size, Index inner,
-                          void* scratch) {
+cudaError_t launch_reduce(const LaunchContext& context, int op, int dtype, const void* x, int out_dtype, void* out,
+                          Index outer, Index size, Index inner, void* scratch) {
   if (outer * inner == 0) return cudaSuccess;
   const bool integer = dtype == kI32;
   switch (op) {
     case KILN_REDUCE_SUM:
-      return integer ? launch_with<IntSum>(context, "reduce_kernel<sum,i32>", dtype, x, out_dtype, out, outer, size, inner, scratch)
-                     : launch_with<FloatSum>(context, "reduce_kernel<sum>", dtype, x, out_dtype, out, outer, size, inner, scratch);
+      return integer ? launch_with<IntSum>(context, "reduce_kernel<sum,i32>", dtype, x, out_dtype, out, outer, size,
+                                           inner, scratch)
+                     : launch_with<FloatSum>(context, "reduce_kernel<sum>", dtype, x, out_dtype, out, outer, size,
+                                             inner, scratch);
     case KILN_REDUCE_MAX:
-      return integer ? launch_with<IntExtremum<true>>(context, "reduce_kernel<max,i32>", dtype, x, out_dtype, out, outer, size, inner, scratch)
-                     : launch_with<FloatExtremum<true>>(context, "reduce_kernel<max>", dtype, x, out_dtype, out, outer, size, inner, scratch);
+      return integer ? launch_with<IntExtremum<true>>(context, "reduce_kernel<max,i32>", dtype, x, out_dtype, out,
+                                                      outer, size, inner, scratch)
+                     : launch_with<FloatExtremum<true>>(context, "reduce_kernel<max>", dtype, x, out_dtype, out, outer,
+                                                        size, inner, scratch);
     case KILN_REDUCE_MIN:
-      return integer ? launch_with<IntExtremum<false>>(context, "reduce_kernel<min,i32>", dtype, x, out_dtype, out, outer, size, inner, scratch)
-                     : launch_with<FloatExtremum<false>>(context, "reduce_kernel<min>", dtype, x, out_dtype, out, outer, size, inner, scratch);
+      return integer ? launch_with<IntExtremum<false>>(context, "reduce_kernel<min,i32>", dtype, x, out_dtype, out,
+                                                       outer, size, inner, scratch)
+                     : launch_with<FloatExtremum<false>>(context, "reduce_kernel<min>", dtype, x, out_dtype, out, outer,
+                                                         size, inner, scratch);
     case KILN_REDUCE_ARGMAX:
-      return integer ? launch_with<ArgExtremum<true, false>>(context, "reduce_kernel<argmax,i32>", dtype, x, out_dtype, out, outer, size, inner, scratch)
-                     : launch_with<ArgExtremum<true, true>>(context, "reduce_kernel<argmax>", dtype, x, out_dtype, out, outer, size, inner, scratch);
+      return integer ? launch_with<ArgExtremum<true, false>>(context, "reduce_kernel<argmax,i32>", dtype, x, out_dtype,
+                                                             out, outer, size, inner, scratch)
+                     : launch_with<ArgExtremum<true, true>>(context, "reduce_kernel<argmax>", dtype, x, out_dtype, out,
+                                                            outer, size, inner, scratch);
     default:
-      return integer ? launch_with<ArgExtremum<false, false>>(context, "reduce_kernel<argmin,i32>", dtype, x, out_dtype, out, outer, size, inner, scratch)
-                     : launch_with<ArgExtremum<false, true>>(context, "reduce_kernel<argmin>", dtype, x, out_dtype, out, outer, size, inner, scratch);
+      return integer ? launch_with<ArgExtremum<false, false>>(context, "reduce_kernel<argmin,i32>", dtype, x, out_dtype,
+                                                              out, outer, size, inner, scratch)
+                     : launch_with<ArgExtremum<false, true>>(context, "reduce_kernel<argmin>", dtype, x, out_dtype, out,
+                                                             outer, size, inner, scratch);
   }
 }
 

@@ -19,7 +19,7 @@ std::size_t reduce_scratch_bytes(Index outer, Index size, Index inner);
  * sum/max/min (identity: 0, −Inf/INT_MIN, +Inf/INT_MAX). `scratch` holds reduce_scratch_bytes(outer,
  * size, inner) bytes of device memory (may be null when that is 0).
  */
-cudaError_t launch_reduce(const LaunchContext& context, int op, int dtype, const void* x, int out_dtype, void* out, Index outer, Index size, Index inner,
-                          void* scratch);
+cudaError_t launch_reduce(const LaunchContext& context, int op, int dtype, const void* x, int out_dtype, void* out,
+                          Index outer, Index size, Index inner, void* scratch);
 
 }  // namespace kiln

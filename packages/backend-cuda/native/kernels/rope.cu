@@ -23,8 +23,9 @@ __device__ __forceinline__ Index rope_row_start(Index row, Index t, Index positi
   return ((row / heads * positions + t) * heads + row % heads) * dim;
 }
 
-__global__ void __launch_bounds__(kThreads) rope_kernel(int dtype, const void* x, void* out, Index first_row, Index rows, Index positions, Index dim,
-                                                        double offset, double theta, double sign, Index heads) {
+__global__ void __launch_bounds__(kThreads)
+    rope_kernel(int dtype, const void* x, void* out, Index first_row, Index rows, Index positions, Index dim,
+                double offset, double theta, double sign, Index heads) {
   const Index half = dim / 2;
   const Index pairs = positions * half;
   const Index row_begin = first_row + static_cast<Index>(blockIdx.y) * kRowsPerThread;
@@ -49,8 +50,8 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(int dtype, const void* x
 
 }  // namespace
 
-cudaError_t launch_rope(const LaunchContext& context, int dtype, const void* x, void* out, Index rows, Index positions, Index dim, double offset,
-                        double theta, bool inverse, Index heads) {
+cudaError_t launch_rope(const LaunchContext& context, int dtype, const void* x, void* out, Index rows, Index positions,
+                        Index dim, double offset, double theta, bool inverse, Index heads) {
   const Index pairs = positions * (dim / 2);
   if (rows == 0 || pairs == 0) return cudaSuccess;
   const Index chunks = (rows + kRowsPerThread - 1) / kRowsPerThread;
@@ -61,8 +62,9 @@ cudaError_t launch_rope(const LaunchContext& context, int dtype, const void* x, 
     // Rows [first_chunk·kRowsPerThread, rows) of this launch are addressed from element 0 (tokens-major rows are not contiguous).
     const Index first_row = first_chunk * kRowsPerThread;
     const dim3 grid(grid_for(pairs, kThreads, context.max_blocks), static_cast<unsigned>(launch_chunks));
-    const cudaError_t error = vendor::launch("rope_kernel", rope_kernel, grid, dim3(kThreads), 0, context.stream, dtype, x, out, first_row, rows, positions, dim,
-                                             offset, theta, inverse ? -1.0 : 1.0, heads);
+    const cudaError_t error =
+        vendor::launch("rope_kernel", rope_kernel, grid, dim3(kThreads), 0, context.stream, dtype, x, out, first_row,
+                       rows, positions, dim, offset, theta, inverse ? -1.0 : 1.0, heads);
     if (error != cudaSuccess) return error;
   }
   return cudaSuccess;

@@ -14,12 +14,14 @@
 namespace kiln {
 namespace {
 
-__global__ void __launch_bounds__(1024) softmax_kernel(int kind, int dtype, const void* x, void* out, Index rows, Index cols) {
+__global__ void __launch_bounds__(1024)
+    softmax_kernel(int kind, int dtype, const void* x, void* out, Index rows, Index cols) {
   __shared__ SoftmaxState scratch[32];
   for (Index row = blockIdx.x; row < rows; row += gridDim.x) {
     const Index start = row * cols;
     SoftmaxState state = softmax_identity();
-    for (Index col = threadIdx.x; col < cols; col += blockDim.x) state = softmax_add(state, load_float(x, dtype, start + col));
+    for (Index col = threadIdx.x; col < cols; col += blockDim.x)
+      state = softmax_add(state, load_float(x, dtype, start + col));
     state = block_softmax(state, scratch);
     if (kind == kSoftmax) {
       for (Index col = threadIdx.x; col < cols; col += blockDim.x) {
@@ -28,37 +30,44 @@ __global__ void __launch_bounds__(1024) softmax_kernel(int kind, int dtype, cons
     } else {
       const float log_sum = logf(state.sum);
       // x − max − log(sum), subtracting in that order as the definition does.
-      for (Index col = threadIdx.x; col < cols; col += blockDim.x) store_float(out, dtype, start + col, (load_float(x, dtype, start + col) - state.max) - log_sum);
+      for (Index col = threadIdx.x; col < cols; col += blockDim.x)
+        store_float(out, dtype, start + col, (load_float(x, dtype, start + col) - state.max) - log_sum);
     }
   }
 }
 
-__global__ void __launch_bounds__(1024) softmax_backward_kernel(int dtype, const void* y, const void* dy, void* dx, Index rows, Index cols) {
+__global__ void __launch_bounds__(1024)
+    softmax_backward_kernel(int dtype, const void* y, const void* dy, void* dx, Index rows, Index cols) {
   __shared__ float scratch[32];
   for (Index row = blockIdx.x; row < rows; row += gridDim.x) {
     const Index start = row * cols;
     float dot = 0.0f;
-    for (Index col = threadIdx.x; col < cols; col += blockDim.x) dot += load_float(dy, dtype, start + col) * load_float(y, dtype, start + col);
+    for (Index col = threadIdx.x; col < cols; col += blockDim.x)
+      dot += load_float(dy, dtype, start + col) * load_float(y, dtype, start + col);
     dot = block_sum(dot, scratch);
     for (Index col = threadIdx.x; col < cols; col += blockDim.x) {
-      store_float(dx, dtype, start + col, load_float(y, dtype, start + col) * (load_float(dy, dtype, start + col) - dot));
+      store_float(dx, dtype, start + col,
+                  load_float(y, dtype, start + col) * (load_float(dy, dtype, start + col) - dot));
     }
   }
 }
 
 }  // namespace
 
-cudaError_t launch_softmax(const LaunchContext& context, int kind, int dtype, const void* x, void* out, Index rows, Index cols) {
+cudaError_t launch_softmax(const LaunchContext& context, int kind, int dtype, const void* x, void* out, Index rows,
+                           Index cols) {
   if (rows == 0 || cols == 0) return cudaSuccess;
   const int threads = row_threads(cols);
-  return vendor::launch(kind == kSoftmax ? "softmax_kernel" : "log_softmax_kernel", softmax_kernel, dim3(grid_for(rows, 1, context.max_blocks)),
-                        dim3(threads), 0, context.stream, kind, dtype, x, out, rows, cols);
+  return vendor::launch(kind == kSoftmax ? "softmax_kernel" : "log_softmax_kernel", softmax_kernel,
+                        dim3(grid_for(rows, 1, context.max_blocks)), dim3(threads), 0, context.stream, kind, dtype, x,
+                        out, rows, cols);
 }
 
-cudaError_t launch_softmax_backward(const LaunchContext& context, int dtype, const void* y, const void* dy, void* dx, Index rows, Index cols) {
+cudaError_t launch_softmax_backward(const LaunchContext& context, int dtype, const void* y, const void* dy, void* dx,
+                                    Index rows, Index cols) {
   if (rows == 0 || cols == 0) return cudaSuccess;
-  return vendor::launch("softmax_backward_kernel", softmax_backward_kernel, dim3(grid_for(rows, 1, context.max_blocks)), dim3(row_threads(cols)), 0,
-                        context.stream, dtype, y, dy, dx, rows, cols);
+  return vendor::launch("softmax_backward_kernel", softmax_backward_kernel, dim3(grid_for(rows, 1, context.max_blocks)),
+                        dim3(row_threads(cols)), 0, context.stream, dtype, y, dy, dx, rows, cols);
 }
 
 }  // namespace kiln

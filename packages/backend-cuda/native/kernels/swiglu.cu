@@ -13,7 +13,8 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__global__ void __launch_bounds__(kThreads) swiglu_kernel(int dtype, const void* gate, const void* up, void* out, Index count) {
+__global__ void __launch_bounds__(kThreads)
+    swiglu_kernel(int dtype, const void* gate, const void* up, void* out, Index count) {
   const Index stride = static_cast<Index>(gridDim.x) * blockDim.x;
   for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
     const float g = load_float(gate, dtype, i);
@@ -21,8 +22,9 @@ __global__ void __launch_bounds__(kThreads) swiglu_kernel(int dtype, const void*
   }
 }
 
-__global__ void __launch_bounds__(kThreads) swiglu_backward_kernel(int dtype, const void* gate, const void* up, const void* dy, void* d_gate, void* d_up,
-                                                                   Index count) {
+__global__ void __launch_bounds__(kThreads)
+    swiglu_backward_kernel(int dtype, const void* gate, const void* up, const void* dy, void* d_gate, void* d_up,
+                           Index count) {
   const Index stride = static_cast<Index>(gridDim.x) * blockDim.x;
   for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
     const float g = load_float(gate, dtype, i);
@@ -35,17 +37,19 @@ __global__ void __launch_bounds__(kThreads) swiglu_backward_kernel(int dtype, co
 
 }  // namespace
 
-cudaError_t launch_swiglu(const LaunchContext& context, int dtype, const void* gate, const void* up, void* out, Index count) {
+cudaError_t launch_swiglu(const LaunchContext& context, int dtype, const void* gate, const void* up, void* out,
+                          Index count) {
   if (count == 0) return cudaSuccess;
-  return vendor::launch("swiglu_kernel", swiglu_kernel, dim3(grid_for(count, kThreads, context.max_blocks)), dim3(kThreads), 0, context.stream, dtype,
-                        gate, up, out, count);
+  return vendor::launch("swiglu_kernel", swiglu_kernel, dim3(grid_for(count, kThreads, context.max_blocks)),
+                        dim3(kThreads), 0, context.stream, dtype, gate, up, out, count);
 }
 
-cudaError_t launch_swiglu_backward(const LaunchContext& context, int dtype, const void* gate, const void* up, const void* dy, void* d_gate, void* d_up,
-                                   Index count) {
+cudaError_t launch_swiglu_backward(const LaunchContext& context, int dtype, const void* gate, const void* up,
+                                   const void* dy, void* d_gate, void* d_up, Index count) {
   if (count == 0) return cudaSuccess;
-  return vendor::launch("swiglu_backward_kernel", swiglu_backward_kernel, dim3(grid_for(count, kThreads, context.max_blocks)), dim3(kThreads), 0,
-                        context.stream, dtype, gate, up, dy, d_gate, d_up, count);
+  return vendor::launch("swiglu_backward_kernel", swiglu_backward_kernel,
+                        dim3(grid_for(count, kThreads, context.max_blocks)), dim3(kThreads), 0, context.stream, dtype,
+                        gate, up, dy, d_gate, d_up, count);
 }
 
 }  // namespace kiln

@@ -6,10 +6,11 @@
 namespace kiln {
 
 /** out = silu(gate) · up over `count` elements of `dtype`. */
-cudaError_t launch_swiglu(const LaunchContext& context, int dtype, const void* gate, const void* up, void* out, Index count);
+cudaError_t launch_swiglu(const LaunchContext& context, int dtype, const void* gate, const void* up, void* out,
+                          Index count);
 
 /** dGate = dy · up · siluGrad(gate), dUp = dy · silu(gate). */
-cudaError_t launch_swiglu_backward(const LaunchContext& context, int dtype, const void* gate, const void* up, const void* dy, void* d_gate, void* d_up,
-                                   Index count);
+cudaError_t launch_swiglu_backward(const LaunchContext& context, int dtype, const void* gate, const void* up,
+                                   const void* dy, void* d_gate, void* d_up, Index count);
 
 }  // namespace kiln

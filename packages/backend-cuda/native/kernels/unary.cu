@@ -36,10 +36,18 @@ cudaError_t launch_unary(const LaunchContext& context, int op, int dtype, const 
   const dim3 blocks(grid);
   const dim3 threads(kThreads);
   switch (dtype) {
-    case kF32: return vendor::launch("unary_kernel<f32>", unary_kernel<float>, blocks, threads, 0, context.stream, op, static_cast<const float*>(x), static_cast<float*>(out), count);
-    case kF16: return vendor::launch("unary_kernel<f16>", unary_kernel<__half>, blocks, threads, 0, context.stream, op, static_cast<const __half*>(x), static_cast<__half*>(out), count);
-    case kBF16: return vendor::launch("unary_kernel<bf16>", unary_kernel<__nv_bfloat16>, blocks, threads, 0, context.stream, op, static_cast<const __nv_bfloat16*>(x), static_cast<__nv_bfloat16*>(out), count);
-    default: return vendor::launch("unary_kernel<i32>", unary_kernel<std::int32_t>, blocks, threads, 0, context.stream, op, static_cast<const std::int32_t*>(x), static_cast<std::int32_t*>(out), count);
+    case kF32:
+      return vendor::launch("unary_kernel<f32>", unary_kernel<float>, blocks, threads, 0, context.stream, op,
+                            static_cast<const float*>(x), static_cast<float*>(out), count);
+    case kF16:
+      return vendor::launch("unary_kernel<f16>", unary_kernel<__half>, blocks, threads, 0, context.stream, op,
+                            static_cast<const __half*>(x), static_cast<__half*>(out), count);
+    case kBF16:
+      return vendor::launch("unary_kernel<bf16>", unary_kernel<__nv_bfloat16>, blocks, threads, 0, context.stream, op,
+                            static_cast<const __nv_bfloat16*>(x), static_cast<__nv_bfloat16*>(out), count);
+    default:
+      return vendor::launch("unary_kernel<i32>", unary_kernel<std::int32_t>, blocks, threads, 0, context.stream, op,
+                            static_cast<const std::int32_t*>(x), static_cast<std::int32_t*>(out), count);
   }
 }
 

@@ -21,15 +21,15 @@ using CublasHandle = void*;
 constexpr CublasStatus kCublasSuccess = 0;
 constexpr int kOpN = 0;
 constexpr int kOpT = 1;
-constexpr int kDataF32 = 0;    // CUDA_R_32F
-constexpr int kDataF16 = 2;    // CUDA_R_16F
-constexpr int kDataBF16 = 14;  // CUDA_R_16BF
-constexpr int kCompute32F = 68;          // CUBLAS_COMPUTE_32F
-constexpr int kCompute32FFastTF32 = 77;  // CUBLAS_COMPUTE_32F_FAST_TF32
-constexpr int kDefaultMath = 0;                           // CUBLAS_DEFAULT_MATH
-constexpr int kDisallowReducedPrecisionReduction = 16;    // CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION
-constexpr int kGemmDefault = -1;                          // CUBLAS_GEMM_DEFAULT
-constexpr int kAtomicsNotAllowed = 0;                     // CUBLAS_ATOMICS_NOT_ALLOWED
+constexpr int kDataF32 = 0;                             // CUDA_R_32F
+constexpr int kDataF16 = 2;                             // CUDA_R_16F
+constexpr int kDataBF16 = 14;                           // CUDA_R_16BF
+constexpr int kCompute32F = 68;                         // CUBLAS_COMPUTE_32F
+constexpr int kCompute32FFastTF32 = 77;                 // CUBLAS_COMPUTE_32F_FAST_TF32
+constexpr int kDefaultMath = 0;                         // CUBLAS_DEFAULT_MATH
+constexpr int kDisallowReducedPrecisionReduction = 16;  // CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION
+constexpr int kGemmDefault = -1;                        // CUBLAS_GEMM_DEFAULT
+constexpr int kAtomicsNotAllowed = 0;                   // CUBLAS_ATOMICS_NOT_ALLOWED
 
 using CreateFunction = CublasStatus (*)(CublasHandle*);
 using DestroyFunction = CublasStatus (*)(CublasHandle);
@@ -37,8 +37,9 @@ using SetStreamFunction = CublasStatus (*)(CublasHandle, cudaStream_t);
 using SetMathModeFunction = CublasStatus (*)(CublasHandle, int);
 using SetAtomicsModeFunction = CublasStatus (*)(CublasHandle, int);
 using GetVersionFunction = CublasStatus (*)(CublasHandle, int*);
-using GemmStridedBatchedFunction = CublasStatus (*)(CublasHandle, int, int, int, int, int, const void*, const void*, int, int, long long, const void*, int,
-                                                    int, long long, const void*, void*, int, int, long long, int, int, int);
+using GemmStridedBatchedFunction = CublasStatus (*)(CublasHandle, int, int, int, int, int, const void*, const void*,
+                                                    int, int, long long, const void*, int, int, long long, const void*,
+                                                    void*, int, int, long long, int, int, int);
 
 const char* status_name(CublasStatus status) {
   switch (status) {
@@ -56,15 +57,17 @@ const char* status_name(CublasStatus status) {
   }
 }
 
-std::string describe_status(CublasStatus status) { return std::string(status_name(status)) + " (" + std::to_string(status) + ")"; }
+std::string describe_status(CublasStatus status) {
+  return std::string(status_name(status)) + " (" + std::to_string(status) + ")";
+}
 
 bool is_directory(const std::string& path) {
-  struct stat info {};
+  struct stat info{};
   return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
 }
 
 bool exists(const std::string& path) {
-  struct stat info {};
+  struct stat info{};
   return stat(path.c_str(), &info) == 0;
 }
 
@@ -108,7 +111,9 @@ void open_pair(const std::string& lt_path, const std::string& path, CublasLookup
   }
   lookup.location = path;
   if (vendor::kSimulator && dlsym(library, "kiln_simulated_cublas") == nullptr) {
-    lookup.reason = path + " is a real cuBLAS, which needs a GPU: the simulator only loads kiln's test double (a library exporting kiln_simulated_cublas)";
+    lookup.reason = path +
+                    " is a real cuBLAS, which needs a GPU: the simulator only loads kiln's test double (a library "
+                    "exporting kiln_simulated_cublas)";
     return;
   }
   auto functions = std::make_shared<CublasFunctions>();
@@ -189,11 +194,15 @@ CublasLookup look(const std::string& explicit_path) {
     if (vendor::kSimulator) {
       CublasLookup lookup;
       lookup.location = "none";
-      lookup.reason = "the simulator does not search for cuBLAS (a real cuBLAS needs a GPU; tests pass cublasPath to kiln's test double)";
+      lookup.reason =
+          "the simulator does not search for cuBLAS (a real cuBLAS needs a GPU; tests pass cublasPath to kiln's test "
+          "double)";
       return lookup;
     }
     CublasLookup lookup = search("");
-    if (!lookup.loaded) lookup.reason = "not found by the dynamic loader (" + lookup.reason + "); set KILN_CUBLAS_PATH to the directory holding libcublas.so.13";
+    if (!lookup.loaded)
+      lookup.reason = "not found by the dynamic loader (" + lookup.reason +
+                      "); set KILN_CUBLAS_PATH to the directory holding libcublas.so.13";
     return lookup;
   }
   if (!exists(path)) {
@@ -223,19 +232,26 @@ const CublasLookup& find_cublas(const std::string& explicit_path) {
 
 std::string cublas_version_text(int version) {
   if (version <= 0) return "unknown version";
-  return std::to_string(version / 10000) + "." + std::to_string((version / 100) % 100) + "." + std::to_string(version % 100);
+  return std::to_string(version / 10000) + "." + std::to_string((version / 100) % 100) + "." +
+         std::to_string(version % 100);
 }
 
-CublasSession::CublasSession(const CublasLookup& lookup, cudaStream_t stream, bool allow_tf32) : functions_(lookup.functions), allow_tf32_(allow_tf32) {
-  if (!lookup.loaded || !functions_) throw NativeError(ErrorKind::kDevice, "cuda backend: cuBLAS is not loaded: " + lookup.reason);
+CublasSession::CublasSession(const CublasLookup& lookup, cudaStream_t stream, bool allow_tf32)
+    : functions_(lookup.functions), allow_tf32_(allow_tf32) {
+  if (!lookup.loaded || !functions_)
+    throw NativeError(ErrorKind::kDevice, "cuda backend: cuBLAS is not loaded: " + lookup.reason);
   const CublasStatus created = functions_->create(&handle_);
   if (created != kCublasSuccess) {
     handle_ = nullptr;
-    throw NativeError(ErrorKind::kDevice, "cuda backend: cublasCreate failed with " + describe_status(created) + " (" + lookup.location + ")",
-                      "Check that this cuBLAS matches the driver (cuBLAS 13 needs r580+), or create the backend with matmul: 'kiln'.");
+    throw NativeError(
+        ErrorKind::kDevice,
+        "cuda backend: cublasCreate failed with " + describe_status(created) + " (" + lookup.location + ")",
+        "Check that this cuBLAS matches the driver (cuBLAS 13 needs r580+), or create the backend with matmul: "
+        "'kiln'.");
   }
   CublasStatus status = functions_->set_stream(handle_, stream);
-  if (status == kCublasSuccess) status = functions_->set_math_mode(handle_, kDefaultMath | kDisallowReducedPrecisionReduction);
+  if (status == kCublasSuccess)
+    status = functions_->set_math_mode(handle_, kDefaultMath | kDisallowReducedPrecisionReduction);
   // Reproducible results (docs/backend-cuda.md, determinism): no atomics-based algorithms, and one
   // stream per handle, so cuBLAS's default workspace and its split-K reductions are used in a fixed order.
   if (status == kCublasSuccess) status = functions_->set_atomics_mode(handle_, kAtomicsNotAllowed);
@@ -243,7 +259,8 @@ CublasSession::CublasSession(const CublasLookup& lookup, cudaStream_t stream, bo
   if (status != kCublasSuccess) {
     functions_->destroy(handle_);
     handle_ = nullptr;
-    throw NativeError(ErrorKind::kDevice, "cuda backend: setting up the cuBLAS handle failed with " + describe_status(status));
+    throw NativeError(ErrorKind::kDevice,
+                      "cuda backend: setting up the cuBLAS handle failed with " + describe_status(status));
   }
 }
 
@@ -269,13 +286,15 @@ void CublasSession::gemm(int dtype, const void* a, const void* b, void* out, con
   const int first_ld = static_cast<int>(shape.transpose_b ? shape.k : shape.n);
   const int second_op = shape.transpose_a ? kOpT : kOpN;
   const int second_ld = static_cast<int>(shape.transpose_a ? shape.m : shape.k);
-  const CublasStatus status = functions_->gemm_strided_batched(handle_, first_op, second_op, m, n, k, &alpha, b, type, first_ld, shape.batch_stride_b, a, type,
-                                                               second_ld, shape.batch_stride_a, &beta, out, type, m, shape.m * shape.n,
-                                                               static_cast<int>(shape.batch), compute, kGemmDefault);
+  const CublasStatus status =
+      functions_->gemm_strided_batched(handle_, first_op, second_op, m, n, k, &alpha, b, type, first_ld,
+                                       shape.batch_stride_b, a, type, second_ld, shape.batch_stride_a, &beta, out, type,
+                                       m, shape.m * shape.n, static_cast<int>(shape.batch), compute, kGemmDefault);
   if (status != kCublasSuccess) {
-    NativeError failure(status == 3 ? ErrorKind::kOutOfMemory : ErrorKind::kDevice,
-                        "cuda backend: cublasGemmStridedBatchedEx failed with " + describe_status(status),
-                        "Create the backend with matmul: 'kiln' to use kiln's own kernels, and report this with the shapes.");
+    NativeError failure(
+        status == 3 ? ErrorKind::kOutOfMemory : ErrorKind::kDevice,
+        "cuda backend: cublasGemmStridedBatchedEx failed with " + describe_status(status),
+        "Create the backend with matmul: 'kiln' to use kiln's own kernels, and report this with the shapes.");
     throw failure;
   }
   calls_++;

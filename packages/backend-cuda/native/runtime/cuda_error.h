@@ -17,14 +17,17 @@ inline std::string describe_cuda_error(cudaError_t error) {
 
 /** Throws a kDevice NativeError for `error` during `operation`, with the simulator's explanation when it has one. */
 [[noreturn]] inline void throw_cuda(cudaError_t error, const std::string& operation, const std::string& hint = "") {
-  std::string message = "cuda backend: " + operation + " failed: CUDA error " + std::to_string(static_cast<int>(error)) + " " + describe_cuda_error(error);
+  std::string message = "cuda backend: " + operation + " failed: CUDA error " +
+                        std::to_string(static_cast<int>(error)) + " " + describe_cuda_error(error);
   const std::string detail = vendor::fault_detail();
-  if (!detail.empty() && (error == cudaErrorLaunchFailure || error == cudaErrorIllegalAddress || error == cudaErrorInvalidValue ||
-                          error == cudaErrorInvalidConfiguration)) {
+  if (!detail.empty() && (error == cudaErrorLaunchFailure || error == cudaErrorIllegalAddress ||
+                          error == cudaErrorInvalidValue || error == cudaErrorInvalidConfiguration)) {
     message += ": " + detail;
   }
   NativeError failure(ErrorKind::kDevice, message,
-                      hint.empty() ? "This is a bug in kiln's CUDA backend or a device fault; rerun with KILN_CUDA_SYNC=1 to pinpoint the kernel, and report it." : hint);
+                      hint.empty() ? "This is a bug in kiln's CUDA backend or a device fault; rerun with "
+                                     "KILN_CUDA_SYNC=1 to pinpoint the kernel, and report it."
+                                   : hint);
   failure.device_error = static_cast<int>(error);
   failure.device_error_name = cudaGetErrorName(error);
   throw failure;

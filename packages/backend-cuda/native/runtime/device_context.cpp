@@ -29,15 +29,18 @@ std::string format_shape(const Index* shape, int rank) {
   return text + "]";
 }
 
-DeviceContext::DeviceContext(int device_index, std::size_t memory_limit_bytes) : device_index_(device_index), pool_(memory_, memory_limit_bytes) {
+DeviceContext::DeviceContext(int device_index, std::size_t memory_limit_bytes)
+    : device_index_(device_index), pool_(memory_, memory_limit_bytes) {
   int count = 0;
   const cudaError_t count_error = cudaGetDeviceCount(&count);
   if (count_error != cudaSuccess) {
     cudaGetLastError();
-    throw_cuda(count_error, "cudaGetDeviceCount", "Run `kiln doctor` or check probe() of @kiln/backend-cuda for what to install.");
+    throw_cuda(count_error, "cudaGetDeviceCount",
+               "Run `kiln doctor` or check probe() of @kiln/backend-cuda for what to install.");
   }
   if (device_index < 0 || device_index >= count) {
-    throw_invalid("device index " + std::to_string(device_index) + " is out of range: this machine has " + std::to_string(count) + " CUDA device(s)",
+    throw_invalid("device index " + std::to_string(device_index) + " is out of range: this machine has " +
+                      std::to_string(count) + " CUDA device(s)",
                   "Pass deviceIndex between 0 and " + std::to_string(count - 1) + ".");
   }
   use_device(device_index);
@@ -53,7 +56,8 @@ DeviceContext::DeviceContext(int device_index, std::size_t memory_limit_bytes) :
   void* record = nullptr;
   check_cuda(cudaMalloc(&record, sizeof(DeviceErrorRecord)), "cudaMalloc of the device error record");
   device_errors_ = static_cast<DeviceErrorRecord*>(record);
-  check_cuda(cudaMemsetAsync(device_errors_, 0, sizeof(DeviceErrorRecord), stream_), "clearing the device error record");
+  check_cuda(cudaMemsetAsync(device_errors_, 0, sizeof(DeviceErrorRecord), stream_),
+             "clearing the device error record");
   const char* synchronous = std::getenv("KILN_CUDA_SYNC");
   synchronous_ = synchronous != nullptr && synchronous[0] == '1';
 }
@@ -81,8 +85,9 @@ LaunchContext DeviceContext::launch_context() {
 
 void DeviceContext::ensure_usable() const {
   if (!broken_) return;
-  throw NativeError(ErrorKind::kDevice, "cuda backend: the CUDA context is unusable after an earlier error: " + broken_reason_,
-                    "A device fault cannot be recovered in this process: restart it (checkpoints let training resume).");
+  throw NativeError(
+      ErrorKind::kDevice, "cuda backend: the CUDA context is unusable after an earlier error: " + broken_reason_,
+      "A device fault cannot be recovered in this process: restart it (checkpoints let training resume).");
 }
 
 void DeviceContext::remember(const std::string& description) {
@@ -121,12 +126,14 @@ void DeviceContext::after_launch(cudaError_t error, const std::string& descripti
 NativeError DeviceContext::asynchronous_failure(cudaError_t error, const std::string& operation) {
   cudaGetLastError();
   mark_broken_if_sticky(error, operation);
-  std::string message = "cuda backend: " + operation + " failed: CUDA error " + std::to_string(static_cast<int>(error)) + " " + describe_cuda_error(error);
+  std::string message = "cuda backend: " + operation + " failed: CUDA error " +
+                        std::to_string(static_cast<int>(error)) + " " + describe_cuda_error(error);
   const std::string detail = vendor::fault_detail();
   if (!detail.empty()) message += ": " + detail;
   message += ". Kernels queued before it (newest last): " + recent_launches();
-  NativeError failure(ErrorKind::kDevice, message,
-                      "Rerun with KILN_CUDA_SYNC=1 to stop at the failing kernel; a device fault cannot be recovered in this process.");
+  NativeError failure(
+      ErrorKind::kDevice, message,
+      "Rerun with KILN_CUDA_SYNC=1 to stop at the failing kernel; a device fault cannot be recovered in this process.");
   failure.device_error = static_cast<int>(error);
   failure.device_error_name = cudaGetErrorName(error);
   return failure;
@@ -138,15 +145,22 @@ namespace kiln {
 
 int DeviceContext::begin_capture() {
   ensure_usable();
-  if (capturing()) throw_invalid("graph capture: a capture is already in progress", "End it (captureEnd) or abort it first.");
-  if (synchronous_) throw_invalid("graph capture: not with KILN_CUDA_SYNC=1 (it waits after every launch)", "Unset KILN_CUDA_SYNC to capture graphs.");
-  if (profiler_.active()) throw_invalid("graph capture: not while the kernel profiler runs (it times each launch with events)", "Stop profiling first.");
+  if (capturing())
+    throw_invalid("graph capture: a capture is already in progress", "End it (captureEnd) or abort it first.");
+  if (synchronous_)
+    throw_invalid("graph capture: not with KILN_CUDA_SYNC=1 (it waits after every launch)",
+                  "Unset KILN_CUDA_SYNC to capture graphs.");
+  if (profiler_.active())
+    throw_invalid("graph capture: not while the kernel profiler runs (it times each launch with events)",
+                  "Stop profiling first.");
   use_device(device_index_);
   // Thread-local mode: only this thread's unsafe calls (syncs, host copies) invalidate the capture.
-  check_cuda(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "graph capture: cudaStreamBeginCapture");
+  check_cuda(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
+             "graph capture: cudaStreamBeginCapture");
   capture_id_ = next_graph_id_++;
   capture_refusal_.clear();
-  pool_.begin_capture(capture_id_, "Run the step eagerly once more before capturing, or turn CUDA graphs off (cudaGraph: off).");
+  pool_.begin_capture(capture_id_,
+                      "Run the step eagerly once more before capturing, or turn CUDA graphs off (cudaGraph: off).");
   return capture_id_;
 }
 
@@ -166,8 +180,10 @@ void DeviceContext::end_capture() {
   if (ended != cudaSuccess) {
     cudaGetLastError();
     pool_.release_pool(id);
-    throw_cuda(ended, "graph capture: cudaStreamEndCapture (an operation inside the captured step could not be captured)",
-               "Something in the step synchronised, copied to the host or was otherwise not capturable; run it eagerly (cudaGraph: off).");
+    throw_cuda(ended,
+               "graph capture: cudaStreamEndCapture (an operation inside the captured step could not be captured)",
+               "Something in the step synchronised, copied to the host or was otherwise not capturable; run it eagerly "
+               "(cudaGraph: off).");
   }
   cudaGraphExec_t exec = nullptr;
   const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
@@ -196,9 +212,12 @@ void DeviceContext::replay(int id) {
   ensure_usable();
   if (capturing()) throw_invalid("graph replay: not during a capture", "End the capture first.");
   auto found = graphs_.find(id);
-  if (found == graphs_.end()) throw_invalid("graph replay: no graph " + std::to_string(id) + " (destroyed, or never captured)", "Capture the step again.");
+  if (found == graphs_.end())
+    throw_invalid("graph replay: no graph " + std::to_string(id) + " (destroyed, or never captured)",
+                  "Capture the step again.");
   use_device(device_index_);
-  after_launch(cudaGraphLaunch(found->second.exec, stream_), "graph " + std::to_string(id) + " (replay of a captured step)");
+  after_launch(cudaGraphLaunch(found->second.exec, stream_),
+               "graph " + std::to_string(id) + " (replay of a captured step)");
 }
 
 void DeviceContext::destroy_graph(int id) {
@@ -215,8 +234,11 @@ void DeviceContext::destroy_graph(int id) {
 void DeviceContext::refuse_in_capture(const char* operation) {
   if (!capturing()) return;
   capture_refusal_ = std::string("graph capture: ") + operation + " inside a captured step";
-  throw_invalid(std::string("graph capture: ") + operation + " inside a captured step (a captured step cannot read the device from the host or upload host data)",
-                "Move host reads and uploads out of the captured function (upload inputs into persistent tensors before replay, read outputs after).");
+  throw_invalid(
+      std::string("graph capture: ") + operation +
+          " inside a captured step (a captured step cannot read the device from the host or upload host data)",
+      "Move host reads and uploads out of the captured function (upload inputs into persistent tensors before replay, "
+      "read outputs after).");
 }
 
 }  // namespace kiln

@@ -82,7 +82,8 @@ std::vector<KernelProfileEntry> KernelProfiler::stop() {
   std::unordered_map<std::string, std::size_t> index_of;
   for (const Launch& launch : launches_) {
     float milliseconds = 0;
-    check_cuda(cudaEventElapsedTime(&milliseconds, events_[launch.start], events_[launch.end]), "kernel profile: cudaEventElapsedTime");
+    check_cuda(cudaEventElapsedTime(&milliseconds, events_[launch.start], events_[launch.end]),
+               "kernel profile: cudaEventElapsedTime");
     const std::string name = profile_name(launch.name);
     auto found = index_of.find(name);
     if (found == index_of.end()) {
@@ -97,7 +98,8 @@ std::vector<KernelProfileEntry> KernelProfiler::stop() {
   }
   launches_.clear();
   used_ = 0;
-  std::sort(entries.begin(), entries.end(), [](const KernelProfileEntry& a, const KernelProfileEntry& b) { return a.milliseconds > b.milliseconds; });
+  std::sort(entries.begin(), entries.end(),
+            [](const KernelProfileEntry& a, const KernelProfileEntry& b) { return a.milliseconds > b.milliseconds; });
   return entries;
 }
 

@@ -43,7 +43,8 @@ void for_each_chunk(const std::vector<Index>& shape, const std::array<const std:
   for (int dim = 0; dim < layout.rank; dim++) {
     layout.shape[dim] = sizes[outer_rank + dim];
     inner_count *= layout.shape[dim];
-    for (int operand = 0; operand < Operands; operand++) layout.strides[operand][dim] = steps[operand][outer_rank + dim];
+    for (int operand = 0; operand < Operands; operand++)
+      layout.strides[operand][dim] = steps[operand][outer_rank + dim];
   }
   std::vector<Index> position(static_cast<std::size_t>(outer_rank), 0);
   Index chunk_start = 0;

@@ -30,8 +30,10 @@ void* PinnedPool::acquire(std::size_t bytes, std::size_t* class_bytes) {
   const cudaError_t error = cudaMallocHost(&buffer, wanted);
   if (error != cudaSuccess) {
     cudaGetLastError();
-    NativeError failure(ErrorKind::kOutOfMemory, "cuda backend: could not allocate " + std::to_string(wanted) + " bytes of pinned host memory for a download",
-                        "The host is out of page-locked memory; download smaller tensors or free host memory.");
+    NativeError failure(
+        ErrorKind::kOutOfMemory,
+        "cuda backend: could not allocate " + std::to_string(wanted) + " bytes of pinned host memory for a download",
+        "The host is out of page-locked memory; download smaller tensors or free host memory.");
     failure.requested_bytes = static_cast<double>(wanted);
     failure.device_error = static_cast<int>(error);
     failure.device_error_name = cudaGetErrorName(error);

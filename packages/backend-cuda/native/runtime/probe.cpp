@@ -16,9 +16,12 @@ ProbeReport probe_devices() {
     report.error_code = static_cast<int>(error);
     report.error_name = cudaGetErrorName(error);
     report.error_text = cudaGetErrorString(error);
-    if (error == cudaErrorInsufficientDriver) report.status = report.driver_version == 0 ? "no-driver" : "driver-too-old";
-    else if (error == cudaErrorNoDevice) report.status = "no-device";
-    else report.status = "error";
+    if (error == cudaErrorInsufficientDriver)
+      report.status = report.driver_version == 0 ? "no-driver" : "driver-too-old";
+    else if (error == cudaErrorNoDevice)
+      report.status = "no-device";
+    else
+      report.status = "error";
     return report;
   }
   if (count == 0) {
@@ -37,7 +40,8 @@ ProbeReport probe_devices() {
       report.devices.clear();
       return report;
     }
-    report.devices.push_back(ProbeDevice{properties.name, properties.major, properties.minor, properties.totalGlobalMem, properties.multiProcessorCount});
+    report.devices.push_back(ProbeDevice{properties.name, properties.major, properties.minor, properties.totalGlobalMem,
+                                         properties.multiProcessorCount});
   }
   report.status = "ok";
   return report;

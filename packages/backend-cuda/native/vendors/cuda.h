@@ -25,7 +25,7 @@
 /** Both host and device code (empty in the simulator). */
 #define KILN_HOST_DEVICE __host__ __device__
 /** A pointer to the dynamic shared memory of the running block, as `type*`. */
-#define KILN_EXTERN_SHARED(type, name)                                  \
+#define KILN_EXTERN_SHARED(type, name)                                 \
   extern __shared__ __align__(16) unsigned char kiln_dynamic_shared[]; \
   type* name = reinterpret_cast<type*>(kiln_dynamic_shared)
 /** Tensor maps and bulk tensor copies exist (vendor::TensorMap, encode_tensor_map_tiled). */
@@ -53,14 +53,17 @@ using TensorMap = CUtensorMap;
  * The driver function is reached through the runtime's cudaGetDriverEntryPointByVersion, so the
  * addon links no libcuda. Returns cudaSuccess, or an error with `why` set.
  */
-inline cudaError_t encode_tensor_map_tiled(TensorMap* map, unsigned rank, const void* address, const std::uint64_t* dims, const std::uint64_t* strides,
+inline cudaError_t encode_tensor_map_tiled(TensorMap* map, unsigned rank, const void* address,
+                                           const std::uint64_t* dims, const std::uint64_t* strides,
                                            const std::uint32_t* box, bool swizzle_128b, std::string& why) {
-  using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
-                              const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                              const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
   static Encode encode = []() -> Encode {
     void* function = nullptr;
     cudaDriverEntryPointQueryResult status;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &function, 12000, cudaEnableDefault, &status) != cudaSuccess ||
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &function, 12000, cudaEnableDefault, &status) !=
+            cudaSuccess ||
         status != cudaDriverEntryPointSuccess) {
       return nullptr;
     }
@@ -71,10 +74,11 @@ inline cudaError_t encode_tensor_map_tiled(TensorMap* map, unsigned rank, const 
     return cudaErrorNotSupported;
   }
   const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};
-  const CUresult result = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, rank, const_cast<void*>(address), reinterpret_cast<const cuuint64_t*>(dims),
-                                 reinterpret_cast<const cuuint64_t*>(strides), box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                 swizzle_128b ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult result = encode(
+      map, CU_TENSOR_MAP_DATA_TYPE_UINT16, rank, const_cast<void*>(address), reinterpret_cast<const cuuint64_t*>(dims),
+      reinterpret_cast<const cuuint64_t*>(strides), box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      swizzle_128b ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (result != CUDA_SUCCESS) {
     why = "cuTensorMapEncodeTiled failed with CUresult " + std::to_string(static_cast<int>(result));
     return cudaErrorInvalidValue;
@@ -85,8 +89,8 @@ inline cudaError_t encode_tensor_map_tiled(TensorMap* map, unsigned rank, const 
 #if defined(__CUDACC__)
 /** kernel<<<grid, block, shared, stream>>>(arguments...); returns the launch error. `name` is for the simulator's messages. */
 template <typename... Parameters, typename... Arguments>
-cudaError_t launch(const char* /*name*/, void (*kernel)(Parameters...), dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream,
-                   Arguments&&... arguments) {
+cudaError_t launch(const char* /*name*/, void (*kernel)(Parameters...), dim3 grid, dim3 block, size_t shared_bytes,
+                   cudaStream_t stream, Arguments&&... arguments) {
   kernel<<<grid, block, shared_bytes, stream>>>(std::forward<Arguments>(arguments)...);
   return cudaGetLastError();
 }

@@ -36,18 +36,21 @@ using TensorMap = gpu_sim::cuda::TensorMap;
  * first, byte strides of dims 1…rank−1, the box, and 128-byte swizzling when `swizzle_128b`.
  * Returns cudaSuccess or cudaErrorInvalidValue with `why` set.
  */
-inline cudaError_t encode_tensor_map_tiled(TensorMap* map, unsigned rank, const void* address, const std::uint64_t* dims, const std::uint64_t* strides,
+inline cudaError_t encode_tensor_map_tiled(TensorMap* map, unsigned rank, const void* address,
+                                           const std::uint64_t* dims, const std::uint64_t* strides,
                                            const std::uint32_t* box, bool swizzle_128b, std::string& why) {
   const std::uint32_t element_strides[5] = {1, 1, 1, 1, 1};
-  why = gpu_sim::cuda::encode_tensor_map_tiled(*map, 2, rank, address, dims, strides, box, element_strides,
-                                               swizzle_128b ? gpu_sim::cuda::TensorMapSwizzle::k128B : gpu_sim::cuda::TensorMapSwizzle::kNone, false);
+  why = gpu_sim::cuda::encode_tensor_map_tiled(
+      *map, 2, rank, address, dims, strides, box, element_strides,
+      swizzle_128b ? gpu_sim::cuda::TensorMapSwizzle::k128B : gpu_sim::cuda::TensorMapSwizzle::kNone, false);
   return why.empty() ? cudaSuccess : cudaErrorInvalidValue;
 }
 
 template <typename... Parameters, typename... Arguments>
-cudaError_t launch(const char* name, void (*kernel)(Parameters...), dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream,
-                   Arguments&&... arguments) {
-  return gpu_sim::cuda::launch_kernel(name, kernel, grid, block, shared_bytes, stream, std::forward<Arguments>(arguments)...);
+cudaError_t launch(const char* name, void (*kernel)(Parameters...), dim3 grid, dim3 block, size_t shared_bytes,
+                   cudaStream_t stream, Arguments&&... arguments) {
+  return gpu_sim::cuda::launch_kernel(name, kernel, grid, block, shared_bytes, stream,
+                                      std::forward<Arguments>(arguments)...);
 }
 
 }  // namespace kiln::vendor

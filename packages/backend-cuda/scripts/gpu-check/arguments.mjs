@@ -2,7 +2,20 @@
 // on GPU machines from a bundle that carries no node_modules beyond kiln's runtime ones).
 
 /** Parts of the check that --skip can leave out. */
-export const PARTS = ['conformance', 'matmul', 'kernels', 'attention', 'hf-fixtures', 'train', 'pytorch', 'gpt2s', 'compile', 'graph', 'determinism', 'resume'];
+export const PARTS = [
+  'conformance',
+  'matmul',
+  'kernels',
+  'attention',
+  'hf-fixtures',
+  'train',
+  'pytorch',
+  'gpt2s',
+  'compile',
+  'graph',
+  'determinism',
+  'resume',
+];
 
 /** Train-step models (the reference presets). */
 export const MODELS = ['tiny', 'small', 'medium', 'gpt2s'];
@@ -37,15 +50,27 @@ export class UsageError extends Error {}
 
 function integer(name, text) {
   const value = Number(text);
-  if (!Number.isInteger(value) || value < 0) throw new UsageError(`${name} must be a non-negative integer, got '${text}'`);
+  if (!Number.isInteger(value) || value < 0)
+    throw new UsageError(`${name} must be a non-negative integer, got '${text}'`);
   return value;
 }
 
 /** The options of an argv (without node and the script path). Throws UsageError. */
 export function parseArguments(argv) {
   const options = {
-    quick: false, simulator: false, json: 'gpu-check-report.json', skip: new Set(), model: 'medium', precision: 'bf16',
-    steps: 20, warmup: 5, python: 'python3', cublasPath: undefined, help: false, gpt2sBatches: [8, 32], gpt2sSteps: 10,
+    quick: false,
+    simulator: false,
+    json: 'gpu-check-report.json',
+    skip: new Set(),
+    model: 'medium',
+    precision: 'bf16',
+    steps: 20,
+    warmup: 5,
+    python: 'python3',
+    cublasPath: undefined,
+    help: false,
+    gpt2sBatches: [8, 32],
+    gpt2sSteps: 10,
   };
   for (let index = 0; index < argv.length; index++) {
     const argument = argv[index];
@@ -55,11 +80,21 @@ export function parseArguments(argv) {
       return next;
     };
     switch (argument) {
-      case '--quick': options.quick = true; break;
-      case '--simulator': options.simulator = true; options.quick = true; break;
-      case '--json': options.json = value(); break;
+      case '--quick':
+        options.quick = true;
+        break;
+      case '--simulator':
+        options.simulator = true;
+        options.quick = true;
+        break;
+      case '--json':
+        options.json = value();
+        break;
       case '--skip':
-        for (const part of value().split(',').map((item) => item.trim()).filter(Boolean)) {
+        for (const part of value()
+          .split(',')
+          .map((item) => item.trim())
+          .filter(Boolean)) {
           if (!PARTS.includes(part)) throw new UsageError(`--skip ${part}: unknown part (use ${PARTS.join(', ')})`);
           options.skip.add(part);
         }
@@ -72,23 +107,41 @@ export function parseArguments(argv) {
       }
       case '--precision': {
         const precision = value();
-        if (precision !== 'bf16' && precision !== 'f32') throw new UsageError(`--precision ${precision}: use bf16 or f32`);
+        if (precision !== 'bf16' && precision !== 'f32')
+          throw new UsageError(`--precision ${precision}: use bf16 or f32`);
         options.precision = precision;
         break;
       }
-      case '--steps': options.steps = Math.max(1, integer('--steps', value())); break;
-      case '--warmup': options.warmup = integer('--warmup', value()); break;
-      case '--python': options.python = value(); break;
+      case '--steps':
+        options.steps = Math.max(1, integer('--steps', value()));
+        break;
+      case '--warmup':
+        options.warmup = integer('--warmup', value());
+        break;
+      case '--python':
+        options.python = value();
+        break;
       case '--gpt2s-batches': {
-        const batches = value().split(',').map((item) => integer('--gpt2s-batches', item.trim()));
-        if (batches.length === 0 || batches.some((batch) => batch < 1)) throw new UsageError('--gpt2s-batches needs batch sizes ≥ 1, e.g. 8,32');
+        const batches = value()
+          .split(',')
+          .map((item) => integer('--gpt2s-batches', item.trim()));
+        if (batches.length === 0 || batches.some((batch) => batch < 1))
+          throw new UsageError('--gpt2s-batches needs batch sizes ≥ 1, e.g. 8,32');
         options.gpt2sBatches = batches;
         break;
       }
-      case '--gpt2s-steps': options.gpt2sSteps = Math.max(1, integer('--gpt2s-steps', value())); break;
-      case '--cublas-path': options.cublasPath = value(); break;
-      case '--help': case '-h': options.help = true; break;
-      default: throw new UsageError(`unknown argument '${argument}'`);
+      case '--gpt2s-steps':
+        options.gpt2sSteps = Math.max(1, integer('--gpt2s-steps', value()));
+        break;
+      case '--cublas-path':
+        options.cublasPath = value();
+        break;
+      case '--help':
+      case '-h':
+        options.help = true;
+        break;
+      default:
+        throw new UsageError(`unknown argument '${argument}'`);
     }
   }
   return options;

@@ -28,7 +28,10 @@ export interface DeterminismResult {
   seconds: number;
 }
 /** Runs the same short training `runs` times on fresh backends and compares the final weights' sha256. */
-export declare function checkDeterminism(createBackend: () => KernelBackend | Promise<KernelBackend>, options?: DeterminismOptions): Promise<DeterminismResult>;
+export declare function checkDeterminism(
+  createBackend: () => KernelBackend | Promise<KernelBackend>,
+  options?: DeterminismOptions,
+): Promise<DeterminismResult>;
 /** What compareGraphedToEager found. */
 export interface GraphedComparison {
   /** True when the graphed run ended with the eager run's weights, bit for bit. */

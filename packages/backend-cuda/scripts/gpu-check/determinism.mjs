@@ -12,7 +12,16 @@
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { createLlamaModel, createMoments, disposeMoments, DynamicLossScaler, learningRateAt, MODEL_PRESETS, runTrainStep, StepGraphRunner } from '@kiln/trainer';
+import {
+  createLlamaModel,
+  createMoments,
+  disposeMoments,
+  DynamicLossScaler,
+  learningRateAt,
+  MODEL_PRESETS,
+  runTrainStep,
+  StepGraphRunner,
+} from '@kiln/trainer';
 
 const SEED = 20240917;
 const OPTIMIZER = { lr: 1e-3, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 };
@@ -51,7 +60,10 @@ async function parameterHash(model) {
 }
 
 /** One run: `steps` trainer steps on a fresh backend; returns the parameters' sha256 and the losses. */
-async function trainOnce(createBackend, { preset, computeDType, steps, microBatchSize, cudaGraph = 'off', schedule, gradClip }) {
+async function trainOnce(
+  createBackend,
+  { preset, computeDType, steps, microBatchSize, cudaGraph = 'off', schedule, gradClip },
+) {
   const backend = await createBackend();
   const { model: modelConfig, batchSize } = MODEL_PRESETS[preset];
   const model = createLlamaModel(modelConfig, { backend, seed: SEED });
@@ -60,8 +72,15 @@ async function trainOnce(createBackend, { preset, computeDType, steps, microBatc
   const notices = [];
   const graph = new StepGraphRunner(backend, cudaGraph, (message) => notices.push(message));
   const environment = {
-    model, moments, backend, scaler, optimizer: { ...OPTIMIZER, ...(gradClip === undefined ? {} : { gradClip }) }, contextLength: modelConfig.contextLength, notice: (message) => notices.push(message),
-    forwardOptions: { attention: 'flash', checkpointActivations: false, computeDType }, graph,
+    model,
+    moments,
+    backend,
+    scaler,
+    optimizer: { ...OPTIMIZER, ...(gradClip === undefined ? {} : { gradClip }) },
+    contextLength: modelConfig.contextLength,
+    notice: (message) => notices.push(message),
+    forwardOptions: { attention: 'flash', checkpointActivations: false, computeDType },
+    graph,
   };
   const counters = { microBatchSize: microBatchSize ?? batchSize, optimizerStep: 0 };
   const losses = [];
@@ -90,7 +109,12 @@ async function trainOnce(createBackend, { preset, computeDType, steps, microBatc
  * microBatchSize (the preset's batch: no accumulation), runs (2).
  */
 export async function checkDeterminism(createBackend, options = {}) {
-  const settings = { preset: options.preset ?? 'tiny', computeDType: options.computeDType ?? 'f32', steps: options.steps ?? 3, microBatchSize: options.microBatchSize };
+  const settings = {
+    preset: options.preset ?? 'tiny',
+    computeDType: options.computeDType ?? 'f32',
+    steps: options.steps ?? 3,
+    microBatchSize: options.microBatchSize,
+  };
   const started = performance.now();
   const results = [];
   for (let run = 0; run < (options.runs ?? 2); run++) results.push(await trainOnce(createBackend, settings));
@@ -114,8 +138,12 @@ export async function checkDeterminism(createBackend, options = {}) {
  */
 export async function compareGraphedToEager(createBackend, options = {}) {
   const settings = {
-    preset: options.preset ?? 'tiny', computeDType: options.computeDType ?? 'f32', steps: options.steps ?? 4, microBatchSize: options.microBatchSize,
-    schedule: options.schedule, gradClip: options.gradClip,
+    preset: options.preset ?? 'tiny',
+    computeDType: options.computeDType ?? 'f32',
+    steps: options.steps ?? 4,
+    microBatchSize: options.microBatchSize,
+    schedule: options.schedule,
+    gradClip: options.gradClip,
   };
   const started = performance.now();
   const eager = await trainOnce(createBackend, { ...settings, cudaGraph: 'off' });
@@ -148,8 +176,10 @@ function parseFlags(argv) {
     else if (flag === '--runs') flags.runs = Number(value());
     else throw new Error(`unknown option ${flag} (options: --simulator, --preset, --dtype, --steps, --runs)`);
   }
-  if (!(flags.preset in MODEL_PRESETS)) throw new Error(`--preset must be one of ${Object.keys(MODEL_PRESETS).join(', ')}, got ${flags.preset}`);
-  if (!['f32', 'bf16', 'f16'].includes(flags.computeDType)) throw new Error(`--dtype must be f32, bf16 or f16, got ${flags.computeDType}`);
+  if (!(flags.preset in MODEL_PRESETS))
+    throw new Error(`--preset must be one of ${Object.keys(MODEL_PRESETS).join(', ')}, got ${flags.preset}`);
+  if (!['f32', 'bf16', 'f16'].includes(flags.computeDType))
+    throw new Error(`--dtype must be f32, bf16 or f16, got ${flags.computeDType}`);
   if (!Number.isInteger(flags.steps) || flags.steps < 1) throw new Error(`--steps must be a positive integer`);
   if (!Number.isInteger(flags.runs) || flags.runs < 2) throw new Error(`--runs must be an integer ≥ 2`);
   return flags;
@@ -165,11 +195,19 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   }
   const { CudaBackend, loadCudaAddon } = await import('@kiln/backend-cuda');
   const addon = flags.simulator
-    ? createRequire(import.meta.url)(fileURLToPath(new URL('../../build/sim/Release/kiln_cuda_sim.node', import.meta.url)))
+    ? createRequire(import.meta.url)(
+        fileURLToPath(new URL('../../build/sim/Release/kiln_cuda_sim.node', import.meta.url)),
+      )
     : loadCudaAddon().addon;
   const createBackend = () => new CudaBackend(addon);
   const result = await checkDeterminism(createBackend, flags);
-  result.hashes.forEach((hash, run) => console.log(`run ${run + 1}: sha256 ${hash}  losses ${result.losses[run].map((loss) => loss.toFixed(6)).join(' ')}`));
-  console.log(`deterministic: ${result.identical ? 'yes' : 'no'} (${flags.runs} runs of ${flags.steps} steps, ${flags.preset}, ${flags.computeDType}, ${result.seconds.toFixed(1)} s)`);
+  result.hashes.forEach((hash, run) =>
+    console.log(
+      `run ${run + 1}: sha256 ${hash}  losses ${result.losses[run].map((loss) => loss.toFixed(6)).join(' ')}`,
+    ),
+  );
+  console.log(
+    `deterministic: ${result.identical ? 'yes' : 'no'} (${flags.runs} runs of ${flags.steps} steps, ${flags.preset}, ${flags.computeDType}, ${result.seconds.toFixed(1)} s)`,
+  );
   process.exit(result.identical ? 0 : 1);
 }

@@ -39,7 +39,8 @@ function matmulLabel(backend) {
  * { error, section } when the fixtures or @kiln/trainer/testing cannot be found.
  */
 export async function checkHfFixtures({ createBackend, log }) {
-  const title = 'Hugging Face reference fixtures (f32, flash attention; logits < 1e-5 rel, loss < 1e-6, gradients < 1e-4 rel, same 8 greedy tokens)';
+  const title =
+    'Hugging Face reference fixtures (f32, flash attention; logits < 1e-5 rel, loss < 1e-6, gradients < 1e-4 rel, same 8 greedy tokens)';
   const fixtures = findHfFixtures();
   let testing;
   try {
@@ -47,12 +48,33 @@ export async function checkHfFixtures({ createBackend, log }) {
   } catch (error) {
     const message = `@kiln/trainer/testing could not be loaded (build @kiln/trainer): ${error.message.split('\n')[0]}`;
     log(`hf fixtures: ${message}`);
-    return { error: message, failed: 1, section: { title, rows: [['check', 'result'], ['hf fixtures', message]] } };
+    return {
+      error: message,
+      failed: 1,
+      section: {
+        title,
+        rows: [
+          ['check', 'result'],
+          ['hf fixtures', message],
+        ],
+      },
+    };
   }
   if (fixtures === undefined) {
-    const message = 'the fixtures were not found (neither fixtures/hf in the bundle nor packages/trainer/test/fixtures/hf)';
+    const message =
+      'the fixtures were not found (neither fixtures/hf in the bundle nor packages/trainer/test/fixtures/hf)';
     log(`hf fixtures: ${message}`);
-    return { error: message, failed: 1, section: { title, rows: [['check', 'result'], ['hf fixtures', message]] } };
+    return {
+      error: message,
+      failed: 1,
+      section: {
+        title,
+        rows: [
+          ['check', 'result'],
+          ['hf fixtures', message],
+        ],
+      },
+    };
   }
   const { HF_FIXTURE_BOUNDS, HF_MODEL_FIXTURES, hfFixtureFailures, measureHfFixture } = testing;
   log(`hf fixtures: ${HF_MODEL_FIXTURES.join(', ')} from ${fixtures}`);
@@ -69,12 +91,24 @@ export async function checkHfFixtures({ createBackend, log }) {
         const measured = await measureHfFixture(fixtures, fixture, backend, { attention: 'flash' });
         const failures = hfFixtureFailures(measured);
         run = {
-          fixture, matmul, logitsRelative: measured.logitsRelative, lossError: measured.lossError,
-          worstGradient: Math.max(0, ...measured.gradientRelative.values()), gradients: measured.gradientRelative.size,
-          greedy: { kiln: measured.greedy.kiln, reference: measured.greedy.reference }, failures, passed: failures.length === 0,
+          fixture,
+          matmul,
+          logitsRelative: measured.logitsRelative,
+          lossError: measured.lossError,
+          worstGradient: Math.max(0, ...measured.gradientRelative.values()),
+          gradients: measured.gradientRelative.size,
+          greedy: { kiln: measured.greedy.kiln, reference: measured.greedy.reference },
+          failures,
+          passed: failures.length === 0,
         };
       } catch (error) {
-        run = { fixture, matmul, error: error.message.split('\n')[0], failures: [error.message.split('\n')[0]], passed: false };
+        run = {
+          fixture,
+          matmul,
+          error: error.message.split('\n')[0],
+          failures: [error.message.split('\n')[0]],
+          passed: false,
+        };
       }
       run.seconds = (performance.now() - start) / 1000;
       runs.push(run);
@@ -88,8 +122,16 @@ export async function checkHfFixtures({ createBackend, log }) {
       rows.push([run.fixture, run.matmul, '—', '—', '—', '—', `FAIL: ${run.error}`, run.seconds.toFixed(1)]);
       continue;
     }
-    rows.push([run.fixture, run.matmul, exponent(run.logitsRelative), exponent(run.lossError), `${exponent(run.worstGradient)} (${run.gradients})`,
-      greedyCell(run), run.passed ? 'pass' : `FAIL: ${run.failures.join('; ')}`, run.seconds.toFixed(1)]);
+    rows.push([
+      run.fixture,
+      run.matmul,
+      exponent(run.logitsRelative),
+      exponent(run.lossError),
+      `${exponent(run.worstGradient)} (${run.gradients})`,
+      greedyCell(run),
+      run.passed ? 'pass' : `FAIL: ${run.failures.join('; ')}`,
+      run.seconds.toFixed(1),
+    ]);
   }
   const failed = runs.filter((run) => !run.passed).length;
   return { fixtures, bounds: HF_FIXTURE_BOUNDS, runs, failed, section: { title, rows } };
@@ -103,7 +145,9 @@ function greedyCell(run) {
 /** One printed line per run. */
 function describeRun(run) {
   if (run.error) return `hf fixture ${run.fixture} (${run.matmul}): FAIL: ${run.error} (${run.seconds.toFixed(1)} s)`;
-  return `hf fixture ${run.fixture} (${run.matmul}): logits ${exponent(run.logitsRelative)} rel, loss ${exponent(run.lossError)}, `
-    + `worst of ${run.gradients} gradients ${exponent(run.worstGradient)} rel, greedy ${greedyCell(run)} — `
-    + `${run.passed ? 'pass' : `FAIL: ${run.failures.join('; ')}`} (${run.seconds.toFixed(1)} s)`;
+  return (
+    `hf fixture ${run.fixture} (${run.matmul}): logits ${exponent(run.logitsRelative)} rel, loss ${exponent(run.lossError)}, ` +
+    `worst of ${run.gradients} gradients ${exponent(run.worstGradient)} rel, greedy ${greedyCell(run)} — ` +
+    `${run.passed ? 'pass' : `FAIL: ${run.failures.join('; ')}`} (${run.seconds.toFixed(1)} s)`
+  );
 }

@@ -20,7 +20,16 @@ export const MODEL_SHAPES = {
 /** The matmuls measured: a big square one, then each model's projections. */
 export function matmulShapes({ quick, simulator }) {
   const side = simulator ? 128 : quick ? 2048 : 4096;
-  const shapes = [{ label: `${side === 4096 ? '4096³' : `square ${side}³`}`, m: side, n: side, k: side, transposeA: false, transposeB: false }];
+  const shapes = [
+    {
+      label: `${side === 4096 ? '4096³' : `square ${side}³`}`,
+      m: side,
+      n: side,
+      k: side,
+      transposeA: false,
+      transposeB: false,
+    },
+  ];
   const models = simulator ? ['tiny'] : ['tiny', 'small', 'medium', 'gpt2s'];
   for (const model of models) {
     const { tokens, d, hidden, vocab } = MODEL_SHAPES[model];
@@ -88,7 +97,11 @@ export function kilnMatmulKernel(backend, dtype, wgmmaLaunches, splitKLaunches =
  */
 export async function matmulComparison(kiln, cublas, options, log, tf32 = undefined) {
   const rows = [];
-  const passes = [['bf16', kiln, cublas, false], ['f16', kiln, cublas, false], ['f32', kiln, cublas, false]];
+  const passes = [
+    ['bf16', kiln, cublas, false],
+    ['f16', kiln, cublas, false],
+    ['f32', kiln, cublas, false],
+  ];
   if (tf32) passes.push(['f32', tf32.kiln, tf32.cublas, true]);
   for (const [dtype, kilnBackend, cublasBackend, allowTf32] of passes) {
     // f16 runs the same kernel family as bf16: the square shape only, as a check that both instantiations are as fast.
@@ -97,14 +110,21 @@ export async function matmulComparison(kiln, cublas, options, log, tf32 = undefi
       const launchesBefore = kilnBackend.hopperMatmulLaunches ?? 0;
       const splitBefore = kilnBackend.splitKMatmulLaunches ?? 0;
       const kilnTflops = await timeMatmul(kilnBackend, shape, dtype, options);
-      const kernel = kilnMatmulKernel(kilnBackend, dtype, (kilnBackend.hopperMatmulLaunches ?? 0) - launchesBefore, (kilnBackend.splitKMatmulLaunches ?? 0) - splitBefore);
+      const kernel = kilnMatmulKernel(
+        kilnBackend,
+        dtype,
+        (kilnBackend.hopperMatmulLaunches ?? 0) - launchesBefore,
+        (kilnBackend.splitKMatmulLaunches ?? 0) - splitBefore,
+      );
       const row = { ...shape, dtype, ...(allowTf32 ? { tf32: true } : {}), kernel, kilnTflops };
       if (cublasBackend) {
         row.cublasTflops = await timeMatmul(cublasBackend, shape, dtype, options);
         row.ratio = kilnTflops / row.cublasTflops;
       }
       const name = allowTf32 ? 'f32 (TF32 on)' : dtype === 'f32' ? 'f32 (TF32 off)' : dtype;
-      log(`  ${name} ${shape.label}: kiln ${row.kernel} ${kilnTflops.toFixed(2)} TFLOP/s${row.cublasTflops === undefined ? '' : `, cuBLAS ${row.cublasTflops.toFixed(2)} (${(row.ratio * 100).toFixed(0)}%)`}`);
+      log(
+        `  ${name} ${shape.label}: kiln ${row.kernel} ${kilnTflops.toFixed(2)} TFLOP/s${row.cublasTflops === undefined ? '' : `, cuBLAS ${row.cublasTflops.toFixed(2)} (${(row.ratio * 100).toFixed(0)}%)`}`,
+      );
       rows.push(row);
     }
   }
@@ -123,13 +143,39 @@ export function locateCli(scriptDirectory) {
 /** `kiln bench --device cuda` for one model and precision; { msPerStep, tokensPerSecond, matmul } or { error }. */
 export function kilnBench(cli, { model, precision, steps, warmup }, environment = process.env) {
   if (!cli) return { error: '@kiln/cli was not found (neither in the bundle nor in the workspace)' };
-  const run = spawnSync(process.execPath, [cli, 'bench', '--device', 'cuda', '--model', model, '--precision', precision, '--steps', String(steps),
-    '--warmup', String(warmup), '--no-kernels', '--json'], { cwd: dirname(dirname(cli)), env: { ...environment, NO_COLOR: '1' }, encoding: 'utf8', maxBuffer: 64 << 20 });
-  if (run.status !== 0) return { error: `kiln bench exited ${run.status}: ${(run.stderr || run.stdout).trim().split('\n').slice(-3).join(' ')}` };
+  const run = spawnSync(
+    process.execPath,
+    [
+      cli,
+      'bench',
+      '--device',
+      'cuda',
+      '--model',
+      model,
+      '--precision',
+      precision,
+      '--steps',
+      String(steps),
+      '--warmup',
+      String(warmup),
+      '--no-kernels',
+      '--json',
+    ],
+    { cwd: dirname(dirname(cli)), env: { ...environment, NO_COLOR: '1' }, encoding: 'utf8', maxBuffer: 64 << 20 },
+  );
+  if (run.status !== 0)
+    return {
+      error: `kiln bench exited ${run.status}: ${(run.stderr || run.stdout).trim().split('\n').slice(-3).join(' ')}`,
+    };
   try {
     const result = JSON.parse(run.stdout).results.find((row) => row.backend === 'cuda');
     if (!result) return { error: 'kiln bench reported no cuda result' };
-    return { msPerStep: result.msPerStep, tokensPerSecond: result.tokensPerSecond, matmul: result.matmul, precision: result.precision };
+    return {
+      msPerStep: result.msPerStep,
+      tokensPerSecond: result.tokensPerSecond,
+      matmul: result.matmul,
+      precision: result.precision,
+    };
   } catch (error) {
     return { error: `kiln bench printed no JSON: ${error.message}` };
   }
@@ -138,15 +184,28 @@ export function kilnBench(cli, { model, precision, steps, warmup }, environment 
 /** bench/pytorch_train_step.py; { msPerStep, tokensPerSecond, device, torch } or { skipped }. */
 export function pytorchBench(python, { model, precision, steps, warmup }) {
   const script = fileURLToPath(new URL('../../bench/pytorch_train_step.py', import.meta.url));
-  const run = spawnSync(python, [script, '--model', model, '--precision', precision, '--steps', String(steps), '--warmup', String(warmup)], {
-    encoding: 'utf8', maxBuffer: 16 << 20,
-  });
+  const run = spawnSync(
+    python,
+    [script, '--model', model, '--precision', precision, '--steps', String(steps), '--warmup', String(warmup)],
+    {
+      encoding: 'utf8',
+      maxBuffer: 16 << 20,
+    },
+  );
   if (run.error) return { skipped: `${python} could not be run: ${run.error.message}` };
-  if (run.status !== 0) return { skipped: `${python} ${script} exited ${run.status}: ${(run.stderr || '').trim().split('\n').slice(-2).join(' ')}` };
+  if (run.status !== 0)
+    return {
+      skipped: `${python} ${script} exited ${run.status}: ${(run.stderr || '').trim().split('\n').slice(-2).join(' ')}`,
+    };
   try {
     const result = JSON.parse(run.stdout.trim().split('\n').pop());
     if (result.skipped) return { skipped: result.skipped };
-    return { msPerStep: result.ms_per_step, tokensPerSecond: result.tokens_per_second, device: result.device, torch: result.torch };
+    return {
+      msPerStep: result.ms_per_step,
+      tokensPerSecond: result.tokens_per_second,
+      device: result.device,
+      torch: result.torch,
+    };
   } catch (error) {
     return { skipped: `the PyTorch baseline printed no JSON: ${error.message}` };
   }

@@ -1,14 +1,28 @@
 import type { GpuCheckOptions } from './arguments.mjs';
 /** The targets the report checks. */
-export declare const TARGETS: { bf16MatmulRatio: number; gpt2sMatmulRatio: number; trainStepRatio: number; gpt2sEagerRatio: number; gpt2sCompileRatio: number };
+export declare const TARGETS: {
+  bf16MatmulRatio: number;
+  gpt2sMatmulRatio: number;
+  trainStepRatio: number;
+  gpt2sEagerRatio: number;
+  gpt2sCompileRatio: number;
+};
 /** A matmul measurement. */
 export interface MatmulRow {
-  label: string; dtype: string; m: number; n: number; k: number; transposeA: boolean; transposeB: boolean;
+  label: string;
+  dtype: string;
+  m: number;
+  n: number;
+  k: number;
+  transposeA: boolean;
+  transposeB: boolean;
   /** kiln's kernel family: 'wgmma', 'mma.sync', 'wmma', 'SIMT' or 'TF32 mma.sync', plus ' split-K' when k was split. */
   kernel?: string;
   /** f32 measured with allowTf32 on both kiln and cuBLAS. */
   tf32?: boolean;
-  kilnTflops: number; cublasTflops?: number; ratio?: number;
+  kilnTflops: number;
+  cublasTflops?: number;
+  ratio?: number;
 }
 /** One side of the train-step comparison. */
 export type TrainSide = { msPerStep: number; tokensPerSecond: number } | { error: string } | { skipped: string };
@@ -24,14 +38,40 @@ export interface GpuCheckReport {
   addon: { source: string; location: string; build?: { build?: string; architectures?: string } } | null;
   probe: { available: boolean; reason?: string; devices?: Array<{ name: string; computeCapability?: string }> } | null;
   matmulPath?: string;
-  conformance: Array<{ name: string; passed: number; failed: number; skipped: number; seconds: number; failures: Array<{ id: string; message: string }> }>;
+  conformance: Array<{
+    name: string;
+    passed: number;
+    failed: number;
+    skipped: number;
+    seconds: number;
+    failures: Array<{ id: string; message: string }>;
+  }>;
   matmul: MatmulRow[];
   matmulNote?: string;
-  trainStep: { model: string; precision: string; kiln: TrainSide | null; pytorch: TrainSide | null; ratio?: number | null } | null;
+  trainStep: {
+    model: string;
+    precision: string;
+    kiln: TrainSide | null;
+    pytorch: TrainSide | null;
+    ratio?: number | null;
+  } | null;
   hfFixtures?: {
-    fixtures: string | null; error: string | null; failed: number;
-    runs: Array<{ fixture: string; matmul: string; logitsRelative?: number; lossError?: number; worstGradient?: number; gradients?: number;
-      greedy?: { kiln: number[]; reference: number[] | null }; error?: string; failures: string[]; passed: boolean; seconds: number }>;
+    fixtures: string | null;
+    error: string | null;
+    failed: number;
+    runs: Array<{
+      fixture: string;
+      matmul: string;
+      logitsRelative?: number;
+      lossError?: number;
+      worstGradient?: number;
+      gradients?: number;
+      greedy?: { kiln: number[]; reference: number[] | null };
+      error?: string;
+      failures: string[];
+      passed: boolean;
+      seconds: number;
+    }>;
   };
   sections: Array<{ title: string; rows: Array<Array<string | number>>; note?: string }>;
   targets: Array<{ name: string; value: number | null; target: number; met: boolean | null }>;

@@ -32,48 +32,86 @@ export const TARGETS = {
 /** A fresh report. */
 export function createReport(options, host) {
   return {
-    schema: 1, status: 'ok', startedAt: new Date().toISOString(), seconds: 0, host, options: { ...options, skip: [...options.skip] },
-    addon: null, probe: null, conformance: [], matmul: [], trainStep: null, sections: [], targets: [],
+    schema: 1,
+    status: 'ok',
+    startedAt: new Date().toISOString(),
+    seconds: 0,
+    host,
+    options: { ...options, skip: [...options.skip] },
+    addon: null,
+    probe: null,
+    conformance: [],
+    matmul: [],
+    trainStep: null,
+    sections: [],
+    targets: [],
   };
 }
 
 /** Fills report.targets from the measured figures (a target without a figure is reported as not measured). */
 export function evaluateTargets(report) {
   const targets = [];
-  const square = report.matmul.find((row) => row.dtype === 'bf16' && row.label.startsWith('4096³') && row.ratio !== undefined)
-    ?? report.matmul.find((row) => row.dtype === 'bf16' && row.label.startsWith('square') && row.ratio !== undefined);
+  const square =
+    report.matmul.find((row) => row.dtype === 'bf16' && row.label.startsWith('4096³') && row.ratio !== undefined) ??
+    report.matmul.find((row) => row.dtype === 'bf16' && row.label.startsWith('square') && row.ratio !== undefined);
   targets.push({
     name: `kiln bf16 matmul ${square ? `at ${square.label}` : 'at 4096³'} ≥ ${TARGETS.bf16MatmulRatio * 100}% of cuBLAS`,
-    value: square?.ratio ?? null, target: TARGETS.bf16MatmulRatio, met: square ? square.ratio >= TARGETS.bf16MatmulRatio : null,
+    value: square?.ratio ?? null,
+    target: TARGETS.bf16MatmulRatio,
+    met: square ? square.ratio >= TARGETS.bf16MatmulRatio : null,
   });
-  const gpt2sRows = report.matmul.filter((row) => row.dtype === 'bf16' && row.label.startsWith('gpt2s') && row.ratio !== undefined);
+  const gpt2sRows = report.matmul.filter(
+    (row) => row.dtype === 'bf16' && row.label.startsWith('gpt2s') && row.ratio !== undefined,
+  );
   if (gpt2sRows.length > 0) {
     const worst = gpt2sRows.reduce((low, row) => (row.ratio < low.ratio ? row : low));
     targets.push({
       name: `kiln bf16 matmul at every gpt2s shape ≥ ${TARGETS.gpt2sMatmulRatio * 100}% of cuBLAS (worst: ${worst.label})`,
-      value: worst.ratio, target: TARGETS.gpt2sMatmulRatio, met: worst.ratio >= TARGETS.gpt2sMatmulRatio,
+      value: worst.ratio,
+      target: TARGETS.gpt2sMatmulRatio,
+      met: worst.ratio >= TARGETS.gpt2sMatmulRatio,
     });
   }
-  const f32Square = report.matmul.find((row) => row.dtype === 'f32' && !row.tf32 && row.label.startsWith('4096³') && row.ratio !== undefined);
+  const f32Square = report.matmul.find(
+    (row) => row.dtype === 'f32' && !row.tf32 && row.label.startsWith('4096³') && row.ratio !== undefined,
+  );
   if (f32Square) {
     targets.push({
       name: `kiln f32 matmul (TF32 off) at ${f32Square.label} ≥ ${TARGETS.f32MatmulRatio * 100}% of cuBLAS`,
-      value: f32Square.ratio, target: TARGETS.f32MatmulRatio, met: f32Square.ratio >= TARGETS.f32MatmulRatio,
+      value: f32Square.ratio,
+      target: TARGETS.f32MatmulRatio,
+      met: f32Square.ratio >= TARGETS.f32MatmulRatio,
     });
   }
   const ratio = report.trainStep?.ratio;
   targets.push({
     name: `kiln train step (${report.trainStep?.model ?? 'medium'}, ${report.trainStep?.precision ?? 'bf16'}) ≥ ${TARGETS.trainStepRatio}× PyTorch eager`,
-    value: ratio ?? null, target: TARGETS.trainStepRatio, met: ratio === undefined || ratio === null ? null : ratio >= TARGETS.trainStepRatio,
+    value: ratio ?? null,
+    target: TARGETS.trainStepRatio,
+    met: ratio === undefined || ratio === null ? null : ratio >= TARGETS.trainStepRatio,
   });
   for (const run of report.gpt2s?.runs ?? []) {
-    for (const [peer, key, target] of [['PyTorch eager', 'eager', TARGETS.gpt2sEagerRatio], ['torch.compile', 'compiled', TARGETS.gpt2sCompileRatio]]) {
-      const value = run.kiln?.tokensPerSecond && run[key]?.tokensPerSecond ? run.kiln.tokensPerSecond / run[key].tokensPerSecond : null;
+    for (const [peer, key, target] of [
+      ['PyTorch eager', 'eager', TARGETS.gpt2sEagerRatio],
+      ['torch.compile', 'compiled', TARGETS.gpt2sCompileRatio],
+    ]) {
+      const value =
+        run.kiln?.tokensPerSecond && run[key]?.tokensPerSecond
+          ? run.kiln.tokensPerSecond / run[key].tokensPerSecond
+          : null;
       if (value === null && key === 'compiled') continue;
-      targets.push({ name: `kiln ${report.gpt2s.model} batch ${run.batch} ≥ ${target}× ${peer}`, value, target, met: value === null ? null : value >= target });
+      targets.push({
+        name: `kiln ${report.gpt2s.model} batch ${run.batch} ≥ ${target}× ${peer}`,
+        value,
+        target,
+        met: value === null ? null : value >= target,
+      });
     }
   }
-  for (const [name, check] of [['the same kiln train twice gives identical weights', report.reproducibility?.determinism], ['SIGKILL + --resume gives the uninterrupted run\'s weights', report.reproducibility?.resume]]) {
+  for (const [name, check] of [
+    ['the same kiln train twice gives identical weights', report.reproducibility?.determinism],
+    ["SIGKILL + --resume gives the uninterrupted run's weights", report.reproducibility?.resume],
+  ]) {
     if (check === undefined || check === null) continue;
     const identical = check.error ? null : check.identical;
     targets.push({ name, value: identical === null ? null : identical ? 1 : 0, target: 1, met: identical });
@@ -82,9 +120,15 @@ export function evaluateTargets(report) {
   for (const matmul of [...new Set(fixtureRuns.map((run) => run.matmul))]) {
     const runs = fixtureRuns.filter((run) => run.matmul === matmul);
     const passed = runs.filter((run) => run.passed).length;
-    targets.push({ name: `Hugging Face fixtures within issue 14's bounds (f32, matmul ${matmul})`, value: passed, target: runs.length, met: passed === runs.length });
+    targets.push({
+      name: `Hugging Face fixtures within issue 14's bounds (f32, matmul ${matmul})`,
+      value: passed,
+      target: runs.length,
+      met: passed === runs.length,
+    });
   }
-  if (report.hfFixtures?.error) targets.push({ name: 'Hugging Face fixtures within issue 14\'s bounds', value: null, target: 1, met: false });
+  if (report.hfFixtures?.error)
+    targets.push({ name: "Hugging Face fixtures within issue 14's bounds", value: null, target: 1, met: false });
   report.targets = targets;
   return targets;
 }
@@ -96,10 +140,15 @@ function fixed(value, digits) {
 /** Columns padded to their widest cell; the first row is the header. */
 export function table(rows) {
   const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => String(row[column]).length)));
-  return rows.map((row, index) => {
-    const line = row.map((cell, column) => String(cell).padEnd(widths[column])).join('  ').trimEnd();
-    return index === 0 ? `${line}\n${widths.map((width) => '-'.repeat(width)).join('  ')}` : line;
-  }).join('\n');
+  return rows
+    .map((row, index) => {
+      const line = row
+        .map((cell, column) => String(cell).padEnd(widths[column]))
+        .join('  ')
+        .trimEnd();
+      return index === 0 ? `${line}\n${widths.map((width) => '-'.repeat(width)).join('  ')}` : line;
+    })
+    .join('\n');
 }
 
 /** The printed form of a report. */
@@ -108,30 +157,57 @@ export function formatReport(report) {
   const device = report.probe?.devices?.[0];
   lines.push(`kiln gpu-check — ${report.status}${report.reason ? `: ${report.reason}` : ''}`);
   if (device) lines.push(`device: ${device.name} (compute capability ${device.computeCapability ?? '?'})`);
-  if (report.addon) lines.push(`addon: ${report.addon.source} ${report.addon.location} (${report.addon.build?.build ?? '?'}, architectures ${report.addon.build?.architectures ?? '?'})`);
+  if (report.addon)
+    lines.push(
+      `addon: ${report.addon.source} ${report.addon.location} (${report.addon.build?.build ?? '?'}, architectures ${report.addon.build?.architectures ?? '?'})`,
+    );
   if (report.matmulPath) lines.push(`matmul path: ${report.matmulPath}`);
   if (report.conformance.length > 0) {
     lines.push('', 'conformance kit:');
-    lines.push(table([['run', 'passed', 'failed', 'skipped', 'seconds'], ...report.conformance.map((run) => [run.name, run.passed, run.failed, run.skipped, fixed(run.seconds, 1)])]));
-    for (const run of report.conformance) for (const failure of run.failures) lines.push(`  FAIL ${failure.id}: ${failure.message.split('\n')[0]}`);
+    lines.push(
+      table([
+        ['run', 'passed', 'failed', 'skipped', 'seconds'],
+        ...report.conformance.map((run) => [run.name, run.passed, run.failed, run.skipped, fixed(run.seconds, 1)]),
+      ]),
+    );
+    for (const run of report.conformance)
+      for (const failure of run.failures) lines.push(`  FAIL ${failure.id}: ${failure.message.split('\n')[0]}`);
   }
   if (report.matmul.length > 0) {
     lines.push('', 'matmul (TFLOP/s, same run; ratio = kiln / cuBLAS):');
-    lines.push(table([
-      ['shape', 'dtype', 'm×n×k', 'op', 'kiln kernel', 'kiln', 'cuBLAS', 'ratio'],
-      ...report.matmul.map((row) => [
-        row.label, row.tf32 ? 'f32 TF32' : row.dtype, `${row.m}×${row.n}×${row.k}`, `${row.transposeA ? 't' : 'n'}${row.transposeB ? 't' : 'n'}`, row.kernel ?? '?',
-        fixed(row.kilnTflops, 2), fixed(row.cublasTflops, 2), row.ratio === undefined ? '—' : `${(row.ratio * 100).toFixed(0)}%`,
+    lines.push(
+      table([
+        ['shape', 'dtype', 'm×n×k', 'op', 'kiln kernel', 'kiln', 'cuBLAS', 'ratio'],
+        ...report.matmul.map((row) => [
+          row.label,
+          row.tf32 ? 'f32 TF32' : row.dtype,
+          `${row.m}×${row.n}×${row.k}`,
+          `${row.transposeA ? 't' : 'n'}${row.transposeB ? 't' : 'n'}`,
+          row.kernel ?? '?',
+          fixed(row.kilnTflops, 2),
+          fixed(row.cublasTflops, 2),
+          row.ratio === undefined ? '—' : `${(row.ratio * 100).toFixed(0)}%`,
+        ]),
       ]),
-    ]));
+    );
     if (report.matmulNote) lines.push(`(${report.matmulNote})`);
   }
   const train = report.trainStep;
   if (train) {
     lines.push('', `train step (${train.model}, ${train.precision}; tokens/s, higher is better):`);
-    const cell = (side) => (side === undefined || side === null ? ['—', '—'] : side.error || side.skipped
-      ? [side.error ?? side.skipped, '—'] : [fixed(side.msPerStep, 2), fixed(side.tokensPerSecond, 0)]);
-    lines.push(table([['', 'ms/step', 'tokens/s'], ['kiln bench', ...cell(train.kiln)], ['PyTorch eager', ...cell(train.pytorch)]]));
+    const cell = (side) =>
+      side === undefined || side === null
+        ? ['—', '—']
+        : side.error || side.skipped
+          ? [side.error ?? side.skipped, '—']
+          : [fixed(side.msPerStep, 2), fixed(side.tokensPerSecond, 0)];
+    lines.push(
+      table([
+        ['', 'ms/step', 'tokens/s'],
+        ['kiln bench', ...cell(train.kiln)],
+        ['PyTorch eager', ...cell(train.pytorch)],
+      ]),
+    );
     if (train.ratio !== undefined && train.ratio !== null) lines.push(`kiln / PyTorch: ${train.ratio.toFixed(2)}×`);
   }
   for (const section of report.sections) {
@@ -142,8 +218,18 @@ export function formatReport(report) {
     lines.push('', 'targets:');
     for (const target of report.targets) {
       const mark = target.met === null ? '·' : target.met ? '✓' : '✗';
-      const value = target.value === null ? 'not measured' : target.name.includes('fixtures') ? `${target.value}/${target.target} pass`
-        : target.name.includes('matmul') ? `${(target.value * 100).toFixed(0)}%` : target.name.includes('weights') ? (target.met ? 'yes' : 'no') : `${target.value.toFixed(2)}×`;
+      const value =
+        target.value === null
+          ? 'not measured'
+          : target.name.includes('fixtures')
+            ? `${target.value}/${target.target} pass`
+            : target.name.includes('matmul')
+              ? `${(target.value * 100).toFixed(0)}%`
+              : target.name.includes('weights')
+                ? target.met
+                  ? 'yes'
+                  : 'no'
+                : `${target.value.toFixed(2)}×`;
       lines.push(`  ${mark} ${target.name}: ${value}`);
     }
   }

@@ -23,7 +23,12 @@ export function cliTarget({ simulator, environment }) {
 }
 
 function runCli(cli, args, environment) {
-  const run = spawnSync(process.execPath, [cli, ...args], { cwd: dirname(dirname(cli)), env: { ...environment, NO_COLOR: '1' }, encoding: 'utf8', maxBuffer: 64 << 20 });
+  const run = spawnSync(process.execPath, [cli, ...args], {
+    cwd: dirname(dirname(cli)),
+    env: { ...environment, NO_COLOR: '1' },
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+  });
   return { code: run.status, stdout: run.stdout ?? '', stderr: run.stderr ?? '' };
 }
 
@@ -34,8 +39,24 @@ function lastLines(text, count = 3) {
 /** `kiln bench` of one model at one batch (optionally with --profile); { msPerStep, tokensPerSecond, peakMemoryBytes, profile? } or { error }. */
 export function kilnBenchRun(cli, target, { model, batch, precision, steps, warmup, profile, cudaGraph }) {
   if (!cli) return { error: '@kiln/cli was not found (neither in the bundle nor in the workspace)' };
-  const args = ['bench', '--device', target.device, '--model', model, '--precision', precision, '--steps', String(steps), '--warmup', String(warmup),
-    '--no-kernels', '--no-generation', '--peers', 'none', '--json'];
+  const args = [
+    'bench',
+    '--device',
+    target.device,
+    '--model',
+    model,
+    '--precision',
+    precision,
+    '--steps',
+    String(steps),
+    '--warmup',
+    String(warmup),
+    '--no-kernels',
+    '--no-generation',
+    '--peers',
+    'none',
+    '--json',
+  ];
   if (batch !== undefined) args.push('--batch', String(batch));
   if (profile) args.push('--profile');
   if (cudaGraph) args.push('--cuda-graph', cudaGraph);
@@ -46,8 +67,14 @@ export function kilnBenchRun(cli, target, { model, batch, precision, steps, warm
     const result = report.results[0];
     if (!result) return { error: 'kiln bench reported no result' };
     return {
-      msPerStep: result.msPerStep, tokensPerSecond: result.tokensPerSecond, peakMemoryBytes: result.peakMemoryBytes ?? null, batch: result.batchSize,
-      precision: result.precision, matmul: result.matmul, stepMode: result.stepMode, profile: report.profiles?.[0],
+      msPerStep: result.msPerStep,
+      tokensPerSecond: result.tokensPerSecond,
+      peakMemoryBytes: result.peakMemoryBytes ?? null,
+      batch: result.batchSize,
+      precision: result.precision,
+      matmul: result.matmul,
+      stepMode: result.stepMode,
+      profile: report.profiles?.[0],
     };
   } catch (error) {
     return { error: `kiln bench printed no JSON: ${error.message}` };
@@ -57,51 +84,111 @@ export function kilnBenchRun(cli, target, { model, batch, precision, steps, warm
 /** bench/pytorch_train_step.py at one batch, eager or compiled; { msPerStep, tokensPerSecond, peakMemoryBytes } or { skipped }. */
 export function pytorchRun(python, { model, batch, precision, steps, warmup, compile }) {
   const script = fileURLToPath(new URL('../../bench/pytorch_train_step.py', import.meta.url));
-  const args = [script, '--model', model, '--precision', precision, '--steps', String(steps), '--warmup', String(warmup)];
+  const args = [
+    script,
+    '--model',
+    model,
+    '--precision',
+    precision,
+    '--steps',
+    String(steps),
+    '--warmup',
+    String(warmup),
+  ];
   if (batch !== undefined) args.push('--batch', String(batch));
   if (compile) args.push('--compile');
   const run = spawnSync(python, args, { encoding: 'utf8', maxBuffer: 16 << 20 });
   if (run.error) return { skipped: `${python} could not be run: ${run.error.message}` };
-  if (run.status !== 0) return { skipped: `${python} ${script} exited ${run.status}: ${lastLines(run.stderr || '', 2)}` };
+  if (run.status !== 0)
+    return { skipped: `${python} ${script} exited ${run.status}: ${lastLines(run.stderr || '', 2)}` };
   try {
     const result = JSON.parse(run.stdout.trim().split('\n').pop());
     if (result.skipped) return { skipped: result.skipped };
-    return { msPerStep: result.ms_per_step, tokensPerSecond: result.tokens_per_second, peakMemoryBytes: result.peak_memory_bytes ?? null, mode: result.mode };
+    return {
+      msPerStep: result.ms_per_step,
+      tokensPerSecond: result.tokens_per_second,
+      peakMemoryBytes: result.peak_memory_bytes ?? null,
+      mode: result.mode,
+    };
   } catch (error) {
     return { skipped: `the PyTorch baseline printed no JSON: ${error.message}` };
   }
 }
 
-const gigabytes = (bytes) => (bytes === null || bytes === undefined ? '—' : bytes >= 1e9 ? `${(bytes / 1e9).toFixed(1)} GB` : `${(bytes / 1e6).toFixed(1)} MB`);
-const rate = (result) => (result?.tokensPerSecond ? Math.round(result.tokensPerSecond).toLocaleString('en-US') : (result?.error ?? result?.skipped ?? '—'));
+const gigabytes = (bytes) =>
+  bytes === null || bytes === undefined
+    ? '—'
+    : bytes >= 1e9
+      ? `${(bytes / 1e9).toFixed(1)} GB`
+      : `${(bytes / 1e6).toFixed(1)} MB`;
+const rate = (result) =>
+  result?.tokensPerSecond
+    ? Math.round(result.tokensPerSecond).toLocaleString('en-US')
+    : (result?.error ?? result?.skipped ?? '—');
 
 /**
  * kiln vs PyTorch eager vs torch.compile at each batch of `model`, and the profile of the first
  * batch's kiln step. Returns { runs, profile, sections }.
  */
-export function compareTraining({ cli, python, target, model, batches, precision, steps, warmup, pytorch, compile, log }) {
+export function compareTraining({
+  cli,
+  python,
+  target,
+  model,
+  batches,
+  precision,
+  steps,
+  warmup,
+  pytorch,
+  compile,
+  log,
+}) {
   const runs = [];
   for (const [index, batch] of batches.entries()) {
     log(`train ${model} batch ${batch}: kiln…`);
     const kiln = kilnBenchRun(cli, target, { model, batch, precision, steps, warmup, profile: index === 0 });
     log(`  kiln ${JSON.stringify({ ...kiln, profile: undefined })}`);
-    const eager = pytorch ? pytorchRun(python, { model, batch, precision, steps, warmup, compile: false }) : { skipped: 'skipped (--skip pytorch)' };
+    const eager = pytorch
+      ? pytorchRun(python, { model, batch, precision, steps, warmup, compile: false })
+      : { skipped: 'skipped (--skip pytorch)' };
     if (pytorch) log(`  PyTorch eager ${JSON.stringify(eager)}`);
-    const compiled = pytorch && compile ? pytorchRun(python, { model, batch, precision, steps, warmup, compile: true }) : { skipped: pytorch ? 'skipped (--skip compile)' : 'skipped (--skip pytorch)' };
+    const compiled =
+      pytorch && compile
+        ? pytorchRun(python, { model, batch, precision, steps, warmup, compile: true })
+        : { skipped: pytorch ? 'skipped (--skip compile)' : 'skipped (--skip pytorch)' };
     if (pytorch && compile) log(`  torch.compile ${JSON.stringify(compiled)}`);
     runs.push({ batch, kiln: { ...kiln, profile: undefined }, eager, compiled, profile: kiln.profile });
   }
-  const ratio = (a, b) => (a?.tokensPerSecond && b?.tokensPerSecond ? `${(a.tokensPerSecond / b.tokensPerSecond).toFixed(2)}×` : '—');
-  const rows = [['batch', 'kiln tok/s', 'eager tok/s', 'compile tok/s', 'kiln/eager', 'kiln/compile', 'memory kiln / eager / compile']];
+  const ratio = (a, b) =>
+    a?.tokensPerSecond && b?.tokensPerSecond ? `${(a.tokensPerSecond / b.tokensPerSecond).toFixed(2)}×` : '—';
+  const rows = [
+    [
+      'batch',
+      'kiln tok/s',
+      'eager tok/s',
+      'compile tok/s',
+      'kiln/eager',
+      'kiln/compile',
+      'memory kiln / eager / compile',
+    ],
+  ];
   for (const run of runs) {
     rows.push([
-      String(run.batch), rate(run.kiln), rate(run.eager), rate(run.compiled), ratio(run.kiln, run.eager), ratio(run.kiln, run.compiled),
+      String(run.batch),
+      rate(run.kiln),
+      rate(run.eager),
+      rate(run.compiled),
+      ratio(run.kiln, run.eager),
+      ratio(run.kiln, run.compiled),
       `${gigabytes(run.kiln.peakMemoryBytes)} / ${gigabytes(run.eager.peakMemoryBytes)} / ${gigabytes(run.compiled.peakMemoryBytes)}`,
     ]);
   }
-  const sections = [{
-    title: `train step ${model} (${precision}; forward + backward + clip + AdamW; median of ${steps} steps after ${warmup}; memory = peak allocated)`, rows,
-  }];
+  const sections = [
+    {
+      title: `train step ${model} (${precision}; forward + backward + clip + AdamW; median of ${steps} steps after ${warmup}; memory = peak allocated)`,
+      rows,
+    },
+  ];
   const profile = runs[0]?.profile;
   if (profile) sections.push(profileSection(profile, runs[0].batch));
   return { runs: runs.map(({ profile: _profile, ...run }) => run), profile, sections };
@@ -118,30 +205,68 @@ export function compareGraphed({ cli, target, cases, precision, steps, warmup, l
   for (const { model, batch } of cases) {
     const label = `${model}${batch === undefined ? '' : ` batch ${batch}`}`;
     log(`cuda graph ${label}: eager (with the kernel profile)…`);
-    const eager = kilnBenchRun(cli, target, { model, batch, precision, steps, warmup, profile: true, cudaGraph: 'off' });
+    const eager = kilnBenchRun(cli, target, {
+      model,
+      batch,
+      precision,
+      steps,
+      warmup,
+      profile: true,
+      cudaGraph: 'off',
+    });
     log(`cuda graph ${label}: graphed…`);
-    const graphed = kilnBenchRun(cli, target, { model, batch, precision, steps, warmup: Math.max(warmup, 2), cudaGraph: 'auto' });
+    const graphed = kilnBenchRun(cli, target, {
+      model,
+      batch,
+      precision,
+      steps,
+      warmup: Math.max(warmup, 2),
+      cudaGraph: 'auto',
+    });
     const kernelMs = eager.profile?.kernelMsPerStep;
     const busy = (ms) => (kernelMs && ms ? Math.min(1, kernelMs / ms) : null);
     const run = {
-      model, batch: eager.batch ?? batch, eager: { ...eager, profile: undefined }, graphed,
-      speedup: eager.tokensPerSecond && graphed.tokensPerSecond ? graphed.tokensPerSecond / eager.tokensPerSecond : null,
-      busyEager: busy(eager.profile?.msPerStep), busyGraphed: busy(graphed.msPerStep),
+      model,
+      batch: eager.batch ?? batch,
+      eager: { ...eager, profile: undefined },
+      graphed,
+      speedup:
+        eager.tokensPerSecond && graphed.tokensPerSecond ? graphed.tokensPerSecond / eager.tokensPerSecond : null,
+      busyEager: busy(eager.profile?.msPerStep),
+      busyGraphed: busy(graphed.msPerStep),
     };
     log(`  ${JSON.stringify(run)}`);
     runs.push(run);
   }
   const percent = (value) => (value === null ? '—' : `${(100 * value).toFixed(0)}%`);
-  const rows = [['model', 'eager tok/s', 'graphed tok/s', 'graphed/eager', 'GPU busy eager', 'GPU busy graphed (est.)', 'graphed step']];
+  const rows = [
+    [
+      'model',
+      'eager tok/s',
+      'graphed tok/s',
+      'graphed/eager',
+      'GPU busy eager',
+      'GPU busy graphed (est.)',
+      'graphed step',
+    ],
+  ];
   for (const run of runs) {
     rows.push([
-      `${run.model} b${run.batch ?? '?'}`, rate(run.eager), rate(run.graphed), run.speedup === null ? '—' : `${run.speedup.toFixed(2)}×`,
-      percent(run.busyEager), percent(run.busyGraphed), run.graphed.stepMode ?? run.graphed.error ?? '—',
+      `${run.model} b${run.batch ?? '?'}`,
+      rate(run.eager),
+      rate(run.graphed),
+      run.speedup === null ? '—' : `${run.speedup.toFixed(2)}×`,
+      percent(run.busyEager),
+      percent(run.busyGraphed),
+      run.graphed.stepMode ?? run.graphed.error ?? '—',
     ]);
   }
   return {
     runs,
-    section: { title: `CUDA graph vs eager (${precision}; GPU busy = device kernel time per step / step time; graphed busy estimated from the eager profile)`, rows },
+    section: {
+      title: `CUDA graph vs eager (${precision}; GPU busy = device kernel time per step / step time; graphed busy estimated from the eager profile)`,
+      rows,
+    },
   };
 }
 
@@ -151,10 +276,26 @@ export function profileSection(profile, batch) {
   const share = (ms) => `${((100 * ms) / step).toFixed(1)}%`;
   const shown = profile.rows.filter((row) => row.msPerStep >= step * 0.005);
   const rows = [['kernel', 'calls/step', 'ms/step', 'share', 'GB/s', 'TFLOP/s']];
-  const figure = (value) => (value === null || value === undefined ? '—' : value >= 100 ? value.toFixed(0) : value.toFixed(2));
-  for (const row of shown) rows.push([row.kernel, row.callsPerStep.toFixed(0), row.msPerStep.toFixed(3), share(row.msPerStep), figure(row.gigabytesPerSecond), figure(row.teraflopsPerSecond)]);
+  const figure = (value) =>
+    value === null || value === undefined ? '—' : value >= 100 ? value.toFixed(0) : value.toFixed(2);
+  for (const row of shown)
+    rows.push([
+      row.kernel,
+      row.callsPerStep.toFixed(0),
+      row.msPerStep.toFixed(3),
+      share(row.msPerStep),
+      figure(row.gigabytesPerSecond),
+      figure(row.teraflopsPerSecond),
+    ]);
   const idle = Math.max(0, step - profile.kernelMsPerStep);
-  rows.push([profile.timing === 'device' ? '(GPU idle: host time)' : '(outside kernels)', '—', idle.toFixed(3), share(idle), '—', '—']);
+  rows.push([
+    profile.timing === 'device' ? '(GPU idle: host time)' : '(outside kernels)',
+    '—',
+    idle.toFixed(3),
+    share(idle),
+    '—',
+    '—',
+  ]);
   return {
     title: `where a ${profile.model} step (batch ${batch}) goes: ${step.toFixed(2)} ms/step, GPU busy ${profile.kernelMsPerStep.toFixed(2)} ms (${share(profile.kernelMsPerStep)}) — ${profile.timing === 'device' ? 'device time per kernel (CUDA events)' : 'host time per call'}`,
     rows,
@@ -168,9 +309,24 @@ function writeConfig(directory, { simulator, steps, interval, dataPath }) {
     : ['model:', '  preset: small'];
   const schedule = simulator ? ['  batchSize: 4', '  microBatchSize: 4'] : ['  batchSize: 16'];
   const lines = [
-    'seed: 11', ...model, 'device:', '  precision: bf16', 'data:', `  path: ${JSON.stringify(dataPath)}`, '  validationFraction: 0.1',
-    'schedule:', `  steps: ${steps}`, ...schedule, '  warmupSteps: 2', `  evalInterval: ${steps}`, '  evalBatches: 1', '  logInterval: 1',
-    'checkpoint:', `  interval: ${interval}`, '  keepLast: 3', '',
+    'seed: 11',
+    ...model,
+    'device:',
+    '  precision: bf16',
+    'data:',
+    `  path: ${JSON.stringify(dataPath)}`,
+    '  validationFraction: 0.1',
+    'schedule:',
+    `  steps: ${steps}`,
+    ...schedule,
+    '  warmupSteps: 2',
+    `  evalInterval: ${steps}`,
+    '  evalBatches: 1',
+    '  logInterval: 1',
+    'checkpoint:',
+    `  interval: ${interval}`,
+    '  keepLast: 3',
+    '',
   ];
   const file = join(directory, 'config.yaml');
   writeFileSync(file, lines.join('\n'));
@@ -180,20 +336,37 @@ function writeConfig(directory, { simulator, steps, interval, dataPath }) {
 function trainingData(directory) {
   const path = join(directory, 'data.txt');
   let text = '';
-  for (let line = 0; text.length < 400_000; line++) text += `line ${line}: the quick brown fox ${line % 7} jumps over the lazy dog ${(line * 31) % 97}.\n`;
+  for (let line = 0; text.length < 400_000; line++)
+    text += `line ${line}: the quick brown fox ${line % 7} jumps over the lazy dog ${(line * 31) % 97}.\n`;
   writeFileSync(path, text);
   return path;
 }
 
 /** sha256 of the final checkpoint's model.safetensors reported by a `kiln train --json` run. */
 function finalWeightsHash(stdout) {
-  const result = stdout.trim().split('\n').map((line) => { try { return JSON.parse(line); } catch { return {}; } }).find((event) => event.type === 'result');
+  const result = stdout
+    .trim()
+    .split('\n')
+    .map((line) => {
+      try {
+        return JSON.parse(line);
+      } catch {
+        return {};
+      }
+    })
+    .find((event) => event.type === 'result');
   if (!result?.checkpointPath) return undefined;
-  return createHash('sha256').update(readFileSync(join(result.checkpointPath, 'model.safetensors'))).digest('hex');
+  return createHash('sha256')
+    .update(readFileSync(join(result.checkpointPath, 'model.safetensors')))
+    .digest('hex');
 }
 
 function train(cli, target, config, output, extra = []) {
-  const run = runCli(cli, ['train', '--config', config, '--device', target.device, '--output', output, '--json', ...extra], target.environment);
+  const run = runCli(
+    cli,
+    ['train', '--config', config, '--device', target.device, '--output', output, '--json', ...extra],
+    target.environment,
+  );
   return { ...run, hash: run.code === 0 ? finalWeightsHash(run.stdout) : undefined };
 }
 
@@ -207,7 +380,8 @@ export function determinismCheck({ cli, target, simulator, steps, log }) {
     for (const name of ['first', 'second']) {
       log(`determinism: kiln train run ${name} (${steps} steps)…`);
       const run = train(cli, target, config, join(directory, name));
-      if (run.hash === undefined) return { error: `kiln train (${name}) exited ${run.code}: ${lastLines(run.stderr || run.stdout)}` };
+      if (run.hash === undefined)
+        return { error: `kiln train (${name}) exited ${run.code}: ${lastLines(run.stderr || run.stdout)}` };
       hashes.push(run.hash);
     }
     return { identical: hashes[0] === hashes[1], hashes, steps };
@@ -227,19 +401,31 @@ export async function resumeCheck({ cli, target, simulator, steps, interval, kil
     const config = writeConfig(directory, { simulator, steps, interval, dataPath: trainingData(directory) });
     log(`resume: uninterrupted kiln train (${steps} steps)…`);
     const straight = train(cli, target, config, join(directory, 'straight'));
-    if (straight.hash === undefined) return { error: `the uninterrupted run exited ${straight.code}: ${lastLines(straight.stderr || straight.stdout)}` };
+    if (straight.hash === undefined)
+      return {
+        error: `the uninterrupted run exited ${straight.code}: ${lastLines(straight.stderr || straight.stdout)}`,
+      };
     const resumes = [];
     for (let kill = 1; kill <= kills; kill++) {
       log(`resume ${kill}/${kills}: a run killed with SIGKILL after its checkpoint number ${kill}…`);
       const killedOutput = join(directory, `killed-${kill}`);
       const killedAfterStep = await killAfterCheckpoint(cli, target, config, killedOutput, kill, steps);
-      if (killedAfterStep < 0) return { error: `run ${kill} finished before its checkpoint number ${kill} could be interrupted (${steps} steps, a checkpoint every ${interval})` };
+      if (killedAfterStep < 0)
+        return {
+          error: `run ${kill} finished before its checkpoint number ${kill} could be interrupted (${steps} steps, a checkpoint every ${interval})`,
+        };
       log(`resume ${kill}/${kills}: killed after the checkpoint of step ${killedAfterStep}; continuing with --resume…`);
       const resumed = train(cli, target, config, killedOutput, ['--resume']);
-      if (resumed.hash === undefined) return { error: `resumed run ${kill} exited ${resumed.code}: ${lastLines(resumed.stderr || resumed.stdout)}` };
+      if (resumed.hash === undefined)
+        return { error: `resumed run ${kill} exited ${resumed.code}: ${lastLines(resumed.stderr || resumed.stdout)}` };
       resumes.push({ killedAfterStep, hash: resumed.hash, identical: resumed.hash === straight.hash });
     }
-    return { identical: resumes.every((resume) => resume.identical), resumes, hashes: [straight.hash, ...resumes.map((resume) => resume.hash)], steps };
+    return {
+      identical: resumes.every((resume) => resume.identical),
+      resumes,
+      hashes: [straight.hash, ...resumes.map((resume) => resume.hash)],
+      steps,
+    };
   } finally {
     rmSync(directory, { recursive: true, force: true });
   }
@@ -248,9 +434,15 @@ export async function resumeCheck({ cli, target, simulator, steps, interval, kil
 /** Starts `kiln train` and SIGKILLs it right after its checkpoint number `which` (before the last step); resolves the step killed after, or -1. */
 function killAfterCheckpoint(cli, target, config, output, which, steps) {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [cli, 'train', '--config', config, '--device', target.device, '--output', output, '--json'], {
-      cwd: dirname(dirname(cli)), env: { ...target.environment, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [cli, 'train', '--config', config, '--device', target.device, '--output', output, '--json'],
+      {
+        cwd: dirname(dirname(cli)),
+        env: { ...target.environment, NO_COLOR: '1' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let killedAt = -1;
     let seen = 0;
     let buffered = '';
@@ -260,7 +452,11 @@ function killAfterCheckpoint(cli, target, config, output, which, steps) {
       buffered = lines.pop();
       for (const line of lines) {
         let event;
-        try { event = JSON.parse(line); } catch { continue; }
+        try {
+          event = JSON.parse(line);
+        } catch {
+          continue;
+        }
         if (killedAt < 0 && event.type === 'checkpoint' && event.step < steps && ++seen === which) {
           killedAt = event.step;
           child.kill('SIGKILL');
@@ -285,7 +481,9 @@ export function reproducibilitySection(determinism, resume) {
   const same = resumed.filter((run) => run.identical).length;
   rows.push([
     'SIGKILL + --resume vs uninterrupted',
-    resume === undefined || resume.error ? verdict(resume, '') : `${same}/${resumed.length} identical (killed after steps ${resumed.map((run) => run.killedAfterStep).join(', ')} of ${resume.steps}; sha256 ${resumed.map((run) => run.hash.slice(0, 12)).join(', ')} vs ${resume.hashes[0].slice(0, 12)})`,
+    resume === undefined || resume.error
+      ? verdict(resume, '')
+      : `${same}/${resumed.length} identical (killed after steps ${resumed.map((run) => run.killedAfterStep).join(', ')} of ${resume.steps}; sha256 ${resumed.map((run) => run.hash.slice(0, 12)).join(', ')} vs ${resume.hashes[0].slice(0, 12)})`,
   ]);
   return { title: 'reproducibility of kiln train on this device (final model.safetensors)', rows };
 }

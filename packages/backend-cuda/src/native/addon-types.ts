@@ -9,7 +9,12 @@
  * offsets count elements; buffers are referred to by the numeric id alloc() returned.
  */
 
-import type { NativeFailure as CoreNativeFailure, NativeKernelMethods, NativePoolMemory, NativeTensor } from '@kiln/core/native-backend';
+import type {
+  NativeFailure as CoreNativeFailure,
+  NativeKernelMethods,
+  NativePoolMemory,
+  NativeTensor,
+} from '@kiln/core/native-backend';
 
 /** A tensor (dense, from element 0) or a strided view, as the native methods take it (core's descriptor). */
 export type { NativeTensor };
@@ -156,7 +161,9 @@ export interface CudaAddon {
   /** How the addon was built. */
   buildInfo(): NativeBuildInfo;
   /** Opens a device (throws a NativeFailure when it cannot). */
-  Backend: new (options?: NativeBackendOptions) => NativeBackend;
+  Backend: new (
+    options?: NativeBackendOptions,
+  ) => NativeBackend;
   /** Simulator build only: reshapes the simulated machine. */
   configureSimulator?(options: SimulatorConfiguration): void;
 }

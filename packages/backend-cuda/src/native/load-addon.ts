@@ -12,7 +12,11 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  findPackageRoot as findRootOf, loadNativeAddon, localBuildReport, type AddonLoadAttempt, type LoadedNativeAddon,
+  findPackageRoot as findRootOf,
+  loadNativeAddon,
+  localBuildReport,
+  type AddonLoadAttempt,
+  type LoadedNativeAddon,
 } from '@kiln/core/native-backend';
 import type { CudaAddon } from './addon-types.js';
 
@@ -44,8 +48,11 @@ export function platformTriple(environment: Pick<LoaderEnvironment, 'platform' |
 }
 
 /** The per-platform package holding a prebuilt binary for this platform, or undefined when none is published. */
-export function platformPackageName(environment: Pick<LoaderEnvironment, 'platform' | 'arch' | 'libc'>): string | undefined {
-  if (environment.platform === 'linux' && environment.arch === 'x64' && environment.libc === 'glibc') return '@kiln/backend-cuda-linux-x64';
+export function platformPackageName(
+  environment: Pick<LoaderEnvironment, 'platform' | 'arch' | 'libc'>,
+): string | undefined {
+  if (environment.platform === 'linux' && environment.arch === 'x64' && environment.libc === 'glibc')
+    return '@kiln/backend-cuda-linux-x64';
   return undefined;
 }
 
@@ -75,7 +82,14 @@ export function defaultLoaderEnvironment(): LoaderEnvironment {
   const packageRoot = findPackageRoot();
   const version = (JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version;
   const requireFromPackage = createRequire(join(packageRoot, 'package.json'));
-  return { platform: process.platform, arch: process.arch, libc: detectLibc(), packageRoot, version, require: requireFromPackage };
+  return {
+    platform: process.platform,
+    arch: process.arch,
+    libc: detectLibc(),
+    packageRoot,
+    version,
+    require: requireFromPackage,
+  };
 }
 
 /** Loads the CUDA addon, or throws one BackendUnavailableError naming every attempt and the fixes. */
@@ -89,8 +103,14 @@ export function loadCudaAddon(environment: LoaderEnvironment = defaultLoaderEnvi
     unpublishedPackage: `@kiln/backend-cuda-${environment.platform}-${environment.arch}`,
     binaryName: 'kiln_cuda.node',
     localBuildPath: localBuildPath(environment.packageRoot),
-    missingLocalBuild: () => localBuildReport(environment.packageRoot, 'cuda', 'not built (run `npx kiln-build-cuda` with the CUDA 13 toolkit installed)'),
-    buildSolution: 'build it locally: install the CUDA 13 toolkit (nvcc), then run `npx kiln-build-cuda` in your project',
+    missingLocalBuild: () =>
+      localBuildReport(
+        environment.packageRoot,
+        'cuda',
+        'not built (run `npx kiln-build-cuda` with the CUDA 13 toolkit installed)',
+      ),
+    buildSolution:
+      'build it locally: install the CUDA 13 toolkit (nvcc), then run `npx kiln-build-cuda` in your project',
     docsPage: 'docs/backend-cuda.md',
     require: environment.require,
   });
@@ -115,7 +135,9 @@ export function cachedCudaAddon(): LoadedAddon {
 export function loadSimulatorAddon(packageRoot: string = findPackageRoot()): CudaAddon {
   const path = simulatorBuildPath(packageRoot);
   if (!existsSync(path)) {
-    throw new Error(`the CUDA simulator addon is not built (${path} is missing): run \`pnpm --filter @kiln/backend-cuda build\` with a C++20 compiler`);
+    throw new Error(
+      `the CUDA simulator addon is not built (${path} is missing): run \`pnpm --filter @kiln/backend-cuda build\` with a C++20 compiler`,
+    );
   }
   return createRequire(join(packageRoot, 'package.json'))(path) as CudaAddon;
 }

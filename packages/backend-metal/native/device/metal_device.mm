@@ -53,7 +53,8 @@ std::string family_of(id<MTLDevice> device) {
 
 std::string os_version() {
   const NSOperatingSystemVersion version = NSProcessInfo.processInfo.operatingSystemVersion;
-  return std::to_string(version.majorVersion) + "." + std::to_string(version.minorVersion) + "." + std::to_string(version.patchVersion);
+  return std::to_string(version.majorVersion) + "." + std::to_string(version.minorVersion) + "." +
+         std::to_string(version.patchVersion);
 }
 
 DeviceFacts facts_of(id<MTLDevice> device) {
@@ -68,7 +69,8 @@ DeviceFacts facts_of(id<MTLDevice> device) {
   // kiln's kernels store bf16 as 16-bit integers and compute in f32: every Metal 3 GPU.
   facts.bf16 = true;
   // MSL 3.1's bfloat type: Apple GPUs (Apple6 and newer: every Apple-silicon Mac) with macOS 14+.
-  facts.bfloat_type = facts.family.rfind("apple", 0) == 0 && NSProcessInfo.processInfo.operatingSystemVersion.majorVersion >= 14;
+  facts.bfloat_type =
+      facts.family.rfind("apple", 0) == 0 && NSProcessInfo.processInfo.operatingSystemVersion.majorVersion >= 14;
   facts.os_version = os_version();
   return facts;
 }
@@ -140,16 +142,20 @@ const LibrarySet& libraries_for(id<MTLDevice> device) {
   for (std::size_t i = 0; i < kEmbeddedShaderCount; i++) {
     const auto started = std::chrono::steady_clock::now();
     NSError* error = nil;
-    id<MTLLibrary> library = [device newLibraryWithSource:[NSString stringWithUTF8String:kEmbeddedShaders[i].source] options:options error:&error];
+    id<MTLLibrary> library = [device newLibraryWithSource:[NSString stringWithUTF8String:kEmbeddedShaders[i].source]
+                                                  options:options
+                                                    error:&error];
     if (library == nil) {
-      throw_device(std::string("compiling ") + kEmbeddedShaders[i].name + " for " + text(device.name) + " failed: " + text(error.localizedDescription),
+      throw_device(std::string("compiling ") + kEmbeddedShaders[i].name + " for " + text(device.name) +
+                       " failed: " + text(error.localizedDescription),
                    "kiln's kernels target Metal 3 (macOS 13+). Report this with `kiln doctor` output.");
     }
     for (NSString* name in library.functionNames) set.by_kernel[text(name)] = library;
     if (log) {
-      const double milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-      std::fprintf(stderr, "[kiln:metal] compiled %s (%lu kernels) in %.0f ms\n", kEmbeddedShaders[i].name, static_cast<unsigned long>(library.functionNames.count),
-                   milliseconds);
+      const double milliseconds =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+      std::fprintf(stderr, "[kiln:metal] compiled %s (%lu kernels) in %.0f ms\n", kEmbeddedShaders[i].name,
+                   static_cast<unsigned long>(library.functionNames.count), milliseconds);
     }
   }
   return library_cache().emplace(device.registryID, std::move(set)).first->second;
@@ -223,7 +229,8 @@ class MetalDevice final : public Device {
           status.message = command_buffer_error_name(error.code) + ": " + text(error.localizedDescription);
           NSArray* encoders = error.userInfo[MTLCommandBufferEncoderInfoErrorKey];
           for (id<MTLCommandBufferEncoderInfo> encoder in encoders) {
-            if (encoder.errorState == MTLCommandEncoderErrorStateFaulted) status.message += " (encoder '" + text(encoder.label) + "' faulted)";
+            if (encoder.errorState == MTLCommandEncoderErrorStateFaulted)
+              status.message += " (encoder '" + text(encoder.label) + "' faulted)";
           }
         }
         (*callback)(status);
@@ -253,18 +260,22 @@ class MetalDevice final : public Device {
       }
     }
     NSError* error = nil;
-    id<MTLFunction> function = [library->second newFunctionWithName:[NSString stringWithUTF8String:dispatch.kernel.c_str()] constantValues:values error:&error];
+    id<MTLFunction> function =
+        [library->second newFunctionWithName:[NSString stringWithUTF8String:dispatch.kernel.c_str()]
+                              constantValues:values
+                                       error:&error];
     if (function == nil) throw_device("specializing " + key + " failed: " + text(error.localizedDescription));
     id<MTLComputePipelineState> state = [device_ newComputePipelineStateWithFunction:function error:&error];
     if (state == nil) throw_device("building the pipeline " + key + " failed: " + text(error.localizedDescription));
     const NSUInteger threads = dispatch.threads.x * dispatch.threads.y * dispatch.threads.z;
     if (threads > state.maxTotalThreadsPerThreadgroup) {
-      throw_device("pipeline " + key + " allows " + std::to_string(state.maxTotalThreadsPerThreadgroup) + " threads per threadgroup on " + facts_.name +
-                   ", the plan asks for " + std::to_string(threads));
+      throw_device("pipeline " + key + " allows " + std::to_string(state.maxTotalThreadsPerThreadgroup) +
+                   " threads per threadgroup on " + facts_.name + ", the plan asks for " + std::to_string(threads));
     }
     if (debug_enabled("kernels")) {
-      std::fprintf(stderr, "[kiln:metal] pipeline %s: maxTotalThreadsPerThreadgroup %lu, threadExecutionWidth %lu\n", key.c_str(),
-                   static_cast<unsigned long>(state.maxTotalThreadsPerThreadgroup), static_cast<unsigned long>(state.threadExecutionWidth));
+      std::fprintf(stderr, "[kiln:metal] pipeline %s: maxTotalThreadsPerThreadgroup %lu, threadExecutionWidth %lu\n",
+                   key.c_str(), static_cast<unsigned long>(state.maxTotalThreadsPerThreadgroup),
+                   static_cast<unsigned long>(state.threadExecutionWidth));
     }
     pipelines_.emplace(key, state);
     return state;
@@ -294,8 +305,9 @@ void MetalBatch::encode(const Dispatch& dispatch, const std::vector<ResolvedBind
         [encoder_ setBuffer:(__bridge id<MTLBuffer>)binding.buffer->handle offset:binding.offset_bytes atIndex:index];
       }
     }
-    [encoder_ dispatchThreadgroups:MTLSizeMake(dispatch.threadgroups.x, dispatch.threadgroups.y, dispatch.threadgroups.z)
-             threadsPerThreadgroup:MTLSizeMake(dispatch.threads.x, dispatch.threads.y, dispatch.threads.z)];
+    [encoder_
+         dispatchThreadgroups:MTLSizeMake(dispatch.threadgroups.x, dispatch.threadgroups.y, dispatch.threadgroups.z)
+        threadsPerThreadgroup:MTLSizeMake(dispatch.threads.x, dispatch.threads.y, dispatch.threads.z)];
   }
 }
 
@@ -325,9 +337,11 @@ ProbeReport probe_devices() {
 std::unique_ptr<Device> open_device(int index) {
   @autoreleasepool {
     NSArray<id<MTLDevice>>* devices = usable_devices(nullptr);
-    if (devices.count == 0) throw_device("no Metal 3 GPU was found", "Run `kiln doctor` or check probe() of @kiln/backend-metal.");
+    if (devices.count == 0)
+      throw_device("no Metal 3 GPU was found", "Run `kiln doctor` or check probe() of @kiln/backend-metal.");
     if (index < 0 || static_cast<NSUInteger>(index) >= devices.count) {
-      throw_invalid("device index " + std::to_string(index) + " is out of range: this Mac has " + std::to_string(devices.count) + " Metal GPU(s)",
+      throw_invalid("device index " + std::to_string(index) + " is out of range: this Mac has " +
+                        std::to_string(devices.count) + " Metal GPU(s)",
                     "Pass deviceIndex between 0 and " + std::to_string(devices.count - 1) + ".");
     }
     return std::make_unique<MetalDevice>(devices[static_cast<NSUInteger>(index)]);

@@ -134,7 +134,8 @@ class SimBatch final : public CommandBatch {
                    "This is a bug in kiln's Metal backend: the dispatch plan names a kernel no .metal file defines.");
     }
     if (dispatch.threads.x * dispatch.threads.y * dispatch.threads.z > 1024) {
-      throw_device("pipeline " + pipeline_key(dispatch) + " cannot run " + std::to_string(dispatch.threads.x * dispatch.threads.y * dispatch.threads.z) +
+      throw_device("pipeline " + pipeline_key(dispatch) + " cannot run " +
+                   std::to_string(dispatch.threads.x * dispatch.threads.y * dispatch.threads.z) +
                    " threads per threadgroup (the limit is 1024)");
     }
     SimDispatch encoded;
@@ -143,8 +144,11 @@ class SimBatch final : public CommandBatch {
     encoded.threads = gpu_sim::Dim3{dispatch.threads.x, dispatch.threads.y, dispatch.threads.z};
     encoded.what = dispatch.what;
     for (const ConstantValue& constant : dispatch.constants) {
-      if (constant.kind == ConstantKind::kBool) encoded.table.set_constant(constant.index, gpu_sim::metal::ConstantType::kBool, constant.value != 0);
-      else encoded.table.set_constant(constant.index, gpu_sim::metal::ConstantType::kInt, static_cast<int>(constant.value));
+      if (constant.kind == ConstantKind::kBool)
+        encoded.table.set_constant(constant.index, gpu_sim::metal::ConstantType::kBool, constant.value != 0);
+      else
+        encoded.table.set_constant(constant.index, gpu_sim::metal::ConstantType::kInt,
+                                   static_cast<int>(constant.value));
     }
     encoded.bytes.reserve(bindings.size());
     for (const ResolvedBinding& binding : bindings) {
@@ -167,18 +171,21 @@ class SimBatch final : public CommandBatch {
   BatchStatus execute() {
     BatchStatus status;
     for (SimDispatch& dispatch : dispatches) {
-      const gpu_sim::LaunchResult result = gpu_sim::metal::dispatch(*dispatch.kernel, dispatch.table, dispatch.threadgroups, dispatch.threads);
+      const gpu_sim::LaunchResult result =
+          gpu_sim::metal::dispatch(*dispatch.kernel, dispatch.table, dispatch.threadgroups, dispatch.threads);
       if (!result.ok) {
         status.ok = false;
-        status.message = "kernel " + std::string(dispatch.kernel->name) + " (" + dispatch.what + ") faulted in the simulator: " + result.message;
+        status.message = "kernel " + std::string(dispatch.kernel->name) + " (" + dispatch.what +
+                         ") faulted in the simulator: " + result.message;
         return status;
       }
       for (const auto& [index, allocation] : dispatch.buffers) {
         for (std::size_t i = 0; i < sim::kRedZoneBytes; i++) {
           if (allocation->memory[allocation->bytes + i] != sim::kRedZoneByte) {
             status.ok = false;
-            status.message = "kernel " + std::string(dispatch.kernel->name) + " (" + dispatch.what + ") wrote past the end of the " +
-                             std::to_string(allocation->bytes) + "-byte buffer bound at [[buffer(" + std::to_string(index) + ")]]";
+            status.message = "kernel " + std::string(dispatch.kernel->name) + " (" + dispatch.what +
+                             ") wrote past the end of the " + std::to_string(allocation->bytes) +
+                             "-byte buffer bound at [[buffer(" + std::to_string(index) + ")]]";
             std::memset(allocation->memory + allocation->bytes, sim::kRedZoneByte, sim::kRedZoneBytes);
             return status;
           }
@@ -230,7 +237,9 @@ class SimDevice final : public Device {
 
   void retain(const DeviceBuffer& buffer) override { retain_allocation(static_cast<sim::Allocation*>(buffer.handle)); }
 
-  void release(const DeviceBuffer& buffer) override { release_allocation(static_cast<sim::Allocation*>(buffer.handle)); }
+  void release(const DeviceBuffer& buffer) override {
+    release_allocation(static_cast<sim::Allocation*>(buffer.handle));
+  }
 
   /** Bytes of simulated GPU memory in use by this process (every simulated device shares it). */
   std::uint64_t allocated_bytes() const override {
@@ -268,11 +277,15 @@ class SimDevice final : public Device {
       }
       BatchStatus status;
       if (entry.injected == "out-of-memory") {
-        status = BatchStatus{false, true, "Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory) (simulated)"};
+        status = BatchStatus{false, true,
+                             "Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory) (simulated)"};
       } else if (entry.injected == "timeout") {
-        status = BatchStatus{false, false, "Caused GPU Timeout Error (00000002:kIOGPUCommandBufferCallbackErrorTimeout) (simulated)"};
+        status = BatchStatus{false, false,
+                             "Caused GPU Timeout Error (00000002:kIOGPUCommandBufferCallbackErrorTimeout) (simulated)"};
       } else if (!entry.injected.empty()) {
-        status = BatchStatus{false, false, "Caused GPU Address Fault Error (0000000b:kIOGPUCommandBufferCallbackErrorPageFault) (simulated)"};
+        status = BatchStatus{
+            false, false,
+            "Caused GPU Address Fault Error (0000000b:kIOGPUCommandBufferCallbackErrorPageFault) (simulated)"};
       } else {
         status = entry.batch->execute();
       }
@@ -316,9 +329,12 @@ ProbeReport probe_devices() {
 
 std::unique_ptr<Device> open_device(int index) {
   const ProbeReport report = probe_devices();
-  if (report.status != "ok") throw_device("no usable Metal device (probe: " + report.status + ")", "Run `kiln doctor` or check probe() of @kiln/backend-metal.");
+  if (report.status != "ok")
+    throw_device("no usable Metal device (probe: " + report.status + ")",
+                 "Run `kiln doctor` or check probe() of @kiln/backend-metal.");
   if (index < 0 || index >= static_cast<int>(report.devices.size())) {
-    throw_invalid("device index " + std::to_string(index) + " is out of range: this machine has " + std::to_string(report.devices.size()) + " Metal device(s)",
+    throw_invalid("device index " + std::to_string(index) + " is out of range: this machine has " +
+                      std::to_string(report.devices.size()) + " Metal device(s)",
                   "Pass deviceIndex between 0 and " + std::to_string(report.devices.size() - 1) + ".");
   }
   return std::make_unique<SimDevice>(report.devices[static_cast<std::size_t>(index)]);

@@ -79,7 +79,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
 #if defined(KILN_METAL_SIMULATOR)
   functions.push_back({"configureSimulator", configure_simulator<apply_simulator_options>});
 #endif
-  const auto open = [env](const BackendOptions& options) -> std::unique_ptr<KernelDevice> { return std::make_unique<MetalKernelDevice>(env, options); };
+  const auto open = [env](const BackendOptions& options) -> std::unique_ptr<KernelDevice> {
+    return std::make_unique<MetalKernelDevice>(env, options);
+  };
   return register_backend(env, exports, BackendSpec{open, metal_extra_methods(), std::move(functions)});
 }
 

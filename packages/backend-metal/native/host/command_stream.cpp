@@ -23,7 +23,8 @@ CommandStream::CommandStream(Napi::Env env, Device& device, BufferPool& pool) : 
     throw NativeError(ErrorKind::kOutOfMemory, "metal backend: out of memory allocating the device error record");
   }
   std::memset(error_record_.contents, 0, sizeof(KilnErrorRecord));
-  completions_call_ = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo&) {}), "kiln.metal.completions", 0, 1);
+  completions_call_ = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo&) {}),
+                                                    "kiln.metal.completions", 0, 1);
   completions_call_.Unref(env);
   log_kernels_ = debug_enabled("kernels");
   const char* synchronous = std::getenv("KILN_METAL_SYNC");
@@ -38,11 +39,15 @@ void CommandStream::log_dispatch(const Dispatch& dispatch, const std::vector<Res
     line += " constants{";
     for (std::size_t i = 0; i < dispatch.constants.size(); i++) {
       const ConstantValue& constant = dispatch.constants[i];
-      line += (i > 0 ? ", " : "") + std::string(constant.name) + "=" + (constant.kind == ConstantKind::kBool ? (constant.value ? "true" : "false") : std::to_string(constant.value));
+      line +=
+          (i > 0 ? ", " : "") + std::string(constant.name) + "=" +
+          (constant.kind == ConstantKind::kBool ? (constant.value ? "true" : "false") : std::to_string(constant.value));
     }
     line += "}";
   }
-  const auto size = [](const Size3& value) { return std::to_string(value.x) + "x" + std::to_string(value.y) + "x" + std::to_string(value.z); };
+  const auto size = [](const Size3& value) {
+    return std::to_string(value.x) + "x" + std::to_string(value.y) + "x" + std::to_string(value.z);
+  };
   line += " grid=" + size(dispatch.threadgroups) + " threadgroup=" + size(dispatch.threads) + " buffers[";
   for (std::size_t i = 0; i < dispatch.bindings.size(); i++) {
     const Binding& binding = dispatch.bindings[i];
@@ -50,7 +55,8 @@ void CommandStream::log_dispatch(const Dispatch& dispatch, const std::vector<Res
     if (bindings[i].bytes != nullptr) {
       line += std::string(binding.bytes_type) + " " + std::to_string(binding.bytes.size()) + "B bytes";
     } else {
-      line += std::to_string(bindings[i].buffer != nullptr ? bindings[i].buffer->bytes : 0) + "B@" + std::to_string(binding.offset_bytes) + " shared";
+      line += std::to_string(bindings[i].buffer != nullptr ? bindings[i].buffer->bytes : 0) + "B@" +
+              std::to_string(binding.offset_bytes) + " shared";
     }
   }
   line += "] (" + dispatch.what + ")\n";
@@ -69,7 +75,8 @@ void CommandStream::run(Napi::Env env, const Plan& plan) {
         resolved.buffer = &error_record_;
       } else if (binding.buffer != nullptr) {
         // A 0-byte buffer has no device memory; kernels never touch it (their counts are 0), but Metal needs a buffer.
-        resolved.buffer = binding.buffer->pooled.device.handle != nullptr ? &binding.buffer->pooled.device : &error_record_;
+        resolved.buffer =
+            binding.buffer->pooled.device.handle != nullptr ? &binding.buffer->pooled.device : &error_record_;
         if (binding.buffer->pooled.device.handle == nullptr) resolved.offset_bytes = 0;
         binding.buffer->pooled.last_use = last_closed_ + 1;
       } else {
@@ -80,7 +87,8 @@ void CommandStream::run(Napi::Env env, const Plan& plan) {
     if (log_kernels_) log_dispatch(dispatch, bindings);
     if (recording_) {
       DispatchRecord record{dispatch, {}};
-      for (const ResolvedBinding& resolved : bindings) record.buffer_bytes.push_back(resolved.buffer != nullptr ? resolved.buffer->bytes : 0);
+      for (const ResolvedBinding& resolved : bindings)
+        record.buffer_bytes.push_back(resolved.buffer != nullptr ? resolved.buffer->bytes : 0);
       recorded_.push_back(std::move(record));
     }
     if (!open_batch_) open_batch_ = device_.begin_batch();
@@ -116,13 +124,16 @@ void CommandStream::close_open_batch() {
   open_kernels_.clear();
   open_dispatches_ = 0;
   std::unique_ptr<CommandBatch> batch = std::move(open_batch_);
-  if (fenced() || !deferred_.empty()) deferred_.emplace_back(serial, std::move(batch));
-  else commit(serial, std::move(batch));
+  if (fenced() || !deferred_.empty())
+    deferred_.emplace_back(serial, std::move(batch));
+  else
+    commit(serial, std::move(batch));
 }
 
 void CommandStream::commit(std::uint64_t serial, std::unique_ptr<CommandBatch> batch) {
   last_committed_ = serial;
-  if (log_kernels_) std::fprintf(stderr, "[kiln:metal] commit command buffer %llu\n", static_cast<unsigned long long>(serial));
+  if (log_kernels_)
+    std::fprintf(stderr, "[kiln:metal] commit command buffer %llu\n", static_cast<unsigned long long>(serial));
   std::weak_ptr<CommandStream> weak = weak_from_this();
   device_.commit(std::move(batch), [weak, serial](const BatchStatus& status) {
     if (std::shared_ptr<CommandStream> self = weak.lock()) self->on_device_complete(serial, status);
@@ -157,10 +168,12 @@ void CommandStream::drain(Napi::Env env) {
         message += ". Kernels in it (newest last): ";
         for (std::size_t i = 0; i < kernels->second.size(); i++) message += (i > 0 ? "; " : "") + kernels->second[i];
       }
-      pending_error_ = NativeError(completion.status.out_of_memory ? ErrorKind::kOutOfMemory : ErrorKind::kDevice, message,
-                                   completion.status.out_of_memory
-                                       ? "Reduce the batch size or model size, or close other programs using the GPU."
-                                       : "Rerun with KILN_METAL_SYNC=1 (one kernel per command buffer) and KILN_DEBUG=kernels to find the failing dispatch, and report it.");
+      pending_error_ =
+          NativeError(completion.status.out_of_memory ? ErrorKind::kOutOfMemory : ErrorKind::kDevice, message,
+                      completion.status.out_of_memory
+                          ? "Reduce the batch size or model size, or close other programs using the GPU."
+                          : "Rerun with KILN_METAL_SYNC=1 (one kernel per command buffer) and KILN_DEBUG=kernels to "
+                            "find the failing dispatch, and report it.");
     }
     batch_kernels_.erase(completion.serial);
     finished_out_of_order_[completion.serial] = true;
@@ -208,7 +221,9 @@ void CommandStream::settle(Napi::Env env, Waiter& waiter) {
   if (record.flag != 0) {
     std::memset(error_record_.contents, 0, sizeof record);
     release();
-    waiter.deferred.Reject(to_js_error(env, index_error(static_cast<int>(record.kernel_id), record.position, record.value, record.bound)).Value());
+    waiter.deferred.Reject(
+        to_js_error(env, index_error(static_cast<int>(record.kernel_id), record.position, record.value, record.bound))
+            .Value());
     return;
   }
   if (!waiter.with_data) {
@@ -223,7 +238,8 @@ void CommandStream::settle(Napi::Env env, Waiter& waiter) {
 
 Napi::Promise CommandStream::add_waiter(Napi::Env env, const DeviceBuffer* buffer, std::size_t bytes, bool with_data) {
   close_open_batch();
-  Waiter waiter{last_closed_, Napi::Promise::Deferred::New(env), buffer != nullptr ? *buffer : DeviceBuffer{}, bytes, with_data};
+  Waiter waiter{last_closed_, Napi::Promise::Deferred::New(env), buffer != nullptr ? *buffer : DeviceBuffer{}, bytes,
+                with_data};
   if (waiter.buffer.handle != nullptr) device_.retain(waiter.buffer);
   Napi::Promise promise = waiter.deferred.Promise();
   if (waiters_.empty() && completed_ >= waiter.serial) {
@@ -241,12 +257,14 @@ Napi::Promise CommandStream::add_waiter(Napi::Env env, const DeviceBuffer* buffe
 }
 
 Napi::Promise CommandStream::download(Napi::Env env, const BufferRecord& record) {
-  return add_waiter(env, record.pooled.device.handle != nullptr ? &record.pooled.device : nullptr, record.byte_length, true);
+  return add_waiter(env, record.pooled.device.handle != nullptr ? &record.pooled.device : nullptr, record.byte_length,
+                    true);
 }
 
 Napi::Promise CommandStream::synchronize(Napi::Env env) { return add_waiter(env, nullptr, 0, false); }
 
-void CommandStream::upload(Napi::Env env, BufferRecord& record, const unsigned char* data, std::size_t bytes, std::size_t offset) {
+void CommandStream::upload(Napi::Env env, BufferRecord& record, const unsigned char* data, std::size_t bytes,
+                           std::size_t offset) {
   if (bytes == 0) return;
   if (record.pooled.last_use <= completed_) {
     // No uncompleted work uses the buffer: write shared memory directly.
@@ -260,8 +278,10 @@ void CommandStream::upload(Napi::Env env, BufferRecord& record, const unsigned c
   if (!device_.allocate(bytes, &staging.pooled.device)) {
     pool_.empty_cache();
     if (!device_.allocate(bytes, &staging.pooled.device)) {
-      NativeError failure(ErrorKind::kOutOfMemory, "metal backend: out of memory allocating a " + std::to_string(bytes) + "-byte staging buffer for an upload",
-                          "Free tensors you no longer need, or upload before queuing work that uses the buffer.");
+      NativeError failure(
+          ErrorKind::kOutOfMemory,
+          "metal backend: out of memory allocating a " + std::to_string(bytes) + "-byte staging buffer for an upload",
+          "Free tensors you no longer need, or upload before queuing work that uses the buffer.");
       failure.requested_bytes = static_cast<double>(bytes);
       throw failure;
     }

@@ -12,7 +12,9 @@ namespace kiln::metal {
 namespace {
 
 /** Metal's elementwise kernels take one dtype: every operand must have out's. */
-void expect_out_dtype(const TensorView& view, const TensorView& out, const char* kernel, const char* role) { expect_dtype(view, out.dtype, kernel, role); }
+void expect_out_dtype(const TensorView& view, const TensorView& out, const char* kernel, const char* role) {
+  expect_dtype(view, out.dtype, kernel, role);
+}
 
 MetalKernelDevice& metal(KernelDevice& device) { return static_cast<MetalKernelDevice&>(device); }
 
@@ -58,8 +60,10 @@ Napi::Object dispatch_object(Napi::Env env, const DispatchRecord& record) {
   entry.Set("threads", size3(env, dispatch.threads));
   Napi::Object constants = Napi::Object::New(env);
   for (const ConstantValue& constant : dispatch.constants) {
-    if (constant.kind == ConstantKind::kBool) constants.Set(constant.name, constant.value != 0);
-    else constants.Set(constant.name, constant.value);
+    if (constant.kind == ConstantKind::kBool)
+      constants.Set(constant.name, constant.value != 0);
+    else
+      constants.Set(constant.name, constant.value);
   }
   entry.Set("constants", constants);
   Napi::Array bindings = Napi::Array::New(env, dispatch.bindings.size());
@@ -76,7 +80,8 @@ Napi::Object facts_object(Napi::Env env, const DeviceFacts& facts) {
   Napi::Object result = Napi::Object::New(env);
   result.Set("name", facts.name);
   result.Set("unifiedMemory", facts.unified_memory);
-  result.Set("recommendedMaxWorkingSetSize", Napi::Number::New(env, static_cast<double>(facts.recommended_working_set_bytes)));
+  result.Set("recommendedMaxWorkingSetSize",
+             Napi::Number::New(env, static_cast<double>(facts.recommended_working_set_bytes)));
   result.Set("maxBufferLength", Napi::Number::New(env, static_cast<double>(facts.max_buffer_bytes)));
   result.Set("family", facts.family);
   result.Set("simdgroupMatrix", facts.simdgroup_matrix);
@@ -90,8 +95,9 @@ MetalKernelDevice::MetalKernelDevice(Napi::Env env, const BackendOptions& option
   device_ = open_device(options.device_index);
   // Default limit: the GPU's recommendedMaxWorkingSetSize (beyond it macOS starts paging GPU memory).
   const std::size_t recommended = static_cast<std::size_t>(device_->facts().recommended_working_set_bytes);
-  pool_ = std::make_unique<BufferPool>(*device_, options.memory_limit_bytes.value_or(recommended),
-                                       options.memory_limit_bytes ? "" : " (by default the GPU's recommendedMaxWorkingSetSize)");
+  pool_ = std::make_unique<BufferPool>(
+      *device_, options.memory_limit_bytes.value_or(recommended),
+      options.memory_limit_bytes ? "" : " (by default the GPU's recommendedMaxWorkingSetSize)");
   stream_ = std::make_shared<CommandStream>(env, *device_, *pool_);
   plan_device_.simdgroup_matrix = device_->facts().simdgroup_matrix;
 }
@@ -107,11 +113,14 @@ void MetalKernelDevice::finish(Napi::Env env, bool settle) {
   if (stream_) stream_->finish(env, settle);
 }
 
-void MetalKernelDevice::upload(Napi::Env env, BufferRecord& record, const unsigned char* data, std::size_t bytes, std::size_t offset) {
+void MetalKernelDevice::upload(Napi::Env env, BufferRecord& record, const unsigned char* data, std::size_t bytes,
+                               std::size_t offset) {
   stream_->upload(env, record, data, bytes, offset);
 }
 
-Napi::Promise MetalKernelDevice::download(Napi::Env env, const BufferRecord& record) { return stream_->download(env, record); }
+Napi::Promise MetalKernelDevice::download(Napi::Env env, const BufferRecord& record) {
+  return stream_->download(env, record);
+}
 
 Napi::Promise MetalKernelDevice::synchronize(Napi::Env env) { return stream_->synchronize(env); }
 
@@ -125,7 +134,9 @@ void MetalKernelDevice::describe_memory(Napi::Env env, Napi::Object& result) {
 
 Napi::Object MetalKernelDevice::device_info(Napi::Env env) { return facts_object(env, device_->facts()); }
 
-void MetalKernelDevice::unary(Napi::Env env, const UnaryCall& call) { stream_->run(env, plan_unary(call.op, call.x, call.out)); }
+void MetalKernelDevice::unary(Napi::Env env, const UnaryCall& call) {
+  stream_->run(env, plan_unary(call.op, call.x, call.out));
+}
 
 void MetalKernelDevice::binary(Napi::Env env, const BinaryCall& call) {
   expect_out_dtype(call.a, call.out, "binary", "a");
@@ -151,7 +162,9 @@ void MetalKernelDevice::reduce(Napi::Env env, const ReduceCall& call) {
   stream_->run(env, plan_reduce(call.op, call.x, call.out, call.outer, call.size, call.inner, &partials));
 }
 
-void MetalKernelDevice::matmul(Napi::Env env, const MatmulCall& call) { stream_->run(env, plan_matmul(call.a, call.b, call.out, call.shape, plan_device_)); }
+void MetalKernelDevice::matmul(Napi::Env env, const MatmulCall& call) {
+  stream_->run(env, plan_matmul(call.a, call.b, call.out, call.shape, plan_device_));
+}
 
 void MetalKernelDevice::copy(Napi::Env env, const CopyCall& call) { stream_->run(env, plan_copy(call.src, call.dst)); }
 
@@ -165,14 +178,17 @@ void MetalKernelDevice::scatter_add(Napi::Env env, const IndexCall& call) {
 
 void MetalKernelDevice::cast(Napi::Env env, const CastCall& call) { stream_->run(env, plan_cast(call.x, call.out)); }
 
-void MetalKernelDevice::fill(Napi::Env env, const FillCall& call) { stream_->run(env, plan_fill(call.out, call.value)); }
+void MetalKernelDevice::fill(Napi::Env env, const FillCall& call) {
+  stream_->run(env, plan_fill(call.out, call.value));
+}
 
 void MetalKernelDevice::random(Napi::Env env, const RandomCall& call) {
   stream_->run(env, plan_random(call.out, call.kind, call.a, call.b, call.seed, call.offset));
 }
 
 void MetalKernelDevice::softmax(Napi::Env env, const SoftmaxCall& call) {
-  stream_->run(env, plan_softmax(call.log ? KILN_SOFTMAX_LOG : KILN_SOFTMAX_PLAIN, call.x, call.out, call.rows, call.cols));
+  stream_->run(env,
+               plan_softmax(call.log ? KILN_SOFTMAX_LOG : KILN_SOFTMAX_PLAIN, call.x, call.out, call.rows, call.cols));
 }
 
 void MetalKernelDevice::softmax_backward(Napi::Env env, const SoftmaxBackwardCall& call) {
@@ -186,13 +202,15 @@ void MetalKernelDevice::rms_norm(Napi::Env env, const RmsNormCall& call) {
 void MetalKernelDevice::rms_norm_backward(Napi::Env env, const RmsNormBackwardCall& call) {
   const Index chunks = rms_norm_backward_chunks(call.rows, call.cols);
   if (chunks == 1) {
-    stream_->run(env, plan_rms_norm_backward(call.x, call.weight, call.rstd, call.dy, call.dx, call.d_weight, nullptr, call.rows, call.cols));
+    stream_->run(env, plan_rms_norm_backward(call.x, call.weight, call.rstd, call.dy, call.dx, call.d_weight, nullptr,
+                                             call.rows, call.cols));
     return;
   }
   // Row-chunk partial sums of dWeight in pooled scratch, released once encoded (the pool remembers the batch that used it).
   ScratchBuffer scratch(*pool_, static_cast<std::size_t>(chunks * call.cols) * sizeof(float));
   const TensorView partials = scratch.f32(chunks * call.cols, 0);
-  stream_->run(env, plan_rms_norm_backward(call.x, call.weight, call.rstd, call.dy, call.dx, call.d_weight, &partials, call.rows, call.cols));
+  stream_->run(env, plan_rms_norm_backward(call.x, call.weight, call.rstd, call.dy, call.dx, call.d_weight, &partials,
+                                           call.rows, call.cols));
 }
 
 void MetalKernelDevice::layer_norm(Napi::Env env, const LayerNormCall& call) {
@@ -208,33 +226,42 @@ void MetalKernelDevice::rope(Napi::Env env, const RopeCall& call) {
   std::vector<float> tables(static_cast<std::size_t>(2 * positions * half));
   for (Index t = 0; t < positions; t++) {
     for (Index i = 0; i < half; i++) {
-      const double angle = static_cast<double>(call.offset + t) * std::pow(call.theta, static_cast<double>(-2 * i) / static_cast<double>(call.dim));
+      const double angle = static_cast<double>(call.offset + t) *
+                           std::pow(call.theta, static_cast<double>(-2 * i) / static_cast<double>(call.dim));
       tables[static_cast<std::size_t>(t * half + i)] = static_cast<float>(std::cos(angle));
       const double sine = std::sin(angle);
-      tables[static_cast<std::size_t>(positions * half + t * half + i)] = static_cast<float>(call.inverse ? -sine : sine);
+      tables[static_cast<std::size_t>(positions * half + t * half + i)] =
+          static_cast<float>(call.inverse ? -sine : sine);
     }
   }
   ScratchBuffer scratch(*pool_, tables.size() * sizeof(float));
-  stream_->upload(env, scratch.record(), reinterpret_cast<const unsigned char*>(tables.data()), tables.size() * sizeof(float), 0);
-  stream_->run(env, plan_rope(call.x, scratch.f32(positions * half, 0), scratch.f32(positions * half, positions * half), call.out, call.rows, positions,
-                              call.dim, call.inverse));
+  stream_->upload(env, scratch.record(), reinterpret_cast<const unsigned char*>(tables.data()),
+                  tables.size() * sizeof(float), 0);
+  stream_->run(env, plan_rope(call.x, scratch.f32(positions * half, 0), scratch.f32(positions * half, positions * half),
+                              call.out, call.rows, positions, call.dim, call.inverse));
 }
 
-void MetalKernelDevice::swiglu(Napi::Env env, const SwigluCall& call) { stream_->run(env, plan_swiglu(call.gate, call.up, call.out)); }
+void MetalKernelDevice::swiglu(Napi::Env env, const SwigluCall& call) {
+  stream_->run(env, plan_swiglu(call.gate, call.up, call.out));
+}
 
 void MetalKernelDevice::swiglu_backward(Napi::Env env, const SwigluBackwardCall& call) {
   stream_->run(env, plan_swiglu_backward(call.gate, call.up, call.dy, call.d_gate, call.d_up));
 }
 
 void MetalKernelDevice::cross_entropy(Napi::Env env, const CrossEntropyCall& call) {
-  stream_->run(env, plan_cross_entropy(call.logits, call.targets, call.loss, call.rows, call.classes, call.ignore_index));
+  stream_->run(env,
+               plan_cross_entropy(call.logits, call.targets, call.loss, call.rows, call.classes, call.ignore_index));
 }
 
 void MetalKernelDevice::cross_entropy_backward(Napi::Env env, const CrossEntropyBackwardCall& call) {
-  stream_->run(env, plan_cross_entropy_backward(call.logits, call.targets, call.d_logits, call.rows, call.classes, call.ignore_index, call.scale));
+  stream_->run(env, plan_cross_entropy_backward(call.logits, call.targets, call.d_logits, call.rows, call.classes,
+                                                call.ignore_index, call.scale));
 }
 
-void MetalKernelDevice::adamw(Napi::Env env, const AdamWCall& call) { stream_->run(env, plan_adamw(call.param, call.grad, call.m, call.v, call.hyper)); }
+void MetalKernelDevice::adamw(Napi::Env env, const AdamWCall& call) {
+  stream_->run(env, plan_adamw(call.param, call.grad, call.m, call.v, call.hyper));
+}
 
 void MetalKernelDevice::sum_of_squares_multi(Napi::Env env, const SumOfSquaresMultiCall& call) {
   const Index partials = sum_of_squares_partials(call.tensors);
@@ -251,13 +278,15 @@ void MetalKernelDevice::sum_of_squares_multi(Napi::Env env, const SumOfSquaresMu
 void MetalKernelDevice::adamw_multi(Napi::Env env, const AdamWMultiCall& call) {
   if (call.device_scalars) {
     throw_invalid("adamwMulti: this Metal build does not read options.deviceScalars",
-                  "Pass lr and step as numbers; @kiln/core composes the device-scalar form when capabilities.adamwMultiDeviceScalars is false.");
+                  "Pass lr and step as numbers; @kiln/core composes the device-scalar form when "
+                  "capabilities.adamwMultiDeviceScalars is false.");
   }
   AdamWMultiControl control;
   control.scale = call.scale;
   control.scale_tensor = call.scale_tensor ? &*call.scale_tensor : nullptr;
   control.guard = call.guard ? &*call.guard : nullptr;
-  stream_->run(env, plan_adamw_multi(call.params, call.grads, call.ms, call.vs, call.hyper, call.weight_decays, control));
+  stream_->run(env,
+               plan_adamw_multi(call.params, call.grads, call.ms, call.vs, call.hyper, call.weight_decays, control));
 }
 
 namespace {
@@ -266,7 +295,9 @@ namespace {
 void expect_mask_strides(const AttentionInputs& inputs, const char* kernel) {
   if (!inputs.mask) return;
   for (const Index stride : inputs.mask->strides) {
-    if (stride < 0) throw_invalid(std::string(kernel) + ": mask strides must be non-negative, got " + shape_text(inputs.mask->strides));
+    if (stride < 0)
+      throw_invalid(std::string(kernel) + ": mask strides must be non-negative, got " +
+                    shape_text(inputs.mask->strides));
   }
 }
 
@@ -286,7 +317,8 @@ void MetalKernelDevice::attention_backward(Napi::Env env, const AttentionBackwar
   TensorView delta = scratch.f32(call.lse.count, 0);
   delta.shape = call.lse.shape;
   delta.strides = call.lse.strides;
-  stream_->run(env, plan_attention_backward(call.inputs, call.out, call.lse, call.d_out, call.dq, call.dk, call.dv, delta, plan_device_));
+  stream_->run(env, plan_attention_backward(call.inputs, call.out, call.lse, call.d_out, call.dq, call.dk, call.dv,
+                                            delta, plan_device_));
 }
 
 std::vector<ExtraMethod> metal_extra_methods() {
@@ -301,7 +333,8 @@ std::vector<ExtraMethod> metal_extra_methods() {
        [](KernelDevice& device, BufferTable&, const Napi::CallbackInfo& info) -> Napi::Value {
          const std::vector<DispatchRecord> records = metal(device).stream().take_dispatches();
          Napi::Array result = Napi::Array::New(info.Env(), records.size());
-         for (std::size_t i = 0; i < records.size(); i++) result.Set(static_cast<std::uint32_t>(i), dispatch_object(info.Env(), records[i]));
+         for (std::size_t i = 0; i < records.size(); i++)
+           result.Set(static_cast<std::uint32_t>(i), dispatch_object(info.Env(), records[i]));
          return result;
        }},
   };

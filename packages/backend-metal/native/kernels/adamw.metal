@@ -14,27 +14,32 @@
 
 /** The update of element i from gradient g (f32). */
 template <typename P>
-inline void adamw_element(device P* param, device float* m, device float* v, constant KilnAdamWArgs& args, uint i, float g) {
+inline void adamw_element(device P* param, device float* m, device float* v, constant KilnAdamWArgs& args, uint i,
+                          float g) {
   const float first = args.beta1 * m[i] + args.one_minus_beta1 * g;
   const float second = args.beta2 * v[i] + args.one_minus_beta2 * (g * g);
   m[i] = first;
   v[i] = second;
   const float decayed = Storage<P>::load(param[i]) * args.decay;
-  param[i] = Storage<P>::store(decayed - args.step_size * first / (sqrt(second) * args.inverse_root_correction + args.eps));
+  param[i] =
+      Storage<P>::store(decayed - args.step_size * first / (sqrt(second) * args.inverse_root_correction + args.eps));
 }
 
 template <typename P, typename G>
-kernel void adamw(device P* param [[buffer(0)]], device const G* grad [[buffer(1)]], device float* m [[buffer(2)]], device float* v [[buffer(3)]],
-                  constant KilnAdamWArgs& args [[buffer(4)]], uint gid [[thread_position_in_grid]]) {
+kernel void adamw(device P* param [[buffer(0)]], device const G* grad [[buffer(1)]], device float* m [[buffer(2)]],
+                  device float* v [[buffer(3)]], constant KilnAdamWArgs& args [[buffer(4)]],
+                  uint gid [[thread_position_in_grid]]) {
   if (gid >= args.count) return;
   adamw_element<P>(param, m, v, args, gid, Storage<G>::load(grad[gid]));
 }
 
 /** adamwMulti, one dispatch per tensor: g = grad · scale (f32), nothing written when the guard is NaN or ±Inf. */
 template <typename P, typename G>
-kernel void adamw_multi(device P* param [[buffer(0)]], device const G* grad [[buffer(1)]], device float* m [[buffer(2)]], device float* v [[buffer(3)]],
-                        constant KilnAdamWArgs& args [[buffer(4)]], device const float* scale [[buffer(5)]], device const float* guard [[buffer(6)]],
-                        constant KilnAdamWMultiControl& control [[buffer(7)]], uint gid [[thread_position_in_grid]]) {
+kernel void adamw_multi(device P* param [[buffer(0)]], device const G* grad [[buffer(1)]],
+                        device float* m [[buffer(2)]], device float* v [[buffer(3)]],
+                        constant KilnAdamWArgs& args [[buffer(4)]], device const float* scale [[buffer(5)]],
+                        device const float* guard [[buffer(6)]], constant KilnAdamWMultiControl& control [[buffer(7)]],
+                        uint gid [[thread_position_in_grid]]) {
   if (gid >= args.count) return;
   if (control.guarded != 0u) {
     const float value = guard[0];

@@ -22,8 +22,8 @@
 
 /** Stages rows [row0, row0 + rows) × kD of a dense [*, D] matrix as f32 (zero outside). */
 template <typename S, int kD>
-inline void attention_stage_rows(threadgroup float* tile, device const S* source, uint rows, uint row0, uint row_count, uint head_dim, uint tid,
-                                 uint threads) {
+inline void attention_stage_rows(threadgroup float* tile, device const S* source, uint rows, uint row0, uint row_count,
+                                 uint head_dim, uint tid, uint threads) {
   for (uint slot = tid; slot < rows * uint(kD); slot += threads) {
     const uint row = slot / uint(kD);
     const uint d = slot % uint(kD);
@@ -32,20 +32,24 @@ inline void attention_stage_rows(threadgroup float* tile, device const S* source
 }
 
 template <typename S>
-kernel void attention_delta(device const S* out [[buffer(0)]], device const S* d_out [[buffer(1)]], device float* delta [[buffer(2)]],
-                            constant KilnAttentionArgs& args [[buffer(3)]], uint row [[thread_position_in_grid]]) {
+kernel void attention_delta(device const S* out [[buffer(0)]], device const S* d_out [[buffer(1)]],
+                            device float* delta [[buffer(2)]], constant KilnAttentionArgs& args [[buffer(3)]],
+                            uint row [[thread_position_in_grid]]) {
   if (row >= args.rows) return;
   float sum = 0.0f;
-  for (uint d = 0u; d < args.head_dim; d++) sum = fma(Storage<S>::load(out[row * args.head_dim + d]), Storage<S>::load(d_out[row * args.head_dim + d]), sum);
+  for (uint d = 0u; d < args.head_dim; d++)
+    sum = fma(Storage<S>::load(out[row * args.head_dim + d]), Storage<S>::load(d_out[row * args.head_dim + d]), sum);
   delta[row] = sum;
 }
 
 template <typename S, int kD>
-kernel void attention_backward_kv_scalar(device const S* q [[buffer(0)]], device const S* k [[buffer(1)]], device const S* v [[buffer(2)]],
-                                         device const float* mask [[buffer(3)]], device const S* d_out [[buffer(4)]],
-                                         device const float* lse [[buffer(5)]], device const float* delta [[buffer(6)]], device S* dk [[buffer(7)]],
+kernel void attention_backward_kv_scalar(device const S* q [[buffer(0)]], device const S* k [[buffer(1)]],
+                                         device const S* v [[buffer(2)]], device const float* mask [[buffer(3)]],
+                                         device const S* d_out [[buffer(4)]], device const float* lse [[buffer(5)]],
+                                         device const float* delta [[buffer(6)]], device S* dk [[buffer(7)]],
                                          device S* dv [[buffer(8)]], constant KilnAttentionArgs& args [[buffer(9)]],
-                                         uint group_index [[threadgroup_position_in_grid]], uint tid [[thread_index_in_threadgroup]]) {
+                                         uint group_index [[threadgroup_position_in_grid]],
+                                         uint tid [[thread_index_in_threadgroup]]) {
   constexpr uint kTile = KILN_ATTENTION_TILE;
   constexpr uint kKeys = KILN_ATTENTION_BLOCK_ROWS;
   threadgroup float q_tile[kTile * kD];
@@ -73,7 +77,8 @@ kernel void attention_backward_kv_scalar(device const S* q [[buffer(0)]], device
     const uint row_base = (block.b * args.heads_q + h) * args.length_q;
     for (uint row0 = first_row; row0 < args.length_q; row0 += kTile) {
       attention_stage_rows<S, kD>(q_tile, q + row_base * head_dim, kTile, row0, args.length_q, head_dim, tid, kKeys);
-      attention_stage_rows<S, kD>(do_tile, d_out + row_base * head_dim, kTile, row0, args.length_q, head_dim, tid, kKeys);
+      attention_stage_rows<S, kD>(do_tile, d_out + row_base * head_dim, kTile, row0, args.length_q, head_dim, tid,
+                                  kKeys);
       if (tid < kTile) {
         const bool inside = row0 + tid < args.length_q;
         lse_tile[tid] = inside ? attention_lse_log2(lse[row_base + row0 + tid]) : INFINITY;
@@ -104,10 +109,12 @@ kernel void attention_backward_kv_scalar(device const S* q [[buffer(0)]], device
 }
 
 template <typename S, int kD>
-kernel void attention_backward_q_scalar(device const S* q [[buffer(0)]], device const S* k [[buffer(1)]], device const S* v [[buffer(2)]],
-                                        device const float* mask [[buffer(3)]], device const S* d_out [[buffer(4)]],
-                                        device const float* lse [[buffer(5)]], device const float* delta [[buffer(6)]], device S* dq [[buffer(7)]],
-                                        constant KilnAttentionArgs& args [[buffer(8)]], uint group_index [[threadgroup_position_in_grid]],
+kernel void attention_backward_q_scalar(device const S* q [[buffer(0)]], device const S* k [[buffer(1)]],
+                                        device const S* v [[buffer(2)]], device const float* mask [[buffer(3)]],
+                                        device const S* d_out [[buffer(4)]], device const float* lse [[buffer(5)]],
+                                        device const float* delta [[buffer(6)]], device S* dq [[buffer(7)]],
+                                        constant KilnAttentionArgs& args [[buffer(8)]],
+                                        uint group_index [[threadgroup_position_in_grid]],
                                         uint tid [[thread_index_in_threadgroup]]) {
   constexpr uint kTile = KILN_ATTENTION_TILE;
   constexpr uint kRows = KILN_ATTENTION_BLOCK_ROWS;
@@ -157,21 +164,41 @@ kernel void attention_backward_q_scalar(device const S* q [[buffer(0)]], device 
 template [[host_name("attention_delta_f32")]] kernel decltype(attention_delta<float>) attention_delta<float>;
 template [[host_name("attention_delta_f16")]] kernel decltype(attention_delta<half>) attention_delta<half>;
 template [[host_name("attention_delta_bf16")]] kernel decltype(attention_delta<bf16>) attention_delta<bf16>;
-template [[host_name("attention_backward_kv_scalar_f32_d32")]] kernel decltype(attention_backward_kv_scalar<float, 32>) attention_backward_kv_scalar<float, 32>;
-template [[host_name("attention_backward_kv_scalar_f32_d64")]] kernel decltype(attention_backward_kv_scalar<float, 64>) attention_backward_kv_scalar<float, 64>;
-template [[host_name("attention_backward_kv_scalar_f32_d128")]] kernel decltype(attention_backward_kv_scalar<float, 128>) attention_backward_kv_scalar<float, 128>;
-template [[host_name("attention_backward_kv_scalar_f16_d32")]] kernel decltype(attention_backward_kv_scalar<half, 32>) attention_backward_kv_scalar<half, 32>;
-template [[host_name("attention_backward_kv_scalar_f16_d64")]] kernel decltype(attention_backward_kv_scalar<half, 64>) attention_backward_kv_scalar<half, 64>;
-template [[host_name("attention_backward_kv_scalar_f16_d128")]] kernel decltype(attention_backward_kv_scalar<half, 128>) attention_backward_kv_scalar<half, 128>;
-template [[host_name("attention_backward_kv_scalar_bf16_d32")]] kernel decltype(attention_backward_kv_scalar<bf16, 32>) attention_backward_kv_scalar<bf16, 32>;
-template [[host_name("attention_backward_kv_scalar_bf16_d64")]] kernel decltype(attention_backward_kv_scalar<bf16, 64>) attention_backward_kv_scalar<bf16, 64>;
-template [[host_name("attention_backward_kv_scalar_bf16_d128")]] kernel decltype(attention_backward_kv_scalar<bf16, 128>) attention_backward_kv_scalar<bf16, 128>;
-template [[host_name("attention_backward_q_scalar_f32_d32")]] kernel decltype(attention_backward_q_scalar<float, 32>) attention_backward_q_scalar<float, 32>;
-template [[host_name("attention_backward_q_scalar_f32_d64")]] kernel decltype(attention_backward_q_scalar<float, 64>) attention_backward_q_scalar<float, 64>;
-template [[host_name("attention_backward_q_scalar_f32_d128")]] kernel decltype(attention_backward_q_scalar<float, 128>) attention_backward_q_scalar<float, 128>;
-template [[host_name("attention_backward_q_scalar_f16_d32")]] kernel decltype(attention_backward_q_scalar<half, 32>) attention_backward_q_scalar<half, 32>;
-template [[host_name("attention_backward_q_scalar_f16_d64")]] kernel decltype(attention_backward_q_scalar<half, 64>) attention_backward_q_scalar<half, 64>;
-template [[host_name("attention_backward_q_scalar_f16_d128")]] kernel decltype(attention_backward_q_scalar<half, 128>) attention_backward_q_scalar<half, 128>;
-template [[host_name("attention_backward_q_scalar_bf16_d32")]] kernel decltype(attention_backward_q_scalar<bf16, 32>) attention_backward_q_scalar<bf16, 32>;
-template [[host_name("attention_backward_q_scalar_bf16_d64")]] kernel decltype(attention_backward_q_scalar<bf16, 64>) attention_backward_q_scalar<bf16, 64>;
-template [[host_name("attention_backward_q_scalar_bf16_d128")]] kernel decltype(attention_backward_q_scalar<bf16, 128>) attention_backward_q_scalar<bf16, 128>;
+template [[host_name("attention_backward_kv_scalar_f32_d32")]] kernel decltype(attention_backward_kv_scalar<float, 32>)
+    attention_backward_kv_scalar<float, 32>;
+template [[host_name("attention_backward_kv_scalar_f32_d64")]] kernel decltype(attention_backward_kv_scalar<float, 64>)
+    attention_backward_kv_scalar<float, 64>;
+template
+    [[host_name("attention_backward_kv_scalar_f32_d128")]] kernel decltype(attention_backward_kv_scalar<float, 128>)
+        attention_backward_kv_scalar<float, 128>;
+template [[host_name("attention_backward_kv_scalar_f16_d32")]] kernel decltype(attention_backward_kv_scalar<half, 32>)
+    attention_backward_kv_scalar<half, 32>;
+template [[host_name("attention_backward_kv_scalar_f16_d64")]] kernel decltype(attention_backward_kv_scalar<half, 64>)
+    attention_backward_kv_scalar<half, 64>;
+template [[host_name("attention_backward_kv_scalar_f16_d128")]] kernel decltype(attention_backward_kv_scalar<half, 128>)
+    attention_backward_kv_scalar<half, 128>;
+template [[host_name("attention_backward_kv_scalar_bf16_d32")]] kernel decltype(attention_backward_kv_scalar<bf16, 32>)
+    attention_backward_kv_scalar<bf16, 32>;
+template [[host_name("attention_backward_kv_scalar_bf16_d64")]] kernel decltype(attention_backward_kv_scalar<bf16, 64>)
+    attention_backward_kv_scalar<bf16, 64>;
+template
+    [[host_name("attention_backward_kv_scalar_bf16_d128")]] kernel decltype(attention_backward_kv_scalar<bf16, 128>)
+        attention_backward_kv_scalar<bf16, 128>;
+template [[host_name("attention_backward_q_scalar_f32_d32")]] kernel decltype(attention_backward_q_scalar<float, 32>)
+    attention_backward_q_scalar<float, 32>;
+template [[host_name("attention_backward_q_scalar_f32_d64")]] kernel decltype(attention_backward_q_scalar<float, 64>)
+    attention_backward_q_scalar<float, 64>;
+template [[host_name("attention_backward_q_scalar_f32_d128")]] kernel decltype(attention_backward_q_scalar<float, 128>)
+    attention_backward_q_scalar<float, 128>;
+template [[host_name("attention_backward_q_scalar_f16_d32")]] kernel decltype(attention_backward_q_scalar<half, 32>)
+    attention_backward_q_scalar<half, 32>;
+template [[host_name("attention_backward_q_scalar_f16_d64")]] kernel decltype(attention_backward_q_scalar<half, 64>)
+    attention_backward_q_scalar<half, 64>;
+template [[host_name("attention_backward_q_scalar_f16_d128")]] kernel decltype(attention_backward_q_scalar<half, 128>)
+    attention_backward_q_scalar<half, 128>;
+template [[host_name("attention_backward_q_scalar_bf16_d32")]] kernel decltype(attention_backward_q_scalar<bf16, 32>)
+    attention_backward_q_scalar<bf16, 32>;
+template [[host_name("attention_backward_q_scalar_bf16_d64")]] kernel decltype(attention_backward_q_scalar<bf16, 64>)
+    attention_backward_q_scalar<bf16, 64>;
+template [[host_name("attention_backward_q_scalar_bf16_d128")]] kernel decltype(attention_backward_q_scalar<bf16, 128>)
+    attention_backward_q_scalar<bf16, 128>;

@@ -20,21 +20,25 @@
 
 /** Stages rows [row0, row0 + rows) × kD of a dense [*, D] matrix as f32 (zero outside), row-major or transposed. */
 template <typename S, int kD>
-inline void attention_stage(threadgroup float* tile, device const S* source, uint rows, uint row0, uint row_count, uint head_dim, bool transposed,
-                            uint tid, uint threads) {
+inline void attention_stage(threadgroup float* tile, device const S* source, uint rows, uint row0, uint row_count,
+                            uint head_dim, bool transposed, uint tid, uint threads) {
   for (uint slot = tid; slot < rows * uint(kD); slot += threads) {
     const uint row = slot / uint(kD);
     const uint d = slot % uint(kD);
-    const float value = row0 + row < row_count && d < head_dim ? Storage<S>::load(source[(row0 + row) * head_dim + d]) : 0.0f;
+    const float value =
+        row0 + row < row_count && d < head_dim ? Storage<S>::load(source[(row0 + row) * head_dim + d]) : 0.0f;
     tile[transposed ? d * rows + row : slot] = value;
   }
 }
 
 template <typename S, int kD>
-kernel void attention_forward_simdgroup(device const S* q [[buffer(0)]], device const S* k [[buffer(1)]], device const S* v [[buffer(2)]],
-                                        device const float* mask [[buffer(3)]], device S* out [[buffer(4)]], device float* lse [[buffer(5)]],
-                                        constant KilnAttentionArgs& args [[buffer(6)]], uint group_index [[threadgroup_position_in_grid]],
-                                        uint tid [[thread_index_in_threadgroup]], uint simdgroup [[simdgroup_index_in_threadgroup]],
+kernel void attention_forward_simdgroup(device const S* q [[buffer(0)]], device const S* k [[buffer(1)]],
+                                        device const S* v [[buffer(2)]], device const float* mask [[buffer(3)]],
+                                        device S* out [[buffer(4)]], device float* lse [[buffer(5)]],
+                                        constant KilnAttentionArgs& args [[buffer(6)]],
+                                        uint group_index [[threadgroup_position_in_grid]],
+                                        uint tid [[thread_index_in_threadgroup]],
+                                        uint simdgroup [[simdgroup_index_in_threadgroup]],
                                         uint lane [[thread_index_in_simdgroup]]) {
   constexpr uint kTile = KILN_ATTENTION_TILE;
   constexpr uint kRows = KILN_ATTENTION_BLOCK_ROWS;
@@ -86,7 +90,8 @@ kernel void attention_forward_simdgroup(device const S* q [[buffer(0)]], device 
     if (lane < 8u) {
       float tile_max = -INFINITY;
       for (uint j = 0u; j < kTile; j++) {
-        const float score = attention_score_log2(args, mask, block.b, block.h, my_row, key0 + j, my_scores[lane * kTile + j]);
+        const float score =
+            attention_score_log2(args, mask, block.b, block.h, my_row, key0 + j, my_scores[lane * kTile + j]);
         my_scores[lane * kTile + j] = score;
         tile_max = max(tile_max, score);
       }
@@ -124,7 +129,9 @@ kernel void attention_forward_simdgroup(device const S* q [[buffer(0)]], device 
   if (lane < 8u) {
     const bool empty = row_sum == 0.0f;
     for (uint c = 0u; c < 8u; c++) my_diagonal[lane * 8u + c] = c == lane && !empty ? 1.0f / row_sum : 0.0f;
-    if (my_row < args.length_q) lse[(block.b * args.heads_q + block.h) * args.length_q + my_row] = empty ? -INFINITY : (row_max + log2(row_sum)) * KILN_ATTENTION_LN2;
+    if (my_row < args.length_q)
+      lse[(block.b * args.heads_q + block.h) * args.length_q + my_row] =
+          empty ? -INFINITY : (row_max + log2(row_sum)) * KILN_ATTENTION_LN2;
   }
   simdgroup_barrier(mem_flags::mem_threadgroup);
   simdgroup_float8x8 normalize;
@@ -143,9 +150,11 @@ kernel void attention_forward_simdgroup(device const S* q [[buffer(0)]], device 
 }
 
 template <typename S, int kD>
-kernel void attention_forward_scalar(device const S* q [[buffer(0)]], device const S* k [[buffer(1)]], device const S* v [[buffer(2)]],
-                                     device const float* mask [[buffer(3)]], device S* out [[buffer(4)]], device float* lse [[buffer(5)]],
-                                     constant KilnAttentionArgs& args [[buffer(6)]], uint group_index [[threadgroup_position_in_grid]],
+kernel void attention_forward_scalar(device const S* q [[buffer(0)]], device const S* k [[buffer(1)]],
+                                     device const S* v [[buffer(2)]], device const float* mask [[buffer(3)]],
+                                     device S* out [[buffer(4)]], device float* lse [[buffer(5)]],
+                                     constant KilnAttentionArgs& args [[buffer(6)]],
+                                     uint group_index [[threadgroup_position_in_grid]],
                                      uint tid [[thread_index_in_threadgroup]]) {
   constexpr uint kTile = KILN_ATTENTION_TILE;
   constexpr uint kRows = KILN_ATTENTION_BLOCK_ROWS;
@@ -197,24 +206,43 @@ kernel void attention_forward_scalar(device const S* q [[buffer(0)]], device con
   const bool empty = row_sum == 0.0f;
   const float inverse = empty ? 0.0f : 1.0f / row_sum;
   for (uint d = 0u; d < head_dim; d++) out[row_offset + d] = Storage<S>::store(o[d] * inverse);
-  lse[(block.b * args.heads_q + block.h) * args.length_q + row] = empty ? -INFINITY : (row_max + log2(row_sum)) * KILN_ATTENTION_LN2;
+  lse[(block.b * args.heads_q + block.h) * args.length_q + row] =
+      empty ? -INFINITY : (row_max + log2(row_sum)) * KILN_ATTENTION_LN2;
 }
 
-template [[host_name("attention_forward_simdgroup_f32_d32")]] kernel decltype(attention_forward_simdgroup<float, 32>) attention_forward_simdgroup<float, 32>;
-template [[host_name("attention_forward_simdgroup_f32_d64")]] kernel decltype(attention_forward_simdgroup<float, 64>) attention_forward_simdgroup<float, 64>;
-template [[host_name("attention_forward_simdgroup_f32_d128")]] kernel decltype(attention_forward_simdgroup<float, 128>) attention_forward_simdgroup<float, 128>;
-template [[host_name("attention_forward_simdgroup_f16_d32")]] kernel decltype(attention_forward_simdgroup<half, 32>) attention_forward_simdgroup<half, 32>;
-template [[host_name("attention_forward_simdgroup_f16_d64")]] kernel decltype(attention_forward_simdgroup<half, 64>) attention_forward_simdgroup<half, 64>;
-template [[host_name("attention_forward_simdgroup_f16_d128")]] kernel decltype(attention_forward_simdgroup<half, 128>) attention_forward_simdgroup<half, 128>;
-template [[host_name("attention_forward_simdgroup_bf16_d32")]] kernel decltype(attention_forward_simdgroup<bf16, 32>) attention_forward_simdgroup<bf16, 32>;
-template [[host_name("attention_forward_simdgroup_bf16_d64")]] kernel decltype(attention_forward_simdgroup<bf16, 64>) attention_forward_simdgroup<bf16, 64>;
-template [[host_name("attention_forward_simdgroup_bf16_d128")]] kernel decltype(attention_forward_simdgroup<bf16, 128>) attention_forward_simdgroup<bf16, 128>;
-template [[host_name("attention_forward_scalar_f32_d32")]] kernel decltype(attention_forward_scalar<float, 32>) attention_forward_scalar<float, 32>;
-template [[host_name("attention_forward_scalar_f32_d64")]] kernel decltype(attention_forward_scalar<float, 64>) attention_forward_scalar<float, 64>;
-template [[host_name("attention_forward_scalar_f32_d128")]] kernel decltype(attention_forward_scalar<float, 128>) attention_forward_scalar<float, 128>;
-template [[host_name("attention_forward_scalar_f16_d32")]] kernel decltype(attention_forward_scalar<half, 32>) attention_forward_scalar<half, 32>;
-template [[host_name("attention_forward_scalar_f16_d64")]] kernel decltype(attention_forward_scalar<half, 64>) attention_forward_scalar<half, 64>;
-template [[host_name("attention_forward_scalar_f16_d128")]] kernel decltype(attention_forward_scalar<half, 128>) attention_forward_scalar<half, 128>;
-template [[host_name("attention_forward_scalar_bf16_d32")]] kernel decltype(attention_forward_scalar<bf16, 32>) attention_forward_scalar<bf16, 32>;
-template [[host_name("attention_forward_scalar_bf16_d64")]] kernel decltype(attention_forward_scalar<bf16, 64>) attention_forward_scalar<bf16, 64>;
-template [[host_name("attention_forward_scalar_bf16_d128")]] kernel decltype(attention_forward_scalar<bf16, 128>) attention_forward_scalar<bf16, 128>;
+template [[host_name("attention_forward_simdgroup_f32_d32")]] kernel decltype(attention_forward_simdgroup<float, 32>)
+    attention_forward_simdgroup<float, 32>;
+template [[host_name("attention_forward_simdgroup_f32_d64")]] kernel decltype(attention_forward_simdgroup<float, 64>)
+    attention_forward_simdgroup<float, 64>;
+template [[host_name("attention_forward_simdgroup_f32_d128")]] kernel decltype(attention_forward_simdgroup<float, 128>)
+    attention_forward_simdgroup<float, 128>;
+template [[host_name("attention_forward_simdgroup_f16_d32")]] kernel decltype(attention_forward_simdgroup<half, 32>)
+    attention_forward_simdgroup<half, 32>;
+template [[host_name("attention_forward_simdgroup_f16_d64")]] kernel decltype(attention_forward_simdgroup<half, 64>)
+    attention_forward_simdgroup<half, 64>;
+template [[host_name("attention_forward_simdgroup_f16_d128")]] kernel decltype(attention_forward_simdgroup<half, 128>)
+    attention_forward_simdgroup<half, 128>;
+template [[host_name("attention_forward_simdgroup_bf16_d32")]] kernel decltype(attention_forward_simdgroup<bf16, 32>)
+    attention_forward_simdgroup<bf16, 32>;
+template [[host_name("attention_forward_simdgroup_bf16_d64")]] kernel decltype(attention_forward_simdgroup<bf16, 64>)
+    attention_forward_simdgroup<bf16, 64>;
+template [[host_name("attention_forward_simdgroup_bf16_d128")]] kernel decltype(attention_forward_simdgroup<bf16, 128>)
+    attention_forward_simdgroup<bf16, 128>;
+template [[host_name("attention_forward_scalar_f32_d32")]] kernel decltype(attention_forward_scalar<float, 32>)
+    attention_forward_scalar<float, 32>;
+template [[host_name("attention_forward_scalar_f32_d64")]] kernel decltype(attention_forward_scalar<float, 64>)
+    attention_forward_scalar<float, 64>;
+template [[host_name("attention_forward_scalar_f32_d128")]] kernel decltype(attention_forward_scalar<float, 128>)
+    attention_forward_scalar<float, 128>;
+template [[host_name("attention_forward_scalar_f16_d32")]] kernel decltype(attention_forward_scalar<half, 32>)
+    attention_forward_scalar<half, 32>;
+template [[host_name("attention_forward_scalar_f16_d64")]] kernel decltype(attention_forward_scalar<half, 64>)
+    attention_forward_scalar<half, 64>;
+template [[host_name("attention_forward_scalar_f16_d128")]] kernel decltype(attention_forward_scalar<half, 128>)
+    attention_forward_scalar<half, 128>;
+template [[host_name("attention_forward_scalar_bf16_d32")]] kernel decltype(attention_forward_scalar<bf16, 32>)
+    attention_forward_scalar<bf16, 32>;
+template [[host_name("attention_forward_scalar_bf16_d64")]] kernel decltype(attention_forward_scalar<bf16, 64>)
+    attention_forward_scalar<bf16, 64>;
+template [[host_name("attention_forward_scalar_bf16_d128")]] kernel decltype(attention_forward_scalar<bf16, 128>)
+    attention_forward_scalar<bf16, 128>;

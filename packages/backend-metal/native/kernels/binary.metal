@@ -106,8 +106,9 @@ inline bool condition_true(uint bits, int kind) {
 
 // C: the condition's word (uint or ushort); V: the values' word.
 template <typename C, typename V>
-kernel void where_select(device const C* condition [[buffer(0)]], device const V* a [[buffer(1)]], device const V* b [[buffer(2)]],
-                         device V* out [[buffer(3)]], constant KilnStridedArgs& args [[buffer(4)]], uint gid [[thread_position_in_grid]]) {
+kernel void where_select(device const C* condition [[buffer(0)]], device const V* a [[buffer(1)]],
+                         device const V* b [[buffer(2)]], device V* out [[buffer(3)]],
+                         constant KilnStridedArgs& args [[buffer(4)]], uint gid [[thread_position_in_grid]]) {
   if (gid >= args.count) return;
   const bool pick_a = condition_true(uint(condition[strided_offset(args, 0, gid)]), kConditionKind);
   out[args.out_offset + gid] = pick_a ? a[strided_offset(args, 1, gid)] : b[strided_offset(args, 2, gid)];

@@ -32,8 +32,8 @@ struct Convert<int, bf16> {
 };
 
 template <typename From, typename To>
-kernel void cast(device const From* x [[buffer(0)]], device To* out [[buffer(1)]], constant KilnCountArgs& args [[buffer(2)]],
-                 uint gid [[thread_position_in_grid]]) {
+kernel void cast(device const From* x [[buffer(0)]], device To* out [[buffer(1)]],
+                 constant KilnCountArgs& args [[buffer(2)]], uint gid [[thread_position_in_grid]]) {
   if (gid >= args.count) return;
   out[gid] = Convert<From, To>::apply(x[gid]);
 }
@@ -56,7 +56,8 @@ template [[host_name("cast_i32_bf16")]] kernel decltype(cast<int, bf16>) cast<in
 template [[host_name("cast_i32_i32")]] kernel decltype(cast<int, int>) cast<int, int>;
 
 template <typename W>
-kernel void fill(device W* out [[buffer(0)]], constant KilnFillArgs& args [[buffer(1)]], uint gid [[thread_position_in_grid]]) {
+kernel void fill(device W* out [[buffer(0)]], constant KilnFillArgs& args [[buffer(1)]],
+                 uint gid [[thread_position_in_grid]]) {
   if (gid >= args.count) return;
   out[gid] = W(args.bits);
 }

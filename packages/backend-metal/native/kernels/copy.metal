@@ -9,8 +9,8 @@
 #include "kiln_metal_common.h"
 
 template <typename W>
-kernel void copy_strided(device const W* src [[buffer(0)]], device W* dst [[buffer(1)]], constant KilnStridedArgs& args [[buffer(2)]],
-                         uint gid [[thread_position_in_grid]]) {
+kernel void copy_strided(device const W* src [[buffer(0)]], device W* dst [[buffer(1)]],
+                         constant KilnStridedArgs& args [[buffer(2)]], uint gid [[thread_position_in_grid]]) {
   if (gid >= args.count) return;
   dst[strided_offset(args, 1, gid)] = src[strided_offset(args, 0, gid)];
 }
@@ -18,8 +18,8 @@ kernel void copy_strided(device const W* src [[buffer(0)]], device W* dst [[buff
 template [[host_name("copy_strided_u32")]] kernel decltype(copy_strided<uint>) copy_strided<uint>;
 template [[host_name("copy_strided_u16")]] kernel decltype(copy_strided<ushort>) copy_strided<ushort>;
 
-kernel void copy_bytes(device const uchar* src [[buffer(0)]], device uchar* dst [[buffer(1)]], constant KilnCountArgs& args [[buffer(2)]],
-                       uint gid [[thread_position_in_grid]]) {
+kernel void copy_bytes(device const uchar* src [[buffer(0)]], device uchar* dst [[buffer(1)]],
+                       constant KilnCountArgs& args [[buffer(2)]], uint gid [[thread_position_in_grid]]) {
   if (gid >= args.count) return;
   dst[gid] = src[gid];
 }

@@ -36,11 +36,13 @@ inline int classify_target(int target, constant KilnCrossEntropyArgs& args) {
 }
 
 template <typename S>
-kernel void cross_entropy_rows(device const S* logits [[buffer(0)]], device const int* targets [[buffer(1)]], device float* loss [[buffer(2)]],
-                               constant KilnCrossEntropyArgs& args [[buffer(3)]], device KilnErrorRecord* errors [[buffer(4)]],
+kernel void cross_entropy_rows(device const S* logits [[buffer(0)]], device const int* targets [[buffer(1)]],
+                               device float* loss [[buffer(2)]], constant KilnCrossEntropyArgs& args [[buffer(3)]],
+                               device KilnErrorRecord* errors [[buffer(4)]],
                                uint group [[threadgroup_position_in_grid]], uint groups [[threadgroups_per_grid]],
                                uint tid [[thread_index_in_threadgroup]], uint threads [[threads_per_threadgroup]],
-                               uint lane [[thread_index_in_simdgroup]], uint simdgroup [[simdgroup_index_in_threadgroup]],
+                               uint lane [[thread_index_in_simdgroup]],
+                               uint simdgroup [[simdgroup_index_in_threadgroup]],
                                uint simdgroups [[simdgroups_per_threadgroup]]) {
   threadgroup float scratch[2 * KILN_ROW_PARTIALS];
   for (uint row = group; row < args.rows; row += groups) {
@@ -63,12 +65,13 @@ kernel void cross_entropy_rows(device const S* logits [[buffer(0)]], device cons
 }
 
 template <typename S>
-kernel void cross_entropy_backward_rows(device const S* logits [[buffer(0)]], device const int* targets [[buffer(1)]], device S* d_logits [[buffer(2)]],
-                                        constant KilnCrossEntropyArgs& args [[buffer(3)]], device KilnErrorRecord* errors [[buffer(4)]],
-                                        uint group [[threadgroup_position_in_grid]], uint groups [[threadgroups_per_grid]],
-                                        uint tid [[thread_index_in_threadgroup]], uint threads [[threads_per_threadgroup]],
-                                        uint lane [[thread_index_in_simdgroup]], uint simdgroup [[simdgroup_index_in_threadgroup]],
-                                        uint simdgroups [[simdgroups_per_threadgroup]]) {
+kernel void cross_entropy_backward_rows(
+    device const S* logits [[buffer(0)]], device const int* targets [[buffer(1)]], device S* d_logits [[buffer(2)]],
+    constant KilnCrossEntropyArgs& args [[buffer(3)]], device KilnErrorRecord* errors [[buffer(4)]],
+    uint group [[threadgroup_position_in_grid]], uint groups [[threadgroups_per_grid]],
+    uint tid [[thread_index_in_threadgroup]], uint threads [[threads_per_threadgroup]],
+    uint lane [[thread_index_in_simdgroup]], uint simdgroup [[simdgroup_index_in_threadgroup]],
+    uint simdgroups [[simdgroups_per_threadgroup]]) {
   threadgroup float scratch[2 * KILN_ROW_PARTIALS];
   for (uint row = group; row < args.rows; row += groups) {
     const int target = targets[row];
@@ -76,7 +79,8 @@ kernel void cross_entropy_backward_rows(device const S* logits [[buffer(0)]], de
     device const S* values = logits + row * args.classes;
     device S* gradient = d_logits + row * args.classes;
     if (kind != 0) {
-      if (kind == 2 && tid == 0u) record_target_error(errors, KILN_INDEX_ERROR_CROSS_ENTROPY_BACKWARD, row, target, args.classes);
+      if (kind == 2 && tid == 0u)
+        record_target_error(errors, KILN_INDEX_ERROR_CROSS_ENTROPY_BACKWARD, row, target, args.classes);
       const S fill = Storage<S>::store(kind == 1 ? 0.0f : NAN);
       for (uint col = tid; col < args.classes; col += threads) gradient[col] = fill;
       continue;
@@ -94,6 +98,9 @@ kernel void cross_entropy_backward_rows(device const S* logits [[buffer(0)]], de
 template [[host_name("cross_entropy_rows_f32")]] kernel decltype(cross_entropy_rows<float>) cross_entropy_rows<float>;
 template [[host_name("cross_entropy_rows_f16")]] kernel decltype(cross_entropy_rows<half>) cross_entropy_rows<half>;
 template [[host_name("cross_entropy_rows_bf16")]] kernel decltype(cross_entropy_rows<bf16>) cross_entropy_rows<bf16>;
-template [[host_name("cross_entropy_backward_rows_f32")]] kernel decltype(cross_entropy_backward_rows<float>) cross_entropy_backward_rows<float>;
-template [[host_name("cross_entropy_backward_rows_f16")]] kernel decltype(cross_entropy_backward_rows<half>) cross_entropy_backward_rows<half>;
-template [[host_name("cross_entropy_backward_rows_bf16")]] kernel decltype(cross_entropy_backward_rows<bf16>) cross_entropy_backward_rows<bf16>;
+template [[host_name("cross_entropy_backward_rows_f32")]] kernel decltype(cross_entropy_backward_rows<float>)
+    cross_entropy_backward_rows<float>;
+template [[host_name("cross_entropy_backward_rows_f16")]] kernel decltype(cross_entropy_backward_rows<half>)
+    cross_entropy_backward_rows<half>;
+template [[host_name("cross_entropy_backward_rows_bf16")]] kernel decltype(cross_entropy_backward_rows<bf16>)
+    cross_entropy_backward_rows<bf16>;

@@ -30,8 +30,9 @@ inline void report_index_error(device KilnErrorRecord* record, uint kernel_id, u
 }
 
 template <typename W>
-kernel void gather(device const W* x [[buffer(0)]], device const int* indices [[buffer(1)]], device W* out [[buffer(2)]],
-                   constant KilnIndexArgs& args [[buffer(3)]], device KilnErrorRecord* errors [[buffer(4)]], uint gid [[thread_position_in_grid]]) {
+kernel void gather(device const W* x [[buffer(0)]], device const int* indices [[buffer(1)]],
+                   device W* out [[buffer(2)]], constant KilnIndexArgs& args [[buffer(3)]],
+                   device KilnErrorRecord* errors [[buffer(4)]], uint gid [[thread_position_in_grid]]) {
   if (gid >= args.total) return;
   const uint block = gid / (args.count * args.inner);
   const uint position = (gid / args.inner) % args.count;
@@ -59,9 +60,9 @@ inline int add_in_dtype<int>(int a, int b) {
 }
 
 template <typename S>
-kernel void scatter_add(device const S* source [[buffer(0)]], device const int* indices [[buffer(1)]], device S* out [[buffer(2)]],
-                        constant KilnIndexArgs& args [[buffer(3)]], device KilnErrorRecord* errors [[buffer(4)]],
-                        uint gid [[thread_position_in_grid]]) {
+kernel void scatter_add(device const S* source [[buffer(0)]], device const int* indices [[buffer(1)]],
+                        device S* out [[buffer(2)]], constant KilnIndexArgs& args [[buffer(3)]],
+                        device KilnErrorRecord* errors [[buffer(4)]], uint gid [[thread_position_in_grid]]) {
   if (gid >= args.total) return;
   const uint column = gid % args.inner;
   const uint group = (gid / args.inner) % args.groups;

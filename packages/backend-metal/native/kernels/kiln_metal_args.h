@@ -150,7 +150,8 @@ struct KilnErrorRecord {
 };
 
 static_assert(sizeof(struct KilnCountArgs) == 16, "KilnCountArgs layout");
-static_assert(sizeof(struct KilnStridedArgs) == 16 + 4 * KILN_MAX_RANK * (1 + KILN_MAX_OPERANDS) + 16, "KilnStridedArgs layout");
+static_assert(sizeof(struct KilnStridedArgs) == 16 + 4 * KILN_MAX_RANK * (1 + KILN_MAX_OPERANDS) + 16,
+              "KilnStridedArgs layout");
 static_assert(sizeof(struct KilnReduceArgs) == 16, "KilnReduceArgs layout");
 static_assert(sizeof(struct KilnReduceChunkArgs) == 32, "KilnReduceChunkArgs layout");
 static_assert(sizeof(struct KilnMatmulArgs) == 32, "KilnMatmulArgs layout");

@@ -45,13 +45,14 @@ inline uint attention_first_query(constant KilnAttentionArgs& args, uint key) {
  * (scale·q·k + mask)·log2(e), or −Inf when i ≥ Tq, j ≥ Tk or the causal mask hides the key
  * (the mask is read only for positions inside the problem).
  */
-inline float attention_score_log2(constant KilnAttentionArgs& args, device const float* mask, uint b, uint h, uint i, uint j, float dot) {
+inline float attention_score_log2(constant KilnAttentionArgs& args, device const float* mask, uint b, uint h, uint i,
+                                  uint j, float dot) {
   if (i >= args.length_q || j >= args.length_k) return -INFINITY;
   if (args.causal != 0u && int(j) > int(i) + args.shift) return -INFINITY;
   float value = dot * args.scale;
   if (args.has_mask != 0u) {
-    const uint offset = args.mask_offset + b * uint(args.mask_strides[0]) + h * uint(args.mask_strides[1]) + i * uint(args.mask_strides[2]) +
-                        j * uint(args.mask_strides[3]);
+    const uint offset = args.mask_offset + b * uint(args.mask_strides[0]) + h * uint(args.mask_strides[1]) +
+                        i * uint(args.mask_strides[2]) + j * uint(args.mask_strides[3]);
     value += mask[offset];
   }
   return value * KILN_ATTENTION_LOG2E;

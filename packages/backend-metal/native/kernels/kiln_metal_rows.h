@@ -31,7 +31,8 @@ inline float row_sum(float value, threadgroup float* scratch, uint lane, uint si
 // SoftmaxState, softmax_identity, softmax_add, softmax_merge: kiln/online_softmax.h (shared with CUDA).
 
 /** The state of the whole threadgroup (every thread gets it); scratch holds 2 · KILN_ROW_PARTIALS floats. */
-inline SoftmaxState row_softmax(SoftmaxState state, threadgroup float* scratch, uint lane, uint simdgroup, uint simdgroups) {
+inline SoftmaxState row_softmax(SoftmaxState state, threadgroup float* scratch, uint lane, uint simdgroup,
+                                uint simdgroups) {
   // The max is never NaN (softmax_add never stores one), so simd_max is exact.
   const float group_max = simd_max(state.max);
   const float scaled = state.sum == 0.0f ? 0.0f : state.sum * exp(state.max - group_max);

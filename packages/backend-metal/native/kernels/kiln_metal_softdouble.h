@@ -114,7 +114,8 @@ inline ulong sd_mul(ulong a, ulong b) {
     shift = 43u;
     exponent += 1;
   }
-  const ulong sig = (product.high << (64u - shift)) | (product.low >> shift) | ((product.low << (64u - shift)) != 0ul ? 1ul : 0ul);
+  const ulong sig =
+      (product.high << (64u - shift)) | (product.low >> shift) | ((product.low << (64u - shift)) != 0ul ? 1ul : 0ul);
   return sd_round_pack(sign, exponent, sig);
 }
 
@@ -354,9 +355,9 @@ inline ulong sd_cos(ulong t) {
   }
   if (r.high == 0ul && r.low == 0ul) return sign;
   const uint zeros = r.high != 0ul ? sd_leading_zeros(r.high) : 64u + sd_leading_zeros(r.low);
-  const ulong normalized = zeros == 0u ? r.high
+  const ulong normalized = zeros == 0u   ? r.high
                            : zeros < 64u ? (r.high << zeros) | (r.low >> (64u - zeros))
-                           : (zeros == 64u ? r.low : r.low << (zeros - 64u));
+                                         : (zeros == 64u ? r.low : r.low << (zeros - 64u));
   // |r| = normalized · 2^(−61 − zeros); sin r = normalized · (2^64 − e) · 2^(−125 − zeros).
   if (e == 0ul) return sd_from_words(sign, 0ul, 0ul, normalized, -61 - int(zeros));
   const Sd128 product = sd_mul_64(normalized, 0ul - e);

@@ -38,9 +38,10 @@ inline float load_b(device const S* b, constant KilnMatmulArgs& args, uint depth
 }
 
 template <typename S>
-kernel void matmul_simdgroup(device const S* a [[buffer(0)]], device const S* b [[buffer(1)]], device S* out [[buffer(2)]],
-                             constant KilnMatmulArgs& args [[buffer(3)]], uint3 group [[threadgroup_position_in_grid]],
-                             uint tid [[thread_index_in_threadgroup]], uint simdgroup [[simdgroup_index_in_threadgroup]]) {
+kernel void matmul_simdgroup(device const S* a [[buffer(0)]], device const S* b [[buffer(1)]],
+                             device S* out [[buffer(2)]], constant KilnMatmulArgs& args [[buffer(3)]],
+                             uint3 group [[threadgroup_position_in_grid]], uint tid [[thread_index_in_threadgroup]],
+                             uint simdgroup [[simdgroup_index_in_threadgroup]]) {
   threadgroup float tile_a[32 * 16];
   threadgroup float tile_b[16 * 32];
   threadgroup float tile_out[32 * 32];
@@ -68,13 +69,15 @@ kernel void matmul_simdgroup(device const S* a [[buffer(0)]], device const S* b 
       for (uint i = 0u; i < 2u; i++) simdgroup_load(left[i], tile_a + (sub_row + 8u * i) * 16u + kk, 16);
       for (uint j = 0u; j < 2u; j++) simdgroup_load(right[j], tile_b + kk * 32u + sub_column + 8u * j, 32);
       for (uint i = 0u; i < 2u; i++) {
-        for (uint j = 0u; j < 2u; j++) simdgroup_multiply_accumulate(accumulators[i][j], left[i], right[j], accumulators[i][j]);
+        for (uint j = 0u; j < 2u; j++)
+          simdgroup_multiply_accumulate(accumulators[i][j], left[i], right[j], accumulators[i][j]);
       }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
   }
   for (uint i = 0u; i < 2u; i++) {
-    for (uint j = 0u; j < 2u; j++) simdgroup_store(accumulators[i][j], tile_out + (sub_row + 8u * i) * 32u + sub_column + 8u * j, 32);
+    for (uint j = 0u; j < 2u; j++)
+      simdgroup_store(accumulators[i][j], tile_out + (sub_row + 8u * i) * 32u + sub_column + 8u * j, 32);
   }
   threadgroup_barrier(mem_flags::mem_threadgroup);
   device S* matrix_out = out + group.z * args.m * args.n;
@@ -114,7 +117,8 @@ kernel void matmul_gemv(device const S* a [[buffer(0)]], device const S* b [[buf
   device const S* vector = a + position.z * args.batch_stride_a;
   device const S* matrix = b + position.z * args.batch_stride_b;
   float sum = 0.0f;
-  for (uint depth = 0u; depth < args.k; depth++) sum = fma(Storage<S>::load(vector[depth]), Storage<S>::load(matrix[depth * args.n + column]), sum);
+  for (uint depth = 0u; depth < args.k; depth++)
+    sum = fma(Storage<S>::load(vector[depth]), Storage<S>::load(matrix[depth * args.n + column]), sum);
   out[position.z * args.n + column] = Storage<S>::store(sum);
 }
 

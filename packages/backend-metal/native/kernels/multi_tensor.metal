@@ -14,9 +14,10 @@
 
 template <typename S>
 kernel void sum_of_squares_chunks(device const S* x [[buffer(0)]], device float* partials [[buffer(1)]],
-                                  constant KilnSumOfSquaresArgs& args [[buffer(2)]], uint chunk [[threadgroup_position_in_grid]],
-                                  uint tid [[thread_index_in_threadgroup]], uint threads [[threads_per_threadgroup]],
-                                  uint lane [[thread_index_in_simdgroup]], uint simdgroup [[simdgroup_index_in_threadgroup]],
+                                  constant KilnSumOfSquaresArgs& args [[buffer(2)]],
+                                  uint chunk [[threadgroup_position_in_grid]], uint tid [[thread_index_in_threadgroup]],
+                                  uint threads [[threads_per_threadgroup]], uint lane [[thread_index_in_simdgroup]],
+                                  uint simdgroup [[simdgroup_index_in_threadgroup]],
                                   uint simdgroups [[simdgroups_per_threadgroup]]) {
   threadgroup float scratch[KILN_ROW_PARTIALS];
   const uint begin = chunk * uint(KILN_MULTI_CHUNK);
@@ -31,9 +32,11 @@ kernel void sum_of_squares_chunks(device const S* x [[buffer(0)]], device float*
 }
 
 kernel void sum_of_squares_total(device const float* partials [[buffer(0)]], device float* out [[buffer(1)]],
-                                 constant KilnSumOfSquaresArgs& args [[buffer(2)]], uint tid [[thread_index_in_threadgroup]],
-                                 uint threads [[threads_per_threadgroup]], uint lane [[thread_index_in_simdgroup]],
-                                 uint simdgroup [[simdgroup_index_in_threadgroup]], uint simdgroups [[simdgroups_per_threadgroup]]) {
+                                 constant KilnSumOfSquaresArgs& args [[buffer(2)]],
+                                 uint tid [[thread_index_in_threadgroup]], uint threads [[threads_per_threadgroup]],
+                                 uint lane [[thread_index_in_simdgroup]],
+                                 uint simdgroup [[simdgroup_index_in_threadgroup]],
+                                 uint simdgroups [[simdgroups_per_threadgroup]]) {
   threadgroup float scratch[KILN_ROW_PARTIALS];
   float total = 0.0f;
   for (uint i = tid; i < args.count; i += threads) total += partials[i];
@@ -41,6 +44,9 @@ kernel void sum_of_squares_total(device const float* partials [[buffer(0)]], dev
   if (tid == 0u) out[0] = total;
 }
 
-template [[host_name("sum_of_squares_chunks_f32")]] kernel decltype(sum_of_squares_chunks<float>) sum_of_squares_chunks<float>;
-template [[host_name("sum_of_squares_chunks_f16")]] kernel decltype(sum_of_squares_chunks<half>) sum_of_squares_chunks<half>;
-template [[host_name("sum_of_squares_chunks_bf16")]] kernel decltype(sum_of_squares_chunks<bf16>) sum_of_squares_chunks<bf16>;
+template [[host_name(
+    "sum_of_squares_chunks_f32")]] kernel decltype(sum_of_squares_chunks<float>) sum_of_squares_chunks<float>;
+template
+    [[host_name("sum_of_squares_chunks_f16")]] kernel decltype(sum_of_squares_chunks<half>) sum_of_squares_chunks<half>;
+template [[host_name(
+    "sum_of_squares_chunks_bf16")]] kernel decltype(sum_of_squares_chunks<bf16>) sum_of_squares_chunks<bf16>;

@@ -16,10 +16,12 @@
 #include "kiln_metal_rows.h"
 
 template <typename S>
-kernel void rms_norm_rows(device const S* x [[buffer(0)]], device const S* weight [[buffer(1)]], device S* out [[buffer(2)]],
-                          device float* rstd [[buffer(3)]], constant KilnRowsArgs& args [[buffer(4)]], uint group [[threadgroup_position_in_grid]],
-                          uint groups [[threadgroups_per_grid]], uint tid [[thread_index_in_threadgroup]], uint threads [[threads_per_threadgroup]],
-                          uint lane [[thread_index_in_simdgroup]], uint simdgroup [[simdgroup_index_in_threadgroup]],
+kernel void rms_norm_rows(device const S* x [[buffer(0)]], device const S* weight [[buffer(1)]],
+                          device S* out [[buffer(2)]], device float* rstd [[buffer(3)]],
+                          constant KilnRowsArgs& args [[buffer(4)]], uint group [[threadgroup_position_in_grid]],
+                          uint groups [[threadgroups_per_grid]], uint tid [[thread_index_in_threadgroup]],
+                          uint threads [[threads_per_threadgroup]], uint lane [[thread_index_in_simdgroup]],
+                          uint simdgroup [[simdgroup_index_in_threadgroup]],
                           uint simdgroups [[simdgroups_per_threadgroup]]) {
   threadgroup float scratch[KILN_ROW_PARTIALS];
   for (uint row = group; row < args.rows; row += groups) {
@@ -39,11 +41,13 @@ kernel void rms_norm_rows(device const S* x [[buffer(0)]], device const S* weigh
 }
 
 template <typename S>
-kernel void rms_norm_backward_rows(device const S* x [[buffer(0)]], device const S* weight [[buffer(1)]], device const float* rstd [[buffer(2)]],
-                                   device const S* dy [[buffer(3)]], device S* dx [[buffer(4)]], constant KilnRowsArgs& args [[buffer(5)]],
+kernel void rms_norm_backward_rows(device const S* x [[buffer(0)]], device const S* weight [[buffer(1)]],
+                                   device const float* rstd [[buffer(2)]], device const S* dy [[buffer(3)]],
+                                   device S* dx [[buffer(4)]], constant KilnRowsArgs& args [[buffer(5)]],
                                    uint group [[threadgroup_position_in_grid]], uint groups [[threadgroups_per_grid]],
                                    uint tid [[thread_index_in_threadgroup]], uint threads [[threads_per_threadgroup]],
-                                   uint lane [[thread_index_in_simdgroup]], uint simdgroup [[simdgroup_index_in_threadgroup]],
+                                   uint lane [[thread_index_in_simdgroup]],
+                                   uint simdgroup [[simdgroup_index_in_threadgroup]],
                                    uint simdgroups [[simdgroups_per_threadgroup]]) {
   threadgroup float scratch[KILN_ROW_PARTIALS];
   for (uint row = group; row < args.rows; row += groups) {
@@ -65,9 +69,11 @@ kernel void rms_norm_backward_rows(device const S* x [[buffer(0)]], device const
 
 /** target[chunk, j] = Σ over the chunk's rows of dy·x·rstd, 32 columns per threadgroup (x) and chunk (y); threads (32, 8). */
 template <typename S>
-kernel void rms_norm_weight_gradient(device const S* x [[buffer(0)]], device const float* rstd [[buffer(1)]], device const S* dy [[buffer(2)]],
-                                     device float* target [[buffer(3)]], constant KilnColumnSumArgs& args [[buffer(4)]],
-                                     uint2 group [[threadgroup_position_in_grid]], uint2 local [[thread_position_in_threadgroup]]) {
+kernel void rms_norm_weight_gradient(device const S* x [[buffer(0)]], device const float* rstd [[buffer(1)]],
+                                     device const S* dy [[buffer(2)]], device float* target [[buffer(3)]],
+                                     constant KilnColumnSumArgs& args [[buffer(4)]],
+                                     uint2 group [[threadgroup_position_in_grid]],
+                                     uint2 local [[thread_position_in_threadgroup]]) {
   threadgroup float partial[KILN_COLUMN_ROW_THREADS][KILN_COLUMN_TILE + 1];
   const uint col = group.x * KILN_COLUMN_TILE + local.x;
   const uint begin = group.y * args.rows_per_chunk;
@@ -97,10 +103,12 @@ kernel void rms_norm_sum_chunks(device const float* scratch [[buffer(0)]], devic
 }
 
 template <typename S>
-kernel void layer_norm_rows(device const S* x [[buffer(0)]], device const S* weight [[buffer(1)]], device const S* bias [[buffer(2)]],
-                            device S* out [[buffer(3)]], constant KilnRowsArgs& args [[buffer(4)]], uint group [[threadgroup_position_in_grid]],
-                            uint groups [[threadgroups_per_grid]], uint tid [[thread_index_in_threadgroup]], uint threads [[threads_per_threadgroup]],
-                            uint lane [[thread_index_in_simdgroup]], uint simdgroup [[simdgroup_index_in_threadgroup]],
+kernel void layer_norm_rows(device const S* x [[buffer(0)]], device const S* weight [[buffer(1)]],
+                            device const S* bias [[buffer(2)]], device S* out [[buffer(3)]],
+                            constant KilnRowsArgs& args [[buffer(4)]], uint group [[threadgroup_position_in_grid]],
+                            uint groups [[threadgroups_per_grid]], uint tid [[thread_index_in_threadgroup]],
+                            uint threads [[threads_per_threadgroup]], uint lane [[thread_index_in_simdgroup]],
+                            uint simdgroup [[simdgroup_index_in_threadgroup]],
                             uint simdgroups [[simdgroups_per_threadgroup]]) {
   threadgroup float scratch[KILN_ROW_PARTIALS];
   for (uint row = group; row < args.rows; row += groups) {
@@ -113,7 +121,8 @@ kernel void layer_norm_rows(device const S* x [[buffer(0)]], device const S* wei
       const float centred = Storage<S>::load(x[start + col]) - mean;
       squares += centred * centred;
     }
-    const float inverse = 1.0f / sqrt(row_sum(squares, scratch, lane, simdgroup, simdgroups) / float(args.cols) + args.eps);
+    const float inverse =
+        1.0f / sqrt(row_sum(squares, scratch, lane, simdgroup, simdgroups) / float(args.cols) + args.eps);
     for (uint col = tid; col < args.cols; col += threads) {
       const float normalized = (Storage<S>::load(x[start + col]) - mean) * inverse;
       out[start + col] = Storage<S>::store(normalized * Storage<S>::load(weight[col]) + Storage<S>::load(bias[col]));
@@ -124,12 +133,18 @@ kernel void layer_norm_rows(device const S* x [[buffer(0)]], device const S* wei
 template [[host_name("rms_norm_rows_f32")]] kernel decltype(rms_norm_rows<float>) rms_norm_rows<float>;
 template [[host_name("rms_norm_rows_f16")]] kernel decltype(rms_norm_rows<half>) rms_norm_rows<half>;
 template [[host_name("rms_norm_rows_bf16")]] kernel decltype(rms_norm_rows<bf16>) rms_norm_rows<bf16>;
-template [[host_name("rms_norm_backward_rows_f32")]] kernel decltype(rms_norm_backward_rows<float>) rms_norm_backward_rows<float>;
-template [[host_name("rms_norm_backward_rows_f16")]] kernel decltype(rms_norm_backward_rows<half>) rms_norm_backward_rows<half>;
-template [[host_name("rms_norm_backward_rows_bf16")]] kernel decltype(rms_norm_backward_rows<bf16>) rms_norm_backward_rows<bf16>;
-template [[host_name("rms_norm_weight_gradient_f32")]] kernel decltype(rms_norm_weight_gradient<float>) rms_norm_weight_gradient<float>;
-template [[host_name("rms_norm_weight_gradient_f16")]] kernel decltype(rms_norm_weight_gradient<half>) rms_norm_weight_gradient<half>;
-template [[host_name("rms_norm_weight_gradient_bf16")]] kernel decltype(rms_norm_weight_gradient<bf16>) rms_norm_weight_gradient<bf16>;
+template [[host_name(
+    "rms_norm_backward_rows_f32")]] kernel decltype(rms_norm_backward_rows<float>) rms_norm_backward_rows<float>;
+template [[host_name(
+    "rms_norm_backward_rows_f16")]] kernel decltype(rms_norm_backward_rows<half>) rms_norm_backward_rows<half>;
+template [[host_name(
+    "rms_norm_backward_rows_bf16")]] kernel decltype(rms_norm_backward_rows<bf16>) rms_norm_backward_rows<bf16>;
+template [[host_name(
+    "rms_norm_weight_gradient_f32")]] kernel decltype(rms_norm_weight_gradient<float>) rms_norm_weight_gradient<float>;
+template [[host_name(
+    "rms_norm_weight_gradient_f16")]] kernel decltype(rms_norm_weight_gradient<half>) rms_norm_weight_gradient<half>;
+template [[host_name(
+    "rms_norm_weight_gradient_bf16")]] kernel decltype(rms_norm_weight_gradient<bf16>) rms_norm_weight_gradient<bf16>;
 template [[host_name("layer_norm_rows_f32")]] kernel decltype(layer_norm_rows<float>) layer_norm_rows<float>;
 template [[host_name("layer_norm_rows_f16")]] kernel decltype(layer_norm_rows<half>) layer_norm_rows<half>;
 template [[host_name("layer_norm_rows_bf16")]] kernel decltype(layer_norm_rows<bf16>) layer_norm_rows<bf16>;

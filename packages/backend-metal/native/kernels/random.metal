@@ -47,7 +47,8 @@ constant ulong kTwoPi = 0x401921fb54442d18ul;
 constant ulong kMinusTwo = 0xc000000000000000ul;
 
 template <typename S>
-kernel void random_uniform(device S* out [[buffer(0)]], constant KilnRandomArgs& args [[buffer(1)]], uint gid [[thread_position_in_grid]]) {
+kernel void random_uniform(device S* out [[buffer(0)]], constant KilnRandomArgs& args [[buffer(1)]],
+                           uint gid [[thread_position_in_grid]]) {
   if (gid >= args.count) return;
   const ulong element = join_words(args.offset_low, args.offset_high) + ulong(gid);
   const PhiloxWords words = philox(element / 4ul, args.key0, args.key1);
@@ -59,7 +60,8 @@ kernel void random_uniform(device S* out [[buffer(0)]], constant KilnRandomArgs&
 }
 
 template <typename S>
-kernel void random_normal(device S* out [[buffer(0)]], constant KilnRandomArgs& args [[buffer(1)]], uint gid [[thread_position_in_grid]]) {
+kernel void random_normal(device S* out [[buffer(0)]], constant KilnRandomArgs& args [[buffer(1)]],
+                          uint gid [[thread_position_in_grid]]) {
   if (gid >= args.count) return;
   const ulong element = join_words(args.offset_low, args.offset_high) + ulong(gid);
   const PhiloxWords words = philox(element, args.key0, args.key1);

@@ -105,8 +105,10 @@ struct Reducer {
     return state;
   }
   static void store(int op, device uchar* out, uint position, State state) {
-    if (is_arg(op)) ((device int*)out)[position] = int(state.index);
-    else ((device S*)out)[position] = Storage<S>::store(state.value);
+    if (is_arg(op))
+      ((device int*)out)[position] = int(state.index);
+    else
+      ((device S*)out)[position] = Storage<S>::store(state.value);
   }
 };
 
@@ -137,11 +139,14 @@ struct Reducer<int> {
 
 /** Folds values[begin..end) over the threadgroup: threads strided, then the simdgroup butterfly and simdgroup 0; the result is valid in thread 0. */
 template <typename S>
-inline typename Reducer<S>::State threadgroup_fold(device const S* values, uint begin, uint end, threadgroup typename Reducer<S>::State* partial, uint tid,
-                                                   uint threads, uint lane, uint simdgroup, uint width, uint simdgroups) {
+inline typename Reducer<S>::State threadgroup_fold(device const S* values, uint begin, uint end,
+                                                   threadgroup typename Reducer<S>::State* partial, uint tid,
+                                                   uint threads, uint lane, uint simdgroup, uint width,
+                                                   uint simdgroups) {
   typedef typename Reducer<S>::State State;
   State state = Reducer<S>::identity(kReduceOp);
-  for (uint k = begin + tid; k < end; k += threads) state = Reducer<S>::combine(kReduceOp, state, Reducer<S>::load(values[k], k));
+  for (uint k = begin + tid; k < end; k += threads)
+    state = Reducer<S>::combine(kReduceOp, state, Reducer<S>::load(values[k], k));
   state = Reducer<S>::simd_combine(kReduceOp, state, width);
   if (lane == 0u) partial[simdgroup] = state;
   threadgroup_barrier(mem_flags::mem_threadgroup);
@@ -153,50 +158,55 @@ inline typename Reducer<S>::State threadgroup_fold(device const S* values, uint 
 }
 
 template <typename S>
-kernel void reduce_rows(device const S* x [[buffer(0)]], device uchar* out [[buffer(1)]], constant KilnReduceArgs& args [[buffer(2)]],
-                        uint row [[threadgroup_position_in_grid]], uint tid [[thread_index_in_threadgroup]],
-                        uint threads [[threads_per_threadgroup]], uint lane [[thread_index_in_simdgroup]],
-                        uint simdgroup [[simdgroup_index_in_threadgroup]], uint width [[threads_per_simdgroup]],
-                        uint simdgroups [[simdgroups_per_threadgroup]]) {
+kernel void reduce_rows(device const S* x [[buffer(0)]], device uchar* out [[buffer(1)]],
+                        constant KilnReduceArgs& args [[buffer(2)]], uint row [[threadgroup_position_in_grid]],
+                        uint tid [[thread_index_in_threadgroup]], uint threads [[threads_per_threadgroup]],
+                        uint lane [[thread_index_in_simdgroup]], uint simdgroup [[simdgroup_index_in_threadgroup]],
+                        uint width [[threads_per_simdgroup]], uint simdgroups [[simdgroups_per_threadgroup]]) {
   threadgroup typename Reducer<S>::State partial[32];
-  const typename Reducer<S>::State state =
-      threadgroup_fold<S>(x + row * args.size, 0u, args.size, partial, tid, threads, lane, simdgroup, width, simdgroups);
+  const typename Reducer<S>::State state = threadgroup_fold<S>(x + row * args.size, 0u, args.size, partial, tid,
+                                                               threads, lane, simdgroup, width, simdgroups);
   if (tid == 0u) Reducer<S>::store(kReduceOp, out, row, state);
 }
 
 /** Pass 1 of the two-pass row reduce: threadgroup (chunk, row) folds its chunk of the row into partials[row · chunks + chunk]. */
 template <typename S>
-kernel void reduce_rows_partial(device const S* x [[buffer(0)]], device typename Reducer<S>::State* partials [[buffer(1)]],
-                                constant KilnReduceChunkArgs& args [[buffer(2)]], uint2 group [[threadgroup_position_in_grid]],
-                                uint tid [[thread_index_in_threadgroup]], uint2 threads [[threads_per_threadgroup]],
-                                uint lane [[thread_index_in_simdgroup]], uint simdgroup [[simdgroup_index_in_threadgroup]],
-                                uint width [[threads_per_simdgroup]], uint simdgroups [[simdgroups_per_threadgroup]]) {
+kernel void reduce_rows_partial(device const S* x [[buffer(0)]],
+                                device typename Reducer<S>::State* partials [[buffer(1)]],
+                                constant KilnReduceChunkArgs& args [[buffer(2)]],
+                                uint2 group [[threadgroup_position_in_grid]], uint tid [[thread_index_in_threadgroup]],
+                                uint2 threads [[threads_per_threadgroup]], uint lane [[thread_index_in_simdgroup]],
+                                uint simdgroup [[simdgroup_index_in_threadgroup]], uint width [[threads_per_simdgroup]],
+                                uint simdgroups [[simdgroups_per_threadgroup]]) {
   // threads is uint2 like group: MSL wants the grid-position builtins of one kernel in one dimensionality.
   threadgroup typename Reducer<S>::State partial[32];
   const uint begin = group.x * args.chunk_size;
   const uint end = min(begin + args.chunk_size, args.size);
-  const typename Reducer<S>::State state =
-      threadgroup_fold<S>(x + group.y * args.size, begin, end, partial, tid, threads.x, lane, simdgroup, width, simdgroups);
+  const typename Reducer<S>::State state = threadgroup_fold<S>(x + group.y * args.size, begin, end, partial, tid,
+                                                               threads.x, lane, simdgroup, width, simdgroups);
   if (tid == 0u) partials[group.y * args.chunks + group.x] = state;
 }
 
 template <typename S>
-kernel void reduce_columns(device const S* x [[buffer(0)]], device uchar* out [[buffer(1)]], constant KilnReduceArgs& args [[buffer(2)]],
-                           uint gid [[thread_position_in_grid]]) {
+kernel void reduce_columns(device const S* x [[buffer(0)]], device uchar* out [[buffer(1)]],
+                           constant KilnReduceArgs& args [[buffer(2)]], uint gid [[thread_position_in_grid]]) {
   if (gid >= args.outer * args.inner) return;
   const uint block = gid / args.inner;
   const uint column = gid % args.inner;
   typename Reducer<S>::State state = Reducer<S>::identity(kReduceOp);
   for (uint k = 0u; k < args.size; k++) {
-    state = Reducer<S>::combine(kReduceOp, state, Reducer<S>::load(x[(block * args.size + k) * args.inner + column], k));
+    state =
+        Reducer<S>::combine(kReduceOp, state, Reducer<S>::load(x[(block * args.size + k) * args.inner + column], k));
   }
   Reducer<S>::store(kReduceOp, out, gid, state);
 }
 
 /** Pass 1 of the two-pass column reduce: thread (block, chunk, column) folds its chunk of the column in order into partials [outer, chunks, inner]. */
 template <typename S>
-kernel void reduce_columns_partial(device const S* x [[buffer(0)]], device typename Reducer<S>::State* partials [[buffer(1)]],
-                                   constant KilnReduceChunkArgs& args [[buffer(2)]], uint gid [[thread_position_in_grid]]) {
+kernel void reduce_columns_partial(device const S* x [[buffer(0)]],
+                                   device typename Reducer<S>::State* partials [[buffer(1)]],
+                                   constant KilnReduceChunkArgs& args [[buffer(2)]],
+                                   uint gid [[thread_position_in_grid]]) {
   if (gid >= args.outer * args.chunks * args.inner) return;
   const uint column = gid % args.inner;
   const uint chunk = (gid / args.inner) % args.chunks;
@@ -204,20 +214,23 @@ kernel void reduce_columns_partial(device const S* x [[buffer(0)]], device typen
   const uint end = min((chunk + 1u) * args.chunk_size, args.size);
   typename Reducer<S>::State state = Reducer<S>::identity(kReduceOp);
   for (uint k = chunk * args.chunk_size; k < end; k++) {
-    state = Reducer<S>::combine(kReduceOp, state, Reducer<S>::load(x[(block * args.size + k) * args.inner + column], k));
+    state =
+        Reducer<S>::combine(kReduceOp, state, Reducer<S>::load(x[(block * args.size + k) * args.inner + column], k));
   }
   partials[gid] = state;
 }
 
 /** Pass 2 of both two-pass reduces: thread (block, column) folds partials [outer, chunks, inner] over the chunks in order and stores. */
 template <typename S>
-kernel void reduce_combine(device const typename Reducer<S>::State* partials [[buffer(0)]], device uchar* out [[buffer(1)]],
-                           constant KilnReduceChunkArgs& args [[buffer(2)]], uint gid [[thread_position_in_grid]]) {
+kernel void reduce_combine(device const typename Reducer<S>::State* partials [[buffer(0)]],
+                           device uchar* out [[buffer(1)]], constant KilnReduceChunkArgs& args [[buffer(2)]],
+                           uint gid [[thread_position_in_grid]]) {
   if (gid >= args.outer * args.inner) return;
   const uint block = gid / args.inner;
   const uint column = gid % args.inner;
   typename Reducer<S>::State state = Reducer<S>::identity(kReduceOp);
-  for (uint chunk = 0u; chunk < args.chunks; chunk++) state = Reducer<S>::combine(kReduceOp, state, partials[(block * args.chunks + chunk) * args.inner + column]);
+  for (uint chunk = 0u; chunk < args.chunks; chunk++)
+    state = Reducer<S>::combine(kReduceOp, state, partials[(block * args.chunks + chunk) * args.inner + column]);
   Reducer<S>::store(kReduceOp, out, gid, state);
 }
 
@@ -229,14 +242,19 @@ template [[host_name("reduce_columns_f32")]] kernel decltype(reduce_columns<floa
 template [[host_name("reduce_columns_f16")]] kernel decltype(reduce_columns<half>) reduce_columns<half>;
 template [[host_name("reduce_columns_bf16")]] kernel decltype(reduce_columns<bf16>) reduce_columns<bf16>;
 template [[host_name("reduce_columns_i32")]] kernel decltype(reduce_columns<int>) reduce_columns<int>;
-template [[host_name("reduce_rows_partial_f32")]] kernel decltype(reduce_rows_partial<float>) reduce_rows_partial<float>;
+template
+    [[host_name("reduce_rows_partial_f32")]] kernel decltype(reduce_rows_partial<float>) reduce_rows_partial<float>;
 template [[host_name("reduce_rows_partial_f16")]] kernel decltype(reduce_rows_partial<half>) reduce_rows_partial<half>;
 template [[host_name("reduce_rows_partial_bf16")]] kernel decltype(reduce_rows_partial<bf16>) reduce_rows_partial<bf16>;
 template [[host_name("reduce_rows_partial_i32")]] kernel decltype(reduce_rows_partial<int>) reduce_rows_partial<int>;
-template [[host_name("reduce_columns_partial_f32")]] kernel decltype(reduce_columns_partial<float>) reduce_columns_partial<float>;
-template [[host_name("reduce_columns_partial_f16")]] kernel decltype(reduce_columns_partial<half>) reduce_columns_partial<half>;
-template [[host_name("reduce_columns_partial_bf16")]] kernel decltype(reduce_columns_partial<bf16>) reduce_columns_partial<bf16>;
-template [[host_name("reduce_columns_partial_i32")]] kernel decltype(reduce_columns_partial<int>) reduce_columns_partial<int>;
+template [[host_name(
+    "reduce_columns_partial_f32")]] kernel decltype(reduce_columns_partial<float>) reduce_columns_partial<float>;
+template [[host_name(
+    "reduce_columns_partial_f16")]] kernel decltype(reduce_columns_partial<half>) reduce_columns_partial<half>;
+template [[host_name(
+    "reduce_columns_partial_bf16")]] kernel decltype(reduce_columns_partial<bf16>) reduce_columns_partial<bf16>;
+template [[host_name(
+    "reduce_columns_partial_i32")]] kernel decltype(reduce_columns_partial<int>) reduce_columns_partial<int>;
 template [[host_name("reduce_combine_f32")]] kernel decltype(reduce_combine<float>) reduce_combine<float>;
 template [[host_name("reduce_combine_f16")]] kernel decltype(reduce_combine<half>) reduce_combine<half>;
 template [[host_name("reduce_combine_bf16")]] kernel decltype(reduce_combine<bf16>) reduce_combine<bf16>;

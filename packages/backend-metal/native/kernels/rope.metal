@@ -11,8 +11,9 @@
 #include "kiln_metal_common.h"
 
 template <typename S>
-kernel void rope(device const S* x [[buffer(0)]], device const float* cos_table [[buffer(1)]], device const float* sin_table [[buffer(2)]],
-                 device S* out [[buffer(3)]], constant KilnRopeArgs& args [[buffer(4)]], uint gid [[thread_position_in_grid]]) {
+kernel void rope(device const S* x [[buffer(0)]], device const float* cos_table [[buffer(1)]],
+                 device const float* sin_table [[buffer(2)]], device S* out [[buffer(3)]],
+                 constant KilnRopeArgs& args [[buffer(4)]], uint gid [[thread_position_in_grid]]) {
   if (gid >= args.pairs) return;
   const uint i = gid % args.half_dim;
   const uint row_position = gid / args.half_dim;  // row · T + t

@@ -19,8 +19,9 @@ kernel void swiglu(device const S* gate [[buffer(0)]], device const S* up [[buff
 }
 
 template <typename S>
-kernel void swiglu_backward(device const S* gate [[buffer(0)]], device const S* up [[buffer(1)]], device const S* dy [[buffer(2)]],
-                            device S* d_gate [[buffer(3)]], device S* d_up [[buffer(4)]], constant KilnCountArgs& args [[buffer(5)]],
+kernel void swiglu_backward(device const S* gate [[buffer(0)]], device const S* up [[buffer(1)]],
+                            device const S* dy [[buffer(2)]], device S* d_gate [[buffer(3)]],
+                            device S* d_up [[buffer(4)]], constant KilnCountArgs& args [[buffer(5)]],
                             uint gid [[thread_position_in_grid]]) {
   if (gid >= args.count) return;
   const float g = Storage<S>::load(gate[gid]);

@@ -61,8 +61,8 @@ inline int unary_value<int>(int op, int x) {
 }
 
 template <typename S>
-kernel void unary(device const S* x [[buffer(0)]], device S* out [[buffer(1)]], constant KilnCountArgs& args [[buffer(2)]],
-                  uint gid [[thread_position_in_grid]]) {
+kernel void unary(device const S* x [[buffer(0)]], device S* out [[buffer(1)]],
+                  constant KilnCountArgs& args [[buffer(2)]], uint gid [[thread_position_in_grid]]) {
   if (gid >= args.count) return;
   out[gid] = unary_value<S>(kUnaryOp, x[gid]);
 }

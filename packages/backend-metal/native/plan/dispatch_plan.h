@@ -26,11 +26,15 @@ Plan plan_where(const TensorView& condition, const TensorView& a, const TensorVi
 /** 8-byte partial states the two-pass reduce of this shape needs in a scratch buffer (0: the shape runs in one pass). */
 Index reduce_partial_states(Index outer, Index size, Index inner);
 /** `scratch` (reduce_partial_states · 8 bytes, viewed as f32) is used only when the shape runs in two passes. */
-Plan plan_reduce(int op, const TensorView& x, const TensorView& out, Index outer, Index size, Index inner, const TensorView* scratch = nullptr);
-Plan plan_matmul(const TensorView& a, const TensorView& b, const TensorView& out, const MatmulShape& shape, const PlanDevice& device);
+Plan plan_reduce(int op, const TensorView& x, const TensorView& out, Index outer, Index size, Index inner,
+                 const TensorView* scratch = nullptr);
+Plan plan_matmul(const TensorView& a, const TensorView& b, const TensorView& out, const MatmulShape& shape,
+                 const PlanDevice& device);
 Plan plan_copy(const TensorView& src, const TensorView& dst);
-Plan plan_gather(const TensorView& x, const TensorView& indices, const TensorView& out, Index outer, Index rows, Index inner);
-Plan plan_scatter_add(const TensorView& source, const TensorView& indices, const TensorView& out, Index outer, Index rows, Index inner);
+Plan plan_gather(const TensorView& x, const TensorView& indices, const TensorView& out, Index outer, Index rows,
+                 Index inner);
+Plan plan_scatter_add(const TensorView& source, const TensorView& indices, const TensorView& out, Index outer,
+                      Index rows, Index inner);
 Plan plan_cast(const TensorView& x, const TensorView& out);
 Plan plan_fill(const TensorView& out, double value);
 /** kind 0: uniform(a = low, b = high); kind 1: normal(a = mean, b = std). */

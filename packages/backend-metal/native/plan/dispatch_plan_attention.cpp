@@ -17,11 +17,14 @@ constexpr Index kMaxThreadgroups = 0x7fffffffLL;
 
 Index ceil_div(Index a, Index b) { return (a + b - 1) / b; }
 
-Binding args_binding(int index, const KilnAttentionArgs& args) { return bytes_binding(index, "KilnAttentionArgs", args); }
+Binding args_binding(int index, const KilnAttentionArgs& args) {
+  return bytes_binding(index, "KilnAttentionArgs", args);
+}
 
 /** The mask at [[buffer(3)]], or q as a placeholder the kernels never read (has_mask = 0). */
 Binding mask_binding(const AttentionInputs& call) {
-  return call.mask.has_value() ? buffer_binding(3, "mask", *call.mask) : buffer_binding(3, "mask (none: placeholder)", call.q);
+  return call.mask.has_value() ? buffer_binding(3, "mask", *call.mask)
+                               : buffer_binding(3, "mask (none: placeholder)", call.q);
 }
 
 /** Checks the limits every attention kernel relies on and returns the argument struct (blocks_per_head and rows left to the caller). */
@@ -34,16 +37,20 @@ KilnAttentionArgs attention_args(const char* kernel, const AttentionInputs& call
   if (call.mask.has_value()) check_32_bit(*call.mask, kernel, "mask");
   const std::string what = std::string(kernel) + ": q " + shape_text(q.shape) + ", k " + shape_text(k.shape);
   if (q.shape[3] > KILN_ATTENTION_MAX_HEAD_DIM) {
-    throw_invalid(what + ": head dimension " + std::to_string(q.shape[3]) + " exceeds the flash-attention kernels' limit of " +
-                      std::to_string(KILN_ATTENTION_MAX_HEAD_DIM),
-                  "Use head dims up to 128, or let core compose attention from matmuls (MetalBackend does so by itself above the limit).");
+    throw_invalid(what + ": head dimension " + std::to_string(q.shape[3]) +
+                      " exceeds the flash-attention kernels' limit of " + std::to_string(KILN_ATTENTION_MAX_HEAD_DIM),
+                  "Use head dims up to 128, or let core compose attention from matmuls (MetalBackend does so by itself "
+                  "above the limit).");
   }
   for (const Index length : {q.shape[2], k.shape[2]}) {
-    if (length > static_cast<Index>(KILN_ATTENTION_MAX_LENGTH)) throw_invalid(what + ": Tq and Tk must be at most 2^30 positions");
+    if (length > static_cast<Index>(KILN_ATTENTION_MAX_LENGTH))
+      throw_invalid(what + ": Tq and Tk must be at most 2^30 positions");
   }
   const Index blocks = std::max(ceil_div(q.shape[2], KILN_ATTENTION_BLOCK_ROWS) * q.shape[0] * q.shape[1],
                                 ceil_div(k.shape[2], KILN_ATTENTION_BLOCK_ROWS) * k.shape[0] * k.shape[1]);
-  if (blocks > kMaxThreadgroups) throw_invalid(what + ": needs more than 2^31 - 1 threadgroups (B · H · ⌈T / 32⌉)", "Split the batch into several calls.");
+  if (blocks > kMaxThreadgroups)
+    throw_invalid(what + ": needs more than 2^31 - 1 threadgroups (B · H · ⌈T / 32⌉)",
+                  "Split the batch into several calls.");
   KilnAttentionArgs args{};
   args.batch = u32(q.shape[0]);
   args.heads_q = u32(q.shape[1]);
@@ -65,13 +72,14 @@ KilnAttentionArgs attention_args(const char* kernel, const AttentionInputs& call
 
 /** "<family>_<variant>_<dtype>_d<bucket>". */
 std::string kernel_name(const char* family, bool matrix, const TensorView& q) {
-  return std::string(family) + (matrix ? "_simdgroup_" : "_scalar_") + kDTypeNames[q.dtype] + "_d" + std::to_string(KILN_ATTENTION_HEAD_DIM_BUCKET(q.shape[3]));
+  return std::string(family) + (matrix ? "_simdgroup_" : "_scalar_") + kDTypeNames[q.dtype] + "_d" +
+         std::to_string(KILN_ATTENTION_HEAD_DIM_BUCKET(q.shape[3]));
 }
 
 }  // namespace
 
-
-Plan plan_attention(const AttentionInputs& call, const TensorView& out, const TensorView& lse, const PlanDevice& device) {
+Plan plan_attention(const AttentionInputs& call, const TensorView& out, const TensorView& lse,
+                    const PlanDevice& device) {
   KilnAttentionArgs args = attention_args("attention", call);
   const TensorView& q = call.q;
   args.blocks_per_head = u32(ceil_div(q.shape[2], KILN_ATTENTION_BLOCK_ROWS));
@@ -80,15 +88,18 @@ Plan plan_attention(const AttentionInputs& call, const TensorView& out, const Te
   Dispatch dispatch;
   dispatch.kernel = kernel_name("attention_forward", device.simdgroup_matrix, q);
   dispatch.threadgroups = Size3{u32(groups), 1, 1};
-  dispatch.threads = Size3{u32(device.simdgroup_matrix ? KILN_ATTENTION_MATRIX_THREADS : KILN_ATTENTION_SCALAR_THREADS), 1, 1};
+  dispatch.threads =
+      Size3{u32(device.simdgroup_matrix ? KILN_ATTENTION_MATRIX_THREADS : KILN_ATTENTION_SCALAR_THREADS), 1, 1};
   dispatch.what = describe_attention("attention", call);
-  dispatch.bindings = {buffer_binding(0, "q", q), buffer_binding(1, "k", call.k), buffer_binding(2, "v", call.v), mask_binding(call),
-                       buffer_binding(4, "out", out), buffer_binding(5, "lse", lse), args_binding(6, args)};
+  dispatch.bindings = {buffer_binding(0, "q", q), buffer_binding(1, "k", call.k), buffer_binding(2, "v", call.v),
+                       mask_binding(call),        buffer_binding(4, "out", out),  buffer_binding(5, "lse", lse),
+                       args_binding(6, args)};
   return {dispatch};
 }
 
-Plan plan_attention_backward(const AttentionInputs& call, const TensorView& out, const TensorView& lse, const TensorView& d_out, const TensorView& dq,
-                             const TensorView& dk, const TensorView& dv, const TensorView& delta, const PlanDevice& device) {
+Plan plan_attention_backward(const AttentionInputs& call, const TensorView& out, const TensorView& lse,
+                             const TensorView& d_out, const TensorView& dq, const TensorView& dk, const TensorView& dv,
+                             const TensorView& delta, const PlanDevice& device) {
   (void)device;  // the backward kernels are scalar on every GPU for now
   KilnAttentionArgs args = attention_args("attentionBackward", call);
   const TensorView& q = call.q;
@@ -102,7 +113,8 @@ Plan plan_attention_backward(const AttentionInputs& call, const TensorView& out,
     dispatch.threadgroups = Size3{u32(ceil_div(args.rows, KILN_ATTENTION_DELTA_THREADS)), 1, 1};
     dispatch.threads = Size3{KILN_ATTENTION_DELTA_THREADS, 1, 1};
     dispatch.what = what + " (delta)";
-    dispatch.bindings = {buffer_binding(0, "out", out), buffer_binding(1, "dOut", d_out), buffer_binding(2, "delta", delta), args_binding(3, args)};
+    dispatch.bindings = {buffer_binding(0, "out", out), buffer_binding(1, "dOut", d_out),
+                         buffer_binding(2, "delta", delta), args_binding(3, args)};
     plan.push_back(std::move(dispatch));
   }
   const Index key_groups = ceil_div(k.shape[2], KILN_ATTENTION_BLOCK_ROWS) * k.shape[0] * k.shape[1];
@@ -114,10 +126,11 @@ Plan plan_attention_backward(const AttentionInputs& call, const TensorView& out,
     dispatch.threadgroups = Size3{u32(key_groups), 1, 1};
     dispatch.threads = Size3{KILN_ATTENTION_SCALAR_THREADS, 1, 1};
     dispatch.what = what + " (dk, dv)";
-    dispatch.bindings = {buffer_binding(0, "q", q),         buffer_binding(1, "k", k),   buffer_binding(2, "v", call.v),
-                         mask_binding(call),                 buffer_binding(4, "dOut", d_out), buffer_binding(5, "lse", lse),
-                         buffer_binding(6, "delta", delta), buffer_binding(7, "dk", dk), buffer_binding(8, "dv", dv),
-                         args_binding(9, kv_args)};
+    dispatch.bindings = {buffer_binding(0, "q", q),         buffer_binding(1, "k", k),
+                         buffer_binding(2, "v", call.v),    mask_binding(call),
+                         buffer_binding(4, "dOut", d_out),  buffer_binding(5, "lse", lse),
+                         buffer_binding(6, "delta", delta), buffer_binding(7, "dk", dk),
+                         buffer_binding(8, "dv", dv),       args_binding(9, kv_args)};
     plan.push_back(std::move(dispatch));
   }
   const Index query_groups = ceil_div(q.shape[2], KILN_ATTENTION_BLOCK_ROWS) * q.shape[0] * q.shape[1];
@@ -129,9 +142,15 @@ Plan plan_attention_backward(const AttentionInputs& call, const TensorView& out,
     dispatch.threadgroups = Size3{u32(query_groups), 1, 1};
     dispatch.threads = Size3{KILN_ATTENTION_SCALAR_THREADS, 1, 1};
     dispatch.what = what + " (dq)";
-    dispatch.bindings = {buffer_binding(0, "q", q),         buffer_binding(1, "k", k),     buffer_binding(2, "v", call.v),
-                         mask_binding(call),                 buffer_binding(4, "dOut", d_out), buffer_binding(5, "lse", lse),
-                         buffer_binding(6, "delta", delta), buffer_binding(7, "dq", dq),   args_binding(8, q_args)};
+    dispatch.bindings = {buffer_binding(0, "q", q),
+                         buffer_binding(1, "k", k),
+                         buffer_binding(2, "v", call.v),
+                         mask_binding(call),
+                         buffer_binding(4, "dOut", d_out),
+                         buffer_binding(5, "lse", lse),
+                         buffer_binding(6, "delta", delta),
+                         buffer_binding(7, "dq", dq),
+                         args_binding(8, q_args)};
     plan.push_back(std::move(dispatch));
   }
   return plan;

@@ -11,13 +11,15 @@
 namespace kiln::metal {
 
 /** out and lse [B, Hq, Tq] f32 of attention (one dispatch; none when out is empty). */
-Plan plan_attention(const AttentionInputs& call, const TensorView& out, const TensorView& lse, const PlanDevice& device);
+Plan plan_attention(const AttentionInputs& call, const TensorView& out, const TensorView& lse,
+                    const PlanDevice& device);
 
 /**
  * dq, dk, dv of attention from out, lse and dOut: Δ = rowsum(dO ∘ out) into `delta` (f32
  * scratch of B·Hq·Tq elements), then the dK/dV kernel and the dQ kernel (three dispatches).
  */
-Plan plan_attention_backward(const AttentionInputs& call, const TensorView& out, const TensorView& lse, const TensorView& d_out, const TensorView& dq,
-                             const TensorView& dk, const TensorView& dv, const TensorView& delta, const PlanDevice& device);
+Plan plan_attention_backward(const AttentionInputs& call, const TensorView& out, const TensorView& lse,
+                             const TensorView& d_out, const TensorView& dq, const TensorView& dk, const TensorView& dv,
+                             const TensorView& delta, const PlanDevice& device);
 
 }  // namespace kiln::metal

@@ -35,7 +35,8 @@ Dispatch row_dispatch(const char* kernel, const TensorView& x, Index rows, Index
   dispatch.kernel = std::string(kernel) + "_" + kDTypeNames[x.dtype];
   dispatch.threadgroups = Size3{u32(std::min(rows, kMaxRowGroups)), 1, 1};
   dispatch.threads = Size3{row_threads(cols), 1, 1};
-  dispatch.what = std::string(name) + " " + describe(x) + " as [" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
+  dispatch.what =
+      std::string(name) + " " + describe(x) + " as [" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
   return dispatch;
 }
 
@@ -55,7 +56,8 @@ Plan plan_softmax(int kind, const TensorView& x, const TensorView& out, Index ro
   if (rows == 0 || cols == 0) return {};
   Dispatch dispatch = row_dispatch("softmax_rows", x, rows, cols, name);
   dispatch.constants = {ConstantValue{KILN_FC_OP, "kSoftmaxKind", ConstantKind::kInt, kind}};
-  dispatch.bindings = {view_binding(0, "x", x), view_binding(1, "out", out), bytes_binding(2, "KilnRowsArgs", rows_args(rows, cols, 0.0f))};
+  dispatch.bindings = {view_binding(0, "x", x), view_binding(1, "out", out),
+                       bytes_binding(2, "KilnRowsArgs", rows_args(rows, cols, 0.0f))};
   return {dispatch};
 }
 
@@ -68,13 +70,14 @@ Plan plan_softmax_backward(const TensorView& y, const TensorView& dy, const Tens
   return {dispatch};
 }
 
-Plan plan_rms_norm(const TensorView& x, const TensorView& weight, const TensorView& out, const TensorView& rstd, Index rows, Index cols, float eps) {
+Plan plan_rms_norm(const TensorView& x, const TensorView& weight, const TensorView& out, const TensorView& rstd,
+                   Index rows, Index cols, float eps) {
   check_32_bit(x, "rmsNorm", "x");
   // cols = 0 still writes rstd (NaN: 0/0).
   if (rows == 0) return {};
   Dispatch dispatch = row_dispatch("rms_norm_rows", x, rows, cols, "rmsNorm");
-  dispatch.bindings = {view_binding(0, "x", x), view_binding(1, "weight", weight), view_binding(2, "out", out), view_binding(3, "rstd", rstd),
-                       bytes_binding(4, "KilnRowsArgs", rows_args(rows, cols, eps))};
+  dispatch.bindings = {view_binding(0, "x", x), view_binding(1, "weight", weight), view_binding(2, "out", out),
+                       view_binding(3, "rstd", rstd), bytes_binding(4, "KilnRowsArgs", rows_args(rows, cols, eps))};
   return {dispatch};
 }
 
@@ -83,18 +86,22 @@ Index rms_norm_backward_chunks(Index rows, Index cols) {
   return std::min((rows + kRowsPerChunk - 1) / kRowsPerChunk, kMaxChunks);
 }
 
-Plan plan_rms_norm_backward(const TensorView& x, const TensorView& weight, const TensorView& rstd, const TensorView& dy, const TensorView& dx,
-                            const TensorView& d_weight, const TensorView* scratch, Index rows, Index cols) {
+Plan plan_rms_norm_backward(const TensorView& x, const TensorView& weight, const TensorView& rstd, const TensorView& dy,
+                            const TensorView& dx, const TensorView& d_weight, const TensorView* scratch, Index rows,
+                            Index cols) {
   check_32_bit(x, "rmsNormBackward", "x");
   if (cols == 0) return {};
   if (rows == 0) return plan_fill(d_weight, 0.0);
   Plan plan;
   Dispatch input = row_dispatch("rms_norm_backward_rows", x, rows, cols, "rmsNormBackward (dx)");
-  input.bindings = {view_binding(0, "x", x),   view_binding(1, "weight", weight), view_binding(2, "rstd", rstd),
-                    view_binding(3, "dy", dy), view_binding(4, "dx", dx),         bytes_binding(5, "KilnRowsArgs", rows_args(rows, cols, 0.0f))};
+  input.bindings = {view_binding(0, "x", x),       view_binding(1, "weight", weight),
+                    view_binding(2, "rstd", rstd), view_binding(3, "dy", dy),
+                    view_binding(4, "dx", dx),     bytes_binding(5, "KilnRowsArgs", rows_args(rows, cols, 0.0f))};
   plan.push_back(std::move(input));
   const Index chunks = rms_norm_backward_chunks(rows, cols);
-  if (chunks > 1 && scratch == nullptr) throw_invalid("rmsNormBackward: the dWeight sum needs a scratch buffer of " + std::to_string(chunks * cols) + " floats");
+  if (chunks > 1 && scratch == nullptr)
+    throw_invalid("rmsNormBackward: the dWeight sum needs a scratch buffer of " + std::to_string(chunks * cols) +
+                  " floats");
   const KilnColumnSumArgs sum_args{u32(rows), u32(cols), u32((rows + chunks - 1) / chunks), u32(chunks)};
   Dispatch columns;
   columns.kernel = std::string("rms_norm_weight_gradient_") + kDTypeNames[x.dtype];
@@ -106,70 +113,81 @@ Plan plan_rms_norm_backward(const TensorView& x, const TensorView& weight, const
                       bytes_binding(4, "KilnColumnSumArgs", sum_args)};
   plan.push_back(std::move(columns));
   if (chunks == 1) return plan;
-  Dispatch total = elementwise("rms_norm_sum_chunks", cols, "rmsNormBackward (dWeight, sum of " + std::to_string(chunks) + " chunks) " + describe(x));
-  total.bindings = {view_binding(0, "scratch", *scratch), view_binding(1, "dWeight", d_weight), bytes_binding(2, "KilnColumnSumArgs", sum_args)};
+  Dispatch total =
+      elementwise("rms_norm_sum_chunks", cols,
+                  "rmsNormBackward (dWeight, sum of " + std::to_string(chunks) + " chunks) " + describe(x));
+  total.bindings = {view_binding(0, "scratch", *scratch), view_binding(1, "dWeight", d_weight),
+                    bytes_binding(2, "KilnColumnSumArgs", sum_args)};
   plan.push_back(std::move(total));
   return plan;
 }
 
-Plan plan_layer_norm(const TensorView& x, const TensorView& weight, const TensorView& bias, const TensorView& out, Index rows, Index cols, float eps) {
+Plan plan_layer_norm(const TensorView& x, const TensorView& weight, const TensorView& bias, const TensorView& out,
+                     Index rows, Index cols, float eps) {
   check_32_bit(x, "layerNorm", "x");
   if (rows == 0 || cols == 0) return {};
   Dispatch dispatch = row_dispatch("layer_norm_rows", x, rows, cols, "layerNorm");
-  dispatch.bindings = {view_binding(0, "x", x), view_binding(1, "weight", weight), view_binding(2, "bias", bias), view_binding(3, "out", out),
-                       bytes_binding(4, "KilnRowsArgs", rows_args(rows, cols, eps))};
+  dispatch.bindings = {view_binding(0, "x", x), view_binding(1, "weight", weight), view_binding(2, "bias", bias),
+                       view_binding(3, "out", out), bytes_binding(4, "KilnRowsArgs", rows_args(rows, cols, eps))};
   return {dispatch};
 }
 
-Plan plan_rope(const TensorView& x, const TensorView& cos, const TensorView& sin, const TensorView& out, Index rows, Index positions, Index dim,
-               bool inverse) {
+Plan plan_rope(const TensorView& x, const TensorView& cos, const TensorView& sin, const TensorView& out, Index rows,
+               Index positions, Index dim, bool inverse) {
   check_32_bit(x, "rope", "x");
   const Index pairs = rows * positions * (dim / 2);
   if (pairs == 0) return {};
-  Dispatch dispatch = elementwise(std::string("rope_") + kDTypeNames[x.dtype], pairs, "rope " + describe(x) + (inverse ? " inverse" : ""));
+  Dispatch dispatch = elementwise(std::string("rope_") + kDTypeNames[x.dtype], pairs,
+                                  "rope " + describe(x) + (inverse ? " inverse" : ""));
   const KilnRopeArgs args{u32(rows), u32(positions), u32(dim / 2), u32(pairs)};
-  dispatch.bindings = {view_binding(0, "x", x), view_binding(1, "cos", cos), view_binding(2, "sin", sin), view_binding(3, "out", out),
-                       bytes_binding(4, "KilnRopeArgs", args)};
+  dispatch.bindings = {view_binding(0, "x", x), view_binding(1, "cos", cos), view_binding(2, "sin", sin),
+                       view_binding(3, "out", out), bytes_binding(4, "KilnRopeArgs", args)};
   return {dispatch};
 }
 
 Plan plan_swiglu(const TensorView& gate, const TensorView& up, const TensorView& out) {
   check_32_bit(gate, "swiglu", "gate");
   if (gate.count == 0) return {};
-  Dispatch dispatch = elementwise(std::string("swiglu_") + kDTypeNames[gate.dtype], gate.count, "swiglu " + describe(gate));
+  Dispatch dispatch =
+      elementwise(std::string("swiglu_") + kDTypeNames[gate.dtype], gate.count, "swiglu " + describe(gate));
   dispatch.bindings = {view_binding(0, "gate", gate), view_binding(1, "up", up), view_binding(2, "out", out),
                        bytes_binding(3, "KilnCountArgs", KilnCountArgs{u32(gate.count), 0, 0, 0})};
   return {dispatch};
 }
 
-Plan plan_swiglu_backward(const TensorView& gate, const TensorView& up, const TensorView& dy, const TensorView& d_gate, const TensorView& d_up) {
+Plan plan_swiglu_backward(const TensorView& gate, const TensorView& up, const TensorView& dy, const TensorView& d_gate,
+                          const TensorView& d_up) {
   check_32_bit(gate, "swigluBackward", "gate");
   if (gate.count == 0) return {};
-  Dispatch dispatch = elementwise(std::string("swiglu_backward_") + kDTypeNames[gate.dtype], gate.count, "swigluBackward " + describe(gate));
-  dispatch.bindings = {view_binding(0, "gate", gate),    view_binding(1, "up", up), view_binding(2, "dy", dy),
-                       view_binding(3, "dGate", d_gate), view_binding(4, "dUp", d_up),
-                       bytes_binding(5, "KilnCountArgs", KilnCountArgs{u32(gate.count), 0, 0, 0})};
+  Dispatch dispatch = elementwise(std::string("swiglu_backward_") + kDTypeNames[gate.dtype], gate.count,
+                                  "swigluBackward " + describe(gate));
+  dispatch.bindings = {
+      view_binding(0, "gate", gate), view_binding(1, "up", up),
+      view_binding(2, "dy", dy),     view_binding(3, "dGate", d_gate),
+      view_binding(4, "dUp", d_up),  bytes_binding(5, "KilnCountArgs", KilnCountArgs{u32(gate.count), 0, 0, 0})};
   return {dispatch};
 }
 
-Plan plan_cross_entropy(const TensorView& logits, const TensorView& targets, const TensorView& loss, Index rows, Index classes, std::int32_t ignore_index) {
+Plan plan_cross_entropy(const TensorView& logits, const TensorView& targets, const TensorView& loss, Index rows,
+                        Index classes, std::int32_t ignore_index) {
   check_32_bit(logits, "crossEntropy", "logits");
   if (rows == 0) return {};
   Dispatch dispatch = row_dispatch("cross_entropy_rows", logits, rows, classes, "crossEntropy");
   const KilnCrossEntropyArgs args{u32(rows), u32(classes), ignore_index, 0.0f};
-  dispatch.bindings = {view_binding(0, "logits", logits), view_binding(1, "targets", targets), view_binding(2, "loss", loss),
-                       bytes_binding(3, "KilnCrossEntropyArgs", args), error_binding(4)};
+  dispatch.bindings = {view_binding(0, "logits", logits), view_binding(1, "targets", targets),
+                       view_binding(2, "loss", loss), bytes_binding(3, "KilnCrossEntropyArgs", args), error_binding(4)};
   return {dispatch};
 }
 
-Plan plan_cross_entropy_backward(const TensorView& logits, const TensorView& targets, const TensorView& d_logits, Index rows, Index classes,
-                                 std::int32_t ignore_index, float scale) {
+Plan plan_cross_entropy_backward(const TensorView& logits, const TensorView& targets, const TensorView& d_logits,
+                                 Index rows, Index classes, std::int32_t ignore_index, float scale) {
   check_32_bit(logits, "crossEntropyBackward", "logits");
   if (rows == 0 || classes == 0) return {};
   Dispatch dispatch = row_dispatch("cross_entropy_backward_rows", logits, rows, classes, "crossEntropyBackward");
   const KilnCrossEntropyArgs args{u32(rows), u32(classes), ignore_index, scale};
-  dispatch.bindings = {view_binding(0, "logits", logits), view_binding(1, "targets", targets), view_binding(2, "dLogits", d_logits),
-                       bytes_binding(3, "KilnCrossEntropyArgs", args), error_binding(4)};
+  dispatch.bindings = {view_binding(0, "logits", logits), view_binding(1, "targets", targets),
+                       view_binding(2, "dLogits", d_logits), bytes_binding(3, "KilnCrossEntropyArgs", args),
+                       error_binding(4)};
   return {dispatch};
 }
 
@@ -186,15 +204,17 @@ KilnAdamWArgs adamw_scalars(const AdamWHyper& hyper) {
   return args;
 }
 
-Plan plan_adamw(const TensorView& param, const TensorView& grad, const TensorView& m, const TensorView& v, const AdamWHyper& hyper) {
+Plan plan_adamw(const TensorView& param, const TensorView& grad, const TensorView& m, const TensorView& v,
+                const AdamWHyper& hyper) {
   check_32_bit(param, "adamw", "param");
   if (param.count == 0) return {};
-  Dispatch dispatch = elementwise(std::string("adamw_") + kDTypeNames[param.dtype] + "_" + kDTypeNames[grad.dtype], param.count,
-                                  "adamw " + describe(param) + " step " + std::to_string(static_cast<long long>(hyper.step)));
+  Dispatch dispatch =
+      elementwise(std::string("adamw_") + kDTypeNames[param.dtype] + "_" + kDTypeNames[grad.dtype], param.count,
+                  "adamw " + describe(param) + " step " + std::to_string(static_cast<long long>(hyper.step)));
   KilnAdamWArgs args = adamw_scalars(hyper);
   args.count = u32(param.count);
-  dispatch.bindings = {view_binding(0, "param", param), view_binding(1, "grad", grad), view_binding(2, "m", m), view_binding(3, "v", v),
-                       bytes_binding(4, "KilnAdamWArgs", args)};
+  dispatch.bindings = {view_binding(0, "param", param), view_binding(1, "grad", grad), view_binding(2, "m", m),
+                       view_binding(3, "v", v), bytes_binding(4, "KilnAdamWArgs", args)};
   return {dispatch};
 }
 
@@ -204,11 +224,15 @@ Index sum_of_squares_partials(const std::vector<TensorView>& tensors) {
   return partials;
 }
 
-Plan plan_sum_of_squares_multi(const std::vector<TensorView>& tensors, const TensorView* partials, const TensorView& out) {
+Plan plan_sum_of_squares_multi(const std::vector<TensorView>& tensors, const TensorView* partials,
+                               const TensorView& out) {
   const Index total = sum_of_squares_partials(tensors);
   if (total == 0) return plan_fill(out, 0.0);
-  if (partials == nullptr) throw_invalid("sumOfSquaresMulti: needs a scratch buffer of " + std::to_string(total) + " floats");
-  if (total > kMaxElements) throw_invalid("sumOfSquaresMulti: " + std::to_string(total) + " chunks; at most 4294967295", "Split the tensor list.");
+  if (partials == nullptr)
+    throw_invalid("sumOfSquaresMulti: needs a scratch buffer of " + std::to_string(total) + " floats");
+  if (total > kMaxElements)
+    throw_invalid("sumOfSquaresMulti: " + std::to_string(total) + " chunks; at most 4294967295",
+                  "Split the tensor list.");
   Plan plan;
   Index first = 0;
   for (std::size_t i = 0; i < tensors.size(); i++) {
@@ -220,26 +244,31 @@ Plan plan_sum_of_squares_multi(const std::vector<TensorView>& tensors, const Ten
     dispatch.kernel = std::string("sum_of_squares_chunks_") + kDTypeNames[x.dtype];
     dispatch.threadgroups = Size3{u32(chunks), 1, 1};
     dispatch.threads = Size3{KILN_FUSED_THREADS, 1, 1};
-    dispatch.what = "sumOfSquaresMulti tensors[" + std::to_string(i) + "] " + describe(x) + " (" + std::to_string(chunks) + " chunks)";
-    dispatch.bindings = {view_binding(0, "x", x), view_binding(1, "partials", *partials),
-                         bytes_binding(2, "KilnSumOfSquaresArgs", KilnSumOfSquaresArgs{u32(x.count), u32(first), 0, 0})};
+    dispatch.what = "sumOfSquaresMulti tensors[" + std::to_string(i) + "] " + describe(x) + " (" +
+                    std::to_string(chunks) + " chunks)";
+    dispatch.bindings = {
+        view_binding(0, "x", x), view_binding(1, "partials", *partials),
+        bytes_binding(2, "KilnSumOfSquaresArgs", KilnSumOfSquaresArgs{u32(x.count), u32(first), 0, 0})};
     plan.push_back(std::move(dispatch));
     first += chunks;
   }
   Dispatch sum;
   sum.kernel = "sum_of_squares_total";
   sum.threads = Size3{KILN_ROW_THREADS_MAX, 1, 1};
-  sum.what = "sumOfSquaresMulti total of " + std::to_string(total) + " chunk sums over " + std::to_string(tensors.size()) + " tensors";
+  sum.what = "sumOfSquaresMulti total of " + std::to_string(total) + " chunk sums over " +
+             std::to_string(tensors.size()) + " tensors";
   sum.bindings = {view_binding(0, "partials", *partials), view_binding(1, "out", out),
                   bytes_binding(2, "KilnSumOfSquaresArgs", KilnSumOfSquaresArgs{u32(total), 0, 0, 0})};
   plan.push_back(std::move(sum));
   return plan;
 }
 
-Plan plan_adamw_multi(const std::vector<TensorView>& params, const std::vector<TensorView>& grads, const std::vector<TensorView>& ms,
-                      const std::vector<TensorView>& vs, const AdamWHyper& hyper, const std::vector<double>& weight_decays, const AdamWMultiControl& control) {
+Plan plan_adamw_multi(const std::vector<TensorView>& params, const std::vector<TensorView>& grads,
+                      const std::vector<TensorView>& ms, const std::vector<TensorView>& vs, const AdamWHyper& hyper,
+                      const std::vector<double>& weight_decays, const AdamWMultiControl& control) {
   Plan plan;
-  const KilnAdamWMultiControl control_args{control.scale, control.scale_tensor != nullptr ? 1u : 0u, control.guard != nullptr ? 1u : 0u, 0};
+  const KilnAdamWMultiControl control_args{control.scale, control.scale_tensor != nullptr ? 1u : 0u,
+                                           control.guard != nullptr ? 1u : 0u, 0};
   for (std::size_t i = 0; i < params.size(); i++) {
     const TensorView& param = params[i];
     check_32_bit(param, "adamwMulti", "params[i]");
@@ -248,16 +277,20 @@ Plan plan_adamw_multi(const std::vector<TensorView>& params, const std::vector<T
     tensor_hyper.weight_decay = weight_decays[i];
     KilnAdamWArgs args = adamw_scalars(tensor_hyper);
     args.count = u32(param.count);
-    Dispatch dispatch = elementwise(std::string("adamw_multi_") + kDTypeNames[param.dtype] + "_" + kDTypeNames[grads[i].dtype], param.count,
-                                    "adamwMulti params[" + std::to_string(i) + "] " + describe(param) + " step " + std::to_string(static_cast<long long>(hyper.step)));
+    Dispatch dispatch = elementwise(
+        std::string("adamw_multi_") + kDTypeNames[param.dtype] + "_" + kDTypeNames[grads[i].dtype], param.count,
+        "adamwMulti params[" + std::to_string(i) + "] " + describe(param) + " step " +
+            std::to_string(static_cast<long long>(hyper.step)));
     // An absent scale or guard binds m in its place (never read: the control says so).
     dispatch.bindings = {view_binding(0, "param", param),
                          view_binding(1, "grad", grads[i]),
                          view_binding(2, "m", ms[i]),
                          view_binding(3, "v", vs[i]),
                          bytes_binding(4, "KilnAdamWArgs", args),
-                         view_binding(5, control.scale_tensor != nullptr ? "scale" : "scale (unused)", control.scale_tensor != nullptr ? *control.scale_tensor : ms[i]),
-                         view_binding(6, control.guard != nullptr ? "guard" : "guard (unused)", control.guard != nullptr ? *control.guard : ms[i]),
+                         view_binding(5, control.scale_tensor != nullptr ? "scale" : "scale (unused)",
+                                      control.scale_tensor != nullptr ? *control.scale_tensor : ms[i]),
+                         view_binding(6, control.guard != nullptr ? "guard" : "guard (unused)",
+                                      control.guard != nullptr ? *control.guard : ms[i]),
                          bytes_binding(7, "KilnAdamWMultiControl", control_args)};
     plan.push_back(std::move(dispatch));
   }

@@ -21,35 +21,42 @@ std::uint32_t row_threads(Index cols);
 /** kind KILN_SOFTMAX_PLAIN or KILN_SOFTMAX_LOG over x [rows, cols]. */
 Plan plan_softmax(int kind, const TensorView& x, const TensorView& out, Index rows, Index cols);
 Plan plan_softmax_backward(const TensorView& y, const TensorView& dy, const TensorView& dx, Index rows, Index cols);
-Plan plan_rms_norm(const TensorView& x, const TensorView& weight, const TensorView& out, const TensorView& rstd, Index rows, Index cols, float eps);
+Plan plan_rms_norm(const TensorView& x, const TensorView& weight, const TensorView& out, const TensorView& rstd,
+                   Index rows, Index cols, float eps);
 
 /** Row chunks of rmsNormBackward's dWeight sum (1: no scratch needed; else scratch holds chunks · cols f32). */
 Index rms_norm_backward_chunks(Index rows, Index cols);
 
 /** `scratch` (f32, rms_norm_backward_chunks · cols elements) is used only when there is more than one chunk. */
-Plan plan_rms_norm_backward(const TensorView& x, const TensorView& weight, const TensorView& rstd, const TensorView& dy, const TensorView& dx,
-                            const TensorView& d_weight, const TensorView* scratch, Index rows, Index cols);
-Plan plan_layer_norm(const TensorView& x, const TensorView& weight, const TensorView& bias, const TensorView& out, Index rows, Index cols, float eps);
+Plan plan_rms_norm_backward(const TensorView& x, const TensorView& weight, const TensorView& rstd, const TensorView& dy,
+                            const TensorView& dx, const TensorView& d_weight, const TensorView* scratch, Index rows,
+                            Index cols);
+Plan plan_layer_norm(const TensorView& x, const TensorView& weight, const TensorView& bias, const TensorView& out,
+                     Index rows, Index cols, float eps);
 
 /** x, out [rows, positions, dim]; cos and sin f32 [positions, dim / 2] (host tables). */
-Plan plan_rope(const TensorView& x, const TensorView& cos, const TensorView& sin, const TensorView& out, Index rows, Index positions, Index dim,
-               bool inverse);
+Plan plan_rope(const TensorView& x, const TensorView& cos, const TensorView& sin, const TensorView& out, Index rows,
+               Index positions, Index dim, bool inverse);
 Plan plan_swiglu(const TensorView& gate, const TensorView& up, const TensorView& out);
-Plan plan_swiglu_backward(const TensorView& gate, const TensorView& up, const TensorView& dy, const TensorView& d_gate, const TensorView& d_up);
-Plan plan_cross_entropy(const TensorView& logits, const TensorView& targets, const TensorView& loss, Index rows, Index classes, std::int32_t ignore_index);
-Plan plan_cross_entropy_backward(const TensorView& logits, const TensorView& targets, const TensorView& d_logits, Index rows, Index classes,
-                                 std::int32_t ignore_index, float scale);
+Plan plan_swiglu_backward(const TensorView& gate, const TensorView& up, const TensorView& dy, const TensorView& d_gate,
+                          const TensorView& d_up);
+Plan plan_cross_entropy(const TensorView& logits, const TensorView& targets, const TensorView& loss, Index rows,
+                        Index classes, std::int32_t ignore_index);
+Plan plan_cross_entropy_backward(const TensorView& logits, const TensorView& targets, const TensorView& d_logits,
+                                 Index rows, Index classes, std::int32_t ignore_index, float scale);
 
 /** The kernel's scalars (count left 0): bias corrections and decay computed in f64, rounded once. */
 KilnAdamWArgs adamw_scalars(const AdamWHyper& hyper);
 
-Plan plan_adamw(const TensorView& param, const TensorView& grad, const TensorView& m, const TensorView& v, const AdamWHyper& hyper);
+Plan plan_adamw(const TensorView& param, const TensorView& grad, const TensorView& m, const TensorView& v,
+                const AdamWHyper& hyper);
 
 /** Chunk sums (f32) sumOfSquaresMulti's pass 1 writes for tensors of these element counts. */
 Index sum_of_squares_partials(const std::vector<TensorView>& tensors);
 
 /** out (f32 [1]) = Σ Σ x²: per tensor a chunk pass into `partials` (sum_of_squares_partials f32; nullptr when 0), then one total pass. */
-Plan plan_sum_of_squares_multi(const std::vector<TensorView>& tensors, const TensorView* partials, const TensorView& out);
+Plan plan_sum_of_squares_multi(const std::vector<TensorView>& tensors, const TensorView* partials,
+                               const TensorView& out);
 
 /** adamwMulti's gradient scale and guard: a number, or one-element f32 device scalars. */
 struct AdamWMultiControl {
@@ -61,7 +68,8 @@ struct AdamWMultiControl {
 };
 
 /** One adamw_multi dispatch per non-empty tensor; hyper.weight_decay is replaced by weight_decays[i]. */
-Plan plan_adamw_multi(const std::vector<TensorView>& params, const std::vector<TensorView>& grads, const std::vector<TensorView>& ms,
-                      const std::vector<TensorView>& vs, const AdamWHyper& hyper, const std::vector<double>& weight_decays, const AdamWMultiControl& control);
+Plan plan_adamw_multi(const std::vector<TensorView>& params, const std::vector<TensorView>& grads,
+                      const std::vector<TensorView>& ms, const std::vector<TensorView>& vs, const AdamWHyper& hyper,
+                      const std::vector<double>& weight_decays, const AdamWMultiControl& control);
 
 }  // namespace kiln::metal

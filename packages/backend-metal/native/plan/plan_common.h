@@ -21,8 +21,10 @@ constexpr Index kMaxElements = 0xffffffffLL;
 inline std::uint32_t u32(Index value) { return static_cast<std::uint32_t>(value); }
 
 /** Throws InvalidArgument unless every element the view reaches has a 32-bit index. */
-inline void check_32_bit(const TensorView& view, const char* kernel, const char* role,
-                         const char* hint = "Split the tensor into smaller ones (a Metal buffer this large is also beyond most Macs' working set).") {
+inline void check_32_bit(
+    const TensorView& view, const char* kernel, const char* role,
+    const char* hint =
+        "Split the tensor into smaller ones (a Metal buffer this large is also beyond most Macs' working set).") {
   if (view.count == 0) return;
   Index highest = view.offset;
   for (std::size_t dim = 0; dim < view.shape.size(); dim++) {
@@ -30,7 +32,8 @@ inline void check_32_bit(const TensorView& view, const char* kernel, const char*
   }
   if (view.count > kMaxElements || highest > kMaxElements - 1) {
     throw NativeError(ErrorKind::kInvalidArgument,
-                      std::string("metal backend: ") + kernel + ": " + role + " " + describe(view) + " reaches element " + std::to_string(highest) +
+                      std::string("metal backend: ") + kernel + ": " + role + " " + describe(view) +
+                          " reaches element " + std::to_string(highest) +
                           "; kiln's Metal kernels index elements with 32 bits (at most 4294967295 elements per tensor)",
                       hint);
   }
@@ -59,7 +62,9 @@ inline Binding buffer_binding(int index, const char* role, const TensorView& vie
 }
 
 /** A dense view bound at its own offset: the kernel indexes from element 0. */
-inline Binding view_binding(int index, const char* role, const TensorView& view) { return buffer_binding(index, role, view, view.offset); }
+inline Binding view_binding(int index, const char* role, const TensorView& view) {
+  return buffer_binding(index, role, view, view.offset);
+}
 
 /** The backend's device error record (out-of-range indices) at [[buffer(index)]]. */
 inline Binding error_binding(int index) {

@@ -144,7 +144,9 @@ export interface MetalAddon {
   /** How the addon was built. */
   buildInfo(): NativeBuildInfo;
   /** Opens a GPU (throws a NativeFailure when it cannot). */
-  Backend: new (options?: NativeBackendOptions) => NativeBackend;
+  Backend: new (
+    options?: NativeBackendOptions,
+  ) => NativeBackend;
   /** Simulator build only: reshapes the simulated machine. */
   configureSimulator?(options: SimulatorConfiguration): void;
 }

@@ -12,7 +12,11 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  findPackageRoot as findRootOf, loadNativeAddon, localBuildReport, type AddonLoadAttempt, type LoadedNativeAddon,
+  findPackageRoot as findRootOf,
+  loadNativeAddon,
+  localBuildReport,
+  type AddonLoadAttempt,
+  type LoadedNativeAddon,
 } from '@kiln/core/native-backend';
 import type { MetalAddon } from './addon-types.js';
 
@@ -66,7 +70,13 @@ export function findPackageRoot(start: string = dirname(fileURLToPath(import.met
 export function defaultLoaderEnvironment(): LoaderEnvironment {
   const packageRoot = findPackageRoot();
   const version = (JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version;
-  return { platform: process.platform, arch: process.arch, packageRoot, version, require: createRequire(join(packageRoot, 'package.json')) };
+  return {
+    platform: process.platform,
+    arch: process.arch,
+    packageRoot,
+    version,
+    require: createRequire(join(packageRoot, 'package.json')),
+  };
 }
 
 /** Loads the Metal addon, or throws one BackendUnavailableError naming every attempt and the fixes. */
@@ -81,10 +91,14 @@ export function loadMetalAddon(environment: LoaderEnvironment = defaultLoaderEnv
     unpublishedPackage: `@kiln/backend-metal-${pair}`,
     binaryName: 'kiln_metal.node',
     localBuildPath: localBuildPath(environment.packageRoot),
-    missingLocalBuild: () => localBuildReport(
-      environment.packageRoot, 'metal', 'not built (run `npx kiln-build-metal` on macOS with the Xcode Command Line Tools and cmake installed)',
-    ),
-    buildSolution: 'build it locally on macOS: install the Xcode Command Line Tools (xcode-select --install) and cmake, then run `npx kiln-build-metal` in your project',
+    missingLocalBuild: () =>
+      localBuildReport(
+        environment.packageRoot,
+        'metal',
+        'not built (run `npx kiln-build-metal` on macOS with the Xcode Command Line Tools and cmake installed)',
+      ),
+    buildSolution:
+      'build it locally on macOS: install the Xcode Command Line Tools (xcode-select --install) and cmake, then run `npx kiln-build-metal` in your project',
     docsPage: 'docs/backend-metal.md',
     require: environment.require,
   });
@@ -112,7 +126,9 @@ export function cachedMetalAddon(): LoadedAddon {
 export function loadSimulatorAddon(packageRoot: string = findPackageRoot()): MetalAddon {
   const path = process.env.KILN_METAL_SIMULATOR_ADDON || simulatorBuildPath(packageRoot);
   if (!existsSync(path)) {
-    throw new Error(`the Metal simulator addon is not built (${path} is missing): run \`pnpm --filter @kiln/backend-metal build\` with a C++20 compiler`);
+    throw new Error(
+      `the Metal simulator addon is not built (${path} is missing): run \`pnpm --filter @kiln/backend-metal build\` with a C++20 compiler`,
+    );
   }
   return createRequire(join(packageRoot, 'package.json'))(path) as MetalAddon;
 }

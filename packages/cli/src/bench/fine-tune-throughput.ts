@@ -7,8 +7,21 @@
  */
 import { keep, setBackend, tensor, type BufferHandle, type KernelBackend, type Tensor } from '@kiln/core';
 import {
-  adaptConfigToBackend, createLoraAdapter, DecoderModel, parameterSpecs, createMoments, defaultTrainConfig, disposeMoments, DynamicLossScaler,
-  forwardOptionsFor, fromHfConfig, LoraTrainingModel, type LanguageModel, type LoraConfig, type ModelConfig, type TrainConfig,
+  adaptConfigToBackend,
+  createLoraAdapter,
+  DecoderModel,
+  parameterSpecs,
+  createMoments,
+  defaultTrainConfig,
+  disposeMoments,
+  DynamicLossScaler,
+  forwardOptionsFor,
+  fromHfConfig,
+  LoraTrainingModel,
+  type LanguageModel,
+  type LoraConfig,
+  type ModelConfig,
+  type TrainConfig,
 } from '@kiln/trainer';
 import { median } from './timing.js';
 import { timeTrainSteps, type BenchPrecision } from './train-throughput.js';
@@ -28,26 +41,59 @@ export const FINE_TUNE_PRESETS = {
   'smollm2-135m': {
     source: 'HuggingFaceTB/SmolLM2-135M',
     config: {
-      model_type: 'llama', hidden_size: 576, intermediate_size: 1536, num_hidden_layers: 30, num_attention_heads: 9, num_key_value_heads: 3,
-      vocab_size: 49152, max_position_embeddings: 8192, rms_norm_eps: 1e-5, rope_theta: 100000, tie_word_embeddings: true, hidden_act: 'silu',
-      bos_token_id: 0, eos_token_id: 0,
+      model_type: 'llama',
+      hidden_size: 576,
+      intermediate_size: 1536,
+      num_hidden_layers: 30,
+      num_attention_heads: 9,
+      num_key_value_heads: 3,
+      vocab_size: 49152,
+      max_position_embeddings: 8192,
+      rms_norm_eps: 1e-5,
+      rope_theta: 100000,
+      tie_word_embeddings: true,
+      hidden_act: 'silu',
+      bos_token_id: 0,
+      eos_token_id: 0,
     },
     loraTargets: ['q_proj', 'v_proj'],
   },
   'gpt2-124m': {
     source: 'openai-community/gpt2',
     config: {
-      model_type: 'gpt2', n_embd: 768, n_layer: 12, n_head: 12, n_inner: null, vocab_size: 50257, n_positions: 1024, layer_norm_epsilon: 1e-5,
-      activation_function: 'gelu_new', scale_attn_weights: true, tie_word_embeddings: true, bos_token_id: 50256, eos_token_id: 50256,
+      model_type: 'gpt2',
+      n_embd: 768,
+      n_layer: 12,
+      n_head: 12,
+      n_inner: null,
+      vocab_size: 50257,
+      n_positions: 1024,
+      layer_norm_epsilon: 1e-5,
+      activation_function: 'gelu_new',
+      scale_attn_weights: true,
+      tie_word_embeddings: true,
+      bos_token_id: 50256,
+      eos_token_id: 50256,
     },
     loraTargets: ['c_attn'],
   },
   'tiny-starcoder': {
     source: 'bigcode/tiny_starcoder_py',
     config: {
-      model_type: 'gpt_bigcode', n_embd: 768, n_layer: 20, n_head: 12, multi_query: true, n_inner: 3072, vocab_size: 49152, n_positions: 8192,
-      layer_norm_epsilon: 1e-5, activation_function: 'gelu_pytorch_tanh', scale_attn_weights: true, tie_word_embeddings: true,
-      bos_token_id: 0, eos_token_id: 0,
+      model_type: 'gpt_bigcode',
+      n_embd: 768,
+      n_layer: 20,
+      n_head: 12,
+      multi_query: true,
+      n_inner: 3072,
+      vocab_size: 49152,
+      n_positions: 8192,
+      layer_norm_epsilon: 1e-5,
+      activation_function: 'gelu_pytorch_tanh',
+      scale_attn_weights: true,
+      tie_word_embeddings: true,
+      bos_token_id: 0,
+      eos_token_id: 0,
     },
     loraTargets: ['c_attn'],
   },
@@ -150,7 +196,7 @@ function randomParameters(config: ModelConfig, backend: KernelBackend, seed: num
           state ^= state << 13;
           state ^= state >>> 17;
           state ^= state << 5;
-          values[index] = ((state >>> 0) / 2 ** 32 * 2 - 1) * halfWidth;
+          values[index] = (((state >>> 0) / 2 ** 32) * 2 - 1) * halfWidth;
         }
       }
       parameters.set(spec.name, keep(tensor(values, spec.shape, { backend })).requireGrad());
@@ -163,7 +209,13 @@ function randomParameters(config: ModelConfig, backend: KernelBackend, seed: num
 }
 
 /** The train config of a bench run, adapted to the backend (its memory preflight at the bench's context, not the model's longest). */
-function trainConfigFor(model: ModelConfig, backend: KernelBackend, precision: BenchPrecision, batchSize: number, contextLength: number): TrainConfig {
+function trainConfigFor(
+  model: ModelConfig,
+  backend: KernelBackend,
+  precision: BenchPrecision,
+  batchSize: number,
+  contextLength: number,
+): TrainConfig {
   const base = defaultTrainConfig();
   const config: TrainConfig = {
     ...base,
@@ -179,37 +231,75 @@ function trainConfigFor(model: ModelConfig, backend: KernelBackend, precision: B
 
 /** Builds the preset from random weights and times `steps` LoRA or full fine-tuning steps after `warmup`. */
 export async function measureFineTune(
-  preset: FineTunePresetName, backend: KernelBackend,
-  options: { mode: FineTuneMode; steps: number; warmup: number; precision?: BenchPrecision; batchSize?: number; contextLength?: number },
+  preset: FineTunePresetName,
+  backend: KernelBackend,
+  options: {
+    mode: FineTuneMode;
+    steps: number;
+    warmup: number;
+    precision?: BenchPrecision;
+    batchSize?: number;
+    contextLength?: number;
+  },
 ): Promise<FineTuneThroughput> {
   setBackend(backend);
   const batchSize = options.batchSize ?? FINE_TUNE_DEFAULTS.batchSize;
-  const contextLength = Math.min(options.contextLength ?? FINE_TUNE_DEFAULTS.contextLength, fineTuneModelConfig(preset).contextLength);
+  const contextLength = Math.min(
+    options.contextLength ?? FINE_TUNE_DEFAULTS.contextLength,
+    fineTuneModelConfig(preset).contextLength,
+  );
   const counter = countAllocations(backend);
   let model: LanguageModel | undefined;
   let moments: ReturnType<typeof createMoments> | undefined;
   try {
-    const config = trainConfigFor(fineTuneModelConfig(preset), backend, options.precision ?? 'f32', batchSize, contextLength);
+    const config = trainConfigFor(
+      fineTuneModelConfig(preset),
+      backend,
+      options.precision ?? 'f32',
+      batchSize,
+      contextLength,
+    );
     const base = new DecoderModel(config.model, randomParameters(config.model, backend, config.seed));
     model = base;
     const parameters = [...base.parameters.values()].reduce((total, parameter) => total + parameter.size, 0);
     if (options.mode === 'lora') {
       for (const parameter of base.parameters.values()) parameter.requireGrad(false);
-      model = new LoraTrainingModel(base, createLoraAdapter(base, benchLoraConfig(preset), config.seed), FINE_TUNE_PRESETS[preset].source);
+      model = new LoraTrainingModel(
+        base,
+        createLoraAdapter(base, benchLoraConfig(preset), config.seed),
+        FINE_TUNE_PRESETS[preset].source,
+      );
     }
     moments = createMoments(model.parameters);
     const environment = {
-      model, moments, backend, forwardOptions: forwardOptionsFor(config), optimizer: config.optimizer,
-      scaler: new DynamicLossScaler({ enabled: config.device.precision === 'f16' }), contextLength, notice: () => undefined,
+      model,
+      moments,
+      backend,
+      forwardOptions: forwardOptionsFor(config),
+      optimizer: config.optimizer,
+      scaler: new DynamicLossScaler({ enabled: config.device.precision === 'f16' }),
+      contextLength,
+      notice: () => undefined,
     };
     const samples = await timeTrainSteps(environment, {
-      batchSize, vocabSize: config.model.vocabSize, lr: config.optimizer.lr, steps: options.steps, warmup: options.warmup,
+      batchSize,
+      vocabSize: config.model.vocabSize,
+      lr: config.optimizer.lr,
+      steps: options.steps,
+      warmup: options.warmup,
     });
     const msPerStep = median(samples);
     return {
-      model: preset, mode: options.mode, batchSize, contextLength, precision: config.device.precision, parameters,
+      model: preset,
+      mode: options.mode,
+      batchSize,
+      contextLength,
+      precision: config.device.precision,
+      parameters,
       trainableParameters: [...model.parameters.values()].reduce((total, parameter) => total + parameter.size, 0),
-      msPerStep, tokensPerSecond: (batchSize * contextLength) / (msPerStep / 1000), peakMemoryBytes: counter.peakBytes(),
+      msPerStep,
+      tokensPerSecond: (batchSize * contextLength) / (msPerStep / 1000),
+      peakMemoryBytes: counter.peakBytes(),
     };
   } finally {
     counter.stop();

@@ -59,7 +59,9 @@ function promptOf(length: number, seed: number, vocabSize: number): number[] {
 
 /** Times `runs` generations (after `warmup` untimed ones) with each prompt length. */
 export async function measureGeneration(
-  preset: ModelPresetName, backend: KernelBackend, options: { runs: number; warmup: number },
+  preset: ModelPresetName,
+  backend: KernelBackend,
+  options: { runs: number; warmup: number },
 ): Promise<GenerationThroughput> {
   setBackend(backend);
   const config = benchConfig(preset, backend);
@@ -71,7 +73,10 @@ export async function measureGeneration(
   const gapsOf = async (promptLength: number, seed: number): Promise<number[]> => {
     const times: number[] = [];
     await generate(model, promptOf(promptLength, seed, vocabSize), {
-      maxTokens: tokens + 1, temperature: 0, computeDType: forwardOptions.computeDType, attention: forwardOptions.attention,
+      maxTokens: tokens + 1,
+      temperature: 0,
+      computeDType: forwardOptions.computeDType,
+      attention: forwardOptions.attention,
       onToken: () => {
         times.push(performance.now());
       },
@@ -93,7 +98,13 @@ export async function measureGeneration(
       return { promptLength, msPerToken, tokensPerSecond: 1000 / msPerToken };
     });
     return {
-      model: preset, contextLength, tokens, runs: options.runs, attention: forwardOptions.attention, short, full,
+      model: preset,
+      contextLength,
+      tokens,
+      runs: options.runs,
+      attention: forwardOptions.attention,
+      short,
+      full,
       ratio: short.tokensPerSecond / full.tokensPerSecond,
     };
   } finally {

@@ -62,7 +62,14 @@ function callKey(kernel: string, args: unknown[]): string {
 /** Folds a timer's totals over `steps` steps of `wallMs` into a profile. */
 export function timingProfile(
   timings: readonly DeviceKernelTiming[],
-  run: { model: string | null; backend: string; timing: 'device' | 'host'; threads: number | null; steps: number; wallMs: number },
+  run: {
+    model: string | null;
+    backend: string;
+    timing: 'device' | 'host';
+    threads: number | null;
+    steps: number;
+    wallMs: number;
+  },
 ): KernelProfile {
   const steps = Math.max(1, run.steps);
   const rows = timings.map((timing): KernelProfileRow => {
@@ -77,7 +84,16 @@ export function timingProfile(
   });
   rows.sort((a, b) => b.msPerStep - a.msPerStep);
   const kernelMsPerStep = rows.reduce((sum, row) => sum + row.msPerStep, 0);
-  return { model: run.model, backend: run.backend, timing: run.timing, threads: run.threads, steps, msPerStep: run.wallMs / steps, kernelMsPerStep, rows };
+  return {
+    model: run.model,
+    backend: run.backend,
+    timing: run.timing,
+    threads: run.threads,
+    steps,
+    msPerStep: run.wallMs / steps,
+    kernelMsPerStep,
+    rows,
+  };
 }
 
 /** A kernel timer: run the work on `backend` between start() and stop(). */
@@ -122,7 +138,13 @@ export function hostKernelTimer(backend: KernelBackend): KernelTimer {
     },
     stop: () => {
       recording = false;
-      const timings = [...totals].map(([name, { calls, ms }]) => ({ name, calls, milliseconds: ms, bytes: 0, flops: 0 }));
+      const timings = [...totals].map(([name, { calls, ms }]) => ({
+        name,
+        calls,
+        milliseconds: ms,
+        bytes: 0,
+        flops: 0,
+      }));
       return timings.sort((a, b) => b.milliseconds - a.milliseconds);
     },
   };
@@ -137,7 +159,9 @@ export function kernelTimer(backend: KernelBackend): KernelTimer & { timing: 'de
 
 /** Runs `steps` train steps (after `warmup`) of `preset` with every kernel timed (on the device where the backend can). */
 export async function profileTrainStep(
-  preset: ModelPresetName, backend: KernelBackend, options: { steps: number; warmup: number; precision?: BenchPrecision; batchSize?: number; threads?: number | null },
+  preset: ModelPresetName,
+  backend: KernelBackend,
+  options: { steps: number; warmup: number; precision?: BenchPrecision; batchSize?: number; threads?: number | null },
 ): Promise<KernelProfile> {
   const timer = kernelTimer(backend);
   let started = false;
@@ -153,7 +177,12 @@ export async function profileTrainStep(
   });
   const timings = started ? timer.stop() : [];
   return timingProfile(timings, {
-    model: preset, backend: backend.name, timing: timer.timing, threads: options.threads ?? null, steps: options.steps, wallMs: measured.totalMs,
+    model: preset,
+    backend: backend.name,
+    timing: timer.timing,
+    threads: options.threads ?? null,
+    steps: options.steps,
+    wallMs: measured.totalMs,
   });
 }
 
@@ -162,25 +191,52 @@ export function formatKernelProfile(profile: KernelProfile): string {
   const step = profile.msPerStep;
   const outside = Math.max(0, step - profile.kernelMsPerStep);
   const share = (ms: number): string => (step > 0 ? `${formatFixed((100 * ms) / step, 1)}%` : '—');
-  const where = profile.timing === 'device'
-    ? `on ${profile.backend} (device time of every kernel, CUDA events)`
-    : `on the ${profile.backend} backend${profile.threads === null ? '' : `, ${profile.threads} thread${profile.threads === 1 ? '' : 's'}`} (host time of every kernel call)`;
-  const split = profile.timing === 'device'
-    ? `GPU busy ${formatFixed(profile.kernelMsPerStep, 2)} ms (${share(profile.kernelMsPerStep)}), idle waiting for the host ${formatFixed(outside, 2)} ms`
-    : `${formatFixed(outside, 1)} ms outside kernels: core, autograd, trainer`;
+  const where =
+    profile.timing === 'device'
+      ? `on ${profile.backend} (device time of every kernel, CUDA events)`
+      : `on the ${profile.backend} backend${profile.threads === null ? '' : `, ${profile.threads} thread${profile.threads === 1 ? '' : 's'}`} (host time of every kernel call)`;
+  const split =
+    profile.timing === 'device'
+      ? `GPU busy ${formatFixed(profile.kernelMsPerStep, 2)} ms (${share(profile.kernelMsPerStep)}), idle waiting for the host ${formatFixed(outside, 2)} ms`
+      : `${formatFixed(outside, 1)} ms outside kernels: core, autograd, trainer`;
   const heading = `where ${profile.model === null ? 'a step of this run' : `a ${profile.model} train step`} goes ${where}: ${formatFixed(step, 2)} ms/step over ${profile.steps} step${profile.steps === 1 ? '' : 's'}; ${split}:`;
   const shown = profile.rows.filter((row) => row.msPerStep >= step * 0.005);
   const folded = profile.rows.filter((row) => row.msPerStep < step * 0.005);
-  const rate = (value: number | null): string => (value === null ? '—' : value >= 100 ? formatFixed(value, 0) : value >= 1 ? formatFixed(value, 2) : value.toPrecision(2));
+  const rate = (value: number | null): string =>
+    value === null
+      ? '—'
+      : value >= 100
+        ? formatFixed(value, 0)
+        : value >= 1
+          ? formatFixed(value, 2)
+          : value.toPrecision(2);
   const body = shown.map((row) => [
-    row.kernel, formatFixed(row.callsPerStep, row.callsPerStep >= 10 || Number.isInteger(row.callsPerStep) ? 0 : 1), formatFixed(row.msPerStep, 3), share(row.msPerStep),
-    rate(row.gigabytesPerSecond), rate(row.teraflopsPerSecond),
+    row.kernel,
+    formatFixed(row.callsPerStep, row.callsPerStep >= 10 || Number.isInteger(row.callsPerStep) ? 0 : 1),
+    formatFixed(row.msPerStep, 3),
+    share(row.msPerStep),
+    rate(row.gigabytesPerSecond),
+    rate(row.teraflopsPerSecond),
   ]);
   if (folded.length > 0) {
     const ms = folded.reduce((sum, row) => sum + row.msPerStep, 0);
     const calls = folded.reduce((sum, row) => sum + row.callsPerStep, 0);
-    body.push([`(${folded.length} more kernels, each < 0.5%)`, formatFixed(calls, 0), formatFixed(ms, 3), share(ms), '—', '—']);
+    body.push([
+      `(${folded.length} more kernels, each < 0.5%)`,
+      formatFixed(calls, 0),
+      formatFixed(ms, 3),
+      share(ms),
+      '—',
+      '—',
+    ]);
   }
-  body.push([profile.timing === 'device' ? '(GPU idle: host time)' : '(outside kernels)', '—', formatFixed(outside, 3), share(outside), '—', '—']);
+  body.push([
+    profile.timing === 'device' ? '(GPU idle: host time)' : '(outside kernels)',
+    '—',
+    formatFixed(outside, 3),
+    share(outside),
+    '—',
+    '—',
+  ]);
   return `${heading}\n${formatTable(['kernel', 'calls/step', 'ms/step', 'share', 'GB/s', 'TFLOP/s'], body, 1)}`;
 }

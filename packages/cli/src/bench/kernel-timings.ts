@@ -5,8 +5,19 @@
  * them, on random inputs; median of repeated runs.
  */
 import {
-  attention, backward, crossEntropy, matmul, ones, randomNormal, randomUniform, cast, rmsNorm, softmax, tidy,
-  type KernelBackend, type Tensor,
+  attention,
+  backward,
+  crossEntropy,
+  matmul,
+  ones,
+  randomNormal,
+  randomUniform,
+  cast,
+  rmsNorm,
+  softmax,
+  tidy,
+  type KernelBackend,
+  type Tensor,
 } from '@kiln/core';
 import type { ModelConfig } from '@kiln/trainer';
 import { timeRepeated } from './timing.js';
@@ -26,8 +37,19 @@ export interface KernelTiming {
 const REPEAT = { warmup: 2, minimumRuns: 5, minimumMilliseconds: 200, maximumRuns: 50 };
 
 /** Times the model's kernels on `backend` for `batchSize` sequences. */
-export async function measureKernels(backend: KernelBackend, model: ModelConfig, batchSize: number): Promise<KernelTiming[]> {
-  const { dModel: d, mlpHidden: hidden, vocabSize: vocab, contextLength: context, nHead: heads, nKvHead: kvHeads } = model;
+export async function measureKernels(
+  backend: KernelBackend,
+  model: ModelConfig,
+  batchSize: number,
+): Promise<KernelTiming[]> {
+  const {
+    dModel: d,
+    mlpHidden: hidden,
+    vocabSize: vocab,
+    contextLength: context,
+    nHead: heads,
+    nKvHead: kvHeads,
+  } = model;
   const tokens = batchSize * context;
   const headDim = d / heads;
   const timings: KernelTiming[] = [];
@@ -39,12 +61,17 @@ export async function measureKernels(backend: KernelBackend, model: ModelConfig,
   };
 
   const matmuls: Array<[string, number, number]> = [
-    ['matmul q/o_proj', d, d], ['matmul mlp gate/up', d, hidden], ['matmul mlp down', hidden, d], ['matmul lm_head', d, vocab],
+    ['matmul q/o_proj', d, d],
+    ['matmul mlp gate/up', d, hidden],
+    ['matmul mlp down', hidden, d],
+    ['matmul lm_head', d, vocab],
   ];
   for (const [name, inner, outer] of matmuls) {
     const x = random([tokens, inner]);
     const weight = random([outer, inner]);
-    await time(name, `${tokens}×${inner} · ${inner}×${outer}`, 2 * tokens * inner * outer, () => matmul(x, weight, { transposeB: true }).dispose());
+    await time(name, `${tokens}×${inner} · ${inner}×${outer}`, 2 * tokens * inner * outer, () =>
+      matmul(x, weight, { transposeB: true }).dispose(),
+    );
     x.dispose();
     weight.dispose();
   }
@@ -54,16 +81,21 @@ export async function measureKernels(backend: KernelBackend, model: ModelConfig,
   const v = random([batchSize, kvHeads, context, headDim]).requireGrad();
   // Causal: about half of the 4·B·H·T²·D forward flops, and 2.5× that for the backward.
   const attentionFlops = 3.5 * 2 * batchSize * heads * context * context * headDim;
-  await time('attention fwd+bwd (causal)', `B${batchSize} H${heads}/${kvHeads} T${context} D${headDim}`, attentionFlops, () => {
-    tidy(() => {
-      const out = attention(q, k, v, { causal: true });
-      backward(out, ones(out.shape, { backend }));
-    });
-    for (const tensor of [q, k, v]) {
-      tensor.grad?.dispose();
-      tensor.grad = null;
-    }
-  });
+  await time(
+    'attention fwd+bwd (causal)',
+    `B${batchSize} H${heads}/${kvHeads} T${context} D${headDim}`,
+    attentionFlops,
+    () => {
+      tidy(() => {
+        const out = attention(q, k, v, { causal: true });
+        backward(out, ones(out.shape, { backend }));
+      });
+      for (const tensor of [q, k, v]) {
+        tensor.grad?.dispose();
+        tensor.grad = null;
+      }
+    },
+  );
   for (const tensor of [q, k, v]) tensor.dispose();
 
   const x = random([tokens, d]);
@@ -73,7 +105,9 @@ export async function measureKernels(backend: KernelBackend, model: ModelConfig,
   weight.dispose();
 
   const scores = random([batchSize * heads * context, context]);
-  await time('softmax (attention rows)', `${batchSize * heads * context}×${context}`, null, () => softmax(scores).dispose());
+  await time('softmax (attention rows)', `${batchSize * heads * context}×${context}`, null, () =>
+    softmax(scores).dispose(),
+  );
   scores.dispose();
 
   const logits = random([tokens, vocab]);

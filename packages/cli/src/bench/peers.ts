@@ -58,7 +58,8 @@ export function pythonExecutable(): string {
 export const TFJS_PACKAGES = '@tensorflow/tfjs@4.22.0 @tensorflow/tfjs-backend-wasm@4.22.0';
 
 const INSTALL: Record<PeerName, string> = {
-  pytorch: 'sudo apt-get install python3-torch   (kiln bench runs it through /usr/bin/python3; KILN_BENCH_PYTHON picks another Python)',
+  pytorch:
+    'sudo apt-get install python3-torch   (kiln bench runs it through /usr/bin/python3; KILN_BENCH_PYTHON picks another Python)',
   'tfjs-wasm': `mkdir kiln-peers && cd kiln-peers && npm install ${TFJS_PACKAGES}, then run kiln bench with KILN_PEERS_DIR=$PWD/kiln-peers`,
 };
 
@@ -72,12 +73,25 @@ export function peerConfig(preset: ModelPresetName, batch?: number): Record<stri
   const { model } = MODEL_PRESETS[preset];
   const batchSize = batch ?? MODEL_PRESETS[preset].batchSize;
   return {
-    name: preset, vocab: model.vocabSize, ctx: model.contextLength, d: model.dModel, layers: model.nLayer, heads: model.nHead,
-    kvHeads: model.nKvHead, hidden: model.mlpHidden, batch: batchSize, eps: model.normEps, theta: model.ropeTheta,
+    name: preset,
+    vocab: model.vocabSize,
+    ctx: model.contextLength,
+    d: model.dModel,
+    layers: model.nLayer,
+    heads: model.nHead,
+    kvHeads: model.nKvHead,
+    hidden: model.mlpHidden,
+    batch: batchSize,
+    eps: model.normEps,
+    theta: model.ropeTheta,
   };
 }
 
-function run(file: string, args: string[], timeoutMs: number): Promise<{ code: number; stdout: string; stderr: string }> {
+function run(
+  file: string,
+  args: string[],
+  timeoutMs: number,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(file, args, { timeout: timeoutMs, maxBuffer: 1 << 20 }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === 'number' ? error.code : 1;
@@ -87,7 +101,11 @@ function run(file: string, args: string[], timeoutMs: number): Promise<{ code: n
 }
 
 function lastJsonLine(text: string): Record<string, unknown> | undefined {
-  const line = text.trim().split('\n').reverse().find((candidate) => candidate.startsWith('{'));
+  const line = text
+    .trim()
+    .split('\n')
+    .reverse()
+    .find((candidate) => candidate.startsWith('{'));
   if (line === undefined) return undefined;
   try {
     return JSON.parse(line) as Record<string, unknown>;
@@ -102,32 +120,51 @@ export async function probePeer(peer: PeerName): Promise<MissingPeer | undefined
     const python = pythonExecutable();
     if (!existsSync(python)) return { peer, reason: `${python} does not exist`, install: INSTALL[peer] };
     const probe = await run(python, ['-c', 'import torch; print(torch.__version__)'], 60_000);
-    if (probe.code !== 0) return { peer, reason: `${python} cannot import torch (${probe.stderr.trim().split('\n').pop() ?? 'failed'})`, install: INSTALL[peer] };
+    if (probe.code !== 0)
+      return {
+        peer,
+        reason: `${python} cannot import torch (${probe.stderr.trim().split('\n').pop() ?? 'failed'})`,
+        install: INSTALL[peer],
+      };
     return undefined;
   }
   const probe = await run(process.execPath, [join(peersDirectory(), 'train-tfjs.mjs'), '--probe'], 60_000);
   if (probe.code === 3) return { peer, reason: probe.stderr.trim().split('\n')[0], install: INSTALL[peer] };
-  if (probe.code !== 0) return { peer, reason: `its script failed: ${probe.stderr.trim().split('\n')[0]}`, install: INSTALL[peer] };
+  if (probe.code !== 0)
+    return { peer, reason: `its script failed: ${probe.stderr.trim().split('\n')[0]}`, install: INSTALL[peer] };
   return undefined;
 }
 
 /** Measures one peer on one preset (threads: PyTorch's thread count; TF.js WASM always runs on one). */
 export async function measurePeer(
-  peer: PeerName, preset: ModelPresetName, threads: number, options: { steps: number; warmup: number; batchSize?: number },
+  peer: PeerName,
+  preset: ModelPresetName,
+  threads: number,
+  options: { steps: number; warmup: number; batchSize?: number },
 ): Promise<PeerResult> {
   const config = JSON.stringify(peerConfig(preset, options.batchSize));
   const common = ['--steps', String(options.steps), '--warmup', String(options.warmup), '--config', config];
-  const result = peer === 'pytorch'
-    ? await run(pythonExecutable(), [join(peersDirectory(), 'train_torch.py'), '--threads', String(threads), ...common], 30 * 60_000)
-    : await run(process.execPath, [join(peersDirectory(), 'train-tfjs.mjs'), ...common], 30 * 60_000);
+  const result =
+    peer === 'pytorch'
+      ? await run(
+          pythonExecutable(),
+          [join(peersDirectory(), 'train_torch.py'), '--threads', String(threads), ...common],
+          30 * 60_000,
+        )
+      : await run(process.execPath, [join(peersDirectory(), 'train-tfjs.mjs'), ...common], 30 * 60_000);
   const report = lastJsonLine(result.stdout);
   if (result.code !== 0 || report === undefined) {
-    throw new Error(`the ${peer} peer failed on ${preset} (exit ${result.code}): ${result.stderr.trim().split('\n').slice(-3).join(' | ')}`);
+    throw new Error(
+      `the ${peer} peer failed on ${preset} (exit ${result.code}): ${result.stderr.trim().split('\n').slice(-3).join(' | ')}`,
+    );
   }
   return {
-    peer, model: preset, threads: peer === 'pytorch' ? Number(report.threads) : 1,
+    peer,
+    model: preset,
+    threads: peer === 'pytorch' ? Number(report.threads) : 1,
     version: String(peer === 'pytorch' ? report.torch : report.tfjs),
-    msPerStep: Number(report.msPerStep), tokensPerSecond: Number(report.tokensPerSecond),
+    msPerStep: Number(report.msPerStep),
+    tokensPerSecond: Number(report.tokensPerSecond),
   };
 }
 
@@ -161,32 +198,75 @@ export interface FineTunePeerResult {
 }
 
 /** How to get the fine-tuning peer. */
-const FINE_TUNE_INSTALL = 'pip install torch transformers peft   (into the Python kiln bench runs: /usr/bin/python3, or the one KILN_BENCH_PYTHON names)';
+const FINE_TUNE_INSTALL =
+  'pip install torch transformers peft   (into the Python kiln bench runs: /usr/bin/python3, or the one KILN_BENCH_PYTHON names)';
 
 /** Fine-tunes a transformers model of `hfConfig` in PyTorch (peers/train_torch.py --hf-config); a MissingPeer when torch, transformers or peft is absent. */
 export async function measureFineTunePeer(
-  preset: string, hfConfig: Record<string, unknown>,
-  options: { mode: 'lora' | 'full'; lora: { r: number; alpha: number; targets: string[] }; threads: number; device: 'cpu' | 'cuda'; steps: number; warmup: number; batchSize: number; contextLength: number },
+  preset: string,
+  hfConfig: Record<string, unknown>,
+  options: {
+    mode: 'lora' | 'full';
+    lora: { r: number; alpha: number; targets: string[] };
+    threads: number;
+    device: 'cpu' | 'cuda';
+    steps: number;
+    warmup: number;
+    batchSize: number;
+    contextLength: number;
+  },
 ): Promise<FineTunePeerResult | MissingPeer> {
   const python = pythonExecutable();
   if (!existsSync(python)) return { peer: 'pytorch', reason: `${python} does not exist`, install: FINE_TUNE_INSTALL };
-  const result = await run(python, [
-    join(peersDirectory(), 'train_torch.py'), '--hf-config', JSON.stringify(hfConfig), '--mode', options.mode, '--lora', JSON.stringify(options.lora),
-    '--threads', String(options.threads), '--steps', String(options.steps), '--warmup', String(options.warmup),
-    '--batch', String(options.batchSize), '--ctx', String(options.contextLength), '--device', options.device,
-  ], 30 * 60_000);
+  const result = await run(
+    python,
+    [
+      join(peersDirectory(), 'train_torch.py'),
+      '--hf-config',
+      JSON.stringify(hfConfig),
+      '--mode',
+      options.mode,
+      '--lora',
+      JSON.stringify(options.lora),
+      '--threads',
+      String(options.threads),
+      '--steps',
+      String(options.steps),
+      '--warmup',
+      String(options.warmup),
+      '--batch',
+      String(options.batchSize),
+      '--ctx',
+      String(options.contextLength),
+      '--device',
+      options.device,
+    ],
+    30 * 60_000,
+  );
   const lastError = result.stderr.trim().split('\n').pop() ?? 'failed';
   if (result.code === 3 || /No module named/.test(result.stderr)) {
-    return { peer: 'pytorch', reason: `${python}${options.device === 'cuda' ? ' (CUDA)' : ''}: ${lastError}`, install: FINE_TUNE_INSTALL };
+    return {
+      peer: 'pytorch',
+      reason: `${python}${options.device === 'cuda' ? ' (CUDA)' : ''}: ${lastError}`,
+      install: FINE_TUNE_INSTALL,
+    };
   }
   const report = lastJsonLine(result.stdout);
   if (result.code !== 0 || report === undefined) {
-    throw new Error(`the PyTorch fine-tuning peer failed on ${preset} ${options.mode} (exit ${result.code}): ${result.stderr.trim().split('\n').slice(-3).join(' | ')}`);
+    throw new Error(
+      `the PyTorch fine-tuning peer failed on ${preset} ${options.mode} (exit ${result.code}): ${result.stderr.trim().split('\n').slice(-3).join(' | ')}`,
+    );
   }
   return {
-    model: preset, mode: options.mode, threads: Number(report.threads), device: options.device,
+    model: preset,
+    mode: options.mode,
+    threads: Number(report.threads),
+    device: options.device,
     version: `torch ${String(report.torch)}, transformers ${String(report.transformers)}${report.peft ? `, peft ${String(report.peft)}` : ''}`,
-    msPerStep: Number(report.msPerStep), tokensPerSecond: Number(report.tokensPerSecond), trainableParameters: Number(report.trainableParameters),
-    peakMemoryBytes: Number(report.peakMemoryBytes), memoryKind: String(report.memoryKind),
+    msPerStep: Number(report.msPerStep),
+    tokensPerSecond: Number(report.tokensPerSecond),
+    trainableParameters: Number(report.trainableParameters),
+    peakMemoryBytes: Number(report.peakMemoryBytes),
+    memoryKind: String(report.memoryKind),
   };
 }

@@ -21,14 +21,21 @@ export interface RepeatOptions {
 }
 
 /** Median milliseconds of `run` (each run waits for the device before the clock stops). */
-export async function timeRepeated(backend: KernelBackend, run: () => void | Promise<void>, options: RepeatOptions): Promise<number> {
+export async function timeRepeated(
+  backend: KernelBackend,
+  run: () => void | Promise<void>,
+  options: RepeatOptions,
+): Promise<number> {
   for (let index = 0; index < options.warmup; index++) {
     await run();
     await backend.synchronize();
   }
   const samples: number[] = [];
   let total = 0;
-  while (samples.length < options.maximumRuns && (samples.length < options.minimumRuns || total < options.minimumMilliseconds)) {
+  while (
+    samples.length < options.maximumRuns &&
+    (samples.length < options.minimumRuns || total < options.minimumMilliseconds)
+  ) {
     const start = performance.now();
     await run();
     await backend.synchronize();

@@ -24,7 +24,10 @@ export interface TrainProfiler {
 }
 
 /** Starts following a run on `backend`: untimed until step start + warmup, then `steps` timed steps. */
-export function createTrainProfiler(backend: KernelBackend, options: { warmup?: number; steps?: number } = {}): TrainProfiler {
+export function createTrainProfiler(
+  backend: KernelBackend,
+  options: { warmup?: number; steps?: number } = {},
+): TrainProfiler {
   const timer = kernelTimer(backend);
   const warmup = options.warmup ?? PROFILE_WARMUP_STEPS;
   const wanted = options.steps ?? PROFILE_STEPS;
@@ -35,7 +38,14 @@ export function createTrainProfiler(backend: KernelBackend, options: { warmup?: 
   const finish = (): void => {
     if (startedAt === undefined || profile !== undefined || timed === 0) return;
     const wallMs = performance.now() - startedAt;
-    profile = timingProfile(timer.stop(), { model: null, backend: backend.name, timing: timer.timing, threads: null, steps: timed, wallMs });
+    profile = timingProfile(timer.stop(), {
+      model: null,
+      backend: backend.name,
+      timing: timer.timing,
+      threads: null,
+      steps: timed,
+      wallMs,
+    });
   };
   return {
     backend: timer.backend,

@@ -50,7 +50,12 @@ export interface TrainThroughput {
 export type BenchPrecision = 'f32' | 'bf16' | 'f16';
 
 /** The reference config of `preset` (models.json sizes, batch and optimizer; f32 unless `precision` says otherwise) adapted to `backend`. */
-export function benchConfig(preset: ModelPresetName, backend: KernelBackend, precision: BenchPrecision = 'f32', batchSize?: number): TrainConfig {
+export function benchConfig(
+  preset: ModelPresetName,
+  backend: KernelBackend,
+  precision: BenchPrecision = 'f32',
+  batchSize?: number,
+): TrainConfig {
   const reference = { ...MODEL_PRESETS[preset], batchSize: batchSize ?? MODEL_PRESETS[preset].batchSize };
   const base = defaultTrainConfig();
   const config: TrainConfig = {
@@ -103,7 +108,10 @@ export async function timeTrainSteps(environment: StepEnvironment, options: Time
     const inputs = new Int32Array(batchSize * contextLength);
     const targets = new Int32Array(batchSize * contextLength);
     for (let row = 0; row < batchSize; row++) {
-      inputs.set(window.subarray(row * (contextLength + 1), row * (contextLength + 1) + contextLength), row * contextLength);
+      inputs.set(
+        window.subarray(row * (contextLength + 1), row * (contextLength + 1) + contextLength),
+        row * contextLength,
+      );
       targets.set(window.subarray(row * (contextLength + 1) + 1, (row + 1) * (contextLength + 1)), row * contextLength);
     }
     const timed = step > options.warmup;
@@ -121,8 +129,16 @@ export async function timeTrainSteps(environment: StepEnvironment, options: Time
 
 /** Times `steps` optimizer steps after `warmup` untimed ones. */
 export async function measureTrainStep(
-  preset: ModelPresetName, backend: KernelBackend,
-  options: { steps: number; warmup: number; precision?: BenchPrecision; batchSize?: number; cudaGraph?: CudaGraphMode; onTimedStep?: (starting: boolean) => void },
+  preset: ModelPresetName,
+  backend: KernelBackend,
+  options: {
+    steps: number;
+    warmup: number;
+    precision?: BenchPrecision;
+    batchSize?: number;
+    cudaGraph?: CudaGraphMode;
+    onTimedStep?: (starting: boolean) => void;
+  },
 ): Promise<TrainThroughput> {
   setBackend(backend);
   const config = benchConfig(preset, backend, options.precision, options.batchSize);
@@ -148,17 +164,32 @@ export async function measureTrainStep(
   let peakMemoryBytes: number | null = null;
   let stepMode = '';
   try {
-    samples = await timeTrainSteps(environment, { batchSize, vocabSize, lr: config.optimizer.lr, steps: options.steps, warmup: options.warmup, onTimedStep: options.onTimedStep });
+    samples = await timeTrainSteps(environment, {
+      batchSize,
+      vocabSize,
+      lr: config.optimizer.lr,
+      steps: options.steps,
+      warmup: options.warmup,
+      onTimedStep: options.onTimedStep,
+    });
   } finally {
     peakMemoryBytes = peakBytesOf(backend);
-    stepMode = graph.phase === 'replay' ? 'graphed' : `eager (${graph.phase === 'off' ? graph.offReason : 'not captured yet: raise --warmup to 2'})`;
+    stepMode =
+      graph.phase === 'replay'
+        ? 'graphed'
+        : `eager (${graph.phase === 'off' ? graph.offReason : 'not captured yet: raise --warmup to 2'})`;
     graph.release();
     disposeMoments(moments);
     model.dispose();
   }
   const msPerStep = median(samples);
   return {
-    model: preset, batchSize, contextLength, msPerStep, tokensPerSecond: (batchSize * contextLength) / (msPerStep / 1000), attention: forwardOptions.attention,
+    model: preset,
+    batchSize,
+    contextLength,
+    msPerStep,
+    tokensPerSecond: (batchSize * contextLength) / (msPerStep / 1000),
+    attention: forwardOptions.attention,
     totalMs: samples.reduce((sum, sample) => sum + sample, 0),
     precision: config.device.precision,
     peakMemoryBytes,

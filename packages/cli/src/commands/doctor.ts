@@ -9,7 +9,16 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { FIRST_PARTY_BACKENDS, matmul, probeBackends, tensor, tidy, type BackendPlugin, type DiscoveryReport, type KernelBackend } from '@kiln/core';
+import {
+  FIRST_PARTY_BACKENDS,
+  matmul,
+  probeBackends,
+  tensor,
+  tidy,
+  type BackendPlugin,
+  type DiscoveryReport,
+  type KernelBackend,
+} from '@kiln/core';
 import { backendFix, cublasAdvice } from '../backend-fixes.js';
 import { discoverAllBackends, setUpBackend } from '../backend-setup.js';
 import type { CliContext } from '../cli-context.js';
@@ -49,14 +58,22 @@ export function defineDoctorCommand(program: Command, context: CliContext): void
     .description('check the toolchain, backends and native binaries, and print fixes')
     .option('--json', 'print the checks as JSON')
     .action(async (options: { json?: boolean }) => {
-      const checks = await runChecks(context, { platform: process.platform, env: process.env, nvidiaGpu: () => findNvidiaGpu() });
+      const checks = await runChecks(context, {
+        platform: process.platform,
+        env: process.env,
+        nvidiaGpu: () => findNvidiaGpu(),
+      });
       const healthy = !checks.some((check) => check.status === 'fail' && check.critical === true);
       if (options.json === true) {
         context.terminal.json({ healthy, checks });
       } else {
         for (const check of checks) printCheck(check, context);
         context.terminal.say('');
-        context.terminal.say(healthy ? 'kiln can train on this machine.' : 'kiln cannot train on this machine until the ✗ items marked critical are fixed.');
+        context.terminal.say(
+          healthy
+            ? 'kiln can train on this machine.'
+            : 'kiln cannot train on this machine until the ✗ items marked critical are fixed.',
+        );
       }
       context.exitCode = healthy ? ExitCode.ok : ExitCode.failure;
     });
@@ -71,7 +88,10 @@ async function runChecks(context: CliContext, environment: DoctorEnvironment): P
       checks.push(unavailableBackendCheck(plugin.name, probe.reason, environment));
       continue;
     }
-    checks.push({ status: 'ok', title: `backend '${plugin.name}' is available (${probe.devices.map((device) => device.name).join(', ') || 'no device listed'})` });
+    checks.push({
+      status: 'ok',
+      title: `backend '${plugin.name}' is available (${probe.devices.map((device) => device.name).join(', ') || 'no device listed'})`,
+    });
     if (plugin.name === 'cuda') checks.push(await matmulPathCheck(plugin));
   }
   checks.push(nvccCheck(), temporaryDirectoryCheck());
@@ -83,20 +103,38 @@ async function runChecks(context: CliContext, environment: DoctorEnvironment): P
  * An unavailable backend: a failure with its fix, unless it cannot apply to this machine (Metal
  * off macOS, CUDA on macOS or without an NVIDIA GPU), which is nothing to fix.
  */
-export function unavailableBackendCheck(name: string, reason: string | undefined, environment: DoctorEnvironment): DoctorCheck {
+export function unavailableBackendCheck(
+  name: string,
+  reason: string | undefined,
+  environment: DoctorEnvironment,
+): DoctorCheck {
   if (name === 'metal' && environment.platform !== 'darwin') {
-    return { status: 'not-applicable', title: `backend 'metal' does not apply here: Metal needs macOS (this machine runs ${environment.platform})` };
+    return {
+      status: 'not-applicable',
+      title: `backend 'metal' does not apply here: Metal needs macOS (this machine runs ${environment.platform})`,
+    };
   }
   if (name === 'cuda' && environment.platform === 'darwin') {
-    return { status: 'not-applicable', title: "backend 'cuda' does not apply here: CUDA needs an NVIDIA GPU on Linux or Windows" };
+    return {
+      status: 'not-applicable',
+      title: "backend 'cuda' does not apply here: CUDA needs an NVIDIA GPU on Linux or Windows",
+    };
   }
   const { diagnosis, fix } = backendFix(name, reason);
   if (name === 'cuda' && /No NVIDIA driver|driver supports CUDA|no CUDA device/.test(reason ?? '')) {
     const gpu = environment.nvidiaGpu();
     if (gpu === undefined) {
-      return { status: 'not-applicable', title: "backend 'cuda' does not apply here: no NVIDIA GPU (none in /proc/driver/nvidia, /dev/nvidia*, or on the PCI bus)" };
+      return {
+        status: 'not-applicable',
+        title:
+          "backend 'cuda' does not apply here: no NVIDIA GPU (none in /proc/driver/nvidia, /dev/nvidia*, or on the PCI bus)",
+      };
     }
-    return { status: 'fail', title: `backend 'cuda' is unavailable: ${diagnosis}, though this machine has an NVIDIA GPU (${gpu})`, fix };
+    return {
+      status: 'fail',
+      title: `backend 'cuda' is unavailable: ${diagnosis}, though this machine has an NVIDIA GPU (${gpu})`,
+      fix,
+    };
   }
   return { status: 'fail', title: `backend '${name}' is unavailable: ${diagnosis}`, fix };
 }
@@ -108,9 +146,15 @@ async function matmulPathCheck(plugin: BackendPlugin): Promise<DoctorCheck> {
     backend = await plugin.create();
     const path = matmulPathOf(backend) ?? 'not reported';
     const advice = cublasAdvice(path);
-    return advice === undefined ? { status: 'ok', title: `${plugin.name} matmul: ${path}` } : { status: 'info', title: `${plugin.name} matmul: ${path}`, fix: advice };
+    return advice === undefined
+      ? { status: 'ok', title: `${plugin.name} matmul: ${path}` }
+      : { status: 'info', title: `${plugin.name} matmul: ${path}`, fix: advice };
   } catch (error) {
-    return { status: 'fail', title: `backend '${plugin.name}' probes available but could not be created: ${error instanceof Error ? error.message : String(error)}`, fix: 'Run `kiln info` for details, and report it.' };
+    return {
+      status: 'fail',
+      title: `backend '${plugin.name}' probes available but could not be created: ${error instanceof Error ? error.message : String(error)}`,
+      fix: 'Run `kiln info` for details, and report it.',
+    };
   } finally {
     backend?.dispose?.();
   }
@@ -121,7 +165,12 @@ function nodeCheck(): DoctorCheck {
   const ok = major > MINIMUM_NODE[0] || (major === MINIMUM_NODE[0] && minor >= MINIMUM_NODE[1]);
   return ok
     ? { status: 'ok', title: `Node.js ${process.versions.node} (≥ ${MINIMUM_NODE.join('.')})` }
-    : { status: 'fail', critical: true, title: `Node.js ${process.versions.node} is older than ${MINIMUM_NODE.join('.')}`, fix: 'Install Node.js 20.10 or newer (e.g. `nvm install 20`).' };
+    : {
+        status: 'fail',
+        critical: true,
+        title: `Node.js ${process.versions.node} is older than ${MINIMUM_NODE.join('.')}`,
+        fix: 'Install Node.js 20.10 or newer (e.g. `nvm install 20`).',
+      };
 }
 
 /** First-party packages, and every discovered package that failed (API version mismatches included). */
@@ -130,35 +179,63 @@ function packageChecks(discovery: DiscoveryReport): DoctorCheck[] {
   for (const name of FIRST_PARTY_BACKENDS) {
     const entry = discovery.find((candidate) => candidate.name === name);
     if (name === '@kiln/backend-cpu') {
-      checks.push({ status: 'ok', title: `${name} is embedded in @kiln/cli${entry?.loaded === true ? ' and installed' : ''}` });
+      checks.push({
+        status: 'ok',
+        title: `${name} is embedded in @kiln/cli${entry?.loaded === true ? ' and installed' : ''}`,
+      });
     } else if (entry === undefined || entry.path === undefined) {
-      checks.push({ status: 'info', title: `${name} is not installed`, fix: OPTIONAL_NATIVE.has(name) ? `Optional: install it where its hardware exists (\`npm i ${name}\`).` : undefined });
+      checks.push({
+        status: 'info',
+        title: `${name} is not installed`,
+        fix: OPTIONAL_NATIVE.has(name)
+          ? `Optional: install it where its hardware exists (\`npm i ${name}\`).`
+          : undefined,
+      });
     } else if (entry.loaded) {
       checks.push({ status: 'ok', title: `${name} is installed and loads (${entry.path})` });
     } else {
-      checks.push({ status: 'fail', title: `${name} is installed but did not load: ${entry.reason ?? 'no reason given'}`, fix: fixFor(name, entry.reason) });
+      checks.push({
+        status: 'fail',
+        title: `${name} is installed but did not load: ${entry.reason ?? 'no reason given'}`,
+        fix: fixFor(name, entry.reason),
+      });
     }
   }
   for (const entry of discovery) {
-    if (FIRST_PARTY_BACKENDS.includes(entry.name) || entry.loaded || entry.reason?.startsWith('skipped') === true) continue;
-    checks.push({ status: 'fail', title: `plugin ${entry.name} did not load: ${entry.reason ?? 'no reason given'}`, fix: fixFor(entry.name, entry.reason) });
+    if (FIRST_PARTY_BACKENDS.includes(entry.name) || entry.loaded || entry.reason?.startsWith('skipped') === true)
+      continue;
+    checks.push({
+      status: 'fail',
+      title: `plugin ${entry.name} did not load: ${entry.reason ?? 'no reason given'}`,
+      fix: fixFor(entry.name, entry.reason),
+    });
   }
   return checks;
 }
 
 function fixFor(name: string, reason: string | undefined): string {
-  if (reason !== undefined && /API version/i.test(reason)) return `Install versions of ${name} and @kiln/core built for each other (see the versions in the message).`;
-  if (reason !== undefined && /entry point|built/i.test(reason)) return `Build or reinstall it: \`pnpm rebuild ${name}\` (or \`npm rebuild ${name}\`).`;
+  if (reason !== undefined && /API version/i.test(reason))
+    return `Install versions of ${name} and @kiln/core built for each other (see the versions in the message).`;
+  if (reason !== undefined && /entry point|built/i.test(reason))
+    return `Build or reinstall it: \`pnpm rebuild ${name}\` (or \`npm rebuild ${name}\`).`;
   return `Reinstall it (\`npm i ${name}\`), or remove it if unused.`;
 }
 
 function nvccCheck(): DoctorCheck {
   try {
-    const version = execFileSync('nvcc', ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 10_000 });
+    const version = execFileSync('nvcc', ['--version'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 10_000,
+    });
     const release = /release ([\d.]+)/.exec(version)?.[1] ?? 'unknown version';
     return { status: 'info', title: `nvcc ${release} is on PATH (can build @kiln/backend-cuda from source)` };
   } catch {
-    return { status: 'info', title: 'nvcc is not on PATH', fix: 'Only needed to build @kiln/backend-cuda from source; prebuilt binaries do not need it.' };
+    return {
+      status: 'info',
+      title: 'nvcc is not on PATH',
+      fix: 'Only needed to build @kiln/backend-cuda from source; prebuilt binaries do not need it.',
+    };
   }
 }
 
@@ -169,7 +246,12 @@ function temporaryDirectoryCheck(): DoctorCheck {
     rmSync(directory, { recursive: true, force: true });
     return { status: 'ok', title: `temp directory ${tmpdir()} is writable` };
   } catch (error) {
-    return { status: 'fail', critical: true, title: `temp directory ${tmpdir()} is not writable: ${error instanceof Error ? error.message : String(error)}`, fix: 'Set TMPDIR to a writable directory.' };
+    return {
+      status: 'fail',
+      critical: true,
+      title: `temp directory ${tmpdir()} is not writable: ${error instanceof Error ? error.message : String(error)}`,
+      fix: 'Set TMPDIR to a writable directory.',
+    };
   }
 }
 
@@ -179,23 +261,48 @@ async function defaultPathCheck(context: CliContext, env: NodeJS.ProcessEnv): Pr
   const fromEnvironment = requested !== '' && requested.toLowerCase() !== 'auto';
   try {
     const resolution = await setUpBackend({}, context.terminal);
-    const product = tidy(() => matmul(tensor([[1, 2], [3, 4]]), tensor([[5, 6], [7, 8]])));
+    const product = tidy(() =>
+      matmul(
+        tensor([
+          [1, 2],
+          [3, 4],
+        ]),
+        tensor([
+          [5, 6],
+          [7, 8],
+        ]),
+      ),
+    );
     const values = await product.data().finally(() => product.dispose());
     const expected = [19, 22, 43, 50];
     if (!expected.every((value, index) => values[index] === value)) {
-      return { status: 'fail', critical: true, title: `backend '${resolution.plugin.name}' computed a wrong matmul (${[...values].join(', ')})`, fix: 'Report this as a bug in the backend package, and choose another with --device.' };
+      return {
+        status: 'fail',
+        critical: true,
+        title: `backend '${resolution.plugin.name}' computed a wrong matmul (${[...values].join(', ')})`,
+        fix: 'Report this as a bug in the backend package, and choose another with --device.',
+      };
     }
-    const which = fromEnvironment ? `backend '${resolution.plugin.name}' (KILN_DEVICE=${requested})` : `default backend '${resolution.plugin.name}'`;
+    const which = fromEnvironment
+      ? `backend '${resolution.plugin.name}' (KILN_DEVICE=${requested})`
+      : `default backend '${resolution.plugin.name}'`;
     return { status: 'ok', title: `${which} resolves and computes correctly` };
   } catch (error) {
     const message = (error instanceof Error ? error.message : String(error)).split('\n')[0];
     if (fromEnvironment) {
       return {
-        status: 'fail', critical: true, title: `KILN_DEVICE=${requested} asks for a backend that cannot be used: ${message}`,
+        status: 'fail',
+        critical: true,
+        title: `KILN_DEVICE=${requested} asks for a backend that cannot be used: ${message}`,
         fix: '`unset KILN_DEVICE` (kiln then picks the best available backend), or set it to a backend marked ✓ above.',
       };
     }
-    return { status: 'fail', critical: true, title: `no default backend works: ${message}`, fix: 'Reinstall @kiln/cli (it embeds @kiln/backend-cpu), or fix the reasons above.' };
+    return {
+      status: 'fail',
+      critical: true,
+      title: `no default backend works: ${message}`,
+      fix: 'Reinstall @kiln/cli (it embeds @kiln/backend-cpu), or fix the reasons above.',
+    };
   }
 }
 

@@ -6,8 +6,20 @@
 import os from 'node:os';
 import type { Command } from 'commander';
 import {
-  adaptConfigToBackend, assertFiniteEvaluationLoss, assertGenerationFits, defaultTrainConfig, estimateHostBatchBytes, evaluate, formatBytes, forwardOptionsFor, loadData,
-  MAX_EVAL_BATCHES, MAX_HOST_ARRAY_ELEMENTS, readCheckpointState, type DataConfig, type TrainConfig,
+  adaptConfigToBackend,
+  assertFiniteEvaluationLoss,
+  assertGenerationFits,
+  defaultTrainConfig,
+  estimateHostBatchBytes,
+  evaluate,
+  formatBytes,
+  forwardOptionsFor,
+  loadData,
+  MAX_EVAL_BATCHES,
+  MAX_HOST_ARRAY_ELEMENTS,
+  readCheckpointState,
+  type DataConfig,
+  type TrainConfig,
 } from '@kiln/trainer';
 import { InvalidArgumentError } from '@kiln/core';
 import { reportResolution, setUpBackend } from '../backend-setup.js';
@@ -36,12 +48,12 @@ export function defineEvalCommand(program: Command, context: CliContext): void {
     .command('eval')
     .description('validation loss and perplexity of a trained model')
     .requiredOption('--checkpoint <dir>', 'a run directory (its newest checkpoint) or a model directory')
-    .option('--data <path>', 'a text/code file, a directory, or a .kiln-tokens file (default: the run\'s data)')
-    .option('--sequences <file>', 'a JSON array of arrays of token ids (default: the run\'s data)')
+    .option('--data <path>', "a text/code file, a directory, or a .kiln-tokens file (default: the run's data)")
+    .option('--sequences <file>', "a JSON array of arrays of token ids (default: the run's data)")
     .option('--split <name>', "'validation' or 'train'", 'validation')
-    .option('--batches <n>', 'batches to average over (default: the run\'s evalBatches)', integerArgument(1))
-    .option('--batch-size <n>', 'windows per batch (default: the run\'s batchSize)', integerArgument(1))
-    .option('--seed <n>', 'seed of the batch positions (default: the run\'s seed)', integerArgument(0))
+    .option('--batches <n>', "batches to average over (default: the run's evalBatches)", integerArgument(1))
+    .option('--batch-size <n>', "windows per batch (default: the run's batchSize)", integerArgument(1))
+    .option('--seed <n>', "seed of the batch positions (default: the run's seed)", integerArgument(0))
     .option('--device <device>', "'auto', 'cpu', 'cuda', 'metal' or a plugin's name")
     .option('--json', 'print the result as JSON')
     .option('--allow-non-finite', 'load weights that hold NaN or Infinity (refused by default)')
@@ -64,16 +76,24 @@ async function runEval(options: EvalOptions, context: CliContext): Promise<numbe
   const { model, path } = await loadModelFrom(options.checkpoint, resolution.backend, {
     onNotice: (message) => terminal.warn(`note: ${message}`),
     allowNonFinite: options.allowNonFinite === true,
-    checkModelConfig: (config, source) => assertGenerationFits(config, resolution.backend, { source, task: "evaluating at the model's context" }),
+    checkModelConfig: (config, source) =>
+      assertGenerationFits(config, resolution.backend, { source, task: "evaluating at the model's context" }),
   });
   try {
-    const runConfig: TrainConfig = (await readCheckpointState(path).catch(() => undefined))?.config ?? defaultTrainConfig();
+    const runConfig: TrainConfig =
+      (await readCheckpointState(path).catch(() => undefined))?.config ?? defaultTrainConfig();
     const config: TrainConfig = { ...runConfig, model: model.config };
-    const dataConfig: DataConfig = options.data !== undefined || options.sequences !== undefined
-      ? { ...config.data, path: options.data, sequences: options.sequences }
-      : config.data;
-    const corpus = dataConfig.path === undefined && dataConfig.sequences === undefined ? await loadEmbeddedCorpus() : undefined;
-    const data = await loadData(dataConfig, { vocabSize: model.config.vocabSize, contextLength: model.config.contextLength, corpus });
+    const dataConfig: DataConfig =
+      options.data !== undefined || options.sequences !== undefined
+        ? { ...config.data, path: options.data, sequences: options.sequences }
+        : config.data;
+    const corpus =
+      dataConfig.path === undefined && dataConfig.sequences === undefined ? await loadEmbeddedCorpus() : undefined;
+    const data = await loadData(dataConfig, {
+      vocabSize: model.config.vocabSize,
+      contextLength: model.config.contextLength,
+      corpus,
+    });
     const source = options.split === 'train' ? data.train : data.validation;
     const batches = options.batches ?? config.schedule.evalBatches;
     const batchSize = options.batchSize ?? config.schedule.batchSize;
@@ -111,7 +131,9 @@ async function runEval(options: EvalOptions, context: CliContext): Promise<numbe
       terminal.json(result);
     } else {
       terminal.say(`model: ${path}`);
-      terminal.say(`data:  ${source.description} (${options.split} split, ${formatInteger(tokens)} tokens in ${batches} batch(es))`);
+      terminal.say(
+        `data:  ${source.description} (${options.split} split, ${formatInteger(tokens)} tokens in ${batches} batch(es))`,
+      );
       const bits = byteLevel ? ` (${formatFixed(bitsPerByte(loss))} bits/byte)` : '';
       terminal.say(`loss:  ${formatFixed(loss, 4)} ${result.unit}${bits}`);
       terminal.say(`perplexity: ${formatFixed(result.perplexity, 3)} per ${byteLevel ? 'byte' : 'token'}`);
@@ -125,9 +147,12 @@ async function runEval(options: EvalOptions, context: CliContext): Promise<numbe
 /** Refuses batches that would run for hours without output, or whose token windows cannot be allocated. */
 function checkBatches(batches: number, batchSize: number, contextLength: number): void {
   if (batches > MAX_EVAL_BATCHES) {
-    throw new InvalidArgumentError(`--batches ${batches} is more than ${MAX_EVAL_BATCHES} (each batch is a forward pass, with no progress output)`, {
-      hint: `Evaluate on at most ${MAX_EVAL_BATCHES} batches.`,
-    });
+    throw new InvalidArgumentError(
+      `--batches ${batches} is more than ${MAX_EVAL_BATCHES} (each batch is a forward pass, with no progress output)`,
+      {
+        hint: `Evaluate on at most ${MAX_EVAL_BATCHES} batches.`,
+      },
+    );
   }
   const tokens = batchSize * contextLength;
   const bytes = estimateHostBatchBytes(batchSize, contextLength);

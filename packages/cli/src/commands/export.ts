@@ -29,7 +29,10 @@ export function defineExportCommand(program: Command, context: CliContext): void
   program
     .command('export')
     .description('write a model (with a LoRA adapter merged in) as a Hugging Face directory that transformers loads')
-    .requiredOption('--model <dir>', 'a run directory (its newest checkpoint) or a model directory (config.json + model.safetensors)')
+    .requiredOption(
+      '--model <dir>',
+      'a run directory (its newest checkpoint) or a model directory (config.json + model.safetensors)',
+    )
     .requiredOption('--output <dir>', 'the directory to write (config.json, model.safetensors, tokenizer files)')
     .option('--adapter <dir>', 'a LoRA adapter directory (PEFT format) to merge into the model (needs --merge)')
     .option('--merge', 'fold the --adapter into the base weights')
@@ -52,13 +55,18 @@ async function runExport(options: ExportOptions, context: CliContext): Promise<n
   const hasAdapter = model.adapter !== undefined;
   if (hasAdapter !== (options.merge === true)) {
     model.dispose();
-    throw markUsageError(new InvalidArgumentError(hasAdapter
-      ? `${options.adapter ?? path} is a LoRA adapter and --merge was not given: kiln export writes merged models only`
-      : `--merge: ${path} has no LoRA adapter to merge`, {
-      hint: hasAdapter
-        ? 'Add --merge to fold the adapter into the weights, or use the adapter directory as it is (transformers + PEFT load it next to the base model).'
-        : 'Pass the adapter with --adapter <dir>, or leave --merge out to export the model as it is.',
-    }));
+    throw markUsageError(
+      new InvalidArgumentError(
+        hasAdapter
+          ? `${options.adapter ?? path} is a LoRA adapter and --merge was not given: kiln export writes merged models only`
+          : `--merge: ${path} has no LoRA adapter to merge`,
+        {
+          hint: hasAdapter
+            ? 'Add --merge to fold the adapter into the weights, or use the adapter directory as it is (transformers + PEFT load it next to the base model).'
+            : 'Pass the adapter with --adapter <dir>, or leave --merge out to export the model as it is.',
+        },
+      ),
+    );
   }
   const exported = hasAdapter ? mergeLoraAdapter(model, model.adapter as LoraAdapter) : model;
   try {
@@ -66,7 +74,9 @@ async function runExport(options: ExportOptions, context: CliContext): Promise<n
     // The tokenizer and generation files of the model, or of the model a fine-tuning run started from.
     const source = (await tokenizerDirectoryOf(path)) ?? (await baseModelDirectoryOf(path)) ?? path;
     const copied = await copyTokenizerFiles(source, options.output);
-    terminal.say(`wrote ${options.output} (${exported.family.architectureClass}${hasAdapter ? `, adapter ${options.adapter ?? path} merged` : ''}; ${copied.length === 0 ? 'no tokenizer files to copy' : `copied ${copied.join(', ')}`})`);
+    terminal.say(
+      `wrote ${options.output} (${exported.family.architectureClass}${hasAdapter ? `, adapter ${options.adapter ?? path} merged` : ''}; ${copied.length === 0 ? 'no tokenizer files to copy' : `copied ${copied.join(', ')}`})`,
+    );
   } finally {
     // The merged model took over the base model's tensors; the adapter stays the base model's to free.
     if (exported !== model) (model.adapter as LoraAdapter).dispose();

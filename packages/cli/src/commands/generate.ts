@@ -38,10 +38,19 @@ export function defineGenerateCommand(program: Command, context: CliContext): vo
   program
     .command('generate')
     .description('generate text from a trained model, streamed as it comes')
-    .option('--model <dir>', 'a run directory (its newest checkpoint) or a model directory (config.json + model.safetensors, kiln or Hugging Face)')
+    .option(
+      '--model <dir>',
+      'a run directory (its newest checkpoint) or a model directory (config.json + model.safetensors, kiln or Hugging Face)',
+    )
     .option('--checkpoint <dir>', 'the same as --model (its former name)')
-    .option('--adapter <dir>', 'a LoRA adapter directory (PEFT format: adapter_config.json + adapter_model.safetensors) to apply to the model')
-    .option('--tokenizer <path>', "tokenizer to use instead of the model directory's: a directory, a tokenizer.json, or 'byte'")
+    .option(
+      '--adapter <dir>',
+      'a LoRA adapter directory (PEFT format: adapter_config.json + adapter_model.safetensors) to apply to the model',
+    )
+    .option(
+      '--tokenizer <path>',
+      "tokenizer to use instead of the model directory's: a directory, a tokenizer.json, or 'byte'",
+    )
     .option('--prompt <text>', 'text to continue (token ids like "1 2 3" for non-byte vocabularies)', '\n')
     .option('--max-tokens <n>', 'tokens to generate', integerArgument(1), 200)
     .option('--temperature <t>', 'softmax temperature; 0 is greedy', numberArgument(0), 0.8)
@@ -51,7 +60,10 @@ export function defineGenerateCommand(program: Command, context: CliContext): vo
     .option('--device <device>', "'auto', 'cpu', 'cuda', 'metal' or a plugin's name")
     .option('--no-echo', 'do not print the prompt before the generated text')
     .option('--quiet', 'print only the text (no backend line on stderr)')
-    .option('--allow-non-finite', 'load weights that hold NaN or Infinity (refused by default: the checkpoint is damaged or the run diverged)')
+    .option(
+      '--allow-non-finite',
+      'load weights that hold NaN or Infinity (refused by default: the checkpoint is damaged or the run diverged)',
+    )
     .action(async (options: GenerateCommandOptions) => {
       context.exitCode = await runGenerate(options, context);
     });
@@ -69,12 +81,22 @@ async function runGenerate(options: GenerateCommandOptions, context: CliContext)
     // A model whose KV cache at its full context cannot fit is refused before any weight is read.
     checkModelConfig: (config, source) => assertGenerationFits(config, resolution.backend, { source }),
   });
-  if (options.quiet !== true) terminal.warn(`model: ${path}${options.adapter === undefined ? '' : ` + adapter ${options.adapter}`}`);
+  if (options.quiet !== true)
+    terminal.warn(`model: ${path}${options.adapter === undefined ? '' : ` + adapter ${options.adapter}`}`);
   try {
     const tokenizer = await tokenizerFor(path, model, options.tokenizer);
-    const prompt = tokenizer === undefined ? promptTokens(options.prompt, model.config.vocabSize) : tokenizer.encode(options.prompt);
-    const stream = tokenizer === undefined ? new TokenTextStream(model.config.vocabSize) : tokenizer.createDecoder({ context: prompt });
-    const stopTokens = [...new Set([...(tokenizer?.eosId == null ? [] : [tokenizer.eosId]), ...(model.config.architecture?.eosTokenIds ?? [])])];
+    const prompt =
+      tokenizer === undefined ? promptTokens(options.prompt, model.config.vocabSize) : tokenizer.encode(options.prompt);
+    const stream =
+      tokenizer === undefined
+        ? new TokenTextStream(model.config.vocabSize)
+        : tokenizer.createDecoder({ context: prompt });
+    const stopTokens = [
+      ...new Set([
+        ...(tokenizer?.eosId == null ? [] : [tokenizer.eosId]),
+        ...(model.config.architecture?.eosTokenIds ?? []),
+      ]),
+    ];
     const note = promptWindowNote(prompt.length, model.config.contextLength);
     if (note !== undefined) terminal.warn(`note: ${note}`);
     if (options.echo) terminal.write(options.prompt);
@@ -101,15 +123,22 @@ async function runGenerate(options: GenerateCommandOptions, context: CliContext)
 /** The --model directory (--checkpoint is its former name; giving both is refused). */
 function modelOption(options: GenerateCommandOptions): string {
   if (options.model !== undefined && options.checkpoint !== undefined && options.model !== options.checkpoint) {
-    throw markUsageError(new InvalidArgumentError(`--model ${options.model} and --checkpoint ${options.checkpoint} name different models`, {
-      hint: 'Pass one of them (--checkpoint is the former name of --model).',
-    }));
+    throw markUsageError(
+      new InvalidArgumentError(
+        `--model ${options.model} and --checkpoint ${options.checkpoint} name different models`,
+        {
+          hint: 'Pass one of them (--checkpoint is the former name of --model).',
+        },
+      ),
+    );
   }
   const directory = options.model ?? options.checkpoint;
   if (directory === undefined) {
-    throw markUsageError(new InvalidArgumentError('kiln generate needs --model <dir>', {
-      hint: 'Pass a run directory (e.g. ./kiln-run) or a model directory (config.json + model.safetensors), e.g. --model ./SmolLM2-135M.',
-    }));
+    throw markUsageError(
+      new InvalidArgumentError('kiln generate needs --model <dir>', {
+        hint: 'Pass a run directory (e.g. ./kiln-run) or a model directory (config.json + model.safetensors), e.g. --model ./SmolLM2-135M.',
+      }),
+    );
   }
   return directory;
 }
@@ -117,6 +146,8 @@ function modelOption(options: GenerateCommandOptions): string {
 /** The note for a prompt longer than the model's context: the model reads only the end of it. */
 function promptWindowNote(promptTokens: number, contextLength: number): string | undefined {
   if (promptTokens <= contextLength) return undefined;
-  return `the prompt is ${promptTokens} tokens, more than the model's context of ${contextLength}: the model reads only its last ${contextLength} tokens ` +
-    `(the first ${promptTokens - contextLength} are ignored), and each new token slides that window on by one`;
+  return (
+    `the prompt is ${promptTokens} tokens, more than the model's context of ${contextLength}: the model reads only its last ${contextLength} tokens ` +
+    `(the first ${promptTokens - contextLength} are ignored), and each new token slides that window on by one`
+  );
 }

@@ -4,7 +4,18 @@
  */
 import { freemem, totalmem } from 'node:os';
 import type { Command } from 'commander';
-import { DTYPES, KilnError, listBackends, parseDeviceId, probeBackend, type BackendAttempt, type BackendResolution, type DeviceInfo, type DiscoveryReport, type KernelBackend } from '@kiln/core';
+import {
+  DTYPES,
+  KilnError,
+  listBackends,
+  parseDeviceId,
+  probeBackend,
+  type BackendAttempt,
+  type BackendResolution,
+  type DeviceInfo,
+  type DiscoveryReport,
+  type KernelBackend,
+} from '@kiln/core';
 import { discoverAllBackends, reportResolution, setUpBackend } from '../backend-setup.js';
 import type { CliContext } from '../cli-context.js';
 import { ExitCode } from '../exit-codes.js';
@@ -17,7 +28,13 @@ export interface InfoReport {
   /** Name of the backend that would be chosen, or null when none can be. */
   selected: string | null;
   /** Every registered backend (highest priority first), then discovered packages that failed to load. */
-  backends: Array<{ name: string; available: boolean; reason: string | null; priority: number | null; devices: DeviceInfo[] }>;
+  backends: Array<{
+    name: string;
+    available: boolean;
+    reason: string | null;
+    priority: number | null;
+    devices: DeviceInfo[];
+  }>;
 }
 
 interface InfoOptions {
@@ -64,7 +81,9 @@ async function runInfo(options: InfoOptions, context: CliContext): Promise<numbe
     printReport(report, discovery, resolution, context, failedRequest);
     if (failure !== undefined) {
       terminal.say('');
-      terminal.say(`selected: none — ${failedRequest === undefined ? firstLine(failure) : 'the request marked ✗ above cannot be met (the error below says why)'}`);
+      terminal.say(
+        `selected: none — ${failedRequest === undefined ? firstLine(failure) : 'the request marked ✗ above cannot be met (the error below says why)'}`,
+      );
     }
   }
   if (failedRequest !== undefined) throw failure;
@@ -74,7 +93,7 @@ async function runInfo(options: InfoOptions, context: CliContext): Promise<numbe
 /** The explicit request (--device, else KILN_DEVICE) that failed, or undefined when none was made (automatic resolution failed). */
 function describeFailedRequest(flag: string | undefined, failure: unknown): FailedRequest | undefined {
   const fromFlag = flag !== undefined && flag.trim() !== '' && flag.trim().toLowerCase() !== 'auto';
-  const text = (fromFlag ? flag : process.env.KILN_DEVICE ?? '').trim();
+  const text = (fromFlag ? flag : (process.env.KILN_DEVICE ?? '')).trim();
   if (text === '' || text.toLowerCase() === 'auto') return undefined;
   const source = `requested by ${fromFlag ? '--device' : 'KILN_DEVICE'} (${JSON.stringify(text)})`;
   let name = '';
@@ -92,26 +111,53 @@ function firstLine(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).split('\n')[0];
 }
 
-async function buildReport(discovery: DiscoveryReport, resolution: BackendResolution | undefined, failedRequest: FailedRequest | undefined): Promise<InfoReport> {
+async function buildReport(
+  discovery: DiscoveryReport,
+  resolution: BackendResolution | undefined,
+  failedRequest: FailedRequest | undefined,
+): Promise<InfoReport> {
   // A backend the resolution did not probe (an explicit --device skips the others) is reported as such, not probed now:
   // a plugin whose probe never settles must not delay `kiln info --device cpu`.
-  const skipped = (name: string): boolean => resolution?.steps.some((step) => step.name === name && step.reason.startsWith('not probed')) === true;
-  const probed = await Promise.all(listBackends().map(async (plugin) => ({
-    plugin,
-    probe: skipped(plugin.name) ? { available: false, devices: [] as DeviceInfo[] } : await probeBackend(plugin),
-  })));
+  const skipped = (name: string): boolean =>
+    resolution?.steps.some((step) => step.name === name && step.reason.startsWith('not probed')) === true;
+  const probed = await Promise.all(
+    listBackends().map(async (plugin) => ({
+      plugin,
+      probe: skipped(plugin.name) ? { available: false, devices: [] as DeviceInfo[] } : await probeBackend(plugin),
+    })),
+  );
   const registered = new Set(listBackends().map((plugin) => plugin.name));
   const backends: InfoReport['backends'] = probed.map(({ plugin, probe }) => {
     const step = resolution?.steps.find((candidate) => candidate.name === plugin.name);
-    if (failedRequest?.name === plugin.name) return { name: plugin.name, available: probe.available, reason: failedRequest.reason, priority: plugin.priority, devices: probe.devices };
-    return { name: plugin.name, available: probe.available, reason: step?.reason ?? probe.reason ?? null, priority: plugin.priority, devices: probe.devices };
+    if (failedRequest?.name === plugin.name)
+      return {
+        name: plugin.name,
+        available: probe.available,
+        reason: failedRequest.reason,
+        priority: plugin.priority,
+        devices: probe.devices,
+      };
+    return {
+      name: plugin.name,
+      available: probe.available,
+      reason: step?.reason ?? probe.reason ?? null,
+      priority: plugin.priority,
+      devices: probe.devices,
+    };
   });
   if (failedRequest !== undefined && !registered.has(failedRequest.name)) {
-    backends.push({ name: failedRequest.name === '' ? '(not a device id)' : failedRequest.name, available: false, reason: failedRequest.reason, priority: null, devices: [] });
+    backends.push({
+      name: failedRequest.name === '' ? '(not a device id)' : failedRequest.name,
+      available: false,
+      reason: failedRequest.reason,
+      priority: null,
+      devices: [],
+    });
   }
   for (const entry of discovery) {
     // Packages that exist but could not be loaded are backends the user meant to have.
-    if (entry.loaded || entry.path === undefined || (entry.backend !== undefined && registered.has(entry.backend))) continue;
+    if (entry.loaded || entry.path === undefined || (entry.backend !== undefined && registered.has(entry.backend)))
+      continue;
     backends.push({ name: entry.name, available: false, reason: entry.reason ?? null, priority: null, devices: [] });
   }
   return {
@@ -121,7 +167,13 @@ async function buildReport(discovery: DiscoveryReport, resolution: BackendResolu
   };
 }
 
-function printReport(report: InfoReport, discovery: DiscoveryReport, resolution: BackendResolution | undefined, context: CliContext, failedRequest: FailedRequest | undefined): void {
+function printReport(
+  report: InfoReport,
+  discovery: DiscoveryReport,
+  resolution: BackendResolution | undefined,
+  context: CliContext,
+  failedRequest: FailedRequest | undefined,
+): void {
   const { terminal } = context;
   const { platform } = report;
   terminal.say(`platform: ${platform.os} ${platform.arch}, Node.js ${platform.node}`);
@@ -130,12 +182,17 @@ function printReport(report: InfoReport, discovery: DiscoveryReport, resolution:
   for (const backend of report.backends) {
     const mark = backend.available && backend.reason !== failedRequest?.reason ? '✓' : '✗';
     const priority = backend.priority === null ? '' : ` (priority ${backend.priority})`;
-    terminal.say(`  ${mark} ${backend.name}${priority}: ${backend.reason ?? (backend.available ? 'available' : 'unavailable')}`);
+    terminal.say(
+      `  ${mark} ${backend.name}${priority}: ${backend.reason ?? (backend.available ? 'available' : 'unavailable')}`,
+    );
     for (const device of backend.devices) terminal.say(`      ${device.id}: ${device.name}${memoryText(device)}`);
   }
   // A first-party package not found on disk but registered anyway (the CPU backend embedded in the CLI) is not missing.
   const registeredNames = new Set(report.backends.map((backend) => backend.name));
-  const missing = discovery.filter((entry) => !entry.loaded && entry.path === undefined && !registeredNames.has(entry.name.replace(/^@kiln\/backend-/, '')));
+  const missing = discovery.filter(
+    (entry) =>
+      !entry.loaded && entry.path === undefined && !registeredNames.has(entry.name.replace(/^@kiln\/backend-/, '')),
+  );
   for (const entry of missing) terminal.say(`  · ${entry.name}: ${entry.reason ?? 'not installed'}`);
   if (resolution === undefined) return;
   terminal.say('');
@@ -181,7 +238,9 @@ function memoryLine(backend: KernelBackend, device: DeviceInfo | undefined): str
 
 function attentionLine(backend: KernelBackend): string {
   if (typeof backend.attention !== 'function') return 'composed from primitives (no fused attention kernel)';
-  return backend.capabilities?.flashAttention === true ? 'flash (native fused kernel, tiled online softmax)' : 'fused native kernel (not tiled flash)';
+  return backend.capabilities?.flashAttention === true
+    ? 'flash (native fused kernel, tiled online softmax)'
+    : 'fused native kernel (not tiled flash)';
 }
 
 function memoryText(device: DeviceInfo): string {

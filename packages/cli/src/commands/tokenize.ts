@@ -10,8 +10,15 @@ import { stat } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '@kiln/core';
 import {
-  describeExtensions, listDataFiles, loadTokenizer, TOKEN_FILE_EXTENSION, TokenFileWriter, tokenizeFiles,
-  type ExtensionCount, type TokenizeProgress, type Tokenizer,
+  describeExtensions,
+  listDataFiles,
+  loadTokenizer,
+  TOKEN_FILE_EXTENSION,
+  TokenFileWriter,
+  tokenizeFiles,
+  type ExtensionCount,
+  type TokenizeProgress,
+  type Tokenizer,
 } from '@kiln/trainer';
 import type { CliContext } from '../cli-context.js';
 import { ExitCode } from '../exit-codes.js';
@@ -41,9 +48,16 @@ export function defineTokenizeCommand(program: Command, context: CliContext): vo
     .description('turn text/code files or directories into a binary token file for --data')
     .argument('<input...>', 'text/code files or directories of them')
     .option('--output <file>', 'the token file to write, *.kiln-tokens (default: <first input>.kiln-tokens)')
-    .option('--tokenizer <tokenizer>', "a model directory holding tokenizer.json, a tokenizer.json file, or 'byte'", 'byte')
+    .option(
+      '--tokenizer <tokenizer>',
+      "a model directory holding tokenizer.json, a tokenizer.json file, or 'byte'",
+      'byte',
+    )
     .option('--include <glob...>', "only files matching these globs under a directory (e.g. '**/*.ts')")
-    .option('--exclude <glob...>', "leave out files matching these globs (e.g. 'dist/**'); .git and node_modules always are")
+    .option(
+      '--exclude <glob...>',
+      "leave out files matching these globs (e.g. 'dist/**'); .git and node_modules always are",
+    )
     .option('--no-gitignore', 'read files that .gitignore files ignore')
     .option('--json', 'print the summary as JSON')
     .action(async (inputs: string[], options: TokenizeOptions) => {
@@ -56,7 +70,10 @@ export function defaultTokenFilePath(input: string): string {
   return `${input.replace(/[/\\]+$/, '') || input}${TOKEN_FILE_EXTENSION}`;
 }
 
-function progressReporter(terminal: Terminal, enabled: boolean): { update(progress: TokenizeProgress): void; done(): void } {
+function progressReporter(
+  terminal: Terminal,
+  enabled: boolean,
+): { update(progress: TokenizeProgress): void; done(): void } {
   let last = 0;
   let shown = false;
   const line = (progress: TokenizeProgress): string => {
@@ -92,11 +109,19 @@ async function runTokenize(inputs: string[], options: TokenizeOptions, context: 
     });
   }
   const tokenizer: Tokenizer = await loadTokenizer(options.tokenizer);
-  const filter = { include: options.include, exclude: options.exclude, gitignore: options.gitignore, source: INPUT_SOURCE };
+  const filter = {
+    include: options.include,
+    exclude: options.exclude,
+    gitignore: options.gitignore,
+    source: INPUT_SOURCE,
+  };
   // List everything first: a bad input fails before any file is written.
   const lists = [];
   for (const input of inputs) lists.push(await listDataFiles(input, filter));
-  const writer = await TokenFileWriter.create(output, { vocabSize: tokenizer.vocabSize, tokenizer: { name: tokenizer.name, hash: tokenizer.hash } });
+  const writer = await TokenFileWriter.create(output, {
+    vocabSize: tokenizer.vocabSize,
+    tokenizer: { name: tokenizer.name, hash: tokenizer.hash },
+  });
   const progress = progressReporter(terminal, options.json !== true);
   // Interrupted (Ctrl+C, SIGTERM): remove the partial temporary file, then exit as the signal asks.
   let interrupted: NodeJS.Signals | undefined;
@@ -117,7 +142,8 @@ async function runTokenize(inputs: string[], options: TokenizeOptions, context: 
     let bytesBefore = 0;
     for (const list of lists) {
       const read = await tokenizeFiles(list, tokenizer, (ids) => writer.append(ids), {
-        onProgress: (event) => progress.update({ ...event, bytesRead: bytesBefore + event.bytesRead, tokens: tokensBefore + event.tokens }),
+        onProgress: (event) =>
+          progress.update({ ...event, bytesRead: bytesBefore + event.bytesRead, tokens: tokensBefore + event.tokens }),
       });
       files.push(...read.files);
       notes.push(...read.notes);
@@ -146,16 +172,33 @@ async function runTokenize(inputs: string[], options: TokenizeOptions, context: 
   const extensions = Object.fromEntries([...byExtension].map(([extension, count]) => [extension, count.files]));
   if (options.json === true) {
     terminal.json({
-      inputs, output, files: files.length, extensions, bytes, tokens: info.tokenCount, bytesPerToken: info.bytesPerToken,
-      vocabSize: tokenizer.vocabSize, tokenizer: { name: tokenizer.name, hash: tokenizer.hash }, fileBytes, notes,
+      inputs,
+      output,
+      files: files.length,
+      extensions,
+      bytes,
+      tokens: info.tokenCount,
+      bytesPerToken: info.bytesPerToken,
+      vocabSize: tokenizer.vocabSize,
+      tokenizer: { name: tokenizer.name, hash: tokenizer.hash },
+      fileBytes,
+      notes,
     });
     return ExitCode.ok;
   }
   for (const note of notes) terminal.warn(`note: ${note}`);
   const fileCount = `${formatInteger(files.length)} file${files.length === 1 ? '' : 's'}`;
-  terminal.say(`read ${fileCount} from ${inputs.join(', ')} (${describeExtensions(byExtension)}; ${formatBytes(bytes)})`);
-  terminal.say(`wrote ${formatInteger(info.tokenCount)} tokens (tokenizer ${tokenizer.name}, vocab ${formatInteger(tokenizer.vocabSize)}, ${info.bytesPerToken} byte${info.bytesPerToken === 1 ? '' : 's'}/token) to ${output} (${formatBytes(fileBytes)})`);
+  terminal.say(
+    `read ${fileCount} from ${inputs.join(', ')} (${describeExtensions(byExtension)}; ${formatBytes(bytes)})`,
+  );
+  terminal.say(
+    `wrote ${formatInteger(info.tokenCount)} tokens (tokenizer ${tokenizer.name}, vocab ${formatInteger(tokenizer.vocabSize)}, ${info.bytesPerToken} byte${info.bytesPerToken === 1 ? '' : 's'}/token) to ${output} (${formatBytes(fileBytes)})`,
+  );
   const model = options.tokenizer.endsWith('.json') ? '<model directory>' : options.tokenizer;
-  terminal.say(tokenizer.name === 'byte' ? `train on it with: kiln train --data ${output}` : `fine-tune on it with: kiln train --init-from ${model} --data ${output}`);
+  terminal.say(
+    tokenizer.name === 'byte'
+      ? `train on it with: kiln train --data ${output}`
+      : `fine-tune on it with: kiln train --init-from ${model} --data ${output}`,
+  );
   return ExitCode.ok;
 }

@@ -9,7 +9,18 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { formatCount, InvalidArgumentError } from '@kiln/core';
-import { adaptConfigToBackend, formatTrainConfig, loadTrainConfig, LOSS_PLOT_FILE, METRICS_FILE, parseLoraOption, train, type PartialTrainConfig, type TrainConfig, type TrainResult } from '@kiln/trainer';
+import {
+  adaptConfigToBackend,
+  formatTrainConfig,
+  loadTrainConfig,
+  LOSS_PLOT_FILE,
+  METRICS_FILE,
+  parseLoraOption,
+  train,
+  type PartialTrainConfig,
+  type TrainConfig,
+  type TrainResult,
+} from '@kiln/trainer';
 import { describeDeterminism, reportResolution, setUpBackend, trainBackendRequest } from '../backend-setup.js';
 import { formatKernelProfile } from '../bench/kernel-profile.js';
 import { createTrainProfiler, PROFILE_STEPS, PROFILE_WARMUP_STEPS } from '../bench/train-profile.js';
@@ -53,25 +64,53 @@ interface TrainOptions {
 export function defineTrainCommand(program: Command, context: CliContext): void {
   program
     .command('train')
-    .description('train a model (no arguments: the default model on the embedded corpus of kiln\'s own sources)')
+    .description("train a model (no arguments: the default model on the embedded corpus of kiln's own sources)")
     .option('--config <file>', 'YAML training config (flags override it)')
     .option('--sequences <file>', 'pre-tokenized data: a JSON array of arrays of token ids')
     .option('--data <path>', 'a text/code file, a directory of them, or a .kiln-tokens file')
-    .option('--tokenizer <tokenizer>', "tokenizer for --data text: a model directory, a tokenizer.json, or 'byte' (default: the model's, else byte)")
+    .option(
+      '--tokenizer <tokenizer>',
+      "tokenizer for --data text: a model directory, a tokenizer.json, or 'byte' (default: the model's, else byte)",
+    )
     .option('--include <glob...>', "with a --data directory: only files matching these globs (e.g. '**/*.ts')")
     .option('--exclude <glob...>', "with a --data directory: leave out files matching these globs (e.g. 'dist/**')")
     .option('--epochs <n>', 'passes over the training tokens (instead of --steps)', integerArgument(1))
     .option('--steps <n>', 'optimizer steps', integerArgument(1))
-    .option('--output <dir>', `run directory for checkpoints, metrics.jsonl and loss.svg (default ./${DEFAULT_OUTPUT_DIR}, or the config's)`)
+    .option(
+      '--output <dir>',
+      `run directory for checkpoints, metrics.jsonl and loss.svg (default ./${DEFAULT_OUTPUT_DIR}, or the config's)`,
+    )
     .option('--device <device>', "'auto', 'cpu', 'cuda', 'cuda:1', 'metal' or a plugin's name")
-    .option('--allow-device-fallback', 'when --device (or the config\'s device) cannot be used, warn and train on the best available backend (also KILN_ALLOW_DEVICE_FALLBACK=1)')
-    .option('--init-from <dir>', 'start from a model directory (config.json + model.safetensors: kiln, or Hugging Face Llama, GPT-2, StarCoder) to fine-tune it')
-    .option('--lora <spec>', 'with --init-from: train a LoRA adapter on the frozen model, e.g. r=8,alpha=16,dropout=0.05,targets=q_proj,v_proj (or targets=all-linear; base-dtype=bf16 before targets holds the frozen base in bf16)')
-    .option('--resume', 'continue from the newest good checkpoint in the run directory (damaged ones are skipped with a note)')
-    .option('--allow-non-finite', 'with --resume or --init-from: load weights that hold NaN or Infinity instead of refusing them')
+    .option(
+      '--allow-device-fallback',
+      "when --device (or the config's device) cannot be used, warn and train on the best available backend (also KILN_ALLOW_DEVICE_FALLBACK=1)",
+    )
+    .option(
+      '--init-from <dir>',
+      'start from a model directory (config.json + model.safetensors: kiln, or Hugging Face Llama, GPT-2, StarCoder) to fine-tune it',
+    )
+    .option(
+      '--lora <spec>',
+      'with --init-from: train a LoRA adapter on the frozen model, e.g. r=8,alpha=16,dropout=0.05,targets=q_proj,v_proj (or targets=all-linear; base-dtype=bf16 before targets holds the frozen base in bf16)',
+    )
+    .option(
+      '--resume',
+      'continue from the newest good checkpoint in the run directory (damaged ones are skipped with a note)',
+    )
+    .option(
+      '--allow-non-finite',
+      'with --resume or --init-from: load weights that hold NaN or Infinity instead of refusing them',
+    )
     .option('--seed <n>', 'seed of weight init and batch sampling', integerArgument(0))
-    .option('--cuda-graph <mode>', "'auto' (default): capture the steady-state step in a CUDA graph where the backend can and replay it; 'off': run every step eagerly", cudaGraphArgument)
-    .option('--profile', `time every kernel of ${PROFILE_STEPS} steps after ${PROFILE_WARMUP_STEPS} (CUDA: device time with events) and print where a step's time goes`)
+    .option(
+      '--cuda-graph <mode>',
+      "'auto' (default): capture the steady-state step in a CUDA graph where the backend can and replay it; 'off': run every step eagerly",
+      cudaGraphArgument,
+    )
+    .option(
+      '--profile',
+      `time every kernel of ${PROFILE_STEPS} steps after ${PROFILE_WARMUP_STEPS} (CUDA: device time with events) and print where a step's time goes`,
+    )
     .option('--verbose', 'print the whole resolved config')
     .option('--json', 'print one JSON event per line instead of progress')
     .action(async (options: TrainOptions) => {
@@ -85,7 +124,10 @@ async function runTrain(options: TrainOptions, context: CliContext): Promise<num
   const config = loadTrainConfig({
     file: options.config,
     overrides: overridesFrom(options),
-    onWarmupShortened: ({ from, to, steps, source }) => terminal.warn(`note: schedule.warmupSteps ${from} (from ${source}) is more than --steps ${steps}; warming up for ${formatCount(to, 'step')} instead (a tenth of the steps)`),
+    onWarmupShortened: ({ from, to, steps, source }) =>
+      terminal.warn(
+        `note: schedule.warmupSteps ${from} (from ${source}) is more than --steps ${steps}; warming up for ${formatCount(to, 'step')} instead (a tenth of the steps)`,
+      ),
   });
   const resolution = await setUpBackend(trainBackendRequest(config.device, options), terminal);
   reportResolution(resolution, terminal);
@@ -95,7 +137,8 @@ async function runTrain(options: TrainOptions, context: CliContext): Promise<num
     terminal.say('resolved config:');
     terminal.say(formatTrainConfig(adaptConfigToBackend(config, backend).config).trimEnd());
   }
-  const corpus = config.data.sequences === undefined && config.data.path === undefined ? await loadEmbeddedCorpus() : undefined;
+  const corpus =
+    config.data.sequences === undefined && config.data.path === undefined ? await loadEmbeddedCorpus() : undefined;
   const defaultRun = isDefaultRun(options);
 
   const controller = new AbortController();
@@ -104,17 +147,25 @@ async function runTrain(options: TrainOptions, context: CliContext): Promise<num
   const onSignal = (signal: NodeJS.Signals): void => {
     if (controller.signal.aborted) process.exit(exitCodeOfSignal(signal));
     stoppedBy = signal;
-    terminal.warn(`${signal === 'SIGINT' ? 'interrupted' : 'terminated (SIGTERM)'}: writing a checkpoint (${signal === 'SIGINT' ? 'press Ctrl+C again' : 'send it again'} to quit at once)`);
+    terminal.warn(
+      `${signal === 'SIGINT' ? 'interrupted' : 'terminated (SIGTERM)'}: writing a checkpoint (${signal === 'SIGINT' ? 'press Ctrl+C again' : 'send it again'} to quit at once)`,
+    );
     controller.abort();
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  const reporter = createProgressReporter(terminal, { mode: options.json === true ? 'json' : terminal.interactive ? 'bar' : 'lines' });
+  const reporter = createProgressReporter(terminal, {
+    mode: options.json === true ? 'json' : terminal.interactive ? 'bar' : 'lines',
+  });
   const profiler = options.profile === true ? createTrainProfiler(backend) : undefined;
   let result: TrainResult;
   try {
     result = await train(config, {
-      backend: profiler?.backend ?? backend, resume: options.resume === true, allowNonFinite: options.allowNonFinite === true, signal: controller.signal, corpus,
+      backend: profiler?.backend ?? backend,
+      resume: options.resume === true,
+      allowNonFinite: options.allowNonFinite === true,
+      signal: controller.signal,
+      corpus,
       onEvent: (event) => {
         profiler?.handle(event);
         reporter.handle(event);
@@ -126,14 +177,25 @@ async function runTrain(options: TrainOptions, context: CliContext): Promise<num
     process.off('SIGTERM', onSignal);
   }
   if (stoppedBy !== undefined) {
-    terminal.say(`${stoppedBy === 'SIGINT' ? 'interrupted' : 'terminated'} at step ${result.step}: checkpoint ${result.checkpointPath}; continue with --resume`);
+    terminal.say(
+      `${stoppedBy === 'SIGINT' ? 'interrupted' : 'terminated'} at step ${result.step}: checkpoint ${result.checkpointPath}; continue with --resume`,
+    );
     return exitCodeOfSignal(stoppedBy);
   }
   await reportResult(result, config, { defaultRun, corpus, json: options.json === true }, context);
   if (profiler !== undefined) {
     const profile = profiler.result();
-    if (options.json === true) terminal.json({ type: 'profile', ...(profile ?? { missing: `the run had fewer than ${PROFILE_WARMUP_STEPS + 1} steps` }) });
-    else terminal.say(profile === undefined ? `no profile: the run had fewer than ${PROFILE_WARMUP_STEPS + 1} steps (profiling starts after ${PROFILE_WARMUP_STEPS})` : `\n${formatKernelProfile(profile)}`);
+    if (options.json === true)
+      terminal.json({
+        type: 'profile',
+        ...(profile ?? { missing: `the run had fewer than ${PROFILE_WARMUP_STEPS + 1} steps` }),
+      });
+    else
+      terminal.say(
+        profile === undefined
+          ? `no profile: the run had fewer than ${PROFILE_WARMUP_STEPS + 1} steps (profiling starts after ${PROFILE_WARMUP_STEPS})`
+          : `\n${formatKernelProfile(profile)}`,
+      );
   }
   return ExitCode.ok;
 }
@@ -146,10 +208,14 @@ function exitCodeOfSignal(signal: NodeJS.Signals): number {
 /** CLI flags as config overrides (flags win over the file). */
 function overridesFrom(options: TrainOptions): PartialTrainConfig {
   if (options.sequences !== undefined && options.data !== undefined) {
-    throw new InvalidArgumentError('--sequences and --data were both given', { hint: 'Pass one data source: --sequences <file.json> or --data <path>.' });
+    throw new InvalidArgumentError('--sequences and --data were both given', {
+      hint: 'Pass one data source: --sequences <file.json> or --data <path>.',
+    });
   }
   if (options.steps !== undefined && options.epochs !== undefined) {
-    throw new InvalidArgumentError('--steps and --epochs were both given', { hint: 'Pass either --steps N or --epochs N.' });
+    throw new InvalidArgumentError('--steps and --epochs were both given', {
+      hint: 'Pass either --steps N or --epochs N.',
+    });
   }
   const overrides: Record<string, Record<string, unknown> | unknown> = {};
   const section = (name: string): Record<string, unknown> => {
@@ -179,7 +245,15 @@ function overridesFrom(options: TrainOptions): PartialTrainConfig {
 
 /** The default run: no config file, data or length flags (device, seed and output may change). */
 function isDefaultRun(options: TrainOptions): boolean {
-  return [options.config, options.sequences, options.data, options.steps, options.epochs, options.initFrom, options.lora].every((value) => value === undefined);
+  return [
+    options.config,
+    options.sequences,
+    options.data,
+    options.steps,
+    options.epochs,
+    options.initFrom,
+    options.lora,
+  ].every((value) => value === undefined);
 }
 
 async function reportResult(
@@ -192,10 +266,15 @@ async function reportResult(
   // The sample prompt is bytes: only for byte-level text (a fine-tuned model with its own tokenizer reads other ids).
   const tokenizerOfData = config.data.tokenizer;
   const initFromTokenizer = config.initFrom !== undefined && existsSync(join(config.initFrom, 'tokenizer.json'));
-  const byteLevel = config.model.vocabSize === 256 && config.data.sequences === undefined && (tokenizerOfData === undefined ? !initFromTokenizer : tokenizerOfData === 'byte');
+  const byteLevel =
+    config.model.vocabSize === 256 &&
+    config.data.sequences === undefined &&
+    (tokenizerOfData === undefined ? !initFromTokenizer : tokenizerOfData === 'byte');
   const outputDir = config.checkpoint.outputDir;
   const targetMet = run.defaultRun ? result.valLoss <= DEFAULT_RUN_TARGET : null;
-  const sample = byteLevel ? await sampleText(result.checkpointPath, { prompt: SAMPLE_PROMPT, maxTokens: 120, temperature: 0.8, seed: 0 }) : null;
+  const sample = byteLevel
+    ? await sampleText(result.checkpointPath, { prompt: SAMPLE_PROMPT, maxTokens: 120, temperature: 0.8, seed: 0 })
+    : null;
   const summary = {
     type: 'result',
     ...result,
@@ -212,14 +291,20 @@ async function reportResult(
     return;
   }
   terminal.say('');
-  terminal.say(`done: step ${result.step} in ${formatDuration(result.seconds)} (${formatInteger(result.tokensPerSecond)} tok/s)`);
-  terminal.say(byteLevel
-    ? `validation loss: ${formatFixed(result.valLoss)} nats/byte (${formatFixed(bitsPerByte(result.valLoss))} bits/byte)`
-    : `validation loss: ${formatFixed(result.valLoss)} nats/token (perplexity ${formatFixed(Math.exp(result.valLoss), 2)})`);
+  terminal.say(
+    `done: step ${result.step} in ${formatDuration(result.seconds)} (${formatInteger(result.tokensPerSecond)} tok/s)`,
+  );
+  terminal.say(
+    byteLevel
+      ? `validation loss: ${formatFixed(result.valLoss)} nats/byte (${formatFixed(bitsPerByte(result.valLoss))} bits/byte)`
+      : `validation loss: ${formatFixed(result.valLoss)} nats/token (perplexity ${formatFixed(Math.exp(result.valLoss), 2)})`,
+  );
   if (targetMet !== null) {
-    terminal.say(targetMet
-      ? `target met: ${formatFixed(result.valLoss)} ≤ ${DEFAULT_RUN_TARGET} nats/byte ✓`
-      : `target missed: ${formatFixed(result.valLoss)} > ${DEFAULT_RUN_TARGET} nats/byte ✗ (train longer with --steps)`);
+    terminal.say(
+      targetMet
+        ? `target met: ${formatFixed(result.valLoss)} ≤ ${DEFAULT_RUN_TARGET} nats/byte ✓`
+        : `target missed: ${formatFixed(result.valLoss)} > ${DEFAULT_RUN_TARGET} nats/byte ✗ (train longer with --steps)`,
+    );
   }
   terminal.say(`checkpoint: ${result.checkpointPath}`);
   terminal.say(`metrics:    ${summary.metricsPath}`);

@@ -31,5 +31,9 @@ export class TokenTextStream {
 /** The ids of `text` for a byte-level model (UTF-8 bytes), or parsed ids ("12 7 99") otherwise. */
 export function promptTokens(text: string, vocabSize: number): number[] {
   if (vocabSize <= 256) return [...new TextEncoder().encode(text)];
-  return text.trim().split(/[\s,]+/).filter(Boolean).map(Number);
+  return text
+    .trim()
+    .split(/[\s,]+/)
+    .filter(Boolean)
+    .map(Number);
 }

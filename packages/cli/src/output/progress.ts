@@ -34,9 +34,13 @@ export function createProgressReporter(terminal: Terminal, options: ProgressOpti
 function describeEvent(event: TrainEvent): string | null {
   switch (event.type) {
     case 'start': {
-      const lines = [`training ${formatInteger(event.parameters)} parameters on ${event.backend}: steps ${event.step + 1}…${event.totalSteps}`];
+      const lines = [
+        `training ${formatInteger(event.parameters)} parameters on ${event.backend}: steps ${event.step + 1}…${event.totalSteps}`,
+      ];
       for (const change of event.adaptations) {
-        lines.push(`adapted ${change.path}: ${JSON.stringify(change.from)} → ${JSON.stringify(change.to)} (${change.reason.replace(/\.$/, '')})`);
+        lines.push(
+          `adapted ${change.path}: ${JSON.stringify(change.from)} → ${JSON.stringify(change.to)} (${change.reason.replace(/\.$/, '')})`,
+        );
       }
       return lines.join('\n');
     }
@@ -56,7 +60,9 @@ function describeEvent(event: TrainEvent): string | null {
 /** The metrics line's loss, named: 'mean loss 5.446 (steps 1–10)', as metrics.jsonl's `loss` holds it. */
 function meanLossText(event: Extract<TrainEvent, { type: 'log' }>): string {
   const steps = event.fromStep === event.step ? `step ${event.step}` : `steps ${event.fromStep}–${event.step}`;
-  return event.loss === null ? `mean loss — (${steps} all skipped: non-finite)` : `mean loss ${formatFixed(event.loss)} (${steps})`;
+  return event.loss === null
+    ? `mean loss — (${steps} all skipped: non-finite)`
+    : `mean loss ${formatFixed(event.loss)} (${steps})`;
 }
 
 /** Remaining time from this process's own pace. */

@@ -47,7 +47,8 @@ function assertLeavesAlive(nodes: readonly GradNode[]): void {
       throw new DisposedTensorError(
         `backward: leaf tensor #${leaf.id} ${leaf.describe()} (an input of '${node.op}') requires a gradient but was disposed, so its gradient would be lost`,
         {
-          hint: 'Dispose parameters only after backward (and after reading .grad); for a tensor whose gradient you do not want, ' +
+          hint:
+            'Dispose parameters only after backward (and after reading .grad); for a tensor whose gradient you do not want, ' +
             'call requireGrad(false) on it before the forward pass. Recompute the forward pass, then call backward again.',
         },
       );
@@ -65,20 +66,29 @@ export function backward(output: Tensor, gradOutput?: Tensor): void {
   checkTensor('backward', 'output', output);
   if (gradOutput !== undefined) checkTensor('backward', 'gradOutput', gradOutput);
   if (!output.requiresGrad) {
-    throw new InvalidArgumentError(`backward: ${output.describe()} does not depend on any tensor that requires a gradient`, {
-      hint: 'Call requireGrad() on the parameters before the forward pass, and do not run it inside noGrad().',
-    });
+    throw new InvalidArgumentError(
+      `backward: ${output.describe()} does not depend on any tensor that requires a gradient`,
+      {
+        hint: 'Call requireGrad() on the parameters before the forward pass, and do not run it inside noGrad().',
+      },
+    );
   }
   if (!gradOutput && output.size !== 1) {
-    throw new InvalidArgumentError(`backward: output ${output.describe()} is not a single value; pass gradOutput of the same shape`);
+    throw new InvalidArgumentError(
+      `backward: output ${output.describe()} is not a single value; pass gradOutput of the same shape`,
+    );
   }
   if (gradOutput && !shapesEqual(gradOutput.shape, output.shape)) {
-    throw new InvalidArgumentError(`backward: gradOutput ${gradOutput.describe()} must match output ${output.describe()}`);
+    throw new InvalidArgumentError(
+      `backward: gradOutput ${gradOutput.describe()} must match output ${output.describe()}`,
+    );
   }
   const nodes = output.gradFn ? reachableNodes(output.gradFn) : [];
   assertLeavesAlive(nodes);
   noGrad(() => {
-    const seed = gradOutput ? clone(gradOutput) : full(output.shape, 1, { dtype: output.dtype, backend: output.backend });
+    const seed = gradOutput
+      ? clone(gradOutput)
+      : full(output.shape, 1, { dtype: output.dtype, backend: output.backend });
     keep(seed);
     if (!output.gradFn) {
       output.grad = keep(accumulate(output.grad, seed));
@@ -93,9 +103,12 @@ export function backward(output: Tensor, gradOutput?: Tensor): void {
         if (!gradient) continue;
         if (node.isConsumed) {
           gradient.dispose();
-          throw new InvalidArgumentError(`backward: the graph through '${node.op}' was already used by an earlier backward call and freed`, {
-            hint: 'Recompute the forward pass before calling backward again.',
-          });
+          throw new InvalidArgumentError(
+            `backward: the graph through '${node.op}' was already used by an earlier backward call and freed`,
+            {
+              hint: 'Recompute the forward pass before calling backward again.',
+            },
+          );
         }
         let inputGrads: Array<Tensor | null>;
         try {

@@ -14,7 +14,13 @@ export function needsGrad(inputs: readonly Tensor[]): boolean {
  * Attaches a GradNode to `output`. `saved` tensors are aliased (storage kept alive until the
  * node is released), so callers may dispose the originals.
  */
-export function recordOp(op: string, inputs: readonly Tensor[], output: Tensor, saved: readonly Tensor[], backward: OpBackward): void {
+export function recordOp(
+  op: string,
+  inputs: readonly Tensor[],
+  output: Tensor,
+  saved: readonly Tensor[],
+  backward: OpBackward,
+): void {
   if (!needsGrad(inputs)) return;
   const aliases = saved.map((tensor) => tensor.alias());
   const needed = inputs.map((tensor) => tensor.requiresGrad);

@@ -44,7 +44,11 @@ export interface DiscoverBackendsOptions {
 }
 
 /** The first-party backend packages, looked up by name. */
-export const FIRST_PARTY_BACKENDS: readonly string[] = ['@kiln/backend-cuda', '@kiln/backend-metal', '@kiln/backend-cpu'];
+export const FIRST_PARTY_BACKENDS: readonly string[] = [
+  '@kiln/backend-cuda',
+  '@kiln/backend-metal',
+  '@kiln/backend-cpu',
+];
 
 const PACKAGE_PREFIX = 'kiln-backend-';
 const PACKAGE_NAME = /^(@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*$/i;
@@ -80,7 +84,9 @@ async function runDiscovery(options: DiscoverBackendsOptions): Promise<Discovery
   for (const directory of directories) {
     for (const found of await scanNodeModules(directory)) add(found);
   }
-  const requested = [...(options.packages ?? []), ...(env.KILN_BACKENDS ?? '').split(',')].map((entry) => entry.trim()).filter(Boolean);
+  const requested = [...(options.packages ?? []), ...(env.KILN_BACKENDS ?? '').split(',')]
+    .map((entry) => entry.trim())
+    .filter(Boolean);
   for (const entry of requested) add(await locateRequested(entry, directories));
 
   return Promise.all([...candidates.values()].map((candidate) => loadCandidate(candidate)));
@@ -99,18 +105,30 @@ async function loadCandidate(candidate: Candidate): Promise<DiscoveredPackage> {
   const plugin = findPlugin(module);
   if (plugin === undefined) {
     const exported = Object.keys(module).join(', ') || 'nothing';
-    return { name, loaded: false, path: location, reason: `has no \`default\` or \`plugin\` export that is a BackendPlugin (it exports: ${exported})` };
+    return {
+      name,
+      loaded: false,
+      path: location,
+      reason: `has no \`default\` or \`plugin\` export that is a BackendPlugin (it exports: ${exported})`,
+    };
   }
   const existing = getBackendPlugin(plugin.name);
   if (existing !== undefined && existing !== plugin) {
-    return { name, loaded: false, path: location, backend: plugin.name, reason: `skipped: a different plugin named '${plugin.name}' is already registered (the first one registered is kept)` };
+    return {
+      name,
+      loaded: false,
+      path: location,
+      backend: plugin.name,
+      reason: `skipped: a different plugin named '${plugin.name}' is already registered (the first one registered is kept)`,
+    };
   }
   try {
     registerBackend(plugin);
   } catch (error) {
     const rejected: DiscoveredPackage = { name, loaded: false, path: location, reason: messageOf(error) };
     if (typeof plugin.name === 'string') rejected.backend = plugin.name;
-    if (KilnError.isInstance(error) && error.code === 'BACKEND_API_VERSION' && typeof plugin.apiVersion === 'number') rejected.apiVersion = plugin.apiVersion;
+    if (KilnError.isInstance(error) && error.code === 'BACKEND_API_VERSION' && typeof plugin.apiVersion === 'number')
+      rejected.apiVersion = plugin.apiVersion;
     return rejected;
   }
   return { name, loaded: true, path: location, backend: plugin.name };
@@ -120,18 +138,34 @@ function findPlugin(module: Record<string, unknown>): BackendPlugin | undefined 
   const fallback = module.default as Record<string, unknown> | undefined;
   // A CommonJS package imported from ESM shows up as { default: module.exports }.
   const candidates = [module.default, module.plugin, fallback?.default, fallback?.plugin];
-  return candidates.find((value): value is BackendPlugin =>
-    typeof value === 'object' && value !== null && typeof (value as BackendPlugin).name === 'string' && typeof (value as BackendPlugin).create === 'function');
+  return candidates.find(
+    (value): value is BackendPlugin =>
+      typeof value === 'object' &&
+      value !== null &&
+      typeof (value as BackendPlugin).name === 'string' &&
+      typeof (value as BackendPlugin).create === 'function',
+  );
 }
 
 async function locateRequested(entry: string, directories: string[]): Promise<Candidate> {
   if (entry.startsWith('file:') || isAbsolute(entry) || entry.startsWith('.') || entry.includes('\\')) {
     const path = entry.startsWith('file:') ? fileURLToPath(entry) : resolve(entry);
-    const exists = await stat(path).then(() => true, () => false);
-    return { name: entry, location: exists ? path : undefined, missingReason: `listed in KILN_BACKENDS, but ${path} does not exist` };
+    const exists = await stat(path).then(
+      () => true,
+      () => false,
+    );
+    return {
+      name: entry,
+      location: exists ? path : undefined,
+      missingReason: `listed in KILN_BACKENDS, but ${path} does not exist`,
+    };
   }
   if (!PACKAGE_NAME.test(entry)) {
-    return { name: entry, location: undefined, missingReason: 'listed in KILN_BACKENDS, but it is neither a package name nor a path' };
+    return {
+      name: entry,
+      location: undefined,
+      missingReason: 'listed in KILN_BACKENDS, but it is neither a package name nor a path',
+    };
   }
   return {
     name: entry,
@@ -185,7 +219,10 @@ async function locatePackage(name: string, directories: string[]): Promise<strin
 }
 
 async function hasManifest(directory: string): Promise<boolean> {
-  return stat(join(directory, 'package.json')).then((info) => info.isFile(), () => false);
+  return stat(join(directory, 'package.json')).then(
+    (info) => info.isFile(),
+    () => false,
+  );
 }
 
 /** The file `import(packageName)` would load, from package.json exports, then main, then index.js. */
@@ -201,7 +238,13 @@ async function packageEntry(directory: string): Promise<string> {
   const base = resolve(directory, target);
   const tries = exported !== undefined ? [base] : [base, `${base}.js`, `${base}.cjs`, join(base, 'index.js')];
   for (const file of tries) {
-    if (await stat(file).then((info) => info.isFile(), () => false)) return file;
+    if (
+      await stat(file).then(
+        (info) => info.isFile(),
+        () => false,
+      )
+    )
+      return file;
   }
   throw new Error(`its entry point ${base} does not exist (is the package built?)`);
 }
@@ -209,7 +252,11 @@ async function packageEntry(directory: string): Promise<string> {
 /** The target of the "." export for an import from Node, or undefined when there is no exports map. */
 function rootExport(exports: unknown): string | undefined {
   if (exports === undefined || exports === null) return undefined;
-  if (typeof exports === 'object' && !Array.isArray(exports) && Object.keys(exports).some((key) => key.startsWith('.'))) {
+  if (
+    typeof exports === 'object' &&
+    !Array.isArray(exports) &&
+    Object.keys(exports).some((key) => key.startsWith('.'))
+  ) {
     return conditionalTarget((exports as Record<string, unknown>)['.']);
   }
   return conditionalTarget(exports);
@@ -258,7 +305,10 @@ async function listDirectory(directory: string): Promise<string[]> {
 }
 
 async function isDirectory(path: string): Promise<boolean> {
-  return stat(path).then((info) => info.isDirectory(), () => false);
+  return stat(path).then(
+    (info) => info.isDirectory(),
+    () => false,
+  );
 }
 
 function messageOf(error: unknown): string {

@@ -91,9 +91,12 @@ export function isFallbackPolicy(value: unknown): value is FallbackPolicy {
 }
 
 function invalidPolicy(where: string): InvalidArgumentError {
-  return new InvalidArgumentError(`${where} is not a fallback policy; allowed values: ${FALLBACK_POLICIES.join(', ')}`, {
-    hint: "Use 'error' to forbid f32 fallbacks, 'warn' (default) to warn once, or 'allow' to run them silently.",
-  });
+  return new InvalidArgumentError(
+    `${where} is not a fallback policy; allowed values: ${FALLBACK_POLICIES.join(', ')}`,
+    {
+      hint: "Use 'error' to forbid f32 fallbacks, 'warn' (default) to warn once, or 'allow' to run them silently.",
+    },
+  );
 }
 
 function defaultWarningHandler(message: string): void {

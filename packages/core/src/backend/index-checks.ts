@@ -62,20 +62,35 @@ export function needsDeviceIndexCheck(backend: KernelBackend): boolean {
  * indices with every invalid one replaced by 0 into `safe` (both dense, `count` elements).
  */
 export function recordDeviceIndexCheck(
-  backend: KernelBackend, indices: TensorRef, count: number, check: DeviceIndexCheck, valid: TensorRef, safe?: TensorRef,
+  backend: KernelBackend,
+  indices: TensorRef,
+  count: number,
+  check: DeviceIndexCheck,
+  valid: TensorRef,
+  safe?: TensorRef,
 ): void {
   withScratch(backend, (scratch) => {
     const flat = reshaped(indices, [count]);
     const all = [count];
     const zero = scalarBroadcast(scratch.constant(0, 'i32'), all);
     const atLeastZero = scratch.binary('greaterEqual', flat, zero, scratch.tensor(all, 'i32'));
-    const belowSize = scratch.binary('less', flat, scalarBroadcast(scratch.constant(check.size, 'i32'), all), scratch.tensor(all, 'i32'));
+    const belowSize = scratch.binary(
+      'less',
+      flat,
+      scalarBroadcast(scratch.constant(check.size, 'i32'), all),
+      scratch.tensor(all, 'i32'),
+    );
     const validMask = reshaped(valid, all);
     if (check.ignore === undefined) {
       backend.binary('mul', asView(atLeastZero), asView(belowSize), validMask);
     } else {
       const inRange = scratch.binary('mul', atLeastZero, belowSize, scratch.tensor(all, 'i32'));
-      const ignored = scratch.binary('equal', flat, scalarBroadcast(scratch.constant(check.ignore, 'i32'), all), scratch.tensor(all, 'i32'));
+      const ignored = scratch.binary(
+        'equal',
+        flat,
+        scalarBroadcast(scratch.constant(check.ignore, 'i32'), all),
+        scratch.tensor(all, 'i32'),
+      );
       backend.binary('maximum', asView(inRange), asView(ignored), validMask);
     }
     if (safe !== undefined) backend.where(asView(validMask), asView(flat), zero, reshaped(safe, all));
@@ -106,7 +121,14 @@ function stateFor(backend: KernelBackend): PendingChecks {
 }
 
 /** flag = flag[0] ≠ 0 ? flag : [any invalid, first invalid position, its value, id]. */
-function foldIntoFlag(backend: KernelBackend, scratch: Scratch, flat: TensorRef, valid: TensorRef, count: number, id: number): void {
+function foldIntoFlag(
+  backend: KernelBackend,
+  scratch: Scratch,
+  flat: TensorRef,
+  valid: TensorRef,
+  count: number,
+  id: number,
+): void {
   // argmin of the mask is its first 0 (the first invalid position), or 0 when every index is valid.
   const position = reshaped(scratch.reduce('argmin', valid, 1, count, 1, scratch.tensor([1, 1], 'i32')), [1]);
   const smallest = reshaped(scratch.reduce('min', valid, 1, count, 1, scratch.tensor([1, 1], 'i32')), [1]);
@@ -114,7 +136,9 @@ function foldIntoFlag(backend: KernelBackend, scratch: Scratch, flat: TensorRef,
   const value = scratch.tensor([1], 'i32');
   backend.gather(flat, position, value, 1, count, 1);
   const candidate = scratch.tensor([FLAG_LENGTH], 'i32');
-  [bad, position, value, scratch.constant(id, 'i32')].forEach((part, index) => backend.copy(asView(part), stridedView(candidate, [1], [1], index)));
+  [bad, position, value, scratch.constant(id, 'i32')].forEach((part, index) =>
+    backend.copy(asView(part), stridedView(candidate, [1], [1], index)),
+  );
   const state = stateFor(backend);
   const merged: TensorRef = { buffer: backend.alloc(FLAG_LENGTH * 4), shape: [FLAG_LENGTH], dtype: 'i32' };
   try {

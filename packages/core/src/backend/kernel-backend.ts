@@ -41,15 +41,39 @@ export interface StridedView extends TensorRef {
 
 /** Elementwise unary operations (out = f(x)). */
 export type UnaryOp =
-  | 'neg' | 'abs' | 'sign' | 'exp' | 'log' | 'sqrt' | 'rsqrt' | 'reciprocal' | 'square'
-  | 'tanh' | 'sigmoid' | 'relu' | 'gelu' | 'silu'
+  | 'neg'
+  | 'abs'
+  | 'sign'
+  | 'exp'
+  | 'log'
+  | 'sqrt'
+  | 'rsqrt'
+  | 'reciprocal'
+  | 'square'
+  | 'tanh'
+  | 'sigmoid'
+  | 'relu'
+  | 'gelu'
+  | 'silu'
   /** Derivative helpers used by autograd: d/dx gelu (tanh approximation) and d/dx silu. */
-  | 'geluGrad' | 'siluGrad';
+  | 'geluGrad'
+  | 'siluGrad';
 
 /** Elementwise binary operations (out = a op b). Comparisons write 1 or 0 in out's dtype. */
 export type BinaryOp =
-  | 'add' | 'sub' | 'mul' | 'div' | 'pow' | 'maximum' | 'minimum'
-  | 'greater' | 'greaterEqual' | 'less' | 'lessEqual' | 'equal' | 'notEqual';
+  | 'add'
+  | 'sub'
+  | 'mul'
+  | 'div'
+  | 'pow'
+  | 'maximum'
+  | 'minimum'
+  | 'greater'
+  | 'greaterEqual'
+  | 'less'
+  | 'lessEqual'
+  | 'equal'
+  | 'notEqual';
 
 /** Reductions over the middle axis of a [outer, size, inner] view. argmax/argmin write i32. */
 export type ReduceOp = 'sum' | 'max' | 'min' | 'argmax' | 'argmin';
@@ -175,24 +199,69 @@ export interface MemoryInfo {
 
 /** Names of every kernel, for capability queries and support matrices. */
 export type PrimitiveKernelName =
-  | 'unary' | 'binary' | 'where' | 'reduce' | 'matmul' | 'copy' | 'gather' | 'scatterAdd'
-  | 'cast' | 'fill';
+  | 'unary'
+  | 'binary'
+  | 'where'
+  | 'reduce'
+  | 'matmul'
+  | 'copy'
+  | 'gather'
+  | 'scatterAdd'
+  | 'cast'
+  | 'fill';
 export type FusedKernelName =
-  | 'random' | 'softmax' | 'softmaxBackward' | 'logSoftmax' | 'rmsNorm' | 'rmsNormBackward'
-  | 'layerNorm' | 'rope' | 'swiglu' | 'swigluBackward' | 'attention'
-  | 'attentionBackward' | 'crossEntropy' | 'crossEntropyBackward' | 'adamw' | 'sumOfSquaresMulti' | 'adamwMulti';
+  | 'random'
+  | 'softmax'
+  | 'softmaxBackward'
+  | 'logSoftmax'
+  | 'rmsNorm'
+  | 'rmsNormBackward'
+  | 'layerNorm'
+  | 'rope'
+  | 'swiglu'
+  | 'swigluBackward'
+  | 'attention'
+  | 'attentionBackward'
+  | 'crossEntropy'
+  | 'crossEntropyBackward'
+  | 'adamw'
+  | 'sumOfSquaresMulti'
+  | 'adamwMulti';
 export type KernelName = PrimitiveKernelName | FusedKernelName;
 
 /** The primitive kernels every backend must implement. */
 export const PRIMITIVE_KERNELS: readonly PrimitiveKernelName[] = [
-  'unary', 'binary', 'where', 'reduce', 'matmul', 'copy', 'gather', 'scatterAdd', 'cast', 'fill',
+  'unary',
+  'binary',
+  'where',
+  'reduce',
+  'matmul',
+  'copy',
+  'gather',
+  'scatterAdd',
+  'cast',
+  'fill',
 ];
 
 /** The optional fused kernels; core composes each from primitives when a backend lacks it. */
 export const FUSED_KERNELS: readonly FusedKernelName[] = [
-  'random', 'softmax', 'softmaxBackward', 'logSoftmax', 'rmsNorm', 'rmsNormBackward', 'layerNorm',
-  'rope', 'swiglu', 'swigluBackward', 'attention', 'attentionBackward',
-  'crossEntropy', 'crossEntropyBackward', 'adamw', 'sumOfSquaresMulti', 'adamwMulti',
+  'random',
+  'softmax',
+  'softmaxBackward',
+  'logSoftmax',
+  'rmsNorm',
+  'rmsNormBackward',
+  'layerNorm',
+  'rope',
+  'swiglu',
+  'swigluBackward',
+  'attention',
+  'attentionBackward',
+  'crossEntropy',
+  'crossEntropyBackward',
+  'adamw',
+  'sumOfSquaresMulti',
+  'adamwMulti',
 ];
 
 /** What a backend can do, queried cheaply before dispatch (never "call it and catch"). */
@@ -313,11 +382,36 @@ export interface KernelBackend {
   /** Optional: log-softmax over the last axis of x [rows, cols]. */
   logSoftmax?(x: TensorRef, out: TensorRef, rows: number, cols: number): void;
   /** Optional: out = x * rsqrt(mean(x²) + eps) * weight over the last axis; rstd [rows] f32 receives the rsqrt. */
-  rmsNorm?(x: TensorRef, weight: TensorRef, out: TensorRef, rstd: TensorRef, rows: number, cols: number, eps: number): void;
+  rmsNorm?(
+    x: TensorRef,
+    weight: TensorRef,
+    out: TensorRef,
+    rstd: TensorRef,
+    rows: number,
+    cols: number,
+    eps: number,
+  ): void;
   /** Optional: gradients of rmsNorm; dWeight [cols] f32 is overwritten (summed over rows). */
-  rmsNormBackward?(x: TensorRef, weight: TensorRef, rstd: TensorRef, dy: TensorRef, dx: TensorRef, dWeight: TensorRef, rows: number, cols: number): void;
+  rmsNormBackward?(
+    x: TensorRef,
+    weight: TensorRef,
+    rstd: TensorRef,
+    dy: TensorRef,
+    dx: TensorRef,
+    dWeight: TensorRef,
+    rows: number,
+    cols: number,
+  ): void;
   /** Optional: out = (x - mean) * rsqrt(var + eps) * weight + bias over the last axis. */
-  layerNorm?(x: TensorRef, weight: TensorRef, bias: TensorRef, out: TensorRef, rows: number, cols: number, eps: number): void;
+  layerNorm?(
+    x: TensorRef,
+    weight: TensorRef,
+    bias: TensorRef,
+    out: TensorRef,
+    rows: number,
+    cols: number,
+    eps: number,
+  ): void;
   /** Optional: rotary embedding, half-split layout, on x [B, H, T, D] (layout 'tokens-major': [B, T, H, D], only when capabilities.ropeLayouts lists it) at positions offset..offset+T-1; inverse = true rotates by -angle (the backward). */
   rope?(x: TensorRef, out: TensorRef, offset: number, theta: number, inverse: boolean, layout?: AttentionLayout): void;
   /** Optional: out = silu(gate) * up (same shapes). */
@@ -325,19 +419,60 @@ export interface KernelBackend {
   /** Optional: gradients of swiglu into dGate and dUp. */
   swigluBackward?(gate: TensorRef, up: TensorRef, dy: TensorRef, dGate: TensorRef, dUp: TensorRef): void;
   /** Optional: attention forward (see AttentionParams); mask, when given, is an f32 view broadcast to [B, Hq, Tq, Tk] added to the scaled scores; lse [B, Hq, Tq] f32 receives the row log-sum-exp (of scaled scores). */
-  attention?(q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null, out: TensorRef, lse: TensorRef, params: AttentionParams): void;
+  attention?(
+    q: TensorRef,
+    k: TensorRef,
+    v: TensorRef,
+    mask: StridedView | null,
+    out: TensorRef,
+    lse: TensorRef,
+    params: AttentionParams,
+  ): void;
   /** Optional: attention backward from the forward's out and lse; writes dq, dk, dv (overwritten, GQA heads summed). */
-  attentionBackward?(q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null, out: TensorRef, lse: TensorRef, dOut: TensorRef, dq: TensorRef, dk: TensorRef, dv: TensorRef, params: AttentionParams): void;
+  attentionBackward?(
+    q: TensorRef,
+    k: TensorRef,
+    v: TensorRef,
+    mask: StridedView | null,
+    out: TensorRef,
+    lse: TensorRef,
+    dOut: TensorRef,
+    dq: TensorRef,
+    dk: TensorRef,
+    dv: TensorRef,
+    params: AttentionParams,
+  ): void;
   /** Optional: per-row loss [rows] f32 of logits [rows, classes] vs targets i32 [rows]; a row whose target is ignoreIndex gets 0. */
-  crossEntropy?(logits: TensorRef, targets: TensorRef, loss: TensorRef, rows: number, classes: number, ignoreIndex: number): void;
+  crossEntropy?(
+    logits: TensorRef,
+    targets: TensorRef,
+    loss: TensorRef,
+    rows: number,
+    classes: number,
+    ignoreIndex: number,
+  ): void;
   /** Optional: dLogits = (softmax(logits) - onehot(target)) * scale per row; ignored rows get 0. */
-  crossEntropyBackward?(logits: TensorRef, targets: TensorRef, dLogits: TensorRef, rows: number, classes: number, ignoreIndex: number, scale: number): void;
+  crossEntropyBackward?(
+    logits: TensorRef,
+    targets: TensorRef,
+    dLogits: TensorRef,
+    rows: number,
+    classes: number,
+    ignoreIndex: number,
+    scale: number,
+  ): void;
   /** Optional: one AdamW step in place on param, m, v (f32 state) from grad. */
   adamw?(param: TensorRef, grad: TensorRef, m: TensorRef, v: TensorRef, params: AdamWParams): void;
   /** Optional: out (one-element f32) = Σ over tensors of Σ x², f32 accumulation in an order fixed by the shapes (same bits every run); float tensors of any dtype mix, empty ones allowed. */
   sumOfSquaresMulti?(tensors: readonly TensorRef[], out: TensorRef): void;
   /** Optional: one AdamW step in place on every params[i], ms[i], vs[i] (f32 state) from grads[i] × gradientScale (lists of equal length, matching shapes); see AdamWMultiParams. */
-  adamwMulti?(params: readonly TensorRef[], grads: readonly TensorRef[], ms: readonly TensorRef[], vs: readonly TensorRef[], options: AdamWMultiParams): void;
+  adamwMulti?(
+    params: readonly TensorRef[],
+    grads: readonly TensorRef[],
+    ms: readonly TensorRef[],
+    vs: readonly TensorRef[],
+    options: AdamWMultiParams,
+  ): void;
 
   // ---- device graphs (optional; capabilities.graphCapture says when usable) ----
   /** Optional: records the work `body` queues into a StepGraph instead of running it (nothing runs until replay()); no upload, download or synchronize inside; throws GraphCaptureError naming what was not capturable, and the backend stays usable. */

@@ -4,7 +4,13 @@
  * app's) see the same plugins. Registration checks the plugin's shape and interface version.
  */
 import { BackendApiVersionError, BackendContractError, InvalidArgumentError } from '../errors.js';
-import { KERNEL_API_VERSION, type BackendCreateOptions, type BackendPlugin, type KernelBackend, type ProbeResult } from './kernel-backend.js';
+import {
+  KERNEL_API_VERSION,
+  type BackendCreateOptions,
+  type BackendPlugin,
+  type KernelBackend,
+  type ProbeResult,
+} from './kernel-backend.js';
 
 /** A plugin and the result of probing it. */
 export interface ProbedBackend {
@@ -26,9 +32,12 @@ function registry(): Map<string, BackendPlugin> {
 /** Register a plugin (validated; a plugin of another KERNEL_API_VERSION is rejected). The same name replaces the old plugin. */
 export function registerBackend(plugin: BackendPlugin): void {
   if (typeof plugin !== 'object' || plugin === null) {
-    throw new InvalidArgumentError(`registerBackend expects a BackendPlugin object, got ${plugin === null ? 'null' : typeof plugin}`, {
-      hint: 'Pass the object your backend package exports as `default` or `plugin`.',
-    });
+    throw new InvalidArgumentError(
+      `registerBackend expects a BackendPlugin object, got ${plugin === null ? 'null' : typeof plugin}`,
+      {
+        hint: 'Pass the object your backend package exports as `default` or `plugin`.',
+      },
+    );
   }
   const { name } = plugin;
   if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
@@ -40,13 +49,20 @@ export function registerBackend(plugin: BackendPlugin): void {
     const newer = typeof plugin.apiVersion === 'number' && plugin.apiVersion > KERNEL_API_VERSION;
     throw new BackendApiVersionError(
       `Backend '${name}' was built against KernelBackend API version ${String(plugin.apiVersion)}, but this @kiln/core implements version ${KERNEL_API_VERSION}`,
-      { hint: newer ? 'Upgrade @kiln/core to a release that implements the plugin\'s version.' : `Upgrade the '${name}' backend package to a release built for @kiln/core's version.` },
+      {
+        hint: newer
+          ? "Upgrade @kiln/core to a release that implements the plugin's version."
+          : `Upgrade the '${name}' backend package to a release built for @kiln/core's version.`,
+      },
     );
   }
   if (typeof plugin.priority !== 'number' || !Number.isFinite(plugin.priority)) {
-    throw new InvalidArgumentError(`Backend '${name}' has priority ${JSON.stringify(plugin.priority)}, not a finite number`, {
-      hint: 'Set priority to a number (cuda 300, metal 200, cpu 100; higher wins).',
-    });
+    throw new InvalidArgumentError(
+      `Backend '${name}' has priority ${JSON.stringify(plugin.priority)}, not a finite number`,
+      {
+        hint: 'Set priority to a number (cuda 300, metal 200, cpu 100; higher wins).',
+      },
+    );
   }
   for (const method of ['probe', 'create'] as const) {
     if (typeof plugin[method] !== 'function') {
@@ -67,20 +83,29 @@ export function registerBackend(plugin: BackendPlugin): void {
 export async function createBackend(plugin: BackendPlugin, options?: BackendCreateOptions): Promise<KernelBackend> {
   const backend = await plugin.create(options);
   if (typeof backend !== 'object' || backend === null) {
-    throw new BackendContractError(`Backend '${plugin.name}': create() returned no backend (${backend === null ? 'null' : typeof backend})`, {
-      hint: `A bug in the '${plugin.name}' backend package: its plugin's create() must return a KernelBackend.`,
-    });
+    throw new BackendContractError(
+      `Backend '${plugin.name}': create() returned no backend (${backend === null ? 'null' : typeof backend})`,
+      {
+        hint: `A bug in the '${plugin.name}' backend package: its plugin's create() must return a KernelBackend.`,
+      },
+    );
   }
   if (backend.apiVersion !== KERNEL_API_VERSION) {
-    throw new BackendApiVersionError(`Backend '${plugin.name}': create() returned a backend for KernelBackend API version ${String(backend.apiVersion)}, but @kiln/core implements ${KERNEL_API_VERSION}`, {
-      hint: `Install a release of the '${plugin.name}' backend package built for KernelBackend API version ${KERNEL_API_VERSION}.`,
-    });
+    throw new BackendApiVersionError(
+      `Backend '${plugin.name}': create() returned a backend for KernelBackend API version ${String(backend.apiVersion)}, but @kiln/core implements ${KERNEL_API_VERSION}`,
+      {
+        hint: `Install a release of the '${plugin.name}' backend package built for KernelBackend API version ${KERNEL_API_VERSION}.`,
+      },
+    );
   }
   if (backend.name !== plugin.name) {
     backend.dispose?.();
-    throw new BackendContractError(`Backend '${plugin.name}': create() returned a backend named ${JSON.stringify(backend.name)}, not '${plugin.name}'`, {
-      hint: `A plugin and the backends it creates must carry one name: set the backend's \`name\` to '${plugin.name}' (or rename the plugin), from one constant in the backend package.`,
-    });
+    throw new BackendContractError(
+      `Backend '${plugin.name}': create() returned a backend named ${JSON.stringify(backend.name)}, not '${plugin.name}'`,
+      {
+        hint: `A plugin and the backends it creates must carry one name: set the backend's \`name\` to '${plugin.name}' (or rename the plugin), from one constant in the backend package.`,
+      },
+    );
   }
   return backend;
 }
@@ -97,7 +122,9 @@ export function getBackendPlugin(name: string): BackendPlugin | undefined {
 
 /** Every registered plugin, highest priority first (ties by name). */
 export function listBackends(): BackendPlugin[] {
-  return [...registry().values()].sort((a, b) => b.priority - a.priority || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return [...registry().values()].sort(
+    (a, b) => b.priority - a.priority || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
+  );
 }
 
 /** Options of probeBackend and probeBackends. */
@@ -115,9 +142,12 @@ export const DEFAULT_PROBE_TIMEOUT_MS = 5000;
 export function probeTimeoutMs(options: ProbeOptions = {}): number {
   if (options.timeoutMs !== undefined) {
     if (!(typeof options.timeoutMs === 'number' && options.timeoutMs > 0 && options.timeoutMs <= MAX_TIMEOUT_MS)) {
-      throw new InvalidArgumentError(`probe timeout must be a number of milliseconds in (0, ${MAX_TIMEOUT_MS}], got ${String(options.timeoutMs)}`, {
-        hint: `Pass timeoutMs such as ${DEFAULT_PROBE_TIMEOUT_MS}.`,
-      });
+      throw new InvalidArgumentError(
+        `probe timeout must be a number of milliseconds in (0, ${MAX_TIMEOUT_MS}], got ${String(options.timeoutMs)}`,
+        {
+          hint: `Pass timeoutMs such as ${DEFAULT_PROBE_TIMEOUT_MS}.`,
+        },
+      );
     }
     return options.timeoutMs;
   }
@@ -125,9 +155,12 @@ export function probeTimeoutMs(options: ProbeOptions = {}): number {
   if (text === undefined || text === '') return DEFAULT_PROBE_TIMEOUT_MS;
   const value = Number(text);
   if (!(Number.isFinite(value) && value > 0 && value <= MAX_TIMEOUT_MS)) {
-    throw new InvalidArgumentError(`KILN_PROBE_TIMEOUT_MS must be a number of milliseconds in (0, ${MAX_TIMEOUT_MS}], got ${JSON.stringify(text)}`, {
-      hint: `Unset it for the default (${DEFAULT_PROBE_TIMEOUT_MS} ms) or set e.g. KILN_PROBE_TIMEOUT_MS=15000 for a device that is slow to start.`,
-    });
+    throw new InvalidArgumentError(
+      `KILN_PROBE_TIMEOUT_MS must be a number of milliseconds in (0, ${MAX_TIMEOUT_MS}], got ${JSON.stringify(text)}`,
+      {
+        hint: `Unset it for the default (${DEFAULT_PROBE_TIMEOUT_MS} ms) or set e.g. KILN_PROBE_TIMEOUT_MS=15000 for a device that is slow to start.`,
+      },
+    );
   }
   return value;
 }
@@ -185,7 +218,8 @@ export async function probeBackend(plugin: BackendPlugin, options: ProbeOptions 
 function timedOutResult(plugin: BackendPlugin, timeoutMs: number): ProbeResult {
   return {
     available: false,
-    reason: `its probe() did not answer within ${timeoutMs} ms (a hung driver or device, or a bug in the '${plugin.name}' backend package); ` +
+    reason:
+      `its probe() did not answer within ${timeoutMs} ms (a hung driver or device, or a bug in the '${plugin.name}' backend package); ` +
       'set KILN_PROBE_TIMEOUT_MS to wait longer for a device that is slow to start',
     devices: [],
   };
@@ -196,10 +230,18 @@ async function settledProbe(plugin: BackendPlugin): Promise<ProbeResult> {
   try {
     result = await plugin.probe();
   } catch (error) {
-    return { available: false, reason: `its probe() threw: ${error instanceof Error ? error.message : String(error)}`, devices: [] };
+    return {
+      available: false,
+      reason: `its probe() threw: ${error instanceof Error ? error.message : String(error)}`,
+      devices: [],
+    };
   }
   if (typeof result !== 'object' || result === null || typeof (result as ProbeResult).available !== 'boolean') {
-    return { available: false, reason: 'its probe() returned no { available, devices } result (a bug in the backend package)', devices: [] };
+    return {
+      available: false,
+      reason: 'its probe() returned no { available, devices } result (a bug in the backend package)',
+      devices: [],
+    };
   }
   const probe = result as ProbeResult;
   return {

@@ -9,10 +9,24 @@
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { formatCount } from '../format-count.js';
-import { BackendApiVersionError, BackendUnavailableError, InvalidArgumentError, KilnError, type BackendAttempt } from '../errors.js';
+import {
+  BackendApiVersionError,
+  BackendUnavailableError,
+  InvalidArgumentError,
+  KilnError,
+  type BackendAttempt,
+} from '../errors.js';
 import { discoverBackends, FIRST_PARTY_BACKENDS, type DiscoveredPackage, type DiscoveryReport } from './discovery.js';
 import { KERNEL_API_VERSION, type BackendPlugin, type DeviceInfo, type KernelBackend } from './kernel-backend.js';
-import { createBackend, getBackendPlugin, listBackends, probeBackend, probeBackends, type ProbedBackend, type ProbeOptions } from './registry.js';
+import {
+  createBackend,
+  getBackendPlugin,
+  listBackends,
+  probeBackend,
+  probeBackends,
+  type ProbedBackend,
+  type ProbeOptions,
+} from './registry.js';
 
 /** Where the resolved choice came from. */
 export type BackendSource = 'argument' | 'KILN_DEVICE' | 'auto';
@@ -99,7 +113,7 @@ export async function resolveBackend(options: ResolveBackendOptions = {}): Promi
   const warnings: string[] = [];
 
   if (request.source !== 'auto') {
-    const label = request.source === 'argument' ? options.requestedBy ?? 'the device argument' : 'KILN_DEVICE';
+    const label = request.source === 'argument' ? (options.requestedBy ?? 'the device argument') : 'KILN_DEVICE';
     const requested = `${label} (${JSON.stringify(request.text)})`;
     // Only the requested plugin is probed: another plugin's slow or hung probe never delays an explicit choice.
     const plugin = getBackendPlugin(request.name);
@@ -107,9 +121,10 @@ export async function resolveBackend(options: ResolveBackendOptions = {}): Promi
     const notProbed = `not probed: '${request.name}' was requested by ${label}`;
     if (entry === undefined) {
       const rejected = rejectedPackage(discovery, request.name);
-      const reason = rejected === undefined
-        ? `not installed: no registered backend is called '${request.name}'`
-        : `installed (${rejected.name}${rejected.path === undefined ? '' : ` at ${rejected.path}`}) but not loaded: ${firstLine(rejected.reason)}`;
+      const reason =
+        rejected === undefined
+          ? `not installed: no registered backend is called '${request.name}'`
+          : `installed (${rejected.name}${rejected.path === undefined ? '' : ` at ${rejected.path}`}) but not loaded: ${firstLine(rejected.reason)}`;
       steps.set(request.name, { name: request.name, available: false, reason, chosen: false });
       if (rejected !== undefined && options.fallback !== true) {
         fillNotProbed(steps, notProbed);
@@ -118,26 +133,49 @@ export async function resolveBackend(options: ResolveBackendOptions = {}): Promi
     } else {
       const outcome = await attempt(entry, request.index, true);
       if ('backend' in outcome) {
-        steps.set(entry.plugin.name, { name: entry.plugin.name, available: true, reason: `chosen: requested by ${requested}`, chosen: true });
+        steps.set(entry.plugin.name, {
+          name: entry.plugin.name,
+          available: true,
+          reason: `chosen: requested by ${requested}`,
+          chosen: true,
+        });
         fillNotProbed(steps, notProbed);
         return { ...outcome, plugin: entry.plugin, source: request.source, steps: [...steps.values()], warnings };
       }
-      steps.set(entry.plugin.name, { name: entry.plugin.name, available: entry.probe.available, reason: outcome.reason, chosen: false });
+      steps.set(entry.plugin.name, {
+        name: entry.plugin.name,
+        available: entry.probe.available,
+        reason: outcome.reason,
+        chosen: false,
+      });
     }
     const failed = steps.get(request.name) as ResolutionStep;
     if (options.fallback !== true) {
       fillNotProbed(steps, notProbed);
       const advice = options.fallbackAdvice ?? 'resolve with fallback: true';
-      throw explicitFailure(request.name, requested, entry === undefined, steps, { searched: searchNote(options.discover !== false, env), fallbackAdvice: advice === false ? undefined : advice });
-    }
-    const probed = await probeBackends(probeOptions);
-    const result = await resolveAutomatically(probed.filter((candidate) => candidate.plugin !== entry?.plugin), steps, `after '${request.name}' failed (fallback allowed)`);
-    if (result === undefined) {
-      throw new BackendUnavailableError(`Backend '${request.name}' requested by ${requested} cannot be used, and no other backend is available to fall back to`, attemptsOf(steps), {
-        hint: 'Install @kiln/backend-cpu (runs everywhere) or fix one of the reasons above.',
+      throw explicitFailure(request.name, requested, entry === undefined, steps, {
+        searched: searchNote(options.discover !== false, env),
+        fallbackAdvice: advice === false ? undefined : advice,
       });
     }
-    warnings.push(`${requested} asked for '${request.name}', which cannot be used (${failed.reason}); using '${result.plugin.name}' instead because fallback is allowed.`);
+    const probed = await probeBackends(probeOptions);
+    const result = await resolveAutomatically(
+      probed.filter((candidate) => candidate.plugin !== entry?.plugin),
+      steps,
+      `after '${request.name}' failed (fallback allowed)`,
+    );
+    if (result === undefined) {
+      throw new BackendUnavailableError(
+        `Backend '${request.name}' requested by ${requested} cannot be used, and no other backend is available to fall back to`,
+        attemptsOf(steps),
+        {
+          hint: 'Install @kiln/backend-cpu (runs everywhere) or fix one of the reasons above.',
+        },
+      );
+    }
+    warnings.push(
+      `${requested} asked for '${request.name}', which cannot be used (${failed.reason}); using '${result.plugin.name}' instead because fallback is allowed.`,
+    );
     return { ...result, source: request.source, steps: [...steps.values()], warnings };
   }
 
@@ -145,11 +183,15 @@ export async function resolveBackend(options: ResolveBackendOptions = {}): Promi
   const result = await resolveAutomatically(probed, steps, '');
   if (result === undefined) {
     const none = probed.length === 0;
-    throw new BackendUnavailableError(none ? 'No kiln backend is installed' : 'No kiln backend is available', attemptsOf(steps), {
-      hint: none
-        ? 'Install @kiln/backend-cpu (runs everywhere) or a backend for your accelerator (@kiln/backend-cuda, @kiln/backend-metal, kiln-backend-<name>).'
-        : 'Fix one of the reasons above, or install @kiln/backend-cpu (runs everywhere).',
-    });
+    throw new BackendUnavailableError(
+      none ? 'No kiln backend is installed' : 'No kiln backend is available',
+      attemptsOf(steps),
+      {
+        hint: none
+          ? 'Install @kiln/backend-cpu (runs everywhere) or a backend for your accelerator (@kiln/backend-cuda, @kiln/backend-metal, kiln-backend-<name>).'
+          : 'Fix one of the reasons above, or install @kiln/backend-cpu (runs everywhere).',
+      },
+    );
   }
   return { ...result, source: 'auto', steps: [...steps.values()], warnings };
 }
@@ -182,7 +224,9 @@ async function attempt(entry: ProbedBackend, index: number | undefined, explicit
   if (!probe.available) return { reason: `unavailable: ${probe.reason ?? 'its probe gave no reason'}` };
   if (index !== undefined && probe.devices.length > 0 && index >= probe.devices.length) {
     const ids = probe.devices.map((device) => device.id).join(', ');
-    return { reason: `device index ${index} does not exist (${formatCount(probe.devices.length, 'device')} found: ${ids})` };
+    return {
+      reason: `device index ${index} does not exist (${formatCount(probe.devices.length, 'device')} found: ${ids})`,
+    };
   }
   let backend: KernelBackend;
   try {
@@ -216,12 +260,21 @@ function fillNotProbed(steps: Map<string, ResolutionStep>, reason: string): void
 /** The discovered package that would have provided backend `name` but was not loaded (rejected or failed to import). */
 function rejectedPackage(discovery: DiscoveryReport, name: string): DiscoveredPackage | undefined {
   const packageNames = new Set([`kiln-backend-${name}`, `@kiln/backend-${name}`]);
-  return discovery.find((entry) => !entry.loaded && entry.path !== undefined &&
-    (entry.backend === name || packageNames.has(entry.name) || entry.name.endsWith(`/kiln-backend-${name}`)));
+  return discovery.find(
+    (entry) =>
+      !entry.loaded &&
+      entry.path !== undefined &&
+      (entry.backend === name || packageNames.has(entry.name) || entry.name.endsWith(`/kiln-backend-${name}`)),
+  );
 }
 
 /** The error for an explicit request whose package is installed but was rejected or failed to load. */
-function rejectedFailure(name: string, requested: string, rejected: DiscoveredPackage, attempts: BackendAttempt[]): KilnError {
+function rejectedFailure(
+  name: string,
+  requested: string,
+  rejected: DiscoveredPackage,
+  attempts: BackendAttempt[],
+): KilnError {
   const where = `${rejected.name}${rejected.path === undefined ? '' : ` (${rejected.path})`}`;
   if (rejected.apiVersion !== undefined) {
     const newer = rejected.apiVersion > KERNEL_API_VERSION;
@@ -234,9 +287,13 @@ function rejectedFailure(name: string, requested: string, rejected: DiscoveredPa
       { hint },
     );
   }
-  return new BackendUnavailableError(`Backend '${name}' requested by ${requested} is installed but could not be loaded`, attempts, {
-    hint: `Fix the reason above (reinstall or rebuild ${rejected.name}: \`npm rebuild ${rejected.name}\`), or choose another device.`,
-  });
+  return new BackendUnavailableError(
+    `Backend '${name}' requested by ${requested} is installed but could not be loaded`,
+    attempts,
+    {
+      hint: `Fix the reason above (reinstall or rebuild ${rejected.name}: \`npm rebuild ${rejected.name}\`), or choose another device.`,
+    },
+  );
 }
 
 function firstLine(text: string | undefined): string {
@@ -244,27 +301,51 @@ function firstLine(text: string | undefined): string {
 }
 
 function explicitFailure(
-  name: string, requested: string, unknown: boolean, steps: Map<string, ResolutionStep>, advice: { searched: string; fallbackAdvice: string | undefined },
+  name: string,
+  requested: string,
+  unknown: boolean,
+  steps: Map<string, ResolutionStep>,
+  advice: { searched: string; fallbackAdvice: string | undefined },
 ): BackendUnavailableError {
   const registered = listBackends().map((plugin) => plugin.name);
-  const fallback = advice.fallbackAdvice === undefined ? '' : ` Or ${advice.fallbackAdvice} to use the best available backend instead.`;
+  const fallback =
+    advice.fallbackAdvice === undefined
+      ? ''
+      : ` Or ${advice.fallbackAdvice} to use the best available backend instead.`;
   if (!unknown) {
     const hint = `Fix the reason above, or choose another device (installed: ${registered.join(', ') || 'none'}).${fallback}`;
-    return new BackendUnavailableError(`Backend '${name}' requested by ${requested} cannot be used`, attemptsOf(steps), { hint });
+    return new BackendUnavailableError(
+      `Backend '${name}' requested by ${requested} cannot be used`,
+      attemptsOf(steps),
+      { hint },
+    );
   }
   const message = `Backend '${name}' requested by ${requested} is not installed`;
-  return new BackendUnavailableError(message, attemptsOf(steps), { hint: `${chooseOneOf(registered)} ${unknownNameAdvice(name, advice.searched)}${fallback}` });
+  return new BackendUnavailableError(message, attemptsOf(steps), {
+    hint: `${chooseOneOf(registered)} ${unknownNameAdvice(name, advice.searched)}${fallback}`,
+  });
 }
 
 /** Every device name kiln knows, with the installed ones: the answer to "which names can I use?". */
 function chooseOneOf(registered: string[]): string {
-  const known = [...new Set([...FIRST_PARTY_BACKENDS.map((packageName) => packageName.replace('@kiln/backend-', '')), ...registered])];
+  const known = [
+    ...new Set([
+      ...FIRST_PARTY_BACKENDS.map((packageName) => packageName.replace('@kiln/backend-', '')),
+      ...registered,
+    ]),
+  ];
   return `Choose one of: ${known.join(', ')} (installed: ${registered.join(', ') || 'none'}).`;
 }
 
 /** Generic words for an accelerator: never a plugin's name, always a first-party backend under another name. */
 const DEVICE_ALIASES: Readonly<Record<string, string>> = {
-  gpu: "'cuda' for an NVIDIA GPU, 'metal' for an Apple GPU", nvidia: "'cuda'", mps: "'metal'", apple: "'metal'", mac: "'metal'", cpu0: "'cpu'", wasm: "'cpu'",
+  gpu: "'cuda' for an NVIDIA GPU, 'metal' for an Apple GPU",
+  nvidia: "'cuda'",
+  mps: "'metal'",
+  apple: "'metal'",
+  mac: "'metal'",
+  cpu0: "'cpu'",
+  wasm: "'cpu'",
 };
 
 /**
@@ -277,11 +358,14 @@ function unknownNameAdvice(name: string, searched: string): string {
   if (alias !== undefined) return `'${name}' is not a backend name: use ${alias}.`;
   const firstParty = FIRST_PARTY_BACKENDS.map((packageName) => packageName.replace('@kiln/backend-', ''));
   if (firstParty.includes(name)) {
-    const register = name === 'cpu'
-      ? "import { cpuBackendPlugin } from '@kiln/backend-cpu'; registerBackend(cpuBackendPlugin)"
-      : `import plugin from '@kiln/backend-${name}'; registerBackend(plugin)`;
-    return `Install @kiln/backend-${name} where discovery finds it (installed backends are found automatically; ${searched}), ` +
-      `or register it yourself (needed when kiln is imported from a workspace path): ${register}.`;
+    const register =
+      name === 'cpu'
+        ? "import { cpuBackendPlugin } from '@kiln/backend-cpu'; registerBackend(cpuBackendPlugin)"
+        : `import plugin from '@kiln/backend-${name}'; registerBackend(plugin)`;
+    return (
+      `Install @kiln/backend-${name} where discovery finds it (installed backends are found automatically; ${searched}), ` +
+      `or register it yourself (needed when kiln is imported from a workspace path): ${register}.`
+    );
   }
   const nearest = firstParty.find((candidate) => editDistance(candidate, name) <= (candidate.length >= 4 ? 2 : 1));
   if (nearest !== undefined) return `Did you mean '${nearest}'?`;
@@ -323,11 +407,17 @@ function attemptsOf(steps: Map<string, ResolutionStep>): BackendAttempt[] {
   return [...steps.values()].map((step) => ({ name: step.name, reason: step.reason }));
 }
 
-function pickRequest(device: string | undefined, env: NodeJS.ProcessEnv, requestedBy: string): DeviceRequest & { source: BackendSource; text: string } {
+function pickRequest(
+  device: string | undefined,
+  env: NodeJS.ProcessEnv,
+  requestedBy: string,
+): DeviceRequest & { source: BackendSource; text: string } {
   const fromArgument = device?.trim();
-  if (fromArgument && fromArgument.toLowerCase() !== 'auto') return { ...parseFrom(fromArgument, requestedBy), source: 'argument', text: fromArgument };
+  if (fromArgument && fromArgument.toLowerCase() !== 'auto')
+    return { ...parseFrom(fromArgument, requestedBy), source: 'argument', text: fromArgument };
   const fromEnv = env.KILN_DEVICE?.trim();
-  if (fromEnv && fromEnv.toLowerCase() !== 'auto') return { ...parseFrom(fromEnv, 'KILN_DEVICE'), source: 'KILN_DEVICE', text: fromEnv };
+  if (fromEnv && fromEnv.toLowerCase() !== 'auto')
+    return { ...parseFrom(fromEnv, 'KILN_DEVICE'), source: 'KILN_DEVICE', text: fromEnv };
   return { name: '', index: undefined, source: 'auto', text: 'auto' };
 }
 

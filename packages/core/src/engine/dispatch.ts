@@ -2,11 +2,23 @@
  * How an op reaches a kernel: output allocation, the (kernel, dtype) plan — native, cast to f32
  * under the fallback policy, or composed from primitives — and input checks shared by every op.
  */
-import { FUSED_KERNELS, type BufferHandle, type FusedKernelName, type KernelBackend, type KernelName } from '../backend/kernel-backend.js';
+import {
+  FUSED_KERNELS,
+  type BufferHandle,
+  type FusedKernelName,
+  type KernelBackend,
+  type KernelName,
+} from '../backend/kernel-backend.js';
 import { composedKernels } from '../backend/compositions/index.js';
 import { reportDTypeFallback } from '../backend/fallback-policy.js';
 import { DTYPE_BYTES, type DType } from '../dtype.js';
-import { DisposedTensorError, DTypeError, InvalidArgumentError, OutOfMemoryError, UnsupportedKernelError } from '../errors.js';
+import {
+  DisposedTensorError,
+  DTypeError,
+  InvalidArgumentError,
+  OutOfMemoryError,
+  UnsupportedKernelError,
+} from '../errors.js';
 import { formatShape, shapeSize, type Shape } from '../tensor/shape.js';
 import { Storage } from '../tensor/storage.js';
 import { Tensor } from '../tensor/tensor.js';
@@ -21,9 +33,13 @@ export function allocateTensor(backend: KernelBackend, shape: Shape, dtype: DTyp
   const describe = () => `${dtype}${formatShape(shape)} (${byteLength} bytes) on backend '${backend.name}'`;
   const limit = backend.capabilities?.device?.maxBufferBytes;
   if (!Number.isSafeInteger(byteLength) || (limit !== undefined && byteLength > limit)) {
-    throw new OutOfMemoryError(`cannot allocate ${describe()}: larger than the largest buffer the device allows${limit === undefined ? '' : ` (${limit} bytes)`}`, byteLength, {
-      hint: 'Check the shape; split the work into smaller tensors if it is right.',
-    });
+    throw new OutOfMemoryError(
+      `cannot allocate ${describe()}: larger than the largest buffer the device allows${limit === undefined ? '' : ` (${limit} bytes)`}`,
+      byteLength,
+      {
+        hint: 'Check the shape; split the work into smaller tensors if it is right.',
+      },
+    );
   }
   let buffer: BufferHandle;
   try {
@@ -52,9 +68,12 @@ export function commonBackend(op: string, tensors: readonly Tensor[]): KernelBac
   const backend = tensors[0].backend;
   for (const tensor of tensors) {
     if (tensor.backend !== backend) {
-      throw new InvalidArgumentError(`${op}: inputs live on different backends ('${backend.name}' and '${tensor.backend.name}')`, {
-        hint: 'Move tensors to one backend first with toBackend(tensor, backend).',
-      });
+      throw new InvalidArgumentError(
+        `${op}: inputs live on different backends ('${backend.name}' and '${tensor.backend.name}')`,
+        {
+          hint: 'Move tensors to one backend first with toBackend(tensor, backend).',
+        },
+      );
     }
   }
   return backend;

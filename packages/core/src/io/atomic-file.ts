@@ -43,10 +43,13 @@ export async function writeFileAtomic(path: string, data: Uint8Array | string): 
   } catch (error) {
     await unlink(temporary).catch(() => undefined);
     const cause = error instanceof CheckpointError && error.cause !== undefined ? error.cause : error;
-    throw new CheckpointError(`Could not write ${target}: ${describe(cause)}. The previous file, if any, was left untouched.`, {
-      hint: 'Check that the directory exists, is writable and has free space.',
-      cause,
-    });
+    throw new CheckpointError(
+      `Could not write ${target}: ${describe(cause)}. The previous file, if any, was left untouched.`,
+      {
+        hint: 'Check that the directory exists, is writable and has free space.',
+        cause,
+      },
+    );
   }
   await syncPath(directory);
 }

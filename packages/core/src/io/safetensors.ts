@@ -62,9 +62,12 @@ export function serializeSafetensors(tensors: SafetensorsTensors, metadata?: Rec
   if (metadata !== undefined && Object.keys(metadata).length > 0) {
     for (const [key, value] of Object.entries(metadata)) {
       if (typeof value !== 'string') {
-        throw new InvalidArgumentError(`safetensors metadata ${JSON.stringify(key)} is a ${typeof value}, not a string`, {
-          hint: 'Metadata values must be strings; JSON.stringify numbers and objects first.',
-        });
+        throw new InvalidArgumentError(
+          `safetensors metadata ${JSON.stringify(key)} is a ${typeof value}, not a string`,
+          {
+            hint: 'Metadata values must be strings; JSON.stringify numbers and objects first.',
+          },
+        );
       }
     }
     fields.push(`${JSON.stringify(METADATA_KEY)}:${JSON.stringify(metadata)}`);
@@ -109,7 +112,9 @@ export function parseSafetensors(bytes: Uint8Array, options: ParseSafetensorsOpt
   const prefix = new DataView(bytes.buffer, bytes.byteOffset, 8);
   const headerLength = prefix.getUint32(4, true) * 2 ** 32 + prefix.getUint32(0, true);
   if (headerLength > bytes.byteLength - 8) {
-    throw fail(`the header claims ${headerLength} bytes but only ${bytes.byteLength - 8} bytes follow the length prefix`);
+    throw fail(
+      `the header claims ${headerLength} bytes but only ${bytes.byteLength - 8} bytes follow the length prefix`,
+    );
   }
   if (headerLength > SAFETENSORS_MAX_HEADER_BYTES) {
     throw fail(`the header is ${headerLength} bytes, over the ${SAFETENSORS_MAX_HEADER_BYTES}-byte limit`);
@@ -119,8 +124,10 @@ export function parseSafetensors(bytes: Uint8Array, options: ParseSafetensorsOpt
   // JSON.parse keeps the last of two equal keys: find repeats in the text itself.
   const repeated = firstRepeatedKey(text);
   if (repeated !== undefined) {
-    throw fail(`${JSON.stringify(repeated)} appears twice in the header; a reader would silently keep only one of them`,
-      'The file was not written by a conforming safetensors writer; re-save it from the original tensors.');
+    throw fail(
+      `${JSON.stringify(repeated)} appears twice in the header; a reader would silently keep only one of them`,
+      'The file was not written by a conforming safetensors writer; re-save it from the original tensors.',
+    );
   }
   const data = bytes.subarray(8 + headerLength);
   let metadata: Record<string, string> = Object.create(null) as Record<string, string>;
@@ -138,8 +145,10 @@ export function parseSafetensors(bytes: Uint8Array, options: ParseSafetensorsOpt
     if (typeof dtypeName !== 'string') throw fail(`${label} has no string "dtype"`);
     const dtype = Object.hasOwn(FILE_DTYPES, dtypeName) ? FILE_DTYPES[dtypeName] : undefined;
     if (dtype === undefined) {
-      throw fail(`${label} has dtype ${JSON.stringify(dtypeName)}, which kiln does not support (supported: ${SUPPORTED})`,
-        `Convert the tensor to one of ${SUPPORTED} before saving (for example tensor.float() in PyTorch).`);
+      throw fail(
+        `${label} has dtype ${JSON.stringify(dtypeName)}, which kiln does not support (supported: ${SUPPORTED})`,
+        `Convert the tensor to one of ${SUPPORTED} before saving (for example tensor.float() in PyTorch).`,
+      );
     }
     if (!Array.isArray(shape)) throw fail(`${label} has no "shape" array`);
     if (!shape.every((dimension) => Number.isSafeInteger(dimension) && dimension >= 0)) {
@@ -156,11 +165,15 @@ export function parseSafetensors(bytes: Uint8Array, options: ParseSafetensorsOpt
     }
     const elements = elementCount(shape as number[]);
     if (elements === undefined) {
-      throw fail(`${label} has shape ${JSON.stringify(shape)}, whose element count exceeds ${Number.MAX_SAFE_INTEGER} (2^53 − 1) and cannot be counted exactly`);
+      throw fail(
+        `${label} has shape ${JSON.stringify(shape)}, whose element count exceeds ${Number.MAX_SAFE_INTEGER} (2^53 − 1) and cannot be counted exactly`,
+      );
     }
     const expected = elements * DTYPE_BYTES[dtype];
     if (expected !== end - begin) {
-      throw fail(`${label} has ${end - begin} bytes but shape ${JSON.stringify(shape)} of ${dtypeName} needs ${expected}`);
+      throw fail(
+        `${label} has ${end - begin} bytes but shape ${JSON.stringify(shape)} of ${dtypeName} needs ${expected}`,
+      );
     }
     spans.push({ name, begin, end });
     tensors.set(name, { dtype, shape: [...(shape as number[])], data: data.subarray(begin, end) });
@@ -170,7 +183,11 @@ export function parseSafetensors(bytes: Uint8Array, options: ParseSafetensorsOpt
 }
 
 /** Serialize and write a safetensors file atomically (temp file, fsync, rename). */
-export async function writeSafetensorsFile(path: string, tensors: SafetensorsTensors, metadata?: Record<string, string>): Promise<void> {
+export async function writeSafetensorsFile(
+  path: string,
+  tensors: SafetensorsTensors,
+  metadata?: Record<string, string>,
+): Promise<void> {
   await writeFileAtomic(path, serializeSafetensors(tensors, metadata));
 }
 
@@ -180,10 +197,13 @@ export async function readSafetensorsFile(path: string): Promise<SafetensorsCont
   try {
     contents = await readFile(path);
   } catch (error) {
-    throw new CheckpointError(`Could not read safetensors file ${path}: ${error instanceof Error ? error.message : String(error)}`, {
-      hint: 'Check the path and that the file is readable.',
-      cause: error,
-    });
+    throw new CheckpointError(
+      `Could not read safetensors file ${path}: ${error instanceof Error ? error.message : String(error)}`,
+      {
+        hint: 'Check the path and that the file is readable.',
+        cause: error,
+      },
+    );
   }
   // A plain Uint8Array view, so subarrays are not Buffers that leak pool semantics to callers.
   return parseSafetensors(new Uint8Array(contents.buffer, contents.byteOffset, contents.byteLength), { source: path });
@@ -211,11 +231,15 @@ function decodeHeader(headerBytes: Uint8Array, fail: Fail): { header: Record<str
 function parseMetadata(value: unknown, fail: Fail): Record<string, string> {
   if (!isPlainObject(value)) throw fail('"__metadata__" is not an object of strings');
   for (const [key, entry] of Object.entries(value)) {
-    if (typeof entry !== 'string') throw fail(`"__metadata__" value ${JSON.stringify(key)} is a ${describeType(entry)}, not a string`);
+    if (typeof entry !== 'string')
+      throw fail(`"__metadata__" value ${JSON.stringify(key)} is a ${describeType(entry)}, not a string`);
   }
   // A null-prototype object: a "__proto__" key is an own data property, never a prototype, and no
   // key can reach Object.prototype through it.
-  return Object.assign(Object.create(null) as Record<string, string>, Object.fromEntries(Object.entries(value as Record<string, string>)));
+  return Object.assign(
+    Object.create(null) as Record<string, string>,
+    Object.fromEntries(Object.entries(value as Record<string, string>)),
+  );
 }
 
 /**
@@ -228,17 +252,23 @@ function checkLayout(spans: Array<{ name: string; begin: number; end: number }>,
   let previous: { name: string; end: number } | undefined;
   for (const span of sorted) {
     if (span.begin < position && previous !== undefined) {
-      throw fail(`tensors ${JSON.stringify(previous.name)} and ${JSON.stringify(span.name)} overlap in the data buffer`);
+      throw fail(
+        `tensors ${JSON.stringify(previous.name)} and ${JSON.stringify(span.name)} overlap in the data buffer`,
+      );
     }
     if (span.begin > position) {
-      throw fail(`there is a gap in the data buffer: bytes ${position} to ${span.begin} belong to no tensor (just before tensor ${JSON.stringify(span.name)})`);
+      throw fail(
+        `there is a gap in the data buffer: bytes ${position} to ${span.begin} belong to no tensor (just before tensor ${JSON.stringify(span.name)})`,
+      );
     }
     position = span.end;
     previous = span;
   }
   if (position < dataLength) {
     const last = previous === undefined ? 'there are none' : JSON.stringify(previous.name);
-    throw fail(`there are ${dataLength - position} bytes after the last tensor (${last}), from byte ${position} of the ${dataLength}-byte data buffer`);
+    throw fail(
+      `there are ${dataLength - position} bytes after the last tensor (${last}), from byte ${position} of the ${dataLength}-byte data buffer`,
+    );
   }
 }
 
@@ -300,11 +330,17 @@ function checkTensorArgument(name: string, tensor: RawTensor): void {
     throw new InvalidArgumentError(`${label}: this name is reserved for metadata`, { hint: 'Rename the tensor.' });
   }
   if (!isPlainObject(tensor) || !isDType(tensor.dtype)) {
-    throw new InvalidArgumentError(`${label} has dtype ${JSON.stringify((tensor as { dtype?: unknown } | null)?.dtype)}`, {
-      hint: "Use one of 'f32', 'f16', 'bf16', 'i32'.",
-    });
+    throw new InvalidArgumentError(
+      `${label} has dtype ${JSON.stringify((tensor as { dtype?: unknown } | null)?.dtype)}`,
+      {
+        hint: "Use one of 'f32', 'f16', 'bf16', 'i32'.",
+      },
+    );
   }
-  if (!Array.isArray(tensor.shape) || !tensor.shape.every((dimension) => Number.isSafeInteger(dimension) && dimension >= 0)) {
+  if (
+    !Array.isArray(tensor.shape) ||
+    !tensor.shape.every((dimension) => Number.isSafeInteger(dimension) && dimension >= 0)
+  ) {
     throw new InvalidArgumentError(`${label} has shape ${JSON.stringify(tensor.shape)}`, {
       hint: 'A shape is an array of non-negative integers ([] for a scalar).',
     });
@@ -316,15 +352,21 @@ function checkTensorArgument(name: string, tensor: RawTensor): void {
   }
   const elements = elementCount(tensor.shape);
   if (elements === undefined) {
-    throw new InvalidArgumentError(`${label} has shape ${JSON.stringify(tensor.shape)}, whose element count exceeds ${Number.MAX_SAFE_INTEGER} (2^53 − 1)`, {
-      hint: 'A tensor that large cannot exist in memory: check the shape.',
-    });
+    throw new InvalidArgumentError(
+      `${label} has shape ${JSON.stringify(tensor.shape)}, whose element count exceeds ${Number.MAX_SAFE_INTEGER} (2^53 − 1)`,
+      {
+        hint: 'A tensor that large cannot exist in memory: check the shape.',
+      },
+    );
   }
   const expected = elements * DTYPE_BYTES[tensor.dtype];
   if (tensor.data.byteLength !== expected) {
-    throw new InvalidArgumentError(`${label} has ${tensor.data.byteLength} bytes but shape ${JSON.stringify(tensor.shape)} of ${tensor.dtype} needs ${expected}`, {
-      hint: 'data must hold exactly product(shape) elements of the dtype.',
-    });
+    throw new InvalidArgumentError(
+      `${label} has ${tensor.data.byteLength} bytes but shape ${JSON.stringify(tensor.shape)} of ${tensor.dtype} needs ${expected}`,
+      {
+        hint: 'data must hold exactly product(shape) elements of the dtype.',
+      },
+    );
   }
 }
 

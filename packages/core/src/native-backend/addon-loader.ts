@@ -66,7 +66,9 @@ export function firstLineOf(error: unknown): string {
 }
 
 function isModuleNotFound(error: unknown, specifier: string): boolean {
-  return (error as { code?: string } | undefined)?.code === 'MODULE_NOT_FOUND' && firstLineOf(error).includes(specifier);
+  return (
+    (error as { code?: string } | undefined)?.code === 'MODULE_NOT_FOUND' && firstLineOf(error).includes(specifier)
+  );
 }
 
 function tryPrebuilt<Addon>(search: NativeAddonSearch, name: string): Addon | string {
@@ -84,7 +86,9 @@ function tryPrebuilt<Addon>(search: NativeAddonSearch, name: string): Addon | st
   try {
     return search.require(`${name}/${search.binaryName}`) as Addon;
   } catch (error) {
-    return isModuleNotFound(error, search.binaryName) ? `${name}@${manifest.version} is installed but holds no ${search.binaryName}` : firstLineOf(error);
+    return isModuleNotFound(error, search.binaryName)
+      ? `${name}@${manifest.version} is installed but holds no ${search.binaryName}`
+      : firstLineOf(error);
   }
 }
 
@@ -94,7 +98,10 @@ function tryPrebuilt<Addon>(search: NativeAddonSearch, name: string): Addon | st
  */
 export function localBuildReport(packageRoot: string, key: string, notBuilt: string): string {
   try {
-    const report = JSON.parse(readFileSync(join(packageRoot, 'build', 'native-build.json'), 'utf8')) as Record<string, { status?: string; reason?: string } | undefined>;
+    const report = JSON.parse(readFileSync(join(packageRoot, 'build', 'native-build.json'), 'utf8')) as Record<
+      string,
+      { status?: string; reason?: string } | undefined
+    >;
     const entry = report[key];
     if (entry?.status === 'skipped') return `not built: ${entry.reason}`;
     if (entry?.status === 'failed') return `the last build failed: ${entry.reason}`;
@@ -113,7 +120,11 @@ export function loadNativeAddon<Addon>(search: NativeAddonSearch): LoadedNativeA
     if (typeof result !== 'string') return { addon: result, source: 'prebuilt', location: prebuilt, attempts };
     attempts.push({ source: 'prebuilt', location: prebuilt, error: result });
   } else {
-    attempts.push({ source: 'prebuilt', location: search.unpublishedPackage, error: `no prebuilt binary is published for ${search.platformLabel}` });
+    attempts.push({
+      source: 'prebuilt',
+      location: search.unpublishedPackage,
+      error: `no prebuilt binary is published for ${search.platformLabel}`,
+    });
   }
   const local = search.localBuildPath;
   if (existsSync(local)) {
@@ -126,7 +137,9 @@ export function loadNativeAddon<Addon>(search: NativeAddonSearch): LoadedNativeA
     attempts.push({ source: 'local build', location: local, error: search.missingLocalBuild() });
   }
   const solutions = [
-    prebuilt ? `install the prebuilt binary: npm install ${prebuilt}@${search.version} (or reinstall without --no-optional)` : undefined,
+    prebuilt
+      ? `install the prebuilt binary: npm install ${prebuilt}@${search.version} (or reinstall without --no-optional)`
+      : undefined,
     search.buildSolution,
     'or use another backend: KILN_DEVICE=cpu',
   ].filter((line): line is string => line !== undefined);

@@ -47,11 +47,26 @@ export interface NativeArgumentChecks {
   /** Checks rows and cols (named `colsName`, default 'cols') as integers ≥ 0 and returns rows · cols. */
   checkRowsCols(kernel: string, rows: number, cols: number, colsName?: string): number;
   /** A dense float tensor of `count` elements (its dtype sets the call's dtype). */
-  checkFloatTensor(ref: TensorRef, owner: object, kernel: string, role: string, count: number, why: string): CheckedTensor;
+  checkFloatTensor(
+    ref: TensorRef,
+    owner: object,
+    kernel: string,
+    role: string,
+    count: number,
+    why: string,
+  ): CheckedTensor;
   /** A dense float tensor whose element count is whatever its shape says (elementwise kernels). */
   checkElementwiseTensor(ref: TensorRef, owner: object, kernel: string, role: string): CheckedTensor;
   /** A dense tensor of `dtype` with `count` elements. */
-  checkTensorOf(ref: TensorRef, owner: object, kernel: string, role: string, dtype: DType, count: number, why: string): CheckedTensor;
+  checkTensorOf(
+    ref: TensorRef,
+    owner: object,
+    kernel: string,
+    role: string,
+    dtype: DType,
+    count: number,
+    why: string,
+  ): CheckedTensor;
 }
 
 /** The argument checks of the backend named `backend` (e.g. 'cuda': messages start "cuda backend: "). */
@@ -61,7 +76,7 @@ export function nativeArgumentChecks(backend: string): NativeArgumentChecks {
   const resolveBuffer = (handle: BufferHandle, owner: object, operation: string): NativeBuffer => {
     if (!(handle instanceof NativeBuffer) || handle.owner !== owner) {
       throw new InvalidArgumentError(`${prefix} ${operation} got a buffer that this backend did not allocate`, {
-        hint: 'Move the tensor to this backend first (toBackend) instead of passing another backend\'s buffer.',
+        hint: "Move the tensor to this backend first (toBackend) instead of passing another backend's buffer.",
       });
     }
     if (handle.freed) {
@@ -80,17 +95,30 @@ export function nativeArgumentChecks(backend: string): NativeArgumentChecks {
   };
 
   // The hot path of every kernel call: no strings are built and no arrays allocated unless a check fails.
-  const checkTensor = (ref: TensorRef | StridedView, owner: object, kernel: string, role: string, view: boolean): CheckedTensor => {
+  const checkTensor = (
+    ref: TensorRef | StridedView,
+    owner: object,
+    kernel: string,
+    role: string,
+    view: boolean,
+  ): CheckedTensor => {
     const handle = ref.buffer;
-    const buffer = handle instanceof NativeBuffer && handle.owner === owner && !handle.freed ? handle : resolveBuffer(handle, owner, `${kernel}: ${role}`);
+    const buffer =
+      handle instanceof NativeBuffer && handle.owner === owner && !handle.freed
+        ? handle
+        : resolveBuffer(handle, owner, `${kernel}: ${role}`);
     const code = DTYPE_CODE.get(ref.dtype);
-    if (code === undefined) throw new DTypeError(`${prefix} ${kernel}: ${role} has unknown dtype '${String(ref.dtype)}'`, { hint: 'Use f32, f16, bf16 or i32.' });
+    if (code === undefined)
+      throw new DTypeError(`${prefix} ${kernel}: ${role} has unknown dtype '${String(ref.dtype)}'`, {
+        hint: 'Use f32, f16, bf16 or i32.',
+      });
     const shape = ref.shape;
     if (!Array.isArray(shape)) throw new InvalidArgumentError(`${prefix} ${kernel}: ${role}.shape must be an array`);
     let count = 1;
     for (let dim = 0; dim < shape.length; dim++) {
       const size: unknown = shape[dim];
-      if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0) checkInteger(size, `${kernel}: ${role}.shape[${dim}]`);
+      if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0)
+        checkInteger(size, `${kernel}: ${role}.shape[${dim}]`);
       count *= size as number;
     }
     const capacity = Math.floor(buffer.byteLength / DTYPE_BYTES[ref.dtype]);
@@ -101,13 +129,17 @@ export function nativeArgumentChecks(backend: string): NativeArgumentChecks {
     }
     const { strides, offset } = ref as StridedView;
     if (!Array.isArray(strides) || strides.length !== shape.length) {
-      throw new ShapeError(`${prefix} ${kernel}: ${role} has strides ${String(strides)} for shape ${formatShape(shape)}`);
+      throw new ShapeError(
+        `${prefix} ${kernel}: ${role} has strides ${String(strides)} for shape ${formatShape(shape)}`,
+      );
     }
     for (let dim = 0; dim < strides.length; dim++) {
       const stride: unknown = strides[dim];
-      if (typeof stride !== 'number' || !Number.isSafeInteger(stride)) checkInteger(stride, `${kernel}: ${role}.strides[${dim}]`, -Number.MAX_SAFE_INTEGER);
+      if (typeof stride !== 'number' || !Number.isSafeInteger(stride))
+        checkInteger(stride, `${kernel}: ${role}.strides[${dim}]`, -Number.MAX_SAFE_INTEGER);
     }
-    if (typeof offset !== 'number' || !Number.isSafeInteger(offset) || offset < 0) checkInteger(offset, `${kernel}: ${role}.offset`);
+    if (typeof offset !== 'number' || !Number.isSafeInteger(offset) || offset < 0)
+      checkInteger(offset, `${kernel}: ${role}.offset`);
     if (count > 0) {
       let lowest = offset;
       let highest = offset;
@@ -118,10 +150,23 @@ export function nativeArgumentChecks(backend: string): NativeArgumentChecks {
       }
       if (lowest < 0 || highest >= capacity) throw outsideBuffer(kernel, role, ref, lowest, highest, buffer);
     }
-    return { buffer, dtype: ref.dtype, shape, count, native: { buffer: buffer.id, dtype: code, shape, strides, offset } };
+    return {
+      buffer,
+      dtype: ref.dtype,
+      shape,
+      count,
+      native: { buffer: buffer.id, dtype: code, shape, strides, offset },
+    };
   };
 
-  const outsideBuffer = (kernel: string, role: string, ref: TensorRef, lowest: number, highest: number, buffer: NativeBuffer): InvalidArgumentError =>
+  const outsideBuffer = (
+    kernel: string,
+    role: string,
+    ref: TensorRef,
+    lowest: number,
+    highest: number,
+    buffer: NativeBuffer,
+  ): InvalidArgumentError =>
     new InvalidArgumentError(
       `${prefix} ${kernel}: ${role} (${ref.dtype} ${formatShape(ref.shape)}) reaches elements ${lowest} to ${highest}, outside its ${buffer.byteLength}-byte buffer`,
       { hint: 'Allocate element count × bytes per element, and keep views inside the buffer.' },
@@ -129,7 +174,9 @@ export function nativeArgumentChecks(backend: string): NativeArgumentChecks {
 
   const expectDType = (tensor: CheckedTensor, dtype: DType, kernel: string, role: string): void => {
     if (tensor.dtype !== dtype) {
-      throw new DTypeError(`${prefix} ${kernel}: ${role} must be ${dtype}, got ${tensor.dtype} ${formatShape(tensor.shape)}`);
+      throw new DTypeError(
+        `${prefix} ${kernel}: ${role} must be ${dtype}, got ${tensor.dtype} ${formatShape(tensor.shape)}`,
+      );
     }
   };
 
@@ -137,21 +184,28 @@ export function nativeArgumentChecks(backend: string): NativeArgumentChecks {
     let equal = tensor.shape.length === shape.length;
     for (let dim = 0; equal && dim < shape.length; dim++) equal = tensor.shape[dim] === shape[dim];
     if (!equal) {
-      throw new ShapeError(`${prefix} ${kernel}: ${role} has shape ${formatShape(tensor.shape)}, expected ${formatShape(shape)}`);
+      throw new ShapeError(
+        `${prefix} ${kernel}: ${role} has shape ${formatShape(tensor.shape)}, expected ${formatShape(shape)}`,
+      );
     }
   };
 
   const expectCount = (tensor: CheckedTensor, count: number, kernel: string, role: string, why: string): void => {
     if (tensor.count !== count) {
-      throw new ShapeError(`${prefix} ${kernel}: ${role} ${tensor.dtype} ${formatShape(tensor.shape)} has ${tensor.count} elements, expected ${count} (${why})`);
+      throw new ShapeError(
+        `${prefix} ${kernel}: ${role} ${tensor.dtype} ${formatShape(tensor.shape)} has ${tensor.count} elements, expected ${count} (${why})`,
+      );
     }
   };
 
   const expectFloat = (tensor: CheckedTensor, kernel: string, role: string): void => {
     if (tensor.dtype === 'i32') {
-      throw new DTypeError(`${prefix} ${kernel}: ${role} must be a float dtype (f32, f16, bf16), got i32 ${formatShape(tensor.shape)}`, {
-        hint: 'Cast integer tensors to a float dtype first.',
-      });
+      throw new DTypeError(
+        `${prefix} ${kernel}: ${role} must be a float dtype (f32, f16, bf16), got i32 ${formatShape(tensor.shape)}`,
+        {
+          hint: 'Cast integer tensors to a float dtype first.',
+        },
+      );
     }
   };
 

@@ -11,11 +11,38 @@ import type { DType } from '../dtype.js';
 export const DTYPE_ORDER: readonly DType[] = ['f32', 'f16', 'bf16', 'i32'];
 /** Unary ops by code. */
 export const UNARY_ORDER: readonly UnaryOp[] = [
-  'neg', 'abs', 'sign', 'exp', 'log', 'sqrt', 'rsqrt', 'reciprocal', 'square', 'tanh', 'sigmoid', 'relu', 'gelu', 'silu', 'geluGrad', 'siluGrad',
+  'neg',
+  'abs',
+  'sign',
+  'exp',
+  'log',
+  'sqrt',
+  'rsqrt',
+  'reciprocal',
+  'square',
+  'tanh',
+  'sigmoid',
+  'relu',
+  'gelu',
+  'silu',
+  'geluGrad',
+  'siluGrad',
 ];
 /** Binary ops by code. */
 export const BINARY_ORDER: readonly BinaryOp[] = [
-  'add', 'sub', 'mul', 'div', 'pow', 'maximum', 'minimum', 'greater', 'greaterEqual', 'less', 'lessEqual', 'equal', 'notEqual',
+  'add',
+  'sub',
+  'mul',
+  'div',
+  'pow',
+  'maximum',
+  'minimum',
+  'greater',
+  'greaterEqual',
+  'less',
+  'lessEqual',
+  'equal',
+  'notEqual',
 ];
 /** Reduce ops by code. */
 export const REDUCE_ORDER: readonly ReduceOp[] = ['sum', 'max', 'min', 'argmax', 'argmin'];
@@ -36,4 +63,6 @@ export const REDUCE_CODE = indexTable(REDUCE_ORDER);
 /** Unary ops defined on i32. */
 export const I32_UNARY: ReadonlySet<UnaryOp> = new Set<UnaryOp>(['neg', 'abs', 'sign', 'square']);
 /** Binary ops defined on i32 inputs. */
-export const I32_BINARY: ReadonlySet<BinaryOp> = new Set<BinaryOp>(BINARY_ORDER.filter((op) => op !== 'div' && op !== 'pow'));
+export const I32_BINARY: ReadonlySet<BinaryOp> = new Set<BinaryOp>(
+  BINARY_ORDER.filter((op) => op !== 'div' && op !== 'pow'),
+);

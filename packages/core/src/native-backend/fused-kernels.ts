@@ -21,29 +21,88 @@ export interface NativeFusedMethods {
   /** dx = y ⊙ (dy − Σ dy·y) per row. */
   softmaxBackward(y: NativeTensor, dy: NativeTensor, dx: NativeTensor, rows: number, cols: number): void;
   /** RMSNorm; rstd f32 [rows]. */
-  rmsNorm(x: NativeTensor, weight: NativeTensor, out: NativeTensor, rstd: NativeTensor, rows: number, cols: number, eps: number): void;
+  rmsNorm(
+    x: NativeTensor,
+    weight: NativeTensor,
+    out: NativeTensor,
+    rstd: NativeTensor,
+    rows: number,
+    cols: number,
+    eps: number,
+  ): void;
   /** RMSNorm gradients; dWeight f32 [cols] overwritten. */
-  rmsNormBackward(x: NativeTensor, weight: NativeTensor, rstd: NativeTensor, dy: NativeTensor, dx: NativeTensor, dWeight: NativeTensor, rows: number, cols: number): void;
+  rmsNormBackward(
+    x: NativeTensor,
+    weight: NativeTensor,
+    rstd: NativeTensor,
+    dy: NativeTensor,
+    dx: NativeTensor,
+    dWeight: NativeTensor,
+    rows: number,
+    cols: number,
+  ): void;
   /** LayerNorm over the last axis. */
-  layerNorm(x: NativeTensor, weight: NativeTensor, bias: NativeTensor, out: NativeTensor, rows: number, cols: number, eps: number): void;
+  layerNorm(
+    x: NativeTensor,
+    weight: NativeTensor,
+    bias: NativeTensor,
+    out: NativeTensor,
+    rows: number,
+    cols: number,
+    eps: number,
+  ): void;
   /** Rotary embedding (half-split) of x [..., T, D] at positions offset…; inverse rotates by −angle. */
-  rope(x: NativeTensor, out: NativeTensor, offset: number, theta: number, inverse: boolean, tokensMajor?: boolean): void;
+  rope(
+    x: NativeTensor,
+    out: NativeTensor,
+    offset: number,
+    theta: number,
+    inverse: boolean,
+    tokensMajor?: boolean,
+  ): void;
   /** out = silu(gate) · up. */
   swiglu(gate: NativeTensor, up: NativeTensor, out: NativeTensor): void;
   /** dGate = dy · up · siluGrad(gate), dUp = dy · silu(gate). */
   swigluBackward(gate: NativeTensor, up: NativeTensor, dy: NativeTensor, dGate: NativeTensor, dUp: NativeTensor): void;
   /** Per-row cross-entropy loss f32 [rows]. */
-  crossEntropy(logits: NativeTensor, targets: NativeTensor, loss: NativeTensor, rows: number, classes: number, ignoreIndex: number): void;
+  crossEntropy(
+    logits: NativeTensor,
+    targets: NativeTensor,
+    loss: NativeTensor,
+    rows: number,
+    classes: number,
+    ignoreIndex: number,
+  ): void;
   /** dLogits = (softmax − onehot) · scale per row. */
-  crossEntropyBackward(logits: NativeTensor, targets: NativeTensor, dLogits: NativeTensor, rows: number, classes: number, ignoreIndex: number, scale: number): void;
+  crossEntropyBackward(
+    logits: NativeTensor,
+    targets: NativeTensor,
+    dLogits: NativeTensor,
+    rows: number,
+    classes: number,
+    ignoreIndex: number,
+    scale: number,
+  ): void;
   /** One AdamW step in place on param, m, v (f32 state) from grad. */
   adamw(param: NativeTensor, grad: NativeTensor, m: NativeTensor, v: NativeTensor, params: AdamWParams): void;
   /** Optional: out (f32, one element) = Σ over tensors of Σ x², deterministic order (absent: NativeKernelBackend composes it). */
   sumOfSquaresMulti?(tensors: NativeTensor[], out: NativeTensor): void;
   /** Optional: one AdamW step on every (param, grad, m, v); gradientScale and skipIfNonFinite may be one-element f32 tensors (absent: composed). */
-  adamwMulti?(params: NativeTensor[], grads: NativeTensor[], ms: NativeTensor[], vs: NativeTensor[], options: NativeAdamWMultiOptions): void;
+  adamwMulti?(
+    params: NativeTensor[],
+    grads: NativeTensor[],
+    ms: NativeTensor[],
+    vs: NativeTensor[],
+    options: NativeAdamWMultiOptions,
+  ): void;
   /** Optional: adamwMulti of an addon that reads options.deviceScalars (an addon without it would ignore them, so core composes that form). */
-  adamwMultiDeviceScalars?(params: NativeTensor[], grads: NativeTensor[], ms: NativeTensor[], vs: NativeTensor[], options: NativeAdamWMultiOptions): void;
+  adamwMultiDeviceScalars?(
+    params: NativeTensor[],
+    grads: NativeTensor[],
+    ms: NativeTensor[],
+    vs: NativeTensor[],
+    options: NativeAdamWMultiOptions,
+  ): void;
 }
 
 /** adamwMulti's options as the addon takes them. */
@@ -88,7 +147,14 @@ export abstract class NativeFusedKernels {
   protected abstract checkIgnoreIndex(kernel: string, value: unknown): void;
 
   /** Rotary embedding (half-split) of x [..., T, D] (tokensMajor: x [B, T, H, D], only where the backend lists the layout); its checks are the backend's own. */
-  abstract rope(x: TensorRef, out: TensorRef, offset: number, theta: number, inverse: boolean, tokensMajor?: boolean): void;
+  abstract rope(
+    x: TensorRef,
+    out: TensorRef,
+    offset: number,
+    theta: number,
+    inverse: boolean,
+    tokensMajor?: boolean,
+  ): void;
 
   /** softmax / logSoftmax over [rows, cols]. */
   softmax(kernel: 'softmax' | 'logSoftmax', x: TensorRef, out: TensorRef, rows: number, cols: number): void {
@@ -105,11 +171,21 @@ export abstract class NativeFusedKernels {
     const output = this.checks.checkFloatTensor(y, this.owner, kernel, 'y', count, 'rows · cols');
     const gradient = this.checks.checkTensorOf(dy, this.owner, kernel, 'dy', output.dtype, count, 'rows · cols');
     const result = this.checks.checkTensorOf(dx, this.owner, kernel, 'dx', output.dtype, count, 'rows · cols');
-    this.errors.callNative(() => this.native.softmaxBackward(output.native, gradient.native, result.native, rows, cols));
+    this.errors.callNative(() =>
+      this.native.softmaxBackward(output.native, gradient.native, result.native, rows, cols),
+    );
   }
 
   /** RMSNorm; rstd f32 [rows]. */
-  rmsNorm(x: TensorRef, weight: TensorRef, out: TensorRef, rstd: TensorRef, rows: number, cols: number, eps: number): void {
+  rmsNorm(
+    x: TensorRef,
+    weight: TensorRef,
+    out: TensorRef,
+    rstd: TensorRef,
+    rows: number,
+    cols: number,
+    eps: number,
+  ): void {
     const kernel = 'rmsNorm';
     const count = this.checks.checkRowsCols(kernel, rows, cols);
     const input = this.checks.checkFloatTensor(x, this.owner, kernel, 'x', count, 'rows · cols');
@@ -117,11 +193,22 @@ export abstract class NativeFusedKernels {
     const output = this.checks.checkTensorOf(out, this.owner, kernel, 'out', input.dtype, count, 'rows · cols');
     const inverse = this.checks.checkTensorOf(rstd, this.owner, kernel, 'rstd', 'f32', rows, 'rows');
     this.checkScalar(kernel, 'eps', eps);
-    this.errors.callNative(() => this.native.rmsNorm(input.native, scale.native, output.native, inverse.native, rows, cols, eps));
+    this.errors.callNative(() =>
+      this.native.rmsNorm(input.native, scale.native, output.native, inverse.native, rows, cols, eps),
+    );
   }
 
   /** RMSNorm gradients; dWeight f32 [cols] overwritten. */
-  rmsNormBackward(x: TensorRef, weight: TensorRef, rstd: TensorRef, dy: TensorRef, dx: TensorRef, dWeight: TensorRef, rows: number, cols: number): void {
+  rmsNormBackward(
+    x: TensorRef,
+    weight: TensorRef,
+    rstd: TensorRef,
+    dy: TensorRef,
+    dx: TensorRef,
+    dWeight: TensorRef,
+    rows: number,
+    cols: number,
+  ): void {
     const kernel = 'rmsNormBackward';
     const count = this.checks.checkRowsCols(kernel, rows, cols);
     const input = this.checks.checkFloatTensor(x, this.owner, kernel, 'x', count, 'rows · cols');
@@ -130,13 +217,30 @@ export abstract class NativeFusedKernels {
     const gradient = this.checks.checkTensorOf(dy, this.owner, kernel, 'dy', input.dtype, count, 'rows · cols');
     const inputGradient = this.checks.checkTensorOf(dx, this.owner, kernel, 'dx', input.dtype, count, 'rows · cols');
     const weightGradient = this.checks.checkTensorOf(dWeight, this.owner, kernel, 'dWeight', 'f32', cols, 'cols');
-    this.errors.callNative(() => this.native.rmsNormBackward(
-      input.native, scale.native, inverse.native, gradient.native, inputGradient.native, weightGradient.native, rows, cols,
-    ));
+    this.errors.callNative(() =>
+      this.native.rmsNormBackward(
+        input.native,
+        scale.native,
+        inverse.native,
+        gradient.native,
+        inputGradient.native,
+        weightGradient.native,
+        rows,
+        cols,
+      ),
+    );
   }
 
   /** LayerNorm over the last axis. */
-  layerNorm(x: TensorRef, weight: TensorRef, bias: TensorRef, out: TensorRef, rows: number, cols: number, eps: number): void {
+  layerNorm(
+    x: TensorRef,
+    weight: TensorRef,
+    bias: TensorRef,
+    out: TensorRef,
+    rows: number,
+    cols: number,
+    eps: number,
+  ): void {
     const kernel = 'layerNorm';
     const count = this.checks.checkRowsCols(kernel, rows, cols);
     const input = this.checks.checkFloatTensor(x, this.owner, kernel, 'x', count, 'rows · cols');
@@ -144,15 +248,33 @@ export abstract class NativeFusedKernels {
     const shift = this.checks.checkTensorOf(bias, this.owner, kernel, 'bias', input.dtype, cols, 'cols');
     const output = this.checks.checkTensorOf(out, this.owner, kernel, 'out', input.dtype, count, 'rows · cols');
     this.checkScalar(kernel, 'eps', eps);
-    this.errors.callNative(() => this.native.layerNorm(input.native, scale.native, shift.native, output.native, rows, cols, eps));
+    this.errors.callNative(() =>
+      this.native.layerNorm(input.native, scale.native, shift.native, output.native, rows, cols, eps),
+    );
   }
 
   /** out = silu(gate) · up. */
   swiglu(gate: TensorRef, up: TensorRef, out: TensorRef): void {
     const kernel = 'swiglu';
     const gates = this.checks.checkElementwiseTensor(gate, this.owner, kernel, 'gate');
-    const ups = this.checks.checkTensorOf(up, this.owner, kernel, 'up', gates.dtype, gates.count, 'as many elements as gate');
-    const output = this.checks.checkTensorOf(out, this.owner, kernel, 'out', gates.dtype, gates.count, 'as many elements as gate');
+    const ups = this.checks.checkTensorOf(
+      up,
+      this.owner,
+      kernel,
+      'up',
+      gates.dtype,
+      gates.count,
+      'as many elements as gate',
+    );
+    const output = this.checks.checkTensorOf(
+      out,
+      this.owner,
+      kernel,
+      'out',
+      gates.dtype,
+      gates.count,
+      'as many elements as gate',
+    );
     this.errors.callNative(() => this.native.swiglu(gates.native, ups.native, output.native));
   }
 
@@ -160,32 +282,69 @@ export abstract class NativeFusedKernels {
   swigluBackward(gate: TensorRef, up: TensorRef, dy: TensorRef, dGate: TensorRef, dUp: TensorRef): void {
     const kernel = 'swigluBackward';
     const gates = this.checks.checkElementwiseTensor(gate, this.owner, kernel, 'gate');
-    const [ups, gradient, gateGradient, upGradient] = ([['up', up], ['dy', dy], ['dGate', dGate], ['dUp', dUp]] as const).map(([role, ref]) =>
-      this.checks.checkTensorOf(ref, this.owner, kernel, role, gates.dtype, gates.count, 'as many elements as gate'));
-    this.errors.callNative(() => this.native.swigluBackward(gates.native, ups.native, gradient.native, gateGradient.native, upGradient.native));
+    const [ups, gradient, gateGradient, upGradient] = (
+      [
+        ['up', up],
+        ['dy', dy],
+        ['dGate', dGate],
+        ['dUp', dUp],
+      ] as const
+    ).map(([role, ref]) =>
+      this.checks.checkTensorOf(ref, this.owner, kernel, role, gates.dtype, gates.count, 'as many elements as gate'),
+    );
+    this.errors.callNative(() =>
+      this.native.swigluBackward(gates.native, ups.native, gradient.native, gateGradient.native, upGradient.native),
+    );
   }
 
   /** Per-row cross-entropy loss f32 [rows]. */
-  crossEntropy(logits: TensorRef, targets: TensorRef, loss: TensorRef, rows: number, classes: number, ignoreIndex: number): void {
+  crossEntropy(
+    logits: TensorRef,
+    targets: TensorRef,
+    loss: TensorRef,
+    rows: number,
+    classes: number,
+    ignoreIndex: number,
+  ): void {
     const kernel = 'crossEntropy';
     const count = this.checks.checkRowsCols(kernel, rows, classes, 'classes');
     const input = this.checks.checkFloatTensor(logits, this.owner, kernel, 'logits', count, 'rows · classes');
     const labels = this.checks.checkTensorOf(targets, this.owner, kernel, 'targets', 'i32', rows, 'rows');
     const output = this.checks.checkTensorOf(loss, this.owner, kernel, 'loss', 'f32', rows, 'rows');
     this.checkIgnoreIndex(kernel, ignoreIndex);
-    this.errors.callNative(() => this.native.crossEntropy(input.native, labels.native, output.native, rows, classes, ignoreIndex));
+    this.errors.callNative(() =>
+      this.native.crossEntropy(input.native, labels.native, output.native, rows, classes, ignoreIndex),
+    );
   }
 
   /** dLogits = (softmax − onehot) · scale per row. */
-  crossEntropyBackward(logits: TensorRef, targets: TensorRef, dLogits: TensorRef, rows: number, classes: number, ignoreIndex: number, scale: number): void {
+  crossEntropyBackward(
+    logits: TensorRef,
+    targets: TensorRef,
+    dLogits: TensorRef,
+    rows: number,
+    classes: number,
+    ignoreIndex: number,
+    scale: number,
+  ): void {
     const kernel = 'crossEntropyBackward';
     const count = this.checks.checkRowsCols(kernel, rows, classes, 'classes');
     const input = this.checks.checkFloatTensor(logits, this.owner, kernel, 'logits', count, 'rows · classes');
     const labels = this.checks.checkTensorOf(targets, this.owner, kernel, 'targets', 'i32', rows, 'rows');
-    const output = this.checks.checkTensorOf(dLogits, this.owner, kernel, 'dLogits', input.dtype, count, 'rows · classes');
+    const output = this.checks.checkTensorOf(
+      dLogits,
+      this.owner,
+      kernel,
+      'dLogits',
+      input.dtype,
+      count,
+      'rows · classes',
+    );
     this.checkIgnoreIndex(kernel, ignoreIndex);
     this.checkScalar(kernel, 'scale', scale);
-    this.errors.callNative(() => this.native.crossEntropyBackward(input.native, labels.native, output.native, rows, classes, ignoreIndex, scale));
+    this.errors.callNative(() =>
+      this.native.crossEntropyBackward(input.native, labels.native, output.native, rows, classes, ignoreIndex, scale),
+    );
   }
 
   /** One AdamW step in place on param, m, v (f32 state) from grad. */
@@ -195,13 +354,40 @@ export abstract class NativeFusedKernels {
     const gradient = this.checks.checkTensor(grad, this.owner, kernel, 'grad', false);
     this.checks.expectFloat(gradient, kernel, 'grad');
     this.checks.expectCount(gradient, parameter.count, kernel, 'grad', 'as many elements as param');
-    const first = this.checks.checkTensorOf(m, this.owner, kernel, 'm', 'f32', parameter.count, 'as many elements as param');
-    const second = this.checks.checkTensorOf(v, this.owner, kernel, 'v', 'f32', parameter.count, 'as many elements as param');
-    if (typeof params !== 'object' || params === null) throw new InvalidArgumentError(`${this.checks.backend} backend: adamw: params must be an object`);
+    const first = this.checks.checkTensorOf(
+      m,
+      this.owner,
+      kernel,
+      'm',
+      'f32',
+      parameter.count,
+      'as many elements as param',
+    );
+    const second = this.checks.checkTensorOf(
+      v,
+      this.owner,
+      kernel,
+      'v',
+      'f32',
+      parameter.count,
+      'as many elements as param',
+    );
+    if (typeof params !== 'object' || params === null)
+      throw new InvalidArgumentError(`${this.checks.backend} backend: adamw: params must be an object`);
     const { lr, beta1, beta2, eps, weightDecay, step } = params;
-    for (const [name, value] of Object.entries({ lr, beta1, beta2, eps, weightDecay })) this.checkScalar(kernel, `params.${name}`, value);
+    for (const [name, value] of Object.entries({ lr, beta1, beta2, eps, weightDecay }))
+      this.checkScalar(kernel, `params.${name}`, value);
     this.checks.checkInteger(step, 'adamw: params.step', 1);
-    this.errors.callNative(() => this.native.adamw(parameter.native, gradient.native, first.native, second.native, { lr, beta1, beta2, eps, weightDecay, step }));
+    this.errors.callNative(() =>
+      this.native.adamw(parameter.native, gradient.native, first.native, second.native, {
+        lr,
+        beta1,
+        beta2,
+        eps,
+        weightDecay,
+        step,
+      }),
+    );
   }
 
   /** True when the addon has the multi-tensor kernel `name` (else NativeKernelBackend composes it). */
@@ -214,31 +400,60 @@ export abstract class NativeFusedKernels {
     const kernel = 'sumOfSquaresMulti';
     const inputs = this.tensorList(kernel, 'tensors', tensors);
     const output = this.checks.checkTensorOf(out, this.owner, kernel, 'out', 'f32', 1, 'one element');
-    this.errors.callNative(() => this.native.sumOfSquaresMulti!(inputs.map((tensor) => tensor.native), output.native));
+    this.errors.callNative(() =>
+      this.native.sumOfSquaresMulti!(
+        inputs.map((tensor) => tensor.native),
+        output.native,
+      ),
+    );
   }
 
   /** One AdamW step on every (params[i], grads[i], ms[i], vs[i]). */
-  adamwMulti(params: readonly TensorRef[], grads: readonly TensorRef[], ms: readonly TensorRef[], vs: readonly TensorRef[], options: AdamWMultiParams): void {
+  adamwMulti(
+    params: readonly TensorRef[],
+    grads: readonly TensorRef[],
+    ms: readonly TensorRef[],
+    vs: readonly TensorRef[],
+    options: AdamWMultiParams,
+  ): void {
     const kernel = 'adamwMulti';
     const parameters = this.tensorList(kernel, 'params', params);
     const gradients = this.tensorList(kernel, 'grads', grads);
-    const lists = { grads: gradients.length, ms: Array.isArray(ms) ? ms.length : -1, vs: Array.isArray(vs) ? vs.length : -1 };
+    const lists = {
+      grads: gradients.length,
+      ms: Array.isArray(ms) ? ms.length : -1,
+      vs: Array.isArray(vs) ? vs.length : -1,
+    };
     for (const [name, length] of Object.entries(lists)) {
-      if (length !== parameters.length) throw new InvalidArgumentError(`${this.checks.backend} backend: ${kernel}: ${name} must be an array of ${parameters.length} tensors (one per param)`);
+      if (length !== parameters.length)
+        throw new InvalidArgumentError(
+          `${this.checks.backend} backend: ${kernel}: ${name} must be an array of ${parameters.length} tensors (one per param)`,
+        );
     }
     const why = 'as many elements as its param';
-    parameters.forEach((parameter, index) => this.checks.expectCount(gradients[index], parameter.count, kernel, `grads[${index}]`, why));
-    const first = ms.map((m, index) => this.checks.checkTensorOf(m, this.owner, kernel, `ms[${index}]`, 'f32', parameters[index].count, why));
-    const second = vs.map((v, index) => this.checks.checkTensorOf(v, this.owner, kernel, `vs[${index}]`, 'f32', parameters[index].count, why));
-    if (typeof options !== 'object' || options === null) throw new InvalidArgumentError(`${this.checks.backend} backend: ${kernel}: options must be an object`);
+    parameters.forEach((parameter, index) =>
+      this.checks.expectCount(gradients[index], parameter.count, kernel, `grads[${index}]`, why),
+    );
+    const first = ms.map((m, index) =>
+      this.checks.checkTensorOf(m, this.owner, kernel, `ms[${index}]`, 'f32', parameters[index].count, why),
+    );
+    const second = vs.map((v, index) =>
+      this.checks.checkTensorOf(v, this.owner, kernel, `vs[${index}]`, 'f32', parameters[index].count, why),
+    );
+    if (typeof options !== 'object' || options === null)
+      throw new InvalidArgumentError(`${this.checks.backend} backend: ${kernel}: options must be an object`);
     const { lr, beta1, beta2, eps, step, weightDecays, gradientScale, skipIfNonFinite, deviceScalars } = options;
-    for (const [name, value] of Object.entries({ lr, beta1, beta2, eps })) this.checkScalar(kernel, `options.${name}`, value);
+    for (const [name, value] of Object.entries({ lr, beta1, beta2, eps }))
+      this.checkScalar(kernel, `options.${name}`, value);
     this.checks.checkInteger(step, `${kernel}: options.step`, 1);
     if (!Array.isArray(weightDecays) || weightDecays.length !== parameters.length) {
-      throw new InvalidArgumentError(`${this.checks.backend} backend: ${kernel}: options.weightDecays must hold one number per param (${parameters.length})`);
+      throw new InvalidArgumentError(
+        `${this.checks.backend} backend: ${kernel}: options.weightDecays must hold one number per param (${parameters.length})`,
+      );
     }
     weightDecays.forEach((value, index) => this.checkScalar(kernel, `options.weightDecays[${index}]`, value));
-    const scalar = (ref: TensorRef, name: string) => this.checks.checkTensorOf(ref, this.owner, kernel, name, 'f32', 1, 'one element').native;
+    const scalar = (ref: TensorRef, name: string) =>
+      this.checks.checkTensorOf(ref, this.owner, kernel, name, 'f32', 1, 'one element').native;
     let scale: number | NativeTensor;
     if (typeof gradientScale === 'number') {
       this.checkScalar(kernel, 'options.gradientScale', gradientScale);
@@ -246,20 +461,43 @@ export abstract class NativeFusedKernels {
     } else {
       scale = scalar(gradientScale, 'options.gradientScale');
     }
-    const native: NativeAdamWMultiOptions = { lr, beta1, beta2, eps, step, weightDecays: [...weightDecays], gradientScale: scale };
+    const native: NativeAdamWMultiOptions = {
+      lr,
+      beta1,
+      beta2,
+      eps,
+      step,
+      weightDecays: [...weightDecays],
+      gradientScale: scale,
+    };
     if (skipIfNonFinite !== undefined) native.skipIfNonFinite = scalar(skipIfNonFinite, 'options.skipIfNonFinite');
     if (deviceScalars !== undefined) {
-      native.deviceScalars = this.checks.checkTensorOf(deviceScalars, this.owner, kernel, 'options.deviceScalars', 'f32', 2 + parameters.length, '2 + one per param').native;
+      native.deviceScalars = this.checks.checkTensorOf(
+        deviceScalars,
+        this.owner,
+        kernel,
+        'options.deviceScalars',
+        'f32',
+        2 + parameters.length,
+        '2 + one per param',
+      ).native;
     }
     this.errors.callNative(() =>
-      (native.deviceScalars ? this.native.adamwMultiDeviceScalars! : this.native.adamwMulti!).call(this.native, parameters.map((tensor) => tensor.native), gradients.map((tensor) => tensor.native), first.map((tensor) => tensor.native),
-        second.map((tensor) => tensor.native), native),
+      (native.deviceScalars ? this.native.adamwMultiDeviceScalars! : this.native.adamwMulti!).call(
+        this.native,
+        parameters.map((tensor) => tensor.native),
+        gradients.map((tensor) => tensor.native),
+        first.map((tensor) => tensor.native),
+        second.map((tensor) => tensor.native),
+        native,
+      ),
     );
   }
 
   /** A list of dense float tensors owned by this backend. */
   private tensorList(kernel: string, name: string, list: readonly TensorRef[]) {
-    if (!Array.isArray(list)) throw new InvalidArgumentError(`${this.checks.backend} backend: ${kernel}: ${name} must be an array of tensors`);
+    if (!Array.isArray(list))
+      throw new InvalidArgumentError(`${this.checks.backend} backend: ${kernel}: ${name} must be an array of tensors`);
     return list.map((ref, index) => {
       const checked = this.checks.checkTensor(ref, this.owner, kernel, `${name}[${index}]`, false);
       this.checks.expectFloat(checked, kernel, `${name}[${index}]`);

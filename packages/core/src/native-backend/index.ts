@@ -9,12 +9,21 @@
  * see docs/writing-a-backend.md.
  */
 export {
-  checkAttentionInputs, checkAttentionLike, checkAttentionLse, FLASH_ATTENTION_MAX_LENGTH,
-  type AttentionGrid, type CheckedAttention,
+  checkAttentionInputs,
+  checkAttentionLike,
+  checkAttentionLse,
+  FLASH_ATTENTION_MAX_LENGTH,
+  type AttentionGrid,
+  type CheckedAttention,
 } from './attention-checks.js';
 export {
-  findPackageRoot, firstLineOf, loadNativeAddon, localBuildReport,
-  type AddonLoadAttempt, type LoadedNativeAddon, type NativeAddonSearch,
+  findPackageRoot,
+  firstLineOf,
+  loadNativeAddon,
+  localBuildReport,
+  type AddonLoadAttempt,
+  type LoadedNativeAddon,
+  type NativeAddonSearch,
 } from './addon-loader.js';
 export { kernelTimingSourceOf, type DeviceKernelTiming, type KernelTimingSource } from './kernel-timing.js';
 export { NativeFusedKernels, type NativeAdamWMultiOptions, type NativeFusedMethods } from './fused-kernels.js';
@@ -22,7 +31,16 @@ export { NativeKernelBackend, type NativeKernelBackendParts } from './native-ker
 export type { NativeKernelMethods, NativePoolMemory } from './native-methods.js';
 export { formatShape, nativeArgumentChecks, type CheckedTensor, type NativeArgumentChecks } from './argument-checks.js';
 export {
-  BINARY_CODE, BINARY_ORDER, DTYPE_CODE, DTYPE_ORDER, I32_BINARY, I32_UNARY, REDUCE_CODE, REDUCE_ORDER, UNARY_CODE, UNARY_ORDER,
+  BINARY_CODE,
+  BINARY_ORDER,
+  DTYPE_CODE,
+  DTYPE_ORDER,
+  I32_BINARY,
+  I32_UNARY,
+  REDUCE_CODE,
+  REDUCE_ORDER,
+  UNARY_CODE,
+  UNARY_ORDER,
 } from './codes.js';
 export { isNativeFailure, nativeErrorMapping, type NativeErrorMapping, type NativeFailure } from './native-error.js';
 export { NativeBuffer, type NativeTensor } from './native-tensor.js';

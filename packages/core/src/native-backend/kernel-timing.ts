@@ -31,7 +31,8 @@ export interface KernelTimingSource {
 /** The backend's device kernel timer, or undefined when it has none (the CPU backend, an addon built before it). */
 export function kernelTimingSourceOf(backend: KernelBackend): KernelTimingSource | undefined {
   const candidate = backend as Partial<KernelTimingSource> & { kernelTimingAvailable?: boolean };
-  if (typeof candidate.startKernelTiming !== 'function' || typeof candidate.stopKernelTiming !== 'function') return undefined;
+  if (typeof candidate.startKernelTiming !== 'function' || typeof candidate.stopKernelTiming !== 'function')
+    return undefined;
   if (candidate.kernelTimingAvailable === false) return undefined;
   return candidate as KernelTimingSource;
 }

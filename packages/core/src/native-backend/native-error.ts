@@ -4,7 +4,12 @@
  * errors, and a device failure to the backend's own error class (e.g. CudaError).
  */
 import {
-  DTypeError, InvalidArgumentError, OutOfMemoryError, ShapeError, type KilnError, type KilnErrorOptions,
+  DTypeError,
+  InvalidArgumentError,
+  OutOfMemoryError,
+  ShapeError,
+  type KilnError,
+  type KilnErrorOptions,
 } from '../index.js';
 
 /** The Error a native addon throws or rejects with. */
@@ -43,11 +48,16 @@ export function nativeErrorMapping<Failure extends NativeFailure = NativeFailure
     if (!isNativeFailure(error)) return error;
     const options = { hint: error.hint, cause: error };
     switch (error.kilnKind) {
-      case 'INVALID_ARGUMENT': return new InvalidArgumentError(error.message, options);
-      case 'DTYPE_MISMATCH': return new DTypeError(error.message, options);
-      case 'SHAPE_MISMATCH': return new ShapeError(error.message, options);
-      case 'OUT_OF_MEMORY': return new OutOfMemoryError(error.message, error.requestedBytes ?? 0, options);
-      default: return deviceError(error as Failure, options);
+      case 'INVALID_ARGUMENT':
+        return new InvalidArgumentError(error.message, options);
+      case 'DTYPE_MISMATCH':
+        return new DTypeError(error.message, options);
+      case 'SHAPE_MISMATCH':
+        return new ShapeError(error.message, options);
+      case 'OUT_OF_MEMORY':
+        return new OutOfMemoryError(error.message, error.requestedBytes ?? 0, options);
+      default:
+        return deviceError(error as Failure, options);
     }
   };
   return {

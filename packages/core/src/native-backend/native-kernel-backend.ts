@@ -7,10 +7,30 @@
  * MetalBackend); messages start "<backend> backend: ".
  */
 import type {
-  AdamWMultiParams, AdamWParams, AttentionLayout, AttentionParams, BinaryOp, BufferHandle, Capabilities, KernelBackend, MatmulParams, MemoryInfo,
-  RandomDistribution, ReduceOp, StridedView, TensorRef, UnaryOp,
+  AdamWMultiParams,
+  AdamWParams,
+  AttentionLayout,
+  AttentionParams,
+  BinaryOp,
+  BufferHandle,
+  Capabilities,
+  KernelBackend,
+  MatmulParams,
+  MemoryInfo,
+  RandomDistribution,
+  ReduceOp,
+  StridedView,
+  TensorRef,
+  UnaryOp,
 } from '../backend/kernel-backend.js';
-import { DTypeError, InvalidArgumentError, KERNEL_API_VERSION, ShapeError, composedKernels, formatShape } from '../index.js';
+import {
+  DTypeError,
+  InvalidArgumentError,
+  KERNEL_API_VERSION,
+  ShapeError,
+  composedKernels,
+  formatShape,
+} from '../index.js';
 import type { CheckedTensor, NativeArgumentChecks } from './argument-checks.js';
 import { checkAttentionInputs, checkAttentionLike, checkAttentionLse, type AttentionGrid } from './attention-checks.js';
 import { BINARY_CODE, I32_BINARY, I32_UNARY, REDUCE_CODE, UNARY_CODE } from './codes.js';
@@ -39,7 +59,9 @@ export interface NativeKernelBackendParts<Native extends NativeKernelMethods> {
 }
 
 /** See the file header. */
-export abstract class NativeKernelBackend<Native extends NativeKernelMethods = NativeKernelMethods> implements KernelBackend, KernelTimingSource {
+export abstract class NativeKernelBackend<Native extends NativeKernelMethods = NativeKernelMethods>
+  implements KernelBackend, KernelTimingSource
+{
   /** Backend name as registered, e.g. 'cuda'. */
   abstract readonly name: string;
   /** The KernelBackend version this backend implements. */
@@ -88,7 +110,8 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
   upload(handle: BufferHandle, data: Uint8Array, byteOffset = 0): void {
     this.ensureOpen('upload');
     const buffer = this.checks.resolveBuffer(handle, this, 'upload');
-    if (!(data instanceof Uint8Array)) throw new InvalidArgumentError(`${this.checks.backend} backend: upload needs a Uint8Array`);
+    if (!(data instanceof Uint8Array))
+      throw new InvalidArgumentError(`${this.checks.backend} backend: upload needs a Uint8Array`);
     this.checks.checkInteger(byteOffset, 'upload: byteOffset');
     if (byteOffset + data.byteLength > buffer.byteLength) {
       throw new InvalidArgumentError(
@@ -122,7 +145,9 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
     this.ensureOpen('startKernelTiming');
     const start = this.native.profileStart;
     if (start === undefined) {
-      throw new InvalidArgumentError(`${this.checks.backend} backend: this addon build cannot time kernels`, { hint: 'Rebuild the addon from this version of kiln.' });
+      throw new InvalidArgumentError(`${this.checks.backend} backend: this addon build cannot time kernels`, {
+        hint: 'Rebuild the addon from this version of kiln.',
+      });
     }
     this.errors.callNative(() => start.call(this.native));
   }
@@ -158,7 +183,10 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
     this.checks.expectDType(output, input.dtype, 'unary', 'out');
     this.checks.expectCount(output, input.count, 'unary', 'out', 'x and out have as many elements');
     if (input.dtype === 'i32' && !I32_UNARY.has(op)) {
-      throw new DTypeError(`${this.checks.backend} backend: unary '${op}' is not defined for i32 ${formatShape(input.shape)}`, { hint: 'Cast to a float dtype first.' });
+      throw new DTypeError(
+        `${this.checks.backend} backend: unary '${op}' is not defined for i32 ${formatShape(input.shape)}`,
+        { hint: 'Cast to a float dtype first.' },
+      );
     }
     this.errors.callNative(() => this.native.unary(code, input.native, output.native));
   }
@@ -177,7 +205,10 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
       this.checks.expectDType(right, output.dtype, 'binary', 'b');
     }
     if (left.dtype === 'i32' && right.dtype === 'i32' && !I32_BINARY.has(op)) {
-      throw new DTypeError(`${this.checks.backend} backend: binary '${op}' is not defined for i32 inputs ${formatShape(left.shape)}`, { hint: 'Cast to a float dtype first.' });
+      throw new DTypeError(
+        `${this.checks.backend} backend: binary '${op}' is not defined for i32 inputs ${formatShape(left.shape)}`,
+        { hint: 'Cast to a float dtype first.' },
+      );
     }
     this.errors.callNative(() => this.native.binary(code, left.native, right.native, output.native));
   }
@@ -203,7 +234,8 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
     this.checks.expectDType(output, arg ? 'i32' : input.dtype, 'reduce', 'out');
     this.checks.expectCount(input, outer * size * inner, 'reduce', 'x', 'outer · size · inner');
     this.checks.expectCount(output, outer * inner, 'reduce', 'out', 'outer · inner');
-    if (arg && size === 0 && outer * inner > 0) throw new InvalidArgumentError(`${this.checks.backend} backend: reduce: ${op} over an empty axis has no answer`);
+    if (arg && size === 0 && outer * inner > 0)
+      throw new InvalidArgumentError(`${this.checks.backend} backend: reduce: ${op} over an empty axis has no answer`);
     this.errors.callNative(() => this.native.reduce(code, input.native, output.native, outer, size, inner));
   }
 
@@ -217,11 +249,21 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
     this.checks.expectDType(right, left.dtype, 'matmul', 'b');
     this.checks.expectDType(output, left.dtype, 'matmul', 'out');
     const { batch, m, n, k, transposeA, transposeB, batchStrideA, batchStrideB } = params;
-    if (!isExtent(batch) || !isExtent(m) || !isExtent(n) || !isExtent(k) || !isExtent(batchStrideA) || !isExtent(batchStrideB)) {
-      for (const [name, value] of Object.entries({ batch, m, n, k, batchStrideA, batchStrideB })) this.checks.checkInteger(value, `matmul: params.${name}`);
+    if (
+      !isExtent(batch) ||
+      !isExtent(m) ||
+      !isExtent(n) ||
+      !isExtent(k) ||
+      !isExtent(batchStrideA) ||
+      !isExtent(batchStrideB)
+    ) {
+      for (const [name, value] of Object.entries({ batch, m, n, k, batchStrideA, batchStrideB }))
+        this.checks.checkInteger(value, `matmul: params.${name}`);
     }
     if (typeof transposeA !== 'boolean' || typeof transposeB !== 'boolean') {
-      throw new InvalidArgumentError(`${this.checks.backend} backend: matmul: params.transposeA and params.transposeB must be booleans`);
+      throw new InvalidArgumentError(
+        `${this.checks.backend} backend: matmul: params.transposeA and params.transposeB must be booleans`,
+      );
     }
     this.checks.expectCount(output, batch * m * n, 'matmul', 'out', 'batch · m · n');
     this.errors.callNative(() => this.native.matmul(left.native, right.native, output.native, params));
@@ -278,7 +320,10 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
   fill(out: TensorRef, value: number): void {
     this.ensureOpen('fill');
     const output = this.checks.checkTensor(out, this, 'fill', 'out', false);
-    if (typeof value !== 'number') throw new InvalidArgumentError(`${this.checks.backend} backend: fill: value must be a number, got ${typeof value}`);
+    if (typeof value !== 'number')
+      throw new InvalidArgumentError(
+        `${this.checks.backend} backend: fill: value must be a number, got ${typeof value}`,
+      );
     this.errors.callNative(() => this.native.fill(output.native, value));
   }
 
@@ -291,11 +336,17 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
     this.checks.checkInteger(seed, 'random: seed');
     this.checks.checkInteger(offset, 'random: offset');
     if (distribution.kind === 'uniform') {
-      this.errors.callNative(() => this.native.random(output.native, 0, distribution.low, distribution.high, seed, offset));
+      this.errors.callNative(() =>
+        this.native.random(output.native, 0, distribution.low, distribution.high, seed, offset),
+      );
     } else if (distribution.kind === 'normal') {
-      this.errors.callNative(() => this.native.random(output.native, 1, distribution.mean, distribution.std, seed, offset));
+      this.errors.callNative(() =>
+        this.native.random(output.native, 1, distribution.mean, distribution.std, seed, offset),
+      );
     } else {
-      throw new InvalidArgumentError(`${this.checks.backend} backend: random: unknown distribution kind '${String((distribution as { kind: unknown }).kind)}'`);
+      throw new InvalidArgumentError(
+        `${this.checks.backend} backend: random: unknown distribution kind '${String((distribution as { kind: unknown }).kind)}'`,
+      );
     }
   }
 
@@ -318,19 +369,44 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
   }
 
   /** RMSNorm over the last axis; rstd f32 [rows]. */
-  rmsNorm(x: TensorRef, weight: TensorRef, out: TensorRef, rstd: TensorRef, rows: number, cols: number, eps: number): void {
+  rmsNorm(
+    x: TensorRef,
+    weight: TensorRef,
+    out: TensorRef,
+    rstd: TensorRef,
+    rows: number,
+    cols: number,
+    eps: number,
+  ): void {
     this.ensureOpen('rmsNorm');
     this.fused.rmsNorm(x, weight, out, rstd, rows, cols, eps);
   }
 
   /** RMSNorm gradients; dWeight f32 [cols] overwritten with column sums in a fixed order. */
-  rmsNormBackward(x: TensorRef, weight: TensorRef, rstd: TensorRef, dy: TensorRef, dx: TensorRef, dWeight: TensorRef, rows: number, cols: number): void {
+  rmsNormBackward(
+    x: TensorRef,
+    weight: TensorRef,
+    rstd: TensorRef,
+    dy: TensorRef,
+    dx: TensorRef,
+    dWeight: TensorRef,
+    rows: number,
+    cols: number,
+  ): void {
     this.ensureOpen('rmsNormBackward');
     this.fused.rmsNormBackward(x, weight, rstd, dy, dx, dWeight, rows, cols);
   }
 
   /** LayerNorm over the last axis. */
-  layerNorm(x: TensorRef, weight: TensorRef, bias: TensorRef, out: TensorRef, rows: number, cols: number, eps: number): void {
+  layerNorm(
+    x: TensorRef,
+    weight: TensorRef,
+    bias: TensorRef,
+    out: TensorRef,
+    rows: number,
+    cols: number,
+    eps: number,
+  ): void {
     this.ensureOpen('layerNorm');
     this.fused.layerNorm(x, weight, bias, out, rows, cols, eps);
   }
@@ -344,11 +420,17 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
     }
     const layouts = this.capabilities.ropeLayouts ?? ['heads-major'];
     if (layout !== 'tokens-major' || !layouts.includes(layout)) {
-      throw new InvalidArgumentError(`${this.name} backend: rope: layout must be one of ${layouts.join(', ')} (capabilities.ropeLayouts), got ${String(layout)}`, {
-        hint: 'Call core\'s rope op, which permutes to a layout the backend reads.',
-      });
+      throw new InvalidArgumentError(
+        `${this.name} backend: rope: layout must be one of ${layouts.join(', ')} (capabilities.ropeLayouts), got ${String(layout)}`,
+        {
+          hint: "Call core's rope op, which permutes to a layout the backend reads.",
+        },
+      );
     }
-    if (x.shape.length !== 4) throw new ShapeError(`${this.name} backend: rope: tokens-major x must be [B, T, H, D], got ${formatShape(x.shape)}`);
+    if (x.shape.length !== 4)
+      throw new ShapeError(
+        `${this.name} backend: rope: tokens-major x must be [B, T, H, D], got ${formatShape(x.shape)}`,
+      );
     this.fused.rope(x, out, offset, theta, inverse, true);
   }
 
@@ -365,13 +447,28 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
   }
 
   /** Per-row loss f32 [rows]; an out-of-range target gives NaN and rejects the next synchronize/download. */
-  crossEntropy(logits: TensorRef, targets: TensorRef, loss: TensorRef, rows: number, classes: number, ignoreIndex: number): void {
+  crossEntropy(
+    logits: TensorRef,
+    targets: TensorRef,
+    loss: TensorRef,
+    rows: number,
+    classes: number,
+    ignoreIndex: number,
+  ): void {
     this.ensureOpen('crossEntropy');
     this.fused.crossEntropy(logits, targets, loss, rows, classes, ignoreIndex);
   }
 
   /** dLogits = (softmax − onehot) · scale per row, never materialising the probabilities. */
-  crossEntropyBackward(logits: TensorRef, targets: TensorRef, dLogits: TensorRef, rows: number, classes: number, ignoreIndex: number, scale: number): void {
+  crossEntropyBackward(
+    logits: TensorRef,
+    targets: TensorRef,
+    dLogits: TensorRef,
+    rows: number,
+    classes: number,
+    ignoreIndex: number,
+    scale: number,
+  ): void {
     this.ensureOpen('crossEntropyBackward');
     this.fused.crossEntropyBackward(logits, targets, dLogits, rows, classes, ignoreIndex, scale);
   }
@@ -390,7 +487,13 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
   }
 
   /** One AdamW step on every (param, grad, m, v): the addon's multi-tensor kernel, or core's composition when the addon lacks it. */
-  adamwMulti(params: readonly TensorRef[], grads: readonly TensorRef[], ms: readonly TensorRef[], vs: readonly TensorRef[], options: AdamWMultiParams): void {
+  adamwMulti(
+    params: readonly TensorRef[],
+    grads: readonly TensorRef[],
+    ms: readonly TensorRef[],
+    vs: readonly TensorRef[],
+    options: AdamWMultiParams,
+  ): void {
     this.ensureOpen('adamwMulti');
     const nativeForm = options?.deviceScalars === undefined || this.fused.hasMultiTensor('adamwMultiDeviceScalars');
     if (nativeForm && this.fused.hasMultiTensor('adamwMulti')) this.fused.adamwMulti(params, grads, ms, vs, options);
@@ -398,16 +501,45 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
   }
 
   /** Flash attention forward: out and the f32 row log-sum-exp lse. Head dims above the kernels' limit run core's composition on this backend. */
-  attention(q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null, out: TensorRef, lse: TensorRef, params: AttentionParams): void {
+  attention(
+    q: TensorRef,
+    k: TensorRef,
+    v: TensorRef,
+    mask: StridedView | null,
+    out: TensorRef,
+    lse: TensorRef,
+    params: AttentionParams,
+  ): void {
     this.ensureOpen('attention');
-    const call = checkAttentionInputs(this.checks, this.parts.attentionGrid, this, 'attention', q, k, v, mask, params, this.attentionLayouts());
+    const call = checkAttentionInputs(
+      this.checks,
+      this.parts.attentionGrid,
+      this,
+      'attention',
+      q,
+      k,
+      v,
+      mask,
+      params,
+      this.attentionLayouts(),
+    );
     const output = checkAttentionLike(this.checks, out, call.q, this, 'attention', 'out');
     const rowLse = checkAttentionLse(this.checks, lse, call, this, 'attention');
     if (call.headDim > this.parts.flashAttentionMaxHeadDim) {
       composedKernels.attention(this, q, k, v, mask, out, lse, call.params);
       return;
     }
-    this.errors.callNative(() => this.native.attention(call.q.native, call.k.native, call.v.native, call.mask?.native ?? null, output.native, rowLse.native, call.params));
+    this.errors.callNative(() =>
+      this.native.attention(
+        call.q.native,
+        call.k.native,
+        call.v.native,
+        call.mask?.native ?? null,
+        output.native,
+        rowLse.native,
+        call.params,
+      ),
+    );
   }
 
   /**
@@ -415,24 +547,65 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
    * head's query heads). Head dims above the kernels' limit run core's composition on this backend.
    */
   attentionBackward(
-    q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null, out: TensorRef, lse: TensorRef, dOut: TensorRef,
-    dq: TensorRef, dk: TensorRef, dv: TensorRef, params: AttentionParams,
+    q: TensorRef,
+    k: TensorRef,
+    v: TensorRef,
+    mask: StridedView | null,
+    out: TensorRef,
+    lse: TensorRef,
+    dOut: TensorRef,
+    dq: TensorRef,
+    dk: TensorRef,
+    dv: TensorRef,
+    params: AttentionParams,
   ): void {
     const kernel = 'attentionBackward';
     this.ensureOpen(kernel);
-    const call = checkAttentionInputs(this.checks, this.parts.attentionGrid, this, kernel, q, k, v, mask, params, this.attentionLayouts());
-    const [output, outputGradient, queryGradient] = ([['out', out], ['dOut', dOut], ['dq', dq]] as const)
-      .map(([role, ref]) => checkAttentionLike(this.checks, ref, call.q, this, kernel, role));
-    const [keyGradient, valueGradient] = ([['dk', dk], ['dv', dv]] as const).map(([role, ref]) => checkAttentionLike(this.checks, ref, call.k, this, kernel, role));
+    const call = checkAttentionInputs(
+      this.checks,
+      this.parts.attentionGrid,
+      this,
+      kernel,
+      q,
+      k,
+      v,
+      mask,
+      params,
+      this.attentionLayouts(),
+    );
+    const [output, outputGradient, queryGradient] = (
+      [
+        ['out', out],
+        ['dOut', dOut],
+        ['dq', dq],
+      ] as const
+    ).map(([role, ref]) => checkAttentionLike(this.checks, ref, call.q, this, kernel, role));
+    const [keyGradient, valueGradient] = (
+      [
+        ['dk', dk],
+        ['dv', dv],
+      ] as const
+    ).map(([role, ref]) => checkAttentionLike(this.checks, ref, call.k, this, kernel, role));
     const rowLse = checkAttentionLse(this.checks, lse, call, this, kernel);
     if (call.headDim > this.parts.flashAttentionMaxHeadDim) {
       composedKernels.attentionBackward(this, q, k, v, mask, out, lse, dOut, dq, dk, dv, call.params);
       return;
     }
-    this.errors.callNative(() => this.native.attentionBackward(
-      call.q.native, call.k.native, call.v.native, call.mask?.native ?? null, output.native, rowLse.native, outputGradient.native,
-      queryGradient.native, keyGradient.native, valueGradient.native, call.params,
-    ));
+    this.errors.callNative(() =>
+      this.native.attentionBackward(
+        call.q.native,
+        call.k.native,
+        call.v.native,
+        call.mask?.native ?? null,
+        output.native,
+        rowLse.native,
+        outputGradient.native,
+        queryGradient.native,
+        keyGradient.native,
+        valueGradient.native,
+        call.params,
+      ),
+    );
   }
 
   /** The layouts the native attention kernels read (capabilities.attentionLayouts, default heads-major only). */
@@ -444,7 +617,8 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
   private whereOperand(view: StridedView, output: CheckedTensor, role: string): NativeTensor {
     const checked = this.checks.checkTensor(view, this, 'where', role, true);
     this.checks.expectShape(checked, output.shape, 'where', role);
-    if (this.parts.operandsMatchOutputDType && role !== 'condition') this.checks.expectDType(checked, output.dtype, 'where', role);
+    if (this.parts.operandsMatchOutputDType && role !== 'condition')
+      this.checks.expectDType(checked, output.dtype, 'where', role);
     return checked.native;
   }
 
@@ -459,14 +633,17 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
   /** Throws an InvalidArgumentError naming `operation` once the backend is disposed. */
   protected ensureOpen(operation: string): void {
     if (this.disposed) {
-      throw new InvalidArgumentError(`${this.checks.backend} backend: ${operation} on a disposed backend`, { hint: 'Create a new backend; a disposed one has released its device.' });
+      throw new InvalidArgumentError(`${this.checks.backend} backend: ${operation} on a disposed backend`, {
+        hint: 'Create a new backend; a disposed one has released its device.',
+      });
     }
   }
 
   /** The code of `op` in `table`, or an InvalidArgumentError naming the kernel. */
   protected opCode<T extends string>(table: ReadonlyMap<T, number>, op: T, kernel: string): number {
     const code = table.get(op);
-    if (code === undefined) throw new InvalidArgumentError(`${this.checks.backend} backend: ${kernel}: unknown operation '${String(op)}'`);
+    if (code === undefined)
+      throw new InvalidArgumentError(`${this.checks.backend} backend: ${kernel}: unknown operation '${String(op)}'`);
     return code;
   }
 }

@@ -61,15 +61,34 @@ export interface NativeKernelMethods extends NativeFusedMethods {
   /** Reduces the middle axis of x viewed [outer, size, inner]. */
   reduce(op: number, x: NativeTensor, out: NativeTensor, outer: number, size: number, inner: number): void;
   /** Batched matmul (params as core's MatmulParams). */
-  matmul(a: NativeTensor, b: NativeTensor, out: NativeTensor, params: {
-    batch: number; m: number; n: number; k: number; transposeA: boolean; transposeB: boolean; batchStrideA: number; batchStrideB: number;
-  }): void;
+  matmul(
+    a: NativeTensor,
+    b: NativeTensor,
+    out: NativeTensor,
+    params: {
+      batch: number;
+      m: number;
+      n: number;
+      k: number;
+      transposeA: boolean;
+      transposeB: boolean;
+      batchStrideA: number;
+      batchStrideB: number;
+    },
+  ): void;
   /** dst[view] = src[view]. */
   copy(src: NativeTensor, dst: NativeTensor): void;
   /** out[o, i, :] = x[o, indices[i], :]; an out-of-range index writes 0 and rejects the next synchronize/download. */
   gather(x: NativeTensor, indices: NativeTensor, out: NativeTensor, outer: number, rows: number, inner: number): void;
   /** out[o, indices[i], :] += source[o, i, :]; an out-of-range index is skipped and rejects the next synchronize/download. */
-  scatterAdd(source: NativeTensor, indices: NativeTensor, out: NativeTensor, outer: number, rows: number, inner: number): void;
+  scatterAdd(
+    source: NativeTensor,
+    indices: NativeTensor,
+    out: NativeTensor,
+    outer: number,
+    rows: number,
+    inner: number,
+  ): void;
   /** out = x converted to out's dtype. */
   cast(x: NativeTensor, out: NativeTensor): void;
   /** Every element of out = value (rounded once to out's dtype). */
@@ -77,10 +96,27 @@ export interface NativeKernelMethods extends NativeFusedMethods {
   /** kiln's Philox stream: kind 0 = uniform(a, b), 1 = normal(mean a, std b). */
   random(out: NativeTensor, kind: number, a: number, b: number, seed: number, offset: number): void;
   /** Flash attention forward: out and f32 lse [B, Hq, Tq]; mask null or an f32 view of shape [B, Hq, Tq, Tk]; params.layout only when the backend lists it. */
-  attention(q: NativeTensor, k: NativeTensor, v: NativeTensor, mask: NativeTensor | null, out: NativeTensor, lse: NativeTensor, params: AttentionParams): void;
+  attention(
+    q: NativeTensor,
+    k: NativeTensor,
+    v: NativeTensor,
+    mask: NativeTensor | null,
+    out: NativeTensor,
+    lse: NativeTensor,
+    params: AttentionParams,
+  ): void;
   /** Flash attention backward from out and lse: overwrites dq, dk, dv. */
   attentionBackward(
-    q: NativeTensor, k: NativeTensor, v: NativeTensor, mask: NativeTensor | null, out: NativeTensor, lse: NativeTensor, dOut: NativeTensor,
-    dq: NativeTensor, dk: NativeTensor, dv: NativeTensor, params: AttentionParams,
+    q: NativeTensor,
+    k: NativeTensor,
+    v: NativeTensor,
+    mask: NativeTensor | null,
+    out: NativeTensor,
+    lse: NativeTensor,
+    dOut: NativeTensor,
+    dq: NativeTensor,
+    dk: NativeTensor,
+    dv: NativeTensor,
+    params: AttentionParams,
   ): void;
 }

@@ -15,9 +15,10 @@ export interface SimulatorAddon<Addon, Configuration> {
 }
 
 /** A lazily loaded simulator addon; `load` throws when it was not built. */
-export function simulatorAddon<Addon extends { configureSimulator?: (configuration: Configuration) => void }, Configuration>(
-  load: () => Addon,
-): SimulatorAddon<Addon, Configuration> {
+export function simulatorAddon<
+  Addon extends { configureSimulator?: (configuration: Configuration) => void },
+  Configuration,
+>(load: () => Addon): SimulatorAddon<Addon, Configuration> {
   let loaded: Addon | undefined;
   const addon = (): Addon => (loaded ??= load());
   return {
@@ -32,7 +33,8 @@ export function simulatorAddon<Addon extends { configureSimulator?: (configurati
     },
     configure: (configuration) => {
       const configure = addon().configureSimulator;
-      if (configure === undefined) throw new TypeError('this addon is not a simulator build: it has no configureSimulator()');
+      if (configure === undefined)
+        throw new TypeError('this addon is not a simulator build: it has no configureSimulator()');
       configure.call(addon(), configuration);
     },
   };

@@ -43,24 +43,42 @@ export function clamp(x: Tensor, min?: ClampBound, max?: ClampBound): Tensor {
   const result = high ? binaryKernel('minimum', lower, high) : lower;
   if (lower !== x && lower !== result) lower.dispose();
   recordOp('clamp', [x, ...bounds], result, [x, ...bounds], (g, saved, needed) => {
-    const [savedX, savedLow, savedHigh] = low && high ? saved : low ? [saved[0], saved[1], null] : [saved[0], null, saved[1]];
+    const [savedX, savedLow, savedHigh] =
+      low && high ? saved : low ? [saved[0], saved[1], null] : [saved[0], null, saved[1]];
     const zero = full([], 0, { dtype: g.dtype, backend: g.backend });
     const masked = (mask: Tensor, shape: readonly number[]) => sumToShape(where(mask, g, zero), shape);
     const grads: Array<Tensor | null> = [];
     if (needed[0]) {
-      const inside = savedLow && savedHigh
-        ? mul(greaterEqual(savedX, savedLow), lessEqual(savedX, savedHigh))
-        : savedLow ? greaterEqual(savedX, savedLow) : lessEqual(savedX, savedHigh!);
+      const inside =
+        savedLow && savedHigh
+          ? mul(greaterEqual(savedX, savedLow), lessEqual(savedX, savedHigh))
+          : savedLow
+            ? greaterEqual(savedX, savedLow)
+            : lessEqual(savedX, savedHigh!);
       grads.push(masked(inside, savedX.shape));
     } else {
       grads.push(null);
     }
     if (savedLow) {
-      grads.push(needed[1] ? masked(savedHigh ? mul(less(savedX, savedLow), less(savedLow, savedHigh)) : less(savedX, savedLow), savedLow.shape) : null);
+      grads.push(
+        needed[1]
+          ? masked(
+              savedHigh ? mul(less(savedX, savedLow), less(savedLow, savedHigh)) : less(savedX, savedLow),
+              savedLow.shape,
+            )
+          : null,
+      );
     }
     if (savedHigh) {
       const index = savedLow ? 2 : 1;
-      grads.push(needed[index] ? masked(savedLow ? maximum(greater(savedX, savedHigh), less(savedHigh, savedLow)) : greater(savedX, savedHigh), savedHigh.shape) : null);
+      grads.push(
+        needed[index]
+          ? masked(
+              savedLow ? maximum(greater(savedX, savedHigh), less(savedHigh, savedLow)) : greater(savedX, savedHigh),
+              savedHigh.shape,
+            )
+          : null,
+      );
     }
     zero.dispose();
     return grads;

@@ -8,7 +8,16 @@ import { encodeHostValues } from '../tensor/host-data.js';
 import { formatShape, shapeSize, type Shape } from '../tensor/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { composedKernels } from '../backend/compositions/index.js';
-import { checkInt32, checkNumber, checkOptions, checkShape, checkTensor, describeValue, option, type OptionCheck } from '../validate.js';
+import {
+  checkInt32,
+  checkNumber,
+  checkOptions,
+  checkShape,
+  checkTensor,
+  describeValue,
+  option,
+  type OptionCheck,
+} from '../validate.js';
 
 /** Where and how to create a tensor. */
 export interface CreationOptions {
@@ -20,7 +29,15 @@ export interface CreationOptions {
 
 /** The numeric typed arrays tensor() reads (BigInt arrays are not numbers and are refused). */
 export type NumericArray =
-  | Float32Array | Float64Array | Int8Array | Int16Array | Int32Array | Uint8Array | Uint8ClampedArray | Uint16Array | Uint32Array;
+  | Float32Array
+  | Float64Array
+  | Int8Array
+  | Int16Array
+  | Int32Array
+  | Uint8Array
+  | Uint8ClampedArray
+  | Uint16Array
+  | Uint32Array;
 
 /** A number, or arrays of them nested to any regular (non-ragged) depth; typed arrays may stand for the innermost rows. */
 export type NestedNumbers = number | NumericArray | readonly NestedNumbers[];
@@ -31,10 +48,18 @@ export const MAX_NESTED_DEPTH = 32;
 /** Longest range arange() builds: 2³¹ − 1 elements (the i32 index range). */
 export const ARANGE_MAX_LENGTH = 2147483647;
 
-const CREATION_OPTIONS: { readonly [K in keyof CreationOptions]-?: OptionCheck } = { dtype: option.dtype, backend: option.backend };
+const CREATION_OPTIONS: { readonly [K in keyof CreationOptions]-?: OptionCheck } = {
+  dtype: option.dtype,
+  backend: option.backend,
+};
 
 function isNumericArray(value: unknown): value is NumericArray {
-  return ArrayBuffer.isView(value) && !(value instanceof DataView) && !(value instanceof BigInt64Array) && !(value instanceof BigUint64Array);
+  return (
+    ArrayBuffer.isView(value) &&
+    !(value instanceof DataView) &&
+    !(value instanceof BigInt64Array) &&
+    !(value instanceof BigUint64Array)
+  );
 }
 
 function isSequence(value: unknown): value is ArrayLike<unknown> {
@@ -43,8 +68,14 @@ function isSequence(value: unknown): value is ArrayLike<unknown> {
 
 /** Typed arrays whose every element is an i32 value by construction. */
 function holdsOnlyI32(values: ArrayLike<number>): boolean {
-  return values instanceof Int32Array || values instanceof Int16Array || values instanceof Int8Array ||
-    values instanceof Uint16Array || values instanceof Uint8Array || values instanceof Uint8ClampedArray;
+  return (
+    values instanceof Int32Array ||
+    values instanceof Int16Array ||
+    values instanceof Int8Array ||
+    values instanceof Uint16Array ||
+    values instanceof Uint8Array ||
+    values instanceof Uint8ClampedArray
+  );
 }
 
 function notANumber(path: string, value: unknown): InvalidArgumentError {
@@ -59,7 +90,9 @@ function flattenNested(values: readonly unknown[]): { flat: number[]; shape: num
   let probe: unknown = values;
   while (isSequence(probe)) {
     if (shape.length === MAX_NESTED_DEPTH) {
-      throw new InvalidArgumentError(`tensor: values are nested deeper than ${MAX_NESTED_DEPTH} levels`, { hint: 'Pass a flat array of numbers and a shape.' });
+      throw new InvalidArgumentError(`tensor: values are nested deeper than ${MAX_NESTED_DEPTH} levels`, {
+        hint: 'Pass a flat array of numbers and a shape.',
+      });
     }
     shape.push(probe.length);
     if (probe.length === 0) break;
@@ -69,16 +102,24 @@ function flattenNested(values: readonly unknown[]): { flat: number[]; shape: num
   const walk = (value: unknown, depth: number, path: string): void => {
     if (depth === shape.length) {
       if (typeof value === 'number') flat.push(value);
-      else if (isSequence(value)) throw new ShapeError(`tensor: nested arrays are ragged: values${path} is an array where a number was expected (shape so far ${formatShape(shape)})`);
+      else if (isSequence(value))
+        throw new ShapeError(
+          `tensor: nested arrays are ragged: values${path} is an array where a number was expected (shape so far ${formatShape(shape)})`,
+        );
       else throw notANumber(path, value);
       return;
     }
     if (!isSequence(value)) {
-      if (typeof value === 'number') throw new ShapeError(`tensor: nested arrays are ragged: values${path} is a number where an array of ${shape[depth]} was expected`);
+      if (typeof value === 'number')
+        throw new ShapeError(
+          `tensor: nested arrays are ragged: values${path} is a number where an array of ${shape[depth]} was expected`,
+        );
       throw notANumber(path, value);
     }
     if (value.length !== shape[depth]) {
-      throw new ShapeError(`tensor: nested arrays are ragged at depth ${depth}: values${path} has ${value.length} entries, expected ${shape[depth]}`);
+      throw new ShapeError(
+        `tensor: nested arrays are ragged at depth ${depth}: values${path} has ${value.length} entries, expected ${shape[depth]}`,
+      );
     }
     for (let i = 0; i < value.length; i++) walk(value[i], depth + 1, `${path}[${i}]`);
   };
@@ -90,9 +131,12 @@ function readValues(values: unknown): { flat: ArrayLike<number>; shape: number[]
   if (isNumericArray(values)) return { flat: values, shape: [values.length] };
   if (typeof values === 'number') return { flat: [values], shape: [] };
   if (Array.isArray(values)) return flattenNested(values);
-  throw new InvalidArgumentError(`tensor: values must be a number, a (nested) array of numbers or a numeric typed array, got ${describeValue(values)}`, {
-    hint: 'For example tensor([[1, 2], [3, 4]]), tensor(new Float32Array(6), [2, 3]) or tensor(3).',
-  });
+  throw new InvalidArgumentError(
+    `tensor: values must be a number, a (nested) array of numbers or a numeric typed array, got ${describeValue(values)}`,
+    {
+      hint: 'For example tensor([[1, 2], [3, 4]]), tensor(new Float32Array(6), [2, 3]) or tensor(3).',
+    },
+  );
 }
 
 /**
@@ -104,22 +148,41 @@ function readValues(values: unknown): { flat: ArrayLike<number>; shape: number[]
 export function tensor(values: NestedNumbers, shape?: Shape, options?: CreationOptions): Tensor;
 /** A tensor from host values with options and the shape of the values. */
 export function tensor(values: NestedNumbers, options: CreationOptions): Tensor;
-export function tensor(values: NestedNumbers, shapeOrOptions?: Shape | CreationOptions, maybeOptions?: CreationOptions): Tensor {
-  const optionsGiven = typeof shapeOrOptions === 'object' && shapeOrOptions !== null && !Array.isArray(shapeOrOptions) && maybeOptions === undefined;
+export function tensor(
+  values: NestedNumbers,
+  shapeOrOptions?: Shape | CreationOptions,
+  maybeOptions?: CreationOptions,
+): Tensor {
+  const optionsGiven =
+    typeof shapeOrOptions === 'object' &&
+    shapeOrOptions !== null &&
+    !Array.isArray(shapeOrOptions) &&
+    maybeOptions === undefined;
   const shapeArgument: unknown = optionsGiven ? undefined : shapeOrOptions;
-  const options = checkOptions<CreationOptions>('tensor', 'options', optionsGiven ? shapeOrOptions : maybeOptions, CREATION_OPTIONS);
+  const options = checkOptions<CreationOptions>(
+    'tensor',
+    'options',
+    optionsGiven ? shapeOrOptions : maybeOptions,
+    CREATION_OPTIONS,
+  );
   if (typeof shapeArgument === 'string' && isDType(shapeArgument)) {
-    throw new InvalidArgumentError(`tensor: shape must be an array of dimensions, got string ${JSON.stringify(shapeArgument)}`, {
-      hint: `To choose the dtype pass options: tensor(values, { dtype: '${shapeArgument}' }) or tensor(values, shape, { dtype: '${shapeArgument}' }).`,
-    });
+    throw new InvalidArgumentError(
+      `tensor: shape must be an array of dimensions, got string ${JSON.stringify(shapeArgument)}`,
+      {
+        hint: `To choose the dtype pass options: tensor(values, { dtype: '${shapeArgument}' }) or tensor(values, shape, { dtype: '${shapeArgument}' }).`,
+      },
+    );
   }
   const { flat, shape: inferred } = readValues(values);
   const dtype = options.dtype ?? (values instanceof Int32Array ? 'i32' : 'f32');
   const finalShape = shapeArgument === undefined ? inferred : checkShape('tensor', 'shape', shapeArgument);
   if (shapeSize(finalShape) !== flat.length) {
-    throw new ShapeError(`tensor: ${flat.length} values do not fill shape ${formatShape(finalShape)} (${shapeSize(finalShape)} elements)`, {
-      hint: 'Pass as many values as the shape has elements, or omit the shape.',
-    });
+    throw new ShapeError(
+      `tensor: ${flat.length} values do not fill shape ${formatShape(finalShape)} (${shapeSize(finalShape)} elements)`,
+      {
+        hint: 'Pass as many values as the shape has elements, or omit the shape.',
+      },
+    );
   }
   if (dtype === 'i32' && !holdsOnlyI32(flat)) {
     for (let i = 0; i < flat.length; i++) checkInt32('tensor', 'value', flat[i], i);
@@ -135,7 +198,8 @@ function constant(op: string, shape: unknown, value: unknown, options: unknown):
   const checkedShape = checkShape(op, 'shape', shape);
   const checkedOptions = checkOptions<CreationOptions>(op, 'options', options, CREATION_OPTIONS);
   const dtype = checkedOptions.dtype ?? 'f32';
-  if (typeof value !== 'number') throw new InvalidArgumentError(`${op}: value must be a number, got ${describeValue(value)}`);
+  if (typeof value !== 'number')
+    throw new InvalidArgumentError(`${op}: value must be a number, got ${describeValue(value)}`);
   if (dtype === 'i32') checkInt32(op, 'value', value);
   const backend = checkedOptions.backend ?? getBackend();
   const result = allocateTensor(backend, checkedShape, dtype);
@@ -193,9 +257,12 @@ export function arange(start: number, end: number, options: CreationOptions = {}
   }
   const count = Math.max(0, Math.ceil(end - start));
   if (count > ARANGE_MAX_LENGTH) {
-    throw new InvalidArgumentError(`arange: start ${start} and end ${end} give ${count} elements, more than the limit of ${ARANGE_MAX_LENGTH} (2³¹ − 1)`, {
-      hint: 'Check start and end; longer ranges do not fit i32 indices — build them from pieces with concat, or compute them with cumsum.',
-    });
+    throw new InvalidArgumentError(
+      `arange: start ${start} and end ${end} give ${count} elements, more than the limit of ${ARANGE_MAX_LENGTH} (2³¹ − 1)`,
+      {
+        hint: 'Check start and end; longer ranges do not fit i32 indices — build them from pieces with concat, or compute them with cumsum.',
+      },
+    );
   }
   const backend = checkedOptions.backend ?? getBackend();
   const result = allocateTensor(backend, [count], dtype);
@@ -204,7 +271,11 @@ export function arange(start: number, end: number, options: CreationOptions = {}
   for (let first = 0; first < count; first += ARANGE_CHUNK) {
     const length = Math.min(ARANGE_CHUNK, count - first);
     for (let i = 0; i < length; i++) chunk[i] = start + first + i;
-    backend.upload(result.storage.buffer, encodeHostValues(chunk.subarray(0, length), dtype), first * DTYPE_BYTES[dtype]);
+    backend.upload(
+      result.storage.buffer,
+      encodeHostValues(chunk.subarray(0, length), dtype),
+      first * DTYPE_BYTES[dtype],
+    );
   }
   return result;
 }
@@ -233,13 +304,25 @@ export interface NormalOptions extends RandomOptions {
   std?: number;
 }
 
-const RANDOM_OPTIONS = { ...CREATION_OPTIONS, seed: option.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }), offset: option.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }) };
+const RANDOM_OPTIONS = {
+  ...CREATION_OPTIONS,
+  seed: option.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+  offset: option.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+};
 
-function randomTensor(op: string, shape: unknown, options: RandomOptions, distribution: Parameters<typeof composedKernels.random>[2]): Tensor {
+function randomTensor(
+  op: string,
+  shape: unknown,
+  options: RandomOptions,
+  distribution: Parameters<typeof composedKernels.random>[2],
+): Tensor {
   checkNumber(op, 'options.seed', options.seed, { integer: true, min: 0, max: Number.MAX_SAFE_INTEGER });
   const offset = options.offset ?? 0;
   const dtype = options.dtype ?? 'f32';
-  if (dtype === 'i32') throw new DTypeError(`${op}: random values need a float dtype, got options.dtype 'i32'`, { hint: "Use 'f32', 'f16' or 'bf16' (cast afterwards if you need integers)." });
+  if (dtype === 'i32')
+    throw new DTypeError(`${op}: random values need a float dtype, got options.dtype 'i32'`, {
+      hint: "Use 'f32', 'f16' or 'bf16' (cast afterwards if you need integers).",
+    });
   const checkedShape = checkShape(op, 'shape', shape);
   const backend = options.backend ?? getBackend();
   const result = allocateTensor(backend, checkedShape, dtype);
@@ -252,20 +335,38 @@ function randomTensor(op: string, shape: unknown, options: RandomOptions, distri
 
 function requireOptions(op: string, options: unknown): void {
   if (options === undefined) {
-    throw new InvalidArgumentError(`${op}: options with a seed are required, got undefined`, { hint: `Pass { seed: 1 } (any non-negative integer): ${op}(shape, { seed: 1 }).` });
+    throw new InvalidArgumentError(`${op}: options with a seed are required, got undefined`, {
+      hint: `Pass { seed: 1 } (any non-negative integer): ${op}(shape, { seed: 1 }).`,
+    });
   }
 }
 
 /** Uniform values in [low, high) from kiln's Philox stream: identical on every backend. */
 export function randomUniform(shape: Shape, options: UniformOptions): Tensor {
   requireOptions('randomUniform', options);
-  const checked = checkOptions<UniformOptions>('randomUniform', 'options', options, { ...RANDOM_OPTIONS, low: option.finite, high: option.finite });
-  return randomTensor('randomUniform', shape, checked, { kind: 'uniform', low: checked.low ?? 0, high: checked.high ?? 1 });
+  const checked = checkOptions<UniformOptions>('randomUniform', 'options', options, {
+    ...RANDOM_OPTIONS,
+    low: option.finite,
+    high: option.finite,
+  });
+  return randomTensor('randomUniform', shape, checked, {
+    kind: 'uniform',
+    low: checked.low ?? 0,
+    high: checked.high ?? 1,
+  });
 }
 
 /** Normal values from kiln's Philox stream: identical on every backend. */
 export function randomNormal(shape: Shape, options: NormalOptions): Tensor {
   requireOptions('randomNormal', options);
-  const checked = checkOptions<NormalOptions>('randomNormal', 'options', options, { ...RANDOM_OPTIONS, mean: option.finite, std: option.finite });
-  return randomTensor('randomNormal', shape, checked, { kind: 'normal', mean: checked.mean ?? 0, std: checked.std ?? 1 });
+  const checked = checkOptions<NormalOptions>('randomNormal', 'options', options, {
+    ...RANDOM_OPTIONS,
+    mean: option.finite,
+    std: option.finite,
+  });
+  return randomTensor('randomNormal', shape, checked, {
+    kind: 'normal',
+    mean: checked.mean ?? 0,
+    std: checked.std ?? 1,
+  });
 }

@@ -61,7 +61,12 @@ function scan(x: Tensor, axis: number, exclusive: boolean, reverse: boolean): Te
     backend.copy(window(current, axis, keptStart, shift), window(next, axis, keptStart, shift));
     const sums = allocateTensor(backend, windowShape(x.shape, axis, moved), x.dtype);
     const [targetStart, sourceStart] = reverse ? [0, shift] : [shift, 0];
-    backend.binary('add', window(current, axis, targetStart, moved), window(current, axis, sourceStart, moved), sums.ref());
+    backend.binary(
+      'add',
+      window(current, axis, targetStart, moved),
+      window(current, axis, sourceStart, moved),
+      sums.ref(),
+    );
     backend.copy(viewOf(sums), window(next, axis, targetStart, moved));
     sums.dispose();
     current.dispose();
@@ -78,7 +83,10 @@ function scan(x: Tensor, axis: number, exclusive: boolean, reverse: boolean): Te
 export function cumsum(x: Tensor, axis: number, options: CumsumOptions = {}): Tensor {
   checkTensor('cumsum', 'x', x);
   const resolved = checkAxis('cumsum', 'axis', axis, Math.max(x.rank, 1), x.shape);
-  const checked = checkOptions<CumsumOptions>('cumsum', 'options', options, { exclusive: option.boolean, reverse: option.boolean });
+  const checked = checkOptions<CumsumOptions>('cumsum', 'options', options, {
+    exclusive: option.boolean,
+    reverse: option.boolean,
+  });
   const exclusive = checkBoolean('cumsum', 'options.exclusive', checked.exclusive, false);
   const reverse = checkBoolean('cumsum', 'options.reverse', checked.reverse, false);
   const source = x.rank === 0 ? x.alias([1]) : x;

@@ -22,7 +22,8 @@ function toTensor(op: string, name: string, value: TensorLike, like: Tensor): Te
 function unary(op: UnaryOp, x: Tensor, backward?: (gradOutput: Tensor, x: Tensor, y: Tensor) => Tensor): Tensor {
   checkTensor(op, 'x', x);
   const result = unaryKernel(op, x);
-  if (backward) recordOp(op, [x], result, [x, result], (gradOutput, [savedX, savedY]) => [backward(gradOutput, savedX, savedY)]);
+  if (backward)
+    recordOp(op, [x], result, [x, result], (gradOutput, [savedX, savedY]) => [backward(gradOutput, savedX, savedY)]);
   return result;
 }
 
@@ -58,11 +59,19 @@ export const silu = (x: Tensor): Tensor => unary('silu', x, (g, input) => mul(g,
 /** Which of (a, b, result) a binary op's backward reads: only those are kept alive for it. */
 type SavedOperands = 'none' | 'ab' | 'b-y' | 'ab-y';
 
-function binary(op: BinaryOp, a: TensorLike, b: TensorLike, backward?: (g: Tensor, a: Tensor, b: Tensor, y: Tensor, needed: boolean[]) => Array<Tensor | null>, saves: SavedOperands = 'ab'): Tensor {
+function binary(
+  op: BinaryOp,
+  a: TensorLike,
+  b: TensorLike,
+  backward?: (g: Tensor, a: Tensor, b: Tensor, y: Tensor, needed: boolean[]) => Array<Tensor | null>,
+  saves: SavedOperands = 'ab',
+): Tensor {
   checkTensorOrNumber(op, 'a', a);
   checkTensorOrNumber(op, 'b', b);
   if (typeof a === 'number' && typeof b === 'number') {
-    throw new InvalidArgumentError(`${op}: at least one of a and b must be a tensor, got two numbers (${a}, ${b})`, { hint: 'Compute with plain numbers in JavaScript, or wrap one in scalar().' });
+    throw new InvalidArgumentError(`${op}: at least one of a and b must be a tensor, got two numbers (${a}, ${b})`, {
+      hint: 'Compute with plain numbers in JavaScript, or wrap one in scalar().',
+    });
   }
   const right0 = b as Tensor;
   const left = toTensor(op, 'a', a, right0);
@@ -70,10 +79,19 @@ function binary(op: BinaryOp, a: TensorLike, b: TensorLike, backward?: (g: Tenso
   const result = binaryKernel(op, left, right);
   if (backward) {
     const shapes = [left.shape, right.shape];
-    const saved = saves === 'none' ? [] : saves === 'ab' ? [left, right] : saves === 'b-y' ? [right, result] : [left, right, result];
+    const saved =
+      saves === 'none'
+        ? []
+        : saves === 'ab'
+          ? [left, right]
+          : saves === 'b-y'
+            ? [right, result]
+            : [left, right, result];
     recordOp(op, [left, right], result, saved, (g, savedTensors, needed) => {
       const [savedA, savedB, savedY] =
-        saves === 'b-y' ? [g, savedTensors[0], savedTensors[1]] : [savedTensors[0] ?? g, savedTensors[1] ?? g, savedTensors[2] ?? g];
+        saves === 'b-y'
+          ? [g, savedTensors[0], savedTensors[1]]
+          : [savedTensors[0] ?? g, savedTensors[1] ?? g, savedTensors[2] ?? g];
       const grads = backward(g, savedA, savedB, savedY, needed);
       return grads.map((grad, index) => {
         const target = shapes[index];
@@ -90,23 +108,38 @@ function binary(op: BinaryOp, a: TensorLike, b: TensorLike, backward?: (g: Tenso
 }
 
 /** a + b */
-export const add = (a: TensorLike, b: TensorLike): Tensor => binary('add', a, b, (g, _a, _b, _y, n) => [n[0] ? g.alias() : null, n[1] ? g.alias() : null], 'none');
+export const add = (a: TensorLike, b: TensorLike): Tensor =>
+  binary('add', a, b, (g, _a, _b, _y, n) => [n[0] ? g.alias() : null, n[1] ? g.alias() : null], 'none');
 /** a - b */
-export const sub = (a: TensorLike, b: TensorLike): Tensor => binary('sub', a, b, (g, _a, _b, _y, n) => [n[0] ? g.alias() : null, n[1] ? neg(g) : null], 'none');
+export const sub = (a: TensorLike, b: TensorLike): Tensor =>
+  binary('sub', a, b, (g, _a, _b, _y, n) => [n[0] ? g.alias() : null, n[1] ? neg(g) : null], 'none');
 /** a · b */
-export const mul = (a: TensorLike, b: TensorLike): Tensor => binary('mul', a, b, (g, x, y, _out, n) => [n[0] ? mul(g, y) : null, n[1] ? mul(g, x) : null]);
+export const mul = (a: TensorLike, b: TensorLike): Tensor =>
+  binary('mul', a, b, (g, x, y, _out, n) => [n[0] ? mul(g, y) : null, n[1] ? mul(g, x) : null]);
 /** a / b */
 export const div = (a: TensorLike, b: TensorLike): Tensor =>
   binary('div', a, b, (g, _x, y, out, n) => [n[0] ? div(g, y) : null, n[1] ? neg(div(mul(g, out), y)) : null], 'b-y');
 /** a ^ b */
 export const pow = (a: TensorLike, b: TensorLike): Tensor =>
-  binary('pow', a, b, (g, x, y, out, n) => [n[0] ? mul(g, mul(y, pow(x, sub(y, 1)))) : null, n[1] ? mul(g, mul(out, log(x))) : null], 'ab-y');
+  binary(
+    'pow',
+    a,
+    b,
+    (g, x, y, out, n) => [n[0] ? mul(g, mul(y, pow(x, sub(y, 1)))) : null, n[1] ? mul(g, mul(out, log(x))) : null],
+    'ab-y',
+  );
 /** Elementwise max (NaN propagates; ties send the gradient to a). */
 export const maximum = (a: TensorLike, b: TensorLike): Tensor =>
-  binary('maximum', a, b, (g, x, y, _out, n) => [n[0] ? mul(g, greaterEqual(x, y)) : null, n[1] ? mul(g, less(x, y)) : null]);
+  binary('maximum', a, b, (g, x, y, _out, n) => [
+    n[0] ? mul(g, greaterEqual(x, y)) : null,
+    n[1] ? mul(g, less(x, y)) : null,
+  ]);
 /** Elementwise min (NaN propagates; ties send the gradient to a). */
 export const minimum = (a: TensorLike, b: TensorLike): Tensor =>
-  binary('minimum', a, b, (g, x, y, _out, n) => [n[0] ? mul(g, lessEqual(x, y)) : null, n[1] ? mul(g, greater(x, y)) : null]);
+  binary('minimum', a, b, (g, x, y, _out, n) => [
+    n[0] ? mul(g, lessEqual(x, y)) : null,
+    n[1] ? mul(g, greater(x, y)) : null,
+  ]);
 /** 1 where a > b else 0 (in a's dtype). */
 export const greater = (a: TensorLike, b: TensorLike): Tensor => binary('greater', a, b);
 /** 1 where a ≥ b else 0. */
@@ -126,7 +159,10 @@ export function where(condition: Tensor, a: TensorLike, b: TensorLike): Tensor {
   checkTensorOrNumber('where', 'a', a);
   checkTensorOrNumber('where', 'b', b);
   const like = typeof a === 'number' ? (typeof b === 'number' ? null : b) : a;
-  if (!like) throw new InvalidArgumentError(`where: at least one of a and b must be a tensor, got two numbers (${a}, ${b})`, { hint: 'Wrap one in scalar() to choose its dtype and backend.' });
+  if (!like)
+    throw new InvalidArgumentError(`where: at least one of a and b must be a tensor, got two numbers (${a}, ${b})`, {
+      hint: 'Wrap one in scalar() to choose its dtype and backend.',
+    });
   const left = toTensor('where', 'a', a, like);
   const right = toTensor('where', 'b', b, like);
   const backend = commonBackend('where', [condition, left, right]);

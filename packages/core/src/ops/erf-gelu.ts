@@ -31,7 +31,10 @@ const SERIES = Array.from({ length: 7 }, (_, n) => {
 });
 
 /** Q(t) of erfc(z) ≈ t·exp(−z² + Q(t)): coefficients of t⁰ … t⁹. */
-const ERFC_FIT = [-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277];
+const ERFC_FIT = [
+  -1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398, 1.48851587, -0.82215223,
+  0.17087277,
+];
 
 /** Σ coefficients[i]·tⁱ by Horner's rule. */
 function polynomial(t: Tensor, coefficients: readonly number[]): Tensor {
@@ -82,7 +85,9 @@ export interface GeluOptions {
  */
 export function gelu(x: Tensor, options: GeluOptions = {}): Tensor {
   checkTensor('gelu', 'x', x);
-  const checked = checkOptions<GeluOptions>('gelu', 'options', options, { approximate: option.choice(['tanh', 'none']) });
+  const checked = checkOptions<GeluOptions>('gelu', 'options', options, {
+    approximate: option.choice(['tanh', 'none']),
+  });
   const approximate = checkChoice('gelu', 'options.approximate', checked.approximate, ['tanh', 'none'], 'tanh');
   if (approximate === 'tanh') return geluTanh(x);
   assertFloat('gelu', x);

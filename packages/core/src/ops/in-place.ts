@@ -31,25 +31,34 @@ export function writeSlice(target: Tensor, source: Tensor, begin: readonly numbe
   checkTensor('writeSlice', 'source', source);
   if (source.rank !== target.rank) {
     throw new ShapeError(`writeSlice: source ${source.describe()} must have the rank of target ${target.describe()}`, {
-      hint: 'Reshape the source to the target\'s rank (size-1 axes where needed).',
+      hint: "Reshape the source to the target's rank (size-1 axes where needed).",
     });
   }
   const starts = checkIntegerList('writeSlice', 'begin', begin, { length: target.rank, min: 0 });
   commonBackend('writeSlice', [target, source]);
   if (source.dtype !== target.dtype) {
-    throw new DTypeError(`writeSlice: source ${source.describe()} and target ${target.describe()} have different dtypes`, {
-      hint: 'Cast the source to the target\'s dtype first: cast(source, target.dtype).',
-    });
+    throw new DTypeError(
+      `writeSlice: source ${source.describe()} and target ${target.describe()} have different dtypes`,
+      {
+        hint: "Cast the source to the target's dtype first: cast(source, target.dtype).",
+      },
+    );
   }
   if (target.requiresGrad) {
-    throw new InvalidArgumentError(`writeSlice: target ${target.describe()} requires a gradient; writing into it in place would corrupt that gradient`, {
-      hint: 'Write only into buffers outside autograd (no requireGrad, created under noGrad or from plain values), e.g. a KV cache.',
-    });
+    throw new InvalidArgumentError(
+      `writeSlice: target ${target.describe()} requires a gradient; writing into it in place would corrupt that gradient`,
+      {
+        hint: 'Write only into buffers outside autograd (no requireGrad, created under noGrad or from plain values), e.g. a KV cache.',
+      },
+    );
   }
   if (target.storage === source.storage) {
-    throw new InvalidArgumentError(`writeSlice: source ${source.describe()} shares storage with target ${target.describe()}`, {
-      hint: 'Copy the source first (clone) when it is a view of the target.',
-    });
+    throw new InvalidArgumentError(
+      `writeSlice: source ${source.describe()} shares storage with target ${target.describe()}`,
+      {
+        hint: 'Copy the source first (clone) when it is a view of the target.',
+      },
+    );
   }
   starts.forEach((start, axis) => {
     const end = start + source.shape[axis];

@@ -23,20 +23,33 @@ import { checkAxis, checkTensor, I32_MAX } from '../validate.js';
 
 function checkIndexDType(op: string, name: string, indices: Tensor): void {
   if (indices.dtype !== 'i32') {
-    throw new DTypeError(`${op}: ${name} must be i32, got ${indices.describe()}`, { hint: 'Create them with { dtype: "i32" } or cast(indices, "i32").' });
+    throw new DTypeError(`${op}: ${name} must be i32, got ${indices.describe()}`, {
+      hint: 'Create them with { dtype: "i32" } or cast(indices, "i32").',
+    });
   }
 }
 
 /** The error for index `value` at flat position `position` of `name`, out of range for `axis` of x. */
-function indexRangeError(op: string, name: string, x: Tensor, axis: number, value: number, position: number): InvalidArgumentError {
+function indexRangeError(
+  op: string,
+  name: string,
+  x: Tensor,
+  axis: number,
+  value: number,
+  position: number,
+): InvalidArgumentError {
   const size = x.shape[axis];
-  return new InvalidArgumentError(`${op}: index ${value} at position ${position} is out of range for axis ${axis} of ${x.describe()} (size ${size}) in ${name}`, {
-    hint: size === 0
-      ? `Axis ${axis} is empty, so no index is valid.`
-      : value < 0
-        ? `Indices must be in [0, ${size - 1}]; kiln does not wrap negative indices (as torch.gather does not): add ${size} to them first.`
-        : `Indices must be in [0, ${size - 1}]; check the vocabulary size against your token ids.`,
-  });
+  return new InvalidArgumentError(
+    `${op}: index ${value} at position ${position} is out of range for axis ${axis} of ${x.describe()} (size ${size}) in ${name}`,
+    {
+      hint:
+        size === 0
+          ? `Axis ${axis} is empty, so no index is valid.`
+          : value < 0
+            ? `Indices must be in [0, ${size - 1}]; kiln does not wrap negative indices (as torch.gather does not): add ${size} to them first.`
+            : `Indices must be in [0, ${size - 1}]; check the vocabulary size against your token ids.`,
+    },
+  );
 }
 
 /** Host range check (backends with downloadSync): every index in [0, size). */
@@ -54,17 +67,30 @@ function checkIndexRange(op: string, name: string, x: Tensor, indices: Tensor, a
  * invalid one replaced by 0, both shaped like `indices`; the first invalid one is reported at the
  * next read. Undefined when the backend needs no device check or there are no indices.
  */
-function checkIndexRangeOnDevice(op: string, name: string, x: Tensor, indices: Tensor, axis: number): { valid: Tensor; safe: Tensor } | undefined {
+function checkIndexRangeOnDevice(
+  op: string,
+  name: string,
+  x: Tensor,
+  indices: Tensor,
+  axis: number,
+): { valid: Tensor; safe: Tensor } | undefined {
   const backend = indices.backend;
   if (!needsDeviceIndexCheck(backend) || indices.size === 0) return undefined;
   const valid = allocateTensor(backend, indices.shape, 'i32');
   const safe = allocateTensor(backend, indices.shape, 'i32');
   try {
-    recordDeviceIndexCheck(backend, indices.ref(), indices.size, {
-      size: x.shape[axis],
-      key: `${op}|${name}|${axis}|${x.describe()}`,
-      error: (value, position) => indexRangeError(op, name, x, axis, value, position),
-    }, valid.ref(), safe.ref());
+    recordDeviceIndexCheck(
+      backend,
+      indices.ref(),
+      indices.size,
+      {
+        size: x.shape[axis],
+        key: `${op}|${name}|${axis}|${x.describe()}`,
+        error: (value, position) => indexRangeError(op, name, x, axis, value, position),
+      },
+      valid.ref(),
+      safe.ref(),
+    );
   } catch (error) {
     valid.dispose();
     safe.dispose();
@@ -93,7 +119,11 @@ function gatherAlong(op: string, name: string, x: Tensor, indices: Tensor, resol
   const shape = [...x.shape.slice(0, resolved), ...indices.shape, ...x.shape.slice(resolved + 1)];
   const checked = checkIndexRangeOnDevice(op, name, x, indices, resolved);
   // The mask broadcast over the output: [1]*axis + indices.shape + [1]*(rank − axis − 1).
-  const maskShape = [...x.shape.slice(0, resolved).map(() => 1), ...indices.shape, ...x.shape.slice(resolved + 1).map(() => 1)];
+  const maskShape = [
+    ...x.shape.slice(0, resolved).map(() => 1),
+    ...indices.shape,
+    ...x.shape.slice(resolved + 1).map(() => 1),
+  ];
   let result: Tensor;
   try {
     if (checked === undefined) {
@@ -101,11 +131,13 @@ function gatherAlong(op: string, name: string, x: Tensor, indices: Tensor, resol
       if (result.size > 0) backend.gather(x.ref(), indices.ref(), result.ref(), outer, rows, inner);
     } else {
       // Gather with the safe indices, then write 0 where an index was out of range.
-      result = noGrad(() => tidy(() => {
-        const gathered = allocateTensor(backend, shape, x.dtype);
-        if (gathered.size > 0) backend.gather(x.ref(), checked.safe.ref(), gathered.ref(), outer, rows, inner);
-        return where(reshape(checked.valid, maskShape), gathered, 0);
-      }));
+      result = noGrad(() =>
+        tidy(() => {
+          const gathered = allocateTensor(backend, shape, x.dtype);
+          if (gathered.size > 0) backend.gather(x.ref(), checked.safe.ref(), gathered.ref(), outer, rows, inner);
+          return where(reshape(checked.valid, maskShape), gathered, 0);
+        }),
+      );
     }
   } catch (error) {
     checked?.valid.dispose();
@@ -143,9 +175,12 @@ function takeShape(x: Tensor, indices: Tensor, axis: number): number[] {
     const other = indices.shape[index];
     if (index === axis) return other;
     if (dimension !== other && dimension !== 1 && other !== 1) {
-      throw new ShapeError(`takeAlongAxis: x ${formatShape(x.shape)} and indices ${formatShape(indices.shape)} differ on axis ${index} (${dimension} vs ${other}), which is not the take axis ${axis}`, {
-        hint: 'Off the take axis, x and indices must have equal sizes or a size of 1 (broadcast, as in numpy.take_along_axis).',
-      });
+      throw new ShapeError(
+        `takeAlongAxis: x ${formatShape(x.shape)} and indices ${formatShape(indices.shape)} differ on axis ${index} (${dimension} vs ${other}), which is not the take axis ${axis}`,
+        {
+          hint: 'Off the take axis, x and indices must have equal sizes or a size of 1 (broadcast, as in numpy.take_along_axis).',
+        },
+      );
     }
     return dimension === 1 ? other : dimension;
   });
@@ -162,14 +197,20 @@ export function takeAlongAxis(x: Tensor, indices: Tensor, axis: number): Tensor 
   const backend = commonBackend('takeAlongAxis', [x, indices]);
   checkIndexDType('takeAlongAxis', 'indices', indices);
   if (indices.rank !== x.rank) {
-    throw new ShapeError(`takeAlongAxis: indices ${indices.describe()} must have the rank of x ${x.describe()} (${x.rank})`, {
-      hint: 'Add size-1 dimensions with unsqueeze/reshape so both have the same rank.',
-    });
+    throw new ShapeError(
+      `takeAlongAxis: indices ${indices.describe()} must have the rank of x ${x.describe()} (${x.rank})`,
+      {
+        hint: 'Add size-1 dimensions with unsqueeze/reshape so both have the same rank.',
+      },
+    );
   }
   const resolved = checkAxis('takeAlongAxis', 'axis', axis, x.rank, x.shape);
   const shape = takeShape(x, indices, resolved);
   if (x.size > I32_MAX) {
-    throw new InvalidArgumentError(`takeAlongAxis: x ${x.describe()} has more than 2³¹ − 1 elements, beyond i32 positions`, { hint: 'Split x into smaller pieces first.' });
+    throw new InvalidArgumentError(
+      `takeAlongAxis: x ${x.describe()} has more than 2³¹ − 1 elements, beyond i32 positions`,
+      { hint: 'Split x into smaller pieces first.' },
+    );
   }
   checkIndexRange('takeAlongAxis', 'indices', x, indices, resolved);
   const checked = checkIndexRangeOnDevice('takeAlongAxis', 'indices', x, indices, resolved);
@@ -220,14 +261,21 @@ export function takeAlongAxis(x: Tensor, indices: Tensor, axis: number): Tensor 
  */
 function flatPositions(x: Tensor, indices: Tensor, shape: number[], axis: number): Tensor {
   const backend = x.backend;
-  const strides = contiguousStrides(x.shape).map((stride, index) => (x.shape[index] === 1 && shape[index] !== 1 ? 0 : stride));
-  return noGrad(() => tidy(() => {
-    let positions = mul(expand(indices, shape), strides[axis]);
-    shape.forEach((size, index) => {
-      if (index === axis || strides[index] === 0 || size <= 1) return;
-      const along = reshape(mul(arange(0, size, { backend }), strides[index]), shape.map((_, d) => (d === index ? size : 1)));
-      positions = add(positions, along);
-    });
-    return keep(positions);
-  }));
+  const strides = contiguousStrides(x.shape).map((stride, index) =>
+    x.shape[index] === 1 && shape[index] !== 1 ? 0 : stride,
+  );
+  return noGrad(() =>
+    tidy(() => {
+      let positions = mul(expand(indices, shape), strides[axis]);
+      shape.forEach((size, index) => {
+        if (index === axis || strides[index] === 0 || size <= 1) return;
+        const along = reshape(
+          mul(arange(0, size, { backend }), strides[index]),
+          shape.map((_, d) => (d === index ? size : 1)),
+        );
+        positions = add(positions, along);
+      });
+      return keep(positions);
+    }),
+  );
 }

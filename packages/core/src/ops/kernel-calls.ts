@@ -9,19 +9,65 @@ import type { BinaryOp, ReduceOp, UnaryOp } from '../backend/kernel-backend.js';
 import type { DType } from '../dtype.js';
 import { DTypeError, InvalidArgumentError, ShapeError } from '../errors.js';
 import { allocateTensor, assertSameDType, commonBackend, planKernel } from '../engine/dispatch.js';
-import { broadcastShapes, contiguousStrides, formatShape, shapeSize, shapesEqual, type Shape } from '../tensor/shape.js';
+import {
+  broadcastShapes,
+  contiguousStrides,
+  formatShape,
+  shapeSize,
+  shapesEqual,
+  type Shape,
+} from '../tensor/shape.js';
 import { Tensor } from '../tensor/tensor.js';
 import { checkTensor, describeValue } from '../validate.js';
 import { broadcastView, viewOf } from './views.js';
 
 const UNARY_OPS = new Set<UnaryOp>([
-  'neg', 'abs', 'sign', 'exp', 'log', 'sqrt', 'rsqrt', 'reciprocal', 'square', 'tanh', 'sigmoid', 'relu', 'gelu', 'silu', 'geluGrad', 'siluGrad',
+  'neg',
+  'abs',
+  'sign',
+  'exp',
+  'log',
+  'sqrt',
+  'rsqrt',
+  'reciprocal',
+  'square',
+  'tanh',
+  'sigmoid',
+  'relu',
+  'gelu',
+  'silu',
+  'geluGrad',
+  'siluGrad',
 ]);
 const BINARY_OPS = new Set<BinaryOp>([
-  'add', 'sub', 'mul', 'div', 'pow', 'maximum', 'minimum', 'greater', 'greaterEqual', 'less', 'lessEqual', 'equal', 'notEqual',
+  'add',
+  'sub',
+  'mul',
+  'div',
+  'pow',
+  'maximum',
+  'minimum',
+  'greater',
+  'greaterEqual',
+  'less',
+  'lessEqual',
+  'equal',
+  'notEqual',
 ]);
 const INTEGER_UNARY = new Set<UnaryOp>(['neg', 'abs', 'sign', 'square']);
-const INTEGER_BINARY = new Set<BinaryOp>(['add', 'sub', 'mul', 'maximum', 'minimum', 'greater', 'greaterEqual', 'less', 'lessEqual', 'equal', 'notEqual']);
+const INTEGER_BINARY = new Set<BinaryOp>([
+  'add',
+  'sub',
+  'mul',
+  'maximum',
+  'minimum',
+  'greater',
+  'greaterEqual',
+  'less',
+  'lessEqual',
+  'equal',
+  'notEqual',
+]);
 
 /** Converts without recording a gradient (used inside kernels' dtype fallback). */
 export function castTo(x: Tensor, dtype: DType): Tensor {
@@ -42,7 +88,9 @@ export function unaryKernel(op: UnaryOp, x: Tensor): Tensor {
   checkKernelName('unaryKernel', op, UNARY_OPS);
   checkTensor('unaryKernel', 'x', x);
   if (x.dtype === 'i32' && !INTEGER_UNARY.has(op)) {
-    throw new DTypeError(`${op}: not defined for i32 input ${x.describe()}`, { hint: 'Cast to a float dtype first: cast(x, "f32").' });
+    throw new DTypeError(`${op}: not defined for i32 input ${x.describe()}`, {
+      hint: 'Cast to a float dtype first: cast(x, "f32").',
+    });
   }
   const backend = commonBackend(op, [x]);
   if (x.size > 0 && planKernel(backend, 'unary', x.dtype) === 'cast') {
@@ -66,7 +114,9 @@ export function binaryKernel(op: BinaryOp, a: Tensor, b: Tensor): Tensor {
   const backend = commonBackend(op, [a, b]);
   const dtype = assertSameDType(op, [a, b]);
   if (dtype === 'i32' && !INTEGER_BINARY.has(op)) {
-    throw new DTypeError(`${op}: not defined for i32 inputs (${a.describe()}, ${b.describe()})`, { hint: 'Cast to a float dtype first.' });
+    throw new DTypeError(`${op}: not defined for i32 inputs (${a.describe()}, ${b.describe()})`, {
+      hint: 'Cast to a float dtype first.',
+    });
   }
   const shape = broadcastShapes(a.shape, b.shape, op);
   const result = allocateTensor(backend, shape, dtype);
@@ -91,7 +141,15 @@ export function permuteCopy(x: Tensor, axes: readonly number[]): Tensor {
   const strides = contiguousStrides(x.shape);
   const shape = axes.map((axis) => x.shape[axis]);
   const result = allocateTensor(x.backend, shape, x.dtype);
-  if (result.size > 0) x.backend.copy(viewOf(x, shape, axes.map((axis) => strides[axis])), viewOf(result));
+  if (result.size > 0)
+    x.backend.copy(
+      viewOf(
+        x,
+        shape,
+        axes.map((axis) => strides[axis]),
+      ),
+      viewOf(result),
+    );
   return result;
 }
 
@@ -139,9 +197,12 @@ export function reduceToShape(gradient: Tensor, shape: Shape): Tensor {
   if (shapesEqual(gradient.shape, shape)) return new Tensor(gradient.storage.retain(), shape, gradient.dtype);
   const lead = gradient.rank - shape.length;
   if (lead < 0 || shape.some((dimension, axis) => dimension !== 1 && dimension !== gradient.shape[lead + axis])) {
-    throw new ShapeError(`sumToShape: shape ${formatShape(shape)} does not broadcast to the gradient's shape ${formatShape(gradient.shape)}`, {
-      hint: 'sumToShape undoes broadcasting: the target shape must broadcast to the gradient shape.',
-    });
+    throw new ShapeError(
+      `sumToShape: shape ${formatShape(shape)} does not broadcast to the gradient's shape ${formatShape(gradient.shape)}`,
+      {
+        hint: 'sumToShape undoes broadcasting: the target shape must broadcast to the gradient shape.',
+      },
+    );
   }
   const axes: number[] = [];
   for (let axis = 0; axis < gradient.rank; axis++) {

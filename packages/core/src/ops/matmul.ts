@@ -26,14 +26,19 @@ export interface MatmulOptions {
 export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tensor {
   checkTensor('matmul', 'a', a);
   checkTensor('matmul', 'b', b);
-  const checked = checkOptions<MatmulOptions>('matmul', 'options', options, { transposeA: option.boolean, transposeB: option.boolean });
+  const checked = checkOptions<MatmulOptions>('matmul', 'options', options, {
+    transposeA: option.boolean,
+    transposeB: option.boolean,
+  });
   const transposeA = checked.transposeA ?? false;
   const transposeB = checked.transposeB ?? false;
   const backend = commonBackend('matmul', [a, b]);
   const dtype = assertSameDType('matmul', [a, b]);
   assertFloat('matmul', a);
   if (a.rank === 0 || b.rank === 0) {
-    throw new ShapeError(`matmul: inputs need at least one dimension, got ${a.describe()} and ${b.describe()}`, { hint: 'Multiply by a scalar with mul().' });
+    throw new ShapeError(`matmul: inputs need at least one dimension, got ${a.describe()} and ${b.describe()}`, {
+      hint: 'Multiply by a scalar with mul().',
+    });
   }
   if (a.rank === 1 || b.rank === 1) return matmulVector(a, b, transposeA, transposeB);
   const m = transposeA ? a.shape[a.rank - 1] : a.shape[a.rank - 2];
@@ -51,17 +56,28 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
   const batchShape = broadcastShapes(batchA, batchB, 'matmul');
   const batch = shapeSize(batchShape);
   // An operand whose batch neither matches nor is a single matrix is materialized broadcast.
-  const left = shapeSize(batchA) === 1 || shapesEqual(batchA, batchShape) ? a : expand(a, [...batchShape, ...a.shape.slice(-2)]);
-  const right = shapeSize(batchB) === 1 || shapesEqual(batchB, batchShape) ? b : expand(b, [...batchShape, ...b.shape.slice(-2)]);
+  const left =
+    shapeSize(batchA) === 1 || shapesEqual(batchA, batchShape) ? a : expand(a, [...batchShape, ...a.shape.slice(-2)]);
+  const right =
+    shapeSize(batchB) === 1 || shapesEqual(batchB, batchShape) ? b : expand(b, [...batchShape, ...b.shape.slice(-2)]);
   const result = allocateTensor(backend, [...batchShape, m, n], dtype);
   if (result.size > 0) {
     const params = {
-      batch, m, n, k, transposeA, transposeB,
+      batch,
+      m,
+      n,
+      k,
+      transposeA,
+      transposeB,
       batchStrideA: shapeSize(left.shape.slice(0, -2)) === 1 ? 0 : m * k,
       batchStrideB: shapeSize(right.shape.slice(0, -2)) === 1 ? 0 : k * n,
     };
     if (planKernel(backend, 'matmul', dtype) === 'cast') {
-      const [wideA, wideB, wideOut] = [castTo(left, 'f32'), castTo(right, 'f32'), allocateTensor(backend, result.shape, 'f32')];
+      const [wideA, wideB, wideOut] = [
+        castTo(left, 'f32'),
+        castTo(right, 'f32'),
+        allocateTensor(backend, result.shape, 'f32'),
+      ];
       backend.matmul(wideA.ref(), wideB.ref(), wideOut.ref(), params);
       backend.cast(wideOut.ref(), result.ref());
       for (const temporary of [wideA, wideB, wideOut]) temporary.dispose();
@@ -87,7 +103,9 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
         // instead of one per matrix and a reduction over the batch.
         const flatA = reshape(savedA, [batch * m, k]);
         const flatG = reshape(g, [batch * m, n]);
-        const product = transposeB ? matmul(flatG, flatA, { transposeA: true }) : matmul(flatA, flatG, { transposeA: true });
+        const product = transposeB
+          ? matmul(flatG, flatA, { transposeA: true })
+          : matmul(flatA, flatG, { transposeA: true });
         gradB = reshape(product, savedB.shape);
         for (const temporary of [flatA, flatG, product]) temporary.dispose();
       } else {
@@ -106,21 +124,29 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
 /** matmul with a 1-D operand: reshaped to a row (a) or a column (b), multiplied, and the added 1 removed (all recorded). */
 function matmulVector(a: Tensor, b: Tensor, transposeA: boolean, transposeB: boolean): Tensor {
   if ((a.rank === 1 && transposeA) || (b.rank === 1 && transposeB)) {
-    throw new InvalidArgumentError(`matmul: ${a.rank === 1 && transposeA ? 'transposeA' : 'transposeB'} needs a matrix (rank ≥ 2), got ${a.rank === 1 && transposeA ? a.describe() : b.describe()}`, {
-      hint: 'A 1-D operand is already read as a row (a) or a column (b); drop the flag.',
-    });
+    throw new InvalidArgumentError(
+      `matmul: ${a.rank === 1 && transposeA ? 'transposeA' : 'transposeB'} needs a matrix (rank ≥ 2), got ${a.rank === 1 && transposeA ? a.describe() : b.describe()}`,
+      {
+        hint: 'A 1-D operand is already read as a row (a) or a column (b); drop the flag.',
+      },
+    );
   }
   const k = a.rank === 1 ? a.shape[0] : a.shape[transposeA ? a.rank - 2 : a.rank - 1];
   const kB = b.rank === 1 ? b.shape[0] : b.shape[transposeB ? b.rank - 1 : b.rank - 2];
   if (k !== kB) {
-    throw new ShapeError(`matmul: inner dimensions differ: ${a.describe()}${transposeA ? 'ᵀ' : ''} @ ${b.describe()}${transposeB ? 'ᵀ' : ''} (${k} vs ${kB})`, {
-      hint: 'A 1-D a is read as a row [1, k] and a 1-D b as a column [k, 1]: k must equal the other operand\'s inner dimension.',
-    });
+    throw new ShapeError(
+      `matmul: inner dimensions differ: ${a.describe()}${transposeA ? 'ᵀ' : ''} @ ${b.describe()}${transposeB ? 'ᵀ' : ''} (${k} vs ${kB})`,
+      {
+        hint: "A 1-D a is read as a row [1, k] and a 1-D b as a column [k, 1]: k must equal the other operand's inner dimension.",
+      },
+    );
   }
   const left = a.rank === 1 ? reshape(a, [1, k]) : a;
   const right = b.rank === 1 ? reshape(b, [k, 1]) : b;
   const product = matmul(left, right, { transposeA, transposeB });
-  const shape = product.shape.filter((_, axis) => !((a.rank === 1 && axis === product.rank - 2) || (b.rank === 1 && axis === product.rank - 1)));
+  const shape = product.shape.filter(
+    (_, axis) => !((a.rank === 1 && axis === product.rank - 2) || (b.rank === 1 && axis === product.rank - 1)),
+  );
   const result = reshape(product, shape);
   for (const temporary of [left, right, product]) if (temporary !== a && temporary !== b) temporary.dispose();
   return result;

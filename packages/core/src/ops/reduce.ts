@@ -13,7 +13,12 @@ import { checkAxes, checkAxis, checkBoolean, checkShape, checkTensor } from '../
 export type Axes = number | readonly number[] | undefined;
 
 /** The checked input and sorted distinct axes of a reduction; `identity` when there is nothing to reduce. */
-function resolveAxes(op: string, x: Tensor, axes: Axes, keepDims: unknown): { axes: number[]; keepDims: boolean; identity: boolean } {
+function resolveAxes(
+  op: string,
+  x: Tensor,
+  axes: Axes,
+  keepDims: unknown,
+): { axes: number[]; keepDims: boolean; identity: boolean } {
   checkTensor(op, 'x', x);
   const resolved = checkAxes(op, 'axes', axes, x.rank, x.shape);
   return { axes: resolved, keepDims: checkBoolean(op, 'keepDims', keepDims, false), identity: resolved.length === 0 };
@@ -21,7 +26,10 @@ function resolveAxes(op: string, x: Tensor, axes: Axes, keepDims: unknown): { ax
 
 function finish(result: Tensor, x: Tensor, axes: number[], keepDims: boolean): Tensor {
   if (keepDims) return result;
-  const squeezed = reshape(result, x.shape.filter((_, axis) => !axes.includes(axis)));
+  const squeezed = reshape(
+    result,
+    x.shape.filter((_, axis) => !axes.includes(axis)),
+  );
   result.dispose();
   return squeezed;
 }
@@ -38,7 +46,8 @@ export function sum(x: Tensor, axes?: Axes, keepDims = false): Tensor {
 /** Mean over axes (all by default; an explicit [] returns a copy of x). Float dtypes only; the mean of nothing is NaN. */
 export function mean(x: Tensor, axes?: Axes, keepDims = false): Tensor {
   const resolved = resolveAxes('mean', x, axes, keepDims);
-  if (x.dtype === 'i32') throw new DTypeError(`mean: needs a float tensor, got ${x.describe()}`, { hint: 'Cast it first: cast(x, "f32").' });
+  if (x.dtype === 'i32')
+    throw new DTypeError(`mean: needs a float tensor, got ${x.describe()}`, { hint: 'Cast it first: cast(x, "f32").' });
   if (resolved.identity) return clone(x);
   const count = resolved.axes.reduce((product, axis) => product * x.shape[axis], 1);
   const total = sum(x, resolved.axes, resolved.keepDims);
@@ -80,7 +89,10 @@ function argExtremum(op: 'argmax' | 'argmin', x: Tensor, axis: number, keepDims:
   checkTensor(op, 'x', x);
   const resolved = checkAxis(op, 'axis', axis, x.rank, x.shape);
   const keep = checkBoolean(op, 'keepDims', keepDims, false);
-  if (x.shape[resolved] === 0) throw new InvalidArgumentError(`${op}: axis ${axis} of ${x.describe()} is empty`, { hint: 'argmax/argmin need at least one element.' });
+  if (x.shape[resolved] === 0)
+    throw new InvalidArgumentError(`${op}: axis ${axis} of ${x.describe()} is empty`, {
+      hint: 'argmax/argmin need at least one element.',
+    });
   return finish(reduceKernel(op, x, [resolved]), x, [resolved], keep);
 }
 

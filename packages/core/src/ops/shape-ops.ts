@@ -2,13 +2,27 @@
 import { InvalidArgumentError, ShapeError } from '../errors.js';
 import { allocateTensor, assertSameDType, commonBackend } from '../engine/dispatch.js';
 import { recordOp } from '../autograd/record.js';
-import { broadcastStrides, contiguousStrides, formatShape, resolveReshape, shapesEqual, type Shape } from '../tensor/shape.js';
+import {
+  broadcastStrides,
+  contiguousStrides,
+  formatShape,
+  resolveReshape,
+  shapesEqual,
+  type Shape,
+} from '../tensor/shape.js';
 import { Tensor } from '../tensor/tensor.js';
 import { permuteCopy, reduceToShape } from './kernel-calls.js';
 import { stridedSlice, rangeSlice, type SliceRange } from './slice.js';
 import { viewOf } from './views.js';
 import {
-  checkAxes, checkAxis, checkIntegerList, checkNumber, checkShape, checkTensor, checkTensorList, describeValue,
+  checkAxes,
+  checkAxis,
+  checkIntegerList,
+  checkNumber,
+  checkShape,
+  checkTensor,
+  checkTensorList,
+  describeValue,
 } from '../validate.js';
 
 export type { SliceRange } from './slice.js';
@@ -35,22 +49,33 @@ export function unsqueeze(x: Tensor, axis: number): Tensor {
 /** Removes size-1 dimensions (all of them, or the given axis or axes). */
 export function squeeze(x: Tensor, axes?: number | readonly number[]): Tensor {
   checkTensor('squeeze', 'x', x);
-  const drop = new Set(axes === undefined ? x.shape.map((_, axis) => axis).filter((axis) => x.shape[axis] === 1) : checkAxes('squeeze', 'axes', axes, x.rank, x.shape));
+  const drop = new Set(
+    axes === undefined
+      ? x.shape.map((_, axis) => axis).filter((axis) => x.shape[axis] === 1)
+      : checkAxes('squeeze', 'axes', axes, x.rank, x.shape),
+  );
   for (const axis of drop) {
-    if (x.shape[axis] !== 1) throw new ShapeError(`squeeze: axis ${axis} of ${x.describe()} has size ${x.shape[axis]}, not 1`);
+    if (x.shape[axis] !== 1)
+      throw new ShapeError(`squeeze: axis ${axis} of ${x.describe()} has size ${x.shape[axis]}, not 1`);
   }
-  return reshape(x, x.shape.filter((_, axis) => !drop.has(axis)));
+  return reshape(
+    x,
+    x.shape.filter((_, axis) => !drop.has(axis)),
+  );
 }
 
 /** Reorders dimensions: out.shape[i] = x.shape[axes[i]] (a copy). */
 export function permute(x: Tensor, axes: readonly number[]): Tensor {
   checkTensor('permute', 'x', x);
-  if (!Array.isArray(axes)) throw new InvalidArgumentError(`permute: axes must be an array of axes, got ${describeValue(axes)}`);
+  if (!Array.isArray(axes))
+    throw new InvalidArgumentError(`permute: axes must be an array of axes, got ${describeValue(axes)}`);
   const seen = new Set<number>();
   const resolved = axes.map((axis, index) => checkAxis('permute', `axes[${index}]`, axis, x.rank, x.shape));
   for (const axis of resolved) seen.add(axis);
   if (resolved.length !== x.rank || seen.size !== x.rank) {
-    throw new InvalidArgumentError(`permute: axes [${axes.join(', ')}] are not a permutation of the ${x.rank} axes of ${x.describe()}`);
+    throw new InvalidArgumentError(
+      `permute: axes [${axes.join(', ')}] are not a permutation of the ${x.rank} axes of ${x.describe()}`,
+    );
   }
   const result = permuteCopy(x, resolved);
   const inverse = new Array<number>(resolved.length);
@@ -83,36 +108,53 @@ export function transpose(x: Tensor, axis0 = -2, axis1 = -1): Tensor {
 export function slice(x: Tensor, begin: readonly number[], size?: readonly number[]): Tensor;
 /** Python/ONNX-style ranges per leading axis (see the main overload). */
 export function slice(x: Tensor, ranges: readonly (SliceRange | null | undefined)[]): Tensor;
-export function slice(x: Tensor, beginOrRanges: readonly (number | SliceRange | null | undefined)[], size?: readonly number[]): Tensor {
+export function slice(
+  x: Tensor,
+  beginOrRanges: readonly (number | SliceRange | null | undefined)[],
+  size?: readonly number[],
+): Tensor {
   checkTensor('slice', 'x', x);
   if (!Array.isArray(beginOrRanges)) {
-    throw new InvalidArgumentError(`slice: the second argument must be begin indices or ranges, got ${describeValue(beginOrRanges)}`, {
-      hint: 'Use slice(x, [begin…], [size…]) or slice(x, [{ start, end, step }, …]).',
-    });
+    throw new InvalidArgumentError(
+      `slice: the second argument must be begin indices or ranges, got ${describeValue(beginOrRanges)}`,
+      {
+        hint: 'Use slice(x, [begin…], [size…]) or slice(x, [{ start, end, step }, …]).',
+      },
+    );
   }
   const numeric = beginOrRanges.length > 0 && beginOrRanges.every((entry) => typeof entry === 'number');
   if (size !== undefined || numeric) return beginSizeSlice(x, beginOrRanges, size);
   if (beginOrRanges.some((entry) => typeof entry === 'number')) {
-    throw new InvalidArgumentError('slice: mixes numbers and ranges; pass either begin indices (with sizes) or one range object per axis', {
-      hint: 'Write a whole axis as {} or null, and an index i as { start: i, end: i + 1 }.',
-    });
+    throw new InvalidArgumentError(
+      'slice: mixes numbers and ranges; pass either begin indices (with sizes) or one range object per axis',
+      {
+        hint: 'Write a whole axis as {} or null, and an index i as { start: i, end: i + 1 }.',
+      },
+    );
   }
   return rangeSlice(x, beginOrRanges as readonly (SliceRange | null | undefined)[]);
 }
 
 function beginSizeSlice(x: Tensor, beginValue: unknown, sizeValue: unknown): Tensor {
   const begin = checkIntegerList('slice', 'begin', beginValue, { length: x.rank });
-  const size = sizeValue === undefined ? undefined : checkIntegerList('slice', 'size', sizeValue, { length: x.rank, min: -1 });
+  const size =
+    sizeValue === undefined ? undefined : checkIntegerList('slice', 'size', sizeValue, { length: x.rank, min: -1 });
   const extent = begin.map((start, axis) => {
     const length = size === undefined || size[axis] === -1 ? x.shape[axis] - start : size[axis];
     if (start < 0 || length < 0 || start + length > x.shape[axis]) {
-      throw new ShapeError(`slice: begin ${start} with size ${length} on axis ${axis} gives the window [${start}, ${start + length}), outside ${x.describe()}`, {
-        hint: `Use 0 ≤ begin and begin + size ≤ ${x.shape[axis]} on axis ${axis}, or the ranges form slice(x, [{ start, end }]) which clamps.`,
-      });
+      throw new ShapeError(
+        `slice: begin ${start} with size ${length} on axis ${axis} gives the window [${start}, ${start + length}), outside ${x.describe()}`,
+        {
+          hint: `Use 0 ≤ begin and begin + size ≤ ${x.shape[axis]} on axis ${axis}, or the ranges form slice(x, [{ start, end }]) which clamps.`,
+        },
+      );
     }
     return length;
   });
-  return stridedSlice(x, begin.map((start, axis) => ({ first: start, length: extent[axis], step: 1, reversed: false })));
+  return stridedSlice(
+    x,
+    begin.map((start, axis) => ({ first: start, length: extent[axis], step: 1, reversed: false })),
+  );
 }
 
 /** Joins tensors along `axis` (all other dimensions equal). */
@@ -123,11 +165,16 @@ export function concat(tensors: readonly Tensor[], axis: number): Tensor {
   assertSameDType('concat', tensors);
   const resolved = checkAxis('concat', 'axis', axis, first.rank, first.shape);
   for (const item of tensors) {
-    const compatible = item.rank === first.rank && item.shape.every((dimension, index) => index === resolved || dimension === first.shape[index]);
+    const compatible =
+      item.rank === first.rank &&
+      item.shape.every((dimension, index) => index === resolved || dimension === first.shape[index]);
     if (!compatible) {
-      throw new ShapeError(`concat: shapes ${tensors.map((t) => formatShape(t.shape)).join(', ')} differ outside axis ${resolved}`, {
-        hint: 'All tensors need the same rank and equal sizes on every other axis.',
-      });
+      throw new ShapeError(
+        `concat: shapes ${tensors.map((t) => formatShape(t.shape)).join(', ')} differ outside axis ${resolved}`,
+        {
+          hint: 'All tensors need the same rank and equal sizes on every other axis.',
+        },
+      );
     }
   }
   const shape = [...first.shape];
@@ -174,14 +221,21 @@ export function split(x: Tensor, sizeOrSizes: number | readonly number[], axis =
   if (typeof sizeOrSizes === 'number') {
     const size = checkNumber('split', 'sizeOrSizes', sizeOrSizes, { integer: true, min: 1 });
     const count = Math.max(1, Math.ceil(length / size));
-    return splitIntoSizes(x, Array.from({ length: count }, (_, index) => Math.min(size, length - index * size)), resolved);
+    return splitIntoSizes(
+      x,
+      Array.from({ length: count }, (_, index) => Math.min(size, length - index * size)),
+      resolved,
+    );
   }
   const sizes = checkIntegerList('split', 'sizeOrSizes', sizeOrSizes, { min: 0 });
   const total = sizes.reduce((a, b) => a + b, 0);
   if (total !== length) {
-    throw new ShapeError(`split: sizeOrSizes [${sizes.join(', ')}] add up to ${total}, but axis ${resolved} of ${x.describe()} has ${length}`, {
-      hint: 'List sizes that add up to the axis length, or pass one number (the size of every piece).',
-    });
+    throw new ShapeError(
+      `split: sizeOrSizes [${sizes.join(', ')}] add up to ${total}, but axis ${resolved} of ${x.describe()} has ${length}`,
+      {
+        hint: 'List sizes that add up to the axis length, or pass one number (the size of every piece).',
+      },
+    );
   }
   return splitIntoSizes(x, sizes, resolved);
 }
@@ -193,9 +247,12 @@ export function chunk(x: Tensor, count: number, axis = 0): Tensor[] {
   checkNumber('chunk', 'count', count, { integer: true, min: 1 });
   const length = x.shape[resolved];
   if (length % count !== 0) {
-    throw new ShapeError(`chunk: count ${count} does not divide axis ${resolved} of ${x.describe()} (size ${length}) into equal pieces`, {
-      hint: 'Use split(x, size, axis) for pieces of a given size (the last may be smaller) or split(x, [sizes…], axis).',
-    });
+    throw new ShapeError(
+      `chunk: count ${count} does not divide axis ${resolved} of ${x.describe()} (size ${length}) into equal pieces`,
+      {
+        hint: 'Use split(x, size, axis) for pieces of a given size (the last may be smaller) or split(x, [sizes…], axis).',
+      },
+    );
   }
   return splitIntoSizes(x, new Array<number>(count).fill(length / count), resolved);
 }
@@ -204,9 +261,13 @@ export function chunk(x: Tensor, count: number, axis = 0): Tensor[] {
 export function expand(x: Tensor, shape: Shape): Tensor {
   checkTensor('expand', 'x', x);
   checkShape('expand', 'shape', shape);
-  const compatible = shape.length >= x.rank && x.shape.every((dimension, axis) => dimension === 1 || dimension === shape[shape.length - x.rank + axis]);
+  const compatible =
+    shape.length >= x.rank &&
+    x.shape.every((dimension, axis) => dimension === 1 || dimension === shape[shape.length - x.rank + axis]);
   if (!compatible) {
-    throw new ShapeError(`expand: x ${x.describe()} cannot be expanded to shape ${formatShape(shape)}`, { hint: 'Only size-1 dimensions can be expanded (and leading ones added).' });
+    throw new ShapeError(`expand: x ${x.describe()} cannot be expanded to shape ${formatShape(shape)}`, {
+      hint: 'Only size-1 dimensions can be expanded (and leading ones added).',
+    });
   }
   if (shapesEqual(x.shape, shape)) return reshape(x, shape);
   const result = allocateTensor(x.backend, shape, x.dtype);

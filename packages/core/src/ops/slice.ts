@@ -37,15 +37,21 @@ export interface AxisSelection {
 
 const bound: OptionCheck = (op, name, value) => {
   if (typeof value !== 'number' || Number.isNaN(value) || (Number.isFinite(value) && !Number.isInteger(value))) {
-    throw new InvalidArgumentError(`${op}: ${name} must be an integer index (or ±Infinity), got ${describeValue(value)}`);
+    throw new InvalidArgumentError(
+      `${op}: ${name} must be an integer index (or ±Infinity), got ${describeValue(value)}`,
+    );
   }
 };
 
 /** Python's slice.indices for one axis of length n, as an AxisSelection. */
 function selectAxis(range: SliceRange, n: number, name: string): AxisSelection {
   const step = range.step === undefined ? 1 : checkNumber('slice', `${name}.step`, range.step, { integer: true });
-  if (step === 0) throw new InvalidArgumentError(`slice: ${name}.step must not be 0`, { hint: 'Use a positive step to walk forwards or a negative one to walk backwards.' });
-  const resolve = (value: number, low: number, high: number) => Math.min(Math.max(value < 0 ? value + n : value, low), high);
+  if (step === 0)
+    throw new InvalidArgumentError(`slice: ${name}.step must not be 0`, {
+      hint: 'Use a positive step to walk forwards or a negative one to walk backwards.',
+    });
+  const resolve = (value: number, low: number, high: number) =>
+    Math.min(Math.max(value < 0 ? value + n : value, low), high);
   if (step > 0) {
     const start = range.start === undefined ? 0 : resolve(range.start, 0, n);
     const end = range.end === undefined ? n : resolve(range.end, 0, n);
@@ -68,7 +74,14 @@ export function reverseAxes(x: Tensor, axes: readonly number[]): Tensor {
       const order = new Int32Array(rows);
       for (let i = 0; i < rows; i++) order[i] = rows - 1 - i;
       const indices = tensor(order, [rows], { backend: x.backend });
-      x.backend.gather(current.ref(), indices.ref(), reversed.ref(), shapeSize(current.shape.slice(0, axis)), rows, shapeSize(current.shape.slice(axis + 1)));
+      x.backend.gather(
+        current.ref(),
+        indices.ref(),
+        reversed.ref(),
+        shapeSize(current.shape.slice(0, axis)),
+        rows,
+        shapeSize(current.shape.slice(axis + 1)),
+      );
       indices.dispose();
     }
     if (current !== x) current.dispose();
@@ -88,8 +101,13 @@ export function stridedSlice(x: Tensor, selections: readonly AxisSelection[]): T
   const strides = contiguousStrides(x.shape);
   const extent = selections.map((selection) => selection.length);
   const viewStrides = selections.map((selection, axis) => strides[axis] * selection.step);
-  const offset = selections.reduce((sum, selection, axis) => sum + (selection.length > 0 ? selection.first * strides[axis] : 0), 0);
-  const reversedAxes = selections.flatMap((selection, axis) => (selection.reversed && selection.length > 1 ? [axis] : []));
+  const offset = selections.reduce(
+    (sum, selection, axis) => sum + (selection.length > 0 ? selection.first * strides[axis] : 0),
+    0,
+  );
+  const reversedAxes = selections.flatMap((selection, axis) =>
+    selection.reversed && selection.length > 1 ? [axis] : [],
+  );
   let result = allocateTensor(x.backend, extent, x.dtype);
   if (result.size > 0) {
     x.backend.copy(viewOf(x, extent, viewStrides, offset), viewOf(result));

@@ -7,7 +7,12 @@ import type { Tensor } from '../tensor/tensor.js';
 const CONTIGUOUS_STRIDES = new WeakMap<Shape, readonly number[]>();
 
 /** A strided view of a whole dense tensor (or a window of it). */
-export function viewOf(tensor: Tensor, shape: Shape = tensor.shape, strides?: readonly number[], offset = 0): StridedView {
+export function viewOf(
+  tensor: Tensor,
+  shape: Shape = tensor.shape,
+  strides?: readonly number[],
+  offset = 0,
+): StridedView {
   const { buffer, dtype } = tensor.ref();
   let layout = strides ?? CONTIGUOUS_STRIDES.get(tensor.shape);
   if (layout === undefined) {
@@ -19,5 +24,7 @@ export function viewOf(tensor: Tensor, shape: Shape = tensor.shape, strides?: re
 
 /** `tensor` viewed broadcast to `shape` (its own cached dense view when the shapes are equal: nothing allocated but the view). */
 export function broadcastView(tensor: Tensor, shape: Shape): StridedView {
-  return shapesEqual(tensor.shape, shape) ? viewOf(tensor) : viewOf(tensor, shape, broadcastStrides(tensor.shape, shape));
+  return shapesEqual(tensor.shape, shape)
+    ? viewOf(tensor)
+    : viewOf(tensor, shape, broadcastStrides(tensor.shape, shape));
 }

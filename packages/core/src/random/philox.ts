@@ -29,8 +29,12 @@ function mulHigh32(a: number, b: number): number {
 
 /** Philox4x32-10 of one 128-bit counter under a 64-bit key; writes four u32 words into `out`. */
 export function philox4x32(counter: readonly number[], key: readonly number[], out: Uint32Array): void {
-  let c0 = counter[0] >>> 0, c1 = counter[1] >>> 0, c2 = counter[2] >>> 0, c3 = counter[3] >>> 0;
-  let k0 = key[0] >>> 0, k1 = key[1] >>> 0;
+  let c0 = counter[0] >>> 0,
+    c1 = counter[1] >>> 0,
+    c2 = counter[2] >>> 0,
+    c3 = counter[3] >>> 0;
+  let k0 = key[0] >>> 0,
+    k1 = key[1] >>> 0;
   for (let round = 0; round < 10; round++) {
     const high0 = mulHigh32(PHILOX_M0, c0);
     const low0 = Math.imul(PHILOX_M0, c0) >>> 0;
@@ -43,11 +47,15 @@ export function philox4x32(counter: readonly number[], key: readonly number[], o
     k0 = (k0 + PHILOX_W0) >>> 0;
     k1 = (k1 + PHILOX_W1) >>> 0;
   }
-  out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+  out[0] = c0;
+  out[1] = c1;
+  out[2] = c2;
+  out[3] = c3;
 }
 
 function keyOf(seed: number): [number, number] {
-  if (!Number.isSafeInteger(seed) || seed < 0) throw new RangeError(`random seed must be a non-negative safe integer, got ${seed}`);
+  if (!Number.isSafeInteger(seed) || seed < 0)
+    throw new RangeError(`random seed must be a non-negative safe integer, got ${seed}`);
   return [seed % 2 ** 32, Math.floor(seed / 2 ** 32)];
 }
 

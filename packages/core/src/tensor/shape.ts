@@ -37,7 +37,8 @@ export function shapesEqual(a: Shape, b: Shape): boolean {
 
 /** Throws unless every dimension is a non-negative safe integer. */
 export function assertValidShape(shape: Shape, op: string): void {
-  if (!Array.isArray(shape)) throw new InvalidArgumentError(`${op}: shape must be an array of integers, got ${String(shape)}`);
+  if (!Array.isArray(shape))
+    throw new InvalidArgumentError(`${op}: shape must be an array of integers, got ${String(shape)}`);
   for (const dimension of shape) {
     if (!Number.isSafeInteger(dimension) || dimension < 0) {
       throw new ShapeError(`${op}: shape ${formatShape(shape)} has an invalid dimension ${dimension}`, {
@@ -67,9 +68,12 @@ export function broadcastShapes(a: Shape, b: Shape, op: string): number[] {
     const da = a[a.length - rank + i] ?? 1;
     const db = b[b.length - rank + i] ?? 1;
     if (da !== db && da !== 1 && db !== 1) {
-      throw new ShapeError(`${op}: shapes ${formatShape(a)} and ${formatShape(b)} cannot be broadcast together (dimension ${i}: ${da} vs ${db})`, {
-        hint: 'Broadcast dimensions must be equal or 1 (aligned from the right); reshape or expand one operand.',
-      });
+      throw new ShapeError(
+        `${op}: shapes ${formatShape(a)} and ${formatShape(b)} cannot be broadcast together (dimension ${i}: ${da} vs ${db})`,
+        {
+          hint: 'Broadcast dimensions must be equal or 1 (aligned from the right); reshape or expand one operand.',
+        },
+      );
     }
     result[i] = da === 1 ? db : da;
   }
@@ -91,14 +95,18 @@ export function broadcastStrides(shape: Shape, target: Shape): number[] {
 export function resolveReshape(from: Shape, to: Shape, op = 'reshape'): number[] {
   const size = shapeSize(from);
   const inferred = to.filter((dimension) => dimension === -1).length;
-  if (inferred > 1) throw new ShapeError(`${op}: shape ${formatShape(to)} has more than one -1; at most one dimension may be inferred`);
+  if (inferred > 1)
+    throw new ShapeError(`${op}: shape ${formatShape(to)} has more than one -1; at most one dimension may be inferred`);
   const known = to.reduce((product, dimension) => (dimension === -1 ? product : product * dimension), 1);
   const resolved = to.map((dimension) => (dimension === -1 ? (known === 0 ? 0 : size / known) : dimension));
   assertValidShape(resolved, op);
   if (shapeSize(resolved) !== size) {
-    throw new ShapeError(`${op}: cannot reshape ${formatShape(from)} (${size} elements) to shape ${formatShape(to)} (${shapeSize(resolved)} elements)`, {
-      hint: 'The new shape must have the same number of elements.',
-    });
+    throw new ShapeError(
+      `${op}: cannot reshape ${formatShape(from)} (${size} elements) to shape ${formatShape(to)} (${shapeSize(resolved)} elements)`,
+      {
+        hint: 'The new shape must have the same number of elements.',
+      },
+    );
   }
   return resolved;
 }

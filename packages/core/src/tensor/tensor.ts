@@ -75,12 +75,17 @@ export class Tensor implements Disposable {
   /** Marks a leaf tensor (a parameter) as wanting a gradient; returns this. */
   requireGrad(required = true): this {
     if (this.gradFn) {
-      throw new InvalidArgumentError(`requireGrad: tensor ${this.describe()} is the output of an op; only leaf tensors can be marked`, {
-        hint: 'Call requireGrad on the parameters, before using them.',
-      });
+      throw new InvalidArgumentError(
+        `requireGrad: tensor ${this.describe()} is the output of an op; only leaf tensors can be marked`,
+        {
+          hint: 'Call requireGrad on the parameters, before using them.',
+        },
+      );
     }
     if (required && this.dtype === 'i32') {
-      throw new InvalidArgumentError(`requireGrad: i32 tensor ${this.describe()} cannot have a gradient`, { hint: 'Gradients exist only for float dtypes.' });
+      throw new InvalidArgumentError(`requireGrad: i32 tensor ${this.describe()} cannot have a gradient`, {
+        hint: 'Gradients exist only for float dtypes.',
+      });
     }
     this.gradRequired = required;
     return this;
@@ -139,7 +144,8 @@ export class Tensor implements Disposable {
 
   /** The single value of a one-element tensor. */
   async item(): Promise<number> {
-    if (this.size !== 1) throw new InvalidArgumentError(`item: tensor ${this.describe()} has ${this.size} elements, expected 1`);
+    if (this.size !== 1)
+      throw new InvalidArgumentError(`item: tensor ${this.describe()} has ${this.size} elements, expected 1`);
     return (await this.data())[0];
   }
 

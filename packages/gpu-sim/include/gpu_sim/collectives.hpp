@@ -20,12 +20,14 @@
 namespace gpu_sim {
 namespace collective_detail {
 
-inline bool valid_width(int width) { return width >= 1 && width <= static_cast<int>(kWarpSize) && (width & (width - 1)) == 0; }
+inline bool valid_width(int width) {
+  return width >= 1 && width <= static_cast<int>(kWarpSize) && (width & (width - 1)) == 0;
+}
 
 /** Shared body of the shuffles: source lane of `lane` for each kind. */
 template <int Kind>
-const char* shuffle(const std::uint64_t* values, const std::int32_t* arguments, int width, std::uint32_t mask, std::uint64_t* results,
-                    unsigned* offending) {
+const char* shuffle(const std::uint64_t* values, const std::int32_t* arguments, int width, std::uint32_t mask,
+                    std::uint64_t* results, unsigned* offending) {
   if (!valid_width(width)) {
     *offending = 0;
     return "passes a width that is not a power of two between 1 and 32";
@@ -58,7 +60,8 @@ const char* shuffle(const std::uint64_t* values, const std::int32_t* arguments, 
 
 /** Votes: 0 ballot, 1 any, 2 all. */
 template <int Kind>
-const char* vote(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t mask, std::uint64_t* results, unsigned*) {
+const char* vote(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t mask, std::uint64_t* results,
+                 unsigned*) {
   std::uint32_t ballot = 0;
   for (unsigned lane = 0; lane < kWarpSize; lane++) {
     if ((mask & (1u << lane)) && values[lane] != 0) ballot |= 1u << lane;
@@ -72,7 +75,8 @@ const char* vote(const std::uint64_t* values, const std::int32_t*, int, std::uin
 
 /** Integer reductions over 32-bit values: 0 add (wraps), 1 min, 2 max, 3 and, 4 or, 5 xor; Signed picks min/max order. */
 template <int Kind, bool Signed>
-const char* reduce(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t mask, std::uint64_t* results, unsigned*) {
+const char* reduce(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t mask, std::uint64_t* results,
+                   unsigned*) {
   bool first = true;
   std::uint32_t accumulator = 0;
   for (unsigned lane = 0; lane < kWarpSize; lane++) {
@@ -83,16 +87,22 @@ const char* reduce(const std::uint64_t* values, const std::int32_t*, int, std::u
       first = false;
       continue;
     }
-    if constexpr (Kind == 0) accumulator += value;
-    else if constexpr (Kind == 3) accumulator &= value;
-    else if constexpr (Kind == 4) accumulator |= value;
-    else if constexpr (Kind == 5) accumulator ^= value;
+    if constexpr (Kind == 0)
+      accumulator += value;
+    else if constexpr (Kind == 3)
+      accumulator &= value;
+    else if constexpr (Kind == 4)
+      accumulator |= value;
+    else if constexpr (Kind == 5)
+      accumulator ^= value;
     else if constexpr (Signed) {
       const auto left = static_cast<std::int32_t>(accumulator);
       const auto right = static_cast<std::int32_t>(value);
-      accumulator = static_cast<std::uint32_t>(Kind == 1 ? (right < left ? right : left) : (right > left ? right : left));
+      accumulator =
+          static_cast<std::uint32_t>(Kind == 1 ? (right < left ? right : left) : (right > left ? right : left));
     } else {
-      accumulator = Kind == 1 ? (value < accumulator ? value : accumulator) : (value > accumulator ? value : accumulator);
+      accumulator =
+          Kind == 1 ? (value < accumulator ? value : accumulator) : (value > accumulator ? value : accumulator);
     }
   }
   for (unsigned lane = 0; lane < kWarpSize; lane++) {
@@ -101,7 +111,9 @@ const char* reduce(const std::uint64_t* values, const std::int32_t*, int, std::u
   return nullptr;
 }
 
-inline const char* nothing(const std::uint64_t*, const std::int32_t*, int, std::uint32_t, std::uint64_t*, unsigned*) { return nullptr; }
+inline const char* nothing(const std::uint64_t*, const std::int32_t*, int, std::uint32_t, std::uint64_t*, unsigned*) {
+  return nullptr;
+}
 
 template <typename T>
 T from_bits(std::uint64_t bits) {
@@ -119,7 +131,8 @@ std::uint64_t to_bits(T value) {
 
 /** Folds the lanes of `mask` in ascending lane order with Combine (a typed reduction: float sums, maxima, …). */
 template <typename T, typename Combine>
-const char* typed_reduce(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t mask, std::uint64_t* results, unsigned*) {
+const char* typed_reduce(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t mask,
+                         std::uint64_t* results, unsigned*) {
   bool first = true;
   T accumulator{};
   for (unsigned lane = 0; lane < kWarpSize; lane++) {
@@ -136,7 +149,8 @@ const char* typed_reduce(const std::uint64_t* values, const std::int32_t*, int, 
 
 /** Prefix fold over the lanes of `mask` in ascending order: inclusive, or exclusive starting from T{} (the identity of a sum). */
 template <typename T, typename Combine, bool Inclusive>
-const char* typed_prefix(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t mask, std::uint64_t* results, unsigned*) {
+const char* typed_prefix(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t mask,
+                         std::uint64_t* results, unsigned*) {
   T running{};
   bool first = true;
   for (unsigned lane = 0; lane < kWarpSize; lane++) {
@@ -157,7 +171,8 @@ enum class ShuffleKind { kIndex = 0, kUp = 1, kDown = 2, kXor = 3 };
 
 /** Shuffles `value` across the lanes of `mask`; `name` is the dialect's spelling for messages. */
 template <typename T>
-T warp_shuffle(const CollectiveOp& op, std::uint32_t mask, T value, int argument, int width, const std::source_location& site) {
+T warp_shuffle(const CollectiveOp& op, std::uint32_t mask, T value, int argument, int width,
+               const std::source_location& site) {
   static_assert(BitMovable<T> && sizeof(T) <= 8, "warp shuffles move values of at most 8 bytes");
   std::uint64_t bits = 0;
   std::memcpy(&bits, &value, sizeof(T));
@@ -168,13 +183,14 @@ T warp_shuffle(const CollectiveOp& op, std::uint32_t mask, T value, int argument
 }
 
 /** A collective of the calling thread's warp over `mask`, with raw 64-bit value/result; `elastic`: exiting lanes leave it. */
-inline std::uint64_t warp_collective(const CollectiveOp& op, std::uint32_t mask, std::uint64_t value, int argument, int width,
-                                     const std::source_location& site, bool elastic) {
+inline std::uint64_t warp_collective(const CollectiveOp& op, std::uint32_t mask, std::uint64_t value, int argument,
+                                     int width, const std::source_location& site, bool elastic) {
   return current_runner().collective(op, mask, value, argument, width, site, elastic);
 }
 
 /** Runs a data-free or 32-bit collective and returns its 32-bit result. */
-inline std::uint32_t warp_collective_u32(const CollectiveOp& op, std::uint32_t mask, std::uint32_t value, const std::source_location& site) {
+inline std::uint32_t warp_collective_u32(const CollectiveOp& op, std::uint32_t mask, std::uint32_t value,
+                                         const std::source_location& site) {
   return static_cast<std::uint32_t>(current_runner().collective(op, mask, value, 0, static_cast<int>(kWarpSize), site));
 }
 

@@ -115,7 +115,15 @@ inline std::string format_dim(const Dim3& value) {
 }
 
 /** Scheduling state of one GPU thread. */
-enum class ThreadState : std::uint8_t { kNotStarted, kRunnable, kWaitingBarrier, kWaitingWarp, kParked, kFinished, kFailed };
+enum class ThreadState : std::uint8_t {
+  kNotStarted,
+  kRunnable,
+  kWaitingBarrier,
+  kWaitingWarp,
+  kParked,
+  kFinished,
+  kFailed
+};
 
 class BlockRunner;
 
@@ -206,7 +214,8 @@ class BlockRunner {
     threads_.resize(count);
     for (unsigned linear = 0; linear < count; linear++) {
       SimThread& thread = threads_[linear];
-      thread.index = Dim3{linear % shape.block.x, (linear / shape.block.x) % shape.block.y, linear / (shape.block.x * shape.block.y)};
+      thread.index = Dim3{linear % shape.block.x, (linear / shape.block.x) % shape.block.y,
+                          linear / (shape.block.x * shape.block.y)};
       thread.linear = linear;
       thread.lane = linear % kWarpSize;
       thread.warp = linear / kWarpSize;
@@ -219,7 +228,8 @@ class BlockRunner {
     }
     ready_.resize(count);
     block_values_.resize(count);
-    if (dynamic_shared_.size() < shape.dynamic_shared_bytes + 16) dynamic_shared_.resize(shape.dynamic_shared_bytes + 16);
+    if (dynamic_shared_.size() < shape.dynamic_shared_bytes + 16)
+      dynamic_shared_.resize(shape.dynamic_shared_bytes + 16);
   }
 
   /** Runs one block to completion. Returns false (and sets `fault`) on divergence or a kernel fault. */
@@ -276,15 +286,16 @@ class BlockRunner {
     SimThread& thread = *tls_thread;
     if (first_exited_ != nullptr) {
       throw KernelFault(prefix(thread) + "reaches " + name + " at " + format_site(site) + " after thread " +
-                        format_dim(first_exited_->index) + " of the same block exited: every thread of a block must reach every barrier");
+                        format_dim(first_exited_->index) +
+                        " of the same block exited: every thread of a block must reach every barrier");
     }
     if (barrier_arrived_ == 0) {
       barrier_site_ = site;
       barrier_name_ = name;
     } else if (!same_site(barrier_site_, site)) {
-      throw KernelFault(prefix(thread) + "waits at " + name + " at " + format_site(site) + " while " + std::to_string(barrier_arrived_) +
-                        " threads of its block wait at " + barrier_name_ + " at " + format_site(barrier_site_) +
-                        ": threads of a block must meet at the same barrier");
+      throw KernelFault(prefix(thread) + "waits at " + name + " at " + format_site(site) + " while " +
+                        std::to_string(barrier_arrived_) + " threads of its block wait at " + barrier_name_ + " at " +
+                        format_site(barrier_site_) + ": threads of a block must meet at the same barrier");
     }
     barrier_arrived_++;
     if (barrier_arrived_ == threads_.size()) {
@@ -308,15 +319,17 @@ class BlockRunner {
     if (last) {
       int count = 0;
       for (int flag : block_values_) count += flag;
-      barrier_result_ = kind == 0 ? count : kind == 1 ? (count == static_cast<int>(threads_.size()) ? 1 : 0) : (count > 0 ? 1 : 0);
+      barrier_result_ = kind == 0   ? count
+                        : kind == 1 ? (count == static_cast<int>(threads_.size()) ? 1 : 0)
+                                    : (count > 0 ? 1 : 0);
     }
     barrier(name, site);
     return barrier_result_;
   }
 
   /** A collective of the lanes in `mask` of the calling thread's warp; returns this lane's result. */
-  std::uint64_t collective(const CollectiveOp& op, std::uint32_t mask, std::uint64_t value, std::int32_t argument, int width,
-                           const std::source_location& site, bool elastic = false) {
+  std::uint64_t collective(const CollectiveOp& op, std::uint32_t mask, std::uint64_t value, std::int32_t argument,
+                           int width, const std::source_location& site, bool elastic = false) {
     SimThread& thread = *tls_thread;
     WarpState& warp = warps_[thread.warp];
     const std::uint32_t bit = 1u << thread.lane;
@@ -326,8 +339,9 @@ class BlockRunner {
     }
     const std::uint32_t unavailable = mask & ~(warp.existing & ~warp.exited);
     if (unavailable != 0) {
-      throw KernelFault(prefix(thread) + "calls " + op.name + " at " + format_site(site) + " with mask " + hex(mask) + " naming lanes " +
-                        hex(unavailable) + " that " + ((unavailable & ~warp.existing) ? "do not exist in this block" : "have exited"));
+      throw KernelFault(prefix(thread) + "calls " + op.name + " at " + format_site(site) + " with mask " + hex(mask) +
+                        " naming lanes " + hex(unavailable) + " that " +
+                        ((unavailable & ~warp.existing) ? "do not exist in this block" : "have exited"));
     }
     WarpGroup* group = nullptr;
     for (WarpGroup& pending : warp.groups) {
@@ -337,16 +351,17 @@ class BlockRunner {
     if (group != nullptr && elastic && group->elastic && (mask & ~group->mask) == 0) mask = group->mask;
     if (group != nullptr) {
       if (group->mask != mask || group->op != &op || group->width != width || !same_site(group->site, site)) {
-        throw KernelFault(prefix(thread) + "calls " + op.name + " (mask " + hex(mask) + ") at " + format_site(site) + " while lanes " +
-                          hex(group->arrived) + " of its warp wait in " + group->op->name + " (mask " + hex(group->mask) + ") at " +
-                          format_site(group->site) + ": the lanes of a mask must call the same collective");
+        throw KernelFault(prefix(thread) + "calls " + op.name + " (mask " + hex(mask) + ") at " + format_site(site) +
+                          " while lanes " + hex(group->arrived) + " of its warp wait in " + group->op->name +
+                          " (mask " + hex(group->mask) + ") at " + format_site(group->site) +
+                          ": the lanes of a mask must call the same collective");
       }
     } else {
       for (const WarpGroup& pending : warp.groups) {
         if (pending.mask & mask) {
-          throw KernelFault(prefix(thread) + "calls " + op.name + " (mask " + hex(mask) + ") at " + format_site(site) + " overlapping lanes " +
-                            hex(pending.mask & mask) + " that wait in " + pending.op->name + " (mask " + hex(pending.mask) + ") at " +
-                            format_site(pending.site));
+          throw KernelFault(prefix(thread) + "calls " + op.name + " (mask " + hex(mask) + ") at " + format_site(site) +
+                            " overlapping lanes " + hex(pending.mask & mask) + " that wait in " + pending.op->name +
+                            " (mask " + hex(pending.mask) + ") at " + format_site(pending.site));
         }
       }
       warp.groups.push_back(WarpGroup{mask, 0, &op, site, width, elastic});
@@ -429,10 +444,11 @@ class BlockRunner {
     const WarpGroup group = warp.groups[index];
     warp.groups.erase(warp.groups.begin() + static_cast<std::ptrdiff_t>(index));
     unsigned offending = 0;
-    const char* misuse = group.op->combine(warp.values, warp.arguments, group.width, group.mask, warp.results, &offending);
+    const char* misuse =
+        group.op->combine(warp.values, warp.arguments, group.width, group.mask, warp.results, &offending);
     if (misuse != nullptr) {
-      throw KernelFault(prefix(caller) + group.op->name + " at " + format_site(group.site) + " (mask " + hex(group.mask) + "): lane " +
-                        std::to_string(offending) + " " + misuse);
+      throw KernelFault(prefix(caller) + group.op->name + " at " + format_site(group.site) + " (mask " +
+                        hex(group.mask) + "): lane " + std::to_string(offending) + " " + misuse);
     }
     const unsigned base = caller.warp * kWarpSize;
     for (unsigned lane = 0; lane < kWarpSize; lane++) {
@@ -447,8 +463,9 @@ class BlockRunner {
       WarpGroup& pending = warp.groups[index];
       if ((pending.mask & (1u << thread.lane)) == 0) continue;
       if (!pending.elastic) {
-        throw KernelFault(prefix(thread) + "exits while lanes " + hex(pending.arrived) + " of its warp wait for it in " + pending.op->name +
-                          " (mask " + hex(pending.mask) + ") at " + format_site(pending.site));
+        throw KernelFault(prefix(thread) + "exits while lanes " + hex(pending.arrived) +
+                          " of its warp wait for it in " + pending.op->name + " (mask " + hex(pending.mask) + ") at " +
+                          format_site(pending.site));
       }
       // An inactive lane leaves an elastic collective; the rest may now be complete.
       pending.mask &= ~(1u << thread.lane);
@@ -458,8 +475,9 @@ class BlockRunner {
       }
     }
     if (barrier_arrived_ > 0) {
-      throw KernelFault(prefix(thread) + "exits while " + std::to_string(barrier_arrived_) + " threads of its block wait at " +
-                        barrier_name_ + " at " + format_site(barrier_site_) + ": every thread of a block must reach every barrier");
+      throw KernelFault(prefix(thread) + "exits while " + std::to_string(barrier_arrived_) +
+                        " threads of its block wait at " + barrier_name_ + " at " + format_site(barrier_site_) +
+                        ": every thread of a block must reach every barrier");
     }
     if (first_exited_ == nullptr) first_exited_ = &thread;
     finished_++;
@@ -502,7 +520,8 @@ class BlockRunner {
   }
 
   static bool same_site(const std::source_location& left, const std::source_location& right) {
-    return left.line() == right.line() && left.column() == right.column() && std::strcmp(left.file_name(), right.file_name()) == 0;
+    return left.line() == right.line() && left.column() == right.column() &&
+           std::strcmp(left.file_name(), right.file_name()) == 0;
   }
 
   static std::string hex(std::uint32_t value) {
@@ -512,7 +531,8 @@ class BlockRunner {
   }
 
   std::string prefix(const SimThread& thread) const {
-    return std::string("kernel '") + shape_.kernel_name + "': thread " + format_dim(thread.index) + " of block " + format_dim(block_index_) + " ";
+    return std::string("kernel '") + shape_.kernel_name + "': thread " + format_dim(thread.index) + " of block " +
+           format_dim(block_index_) + " ";
   }
 
   std::string describe_deadlock() const {
@@ -525,11 +545,15 @@ class BlockRunner {
     if (finished > 0) text += " " + std::to_string(finished) + " threads exited;";
     std::vector<std::pair<std::string, unsigned>> waits;
     for (const SimThread& thread : threads_) {
-      if (thread.state != ThreadState::kWaitingBarrier && thread.state != ThreadState::kWaitingWarp && thread.state != ThreadState::kParked) continue;
+      if (thread.state != ThreadState::kWaitingBarrier && thread.state != ThreadState::kWaitingWarp &&
+          thread.state != ThreadState::kParked)
+        continue;
       std::string where = std::string(thread.wait_name) + " at " + format_site(thread.wait_site);
       auto found = std::find_if(waits.begin(), waits.end(), [&](const auto& entry) { return entry.first == where; });
-      if (found == waits.end()) waits.emplace_back(where, 1);
-      else found->second++;
+      if (found == waits.end())
+        waits.emplace_back(where, 1);
+      else
+        found->second++;
     }
     for (const auto& [where, count] : waits) text += " " + std::to_string(count) + " threads wait in " + where + ";";
     text.pop_back();
@@ -603,7 +627,8 @@ class Engine {
     next_block_.store(0);
     failed_.store(false);
     job_fault_.clear();
-    const bool parallel = settings.workers > 1 && blocks > 1 && blocks * threads_per_block >= settings.parallel_threshold_threads;
+    const bool parallel =
+        settings.workers > 1 && blocks > 1 && blocks * threads_per_block >= settings.parallel_threshold_threads;
     if (parallel) {
       start_workers(settings.workers - 1);
       {

@@ -145,10 +145,13 @@ __asm__(
 // trampoline finds the entry in x20 and its argument in x19.
 #if defined(__APPLE__)
 #define GPU_SIM_ASM_SYMBOL(name) "_" #name
-#define GPU_SIM_ASM_PROLOGUE(name) ".globl " GPU_SIM_ASM_SYMBOL(name) "\n.weak_definition " GPU_SIM_ASM_SYMBOL(name) "\n.private_extern " GPU_SIM_ASM_SYMBOL(name) "\n.p2align 2\n" GPU_SIM_ASM_SYMBOL(name) ":\n"
+#define GPU_SIM_ASM_PROLOGUE(name)                                             \
+  ".globl " GPU_SIM_ASM_SYMBOL(name) "\n.weak_definition " GPU_SIM_ASM_SYMBOL( \
+      name) "\n.private_extern " GPU_SIM_ASM_SYMBOL(name) "\n.p2align 2\n" GPU_SIM_ASM_SYMBOL(name) ":\n"
 #else
 #define GPU_SIM_ASM_SYMBOL(name) #name
-#define GPU_SIM_ASM_PROLOGUE(name) ".weak " #name "\n.hidden " #name "\n.type " #name ",%function\n.p2align 2\n" #name ":\n"
+#define GPU_SIM_ASM_PROLOGUE(name) \
+  ".weak " #name "\n.hidden " #name "\n.type " #name ",%function\n.p2align 2\n" #name ":\n"
 #endif
 __asm__(
     ".text\n" GPU_SIM_ASM_PROLOGUE(gpu_sim_fiber_switch)

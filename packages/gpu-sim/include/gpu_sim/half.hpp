@@ -31,7 +31,8 @@ inline std::uint16_t f32_to_f16_bits(float value) {
   const std::uint32_t sign = (bits >> 16) & 0x8000u;
   const std::uint32_t exponent = (bits >> 23) & 0xffu;
   const std::uint32_t mantissa = bits & 0x7fffffu;
-  if (exponent == 0xffu) return static_cast<std::uint16_t>(sign | 0x7c00u | (mantissa != 0 ? 0x200u | (mantissa >> 13) : 0u));
+  if (exponent == 0xffu)
+    return static_cast<std::uint16_t>(sign | 0x7c00u | (mantissa != 0 ? 0x200u | (mantissa >> 13) : 0u));
   const int half_exponent = static_cast<int>(exponent) - 127 + 15;
   if (half_exponent >= 31) return static_cast<std::uint16_t>(sign | 0x7c00u);
   if (half_exponent <= 0) {
@@ -74,7 +75,8 @@ inline float f16_bits_to_f32(std::uint16_t half) {
 /** bf16 bits nearest to `value` (ties to even; NaN stays quiet NaN). */
 inline std::uint16_t f32_to_bf16_bits(float value) {
   const std::uint32_t bits = float_bits(value);
-  if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x7fffffu) != 0) return static_cast<std::uint16_t>((bits >> 16) | 0x40u);
+  if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x7fffffu) != 0)
+    return static_cast<std::uint16_t>((bits >> 16) | 0x40u);
   const std::uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
   return static_cast<std::uint16_t>((bits + rounding) >> 16);
 }

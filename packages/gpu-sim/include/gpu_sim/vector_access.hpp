@@ -31,16 +31,18 @@ struct StoredValue {
   /** Where the store is written. */
   std::source_location site;
   // NOLINTNEXTLINE(google-explicit-constructor): implicit on purpose (every `*p = v` converts here)
-  StoredValue(const Vector& stored, std::source_location where = std::source_location::current()) : value(stored), site(where) {}
+  StoredValue(const Vector& stored, std::source_location where = std::source_location::current())
+      : value(stored), site(where) {}
 };
 
 /** Aborts the running kernel: a vector access through a misaligned address (see check_vector_alignment). */
-[[noreturn]] inline void misaligned_vector_access(const void* address, std::size_t alignment, const char* type, const char* access,
-                                                  const std::source_location& site) {
+[[noreturn]] inline void misaligned_vector_access(const void* address, std::size_t alignment, const char* type,
+                                                  const char* access, const std::source_location& site) {
   char where[32];
   std::snprintf(where, sizeof where, "%p", address);
-  throw KernelFault(current_runner().running_thread_prefix() + (alignment == 8 ? "makes an " : "makes a ") + std::to_string(alignment) + "-byte " + access + " of " + type + " at " +
-                    format_site(site) + " through address " + where + ", which is not " + std::to_string(alignment) +
+  throw KernelFault(current_runner().running_thread_prefix() + (alignment == 8 ? "makes an " : "makes a ") +
+                    std::to_string(alignment) + "-byte " + access + " of " + type + " at " + format_site(site) +
+                    " through address " + where + ", which is not " + std::to_string(alignment) +
                     "-byte aligned: a GPU faults on this (misaligned address)");
 }
 
@@ -49,8 +51,8 @@ struct StoredValue {
  * `access` is "load" or "store", `type()` the vector's name. Host code (outside a kernel) is not
  * checked: only device accesses fault.
  */
-inline void check_vector_alignment(const void* address, std::size_t alignment, const char* (*type)(), const char* access,
-                                   const std::source_location& site) {
+inline void check_vector_alignment(const void* address, std::size_t alignment, const char* (*type)(),
+                                   const char* access, const std::source_location& site) {
   if (reinterpret_cast<std::uintptr_t>(address) % alignment == 0 || !in_kernel()) return;
   misaligned_vector_access(address, alignment, type(), access, site);
 }

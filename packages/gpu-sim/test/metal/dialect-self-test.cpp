@@ -33,7 +33,9 @@ static void bind(ArgumentTable& table, int index, std::vector<T>& data) {
 
 static gpu_sim::LaunchResult run(const char* name, const ArgumentTable& table, Dim3 groups, Dim3 threads) {
   const gpu_sim::metal::KernelInfo* kernel = KernelRegistry::instance().find(name);
-  if (kernel == nullptr) return gpu_sim::LaunchResult{false, std::string("no kernel ") + name + " (have " + KernelRegistry::instance().names() + ")"};
+  if (kernel == nullptr)
+    return gpu_sim::LaunchResult{
+        false, std::string("no kernel ") + name + " (have " + KernelRegistry::instance().names() + ")"};
   return gpu_sim::metal::dispatch(*kernel, table, groups, threads);
 }
 
@@ -43,7 +45,9 @@ int main() {
     std::vector<float> input(64);
     for (int i = 0; i < 64; i++) input[i] = static_cast<float>(i);
     std::vector<float> output(64 * 8, -1.0f);
-    struct Sizes { unsigned count, pad; } sizes{40, 0};
+    struct Sizes {
+      unsigned count, pad;
+    } sizes{40, 0};
     ArgumentTable table;
     bind(table, 0, input);
     bind(table, 1, output);
@@ -61,12 +65,19 @@ int main() {
       for (int l = 0; l <= t - base; l++) prefix += static_cast<float>(base + l);
       float lanes = 0;
       for (int l = 0; l < active; l++) lanes += static_cast<float>(l);
-      const float expected[8] = {sum, static_cast<float>(base + active - 1), prefix, prefix - static_cast<float>(t), static_cast<float>(t ^ 1),
-                                 static_cast<float>(base + 2), lanes, base + active - 1 > 20 ? 1.0f : 0.0f};
+      const float expected[8] = {sum,
+                                 static_cast<float>(base + active - 1),
+                                 prefix,
+                                 prefix - static_cast<float>(t),
+                                 static_cast<float>(t ^ 1),
+                                 static_cast<float>(base + 2),
+                                 lanes,
+                                 base + active - 1 > 20 ? 1.0f : 0.0f};
       for (int k = 0; k < 8; k++) {
         if (row[k] != expected[k]) {
           good = false;
-          detail = "thread " + std::to_string(t) + " value " + std::to_string(k) + ": " + std::to_string(row[k]) + " != " + std::to_string(expected[k]);
+          detail = "thread " + std::to_string(t) + " value " + std::to_string(k) + ": " + std::to_string(row[k]) +
+                   " != " + std::to_string(expected[k]);
         }
       }
     }
@@ -83,8 +94,8 @@ int main() {
       for (unsigned t = 0; t < 64; t++) good = good && output[g * 64 + t] == (t + 3) % 64 + 100 * g;
     }
     check(good, "threadgroup arrays and threadgroup_barrier (2 threadgroups)", result.message);
-    check(result.ok && output[1000] == 0xffffffffu && output[1001] == 0xffffffffu, "threadgroup memory reads 0xFF before the first write, in every threadgroup",
-          std::to_string(output[1000]));
+    check(result.ok && output[1000] == 0xffffffffu && output[1001] == 0xffffffffu,
+          "threadgroup memory reads 0xFF before the first write, in every threadgroup", std::to_string(output[1000]));
   }
   {
     std::vector<float> a(64), b(64), c(64, 0.0f);
@@ -124,8 +135,10 @@ int main() {
     bind(table, 1, total);
     bind(table, 2, maximum);
     const auto result = run("atomics", table, Dim3{8, 1, 1}, Dim3{128, 1, 1});
-    check(result.ok && counter[0] == 1024 && total[0] == 512.0f && maximum[0] == 1023, "atomic_int, atomic_float and compare-exchange",
-          result.message + " " + std::to_string(counter[0]) + " " + std::to_string(total[0]) + " " + std::to_string(maximum[0]));
+    check(result.ok && counter[0] == 1024 && total[0] == 512.0f && maximum[0] == 1023,
+          "atomic_int, atomic_float and compare-exchange",
+          result.message + " " + std::to_string(counter[0]) + " " + std::to_string(total[0]) + " " +
+              std::to_string(maximum[0]));
   }
   {
     std::vector<float> input(24), output(24, 0.0f);
@@ -138,12 +151,14 @@ int main() {
     bind(table, 0, input);
     bind(table, 1, output);
     const auto missing = run("scale_f32", table, Dim3{2, 3, 1}, Dim3{4, 1, 1});
-    check(!missing.ok && missing.message.find("function constant 'kScale' [[function_constant(0)]] was not set by the host") != std::string::npos,
+    check(!missing.ok &&
+              missing.message.find("function constant 'kScale' [[function_constant(0)]] was not set by the host") !=
+                  std::string::npos,
           "reading a function constant the host did not set fails the dispatch", missing.message);
     table.set_constant(0, ConstantType::kBool, true);
     const auto wrong = run("scale_f32", table, Dim3{2, 3, 1}, Dim3{4, 1, 1});
-    check(!wrong.ok && wrong.message.find("is declared int but the host set a bool") != std::string::npos, "a function constant of the wrong type fails",
-          wrong.message);
+    check(!wrong.ok && wrong.message.find("is declared int but the host set a bool") != std::string::npos,
+          "a function constant of the wrong type fails", wrong.message);
     table.set_constant(0, ConstantType::kInt, 3);
     const auto result = run("scale_f32", table, Dim3{2, 3, 1}, Dim3{4, 1, 1});
     bool good = result.ok;
@@ -153,7 +168,8 @@ int main() {
     bind(half_table, 1, output16);
     const auto half_result = run("scale_f16", half_table, Dim3{2, 3, 1}, Dim3{4, 1, 1});
     for (int i = 0; i < 24; i++) good = good && static_cast<float>(output16[i]) == 3.0f * static_cast<float>(i);
-    check(good && half_result.ok, "function constants and template kernels instantiated with host_name (f32, f16; uint2 builtins)",
+    check(good && half_result.ok,
+          "function constants and template kernels instantiated with host_name (f32, f16; uint2 builtins)",
           result.message + half_result.message);
   }
   {
@@ -172,7 +188,8 @@ int main() {
           for (int k = 0; k < 8; k++) {
             if (row[k] != expected[k]) {
               good = false;
-              detail = "group (" + std::to_string(gx) + "," + std::to_string(gy) + ") thread " + std::to_string(linear) + " builtin " + std::to_string(k);
+              detail = "group (" + std::to_string(gx) + "," + std::to_string(gy) + ") thread " +
+                       std::to_string(linear) + " builtin " + std::to_string(k);
             }
           }
         }
@@ -190,13 +207,14 @@ int main() {
           "a barrier that returned threads never reach fails naming the kernel and the .metal line", result.message);
     std::printf("   message: %s\n", result.message.c_str());
     const auto simd = run("divergent_simd", table, Dim3{1, 1, 1}, Dim3{32, 1, 1});
-    check(!simd.ok && simd.message.find("simd_shuffle_down") != std::string::npos && simd.message.find("dialect-self-test.metal:") != std::string::npos,
+    check(!simd.ok && simd.message.find("simd_shuffle_down") != std::string::npos &&
+              simd.message.find("dialect-self-test.metal:") != std::string::npos,
           "lanes calling different simd functions fail naming both", simd.message);
     std::printf("   message: %s\n", simd.message.c_str());
     ArgumentTable empty;
     const auto unbound = run("divergent_barrier", empty, Dim3{1, 1, 1}, Dim3{32, 1, 1});
-    check(!unbound.ok && unbound.message.find("parameter 'output' [[buffer(0)]] is not bound") != std::string::npos, "an unbound buffer fails the dispatch",
-          unbound.message);
+    check(!unbound.ok && unbound.message.find("parameter 'output' [[buffer(0)]] is not bound") != std::string::npos,
+          "an unbound buffer fails the dispatch", unbound.message);
   }
   {
     std::vector<float> output(16, 0.0f);
@@ -212,7 +230,8 @@ int main() {
     check(!misaligned.ok && misaligned.message.find("kernel 'vector_store'") != std::string::npos &&
               misaligned.message.find("16-byte store of float4 at dialect-self-test.metal:") != std::string::npos &&
               misaligned.message.find("misaligned address") != std::string::npos,
-          "a float4 store through an address that is not 16-byte aligned fails naming the kernel and the .metal line", misaligned.message);
+          "a float4 store through an address that is not 16-byte aligned fails naming the kernel and the .metal line",
+          misaligned.message);
     std::printf("   message: %s\n", misaligned.message.c_str());
   }
   std::printf("%d failures\n", failures);

@@ -13,8 +13,9 @@ struct Sizes {
 constant int kScale [[function_constant(0)]];
 
 // Threads past `count` return early: the SIMD-group functions then act on the active lanes.
-kernel void simd_functions(device const float* input [[buffer(0)]], device float* output [[buffer(1)]], constant Sizes& sizes [[buffer(2)]],
-                           uint gid [[thread_position_in_grid]], uint lane [[thread_index_in_simdgroup]]) {
+kernel void simd_functions(device const float* input [[buffer(0)]], device float* output [[buffer(1)]],
+                           constant Sizes& sizes [[buffer(2)]], uint gid [[thread_position_in_grid]],
+                           uint lane [[thread_index_in_simdgroup]]) {
   if (gid >= sizes.count) return;
   const float value = input[gid];
   device float* row = output + gid * 8;
@@ -29,8 +30,8 @@ kernel void simd_functions(device const float* input [[buffer(0)]], device float
 }
 
 // Rotates values through threadgroup memory; slot 0 is read before any write (must be 0xFF bytes).
-kernel void rotate(device uint* output [[buffer(0)]], uint tid [[thread_index_in_threadgroup]], uint group [[threadgroup_position_in_grid]],
-                   uint size [[threads_per_threadgroup]]) {
+kernel void rotate(device uint* output [[buffer(0)]], uint tid [[thread_index_in_threadgroup]],
+                   uint group [[threadgroup_position_in_grid]], uint size [[threads_per_threadgroup]]) {
   threadgroup uint tile[64];
   threadgroup uint untouched[2];
   uint value = tid + 100u * group;
@@ -47,7 +48,8 @@ kernel void rotate(device uint* output [[buffer(0)]], uint tid [[thread_index_in
 }
 
 // One 8×8 product per simdgroup: c = a·b + 1.
-kernel void matrix_product(device const float* a [[buffer(0)]], device const float* b [[buffer(1)]], device float* c [[buffer(2)]]) {
+kernel void matrix_product(device const float* a [[buffer(0)]], device const float* b [[buffer(1)]],
+                           device float* c [[buffer(2)]]) {
   threadgroup float staged[64];
   simdgroup_float8x8 left;
   simdgroup_float8x8 right;
@@ -61,26 +63,28 @@ kernel void matrix_product(device const float* a [[buffer(0)]], device const flo
   simdgroup_barrier(mem_flags::mem_none);
 }
 
-kernel void atomics(device atomic_int* counter [[buffer(0)]], device atomic_float* total [[buffer(1)]], device atomic_uint* maximum [[buffer(2)]],
-                    uint gid [[thread_position_in_grid]]) {
+kernel void atomics(device atomic_int* counter [[buffer(0)]], device atomic_float* total [[buffer(1)]],
+                    device atomic_uint* maximum [[buffer(2)]], uint gid [[thread_position_in_grid]]) {
   atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(total, 0.5f, memory_order_relaxed);
   uint expected = atomic_load_explicit(maximum, memory_order_relaxed);
-  while (expected < gid && !atomic_compare_exchange_weak_explicit(maximum, &expected, gid, memory_order_relaxed, memory_order_relaxed)) {
+  while (expected < gid &&
+         !atomic_compare_exchange_weak_explicit(maximum, &expected, gid, memory_order_relaxed, memory_order_relaxed)) {
   }
 }
 
 template <typename T>
-kernel void scale(device const T* input [[buffer(0)]], device T* output [[buffer(1)]], uint2 position [[thread_position_in_grid]],
-                  uint2 grid [[threads_per_grid]]) {
+kernel void scale(device const T* input [[buffer(0)]], device T* output [[buffer(1)]],
+                  uint2 position [[thread_position_in_grid]], uint2 grid [[threads_per_grid]]) {
   const uint index = position.y * grid.x + position.x;
   output[index] = T(float(input[index]) * float(kScale));
 }
 template [[host_name("scale_f32")]] kernel decltype(scale<float>) scale<float>;
 template [[host_name("scale_f16")]] kernel decltype(scale<half>) scale<half>;
 
-kernel void builtins(device uint* output [[buffer(0)]], uint3 position [[thread_position_in_grid]], uint3 local [[thread_position_in_threadgroup]],
-                     uint3 group [[threadgroup_position_in_grid]], uint3 groups [[threadgroups_per_grid]], uint3 size [[threads_per_threadgroup]],
+kernel void builtins(device uint* output [[buffer(0)]], uint3 position [[thread_position_in_grid]],
+                     uint3 local [[thread_position_in_threadgroup]], uint3 group [[threadgroup_position_in_grid]],
+                     uint3 groups [[threadgroups_per_grid]], uint3 size [[threads_per_threadgroup]],
                      uint linear [[thread_index_in_threadgroup]], uint simdgroup [[simdgroup_index_in_threadgroup]],
                      uint width [[threads_per_simdgroup]], uint simdgroups [[simdgroups_per_threadgroup]]) {
   const uint flat = ((group.z * groups.y + group.y) * groups.x + group.x) * (size.x * size.y * size.z) + linear;
@@ -103,7 +107,8 @@ kernel void divergent_barrier(device float* output [[buffer(0)]], uint tid [[thr
 }
 
 // Wrong on purpose: each lane loads the matrix from its own address.
-kernel void lane_dependent_load(device const float* a [[buffer(0)]], device float* c [[buffer(1)]], uint lane [[thread_index_in_simdgroup]]) {
+kernel void lane_dependent_load(device const float* a [[buffer(0)]], device float* c [[buffer(1)]],
+                                uint lane [[thread_index_in_simdgroup]]) {
   simdgroup_float8x8 matrix;
   simdgroup_load(matrix, a + lane, 8);
   simdgroup_store(matrix, c, 8);
@@ -112,8 +117,10 @@ kernel void lane_dependent_load(device const float* a [[buffer(0)]], device floa
 // Wrong on purpose: lanes 0-15 shuffle while 16-31 reduce.
 kernel void divergent_simd(device float* output [[buffer(0)]], uint lane [[thread_index_in_simdgroup]]) {
   float value = float(lane);
-  if (lane < 16) value = simd_shuffle_down(value, ushort(1));
-  else value = simd_sum(value);
+  if (lane < 16)
+    value = simd_shuffle_down(value, ushort(1));
+  else
+    value = simd_sum(value);
   output[lane] = value;
 }
 

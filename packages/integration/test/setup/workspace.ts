@@ -50,7 +50,11 @@ export interface CommandResult {
 }
 
 /** Runs a command to completion (killed after `timeoutMs`); never throws for a non-zero exit. */
-export function run(command: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<CommandResult> {
+export function run(
+  command: string,
+  args: string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number },
+): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
     // .cmd shims (npm, pnpm on Windows) need a shell since Node 20.12.
     const child = spawn(command, args, {
@@ -78,7 +82,8 @@ export function run(command: string, args: string[], options: { cwd: string; env
 /** pnpm as [command, ...leading args]: the pnpm that runs these tests (npm_execpath), else the one on PATH. */
 export function pnpmCommand(): [string, string[]] {
   const execPath = process.env.npm_execpath;
-  if (execPath !== undefined && /pnpm/i.test(execPath) && /\.(c?js|mjs)$/.test(execPath)) return [process.execPath, [execPath]];
+  if (execPath !== undefined && /pnpm/i.test(execPath) && /\.(c?js|mjs)$/.test(execPath))
+    return [process.execPath, [execPath]];
   return [process.platform === 'win32' ? 'pnpm.cmd' : 'pnpm', []];
 }
 

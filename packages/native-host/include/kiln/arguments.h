@@ -41,7 +41,8 @@ BufferRecord& find_buffer(BufferTable& buffers, const Napi::Value& id, const std
  * `allow_view`, strides/offset must be absent (a dense TensorRef at element 0). Checks that every
  * element the view can reach lies inside its buffer.
  */
-TensorView read_tensor(BufferTable& buffers, const Napi::Value& value, const char* kernel, const char* role, bool allow_view);
+TensorView read_tensor(BufferTable& buffers, const Napi::Value& value, const char* kernel, const char* role,
+                       bool allow_view);
 
 /** a · b · c as a checked product (each factor already a safe integer). */
 Index checked_product(Index a, Index b, Index c, const char* kernel);
@@ -53,13 +54,15 @@ Index checked_rows(Index rows, Index cols, const char* kernel);
 double read_finite(const Napi::Value& value, const std::string& what);
 
 /** A dense tensor of `count` elements, of `dtype` (or any float dtype when dtype < 0). */
-TensorView read_dense(BufferTable& buffers, const Napi::Value& value, const char* kernel, const char* role, int dtype, Index count, const char* why);
+TensorView read_dense(BufferTable& buffers, const Napi::Value& value, const char* kernel, const char* role, int dtype,
+                      Index count, const char* why);
 
 /** Throws a kDType error unless `view` has `dtype`. */
 void expect_dtype(const TensorView& view, int dtype, const char* kernel, const char* role);
 
 /** Throws a kDType error when `view` is i32 (the kernel needs a float dtype). */
-void expect_float(const TensorView& view, const char* kernel, const char* role, const char* hint = "Cast integer tensors to a float dtype first.");
+void expect_float(const TensorView& view, const char* kernel, const char* role,
+                  const char* hint = "Cast integer tensors to a float dtype first.");
 
 /** Throws a kShape error unless the shapes are equal. */
 void expect_same_shape(const TensorView& view, const std::vector<Index>& shape, const char* kernel, const char* role);
@@ -108,9 +111,11 @@ auto guarded(Napi::Env env, Body&& body) -> decltype(body()) {
   } catch (const Napi::Error&) {
     throw;
   } catch (const std::bad_alloc&) {
-    throw to_js_error(env, NativeError(ErrorKind::kOutOfMemory, backend_message("the host ran out of memory"), "Free host memory or use smaller tensors."));
+    throw to_js_error(env, NativeError(ErrorKind::kOutOfMemory, backend_message("the host ran out of memory"),
+                                       "Free host memory or use smaller tensors."));
   } catch (const std::exception& error) {
-    throw to_js_error(env, NativeError(ErrorKind::kDevice, backend_message(std::string("unexpected native error: ") + error.what())));
+    throw to_js_error(
+        env, NativeError(ErrorKind::kDevice, backend_message(std::string("unexpected native error: ") + error.what())));
   }
 }
 

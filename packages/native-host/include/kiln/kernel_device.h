@@ -12,32 +12,32 @@
 #include "kernel_calls.h"
 
 /** Every kernel method of a KernelDevice as X(method, CallStruct): the one list the interface and its implementations expand. */
-#define KILN_KERNEL_DEVICE_CALLS(X) \
-  X(unary, UnaryCall) \
-  X(binary, BinaryCall) \
-  X(where, WhereCall) \
-  X(reduce, ReduceCall) \
-  X(matmul, MatmulCall) \
-  X(copy, CopyCall) \
-  X(gather, IndexCall) \
-  X(scatter_add, IndexCall) \
-  X(cast, CastCall) \
-  X(fill, FillCall) \
-  X(random, RandomCall) \
-  X(softmax, SoftmaxCall) \
-  X(softmax_backward, SoftmaxBackwardCall) \
-  X(rms_norm, RmsNormCall) \
-  X(rms_norm_backward, RmsNormBackwardCall) \
-  X(layer_norm, LayerNormCall) \
-  X(rope, RopeCall) \
-  X(swiglu, SwigluCall) \
-  X(swiglu_backward, SwigluBackwardCall) \
-  X(cross_entropy, CrossEntropyCall) \
+#define KILN_KERNEL_DEVICE_CALLS(X)                   \
+  X(unary, UnaryCall)                                 \
+  X(binary, BinaryCall)                               \
+  X(where, WhereCall)                                 \
+  X(reduce, ReduceCall)                               \
+  X(matmul, MatmulCall)                               \
+  X(copy, CopyCall)                                   \
+  X(gather, IndexCall)                                \
+  X(scatter_add, IndexCall)                           \
+  X(cast, CastCall)                                   \
+  X(fill, FillCall)                                   \
+  X(random, RandomCall)                               \
+  X(softmax, SoftmaxCall)                             \
+  X(softmax_backward, SoftmaxBackwardCall)            \
+  X(rms_norm, RmsNormCall)                            \
+  X(rms_norm_backward, RmsNormBackwardCall)           \
+  X(layer_norm, LayerNormCall)                        \
+  X(rope, RopeCall)                                   \
+  X(swiglu, SwigluCall)                               \
+  X(swiglu_backward, SwigluBackwardCall)              \
+  X(cross_entropy, CrossEntropyCall)                  \
   X(cross_entropy_backward, CrossEntropyBackwardCall) \
-  X(adamw, AdamWCall) \
-  X(sum_of_squares_multi, SumOfSquaresMultiCall) \
-  X(adamw_multi, AdamWMultiCall) \
-  X(attention, AttentionCall) \
+  X(adamw, AdamWCall)                                 \
+  X(sum_of_squares_multi, SumOfSquaresMultiCall)      \
+  X(adamw_multi, AdamWMultiCall)                      \
+  X(attention, AttentionCall)                         \
   X(attention_backward, AttentionBackwardCall)
 
 #define KILN_KERNEL_DEVICE_PURE(method, Call) virtual void method(Napi::Env env, const Call& call) = 0;
@@ -45,12 +45,13 @@
 /** Declares every kernel method of KernelDevice as an override (in a device class). */
 #define KILN_KERNEL_DEVICE_KERNELS KILN_KERNEL_DEVICE_CALLS(KILN_KERNEL_DEVICE_OVERRIDE)
 /** Declares the storage methods every device implements as overrides (pool() and ensure_usable() are declared by hand). */
-#define KILN_KERNEL_DEVICE_STORAGE                                                                                                     \
-  void upload(Napi::Env env, BufferRecord& record, const unsigned char* data, std::size_t bytes, std::size_t offset) override; \
-  Napi::Promise download(Napi::Env env, const BufferRecord& record) override;                                                  \
-  Napi::Promise synchronize(Napi::Env env) override;                                                                           \
-  void describe_memory(Napi::Env env, Napi::Object& result) override;                                                          \
-  Napi::Object device_info(Napi::Env env) override;                                                                            \
+#define KILN_KERNEL_DEVICE_STORAGE                                                                                   \
+  void upload(Napi::Env env, BufferRecord& record, const unsigned char* data, std::size_t bytes, std::size_t offset) \
+      override;                                                                                                      \
+  Napi::Promise download(Napi::Env env, const BufferRecord& record) override;                                        \
+  Napi::Promise synchronize(Napi::Env env) override;                                                                 \
+  void describe_memory(Napi::Env env, Napi::Object& result) override;                                                \
+  Napi::Object device_info(Napi::Env env) override;                                                                  \
   void finish(Napi::Env env, bool settle) override;
 
 namespace kiln {
@@ -66,7 +67,8 @@ class KernelDevice {
   /** Throws a NativeError when the device can take no more work (a sticky device error), naming `method`. */
   virtual void ensure_usable(const char* method) { (void)method; }
   /** Writes `bytes` host bytes into `record` at byte `offset` in stream order; JS may reuse `data` once this returns. */
-  virtual void upload(Napi::Env env, BufferRecord& record, const unsigned char* data, std::size_t bytes, std::size_t offset) = 0;
+  virtual void upload(Napi::Env env, BufferRecord& record, const unsigned char* data, std::size_t bytes,
+                      std::size_t offset) = 0;
   /** The buffer's bytes after all queued work (a Uint8Array); rejects with an error of queued work. */
   virtual Napi::Promise download(Napi::Env env, const BufferRecord& record) = 0;
   /** Resolves when all queued work is done; rejects with an error of queued work. */

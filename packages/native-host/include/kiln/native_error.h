@@ -14,7 +14,9 @@ namespace kiln {
 extern const char* const kBackendName;
 
 /** "<backend> backend: " + message. */
-inline std::string backend_message(const std::string& message) { return std::string(kBackendName) + " backend: " + message; }
+inline std::string backend_message(const std::string& message) {
+  return std::string(kBackendName) + " backend: " + message;
+}
 
 /** Which KilnError the TypeScript side should throw. */
 enum class ErrorKind { kInvalidArgument, kDType, kShape, kOutOfMemory, kDevice };

@@ -9,9 +9,13 @@ namespace kiln {
 /** Dtype names by code. */
 inline constexpr const char* kDTypeNames[KILN_DTYPE_COUNT] = {"f32", "f16", "bf16", "i32"};
 /** Unary op names by code. */
-inline constexpr const char* kUnaryOpNames[KILN_UNARY_COUNT] = {"neg", "abs", "sign", "exp", "log", "sqrt", "rsqrt", "reciprocal", "square", "tanh", "sigmoid", "relu", "gelu", "silu", "geluGrad", "siluGrad"};
+inline constexpr const char* kUnaryOpNames[KILN_UNARY_COUNT] = {
+    "neg",    "abs",  "sign",    "exp",  "log",  "sqrt", "rsqrt",    "reciprocal",
+    "square", "tanh", "sigmoid", "relu", "gelu", "silu", "geluGrad", "siluGrad"};
 /** Binary op names by code. */
-inline constexpr const char* kBinaryOpNames[KILN_BINARY_COUNT] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "greater", "greaterEqual", "less", "lessEqual", "equal", "notEqual"};
+inline constexpr const char* kBinaryOpNames[KILN_BINARY_COUNT] = {
+    "add",     "sub",          "mul",  "div",       "pow",   "maximum", "minimum",
+    "greater", "greaterEqual", "less", "lessEqual", "equal", "notEqual"};
 /** Reduce op names by code. */
 inline constexpr const char* kReduceOpNames[KILN_REDUCE_COUNT] = {"sum", "max", "min", "argmax", "argmin"};
 

@@ -39,7 +39,8 @@ KILN_HOST_DEVICE inline std::uint16_t round_to_half_bits(double value) {
   const std::uint64_t mantissa = bits & ((std::uint64_t{1} << 52) - 1);
   const int bias = (1 << (ExponentBits - 1)) - 1;
   const std::uint32_t infinity = ((1u << ExponentBits) - 1u) << MantissaBits;
-  if (exponent_field == 0x7ff) return static_cast<std::uint16_t>(sign | infinity | (mantissa != 0 ? 1u << (MantissaBits - 1) : 0u));
+  if (exponent_field == 0x7ff)
+    return static_cast<std::uint16_t>(sign | infinity | (mantissa != 0 ? 1u << (MantissaBits - 1) : 0u));
   // Zero and double subnormals (far below the smallest 16-bit subnormal) round to ±0.
   if (exponent_field == 0) return static_cast<std::uint16_t>(sign);
   const int exponent = exponent_field - 1023;
@@ -55,7 +56,8 @@ KILN_HOST_DEVICE inline std::uint16_t round_to_half_bits(double value) {
     quotient >>= 1;
     target_exponent++;
   }
-  if (quotient < (std::uint64_t{1} << MantissaBits)) return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(quotient));
+  if (quotient < (std::uint64_t{1} << MantissaBits))
+    return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(quotient));
   const int field = target_exponent + bias;
   if (field >= (1 << ExponentBits) - 1) return static_cast<std::uint16_t>(sign | infinity);
   return static_cast<std::uint16_t>(sign | (static_cast<std::uint32_t>(field) << MantissaBits) |

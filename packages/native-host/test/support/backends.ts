@@ -3,10 +3,24 @@
 import { fileURLToPath } from 'node:url';
 import type { CudaBackend } from '../../../backend-cuda/src/cuda-backend.js';
 import type { MetalBackend } from '../../../backend-metal/src/metal-backend.js';
-import { findPackageRoot as cudaRoot, simulatorBuildPath as cudaAddonPath } from '../../../backend-cuda/src/native/load-addon.js';
-import { configureSimulator as configureCuda, createSimulatedCudaBackend, simulatorAddon as cudaAddon } from '../../../backend-cuda/src/simulator.js';
-import { findPackageRoot as metalRoot, simulatorBuildPath as metalAddonPath } from '../../../backend-metal/src/native/load-addon.js';
-import { configureSimulator as configureMetal, createSimulatedMetalBackend, simulatorAddon as metalAddon } from '../../../backend-metal/src/simulator.js';
+import {
+  findPackageRoot as cudaRoot,
+  simulatorBuildPath as cudaAddonPath,
+} from '../../../backend-cuda/src/native/load-addon.js';
+import {
+  configureSimulator as configureCuda,
+  createSimulatedCudaBackend,
+  simulatorAddon as cudaAddon,
+} from '../../../backend-cuda/src/simulator.js';
+import {
+  findPackageRoot as metalRoot,
+  simulatorBuildPath as metalAddonPath,
+} from '../../../backend-metal/src/native/load-addon.js';
+import {
+  configureSimulator as configureMetal,
+  createSimulatedMetalBackend,
+  simulatorAddon as metalAddon,
+} from '../../../backend-metal/src/simulator.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 /** Either GPU backend (what the shared suite calls on both). */
@@ -48,7 +62,11 @@ export const SIMULATED_BACKENDS: SimulatedBackend[] = [
     name: 'metal',
     create: (options) => createSimulatedMetalBackend(options),
     // Metal's default limit is the GPU's recommendedMaxWorkingSetSize: keep it out of the way.
-    configure: (configuration) => configureMetal({ ...configuration, ...(configuration.memoryBytes !== undefined ? { recommendedMaxWorkingSetSize: configuration.memoryBytes } : {}) }),
+    configure: (configuration) =>
+      configureMetal({
+        ...configuration,
+        ...(configuration.memoryBytes !== undefined ? { recommendedMaxWorkingSetSize: configuration.memoryBytes } : {}),
+      }),
     addonPath: metalAddonPath(metalPackage),
     opNames: () => metalAddon().opNames(),
     skipReason: simulatorSkipReason(metalPackage),

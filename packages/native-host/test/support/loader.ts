@@ -11,7 +11,10 @@ export function notFound(specifier: string): Error {
 }
 
 /** A package root in a temp dir, optionally with a local build file (at `localBuild`'s path) and a build report. */
-export function packageRoot(localBuildPath: (root: string) => string, options: { localBuild?: boolean; report?: object } = {}): string {
+export function packageRoot(
+  localBuildPath: (root: string) => string,
+  options: { localBuild?: boolean; report?: object } = {},
+): string {
   const root = mkdtempSync(join(tmpdir(), 'kiln-loader-'));
   if (options.localBuild) {
     const path = localBuildPath(root);
@@ -26,7 +29,10 @@ export function packageRoot(localBuildPath: (root: string) => string, options: {
 }
 
 /** A `require` over `modules` (a value, or an Error it throws; absent: not found) that records what was asked for. */
-export function fakeRequire(modules: Record<string, unknown | Error>): { require: (specifier: string) => unknown; required: string[] } {
+export function fakeRequire(modules: Record<string, unknown | Error>): {
+  require: (specifier: string) => unknown;
+  required: string[];
+} {
   const required: string[] = [];
   return {
     required,

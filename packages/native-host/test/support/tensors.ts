@@ -38,12 +38,18 @@ export function series(count: number, seed: number): number[] {
  * fault for the next synchronize) and synchronizes: what synchronize() rejected with (undefined if
  * it resolved) and the `out` vector, whose kernels the backend's error should name.
  */
-export async function faultAfterQueuedKernels(backend: KernelBackend, inject: () => void): Promise<{ rejection: unknown; out: TensorRef }> {
+export async function faultAfterQueuedKernels(
+  backend: KernelBackend,
+  inject: () => void,
+): Promise<{ rejection: unknown; out: TensorRef }> {
   const x = ones(backend, 6);
   const out = ones(backend, 6);
   backend.unary('sqrt', x, out);
   backend.fill(out, 2);
   inject();
-  const rejection = await backend.synchronize().then(() => undefined, (error: unknown) => error);
+  const rejection = await backend.synchronize().then(
+    () => undefined,
+    (error: unknown) => error,
+  );
   return { rejection, out };
 }

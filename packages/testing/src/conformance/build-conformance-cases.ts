@@ -31,8 +31,24 @@ export interface BuildConformanceOptions extends ConformanceOptions {
 }
 
 const FAMILIES: ((settings: CaseSettings) => ConformanceCase[])[] = [
-  unaryCases, binaryCases, reduceCases, matmulCases, memoryCases, indexRangeCases, conversionCases, softmaxCases, normalizationCases,
-  attentionCases, causalAttentionCases, optimizerCases, multiTensorCases, nonFiniteCases, gradientCases, argumentErrorCases, opCases, crossEntropyOpCases,
+  unaryCases,
+  binaryCases,
+  reduceCases,
+  matmulCases,
+  memoryCases,
+  indexRangeCases,
+  conversionCases,
+  softmaxCases,
+  normalizationCases,
+  attentionCases,
+  causalAttentionCases,
+  optimizerCases,
+  multiTensorCases,
+  nonFiniteCases,
+  gradientCases,
+  argumentErrorCases,
+  opCases,
+  crossEntropyOpCases,
 ];
 
 /** Every case for `options.backend`: primitives, declared fused kernels (or their composed fallbacks), gradients, NaN/Inf, argument errors. */

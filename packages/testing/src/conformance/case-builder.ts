@@ -40,11 +40,18 @@ export function caseId(kernel: string, dtype: DType, parameters: string): string
   return `${kernel} ${dtype} [${parameters}]`;
 }
 
-async function assertNoLeak(id: string, backend: KernelBackend, before: { bufferCount: number; allocatedBytes: number }): Promise<void> {
+async function assertNoLeak(
+  id: string,
+  backend: KernelBackend,
+  before: { bufferCount: number; allocatedBytes: number },
+): Promise<void> {
   await backend.synchronize();
   // Core's device-side index checks hold a small flag until the next read: settle it (a pending error is a failure).
   await settleIndexChecks(backend).catch((error: unknown) => {
-    throw new KilnConformanceError(id, `an out-of-range index was recorded but never reported: ${error instanceof Error ? error.message : String(error)}`);
+    throw new KilnConformanceError(
+      id,
+      `an out-of-range index was recorded but never reported: ${error instanceof Error ? error.message : String(error)}`,
+    );
   });
   const after = backend.memory();
   if (after.bufferCount === before.bufferCount && after.allocatedBytes === before.allocatedBytes) return;
@@ -58,7 +65,14 @@ async function assertNoLeak(id: string, backend: KernelBackend, before: { buffer
 }
 
 /** A case running `body` with the leak check around it. */
-export function defineCase(settings: CaseSettings, id: string, kernel: KernelName, dtype: DType, body: CaseBody, skipReason?: string): ConformanceCase {
+export function defineCase(
+  settings: CaseSettings,
+  id: string,
+  kernel: KernelName,
+  dtype: DType,
+  body: CaseBody,
+  skipReason?: string,
+): ConformanceCase {
   const seed = settings.seed + hashString(id);
   const run = async (backend: KernelBackend, reference: KernelBackend): Promise<void> => {
     await backend.synchronize();
@@ -75,9 +89,17 @@ export function defineCase(settings: CaseSettings, id: string, kernel: KernelNam
 }
 
 /** A primitive-kernel case, skipped when the backend's capabilities exclude the dtype. */
-export function primitiveCase(settings: CaseSettings, kernel: PrimitiveKernelName, dtype: DType, parameters: string, body: CaseBody): ConformanceCase {
+export function primitiveCase(
+  settings: CaseSettings,
+  kernel: PrimitiveKernelName,
+  dtype: DType,
+  parameters: string,
+  body: CaseBody,
+): ConformanceCase {
   const supported = settings.backend.capabilities.supports(kernel, dtype);
-  const reason = supported ? undefined : `${kernel} on ${dtype} not supported by ${settings.backend.name}: core casts to f32 instead`;
+  const reason = supported
+    ? undefined
+    : `${kernel} on ${dtype} not supported by ${settings.backend.name}: core casts to f32 instead`;
   return defineCase(settings, caseId(kernel, dtype, parameters), kernel, dtype, body, reason);
 }
 
@@ -93,7 +115,8 @@ export function fusedCases(
   body: (context: CaseContext, mode: KernelMode) => Promise<void>,
 ): ConformanceCase[] {
   const id = caseId(kernel, dtype, parameters);
-  if (isNative(settings.backend, kernel, dtype)) return [defineCase(settings, id, kernel, dtype, (context) => body(context, 'native'))];
+  if (isNative(settings.backend, kernel, dtype))
+    return [defineCase(settings, id, kernel, dtype, (context) => body(context, 'native'))];
   const reason = `not native on ${settings.backend.name}: composed fallback tested instead`;
   return [
     defineCase(settings, id, kernel, dtype, async () => {}, reason),

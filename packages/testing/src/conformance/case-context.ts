@@ -6,7 +6,13 @@
  */
 import { DTYPE_BYTES, type DType } from '@kiln/core';
 import type { BufferHandle, KernelBackend, StridedView, TensorRef } from '@kiln/core';
-import { EXACT_TOLERANCE, looserTolerance, scaleForReduction, type Tolerance, type ToleranceTable } from '../tolerances.js';
+import {
+  EXACT_TOLERANCE,
+  looserTolerance,
+  scaleForReduction,
+  type Tolerance,
+  type ToleranceTable,
+} from '../tolerances.js';
 import { assertClose } from './compare.js';
 import { contiguousStrides, decodeValues, elementCount, encodeValues } from './host-values.js';
 import { InputGenerator } from './input-generator.js';
@@ -84,7 +90,8 @@ export class CaseContext {
   /** A tensor holding `values` (rounded to `dtype`) on both backends. */
   tensor(shape: readonly number[], dtype: DType, values: ArrayLike<number>): Pair {
     const count = elementCount(shape);
-    if (values.length !== count) throw new RangeError(`${this.caseId}: ${values.length} values for shape [${shape.join(',')}]`);
+    if (values.length !== count)
+      throw new RangeError(`${this.caseId}: ${values.length} values for shape [${shape.join(',')}]`);
     const bytes = encodeValues(values, dtype);
     const make = (backend: KernelBackend): TensorRef => {
       const buffer = backend.alloc(bytes.byteLength);
@@ -108,7 +115,13 @@ export class CaseContext {
 
   /** A strided view into `pair`'s buffer (strides and offset in elements). */
   view(pair: Pair, shape: readonly number[], strides: readonly number[], offset = 0): ViewPair {
-    const make = (ref: TensorRef): StridedView => ({ buffer: ref.buffer, dtype: ref.dtype, shape: [...shape], strides: [...strides], offset });
+    const make = (ref: TensorRef): StridedView => ({
+      buffer: ref.buffer,
+      dtype: ref.dtype,
+      shape: [...shape],
+      strides: [...strides],
+      offset,
+    });
     return { tested: make(pair.tested), reference: make(pair.reference) };
   }
 
@@ -134,7 +147,10 @@ export class CaseContext {
   /** The tolerance for an output of `dtype` (the looser of it and the case's compute dtype). */
   toleranceFor(dtype: DType, options: ExpectOptions = {}): Tolerance {
     if (options.exact || dtype === 'i32') return EXACT_TOLERANCE;
-    const base = looserTolerance(this.tolerances[dtype], this.tolerances[this.computeDType === 'i32' ? dtype : this.computeDType]);
+    const base = looserTolerance(
+      this.tolerances[dtype],
+      this.tolerances[this.computeDType === 'i32' ? dtype : this.computeDType],
+    );
     return scaleForReduction(base, options.reductionLength ?? 1);
   }
 
@@ -142,13 +158,23 @@ export class CaseContext {
   async expectClose(pair: Pair, output: string, options: ExpectOptions = {}): Promise<void> {
     const got = await this.read(pair, 'tested');
     const expected = await this.read(pair, 'reference');
-    assertClose(got, expected, this.toleranceFor(pair.dtype, options), { caseId: this.caseId, output, shape: pair.shape, dtype: pair.dtype });
+    assertClose(got, expected, this.toleranceFor(pair.dtype, options), {
+      caseId: this.caseId,
+      output,
+      shape: pair.shape,
+      dtype: pair.dtype,
+    });
   }
 
   /** Throws KilnConformanceError unless the tested copy of `pair` equals `expected` (values computed on the host). */
   async expectValues(pair: Pair, output: string, expected: Float64Array, options: ExpectOptions = {}): Promise<void> {
     const got = await this.read(pair, 'tested');
-    assertClose(got, expected, this.toleranceFor(pair.dtype, options), { caseId: this.caseId, output, shape: pair.shape, dtype: pair.dtype });
+    assertClose(got, expected, this.toleranceFor(pair.dtype, options), {
+      caseId: this.caseId,
+      output,
+      shape: pair.shape,
+      dtype: pair.dtype,
+    });
   }
 
   /** Frees every buffer this case allocated, on both backends. */

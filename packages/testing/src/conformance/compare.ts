@@ -21,7 +21,13 @@ function formatNumber(value: number): string {
 }
 
 /** Measures how far `got` is from `expected`; `failedCount` counts elements outside `tolerance`. */
-export function measureMismatch(got: Float64Array, expected: Float64Array, tolerance: Tolerance, output: string, shape: readonly number[]): ConformanceMismatch {
+export function measureMismatch(
+  got: Float64Array,
+  expected: Float64Array,
+  tolerance: Tolerance,
+  output: string,
+  shape: readonly number[],
+): ConformanceMismatch {
   let worstIndex = -1;
   let worstScore = 0;
   let failedCount = 0;
@@ -62,7 +68,12 @@ export function measureMismatch(got: Float64Array, expected: Float64Array, toler
 }
 
 /** Throws KilnConformanceError when any element of `got` is outside `tolerance` of `expected`. */
-export function assertClose(got: Float64Array, expected: Float64Array, tolerance: Tolerance, label: ComparisonLabel): void {
+export function assertClose(
+  got: Float64Array,
+  expected: Float64Array,
+  tolerance: Tolerance,
+  label: ComparisonLabel,
+): void {
   const mismatch = measureMismatch(got, expected, tolerance, label.output, label.shape);
   if (mismatch.failedCount === 0) return;
   const message =

@@ -15,14 +15,34 @@ export function checksIndicesItself(settings: CaseSettings): boolean {
 
 /** Expects the tested backend's next synchronize() to reject with an InvalidArgumentError naming `kernel` (the error flag), leaving the backend readable; returns the error. */
 export async function expectDeferredIndexError(context: CaseContext, kernel: string): Promise<InvalidArgumentError> {
-  const error = await context.backend.synchronize().then(() => undefined, (caught: unknown) => caught);
-  const hint = 'A kernel that checks indices itself records the first out-of-range one and rejects the next synchronize()/download() with an InvalidArgumentError naming the kernel, then clears the flag.';
-  if (error === undefined) throw new KilnConformanceError(context.caseId, `an out-of-range index was not reported: synchronize() resolved`, undefined, hint);
+  const error = await context.backend.synchronize().then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  const hint =
+    'A kernel that checks indices itself records the first out-of-range one and rejects the next synchronize()/download() with an InvalidArgumentError naming the kernel, then clears the flag.';
+  if (error === undefined)
+    throw new KilnConformanceError(
+      context.caseId,
+      `an out-of-range index was not reported: synchronize() resolved`,
+      undefined,
+      hint,
+    );
   if (!(error instanceof InvalidArgumentError)) {
-    throw new KilnConformanceError(context.caseId, `an out-of-range index was reported with ${String(error)}, not an InvalidArgumentError`, undefined, hint);
+    throw new KilnConformanceError(
+      context.caseId,
+      `an out-of-range index was reported with ${String(error)}, not an InvalidArgumentError`,
+      undefined,
+      hint,
+    );
   }
   if (!error.message.includes(kernel)) {
-    throw new KilnConformanceError(context.caseId, `the out-of-range index error does not name the kernel '${kernel}': ${error.message}`, undefined, hint);
+    throw new KilnConformanceError(
+      context.caseId,
+      `the out-of-range index error does not name the kernel '${kernel}': ${error.message}`,
+      undefined,
+      hint,
+    );
   }
   return error;
 }

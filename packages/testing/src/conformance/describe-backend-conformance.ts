@@ -57,7 +57,7 @@ export function describeBackendConformance(name: string, options: DescribeConfor
   const { describe } = vitest;
   const title = `${name} conformance`;
   const reason = options.unavailableReason ?? 'the backend reported itself unavailable';
-  const available = typeof options.available === 'function' ? options.available() : options.available ?? true;
+  const available = typeof options.available === 'function' ? options.available() : (options.available ?? true);
   if (available === false) {
     registerUnavailable(vitest, title, reason);
     return;

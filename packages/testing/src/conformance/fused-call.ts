@@ -10,7 +10,12 @@ export type FusedArguments<K extends FusedKernelName> = Parameters<NonNullable<K
 type AnyKernel = (...args: unknown[]) => void;
 
 /** Runs fused kernel `kernel` on the tested side (natively or composed per `mode`), then natively on the reference. */
-export function runFused<K extends FusedKernelName>(context: CaseContext, mode: KernelMode, kernel: K, argumentsFor: (side: Side) => FusedArguments<K>): void {
+export function runFused<K extends FusedKernelName>(
+  context: CaseContext,
+  mode: KernelMode,
+  kernel: K,
+  argumentsFor: (side: Side) => FusedArguments<K>,
+): void {
   context.onBoth((backend, side) => {
     const args = argumentsFor(side) as unknown[];
     if (side === 'tested' && mode === 'composed') {
@@ -18,14 +23,20 @@ export function runFused<K extends FusedKernelName>(context: CaseContext, mode: 
       return;
     }
     const method = backend[kernel] as unknown as AnyKernel | undefined;
-    if (typeof method !== 'function') throw new TypeError(`${context.caseId}: ${side} backend '${backend.name}' has no ${kernel} method`);
+    if (typeof method !== 'function')
+      throw new TypeError(`${context.caseId}: ${side} backend '${backend.name}' has no ${kernel} method`);
     method.apply(backend, args);
   });
 }
 
 /** Runs fused kernel `kernel` on the reference only (to produce inputs such as a forward's saved outputs). */
-export function runOnReference<K extends FusedKernelName>(context: CaseContext, kernel: K, args: FusedArguments<K>): void {
+export function runOnReference<K extends FusedKernelName>(
+  context: CaseContext,
+  kernel: K,
+  args: FusedArguments<K>,
+): void {
   const method = context.reference[kernel] as unknown as AnyKernel | undefined;
-  if (typeof method !== 'function') throw new TypeError(`${context.caseId}: the reference backend has no ${kernel} method`);
+  if (typeof method !== 'function')
+    throw new TypeError(`${context.caseId}: the reference backend has no ${kernel} method`);
   method.apply(context.reference, args as unknown[]);
 }

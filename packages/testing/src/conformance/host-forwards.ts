@@ -11,7 +11,7 @@ export function hostSoftmax(x: Float64Array, rows: number, cols: number): Float6
     let max = -Infinity;
     for (let col = 0; col < cols; col++) max = Math.max(max, x[row * cols + col]);
     let sum = 0;
-    for (let col = 0; col < cols; col++) sum += (out[row * cols + col] = Math.exp(x[row * cols + col] - max));
+    for (let col = 0; col < cols; col++) sum += out[row * cols + col] = Math.exp(x[row * cols + col] - max);
     for (let col = 0; col < cols; col++) out[row * cols + col] /= sum;
   }
   return out;
@@ -29,13 +29,25 @@ export function hostRmsNormRstd(x: Float64Array, rows: number, cols: number, eps
 }
 
 /** rmsNorm: x · rstd · weight per row. */
-export function hostRmsNorm(x: Float64Array, weight: Float64Array, rows: number, cols: number, eps: number): Float64Array {
+export function hostRmsNorm(
+  x: Float64Array,
+  weight: Float64Array,
+  rows: number,
+  cols: number,
+  eps: number,
+): Float64Array {
   const rstd = hostRmsNormRstd(x, rows, cols, eps);
   return x.map((value, index) => value * rstd[Math.floor(index / cols)] * weight[index % cols]);
 }
 
 /** rope (half-split) of x [B, H, T, D] at positions offset.. (inverse rotates by −angle). */
-export function hostRope(x: Float64Array, shape: readonly number[], offset: number, theta: number, inverse = false): Float64Array {
+export function hostRope(
+  x: Float64Array,
+  shape: readonly number[],
+  offset: number,
+  theta: number,
+  inverse = false,
+): Float64Array {
   const [, , length, dim] = shape;
   const half = dim / 2;
   const out = new Float64Array(x.length);
@@ -73,7 +85,15 @@ export interface HostAttentionShape {
 }
 
 /** Attention forward; `mask` is dense [B, Hq, Tq, Tk] or null. Rows with no allowed key give 0. */
-export function hostAttention(q: Float64Array, k: Float64Array, v: Float64Array, mask: Float64Array | null, shape: HostAttentionShape, scale: number, causal: boolean): Float64Array {
+export function hostAttention(
+  q: Float64Array,
+  k: Float64Array,
+  v: Float64Array,
+  mask: Float64Array | null,
+  shape: HostAttentionShape,
+  scale: number,
+  causal: boolean,
+): Float64Array {
   const { batch, headsQ, headsKV, lengthQ, lengthK, headDim } = shape;
   const out = new Float64Array(batch * headsQ * lengthQ * headDim);
   const scores = new Float64Array(lengthK);
@@ -94,7 +114,7 @@ export function hostAttention(q: Float64Array, k: Float64Array, v: Float64Array,
         }
         if (max === -Infinity) continue;
         let sum = 0;
-        for (let j = 0; j < lengthK; j++) sum += (scores[j] = Math.exp(scores[j] - max));
+        for (let j = 0; j < lengthK; j++) sum += scores[j] = Math.exp(scores[j] - max);
         for (let j = 0; j < lengthK; j++) {
           const weight = scores[j] / sum;
           for (let d = 0; d < headDim; d++) out[qBase + d] += weight * v[kvBase + j * headDim + d];
@@ -106,7 +126,13 @@ export function hostAttention(q: Float64Array, k: Float64Array, v: Float64Array,
 }
 
 /** Per-row cross-entropy loss (0 for rows whose target is ignoreIndex). */
-export function hostCrossEntropy(logits: Float64Array, targets: ArrayLike<number>, rows: number, classes: number, ignoreIndex: number): Float64Array {
+export function hostCrossEntropy(
+  logits: Float64Array,
+  targets: ArrayLike<number>,
+  rows: number,
+  classes: number,
+  ignoreIndex: number,
+): Float64Array {
   const loss = new Float64Array(rows);
   for (let row = 0; row < rows; row++) {
     if (targets[row] === ignoreIndex) continue;

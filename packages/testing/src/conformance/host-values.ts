@@ -17,10 +17,18 @@ export function encodeValues(values: ArrayLike<number>, dtype: DType): Uint8Arra
   for (let i = 0; i < values.length; i++) {
     const value = values[i];
     switch (dtype) {
-      case 'f32': view.setFloat32(i * 4, value, true); break;
-      case 'i32': view.setInt32(i * 4, floatToI32(value), true); break;
-      case 'f16': view.setUint16(i * 2, f64ToF16Bits(value), true); break;
-      case 'bf16': view.setUint16(i * 2, f64ToBf16Bits(value), true); break;
+      case 'f32':
+        view.setFloat32(i * 4, value, true);
+        break;
+      case 'i32':
+        view.setInt32(i * 4, floatToI32(value), true);
+        break;
+      case 'f16':
+        view.setUint16(i * 2, f64ToF16Bits(value), true);
+        break;
+      case 'bf16':
+        view.setUint16(i * 2, f64ToBf16Bits(value), true);
+        break;
     }
   }
   return bytes;
@@ -32,10 +40,18 @@ export function decodeValues(bytes: Uint8Array, dtype: DType, count: number): Fl
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   for (let i = 0; i < count; i++) {
     switch (dtype) {
-      case 'f32': out[i] = view.getFloat32(i * 4, true); break;
-      case 'i32': out[i] = view.getInt32(i * 4, true); break;
-      case 'f16': out[i] = f16BitsToF32(view.getUint16(i * 2, true)); break;
-      case 'bf16': out[i] = bf16BitsToF32(view.getUint16(i * 2, true)); break;
+      case 'f32':
+        out[i] = view.getFloat32(i * 4, true);
+        break;
+      case 'i32':
+        out[i] = view.getInt32(i * 4, true);
+        break;
+      case 'f16':
+        out[i] = f16BitsToF32(view.getUint16(i * 2, true));
+        break;
+      case 'bf16':
+        out[i] = bf16BitsToF32(view.getUint16(i * 2, true));
+        break;
     }
   }
   return out;

@@ -12,7 +12,10 @@ export interface RunConformanceOptions extends ConformanceOptions {
 }
 
 /** Runs every case against `backend` in order; never throws for a failing case (see the report). */
-export async function runConformance(backend: KernelBackend, options: RunConformanceOptions = {}): Promise<ConformanceReport> {
+export async function runConformance(
+  backend: KernelBackend,
+  options: RunConformanceOptions = {},
+): Promise<ConformanceReport> {
   const reference = options.reference ?? createReferenceBackend();
   const results: ConformanceResult[] = [];
   try {
@@ -27,12 +30,24 @@ export async function runConformance(backend: KernelBackend, options: RunConform
         results.push({ ...base, status: 'passed', message: '' });
       } catch (error) {
         if (error instanceof ConformanceSkipSignal) results.push({ ...base, status: 'skipped', message: error.reason });
-        else results.push({ ...base, status: 'failed', message: error instanceof Error ? error.message : String(error), error });
+        else
+          results.push({
+            ...base,
+            status: 'failed',
+            message: error instanceof Error ? error.message : String(error),
+            error,
+          });
       }
     }
   } finally {
     if (!options.reference) reference.dispose?.();
   }
   const count = (status: ConformanceResult['status']) => results.filter((result) => result.status === status).length;
-  return { backend: backend.name, results, passed: count('passed'), failed: count('failed'), skipped: count('skipped') };
+  return {
+    backend: backend.name,
+    results,
+    passed: count('passed'),
+    failed: count('failed'),
+    skipped: count('skipped'),
+  };
 }

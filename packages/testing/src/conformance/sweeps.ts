@@ -9,7 +9,13 @@ export function elementwiseShapes(sizes: ConformanceSizes): number[][] {
 
 /** Row-wise shapes [rows, cols] for softmax / norms / cross-entropy. */
 export function rowShapes(sizes: ConformanceSizes): [number, number][] {
-  const shapes: [number, number][] = [[1, 1], [0, 5], [5, 7], [4, 33], [3, 64]];
+  const shapes: [number, number][] = [
+    [1, 1],
+    [0, 5],
+    [5, 7],
+    [4, 33],
+    [3, 64],
+  ];
   return sizes === 'full' ? [...shapes, [2, 1000], [65, 17]] : shapes;
 }
 

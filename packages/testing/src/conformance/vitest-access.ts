@@ -12,7 +12,8 @@ export type VitestApi = Pick<typeof Vitest, 'afterAll' | 'describe' | 'it'>;
 /** vitest's API, or why it could not be loaded. */
 export type VitestLoad = { api: VitestApi } | { failure: unknown };
 
-const INSTALL = 'install vitest (npm i -D vitest) and run the test file with it, or call runConformance(backend) for a report without vitest';
+const INSTALL =
+  'install vitest (npm i -D vitest) and run the test file with it, or call runConformance(backend) for a report without vitest';
 
 /** Imports vitest (through `importVitest`, replaceable in tests), keeping the failure instead of throwing it. */
 export async function loadVitest(importVitest: () => Promise<VitestApi> = () => import('vitest')): Promise<VitestLoad> {

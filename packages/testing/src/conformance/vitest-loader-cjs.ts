@@ -6,5 +6,7 @@ import type { VitestLoad } from './vitest-access.js';
 
 /** vitest is never loaded from CommonJS. */
 export const VITEST: VitestLoad = {
-  failure: new Error('vitest cannot be loaded from CommonJS (require): import @kiln/testing from an ES module, as vitest test files are'),
+  failure: new Error(
+    'vitest cannot be loaded from CommonJS (require): import @kiln/testing from an ES module, as vitest test files are',
+  ),
 };

@@ -8,7 +8,12 @@ import type { ReferenceMemory } from './memory.js';
 
 /** One AdamW update of param, m and v from grad. */
 export function referenceAdamw(
-  memory: ReferenceMemory, param: TensorRef, grad: TensorRef, m: TensorRef, v: TensorRef, params: AdamWParams,
+  memory: ReferenceMemory,
+  param: TensorRef,
+  grad: TensorRef,
+  m: TensorRef,
+  v: TensorRef,
+  params: AdamWParams,
 ): void {
   const parameters = memory.read(param);
   const firstMoment = memory.read(m);
@@ -20,7 +25,13 @@ export function referenceAdamw(
 }
 
 /** The AdamW update of float64 arrays, in place on parameters and the moments. */
-export function adamwValues(parameters: Float64Array, gradient: Float64Array, firstMoment: Float64Array, secondMoment: Float64Array, params: AdamWParams): void {
+export function adamwValues(
+  parameters: Float64Array,
+  gradient: Float64Array,
+  firstMoment: Float64Array,
+  secondMoment: Float64Array,
+  params: AdamWParams,
+): void {
   const { lr, beta1, beta2, eps, weightDecay, step } = params;
   const firstCorrection = 1 - beta1 ** step;
   const secondCorrection = 1 - beta2 ** step;
@@ -29,7 +40,7 @@ export function adamwValues(parameters: Float64Array, gradient: Float64Array, fi
     firstMoment[index] = beta1 * firstMoment[index] + (1 - beta1) * value;
     secondMoment[index] = beta2 * secondMoment[index] + (1 - beta2) * value * value;
     const decayed = parameters[index] * (1 - lr * weightDecay);
-    const update = (firstMoment[index] / firstCorrection) / (Math.sqrt(secondMoment[index] / secondCorrection) + eps);
+    const update = firstMoment[index] / firstCorrection / (Math.sqrt(secondMoment[index] / secondCorrection) + eps);
     parameters[index] = decayed - lr * update;
   }
 }

@@ -29,10 +29,17 @@ interface AttentionProblem {
 }
 
 function decodeProblem(
-  memory: ReferenceMemory, q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null, params: AttentionParams,
+  memory: ReferenceMemory,
+  q: TensorRef,
+  k: TensorRef,
+  v: TensorRef,
+  mask: StridedView | null,
+  params: AttentionParams,
 ): AttentionProblem {
   const tokensMajor = params.layout === 'tokens-major';
-  const [batch, queryHeads, queryLength, dimension] = tokensMajor ? [q.shape[0], q.shape[2], q.shape[1], q.shape[3]] : q.shape;
+  const [batch, queryHeads, queryLength, dimension] = tokensMajor
+    ? [q.shape[0], q.shape[2], q.shape[1], q.shape[3]]
+    : q.shape;
   const [keyHeads, keyLength] = tokensMajor ? [k.shape[2], k.shape[1]] : [k.shape[1], k.shape[2]];
   const group = queryHeads / keyHeads;
   const query = memory.read(q);
@@ -43,7 +50,8 @@ function decodeProblem(
   const rowOffset = (heads: number, length: number, b: number, head: number, position: number): number =>
     (tokensMajor ? (b * length + position) * heads + head : (b * heads + head) * length + position) * dimension;
   const queryRow = (b: number, h: number, i: number): number => rowOffset(queryHeads, queryLength, b, h, i);
-  const keyRow = (b: number, h: number, j: number): number => rowOffset(keyHeads, keyLength, b, Math.floor(h / group), j);
+  const keyRow = (b: number, h: number, j: number): number =>
+    rowOffset(keyHeads, keyLength, b, Math.floor(h / group), j);
   const score = (b: number, h: number, i: number, j: number): number | null => {
     if (params.causal && j > i + (keyLength - queryLength)) return null;
     const queryStart = queryRow(b, h, i);
@@ -58,8 +66,14 @@ function decodeProblem(
 
 /** Forward: out = softmax(s) · v per query row; lse = log Σ exp(s). */
 export function referenceAttention(
-  memory: ReferenceMemory, q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null,
-  out: TensorRef, lse: TensorRef, params: AttentionParams,
+  memory: ReferenceMemory,
+  q: TensorRef,
+  k: TensorRef,
+  v: TensorRef,
+  mask: StridedView | null,
+  out: TensorRef,
+  lse: TensorRef,
+  params: AttentionParams,
 ): void {
   const problem = decodeProblem(memory, q, k, v, mask, params);
   const { batch, queryHeads, queryLength, keyLength, dimension, value } = problem;
@@ -98,8 +112,18 @@ export function referenceAttention(
 
 /** Backward from the forward's out and lse: P = exp(S − lse), dV = Pᵀ·dO, dS = P ⊙ (dO·Vᵀ − Δ), dQ = scale·dS·K, dK = scale·dSᵀ·Q. */
 export function referenceAttentionBackward(
-  memory: ReferenceMemory, q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null,
-  out: TensorRef, lse: TensorRef, dOut: TensorRef, dq: TensorRef, dk: TensorRef, dv: TensorRef, params: AttentionParams,
+  memory: ReferenceMemory,
+  q: TensorRef,
+  k: TensorRef,
+  v: TensorRef,
+  mask: StridedView | null,
+  out: TensorRef,
+  lse: TensorRef,
+  dOut: TensorRef,
+  dq: TensorRef,
+  dk: TensorRef,
+  dv: TensorRef,
+  params: AttentionParams,
 ): void {
   const problem = decodeProblem(memory, q, k, v, mask, params);
   const { batch, queryHeads, keyHeads, queryLength, keyLength, dimension, query, key, value } = problem;
@@ -124,7 +148,8 @@ export function referenceAttentionBackward(
           const probability = Math.exp(score - rowLse);
           const keyStart = problem.keyRow(b, h, j);
           let probabilityGradient = 0;
-          for (let d = 0; d < dimension; d++) probabilityGradient += outputGradient[queryStart + d] * value[keyStart + d];
+          for (let d = 0; d < dimension; d++)
+            probabilityGradient += outputGradient[queryStart + d] * value[keyStart + d];
           const scoreGradient = probability * (probabilityGradient - delta);
           for (let d = 0; d < dimension; d++) {
             valueGradient[keyStart + d] += probability * outputGradient[queryStart + d];

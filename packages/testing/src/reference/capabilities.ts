@@ -9,12 +9,22 @@ import { FUSED_KERNELS, PRIMITIVE_KERNELS } from '@kiln/core';
 
 /** Kernels whose i32 use the semantics allow (op-level limits are the kernel's business). */
 const I32_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>([
-  'copy', 'cast', 'fill', 'where', 'gather', 'scatterAdd', 'binary', 'reduce', 'unary',
+  'copy',
+  'cast',
+  'fill',
+  'where',
+  'gather',
+  'scatterAdd',
+  'binary',
+  'reduce',
+  'unary',
 ]);
 
 /** Capabilities for a backend that has `kernels` (primitives plus its fused kernels). */
 export function referenceCapabilities(
-  kernels: ReadonlySet<KernelName>, unsupportedDTypes: Partial<Record<KernelName, readonly DType[]>>, memoryLimitBytes?: number,
+  kernels: ReadonlySet<KernelName>,
+  unsupportedDTypes: Partial<Record<KernelName, readonly DType[]>>,
+  memoryLimitBytes?: number,
 ): Capabilities {
   const known = new Set<KernelName>([...PRIMITIVE_KERNELS, ...FUSED_KERNELS]);
   return {

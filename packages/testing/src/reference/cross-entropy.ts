@@ -16,7 +16,13 @@ function inRange(target: number, classes: number): boolean {
 
 /** loss [rows] of logits [rows, classes] vs targets [rows] (NaN for an out-of-range target). */
 export function referenceCrossEntropy(
-  memory: ReferenceMemory, logits: TensorRef, targets: TensorRef, loss: TensorRef, rows: number, classes: number, ignoreIndex: number,
+  memory: ReferenceMemory,
+  logits: TensorRef,
+  targets: TensorRef,
+  loss: TensorRef,
+  rows: number,
+  classes: number,
+  ignoreIndex: number,
 ): void {
   const values = memory.read(logits);
   const labels = memory.read(targets);
@@ -35,8 +41,14 @@ export function referenceCrossEntropy(
 
 /** dLogits = (softmax(logits) − onehot(target)) · scale per row, 0 for ignored rows, NaN for out-of-range targets. */
 export function referenceCrossEntropyBackward(
-  memory: ReferenceMemory, logits: TensorRef, targets: TensorRef, dLogits: TensorRef,
-  rows: number, classes: number, ignoreIndex: number, scale: number,
+  memory: ReferenceMemory,
+  logits: TensorRef,
+  targets: TensorRef,
+  dLogits: TensorRef,
+  rows: number,
+  classes: number,
+  ignoreIndex: number,
+  scale: number,
 ): void {
   const values = memory.read(logits);
   const labels = memory.read(targets);

@@ -16,7 +16,12 @@ function sameShape(left: readonly number[], right: readonly number[]): boolean {
 }
 
 /** Throws a ShapeError unless `view` has exactly `shape`. */
-export function expectShape(kernel: string, role: string, view: { shape: readonly number[] }, shape: readonly number[]): void {
+export function expectShape(
+  kernel: string,
+  role: string,
+  view: { shape: readonly number[] },
+  shape: readonly number[],
+): void {
   if (!sameShape(view.shape, shape)) {
     throw new ShapeError(`${kernel}: ${role} has shape [${view.shape.join(', ')}], expected [${shape.join(', ')}]`, {
       hint: 'Broadcast inputs with stride-0 views of exactly the output shape.',
@@ -27,9 +32,12 @@ export function expectShape(kernel: string, role: string, view: { shape: readonl
 /** Throws a ShapeError unless the dense tensors `x` and `out` have as many elements. */
 export function expectSameCount(kernel: string, x: TensorRef, out: TensorRef): void {
   if (elementCount(x.shape) !== elementCount(out.shape)) {
-    throw new ShapeError(`${kernel}: input [${x.shape.join(', ')}] and output [${out.shape.join(', ')}] differ in size`, {
-      hint: 'Allocate the output with the input\'s shape.',
-    });
+    throw new ShapeError(
+      `${kernel}: input [${x.shape.join(', ')}] and output [${out.shape.join(', ')}] differ in size`,
+      {
+        hint: "Allocate the output with the input's shape.",
+      },
+    );
   }
 }
 
@@ -41,28 +49,54 @@ export function referenceUnary(memory: ReferenceMemory, op: UnaryOp, x: TensorRe
 }
 
 /** out[i] = a[i] op b[i]. */
-export function referenceBinary(memory: ReferenceMemory, op: BinaryOp, a: StridedView, b: StridedView, out: TensorRef): void {
+export function referenceBinary(
+  memory: ReferenceMemory,
+  op: BinaryOp,
+  a: StridedView,
+  b: StridedView,
+  out: TensorRef,
+): void {
   expectShape('binary', 'a', a, out.shape);
   expectShape('binary', 'b', b, out.shape);
   const operation = binaryFunction(op, a.dtype === 'i32' && b.dtype === 'i32');
   const left = memory.readView(a);
   const right = memory.readView(b);
-  memory.write(out, left.map((value, index) => operation(value, right[index])));
+  memory.write(
+    out,
+    left.map((value, index) => operation(value, right[index])),
+  );
 }
 
 /** out[i] = condition[i] != 0 ? a[i] : b[i] (NaN counts as non-zero). */
-export function referenceWhere(memory: ReferenceMemory, condition: StridedView, a: StridedView, b: StridedView, out: TensorRef): void {
-  for (const [role, view] of [['condition', condition], ['a', a], ['b', b]] as const) expectShape('where', role, view, out.shape);
+export function referenceWhere(
+  memory: ReferenceMemory,
+  condition: StridedView,
+  a: StridedView,
+  b: StridedView,
+  out: TensorRef,
+): void {
+  for (const [role, view] of [
+    ['condition', condition],
+    ['a', a],
+    ['b', b],
+  ] as const)
+    expectShape('where', role, view, out.shape);
   const chosen = memory.readView(condition).map((value) => (value !== 0 ? 1 : 0));
   if (a.dtype === out.dtype && b.dtype === out.dtype) {
     const left = memory.readBitsOf(a);
     const right = memory.readBitsOf(b);
-    memory.writeBitsOf(denseView(out), chosen.map((pick, index) => (pick ? left[index] : right[index])));
+    memory.writeBitsOf(
+      denseView(out),
+      chosen.map((pick, index) => (pick ? left[index] : right[index])),
+    );
     return;
   }
   const left = memory.readView(a);
   const right = memory.readView(b);
-  memory.write(out, chosen.map((pick, index) => (pick ? left[index] : right[index])));
+  memory.write(
+    out,
+    chosen.map((pick, index) => (pick ? left[index] : right[index])),
+  );
 }
 
 /** out = x converted to out.dtype (float → i32 truncates, NaN → 0, saturates to [−2³¹, 2³¹ − 1]; to f16/bf16 one rounding). */

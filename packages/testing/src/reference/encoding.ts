@@ -77,21 +77,33 @@ export function floatToI32(value: number): number {
 /** Element `index` of `dtype` storage as a number (exact). */
 export function readElement(data: DataView, dtype: DType, index: number): number {
   switch (dtype) {
-    case 'f32': return data.getFloat32(index * 4, true);
-    case 'f16': return f16BitsToF32(data.getUint16(index * 2, true));
-    case 'bf16': return bf16BitsToF32(data.getUint16(index * 2, true));
-    case 'i32': return data.getInt32(index * 4, true);
+    case 'f32':
+      return data.getFloat32(index * 4, true);
+    case 'f16':
+      return f16BitsToF32(data.getUint16(index * 2, true));
+    case 'bf16':
+      return bf16BitsToF32(data.getUint16(index * 2, true));
+    case 'i32':
+      return data.getInt32(index * 4, true);
   }
 }
 
 /** Store `value` at element `index`, rounded to `dtype` once. */
 export function writeElement(data: DataView, dtype: DType, index: number, value: number): void {
   switch (dtype) {
-    case 'f32': data.setFloat32(index * 4, value, true); return;
+    case 'f32':
+      data.setFloat32(index * 4, value, true);
+      return;
     // The rounded value is exactly representable, so half.ts only reinterprets it.
-    case 'f16': data.setUint16(index * 2, f32ToF16Bits(roundToF16Exactly(value)), true); return;
-    case 'bf16': data.setUint16(index * 2, f32ToBf16Bits(roundToBf16Exactly(value)), true); return;
-    case 'i32': data.setInt32(index * 4, floatToI32(value), true); return;
+    case 'f16':
+      data.setUint16(index * 2, f32ToF16Bits(roundToF16Exactly(value)), true);
+      return;
+    case 'bf16':
+      data.setUint16(index * 2, f32ToBf16Bits(roundToBf16Exactly(value)), true);
+      return;
+    case 'i32':
+      data.setInt32(index * 4, floatToI32(value), true);
+      return;
   }
 }
 

@@ -21,7 +21,13 @@ function checkedIndices(memory: ReferenceMemory, kernel: string, indices: Tensor
 
 /** out[o, i, :] = x[o, indices[i], :]. */
 export function referenceGather(
-  memory: ReferenceMemory, x: TensorRef, indices: TensorRef, out: TensorRef, outer: number, rows: number, inner: number,
+  memory: ReferenceMemory,
+  x: TensorRef,
+  indices: TensorRef,
+  out: TensorRef,
+  outer: number,
+  rows: number,
+  inner: number,
 ): void {
   const positions = checkedIndices(memory, 'gather', indices, rows);
   const source = memory.readBitsOf(denseView(x));
@@ -29,7 +35,8 @@ export function referenceGather(
   const result = new Float64Array(outer * count * inner);
   for (let o = 0; o < outer; o++) {
     for (let i = 0; i < count; i++) {
-      for (let j = 0; j < inner; j++) result[(o * count + i) * inner + j] = source[(o * rows + positions[i]) * inner + j];
+      for (let j = 0; j < inner; j++)
+        result[(o * count + i) * inner + j] = source[(o * rows + positions[i]) * inner + j];
     }
   }
   memory.writeBitsOf(denseView(out), result);
@@ -37,7 +44,13 @@ export function referenceGather(
 
 /** out[o, indices[i], :] += source[o, i, :]; duplicates accumulate; out is not cleared first. */
 export function referenceScatterAdd(
-  memory: ReferenceMemory, source: TensorRef, indices: TensorRef, out: TensorRef, outer: number, rows: number, inner: number,
+  memory: ReferenceMemory,
+  source: TensorRef,
+  indices: TensorRef,
+  out: TensorRef,
+  outer: number,
+  rows: number,
+  inner: number,
 ): void {
   const positions = checkedIndices(memory, 'scatterAdd', indices, rows);
   const contributions = memory.read(source);

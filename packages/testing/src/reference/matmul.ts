@@ -18,7 +18,13 @@ function checkExtent(name: string, values: Float64Array, batch: number, batchStr
 }
 
 /** out = op(a) · op(b) per batch (see MatmulParams). */
-export function referenceMatmul(memory: ReferenceMemory, a: TensorRef, b: TensorRef, out: TensorRef, params: MatmulParams): void {
+export function referenceMatmul(
+  memory: ReferenceMemory,
+  a: TensorRef,
+  b: TensorRef,
+  out: TensorRef,
+  params: MatmulParams,
+): void {
   const { batch, m, n, k, transposeA, transposeB, batchStrideA, batchStrideB } = params;
   const left = memory.read(a);
   const right = memory.read(b);

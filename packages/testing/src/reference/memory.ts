@@ -142,7 +142,8 @@ export class ReferenceMemory {
   readView(view: StridedView): Float64Array {
     const { data, indices } = this.locate(view, 'read');
     const values = new Float64Array(indices.length);
-    for (let element = 0; element < indices.length; element++) values[element] = readElement(data, view.dtype, indices[element]);
+    for (let element = 0; element < indices.length; element++)
+      values[element] = readElement(data, view.dtype, indices[element]);
     return values;
   }
 
@@ -150,14 +151,16 @@ export class ReferenceMemory {
   write(ref: TensorRef, values: ArrayLike<number>): void {
     const { data, indices } = this.locate(denseView(ref), 'write');
     checkLength(indices.length, values.length);
-    for (let element = 0; element < indices.length; element++) writeElement(data, ref.dtype, indices[element], values[element]);
+    for (let element = 0; element < indices.length; element++)
+      writeElement(data, ref.dtype, indices[element], values[element]);
   }
 
   /** Raw element bits of a view in row-major order. */
   readBitsOf(view: StridedView): Float64Array {
     const { data, indices } = this.locate(view, 'read');
     const bits = new Float64Array(indices.length);
-    for (let element = 0; element < indices.length; element++) bits[element] = readBits(data, view.dtype, indices[element]);
+    for (let element = 0; element < indices.length; element++)
+      bits[element] = readBits(data, view.dtype, indices[element]);
     return bits;
   }
 
@@ -165,7 +168,8 @@ export class ReferenceMemory {
   writeBitsOf(view: StridedView, bits: ArrayLike<number>): void {
     const { data, indices } = this.locate(view, 'write');
     checkLength(indices.length, bits.length);
-    for (let element = 0; element < indices.length; element++) writeBits(data, view.dtype, indices[element], bits[element]);
+    for (let element = 0; element < indices.length; element++)
+      writeBits(data, view.dtype, indices[element], bits[element]);
   }
 
   private bytesOf(buffer: BufferHandle, action: string): Uint8Array {

@@ -11,7 +11,11 @@ import { adamwValues } from './adamw.js';
 import type { ReferenceMemory } from './memory.js';
 
 /** out = Σ_t Σ_i tensors[t][i]². */
-export function referenceSumOfSquaresMulti(memory: ReferenceMemory, tensors: readonly TensorRef[], out: TensorRef): void {
+export function referenceSumOfSquaresMulti(
+  memory: ReferenceMemory,
+  tensors: readonly TensorRef[],
+  out: TensorRef,
+): void {
   let total = 0;
   for (const tensor of tensors) for (const value of memory.read(tensor)) total += value * value;
   memory.write(out, new Float64Array([total]));
@@ -19,11 +23,16 @@ export function referenceSumOfSquaresMulti(memory: ReferenceMemory, tensors: rea
 
 /** One AdamW step on every (param, grad, m, v). */
 export function referenceAdamwMulti(
-  memory: ReferenceMemory, params: readonly TensorRef[], grads: readonly TensorRef[], ms: readonly TensorRef[], vs: readonly TensorRef[],
+  memory: ReferenceMemory,
+  params: readonly TensorRef[],
+  grads: readonly TensorRef[],
+  ms: readonly TensorRef[],
+  vs: readonly TensorRef[],
   options: AdamWMultiParams,
 ): void {
   if (options.skipIfNonFinite && !Number.isFinite(memory.read(options.skipIfNonFinite)[0])) return;
-  const scale = typeof options.gradientScale === 'number' ? options.gradientScale : memory.read(options.gradientScale)[0];
+  const scale =
+    typeof options.gradientScale === 'number' ? options.gradientScale : memory.read(options.gradientScale)[0];
   params.forEach((param, index) => {
     const parameters = memory.read(param);
     const first = memory.read(ms[index]);
@@ -33,7 +42,14 @@ export function referenceAdamwMulti(
     if (options.deviceScalars) {
       deviceScalarAdamwValues(parameters, gradient, first, second, options, memory.read(options.deviceScalars), index);
     } else {
-      adamwValues(parameters, gradient, first, second, { lr, beta1, beta2, eps, step, weightDecay: options.weightDecays[index] });
+      adamwValues(parameters, gradient, first, second, {
+        lr,
+        beta1,
+        beta2,
+        eps,
+        step,
+        weightDecay: options.weightDecays[index],
+      });
     }
     memory.write(param, parameters);
     memory.write(ms[index], first);
@@ -43,13 +59,20 @@ export function referenceAdamwMulti(
 
 /** The AdamW update of one tensor with stepSize, inverseRootCorrection and decay from the device scalars (in place, float64). */
 function deviceScalarAdamwValues(
-  parameters: Float64Array, gradient: Float64Array, first: Float64Array, second: Float64Array, options: AdamWMultiParams, scalars: Float64Array, index: number,
+  parameters: Float64Array,
+  gradient: Float64Array,
+  first: Float64Array,
+  second: Float64Array,
+  options: AdamWMultiParams,
+  scalars: Float64Array,
+  index: number,
 ): void {
   const [stepSize, inverseRootCorrection] = scalars;
   const decay = scalars[2 + index];
   for (let i = 0; i < parameters.length; i++) {
     first[i] = options.beta1 * first[i] + (1 - options.beta1) * gradient[i];
     second[i] = options.beta2 * second[i] + (1 - options.beta2) * gradient[i] * gradient[i];
-    parameters[i] = parameters[i] * decay - (stepSize * first[i]) / (Math.sqrt(second[i]) * inverseRootCorrection + options.eps);
+    parameters[i] =
+      parameters[i] * decay - (stepSize * first[i]) / (Math.sqrt(second[i]) * inverseRootCorrection + options.eps);
   }
 }

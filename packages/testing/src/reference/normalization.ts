@@ -8,7 +8,14 @@ import type { ReferenceMemory } from './memory.js';
 
 /** rstd = 1/√(mean(x²) + eps), out = x · rstd · weight. */
 export function referenceRmsNorm(
-  memory: ReferenceMemory, x: TensorRef, weight: TensorRef, out: TensorRef, rstd: TensorRef, rows: number, cols: number, eps: number,
+  memory: ReferenceMemory,
+  x: TensorRef,
+  weight: TensorRef,
+  out: TensorRef,
+  rstd: TensorRef,
+  rows: number,
+  cols: number,
+  eps: number,
 ): void {
   const values = memory.read(x);
   const scale = memory.read(weight);
@@ -27,8 +34,15 @@ export function referenceRmsNorm(
 
 /** x̂ = x·rstd, g = dy·weight: dx = rstd·(g − x̂·mean(g·x̂)), dWeight[j] = Σ_rows dy·x̂ (overwritten). */
 export function referenceRmsNormBackward(
-  memory: ReferenceMemory, x: TensorRef, weight: TensorRef, rstd: TensorRef, dy: TensorRef,
-  dx: TensorRef, dWeight: TensorRef, rows: number, cols: number,
+  memory: ReferenceMemory,
+  x: TensorRef,
+  weight: TensorRef,
+  rstd: TensorRef,
+  dy: TensorRef,
+  dx: TensorRef,
+  dWeight: TensorRef,
+  rows: number,
+  cols: number,
 ): void {
   const values = memory.read(x);
   const scale = memory.read(weight);
@@ -56,7 +70,14 @@ export function referenceRmsNormBackward(
 
 /** out = (x − mean)/√(var + eps) · weight + bias, biased variance. */
 export function referenceLayerNorm(
-  memory: ReferenceMemory, x: TensorRef, weight: TensorRef, bias: TensorRef, out: TensorRef, rows: number, cols: number, eps: number,
+  memory: ReferenceMemory,
+  x: TensorRef,
+  weight: TensorRef,
+  bias: TensorRef,
+  out: TensorRef,
+  rows: number,
+  cols: number,
+  eps: number,
 ): void {
   const values = memory.read(x);
   const scale = memory.read(weight);
@@ -70,7 +91,8 @@ export function referenceLayerNorm(
     let sumSquares = 0;
     for (let col = 0; col < cols; col++) sumSquares += (values[start + col] - mean) ** 2;
     const inverse = 1 / Math.sqrt(sumSquares / cols + eps);
-    for (let col = 0; col < cols; col++) result[start + col] = (values[start + col] - mean) * inverse * scale[col] + shift[col];
+    for (let col = 0; col < cols; col++)
+      result[start + col] = (values[start + col] - mean) * inverse * scale[col] + shift[col];
   }
   memory.write(out, result);
 }

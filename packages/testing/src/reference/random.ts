@@ -9,7 +9,13 @@ import { elementCount } from '@kiln/core/internal';
 import type { ReferenceMemory } from './memory.js';
 
 /** Fill out from the stream of `seed` starting at element `offset`. */
-export function referenceRandom(memory: ReferenceMemory, out: TensorRef, distribution: RandomDistribution, seed: number, offset: number): void {
+export function referenceRandom(
+  memory: ReferenceMemory,
+  out: TensorRef,
+  distribution: RandomDistribution,
+  seed: number,
+  offset: number,
+): void {
   if (out.dtype === 'i32') {
     throw new DTypeError('random fills floating-point tensors only, got an i32 output', {
       hint: 'Generate f32 values and cast them.',

@@ -10,7 +10,14 @@ import { I32_MAX, I32_MIN } from './encoding.js';
 import type { ReferenceMemory } from './memory.js';
 
 /** Reduce one strided lane of `values` (`size` elements from `start`, `stride` apart). */
-function reduceLane(op: ReduceOp, values: Float64Array, start: number, size: number, stride: number, integer: boolean): number {
+function reduceLane(
+  op: ReduceOp,
+  values: Float64Array,
+  start: number,
+  size: number,
+  stride: number,
+  integer: boolean,
+): number {
   switch (op) {
     case 'sum': {
       let sum = 0;
@@ -29,7 +36,9 @@ function reduceLane(op: ReduceOp, values: Float64Array, start: number, size: num
     case 'argmax':
     case 'argmin': {
       if (size === 0) {
-        throw new InvalidArgumentError(`${op} over an empty axis has no answer`, { hint: 'Reduce over a non-empty axis.' });
+        throw new InvalidArgumentError(`${op} over an empty axis has no answer`, {
+          hint: 'Reduce over a non-empty axis.',
+        });
       }
       let best = 0;
       for (let index = 0; index < size; index++) {
@@ -45,13 +54,20 @@ function reduceLane(op: ReduceOp, values: Float64Array, start: number, size: num
 
 /** out[o, i] = op over s of x[o, s, i]. */
 export function referenceReduce(
-  memory: ReferenceMemory, op: ReduceOp, x: TensorRef, out: TensorRef, outer: number, size: number, inner: number,
+  memory: ReferenceMemory,
+  op: ReduceOp,
+  x: TensorRef,
+  out: TensorRef,
+  outer: number,
+  size: number,
+  inner: number,
 ): void {
   const values = memory.read(x);
   const integer = x.dtype === 'i32';
   const result = new Float64Array(outer * inner);
   for (let o = 0; o < outer; o++) {
-    for (let i = 0; i < inner; i++) result[o * inner + i] = reduceLane(op, values, o * size * inner + i, size, inner, integer);
+    for (let i = 0; i < inner; i++)
+      result[o * inner + i] = reduceLane(op, values, o * size * inner + i, size, inner, integer);
   }
   memory.write(out, result);
 }

@@ -10,7 +10,13 @@ import type { ReferenceMemory } from './memory.js';
 
 /** Rotate x at positions offset..offset+T−1 (by −angle when inverse). */
 export function referenceRope(
-  memory: ReferenceMemory, x: TensorRef, out: TensorRef, offset: number, theta: number, inverse: boolean, layout: AttentionLayout = 'heads-major',
+  memory: ReferenceMemory,
+  x: TensorRef,
+  out: TensorRef,
+  offset: number,
+  theta: number,
+  inverse: boolean,
+  layout: AttentionLayout = 'heads-major',
 ): void {
   const tokensMajor = layout === 'tokens-major';
   const rank = x.shape.length;
@@ -19,7 +25,8 @@ export function referenceRope(
       hint: 'The half-split layout pairs element i with i + D/2, so D must be even.',
     });
   }
-  if (tokensMajor && rank !== 4) throw new InvalidArgumentError(`rope: tokens-major x must be [B, T, H, D], got [${x.shape.join(', ')}]`);
+  if (tokensMajor && rank !== 4)
+    throw new InvalidArgumentError(`rope: tokens-major x must be [B, T, H, D], got [${x.shape.join(', ')}]`);
   const positions = tokensMajor ? x.shape[1] : x.shape[rank - 2];
   // Rows of D elements between consecutive positions: 1 heads-major, H tokens-major.
   const rowsPerPosition = tokensMajor ? x.shape[2] : 1;

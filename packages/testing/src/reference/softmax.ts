@@ -22,7 +22,13 @@ export function rangeLogSumExp(values: Float64Array, start: number, count: numbe
 }
 
 /** out = exp(x − max) / Σ exp(x − max) per row. */
-export function referenceSoftmax(memory: ReferenceMemory, x: TensorRef, out: TensorRef, rows: number, cols: number): void {
+export function referenceSoftmax(
+  memory: ReferenceMemory,
+  x: TensorRef,
+  out: TensorRef,
+  rows: number,
+  cols: number,
+): void {
   const values = memory.read(x);
   const result = new Float64Array(rows * cols);
   for (let row = 0; row < rows; row++) {
@@ -37,7 +43,12 @@ export function referenceSoftmax(memory: ReferenceMemory, x: TensorRef, out: Ten
 
 /** dx = y ⊙ (dy − Σ_j dy_j y_j) per row. */
 export function referenceSoftmaxBackward(
-  memory: ReferenceMemory, y: TensorRef, dy: TensorRef, dx: TensorRef, rows: number, cols: number,
+  memory: ReferenceMemory,
+  y: TensorRef,
+  dy: TensorRef,
+  dx: TensorRef,
+  rows: number,
+  cols: number,
 ): void {
   const output = memory.read(y);
   const gradient = memory.read(dy);
@@ -52,7 +63,13 @@ export function referenceSoftmaxBackward(
 }
 
 /** out = x − max − log Σ exp(x − max) per row. */
-export function referenceLogSoftmax(memory: ReferenceMemory, x: TensorRef, out: TensorRef, rows: number, cols: number): void {
+export function referenceLogSoftmax(
+  memory: ReferenceMemory,
+  x: TensorRef,
+  out: TensorRef,
+  rows: number,
+  cols: number,
+): void {
   const values = memory.read(x);
   const result = new Float64Array(rows * cols);
   for (let row = 0; row < rows; row++) {

@@ -10,16 +10,30 @@ import { silu, siluGrad } from './scalar-math.js';
 export function referenceSwiglu(memory: ReferenceMemory, gate: TensorRef, up: TensorRef, out: TensorRef): void {
   const gates = memory.read(gate);
   const ups = memory.read(up);
-  memory.write(out, gates.map((value, index) => silu(value) * ups[index]));
+  memory.write(
+    out,
+    gates.map((value, index) => silu(value) * ups[index]),
+  );
 }
 
 /** dGate = dy · up · siluGrad(gate), dUp = dy · silu(gate). */
 export function referenceSwigluBackward(
-  memory: ReferenceMemory, gate: TensorRef, up: TensorRef, dy: TensorRef, dGate: TensorRef, dUp: TensorRef,
+  memory: ReferenceMemory,
+  gate: TensorRef,
+  up: TensorRef,
+  dy: TensorRef,
+  dGate: TensorRef,
+  dUp: TensorRef,
 ): void {
   const gates = memory.read(gate);
   const ups = memory.read(up);
   const gradient = memory.read(dy);
-  memory.write(dGate, gates.map((value, index) => gradient[index] * ups[index] * siluGrad(value)));
-  memory.write(dUp, gates.map((value, index) => gradient[index] * silu(value)));
+  memory.write(
+    dGate,
+    gates.map((value, index) => gradient[index] * ups[index] * siluGrad(value)),
+  );
+  memory.write(
+    dUp,
+    gates.map((value, index) => gradient[index] * silu(value)),
+  );
 }

@@ -5,7 +5,9 @@ import { setBackend } from '@kiln/core';
 import type { KernelBackend } from '@kiln/core';
 
 /** Installs a new reference backend as default before each test and fails a test that leaks buffers. */
-export function useReferenceBackend(options: ReferenceBackendOptions = {}): { backend: () => ReturnType<typeof createReferenceBackend> } {
+export function useReferenceBackend(options: ReferenceBackendOptions = {}): {
+  backend: () => ReturnType<typeof createReferenceBackend>;
+} {
   let current: ReturnType<typeof createReferenceBackend>;
   beforeEach(() => {
     current = createReferenceBackend(options);

@@ -27,21 +27,43 @@ function firstQueryFor(key: number, lengthQ: number, lengthK: number, causal: bo
 function flashAttentionBackward(base: ReferenceBackend, mistakes: BackwardMistakes) {
   return {
     attentionBackward(
-      q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null, out: TensorRef, lse: TensorRef, dOut: TensorRef,
-      dq: TensorRef, dk: TensorRef, dv: TensorRef, params: AttentionParams,
+      q: TensorRef,
+      k: TensorRef,
+      v: TensorRef,
+      mask: StridedView | null,
+      out: TensorRef,
+      lse: TensorRef,
+      dOut: TensorRef,
+      dq: TensorRef,
+      dk: TensorRef,
+      dv: TensorRef,
+      params: AttentionParams,
     ): void {
       const [batch, headsQ, lengthQ, depth] = q.shape;
       const [headsKV, lengthK] = [k.shape[1], k.shape[2]];
-      const [queries, keys, values, output, logSumExp, outputGradient] = [load(base, q), load(base, k), load(base, v), load(base, out), load(base, lse), load(base, dOut)];
+      const [queries, keys, values, output, logSumExp, outputGradient] = [
+        load(base, q),
+        load(base, k),
+        load(base, v),
+        load(base, out),
+        load(base, lse),
+        load(base, dOut),
+      ];
       const maskValues = mask ? load(base, mask) : null;
-      const [queryGradient, keyGradient, valueGradient] = [new Float64Array(queries.length), new Float64Array(keys.length), new Float64Array(values.length)];
+      const [queryGradient, keyGradient, valueGradient] = [
+        new Float64Array(queries.length),
+        new Float64Array(keys.length),
+        new Float64Array(values.length),
+      ];
       const shift = lengthK - lengthQ;
       for (let b = 0; b < batch; b++) {
         for (let h = 0; h < headsQ; h++) {
           const kvBase = (b * headsKV + Math.floor(h / (headsQ / headsKV))) * lengthK * depth;
           for (let key0 = 0; key0 < lengthK; key0 += KEY_BLOCK) {
             const first = firstQueryFor(key0, lengthQ, lengthK, params.causal);
-            const firstForValues = mistakes.valueRangeOneBlockLate ? firstQueryFor(key0 + KEY_BLOCK, lengthQ, lengthK, params.causal) : first;
+            const firstForValues = mistakes.valueRangeOneBlockLate
+              ? firstQueryFor(key0 + KEY_BLOCK, lengthQ, lengthK, params.causal)
+              : first;
             for (let i = first; i < lengthQ; i++) {
               const row = (b * headsQ + h) * lengthQ + i;
               if (logSumExp[row] === -Infinity) continue;
@@ -56,7 +78,15 @@ function flashAttentionBackward(base: ReferenceBackend, mistakes: BackwardMistak
                   probabilityGradient += outputGradient[row * depth + d] * values[keyRow + d];
                 }
                 let score = params.scale * dot;
-                if (mask && maskValues) score += maskValues[mask.offset + b * mask.strides[0] + h * mask.strides[1] + i * mask.strides[2] + j * mask.strides[3]];
+                if (mask && maskValues)
+                  score +=
+                    maskValues[
+                      mask.offset +
+                        b * mask.strides[0] +
+                        h * mask.strides[1] +
+                        i * mask.strides[2] +
+                        j * mask.strides[3]
+                    ];
                 if (score === -Infinity) continue;
                 const probability = Math.exp(score - logSumExp[row]);
                 const scoreGradient = probability * (probabilityGradient - delta);

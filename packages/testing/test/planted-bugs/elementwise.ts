@@ -14,12 +14,19 @@ import { count, f32, load, loadView, store, viewIndices, type PlantedBug } from 
 const [I32_MIN, I32_MAX] = [-2147483648, 2147483647];
 
 /** A binary kernel computing `compute(op, a, b, integer)` per element (the reference's scalar functions unless overridden). */
-function binaryKernel(base: ReferenceBackend, compute: (op: BinaryOp, a: number, b: number, integer: boolean) => number) {
+function binaryKernel(
+  base: ReferenceBackend,
+  compute: (op: BinaryOp, a: number, b: number, integer: boolean) => number,
+) {
   return {
     binary(op: BinaryOp, a: StridedView, b: StridedView, out: TensorRef): void {
       const [left, right] = [loadView(base, a), loadView(base, b)];
       const integer = a.dtype === 'i32' && b.dtype === 'i32';
-      store(base, out, left.map((value, index) => compute(op, value, right[index], integer)));
+      store(
+        base,
+        out,
+        left.map((value, index) => compute(op, value, right[index], integer)),
+      );
     },
   };
 }
@@ -27,7 +34,11 @@ function binaryKernel(base: ReferenceBackend, compute: (op: BinaryOp, a: number,
 const defaultBinary = (op: BinaryOp, a: number, b: number, integer: boolean) => binaryFunction(op, integer)(a, b);
 
 /** A sum over [outer, size, inner] with `accumulate(total, term, s, size)`; every other reduction (and other dtypes) is the reference's. */
-function sumKernel(base: ReferenceBackend, dtype: DType, accumulate: (total: number, term: number, s: number, size: number) => number) {
+function sumKernel(
+  base: ReferenceBackend,
+  dtype: DType,
+  accumulate: (total: number, term: number, s: number, size: number) => number,
+) {
   return {
     reduce(op: ReduceOp, x: TensorRef, out: TensorRef, outer: number, size: number, inner: number): void {
       if (op !== 'sum' || x.dtype !== dtype) {
@@ -88,7 +99,11 @@ function whereKernel(base: ReferenceBackend, isTrue: (condition: number) => bool
   return {
     where(condition: StridedView, a: StridedView, b: StridedView, out: TensorRef): void {
       const [test, left, right] = [loadView(base, condition), loadView(base, a), loadView(base, b)];
-      store(base, out, test.map((value, index) => (isTrue(value) ? left[index] : right[index])));
+      store(
+        base,
+        out,
+        test.map((value, index) => (isTrue(value) ? left[index] : right[index])),
+      );
     },
   };
 }
@@ -104,7 +119,7 @@ function copyKernel(base: ReferenceBackend, asBlock: (view: StridedView, role: '
   return {
     copy(src: StridedView, dst: StridedView): void {
       const indices = (view: StridedView, role: 'src' | 'dst') =>
-        (asBlock(view, role) ? Array.from({ length: count(view.shape) }, (_, i) => view.offset + i) : viewIndices(view));
+        asBlock(view, role) ? Array.from({ length: count(view.shape) }, (_, i) => view.offset + i) : viewIndices(view);
       const [from, to] = [indices(src, 'src'), indices(dst, 'dst')];
       const source = load(base, src);
       const target = load(base, dst);
@@ -130,23 +145,34 @@ export const ELEMENTWISE_BUGS: PlantedBug[] = [
     kernel: 'binary',
     dtypes: ['i32'],
     caughtBy: 'binary i32 [add overflow same 7×13]',
-    plant: (base, planted) => binaryKernel(base, (op, a, b, integer) =>
-      (planted && integer && op === 'add' ? Math.min(I32_MAX, Math.max(I32_MIN, a + b)) : defaultBinary(op, a, b, integer))),
+    plant: (base, planted) =>
+      binaryKernel(base, (op, a, b, integer) =>
+        planted && integer && op === 'add'
+          ? Math.min(I32_MAX, Math.max(I32_MIN, a + b))
+          : defaultBinary(op, a, b, integer),
+      ),
   },
   {
     name: 'an i32 sub computed in float and saturated instead of wrapping',
     kernel: 'binary',
     dtypes: ['i32'],
     caughtBy: 'binary i32 [sub overflow same 7×13]',
-    plant: (base, planted) => binaryKernel(base, (op, a, b, integer) =>
-      (planted && integer && op === 'sub' ? Math.min(I32_MAX, Math.max(I32_MIN, a - b)) : defaultBinary(op, a, b, integer))),
+    plant: (base, planted) =>
+      binaryKernel(base, (op, a, b, integer) =>
+        planted && integer && op === 'sub'
+          ? Math.min(I32_MAX, Math.max(I32_MIN, a - b))
+          : defaultBinary(op, a, b, integer),
+      ),
   },
   {
     name: 'an i32 mul computed as a float64 product then `| 0` (the low bits of products past 2⁵³ are lost)',
     kernel: 'binary',
     dtypes: ['i32'],
     caughtBy: 'binary i32 [mul overflow same 7×13]',
-    plant: (base, planted) => binaryKernel(base, (op, a, b, integer) => (planted && integer && op === 'mul' ? (a * b) | 0 : defaultBinary(op, a, b, integer))),
+    plant: (base, planted) =>
+      binaryKernel(base, (op, a, b, integer) =>
+        planted && integer && op === 'mul' ? (a * b) | 0 : defaultBinary(op, a, b, integer),
+      ),
   },
   {
     name: 'an i32 square computed as a float64 product then `| 0`',
@@ -156,7 +182,8 @@ export const ELEMENTWISE_BUGS: PlantedBug[] = [
     plant: (base, planted) => ({
       unary(op: UnaryOp, x: TensorRef, out: TensorRef): void {
         const integer = x.dtype === 'i32';
-        const operation = planted && integer && op === 'square' ? (value: number) => (value * value) | 0 : unaryFunction(op, integer);
+        const operation =
+          planted && integer && op === 'square' ? (value: number) => (value * value) | 0 : unaryFunction(op, integer);
         store(base, out, load(base, x).slice(0, count(x.shape)).map(operation));
       },
     }),
@@ -173,20 +200,23 @@ export const ELEMENTWISE_BUGS: PlantedBug[] = [
     kernel: 'reduce',
     dtypes: ['i32'],
     caughtBy: 'reduce i32 [sum overflow outer=2,size=33,inner=3]',
-    plant: (base, planted) => sumKernel(base, 'i32', (total, term) => (planted ? f32(total + term) : (total + term) | 0)),
+    plant: (base, planted) =>
+      sumKernel(base, 'i32', (total, term) => (planted ? f32(total + term) : (total + term) | 0)),
   },
   {
     name: 'an f16 sum accumulated in f16',
     kernel: 'reduce',
     dtypes: ['f16'],
     caughtBy: 'reduce f16 [sum positive outer=1,size=2000,inner=2]',
-    plant: (base, planted) => sumKernel(base, 'f16', (total, term) => (planted ? roundToF16(total + term) : f32(total + term))),
+    plant: (base, planted) =>
+      sumKernel(base, 'f16', (total, term) => (planted ? roundToF16(total + term) : f32(total + term))),
   },
   {
     name: 'a float sum that drops the last element',
     kernel: 'reduce',
     caughtBy: 'reduce f32 [sum outer=2,size=7,inner=3]',
-    plant: (base, planted) => sumKernel(base, 'f32', (total, term, s, size) => (planted && s === size - 1 ? total : total + term)),
+    plant: (base, planted) =>
+      sumKernel(base, 'f32', (total, term, s, size) => (planted && s === size - 1 ? total : total + term)),
   },
   {
     name: 'a parallel argmax whose combine step keeps the later index on ties',
@@ -233,8 +263,10 @@ export const ELEMENTWISE_BUGS: PlantedBug[] = [
     name: 'a float → i32 cast that saturates negative overflow at −(2³¹ − 1)',
     kernel: 'cast',
     caughtBy: 'cast f32 [to i32]',
-    plant: (base, planted) => castKernel(base, 'f32', 'i32', (value) =>
-      (Number.isNaN(value) ? 0 : Math.max(planted ? -I32_MAX : I32_MIN, Math.min(I32_MAX, Math.trunc(value))))),
+    plant: (base, planted) =>
+      castKernel(base, 'f32', 'i32', (value) =>
+        Number.isNaN(value) ? 0 : Math.max(planted ? -I32_MAX : I32_MIN, Math.min(I32_MAX, Math.trunc(value))),
+      ),
   },
   {
     name: 'an f16 fill that rounds the float64 value to f32 first (rounds twice)',
@@ -261,10 +293,13 @@ export const ELEMENTWISE_BUGS: PlantedBug[] = [
     name: 'pow computed as exp(b·log a) (fast-math powf: NaN for negative bases)',
     kernel: 'binary',
     caughtBy: 'binary f32 [pow negative bases same 7×13]',
-    plant: (base, planted) => binaryKernel(base, (op, a, b, integer) => (planted && op === 'pow' ? Math.exp(b * Math.log(a)) : defaultBinary(op, a, b, integer))),
+    plant: (base, planted) =>
+      binaryKernel(base, (op, a, b, integer) =>
+        planted && op === 'pow' ? Math.exp(b * Math.log(a)) : defaultBinary(op, a, b, integer),
+      ),
   },
   {
-    name: 'a where that tests the condition\'s bits, so −0 counts as true',
+    name: "a where that tests the condition's bits, so −0 counts as true",
     kernel: 'where',
     caughtBy: 'where f32 [condition f32 same 7×13]',
     plant: (base, planted) => whereKernel(base, (value) => value !== 0 || (planted && Object.is(value, -0))),
@@ -285,20 +320,35 @@ export const ELEMENTWISE_BUGS: PlantedBug[] = [
     name: 'a copy that judges the source contiguous from its last two axes and copies it as one block',
     kernel: 'copy',
     caughtBy: 'copy f32 [partly contiguous src 6×6×5[:,1:5,:]]',
-    plant: (base, planted) => copyKernel(base, (view, role) => denseStrides(view) || (planted && role === 'src' && lastTwoAxesContiguous(view))),
+    plant: (base, planted) =>
+      copyKernel(
+        base,
+        (view, role) => denseStrides(view) || (planted && role === 'src' && lastTwoAxesContiguous(view)),
+      ),
   },
   {
     name: 'a copy that judges the destination contiguous from its last two axes and writes it as one block',
     kernel: 'copy',
     caughtBy: 'copy f32 [partly contiguous dst 4×3×5 into 4×4×5]',
-    plant: (base, planted) => copyKernel(base, (view, role) => denseStrides(view) || (planted && role === 'dst' && lastTwoAxesContiguous(view))),
+    plant: (base, planted) =>
+      copyKernel(
+        base,
+        (view, role) => denseStrides(view) || (planted && role === 'dst' && lastTwoAxesContiguous(view)),
+      ),
   },
   {
     name: 'a scatterAdd without atomics: for duplicate indices the last writer wins',
     kernel: 'scatterAdd',
     caughtBy: 'scatterAdd f32 [outer=3,rows=4,inner=5,count=9]',
     plant: (base, planted) => ({
-      scatterAdd(source: TensorRef, indices: TensorRef, out: TensorRef, outer: number, rows: number, inner: number): void {
+      scatterAdd(
+        source: TensorRef,
+        indices: TensorRef,
+        out: TensorRef,
+        outer: number,
+        rows: number,
+        inner: number,
+      ): void {
         const [values, targets, original] = [load(base, source), load(base, indices), load(base, out)];
         const result = original.slice();
         const found = count(indices.shape);

@@ -13,14 +13,23 @@ import { f32, load, store, type PlantedBug } from './host.js';
 /** rmsNorm with rstd = rstdOf(mean(x²), eps). */
 function rmsNormKernel(base: ReferenceBackend, rstdOf: (meanSquare: number, eps: number) => number) {
   return {
-    rmsNorm(x: TensorRef, weight: TensorRef, out: TensorRef, rstd: TensorRef, rows: number, cols: number, eps: number): void {
+    rmsNorm(
+      x: TensorRef,
+      weight: TensorRef,
+      out: TensorRef,
+      rstd: TensorRef,
+      rows: number,
+      cols: number,
+      eps: number,
+    ): void {
       const [values, scale] = [load(base, x), load(base, weight)];
       const [result, inverse] = [new Float64Array(rows * cols), new Float64Array(rows)];
       for (let row = 0; row < rows; row++) {
         let squares = 0;
         for (let col = 0; col < cols; col++) squares += values[row * cols + col] ** 2;
         inverse[row] = rstdOf(squares / cols, eps);
-        for (let col = 0; col < cols; col++) result[row * cols + col] = values[row * cols + col] * inverse[row] * scale[col];
+        for (let col = 0; col < cols; col++)
+          result[row * cols + col] = values[row * cols + col] * inverse[row] * scale[col];
       }
       store(base, out, result);
       store(base, rstd, inverse);
@@ -29,15 +38,28 @@ function rmsNormKernel(base: ReferenceBackend, rstdOf: (meanSquare: number, eps:
 }
 
 /** layerNorm from per-row statistics `statistics(row)` and an inverse deviation `inverseOf(variance, eps)`. */
-function layerNormKernel(base: ReferenceBackend, statistics: (row: Float64Array) => { mean: number; variance: number }, inverseOf: (variance: number, eps: number) => number) {
+function layerNormKernel(
+  base: ReferenceBackend,
+  statistics: (row: Float64Array) => { mean: number; variance: number },
+  inverseOf: (variance: number, eps: number) => number,
+) {
   return {
-    layerNorm(x: TensorRef, weight: TensorRef, bias: TensorRef, out: TensorRef, rows: number, cols: number, eps: number): void {
+    layerNorm(
+      x: TensorRef,
+      weight: TensorRef,
+      bias: TensorRef,
+      out: TensorRef,
+      rows: number,
+      cols: number,
+      eps: number,
+    ): void {
       const [values, scale, shift] = [load(base, x), load(base, weight), load(base, bias)];
       const result = new Float64Array(rows * cols);
       for (let row = 0; row < rows; row++) {
         const { mean, variance } = statistics(values.subarray(row * cols, (row + 1) * cols));
         const inverse = inverseOf(variance, eps);
-        for (let col = 0; col < cols; col++) result[row * cols + col] = (values[row * cols + col] - mean) * inverse * scale[col] + shift[col];
+        for (let col = 0; col < cols; col++)
+          result[row * cols + col] = (values[row * cols + col] - mean) * inverse * scale[col] + shift[col];
       }
       store(base, out, result);
     },
@@ -62,7 +84,12 @@ function onePassF32Statistics(row: Float64Array): { mean: number; variance: numb
 }
 
 /** softmax or logSoftmax per row; `shift(row)` is what is subtracted before exp (the row max, or 0 when forgotten); `width` limits the reduction. */
-function softmaxKernel(base: ReferenceBackend, kind: 'softmax' | 'logSoftmax', shift: (row: Float64Array) => number, width: (cols: number) => number = (cols) => cols) {
+function softmaxKernel(
+  base: ReferenceBackend,
+  kind: 'softmax' | 'logSoftmax',
+  shift: (row: Float64Array) => number,
+  width: (cols: number) => number = (cols) => cols,
+) {
   return {
     [kind](x: TensorRef, out: TensorRef, rows: number, cols: number): void {
       const values = load(base, x);
@@ -72,7 +99,8 @@ function softmaxKernel(base: ReferenceBackend, kind: 'softmax' | 'logSoftmax', s
         const reduced = row.subarray(0, width(cols));
         const max = shift(reduced);
         const sum = reduced.reduce((total, value) => total + Math.exp(value - max), 0);
-        for (let c = 0; c < cols; c++) result[r * cols + c] = kind === 'softmax' ? Math.exp(row[c] - max) / sum : row[c] - max - Math.log(sum);
+        for (let c = 0; c < cols; c++)
+          result[r * cols + c] = kind === 'softmax' ? Math.exp(row[c] - max) / sum : row[c] - max - Math.log(sum);
       }
       store(base, out, result);
     },
@@ -102,7 +130,15 @@ const KEY_BLOCK = 64;
 /** A FlashAttention-2 style forward over key blocks of 64 with an online softmax, with the given mistakes. */
 function flashAttention(base: ReferenceBackend, mistakes: FlashMistakes) {
   return {
-    attention(q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null, out: TensorRef, lse: TensorRef, params: AttentionParams): void {
+    attention(
+      q: TensorRef,
+      k: TensorRef,
+      v: TensorRef,
+      mask: StridedView | null,
+      out: TensorRef,
+      lse: TensorRef,
+      params: AttentionParams,
+    ): void {
       const [batch, headsQ, lengthQ, depth] = q.shape;
       const [headsKV, lengthK] = [k.shape[1], k.shape[2]];
       const [queries, keys, values] = [load(base, q), load(base, k), load(base, v)];
@@ -144,7 +180,8 @@ function flashAttention(base: ReferenceBackend, mistakes: FlashMistakes) {
               scores.forEach((score, offset) => {
                 const probability = Math.exp(score - newMax);
                 runningSum += probability;
-                for (let d = 0; d < depth; d++) accumulator[d] += probability * values[kvBase + (key0 + offset) * depth + d];
+                for (let d = 0; d < depth; d++)
+                  accumulator[d] += probability * values[kvBase + (key0 + offset) * depth + d];
               });
               runningMax = newMax;
             }
@@ -172,7 +209,8 @@ function ropeKernel(base: ReferenceBackend, pairs: 'half' | 'interleaved', theta
         const position = offset + ((rowStart / depth) % length);
         for (let i = 0; i < half; i++) {
           const angle = (inverse ? -1 : 1) * position * thetaOf(theta) ** ((-2 * i) / depth);
-          const [first, second] = pairs === 'half' ? [rowStart + i, rowStart + i + half] : [rowStart + 2 * i, rowStart + 2 * i + 1];
+          const [first, second] =
+            pairs === 'half' ? [rowStart + i, rowStart + i + half] : [rowStart + 2 * i, rowStart + 2 * i + 1];
           result[first] = values[first] * Math.cos(angle) - values[second] * Math.sin(angle);
           result[second] = values[second] * Math.cos(angle) + values[first] * Math.sin(angle);
         }
@@ -195,8 +233,14 @@ interface CrossEntropyMistakes {
 }
 
 /** The target a row uses: 'ignored', a class, or 'invalid' (NaN row). */
-function resolveTarget(target: number, ignoreIndex: number, classes: number, mistakes: CrossEntropyMistakes): 'ignored' | 'invalid' | number {
-  if (target === (mistakes.fixedIgnoreIndex ? -100 : ignoreIndex) || (mistakes.negativeIgnored && target < 0)) return 'ignored';
+function resolveTarget(
+  target: number,
+  ignoreIndex: number,
+  classes: number,
+  mistakes: CrossEntropyMistakes,
+): 'ignored' | 'invalid' | number {
+  if (target === (mistakes.fixedIgnoreIndex ? -100 : ignoreIndex) || (mistakes.negativeIgnored && target < 0))
+    return 'ignored';
   if (target >= 0 && target < classes) return target;
   return mistakes.clampsTarget ? Math.min(classes - 1, Math.max(0, target)) : 'invalid';
 }
@@ -209,17 +253,33 @@ function logSumExpOf(row: Float64Array, mistakes: CrossEntropyMistakes): number 
 
 function crossEntropyKernel(base: ReferenceBackend, mistakes: CrossEntropyMistakes) {
   return {
-    crossEntropy(logits: TensorRef, targets: TensorRef, loss: TensorRef, rows: number, classes: number, ignoreIndex: number): void {
+    crossEntropy(
+      logits: TensorRef,
+      targets: TensorRef,
+      loss: TensorRef,
+      rows: number,
+      classes: number,
+      ignoreIndex: number,
+    ): void {
       const [values, labels] = [load(base, logits), load(base, targets)];
       const result = new Float64Array(rows);
       for (let r = 0; r < rows; r++) {
         const target = resolveTarget(labels[r], ignoreIndex, classes, mistakes);
         const row = values.subarray(r * classes, (r + 1) * classes);
-        result[r] = target === 'ignored' ? 0 : target === 'invalid' ? Number.NaN : logSumExpOf(row, mistakes) - row[target];
+        result[r] =
+          target === 'ignored' ? 0 : target === 'invalid' ? Number.NaN : logSumExpOf(row, mistakes) - row[target];
       }
       store(base, loss, result);
     },
-    crossEntropyBackward(logits: TensorRef, targets: TensorRef, dLogits: TensorRef, rows: number, classes: number, ignoreIndex: number, scale: number): void {
+    crossEntropyBackward(
+      logits: TensorRef,
+      targets: TensorRef,
+      dLogits: TensorRef,
+      rows: number,
+      classes: number,
+      ignoreIndex: number,
+      scale: number,
+    ): void {
       const [values, labels] = [load(base, logits), load(base, targets)];
       const result = new Float64Array(rows * classes);
       for (let r = 0; r < rows; r++) {
@@ -255,7 +315,9 @@ function adamwKernel(base: ReferenceBackend, mistakes: AdamWMistakes) {
         const gradient = mistakes.coupledDecay ? g[i] + weightDecay * p[i] : g[i];
         first[i] = beta1 * first[i] + (1 - beta1) * gradient;
         second[i] = beta2 * second[i] + (1 - beta2) * gradient * gradient;
-        const [firstHat, secondHat] = mistakes.noBiasCorrection ? [first[i], second[i]] : [first[i] / (1 - beta1 ** step), second[i] / (1 - beta2 ** step)];
+        const [firstHat, secondHat] = mistakes.noBiasCorrection
+          ? [first[i], second[i]]
+          : [first[i] / (1 - beta1 ** step), second[i] / (1 - beta2 ** step)];
         const update = (lr * firstHat) / (Math.sqrt(secondHat) + eps);
         const decay = mistakes.coupledDecay ? 1 : 1 - lr * weightDecay;
         p[i] = mistakes.decayAfterUpdate ? (p[i] - update) * decay : p[i] * decay - update;
@@ -268,12 +330,24 @@ function adamwKernel(base: ReferenceBackend, mistakes: AdamWMistakes) {
 }
 
 /** The reference multi-tensor kernels with `options` or `tensors` altered by the planted mistake. */
-function multiTensorKernels(base: ReferenceBackend, alter: { options?: (options: AdamWMultiParams) => AdamWMultiParams; tensors?: (tensors: readonly TensorRef[]) => readonly TensorRef[] }) {
+function multiTensorKernels(
+  base: ReferenceBackend,
+  alter: {
+    options?: (options: AdamWMultiParams) => AdamWMultiParams;
+    tensors?: (tensors: readonly TensorRef[]) => readonly TensorRef[];
+  },
+) {
   return {
     sumOfSquaresMulti(tensors: readonly TensorRef[], out: TensorRef): void {
       base.sumOfSquaresMulti!(alter.tensors ? alter.tensors(tensors) : tensors, out);
     },
-    adamwMulti(params: readonly TensorRef[], grads: readonly TensorRef[], ms: readonly TensorRef[], vs: readonly TensorRef[], options: AdamWMultiParams): void {
+    adamwMulti(
+      params: readonly TensorRef[],
+      grads: readonly TensorRef[],
+      ms: readonly TensorRef[],
+      vs: readonly TensorRef[],
+      options: AdamWMultiParams,
+    ): void {
       base.adamwMulti!(params, grads, ms, vs, alter.options ? alter.options(options) : options);
     },
   };
@@ -284,48 +358,69 @@ export const FUSED_BUGS: PlantedBug[] = [
     name: 'a multi-tensor AdamW that ignores skipIfNonFinite (updates after a NaN norm)',
     kernel: 'adamwMulti',
     caughtBy: 'adamwMulti f32 [lengths=1+37+0+4099,grads=same]',
-    plant: (base, planted) => multiTensorKernels(base, { options: ({ skipIfNonFinite, ...rest }) => (planted ? rest : { ...rest, ...(skipIfNonFinite ? { skipIfNonFinite } : {}) }) }),
+    plant: (base, planted) =>
+      multiTensorKernels(base, {
+        options: ({ skipIfNonFinite, ...rest }) =>
+          planted ? rest : { ...rest, ...(skipIfNonFinite ? { skipIfNonFinite } : {}) },
+      }),
   },
   {
     name: 'a multi-tensor AdamW that treats a device-scalar gradientScale as 1',
     kernel: 'adamwMulti',
     caughtBy: 'adamwMulti f32 [lengths=1+37+0+4099,grads=same]',
-    plant: (base, planted) => multiTensorKernels(base, { options: (options) => (planted && typeof options.gradientScale !== 'number' ? { ...options, gradientScale: 1 } : options) }),
+    plant: (base, planted) =>
+      multiTensorKernels(base, {
+        options: (options) =>
+          planted && typeof options.gradientScale !== 'number' ? { ...options, gradientScale: 1 } : options,
+      }),
   },
   {
     name: 'a sum of squares that stops at the first empty tensor',
     kernel: 'sumOfSquaresMulti',
     caughtBy: 'sumOfSquaresMulti f32 [lengths=1+37+0+4099,grads=same]',
-    plant: (base, planted) => multiTensorKernels(base, {
-      tensors: (tensors) => {
-        const empty = tensors.findIndex((tensor) => tensor.shape.reduce((product, size) => product * size, 1) === 0);
-        return planted && empty >= 0 ? tensors.slice(0, empty) : tensors;
-      },
-    }),
+    plant: (base, planted) =>
+      multiTensorKernels(base, {
+        tensors: (tensors) => {
+          const empty = tensors.findIndex((tensor) => tensor.shape.reduce((product, size) => product * size, 1) === 0);
+          return planted && empty >= 0 ? tensors.slice(0, empty) : tensors;
+        },
+      }),
   },
   {
     name: 'an rmsNorm with eps outside the square root: 1/(√mean(x²) + eps)',
     kernel: 'rmsNorm',
     caughtBy: 'rmsNorm f32 [rows=4,cols=33,eps=0.001,mean(x²)≈eps]',
-    plant: (base, planted) => rmsNormKernel(base, (meanSquare, eps) => (planted ? 1 / (Math.sqrt(meanSquare) + eps) : 1 / Math.sqrt(meanSquare + eps))),
+    plant: (base, planted) =>
+      rmsNormKernel(base, (meanSquare, eps) =>
+        planted ? 1 / (Math.sqrt(meanSquare) + eps) : 1 / Math.sqrt(meanSquare + eps),
+      ),
   },
   {
     name: 'an rmsNorm that ignores its eps argument and uses 1e-5',
     kernel: 'rmsNorm',
     caughtBy: 'rmsNorm f32 [rows=4,cols=33,eps=0.001,mean(x²)≈eps]',
-    plant: (base, planted) => rmsNormKernel(base, (meanSquare, eps) => 1 / Math.sqrt(meanSquare + (planted ? 1e-5 : eps))),
+    plant: (base, planted) =>
+      rmsNormKernel(base, (meanSquare, eps) => 1 / Math.sqrt(meanSquare + (planted ? 1e-5 : eps))),
   },
   {
     name: 'a layerNorm with eps outside the square root',
     kernel: 'layerNorm',
     caughtBy: 'layerNorm f32 [rows=4,cols=33,eps=0.001,var≈eps,mean≈8]',
-    plant: (base, planted) => layerNormKernel(base, twoPassStatistics, (variance, eps) => (planted ? 1 / (Math.sqrt(variance) + eps) : 1 / Math.sqrt(variance + eps))),
+    plant: (base, planted) =>
+      layerNormKernel(base, twoPassStatistics, (variance, eps) =>
+        planted ? 1 / (Math.sqrt(variance) + eps) : 1 / Math.sqrt(variance + eps),
+      ),
   },
   {
     name: 'a layerNorm whose variance is E[x²] − E[x]² in one f32 pass (cancels catastrophically off-centre)',
     kernel: 'layerNorm',
     caughtBy: 'layerNorm f32 [rows=4,cols=33,eps=0.001,var≈eps,mean≈8]',
-    plant: (base, planted) => layerNormKernel(base, planted ? onePassF32Statistics : twoPassStatistics, (variance, eps) => 1 / Math.sqrt(variance + eps)),
+    plant: (base, planted) =>
+      layerNormKernel(
+        base,
+        planted ? onePassF32Statistics : twoPassStatistics,
+        (variance, eps) => 1 / Math.sqrt(variance + eps),
+      ),
   },
   {
     name: 'a softmax that does not subtract the row max (float64 exp, as a CPU kernel would)',
@@ -446,8 +541,22 @@ export const FUSED_BUGS: PlantedBug[] = [
     kernel: 'rmsNormBackward',
     caughtBy: 'rmsNormBackward f32 [rows=5,cols=7,eps=0.00001]',
     plant: (base, planted) => ({
-      rmsNormBackward(x: TensorRef, weight: TensorRef, rstd: TensorRef, dy: TensorRef, dx: TensorRef, dWeight: TensorRef, rows: number, cols: number): void {
-        const [values, scale, inverse, gradient] = [load(base, x), load(base, weight), load(base, rstd), load(base, dy)];
+      rmsNormBackward(
+        x: TensorRef,
+        weight: TensorRef,
+        rstd: TensorRef,
+        dy: TensorRef,
+        dx: TensorRef,
+        dWeight: TensorRef,
+        rows: number,
+        cols: number,
+      ): void {
+        const [values, scale, inverse, gradient] = [
+          load(base, x),
+          load(base, weight),
+          load(base, rstd),
+          load(base, dy),
+        ];
         const [inputGradient, weightGradient] = [new Float64Array(rows * cols), new Float64Array(cols)];
         for (let row = 0; row < rows; row++) {
           let projection = 0;
@@ -458,7 +567,8 @@ export const FUSED_BUGS: PlantedBug[] = [
           }
           for (let col = 0; col < cols; col++) {
             const index = row * cols + col;
-            inputGradient[index] = inverse[row] * (gradient[index] * scale[col] - values[index] * inverse[row] * (projection / cols));
+            inputGradient[index] =
+              inverse[row] * (gradient[index] * scale[col] - values[index] * inverse[row] * (projection / cols));
           }
         }
         store(base, dx, inputGradient);

@@ -36,7 +36,11 @@ export function load(base: ReferenceBackend, ref: Pick<TensorRef, 'buffer' | 'dt
 }
 
 /** Stores `values` from element 0, each rounded once to the tensor's dtype (i32: toward zero, saturating). */
-export function store(base: ReferenceBackend, ref: Pick<TensorRef, 'buffer' | 'dtype'>, values: ArrayLike<number>): void {
+export function store(
+  base: ReferenceBackend,
+  ref: Pick<TensorRef, 'buffer' | 'dtype'>,
+  values: ArrayLike<number>,
+): void {
   if (values.length > 0) base.upload(ref.buffer, encodeValues(values, ref.dtype));
 }
 

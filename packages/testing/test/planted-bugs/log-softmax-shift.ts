@@ -33,7 +33,14 @@ function logSoftmaxKernel(base: ReferenceBackend, roundedShift: boolean) {
 /** crossEntropy (ignoreIndex rows 0, out-of-range targets NaN); `roundedShift` forms f32(max + log Σ) − x_target. */
 function crossEntropyKernel(base: ReferenceBackend, roundedShift: boolean) {
   return {
-    crossEntropy(logits: TensorRef, targets: TensorRef, loss: TensorRef, rows: number, classes: number, ignoreIndex: number): void {
+    crossEntropy(
+      logits: TensorRef,
+      targets: TensorRef,
+      loss: TensorRef,
+      rows: number,
+      classes: number,
+      ignoreIndex: number,
+    ): void {
       const [values, labels] = [load(base, logits), load(base, targets)];
       const result = new Float64Array(rows);
       for (let r = 0; r < rows; r++) {

@@ -56,7 +56,7 @@ async function removeLeftovers(directory: string, owner: (name: string) => numbe
 export async function cleanTemporaryCheckpoints(outputDir: string): Promise<string[]> {
   const checkpoints = checkpointsDirectory(outputDir);
   return [
-    ...await removeLeftovers(checkpoints, (name) => temporaryOwner(name) ?? atomicTemporaryOwner(name)),
-    ...await removeLeftovers(outputDir, atomicTemporaryOwner),
+    ...(await removeLeftovers(checkpoints, (name) => temporaryOwner(name) ?? atomicTemporaryOwner(name))),
+    ...(await removeLeftovers(outputDir, atomicTemporaryOwner)),
   ];
 }

@@ -9,7 +9,13 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CheckpointError, decodeHostValues, keep, readSafetensorsFile, tensor, type KernelBackend } from '@kiln/core';
 import type { ModelConfig } from '../contracts.js';
-import { assertFinite, extremeWeightsWarning, loadModelDirectory, readModelConfig, type LlamaModel } from '../model/index.js';
+import {
+  assertFinite,
+  extremeWeightsWarning,
+  loadModelDirectory,
+  readModelConfig,
+  type LlamaModel,
+} from '../model/index.js';
 import { loadLoraTrainingModel, type LoraTrainingModel } from '../lora/training-model.js';
 import { disposeMoments, type AdamWMoments } from '../train/optimizer.js';
 import { cleanTemporaryCheckpoints } from './cleanup.js';
@@ -73,7 +79,8 @@ async function candidates(outputDir: string, notice: (message: string) => void):
   const complete = (await listCheckpoints(outputDir)).map((entry) => entry.path);
   const pointed = await readLatestPointer(join(directory, LATEST_FILE));
   if (pointed.path === undefined) {
-    if (complete.length > 0) notice(`${join(directory, LATEST_FILE)} ${pointed.problem}; using the newest complete checkpoint`);
+    if (complete.length > 0)
+      notice(`${join(directory, LATEST_FILE)} ${pointed.problem}; using the newest complete checkpoint`);
     return complete;
   }
   const named = join(directory, pointed.path);
@@ -87,7 +94,9 @@ function skipNotice(path: string, problem: string): string {
 
 /** Tries `load` on each candidate until one succeeds; CheckpointErrors skip to the next with a notice. */
 async function firstLoadable<T>(
-  outputDir: string, notice: (message: string) => void, load: (path: string) => Promise<T>,
+  outputDir: string,
+  notice: (message: string) => void,
+  load: (path: string) => Promise<T>,
 ): Promise<{ path: string; value: T } | undefined> {
   const tried: string[] = [];
   for (const path of await candidates(outputDir, notice)) {
@@ -101,9 +110,12 @@ async function firstLoadable<T>(
     }
   }
   if (tried.length === 0) return undefined;
-  throw new CheckpointError(`None of the ${tried.length} checkpoint(s) in ${checkpointsDirectory(outputDir)} can be used:\n  ${tried.join('\n  ')}`, {
-    hint: 'Every checkpoint of the run is damaged; restore one from a backup, or start a new run in another directory.',
-  });
+  throw new CheckpointError(
+    `None of the ${tried.length} checkpoint(s) in ${checkpointsDirectory(outputDir)} can be used:\n  ${tried.join('\n  ')}`,
+    {
+      hint: 'Every checkpoint of the run is damaged; restore one from a backup, or start a new run in another directory.',
+    },
+  );
 }
 
 /**
@@ -112,7 +124,10 @@ async function firstLoadable<T>(
  * falls back to the newest complete one (each skip is reported through onNotice). Leftover
  * temporary directories of dead writers are removed.
  */
-export async function findLatestCheckpoint(outputDir: string, options: FindCheckpointOptions = {}): Promise<string | undefined> {
+export async function findLatestCheckpoint(
+  outputDir: string,
+  options: FindCheckpointOptions = {},
+): Promise<string | undefined> {
   const notice = options.onNotice ?? (() => undefined);
   for (const path of await candidates(outputDir, notice)) {
     try {
@@ -137,9 +152,17 @@ export async function loadCheckpoint(directory: string, options: LoadCheckpointO
   let model: LlamaModel | LoraTrainingModel;
   try {
     const { lora, initFrom } = state.config;
-    model = lora !== undefined && initFrom !== undefined
-      ? await loadLoraTrainingModel({ baseDirectory: initFrom, adapterDirectory: directory, lora, seed: state.seed, backend: options.backend, allowNonFinite: options.allowNonFinite })
-      : await loadModelDirectory(directory, { backend: options.backend, allowNonFinite: options.allowNonFinite });
+    model =
+      lora !== undefined && initFrom !== undefined
+        ? await loadLoraTrainingModel({
+            baseDirectory: initFrom,
+            adapterDirectory: directory,
+            lora,
+            seed: state.seed,
+            backend: options.backend,
+            allowNonFinite: options.allowNonFinite,
+          })
+        : await loadModelDirectory(directory, { backend: options.backend, allowNonFinite: options.allowNonFinite });
   } catch (error) {
     throw await withPreviousCheckpoints(error, directory);
   }
@@ -150,11 +173,17 @@ export async function loadCheckpoint(directory: string, options: LoadCheckpointO
     for (const [name, parameter] of model.parameters) {
       const read = (suffix: string) => {
         const entry = tensors.get(`${name}.${suffix}`);
-        if (!entry) throw new CheckpointError(`${path} has no tensor "${name}.${suffix}"`, { hint: 'The optimizer state does not belong to this model.' });
-        if (entry.dtype === 'i32' || entry.shape.join(',') !== parameter.shape.join(',')) {
-          throw new CheckpointError(`${path}: "${name}.${suffix}" is ${entry.dtype}[${entry.shape.join(', ')}], expected f32[${parameter.shape.join(', ')}]`, {
+        if (!entry)
+          throw new CheckpointError(`${path} has no tensor "${name}.${suffix}"`, {
             hint: 'The optimizer state does not belong to this model.',
           });
+        if (entry.dtype === 'i32' || entry.shape.join(',') !== parameter.shape.join(',')) {
+          throw new CheckpointError(
+            `${path}: "${name}.${suffix}" is ${entry.dtype}[${entry.shape.join(', ')}], expected f32[${parameter.shape.join(', ')}]`,
+            {
+              hint: 'The optimizer state does not belong to this model.',
+            },
+          );
         }
         const values = decodeHostValues(entry.data, entry.dtype) as Float32Array;
         if (options.allowNonFinite !== true) assertFinite(values, `tensor "${name}.${suffix}"`, path);
@@ -183,20 +212,36 @@ export async function loadCheckpoint(directory: string, options: LoadCheckpointO
  * unless allowed; weights beyond ±1e4 are loaded with a warning through onNotice.
  */
 export async function loadCheckpointModel(directory: string, options: LoadCheckpointModelOptions): Promise<LlamaModel> {
-  const isCheckpoint = await stat(join(directory, STATE_FILE)).then((info) => info.isFile(), () => false);
-  const state = isCheckpoint ? await verifyCheckpoint(directory, { files: 'model', onNotice: options.onNotice }) : undefined;
+  const isCheckpoint = await stat(join(directory, STATE_FILE)).then(
+    (info) => info.isFile(),
+    () => false,
+  );
+  const state = isCheckpoint
+    ? await verifyCheckpoint(directory, { files: 'model', onNotice: options.onNotice })
+    : undefined;
   let model: LlamaModel;
   try {
     // A LoRA run's checkpoint is a PEFT adapter directory for the base the run started from.
     if (state?.config.lora !== undefined && state.config.initFrom !== undefined) {
-      options.checkModelConfig?.(await readModelConfig(state.config.initFrom), join(state.config.initFrom, 'config.json'));
-      model = await loadModelDirectory(state.config.initFrom, { backend: options.backend, allowNonFinite: options.allowNonFinite, adapter: directory });
+      options.checkModelConfig?.(
+        await readModelConfig(state.config.initFrom),
+        join(state.config.initFrom, 'config.json'),
+      );
+      model = await loadModelDirectory(state.config.initFrom, {
+        backend: options.backend,
+        allowNonFinite: options.allowNonFinite,
+        adapter: directory,
+      });
     } else {
       if (options.checkModelConfig !== undefined) {
         const configPath = join(directory, 'config.json');
         options.checkModelConfig(await readModelConfig(directory), configPath);
       }
-      model = await loadModelDirectory(directory, { backend: options.backend, allowNonFinite: options.allowNonFinite, adapter: options.adapter });
+      model = await loadModelDirectory(directory, {
+        backend: options.backend,
+        allowNonFinite: options.allowNonFinite,
+        adapter: options.adapter,
+      });
     }
   } catch (error) {
     throw await withPreviousCheckpoints(error, directory);
@@ -214,13 +259,19 @@ export async function loadCheckpointModel(directory: string, options: LoadCheckp
  * undefined when the run has no checkpoint. Throws a CheckpointError listing every failure when
  * checkpoints exist but none can be used.
  */
-export async function loadLatestCheckpoint(outputDir: string, options: LoadCheckpointOptions): Promise<LoadedCheckpoint | undefined> {
+export async function loadLatestCheckpoint(
+  outputDir: string,
+  options: LoadCheckpointOptions,
+): Promise<LoadedCheckpoint | undefined> {
   const notice = options.onNotice ?? (() => undefined);
   return (await firstLoadable(outputDir, notice, (path) => loadCheckpoint(path, options)))?.value;
 }
 
 /** The model of the newest usable checkpoint of a run (like loadLatestCheckpoint, without the optimizer state), or undefined when there is none. */
-export async function loadLatestModel(outputDir: string, options: LoadCheckpointModelOptions): Promise<{ path: string; model: LlamaModel } | undefined> {
+export async function loadLatestModel(
+  outputDir: string,
+  options: LoadCheckpointModelOptions,
+): Promise<{ path: string; model: LlamaModel } | undefined> {
   const notice = options.onNotice ?? (() => undefined);
   const found = await firstLoadable(outputDir, notice, (path) => loadCheckpointModel(path, options));
   return found === undefined ? undefined : { path: found.path, model: found.value };
@@ -235,7 +286,8 @@ async function readLatestPointer(path: string): Promise<{ path?: string; problem
   }
   try {
     const value = JSON.parse(text) as { path?: unknown };
-    if (typeof value.path === 'string' && stepOfName(value.path) !== undefined) return { path: value.path, problem: '' };
+    if (typeof value.path === 'string' && stepOfName(value.path) !== undefined)
+      return { path: value.path, problem: '' };
     return { problem: 'does not name a step directory' };
   } catch {
     return { problem: 'is not valid JSON' };

@@ -47,7 +47,8 @@ export interface AcquireRunLockOptions {
 function parseHolder(text: string): RunLockHolder | undefined {
   try {
     const value = JSON.parse(text) as Partial<RunLockHolder>;
-    if (Number.isInteger(value.pid) && typeof value.host === 'string' && typeof value.since === 'string') return value as RunLockHolder;
+    if (Number.isInteger(value.pid) && typeof value.host === 'string' && typeof value.since === 'string')
+      return value as RunLockHolder;
   } catch {
     // Not JSON: a lock file cut short while being written, or not ours.
   }
@@ -120,7 +121,9 @@ export async function acquireRunLock(outputDir: string, options: AcquireRunLockO
       continue;
     }
     if (await removeStale(path, text)) {
-      options.notice?.(`taking over the lock of ${outputDir}: ${other === undefined ? 'its lock file was unreadable' : `its writer (${describeHolder(other)}) no longer runs`}`);
+      options.notice?.(
+        `taking over the lock of ${outputDir}: ${other === undefined ? 'its lock file was unreadable' : `its writer (${describeHolder(other)}) no longer runs`}`,
+      );
     }
   }
   throw new RunLockedError(`${outputDir}: could not take the run lock ${path} (other processes keep taking it)`, {

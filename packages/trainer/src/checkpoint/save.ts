@@ -37,7 +37,11 @@ export interface SaveCheckpointOptions {
 }
 
 /** Writes `<outputDir>/checkpoints/step-<step>/` atomically, updates latest.json, prunes; returns the directory. */
-export async function saveCheckpoint(outputDir: string, contents: CheckpointContents, options: SaveCheckpointOptions): Promise<string> {
+export async function saveCheckpoint(
+  outputDir: string,
+  contents: CheckpointContents,
+  options: SaveCheckpointOptions,
+): Promise<string> {
   const directory = checkpointsDirectory(outputDir);
   await mkdir(directory, { recursive: true });
   const name = checkpointName(contents.state.step);
@@ -48,14 +52,20 @@ export async function saveCheckpoint(outputDir: string, contents: CheckpointCont
     const metadata = { kiln_step: String(contents.state.step) };
     // A LoRA run checkpoints its adapter as a PEFT directory; the frozen base stays where initFrom points.
     const written = isLoraTrainingModel(contents.model)
-      ? await saveLoraAdapter(temporary, contents.model.base, contents.model.adapter, { baseModel: contents.model.baseDirectory, metadata })
+      ? await saveLoraAdapter(temporary, contents.model.base, contents.model.adapter, {
+          baseModel: contents.model.baseDirectory,
+          metadata,
+        })
       : await saveModelDirectory(temporary, contents.model, metadata);
     const optimizer = await serializeMoments(contents.model, contents.moments, contents.state.step);
     await writeFileDurably(join(temporary, OPTIMIZER_FILE), optimizer);
     written.set(OPTIMIZER_FILE, optimizer);
     const checksums: Record<string, FileChecksum> = {};
     for (const [file, bytes] of written) checksums[file] = { bytes: bytes.byteLength, sha256: sha256Hex(bytes) };
-    await writeFileDurably(join(temporary, STATE_FILE), formatCheckpointState(withChecksums(contents.state, checksums)));
+    await writeFileDurably(
+      join(temporary, STATE_FILE),
+      formatCheckpointState(withChecksums(contents.state, checksums)),
+    );
     await syncDirectoryTree(temporary);
     await moveIntoPlace(temporary, target);
   } catch (error) {
@@ -63,7 +73,10 @@ export async function saveCheckpoint(outputDir: string, contents: CheckpointCont
     throw error;
   }
   await syncPath(directory);
-  await writeFileAtomic(join(directory, LATEST_FILE), `${JSON.stringify({ step: contents.state.step, path: name }, null, 2)}\n`);
+  await writeFileAtomic(
+    join(directory, LATEST_FILE),
+    `${JSON.stringify({ step: contents.state.step, path: name }, null, 2)}\n`,
+  );
   await pruneCheckpoints(directory, contents.state.step, options.keepLast);
   await cleanTemporaryCheckpoints(outputDir);
   return target;
@@ -75,9 +88,16 @@ async function serializeMoments(model: LanguageModel, moments: AdamWMoments, ste
   for (const name of model.parameters.keys()) {
     const state = moments.get(name);
     if (!state) continue;
-    for (const [suffix, moment] of [['exp_avg', state.m], ['exp_avg_sq', state.v]] as const) {
+    for (const [suffix, moment] of [
+      ['exp_avg', state.m],
+      ['exp_avg_sq', state.v],
+    ] as const) {
       const values = (await moment.data()) as Float32Array;
-      tensors.set(`${name}.${suffix}`, { dtype: 'f32', shape: [...moment.shape], data: new Uint8Array(values.buffer, values.byteOffset, values.byteLength) });
+      tensors.set(`${name}.${suffix}`, {
+        dtype: 'f32',
+        shape: [...moment.shape],
+        data: new Uint8Array(values.buffer, values.byteOffset, values.byteLength),
+      });
     }
   }
   return serializeSafetensors(tensors, { format: 'kiln-adamw', step: String(step) });
@@ -85,7 +105,10 @@ async function serializeMoments(model: LanguageModel, moments: AdamWMoments, ste
 
 /** Renames `temporary` to `target`; an existing target (an abandoned later run) is swapped out first. */
 async function moveIntoPlace(temporary: string, target: string): Promise<void> {
-  const existing = await stat(target).then(() => true, () => false);
+  const existing = await stat(target).then(
+    () => true,
+    () => false,
+  );
   if (!existing) {
     await rename(temporary, target);
     return;

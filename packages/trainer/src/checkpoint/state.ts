@@ -77,7 +77,17 @@ export interface CheckpointState {
   checksums?: CheckpointChecksums;
 }
 
-const NUMBER_FIELDS = ['formatVersion', 'step', 'optimizerStep', 'seed', 'dataPosition', 'lossScale', 'lossScaleGoodSteps', 'microBatchSize', 'accumulation'] as const;
+const NUMBER_FIELDS = [
+  'formatVersion',
+  'step',
+  'optimizerStep',
+  'seed',
+  'dataPosition',
+  'lossScale',
+  'lossScaleGoodSteps',
+  'microBatchSize',
+  'accumulation',
+] as const;
 
 /** Parses and checks state.json text; `path` is named in every error. */
 export function parseCheckpointState(text: string, path: string): CheckpointState {
@@ -91,20 +101,28 @@ export function parseCheckpointState(text: string, path: string): CheckpointStat
     });
   }
   const fail = (problem: string): CheckpointError =>
-    new CheckpointError(`${path}: ${problem}`, { hint: 'The checkpoint is damaged or was not written by kiln; resume from an earlier one.' });
+    new CheckpointError(`${path}: ${problem}`, {
+      hint: 'The checkpoint is damaged or was not written by kiln; resume from an earlier one.',
+    });
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw fail('expected a JSON object');
   const state = value as Record<string, unknown>;
   for (const field of NUMBER_FIELDS) {
-    if (typeof state[field] !== 'number' || !Number.isFinite(state[field])) throw fail(`field "${field}" must be a number, got ${JSON.stringify(state[field])}`);
+    if (typeof state[field] !== 'number' || !Number.isFinite(state[field]))
+      throw fail(`field "${field}" must be a number, got ${JSON.stringify(state[field])}`);
   }
   if ((state.formatVersion as number) > CHECKPOINT_FORMAT_VERSION) {
-    throw new CheckpointError(`${path}: checkpoint format version ${String(state.formatVersion)} is newer than this kiln supports (${CHECKPOINT_FORMAT_VERSION})`, {
-      hint: `It was written by kiln ${String(state.kilnVersion)}; upgrade kiln (this is ${KILN_VERSION}).`,
-    });
+    throw new CheckpointError(
+      `${path}: checkpoint format version ${String(state.formatVersion)} is newer than this kiln supports (${CHECKPOINT_FORMAT_VERSION})`,
+      {
+        hint: `It was written by kiln ${String(state.kilnVersion)}; upgrade kiln (this is ${KILN_VERSION}).`,
+      },
+    );
   }
-  if (typeof state.config !== 'object' || state.config === null) throw fail('field "config" must be the training configuration object');
+  if (typeof state.config !== 'object' || state.config === null)
+    throw fail('field "config" must be the training configuration object');
   const metrics = state.metrics as Record<string, unknown> | undefined;
-  if (typeof metrics !== 'object' || metrics === null || !Array.isArray(metrics.pendingLosses)) throw fail('field "metrics" is missing or malformed');
+  if (typeof metrics !== 'object' || metrics === null || !Array.isArray(metrics.pendingLosses))
+    throw fail('field "metrics" is missing or malformed');
   if (state.checksums !== undefined) checkChecksums(value as CheckpointState, path);
   return value as CheckpointState;
 }
@@ -115,17 +133,26 @@ const SHA256_HEX = /^[0-9a-f]{64}$/;
 function checkChecksums(state: CheckpointState, path: string): void {
   const checksums = state.checksums as unknown as Record<string, unknown>;
   const files = checksums?.files as Record<string, Partial<FileChecksum>> | undefined;
-  const wellFormed = typeof checksums === 'object' && checksums !== null && typeof checksums.state === 'string' &&
-    typeof files === 'object' && files !== null &&
+  const wellFormed =
+    typeof checksums === 'object' &&
+    checksums !== null &&
+    typeof checksums.state === 'string' &&
+    typeof files === 'object' &&
+    files !== null &&
     Object.values(files).every((file) => Number.isSafeInteger(file?.bytes) && SHA256_HEX.test(String(file?.sha256)));
   if (!wellFormed) {
-    throw new CheckpointError(`${path}: field "checksums" is malformed`, { hint: 'The checkpoint is damaged or was edited; resume from an earlier one.' });
+    throw new CheckpointError(`${path}: field "checksums" is malformed`, {
+      hint: 'The checkpoint is damaged or was edited; resume from an earlier one.',
+    });
   }
   const expected = stateDigest(state);
   if (checksums.state !== expected) {
-    throw new CheckpointError(`${path} was changed after it was written: its contents no longer match the SHA-256 it records (${String(checksums.state).slice(0, 12)}…, contents hash to ${expected.slice(0, 12)}…)`, {
-      hint: 'The checkpoint is damaged or was edited; resume from an earlier one.',
-    });
+    throw new CheckpointError(
+      `${path} was changed after it was written: its contents no longer match the SHA-256 it records (${String(checksums.state).slice(0, 12)}…, contents hash to ${expected.slice(0, 12)}…)`,
+      {
+        hint: 'The checkpoint is damaged or was edited; resume from an earlier one.',
+      },
+    );
   }
 }
 

@@ -52,20 +52,28 @@ export async function readCheckpointState(directory: string): Promise<Checkpoint
  * checkpoint written before checksums, its structure) and returns the state. Throws a
  * CheckpointError naming the damaged file; its hint lists the previous checkpoints to use.
  */
-export async function verifyCheckpoint(directory: string, options: VerifyCheckpointOptions = {}): Promise<CheckpointState> {
+export async function verifyCheckpoint(
+  directory: string,
+  options: VerifyCheckpointOptions = {},
+): Promise<CheckpointState> {
   try {
     const state = await readCheckpointState(directory);
     const step = stepOfDirectory(directory);
     if (step !== undefined && step !== state.step) {
-      throw new CheckpointError(`${join(directory, STATE_FILE)} says step ${state.step} but the directory is for step ${step}`, {
-        hint: 'The checkpoint was moved or edited.',
-      });
+      throw new CheckpointError(
+        `${join(directory, STATE_FILE)} says step ${state.step} but the directory is for step ${step}`,
+        {
+          hint: 'The checkpoint was moved or edited.',
+        },
+      );
     }
     // A LoRA run's checkpoint holds the adapter (PEFT files) instead of the model.
     const modelFiles = state.config.lora === undefined ? MODEL_FILES : ADAPTER_FILES;
     const files = options.files === 'model' ? modelFiles : [...modelFiles, OPTIMIZER_FILE];
     if (state.checksums === undefined) {
-      options.onNotice?.(`checkpoint ${directory} has no checksums (written before kiln recorded them): its files are checked for structure only, not verified`);
+      options.onNotice?.(
+        `checkpoint ${directory} has no checksums (written before kiln recorded them): its files are checked for structure only, not verified`,
+      );
       for (const file of files) {
         const path = join(directory, file);
         if (file.endsWith('.safetensors')) await checkSafetensorsLength(path);
@@ -76,13 +84,24 @@ export async function verifyCheckpoint(directory: string, options: VerifyCheckpo
     for (const file of files) {
       const expected = state.checksums.files[file];
       const path = join(directory, file);
-      if (expected === undefined) throw new CheckpointError(`${join(directory, STATE_FILE)} records no checksum for ${file}`, { hint: 'The state file was edited.' });
-      const size = await stat(path).then((info) => info.size, () => undefined);
+      if (expected === undefined)
+        throw new CheckpointError(`${join(directory, STATE_FILE)} records no checksum for ${file}`, {
+          hint: 'The state file was edited.',
+        });
+      const size = await stat(path).then(
+        (info) => info.size,
+        () => undefined,
+      );
       if (size === undefined) throw new CheckpointError(`${path} is missing`);
-      if (size !== expected.bytes) throw new CheckpointError(`${path} is ${size} bytes but was written with ${expected.bytes} (truncated or overwritten)`);
+      if (size !== expected.bytes)
+        throw new CheckpointError(
+          `${path} is ${size} bytes but was written with ${expected.bytes} (truncated or overwritten)`,
+        );
       const actual = await fileSha256(path);
       if (actual !== expected.sha256) {
-        throw new CheckpointError(`${path} does not match the SHA-256 recorded when it was written (expected ${expected.sha256.slice(0, 12)}…, found ${actual.slice(0, 12)}…): the file was damaged or edited`);
+        throw new CheckpointError(
+          `${path} does not match the SHA-256 recorded when it was written (expected ${expected.sha256.slice(0, 12)}…, found ${actual.slice(0, 12)}…): the file was damaged or edited`,
+        );
       }
     }
     return state;
@@ -119,15 +138,24 @@ export async function withPreviousCheckpoints(error: unknown, directory: string)
   if (!(error instanceof CheckpointError)) return error;
   const message = error.message.split('\n  hint: ')[0];
   if (stepOfDirectory(directory) === undefined) {
-    return error.hint !== undefined ? error : new CheckpointError(message, { hint: 'The checkpoint is damaged or was edited; use an earlier checkpoint of the run.', cause: error.cause ?? error });
+    return error.hint !== undefined
+      ? error
+      : new CheckpointError(message, {
+          hint: 'The checkpoint is damaged or was edited; use an earlier checkpoint of the run.',
+          cause: error.cause ?? error,
+        });
   }
   const previous = await previousCheckpoints(directory);
   const runDirectory = dirname(dirname(directory));
-  const advice = previous.length === 0
-    ? `No earlier checkpoint exists in ${dirname(directory)}: restore ${basename(directory)} from a backup, or train again.`
-    : `Use the previous checkpoint ${previous[0]}${previous.length > 1 ? ` (older ones: ${previous.slice(1).join(', ')})` : ''}; ` +
-      `given the run directory ${runDirectory}, \`kiln generate --checkpoint\` and \`kiln train --resume\` fall back to it by themselves.`;
-  return new CheckpointError(message, { hint: error.hint === undefined ? advice : `${error.hint} ${advice}`, cause: error.cause ?? error });
+  const advice =
+    previous.length === 0
+      ? `No earlier checkpoint exists in ${dirname(directory)}: restore ${basename(directory)} from a backup, or train again.`
+      : `Use the previous checkpoint ${previous[0]}${previous.length > 1 ? ` (older ones: ${previous.slice(1).join(', ')})` : ''}; ` +
+        `given the run directory ${runDirectory}, \`kiln generate --checkpoint\` and \`kiln train --resume\` fall back to it by themselves.`;
+  return new CheckpointError(message, {
+    hint: error.hint === undefined ? advice : `${error.hint} ${advice}`,
+    cause: error.cause ?? error,
+  });
 }
 
 /** The first line of a KilnError's message (for notices), or undefined for anything else. */
@@ -139,7 +167,10 @@ async function checkJsonFile(path: string): Promise<void> {
   try {
     JSON.parse(await readFile(path, 'utf8'));
   } catch (error) {
-    throw new CheckpointError(`${path} is missing or not JSON: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new CheckpointError(
+      `${path} is missing or not JSON: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
   }
 }
 
@@ -155,21 +186,26 @@ async function checkSafetensorsLength(path: string): Promise<void> {
   try {
     const { size } = await handle.stat();
     const prefix = new Uint8Array(8);
-    if (size < 8 || (await handle.read(prefix, 0, 8, 0)).bytesRead < 8) throw fail(`is ${size} bytes, too short for a safetensors header`);
+    if (size < 8 || (await handle.read(prefix, 0, 8, 0)).bytesRead < 8)
+      throw fail(`is ${size} bytes, too short for a safetensors header`);
     const view = new DataView(prefix.buffer);
     const headerLength = view.getUint32(4, true) * 2 ** 32 + view.getUint32(0, true);
-    if (headerLength > size - 8 || headerLength > 100_000_000) throw fail(`claims a ${headerLength}-byte header but is ${size} bytes`);
+    if (headerLength > size - 8 || headerLength > 100_000_000)
+      throw fail(`claims a ${headerLength}-byte header but is ${size} bytes`);
     const header = new Uint8Array(headerLength);
     await handle.read(header, 0, headerLength, 8);
     let end = 0;
     try {
-      for (const [key, entry] of Object.entries(JSON.parse(new TextDecoder().decode(header)) as Record<string, { data_offsets?: number[] }>)) {
+      for (const [key, entry] of Object.entries(
+        JSON.parse(new TextDecoder().decode(header)) as Record<string, { data_offsets?: number[] }>,
+      )) {
         if (key !== '__metadata__') end = Math.max(end, entry.data_offsets?.[1] ?? 0);
       }
     } catch {
       throw fail('has a header that is not valid JSON');
     }
-    if (8 + headerLength + end !== size) throw fail(`is ${size} bytes but its header describes ${8 + headerLength + end} (truncated or padded)`);
+    if (8 + headerLength + end !== size)
+      throw fail(`is ${size} bytes but its header describes ${8 + headerLength + end} (truncated or padded)`);
   } finally {
     await handle.close();
   }

@@ -86,7 +86,8 @@ function adaptMemory(config: TrainConfig, backend: KernelBackend, adaptations: C
   const budget = available * MEMORY_HEADROOM;
   const { batchSize, microBatchSize } = config.schedule;
   const totalAt = (micro: number, checkpointing: boolean): number =>
-    estimateTrainingMemory(config.model, micro, { ...forwardOptionsFor(config), checkpointActivations: checkpointing }).totalBytes;
+    estimateTrainingMemory(config.model, micro, { ...forwardOptionsFor(config), checkpointActivations: checkpointing })
+      .totalBytes;
   const wasCheckpointing = checkpointActivationsOf(config);
   const initial = totalAt(microBatchSize, wasCheckpointing);
   if (initial <= budget) return;
@@ -102,18 +103,23 @@ function adaptMemory(config: TrainConfig, backend: KernelBackend, adaptations: C
     while (micro > 1 && totalAt(micro, true) > budget) micro = largestDivisorAtMost(batchSize, micro / 2);
     config.device.checkpointActivations = true;
     adaptations.push({
-      path: 'device.checkpointActivations', from: false, to: true,
+      path: 'device.checkpointActivations',
+      from: false,
+      to: true,
       reason: `even one sequence per micro-batch is estimated at ${formatBytes(totalAt(1, false))}, over ${limit}; recomputing each block in backward brings micro-batch ${micro} to ${formatBytes(totalAt(micro, true))}.`,
     });
   }
   if (micro !== microBatchSize) {
     config.schedule.microBatchSize = micro;
     const final = totalAt(micro, checkpointing);
-    const verdict = final <= budget
-      ? `${micro} per micro-batch fits (${formatBytes(final)})`
-      : `even ${micro} per micro-batch is estimated at ${formatBytes(final)}, so the run may still run out of memory`;
+    const verdict =
+      final <= budget
+        ? `${micro} per micro-batch fits (${formatBytes(final)})`
+        : `even ${micro} per micro-batch is estimated at ${formatBytes(final)}, so the run may still run out of memory`;
     adaptations.push({
-      path: 'schedule.microBatchSize', from: microBatchSize, to: micro,
+      path: 'schedule.microBatchSize',
+      from: microBatchSize,
+      to: micro,
       reason: `${microBatchSize} sequences per micro-batch are estimated at ${formatBytes(initial)}, over ${limit}; ${verdict}, with ${batchSize / micro} accumulation steps keeping the batch of ${batchSize}.`,
     });
   }

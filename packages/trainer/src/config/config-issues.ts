@@ -21,18 +21,26 @@ export interface ConfigIssue {
 }
 
 /** The hint of an unknown key. */
-const KEY_HINT = 'Keys are camelCase as in the TrainConfig reference (seed, device, model, data, optimizer, schedule, checkpoint, initFrom); fix the keys listed.';
+const KEY_HINT =
+  'Keys are camelCase as in the TrainConfig reference (seed, device, model, data, optimizer, schedule, checkpoint, initFrom); fix the keys listed.';
 /** The hint of a value of the wrong type or outside its range, when its key has no hint of its own. */
-const VALUE_HINT = 'Change each value listed to one of the type and within the range it names (docs/configuration.md gives each key\'s meaning and typical values).';
+const VALUE_HINT =
+  "Change each value listed to one of the type and within the range it names (docs/configuration.md gives each key's meaning and typical values).";
 
 /** Why a key's range is what it is, for the keys whose limits are about meaning rather than type. */
 const RANGE_HINTS: Readonly<Record<string, string>> = {
-  'model.normEps': 'model.normEps is added to the mean square inside RMSNorm: typical values are 1e-5 or 1e-6; a large one flattens every activation and the model cannot learn.',
-  'model.ropeTheta': 'model.ropeTheta is the base of the rotary frequencies: typical values are 10000 to 1000000; at 1 or below every pair rotates alike and positions cannot be told apart.',
-  'optimizer.lr': 'optimizer.lr is the AdamW step size: typical values are 1e-4 to 3e-3; a step of 1 or more moves every weight by about its whole scale.',
-  'optimizer.eps': 'optimizer.eps keeps AdamW\'s division finite: typical values are 1e-8 to 1e-6; a large one shrinks every update to nothing.',
-  'optimizer.beta1': 'optimizer.beta1 and beta2 are the decay rates of AdamW\'s moment averages: at least 0 and below 1 (typical 0.9 and 0.95 to 0.999).',
-  'optimizer.beta2': 'optimizer.beta1 and beta2 are the decay rates of AdamW\'s moment averages: at least 0 and below 1 (typical 0.9 and 0.95 to 0.999).',
+  'model.normEps':
+    'model.normEps is added to the mean square inside RMSNorm: typical values are 1e-5 or 1e-6; a large one flattens every activation and the model cannot learn.',
+  'model.ropeTheta':
+    'model.ropeTheta is the base of the rotary frequencies: typical values are 10000 to 1000000; at 1 or below every pair rotates alike and positions cannot be told apart.',
+  'optimizer.lr':
+    'optimizer.lr is the AdamW step size: typical values are 1e-4 to 3e-3; a step of 1 or more moves every weight by about its whole scale.',
+  'optimizer.eps':
+    "optimizer.eps keeps AdamW's division finite: typical values are 1e-8 to 1e-6; a large one shrinks every update to nothing.",
+  'optimizer.beta1':
+    "optimizer.beta1 and beta2 are the decay rates of AdamW's moment averages: at least 0 and below 1 (typical 0.9 and 0.95 to 0.999).",
+  'optimizer.beta2':
+    "optimizer.beta1 and beta2 are the decay rates of AdamW's moment averages: at least 0 and below 1 (typical 0.9 and 0.95 to 0.999).",
 };
 
 /** Dotted form of a path. */
@@ -79,7 +87,9 @@ function expectedOf(issue: z.core.$ZodIssue): string {
   switch (issue.code) {
     case 'invalid_type':
       // zod says 'number' for a non-number given to an integer field; the user needs 'an integer'.
-      return TYPE_NAMES[issue.expected === 'number' && isIntegerAt(issue.path) ? 'int' : issue.expected] ?? issue.expected;
+      return (
+        TYPE_NAMES[issue.expected === 'number' && isIntegerAt(issue.path) ? 'int' : issue.expected] ?? issue.expected
+      );
     case 'invalid_value':
       return `one of ${issue.values.map((value) => `'${String(value)}'`).join(', ')}`;
     case 'too_small':
@@ -105,14 +115,25 @@ export function schemaIssues(error: z.ZodError, raw: unknown, source: string): C
       const known = knownKeysAt(issue.path);
       for (const key of issue.keys) {
         const suggestion = nearestKey(key, known);
-        const advice = suggestion === undefined ? `known keys here: ${known.join(', ')}` : `did you mean '${suggestion}'?`;
-        issues.push({ source, path: dottedPath([...issue.path, key]), message: `unknown key, ${advice}`, hint: KEY_HINT });
+        const advice =
+          suggestion === undefined ? `known keys here: ${known.join(', ')}` : `did you mean '${suggestion}'?`;
+        issues.push({
+          source,
+          path: dottedPath([...issue.path, key]),
+          message: `unknown key, ${advice}`,
+          hint: KEY_HINT,
+        });
       }
       continue;
     }
     const got = describeValue(valueAt(raw, issue.path));
     const path = dottedPath(issue.path);
-    issues.push({ source, path, message: `expected ${expectedOf(issue)}, got ${got}`, hint: RANGE_HINTS[path] ?? VALUE_HINT });
+    issues.push({
+      source,
+      path,
+      message: `expected ${expectedOf(issue)}, got ${got}`,
+      hint: RANGE_HINTS[path] ?? VALUE_HINT,
+    });
   }
   return issues;
 }

@@ -28,7 +28,15 @@ export function defaultWarmupSteps(steps: number): number {
 
 /** The default device section (checkpointActivations is off unless set or adapted). */
 function defaultDevice(): DeviceSettings {
-  return { device: 'auto', precision: 'auto', attention: 'auto', fallback: 'warn', allowDeviceFallback: false, checkpointActivations: false, cudaGraph: 'auto' };
+  return {
+    device: 'auto',
+    precision: 'auto',
+    attention: 'auto',
+    fallback: 'warn',
+    allowDeviceFallback: false,
+    checkpointActivations: false,
+    cudaGraph: 'auto',
+  };
 }
 
 /** A fresh copy of the default training configuration. */

@@ -5,10 +5,21 @@ export { MAX_EVAL_BATCHES, partialTrainConfigSchema, type PartialTrainConfig } f
 export { MODEL_PRESETS, MODEL_PRESET_NAMES, type ModelPreset, type ModelPresetName } from './presets.js';
 export { adaptConfigToBackend, type AdaptedConfig } from './adapt-config.js';
 export {
-  estimateGenerationMemory, estimateHostBatchBytes, estimateTrainingMemory, formatBytes, MEMORY_HEADROOM,
-  type GenerationMemoryEstimate, type GenerationPlan, type MemoryEstimate,
+  estimateGenerationMemory,
+  estimateHostBatchBytes,
+  estimateTrainingMemory,
+  formatBytes,
+  MEMORY_HEADROOM,
+  type GenerationMemoryEstimate,
+  type GenerationPlan,
+  type MemoryEstimate,
 } from './memory-estimate.js';
-export { assertGenerationFits, assertTrainingFits, MAX_HOST_ARRAY_ELEMENTS, type GenerationFitOptions } from './memory-check.js';
+export {
+  assertGenerationFits,
+  assertTrainingFits,
+  MAX_HOST_ARRAY_ELEMENTS,
+  type GenerationFitOptions,
+} from './memory-check.js';
 export { MAX_ALIAS_COUNT, MAX_CONFIG_BYTES, MAX_FLOW_DEPTH } from './yaml-source.js';
 export { forwardOptionsFor, checkpointActivationsOf, computeDTypeOf, type DeviceSettings } from './forward-options.js';
 export { formatTrainConfig } from './format-config.js';

@@ -57,7 +57,11 @@ function withoutEmptySections(raw: Record<string, unknown>): Record<string, unkn
 function validateLayer(raw: unknown, source: string, issues: ConfigIssue[]): Layer | undefined {
   const document = raw === null || raw === undefined ? {} : raw;
   if (!isPlainObject(document)) {
-    issues.push({ source, path: '', message: `expected a mapping of sections (seed, device, model, …), got ${Array.isArray(document) ? 'a list' : JSON.stringify(document)}` });
+    issues.push({
+      source,
+      path: '',
+      message: `expected a mapping of sections (seed, device, model, …), got ${Array.isArray(document) ? 'a list' : JSON.stringify(document)}`,
+    });
     return undefined;
   }
   const cleaned = withoutEmptySections(document);
@@ -69,7 +73,11 @@ function validateLayer(raw: unknown, source: string, issues: ConfigIssue[]): Lay
   for (const [section, keys] of ALTERNATIVES) {
     const set = keys.filter((key) => valueAt(result.data, [section, key]) !== undefined);
     if (set.length > 1) {
-      issues.push({ source, path: `${section}.${set[1]}`, message: `expected only one of ${keys.map((key) => `${section}.${key}`).join(' or ')}, got both` });
+      issues.push({
+        source,
+        path: `${section}.${set[1]}`,
+        message: `expected only one of ${keys.map((key) => `${section}.${key}`).join(' or ')}, got both`,
+      });
     }
   }
   return { source, raw: cleaned, values: result.data };
@@ -102,7 +110,10 @@ function mergeSections(layers: readonly Layer[]): TrainConfig {
 
 /** The model: defaults or the last preset named, then every field set by a layer, then derived sizes. */
 function resolveModel(layers: readonly Layer[]): ModelConfig {
-  const preset = layers.map((layer) => layer.values.model?.preset).filter((name) => name !== undefined).pop();
+  const preset = layers
+    .map((layer) => layer.values.model?.preset)
+    .filter((name) => name !== undefined)
+    .pop();
   const model: ModelConfig = { ...(preset === undefined ? defaultTrainConfig().model : MODEL_PRESETS[preset].model) };
   const explicit = new Set<string>();
   for (const layer of layers) {
@@ -123,7 +134,8 @@ function originFinder(layers: readonly Layer[]): (...paths: string[]) => string 
       for (const path of paths) {
         const segments = path.split('.');
         if (valueAt(layers[index].raw, segments) !== undefined) return layers[index].source;
-        if (segments[0] === 'model' && valueAt(layers[index].raw, ['model', 'preset']) !== undefined) return layers[index].source;
+        if (segments[0] === 'model' && valueAt(layers[index].raw, ['model', 'preset']) !== undefined)
+          return layers[index].source;
       }
     }
     return 'defaults';
@@ -135,7 +147,8 @@ function shortenWarmup(config: TrainConfig, layers: readonly Layer[], options: L
   const { steps, warmupSteps, epochs } = config.schedule;
   if (options.onWarmupShortened === undefined || epochs !== undefined || warmupSteps <= steps) return;
   const lastSetting = (key: 'warmupSteps' | 'steps'): number => {
-    for (let index = layers.length - 1; index >= 0; index--) if (layers[index].values.schedule?.[key] !== undefined) return index;
+    for (let index = layers.length - 1; index >= 0; index--)
+      if (layers[index].values.schedule?.[key] !== undefined) return index;
     return -1;
   };
   const warmupLayer = lastSetting('warmupSteps');
@@ -167,7 +180,8 @@ export function loadTrainConfig(options: LoadTrainConfigOptions = {}): TrainConf
   const warmupSet = layers.some((layer) => layer.values.schedule?.warmupSteps !== undefined);
   if (!warmupSet) {
     // With epochs the step count is known only in resolveSteps, which shrinks this cap to fit.
-    config.schedule.warmupSteps = config.schedule.epochs === undefined ? defaultWarmupSteps(config.schedule.steps) : DEFAULT_WARMUP_STEPS;
+    config.schedule.warmupSteps =
+      config.schedule.epochs === undefined ? defaultWarmupSteps(config.schedule.steps) : DEFAULT_WARMUP_STEPS;
   }
   shortenWarmup(config, layers, options);
   const semantic = semanticIssues(config, originFinder(layers));

@@ -17,7 +17,12 @@ import { ConfigError, type DType, type KernelBackend } from '@kiln/core';
 import type { ModelConfig, TrainConfig } from '../contracts.js';
 import { defaultTrainConfig } from './defaults.js';
 import { forwardOptionsFor } from './forward-options.js';
-import { estimateGenerationMemory, estimateHostBatchBytes, estimateTrainingMemory, formatBytes } from './memory-estimate.js';
+import {
+  estimateGenerationMemory,
+  estimateHostBatchBytes,
+  estimateTrainingMemory,
+  formatBytes,
+} from './memory-estimate.js';
 
 /** Longest typed array V8 allocates (elements); a step's token windows are one such array. */
 export const MAX_HOST_ARRAY_ELEMENTS = 2 ** 32;
@@ -35,13 +40,25 @@ interface Need {
 /** Keys a plan depends on, as dotted paths into the planned object. */
 type KeyPath = `model.${keyof ModelConfig}` | 'schedule.batchSize';
 
-const MODEL_KEYS: ReadonlyArray<keyof ModelConfig> = ['nLayer', 'dModel', 'contextLength', 'vocabSize', 'mlpHidden', 'nHead', 'nKvHead'];
+const MODEL_KEYS: ReadonlyArray<keyof ModelConfig> = [
+  'nLayer',
+  'dModel',
+  'contextLength',
+  'vocabSize',
+  'mlpHidden',
+  'nHead',
+  'nKvHead',
+];
 const SMALLEST: Readonly<Record<string, number>> = { 'model.vocabSize': 2 };
 
 /** The Hugging Face config.json field of each model key (named when the model comes from a directory). */
 const HF_FIELDS: Readonly<Record<string, string>> = {
-  'model.nLayer': 'num_hidden_layers', 'model.dModel': 'hidden_size', 'model.contextLength': 'max_position_embeddings',
-  'model.vocabSize': 'vocab_size', 'model.mlpHidden': 'intermediate_size', 'model.nHead': 'num_attention_heads',
+  'model.nLayer': 'num_hidden_layers',
+  'model.dModel': 'hidden_size',
+  'model.contextLength': 'max_position_embeddings',
+  'model.vocabSize': 'vocab_size',
+  'model.mlpHidden': 'intermediate_size',
+  'model.nHead': 'num_attention_heads',
   'model.nKvHead': 'num_key_value_heads',
 };
 
@@ -58,7 +75,12 @@ function withValue<T extends object>(root: T, path: KeyPath, value: number): T {
 }
 
 /** The key whose default (else smallest) value lowers the total need most. */
-function mostResponsibleKey<T extends object>(planned: T, keys: readonly KeyPath[], defaults: T, need: (candidate: T) => Need): KeyPath {
+function mostResponsibleKey<T extends object>(
+  planned: T,
+  keys: readonly KeyPath[],
+  defaults: T,
+  need: (candidate: T) => Need,
+): KeyPath {
   const total = (value: Need): number => value.device + value.host;
   const current = total(need(planned));
   for (const replacement of ['default', 'smallest'] as const) {
@@ -94,14 +116,22 @@ interface Available {
  * What the backend can still give tensors: its memory() (which reports a limit tighter than the
  * device's, e.g. the CPU backend's 4 GiB WebAssembly heap), else the device's capabilities.
  */
-export function deviceMemoryAvailable(backend: KernelBackend): { bytes: number | undefined; which: 'free' | 'total'; words: string } {
+export function deviceMemoryAvailable(backend: KernelBackend): {
+  bytes: number | undefined;
+  which: 'free' | 'total';
+  words: string;
+} {
   const device = backend.capabilities.device;
   const live = backend.memory();
   const free = live.freeBytes ?? device.memoryFreeBytes;
   const bytes = free ?? live.totalBytes ?? device.memoryTotalBytes;
   const which = free === undefined ? 'total' : 'free';
   const limit = live.limitedBy === undefined ? '' : `, bounded by ${live.limitedBy}`;
-  return { bytes, which, words: bytes === undefined ? '' : `${formatBytes(bytes)} ${which} on ${backend.name} (${device.name}${limit})` };
+  return {
+    bytes,
+    which,
+    words: bytes === undefined ? '' : `${formatBytes(bytes)} ${which} on ${backend.name} (${device.name}${limit})`,
+  };
 }
 
 function availableOn(backend: KernelBackend): Available {
@@ -120,7 +150,8 @@ function shortfall(need: Need, available: Available): string | undefined {
   if (available.device !== undefined && need.device > available.device) {
     return `${formatBytes(need.device)} on the device (${need.parts}), more than the ${available.deviceWords}`;
   }
-  if (need.host > available.host) return `${formatBytes(need.host)} of host memory (${need.parts}), more than the ${formatBytes(available.host)} free`;
+  if (need.host > available.host)
+    return `${formatBytes(need.host)} of host memory (${need.parts}), more than the ${formatBytes(available.host)} free`;
   return undefined;
 }
 
@@ -129,7 +160,8 @@ function trainingNeed(config: TrainConfig): Need {
   const forward = { ...forwardOptionsFor(config), checkpointActivations: true };
   const estimate = estimateTrainingMemory(config.model, 1, forward);
   const host = estimateHostBatchBytes(config.schedule.batchSize, config.model.contextLength);
-  const parts = `weights ${formatBytes(estimate.weightBytes)}, gradients and AdamW state ${formatBytes(estimate.optimizerBytes)}, ` +
+  const parts =
+    `weights ${formatBytes(estimate.weightBytes)}, gradients and AdamW state ${formatBytes(estimate.optimizerBytes)}, ` +
     `activations ${formatBytes(estimate.activationBytes)} at micro-batch 1 with activation checkpointing, token batches ${formatBytes(host)} on the host`;
   return { device: estimate.totalBytes, host, parts };
 }
@@ -150,7 +182,9 @@ export function assertTrainingFits(config: TrainConfig, backend: KernelBackend):
     throw new ConfigError(
       `schedule.batchSize = ${config.schedule.batchSize}: one step's token windows would be ${windowElements} tokens (batchSize × model.contextLength ${config.model.contextLength}), ` +
         `more than the ${MAX_HOST_ARRAY_ELEMENTS} elements of the largest array Node can allocate; nothing was allocated`,
-      { hint: 'Lower schedule.batchSize (the default is 16): gradient accumulation comes from microBatchSize, not from a huge batch.' },
+      {
+        hint: 'Lower schedule.batchSize (the default is 16): gradient accumulation comes from microBatchSize, not from a huge batch.',
+      },
     );
   }
   const available = availableOn(backend);
@@ -159,9 +193,12 @@ export function assertTrainingFits(config: TrainConfig, backend: KernelBackend):
   const defaults = { ...defaultTrainConfig(), device: config.device };
   const keys: KeyPath[] = [...MODEL_KEYS.map((key) => `model.${key}` as const), 'schedule.batchSize'];
   const key = mostResponsibleKey(config, keys, defaults, trainingNeed);
-  throw new ConfigError(`${describeKey(key, valueAtPath(config, key), undefined)}: training needs an estimated ${problem}; nothing was allocated`, {
-    hint: `Lower ${key} (the default is ${valueAtPath(defaults, key)}), or train on a device with more memory.`,
-  });
+  throw new ConfigError(
+    `${describeKey(key, valueAtPath(config, key), undefined)}: training needs an estimated ${problem}; nothing was allocated`,
+    {
+      hint: `Lower ${key} (the default is ${valueAtPath(defaults, key)}), or train on a device with more memory.`,
+    },
+  );
 }
 
 /** How generation will run, for assertGenerationFits. */
@@ -181,21 +218,38 @@ export interface GenerationFitOptions {
  * cache of contextLength positions and a full-window prefill — cannot fit on `backend`. Call it
  * with the config.json's sizes before loading any weight.
  */
-export function assertGenerationFits(model: ModelConfig, backend: KernelBackend, options: GenerationFitOptions = {}): void {
+export function assertGenerationFits(
+  model: ModelConfig,
+  backend: KernelBackend,
+  options: GenerationFitOptions = {},
+): void {
   const computeDType = options.computeDType ?? 'f32';
   const attention = options.attention ?? 'flash';
   const need = (planned: { model: ModelConfig }): Need => {
-    const estimate = estimateGenerationMemory(planned.model, { windowTokens: planned.model.contextLength, computeDType, attention });
-    const parts = `weights ${formatBytes(estimate.weightBytes)}, KV cache ${formatBytes(estimate.cacheBytes)} for ${planned.model.contextLength} positions, ` +
+    const estimate = estimateGenerationMemory(planned.model, {
+      windowTokens: planned.model.contextLength,
+      computeDType,
+      attention,
+    });
+    const parts =
+      `weights ${formatBytes(estimate.weightBytes)}, KV cache ${formatBytes(estimate.cacheBytes)} for ${planned.model.contextLength} positions, ` +
       `activations ${formatBytes(estimate.activationBytes)} for a full-context prompt`;
     return { device: estimate.totalBytes, host: 0, parts };
   };
   const problem = shortfall(need({ model }), availableOn(backend));
   if (problem === undefined) return;
   const defaults = { model: defaultTrainConfig().model };
-  const key = mostResponsibleKey({ model }, MODEL_KEYS.map((name) => `model.${name}` as const), defaults, need);
+  const key = mostResponsibleKey(
+    { model },
+    MODEL_KEYS.map((name) => `model.${name}` as const),
+    defaults,
+    need,
+  );
   const task = options.task ?? "generating at the model's full context";
-  throw new ConfigError(`${describeKey(key, valueAtPath({ model }, key), options.source)}: ${task} needs an estimated ${problem}; nothing was loaded`, {
-    hint: `This model cannot run on this device: use a model with a smaller ${key} (trained with a smaller value), or a device with more memory.`,
-  });
+  throw new ConfigError(
+    `${describeKey(key, valueAtPath({ model }, key), options.source)}: ${task} needs an estimated ${problem}; nothing was loaded`,
+    {
+      hint: `This model cannot run on this device: use a model with a smaller ${key} (trained with a smaller value), or a device with more memory.`,
+    },
+  );
 }

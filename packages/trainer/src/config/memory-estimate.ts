@@ -42,7 +42,11 @@ export interface MemoryEstimate {
 }
 
 /** The memory estimate of one step with `microBatchSize` sequences (see the file header for the formula). */
-export function estimateTrainingMemory(model: ModelConfig, microBatchSize: number, forward: ForwardOptions): MemoryEstimate {
+export function estimateTrainingMemory(
+  model: ModelConfig,
+  microBatchSize: number,
+  forward: ForwardOptions,
+): MemoryEstimate {
   const parameters = parameterCount(model);
   const computeBytes = DTYPE_BYTES[forward.computeDType];
   const weightBytes = 4 * parameters + (computeBytes < 4 ? 2 * parameters : 0);
@@ -50,9 +54,10 @@ export function estimateTrainingMemory(model: ModelConfig, microBatchSize: numbe
   const tokens = microBatchSize * model.contextLength;
   const headDim = model.dModel / model.nHead;
   const kv = model.nKvHead * headDim;
-  const scores = forward.attention === 'naive'
-    ? microBatchSize * model.nHead * model.contextLength * model.contextLength * 2 * 4
-    : tokens * model.nHead * 4;
+  const scores =
+    forward.attention === 'naive'
+      ? microBatchSize * model.nHead * model.contextLength * model.contextLength * 2 * 4
+      : tokens * model.nHead * 4;
   const block = tokens * (8 * model.dModel + 2 * kv + 3 * model.mlpHidden) * computeBytes + scores;
   const blocks = forward.checkpointActivations
     ? model.nLayer * tokens * model.dModel * computeBytes + block

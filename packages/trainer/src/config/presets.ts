@@ -25,8 +25,16 @@ export interface ModelPreset {
 
 function reference(contextLength: number, dModel: number, nLayer: number, nHead: number): ModelConfig {
   return {
-    vocabSize: 256, contextLength, dModel, nLayer, nHead, nKvHead: nHead, mlpHidden: defaultMlpHidden(dModel),
-    tieEmbeddings: false, ropeTheta: 10000, normEps: 1e-5,
+    vocabSize: 256,
+    contextLength,
+    dModel,
+    nLayer,
+    nHead,
+    nKvHead: nHead,
+    mlpHidden: defaultMlpHidden(dModel),
+    tieEmbeddings: false,
+    ropeTheta: 10000,
+    normEps: 1e-5,
   };
 }
 

@@ -13,9 +13,12 @@ export function resolveSteps(config: TrainConfig, trainTokens: number): TrainCon
   const tokensPerStep = batchSize * config.model.contextLength;
   const steps = Math.max(1, Math.ceil((epochs * trainTokens) / tokensPerStep));
   if (!Number.isSafeInteger(steps)) {
-    throw new ConfigError(`schedule.epochs = ${epochs}: ${epochs} passes over ${trainTokens} training tokens at ${tokensPerStep} per step are ${steps} steps, more than a run can count`, {
-      hint: 'Set fewer schedule.epochs (or schedule.steps instead).',
-    });
+    throw new ConfigError(
+      `schedule.epochs = ${epochs}: ${epochs} passes over ${trainTokens} training tokens at ${tokensPerStep} per step are ${steps} steps, more than a run can count`,
+      {
+        hint: 'Set fewer schedule.epochs (or schedule.steps instead).',
+      },
+    );
   }
   // The default warmup shrinks with a short run; a warmup the user chose is checked instead.
   if (warmupSteps === DEFAULT_WARMUP_STEPS) {

@@ -15,7 +15,10 @@ const fraction = () => z.number().min(0).lt(1);
 const path = () => z.string().min(1);
 
 const deviceSchema = z.strictObject({
-  device: z.string().regex(/^[A-Za-z0-9_-]+(:\d+)?$/).optional(),
+  device: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+(:\d+)?$/)
+    .optional(),
   precision: z.enum(['auto', 'f32', 'bf16', 'f16']).optional(),
   attention: z.enum(['auto', 'flash', 'naive']).optional(),
   fallback: z.enum(['error', 'warn', 'allow']).optional(),

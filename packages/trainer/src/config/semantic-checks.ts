@@ -20,17 +20,28 @@ export function semanticIssues(config: TrainConfig, originOf: OriginOf): ConfigI
   const { model, schedule, data, optimizer } = config;
 
   if (schedule.microBatchSize > schedule.batchSize) {
-    add('schedule.microBatchSize', `expected at most schedule.batchSize (${schedule.batchSize}), got ${schedule.microBatchSize}`,
-      `Set schedule.microBatchSize to a divisor of schedule.batchSize (${divisors(schedule.batchSize).join(', ')}).`, 'schedule.batchSize');
+    add(
+      'schedule.microBatchSize',
+      `expected at most schedule.batchSize (${schedule.batchSize}), got ${schedule.microBatchSize}`,
+      `Set schedule.microBatchSize to a divisor of schedule.batchSize (${divisors(schedule.batchSize).join(', ')}).`,
+      'schedule.batchSize',
+    );
   } else if (schedule.batchSize % schedule.microBatchSize !== 0) {
-    add('schedule.batchSize', `expected a multiple of schedule.microBatchSize (${schedule.microBatchSize}), got ${schedule.batchSize}`,
+    add(
+      'schedule.batchSize',
+      `expected a multiple of schedule.microBatchSize (${schedule.microBatchSize}), got ${schedule.batchSize}`,
       `Set schedule.batchSize to a multiple of ${schedule.microBatchSize} (${nearMultiples(schedule.batchSize, schedule.microBatchSize)}), or schedule.microBatchSize to a divisor of ${schedule.batchSize}.`,
-      'schedule.microBatchSize');
+      'schedule.microBatchSize',
+    );
   }
 
   if (model.nHead % model.nKvHead !== 0) {
-    add('model.nKvHead', `expected a divisor of model.nHead (${model.nHead}), got ${model.nKvHead}`,
-      `Set model.nKvHead to a divisor of model.nHead: ${divisors(model.nHead).join(', ')} (each key/value head serves nHead / nKvHead query heads).`, 'model.nHead');
+    add(
+      'model.nKvHead',
+      `expected a divisor of model.nHead (${model.nHead}), got ${model.nKvHead}`,
+      `Set model.nKvHead to a divisor of model.nHead: ${divisors(model.nHead).join(', ')} (each key/value head serves nHead / nKvHead query heads).`,
+      'model.nHead',
+    );
   }
   if (model.dModel % model.nHead !== 0 || (model.dModel / model.nHead) % 2 !== 0) {
     const divisible = model.dModel % model.nHead === 0;
@@ -40,8 +51,12 @@ export function semanticIssues(config: TrainConfig, originOf: OriginOf): ConfigI
     add('model.dModel', message, headSizeHint(model.dModel, model.nHead), 'model.nHead');
   }
   if (optimizer.lr * optimizer.weightDecay >= 1) {
-    add('optimizer.weightDecay', `expected optimizer.lr × optimizer.weightDecay < 1, got ${optimizer.lr} × ${optimizer.weightDecay}`,
-      'Each step multiplies every weight by 1 − lr × weightDecay, so at 1 or more the weights are wiped out: use a weightDecay around 0.1.', 'optimizer.lr');
+    add(
+      'optimizer.weightDecay',
+      `expected optimizer.lr × optimizer.weightDecay < 1, got ${optimizer.lr} × ${optimizer.weightDecay}`,
+      'Each step multiplies every weight by 1 − lr × weightDecay, so at 1 or more the weights are wiped out: use a weightDecay around 0.1.',
+      'optimizer.lr',
+    );
   }
 
   if (!(data.validationFraction > 0 && data.validationFraction < 0.5)) {
@@ -49,8 +64,12 @@ export function semanticIssues(config: TrainConfig, originOf: OriginOf): ConfigI
   }
   const byteLevel = data.sequences === undefined && !(data.path ?? '').endsWith('.kiln-tokens');
   if (byteLevel && model.vocabSize < BYTE_VOCABULARY && config.initFrom === undefined) {
-    add('model.vocabSize', `expected at least ${BYTE_VOCABULARY} for byte-level text data, got ${model.vocabSize}`,
-      `Byte-level text has ${BYTE_VOCABULARY} token ids: set model.vocabSize to ${BYTE_VOCABULARY} or more, or train on pre-tokenized data (data.sequences or a .kiln-tokens file).`, 'data.path');
+    add(
+      'model.vocabSize',
+      `expected at least ${BYTE_VOCABULARY} for byte-level text data, got ${model.vocabSize}`,
+      `Byte-level text has ${BYTE_VOCABULARY} token ids: set model.vocabSize to ${BYTE_VOCABULARY} or more, or train on pre-tokenized data (data.sequences or a .kiln-tokens file).`,
+      'data.path',
+    );
   }
 
   if (config.lora !== undefined && config.initFrom === undefined) {
@@ -59,10 +78,19 @@ export function semanticIssues(config: TrainConfig, originOf: OriginOf): ConfigI
 
   if (schedule.epochs === undefined) {
     if (!(schedule.steps > 0)) {
-      add('schedule.steps', `expected schedule.steps > 0 or schedule.epochs > 0, got steps ${schedule.steps}`, 'Set schedule.steps (--steps) or schedule.epochs (--epochs).', 'schedule.epochs');
+      add(
+        'schedule.steps',
+        `expected schedule.steps > 0 or schedule.epochs > 0, got steps ${schedule.steps}`,
+        'Set schedule.steps (--steps) or schedule.epochs (--epochs).',
+        'schedule.epochs',
+      );
     } else if (schedule.warmupSteps > schedule.steps) {
-      add('schedule.warmupSteps', `expected at most schedule.steps (${schedule.steps}), got ${schedule.warmupSteps}`,
-        `Lower schedule.warmupSteps to at most ${schedule.steps} (a tenth of the steps is usual), or train longer.`, 'schedule.steps');
+      add(
+        'schedule.warmupSteps',
+        `expected at most schedule.steps (${schedule.steps}), got ${schedule.warmupSteps}`,
+        `Lower schedule.warmupSteps to at most ${schedule.steps} (a tenth of the steps is usual), or train longer.`,
+        'schedule.steps',
+      );
     }
   } else if (!(schedule.epochs > 0)) {
     add('schedule.epochs', `expected a number > 0, got ${schedule.epochs}`, undefined);
@@ -73,7 +101,8 @@ export function semanticIssues(config: TrainConfig, originOf: OriginOf): ConfigI
 /** The divisors of n, ascending. */
 function divisors(n: number): number[] {
   const found: number[] = [];
-  for (let candidate = 1; candidate <= n && found.length < 64; candidate++) if (n % candidate === 0) found.push(candidate);
+  for (let candidate = 1; candidate <= n && found.length < 64; candidate++)
+    if (n % candidate === 0) found.push(candidate);
   return found;
 }
 
@@ -90,8 +119,9 @@ function headSizeHint(dModel: number, nHead: number): string {
   const below = heads.filter((candidate) => candidate < nHead).pop();
   const above = heads.find((candidate) => candidate > nHead);
   const nearHeads = [below, above].filter((candidate) => candidate !== undefined);
-  const headAlternative = nearHeads.length === 0
-    ? ''
-    : `, or model.nHead ${nearHeads.join(' or ')} (head size ${nearHeads.map((candidate) => dModel / candidate).join(' or ')})`;
+  const headAlternative =
+    nearHeads.length === 0
+      ? ''
+      : `, or model.nHead ${nearHeads.join(' or ')} (head size ${nearHeads.map((candidate) => dModel / candidate).join(' or ')})`;
   return `The head size dModel / nHead must be a whole even number: use model.dModel ${nearMultiples(dModel, 2 * nHead)} (multiples of 2 × nHead = ${2 * nHead})${headAlternative}.`;
 }

@@ -18,7 +18,8 @@ export const MAX_FLOW_DEPTH = 64;
 /** The `yaml` package's alias budget: how many aliased nodes (weighted by their size) may be expanded. */
 export const MAX_ALIAS_COUNT = 100;
 
-const LIMIT_HINT = 'A kiln config is a short YAML mapping of sections (seed, device, model, data, optimizer, schedule, checkpoint); check that --config names the right file.';
+const LIMIT_HINT =
+  'A kiln config is a short YAML mapping of sections (seed, device, model, data, optimizer, schedule, checkpoint); check that --config names the right file.';
 
 /** The text of a config file, or a ConfigError naming it. */
 export function readConfigFile(file: string): string {
@@ -32,7 +33,10 @@ export function readConfigFile(file: string): string {
     });
   }
   if (size > MAX_CONFIG_BYTES) {
-    throw new ConfigError(`cannot read the config file ${file}: it is ${formatBytes(size)}, over the limit of ${formatBytes(MAX_CONFIG_BYTES)} for a config file`, { hint: LIMIT_HINT });
+    throw new ConfigError(
+      `cannot read the config file ${file}: it is ${formatBytes(size)}, over the limit of ${formatBytes(MAX_CONFIG_BYTES)} for a config file`,
+      { hint: LIMIT_HINT },
+    );
   }
   try {
     return readFileSync(file, 'utf8');
@@ -77,11 +81,17 @@ function flowDepth(text: string): number {
 export function parseYaml(text: string, source: string): unknown {
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes > MAX_CONFIG_BYTES) {
-    throw new ConfigError(`cannot parse ${source}: it is ${formatBytes(bytes)}, over the limit of ${formatBytes(MAX_CONFIG_BYTES)} for a config file`, { hint: LIMIT_HINT });
+    throw new ConfigError(
+      `cannot parse ${source}: it is ${formatBytes(bytes)}, over the limit of ${formatBytes(MAX_CONFIG_BYTES)} for a config file`,
+      { hint: LIMIT_HINT },
+    );
   }
   const depth = flowDepth(text);
   if (depth > MAX_FLOW_DEPTH) {
-    throw new ConfigError(`cannot parse ${source}: its [ ] / { } collections are nested ${depth} deep, over the limit of ${MAX_FLOW_DEPTH}`, { hint: LIMIT_HINT });
+    throw new ConfigError(
+      `cannot parse ${source}: its [ ] / { } collections are nested ${depth} deep, over the limit of ${MAX_FLOW_DEPTH}`,
+      { hint: LIMIT_HINT },
+    );
   }
   const document = parseDocument(text, { prettyErrors: true });
   if (document.errors.length > 0) {
@@ -99,9 +109,12 @@ export function parseYaml(text: string, source: string): unknown {
     return document.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
   } catch (error) {
     // yaml throws a ReferenceError when expanding the aliases would exceed maxAliasCount.
-    throw new ConfigError(`cannot parse ${source}: its aliases (*name) expand to more than the limit of ${MAX_ALIAS_COUNT} nodes (${(error as Error).message})`, {
-      hint: 'Anchors and aliases may repeat a value a few times; a document that multiplies them (a "billion laughs" file) is refused.',
-      cause: error,
-    });
+    throw new ConfigError(
+      `cannot parse ${source}: its aliases (*name) expand to more than the limit of ${MAX_ALIAS_COUNT} nodes (${(error as Error).message})`,
+      {
+        hint: 'Anchors and aliases may repeat a value a few times; a document that multiplies them (a "billion laughs" file) is refused.',
+        cause: error,
+      },
+    );
   }
 }

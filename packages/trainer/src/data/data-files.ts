@@ -67,7 +67,12 @@ function compareSegments(left: string, right: string): number {
 /** .gitignore rules per directory (relative POSIX path, '' for the root). */
 async function readGitignores(root: string, excluded: readonly string[]): Promise<Map<string, Ignore>> {
   const rules = new Map<string, Ignore>();
-  const files = await glob('**/.gitignore', { cwd: root, dot: true, ignore: [...excluded], followSymbolicLinks: false });
+  const files = await glob('**/.gitignore', {
+    cwd: root,
+    dot: true,
+    ignore: [...excluded],
+    followSymbolicLinks: false,
+  });
   for (const file of files) {
     const path = join(root, file);
     let text: string;
@@ -96,12 +101,18 @@ function isGitignored(file: string, rules: Map<string, Ignore>): boolean {
 /** Lists the files of a data path (a regular file or a directory). */
 export async function listDataFiles(path: string, filter: DataFileFilter = {}): Promise<DataFileList> {
   const rootStats = await statDataPath(path, filter.source ?? DATA_PATH_SOURCE);
-  if (rootStats.isFile()) return { root: path, isDirectory: false, files: [{ path, size: rootStats.size }], gitignored: 0, notes: [] };
+  if (rootStats.isFile())
+    return { root: path, isDirectory: false, files: [{ path, size: rootStats.size }], gitignored: 0, notes: [] };
   const excluded = [...ALWAYS_EXCLUDED, ...(filter.exclude ?? [])];
   let relativePaths: string[];
   try {
     relativePaths = await glob(filter.include?.length ? [...filter.include] : ['**/*'], {
-      cwd: path, dot: true, onlyFiles: true, followSymbolicLinks: false, ignore: excluded, expandDirectories: false,
+      cwd: path,
+      dot: true,
+      onlyFiles: true,
+      followSymbolicLinks: false,
+      ignore: excluded,
+      expandDirectories: false,
     });
   } catch (error) {
     throw fileSystemError(path, error, { action: 'list the directory', source: filter.source });
@@ -143,7 +154,9 @@ export async function listDataFiles(path: string, filter: DataFileFilter = {}): 
       filter.include?.length ? `include ${filter.include.join(', ')}` : '',
       filter.exclude?.length ? `exclude ${filter.exclude.join(', ')}` : '',
       gitignored > 0 ? `${gitignored} file(s) ignored by .gitignore` : '',
-    ].filter(Boolean).join('; ');
+    ]
+      .filter(Boolean)
+      .join('; ');
     throw new DataError(`no files to read under ${path}${filters ? ` (${filters})` : ''}`, {
       hint: 'Check the path and the --include / --exclude globs (data.include / data.exclude); .git, node_modules and .kiln-tokens files are always left out.',
     });

@@ -35,12 +35,21 @@ export function fileSystemError(path: string, error: unknown, context: FileError
         cause: error,
       });
     case 'ELOOP':
-      return new DataError(`${path}: too many levels of symbolic links`, { hint: 'Fix the symbolic link loop or exclude the path with --exclude / data.exclude.', cause: error });
+      return new DataError(`${path}: too many levels of symbolic links`, {
+        hint: 'Fix the symbolic link loop or exclude the path with --exclude / data.exclude.',
+        cause: error,
+      });
     case 'EMFILE':
     case 'ENFILE':
-      return new DataError(`cannot ${action} ${path}: too many open files`, { hint: 'Raise the open-file limit (ulimit -n) and try again.', cause: error });
+      return new DataError(`cannot ${action} ${path}: too many open files`, {
+        hint: 'Raise the open-file limit (ulimit -n) and try again.',
+        cause: error,
+      });
     case 'ERR_FS_FILE_TOO_LARGE':
-      return new DataError(`${path} is too large to read at once`, { hint: 'kiln streams data files; this is a bug if you see it — please report it.', cause: error });
+      return new DataError(`${path} is too large to read at once`, {
+        hint: 'kiln streams data files; this is a bug if you see it — please report it.',
+        cause: error,
+      });
     default:
       return new DataError(`cannot ${action} ${path}: ${detail}`, { hint: `Check ${source}.`, cause: error });
   }

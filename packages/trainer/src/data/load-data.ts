@@ -33,7 +33,10 @@ export interface LoadDataOptions {
 }
 
 /** The tokenizer data is read with: data.tokenizer when set, else the model's, else the byte tokenizer. */
-export async function resolveDataTokenizer(config: Pick<DataConfig, 'tokenizer'>, modelTokenizer?: Tokenizer): Promise<Tokenizer> {
+export async function resolveDataTokenizer(
+  config: Pick<DataConfig, 'tokenizer'>,
+  modelTokenizer?: Tokenizer,
+): Promise<Tokenizer> {
   if (config.tokenizer !== undefined) return loadTokenizer(config.tokenizer);
   return modelTokenizer ?? byteTokenizer;
 }
@@ -47,27 +50,43 @@ export interface SplitSizes {
 }
 
 /** Splits `total` tokens: the last ⌊total · fraction⌋ are validation; both must fit a window. */
-export function splitSizes(total: number, validationFraction: number, contextLength: number, description: string): SplitSizes {
+export function splitSizes(
+  total: number,
+  validationFraction: number,
+  contextLength: number,
+  description: string,
+): SplitSizes {
   if (!(validationFraction > 0 && validationFraction < 0.5)) {
     throw new InvalidArgumentError(`data.validationFraction must be in (0, 0.5), got ${validationFraction}`);
   }
   const validation = Math.floor(total * validationFraction);
   const train = total - validation;
   const needed = contextLength + 2;
-  for (const [name, count] of [['training', train], ['validation', validation]] as const) {
+  for (const [name, count] of [
+    ['training', train],
+    ['validation', validation],
+  ] as const) {
     if (count < needed) {
       const totalNeeded = Math.ceil(needed / validationFraction);
       throw new DataError(
         `${description}: the ${name} split has ${count} tokens; it needs at least contextLength + 2 = ${needed} (${total} tokens in all, validationFraction ${validationFraction})`,
         // Raising validationFraction shrinks the training split: offered only when validation is the short one.
-        { hint: `Provide at least ~${totalNeeded} tokens${name === 'validation' ? ', raise data.validationFraction' : ''}, or lower model.contextLength (config keys: set them in a YAML file passed with --config).` },
+        {
+          hint: `Provide at least ~${totalNeeded} tokens${name === 'validation' ? ', raise data.validationFraction' : ''}, or lower model.contextLength (config keys: set them in a YAML file passed with --config).`,
+        },
       );
     }
   }
   return { train, validation };
 }
 
-function inMemory(description: string, tokens: TokenArray, config: DataConfig, options: LoadDataOptions, warnings: string[]): LoadedData {
+function inMemory(
+  description: string,
+  tokens: TokenArray,
+  config: DataConfig,
+  options: LoadDataOptions,
+  warnings: string[],
+): LoadedData {
   const sizes = splitSizes(tokens.length, config.validationFraction, options.contextLength, description);
   return {
     train: memoryTokenSource(description, options.vocabSize, tokens.subarray(0, sizes.train), 'train'),
@@ -84,9 +103,12 @@ function requireTokenizerFits(description: string, tokenizer: Tokenizer, vocabSi
     });
   }
   if (tokenizer.vocabSize > vocabSize) {
-    throw new DataError(`the tokenizer ${tokenizer.name} (${tokenizer.source}) has ${tokenizer.vocabSize} ids but model.vocabSize is ${vocabSize}`, {
-      hint: `Use the tokenizer saved with the model, or a model with model.vocabSize ≥ ${tokenizer.vocabSize}.`,
-    });
+    throw new DataError(
+      `the tokenizer ${tokenizer.name} (${tokenizer.source}) has ${tokenizer.vocabSize} ids but model.vocabSize is ${vocabSize}`,
+      {
+        hint: `Use the tokenizer saved with the model, or a model with model.vocabSize ≥ ${tokenizer.vocabSize}.`,
+      },
+    );
   }
 }
 
@@ -98,7 +120,10 @@ function fromTokenFile(path: string, config: DataConfig, options: LoadDataOption
   const split = (name: 'train' | 'validation', first: number, count: number): WindowTokenSource => {
     const reader = openTokenFile(path);
     return new WindowTokenSource(
-      path, options.vocabSize, count, name,
+      path,
+      options.vocabSize,
+      count,
+      name,
       (start, length, out) => void reader.read(first + start, length, out),
       () => reader.close(),
       // Ids of files that record their largest id were checked above.
@@ -131,23 +156,37 @@ export async function loadData(config: DataConfig, options: LoadDataOptions): Pr
   const tokenizer = await resolveDataTokenizer(config, options.tokenizer);
   if (config.path !== undefined) {
     const stats = await statDataPath(config.path);
-    if (stats.isFile() && config.path.endsWith(TOKEN_FILE_EXTENSION)) return fromTokenFile(config.path, config, options, tokenizer);
+    if (stats.isFile() && config.path.endsWith(TOKEN_FILE_EXTENSION))
+      return fromTokenFile(config.path, config, options, tokenizer);
     requireTokenizerFits(config.path, tokenizer, options.vocabSize);
-    const text = await readTextTokens(config.path, tokenizer, { include: config.include, exclude: config.exclude }, options.read);
+    const text = await readTextTokens(
+      config.path,
+      tokenizer,
+      { include: config.include, exclude: config.exclude },
+      options.read,
+    );
     // What a directory walk included is worth a line before training; a single file is what was asked for.
     const warnings = [...(stats.isDirectory() ? [text.summary] : []), ...text.notes];
     if (config.path.endsWith('.json')) {
-      warnings.push(`${config.path} is read as text (tokenizer ${tokenizer.name}); for a JSON array of token-id arrays use data.sequences (--sequences)`);
+      warnings.push(
+        `${config.path} is read as text (tokenizer ${tokenizer.name}); for a JSON array of token-id arrays use data.sequences (--sequences)`,
+      );
     }
     return inMemory(config.path, text.tokens, config, options, warnings);
   }
   if (options.corpus !== undefined) {
     requireTokenizerFits(options.corpus.description, tokenizer, options.vocabSize);
     // The byte tokenizer's ids are the UTF-8 bytes: a Uint8Array keeps the corpus at one byte per token.
-    const ids = tokenizer === byteTokenizer ? new TextEncoder().encode(options.corpus.text) : Int32Array.from(tokenizer.encode(options.corpus.text));
+    const ids =
+      tokenizer === byteTokenizer
+        ? new TextEncoder().encode(options.corpus.text)
+        : Int32Array.from(tokenizer.encode(options.corpus.text));
     return inMemory(options.corpus.description, ids, config, options, []);
   }
-  throw new DataError('no training data: neither data.sequences nor data.path is set, and no embedded corpus was given', {
-    hint: 'Pass --data <file|directory|.kiln-tokens> or --sequences <token_sequences.json>, or set data.path / data.sequences in the config.',
-  });
+  throw new DataError(
+    'no training data: neither data.sequences nor data.path is set, and no embedded corpus was given',
+    {
+      hint: 'Pass --data <file|directory|.kiln-tokens> or --sequences <token_sequences.json>, or set data.path / data.sequences in the config.',
+    },
+  );
 }

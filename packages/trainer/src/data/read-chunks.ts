@@ -48,7 +48,10 @@ export async function readFileChunks(path: string, chunkBytes = DEFAULT_CHUNK_BY
     await handle.close();
     throw error;
   }
-  if (first.length > 0 && isBinaryFileSync(Buffer.from(first.buffer, first.byteOffset, first.byteLength), first.byteLength)) {
+  if (
+    first.length > 0 &&
+    isBinaryFileSync(Buffer.from(first.buffer, first.byteOffset, first.byteLength), first.byteLength)
+  ) {
     await handle.close();
     return { binary: true, chunks: (async function* () {})() };
   }

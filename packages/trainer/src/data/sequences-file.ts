@@ -96,7 +96,11 @@ function readRecord(cursor: JsonCursor, stream: TokenStream, limits: SequencesLi
 }
 
 /** Validates and concatenates the records of a sequences file held in memory. */
-export function parseSequences(bytes: Uint8Array, file: string, limits: SequencesLimits): { tokens: Int32Array; records: number } {
+export function parseSequences(
+  bytes: Uint8Array,
+  file: string,
+  limits: SequencesLimits,
+): { tokens: Int32Array; records: number } {
   const cursor = new JsonCursor(bytes, file);
   const stream = new TokenStream();
   const bad: BadRecord[] = [];
@@ -130,7 +134,9 @@ export function parseSequences(bytes: Uint8Array, file: string, limits: Sequence
 }
 
 function badRecordsError(file: string, bad: BadRecord[], records: number, limits: SequencesLimits): DataError {
-  const listed = bad.slice(0, LISTED_BAD_RECORDS).map((record) => `\n  ${file}: record ${record.index}: ${record.reason}`);
+  const listed = bad
+    .slice(0, LISTED_BAD_RECORDS)
+    .map((record) => `\n  ${file}: record ${record.index}: ${record.reason}`);
   const more = bad.length > LISTED_BAD_RECORDS ? `\n  … and ${bad.length - LISTED_BAD_RECORDS} more` : '';
   return new DataError(`${file}: ${bad.length} of ${records} records are invalid:${listed.join('')}${more}`, {
     hint: `Each record must be a list of at least ${limits.minSequenceLength} integer token ids in [0, ${limits.vocabSize}); fix or remove the records listed (or change model.vocabSize / data.minSequenceLength).`,
@@ -141,16 +147,24 @@ function badRecordsError(file: string, bad: BadRecord[], records: number, limits
 const MAX_SEQUENCES_FILE_BYTES = 2 ** 31 - 1;
 
 /** Reads, validates and concatenates a sequences file. */
-export async function readSequencesFile(file: string, limits: SequencesLimits): Promise<{ tokens: Int32Array; records: number }> {
+export async function readSequencesFile(
+  file: string,
+  limits: SequencesLimits,
+): Promise<{ tokens: Int32Array; records: number }> {
   const source = 'the path given as --sequences (config key data.sequences)';
   const stats = await statDataPath(file, source);
   if (stats.isDirectory()) {
-    throw new DataError(`${file} is a directory, not a sequences file`, { hint: 'Pass a JSON file to --sequences, or a directory of text to --data.' });
+    throw new DataError(`${file} is a directory, not a sequences file`, {
+      hint: 'Pass a JSON file to --sequences, or a directory of text to --data.',
+    });
   }
   if (stats.size > MAX_SEQUENCES_FILE_BYTES) {
-    throw new DataError(`${file} is ${stats.size} bytes: sequences files are read whole, up to ${MAX_SEQUENCES_FILE_BYTES} bytes`, {
-      hint: 'Write the ids to a .kiln-tokens file with writeTokenFile (@kiln/trainer) and pass that to --data: token files are read window by window.',
-    });
+    throw new DataError(
+      `${file} is ${stats.size} bytes: sequences files are read whole, up to ${MAX_SEQUENCES_FILE_BYTES} bytes`,
+      {
+        hint: 'Write the ids to a .kiln-tokens file with writeTokenFile (@kiln/trainer) and pass that to --data: token files are read window by window.',
+      },
+    );
   }
   let bytes: Uint8Array;
   try {

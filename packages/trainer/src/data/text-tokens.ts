@@ -28,7 +28,12 @@ function allocate(vocabSize: number, length: number): TokenArray {
 }
 
 /** Reads and tokenizes a text/code file or directory with `tokenizer`. */
-export async function readTextTokens(path: string, tokenizer: Tokenizer, filter: DataFileFilter = {}, options: TokenizeFilesOptions = {}): Promise<TextTokens> {
+export async function readTextTokens(
+  path: string,
+  tokenizer: Tokenizer,
+  filter: DataFileFilter = {},
+  options: TokenizeFilesOptions = {},
+): Promise<TextTokens> {
   const list = await listDataFiles(path, filter);
   // The byte tokenizer makes one token per byte: one array of the listed size holds them all
   // (grown only if a file grew meanwhile). Other tokenizers' chunks are kept and joined once.
@@ -36,21 +41,26 @@ export async function readTextTokens(path: string, tokenizer: Tokenizer, filter:
   let buffer = allocate(tokenizer.vocabSize, expected);
   let filled = 0;
   const parts: TokenArray[] = [];
-  const read = await tokenizeFiles(list, tokenizer, (ids) => {
-    if (expected > 0) {
-      if (filled + ids.length > buffer.length) {
-        const grown = allocate(tokenizer.vocabSize, Math.max(2 * buffer.length, filled + ids.length));
-        grown.set(buffer.subarray(0, filled));
-        buffer = grown;
+  const read = await tokenizeFiles(
+    list,
+    tokenizer,
+    (ids) => {
+      if (expected > 0) {
+        if (filled + ids.length > buffer.length) {
+          const grown = allocate(tokenizer.vocabSize, Math.max(2 * buffer.length, filled + ids.length));
+          grown.set(buffer.subarray(0, filled));
+          buffer = grown;
+        }
+        buffer.set(ids, filled);
+        filled += ids.length;
+        return;
       }
-      buffer.set(ids, filled);
-      filled += ids.length;
-      return;
-    }
-    const part = allocate(tokenizer.vocabSize, ids.length);
-    part.set(ids);
-    parts.push(part);
-  }, options);
+      const part = allocate(tokenizer.vocabSize, ids.length);
+      part.set(ids);
+      parts.push(part);
+    },
+    options,
+  );
   let tokens: TokenArray;
   if (expected > 0) {
     tokens = buffer.subarray(0, filled);

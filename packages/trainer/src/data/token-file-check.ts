@@ -28,19 +28,27 @@ export function checkTokenFile(path: string, info: TokenFileInfo, expected: Toke
   if (info.tokenizer === null) {
     if (tokenizer !== byteTokenizer) {
       const origin = info.version === 1 ? 'an older kiln (token file version 1)' : 'writeTokenFile without a tokenizer';
-      throw new DataError(`${path} records no tokenizer (written by ${origin}), but the model uses the tokenizer ${tokenizer.name} (${tokenizer.source})`, {
-        hint: `Re-tokenize the data with the model's tokenizer: \`${retokenizeCommand(tokenizer)}\`.`,
-      });
+      throw new DataError(
+        `${path} records no tokenizer (written by ${origin}), but the model uses the tokenizer ${tokenizer.name} (${tokenizer.source})`,
+        {
+          hint: `Re-tokenize the data with the model's tokenizer: \`${retokenizeCommand(tokenizer)}\`.`,
+        },
+      );
     }
   } else if (info.tokenizer.hash !== tokenizer.hash) {
     throw new DataError(
       `${path} was made by the tokenizer ${info.tokenizer.name} (hash ${info.tokenizer.hash.slice(0, 12)}), but the model uses ${tokenizer.name} (hash ${tokenizer.hash.slice(0, 12)})`,
-      { hint: `Token ids of another tokenizer mean other text: re-tokenize with \`${retokenizeCommand(tokenizer)}\`, or train with the tokenizer that made the file (--tokenizer / data.tokenizer).` },
+      {
+        hint: `Token ids of another tokenizer mean other text: re-tokenize with \`${retokenizeCommand(tokenizer)}\`, or train with the tokenizer that made the file (--tokenizer / data.tokenizer).`,
+      },
     );
   }
   if (info.maxId !== null && info.maxId >= vocabSize) {
-    throw new DataError(`${path} holds token id ${info.maxId}, but the model's vocabulary has ${vocabSize} ids (0..${vocabSize - 1})`, {
-      hint: `Use a model whose vocabulary covers the tokenizer (model.vocabSize ≥ ${info.maxId + 1}), or re-tokenize with \`${retokenizeCommand(tokenizer)}\`.`,
-    });
+    throw new DataError(
+      `${path} holds token id ${info.maxId}, but the model's vocabulary has ${vocabSize} ids (0..${vocabSize - 1})`,
+      {
+        hint: `Use a model whose vocabulary covers the tokenizer (model.vocabSize ≥ ${info.maxId + 1}), or re-tokenize with \`${retokenizeCommand(tokenizer)}\`.`,
+      },
+    );
   }
 }

@@ -84,7 +84,10 @@ export function bytesPerTokenFor(vocabSize: number): 1 | 2 | 4 {
   return vocabSize <= 256 ? 1 : vocabSize <= 65536 ? 2 : 4;
 }
 
-function headerBytes(info: { bytesPerToken: number; tokenCount: number; vocabSize: number; idBound: number }, metadata: Uint8Array): Uint8Array {
+function headerBytes(
+  info: { bytesPerToken: number; tokenCount: number; vocabSize: number; idBound: number },
+  metadata: Uint8Array,
+): Uint8Array {
   const header = new Uint8Array(TOKEN_FILE_HEADER_BYTES + metadata.byteLength);
   const view = new DataView(header.buffer);
   for (let index = 0; index < MAGIC.length; index++) header[index] = MAGIC.charCodeAt(index);
@@ -135,7 +138,10 @@ export class TokenFileWriter {
       throw new DataError(`writing ${path}: vocabSize must be an integer in [1, 2^31], got ${vocabSize}`);
     }
     const target = resolve(path);
-    const temporary = join(dirname(target), `.${basename(target)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+    const temporary = join(
+      dirname(target),
+      `.${basename(target)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`,
+    );
     const metadata = new TextEncoder().encode(JSON.stringify({ tokenizer: options.tokenizer ?? null }));
     let handle: FileHandle | undefined;
     try {
@@ -159,7 +165,10 @@ export class TokenFileWriter {
   async append(ids: ArrayLike<number> | Iterable<number>): Promise<void> {
     try {
       const handle = this.openHandle();
-      const list: ArrayLike<number> = typeof (ids as ArrayLike<number>).length === 'number' ? (ids as ArrayLike<number>) : Array.from(ids as Iterable<number>);
+      const list: ArrayLike<number> =
+        typeof (ids as ArrayLike<number>).length === 'number'
+          ? (ids as ArrayLike<number>)
+          : Array.from(ids as Iterable<number>);
       // Bytes into a one-byte file: every byte is a valid id, copy in bulk.
       const bulk = list instanceof Uint8Array && this.bytesPerToken === 1 && this.vocabSize >= 256;
       let index = 0;
@@ -169,7 +178,8 @@ export class TokenFileWriter {
         if (bulk) {
           const part = (list as Uint8Array).subarray(index, end);
           this.chunk.set(part, this.filled);
-          for (let offset = 0; offset < part.length; offset++) if (part[offset] >= this.idBound) this.idBound = part[offset] + 1;
+          for (let offset = 0; offset < part.length; offset++)
+            if (part[offset] >= this.idBound) this.idBound = part[offset] + 1;
           this.filled += part.length;
           this.count += part.length;
         } else {
@@ -186,9 +196,12 @@ export class TokenFileWriter {
 
   private put(token: number): void {
     if (!Number.isInteger(token) || token < 0 || token >= this.vocabSize) {
-      throw new DataError(`writing ${this.target}: token ${this.count} is ${token}, expected an integer id in [0, ${this.vocabSize})`, {
-        hint: 'Tokenize with the vocabulary the model uses, or raise model.vocabSize.',
-      });
+      throw new DataError(
+        `writing ${this.target}: token ${this.count} is ${token}, expected an integer id in [0, ${this.vocabSize})`,
+        {
+          hint: 'Tokenize with the vocabulary the model uses, or raise model.vocabSize.',
+        },
+      );
     }
     if (this.bytesPerToken === 1) this.chunk[this.filled] = token;
     else if (this.bytesPerToken === 2) this.chunkView.setUint16(this.filled, token, true);
@@ -216,8 +229,12 @@ export class TokenFileWriter {
     }
     const tokenizer = JSON.parse(new TextDecoder().decode(this.metadata)).tokenizer as TokenizerIdentity | null;
     return {
-      version: TOKEN_FILE_VERSION, tokenCount: this.count, bytesPerToken: this.bytesPerToken, vocabSize: this.vocabSize,
-      maxId: this.idBound === NO_ID_BOUND ? null : this.idBound - 1, tokenizer,
+      version: TOKEN_FILE_VERSION,
+      tokenCount: this.count,
+      bytesPerToken: this.bytesPerToken,
+      vocabSize: this.vocabSize,
+      maxId: this.idBound === NO_ID_BOUND ? null : this.idBound - 1,
+      tokenizer,
     };
   }
 
@@ -230,7 +247,8 @@ export class TokenFileWriter {
   }
 
   private openHandle(): FileHandle {
-    if (this.handle === undefined) throw new DataError(`writing ${this.target}: the writer was already finished or aborted`);
+    if (this.handle === undefined)
+      throw new DataError(`writing ${this.target}: the writer was already finished or aborted`);
     return this.handle;
   }
 
@@ -243,14 +261,20 @@ export class TokenFileWriter {
   }
 
   private async writeHeader(): Promise<void> {
-    const header = headerBytes({ bytesPerToken: this.bytesPerToken, tokenCount: this.count, vocabSize: this.vocabSize, idBound: this.idBound }, this.metadata);
+    const header = headerBytes(
+      { bytesPerToken: this.bytesPerToken, tokenCount: this.count, vocabSize: this.vocabSize, idBound: this.idBound },
+      this.metadata,
+    );
     await this.openHandle().write(header, 0, header.byteLength, 0);
   }
 }
 
 /** Writes `tokens` as a token file at `path`, atomically; ids must be integers in [0, vocabSize). */
 export async function writeTokenFile(
-  path: string, tokens: ArrayLike<number> | Iterable<number>, vocabSize: number, options: Omit<TokenFileWriteOptions, 'vocabSize'> = {},
+  path: string,
+  tokens: ArrayLike<number> | Iterable<number>,
+  vocabSize: number,
+  options: Omit<TokenFileWriteOptions, 'vocabSize'> = {},
 ): Promise<TokenFileInfo> {
   const writer = await TokenFileWriter.create(path, { ...options, vocabSize });
   await writer.append(tokens);
@@ -290,14 +314,16 @@ function parseMetadata(bytes: Uint8Array, path: string): TokenizerIdentity | nul
   const tokenizer = (value as { tokenizer?: unknown } | null)?.tokenizer;
   if (tokenizer === null) return null;
   const record = tokenizer as Partial<TokenizerIdentity> | undefined;
-  if (typeof record?.name !== 'string' || typeof record.hash !== 'string') throw corrupt(path, 'the metadata has no tokenizer {name, hash}');
+  if (typeof record?.name !== 'string' || typeof record.hash !== 'string')
+    throw corrupt(path, 'the metadata has no tokenizer {name, hash}');
   return { name: record.name, hash: record.hash };
 }
 
 /** Reads and validates the header of a token file at `descriptor`; returns its info and where the tokens start. */
 function readHeader(descriptor: number, path: string): TokenFileInfo & { dataOffset: number } {
   const size = fs.fstatSync(descriptor).size;
-  if (size < VERSION_1_HEADER_BYTES) throw corrupt(path, `${size} bytes, shorter than the ${VERSION_1_HEADER_BYTES}-byte header`);
+  if (size < VERSION_1_HEADER_BYTES)
+    throw corrupt(path, `${size} bytes, shorter than the ${VERSION_1_HEADER_BYTES}-byte header`);
   const fixed = new Uint8Array(Math.min(size, TOKEN_FILE_HEADER_BYTES));
   readFully(descriptor, fixed, 0, path);
   const view = new DataView(fixed.buffer);
@@ -308,20 +334,37 @@ function readHeader(descriptor: number, path: string): TokenFileInfo & { dataOff
   const count = view.getBigUint64(16, true);
   let info: TokenFileInfo & { dataOffset: number };
   if (version === 1) {
-    if (bytesPerToken !== 2 && bytesPerToken !== 4) throw corrupt(path, `bytes per token is ${bytesPerToken}, expected 2 or 4`);
-    info = { version: 1, tokenCount: Number(count), bytesPerToken, vocabSize: null, maxId: null, tokenizer: null, dataOffset: VERSION_1_HEADER_BYTES };
+    if (bytesPerToken !== 2 && bytesPerToken !== 4)
+      throw corrupt(path, `bytes per token is ${bytesPerToken}, expected 2 or 4`);
+    info = {
+      version: 1,
+      tokenCount: Number(count),
+      bytesPerToken,
+      vocabSize: null,
+      maxId: null,
+      tokenizer: null,
+      dataOffset: VERSION_1_HEADER_BYTES,
+    };
   } else if (version === TOKEN_FILE_VERSION) {
-    if (size < TOKEN_FILE_HEADER_BYTES) throw corrupt(path, `${size} bytes, shorter than the ${TOKEN_FILE_HEADER_BYTES}-byte header`);
-    if (bytesPerToken !== 1 && bytesPerToken !== 2 && bytesPerToken !== 4) throw corrupt(path, `bytes per token is ${bytesPerToken}, expected 1, 2 or 4`);
+    if (size < TOKEN_FILE_HEADER_BYTES)
+      throw corrupt(path, `${size} bytes, shorter than the ${TOKEN_FILE_HEADER_BYTES}-byte header`);
+    if (bytesPerToken !== 1 && bytesPerToken !== 2 && bytesPerToken !== 4)
+      throw corrupt(path, `bytes per token is ${bytesPerToken}, expected 1, 2 or 4`);
     const vocabSize = view.getUint32(24, true);
     const idBound = view.getUint32(28, true);
     const metadataBytes = view.getUint32(32, true);
-    if (metadataBytes > size - TOKEN_FILE_HEADER_BYTES || metadataBytes > 1 << 20) throw corrupt(path, `metadata length ${metadataBytes} does not fit the file`);
+    if (metadataBytes > size - TOKEN_FILE_HEADER_BYTES || metadataBytes > 1 << 20)
+      throw corrupt(path, `metadata length ${metadataBytes} does not fit the file`);
     const metadata = new Uint8Array(metadataBytes);
     readFully(descriptor, metadata, TOKEN_FILE_HEADER_BYTES, path);
     info = {
-      version: 2, tokenCount: Number(count), bytesPerToken, vocabSize, maxId: idBound === NO_ID_BOUND ? null : idBound - 1,
-      tokenizer: parseMetadata(metadata, path), dataOffset: TOKEN_FILE_HEADER_BYTES + metadataBytes,
+      version: 2,
+      tokenCount: Number(count),
+      bytesPerToken,
+      vocabSize,
+      maxId: idBound === NO_ID_BOUND ? null : idBound - 1,
+      tokenizer: parseMetadata(metadata, path),
+      dataOffset: TOKEN_FILE_HEADER_BYTES + metadataBytes,
     };
   } else {
     throw corrupt(path, `format version ${version}, this kiln reads versions 1 and ${TOKEN_FILE_VERSION}`);
@@ -329,7 +372,10 @@ function readHeader(descriptor: number, path: string): TokenFileInfo & { dataOff
   const expectedSize = BigInt(info.dataOffset) + count * BigInt(bytesPerToken);
   if (BigInt(size) !== expectedSize) {
     const verdict = BigInt(size) < expectedSize ? 'truncated' : 'has trailing bytes';
-    throw corrupt(path, `the header says ${count} tokens (${expectedSize} bytes) but the file has ${size} bytes (${verdict})`);
+    throw corrupt(
+      path,
+      `the header says ${count} tokens (${expectedSize} bytes) but the file has ${size} bytes (${verdict})`,
+    );
   }
   return info;
 }
@@ -339,7 +385,10 @@ export function openTokenFile(path: string): TokenFileReader {
   let descriptor: number;
   try {
     const stats = fs.statSync(path);
-    if (!stats.isFile()) throw new DataError(`${path} is not a regular file`, { hint: 'Pass a .kiln-tokens file written by `kiln tokenize`.' });
+    if (!stats.isFile())
+      throw new DataError(`${path} is not a regular file`, {
+        hint: 'Pass a .kiln-tokens file written by `kiln tokenize`.',
+      });
     descriptor = fs.openSync(path, 'r');
   } catch (error) {
     if (error instanceof DataError) throw error;
@@ -363,8 +412,16 @@ export function openTokenFile(path: string): TokenFileReader {
     ...info,
     read(start: number, count: number, out?: Int32Array): Int32Array {
       if (!open) throw new DataError(`${path}: read after close()`);
-      if (!Number.isSafeInteger(start) || !Number.isSafeInteger(count) || start < 0 || count < 0 || start + count > info.tokenCount) {
-        throw new DataError(`${path}: tokens [${start}, ${start + count}) are outside the file's ${info.tokenCount} tokens`);
+      if (
+        !Number.isSafeInteger(start) ||
+        !Number.isSafeInteger(count) ||
+        start < 0 ||
+        count < 0 ||
+        start + count > info.tokenCount
+      ) {
+        throw new DataError(
+          `${path}: tokens [${start}, ${start + count}) are outside the file's ${info.tokenCount} tokens`,
+        );
       }
       const length = count * info.bytesPerToken;
       if (scratch.byteLength < length) scratch = new Uint8Array(length);
@@ -373,7 +430,8 @@ export function openTokenFile(path: string): TokenFileReader {
       const result = out ?? new Int32Array(count);
       const view = new DataView(bytes.buffer, bytes.byteOffset, length);
       if (info.bytesPerToken === 1) for (let index = 0; index < count; index++) result[index] = bytes[index];
-      else if (info.bytesPerToken === 2) for (let index = 0; index < count; index++) result[index] = view.getUint16(index * 2, true);
+      else if (info.bytesPerToken === 2)
+        for (let index = 0; index < count; index++) result[index] = view.getUint16(index * 2, true);
       else for (let index = 0; index < count; index++) result[index] = view.getUint32(index * 4, true);
       return result;
     },

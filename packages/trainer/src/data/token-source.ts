@@ -57,16 +57,24 @@ export class WindowTokenSource implements TokenSource {
   ) {}
 
   /** Batch `index`: batchSize windows of contextLength + 1 tokens, split into inputs and targets. */
-  batch(index: number, batchSize: number, contextLength: number, seed: number): { inputs: Int32Array; targets: Int32Array } {
+  batch(
+    index: number,
+    batchSize: number,
+    contextLength: number,
+    seed: number,
+  ): { inputs: Int32Array; targets: Int32Array } {
     checkCount('index', index, 0);
     checkCount('batchSize', batchSize, 1);
     checkCount('contextLength', contextLength, 1);
     checkCount('seed', seed, 0);
     const startCount = this.tokenCount - contextLength;
     if (startCount < 1) {
-      throw new DataError(`${this.description} (${this.split}): ${this.tokenCount} tokens cannot hold one window of ${contextLength + 1} tokens`, {
-        hint: 'Use more data or a shorter model.contextLength.',
-      });
+      throw new DataError(
+        `${this.description} (${this.split}): ${this.tokenCount} tokens cannot hold one window of ${contextLength + 1} tokens`,
+        {
+          hint: 'Use more data or a shorter model.contextLength.',
+        },
+      );
     }
     const window = contextLength + 1;
     if (this.scratch.length < window) this.scratch = new Int32Array(window);
@@ -92,9 +100,12 @@ export class WindowTokenSource implements TokenSource {
     for (let offset = 0; offset < tokens.length; offset++) {
       const id = tokens[offset];
       if (id < 0 || id >= this.vocabSize) {
-        throw new DataError(`${this.description}: token ${start + offset} of the ${this.split} split is ${id >>> 0}, not below the vocabulary size ${this.vocabSize}`, {
-          hint: 'The token file was written for a larger vocabulary: raise model.vocabSize or re-tokenize.',
-        });
+        throw new DataError(
+          `${this.description}: token ${start + offset} of the ${this.split} split is ${id >>> 0}, not below the vocabulary size ${this.vocabSize}`,
+          {
+            hint: 'The token file was written for a larger vocabulary: raise model.vocabSize or re-tokenize.',
+          },
+        );
       }
     }
   }
@@ -102,7 +113,10 @@ export class WindowTokenSource implements TokenSource {
 
 /** A source over an in-memory array of ids (already validated). */
 export function memoryTokenSource(
-  description: string, vocabSize: number, tokens: Uint8Array | Uint16Array | Int32Array, split: SplitName,
+  description: string,
+  vocabSize: number,
+  tokens: Uint8Array | Uint16Array | Int32Array,
+  split: SplitName,
 ): WindowTokenSource {
   return new WindowTokenSource(description, vocabSize, tokens.length, split, (start, count, out) => {
     out.set(tokens.subarray(start, start + count));

@@ -73,7 +73,11 @@ function isSpace(code: number): boolean {
  * of a piece would otherwise merge differently, e.g. GPT-2's "\n\n").
  */
 function lastCut(text: string): number {
-  for (let index = text.lastIndexOf(NEWLINE, text.length - 2); index > 0; index = text.lastIndexOf(NEWLINE, index - 1)) {
+  for (
+    let index = text.lastIndexOf(NEWLINE, text.length - 2);
+    index > 0;
+    index = text.lastIndexOf(NEWLINE, index - 1)
+  ) {
     if (!isSpace(text.charCodeAt(index - 1)) && !isSpace(text.charCodeAt(index + 1))) return index + 1;
   }
   return -1;
@@ -88,15 +92,29 @@ export function describeExtensions(byExtension: Map<string, ExtensionCount>): st
 }
 
 /** Reads and tokenizes every listed file into `sink`. */
-export async function tokenizeFiles(list: DataFileList, tokenizer: Tokenizer, sink: TokenSink, options: TokenizeFilesOptions = {}): Promise<TokenizedFiles> {
+export async function tokenizeFiles(
+  list: DataFileList,
+  tokenizer: Tokenizer,
+  sink: TokenSink,
+  options: TokenizeFilesOptions = {},
+): Promise<TokenizedFiles> {
   const chunkBytes = options.chunkBytes ?? DEFAULT_CHUNK_BYTES;
   const byteLevel = tokenizer === byteTokenizer;
   const totalBytes = list.files.reduce((sum, file) => sum + file.size, 0);
   const result: TokenizedFiles = { files: [], byExtension: new Map(), bytes: 0, tokens: 0, notes: [...list.notes] };
   if (!byteLevel && tokenizer.eosId === null && list.files.length > 1) {
-    result.notes.push(`the tokenizer ${tokenizer.name} names no eos token (no eos_token in a tokenizer_config.json or special_tokens_map.json beside ${tokenizer.source}): files are joined without a separator`);
+    result.notes.push(
+      `the tokenizer ${tokenizer.name} names no eos token (no eos_token in a tokenizer_config.json or special_tokens_map.json beside ${tokenizer.source}): files are joined without a separator`,
+    );
   }
-  const progress = (filesDone: number): void => options.onProgress?.({ filesDone, fileCount: list.files.length, bytesRead: result.bytes, totalBytes, tokens: result.tokens });
+  const progress = (filesDone: number): void =>
+    options.onProgress?.({
+      filesDone,
+      fileCount: list.files.length,
+      bytesRead: result.bytes,
+      totalBytes,
+      tokens: result.tokens,
+    });
   const emit = async (ids: Uint8Array | number[]): Promise<void> => {
     if (ids.length === 0) return;
     result.tokens += ids.length;
@@ -159,9 +177,12 @@ export async function tokenizeFiles(list: DataFileList, tokenizer: Tokenizer, si
     progress(index + 1);
   }
   if (result.tokens === 0) {
-    throw new DataError(`no text found under ${list.root} (${formatCount(list.files.length, 'file')}, ${binary} skipped as binary)`, {
-      hint: 'Point --data / data.path (or kiln tokenize\'s input) at text or code files; check --include / --exclude and .gitignore.',
-    });
+    throw new DataError(
+      `no text found under ${list.root} (${formatCount(list.files.length, 'file')}, ${binary} skipped as binary)`,
+      {
+        hint: "Point --data / data.path (or kiln tokenize's input) at text or code files; check --include / --exclude and .gitignore.",
+      },
+    );
   }
   return result;
 }

@@ -57,7 +57,9 @@ export function createLoraAdapter(model: DecoderModel, config: LoraConfig, seed:
   for (const module of targetModulePaths(model.family, model.config.nLayer, config.targets, 'lora.targets')) {
     const [out, input] = model.parameters.get(`${module}.weight`)!.shape;
     const bound = 1 / Math.sqrt(input);
-    const a = keep(randomUniform([config.rank, input], { seed, offset, low: -bound, high: bound, backend: model.backend })).requireGrad();
+    const a = keep(
+      randomUniform([config.rank, input], { seed, offset, low: -bound, high: bound, backend: model.backend }),
+    ).requireGrad();
     offset += config.rank * input;
     matrices.set(module, { a, b: keep(zeros([out, config.rank], { backend: model.backend })).requireGrad() });
   }

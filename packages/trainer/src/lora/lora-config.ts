@@ -59,7 +59,12 @@ export function parseLoraOption(text: string): LoraConfig {
     rank: number('r', 8),
     alpha: number('alpha', 16),
     dropout: number('dropout', 0),
-    targets: targets === undefined ? fail('targets is missing') : targets === 'all-linear' ? 'all-linear' : targets.split(',').map((name) => name.trim()),
+    targets:
+      targets === undefined
+        ? fail('targets is missing')
+        : targets === 'all-linear'
+          ? 'all-linear'
+          : targets.split(',').map((name) => name.trim()),
   };
   const baseDType = values.get('base-dtype');
   if (baseDType !== undefined) config.baseDType = baseDType as LoraBaseDType;
@@ -72,17 +77,29 @@ export function checkLoraConfig(config: LoraConfig, where: string): void {
   const fail = (field: string, problem: string, hint: string): never => {
     throw new ConfigError(`${where}: ${field} ${problem}`, { hint });
   };
-  if (!Number.isSafeInteger(config.rank) || config.rank < 1) fail('r', `must be an integer ≥ 1, got ${config.rank}`, 'Typical ranks are 4 to 64.');
+  if (!Number.isSafeInteger(config.rank) || config.rank < 1)
+    fail('r', `must be an integer ≥ 1, got ${config.rank}`, 'Typical ranks are 4 to 64.');
   if (!(config.alpha > 0)) fail('alpha', `must be > 0, got ${config.alpha}`, 'Typical alpha is twice the rank.');
-  if (!(config.dropout >= 0 && config.dropout < 1)) fail('dropout', `must be in [0, 1), got ${config.dropout}`, 'Use 0 to 0.1.');
+  if (!(config.dropout >= 0 && config.dropout < 1))
+    fail('dropout', `must be in [0, 1), got ${config.dropout}`, 'Use 0 to 0.1.');
   if (config.baseDType !== undefined && !LORA_BASE_DTYPES.includes(config.baseDType)) {
-    fail('base-dtype', `must be one of ${LORA_BASE_DTYPES.join(', ')}, got ${JSON.stringify(config.baseDType)}`, 'Use bf16 to halve the frozen base\'s memory, or f32 (the default).');
+    fail(
+      'base-dtype',
+      `must be one of ${LORA_BASE_DTYPES.join(', ')}, got ${JSON.stringify(config.baseDType)}`,
+      "Use bf16 to halve the frozen base's memory, or f32 (the default).",
+    );
   }
-  if (config.targets !== 'all-linear' && config.targets.length === 0) fail('targets', 'is empty', 'List module names such as q_proj,v_proj, or all-linear.');
+  if (config.targets !== 'all-linear' && config.targets.length === 0)
+    fail('targets', 'is empty', 'List module names such as q_proj,v_proj, or all-linear.');
 }
 
 /** The module paths of `family`'s blocks that `targets` selects, in layout order; refuses names the family lacks. */
-export function targetModulePaths(family: ModelFamily, layerCount: number, targets: LoraConfig['targets'], where: string): string[] {
+export function targetModulePaths(
+  family: ModelFamily,
+  layerCount: number,
+  targets: LoraConfig['targets'],
+  where: string,
+): string[] {
   const wanted = targets === 'all-linear' ? family.linearModuleNames : targets;
   for (const name of wanted) {
     if (!family.linearModuleNames.includes(name)) {
@@ -95,9 +112,13 @@ export function targetModulePaths(family: ModelFamily, layerCount: number, targe
   for (let layer = 0; layer < layerCount; layer++) {
     const modules = family.layerModules(layer);
     const all = [
-      ...('fused' in modules.attention ? [modules.attention.fused] : [modules.attention.query, modules.attention.key, modules.attention.value]),
+      ...('fused' in modules.attention
+        ? [modules.attention.fused]
+        : [modules.attention.query, modules.attention.key, modules.attention.value]),
       modules.output,
-      ...('gate' in modules.mlp ? [modules.mlp.gate, modules.mlp.up, modules.mlp.down] : [modules.mlp.fc, modules.mlp.proj]),
+      ...('gate' in modules.mlp
+        ? [modules.mlp.gate, modules.mlp.up, modules.mlp.down]
+        : [modules.mlp.fc, modules.mlp.proj]),
     ];
     paths.push(...all.filter((path) => wanted.some((name) => path.endsWith(`.${name}`))));
   }

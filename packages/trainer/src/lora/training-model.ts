@@ -78,23 +78,49 @@ export interface LoraTrainingSource {
 
 /** Loads the frozen base and a saved or fresh adapter as a LoraTrainingModel. */
 export async function loadLoraTrainingModel(source: LoraTrainingSource): Promise<LoraTrainingModel> {
-  const lora: LoraConfig = { rank: source.lora.rank, alpha: source.lora.alpha, dropout: source.lora.dropout ?? 0, targets: source.lora.targets };
+  const lora: LoraConfig = {
+    rank: source.lora.rank,
+    alpha: source.lora.alpha,
+    dropout: source.lora.dropout ?? 0,
+    targets: source.lora.targets,
+  };
   const baseDType = source.lora.baseDType ?? 'f32';
-  if (!source.backend.capabilities.supports('cast', baseDType) || !source.backend.capabilities.supports('gather', baseDType)) {
-    throw new ConfigError(`lora.baseDType ${baseDType}: the ${source.backend.name} backend cannot hold or compute with ${baseDType} tensors`, {
-      hint: `Use ${LORA_BASE_DTYPES.filter((dtype) => dtype !== baseDType && source.backend.capabilities.supports('cast', dtype)).join(' or ')} (f32 is the default).`,
-    });
+  if (
+    !source.backend.capabilities.supports('cast', baseDType) ||
+    !source.backend.capabilities.supports('gather', baseDType)
+  ) {
+    throw new ConfigError(
+      `lora.baseDType ${baseDType}: the ${source.backend.name} backend cannot hold or compute with ${baseDType} tensors`,
+      {
+        hint: `Use ${LORA_BASE_DTYPES.filter((dtype) => dtype !== baseDType && source.backend.capabilities.supports('cast', dtype)).join(' or ')} (f32 is the default).`,
+      },
+    );
   }
-  const base = await loadModelDirectory(source.baseDirectory, { backend: source.backend, allowNonFinite: source.allowNonFinite, frozen: true });
+  const base = await loadModelDirectory(source.baseDirectory, {
+    backend: source.backend,
+    allowNonFinite: source.allowNonFinite,
+    frozen: true,
+  });
   try {
     base.holdMatricesIn(baseDType);
-    const adapter = source.adapterDirectory === undefined ? createLoraAdapter(base, lora, source.seed) : await loadLoraAdapter(source.adapterDirectory, base);
+    const adapter =
+      source.adapterDirectory === undefined
+        ? createLoraAdapter(base, lora, source.seed)
+        : await loadLoraAdapter(source.adapterDirectory, base);
     const saved = adapter.config;
-    if (saved.rank !== lora.rank || saved.alpha !== lora.alpha || saved.dropout !== lora.dropout || JSON.stringify(saved.targets) !== JSON.stringify(lora.targets)) {
+    if (
+      saved.rank !== lora.rank ||
+      saved.alpha !== lora.alpha ||
+      saved.dropout !== lora.dropout ||
+      JSON.stringify(saved.targets) !== JSON.stringify(lora.targets)
+    ) {
       adapter.dispose();
-      throw new ConfigError(`the LoRA settings ${JSON.stringify(source.lora)} differ from the saved adapter's ${JSON.stringify(adapter.config)} (${source.adapterDirectory})`, {
-        hint: 'Resume with the lora settings the run was started with.',
-      });
+      throw new ConfigError(
+        `the LoRA settings ${JSON.stringify(source.lora)} differ from the saved adapter's ${JSON.stringify(adapter.config)} (${source.adapterDirectory})`,
+        {
+          hint: 'Resume with the lora settings the run was started with.',
+        },
+      );
     }
     return new LoraTrainingModel(base, adapter, source.baseDirectory);
   } catch (error) {

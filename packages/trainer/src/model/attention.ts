@@ -7,7 +7,20 @@
  * cache's decode step passes an explicit mask instead (maskedAttention), to attend over a
  * preallocated buffer of which only a prefix is filled.
  */
-import { add, attention, cast, expand, matmul, mul, reshape, softmax, tensor, type DType, type KernelBackend, type Tensor } from '@kiln/core';
+import {
+  add,
+  attention,
+  cast,
+  expand,
+  matmul,
+  mul,
+  reshape,
+  softmax,
+  tensor,
+  type DType,
+  type KernelBackend,
+  type Tensor,
+} from '@kiln/core';
 
 /** Which attention implementation a forward pass uses. */
 export type AttentionKind = 'flash' | 'naive';
@@ -31,20 +44,35 @@ export function repeatKvHeads(x: Tensor, group: number): Tensor {
 }
 
 /** softmax(q·kᵀ·scale + mask)·v composed from ops (scale default 1/√hd); the mask (broadcast to the scores) defaults to the causal one. */
-export function naiveAttention(q: Tensor, k: Tensor, v: Tensor, mask?: Tensor, scale = 1 / Math.sqrt(q.shape[3])): Tensor {
+export function naiveAttention(
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  mask?: Tensor,
+  scale = 1 / Math.sqrt(q.shape[3]),
+): Tensor {
   const group = q.shape[1] / k.shape[1];
   const keys = repeatKvHeads(k, group);
   const values = repeatKvHeads(v, group);
   const scores = mul(matmul(q, keys, { transposeB: true }), scale);
-  const additive = mask === undefined
-    ? causalMask(q.shape[2], k.shape[2], scores.dtype, q.backend)
-    : mask.dtype === scores.dtype ? mask : cast(mask, scores.dtype);
+  const additive =
+    mask === undefined
+      ? causalMask(q.shape[2], k.shape[2], scores.dtype, q.backend)
+      : mask.dtype === scores.dtype
+        ? mask
+        : cast(mask, scores.dtype);
   const probabilities = softmax(add(scores, additive), -1);
   return matmul(probabilities, values);
 }
 
 /** Causal attention of q [B, H, Tq, hd] over k, v [B, Hkv, Tk, hd] with the chosen implementation (scale default 1/√hd). */
-export function causalAttention(q: Tensor, k: Tensor, v: Tensor, kind: AttentionKind, scale = 1 / Math.sqrt(q.shape[3])): Tensor {
+export function causalAttention(
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  kind: AttentionKind,
+  scale = 1 / Math.sqrt(q.shape[3]),
+): Tensor {
   return kind === 'flash' ? attention(q, k, v, { causal: true, scale }) : naiveAttention(q, k, v, undefined, scale);
 }
 
@@ -57,6 +85,13 @@ export function tokensMajorCausalAttention(q: Tensor, k: Tensor, v: Tensor, scal
 }
 
 /** Attention of q over k, v with an additive mask (broadcast to [B, H, Tq, Tk]; −Infinity hides a key) instead of the causal rule. */
-export function maskedAttention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, kind: AttentionKind, scale = 1 / Math.sqrt(q.shape[3])): Tensor {
+export function maskedAttention(
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  mask: Tensor,
+  kind: AttentionKind,
+  scale = 1 / Math.sqrt(q.shape[3]),
+): Tensor {
   return kind === 'flash' ? attention(q, k, v, { mask, scale }) : naiveAttention(q, k, v, mask, scale);
 }

@@ -6,7 +6,19 @@
  * MLP is SwiGLU or GELU. The residual stream and the norms stay f32; the matmuls, rope,
  * attention and activations run in the compute dtype. Every projection goes through `linear`.
  */
-import { add, backendReadsAttentionLayout, gelu, layerNorm, permute, reshape, rmsNorm, split, swiglu, tidy, type Tensor } from '@kiln/core';
+import {
+  add,
+  backendReadsAttentionLayout,
+  gelu,
+  layerNorm,
+  permute,
+  reshape,
+  rmsNorm,
+  split,
+  swiglu,
+  tidy,
+  type Tensor,
+} from '@kiln/core';
 import type { ModelConfig } from '../contracts.js';
 import { causalAttention, maskedAttention, tokensMajorCausalAttention, type AttentionKind } from './attention.js';
 import { headDimension } from './config.js';
@@ -68,14 +80,16 @@ export function layerWeights(parameters: Map<string, Tensor>, family: ModelFamil
   const get = (module: string): LinearWeights => linearWeights(parameters, module);
   return {
     inputNorm: normWeights(parameters, modules.inputNorm),
-    attention: 'fused' in modules.attention
-      ? { fused: get(modules.attention.fused) }
-      : { query: get(modules.attention.query), key: get(modules.attention.key), value: get(modules.attention.value) },
+    attention:
+      'fused' in modules.attention
+        ? { fused: get(modules.attention.fused) }
+        : { query: get(modules.attention.query), key: get(modules.attention.key), value: get(modules.attention.value) },
     output: get(modules.output),
     postNorm: normWeights(parameters, modules.postNorm),
-    mlp: 'gate' in modules.mlp
-      ? { gate: get(modules.mlp.gate), up: get(modules.mlp.up), down: get(modules.mlp.down) }
-      : { fc: get(modules.mlp.fc), proj: get(modules.mlp.proj) },
+    mlp:
+      'gate' in modules.mlp
+        ? { gate: get(modules.mlp.gate), up: get(modules.mlp.up), down: get(modules.mlp.down) }
+        : { fc: get(modules.mlp.fc), proj: get(modules.mlp.proj) },
   };
 }
 
@@ -113,24 +127,47 @@ function selfAttention(x: Tensor, weights: LayerWeights, layer: number, context:
   const { config } = context;
   const width = headDimension(config);
   const input = toDType(normalize(x, weights.inputNorm, config.normEps), context.computeDType);
-  let [query, key, value] = 'fused' in weights.attention
-    ? split(linear(input, weights.attention.fused, context), [config.nHead * width, config.nKvHead * width, config.nKvHead * width], -1)
-    : [linear(input, weights.attention.query, context), linear(input, weights.attention.key, context), linear(input, weights.attention.value, context)];
+  let [query, key, value] =
+    'fused' in weights.attention
+      ? split(
+          linear(input, weights.attention.fused, context),
+          [config.nHead * width, config.nKvHead * width, config.nKvHead * width],
+          -1,
+        )
+      : [
+          linear(input, weights.attention.query, context),
+          linear(input, weights.attention.key, context),
+          linear(input, weights.attention.value, context),
+        ];
   const rotary = familyOf(config).modelModules(config).positionEmbedding === undefined;
   const scale = attentionScale(config, layer);
   // Flash attention without KV cache reads the projections as [B, T, H, hd] where the backend's attention (and rope,
   // for rope families) read that layout: no head permutes. Elsewhere, the cache and the naive path stay heads-major.
   const backend = query.backend;
-  const tokensMajor = context.attention === 'flash' && !context.cache && backendReadsAttentionLayout(backend, 'tokens-major') &&
+  const tokensMajor =
+    context.attention === 'flash' &&
+    !context.cache &&
+    backendReadsAttentionLayout(backend, 'tokens-major') &&
     (!rotary || rotaryReadsTokensMajor(config, backend));
   if (tokensMajor) {
-    let [tokensQuery, tokensKey] = [tokensMajorHeads(query, config.nHead, width), tokensMajorHeads(key, config.nKvHead, width)];
+    let [tokensQuery, tokensKey] = [
+      tokensMajorHeads(query, config.nHead, width),
+      tokensMajorHeads(key, config.nKvHead, width),
+    ];
     if (rotary) {
       tokensQuery = applyRotary(tokensQuery, config, context.positionOffset, 'tokens-major');
       tokensKey = applyRotary(tokensKey, config, context.positionOffset, 'tokens-major');
     }
-    const attended = tokensMajorCausalAttention(tokensQuery, tokensKey, tokensMajorHeads(value, config.nKvHead, width), scale);
-    return toDType(linear(reshape(attended, [attended.shape[0], attended.shape[1], config.nHead * width]), weights.output, context), 'f32');
+    const attended = tokensMajorCausalAttention(
+      tokensQuery,
+      tokensKey,
+      tokensMajorHeads(value, config.nKvHead, width),
+      scale,
+    );
+    return toDType(
+      linear(reshape(attended, [attended.shape[0], attended.shape[1], config.nHead * width]), weights.output, context),
+      'f32',
+    );
   }
   query = splitHeads(query, config.nHead, width);
   key = splitHeads(key, config.nKvHead, width);
@@ -143,9 +180,10 @@ function selfAttention(x: Tensor, weights: LayerWeights, layer: number, context:
   let attended: Tensor;
   if (context.cache) {
     const cached = context.cache.append(layer, key, value);
-    attended = cached.mask === null
-      ? causalAttention(query, cached.key, cached.value, context.attention, scale)
-      : maskedAttention(query, cached.key, cached.value, cached.mask, context.attention, scale);
+    attended =
+      cached.mask === null
+        ? causalAttention(query, cached.key, cached.value, context.attention, scale)
+        : maskedAttention(query, cached.key, cached.value, cached.mask, context.attention, scale);
   } else {
     attended = causalAttention(query, key, value, context.attention, scale);
   }

@@ -39,7 +39,11 @@ function fail(field: string, problem: string, hint: string): never {
 function checkPositiveInteger(config: ModelConfig, field: keyof ModelConfig): void {
   const value = config[field];
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
-    fail(field, `must be a positive integer, got ${JSON.stringify(value)}`, `Set model.${field} to a whole number ≥ 1.`);
+    fail(
+      field,
+      `must be a positive integer, got ${JSON.stringify(value)}`,
+      `Set model.${field} to a whole number ≥ 1.`,
+    );
   }
 }
 
@@ -49,25 +53,43 @@ export function validateModelConfig(config: ModelConfig): void {
     checkPositiveInteger(config, field);
   }
   if (config.nHead % config.nKvHead !== 0) {
-    fail('nKvHead', `(${config.nKvHead}) must divide model.nHead (${config.nHead})`,
-      'Grouped-query attention shares each key/value head among nHead / nKvHead query heads; pick a divisor of nHead.');
+    fail(
+      'nKvHead',
+      `(${config.nKvHead}) must divide model.nHead (${config.nHead})`,
+      'Grouped-query attention shares each key/value head among nHead / nKvHead query heads; pick a divisor of nHead.',
+    );
   }
   const architecture = config.architecture;
   if (architecture === undefined && config.dModel % config.nHead !== 0) {
-    fail('nHead', `(${config.nHead}) must divide model.dModel (${config.dModel})`, 'The head width is dModel / nHead; pick a divisor of dModel.');
+    fail(
+      'nHead',
+      `(${config.nHead}) must divide model.dModel (${config.dModel})`,
+      'The head width is dModel / nHead; pick a divisor of dModel.',
+    );
   }
   if (architecture !== undefined && (!Number.isSafeInteger(architecture.headDim) || architecture.headDim <= 0)) {
-    fail('architecture.headDim', `must be a positive integer, got ${JSON.stringify(architecture.headDim)}`, 'Fix head_dim in the config.json.');
+    fail(
+      'architecture.headDim',
+      `must be a positive integer, got ${JSON.stringify(architecture.headDim)}`,
+      'Fix head_dim in the config.json.',
+    );
   }
   if (familyOf(config).modelType === 'llama' && headDimension(config) % 2 !== 0) {
-    fail('nHead', `gives an odd head width ${architecture === undefined ? 'dModel / nHead = ' : 'head_dim '}${headDimension(config)}`,
-      'Rotary embeddings rotate pairs of channels, so the head width (dModel / nHead, or head_dim) must be even.');
+    fail(
+      'nHead',
+      `gives an odd head width ${architecture === undefined ? 'dModel / nHead = ' : 'head_dim '}${headDimension(config)}`,
+      'Rotary embeddings rotate pairs of channels, so the head width (dModel / nHead, or head_dim) must be even.',
+    );
   }
   if (typeof config.tieEmbeddings !== 'boolean') {
     fail('tieEmbeddings', `must be true or false, got ${JSON.stringify(config.tieEmbeddings)}`, 'Use a boolean.');
   }
   if (typeof config.ropeTheta !== 'number' || !Number.isFinite(config.ropeTheta) || config.ropeTheta <= 0) {
-    fail('ropeTheta', `must be a finite number > 0, got ${JSON.stringify(config.ropeTheta)}`, 'The usual value is 10000.');
+    fail(
+      'ropeTheta',
+      `must be a finite number > 0, got ${JSON.stringify(config.ropeTheta)}`,
+      'The usual value is 10000.',
+    );
   }
   if (typeof config.normEps !== 'number' || !Number.isFinite(config.normEps) || config.normEps <= 0) {
     fail('normEps', `must be a finite number > 0, got ${JSON.stringify(config.normEps)}`, 'The usual value is 1e-5.');
@@ -99,7 +121,8 @@ export function parameterSpecs(config: ModelConfig): ParameterSpec[] {
   };
   const modules = family.modelModules(config);
   specs.push({ name: `${modules.tokenEmbedding}.weight`, shape: [vocabSize, dModel], init: normal });
-  if (modules.positionEmbedding) specs.push({ name: `${modules.positionEmbedding}.weight`, shape: [config.contextLength, dModel], init: normal });
+  if (modules.positionEmbedding)
+    specs.push({ name: `${modules.positionEmbedding}.weight`, shape: [config.contextLength, dModel], init: normal });
   const attentionBias = architecture?.attentionBias ?? false;
   const mlpBias = architecture?.mlpBias ?? false;
   for (let layer = 0; layer < nLayer; layer++) {
@@ -136,7 +159,11 @@ export function parameterCount(source: LanguageModel | ModelConfig): number {
     return total;
   }
   // The sizes of parameterSpecs in closed form: a config with a million layers is counted without listing them.
-  if ((source as ModelConfig).architecture !== undefined) return parameterSpecs(source as ModelConfig).reduce((total, spec) => total + spec.shape.reduce((a, b) => a * b, 1), 0);
+  if ((source as ModelConfig).architecture !== undefined)
+    return parameterSpecs(source as ModelConfig).reduce(
+      (total, spec) => total + spec.shape.reduce((a, b) => a * b, 1),
+      0,
+    );
   const { vocabSize, dModel, nLayer, nHead, nKvHead, mlpHidden, tieEmbeddings } = source as ModelConfig;
   const head = dModel / nHead;
   const perLayer = 2 * dModel + 2 * nHead * head * dModel + 2 * nKvHead * head * dModel + 3 * mlpHidden * dModel;

@@ -5,11 +5,32 @@
  * a KV-cached forward for generation.
  */
 import {
-  add, cast, checkpoint, embedding, InvalidArgumentError, keep, noGrad, tensor, tidy, type DType, type KernelBackend, type Tensor,
+  add,
+  cast,
+  checkpoint,
+  embedding,
+  InvalidArgumentError,
+  keep,
+  noGrad,
+  tensor,
+  tidy,
+  type DType,
+  type KernelBackend,
+  type Tensor,
 } from '@kiln/core';
 import type { ForwardOptions, LanguageModel, ModelConfig } from '../contracts.js';
 import type { AttentionKind } from './attention.js';
-import { decoderBlock, layerWeights, linear, normalize, normWeights, toDType, type BlockContext, type LayerWeights, type NormWeights } from './block.js';
+import {
+  decoderBlock,
+  layerWeights,
+  linear,
+  normalize,
+  normWeights,
+  toDType,
+  type BlockContext,
+  type LayerWeights,
+  type NormWeights,
+} from './block.js';
 import { validateModelConfig } from './config.js';
 import type { ModelFamily, ModelModules } from './families/family.js';
 import { familyOf } from './families/registry.js';
@@ -104,21 +125,31 @@ export class DecoderModel implements LanguageModel {
   forwardCached(ids: Tensor, cache: KvCache, options: CachedForwardOptions = {}): Tensor {
     this.checkIds(ids, 'forwardCached');
     if (cache.layers.length !== this.config.nLayer) {
-      throw new InvalidArgumentError(`forwardCached: the cache has ${cache.layers.length} layers, the model ${this.config.nLayer}`, {
-        hint: 'Create the cache with model.createCache().',
-      });
+      throw new InvalidArgumentError(
+        `forwardCached: the cache has ${cache.layers.length} layers, the model ${this.config.nLayer}`,
+        {
+          hint: 'Create the cache with model.createCache().',
+        },
+      );
     }
     const computeDType = options.computeDType ?? 'f32';
     const context: BlockContext = {
-      config: this.config, attention: options.attention ?? 'flash', computeDType, positionOffset: cache.length, cache, adapters: this.adapter?.modules,
+      config: this.config,
+      attention: options.attention ?? 'flash',
+      computeDType,
+      positionOffset: cache.length,
+      cache,
+      adapters: this.adapter?.modules,
     };
-    const logits = noGrad(() => tidy(() => {
-      let x = this.embed(ids, cache.length);
-      this.layers.forEach((weights, layer) => {
-        x = decoderBlock(x, weights, layer, context);
-      });
-      return this.head(x, context);
-    }));
+    const logits = noGrad(() =>
+      tidy(() => {
+        let x = this.embed(ids, cache.length);
+        this.layers.forEach((weights, layer) => {
+          x = decoderBlock(x, weights, layer, context);
+        });
+        return this.head(x, context);
+      }),
+    );
     cache.advance(ids.shape[1]);
     return logits;
   }
@@ -131,9 +162,12 @@ export class DecoderModel implements LanguageModel {
   holdMatricesIn(dtype: DType): void {
     for (const [name, parameter] of this.parameters) {
       if (parameter.requiresGrad) {
-        throw new InvalidArgumentError(`holdMatricesIn: ${name} is trainable; only a frozen base can be held in ${dtype}`, {
-          hint: 'Load the base with { frozen: true } (LoRA) before changing the dtype of its weights.',
-        });
+        throw new InvalidArgumentError(
+          `holdMatricesIn: ${name} is trainable; only a frozen base can be held in ${dtype}`,
+          {
+            hint: 'Load the base with { frozen: true } (LoRA) before changing the dtype of its weights.',
+          },
+        );
       }
     }
     if (dtype === 'f32') return;
@@ -158,8 +192,13 @@ export class DecoderModel implements LanguageModel {
 
   private blockContext(options: ForwardOptions): BlockContext {
     return {
-      config: this.config, attention: options.attention, computeDType: options.computeDType, positionOffset: 0,
-      computeWeights: options.computeWeights, adapters: this.adapter?.modules, dropoutSeed: options.dropoutSeed,
+      config: this.config,
+      attention: options.attention,
+      computeDType: options.computeDType,
+      positionOffset: 0,
+      computeWeights: options.computeWeights,
+      adapters: this.adapter?.modules,
+      dropoutSeed: options.dropoutSeed,
     };
   }
 
@@ -179,12 +218,22 @@ export class DecoderModel implements LanguageModel {
     if (this.modules.positionEmbedding === undefined) return tokens;
     const length = ids.shape[1];
     if (offset + length > this.config.contextLength) {
-      throw new InvalidArgumentError(`positions ${offset}…${offset + length - 1} pass the model's ${this.config.contextLength} learned positions`, {
-        hint: 'Keep sequences (prompt and generated tokens) within the model context length.',
-      });
+      throw new InvalidArgumentError(
+        `positions ${offset}…${offset + length - 1} pass the model's ${this.config.contextLength} learned positions`,
+        {
+          hint: 'Keep sequences (prompt and generated tokens) within the model context length.',
+        },
+      );
     }
-    const positions = tensor(Int32Array.from({ length }, (_, index) => offset + index), [1, length], { dtype: 'i32', backend: ids.backend });
-    return add(tokens, toDType(embedding(this.parameters.get(`${this.modules.positionEmbedding}.weight`)!, positions), 'f32'));
+    const positions = tensor(
+      Int32Array.from({ length }, (_, index) => offset + index),
+      [1, length],
+      { dtype: 'i32', backend: ids.backend },
+    );
+    return add(
+      tokens,
+      toDType(embedding(this.parameters.get(`${this.modules.positionEmbedding}.weight`)!, positions), 'f32'),
+    );
   }
 
   private head(x: Tensor, context: LinearContext): Tensor {

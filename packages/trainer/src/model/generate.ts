@@ -33,13 +33,18 @@ export interface GenerateOptions extends SamplingOptions {
 function checkOptions(model: DecoderModel, prompt: number[], options: GenerateOptions): void {
   const { vocabSize } = model.config;
   if (prompt.length === 0) {
-    throw new InvalidArgumentError('generate: the prompt is empty', { hint: 'Pass at least one token (for byte-level models, the bytes of some text).' });
+    throw new InvalidArgumentError('generate: the prompt is empty', {
+      hint: 'Pass at least one token (for byte-level models, the bytes of some text).',
+    });
   }
   prompt.forEach((id, index) => {
     if (!Number.isInteger(id) || id < 0 || id >= vocabSize) {
-      throw new InvalidArgumentError(`generate: prompt token at index ${index} is ${id}, outside [0, ${vocabSize - 1}]`, {
-        hint: 'Token ids must be integers below the model vocabulary size.',
-      });
+      throw new InvalidArgumentError(
+        `generate: prompt token at index ${index} is ${id}, outside [0, ${vocabSize - 1}]`,
+        {
+          hint: 'Token ids must be integers below the model vocabulary size.',
+        },
+      );
     }
   });
   if (!Number.isSafeInteger(options.maxTokens) || options.maxTokens < 0) {
@@ -58,11 +63,19 @@ function checkOptions(model: DecoderModel, prompt: number[], options: GenerateOp
 }
 
 /** Runs the new tokens through the model (extending the cache) and returns the last position's logits. */
-async function nextLogits(model: DecoderModel, cache: KvCache, tokens: number[], options: GenerateOptions): Promise<Float32Array> {
+async function nextLogits(
+  model: DecoderModel,
+  cache: KvCache,
+  tokens: number[],
+  options: GenerateOptions,
+): Promise<Float32Array> {
   const ids = tensor(Int32Array.from(tokens), [1, tokens.length], { dtype: 'i32', backend: model.backend });
   try {
     const last = tidy(() => {
-      const logits = model.forwardCached(ids, cache, { attention: options.attention, computeDType: options.computeDType });
+      const logits = model.forwardCached(ids, cache, {
+        attention: options.attention,
+        computeDType: options.computeDType,
+      });
       const vocab = model.config.vocabSize;
       return reshape(slice(logits, [0, tokens.length - 1, 0], [1, 1, vocab]), [vocab]);
     });
@@ -92,7 +105,11 @@ export async function generate(model: DecoderModel, prompt: number[], options: G
     const limit = options.vocabularyLimit ?? model.config.vocabSize;
     for (let step = 0; step < options.maxTokens; step++) {
       await assertFiniteLogits(logits, model.parameters, step);
-      const token = sampleToken(limit < logits.length ? logits.subarray(0, limit) : logits, options, uniformAt(seed, step));
+      const token = sampleToken(
+        limit < logits.length ? logits.subarray(0, limit) : logits,
+        options,
+        uniformAt(seed, step),
+      );
       if (stop.has(token)) break;
       generated.push(token);
       tokens.push(token);

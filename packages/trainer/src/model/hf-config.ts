@@ -20,8 +20,15 @@ export function toHfConfig(config: ModelConfig): HfModelConfig {
 /** True when a Llama architecture is exactly kiln's byte-level default (no head_dim override, scaling, biases or special tokens). */
 function isByteLlama(config: ModelConfig): boolean {
   const architecture = config.architecture;
-  return architecture?.family === 'llama' && architecture.headDim * config.nHead === config.dModel && architecture.ropeScaling === null
-    && !architecture.attentionBias && !architecture.mlpBias && architecture.bosTokenId === null && architecture.eosTokenIds.length === 0;
+  return (
+    architecture?.family === 'llama' &&
+    architecture.headDim * config.nHead === config.dModel &&
+    architecture.ropeScaling === null &&
+    !architecture.attentionBias &&
+    !architecture.mlpBias &&
+    architecture.bosTokenId === null &&
+    architecture.eosTokenIds.length === 0
+  );
 }
 
 /** Reads a config.json object (`source` names the file in errors) into kiln's ModelConfig. */
@@ -32,10 +39,13 @@ export function fromHfConfig(json: unknown, source: string): ModelConfig {
     validateModelConfig(config);
   } catch (error) {
     if (!KilnError.isInstance(error) || !(error instanceof ConfigError)) throw error;
-    throw new CheckpointError(`${source}: the sizes do not form a valid ${config.architecture?.family ?? 'llama'} model: ${error.message}`, {
-      hint: 'Check the head counts, head_dim and hidden size in the config.json.',
-      cause: error,
-    });
+    throw new CheckpointError(
+      `${source}: the sizes do not form a valid ${config.architecture?.family ?? 'llama'} model: ${error.message}`,
+      {
+        hint: 'Check the head counts, head_dim and hidden size in the config.json.',
+        cause: error,
+      },
+    );
   }
   return config;
 }

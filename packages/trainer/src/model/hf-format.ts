@@ -9,8 +9,16 @@
 import { access, copyFile, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
-  CheckpointError, decodeHostValues, keep, readSafetensorsFile, serializeSafetensors, tensor, writeFileAtomic,
-  type KernelBackend, type RawTensor, type Tensor,
+  CheckpointError,
+  decodeHostValues,
+  keep,
+  readSafetensorsFile,
+  serializeSafetensors,
+  tensor,
+  writeFileAtomic,
+  type KernelBackend,
+  type RawTensor,
+  type Tensor,
 } from '@kiln/core';
 import type { LanguageModel, ModelConfig } from '../contracts.js';
 import { parameterSpecs } from './config.js';
@@ -25,7 +33,13 @@ export { fromHfConfig, toHfConfig, type HfModelConfig } from './hf-config.js';
 
 /** Tokenizer and generation files a Hugging Face model directory may hold; saving copies those present. */
 export const TOKENIZER_FILES = [
-  'tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'vocab.json', 'merges.txt', 'tokenizer.model', 'generation_config.json',
+  'tokenizer.json',
+  'tokenizer_config.json',
+  'special_tokens_map.json',
+  'vocab.json',
+  'merges.txt',
+  'tokenizer.model',
+  'generation_config.json',
 ] as const;
 
 /** The Hugging Face config file of a model directory. */
@@ -38,20 +52,36 @@ const WEIGHTS_INDEX_FILE = 'model.safetensors.index.json';
 export type WrittenFiles = Map<string, Uint8Array>;
 
 /** Writes config.json and model.safetensors (f32, the family's layout) into `directory` (created if needed); returns what it wrote. */
-export async function saveModelDirectory(directory: string, model: LanguageModel, extraMetadata: Record<string, string> = {}): Promise<WrittenFiles> {
+export async function saveModelDirectory(
+  directory: string,
+  model: LanguageModel,
+  extraMetadata: Record<string, string> = {},
+): Promise<WrittenFiles> {
   await mkdir(directory, { recursive: true });
   const family = familyOf(model.config);
   const tensors = new Map<string, RawTensor>();
   for (const [name, parameter] of model.parameters) {
-    const stored = toFileLayout((await parameter.data()) as Float32Array, parameter.shape, family.fileLayout(name, model.config), model.config);
-    tensors.set(name, { dtype: 'f32', shape: stored.shape, data: new Uint8Array(stored.values.buffer, stored.values.byteOffset, stored.values.byteLength) });
+    const stored = toFileLayout(
+      (await parameter.data()) as Float32Array,
+      parameter.shape,
+      family.fileLayout(name, model.config),
+      model.config,
+    );
+    tensors.set(name, {
+      dtype: 'f32',
+      shape: stored.shape,
+      data: new Uint8Array(stored.values.buffer, stored.values.byteOffset, stored.values.byteLength),
+    });
   }
   // "format": "pt" is what transformers expects in the metadata of a PyTorch-layout file.
   const weights = serializeSafetensors(tensors, { format: 'pt', ...extraMetadata });
   const config = new TextEncoder().encode(`${JSON.stringify(toHfConfig(model.config), null, 2)}\n`);
   await writeFileAtomic(join(directory, MODEL_WEIGHTS_FILE), weights);
   await writeFileAtomic(join(directory, MODEL_CONFIG_FILE), config);
-  return new Map([[MODEL_WEIGHTS_FILE, weights], [MODEL_CONFIG_FILE, config]]);
+  return new Map([
+    [MODEL_WEIGHTS_FILE, weights],
+    [MODEL_CONFIG_FILE, config],
+  ]);
 }
 
 /** Copies the tokenizer and generation files present in `from` into `to` (returns the names copied). */
@@ -59,7 +89,13 @@ export async function copyTokenizerFiles(from: string, to: string): Promise<stri
   const copied: string[] = [];
   for (const file of TOKENIZER_FILES) {
     const source = join(from, file);
-    if (!(await access(source).then(() => true, () => false))) continue;
+    if (
+      !(await access(source).then(
+        () => true,
+        () => false,
+      ))
+    )
+      continue;
     await mkdir(to, { recursive: true });
     await copyFile(source, join(to, file));
     copied.push(file);
@@ -96,9 +132,12 @@ export function assertFinite(values: ArrayLike<number>, what: string, source: st
     }
   }
   if (count === 0) return;
-  throw new CheckpointError(`${source}: ${what} holds ${count} non-finite value${count === 1 ? '' : 's'} of ${values.length} (the first, ${values[first]}, at index ${first})`, {
-    hint: 'The file is damaged, or the run that wrote it diverged: load an earlier checkpoint, or allow non-finite weights explicitly (allowNonFinite: true, `--allow-non-finite`) to inspect them.',
-  });
+  throw new CheckpointError(
+    `${source}: ${what} holds ${count} non-finite value${count === 1 ? '' : 's'} of ${values.length} (the first, ${values[first]}, at index ${first})`,
+    {
+      hint: 'The file is damaged, or the run that wrote it diverged: load an earlier checkpoint, or allow non-finite weights explicitly (allowNonFinite: true, `--allow-non-finite`) to inspect them.',
+    },
+  );
 }
 
 async function readJson(path: string, what: string): Promise<unknown> {
@@ -106,10 +145,13 @@ async function readJson(path: string, what: string): Promise<unknown> {
   try {
     text = await readFile(path, 'utf8');
   } catch (error) {
-    throw new CheckpointError(`Could not read ${what} ${path}: ${error instanceof Error ? error.message : String(error)}`, {
-      hint: 'A model directory holds config.json and model.safetensors (as written by kiln or transformers save_pretrained).',
-      cause: error,
-    });
+    throw new CheckpointError(
+      `Could not read ${what} ${path}: ${error instanceof Error ? error.message : String(error)}`,
+      {
+        hint: 'A model directory holds config.json and model.safetensors (as written by kiln or transformers save_pretrained).',
+        cause: error,
+      },
+    );
   }
   try {
     return JSON.parse(text);
@@ -125,29 +167,45 @@ async function readJson(path: string, what: string): Promise<unknown> {
 async function readWeights(directory: string): Promise<{ tensors: Map<string, RawTensor>; source: string }> {
   const single = join(directory, MODEL_WEIGHTS_FILE);
   const indexPath = join(directory, WEIGHTS_INDEX_FILE);
-  const exists = (path: string): Promise<boolean> => access(path).then(() => true, () => false);
+  const exists = (path: string): Promise<boolean> =>
+    access(path).then(
+      () => true,
+      () => false,
+    );
   const [hasSingle, hasIndex] = await Promise.all([exists(single), exists(indexPath)]);
   if (hasSingle || !hasIndex) return { tensors: (await readSafetensorsFile(single)).tensors, source: single };
   const index = await readJson(indexPath, 'weights index');
   const weightMap = (index as { weight_map?: unknown } | null)?.weight_map;
-  if (typeof weightMap !== 'object' || weightMap === null || Object.values(weightMap).some((file) => typeof file !== 'string')) {
-    throw new CheckpointError(`${indexPath}: field "weight_map" must map tensor names to shard file names`, { hint: 'Restore the index file or re-save the model.' });
+  if (
+    typeof weightMap !== 'object' ||
+    weightMap === null ||
+    Object.values(weightMap).some((file) => typeof file !== 'string')
+  ) {
+    throw new CheckpointError(`${indexPath}: field "weight_map" must map tensor names to shard file names`, {
+      hint: 'Restore the index file or re-save the model.',
+    });
   }
   const tensors = new Map<string, RawTensor>();
   for (const file of new Set(Object.values(weightMap as Record<string, string>))) {
     const shardPath = join(directory, file);
     if (!(await exists(shardPath))) {
       const example = Object.entries(weightMap as Record<string, string>).find(([, shard]) => shard === file)![0];
-      throw new CheckpointError(`${indexPath}: shard "${file}" (holding "${example}" and others) is missing from ${directory}`, {
-        hint: 'Download every shard the index lists (huggingface-cli download fetches them all), or re-save the model.',
-      });
+      throw new CheckpointError(
+        `${indexPath}: shard "${file}" (holding "${example}" and others) is missing from ${directory}`,
+        {
+          hint: 'Download every shard the index lists (huggingface-cli download fetches them all), or re-save the model.',
+        },
+      );
     }
     const shard = await readSafetensorsFile(shardPath);
     for (const [name, raw] of shard.tensors) tensors.set(name, raw);
   }
   for (const [name, file] of Object.entries(weightMap as Record<string, string>)) {
     if (!tensors.has(name)) {
-      throw new CheckpointError(`${indexPath}: tensor "${name}" is listed in shard "${file}" but that file does not hold it`, { hint: 'The shard is damaged or from another model: download it again.' });
+      throw new CheckpointError(
+        `${indexPath}: tensor "${name}" is listed in shard "${file}" but that file does not hold it`,
+        { hint: 'The shard is damaged or from another model: download it again.' },
+      );
     }
   }
   return { tensors, source: indexPath };
@@ -168,7 +226,9 @@ export async function loadModelDirectory(directory: string, options: LoadModelOp
     // transformers may store rotary frequency or causal-mask buffers, and a tied LM head twice; none is a parameter.
     if (family.isBuffer(name) || (config.tieEmbeddings && name === headName)) raw.delete(name);
   }
-  const shapes = new Map([...raw].map(([name, entry]) => [name, kilnShape(entry.shape, family.fileLayout(name, config))]));
+  const shapes = new Map(
+    [...raw].map(([name, entry]) => [name, kilnShape(entry.shape, family.fileLayout(name, config))]),
+  );
   const mismatch = findParameterMismatch(config, shapes);
   if (mismatch) {
     throw new CheckpointError(`${source} does not match ${configPath}: ${describeParameterMismatch(mismatch)}`, {
@@ -181,13 +241,23 @@ export async function loadModelDirectory(directory: string, options: LoadModelOp
     for (const { name } of parameterSpecs(config)) {
       const entry = raw.get(name)!;
       if (entry.dtype === 'i32') {
-        throw new CheckpointError(`${source}: tensor "${name}" is i32; weights must be f32, f16 or bf16`, { hint: 'Re-save the model with float weights.' });
+        throw new CheckpointError(`${source}: tensor "${name}" is i32; weights must be f32, f16 or bf16`, {
+          hint: 'Re-save the model with float weights.',
+        });
       }
       const values = decodeHostValues(entry.data, entry.dtype);
       if (options.allowNonFinite !== true) assertFinite(values, `tensor "${name}"`, source);
-      const kilnValues = fromFileLayout(Float32Array.from(values), entry.shape, family.fileLayout(name, config), config);
+      const kilnValues = fromFileLayout(
+        Float32Array.from(values),
+        entry.shape,
+        family.fileLayout(name, config),
+        config,
+      );
       const parameter = keep(tensor(kilnValues, shapes.get(name)!, { backend: options.backend }));
-      parameters.set(name, options.adapter === undefined && options.frozen !== true ? parameter.requireGrad() : parameter);
+      parameters.set(
+        name,
+        options.adapter === undefined && options.frozen !== true ? parameter.requireGrad() : parameter,
+      );
     }
     const model = new DecoderModel(config, parameters);
     if (options.adapter !== undefined) {

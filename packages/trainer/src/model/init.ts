@@ -18,9 +18,12 @@ export function initializeParameters(config: ModelConfig, backend: KernelBackend
   let offset = 0;
   try {
     for (const spec of parameterSpecs(config)) {
-      const values = spec.init.kind === 'ones'
-        ? ones(spec.shape, { backend })
-        : spec.init.kind === 'zeros' ? zeros(spec.shape, { backend }) : randomNormal(spec.shape, { backend, seed, offset, std: spec.init.std });
+      const values =
+        spec.init.kind === 'ones'
+          ? ones(spec.shape, { backend })
+          : spec.init.kind === 'zeros'
+            ? zeros(spec.shape, { backend })
+            : randomNormal(spec.shape, { backend, seed, offset, std: spec.init.std });
       parameters.set(spec.name, keep(values).requireGrad());
       offset += values.size;
     }

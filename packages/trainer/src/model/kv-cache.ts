@@ -18,7 +18,17 @@
  *    [chunk, capacity] mask.
  * The owner disposes the cache; reset() frees the buffers and starts again from position 0.
  */
-import { DTypeError, full, InvalidArgumentError, keep, slice, tensor, writeSlice, zeros, type Tensor } from '@kiln/core';
+import {
+  DTypeError,
+  full,
+  InvalidArgumentError,
+  keep,
+  slice,
+  tensor,
+  writeSlice,
+  zeros,
+  type Tensor,
+} from '@kiln/core';
 
 /** One layer's cached keys and values (null before the first token). */
 export interface LayerCache {
@@ -92,7 +102,11 @@ export class KvCache implements Disposable {
     if (count !== 1) {
       const [batch, heads, , width] = key.shape;
       const prefix = [batch, heads, start + count, width];
-      return { key: slice(layer.key!, [0, 0, 0, 0], prefix), value: slice(layer.value!, [0, 0, 0, 0], prefix), mask: null };
+      return {
+        key: slice(layer.key!, [0, 0, 0, 0], prefix),
+        value: slice(layer.value!, [0, 0, 0, 0], prefix),
+        mask: null,
+      };
     }
     return { key: layer.key!, value: layer.value!, mask: this.decodeMask(start + 1) };
   }
@@ -153,14 +167,20 @@ export class KvCache implements Disposable {
 
   private checkCompatible(held: Tensor, key: Tensor): void {
     if (held.dtype !== key.dtype) {
-      throw new DTypeError(`KvCache: the cache holds ${held.dtype} keys but this forward pass computes in ${key.dtype}`, {
-        hint: 'Use one computeDType per cache, or reset() the cache before switching.',
-      });
+      throw new DTypeError(
+        `KvCache: the cache holds ${held.dtype} keys but this forward pass computes in ${key.dtype}`,
+        {
+          hint: 'Use one computeDType per cache, or reset() the cache before switching.',
+        },
+      );
     }
     if (held.shape[0] !== key.shape[0] || held.shape[1] !== key.shape[1] || held.shape[3] !== key.shape[3]) {
-      throw new InvalidArgumentError(`KvCache: the cache holds keys ${held.describe()}, the new ones are ${key.describe()} (batch, heads and head size must match)`, {
-        hint: 'Use one cache per batch of sequences, or reset() it first.',
-      });
+      throw new InvalidArgumentError(
+        `KvCache: the cache holds keys ${held.describe()}, the new ones are ${key.describe()} (batch, heads and head size must match)`,
+        {
+          hint: 'Use one cache per batch of sequences, or reset() it first.',
+        },
+      );
     }
   }
 
@@ -182,4 +202,3 @@ export class KvCache implements Disposable {
     return this.maskRow;
   }
 }
-

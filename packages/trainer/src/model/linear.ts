@@ -57,7 +57,12 @@ function computeCopy(weight: Tensor, context: LinearContext): Tensor {
 
 /** Inverted dropout of x: each element kept with probability 1 − p (Philox stream of the seed and module), scaled by 1/(1 − p). */
 function dropout(x: Tensor, probability: number, seed: number, index: number): Tensor {
-  const draws = randomUniform(x.shape, { seed, offset: index * DROPOUT_STREAM_STRIDE, dtype: x.dtype, backend: x.backend });
+  const draws = randomUniform(x.shape, {
+    seed,
+    offset: index * DROPOUT_STREAM_STRIDE,
+    dtype: x.dtype,
+    backend: x.backend,
+  });
   return mul(mul(x, greaterEqual(draws, probability)), 1 / (1 - probability));
 }
 
@@ -67,7 +72,10 @@ export function linear(x: Tensor, layer: LinearWeights, context: LinearContext):
   if (layer.bias !== undefined) y = add(y, computeCopy(layer.bias, context));
   const adapter = context.adapters?.get(layer.module);
   if (adapter === undefined) return y;
-  const input = adapter.dropout > 0 && context.dropoutSeed !== undefined ? dropout(x, adapter.dropout, context.dropoutSeed, adapter.index) : x;
+  const input =
+    adapter.dropout > 0 && context.dropoutSeed !== undefined
+      ? dropout(x, adapter.dropout, context.dropoutSeed, adapter.index)
+      : x;
   const low = matmul(input, toDType(adapter.a, context.computeDType), { transposeB: true });
   return add(y, mul(matmul(low, toDType(adapter.b, context.computeDType), { transposeB: true }), adapter.scale));
 }

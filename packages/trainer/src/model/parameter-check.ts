@@ -14,7 +14,10 @@ export interface ParameterMismatch {
 }
 
 /** Compares names and shapes with the layout of `config`; null when they match. */
-export function findParameterMismatch(config: ModelConfig, shapes: Map<string, readonly number[]>): ParameterMismatch | null {
+export function findParameterMismatch(
+  config: ModelConfig,
+  shapes: Map<string, readonly number[]>,
+): ParameterMismatch | null {
   const specs = parameterSpecs(config);
   const expected = new Set(specs.map((spec) => spec.name));
   const missing = specs.filter((spec) => !shapes.has(spec.name)).map((spec) => spec.name);
@@ -32,7 +35,8 @@ export function findParameterMismatch(config: ModelConfig, shapes: Map<string, r
 /** One readable paragraph listing every mismatch. */
 export function describeParameterMismatch(mismatch: ParameterMismatch): string {
   const lines: string[] = [];
-  const list = (names: string[]): string => (names.length > 8 ? `${names.slice(0, 8).join(', ')}, … (${names.length} in all)` : names.join(', '));
+  const list = (names: string[]): string =>
+    names.length > 8 ? `${names.slice(0, 8).join(', ')}, … (${names.length} in all)` : names.join(', ');
   if (mismatch.missing.length > 0) lines.push(`missing: ${list(mismatch.missing)}`);
   if (mismatch.unexpected.length > 0) lines.push(`unexpected: ${list(mismatch.unexpected)}`);
   if (mismatch.wrongShapes.length > 0) lines.push(`wrong shapes: ${list(mismatch.wrongShapes)}`);
@@ -41,18 +45,27 @@ export function describeParameterMismatch(mismatch: ParameterMismatch): string {
 
 /** Throws InvalidArgumentError unless the parameters are exactly the layout's, f32, on one backend. */
 export function checkParameters(config: ModelConfig, parameters: Map<string, Tensor>): void {
-  const mismatch = findParameterMismatch(config, new Map([...parameters].map(([name, tensor]) => [name, tensor.shape])));
+  const mismatch = findParameterMismatch(
+    config,
+    new Map([...parameters].map(([name, tensor]) => [name, tensor.shape])),
+  );
   if (mismatch) {
-    throw new InvalidArgumentError(`LlamaModel: the parameters do not match the config: ${describeParameterMismatch(mismatch)}`, {
-      hint: 'Create models with createLlamaModel or loadModelDirectory, which build the Hugging Face layout of the family.',
-    });
+    throw new InvalidArgumentError(
+      `LlamaModel: the parameters do not match the config: ${describeParameterMismatch(mismatch)}`,
+      {
+        hint: 'Create models with createLlamaModel or loadModelDirectory, which build the Hugging Face layout of the family.',
+      },
+    );
   }
   const backend = parameters.values().next().value!.backend;
   for (const [name, tensor] of parameters) {
     if (tensor.dtype !== 'f32' || tensor.backend !== backend) {
-      throw new InvalidArgumentError(`LlamaModel: parameter ${name} is ${tensor.toString()}; every parameter must be f32 on '${backend.name}'`, {
-        hint: 'Master weights are f32 on one backend; cast and move them before building the model.',
-      });
+      throw new InvalidArgumentError(
+        `LlamaModel: parameter ${name} is ${tensor.toString()}; every parameter must be f32 on '${backend.name}'`,
+        {
+          hint: 'Master weights are f32 on one backend; cast and move them before building the model.',
+        },
+      );
     }
   }
 }

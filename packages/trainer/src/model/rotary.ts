@@ -6,7 +6,19 @@
  * compute dtype), then x·cos + rotate_half(x)·sin — whose gradient is the inverse rotation.
  * Tokens-major x [B, T, H, hd] works the same way (the tables broadcast as [T, 1, hd]).
  */
-import { add, backendReadsRopeLayout, concat, mul, neg, rope, split, tensor, type AttentionLayout, type KernelBackend, type Tensor } from '@kiln/core';
+import {
+  add,
+  backendReadsRopeLayout,
+  concat,
+  mul,
+  neg,
+  rope,
+  split,
+  tensor,
+  type AttentionLayout,
+  type KernelBackend,
+  type Tensor,
+} from '@kiln/core';
 import type { ModelConfig, RopeScaling } from '../contracts.js';
 import { headDimension } from './config.js';
 
@@ -22,7 +34,8 @@ export function inverseFrequencies(theta: number, width: number, scaling: RopeSc
     const wavelength = (2 * Math.PI) / frequency;
     if (wavelength < highFrequencyWavelength) return frequency;
     if (wavelength > lowFrequencyWavelength) return frequency / factor;
-    const smooth = (originalContextLength / wavelength - lowFrequencyFactor) / (highFrequencyFactor - lowFrequencyFactor);
+    const smooth =
+      (originalContextLength / wavelength - lowFrequencyFactor) / (highFrequencyFactor - lowFrequencyFactor);
     return (1 - smooth) * (frequency / factor) + smooth * frequency;
   });
 }
@@ -33,10 +46,16 @@ export function rotaryReadsTokensMajor(config: ModelConfig, backend: KernelBacke
 }
 
 /** x [B, H, T, hd] (or [B, T, H, hd] with layout 'tokens-major') rotated for positions offset…offset+T−1 with the config's theta and scaling. */
-export function applyRotary(x: Tensor, config: ModelConfig, offset: number, layout: AttentionLayout = 'heads-major'): Tensor {
+export function applyRotary(
+  x: Tensor,
+  config: ModelConfig,
+  offset: number,
+  layout: AttentionLayout = 'heads-major',
+): Tensor {
   const scaling = config.architecture?.ropeScaling ?? null;
   const tokensMajor = layout === 'tokens-major';
-  if (scaling === null) return rope(x, tokensMajor ? { offset, theta: config.ropeTheta, layout } : { offset, theta: config.ropeTheta });
+  if (scaling === null)
+    return rope(x, tokensMajor ? { offset, theta: config.ropeTheta, layout } : { offset, theta: config.ropeTheta });
   const width = headDimension(config);
   const length = tokensMajor ? x.shape[1] : x.shape[2];
   const frequencies = inverseFrequencies(config.ropeTheta, width, scaling);

@@ -25,10 +25,14 @@ export function checkSamplingOptions(options: SamplingOptions): void {
     });
   }
   if (topK !== undefined && (!Number.isSafeInteger(topK) || topK < 1)) {
-    throw new InvalidArgumentError(`generate: topK must be an integer ≥ 1, got ${topK}`, { hint: 'Leave topK out to keep every token.' });
+    throw new InvalidArgumentError(`generate: topK must be an integer ≥ 1, got ${topK}`, {
+      hint: 'Leave topK out to keep every token.',
+    });
   }
   if (topP !== undefined && (!Number.isFinite(topP) || topP <= 0 || topP > 1)) {
-    throw new InvalidArgumentError(`generate: topP must be in (0, 1], got ${topP}`, { hint: 'Typical values are 0.9–0.95; 1 keeps every token.' });
+    throw new InvalidArgumentError(`generate: topP must be in (0, 1], got ${topP}`, {
+      hint: 'Typical values are 0.9–0.95; 1 keeps every token.',
+    });
   }
 }
 

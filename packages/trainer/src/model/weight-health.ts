@@ -38,7 +38,10 @@ function located(finding: WeightFinding): string {
  * Scans every parameter (read with `await data()`, which every backend supports): the first that
  * holds a non-finite value, and each whose largest |value| exceeds `limit`.
  */
-export async function inspectWeights(parameters: ReadonlyMap<string, Tensor>, limit = EXTREME_WEIGHT): Promise<{ nonFinite?: WeightFinding; extreme: WeightFinding[] }> {
+export async function inspectWeights(
+  parameters: ReadonlyMap<string, Tensor>,
+  limit = EXTREME_WEIGHT,
+): Promise<{ nonFinite?: WeightFinding; extreme: WeightFinding[] }> {
   let nonFinite: WeightFinding | undefined;
   const extreme: WeightFinding[] = [];
   for (const [name, parameter] of parameters) {
@@ -58,26 +61,44 @@ export async function inspectWeights(parameters: ReadonlyMap<string, Tensor>, li
       }
     }
     if (nonFinite === undefined && nonFiniteCount > 0) {
-      nonFinite = { name, shape: parameter.shape, index: firstNonFinite, value: Number(values[firstNonFinite]), count: nonFiniteCount };
+      nonFinite = {
+        name,
+        shape: parameter.shape,
+        index: firstNonFinite,
+        value: Number(values[firstNonFinite]),
+        count: nonFiniteCount,
+      };
     }
-    if (extremeCount > 0) extreme.push({ name, shape: parameter.shape, index: worst, value: Number(values[worst]), count: extremeCount });
+    if (extremeCount > 0)
+      extreme.push({ name, shape: parameter.shape, index: worst, value: Number(values[worst]), count: extremeCount });
   }
   return { nonFinite, extreme };
 }
 
 /** The load-time warning for weights beyond EXTREME_WEIGHT, or undefined when there are none. */
-export async function extremeWeightsWarning(parameters: ReadonlyMap<string, Tensor>, source: string): Promise<string | undefined> {
+export async function extremeWeightsWarning(
+  parameters: ReadonlyMap<string, Tensor>,
+  source: string,
+): Promise<string | undefined> {
   const { extreme } = await inspectWeights(parameters);
   if (extreme.length === 0) return undefined;
-  const listed = extreme.slice(0, 3).map((finding) => `${located(finding)} (${finding.count} value${finding.count === 1 ? '' : 's'} beyond ±${EXTREME_WEIGHT})`);
-  return `${source} holds extreme weights: ${listed.join('; ')}${extreme.length > 3 ? `; and ${extreme.length - 3} more tensors` : ''}. ` +
-    'Trained weights stay far smaller: the file is probably damaged (a flipped bit) or the run that wrote it diverged, and results will be wrong.';
+  const listed = extreme
+    .slice(0, 3)
+    .map(
+      (finding) =>
+        `${located(finding)} (${finding.count} value${finding.count === 1 ? '' : 's'} beyond ±${EXTREME_WEIGHT})`,
+    );
+  return (
+    `${source} holds extreme weights: ${listed.join('; ')}${extreme.length > 3 ? `; and ${extreme.length - 3} more tensors` : ''}. ` +
+    'Trained weights stay far smaller: the file is probably damaged (a flipped bit) or the run that wrote it diverged, and results will be wrong.'
+  );
 }
 
 /** What is known about why a computation on this model gave NaN or ±Infinity: the first non-finite or the largest extreme weight. */
 export async function describeNonFiniteCause(parameters: ReadonlyMap<string, Tensor>): Promise<string> {
   const { nonFinite, extreme } = await inspectWeights(parameters);
-  if (nonFinite !== undefined) return `the first non-finite weight is ${located(nonFinite)} (${nonFinite.count} non-finite value${nonFinite.count === 1 ? '' : 's'} in that tensor)`;
+  if (nonFinite !== undefined)
+    return `the first non-finite weight is ${located(nonFinite)} (${nonFinite.count} non-finite value${nonFinite.count === 1 ? '' : 's'} in that tensor)`;
   if (extreme.length > 0) {
     const largest = extreme.reduce((a, b) => (Math.abs(b.value) > Math.abs(a.value) ? b : a));
     return `no weight is NaN or infinite, but ${located(largest)} is extreme (|w| > ${EXTREME_WEIGHT}) and overflows the activations`;
@@ -86,7 +107,11 @@ export async function describeNonFiniteCause(parameters: ReadonlyMap<string, Ten
 }
 
 /** Throws a NonFiniteError when an evaluation loss is NaN or ±Infinity, naming the weight most likely to blame. */
-export async function assertFiniteEvaluationLoss(loss: number, parameters: ReadonlyMap<string, Tensor>, source: string): Promise<void> {
+export async function assertFiniteEvaluationLoss(
+  loss: number,
+  parameters: ReadonlyMap<string, Tensor>,
+  source: string,
+): Promise<void> {
   if (Number.isFinite(loss)) return;
   throw new NonFiniteError(`The evaluation loss of ${source} is ${loss}: ${await describeNonFiniteCause(parameters)}`, {
     hint: 'The weights are damaged or the run that wrote them diverged: evaluate an earlier checkpoint, or retrain from one.',
@@ -98,7 +123,11 @@ export async function assertFiniteEvaluationLoss(loss: number, parameters: Reado
  * them would be garbage). Returns undefined at once for finite logits; the weights are read only
  * to name a culprit.
  */
-export async function assertFiniteLogits(logits: ArrayLike<number>, parameters: ReadonlyMap<string, Tensor>, newToken: number): Promise<void> {
+export async function assertFiniteLogits(
+  logits: ArrayLike<number>,
+  parameters: ReadonlyMap<string, Tensor>,
+  newToken: number,
+): Promise<void> {
   let first = -1;
   let count = 0;
   for (let index = 0; index < logits.length; index++) {

@@ -8,7 +8,17 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { backward, crossEntropy, decodeHostValues, readSafetensorsFile, slice, tensor, tidy, type KernelBackend, type RawTensor } from '@kiln/core';
+import {
+  backward,
+  crossEntropy,
+  decodeHostValues,
+  readSafetensorsFile,
+  slice,
+  tensor,
+  tidy,
+  type KernelBackend,
+  type RawTensor,
+} from '@kiln/core';
 import type { LoraAdapter } from '../lora/index.js';
 import { fromFileLayout } from '../model/families/file-layout.js';
 import { generate, loadModelDirectory } from '../model/index.js';
@@ -64,32 +74,52 @@ function relative(actual: Float32Array, expected: Float32Array): number {
 }
 
 /** Loads fixture `name` from `fixturesDirectory` on `backend` (in f32) and measures kiln against its reference. */
-export async function measureHfFixture(fixturesDirectory: string, name: HfFixtureName, backend: KernelBackend, options: MeasureHfFixtureOptions = {}): Promise<FixtureMeasurement> {
+export async function measureHfFixture(
+  fixturesDirectory: string,
+  name: HfFixtureName,
+  backend: KernelBackend,
+  options: MeasureHfFixtureOptions = {},
+): Promise<FixtureMeasurement> {
   const attention = options.attention ?? 'naive';
   const isAdapter = name.endsWith('-lora');
   const directory = join(fixturesDirectory, name);
   const modelDirectory = isAdapter ? join(fixturesDirectory, name.replace(/-lora$/, '')) : directory;
   const reference = (await readSafetensorsFile(join(directory, 'reference.safetensors'))).tensors;
   const referenceJson = JSON.parse(await readFile(join(directory, 'reference.json'), 'utf8')) as { loss: number };
-  const baseJson = JSON.parse(await readFile(join(modelDirectory, 'reference.json'), 'utf8')) as { generate_prompt: number[]; generate_greedy_8: number[] };
+  const baseJson = JSON.parse(await readFile(join(modelDirectory, 'reference.json'), 'utf8')) as {
+    generate_prompt: number[];
+    generate_greedy_8: number[];
+  };
   const model = await loadModelDirectory(modelDirectory, { backend, adapter: isAdapter ? directory : undefined });
   try {
     const idsEntry = reference.get('input_ids')!;
     const [batch, length] = idsEntry.shape;
-    const ids = tensor(new Int32Array(idsEntry.data.buffer.slice(idsEntry.data.byteOffset, idsEntry.data.byteOffset + idsEntry.data.byteLength)), [batch, length], { dtype: 'i32', backend });
+    const ids = tensor(
+      new Int32Array(
+        idsEntry.data.buffer.slice(idsEntry.data.byteOffset, idsEntry.data.byteOffset + idsEntry.data.byteLength),
+      ),
+      [batch, length],
+      { dtype: 'i32', backend },
+    );
     const vocab = model.config.vocabSize;
     const logits = model.forward(ids, { attention, checkpointActivations: false, computeDType: 'f32' });
-    const loss = tidy(() => crossEntropy(slice(logits, [0, 0, 0], [batch, length - 1, vocab]), slice(ids, [0, 1], [batch, length - 1])));
+    const loss = tidy(() =>
+      crossEntropy(slice(logits, [0, 0, 0], [batch, length - 1, vocab]), slice(ids, [0, 1], [batch, length - 1])),
+    );
     const kilnLogits = (await logits.data()) as Float32Array;
     const kilnLoss = (await loss.data())[0];
     backward(loss);
     const trainable = isAdapter ? (model.adapter as LoraAdapter).parameters : model.parameters;
     const gradientRelative = new Map<string, number>();
     const unmatchedGradients: string[] = [];
-    const referenceNames = new Set([...reference.keys()].filter((key) => key.startsWith('grad.')).map((key) => key.slice(5)));
+    const referenceNames = new Set(
+      [...reference.keys()].filter((key) => key.startsWith('grad.')).map((key) => key.slice(5)),
+    );
     for (const [parameterName, parameter] of trainable) {
       // PEFT's module tree names adapter parameters with the adapter name ("default"), which the saved file drops.
-      const referenceName = [...referenceNames].find((candidate) => candidate === parameterName || candidate.replace('.default.', '.') === parameterName);
+      const referenceName = [...referenceNames].find(
+        (candidate) => candidate === parameterName || candidate.replace('.default.', '.') === parameterName,
+      );
       if (referenceName === undefined || parameter.grad === null || parameter.grad === undefined) {
         unmatchedGradients.push(parameterName);
         continue;
@@ -120,16 +150,24 @@ export async function measureHfFixture(fixturesDirectory: string, name: HfFixtur
 /** What a measurement misses of HF_FIXTURE_BOUNDS, one line per miss (empty when it passes). */
 export function hfFixtureFailures(measured: FixtureMeasurement): string[] {
   const failures: string[] = [];
-  if (measured.unmatchedGradients.length > 0) failures.push(`gradients without a counterpart: ${measured.unmatchedGradients.join(', ')}`);
+  if (measured.unmatchedGradients.length > 0)
+    failures.push(`gradients without a counterpart: ${measured.unmatchedGradients.join(', ')}`);
   if (measured.gradientRelative.size === 0) failures.push('no gradient was compared');
-  if (!(measured.logitsRelative < HF_FIXTURE_BOUNDS.logitsRelative)) failures.push(`logits ${measured.logitsRelative.toExponential(2)} relative ≥ ${HF_FIXTURE_BOUNDS.logitsRelative}`);
-  if (!(measured.lossError < HF_FIXTURE_BOUNDS.lossError)) failures.push(`loss off by ${measured.lossError.toExponential(2)} ≥ ${HF_FIXTURE_BOUNDS.lossError}`);
+  if (!(measured.logitsRelative < HF_FIXTURE_BOUNDS.logitsRelative))
+    failures.push(`logits ${measured.logitsRelative.toExponential(2)} relative ≥ ${HF_FIXTURE_BOUNDS.logitsRelative}`);
+  if (!(measured.lossError < HF_FIXTURE_BOUNDS.lossError))
+    failures.push(`loss off by ${measured.lossError.toExponential(2)} ≥ ${HF_FIXTURE_BOUNDS.lossError}`);
   for (const [parameter, error] of measured.gradientRelative) {
-    if (!(error < HF_FIXTURE_BOUNDS.gradientRelative)) failures.push(`gradient of ${parameter} ${error.toExponential(2)} relative ≥ ${HF_FIXTURE_BOUNDS.gradientRelative}`);
+    if (!(error < HF_FIXTURE_BOUNDS.gradientRelative))
+      failures.push(
+        `gradient of ${parameter} ${error.toExponential(2)} relative ≥ ${HF_FIXTURE_BOUNDS.gradientRelative}`,
+      );
   }
   if (measured.greedy.kiln.length !== 8) failures.push(`${measured.greedy.kiln.length} greedy tokens instead of 8`);
   if (measured.greedy.reference !== null && measured.greedy.kiln.join(',') !== measured.greedy.reference.join(',')) {
-    failures.push(`greedy tokens [${measured.greedy.kiln.join(', ')}] instead of [${measured.greedy.reference.join(', ')}]`);
+    failures.push(
+      `greedy tokens [${measured.greedy.kiln.join(', ')}] instead of [${measured.greedy.reference.join(', ')}]`,
+    );
   }
   return failures;
 }

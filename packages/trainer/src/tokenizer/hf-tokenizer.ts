@@ -62,10 +62,17 @@ function checkSupported(json: Record<string, unknown>, source: string): void {
     }
     if (typeof node !== 'object' || node === null) return;
     const record = node as Record<string, unknown>;
-    if (record.type === 'Split' && typeof record.behavior === 'string' && UNSUPPORTED_SPLIT_BEHAVIORS.has(record.behavior.toLowerCase())) {
-      throw new TokenizerError(`${source}: ${path} is a Split pre-tokenizer with behavior "${record.behavior}", which kiln's tokenizer library cannot reproduce exactly`, {
-        hint: `Supported Split behaviors: Isolated, Removed. ${TOKENIZER_CHOICE_HINT}`,
-      });
+    if (
+      record.type === 'Split' &&
+      typeof record.behavior === 'string' &&
+      UNSUPPORTED_SPLIT_BEHAVIORS.has(record.behavior.toLowerCase())
+    ) {
+      throw new TokenizerError(
+        `${source}: ${path} is a Split pre-tokenizer with behavior "${record.behavior}", which kiln's tokenizer library cannot reproduce exactly`,
+        {
+          hint: `Supported Split behaviors: Isolated, Removed. ${TOKENIZER_CHOICE_HINT}`,
+        },
+      );
     }
     for (const [key, value] of Object.entries(record)) {
       if (key !== 'vocab' && key !== 'merges') visit(value, `${path}.${key}`);
@@ -80,7 +87,8 @@ function vocabularySize(json: Record<string, unknown>, source: string): number {
   const model = json.model as { vocab?: unknown } | undefined;
   let maximum = -1;
   const vocab = model?.vocab;
-  if (Array.isArray(vocab)) maximum = vocab.length - 1; // Unigram: [piece, score] pairs, id = index
+  if (Array.isArray(vocab))
+    maximum = vocab.length - 1; // Unigram: [piece, score] pairs, id = index
   else if (typeof vocab === 'object' && vocab !== null) {
     for (const id of Object.values(vocab)) if (typeof id === 'number' && id > maximum) maximum = id;
   }
@@ -88,7 +96,9 @@ function vocabularySize(json: Record<string, unknown>, source: string): number {
     if (typeof token.id === 'number' && token.id > maximum) maximum = token.id;
   }
   if (maximum < 0) {
-    throw new TokenizerError(`${source}: model.vocab is missing or empty`, { hint: `The file is not a tokenizer.json that kiln can use. ${TOKENIZER_CHOICE_HINT}` });
+    throw new TokenizerError(`${source}: model.vocab is missing or empty`, {
+      hint: `The file is not a tokenizer.json that kiln can use. ${TOKENIZER_CHOICE_HINT}`,
+    });
   }
   return maximum + 1;
 }
@@ -111,9 +121,12 @@ export function createHfTokenizer(parts: HfTokenizerParts): Tokenizer {
     if (token === null) return null;
     const id = library.token_to_id(token);
     if (id === undefined) {
-      throw new TokenizerError(`${specials.files.join(' / ') || source}: ${key} ${JSON.stringify(token)} is not in the vocabulary of ${source}`, {
-        hint: 'The tokenizer files disagree: use the tokenizer_config.json saved with this tokenizer.json.',
-      });
+      throw new TokenizerError(
+        `${specials.files.join(' / ') || source}: ${key} ${JSON.stringify(token)} is not in the vocabulary of ${source}`,
+        {
+          hint: 'The tokenizer files disagree: use the tokenizer_config.json saved with this tokenizer.json.',
+        },
+      );
     }
     return id;
   };
@@ -124,7 +137,8 @@ export function createHfTokenizer(parts: HfTokenizerParts): Tokenizer {
   const plain = library.encode('a', { add_special_tokens: false }).ids;
   const withSpecials = library.encode('a', { add_special_tokens: true }).ids;
   const postAddsBos = bosId !== null && withSpecials.length > plain.length && withSpecials[0] === bosId;
-  const postAddsEos = eosId !== null && withSpecials.length > plain.length && withSpecials[withSpecials.length - 1] === eosId;
+  const postAddsEos =
+    eosId !== null && withSpecials.length > plain.length && withSpecials[withSpecials.length - 1] === eosId;
   const addsBos = bosId !== null && (specials.addBos ?? postAddsBos);
   const addsEos = eosId !== null && (specials.addEos ?? postAddsEos);
 

@@ -26,7 +26,10 @@ async function readOptional(path: string): Promise<Buffer | undefined> {
     return await readFile(path);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new TokenizerError(`cannot read ${path}: ${(error as Error).message}`, { hint: 'Check the file permissions.', cause: error });
+    throw new TokenizerError(`cannot read ${path}: ${(error as Error).message}`, {
+      hint: 'Check the file permissions.',
+      cause: error,
+    });
   }
 }
 
@@ -51,7 +54,8 @@ function tokenText(value: unknown, path: string, key: string): string | null | u
   if (value === undefined) return undefined;
   if (value === null) return null;
   if (typeof value === 'string') return value;
-  if (typeof value === 'object' && typeof (value as { content?: unknown }).content === 'string') return (value as { content: string }).content;
+  if (typeof value === 'object' && typeof (value as { content?: unknown }).content === 'string')
+    return (value as { content: string }).content;
   throw new TokenizerError(`${path}: ${key} must be a string or {"content": string}, got ${JSON.stringify(value)}`, {
     hint: 'Fix the key or remove it.',
   });
@@ -61,7 +65,9 @@ function optionalBoolean(config: Record<string, unknown>, key: string, path: str
   const value = config[key];
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'boolean') {
-    throw new TokenizerError(`${path}: ${key} must be true or false, got ${JSON.stringify(value)}`, { hint: 'Fix the key or remove it.' });
+    throw new TokenizerError(`${path}: ${key} must be true or false, got ${JSON.stringify(value)}`, {
+      hint: 'Fix the key or remove it.',
+    });
   }
   return value;
 }
@@ -129,18 +135,29 @@ export async function loadTokenizer(pathToDirectoryOrJson: string): Promise<Toke
     return fromFile(file, bytes);
   }
   const bytes = await readOptional(file);
-  if (bytes === undefined) throw new TokenizerError(`the tokenizer file ${file} does not exist`, { hint: TOKENIZER_CHOICE_HINT });
+  if (bytes === undefined)
+    throw new TokenizerError(`the tokenizer file ${file} does not exist`, { hint: TOKENIZER_CHOICE_HINT });
   return fromFile(file, bytes);
 }
 
 async function fromFile(file: string, bytes: Buffer): Promise<Tokenizer> {
   const json = parseJson(bytes, file);
   if (typeof json.model !== 'object' || json.model === null) {
-    throw new TokenizerError(`${file} has no "model" object: it is not a Hugging Face tokenizer.json`, { hint: TOKENIZER_CHOICE_HINT });
+    throw new TokenizerError(`${file} has no "model" object: it is not a Hugging Face tokenizer.json`, {
+      hint: TOKENIZER_CHOICE_HINT,
+    });
   }
   const specials = await readSpecials(dirname(file));
   const hash = createHash('sha256');
   hash.update(bytes);
-  hash.update(JSON.stringify({ bos: specials.bos, eos: specials.eos, pad: specials.pad, addBos: specials.addBos ?? null, addEos: specials.addEos ?? null }));
+  hash.update(
+    JSON.stringify({
+      bos: specials.bos,
+      eos: specials.eos,
+      pad: specials.pad,
+      addBos: specials.addBos ?? null,
+      addEos: specials.addEos ?? null,
+    }),
+  );
   return createHfTokenizer({ name: displayName(file), hash: hash.digest('hex'), source: file, json, specials });
 }

@@ -7,7 +7,21 @@
  * logits at a time instead of keeping all of them. The chunk losses are sums; their total is
  * divided by the count of non-ignored targets, which is the same mean as the unchunked path.
  */
-import { add, cast, checkpoint, crossEntropy, div, InvalidArgumentError, maximum, notEqual, reshape, slice, sum, tidy, type Tensor } from '@kiln/core';
+import {
+  add,
+  cast,
+  checkpoint,
+  crossEntropy,
+  div,
+  InvalidArgumentError,
+  maximum,
+  notEqual,
+  reshape,
+  slice,
+  sum,
+  tidy,
+  type Tensor,
+} from '@kiln/core';
 import type { ForwardOptions, LanguageModel } from '../contracts.js';
 
 /** Logits elements one chunk may hold by default (2²⁵: 128 MiB in f32). */
@@ -28,7 +42,9 @@ export interface CausalLmLossOptions {
 export function causalLmLoss(model: LanguageModel, ids: Tensor, targets: Tensor, options: CausalLmLossOptions): Tensor {
   const chunkElements = options.chunkElements ?? DEFAULT_LOSS_CHUNK_ELEMENTS;
   if (!(chunkElements >= 1)) {
-    throw new InvalidArgumentError(`causalLmLoss: chunkElements = ${chunkElements} must be at least 1`, { hint: 'Leave it out for the default budget.' });
+    throw new InvalidArgumentError(`causalLmLoss: chunkElements = ${chunkElements} must be at least 1`, {
+      hint: 'Leave it out for the default budget.',
+    });
   }
   const vocab = model.config.vocabSize;
   const tokens = ids.size;
@@ -48,7 +64,11 @@ export function causalLmLoss(model: LanguageModel, ids: Tensor, targets: Tensor,
       const count = Math.min(rowsPerChunk, tokens - begin);
       // The targets are an input too, so that the checkpoint keeps them for the recomputation.
       const chunkLoss = checkpoint(
-        (chunk: Tensor, chunkTargets: Tensor) => crossEntropy(headLogits(chunk, options.forwardOptions), chunkTargets, { reduction: 'sum', ignoreIndex: IGNORE_INDEX }),
+        (chunk: Tensor, chunkTargets: Tensor) =>
+          crossEntropy(headLogits(chunk, options.forwardOptions), chunkTargets, {
+            reduction: 'sum',
+            ignoreIndex: IGNORE_INDEX,
+          }),
         [slice(rows, [begin, 0], [count, width]), slice(flatTargets, [begin], [count])],
       );
       total = total === undefined ? chunkLoss : add(total, chunkLoss);

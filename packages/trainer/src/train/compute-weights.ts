@@ -12,7 +12,10 @@ import { add, cast, noGrad, type DType, type Tensor } from '@kiln/core';
 export type ComputeWeights = Map<Tensor, Tensor>;
 
 /** Copies of every matrix weight in `dtype`; undefined when `dtype` is f32 (nothing to cast). */
-export function createComputeWeights(parameters: ReadonlyMap<string, Tensor>, dtype: DType): ComputeWeights | undefined {
+export function createComputeWeights(
+  parameters: ReadonlyMap<string, Tensor>,
+  dtype: DType,
+): ComputeWeights | undefined {
   if (dtype === 'f32') return undefined;
   const copies: ComputeWeights = new Map();
   try {

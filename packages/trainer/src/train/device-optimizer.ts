@@ -8,7 +8,20 @@
  * inside the captured step, so the two give the same bits.
  */
 import {
-  adamwDeviceScalars, adamwUpdateMulti, add, div, greater, InvalidArgumentError, mul, noGrad, sqrt, tidy, where, zeros, type KernelBackend, type Tensor,
+  adamwDeviceScalars,
+  adamwUpdateMulti,
+  add,
+  div,
+  greater,
+  InvalidArgumentError,
+  mul,
+  noGrad,
+  sqrt,
+  tidy,
+  where,
+  zeros,
+  type KernelBackend,
+  type Tensor,
 } from '@kiln/core';
 import type { OptimizerConfig } from '../contracts.js';
 import { adamwLists, appliesWeightDecay, type AdamWMoments } from './optimizer.js';
@@ -28,23 +41,48 @@ export class DeviceOptimizer {
   constructor(private readonly backend: KernelBackend) {}
 
   /** Writes this step's [stepSize, inverseRootCorrection, decays…] for every trainable parameter (before the step runs; never inside a capture). */
-  stage(parameters: ReadonlyMap<string, Tensor>, moments: AdamWMoments, optimizer: OptimizerConfig, lr: number, step: number): void {
+  stage(
+    parameters: ReadonlyMap<string, Tensor>,
+    moments: AdamWMoments,
+    optimizer: OptimizerConfig,
+    lr: number,
+    step: number,
+  ): void {
     const weightDecays = [...parameters]
       .filter(([name, parameter]) => parameter.requiresGrad && moments.has(name))
       .map(([, parameter]) => (appliesWeightDecay(parameter) ? optimizer.weightDecay : 0));
     const values = adamwDeviceScalars({ lr, beta1: optimizer.beta1, beta2: optimizer.beta2, step, weightDecays });
     if (this.scalars && this.scalars.size !== values.length) this.release();
     this.scalars ??= zeros([values.length], { dtype: 'f32', backend: this.backend });
-    this.backend.upload(this.scalars.storage.buffer, new Uint8Array(values.buffer, values.byteOffset, values.byteLength), 0);
+    this.backend.upload(
+      this.scalars.storage.buffer,
+      new Uint8Array(values.buffer, values.byteOffset, values.byteLength),
+      0,
+    );
   }
 
   /**
    * Clips and applies AdamW to every parameter with a gradient, from the step's mean loss and
    * Σ‖grad‖² (device scalars); `lr` and `step` only satisfy validation (the kernel reads the staged scalars).
    */
-  apply(parameters: ReadonlyMap<string, Tensor>, moments: AdamWMoments, options: { optimizer: OptimizerConfig; lossScale: number; lr: number; step: number; loss: Tensor; normSquared: Tensor }): void {
+  apply(
+    parameters: ReadonlyMap<string, Tensor>,
+    moments: AdamWMoments,
+    options: {
+      optimizer: OptimizerConfig;
+      lossScale: number;
+      lr: number;
+      step: number;
+      loss: Tensor;
+      normSquared: Tensor;
+    },
+  ): void {
     const { optimizer, lossScale, loss, normSquared } = options;
-    const { updated, gradients, firstMoments, secondMoments, weightDecays } = adamwLists(parameters, moments, optimizer);
+    const { updated, gradients, firstMoments, secondMoments, weightDecays } = adamwLists(
+      parameters,
+      moments,
+      optimizer,
+    );
     if (!this.scalars || this.scalars.size !== 2 + updated.length) {
       throw new InvalidArgumentError(
         `DeviceOptimizer.apply: stage() wrote scalars for ${this.scalars ? this.scalars.size - 2 : 0} trainable parameters, but ${updated.length} have a gradient this step`,
@@ -57,8 +95,15 @@ export class DeviceOptimizer {
         // loss·0 is NaN exactly when the loss is not finite: the guard is non-finite when either value is.
         const guard = add(mul(loss, 0), normSquared);
         adamwUpdateMulti(updated, gradients, firstMoments, secondMoments, {
-          lr: options.lr, beta1: optimizer.beta1, beta2: optimizer.beta2, eps: optimizer.eps, step: options.step, weightDecays,
-          gradientScale: clipScale(normSquared, optimizer.gradClip, lossScale), skipIfNonFinite: guard, deviceScalars: scalars,
+          lr: options.lr,
+          beta1: optimizer.beta1,
+          beta2: optimizer.beta2,
+          eps: optimizer.eps,
+          step: options.step,
+          weightDecays,
+          gradientScale: clipScale(normSquared, optimizer.gradClip, lossScale),
+          skipIfNonFinite: guard,
+          deviceScalars: scalars,
         });
       }),
     );

@@ -24,7 +24,9 @@ export async function evaluate(model: LanguageModel, source: TokenSource, option
   const { batches, batchSize, contextLength, seed, forwardOptions } = options;
   const microBatchSize = options.microBatchSize ?? batchSize;
   if (!Number.isInteger(batches) || batches < 1) {
-    throw new InvalidArgumentError(`evaluate: batches = ${batches} must be a positive integer`, { hint: 'Set schedule.evalBatches to 1 or more.' });
+    throw new InvalidArgumentError(`evaluate: batches = ${batches} must be a positive integer`, {
+      hint: 'Set schedule.evalBatches to 1 or more.',
+    });
   }
   if (!Number.isInteger(microBatchSize) || microBatchSize < 1 || batchSize % microBatchSize !== 0) {
     throw new InvalidArgumentError(`evaluate: microBatchSize = ${microBatchSize} must divide batchSize = ${batchSize}`);
@@ -41,8 +43,14 @@ export async function evaluate(model: LanguageModel, source: TokenSource, option
         const previous = total;
         total = noGrad(() =>
           tidy(() => {
-            const ids = tensor(inputs.subarray(begin, begin + windowTokens), [microBatchSize, contextLength], { dtype: 'i32', backend });
-            const expected = tensor(targets.subarray(begin, begin + windowTokens), [microBatchSize, contextLength], { dtype: 'i32', backend });
+            const ids = tensor(inputs.subarray(begin, begin + windowTokens), [microBatchSize, contextLength], {
+              dtype: 'i32',
+              backend,
+            });
+            const expected = tensor(targets.subarray(begin, begin + windowTokens), [microBatchSize, contextLength], {
+              dtype: 'i32',
+              backend,
+            });
             // Every window has the same token count, so weighting chunk means by their share gives the exact mean.
             const part = mul(causalLmLoss(model, ids, expected, { forwardOptions }), 1 / (chunks * batches));
             return previous ? add(previous, part) : part;

@@ -5,10 +5,22 @@ export { evaluate, type EvaluateOptions } from './evaluate.js';
 export { learningRateAt, type ScheduleOptions } from './schedule.js';
 export { DynamicLossScaler, type LossScaleState, type LossScalerOptions } from './loss-scaler.js';
 export {
-  adamwStep, appliesWeightDecay, clearGradients, createMoments, disposeMoments, gradientNormSquared,
-  type AdamWMoments, type AdamWStepOptions,
+  adamwStep,
+  appliesWeightDecay,
+  clearGradients,
+  createMoments,
+  disposeMoments,
+  gradientNormSquared,
+  type AdamWMoments,
+  type AdamWStepOptions,
 } from './optimizer.js';
-export { runTrainStep, type StepBatch, type StepCounters, type StepEnvironment, type StepOutcome } from './train-step.js';
+export {
+  runTrainStep,
+  type StepBatch,
+  type StepCounters,
+  type StepEnvironment,
+  type StepOutcome,
+} from './train-step.js';
 export { StepGraphRunner, type CapturedStepOutputs, type CudaGraphMode, type MicroBatchInputs } from './step-graph.js';
 export { MetricsLog, type MetricsRecord } from './metrics-log.js';
 export { renderLossPlot, writeLossPlot, type LossPlotOptions, type LossPoint } from './loss-plot.js';

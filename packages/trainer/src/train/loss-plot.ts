@@ -37,8 +37,16 @@ export function renderLossPlot(points: readonly LossPoint[], options: LossPlotOp
   const train = series(points, 'loss');
   const validation = series(points, 'valLoss');
   const all = [...train, ...validation];
-  const xRange = range(all.map(([step]) => step), 0, 1);
-  const yRange = range(all.map(([, loss]) => loss), 0.06, 0.5);
+  const xRange = range(
+    all.map(([step]) => step),
+    0,
+    1,
+  );
+  const yRange = range(
+    all.map(([, loss]) => loss),
+    0.06,
+    0.5,
+  );
   const plotWidth = width - MARGIN.left - MARGIN.right;
   const plotHeight = height - MARGIN.top - MARGIN.bottom;
   const x = (step: number): number => MARGIN.left + ((step - xRange.low) / (xRange.high - xRange.low)) * plotWidth;
@@ -51,13 +59,21 @@ export function renderLossPlot(points: readonly LossPoint[], options: LossPlotOp
   ];
   for (const tick of ticks(yRange.low, yRange.high)) {
     const position = format(y(tick));
-    parts.push(`<line x1="${MARGIN.left}" y1="${position}" x2="${width - MARGIN.right}" y2="${position}" stroke="#e5e5e5"/>`);
-    parts.push(`<text x="${MARGIN.left - 6}" y="${position}" text-anchor="end" dominant-baseline="middle">${formatTick(tick)}</text>`);
+    parts.push(
+      `<line x1="${MARGIN.left}" y1="${position}" x2="${width - MARGIN.right}" y2="${position}" stroke="#e5e5e5"/>`,
+    );
+    parts.push(
+      `<text x="${MARGIN.left - 6}" y="${position}" text-anchor="end" dominant-baseline="middle">${formatTick(tick)}</text>`,
+    );
   }
   for (const tick of ticks(xRange.low, xRange.high, 1)) {
     const position = format(x(tick));
-    parts.push(`<line x1="${position}" y1="${height - MARGIN.bottom}" x2="${position}" y2="${height - MARGIN.bottom + 5}" stroke="#333333"/>`);
-    parts.push(`<text x="${position}" y="${height - MARGIN.bottom + 18}" text-anchor="middle">${formatTick(tick)}</text>`);
+    parts.push(
+      `<line x1="${position}" y1="${height - MARGIN.bottom}" x2="${position}" y2="${height - MARGIN.bottom + 5}" stroke="#333333"/>`,
+    );
+    parts.push(
+      `<text x="${position}" y="${height - MARGIN.bottom + 18}" text-anchor="middle">${formatTick(tick)}</text>`,
+    );
   }
   parts.push(
     `<line x1="${MARGIN.left}" y1="${MARGIN.top}" x2="${MARGIN.left}" y2="${height - MARGIN.bottom}" stroke="#333333"/>`,
@@ -67,13 +83,17 @@ export function renderLossPlot(points: readonly LossPoint[], options: LossPlotOp
   );
   if (train.length > 0) parts.push(polyline(train, x, y, TRAIN_COLOR));
   // One point draws no line: mark it (a run shorter than the log interval logs only its last step).
-  if (train.length === 1) parts.push(`<circle cx="${format(x(train[0][0]))}" cy="${format(y(train[0][1]))}" r="3" fill="${TRAIN_COLOR}"/>`);
+  if (train.length === 1)
+    parts.push(`<circle cx="${format(x(train[0][0]))}" cy="${format(y(train[0][1]))}" r="3" fill="${TRAIN_COLOR}"/>`);
   if (validation.length > 0) {
     parts.push(polyline(validation, x, y, VALIDATION_COLOR));
-    for (const [step, loss] of validation) parts.push(`<circle cx="${format(x(step))}" cy="${format(y(loss))}" r="3" fill="${VALIDATION_COLOR}"/>`);
+    for (const [step, loss] of validation)
+      parts.push(`<circle cx="${format(x(step))}" cy="${format(y(loss))}" r="3" fill="${VALIDATION_COLOR}"/>`);
   }
   if (all.length === 0) {
-    parts.push(`<text x="${MARGIN.left + plotWidth / 2}" y="${MARGIN.top + plotHeight / 2}" text-anchor="middle" fill="#888888">no finite losses yet</text>`);
+    parts.push(
+      `<text x="${MARGIN.left + plotWidth / 2}" y="${MARGIN.top + plotHeight / 2}" text-anchor="middle" fill="#888888">no finite losses yet</text>`,
+    );
   }
   parts.push(legend(width - MARGIN.right - 130, MARGIN.top + 8));
   parts.push('</svg>');
@@ -81,7 +101,11 @@ export function renderLossPlot(points: readonly LossPoint[], options: LossPlotOp
 }
 
 /** Renders the chart and writes it atomically to `path`. */
-export async function writeLossPlot(path: string, points: readonly LossPoint[], options: LossPlotOptions = {}): Promise<void> {
+export async function writeLossPlot(
+  path: string,
+  points: readonly LossPoint[],
+  options: LossPlotOptions = {},
+): Promise<void> {
   await writeFileAtomic(path, renderLossPlot(points, options));
 }
 
@@ -89,7 +113,8 @@ function series(points: readonly LossPoint[], key: 'loss' | 'valLoss'): Array<[n
   const values: Array<[number, number]> = [];
   for (const point of points) {
     const value = point[key];
-    if (typeof value === 'number' && Number.isFinite(value) && Number.isFinite(point.step)) values.push([point.step, value]);
+    if (typeof value === 'number' && Number.isFinite(value) && Number.isFinite(point.step))
+      values.push([point.step, value]);
   }
   return values.sort((a, b) => a[0] - b[0]);
 }
@@ -111,14 +136,21 @@ function range(values: number[], padding: number, flat: number): { low: number; 
 function ticks(low: number, high: number, minimumStep = 0): number[] {
   const rough = (high - low) / 5;
   const magnitude = 10 ** Math.floor(Math.log10(rough));
-  const round = [1, 2, 5, 10].map((factor) => factor * magnitude).find((candidate) => candidate >= rough) ?? 10 * magnitude;
+  const round =
+    [1, 2, 5, 10].map((factor) => factor * magnitude).find((candidate) => candidate >= rough) ?? 10 * magnitude;
   const step = Math.max(round, minimumStep);
   const values: number[] = [];
-  for (let value = Math.ceil(low / step) * step; value <= high + step * 1e-9; value += step) values.push(Number(value.toPrecision(12)));
+  for (let value = Math.ceil(low / step) * step; value <= high + step * 1e-9; value += step)
+    values.push(Number(value.toPrecision(12)));
   return values;
 }
 
-function polyline(values: Array<[number, number]>, x: (step: number) => number, y: (loss: number) => number, color: string): string {
+function polyline(
+  values: Array<[number, number]>,
+  x: (step: number) => number,
+  y: (loss: number) => number,
+  color: string,
+): string {
   const coordinates = values.map(([step, loss]) => `${format(x(step))},${format(y(loss))}`).join(' ');
   return `<polyline fill="none" stroke="${color}" stroke-width="1.5" points="${coordinates}"/>`;
 }

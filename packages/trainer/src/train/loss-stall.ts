@@ -35,9 +35,11 @@ export class LossStallWatch {
     const start = mean(this.first);
     const now = mean(this.recent);
     if (start - now >= STALL_FRACTION * Math.abs(start)) return undefined;
-    return `the training loss has not moved from its start after ${step} steps (mean ${start.toFixed(4)} over the first ${this.window} steps, ` +
+    return (
+      `the training loss has not moved from its start after ${step} steps (mean ${start.toFixed(4)} over the first ${this.window} steps, ` +
       `${now.toFixed(4)} over the last ${this.window}): the model is not learning. Check model.normEps (typical 1e-5), optimizer.lr ` +
-      '(typical 1e-4 to 3e-3) and optimizer.eps (typical 1e-8), and that the data is not random.';
+      '(typical 1e-4 to 3e-3) and optimizer.eps (typical 1e-8), and that the data is not random.'
+    );
   }
 }
 

@@ -4,7 +4,15 @@
  * `adamwUpdateMulti`: one or a few launches for every parameter where the backend fuses them,
  * core's per-tensor composition elsewhere).
  */
-import { adamwUpdateMulti, InvalidArgumentError, noGrad, sumOfSquaresMulti, zeros, type KernelBackend, type Tensor } from '@kiln/core';
+import {
+  adamwUpdateMulti,
+  InvalidArgumentError,
+  noGrad,
+  sumOfSquaresMulti,
+  zeros,
+  type KernelBackend,
+  type Tensor,
+} from '@kiln/core';
 import type { OptimizerConfig } from '../contracts.js';
 
 /** First (`m`, exp_avg) and second (`v`, exp_avg_sq) moments by parameter name. */
@@ -81,7 +89,11 @@ export interface AdamWLists {
 }
 
 /** Collects the AdamW lists (see AdamWLists) of the parameters that have a gradient this step. */
-export function adamwLists(parameters: ReadonlyMap<string, Tensor>, moments: AdamWMoments, optimizer: OptimizerConfig): AdamWLists {
+export function adamwLists(
+  parameters: ReadonlyMap<string, Tensor>,
+  moments: AdamWMoments,
+  optimizer: OptimizerConfig,
+): AdamWLists {
   const lists: AdamWLists = { updated: [], gradients: [], firstMoments: [], secondMoments: [], weightDecays: [] };
   for (const [name, parameter] of parameters) {
     const state = moments.get(name);
@@ -96,18 +108,31 @@ export function adamwLists(parameters: ReadonlyMap<string, Tensor>, moments: Ada
 }
 
 /** Applies one AdamW update to every parameter that has a gradient (one multi-tensor call). */
-export function adamwStep(parameters: ReadonlyMap<string, Tensor>, moments: AdamWMoments, options: AdamWStepOptions): void {
+export function adamwStep(
+  parameters: ReadonlyMap<string, Tensor>,
+  moments: AdamWMoments,
+  options: AdamWStepOptions,
+): void {
   const { lr, optimizer, step, gradientScale } = options;
   const { updated, gradients, firstMoments, secondMoments, weightDecays } = adamwLists(parameters, moments, optimizer);
   noGrad(() =>
     adamwUpdateMulti(updated, gradients, firstMoments, secondMoments, {
-      lr, beta1: optimizer.beta1, beta2: optimizer.beta2, eps: optimizer.eps, step, weightDecays, gradientScale,
+      lr,
+      beta1: optimizer.beta1,
+      beta2: optimizer.beta2,
+      eps: optimizer.eps,
+      step,
+      weightDecays,
+      gradientScale,
     }),
   );
 }
 
 function firstBackend(parameters: ReadonlyMap<string, Tensor>): KernelBackend {
   const first = parameters.values().next().value;
-  if (!first) throw new InvalidArgumentError('gradientNormSquared: the model has no parameters', { hint: 'Check the model config.' });
+  if (!first)
+    throw new InvalidArgumentError('gradientNormSquared: the model has no parameters', {
+      hint: 'Check the model config.',
+    });
   return first.backend;
 }

@@ -8,7 +8,13 @@ import { join } from 'node:path';
 import { ConfigError, type KernelBackend } from '@kiln/core';
 import { loadTokenizer, TOKENIZER_FILE, type Tokenizer } from '../tokenizer/index.js';
 import type { ModelConfig, TrainConfig } from '../contracts.js';
-import { cleanTemporaryCheckpoints, listCheckpoints, loadCheckpointModel, loadLatestCheckpoint, type CheckpointState } from '../checkpoint/index.js';
+import {
+  cleanTemporaryCheckpoints,
+  listCheckpoints,
+  loadCheckpointModel,
+  loadLatestCheckpoint,
+  type CheckpointState,
+} from '../checkpoint/index.js';
 import { createLlamaModel, readModelConfig, type LlamaModel } from '../model/index.js';
 import { createMoments, disposeMoments, type AdamWMoments } from './optimizer.js';
 import { loadLoraTrainingModel, type LoraTrainingModel } from '../lora/training-model.js';
@@ -42,7 +48,11 @@ export interface RunStartOptions {
  * loading any weight, so the memory check sees the real model), with a notice of what changed.
  * When resuming, initFrom is not read again if it is gone (the checkpoint holds the model).
  */
-export async function withInitFromModel(config: TrainConfig, notice: (message: string) => void, resume = false): Promise<TrainConfig> {
+export async function withInitFromModel(
+  config: TrainConfig,
+  notice: (message: string) => void,
+  resume = false,
+): Promise<TrainConfig> {
   if (config.initFrom === undefined) return config;
   let model: ModelConfig;
   try {
@@ -52,7 +62,8 @@ export async function withInitFromModel(config: TrainConfig, notice: (message: s
     throw error;
   }
   const changed = modelDifferences(config.model, model, 'initFrom');
-  if (changed.length > 0) notice(`fine-tuning ${config.initFrom}: model sizes come from its config.json (${changed.join(', ')})`);
+  if (changed.length > 0)
+    notice(`fine-tuning ${config.initFrom}: model sizes come from its config.json (${changed.join(', ')})`);
   return { ...config, model };
 }
 
@@ -71,7 +82,12 @@ export async function prepareRunStart(config: TrainConfig, options: RunStartOpti
         disposeMoments(loaded.moments);
         throw error;
       }
-      return { config: { ...config, model: loaded.model.config }, model: loaded.model, moments: loaded.moments, resumed: { path: loaded.path, state: loaded.state } };
+      return {
+        config: { ...config, model: loaded.model.config },
+        model: loaded.model,
+        moments: loaded.moments,
+        resumed: { path: loaded.path, state: loaded.state },
+      };
     }
     notice(`no checkpoint in ${outputDir}: starting a new run from step 0`);
   } else {
@@ -84,13 +100,24 @@ export async function prepareRunStart(config: TrainConfig, options: RunStartOpti
     }
   }
   if (config.lora !== undefined && config.initFrom === undefined) {
-    throw new ConfigError('lora is set but initFrom is not: LoRA trains an adapter on a pretrained model, and there is none', {
-      hint: 'Add --init-from <model dir> (initFrom), or leave lora out to train every weight.',
-    });
+    throw new ConfigError(
+      'lora is set but initFrom is not: LoRA trains an adapter on a pretrained model, and there is none',
+      {
+        hint: 'Add --init-from <model dir> (initFrom), or leave lora out to train every weight.',
+      },
+    );
   }
   if (config.initFrom && config.lora) {
-    const model = await loadLoraTrainingModel({ baseDirectory: config.initFrom, lora: config.lora, seed: config.seed, backend, allowNonFinite });
-    notice(`LoRA: training ${model.adapter.modules.size} adapters (r ${config.lora.rank}) on the frozen ${config.initFrom}`);
+    const model = await loadLoraTrainingModel({
+      baseDirectory: config.initFrom,
+      lora: config.lora,
+      seed: config.seed,
+      backend,
+      allowNonFinite,
+    });
+    notice(
+      `LoRA: training ${model.adapter.modules.size} adapters (r ${config.lora.rank}) on the frozen ${config.initFrom}`,
+    );
     return { config: { ...config, model: model.config }, model, moments: createMoments(model.parameters) };
   }
   if (config.initFrom) {
@@ -106,12 +133,17 @@ function checkResumable(config: TrainConfig, state: CheckpointState, path: strin
   const differences = modelDifferences(config.model, state.config.model, 'checkpoint');
   if (config.seed !== state.seed) differences.push(`seed: checkpoint ${state.seed}, config ${config.seed}`);
   if (config.schedule.batchSize !== state.config.schedule.batchSize) {
-    differences.push(`schedule.batchSize: checkpoint ${state.config.schedule.batchSize}, config ${config.schedule.batchSize}`);
+    differences.push(
+      `schedule.batchSize: checkpoint ${state.config.schedule.batchSize}, config ${config.schedule.batchSize}`,
+    );
   }
   if (differences.length === 0) return;
-  throw new ConfigError(`Cannot resume from ${path}: the config differs from the checkpoint's (${differences.join(', ')})`, {
-    hint: 'Resume with the configuration the run was started with, or start a new run in another output directory.',
-  });
+  throw new ConfigError(
+    `Cannot resume from ${path}: the config differs from the checkpoint's (${differences.join(', ')})`,
+    {
+      hint: 'Resume with the configuration the run was started with, or start a new run in another output directory.',
+    },
+  );
 }
 
 /** `model.dModel: checkpoint 64, config 32` for each field that differs. */
@@ -120,7 +152,8 @@ function modelDifferences(configured: ModelConfig, other: ModelConfig, otherLabe
   for (const key of Object.keys(other) as Array<keyof ModelConfig>) {
     // architecture is an object (the Hugging Face family and options): compared by value, shown by family.
     if (JSON.stringify(configured[key]) === JSON.stringify(other[key])) continue;
-    const show = (config: ModelConfig): string => (key === 'architecture' ? config.architecture?.family ?? 'kiln byte-level llama' : String(config[key]));
+    const show = (config: ModelConfig): string =>
+      key === 'architecture' ? (config.architecture?.family ?? 'kiln byte-level llama') : String(config[key]);
     differences.push(`model.${key}: ${otherLabel} ${show(other)}, config ${show(configured)}`);
   }
   return differences;
@@ -129,6 +162,9 @@ function modelDifferences(configured: ModelConfig, other: ModelConfig, otherLabe
 /** The tokenizer of the initFrom model directory (its tokenizer.json), or undefined when it has none (or there is no initFrom). */
 export async function initFromTokenizer(config: TrainConfig): Promise<Tokenizer | undefined> {
   if (config.initFrom === undefined) return undefined;
-  const hasTokenizer = await stat(join(config.initFrom, TOKENIZER_FILE)).then((info) => info.isFile(), () => false);
+  const hasTokenizer = await stat(join(config.initFrom, TOKENIZER_FILE)).then(
+    (info) => info.isFile(),
+    () => false,
+  );
   return hasTokenizer ? loadTokenizer(config.initFrom) : undefined;
 }

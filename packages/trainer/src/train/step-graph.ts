@@ -52,7 +52,8 @@ export class StepGraphRunner {
     this.phase = 'off';
     this.deviceOptimizer = usesDeviceOptimizer(backend) ? new DeviceOptimizer(backend) : undefined;
     if (mode === 'off') this.offReason = 'cudaGraph: off';
-    else if (backend.capabilities.graphCapture !== true || typeof backend.captureGraph !== 'function') this.offReason = `the ${backend.name} backend cannot capture device graphs`;
+    else if (backend.capabilities.graphCapture !== true || typeof backend.captureGraph !== 'function')
+      this.offReason = `the ${backend.name} backend cannot capture device graphs`;
     else this.phase = 'warmup';
   }
 
@@ -74,14 +75,21 @@ export class StepGraphRunner {
     this.phase = 'off';
     this.offReason = reason;
     this.release();
-    this.notice(`CUDA graph off: ${reason}; ${wasGraphed ? 'the step runs eagerly from now on' : 'running the step eagerly'}`);
+    this.notice(
+      `CUDA graph off: ${reason}; ${wasGraphed ? 'the step runs eagerly from now on' : 'running the step eagerly'}`,
+    );
   }
 
   /**
    * The persistent inputs for this step's shapes, with the batch uploaded into them; turns the graph
    * off (and returns undefined) when the shapes differ from the captured step's.
    */
-  stage(batchInputs: Int32Array, batchTargets: Int32Array, microBatchSize: number, contextLength: number): MicroBatchInputs[] | undefined {
+  stage(
+    batchInputs: Int32Array,
+    batchTargets: Int32Array,
+    microBatchSize: number,
+    contextLength: number,
+  ): MicroBatchInputs[] | undefined {
     if (this.phase === 'off') return undefined;
     const accumulation = batchInputs.length / (microBatchSize * contextLength);
     const key = `${accumulation}×[${microBatchSize}, ${contextLength}]`;
@@ -108,14 +116,19 @@ export class StepGraphRunner {
    * Captures `body` (forward, backward, norm, optimizer; returns the packed [loss, normSquared]) and runs it once.
    * Returns undefined — graph turned off, with the reason — when capture failed; the caller then runs the step eagerly.
    */
-  capture(body: () => Tensor, collectGradients: () => Map<string, Tensor>, discardGradients: () => void): CapturedStepOutputs | undefined {
+  capture(
+    body: () => Tensor,
+    collectGradients: () => Map<string, Tensor>,
+    discardGradients: () => void,
+  ): CapturedStepOutputs | undefined {
     try {
       const { graph, result } = this.backend.captureGraph!(body);
       this.graph = graph;
       this.outputs = { packed: result, gradients: collectGradients() };
     } catch (error) {
       discardGradients();
-      if (!(error instanceof GraphCaptureError) && !(KilnError.isInstance(error) && error.code === 'GRAPH_CAPTURE')) throw error;
+      if (!(error instanceof GraphCaptureError) && !(KilnError.isInstance(error) && error.code === 'GRAPH_CAPTURE'))
+        throw error;
       this.turnOff(`the step could not be captured (${error.message.split('\n')[0]})`);
       return undefined;
     }

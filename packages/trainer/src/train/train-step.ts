@@ -8,12 +8,27 @@
  * update on the device), and the whole step is captured once and replayed.
  */
 import {
-  add, backward, concat, KilnError, mul, noGrad, OutOfMemoryError, reshape, tensor, tidy,
-  type KernelBackend, type Tensor,
+  add,
+  backward,
+  concat,
+  KilnError,
+  mul,
+  noGrad,
+  OutOfMemoryError,
+  reshape,
+  tensor,
+  tidy,
+  type KernelBackend,
+  type Tensor,
 } from '@kiln/core';
 import type { ForwardOptions, LanguageModel, OptimizerConfig } from '../contracts.js';
 import { causalLmLoss } from './causal-lm-loss.js';
-import { createComputeWeights, disposeComputeWeights, foldComputeGradients, type ComputeWeights } from './compute-weights.js';
+import {
+  createComputeWeights,
+  disposeComputeWeights,
+  foldComputeGradients,
+  type ComputeWeights,
+} from './compute-weights.js';
 import type { DynamicLossScaler } from './loss-scaler.js';
 import { adamwStep, clearGradients, gradientNormSquared, type AdamWMoments } from './optimizer.js';
 import { CLIP_EPSILON, type DeviceOptimizer } from './device-optimizer.js';
@@ -74,16 +89,28 @@ export interface StepOutcome {
 }
 
 /** Runs one optimizer step; updates `counters` in place. */
-export async function runTrainStep(environment: StepEnvironment, counters: StepCounters, batch: StepBatch): Promise<StepOutcome> {
+export async function runTrainStep(
+  environment: StepEnvironment,
+  counters: StepCounters,
+  batch: StepBatch,
+): Promise<StepOutcome> {
   const parameters = environment.model.parameters;
   const scale = environment.scaler.scale;
   const device = environment.graph?.deviceOptimizer;
   const graphed = await runGraphedPart(environment, counters, batch, scale);
-  if (graphed) return device ? finishDeviceStep(environment, counters, scale, graphed) : finishStep(environment, counters, batch, scale, graphed);
+  if (graphed)
+    return device
+      ? finishDeviceStep(environment, counters, scale, graphed)
+      : finishStep(environment, counters, batch, scale, graphed);
   let lossTotal: Tensor;
   for (;;) {
     try {
-      lossTotal = accumulateGradients(environment, hostInputs(environment, batch, counters.microBatchSize), batch.batchSize / counters.microBatchSize, scale);
+      lossTotal = accumulateGradients(
+        environment,
+        hostInputs(environment, batch, counters.microBatchSize),
+        batch.batchSize / counters.microBatchSize,
+        scale,
+      );
       break;
     } catch (error) {
       clearGradients(parameters);
@@ -106,16 +133,33 @@ export async function runTrainStep(environment: StepEnvironment, counters: StepC
 }
 
 /** Gradient norm, then clipping and AdamW on the device (after stage()); returns the packed [loss, normSquared]. */
-function optimizeOnDevice(environment: StepEnvironment, device: DeviceOptimizer, counters: StepCounters, batch: StepBatch, scale: number, loss: Tensor): Tensor {
+function optimizeOnDevice(
+  environment: StepEnvironment,
+  device: DeviceOptimizer,
+  counters: StepCounters,
+  batch: StepBatch,
+  scale: number,
+  loss: Tensor,
+): Tensor {
   const normSquared = gradientNormSquared(environment.model.parameters);
   device.apply(environment.model.parameters, environment.moments, {
-    optimizer: environment.optimizer, lossScale: scale, lr: batch.lr, step: counters.optimizerStep + 1, loss, normSquared,
+    optimizer: environment.optimizer,
+    lossScale: scale,
+    lr: batch.lr,
+    step: counters.optimizerStep + 1,
+    loss,
+    normSquared,
   });
   return packLossAndNorm(loss, normSquared);
 }
 
 /** The host's side of a step whose update ran on the device: count it when it was finite (the device skipped it otherwise). */
-function finishDeviceStep(environment: StepEnvironment, counters: StepCounters, scale: number, values: [number, number]): StepOutcome {
+function finishDeviceStep(
+  environment: StepEnvironment,
+  counters: StepCounters,
+  scale: number,
+  values: [number, number],
+): StepOutcome {
   const [loss, normSquared] = values;
   const gradNorm = Math.sqrt(normSquared) / scale;
   const finite = Number.isFinite(loss) && Number.isFinite(gradNorm);
@@ -126,7 +170,13 @@ function finishDeviceStep(environment: StepEnvironment, counters: StepCounters, 
 }
 
 /** Clipping and AdamW (or a skip) from the step's loss and squared gradient norm. */
-function finishStep(environment: StepEnvironment, counters: StepCounters, batch: StepBatch, scale: number, values: [number, number]): StepOutcome {
+function finishStep(
+  environment: StepEnvironment,
+  counters: StepCounters,
+  batch: StepBatch,
+  scale: number,
+  values: [number, number],
+): StepOutcome {
   const parameters = environment.model.parameters;
   const [loss, normSquared] = values;
   const gradNorm = Math.sqrt(normSquared) / scale;
@@ -163,13 +213,20 @@ function releaseGradients(environment: StepEnvironment): void {
  * Forward + backward over every micro-batch; returns the batch's mean loss as a device scalar.
  * Below f32 the weights are cast to the compute dtype once for the whole step (compute-weights.ts).
  */
-function accumulateGradients(environment: StepEnvironment, inputs: (index: number) => MicroBatchInputs, accumulation: number, scale: number): Tensor {
+function accumulateGradients(
+  environment: StepEnvironment,
+  inputs: (index: number) => MicroBatchInputs,
+  accumulation: number,
+  scale: number,
+): Tensor {
   const { model } = environment;
   let total: Tensor | undefined;
   let computeWeights: ComputeWeights | undefined;
   try {
     computeWeights = createComputeWeights(model.parameters, environment.forwardOptions.computeDType);
-    const forwardOptions = computeWeights ? { ...environment.forwardOptions, computeWeights } : environment.forwardOptions;
+    const forwardOptions = computeWeights
+      ? { ...environment.forwardOptions, computeWeights }
+      : environment.forwardOptions;
     for (let index = 0; index < accumulation; index++) {
       const part = tidy(() => {
         const { ids, targets } = inputs(index);
@@ -198,14 +255,24 @@ function accumulateGradients(environment: StepEnvironment, inputs: (index: numbe
 }
 
 /** Micro-batch `index`'s ids and targets as new device tensors (created inside the caller's tidy, freed with it). */
-function hostInputs(environment: StepEnvironment, batch: StepBatch, microBatchSize: number): (index: number) => MicroBatchInputs {
+function hostInputs(
+  environment: StepEnvironment,
+  batch: StepBatch,
+  microBatchSize: number,
+): (index: number) => MicroBatchInputs {
   const { backend, contextLength } = environment;
   const windowTokens = microBatchSize * contextLength;
   return (index) => {
     const begin = index * windowTokens;
     return {
-      ids: tensor(batch.inputs.subarray(begin, begin + windowTokens), [microBatchSize, contextLength], { dtype: 'i32', backend }),
-      targets: tensor(batch.targets.subarray(begin, begin + windowTokens), [microBatchSize, contextLength], { dtype: 'i32', backend }),
+      ids: tensor(batch.inputs.subarray(begin, begin + windowTokens), [microBatchSize, contextLength], {
+        dtype: 'i32',
+        backend,
+      }),
+      targets: tensor(batch.targets.subarray(begin, begin + windowTokens), [microBatchSize, contextLength], {
+        dtype: 'i32',
+        backend,
+      }),
     };
   };
 }
@@ -234,7 +301,12 @@ async function readPacked(packed: Tensor, free: boolean): Promise<[number, numbe
  * replays it; leaves the gradients on the parameters and returns [loss, normSquared]. Undefined:
  * run the eager path.
  */
-async function runGraphedPart(environment: StepEnvironment, counters: StepCounters, batch: StepBatch, scale: number): Promise<[number, number] | undefined> {
+async function runGraphedPart(
+  environment: StepEnvironment,
+  counters: StepCounters,
+  batch: StepBatch,
+  scale: number,
+): Promise<[number, number] | undefined> {
   const runner = environment.graph;
   if (!runner?.active) return undefined;
   if (environment.scaler.enabled) runner.turnOff('f16 training moves its loss scale, a constant of the captured step');
@@ -248,7 +320,9 @@ async function runGraphedPart(environment: StepEnvironment, counters: StepCounte
   device?.stage(parameters, environment.moments, environment.optimizer, batch.lr, counters.optimizerStep + 1);
   const body = (): Tensor => {
     const loss = accumulateGradients(environment, (index) => staged[index]!, accumulation, scale);
-    return device ? optimizeOnDevice(environment, device, counters, batch, scale, loss) : packLossAndNorm(loss, gradientNormSquared(parameters));
+    return device
+      ? optimizeOnDevice(environment, device, counters, batch, scale, loss)
+      : packLossAndNorm(loss, gradientNormSquared(parameters));
   };
   if (runner.phase === 'warmup') {
     // Out of memory here: turn the graph off and let the eager path retry with a smaller micro-batch.
@@ -266,7 +340,11 @@ async function runGraphedPart(environment: StepEnvironment, counters: StepCounte
   }
   let outputs;
   if (runner.phase === 'capture') {
-    outputs = runner.capture(body, () => gradientsOf(parameters), () => clearGradients(parameters));
+    outputs = runner.capture(
+      body,
+      () => gradientsOf(parameters),
+      () => clearGradients(parameters),
+    );
     if (!outputs) return undefined;
   } else {
     outputs = runner.replay();

@@ -8,7 +8,13 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { KilnError, writeFileAtomic } from '@kiln/core';
 import type { TrainConfig, TrainContext, TrainEvent, TrainResult } from '../contracts.js';
-import { acquireRunLock, KILN_VERSION, CHECKPOINT_FORMAT_VERSION, saveCheckpoint, type CheckpointState } from '../checkpoint/index.js';
+import {
+  acquireRunLock,
+  KILN_VERSION,
+  CHECKPOINT_FORMAT_VERSION,
+  saveCheckpoint,
+  type CheckpointState,
+} from '../checkpoint/index.js';
 import { adaptConfigToBackend, forwardOptionsFor, resolveSteps } from '../config/index.js';
 import { loadData } from '../data/index.js';
 import { parameterCount } from '../model/index.js';
@@ -54,13 +60,19 @@ export async function train(inputConfig: TrainConfig, context: TrainRunContext):
 
 /** train() once the run directory is locked. */
 async function trainLocked(
-  adapted: ReturnType<typeof adaptConfigToBackend>, context: TrainRunContext,
+  adapted: ReturnType<typeof adaptConfigToBackend>,
+  context: TrainRunContext,
   run: { startedAt: number; emit: (event: TrainEvent) => void; notice: (message: string) => void },
 ): Promise<TrainResult> {
   const { startedAt, emit, notice } = run;
   const { backend } = context;
   const outputDir = adapted.config.checkpoint.outputDir;
-  const start = await prepareRunStart(adapted.config, { backend, resume: context.resume === true, allowNonFinite: context.allowNonFinite, notice });
+  const start = await prepareRunStart(adapted.config, {
+    backend,
+    resume: context.resume === true,
+    allowNonFinite: context.allowNonFinite,
+    notice,
+  });
   const { model, moments } = start;
   let data: Awaited<ReturnType<typeof loadData>> | undefined;
   let metrics: MetricsLog | undefined;
@@ -68,7 +80,10 @@ async function trainLocked(
   try {
     // Fine-tuning reads text with the model's own tokenizer (data.tokenizer overrides it).
     data = await loadData(start.config.data, {
-      vocabSize: start.config.model.vocabSize, contextLength: start.config.model.contextLength, corpus: context.corpus, tokenizer: await initFromTokenizer(start.config),
+      vocabSize: start.config.model.vocabSize,
+      contextLength: start.config.model.contextLength,
+      corpus: context.corpus,
+      tokenizer: await initFromTokenizer(start.config),
     });
     for (const warning of data.warnings) notice(warning);
     const config = resolveSteps(start.config, data.train.tokenCount);
@@ -77,7 +92,10 @@ async function trainLocked(
     const contextLength = config.model.contextLength;
     const forwardOptions = forwardOptionsFor(config);
     const saved = start.resumed?.state;
-    const scaler = new DynamicLossScaler({ enabled: forwardOptions.computeDType === 'f16' }, saved && { scale: saved.lossScale, goodSteps: saved.lossScaleGoodSteps });
+    const scaler = new DynamicLossScaler(
+      { enabled: forwardOptions.computeDType === 'f16' },
+      saved && { scale: saved.lossScale, goodSteps: saved.lossScaleGoodSteps },
+    );
     const counters: StepCounters = {
       microBatchSize: saved ? Math.min(saved.microBatchSize, schedule.microBatchSize) : schedule.microBatchSize,
       optimizerStep: saved?.optimizerStep ?? 0,
@@ -85,10 +103,22 @@ async function trainLocked(
     graph = new StepGraphRunner(backend, config.device.cudaGraph ?? 'auto', notice);
     // `kiln train` says whether the step is graphed wherever the backend could capture it.
     if (backend.capabilities.graphCapture === true) notice(graph.describe());
-    const environment: StepEnvironment = { model, moments, backend, forwardOptions, optimizer, scaler, contextLength, notice, graph };
+    const environment: StepEnvironment = {
+      model,
+      moments,
+      backend,
+      forwardOptions,
+      optimizer,
+      scaler,
+      contextLength,
+      notice,
+      graph,
+    };
     metrics = await MetricsLog.open(join(outputDir, METRICS_FILE), { resumeStep: saved?.step });
     if (start.resumed) {
-      notice(`resuming from ${start.resumed.path} at step ${start.resumed.state.step} (micro-batch ${counters.microBatchSize} × ${schedule.batchSize / counters.microBatchSize} accumulation)`);
+      notice(
+        `resuming from ${start.resumed.path} at step ${start.resumed.state.step} (micro-batch ${counters.microBatchSize} × ${schedule.batchSize / counters.microBatchSize} accumulation)`,
+      );
     }
 
     let step = saved?.step ?? 0;
@@ -106,38 +136,82 @@ async function trainLocked(
     let checkpointStep = saved?.step ?? -1;
     const tokensPerStep = schedule.batchSize * contextLength;
     // Only a fresh run starts from an untrained model whose loss must fall (a fine-tuned or resumed one may already sit low).
-    const stallWatch = step === 0 && config.initFrom === undefined ? new LossStallWatch(schedule.warmupSteps) : undefined;
+    const stallWatch =
+      step === 0 && config.initFrom === undefined ? new LossStallWatch(schedule.warmupSteps) : undefined;
 
     const validate = async (): Promise<number> =>
       evaluate(model, data!.validation, {
-        batches: schedule.evalBatches, batchSize: schedule.batchSize, contextLength, seed, forwardOptions, microBatchSize: counters.microBatchSize,
+        batches: schedule.evalBatches,
+        batchSize: schedule.batchSize,
+        contextLength,
+        seed,
+        forwardOptions,
+        microBatchSize: counters.microBatchSize,
       });
     const writeCheckpoint = async (): Promise<void> => {
       const state: CheckpointState = {
-        formatVersion: CHECKPOINT_FORMAT_VERSION, kilnVersion: KILN_VERSION, step, optimizerStep: counters.optimizerStep, seed,
-        dataPosition: step, lossScale: scaler.scale, lossScaleGoodSteps: scaler.state().goodSteps,
-        microBatchSize: counters.microBatchSize, accumulation: schedule.batchSize / counters.microBatchSize, backend: backend.name, config,
-        metrics: { lastValLoss: Number.isFinite(lastValLoss) ? lastValLoss : null, pendingLosses, consecutiveNonFinite, tokensSeen, trainSeconds },
+        formatVersion: CHECKPOINT_FORMAT_VERSION,
+        kilnVersion: KILN_VERSION,
+        step,
+        optimizerStep: counters.optimizerStep,
+        seed,
+        dataPosition: step,
+        lossScale: scaler.scale,
+        lossScaleGoodSteps: scaler.state().goodSteps,
+        microBatchSize: counters.microBatchSize,
+        accumulation: schedule.batchSize / counters.microBatchSize,
+        backend: backend.name,
+        config,
+        metrics: {
+          lastValLoss: Number.isFinite(lastValLoss) ? lastValLoss : null,
+          pendingLosses,
+          consecutiveNonFinite,
+          tokensSeen,
+          trainSeconds,
+        },
         savedAt: new Date().toISOString(),
       };
-      checkpointPath = await saveCheckpoint(outputDir, { model, moments, state }, { keepLast: config.checkpoint.keepLast });
+      checkpointPath = await saveCheckpoint(
+        outputDir,
+        { model, moments, state },
+        { keepLast: config.checkpoint.keepLast },
+      );
       checkpointStep = step;
       emit({ type: 'checkpoint', step, path: checkpointPath });
     };
 
-    emit({ type: 'start', step, totalSteps: schedule.steps, parameters: parameterCount(model), backend: backend.name, adaptations: adapted.adaptations });
+    emit({
+      type: 'start',
+      step,
+      totalSteps: schedule.steps,
+      parameters: parameterCount(model),
+      backend: backend.name,
+      adaptations: adapted.adaptations,
+    });
     if (step >= schedule.steps) notice(`the run is already at step ${step} of ${schedule.steps}: nothing to train`);
     while (step < schedule.steps && !context.signal?.aborted) {
       // Steps are synchronous compute: yield once per step so signal handlers (Ctrl+C) can run.
       await new Promise<void>((resolve) => setImmediate(resolve));
       if (context.signal?.aborted) break;
-      const lr = learningRateAt(step, { lr: optimizer.lr, warmupSteps: schedule.warmupSteps, totalSteps: schedule.steps, minLrRatio: schedule.minLrRatio });
+      const lr = learningRateAt(step, {
+        lr: optimizer.lr,
+        warmupSteps: schedule.warmupSteps,
+        totalSteps: schedule.steps,
+        minLrRatio: schedule.minLrRatio,
+      });
       const stepStarted = performance.now();
       // The step's tokens depend only on (seed, step): micro-batching and out-of-memory retries slice the same batch.
       const { inputs, targets } = data.train.batch(step, schedule.batchSize, contextLength, seed);
       // LoRA dropout draws its masks from a stream fixed by (seed, step), so a resumed run draws the same ones.
-      if ((config.lora?.dropout ?? 0) > 0) environment.forwardOptions = { ...forwardOptions, dropoutSeed: (seed * 65537 + step + 1) >>> 0 };
-      const outcome = await runTrainStep(environment, counters, { step: step + 1, batchSize: schedule.batchSize, inputs, targets, lr });
+      if ((config.lora?.dropout ?? 0) > 0)
+        environment.forwardOptions = { ...forwardOptions, dropoutSeed: (seed * 65537 + step + 1) >>> 0 };
+      const outcome = await runTrainStep(environment, counters, {
+        step: step + 1,
+        batchSize: schedule.batchSize,
+        inputs,
+        targets,
+        lr,
+      });
       const seconds = (performance.now() - stepStarted) / 1000;
       step++;
       tokensSeen += tokensPerStep;
@@ -158,8 +232,26 @@ async function trainLocked(
         const stalled = stallWatch?.record(step, outcome.loss);
         if (stalled !== undefined) notice(stalled);
       }
-      emit({ type: 'step', step, totalSteps: schedule.steps, loss: outcome.loss, lr, tokensPerSecond: tokensPerStep / seconds, gradNorm: outcome.gradNorm, skipped: outcome.skipped });
-      if (consecutiveNonFinite >= schedule.maxNonFiniteSteps) throw divergenceError(config, step, consecutiveNonFinite, outcome, lr, forwardOptions.computeDType, checkpointPath);
+      emit({
+        type: 'step',
+        step,
+        totalSteps: schedule.steps,
+        loss: outcome.loss,
+        lr,
+        tokensPerSecond: tokensPerStep / seconds,
+        gradNorm: outcome.gradNorm,
+        skipped: outcome.skipped,
+      });
+      if (consecutiveNonFinite >= schedule.maxNonFiniteSteps)
+        throw divergenceError(
+          config,
+          step,
+          consecutiveNonFinite,
+          outcome,
+          lr,
+          forwardOptions.computeDType,
+          checkpointPath,
+        );
 
       const isLast = step === schedule.steps;
       const validationStep = isLast || (schedule.evalInterval > 0 && step % schedule.evalInterval === 0);
@@ -168,9 +260,18 @@ async function trainLocked(
         emit({ type: 'eval', step, valLoss: lastValLoss });
       }
       if (validationStep || step % Math.max(1, schedule.logInterval) === 0) {
-        const loss = pendingLosses.length > 0 ? pendingLosses.reduce((total, value) => total + value, 0) / pendingLosses.length : null;
+        const loss =
+          pendingLosses.length > 0
+            ? pendingLosses.reduce((total, value) => total + value, 0) / pendingLosses.length
+            : null;
         const fromStep = (metrics.records.at(-1)?.step ?? 0) + 1;
-        const record = { step, loss, lr, tokens_per_second: pendingSeconds > 0 ? pendingTokens / pendingSeconds : 0, ...(validationStep ? { val_loss: lastValLoss } : {}) };
+        const record = {
+          step,
+          loss,
+          lr,
+          tokens_per_second: pendingSeconds > 0 ? pendingTokens / pendingSeconds : 0,
+          ...(validationStep ? { val_loss: lastValLoss } : {}),
+        };
         metrics.append(record);
         emit({ type: 'log', totalSteps: schedule.steps, fromStep, ...record });
         lastLoggedLoss = loss ?? Number.NaN;
@@ -178,7 +279,8 @@ async function trainLocked(
         pendingTokens = 0;
         pendingSeconds = 0;
       }
-      if (isLast || (config.checkpoint.interval > 0 && step % config.checkpoint.interval === 0)) await writeCheckpoint();
+      if (isLast || (config.checkpoint.interval > 0 && step % config.checkpoint.interval === 0))
+        await writeCheckpoint();
     }
     if (context.signal?.aborted && checkpointStep !== step) {
       notice(`stopping at step ${step}: writing a checkpoint`);
@@ -188,14 +290,25 @@ async function trainLocked(
       lastValLoss = await validate();
       emit({ type: 'eval', step, valLoss: lastValLoss });
     }
-    await writeLossPlot(join(outputDir, LOSS_PLOT_FILE), metrics.records.map((record) => ({ step: record.step, loss: record.loss, valLoss: record.val_loss })), {
-      title: `kiln: ${parameterCount(model).toLocaleString('en-US')}-parameter model on ${backend.name}`,
-    });
+    await writeLossPlot(
+      join(outputDir, LOSS_PLOT_FILE),
+      metrics.records.map((record) => ({ step: record.step, loss: record.loss, valLoss: record.val_loss })),
+      {
+        title: `kiln: ${parameterCount(model).toLocaleString('en-US')}-parameter model on ${backend.name}`,
+      },
+    );
     const seconds = (performance.now() - startedAt) / 1000;
     emit({ type: 'end', step, valLoss: lastValLoss, seconds });
-    const trainLoss = pendingLosses.length > 0 ? pendingLosses.reduce((total, value) => total + value, 0) / pendingLosses.length : lastLoggedLoss;
+    const trainLoss =
+      pendingLosses.length > 0
+        ? pendingLosses.reduce((total, value) => total + value, 0) / pendingLosses.length
+        : lastLoggedLoss;
     return {
-      step, valLoss: lastValLoss, trainLoss, checkpointPath, seconds,
+      step,
+      valLoss: lastValLoss,
+      trainLoss,
+      checkpointPath,
+      seconds,
       tokensPerSecond: sessionSeconds > 0 ? sessionTokens / sessionSeconds : 0,
       adaptations: adapted.adaptations,
     };
@@ -210,14 +323,26 @@ async function trainLocked(
 }
 
 function divergenceError(
-  config: TrainConfig, step: number, count: number, outcome: { loss: number; gradNorm: number }, lr: number, computeDType: string, checkpointPath: string,
+  config: TrainConfig,
+  step: number,
+  count: number,
+  outcome: { loss: number; gradNorm: number },
+  lr: number,
+  computeDType: string,
+  checkpointPath: string,
 ): KilnError {
-  const suggestions = [`lower optimizer.lr (now ${config.optimizer.lr}; this step used ${lr.toPrecision(3)})`, 'lengthen schedule.warmupSteps'];
+  const suggestions = [
+    `lower optimizer.lr (now ${config.optimizer.lr}; this step used ${lr.toPrecision(3)})`,
+    'lengthen schedule.warmupSteps',
+  ];
   if (!(config.optimizer.gradClip > 0)) suggestions.push('turn on optimizer.gradClip (e.g. 1.0)');
-  if (computeDType !== 'f32') suggestions.push(`train in f32 (device.precision: f32; this run computes in ${computeDType})`);
+  if (computeDType !== 'f32')
+    suggestions.push(`train in f32 (device.precision: f32; this run computes in ${computeDType})`);
   return new KilnError(
     `Training diverged: ${count} steps in a row up to step ${step} had a non-finite loss or gradient (last loss ${outcome.loss}, gradient norm ${outcome.gradNorm}); no update was applied for them`,
     'KILN_ERROR',
-    { hint: `Try to ${suggestions.join(', or ')}.${checkpointPath ? ` The last checkpoint (weights before the skipped steps) is ${checkpointPath}.` : ''}` },
+    {
+      hint: `Try to ${suggestions.join(', or ')}.${checkpointPath ? ` The last checkpoint (weights before the skipped steps) is ${checkpointPath}.` : ''}`,
+    },
   );
 }

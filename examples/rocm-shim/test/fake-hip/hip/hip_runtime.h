@@ -30,8 +30,18 @@ typedef struct ihipStream_t* hipStream_t;
 typedef struct ihipEvent_t* hipEvent_t;
 typedef struct ihipGraph* hipGraph_t;
 typedef struct hipGraphExec* hipGraphExec_t;
-enum hipStreamCaptureMode { hipStreamCaptureModeGlobal = 0, hipStreamCaptureModeThreadLocal = 1, hipStreamCaptureModeRelaxed = 2 };
-enum hipMemcpyKind { hipMemcpyHostToHost = 0, hipMemcpyHostToDevice = 1, hipMemcpyDeviceToHost = 2, hipMemcpyDeviceToDevice = 3, hipMemcpyDefault = 4 };
+enum hipStreamCaptureMode {
+  hipStreamCaptureModeGlobal = 0,
+  hipStreamCaptureModeThreadLocal = 1,
+  hipStreamCaptureModeRelaxed = 2
+};
+enum hipMemcpyKind {
+  hipMemcpyHostToHost = 0,
+  hipMemcpyHostToDevice = 1,
+  hipMemcpyDeviceToHost = 2,
+  hipMemcpyDeviceToDevice = 3,
+  hipMemcpyDefault = 4
+};
 enum hipFuncAttribute { hipFuncAttributeMaxDynamicSharedMemorySize = 8 };
 #define hipStreamNonBlocking 0x01
 #define hipEventDisableTiming 0x2
@@ -95,11 +105,14 @@ hipError_t hipEventDestroy(hipEvent_t event);
 hipError_t hipFuncSetAttribute(const void* function, hipFuncAttribute attribute, int value);
 
 // hipcc expands this to a <<<>>> launch; here it calls the kernel so that g++ checks the arguments.
-#define hipLaunchKernelGGL(kernel, grid, block, shared_bytes, stream, ...) \
-  ((void)dim3(grid), (void)dim3(block), (void)static_cast<unsigned int>(shared_bytes), (void)static_cast<hipStream_t>(stream), kernel(__VA_ARGS__))
+#define hipLaunchKernelGGL(kernel, grid, block, shared_bytes, stream, ...)             \
+  ((void)dim3(grid), (void)dim3(block), (void)static_cast<unsigned int>(shared_bytes), \
+   (void)static_cast<hipStream_t>(stream), kernel(__VA_ARGS__))
 
 // ---- device built-ins (declared for every compile; hip-clang has them in device code) ----
-struct kiln_fake_hip_index { unsigned int x, y, z; };
+struct kiln_fake_hip_index {
+  unsigned int x, y, z;
+};
 extern const kiln_fake_hip_index threadIdx, blockIdx, blockDim, gridDim;
 void __syncthreads();
 void __threadfence();

@@ -16,8 +16,14 @@ const plugin = {
   apiVersion: 1,
   priority: 0,
   probe() {
-    if (!existsSync(addonPath)) return { available: false, reason: `the simulator addon is not built (${addonPath}): run KILN_CUDA_BUILD=sim pnpm --filter @kiln/backend-cuda build`, devices: [] };
-    if (!existsSync(fileURLToPath(packageEntry))) return { available: false, reason: '@kiln/backend-cuda is not built (dist/ is missing)', devices: [] };
+    if (!existsSync(addonPath))
+      return {
+        available: false,
+        reason: `the simulator addon is not built (${addonPath}): run KILN_CUDA_BUILD=sim pnpm --filter @kiln/backend-cuda build`,
+        devices: [],
+      };
+    if (!existsSync(fileURLToPath(packageEntry)))
+      return { available: false, reason: '@kiln/backend-cuda is not built (dist/ is missing)', devices: [] };
     return { available: true, devices: [{ name: 'CUDA simulator (CPU)' }] };
   },
   async create(options = {}) {

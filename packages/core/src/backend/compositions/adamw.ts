@@ -27,12 +27,23 @@ function divided(scratch: Scratch, x: TensorRef, value: number): TensorRef {
 
 /** One AdamW update of param, m, v from grad. */
 export function composedAdamw(
-  backend: KernelBackend, param: TensorRef, grad: TensorRef, m: TensorRef, v: TensorRef, params: AdamWParams,
+  backend: KernelBackend,
+  param: TensorRef,
+  grad: TensorRef,
+  m: TensorRef,
+  v: TensorRef,
+  params: AdamWParams,
 ): void {
   withScratch(backend, (scratch) => {
     const gradient = scratch.toF32(grad);
     const firstMoment = weightedSum(scratch, scratch.toF32(m), params.beta1, gradient, 1 - params.beta1);
-    const secondMoment = weightedSum(scratch, scratch.toF32(v), params.beta2, scratch.unary('square', gradient), 1 - params.beta2);
+    const secondMoment = weightedSum(
+      scratch,
+      scratch.toF32(v),
+      params.beta2,
+      scratch.unary('square', gradient),
+      1 - params.beta2,
+    );
     const decayed = scaled(scratch, scratch.toF32(param), 1 - params.lr * params.weightDecay);
     const correctedFirst = divided(scratch, firstMoment, 1 - params.beta1 ** params.step);
     const correctedSecond = divided(scratch, secondMoment, 1 - params.beta2 ** params.step);

@@ -11,7 +11,16 @@
  * run the same composition, and copy the results back: the composition reads both layouts.
  */
 import type { AttentionParams, KernelBackend, MatmulParams, StridedView, TensorRef } from '../kernel-backend.js';
-import { asView, elementCount, reshaped, rowBroadcast, scalarBroadcast, stridedView, withScratch, type Scratch } from './helpers.js';
+import {
+  asView,
+  elementCount,
+  reshaped,
+  rowBroadcast,
+  scalarBroadcast,
+  stridedView,
+  withScratch,
+  type Scratch,
+} from './helpers.js';
 
 /** Sizes of one attention call. */
 interface AttentionSizes {
@@ -31,7 +40,12 @@ function sizesOf(q: TensorRef, k: TensorRef): AttentionSizes {
   const [batch, queryHeads, queryLength, dimension] = q.shape;
   const [, keyHeads, keyLength] = k.shape;
   return {
-    batch, queryHeads, keyHeads, queryLength, keyLength, dimension,
+    batch,
+    queryHeads,
+    keyHeads,
+    queryLength,
+    keyLength,
+    dimension,
     group: queryHeads / keyHeads,
     rows: batch * queryHeads * queryLength,
   };
@@ -44,15 +58,33 @@ function groupedProduct(sizes: AttentionSizes, shape: Omit<MatmulParams, 'batch'
 
 /** Scores scale·q·kᵀ (+ mask) (+ causal) as f32 [rows, Tk]. */
 function maskedScores(
-  scratch: Scratch, q: TensorRef, k: TensorRef, mask: StridedView | null, params: AttentionParams, sizes: AttentionSizes,
+  scratch: Scratch,
+  q: TensorRef,
+  k: TensorRef,
+  mask: StridedView | null,
+  params: AttentionParams,
+  sizes: AttentionSizes,
 ): TensorRef {
   const { group, queryLength, keyLength, dimension, rows } = sizes;
   const fullShape = [sizes.batch, sizes.queryHeads, queryLength, keyLength];
-  const products = scratch.matmul(q, k, groupedProduct(sizes, {
-    m: group * queryLength, n: keyLength, k: dimension, transposeA: false, transposeB: true,
-    batchStrideA: group * queryLength * dimension, batchStrideB: keyLength * dimension,
-  }));
-  let scores = scratch.binary('mul', reshaped(products, fullShape), scalarBroadcast(scratch.constant(params.scale), fullShape));
+  const products = scratch.matmul(
+    q,
+    k,
+    groupedProduct(sizes, {
+      m: group * queryLength,
+      n: keyLength,
+      k: dimension,
+      transposeA: false,
+      transposeB: true,
+      batchStrideA: group * queryLength * dimension,
+      batchStrideB: keyLength * dimension,
+    }),
+  );
+  let scores = scratch.binary(
+    'mul',
+    reshaped(products, fullShape),
+    scalarBroadcast(scratch.constant(params.scale), fullShape),
+  );
   scratch.release(products);
   if (mask) {
     const unmasked = scores;
@@ -77,7 +109,10 @@ function maskedScores(
 function copySwappingAxes12(backend: KernelBackend, src: TensorRef, dst: TensorRef): void {
   const [batch, first, second, dimension] = src.shape;
   if (batch * first * second * dimension === 0) return;
-  backend.copy(stridedView(src, dst.shape, [first * second * dimension, dimension, second * dimension, 1]), asView(dst));
+  backend.copy(
+    stridedView(src, dst.shape, [first * second * dimension, dimension, second * dimension, 1]),
+    asView(dst),
+  );
 }
 
 /** A heads-major temporary holding a copy of tokens-major `ref`. */
@@ -94,8 +129,14 @@ function headsMajorTemporary(scratch: Scratch, ref: TensorRef): TensorRef {
 
 /** Attention forward in either layout; lse [B, Hq, Tq] f32 receives the row log-sum-exp of the scaled scores. */
 export function composedAttention(
-  backend: KernelBackend, q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null,
-  out: TensorRef, lse: TensorRef, params: AttentionParams,
+  backend: KernelBackend,
+  q: TensorRef,
+  k: TensorRef,
+  v: TensorRef,
+  mask: StridedView | null,
+  out: TensorRef,
+  lse: TensorRef,
+  params: AttentionParams,
 ): void {
   const headsMajorParams = { scale: params.scale, causal: params.causal };
   if ((params.layout ?? 'heads-major') === 'heads-major') {
@@ -104,15 +145,34 @@ export function composedAttention(
   }
   withScratch(backend, (scratch) => {
     const result = headsMajorTemporary(scratch, out);
-    headsMajorAttention(backend, headsMajorCopy(scratch, q), headsMajorCopy(scratch, k), headsMajorCopy(scratch, v), mask, result, lse, headsMajorParams);
+    headsMajorAttention(
+      backend,
+      headsMajorCopy(scratch, q),
+      headsMajorCopy(scratch, k),
+      headsMajorCopy(scratch, v),
+      mask,
+      result,
+      lse,
+      headsMajorParams,
+    );
     copySwappingAxes12(backend, result, out);
   });
 }
 
 /** Attention backward in either layout from the forward's out and lse: overwrites dq, dk, dv (GQA heads summed). */
 export function composedAttentionBackward(
-  backend: KernelBackend, q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null,
-  out: TensorRef, lse: TensorRef, dOut: TensorRef, dq: TensorRef, dk: TensorRef, dv: TensorRef, params: AttentionParams,
+  backend: KernelBackend,
+  q: TensorRef,
+  k: TensorRef,
+  v: TensorRef,
+  mask: StridedView | null,
+  out: TensorRef,
+  lse: TensorRef,
+  dOut: TensorRef,
+  dq: TensorRef,
+  dk: TensorRef,
+  dv: TensorRef,
+  params: AttentionParams,
 ): void {
   const headsMajorParams = { scale: params.scale, causal: params.causal };
   if ((params.layout ?? 'heads-major') === 'heads-major') {
@@ -122,15 +182,34 @@ export function composedAttentionBackward(
   withScratch(backend, (scratch) => {
     const [query, key, value, output, outputGradient] = [q, k, v, out, dOut].map((ref) => headsMajorCopy(scratch, ref));
     const gradients = [dq, dk, dv].map((ref) => headsMajorTemporary(scratch, ref));
-    headsMajorAttentionBackward(backend, query, key, value, mask, output, lse, outputGradient, gradients[0], gradients[1], gradients[2], headsMajorParams);
+    headsMajorAttentionBackward(
+      backend,
+      query,
+      key,
+      value,
+      mask,
+      output,
+      lse,
+      outputGradient,
+      gradients[0],
+      gradients[1],
+      gradients[2],
+      headsMajorParams,
+    );
     [dq, dk, dv].forEach((ref, index) => copySwappingAxes12(backend, gradients[index], ref));
   });
 }
 
 /** Heads-major attention forward. */
 function headsMajorAttention(
-  backend: KernelBackend, q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null,
-  out: TensorRef, lse: TensorRef, params: AttentionParams,
+  backend: KernelBackend,
+  q: TensorRef,
+  k: TensorRef,
+  v: TensorRef,
+  mask: StridedView | null,
+  out: TensorRef,
+  lse: TensorRef,
+  params: AttentionParams,
 ): void {
   if (elementCount(out.shape) === 0 && elementCount(lse.shape) === 0) return;
   const sizes = sizesOf(q, k);
@@ -154,18 +233,38 @@ function headsMajorAttention(
     scratch.commit(logSumExp, lse);
 
     const result = scratch.resultFor(out);
-    scratch.matmul(probabilities, scratch.toF32(v), groupedProduct(sizes, {
-      m: group * queryLength, n: dimension, k: keyLength, transposeA: false, transposeB: false,
-      batchStrideA: group * queryLength * keyLength, batchStrideB: keyLength * dimension,
-    }), result);
+    scratch.matmul(
+      probabilities,
+      scratch.toF32(v),
+      groupedProduct(sizes, {
+        m: group * queryLength,
+        n: dimension,
+        k: keyLength,
+        transposeA: false,
+        transposeB: false,
+        batchStrideA: group * queryLength * keyLength,
+        batchStrideB: keyLength * dimension,
+      }),
+      result,
+    );
     scratch.commit(result, out);
   });
 }
 
 /** Heads-major attention backward. */
 function headsMajorAttentionBackward(
-  backend: KernelBackend, q: TensorRef, k: TensorRef, v: TensorRef, mask: StridedView | null,
-  out: TensorRef, lse: TensorRef, dOut: TensorRef, dq: TensorRef, dk: TensorRef, dv: TensorRef, params: AttentionParams,
+  backend: KernelBackend,
+  q: TensorRef,
+  k: TensorRef,
+  v: TensorRef,
+  mask: StridedView | null,
+  out: TensorRef,
+  lse: TensorRef,
+  dOut: TensorRef,
+  dq: TensorRef,
+  dk: TensorRef,
+  dv: TensorRef,
+  params: AttentionParams,
 ): void {
   if (elementCount(dq.shape) === 0 && elementCount(dk.shape) === 0 && elementCount(dv.shape) === 0) return;
   const sizes = sizesOf(q, k);
@@ -187,34 +286,75 @@ function headsMajorAttentionBackward(
 
     const outputGradient = scratch.toF32(dOut);
     const valueGradient = scratch.resultFor(dv);
-    scratch.matmul(probabilities, outputGradient, groupedProduct(sizes, {
-      m: keyLength, n: dimension, k: queryBlock, transposeA: true, transposeB: false,
-      batchStrideA: queryBlock * keyLength, batchStrideB: queryBlock * dimension,
-    }), valueGradient);
+    scratch.matmul(
+      probabilities,
+      outputGradient,
+      groupedProduct(sizes, {
+        m: keyLength,
+        n: dimension,
+        k: queryBlock,
+        transposeA: true,
+        transposeB: false,
+        batchStrideA: queryBlock * keyLength,
+        batchStrideB: queryBlock * dimension,
+      }),
+      valueGradient,
+    );
     scratch.commit(valueGradient, dv);
 
-    const probabilityGradient = scratch.matmul(outputGradient, scratch.toF32(v), groupedProduct(sizes, {
-      m: queryBlock, n: keyLength, k: dimension, transposeA: false, transposeB: true,
-      batchStrideA: queryBlock * dimension, batchStrideB: keyLength * dimension,
-    }));
+    const probabilityGradient = scratch.matmul(
+      outputGradient,
+      scratch.toF32(v),
+      groupedProduct(sizes, {
+        m: queryBlock,
+        n: keyLength,
+        k: dimension,
+        transposeA: false,
+        transposeB: true,
+        batchStrideA: queryBlock * dimension,
+        batchStrideB: keyLength * dimension,
+      }),
+    );
     const outputDot = scratch.binary('mul', outputGradient, scratch.toF32(out));
     const delta = scratch.reduce('sum', outputDot, rows, dimension, 1);
-    const centered = scratch.binary('sub', reshaped(probabilityGradient, [rows, keyLength]), rowBroadcast(delta, rows, keyLength));
+    const centered = scratch.binary(
+      'sub',
+      reshaped(probabilityGradient, [rows, keyLength]),
+      rowBroadcast(delta, rows, keyLength),
+    );
     const scoreGradient = scratch.binary('mul', probabilities, centered);
     const scale = scratch.constant(params.scale);
 
-    const queryProducts = scratch.matmul(scoreGradient, key, groupedProduct(sizes, {
-      m: queryBlock, n: dimension, k: keyLength, transposeA: false, transposeB: false,
-      batchStrideA: queryBlock * keyLength, batchStrideB: keyLength * dimension,
-    }));
+    const queryProducts = scratch.matmul(
+      scoreGradient,
+      key,
+      groupedProduct(sizes, {
+        m: queryBlock,
+        n: dimension,
+        k: keyLength,
+        transposeA: false,
+        transposeB: false,
+        batchStrideA: queryBlock * keyLength,
+        batchStrideB: keyLength * dimension,
+      }),
+    );
     const queryGradient = scratch.resultFor(dq, queryProducts.shape);
     scratch.binary('mul', queryProducts, scalarBroadcast(scale, queryProducts.shape), queryGradient);
     scratch.commit(queryGradient, dq);
 
-    const keyProducts = scratch.matmul(scoreGradient, query, groupedProduct(sizes, {
-      m: keyLength, n: dimension, k: queryBlock, transposeA: true, transposeB: false,
-      batchStrideA: queryBlock * keyLength, batchStrideB: queryBlock * dimension,
-    }));
+    const keyProducts = scratch.matmul(
+      scoreGradient,
+      query,
+      groupedProduct(sizes, {
+        m: keyLength,
+        n: dimension,
+        k: queryBlock,
+        transposeA: true,
+        transposeB: false,
+        batchStrideA: queryBlock * keyLength,
+        batchStrideB: queryBlock * dimension,
+      }),
+    );
     const keyGradient = scratch.resultFor(dk, keyProducts.shape);
     scratch.binary('mul', keyProducts, scalarBroadcast(scale, keyProducts.shape), keyGradient);
     scratch.commit(keyGradient, dk);

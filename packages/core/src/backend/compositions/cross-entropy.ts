@@ -53,8 +53,13 @@ function ignoredRows(scratch: Scratch, targets: TensorRef, rows: number, ignoreI
 
 /** loss_r = logsumexp(logits_r) − logits_r[target_r], 0 where target_r = ignoreIndex, NaN for an out-of-range target. */
 export function composedCrossEntropy(
-  backend: KernelBackend, logits: TensorRef, targets: TensorRef, loss: TensorRef,
-  rows: number, classes: number, ignoreIndex: number,
+  backend: KernelBackend,
+  logits: TensorRef,
+  targets: TensorRef,
+  loss: TensorRef,
+  rows: number,
+  classes: number,
+  ignoreIndex: number,
 ): void {
   withScratch(backend, (scratch) => {
     const statistics = rowStatistics(scratch, logits, rows, classes);
@@ -63,8 +68,16 @@ export function composedCrossEntropy(
     const targetOnly = scratch.where(mask, statistics.logits, scalarBroadcast(zero, [rows, classes]));
     const picked = scratch.reduce('sum', targetOnly, rows, classes, 1);
     // (max − picked) + log Σ, never (max + log Σ) − picked: the rounded sum would lose |max|·2⁻²⁴.
-    const perRow = scratch.binary('add', scratch.binary('sub', statistics.max, picked), scratch.unary('log', statistics.sum));
-    const checked = scratch.where(targetHits(scratch, mask, rows, classes), reshaped(perRow, [rows]), scalarBroadcast(scratch.constant(Number.NaN), [rows]));
+    const perRow = scratch.binary(
+      'add',
+      scratch.binary('sub', statistics.max, picked),
+      scratch.unary('log', statistics.sum),
+    );
+    const checked = scratch.where(
+      targetHits(scratch, mask, rows, classes),
+      reshaped(perRow, [rows]),
+      scalarBroadcast(scratch.constant(Number.NaN), [rows]),
+    );
     const result = scratch.resultFor(loss, [rows]);
     scratch.where(ignoredRows(scratch, targets, rows, ignoreIndex), scalarBroadcast(zero, [rows]), checked, result);
     scratch.commit(result, loss);
@@ -73,8 +86,14 @@ export function composedCrossEntropy(
 
 /** dLogits_r = (softmax(logits_r) − onehot(target_r)) · scale, 0 for ignored rows, NaN for an out-of-range target. */
 export function composedCrossEntropyBackward(
-  backend: KernelBackend, logits: TensorRef, targets: TensorRef, dLogits: TensorRef,
-  rows: number, classes: number, ignoreIndex: number, scale: number,
+  backend: KernelBackend,
+  logits: TensorRef,
+  targets: TensorRef,
+  dLogits: TensorRef,
+  rows: number,
+  classes: number,
+  ignoreIndex: number,
+  scale: number,
 ): void {
   withScratch(backend, (scratch) => {
     const statistics = rowStatistics(scratch, logits, rows, classes);

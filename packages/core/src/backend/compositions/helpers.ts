@@ -7,7 +7,14 @@ import { contiguousStrides } from '../../tensor/shape.js';
 import type { DType } from '../../dtype.js';
 import { DTYPE_BYTES } from '../../dtype.js';
 import type {
-  BinaryOp, BufferHandle, KernelBackend, MatmulParams, ReduceOp, StridedView, TensorRef, UnaryOp,
+  BinaryOp,
+  BufferHandle,
+  KernelBackend,
+  MatmulParams,
+  ReduceOp,
+  StridedView,
+  TensorRef,
+  UnaryOp,
 } from '../kernel-backend.js';
 
 /** A dense tensor or a strided view; primitives that take views accept either. */
@@ -20,7 +27,6 @@ export function elementCount(shape: readonly number[]): number {
   return count;
 }
 
-
 export { contiguousStrides };
 
 /** The same storage seen with another shape of equal element count. */
@@ -29,7 +35,12 @@ export function reshaped(ref: TensorRef, shape: readonly number[]): TensorRef {
 }
 
 /** A strided window of `ref`'s buffer (stride 0 broadcasts). */
-export function stridedView(ref: TensorRef, shape: readonly number[], strides: readonly number[], offset = 0): StridedView {
+export function stridedView(
+  ref: TensorRef,
+  shape: readonly number[],
+  strides: readonly number[],
+  offset = 0,
+): StridedView {
   return { buffer: ref.buffer, dtype: ref.dtype, shape, strides, offset };
 }
 
@@ -51,7 +62,11 @@ export function columnBroadcast(ref: TensorRef, rows: number, cols: number): Str
 
 /** A one-element tensor repeated over `shape` (every stride 0). */
 export function scalarBroadcast(ref: TensorRef, shape: readonly number[]): StridedView {
-  return stridedView(ref, shape, shape.map(() => 0));
+  return stridedView(
+    ref,
+    shape,
+    shape.map(() => 0),
+  );
 }
 
 /**
@@ -83,7 +98,8 @@ export class Scratch {
   /** A temporary holding host constants (never device data). */
   uploaded(values: Float32Array | Int32Array, shape: readonly number[]): TensorRef {
     const ref = this.tensor(shape, values instanceof Int32Array ? 'i32' : 'f32');
-    if (values.length > 0) this.backend.upload(ref.buffer, new Uint8Array(values.buffer, values.byteOffset, values.byteLength));
+    if (values.length > 0)
+      this.backend.upload(ref.buffer, new Uint8Array(values.buffer, values.byteOffset, values.byteLength));
     return ref;
   }
 

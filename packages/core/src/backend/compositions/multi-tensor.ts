@@ -36,7 +36,11 @@ export function composedSumOfSquaresMulti(backend: KernelBackend, tensors: reado
 
 /** One AdamW step on every (param, grad, m, v) of the lists. */
 export function composedAdamwMulti(
-  backend: KernelBackend, params: readonly TensorRef[], grads: readonly TensorRef[], ms: readonly TensorRef[], vs: readonly TensorRef[],
+  backend: KernelBackend,
+  params: readonly TensorRef[],
+  grads: readonly TensorRef[],
+  ms: readonly TensorRef[],
+  vs: readonly TensorRef[],
   options: AdamWMultiParams,
 ): void {
   withScratch(backend, (scratch) => {
@@ -47,15 +51,29 @@ export function composedAdamwMulti(
       if (count === 0) continue;
       const gradient = scaledGradient(scratch, grads[index], options.gradientScale);
       const kept = finite ? [param, ms[index], vs[index]].map((state) => keep(scratch, state)) : [];
-      const single = { lr: options.lr, beta1: options.beta1, beta2: options.beta2, eps: options.eps, weightDecay: options.weightDecays[index], step: options.step };
+      const single = {
+        lr: options.lr,
+        beta1: options.beta1,
+        beta2: options.beta2,
+        eps: options.eps,
+        weightDecay: options.weightDecays[index],
+        step: options.step,
+      };
       if (options.deviceScalars) {
         deviceScalarAdamw(scratch, { param, gradient, m: ms[index], v: vs[index] }, options, index);
-      } else if (typeof backend.adamw === 'function' && backend.capabilities.supports('adamw', param.dtype) && backend.capabilities.supports('adamw', gradient.dtype)) {
+      } else if (
+        typeof backend.adamw === 'function' &&
+        backend.capabilities.supports('adamw', param.dtype) &&
+        backend.capabilities.supports('adamw', gradient.dtype)
+      ) {
         backend.adamw(param, gradient, ms[index], vs[index], single);
       } else {
         composedAdamw(backend, param, gradient, ms[index], vs[index], single);
       }
-      if (finite) [param, ms[index], vs[index]].forEach((state, position) => restoreUnless(scratch, finite, kept[position], state));
+      if (finite)
+        [param, ms[index], vs[index]].forEach((state, position) =>
+          restoreUnless(scratch, finite, kept[position], state),
+        );
       if (gradient !== grads[index]) scratch.release(gradient);
       for (const copy of kept) scratch.release(copy);
     }
@@ -78,14 +96,32 @@ interface AdamWState {
 function deviceScalarAdamw(scratch: Scratch, state: AdamWState, options: AdamWMultiParams, index: number): void {
   const scalars = options.deviceScalars!;
   const shape = state.param.shape;
-  const element = (position: number) => stridedView(scalars, shape, shape.map(() => 0), position);
+  const element = (position: number) =>
+    stridedView(
+      scalars,
+      shape,
+      shape.map(() => 0),
+      position,
+    );
   const constant = (value: number) => scalarBroadcast(scratch.constant(value), shape);
   const gradient = scratch.toF32(state.gradient);
-  const first = scratch.binary('add', scratch.binary('mul', state.m, constant(options.beta1)), scratch.binary('mul', gradient, constant(1 - options.beta1)));
+  const first = scratch.binary(
+    'add',
+    scratch.binary('mul', state.m, constant(options.beta1)),
+    scratch.binary('mul', gradient, constant(1 - options.beta1)),
+  );
   const squared = scratch.binary('mul', gradient, gradient);
-  const second = scratch.binary('add', scratch.binary('mul', state.v, constant(options.beta2)), scratch.binary('mul', squared, constant(1 - options.beta2)));
+  const second = scratch.binary(
+    'add',
+    scratch.binary('mul', state.v, constant(options.beta2)),
+    scratch.binary('mul', squared, constant(1 - options.beta2)),
+  );
   const decayed = scratch.binary('mul', scratch.toF32(state.param), element(2 + index));
-  const denominator = scratch.binary('add', scratch.binary('mul', scratch.unary('sqrt', second), element(1)), constant(options.eps));
+  const denominator = scratch.binary(
+    'add',
+    scratch.binary('mul', scratch.unary('sqrt', second), element(1)),
+    constant(options.eps),
+  );
   const update = scratch.binary('div', scratch.binary('mul', first, element(0)), denominator);
   const updated = scratch.binary('sub', decayed, update);
   scratch.backend.copy(asView(first), asView(state.m));

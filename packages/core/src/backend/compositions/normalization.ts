@@ -22,8 +22,14 @@ function reciprocalRoot(scratch: Scratch, meanSquare: TensorRef, eps: number, in
 
 /** out = x · rsqrt(mean(x²) + eps) · weight; rstd [rows] f32 receives the rsqrt. */
 export function composedRmsNorm(
-  backend: KernelBackend, x: TensorRef, weight: TensorRef, out: TensorRef, rstd: TensorRef,
-  rows: number, cols: number, eps: number,
+  backend: KernelBackend,
+  x: TensorRef,
+  weight: TensorRef,
+  out: TensorRef,
+  rstd: TensorRef,
+  rows: number,
+  cols: number,
+  eps: number,
 ): void {
   withScratch(backend, (scratch) => {
     const input = reshaped(scratch.toF32(x), [rows, cols]);
@@ -40,8 +46,15 @@ export function composedRmsNorm(
 
 /** dx = rstd · (g − x̂ · mean(g · x̂)) with x̂ = x · rstd, g = dy · weight; dWeight = Σ_rows dy · x̂. */
 export function composedRmsNormBackward(
-  backend: KernelBackend, x: TensorRef, weight: TensorRef, rstd: TensorRef, dy: TensorRef,
-  dx: TensorRef, dWeight: TensorRef, rows: number, cols: number,
+  backend: KernelBackend,
+  x: TensorRef,
+  weight: TensorRef,
+  rstd: TensorRef,
+  dy: TensorRef,
+  dx: TensorRef,
+  dWeight: TensorRef,
+  rows: number,
+  cols: number,
 ): void {
   withScratch(backend, (scratch) => {
     const input = reshaped(scratch.toF32(x), [rows, cols]);
@@ -65,8 +78,14 @@ export function composedRmsNormBackward(
 
 /** out = (x − mean) / sqrt(var + eps) · weight + bias, biased variance. */
 export function composedLayerNorm(
-  backend: KernelBackend, x: TensorRef, weight: TensorRef, bias: TensorRef, out: TensorRef,
-  rows: number, cols: number, eps: number,
+  backend: KernelBackend,
+  x: TensorRef,
+  weight: TensorRef,
+  bias: TensorRef,
+  out: TensorRef,
+  rows: number,
+  cols: number,
+  eps: number,
 ): void {
   withScratch(backend, (scratch) => {
     const input = reshaped(scratch.toF32(x), [rows, cols]);

@@ -11,7 +11,11 @@ import { elementCount } from './helpers.js';
 
 /** Fill out from the Philox stream (seed, element offset) by uploading host-generated values. */
 export function composedRandom(
-  backend: KernelBackend, out: TensorRef, distribution: RandomDistribution, seed: number, offset: number,
+  backend: KernelBackend,
+  out: TensorRef,
+  distribution: RandomDistribution,
+  seed: number,
+  offset: number,
 ): void {
   if (out.dtype === 'i32') {
     throw new DTypeError('random fills floating-point tensors only, got an i32 output', {

@@ -13,7 +13,11 @@ import { asView, elementCount, stridedView, withScratch } from './helpers.js';
 
 /** Host cos and sin tables [T, half] of the rotation angles (sin negated when inverse). */
 export function rotaryTables(
-  positions: number, dimension: number, offset: number, theta: number, inverse: boolean,
+  positions: number,
+  dimension: number,
+  offset: number,
+  theta: number,
+  inverse: boolean,
 ): { cos: Float32Array; sin: Float32Array } {
   const half = dimension / 2;
   const cos = new Float32Array(positions * half);
@@ -41,7 +45,11 @@ function halfLayout(shape: readonly number[], tokensMajor: boolean): HalfLayout 
   const half = dimension / 2;
   if (tokensMajor) {
     const [batch, positions, heads] = shape;
-    return { shape: [batch, positions, heads, half], strides: [positions * heads * dimension, heads * dimension, dimension, 1], tableStrides: [0, half, 0, 1] };
+    return {
+      shape: [batch, positions, heads, half],
+      strides: [positions * heads * dimension, heads * dimension, dimension, 1],
+      tableStrides: [0, half, 0, 1],
+    };
   }
   const positions = shape[rank - 2];
   const rows = elementCount(shape) / (positions * dimension);
@@ -55,7 +63,13 @@ function halfView(ref: TensorRef, layout: HalfLayout, start: number): StridedVie
 
 /** rope over x [..., T, D] at positions offset..offset+T−1; inverse rotates by −angle. */
 export function composedRope(
-  backend: KernelBackend, x: TensorRef, out: TensorRef, offset: number, theta: number, inverse: boolean, layout: AttentionLayout = 'heads-major',
+  backend: KernelBackend,
+  x: TensorRef,
+  out: TensorRef,
+  offset: number,
+  theta: number,
+  inverse: boolean,
+  layout: AttentionLayout = 'heads-major',
 ): void {
   const rank = x.shape.length;
   if (rank < 2) {
@@ -64,7 +78,8 @@ export function composedRope(
     });
   }
   const tokensMajor = layout === 'tokens-major';
-  if (tokensMajor && rank !== 4) throw new InvalidArgumentError(`rope: tokens-major x must be [B, T, H, D], got [${x.shape.join(', ')}]`);
+  if (tokensMajor && rank !== 4)
+    throw new InvalidArgumentError(`rope: tokens-major x must be [B, T, H, D], got [${x.shape.join(', ')}]`);
   const positions = tokensMajor ? x.shape[1] : x.shape[rank - 2];
   const dimension = x.shape[rank - 1];
   if (dimension % 2 !== 0) {

@@ -15,7 +15,13 @@ function maxShifted(scratch: Scratch, x: TensorRef, rows: number, cols: number):
 }
 
 /** softmax over the last axis of x [rows, cols]. */
-export function composedSoftmax(backend: KernelBackend, x: TensorRef, out: TensorRef, rows: number, cols: number): void {
+export function composedSoftmax(
+  backend: KernelBackend,
+  x: TensorRef,
+  out: TensorRef,
+  rows: number,
+  cols: number,
+): void {
   withScratch(backend, (scratch) => {
     const exponentials = scratch.unary('exp', maxShifted(scratch, x, rows, cols));
     const sum = scratch.reduce('sum', exponentials, rows, cols, 1);
@@ -27,7 +33,12 @@ export function composedSoftmax(backend: KernelBackend, x: TensorRef, out: Tenso
 
 /** dx = y ⊙ (dy − Σ_j dy_j y_j) per row. */
 export function composedSoftmaxBackward(
-  backend: KernelBackend, y: TensorRef, dy: TensorRef, dx: TensorRef, rows: number, cols: number,
+  backend: KernelBackend,
+  y: TensorRef,
+  dy: TensorRef,
+  dx: TensorRef,
+  rows: number,
+  cols: number,
 ): void {
   withScratch(backend, (scratch) => {
     const output = reshaped(scratch.toF32(y), [rows, cols]);
@@ -42,7 +53,13 @@ export function composedSoftmaxBackward(
 }
 
 /** x − max − log Σ exp(x − max) per row. */
-export function composedLogSoftmax(backend: KernelBackend, x: TensorRef, out: TensorRef, rows: number, cols: number): void {
+export function composedLogSoftmax(
+  backend: KernelBackend,
+  x: TensorRef,
+  out: TensorRef,
+  rows: number,
+  cols: number,
+): void {
   withScratch(backend, (scratch) => {
     const shifted = maxShifted(scratch, x, rows, cols);
     const exponentials = scratch.unary('exp', shifted);

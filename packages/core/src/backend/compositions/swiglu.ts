@@ -18,7 +18,12 @@ export function composedSwiglu(backend: KernelBackend, gate: TensorRef, up: Tens
 
 /** dGate = dy · up · siluGrad(gate), dUp = dy · silu(gate). */
 export function composedSwigluBackward(
-  backend: KernelBackend, gate: TensorRef, up: TensorRef, dy: TensorRef, dGate: TensorRef, dUp: TensorRef,
+  backend: KernelBackend,
+  gate: TensorRef,
+  up: TensorRef,
+  dy: TensorRef,
+  dGate: TensorRef,
+  dUp: TensorRef,
 ): void {
   withScratch(backend, (scratch) => {
     const gateValues = scratch.toF32(gate);

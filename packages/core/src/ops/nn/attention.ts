@@ -54,26 +54,41 @@ function checkAttention(q: Tensor, k: Tensor, v: Tensor, layout: AttentionLayout
   const shapes = `q ${q.describe()}, k ${k.describe()}, v ${v.describe()}`;
   const tokensMajor = layout === 'tokens-major';
   if (q.rank !== 4 || k.rank !== 4 || v.rank !== 4) {
-    throw new ShapeError(`attention: q, k and v must be ${tokensMajor ? '[batch, time, heads, headDim] (tokens-major)' : '[batch, heads, time, headDim]'}; got ${shapes}`);
+    throw new ShapeError(
+      `attention: q, k and v must be ${tokensMajor ? '[batch, time, heads, headDim] (tokens-major)' : '[batch, heads, time, headDim]'}; got ${shapes}`,
+    );
   }
-  if (k.shape.some((dimension, axis) => dimension !== v.shape[axis])) throw new ShapeError(`attention: k and v must have the same shape; got ${shapes}`);
+  if (k.shape.some((dimension, axis) => dimension !== v.shape[axis]))
+    throw new ShapeError(`attention: k and v must have the same shape; got ${shapes}`);
   if (q.shape[0] !== k.shape[0] || q.shape[3] !== k.shape[3]) {
     throw new ShapeError(`attention: batch and headDim of q must match k and v; got ${shapes}`);
   }
   const headAxis = tokensMajor ? 2 : 1;
   if (k.shape[headAxis] === 0 || q.shape[headAxis] % k.shape[headAxis] !== 0) {
-    throw new ShapeError(`attention: query heads (${q.shape[headAxis]}) must be a multiple of key/value heads (${k.shape[headAxis]}); got ${shapes}${tokensMajor ? ' (tokens-major: heads are axis 2)' : ''}`, {
-      hint: 'For grouped-query attention, n_head must be divisible by n_kv_head.',
-    });
+    throw new ShapeError(
+      `attention: query heads (${q.shape[headAxis]}) must be a multiple of key/value heads (${k.shape[headAxis]}); got ${shapes}${tokensMajor ? ' (tokens-major: heads are axis 2)' : ''}`,
+      {
+        hint: 'For grouped-query attention, n_head must be divisible by n_kv_head.',
+      },
+    );
   }
 }
 
 /** The mask as an f32 view broadcast to the logical score shape [B, Hq, Tq, Tk] (cast to f32 when it is not). */
-function maskView(mask: Tensor | undefined, q: Tensor, target: readonly number[]): { view: StridedView | null; owned: Tensor | null } {
+function maskView(
+  mask: Tensor | undefined,
+  q: Tensor,
+  target: readonly number[],
+): { view: StridedView | null; owned: Tensor | null } {
   if (!mask) return { view: null, owned: null };
   commonBackend('attention', [q, mask]);
-  if (mask.rank > 4 || broadcastShapes(mask.shape, target, 'attention mask').some((dimension, axis) => dimension !== target[axis])) {
-    throw new ShapeError(`attention: mask ${mask.describe()} does not broadcast to [B, Hq, Tq, Tk] = [${target.join(', ')}]`);
+  if (
+    mask.rank > 4 ||
+    broadcastShapes(mask.shape, target, 'attention mask').some((dimension, axis) => dimension !== target[axis])
+  ) {
+    throw new ShapeError(
+      `attention: mask ${mask.describe()} does not broadcast to [B, Hq, Tq, Tk] = [${target.join(', ')}]`,
+    );
   }
   const owned = mask.dtype === 'f32' ? null : castTo(mask, 'f32');
   const source = owned ?? mask;
@@ -92,13 +107,18 @@ function permutedAttention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOp
 /** softmax(scale · q·kᵀ + mask) · v per head; the backend's flash kernel when it has one. */
 export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOptions = {}): Tensor {
   const checked = checkOptions<AttentionOptions>('attention', 'options', options, {
-    causal: option.boolean, scale: option.finite, mask: option.tensor, layout: option.choice(LAYOUTS),
+    causal: option.boolean,
+    scale: option.finite,
+    mask: option.tensor,
+    layout: option.choice(LAYOUTS),
   });
   const layout = checked.layout ?? 'heads-major';
   checkAttention(q, k, v, layout);
   if (!backendReadsAttentionLayout(q.backend, layout)) return permutedAttention(q, k, v, checked);
   // Logical sizes [B, H, T, D] whatever the layout.
-  const [queryShape, keyShape] = [q, k].map((x) => (layout === 'heads-major' ? x.shape : SWAP_HEADS_AND_TOKENS.map((axis) => x.shape[axis])));
+  const [queryShape, keyShape] = [q, k].map((x) =>
+    layout === 'heads-major' ? x.shape : SWAP_HEADS_AND_TOKENS.map((axis) => x.shape[axis]),
+  );
   const causal = checked.causal ?? false;
   const scale = checked.scale ?? 1 / Math.sqrt(q.shape[3]);
   if (!Number.isFinite(scale)) throw new InvalidArgumentError(`attention: scale must be finite, got ${scale}`);
@@ -109,7 +129,16 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpt
   const inputs = inDType([q, k, v], computeDType);
   const output = allocateTensor(q.backend, q.shape, computeDType);
   const lse = allocateTensor(q.backend, queryShape.slice(0, 3), 'f32');
-  if (output.size > 0) kernel(inputs.tensors[0].ref(), inputs.tensors[1].ref(), inputs.tensors[2].ref(), mask.view, output.ref(), lse.ref(), params);
+  if (output.size > 0)
+    kernel(
+      inputs.tensors[0].ref(),
+      inputs.tensors[1].ref(),
+      inputs.tensors[2].ref(),
+      mask.view,
+      output.ref(),
+      lse.ref(),
+      params,
+    );
   inputs.release();
   const result = toDType(output, q.dtype);
   const maskTensor = mask.owned ?? options.mask;
@@ -121,10 +150,24 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOpt
     const dq = allocateTensor(savedQ.backend, savedQ.shape, backward.computeDType);
     const dk = allocateTensor(savedQ.backend, savedK.shape, backward.computeDType);
     const dv = allocateTensor(savedQ.backend, savedV.shape, backward.computeDType);
-    const backwardMask = savedMask ? viewOf(savedMask, scoreShape, broadcastStrides(savedMask.shape, scoreShape)) : null;
+    const backwardMask = savedMask
+      ? viewOf(savedMask, scoreShape, broadcastStrides(savedMask.shape, scoreShape))
+      : null;
     if (dk.size > 0) {
       if (dq.size > 0) {
-        backward.kernel(cq.ref(), ck.ref(), cv.ref(), backwardMask, cOut.ref(), savedLse.ref(), cG.ref(), dq.ref(), dk.ref(), dv.ref(), params);
+        backward.kernel(
+          cq.ref(),
+          ck.ref(),
+          cv.ref(),
+          backwardMask,
+          cOut.ref(),
+          savedLse.ref(),
+          cG.ref(),
+          dq.ref(),
+          dk.ref(),
+          dv.ref(),
+          params,
+        );
       } else {
         savedQ.backend.fill(dk.ref(), 0);
         savedQ.backend.fill(dv.ref(), 0);

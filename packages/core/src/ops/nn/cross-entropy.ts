@@ -32,7 +32,8 @@ function rowLosses(logits: Tensor, targets: Tensor, rows: number, classes: numbe
     const backward = resolveFused(savedLogits.backend, 'crossEntropyBackward', savedLogits.dtype);
     const operands = inDType([savedLogits], backward.computeDType);
     const dLogits = allocateTensor(savedLogits.backend, [rows, classes], backward.computeDType);
-    if (dLogits.size > 0) backward.kernel(operands.tensors[0].ref(), savedTargets.ref(), dLogits.ref(), rows, classes, ignoreIndex, 1);
+    if (dLogits.size > 0)
+      backward.kernel(operands.tensors[0].ref(), savedTargets.ref(), dLogits.ref(), rows, classes, ignoreIndex, 1);
     operands.release();
     const rowScale = reshape(toDType(castTo(g, 'f32'), backward.computeDType), [rows, 1]);
     const scaled = binaryKernel('mul', dLogits, rowScale);
@@ -54,19 +55,27 @@ export function crossEntropy(logits: Tensor, targets: Tensor, options: CrossEntr
   commonBackend('crossEntropy', [logits, targets]);
   assertFloat('crossEntropy', logits, 'logits');
   if (targets.dtype !== 'i32') {
-    throw new DTypeError(`crossEntropy: targets must be i32 class indices, got ${targets.describe()}`, { hint: 'Create targets with { dtype: "i32" }.' });
+    throw new DTypeError(`crossEntropy: targets must be i32 class indices, got ${targets.describe()}`, {
+      hint: 'Create targets with { dtype: "i32" }.',
+    });
   }
   if (logits.rank < 1) throw new ShapeError(`crossEntropy: logits ${logits.describe()} need a class axis`);
   const classes = logits.shape[logits.rank - 1];
   const expected = logits.shape.slice(0, -1);
   if (targets.rank !== expected.length || targets.shape.some((dimension, axis) => dimension !== expected[axis])) {
-    throw new ShapeError(`crossEntropy: targets ${targets.describe()} must have shape ${formatShape(expected)} for logits ${logits.describe()}`);
+    throw new ShapeError(
+      `crossEntropy: targets ${targets.describe()} must have shape ${formatShape(expected)} for logits ${logits.describe()}`,
+    );
   }
-  if (!['mean', 'sum', 'none'].includes(reduction)) throw new InvalidArgumentError(`crossEntropy: reduction must be 'mean', 'sum' or 'none', got '${reduction}'`);
+  if (!['mean', 'sum', 'none'].includes(reduction))
+    throw new InvalidArgumentError(`crossEntropy: reduction must be 'mean', 'sum' or 'none', got '${reduction}'`);
   const targetError = (value: number, row: number) =>
-    new InvalidArgumentError(`crossEntropy: target ${value} at row ${row} is outside [0, ${classes - 1}] (and is not the ignore index ${ignoreIndex})`, {
-      hint: 'Check that the vocabulary size covers every token id.',
-    });
+    new InvalidArgumentError(
+      `crossEntropy: target ${value} at row ${row} is outside [0, ${classes - 1}] (and is not the ignore index ${ignoreIndex})`,
+      {
+        hint: 'Check that the vocabulary size covers every token id.',
+      },
+    );
   if (targets.backend.downloadSync && targets.size > 0) {
     const values = targets.dataSync();
     for (let i = 0; i < values.length; i++) {
@@ -76,7 +85,13 @@ export function crossEntropy(logits: Tensor, targets: Tensor, options: CrossEntr
     // The kernels give NaN rows for such targets (never another row's logit); the next read reports them.
     const valid = allocateTensor(targets.backend, [targets.size], 'i32');
     try {
-      recordDeviceIndexCheck(targets.backend, targets.ref(), targets.size, { size: classes, ignore: ignoreIndex, key: `crossEntropy|${classes}|${ignoreIndex}`, error: targetError }, valid.ref());
+      recordDeviceIndexCheck(
+        targets.backend,
+        targets.ref(),
+        targets.size,
+        { size: classes, ignore: ignoreIndex, key: `crossEntropy|${classes}|${ignoreIndex}`, error: targetError },
+        valid.ref(),
+      );
     } finally {
       valid.dispose();
     }

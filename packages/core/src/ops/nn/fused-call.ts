@@ -25,7 +25,9 @@ export function resolveFused<K extends FusedKernelName>(backend: KernelBackend, 
 
 /** Tensors converted to `dtype` (those already in it are returned as is) and a function freeing the copies. */
 export function inDType(tensors: readonly Tensor[], dtype: DType): { tensors: Tensor[]; release: () => void } {
-  const converted = tensors.map((tensor) => (tensor.dtype === dtype || tensor.dtype === 'i32' ? tensor : castTo(tensor, dtype)));
+  const converted = tensors.map((tensor) =>
+    tensor.dtype === dtype || tensor.dtype === 'i32' ? tensor : castTo(tensor, dtype),
+  );
   return {
     tensors: converted,
     release: () => converted.forEach((tensor, index) => tensor !== tensors[index] && tensor.dispose()),

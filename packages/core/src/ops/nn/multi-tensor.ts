@@ -10,7 +10,14 @@ import { DTypeError, InvalidArgumentError, ShapeError } from '../../errors.js';
 import { allocateTensor, assertFloat, commonBackend } from '../../engine/dispatch.js';
 import { shapesEqual } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
-import { checkNumber, checkOptions, checkTensor, checkTensorList, describeValue, type OptionCheck } from '../../validate.js';
+import {
+  checkNumber,
+  checkOptions,
+  checkTensor,
+  checkTensorList,
+  describeValue,
+  type OptionCheck,
+} from '../../validate.js';
 
 /** Options of adamwUpdateMulti: AdamW's hyper-parameters, a weight decay per tensor, and an optional device-side scale and guard. */
 export interface AdamWMultiOptions {
@@ -81,12 +88,25 @@ export function sumOfSquaresMulti(tensors: readonly Tensor[]): Tensor {
   const backend = commonBackend('sumOfSquaresMulti', list);
   list.forEach((tensor, index) => assertFloat('sumOfSquaresMulti', tensor, `tensors[${index}]`));
   const out = allocateTensor(backend, [], 'f32');
-  multiKernel(backend, 'sumOfSquaresMulti', list.map((tensor) => tensor.dtype))(list.map((tensor) => tensor.ref()), out.ref());
+  multiKernel(
+    backend,
+    'sumOfSquaresMulti',
+    list.map((tensor) => tensor.dtype),
+  )(
+    list.map((tensor) => tensor.ref()),
+    out.ref(),
+  );
   return out;
 }
 
 /** One AdamW step on every params[i] (in place, with its f32 moments ms[i], vs[i]) from grads[i] × gradientScale. */
-export function adamwUpdateMulti(params: readonly Tensor[], grads: readonly Tensor[], ms: readonly Tensor[], vs: readonly Tensor[], options: AdamWMultiOptions): void {
+export function adamwUpdateMulti(
+  params: readonly Tensor[],
+  grads: readonly Tensor[],
+  ms: readonly Tensor[],
+  vs: readonly Tensor[],
+  options: AdamWMultiOptions,
+): void {
   const op = 'adamwUpdateMulti';
   const lists = {
     params: checkTensorList(op, 'params', params, 0),
@@ -95,21 +115,30 @@ export function adamwUpdateMulti(params: readonly Tensor[], grads: readonly Tens
     vs: checkTensorList(op, 'vs', vs, 0),
   };
   if (typeof options !== 'object' || options === null) {
-    throw new InvalidArgumentError(`${op}: options must be an object { lr, beta1, beta2, eps, step, weightDecays, gradientScale?, skipIfNonFinite? }, got ${describeValue(options)}`);
+    throw new InvalidArgumentError(
+      `${op}: options must be an object { lr, beta1, beta2, eps, step, weightDecays, gradientScale?, skipIfNonFinite? }, got ${describeValue(options)}`,
+    );
   }
   checkOptions<AdamWMultiOptions>(op, 'options', options, HYPER_PARAMETERS);
   for (const key of ['lr', 'beta1', 'beta2', 'eps', 'step', 'weightDecays'] as const) {
-    if (options[key] === undefined) throw new InvalidArgumentError(`${op}: options.${key} is missing`, { hint: 'Pass lr, beta1, beta2, eps, step and weightDecays.' });
+    if (options[key] === undefined)
+      throw new InvalidArgumentError(`${op}: options.${key} is missing`, {
+        hint: 'Pass lr, beta1, beta2, eps, step and weightDecays.',
+      });
   }
   const count = lists.params.length;
   for (const name of ['grads', 'ms', 'vs'] as const) {
     if (lists[name].length !== count) {
-      throw new ShapeError(`${op}: ${name} holds ${lists[name].length} tensors but params holds ${count}`, { hint: 'Pass one gradient and two moments per parameter, in the same order.' });
+      throw new ShapeError(`${op}: ${name} holds ${lists[name].length} tensors but params holds ${count}`, {
+        hint: 'Pass one gradient and two moments per parameter, in the same order.',
+      });
     }
   }
   const decays = options.weightDecays;
   if (!Array.isArray(decays) || decays.length !== count) {
-    throw new InvalidArgumentError(`${op}: options.weightDecays must be an array of ${count} numbers (one per parameter), got ${describeValue(decays)}`);
+    throw new InvalidArgumentError(
+      `${op}: options.weightDecays must be an array of ${count} numbers (one per parameter), got ${describeValue(decays)}`,
+    );
   }
   decays.forEach((value, index) => checkNumber(op, `options.weightDecays[${index}]`, value, { finite: true, min: 0 }));
   if (count === 0) return;
@@ -117,8 +146,10 @@ export function adamwUpdateMulti(params: readonly Tensor[], grads: readonly Tens
   const scalars: Tensor[] = [];
   if (typeof scale === 'number') checkNumber(op, 'options.gradientScale', scale, { finite: true });
   else scalars.push(checkDeviceScalar(op, 'options.gradientScale', scale));
-  if (options.skipIfNonFinite !== undefined) scalars.push(checkDeviceScalar(op, 'options.skipIfNonFinite', options.skipIfNonFinite));
-  const deviceScalars = options.deviceScalars === undefined ? undefined : checkDeviceScalarList(op, options.deviceScalars, 2 + count);
+  if (options.skipIfNonFinite !== undefined)
+    scalars.push(checkDeviceScalar(op, 'options.skipIfNonFinite', options.skipIfNonFinite));
+  const deviceScalars =
+    options.deviceScalars === undefined ? undefined : checkDeviceScalarList(op, options.deviceScalars, 2 + count);
   if (deviceScalars) scalars.push(deviceScalars);
   const backend = commonBackend(op, [...lists.params, ...lists.grads, ...lists.ms, ...lists.vs, ...scalars]);
   for (let index = 0; index < count; index++) {
@@ -127,29 +158,48 @@ export function adamwUpdateMulti(params: readonly Tensor[], grads: readonly Tens
     assertFloat(op, lists.grads[index], `grads[${index}]`);
     for (const name of ['grads', 'ms', 'vs'] as const) {
       const tensor = lists[name][index];
-      if (!shapesEqual(tensor.shape, param.shape)) throw new ShapeError(`${op}: ${name}[${index}] ${tensor.describe()} must match params[${index}] ${param.describe()}`);
+      if (!shapesEqual(tensor.shape, param.shape))
+        throw new ShapeError(
+          `${op}: ${name}[${index}] ${tensor.describe()} must match params[${index}] ${param.describe()}`,
+        );
     }
     if (lists.ms[index].dtype !== 'f32' || lists.vs[index].dtype !== 'f32') {
-      throw new DTypeError(`${op}: moments must be f32, got ms[${index}] ${lists.ms[index].describe()}, vs[${index}] ${lists.vs[index].describe()}`);
+      throw new DTypeError(
+        `${op}: moments must be f32, got ms[${index}] ${lists.ms[index].describe()}, vs[${index}] ${lists.vs[index].describe()}`,
+      );
     }
   }
   const dtypes = [...lists.params, ...lists.grads].map((tensor) => tensor.dtype);
   const kernelOptions: AdamWMultiParams = {
-    lr: options.lr, beta1: options.beta1, beta2: options.beta2, eps: options.eps, step: options.step, weightDecays: [...decays],
+    lr: options.lr,
+    beta1: options.beta1,
+    beta2: options.beta2,
+    eps: options.eps,
+    step: options.step,
+    weightDecays: [...decays],
     gradientScale: typeof scale === 'number' ? scale : scale.ref(),
     ...(options.skipIfNonFinite ? { skipIfNonFinite: options.skipIfNonFinite.ref() } : {}),
     ...(deviceScalars ? { deviceScalars: deviceScalars.ref() } : {}),
   };
   const refs = (list: Tensor[]): TensorRef[] => list.map((tensor) => tensor.ref());
   const nativeForm = !deviceScalars || backend.capabilities.adamwMultiDeviceScalars === true;
-  multiKernel(backend, 'adamwMulti', dtypes, nativeForm)(refs(lists.params), refs(lists.grads), refs(lists.ms), refs(lists.vs), kernelOptions);
+  multiKernel(backend, 'adamwMulti', dtypes, nativeForm)(
+    refs(lists.params),
+    refs(lists.grads),
+    refs(lists.ms),
+    refs(lists.vs),
+    kernelOptions,
+  );
 }
 
 /** A one-element f32 tensor. */
 function checkDeviceScalar(op: string, name: string, value: unknown): Tensor {
   const tensor = checkTensor(op, name, value);
   if (tensor.size !== 1 || tensor.dtype !== 'f32') {
-    throw new InvalidArgumentError(`${op}: ${name} must be a number or a one-element f32 tensor, got ${tensor.describe()}`, { hint: 'Reshape or cast it: cast(reshape(x, []), "f32").' });
+    throw new InvalidArgumentError(
+      `${op}: ${name} must be a number or a one-element f32 tensor, got ${tensor.describe()}`,
+      { hint: 'Reshape or cast it: cast(reshape(x, []), "f32").' },
+    );
   }
   return tensor;
 }
@@ -158,19 +208,34 @@ function checkDeviceScalar(op: string, name: string, value: unknown): Tensor {
 function checkDeviceScalarList(op: string, value: unknown, length: number): Tensor {
   const tensor = checkTensor(op, 'options.deviceScalars', value);
   if (tensor.size !== length || tensor.dtype !== 'f32') {
-    throw new InvalidArgumentError(`${op}: options.deviceScalars must be an f32 tensor of ${length} elements (2 + one per param), got ${tensor.describe()}`, {
-      hint: 'Fill it with adamwDeviceScalars({ lr, beta1, beta2, step, weightDecays }).',
-    });
+    throw new InvalidArgumentError(
+      `${op}: options.deviceScalars must be an f32 tensor of ${length} elements (2 + one per param), got ${tensor.describe()}`,
+      {
+        hint: 'Fill it with adamwDeviceScalars({ lr, beta1, beta2, step, weightDecays }).',
+      },
+    );
   }
   return tensor;
 }
 
 /** The backend's multi-tensor kernel when it runs every dtype involved (and the options' form, `nativeForm`) natively, else core's composition. */
-function multiKernel<K extends 'sumOfSquaresMulti' | 'adamwMulti'>(backend: KernelBackend, name: K, dtypes: readonly DType[], nativeForm = true): NonNullable<KernelBackend[K]> {
+function multiKernel<K extends 'sumOfSquaresMulti' | 'adamwMulti'>(
+  backend: KernelBackend,
+  name: K,
+  dtypes: readonly DType[],
+  nativeForm = true,
+): NonNullable<KernelBackend[K]> {
   const native = backend[name];
-  if (nativeForm && typeof native === 'function' && dtypes.every((dtype) => backend.capabilities.supports(name, dtype))) {
+  if (
+    nativeForm &&
+    typeof native === 'function' &&
+    dtypes.every((dtype) => backend.capabilities.supports(name, dtype))
+  ) {
     return (native as (...args: unknown[]) => void).bind(backend) as NonNullable<KernelBackend[K]>;
   }
-  const composed = composedKernels[name as FusedKernelName] as unknown as (backend: KernelBackend, ...args: unknown[]) => void;
+  const composed = composedKernels[name as FusedKernelName] as unknown as (
+    backend: KernelBackend,
+    ...args: unknown[]
+  ) => void;
   return ((...args: unknown[]) => composed(backend, ...args)) as NonNullable<KernelBackend[K]>;
 }

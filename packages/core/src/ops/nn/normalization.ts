@@ -22,10 +22,13 @@ function checkNorm(op: string, x: Tensor, params: Tensor[], eps: number): { rows
   const cols = x.shape[x.rank - 1];
   for (const parameter of params) {
     if (parameter.rank !== 1 || parameter.shape[0] !== cols) {
-      throw new ShapeError(`${op}: weight ${parameter.describe()} must be [${cols}] to match the last axis of ${x.describe()}`);
+      throw new ShapeError(
+        `${op}: weight ${parameter.describe()} must be [${cols}] to match the last axis of ${x.describe()}`,
+      );
     }
   }
-  if (!(eps >= 0) || !Number.isFinite(eps)) throw new InvalidArgumentError(`${op}: eps must be a finite number ≥ 0, got ${eps}`);
+  if (!(eps >= 0) || !Number.isFinite(eps))
+    throw new InvalidArgumentError(`${op}: eps must be a finite number ≥ 0, got ${eps}`);
   return { rows: shapeSize(x.shape) / Math.max(cols, 1), cols };
 }
 
@@ -36,7 +39,8 @@ export function rmsNorm(x: Tensor, weight: Tensor, eps = 1e-5): Tensor {
   const inputs = inDType([x, weight], computeDType);
   const output = allocateTensor(x.backend, x.shape, computeDType);
   const rstd = allocateTensor(x.backend, [rows], 'f32');
-  if (output.size > 0) kernel(inputs.tensors[0].ref(), inputs.tensors[1].ref(), output.ref(), rstd.ref(), rows, cols, eps);
+  if (output.size > 0)
+    kernel(inputs.tensors[0].ref(), inputs.tensors[1].ref(), output.ref(), rstd.ref(), rows, cols, eps);
   inputs.release();
   const result = toDType(output, x.dtype);
   recordOp('rmsNorm', [x, weight], result, [x, weight, rstd], (g, [savedX, savedWeight, savedRstd]) => {
@@ -45,7 +49,16 @@ export function rmsNorm(x: Tensor, weight: Tensor, eps = 1e-5): Tensor {
     const dx = allocateTensor(savedX.backend, savedX.shape, backward.computeDType);
     const dWeight = allocateTensor(savedX.backend, [cols], 'f32');
     if (dx.size > 0) {
-      backward.kernel(operands.tensors[0].ref(), operands.tensors[1].ref(), savedRstd.ref(), operands.tensors[2].ref(), dx.ref(), dWeight.ref(), rows, cols);
+      backward.kernel(
+        operands.tensors[0].ref(),
+        operands.tensors[1].ref(),
+        savedRstd.ref(),
+        operands.tensors[2].ref(),
+        dx.ref(),
+        dWeight.ref(),
+        rows,
+        cols,
+      );
     } else {
       savedX.backend.fill(dWeight.ref(), 0);
     }
@@ -64,7 +77,8 @@ export function layerNorm(x: Tensor, weight: Tensor, bias: Tensor, eps = 1e-5): 
   const { kernel, computeDType } = resolveFused(x.backend, 'layerNorm', x.dtype);
   const inputs = inDType([x, weight, bias], computeDType);
   const output = allocateTensor(x.backend, x.shape, computeDType);
-  if (output.size > 0) kernel(inputs.tensors[0].ref(), inputs.tensors[1].ref(), inputs.tensors[2].ref(), output.ref(), rows, cols, eps);
+  if (output.size > 0)
+    kernel(inputs.tensors[0].ref(), inputs.tensors[1].ref(), inputs.tensors[2].ref(), output.ref(), rows, cols, eps);
   inputs.release();
   const result = toDType(output, x.dtype);
   recordOp('layerNorm', [x, weight, bias], result, [x, weight], (g, [savedX, savedWeight], needed) => {

@@ -24,25 +24,38 @@ export function adamwUpdate(param: Tensor, grad: Tensor, m: Tensor, v: Tensor, p
   checkTensor('adamwUpdate', 'm', m);
   checkTensor('adamwUpdate', 'v', v);
   if (typeof params !== 'object' || params === null) {
-    throw new InvalidArgumentError(`adamwUpdate: params must be an object { lr, beta1, beta2, eps, weightDecay, step }, got ${describeValue(params)}`);
+    throw new InvalidArgumentError(
+      `adamwUpdate: params must be an object { lr, beta1, beta2, eps, weightDecay, step }, got ${describeValue(params)}`,
+    );
   }
   checkOptions<AdamWParams>('adamwUpdate', 'params', params, ADAMW_PARAMS);
   for (const key of Object.keys(ADAMW_PARAMS) as (keyof AdamWParams)[]) {
-    if (params[key] === undefined) throw new InvalidArgumentError(`adamwUpdate: params.${key} is missing`, { hint: 'Pass every AdamW hyper-parameter: lr, beta1, beta2, eps, weightDecay, step.' });
+    if (params[key] === undefined)
+      throw new InvalidArgumentError(`adamwUpdate: params.${key} is missing`, {
+        hint: 'Pass every AdamW hyper-parameter: lr, beta1, beta2, eps, weightDecay, step.',
+      });
   }
   commonBackend('adamw', [param, grad, m, v]);
   assertFloat('adamw', param, 'parameter');
   assertFloat('adamw', grad, 'gradient');
-  for (const [name, tensor] of [['gradient', grad], ['m', m], ['v', v]] as const) {
+  for (const [name, tensor] of [
+    ['gradient', grad],
+    ['m', m],
+    ['v', v],
+  ] as const) {
     if (!shapesEqual(tensor.shape, param.shape)) {
       throw new ShapeError(`adamw: ${name} ${tensor.describe()} must match parameter ${param.describe()}`);
     }
   }
-  if (m.dtype !== 'f32' || v.dtype !== 'f32') throw new DTypeError(`adamw: moments must be f32, got m ${m.describe()}, v ${v.describe()}`);
+  if (m.dtype !== 'f32' || v.dtype !== 'f32')
+    throw new DTypeError(`adamw: moments must be f32, got m ${m.describe()}, v ${v.describe()}`);
   const checks: Array<[string, number, boolean]> = [
-    ['lr', params.lr, params.lr >= 0], ['beta1', params.beta1, params.beta1 >= 0 && params.beta1 < 1],
-    ['beta2', params.beta2, params.beta2 >= 0 && params.beta2 < 1], ['eps', params.eps, params.eps > 0],
-    ['weightDecay', params.weightDecay, params.weightDecay >= 0], ['step', params.step, Number.isInteger(params.step) && params.step >= 1],
+    ['lr', params.lr, params.lr >= 0],
+    ['beta1', params.beta1, params.beta1 >= 0 && params.beta1 < 1],
+    ['beta2', params.beta2, params.beta2 >= 0 && params.beta2 < 1],
+    ['eps', params.eps, params.eps > 0],
+    ['weightDecay', params.weightDecay, params.weightDecay >= 0],
+    ['step', params.step, Number.isInteger(params.step) && params.step >= 1],
   ];
   for (const [name, value, valid] of checks) {
     if (!valid || !Number.isFinite(value)) throw new InvalidArgumentError(`adamw: ${name} = ${value} is out of range`);

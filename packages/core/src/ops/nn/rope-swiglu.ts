@@ -57,9 +57,12 @@ export function rope(x: Tensor, options: RopeOptions = {}): Tensor {
   const theta = checked.theta ?? 10000;
   assertFloat('rope', x);
   if (x.rank !== 4 || x.shape[3] % 2 !== 0) {
-    throw new ShapeError(`rope: input must be ${layout === 'tokens-major' ? '[batch, time, heads, headDim] (tokens-major)' : '[batch, heads, time, headDim]'} with an even headDim, got ${x.describe()}`);
+    throw new ShapeError(
+      `rope: input must be ${layout === 'tokens-major' ? '[batch, time, heads, headDim] (tokens-major)' : '[batch, heads, time, headDim]'} with an even headDim, got ${x.describe()}`,
+    );
   }
-  if (!Number.isSafeInteger(offset) || offset < 0) throw new InvalidArgumentError(`rope: offset must be a non-negative integer, got ${offset}`);
+  if (!Number.isSafeInteger(offset) || offset < 0)
+    throw new InvalidArgumentError(`rope: offset must be a non-negative integer, got ${offset}`);
   if (!(theta > 0)) throw new InvalidArgumentError(`rope: theta must be > 0, got ${theta}`);
   if (!backendReadsRopeLayout(x.backend, layout)) {
     const headsMajor = permute(x, SWAP_HEADS_AND_TOKENS);
@@ -83,7 +86,9 @@ export function swiglu(gate: Tensor, up: Tensor): Tensor {
   assertFloat('swiglu', gate);
   const dtype = assertSameDType('swiglu', [gate, up]);
   if (!shapesEqual(gate.shape, up.shape)) {
-    throw new ShapeError(`swiglu: gate ${formatShape(gate.shape)} and up ${formatShape(up.shape)} must have the same shape`);
+    throw new ShapeError(
+      `swiglu: gate ${formatShape(gate.shape)} and up ${formatShape(up.shape)} must have the same shape`,
+    );
   }
   const { kernel, computeDType } = resolveFused(gate.backend, 'swiglu', dtype);
   const inputs = inDType([gate, up], computeDType);
@@ -96,7 +101,14 @@ export function swiglu(gate: Tensor, up: Tensor): Tensor {
     const operands = inDType([savedGate, savedUp, g], backward.computeDType);
     const dGate = allocateTensor(savedGate.backend, savedGate.shape, backward.computeDType);
     const dUp = allocateTensor(savedGate.backend, savedGate.shape, backward.computeDType);
-    if (dGate.size > 0) backward.kernel(operands.tensors[0].ref(), operands.tensors[1].ref(), operands.tensors[2].ref(), dGate.ref(), dUp.ref());
+    if (dGate.size > 0)
+      backward.kernel(
+        operands.tensors[0].ref(),
+        operands.tensors[1].ref(),
+        operands.tensors[2].ref(),
+        dGate.ref(),
+        dUp.ref(),
+      );
     operands.release();
     return [toDType(dGate, dtype), toDType(dUp, dtype)];
   });

@@ -76,7 +76,8 @@ inline BlockCopies& block_copies() {
 }
 
 [[noreturn]] inline void fail(const char* instruction, const std::source_location& site, const std::string& problem) {
-  throw KernelFault(current_runner().running_thread_prefix() + instruction + " at " + format_site(site) + " " + problem);
+  throw KernelFault(current_runner().running_thread_prefix() + instruction + " at " + format_site(site) + " " +
+                    problem);
 }
 
 inline void perform(const PendingCopy& copy) {
@@ -90,20 +91,25 @@ inline void perform(const PendingCopy& copy) {
 inline void cp_async(void* destination, const void* source, unsigned cp_size, unsigned source_size, bool cache_global,
                      std::source_location site = std::source_location::current()) {
   const char* name = cache_global ? "cp.async.cg" : "cp.async.ca";
-  if (cp_size != 4 && cp_size != 8 && cp_size != 16) async_detail::fail(name, site, "copies " + std::to_string(cp_size) + " bytes: cp-size must be 4, 8 or 16");
-  if (cache_global && cp_size != 16) async_detail::fail(name, site, "copies " + std::to_string(cp_size) + " bytes: .cg supports only 16");
+  if (cp_size != 4 && cp_size != 8 && cp_size != 16)
+    async_detail::fail(name, site, "copies " + std::to_string(cp_size) + " bytes: cp-size must be 4, 8 or 16");
+  if (cache_global && cp_size != 16)
+    async_detail::fail(name, site, "copies " + std::to_string(cp_size) + " bytes: .cg supports only 16");
   if (source_size > cp_size) {
-    async_detail::fail(name, site, "has src-size " + std::to_string(source_size) + " above its cp-size " + std::to_string(cp_size));
+    async_detail::fail(name, site,
+                       "has src-size " + std::to_string(source_size) + " above its cp-size " + std::to_string(cp_size));
   }
   const auto destination_address = reinterpret_cast<std::uintptr_t>(destination);
   const auto source_address = reinterpret_cast<std::uintptr_t>(source);
   if (destination_address % cp_size != 0 || (source_size > 0 && source_address % cp_size != 0)) {
-    async_detail::fail(name, site, std::string("has a ") + (destination_address % cp_size != 0 ? "shared destination" : "global source") +
-                                       " address that is not " + std::to_string(cp_size) + "-byte aligned (cp-size alignment is required)");
+    async_detail::fail(
+        name, site,
+        std::string("has a ") + (destination_address % cp_size != 0 ? "shared destination" : "global source") +
+            " address that is not " + std::to_string(cp_size) + "-byte aligned (cp-size alignment is required)");
   }
   async_detail::BlockCopies& block = async_detail::block_copies();
-  block.threads[current_thread().linear].open.push_back(
-      async_detail::PendingCopy{static_cast<unsigned char*>(destination), static_cast<const unsigned char*>(source), cp_size, source_size, site});
+  block.threads[current_thread().linear].open.push_back(async_detail::PendingCopy{
+      static_cast<unsigned char*>(destination), static_cast<const unsigned char*>(source), cp_size, source_size, site});
   block.pending++;
   std::memset(destination, 0xff, cp_size);
 }
@@ -137,7 +143,9 @@ inline const async_detail::PendingCopy* pending_copy(const void* address, std::s
   async_detail::BlockCopies& block = async_detail::block_copies();
   if (block.pending == 0) return nullptr;
   const auto* begin = static_cast<const unsigned char*>(address);
-  const auto overlaps = [&](const async_detail::PendingCopy& copy) { return copy.destination < begin + bytes && begin < copy.destination + copy.bytes; };
+  const auto overlaps = [&](const async_detail::PendingCopy& copy) {
+    return copy.destination < begin + bytes && begin < copy.destination + copy.bytes;
+  };
   for (const async_detail::ThreadCopies& thread : block.threads) {
     for (const async_detail::PendingCopy& copy : thread.open) {
       if (overlaps(copy)) return &copy;

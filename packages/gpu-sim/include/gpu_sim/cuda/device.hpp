@@ -43,7 +43,8 @@ struct uint3 {
 
 struct dim3 {
   unsigned x, y, z;
-  constexpr dim3(unsigned x_value = 1, unsigned y_value = 1, unsigned z_value = 1) : x(x_value), y(y_value), z(z_value) {}
+  constexpr dim3(unsigned x_value = 1, unsigned y_value = 1, unsigned z_value = 1)
+      : x(x_value), y(y_value), z(z_value) {}
   constexpr dim3(uint3 value) : x(value.x), y(value.y), z(value.z) {}
   constexpr operator uint3() const { return uint3{x, y, z}; }
 };
@@ -53,46 +54,46 @@ struct dim3 {
 // memcpy into them is fine here, hence -Wclass-memaccess is off for the translation unit.
 #pragma GCC diagnostic ignored "-Wclass-memaccess"
 
-#define GPU_SIM_CUDA_VECTOR2(name, scalar)                                                                        \
-  struct alignas(2 * sizeof(scalar)) name {                                                                      \
-    scalar x, y;                                                                                                 \
-    GPU_SIM_CHECKED_VECTOR;                                                                                      \
-    static const char* type_name() { return #name; }                                                             \
-    name() = default;                                                                                            \
-    constexpr name(scalar x_value, scalar y_value) : x(x_value), y(y_value) {}                                   \
+#define GPU_SIM_CUDA_VECTOR2(name, scalar)                                                                          \
+  struct alignas(2 * sizeof(scalar)) name {                                                                         \
+    scalar x, y;                                                                                                    \
+    GPU_SIM_CHECKED_VECTOR;                                                                                         \
+    static const char* type_name() { return #name; }                                                                \
+    name() = default;                                                                                               \
+    constexpr name(scalar x_value, scalar y_value) : x(x_value), y(y_value) {}                                      \
     name(const name& other, std::source_location site = std::source_location::current()) : x(other.x), y(other.y) { \
-      ::gpu_sim::check_vector_alignment(&other, sizeof(name), type_name, "load", site);                           \
-    }                                                                                                            \
-    name& operator=(const name&) && = delete;                                                                    \
-    name& operator=(::gpu_sim::StoredValue<name> stored) & {                                                     \
-      ::gpu_sim::check_vector_alignment(this, sizeof(name), type_name, "store", stored.site);                     \
-      x = stored.value.x;                                                                                        \
-      y = stored.value.y;                                                                                        \
-      return *this;                                                                                              \
-    }                                                                                                            \
+      ::gpu_sim::check_vector_alignment(&other, sizeof(name), type_name, "load", site);                             \
+    }                                                                                                               \
+    name& operator=(const name&) && = delete;                                                                       \
+    name& operator=(::gpu_sim::StoredValue<name> stored) & {                                                        \
+      ::gpu_sim::check_vector_alignment(this, sizeof(name), type_name, "store", stored.site);                       \
+      x = stored.value.x;                                                                                           \
+      y = stored.value.y;                                                                                           \
+      return *this;                                                                                                 \
+    }                                                                                                               \
   }
 
-#define GPU_SIM_CUDA_VECTOR4(name, scalar)                                                                        \
-  struct alignas(4 * sizeof(scalar)) name {                                                                      \
-    scalar x, y, z, w;                                                                                           \
-    GPU_SIM_CHECKED_VECTOR;                                                                                      \
-    static const char* type_name() { return #name; }                                                             \
-    name() = default;                                                                                            \
-    constexpr name(scalar x_value, scalar y_value, scalar z_value, scalar w_value)                               \
-        : x(x_value), y(y_value), z(z_value), w(w_value) {}                                                      \
-    name(const name& other, std::source_location site = std::source_location::current())                         \
-        : x(other.x), y(other.y), z(other.z), w(other.w) {                                                       \
-      ::gpu_sim::check_vector_alignment(&other, sizeof(name), type_name, "load", site);                           \
-    }                                                                                                            \
-    name& operator=(const name&) && = delete;                                                                    \
-    name& operator=(::gpu_sim::StoredValue<name> stored) & {                                                     \
-      ::gpu_sim::check_vector_alignment(this, sizeof(name), type_name, "store", stored.site);                     \
-      x = stored.value.x;                                                                                        \
-      y = stored.value.y;                                                                                        \
-      z = stored.value.z;                                                                                        \
-      w = stored.value.w;                                                                                        \
-      return *this;                                                                                              \
-    }                                                                                                            \
+#define GPU_SIM_CUDA_VECTOR4(name, scalar)                                                    \
+  struct alignas(4 * sizeof(scalar)) name {                                                   \
+    scalar x, y, z, w;                                                                        \
+    GPU_SIM_CHECKED_VECTOR;                                                                   \
+    static const char* type_name() { return #name; }                                          \
+    name() = default;                                                                         \
+    constexpr name(scalar x_value, scalar y_value, scalar z_value, scalar w_value)            \
+        : x(x_value), y(y_value), z(z_value), w(w_value) {}                                   \
+    name(const name& other, std::source_location site = std::source_location::current())      \
+        : x(other.x), y(other.y), z(other.z), w(other.w) {                                    \
+      ::gpu_sim::check_vector_alignment(&other, sizeof(name), type_name, "load", site);       \
+    }                                                                                         \
+    name& operator=(const name&) && = delete;                                                 \
+    name& operator=(::gpu_sim::StoredValue<name> stored) & {                                  \
+      ::gpu_sim::check_vector_alignment(this, sizeof(name), type_name, "store", stored.site); \
+      x = stored.value.x;                                                                     \
+      y = stored.value.y;                                                                     \
+      z = stored.value.z;                                                                     \
+      w = stored.value.w;                                                                     \
+      return *this;                                                                           \
+    }                                                                                         \
   }
 
 GPU_SIM_CUDA_VECTOR2(float2, float);
@@ -188,7 +189,9 @@ inline constexpr CollectiveOp kReduceXorSync{"__reduce_xor_sync", reduce_combine
 inline constexpr int warpSize = 32;
 
 // ---- barriers and fences ----
-inline void __syncthreads(std::source_location site = std::source_location::current()) { gpu_sim::barrier("__syncthreads()", site); }
+inline void __syncthreads(std::source_location site = std::source_location::current()) {
+  gpu_sim::barrier("__syncthreads()", site);
+}
 inline int __syncthreads_count(int predicate, std::source_location site = std::source_location::current()) {
   return gpu_sim::current_runner().barrier_reduce("__syncthreads_count()", predicate, 0, site);
 }
@@ -206,22 +209,27 @@ inline void __threadfence_block() { gpu_sim::memory_fence(); }
 
 // ---- warp shuffles, votes, reductions ----
 template <typename T>
-T __shfl_sync(unsigned mask, T value, int source_lane, int width = warpSize, std::source_location site = std::source_location::current()) {
+T __shfl_sync(unsigned mask, T value, int source_lane, int width = warpSize,
+              std::source_location site = std::source_location::current()) {
   return gpu_sim::warp_shuffle(gpu_sim::cuda::kShflSync, mask, value, source_lane, width, site);
 }
 template <typename T>
-T __shfl_up_sync(unsigned mask, T value, unsigned delta, int width = warpSize, std::source_location site = std::source_location::current()) {
+T __shfl_up_sync(unsigned mask, T value, unsigned delta, int width = warpSize,
+                 std::source_location site = std::source_location::current()) {
   return gpu_sim::warp_shuffle(gpu_sim::cuda::kShflUpSync, mask, value, static_cast<int>(delta), width, site);
 }
 template <typename T>
-T __shfl_down_sync(unsigned mask, T value, unsigned delta, int width = warpSize, std::source_location site = std::source_location::current()) {
+T __shfl_down_sync(unsigned mask, T value, unsigned delta, int width = warpSize,
+                   std::source_location site = std::source_location::current()) {
   return gpu_sim::warp_shuffle(gpu_sim::cuda::kShflDownSync, mask, value, static_cast<int>(delta), width, site);
 }
 template <typename T>
-T __shfl_xor_sync(unsigned mask, T value, int lane_mask, int width = warpSize, std::source_location site = std::source_location::current()) {
+T __shfl_xor_sync(unsigned mask, T value, int lane_mask, int width = warpSize,
+                  std::source_location site = std::source_location::current()) {
   return gpu_sim::warp_shuffle(gpu_sim::cuda::kShflXorSync, mask, value, lane_mask, width, site);
 }
-inline unsigned __ballot_sync(unsigned mask, int predicate, std::source_location site = std::source_location::current()) {
+inline unsigned __ballot_sync(unsigned mask, int predicate,
+                              std::source_location site = std::source_location::current()) {
   return gpu_sim::warp_collective_u32(gpu_sim::cuda::kBallotSync, mask, predicate != 0 ? 1u : 0u, site);
 }
 inline int __any_sync(unsigned mask, int predicate, std::source_location site = std::source_location::current()) {
@@ -231,31 +239,40 @@ inline int __all_sync(unsigned mask, int predicate, std::source_location site = 
   return static_cast<int>(gpu_sim::warp_collective_u32(gpu_sim::cuda::kAllSync, mask, predicate != 0 ? 1u : 0u, site));
 }
 inline unsigned __activemask() { return gpu_sim::current_runner().live_lanes(); }
-inline unsigned __reduce_add_sync(unsigned mask, unsigned value, std::source_location site = std::source_location::current()) {
+inline unsigned __reduce_add_sync(unsigned mask, unsigned value,
+                                  std::source_location site = std::source_location::current()) {
   return gpu_sim::warp_collective_u32(gpu_sim::cuda::kReduceAddSync, mask, value, site);
 }
 inline int __reduce_add_sync(unsigned mask, int value, std::source_location site = std::source_location::current()) {
-  return static_cast<int>(gpu_sim::warp_collective_u32(gpu_sim::cuda::kReduceAddSync, mask, static_cast<unsigned>(value), site));
+  return static_cast<int>(
+      gpu_sim::warp_collective_u32(gpu_sim::cuda::kReduceAddSync, mask, static_cast<unsigned>(value), site));
 }
-inline unsigned __reduce_min_sync(unsigned mask, unsigned value, std::source_location site = std::source_location::current()) {
+inline unsigned __reduce_min_sync(unsigned mask, unsigned value,
+                                  std::source_location site = std::source_location::current()) {
   return gpu_sim::warp_collective_u32(gpu_sim::cuda::kReduceMinSync, mask, value, site);
 }
 inline int __reduce_min_sync(unsigned mask, int value, std::source_location site = std::source_location::current()) {
-  return static_cast<int>(gpu_sim::warp_collective_u32(gpu_sim::cuda::kReduceMinSyncSigned, mask, static_cast<unsigned>(value), site));
+  return static_cast<int>(
+      gpu_sim::warp_collective_u32(gpu_sim::cuda::kReduceMinSyncSigned, mask, static_cast<unsigned>(value), site));
 }
-inline unsigned __reduce_max_sync(unsigned mask, unsigned value, std::source_location site = std::source_location::current()) {
+inline unsigned __reduce_max_sync(unsigned mask, unsigned value,
+                                  std::source_location site = std::source_location::current()) {
   return gpu_sim::warp_collective_u32(gpu_sim::cuda::kReduceMaxSync, mask, value, site);
 }
 inline int __reduce_max_sync(unsigned mask, int value, std::source_location site = std::source_location::current()) {
-  return static_cast<int>(gpu_sim::warp_collective_u32(gpu_sim::cuda::kReduceMaxSyncSigned, mask, static_cast<unsigned>(value), site));
+  return static_cast<int>(
+      gpu_sim::warp_collective_u32(gpu_sim::cuda::kReduceMaxSyncSigned, mask, static_cast<unsigned>(value), site));
 }
-inline unsigned __reduce_and_sync(unsigned mask, unsigned value, std::source_location site = std::source_location::current()) {
+inline unsigned __reduce_and_sync(unsigned mask, unsigned value,
+                                  std::source_location site = std::source_location::current()) {
   return gpu_sim::warp_collective_u32(gpu_sim::cuda::kReduceAndSync, mask, value, site);
 }
-inline unsigned __reduce_or_sync(unsigned mask, unsigned value, std::source_location site = std::source_location::current()) {
+inline unsigned __reduce_or_sync(unsigned mask, unsigned value,
+                                 std::source_location site = std::source_location::current()) {
   return gpu_sim::warp_collective_u32(gpu_sim::cuda::kReduceOrSync, mask, value, site);
 }
-inline unsigned __reduce_xor_sync(unsigned mask, unsigned value, std::source_location site = std::source_location::current()) {
+inline unsigned __reduce_xor_sync(unsigned mask, unsigned value,
+                                  std::source_location site = std::source_location::current()) {
   return gpu_sim::warp_collective_u32(gpu_sim::cuda::kReduceXorSync, mask, value, site);
 }
 
@@ -265,14 +282,17 @@ inline int atomicAdd(int* address, int value) {
   return static_cast<int>(gpu_sim::atomic_add(reinterpret_cast<unsigned*>(address), static_cast<unsigned>(value)));
 }
 inline unsigned atomicAdd(unsigned* address, unsigned value) { return gpu_sim::atomic_add(address, value); }
-inline unsigned long long atomicAdd(unsigned long long* address, unsigned long long value) { return gpu_sim::atomic_add(address, value); }
+inline unsigned long long atomicAdd(unsigned long long* address, unsigned long long value) {
+  return gpu_sim::atomic_add(address, value);
+}
 inline float atomicAdd(float* address, float value) { return gpu_sim::atomic_add(address, value); }
 inline double atomicAdd(double* address, double value) { return gpu_sim::atomic_add(address, value); }
 inline __half atomicAdd(__half* address, __half value) {
   return __half{gpu_sim::atomic_add_half_bits<false>(reinterpret_cast<std::uint16_t*>(address), __half2float(value))};
 }
 inline __nv_bfloat16 atomicAdd(__nv_bfloat16* address, __nv_bfloat16 value) {
-  return __nv_bfloat16{gpu_sim::atomic_add_half_bits<true>(reinterpret_cast<std::uint16_t*>(address), __bfloat162float(value))};
+  return __nv_bfloat16{
+      gpu_sim::atomic_add_half_bits<true>(reinterpret_cast<std::uint16_t*>(address), __bfloat162float(value))};
 }
 inline int atomicSub(int* address, int value) {
   return static_cast<int>(gpu_sim::atomic_sub(reinterpret_cast<unsigned*>(address), static_cast<unsigned>(value)));
@@ -280,11 +300,18 @@ inline int atomicSub(int* address, int value) {
 inline unsigned atomicSub(unsigned* address, unsigned value) { return gpu_sim::atomic_sub(address, value); }
 inline int atomicExch(int* address, int value) { return gpu_sim::atomic_exchange(address, value); }
 inline unsigned atomicExch(unsigned* address, unsigned value) { return gpu_sim::atomic_exchange(address, value); }
-inline unsigned long long atomicExch(unsigned long long* address, unsigned long long value) { return gpu_sim::atomic_exchange(address, value); }
+inline unsigned long long atomicExch(unsigned long long* address, unsigned long long value) {
+  return gpu_sim::atomic_exchange(address, value);
+}
 inline float atomicExch(float* address, float value) { return gpu_sim::atomic_exchange(address, value); }
-inline int atomicCAS(int* address, int expected, int desired) { return gpu_sim::atomic_compare_exchange(address, expected, desired); }
-inline unsigned atomicCAS(unsigned* address, unsigned expected, unsigned desired) { return gpu_sim::atomic_compare_exchange(address, expected, desired); }
-inline unsigned long long atomicCAS(unsigned long long* address, unsigned long long expected, unsigned long long desired) {
+inline int atomicCAS(int* address, int expected, int desired) {
+  return gpu_sim::atomic_compare_exchange(address, expected, desired);
+}
+inline unsigned atomicCAS(unsigned* address, unsigned expected, unsigned desired) {
+  return gpu_sim::atomic_compare_exchange(address, expected, desired);
+}
+inline unsigned long long atomicCAS(unsigned long long* address, unsigned long long expected,
+                                    unsigned long long desired) {
   return gpu_sim::atomic_compare_exchange(address, expected, desired);
 }
 inline unsigned short atomicCAS(unsigned short* address, unsigned short expected, unsigned short desired) {
@@ -293,11 +320,15 @@ inline unsigned short atomicCAS(unsigned short* address, unsigned short expected
 inline int atomicMax(int* address, int value) { return gpu_sim::atomic_max(address, value); }
 inline unsigned atomicMax(unsigned* address, unsigned value) { return gpu_sim::atomic_max(address, value); }
 inline long long atomicMax(long long* address, long long value) { return gpu_sim::atomic_max(address, value); }
-inline unsigned long long atomicMax(unsigned long long* address, unsigned long long value) { return gpu_sim::atomic_max(address, value); }
+inline unsigned long long atomicMax(unsigned long long* address, unsigned long long value) {
+  return gpu_sim::atomic_max(address, value);
+}
 inline int atomicMin(int* address, int value) { return gpu_sim::atomic_min(address, value); }
 inline unsigned atomicMin(unsigned* address, unsigned value) { return gpu_sim::atomic_min(address, value); }
 inline long long atomicMin(long long* address, long long value) { return gpu_sim::atomic_min(address, value); }
-inline unsigned long long atomicMin(unsigned long long* address, unsigned long long value) { return gpu_sim::atomic_min(address, value); }
+inline unsigned long long atomicMin(unsigned long long* address, unsigned long long value) {
+  return gpu_sim::atomic_min(address, value);
+}
 inline int atomicOr(int* address, int value) { return gpu_sim::atomic_or(address, value); }
 inline unsigned atomicOr(unsigned* address, unsigned value) { return gpu_sim::atomic_or(address, value); }
 inline int atomicAnd(int* address, int value) { return gpu_sim::atomic_and(address, value); }
@@ -328,7 +359,9 @@ inline unsigned long long __umul64hi(unsigned long long left, unsigned long long
 inline int __popc(unsigned value) { return __builtin_popcount(value); }
 inline int __popcll(unsigned long long value) { return __builtin_popcountll(value); }
 inline int __clz(int value) { return value == 0 ? 32 : __builtin_clz(static_cast<unsigned>(value)); }
-inline int __clzll(long long value) { return value == 0 ? 64 : __builtin_clzll(static_cast<unsigned long long>(value)); }
+inline int __clzll(long long value) {
+  return value == 0 ? 64 : __builtin_clzll(static_cast<unsigned long long>(value));
+}
 inline int __ffs(int value) { return __builtin_ffs(value); }
 inline int __ffsll(long long value) { return __builtin_ffsll(value); }
 inline unsigned __brev(unsigned value) {
@@ -348,7 +381,9 @@ inline float __sinf(float value) { return sinf(value); }
 inline float __cosf(float value) { return cosf(value); }
 inline float __tanf(float value) { return tanf(value); }
 inline float __powf(float base, float exponent) { return powf(base, exponent); }
-inline float __saturatef(float value) { return value != value ? 0.0f : value < 0.0f ? 0.0f : value > 1.0f ? 1.0f : value; }
+inline float __saturatef(float value) {
+  return value != value ? 0.0f : value < 0.0f ? 0.0f : value > 1.0f ? 1.0f : value;
+}
 inline float __frcp_rn(float value) { return 1.0f / value; }
 inline float __fadd_rn(float left, float right) { return left + right; }
 inline float __fsub_rn(float left, float right) { return left - right; }
@@ -386,7 +421,9 @@ inline int __double2int_rz(double value) { return gpu_sim::cuda::truncate_satura
 inline long long __double2ll_rz(double value) { return gpu_sim::cuda::truncate_saturating<long long>(value); }
 
 template <typename T>
-inline T __ldg(const T* address) { return *address; }
+inline T __ldg(const T* address) {
+  return *address;
+}
 
 // CUDA's global min/max overloads for device code.
 inline int min(int left, int right) { return left < right ? left : right; }

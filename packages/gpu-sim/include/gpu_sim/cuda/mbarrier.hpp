@@ -81,7 +81,8 @@ inline BlockBarriers& block_barriers() {
 }
 
 [[noreturn]] inline void fail(const char* instruction, const std::source_location& site, const std::string& problem) {
-  throw KernelFault(current_runner().running_thread_prefix() + instruction + " at " + format_site(site) + " " + problem);
+  throw KernelFault(current_runner().running_thread_prefix() + instruction + " at " + format_site(site) + " " +
+                    problem);
 }
 
 }  // namespace mbarrier_detail
@@ -93,18 +94,22 @@ inline std::uint32_t shared_address(const void* pointer, const char* instruction
   const auto base = reinterpret_cast<std::uintptr_t>(runner.dynamic_shared());
   const auto address = reinterpret_cast<std::uintptr_t>(pointer);
   if (address < base || address >= base + runner.shape().dynamic_shared_bytes) {
-    mbarrier_detail::fail(instruction, site, "passes an address outside the block's dynamic shared memory (" +
-                                                 std::to_string(runner.shape().dynamic_shared_bytes) + " bytes)");
+    mbarrier_detail::fail(instruction, site,
+                          "passes an address outside the block's dynamic shared memory (" +
+                              std::to_string(runner.shape().dynamic_shared_bytes) + " bytes)");
   }
   return static_cast<std::uint32_t>(address - base);
 }
 
 /** The pointer of shared-space address `address` (checked against the dynamic shared size). */
-inline unsigned char* shared_pointer(std::uint64_t address, std::size_t bytes, const char* instruction, const std::source_location& site) {
+inline unsigned char* shared_pointer(std::uint64_t address, std::size_t bytes, const char* instruction,
+                                     const std::source_location& site) {
   BlockRunner& runner = current_runner();
   if (address + bytes > runner.shape().dynamic_shared_bytes) {
-    mbarrier_detail::fail(instruction, site, "reads shared bytes [" + std::to_string(address) + ", " + std::to_string(address + bytes) +
-                                                 ") past the block's " + std::to_string(runner.shape().dynamic_shared_bytes) + " bytes of dynamic shared memory");
+    mbarrier_detail::fail(instruction, site,
+                          "reads shared bytes [" + std::to_string(address) + ", " + std::to_string(address + bytes) +
+                              ") past the block's " + std::to_string(runner.shape().dynamic_shared_bytes) +
+                              " bytes of dynamic shared memory");
   }
   return static_cast<unsigned char*>(runner.dynamic_shared()) + address;
 }
@@ -116,7 +121,8 @@ inline Barrier& find(void* bar, const char* instruction, const std::source_locat
   if (address % 8 != 0) fail(instruction, site, "passes an mbarrier address that is not 8-byte aligned");
   auto& barriers = block_barriers().barriers;
   const auto found = barriers.find(address);
-  if (found == barriers.end()) fail(instruction, site, "uses the mbarrier at shared address " + std::to_string(address) + " before mbarrier.init");
+  if (found == barriers.end())
+    fail(instruction, site, "uses the mbarrier at shared address " + std::to_string(address) + " before mbarrier.init");
   return found->second;
 }
 
@@ -146,12 +152,14 @@ inline void mbarrier_init(void* bar, std::uint32_t count, std::source_location s
   const char* name = "mbarrier.init";
   const std::uint32_t address = shared_address(bar, name, site);
   if (address % 8 != 0) mbarrier_detail::fail(name, site, "passes an mbarrier address that is not 8-byte aligned");
-  if (count == 0 || count >= (1u << 20)) mbarrier_detail::fail(name, site, "expects " + std::to_string(count) + " arrivals: the count must be 1 … 2^20 − 1");
+  if (count == 0 || count >= (1u << 20))
+    mbarrier_detail::fail(name, site, "expects " + std::to_string(count) + " arrivals: the count must be 1 … 2^20 − 1");
   auto& barriers = mbarrier_detail::block_barriers().barriers;
   const auto found = barriers.find(address);
   if (found != barriers.end() && (!found->second.waiters.empty() || !found->second.copies.empty())) {
-    mbarrier_detail::fail(name, site, "re-initialises the mbarrier at shared address " + std::to_string(address) +
-                                          " while threads wait on it or copies are in flight to it");
+    mbarrier_detail::fail(name, site,
+                          "re-initialises the mbarrier at shared address " + std::to_string(address) +
+                              " while threads wait on it or copies are in flight to it");
   }
   mbarrier_detail::Barrier& barrier = barriers[address];
   barrier = mbarrier_detail::Barrier{};
@@ -161,7 +169,8 @@ inline void mbarrier_init(void* bar, std::uint32_t count, std::source_location s
 }
 
 /** mbarrier.expect_tx: `bytes` more transaction bytes must complete before the current phase can. */
-inline void mbarrier_expect_tx(void* bar, std::uint32_t bytes, std::source_location site = std::source_location::current()) {
+inline void mbarrier_expect_tx(void* bar, std::uint32_t bytes,
+                               std::source_location site = std::source_location::current()) {
   mbarrier_detail::find(bar, "mbarrier.expect_tx", site).pending_transactions += bytes;
 }
 
@@ -170,8 +179,10 @@ inline std::uint64_t mbarrier_arrive(void* bar, std::source_location site = std:
   mbarrier_detail::Barrier& barrier = mbarrier_detail::find(bar, "mbarrier.arrive", site);
   const std::uint64_t token = barrier.phase;
   if (barrier.pending_arrivals == 0) {
-    mbarrier_detail::fail("mbarrier.arrive", site, "arrives on a barrier whose current phase has no arrivals left (more arrivals than its count of " +
-                                                       std::to_string(barrier.expected) + ")");
+    mbarrier_detail::fail(
+        "mbarrier.arrive", site,
+        "arrives on a barrier whose current phase has no arrivals left (more arrivals than its count of " +
+            std::to_string(barrier.expected) + ")");
   }
   barrier.pending_arrivals--;
   mbarrier_detail::maybe_complete(barrier);
@@ -179,19 +190,22 @@ inline std::uint64_t mbarrier_arrive(void* bar, std::source_location site = std:
 }
 
 /** mbarrier.arrive.expect_tx.shared.b64 [bar], bytes: expect_tx, then arrive. */
-inline std::uint64_t mbarrier_arrive_expect_tx(void* bar, std::uint32_t bytes, std::source_location site = std::source_location::current()) {
+inline std::uint64_t mbarrier_arrive_expect_tx(void* bar, std::uint32_t bytes,
+                                               std::source_location site = std::source_location::current()) {
   mbarrier_detail::find(bar, "mbarrier.arrive.expect_tx", site).pending_transactions += bytes;
   return mbarrier_arrive(bar, site);
 }
 
 /** True when the phase of `parity` has completed (mbarrier.test_wait.parity: never blocks). */
-inline bool mbarrier_test_wait_parity(void* bar, std::uint32_t parity, std::source_location site = std::source_location::current()) {
+inline bool mbarrier_test_wait_parity(void* bar, std::uint32_t parity,
+                                      std::source_location site = std::source_location::current()) {
   const mbarrier_detail::Barrier& barrier = mbarrier_detail::find(bar, "mbarrier.test_wait.parity", site);
   return (barrier.phase & 1u) != (parity & 1u);
 }
 
 /** Loops on mbarrier.try_wait.parity until the phase of `parity` has completed (see the file header). */
-inline void mbarrier_wait_parity(void* bar, std::uint32_t parity, std::source_location site = std::source_location::current()) {
+inline void mbarrier_wait_parity(void* bar, std::uint32_t parity,
+                                 std::source_location site = std::source_location::current()) {
   const char* name = "mbarrier.try_wait.parity";
   mbarrier_detail::Barrier& barrier = mbarrier_detail::find(bar, name, site);
   if ((barrier.phase & 1u) != (parity & 1u)) return;

@@ -62,16 +62,20 @@ struct TileShape<accumulator, M, N, K> {
 };
 
 template <int M, int N, int K>
-inline constexpr bool kSupportedShape = (M == 16 && N == 16 && K == 16) || (M == 32 && N == 8 && K == 16) || (M == 8 && N == 32 && K == 16);
+inline constexpr bool kSupportedShape =
+    (M == 16 && N == 16 && K == 16) || (M == 32 && N == 8 && K == 16) || (M == 8 && N == 32 && K == 16);
 
 inline float to_float(float value) { return value; }
 inline float to_float(__half value) { return __half2float(value); }
 inline float to_float(__nv_bfloat16 value) { return __bfloat162float(value); }
 template <typename T>
 T from_float(float value) {
-  if constexpr (std::is_same_v<T, float>) return value;
-  else if constexpr (std::is_same_v<T, __half>) return __float2half_rn(value);
-  else return __float2bfloat16_rn(value);
+  if constexpr (std::is_same_v<T, float>)
+    return value;
+  else if constexpr (std::is_same_v<T, __half>)
+    return __float2half_rn(value);
+  else
+    return __float2bfloat16_rn(value);
 }
 
 /** What one lane passes to a load or store (compared across lanes). */
@@ -82,8 +86,8 @@ struct MemoryCall {
   unsigned element_bytes;
 };
 
-inline const char* check_memory_calls(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t mask, std::uint64_t* results,
-                                      unsigned* offending) {
+inline const char* check_memory_calls(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t mask,
+                                      std::uint64_t* results, unsigned* offending) {
   const MemoryCall* first = nullptr;
   for (unsigned lane = 0; lane < gpu_sim::kWarpSize; lane++) {
     if ((mask & (1u << lane)) == 0) continue;
@@ -91,11 +95,14 @@ inline const char* check_memory_calls(const std::uint64_t* values, const std::in
     results[lane] = 0;
     *offending = lane;
     if (first == nullptr) first = call;
-    if (call->address != first->address) return "passes a different pointer than lane 0 (the pointer must be the same in every lane)";
+    if (call->address != first->address)
+      return "passes a different pointer than lane 0 (the pointer must be the same in every lane)";
     if (call->ldm != first->ldm) return "passes a different ldm than lane 0 (ldm must be the same in every lane)";
     if (call->layout != first->layout) return "passes a different layout than lane 0";
-    if (call->address % 32 != 0) return "passes a pointer that is not 256-bit (32-byte) aligned, as the warp matrix functions require";
-    if ((call->ldm * call->element_bytes) % 16 != 0) return "passes an ldm that is not a multiple of 16 bytes (8 16-bit or 4 32-bit elements)";
+    if (call->address % 32 != 0)
+      return "passes a pointer that is not 256-bit (32-byte) aligned, as the warp matrix functions require";
+    if ((call->ldm * call->element_bytes) % 16 != 0)
+      return "passes an ldm that is not a multiple of 16 bytes (8 16-bit or 4 32-bit elements)";
   }
   return nullptr;
 }
@@ -103,8 +110,10 @@ inline const char* check_memory_calls(const std::uint64_t* values, const std::in
 inline constexpr gpu_sim::CollectiveOp kLoadOp{"wmma::load_matrix_sync", check_memory_calls};
 inline constexpr gpu_sim::CollectiveOp kStoreOp{"wmma::store_matrix_sync", check_memory_calls};
 
-inline void collective_memory_check(const gpu_sim::CollectiveOp& op, const MemoryCall& call, const std::source_location& site) {
-  gpu_sim::current_runner().collective(op, 0xffffffffu, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&call)), 0,
+inline void collective_memory_check(const gpu_sim::CollectiveOp& op, const MemoryCall& call,
+                                    const std::source_location& site) {
+  gpu_sim::current_runner().collective(op, 0xffffffffu,
+                                       static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&call)), 0,
                                        static_cast<int>(gpu_sim::kWarpSize), site);
 }
 
@@ -119,7 +128,8 @@ inline std::size_t memory_offset(int row, int column, unsigned ldm, bool row_maj
 /** A tile of an m×n×k warp matrix product, spread over the 32 lanes of a warp (see the file header). */
 template <typename Use, int M, int N, int K, typename T, typename Layout = void>
 class fragment {
-  static_assert(detail::kSupportedShape<M, N, K>, "gpu-sim emulates the m16n16k16, m32n8k16 and m8n32k16 warp matrix shapes only");
+  static_assert(detail::kSupportedShape<M, N, K>,
+                "gpu-sim emulates the m16n16k16, m32n8k16 and m8n32k16 warp matrix shapes only");
   static_assert(std::is_same_v<Use, accumulator> ? detail::kAccumulatorType<T> : detail::kInputType<T>,
                 "gpu-sim emulates __half/__nv_bfloat16 matrix_a/matrix_b and float/__half accumulator fragments only");
 
@@ -151,7 +161,8 @@ void load_lane_slots(Fragment& target, const T* pointer, unsigned ldm, bool row_
   const unsigned lane = gpu_sim::current_thread().lane;
   for (int slot = 0; slot < Fragment::num_elements; slot++) {
     const int element = static_cast<int>(lane) + 32 * slot;
-    target.x[slot] = pointer[memory_offset(element / Fragment::kColumns, element % Fragment::kColumns, ldm, row_major_layout)];
+    target.x[slot] =
+        pointer[memory_offset(element / Fragment::kColumns, element % Fragment::kColumns, ldm, row_major_layout)];
   }
 }
 
@@ -160,7 +171,8 @@ void store_lane_slots(T* pointer, const Fragment& source, unsigned ldm, bool row
   const unsigned lane = gpu_sim::current_thread().lane;
   for (int slot = 0; slot < Fragment::num_elements; slot++) {
     const int element = static_cast<int>(lane) + 32 * slot;
-    pointer[memory_offset(element / Fragment::kColumns, element % Fragment::kColumns, ldm, row_major_layout)] = source.x[slot];
+    pointer[memory_offset(element / Fragment::kColumns, element % Fragment::kColumns, ldm, row_major_layout)] =
+        source.x[slot];
   }
 }
 
@@ -170,7 +182,8 @@ void store_lane_slots(T* pointer, const Fragment& source, unsigned ldm, bool row
 template <typename Use, int M, int N, int K, typename T, typename Layout>
 void load_matrix_sync(fragment<Use, M, N, K, T, Layout>& target, const T* pointer, unsigned ldm,
                       std::source_location site = std::source_location::current()) {
-  static_assert(std::is_same_v<Layout, row_major> || std::is_same_v<Layout, col_major>, "matrix_a/matrix_b fragments need a row_major or col_major layout");
+  static_assert(std::is_same_v<Layout, row_major> || std::is_same_v<Layout, col_major>,
+                "matrix_a/matrix_b fragments need a row_major or col_major layout");
   const bool row_major_layout = std::is_same_v<Layout, row_major>;
   const detail::MemoryCall call{reinterpret_cast<std::uintptr_t>(pointer), ldm, row_major_layout ? 0 : 1, sizeof(T)};
   detail::collective_memory_check(detail::kLoadOp, call, site);
@@ -207,7 +220,8 @@ struct ProductCall {
 
 /** The last lane to arrive computes D = A·B + C for the whole warp. */
 template <typename D, typename A, typename B, typename C>
-const char* warp_product(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t mask, std::uint64_t* results, unsigned*) {
+const char* warp_product(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t mask,
+                         std::uint64_t* results, unsigned*) {
   constexpr int kM = A::kRows, kK = A::kColumns, kN = B::kColumns;
   float left[kM * kK];
   float right[kK * kN];
@@ -229,7 +243,8 @@ const char* warp_product(const std::uint64_t* values, const std::int32_t*, int, 
   for (unsigned lane = 0; lane < gpu_sim::kWarpSize; lane++) {
     if ((mask & (1u << lane)) == 0) continue;
     const auto* call = reinterpret_cast<const ProductCall<D, A, B, C>*>(static_cast<std::uintptr_t>(values[lane]));
-    for (int slot = 0; slot < D::num_elements; slot++) call->d->x[slot] = from_float<typename D::element_type>(sum[lane + 32 * slot]);
+    for (int slot = 0; slot < D::num_elements; slot++)
+      call->d->x[slot] = from_float<typename D::element_type>(sum[lane + 32 * slot]);
   }
   return nullptr;
 }
@@ -241,8 +256,9 @@ inline constexpr gpu_sim::CollectiveOp kProductOp{"wmma::mma_sync", warp_product
 
 /** d = a·b + c for the warp's tiles (warp-collective; d may be c). */
 template <int M, int N, int K, typename TA, typename LayoutA, typename TB, typename LayoutB, typename TC, typename TD>
-void mma_sync(fragment<accumulator, M, N, K, TD>& d, const fragment<matrix_a, M, N, K, TA, LayoutA>& a, const fragment<matrix_b, M, N, K, TB, LayoutB>& b,
-              const fragment<accumulator, M, N, K, TC>& c, std::source_location site = std::source_location::current()) {
+void mma_sync(fragment<accumulator, M, N, K, TD>& d, const fragment<matrix_a, M, N, K, TA, LayoutA>& a,
+              const fragment<matrix_b, M, N, K, TB, LayoutB>& b, const fragment<accumulator, M, N, K, TC>& c,
+              std::source_location site = std::source_location::current()) {
   static_assert(std::is_same_v<TA, TB>, "matrix_a and matrix_b fragments must have the same element type");
   using D = fragment<accumulator, M, N, K, TD>;
   using A = fragment<matrix_a, M, N, K, TA, LayoutA>;

@@ -63,7 +63,8 @@ float decode(std::uint32_t bits) {
 
 /** Gathers A, B and C from every lane's registers, computes D = A·B + C, scatters D. */
 template <MmaInput Type>
-const char* product(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t, std::uint64_t* results, unsigned*) {
+const char* product(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t, std::uint64_t* results,
+                    unsigned*) {
   float a[16][16];
   float b[16][8];
   float c[16][8];
@@ -76,7 +77,8 @@ const char* product(const std::uint64_t* values, const std::int32_t*, int, std::
       const int column = 2 * t + (i & 1) + (i >= 4 ? 8 : 0);
       a[row][column] = decode<Type>(call->a[i / 2] >> (16 * (i & 1)));
     }
-    for (int i = 0; i < 4; i++) b[2 * t + (i & 1) + (i >= 2 ? 8 : 0)][g] = decode<Type>(call->b[i / 2] >> (16 * (i & 1)));
+    for (int i = 0; i < 4; i++)
+      b[2 * t + (i & 1) + (i >= 2 ? 8 : 0)][g] = decode<Type>(call->b[i / 2] >> (16 * (i & 1)));
     for (int i = 0; i < 4; i++) c[g + (i >= 2 ? 8 : 0)][2 * t + (i & 1)] = call->c[i];
     results[lane] = 0;
   }
@@ -108,7 +110,8 @@ inline float tf32_value(std::uint32_t bits) {
 }
 
 /** Gathers the tf32 A (16×8), B (8×8) and f32 C fragments from every lane, computes D = A·B + C, scatters D. */
-inline const char* product_tf32(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t, std::uint64_t* results, unsigned*) {
+inline const char* product_tf32(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t,
+                                std::uint64_t* results, unsigned*) {
   float a[16][8];
   float b[8][8];
   float c[16][8];
@@ -164,20 +167,24 @@ std::uint32_t matrix_register(const std::uint64_t* values, int m, unsigned lane)
 
 /** Checks the row addresses (alignment, undelivered cp.async data), then fills every lane's registers. */
 template <int Count, bool Trans>
-const char* load_matrices(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t, std::uint64_t* results, unsigned* offending) {
+const char* load_matrices(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t, std::uint64_t* results,
+                          unsigned* offending) {
   for (unsigned lane = 0; lane < 8u * Count; lane++) {
     const auto* call = reinterpret_cast<const LdmatrixCall*>(static_cast<std::uintptr_t>(values[lane]));
     *offending = lane;
-    if (reinterpret_cast<std::uintptr_t>(call->row_address) % 16 != 0) return "passes a row address that is not 16-byte aligned, as ldmatrix requires";
+    if (reinterpret_cast<std::uintptr_t>(call->row_address) % 16 != 0)
+      return "passes a row address that is not 16-byte aligned, as ldmatrix requires";
     std::uint16_t row[8];
     std::memcpy(row, call->row_address, sizeof row);
     bool poisoned = false;
     for (std::uint16_t element : row) poisoned = poisoned || element == 0xffffu;
     const async_detail::PendingCopy* copy = poisoned ? pending_copy(call->row_address, 16) : nullptr;
     if (copy != nullptr) {
-      throw KernelFault(current_runner().running_thread_prefix() + "ldmatrix at " + format_site(call->site) + ": lane " + std::to_string(lane) +
-                        " reads a shared-memory row that the cp.async issued at " + format_site(copy->site) +
-                        " has not delivered yet (the issuing thread must cp.async.wait_group/wait_all, then the block __syncthreads, before it is read)");
+      throw KernelFault(current_runner().running_thread_prefix() + "ldmatrix at " + format_site(call->site) +
+                        ": lane " + std::to_string(lane) + " reads a shared-memory row that the cp.async issued at " +
+                        format_site(copy->site) +
+                        " has not delivered yet (the issuing thread must cp.async.wait_group/wait_all, then the block "
+                        "__syncthreads, before it is read)");
     }
   }
   for (unsigned lane = 0; lane < kWarpSize; lane++) {
@@ -189,10 +196,12 @@ const char* load_matrices(const std::uint64_t* values, const std::int32_t*, int,
 }
 
 template <int Count, bool Trans>
-inline constexpr CollectiveOp kLdmatrixOp{Count == 1   ? (Trans ? "ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16" : "ldmatrix.sync.aligned.m8n8.x1.shared.b16")
-                                          : Count == 2 ? (Trans ? "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16" : "ldmatrix.sync.aligned.m8n8.x2.shared.b16")
-                                                       : (Trans ? "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" : "ldmatrix.sync.aligned.m8n8.x4.shared.b16"),
-                                          load_matrices<Count, Trans>};
+inline constexpr CollectiveOp kLdmatrixOp{
+    Count == 1 ? (Trans ? "ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16" : "ldmatrix.sync.aligned.m8n8.x1.shared.b16")
+    : Count == 2
+        ? (Trans ? "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16" : "ldmatrix.sync.aligned.m8n8.x2.shared.b16")
+        : (Trans ? "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" : "ldmatrix.sync.aligned.m8n8.x4.shared.b16"),
+    load_matrices<Count, Trans>};
 
 }  // namespace mma_detail
 
@@ -201,15 +210,17 @@ template <MmaInput Type>
 void mma_m16n8k16(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2], const float (&c)[4],
                   std::source_location site = std::source_location::current()) {
   const mma_detail::MmaCall call{d, a, b, c};
-  current_runner().collective(mma_detail::kMmaOp<Type>, 0xffffffffu, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&call)), 0,
+  current_runner().collective(mma_detail::kMmaOp<Type>, 0xffffffffu,
+                              static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&call)), 0,
                               static_cast<int>(kWarpSize), site);
 }
 
 /** d = a·b + c for one m16n8k8 tile of tf32 inputs (warp-collective; layouts in the file header). */
-inline void mma_m16n8k8_tf32(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2], const float (&c)[4],
-                             std::source_location site = std::source_location::current()) {
+inline void mma_m16n8k8_tf32(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2],
+                             const float (&c)[4], std::source_location site = std::source_location::current()) {
   const mma_detail::MmaCall call{d, a, b, c};
-  current_runner().collective(mma_detail::kMmaTf32Op, 0xffffffffu, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&call)), 0,
+  current_runner().collective(mma_detail::kMmaTf32Op, 0xffffffffu,
+                              static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&call)), 0,
                               static_cast<int>(kWarpSize), site);
 }
 
@@ -224,11 +235,13 @@ inline std::uint32_t cvt_rna_tf32(float x) {
 
 /** ldmatrix.x{Count}{.trans}: Count 8×8 b16 matrices into d[0…Count-1] (warp-collective; see the file header). */
 template <int Count, bool Trans>
-void ldmatrix(std::uint32_t (&d)[Count], const void* row_address, std::source_location site = std::source_location::current()) {
+void ldmatrix(std::uint32_t (&d)[Count], const void* row_address,
+              std::source_location site = std::source_location::current()) {
   static_assert(Count == 1 || Count == 2 || Count == 4, "ldmatrix loads 1, 2 or 4 matrices");
   const mma_detail::LdmatrixCall call{d, row_address, site};
-  current_runner().collective(mma_detail::kLdmatrixOp<Count, Trans>, 0xffffffffu, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&call)),
-                              0, static_cast<int>(kWarpSize), site);
+  current_runner().collective(mma_detail::kLdmatrixOp<Count, Trans>, 0xffffffffu,
+                              static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&call)), 0,
+                              static_cast<int>(kWarpSize), site);
 }
 
 }  // namespace gpu_sim::ptx

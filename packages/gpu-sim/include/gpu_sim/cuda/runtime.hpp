@@ -230,7 +230,8 @@ inline std::string check_red_zones() {
     const auto* zone = reinterpret_cast<const unsigned char*>(start + size);
     for (std::size_t i = 0; i < kRedZoneBytes; i++) {
       if (zone[i] != kRedZoneByte) {
-        return "a kernel wrote " + std::to_string(i) + " bytes past the end of a " + std::to_string(size) + "-byte device allocation";
+        return "a kernel wrote " + std::to_string(i) + " bytes past the end of a " + std::to_string(size) +
+               "-byte device allocation";
       }
     }
   }
@@ -250,7 +251,7 @@ inline void inject_synchronize_fault(std::string detail) {
 }
 
 /** Takes (and clears) an injected fault. */
-inline std::string take_injected(std::string RuntimeState::*field) {
+inline std::string take_injected(std::string RuntimeState::* field) {
   std::lock_guard<std::mutex> lock(runtime().mutex);
   std::string detail = std::move(runtime().*field);
   (runtime().*field).clear();
@@ -270,7 +271,8 @@ inline CUstream_st* capturing_stream(CUstream_st* stream = nullptr) {
 inline cudaError_t refuse_in_capture(CUstream_st* stream, const std::string& operation) {
   stream->capture = cudaStreamCaptureStatusInvalidated;
   stream->recorded.clear();
-  return fault(cudaErrorStreamCaptureUnsupported, operation + " is not permitted while a stream is capturing (the capture is invalidated)");
+  return fault(cudaErrorStreamCaptureUnsupported,
+               operation + " is not permitted while a stream is capturing (the capture is invalidated)");
 }
 
 /** Records `operation` on a capturing stream (true), or returns false when `stream` is not capturing. */
@@ -374,7 +376,8 @@ inline cudaError_t cudaGetDeviceCount(int* count) {
 inline cudaError_t cudaSetDevice(int device) {
   const cudaError_t ready = gpu_sim::cuda::device_ready();
   if (ready != cudaSuccess) return ready;
-  if (device < 0 || device >= gpu_sim::cuda::device_config().device_count) return gpu_sim::cuda::set_error(cudaErrorInvalidDevice);
+  if (device < 0 || device >= gpu_sim::cuda::device_config().device_count)
+    return gpu_sim::cuda::set_error(cudaErrorInvalidDevice);
   std::lock_guard<std::mutex> lock(gpu_sim::cuda::runtime().mutex);
   gpu_sim::cuda::runtime().current_device = device;
   return cudaSuccess;
@@ -394,7 +397,8 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* properties, int devic
   if (properties == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
   if (device < 0 || device >= config.device_count) return gpu_sim::cuda::set_error(cudaErrorInvalidDevice);
   std::memset(properties, 0, sizeof *properties);
-  std::snprintf(properties->name, sizeof properties->name, "kiln GPU simulator (CPU, %s fibers)", gpu_sim::kFiberImplementation);
+  std::snprintf(properties->name, sizeof properties->name, "kiln GPU simulator (CPU, %s fibers)",
+                gpu_sim::kFiberImplementation);
   properties->totalGlobalMem = config.memory_bytes;
   properties->sharedMemPerBlock = 48 * 1024;
   properties->sharedMemPerBlockOptin = 227 * 1024;
@@ -430,7 +434,8 @@ inline cudaError_t cudaMalloc(void** pointer, std::size_t bytes) {
   if (ready != cudaSuccess) return ready;
   if (pointer == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
   *pointer = nullptr;
-  if (CUstream_st* capturing = gpu_sim::cuda::capturing_stream()) return gpu_sim::cuda::refuse_in_capture(capturing, "cudaMalloc");
+  if (CUstream_st* capturing = gpu_sim::cuda::capturing_stream())
+    return gpu_sim::cuda::refuse_in_capture(capturing, "cudaMalloc");
   auto& state = gpu_sim::cuda::runtime();
   {
     std::lock_guard<std::mutex> lock(state.mutex);
@@ -451,7 +456,8 @@ inline cudaError_t cudaMalloc(void** pointer, std::size_t bytes) {
 
 inline cudaError_t cudaFree(void* pointer) {
   if (pointer == nullptr) return cudaSuccess;
-  if (CUstream_st* capturing = gpu_sim::cuda::capturing_stream()) return gpu_sim::cuda::refuse_in_capture(capturing, "cudaFree");
+  if (CUstream_st* capturing = gpu_sim::cuda::capturing_stream())
+    return gpu_sim::cuda::refuse_in_capture(capturing, "cudaFree");
   auto& state = gpu_sim::cuda::runtime();
   std::size_t size = 0;
   {
@@ -469,8 +475,9 @@ inline cudaError_t cudaFree(void* pointer) {
   for (std::size_t i = 0; i < gpu_sim::cuda::kRedZoneBytes; i++) {
     if (zone[i] != gpu_sim::cuda::kRedZoneByte) {
       std::free(pointer);
-      return gpu_sim::cuda::fault(cudaErrorIllegalAddress, "a kernel wrote " + std::to_string(i) + " bytes past the end of a " +
-                                                               std::to_string(size) + "-byte device allocation (found when it was freed)");
+      return gpu_sim::cuda::fault(cudaErrorIllegalAddress, "a kernel wrote " + std::to_string(i) +
+                                                               " bytes past the end of a " + std::to_string(size) +
+                                                               "-byte device allocation (found when it was freed)");
     }
   }
   std::free(pointer);
@@ -487,29 +494,38 @@ inline cudaError_t cudaFreeHost(void* pointer) {
   return cudaSuccess;
 }
 
-inline cudaError_t cudaMemcpyAsync(void* destination, const void* source, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t stream = nullptr) {
+inline cudaError_t cudaMemcpyAsync(void* destination, const void* source, std::size_t bytes, cudaMemcpyKind kind,
+                                   cudaStream_t stream = nullptr) {
   if (bytes == 0) return cudaSuccess;
   if (stream == nullptr) {
     // The legacy default stream (cudaMemcpy) would wait for a capturing stream.
-    if (CUstream_st* capturing = gpu_sim::cuda::capturing_stream()) return gpu_sim::cuda::refuse_in_capture(capturing, "a copy on the default stream");
+    if (CUstream_st* capturing = gpu_sim::cuda::capturing_stream())
+      return gpu_sim::cuda::refuse_in_capture(capturing, "a copy on the default stream");
   } else if (stream->capture != cudaStreamCaptureStatusNone) {
-    if (kind != cudaMemcpyDeviceToDevice) return gpu_sim::cuda::refuse_in_capture(stream, "a copy to or from host memory");
-    if (stream->capture == cudaStreamCaptureStatusInvalidated) return gpu_sim::cuda::set_error(cudaErrorStreamCaptureInvalidated);
+    if (kind != cudaMemcpyDeviceToDevice)
+      return gpu_sim::cuda::refuse_in_capture(stream, "a copy to or from host memory");
+    if (stream->capture == cudaStreamCaptureStatusInvalidated)
+      return gpu_sim::cuda::set_error(cudaErrorStreamCaptureInvalidated);
     if (!gpu_sim::cuda::inside_allocation(source, bytes) || !gpu_sim::cuda::inside_allocation(destination, bytes)) {
-      return gpu_sim::cuda::fault(cudaErrorInvalidValue, "captured copy of " + std::to_string(bytes) + " bytes outside a live device allocation");
+      return gpu_sim::cuda::fault(cudaErrorInvalidValue, "captured copy of " + std::to_string(bytes) +
+                                                             " bytes outside a live device allocation");
     }
-    gpu_sim::cuda::record_if_capturing(stream, [=]() { return cudaMemcpyAsync(destination, source, bytes, kind, nullptr); });
+    gpu_sim::cuda::record_if_capturing(stream,
+                                       [=]() { return cudaMemcpyAsync(destination, source, bytes, kind, nullptr); });
     return cudaSuccess;
   }
   if (destination == nullptr || source == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
   const bool device_source = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
   const bool device_destination = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
-  if (kind == cudaMemcpyDefault) return gpu_sim::cuda::fault(cudaErrorInvalidMemcpyDirection, "the simulator needs an explicit copy direction");
+  if (kind == cudaMemcpyDefault)
+    return gpu_sim::cuda::fault(cudaErrorInvalidMemcpyDirection, "the simulator needs an explicit copy direction");
   if (device_source && !gpu_sim::cuda::inside_allocation(source, bytes)) {
-    return gpu_sim::cuda::fault(cudaErrorInvalidValue, "copy of " + std::to_string(bytes) + " bytes reads outside a live device allocation");
+    return gpu_sim::cuda::fault(cudaErrorInvalidValue,
+                                "copy of " + std::to_string(bytes) + " bytes reads outside a live device allocation");
   }
   if (device_destination && !gpu_sim::cuda::inside_allocation(destination, bytes)) {
-    return gpu_sim::cuda::fault(cudaErrorInvalidValue, "copy of " + std::to_string(bytes) + " bytes writes outside a live device allocation");
+    return gpu_sim::cuda::fault(cudaErrorInvalidValue,
+                                "copy of " + std::to_string(bytes) + " bytes writes outside a live device allocation");
   }
   std::memmove(destination, source, bytes);
   return cudaSuccess;
@@ -521,20 +537,25 @@ inline cudaError_t cudaMemcpy(void* destination, const void* source, std::size_t
 inline cudaError_t cudaMemsetAsync(void* destination, int value, std::size_t bytes, cudaStream_t stream = nullptr) {
   if (bytes == 0) return cudaSuccess;
   if (stream != nullptr && stream->capture != cudaStreamCaptureStatusNone) {
-    if (stream->capture == cudaStreamCaptureStatusInvalidated) return gpu_sim::cuda::set_error(cudaErrorStreamCaptureInvalidated);
+    if (stream->capture == cudaStreamCaptureStatusInvalidated)
+      return gpu_sim::cuda::set_error(cudaErrorStreamCaptureInvalidated);
     if (!gpu_sim::cuda::inside_allocation(destination, bytes)) {
-      return gpu_sim::cuda::fault(cudaErrorInvalidValue, "captured memset of " + std::to_string(bytes) + " bytes outside a live device allocation");
+      return gpu_sim::cuda::fault(cudaErrorInvalidValue, "captured memset of " + std::to_string(bytes) +
+                                                             " bytes outside a live device allocation");
     }
     gpu_sim::cuda::record_if_capturing(stream, [=]() { return cudaMemsetAsync(destination, value, bytes, nullptr); });
     return cudaSuccess;
   }
   if (!gpu_sim::cuda::inside_allocation(destination, bytes)) {
-    return gpu_sim::cuda::fault(cudaErrorInvalidValue, "memset of " + std::to_string(bytes) + " bytes outside a live device allocation");
+    return gpu_sim::cuda::fault(cudaErrorInvalidValue,
+                                "memset of " + std::to_string(bytes) + " bytes outside a live device allocation");
   }
   std::memset(destination, value, bytes);
   return cudaSuccess;
 }
-inline cudaError_t cudaMemset(void* destination, int value, std::size_t bytes) { return cudaMemsetAsync(destination, value, bytes, nullptr); }
+inline cudaError_t cudaMemset(void* destination, int value, std::size_t bytes) {
+  return cudaMemsetAsync(destination, value, bytes, nullptr);
+}
 
 inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
   const cudaError_t ready = gpu_sim::cuda::device_ready();
@@ -548,11 +569,13 @@ inline cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
-  if (stream != nullptr && stream->capture != cudaStreamCaptureStatusNone) return gpu_sim::cuda::refuse_in_capture(stream, "cudaStreamSynchronize");
+  if (stream != nullptr && stream->capture != cudaStreamCaptureStatusNone)
+    return gpu_sim::cuda::refuse_in_capture(stream, "cudaStreamSynchronize");
   return gpu_sim::cuda::synchronize_all();
 }
 inline cudaError_t cudaDeviceSynchronize() {
-  if (CUstream_st* capturing = gpu_sim::cuda::capturing_stream()) return gpu_sim::cuda::refuse_in_capture(capturing, "cudaDeviceSynchronize");
+  if (CUstream_st* capturing = gpu_sim::cuda::capturing_stream())
+    return gpu_sim::cuda::refuse_in_capture(capturing, "cudaDeviceSynchronize");
   return gpu_sim::cuda::synchronize_all();
 }
 
@@ -567,27 +590,33 @@ inline cudaError_t cudaEventDestroy(cudaEvent_t event) {
 }
 inline cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t = nullptr) {
   if (event == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
-  event->recorded_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  event->recorded_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
   return cudaSuccess;
 }
 /** Milliseconds between two recorded events (host clock; see CUevent_st). */
 inline cudaError_t cudaEventElapsedTime(float* milliseconds, cudaEvent_t start, cudaEvent_t end) {
-  if (milliseconds == nullptr || start == nullptr || end == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
-  if ((start->flags & cudaEventDisableTiming) != 0 || (end->flags & cudaEventDisableTiming) != 0 || start->recorded_ms < 0 || end->recorded_ms < 0) {
+  if (milliseconds == nullptr || start == nullptr || end == nullptr)
+    return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
+  if ((start->flags & cudaEventDisableTiming) != 0 || (end->flags & cudaEventDisableTiming) != 0 ||
+      start->recorded_ms < 0 || end->recorded_ms < 0) {
     return gpu_sim::cuda::set_error(cudaErrorInvalidResourceHandle);
   }
   *milliseconds = static_cast<float>(end->recorded_ms - start->recorded_ms);
   return cudaSuccess;
 }
 inline cudaError_t cudaEventSynchronize(cudaEvent_t) {
-  if (CUstream_st* capturing = gpu_sim::cuda::capturing_stream()) return gpu_sim::cuda::refuse_in_capture(capturing, "cudaEventSynchronize");
+  if (CUstream_st* capturing = gpu_sim::cuda::capturing_stream())
+    return gpu_sim::cuda::refuse_in_capture(capturing, "cudaEventSynchronize");
   return gpu_sim::cuda::synchronize_all();
 }
 inline cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
 
 inline cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
-  if (stream == nullptr) return gpu_sim::cuda::set_error(cudaErrorStreamCaptureUnsupported);  // the legacy stream cannot capture
-  if (mode != cudaStreamCaptureModeGlobal && mode != cudaStreamCaptureModeThreadLocal && mode != cudaStreamCaptureModeRelaxed) {
+  if (stream == nullptr)
+    return gpu_sim::cuda::set_error(cudaErrorStreamCaptureUnsupported);  // the legacy stream cannot capture
+  if (mode != cudaStreamCaptureModeGlobal && mode != cudaStreamCaptureModeThreadLocal &&
+      mode != cudaStreamCaptureModeRelaxed) {
     return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
   }
   if (stream->capture != cudaStreamCaptureStatusNone) return gpu_sim::cuda::set_error(cudaErrorIllegalState);
@@ -601,7 +630,8 @@ inline cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCapture
 inline cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
   if (graph == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidValue);
   *graph = nullptr;
-  if (stream == nullptr || stream->capture == cudaStreamCaptureStatusNone) return gpu_sim::cuda::set_error(cudaErrorIllegalState);
+  if (stream == nullptr || stream->capture == cudaStreamCaptureStatusNone)
+    return gpu_sim::cuda::set_error(cudaErrorIllegalState);
   {
     std::lock_guard<std::mutex> lock(gpu_sim::cuda::runtime().mutex);
     auto& capturing = gpu_sim::cuda::runtime().capturing;
@@ -633,7 +663,8 @@ inline cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph
 /** Re-runs the graph's operations in order on `stream` (the simulator's streams run at once); the first error stops it. */
 inline cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   if (exec == nullptr) return gpu_sim::cuda::set_error(cudaErrorInvalidResourceHandle);
-  if (stream != nullptr && stream->capture != cudaStreamCaptureStatusNone) return gpu_sim::cuda::refuse_in_capture(stream, "cudaGraphLaunch");
+  if (stream != nullptr && stream->capture != cudaStreamCaptureStatusNone)
+    return gpu_sim::cuda::refuse_in_capture(stream, "cudaGraphLaunch");
   for (const GpuSimGraphOperation& operation : exec->operations) {
     const cudaError_t error = operation();
     if (error != cudaSuccess) return error;
@@ -658,23 +689,26 @@ namespace gpu_sim::cuda {
 
 /** Runs `kernel(args...)` over the grid in the engine (the simulator's `kernel<<<grid, block, shared, stream>>>(args...)`). */
 template <typename... Parameters, typename... Arguments>
-cudaError_t launch_kernel(const char* name, void (*kernel)(Parameters...), dim3 grid, dim3 block, std::size_t shared_bytes, cudaStream_t stream,
-                          Arguments&&... arguments) {
-  if (stream != nullptr && stream->capture == cudaStreamCaptureStatusInvalidated) return set_error(cudaErrorStreamCaptureInvalidated);
+cudaError_t launch_kernel(const char* name, void (*kernel)(Parameters...), dim3 grid, dim3 block,
+                          std::size_t shared_bytes, cudaStream_t stream, Arguments&&... arguments) {
+  if (stream != nullptr && stream->capture == cudaStreamCaptureStatusInvalidated)
+    return set_error(cudaErrorStreamCaptureInvalidated);
   const cudaError_t ready = device_ready();
   if (ready != cudaSuccess) return ready;
   const unsigned long long threads = static_cast<unsigned long long>(block.x) * block.y * block.z;
-  if (block.x == 0 || block.y == 0 || block.z == 0 || grid.x == 0 || grid.y == 0 || grid.z == 0 || threads > 1024 || block.z > 64 ||
-      grid.y > 65535 || grid.z > 65535 || shared_bytes > 227 * 1024) {
-    return fault(cudaErrorInvalidConfiguration, std::string("kernel '") + name + "': invalid launch configuration grid (" +
-                                                    std::to_string(grid.x) + "," + std::to_string(grid.y) + "," + std::to_string(grid.z) +
-                                                    ") block (" + std::to_string(block.x) + "," + std::to_string(block.y) + "," +
-                                                    std::to_string(block.z) + ") shared " + std::to_string(shared_bytes));
+  if (block.x == 0 || block.y == 0 || block.z == 0 || grid.x == 0 || grid.y == 0 || grid.z == 0 || threads > 1024 ||
+      block.z > 64 || grid.y > 65535 || grid.z > 65535 || shared_bytes > 227 * 1024) {
+    return fault(cudaErrorInvalidConfiguration,
+                 std::string("kernel '") + name + "': invalid launch configuration grid (" + std::to_string(grid.x) +
+                     "," + std::to_string(grid.y) + "," + std::to_string(grid.z) + ") block (" +
+                     std::to_string(block.x) + "," + std::to_string(block.y) + "," + std::to_string(block.z) +
+                     ") shared " + std::to_string(shared_bytes));
   }
   std::string injected = take_injected(&RuntimeState::injected_launch_fault);
   if (!injected.empty()) return fault(cudaErrorLaunchFailure, std::string("kernel '") + name + "': " + injected);
   // Arguments are converted to the kernel's parameter types once, as the launch does on a GPU.
-  auto bound = std::make_shared<std::tuple<std::decay_t<Parameters>...>>(static_cast<std::decay_t<Parameters>>(std::forward<Arguments>(arguments))...);
+  auto bound = std::make_shared<std::tuple<std::decay_t<Parameters>...>>(
+      static_cast<std::decay_t<Parameters>>(std::forward<Arguments>(arguments))...);
   LaunchShape shape;
   shape.grid = Dim3{grid.x, grid.y, grid.z};
   shape.block = Dim3{block.x, block.y, block.z};

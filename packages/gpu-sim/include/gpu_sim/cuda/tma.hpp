@@ -49,37 +49,52 @@ struct alignas(64) TensorMap {
 
 /** Bytes of the span a swizzle mode permutes within (16 for none). */
 inline std::uint32_t swizzle_span(TensorMapSwizzle swizzle) {
-  return swizzle == TensorMapSwizzle::k128B ? 128u : swizzle == TensorMapSwizzle::k64B ? 64u : swizzle == TensorMapSwizzle::k32B ? 32u : 16u;
+  return swizzle == TensorMapSwizzle::k128B  ? 128u
+         : swizzle == TensorMapSwizzle::k64B ? 64u
+         : swizzle == TensorMapSwizzle::k32B ? 32u
+                                             : 16u;
 }
 
 /** The swizzled shared address of byte address `address` (Swizzle<B,4,3> on the absolute address). */
 inline std::uint64_t swizzle_address(std::uint64_t address, TensorMapSwizzle swizzle) {
-  const std::uint64_t mask = swizzle == TensorMapSwizzle::k128B ? 7u : swizzle == TensorMapSwizzle::k64B ? 3u : swizzle == TensorMapSwizzle::k32B ? 1u : 0u;
+  const std::uint64_t mask = swizzle == TensorMapSwizzle::k128B  ? 7u
+                             : swizzle == TensorMapSwizzle::k64B ? 3u
+                             : swizzle == TensorMapSwizzle::k32B ? 1u
+                                                                 : 0u;
   return address ^ (((address >> 7) & mask) << 4);
 }
 
 /** cuTensorMapEncodeTiled (non-interleaved, no L2 promotion hints): "" or what is wrong. */
-inline std::string encode_tensor_map_tiled(TensorMap& map, std::uint32_t element_bytes, std::uint32_t rank, const void* address, const std::uint64_t* dims,
-                                           const std::uint64_t* strides, const std::uint32_t* box, const std::uint32_t* element_strides,
+inline std::string encode_tensor_map_tiled(TensorMap& map, std::uint32_t element_bytes, std::uint32_t rank,
+                                           const void* address, const std::uint64_t* dims, const std::uint64_t* strides,
+                                           const std::uint32_t* box, const std::uint32_t* element_strides,
                                            TensorMapSwizzle swizzle, bool oob_nan) {
   map = TensorMap{};
-  if (element_bytes != 1 && element_bytes != 2 && element_bytes != 4 && element_bytes != 8) return "element size must be 1, 2, 4 or 8 bytes";
+  if (element_bytes != 1 && element_bytes != 2 && element_bytes != 4 && element_bytes != 8)
+    return "element size must be 1, 2, 4 or 8 bytes";
   if (rank < 1 || rank > 5) return "tensor rank " + std::to_string(rank) + " is outside 1…5";
   if (reinterpret_cast<std::uintptr_t>(address) % 16 != 0) return "global address is not 16-byte aligned";
   for (std::uint32_t i = 0; i < rank; i++) {
     const std::string where = " of dimension " + std::to_string(i);
-    if (dims[i] == 0 || dims[i] > (1ull << 32)) return "globalDim" + where + " is " + std::to_string(dims[i]) + ", outside 1…2^32";
+    if (dims[i] == 0 || dims[i] > (1ull << 32))
+      return "globalDim" + where + " is " + std::to_string(dims[i]) + ", outside 1…2^32";
     if (box[i] == 0 || box[i] > 256) return "boxDim" + where + " is " + std::to_string(box[i]) + ", outside 1…256";
-    if (element_strides[i] == 0 || element_strides[i] > 8) return "elementStrides" + where + " is " + std::to_string(element_strides[i]) + ", outside 1…8";
+    if (element_strides[i] == 0 || element_strides[i] > 8)
+      return "elementStrides" + where + " is " + std::to_string(element_strides[i]) + ", outside 1…8";
     if (element_strides[i] != 1) return "elementStrides other than 1 are not simulated";
     if (i > 0) {
       const std::uint64_t stride = strides[i - 1];
-      if (stride % 16 != 0 || stride >= (1ull << 40)) return "globalStrides" + where + " is " + std::to_string(stride) + " bytes: it must be a multiple of 16 below 2^40";
+      if (stride % 16 != 0 || stride >= (1ull << 40))
+        return "globalStrides" + where + " is " + std::to_string(stride) +
+               " bytes: it must be a multiple of 16 below 2^40";
     }
   }
-  if ((box[0] * element_bytes) % 16 != 0) return "the inner box extent (boxDim[0] · element size = " + std::to_string(box[0] * element_bytes) + " bytes) is not a multiple of 16 bytes";
+  if ((box[0] * element_bytes) % 16 != 0)
+    return "the inner box extent (boxDim[0] · element size = " + std::to_string(box[0] * element_bytes) +
+           " bytes) is not a multiple of 16 bytes";
   if (swizzle != TensorMapSwizzle::kNone && box[0] * element_bytes > swizzle_span(swizzle)) {
-    return "the inner box extent (" + std::to_string(box[0] * element_bytes) + " bytes) exceeds the swizzle span of " + std::to_string(swizzle_span(swizzle)) + " bytes";
+    return "the inner box extent (" + std::to_string(box[0] * element_bytes) + " bytes) exceeds the swizzle span of " +
+           std::to_string(swizzle_span(swizzle)) + " bytes";
   }
   map.magic = TensorMap::kMagic;
   map.rank = rank;
@@ -148,9 +163,12 @@ template <int Rank>
 void tma_load(void* destination, const cuda::TensorMap* map, const std::int32_t (&coordinates)[Rank], void* bar,
               std::source_location site = std::source_location::current()) {
   const char* name = "cp.async.bulk.tensor";
-  if (map == nullptr || map->magic != cuda::TensorMap::kMagic) mbarrier_detail::fail(name, site, "uses a tensor map that was not encoded (cuTensorMapEncodeTiled)");
+  if (map == nullptr || map->magic != cuda::TensorMap::kMagic)
+    mbarrier_detail::fail(name, site, "uses a tensor map that was not encoded (cuTensorMapEncodeTiled)");
   if (static_cast<std::uint32_t>(Rank) != map->rank) {
-    mbarrier_detail::fail(name, site, "gives " + std::to_string(Rank) + " coordinates for a tensor map of rank " + std::to_string(map->rank));
+    mbarrier_detail::fail(
+        name, site,
+        "gives " + std::to_string(Rank) + " coordinates for a tensor map of rank " + std::to_string(map->rank));
   }
   const std::uint32_t address = shared_address(destination, name, site);
   if (address % 128 != 0) mbarrier_detail::fail(name, site, "has a shared destination that is not 128-byte aligned");
@@ -161,7 +179,10 @@ void tma_load(void* destination, const cuda::TensorMap* map, const std::int32_t 
   auto* target = static_cast<unsigned char*>(destination);
   std::memset(target, 0xff, bytes);
   const cuda::TensorMap copy = *map;
-  mbarrier_add_copy(bar, mbarrier_detail::InFlightCopy{target, bytes, bytes, site, [copy, at, address]() { tma_detail::deliver(copy, at, address); }}, name);
+  mbarrier_add_copy(bar,
+                    mbarrier_detail::InFlightCopy{target, bytes, bytes, site,
+                                                  [copy, at, address]() { tma_detail::deliver(copy, at, address); }},
+                    name);
 }
 
 }  // namespace gpu_sim::ptx

@@ -119,8 +119,9 @@ inline Warpgroup& warpgroup(const char* name, const std::source_location& site) 
   }
   const unsigned index = current_thread().linear / kWarpgroupSize;
   if ((index + 1) * kWarpgroupSize > threads) {
-    mbarrier_detail::fail(name, site, "runs in a partial warpgroup: the block has " + std::to_string(threads) +
-                                          " threads, and a warpgroup is 4 whole warps (128 threads)");
+    mbarrier_detail::fail(name, site,
+                          "runs in a partial warpgroup: the block has " + std::to_string(threads) +
+                              " threads, and a warpgroup is 4 whole warps (128 threads)");
   }
   return state.groups[index];
 }
@@ -129,9 +130,12 @@ inline Warpgroup& warpgroup(const char* name, const std::source_location& site) 
 template <typename Last>
 void meet(const char* name, const std::source_location& site, const void* argument, Last last) {
   Warpgroup& group = warpgroup(name, site);
-  if (group.arrived > 0 && (group.name != name || group.site.line() != site.line() || std::strcmp(group.site.file_name(), site.file_name()) != 0)) {
-    mbarrier_detail::fail(name, site, "while " + std::to_string(group.arrived) + " threads of its warpgroup wait in " + group.name + " at " +
-                                          format_site(group.site) + ": the 128 threads of a warpgroup must execute the same wgmma instruction");
+  if (group.arrived > 0 && (group.name != name || group.site.line() != site.line() ||
+                            std::strcmp(group.site.file_name(), site.file_name()) != 0)) {
+    mbarrier_detail::fail(name, site,
+                          "while " + std::to_string(group.arrived) + " threads of its warpgroup wait in " + group.name +
+                              " at " + format_site(group.site) +
+                              ": the 128 threads of a warpgroup must execute the same wgmma instruction");
   }
   group.name = name;
   group.site = site;
@@ -150,26 +154,33 @@ void meet(const char* name, const std::source_location& site, const void* argume
 }
 
 /** Shared-space byte address of element (r, k) of an operand (see the file header). */
-inline std::uint64_t element_address(std::uint64_t descriptor, bool mn_major, int r, int k, const std::source_location& site) {
+inline std::uint64_t element_address(std::uint64_t descriptor, bool mn_major, int r, int k,
+                                     const std::source_location& site) {
   const std::uint64_t start = (descriptor & 0x3fffu) << 4;
   const std::uint64_t lbo = ((descriptor >> 16) & 0x3fffu) << 4;
   const std::uint64_t sbo = ((descriptor >> 32) & 0x3fffu) << 4;
   const unsigned base_offset = static_cast<unsigned>((descriptor >> 49) & 7u);
   const unsigned mode = static_cast<unsigned>(descriptor >> 62);
-  if (base_offset != 0) mbarrier_detail::fail("wgmma.mma_async", site, "uses a matrix descriptor with a non-zero base offset, which is not simulated");
-  const cuda::TensorMapSwizzle swizzle = mode == 1 ? cuda::TensorMapSwizzle::k128B : mode == 2 ? cuda::TensorMapSwizzle::k64B
-                                         : mode == 3 ? cuda::TensorMapSwizzle::k32B : cuda::TensorMapSwizzle::kNone;
+  if (base_offset != 0)
+    mbarrier_detail::fail("wgmma.mma_async", site,
+                          "uses a matrix descriptor with a non-zero base offset, which is not simulated");
+  const cuda::TensorMapSwizzle swizzle = mode == 1   ? cuda::TensorMapSwizzle::k128B
+                                         : mode == 2 ? cuda::TensorMapSwizzle::k64B
+                                         : mode == 3 ? cuda::TensorMapSwizzle::k32B
+                                                     : cuda::TensorMapSwizzle::kNone;
   const std::uint64_t span = cuda::swizzle_span(swizzle);
   const auto ur = static_cast<std::uint64_t>(r);
   const auto uk = static_cast<std::uint64_t>(k);
   std::uint64_t address;
   if (!mn_major) {
-    address = swizzle == cuda::TensorMapSwizzle::kNone ? start + (ur % 8) * 16 + (ur / 8) * sbo + (uk % 8) * 2 + (uk / 8) * lbo
-                                                       : start + (ur % 8) * span + (ur / 8) * sbo + uk * 2;
+    address = swizzle == cuda::TensorMapSwizzle::kNone
+                  ? start + (ur % 8) * 16 + (ur / 8) * sbo + (uk % 8) * 2 + (uk / 8) * lbo
+                  : start + (ur % 8) * span + (ur / 8) * sbo + uk * 2;
   } else {
     const std::uint64_t per_row = span / 2;
-    address = swizzle == cuda::TensorMapSwizzle::kNone ? start + (ur % 8) * 2 + (ur / 8) * sbo + (uk % 8) * 16 + (uk / 8) * lbo
-                                                       : start + (ur % per_row) * 2 + (ur / per_row) * lbo + (uk % 8) * span + (uk / 8) * sbo;
+    address = swizzle == cuda::TensorMapSwizzle::kNone
+                  ? start + (ur % 8) * 2 + (ur / 8) * sbo + (uk % 8) * 16 + (uk / 8) * lbo
+                  : start + (ur % per_row) * 2 + (ur / per_row) * lbo + (uk % 8) * span + (uk / 8) * sbo;
   }
   return cuda::swizzle_address(address, swizzle);
 }
@@ -184,14 +195,16 @@ inline void read_operand(const Operation& op, bool is_a, int rows, std::vector<f
       const std::uint64_t address = element_address(descriptor, mn_major, r, k, op.site);
       const unsigned char* pointer = shared_pointer(address, 2, "wgmma.mma_async", op.site);
       if (const mbarrier_detail::InFlightCopy* copy = in_flight_copy(pointer, 2)) {
-        mbarrier_detail::fail("wgmma.mma_async", op.site, std::string("reads ") + (is_a ? "A" : "B") + " element (" + std::to_string(r) + ", " +
-                                                              std::to_string(k) + ") at shared address " + std::to_string(address) +
-                                                              " that the cp.async.bulk.tensor issued at " + format_site(copy->site) +
-                                                              " has not delivered yet (wait on its mbarrier phase before issuing the wgmma)");
+        mbarrier_detail::fail("wgmma.mma_async", op.site,
+                              std::string("reads ") + (is_a ? "A" : "B") + " element (" + std::to_string(r) + ", " +
+                                  std::to_string(k) + ") at shared address " + std::to_string(address) +
+                                  " that the cp.async.bulk.tensor issued at " + format_site(copy->site) +
+                                  " has not delivered yet (wait on its mbarrier phase before issuing the wgmma)");
       }
       std::uint16_t bits;
       std::memcpy(&bits, pointer, 2);
-      values[static_cast<std::size_t>(r) * 16 + k] = op.type == MmaInput::kF16 ? f16_bits_to_f32(bits) : bf16_bits_to_f32(bits);
+      values[static_cast<std::size_t>(r) * 16 + k] =
+          op.type == MmaInput::kF16 ? f16_bits_to_f32(bits) : bf16_bits_to_f32(bits);
     }
   }
 }
@@ -204,8 +217,9 @@ inline void perform(Operation& op) {
     for (unsigned t = 0; t < kWarpgroupSize; t++) {
       for (int i = 0; i < 4; i++) {
         if (op.a_registers[t][i] != op.a_issued[t * 4 + i]) {
-          mbarrier_detail::fail("wgmma.mma_async", op.site, "has its A registers changed by thread " + std::to_string(t) +
-                                                                " before the wgmma.wait_group that completes it (they are read asynchronously)");
+          mbarrier_detail::fail("wgmma.mma_async", op.site,
+                                "has its A registers changed by thread " + std::to_string(t) +
+                                    " before the wgmma.wait_group that completes it (they are read asynchronously)");
         }
       }
     }
@@ -225,7 +239,8 @@ inline void perform(Operation& op) {
       const int column = 8 * j + 2 * q + (i & 1);
       const std::size_t slot = static_cast<std::size_t>(t) * per_thread + i;
       float total = op.scale_d ? (*op.input)[slot] : 0.0f;
-      for (int k = 0; k < 16; k++) total += a[static_cast<std::size_t>(row) * 16 + k] * b[static_cast<std::size_t>(column) * 16 + k];
+      for (int k = 0; k < 16; k++)
+        total += a[static_cast<std::size_t>(row) * 16 + k] * b[static_cast<std::size_t>(column) * 16 + k];
       (*op.output)[slot] = total;
       op.d[t][i] = total;
     }
@@ -261,7 +276,8 @@ inline std::vector<float> gather_register_a(const void* const* all, MmaInput typ
       const int column = 2 * q + ((i & 2) ? 8 : 0);
       for (int half = 0; half < 2; half++) {
         const auto bits = static_cast<std::uint16_t>(a[i] >> (16 * half));
-        values[static_cast<std::size_t>(row) * 16 + column + half] = type == MmaInput::kF16 ? f16_bits_to_f32(bits) : bf16_bits_to_f32(bits);
+        values[static_cast<std::size_t>(row) * 16 + column + half] =
+            type == MmaInput::kF16 ? f16_bits_to_f32(bits) : bf16_bits_to_f32(bits);
       }
     }
   }
@@ -270,8 +286,8 @@ inline std::vector<float> gather_register_a(const void* const* all, MmaInput typ
 
 /** Queues one wgmma.mma_async of the warpgroup (A from shared memory, or from registers when `a` is given). */
 template <int N, MmaInput Type>
-void issue(float (&d)[N / 2], const std::uint32_t* a, std::uint64_t desc_a, std::uint64_t desc_b, bool scale_d, bool trans_a, bool trans_b,
-           const std::source_location& site) {
+void issue(float (&d)[N / 2], const std::uint32_t* a, std::uint64_t desc_a, std::uint64_t desc_b, bool scale_d,
+           bool trans_a, bool trans_b, const std::source_location& site) {
   static_assert(N >= 8 && N <= 256 && N % 8 == 0, "wgmma m64nNk16 takes N = 8, 16, …, 256");
   const MmaArguments arguments{d, a, desc_a, desc_b, scale_d, trans_a, trans_b};
   meet("wgmma.mma_async", site, &arguments, [&](const void* const* all) {
@@ -287,10 +303,11 @@ void issue(float (&d)[N / 2], const std::uint32_t* a, std::uint64_t desc_a, std:
     op.site = site;
     for (unsigned t = 0; t < kWarpgroupSize; t++) {
       const auto* mine = static_cast<const MmaArguments*>(all[t]);
-      if (mine->desc_a != desc_a || mine->desc_b != desc_b || mine->scale_d != scale_d || mine->trans_a != trans_a || mine->trans_b != trans_b ||
-          (mine->a == nullptr) != (a == nullptr)) {
-        mbarrier_detail::fail("wgmma.mma_async", site, "gets different descriptors or flags from thread " + std::to_string(t) +
-                                                           " of the warpgroup: they must be warpgroup-uniform");
+      if (mine->desc_a != desc_a || mine->desc_b != desc_b || mine->scale_d != scale_d || mine->trans_a != trans_a ||
+          mine->trans_b != trans_b || (mine->a == nullptr) != (a == nullptr)) {
+        mbarrier_detail::fail("wgmma.mma_async", site,
+                              "gets different descriptors or flags from thread " + std::to_string(t) +
+                                  " of the warpgroup: they must be warpgroup-uniform");
       }
       op.d[t] = mine->d;
     }
@@ -336,15 +353,15 @@ void issue(float (&d)[N / 2], const std::uint32_t* a, std::uint64_t desc_a, std:
 
 /** wgmma.mma_async m64nNk16 with f32 accumulators, A and B from shared memory (see the file header). */
 template <int N, MmaInput Type>
-void wgmma_mma_async(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b, bool scale_d, bool trans_a, bool trans_b,
-                     std::source_location site = std::source_location::current()) {
+void wgmma_mma_async(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b, bool scale_d, bool trans_a,
+                     bool trans_b, std::source_location site = std::source_location::current()) {
   wgmma_detail::issue<N, Type>(d, nullptr, desc_a, desc_b, scale_d, trans_a, trans_b, site);
 }
 
 /** wgmma.mma_async m64nNk16 with f32 accumulators, A from registers (the fragment of the file header), B from shared memory. */
 template <int N, MmaInput Type>
-void wgmma_mma_async_rs(float (&d)[N / 2], const std::uint32_t (&a)[4], std::uint64_t desc_b, bool scale_d, bool trans_b,
-                        std::source_location site = std::source_location::current()) {
+void wgmma_mma_async_rs(float (&d)[N / 2], const std::uint32_t (&a)[4], std::uint64_t desc_b, bool scale_d,
+                        bool trans_b, std::source_location site = std::source_location::current()) {
   wgmma_detail::issue<N, Type>(d, a, 0, desc_b, scale_d, false, trans_b, site);
 }
 

@@ -46,7 +46,8 @@ T atomic_exchange_explicit(volatile atomic<T>* object, T desired, memory_order) 
 }
 /** If *object == *expected, stores desired and returns true; else copies *object into *expected and returns false. */
 template <typename T>
-bool atomic_compare_exchange_weak_explicit(volatile atomic<T>* object, T* expected, T desired, memory_order, memory_order) {
+bool atomic_compare_exchange_weak_explicit(volatile atomic<T>* object, T* expected, T desired, memory_order,
+                                           memory_order) {
   return detail::ref(object).compare_exchange_strong(*expected, desired, std::memory_order_relaxed);
 }
 template <typename T>

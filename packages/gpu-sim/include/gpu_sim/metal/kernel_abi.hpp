@@ -101,9 +101,11 @@ struct ArgumentTable {
   P threadgroup(int index, const char* name) const {
     static_assert(std::is_pointer_v<P>, "threadgroup parameters are pointers");
     if (threadgroup_bytes[index] == 0) {
-      throw KernelFault(std::string("parameter '") + name + "' [[threadgroup(" + std::to_string(index) + ")]] has no threadgroup memory");
+      throw KernelFault(std::string("parameter '") + name + "' [[threadgroup(" + std::to_string(index) +
+                        ")]] has no threadgroup memory");
     }
-    return reinterpret_cast<P>(static_cast<unsigned char*>(current_runner().dynamic_shared()) + threadgroup_offsets[index]);
+    return reinterpret_cast<P>(static_cast<unsigned char*>(current_runner().dynamic_shared()) +
+                               threadgroup_offsets[index]);
   }
 };
 
@@ -131,7 +133,8 @@ inline Dim3 builtin_value(Builtin kind) {
   const unsigned linear = current_thread().linear;
   const unsigned per_group = size.x * size.y * size.z;
   switch (kind) {
-    case Builtin::kThreadPositionInGrid: return Dim3{group.x * size.x + thread.x, group.y * size.y + thread.y, group.z * size.z + thread.z};
+    case Builtin::kThreadPositionInGrid:
+      return Dim3{group.x * size.x + thread.x, group.y * size.y + thread.y, group.z * size.z + thread.z};
     case Builtin::kThreadPositionInThreadgroup: return thread;
     case Builtin::kThreadgroupPositionInGrid: return group;
     case Builtin::kThreadsPerGrid: return Dim3{groups.x * size.x, groups.y * size.y, groups.z * size.z};
@@ -147,13 +150,20 @@ inline Dim3 builtin_value(Builtin kind) {
 
 template <typename T>
 constexpr ConstantType constant_type_of() {
-  if constexpr (std::is_same_v<T, bool>) return ConstantType::kBool;
-  else if constexpr (std::is_same_v<T, short>) return ConstantType::kShort;
-  else if constexpr (std::is_same_v<T, unsigned short>) return ConstantType::kUshort;
-  else if constexpr (std::is_same_v<T, int>) return ConstantType::kInt;
-  else if constexpr (std::is_same_v<T, unsigned int>) return ConstantType::kUint;
-  else if constexpr (std::is_same_v<T, float>) return ConstantType::kFloat;
-  else return ConstantType::kHalf;
+  if constexpr (std::is_same_v<T, bool>)
+    return ConstantType::kBool;
+  else if constexpr (std::is_same_v<T, short>)
+    return ConstantType::kShort;
+  else if constexpr (std::is_same_v<T, unsigned short>)
+    return ConstantType::kUshort;
+  else if constexpr (std::is_same_v<T, int>)
+    return ConstantType::kInt;
+  else if constexpr (std::is_same_v<T, unsigned int>)
+    return ConstantType::kUint;
+  else if constexpr (std::is_same_v<T, float>)
+    return ConstantType::kFloat;
+  else
+    return ConstantType::kHalf;
 }
 
 /**
@@ -185,8 +195,9 @@ class FunctionConstant {
     if (!constant.set) return "";
     if (constant.type != constant_type_of<T>()) {
       defined_ = false;
-      return std::string("function constant '") + name_ + "' [[function_constant(" + std::to_string(index_) + ")]] is declared " +
-             constant_type_name(constant_type_of<T>()) + " but the host set a " + constant_type_name(constant.type);
+      return std::string("function constant '") + name_ + "' [[function_constant(" + std::to_string(index_) +
+             ")]] is declared " + constant_type_name(constant_type_of<T>()) + " but the host set a " +
+             constant_type_name(constant.type);
     }
     std::memcpy(&value_, &constant.bits, sizeof(T));
     return "";
@@ -202,7 +213,8 @@ class FunctionConstant {
 /** Storage of one function-scope threadgroup variable (see the file header); `Site` is a unique lambda type per declaration. */
 template <typename T, typename Site>
 T& threadgroup_storage(Site) {
-  static_assert(std::is_trivially_default_constructible_v<std::remove_all_extents_t<T>>, "threadgroup variables hold trivial types");
+  static_assert(std::is_trivially_default_constructible_v<std::remove_all_extents_t<T>>,
+                "threadgroup variables hold trivial types");
   struct Slot {
     alignas(16) T value;
     const BlockRunner* runner;
@@ -222,7 +234,9 @@ T& threadgroup_storage(Site) {
 using ConstantError = std::string;
 
 /** `current` when it already holds an error, else `next`. */
-inline ConstantError first_error(const ConstantError& current, const ConstantError& next) { return current.empty() ? next : current; }
+inline ConstantError first_error(const ConstantError& current, const ConstantError& next) {
+  return current.empty() ? next : current;
+}
 
 /** One kernel of a rewritten .metal file. */
 struct KernelInfo {
@@ -283,7 +297,8 @@ inline std::mutex& dispatch_mutex() {
  * dispatchThreadgroups:threadsPerThreadgroup: — runs `kernel` over `threadgroups` groups of
  * `threads_per_threadgroup` threads with `table`'s bindings; blocks until done.
  */
-inline LaunchResult dispatch(const KernelInfo& kernel, ArgumentTable table, Dim3 threadgroups, Dim3 threads_per_threadgroup) {
+inline LaunchResult dispatch(const KernelInfo& kernel, ArgumentTable table, Dim3 threadgroups,
+                             Dim3 threads_per_threadgroup) {
   std::size_t shared = 0;
   for (int index = 0; index < kMaxBindings; index++) {
     table.threadgroup_offsets[index] = shared;
@@ -291,24 +306,28 @@ inline LaunchResult dispatch(const KernelInfo& kernel, ArgumentTable table, Dim3
   }
   std::lock_guard<std::mutex> lock(dispatch_mutex());
   const std::string constant_error = kernel.set_constants(table);
-  if (!constant_error.empty()) return LaunchResult{false, std::string("kernel '") + kernel.name + "': " + constant_error};
+  if (!constant_error.empty())
+    return LaunchResult{false, std::string("kernel '") + kernel.name + "': " + constant_error};
   struct Context {
     const KernelInfo* kernel;
     const ArgumentTable* table;
   } context{&kernel, &table};
   LaunchShape shape{threadgroups, threads_per_threadgroup, shared, kernel.name};
-  return Engine::instance().launch(shape, [](void* raw) {
-    auto* context = static_cast<Context*>(raw);
-    try {
-      context->kernel->body(*context->table);
-    } catch (const KernelFault& fault) {
-      // Name the kernel and the thread in faults raised by the bindings and constants.
-      const std::string text = fault.what();
-      if (text.rfind("kernel '", 0) == 0) throw;
-      throw KernelFault(std::string("kernel '") + context->kernel->name + "': thread " + format_dim(thread_index()) + " of threadgroup " +
-                        format_dim(block_index()) + ": " + text);
-    }
-  }, &context);
+  return Engine::instance().launch(
+      shape,
+      [](void* raw) {
+        auto* context = static_cast<Context*>(raw);
+        try {
+          context->kernel->body(*context->table);
+        } catch (const KernelFault& fault) {
+          // Name the kernel and the thread in faults raised by the bindings and constants.
+          const std::string text = fault.what();
+          if (text.rfind("kernel '", 0) == 0) throw;
+          throw KernelFault(std::string("kernel '") + context->kernel->name + "': thread " +
+                            format_dim(thread_index()) + " of threadgroup " + format_dim(block_index()) + ": " + text);
+        }
+      },
+      &context);
 }
 
 }  // namespace gpu_sim::metal

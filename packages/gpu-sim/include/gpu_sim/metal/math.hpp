@@ -47,8 +47,8 @@ template <typename T>
 concept Integer = std::is_integral_v<T> && !std::is_same_v<T, bool>;
 }  // namespace detail
 
-#define GPU_SIM_METAL_UNARY(name, expression)                          \
-  inline float name(float x) { return expression; }                    \
+#define GPU_SIM_METAL_UNARY(name, expression)       \
+  inline float name(float x) { return expression; } \
   inline half name(half x) { return static_cast<half>(name(static_cast<float>(x))); }
 GPU_SIM_METAL_UNARY(exp, std::exp(x))
 GPU_SIM_METAL_UNARY(exp2, std::exp2(x))
@@ -78,8 +78,8 @@ GPU_SIM_METAL_UNARY(fract, std::fmin(x - std::floor(x), 0x1.fffffep-1f))
 GPU_SIM_METAL_UNARY(saturate, std::isnan(x) ? 0.0f : std::fmin(std::fmax(x, 0.0f), 1.0f))
 #undef GPU_SIM_METAL_UNARY
 
-#define GPU_SIM_METAL_BINARY(name, expression)                                    \
-  inline float name(float x, float y) { return expression; }                      \
+#define GPU_SIM_METAL_BINARY(name, expression)               \
+  inline float name(float x, float y) { return expression; } \
   inline half name(half x, half y) { return static_cast<half>(name(static_cast<float>(x), static_cast<float>(y))); }
 GPU_SIM_METAL_BINARY(pow, std::pow(x, y))
 GPU_SIM_METAL_BINARY(powr, std::pow(x, y))
@@ -93,7 +93,9 @@ GPU_SIM_METAL_BINARY(divide, x / y)
 #undef GPU_SIM_METAL_BINARY
 
 inline float fma(float a, float b, float c) { return std::fma(a, b, c); }
-inline half fma(half a, half b, half c) { return static_cast<half>(std::fma(static_cast<float>(a), static_cast<float>(b), static_cast<float>(c))); }
+inline half fma(half a, half b, half c) {
+  return static_cast<half>(std::fma(static_cast<float>(a), static_cast<float>(b), static_cast<float>(c)));
+}
 inline float mix(float x, float y, float a) { return x + (y - x) * a; }
 
 inline bool isnan(float x) { return std::isnan(x); }
@@ -107,15 +109,25 @@ inline bool signbit(half x) { return std::signbit(static_cast<float>(x)); }
 
 /** min/max: fmin/fmax for floats (a NaN operand is ignored), plain comparison for integers. */
 template <detail::Float T>
-T min(T a, T b) { return fmin(a, b); }
+T min(T a, T b) {
+  return fmin(a, b);
+}
 template <detail::Float T>
-T max(T a, T b) { return fmax(a, b); }
+T max(T a, T b) {
+  return fmax(a, b);
+}
 template <detail::Integer T>
-T min(T a, T b) { return b < a ? b : a; }
+T min(T a, T b) {
+  return b < a ? b : a;
+}
 template <detail::Integer T>
-T max(T a, T b) { return a < b ? b : a; }
+T max(T a, T b) {
+  return a < b ? b : a;
+}
 template <typename T>
-T clamp(T x, T low, T high) { return min(max(x, low), high); }
+T clamp(T x, T low, T high) {
+  return min(max(x, low), high);
+}
 
 /** Integer |x| (wraps: abs(INT_MIN) = INT_MIN, as the GPU's integer unit does). */
 template <detail::Integer T>
@@ -132,7 +144,9 @@ inline half abs(half x) { return static_cast<half>(std::fabs(static_cast<float>(
 
 /** c ? b : a (MSL's select, scalar form). */
 template <typename T>
-T select(T a, T b, bool c) { return c ? b : a; }
+T select(T a, T b, bool c) {
+  return c ? b : a;
+}
 
 inline float sign(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : std::isnan(x) ? 0.0f : x; }
 
@@ -168,17 +182,19 @@ struct numeric_limits<half> {
 
 /** Same functions; Apple's fast:: versions trade accuracy for speed, the simulator's do not. */
 namespace fast {
-using metal::acos, metal::asin, metal::atan, metal::atan2, metal::ceil, metal::cos, metal::cosh, metal::exp, metal::exp2, metal::exp10,
-    metal::fabs, metal::floor, metal::fmax, metal::fmin, metal::fmod, metal::fract, metal::log, metal::log10, metal::log2, metal::max,
-    metal::min, metal::pow, metal::powr, metal::rint, metal::round, metal::rsqrt, metal::saturate, metal::sin, metal::sinh,
-    metal::sqrt, metal::tan, metal::tanh, metal::trunc, metal::divide, metal::clamp;
+using metal::acos, metal::asin, metal::atan, metal::atan2, metal::ceil, metal::cos, metal::cosh, metal::exp,
+    metal::exp2, metal::exp10, metal::fabs, metal::floor, metal::fmax, metal::fmin, metal::fmod, metal::fract,
+    metal::log, metal::log10, metal::log2, metal::max, metal::min, metal::pow, metal::powr, metal::rint, metal::round,
+    metal::rsqrt, metal::saturate, metal::sin, metal::sinh, metal::sqrt, metal::tan, metal::tanh, metal::trunc,
+    metal::divide, metal::clamp;
 }  // namespace fast
 /** Same functions, IEEE-accurate (also on the GPU). */
 namespace precise {
-using metal::acos, metal::asin, metal::atan, metal::atan2, metal::ceil, metal::cos, metal::cosh, metal::exp, metal::exp2, metal::exp10,
-    metal::fabs, metal::floor, metal::fmax, metal::fmin, metal::fmod, metal::fract, metal::log, metal::log10, metal::log2, metal::max,
-    metal::min, metal::pow, metal::powr, metal::rint, metal::round, metal::rsqrt, metal::saturate, metal::sin, metal::sinh,
-    metal::sqrt, metal::tan, metal::tanh, metal::trunc, metal::divide, metal::clamp;
+using metal::acos, metal::asin, metal::atan, metal::atan2, metal::ceil, metal::cos, metal::cosh, metal::exp,
+    metal::exp2, metal::exp10, metal::fabs, metal::floor, metal::fmax, metal::fmin, metal::fmod, metal::fract,
+    metal::log, metal::log10, metal::log2, metal::max, metal::min, metal::pow, metal::powr, metal::rint, metal::round,
+    metal::rsqrt, metal::saturate, metal::sin, metal::sinh, metal::sqrt, metal::tan, metal::tanh, metal::trunc,
+    metal::divide, metal::clamp;
 }  // namespace precise
 
 }  // namespace metal

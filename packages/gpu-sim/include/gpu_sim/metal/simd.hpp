@@ -78,38 +78,49 @@ struct Max {
   static constexpr const char* kName = "simd_max";
   template <typename T>
   T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>) return a < b ? b : a;
-    else return static_cast<T>(std::fmax(static_cast<float>(a), static_cast<float>(b)));
+    if constexpr (std::is_integral_v<T>)
+      return a < b ? b : a;
+    else
+      return static_cast<T>(std::fmax(static_cast<float>(a), static_cast<float>(b)));
   }
 };
 struct Min {
   static constexpr const char* kName = "simd_min";
   template <typename T>
   T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>) return b < a ? b : a;
-    else return static_cast<T>(std::fmin(static_cast<float>(a), static_cast<float>(b)));
+    if constexpr (std::is_integral_v<T>)
+      return b < a ? b : a;
+    else
+      return static_cast<T>(std::fmin(static_cast<float>(a), static_cast<float>(b)));
   }
 };
 struct And {
   static constexpr const char* kName = "simd_and";
   template <typename T>
-  T operator()(T a, T b) const { return a & b; }
+  T operator()(T a, T b) const {
+    return a & b;
+  }
 };
 struct Or {
   static constexpr const char* kName = "simd_or";
   template <typename T>
-  T operator()(T a, T b) const { return a | b; }
+  T operator()(T a, T b) const {
+    return a | b;
+  }
 };
 struct Xor {
   static constexpr const char* kName = "simd_xor";
   template <typename T>
-  T operator()(T a, T b) const { return a ^ b; }
+  T operator()(T a, T b) const {
+    return a ^ b;
+  }
 };
 
 template <typename T, typename Combine>
 inline constexpr CollectiveOp kReduce{Combine::kName, typed_reduce_combine<T, Combine>};
 template <typename T, typename Combine, bool Inclusive>
-inline constexpr CollectiveOp kPrefix{Inclusive ? "simd_prefix_inclusive_sum" : "simd_prefix_exclusive_sum", typed_prefix_combine<T, Combine, Inclusive>};
+inline constexpr CollectiveOp kPrefix{Inclusive ? "simd_prefix_inclusive_sum" : "simd_prefix_exclusive_sum",
+                                      typed_prefix_combine<T, Combine, Inclusive>};
 inline constexpr CollectiveOp kShuffle{"simd_shuffle", shuffle_combine<0>};
 inline constexpr CollectiveOp kShuffleUp{"simd_shuffle_up", shuffle_combine<1>};
 inline constexpr CollectiveOp kShuffleDown{"simd_shuffle_down", shuffle_combine<2>};
@@ -133,15 +144,17 @@ T reduce(T value, const std::source_location& site) {
 
 template <typename T, typename Combine, bool Inclusive>
 T prefix(T value, const std::source_location& site) {
-  const std::uint64_t bits = warp_collective(kPrefix<T, Combine, Inclusive>, active_lanes(), collective_detail::to_bits(value), 0,
-                                             static_cast<int>(kWarpSize), site, true);
+  const std::uint64_t bits =
+      warp_collective(kPrefix<T, Combine, Inclusive>, active_lanes(), collective_detail::to_bits(value), 0,
+                      static_cast<int>(kWarpSize), site, true);
   return collective_detail::from_bits<T>(bits);
 }
 
 template <typename T>
 T shuffle(const CollectiveOp& op, T value, int argument, const std::source_location& site) {
   static_assert(sizeof(T) <= 8 && BitMovable<T>, "simd shuffles move values of at most 8 bytes");
-  const std::uint64_t bits = warp_collective(op, active_lanes(), collective_detail::to_bits(value), argument, static_cast<int>(kWarpSize), site, true);
+  const std::uint64_t bits = warp_collective(op, active_lanes(), collective_detail::to_bits(value), argument,
+                                             static_cast<int>(kWarpSize), site, true);
   return collective_detail::from_bits<T>(bits);
 }
 
@@ -156,8 +169,17 @@ inline void simdgroup_step(const CollectiveOp& op, const std::source_location& s
 namespace metal {
 
 /** Memory a barrier orders (the simulator orders everything: fibers share one address space). */
-enum class mem_flags : unsigned { mem_none = 0, mem_device = 1, mem_threadgroup = 2, mem_texture = 4, mem_threadgroup_imageblock = 8, mem_object_data = 16 };
-inline mem_flags operator|(mem_flags a, mem_flags b) { return static_cast<mem_flags>(static_cast<unsigned>(a) | static_cast<unsigned>(b)); }
+enum class mem_flags : unsigned {
+  mem_none = 0,
+  mem_device = 1,
+  mem_threadgroup = 2,
+  mem_texture = 4,
+  mem_threadgroup_imageblock = 8,
+  mem_object_data = 16
+};
+inline mem_flags operator|(mem_flags a, mem_flags b) {
+  return static_cast<mem_flags>(static_cast<unsigned>(a) | static_cast<unsigned>(b));
+}
 
 /** Every thread of the threadgroup waits here (all must reach the same barrier). */
 inline void threadgroup_barrier(mem_flags, std::source_location site = std::source_location::current()) {
@@ -168,9 +190,9 @@ inline void simdgroup_barrier(mem_flags, std::source_location site = std::source
   ::gpu_sim::metal::simd_detail::simdgroup_step(::gpu_sim::metal::simd_detail::kSimdgroupBarrier, site);
 }
 
-#define GPU_SIM_METAL_SIMD_REDUCTION(name, combine)                                                 \
-  template <typename T>                                                                           \
-  T name(T value, std::source_location site = std::source_location::current()) {                  \
+#define GPU_SIM_METAL_SIMD_REDUCTION(name, combine)                                                       \
+  template <typename T>                                                                                   \
+  T name(T value, std::source_location site = std::source_location::current()) {                          \
     return ::gpu_sim::metal::simd_detail::reduce<T, ::gpu_sim::metal::simd_detail::combine>(value, site); \
   }
 GPU_SIM_METAL_SIMD_REDUCTION(simd_sum, Plus)
@@ -234,20 +256,22 @@ struct simd_vote {
   bool any() const { return bits != 0; }
 };
 inline simd_vote simd_ballot(bool predicate, std::source_location site = std::source_location::current()) {
-  return simd_vote{::gpu_sim::warp_collective(::gpu_sim::metal::simd_detail::kBallot, ::gpu_sim::metal::simd_detail::active_lanes(),
-                                              predicate ? 1 : 0, 0, 32, site, true)};
+  return simd_vote{::gpu_sim::warp_collective(::gpu_sim::metal::simd_detail::kBallot,
+                                              ::gpu_sim::metal::simd_detail::active_lanes(), predicate ? 1 : 0, 0, 32,
+                                              site, true)};
 }
 inline bool simd_any(bool predicate, std::source_location site = std::source_location::current()) {
-  return ::gpu_sim::warp_collective(::gpu_sim::metal::simd_detail::kAny, ::gpu_sim::metal::simd_detail::active_lanes(), predicate ? 1 : 0, 0,
-                                    32, site, true) != 0;
+  return ::gpu_sim::warp_collective(::gpu_sim::metal::simd_detail::kAny, ::gpu_sim::metal::simd_detail::active_lanes(),
+                                    predicate ? 1 : 0, 0, 32, site, true) != 0;
 }
 inline bool simd_all(bool predicate, std::source_location site = std::source_location::current()) {
-  return ::gpu_sim::warp_collective(::gpu_sim::metal::simd_detail::kAll, ::gpu_sim::metal::simd_detail::active_lanes(), predicate ? 1 : 0, 0,
-                                    32, site, true) != 0;
+  return ::gpu_sim::warp_collective(::gpu_sim::metal::simd_detail::kAll, ::gpu_sim::metal::simd_detail::active_lanes(),
+                                    predicate ? 1 : 0, 0, 32, site, true) != 0;
 }
 /** True in the lowest active lane. */
 inline bool simd_is_first() {
-  return ::gpu_sim::current_thread().lane == static_cast<unsigned>(__builtin_ctz(::gpu_sim::metal::simd_detail::active_lanes()));
+  return ::gpu_sim::current_thread().lane ==
+         static_cast<unsigned>(__builtin_ctz(::gpu_sim::metal::simd_detail::active_lanes()));
 }
 /** The active lanes. */
 inline simd_vote simd_active_threads_mask() { return simd_vote{::gpu_sim::metal::simd_detail::active_lanes()}; }
@@ -295,7 +319,8 @@ Call* call_of(std::uint64_t value) {
 
 /** Loads once, from the lowest lane's arguments (every lane must pass the same), into every lane's matrix. */
 template <typename T, int Cols, int Rows>
-const char* load_combine(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t mask, std::uint64_t* results, unsigned* offending) {
+const char* load_combine(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t mask,
+                         std::uint64_t* results, unsigned* offending) {
   const unsigned first = static_cast<unsigned>(__builtin_ctz(mask));
   const LoadCall<T, Cols, Rows>& lead = *call_of<LoadCall<T, Cols, Rows>>(values[first]);
   simdgroup_matrix<T, Cols, Rows> loaded;
@@ -309,10 +334,11 @@ const char* load_combine(const std::uint64_t* values, const std::int32_t*, int, 
   for (unsigned lane = 0; lane < 32; lane++) {
     if ((mask & (1u << lane)) == 0) continue;
     const LoadCall<T, Cols, Rows>& call = *call_of<LoadCall<T, Cols, Rows>>(values[lane]);
-    if (call.source != lead.source || call.elements_per_row != lead.elements_per_row || call.origin.x != lead.origin.x ||
-        call.origin.y != lead.origin.y || call.transpose != lead.transpose) {
+    if (call.source != lead.source || call.elements_per_row != lead.elements_per_row ||
+        call.origin.x != lead.origin.x || call.origin.y != lead.origin.y || call.transpose != lead.transpose) {
       *offending = lane;
-      return "loads from another address, stride or origin than the lowest lane: simdgroup_load's arguments must be the same in every lane";
+      return "loads from another address, stride or origin than the lowest lane: simdgroup_load's arguments must be "
+             "the same in every lane";
     }
     *call.matrix = loaded;
     results[lane] = 0;
@@ -322,7 +348,8 @@ const char* load_combine(const std::uint64_t* values, const std::int32_t*, int, 
 
 /** d = a·b + c once, from the lowest lane's operands (every lane must hold the same), into every lane's d. */
 template <typename T, int Cols, int Rows>
-const char* multiply_combine(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t mask, std::uint64_t* results, unsigned* offending) {
+const char* multiply_combine(const std::uint64_t* values, const std::int32_t*, int, std::uint32_t mask,
+                             std::uint64_t* results, unsigned* offending) {
   const unsigned first = static_cast<unsigned>(__builtin_ctz(mask));
   const MultiplyCall<T, Cols, Rows>& lead = *call_of<MultiplyCall<T, Cols, Rows>>(values[first]);
   for (unsigned lane = 0; lane < 32; lane++) {
@@ -331,7 +358,8 @@ const char* multiply_combine(const std::uint64_t* values, const std::int32_t*, i
     if (std::memcmp(call.a, lead.a, sizeof *call.a) != 0 || std::memcmp(call.b, lead.b, sizeof *call.b) != 0 ||
         std::memcmp(call.c, lead.c, sizeof *call.c) != 0) {
       *offending = lane;
-      return "holds other matrix values than the lowest lane: a simdgroup matrix is one value shared by the simdgroup (load it with simdgroup_load)";
+      return "holds other matrix values than the lowest lane: a simdgroup matrix is one value shared by the simdgroup "
+             "(load it with simdgroup_load)";
     }
   }
   simdgroup_matrix<T, Cols, Rows> result;
@@ -339,7 +367,8 @@ const char* multiply_combine(const std::uint64_t* values, const std::int32_t*, i
     for (int col = 0; col < Cols; col++) {
       float sum = static_cast<float>(lead.c->elements[r * Cols + col]);
       for (int k = 0; k < Cols; k++) {
-        sum = std::fma(static_cast<float>(lead.a->elements[r * Cols + k]), static_cast<float>(lead.b->elements[k * Cols + col]), sum);
+        sum = std::fma(static_cast<float>(lead.a->elements[r * Cols + k]),
+                       static_cast<float>(lead.b->elements[k * Cols + col]), sum);
       }
       result.elements[r * Cols + col] = static_cast<T>(sum);
     }
@@ -360,8 +389,9 @@ inline constexpr ::gpu_sim::CollectiveOp kMultiply{"simdgroup_multiply_accumulat
 
 /** Loads an 8×8 tile whose element (r, c) is source[(origin.y + r)·elements_per_row + origin.x + c] (transposed: r and c swap). */
 template <typename T, int Cols, int Rows>
-void simdgroup_load(simdgroup_matrix<T, Cols, Rows>& matrix, const T* source, ulong elements_per_row = Cols, ulong2 origin = ulong2(0ul),
-                    bool transpose = false, std::source_location site = std::source_location::current()) {
+void simdgroup_load(simdgroup_matrix<T, Cols, Rows>& matrix, const T* source, ulong elements_per_row = Cols,
+                    ulong2 origin = ulong2(0ul), bool transpose = false,
+                    std::source_location site = std::source_location::current()) {
   matrix_detail::LoadCall<T, Cols, Rows> call{&matrix, source, elements_per_row, origin, transpose};
   ::gpu_sim::warp_collective(matrix_detail::kLoad<T, Cols, Rows>, ::gpu_sim::metal::simd_detail::active_lanes(),
                              static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&call)), 0, 32, site, false);
@@ -369,8 +399,9 @@ void simdgroup_load(simdgroup_matrix<T, Cols, Rows>& matrix, const T* source, ul
 
 /** Stores the tile: lane l writes elements 2l and 2l + 1 (row-major), so the whole simdgroup writes it. */
 template <typename T, int Cols, int Rows>
-void simdgroup_store(const simdgroup_matrix<T, Cols, Rows>& matrix, T* target, ulong elements_per_row = Cols, ulong2 origin = ulong2(0ul),
-                     bool transpose = false, std::source_location site = std::source_location::current()) {
+void simdgroup_store(const simdgroup_matrix<T, Cols, Rows>& matrix, T* target, ulong elements_per_row = Cols,
+                     ulong2 origin = ulong2(0ul), bool transpose = false,
+                     std::source_location site = std::source_location::current()) {
   ::gpu_sim::metal::simd_detail::simdgroup_step(::gpu_sim::metal::simd_detail::kSimdgroupMatrix, site);
   const unsigned lane = ::gpu_sim::current_thread().lane;
   for (unsigned element = 2 * lane; element < 2 * lane + 2; element++) {
@@ -384,8 +415,9 @@ void simdgroup_store(const simdgroup_matrix<T, Cols, Rows>& matrix, T* target, u
 
 /** d = a·b + c. */
 template <typename T, int Cols, int Rows>
-void simdgroup_multiply_accumulate(simdgroup_matrix<T, Cols, Rows>& d, const simdgroup_matrix<T, Cols, Rows>& a, const simdgroup_matrix<T, Cols, Rows>& b,
-                                   const simdgroup_matrix<T, Cols, Rows>& c, std::source_location site = std::source_location::current()) {
+void simdgroup_multiply_accumulate(simdgroup_matrix<T, Cols, Rows>& d, const simdgroup_matrix<T, Cols, Rows>& a,
+                                   const simdgroup_matrix<T, Cols, Rows>& b, const simdgroup_matrix<T, Cols, Rows>& c,
+                                   std::source_location site = std::source_location::current()) {
   matrix_detail::MultiplyCall<T, Cols, Rows> call{&d, &a, &b, &c};
   ::gpu_sim::warp_collective(matrix_detail::kMultiply<T, Cols, Rows>, ::gpu_sim::metal::simd_detail::active_lanes(),
                              static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&call)), 0, 32, site, false);
@@ -393,7 +425,8 @@ void simdgroup_multiply_accumulate(simdgroup_matrix<T, Cols, Rows>& d, const sim
 
 /** d = a·b. */
 template <typename T, int Cols, int Rows>
-void simdgroup_multiply(simdgroup_matrix<T, Cols, Rows>& d, const simdgroup_matrix<T, Cols, Rows>& a, const simdgroup_matrix<T, Cols, Rows>& b,
+void simdgroup_multiply(simdgroup_matrix<T, Cols, Rows>& d, const simdgroup_matrix<T, Cols, Rows>& a,
+                        const simdgroup_matrix<T, Cols, Rows>& b,
                         std::source_location site = std::source_location::current()) {
   simdgroup_multiply_accumulate(d, a, b, make_filled_simdgroup_matrix<T, Cols, Rows>(static_cast<T>(0)), site);
 }

@@ -85,9 +85,21 @@ struct vec : vec_storage<T, N> {
   explicit vec(T value) {
     for (int i = 0; i < N; i++) (*this)[i] = value;
   }
-  vec(T x, T y) requires(N == 2) { set(x, y); }
-  vec(T x, T y, T z) requires(N == 3) { set(x, y, z); }
-  vec(T x, T y, T z, T w) requires(N == 4) { set(x, y, z, w); }
+  vec(T x, T y)
+    requires(N == 2)
+  {
+    set(x, y);
+  }
+  vec(T x, T y, T z)
+    requires(N == 3)
+  {
+    set(x, y, z);
+  }
+  vec(T x, T y, T z, T w)
+    requires(N == 4)
+  {
+    set(x, y, z, w);
+  }
   /** Componentwise conversion (MSL's float4(int4_value)). */
   template <typename U>
   explicit vec(const vec<U, N>& other) {
@@ -105,17 +117,28 @@ struct vec : vec_storage<T, N> {
 
  private:
   static std::string scalar_name() {
-    if constexpr (std::is_same_v<T, float>) return "float";
-    else if constexpr (std::is_same_v<T, half>) return "half";
-    else if constexpr (std::is_same_v<T, int>) return "int";
-    else if constexpr (std::is_same_v<T, unsigned>) return "uint";
-    else if constexpr (std::is_same_v<T, short>) return "short";
-    else if constexpr (std::is_same_v<T, unsigned short>) return "ushort";
-    else if constexpr (std::is_same_v<T, long>) return "long";
-    else if constexpr (std::is_same_v<T, unsigned long>) return "ulong";
-    else if constexpr (std::is_same_v<T, bool>) return "bool";
-    else if constexpr (std::is_same_v<T, unsigned char>) return "uchar";
-    else return "char";
+    if constexpr (std::is_same_v<T, float>)
+      return "float";
+    else if constexpr (std::is_same_v<T, half>)
+      return "half";
+    else if constexpr (std::is_same_v<T, int>)
+      return "int";
+    else if constexpr (std::is_same_v<T, unsigned>)
+      return "uint";
+    else if constexpr (std::is_same_v<T, short>)
+      return "short";
+    else if constexpr (std::is_same_v<T, unsigned short>)
+      return "ushort";
+    else if constexpr (std::is_same_v<T, long>)
+      return "long";
+    else if constexpr (std::is_same_v<T, unsigned long>)
+      return "ulong";
+    else if constexpr (std::is_same_v<T, bool>)
+      return "bool";
+    else if constexpr (std::is_same_v<T, unsigned char>)
+      return "uchar";
+    else
+      return "char";
   }
 
   template <typename... Values>
@@ -133,29 +156,29 @@ struct is_vec<vec<T, N>> : std::true_type {};
 template <typename S>
 concept Scalar = std::is_arithmetic_v<S> || std::is_same_v<S, half>;
 
-#define GPU_SIM_METAL_VECTOR_OPERATOR(op)                                                       \
-  template <typename T, int N>                                                                  \
-  vec<T, N> operator op(const vec<T, N>& a, const vec<T, N>& b) {                               \
-    vec<T, N> r;                                                                                \
-    for (int i = 0; i < N; i++) r[i] = static_cast<T>(a[i] op b[i]);                          \
-    return r;                                                                                   \
-  }                                                                                             \
-  template <typename T, int N, Scalar S>                                                        \
-  vec<T, N> operator op(const vec<T, N>& a, S b) {                                              \
-    vec<T, N> r;                                                                                \
-    for (int i = 0; i < N; i++) r[i] = static_cast<T>(a[i] op static_cast<T>(b));             \
-    return r;                                                                                   \
-  }                                                                                             \
-  template <typename T, int N, Scalar S>                                                        \
-  vec<T, N> operator op(S a, const vec<T, N>& b) {                                              \
-    vec<T, N> r;                                                                                \
-    for (int i = 0; i < N; i++) r[i] = static_cast<T>(static_cast<T>(a) op b[i]);             \
-    return r;                                                                                   \
-  }                                                                                             \
-  template <typename T, int N, typename U>                                                      \
-  vec<T, N>& operator op##=(vec<T, N>& a, const U& b) {                                         \
-    a = a op b;                                                                                 \
-    return a;                                                                                   \
+#define GPU_SIM_METAL_VECTOR_OPERATOR(op)                                         \
+  template <typename T, int N>                                                    \
+  vec<T, N> operator op(const vec<T, N>& a, const vec<T, N>& b) {                 \
+    vec<T, N> r;                                                                  \
+    for (int i = 0; i < N; i++) r[i] = static_cast<T>(a[i] op b[i]);              \
+    return r;                                                                     \
+  }                                                                               \
+  template <typename T, int N, Scalar S>                                          \
+  vec<T, N> operator op(const vec<T, N>& a, S b) {                                \
+    vec<T, N> r;                                                                  \
+    for (int i = 0; i < N; i++) r[i] = static_cast<T>(a[i] op static_cast<T>(b)); \
+    return r;                                                                     \
+  }                                                                               \
+  template <typename T, int N, Scalar S>                                          \
+  vec<T, N> operator op(S a, const vec<T, N>& b) {                                \
+    vec<T, N> r;                                                                  \
+    for (int i = 0; i < N; i++) r[i] = static_cast<T>(static_cast<T>(a) op b[i]); \
+    return r;                                                                     \
+  }                                                                               \
+  template <typename T, int N, typename U>                                        \
+  vec<T, N>& operator op## = (vec<T, N> & a, const U& b) {                        \
+    a = a op b;                                                                   \
+    return a;                                                                     \
   }
 GPU_SIM_METAL_VECTOR_OPERATOR(+)
 GPU_SIM_METAL_VECTOR_OPERATOR(-)
@@ -170,12 +193,12 @@ vec<T, N> operator-(const vec<T, N>& a) {
   return r;
 }
 
-#define GPU_SIM_METAL_VECTOR_COMPARISON(op)                                   \
-  template <typename T, int N>                                                \
-  vec<bool, N> operator op(const vec<T, N>& a, const vec<T, N>& b) {          \
-    vec<bool, N> r;                                                           \
-    for (int i = 0; i < N; i++) r[i] = a[i] op b[i];                          \
-    return r;                                                                 \
+#define GPU_SIM_METAL_VECTOR_COMPARISON(op)                          \
+  template <typename T, int N>                                       \
+  vec<bool, N> operator op(const vec<T, N>& a, const vec<T, N>& b) { \
+    vec<bool, N> r;                                                  \
+    for (int i = 0; i < N; i++) r[i] = a[i] op b[i];                 \
+    return r;                                                        \
   }
 GPU_SIM_METAL_VECTOR_COMPARISON(==)
 GPU_SIM_METAL_VECTOR_COMPARISON(!=)
@@ -187,7 +210,7 @@ GPU_SIM_METAL_VECTOR_COMPARISON(>=)
 
 }  // namespace gpu_sim::metal
 
-#define GPU_SIM_METAL_VECTORS(type)                 \
+#define GPU_SIM_METAL_VECTORS(type)               \
   typedef ::gpu_sim::metal::vec<type, 2> type##2; \
   typedef ::gpu_sim::metal::vec<type, 3> type##3; \
   typedef ::gpu_sim::metal::vec<type, 4> type##4;

@@ -25,7 +25,11 @@ function adamwCases(settings: CaseSettings, dtype: DType, length: number, hyper:
     const v = context.tensor([length], 'f32', new Float64Array(length));
     for (let step = 1; step <= STEPS; step++) {
       // Gradients of very different magnitudes per element, as in real training.
-      const grad = context.tensor([length], dtype, context.random.uniform(length, -1, 1).map((value, i) => value * 10 ** ((i % 5) - 3)));
+      const grad = context.tensor(
+        [length],
+        dtype,
+        context.random.uniform(length, -1, 1).map((value, i) => value * 10 ** ((i % 5) - 3)),
+      );
       const params: AdamWParams = { ...hyper, lr: hyper.lr / step, step };
       runFused(context, mode, 'adamw', (side) => [param[side], grad[side], m[side], v[side], params]);
       await context.expectClose(param, `param after step ${step}`);
@@ -39,5 +43,8 @@ function adamwCases(settings: CaseSettings, dtype: DType, length: number, hyper:
 /** Every adamw (dtype, length) case. */
 export function optimizerCases(settings: CaseSettings): ConformanceCase[] {
   const lengths = bySize(settings.sizes, [1, 37, 0, 4099], 3);
-  return FLOAT_DTYPES.flatMap((dtype) => [...lengths.flatMap((length) => adamwCases(settings, dtype, length)), ...adamwCases(settings, dtype, 37, STRONG_DECAY)]);
+  return FLOAT_DTYPES.flatMap((dtype) => [
+    ...lengths.flatMap((length) => adamwCases(settings, dtype, length)),
+    ...adamwCases(settings, dtype, 37, STRONG_DECAY),
+  ]);
 }

@@ -68,19 +68,21 @@ const GEOMETRIES: AttentionGeometry[] = [
 ];
 
 /** Tokens-major geometries: GQA, causal with Tq ≠ Tk both ways past one key block, masks, D not a power of 2 or above 128, batch > 1. */
-const TOKENS_MAJOR_GEOMETRIES: AttentionGeometry[] = ([
-  { batch: 2, headsQ: 2, headsKV: 2, lengthQ: 5, lengthK: 5, headDim: 8, causal: true },
-  { batch: 2, headsQ: 4, headsKV: 2, lengthQ: 7, lengthK: 7, headDim: 16, causal: true },
-  { batch: 1, headsQ: 4, headsKV: 1, lengthQ: 6, lengthK: 9, headDim: 12, causal: false, scale: 0.75 },
-  { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 40, lengthK: 100, headDim: 16, causal: true },
-  { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 100, lengthK: 40, headDim: 16, causal: true },
-  { batch: 2, headsQ: 4, headsKV: 2, lengthQ: 5, lengthK: 7, headDim: 8, causal: false, mask: 'dense' },
-  { batch: 2, headsQ: 2, headsKV: 2, lengthQ: 4, lengthK: 6, headDim: 8, causal: true, mask: 'padding' },
-  { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 3, lengthK: 257, headDim: 8, causal: false, keys: 'rising' },
-  { batch: 2, headsQ: 3, headsKV: 3, lengthQ: 130, lengthK: 130, headDim: 64, causal: true, full: true },
-  // Above the flash kernels' head-dim limit (128 on CUDA): native backends run core's composition, in this layout.
-  { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 3, lengthK: 5, headDim: 160, causal: true },
-] as const satisfies readonly AttentionGeometry[]).map((geometry) => ({ ...geometry, layout: 'tokens-major' as const }));
+const TOKENS_MAJOR_GEOMETRIES: AttentionGeometry[] = (
+  [
+    { batch: 2, headsQ: 2, headsKV: 2, lengthQ: 5, lengthK: 5, headDim: 8, causal: true },
+    { batch: 2, headsQ: 4, headsKV: 2, lengthQ: 7, lengthK: 7, headDim: 16, causal: true },
+    { batch: 1, headsQ: 4, headsKV: 1, lengthQ: 6, lengthK: 9, headDim: 12, causal: false, scale: 0.75 },
+    { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 40, lengthK: 100, headDim: 16, causal: true },
+    { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 100, lengthK: 40, headDim: 16, causal: true },
+    { batch: 2, headsQ: 4, headsKV: 2, lengthQ: 5, lengthK: 7, headDim: 8, causal: false, mask: 'dense' },
+    { batch: 2, headsQ: 2, headsKV: 2, lengthQ: 4, lengthK: 6, headDim: 8, causal: true, mask: 'padding' },
+    { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 3, lengthK: 257, headDim: 8, causal: false, keys: 'rising' },
+    { batch: 2, headsQ: 3, headsKV: 3, lengthQ: 130, lengthK: 130, headDim: 64, causal: true, full: true },
+    // Above the flash kernels' head-dim limit (128 on CUDA): native backends run core's composition, in this layout.
+    { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 3, lengthK: 5, headDim: 160, causal: true },
+  ] as const satisfies readonly AttentionGeometry[]
+).map((geometry) => ({ ...geometry, layout: 'tokens-major' as const }));
 
 /** The geometry in a case id, e.g. 'B=1,Hq=4,Hkv=2,Tq=1,Tk=17,D=8,causal'. */
 export function describeAttention(geometry: AttentionGeometry): string {
@@ -120,9 +122,15 @@ export function keyShape(geometry: AttentionGeometry): number[] {
 function maskLayout(geometry: AttentionGeometry): { count: number; strides: number[] } {
   const { batch, headsQ, lengthQ, lengthK } = geometry;
   switch (geometry.mask) {
-    case 'square': return { count: lengthQ * lengthK, strides: [0, 0, lengthK, 1] };
-    case 'padding': return { count: batch * lengthK, strides: [lengthK, 0, 0, 1] };
-    default: return { count: batch * headsQ * lengthQ * lengthK, strides: [headsQ * lengthQ * lengthK, lengthQ * lengthK, lengthK, 1] };
+    case 'square':
+      return { count: lengthQ * lengthK, strides: [0, 0, lengthK, 1] };
+    case 'padding':
+      return { count: batch * lengthK, strides: [lengthK, 0, 0, 1] };
+    default:
+      return {
+        count: batch * headsQ * lengthQ * lengthK,
+        strides: [headsQ * lengthQ * lengthK, lengthQ * lengthK, lengthK, 1],
+      };
   }
 }
 
@@ -131,7 +139,9 @@ function maskOf(context: CaseContext, geometry: AttentionGeometry): { view: View
   const { batch, headsQ, lengthQ, lengthK } = geometry;
   if (!geometry.mask) return null;
   const { count, strides } = maskLayout(geometry);
-  const values = context.random.pick(count, [0, -0.5, -1.5, -Infinity, 0.25]).map((value, index) => (index % lengthK === 0 ? 0 : value));
+  const values = context.random
+    .pick(count, [0, -0.5, -1.5, -Infinity, 0.25])
+    .map((value, index) => (index % lengthK === 0 ? 0 : value));
   const mask = context.tensor([count], 'f32', values);
   const dense = new Float64Array(batch * headsQ * lengthQ * lengthK);
   for (let index = 0; index < dense.length; index++) {
@@ -175,15 +185,27 @@ export function pickMask(mask: { view: ViewPair } | null, side: Side): StridedVi
  * layout becomes a skipped native case plus a '(composed)' case (core's composition reads both).
  */
 function layoutCases(
-  settings: CaseSettings, kernel: FusedKernelName, dtype: DType, geometry: AttentionGeometry, body: (context: CaseContext, mode: KernelMode) => Promise<void>,
+  settings: CaseSettings,
+  kernel: FusedKernelName,
+  dtype: DType,
+  geometry: AttentionGeometry,
+  body: (context: CaseContext, mode: KernelMode) => Promise<void>,
 ): ConformanceCase[] {
   const layout = geometry.layout ?? 'heads-major';
-  const readsLayout = layout === 'heads-major' || (settings.backend.capabilities.attentionLayouts?.includes(layout) ?? false);
+  const readsLayout =
+    layout === 'heads-major' || (settings.backend.capabilities.attentionLayouts?.includes(layout) ?? false);
   if (readsLayout) return fusedCases(settings, kernel, dtype, describeAttention(geometry), body);
   const id = caseId(kernel, dtype, describeAttention(geometry));
   const composed: CaseBody = (context) => body(context, 'composed');
   return [
-    defineCase(settings, id, kernel, dtype, async () => {}, `${settings.backend.name}'s attention kernels do not read ${layout} (core permutes): composed layout tested instead`),
+    defineCase(
+      settings,
+      id,
+      kernel,
+      dtype,
+      async () => {},
+      `${settings.backend.name}'s attention kernels do not read ${layout} (core permutes): composed layout tested instead`,
+    ),
     defineCase(settings, `${id} (composed)`, kernel, dtype, composed),
   ];
 }
@@ -196,7 +218,15 @@ export function forwardCases(settings: CaseSettings, dtype: DType, geometry: Att
     const out = context.output(queryShape(geometry), dtype);
     const lse = context.output([batch, headsQ, lengthQ], 'f32');
     const params = attentionParams(geometry);
-    runFused(context, mode, 'attention', (side) => [q[side], k[side], v[side], pickMask(mask, side), out[side], lse[side], params]);
+    runFused(context, mode, 'attention', (side) => [
+      q[side],
+      k[side],
+      v[side],
+      pickMask(mask, side),
+      out[side],
+      lse[side],
+      params,
+    ]);
     await context.expectClose(out, 'out', { reductionLength: lengthK });
     await context.expectClose(lse, 'lse', { reductionLength: lengthK });
   });
@@ -215,13 +245,20 @@ async function expectQueryGradient(context: CaseContext, geometry: AttentionGeom
   const [got, expected] = [await context.read(dq, 'tested'), await context.read(dq, 'reference')];
   // The hidden rows are the first `hidden` positions of every head: one run per head (heads-major) or per batch (tokens-major).
   const tokensMajor = geometry.layout === 'tokens-major';
-  const runLength = tokensMajor ? geometry.lengthQ * geometry.headsQ * geometry.headDim : geometry.lengthQ * geometry.headDim;
+  const runLength = tokensMajor
+    ? geometry.lengthQ * geometry.headsQ * geometry.headDim
+    : geometry.lengthQ * geometry.headDim;
   const hiddenLength = tokensMajor ? hidden * geometry.headsQ * geometry.headDim : hidden * geometry.headDim;
   for (let start = 0; start < got.length; start += runLength) {
     got.fill(0, start, start + hiddenLength);
     expected.fill(0, start, start + hiddenLength);
   }
-  assertClose(got, expected, context.toleranceFor(dq.dtype, options), { caseId: context.caseId, output: `dq (query rows ≥ ${hidden})`, shape: dq.shape, dtype: dq.dtype });
+  assertClose(got, expected, context.toleranceFor(dq.dtype, options), {
+    caseId: context.caseId,
+    output: `dq (query rows ≥ ${hidden})`,
+    shape: dq.shape,
+    dtype: dq.dtype,
+  });
 }
 
 /** The attentionBackward case of one geometry (the forward's out and lse come from the reference). */
@@ -232,7 +269,15 @@ export function backwardCases(settings: CaseSettings, dtype: DType, geometry: At
     const out = context.output(queryShape(geometry), dtype);
     const lse = context.output([batch, headsQ, lengthQ], 'f32');
     const params = attentionParams(geometry);
-    runOnReference(context, 'attention', [q.reference, k.reference, v.reference, pickMask(mask, 'reference'), out.reference, lse.reference, params]);
+    runOnReference(context, 'attention', [
+      q.reference,
+      k.reference,
+      v.reference,
+      pickMask(mask, 'reference'),
+      out.reference,
+      lse.reference,
+      params,
+    ]);
     await context.adoptReference(out);
     await context.adoptReference(lse);
     const dOut = context.uniform(queryShape(geometry), dtype);
@@ -240,7 +285,17 @@ export function backwardCases(settings: CaseSettings, dtype: DType, geometry: At
     const dk = context.output(k.shape, dtype);
     const dv = context.output(v.shape, dtype);
     runFused(context, mode, 'attentionBackward', (side) => [
-      q[side], k[side], v[side], pickMask(mask, side), out[side], lse[side], dOut[side], dq[side], dk[side], dv[side], params,
+      q[side],
+      k[side],
+      v[side],
+      pickMask(mask, side),
+      out[side],
+      lse[side],
+      dOut[side],
+      dq[side],
+      dk[side],
+      dv[side],
+      params,
     ]);
     const group = headsQ / headsKV;
     await expectQueryGradient(context, geometry, dq);

@@ -11,18 +11,31 @@ import type { ConformanceCase } from '../types.js';
 import { backwardCases, forwardCases, type AttentionGeometry } from './attention-cases.js';
 
 /** Tq/Tk pairs: one or both above one 64-key block, the diagonal crossing block boundaries off-grid; GQA so heads are summed too. */
-const CAUSAL_CROSS_LENGTHS: readonly [number, number][] = [[40, 100], [100, 40], [5, 3], [20, 70], [70, 150]];
+const CAUSAL_CROSS_LENGTHS: readonly [number, number][] = [
+  [40, 100],
+  [100, 40],
+  [5, 3],
+  [20, 70],
+  [70, 150],
+];
 
 /** The geometries of the cross-length causal cases (B=1, Hq=2 sharing one kv head, D=16). */
 export const CAUSAL_CROSS_GEOMETRIES: readonly AttentionGeometry[] = CAUSAL_CROSS_LENGTHS.map(([lengthQ, lengthK]) => ({
-  batch: 1, headsQ: 2, headsKV: 1, lengthQ, lengthK, headDim: 16, causal: true,
+  batch: 1,
+  headsQ: 2,
+  headsKV: 1,
+  lengthQ,
+  lengthK,
+  headDim: 16,
+  causal: true,
 }));
 
 /** Forward and backward cases of every cross-length causal geometry. */
 export function causalAttentionCases(settings: CaseSettings): ConformanceCase[] {
   const cases: ConformanceCase[] = [];
   for (const dtype of FLOAT_DTYPES) {
-    for (const geometry of CAUSAL_CROSS_GEOMETRIES) cases.push(...forwardCases(settings, dtype, geometry), ...backwardCases(settings, dtype, geometry));
+    for (const geometry of CAUSAL_CROSS_GEOMETRIES)
+      cases.push(...forwardCases(settings, dtype, geometry), ...backwardCases(settings, dtype, geometry));
   }
   return cases;
 }

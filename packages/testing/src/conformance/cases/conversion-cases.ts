@@ -16,26 +16,74 @@ import type { ConformanceCase } from '../types.js';
  * truncation and saturation on both sides (−2³¹ itself, the f32 values next to it, −3e9, −Inf).
  */
 const FLOAT_SPECIALS = [
-  0, -0, 1, -1, 0.5, -0.5, 1.5, -2.5, 2.5, 1 + 2 ** -11, 1 + 3 * 2 ** -11, 1 + 2 ** -8, 1 + 3 * 2 ** -8, 65504, 65519, 65520,
-  70000, -70000, 1e-8, 6e-8, 3e-5, 2 ** 31, 3e9, 123456.7, -123456.7, 2 ** 24 + 2, 1e38, Number.NaN, Number.POSITIVE_INFINITY,
-  -(2 ** 31), -(2 ** 31) - 256, -(2 ** 31) + 128, 2 ** 31 - 128, -3e9, Number.NEGATIVE_INFINITY,
+  0,
+  -0,
+  1,
+  -1,
+  0.5,
+  -0.5,
+  1.5,
+  -2.5,
+  2.5,
+  1 + 2 ** -11,
+  1 + 3 * 2 ** -11,
+  1 + 2 ** -8,
+  1 + 3 * 2 ** -8,
+  65504,
+  65519,
+  65520,
+  70000,
+  -70000,
+  1e-8,
+  6e-8,
+  3e-5,
+  2 ** 31,
+  3e9,
+  123456.7,
+  -123456.7,
+  2 ** 24 + 2,
+  1e38,
+  Number.NaN,
+  Number.POSITIVE_INFINITY,
+  -(2 ** 31),
+  -(2 ** 31) - 256,
+  -(2 ** 31) + 128,
+  2 ** 31 - 128,
+  -3e9,
+  Number.NEGATIVE_INFINITY,
 ];
 /**
  * i32 sources: f32/f16/bf16 rounding ties and overflow, and 2²⁴ + 2¹⁶ + 1 and 2³⁰ + 2²² + 1, whose
  * nearest f32 is a bf16 tie: bf16 must round them up, as one rounding of the integer does.
  */
 const INT_SPECIALS = [
-  0, 1, -1, 2049, 2051, 2 ** 24 + 1, 2 ** 24 + 3, -(2 ** 24 + 1), 65504, 65520, 100000, 2 ** 31 - 1, -(2 ** 31),
-  2 ** 24 + 2 ** 16 + 1, -(2 ** 24 + 2 ** 16 + 1), 2 ** 30 + 2 ** 22 + 1, -(2 ** 30 + 2 ** 22 + 63),
+  0,
+  1,
+  -1,
+  2049,
+  2051,
+  2 ** 24 + 1,
+  2 ** 24 + 3,
+  -(2 ** 24 + 1),
+  65504,
+  65520,
+  100000,
+  2 ** 31 - 1,
+  -(2 ** 31),
+  2 ** 24 + 2 ** 16 + 1,
+  -(2 ** 24 + 2 ** 16 + 1),
+  2 ** 30 + 2 ** 22 + 1,
+  -(2 ** 30 + 2 ** 22 + 63),
 ];
 
 function castCase(settings: CaseSettings, from: DType, to: DType): ConformanceCase {
   return primitiveCase(settings, 'cast', from, `to ${to}`, async (context) => {
     const specials = from === 'i32' ? INT_SPECIALS : FLOAT_SPECIALS;
     // i32: small values and values across the whole range (most are not exact in f32).
-    const random = from === 'i32'
-      ? [...context.random.integers(32, -5000, 5001), ...context.random.integers(32, -(2 ** 31), 2 ** 31)]
-      : context.random.uniform(64, -300, 300);
+    const random =
+      from === 'i32'
+        ? [...context.random.integers(32, -5000, 5001), ...context.random.integers(32, -(2 ** 31), 2 ** 31)]
+        : context.random.uniform(64, -300, 300);
     const values = [...specials, ...random];
     const x = context.tensor([values.length], from, values);
     const out = context.output([values.length], to);
@@ -52,8 +100,15 @@ const FILL_VALUES = [0, 1.5, -3.25, 3.7, -3.7, 1e-8, 70000, 2 ** 31 + 5, Number.
  * saturation and truncation next to both bounds.
  */
 const ROUNDING_FILL_VALUES = [
-  1 + 2 ** -11 + 2 ** -30, -(1 + 2 ** -11 + 2 ** -30), 1 + 2 ** -8 + 2 ** -30, 65519.999, -3e9, Number.NEGATIVE_INFINITY,
-  -2147483648.9, 2147483647.9, -2147483647.5,
+  1 + 2 ** -11 + 2 ** -30,
+  -(1 + 2 ** -11 + 2 ** -30),
+  1 + 2 ** -8 + 2 ** -30,
+  65519.999,
+  -3e9,
+  Number.NEGATIVE_INFINITY,
+  -2147483648.9,
+  2147483647.9,
+  -2147483647.5,
 ];
 
 function fillCase(settings: CaseSettings, dtype: DType, value: number, length: number): ConformanceCase {
@@ -67,13 +122,19 @@ function fillCase(settings: CaseSettings, dtype: DType, value: number, length: n
 /** One case filling a tensor with each ROUNDING_FILL_VALUES value in turn (the output name says which). */
 function roundingFillCase(settings: CaseSettings, dtype: DType): ConformanceCase {
   const length = 5;
-  return primitiveCase(settings, 'fill', dtype, `double rounding and i32 saturation values length=${length}`, async (context) => {
-    for (const value of ROUNDING_FILL_VALUES) {
-      const out = context.output([length], dtype);
-      context.onBoth((backend, side) => backend.fill(out[side], value));
-      await context.expectClose(out, `out (value=${value})`, { exact: true });
-    }
-  });
+  return primitiveCase(
+    settings,
+    'fill',
+    dtype,
+    `double rounding and i32 saturation values length=${length}`,
+    async (context) => {
+      for (const value of ROUNDING_FILL_VALUES) {
+        const out = context.output([length], dtype);
+        context.onBoth((backend, side) => backend.fill(out[side], value));
+        await context.expectClose(out, `out (value=${value})`, { exact: true });
+      }
+    },
+  );
 }
 
 /** [distribution, seed, offset, length] sweeps: offsets not a multiple of 4, seeds and offsets past 2³². */
@@ -86,10 +147,16 @@ const RANDOM_SWEEPS: [RandomDistribution, number, number, number][] = [
 ];
 
 function describeDistribution(distribution: RandomDistribution): string {
-  return distribution.kind === 'uniform' ? `uniform(${distribution.low},${distribution.high})` : `normal(${distribution.mean},${distribution.std})`;
+  return distribution.kind === 'uniform'
+    ? `uniform(${distribution.low},${distribution.high})`
+    : `normal(${distribution.mean},${distribution.std})`;
 }
 
-function randomCases(settings: CaseSettings, dtype: DType, [distribution, seed, offset, length]: [RandomDistribution, number, number, number]): ConformanceCase[] {
+function randomCases(
+  settings: CaseSettings,
+  dtype: DType,
+  [distribution, seed, offset, length]: [RandomDistribution, number, number, number],
+): ConformanceCase[] {
   const parameters = `${describeDistribution(distribution)} seed=${seed} offset=${offset} length=${length}`;
   return fusedCases(settings, 'random', dtype, parameters, async (context, mode) => {
     const out = context.output([length], dtype);
@@ -110,6 +177,7 @@ export function conversionCases(settings: CaseSettings): ConformanceCase[] {
     for (const value of FILL_VALUES) cases.push(fillCase(settings, dtype, value, 37));
     cases.push(fillCase(settings, dtype, 1.5, 0), fillCase(settings, dtype, 1.5, 1), roundingFillCase(settings, dtype));
   }
-  for (const dtype of FLOAT_DTYPES) for (const sweep of RANDOM_SWEEPS) cases.push(...randomCases(settings, dtype, sweep));
+  for (const dtype of FLOAT_DTYPES)
+    for (const sweep of RANDOM_SWEEPS) cases.push(...randomCases(settings, dtype, sweep));
   return cases;
 }

@@ -20,7 +20,10 @@ const ROWS = 5;
 const INNER = 3;
 
 /** The bad index of each case: one past the last row, and −1. */
-const BAD_INDICES: readonly { label: string; value: number }[] = [{ label: 'index=rows', value: ROWS }, { label: 'index=-1', value: -1 }];
+const BAD_INDICES: readonly { label: string; value: number }[] = [
+  { label: 'index=rows', value: ROWS },
+  { label: 'index=-1', value: -1 },
+];
 
 /** Indices with the bad one in the middle (positions before and after it are valid). */
 function indicesWith(bad: number): number[] {
@@ -33,51 +36,67 @@ async function expectRejection(context: CaseContext, kernel: 'gather' | 'scatter
   // The value itself, not the valid range "[0, 5)" that index = rows also spells.
   const outsideRange = error.message.replace(/\[\s*0\s*,\s*\d+\s*[)\]]/g, '');
   if (!new RegExp(`(^|[^\\d-])${bad}(?!\\d)`).test(outsideRange)) {
-    throw new KilnConformanceError(context.caseId, `the out-of-range index error does not name the index ${bad}: ${error.message}`, undefined,
-      'Name the offending index value, its position and the valid range in the message.');
+    throw new KilnConformanceError(
+      context.caseId,
+      `the out-of-range index error does not name the index ${bad}: ${error.message}`,
+      undefined,
+      'Name the offending index value, its position and the valid range in the message.',
+    );
   }
 }
 
 function skipUnlessChecked(settings: CaseSettings, item: ConformanceCase): ConformanceCase {
   if (checksIndicesItself(settings) || item.skipReason !== undefined) return item;
-  return { ...item, skipReason: `${settings.backend.name} leaves index checks to core (no capabilities.checksIndices): its kernels only see valid indices` };
+  return {
+    ...item,
+    skipReason: `${settings.backend.name} leaves index checks to core (no capabilities.checksIndices): its kernels only see valid indices`,
+  };
 }
 
 function gatherCase(settings: CaseSettings, bad: { label: string; value: number }): ConformanceCase {
-  return skipUnlessChecked(settings, primitiveCase(settings, 'gather', 'f32', `called directly,${bad.label}`, async (context) => {
-    const indices = indicesWith(bad.value);
-    const x = context.uniform([OUTER, ROWS, INNER], 'f32');
-    const index = context.tensor([indices.length], 'i32', indices);
-    const out = context.output([OUTER, indices.length, INNER], 'f32');
-    context.backend.gather(x.tested, index.tested, out.tested, OUTER, ROWS, INNER);
-    await expectRejection(context, 'gather', bad.value);
-    const expected = new Float64Array(OUTER * indices.length * INNER);
-    for (let o = 0; o < OUTER; o++) {
-      indices.forEach((row, position) => {
-        for (let c = 0; c < INNER; c++) expected[(o * indices.length + position) * INNER + c] = row >= 0 && row < ROWS ? x.values[(o * ROWS + row) * INNER + c] : 0;
-      });
-    }
-    await context.expectValues(out, 'out', expected, { exact: true });
-  }));
+  return skipUnlessChecked(
+    settings,
+    primitiveCase(settings, 'gather', 'f32', `called directly,${bad.label}`, async (context) => {
+      const indices = indicesWith(bad.value);
+      const x = context.uniform([OUTER, ROWS, INNER], 'f32');
+      const index = context.tensor([indices.length], 'i32', indices);
+      const out = context.output([OUTER, indices.length, INNER], 'f32');
+      context.backend.gather(x.tested, index.tested, out.tested, OUTER, ROWS, INNER);
+      await expectRejection(context, 'gather', bad.value);
+      const expected = new Float64Array(OUTER * indices.length * INNER);
+      for (let o = 0; o < OUTER; o++) {
+        indices.forEach((row, position) => {
+          for (let c = 0; c < INNER; c++)
+            expected[(o * indices.length + position) * INNER + c] =
+              row >= 0 && row < ROWS ? x.values[(o * ROWS + row) * INNER + c] : 0;
+        });
+      }
+      await context.expectValues(out, 'out', expected, { exact: true });
+    }),
+  );
 }
 
 function scatterAddCase(settings: CaseSettings, bad: { label: string; value: number }): ConformanceCase {
-  return skipUnlessChecked(settings, primitiveCase(settings, 'scatterAdd', 'f32', `called directly,${bad.label}`, async (context) => {
-    const indices = indicesWith(bad.value);
-    const source = context.uniform([OUTER, indices.length, INNER], 'f32');
-    const index = context.tensor([indices.length], 'i32', indices);
-    const out = context.uniform([OUTER, ROWS, INNER], 'f32');
-    context.backend.scatterAdd(source.tested, index.tested, out.tested, OUTER, ROWS, INNER);
-    await expectRejection(context, 'scatterAdd', bad.value);
-    const expected = Float64Array.from(out.values);
-    for (let o = 0; o < OUTER; o++) {
-      indices.forEach((row, position) => {
-        if (row < 0 || row >= ROWS) return;
-        for (let c = 0; c < INNER; c++) expected[(o * ROWS + row) * INNER + c] += source.values[(o * indices.length + position) * INNER + c];
-      });
-    }
-    await context.expectValues(out, 'out', expected);
-  }));
+  return skipUnlessChecked(
+    settings,
+    primitiveCase(settings, 'scatterAdd', 'f32', `called directly,${bad.label}`, async (context) => {
+      const indices = indicesWith(bad.value);
+      const source = context.uniform([OUTER, indices.length, INNER], 'f32');
+      const index = context.tensor([indices.length], 'i32', indices);
+      const out = context.uniform([OUTER, ROWS, INNER], 'f32');
+      context.backend.scatterAdd(source.tested, index.tested, out.tested, OUTER, ROWS, INNER);
+      await expectRejection(context, 'scatterAdd', bad.value);
+      const expected = Float64Array.from(out.values);
+      for (let o = 0; o < OUTER; o++) {
+        indices.forEach((row, position) => {
+          if (row < 0 || row >= ROWS) return;
+          for (let c = 0; c < INNER; c++)
+            expected[(o * ROWS + row) * INNER + c] += source.values[(o * indices.length + position) * INNER + c];
+        });
+      }
+      await context.expectValues(out, 'out', expected);
+    }),
+  );
 }
 
 /** The direct out-of-range index cases of gather and scatterAdd. */

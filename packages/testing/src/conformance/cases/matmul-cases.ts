@@ -69,25 +69,38 @@ function describeGeometry(geometry: Geometry, transposeA: boolean, transposeB: b
   return parts.join(',');
 }
 
-function matmulCase(settings: CaseSettings, dtype: DType, geometry: Geometry, transposeA: boolean, transposeB: boolean): ConformanceCase {
-  return primitiveCase(settings, 'matmul', dtype, describeGeometry(geometry, transposeA, transposeB), async (context) => {
-    const { batch, m, k, n } = geometry;
-    const padA = geometry.strides === 'padded' || geometry.strides === 'paddedA,broadcastB' ? 3 : 0;
-    const padB = geometry.strides === 'padded' ? 3 : 0;
-    const batchStrideA = geometry.strides === 'broadcastA' ? 0 : m * k + padA;
-    const batchStrideB = geometry.strides === 'broadcastB' || geometry.strides === 'paddedA,broadcastB' ? 0 : k * n + padB;
-    // Shapes as core would pass them ([batch,] rows, cols as stored); a padded batch has no dense shape, so it is flat.
-    const matrixA = transposeA ? [k, m] : [m, k];
-    const matrixB = transposeB ? [n, k] : [k, n];
-    const shapeA = padA > 0 ? [batch * batchStrideA] : batchStrideA === 0 ? matrixA : [batch, ...matrixA];
-    const shapeB = padB > 0 ? [batch * batchStrideB] : batchStrideB === 0 ? matrixB : [batch, ...matrixB];
-    const a = context.uniform(shapeA, dtype);
-    const b = context.uniform(shapeB, dtype);
-    const out = context.output([batch, m, n], dtype);
-    const params: MatmulParams = { batch, m, n, k, transposeA, transposeB, batchStrideA, batchStrideB };
-    context.onBoth((backend, side) => backend.matmul(a[side], b[side], out[side], params));
-    await context.expectClose(out, 'out', { reductionLength: k });
-  });
+function matmulCase(
+  settings: CaseSettings,
+  dtype: DType,
+  geometry: Geometry,
+  transposeA: boolean,
+  transposeB: boolean,
+): ConformanceCase {
+  return primitiveCase(
+    settings,
+    'matmul',
+    dtype,
+    describeGeometry(geometry, transposeA, transposeB),
+    async (context) => {
+      const { batch, m, k, n } = geometry;
+      const padA = geometry.strides === 'padded' || geometry.strides === 'paddedA,broadcastB' ? 3 : 0;
+      const padB = geometry.strides === 'padded' ? 3 : 0;
+      const batchStrideA = geometry.strides === 'broadcastA' ? 0 : m * k + padA;
+      const batchStrideB =
+        geometry.strides === 'broadcastB' || geometry.strides === 'paddedA,broadcastB' ? 0 : k * n + padB;
+      // Shapes as core would pass them ([batch,] rows, cols as stored); a padded batch has no dense shape, so it is flat.
+      const matrixA = transposeA ? [k, m] : [m, k];
+      const matrixB = transposeB ? [n, k] : [k, n];
+      const shapeA = padA > 0 ? [batch * batchStrideA] : batchStrideA === 0 ? matrixA : [batch, ...matrixA];
+      const shapeB = padB > 0 ? [batch * batchStrideB] : batchStrideB === 0 ? matrixB : [batch, ...matrixB];
+      const a = context.uniform(shapeA, dtype);
+      const b = context.uniform(shapeB, dtype);
+      const out = context.output([batch, m, n], dtype);
+      const params: MatmulParams = { batch, m, n, k, transposeA, transposeB, batchStrideA, batchStrideB };
+      context.onBoth((backend, side) => backend.matmul(a[side], b[side], out[side], params));
+      await context.expectClose(out, 'out', { reductionLength: k });
+    },
+  );
 }
 
 /** Every matmul (dtype, geometry, transpose flags) case; large and blocking geometries sweep transposes in f32 only. */

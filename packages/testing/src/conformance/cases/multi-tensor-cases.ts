@@ -28,12 +28,19 @@ function gradientDType(dtype: DType, mix: GradientMix, index: number): DType {
 /** Gradients of very different magnitudes per tensor and per element, as in real training. */
 function gradients(context: CaseContext, lengths: readonly number[], dtype: DType, mix: GradientMix): Pair[] {
   return lengths.map((length, index) => {
-    const values = context.random.uniform(length, -1, 1).map((value, element) => value * 10 ** ((element % 5) - 3 + (index % 2)));
+    const values = context.random
+      .uniform(length, -1, 1)
+      .map((value, element) => value * 10 ** ((element % 5) - 3 + (index % 2)));
     return context.tensor([length], gradientDType(dtype, mix, index), values);
   });
 }
 
-function sumOfSquaresCases(settings: CaseSettings, dtype: DType, lengths: readonly number[], mix: GradientMix): ConformanceCase[] {
+function sumOfSquaresCases(
+  settings: CaseSettings,
+  dtype: DType,
+  lengths: readonly number[],
+  mix: GradientMix,
+): ConformanceCase[] {
   const parameters = `lengths=${lengths.join('+')},grads=${mix}`;
   return fusedCases(settings, 'sumOfSquaresMulti', dtype, parameters, async (context, mode) => {
     const tensors = gradients(context, lengths, dtype, mix);
@@ -46,7 +53,12 @@ function sumOfSquaresCases(settings: CaseSettings, dtype: DType, lengths: readon
 
 const HYPER = { lr: 1e-2, beta1: 0.9, beta2: 0.999, eps: 1e-8 };
 
-function adamwMultiCases(settings: CaseSettings, dtype: DType, lengths: readonly number[], mix: GradientMix): ConformanceCase[] {
+function adamwMultiCases(
+  settings: CaseSettings,
+  dtype: DType,
+  lengths: readonly number[],
+  mix: GradientMix,
+): ConformanceCase[] {
   const parameters = `lengths=${lengths.join('+')},grads=${mix}`;
   return fusedCases(settings, 'adamwMulti', dtype, parameters, async (context, mode) => {
     const params = lengths.map((length) => context.uniform([length], dtype, -1, 1));
@@ -62,7 +74,11 @@ function adamwMultiCases(settings: CaseSettings, dtype: DType, lengths: readonly
     };
     const run = (grads: Pair[], options: (side: 'tested' | 'reference') => AdamWMultiParams) =>
       runFused(context, mode, 'adamwMulti', (side) => [
-        params.map((pair) => pair[side]), grads.map((pair) => pair[side]), ms.map((pair) => pair[side]), vs.map((pair) => pair[side]), options(side),
+        params.map((pair) => pair[side]),
+        grads.map((pair) => pair[side]),
+        ms.map((pair) => pair[side]),
+        vs.map((pair) => pair[side]),
+        options(side),
       ]);
     // Step 1: the scale is a number.
     run(gradients(context, lengths, dtype, mix), () => ({ ...HYPER, step: 1, weightDecays, gradientScale: 0.5 }));
@@ -70,19 +86,45 @@ function adamwMultiCases(settings: CaseSettings, dtype: DType, lengths: readonly
     // Step 2: the scale is a device scalar, and a finite guard lets the update through.
     const scale = context.tensor([1], 'f32', [0.25]);
     const finiteGuard = context.tensor([1], 'f32', [3]);
-    run(gradients(context, lengths, dtype, mix), (side) => ({ ...HYPER, step: 2, weightDecays, gradientScale: scale[side], skipIfNonFinite: finiteGuard[side] }));
+    run(gradients(context, lengths, dtype, mix), (side) => ({
+      ...HYPER,
+      step: 2,
+      weightDecays,
+      gradientScale: scale[side],
+      skipIfNonFinite: finiteGuard[side],
+    }));
     await expectStates('after step 2 (device scale)');
     // Step 3: a NaN guard makes the step a no-op: every state keeps the bytes it had.
     const before = await Promise.all(states.map((state) => context.read(state, 'tested')));
     const nanGuard = context.tensor([1], 'f32', [NaN]);
-    run(gradients(context, lengths, dtype, mix), (side) => ({ ...HYPER, step: 3, weightDecays, gradientScale: 1, skipIfNonFinite: nanGuard[side] }));
-    for (const [index, state] of states.entries()) await context.expectValues(state, `state ${index} after a step guarded by NaN`, before[index], { exact: true });
+    run(gradients(context, lengths, dtype, mix), (side) => ({
+      ...HYPER,
+      step: 3,
+      weightDecays,
+      gradientScale: 1,
+      skipIfNonFinite: nanGuard[side],
+    }));
+    for (const [index, state] of states.entries())
+      await context.expectValues(state, `state ${index} after a step guarded by NaN`, before[index], { exact: true });
     if (mode !== 'composed' && context.backend.capabilities.adamwMultiDeviceScalars !== true) return;
     // Steps 3 and 4 from device scalars (a schedule's lr per step), with a device clip scale; options.lr/step are stale on purpose.
-    for (const [step, lr] of [[3, 4e-3], [4, 2.5e-3]] as const) {
-      const deviceScalars = context.tensor([2 + lengths.length], 'f32', adamwDeviceScalars({ ...HYPER, lr, step, weightDecays }));
+    for (const [step, lr] of [
+      [3, 4e-3],
+      [4, 2.5e-3],
+    ] as const) {
+      const deviceScalars = context.tensor(
+        [2 + lengths.length],
+        'f32',
+        adamwDeviceScalars({ ...HYPER, lr, step, weightDecays }),
+      );
       run(gradients(context, lengths, dtype, mix), (side) => ({
-        ...HYPER, lr: 1, step: 1, weightDecays, gradientScale: scale[side], skipIfNonFinite: finiteGuard[side], deviceScalars: deviceScalars[side],
+        ...HYPER,
+        lr: 1,
+        step: 1,
+        weightDecays,
+        gradientScale: scale[side],
+        skipIfNonFinite: finiteGuard[side],
+        deviceScalars: deviceScalars[side],
       }));
       await expectStates(`after step ${step} (device scalars, lr ${lr})`);
     }

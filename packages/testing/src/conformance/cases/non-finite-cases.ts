@@ -71,14 +71,29 @@ function matmulCase(settings: CaseSettings, dtype: DType): ConformanceCase {
     const a = context.tensor([3, 4], dtype, aValues);
     const b = context.tensor([4, 5], dtype, bValues);
     const out = context.output([1, 3, 5], dtype);
-    const params = { batch: 1, m: 3, k: 4, n: 5, transposeA: false, transposeB: false, batchStrideA: 12, batchStrideB: 20 };
+    const params = {
+      batch: 1,
+      m: 3,
+      k: 4,
+      n: 5,
+      transposeA: false,
+      transposeB: false,
+      batchStrideA: 12,
+      batchStrideB: 20,
+    };
     context.onBoth((backend, side) => backend.matmul(a[side], b[side], out[side], params));
     await context.expectClose(out, 'out', { reductionLength: 4 });
   });
 }
 
 /** A −Inf entry (a masked logit), all −Inf (NaN), a +Inf entry (NaN after max subtraction), a NaN, and an ordinary row. */
-const SOFTMAX_ROWS = [[1, NEG_INF, 2, 0.5], [NEG_INF, NEG_INF, NEG_INF, NEG_INF], [1, INF, 0, 2], [NAN, 1, 2, 3], [0.5, -1, 2, 0]];
+const SOFTMAX_ROWS = [
+  [1, NEG_INF, 2, 0.5],
+  [NEG_INF, NEG_INF, NEG_INF, NEG_INF],
+  [1, INF, 0, 2],
+  [NAN, 1, 2, 3],
+  [0.5, -1, 2, 0],
+];
 
 function softmaxCases(settings: CaseSettings, kernel: 'softmax' | 'logSoftmax', dtype: DType): ConformanceCase[] {
   return fusedCases(settings, kernel, dtype, 'rows=5,cols=4 non-finite', async (context, mode) => {

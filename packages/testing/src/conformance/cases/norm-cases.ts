@@ -31,12 +31,29 @@ function normCases(settings: CaseSettings, dtype: DType, rows: number, cols: num
       const weight = context.uniform([cols], dtype, 0.5, 1.5);
       const forwardOut = context.output([rows, cols], dtype);
       const rstd = context.output([rows], 'f32');
-      runOnReference(context, 'rmsNorm', [x.reference, weight.reference, forwardOut.reference, rstd.reference, rows, cols, EPS]);
+      runOnReference(context, 'rmsNorm', [
+        x.reference,
+        weight.reference,
+        forwardOut.reference,
+        rstd.reference,
+        rows,
+        cols,
+        EPS,
+      ]);
       await context.adoptReference(rstd);
       const dy = context.uniform([rows, cols], dtype);
       const dx = context.output([rows, cols], dtype);
       const dWeight = context.output([cols], 'f32');
-      runFused(context, mode, 'rmsNormBackward', (side) => [x[side], weight[side], rstd[side], dy[side], dx[side], dWeight[side], rows, cols]);
+      runFused(context, mode, 'rmsNormBackward', (side) => [
+        x[side],
+        weight[side],
+        rstd[side],
+        dy[side],
+        dx[side],
+        dWeight[side],
+        rows,
+        cols,
+      ]);
       await context.expectClose(dx, 'dx', { reductionLength: cols });
       await context.expectClose(dWeight, 'dWeight', { reductionLength: rows });
     }),
@@ -68,23 +85,35 @@ function smallSpreadRows(context: CaseContext, centre: number): Float64Array {
 function epsCases(settings: CaseSettings, dtype: DType): ConformanceCase[] {
   const [rows, cols, eps] = [SMALL_ROWS, SMALL_COLS, SMALL_EPS];
   return [
-    ...fusedCases(settings, 'rmsNorm', dtype, `rows=${rows},cols=${cols},eps=${eps},mean(x²)≈eps`, async (context, mode) => {
-      const x = context.tensor([rows, cols], dtype, smallSpreadRows(context, 0));
-      const weight = context.uniform([cols], dtype, 0.5, 1.5);
-      const out = context.output([rows, cols], dtype);
-      const rstd = context.output([rows], 'f32');
-      runFused(context, mode, 'rmsNorm', (side) => [x[side], weight[side], out[side], rstd[side], rows, cols, eps]);
-      await context.expectClose(out, 'out');
-      await context.expectClose(rstd, 'rstd');
-    }),
-    ...fusedCases(settings, 'layerNorm', dtype, `rows=${rows},cols=${cols},eps=${eps},var≈eps,mean≈8`, async (context, mode) => {
-      const x = context.tensor([rows, cols], dtype, smallSpreadRows(context, 8));
-      const weight = context.uniform([cols], dtype, 0.5, 1.5);
-      const bias = context.uniform([cols], dtype, -0.5, 0.5);
-      const out = context.output([rows, cols], dtype);
-      runFused(context, mode, 'layerNorm', (side) => [x[side], weight[side], bias[side], out[side], rows, cols, eps]);
-      await context.expectClose(out, 'out', { reductionLength: cols });
-    }),
+    ...fusedCases(
+      settings,
+      'rmsNorm',
+      dtype,
+      `rows=${rows},cols=${cols},eps=${eps},mean(x²)≈eps`,
+      async (context, mode) => {
+        const x = context.tensor([rows, cols], dtype, smallSpreadRows(context, 0));
+        const weight = context.uniform([cols], dtype, 0.5, 1.5);
+        const out = context.output([rows, cols], dtype);
+        const rstd = context.output([rows], 'f32');
+        runFused(context, mode, 'rmsNorm', (side) => [x[side], weight[side], out[side], rstd[side], rows, cols, eps]);
+        await context.expectClose(out, 'out');
+        await context.expectClose(rstd, 'rstd');
+      },
+    ),
+    ...fusedCases(
+      settings,
+      'layerNorm',
+      dtype,
+      `rows=${rows},cols=${cols},eps=${eps},var≈eps,mean≈8`,
+      async (context, mode) => {
+        const x = context.tensor([rows, cols], dtype, smallSpreadRows(context, 8));
+        const weight = context.uniform([cols], dtype, 0.5, 1.5);
+        const bias = context.uniform([cols], dtype, -0.5, 0.5);
+        const out = context.output([rows, cols], dtype);
+        runFused(context, mode, 'layerNorm', (side) => [x[side], weight[side], bias[side], out[side], rows, cols, eps]);
+        await context.expectClose(out, 'out', { reductionLength: cols });
+      },
+    ),
   ];
 }
 
@@ -120,13 +149,25 @@ function ropeCases(settings: CaseSettings, dtype: DType, geometry: RopeGeometry,
   const body = async (context: CaseContext, mode: KernelMode): Promise<void> => {
     const x = context.uniform(shape, dtype);
     const out = context.output(shape, dtype);
-    runFused(context, mode, 'rope', (side) => (tokensMajor ? [x[side], out[side], offset, theta, inverse, 'tokens-major'] : [x[side], out[side], offset, theta, inverse]));
+    runFused(context, mode, 'rope', (side) =>
+      tokensMajor
+        ? [x[side], out[side], offset, theta, inverse, 'tokens-major']
+        : [x[side], out[side], offset, theta, inverse],
+    );
     await context.expectClose(out, 'out');
   };
-  if (!tokensMajor || (settings.backend.capabilities.ropeLayouts?.includes('tokens-major') ?? false)) return fusedCases(settings, 'rope', dtype, parameters, body);
+  if (!tokensMajor || (settings.backend.capabilities.ropeLayouts?.includes('tokens-major') ?? false))
+    return fusedCases(settings, 'rope', dtype, parameters, body);
   const id = caseId('rope', dtype, parameters);
   return [
-    defineCase(settings, id, 'rope', dtype, async () => {}, `${settings.backend.name}'s rope does not read tokens-major (core permutes): composed layout tested instead`),
+    defineCase(
+      settings,
+      id,
+      'rope',
+      dtype,
+      async () => {},
+      `${settings.backend.name}'s rope does not read tokens-major (core permutes): composed layout tested instead`,
+    ),
     defineCase(settings, `${id} (composed)`, 'rope', dtype, (context) => body(context, 'composed')),
   ];
 }

@@ -28,7 +28,12 @@ export const IGNORE_INDEX = -100;
 type LogitRange = 'ordinary' | 'large' | 'offset' | 'wide';
 
 /** The case-id suffix of a logit range. */
-const RANGE_SUFFIX: Record<LogitRange, string> = { ordinary: '', large: ' logits≈±1000', offset: ' rows offset by ±10000', wide: ' logits≈1000±150' };
+const RANGE_SUFFIX: Record<LogitRange, string> = {
+  ordinary: '',
+  large: ' logits≈±1000',
+  offset: ' rows offset by ±10000',
+  wide: ' logits≈1000±150',
+};
 
 function logitValues(context: CaseContext, range: LogitRange, rows: number, cols: number): Float64Array {
   if (range === 'ordinary') return context.random.uniform(rows * cols, -3, 3);
@@ -41,7 +46,13 @@ function logitValues(context: CaseContext, range: LogitRange, rows: number, cols
   return spread.map((value, index) => (Math.floor(index / cols) % 2 === 0 ? 1000 : -1000) + value);
 }
 
-function softmaxFamily(settings: CaseSettings, dtype: DType, rows: number, cols: number, range: LogitRange): ConformanceCase[] {
+function softmaxFamily(
+  settings: CaseSettings,
+  dtype: DType,
+  rows: number,
+  cols: number,
+  range: LogitRange,
+): ConformanceCase[] {
   const parameters = `rows=${rows},cols=${cols}${RANGE_SUFFIX[range]}`;
   return [
     ...fusedCases(settings, 'softmax', dtype, parameters, async (context, mode) => {
@@ -84,9 +95,17 @@ interface TargetPlan {
 
 const ORDINARY_TARGETS: TargetPlan = { ignoreIndex: IGNORE_INDEX, suffix: '' };
 /** −1 is ignored; −100, −5 and `classes` are out of range, so their rows are NaN. */
-const OUT_OF_RANGE_TARGETS: TargetPlan = { ignoreIndex: -1, suffix: ',out-of-range targets', pattern: [3, -1, 0, -100, -5, 'classes', 36, -1] };
+const OUT_OF_RANGE_TARGETS: TargetPlan = {
+  ignoreIndex: -1,
+  suffix: ',out-of-range targets',
+  pattern: [3, -1, 0, -100, -5, 'classes', 36, -1],
+};
 /** The default ignore index, with −1 and `classes` out of range (the kernel's own checks, past core's). */
-const MINUS_ONE_TARGETS: TargetPlan = { ignoreIndex: IGNORE_INDEX, suffix: ',targets -1 and classes', pattern: [2, -1, 0, -100, 'classes', 5] };
+const MINUS_ONE_TARGETS: TargetPlan = {
+  ignoreIndex: IGNORE_INDEX,
+  suffix: ',targets -1 and classes',
+  pattern: [2, -1, 0, -100, 'classes', 5],
+};
 
 function targetValues(context: CaseContext, plan: TargetPlan, rows: number, classes: number): Float64Array {
   const random = context.random.integers(rows, 0, classes);
@@ -101,13 +120,21 @@ function targetValues(context: CaseContext, plan: TargetPlan, rows: number, clas
   return random.map((target, row) => (rows > 1 && row % 4 === 1 ? plan.ignoreIndex : target));
 }
 
-function crossEntropyFamily(settings: CaseSettings, dtype: DType, rows: number, classes: number, range: LogitRange, plan: TargetPlan): ConformanceCase[] {
+function crossEntropyFamily(
+  settings: CaseSettings,
+  dtype: DType,
+  rows: number,
+  classes: number,
+  range: LogitRange,
+  plan: TargetPlan,
+): ConformanceCase[] {
   const { ignoreIndex } = plan;
   const parameters = `rows=${rows},classes=${classes},ignoreIndex=${ignoreIndex}${RANGE_SUFFIX[range]}${plan.suffix}`;
   const scale = rows > 0 ? 1 / rows : 1;
   /** The index contract on kernels that check targets themselves: the error flag rejects first, then the rows read. */
   const expectFlag = async (context: CaseContext, mode: string, kernel: string) => {
-    if (plan.pattern && mode === 'native' && checksIndicesItself(settings)) await expectDeferredIndexError(context, kernel);
+    if (plan.pattern && mode === 'native' && checksIndicesItself(settings))
+      await expectDeferredIndexError(context, kernel);
   };
   const inputs = (context: CaseContext) => ({
     logits: context.tensor([rows, classes], dtype, logitValues(context, range, rows, classes)),
@@ -117,17 +144,38 @@ function crossEntropyFamily(settings: CaseSettings, dtype: DType, rows: number, 
     ...fusedCases(settings, 'crossEntropy', dtype, parameters, async (context, mode) => {
       const { logits, targets } = inputs(context);
       const loss = context.output([rows], 'f32');
-      runFused(context, mode, 'crossEntropy', (side) => [logits[side], targets[side], loss[side], rows, classes, ignoreIndex]);
+      runFused(context, mode, 'crossEntropy', (side) => [
+        logits[side],
+        targets[side],
+        loss[side],
+        rows,
+        classes,
+        ignoreIndex,
+      ]);
       await expectFlag(context, mode, 'crossEntropy');
       await context.expectClose(loss, 'loss', { reductionLength: classes });
     }),
-    ...fusedCases(settings, 'crossEntropyBackward', dtype, `${parameters},scale=${scale.toPrecision(3)}`, async (context, mode) => {
-      const { logits, targets } = inputs(context);
-      const dLogits = context.output([rows, classes], dtype);
-      runFused(context, mode, 'crossEntropyBackward', (side) => [logits[side], targets[side], dLogits[side], rows, classes, ignoreIndex, scale]);
-      await expectFlag(context, mode, 'crossEntropyBackward');
-      await context.expectClose(dLogits, 'dLogits');
-    }),
+    ...fusedCases(
+      settings,
+      'crossEntropyBackward',
+      dtype,
+      `${parameters},scale=${scale.toPrecision(3)}`,
+      async (context, mode) => {
+        const { logits, targets } = inputs(context);
+        const dLogits = context.output([rows, classes], dtype);
+        runFused(context, mode, 'crossEntropyBackward', (side) => [
+          logits[side],
+          targets[side],
+          dLogits[side],
+          rows,
+          classes,
+          ignoreIndex,
+          scale,
+        ]);
+        await expectFlag(context, mode, 'crossEntropyBackward');
+        await context.expectClose(dLogits, 'dLogits');
+      },
+    ),
   ];
 }
 
@@ -144,7 +192,10 @@ export function softmaxCases(settings: CaseSettings): ConformanceCase[] {
     cases.push(...crossEntropyFamily(settings, dtype, 6, 37, 'large', ORDINARY_TARGETS));
     // Large offsets at the default tolerance, which (x − max) − log Σ meets and x − (max + log Σ) does not.
     cases.push(...softmaxFamily(settings, dtype, 6, 4, 'offset'), ...softmaxFamily(settings, dtype, 4, 37, 'wide'));
-    cases.push(...crossEntropyFamily(settings, dtype, 6, 4, 'offset', ORDINARY_TARGETS), ...crossEntropyFamily(settings, dtype, 6, 37, 'wide', ORDINARY_TARGETS));
+    cases.push(
+      ...crossEntropyFamily(settings, dtype, 6, 4, 'offset', ORDINARY_TARGETS),
+      ...crossEntropyFamily(settings, dtype, 6, 37, 'wide', ORDINARY_TARGETS),
+    );
     cases.push(...crossEntropyFamily(settings, dtype, 8, 37, 'ordinary', OUT_OF_RANGE_TARGETS));
     cases.push(...crossEntropyFamily(settings, dtype, 6, 7, 'ordinary', MINUS_ONE_TARGETS));
   }

@@ -12,12 +12,26 @@ import { elementCount } from '../host-values.js';
 export function unaryInputs(random: InputGenerator, op: UnaryOp, dtype: DType, count: number): Float64Array {
   if (dtype === 'i32') return random.integers(count, -1000, 1001);
   switch (op) {
-    case 'log': case 'sqrt': case 'rsqrt': return random.uniform(count, 0.05, 4);
-    case 'reciprocal': return random.awayFromZero(count, 0.25, 4);
-    case 'exp': return random.uniform(count, -5, 5);
-    case 'sign': case 'relu': return random.pick(count, [-2, -0.5, 0, 0.25, 3]);
-    case 'tanh': case 'sigmoid': case 'gelu': case 'silu': case 'geluGrad': case 'siluGrad': return random.uniform(count, -6, 6);
-    default: return random.uniform(count, -3, 3);
+    case 'log':
+    case 'sqrt':
+    case 'rsqrt':
+      return random.uniform(count, 0.05, 4);
+    case 'reciprocal':
+      return random.awayFromZero(count, 0.25, 4);
+    case 'exp':
+      return random.uniform(count, -5, 5);
+    case 'sign':
+    case 'relu':
+      return random.pick(count, [-2, -0.5, 0, 0.25, 3]);
+    case 'tanh':
+    case 'sigmoid':
+    case 'gelu':
+    case 'silu':
+    case 'geluGrad':
+    case 'siluGrad':
+      return random.uniform(count, -6, 6);
+    default:
+      return random.uniform(count, -3, 3);
   }
 }
 
@@ -27,7 +41,9 @@ const I32_OVERFLOW_INPUTS = [-2147483648, 2147483647, 46341, -46341, 65536, -655
 function i32OverflowCase(settings: CaseSettings, op: UnaryOp): ConformanceCase {
   const count = 37;
   return primitiveCase(settings, 'unary', 'i32', `${op} overflow ${count}`, async (context) => {
-    const values = context.random.integers(count, -2147483648, 2147483648).map((value, i) => I32_OVERFLOW_INPUTS[i] ?? value);
+    const values = context.random
+      .integers(count, -2147483648, 2147483648)
+      .map((value, i) => I32_OVERFLOW_INPUTS[i] ?? value);
     const x = context.tensor([count], 'i32', values);
     const out = context.output([count], 'i32');
     context.onBoth((backend, side) => backend.unary(op, x[side], out[side]));
@@ -41,12 +57,14 @@ export function unaryCases(settings: CaseSettings): ConformanceCase[] {
   for (const dtype of DTYPES) {
     for (const op of dtype === 'i32' ? I32_UNARY_OPS : UNARY_OPS) {
       for (const shape of elementwiseShapes(settings.sizes)) {
-        cases.push(primitiveCase(settings, 'unary', dtype, `${op} ${formatShape(shape)}`, async (context) => {
-          const x = context.tensor(shape, dtype, unaryInputs(context.random, op, dtype, elementCount(shape)));
-          const out = context.output(shape, dtype);
-          context.onBoth((backend, side) => backend.unary(op, x[side], out[side]));
-          await context.expectClose(out, 'out');
-        }));
+        cases.push(
+          primitiveCase(settings, 'unary', dtype, `${op} ${formatShape(shape)}`, async (context) => {
+            const x = context.tensor(shape, dtype, unaryInputs(context.random, op, dtype, elementCount(shape)));
+            const out = context.output(shape, dtype);
+            context.onBoth((backend, side) => backend.unary(op, x[side], out[side]));
+            await context.expectClose(out, 'out');
+          }),
+        );
       }
     }
   }

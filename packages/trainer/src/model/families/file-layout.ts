@@ -39,15 +39,26 @@ function reorderHeads(values: Float32Array, config: ModelConfig, columns: number
 }
 
 /** Values of a tensor read from the file ([shape] as stored) in kiln's layout. */
-export function fromFileLayout(values: Float32Array, fileShape: readonly number[], layout: FileLayout | undefined, config: ModelConfig): Float32Array {
+export function fromFileLayout(
+  values: Float32Array,
+  fileShape: readonly number[],
+  layout: FileLayout | undefined,
+  config: ModelConfig,
+): Float32Array {
   if (layout === 'transposed') return transpose(values, fileShape[0], fileShape[1]);
   if (layout === 'per-head-qkv') return reorderHeads(values, config, fileShape.length === 2 ? fileShape[1] : 1, true);
   return values;
 }
 
 /** Values of a kiln tensor ([shape] in kiln's layout) as the family's file stores them; returns the file shape too. */
-export function toFileLayout(values: Float32Array, shape: readonly number[], layout: FileLayout | undefined, config: ModelConfig): { values: Float32Array; shape: number[] } {
+export function toFileLayout(
+  values: Float32Array,
+  shape: readonly number[],
+  layout: FileLayout | undefined,
+  config: ModelConfig,
+): { values: Float32Array; shape: number[] } {
   if (layout === 'transposed') return { values: transpose(values, shape[0], shape[1]), shape: [shape[1], shape[0]] };
-  if (layout === 'per-head-qkv') return { values: reorderHeads(values, config, shape.length === 2 ? shape[1] : 1, false), shape: [...shape] };
+  if (layout === 'per-head-qkv')
+    return { values: reorderHeads(values, config, shape.length === 2 ? shape[1] : 1, false), shape: [...shape] };
   return { values, shape: [...shape] };
 }

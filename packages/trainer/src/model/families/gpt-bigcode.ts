@@ -8,7 +8,15 @@
  */
 import type { ModelConfig } from '../../contracts.js';
 import type { ModelFamily } from './family.js';
-import { GPT_LINEAR_MODULES, GPT_OPTIONS, gptLayerModules, gptModelModules, isGptBuffer, readGptConfig, writeGptConfig } from './gpt-layout.js';
+import {
+  GPT_LINEAR_MODULES,
+  GPT_OPTIONS,
+  gptLayerModules,
+  gptModelModules,
+  isGptBuffer,
+  readGptConfig,
+  writeGptConfig,
+} from './gpt-layout.js';
 import type { HfConfigFields } from './hf-fields.js';
 
 export const gptBigCodeFamily: ModelFamily = {
@@ -21,7 +29,10 @@ export const gptBigCodeFamily: ModelFamily = {
     options: [
       ...GPT_OPTIONS,
       ['multi_query', 'true (one key/value head) or false (multi-head; c_attn reordered per head at load/save)'],
-      ['attention_softmax_in_fp32, scale_attention_softmax_in_fp32', 'read; kiln\'s attention softmax is f32 either way'],
+      [
+        'attention_softmax_in_fp32, scale_attention_softmax_in_fp32',
+        "read; kiln's attention softmax is f32 either way",
+      ],
     ],
   },
 
@@ -30,8 +41,11 @@ export const gptBigCodeFamily: ModelFamily = {
     const config = readGptConfig(fields, 'gpt_bigcode', (nHead) => (multiQuery ? 1 : nHead));
     const declared = fields.value('num_key_value_heads');
     if (declared !== undefined && declared !== config.nKvHead) {
-      fields.fail('num_key_value_heads', `is ${JSON.stringify(declared)} but multi_query ${multiQuery} means ${config.nKvHead}`,
-        'GPTBigCode has one key/value head (multi_query true) or one per query head; fix the config.json.');
+      fields.fail(
+        'num_key_value_heads',
+        `is ${JSON.stringify(declared)} but multi_query ${multiQuery} means ${config.nKvHead}`,
+        'GPTBigCode has one key/value head (multi_query true) or one per query head; fix the config.json.',
+      );
     }
     return config;
   },
@@ -50,6 +64,8 @@ export const gptBigCodeFamily: ModelFamily = {
   modelModules: gptModelModules,
   layerModules: gptLayerModules,
   fileLayout: (name: string, config: ModelConfig) =>
-    config.nKvHead === config.nHead && config.nHead > 1 && /\.attn\.c_attn\.(weight|bias)$/.test(name) ? 'per-head-qkv' : undefined,
+    config.nKvHead === config.nHead && config.nHead > 1 && /\.attn\.c_attn\.(weight|bias)$/.test(name)
+      ? 'per-head-qkv'
+      : undefined,
   isBuffer: isGptBuffer,
 };

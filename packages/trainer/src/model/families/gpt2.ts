@@ -7,7 +7,15 @@
  */
 import type { ModelConfig } from '../../contracts.js';
 import type { ModelFamily } from './family.js';
-import { GPT_LINEAR_MODULES, GPT_OPTIONS, gptLayerModules, gptModelModules, isGptBuffer, readGptConfig, writeGptConfig } from './gpt-layout.js';
+import {
+  GPT_LINEAR_MODULES,
+  GPT_OPTIONS,
+  gptLayerModules,
+  gptModelModules,
+  isGptBuffer,
+  readGptConfig,
+  writeGptConfig,
+} from './gpt-layout.js';
 import type { HfConfigFields } from './hf-fields.js';
 
 export const gpt2Family: ModelFamily = {
@@ -25,8 +33,11 @@ export const gpt2Family: ModelFamily = {
   },
 
   fromHfConfig(fields: HfConfigFields): ModelConfig {
-    fields.refuse('reorder_and_upcast_attn', [false],
-      'kiln does not implement the reordered, upcast attention of reorder_and_upcast_attn; set it to false (the result differs only in rounding).');
+    fields.refuse(
+      'reorder_and_upcast_attn',
+      [false],
+      'kiln does not implement the reordered, upcast attention of reorder_and_upcast_attn; set it to false (the result differs only in rounding).',
+    );
     const config = readGptConfig(fields, 'gpt2', (nHead) => nHead);
     config.architecture!.scaleAttentionByInverseLayer = fields.boolean('scale_attn_by_inverse_layer_idx', false);
     return config;

@@ -15,9 +15,12 @@ export class HfConfigFields {
   /** Wraps `json` (refused unless it is a JSON object). */
   constructor(json: unknown, source: string) {
     if (typeof json !== 'object' || json === null || Array.isArray(json)) {
-      throw new CheckpointError(`${source}: expected a JSON object (a Hugging Face config.json), got ${Array.isArray(json) ? 'an array' : typeof json}`, {
-        hint: 'Point at a directory holding the config.json of a Hugging Face causal language model.',
-      });
+      throw new CheckpointError(
+        `${source}: expected a JSON object (a Hugging Face config.json), got ${Array.isArray(json) ? 'an array' : typeof json}`,
+        {
+          hint: 'Point at a directory holding the config.json of a Hugging Face causal language model.',
+        },
+      );
     }
     this.fields = json as Record<string, unknown>;
     this.source = source;
@@ -39,7 +42,11 @@ export class HfConfigFields {
     const value = this.value(field) ?? fallback;
     if (value === undefined) this.fail(field, 'is missing', `The config.json needs "${field}" (a positive integer).`);
     if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
-      this.fail(field, `must be a positive integer, got ${JSON.stringify(value)}`, `Fix "${field}" in the config.json.`);
+      this.fail(
+        field,
+        `must be a positive integer, got ${JSON.stringify(value)}`,
+        `Fix "${field}" in the config.json.`,
+      );
     }
     return value as number;
   }
@@ -48,7 +55,11 @@ export class HfConfigFields {
   positive(field: string, fallback: number, value: unknown = this.value(field)): number {
     const resolved = value ?? fallback;
     if (typeof resolved !== 'number' || !Number.isFinite(resolved) || resolved <= 0) {
-      this.fail(field, `must be a finite number > 0, got ${JSON.stringify(resolved)}`, `Fix "${field}" in the config.json.`);
+      this.fail(
+        field,
+        `must be a finite number > 0, got ${JSON.stringify(resolved)}`,
+        `Fix "${field}" in the config.json.`,
+      );
     }
     return resolved as number;
   }
@@ -56,7 +67,8 @@ export class HfConfigFields {
   /** A boolean; `fallback` when absent. */
   boolean(field: string, fallback: boolean): boolean {
     const value = this.value(field) ?? fallback;
-    if (typeof value !== 'boolean') this.fail(field, `must be true or false, got ${JSON.stringify(value)}`, `Fix "${field}" in the config.json.`);
+    if (typeof value !== 'boolean')
+      this.fail(field, `must be true or false, got ${JSON.stringify(value)}`, `Fix "${field}" in the config.json.`);
     return value as boolean;
   }
 
@@ -64,7 +76,11 @@ export class HfConfigFields {
   refuse(field: string, supported: readonly unknown[], why: string): void {
     const value = this.value(field);
     if (value === undefined || supported.some((allowed) => allowed === value)) return;
-    this.fail(field, `is ${JSON.stringify(value)}; kiln implements ${supported.map((allowed) => JSON.stringify(allowed)).join(', ')} only`, why);
+    this.fail(
+      field,
+      `is ${JSON.stringify(value)}; kiln implements ${supported.map((allowed) => JSON.stringify(allowed)).join(', ')} only`,
+      why,
+    );
   }
 
   /** A token id or list of ids (`bos_token_id`, `eos_token_id`) as a list; empty when absent. */
@@ -73,7 +89,11 @@ export class HfConfigFields {
     if (value === undefined) return [];
     const list = Array.isArray(value) ? value : [value];
     if (list.some((id) => typeof id !== 'number' || !Number.isSafeInteger(id) || id < 0)) {
-      this.fail(field, `must be a token id or a list of them, got ${JSON.stringify(value)}`, `Fix "${field}" in the config.json.`);
+      this.fail(
+        field,
+        `must be a token id or a list of them, got ${JSON.stringify(value)}`,
+        `Fix "${field}" in the config.json.`,
+      );
     }
     return list as number[];
   }

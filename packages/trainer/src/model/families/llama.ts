@@ -16,26 +16,45 @@ function readRope(fields: HfConfigFields): { theta: number; scaling: RopeScaling
   const parameters = fields.value('rope_parameters');
   const legacyScaling = fields.value('rope_scaling');
   if (parameters !== undefined && (typeof parameters !== 'object' || Array.isArray(parameters))) {
-    fields.fail('rope_parameters', `must be an object, got ${JSON.stringify(parameters)}`, 'Fix "rope_parameters" in the config.json.');
+    fields.fail(
+      'rope_parameters',
+      `must be an object, got ${JSON.stringify(parameters)}`,
+      'Fix "rope_parameters" in the config.json.',
+    );
   }
   if (legacyScaling !== undefined && (typeof legacyScaling !== 'object' || Array.isArray(legacyScaling))) {
-    fields.fail('rope_scaling', `must be an object or null, got ${JSON.stringify(legacyScaling)}`, 'Fix "rope_scaling" in the config.json.');
+    fields.fail(
+      'rope_scaling',
+      `must be an object or null, got ${JSON.stringify(legacyScaling)}`,
+      'Fix "rope_scaling" in the config.json.',
+    );
   }
   const section = (parameters ?? legacyScaling ?? {}) as Record<string, unknown>;
   const sectionName = parameters !== undefined ? 'rope_parameters' : 'rope_scaling';
   const topTheta = fields.value('rope_theta');
   const sectionTheta = parameters !== undefined ? (parameters as Record<string, unknown>).rope_theta : undefined;
   if (topTheta !== undefined && sectionTheta !== undefined && topTheta !== sectionTheta) {
-    fields.fail('rope_theta', `is ${JSON.stringify(topTheta)} but rope_parameters.rope_theta is ${JSON.stringify(sectionTheta)}`,
-      'Keep one rope_theta (transformers 5 writes it inside rope_parameters).');
+    fields.fail(
+      'rope_theta',
+      `is ${JSON.stringify(topTheta)} but rope_parameters.rope_theta is ${JSON.stringify(sectionTheta)}`,
+      'Keep one rope_theta (transformers 5 writes it inside rope_parameters).',
+    );
   }
-  const theta = fields.positive(sectionTheta !== undefined ? 'rope_parameters.rope_theta' : 'rope_theta', 10000, sectionTheta ?? topTheta);
+  const theta = fields.positive(
+    sectionTheta !== undefined ? 'rope_parameters.rope_theta' : 'rope_theta',
+    10000,
+    sectionTheta ?? topTheta,
+  );
   const type = section.rope_type ?? section.type ?? 'default';
   if (!ROPE_TYPES.includes(type as (typeof ROPE_TYPES)[number])) {
-    fields.fail(`${sectionName}.rope_type`, `is ${JSON.stringify(type)}; kiln implements ${ROPE_TYPES.map((name) => `"${name}"`).join(', ')}`,
-      'Use a checkpoint with one of these rope types, or ask for the type to be added.');
+    fields.fail(
+      `${sectionName}.rope_type`,
+      `is ${JSON.stringify(type)}; kiln implements ${ROPE_TYPES.map((name) => `"${name}"`).join(', ')}`,
+      'Use a checkpoint with one of these rope types, or ask for the type to be added.',
+    );
   }
-  const number = (key: string, fallback?: number): number => fields.positive(`${sectionName}.${key}`, fallback as number, section[key]);
+  const number = (key: string, fallback?: number): number =>
+    fields.positive(`${sectionName}.${key}`, fallback as number, section[key]);
   if (type === 'linear') return { theta, scaling: { type: 'linear', factor: number('factor') } };
   if (type === 'llama3') {
     return {
@@ -57,20 +76,39 @@ function ropeParametersOf(config: ModelConfig): Record<string, unknown> {
   if (scaling === null) return { rope_type: 'default', rope_theta: config.ropeTheta };
   if (scaling.type === 'linear') return { rope_type: 'linear', rope_theta: config.ropeTheta, factor: scaling.factor };
   return {
-    rope_type: 'llama3', rope_theta: config.ropeTheta, factor: scaling.factor, low_freq_factor: scaling.lowFrequencyFactor,
-    high_freq_factor: scaling.highFrequencyFactor, original_max_position_embeddings: scaling.originalContextLength,
+    rope_type: 'llama3',
+    rope_theta: config.ropeTheta,
+    factor: scaling.factor,
+    low_freq_factor: scaling.lowFrequencyFactor,
+    high_freq_factor: scaling.highFrequencyFactor,
+    original_max_position_embeddings: scaling.originalContextLength,
   };
 }
 
 /** The config.json kiln has always written for its own byte-level Llama (kept byte for byte). */
 function byteLlamaConfig(config: ModelConfig): Record<string, unknown> {
   return {
-    architectures: ['LlamaForCausalLM'], model_type: 'llama', hidden_size: config.dModel, intermediate_size: config.mlpHidden,
-    num_attention_heads: config.nHead, num_key_value_heads: config.nKvHead, num_hidden_layers: config.nLayer,
-    head_dim: config.dModel / config.nHead, vocab_size: config.vocabSize, max_position_embeddings: config.contextLength,
-    rms_norm_eps: config.normEps, rope_theta: config.ropeTheta, rope_scaling: null, tie_word_embeddings: config.tieEmbeddings,
-    attention_bias: false, mlp_bias: false, hidden_act: 'silu', initializer_range: 0.02, torch_dtype: 'float32',
-    bos_token_id: null, eos_token_id: null,
+    architectures: ['LlamaForCausalLM'],
+    model_type: 'llama',
+    hidden_size: config.dModel,
+    intermediate_size: config.mlpHidden,
+    num_attention_heads: config.nHead,
+    num_key_value_heads: config.nKvHead,
+    num_hidden_layers: config.nLayer,
+    head_dim: config.dModel / config.nHead,
+    vocab_size: config.vocabSize,
+    max_position_embeddings: config.contextLength,
+    rms_norm_eps: config.normEps,
+    rope_theta: config.ropeTheta,
+    rope_scaling: null,
+    tie_word_embeddings: config.tieEmbeddings,
+    attention_bias: false,
+    mlp_bias: false,
+    hidden_act: 'silu',
+    initializer_range: 0.02,
+    torch_dtype: 'float32',
+    bos_token_id: null,
+    eos_token_id: null,
   };
 }
 
@@ -90,12 +128,15 @@ export const llamaFamily: ModelFamily = {
     options: [
       ['num_key_value_heads', 'any divisor of num_attention_heads (MHA, GQA, MQA)'],
       ['head_dim', 'any even width (may differ from hidden_size / num_attention_heads)'],
-      ['rope_theta / rope_parameters.rope_theta', 'both spellings (transformers 4 and 5); both present and different is refused'],
+      [
+        'rope_theta / rope_parameters.rope_theta',
+        'both spellings (transformers 4 and 5); both present and different is refused',
+      ],
       ['rope_scaling / rope_parameters.rope_type', '`default`, `linear`, `llama3`; other types refused'],
       ['attention_bias, mlp_bias', 'true or false'],
       ['tie_word_embeddings', 'true or false'],
       ['hidden_act', '`silu` only; others refused'],
-      ['attention_dropout', 'read, not applied (kiln trains without the model\'s own dropout)'],
+      ['attention_dropout', "read, not applied (kiln trains without the model's own dropout)"],
     ],
   },
 
@@ -155,7 +196,11 @@ export const llamaFamily: ModelFamily = {
     return {
       inputNorm: `${prefix}.input_layernorm`,
       postNorm: `${prefix}.post_attention_layernorm`,
-      attention: { query: `${prefix}.self_attn.q_proj`, key: `${prefix}.self_attn.k_proj`, value: `${prefix}.self_attn.v_proj` },
+      attention: {
+        query: `${prefix}.self_attn.q_proj`,
+        key: `${prefix}.self_attn.k_proj`,
+        value: `${prefix}.self_attn.v_proj`,
+      },
       output: `${prefix}.self_attn.o_proj`,
       mlp: { gate: `${prefix}.mlp.gate_proj`, up: `${prefix}.mlp.up_proj`, down: `${prefix}.mlp.down_proj` },
     };

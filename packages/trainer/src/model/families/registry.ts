@@ -10,7 +10,9 @@ import { gpt2Family } from './gpt2.js';
 import { HfConfigFields } from './hf-fields.js';
 import { llamaFamily } from './llama.js';
 
-const FAMILIES: ReadonlyMap<ModelFamilyName, ModelFamily> = new Map([llamaFamily, gpt2Family, gptBigCodeFamily].map((family) => [family.modelType, family]));
+const FAMILIES: ReadonlyMap<ModelFamilyName, ModelFamily> = new Map(
+  [llamaFamily, gpt2Family, gptBigCodeFamily].map((family) => [family.modelType, family]),
+);
 
 /** The supported `model_type` values, in registry order. */
 export const SUPPORTED_MODEL_TYPES: readonly ModelFamilyName[] = [...FAMILIES.keys()];
@@ -31,9 +33,12 @@ export function readFamilyConfig(json: unknown, source: string): ModelConfig {
   const modelType = fields.value('model_type');
   const family = FAMILIES.get(modelType as ModelFamilyName);
   if (family === undefined) {
-    throw new CheckpointError(`${source}: field "model_type" is ${JSON.stringify(modelType)}; kiln implements ${SUPPORTED_MODEL_TYPES.map((name) => `"${name}"`).join(', ')}`, {
-      hint: 'Use a checkpoint of a supported family (Llama-layout models such as SmolLM2 or TinyLlama, GPT-2, StarCoder / GPTBigCode).',
-    });
+    throw new CheckpointError(
+      `${source}: field "model_type" is ${JSON.stringify(modelType)}; kiln implements ${SUPPORTED_MODEL_TYPES.map((name) => `"${name}"`).join(', ')}`,
+      {
+        hint: 'Use a checkpoint of a supported family (Llama-layout models such as SmolLM2 or TinyLlama, GPT-2, StarCoder / GPTBigCode).',
+      },
+    );
   }
   return family.fromHfConfig(fields);
 }
