@@ -93,8 +93,9 @@ __global__ void dynamic_shared_kernel(float* output) {
 static int exit_barrier_line = 0;
 __global__ void early_exit_kernel(int* output) {
   if (threadIdx.x == 5) return;
-  exit_barrier_line = __LINE__;
-  __syncthreads();
+  // clang-format off: the line recorded must be the barrier's own
+  exit_barrier_line = __LINE__; __syncthreads();
+  // clang-format on
   output[threadIdx.x] = 1;
 }
 
@@ -102,11 +103,13 @@ static int first_barrier_line = 0;
 static int second_barrier_line = 0;
 __global__ void two_barriers_kernel(int* output) {
   if (threadIdx.x < 64) {
-    first_barrier_line = __LINE__;
-    __syncthreads();
+    // clang-format off
+    first_barrier_line = __LINE__; __syncthreads();
+    // clang-format on
   } else {
-    second_barrier_line = __LINE__;
-    __syncthreads();
+    // clang-format off
+    second_barrier_line = __LINE__; __syncthreads();
+    // clang-format on
   }
   output[threadIdx.x] = 1;
 }
@@ -293,12 +296,14 @@ static int misaligned_load_line = 0;
 // A 16-byte store at base + offset floats: every thread writes the same values, so the result
 // would look right; a GPU faults unless the address is 16-byte aligned.
 __global__ void vector_store_kernel(float* base, int offset) {
-  misaligned_store_line = __LINE__;
-  *reinterpret_cast<float4*>(base + offset) = make_float4(1.0f, 2.0f, 3.0f, 4.0f);
+  // clang-format off
+  misaligned_store_line = __LINE__; *reinterpret_cast<float4*>(base + offset) = make_float4(1.0f, 2.0f, 3.0f, 4.0f);
+  // clang-format on
 }
 __global__ void vector_load_kernel(const unsigned* base, int offset, unsigned* out) {
-  misaligned_load_line = __LINE__;
-  const uint2 value = *reinterpret_cast<const uint2*>(base + offset);
+  // clang-format off
+  misaligned_load_line = __LINE__; const uint2 value = *reinterpret_cast<const uint2*>(base + offset);
+  // clang-format on
   out[threadIdx.x] = value.x + value.y;
 }
 

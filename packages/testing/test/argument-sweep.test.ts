@@ -670,6 +670,37 @@ const SPECS: OpSpec[] = [
       },
     ],
   },
+  {
+    name: 'adamwDeviceScalars',
+    call: kiln.adamwDeviceScalars,
+    args: [
+      {
+        name: 'inputs',
+        valid: constant({ lr: 1e-3, beta1: 0.9, beta2: 0.999, step: 1, weightDecays: [0.1] }),
+        hostile: [
+          undefined,
+          null,
+          'x',
+          3,
+          new Named({}, 'lr'),
+          ...optionHostiles(
+            ['lr', ['x', NaN, -1]],
+            ['beta1', [1]],
+            ['beta2', [NaN]],
+            ['step', [0, 1.5]],
+            ['weightDecays', ['x', [-1], [NaN]]],
+            ['unknown', [1]],
+          ).map(
+            (named) =>
+              new Named(
+                { lr: 1e-3, beta1: 0.9, beta2: 0.999, step: 1, weightDecays: [0.1], ...(named.value as object) },
+                named.name,
+              ),
+          ),
+        ],
+      },
+    ],
+  },
 ];
 
 const WORD = (name: string) => new RegExp(`(^|[^\\w])${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}([^\\w]|$)`);

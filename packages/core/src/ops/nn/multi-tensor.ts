@@ -60,7 +60,28 @@ export interface AdamWDeviceScalarInputs {
  * 1 − lr·weightDecays[i]…], each computed in f64 and rounded to f32 once (as the fused kernels do).
  */
 export function adamwDeviceScalars(inputs: AdamWDeviceScalarInputs): Float32Array {
+  const op = 'adamwDeviceScalars';
+  if (typeof inputs !== 'object' || inputs === null) {
+    throw new InvalidArgumentError(
+      `${op}: inputs must be an object { lr, beta1, beta2, step, weightDecays }, got ${describeValue(inputs)}`,
+    );
+  }
+  checkOptions<AdamWDeviceScalarInputs>(op, 'inputs', inputs, DEVICE_SCALAR_INPUTS);
+  for (const key of ['lr', 'beta1', 'beta2', 'step', 'weightDecays'] as const) {
+    if (inputs[key] === undefined)
+      throw new InvalidArgumentError(`${op}: inputs.${key} is missing`, {
+        hint: 'Pass lr, beta1, beta2, step and weightDecays (one per parameter).',
+      });
+  }
   const { lr, beta1, beta2, step, weightDecays } = inputs;
+  if (!Array.isArray(weightDecays)) {
+    throw new InvalidArgumentError(
+      `${op}: inputs.weightDecays must be an array of numbers (one per parameter), got ${describeValue(weightDecays)}`,
+    );
+  }
+  weightDecays.forEach((value, index) =>
+    checkNumber(op, `inputs.weightDecays[${index}]`, value, { finite: true, min: 0 }),
+  );
   const values = new Float32Array(2 + weightDecays.length);
   values[0] = lr / (1 - beta1 ** step);
   values[1] = 1 / Math.sqrt(1 - beta2 ** step);
@@ -80,6 +101,14 @@ const HYPER_PARAMETERS: { readonly [K in keyof AdamWMultiOptions]-?: OptionCheck
   gradientScale: () => undefined,
   skipIfNonFinite: () => undefined,
   deviceScalars: () => undefined,
+};
+
+const DEVICE_SCALAR_INPUTS: { readonly [K in keyof AdamWDeviceScalarInputs]-?: OptionCheck } = {
+  lr: HYPER_PARAMETERS.lr,
+  beta1: HYPER_PARAMETERS.beta1,
+  beta2: HYPER_PARAMETERS.beta2,
+  step: HYPER_PARAMETERS.step,
+  weightDecays: () => undefined,
 };
 
 /** Σ over `tensors` of Σ x², as a new f32 scalar (f32 accumulation, deterministic order). Float tensors of any dtype mix on one backend. */
