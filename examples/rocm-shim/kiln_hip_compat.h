@@ -39,6 +39,8 @@
 // same-in-hip: float4 — HIP's vector types (16 bytes, 16-byte aligned)
 // same-in-hip: uint4
 // same-in-hip: make_float4
+// same-in-hip: float2 — HIP's vector types (8 bytes, 8-byte aligned)
+// same-in-hip: make_float2
 // same-in-hip: make_uint4
 // same-in-hip: threadIdx
 // same-in-hip: blockIdx
@@ -78,6 +80,7 @@
 // not-portable-file: kernels/matmul_wmma_f16.cu — instantiates matmul_wmma.cuh
 // not-portable-file: kernels/matmul_wmma_bf16.cu — instantiates matmul_wmma.cuh
 // not-portable-file: kernels/ptx_mma.cuh — inline PTX mma.sync, ldmatrix and cp.async (sm_80), fragment layouts of 32-lane warps
+// not-portable-file: kernels/matmul.cu — the matmul dispatcher and f32 kernel: includes ptx_mma.cuh for the opt-in TF32 path (cvt.rna.tf32, mma.sync.m16n8k8); a port first moves that path into its own file
 // not-portable-file: kernels/matmul_mma.cu — chooses that kernel (the shim's stand-in always answers WMMA)
 // not-portable-file: kernels/matmul_mma_f16.cu — instantiates matmul_mma.cuh
 // not-portable-file: kernels/matmul_mma_bf16.cu — instantiates matmul_mma.cuh

@@ -1,6 +1,6 @@
 // kiln_hip_unported.cpp — the host entry points whose @kiln/backend-cuda sources do not compile for
 // HIP (inline PTX, nvcuda::wmma, the cuBLAS loader), so that a first HIP build of the portable
-// sources links. Compile it in place of kernels/attention_{forward,backward}.cu,
+// sources links. Compile it in place of kernels/matmul.cu, kernels/attention_{forward,backward}.cu,
 // kernels/matmul_wmma_{f16,bf16}.cu, kernels/matmul_mma{,_f16,_bf16}.cu, kernels/matmul_wgmma_{f16,bf16}.cu,
 // kernels/attention_forward_wgmma.cu and runtime/cublas.cpp
 // (see docs/rocm-walkthrough.md).
@@ -41,6 +41,18 @@ cudaError_t launch_attention_backward(const LaunchContext&, int, const Attention
                                       const AttentionBackwardTensors&) {
   return hipErrorNotSupported;
 }
+
+cudaError_t launch_matmul(const LaunchContext&, int, const void*, const void*, void*, const MatmulShape&, void*) {
+  return hipErrorNotSupported;
+}
+
+Index matmul_workspace_bytes(const LaunchContext&, int, const void*, const void*, const MatmulShape&) { return 0; }
+
+bool matmul_f32_uses_tf32(const LaunchContext&) { return false; }
+
+unsigned long long split_k_matmul_launches() { return 0; }
+
+unsigned long long wgmma_matmul_launches() { return 0; }
 
 cudaError_t launch_matmul_wmma_f16(const LaunchContext&, const void*, const void*, void*, const MatmulShape&) {
   return hipErrorNotSupported;

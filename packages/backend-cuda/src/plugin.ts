@@ -1,5 +1,6 @@
 /** The registry entry of the CUDA backend: highest automatic priority; probe() says what to install when it cannot run. */
 import {
+  BackendUnavailableError,
   InvalidArgumentError,
   KERNEL_API_VERSION,
   type BackendCreateOptions,
@@ -45,6 +46,15 @@ export const cudaBackendPlugin: BackendPlugin = {
     return probeCuda();
   },
   create(options?: BackendCreateOptions) {
+    // Refuse as the registry would (probe()'s reason) instead of surfacing the driver error of the first CUDA call.
+    const probe = probeCuda();
+    if (!probe.available) {
+      throw new BackendUnavailableError(
+        'The CUDA backend cannot run here.',
+        [{ name: 'cuda', reason: probe.reason ?? 'unavailable' }],
+        { hint: 'Use another backend (KILN_DEVICE=cpu), or run `kiln doctor`; see docs/backend-cuda.md.' },
+      );
+    }
     const addon = cachedCudaAddon().addon;
     return new CudaBackend(addon, {
       deviceIndex: optionalInteger(options, 'deviceIndex'),

@@ -316,11 +316,13 @@ describe.skipIf(!built)(
         );
         const report = JSON.parse(readFileSync(reportPath, 'utf8')) as GpuCheckReport;
         expect(report.status).toBe('ok');
-        expect(report.matmul.length).toBe(15); // 128³ and the tiny model's six shapes in bf16 and f32, 128³ in f16
+        // 128³ and the tiny model's six shapes in bf16, f32 (TF32 off) and f32 with TF32 allowed; 128³ in f16.
+        expect(report.matmul.length).toBe(22);
+        expect(report.matmul.filter((row) => row.tf32 === true)).toHaveLength(7);
         expect(report.matmul.every((row) => row.kilnTflops > 0 && row.ratio === undefined)).toBe(true);
         // The simulated device reports compute capability 9.0: f16/bf16 run the pipelined mma.sync kernel.
         expect(report.matmul.map((row) => `${row.dtype} ${row.kernel}`)).toEqual(
-          expect.arrayContaining(['bf16 mma.sync', 'f16 mma.sync', 'f32 SIMT']),
+          expect.arrayContaining(['bf16 mma.sync', 'f16 mma.sync', 'f32 SIMT', 'f32 TF32 mma.sync']),
         );
         expect(report.matmulNote).toMatch(/cuBLAS not measured/);
         expect(report.trainStep?.kiln).toMatchObject({ skipped: expect.stringContaining('simulator') });
