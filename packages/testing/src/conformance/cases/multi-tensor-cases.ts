@@ -115,7 +115,7 @@ function adamwMultiCases(
       const deviceScalars = context.tensor(
         [2 + lengths.length],
         'f32',
-        adamwDeviceScalars({ ...HYPER, lr, step, weightDecays }),
+        adamwDeviceScalars({ lr, beta1: HYPER.beta1, beta2: HYPER.beta2, step, weightDecays }),
       );
       run(gradients(context, lengths, dtype, mix), (side) => ({
         ...HYPER,
