@@ -2,7 +2,7 @@
 // HIP (inline PTX, nvcuda::wmma, the cuBLAS loader), so that a first HIP build of the portable
 // sources links. Compile it in place of kernels/matmul.cu, kernels/attention_{forward,backward}.cu,
 // kernels/matmul_wmma_{f16,bf16}.cu, kernels/matmul_mma{,_f16,_bf16}.cu, kernels/matmul_wgmma_{f16,bf16}.cu,
-// kernels/attention_forward_wgmma.cu and runtime/cublas.cpp
+// kernels/attention_{forward,backward}_wgmma.cu and runtime/cublas.cpp
 // (see docs/rocm-walkthrough.md).
 //
 // None of these is reached by a correct TypeScript layer: its capabilities answer false for
@@ -14,6 +14,7 @@
 #include <string>
 
 #include "kernels/attention_backward.cuh"
+#include "kernels/attention_backward_wgmma.cuh"
 #include "kernels/attention_forward.cuh"
 #include "kernels/attention_forward_wgmma.cuh"
 #include "kernels/matmul.cuh"
@@ -36,6 +37,8 @@ cudaError_t launch_attention_forward_wgmma(const LaunchContext&, int, const Atte
 }
 
 unsigned long long wgmma_attention_forward_launches() { return 0; }
+
+unsigned long long wgmma_attention_backward_launches() { return 0; }
 
 cudaError_t launch_attention_backward(const LaunchContext&, int, const AttentionProblem&,
                                       const AttentionBackwardTensors&) {

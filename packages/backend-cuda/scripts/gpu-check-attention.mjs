@@ -8,9 +8,10 @@
 //  3. correctness at that shape: kiln's and torch's outputs are both compared with an f32
 //     reference the Python script computes from the same bf16 inputs; kiln may be at most
 //     2× (+1e-3) as far from it as torch is (relative L2 error), and lse within 1e-4.
-// The section names the forward kernel family that ran: 'wgmma' when kiln's sm_90a kernel
-// (attention_forward_wgmma.cu) was launched (CudaBackend.hopperAttentionLaunches grew), else
-// 'flash-2' (attention_forward.cu).
+// The section names the forward and backward kernel families that ran: 'wgmma' when kiln's sm_90a
+// kernels (attention_forward_wgmma.cu, attention_backward_wgmma.cu) were launched
+// (CudaBackend.hopperAttentionLaunches / hopperAttentionBackwardLaunches grew), else 'flash-2'
+// (attention_forward.cu, attention_backward.cu).
 // Tensors travel through a temporary folder as raw little-endian bf16/f32 files.
 // `--simulator` runs the same steps at a tiny shape on the CPU simulator (a smoke test; the torch
 // part then usually reports why it could not run).
@@ -133,6 +134,7 @@ export async function checkAttention(backend, options = {}) {
   const section = {
     shape: { ...shape, dtype: 'bf16' },
     kernel: undefined,
+    backwardKernel: undefined,
     determinism: undefined,
     kiln: undefined,
     torch: undefined,
@@ -169,7 +171,9 @@ export async function checkAttention(backend, options = {}) {
     const hopperBefore = hopperLaunches(backend);
     forward();
     section.kernel = hopperLaunches(backend) > hopperBefore ? 'wgmma' : 'flash-2';
+    const hopperBackwardBefore = hopperBackwardLaunches(backend);
     backward();
+    section.backwardKernel = hopperBackwardLaunches(backend) > hopperBackwardBefore ? 'wgmma' : 'flash-2';
     const first = await Promise.all([dq, dk, dv].map((ref) => backend.download(ref.buffer)));
     backward();
     const second = await Promise.all([dq, dk, dv].map((ref) => backend.download(ref.buffer)));
@@ -298,15 +302,25 @@ function hopperLaunches(backend) {
   return typeof backend.hopperAttentionLaunches === 'number' ? backend.hopperAttentionLaunches : 0;
 }
 
+/** Calls of kiln's sm_90a attention backward so far (0 for a backend that has none). */
+function hopperBackwardLaunches(backend) {
+  return typeof backend.hopperAttentionBackwardLaunches === 'number' ? backend.hopperAttentionBackwardLaunches : 0;
+}
+
 function describeShape({ batch, headsQ, headsKV, lengthQ, lengthK, headDim, causal }) {
   return `B=${batch} Hq=${headsQ} Hkv=${headsKV} Tq=${lengthQ} Tk=${lengthK} D=${headDim}${causal ? ' causal' : ''}`;
+}
+
+/** How the report names a kernel family. */
+function kernelName(family) {
+  return family === 'wgmma' ? 'wgmma + TMA (sm_90a)' : 'FlashAttention-2 (mma.sync)';
 }
 
 function printTable(section, log) {
   const flops = attentionFlops(section.shape);
   const rate = (ms, work) => `${(work / (ms / 1000) / 1e12).toFixed(1).padStart(7)} TFLOP/s`;
   log(
-    `attention bf16 ${describeShape(section.shape)}, forward kernel: ${section.kernel === 'wgmma' ? 'wgmma + TMA (sm_90a)' : 'FlashAttention-2 (mma.sync)'}`,
+    `attention bf16 ${describeShape(section.shape)}, forward kernel: ${kernelName(section.kernel)}, backward kernel: ${kernelName(section.backwardKernel)}`,
   );
   log('                    kiln                          torch SDPA                    kiln speed / torch');
   for (const [label, key, work] of [

@@ -163,6 +163,11 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
     return this.disposed ? 0 : callNative(() => this.native.matmulInfo()).wgmmaAttentionLaunches;
   }
 
+  /** Calls of kiln's sm_90a wgmma + TMA flash-attention backward in this process so far (0 where the device or the build has none). */
+  get hopperAttentionBackwardLaunches(): number {
+    return this.disposed ? 0 : callNative(() => this.native.matmulInfo()).wgmmaAttentionBackwardLaunches;
+  }
+
   /** Bytes and buffers in use, plus the caching allocator's reserved/cached/peak bytes and the device's free/total. */
   memory(): CudaMemoryInfo {
     if (this.disposed) return { allocatedBytes: 0, bufferCount: 0, reservedBytes: 0, cachedBytes: 0, peakBytes: 0 };

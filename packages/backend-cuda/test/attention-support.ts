@@ -247,3 +247,51 @@ export async function runAttentionForward(
     space.release();
   }
 }
+
+/**
+ * Runs only the backward on `backend` in `dtype` and `layout`, differentiating the forward whose
+ * out and lse are `saved` (heads-major; typically the reference's); dq, dk, dv come back heads-major.
+ */
+export async function runAttentionBackward(
+  backend: KernelBackend,
+  dtype: DType,
+  geometry: Geometry,
+  inputs: Inputs,
+  saved: Pick<Results, 'out' | 'lse'>,
+  layout: 'heads-major' | 'tokens-major',
+): Promise<Pick<Results, 'dq' | 'dk' | 'dv'>> {
+  const { batch, headsQ, headsKV, lengthQ, lengthK, headDim } = geometry;
+  const tokens = layout === 'tokens-major';
+  const arrange = (values: Float64Array, heads: number, length: number) =>
+    tokens ? swapHeadsAndTokens(values, batch, heads, length, headDim, true) : values;
+  const back = (values: Float64Array, heads: number, length: number) =>
+    tokens ? swapHeadsAndTokens(values, batch, heads, length, headDim, false) : values;
+  const qShape = tokens ? [batch, lengthQ, headsQ, headDim] : [batch, headsQ, lengthQ, headDim];
+  const kShape = tokens ? [batch, lengthK, headsKV, headDim] : [batch, headsKV, lengthK, headDim];
+  const space = new Workspace(backend);
+  try {
+    const q = space.put(qShape, dtype, arrange(inputs.q, headsQ, lengthQ));
+    const k = space.put(kShape, dtype, arrange(inputs.k, headsKV, lengthK));
+    const v = space.put(kShape, dtype, arrange(inputs.v, headsKV, lengthK));
+    const dOut = space.put(qShape, dtype, arrange(inputs.dOut, headsQ, lengthQ));
+    const out = space.put(qShape, dtype, arrange(saved.out, headsQ, lengthQ));
+    const lse = space.put([batch, headsQ, lengthQ], 'f32', saved.lse);
+    let mask: StridedView | null = null;
+    if (inputs.mask) {
+      const stored = space.put([inputs.mask.values.length], 'f32', inputs.mask.values);
+      mask = { ...stored, shape: [batch, headsQ, lengthQ, lengthK], strides: inputs.mask.strides, offset: 0 };
+    }
+    const [dq, dk, dv] = [space.output(qShape, dtype), space.output(kShape, dtype), space.output(kShape, dtype)];
+    backend.attentionBackward!(q, k, v, mask, out, lse, dOut, dq, dk, dv, {
+      ...paramsOf(geometry),
+      ...(tokens ? { layout: 'tokens-major' as const } : {}),
+    });
+    return {
+      dq: back(await space.read(dq), headsQ, lengthQ),
+      dk: back(await space.read(dk), headsKV, lengthK),
+      dv: back(await space.read(dv), headsKV, lengthK),
+    };
+  } finally {
+    space.release();
+  }
+}

@@ -19,6 +19,7 @@ const kilnInfo: NativeMatmulInfo = {
   kilnTf32: false,
   splitKLaunches: 0,
   wgmmaAttentionLaunches: 0,
+  wgmmaAttentionBackwardLaunches: 0,
 };
 
 describe('matmul path description', () => {

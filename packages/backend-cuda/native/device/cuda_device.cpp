@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "../addon/download_worker.h"
+#include "../kernels/attention_backward_wgmma.cuh"
 #include "../kernels/attention_forward_wgmma.cuh"
 #include "../kernels/matmul.cuh"
 #include "kiln/arguments.h"
@@ -83,6 +84,8 @@ Napi::Object CudaDevice::matmul_info(Napi::Env env) {
   result.Set("kilnTf32", matmul_f32_uses_tf32(context_->launch_context()));
   result.Set("splitKLaunches", Napi::Number::New(env, static_cast<double>(split_k_matmul_launches())));
   result.Set("wgmmaAttentionLaunches", Napi::Number::New(env, static_cast<double>(wgmma_attention_forward_launches())));
+  result.Set("wgmmaAttentionBackwardLaunches",
+             Napi::Number::New(env, static_cast<double>(wgmma_attention_backward_launches())));
   return result;
 }
 

@@ -10,6 +10,8 @@
 //  3. query kernel: one block per (batch, query head, 64-query tile), each warp owning 16 rows;
 //     dQ accumulates in registers over the visible key tiles: S = q·kᵀ, P, dP = dO·vᵀ,
 //     dS = P ∘ (dP − Δ), dQ += dS·k; finally dQ ·= scale.
+// On Hopper (sm_90a code, f16/bf16, D 64/96/128) steps 2 and 3 run as attention_backward_wgmma.cu's
+// wgmma + TMA kernels instead (same split, same determinism).
 // Pipelines (f16/bf16: mma.sync + ldmatrix on swizzled tiles, as the forward): the key/value
 // kernel double-buffers the streamed q, dO, lse and Δ of its work items, the query kernel K and V
 // (cp.async for item / tile n+1 issued as n starts; each product waits only for its own operand)
@@ -23,6 +25,7 @@
 // Numerics: f32 accumulation, scores in log2 units (exp2f of s₂ − lse·log2 e). For f16/bf16, P
 // and dS are rounded to the storage type once before their tensor-core products.
 #include "attention_backward.cuh"
+#include "attention_backward_wgmma.cuh"
 #include "attention_warp_math.cuh"
 
 namespace kiln {
@@ -67,13 +70,6 @@ struct QueryLayout {
   static constexpr int kBytes = bytes_for(kStages);
   static_assert(kBytes <= kAttentionSharedLimit, "query tiles exceed the shared memory of sm_86/sm_89");
 };
-
-/** lse in log2 units for P = exp2(s₂ − lse₂); +Inf for a row without keys (or past Tq), so its P is 0, never NaN. */
-__device__ __forceinline__ float lse_log2_or_infinity(const float* lse, Index index, bool inside) {
-  if (!inside) return INFINITY;
-  const float value = lse[index];
-  return value == -INFINITY ? INFINITY : value * KILN_ATTENTION_LOG2E;
-}
 
 /**
  * Index in delta / lse [B, Hq, Tq] of the `row`-th D-element row of out in memory: the same in
@@ -431,6 +427,15 @@ cudaError_t launch_delta(const LaunchContext& context, const char* name, const K
                         params.delta, rows, params.head_dim, params.heads_q, params.length_q, params.tokens_major != 0);
 }
 
+/** Runs the Hopper backward when it takes the call (attention_backward_wgmma.cu): true, with its status in `status`. */
+bool ran_hopper_backward(const LaunchContext& context, int dtype, const AttentionProblem& problem,
+                         const AttentionBackwardTensors& tensors, cudaError_t& status) {
+  if (!attention_backward_wgmma_supports(dtype, problem, tensors)) return false;
+  bool maps_refused = false;
+  status = launch_attention_backward_wgmma(context, dtype, problem, tensors, maps_refused);
+  return !maps_refused;
+}
+
 }  // namespace
 
 cudaError_t launch_attention_backward(const LaunchContext& context, int dtype, const AttentionProblem& problem,
@@ -471,9 +476,9 @@ cudaError_t launch_attention_backward(const LaunchContext& context, int dtype, c
            "attention_backward_kv_kernel<f16,128>"},
           {"attention_backward_q_kernel<f16,32>", "attention_backward_q_kernel<f16,64>",
            "attention_backward_q_kernel<f16,128>"}};
-      const cudaError_t error = launch_delta<__half>(context, "attention_delta_kernel<f16>", params, rows);
-      return error != cudaSuccess ? error
-                                  : launch_family<attention::TensorCoreFamily<__half>>(context, kNames, bucket, params,
+      cudaError_t error = launch_delta<__half>(context, "attention_delta_kernel<f16>", params, rows);
+      if (error != cudaSuccess || ran_hopper_backward(context, dtype, problem, tensors, error)) return error;
+      return launch_family<attention::TensorCoreFamily<__half>>(context, kNames, bucket, params,
                                                                                        key_value_blocks, query_blocks);
     }
     default: {
@@ -482,9 +487,9 @@ cudaError_t launch_attention_backward(const LaunchContext& context, int dtype, c
            "attention_backward_kv_kernel<bf16,128>"},
           {"attention_backward_q_kernel<bf16,32>", "attention_backward_q_kernel<bf16,64>",
            "attention_backward_q_kernel<bf16,128>"}};
-      const cudaError_t error = launch_delta<__nv_bfloat16>(context, "attention_delta_kernel<bf16>", params, rows);
-      return error != cudaSuccess ? error
-                                  : launch_family<attention::TensorCoreFamily<__nv_bfloat16>>(
+      cudaError_t error = launch_delta<__nv_bfloat16>(context, "attention_delta_kernel<bf16>", params, rows);
+      if (error != cudaSuccess || ran_hopper_backward(context, dtype, problem, tensors, error)) return error;
+      return launch_family<attention::TensorCoreFamily<__nv_bfloat16>>(
                                         context, kNames, bucket, params, key_value_blocks, query_blocks);
     }
   }

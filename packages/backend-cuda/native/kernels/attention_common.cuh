@@ -330,6 +330,13 @@ __device__ __forceinline__ void load_tile(T* tile, const T* source, Index row_st
   }
 }
 
+/** lse in log2 units for P = exp2(s₂ − lse₂); +Inf for a row without keys (or past Tq), so its P is 0, never NaN. */
+__device__ __forceinline__ float lse_log2_or_infinity(const float* lse, Index index, bool inside) {
+  if (!inside) return INFINITY;
+  const float value = lse[index];
+  return value == -INFINITY ? INFINITY : value * KILN_ATTENTION_LOG2E;
+}
+
 /** mask[b, h, i, j] of the broadcast view, times log2(e). */
 __device__ __forceinline__ float mask_log2(const KernelParams& p, int b, int h, long long i, long long j) {
   const Index offset = p.mask_offset + static_cast<Index>(b) * p.mask_strides[0] +

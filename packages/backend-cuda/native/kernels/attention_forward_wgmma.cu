@@ -32,12 +32,11 @@
 // order on the GPU, k ascending per k16 step in the simulator), P rounded to f16/bf16 once before
 // P·V, the output once at the end; lse = (m + log2 l)·ln 2.
 #include <atomic>
-#include <cstring>
 
 #include "attention_forward_wgmma.cuh"
 #include "attention_online_softmax.cuh"
+#include "attention_wgmma_common.cuh"
 #include "matmul.cuh"
-#include "ptx_wgmma.cuh"
 
 namespace kiln {
 
@@ -59,8 +58,7 @@ inline constexpr int kQueryRows = 128;
 inline constexpr int kKeys = 128;
 inline constexpr int kConsumers = 2;
 inline constexpr int kThreads = 128 * (1 + kConsumers);
-/** Bytes of one swizzled shared row: 64 16-bit elements. */
-inline constexpr int kRowBytes = 128;
+static_assert(kQueryRows == kKeys, "q and K/V tiles share one box shape (tensor_map's box_rows)");
 
 /** Shared-memory plan of one head-dim instantiation (offsets from the 1024-byte aligned base). */
 template <int kHeadDim>
@@ -83,20 +81,6 @@ struct Plan {
   static constexpr int kSharedBytes = kBarrierOffset + kBarriers * 8 + 1024;
   static_assert(kSharedBytes <= 227 * 1024, "exceeds the 227 KiB of shared memory a Hopper block may use");
 };
-
-/** A [16][4] fragment array as the flat register list wgmma takes. */
-template <int kTiles>
-__device__ __forceinline__ float (&flat(float (&fragment)[kTiles][4]))
-    [kTiles * 4] { return *reinterpret_cast<float (*)[kTiles * 4]>(&fragment[0][0]); }
-
-/** Two values rounded to T in one 32-bit register, `low` in the lower half. */
-template <typename T>
-__device__ __forceinline__ std::uint32_t pack_pair(float low, float high) {
-  const T values[2] = {from_float<T>(low), from_float<T>(high)};
-  std::uint32_t packed;
-  memcpy(&packed, values, sizeof(packed));
-  return packed;
-}
 
 template <typename T, int kHeadDim>
 __global__ void __launch_bounds__(kThreads, 1)
@@ -206,13 +190,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto rescale_and_pack = [&]() {
     KILN_UNROLL
     for (int half = 0; half < 2; half++) rescale_output_row(o, half, correction[half]);
-    KILN_UNROLL
-    for (int step = 0; step < kKeys / 16; step++) {
-      probabilities[step][0] = pack_pair<T>(s[2 * step][0], s[2 * step][1]);
-      probabilities[step][1] = pack_pair<T>(s[2 * step][2], s[2 * step][3]);
-      probabilities[step][2] = pack_pair<T>(s[2 * step + 1][0], s[2 * step + 1][1]);
-      probabilities[step][3] = pack_pair<T>(s[2 * step + 1][2], s[2 * step + 1][3]);
-    }
+    pack_a_operand<T>(s, probabilities);
   };
   // O += P·V: k16 step `step` takes keys 16·step … (P from registers, V MN-major: boxes of 64 columns kKeyBoxBytes apart).
   auto issue_output = [&](int tile) {
@@ -251,20 +229,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   T* out = static_cast<T*>(p.out_written) + q_offset_of(p, b, h, row0);
   float* lse = p.lse + (static_cast<Index>(b) * p.heads_q + h) * p.length_q + row0;
   store_softmax_rows<T>(o, row_max, row_sum, out, p.q_row_stride, lse, warp_row, rows_valid, kHeadDim);
-}
-
-/** The 4D tensor map (D, T, H, B) of q, k or v with boxes of 64 columns × 128 rows; false when the driver refuses it. */
-inline bool tensor_map(vendor::TensorMap* map, const void* base, int head_dim, int length, int heads, int batch,
-                       Index row_stride, Index head_stride, Index batch_stride) {
-  const std::uint64_t dims[4] = {static_cast<std::uint64_t>(head_dim), static_cast<std::uint64_t>(length),
-                                 static_cast<std::uint64_t>(heads), static_cast<std::uint64_t>(batch)};
-  const std::uint64_t strides[3] = {static_cast<std::uint64_t>(row_stride) * 2,
-                                    static_cast<std::uint64_t>(head_stride) * 2,
-                                    static_cast<std::uint64_t>(batch_stride) * 2};
-  const std::uint32_t box[4] = {64, static_cast<std::uint32_t>(kQueryRows), 1, 1};
-  static_assert(kQueryRows == kKeys, "q and K/V boxes have the same rows");
-  std::string why;
-  return vendor::encode_tensor_map_tiled(map, 4, base, dims, strides, box, true, why) == cudaSuccess;
 }
 
 template <typename T, int kHeadDim>
@@ -326,11 +290,11 @@ cudaError_t launch_attention_forward_wgmma(const LaunchContext& context, int dty
   vendor::TensorMap map_k;
   vendor::TensorMap map_v;
   if (!tensor_map(&map_q, tensors.q, problem.head_dim, problem.length_q, problem.heads_q, problem.batch,
-                  params.q_row_stride, params.q_head_stride, params.q_batch_stride) ||
+                  params.q_row_stride, params.q_head_stride, params.q_batch_stride, kQueryRows) ||
       !tensor_map(&map_k, tensors.k, problem.head_dim, problem.length_k, problem.heads_kv, problem.batch,
-                  params.kv_row_stride, params.kv_head_stride, params.kv_batch_stride) ||
+                  params.kv_row_stride, params.kv_head_stride, params.kv_batch_stride, kKeys) ||
       !tensor_map(&map_v, tensors.v, problem.head_dim, problem.length_k, problem.heads_kv, problem.batch,
-                  params.kv_row_stride, params.kv_head_stride, params.kv_batch_stride)) {
+                  params.kv_row_stride, params.kv_head_stride, params.kv_batch_stride, kKeys)) {
     return cudaSuccess;
   }
   maps_refused = false;

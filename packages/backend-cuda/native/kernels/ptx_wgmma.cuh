@@ -1,8 +1,8 @@
 // kernels/ptx_wgmma.cuh — kiln's thin wrappers over the sm_90 / sm_90a PTX its Hopper kernels use:
 // mbarrier (init, arrive, arrive.expect_tx, try_wait.parity loop), TMA bulk tensor copies
-// (cp.async.bulk.tensor.3d/.4d global → shared, completing on an mbarrier), wgmma m64n128k16 and
-// m64n64k16 (bf16/f16 → f32, B from a shared-memory matrix descriptor, A from one or from
-// registers), wgmma.fence /
+// (cp.async.bulk.tensor.3d/.4d global → shared, completing on an mbarrier), wgmma m64nNk16 for
+// N 64 and 128 (bf16/f16 → f32, B from a shared-memory matrix descriptor, A from one or from
+// registers: wgmma_m64nk16 / wgmma_m64nk16_rs, typed over T and N), wgmma.fence /
 // commit_group / wait_group, setmaxnreg and the proxy/barrier-init fences.
 //
 // On the device each wrapper is one `asm volatile`, compiled only for sm_90a (other targets trap:
@@ -92,41 +92,21 @@ template <int N>
 inline void wgmma_wait(std::source_location site = std::source_location::current()) {
   gpu_sim::ptx::wgmma_wait_group(N, site);
 }
-/** d (+)= A·B, m64n128k16, bf16 inputs; TransA/TransB 1 = M-/N-major operand; scale_d 0 ignores d. */
-template <int TransA, int TransB>
-inline void wgmma_m64n128k16_bf16(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d,
-                                  std::source_location site = std::source_location::current()) {
-  gpu_sim::ptx::wgmma_mma_async<128, gpu_sim::ptx::MmaInput::kBF16>(d, desc_a, desc_b, scale_d != 0, TransA != 0,
-                                                                    TransB != 0, site);
-}
-/** d (+)= A·B, m64n128k16, f16 inputs. */
-template <int TransA, int TransB>
-inline void wgmma_m64n128k16_f16(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d,
-                                 std::source_location site = std::source_location::current()) {
-  gpu_sim::ptx::wgmma_mma_async<128, gpu_sim::ptx::MmaInput::kF16>(d, desc_a, desc_b, scale_d != 0, TransA != 0,
-                                                                   TransB != 0, site);
-}
-/** d (+)= A·B, m64n64k16, bf16 inputs. */
-template <int TransA, int TransB>
-inline void wgmma_m64n64k16_bf16(float (&d)[32], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d,
-                                 std::source_location site = std::source_location::current()) {
-  gpu_sim::ptx::wgmma_mma_async<64, gpu_sim::ptx::MmaInput::kBF16>(d, desc_a, desc_b, scale_d != 0, TransA != 0,
-                                                                   TransB != 0, site);
-}
-/** d (+)= A·B, m64n64k16, f16 inputs. */
-template <int TransA, int TransB>
-inline void wgmma_m64n64k16_f16(float (&d)[32], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d,
-                                std::source_location site = std::source_location::current()) {
-  gpu_sim::ptx::wgmma_mma_async<64, gpu_sim::ptx::MmaInput::kF16>(d, desc_a, desc_b, scale_d != 0, TransA != 0,
-                                                                  TransB != 0, site);
+/** The gpu-sim input type of a 16-bit storage type. */
+template <typename T>
+inline constexpr gpu_sim::ptx::MmaInput kMmaInput =
+    std::is_same<T, __nv_bfloat16>::value ? gpu_sim::ptx::MmaInput::kBF16 : gpu_sim::ptx::MmaInput::kF16;
+/** d (+)= A·B, m64nNk16, T inputs, A and B from shared-memory descriptors; TransA/TransB 1 = M-/N-major operand; scale_d 0 ignores d. */
+template <typename T, int N, int TransA, int TransB>
+inline void wgmma_m64nk16(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d,
+                          std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::wgmma_mma_async<N, kMmaInput<T>>(d, desc_a, desc_b, scale_d != 0, TransA != 0, TransB != 0, site);
 }
 /** d (+)= A·B, m64nNk16, A from registers (a: the fragment of gpu_sim/cuda/wgmma.hpp), B from shared memory. */
 template <typename T, int N, int TransB>
 inline void wgmma_m64nk16_rs(float (&d)[N / 2], const std::uint32_t (&a)[4], std::uint64_t desc_b, int scale_d,
                              std::source_location site = std::source_location::current()) {
-  constexpr gpu_sim::ptx::MmaInput kType =
-      std::is_same<T, __nv_bfloat16>::value ? gpu_sim::ptx::MmaInput::kBF16 : gpu_sim::ptx::MmaInput::kF16;
-  gpu_sim::ptx::wgmma_mma_async_rs<N, kType>(d, a, desc_b, scale_d != 0, TransB != 0, site);
+  gpu_sim::ptx::wgmma_mma_async_rs<N, kMmaInput<T>>(d, a, desc_b, scale_d != 0, TransB != 0, site);
 }
 /** setmaxnreg.inc.sync.aligned.u32. */
 template <int Registers>
@@ -202,137 +182,43 @@ template <int N>
 __device__ __forceinline__ void wgmma_wait() {
   KILN_PTX_SM90A(asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"));
 }
-template <int TransA, int TransB>
-__device__ __forceinline__ void wgmma_m64n128k16_bf16(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b,
-                                                      int scale_d) {
-  KILN_PTX_SM90A(asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
-      "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "
-      "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "
-      "%57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, %67, %68;\n}\n" : "+f"(d[0]),
-      "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]),
-      "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
-      "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),
-      "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]),
-      "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
-      "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
-      "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]),
-      "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) : "l"(desc_a), "l"(desc_b),
-      "r"(scale_d), "n"(TransA), "n"(TransB)));
-}
-template <int TransA, int TransB>
-__device__ __forceinline__ void wgmma_m64n128k16_f16(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b,
-                                                     int scale_d) {
-  KILN_PTX_SM90A(asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
-      "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "
-      "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "
-      "%57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, %67, %68;\n}\n" : "+f"(d[0]),
-      "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]),
-      "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
-      "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),
-      "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]),
-      "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
-      "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
-      "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]),
-      "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) : "l"(desc_a), "l"(desc_b),
-      "r"(scale_d), "n"(TransA), "n"(TransB)));
-}
-template <int TransA, int TransB>
-__device__ __forceinline__ void wgmma_m64n64k16_bf16(float (&d)[32], std::uint64_t desc_a, std::uint64_t desc_b,
-                                                     int scale_d) {
-  KILN_PTX_SM90A(
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                   "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, "
-                   "%11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "
-                   "%30, %31}, %32, %33, p, 1, 1, %35, %36;\n}\n" : "+f"(d[0]),
-                   "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-                   "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
-                   "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
-                   "+f"(d[30]), "+f"(d[31]) : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB)));
-}
-template <int TransA, int TransB>
-__device__ __forceinline__ void wgmma_m64n64k16_f16(float (&d)[32], std::uint64_t desc_a, std::uint64_t desc_b,
-                                                    int scale_d) {
-  KILN_PTX_SM90A(
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                   "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, "
-                   "%11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "
-                   "%30, %31}, %32, %33, p, 1, 1, %35, %36;\n}\n" : "+f"(d[0]),
-                   "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-                   "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
-                   "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
-                   "+f"(d[30]), "+f"(d[31]) : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB)));
-}
-template <int TransB>
-__device__ __forceinline__ void wgmma_m64n64k16_rs_bf16(float (&d)[32], const std::uint32_t (&a)[4],
-                                                        std::uint64_t desc_b, int scale_d) {
-  KILN_PTX_SM90A(asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
-      "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, "
-      "%35}, %36, p, 1, 1, %38;\n}\n" : "+f"(d[0]),
-      "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]),
-      "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
-      "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),
-      "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) : "r"(a[0]), "r"(a[1]), "r"(a[2]),
-      "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TransB)));
-}
-template <int TransB>
-__device__ __forceinline__ void wgmma_m64n64k16_rs_f16(float (&d)[32], const std::uint32_t (&a)[4],
-                                                       std::uint64_t desc_b, int scale_d) {
-  KILN_PTX_SM90A(asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, "
-      "%14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, "
-      "%35}, %36, p, 1, 1, %38;\n}\n" : "+f"(d[0]),
-      "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]),
-      "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
-      "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),
-      "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) : "r"(a[0]), "r"(a[1]), "r"(a[2]),
-      "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TransB)));
-}
-template <int TransB>
-__device__ __forceinline__ void wgmma_m64n128k16_rs_bf16(float (&d)[64], const std::uint32_t (&a)[4],
-                                                         std::uint64_t desc_b, int scale_d) {
-  KILN_PTX_SM90A(asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
-      "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "
-      "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "
-      "%57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n" : "+f"(d[0]),
-      "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]),
-      "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
-      "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),
-      "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]),
-      "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
-      "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
-      "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]),
-      "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) : "r"(a[0]), "r"(a[1]), "r"(a[2]),
-      "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TransB)));
-}
-template <int TransB>
-__device__ __forceinline__ void wgmma_m64n128k16_rs_f16(float (&d)[64], const std::uint32_t (&a)[4],
-                                                        std::uint64_t desc_b, int scale_d) {
-  KILN_PTX_SM90A(asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
-      "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "
-      "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "
-      "%57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n" : "+f"(d[0]),
-      "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]),
-      "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
-      "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),
-      "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]),
-      "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
-      "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
-      "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]),
-      "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) : "r"(a[0]), "r"(a[1]), "r"(a[2]),
-      "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TransB)));
+// One wgmma.mma_async statement per (N, input type, A source), spelled by the macros below:
+// accumulator lists of 32 (N 64) or 64 (N 128) registers, then the operand numbers that follow them.
+#define KILN_WGMMA_D8(o)                                                                                       \
+  "+f"(d[o]), "+f"(d[o + 1]), "+f"(d[o + 2]), "+f"(d[o + 3]), "+f"(d[o + 4]), "+f"(d[o + 5]), "+f"(d[o + 6]), \
+      "+f"(d[o + 7])
+#define KILN_WGMMA_D32 KILN_WGMMA_D8(0), KILN_WGMMA_D8(8), KILN_WGMMA_D8(16), KILN_WGMMA_D8(24)
+#define KILN_WGMMA_D64 \
+  KILN_WGMMA_D32, KILN_WGMMA_D8(32), KILN_WGMMA_D8(40), KILN_WGMMA_D8(48), KILN_WGMMA_D8(56)
+#define KILN_WGMMA_R32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define KILN_WGMMA_R64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+/** A and B from descriptors: operands DA, DB (descriptors), SC (scale_d), TA, TB (transposes) after the accumulators. */
+#define KILN_WGMMA_SS(SHAPE, TYPE, REGS, OUTS, DA, DB, SC, TA, TB)                                                   \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #SC ", 0;\nwgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE  \
+               "." TYPE " " REGS ", %" #DA ", %" #DB ", p, 1, 1, %" #TA ", %" #TB ";\n}\n"                         \
+               : OUTS                                                                                                \
+               : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB))
+/** A from registers: operands A0 … A0 + 3 (a[0..3]), DB, SC, TB after the accumulators. */
+#define KILN_WGMMA_RS(SHAPE, TYPE, REGS, OUTS, A0, A1, A2, A3, DB, SC, TB)                                           \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #SC ", 0;\nwgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE  \
+               "." TYPE " " REGS ", {%" #A0 ", %" #A1 ", %" #A2 ", %" #A3 "}, %" #DB ", p, 1, 1, %" #TB ";\n}\n"     \
+               : OUTS                                                                                                \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TransB))
+
+/** d (+)= A·B, m64nNk16 (N 64 or 128), T inputs, A and B from shared-memory descriptors (PTX transpose bits TransA/TransB). */
+template <typename T, int N, int TransA, int TransB>
+__device__ __forceinline__ void wgmma_m64nk16(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b,
+                                              int scale_d) {
+  static_assert(N == 64 || N == 128, "kiln wraps wgmma m64n64k16 and m64n128k16");
+  constexpr bool kBf16 = std::is_same<T, __nv_bfloat16>::value;
+  if constexpr (N == 64 && kBf16)
+    KILN_PTX_SM90A(KILN_WGMMA_SS("m64n64k16", "bf16", KILN_WGMMA_R32, KILN_WGMMA_D32, 32, 33, 34, 35, 36));
+  if constexpr (N == 64 && !kBf16)
+    KILN_PTX_SM90A(KILN_WGMMA_SS("m64n64k16", "f16", KILN_WGMMA_R32, KILN_WGMMA_D32, 32, 33, 34, 35, 36));
+  if constexpr (N == 128 && kBf16)
+    KILN_PTX_SM90A(KILN_WGMMA_SS("m64n128k16", "bf16", KILN_WGMMA_R64, KILN_WGMMA_D64, 64, 65, 66, 67, 68));
+  if constexpr (N == 128 && !kBf16)
+    KILN_PTX_SM90A(KILN_WGMMA_SS("m64n128k16", "f16", KILN_WGMMA_R64, KILN_WGMMA_D64, 64, 65, 66, 67, 68));
 }
 /** d (+)= A·B, m64nNk16, A from registers (the m16n8k16 A fragment per warp, see gpu_sim/cuda/wgmma.hpp), B from shared memory. */
 template <typename T, int N, int TransB>
@@ -340,11 +226,24 @@ __device__ __forceinline__ void wgmma_m64nk16_rs(float (&d)[N / 2], const std::u
                                                  int scale_d) {
   static_assert(N == 64 || N == 128, "kiln wraps wgmma m64n64k16 and m64n128k16");
   constexpr bool kBf16 = std::is_same<T, __nv_bfloat16>::value;
-  if constexpr (N == 64 && kBf16) wgmma_m64n64k16_rs_bf16<TransB>(d, a, desc_b, scale_d);
-  if constexpr (N == 64 && !kBf16) wgmma_m64n64k16_rs_f16<TransB>(d, a, desc_b, scale_d);
-  if constexpr (N == 128 && kBf16) wgmma_m64n128k16_rs_bf16<TransB>(d, a, desc_b, scale_d);
-  if constexpr (N == 128 && !kBf16) wgmma_m64n128k16_rs_f16<TransB>(d, a, desc_b, scale_d);
+  if constexpr (N == 64 && kBf16)
+    KILN_PTX_SM90A(KILN_WGMMA_RS("m64n64k16", "bf16", KILN_WGMMA_R32, KILN_WGMMA_D32, 32, 33, 34, 35, 36, 37, 38));
+  if constexpr (N == 64 && !kBf16)
+    KILN_PTX_SM90A(KILN_WGMMA_RS("m64n64k16", "f16", KILN_WGMMA_R32, KILN_WGMMA_D32, 32, 33, 34, 35, 36, 37, 38));
+  if constexpr (N == 128 && kBf16)
+    KILN_PTX_SM90A(KILN_WGMMA_RS("m64n128k16", "bf16", KILN_WGMMA_R64, KILN_WGMMA_D64, 64, 65, 66, 67, 68, 69, 70));
+  if constexpr (N == 128 && !kBf16)
+    KILN_PTX_SM90A(KILN_WGMMA_RS("m64n128k16", "f16", KILN_WGMMA_R64, KILN_WGMMA_D64, 64, 65, 66, 67, 68, 69, 70));
 }
+
+#undef KILN_WGMMA_RS
+#undef KILN_WGMMA_SS
+#undef KILN_WGMMA_R64
+#undef KILN_WGMMA_R32
+#undef KILN_WGMMA_D64
+#undef KILN_WGMMA_D32
+#undef KILN_WGMMA_D8
+
 template <int Registers>
 __device__ __forceinline__ void setmaxnreg_inc() {
   KILN_PTX_SM90A(asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Registers)));
@@ -357,18 +256,6 @@ __device__ __forceinline__ void setmaxnreg_dec() {
 #undef KILN_PTX_SM90A
 
 #endif
-
-/** Typed front of the m64nNk16 wrappers: d (+)= A·B with N = 64 or 128 and T = __half or __nv_bfloat16 inputs (PTX transpose bits TransA/TransB). */
-template <typename T, int N, int TransA, int TransB>
-__device__ __forceinline__ void wgmma_m64nk16(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b,
-                                              int scale_d) {
-  static_assert(N == 64 || N == 128, "kiln wraps wgmma m64n64k16 and m64n128k16");
-  constexpr bool kBf16 = std::is_same<T, __nv_bfloat16>::value;
-  if constexpr (N == 64 && kBf16) wgmma_m64n64k16_bf16<TransA, TransB>(d, desc_a, desc_b, scale_d);
-  if constexpr (N == 64 && !kBf16) wgmma_m64n64k16_f16<TransA, TransB>(d, desc_a, desc_b, scale_d);
-  if constexpr (N == 128 && kBf16) wgmma_m64n128k16_bf16<TransA, TransB>(d, desc_a, desc_b, scale_d);
-  if constexpr (N == 128 && !kBf16) wgmma_m64n128k16_f16<TransA, TransB>(d, desc_a, desc_b, scale_d);
-}
 
 }  // namespace kiln::ptx
 

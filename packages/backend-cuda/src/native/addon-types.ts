@@ -112,6 +112,8 @@ export interface NativeMatmulInfo {
   splitKLaunches: number;
   /** Launches of kiln's sm_90a wgmma + TMA flash-attention forward in this process so far. */
   wgmmaAttentionLaunches: number;
+  /** Calls of kiln's sm_90a wgmma + TMA flash-attention backward (both its kernels) in this process so far. */
+  wgmmaAttentionBackwardLaunches: number;
 }
 
 /** One backend instance on one device: core's NativeKernelMethods (storage, primitives, fused kernels, flash attention) plus CUDA's own. */

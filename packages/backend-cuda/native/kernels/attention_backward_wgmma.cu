@@ -1,0 +1,495 @@
+// kernels/attention_backward_wgmma.cu — flash-attention backward for Hopper (sm_90a): wgmma with
+// operands fed by TMA through an mbarrier ring, warp-specialised; f16/bf16, head dims 64, 96 and
+// 128 (attention_backward.cu runs everything else, and always computes Δ first).
+//
+// Algorithm (FlashAttention-2's backward split in two deterministic kernels, each built like the
+// FlashAttention-3 forward): one kernel template in two roles. A block is 3 warpgroups and owns
+// 128 "resident" rows, loaded once by TMA: warpgroup 0 is the producer (setmaxnreg down to 40),
+// warpgroups 1 and 2 the consumers (setmaxnreg up to 232), each owning 64 of the resident rows.
+// The producer streams 64-row tiles of two other tensors into a ring of kStages stages (4 for D
+// 64, 3 for D 96/128), each guarded by a `full` mbarrier (TMA transactions; in the key/value
+// role also 32 producer threads that store the tile's lse and Δ) and an `empty` one (one arrival
+// per consumer warpgroup). Per streamed tile, a consumer issues two wgmma chains (both operands
+// K-major in shared memory, m64n64k16, D/16 steps): X = R₁·S₁ᵀ, then Y = R₂·S₂ᵀ; the
+// exponentials of X run while Y is still in flight; then it issues the accumulations with the
+// just-computed fragments rounded to f16/bf16 as register A operands and S₁/S₂ as MN-major B
+// (m64nNk16, N = D rounded up to 64s, 4 k16 steps over the tile's 64 rows):
+//  - key/value role, one block per (batch, kv head, 128-key tile): R = (K, V), S = (q, dO) of every
+//    query head of the kv head's group and every query tile that can see the keys (causal: the
+//    ones wholly before the diagonal are never loaded), in a fixed order. X = Sᵀ, Pᵀ =
+//    exp2(Sᵀ − lse), Y = dPᵀ, dSᵀ = Pᵀ ∘ (dPᵀ − Δ); dV += Pᵀ·dO, dK += dSᵀ·q; finally dK ·= scale.
+//  - query role, one block per (batch, query head, 128-query tile): R = (q, dO), S = (K, V) of the
+//    visible 64-key tiles. X = S, P = exp2(S − lse), Y = dP, dS = P ∘ (dP − Δ); dQ += dS·K;
+//    finally dQ ·= scale.
+// Determinism: no atomics; each output element is accumulated by one thread in a fixed order (the
+// GQA heads of a kv head in head order inside one block), so two runs are bit-identical. The cost,
+// as in attention_backward.cu, is recomputing S and dP in the query role.
+// Causal: tiles crossing the diagonal or a sequence end, and every tile under a mask, get the
+// per-element test (attention_common.cuh to_log2_scores); keys no query sees get dK = dV = 0.
+// Layout: every tensor is read through a 4D tensor map (D, T, H, B) with the layout's strides
+// (attention_wgmma_common.cuh), so heads-major and tokens-major are one kernel; boxes are 64
+// columns × 128 (resident) or 64 (streamed) rows, 128-byte swizzled, 1024-byte aligned. TMA
+// zero-fills rows past Tq/Tk and columns past D (D 96: the second box's last 32), so partial tiles
+// need no load predicates; padded rows get P = 0 (lse₂ = +Inf, Δ = 0), padded columns are never
+// stored. Outputs are stored from the accumulator fragments straight to global memory.
+// Numerics: as attention_backward.cu — f32 accumulation (tensor-core order on the GPU, k ascending
+// per k16 step in the simulator), scores in log2 units (exp2f(s₂ − lse·log2 e)), P and dS rounded
+// to f16/bf16 once before their products, the gradients once at the end.
+#include <atomic>
+
+#include "attention_backward_wgmma.cuh"
+#include "attention_wgmma_common.cuh"
+#include "matmul.cuh"
+
+namespace kiln {
+
+namespace {
+std::atomic<unsigned long long> launches{0};
+}  // namespace
+
+unsigned long long wgmma_attention_backward_launches() { return launches.load(); }
+
+#if defined(KILN_HAS_TENSOR_MAPS)
+
+namespace attention_wgmma_backward {
+
+using attention::KernelParams;
+using attention_wgmma::kRowBytes;
+
+/** Resident rows per block: 2 consumer warpgroups × 64. */
+inline constexpr int kResidentRows = 128;
+/** Rows of one streamed tile: the N of X and Y, the k of the accumulations. */
+inline constexpr int kStreamRows = 64;
+inline constexpr int kConsumers = 2;
+inline constexpr int kThreads = 128 * (1 + kConsumers);
+/** Producer threads that store a streamed tile's lse and Δ (key/value role), after the TMA thread. */
+inline constexpr int kRowValueThreads = 32;
+
+/** Shared-memory plan of one head-dim instantiation (offsets from the 1024-byte aligned base). */
+template <int kHeadDim>
+struct Plan {
+  /** 64-column boxes per row. */
+  static constexpr int kBoxes = (kHeadDim + 63) / 64;
+  /** N of the accumulations (D rounded up to whole boxes). */
+  static constexpr int kOutColumns = kBoxes * 64;
+  static constexpr int kStages = kBoxes == 1 ? 4 : 3;
+  static constexpr int kResidentBoxBytes = kResidentRows * kRowBytes;
+  /** Bytes of one resident tensor (R₁ or R₂). */
+  static constexpr int kResidentBytes = kBoxes * kResidentBoxBytes;
+  static constexpr int kStreamBoxBytes = kStreamRows * kRowBytes;
+  /** Bytes of one streamed tile (S₁ or S₂) and of a stage (both). */
+  static constexpr int kStreamBytes = kBoxes * kStreamBoxBytes;
+  static constexpr int kStageBytes = 2 * kStreamBytes;
+  static constexpr int kStagesOffset = 2 * kResidentBytes;
+  /** Per stage: lse₂[kStreamRows], then Δ[kStreamRows] (f32; key/value role). */
+  static constexpr int kRowValuesOffset = kStagesOffset + kStages * kStageBytes;
+  static constexpr int kBarrierOffset = kRowValuesOffset + kStages * 2 * kStreamRows * 4;
+  /** resident_full, full[kStages], empty[kStages]. */
+  static constexpr int kBarriers = 1 + 2 * kStages;
+  static constexpr int kSharedBytes = kBarrierOffset + kBarriers * 8 + 1024;
+  static_assert(kSharedBytes <= 227 * 1024, "exceeds the 227 KiB of shared memory a Hopper block may use");
+};
+
+/** What one block owns: its resident rows and the streamed tiles it walks. */
+struct Work {
+  int b;
+  /** Kv head (key/value role) or query head (query role) of the resident rows. */
+  int head;
+  /** First resident row and how many lie inside the sequence. */
+  int row0;
+  int rows_valid;
+  /** Streamed tiles, in order. */
+  int items;
+  /** Key/value role: the first query tile that sees the block's keys, and the query tiles per query head. */
+  int first_query_tile;
+  int tiles_per_head;
+};
+
+template <bool kKeyValue>
+__device__ __forceinline__ Work work_of(const KernelParams& p) {
+  Work work{};
+  if constexpr (kKeyValue) {
+    const int key_tiles = static_cast<int>(attention::ceil_div(p.length_k, kResidentRows));
+    const Index linear = blockIdx.x;
+    const int key_tile = static_cast<int>(linear % key_tiles);
+    const Index head_index = linear / key_tiles;
+    work.head = static_cast<int>(head_index % p.heads_kv);
+    work.b = static_cast<int>(head_index / p.heads_kv);
+    work.row0 = key_tile * kResidentRows;
+    work.rows_valid = min(kResidentRows, p.length_k - work.row0);
+    const int query_tiles = static_cast<int>(attention::ceil_div(p.length_q, kStreamRows));
+    work.first_query_tile = static_cast<int>(attention::first_query_for_key(p, work.row0) / kStreamRows);
+    work.tiles_per_head = max(query_tiles - work.first_query_tile, 0);
+    work.items = work.tiles_per_head * p.group;
+  } else {
+    const attention::QueryBlock block = attention::query_block<kResidentRows>(p);
+    work.b = block.b;
+    work.head = block.h;
+    work.row0 = block.row0;
+    work.rows_valid = block.rows_valid;
+    work.items = static_cast<int>(
+        attention::ceil_div(attention::key_limit(p, block.row0 + block.rows_valid), kStreamRows));
+  }
+  return work;
+}
+
+/** Key/value role: the query head and first query row of streamed tile `item`. */
+__device__ __forceinline__ void query_tile_of(const KernelParams& p, const Work& work, int item, int& h, int& query0) {
+  h = work.head * p.group + item / work.tiles_per_head;
+  query0 = (work.first_query_tile + item % work.tiles_per_head) * kStreamRows;
+}
+
+/** Stores rows [warp_row, warp_row + 16) of an accumulator fragment ·multiplier as T (rows < rows_valid, columns < D). */
+template <typename T, int kTiles>
+__device__ __forceinline__ void store_rows(const float (&acc)[kTiles][4], T* out, Index row_stride, int warp_row,
+                                           int rows_valid, int head_dim, float multiplier) {
+  const attention::LaneCoordinates lane = attention::lane_coordinates();
+  KILN_UNROLL
+  for (int half = 0; half < 2; half++) {
+    const int row = warp_row + lane.g + 8 * half;
+    if (row >= rows_valid) continue;
+    KILN_UNROLL
+    for (int nt = 0; nt < kTiles; nt++) {
+      for (int e = 0; e < 2; e++) {
+        const int column = nt * 8 + 2 * lane.t + e;
+        if (column < head_dim)
+          out[static_cast<Index>(row) * row_stride + column] = from_float<T>(acc[nt][2 * half + e] * multiplier);
+      }
+    }
+  }
+}
+
+template <typename T, int kHeadDim, bool kKeyValue>
+__global__ void __launch_bounds__(kThreads, 1)
+    attention_backward_wgmma_kernel(const KILN_GRID_CONSTANT vendor::TensorMap map_r1,
+                                    const KILN_GRID_CONSTANT vendor::TensorMap map_r2,
+                                    const KILN_GRID_CONSTANT vendor::TensorMap map_s1,
+                                    const KILN_GRID_CONSTANT vendor::TensorMap map_s2, KernelParams p) {
+  using namespace attention;
+  using attention_wgmma::flat;
+  using P = Plan<kHeadDim>;
+  KILN_EXTERN_SHARED(unsigned char, raw);
+  const std::uint32_t raw_address = ptx::smem_address(raw);
+  unsigned char* shared = raw + ((1024u - raw_address % 1024u) % 1024u);
+  auto* resident_full = reinterpret_cast<std::uint64_t*>(shared + P::kBarrierOffset);
+  std::uint64_t* full = resident_full + 1;
+  std::uint64_t* empty = full + P::kStages;
+  float* row_values = reinterpret_cast<float*>(shared + P::kRowValuesOffset);
+
+  const Work work = work_of<kKeyValue>(p);
+  const int b = work.b;
+  // The kv head of the streamed K/V tiles (query role).
+  const int kv_head = kKeyValue ? work.head : work.head / p.group;
+
+  if (threadIdx.x == 0) {
+    ptx::mbarrier_init(resident_full, 1);
+    for (int stage = 0; stage < P::kStages; stage++) {
+      ptx::mbarrier_init(&full[stage], kKeyValue ? 1 + kRowValueThreads : 1);
+      ptx::mbarrier_init(&empty[stage], kConsumers);
+    }
+    ptx::fence_barrier_init();
+  }
+  __syncthreads();
+  const int warpgroup = static_cast<int>(threadIdx.x / 128);
+  if (warpgroup == 0) {
+    ptx::setmaxnreg_dec<40>();
+    if (work.items == 0) return;
+    if (threadIdx.x == 0) {
+      ptx::mbarrier_arrive_expect_tx(resident_full, 2 * P::kResidentBytes);
+      for (int box = 0; box < P::kBoxes; box++) {
+        ptx::tma_load_4d(shared + box * P::kResidentBoxBytes, &map_r1, box * 64, work.row0, work.head, b,
+                         resident_full);
+        ptx::tma_load_4d(shared + P::kResidentBytes + box * P::kResidentBoxBytes, &map_r2, box * 64, work.row0,
+                         work.head, b, resident_full);
+      }
+      for (int item = 0; item < work.items; item++) {
+        const int stage = item % P::kStages;
+        const unsigned phase = static_cast<unsigned>(item / P::kStages) & 1u;
+        int head = kv_head;
+        int row = item * kStreamRows;
+        if constexpr (kKeyValue) query_tile_of(p, work, item, head, row);
+        ptx::mbarrier_wait(&empty[stage], phase ^ 1u);
+        ptx::mbarrier_arrive_expect_tx(&full[stage], P::kStageBytes);
+        unsigned char* s1_stage = shared + P::kStagesOffset + stage * P::kStageBytes;
+        for (int box = 0; box < P::kBoxes; box++) {
+          ptx::tma_load_4d(s1_stage + box * P::kStreamBoxBytes, &map_s1, box * 64, row, head, b, &full[stage]);
+          ptx::tma_load_4d(s1_stage + P::kStreamBytes + box * P::kStreamBoxBytes, &map_s2, box * 64, row, head, b,
+                           &full[stage]);
+        }
+      }
+    } else if (kKeyValue && threadIdx.x >= 32 && threadIdx.x < 32 + kRowValueThreads) {
+      // lse₂ (+Inf past Tq or for a row without keys, so P = 0) and Δ (0 past Tq) of each streamed query tile.
+      const int lane = static_cast<int>(threadIdx.x) - 32;
+      for (int item = 0; item < work.items; item++) {
+        const int stage = item % P::kStages;
+        int h = 0;
+        int query0 = 0;
+        query_tile_of(p, work, item, h, query0);
+        ptx::mbarrier_wait(&empty[stage], (static_cast<unsigned>(item / P::kStages) & 1u) ^ 1u);
+        float* lse_stage = row_values + stage * 2 * kStreamRows;
+        const Index row_base = (static_cast<Index>(b) * p.heads_q + h) * p.length_q + query0;
+        for (int column = lane; column < kStreamRows; column += kRowValueThreads) {
+          const bool inside = query0 + column < p.length_q;
+          lse_stage[column] = lse_log2_or_infinity(p.lse, row_base + column, inside);
+          lse_stage[kStreamRows + column] = inside ? p.delta[row_base + column] : 0.0f;
+        }
+        ptx::mbarrier_arrive(&full[stage]);
+      }
+    }
+    return;
+  }
+
+  ptx::setmaxnreg_inc<232>();
+  const int consumer = warpgroup - 1;
+  const int thread = static_cast<int>(threadIdx.x % 128);
+  const int warp = thread / 32;
+  const int warp_row = consumer * 64 + warp * 16;  // block-relative first resident row of this warp
+  const LaneCoordinates lane = lane_coordinates();
+  const std::uint32_t shared_address = ptx::smem_address(shared);
+  const std::uint32_t r1_address = shared_address + static_cast<std::uint32_t>(consumer * 64 * kRowBytes);
+  const std::uint32_t r2_address = r1_address + static_cast<std::uint32_t>(P::kResidentBytes);
+
+  constexpr int kOutTiles = P::kOutColumns / 8;
+  // acc1: dK (key/value role) or dQ; acc2: dV (key/value role only).
+  float acc1[kOutTiles][4];
+  float acc2[kKeyValue ? kOutTiles : 1][4];
+  KILN_UNROLL
+  for (int nt = 0; nt < kOutTiles; nt++) {
+    for (int e = 0; e < 4; e++) acc1[nt][e] = 0.0f;
+  }
+  KILN_UNROLL
+  for (int nt = 0; nt < (kKeyValue ? kOutTiles : 1); nt++) {
+    for (int e = 0; e < 4; e++) acc2[nt][e] = 0.0f;
+  }
+  // Query role: lse₂ and Δ of this thread's two resident rows.
+  float lse_row[2] = {0.0f, 0.0f};
+  float delta_row[2] = {0.0f, 0.0f};
+  if constexpr (!kKeyValue) {
+    const Index row_base = (static_cast<Index>(b) * p.heads_q + work.head) * p.length_q + work.row0;
+    KILN_UNROLL
+    for (int half = 0; half < 2; half++) {
+      const int row = warp_row + lane.g + 8 * half;
+      lse_row[half] = lse_log2_or_infinity(p.lse, row_base + row, row < work.rows_valid);
+      delta_row[half] = row < work.rows_valid ? p.delta[row_base + row] : 0.0f;
+    }
+  }
+
+  // X = R₁·S₁ᵀ or Y = R₂·S₂ᵀ: k16 step `step` reads columns 16·step … of box step / 4 of both (K-major).
+  auto issue_scores = [&](float (&x)[kStreamRows / 8][4], std::uint32_t resident, std::uint32_t streamed) {
+    ptx::wgmma_fence();
+    KILN_UNROLL
+    for (int step = 0; step < kHeadDim / 16; step++) {
+      const std::uint32_t column_bytes = static_cast<std::uint32_t>((step % 4) * 32);
+      const std::uint64_t desc_r =
+          ptx::wgmma_descriptor_128b(resident + (step / 4) * P::kResidentBoxBytes + column_bytes, 16, 1024);
+      const std::uint64_t desc_s =
+          ptx::wgmma_descriptor_128b(streamed + (step / 4) * P::kStreamBoxBytes + column_bytes, 16, 1024);
+      ptx::wgmma_m64nk16<T, kStreamRows, 0, 0>(flat(x), desc_r, desc_s, step > 0 ? 1 : 0);
+    }
+    ptx::wgmma_commit();
+  };
+  // acc += A·S with A the packed fragment (rows: this consumer's resident rows, k: the streamed
+  // rows) and S MN-major (k16 step `step` reads streamed rows 16·step …; boxes kStreamBoxBytes apart).
+  auto issue_accumulate = [&](float (&acc)[kOutTiles][4], const std::uint32_t (&a)[kStreamRows / 16][4],
+                              std::uint32_t streamed) {
+    KILN_UNROLL
+    for (int step = 0; step < kStreamRows / 16; step++) {
+      const std::uint64_t desc_s =
+          ptx::wgmma_descriptor_128b(streamed + step * 16 * kRowBytes, P::kStreamBoxBytes, 1024);
+      ptx::wgmma_m64nk16_rs<T, P::kOutColumns, 1>(flat(acc), a[step], desc_s, 1);
+    }
+  };
+
+  if (work.items > 0) ptx::mbarrier_wait(resident_full, 0);
+  for (int item = 0; item < work.items; item++) {
+    const int stage = item % P::kStages;
+    ptx::mbarrier_wait(&full[stage], static_cast<unsigned>(item / P::kStages) & 1u);
+    const std::uint32_t s1_address =
+        shared_address + static_cast<std::uint32_t>(P::kStagesOffset + stage * P::kStageBytes);
+    const std::uint32_t s2_address = s1_address + static_cast<std::uint32_t>(P::kStreamBytes);
+    float x[kStreamRows / 8][4];
+    float y[kStreamRows / 8][4];
+    issue_scores(x, r1_address, s1_address);
+    issue_scores(y, r2_address, s2_address);
+    ptx::wgmma_wait<1>();  // X done; Y may still run while its exponentials do
+
+    // X → P (probabilities) in place; row_of / column_of give global query and key positions.
+    const float* lse_stage = row_values + stage * 2 * kStreamRows;
+    int h = work.head;
+    if constexpr (kKeyValue) {
+      int query0 = 0;
+      query_tile_of(p, work, item, h, query0);
+      const int key_first = work.row0 + warp_row;
+      const bool check = key_first + 16 > p.length_k || query0 + kStreamRows > p.length_q ||
+                         (p.causal && static_cast<long long>(key_first) + 15 > query0 + p.shift);
+      to_log2_scores(
+          x, p, b, h, check, [&](int, int column) { return static_cast<long long>(query0 + column); },
+          [&](int row, int) { return static_cast<long long>(key_first + row); });
+      KILN_UNROLL
+      for (int nt = 0; nt < kStreamRows / 8; nt++) {
+        for (int e = 0; e < 4; e++) x[nt][e] = exp2f(x[nt][e] - lse_stage[nt * 8 + 2 * lane.t + (e & 1)]);
+      }
+    } else {
+      const int key0 = item * kStreamRows;
+      const int row_first = work.row0 + warp_row;
+      const bool check = key0 + kStreamRows > p.length_k ||
+                         (p.causal && static_cast<long long>(key0) + kStreamRows - 1 > row_first + p.shift);
+      to_log2_scores(
+          x, p, b, h, check, [&](int row, int) { return static_cast<long long>(row_first + row); },
+          [&](int, int column) { return static_cast<long long>(key0 + column); });
+      KILN_UNROLL
+      for (int nt = 0; nt < kStreamRows / 8; nt++) {
+        for (int e = 0; e < 4; e++) x[nt][e] = exp2f(x[nt][e] - lse_row[e / 2]);
+      }
+    }
+    std::uint32_t a_p[kStreamRows / 16][4];
+    if constexpr (kKeyValue) attention_wgmma::pack_a_operand<T>(x, a_p);
+
+    ptx::wgmma_wait<0>();  // Y done: Y → dS = P ∘ (Y − Δ)
+    KILN_UNROLL
+    for (int nt = 0; nt < kStreamRows / 8; nt++) {
+      for (int e = 0; e < 4; e++) {
+        const float delta = kKeyValue ? lse_stage[kStreamRows + nt * 8 + 2 * lane.t + (e & 1)] : delta_row[e / 2];
+        y[nt][e] = x[nt][e] * (y[nt][e] - delta);
+      }
+    }
+    std::uint32_t a_ds[kStreamRows / 16][4];
+    attention_wgmma::pack_a_operand<T>(y, a_ds);
+
+    ptx::wgmma_fence();
+    if constexpr (kKeyValue) issue_accumulate(acc2, a_p, s2_address);  // dV += Pᵀ·dO
+    issue_accumulate(acc1, a_ds, s1_address);                           // dK += dSᵀ·q, or dQ += dS·K
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<0>();  // the stage (and, key/value role, its lse and Δ) is free
+    if (thread == 0) ptx::mbarrier_arrive(&empty[stage]);
+  }
+
+  if constexpr (kKeyValue) {
+    const Index offset = kv_offset_of(p, b, work.head, work.row0);
+    store_rows<T>(acc1, static_cast<T*>(p.dk) + offset, p.kv_row_stride, warp_row, work.rows_valid, p.head_dim,
+                  p.scale);
+    store_rows<T>(acc2, static_cast<T*>(p.dv) + offset, p.kv_row_stride, warp_row, work.rows_valid, p.head_dim,
+                  1.0f);
+  } else {
+    store_rows<T>(acc1, static_cast<T*>(p.dq) + q_offset_of(p, b, work.head, work.row0), p.q_row_stride, warp_row,
+                  work.rows_valid, p.head_dim, p.scale);
+  }
+}
+
+/** Kernel names of one dtype for the simulator's messages: [role][head dim 64, 96, 128]. */
+using Names = const char* const (&)[2][3];
+
+template <typename T, int kHeadDim, bool kKeyValue>
+cudaError_t launch_role(const LaunchContext& context, const char* name, const vendor::TensorMap (&maps)[4],
+                        const KernelParams& params, Index blocks) {
+  using P = Plan<kHeadDim>;
+  if (blocks == 0) return cudaSuccess;
+  const cudaError_t allowed = cudaFuncSetAttribute(attention_backward_wgmma_kernel<T, kHeadDim, kKeyValue>,
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, P::kSharedBytes);
+  if (allowed != cudaSuccess) return allowed;
+  return vendor::launch(name, attention_backward_wgmma_kernel<T, kHeadDim, kKeyValue>,
+                        dim3(static_cast<unsigned>(blocks)), dim3(kThreads), static_cast<std::size_t>(P::kSharedBytes),
+                        context.stream, maps[0], maps[1], maps[2], maps[3], params);
+}
+
+/** Both roles at one head dim: key/value maps (K, V | q, dO), then query maps (q, dO | K, V). */
+template <typename T, int kHeadDim>
+cudaError_t launch_head_dim(const LaunchContext& context, Names names, int slot, const vendor::TensorMap (&kv_maps)[4],
+                            const vendor::TensorMap (&q_maps)[4], const KernelParams& params, Index kv_blocks,
+                            Index q_blocks) {
+  const cudaError_t error = launch_role<T, kHeadDim, true>(context, names[0][slot], kv_maps, params, kv_blocks);
+  if (error != cudaSuccess) return error;
+  return launch_role<T, kHeadDim, false>(context, names[1][slot], q_maps, params, q_blocks);
+}
+
+template <typename T>
+cudaError_t launch_dtype(const LaunchContext& context, Names names, const vendor::TensorMap (&kv_maps)[4],
+                         const vendor::TensorMap (&q_maps)[4], const KernelParams& params, Index kv_blocks,
+                         Index q_blocks) {
+  if (params.head_dim == 64)
+    return launch_head_dim<T, 64>(context, names, 0, kv_maps, q_maps, params, kv_blocks, q_blocks);
+  if (params.head_dim == 96)
+    return launch_head_dim<T, 96>(context, names, 1, kv_maps, q_maps, params, kv_blocks, q_blocks);
+  return launch_head_dim<T, 128>(context, names, 2, kv_maps, q_maps, params, kv_blocks, q_blocks);
+}
+
+}  // namespace attention_wgmma_backward
+
+#endif  // KILN_HAS_TENSOR_MAPS
+
+bool attention_backward_wgmma_supports(int dtype, const AttentionProblem& problem,
+                                       const AttentionBackwardTensors& tensors) {
+#if defined(KILN_HAS_TENSOR_MAPS)
+  if (dtype != kF16 && dtype != kBF16) return false;
+  if (problem.head_dim != 64 && problem.head_dim != 96 && problem.head_dim != 128) return false;
+  if (problem.length_q <= 0 || problem.length_k <= 0 || problem.batch <= 0 || problem.heads_q <= 0 ||
+      problem.heads_kv <= 0)
+    return false;
+  if (!attention::all_aligned16({tensors.q, tensors.k, tensors.v, tensors.d_out})) return false;
+  return device_runs_wgmma_kernels();
+#else
+  (void)dtype, (void)problem, (void)tensors;
+  return false;
+#endif
+}
+
+cudaError_t launch_attention_backward_wgmma(const LaunchContext& context, int dtype, const AttentionProblem& problem,
+                                            const AttentionBackwardTensors& tensors, bool& maps_refused) {
+  maps_refused = true;
+#if defined(KILN_HAS_TENSOR_MAPS)
+  using namespace attention_wgmma_backward;
+  using attention_wgmma::tensor_map;
+  const Index kv_blocks = attention::ceil_div(problem.length_k, kResidentRows) * problem.batch * problem.heads_kv;
+  const Index q_blocks = attention::ceil_div(problem.length_q, kResidentRows) * problem.batch * problem.heads_q;
+  if (kv_blocks > 0x7fffffffLL || q_blocks > 0x7fffffffLL) return cudaSuccess;
+  attention::KernelParams params = attention::kernel_params(problem, dtype);
+  params.q = tensors.q;
+  params.k = tensors.k;
+  params.v = tensors.v;
+  params.out = tensors.out;
+  params.d_out = tensors.d_out;
+  params.lse = const_cast<float*>(tensors.lse);
+  params.dq = tensors.dq;
+  params.dk = tensors.dk;
+  params.dv = tensors.dv;
+  params.delta = tensors.delta;
+  // Maps of q / dO and of K / V with `rows`-row boxes.
+  const auto q_map = [&](vendor::TensorMap* map, const void* base, int rows) {
+    return tensor_map(map, base, problem.head_dim, problem.length_q, problem.heads_q, problem.batch,
+                      params.q_row_stride, params.q_head_stride, params.q_batch_stride, rows);
+  };
+  const auto kv_map = [&](vendor::TensorMap* map, const void* base, int rows) {
+    return tensor_map(map, base, problem.head_dim, problem.length_k, problem.heads_kv, problem.batch,
+                      params.kv_row_stride, params.kv_head_stride, params.kv_batch_stride, rows);
+  };
+  vendor::TensorMap kv_maps[4];
+  vendor::TensorMap q_maps[4];
+  if (!kv_map(&kv_maps[0], tensors.k, kResidentRows) || !kv_map(&kv_maps[1], tensors.v, kResidentRows) ||
+      !q_map(&kv_maps[2], tensors.q, kStreamRows) || !q_map(&kv_maps[3], tensors.d_out, kStreamRows) ||
+      !q_map(&q_maps[0], tensors.q, kResidentRows) || !q_map(&q_maps[1], tensors.d_out, kResidentRows) ||
+      !kv_map(&q_maps[2], tensors.k, kStreamRows) || !kv_map(&q_maps[3], tensors.v, kStreamRows)) {
+    return cudaSuccess;
+  }
+  maps_refused = false;
+  launches++;
+  if (dtype == kF16) {
+    static constexpr const char* kNames[2][3] = {
+        {"attention_backward_wgmma_kernel<f16,64,kv>", "attention_backward_wgmma_kernel<f16,96,kv>",
+         "attention_backward_wgmma_kernel<f16,128,kv>"},
+        {"attention_backward_wgmma_kernel<f16,64,q>", "attention_backward_wgmma_kernel<f16,96,q>",
+         "attention_backward_wgmma_kernel<f16,128,q>"}};
+    return launch_dtype<__half>(context, kNames, kv_maps, q_maps, params, kv_blocks, q_blocks);
+  }
+  static constexpr const char* kNames[2][3] = {
+      {"attention_backward_wgmma_kernel<bf16,64,kv>", "attention_backward_wgmma_kernel<bf16,96,kv>",
+       "attention_backward_wgmma_kernel<bf16,128,kv>"},
+      {"attention_backward_wgmma_kernel<bf16,64,q>", "attention_backward_wgmma_kernel<bf16,96,q>",
+       "attention_backward_wgmma_kernel<bf16,128,q>"}};
+  return launch_dtype<__nv_bfloat16>(context, kNames, kv_maps, q_maps, params, kv_blocks, q_blocks);
+#else
+  (void)context, (void)dtype, (void)problem, (void)tensors;
+  return cudaSuccess;
+#endif
+}
+
+}  // namespace kiln

@@ -1,0 +1,77 @@
+// kernels/attention_wgmma_common.cuh — what kiln's sm_90a flash-attention kernels share
+// (attention_forward_wgmma.cu, attention_backward_wgmma.cu): the 4D tensor maps their TMA loads
+// read q, k, v, dO through, and the register-fragment helpers that turn a wgmma accumulator into
+// the A operand of the next wgmma.
+// Layout: a tensor map covers (D, T, H, B) with the layout's byte strides (attention_common.cuh),
+// boxes of 64 head-dim columns × `box_rows` rows with 128-byte swizzling (one 128-byte row per
+// box row); TMA zero-fills rows past T and columns past D.
+// Numerics: pack_pair rounds f32 to the storage type (round to nearest even) once.
+#pragma once
+
+#include <cstring>
+#include <string>
+
+#include "attention_common.cuh"
+#include "ptx_wgmma.cuh"
+
+#if defined(KILN_HAS_TENSOR_MAPS)
+
+namespace kiln {
+namespace attention_wgmma {
+
+/** Bytes of one swizzled shared row: 64 16-bit elements. */
+inline constexpr int kRowBytes = 128;
+
+/** The 4D tensor map (D, T, H, B) of q, k, v or dO with boxes of 64 columns × box_rows rows; false when the driver refuses it. */
+inline bool tensor_map(vendor::TensorMap* map, const void* base, int head_dim, int length, int heads, int batch,
+                       Index row_stride, Index head_stride, Index batch_stride, int box_rows) {
+  const std::uint64_t dims[4] = {static_cast<std::uint64_t>(head_dim), static_cast<std::uint64_t>(length),
+                                 static_cast<std::uint64_t>(heads), static_cast<std::uint64_t>(batch)};
+  const std::uint64_t strides[3] = {static_cast<std::uint64_t>(row_stride) * 2,
+                                    static_cast<std::uint64_t>(head_stride) * 2,
+                                    static_cast<std::uint64_t>(batch_stride) * 2};
+  const std::uint32_t box[4] = {64, static_cast<std::uint32_t>(box_rows), 1, 1};
+  std::string why;
+  return vendor::encode_tensor_map_tiled(map, 4, base, dims, strides, box, true, why) == cudaSuccess;
+}
+
+#if KILN_DEVICE_CODE
+
+/** A [n][4] fragment array as the flat register list wgmma takes. */
+template <int kTiles>
+__device__ __forceinline__ float (&flat(float (&fragment)[kTiles][4]))[kTiles * 4] {
+  return *reinterpret_cast<float (*)[kTiles * 4]>(&fragment[0][0]);
+}
+
+/** Two values rounded to T in one 32-bit register, `low` in the lower half. */
+template <typename T>
+__device__ __forceinline__ std::uint32_t pack_pair(float low, float high) {
+  const T values[2] = {from_float<T>(low), from_float<T>(high)};
+  std::uint32_t packed;
+  memcpy(&packed, values, sizeof(packed));
+  return packed;
+}
+
+/**
+ * An m64nNk16 accumulator fragment rounded to T as wgmma's register A operands: k16 step `step`
+ * takes the accumulator's n-tiles 2·step and 2·step + 1, whose pairs (rows g and g + 8, columns
+ * 2t and 2t + 1, then + 8) are exactly the A fragment, so no data moves between threads.
+ */
+template <typename T, int kTiles>
+__device__ __forceinline__ void pack_a_operand(const float (&fragment)[kTiles][4],
+                                               std::uint32_t (&a)[kTiles / 2][4]) {
+  KILN_UNROLL
+  for (int step = 0; step < kTiles / 2; step++) {
+    a[step][0] = pack_pair<T>(fragment[2 * step][0], fragment[2 * step][1]);
+    a[step][1] = pack_pair<T>(fragment[2 * step][2], fragment[2 * step][3]);
+    a[step][2] = pack_pair<T>(fragment[2 * step + 1][0], fragment[2 * step + 1][1]);
+    a[step][3] = pack_pair<T>(fragment[2 * step + 1][2], fragment[2 * step + 1][3]);
+  }
+}
+
+#endif  // KILN_DEVICE_CODE
+
+}  // namespace attention_wgmma
+}  // namespace kiln
+
+#endif  // KILN_HAS_TENSOR_MAPS
