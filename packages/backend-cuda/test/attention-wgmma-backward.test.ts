@@ -79,6 +79,28 @@ const CASES: Case[] = [
     layout: 'heads-major',
     geometry: { batch: 1, headsQ: 1, headsKV: 1, lengthQ: 200, lengthK: 270, headDim: 128, causal: true },
   },
+  {
+    name: 'D=96, Tq=Tk=190 causal, padding mask, GQA 4/2, batch 2 (6 query tiles per key block: the 3-stage ring wraps)',
+    dtype: 'bf16',
+    layout: 'heads-major',
+    geometry: {
+      batch: 2,
+      headsQ: 4,
+      headsKV: 2,
+      lengthQ: 190,
+      lengthK: 190,
+      headDim: 96,
+      causal: true,
+      mask: 'padding',
+    },
+    rerun: true,
+  },
+  {
+    name: 'D=128, Tq=1, Tk=300 causal (one query row, as in decoding), tokens-major',
+    dtype: 'f16',
+    layout: 'tokens-major',
+    geometry: { batch: 1, headsQ: 2, headsKV: 2, lengthQ: 1, lengthK: 300, headDim: 128, causal: true },
+  },
 ];
 
 describe.skipIf(skipReason !== undefined)(
@@ -104,7 +126,7 @@ describe.skipIf(skipReason !== undefined)(
           limit: RELATIVE_LIMIT[dtype]! * Math.max(maxAbs(expected[output]), 1),
         }));
         console.log(
-          `${dtype} ${layout} ${name}: max |error| ${figures.map(({ output, error, limit }) => `${output} ${error.toExponential(2)} (limit ${limit.toExponential(1)})`).join(', ')}`,
+          `${dtype} ${name}: max |error| ${figures.map(({ output, error, limit }) => `${output} ${error.toExponential(2)} (limit ${limit.toExponential(1)})`).join(', ')}`,
         );
         for (const { output, error, limit } of figures) expect(error, output).toBeLessThanOrEqual(limit);
         if (rerun) {

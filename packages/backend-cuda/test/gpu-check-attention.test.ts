@@ -79,7 +79,9 @@ describe.skipIf(skipReason !== undefined)(
       // The simulated device runs sm_90a code, so the bf16 D=64 forward is the wgmma kernel, and the report says so.
       expect(section.kernel).toBe('wgmma');
       expect(section.backwardKernel).toBe('wgmma');
-      expect(lines.join('\n')).toMatch(/forward kernel: wgmma \+ TMA \(sm_90a\), backward kernel: wgmma \+ TMA \(sm_90a\)/);
+      expect(lines.join('\n')).toMatch(
+        /forward kernel: wgmma \+ TMA \(sm_90a\), backward kernel: wgmma \+ TMA \(sm_90a\)/,
+      );
       // The CUDA backend reads tokens-major too: its forward + backward is timed next to heads-major.
       expect(section.kiln.tokensMajorForwardBackwardMs).toBeGreaterThan(0);
       expect(lines.join('\n')).toMatch(/fwd\+bwd tokens-major .* ms .* of heads-major speed/);

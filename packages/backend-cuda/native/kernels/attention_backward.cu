@@ -478,8 +478,8 @@ cudaError_t launch_attention_backward(const LaunchContext& context, int dtype, c
            "attention_backward_q_kernel<f16,128>"}};
       cudaError_t error = launch_delta<__half>(context, "attention_delta_kernel<f16>", params, rows);
       if (error != cudaSuccess || ran_hopper_backward(context, dtype, problem, tensors, error)) return error;
-      return launch_family<attention::TensorCoreFamily<__half>>(context, kNames, bucket, params,
-                                                                                       key_value_blocks, query_blocks);
+      return launch_family<attention::TensorCoreFamily<__half>>(context, kNames, bucket, params, key_value_blocks,
+                                                                query_blocks);
     }
     default: {
       static constexpr BackwardNames kNames = {
@@ -489,8 +489,8 @@ cudaError_t launch_attention_backward(const LaunchContext& context, int dtype, c
            "attention_backward_q_kernel<bf16,128>"}};
       cudaError_t error = launch_delta<__nv_bfloat16>(context, "attention_delta_kernel<bf16>", params, rows);
       if (error != cudaSuccess || ran_hopper_backward(context, dtype, problem, tensors, error)) return error;
-      return launch_family<attention::TensorCoreFamily<__nv_bfloat16>>(
-                                        context, kNames, bucket, params, key_value_blocks, query_blocks);
+      return launch_family<attention::TensorCoreFamily<__nv_bfloat16>>(context, kNames, bucket, params,
+                                                                       key_value_blocks, query_blocks);
     }
   }
 }

@@ -127,8 +127,8 @@ __device__ __forceinline__ Work work_of(const KernelParams& p) {
     work.head = block.h;
     work.row0 = block.row0;
     work.rows_valid = block.rows_valid;
-    work.items = static_cast<int>(
-        attention::ceil_div(attention::key_limit(p, block.row0 + block.rows_valid), kStreamRows));
+    work.items =
+        static_cast<int>(attention::ceil_div(attention::key_limit(p, block.row0 + block.rows_valid), kStreamRows));
   }
   return work;
 }
@@ -358,7 +358,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     ptx::wgmma_fence();
     if constexpr (kKeyValue) issue_accumulate(acc2, a_p, s2_address);  // dV += Pᵀ·dO
-    issue_accumulate(acc1, a_ds, s1_address);                           // dK += dSᵀ·q, or dQ += dS·K
+    issue_accumulate(acc1, a_ds, s1_address);                          // dK += dSᵀ·q, or dQ += dS·K
     ptx::wgmma_commit();
     ptx::wgmma_wait<0>();  // the stage (and, key/value role, its lse and Δ) is free
     if (thread == 0) ptx::mbarrier_arrive(&empty[stage]);
@@ -368,8 +368,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const Index offset = kv_offset_of(p, b, work.head, work.row0);
     store_rows<T>(acc1, static_cast<T*>(p.dk) + offset, p.kv_row_stride, warp_row, work.rows_valid, p.head_dim,
                   p.scale);
-    store_rows<T>(acc2, static_cast<T*>(p.dv) + offset, p.kv_row_stride, warp_row, work.rows_valid, p.head_dim,
-                  1.0f);
+    store_rows<T>(acc2, static_cast<T*>(p.dv) + offset, p.kv_row_stride, warp_row, work.rows_valid, p.head_dim, 1.0f);
   } else {
     store_rows<T>(acc1, static_cast<T*>(p.dq) + q_offset_of(p, b, work.head, work.row0), p.q_row_stride, warp_row,
                   work.rows_valid, p.head_dim, p.scale);

@@ -39,9 +39,8 @@ inline bool tensor_map(vendor::TensorMap* map, const void* base, int head_dim, i
 
 /** A [n][4] fragment array as the flat register list wgmma takes. */
 template <int kTiles>
-__device__ __forceinline__ float (&flat(float (&fragment)[kTiles][4]))[kTiles * 4] {
-  return *reinterpret_cast<float (*)[kTiles * 4]>(&fragment[0][0]);
-}
+__device__ __forceinline__ float (&flat(float (&fragment)[kTiles][4]))
+    [kTiles * 4] { return *reinterpret_cast<float (*)[kTiles * 4]>(&fragment[0][0]); }
 
 /** Two values rounded to T in one 32-bit register, `low` in the lower half. */
 template <typename T>
@@ -58,8 +57,7 @@ __device__ __forceinline__ std::uint32_t pack_pair(float low, float high) {
  * 2t and 2t + 1, then + 8) are exactly the A fragment, so no data moves between threads.
  */
 template <typename T, int kTiles>
-__device__ __forceinline__ void pack_a_operand(const float (&fragment)[kTiles][4],
-                                               std::uint32_t (&a)[kTiles / 2][4]) {
+__device__ __forceinline__ void pack_a_operand(const float (&fragment)[kTiles][4], std::uint32_t (&a)[kTiles / 2][4]) {
   KILN_UNROLL
   for (int step = 0; step < kTiles / 2; step++) {
     a[step][0] = pack_pair<T>(fragment[2 * step][0], fragment[2 * step][1]);

@@ -184,25 +184,29 @@ __device__ __forceinline__ void wgmma_wait() {
 }
 // One wgmma.mma_async statement per (N, input type, A source), spelled by the macros below:
 // accumulator lists of 32 (N 64) or 64 (N 128) registers, then the operand numbers that follow them.
-#define KILN_WGMMA_D8(o)                                                                                       \
+#define KILN_WGMMA_D8(o)                                                                                      \
   "+f"(d[o]), "+f"(d[o + 1]), "+f"(d[o + 2]), "+f"(d[o + 3]), "+f"(d[o + 4]), "+f"(d[o + 5]), "+f"(d[o + 6]), \
       "+f"(d[o + 7])
 #define KILN_WGMMA_D32 KILN_WGMMA_D8(0), KILN_WGMMA_D8(8), KILN_WGMMA_D8(16), KILN_WGMMA_D8(24)
-#define KILN_WGMMA_D64 \
-  KILN_WGMMA_D32, KILN_WGMMA_D8(32), KILN_WGMMA_D8(40), KILN_WGMMA_D8(48), KILN_WGMMA_D8(56)
-#define KILN_WGMMA_R32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
-#define KILN_WGMMA_R64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define KILN_WGMMA_D64 KILN_WGMMA_D32, KILN_WGMMA_D8(32), KILN_WGMMA_D8(40), KILN_WGMMA_D8(48), KILN_WGMMA_D8(56)
+#define KILN_WGMMA_R32                                                                                              \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31}"
+#define KILN_WGMMA_R64                                                                                              \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
+  "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
 /** A and B from descriptors: operands DA, DB (descriptors), SC (scale_d), TA, TB (transposes) after the accumulators. */
-#define KILN_WGMMA_SS(SHAPE, TYPE, REGS, OUTS, DA, DB, SC, TA, TB)                                                   \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #SC ", 0;\nwgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE  \
-               "." TYPE " " REGS ", %" #DA ", %" #DB ", p, 1, 1, %" #TA ", %" #TB ";\n}\n"                         \
-               : OUTS                                                                                                \
+#define KILN_WGMMA_SS(SHAPE, TYPE, REGS, OUTS, DA, DB, SC, TA, TB)                                               \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #SC ", 0;\nwgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE \
+               "." TYPE " " REGS ", %" #DA ", %" #DB ", p, 1, 1, %" #TA ", %" #TB ";\n}\n"                       \
+               : OUTS                                                                                            \
                : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB))
 /** A from registers: operands A0 … A0 + 3 (a[0..3]), DB, SC, TB after the accumulators. */
-#define KILN_WGMMA_RS(SHAPE, TYPE, REGS, OUTS, A0, A1, A2, A3, DB, SC, TB)                                           \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #SC ", 0;\nwgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE  \
-               "." TYPE " " REGS ", {%" #A0 ", %" #A1 ", %" #A2 ", %" #A3 "}, %" #DB ", p, 1, 1, %" #TB ";\n}\n"     \
-               : OUTS                                                                                                \
+#define KILN_WGMMA_RS(SHAPE, TYPE, REGS, OUTS, A0, A1, A2, A3, DB, SC, TB)                                       \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #SC ", 0;\nwgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE \
+               "." TYPE " " REGS ", {%" #A0 ", %" #A1 ", %" #A2 ", %" #A3 "}, %" #DB ", p, 1, 1, %" #TB ";\n}\n" \
+               : OUTS                                                                                            \
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TransB))
 
 /** d (+)= A·B, m64nNk16 (N 64 or 128), T inputs, A and B from shared-memory descriptors (PTX transpose bits TransA/TransB). */
