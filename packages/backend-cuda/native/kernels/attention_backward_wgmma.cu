@@ -13,7 +13,10 @@
 // K-major in shared memory, m64n64k16, D/16 steps): X = R₁·S₁ᵀ, then Y = R₂·S₂ᵀ; the
 // exponentials of X run while Y is still in flight; then it issues the accumulations with the
 // just-computed fragments rounded to f16/bf16 as register A operands and S₁/S₂ as MN-major B
-// (m64nNk16, N = D rounded up to 64s, 4 k16 steps over the tile's 64 rows):
+// (m64nNk16, N = D rounded up to 64s, 4 k16 steps over the tile's 64 rows). Except in the
+// key/value role at D 96/128 (registers), X and Y of the next tile are issued right behind the
+// accumulations, before waiting for them (FlashAttention-3's intra-warpgroup overlap); the two
+// consumers also overlap each other:
 //  - key/value role, one block per (batch, kv head, 128-key tile): R = (K, V), S = (q, dO) of every
 //    query head of the kv head's group and every query tile that can see the keys (causal: the
 //    ones wholly before the diagonal are never loaded), in a fixed order. X = Sᵀ, Pᵀ =
@@ -300,18 +303,36 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   };
 
-  if (work.items > 0) ptx::mbarrier_wait(resident_full, 0);
+  // With kOverlap, X and Y of item n + 1 are issued right behind item n's accumulations, so the
+  // tensor cores run them while the accumulations finish (FlashAttention-3's intra-warpgroup
+  // overlap); it keeps X, Y and the packed operands live together, which the key/value role's two
+  // D-wide accumulators leave registers for only at D 64.
+  constexpr bool kOverlap = !kKeyValue || P::kOutColumns == 64;
+  float x[kStreamRows / 8][4];
+  float y[kStreamRows / 8][4];
+  std::uint32_t a_p[kStreamRows / 16][4];
+  std::uint32_t a_ds[kStreamRows / 16][4];
+  const auto stream_address = [&](int item) {
+    return shared_address + static_cast<std::uint32_t>(P::kStagesOffset + (item % P::kStages) * P::kStageBytes);
+  };
+  // Waits for item's stage, then issues X and Y as two groups.
+  const auto issue_products = [&](int item) {
+    ptx::mbarrier_wait(&full[item % P::kStages], static_cast<unsigned>(item / P::kStages) & 1u);
+    issue_scores(x, r1_address, stream_address(item));
+    issue_scores(y, r2_address, stream_address(item) + static_cast<std::uint32_t>(P::kStreamBytes));
+  };
+
+  if (work.items > 0) {
+    ptx::mbarrier_wait(resident_full, 0);
+    issue_products(0);
+  }
   for (int item = 0; item < work.items; item++) {
     const int stage = item % P::kStages;
-    ptx::mbarrier_wait(&full[stage], static_cast<unsigned>(item / P::kStages) & 1u);
-    const std::uint32_t s1_address =
-        shared_address + static_cast<std::uint32_t>(P::kStagesOffset + stage * P::kStageBytes);
+    const std::uint32_t s1_address = stream_address(item);
     const std::uint32_t s2_address = s1_address + static_cast<std::uint32_t>(P::kStreamBytes);
-    float x[kStreamRows / 8][4];
-    float y[kStreamRows / 8][4];
-    issue_scores(x, r1_address, s1_address);
-    issue_scores(y, r2_address, s2_address);
-    ptx::wgmma_wait<1>();  // X done; Y may still run while its exponentials do
+    // In flight: (item − 1's accumulations when overlapped,) X, Y. Y may still run while X's exponentials do.
+    ptx::wgmma_wait<1>();
+    if (kOverlap && item > 0 && thread == 0) ptx::mbarrier_arrive(&empty[(item - 1) % P::kStages]);
 
     // X → P (probabilities) in place; row_of / column_of give global query and key positions.
     const float* lse_stage = row_values + stage * 2 * kStreamRows;
@@ -329,6 +350,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int nt = 0; nt < kStreamRows / 8; nt++) {
         for (int e = 0; e < 4; e++) x[nt][e] = exp2f(x[nt][e] - lse_stage[nt * 8 + 2 * lane.t + (e & 1)]);
       }
+      attention_wgmma::pack_a_operand<T>(x, a_p);
     } else {
       const int key0 = item * kStreamRows;
       const int row_first = work.row0 + warp_row;
@@ -342,8 +364,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int e = 0; e < 4; e++) x[nt][e] = exp2f(x[nt][e] - lse_row[e / 2]);
       }
     }
-    std::uint32_t a_p[kStreamRows / 16][4];
-    if constexpr (kKeyValue) attention_wgmma::pack_a_operand<T>(x, a_p);
 
     ptx::wgmma_wait<0>();  // Y done: Y → dS = P ∘ (Y − Δ)
     KILN_UNROLL
@@ -353,15 +373,20 @@ __global__ void __launch_bounds__(kThreads, 1)
         y[nt][e] = x[nt][e] * (y[nt][e] - delta);
       }
     }
-    std::uint32_t a_ds[kStreamRows / 16][4];
     attention_wgmma::pack_a_operand<T>(y, a_ds);
 
     ptx::wgmma_fence();
     if constexpr (kKeyValue) issue_accumulate(acc2, a_p, s2_address);  // dV += Pᵀ·dO
     issue_accumulate(acc1, a_ds, s1_address);                          // dK += dSᵀ·q, or dQ += dS·K
     ptx::wgmma_commit();
-    ptx::wgmma_wait<0>();  // the stage (and, key/value role, its lse and Δ) is free
-    if (thread == 0) ptx::mbarrier_arrive(&empty[stage]);
+    const bool more = item + 1 < work.items;
+    if (kOverlap && more) {
+      issue_products(item + 1);  // this stage is released once the accumulations are done (next iteration)
+    } else {
+      ptx::wgmma_wait<0>();  // the stage (and, key/value role, its lse and Δ) is free
+      if (thread == 0) ptx::mbarrier_arrive(&empty[stage]);
+      if (more) issue_products(item + 1);
+    }
   }
 
   if constexpr (kKeyValue) {
