@@ -18,8 +18,8 @@
 // accumulations, before waiting for them (FlashAttention-3's intra-warpgroup overlap); the two
 // consumers also overlap each other:
 //  - key/value role, one block per (batch, kv head, 128-key tile): R = (K, V), S = (q, dO) of every
-//    query head of the kv head's group and every query tile that can see the keys (causal: the
-//    ones wholly before the diagonal are never loaded), in a fixed order. X = Sᵀ, Pᵀ =
+//    query head of the kv head's group and every query tile that can see the keys (causal: tiles
+//    whose queries see none of them are never loaded), in a fixed order. X = Sᵀ, Pᵀ =
 //    exp2(Sᵀ − lse), Y = dPᵀ, dSᵀ = Pᵀ ∘ (dPᵀ − Δ); dV += Pᵀ·dO, dK += dSᵀ·q; finally dK ·= scale.
 //  - query role, one block per (batch, query head, 128-query tile): R = (q, dO), S = (K, V) of the
 //    visible 64-key tiles. X = S, P = exp2(S − lse), Y = dP, dS = P ∘ (dP − Δ); dQ += dS·K;
