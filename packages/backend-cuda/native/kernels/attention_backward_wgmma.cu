@@ -162,6 +162,17 @@ __device__ __forceinline__ void store_rows(const float (&acc)[kTiles][4], T* out
   }
 }
 
+/** The array P and dS are computed in: the copy (kCopy) or X itself. */
+template <bool kCopy, int kRows, int kCopyRows>
+__device__ __forceinline__ float (*select_scores(float (*copy)[kCopyRows][4], float (*x)[kRows][4])) [kRows][4] {
+  if constexpr (kCopy) {
+    return reinterpret_cast<float (*)[kRows][4]>(copy);
+  } else {
+    (void)copy;
+    return x;
+  }
+}
+
 template <typename T, int kHeadDim, bool kKeyValue>
 __global__ void __launch_bounds__(kThreads, 1)
     attention_backward_wgmma_kernel(const KILN_GRID_CONSTANT vendor::TensorMap map_r1,
@@ -264,6 +275,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int nt = 0; nt < (kKeyValue ? kOutTiles : 1); nt++) {
     for (int e = 0; e < 4; e++) acc2[nt][e] = 0.0f;
   }
+  // The zeros are written before the first wgmma is issued (else the compiler may sink them into the pipeline).
+  ptx::fence_operand(acc1);
+  ptx::fence_operand(acc2);
   // Query role: lse₂ and Δ of this thread's two resident rows.
   float lse_row[2] = {0.0f, 0.0f};
   float delta_row[2] = {0.0f, 0.0f};
@@ -279,6 +293,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   // X = R₁·S₁ᵀ or Y = R₂·S₂ᵀ: k16 step `step` reads columns 16·step … of box step / 4 of both (K-major).
   auto issue_scores = [&](float (&x)[kStreamRows / 8][4], std::uint32_t resident, std::uint32_t streamed) {
+    ptx::fence_operand(x);
     ptx::wgmma_fence();
     KILN_UNROLL
     for (int step = 0; step < kHeadDim / 16; step++) {
@@ -290,6 +305,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       ptx::wgmma_m64nk16<T, kStreamRows, 0, 0>(flat(x), desc_r, desc_s, step > 0 ? 1 : 0);
     }
     ptx::wgmma_commit();
+    ptx::fence_operand(x);
   };
   // acc += A·S with A the packed fragment (rows: this consumer's resident rows, k: the streamed
   // rows) and S MN-major (k16 step `step` reads streamed rows 16·step …; boxes kStreamBoxBytes apart).
@@ -305,8 +321,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   // With kOverlap, X and Y of item n + 1 are issued right behind item n's accumulations, so the
   // tensor cores run them while the accumulations finish (FlashAttention-3's intra-warpgroup
-  // overlap); it keeps X, Y and the packed operands live together, which the key/value role's two
-  // D-wide accumulators leave registers for only at D 64.
+  // overlap), and P, dS are computed in a copy of X; both keep more registers live, which the
+  // key/value role's two D-wide accumulators leave room for only at D 64.
   constexpr bool kOverlap = !kKeyValue || P::kOutColumns == 64;
   float x[kStreamRows / 8][4];
   float y[kStreamRows / 8][4];
@@ -330,9 +346,27 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int stage = item % P::kStages;
     const std::uint32_t s1_address = stream_address(item);
     const std::uint32_t s2_address = s1_address + static_cast<std::uint32_t>(P::kStreamBytes);
-    // In flight: (item − 1's accumulations when overlapped,) X, Y. Y may still run while X's exponentials do.
-    ptx::wgmma_wait<1>();
+    // In flight: item − 1's accumulations (when overlapped), X and Y. All retire before any
+    // accumulator is read: ptxas tracks no finer, and serialises the pipeline otherwise (C7514).
+    ptx::wgmma_wait<0>();
+    // Every operand is settled: fence them so that no use moves above the wait.
+    ptx::fence_operand(x);
+    ptx::fence_operand(y);
+    ptx::fence_operand(acc1);
+    ptx::fence_operand(acc2);
+    ptx::fence_operand(a_p);
+    ptx::fence_operand(a_ds);
     if (kOverlap && item > 0 && thread == 0) ptx::mbarrier_arrive(&empty[(item - 1) % P::kStages]);
+    // P and dS go to a copy of X where registers allow, so that wgmma accumulators are written by
+    // wgmma only (ptxas serialises the wgmma pipeline otherwise); in place in the key/value role at D 96/128.
+    float copy[kOverlap ? kStreamRows / 8 : 1][4];
+    float (&scores)[kStreamRows / 8][4] = *select_scores<kOverlap>(&copy, &x);
+    if constexpr (kOverlap) {
+      KILN_UNROLL
+      for (int nt = 0; nt < kStreamRows / 8; nt++) {
+        for (int e = 0; e < 4; e++) scores[nt][e] = x[nt][e];
+      }
+    }
 
     // X → P (probabilities) in place; row_of / column_of give global query and key positions.
     const float* lse_stage = row_values + stage * 2 * kStreamRows;
@@ -344,50 +378,66 @@ __global__ void __launch_bounds__(kThreads, 1)
       const bool check = key_first + 16 > p.length_k || query0 + kStreamRows > p.length_q ||
                          (p.causal && static_cast<long long>(key_first) + 15 > query0 + p.shift);
       to_log2_scores(
-          x, p, b, h, check, [&](int, int column) { return static_cast<long long>(query0 + column); },
+          scores, p, b, h, check, [&](int, int column) { return static_cast<long long>(query0 + column); },
           [&](int row, int) { return static_cast<long long>(key_first + row); });
       KILN_UNROLL
       for (int nt = 0; nt < kStreamRows / 8; nt++) {
-        for (int e = 0; e < 4; e++) x[nt][e] = exp2f(x[nt][e] - lse_stage[nt * 8 + 2 * lane.t + (e & 1)]);
+        for (int e = 0; e < 4; e++) scores[nt][e] = exp2f(scores[nt][e] - lse_stage[nt * 8 + 2 * lane.t + (e & 1)]);
       }
-      attention_wgmma::pack_a_operand<T>(x, a_p);
+      attention_wgmma::pack_a_operand<T>(scores, a_p);
     } else {
       const int key0 = item * kStreamRows;
       const int row_first = work.row0 + warp_row;
       const bool check = key0 + kStreamRows > p.length_k ||
                          (p.causal && static_cast<long long>(key0) + kStreamRows - 1 > row_first + p.shift);
       to_log2_scores(
-          x, p, b, h, check, [&](int row, int) { return static_cast<long long>(row_first + row); },
+          scores, p, b, h, check, [&](int row, int) { return static_cast<long long>(row_first + row); },
           [&](int, int column) { return static_cast<long long>(key0 + column); });
       KILN_UNROLL
       for (int nt = 0; nt < kStreamRows / 8; nt++) {
-        for (int e = 0; e < 4; e++) x[nt][e] = exp2f(x[nt][e] - lse_row[e / 2]);
+        for (int e = 0; e < 4; e++) scores[nt][e] = exp2f(scores[nt][e] - lse_row[e / 2]);
       }
     }
 
-    ptx::wgmma_wait<0>();  // Y done: Y → dS = P ∘ (Y − Δ)
+    // dS = P ∘ (Y − Δ)
     KILN_UNROLL
     for (int nt = 0; nt < kStreamRows / 8; nt++) {
       for (int e = 0; e < 4; e++) {
         const float delta = kKeyValue ? lse_stage[kStreamRows + nt * 8 + 2 * lane.t + (e & 1)] : delta_row[e / 2];
-        y[nt][e] = x[nt][e] * (y[nt][e] - delta);
+        scores[nt][e] = scores[nt][e] * (y[nt][e] - delta);
       }
     }
-    attention_wgmma::pack_a_operand<T>(y, a_ds);
+    attention_wgmma::pack_a_operand<T>(scores, a_ds);
 
+    ptx::fence_operand(acc1);
+    ptx::fence_operand(acc2);
+    ptx::fence_operand(a_p);
+    ptx::fence_operand(a_ds);
     ptx::wgmma_fence();
     if constexpr (kKeyValue) issue_accumulate(acc2, a_p, s2_address);  // dV += Pᵀ·dO
     issue_accumulate(acc1, a_ds, s1_address);                          // dK += dSᵀ·q, or dQ += dS·K
     ptx::wgmma_commit();
+    ptx::fence_operand(acc1);
+    ptx::fence_operand(acc2);
+    ptx::fence_operand(a_p);
+    ptx::fence_operand(a_ds);
     const bool more = item + 1 < work.items;
     if (kOverlap && more) {
       issue_products(item + 1);  // this stage is released once the accumulations are done (next iteration)
     } else {
       ptx::wgmma_wait<0>();  // the stage (and, key/value role, its lse and Δ) is free
+      ptx::fence_operand(acc1);
+      ptx::fence_operand(acc2);
+      ptx::fence_operand(a_p);
+      ptx::fence_operand(a_ds);
       if (thread == 0) ptx::mbarrier_arrive(&empty[stage]);
       if (more) issue_products(item + 1);
     }
   }
+  // Nothing is in flight here (the last item waited); saying so lets ptxas see every path settled.
+  ptx::wgmma_wait<0>();
+  ptx::fence_operand(acc1);
+  ptx::fence_operand(acc2);
 
   if constexpr (kKeyValue) {
     const Index offset = kv_offset_of(p, b, work.head, work.row0);

@@ -108,6 +108,9 @@ inline void wgmma_m64nk16_rs(float (&d)[N / 2], const std::uint32_t (&a)[4], std
                              std::source_location site = std::source_location::current()) {
   gpu_sim::ptx::wgmma_mma_async_rs<N, kMmaInput<T>>(d, a, desc_b, scale_d != 0, TransB != 0, site);
 }
+/** Compiler-only fence on a wgmma accumulator or register-A fragment (nothing to order in the simulator). */
+template <typename Fragment>
+inline void fence_operand(Fragment&) {}
 /** setmaxnreg.inc.sync.aligned.u32. */
 template <int Registers>
 inline void setmaxnreg_inc() {
@@ -248,6 +251,28 @@ __device__ __forceinline__ void wgmma_m64nk16_rs(float (&d)[N / 2], const std::u
 #undef KILN_WGMMA_D32
 #undef KILN_WGMMA_D8
 
+/**
+ * Compiler-only fence on a wgmma accumulator (float) or register-A (uint32) fragment: an empty asm
+ * that reads and rewrites every register, so the compiler moves no use or definition of them
+ * across the wgmma issue / commit / wait statements around it (ptxas would otherwise serialise the
+ * wgmma pipeline, C7514/C7515). Emits no instruction.
+ */
+template <int kRows, int kColumns>
+__device__ __forceinline__ void fence_operand(float (&fragment)[kRows][kColumns]) {
+#pragma unroll
+  for (int row = 0; row < kRows; row++) {
+#pragma unroll
+    for (int column = 0; column < kColumns; column++) asm volatile("" : "+f"(fragment[row][column])::"memory");
+  }
+}
+template <int kRows, int kColumns>
+__device__ __forceinline__ void fence_operand(std::uint32_t (&fragment)[kRows][kColumns]) {
+#pragma unroll
+  for (int row = 0; row < kRows; row++) {
+#pragma unroll
+    for (int column = 0; column < kColumns; column++) asm volatile("" : "+r"(fragment[row][column])::"memory");
+  }
+}
 template <int Registers>
 __device__ __forceinline__ void setmaxnreg_inc() {
   KILN_PTX_SM90A(asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Registers)));
