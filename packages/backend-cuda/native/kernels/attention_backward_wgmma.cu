@@ -10,13 +10,16 @@
 // 64, 3 for D 96/128), each guarded by a `full` mbarrier (TMA transactions; in the key/value
 // role also 32 producer threads that store the tile's lse and Δ) and an `empty` one (one arrival
 // per consumer warpgroup). Per streamed tile, a consumer issues two wgmma chains (both operands
-// K-major in shared memory, m64n64k16, D/16 steps): X = R₁·S₁ᵀ, then Y = R₂·S₂ᵀ; the
-// exponentials of X run while Y is still in flight; then it issues the accumulations with the
-// just-computed fragments rounded to f16/bf16 as register A operands and S₁/S₂ as MN-major B
+// K-major in shared memory, m64n64k16, D/16 steps): X = R₁·S₁ᵀ, then Y = R₂·S₂ᵀ; once both
+// retired it computes P and dS (in a copy of X, so that wgmma accumulators are written by wgmma
+// only; in place in the key/value role at D 96/128, which has no registers to spare) and issues
+// the accumulations with them rounded to f16/bf16 as register A operands and S₁/S₂ as MN-major B
 // (m64nNk16, N = D rounded up to 64s, 4 k16 steps over the tile's 64 rows). Except in the
-// key/value role at D 96/128 (registers), X and Y of the next tile are issued right behind the
-// accumulations, before waiting for them (FlashAttention-3's intra-warpgroup overlap); the two
-// consumers also overlap each other:
+// key/value role at D 96/128, X and Y of the next tile are issued right behind the accumulations,
+// before waiting for them (FlashAttention-3's intra-warpgroup overlap); the two consumers also
+// overlap each other. Accumulators are read only after every wgmma group of the warpgroup has
+// retired, and fenced (ptx::fence_operand) at issue and wait: ptxas serialises the pipeline
+// otherwise (C7514/C7515; the key/value role at D 96/128 still gets C7515).
 //  - key/value role, one block per (batch, kv head, 128-key tile): R = (K, V), S = (q, dO) of every
 //    query head of the kv head's group and every query tile that can see the keys (causal: tiles
 //    whose queries see none of them are never loaded), in a fixed order. X = Sᵀ, Pᵀ =
