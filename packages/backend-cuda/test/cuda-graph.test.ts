@@ -16,8 +16,13 @@ import {
   runTrainStep,
   runTrainStepDeferred,
   StepGraphRunner,
+  train,
   type StepOutcome,
+  type TrainEvent,
 } from '@kiln/trainer';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { makeWorkspace, tinyTrainConfig } from '../../trainer/test/train-fixtures.js';
 import { describe, expect, it } from 'vitest';
 import { compareGraphedToEager } from '../scripts/gpu-check/determinism.mjs';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
@@ -195,6 +200,62 @@ describe.skipIf(skipReason !== undefined)(
       expect(deferred.outcomes.map((outcome) => outcome.step)).toEqual([1, 2, 3, 4, 5, 6]);
       expect(deferred.counters.optimizerStep).toBe(6);
       expect(deferred.bytes.equals(everyStep.bytes)).toBe(true);
+    }, 600_000);
+
+    it('train() reads the graphed steps at log steps only: the same metrics, weights and optimizer state as reading every step', async () => {
+      const workspace = await makeWorkspace();
+      const run = async (name: string, readEveryStep: boolean) => {
+        const backend = createSimulatedCudaBackend();
+        const events: TrainEvent[] = [];
+        try {
+          const config = tinyTrainConfig(workspace.dataPath, join(workspace.root, name), {
+            device: { device: 'cuda', attention: 'flash' },
+            schedule: { steps: 8, logInterval: 4, evalInterval: 0 },
+            checkpoint: { interval: 0 },
+          });
+          const result = await train(config, { backend, readEveryStep, onEvent: (event) => events.push(event) });
+          const files = await Promise.all(
+            ['model.safetensors', 'optimizer.safetensors'].map((file) => readFile(join(result.checkpointPath, file))),
+          );
+          const metrics = (await readFile(join(workspace.root, name, 'metrics.jsonl'), 'utf8'))
+            .trim()
+            .split('\n')
+            .map((line) => JSON.parse(line) as { step: number; loss: number });
+          return { result, events, files, metrics };
+        } finally {
+          backend.dispose();
+        }
+      };
+      try {
+        const everyStep = await run('every-step', true);
+        const deferred = await run('deferred', false);
+        const steps = (events: TrainEvent[]) => events.filter((event) => event.type === 'step');
+        expect(steps(everyStep.events).every((event) => event.loss !== null && event.skipped === false)).toBe(true);
+        // Steps 4 and 8 (the log steps) read every unread step; the others end without reading.
+        expect(steps(deferred.events).map((event) => event.loss !== null)).toEqual([
+          false,
+          false,
+          false,
+          true,
+          false,
+          false,
+          false,
+          true,
+        ]);
+        const notices = deferred.events.flatMap((event) => (event.type === 'notice' ? [event.message] : []));
+        expect(notices.filter((message) => /CUDA graph/.test(message))).toEqual([
+          'training step captured in a CUDA graph after one eager warm-up step, replayed each step; step losses read from the device every 4 steps (and at eval and checkpoint steps), not every step',
+        ]);
+        expect(deferred.metrics.map((record) => [record.step, record.loss])).toEqual(
+          everyStep.metrics.map((record) => [record.step, record.loss]),
+        );
+        expect(deferred.result.trainLoss).toBe(everyStep.result.trainLoss);
+        expect(deferred.result.valLoss).toBe(everyStep.result.valLoss);
+        expect(deferred.files[0].equals(everyStep.files[0])).toBe(true);
+        expect(deferred.files[1].equals(everyStep.files[1])).toBe(true);
+      } finally {
+        await workspace.cleanup();
+      }
     }, 600_000);
 
     it('a shape change after capture falls back to eager and says so once', async () => {
