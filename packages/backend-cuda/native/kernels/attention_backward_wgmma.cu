@@ -11,15 +11,15 @@
 // role also 32 producer threads that store the tile's lse and Δ) and an `empty` one (one arrival
 // per consumer warpgroup). Per streamed tile, a consumer issues two wgmma chains (both operands
 // K-major in shared memory, m64n64k16, D/16 steps): X = R₁·S₁ᵀ, then Y = R₂·S₂ᵀ; once both
-// retired it computes P and dS (in a copy of X, so that wgmma accumulators are written by wgmma
-// only; in place in the key/value role at D 96/128, which has no registers to spare) and issues
-// the accumulations with them rounded to f16/bf16 as register A operands and S₁/S₂ as MN-major B
-// (m64nNk16, N = D rounded up to 64s, 4 k16 steps over the tile's 64 rows). Except in the
-// key/value role at D 96/128, X and Y of the next tile are issued right behind the accumulations,
-// before waiting for them (FlashAttention-3's intra-warpgroup overlap); the two consumers also
-// overlap each other. Accumulators are read only after every wgmma group of the warpgroup has
-// retired, and fenced (ptx::fence_operand) at issue and wait: ptxas serialises the pipeline
-// otherwise (C7514/C7515; the key/value role at D 96/128 still gets C7515).
+// retired it computes P and dS in a copy of X (so that wgmma accumulators are written by wgmma
+// only) and issues the accumulations with them rounded to f16/bf16 as register A operands and
+// S₁/S₂ as MN-major B (m64nNk16, N = D rounded up to 64s, 4 k16 steps over the tile's 64 rows),
+// and right behind them X and Y of the next tile, before waiting for them (FlashAttention-3's
+// intra-warpgroup overlap); the two consumers also overlap each other. The key/value role at D
+// 96/128 (two 128-wide accumulators) has no registers for that: it runs X; P; dV += Pᵀ·dO; Y; dS;
+// dK one after another, so X, Y and the packed P are never live together. Accumulators are read
+// only after every wgmma group of the warpgroup has retired, and fenced (ptx::fence_operand) at
+// issue and wait: ptxas serialises the pipeline otherwise (C7514/C7515).
 //  - key/value role, one block per (batch, kv head, 128-key tile): R = (K, V), S = (q, dO) of every
 //    query head of the kv head's group and every query tile that can see the keys (causal: tiles
 //    whose queries see none of them are never loaded), in a fixed order. X = Sᵀ, Pᵀ =
@@ -162,17 +162,6 @@ __device__ __forceinline__ void store_rows(const float (&acc)[kTiles][4], T* out
           out[static_cast<Index>(row) * row_stride + column] = from_float<T>(acc[nt][2 * half + e] * multiplier);
       }
     }
-  }
-}
-
-/** The array P and dS are computed in: the copy (kCopy) or X itself. */
-template <bool kCopy, int kRows, int kCopyRows>
-__device__ __forceinline__ float (*select_scores(float (*copy)[kCopyRows][4], float (*x)[kRows][4])) [kRows][4] {
-  if constexpr (kCopy) {
-    return reinterpret_cast<float (*)[kRows][4]>(copy);
-  } else {
-    (void)copy;
-    return x;
   }
 }
 
@@ -327,6 +316,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   // overlap), and P, dS are computed in a copy of X; both keep more registers live, which the
   // key/value role's two D-wide accumulators leave room for only at D 64.
   constexpr bool kOverlap = !kKeyValue || P::kOutColumns == 64;
+  // Without it (key/value role, D 96/128) X, then dV += Pᵀ·dO and Y, then dK: X and Y are never live together.
+  constexpr bool kSequential = !kOverlap;
   float x[kStreamRows / 8][4];
   float y[kStreamRows / 8][4];
   std::uint32_t a_p[kStreamRows / 16][4];
@@ -334,11 +325,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   const auto stream_address = [&](int item) {
     return shared_address + static_cast<std::uint32_t>(P::kStagesOffset + (item % P::kStages) * P::kStageBytes);
   };
-  // Waits for item's stage, then issues X and Y as two groups.
+  // Waits for item's stage, then issues X and (unless kSequential) Y as two groups.
   const auto issue_products = [&](int item) {
     ptx::mbarrier_wait(&full[item % P::kStages], static_cast<unsigned>(item / P::kStages) & 1u);
     issue_scores(x, r1_address, stream_address(item));
-    issue_scores(y, r2_address, stream_address(item) + static_cast<std::uint32_t>(P::kStreamBytes));
+    if constexpr (!kSequential)
+      issue_scores(y, r2_address, stream_address(item) + static_cast<std::uint32_t>(P::kStreamBytes));
   };
 
   if (work.items > 0) {
@@ -360,15 +352,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     ptx::fence_operand(a_p);
     ptx::fence_operand(a_ds);
     if (kOverlap && item > 0 && thread == 0) ptx::mbarrier_arrive(&empty[(item - 1) % P::kStages]);
-    // P and dS go to a copy of X where registers allow, so that wgmma accumulators are written by
-    // wgmma only (ptxas serialises the wgmma pipeline otherwise); in place in the key/value role at D 96/128.
-    float copy[kOverlap ? kStreamRows / 8 : 1][4];
-    float (&scores)[kStreamRows / 8][4] = *select_scores<kOverlap>(&copy, &x);
-    if constexpr (kOverlap) {
-      KILN_UNROLL
-      for (int nt = 0; nt < kStreamRows / 8; nt++) {
-        for (int e = 0; e < 4; e++) scores[nt][e] = x[nt][e];
-      }
+    // P and dS go to a copy of X, so that wgmma accumulators are written by wgmma only (ptxas
+    // serialises the wgmma pipeline otherwise).
+    float scores[kStreamRows / 8][4];
+    KILN_UNROLL
+    for (int nt = 0; nt < kStreamRows / 8; nt++) {
+      for (int e = 0; e < 4; e++) scores[nt][e] = x[nt][e];
     }
 
     // X → P (probabilities) in place; row_of / column_of give global query and key positions.
@@ -388,6 +377,21 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int e = 0; e < 4; e++) scores[nt][e] = exp2f(scores[nt][e] - lse_stage[nt * 8 + 2 * lane.t + (e & 1)]);
       }
       attention_wgmma::pack_a_operand<T>(scores, a_p);
+      if constexpr (kSequential) {  // dV += Pᵀ·dO, then Y: never live together with X or a_p
+        ptx::fence_operand(acc2);
+        ptx::fence_operand(a_p);
+        ptx::wgmma_fence();
+        issue_accumulate(acc2, a_p, s2_address);
+        ptx::wgmma_commit();
+        ptx::wgmma_wait<0>();  // frees a_p's registers before Y's accumulator goes live
+        ptx::fence_operand(acc2);
+        ptx::fence_operand(a_p);
+        issue_scores(y, r2_address, s2_address);
+        ptx::wgmma_wait<0>();
+        ptx::fence_operand(y);
+        ptx::fence_operand(acc2);
+        ptx::fence_operand(a_p);
+      }
     } else {
       const int key0 = item * kStreamRows;
       const int row_first = work.row0 + warp_row;
@@ -417,8 +421,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     ptx::fence_operand(a_p);
     ptx::fence_operand(a_ds);
     ptx::wgmma_fence();
-    if constexpr (kKeyValue) issue_accumulate(acc2, a_p, s2_address);  // dV += Pᵀ·dO
-    issue_accumulate(acc1, a_ds, s1_address);                          // dK += dSᵀ·q, or dQ += dS·K
+    if constexpr (kKeyValue && !kSequential) issue_accumulate(acc2, a_p, s2_address);  // dV += Pᵀ·dO
+    issue_accumulate(acc1, a_ds, s1_address);                                          // dK += dSᵀ·q, or dQ += dS·K
     ptx::wgmma_commit();
     ptx::fence_operand(acc1);
     ptx::fence_operand(acc2);
