@@ -155,7 +155,9 @@ __global__ void split_warp_kernel() {
     bar_arrive(1, 32);
 }
 
-__global__ void setmaxnreg_range_kernel() { gpu_sim::ptx::wgmma_detail::setmaxnreg(true, 100, std::source_location::current()); }
+__global__ void setmaxnreg_range_kernel() {
+  gpu_sim::ptx::wgmma_detail::setmaxnreg(true, 100, std::source_location::current());
+}
 
 __global__ void setmaxnreg_uneven_kernel() {
   gpu_sim::ptx::wgmma_detail::setmaxnreg(true, threadIdx.x >= 96 ? 200 : 232, std::source_location::current());
@@ -183,8 +185,8 @@ int main() {
     for (int i = 0; i < 2 * rounds && detail.empty(); i++) {
       const int expected = (i % 2) * 1000 + i / 2;
       if (order[i] != expected)
-        detail = "turn " + std::to_string(i) + " was " + std::to_string(order[i]) + ", expected " +
-                 std::to_string(expected);
+        detail =
+            "turn " + std::to_string(i) + " was " + std::to_string(order[i]) + ", expected " + std::to_string(expected);
     }
     check(detail.empty(), "two warpgroups alternate strictly through bar.sync / bar.arrive (ping-pong turns)", detail);
   }
@@ -205,7 +207,8 @@ int main() {
     for (int i = 0; i < 3 * 128 && detail.empty(); i++) {
       const int expected = (i / 128) * 1000 + i % 128;
       if (out[i] != expected)
-        detail = "out[" + std::to_string(i) + "] = " + std::to_string(out[i]) + ", expected " + std::to_string(expected);
+        detail =
+            "out[" + std::to_string(i) + "] = " + std::to_string(out[i]) + ", expected " + std::to_string(expected);
     }
     check(detail.empty(), "a producer/consumer hand-off reuses barriers 4 and 5 over three phases", detail);
   }
@@ -241,29 +244,33 @@ int main() {
   }
   {
     const std::string detail = fault_of("mixed_counts_kernel", mixed_counts_kernel, 128);
-    check(contains(detail, "kernel 'mixed_counts_kernel'") && contains(detail, "bar.sync 1, 64 at sync-self-test.cpp:") &&
-              contains(detail, "mixes thread counts") && contains(detail, "64 in bar.sync at sync-self-test.cpp:"),
+    check(contains(detail, "kernel 'mixed_counts_kernel'") &&
+              contains(detail, "bar.sync 1, 64 at sync-self-test.cpp:") && contains(detail, "mixes thread counts") &&
+              contains(detail, "64 in bar.sync at sync-self-test.cpp:"),
           "arrivals with different counts on one phase abort naming both sites", detail);
   }
   {
     const std::string detail = fault_of("never_completes_kernel", never_completes_kernel, 256);
     check(contains(detail, "kernel 'never_completes_kernel'") &&
               contains(detail, "128 threads wait in bar.sync 2, 256 at sync-self-test.cpp:") &&
-              contains(detail, "named barrier 2: 128 of its 256 threads arrived (128 in bar.sync at sync-self-test.cpp:") &&
+              contains(detail,
+                       "named barrier 2: 128 of its 256 threads arrived (128 in bar.sync at sync-self-test.cpp:") &&
               contains(detail, "no other thread can arrive"),
           "a bar.sync that can never complete aborts naming the kernel, the wait and the arrivals", detail);
   }
   {
     const std::string detail = fault_of("dangling_arrive_kernel", dangling_arrive_kernel, 256);
     check(contains(detail, "kernel 'dangling_arrive_kernel'") &&
-              contains(detail, "ends with named barrier 3: 128 of its 256 threads arrived (128 in bar.arrive at "
-                               "sync-self-test.cpp:") &&
+              contains(detail,
+                       "ends with named barrier 3: 128 of its 256 threads arrived (128 in bar.arrive at "
+                       "sync-self-test.cpp:") &&
               contains(detail, "never completed"),
           "a block ending with an unmatched bar.arrive aborts naming the arrive", detail);
   }
   {
     const std::string detail = fault_of("split_warp_kernel", split_warp_kernel, 32);
-    check(contains(detail, "kernel 'split_warp_kernel'") && contains(detail, "bar.arrive 1, 32 at sync-self-test.cpp:") &&
+    check(contains(detail, "kernel 'split_warp_kernel'") &&
+              contains(detail, "bar.arrive 1, 32 at sync-self-test.cpp:") &&
               contains(detail, "wait in bar.sync 1, 32 at sync-self-test.cpp:") && contains(detail, ".aligned"),
           "lanes of one warp at different barrier instructions abort naming both", detail);
   }
@@ -287,8 +294,8 @@ int main() {
   }
   {
     const std::string detail = fault_of("setmaxnreg_greedy_kernel", setmaxnreg_greedy_kernel, 384);
-    check(contains(detail, "kernel 'setmaxnreg_greedy_kernel'") && contains(detail, "92160 of the multiprocessor's 65536") &&
-              contains(detail, "wait forever"),
+    check(contains(detail, "kernel 'setmaxnreg_greedy_kernel'") &&
+              contains(detail, "92160 of the multiprocessor's 65536") && contains(detail, "wait forever"),
           "a setmaxnreg.inc the register file cannot grant aborts", detail);
   }
   {

@@ -277,7 +277,8 @@ class BlockRunner {
         if (deadlocked) {
           fault_ += "; " + problem;
         } else {
-          fault_ = std::string("kernel '") + shape_.kernel_name + "': block " + format_dim(block_index_) + " " + problem;
+          fault_ =
+              std::string("kernel '") + shape_.kernel_name + "': block " + format_dim(block_index_) + " " + problem;
           break;
         }
       }

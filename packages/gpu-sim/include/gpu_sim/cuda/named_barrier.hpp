@@ -172,7 +172,8 @@ inline void named_barrier(const char* instruction, bool wait, unsigned id, unsig
   if (id >= kNamedBarriers)
     fail(instruction, id, count, site, "names barrier " + std::to_string(id) + ": a CTA has barriers 0 … 15");
   if (count == 0) {
-    if (!wait) fail(instruction, id, count, site, "needs a non-zero thread count (bar.arrive has no \"whole block\" form)");
+    if (!wait)
+      fail(instruction, id, count, site, "needs a non-zero thread count (bar.arrive has no \"whole block\" form)");
     count = block_threads;
   }
   if (count % kWarpSize != 0)
@@ -187,10 +188,9 @@ inline void named_barrier(const char* instruction, bool wait, unsigned id, unsig
   const SimThread& thread = current_thread();
   WarpMeeting& meeting = state.warps[thread.warp];
   const std::uint32_t bit = 1u << thread.lane;
-  if (meeting.arrived != 0 &&
-      (meeting.instruction != instruction || meeting.id != id || meeting.count != count ||
-       meeting.site.line() != site.line() || meeting.site.column() != site.column() ||
-       std::strcmp(meeting.site.file_name(), site.file_name()) != 0)) {
+  if (meeting.arrived != 0 && (meeting.instruction != instruction || meeting.id != id || meeting.count != count ||
+                               meeting.site.line() != site.line() || meeting.site.column() != site.column() ||
+                               std::strcmp(meeting.site.file_name(), site.file_name()) != 0)) {
     fail(instruction, id, count, site,
          "while lanes of its warp wait in " + std::string(meeting.instruction) + " " + std::to_string(meeting.id) +
              ", " + std::to_string(meeting.count) + " at " + format_site(meeting.site) +

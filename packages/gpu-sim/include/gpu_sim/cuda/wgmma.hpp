@@ -407,9 +407,9 @@ inline constexpr unsigned kFewestRegisters = 24;
 inline void setmaxnreg(bool increase, unsigned registers, const std::source_location& site) {
   const char* name = increase ? "setmaxnreg.inc" : "setmaxnreg.dec";
   if (registers < kFewestRegisters || registers > 256 || registers % 8 != 0) {
-    mbarrier_detail::fail(name, site,
-                          "requests " + std::to_string(registers) +
-                              " registers per thread: setmaxnreg takes 24 … 256 in steps of 8");
+    mbarrier_detail::fail(
+        name, site,
+        "requests " + std::to_string(registers) + " registers per thread: setmaxnreg takes 24 … 256 in steps of 8");
   }
   meet(name, site, &registers, [&](const void* const* arguments) {
     for (unsigned t = 0; t < kWarpgroupSize; t++) {
