@@ -249,15 +249,24 @@ __global__ void __launch_bounds__(kThreads, 1)
   // goes first (consumer 1 arrives once up front); each takes key_tiles + 1 turns (S_0, then
   // S_{j+1} with P_j·V_j), and consumer 1 skips its last hand-over so every phase completes.
   // key_tiles is the block's, so both consumers take the same number of turns (none when 0).
-  const unsigned own_turn = kFirstTurnBarrier + static_cast<unsigned>(consumer);
-  const unsigned other_turn = kFirstTurnBarrier + static_cast<unsigned>(1 - consumer);
-  auto take_turn = [&]() { ptx::named_barrier_sync(own_turn, kTurnThreads); };
+  // (Barrier ids are immediates, one branch per consumer: ptxas then reserves only the barriers used.)
+  constexpr unsigned kTurn0 = kFirstTurnBarrier;
+  constexpr unsigned kTurn1 = kFirstTurnBarrier + 1;
+  auto take_turn = [&]() {
+    if (consumer == 0)
+      ptx::named_barrier_sync<kTurn0, kTurnThreads>();
+    else
+      ptx::named_barrier_sync<kTurn1, kTurnThreads>();
+  };
   auto hand_over = [&](bool last) {
-    if (consumer == 0 || !last) ptx::named_barrier_arrive(other_turn, kTurnThreads);
+    if (consumer == 0)
+      ptx::named_barrier_arrive<kTurn1, kTurnThreads>();
+    else if (!last)
+      ptx::named_barrier_arrive<kTurn0, kTurnThreads>();
   };
 
   if (key_tiles > 0) {
-    if (consumer == 1) ptx::named_barrier_arrive(other_turn, kTurnThreads);
+    if (consumer == 1) ptx::named_barrier_arrive<kTurn0, kTurnThreads>();
     ptx::mbarrier_wait(q_full, 0);
     wait_keys(0);
     take_turn();

@@ -1,6 +1,6 @@
 // kernels/ptx_named_barrier.cuh — kiln's wrappers over the CTA's named barriers: bar.sync and
-// bar.arrive with a barrier id (1 … 15; 0 is __syncthreads') and a thread count (a multiple of
-// 32). bar.sync counts the calling warp's arrival and waits until `threads` have arrived;
+// bar.arrive with a compile-time barrier id (1 … 15; 0 is __syncthreads') and thread count (a
+// multiple of 32). bar.sync counts the calling warp's arrival and waits until `threads` have arrived;
 // bar.arrive counts it without waiting (the signalling side of a hand-off). Both are .aligned:
 // every lane of a warp executes the same one.
 //
@@ -20,24 +20,27 @@ namespace kiln::ptx {
 
 #if defined(KILN_CUDA_SIMULATOR)
 
-/** bar.sync id, threads: arrive on named barrier `id` and wait until `threads` threads have arrived. */
-inline void named_barrier_sync(unsigned id, unsigned threads,
-                               std::source_location site = std::source_location::current()) {
-  gpu_sim::ptx::bar_sync(id, threads, site);
+/** bar.sync kId, kThreads: arrive on named barrier kId and wait until kThreads threads have arrived. */
+template <unsigned kId, unsigned kThreads>
+inline void named_barrier_sync(std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::bar_sync(kId, kThreads, site);
 }
-/** bar.arrive id, threads: arrive on named barrier `id` (which expects `threads`) without waiting. */
-inline void named_barrier_arrive(unsigned id, unsigned threads,
-                                 std::source_location site = std::source_location::current()) {
-  gpu_sim::ptx::bar_arrive(id, threads, site);
+/** bar.arrive kId, kThreads: arrive on named barrier kId (which expects kThreads) without waiting. */
+template <unsigned kId, unsigned kThreads>
+inline void named_barrier_arrive(std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::bar_arrive(kId, kThreads, site);
 }
 
 #else
 
-__device__ __forceinline__ void named_barrier_sync(unsigned id, unsigned threads) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+// Immediate operands: ptxas then knows which barriers a kernel uses (a register id reserves all 16).
+template <unsigned kId, unsigned kThreads>
+__device__ __forceinline__ void named_barrier_sync() {
+  asm volatile("bar.sync %0, %1;\n" ::"n"(kId), "n"(kThreads) : "memory");
 }
-__device__ __forceinline__ void named_barrier_arrive(unsigned id, unsigned threads) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+template <unsigned kId, unsigned kThreads>
+__device__ __forceinline__ void named_barrier_arrive() {
+  asm volatile("bar.arrive %0, %1;\n" ::"n"(kId), "n"(kThreads) : "memory");
 }
 
 #endif
