@@ -69,6 +69,12 @@ export interface NativeArgumentChecks {
   ): CheckedTensor;
 }
 
+/** True when nothing of `ref` can change: the ref, its shape and (for a view) its strides are frozen. */
+function isFrozenRef(ref: TensorRef | StridedView): boolean {
+  if (!Object.isFrozen(ref) || !Object.isFrozen(ref.shape)) return false;
+  return !('strides' in ref) || Object.isFrozen(ref.strides);
+}
+
 /** The argument checks of the backend named `backend` (e.g. 'cuda': messages start "cuda backend: "). */
 export function nativeArgumentChecks(backend: string): NativeArgumentChecks {
   const prefix = `${backend} backend:`;
@@ -94,8 +100,33 @@ export function nativeArgumentChecks(backend: string): NativeArgumentChecks {
     return value;
   };
 
+  // Checked frozen refs (core's Tensor.ref() and denseView()): what was derived from one stays
+  // true while its buffer is live, so a second call only checks the buffer (owner and not freed).
+  const checkedRefs = new WeakMap<TensorRef, CheckedTensor>();
+
   // The hot path of every kernel call: no strings are built and no arrays allocated unless a check fails.
   const checkTensor = (
+    ref: TensorRef | StridedView,
+    owner: object,
+    kernel: string,
+    role: string,
+    view: boolean,
+  ): CheckedTensor => {
+    const known = checkedRefs.get(ref);
+    // A cached ref is reused only in the role it was checked in (dense, or a view with strides).
+    if (
+      known !== undefined &&
+      known.buffer.owner === owner &&
+      !known.buffer.freed &&
+      view === 'strides' in known.native
+    )
+      return known;
+    const checked = checkUncached(ref, owner, kernel, role, view);
+    if (isFrozenRef(ref)) checkedRefs.set(ref, checked);
+    return checked;
+  };
+
+  const checkUncached = (
     ref: TensorRef | StridedView,
     owner: object,
     kernel: string,

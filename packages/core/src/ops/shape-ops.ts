@@ -1,7 +1,7 @@
 /** Ops that move data without arithmetic: reshape, permute/transpose, slice, concat, split, expand. */
 import { InvalidArgumentError, ShapeError } from '../errors.js';
 import { allocateTensor, assertSameDType, commonBackend } from '../engine/dispatch.js';
-import { recordOp } from '../autograd/record.js';
+import { needsGradOf, recordOp } from '../autograd/record.js';
 import {
   broadcastStrides,
   contiguousStrides,
@@ -33,7 +33,7 @@ export function reshape(x: Tensor, shape: Shape): Tensor {
   checkIntegerList('reshape', 'shape', shape, { min: -1 });
   const target = resolveReshape(x.shape, shape, 'reshape');
   const result = new Tensor(x.storage.retain(), target, x.dtype);
-  recordOp('reshape', [x], result, [], (gradOutput) => [reshape(gradOutput, x.shape)]);
+  if (needsGradOf(x)) recordOp('reshape', [x], result, [], (gradOutput) => [reshape(gradOutput, x.shape)]);
   return result;
 }
 

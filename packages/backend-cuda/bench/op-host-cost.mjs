@@ -1,0 +1,93 @@
+#!/usr/bin/env node
+// Host cost of core's hottest ops, one row per op: µs per call through @kiln/core's public op on a
+// CudaBackend over the fake addon (bench/fake-addon.mjs: every kernel returns at once), so each
+// figure is TypeScript only — argument checks, shape/dtype inference, output allocation, the
+// NativeKernelBackend layer and, in the "grad" rows, autograd recording. Prints a table.
+//
+//   node bench/op-host-cost.mjs [--ops N] [--rounds R] [--json]
+// Each figure is the median of R rounds of N calls (each result disposed at once; one tidy scope a
+// round for what an op leaves behind), after one warm-up round.
+import {
+  add,
+  cast,
+  matmul,
+  mul,
+  ones,
+  reshape,
+  rmsNorm,
+  setBackend,
+  silu,
+  softmax,
+  swiglu,
+  tidy,
+  transpose,
+} from '@kiln/core';
+import { CudaBackend } from '../dist/index.js';
+import { fakeAddon } from './fake-addon.mjs';
+
+const argv = process.argv.slice(2);
+const value = (name, fallback) => {
+  const index = argv.indexOf(name);
+  return index >= 0 ? Number(argv[index + 1]) : fallback;
+};
+const ops = value('--ops', 20000);
+const rounds = value('--rounds', 7);
+
+const backend = new CudaBackend(fakeAddon());
+setBackend(backend);
+const x = ones([4, 8], { backend });
+const y = ones([4, 8], { backend });
+const bias = ones([8], { backend });
+const w = ones([8, 8], { backend });
+const gamma = ones([8], { backend });
+const xBf16 = cast(x, 'bf16');
+const wBf16 = cast(w, 'bf16');
+const trainable = ones([8, 8], { backend }).requireGrad();
+
+const cases = {
+  'add [4,8]+[4,8]': () => add(x, y),
+  'add [4,8]+[8] (broadcast)': () => add(x, bias),
+  'mul [4,8]·2 (number)': () => mul(x, 2),
+  'silu [4,8]': () => silu(x),
+  'matmul [4,8]·[8,8]': () => matmul(x, w),
+  'matmul bf16 [4,8]·[8,8]': () => matmul(xBf16, wBf16),
+  'matmul [4,8]·[8,8]ᵀ': () => matmul(x, w, { transposeB: true }),
+  'matmul, w requires grad': () => matmul(x, trainable),
+  'cast f32→bf16 [4,8]': () => cast(x, 'bf16'),
+  'reshape [4,8]→[32]': () => reshape(x, [32]),
+  'transpose [4,8]': () => transpose(x),
+  'rmsNorm [4,8]': () => rmsNorm(x, gamma),
+  'softmax [4,8]': () => softmax(x),
+  'swiglu [4,8]': () => swiglu(x, y),
+};
+
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
+const results = {};
+for (const [name, run] of Object.entries(cases)) {
+  const samples = [];
+  for (let round = 0; round <= rounds; round++) {
+    const start = performance.now();
+    tidy(() => {
+      for (let index = 0; index < ops; index++) run().dispose();
+    });
+    const elapsed = performance.now() - start;
+    if (round > 0) samples.push((elapsed * 1000) / ops);
+  }
+  results[name] = median(samples);
+}
+for (const tensor of [x, y, bias, w, gamma, xBf16, wBf16, trainable]) tensor.dispose();
+backend.dispose();
+
+if (argv.includes('--json')) {
+  console.log(JSON.stringify({ ops, rounds, node: process.version, microsecondsPerOp: results }));
+} else {
+  console.log(
+    `host µs per op on the fake CUDA addon (median of ${rounds} rounds × ${ops} calls, node ${process.version}):`,
+  );
+  for (const [name, microseconds] of Object.entries(results))
+    console.log(`  ${name.padEnd(28)} ${microseconds.toFixed(2).padStart(7)}`);
+}
