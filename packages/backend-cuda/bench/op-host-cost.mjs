@@ -4,8 +4,9 @@
 // figure is TypeScript only — argument checks, shape/dtype inference, output allocation, the
 // NativeKernelBackend layer and, in the "grad" rows, autograd recording. Prints a table.
 //
-//   node bench/op-host-cost.mjs [--ops N] [--rounds R] [--json]
-// Each figure is the median of R rounds of N calls (each result disposed at once; one tidy scope a
+//   node bench/op-host-cost.mjs [--ops N] [--rounds R] [--only TEXT] [--json]   (--only: the rows whose name has TEXT)
+// Each figure is CPU time (user + system, so other processes on a busy machine do not count), the
+// median of R rounds of N calls (each result disposed at once; one tidy scope a
 // round for what an op leaves behind), after one warm-up round.
 import {
   add,
@@ -67,15 +68,17 @@ function median(values) {
 }
 
 const results = {};
+const only = argv.includes('--only') ? argv[argv.indexOf('--only') + 1] : undefined;
 for (const [name, run] of Object.entries(cases)) {
+  if (only !== undefined && !name.includes(only)) continue;
   const samples = [];
   for (let round = 0; round <= rounds; round++) {
-    const start = performance.now();
+    const start = process.cpuUsage();
     tidy(() => {
       for (let index = 0; index < ops; index++) run().dispose();
     });
-    const elapsed = performance.now() - start;
-    if (round > 0) samples.push((elapsed * 1000) / ops);
+    const used = process.cpuUsage(start);
+    if (round > 0) samples.push((used.user + used.system) / ops);
   }
   results[name] = median(samples);
 }
@@ -86,7 +89,7 @@ if (argv.includes('--json')) {
   console.log(JSON.stringify({ ops, rounds, node: process.version, microsecondsPerOp: results }));
 } else {
   console.log(
-    `host µs per op on the fake CUDA addon (median of ${rounds} rounds × ${ops} calls, node ${process.version}):`,
+    `host CPU µs per op on the fake CUDA addon (median of ${rounds} rounds × ${ops} calls, node ${process.version}):`,
   );
   for (const [name, microseconds] of Object.entries(results))
     console.log(`  ${name.padEnd(28)} ${microseconds.toFixed(2).padStart(7)}`);

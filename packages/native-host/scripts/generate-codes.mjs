@@ -127,8 +127,8 @@ export function codesModule() {
  * dtypes and ops in core's order (the generator checks), so the orders are core's lists.
  */
 import type { BinaryOp, ReduceOp, UnaryOp } from '../backend/kernel-backend.js';
-import { BINARY_OPS, I32_BINARY_OPS, I32_UNARY_OPS, REDUCE_OPS, UNARY_OPS } from '../backend/kernel-ops.js';
-import { DTYPES, type DType } from '../dtype.js';
+import type { DType } from '../dtype.js';
+import { BINARY_OPS, DTYPES, I32_BINARY_OPS, I32_UNARY_OPS, REDUCE_OPS, UNARY_OPS } from '../index.js';
 
 /** Dtypes by code. */
 export const DTYPE_ORDER: readonly DType[] = DTYPES;

@@ -14,6 +14,8 @@ export { formatShape };
 
 /** A validated kernel argument: its buffer, element count and native descriptor. */
 export interface CheckedTensor {
+  /** The ref it was checked from (compared by identity by the cache of checkTensor). */
+  ref: TensorRef;
   /** The buffer. */
   buffer: NativeBuffer;
   /** Storage dtype. */
@@ -69,10 +71,22 @@ export interface NativeArgumentChecks {
   ): CheckedTensor;
 }
 
-/** True when nothing of `ref` can change: the ref, its shape and (for a view) its strides are frozen. */
-function isFrozenRef(ref: TensorRef | StridedView): boolean {
-  if (!Object.isFrozen(ref) || !Object.isFrozen(ref.shape)) return false;
-  return !('strides' in ref) || Object.isFrozen(ref.strides);
+/** True when `ref` still holds what `checked` was derived from (the same arrays, dtype and offset). */
+function sameFields(ref: TensorRef | StridedView, checked: CheckedTensor): boolean {
+  const native = checked.native;
+  return (
+    ref.shape === native.shape &&
+    ref.dtype === checked.dtype &&
+    (native.strides === undefined ||
+      ((ref as StridedView).strides === native.strides && (ref as StridedView).offset === native.offset))
+  );
+}
+
+/** True when `checked` may be reused for `ref`: the arrays it read are frozen (their values cannot change). */
+function isCacheable(ref: TensorRef | StridedView, checked: CheckedTensor): boolean {
+  return (
+    Object.isFrozen(ref.shape) && (checked.native.strides === undefined || Object.isFrozen(checked.native.strides))
+  );
 }
 
 /** The argument checks of the backend named `backend` (e.g. 'cuda': messages start "cuda backend: "). */
@@ -100,11 +114,11 @@ export function nativeArgumentChecks(backend: string): NativeArgumentChecks {
     return value;
   };
 
-  // Checked frozen refs (core's Tensor.ref() and denseView()): what was derived from one stays
-  // true while its buffer is live, so a second call only checks the buffer (owner and not freed).
-  const checkedRefs = new WeakMap<TensorRef, CheckedTensor>();
-
   // The hot path of every kernel call: no strings are built and no arrays allocated unless a check fails.
+  // Core passes the same ref object for a tensor on every call (Tensor.ref(), denseView()), with
+  // frozen shape and strides arrays: the buffer keeps the last ref checked in each role and what
+  // the check gave, and a later call with that ref, its fields still the same arrays and values,
+  // checks only the buffer (this backend's, not freed). The addon always gets the checked descriptor.
   const checkTensor = (
     ref: TensorRef | StridedView,
     owner: object,
@@ -112,17 +126,16 @@ export function nativeArgumentChecks(backend: string): NativeArgumentChecks {
     role: string,
     view: boolean,
   ): CheckedTensor => {
-    const known = checkedRefs.get(ref);
-    // A cached ref is reused only in the role it was checked in (dense, or a view with strides).
-    if (
-      known !== undefined &&
-      known.buffer.owner === owner &&
-      !known.buffer.freed &&
-      view === 'strides' in known.native
-    )
-      return known;
+    const handle = ref.buffer;
+    if (handle instanceof NativeBuffer && handle.owner === owner && !handle.freed) {
+      const cached = view ? handle.checkedView : handle.checkedDense;
+      if (cached !== null && cached.ref === ref && sameFields(ref, cached)) return cached;
+    }
     const checked = checkUncached(ref, owner, kernel, role, view);
-    if (isFrozenRef(ref)) checkedRefs.set(ref, checked);
+    if (isCacheable(ref, checked)) {
+      if (view) checked.buffer.checkedView = checked;
+      else checked.buffer.checkedDense = checked;
+    }
     return checked;
   };
 
@@ -156,7 +169,7 @@ export function nativeArgumentChecks(backend: string): NativeArgumentChecks {
     if (!(view && 'strides' in ref)) {
       // Dense from element 0: it reaches elements 0 to count − 1.
       if (count > capacity) throw outsideBuffer(kernel, role, ref, 0, count - 1, buffer);
-      return { buffer, dtype: ref.dtype, shape, count, native: { buffer: buffer.id, dtype: code, shape } };
+      return { ref, buffer, dtype: ref.dtype, shape, count, native: { buffer: buffer.id, dtype: code, shape } };
     }
     const { strides, offset } = ref as StridedView;
     if (!Array.isArray(strides) || strides.length !== shape.length) {
@@ -182,6 +195,7 @@ export function nativeArgumentChecks(backend: string): NativeArgumentChecks {
       if (lowest < 0 || highest >= capacity) throw outsideBuffer(kernel, role, ref, lowest, highest, buffer);
     }
     return {
+      ref,
       buffer,
       dtype: ref.dtype,
       shape,

@@ -103,6 +103,8 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
   free(handle: BufferHandle): void {
     const buffer = this.checks.resolveBuffer(handle, this, 'free');
     buffer.freed = true;
+    buffer.checkedDense = null;
+    buffer.checkedView = null;
     if (!this.disposed) this.errors.callNative(() => this.native.free(buffer.id));
   }
 

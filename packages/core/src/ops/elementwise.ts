@@ -6,7 +6,7 @@ import { needsGradOf, recordOp } from '../autograd/record.js';
 import { broadcastShapes, shapesEqual } from '../tensor/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { full } from './creation.js';
-import { reduceToShape, runBinary, runUnary, unaryKernel } from './kernel-calls.js';
+import { filledTensor, reduceToShape, runBinary, runUnary, unaryKernel } from './kernel-calls.js';
 import { broadcastView } from './views.js';
 import { checkOperandNumber, checkTensor, checkTensorOrNumber } from '../validate.js';
 
@@ -16,8 +16,11 @@ export type TensorLike = Tensor | number;
 /** A plain number operand as a 0-d tensor of `like`'s dtype and backend (an i32 value when like is i32). */
 function toTensor(op: string, name: string, value: TensorLike, like: Tensor): Tensor {
   if (typeof value !== 'number') return value;
-  return full([], checkOperandNumber(op, name, value, like.dtype), { dtype: like.dtype, backend: like.backend });
+  return filledTensor(like.backend, SCALAR, like.dtype, checkOperandNumber(op, name, value, like.dtype));
 }
+
+/** The shape of a number operand's tensor (frozen: every such tensor shares it). */
+const SCALAR: readonly number[] = Object.freeze([]);
 
 function unary(op: UnaryOp, x: Tensor, backward?: (gradOutput: Tensor, x: Tensor, y: Tensor) => Tensor): Tensor {
   checkTensor(op, 'x', x);

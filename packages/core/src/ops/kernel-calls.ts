@@ -5,7 +5,7 @@
  * another's gradients (sum ↔ expand, the elementwise ops ↔ sumToShape) import them from here
  * instead of from each other.
  */
-import type { BinaryOp, ReduceOp, UnaryOp } from '../backend/kernel-backend.js';
+import type { BinaryOp, KernelBackend, ReduceOp, UnaryOp } from '../backend/kernel-backend.js';
 import { BINARY_OPS, I32_BINARY_OPS, I32_UNARY_OPS, UNARY_OPS } from '../backend/kernel-ops.js';
 import type { DType } from '../dtype.js';
 import { DTypeError, InvalidArgumentError, ShapeError } from '../errors.js';
@@ -26,6 +26,13 @@ const UNARY_OP_SET: ReadonlySet<UnaryOp> = new Set<UnaryOp>(UNARY_OPS);
 const BINARY_OP_SET: ReadonlySet<BinaryOp> = new Set<BinaryOp>(BINARY_OPS);
 const INTEGER_UNARY: ReadonlySet<UnaryOp> = new Set(I32_UNARY_OPS);
 const INTEGER_BINARY: ReadonlySet<BinaryOp> = new Set(I32_BINARY_OPS);
+
+/** A new tensor of `shape` and `dtype` on `backend` with every element `value` (checked arguments; records nothing). */
+export function filledTensor(backend: KernelBackend, shape: Shape, dtype: DType, value: number): Tensor {
+  const result = allocateTensor(backend, shape, dtype);
+  if (result.size > 0) backend.fill(result.ref(), value);
+  return result;
+}
 
 /** Converts without recording a gradient (used inside kernels' dtype fallback). */
 export function castTo(x: Tensor, dtype: DType): Tensor {

@@ -31,8 +31,8 @@ export class Tensor implements Disposable {
   gradFn: GradNode | null = null;
   private gradRequired = false;
   private disposed = false;
-  // The kernel ref and dense view, made on first use and frozen (storage, shape and dtype never
-  // change), so kernel calls allocate no argument objects and backends may cache what they derive.
+  // The kernel ref and dense view, made on first use (storage, shape and dtype never change), so
+  // kernel calls allocate no argument objects and backends may cache what they derive from one.
   private kernelRef: TensorRef | null = null;
   private kernelView: StridedView | null = null;
   // biome-ignore lint/correctness/noUnusedPrivateClassMembers: read through the symbol by Tensor.isInstance, across copies of @kiln/core
@@ -106,22 +106,21 @@ export class Tensor implements Disposable {
   /** @internal The kernel view of this tensor; throws when disposed. */
   ref(): TensorRef {
     if (this.disposed) this.assertAlive('use');
-    if (this.kernelRef === null)
-      this.kernelRef = Object.freeze({ buffer: this.storage.buffer, shape: this.shape, dtype: this.dtype });
+    if (this.kernelRef === null) this.kernelRef = { buffer: this.storage.buffer, shape: this.shape, dtype: this.dtype };
     return this.kernelRef;
   }
 
-  /** @internal The whole tensor as a dense strided view (contiguous strides, offset 0); throws when disposed. */
+  /** @internal The whole tensor as a dense strided view (contiguous strides, frozen like shape; offset 0); throws when disposed. */
   denseView(): StridedView {
     if (this.disposed) this.assertAlive('use');
     if (this.kernelView === null) {
-      this.kernelView = Object.freeze({
+      this.kernelView = {
         buffer: this.storage.buffer,
         shape: this.shape,
         dtype: this.dtype,
         strides: Object.freeze(contiguousStrides(this.shape)),
         offset: 0,
-      });
+      };
     }
     return this.kernelView;
   }
@@ -180,6 +179,9 @@ export class Tensor implements Disposable {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    // A disposed tensor may stay referenced (by a tidy scope) until its scope ends: drop what it cached.
+    this.kernelRef = null;
+    this.kernelView = null;
     this.storage.release();
     if (this.gradFn) {
       const node = this.gradFn;
