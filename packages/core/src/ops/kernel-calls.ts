@@ -142,9 +142,9 @@ export function reduceKernel(op: ReduceOp, x: Tensor, axes: number[]): Tensor {
     first = rest.length;
     last = x.rank - 1;
   }
-  const outer = shapeSize(source.shape.slice(0, first));
-  const size = axes.length === 0 ? 1 : shapeSize(source.shape.slice(first, last + 1));
-  const inner = axes.length === 0 ? shapeSize(source.shape) : shapeSize(source.shape.slice(last + 1));
+  const outer = extentProduct(source.shape, 0, first);
+  const size = axes.length === 0 ? 1 : extentProduct(source.shape, first, last + 1);
+  const inner = axes.length === 0 ? source.size : extentProduct(source.shape, last + 1, source.rank);
   const outDType = op === 'argmax' || op === 'argmin' ? 'i32' : x.dtype;
   let result = allocateTensor(x.backend, keptShape, outDType);
   if (result.size > 0) {
@@ -162,6 +162,13 @@ export function reduceKernel(op: ReduceOp, x: Tensor, axes: number[]): Tensor {
   }
   if (source !== x) source.dispose();
   return result;
+}
+
+/** The product of shape[from] … shape[to − 1] (1 when empty), without slicing. */
+function extentProduct(shape: Shape, from: number, to: number): number {
+  let product = 1;
+  for (let axis = from; axis < to; axis++) product *= shape[axis];
+  return product;
 }
 
 /**
