@@ -52,7 +52,6 @@ export function readCodes(text = readFileSync(HEADER, 'utf8')) {
   };
 }
 
-const quoted = (names) => names.map((name) => `'${name}'`).join(', ');
 const cQuoted = (names) => names.map((name) => `"${name}"`).join(', ');
 
 /** The text of include/kiln/op_names.h. */

@@ -10,14 +10,7 @@ import { BINARY_OPS, I32_BINARY_OPS, I32_UNARY_OPS, UNARY_OPS } from '../backend
 import type { DType } from '../dtype.js';
 import { DTypeError, InvalidArgumentError, ShapeError } from '../errors.js';
 import { allocateTensor, pairBackend, pairDType, planKernel } from '../engine/dispatch.js';
-import {
-  broadcastShapes,
-  contiguousStrides,
-  formatShape,
-  shapeSize,
-  shapesEqual,
-  type Shape,
-} from '../tensor/shape.js';
+import { broadcastShapes, contiguousStrides, formatShape, shapesEqual, type Shape } from '../tensor/shape.js';
 import { Tensor } from '../tensor/tensor.js';
 import { checkTensor, describeValue } from '../validate.js';
 import { broadcastView, viewOf } from './views.js';
