@@ -1,5 +1,7 @@
 // The fake CUDA addon the host-cost benchmarks share: its Backend accepts every call and does no
 // work (alloc hands out ids), so what a benchmark times on it is all TypeScript.
+import { FUSED_KERNELS, PRIMITIVE_KERNELS } from '@kiln/core';
+
 /** An addon whose Backend accepts every call and does no work (alloc hands out ids). */
 export function fakeAddon() {
   class Backend {
@@ -41,40 +43,10 @@ export function fakeAddon() {
       return Promise.resolve(new Uint8Array(this.sizes.get(id) ?? 0));
     }
   }
-  const kernels = [
-    'unary',
-    'binary',
-    'where',
-    'reduce',
-    'matmul',
-    'copy',
-    'gather',
-    'scatterAdd',
-    'cast',
-    'fill',
-    'random',
-  ];
-  const fused = [
-    'softmax',
-    'logSoftmax',
-    'softmaxBackward',
-    'rmsNorm',
-    'rmsNormBackward',
-    'layerNorm',
-    'rope',
-    'swiglu',
-    'swigluBackward',
-    'crossEntropy',
-    'crossEntropyBackward',
-    'adamw',
-    'sumOfSquaresMulti',
-    'adamwMulti',
-    'adamwMultiDeviceScalars',
-    'attention',
-    'attentionBackward',
-  ];
+  // Every kernel of the contract, and the addon's device-scalar AdamW form.
+  const kernels = [...PRIMITIVE_KERNELS, ...FUSED_KERNELS, 'adamwMultiDeviceScalars'];
   const graphs = ['captureEnd', 'captureAbort', 'graphReplay', 'graphDestroy'];
-  for (const method of ['upload', 'emptyCache', 'dispose', ...kernels, ...fused, ...graphs]) {
+  for (const method of ['upload', 'emptyCache', 'dispose', ...kernels, ...graphs]) {
     Backend.prototype[method] = function noWork() {};
   }
   return { Backend, buildInfo: () => ({ flavor: 'fake' }) };
