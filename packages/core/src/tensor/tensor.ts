@@ -35,8 +35,6 @@ export class Tensor implements Disposable {
   // kernel calls allocate no argument objects and backends may cache what they derive from one.
   private kernelRef: TensorRef | null = null;
   private kernelView: StridedView | null = null;
-  // biome-ignore lint/correctness/noUnusedPrivateClassMembers: read through the symbol by Tensor.isInstance, across copies of @kiln/core
-  private readonly [TENSOR_MARKER] = true;
 
   /** True for any Tensor, including one made by another installed copy of @kiln/core. */
   static isInstance(value: unknown): value is Tensor {
@@ -213,3 +211,7 @@ export class Tensor implements Disposable {
     }
   }
 }
+
+// The mark Tensor.isInstance reads (a Symbol.for key: it holds across copies of @kiln/core), on the
+// prototype so that constructing a tensor defines nothing for it.
+Object.defineProperty(Tensor.prototype, TENSOR_MARKER, { value: true });
