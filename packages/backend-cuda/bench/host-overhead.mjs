@@ -35,6 +35,7 @@ import {
   StepGraphRunner,
 } from '@kiln/trainer';
 import { CudaBackend } from '../dist/index.js';
+import { fakeAddon } from './fake-addon.mjs';
 
 const argv = process.argv.slice(2);
 const flag = (name) => argv.includes(name);
@@ -44,83 +45,6 @@ const value = (name, fallback) => {
 };
 const ops = value('--ops', 20000);
 const rounds = value('--rounds', 5);
-
-/** An addon whose Backend accepts every call and does no work (alloc hands out ids). */
-function fakeAddon() {
-  class Backend {
-    constructor() {
-      this.nextId = 1;
-      this.sizes = new Map();
-    }
-    alloc(byteLength) {
-      this.sizes.set(this.nextId, byteLength);
-      return this.nextId++;
-    }
-    captureBegin() {
-      return 1;
-    }
-    deviceInfo() {
-      return { index: 0, name: 'fake device', major: 9, minor: 0, totalBytes: 80e9, multiprocessors: 132 };
-    }
-    matmulInfo() {
-      return {
-        path: 'kiln',
-        requested: 'kiln',
-        cublasLocation: '',
-        cublasVersion: '',
-        cublasReason: 'fake addon',
-        allowTf32: false,
-        cublasCalls: 0,
-      };
-    }
-    memory() {
-      return { allocatedBytes: 0, bufferCount: 0 };
-    }
-    synchronize() {
-      return Promise.resolve();
-    }
-    download(id) {
-      return Promise.resolve(new Uint8Array(this.sizes.get(id) ?? 0));
-    }
-  }
-  const kernels = [
-    'unary',
-    'binary',
-    'where',
-    'reduce',
-    'matmul',
-    'copy',
-    'gather',
-    'scatterAdd',
-    'cast',
-    'fill',
-    'random',
-  ];
-  const fused = [
-    'softmax',
-    'logSoftmax',
-    'softmaxBackward',
-    'rmsNorm',
-    'rmsNormBackward',
-    'layerNorm',
-    'rope',
-    'swiglu',
-    'swigluBackward',
-    'crossEntropy',
-    'crossEntropyBackward',
-    'adamw',
-    'sumOfSquaresMulti',
-    'adamwMulti',
-    'adamwMultiDeviceScalars',
-    'attention',
-    'attentionBackward',
-  ];
-  const graphs = ['captureEnd', 'captureAbort', 'graphReplay', 'graphDestroy'];
-  for (const method of ['free', 'upload', 'emptyCache', 'dispose', ...kernels, ...fused, ...graphs]) {
-    Backend.prototype[method] = function noWork() {};
-  }
-  return { Backend, buildInfo: () => ({ flavor: 'fake' }) };
-}
 
 function median(values) {
   const sorted = [...values].sort((a, b) => a - b);

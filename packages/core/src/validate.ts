@@ -136,18 +136,22 @@ export interface NumberRule {
   exclusiveMin?: boolean;
 }
 
+/** The rule of a checkNumber call that gives none (any number but NaN). */
+const NO_RULE: NumberRule = Object.freeze({});
+
 /** A number meeting `rule`; throws InvalidArgumentError naming the op, the argument and the rule. */
-export function checkNumber(op: string, name: string, value: unknown, rule: NumberRule = {}): number {
-  const expected = describeRule(rule);
-  const fail = (): never => {
-    throw new InvalidArgumentError(`${op}: ${name} must be ${expected}, got ${describeValue(value)}`);
-  };
-  if (typeof value !== 'number' || Number.isNaN(value)) return fail();
-  const number = value;
-  if ((rule.integer && !Number.isInteger(number)) || (rule.finite && !Number.isFinite(number))) return fail();
-  if (rule.min !== undefined && (number < rule.min || (rule.exclusiveMin && number === rule.min))) return fail();
-  if (rule.max !== undefined && number > rule.max) return fail();
-  return number;
+export function checkNumber(op: string, name: string, value: unknown, rule: NumberRule = NO_RULE): number {
+  if (!passesRule(value, rule))
+    throw new InvalidArgumentError(`${op}: ${name} must be ${describeRule(rule)}, got ${describeValue(value)}`);
+  return value as number;
+}
+
+/** True when `value` is a number that `rule` accepts (the message is built only when this fails). */
+function passesRule(value: unknown, rule: NumberRule): value is number {
+  if (typeof value !== 'number' || Number.isNaN(value)) return false;
+  if ((rule.integer && !Number.isInteger(value)) || (rule.finite && !Number.isFinite(value))) return false;
+  if (rule.min !== undefined && (value < rule.min || (rule.exclusiveMin && value === rule.min))) return false;
+  return rule.max === undefined || value <= rule.max;
 }
 
 function describeRule(rule: NumberRule): string {
@@ -279,11 +283,18 @@ export function checkIntegerList(
       `${op}: ${name} [${value.join(', ')}] must have ${options.length} entries (one per axis), got ${value.length}`,
     );
   }
-  return value.map((item, index) => checkNumber(op, `${name}[${index}]`, item, { integer: true, min: options.min }));
+  const rule: NumberRule = { integer: true, min: options.min };
+  for (let index = 0; index < value.length; index++) {
+    if (!passesRule(value[index], rule)) checkNumber(op, `${name}[${index}]`, value[index], rule);
+  }
+  return value.slice();
 }
 
 /** How checkOptions checks one key: receives the full name (`options.key`) and the value (never undefined). */
 export type OptionCheck = (op: string, name: string, value: unknown) => void;
+
+/** What checkOptions returns for undefined options (frozen: shared by every call). */
+const NO_OPTIONS = Object.freeze({});
 
 /** Options objects: undefined (→ {}), or a plain object whose keys are all known and whose values pass their check. */
 export function checkOptions<T extends object>(
@@ -292,13 +303,16 @@ export function checkOptions<T extends object>(
   value: unknown,
   checks: { readonly [K in keyof T]-?: OptionCheck },
 ): T {
-  if (value === undefined) return {} as T;
+  if (value === undefined) return NO_OPTIONS as T;
   if (typeof value !== 'object' || value === null || Array.isArray(value) || Tensor.isInstance(value)) {
     throw new InvalidArgumentError(`${op}: ${name} must be an options object, got ${describeValue(value)}`, {
       hint: `Known options: ${Object.keys(checks).join(', ') || 'none'}.`,
     });
   }
-  for (const [key, item] of Object.entries(value)) {
+  // for…in over own keys: Object.entries' order without allocating its arrays on every call.
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    const item = (value as Record<string, unknown>)[key];
     const check = (checks as Record<string, OptionCheck | undefined>)[key];
     if (!Object.hasOwn(checks, key) || check === undefined) {
       throw new InvalidArgumentError(`${op}: unknown option ${name}.${key}`, {

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { BINARY_ORDER, DTYPE_ORDER, REDUCE_ORDER, UNARY_ORDER } from '../../core/src/native-backend/codes.js';
-import { HEADER, generatedFiles, readCodes } from '../scripts/generate-codes.mjs';
+import { HEADER, checkAgainstCore, generatedFiles, readCodes, readCoreLists } from '../scripts/generate-codes.mjs';
 import { SIMULATED_BACKENDS } from './support/backends.js';
 
 describe('op_codes.h → generated files', () => {
@@ -24,6 +24,16 @@ describe('op_codes.h → generated files', () => {
     });
     expect(codes.binary).toContain('greaterEqual');
     expect(codes.indexError).toEqual(['none', 'gather', 'scatterAdd', 'crossEntropy', 'crossEntropyBackward']);
+  });
+
+  it("refuses a header whose names or order differ from core's lists (codes.ts re-exports them)", () => {
+    const codes = readCodes();
+    expect(readCoreLists().binary).toEqual(codes.binary);
+    const swapped = { ...codes, reduce: ['sum', 'min', 'max', 'argmax', 'argmin'] };
+    expect(() => checkAgainstCore(swapped)).toThrow(
+      /reduce codes list sum, min, max, argmax, argmin, but core lists sum, max, min/,
+    );
+    expect(() => checkAgainstCore({ ...codes, unary: [...codes.unary, 'cube'] })).toThrow(/unary codes list/);
   });
 
   it('refuses codes out of order and a wrong count', () => {

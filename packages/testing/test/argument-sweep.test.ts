@@ -108,21 +108,8 @@ const UNARY = [
   'silu',
   'erf',
 ] as const;
-const BINARY = [
-  'add',
-  'sub',
-  'mul',
-  'div',
-  'pow',
-  'maximum',
-  'minimum',
-  'greater',
-  'greaterEqual',
-  'less',
-  'lessEqual',
-  'equal',
-  'notEqual',
-] as const;
+// Every binary kernel op is a public op of the same name.
+const BINARY = kiln.BINARY_OPS;
 const REDUCE = ['sum', 'mean', 'max', 'min'] as const;
 
 const VALID_ADAMW = { lr: 0.1, beta1: 0.9, beta2: 0.99, eps: 1e-8, weightDecay: 0, step: 1 };

@@ -111,15 +111,15 @@ inline void wgmma_m64nk16_rs(float (&d)[N / 2], const std::uint32_t (&a)[4], std
 /** Compiler-only fence on a wgmma accumulator or register-A fragment (nothing to order in the simulator). */
 template <typename Fragment>
 inline void fence_operand(Fragment&) {}
-/** setmaxnreg.inc.sync.aligned.u32. */
+/** setmaxnreg.inc.sync.aligned.u32 (warpgroup-collective; checked in the simulator). */
 template <int Registers>
-inline void setmaxnreg_inc() {
-  gpu_sim::ptx::setmaxnreg_inc<Registers>();
+inline void setmaxnreg_inc(std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::setmaxnreg_inc<Registers>(site);
 }
-/** setmaxnreg.dec.sync.aligned.u32. */
+/** setmaxnreg.dec.sync.aligned.u32 (warpgroup-collective; checked in the simulator). */
 template <int Registers>
-inline void setmaxnreg_dec() {
-  gpu_sim::ptx::setmaxnreg_dec<Registers>();
+inline void setmaxnreg_dec(std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::setmaxnreg_dec<Registers>(site);
 }
 
 #else

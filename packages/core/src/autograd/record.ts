@@ -10,6 +10,11 @@ export function needsGrad(inputs: readonly Tensor[]): boolean {
   return isGradEnabled() && inputs.some((tensor) => tensor.requiresGrad);
 }
 
+/** needsGrad of one or two inputs without building an array: ops test it before making their backward closure. */
+export function needsGradOf(a: Tensor, b?: Tensor): boolean {
+  return isGradEnabled() && (a.requiresGrad || (b !== undefined && b.requiresGrad));
+}
+
 /**
  * Attaches a GradNode to `output`. `saved` tensors are aliased (storage kept alive until the
  * node is released), so callers may dispose the originals.

@@ -4,3 +4,4 @@ export * from './registry.js';
 export * from './discovery.js';
 export * from './resolve.js';
 export * from './fallback-policy.js';
+export * from './kernel-ops.js';

@@ -30,11 +30,10 @@ import { Tensor } from '../tensor/tensor.js';
  */
 export function allocateTensor(backend: KernelBackend, shape: Shape, dtype: DType): Tensor {
   const byteLength = Math.max(shapeSize(shape) * DTYPE_BYTES[dtype], 0);
-  const describe = () => `${dtype}${formatShape(shape)} (${byteLength} bytes) on backend '${backend.name}'`;
   const limit = backend.capabilities?.device?.maxBufferBytes;
   if (!Number.isSafeInteger(byteLength) || (limit !== undefined && byteLength > limit)) {
     throw new OutOfMemoryError(
-      `cannot allocate ${describe()}: larger than the largest buffer the device allows${limit === undefined ? '' : ` (${limit} bytes)`}`,
+      `cannot allocate ${describeAllocation(backend, shape, dtype, byteLength)}: larger than the largest buffer the device allows${limit === undefined ? '' : ` (${limit} bytes)`}`,
       byteLength,
       {
         hint: 'Check the shape; split the work into smaller tensors if it is right.',
@@ -46,9 +45,18 @@ export function allocateTensor(backend: KernelBackend, shape: Shape, dtype: DTyp
     buffer = backend.alloc(byteLength);
   } catch (error) {
     if (!(error instanceof RangeError)) throw error;
-    throw new OutOfMemoryError(`cannot allocate ${describe()}: ${error.message}`, byteLength, { cause: error });
+    throw new OutOfMemoryError(
+      `cannot allocate ${describeAllocation(backend, shape, dtype, byteLength)}: ${error.message}`,
+      byteLength,
+      { cause: error },
+    );
   }
   return new Tensor(new Storage(backend, buffer), shape, dtype);
+}
+
+/** `f32[2, 3] (24 bytes) on backend 'cpu'` (allocation failures only: the hot path builds no message). */
+function describeAllocation(backend: KernelBackend, shape: Shape, dtype: DType, byteLength: number): string {
+  return `${dtype}${formatShape(shape)} (${byteLength} bytes) on backend '${backend.name}'`;
 }
 
 /** Throws DisposedTensorError, naming the op, when an input was disposed. */
@@ -79,6 +87,17 @@ export function commonBackend(op: string, tensors: readonly Tensor[]): KernelBac
   return backend;
 }
 
+/** commonBackend of two tensors without building an array (the common case of binary ops); same errors. */
+export function pairBackend(op: string, a: Tensor, b: Tensor): KernelBackend {
+  if (a.backend === b.backend && !a.isDisposed && !b.isDisposed) return a.backend;
+  return commonBackend(op, [a, b]);
+}
+
+/** assertSameDType of two tensors without building an array; same errors. */
+export function pairDType(op: string, a: Tensor, b: Tensor): DType {
+  return a.dtype === b.dtype ? a.dtype : assertSameDType(op, [a, b]);
+}
+
 /** Throws DTypeError unless every tensor has the same dtype. */
 export function assertSameDType(op: string, tensors: readonly Tensor[]): DType {
   const dtype = tensors[0].dtype;
@@ -94,7 +113,7 @@ export function assertSameDType(op: string, tensors: readonly Tensor[]): DType {
 
 /** Throws DTypeError unless the tensor has a floating-point dtype. */
 export function assertFloat(op: string, tensor: Tensor, role = 'input'): void {
-  assertAlive(op, [tensor]);
+  if (tensor.isDisposed) assertAlive(op, [tensor]);
   if (tensor.dtype === 'i32') {
     throw new DTypeError(`${op}: ${role} ${tensor.describe()} must be a float tensor (f32, f16 or bf16)`, {
       hint: 'Cast it first: cast(x, "f32").',
@@ -124,16 +143,57 @@ export function planKernel(backend: KernelBackend, kernel: KernelName, dtype: DT
 
 type FusedMethod<K extends FusedKernelName> = NonNullable<KernelBackend[K]>;
 
+type AnyKernel = (...args: unknown[]) => void;
+
+/** A kernel bound to its backend once (so an op call binds nothing), and the function it calls. */
+interface BoundKernel {
+  /** The backend's method, or core's composition. */
+  target: AnyKernel;
+  /** `target` called on the backend. */
+  call: AnyKernel;
+}
+
+const NATIVE_KERNELS = new WeakMap<KernelBackend, Map<string, BoundKernel>>();
+const COMPOSED_KERNELS = new WeakMap<KernelBackend, Map<string, BoundKernel>>();
+
+/** `target` bound to `backend`, from `cache` when it was bound before (a replaced method is bound anew). */
+function bindOnce(
+  cache: WeakMap<KernelBackend, Map<string, BoundKernel>>,
+  backend: KernelBackend,
+  name: string,
+  target: AnyKernel,
+  bind: () => AnyKernel,
+): AnyKernel {
+  let kernels = cache.get(backend);
+  if (kernels === undefined) {
+    kernels = new Map();
+    cache.set(backend, kernels);
+  }
+  let bound = kernels.get(name);
+  if (bound === undefined || bound.target !== target) {
+    bound = { target, call: bind() };
+    kernels.set(name, bound);
+  }
+  return bound.call;
+}
+
 /** The backend's fused kernel K, or core's composition of it from primitives. */
 export function fusedKernel<K extends FusedKernelName>(backend: KernelBackend, name: K): FusedMethod<K> {
-  const native = backend[name] as FusedMethod<K> | undefined;
-  if (typeof native === 'function') return (native as (...args: unknown[]) => void).bind(backend) as FusedMethod<K>;
-  const composed = composedKernels[name] as unknown as (backend: KernelBackend, ...args: unknown[]) => void;
-  return ((...args: unknown[]) => composed(backend, ...args)) as FusedMethod<K>;
+  const native = backend[name] as AnyKernel | undefined;
+  if (typeof native !== 'function') return composedKernel(backend, name);
+  return bindOnce(NATIVE_KERNELS, backend, name, native, () => native.bind(backend)) as FusedMethod<K>;
 }
 
 /** The composition of fused kernel K (used when the plan is 'composed'). */
 export function composedKernel<K extends FusedKernelName>(backend: KernelBackend, name: K): FusedMethod<K> {
   const composed = composedKernels[name] as unknown as (backend: KernelBackend, ...args: unknown[]) => void;
-  return ((...args: unknown[]) => composed(backend, ...args)) as FusedMethod<K>;
+  return bindOnce(
+    COMPOSED_KERNELS,
+    backend,
+    name,
+    composed as AnyKernel,
+    () =>
+      (...args: unknown[]) =>
+        composed(backend, ...args),
+  ) as FusedMethod<K>;
 }

@@ -14,6 +14,8 @@ export { formatShape };
 
 /** A validated kernel argument: its buffer, element count and native descriptor. */
 export interface CheckedTensor {
+  /** The ref it was checked from (compared by identity by the cache of checkTensor). */
+  ref: TensorRef;
   /** The buffer. */
   buffer: NativeBuffer;
   /** Storage dtype. */
@@ -69,6 +71,24 @@ export interface NativeArgumentChecks {
   ): CheckedTensor;
 }
 
+/** True when `ref` still holds what `checked` was derived from (the same arrays, dtype and offset). */
+function sameFields(ref: TensorRef | StridedView, checked: CheckedTensor): boolean {
+  const native = checked.native;
+  return (
+    ref.shape === native.shape &&
+    ref.dtype === checked.dtype &&
+    (native.strides === undefined ||
+      ((ref as StridedView).strides === native.strides && (ref as StridedView).offset === native.offset))
+  );
+}
+
+/** True when `checked` may be reused for `ref`: the arrays it read are frozen (their values cannot change). */
+function isCacheable(ref: TensorRef | StridedView, checked: CheckedTensor): boolean {
+  return (
+    Object.isFrozen(ref.shape) && (checked.native.strides === undefined || Object.isFrozen(checked.native.strides))
+  );
+}
+
 /** The argument checks of the backend named `backend` (e.g. 'cuda': messages start "cuda backend: "). */
 export function nativeArgumentChecks(backend: string): NativeArgumentChecks {
   const prefix = `${backend} backend:`;
@@ -95,7 +115,31 @@ export function nativeArgumentChecks(backend: string): NativeArgumentChecks {
   };
 
   // The hot path of every kernel call: no strings are built and no arrays allocated unless a check fails.
+  // Core passes the same ref object for a tensor on every call (Tensor.ref(), denseView()), with
+  // frozen shape and strides arrays: the buffer keeps the last ref checked in each role and what
+  // the check gave, and a later call with that ref, its fields still the same arrays and values,
+  // checks only the buffer (this backend's, not freed). The addon always gets the checked descriptor.
   const checkTensor = (
+    ref: TensorRef | StridedView,
+    owner: object,
+    kernel: string,
+    role: string,
+    view: boolean,
+  ): CheckedTensor => {
+    const handle = ref.buffer;
+    if (handle instanceof NativeBuffer && handle.owner === owner && !handle.freed) {
+      const cached = view ? handle.checkedView : handle.checkedDense;
+      if (cached !== null && cached.ref === ref && sameFields(ref, cached)) return cached;
+    }
+    const checked = checkUncached(ref, owner, kernel, role, view);
+    if (isCacheable(ref, checked)) {
+      if (view) checked.buffer.checkedView = checked;
+      else checked.buffer.checkedDense = checked;
+    }
+    return checked;
+  };
+
+  const checkUncached = (
     ref: TensorRef | StridedView,
     owner: object,
     kernel: string,
@@ -125,7 +169,7 @@ export function nativeArgumentChecks(backend: string): NativeArgumentChecks {
     if (!(view && 'strides' in ref)) {
       // Dense from element 0: it reaches elements 0 to count − 1.
       if (count > capacity) throw outsideBuffer(kernel, role, ref, 0, count - 1, buffer);
-      return { buffer, dtype: ref.dtype, shape, count, native: { buffer: buffer.id, dtype: code, shape } };
+      return { ref, buffer, dtype: ref.dtype, shape, count, native: { buffer: buffer.id, dtype: code, shape } };
     }
     const { strides, offset } = ref as StridedView;
     if (!Array.isArray(strides) || strides.length !== shape.length) {
@@ -151,6 +195,7 @@ export function nativeArgumentChecks(backend: string): NativeArgumentChecks {
       if (lowest < 0 || highest >= capacity) throw outsideBuffer(kernel, role, ref, lowest, highest, buffer);
     }
     return {
+      ref,
       buffer,
       dtype: ref.dtype,
       shape,

@@ -2,50 +2,21 @@
 // packages/native-host/include/kiln/op_codes.h (the one list of native codes): do not edit.
 /**
  * Numeric codes a native addon takes for dtypes and operations, in the order of kiln's
- * native-host op_codes.h (which CUDA, Metal and host C++ include).
+ * native-host op_codes.h (which CUDA, Metal and host C++ include). The header lists core's
+ * dtypes and ops in core's order (the generator checks), so the orders are core's lists.
  */
 import type { BinaryOp, ReduceOp, UnaryOp } from '../backend/kernel-backend.js';
 import type { DType } from '../dtype.js';
+import { BINARY_OPS, DTYPES, I32_BINARY_OPS, I32_UNARY_OPS, REDUCE_OPS, UNARY_OPS } from '../index.js';
 
 /** Dtypes by code. */
-export const DTYPE_ORDER: readonly DType[] = ['f32', 'f16', 'bf16', 'i32'];
+export const DTYPE_ORDER: readonly DType[] = DTYPES;
 /** Unary ops by code. */
-export const UNARY_ORDER: readonly UnaryOp[] = [
-  'neg',
-  'abs',
-  'sign',
-  'exp',
-  'log',
-  'sqrt',
-  'rsqrt',
-  'reciprocal',
-  'square',
-  'tanh',
-  'sigmoid',
-  'relu',
-  'gelu',
-  'silu',
-  'geluGrad',
-  'siluGrad',
-];
+export const UNARY_ORDER: readonly UnaryOp[] = UNARY_OPS;
 /** Binary ops by code. */
-export const BINARY_ORDER: readonly BinaryOp[] = [
-  'add',
-  'sub',
-  'mul',
-  'div',
-  'pow',
-  'maximum',
-  'minimum',
-  'greater',
-  'greaterEqual',
-  'less',
-  'lessEqual',
-  'equal',
-  'notEqual',
-];
+export const BINARY_ORDER: readonly BinaryOp[] = BINARY_OPS;
 /** Reduce ops by code. */
-export const REDUCE_ORDER: readonly ReduceOp[] = ['sum', 'max', 'min', 'argmax', 'argmin'];
+export const REDUCE_ORDER: readonly ReduceOp[] = REDUCE_OPS;
 
 function indexTable<T extends string>(order: readonly T[]): ReadonlyMap<T, number> {
   return new Map(order.map((name, index) => [name, index]));
@@ -61,8 +32,6 @@ export const BINARY_CODE = indexTable(BINARY_ORDER);
 export const REDUCE_CODE = indexTable(REDUCE_ORDER);
 
 /** Unary ops defined on i32. */
-export const I32_UNARY: ReadonlySet<UnaryOp> = new Set<UnaryOp>(['neg', 'abs', 'sign', 'square']);
+export const I32_UNARY: ReadonlySet<UnaryOp> = new Set<UnaryOp>(I32_UNARY_OPS);
 /** Binary ops defined on i32 inputs. */
-export const I32_BINARY: ReadonlySet<BinaryOp> = new Set<BinaryOp>(
-  BINARY_ORDER.filter((op) => op !== 'div' && op !== 'pow'),
-);
+export const I32_BINARY: ReadonlySet<BinaryOp> = new Set<BinaryOp>(I32_BINARY_OPS);

@@ -95,7 +95,12 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
   alloc(byteLength: number): BufferHandle {
     this.ensureOpen('alloc');
     this.checks.checkInteger(byteLength, 'alloc: byteLength');
-    const id = this.errors.callNative(() => this.native.alloc(byteLength));
+    let id: number;
+    try {
+      id = this.native.alloc(byteLength);
+    } catch (error) {
+      throw this.errors.toKilnError(error);
+    }
     return this.parts.createBuffer(byteLength, id, this);
   }
 
@@ -103,7 +108,14 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
   free(handle: BufferHandle): void {
     const buffer = this.checks.resolveBuffer(handle, this, 'free');
     buffer.freed = true;
-    if (!this.disposed) this.errors.callNative(() => this.native.free(buffer.id));
+    buffer.checkedDense = null;
+    buffer.checkedView = null;
+    if (this.disposed) return;
+    try {
+      this.native.free(buffer.id);
+    } catch (error) {
+      throw this.errors.toKilnError(error);
+    }
   }
 
   /** Copy host bytes into a buffer (in stream order). */
@@ -188,7 +200,11 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
         { hint: 'Cast to a float dtype first.' },
       );
     }
-    this.errors.callNative(() => this.native.unary(code, input.native, output.native));
+    try {
+      this.native.unary(code, input.native, output.native);
+    } catch (error) {
+      throw this.errors.toKilnError(error);
+    }
   }
 
   /** out[i] = a[i] op b[i] over views broadcast to out.shape. */
@@ -210,7 +226,11 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
         { hint: 'Cast to a float dtype first.' },
       );
     }
-    this.errors.callNative(() => this.native.binary(code, left.native, right.native, output.native));
+    try {
+      this.native.binary(code, left.native, right.native, output.native);
+    } catch (error) {
+      throw this.errors.toKilnError(error);
+    }
   }
 
   /** out[i] = condition[i] != 0 ? a[i] : b[i]. */
@@ -220,7 +240,11 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
     const mask = this.whereOperand(condition, output, 'condition');
     const left = this.whereOperand(a, output, 'a');
     const right = this.whereOperand(b, output, 'b');
-    this.errors.callNative(() => this.native.where(mask, left, right, output.native));
+    try {
+      this.native.where(mask, left, right, output.native);
+    } catch (error) {
+      throw this.errors.toKilnError(error);
+    }
   }
 
   /** Reduce the middle axis of x viewed [outer, size, inner] into out [outer, inner]. */
@@ -236,7 +260,11 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
     this.checks.expectCount(output, outer * inner, 'reduce', 'out', 'outer · inner');
     if (arg && size === 0 && outer * inner > 0)
       throw new InvalidArgumentError(`${this.checks.backend} backend: reduce: ${op} over an empty axis has no answer`);
-    this.errors.callNative(() => this.native.reduce(code, input.native, output.native, outer, size, inner));
+    try {
+      this.native.reduce(code, input.native, output.native, outer, size, inner);
+    } catch (error) {
+      throw this.errors.toKilnError(error);
+    }
   }
 
   /** Batched matmul with f32 accumulation (see MatmulParams). */
@@ -266,7 +294,11 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
       );
     }
     this.checks.expectCount(output, batch * m * n, 'matmul', 'out', 'batch · m · n');
-    this.errors.callNative(() => this.native.matmul(left.native, right.native, output.native, params));
+    try {
+      this.native.matmul(left.native, right.native, output.native, params);
+    } catch (error) {
+      throw this.errors.toKilnError(error);
+    }
   }
 
   /** dst[view] = src[view], element by element. */
@@ -276,7 +308,11 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
     const target = this.checks.checkTensor(dst, this, 'copy', 'dst', true);
     this.checks.expectDType(target, source.dtype, 'copy', 'dst');
     this.checks.expectShape(source, target.shape, 'copy', 'src');
-    this.errors.callNative(() => this.native.copy(source.native, target.native));
+    try {
+      this.native.copy(source.native, target.native);
+    } catch (error) {
+      throw this.errors.toKilnError(error);
+    }
   }
 
   /** out[o, i, :] = x[o, indices[i], :]; an out-of-range index writes 0 and rejects the next synchronize/download. */
@@ -290,7 +326,11 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
     this.checks.expectDType(output, input.dtype, 'gather', 'out');
     this.checks.expectCount(input, outer * rows * inner, 'gather', 'x', 'outer · rows · inner');
     this.checks.expectCount(output, outer * index.count * inner, 'gather', 'out', 'outer · indices · inner');
-    this.errors.callNative(() => this.native.gather(input.native, index.native, output.native, outer, rows, inner));
+    try {
+      this.native.gather(input.native, index.native, output.native, outer, rows, inner);
+    } catch (error) {
+      throw this.errors.toKilnError(error);
+    }
   }
 
   /** out[o, indices[i], :] += source[o, i, :]; an out-of-range index is skipped and rejects the next synchronize/download. */
@@ -304,7 +344,11 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
     this.checks.expectDType(output, input.dtype, 'scatterAdd', 'out');
     this.checks.expectCount(output, outer * rows * inner, 'scatterAdd', 'out', 'outer · rows · inner');
     this.checks.expectCount(input, outer * index.count * inner, 'scatterAdd', 'source', 'outer · indices · inner');
-    this.errors.callNative(() => this.native.scatterAdd(input.native, index.native, output.native, outer, rows, inner));
+    try {
+      this.native.scatterAdd(input.native, index.native, output.native, outer, rows, inner);
+    } catch (error) {
+      throw this.errors.toKilnError(error);
+    }
   }
 
   /** out = x converted to out.dtype. */
@@ -313,7 +357,11 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
     const input = this.checks.checkTensor(x, this, 'cast', 'x', false);
     const output = this.checks.checkTensor(out, this, 'cast', 'out', false);
     this.checks.expectCount(output, input.count, 'cast', 'out', 'x and out have as many elements');
-    this.errors.callNative(() => this.native.cast(input.native, output.native));
+    try {
+      this.native.cast(input.native, output.native);
+    } catch (error) {
+      throw this.errors.toKilnError(error);
+    }
   }
 
   /** Every element of out = value, rounded once to out.dtype. */
@@ -324,7 +372,11 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
       throw new InvalidArgumentError(
         `${this.checks.backend} backend: fill: value must be a number, got ${typeof value}`,
       );
-    this.errors.callNative(() => this.native.fill(output.native, value));
+    try {
+      this.native.fill(output.native, value);
+    } catch (error) {
+      throw this.errors.toKilnError(error);
+    }
   }
 
   // ---- fused kernels ----

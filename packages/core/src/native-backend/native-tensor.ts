@@ -3,6 +3,7 @@
  * (a numeric id into the addon's buffer table) and the tensor descriptor the addon's methods take.
  */
 import type { BufferHandle } from '../backend/kernel-backend.js';
+import type { CheckedTensor } from './argument-checks.js';
 
 /** A tensor (dense, from element 0) or a strided view, as a native addon's methods take it. */
 export interface NativeTensor {
@@ -22,6 +23,10 @@ export interface NativeTensor {
 export class NativeBuffer implements BufferHandle {
   /** Set by free(); a freed buffer is rejected by every call. */
   freed = false;
+  /** @internal The last dense ref checked on this buffer, with what the check gave (argument-checks.ts). */
+  checkedDense: CheckedTensor | null = null;
+  /** @internal The same for a strided view. */
+  checkedView: CheckedTensor | null = null;
   constructor(
     /** Size requested by alloc, in bytes. */
     readonly byteLength: number,

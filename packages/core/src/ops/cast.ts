@@ -1,6 +1,6 @@
 /** Dtype conversion. */
 import type { DType } from '../dtype.js';
-import { recordOp } from '../autograd/record.js';
+import { needsGradOf, recordOp } from '../autograd/record.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { castTo } from './kernel-calls.js';
 import { reshape } from './shape-ops.js';
@@ -12,6 +12,7 @@ export function cast(x: Tensor, dtype: DType): Tensor {
   checkDType('cast', 'dtype', dtype);
   if (dtype === x.dtype) return reshape(x, x.shape);
   const result = castTo(x, dtype);
-  if (dtype !== 'i32') recordOp('cast', [x], result, [], (gradOutput) => [castTo(gradOutput, x.dtype)]);
+  if (dtype !== 'i32' && needsGradOf(x))
+    recordOp('cast', [x], result, [], (gradOutput) => [castTo(gradOutput, x.dtype)]);
   return result;
 }

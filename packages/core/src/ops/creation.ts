@@ -5,6 +5,7 @@ import { DTypeError, InvalidArgumentError, ShapeError } from '../errors.js';
 import { getBackend } from '../engine/context.js';
 import { allocateTensor, fusedKernel, planKernel } from '../engine/dispatch.js';
 import { encodeHostValues } from '../tensor/host-data.js';
+import { filledTensor } from './kernel-calls.js';
 import { formatShape, shapeSize, type Shape } from '../tensor/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { composedKernels } from '../backend/compositions/index.js';
@@ -201,10 +202,7 @@ function constant(op: string, shape: unknown, value: unknown, options: unknown):
   if (typeof value !== 'number')
     throw new InvalidArgumentError(`${op}: value must be a number, got ${describeValue(value)}`);
   if (dtype === 'i32') checkInt32(op, 'value', value);
-  const backend = checkedOptions.backend ?? getBackend();
-  const result = allocateTensor(backend, checkedShape, dtype);
-  if (result.size > 0) backend.fill(result.ref(), value);
-  return result;
+  return filledTensor(checkedOptions.backend ?? getBackend(), checkedShape, dtype, value);
 }
 
 /** A tensor of `shape` filled with `value` (for i32, an integer in [−2³¹, 2³¹−1]; NaN and ±Infinity are fine for floats). */

@@ -2,11 +2,11 @@
 import type { BinaryOp, UnaryOp } from '../backend/kernel-backend.js';
 import { InvalidArgumentError } from '../errors.js';
 import { allocateTensor, assertSameDType, commonBackend } from '../engine/dispatch.js';
-import { recordOp } from '../autograd/record.js';
+import { needsGradOf, recordOp } from '../autograd/record.js';
 import { broadcastShapes, shapesEqual } from '../tensor/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { full } from './creation.js';
-import { binaryKernel, reduceToShape, unaryKernel } from './kernel-calls.js';
+import { filledTensor, reduceToShape, runBinary, runUnary, unaryKernel } from './kernel-calls.js';
 import { broadcastView } from './views.js';
 import { checkOperandNumber, checkTensor, checkTensorOrNumber } from '../validate.js';
 
@@ -16,13 +16,16 @@ export type TensorLike = Tensor | number;
 /** A plain number operand as a 0-d tensor of `like`'s dtype and backend (an i32 value when like is i32). */
 function toTensor(op: string, name: string, value: TensorLike, like: Tensor): Tensor {
   if (typeof value !== 'number') return value;
-  return full([], checkOperandNumber(op, name, value, like.dtype), { dtype: like.dtype, backend: like.backend });
+  return filledTensor(like.backend, SCALAR, like.dtype, checkOperandNumber(op, name, value, like.dtype));
 }
+
+/** The shape of a number operand's tensor (frozen: every such tensor shares it). */
+const SCALAR: readonly number[] = Object.freeze([]);
 
 function unary(op: UnaryOp, x: Tensor, backward?: (gradOutput: Tensor, x: Tensor, y: Tensor) => Tensor): Tensor {
   checkTensor(op, 'x', x);
-  const result = unaryKernel(op, x);
-  if (backward)
+  const result = runUnary(op, x);
+  if (backward && needsGradOf(x))
     recordOp(op, [x], result, [x, result], (gradOutput, [savedX, savedY]) => [backward(gradOutput, savedX, savedY)]);
   return result;
 }
@@ -76,8 +79,8 @@ function binary(
   const right0 = b as Tensor;
   const left = toTensor(op, 'a', a, right0);
   const right = toTensor(op, 'b', b, left);
-  const result = binaryKernel(op, left, right);
-  if (backward) {
+  const result = runBinary(op, left, right);
+  if (backward && needsGradOf(left, right)) {
     const shapes = [left.shape, right.shape];
     const saved =
       saves === 'none'

@@ -5,69 +5,27 @@
  * another's gradients (sum ↔ expand, the elementwise ops ↔ sumToShape) import them from here
  * instead of from each other.
  */
-import type { BinaryOp, ReduceOp, UnaryOp } from '../backend/kernel-backend.js';
+import type { BinaryOp, KernelBackend, ReduceOp, UnaryOp } from '../backend/kernel-backend.js';
+import { BINARY_OPS, I32_BINARY_OPS, I32_UNARY_OPS, UNARY_OPS } from '../backend/kernel-ops.js';
 import type { DType } from '../dtype.js';
 import { DTypeError, InvalidArgumentError, ShapeError } from '../errors.js';
-import { allocateTensor, assertSameDType, commonBackend, planKernel } from '../engine/dispatch.js';
-import {
-  broadcastShapes,
-  contiguousStrides,
-  formatShape,
-  shapeSize,
-  shapesEqual,
-  type Shape,
-} from '../tensor/shape.js';
+import { allocateTensor, pairBackend, pairDType, planKernel } from '../engine/dispatch.js';
+import { broadcastShapes, contiguousStrides, formatShape, shapesEqual, type Shape } from '../tensor/shape.js';
 import { Tensor } from '../tensor/tensor.js';
 import { checkTensor, describeValue } from '../validate.js';
 import { broadcastView, viewOf } from './views.js';
 
-const UNARY_OPS = new Set<UnaryOp>([
-  'neg',
-  'abs',
-  'sign',
-  'exp',
-  'log',
-  'sqrt',
-  'rsqrt',
-  'reciprocal',
-  'square',
-  'tanh',
-  'sigmoid',
-  'relu',
-  'gelu',
-  'silu',
-  'geluGrad',
-  'siluGrad',
-]);
-const BINARY_OPS = new Set<BinaryOp>([
-  'add',
-  'sub',
-  'mul',
-  'div',
-  'pow',
-  'maximum',
-  'minimum',
-  'greater',
-  'greaterEqual',
-  'less',
-  'lessEqual',
-  'equal',
-  'notEqual',
-]);
-const INTEGER_UNARY = new Set<UnaryOp>(['neg', 'abs', 'sign', 'square']);
-const INTEGER_BINARY = new Set<BinaryOp>([
-  'add',
-  'sub',
-  'mul',
-  'maximum',
-  'minimum',
-  'greater',
-  'greaterEqual',
-  'less',
-  'lessEqual',
-  'equal',
-  'notEqual',
-]);
+const UNARY_OP_SET: ReadonlySet<UnaryOp> = new Set<UnaryOp>(UNARY_OPS);
+const BINARY_OP_SET: ReadonlySet<BinaryOp> = new Set<BinaryOp>(BINARY_OPS);
+const INTEGER_UNARY: ReadonlySet<UnaryOp> = new Set(I32_UNARY_OPS);
+const INTEGER_BINARY: ReadonlySet<BinaryOp> = new Set(I32_BINARY_OPS);
+
+/** A new tensor of `shape` and `dtype` on `backend` with every element `value` (checked arguments; records nothing). */
+export function filledTensor(backend: KernelBackend, shape: Shape, dtype: DType, value: number): Tensor {
+  const result = allocateTensor(backend, shape, dtype);
+  if (result.size > 0) backend.fill(result.ref(), value);
+  return result;
+}
 
 /** Converts without recording a gradient (used inside kernels' dtype fallback). */
 export function castTo(x: Tensor, dtype: DType): Tensor {
@@ -76,7 +34,7 @@ export function castTo(x: Tensor, dtype: DType): Tensor {
   return result;
 }
 
-function checkKernelName<T extends string>(fn: string, op: unknown, known: Set<T>): T {
+function checkKernelName<T extends string>(fn: string, op: unknown, known: ReadonlySet<T>): T {
   if (typeof op !== 'string' || !known.has(op as T)) {
     throw new InvalidArgumentError(`${fn}: op must be one of ${[...known].join(', ')}, got ${describeValue(op)}`);
   }
@@ -85,17 +43,22 @@ function checkKernelName<T extends string>(fn: string, op: unknown, known: Set<T
 
 /** Low level: runs a unary kernel (through the dtype plan) without recording a gradient. Prefer the named ops (exp, tanh, …). */
 export function unaryKernel(op: UnaryOp, x: Tensor): Tensor {
-  checkKernelName('unaryKernel', op, UNARY_OPS);
+  checkKernelName('unaryKernel', op, UNARY_OP_SET);
   checkTensor('unaryKernel', 'x', x);
+  return runUnary(op, x);
+}
+
+/** unaryKernel for a known op on a checked, live tensor (the named ops validate their arguments once, then call this). */
+export function runUnary(op: UnaryOp, x: Tensor): Tensor {
   if (x.dtype === 'i32' && !INTEGER_UNARY.has(op)) {
     throw new DTypeError(`${op}: not defined for i32 input ${x.describe()}`, {
       hint: 'Cast to a float dtype first: cast(x, "f32").',
     });
   }
-  const backend = commonBackend(op, [x]);
+  const backend = x.backend;
   if (x.size > 0 && planKernel(backend, 'unary', x.dtype) === 'cast') {
     const wide = castTo(x, 'f32');
-    const result = unaryKernel(op, wide);
+    const result = runUnary(op, wide);
     wide.dispose();
     const narrow = castTo(result, x.dtype);
     result.dispose();
@@ -108,24 +71,30 @@ export function unaryKernel(op: UnaryOp, x: Tensor): Tensor {
 
 /** Low level: runs a binary kernel with broadcasting (through the dtype plan) without recording a gradient. Prefer add, mul, …. */
 export function binaryKernel(op: BinaryOp, a: Tensor, b: Tensor): Tensor {
-  checkKernelName('binaryKernel', op, BINARY_OPS);
+  checkKernelName('binaryKernel', op, BINARY_OP_SET);
   checkTensor('binaryKernel', 'a', a);
   checkTensor('binaryKernel', 'b', b);
-  const backend = commonBackend(op, [a, b]);
-  const dtype = assertSameDType(op, [a, b]);
+  return runBinary(op, a, b);
+}
+
+/** binaryKernel for a known op on checked tensors (the named ops validate their arguments once, then call this). */
+export function runBinary(op: BinaryOp, a: Tensor, b: Tensor): Tensor {
+  const backend = pairBackend(op, a, b);
+  const dtype = pairDType(op, a, b);
   if (dtype === 'i32' && !INTEGER_BINARY.has(op)) {
     throw new DTypeError(`${op}: not defined for i32 inputs (${a.describe()}, ${b.describe()})`, {
       hint: 'Cast to a float dtype first.',
     });
   }
-  const shape = broadcastShapes(a.shape, b.shape, op);
+  // Equal shapes (the common case) need no broadcast: the result shares a's frozen shape.
+  const shape = shapesEqual(a.shape, b.shape) ? a.shape : broadcastShapes(a.shape, b.shape, op);
   const result = allocateTensor(backend, shape, dtype);
   if (result.size === 0) return result;
   if (planKernel(backend, 'binary', dtype) === 'cast') {
     result.dispose();
     const wideA = castTo(a, 'f32');
     const wideB = castTo(b, 'f32');
-    const wide = binaryKernel(op, wideA, wideB);
+    const wide = runBinary(op, wideA, wideB);
     wideA.dispose();
     wideB.dispose();
     const narrow = castTo(wide, dtype);
@@ -166,9 +135,9 @@ export function reduceKernel(op: ReduceOp, x: Tensor, axes: number[]): Tensor {
     first = rest.length;
     last = x.rank - 1;
   }
-  const outer = shapeSize(source.shape.slice(0, first));
-  const size = axes.length === 0 ? 1 : shapeSize(source.shape.slice(first, last + 1));
-  const inner = axes.length === 0 ? shapeSize(source.shape) : shapeSize(source.shape.slice(last + 1));
+  const outer = extentProduct(source.shape, 0, first);
+  const size = axes.length === 0 ? 1 : extentProduct(source.shape, first, last + 1);
+  const inner = axes.length === 0 ? source.size : extentProduct(source.shape, last + 1, source.rank);
   const outDType = op === 'argmax' || op === 'argmin' ? 'i32' : x.dtype;
   let result = allocateTensor(x.backend, keptShape, outDType);
   if (result.size > 0) {
@@ -186,6 +155,13 @@ export function reduceKernel(op: ReduceOp, x: Tensor, axes: number[]): Tensor {
   }
   if (source !== x) source.dispose();
   return result;
+}
+
+/** The product of shape[from] … shape[to − 1] (1 when empty), without slicing. */
+function extentProduct(shape: Shape, from: number, to: number): number {
+  let product = 1;
+  for (let axis = from; axis < to; axis++) product *= shape[axis];
+  return product;
 }
 
 /**

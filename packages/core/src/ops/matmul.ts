@@ -1,7 +1,7 @@
 /** Batched matrix multiplication with broadcast batch dimensions and transpose flags. */
 import { InvalidArgumentError, ShapeError } from '../errors.js';
-import { allocateTensor, assertFloat, assertSameDType, commonBackend, planKernel } from '../engine/dispatch.js';
-import { recordOp } from '../autograd/record.js';
+import { allocateTensor, assertFloat, pairBackend, pairDType, planKernel } from '../engine/dispatch.js';
+import { needsGradOf, recordOp } from '../autograd/record.js';
 import { broadcastShapes, shapeSize, shapesEqual } from '../tensor/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { castTo } from './kernel-calls.js';
@@ -23,17 +23,14 @@ export interface MatmulOptions {
  * 1-D b a column [k, 1] whose 1 is dropped (both 1-D: a 0-d dot product). The transpose flags
  * apply to operands of rank ≥ 2 only.
  */
-export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tensor {
+export function matmul(a: Tensor, b: Tensor, options?: MatmulOptions): Tensor {
   checkTensor('matmul', 'a', a);
   checkTensor('matmul', 'b', b);
-  const checked = checkOptions<MatmulOptions>('matmul', 'options', options, {
-    transposeA: option.boolean,
-    transposeB: option.boolean,
-  });
+  const checked = checkOptions<MatmulOptions>('matmul', 'options', options, MATMUL_OPTIONS);
   const transposeA = checked.transposeA ?? false;
   const transposeB = checked.transposeB ?? false;
-  const backend = commonBackend('matmul', [a, b]);
-  const dtype = assertSameDType('matmul', [a, b]);
+  const backend = pairBackend('matmul', a, b);
+  const dtype = pairDType('matmul', a, b);
   assertFloat('matmul', a);
   if (a.rank === 0 || b.rank === 0) {
     throw new ShapeError(`matmul: inputs need at least one dimension, got ${a.describe()} and ${b.describe()}`, {
@@ -51,16 +48,18 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
       { hint: 'The last dimension of a must equal the second-to-last of b (after the transpose flags).' },
     );
   }
-  const batchA = a.shape.slice(0, -2);
-  const batchB = b.shape.slice(0, -2);
-  const batchShape = broadcastShapes(batchA, batchB, 'matmul');
+  // Two matrices (the common case) skip the batch shapes: no slices, no broadcast, no expand.
+  const matrices = a.rank === 2 && b.rank === 2;
+  const batchA = matrices ? NO_BATCH : a.shape.slice(0, -2);
+  const batchB = matrices ? NO_BATCH : b.shape.slice(0, -2);
+  const batchShape = matrices ? NO_BATCH : broadcastShapes(batchA, batchB, 'matmul');
   const batch = shapeSize(batchShape);
   // An operand whose batch neither matches nor is a single matrix is materialized broadcast.
   const left =
     shapeSize(batchA) === 1 || shapesEqual(batchA, batchShape) ? a : expand(a, [...batchShape, ...a.shape.slice(-2)]);
   const right =
     shapeSize(batchB) === 1 || shapesEqual(batchB, batchShape) ? b : expand(b, [...batchShape, ...b.shape.slice(-2)]);
-  const result = allocateTensor(backend, [...batchShape, m, n], dtype);
+  const result = allocateTensor(backend, matrices ? [m, n] : [...batchShape, m, n], dtype);
   if (result.size > 0) {
     const params = {
       batch,
@@ -69,8 +68,8 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
       k,
       transposeA,
       transposeB,
-      batchStrideA: shapeSize(left.shape.slice(0, -2)) === 1 ? 0 : m * k,
-      batchStrideB: shapeSize(right.shape.slice(0, -2)) === 1 ? 0 : k * n,
+      batchStrideA: matrixCount(left.shape) === 1 ? 0 : m * k,
+      batchStrideB: matrixCount(right.shape) === 1 ? 0 : k * n,
     };
     if (planKernel(backend, 'matmul', dtype) === 'cast') {
       const [wideA, wideB, wideOut] = [
@@ -87,6 +86,7 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
   }
   if (left !== a) left.dispose();
   if (right !== b) right.dispose();
+  if (!needsGradOf(a, b)) return result;
   recordOp('matmul', [a, b], result, [a, b], (g, [savedA, savedB], needed) => {
     let gradA: Tensor | null = null;
     let gradB: Tensor | null = null;
@@ -119,6 +119,19 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
     return [gradA, gradB];
   });
   return result;
+}
+
+/** matmul's option checks. */
+const MATMUL_OPTIONS = { transposeA: option.boolean, transposeB: option.boolean } as const;
+
+/** The batch shape of two matrices (frozen: allocateTensor keeps it as is). */
+const NO_BATCH: readonly number[] = Object.freeze([]);
+
+/** Matrices in a batch of shape [..., rows, cols] (the product of the leading dimensions), without slicing. */
+function matrixCount(shape: readonly number[]): number {
+  let count = 1;
+  for (let axis = 0; axis < shape.length - 2; axis++) count *= shape[axis];
+  return count;
 }
 
 /** matmul with a 1-D operand: reshaped to a row (a) or a column (b), multiplied, and the added 1 removed (all recorded). */

@@ -1,11 +1,11 @@
 /** Reductions over axes (sum, mean, max, min, argmax, argmin) and their gradients. */
 import { DTypeError, InvalidArgumentError } from '../errors.js';
 import { allocateTensor } from '../engine/dispatch.js';
-import { recordOp } from '../autograd/record.js';
+import { needsGradOf, recordOp } from '../autograd/record.js';
 import { shapesEqual, type Shape } from '../tensor/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { binaryKernel, reduceKernel, reduceToShape } from './kernel-calls.js';
-import { clone, reshape, expand } from './shape-ops.js';
+import { clone, expand, reshape, reshapeChecked } from './shape-ops.js';
 import { mul as mulRecorded } from './elementwise.js';
 import { checkAxes, checkAxis, checkBoolean, checkShape, checkTensor } from '../validate.js';
 
@@ -26,7 +26,7 @@ function resolveAxes(
 
 function finish(result: Tensor, x: Tensor, axes: number[], keepDims: boolean): Tensor {
   if (keepDims) return result;
-  const squeezed = reshape(
+  const squeezed = reshapeChecked(
     result,
     x.shape.filter((_, axis) => !axes.includes(axis)),
   );
@@ -39,7 +39,7 @@ export function sum(x: Tensor, axes?: Axes, keepDims = false): Tensor {
   const resolved = resolveAxes('sum', x, axes, keepDims);
   if (resolved.identity) return clone(x);
   const kept = reduceKernel('sum', x, resolved.axes);
-  recordOp('sum', [x], kept, [], (gradOutput) => [expand(gradOutput, x.shape)]);
+  if (needsGradOf(x)) recordOp('sum', [x], kept, [], (gradOutput) => [expand(gradOutput, x.shape)]);
   return finish(kept, x, resolved.axes, resolved.keepDims);
 }
 

@@ -1,7 +1,7 @@
 /** Ops that move data without arithmetic: reshape, permute/transpose, slice, concat, split, expand. */
 import { InvalidArgumentError, ShapeError } from '../errors.js';
 import { allocateTensor, assertSameDType, commonBackend } from '../engine/dispatch.js';
-import { recordOp } from '../autograd/record.js';
+import { needsGradOf, recordOp } from '../autograd/record.js';
 import {
   broadcastStrides,
   contiguousStrides,
@@ -31,9 +31,13 @@ export type { SliceRange } from './slice.js';
 export function reshape(x: Tensor, shape: Shape): Tensor {
   checkTensor('reshape', 'x', x);
   checkIntegerList('reshape', 'shape', shape, { min: -1 });
-  const target = resolveReshape(x.shape, shape, 'reshape');
+  return reshapeChecked(x, resolveReshape(x.shape, shape, 'reshape'));
+}
+
+/** @internal reshape to a `target` already checked to have x's element count (no -1): ops that computed the shape themselves call this. */
+export function reshapeChecked(x: Tensor, target: Shape): Tensor {
   const result = new Tensor(x.storage.retain(), target, x.dtype);
-  recordOp('reshape', [x], result, [], (gradOutput) => [reshape(gradOutput, x.shape)]);
+  if (needsGradOf(x)) recordOp('reshape', [x], result, [], (gradOutput) => [reshapeChecked(gradOutput, x.shape)]);
   return result;
 }
 

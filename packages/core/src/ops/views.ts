@@ -1,30 +1,27 @@
 /** Strided views of dense tensors: what the copy, binary and where kernels read (no data moves, nothing recorded). */
 import type { StridedView } from '../backend/kernel-backend.js';
-import { broadcastStrides, contiguousStrides, shapesEqual, type Shape } from '../tensor/shape.js';
+import { broadcastStrides, shapesEqual, type Shape } from '../tensor/shape.js';
 import type { Tensor } from '../tensor/tensor.js';
 
-/** Contiguous strides per shape array (shapes are never mutated): a kernel call's views allocate none. */
-const CONTIGUOUS_STRIDES = new WeakMap<Shape, readonly number[]>();
-
-/** A strided view of a whole dense tensor (or a window of it). */
-export function viewOf(
-  tensor: Tensor,
-  shape: Shape = tensor.shape,
-  strides?: readonly number[],
-  offset = 0,
-): StridedView {
-  const { buffer, dtype } = tensor.ref();
-  let layout = strides ?? CONTIGUOUS_STRIDES.get(tensor.shape);
-  if (layout === undefined) {
-    layout = contiguousStrides(tensor.shape);
-    CONTIGUOUS_STRIDES.set(tensor.shape, layout);
-  }
-  return { buffer, shape, dtype, strides: layout, offset };
+/**
+ * A strided view of a whole dense tensor (the tensor's cached view: nothing allocated) or of a
+ * window of it (`shape` with `strides`, default contiguous, from `offset`).
+ */
+export function viewOf(tensor: Tensor, shape?: Shape, strides?: readonly number[], offset = 0): StridedView {
+  const whole = tensor.denseView();
+  if (shape === undefined && strides === undefined && offset === 0) return whole;
+  return {
+    buffer: whole.buffer,
+    shape: shape ?? tensor.shape,
+    dtype: whole.dtype,
+    strides: strides ?? whole.strides,
+    offset,
+  };
 }
 
-/** `tensor` viewed broadcast to `shape` (its own cached dense view when the shapes are equal: nothing allocated but the view). */
+/** `tensor` viewed broadcast to `shape` (its own cached dense view when the shapes are equal). */
 export function broadcastView(tensor: Tensor, shape: Shape): StridedView {
   return shapesEqual(tensor.shape, shape)
-    ? viewOf(tensor)
+    ? tensor.denseView()
     : viewOf(tensor, shape, broadcastStrides(tensor.shape, shape));
 }

@@ -2,12 +2,12 @@
  * Tensor: a shape, a dtype and reference-counted device storage on one backend. Eager: every op
  * runs when called. Memory is released with dispose(), `using`, or tidy scopes.
  */
-import type { KernelBackend, TensorRef } from '../backend/kernel-backend.js';
+import type { KernelBackend, StridedView, TensorRef } from '../backend/kernel-backend.js';
 import type { DType, HostArray } from '../dtype.js';
 import { DisposedTensorError, InvalidArgumentError, UnsupportedKernelError } from '../errors.js';
 import type { GradNode } from '../autograd/grad-node.js';
 import { trackInScope } from './scope.js';
-import { formatShape, shapeSize, type Shape } from './shape.js';
+import { contiguousStrides, formatShape, shapeSize, type Shape } from './shape.js';
 import type { Storage } from './storage.js';
 import { decodeHostValues } from './host-data.js';
 import { settleIndexChecks } from '../backend/index-checks.js';
@@ -31,8 +31,10 @@ export class Tensor implements Disposable {
   gradFn: GradNode | null = null;
   private gradRequired = false;
   private disposed = false;
-  // biome-ignore lint/correctness/noUnusedPrivateClassMembers: read through the symbol by Tensor.isInstance, across copies of @kiln/core
-  private readonly [TENSOR_MARKER] = true;
+  // The kernel ref and dense view, made on first use (storage, shape and dtype never change), so
+  // kernel calls allocate no argument objects and backends may cache what they derive from one.
+  private kernelRef: TensorRef | null = null;
+  private kernelView: StridedView | null = null;
 
   /** True for any Tensor, including one made by another installed copy of @kiln/core. */
   static isInstance(value: unknown): value is Tensor {
@@ -44,12 +46,13 @@ export class Tensor implements Disposable {
     /** @internal */ readonly storage: Storage,
     shape: Shape,
     dtype: DType,
-    options: { track?: boolean } = {},
+    options?: { track?: boolean },
   ) {
-    this.shape = Object.freeze([...shape]);
+    // Another tensor's shape (frozen) is shared as is; any other array is copied and frozen.
+    this.shape = Object.isFrozen(shape) ? shape : Object.freeze([...shape]);
     this.dtype = dtype;
     this.size = shapeSize(shape);
-    if (options.track !== false) trackInScope(this);
+    if (options?.track !== false) trackInScope(this);
   }
 
   /** The backend holding the data. */
@@ -100,8 +103,24 @@ export class Tensor implements Disposable {
 
   /** @internal The kernel view of this tensor; throws when disposed. */
   ref(): TensorRef {
-    this.assertAlive('use');
-    return { buffer: this.storage.buffer, shape: this.shape, dtype: this.dtype };
+    if (this.disposed) this.assertAlive('use');
+    if (this.kernelRef === null) this.kernelRef = { buffer: this.storage.buffer, shape: this.shape, dtype: this.dtype };
+    return this.kernelRef;
+  }
+
+  /** @internal The whole tensor as a dense strided view (contiguous strides, frozen like shape; offset 0); throws when disposed. */
+  denseView(): StridedView {
+    if (this.disposed) this.assertAlive('use');
+    if (this.kernelView === null) {
+      this.kernelView = {
+        buffer: this.storage.buffer,
+        shape: this.shape,
+        dtype: this.dtype,
+        strides: Object.freeze(contiguousStrides(this.shape)),
+        offset: 0,
+      };
+    }
+    return this.kernelView;
   }
 
   /** @internal A storage-sharing copy that no scope tracks (kept by autograd for backward). */
@@ -158,6 +177,9 @@ export class Tensor implements Disposable {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    // A disposed tensor may stay referenced (by a tidy scope) until its scope ends: drop what it cached.
+    this.kernelRef = null;
+    this.kernelView = null;
     this.storage.release();
     if (this.gradFn) {
       const node = this.gradFn;
@@ -189,3 +211,7 @@ export class Tensor implements Disposable {
     }
   }
 }
+
+// The mark Tensor.isInstance reads (a Symbol.for key: it holds across copies of @kiln/core), on the
+// prototype so that constructing a tensor defines nothing for it.
+Object.defineProperty(Tensor.prototype, TENSOR_MARKER, { value: true });

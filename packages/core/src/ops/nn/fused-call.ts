@@ -25,6 +25,10 @@ export function resolveFused<K extends FusedKernelName>(backend: KernelBackend, 
 
 /** Tensors converted to `dtype` (those already in it are returned as is) and a function freeing the copies. */
 export function inDType(tensors: readonly Tensor[], dtype: DType): { tensors: Tensor[]; release: () => void } {
+  // All in `dtype` already (the common case): the same list and nothing to free.
+  let converts = false;
+  for (const tensor of tensors) converts ||= tensor.dtype !== dtype && tensor.dtype !== 'i32';
+  if (!converts) return { tensors: tensors as Tensor[], release: releaseNothing };
   const converted = tensors.map((tensor) =>
     tensor.dtype === dtype || tensor.dtype === 'i32' ? tensor : castTo(tensor, dtype),
   );
@@ -33,6 +37,9 @@ export function inDType(tensors: readonly Tensor[], dtype: DType): { tensors: Te
     release: () => converted.forEach((tensor, index) => tensor !== tensors[index] && tensor.dispose()),
   };
 }
+
+/** inDType's release when nothing was converted. */
+function releaseNothing(): void {}
 
 /** Converts a compute-dtype result back to `dtype`, freeing the intermediate. */
 export function toDType(result: Tensor, dtype: DType): Tensor {

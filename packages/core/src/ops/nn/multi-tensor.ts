@@ -3,11 +3,10 @@
  * AdamW step over many parameters, each one fused kernel call when the backend has it (one or a
  * few launches for all tensors) and core's per-tensor composition otherwise.
  */
-import type { AdamWMultiParams, FusedKernelName, KernelBackend, TensorRef } from '../../backend/kernel-backend.js';
-import { composedKernels } from '../../backend/compositions/index.js';
+import type { AdamWMultiParams, KernelBackend, TensorRef } from '../../backend/kernel-backend.js';
 import type { DType } from '../../dtype.js';
 import { DTypeError, InvalidArgumentError, ShapeError } from '../../errors.js';
-import { allocateTensor, assertFloat, commonBackend } from '../../engine/dispatch.js';
+import { allocateTensor, assertFloat, commonBackend, composedKernel, fusedKernel } from '../../engine/dispatch.js';
 import { shapesEqual } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import {
@@ -254,17 +253,9 @@ function multiKernel<K extends 'sumOfSquaresMulti' | 'adamwMulti'>(
   dtypes: readonly DType[],
   nativeForm = true,
 ): NonNullable<KernelBackend[K]> {
-  const native = backend[name];
-  if (
+  const native =
     nativeForm &&
-    typeof native === 'function' &&
-    dtypes.every((dtype) => backend.capabilities.supports(name, dtype))
-  ) {
-    return (native as (...args: unknown[]) => void).bind(backend) as NonNullable<KernelBackend[K]>;
-  }
-  const composed = composedKernels[name as FusedKernelName] as unknown as (
-    backend: KernelBackend,
-    ...args: unknown[]
-  ) => void;
-  return ((...args: unknown[]) => composed(backend, ...args)) as NonNullable<KernelBackend[K]>;
+    typeof backend[name] === 'function' &&
+    dtypes.every((dtype) => backend.capabilities.supports(name, dtype));
+  return native ? fusedKernel(backend, name) : composedKernel(backend, name);
 }
