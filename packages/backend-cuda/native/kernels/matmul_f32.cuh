@@ -44,59 +44,38 @@ __device__ __forceinline__ float4 load_four(const float* base, Index offset, Ind
   return make_float4(values[0], values[1], values[2], values[3]);
 }
 
-/** This thread's four elements of the A slice at depth k0 (see store_a for where they go). */
-__device__ __forceinline__ float4 load_a(const float* a, Index m, Index k, Index row0, Index k0, int flags) {
+/**
+ * This thread's four elements of an operand's k8 slice at depth k0: A (extent m, rows from offset0)
+ * or B (extent n, columns from offset0). k-major storage (A transposed, B not): depth k0 + t/32,
+ * positions offset0 + (t%32)·4 …; k-contiguous storage: position offset0 + t/2, depths k0 + (t%2)·4 ….
+ */
+__device__ __forceinline__ float4 load_operand(const float* base, Index extent, Index k, Index offset0, Index k0,
+                                               bool k_contiguous, bool vector) {
   const int t = static_cast<int>(threadIdx.x);
-  if (flags & kTransposeA) {  // stored [k, m]: row k0 + t/32, columns row0 + (t%32)·4 …
+  if (!k_contiguous) {
     const Index depth = k0 + t / 32;
-    const Index row = row0 + (t % 32) * 4;
-    return load_four(a, depth * m + row, m - row, depth < k && row < m, (flags & kVectorA) != 0);
+    const Index position = offset0 + (t % 32) * 4;
+    return load_four(base, depth * extent + position, extent - position, depth < k && position < extent, vector);
   }
-  const Index row = row0 + t / 2;  // stored [m, k]: row row0 + t/2, depths k0 + (t%2)·4 …
+  const Index position = offset0 + t / 2;
   const Index depth = k0 + (t % 2) * 4;
-  return load_four(a, row * k + depth, k - depth, row < m && depth < k, (flags & kVectorA) != 0);
+  return load_four(base, position * k + depth, k - depth, position < extent && depth < k, vector);
 }
 
+/** Stores load_operand's four elements into the k-major tile (tile[depth][position]). */
 template <int Row>
-__device__ __forceinline__ void store_a(float (*tile)[Row], float4 values, int flags) {
+__device__ __forceinline__ void store_operand(float (*tile)[Row], float4 values, bool k_contiguous) {
   const int t = static_cast<int>(threadIdx.x);
-  if (flags & kTransposeA) {
+  if (!k_contiguous) {
     *reinterpret_cast<float4*>(&tile[t / 32][(t % 32) * 4]) = values;
     return;
   }
-  const int row = t / 2;
+  const int position = t / 2;
   const int depth = (t % 2) * 4;
-  tile[depth + 0][row] = values.x;
-  tile[depth + 1][row] = values.y;
-  tile[depth + 2][row] = values.z;
-  tile[depth + 3][row] = values.w;
-}
-
-__device__ __forceinline__ float4 load_b(const float* b, Index n, Index k, Index column0, Index k0, int flags) {
-  const int t = static_cast<int>(threadIdx.x);
-  if (flags & kTransposeB) {  // stored [n, k]: row column0 + t/2, depths k0 + (t%2)·4 …
-    const Index column = column0 + t / 2;
-    const Index depth = k0 + (t % 2) * 4;
-    return load_four(b, column * k + depth, k - depth, column < n && depth < k, (flags & kVectorB) != 0);
-  }
-  const Index depth = k0 + t / 32;  // stored [k, n]: row k0 + t/32, columns column0 + (t%32)·4 …
-  const Index column = column0 + (t % 32) * 4;
-  return load_four(b, depth * n + column, n - column, depth < k && column < n, (flags & kVectorB) != 0);
-}
-
-template <int Row>
-__device__ __forceinline__ void store_b(float (*tile)[Row], float4 values, int flags) {
-  const int t = static_cast<int>(threadIdx.x);
-  if (!(flags & kTransposeB)) {
-    *reinterpret_cast<float4*>(&tile[t / 32][(t % 32) * 4]) = values;
-    return;
-  }
-  const int column = t / 2;
-  const int depth = (t % 2) * 4;
-  tile[depth + 0][column] = values.x;
-  tile[depth + 1][column] = values.y;
-  tile[depth + 2][column] = values.z;
-  tile[depth + 3][column] = values.w;
+  tile[depth + 0][position] = values.x;
+  tile[depth + 1][position] = values.y;
+  tile[depth + 2][position] = values.z;
+  tile[depth + 3][position] = values.w;
 }
 
 /**
@@ -118,12 +97,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     const Index steps = all_steps - first_step < steps_per_split ? all_steps - first_step : steps_per_split;
     const float* matrix_a = a + batch_index * batch_stride_a;
     const float* matrix_b = b + batch_index * batch_stride_b;
+    const bool a_k_contiguous = (flags & kTransposeA) == 0;
+    const bool b_k_contiguous = (flags & kTransposeB) != 0;
+    const bool vector_a = (flags & kVectorA) != 0;
+    const bool vector_b = (flags & kVectorB) != 0;
+    const auto load_a = [&](Index k0) { return load_operand(matrix_a, m, k, row0, k0, a_k_contiguous, vector_a); };
+    const auto load_b = [&](Index k0) { return load_operand(matrix_b, n, k, column0, k0, b_k_contiguous, vector_b); };
     Accumulators accumulator;
     for (int i = 0; i < 8; i++) {
       for (int j = 0; j < 8; j++) accumulator[i][j] = 0.0f;
     }
-    store_a(tile_a[0], Math::operand(load_a(matrix_a, m, k, row0, first_step * kDepth, flags)), flags);
-    store_b(tile_b[0], Math::operand(load_b(matrix_b, n, k, column0, first_step * kDepth, flags)), flags);
+    store_operand(tile_a[0], Math::operand(load_a(first_step * kDepth)), a_k_contiguous);
+    store_operand(tile_b[0], Math::operand(load_b(first_step * kDepth)), b_k_contiguous);
     __syncthreads();
     for (Index step = 0; step < steps; step++) {
       const int buffer = static_cast<int>(step & 1);
@@ -131,13 +116,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       float4 next_a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       float4 next_b = next_a;
       if (more) {
-        next_a = load_a(matrix_a, m, k, row0, (first_step + step + 1) * kDepth, flags);
-        next_b = load_b(matrix_b, n, k, column0, (first_step + step + 1) * kDepth, flags);
+        next_a = load_a((first_step + step + 1) * kDepth);
+        next_b = load_b((first_step + step + 1) * kDepth);
       }
       Math::step(accumulator, tile_a[buffer], tile_b[buffer]);
       if (more) {
-        store_a(tile_a[buffer ^ 1], Math::operand(next_a), flags);
-        store_b(tile_b[buffer ^ 1], Math::operand(next_b), flags);
+        store_operand(tile_a[buffer ^ 1], Math::operand(next_a), a_k_contiguous);
+        store_operand(tile_b[buffer ^ 1], Math::operand(next_b), b_k_contiguous);
       }
       __syncthreads();
     }
