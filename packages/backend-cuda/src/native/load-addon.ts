@@ -7,14 +7,16 @@
  * (@kiln/core/native-backend); this module says where CUDA's binaries are. The simulator addon
  * (tests only) is loaded by loadSimulatorAddon.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   findPackageRoot as findRootOf,
   loadNativeAddon,
+  loadOnce,
   localBuildReport,
+  requireSimulatorBuild,
   type AddonLoadAttempt,
   type LoadedNativeAddon,
 } from '@kiln/core/native-backend';
@@ -116,28 +118,11 @@ export function loadCudaAddon(environment: LoaderEnvironment = defaultLoaderEnvi
   });
 }
 
-let cached: { loaded?: LoadedAddon; error?: unknown } | undefined;
-
 /** loadCudaAddon() for this process, loaded once. */
-export function cachedCudaAddon(): LoadedAddon {
-  cached ??= (() => {
-    try {
-      return { loaded: loadCudaAddon() };
-    } catch (error) {
-      return { error };
-    }
-  })();
-  if (cached.error !== undefined) throw cached.error;
-  return cached.loaded!;
-}
+export const cachedCudaAddon: () => LoadedAddon = loadOnce(() => loadCudaAddon());
 
 /** The simulator addon of a workspace build (tests only), or an Error saying why it is absent. */
 export function loadSimulatorAddon(packageRoot: string = findPackageRoot()): CudaAddon {
   const path = simulatorBuildPath(packageRoot);
-  if (!existsSync(path)) {
-    throw new Error(
-      `the CUDA simulator addon is not built (${path} is missing): run \`pnpm --filter @kiln/backend-cuda build\` with a C++20 compiler`,
-    );
-  }
-  return createRequire(join(packageRoot, 'package.json'))(path) as CudaAddon;
+  return requireSimulatorBuild<CudaAddon>(packageRoot, path, '@kiln/backend-cuda', 'CUDA');
 }

@@ -7,14 +7,16 @@
  * and the messages; this module says where Metal's binaries are). probe() does not call it off
  * macOS. The simulator addon (tests only) is loaded by loadSimulatorAddon.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   findPackageRoot as findRootOf,
   loadNativeAddon,
+  loadOnce,
   localBuildReport,
+  requireSimulatorBuild,
   type AddonLoadAttempt,
   type LoadedNativeAddon,
 } from '@kiln/core/native-backend';
@@ -104,20 +106,8 @@ export function loadMetalAddon(environment: LoaderEnvironment = defaultLoaderEnv
   });
 }
 
-let cached: { loaded?: LoadedAddon; error?: unknown } | undefined;
-
 /** loadMetalAddon() for this process, loaded once. */
-export function cachedMetalAddon(): LoadedAddon {
-  cached ??= (() => {
-    try {
-      return { loaded: loadMetalAddon() };
-    } catch (error) {
-      return { error };
-    }
-  })();
-  if (cached.error !== undefined) throw cached.error;
-  return cached.loaded!;
-}
+export const cachedMetalAddon: () => LoadedAddon = loadOnce(() => loadMetalAddon());
 
 /**
  * The simulator addon of a workspace build (tests only), or an Error saying why it is absent.
@@ -125,10 +115,5 @@ export function cachedMetalAddon(): LoadedAddon {
  */
 export function loadSimulatorAddon(packageRoot: string = findPackageRoot()): MetalAddon {
   const path = process.env.KILN_METAL_SIMULATOR_ADDON || simulatorBuildPath(packageRoot);
-  if (!existsSync(path)) {
-    throw new Error(
-      `the Metal simulator addon is not built (${path} is missing): run \`pnpm --filter @kiln/backend-metal build\` with a C++20 compiler`,
-    );
-  }
-  return createRequire(join(packageRoot, 'package.json'))(path) as MetalAddon;
+  return requireSimulatorBuild<MetalAddon>(packageRoot, path, '@kiln/backend-metal', 'Metal');
 }
