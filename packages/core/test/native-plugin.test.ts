@@ -54,7 +54,7 @@ describe('nativeBackendPlugin', () => {
 
   it('checks deviceIndex and memoryLimitBytes, then passes them with the options as given', () => {
     const { plugin, created } = pluginFor({ available: true, devices: [] });
-    expect(() => plugin.create({ deviceIndex: '1' })).toThrow(InvalidArgumentError);
+    expect(() => plugin.create({ deviceIndex: '1' as unknown as number })).toThrow(InvalidArgumentError);
     expect(() => plugin.create({ memoryLimitBytes: true })).toThrow(
       'rocm backend: memoryLimitBytes must be a number, got boolean',
     );
