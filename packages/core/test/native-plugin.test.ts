@@ -1,6 +1,6 @@
 // @kiln/core/native-backend's plugin and loading helpers: the registry entry every native backend
 // builds (refusal with probe()'s reason, the device options checked), a loader run once per process,
-// and the simulator build's "not built" message.
+// the loader's environment of this process, and the simulator build's "not built" message.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +10,7 @@ import { BackendUnavailableError, InvalidArgumentError } from '../src/errors.js'
 import {
   loadOnce,
   nativeBackendPlugin,
+  processLoaderEnvironment,
   requireSimulatorBuild,
   type NativeDeviceOptions,
 } from '../src/native-backend/index.js';
@@ -95,5 +96,21 @@ describe('requireSimulatorBuild', () => {
     expect(() => requireSimulatorBuild(root, path, 'kiln-backend-rocm', 'ROCm')).toThrow(
       `the ROCm simulator addon is not built (${path} is missing): run \`pnpm --filter kiln-backend-rocm build\` with a C++20 compiler`,
     );
+  });
+});
+
+describe('processLoaderEnvironment', () => {
+  it('is this process’s platform with the package’s version and a require from its root', () => {
+    const root = mkdtempSync(join(tmpdir(), 'kiln-package-'));
+    writeFileSync(join(root, 'package.json'), '{ "name": "kiln-backend-rocm", "version": "0.4.2" }');
+    writeFileSync(join(root, 'marker.cjs'), 'module.exports = 42;');
+    const environment = processLoaderEnvironment(root);
+    expect(environment).toMatchObject({
+      platform: process.platform,
+      arch: process.arch,
+      packageRoot: root,
+      version: '0.4.2',
+    });
+    expect(environment.require('./marker.cjs')).toBe(42);
   });
 });

@@ -7,8 +7,6 @@
  * (@kiln/core/native-backend); this module says where CUDA's binaries are. The simulator addon
  * (tests only) is loaded by loadSimulatorAddon.
  */
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -16,9 +14,11 @@ import {
   loadNativeAddon,
   loadOnce,
   localBuildReport,
+  processLoaderEnvironment,
   requireSimulatorBuild,
   type AddonLoadAttempt,
   type LoadedNativeAddon,
+  type NativeLoaderEnvironment,
 } from '@kiln/core/native-backend';
 import type { CudaAddon } from './addon-types.js';
 
@@ -28,20 +28,10 @@ export type LoadAttempt = AddonLoadAttempt;
 /** A loaded addon and where it came from. */
 export type LoadedAddon = LoadedNativeAddon<CudaAddon>;
 
-/** What the loader needs from its surroundings (tests replace it). */
-export interface LoaderEnvironment {
-  /** process.platform. */
-  platform: string;
-  /** process.arch. */
-  arch: string;
+/** What the loader needs from its surroundings (tests replace it): core's, plus the C library. */
+export interface LoaderEnvironment extends NativeLoaderEnvironment {
   /** 'glibc', 'musl' or undefined (not Linux). */
   libc: 'glibc' | 'musl' | undefined;
-  /** Root directory of @kiln/backend-cuda. */
-  packageRoot: string;
-  /** This package's version (the platform package must match it). */
-  version: string;
-  /** require() used for packages and .node files. */
-  require: (specifier: string) => unknown;
 }
 
 /** The platform triple used in messages, e.g. 'linux-x64 (glibc)'. */
@@ -81,17 +71,7 @@ function detectLibc(): LoaderEnvironment['libc'] {
 
 /** The real environment of this process. */
 export function defaultLoaderEnvironment(): LoaderEnvironment {
-  const packageRoot = findPackageRoot();
-  const version = (JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version;
-  const requireFromPackage = createRequire(join(packageRoot, 'package.json'));
-  return {
-    platform: process.platform,
-    arch: process.arch,
-    libc: detectLibc(),
-    packageRoot,
-    version,
-    require: requireFromPackage,
-  };
+  return { ...processLoaderEnvironment(findPackageRoot()), libc: detectLibc() };
 }
 
 /** Loads the CUDA addon, or throws one BackendUnavailableError naming every attempt and the fixes. */

@@ -7,8 +7,6 @@
  * and the messages; this module says where Metal's binaries are). probe() does not call it off
  * macOS. The simulator addon (tests only) is loaded by loadSimulatorAddon.
  */
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -16,9 +14,11 @@ import {
   loadNativeAddon,
   loadOnce,
   localBuildReport,
+  processLoaderEnvironment,
   requireSimulatorBuild,
   type AddonLoadAttempt,
   type LoadedNativeAddon,
+  type NativeLoaderEnvironment,
 } from '@kiln/core/native-backend';
 import type { MetalAddon } from './addon-types.js';
 
@@ -29,18 +29,7 @@ export type LoadAttempt = AddonLoadAttempt;
 export type LoadedAddon = LoadedNativeAddon<MetalAddon>;
 
 /** What the loader needs from its surroundings (tests replace it). */
-export interface LoaderEnvironment {
-  /** process.platform. */
-  platform: string;
-  /** process.arch. */
-  arch: string;
-  /** Root directory of @kiln/backend-metal. */
-  packageRoot: string;
-  /** This package's version (the platform package must match it). */
-  version: string;
-  /** require() used for packages and .node files. */
-  require: (specifier: string) => unknown;
-}
+export type LoaderEnvironment = NativeLoaderEnvironment;
 
 /** The platform pair used in messages, e.g. 'darwin-arm64'. */
 export function platformPair(environment: Pick<LoaderEnvironment, 'platform' | 'arch'>): string {
@@ -70,15 +59,7 @@ export function findPackageRoot(start: string = dirname(fileURLToPath(import.met
 
 /** The real environment of this process. */
 export function defaultLoaderEnvironment(): LoaderEnvironment {
-  const packageRoot = findPackageRoot();
-  const version = (JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version;
-  return {
-    platform: process.platform,
-    arch: process.arch,
-    packageRoot,
-    version,
-    require: createRequire(join(packageRoot, 'package.json')),
-  };
+  return processLoaderEnvironment(findPackageRoot());
 }
 
 /** Loads the Metal addon, or throws one BackendUnavailableError naming every attempt and the fixes. */

@@ -202,3 +202,29 @@ export function requireSimulatorBuild<Addon>(
   }
   return createRequire(join(packageRoot, 'package.json'))(path) as Addon;
 }
+
+/** What a backend's addon loader needs from its surroundings (tests replace it). */
+export interface NativeLoaderEnvironment {
+  /** process.platform. */
+  platform: string;
+  /** process.arch. */
+  arch: string;
+  /** Root directory of the backend package. */
+  packageRoot: string;
+  /** The backend package's version (its platform package must match it). */
+  version: string;
+  /** require() used for packages and .node files. */
+  require: (specifier: string) => unknown;
+}
+
+/** This process's loader environment for the backend package at `packageRoot` (version from its package.json). */
+export function processLoaderEnvironment(packageRoot: string): NativeLoaderEnvironment {
+  const manifest = join(packageRoot, 'package.json');
+  return {
+    platform: process.platform,
+    arch: process.arch,
+    packageRoot,
+    version: (JSON.parse(readFileSync(manifest, 'utf8')) as { version: string }).version,
+    require: createRequire(manifest),
+  };
+}

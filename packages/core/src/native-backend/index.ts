@@ -22,10 +22,12 @@ export {
   loadNativeAddon,
   loadOnce,
   localBuildReport,
+  processLoaderEnvironment,
   requireSimulatorBuild,
   type AddonLoadAttempt,
   type LoadedNativeAddon,
   type NativeAddonSearch,
+  type NativeLoaderEnvironment,
 } from './addon-loader.js';
 export { kernelTimingSourceOf, type DeviceKernelTiming, type KernelTimingSource } from './kernel-timing.js';
 export { NativeFusedKernels, type NativeAdamWMultiOptions, type NativeFusedMethods } from './fused-kernels.js';
