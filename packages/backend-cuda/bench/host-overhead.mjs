@@ -9,8 +9,11 @@
 // --step adds the host time of a whole training step of the tiny model on the fake addon (every
 // kernel, fused ones included, is a no-op): eager (every op through core, the backend layer and
 // the addon) against CUDA-graphed (upload the batch and the optimizer's scalars, one replay —
-// forward, backward, norm, clip and AdamW — then read loss and norm), the
-// ratio in the same run.
+// forward, backward, norm, clip and AdamW), the graphed step read every step (runTrainStep: one
+// download of loss and norm per step) and as `kiln train` runs it (runTrainStepDeferred, the
+// values read every 10th step, the default logInterval), the ratios in the same run. The fake's
+// download resolves at once, so these are host costs only: on a GPU each read also waits for the
+// device to finish, which the deferred form does once per 10 steps.
 //
 //   node bench/host-overhead.mjs [--ops N] [--rounds R] [--simulator] [--step] [--json]
 // Prints µs/op per op kind (median of R rounds of N ops each), then the same ops split by layer on
@@ -26,7 +29,9 @@ import {
   disposeMoments,
   DynamicLossScaler,
   MODEL_PRESETS,
+  readDeferredSteps,
   runTrainStep,
+  runTrainStepDeferred,
   StepGraphRunner,
 } from '@kiln/trainer';
 import { CudaBackend } from '../dist/index.js';
@@ -220,8 +225,12 @@ function measureLayers(backend) {
   return rows;
 }
 
-/** Host ms per training step of the tiny preset on `backend` (median of the timed steps), eager or CUDA-graphed. */
-async function measureStep(backend, cudaGraph) {
+/**
+ * Host ms per training step of the tiny preset on `backend` (median and mean of the timed steps),
+ * eager or CUDA-graphed; `readEvery` > 1: runTrainStepDeferred, every unread step read at steps
+ * divisible by it (the read's time counted in that step).
+ */
+async function measureStep(backend, cudaGraph, readEvery = 1) {
   setBackend(backend);
   const { model: modelConfig, batchSize } = MODEL_PRESETS.tiny;
   const model = createLlamaModel(modelConfig, { backend, seed: 1 });
@@ -244,10 +253,17 @@ async function measureStep(backend, cudaGraph) {
   try {
     for (let step = 1; step <= 3 + rounds * 4; step++) {
       const start = performance.now();
-      await runTrainStep(environment, counters, { step, batchSize, inputs: tokens, targets: tokens, lr: 1e-3 });
+      const batch = { step, batchSize, inputs: tokens, targets: tokens, lr: 1e-3 };
+      if (readEvery === 1) await runTrainStep(environment, counters, batch);
+      else {
+        await runTrainStepDeferred(environment, counters, batch);
+        if (step % readEvery === 0) await readDeferredSteps(environment, counters);
+      }
       if (step > 3) samples.push(performance.now() - start);
     }
-    return { msPerStep: median(samples), phase: graph.phase };
+    await readDeferredSteps(environment, counters);
+    const mean = samples.reduce((total, value) => total + value, 0) / samples.length;
+    return { msPerStep: median(samples), meanMsPerStep: mean, phase: graph.phase };
   } finally {
     graph.release();
     disposeMoments(moments);
@@ -260,7 +276,11 @@ const fake = new CudaBackend(fakeAddon());
 reports.push(await measure(fake, 'fake addon (TypeScript only)'));
 const layers = measureLayers(fake);
 const step = flag('--step')
-  ? { eager: await measureStep(fake, 'off'), graphed: await measureStep(fake, 'auto') }
+  ? {
+      eager: await measureStep(fake, 'off'),
+      graphed: await measureStep(fake, 'auto'),
+      graphedDeferred: await measureStep(fake, 'auto', 10),
+    }
   : undefined;
 if (flag('--simulator')) {
   const path = fileURLToPath(new URL('../build/sim/Release/kiln_cuda_sim.node', import.meta.url));
@@ -287,10 +307,13 @@ if (flag('--json')) {
     );
   }
   if (step) {
-    console.log('  host time of a tiny-preset bf16 training step on the fake addon (median ms/step):');
-    console.log(`    eager   ${step.eager.msPerStep.toFixed(3).padStart(9)} ms`);
-    console.log(
-      `    graphed ${step.graphed.msPerStep.toFixed(3).padStart(9)} ms  (${(step.eager.msPerStep / step.graphed.msPerStep).toFixed(1)}× less host time; graph ${step.graphed.phase})`,
-    );
+    console.log('  host time of a tiny-preset bf16 training step on the fake addon (ms/step, median and mean):');
+    const line = (label, result) =>
+      console.log(
+        `    ${label.padEnd(34)} ${result.msPerStep.toFixed(3).padStart(9)} ${result.meanMsPerStep.toFixed(3).padStart(9)} ms  (${(step.eager.meanMsPerStep / result.meanMsPerStep).toFixed(1)}× less host time than eager; graph ${result.phase})`,
+      );
+    line('eager', step.eager);
+    line('graphed, read every step', step.graphed);
+    line('graphed, read every 10th step', step.graphedDeferred);
   }
 }

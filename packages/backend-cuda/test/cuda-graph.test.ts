@@ -2,7 +2,9 @@
 // (nothing runs until replay), replay re-runs them on the same buffers, what CUDA cannot capture
 // (an upload, a download, a synchronize, an allocation the cache cannot serve) becomes a
 // GraphCaptureError and leaves the backend usable, and a graphed training run ends with the
-// eager run's weights bit for bit — or falls back, once and saying why, when the shapes change.
+// eager run's weights bit for bit — or falls back, once and saying why, when the shapes change;
+// replayed steps whose values stay on the device download nothing, and reading them every few
+// steps gives the bits and values of reading every step.
 import { add, GraphCaptureError, KilnError, mul, noGrad, tensor, tidy, type Tensor } from '@kiln/core';
 import {
   createLlamaModel,
@@ -10,9 +12,17 @@ import {
   disposeMoments,
   DynamicLossScaler,
   MODEL_PRESETS,
+  readDeferredSteps,
   runTrainStep,
+  runTrainStepDeferred,
   StepGraphRunner,
+  train,
+  type StepOutcome,
+  type TrainEvent,
 } from '@kiln/trainer';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { makeWorkspace, tinyTrainConfig } from '../../trainer/test/train-fixtures.js';
 import { describe, expect, it } from 'vitest';
 import { compareGraphedToEager } from '../scripts/gpu-check/determinism.mjs';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
@@ -118,6 +128,134 @@ describe.skipIf(skipReason !== undefined)(
       expect(result.losses[1]).toEqual(result.losses[0]);
       expect(result.gradNorms[0].every((norm) => norm > 0.05)).toBe(true);
       expect(result.identical).toBe(true);
+    }, 600_000);
+
+    it('replays that leave their values on the device download nothing; reading every 3 steps gives the bits and outcomes of reading every step', async () => {
+      const run = async (deferred: boolean) => {
+        const backend = createSimulatedCudaBackend();
+        const { model: modelConfig, batchSize } = MODEL_PRESETS.tiny;
+        const model = createLlamaModel(modelConfig, { backend, seed: 7 });
+        const moments = createMoments(model.parameters);
+        const graph = new StepGraphRunner(backend, 'auto', () => {});
+        const environment = {
+          model,
+          moments,
+          backend,
+          scaler: new DynamicLossScaler({ enabled: false }),
+          contextLength: modelConfig.contextLength,
+          notice: () => {},
+          optimizer: { lr: 1e-3, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 0.05 },
+          forwardOptions: { attention: 'flash' as const, checkpointActivations: false, computeDType: 'f32' as const },
+          graph,
+        };
+        const counters = { microBatchSize: batchSize, optimizerStep: 0 };
+        const tokens = batchSize * modelConfig.contextLength;
+        let downloads = 0;
+        const download = backend.download.bind(backend);
+        backend.download = (...args: Parameters<typeof download>) => {
+          downloads++;
+          return download(...args);
+        };
+        const outcomes: StepOutcome[] = [];
+        const returned: number[] = [];
+        const downloadsPerStep: number[] = [];
+        try {
+          for (let step = 1; step <= 6; step++) {
+            const batch = {
+              step,
+              batchSize,
+              lr: 1e-3 * (1 - step / 10),
+              inputs: Int32Array.from({ length: tokens }, (_, index) => (index * 7 + step) % modelConfig.vocabSize),
+              targets: Int32Array.from({ length: tokens }, (_, index) => (index * 5 + step) % modelConfig.vocabSize),
+            };
+            const before = downloads;
+            if (!deferred) outcomes.push(await runTrainStep(environment, counters, batch));
+            else {
+              const read = await runTrainStepDeferred(environment, counters, batch);
+              returned.push(read.length);
+              outcomes.push(...read);
+              if (step % 3 === 0) outcomes.push(...(await readDeferredSteps(environment, counters)));
+            }
+            downloadsPerStep.push(downloads - before);
+          }
+          const bytes = await Promise.all(
+            [...model.parameters.values()].map(async (parameter) => Buffer.from((await parameter.data()).buffer)),
+          );
+          return { outcomes, returned, downloadsPerStep, bytes: Buffer.concat(bytes), phase: graph.phase, counters };
+        } finally {
+          graph.release();
+          disposeMoments(moments);
+          model.dispose();
+          backend.dispose();
+        }
+      };
+      const everyStep = await run(false);
+      const deferred = await run(true);
+      expect(deferred.phase).toBe('replay');
+      expect(deferred.returned).toEqual([0, 0, 0, 0, 0, 0]);
+      // Steps 4 and 5 are replays that read nothing; steps 3 and 6 read the record once.
+      expect(deferred.downloadsPerStep).toEqual([0, 0, 1, 0, 0, 1]);
+      expect(everyStep.downloadsPerStep.every((count) => count === 1)).toBe(true);
+      expect(deferred.outcomes).toEqual(everyStep.outcomes);
+      expect(deferred.outcomes.map((outcome) => outcome.step)).toEqual([1, 2, 3, 4, 5, 6]);
+      expect(deferred.counters.optimizerStep).toBe(6);
+      expect(deferred.bytes.equals(everyStep.bytes)).toBe(true);
+    }, 600_000);
+
+    it('train() reads the graphed steps at log steps only: the same metrics, weights and optimizer state as reading every step', async () => {
+      const workspace = await makeWorkspace();
+      const run = async (name: string, readEveryStep: boolean) => {
+        const backend = createSimulatedCudaBackend();
+        const events: TrainEvent[] = [];
+        try {
+          const config = tinyTrainConfig(workspace.dataPath, join(workspace.root, name), {
+            device: { device: 'cuda', attention: 'flash' },
+            schedule: { steps: 8, logInterval: 4, evalInterval: 0 },
+            checkpoint: { interval: 0 },
+          });
+          const result = await train(config, { backend, readEveryStep, onEvent: (event) => events.push(event) });
+          const files = await Promise.all(
+            ['model.safetensors', 'optimizer.safetensors'].map((file) => readFile(join(result.checkpointPath, file))),
+          );
+          const metrics = (await readFile(join(workspace.root, name, 'metrics.jsonl'), 'utf8'))
+            .trim()
+            .split('\n')
+            .map((line) => JSON.parse(line) as { step: number; loss: number });
+          return { result, events, files, metrics };
+        } finally {
+          backend.dispose();
+        }
+      };
+      try {
+        const everyStep = await run('every-step', true);
+        const deferred = await run('deferred', false);
+        const steps = (events: TrainEvent[]) => events.filter((event) => event.type === 'step');
+        expect(steps(everyStep.events).every((event) => event.loss !== null && event.skipped === false)).toBe(true);
+        // Steps 4 and 8 (the log steps) read every unread step; the others end without reading.
+        expect(steps(deferred.events).map((event) => event.loss !== null)).toEqual([
+          false,
+          false,
+          false,
+          true,
+          false,
+          false,
+          false,
+          true,
+        ]);
+        const notices = deferred.events.flatMap((event) => (event.type === 'notice' ? [event.message] : []));
+        expect(notices.filter((message) => /CUDA graph/.test(message))).toEqual([
+          'training step captured in a CUDA graph after one eager warm-up step, replayed each step; step losses read from the device every 4 steps (and at eval and checkpoint steps), not every step',
+        ]);
+        expect(deferred.metrics.map((record) => [record.step, record.loss])).toEqual(
+          everyStep.metrics.map((record) => [record.step, record.loss]),
+        );
+        expect(deferred.result.trainLoss).toBe(everyStep.result.trainLoss);
+        expect(deferred.result.valLoss).toBe(everyStep.result.valLoss);
+        expect(deferred.files[0].equals(everyStep.files[0])).toBe(true);
+        expect(deferred.files[1].equals(everyStep.files[1])).toBe(true);
+      } finally {
+        await workspace.cleanup();
+      }
     }, 600_000);
 
     it('a shape change after capture falls back to eager and says so once', async () => {

@@ -2,8 +2,17 @@
 import type { Capabilities, DeviceInfo, DType, KernelName } from '@kiln/core';
 import { NATIVE_FLOAT_KERNELS, NATIVE_I32_KERNELS } from '@kiln/core/native-backend';
 
-/** The capabilities of one Metal backend instance; bf16 as the device reports it (every Metal 3 GPU today). */
-export function metalCapabilities(device: DeviceInfo, bf16: boolean, implementation: string): Capabilities {
+/**
+ * The capabilities of one Metal backend instance; bf16 as the device reports it (every Metal 3 GPU
+ * today); `adamwMultiDeviceScalars`: whether the addon has adamwMulti's device-scalar form (its
+ * `adamwMultiDeviceScalars` method; an addon built before it lacks the method).
+ */
+export function metalCapabilities(
+  device: DeviceInfo,
+  bf16: boolean,
+  implementation: string,
+  adamwMultiDeviceScalars = false,
+): Capabilities {
   return {
     device,
     implementation,
@@ -18,5 +27,7 @@ export function metalCapabilities(device: DeviceInfo, bf16: boolean, implementat
     // Fixed reduction orders (two-pass reduces, chunked multi-tensor sums), scatterAdd by row ownership: no float atomics (docs/backend-metal.md).
     deterministic: true,
     determinism: 'bit-identical reruns on the same GPU (simdgroup width), macOS and kiln build',
+    // adamwMulti reads step size, bias correction and decays from options.deviceScalars (native/kernels/adamw.metal).
+    adamwMultiDeviceScalars,
   };
 }

@@ -266,7 +266,7 @@ describe.skipIf(skipReason !== undefined)(`dispatch plan${skipReason ? ` (${skip
     ]);
   });
 
-  it('adamwMulti: one adamw_multi dispatch per tensor with its own decay; the scale and guard as device scalars or the control words', () => {
+  it('adamwMulti: one adamw_multi dispatch per tensor with its own decay; the scale, guard and step scalars as device buffers or the control words', () => {
     const params = [ref(backend, [10], 'bf16'), ref(backend, [4])];
     const state = () => params.map((p) => ref(backend, [...p.shape]));
     const options = { lr: 0.5, beta1: 0.9, beta2: 0.99, eps: 1e-8, step: 1, weightDecays: [0.1, 0] };
@@ -286,12 +286,15 @@ describe.skipIf(skipReason !== undefined)(`dispatch plan${skipReason ? ` (${skip
       'scale (unused)',
       'guard (unused)',
       'args',
+      'scalars (unused)',
     ]);
     const decay = (dispatch: NativeDispatch) =>
       new Float32Array(new Uint32Array(dispatch.bindings[4].words!).buffer)[5];
     expect([decay(first), decay(second)]).toEqual([Math.fround(1 - 0.5 * 0.1), 1]);
     expect(new Float32Array(new Uint32Array(first.bindings[7].words!.slice(0, 1)).buffer)[0]).toBe(0.25);
-    expect(first.bindings[7].words!.slice(1)).toEqual([0, 0, 0]);
+    // Control words: scale, scale from buffer, guarded, scalars from buffer, decay slot, 3 pads.
+    expect(first.bindings[7].words!.slice(1)).toEqual([0, 0, 0, 0, 0, 0, 0]);
+    expect(second.bindings[7].words!.slice(1)).toEqual([0, 0, 0, 1, 0, 0, 0]);
     const scale = ref(backend, [1]);
     const [guarded] = plan(() =>
       backend.adamwMulti!(params, [ref(backend, [10]), ref(backend, [4])], state(), state(), {
@@ -301,7 +304,21 @@ describe.skipIf(skipReason !== undefined)(`dispatch plan${skipReason ? ` (${skip
       }),
     );
     expect(guarded.bindings.map((binding) => binding.role).slice(5, 7)).toEqual(['scale', 'guard']);
-    expect(guarded.bindings[7].words!.slice(1)).toEqual([1, 1, 0]);
+    expect(guarded.bindings[7].words!.slice(1)).toEqual([1, 1, 0, 0, 0, 0, 0]);
+    // options.deviceScalars: bound at [[buffer(8)]] for every tensor, each dispatch naming its decay slot.
+    const deviceScalars = ref(backend, [4]);
+    const fromScalars = plan(() =>
+      backend.adamwMulti!(params, [ref(backend, [10]), ref(backend, [4])], state(), state(), {
+        ...options,
+        gradientScale: 1,
+        deviceScalars,
+      }),
+    );
+    expect(fromScalars.map((dispatch) => dispatch.bindings[8].role)).toEqual(['scalars', 'scalars']);
+    expect(fromScalars.map((dispatch) => dispatch.bindings[7].words!.slice(3, 5))).toEqual([
+      [1, 0],
+      [1, 1],
+    ]);
   });
 
   it('fill rounds the float64 value once on the host; random passes the Philox key, offset and f64 parameters as words', () => {

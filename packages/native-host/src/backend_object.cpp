@@ -269,4 +269,13 @@ Napi::Value BackendObject::Extra(const Napi::CallbackInfo& info) {
   });
 }
 
+ExtraMethod adamw_multi_device_scalars_method() {
+  return {"adamwMultiDeviceScalars",
+          [](KernelDevice& device, BufferTable& buffers, const Napi::CallbackInfo& info) -> Napi::Value {
+            expect_arguments(info, 5, "adamwMulti");
+            device.adamw_multi(info.Env(), read_adamw_multi(buffers, info));
+            return info.Env().Undefined();
+          }};
+}
+
 }  // namespace kiln

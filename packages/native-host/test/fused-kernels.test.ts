@@ -122,6 +122,32 @@ describe.each(SIMULATED_BACKENDS)('fused kernels on the $name simulator', (targe
       for (let i = 0; i < rows * cols; i += 97) expect(first.dx[i]).toBeCloseTo(expected.dx[i], 4);
     });
 
+    it("adamwMulti reads options.deviceScalars natively: the same bits as the number form and as core's composition", async () => {
+      expect(backend.capabilities.adamwMultiDeviceScalars).toBe(true);
+      const lengths = [37, 5];
+      const [lr, step, weightDecays] = [3e-3, 4, [0.1, 0]];
+      const hyper = { beta1: 0.9, beta2: 0.95, eps: 1e-8 };
+      const scalars = kiln.adamwDeviceScalars({ lr, beta1: hyper.beta1, beta2: hyper.beta2, step, weightDecays });
+      // One AdamW step from fixed states; `form` picks how lr, the bias corrections and the decays reach the kernel.
+      const run = async (form: 'numbers' | 'native scalars' | 'composed scalars') => {
+        const make = (seed: number) =>
+          lengths.map((length, index) => put(backend, [length], series(length, seed + index)));
+        const [params, grads, ms] = [make(1), make(10), make(20)];
+        const vs = lengths.map((length, index) => put(backend, [length], series(length, 30 + index).map(Math.abs)));
+        const deviceScalars = put(backend, [scalars.length], scalars);
+        const numbers = { ...hyper, lr, step, weightDecays, gradientScale: 0.5 };
+        const options = form === 'numbers' ? numbers : { ...numbers, lr: 1, step: 1, deviceScalars };
+        if (form === 'composed scalars') kiln.composedKernels.adamwMulti(backend, params, grads, ms, vs, options);
+        else backend.adamwMulti!(params, grads, ms, vs, options);
+        const states = await Promise.all([...params, ...ms, ...vs].map((ref) => read(backend, ref)));
+        for (const ref of [...params, ...grads, ...ms, ...vs, deviceScalars]) backend.free(ref.buffer);
+        return Buffer.concat(states.map((state) => Buffer.from(state.buffer)));
+      };
+      const native = await run('native scalars');
+      expect(native.equals(await run('numbers'))).toBe(true);
+      expect(native.equals(await run('composed scalars'))).toBe(true);
+    });
+
     it("bad fused-kernel arguments throw kiln's typed errors in TypeScript", () => {
       const buffer = backend.alloc(64);
       const ref = (shape: number[], dtype: DType = 'f32'): TensorRef => ({ buffer, shape, dtype });

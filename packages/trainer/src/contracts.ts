@@ -251,15 +251,21 @@ export type TrainEvent =
       backend: string;
       adaptations: ConfigAdaptation[];
     }
+  /**
+   * A step ended. `loss`, `gradNorm` and `skipped` are null when the step's values stayed on the
+   * device unread (CUDA-graph path: they are read at the next log, eval or checkpoint step, and a
+   * skipped step's notice comes then); TrainContext.readEveryStep makes every step read them.
+   * `tokensPerSecond` is host time: a step whose values stay on the device does not wait for it.
+   */
   | {
       type: 'step';
       step: number;
       totalSteps: number;
-      loss: number;
+      loss: number | null;
       lr: number;
       tokensPerSecond: number;
-      gradNorm: number;
-      skipped: boolean;
+      gradNorm: number | null;
+      skipped: boolean | null;
     }
   | { type: 'eval'; step: number; valLoss: number }
   /** The metrics.jsonl line just written: `loss` is the mean training loss of steps fromStep…step (skipped steps excluded). */
@@ -289,6 +295,12 @@ export interface TrainContext {
   allowNonFinite?: boolean;
   /** Stops the run cleanly (a checkpoint is written) when aborted. */
   signal?: AbortSignal;
+  /**
+   * Read each step's loss and gradient norm when the step ends, so every 'step' event carries them
+   * (default false: on the CUDA-graph path they stay on the device until the next log, eval or
+   * checkpoint step — one host–device synchronisation per interval instead of per step).
+   */
+  readEveryStep?: boolean;
 }
 
 /** The model as the loop uses it. */

@@ -108,7 +108,9 @@ export {
 } from './train/optimizer.js';
 export { causalLmLoss, type CausalLmLossOptions } from './train/causal-lm-loss.js';
 export {
+  readDeferredSteps,
   runTrainStep,
+  runTrainStepDeferred,
   type StepBatch,
   type StepCounters,
   type StepEnvironment,

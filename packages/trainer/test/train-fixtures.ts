@@ -75,11 +75,27 @@ export function eventRecorder(): {
   events: TrainEvent[];
   onEvent: (event: TrainEvent) => void;
   of: <T extends TrainEvent['type']>(type: T) => Array<Extract<TrainEvent, { type: T }>>;
+  steps: () => ReadStepEvent[];
 } {
   const events: TrainEvent[] = [];
+  const of = <T extends TrainEvent['type']>(type: T) =>
+    events.filter((event) => event.type === type) as Array<Extract<TrainEvent, { type: T }>>;
   return {
     events,
     onEvent: (event) => events.push(event),
-    of: (type) => events.filter((event) => event.type === type) as never,
+    of,
+    steps: () =>
+      of('step').map((event) => {
+        if (event.loss === null || event.gradNorm === null || event.skipped === null)
+          throw new Error(`step ${event.step}: the step event carries no values (read on the device later)`);
+        return event as ReadStepEvent;
+      }),
   };
 }
+
+/** A 'step' event whose values were read at its end (always on the CPU backend, or with readEveryStep). */
+export type ReadStepEvent = Extract<TrainEvent, { type: 'step' }> & {
+  loss: number;
+  gradNorm: number;
+  skipped: boolean;
+};

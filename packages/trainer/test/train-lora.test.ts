@@ -42,7 +42,7 @@ describe('LoRA fine-tuning', () => {
   it('trains only the adapter, lowers the loss and checkpoints a PEFT adapter with its moments', async () => {
     const recorder = eventRecorder();
     const result = await train(config('run', 12), { backend, onEvent: recorder.onEvent });
-    const losses = recorder.of('step').map((event) => event.loss);
+    const losses = recorder.steps().map((event) => event.loss);
     expect(losses).toHaveLength(12);
     expect(losses.slice(-3).reduce((a, b) => a + b) / 3).toBeLessThan(losses.slice(0, 3).reduce((a, b) => a + b) / 3);
     expect(recorder.of('start')[0].parameters).toBe(
@@ -97,8 +97,8 @@ describe('LoRA fine-tuning', () => {
     });
     const second = eventRecorder();
     await train(config('split'), { backend, resume: true, onEvent: second.onEvent });
-    const resumed = [...first.of('step'), ...second.of('step')].map((event) => event.loss);
-    expect(resumed).toEqual(whole.of('step').map((event) => event.loss));
+    const resumed = [...first.steps(), ...second.steps()].map((event) => event.loss);
+    expect(resumed).toEqual(whole.steps().map((event) => event.loss));
     expect(backend.memory().bufferCount).toBe(0);
   });
 
@@ -109,7 +109,7 @@ describe('LoRA fine-tuning', () => {
       lora: { rank: 4, alpha: 8, dropout: 0, targets: ['q_proj', 'v_proj'], baseDType: 'bf16' as const },
     };
     const result = await train(bf16, { backend, onEvent: recorder.onEvent });
-    const losses = recorder.of('step').map((event) => event.loss);
+    const losses = recorder.steps().map((event) => event.loss);
     expect(losses.every(Number.isFinite)).toBe(true);
     expect(losses.slice(-3).reduce((a, b) => a + b) / 3).toBeLessThan(losses.slice(0, 3).reduce((a, b) => a + b) / 3);
     expect((await readdir(result.checkpointPath)).sort()).toEqual([

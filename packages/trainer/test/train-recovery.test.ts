@@ -91,12 +91,12 @@ describe('training recovers from what can go wrong', () => {
       }),
       { backend: plain, onEvent: direct.onEvent },
     );
-    const expected = direct.of('step');
-    recovered.of('step').forEach((event, index) => {
+    const expected = direct.steps();
+    recovered.steps().forEach((event, index) => {
       expect(Math.abs(event.loss - expected[index].loss)).toBeLessThan(1e-5);
       expect(Math.abs(event.gradNorm - expected[index].gradNorm)).toBeLessThan(1e-5);
     });
-    expect(recovered.of('step')).toHaveLength(4);
+    expect(recovered.steps()).toHaveLength(4);
   });
 
   it('gives up with a clear error when even one sequence does not fit, and frees everything', async () => {
@@ -135,7 +135,7 @@ describe('training recovers from what can go wrong', () => {
     await expect(run).rejects.toThrow(
       /Training diverged: 3 steps in a row up to step 4 had a non-finite loss[\s\S]*hint: Try to lower optimizer\.lr/,
     );
-    expect(recorder.of('step').map((event) => event.skipped)).toEqual([false, true, true, true]);
+    expect(recorder.steps().map((event) => event.skipped)).toEqual([false, true, true, true]);
     // Only the loss kernel is poisoned, so the gradient norm stays finite: the loss alone must trigger the skip.
     const notices = recorder.of('notice').map((event) => event.message);
     expect(notices).toHaveLength(3);
@@ -165,7 +165,7 @@ describe('training recovers from what can go wrong', () => {
         },
       },
     );
-    expect(recorder.of('step').map((event) => event.skipped)).toEqual([false, true, true, false, false, false]);
+    expect(recorder.steps().map((event) => event.skipped)).toEqual([false, true, true, false, false, false]);
     expect(Number.isFinite(result.valLoss)).toBe(true);
     expect(await readCheckpointState(result.checkpointPath)).toMatchObject({
       step: 6,
@@ -192,7 +192,7 @@ describe('training recovers from what can go wrong', () => {
     expect(recorder.of('start')[0].adaptations.filter((adaptation) => adaptation.path === 'device.precision')).toEqual(
       [],
     );
-    const steps = recorder.of('step');
+    const steps = recorder.steps();
     expect(steps.map((event) => event.skipped)).toEqual([false, false, true, false, false]);
     expect(
       recorder
@@ -223,8 +223,8 @@ describe('training recovers from what can go wrong', () => {
         onEvent: f32.onEvent,
       },
     );
-    expect(Math.abs(steps[0].loss - f32.of('step')[0].loss)).toBeLessThan(2e-2);
-    expect(Math.abs(steps[0].gradNorm - f32.of('step')[0].gradNorm) / f32.of('step')[0].gradNorm).toBeLessThan(5e-2);
+    expect(Math.abs(steps[0].loss - f32.steps()[0].loss)).toBeLessThan(2e-2);
+    expect(Math.abs(steps[0].gradNorm - f32.steps()[0].gradNorm) / f32.steps()[0].gradNorm).toBeLessThan(5e-2);
   });
 
   it('aborts when a huge learning rate makes the loss overflow', async () => {

@@ -53,7 +53,7 @@ describe('exact resume', () => {
     const recorder = eventRecorder();
     const result = await train(config('uninterrupted'), { backend, onEvent: recorder.onEvent });
     uninterrupted = {
-      losses: recorder.of('step').map((event) => event.loss),
+      losses: recorder.steps().map((event) => event.loss),
       valLoss: result.valLoss,
       weights: await finalWeights(result.checkpointPath),
       lines: await metricsLines(join(workspace.root, 'uninterrupted')),
@@ -98,7 +98,7 @@ describe('exact resume', () => {
     const second = eventRecorder();
     const resumed = await train(config('stopped'), { backend, resume: true, onEvent: second.onEvent });
     expect(second.of('start')[0]).toMatchObject({ step: 3, totalSteps: 6 });
-    const losses = [...first.of('step'), ...second.of('step')].map((event) => event.loss);
+    const losses = [...first.steps(), ...second.steps()].map((event) => event.loss);
     await expectSameAsUninterrupted('stopped', losses, resumed.checkpointPath, resumed.valLoss);
     expect(backend.memory().bufferCount).toBe(0);
   });
@@ -118,7 +118,7 @@ describe('exact resume', () => {
     const second = eventRecorder();
     const resumed = await train(config('crashed'), { backend, resume: true, onEvent: second.onEvent });
     expect(second.of('start')[0].step).toBe(3);
-    const losses = [...first.of('step').slice(0, 3), ...second.of('step')].map((event) => event.loss);
+    const losses = [...first.steps().slice(0, 3), ...second.steps()].map((event) => event.loss);
     await expectSameAsUninterrupted('crashed', losses, resumed.checkpointPath, resumed.valLoss);
     expect(backend.memory().bufferCount).toBe(0);
   });
@@ -140,7 +140,7 @@ describe('exact resume', () => {
     const resumed = await train(config('portable'), { backend: reference, resume: true, onEvent: second.onEvent });
     expect(second.of('start')[0]).toMatchObject({ step: 3, backend: 'reference' });
     second
-      .of('step')
+      .steps()
       .forEach((event, index) => expect(Math.abs(event.loss - uninterrupted.losses[3 + index])).toBeLessThan(1e-3));
     expect(Math.abs(resumed.valLoss - uninterrupted.valLoss)).toBeLessThan(1e-3);
     expect(reference.memory().bufferCount).toBe(0);

@@ -27,7 +27,7 @@ describe('train', () => {
     const recorder = eventRecorder();
     const result = await train(config, { backend, onEvent: recorder.onEvent });
 
-    const steps = recorder.of('step');
+    const steps = recorder.steps();
     expect(steps.map((event) => event.step)).toEqual(Array.from({ length: 30 }, (_, index) => index + 1));
     const first = steps.slice(0, 3).reduce((total, event) => total + event.loss, 0) / 3;
     const last = steps.slice(-3).reduce((total, event) => total + event.loss, 0) / 3;
@@ -156,7 +156,7 @@ describe('train', () => {
     ).toMatch(
       /fine-tuning .*step-00000020: model sizes come from its config\.json \(model\.dModel: initFrom 16, config 32\)/,
     );
-    expect(recorder.of('step')[0].loss).toBeLessThan(pretrained.valLoss + 0.5);
+    expect(recorder.steps()[0].loss).toBeLessThan(pretrained.valLoss + 0.5);
     expect((await readCheckpointState(result.checkpointPath)).config.model.dModel).toBe(16);
     expect(backend.memory().bufferCount).toBe(0);
   });

@@ -178,12 +178,7 @@ std::vector<ExtraMethod> cuda_extra_methods() {
          return result;
        }},
       // adamwMulti again: its presence tells JavaScript that this addon reads options.deviceScalars.
-      {"adamwMultiDeviceScalars",
-       [](KernelDevice& device, BufferTable& buffers, const Napi::CallbackInfo& info) -> Napi::Value {
-         expect_arguments(info, 5, "adamwMulti");
-         device.adamw_multi(info.Env(), read_adamw_multi(buffers, info));
-         return info.Env().Undefined();
-       }},
+      adamw_multi_device_scalars_method(),
       {"matmulInfo",
        [](KernelDevice& device, BufferTable&, const Napi::CallbackInfo& info) -> Napi::Value {
          return cuda(device).matmul_info(info.Env());

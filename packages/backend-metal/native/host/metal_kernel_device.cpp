@@ -276,15 +276,11 @@ void MetalKernelDevice::sum_of_squares_multi(Napi::Env env, const SumOfSquaresMu
 }
 
 void MetalKernelDevice::adamw_multi(Napi::Env env, const AdamWMultiCall& call) {
-  if (call.device_scalars) {
-    throw_invalid("adamwMulti: this Metal build does not read options.deviceScalars",
-                  "Pass lr and step as numbers; @kiln/core composes the device-scalar form when "
-                  "capabilities.adamwMultiDeviceScalars is false.");
-  }
   AdamWMultiControl control;
   control.scale = call.scale;
   control.scale_tensor = call.scale_tensor ? &*call.scale_tensor : nullptr;
   control.guard = call.guard ? &*call.guard : nullptr;
+  control.scalars = call.device_scalars ? &*call.device_scalars : nullptr;
   stream_->run(env,
                plan_adamw_multi(call.params, call.grads, call.ms, call.vs, call.hyper, call.weight_decays, control));
 }
@@ -337,6 +333,8 @@ std::vector<ExtraMethod> metal_extra_methods() {
            result.Set(static_cast<std::uint32_t>(i), dispatch_object(info.Env(), records[i]));
          return result;
        }},
+      // adamwMulti again: its presence tells JavaScript that this addon reads options.deviceScalars.
+      adamw_multi_device_scalars_method(),
   };
 }
 

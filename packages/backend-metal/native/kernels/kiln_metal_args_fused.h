@@ -78,14 +78,23 @@ struct KilnSumOfSquaresArgs {
   kiln_u32 pad1;
 };
 
-/** adamwMulti's gradient scale (a number, or the one-element f32 buffer at [[buffer(5)]]) and guard ([[buffer(6)]]). */
+/**
+ * adamwMulti's gradient scale (a number, or the one-element f32 buffer at [[buffer(5)]]), guard
+ * ([[buffer(6)]]) and device scalars ([[buffer(8)]]: f32 [step size, 1/√(1−β2^t), one decay per param]).
+ */
 struct KilnAdamWMultiControl {
   float scale;
   /** 1: read the scale from the buffer; 0: use `scale`. */
   kiln_u32 scale_from_buffer;
   /** 1: a non-finite guard value makes the step write nothing; 0: no guard. */
   kiln_u32 guarded;
+  /** 1: read step size, bias correction and decay from the scalars buffer; 0: use KilnAdamWArgs. */
+  kiln_u32 scalars_from_buffer;
+  /** This tensor's index in the param list: its decay is scalars[2 + decay_slot]. */
+  kiln_u32 decay_slot;
   kiln_u32 pad0;
+  kiln_u32 pad1;
+  kiln_u32 pad2;
 };
 
 static_assert(sizeof(struct KilnRowsArgs) == 16, "KilnRowsArgs layout");
@@ -94,4 +103,4 @@ static_assert(sizeof(struct KilnRopeArgs) == 16, "KilnRopeArgs layout");
 static_assert(sizeof(struct KilnCrossEntropyArgs) == 16, "KilnCrossEntropyArgs layout");
 static_assert(sizeof(struct KilnAdamWArgs) == 48, "KilnAdamWArgs layout");
 static_assert(sizeof(struct KilnSumOfSquaresArgs) == 16, "KilnSumOfSquaresArgs layout");
-static_assert(sizeof(struct KilnAdamWMultiControl) == 16, "KilnAdamWMultiControl layout");
+static_assert(sizeof(struct KilnAdamWMultiControl) == 32, "KilnAdamWMultiControl layout");

@@ -267,8 +267,6 @@ Plan plan_adamw_multi(const std::vector<TensorView>& params, const std::vector<T
                       const std::vector<TensorView>& ms, const std::vector<TensorView>& vs, const AdamWHyper& hyper,
                       const std::vector<double>& weight_decays, const AdamWMultiControl& control) {
   Plan plan;
-  const KilnAdamWMultiControl control_args{control.scale, control.scale_tensor != nullptr ? 1u : 0u,
-                                           control.guard != nullptr ? 1u : 0u, 0};
   for (std::size_t i = 0; i < params.size(); i++) {
     const TensorView& param = params[i];
     check_32_bit(param, "adamwMulti", "params[i]");
@@ -281,7 +279,15 @@ Plan plan_adamw_multi(const std::vector<TensorView>& params, const std::vector<T
         std::string("adamw_multi_") + kDTypeNames[param.dtype] + "_" + kDTypeNames[grads[i].dtype], param.count,
         "adamwMulti params[" + std::to_string(i) + "] " + describe(param) + " step " +
             std::to_string(static_cast<long long>(hyper.step)));
-    // An absent scale or guard binds m in its place (never read: the control says so).
+    const KilnAdamWMultiControl control_args{control.scale,
+                                             control.scale_tensor != nullptr ? 1u : 0u,
+                                             control.guard != nullptr ? 1u : 0u,
+                                             control.scalars != nullptr ? 1u : 0u,
+                                             u32(static_cast<Index>(i)),
+                                             0,
+                                             0,
+                                             0};
+    // An absent scale, guard or scalars buffer binds m in its place (never read: the control says so).
     dispatch.bindings = {view_binding(0, "param", param),
                          view_binding(1, "grad", grads[i]),
                          view_binding(2, "m", ms[i]),
@@ -291,7 +297,9 @@ Plan plan_adamw_multi(const std::vector<TensorView>& params, const std::vector<T
                                       control.scale_tensor != nullptr ? *control.scale_tensor : ms[i]),
                          view_binding(6, control.guard != nullptr ? "guard" : "guard (unused)",
                                       control.guard != nullptr ? *control.guard : ms[i]),
-                         bytes_binding(7, "KilnAdamWMultiControl", control_args)};
+                         bytes_binding(7, "KilnAdamWMultiControl", control_args),
+                         view_binding(8, control.scalars != nullptr ? "scalars" : "scalars (unused)",
+                                      control.scalars != nullptr ? *control.scalars : ms[i])};
     plan.push_back(std::move(dispatch));
   }
   return plan;

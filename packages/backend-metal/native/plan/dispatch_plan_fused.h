@@ -65,6 +65,8 @@ struct AdamWMultiControl {
   const TensorView* scale_tensor = nullptr;
   /** The skipIfNonFinite guard, or nullptr. */
   const TensorView* guard = nullptr;
+  /** options.deviceScalars (f32 [2 + params]: step size, 1/√(1−β2^t), decays), or nullptr (use hyper and weight_decays). */
+  const TensorView* scalars = nullptr;
 };
 
 /** One adamw_multi dispatch per non-empty tensor; hyper.weight_decay is replaced by weight_decays[i]. */

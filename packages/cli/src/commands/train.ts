@@ -166,6 +166,8 @@ async function runTrain(options: TrainOptions, context: CliContext): Promise<num
       allowNonFinite: options.allowNonFinite === true,
       signal: controller.signal,
       corpus,
+      // The profile times each step: read its values at its end, as without deferred reads.
+      readEveryStep: profiler !== undefined,
       onEvent: (event) => {
         profiler?.handle(event);
         reporter.handle(event);

@@ -52,6 +52,13 @@ struct BackendSpec {
   std::vector<AddonFunction> functions;
 };
 
+/**
+ * adamwMulti again, as the extra `adamwMultiDeviceScalars`: a backend whose device reads
+ * AdamWMultiCall::device_scalars lists it, and its presence tells JavaScript so
+ * (capabilities.adamwMultiDeviceScalars); core calls it for adamwMulti with options.deviceScalars.
+ */
+ExtraMethod adamw_multi_device_scalars_method();
+
 /** The addon's exports: `spec`'s functions, opNames() and the Backend class built from `spec`. */
 Napi::Object register_backend(Napi::Env env, Napi::Object exports, BackendSpec spec);
 

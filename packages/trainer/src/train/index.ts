@@ -15,7 +15,9 @@ export {
   type AdamWStepOptions,
 } from './optimizer.js';
 export {
+  readDeferredSteps,
   runTrainStep,
+  runTrainStepDeferred,
   type StepBatch,
   type StepCounters,
   type StepEnvironment,

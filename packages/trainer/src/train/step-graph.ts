@@ -2,10 +2,13 @@
  * CUDA-graph training steps: where the backend can capture device work (capabilities.graphCapture),
  * the whole step — forward, backward, gradient norm, clipping and AdamW (device-optimizer.ts: the
  * clip coefficient is computed on the device, lr and bias corrections are read from a small tensor
- * the host rewrites before each replay) — is recorded once and replayed each step; the host then
- * reads the 8 bytes of [loss, Σ‖grad‖²]. Inputs live in persistent device tensors uploaded before
- * each replay; the loss, norm and gradients are read from the buffers the capture wrote. Step 1 runs eagerly on those same inputs (it warms the allocator's cache, which serves the
- * capture), step 2 is captured, later steps replay. Anything that would change the recorded work
+ * the host rewrites before each replay) — is recorded once and replayed each step; the step writes
+ * its [loss, Σ‖grad‖²] into the device optimizer's record, which the host reads only when it needs
+ * the values (train.ts: log, eval and checkpoint steps, or every step when asked), so a replayed
+ * step does not wait for the device. Inputs live in persistent device tensors uploaded before each
+ * replay; the gradients are read from the buffers the capture wrote. Step 1 runs eagerly on those
+ * same inputs (it warms the allocator's cache, which serves the capture), step 2 is captured,
+ * later steps replay. Anything that would change the recorded work
  * (a new micro-batch size, a loss scale that moves, per-step dropout seeds) or a capture that fails
  * turns the graph off for the rest of the run, with one notice naming why.
  */
@@ -74,7 +77,8 @@ export class StepGraphRunner {
     const wasGraphed = this.phase === 'replay';
     this.phase = 'off';
     this.offReason = reason;
-    this.release();
+    // The device optimizer stays: eager steps use it too, and its record may hold unread steps.
+    this.releaseGraph();
     this.notice(
       `CUDA graph off: ${reason}; ${wasGraphed ? 'the step runs eagerly from now on' : 'running the step eagerly'}`,
     );
@@ -143,9 +147,14 @@ export class StepGraphRunner {
     return this.outputs!;
   }
 
-  /** Frees the graph, its outputs, the persistent inputs and the optimizer's scalars (staged again when needed). */
+  /** Frees the graph, its outputs, the persistent inputs and the device optimizer's tensors (unread steps are lost; staged again when needed). */
   release(): void {
     this.deviceOptimizer?.release();
+    this.releaseGraph();
+  }
+
+  /** Frees the graph, its outputs and the persistent inputs. */
+  private releaseGraph(): void {
     this.graph?.dispose();
     this.graph = undefined;
     if (this.outputs) {

@@ -4,8 +4,10 @@
  * clipping and AdamW — or a skip when either is non-finite. An out-of-memory error during a
  * micro-batch frees the step, halves the micro-batch and retries the same tokens. With a
  * StepGraphRunner (step-graph.ts) on a backend that captures graphs, clipping and AdamW run from
- * device scalars before the host read (device-optimizer.ts: a non-finite loss or norm skips the
- * update on the device), and the whole step is captured once and replayed.
+ * device scalars (device-optimizer.ts: a non-finite loss or norm skips the update on the device),
+ * the whole step is captured once and replayed, and the loss and norm go into a device record the
+ * host reads when it needs them: runTrainStepDeferred leaves them there (up to
+ * MAX_DEFERRED_STEPS steps), readDeferredSteps reads them; runTrainStep reads every step.
  */
 import {
   add,
@@ -31,7 +33,7 @@ import {
 } from './compute-weights.js';
 import type { DynamicLossScaler } from './loss-scaler.js';
 import { adamwStep, clearGradients, gradientNormSquared, type AdamWMoments } from './optimizer.js';
-import { CLIP_EPSILON, type DeviceOptimizer } from './device-optimizer.js';
+import { CLIP_EPSILON, MAX_DEFERRED_STEPS, type DeviceOptimizer } from './device-optimizer.js';
 import type { MicroBatchInputs, StepGraphRunner } from './step-graph.js';
 
 /** What stays the same from step to step. */
@@ -80,6 +82,8 @@ export interface StepBatch {
 
 /** How a step went. */
 export interface StepOutcome {
+  /** 1-based number of the step (StepBatch.step). */
+  step: number;
   /** Mean training loss of the batch (nats/token). */
   loss: number;
   /** Global gradient norm before clipping (after undoing the loss scale). */
@@ -88,20 +92,61 @@ export interface StepOutcome {
   skipped: boolean;
 }
 
-/** Runs one optimizer step; updates `counters` in place. */
+/** Runs one optimizer step and reads its loss and gradient norm (a host–device synchronisation); updates `counters` in place. */
 export async function runTrainStep(
   environment: StepEnvironment,
   counters: StepCounters,
   batch: StepBatch,
 ): Promise<StepOutcome> {
+  const outcomes = await runStep(environment, counters, batch, false);
+  return outcomes[outcomes.length - 1]!;
+}
+
+/**
+ * Runs one optimizer step; where its update runs from device scalars without loss scaling (a
+ * StepGraphRunner's device optimizer), leaves its loss and norm on the device unread and returns []
+ * — until MAX_DEFERRED_STEPS steps are unread, then reads them all. Otherwise returns what it read:
+ * the unread earlier steps' outcomes and this step's, oldest first. `counters.optimizerStep` counts
+ * an update when its step is read.
+ */
+export async function runTrainStepDeferred(
+  environment: StepEnvironment,
+  counters: StepCounters,
+  batch: StepBatch,
+): Promise<StepOutcome[]> {
+  return runStep(environment, counters, batch, true);
+}
+
+/** Reads the loss and norm of every step runTrainStepDeferred left on the device (oldest first; [] when none), counting their updates in `counters`. */
+export async function readDeferredSteps(environment: StepEnvironment, counters: StepCounters): Promise<StepOutcome[]> {
+  const device = environment.graph?.deviceOptimizer;
+  if (!device || device.unread === 0) return [];
+  const scale = environment.scaler.scale;
+  const { steps } = await device.read();
+  const outcomes = steps.map(({ step, loss, normSquared }) => {
+    const gradNorm = Math.sqrt(normSquared) / scale;
+    const finite = Number.isFinite(loss) && Number.isFinite(gradNorm);
+    environment.scaler.update(finite);
+    return { step, loss, gradNorm, skipped: !finite };
+  });
+  // The device counted the same steps (its guard is non-finite exactly when the loss or norm is; device-optimizer.test.ts).
+  counters.optimizerStep += outcomes.filter((outcome) => !outcome.skipped).length;
+  return outcomes;
+}
+
+/** runTrainStep(Deferred): `defer` lets a device-optimizer step leave its values on the device. */
+async function runStep(
+  environment: StepEnvironment,
+  counters: StepCounters,
+  batch: StepBatch,
+  defer: boolean,
+): Promise<StepOutcome[]> {
   const parameters = environment.model.parameters;
   const scale = environment.scaler.scale;
   const device = environment.graph?.deviceOptimizer;
   const graphed = await runGraphedPart(environment, counters, batch, scale);
-  if (graphed)
-    return device
-      ? finishDeviceStep(environment, counters, scale, graphed)
-      : finishStep(environment, counters, batch, scale, graphed);
+  if (graphed === 'recorded') return endDeviceStep(environment, counters, batch, defer);
+  if (graphed) return [finishStep(environment, counters, batch, scale, graphed)];
   let lossTotal: Tensor;
   for (;;) {
     try {
@@ -125,11 +170,26 @@ export async function runTrainStep(
   }
   if (device) {
     device.stage(parameters, environment.moments, environment.optimizer, batch.lr, counters.optimizerStep + 1);
-    const values = await readPacked(optimizeOnDevice(environment, device, counters, batch, scale, lossTotal), true);
-    return finishDeviceStep(environment, counters, scale, values);
+    optimizeOnDevice(environment, device, counters, batch, scale, lossTotal).dispose();
+    return endDeviceStep(environment, counters, batch, defer);
   }
   const values = await readPacked(packLossAndNorm(lossTotal, gradientNormSquared(parameters)), true);
-  return finishStep(environment, counters, batch, scale, values);
+  return [finishStep(environment, counters, batch, scale, values)];
+}
+
+/** After a device-optimizer step: frees (or detaches) the gradients, then reads the record unless the values may stay on the device. */
+async function endDeviceStep(
+  environment: StepEnvironment,
+  counters: StepCounters,
+  batch: StepBatch,
+  defer: boolean,
+): Promise<StepOutcome[]> {
+  const device = environment.graph!.deviceOptimizer!;
+  device.recorded(batch.step);
+  releaseGradients(environment);
+  // A moving loss scale needs each step's finiteness before the next step runs.
+  if (defer && !environment.scaler.enabled && device.unread < MAX_DEFERRED_STEPS) return [];
+  return readDeferredSteps(environment, counters);
 }
 
 /** Gradient norm, then clipping and AdamW on the device (after stage()); returns the packed [loss, normSquared]. */
@@ -153,22 +213,6 @@ function optimizeOnDevice(
   return packLossAndNorm(loss, normSquared);
 }
 
-/** The host's side of a step whose update ran on the device: count it when it was finite (the device skipped it otherwise). */
-function finishDeviceStep(
-  environment: StepEnvironment,
-  counters: StepCounters,
-  scale: number,
-  values: [number, number],
-): StepOutcome {
-  const [loss, normSquared] = values;
-  const gradNorm = Math.sqrt(normSquared) / scale;
-  const finite = Number.isFinite(loss) && Number.isFinite(gradNorm);
-  environment.scaler.update(finite);
-  if (finite) counters.optimizerStep++;
-  releaseGradients(environment);
-  return { loss, gradNorm, skipped: !finite };
-}
-
 /** Clipping and AdamW (or a skip) from the step's loss and squared gradient norm. */
 function finishStep(
   environment: StepEnvironment,
@@ -184,7 +228,7 @@ function finishStep(
   environment.scaler.update(finite);
   if (!finite) {
     releaseGradients(environment);
-    return { loss, gradNorm, skipped: true };
+    return { step: batch.step, loss, gradNorm, skipped: true };
   }
   const clip = environment.optimizer.gradClip;
   const clipFactor = clip > 0 && gradNorm > clip ? clip / (gradNorm + CLIP_EPSILON) : 1;
@@ -196,7 +240,7 @@ function finishStep(
     gradientScale: clipFactor / scale,
   });
   releaseGradients(environment);
-  return { loss, gradNorm, skipped: false };
+  return { step: batch.step, loss, gradNorm, skipped: false };
 }
 
 /** Frees the step's gradients, or only detaches them from the parameters when a captured graph owns them. */
@@ -297,16 +341,16 @@ async function readPacked(packed: Tensor, free: boolean): Promise<[number, numbe
 
 /**
  * The graph path of a step (step-graph.ts): uploads the batch (and the optimizer's scalars) into
- * persistent tensors, then runs the part before the host read eagerly (warm-up), captures it, or
- * replays it; leaves the gradients on the parameters and returns [loss, normSquared]. Undefined:
- * run the eager path.
+ * persistent tensors, then runs the step eagerly (warm-up), captures it, or replays it; leaves the
+ * gradients on the parameters and returns 'recorded' (the device optimizer wrote the loss and norm
+ * into its record) or, without one, the [loss, normSquared] it read. Undefined: run the eager path.
  */
 async function runGraphedPart(
   environment: StepEnvironment,
   counters: StepCounters,
   batch: StepBatch,
   scale: number,
-): Promise<[number, number] | undefined> {
+): Promise<[number, number] | 'recorded' | undefined> {
   const runner = environment.graph;
   if (!runner?.active) return undefined;
   if (environment.scaler.enabled) runner.turnOff('f16 training moves its loss scale, a constant of the captured step');
@@ -336,7 +380,9 @@ async function runGraphedPart(
       return undefined;
     }
     runner.phase = 'capture';
-    return readPacked(packed, true);
+    if (!device) return readPacked(packed, true);
+    packed.dispose();
+    return 'recorded';
   }
   let outputs;
   if (runner.phase === 'capture') {
@@ -350,8 +396,7 @@ async function runGraphedPart(
     outputs = runner.replay();
   }
   for (const [name, gradient] of outputs.gradients) parameters.get(name)!.grad = gradient;
-  const values = await readPacked(outputs.packed, false);
-  return values;
+  return device ? 'recorded' : readPacked(outputs.packed, false);
 }
 
 /** Each parameter's gradient (the captured step's outputs). */

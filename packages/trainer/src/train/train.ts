@@ -3,6 +3,13 @@
  * run optimizer steps with periodic validation, metrics lines and atomic checkpoints until the
  * configured step or an abort signal; write loss.svg at the end. Everything a step creates is
  * freed before the next one, so only parameters and AdamW moments stay on the device.
+ *
+ * Reading step values: on the CUDA-graph path (train-step.ts, runTrainStepDeferred) a step's loss
+ * and gradient norm stay on the device until a step that needs them — a log, eval or checkpoint
+ * step, the last step, an abort, or every step with context.readEveryStep — then every unread
+ * step is handled in order, exactly as if read at its end: the skipped-step notice, the mean loss
+ * of the log line, the loss-stall watch and the divergence limit (which names the step that
+ * reached it) only come later.
  */
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -26,8 +33,15 @@ import { disposeMoments } from './optimizer.js';
 import { initFromTokenizer, prepareRunStart, withInitFromModel } from './run-setup.js';
 import { LossStallWatch } from './loss-stall.js';
 import { learningRateAt } from './schedule.js';
-import { runTrainStep, type StepCounters, type StepEnvironment } from './train-step.js';
+import {
+  readDeferredSteps,
+  runTrainStepDeferred,
+  type StepCounters,
+  type StepEnvironment,
+  type StepOutcome,
+} from './train-step.js';
 import { StepGraphRunner } from './step-graph.js';
+import { MAX_DEFERRED_STEPS } from './device-optimizer.js';
 
 /** File names written into checkpoint.outputDir. */
 export const METRICS_FILE = 'metrics.jsonl';
@@ -102,7 +116,14 @@ async function trainLocked(
     };
     graph = new StepGraphRunner(backend, config.device.cudaGraph ?? 'auto', notice);
     // `kiln train` says whether the step is graphed wherever the backend could capture it.
-    if (backend.capabilities.graphCapture === true) notice(graph.describe());
+    if (backend.capabilities.graphCapture === true) {
+      // Where the device optimizer runs without loss scaling, steps' values are read at log/eval/checkpoint steps only.
+      const defers = graph.deviceOptimizer !== undefined && !scaler.enabled && context.readEveryStep !== true;
+      const every = Math.min(Math.max(1, schedule.logInterval), MAX_DEFERRED_STEPS);
+      notice(
+        `${graph.describe()}${defers ? `; step losses read from the device every ${every} steps (and at eval and checkpoint steps), not every step` : ''}`,
+      );
+    }
     const environment: StepEnvironment = {
       model,
       moments,
@@ -138,6 +159,45 @@ async function trainLocked(
     // Only a fresh run starts from an untrained model whose loss must fall (a fine-tuned or resumed one may already sit low).
     const stallWatch =
       step === 0 && config.initFrom === undefined ? new LossStallWatch(schedule.warmupSteps) : undefined;
+    const logInterval = Math.max(1, schedule.logInterval);
+    // The lr of each step whose values are still on the device (the divergence message names it).
+    const unreadLrs = new Map<number, number>();
+    /** A read step's outcome, in step order: the skip notice or the loss it adds; throws when the run diverged. */
+    const handleOutcome = (outcome: StepOutcome): void => {
+      if (outcome.skipped) {
+        consecutiveNonFinite++;
+        notice(
+          `step ${outcome.step}: non-finite ${Number.isFinite(outcome.loss) ? 'gradient norm' : 'loss'} (loss ${outcome.loss}, gradient norm ${outcome.gradNorm}); ` +
+            `update skipped${scaler.enabled ? `, loss scale lowered to ${scaler.scale}` : ''} (${consecutiveNonFinite} in a row, limit ${schedule.maxNonFiniteSteps})`,
+        );
+      } else {
+        consecutiveNonFinite = 0;
+        pendingLosses.push(outcome.loss);
+        const stalled = stallWatch?.record(outcome.step, outcome.loss);
+        if (stalled !== undefined) notice(stalled);
+      }
+    };
+    const checkDivergence = (outcome: StepOutcome, lr: number): void => {
+      if (consecutiveNonFinite >= schedule.maxNonFiniteSteps)
+        throw divergenceError(
+          config,
+          outcome.step,
+          consecutiveNonFinite,
+          outcome,
+          lr,
+          forwardOptions.computeDType,
+          checkpointPath,
+        );
+    };
+    /** Handles the outcomes of steps read after their step event (their lrs noted in unreadLrs). */
+    const handleLate = (outcomes: readonly StepOutcome[]): void => {
+      for (const outcome of outcomes) {
+        const lr = unreadLrs.get(outcome.step) ?? Number.NaN;
+        unreadLrs.delete(outcome.step);
+        handleOutcome(outcome);
+        checkDivergence(outcome, lr);
+      }
+    };
 
     const validate = async (): Promise<number> =>
       evaluate(model, data!.validation, {
@@ -149,6 +209,8 @@ async function trainLocked(
         microBatchSize: counters.microBatchSize,
       });
     const writeCheckpoint = async (): Promise<void> => {
+      // The checkpoint's pending losses and counters include every step run so far.
+      handleLate(await readDeferredSteps(environment, counters));
       const state: CheckpointState = {
         formatVersion: CHECKPOINT_FORMAT_VERSION,
         kilnVersion: KILN_VERSION,
@@ -205,13 +267,17 @@ async function trainLocked(
       // LoRA dropout draws its masks from a stream fixed by (seed, step), so a resumed run draws the same ones.
       if ((config.lora?.dropout ?? 0) > 0)
         environment.forwardOptions = { ...forwardOptions, dropoutSeed: (seed * 65537 + step + 1) >>> 0 };
-      const outcome = await runTrainStep(environment, counters, {
-        step: step + 1,
-        batchSize: schedule.batchSize,
-        inputs,
-        targets,
-        lr,
-      });
+      const stepBatch = { step: step + 1, batchSize: schedule.batchSize, inputs, targets, lr };
+      const outcomes = await runTrainStepDeferred(environment, counters, stepBatch);
+      // Steps that need the values (metrics line, validation, checkpoint, the last one) read every unread step.
+      const next = step + 1;
+      const mustRead =
+        context.readEveryStep === true ||
+        next === schedule.steps ||
+        next % logInterval === 0 ||
+        (schedule.evalInterval > 0 && next % schedule.evalInterval === 0) ||
+        (config.checkpoint.interval > 0 && next % config.checkpoint.interval === 0);
+      if (mustRead) outcomes.push(...(await readDeferredSteps(environment, counters)));
       const seconds = (performance.now() - stepStarted) / 1000;
       step++;
       tokensSeen += tokensPerStep;
@@ -220,38 +286,28 @@ async function trainLocked(
       sessionSeconds += seconds;
       pendingTokens += tokensPerStep;
       pendingSeconds += seconds;
-      if (outcome.skipped) {
-        consecutiveNonFinite++;
-        notice(
-          `step ${step}: non-finite ${Number.isFinite(outcome.loss) ? 'gradient norm' : 'loss'} (loss ${outcome.loss}, gradient norm ${outcome.gradNorm}); ` +
-            `update skipped${scaler.enabled ? `, loss scale lowered to ${scaler.scale}` : ''} (${consecutiveNonFinite} in a row, limit ${schedule.maxNonFiniteSteps})`,
-        );
-      } else {
-        consecutiveNonFinite = 0;
-        pendingLosses.push(outcome.loss);
-        const stalled = stallWatch?.record(step, outcome.loss);
-        if (stalled !== undefined) notice(stalled);
-      }
-      emit({
-        type: 'step',
-        step,
-        totalSteps: schedule.steps,
-        loss: outcome.loss,
-        lr,
-        tokensPerSecond: tokensPerStep / seconds,
-        gradNorm: outcome.gradNorm,
-        skipped: outcome.skipped,
-      });
-      if (consecutiveNonFinite >= schedule.maxNonFiniteSteps)
-        throw divergenceError(
-          config,
+      unreadLrs.set(step, lr);
+      const current = outcomes.find((outcome) => outcome.step === step);
+      const stepEvent = (outcome: StepOutcome | undefined) =>
+        emit({
+          type: 'step',
           step,
-          consecutiveNonFinite,
-          outcome,
+          totalSteps: schedule.steps,
+          loss: outcome?.loss ?? null,
           lr,
-          forwardOptions.computeDType,
-          checkpointPath,
-        );
+          tokensPerSecond: tokensPerStep / seconds,
+          gradNorm: outcome?.gradNorm ?? null,
+          skipped: outcome?.skipped ?? null,
+        });
+      if (!current) stepEvent(undefined);
+      // Earlier steps read now, then this one: notices in step order, this step's event after its notice (as when read at once).
+      for (const outcome of outcomes) {
+        const outcomeLr = unreadLrs.get(outcome.step) ?? Number.NaN;
+        unreadLrs.delete(outcome.step);
+        handleOutcome(outcome);
+        if (outcome === current) stepEvent(outcome);
+        checkDivergence(outcome, outcomeLr);
+      }
 
       const isLast = step === schedule.steps;
       const validationStep = isLast || (schedule.evalInterval > 0 && step % schedule.evalInterval === 0);
