@@ -167,6 +167,42 @@ describe.skipIf(compiler === undefined)(
   },
 );
 
+const SYNC_CHECKS = [
+  'two warpgroups alternate strictly through bar.sync / bar.arrive (ping-pong turns)',
+  'setmaxnreg dec 40 / inc 232 × 2 passes its checks beside the ping-pong turns',
+  'a producer/consumer hand-off reuses barriers 4 and 5 over three phases',
+  'bar.sync without a count waits for the whole block',
+  'a thread count that is not a multiple of 32 aborts naming the kernel and file:line',
+  'a barrier id past 15 aborts',
+  'a count larger than the block aborts: the barrier could never complete',
+  'bar.arrive without a thread count aborts',
+  'arrivals with different counts on one phase abort naming both sites',
+  'a bar.sync that can never complete aborts naming the kernel, the wait and the arrivals',
+  'a block ending with an unmatched bar.arrive aborts naming the arrive',
+  'lanes of one warp at different barrier instructions abort naming both',
+  'setmaxnreg outside 24 … 256 or not a multiple of 8 aborts',
+  'threads of a warpgroup passing different setmaxnreg counts abort',
+  'a setmaxnreg.dec that raises the count aborts',
+  'a setmaxnreg.inc the register file cannot grant aborts',
+  'a warp that skips the warpgroup-collective setmaxnreg aborts naming the kernel and file:line',
+];
+
+describe.skipIf(compiler === undefined)(
+  'gpu-sim named barriers (bar.sync / bar.arrive) and setmaxnreg self-test (needs a C++20 compiler: none found on PATH or in $CXX)',
+  () => {
+    it('orders warpgroups as the PTX ISA defines and reports misuse with the kernel and file:line', async () => {
+      const binary = await compileProgram(compiler!, 'test/sync-self-test.cpp', 'sync-self-test');
+      const { stdout } = await run(binary, [], { timeout: 60_000 });
+      for (const name of SYNC_CHECKS) expect(stdout).toContain(`ok ${name}\n`);
+      expect(stdout).not.toContain('FAIL');
+      expect(stdout).toContain('0 failures');
+      expect(stdout).toMatch(
+        /kernel 'never_completes_kernel': .*128 threads wait in bar\.sync 2, 256 at sync-self-test\.cpp:\d+/,
+      );
+    });
+  },
+);
+
 // The aarch64 switch cannot run on the x86-64 CI machines; where a cross compiler and qemu-user
 // are installed (apt: g++-aarch64-linux-gnu qemu-user), the same self-test runs under emulation.
 const crossCompiler = onPath('aarch64-linux-gnu-g++');

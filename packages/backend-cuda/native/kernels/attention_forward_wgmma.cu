@@ -9,19 +9,25 @@
 // into a ring of kStages stages (4 for D 64, 3 for D 96/128), each guarded by a `full` mbarrier
 // (one arrival + the stage's bytes as TMA transactions) and an `empty` one (one arrival per
 // consumer warpgroup when it has finished with the stage). Warpgroups 1 and 2 are consumers
-// (setmaxnreg up to 232), each owning 64 query rows: per key tile S = q·kᵀ as D/16 wgmma
+// (setmaxnreg up to 232: 40 + 2 × 232 registers × 128 threads fit the 64K register file), each
+// owning 64 query rows: per key tile S = q·kᵀ as D/16 wgmma
 // m64n128k16 (both operands K-major in shared memory), the online softmax on the accumulator
 // fragment (running max and sum in f32, O rescaled by exp2(m_old − m_new)), then O += P·V as 8
 // wgmma m64nNk16 with P as the register A operand (the S fragment rounded pairwise to the
 // storage type is exactly wgmma's A fragment, so P never touches shared memory) and V from
-// shared memory (N = 64, or 128 for D 96/128; V MN-major). Within a consumer the products overlap
-// its softmax (FlashAttention-3's intra-warpgroup pipelining): S of tile j + 1 is issued before
-// P·V of tile j, and since wgmma groups complete in order, waiting for all but the last group
-// gives the scores, whose softmax then runs while P·V does; only O's rescale and the next P
-// (its registers are read asynchronously) wait for P·V. The two consumers also overlap each
-// other, and the producer keeps up to kStages tiles in flight. Causal: key tiles past the block's last row are never loaded; tiles
-// crossing the diagonal or the sequence end, and every tile under a mask, get the per-element
-// test (attention_common.cuh to_log2_scores).
+// shared memory (N = 64, or 128 for D 96/128; V MN-major). Two overlaps hide the softmax:
+//  - within a consumer (intra-warpgroup pipelining): S of tile j + 1 is issued before P·V of
+//    tile j, and since wgmma groups complete in order, waiting for all but the last group gives
+//    the scores, whose softmax then runs while P·V does; only O's rescale and the next P (its
+//    registers are read asynchronously) wait for P·V;
+//  - between the consumers (inter-warpgroup ping-pong): they take turns issuing their products
+//    through two named barriers (bar.sync on its own turn barrier, bar.arrive on the other's once
+//    issued; consumer 0 first, key_tiles + 1 turns each), so one consumer's softmax runs while
+//    the other's wgmma occupy the tensor cores instead of both competing for them at once.
+// The producer keeps up to kStages tiles in flight; consumers wait for a tile's keys before
+// taking their turn, so a turn is held only while issuing. Causal: key tiles past the block's
+// last row are never loaded; tiles crossing the diagonal or the sequence end, and every tile
+// under a mask, get the per-element test (attention_common.cuh to_log2_scores).
 // Layout: every tensor is read through a 4D tensor map (D, T, H, B) with the layout's byte
 // strides (attention_common.cuh), so heads-major and tokens-major are one kernel; boxes are 64
 // head-dim columns × 128 rows with 128-byte swizzling, one per 64 columns of D, 1024-byte
@@ -30,13 +36,16 @@
 // never stored. Rows without any allowed key write out = 0, lse = −Inf.
 // Numerics: as attention_forward.cu — scores in log2 units (exp2f), f32 accumulation (tensor-core
 // order on the GPU, k ascending per k16 step in the simulator), P rounded to f16/bf16 once before
-// P·V, the output once at the end; lse = (m + log2 l)·ln 2.
+// P·V, the output once at the end; lse = (m + log2 l)·ln 2. The ping-pong moves only when each
+// consumer issues, never what a row computes or in which order: out and lse are bit-identical
+// to the kernel without it (attention-wgmma.test.ts checks recorded fingerprints).
 #include <atomic>
 #include <cstring>
 
 #include "attention_forward_wgmma.cuh"
 #include "attention_online_softmax.cuh"
 #include "matmul.cuh"
+#include "ptx_named_barrier.cuh"
 #include "ptx_wgmma.cuh"
 
 namespace kiln {
@@ -59,6 +68,10 @@ inline constexpr int kQueryRows = 128;
 inline constexpr int kKeys = 128;
 inline constexpr int kConsumers = 2;
 inline constexpr int kThreads = 128 * (1 + kConsumers);
+/** Named barrier of consumer c's turn is kFirstTurnBarrier + c (0 is __syncthreads'). */
+inline constexpr unsigned kFirstTurnBarrier = 1;
+/** Threads on a turn barrier: the waiting consumer's 128 and the 128 handing it the turn. */
+inline constexpr unsigned kTurnThreads = 2 * 128;
 /** Bytes of one swizzled shared row: 64 16-bit elements. */
 inline constexpr int kRowBytes = 128;
 
@@ -171,9 +184,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Per tile j: S_j = q·k_jᵀ is issued before P_{j−1}·V_{j−1}, so the softmax of S_j runs while P·V does (wgmma groups complete in order).
   float s[kKeys / 8][4];
   float correction[2] = {1.0f, 1.0f};
+  auto wait_keys = [&](int tile) {
+    ptx::mbarrier_wait(&full[tile % P::kStages], static_cast<unsigned>(tile / P::kStages) & 1u);
+  };
   auto issue_scores = [&](int tile) {
     const int stage = tile % P::kStages;
-    ptx::mbarrier_wait(&full[stage], static_cast<unsigned>(tile / P::kStages) & 1u);
     const std::uint32_t k_address =
         shared_address + static_cast<std::uint32_t>(P::kStagesOffset + stage * P::kStageBytes);
     // k16 step `step` reads columns 16·step … of box step / 4 (32 bytes per step inside the swizzle atom).
@@ -228,17 +243,46 @@ __global__ void __launch_bounds__(kThreads, 1)
     ptx::wgmma_commit();
   };
 
+  // Ping-pong: the consumers take turns issuing their wgmma — consumer c waits on turn barrier
+  // kFirstTurnBarrier + c, issues, and hands the turn over with bar.arrive on the other's — so
+  // one consumer's softmax runs while the other's products occupy the tensor cores. Consumer 0
+  // goes first (consumer 1 arrives once up front); each takes key_tiles + 1 turns (S_0, then
+  // S_{j+1} with P_j·V_j), and consumer 1 skips its last hand-over so every phase completes.
+  // key_tiles is the block's, so both consumers take the same number of turns (none when 0).
+  // (Barrier ids are immediates, one branch per consumer: ptxas then reserves only the barriers used.)
+  constexpr unsigned kTurn0 = kFirstTurnBarrier;
+  constexpr unsigned kTurn1 = kFirstTurnBarrier + 1;
+  auto take_turn = [&]() {
+    if (consumer == 0)
+      ptx::named_barrier_sync<kTurn0, kTurnThreads>();
+    else
+      ptx::named_barrier_sync<kTurn1, kTurnThreads>();
+  };
+  auto hand_over = [&](bool last) {
+    if (consumer == 0)
+      ptx::named_barrier_arrive<kTurn1, kTurnThreads>();
+    else if (!last)
+      ptx::named_barrier_arrive<kTurn0, kTurnThreads>();
+  };
+
   if (key_tiles > 0) {
+    if (consumer == 1) ptx::named_barrier_arrive<kTurn0, kTurnThreads>();
     ptx::mbarrier_wait(q_full, 0);
+    wait_keys(0);
+    take_turn();
     issue_scores(0);
+    hand_over(false);
     ptx::wgmma_wait<0>();
     softmax(0);
     rescale_and_pack();
   }
   for (int tile = 0; tile < key_tiles; tile++) {
     const bool more = tile + 1 < key_tiles;
+    if (more) wait_keys(tile + 1);
+    take_turn();
     if (more) issue_scores(tile + 1);
     issue_output(tile);
+    hand_over(!more);
     if (more) {
       ptx::wgmma_wait<1>();  // S of the next tile is done; P·V of this one may still run
       softmax(tile + 1);

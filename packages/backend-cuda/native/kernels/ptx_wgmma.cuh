@@ -128,15 +128,15 @@ inline void wgmma_m64nk16_rs(float (&d)[N / 2], const std::uint32_t (&a)[4], std
       std::is_same<T, __nv_bfloat16>::value ? gpu_sim::ptx::MmaInput::kBF16 : gpu_sim::ptx::MmaInput::kF16;
   gpu_sim::ptx::wgmma_mma_async_rs<N, kType>(d, a, desc_b, scale_d != 0, TransB != 0, site);
 }
-/** setmaxnreg.inc.sync.aligned.u32. */
+/** setmaxnreg.inc.sync.aligned.u32 (warpgroup-collective; checked in the simulator). */
 template <int Registers>
-inline void setmaxnreg_inc() {
-  gpu_sim::ptx::setmaxnreg_inc<Registers>();
+inline void setmaxnreg_inc(std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::setmaxnreg_inc<Registers>(site);
 }
-/** setmaxnreg.dec.sync.aligned.u32. */
+/** setmaxnreg.dec.sync.aligned.u32 (warpgroup-collective; checked in the simulator). */
 template <int Registers>
-inline void setmaxnreg_dec() {
-  gpu_sim::ptx::setmaxnreg_dec<Registers>();
+inline void setmaxnreg_dec(std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::setmaxnreg_dec<Registers>(site);
 }
 
 #else

@@ -250,6 +250,7 @@ class BlockRunner {
     fault_.clear();
     ready_head_ = 0;
     ready_count_ = 0;
+    block_end_checks_.clear();
     for (unsigned linear = 0; linear < count; linear++) push_ready(threads_[linear]);
 
     BlockRunner* saved_runner = tls_runner;
@@ -266,10 +267,25 @@ class BlockRunner {
       scheduler_.switch_to(thread.context);
       if (thread.state == ThreadState::kFinished || thread.state == ThreadState::kFailed) release_stack(thread);
     }
+    if (fault_.empty()) {
+      const bool deadlocked = finished_ != count;
+      if (deadlocked) fault_ = describe_deadlock();
+      // Dialect state that must be settled when the block ends (e.g. named barriers with arrivals left).
+      for (BlockEndCheck check : block_end_checks_) {
+        const std::string problem = check(deadlocked);
+        if (problem.empty()) continue;
+        if (deadlocked) {
+          fault_ += "; " + problem;
+        } else {
+          fault_ =
+              std::string("kernel '") + shape_.kernel_name + "': block " + format_dim(block_index_) + " " + problem;
+          break;
+        }
+      }
+    }
     tls_runner = saved_runner;
     tls_thread = saved_thread;
 
-    if (fault_.empty() && finished_ != count) fault_ = describe_deadlock();
     if (!fault_.empty()) {
       // Abandoned fibers keep their stacks; reclaim them all for the next block.
       for (SimThread& thread : threads_) release_stack(thread);
@@ -400,6 +416,19 @@ class BlockRunner {
     if (thread.state != ThreadState::kParked) return;
     thread.state = ThreadState::kRunnable;
     push_ready(thread);
+  }
+
+  /**
+   * A check run once the running block ends (every thread finished, or no progress possible:
+   * `deadlocked`); it returns a description of what was left unsettled, or "" when all is well.
+   * Registered again for each block (the list is cleared when a block starts).
+   */
+  using BlockEndCheck = std::string (*)(bool deadlocked);
+
+  /** Runs `check` when the running block ends (once per block, however often it is added). */
+  void add_block_end_check(BlockEndCheck check) {
+    if (std::find(block_end_checks_.begin(), block_end_checks_.end(), check) == block_end_checks_.end())
+      block_end_checks_.push_back(check);
   }
 
   /** Lanes of the calling thread's warp that exist and have not exited. */
@@ -583,6 +612,7 @@ class BlockRunner {
   std::vector<std::unique_ptr<FiberStack>> all_stacks_;
   std::vector<FiberStack*> free_stacks_;
   std::vector<unsigned char> dynamic_shared_;
+  std::vector<BlockEndCheck> block_end_checks_;
 };
 
 /**

@@ -33,8 +33,13 @@
 //    columns 16s … 16s + 15, rounded pairwise, are the A of k16 step s). The registers are read
 //    at issue, and must stay unchanged until the wait_group that covers the operation: a thread
 //    that changes them earlier aborts the launch naming the site.
-//  - wgmma_fence(), fence_proxy_async(), setmaxnreg_inc/dec<N>(): ordering and register
-//    allocation hints with no effect in the simulator (the queue above already orders).
+//  - wgmma_fence(), fence_proxy_async(): ordering with no effect in the simulator (the queue
+//    above already orders).
+//  - setmaxnreg_inc/dec<N>(): register reallocation, no effect on execution but checked: N in
+//    24 … 256 in steps of 8, warpgroup-collective like wgmma (all 128 threads at the same site with
+//    the same N), .inc never lowers and .dec never raises the warpgroup's last count, and an .inc
+//    that the block's register file (65,536) cannot grant, counting every other warpgroup at its
+//    last count (24 when not set yet), aborts — on the device it would wait forever.
 //  - wgmma_commit_group(): the warpgroup's queued operations become one group.
 //  - wgmma_wait_group(n): the oldest committed groups are performed until at most n remain.
 #pragma once
@@ -95,6 +100,8 @@ struct Warpgroup {
   std::vector<unsigned> parked;
   std::vector<Operation> open;
   std::deque<std::vector<Operation>> committed;
+  /** Registers per thread from the warpgroup's last setmaxnreg (0: the launch's allocation, not known). */
+  unsigned registers = 0;
 };
 
 struct BlockWarpgroups {
@@ -135,7 +142,7 @@ void meet(const char* name, const std::source_location& site, const void* argume
     mbarrier_detail::fail(name, site,
                           "while " + std::to_string(group.arrived) + " threads of its warpgroup wait in " + group.name +
                               " at " + format_site(group.site) +
-                              ": the 128 threads of a warpgroup must execute the same wgmma instruction");
+                              ": the 128 threads of a warpgroup must execute the same warpgroup instruction");
   }
   group.name = name;
   group.site = site;
@@ -389,15 +396,67 @@ inline void wgmma_wait_group(unsigned n, std::source_location site = std::source
 inline void wgmma_fence() {}
 /** fence.proxy.async.shared::cta: generic-proxy writes become visible to the async proxy (no effect here). */
 inline void fence_proxy_async() {}
-/** setmaxnreg.inc.sync.aligned.u32 N (register reallocation: no effect in the simulator). */
-template <int Registers>
-inline void setmaxnreg_inc() {
-  static_assert(Registers >= 24 && Registers <= 256 && Registers % 8 == 0, "setmaxnreg takes 24 … 256 in steps of 8");
+namespace wgmma_detail {
+
+/** 32-bit registers of a Hopper multiprocessor, shared by the warpgroups of a block that uses setmaxnreg. */
+inline constexpr unsigned kRegisterFile = 65536;
+/** The fewest registers setmaxnreg leaves a thread: the floor for a warpgroup whose count is not known yet. */
+inline constexpr unsigned kFewestRegisters = 24;
+
+/** setmaxnreg.{inc,dec}.sync.aligned.u32 (see the file header): checked, no effect on execution. */
+inline void setmaxnreg(bool increase, unsigned registers, const std::source_location& site) {
+  const char* name = increase ? "setmaxnreg.inc" : "setmaxnreg.dec";
+  if (registers < kFewestRegisters || registers > 256 || registers % 8 != 0) {
+    mbarrier_detail::fail(
+        name, site,
+        "requests " + std::to_string(registers) + " registers per thread: setmaxnreg takes 24 … 256 in steps of 8");
+  }
+  meet(name, site, &registers, [&](const void* const* arguments) {
+    for (unsigned t = 0; t < kWarpgroupSize; t++) {
+      const unsigned other = *static_cast<const unsigned*>(arguments[t]);
+      if (other != registers) {
+        mbarrier_detail::fail(name, site,
+                              "requests " + std::to_string(registers) + " registers while thread " + std::to_string(t) +
+                                  " of its warpgroup requests " + std::to_string(other) +
+                                  ": setmaxnreg is .aligned, every thread of the warpgroup passes the same count");
+      }
+    }
+    Warpgroup& group = warpgroup(name, site);
+    if (group.registers != 0 && (increase ? registers < group.registers : registers > group.registers)) {
+      mbarrier_detail::fail(name, site,
+                            std::string(increase ? "lowers" : "raises") + " its warpgroup's registers from " +
+                                std::to_string(group.registers) + " to " + std::to_string(registers) + ": use " +
+                                (increase ? "setmaxnreg.dec" : "setmaxnreg.inc") + " for that");
+    }
+    group.registers = registers;
+    if (!increase) return;
+    unsigned total = 0;
+    for (const Warpgroup& each : tls_block_warpgroups.groups)
+      total += (each.registers != 0 ? each.registers : kFewestRegisters) * kWarpgroupSize;
+    if (total > kRegisterFile) {
+      mbarrier_detail::fail(name, site,
+                            "raises its warpgroup to " + std::to_string(registers) +
+                                " registers per thread, so the block's warpgroups need at least " +
+                                std::to_string(total) + " of the multiprocessor's " + std::to_string(kRegisterFile) +
+                                " registers (other warpgroups counted at their last setmaxnreg, or 24): the increase "
+                                "can never be granted and the device would wait forever");
+    }
+  });
 }
-/** setmaxnreg.dec.sync.aligned.u32 N (register reallocation: no effect in the simulator). */
+
+}  // namespace wgmma_detail
+
+/** setmaxnreg.inc.sync.aligned.u32 N: checked (see the file header), no effect on execution. */
 template <int Registers>
-inline void setmaxnreg_dec() {
+inline void setmaxnreg_inc(std::source_location site = std::source_location::current()) {
   static_assert(Registers >= 24 && Registers <= 256 && Registers % 8 == 0, "setmaxnreg takes 24 … 256 in steps of 8");
+  wgmma_detail::setmaxnreg(true, Registers, site);
+}
+/** setmaxnreg.dec.sync.aligned.u32 N: checked (see the file header), no effect on execution. */
+template <int Registers>
+inline void setmaxnreg_dec(std::source_location site = std::source_location::current()) {
+  static_assert(Registers >= 24 && Registers <= 256 && Registers % 8 == 0, "setmaxnreg takes 24 … 256 in steps of 8");
+  wgmma_detail::setmaxnreg(false, Registers, site);
 }
 
 }  // namespace gpu_sim::ptx
