@@ -88,6 +88,7 @@
 // not-portable-file: kernels/matmul_wgmma_f16.cu — instantiates matmul_wgmma.cuh
 // not-portable-file: kernels/matmul_wgmma_bf16.cu — instantiates matmul_wgmma.cuh
 // not-portable-file: kernels/attention_forward_wgmma.cu — the sm_90a attention forward: includes ptx_wgmma.cuh
+// not-portable-file: kernels/ptx_named_barrier.cuh — inline PTX bar.sync/bar.arrive named barriers (the sm_90a attention forward's warp hand-offs)
 // not-portable-file: runtime/cublas.cpp — compiles, but dlopens libcublas.so with cuBLAS prototypes and enum values: a HIP build loads rocBLAS instead
 // ---------------------------------------------------------------------------------------------
 
