@@ -80,7 +80,7 @@
 // not-portable-file: kernels/matmul_wmma_f16.cu — instantiates matmul_wmma.cuh
 // not-portable-file: kernels/matmul_wmma_bf16.cu — instantiates matmul_wmma.cuh
 // not-portable-file: kernels/ptx_mma.cuh — inline PTX mma.sync, ldmatrix and cp.async (sm_80), fragment layouts of 32-lane warps
-// not-portable-file: kernels/matmul.cu — the matmul dispatcher and f32 kernel: includes ptx_mma.cuh for the opt-in TF32 path (cvt.rna.tf32, mma.sync.m16n8k8); a port first moves that path into its own file
+// not-portable-file: kernels/matmul_f32_tf32.cu — the opt-in TF32 variant of the f32 matmul: includes ptx_mma.cuh (cvt.rna.tf32, mma.sync.m16n8k8); matmul.cu's SIMT kernel ports
 // not-portable-file: kernels/matmul_mma.cu — chooses that kernel (the shim's stand-in always answers WMMA)
 // not-portable-file: kernels/matmul_mma_f16.cu — instantiates matmul_mma.cuh
 // not-portable-file: kernels/matmul_mma_bf16.cu — instantiates matmul_mma.cuh
@@ -89,6 +89,7 @@
 // not-portable-file: kernels/matmul_wgmma_bf16.cu — instantiates matmul_wgmma.cuh
 // not-portable-file: kernels/attention_forward_wgmma.cu — the sm_90a attention forward: includes ptx_wgmma.cuh
 // not-portable-file: kernels/attention_backward_wgmma.cu — the sm_90a attention backward: includes ptx_wgmma.cuh
+// not-portable-file: kernels/ptx_named_barrier.cuh — inline PTX bar.sync/bar.arrive named barriers (the sm_90a attention forward's warp hand-offs)
 // not-portable-file: runtime/cublas.cpp — compiles, but dlopens libcublas.so with cuBLAS prototypes and enum values: a HIP build loads rocBLAS instead
 // ---------------------------------------------------------------------------------------------
 

@@ -1,15 +1,17 @@
 // kiln_hip_unported.cpp — the host entry points whose @kiln/backend-cuda sources do not compile for
 // HIP (inline PTX, nvcuda::wmma, the cuBLAS loader), so that a first HIP build of the portable
-// sources links. Compile it in place of kernels/matmul.cu, kernels/attention_{forward,backward}.cu,
+// sources links. Compile it in place of kernels/matmul_f32_tf32.cu, kernels/attention_{forward,backward}.cu,
 // kernels/matmul_wmma_{f16,bf16}.cu, kernels/matmul_mma{,_f16,_bf16}.cu, kernels/matmul_wgmma_{f16,bf16}.cu,
-// kernels/attention_{forward,backward}_wgmma.cu and runtime/cublas.cpp
-// (see docs/rocm-walkthrough.md).
+// kernels/attention_{forward,backward}_wgmma.cu and runtime/cublas.cpp (see
+// docs/rocm-walkthrough.md).
 //
 // None of these is reached by a correct TypeScript layer: its capabilities answer false for
 // `attention`/`attentionBackward` and for f16/bf16 `matmul` (core then composes attention from
-// primitives and runs f16/bf16 matmuls through the f32 kernel), and the BLAS lookup below always
-// reports "not loaded". Replace them one at a time: rocBLAS for the GEMMs (runtime/rocblas.cpp
-// implementing runtime/cublas.h), rocWMMA for tensor-core matmul and attention.
+// primitives and runs f16/bf16 matmuls through the f32 SIMT kernel of kernels/matmul.cu, which
+// ports), the f32 kernel never takes its TF32 path (device_runs_mma_kernels() answers false), and
+// the BLAS lookup below always reports "not loaded". Replace them one at a time: rocBLAS for the
+// GEMMs (runtime/rocblas.cpp implementing runtime/cublas.h), rocWMMA for tensor-core matmul and
+// attention.
 #include <stdexcept>
 #include <string>
 
@@ -18,6 +20,7 @@
 #include "kernels/attention_forward.cuh"
 #include "kernels/attention_forward_wgmma.cuh"
 #include "kernels/matmul.cuh"
+#include "kernels/matmul_split_k.cuh"
 #include "runtime/cublas.h"
 #include "runtime/cuda_error.h"
 
@@ -45,17 +48,11 @@ cudaError_t launch_attention_backward(const LaunchContext&, int, const Attention
   return hipErrorNotSupported;
 }
 
-cudaError_t launch_matmul(const LaunchContext&, int, const void*, const void*, void*, const MatmulShape&, void*) {
+cudaError_t launch_matmul_f32_tf32(const LaunchContext&, const MatmulShape&, const MatmulF32Launch&) {
   return hipErrorNotSupported;
 }
 
-Index matmul_workspace_bytes(const LaunchContext&, int, const void*, const void*, const MatmulShape&) { return 0; }
-
-bool matmul_f32_uses_tf32(const LaunchContext&) { return false; }
-
-unsigned long long split_k_matmul_launches() { return 0; }
-
-unsigned long long wgmma_matmul_launches() { return 0; }
+SplitKPlan plan_mma_split_k(const LaunchContext&, const MatmulShape&) { return SplitKPlan{1, 0}; }
 
 cudaError_t launch_matmul_wmma_f16(const LaunchContext&, const void*, const void*, void*, const MatmulShape&) {
   return hipErrorNotSupported;

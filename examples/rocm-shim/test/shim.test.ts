@@ -258,6 +258,17 @@ describe('docs/rocm-walkthrough.md agrees with the sources', () => {
     expect(warpFiles.filter((file) => !doc.includes(file))).toEqual([]);
   });
 
+  it('its CMakeLists.txt leaves out exactly the left-out kernel files (and compiles every other .cu)', () => {
+    const filter = /list\(FILTER KERNELS EXCLUDE REGEX "\/\(([\w|]+)\)\\\\\.cu\$"\)/.exec(doc);
+    expect(filter, 'the walkthrough has a `list(FILTER KERNELS EXCLUDE REGEX "/(a|b)\\\\.cu$")` line').not.toBeNull();
+    const excluded = filter![1].split('|').sort();
+    const leftOut = [...NOT_PORTABLE_FILES]
+      .filter((file) => file.startsWith('kernels/') && file.endsWith('.cu'))
+      .map((file) => posix.basename(file, '.cu'))
+      .sort();
+    expect(excluded).toEqual(leftOut);
+  });
+
   it('names the hook and the shim', () => {
     expect(doc).toContain('KILN_VENDOR_HEADER');
     expect(doc).toContain('kiln_hip_compat.h');

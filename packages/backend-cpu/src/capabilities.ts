@@ -1,19 +1,9 @@
 /** What the CPU backend runs natively: every kernel in f32, f16 and bf16; i32 where the semantics allow it. */
 import os from 'node:os';
-import type { Capabilities, DeviceInfo, DType, KernelName } from '@kiln/core';
+import { I32_KERNELS, type Capabilities, type DeviceInfo, type DType, type KernelName } from '@kiln/core';
 
 /** Kernels defined on i32 data (docs/kernel-semantics.md, "i32"). */
-const I32_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>([
-  'unary',
-  'binary',
-  'where',
-  'reduce',
-  'copy',
-  'gather',
-  'scatterAdd',
-  'cast',
-  'fill',
-]);
+const I32_KERNEL_SET: ReadonlySet<KernelName> = new Set<KernelName>(I32_KERNELS);
 
 /** The host CPU as a kiln device. */
 export function cpuDeviceInfo(): DeviceInfo {
@@ -34,7 +24,7 @@ export function cpuCapabilities(device: DeviceInfo, implementation?: string): Ca
     implementation,
     device,
     supports(kernel: KernelName, dtype: DType): boolean {
-      return dtype === 'i32' ? I32_KERNELS.has(kernel) : dtype === 'f32' || dtype === 'f16' || dtype === 'bf16';
+      return dtype === 'i32' ? I32_KERNEL_SET.has(kernel) : dtype === 'f32' || dtype === 'f16' || dtype === 'bf16';
     },
     flashAttention: true,
     // Fixed loop orders everywhere; row partitions depend on the worker count only.

@@ -10,25 +10,44 @@
 // Environment: KILN_CUDA_BUILD=cuda,sim (which flavors; default both), KILN_CUDA_ARCHITECTURES
 // (default 80-real;86-real;89-real;90), KILN_BUILD_JOBS (parallel compile jobs), CUDACXX,
 // CUDA_HOME, CUDA_PATH, CXX. `--out <dir>` builds into another directory than build/ (tests).
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { findCxx, findNvcc, onPath } from './find-toolchain.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const require = createRequire(import.meta.url);
-const log = (line) => console.log(`[@kiln/backend-cuda] ${line}`);
-const outFlag = process.argv.indexOf('--out');
-const buildRoot = outFlag > 0 ? process.argv[outFlag + 1] : join(root, 'build');
+// The shared build steps: the workspace's @kiln/native-host, else the copy staged into this package when it was packed.
+const shared = ['../../native-host/scripts/addon-build.mjs', '../native-host/scripts/addon-build.mjs']
+  .map((path) => new URL(path, import.meta.url))
+  .find((url) => existsSync(url));
+if (!shared)
+  throw new Error(`native-host/scripts/addon-build.mjs is missing from ${root}: reinstall @kiln/backend-cuda`);
+const { findCxx, isFile, onPath, simulatorSkipReason, startAddonBuild } = await import(shared.href);
 
-function resolveOptional(specifier) {
-  try {
-    return require.resolve(specifier);
-  } catch {
-    return undefined;
+/**
+ * nvcc: $CUDACXX, then $CUDA_HOME/bin/nvcc, $CUDA_PATH/bin/nvcc, then PATH.
+ * Returns { path, from } or { path: undefined, checked, note } (note: a toolkit seen off PATH).
+ */
+function findNvcc(environment = process.env) {
+  const checked = [];
+  if (environment.CUDACXX) {
+    checked.push(`CUDACXX=${environment.CUDACXX}`);
+    if (isFile(environment.CUDACXX)) return { path: environment.CUDACXX, from: 'CUDACXX' };
   }
+  for (const variable of ['CUDA_HOME', 'CUDA_PATH']) {
+    const home = environment[variable];
+    if (!home) continue;
+    const candidate = join(home, 'bin', 'nvcc');
+    checked.push(`${variable}=${home}`);
+    if (isFile(candidate)) return { path: candidate, from: variable };
+  }
+  checked.push('PATH');
+  const found = onPath('nvcc', environment.PATH ?? '');
+  if (found) return { path: found, from: 'PATH' };
+  const standard = '/usr/local/cuda/bin/nvcc';
+  const note = existsSync(standard)
+    ? ` (${standard} exists but is not on PATH: set CUDA_HOME=/usr/local/cuda to use it)`
+    : '';
+  return { path: undefined, checked, note };
 }
 
 async function gpuSimInclude() {
@@ -40,103 +59,53 @@ async function gpuSimInclude() {
   }
 }
 
-function runCmakeJs(cmakeJs, flavor, definitions) {
-  const args = [cmakeJs, 'build', '--directory', root, '--out', join(buildRoot, flavor), '--log-level', 'warn'];
-  for (const [name, value] of Object.entries(definitions)) args.push(`--CD${name}=${value}`);
-  if (process.env.KILN_BUILD_JOBS) args.push('--parallel', process.env.KILN_BUILD_JOBS);
-  const started = process.hrtime.bigint();
-  const result = spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit', env: process.env });
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  return { ok: result.status === 0, seconds };
-}
+const build = startAddonBuild({
+  root,
+  packageName: '@kiln/backend-cuda',
+  command: 'kiln-build-cuda',
+  flavorsVariable: 'KILN_CUDA_BUILD',
+  defaultFlavors: 'cuda,sim',
+});
+const { cmake, log, report } = build;
 
-const wanted = new Set(
-  (process.env.KILN_CUDA_BUILD ?? 'cuda,sim')
-    .split(',')
-    .map((name) => name.trim())
-    .filter(Boolean),
-);
-const report = {};
-let failed = false;
-
-const cmakeJs = resolveOptional('cmake-js/bin/cmake-js');
-const addonApi = resolveOptional('node-addon-api');
-if (!cmakeJs || !addonApi) {
-  log('cmake-js and node-addon-api are needed to build the addon and are not installed.');
-  log(
-    'Install them next to this package, then rerun: npm install --no-save cmake-js@8.0.0 node-addon-api@8.9.2 && npx kiln-build-cuda',
-  );
-  process.exit(1);
-}
-const cmake = onPath('cmake');
-
-if (wanted.has('cuda')) {
+if (build.wanted.has('cuda')) {
   const nvcc = findNvcc();
-  if (!cmake) {
-    report.cuda = { status: 'skipped', reason: 'cmake was not found on PATH' };
-  } else if (!nvcc.path) {
-    report.cuda = {
-      status: 'skipped',
-      reason: `nvcc was not found (checked ${nvcc.checked.join(', ')})${nvcc.note}`,
-    };
-  } else {
+  if (!cmake) build.skip('cuda', 'kiln_cuda.node', 'CUDA addon', 'cmake was not found on PATH');
+  else if (!nvcc.path)
+    build.skip(
+      'cuda',
+      'kiln_cuda.node',
+      'CUDA addon',
+      `nvcc was not found (checked ${nvcc.checked.join(', ')})${nvcc.note}`,
+    );
+  else {
     const architectures = process.env.KILN_CUDA_ARCHITECTURES ?? '80-real;86-real;89-real;90';
     log(`building the CUDA addon with ${nvcc.path} for ${architectures} …`);
-    const result = runCmakeJs(cmakeJs, 'cuda', {
-      CMAKE_CUDA_COMPILER: nvcc.path,
-      KILN_CUDA_ARCHITECTURES: architectures,
-    });
+    const result = build.build('cuda', { CMAKE_CUDA_COMPILER: nvcc.path, KILN_CUDA_ARCHITECTURES: architectures });
     report.cuda = result.ok
       ? { status: 'built', nvcc: nvcc.path, architectures, seconds: Math.round(result.seconds) }
       : { status: 'failed', reason: 'the CUDA build failed (see the compiler output above)', nvcc: nvcc.path };
-    failed ||= !result.ok;
     log(result.ok ? `CUDA addon built in ${result.seconds.toFixed(1)} s` : 'CUDA addon build FAILED');
   }
   if (report.cuda.status === 'skipped') {
-    // A binary left from an earlier build would no longer match these sources.
-    rmSync(join(buildRoot, 'cuda', 'Release', 'kiln_cuda.node'), { force: true });
-    log(`skipping the CUDA addon: ${report.cuda.reason}.`);
     log(
       'The package still installs and loads; the cuda backend reports "not built". Install the CUDA 13 toolkit and run `npx kiln-build-cuda`.',
     );
   }
 }
 
-if (wanted.has('sim')) {
+if (build.wanted.has('sim')) {
   const include = await gpuSimInclude();
-  const cxx = findCxx();
-  if (!include)
-    report.sim = {
-      status: 'skipped',
-      reason: '@kiln/gpu-sim is not installed (the simulator is built in the kiln workspace only)',
-    };
-  // gpu-sim's fibers switch contexts in assembly for ELF x86-64/aarch64 and macOS aarch64 only.
-  else if (process.platform === 'win32')
-    report.sim = { status: 'skipped', reason: "@kiln/gpu-sim's fiber context switch does not support Windows yet" };
-  else if (!cmake) report.sim = { status: 'skipped', reason: 'cmake was not found on PATH' };
-  else if (!cxx) report.sim = { status: 'skipped', reason: 'no C++ compiler was found ($CXX, c++, g++, clang++)' };
+  const skipped = simulatorSkipReason(include !== undefined, cmake, findCxx());
+  if (skipped) build.skip('sim', 'kiln_cuda_sim.node', 'simulator addon', skipped);
   else {
     log('building the simulator addon (CUDA kernels compiled as C++, run by @kiln/gpu-sim) …');
-    const result = runCmakeJs(cmakeJs, 'sim', { KILN_CUDA_SIMULATOR: 'ON', KILN_GPU_SIM_INCLUDE: include });
+    const result = build.build('sim', { KILN_CUDA_SIMULATOR: 'ON', KILN_GPU_SIM_INCLUDE: include });
     report.sim = result.ok
       ? { status: 'built', seconds: Math.round(result.seconds) }
       : { status: 'failed', reason: 'the simulator build failed (see above)' };
-    failed ||= !result.ok;
     log(result.ok ? `simulator addon built in ${result.seconds.toFixed(1)} s` : 'simulator addon build FAILED');
-  }
-  if (report.sim.status === 'skipped') {
-    rmSync(join(buildRoot, 'sim', 'Release', 'kiln_cuda_sim.node'), { force: true });
-    log(`skipping the simulator addon: ${report.sim.reason}.`);
   }
 }
 
-const reportPath = join(buildRoot, 'native-build.json');
-mkdirSync(buildRoot, { recursive: true });
-let previous = {};
-try {
-  previous = JSON.parse(readFileSync(reportPath, 'utf8'));
-} catch {
-  previous = {};
-}
-writeFileSync(reportPath, `${JSON.stringify({ ...previous, ...report }, null, 2)}\n`);
-process.exit(failed ? 1 : 0);
+build.finish();

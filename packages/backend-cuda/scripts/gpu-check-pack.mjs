@@ -3,7 +3,7 @@
 // network: build/gpu-check/ with
 //   node.xz                         this node binary, `xz -6` (about 24 MB)
 //   node_modules/@kiln/{core,testing,backend-cuda,backend-cpu,trainer,cli}   package.json + dist (+ bin, the
-//                                   addon sources, CMakeLists.txt and the built kiln_cuda.node)
+//                                   addon sources, the staged native-host/, CMakeLists.txt and the built kiln_cuda.node)
 //   node_modules/<dependency>       every runtime dependency of those, copied (no symlinks)
 //   headers/{node-api-headers,node-addon-api}   to rebuild the addon there with nvcc + cmake
 //   scripts/gpu-check.{sh,mjs}, scripts/gpu-check/, scripts/gpu-check-attention.mjs, scripts/attention-vs-torch.py, scripts/gpu-check-attention-precision.mjs,
@@ -41,13 +41,7 @@ const KILN_PACKAGES = {
   'backend-cpu': [],
   trainer: [],
   cli: ['bin'],
-  'backend-cuda': [
-    'native',
-    'CMakeLists.txt',
-    'scripts/build-native.mjs',
-    'scripts/find-toolchain.mjs',
-    'build/cuda/Release/kiln_cuda.node',
-  ],
+  'backend-cuda': ['native', 'CMakeLists.txt', 'scripts/build-native.mjs', 'build/cuda/Release/kiln_cuda.node'],
 };
 
 /** The directory of package `name` as Node would find it from `from` (realpath; undefined when absent). */
@@ -90,6 +84,11 @@ for (const [name, extras] of Object.entries(KILN_PACKAGES)) {
     else if (part.endsWith('.node'))
       log(`note: packages/${name}/${part} is not built (no nvcc here?): the GPU machine must build it`);
   }
+  // The shared native host (its sources and the build steps kiln-build-cuda imports), as packing stages it.
+  if (name === 'backend-cuda')
+    spawnSync(process.execPath, [join(packagesRoot, 'native-host', 'scripts', 'stage-native-host.mjs'), target], {
+      stdio: 'inherit',
+    });
   copied.set(`@kiln/${name}`, source);
   const manifest = JSON.parse(readFileSync(join(source, 'package.json'), 'utf8'));
   for (const dependency of Object.keys({ ...manifest.dependencies, ...manifest.optionalDependencies }))

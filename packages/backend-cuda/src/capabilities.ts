@@ -1,46 +1,7 @@
-/** What the CUDA backend runs natively: every primitive, `random`, the fused kernels below, flash attention (forward and backward, heads- or tokens-major), and which matmul path is live. */
+/** What the CUDA backend runs natively: every kernel of the shared native host (every primitive, `random`, the fused kernels, flash attention forward and backward, heads- or tokens-major), and which matmul path is live. */
 import type { Capabilities, DeviceInfo, DType, KernelName } from '@kiln/core';
+import { NATIVE_FLOAT_KERNELS, NATIVE_I32_KERNELS } from '@kiln/core/native-backend';
 import type { CudaMatmulPath } from './matmul-path.js';
-
-/** Primitives defined on i32 (docs/kernel-semantics.md, "i32"). */
-const I32_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>([
-  'unary',
-  'binary',
-  'where',
-  'reduce',
-  'copy',
-  'gather',
-  'scatterAdd',
-  'cast',
-  'fill',
-]);
-/** Fused kernels with a native implementation in f32, f16 and bf16 (issue 6). */
-const FUSED_FLOAT_KERNELS: readonly KernelName[] = [
-  'softmax',
-  'logSoftmax',
-  'softmaxBackward',
-  'rmsNorm',
-  'rmsNormBackward',
-  'layerNorm',
-  'rope',
-  'swiglu',
-  'swigluBackward',
-  'crossEntropy',
-  'crossEntropyBackward',
-  'adamw',
-  'sumOfSquaresMulti',
-  'adamwMulti',
-];
-/** Flash attention (kernels/attention_*.cu); head dims above 128 run core's composition on the backend. */
-const ATTENTION_KERNELS: readonly KernelName[] = ['attention', 'attentionBackward'];
-/** Kernels with a native implementation in every float dtype. */
-const FLOAT_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>([
-  ...I32_KERNELS,
-  'matmul',
-  'random',
-  ...FUSED_FLOAT_KERNELS,
-  ...ATTENTION_KERNELS,
-]);
 
 /** The CUDA backend's capabilities: core's, plus the live matmul path. */
 export interface CudaCapabilities extends Capabilities {
@@ -57,7 +18,7 @@ export function cudaCapabilities(
   return {
     device,
     supports(kernel: KernelName, dtype: DType): boolean {
-      return dtype === 'i32' ? I32_KERNELS.has(kernel) : FLOAT_KERNELS.has(kernel);
+      return dtype === 'i32' ? NATIVE_I32_KERNELS.has(kernel) : NATIVE_FLOAT_KERNELS.has(kernel);
     },
     flashAttention: true,
     // kernels/attention_*.cu take either layout through strides (tokens-major saves the trainer's head permutes).

@@ -5,7 +5,7 @@ import type { StridedView, TensorRef } from '@kiln/core';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { MetalBackend } from '../src/metal-backend.js';
 import type { NativeDispatch } from '../src/native/addon-types.js';
-import { UNARY_CODE } from '../src/native/codes.js';
+import { UNARY_CODE } from '@kiln/core/native-backend';
 import { configureSimulator, createSimulatedMetalBackend } from '../src/simulator.js';
 import { simulatorSkipReason } from './simulator-status.js';
 

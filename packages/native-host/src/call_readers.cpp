@@ -1,6 +1,7 @@
 #include "kiln/call_readers.h"
 
 #include <cmath>
+#include <string>
 #include <utility>
 
 #include "kiln/arguments.h"
@@ -18,11 +19,57 @@ bool binary_allows_i32(int op) { return op != KILN_BINARY_DIV && op != KILN_BINA
   throw NativeError(ErrorKind::kShape, backend_message(message), hint);
 }
 
-/** The rows and cols (or classes) extents of a fused row kernel, at arguments `at` and `at + 1`. */
-std::pair<Index, Index> read_rows(const Napi::CallbackInfo& info, std::size_t at, const char* kernel,
-                                  const char* second = "cols") {
-  return {read_extent(info[at], kernel, "rows"), read_extent(info[at + 1], kernel, second)};
-}
+/**
+ * The arguments of a fused row kernel over [rows, cols] ([rows, classes] for cross-entropy): the
+ * two extents at `extents_at` and `extents_at + 1`, then each tensor read dense at its index with the
+ * element count its role needs. The first matrix read sets the float dtype the others share.
+ */
+class RowArguments {
+ public:
+  RowArguments(BufferTable& buffers, const Napi::CallbackInfo& info, const char* kernel, std::size_t extents_at,
+               const char* columns = "cols")
+      : buffers_(buffers),
+        info_(info),
+        kernel_(kernel),
+        rows_(read_extent(info[extents_at], kernel, "rows")),
+        cols_(read_extent(info[extents_at + 1], kernel, columns)),
+        count_(checked_rows(rows_, cols_, kernel)),
+        columns_(columns),
+        matrix_why_(std::string("rows · ") + columns) {}
+
+  /** The rows extent. */
+  Index rows() const { return rows_; }
+  /** The cols (or classes) extent. */
+  Index cols() const { return cols_; }
+
+  /** A [rows, cols] tensor of the matrices' float dtype. */
+  TensorView matrix(std::size_t at, const char* role) {
+    TensorView view = read_dense(buffers_, info_[at], kernel_, role, dtype_, count_, matrix_why_.c_str());
+    dtype_ = view.dtype;
+    return view;
+  }
+  /** A [cols] tensor of `dtype` (default: the matrices' dtype). */
+  TensorView per_column(std::size_t at, const char* role, int dtype = kMatrixDtype) {
+    return read_dense(buffers_, info_[at], kernel_, role, dtype == kMatrixDtype ? dtype_ : dtype, cols_, columns_);
+  }
+  /** A [rows] tensor of `dtype`. */
+  TensorView per_row(std::size_t at, const char* role, int dtype) {
+    return read_dense(buffers_, info_[at], kernel_, role, dtype, rows_, "rows");
+  }
+
+ private:
+  static constexpr int kMatrixDtype = -2;
+  BufferTable& buffers_;
+  const Napi::CallbackInfo& info_;
+  const char* kernel_;
+  Index rows_;
+  Index cols_;
+  Index count_;
+  const char* columns_;
+  std::string matrix_why_;
+  /** The matrices' dtype once the first is read (-1: any float dtype). */
+  int dtype_ = -1;
+};
 
 /** A dense float tensor and its dtype for the tensors after it. */
 TensorView read_float(BufferTable& buffers, const Napi::Value& value, const char* kernel, const char* role) {
@@ -51,6 +98,31 @@ bool read_tokens_major(const char* kernel, const Napi::Value& params) {
 std::vector<Index> logical_sizes(const TensorView& view, bool tokens_major) {
   const std::vector<Index>& shape = view.shape;
   return tokens_major ? std::vector<Index>{shape[0], shape[2], shape[1], shape[3]} : shape;
+}
+
+/**
+ * gather/scatterAdd arguments (values, i32 indices, out of values' dtype, outer, rows, inner). The
+ * table indexed along `rows` (gather: values, scatterAdd: out) must hold outer · rows · inner
+ * elements, the other tensor outer · indices · inner.
+ */
+IndexCall read_index_call(BufferTable& buffers, const Napi::CallbackInfo& info, const char* kernel,
+                          const char* values_role, bool out_is_table) {
+  IndexCall call;
+  call.values = read_tensor(buffers, info[0], kernel, values_role, false);
+  call.indices = read_tensor(buffers, info[1], kernel, "indices", false);
+  call.out = read_tensor(buffers, info[2], kernel, "out", false);
+  call.outer = read_extent(info[3], kernel, "outer");
+  call.rows = read_extent(info[4], kernel, "rows");
+  call.inner = read_extent(info[5], kernel, "inner");
+  expect_dtype(call.indices, KILN_DTYPE_I32, kernel, "indices");
+  expect_dtype(call.out, call.values.dtype, kernel, "out");
+  const TensorView& table = out_is_table ? call.out : call.values;
+  const TensorView& picked = out_is_table ? call.values : call.out;
+  expect_count(table, checked_product(call.outer, call.rows, call.inner, kernel), kernel,
+               out_is_table ? "out" : values_role, "outer · rows · inner");
+  expect_count(picked, checked_product(call.outer, call.indices.count, call.inner, kernel), kernel,
+               out_is_table ? values_role : "out", "outer · indices · inner");
+  return call;
 }
 
 /** q, k, v, the mask and params of an attention call (tensors read at 0–3, params at `params_at`). */
@@ -226,37 +298,11 @@ CopyCall read_copy(BufferTable& buffers, const Napi::CallbackInfo& info) {
 }
 
 IndexCall read_gather(BufferTable& buffers, const Napi::CallbackInfo& info) {
-  IndexCall call;
-  call.values = read_tensor(buffers, info[0], "gather", "x", false);
-  call.indices = read_tensor(buffers, info[1], "gather", "indices", false);
-  call.out = read_tensor(buffers, info[2], "gather", "out", false);
-  call.outer = read_extent(info[3], "gather", "outer");
-  call.rows = read_extent(info[4], "gather", "rows");
-  call.inner = read_extent(info[5], "gather", "inner");
-  expect_dtype(call.indices, KILN_DTYPE_I32, "gather", "indices");
-  expect_dtype(call.out, call.values.dtype, "gather", "out");
-  expect_count(call.values, checked_product(call.outer, call.rows, call.inner, "gather"), "gather", "x",
-               "outer · rows · inner");
-  expect_count(call.out, checked_product(call.outer, call.indices.count, call.inner, "gather"), "gather", "out",
-               "outer · indices · inner");
-  return call;
+  return read_index_call(buffers, info, "gather", "x", false);
 }
 
 IndexCall read_scatter_add(BufferTable& buffers, const Napi::CallbackInfo& info) {
-  IndexCall call;
-  call.values = read_tensor(buffers, info[0], "scatterAdd", "source", false);
-  call.indices = read_tensor(buffers, info[1], "scatterAdd", "indices", false);
-  call.out = read_tensor(buffers, info[2], "scatterAdd", "out", false);
-  call.outer = read_extent(info[3], "scatterAdd", "outer");
-  call.rows = read_extent(info[4], "scatterAdd", "rows");
-  call.inner = read_extent(info[5], "scatterAdd", "inner");
-  expect_dtype(call.indices, KILN_DTYPE_I32, "scatterAdd", "indices");
-  expect_dtype(call.out, call.values.dtype, "scatterAdd", "out");
-  expect_count(call.out, checked_product(call.outer, call.rows, call.inner, "scatterAdd"), "scatterAdd", "out",
-               "outer · rows · inner");
-  expect_count(call.values, checked_product(call.outer, call.indices.count, call.inner, "scatterAdd"), "scatterAdd",
-               "source", "outer · indices · inner");
-  return call;
+  return read_index_call(buffers, info, "scatterAdd", "source", true);
 }
 
 CastCall read_cast(BufferTable& buffers, const Napi::CallbackInfo& info) {
@@ -287,64 +333,64 @@ RandomCall read_random(BufferTable& buffers, const Napi::CallbackInfo& info) {
 }
 
 SoftmaxCall read_softmax(BufferTable& buffers, const Napi::CallbackInfo& info, bool log) {
-  const char* name = log ? "logSoftmax" : "softmax";
+  RowArguments row(buffers, info, log ? "logSoftmax" : "softmax", 2);
   SoftmaxCall call;
   call.log = log;
-  std::tie(call.rows, call.cols) = read_rows(info, 2, name);
-  const Index count = checked_rows(call.rows, call.cols, name);
-  call.x = read_dense(buffers, info[0], name, "x", -1, count, "rows · cols");
-  call.out = read_dense(buffers, info[1], name, "out", call.x.dtype, count, "rows · cols");
+  call.rows = row.rows();
+  call.cols = row.cols();
+  call.x = row.matrix(0, "x");
+  call.out = row.matrix(1, "out");
   return call;
 }
 
 SoftmaxBackwardCall read_softmax_backward(BufferTable& buffers, const Napi::CallbackInfo& info) {
-  const char* name = "softmaxBackward";
+  RowArguments row(buffers, info, "softmaxBackward", 3);
   SoftmaxBackwardCall call;
-  std::tie(call.rows, call.cols) = read_rows(info, 3, name);
-  const Index count = checked_rows(call.rows, call.cols, name);
-  call.y = read_dense(buffers, info[0], name, "y", -1, count, "rows · cols");
-  call.dy = read_dense(buffers, info[1], name, "dy", call.y.dtype, count, "rows · cols");
-  call.dx = read_dense(buffers, info[2], name, "dx", call.y.dtype, count, "rows · cols");
+  call.rows = row.rows();
+  call.cols = row.cols();
+  call.y = row.matrix(0, "y");
+  call.dy = row.matrix(1, "dy");
+  call.dx = row.matrix(2, "dx");
   return call;
 }
 
 RmsNormCall read_rms_norm(BufferTable& buffers, const Napi::CallbackInfo& info) {
-  const char* name = "rmsNorm";
+  RowArguments row(buffers, info, "rmsNorm", 4);
   RmsNormCall call;
-  std::tie(call.rows, call.cols) = read_rows(info, 4, name);
+  call.rows = row.rows();
+  call.cols = row.cols();
   call.eps = static_cast<float>(read_finite(info[6], "rmsNorm: eps"));
-  const Index count = checked_rows(call.rows, call.cols, name);
-  call.x = read_dense(buffers, info[0], name, "x", -1, count, "rows · cols");
-  call.weight = read_dense(buffers, info[1], name, "weight", call.x.dtype, call.cols, "cols");
-  call.out = read_dense(buffers, info[2], name, "out", call.x.dtype, count, "rows · cols");
-  call.rstd = read_dense(buffers, info[3], name, "rstd", KILN_DTYPE_F32, call.rows, "rows");
+  call.x = row.matrix(0, "x");
+  call.weight = row.per_column(1, "weight");
+  call.out = row.matrix(2, "out");
+  call.rstd = row.per_row(3, "rstd", KILN_DTYPE_F32);
   return call;
 }
 
 RmsNormBackwardCall read_rms_norm_backward(BufferTable& buffers, const Napi::CallbackInfo& info) {
-  const char* name = "rmsNormBackward";
+  RowArguments row(buffers, info, "rmsNormBackward", 6);
   RmsNormBackwardCall call;
-  std::tie(call.rows, call.cols) = read_rows(info, 6, name);
-  const Index count = checked_rows(call.rows, call.cols, name);
-  call.x = read_dense(buffers, info[0], name, "x", -1, count, "rows · cols");
-  call.weight = read_dense(buffers, info[1], name, "weight", call.x.dtype, call.cols, "cols");
-  call.rstd = read_dense(buffers, info[2], name, "rstd", KILN_DTYPE_F32, call.rows, "rows");
-  call.dy = read_dense(buffers, info[3], name, "dy", call.x.dtype, count, "rows · cols");
-  call.dx = read_dense(buffers, info[4], name, "dx", call.x.dtype, count, "rows · cols");
-  call.d_weight = read_dense(buffers, info[5], name, "dWeight", KILN_DTYPE_F32, call.cols, "cols");
+  call.rows = row.rows();
+  call.cols = row.cols();
+  call.x = row.matrix(0, "x");
+  call.weight = row.per_column(1, "weight");
+  call.rstd = row.per_row(2, "rstd", KILN_DTYPE_F32);
+  call.dy = row.matrix(3, "dy");
+  call.dx = row.matrix(4, "dx");
+  call.d_weight = row.per_column(5, "dWeight", KILN_DTYPE_F32);
   return call;
 }
 
 LayerNormCall read_layer_norm(BufferTable& buffers, const Napi::CallbackInfo& info) {
-  const char* name = "layerNorm";
+  RowArguments row(buffers, info, "layerNorm", 4);
   LayerNormCall call;
-  std::tie(call.rows, call.cols) = read_rows(info, 4, name);
+  call.rows = row.rows();
+  call.cols = row.cols();
   call.eps = static_cast<float>(read_finite(info[6], "layerNorm: eps"));
-  const Index count = checked_rows(call.rows, call.cols, name);
-  call.x = read_dense(buffers, info[0], name, "x", -1, count, "rows · cols");
-  call.weight = read_dense(buffers, info[1], name, "weight", call.x.dtype, call.cols, "cols");
-  call.bias = read_dense(buffers, info[2], name, "bias", call.x.dtype, call.cols, "cols");
-  call.out = read_dense(buffers, info[3], name, "out", call.x.dtype, count, "rows · cols");
+  call.x = row.matrix(0, "x");
+  call.weight = row.per_column(1, "weight");
+  call.bias = row.per_column(2, "bias");
+  call.out = row.matrix(3, "out");
   return call;
 }
 
@@ -396,29 +442,29 @@ SwigluBackwardCall read_swiglu_backward(BufferTable& buffers, const Napi::Callba
 }
 
 CrossEntropyCall read_cross_entropy(BufferTable& buffers, const Napi::CallbackInfo& info) {
-  const char* name = "crossEntropy";
+  RowArguments row(buffers, info, "crossEntropy", 3, "classes");
   CrossEntropyCall call;
-  std::tie(call.rows, call.classes) = read_rows(info, 3, name, "classes");
+  call.rows = row.rows();
+  call.classes = row.cols();
   call.ignore_index =
       static_cast<std::int32_t>(read_integer(info[5], "crossEntropy: ignoreIndex", -2147483648.0, 2147483647.0));
-  call.logits =
-      read_dense(buffers, info[0], name, "logits", -1, checked_rows(call.rows, call.classes, name), "rows · classes");
-  call.targets = read_dense(buffers, info[1], name, "targets", KILN_DTYPE_I32, call.rows, "rows");
-  call.loss = read_dense(buffers, info[2], name, "loss", KILN_DTYPE_F32, call.rows, "rows");
+  call.logits = row.matrix(0, "logits");
+  call.targets = row.per_row(1, "targets", KILN_DTYPE_I32);
+  call.loss = row.per_row(2, "loss", KILN_DTYPE_F32);
   return call;
 }
 
 CrossEntropyBackwardCall read_cross_entropy_backward(BufferTable& buffers, const Napi::CallbackInfo& info) {
-  const char* name = "crossEntropyBackward";
+  RowArguments row(buffers, info, "crossEntropyBackward", 3, "classes");
   CrossEntropyBackwardCall call;
-  std::tie(call.rows, call.classes) = read_rows(info, 3, name, "classes");
+  call.rows = row.rows();
+  call.classes = row.cols();
   call.ignore_index = static_cast<std::int32_t>(
       read_integer(info[5], "crossEntropyBackward: ignoreIndex", -2147483648.0, 2147483647.0));
   call.scale = static_cast<float>(read_finite(info[6], "crossEntropyBackward: scale"));
-  const Index count = checked_rows(call.rows, call.classes, name);
-  call.logits = read_dense(buffers, info[0], name, "logits", -1, count, "rows · classes");
-  call.targets = read_dense(buffers, info[1], name, "targets", KILN_DTYPE_I32, call.rows, "rows");
-  call.d_logits = read_dense(buffers, info[2], name, "dLogits", call.logits.dtype, count, "rows · classes");
+  call.logits = row.matrix(0, "logits");
+  call.targets = row.per_row(1, "targets", KILN_DTYPE_I32);
+  call.d_logits = row.matrix(2, "dLogits");
   return call;
 }
 

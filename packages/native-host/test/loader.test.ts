@@ -1,54 +1,107 @@
 // Loader order, the same for both GPU backends (core's loadNativeAddon behind each load-addon.ts):
 // the prebuilt platform package first (refused unless it has the backend's version), then the
 // local build, else one BackendUnavailableError that lists every attempt with its real error and
-// the possible solutions, and quotes the build report. Platform rules stay in each backend's tests.
-import { BackendUnavailableError, KilnError } from '@kiln/core';
+// the possible solutions, and quotes the build report; each backend's platform rule (which platforms
+// have a prebuilt binary, how the error names them) and probe() turning a loading failure into an
+// unavailable result. What only one backend says stays in its own tests.
+import { BackendUnavailableError, KilnError, type ProbeResult } from '@kiln/core';
 import { describe, expect, it } from 'vitest';
-import { loadCudaAddon, localBuildPath as cudaBuild } from '../../backend-cuda/src/native/load-addon.js';
-import { loadMetalAddon, localBuildPath as metalBuild } from '../../backend-metal/src/native/load-addon.js';
+import {
+  localBuildPath as cudaBuild,
+  platformPackageName as cudaPackageName,
+  loadCudaAddon,
+} from '../../backend-cuda/src/native/load-addon.js';
+import { probeCuda } from '../../backend-cuda/src/probe.js';
+import {
+  localBuildPath as metalBuild,
+  platformPackageName as metalPackageName,
+  loadMetalAddon,
+} from '../../backend-metal/src/native/load-addon.js';
+import { probeMetal } from '../../backend-metal/src/probe.js';
 import { fakeRequire, notFound, packageRoot } from './support/loader.js';
+
+/** Where a loader runs: process.platform, process.arch and (Linux) the C library. */
+interface Platform {
+  platform: string;
+  arch: string;
+  libc?: 'glibc' | 'musl';
+}
 
 interface LoaderCase {
   name: string;
-  /** Loads with this platform, package root and module system. */
+  /** The platform its prebuilt binary is for. */
+  home: Platform;
+  /** Loads with this package root and module system, on `platform` (default: home). */
   load(
     root: string,
     modules: Record<string, unknown | Error>,
+    platform?: Platform,
   ): ReturnType<typeof loadCudaAddon> | ReturnType<typeof loadMetalAddon>;
   localBuildPath(root: string): string;
   /** The prebuilt package of the platform the case runs as. */
   prebuilt: string;
+  /** How the loader's error names that platform. */
+  platformLabel: string;
+  /** The backend's platform package rule. */
+  platformPackageName(platform: Platform): string | undefined;
+  /** Platforms no prebuilt binary is published for (the first is named in the loader's error). */
+  withoutPrebuilt: Platform[];
+  /** The backend's probe() over `load`, on its platform. */
+  probe(load: () => unknown): ProbeResult;
+  /** probe()'s reason when the addon does not load. */
+  notLoadable: string;
 }
 
 const fakeAddon = (label: string) => ({ label, probe: () => ({ status: 'no-device', message: '', devices: [] }) });
+const CUDA_HOME: Platform = { platform: 'linux', arch: 'x64', libc: 'glibc' };
+const METAL_HOME: Platform = { platform: 'darwin', arch: 'arm64' };
 
 const CASES: LoaderCase[] = [
   {
     name: 'cuda',
-    load: (root, modules) =>
+    home: CUDA_HOME,
+    load: (root, modules, platform = CUDA_HOME) =>
       loadCudaAddon({
-        platform: 'linux',
-        arch: 'x64',
-        libc: 'glibc',
+        platform: platform.platform,
+        arch: platform.arch,
+        libc: platform.libc,
         packageRoot: root,
         version: '0.3.0',
         require: fakeRequire(modules).require,
       }),
     localBuildPath: cudaBuild,
     prebuilt: '@kiln/backend-cuda-linux-x64',
+    platformLabel: 'linux-x64 (glibc)',
+    platformPackageName: (platform) => cudaPackageName({ ...platform, libc: platform.libc }),
+    withoutPrebuilt: [
+      { platform: 'darwin', arch: 'arm64' },
+      { platform: 'linux', arch: 'arm64', libc: 'glibc' },
+      { platform: 'linux', arch: 'x64', libc: 'musl' },
+    ],
+    probe: (load) => probeCuda(load as Parameters<typeof probeCuda>[0]),
+    notLoadable: 'CUDA addon not built or not loadable.',
   },
   {
     name: 'metal',
-    load: (root, modules) =>
+    home: METAL_HOME,
+    load: (root, modules, platform = METAL_HOME) =>
       loadMetalAddon({
-        platform: 'darwin',
-        arch: 'arm64',
+        platform: platform.platform,
+        arch: platform.arch,
         packageRoot: root,
         version: '0.3.0',
         require: fakeRequire(modules).require,
       }),
     localBuildPath: metalBuild,
     prebuilt: '@kiln/backend-metal-darwin-arm64',
+    platformLabel: 'darwin-arm64',
+    platformPackageName: metalPackageName,
+    withoutPrebuilt: [
+      { platform: 'darwin', arch: 'x64' },
+      { platform: 'linux', arch: 'x64', libc: 'glibc' },
+    ],
+    probe: (load) => probeMetal(load as Parameters<typeof probeMetal>[0], 'darwin', 'arm64'),
+    notLoadable: 'Metal addon not built or not loadable.',
   },
 ];
 
@@ -123,5 +176,27 @@ describe.each(CASES)('the $name addon loader', (loader) => {
       report: { [loader.name]: { status: 'failed', reason: 'the build failed (see the compiler output above)' } },
     });
     expect(() => loader.load(failed, {})).toThrow(/the last build failed: the build failed/);
+  });
+  it('names its platform when nothing loads', () => {
+    expect(() => loader.load(root({}), {})).toThrow(`could not be loaded on ${loader.platformLabel}`);
+  });
+
+  it('knows which platforms have a prebuilt binary', () => {
+    expect(loader.platformPackageName(loader.home)).toBe(loader.prebuilt);
+    for (const platform of loader.withoutPrebuilt) expect(loader.platformPackageName(platform)).toBeUndefined();
+    const [other] = loader.withoutPrebuilt;
+    expect(() => loader.load(root({}), {}, other)).toThrow(
+      `no prebuilt binary is published for ${other.platform}-${other.arch}`,
+    );
+  });
+
+  it('lets probe() turn a loading failure into an unavailable result instead of throwing', () => {
+    const at = root({ report: { [loader.name]: { status: 'skipped', reason: 'the compiler was not found' } } });
+    const result = loader.probe(() => loader.load(at, {}));
+    expect(result.available).toBe(false);
+    expect(result.devices).toEqual([]);
+    expect(result.reason?.startsWith(loader.notLoadable)).toBe(true);
+    expect(result.reason).toContain('the compiler was not found');
+    expect(result.reason).toContain('Possible solutions');
   });
 });

@@ -11,7 +11,8 @@ namespace kiln {
 
 /**
  * Batched matmul of `dtype` with f32 accumulation; out is contiguous [batch, m, n]. f32 runs the
- * register-tiled SIMT kernel (matmul.cu); f16/bf16 the kernel choose_half_matmul_kernel names:
+ * register-tiled SIMT kernel (matmul.cu), or its TF32 variant (matmul_f32_tf32.cu) when
+ * matmul_f32_uses_tf32(context); f16/bf16 the kernel choose_half_matmul_kernel names:
  * wgmma + TMA (matmul_wgmma.cuh) on sm_90a, the pipelined mma.sync kernel (matmul_mma.cuh) on
  * compute capability ≥ 8.0, else WMMA (matmul_wmma.cuh). The f32 and mma.sync kernels split k
  * over blocks into `workspace` for shapes whose output tiles leave multiprocessors idle
@@ -48,6 +49,29 @@ cudaError_t launch_matmul_wgmma_f16(const LaunchContext& context, const void* a,
 /** The sm_90a warp-specialised wgmma + TMA bf16 kernel (matmul_wgmma_bf16.cu); launches nothing and sets `maps_refused` when the driver refuses its tensor maps. */
 cudaError_t launch_matmul_wgmma_bf16(const LaunchContext& context, const void* a, const void* b, void* out,
                                      const MatmulShape& shape, bool& maps_refused);
+
+/** One launch of the f32 tile kernel (matmul_f32.cuh), as launch_matmul planned it. */
+struct MatmulF32Launch {
+  /** Operand A, as MatmulShape describes it. */
+  const float* a;
+  /** Operand B, as MatmulShape describes it. */
+  const float* b;
+  /** out, or the split-K workspace when splits > 1. */
+  float* out;
+  /** f32_matmul::Flags: transposes and which accesses are 16-byte vectors. */
+  int flags;
+  /** k ranges per batch index (1: unsplit; matmul_split_k.cuh). */
+  Index splits;
+  /** k8 steps per range. */
+  Index steps_per_split;
+};
+
+/**
+ * The f32 tile kernel with TF32 mma.sync inner products (matmul_f32_tf32.cu, sm_80 PTX): called by
+ * launch_matmul when matmul_f32_uses_tf32(context); k, m, n, batch ≥ 1.
+ */
+cudaError_t launch_matmul_f32_tf32(const LaunchContext& context, const MatmulShape& shape,
+                                   const MatmulF32Launch& launch);
 
 /** True when kiln's own f32 matmul runs on TF32 tensor cores: the backend allows TF32 (context.allow_tf32) and device_runs_mma_kernels(). */
 bool matmul_f32_uses_tf32(const LaunchContext& context);

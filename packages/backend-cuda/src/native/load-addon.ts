@@ -7,16 +7,18 @@
  * (@kiln/core/native-backend); this module says where CUDA's binaries are. The simulator addon
  * (tests only) is loaded by loadSimulatorAddon.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   findPackageRoot as findRootOf,
   loadNativeAddon,
+  loadOnce,
   localBuildReport,
+  processLoaderEnvironment,
+  requireSimulatorBuild,
   type AddonLoadAttempt,
   type LoadedNativeAddon,
+  type NativeLoaderEnvironment,
 } from '@kiln/core/native-backend';
 import type { CudaAddon } from './addon-types.js';
 
@@ -26,20 +28,10 @@ export type LoadAttempt = AddonLoadAttempt;
 /** A loaded addon and where it came from. */
 export type LoadedAddon = LoadedNativeAddon<CudaAddon>;
 
-/** What the loader needs from its surroundings (tests replace it). */
-export interface LoaderEnvironment {
-  /** process.platform. */
-  platform: string;
-  /** process.arch. */
-  arch: string;
+/** What the loader needs from its surroundings (tests replace it): core's, plus the C library. */
+export interface LoaderEnvironment extends NativeLoaderEnvironment {
   /** 'glibc', 'musl' or undefined (not Linux). */
   libc: 'glibc' | 'musl' | undefined;
-  /** Root directory of @kiln/backend-cuda. */
-  packageRoot: string;
-  /** This package's version (the platform package must match it). */
-  version: string;
-  /** require() used for packages and .node files. */
-  require: (specifier: string) => unknown;
 }
 
 /** The platform triple used in messages, e.g. 'linux-x64 (glibc)'. */
@@ -79,17 +71,7 @@ function detectLibc(): LoaderEnvironment['libc'] {
 
 /** The real environment of this process. */
 export function defaultLoaderEnvironment(): LoaderEnvironment {
-  const packageRoot = findPackageRoot();
-  const version = (JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version;
-  const requireFromPackage = createRequire(join(packageRoot, 'package.json'));
-  return {
-    platform: process.platform,
-    arch: process.arch,
-    libc: detectLibc(),
-    packageRoot,
-    version,
-    require: requireFromPackage,
-  };
+  return { ...processLoaderEnvironment(findPackageRoot()), libc: detectLibc() };
 }
 
 /** Loads the CUDA addon, or throws one BackendUnavailableError naming every attempt and the fixes. */
@@ -116,28 +98,11 @@ export function loadCudaAddon(environment: LoaderEnvironment = defaultLoaderEnvi
   });
 }
 
-let cached: { loaded?: LoadedAddon; error?: unknown } | undefined;
-
 /** loadCudaAddon() for this process, loaded once. */
-export function cachedCudaAddon(): LoadedAddon {
-  cached ??= (() => {
-    try {
-      return { loaded: loadCudaAddon() };
-    } catch (error) {
-      return { error };
-    }
-  })();
-  if (cached.error !== undefined) throw cached.error;
-  return cached.loaded!;
-}
+export const cachedCudaAddon: () => LoadedAddon = loadOnce(() => loadCudaAddon());
 
 /** The simulator addon of a workspace build (tests only), or an Error saying why it is absent. */
 export function loadSimulatorAddon(packageRoot: string = findPackageRoot()): CudaAddon {
   const path = simulatorBuildPath(packageRoot);
-  if (!existsSync(path)) {
-    throw new Error(
-      `the CUDA simulator addon is not built (${path} is missing): run \`pnpm --filter @kiln/backend-cuda build\` with a C++20 compiler`,
-    );
-  }
-  return createRequire(join(packageRoot, 'package.json'))(path) as CudaAddon;
+  return requireSimulatorBuild<CudaAddon>(packageRoot, path, '@kiln/backend-cuda', 'CUDA');
 }

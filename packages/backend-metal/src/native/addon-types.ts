@@ -5,8 +5,9 @@
  * a NativeFailure (an Error with `kilnKind`) instead of crashing; src/native/native-error.ts
  * turns those into KilnErrors.
  *
- * Layout rules: dtypes and ops travel as codes (src/native/codes.ts); shapes, strides and
- * offsets count elements; buffers are referred to by the numeric id alloc() returned.
+ * Layout rules: dtypes and ops travel as codes (@kiln/core/native-backend's DTYPE_CODE, UNARY_CODE,
+ * …, generated from the shared host's kiln/op_codes.h); shapes, strides and offsets count
+ * elements; buffers are referred to by the numeric id alloc() returned.
  */
 
 import type { NativeFailure, NativeKernelMethods, NativePoolMemory, NativeTensor } from '@kiln/core/native-backend';
@@ -139,7 +140,7 @@ export interface SimulatorConfiguration {
 export interface MetalAddon {
   /** Probes the GPUs; never throws. */
   probe(): NativeProbe;
-  /** Operation and dtype names in code order (checked against src/native/codes.ts). */
+  /** Operation and dtype names in code order (checked against @kiln/core/native-backend's codes). */
   opNames(): { unary: string[]; binary: string[]; reduce: string[]; dtype: string[] };
   /** How the addon was built. */
   buildInfo(): NativeBuildInfo;

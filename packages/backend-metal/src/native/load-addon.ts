@@ -7,16 +7,18 @@
  * and the messages; this module says where Metal's binaries are). probe() does not call it off
  * macOS. The simulator addon (tests only) is loaded by loadSimulatorAddon.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   findPackageRoot as findRootOf,
   loadNativeAddon,
+  loadOnce,
   localBuildReport,
+  processLoaderEnvironment,
+  requireSimulatorBuild,
   type AddonLoadAttempt,
   type LoadedNativeAddon,
+  type NativeLoaderEnvironment,
 } from '@kiln/core/native-backend';
 import type { MetalAddon } from './addon-types.js';
 
@@ -27,18 +29,7 @@ export type LoadAttempt = AddonLoadAttempt;
 export type LoadedAddon = LoadedNativeAddon<MetalAddon>;
 
 /** What the loader needs from its surroundings (tests replace it). */
-export interface LoaderEnvironment {
-  /** process.platform. */
-  platform: string;
-  /** process.arch. */
-  arch: string;
-  /** Root directory of @kiln/backend-metal. */
-  packageRoot: string;
-  /** This package's version (the platform package must match it). */
-  version: string;
-  /** require() used for packages and .node files. */
-  require: (specifier: string) => unknown;
-}
+export type LoaderEnvironment = NativeLoaderEnvironment;
 
 /** The platform pair used in messages, e.g. 'darwin-arm64'. */
 export function platformPair(environment: Pick<LoaderEnvironment, 'platform' | 'arch'>): string {
@@ -68,15 +59,7 @@ export function findPackageRoot(start: string = dirname(fileURLToPath(import.met
 
 /** The real environment of this process. */
 export function defaultLoaderEnvironment(): LoaderEnvironment {
-  const packageRoot = findPackageRoot();
-  const version = (JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version;
-  return {
-    platform: process.platform,
-    arch: process.arch,
-    packageRoot,
-    version,
-    require: createRequire(join(packageRoot, 'package.json')),
-  };
+  return processLoaderEnvironment(findPackageRoot());
 }
 
 /** Loads the Metal addon, or throws one BackendUnavailableError naming every attempt and the fixes. */
@@ -104,20 +87,8 @@ export function loadMetalAddon(environment: LoaderEnvironment = defaultLoaderEnv
   });
 }
 
-let cached: { loaded?: LoadedAddon; error?: unknown } | undefined;
-
 /** loadMetalAddon() for this process, loaded once. */
-export function cachedMetalAddon(): LoadedAddon {
-  cached ??= (() => {
-    try {
-      return { loaded: loadMetalAddon() };
-    } catch (error) {
-      return { error };
-    }
-  })();
-  if (cached.error !== undefined) throw cached.error;
-  return cached.loaded!;
-}
+export const cachedMetalAddon: () => LoadedAddon = loadOnce(() => loadMetalAddon());
 
 /**
  * The simulator addon of a workspace build (tests only), or an Error saying why it is absent.
@@ -125,10 +96,5 @@ export function cachedMetalAddon(): LoadedAddon {
  */
 export function loadSimulatorAddon(packageRoot: string = findPackageRoot()): MetalAddon {
   const path = process.env.KILN_METAL_SIMULATOR_ADDON || simulatorBuildPath(packageRoot);
-  if (!existsSync(path)) {
-    throw new Error(
-      `the Metal simulator addon is not built (${path} is missing): run \`pnpm --filter @kiln/backend-metal build\` with a C++20 compiler`,
-    );
-  }
-  return createRequire(join(packageRoot, 'package.json'))(path) as MetalAddon;
+  return requireSimulatorBuild<MetalAddon>(packageRoot, path, '@kiln/backend-metal', 'Metal');
 }

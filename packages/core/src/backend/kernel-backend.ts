@@ -264,6 +264,19 @@ export const FUSED_KERNELS: readonly FusedKernelName[] = [
   'adamwMulti',
 ];
 
+/** The primitives defined on i32 data (docs/kernel-semantics.md, "i32"); supports(kernel, 'i32') is false for every other kernel. */
+export const I32_KERNELS: readonly PrimitiveKernelName[] = [
+  'unary',
+  'binary',
+  'where',
+  'reduce',
+  'copy',
+  'gather',
+  'scatterAdd',
+  'cast',
+  'fill',
+];
+
 /** What a backend can do, queried cheaply before dispatch (never "call it and catch"). */
 export interface Capabilities {
   /** The device this instance drives. */

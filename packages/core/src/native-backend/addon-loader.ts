@@ -6,6 +6,7 @@
  * (NativeAddonSearch); this module owns the order and the messages.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { BackendUnavailableError } from '../index.js';
 
@@ -166,4 +167,64 @@ export function findPackageRoot(packageName: string, start: string): string {
     if (parent === directory) throw new Error(`${packageName}: cannot find the package root above ${start}`);
     directory = parent;
   }
+}
+
+/** `load` run once for this process: later calls return its addon, or throw its error, again. */
+export function loadOnce<Loaded>(load: () => Loaded): () => Loaded {
+  let outcome: { loaded: Loaded } | { error: unknown } | undefined;
+  return () => {
+    if (outcome === undefined) {
+      try {
+        outcome = { loaded: load() };
+      } catch (error) {
+        outcome = { error };
+      }
+    }
+    if ('error' in outcome) throw outcome.error;
+    return outcome.loaded;
+  };
+}
+
+/**
+ * The simulator addon of a workspace build at `path` (tests only), required from `packageRoot`;
+ * throws an Error saying how to build it when the file is missing.
+ */
+export function requireSimulatorBuild<Addon>(
+  packageRoot: string,
+  path: string,
+  packageName: string,
+  addonName: string,
+): Addon {
+  if (!existsSync(path)) {
+    throw new Error(
+      `the ${addonName} simulator addon is not built (${path} is missing): run \`pnpm --filter ${packageName} build\` with a C++20 compiler`,
+    );
+  }
+  return createRequire(join(packageRoot, 'package.json'))(path) as Addon;
+}
+
+/** What a backend's addon loader needs from its surroundings (tests replace it). */
+export interface NativeLoaderEnvironment {
+  /** process.platform. */
+  platform: string;
+  /** process.arch. */
+  arch: string;
+  /** Root directory of the backend package. */
+  packageRoot: string;
+  /** The backend package's version (its platform package must match it). */
+  version: string;
+  /** require() used for packages and .node files. */
+  require: (specifier: string) => unknown;
+}
+
+/** This process's loader environment for the backend package at `packageRoot` (version from its package.json). */
+export function processLoaderEnvironment(packageRoot: string): NativeLoaderEnvironment {
+  const manifest = join(packageRoot, 'package.json');
+  return {
+    platform: process.platform,
+    arch: process.arch,
+    packageRoot,
+    version: (JSON.parse(readFileSync(manifest, 'utf8')) as { version: string }).version,
+    require: createRequire(manifest),
+  };
 }

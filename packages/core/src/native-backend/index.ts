@@ -3,7 +3,7 @@
  * written once: buffer handles and argument checks before a call crosses into native code, the
  * dtype/op code tables the addon takes, the mapping of the addon's failures to KilnErrors, the
  * addon loader (prebuilt per-platform package → local build → one error listing every attempt),
- * the shared fused kernels' checks and calls, per-kernel device timing, the flash-attention argument checks, the
+ * the registry entry (nativeBackendPlugin), the shared fused kernels' checks and calls, per-kernel device timing, the flash-attention argument checks, the
  * lazily loaded simulator addon (tests), and
  * NativeKernelBackend: a KernelBackend over such an addon that a backend subclasses. Used by @kiln/backend-cuda and @kiln/backend-metal;
  * see docs/writing-a-backend.md.
@@ -20,14 +20,20 @@ export {
   findPackageRoot,
   firstLineOf,
   loadNativeAddon,
+  loadOnce,
   localBuildReport,
+  processLoaderEnvironment,
+  requireSimulatorBuild,
   type AddonLoadAttempt,
   type LoadedNativeAddon,
   type NativeAddonSearch,
+  type NativeLoaderEnvironment,
 } from './addon-loader.js';
 export { kernelTimingSourceOf, type DeviceKernelTiming, type KernelTimingSource } from './kernel-timing.js';
 export { NativeFusedKernels, type NativeAdamWMultiOptions, type NativeFusedMethods } from './fused-kernels.js';
 export { NativeKernelBackend, type NativeKernelBackendParts } from './native-kernel-backend.js';
+export { NATIVE_FLOAT_KERNELS, NATIVE_I32_KERNELS } from './native-kernels.js';
+export { nativeBackendPlugin, type NativeBackendPluginSpec, type NativeDeviceOptions } from './native-plugin.js';
 export type { NativeKernelMethods, NativePoolMemory } from './native-methods.js';
 export { formatShape, nativeArgumentChecks, type CheckedTensor, type NativeArgumentChecks } from './argument-checks.js';
 export {

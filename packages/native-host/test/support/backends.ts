@@ -5,6 +5,7 @@ import type { CudaBackend } from '../../../backend-cuda/src/cuda-backend.js';
 import type { MetalBackend } from '../../../backend-metal/src/metal-backend.js';
 import {
   findPackageRoot as cudaRoot,
+  localBuildPath as cudaBuildPath,
   simulatorBuildPath as cudaAddonPath,
 } from '../../../backend-cuda/src/native/load-addon.js';
 import {
@@ -14,6 +15,7 @@ import {
 } from '../../../backend-cuda/src/simulator.js';
 import {
   findPackageRoot as metalRoot,
+  localBuildPath as metalBuildPath,
   simulatorBuildPath as metalAddonPath,
 } from '../../../backend-metal/src/native/load-addon.js';
 import {
@@ -38,6 +40,12 @@ export interface SimulatedBackend {
   addonPath: string;
   /** The simulator addon's opNames(). */
   opNames(): unknown;
+  /** The simulator addon's buildInfo(). */
+  buildInfo(): unknown;
+  /** Fields its buildInfo() must have. */
+  simulatorBuild: Record<string, unknown>;
+  /** The real (GPU) addon: where its local build lands, the buildInfo() fields it must have, and why it is absent here. */
+  realAddon: { path: string; build: Record<string, unknown>; absentReason: string };
   /** Why this simulator cannot run here, or undefined. */
   skipReason: string | undefined;
   /** What its out-of-memory message adds about the device's memory, when it knows (16 MiB machine). */
@@ -55,6 +63,13 @@ export const SIMULATED_BACKENDS: SimulatedBackend[] = [
     configure: (configuration) => configureCuda(configuration),
     addonPath: cudaAddonPath(cudaPackage),
     opNames: () => cudaAddon().opNames(),
+    buildInfo: () => cudaAddon().buildInfo(),
+    simulatorBuild: { simulator: true, build: 'CUDA simulator', runtimeVersion: 13000 },
+    realAddon: {
+      path: cudaBuildPath(cudaPackage),
+      build: { simulator: false, build: 'CUDA', architectures: '80-real,86-real,89-real,90' },
+      absentReason: 'the CUDA addon is not built here, no nvcc',
+    },
     skipReason: simulatorSkipReason(cudaPackage),
     deviceMemoryNote: /the device has [\d.]+ MiB free of 16\.00 MiB/,
   },
@@ -69,6 +84,13 @@ export const SIMULATED_BACKENDS: SimulatedBackend[] = [
       }),
     addonPath: metalAddonPath(metalPackage),
     opNames: () => metalAddon().opNames(),
+    buildInfo: () => metalAddon().buildInfo(),
+    simulatorBuild: { simulator: true, build: 'Metal simulator', languageVersion: '3.0' },
+    realAddon: {
+      path: metalBuildPath(metalPackage),
+      build: { simulator: false, build: 'Metal', languageVersion: '3.0' },
+      absentReason: 'the Metal addon builds on macOS only',
+    },
     skipReason: simulatorSkipReason(metalPackage),
   },
 ];

@@ -1,0 +1,146 @@
+// kernels/matmul_f32.cuh — the f32 matmul kernel's tiles, pipeline and launch, shared by its two inner
+// products: the SIMT one (matmul.cu, portable) and the TF32 mma.sync one (matmul_f32_tf32.cu, sm_80 PTX).
+//
+// Algorithm: each 256-thread block computes a 128×128 tile of out for one work item (grid z strides
+// over batch · splits items, matmul_split_k.cuh). k advances 8 at a time through two shared-memory
+// buffers: while the block multiplies one buffer, each thread already holds the next slice of A and
+// B in registers and stores it into the other buffer afterwards (one __syncthreads per step).
+// Operands are staged k-major (tile[k][m], tile[k][n]) whichever way they are stored: the contiguous
+// direction is read with 16-byte float4 loads when the leading dimension, batch stride and base
+// allow it, else with scalar loads; out-of-range elements are 0, so any m, n, k works.
+// What a step multiplies and how the 64 accumulators a thread holds map onto out is the `Math`
+// policy's: kRow (row length of the k-major tiles, in floats), operand() (applied to each element as
+// it is stored to shared memory), step() (one k8 step) and store() (the epilogue).
+// Layout: a [m,k] or [k,m] (transposeA), b [k,n] or [n,k] (transposeB), per batch at
+// batch·batchStride (0 broadcasts); out (or the split-K workspace) dense [items, m, n].
+// Numerics: the policy's (see matmul.cu and matmul_f32_tf32.cu).
+#pragma once
+
+#include "matmul.cuh"
+#include "vector.cuh"
+
+namespace kiln::f32_matmul {
+
+inline constexpr int kTile = 128;
+inline constexpr int kDepth = 8;
+inline constexpr int kThreads = 256;
+/** Blocks per SM the register budget must allow (≤ 128 registers a thread): two blocks' loads hide each other's latency. */
+inline constexpr int kMinBlocks = 2;
+inline constexpr unsigned kMaxGridZ = 65535;
+
+/** Flags of one launch (uniform branches inside the kernel). */
+enum Flags : int { kTransposeA = 1, kTransposeB = 2, kVectorA = 4, kVectorB = 8, kVectorOut = 16 };
+
+/** Per-thread accumulators: 64 floats, laid out as the Math policy's step() and store() agree. */
+using Accumulators = float[8][8];
+
+/** Four consecutive elements from `base[offset]`: zeros when out of range, and past the `remaining` elements of the row. */
+__device__ __forceinline__ float4 load_four(const float* base, Index offset, Index remaining, bool in_range,
+                                            bool vector) {
+  if (!in_range) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  if (vector) return *reinterpret_cast<const float4*>(base + offset);
+  float values[4];
+  for (int j = 0; j < 4; j++) values[j] = j < remaining ? base[offset + j] : 0.0f;
+  return make_float4(values[0], values[1], values[2], values[3]);
+}
+
+/**
+ * This thread's four elements of an operand's k8 slice at depth k0: A (extent m, rows from offset0)
+ * or B (extent n, columns from offset0). k-major storage (A transposed, B not): depth k0 + t/32,
+ * positions offset0 + (t%32)·4 …; k-contiguous storage: position offset0 + t/2, depths k0 + (t%2)·4 ….
+ */
+__device__ __forceinline__ float4 load_operand(const float* base, Index extent, Index k, Index offset0, Index k0,
+                                               bool k_contiguous, bool vector) {
+  const int t = static_cast<int>(threadIdx.x);
+  if (!k_contiguous) {
+    const Index depth = k0 + t / 32;
+    const Index position = offset0 + (t % 32) * 4;
+    return load_four(base, depth * extent + position, extent - position, depth < k && position < extent, vector);
+  }
+  const Index position = offset0 + t / 2;
+  const Index depth = k0 + (t % 2) * 4;
+  return load_four(base, position * k + depth, k - depth, position < extent && depth < k, vector);
+}
+
+/** Stores load_operand's four elements into the k-major tile (tile[depth][position]). */
+template <int Row>
+__device__ __forceinline__ void store_operand(float (*tile)[Row], float4 values, bool k_contiguous) {
+  const int t = static_cast<int>(threadIdx.x);
+  if (!k_contiguous) {
+    *reinterpret_cast<float4*>(&tile[t / 32][(t % 32) * 4]) = values;
+    return;
+  }
+  const int position = t / 2;
+  const int depth = (t % 2) * 4;
+  tile[depth + 0][position] = values.x;
+  tile[depth + 1][position] = values.y;
+  tile[depth + 2][position] = values.z;
+  tile[depth + 3][position] = values.w;
+}
+
+/**
+ * out (or, split, the workspace) item z = batch_index · splits + split holds the sum over k steps
+ * [split · steps_per_split, …) of its batch index; Math supplies the inner product and epilogue.
+ */
+template <typename Math>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    matmul_f32_kernel(const float* a, const float* b, float* out, Index m, Index n, Index k, int flags,
+                      Index batch_stride_a, Index batch_stride_b, Index batch, Index splits, Index steps_per_split) {
+  __shared__ __align__(16) float tile_a[2][kDepth][Math::kRow];
+  __shared__ __align__(16) float tile_b[2][kDepth][Math::kRow];
+  const Index row0 = static_cast<Index>(blockIdx.y) * kTile;
+  const Index column0 = static_cast<Index>(blockIdx.x) * kTile;
+  const Index all_steps = (k + kDepth - 1) / kDepth;
+  for (Index item = blockIdx.z; item < batch * splits; item += gridDim.z) {
+    const Index batch_index = item / splits;
+    const Index first_step = (item % splits) * steps_per_split;
+    const Index steps = all_steps - first_step < steps_per_split ? all_steps - first_step : steps_per_split;
+    const float* matrix_a = a + batch_index * batch_stride_a;
+    const float* matrix_b = b + batch_index * batch_stride_b;
+    const bool a_k_contiguous = (flags & kTransposeA) == 0;
+    const bool b_k_contiguous = (flags & kTransposeB) != 0;
+    const bool vector_a = (flags & kVectorA) != 0;
+    const bool vector_b = (flags & kVectorB) != 0;
+    const auto load_a = [&](Index k0) { return load_operand(matrix_a, m, k, row0, k0, a_k_contiguous, vector_a); };
+    const auto load_b = [&](Index k0) { return load_operand(matrix_b, n, k, column0, k0, b_k_contiguous, vector_b); };
+    Accumulators accumulator;
+    for (int i = 0; i < 8; i++) {
+      for (int j = 0; j < 8; j++) accumulator[i][j] = 0.0f;
+    }
+    store_operand(tile_a[0], Math::operand(load_a(first_step * kDepth)), a_k_contiguous);
+    store_operand(tile_b[0], Math::operand(load_b(first_step * kDepth)), b_k_contiguous);
+    __syncthreads();
+    for (Index step = 0; step < steps; step++) {
+      const int buffer = static_cast<int>(step & 1);
+      const bool more = step + 1 < steps;
+      float4 next_a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      float4 next_b = next_a;
+      if (more) {
+        next_a = load_a((first_step + step + 1) * kDepth);
+        next_b = load_b((first_step + step + 1) * kDepth);
+      }
+      Math::step(accumulator, tile_a[buffer], tile_b[buffer]);
+      if (more) {
+        store_operand(tile_a[buffer ^ 1], Math::operand(next_a), a_k_contiguous);
+        store_operand(tile_b[buffer ^ 1], Math::operand(next_b), b_k_contiguous);
+      }
+      __syncthreads();
+    }
+    Math::store(accumulator, out + item * m * n, row0, column0, m, n, (flags & kVectorOut) != 0);
+  }
+}
+
+/** Enqueues matmul_f32_kernel<Math> for one planned launch: grid n tiles × m tiles × min(batch · splits, 65535). */
+template <typename Math>
+cudaError_t launch_tiles(const char* kernel_name, const LaunchContext& context, const MatmulShape& shape,
+                         const MatmulF32Launch& launch) {
+  const Index items = shape.batch * launch.splits;
+  const dim3 blocks(static_cast<unsigned>((shape.n + kTile - 1) / kTile),
+                    static_cast<unsigned>((shape.m + kTile - 1) / kTile),
+                    static_cast<unsigned>(items < kMaxGridZ ? items : kMaxGridZ));
+  return vendor::launch(kernel_name, matmul_f32_kernel<Math>, blocks, dim3(kThreads), 0, context.stream, launch.a,
+                        launch.b, launch.out, shape.m, shape.n, shape.k, launch.flags, shape.batch_stride_a,
+                        shape.batch_stride_b, shape.batch, launch.splits, launch.steps_per_split);
+}
+
+}  // namespace kiln::f32_matmul
