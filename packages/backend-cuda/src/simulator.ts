@@ -3,12 +3,13 @@
  * the workspace from the same .cu and host sources with @kiln/gpu-sim). Not exported from the
  * package: the simulator is a test vehicle, not something to train on.
  */
+import { InvalidArgumentError } from '@kiln/core';
 import { simulatorAddon as lazySimulatorAddon } from '@kiln/core/native-backend';
 import { CudaBackend, type CudaBackendOptions } from './cuda-backend.js';
-import type { CudaAddon, SimulatorConfiguration } from './native/addon-types.js';
+import type { CudaAddon, NativeSimulatorConfiguration, SimulatorConfiguration } from './native/addon-types.js';
 import { loadSimulatorAddon } from './native/load-addon.js';
 
-const simulator = lazySimulatorAddon<CudaAddon, SimulatorConfiguration>(() => loadSimulatorAddon());
+const simulator = lazySimulatorAddon<CudaAddon, NativeSimulatorConfiguration>(() => loadSimulatorAddon());
 
 /** The simulator addon (throws when it was not built). */
 export const simulatorAddon = (): CudaAddon => simulator.addon();
@@ -16,9 +17,26 @@ export const simulatorAddon = (): CudaAddon => simulator.addon();
 /** True when the simulator addon exists and loads. */
 export const simulatorAvailable = (): boolean => simulator.available();
 
-/** Reshapes the simulated machine (driver version, devices, memory, engine workers, injected faults). */
+/** Reshapes the simulated machine (driver version, devices, memory, compute capability, engine workers, injected faults). */
 export function configureSimulator(configuration: SimulatorConfiguration): void {
-  simulator.configure(configuration);
+  const { computeCapability, ...machine } = configuration;
+  simulator.configure(
+    computeCapability === undefined ? machine : { ...machine, ...parseComputeCapability(computeCapability) },
+  );
+}
+
+/** 'major.minor' (e.g. '8.0', '9.0') as the addon's integers; throws InvalidArgumentError naming any other value. */
+function parseComputeCapability(value: unknown): Required<
+  Pick<NativeSimulatorConfiguration, 'computeCapabilityMajor' | 'computeCapabilityMinor'>
+> {
+  const match = typeof value === 'string' ? /^([1-9]\d?)\.(\d)$/.exec(value) : null;
+  if (match === null) {
+    throw new InvalidArgumentError(
+      `configureSimulator: computeCapability must be a 'major.minor' string such as '8.0' or '9.0', got ${JSON.stringify(value) ?? String(value)}`,
+      { hint: "Pass the version as text, e.g. computeCapability: '8.0' for an A100." },
+    );
+  }
+  return { computeCapabilityMajor: Number(match[1]), computeCapabilityMinor: Number(match[2]) };
 }
 
 /** A CudaBackend whose kernels run in the simulator. */

@@ -44,6 +44,12 @@ export interface Results {
   dv: Float64Array;
 }
 
+/** Allowed max |error| of a half-precision out or gradient relative to its largest |value| (f32 accumulation, P, out and dS rounded to the dtype). */
+export const HALF_RELATIVE_LIMIT: Partial<Record<DType, number>> = { f16: 2e-3, bf16: 1.6e-2 };
+
+/** Allowed max |error| of lse (kept in f32) relative to its largest |value|. */
+export const LSE_RELATIVE_LIMIT = 1e-5;
+
 /** A small seeded generator (mulberry32), uniform in [low, high). */
 export function uniform(count: number, seed: number, low = -1, high = 1): Float64Array {
   let state = seed >>> 0;

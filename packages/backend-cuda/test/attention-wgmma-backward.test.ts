@@ -8,11 +8,11 @@
 // without any key), GQA (heads of a group summed in one block), padding and dense masks (empty
 // rows), both layouts, f16 and bf16; and that a rerun is bit-identical. Other head dims and f32
 // keep the FlashAttention-2 kernels.
-import { type DType } from '@kiln/core';
 import { createReferenceBackend } from '@kiln/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
 import {
+  HALF_RELATIVE_LIMIT,
   makeInputs,
   maxAbs,
   maxAbsError,
@@ -24,8 +24,7 @@ import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
 
-/** Allowed max |error| of a gradient relative to its largest |value| (as attention.test.ts: f32 accumulation, P and dS rounded to the dtype). */
-const RELATIVE_LIMIT: Partial<Record<DType, number>> = { f16: 2e-3, bf16: 1.6e-2 };
+const RELATIVE_LIMIT = HALF_RELATIVE_LIMIT;
 
 interface Case {
   name: string;

@@ -13,18 +13,24 @@
 // the values, recorded from that kernel on the simulator), since the schedule reorders only work
 // between warpgroups, never the operations of a row.
 import { createHash } from 'node:crypto';
-import { type DType } from '@kiln/core';
 import { createReferenceBackend } from '@kiln/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
-import { makeInputs, maxAbs, maxAbsError, runAttentionForward, type Geometry } from './attention-support.js';
+import {
+  HALF_RELATIVE_LIMIT,
+  LSE_RELATIVE_LIMIT,
+  makeInputs,
+  maxAbs,
+  maxAbsError,
+  runAttentionForward,
+  type Geometry,
+} from './attention-support.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
 
-/** Allowed max |error| of out relative to its largest |value| (f32 accumulation, P and out rounded to the dtype); lse is f32. */
-const OUT_LIMIT: Partial<Record<DType, number>> = { f16: 2e-3, bf16: 1.6e-2 };
-const LSE_LIMIT = 1e-5;
+const OUT_LIMIT = HALF_RELATIVE_LIMIT;
+const LSE_LIMIT = LSE_RELATIVE_LIMIT;
 
 interface Case {
   name: string;

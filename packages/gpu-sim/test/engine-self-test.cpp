@@ -339,6 +339,22 @@ static void check_launch_configuration() {
         "more than 1024 threads per block is cudaErrorInvalidConfiguration");
 }
 
+static void check_compute_capability() {
+  cudaDeviceProp properties;
+  cudaError_t error = cudaGetDeviceProperties(&properties, 0);
+  check(error == cudaSuccess && properties.major == 9 && properties.minor == 0,
+        "the simulated device reports compute capability 9.0 by default");
+  const gpu_sim::cuda::SimulatedDeviceConfig original = gpu_sim::cuda::device_config();
+  gpu_sim::cuda::SimulatedDeviceConfig ampere = original;
+  ampere.compute_capability_major = 8;
+  ampere.compute_capability_minor = 6;
+  gpu_sim::cuda::configure_device(ampere);
+  error = cudaGetDeviceProperties(&properties, 0);
+  check(error == cudaSuccess && properties.major == 8 && properties.minor == 6,
+        "cudaGetDeviceProperties reports the configured compute capability (8.6)");
+  gpu_sim::cuda::configure_device(original);
+}
+
 int main() {
   std::printf("fiber implementation: %s\n", gpu_sim::kFiberImplementation);
   check_barriers_and_shared_memory(1);
@@ -351,6 +367,7 @@ int main() {
   check_divergence();
   check_launch_configuration();
   check_vector_alignment();
+  check_compute_capability();
   std::printf("%d failures\n", failures);
   return failures == 0 ? 0 : 1;
 }

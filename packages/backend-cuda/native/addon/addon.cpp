@@ -4,6 +4,7 @@
 #include <napi.h>
 
 #include "../device/cuda_device.h"
+#include "../kernels/matmul.cuh"
 #include "../runtime/probe.h"
 #include "kiln/arguments.h"
 
@@ -60,7 +61,7 @@ Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
 
 #if defined(KILN_CUDA_SIMULATOR)
 // Test-only: makes the simulated machine look like one without a driver, with an old driver,
-// without devices, or with little memory; sets the engine's worker threads; makes the next
+// without devices, with little memory or another compute capability; sets the engine's worker threads; makes the next
 // launch or synchronisation fail (to test the error paths).
 void apply_simulator_options(const OptionReader& options) {
   gpu_sim::cuda::SimulatedDeviceConfig config = gpu_sim::cuda::device_config();
@@ -68,7 +69,11 @@ void apply_simulator_options(const OptionReader& options) {
   options.integer("deviceCount", 0, 64, config.device_count);
   options.integer("memoryBytes", 0, kMaxSafeInteger, config.memory_bytes);
   options.integer("multiprocessors", 1, 1024, config.multiprocessors);
+  options.integer("computeCapabilityMajor", 1, 99, config.compute_capability_major);
+  options.integer("computeCapabilityMinor", 0, 9, config.compute_capability_minor);
   gpu_sim::cuda::configure_device(config);
+  // The kernel choices cached per device follow the compute capability: ask the device again.
+  forget_device_kernel_answers();
   std::string launch_fault;
   std::string synchronize_fault;
   options.text("injectLaunchFault", launch_fault);

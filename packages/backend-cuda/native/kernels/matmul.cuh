@@ -88,6 +88,11 @@ bool device_runs_mma_kernels();
 /** True when the current device runs the sm_90a kernels: compute capability 9.0 and this binary has sm_90a code for it (cached per device). */
 bool device_runs_wgmma_kernels();
 
+#if defined(KILN_CUDA_SIMULATOR)
+/** Simulator only: forgets the cached answers of device_runs_mma_kernels / device_runs_wgmma_kernels (configureSimulator may change the compute capability). */
+void forget_device_kernel_answers();
+#endif
+
 /** Launches of the sm_90a wgmma kernel in this process so far (tests assert that the Hopper path ran). */
 unsigned long long wgmma_matmul_launches();
 

@@ -87,6 +87,15 @@ bool device_runs_wgmma_kernels() { return cached(runs_wgmma_kernels, ask_device_
 
 bool device_runs_mma_kernels() { return cached(runs_mma_kernels, ask_device); }
 
+#if defined(KILN_CUDA_SIMULATOR)
+void forget_device_kernel_answers() {
+  for (int device = 0; device < kCachedDevices; ++device) {
+    runs_mma_kernels[device].store(0);
+    runs_wgmma_kernels[device].store(0);
+  }
+}
+#endif
+
 SplitKPlan plan_mma_split_k(const LaunchContext& context, const MatmulShape& shape) {
   return mma_matmul::plan(context, shape);
 }

@@ -138,7 +138,21 @@ export interface NativeBackend extends NativeKernelMethods {
 }
 
 /** Options of the simulator's configureSimulator (tests only). */
-export interface SimulatorConfiguration {
+export interface SimulatorConfiguration extends SimulatorMachineOptions {
+  /** Compute capability the simulated device reports, 'major.minor' (default '9.0'; '8.0' runs the sm_80 kernels instead of the sm_90a ones). */
+  computeCapability?: string;
+}
+
+/** The options object the addon's configureSimulator reads (computeCapability split into integers). */
+export interface NativeSimulatorConfiguration extends SimulatorMachineOptions {
+  /** Compute capability major version reported by cudaGetDeviceProperties. */
+  computeCapabilityMajor?: number;
+  /** Compute capability minor version reported by cudaGetDeviceProperties. */
+  computeCapabilityMinor?: number;
+}
+
+/** The simulated machine's options shared by SimulatorConfiguration and the addon's options object. */
+export interface SimulatorMachineOptions {
   /** What cudaDriverGetVersion answers: 0 = no driver, below 13000 = too old (error 35). */
   driverVersion?: number;
   /** Simulated devices (0 = cudaErrorNoDevice). */
@@ -168,7 +182,7 @@ export interface CudaAddon {
     options?: NativeBackendOptions,
   ) => NativeBackend;
   /** Simulator build only: reshapes the simulated machine. */
-  configureSimulator?(options: SimulatorConfiguration): void;
+  configureSimulator?(options: NativeSimulatorConfiguration): void;
 }
 
 /** The Error the addon throws or rejects with: core's NativeFailure plus the CUDA error behind a DEVICE failure. */

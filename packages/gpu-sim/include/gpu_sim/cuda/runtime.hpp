@@ -150,6 +150,10 @@ struct SimulatedDeviceConfig {
   std::size_t memory_bytes = std::size_t{4} << 30;
   /** Multiprocessors reported (host code sizes grids from it). */
   int multiprocessors = 4;
+  /** Compute capability major version reported (9 with minor 0 = Hopper: host code picks the sm_90a kernels). */
+  int compute_capability_major = 9;
+  /** Compute capability minor version reported. */
+  int compute_capability_minor = 0;
 };
 
 /** Red zone after each device allocation: its bytes must never change. */
@@ -410,8 +414,8 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* properties, int devic
   properties->maxGridSize[0] = 2147483647;
   properties->maxGridSize[1] = 65535;
   properties->maxGridSize[2] = 65535;
-  properties->major = 9;
-  properties->minor = 0;
+  properties->major = config.compute_capability_major;
+  properties->minor = config.compute_capability_minor;
   properties->multiProcessorCount = config.multiprocessors;
   properties->l2CacheSize = 4 << 20;
   return cudaSuccess;

@@ -1,0 +1,155 @@
+// The kernels an A100 or Ada GPU runs, on the CUDA simulator set to compute capability 8.0
+// (configureSimulator({ computeCapability: '8.0' })): f16/bf16 attention at head dims 64, 96 and
+// 128, which a 9.0 device gives to the sm_90a wgmma kernels, takes the pipelined
+// FlashAttention-2 forward and backward (attention_forward.cu, attention_backward.cu) here, and a
+// half matmul big enough for the wgmma kernel on 9.0 takes mma.sync. Each attention case asserts
+// that the Hopper launch counters did not move, compares out, lse, dq, dk and dv with the float64
+// reference (as attention-wgmma*.test.ts: partial tiles, causal with Tq < Tk and Tq > Tk, GQA,
+// padding and dense masks) and that a rerun of the backward is bit-identical. Vitest runs each
+// file in its own process, and afterAll restores 9.0, so the setting reaches no other file.
+import { InvalidArgumentError } from '@kiln/core';
+import { createReferenceBackend } from '@kiln/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CudaBackend } from '../src/cuda-backend.js';
+import { configureSimulator, createSimulatedCudaBackend } from '../src/simulator.js';
+import {
+  HALF_RELATIVE_LIMIT,
+  LSE_RELATIVE_LIMIT,
+  makeInputs,
+  maxAbs,
+  maxAbsError,
+  runAttention,
+  runAttentionBackward,
+  runAttentionForward,
+  type Geometry,
+} from './attention-support.js';
+import { expectHalfMatmulMatchesReference } from './half-matmul-check.js';
+import { simulatorSkipReason } from './simulator-status.js';
+
+const skipReason = simulatorSkipReason();
+
+interface Case {
+  name: string;
+  dtype: 'f16' | 'bf16';
+  layout: 'heads-major' | 'tokens-major';
+  geometry: Geometry;
+}
+
+const CASES: Case[] = [
+  {
+    name: 'D=64, Tq=70 < Tk=90 causal, GQA 2/1 (partial tiles)',
+    dtype: 'f16',
+    layout: 'heads-major',
+    geometry: { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 70, lengthK: 90, headDim: 64, causal: true },
+  },
+  {
+    name: 'D=64, Tq=Tk=50 not causal, padding mask, scale 0.3, tokens-major',
+    dtype: 'bf16',
+    layout: 'tokens-major',
+    geometry: {
+      batch: 1,
+      headsQ: 2,
+      headsKV: 2,
+      lengthQ: 50,
+      lengthK: 50,
+      headDim: 64,
+      causal: false,
+      mask: 'padding',
+      scale: 0.3,
+    },
+  },
+  {
+    name: 'D=96, Tq=40, Tk=72 not causal, dense mask with empty rows',
+    dtype: 'f16',
+    layout: 'heads-major',
+    geometry: { batch: 1, headsQ: 1, headsKV: 1, lengthQ: 40, lengthK: 72, headDim: 96, causal: false, mask: 'dense' },
+  },
+  {
+    name: 'D=96, Tq=Tk=66 causal, GQA 2/1',
+    dtype: 'bf16',
+    layout: 'heads-major',
+    geometry: { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 66, lengthK: 66, headDim: 96, causal: true },
+  },
+  {
+    name: 'D=128, Tq=33 < Tk=70 causal, padding mask',
+    dtype: 'f16',
+    layout: 'heads-major',
+    geometry: { batch: 1, headsQ: 1, headsKV: 1, lengthQ: 33, lengthK: 70, headDim: 128, causal: true, mask: 'padding' },
+  },
+  {
+    name: 'D=128, Tq=70 > Tk=30 causal (rows without keys), GQA 2/1, tokens-major',
+    dtype: 'bf16',
+    layout: 'tokens-major',
+    geometry: { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 70, lengthK: 30, headDim: 128, causal: true },
+  },
+];
+
+describe.skipIf(skipReason !== undefined)(
+  `FlashAttention-2 and mma.sync matmul on a simulated compute capability 8.0 device${skipReason ? ` (skipped: ${skipReason})` : ''}`,
+  () => {
+    let backend: CudaBackend;
+    const reference = createReferenceBackend();
+    beforeAll(() => {
+      configureSimulator({ computeCapability: '8.0' });
+      // Opened after the setting: the device reads its compute capability when it opens.
+      backend = createSimulatedCudaBackend({ matmul: 'kiln' });
+    });
+    afterAll(() => {
+      backend?.dispose();
+      reference.dispose?.();
+      configureSimulator({ computeCapability: '9.0' });
+    });
+
+    it('rejects a compute capability that is not a major.minor string, naming it', () => {
+      for (const bad of ['8', '8.0.1', 'sm_80', ''])
+        expect(() => configureSimulator({ computeCapability: bad }), bad).toThrow(InvalidArgumentError);
+      expect(() => configureSimulator({ computeCapability: 'sm_80' })).toThrow(/got "sm_80"/);
+    });
+
+    for (const [index, { name, dtype, layout, geometry }] of CASES.entries()) {
+      it(`${dtype} ${name}: FlashAttention-2 forward and backward match the float64 reference`, async () => {
+        const inputs = makeInputs(geometry, dtype, 8000 + index * 41);
+        const expected = await runAttention(reference, 'f32', geometry, inputs);
+        const forwardBefore = backend.hopperAttentionLaunches;
+        const backwardBefore = backend.hopperAttentionBackwardLaunches;
+        const forward = await runAttentionForward(backend, dtype, geometry, inputs, layout);
+        const gradients = await runAttentionBackward(backend, dtype, geometry, inputs, expected, layout);
+        expect(backend.hopperAttentionLaunches - forwardBefore, 'Hopper attention launches').toBe(0);
+        expect(backend.hopperAttentionBackwardLaunches - backwardBefore, 'Hopper attention backward launches').toBe(0);
+        const figures = [
+          { output: 'lse', error: maxAbsError(forward.lse, expected.lse), limit: LSE_RELATIVE_LIMIT },
+          { output: 'out', error: maxAbsError(forward.out, expected.out), limit: HALF_RELATIVE_LIMIT[dtype]! },
+          ...(['dq', 'dk', 'dv'] as const).map((output) => ({
+            output,
+            error: maxAbsError(gradients[output], expected[output]),
+            limit: HALF_RELATIVE_LIMIT[dtype]!,
+          })),
+        ].map(({ output, error, limit }) => ({
+          output,
+          error,
+          limit: limit * Math.max(maxAbs(expected[output as 'lse' | 'out' | 'dq' | 'dk' | 'dv']), 1),
+        }));
+        console.log(
+          `${dtype} ${layout} ${name}: max |error| ${figures.map(({ output, error, limit }) => `${output} ${error.toExponential(2)} (limit ${limit.toExponential(1)})`).join(', ')}`,
+        );
+        for (const { output, error, limit } of figures) expect(error, output).toBeLessThanOrEqual(limit);
+        const again = await runAttentionBackward(backend, dtype, geometry, inputs, expected, layout);
+        for (const output of ['dq', 'dk', 'dv'] as const)
+          expect(Array.from(again[output]), `${output} of the rerun`).toEqual(Array.from(gradients[output]));
+      });
+    }
+
+    it('bf16 matmul with 3×3 tiles (the wgmma kernel on 9.0) runs mma.sync and matches the reference', async () => {
+      const before = backend.hopperMatmulLaunches;
+      await expectHalfMatmulMatchesReference(backend, 'bf16', {
+        batch: 1,
+        m: 328,
+        n: 264,
+        k: 40,
+        transposeA: false,
+        transposeB: false,
+      });
+      expect(backend.hopperMatmulLaunches - before, 'wgmma matmul launches').toBe(0);
+    });
+  },
+);
