@@ -26,9 +26,9 @@ export function configureSimulator(configuration: SimulatorConfiguration): void 
 }
 
 /** 'major.minor' (e.g. '8.0', '9.0') as the addon's integers; throws InvalidArgumentError naming any other value. */
-function parseComputeCapability(value: unknown): Required<
-  Pick<NativeSimulatorConfiguration, 'computeCapabilityMajor' | 'computeCapabilityMinor'>
-> {
+function parseComputeCapability(
+  value: unknown,
+): Required<Pick<NativeSimulatorConfiguration, 'computeCapabilityMajor' | 'computeCapabilityMinor'>> {
   const match = typeof value === 'string' ? /^([1-9]\d?)\.(\d)$/.exec(value) : null;
   if (match === null) {
     throw new InvalidArgumentError(

@@ -74,7 +74,16 @@ const CASES: Case[] = [
     name: 'D=128, Tq=33 < Tk=70 causal, padding mask',
     dtype: 'f16',
     layout: 'heads-major',
-    geometry: { batch: 1, headsQ: 1, headsKV: 1, lengthQ: 33, lengthK: 70, headDim: 128, causal: true, mask: 'padding' },
+    geometry: {
+      batch: 1,
+      headsQ: 1,
+      headsKV: 1,
+      lengthQ: 33,
+      lengthK: 70,
+      headDim: 128,
+      causal: true,
+      mask: 'padding',
+    },
   },
   {
     name: 'D=128, Tq=70 > Tk=30 causal (rows without keys), GQA 2/1, tokens-major',
