@@ -93,6 +93,9 @@ const CASES: Case[] = [
   },
 ];
 
+/** Two 128×128 tiles per simulated multiprocessor and TMA-aligned: on 9.0 the wgmma kernel takes it (test/matmul-wgmma.test.ts). */
+const WGMMA_SIZED_MATMUL = { batch: 1, m: 328, n: 264, k: 40, transposeA: false, transposeB: false };
+
 describe.skipIf(skipReason !== undefined)(
   `FlashAttention-2 and mma.sync matmul on a simulated compute capability 8.0 device${skipReason ? ` (skipped: ${skipReason})` : ''}`,
   () => {
@@ -150,15 +153,19 @@ describe.skipIf(skipReason !== undefined)(
 
     it('bf16 matmul with 3×3 tiles (the wgmma kernel on 9.0) runs mma.sync and matches the reference', async () => {
       const before = backend.hopperMatmulLaunches;
-      await expectHalfMatmulMatchesReference(backend, 'bf16', {
-        batch: 1,
-        m: 328,
-        n: 264,
-        k: 40,
-        transposeA: false,
-        transposeB: false,
-      });
+      await expectHalfMatmulMatchesReference(backend, 'bf16', WGMMA_SIZED_MATMUL);
       expect(backend.hopperMatmulLaunches - before, 'wgmma matmul launches').toBe(0);
+    });
+
+    it('a change of compute capability after kernels ran takes effect (the cached kernel answers are cleared)', async () => {
+      const launches = async (computeCapability: string): Promise<number> => {
+        configureSimulator({ computeCapability });
+        const before = backend.hopperMatmulLaunches;
+        await expectHalfMatmulMatchesReference(backend, 'bf16', WGMMA_SIZED_MATMUL);
+        return backend.hopperMatmulLaunches - before;
+      };
+      expect(await launches('9.0'), 'wgmma matmul launches on 9.0').toBe(1);
+      expect(await launches('8.0'), 'wgmma matmul launches back on 8.0').toBe(0);
     });
   },
 );
