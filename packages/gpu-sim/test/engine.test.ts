@@ -25,6 +25,8 @@ const EXPECTED_CHECKS = [
   "shuffle mask without the caller's lane aborts",
   'shuffle waiting for a lane parked at a barrier is reported as a deadlock',
   'more than 1024 threads per block is cudaErrorInvalidConfiguration',
+  'the simulated device reports compute capability 9.0 by default',
+  'cudaGetDeviceProperties reports the configured compute capability (8.6)',
 ];
 
 const VARIANTS = [
