@@ -4,9 +4,12 @@
 #include <napi.h>
 
 #include "../device/cuda_device.h"
-#include "../kernels/matmul.cuh"
 #include "../runtime/probe.h"
 #include "kiln/arguments.h"
+
+#if defined(KILN_CUDA_SIMULATOR)
+#include "../kernels/matmul.cuh"
+#endif
 
 #ifndef KILN_CUDA_ARCHITECTURES
 #define KILN_CUDA_ARCHITECTURES "simulated"
