@@ -64,8 +64,8 @@ Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
 
 #if defined(KILN_CUDA_SIMULATOR)
 // Test-only: makes the simulated machine look like one without a driver, with an old driver,
-// without devices, with little memory or another compute capability; sets the engine's worker threads; makes the next
-// launch or synchronisation fail (to test the error paths).
+// without devices, with little memory or another compute capability; sets the engine's worker
+// threads; makes the next launch or synchronisation fail (to test the error paths).
 void apply_simulator_options(const OptionReader& options) {
   gpu_sim::cuda::SimulatedDeviceConfig config = gpu_sim::cuda::device_config();
   options.integer("driverVersion", 0, 99999, config.driver_version);
