@@ -9,16 +9,9 @@
 #include <cstdio>
 #include <string>
 
-static int failures = 0;
+#include "self_test.hpp"
 
-static void check(bool condition, const char* name, const std::string& detail = "") {
-  if (condition) {
-    std::printf("ok %s\n", name);
-  } else {
-    std::printf("FAIL %s: %s\n", name, detail.c_str());
-    failures++;
-  }
-}
+using self_test::check;
 
 __global__ void scale_add_kernel(const float* x, float* out, float factor, int count) {
   const int index = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
@@ -129,6 +122,6 @@ int main() {
   cudaFree(x);
   cudaFree(out);
   cudaFree(copy);
-  std::printf("%s\n", failures == 0 ? "all ok" : "FAILED");
-  return failures == 0 ? 0 : 1;
+  std::printf("%s\n", self_test::failures == 0 ? "all ok" : "FAILED");
+  return self_test::failures == 0 ? 0 : 1;
 }

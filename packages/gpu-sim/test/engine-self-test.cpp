@@ -9,19 +9,10 @@
 #include <string>
 #include <vector>
 
-static int failures = 0;
+#include "self_test.hpp"
 
-static void check(bool condition, const char* name, const std::string& detail = "", bool show_detail = false) {
-  if (condition) {
-    std::printf("ok %s\n", name);
-    if (show_detail) std::printf("   message: %s\n", detail.c_str());
-  } else {
-    std::printf("FAIL %s: %s\n", name, detail.c_str());
-    failures++;
-  }
-}
-
-static bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using self_test::check;
+using self_test::contains;
 
 // ---- kernels ----
 
@@ -260,32 +251,32 @@ static void check_divergence() {
   check(
       error == cudaErrorLaunchFailure && contains(detail, "early_exit_kernel") && contains(detail, "__syncthreads()") &&
           contains(detail, "engine-self-test.cpp:" + std::to_string(exit_barrier_line)) && contains(detail, "(5,0,0)"),
-      "thread exiting before a barrier aborts with kernel name and file:line", detail, true);
+      "thread exiting before a barrier aborts with kernel name and file:line", detail);
 
   error = launch("two_barriers_kernel", two_barriers_kernel, dim3(1), dim3(128), 0, output.data());
   detail = gpu_sim_cuda_fault_detail();
   check(error == cudaErrorLaunchFailure && contains(detail, "two_barriers_kernel") &&
             contains(detail, "engine-self-test.cpp:" + std::to_string(first_barrier_line)) &&
             contains(detail, "engine-self-test.cpp:" + std::to_string(second_barrier_line)),
-        "threads at two different barriers abort naming both lines", detail, true);
+        "threads at two different barriers abort naming both lines", detail);
 
   error = launch("exited_lane_shuffle_kernel", exited_lane_shuffle_kernel, dim3(1), dim3(32), 0, output.data());
   detail = gpu_sim_cuda_fault_detail();
   check(error == cudaErrorLaunchFailure && contains(detail, "exited_lane_shuffle_kernel") &&
             contains(detail, "__shfl_xor_sync"),
-        "shuffle with an exited lane in the mask aborts", detail, true);
+        "shuffle with an exited lane in the mask aborts", detail);
 
   error = launch("foreign_mask_kernel", foreign_mask_kernel, dim3(1), dim3(32), 0, output.data());
   detail = gpu_sim_cuda_fault_detail();
   check(error == cudaErrorLaunchFailure && contains(detail, "does not include its own lane"),
-        "shuffle mask without the caller's lane aborts", detail, true);
+        "shuffle mask without the caller's lane aborts", detail);
 
   error =
       launch("collective_versus_barrier_kernel", collective_versus_barrier_kernel, dim3(1), dim3(64), 0, output.data());
   detail = gpu_sim_cuda_fault_detail();
   check(error == cudaErrorLaunchFailure && contains(detail, "collective_versus_barrier_kernel") &&
             contains(detail, "no progress") && contains(detail, "__shfl_sync") && contains(detail, "__syncthreads()"),
-        "shuffle waiting for a lane parked at a barrier is reported as a deadlock", detail, true);
+        "shuffle waiting for a lane parked at a barrier is reported as a deadlock", detail);
 
   // The engine stays usable after a fault.
   check_block_sum();
@@ -319,7 +310,7 @@ static void check_vector_alignment() {
             contains(detail, "engine-self-test.cpp:" + std::to_string(misaligned_store_line)) &&
             contains(detail, "misaligned address"),
         "a float4 store through an address that is 8 but not 16-byte aligned aborts with the kernel and file:line",
-        detail, true);
+        detail);
   alignas(16) unsigned words[8] = {1, 2, 3, 4, 5, 6, 7, 8};
   unsigned sums[32] = {};
   error = launch("vector_load_kernel", vector_load_kernel, dim3(1), dim3(32), 0, words, 2, sums);
@@ -328,7 +319,7 @@ static void check_vector_alignment() {
   detail = gpu_sim_cuda_fault_detail();
   check(error == cudaErrorLaunchFailure && contains(detail, "8-byte load of uint2") &&
             contains(detail, "engine-self-test.cpp:" + std::to_string(misaligned_load_line)),
-        "a uint2 load through a 4-byte aligned address aborts with the kernel and file:line", detail, true);
+        "a uint2 load through a 4-byte aligned address aborts with the kernel and file:line", detail);
 }
 
 static void check_launch_configuration() {
@@ -368,6 +359,6 @@ int main() {
   check_launch_configuration();
   check_vector_alignment();
   check_compute_capability();
-  std::printf("%d failures\n", failures);
-  return failures == 0 ? 0 : 1;
+  std::printf("%d failures\n", self_test::failures);
+  return self_test::failures == 0 ? 0 : 1;
 }

@@ -14,23 +14,14 @@
 #include <string>
 #include <vector>
 
+#include "self_test.hpp"
+
+using self_test::check;
+using self_test::contains;
+
 using gpu_sim::cuda::TensorMap;
 using gpu_sim::cuda::TensorMapSwizzle;
 using gpu_sim::ptx::MmaInput;
-
-static int failures = 0;
-
-static void check(bool condition, const char* name, const std::string& detail = "") {
-  if (condition) {
-    std::printf("ok %s\n", name);
-    if (!detail.empty()) std::printf("   message: %s\n", detail.c_str());
-  } else {
-    std::printf("FAIL %s: %s\n", name, detail.c_str());
-    failures++;
-  }
-}
-
-static bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 template <typename... Parameters, typename... Arguments>
 static cudaError_t launch(const char* name, void (*kernel)(Parameters...), dim3 block, std::size_t shared,
@@ -411,6 +402,6 @@ int main() {
               contains(detail, "96 threads wait in wgmma.mma_async at hopper-self-test.cpp:"),
           "a warp that skips a warpgroup-collective wgmma aborts naming the kernel and file:line", detail);
   }
-  std::printf("%d failures\n", failures);
-  return failures == 0 ? 0 : 1;
+  std::printf("%d failures\n", self_test::failures);
+  return self_test::failures == 0 ? 0 : 1;
 }

@@ -11,21 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "self_test.hpp"
+
+using self_test::check;
+using self_test::contains;
+
 using namespace nvcuda;
-
-static int failures = 0;
-
-static void check(bool condition, const char* name, const std::string& detail = "") {
-  if (condition) {
-    std::printf("ok %s\n", name);
-    if (!detail.empty()) std::printf("   message: %s\n", detail.c_str());
-  } else {
-    std::printf("FAIL %s: %s\n", name, detail.c_str());
-    failures++;
-  }
-}
-
-static bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 template <typename... Parameters, typename... Arguments>
 static cudaError_t launch(const char* name, void (*kernel)(Parameters...), dim3 grid, dim3 block,
@@ -194,6 +185,6 @@ int main() {
         "reading another lane's stored element needs __syncwarp (without it the old value shows)",
         stale ? "" : "every lane read 7 without __syncwarp");
 
-  std::printf("%d failures\n", failures);
-  return failures == 0 ? 0 : 1;
+  std::printf("%d failures\n", self_test::failures);
+  return self_test::failures == 0 ? 0 : 1;
 }

@@ -9,21 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "../self_test.hpp"
+
+using self_test::check;
+
 using gpu_sim::Dim3;
 using gpu_sim::metal::ArgumentTable;
 using gpu_sim::metal::ConstantType;
 using gpu_sim::metal::KernelRegistry;
-
-static int failures = 0;
-
-static void check(bool condition, const char* name, const std::string& detail = "") {
-  if (condition) {
-    std::printf("ok %s\n", name);
-  } else {
-    std::printf("FAIL %s: %s\n", name, detail.c_str());
-    failures++;
-  }
-}
 
 template <typename T>
 static void bind(ArgumentTable& table, int index, std::vector<T>& data) {
@@ -234,6 +227,6 @@ int main() {
           misaligned.message);
     std::printf("   message: %s\n", misaligned.message.c_str());
   }
-  std::printf("%d failures\n", failures);
-  return failures == 0 ? 0 : 1;
+  std::printf("%d failures\n", self_test::failures);
+  return self_test::failures == 0 ? 0 : 1;
 }
