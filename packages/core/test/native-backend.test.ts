@@ -67,6 +67,17 @@ describe('nativeArgumentChecks', () => {
       checks.checkTensorOf({ buffer: buffer(64), dtype: 'f32', shape: [4] }, owner, 'k', 'out', 'f32', 5, 'rows'),
     ).toThrow(/rocm backend: k: out f32 \[4\] has 4 elements, expected 5 \(rows\)/);
   });
+
+  it('refuses a missing or non-object tensor ref with a typed error naming the role', () => {
+    for (const bad of [undefined, null, 2]) {
+      expect(() =>
+        checks.checkTensorOf(bad as never, owner, 'adamwMulti', 'options.gradientScale', 'f32', 1, 'one element'),
+      ).toThrow(InvalidArgumentError);
+    }
+    expect(() => checks.checkTensor(undefined as never, owner, 'unary', 'x', false)).toThrow(
+      /^rocm backend: unary: x must be a tensor ref, got undefined/,
+    );
+  });
 });
 
 const HEADS_MAJOR = ['heads-major'] as const;

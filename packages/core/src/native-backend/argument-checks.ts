@@ -126,7 +126,7 @@ export function nativeArgumentChecks(backend: string): NativeArgumentChecks {
     role: string,
     view: boolean,
   ): CheckedTensor => {
-    const handle = ref.buffer;
+    const handle = ref?.buffer;
     if (handle instanceof NativeBuffer && handle.owner === owner && !handle.freed) {
       const cached = view ? handle.checkedView : handle.checkedDense;
       if (cached !== null && cached.ref === ref && sameFields(ref, cached)) return cached;
@@ -146,6 +146,14 @@ export function nativeArgumentChecks(backend: string): NativeArgumentChecks {
     role: string,
     view: boolean,
   ): CheckedTensor => {
+    if (typeof ref !== 'object' || ref === null) {
+      throw new InvalidArgumentError(
+        `${prefix} ${kernel}: ${role} must be a tensor ref, got ${ref === null ? 'null' : typeof ref}`,
+        {
+          hint: 'Pass { buffer, dtype, shape } (a TensorRef from tensor.ref()), not a number or nothing.',
+        },
+      );
+    }
     const handle = ref.buffer;
     const buffer =
       handle instanceof NativeBuffer && handle.owner === owner && !handle.freed
