@@ -19,7 +19,9 @@
 //  - within a consumer (intra-warpgroup pipelining): S of tile j + 1 is issued before P·V of
 //    tile j, and since wgmma groups complete in order, waiting for all but the last group gives
 //    the scores, whose softmax then runs while P·V does; only O's rescale and the next P (its
-//    registers are read asynchronously) wait for P·V;
+//    registers are read asynchronously) wait for P·V. The last tile's turn (P·V alone) is peeled
+//    off the loop and every wgmma operand is fenced at issue and wait, so each iteration commits
+//    the same two groups and ptxas keeps the wgmma pipeline asynchronous (no C7514);
 //  - between the consumers (inter-warpgroup ping-pong): they take turns issuing their products
 //    through two named barriers (bar.sync on its own turn barrier, bar.arrive on the other's once
 //    issued; consumer 0 first, key_tiles + 1 turns each), so one consumer's softmax runs while
@@ -176,6 +178,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const std::uint32_t k_address =
         shared_address + static_cast<std::uint32_t>(P::kStagesOffset + stage * P::kStageBytes);
     // k16 step `step` reads columns 16·step … of box step / 4 (32 bytes per step inside the swizzle atom).
+    ptx::fence_operand(s);
     ptx::wgmma_fence();
     KILN_UNROLL
     for (int step = 0; step < kHeadDim / 16; step++) {
@@ -187,6 +190,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       ptx::wgmma_m64nk16<T, kKeys, 0, 0>(flat(s), desc_q, desc_k, step > 0 ? 1 : 0);
     }
     ptx::wgmma_commit();
+    ptx::fence_operand(s);
   };
   // Scores → probabilities in place; the running max and sum advance, `correction` keeps what O must be scaled by.
   auto softmax = [&](int tile) {
@@ -212,6 +216,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     const std::uint32_t v_address =
         shared_address +
         static_cast<std::uint32_t>(P::kStagesOffset + (tile % P::kStages) * P::kStageBytes + P::kTileBytes);
+    ptx::fence_operand(o);
+    ptx::fence_operand(probabilities);
     ptx::wgmma_fence();
     KILN_UNROLL
     for (int step = 0; step < kKeys / 16; step++) {
@@ -219,6 +225,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       ptx::wgmma_m64nk16_rs<T, P::kOutColumns, 1>(flat(o), probabilities[step], desc_v, 1);
     }
     ptx::wgmma_commit();
+    ptx::fence_operand(o);
+    ptx::fence_operand(probabilities);
   };
 
   // Ping-pong: the consumers take turns issuing their wgmma — consumer c waits on turn barrier
@@ -251,23 +259,36 @@ __global__ void __launch_bounds__(kThreads, 1)
     issue_scores(0);
     hand_over(false);
     ptx::wgmma_wait<0>();
+    ptx::fence_operand(s);
     softmax(0);
     rescale_and_pack();
   }
-  for (int tile = 0; tile < key_tiles; tile++) {
-    const bool more = tile + 1 < key_tiles;
-    if (more) wait_keys(tile + 1);
+  // Steady state: every turn issues S of the next tile and P·V of this one (the last tile is peeled
+  // off below, so each iteration commits the same two groups: ptxas then tracks which one retired).
+  for (int tile = 0; tile + 1 < key_tiles; tile++) {
+    wait_keys(tile + 1);
     take_turn();
-    if (more) issue_scores(tile + 1);
+    issue_scores(tile + 1);
     issue_output(tile);
-    hand_over(!more);
-    if (more) {
-      ptx::wgmma_wait<1>();  // S of the next tile is done; P·V of this one may still run
-      softmax(tile + 1);
-    }
+    hand_over(false);
+    ptx::wgmma_wait<1>();  // S of the next tile is done; P·V of this one may still run
+    ptx::fence_operand(s);
+    softmax(tile + 1);
     ptx::wgmma_wait<0>();  // P·V done: its stage and the probability registers are free
+    ptx::fence_operand(o);
+    ptx::fence_operand(probabilities);
     if (thread == 0) ptx::mbarrier_arrive(&empty[tile % P::kStages]);
-    if (more) rescale_and_pack();
+    rescale_and_pack();
+  }
+  if (key_tiles > 0) {
+    const int tile = key_tiles - 1;
+    take_turn();
+    issue_output(tile);
+    hand_over(true);
+    ptx::wgmma_wait<0>();
+    ptx::fence_operand(o);
+    ptx::fence_operand(probabilities);
+    if (thread == 0) ptx::mbarrier_arrive(&empty[tile % P::kStages]);
   }
 
   T* out = static_cast<T*>(p.out_written) + q_offset_of(p, b, h, row0);
