@@ -58,7 +58,8 @@ function copy(source, target) {
   cpSync(source, target, {
     recursive: true,
     dereference: true,
-    filter: (path) => !relative(source, path).split('/').includes('node_modules'),
+    // Source maps are left out: they are most of dist/'s bytes, and the bundle must travel small.
+    filter: (path) => !relative(source, path).split('/').includes('node_modules') && !path.endsWith('.map'),
   });
 }
 
@@ -98,6 +99,8 @@ for (const [name, extras] of Object.entries(KILN_PACKAGES)) {
 while (pending.length > 0) {
   const [name, from] = pending.shift();
   if (copied.has(name)) continue;
+  // The CLI's optional Metal backend never loads on a Linux GPU machine.
+  if (name === '@kiln/backend-metal') continue;
   const directory = findPackage(from, name);
   if (directory === undefined) {
     log(`note: ${name} (needed by ${relative(packagesRoot, from)}) is not installed; skipped`);

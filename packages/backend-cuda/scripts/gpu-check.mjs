@@ -23,6 +23,7 @@ import { checkDeterminism } from './gpu-check/determinism.mjs';
 import { kernelTimings } from './gpu-check/kernels.mjs';
 import { kilnBench, locateCli, matmulComparison, pytorchBench } from './gpu-check/measure.mjs';
 import { checkHfFixtures } from './gpu-check/hf-fixtures.mjs';
+import { runSanitizers, sanitizerSection } from './gpu-check/sanitizer.mjs';
 import { createReport, evaluateTargets, formatReport } from './gpu-check/report.mjs';
 import {
   cliTarget,
@@ -198,6 +199,13 @@ if (!options.skip.has('hf-fixtures')) {
 }
 auto.dispose();
 
+// ---- compute-sanitizer (memcheck, racecheck, synccheck) over the matmul and attention kernels (scripts/gpu-check/sanitizer.mjs) ----
+if (!options.skip.has('sanitizer') && !options.simulator) {
+  const sanitizer = runSanitizers({ log, secondsPerTool: options.sanitizerSeconds });
+  report.sanitizer = sanitizer;
+  report.sections.push(sanitizerSection(sanitizer));
+}
+
 // ---- determinism (issue 15): the same short bf16 training run twice on fresh backends, weights' sha256 compared ----
 if (!options.skip.has('determinism')) {
   const settings = options.simulator
@@ -258,9 +266,15 @@ if (!options.skip.has('train')) {
       precision: 'bf16',
       pytorch,
       compile: !options.skip.has('compile'),
+      ownMatmul: !options.simulator,
       log,
     });
-    report.gpt2s = { model: settings.model, runs: training.runs, profile: training.profile ?? null };
+    report.gpt2s = {
+      model: settings.model,
+      runs: training.runs,
+      profile: training.profile ?? null,
+      ownMatmul: training.ownMatmul,
+    };
     report.sections.push(...training.sections);
   }
   // Three SIGKILL-resumes, killed after the 1st, 2nd and 3rd checkpoint (the last step writes none to kill after).
@@ -306,7 +320,9 @@ if (
   report.conformance.some((run) => run.failed > 0) ||
   (report.attentionShapes ?? []).some((attention) => attention.failed > 0) ||
   report.attentionPrecision?.passed === false ||
-  (report.hfFixtures?.failed ?? 0) > 0
+  (report.hfFixtures?.failed ?? 0) > 0 ||
+  report.matmul.some((row) => row.agrees === false) ||
+  (report.sanitizer?.runs ?? []).some((run) => run.errors > 0)
 )
   report.status = 'failed';
 finish(report.status === 'failed' ? 1 : 0);

@@ -9,6 +9,7 @@
  * graphs (captureGraph: a step recorded once from the stream, replayed as one launch).
  */
 import {
+  ConfigError,
   GraphCaptureError,
   InvalidArgumentError,
   type CapturedGraph,
@@ -64,6 +65,7 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
     const deviceIndex = checkInteger(options.deviceIndex ?? 0, 'deviceIndex');
     const memoryLimitBytes = checkInteger(options.memoryLimitBytes ?? 0, 'memoryLimitBytes');
     const { matmul, cublasPath, allowTf32 } = checkMatmulOptions(options);
+    checkHopperKernelsSetting(process.env.KILN_CUDA_HOPPER_KERNELS);
     const native = callNative(
       () => new addon.Backend({ deviceIndex, memoryLimitBytes, matmul, cublasPath, allowTf32 }),
     );
@@ -188,6 +190,15 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
 function firstLine(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   return message.split('\n')[0] ?? message;
+}
+
+/** KILN_CUDA_HOPPER_KERNELS, checked: unset, '1' (the sm_90a kernels where the device runs them) or '0' (never; the native layer reads it). */
+export function checkHopperKernelsSetting(value: string | undefined): void {
+  if (value === undefined || value === '0' || value === '1') return;
+  throw new ConfigError(
+    `cuda backend: KILN_CUDA_HOPPER_KERNELS must be '0' (the sm_90a wgmma kernels off: mma.sync matmul and FlashAttention-2 instead) or '1', got ${JSON.stringify(value)}`,
+    { hint: 'Unset KILN_CUDA_HOPPER_KERNELS, or set it to 0 or 1.' },
+  );
 }
 
 /** The matmul options, checked. */

@@ -10,7 +10,9 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseArguments, UsageError } from '../scripts/gpu-check/arguments.mjs';
+import { matmulAgreementLimit, relativeL2 } from '../scripts/gpu-check/measure.mjs';
 import { createReport, evaluateTargets, formatReport, type GpuCheckReport } from '../scripts/gpu-check/report.mjs';
+import { parseSanitizerOutput } from '../scripts/gpu-check/sanitizer.mjs';
 import { buildFakeCublas } from './fake-cublas.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
@@ -95,6 +97,64 @@ describe('gpu-check arguments', () => {
       expect(() => parseArguments([...argv])).toThrow(message);
     }
   });
+});
+
+describe("gpu-check's kiln-vs-cuBLAS agreement", () => {
+  it('measures the relative L2 difference and calls any non-finite value a disagreement', () => {
+    expect(relativeL2([1, 2, 3], [1, 2, 3])).toBe(0);
+    expect(relativeL2([3, 4], [0, 5])).toBeCloseTo(Math.sqrt(9 + 1) / 5, 12);
+    expect(relativeL2([1, Number.NaN], [1, 2])).toBe(Number.POSITIVE_INFINITY);
+    expect(relativeL2([1, 2], [1, Number.POSITIVE_INFINITY])).toBe(Number.POSITIVE_INFINITY);
+  });
+  it('allows one output rounding for half dtypes, summation order for f32, input rounding for TF32', () => {
+    expect(matmulAgreementLimit('bf16', false)).toBe(1e-2);
+    expect(matmulAgreementLimit('f16', false)).toBe(2e-3);
+    expect(matmulAgreementLimit('f32', false)).toBe(1e-5);
+    expect(matmulAgreementLimit('f32', true)).toBe(5e-3);
+  });
+  it('prints each row’s difference and marks a disagreement', () => {
+    const report = createReport(parseArguments([]), { node: 'v20' });
+    const row = { dtype: 'bf16', m: 8, n: 8, k: 8, transposeA: false, transposeB: true, kernel: 'wgmma' };
+    report.matmul.push(
+      { ...row, label: 'fine', kilnTflops: 1, cublasTflops: 1, ratio: 1, relativeL2VsCublas: 0.0021, agrees: true },
+      { ...row, label: 'broken', kilnTflops: 1, cublasTflops: 1, ratio: 1, relativeL2VsCublas: 0.9, agrees: false },
+    );
+    const text = formatReport(report);
+    expect(text).toMatch(/fine .*2\.1e-3(?! DISAGREES)/);
+    expect(text).toMatch(/broken .*9\.0e-1 DISAGREES/);
+  });
+});
+
+describe("gpu-check's compute-sanitizer part", () => {
+  it('reads the error count from the summary, else counts the error lines of a stopped run', () => {
+    expect(parseSanitizerOutput('========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n')).toEqual({
+      errors: 0,
+      summary: true,
+    });
+    expect(parseSanitizerOutput('========= ERROR SUMMARY: 3 errors')).toEqual({ errors: 3, summary: true });
+    const stopped = [
+      '========= COMPUTE-SANITIZER',
+      '========= Invalid __global__ write of size 4 bytes',
+      '=========     at kernel+0x10',
+      '========= Race reported between Write access at x and Read access at y',
+      'sanitizer-target: Hopper-sized cases done',
+    ].join('\n');
+    expect(parseSanitizerOutput(stopped)).toEqual({ errors: 2, summary: false });
+  });
+  it.skipIf(simulatorSkipReason() !== undefined || !built)(
+    'its target runs the Hopper-sized cases (each Hopper kernel launched) and the kit on the simulator',
+    async () => {
+      const { stdout } = await run(
+        process.execPath,
+        [join(packageRoot, 'scripts', 'gpu-check', 'sanitizer-target.mjs'), '--simulator'],
+        { cwd: packageRoot, maxBuffer: 16 << 20 },
+      );
+      const result = JSON.parse(stdout.trim().split('\n').at(-1) ?? '');
+      expect(result.kit.failed).toBe(0);
+      expect(result.kit.passed).toBeGreaterThan(100);
+      expect(result.hopper).toEqual({ matmul: 3, attentionForward: 2, attentionBackward: 2 });
+    },
+  );
 });
 
 describe('gpu-check report', () => {

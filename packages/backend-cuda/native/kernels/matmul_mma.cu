@@ -3,6 +3,8 @@
 // when the device and the operands allow it, else the WMMA kernel (matmul_wmma.cuh). Host code
 // only, plus probe kernels whose attributes tell which target of this binary the device runs.
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 
 #include "matmul_mma.cuh"
 #include "matmul_split_k.cuh"
@@ -55,6 +57,9 @@ bool ask_device_wgmma(int device) {
   (void)device;
   return false;
 #else
+  // KILN_CUDA_HOPPER_KERNELS=0 keeps the sm_90a kernels off: the mma.sync matmul and FlashAttention-2 run instead.
+  const char* hopper = std::getenv("KILN_CUDA_HOPPER_KERNELS");
+  if (hopper != nullptr && std::strcmp(hopper, "0") == 0) return false;
   cudaDeviceProp properties;
   if (cudaGetDeviceProperties(&properties, device) != cudaSuccess) return false;
   // sm_90a code runs on compute capability 9.0 only.

@@ -23,6 +23,8 @@ export interface GpuCheckOptions {
   gpt2sBatches: number[];
   /** Timed gpt2s steps per run. */
   gpt2sSteps: number;
+  /** Time limit of each compute-sanitizer tool, seconds. */
+  sanitizerSeconds: number;
 }
 /** The options of an argv (without node and the script path). Throws UsageError. */
 export declare function parseArguments(argv: readonly string[]): GpuCheckOptions;

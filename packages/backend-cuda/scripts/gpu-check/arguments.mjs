@@ -8,6 +8,7 @@ export const PARTS = [
   'kernels',
   'attention',
   'hf-fixtures',
+  'sanitizer',
   'train',
   'pytorch',
   'gpt2s',
@@ -24,7 +25,8 @@ export const USAGE = `usage: gpu-check [options]
 
 Builds nothing itself (scripts/gpu-check.sh builds with nvcc first), then on the GPU: probes,
 runs the full conformance kit, benchmarks kiln's matmul kernels against cuBLAS, checks the
-Hugging Face reference fixtures in f32 (logits, loss, gradients, greedy tokens), times a
+Hugging Face reference fixtures in f32 (logits, loss, gradients, greedy tokens), runs
+compute-sanitizer (memcheck, racecheck, synccheck) over the matmul and attention kernels, times a
 \`kiln bench\` train step against PyTorch eager, trains gpt2s (GPT-2 small's widths, bf16) at
 each --gpt2s-batches against PyTorch eager and torch.compile with the per-kernel profile, compares
 the CUDA-graphed train step with the eager one (tokens/s and GPU busy of the default tiny run and
@@ -43,6 +45,7 @@ times, killed at different steps) to the same weights, and writes one report (JS
   --warmup <n>          untimed train steps first (default 5)
   --python <exe>        python with PyTorch for the baseline (default python3)
   --cublas-path <path>  cuBLAS directory or file (default: KILN_CUBLAS_PATH, then the loader's search)
+  --sanitizer-seconds <n> time limit of each compute-sanitizer tool (default 60)
   --help                this text`;
 
 /** An error in the arguments (the script prints it with the usage and exits 2). */
@@ -71,6 +74,7 @@ export function parseArguments(argv) {
     help: false,
     gpt2sBatches: [8, 32],
     gpt2sSteps: 10,
+    sanitizerSeconds: 60,
   };
   for (let index = 0; index < argv.length; index++) {
     const argument = argv[index];
@@ -135,6 +139,9 @@ export function parseArguments(argv) {
         break;
       case '--cublas-path':
         options.cublasPath = value();
+        break;
+      case '--sanitizer-seconds':
+        options.sanitizerSeconds = Math.max(1, integer('--sanitizer-seconds', value()));
         break;
       case '--help':
       case '-h':

@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { decodeBf16, decodeF16 } from '@kiln/core';
 
 const BYTES = { f32: 4, f16: 2, bf16: 2 };
 
@@ -45,24 +46,29 @@ export function matmulShapes({ quick, simulator }) {
   return shapes;
 }
 
-function randomTensor(backend, shape, dtype) {
+function randomTensor(backend, shape, dtype, seed) {
   const count = shape.reduce((a, b) => a * b, 1);
   const buffer = backend.alloc(count * BYTES[dtype]);
   const ref = { buffer, shape, dtype };
-  backend.random(ref, { kind: 'uniform', low: -1, high: 1 }, 7, 0);
+  backend.random(ref, { kind: 'uniform', low: -1, high: 1 }, seed, 0);
   return ref;
 }
 
-/** TFLOP/s of `backend.matmul` for one shape and dtype (median-free: one timed loop after a warm-up). */
-export async function timeMatmul(backend, shape, dtype, { quick, simulator }) {
+/**
+ * TFLOP/s of `backend.matmul` for one shape and dtype (one timed loop after a warm-up), and the
+ * product as f32 (`keepOutput`). The operands come from the backend's seeded random, so two
+ * backends (kiln's kernels and cuBLAS) multiply the same numbers and their outputs can be compared.
+ */
+export async function timeMatmul(backend, shape, dtype, { quick, simulator }, keepOutput = false) {
   const { m, n, k, transposeA, transposeB } = shape;
-  const a = randomTensor(backend, transposeA ? [k, m] : [m, k], dtype);
-  const b = randomTensor(backend, transposeB ? [n, k] : [k, n], dtype);
+  const a = randomTensor(backend, transposeA ? [k, m] : [m, k], dtype, 7);
+  const b = randomTensor(backend, transposeB ? [n, k] : [k, n], dtype, 11);
   const out = { buffer: backend.alloc(m * n * BYTES[dtype]), shape: [m, n], dtype };
   const params = { batch: 1, m, n, k, transposeA, transposeB, batchStrideA: m * k, batchStrideB: k * n };
   const flops = 2 * m * n * k;
   try {
     backend.matmul(a, b, out, params);
+    const output = keepOutput ? toFloat32(await backend.download(out.buffer), dtype) : undefined;
     await backend.synchronize();
     // Enough repeats for ~0.2 s of work at 100 TFLOP/s, between 3 and 200.
     const repeats = simulator ? 1 : Math.max(3, Math.min(quick ? 50 : 200, Math.ceil(2e13 / flops)));
@@ -70,10 +76,43 @@ export async function timeMatmul(backend, shape, dtype, { quick, simulator }) {
     for (let i = 0; i < repeats; i++) backend.matmul(a, b, out, params);
     await backend.synchronize();
     const seconds = (performance.now() - start) / 1000 / repeats;
-    return flops / seconds / 1e12;
+    return { tflops: flops / seconds / 1e12, output };
   } finally {
     for (const ref of [a, b, out]) backend.free(ref.buffer);
   }
+}
+
+/** Downloaded bytes of an f32, f16 or bf16 tensor as a Float32Array. */
+function toFloat32(bytes, dtype) {
+  const view = new Uint8Array(bytes.buffer ?? bytes, bytes.byteOffset ?? 0, bytes.byteLength);
+  const copy = view.slice().buffer;
+  if (dtype === 'f32') return new Float32Array(copy);
+  const halves = new Uint16Array(copy);
+  const floats = new Float32Array(halves.length);
+  (dtype === 'bf16' ? decodeBf16 : decodeF16)(halves, floats);
+  return floats;
+}
+
+/** ‖got − reference‖ / ‖reference‖; Infinity when either holds a non-finite value. */
+export function relativeL2(got, reference) {
+  let difference = 0;
+  let norm = 0;
+  for (let i = 0; i < reference.length; i++) {
+    if (!Number.isFinite(got[i]) || !Number.isFinite(reference[i])) return Number.POSITIVE_INFINITY;
+    difference += (got[i] - reference[i]) ** 2;
+    norm += reference[i] ** 2;
+  }
+  return norm > 0 ? Math.sqrt(difference / norm) : Math.sqrt(difference);
+}
+
+/**
+ * Largest relative L2 difference between kiln's product and cuBLAS's on the same operands that
+ * still counts as agreement: both round f16/bf16 outputs once from f32 accumulators (summed in
+ * different orders), f32 (TF32 off) differs by summation order only, TF32 rounds the inputs.
+ */
+export function matmulAgreementLimit(dtype, allowTf32) {
+  if (dtype === 'f32') return allowTf32 ? 5e-3 : 1e-5;
+  return dtype === 'bf16' ? 1e-2 : 2e-3;
 }
 
 /**
@@ -109,7 +148,8 @@ export async function matmulComparison(kiln, cublas, options, log, tf32 = undefi
     for (const shape of shapes) {
       const launchesBefore = kilnBackend.hopperMatmulLaunches ?? 0;
       const splitBefore = kilnBackend.splitKMatmulLaunches ?? 0;
-      const kilnTflops = await timeMatmul(kilnBackend, shape, dtype, options);
+      const kilnRun = await timeMatmul(kilnBackend, shape, dtype, options, cublasBackend !== undefined);
+      const kilnTflops = kilnRun.tflops;
       const kernel = kilnMatmulKernel(
         kilnBackend,
         dtype,
@@ -118,12 +158,16 @@ export async function matmulComparison(kiln, cublas, options, log, tf32 = undefi
       );
       const row = { ...shape, dtype, ...(allowTf32 ? { tf32: true } : {}), kernel, kilnTflops };
       if (cublasBackend) {
-        row.cublasTflops = await timeMatmul(cublasBackend, shape, dtype, options);
+        const cublasRun = await timeMatmul(cublasBackend, shape, dtype, options, true);
+        row.cublasTflops = cublasRun.tflops;
         row.ratio = kilnTflops / row.cublasTflops;
+        // The same operands on both: kiln's product must agree with cuBLAS's.
+        row.relativeL2VsCublas = relativeL2(kilnRun.output, cublasRun.output);
+        row.agrees = row.relativeL2VsCublas <= matmulAgreementLimit(dtype, allowTf32);
       }
       const name = allowTf32 ? 'f32 (TF32 on)' : dtype === 'f32' ? 'f32 (TF32 off)' : dtype;
       log(
-        `  ${name} ${shape.label}: kiln ${row.kernel} ${kilnTflops.toFixed(2)} TFLOP/s${row.cublasTflops === undefined ? '' : `, cuBLAS ${row.cublasTflops.toFixed(2)} (${(row.ratio * 100).toFixed(0)}%)`}`,
+        `  ${name} ${shape.label}: kiln ${row.kernel} ${kilnTflops.toFixed(2)} TFLOP/s${row.cublasTflops === undefined ? '' : `, cuBLAS ${row.cublasTflops.toFixed(2)} (${(row.ratio * 100).toFixed(0)}%), vs cuBLAS rel. L2 ${row.relativeL2VsCublas.toExponential(2)}${row.agrees ? '' : ' DISAGREES'}`}`,
       );
       rows.push(row);
     }

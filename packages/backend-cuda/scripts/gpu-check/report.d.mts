@@ -6,6 +6,7 @@ export declare const TARGETS: {
   trainStepRatio: number;
   gpt2sEagerRatio: number;
   gpt2sCompileRatio: number;
+  ownMatmulStepRatio: number;
 };
 /** A matmul measurement. */
 export interface MatmulRow {
@@ -23,6 +24,10 @@ export interface MatmulRow {
   kilnTflops: number;
   cublasTflops?: number;
   ratio?: number;
+  /** ‖kiln − cuBLAS‖ / ‖cuBLAS‖ of the two products on the same operands. */
+  relativeL2VsCublas?: number;
+  /** True when relativeL2VsCublas is within matmulAgreementLimit. */
+  agrees?: boolean;
 }
 /** One side of the train-step comparison. */
 export type TrainSide = { msPerStep: number; tokensPerSecond: number } | { error: string } | { skipped: string };

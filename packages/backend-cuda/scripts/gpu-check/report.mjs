@@ -4,7 +4,7 @@
 // {
 //   schema: 1, status: 'ok' | 'failed' | 'skipped', reason?, startedAt, seconds, host, addon, probe,
 //   conformance: [{ name, passed, failed, skipped, seconds, failures: [{ id, message }] }],
-//   matmul: [{ label, dtype, tf32?, m, n, k, transposeA, transposeB, kernel, kilnTflops, cublasTflops?, ratio? }], matmulNote?,
+//   matmul: [{ label, dtype, tf32?, m, n, k, transposeA, transposeB, kernel, kilnTflops, cublasTflops?, ratio?, relativeL2VsCublas?, agrees? }], matmulNote?,
 //     (kernel: kiln's kernel family, 'wgmma' | 'mma.sync' | 'wmma' | 'SIMT' | 'TF32 mma.sync', plus ' split-K' when k was split;
 //      tf32: f32 rows measured with allowTf32 on both kiln and cuBLAS)
 //   trainStep?: { model, precision, kiln: { msPerStep, tokensPerSecond } | { error }, pytorch: { … } | { skipped }, ratio? },
@@ -27,6 +27,8 @@ export const TARGETS = {
   gpt2sEagerRatio: 1.0,
   /** gpt2s bf16 (issue 15): kiln over torch.compile(mode="default") where it ran. */
   gpt2sCompileRatio: 0.8,
+  /** gpt2s on kiln's own matmul kernels (no cuBLAS) as a fraction of the same step with cuBLAS (issue 19). */
+  ownMatmulStepRatio: 0.8,
 };
 
 /** A fresh report. */
@@ -108,6 +110,14 @@ export function evaluateTargets(report) {
       });
     }
   }
+  const own = report.gpt2s?.ownMatmul;
+  if (own)
+    targets.push({
+      name: `kiln ${report.gpt2s.model} batch ${own.batch} on its own matmul kernels ≥ ${TARGETS.ownMatmulStepRatio}× the step with cuBLAS`,
+      value: own.ratio ?? null,
+      target: TARGETS.ownMatmulStepRatio,
+      met: own.ratio === null || own.ratio === undefined ? null : own.ratio >= TARGETS.ownMatmulStepRatio,
+    });
   for (const [name, check] of [
     ['the same kiln train twice gives identical weights', report.reproducibility?.determinism],
     ["SIGKILL + --resume gives the uninterrupted run's weights", report.reproducibility?.resume],
@@ -177,7 +187,7 @@ export function formatReport(report) {
     lines.push('', 'matmul (TFLOP/s, same run; ratio = kiln / cuBLAS):');
     lines.push(
       table([
-        ['shape', 'dtype', 'm×n×k', 'op', 'kiln kernel', 'kiln', 'cuBLAS', 'ratio'],
+        ['shape', 'dtype', 'm×n×k', 'op', 'kiln kernel', 'kiln', 'cuBLAS', 'ratio', 'vs cuBLAS (rel. L2)'],
         ...report.matmul.map((row) => [
           row.label,
           row.tf32 ? 'f32 TF32' : row.dtype,
@@ -187,6 +197,9 @@ export function formatReport(report) {
           fixed(row.kilnTflops, 2),
           fixed(row.cublasTflops, 2),
           row.ratio === undefined ? '—' : `${(row.ratio * 100).toFixed(0)}%`,
+          row.relativeL2VsCublas === undefined
+            ? '—'
+            : `${row.relativeL2VsCublas.toExponential(1)}${row.agrees ? '' : ' DISAGREES'}`,
         ]),
       ]),
     );

@@ -142,8 +142,21 @@ export function compareTraining({
   pytorch,
   compile,
   log,
+  ownMatmul = false,
 }) {
   const runs = [];
+  // kiln's own matmul kernels (cuBLAS made unloadable through KILN_CUBLAS_PATH) at the first batch: issue 19's step without cuBLAS.
+  let own;
+  if (ownMatmul) {
+    const batch = batches[0];
+    log(`train ${model} batch ${batch}: kiln with its own matmul kernels (no cuBLAS)…`);
+    const ownTarget = {
+      ...target,
+      environment: { ...target.environment, KILN_CUBLAS_PATH: '/nonexistent/kiln-gpu-check-without-cublas' },
+    };
+    own = { batch, kiln: kilnBenchRun(cli, ownTarget, { model, batch, precision, steps, warmup }) };
+    log(`  kiln own matmul ${JSON.stringify(own.kiln)}`);
+  }
   for (const [index, batch] of batches.entries()) {
     log(`train ${model} batch ${batch}: kiln…`);
     const kiln = kilnBenchRun(cli, target, { model, batch, precision, steps, warmup, profile: index === 0 });
@@ -183,6 +196,22 @@ export function compareTraining({
       `${gigabytes(run.kiln.peakMemoryBytes)} / ${gigabytes(run.eager.peakMemoryBytes)} / ${gigabytes(run.compiled.peakMemoryBytes)}`,
     ]);
   }
+  if (own) {
+    const withCublas = runs.find((run) => run.batch === own.batch)?.kiln;
+    own.ratio =
+      own.kiln.tokensPerSecond && withCublas?.tokensPerSecond
+        ? own.kiln.tokensPerSecond / withCublas.tokensPerSecond
+        : null;
+    rows.push([
+      `${own.batch}, kiln's own matmul`,
+      rate(own.kiln),
+      '—',
+      '—',
+      own.ratio === null ? '—' : `${own.ratio.toFixed(2)}× kiln with cuBLAS`,
+      own.kiln.matmul ?? '—',
+      `${gigabytes(own.kiln.peakMemoryBytes)}`,
+    ]);
+  }
   const sections = [
     {
       title: `train step ${model} (${precision}; forward + backward + clip + AdamW; median of ${steps} steps after ${warmup}; memory = peak allocated)`,
@@ -191,7 +220,7 @@ export function compareTraining({
   ];
   const profile = runs[0]?.profile;
   if (profile) sections.push(profileSection(profile, runs[0].batch));
-  return { runs: runs.map(({ profile: _profile, ...run }) => run), profile, sections };
+  return { runs: runs.map(({ profile: _profile, ...run }) => run), profile, sections, ownMatmul: own ?? null };
 }
 
 /**

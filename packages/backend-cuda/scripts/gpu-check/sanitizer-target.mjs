@@ -1,0 +1,88 @@
+#!/usr/bin/env node
+// The program gpu-check's 'sanitizer' part runs under compute-sanitizer (memcheck, racecheck,
+// synccheck): first shapes that take the sm_90a kernels on a Hopper GPU (bf16 matmuls with enough
+// 128×128 tiles for the wgmma kernel in nn, nt and tn; bf16 attention forward and backward at
+// head dims 64 and 128, causal with GQA and partial tiles), then the conformance kit's matmul and
+// attention cases at quick sizes, all on kiln's own kernels. Prints progress lines and, last, one
+// JSON line: the kit's counts and how many launches each Hopper kernel had. `--simulator` runs the
+// same on the CPU simulator build with a smaller matmul (its device has few multiprocessors).
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { runConformance } from '@kiln/testing';
+import { CudaBackend, loadCudaAddon } from '@kiln/backend-cuda';
+
+const simulator = process.argv.includes('--simulator');
+const addon = simulator
+  ? createRequire(import.meta.url)(
+      fileURLToPath(new URL('../../build/sim/Release/kiln_cuda_sim.node', import.meta.url)),
+    )
+  : loadCudaAddon().addon;
+const backend = new CudaBackend(addon, { matmul: 'kiln' });
+const BYTES = { f32: 4, bf16: 2 };
+const refs = [];
+const tensor = (shape, dtype, seed) => {
+  const ref = { buffer: backend.alloc(shape.reduce((a, b) => a * b, 1) * BYTES[dtype]), shape, dtype };
+  refs.push(ref);
+  if (seed !== undefined) backend.random(ref, { kind: 'uniform', low: -1, high: 1 }, seed, 0);
+  return ref;
+};
+
+// 18 × 18 = 324 output tiles of 128 × 128: two per multiprocessor on a 132-SM H100 or H200 (3 × 3 on the simulator).
+const side = simulator ? 328 : 2304;
+const depth = simulator ? 40 : 320;
+for (const [transposeA, transposeB] of [
+  [false, false],
+  [false, true],
+  [true, false],
+]) {
+  const a = tensor(transposeA ? [depth, side] : [side, depth], 'bf16', 3);
+  const b = tensor(transposeB ? [side, depth] : [depth, side], 'bf16', 4);
+  const out = tensor([side, side], 'bf16');
+  backend.matmul(a, b, out, {
+    batch: 1,
+    m: side,
+    n: side,
+    k: depth,
+    transposeA,
+    transposeB,
+    batchStrideA: side * depth,
+    batchStrideB: side * depth,
+  });
+}
+for (const headDim of [64, 128]) {
+  const [batch, headsQ, headsKV, length] = [1, 4, 2, 300];
+  const qShape = [batch, headsQ, length, headDim];
+  const kShape = [batch, headsKV, length, headDim];
+  const [q, k, v, dOut] = [
+    tensor(qShape, 'bf16', 5),
+    tensor(kShape, 'bf16', 6),
+    tensor(kShape, 'bf16', 7),
+    tensor(qShape, 'bf16', 8),
+  ];
+  const [out, lse] = [tensor(qShape, 'bf16'), tensor([batch, headsQ, length], 'f32')];
+  const [dq, dk, dv] = [tensor(qShape, 'bf16'), tensor(kShape, 'bf16'), tensor(kShape, 'bf16')];
+  const params = { scale: 1 / Math.sqrt(headDim), causal: true };
+  backend.attention(q, k, v, null, out, lse, params);
+  backend.attentionBackward(q, k, v, null, out, lse, dOut, dq, dk, dv, params);
+}
+await backend.synchronize();
+for (const ref of refs) backend.free(ref.buffer);
+const hopper = {
+  matmul: backend.hopperMatmulLaunches,
+  attentionForward: backend.hopperAttentionLaunches,
+  attentionBackward: backend.hopperAttentionBackwardLaunches,
+};
+console.log(`sanitizer-target: Hopper-sized cases done ${JSON.stringify(hopper)}`);
+const kit = await runConformance(backend, { sizes: 'quick', kernels: ['matmul', 'attention', 'attentionBackward'] });
+console.log(`sanitizer-target: kit ${kit.passed} passed, ${kit.failed} failed`);
+console.log(
+  JSON.stringify({
+    kit: { passed: kit.passed, failed: kit.failed, skipped: kit.skipped },
+    hopper: {
+      matmul: backend.hopperMatmulLaunches,
+      attentionForward: backend.hopperAttentionLaunches,
+      attentionBackward: backend.hopperAttentionBackwardLaunches,
+    },
+  }),
+);
+backend.dispose();
