@@ -1,7 +1,8 @@
 // kiln's sm_90a warp-specialised wgmma + TMA matmul (native/kernels/matmul_wgmma.cuh) on the CUDA
 // simulator, whose device reports compute capability 9.0 with sm_90a code (every simulated build
 // has it), so the dispatcher picks it for TMA-aligned operands once the problem has at least two
-// 128×128 tiles per simulated multiprocessor (4 of them: 8 tiles). Each case asserts that the
+// 128×128 tiles per simulated multiprocessor (4 of them: 8 tiles), or half a tile per
+// multiprocessor when k ≥ 512. Each case asserts that the
 // wgmma kernel actually ran (hopperMatmulLaunches grows) and checks every output against an f32
 // reference of the same rounded inputs: partial tiles in m, n and k, several k steps through the
 // 4-stage ring (which wraps), more tiles than blocks (the persistent loop), every layout (nn, nt,
@@ -47,6 +48,14 @@ describe.skipIf(skipReason !== undefined)(
 
     it('a problem under two tiles per multiprocessor keeps the mma.sync kernel', async () => {
       await check('bf16', { batch: 1, m: 136, n: 200, k: 64, transposeA: false, transposeB: false }, false);
+    });
+
+    it('half a tile per multiprocessor with k ≥ 512 (one wave of long tiles) takes wgmma, tn as for a weight gradient', async () => {
+      await check('bf16', { batch: 1, m: 136, n: 136, k: 520, transposeA: true, transposeB: false }, true);
+    });
+
+    it('half a tile per multiprocessor with k < 512 keeps mma.sync', async () => {
+      await check('bf16', { batch: 1, m: 136, n: 136, k: 504, transposeA: true, transposeB: false }, false);
     });
 
     it('an A broadcast over batches (batch stride 0), which a tensor map cannot stride, keeps the mma.sync kernel', async () => {

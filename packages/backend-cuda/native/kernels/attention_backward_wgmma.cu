@@ -9,7 +9,7 @@
 // The producer streams 64-row tiles of two other tensors into a ring of kStages stages (4 for D
 // 64, 3 for D 96/128), each guarded by a `full` mbarrier (TMA transactions; in the key/value
 // role also 32 producer threads that store the tile's lse and Δ) and an `empty` one (one arrival
-// per consumer warpgroup). Per streamed tile, a consumer issues two wgmma chains (both operands
+// per consumer warp, each after its own last read of the stage). Per streamed tile, a consumer issues two wgmma chains (both operands
 // K-major in shared memory, m64n64k16, D/16 steps): X = R₁·S₁ᵀ, then Y = R₂·S₂ᵀ; once both
 // retired it computes P and dS in a copy of X (so that wgmma accumulators are written by wgmma
 // only) and issues the accumulations with them rounded to f16/bf16 as register A operands and
@@ -67,6 +67,8 @@ inline constexpr int kResidentRows = 128;
 /** Rows of one streamed tile: the N of X and Y, the k of the accumulations. */
 inline constexpr int kStreamRows = 64;
 inline constexpr int kConsumers = 2;
+/** Arrivals that release a stage: one per consumer warp, each after its own last read of the stage's lse and Δ. */
+inline constexpr int kStageReleasers = kConsumers * 4;
 inline constexpr int kThreads = 128 * (1 + kConsumers);
 /** Producer threads that store a streamed tile's lse and Δ (key/value role), after the TMA thread. */
 inline constexpr int kRowValueThreads = 32;
@@ -191,7 +193,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     ptx::mbarrier_init(resident_full, 1);
     for (int stage = 0; stage < P::kStages; stage++) {
       ptx::mbarrier_init(&full[stage], kKeyValue ? 1 + kRowValueThreads : 1);
-      ptx::mbarrier_init(&empty[stage], kConsumers);
+      ptx::mbarrier_init(&empty[stage], kStageReleasers);
     }
     ptx::fence_barrier_init();
   }
@@ -322,6 +324,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   float y[kStreamRows / 8][4];
   std::uint32_t a_p[kStreamRows / 16][4];
   std::uint32_t a_ds[kStreamRows / 16][4];
+  // A stage is released by every consumer warp once its reads are done: the wgmma wait before
+  // this retires only the warpgroup's products, so each warp vouches for its own ordinary loads
+  // of the stage's lse and Δ (compute-sanitizer's racecheck reported the single-thread release).
+  const auto release_stage = [&](int stage) {
+    __syncwarp();
+    if (thread % 32 == 0) ptx::mbarrier_arrive(&empty[stage]);
+  };
   const auto stream_address = [&](int item) {
     return shared_address + static_cast<std::uint32_t>(P::kStagesOffset + (item % P::kStages) * P::kStageBytes);
   };
@@ -351,7 +360,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     ptx::fence_operand(acc2);
     ptx::fence_operand(a_p);
     ptx::fence_operand(a_ds);
-    if (kOverlap && item > 0 && thread == 0) ptx::mbarrier_arrive(&empty[(item - 1) % P::kStages]);
+    if (kOverlap && item > 0) release_stage((item - 1) % P::kStages);
     // P and dS go to a copy of X, so that wgmma accumulators are written by wgmma only (ptxas
     // serialises the wgmma pipeline otherwise).
     float scores[kStreamRows / 8][4];
@@ -437,7 +446,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       ptx::fence_operand(acc2);
       ptx::fence_operand(a_p);
       ptx::fence_operand(a_ds);
-      if (thread == 0) ptx::mbarrier_arrive(&empty[stage]);
+      release_stage(stage);
       if (more) issue_products(item + 1);
     }
   }

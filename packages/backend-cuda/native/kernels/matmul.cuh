@@ -98,9 +98,9 @@ unsigned long long wgmma_matmul_launches();
 
 /**
  * The kernel for these operands on the current device: kWgmma when device_runs_wgmma_kernels(),
- * the operands meet TMA's alignment (matmul_wgmma.cuh) and the problem has at least two
- * 128×128 output tiles per multiprocessor (its persistent grid then overlaps one tile's epilogue
- * with the next tile's loads; smaller problems fill the GPU better with the mma.sync kernel's
+ * the operands meet TMA's alignment (matmul_wgmma.cuh) and the problem is big enough for its
+ * 128×128 tiles (wgmma_matmul::worth_it: two tiles per multiprocessor, or half a tile per
+ * multiprocessor with k ≥ 512; smaller problems fill the GPU better with the mma.sync kernel's
  * 64×64 tiles); else kMma when device_runs_mma_kernels() and every operand row is whole 16-byte
  * chunks (matmul_mma.cuh); else kWmma.
  */

@@ -108,9 +108,8 @@ SplitKPlan plan_mma_split_k(const LaunchContext& context, const MatmulShape& sha
 HalfMatmulKernel choose_half_matmul_kernel(const LaunchContext& context, const void* a, const void* b,
                                            const MatmulShape& shape) {
 #if defined(KILN_HAS_TENSOR_MAPS)
-  // max_blocks is 16 per multiprocessor: two tiles per multiprocessor is max_blocks / 8.
   if (device_runs_wgmma_kernels() && wgmma_matmul::supports_operands(a, b, shape) &&
-      wgmma_matmul::tile_count(shape) * 8 >= context.max_blocks) {
+      wgmma_matmul::worth_it(context, shape)) {
     return HalfMatmulKernel::kWgmma;
   }
 #else

@@ -206,6 +206,23 @@ inline Index tile_count(const MatmulShape& shape) {
   return ((shape.m + kBlockM - 1) / kBlockM) * ((shape.n + kBlockN - 1) / kBlockN) * shape.batch;
 }
 
+/** Depth from which a tile's k loop is long enough to keep a multiprocessor busy on its own. */
+inline constexpr Index kLongDepth = 512;
+
+/**
+ * Whether this kernel beats the mma.sync one for the shape: at least two 128×128 output tiles per
+ * multiprocessor (the persistent grid then overlaps one tile's epilogue with the next tile's
+ * loads), or half a tile per multiprocessor when k ≥ kLongDepth — a single wave of long tiles
+ * (gpt2s's dW = dYᵀ·X: 96 tiles, k 8192; its lm_head: 128 tiles, k 768) ran at 22% and 66% of
+ * cuBLAS on mma.sync's 64×64 tiles on an H200. Fewer or shallower tiles fill the GPU better with
+ * mma.sync's smaller ones.
+ */
+inline bool worth_it(const LaunchContext& context, const MatmulShape& shape) {
+  const Index multiprocessors = context.max_blocks / 16;  // max_blocks is 16 per multiprocessor
+  const Index tiles = tile_count(shape);
+  return tiles >= 2 * multiprocessors || (shape.k >= kLongDepth && 2 * tiles >= multiprocessors);
+}
+
 /** The 3D tensor map (contiguous, other, batch) of one operand with boxes of `box_contiguous` × `box_other`. */
 inline cudaError_t operand_map(vendor::TensorMap* map, const void* base, Index contiguous, Index other, Index batch,
                                Index batch_stride, std::uint32_t box_contiguous, std::uint32_t box_other) {
