@@ -132,11 +132,22 @@ describe("gpu-check's compute-sanitizer part", () => {
       summary: true,
     });
     expect(parseSanitizerOutput('========= ERROR SUMMARY: 3 errors')).toEqual({ errors: 3, summary: true });
+    // racecheck's own summary (seen on an H200): its error count, not the word "RACECHECK".
+    expect(
+      parseSanitizerOutput(
+        '========= COMPUTE-SANITIZER\n========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n',
+      ),
+    ).toEqual({ errors: 0, summary: true });
+    expect(parseSanitizerOutput('========= RACECHECK SUMMARY: 9 hazards displayed (9 errors, 0 warnings)')).toEqual({
+      errors: 9,
+      summary: true,
+    });
     const stopped = [
       '========= COMPUTE-SANITIZER',
       '========= Invalid __global__ write of size 4 bytes',
       '=========     at kernel+0x10',
-      '========= Race reported between Write access at x and Read access at y',
+      '========= Error: Race reported between Write access at x',
+      '=========     and Read access at y [256 hazards]',
       'sanitizer-target: Hopper-sized cases done',
     ].join('\n');
     expect(parseSanitizerOutput(stopped)).toEqual({ errors: 2, summary: false });

@@ -8,8 +8,8 @@
 // warpgroups 1 and 2 the consumers (setmaxnreg up to 232), each owning 64 of the resident rows.
 // The producer streams 64-row tiles of two other tensors into a ring of kStages stages (4 for D
 // 64, 3 for D 96/128), each guarded by a `full` mbarrier (TMA transactions; in the key/value
-// role also 32 producer threads that store the tile's lse and Δ) and an `empty` one (one arrival
-// per consumer warp, each after its own last read of the stage). Per streamed tile, a consumer issues two wgmma chains (both operands
+// role also 32 producer threads that store the tile's lse and Δ) and an `empty` one (key/value role:
+// one arrival per consumer thread, after its own reads of lse and Δ; query role: one per consumer warpgroup). Per streamed tile, a consumer issues two wgmma chains (both operands
 // K-major in shared memory, m64n64k16, D/16 steps): X = R₁·S₁ᵀ, then Y = R₂·S₂ᵀ; once both
 // retired it computes P and dS in a copy of X (so that wgmma accumulators are written by wgmma
 // only) and issues the accumulations with them rounded to f16/bf16 as register A operands and
@@ -67,8 +67,15 @@ inline constexpr int kResidentRows = 128;
 /** Rows of one streamed tile: the N of X and Y, the k of the accumulations. */
 inline constexpr int kStreamRows = 64;
 inline constexpr int kConsumers = 2;
-/** Arrivals that release a stage: one per consumer warp, each after its own last read of the stage's lse and Δ. */
-inline constexpr int kStageReleasers = kConsumers * 4;
+/**
+ * Arrivals that release a stage. Key/value role: every consumer thread, after its own last
+ * ordinary read of the stage's lse and Δ (an mbarrier arrival releases only its own thread's
+ * accesses; compute-sanitizer's racecheck reported a release by one thread per warpgroup, and
+ * by one per warp after __syncwarp, on an H200). Query role: one per consumer warpgroup (its
+ * stages are read by wgmma only, after the warpgroup's wait).
+ */
+template <bool kKeyValue>
+inline constexpr int kStageReleasers = kKeyValue ? kConsumers * 128 : kConsumers;
 inline constexpr int kThreads = 128 * (1 + kConsumers);
 /** Producer threads that store a streamed tile's lse and Δ (key/value role), after the TMA thread. */
 inline constexpr int kRowValueThreads = 32;
@@ -193,7 +200,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     ptx::mbarrier_init(resident_full, 1);
     for (int stage = 0; stage < P::kStages; stage++) {
       ptx::mbarrier_init(&full[stage], kKeyValue ? 1 + kRowValueThreads : 1);
-      ptx::mbarrier_init(&empty[stage], kStageReleasers);
+      ptx::mbarrier_init(&empty[stage], kStageReleasers<kKeyValue>);
     }
     ptx::fence_barrier_init();
   }
@@ -324,12 +331,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   float y[kStreamRows / 8][4];
   std::uint32_t a_p[kStreamRows / 16][4];
   std::uint32_t a_ds[kStreamRows / 16][4];
-  // A stage is released by every consumer warp once its reads are done: the wgmma wait before
-  // this retires only the warpgroup's products, so each warp vouches for its own ordinary loads
-  // of the stage's lse and Δ (compute-sanitizer's racecheck reported the single-thread release).
+  // Releases a stage once this thread is done with it (kStageReleasers: who arrives).
   const auto release_stage = [&](int stage) {
-    __syncwarp();
-    if (thread % 32 == 0) ptx::mbarrier_arrive(&empty[stage]);
+    if (kKeyValue || thread == 0) ptx::mbarrier_arrive(&empty[stage]);
   };
   const auto stream_address = [&](int item) {
     return shared_address + static_cast<std::uint32_t>(P::kStagesOffset + (item % P::kStages) * P::kStageBytes);

@@ -22,13 +22,17 @@ export function findComputeSanitizer(environment = process.env) {
   return undefined;
 }
 
-/** What one tool's output says: { errors, summary } — errors from "ERROR SUMMARY: N error(s)", else the count of "=========" lines naming an error or hazard. */
+/**
+ * What one tool's output says: { errors, summary } — errors from "ERROR SUMMARY: N error(s)" or
+ * racecheck's "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)" (E), else (a run
+ * stopped before its summary) the count of "=========" lines that open an error report.
+ */
 export function parseSanitizerOutput(text) {
   const summary = /ERROR SUMMARY: (\d+) error/.exec(text);
   if (summary) return { errors: Number(summary[1]), summary: true };
-  const lines = text
-    .split('\n')
-    .filter((line) => /^========= (Invalid|Error|Race|Barrier|Hazard|Warning|Uninitialized)/i.test(line));
+  const race = /RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?, \d+ warnings?\)/.exec(text);
+  if (race) return { errors: Number(race[1]), summary: true };
+  const lines = text.split('\n').filter((line) => /^========= (Invalid|Error|Barrier error|Uninitialized)/.test(line));
   return { errors: lines.length, summary: false };
 }
 
