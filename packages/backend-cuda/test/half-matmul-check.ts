@@ -16,6 +16,8 @@ export interface HalfMatmulCase {
   transposeB: boolean;
   /** A shared by every batch index (batch stride 0). */
   broadcastA?: boolean;
+  /** B shared by every batch index (batch stride 0), as the trainer's weights in x·Wᵀ. */
+  broadcastB?: boolean;
 }
 
 const encode = (dtype: HalfDType, value: number) => (dtype === 'bf16' ? f32ToBf16Bits(value) : f32ToF16Bits(value));
@@ -44,7 +46,8 @@ export async function expectHalfMatmulMatchesReference(
   const { batch, m, n, k, transposeA, transposeB } = shape;
   const batchStrideA = shape.broadcastA ? 0 : m * k;
   const aBits = halfValues(dtype, (shape.broadcastA ? 1 : batch) * m * k, 7 + m);
-  const bBits = halfValues(dtype, batch * k * n, 11 + n);
+  const batchStrideB = shape.broadcastB ? 0 : k * n;
+  const bBits = halfValues(dtype, (shape.broadcastB ? 1 : batch) * k * n, 11 + n);
   const a = cuda.alloc(aBits.byteLength);
   const b = cuda.alloc(bBits.byteLength);
   const out = cuda.alloc(batch * m * n * 2);
@@ -55,7 +58,7 @@ export async function expectHalfMatmulMatchesReference(
       { buffer: a, shape: [aBits.length], dtype },
       { buffer: b, shape: [bBits.length], dtype },
       { buffer: out, shape: [batch, m, n], dtype },
-      { batch, m, n, k, transposeA, transposeB, batchStrideA, batchStrideB: k * n },
+      { batch, m, n, k, transposeA, transposeB, batchStrideA, batchStrideB },
     );
     const got = new Uint16Array((await cuda.download(out)).slice().buffer);
     let worst = 0;
@@ -67,7 +70,10 @@ export async function expectHalfMatmulMatchesReference(
           let magnitude = 0;
           for (let depth = 0; depth < k; depth++) {
             const left = decode(dtype, aBits[z * batchStrideA + (transposeA ? depth * m + row : row * k + depth)]);
-            const right = decode(dtype, bBits[z * k * n + (transposeB ? column * k + depth : depth * n + column)]);
+            const right = decode(
+              dtype,
+              bBits[z * batchStrideB + (transposeB ? column * k + depth : depth * n + column)],
+            );
             expected += left * right;
             magnitude += Math.abs(left * right);
           }

@@ -58,6 +58,23 @@ describe.skipIf(skipReason !== undefined)(
       await check('bf16', { batch: 1, m: 136, n: 136, k: 504, transposeA: true, transposeB: false }, false);
     });
 
+    it('a B shared by every batch over stacked A matrices (x·Wᵀ) runs as one matmul of batch·m rows on wgmma', async () => {
+      // 4 batches of 64 rows fold into 256 rows: 2 × 5 tiles (unfolded, a tensor map could not stride B's batch by 0).
+      await check(
+        'bf16',
+        { batch: 4, m: 64, n: 520, k: 40, transposeA: false, transposeB: true, broadcastB: true },
+        true,
+      );
+    });
+
+    it('a shared B with transposed A matrices is not folded (the rows are not stacked): mma.sync', async () => {
+      await check(
+        'f16',
+        { batch: 4, m: 64, n: 520, k: 40, transposeA: true, transposeB: true, broadcastB: true },
+        false,
+      );
+    });
+
     it('an A broadcast over batches (batch stride 0), which a tensor map cannot stride, keeps the mma.sync kernel', async () => {
       await check(
         'f16',

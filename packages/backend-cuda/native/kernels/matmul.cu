@@ -12,7 +12,8 @@
 // large problems with TMA-aligned operands, the pipelined mma.sync one (matmul_mma.cuh) on compute
 // capability ≥ 8.0 with 16-byte chunk-aligned operands, else WMMA (matmul_wmma.cuh).
 // Layout: a [m,k] or [k,m] (transposeA), b [k,n] or [n,k] (transposeB), per batch at
-// batch·batchStride (0 broadcasts); out dense [batch, m, n].
+// batch·batchStride (0 broadcasts); out dense [batch, m, n]. A shared B over stacked untransposed
+// A matrices runs as one matmul of batch·m rows (fold_shared_b).
 // Numerics: SIMT: f32 accumulation in k order per output (nvcc fuses each step into an FMA; no
 // TF32). k = 0 writes zeros.
 #include <atomic>
@@ -129,6 +130,23 @@ __global__ void matmul_split_k_reduce_kernel(const float* workspace, T* out, Ind
 std::atomic<unsigned long long> wgmma_launches{0};
 std::atomic<unsigned long long> split_k_launches{0};
 
+/**
+ * A batch that shares one B (batch stride 0) and stacks untransposed A matrices back to back is
+ * one matmul of batch·m rows: out [batch, m, n] is then [batch·m, n]. Folding it lets the wgmma
+ * kernel take it (a tensor map cannot stride a batch by 0) and gives every kernel one grid of
+ * bigger tiles instead of `batch` small ones — the trainer's projections x·Wᵀ are this shape.
+ * Each output element is computed exactly as before (same k order).
+ */
+MatmulShape fold_shared_b(const MatmulShape& shape) {
+  if (shape.batch <= 1 || shape.batch_stride_b != 0 || shape.transpose_a || shape.batch_stride_a != shape.m * shape.k)
+    return shape;
+  MatmulShape folded = shape;
+  folded.m = shape.batch * shape.m;
+  folded.batch = 1;
+  folded.batch_stride_a = folded.m * shape.k;
+  return folded;
+}
+
 }  // namespace
 
 unsigned long long wgmma_matmul_launches() { return wgmma_launches.load(); }
@@ -160,7 +178,8 @@ cudaError_t launch_split_k_reduce(const LaunchContext& context, int dtype, const
 
 /** The split-K plan of the kernel launch_matmul runs for these operands (unsplit for the wgmma and WMMA kernels). */
 SplitKPlan plan_matmul(const LaunchContext& context, int dtype, const void* a, const void* b,
-                       const MatmulShape& shape) {
+                       const MatmulShape& requested) {
+  const MatmulShape shape = fold_shared_b(requested);
   if (shape.batch == 0 || shape.m == 0 || shape.n == 0 || shape.k == 0) return SplitKPlan{1, 0};
   if (dtype == kF32) return plan_f32(context, shape);
   if (choose_half_matmul_kernel(context, a, b, shape) != HalfMatmulKernel::kMma) return SplitKPlan{1, 0};
@@ -169,11 +188,12 @@ SplitKPlan plan_matmul(const LaunchContext& context, int dtype, const void* a, c
 
 Index matmul_workspace_bytes(const LaunchContext& context, int dtype, const void* a, const void* b,
                              const MatmulShape& shape) {
-  return split_k_workspace_bytes(plan_matmul(context, dtype, a, b, shape), shape);
+  return split_k_workspace_bytes(plan_matmul(context, dtype, a, b, shape), fold_shared_b(shape));
 }
 
 cudaError_t launch_matmul(const LaunchContext& context, int dtype, const void* a, const void* b, void* out,
-                          const MatmulShape& shape, void* workspace) {
+                          const MatmulShape& requested, void* workspace) {
+  const MatmulShape shape = fold_shared_b(requested);
   if (shape.batch == 0 || shape.m == 0 || shape.n == 0) return cudaSuccess;
   if (shape.k == 0) {
     return cudaMemsetAsync(
