@@ -8,7 +8,7 @@
 // A missing toolchain is not an error (exit 0, the backend then reports "not built"); a compile
 // error with the toolchain present is (exit 1). build/native-build.json records what happened.
 // Environment: KILN_CUDA_BUILD=cuda,sim (which flavors; default both), KILN_CUDA_ARCHITECTURES
-// (default 80-real;86-real;89-real;90), KILN_BUILD_JOBS (parallel compile jobs), CUDACXX,
+// (default 80-real;86-real;89-real;90a-real;90-virtual), KILN_BUILD_JOBS (parallel compile jobs), CUDACXX,
 // CUDA_HOME, CUDA_PATH, CXX. `--out <dir>` builds into another directory than build/ (tests).
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -79,7 +79,7 @@ if (build.wanted.has('cuda')) {
       `nvcc was not found (checked ${nvcc.checked.join(', ')})${nvcc.note}`,
     );
   else {
-    const architectures = process.env.KILN_CUDA_ARCHITECTURES ?? '80-real;86-real;89-real;90';
+    const architectures = process.env.KILN_CUDA_ARCHITECTURES ?? '80-real;86-real;89-real;90a-real;90-virtual';
     log(`building the CUDA addon with ${nvcc.path} for ${architectures} …`);
     const result = build.build('cuda', { CMAKE_CUDA_COMPILER: nvcc.path, KILN_CUDA_ARCHITECTURES: architectures });
     report.cuda = result.ok

@@ -67,7 +67,7 @@ if [ "$build" = 1 ] && command -v nvcc >/dev/null 2>&1 && command -v cmake >/dev
       *) arch="$capability" ;;
     esac
   fi
-  arch="${arch:-80-real;86-real;89-real;90}"
+  arch="${arch:-80-real;86-real;89-real;90a-real;90-virtual}"
   say "building kiln_cuda.node with $(command -v nvcc) for $arch"
   if [ "$mode" = workspace ]; then
     KILN_CUDA_BUILD=cuda KILN_CUDA_ARCHITECTURES="$arch" "$node_bin" "$root/scripts/build-native.mjs"

@@ -56,6 +56,22 @@ export function simulatorSkipReason(simulatorInstalled, cmake, cxx) {
  * naming the install command when cmake-js or node-addon-api is missing. `packageName` prefixes
  * the log; `command` is the package's bin (`kiln-build-cuda`).
  */
+/**
+ * Names of `definitions` whose value in a CMakeCache.txt text (`NAME:TYPE=value` lines) differs
+ * from the one asked for: cmake-js reuses a configured build directory as it is, so a changed
+ * definition (a new KILN_CUDA_ARCHITECTURES, say) would otherwise be ignored.
+ */
+export function changedDefinitions(cacheText, definitions) {
+  const cached = new Map();
+  for (const line of cacheText.split('\n')) {
+    const match = /^([A-Za-z_][A-Za-z0-9_]*):[A-Z_]+=(.*)$/.exec(line);
+    if (match) cached.set(match[1], match[2]);
+  }
+  return Object.entries(definitions)
+    .filter(([name, value]) => cached.has(name) && cached.get(name) !== String(value))
+    .map(([name]) => name);
+}
+
 export function startAddonBuild({ root, packageName, command, flavorsVariable, defaultFlavors }) {
   const log = (line) => console.log(`[${packageName}] ${line}`);
   const flag = (name) => {
@@ -98,6 +114,18 @@ export function startAddonBuild({ root, packageName, command, flavorsVariable, d
     cmake: onPath('cmake'),
     /** Runs cmake-js into build/<flavor> with these -D definitions: { ok, seconds }; a failure makes finish() exit 1. */
     build(flavor, definitions) {
+      const directory = join(buildRoot, flavor);
+      let cache = '';
+      try {
+        cache = readFileSync(join(directory, 'CMakeCache.txt'), 'utf8');
+      } catch {
+        cache = '';
+      }
+      const changed = changedDefinitions(cache, definitions);
+      if (changed.length > 0) {
+        log(`${changed.join(', ')} changed since build/${flavor} was configured: building it afresh`);
+        rmSync(directory, { recursive: true, force: true });
+      }
       const args = [cmakeJs, 'build', '--directory', root, '--out', join(buildRoot, flavor), '--log-level', 'warn'];
       for (const [name, value] of Object.entries(definitions)) args.push(`--CD${name}=${value}`);
       if (process.env.KILN_BUILD_JOBS) args.push('--parallel', process.env.KILN_BUILD_JOBS);
