@@ -5,7 +5,17 @@
 // eager run's weights bit for bit — or falls back, once and saying why, when the shapes change;
 // replayed steps whose values stay on the device download nothing, and reading them every few
 // steps gives the bits and values of reading every step.
-import { add, GraphCaptureError, KilnError, mul, noGrad, tensor, tidy, type Tensor } from '@kiln/core';
+import {
+  add,
+  GraphCaptureError,
+  KilnError,
+  mul,
+  noGrad,
+  OutOfMemoryError,
+  tensor,
+  tidy,
+  type Tensor,
+} from '@kiln/core';
 import {
   createLlamaModel,
   createMoments,
@@ -255,6 +265,68 @@ describe.skipIf(skipReason !== undefined)(
         expect(deferred.files[1].equals(everyStep.files[1])).toBe(true);
       } finally {
         await workspace.cleanup();
+      }
+    }, 600_000);
+
+    it('an out-of-memory error after the warm-up step ran its optimizer ends the step instead of retrying it (the update would run twice)', async () => {
+      const backend = createSimulatedCudaBackend();
+      // The allocation right after the first multi-tensor AdamW fails, as on a tight device.
+      const adamwMulti = backend.adamwMulti.bind(backend);
+      const alloc = backend.alloc.bind(backend);
+      let updates = 0;
+      let failNextAllocation = false;
+      backend.adamwMulti = (...args: Parameters<typeof adamwMulti>) => {
+        updates++;
+        adamwMulti(...args);
+        failNextAllocation = updates === 1;
+      };
+      backend.alloc = (byteLength: number) => {
+        if (failNextAllocation) {
+          failNextAllocation = false;
+          throw new OutOfMemoryError(
+            `simulated: no device memory for ${byteLength} bytes after the update`,
+            byteLength,
+          );
+        }
+        return alloc(byteLength);
+      };
+      const { model: modelConfig, batchSize } = MODEL_PRESETS.tiny;
+      const model = createLlamaModel(modelConfig, { backend, seed: 7 });
+      const moments = createMoments(model.parameters);
+      const notices: string[] = [];
+      const graph = new StepGraphRunner(backend, 'auto', (message) => notices.push(message));
+      const environment = {
+        model,
+        moments,
+        backend,
+        scaler: new DynamicLossScaler({ enabled: false }),
+        contextLength: modelConfig.contextLength,
+        notice: (message: string) => notices.push(message),
+        optimizer: { lr: 1e-3, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 },
+        forwardOptions: { attention: 'flash' as const, checkpointActivations: false, computeDType: 'f32' as const },
+        graph,
+      };
+      const counters = { microBatchSize: batchSize, optimizerStep: 0 };
+      const tokens = batchSize * modelConfig.contextLength;
+      const batch = {
+        step: 1,
+        batchSize,
+        lr: 1e-3,
+        inputs: Int32Array.from({ length: tokens }, (_, index) => (index * 7) % modelConfig.vocabSize),
+        targets: Int32Array.from({ length: tokens }, (_, index) => (index * 7 + 1) % modelConfig.vocabSize),
+      };
+      try {
+        expect(graph.phase).toBe('warmup');
+        await expect(runTrainStep(environment, counters, batch)).rejects.toThrow(OutOfMemoryError);
+        // Before the fix the warm-up turned the graph off and the eager retry ran AdamW a second time.
+        expect(updates).toBe(1);
+        expect(counters.microBatchSize).toBe(batchSize);
+        expect(notices).toEqual([]);
+      } finally {
+        graph.release();
+        disposeMoments(moments);
+        for (const parameter of model.parameters.values()) parameter.dispose();
+        backend.dispose();
       }
     }, 600_000);
 

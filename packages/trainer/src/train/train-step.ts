@@ -362,23 +362,27 @@ async function runGraphedPart(
   const device = runner.deviceOptimizer;
   // The optimizer's scalars for this step, written before the step runs (an upload cannot be captured).
   device?.stage(parameters, environment.moments, environment.optimizer, batch.lr, counters.optimizerStep + 1);
-  const body = (): Tensor => {
-    const loss = accumulateGradients(environment, (index) => staged[index]!, accumulation, scale);
-    return device
+  const forwardBackward = (): Tensor =>
+    accumulateGradients(environment, (index) => staged[index]!, accumulation, scale);
+  const finish = (loss: Tensor): Tensor =>
+    device
       ? optimizeOnDevice(environment, device, counters, batch, scale, loss)
       : packLossAndNorm(loss, gradientNormSquared(parameters));
-  };
+  const body = (): Tensor => finish(forwardBackward());
   if (runner.phase === 'warmup') {
-    // Out of memory here: turn the graph off and let the eager path retry with a smaller micro-batch.
-    let packed: Tensor;
+    // Out of memory in the forward and backward: turn the graph off and let the eager path retry
+    // with a smaller micro-batch. Not once the optimizer has run: a retry would apply its update
+    // twice, so an error there ends the step as it does on the eager path.
+    let loss: Tensor;
     try {
-      packed = body();
+      loss = forwardBackward();
     } catch (error) {
       clearGradients(parameters);
       if (!isOutOfMemory(error)) throw error;
       runner.turnOff('out of memory in the warm-up step');
       return undefined;
     }
+    const packed = finish(loss);
     runner.phase = 'capture';
     if (!device) return readPacked(packed, true);
     packed.dispose();
