@@ -19,11 +19,30 @@ export const simulatorAvailable = (): boolean => simulator.available();
 
 /** Reshapes the simulated machine (driver version, devices, memory, compute capability, engine workers, injected faults). */
 export function configureSimulator(configuration: SimulatorConfiguration): void {
+  const unknown = Object.keys(configuration ?? {}).filter((key) => !SIMULATOR_KEYS.has(key));
+  if (unknown.length > 0) {
+    throw new InvalidArgumentError(
+      `configureSimulator: unknown option ${unknown.map((key) => JSON.stringify(key)).join(', ')} (known: ${[...SIMULATOR_KEYS].join(', ')})`,
+      { hint: 'Check the spelling; the simulator has no other settings.' },
+    );
+  }
   const { computeCapability, ...machine } = configuration;
   simulator.configure(
     computeCapability === undefined ? machine : { ...machine, ...parseComputeCapability(computeCapability) },
   );
 }
+
+/** The options configureSimulator accepts (SimulatorConfiguration's keys). */
+const SIMULATOR_KEYS: ReadonlySet<string> = new Set([
+  'driverVersion',
+  'deviceCount',
+  'memoryBytes',
+  'multiprocessors',
+  'workers',
+  'injectLaunchFault',
+  'injectSynchronizeFault',
+  'computeCapability',
+] satisfies ReadonlyArray<keyof SimulatorConfiguration>);
 
 /** 'major.minor' (e.g. '8.0', '9.0') as the addon's integers; throws InvalidArgumentError naming any other value. */
 function parseComputeCapability(

@@ -2,6 +2,7 @@
 // other errors, and OK with device name, compute capability and memory — driven through the
 // simulator addon, whose simulated machine can lack a driver or devices. On this machine the
 // real addon (built when nvcc exists) must report the missing/too old driver.
+import { InvalidArgumentError } from '@kiln/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cudaBackendPlugin } from '../src/index.js';
 import type { NativeProbe } from '../src/native/addon-types.js';
@@ -82,6 +83,14 @@ describe.skipIf(simulatorReason !== undefined)(
         }),
       ]);
       expect(result.devices[0].name).toMatch(/kiln GPU simulator/);
+    });
+
+    it('configureSimulator refuses an option it does not know, naming it (it used to be ignored)', () => {
+      expect(() => configureSimulator({ driverVersoin: 0 } as never)).toThrow(
+        /configureSimulator: unknown option "driverVersoin" \(known: driverVersion, /,
+      );
+      expect(() => configureSimulator({ memoryBytes: 2 ** 30, gpus: 2 } as never)).toThrow(InvalidArgumentError);
+      expect(probeAddon(simulatorAddon()).devices[0]?.memoryTotalBytes).toBe(4 * 2 ** 30);
     });
 
     it('reports a missing driver (error 35 with driver version 0)', () => {
