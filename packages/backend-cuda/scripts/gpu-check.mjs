@@ -180,8 +180,12 @@ if (!options.skip.has('attention')) {
       ['kiln', figures(precision.kiln)],
       ['torch f32', precision.torch ? figures(precision.torch) : `not run: ${precision.torchInfo.error}`],
       [
-        'kiln / torch (limit 4×)',
-        precision.ratio === null ? '—' : `${precision.ratio.toFixed(2)}×${precision.passed ? '' : ' FAILED'}`,
+        precision.basis === 'absolute' ? 'verdict (torch f32 unusable)' : 'kiln / torch (limit 4×)',
+        precision.basis === 'absolute'
+          ? `${precision.note}${precision.passed ? ': ok' : ' FAILED'}`
+          : precision.ratio === null
+            ? '—'
+            : `${precision.ratio.toFixed(2)}×${precision.passed ? '' : ' FAILED'}`,
       ],
     ],
   });
