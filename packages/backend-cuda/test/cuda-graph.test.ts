@@ -290,73 +290,22 @@ describe.skipIf(skipReason !== undefined)(
         }
         return alloc(byteLength);
       };
-      const { model: modelConfig, batchSize } = MODEL_PRESETS.tiny;
-      const model = createLlamaModel(modelConfig, { backend, seed: 7 });
-      const moments = createMoments(model.parameters);
-      const notices: string[] = [];
-      const graph = new StepGraphRunner(backend, 'auto', (message) => notices.push(message));
-      const environment = {
-        model,
-        moments,
-        backend,
-        scaler: new DynamicLossScaler({ enabled: false }),
-        contextLength: modelConfig.contextLength,
-        notice: (message: string) => notices.push(message),
-        optimizer: { lr: 1e-3, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 },
-        forwardOptions: { attention: 'flash' as const, checkpointActivations: false, computeDType: 'f32' as const },
-        graph,
-      };
-      const counters = { microBatchSize: batchSize, optimizerStep: 0 };
-      const tokens = batchSize * modelConfig.contextLength;
-      const batch = {
-        step: 1,
-        batchSize,
-        lr: 1e-3,
-        inputs: Int32Array.from({ length: tokens }, (_, index) => (index * 7) % modelConfig.vocabSize),
-        targets: Int32Array.from({ length: tokens }, (_, index) => (index * 7 + 1) % modelConfig.vocabSize),
-      };
+      const { environment, counters, batch, graph, notices, batchSize, release } = tinyStepEnvironment(backend);
       try {
         expect(graph.phase).toBe('warmup');
-        await expect(runTrainStep(environment, counters, batch)).rejects.toThrow(OutOfMemoryError);
+        await expect(runTrainStep(environment, counters, batch(1))).rejects.toThrow(OutOfMemoryError);
         // Before the fix the warm-up turned the graph off and the eager retry ran AdamW a second time.
         expect(updates).toBe(1);
         expect(counters.microBatchSize).toBe(batchSize);
         expect(notices).toEqual([]);
       } finally {
-        graph.release();
-        disposeMoments(moments);
-        for (const parameter of model.parameters.values()) parameter.dispose();
-        backend.dispose();
+        release();
       }
     }, 600_000);
 
     it('a shape change after capture falls back to eager and says so once', async () => {
       const backend = createSimulatedCudaBackend();
-      const { model: modelConfig, batchSize } = MODEL_PRESETS.tiny;
-      const model = createLlamaModel(modelConfig, { backend, seed: 7 });
-      const moments = createMoments(model.parameters);
-      const notices: string[] = [];
-      const graph = new StepGraphRunner(backend, 'auto', (message) => notices.push(message));
-      const environment = {
-        model,
-        moments,
-        backend,
-        scaler: new DynamicLossScaler({ enabled: false }),
-        contextLength: modelConfig.contextLength,
-        notice: (message: string) => notices.push(message),
-        optimizer: { lr: 1e-3, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 },
-        forwardOptions: { attention: 'flash' as const, checkpointActivations: false, computeDType: 'f32' as const },
-        graph,
-      };
-      const counters = { microBatchSize: batchSize, optimizerStep: 0 };
-      const tokens = batchSize * modelConfig.contextLength;
-      const batch = (step: number) => ({
-        step,
-        batchSize,
-        lr: 1e-3,
-        inputs: Int32Array.from({ length: tokens }, (_, index) => (index * 7 + step) % modelConfig.vocabSize),
-        targets: Int32Array.from({ length: tokens }, (_, index) => (index * 7 + step + 1) % modelConfig.vocabSize),
-      });
+      const { environment, counters, batch, graph, notices, batchSize, release } = tinyStepEnvironment(backend);
       try {
         for (let step = 1; step <= 3; step++) await runTrainStep(environment, counters, batch(step));
         expect(graph.phase).toBe('replay');
@@ -370,11 +319,47 @@ describe.skipIf(skipReason !== undefined)(
         expect(notices).toHaveLength(1);
         expect(notices[0]).toMatch(/^CUDA graph off: the step's shapes changed .*; the step runs eagerly from now on$/);
       } finally {
-        graph.release();
-        disposeMoments(moments);
-        for (const parameter of model.parameters.values()) parameter.dispose();
-        backend.dispose();
+        release();
       }
     }, 600_000);
   },
 );
+
+/**
+ * The tiny preset's model, moments and a graph runner on `backend`, as runTrainStep takes them,
+ * with a batch per step; release() frees them and the backend.
+ */
+function tinyStepEnvironment(backend: ReturnType<typeof createSimulatedCudaBackend>) {
+  const { model: modelConfig, batchSize } = MODEL_PRESETS.tiny;
+  const model = createLlamaModel(modelConfig, { backend, seed: 7 });
+  const moments = createMoments(model.parameters);
+  const notices: string[] = [];
+  const graph = new StepGraphRunner(backend, 'auto', (message) => notices.push(message));
+  const environment = {
+    model,
+    moments,
+    backend,
+    scaler: new DynamicLossScaler({ enabled: false }),
+    contextLength: modelConfig.contextLength,
+    notice: (message: string) => notices.push(message),
+    optimizer: { lr: 1e-3, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 },
+    forwardOptions: { attention: 'flash' as const, checkpointActivations: false, computeDType: 'f32' as const },
+    graph,
+  };
+  const counters = { microBatchSize: batchSize, optimizerStep: 0 };
+  const tokens = batchSize * modelConfig.contextLength;
+  const batch = (step: number) => ({
+    step,
+    batchSize,
+    lr: 1e-3,
+    inputs: Int32Array.from({ length: tokens }, (_, index) => (index * 7 + step) % modelConfig.vocabSize),
+    targets: Int32Array.from({ length: tokens }, (_, index) => (index * 7 + step + 1) % modelConfig.vocabSize),
+  });
+  const release = () => {
+    graph.release();
+    disposeMoments(moments);
+    for (const parameter of model.parameters.values()) parameter.dispose();
+    backend.dispose();
+  };
+  return { environment, counters, batch, graph, notices, batchSize, release };
+}
