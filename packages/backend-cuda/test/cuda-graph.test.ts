@@ -143,23 +143,10 @@ describe.skipIf(skipReason !== undefined)(
     it('replays that leave their values on the device download nothing; reading every 3 steps gives the bits and outcomes of reading every step', async () => {
       const run = async (deferred: boolean) => {
         const backend = createSimulatedCudaBackend();
-        const { model: modelConfig, batchSize } = MODEL_PRESETS.tiny;
-        const model = createLlamaModel(modelConfig, { backend, seed: 7 });
-        const moments = createMoments(model.parameters);
-        const graph = new StepGraphRunner(backend, 'auto', () => {});
-        const environment = {
-          model,
-          moments,
+        const { environment, counters, graph, model, tokens, modelConfig, batchSize, release } = tinyStepEnvironment(
           backend,
-          scaler: new DynamicLossScaler({ enabled: false }),
-          contextLength: modelConfig.contextLength,
-          notice: () => {},
-          optimizer: { lr: 1e-3, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 0.05 },
-          forwardOptions: { attention: 'flash' as const, checkpointActivations: false, computeDType: 'f32' as const },
-          graph,
-        };
-        const counters = { microBatchSize: batchSize, optimizerStep: 0 };
-        const tokens = batchSize * modelConfig.contextLength;
+          { gradClip: 0.05 },
+        );
         let downloads = 0;
         const download = backend.download.bind(backend);
         backend.download = (...args: Parameters<typeof download>) => {
@@ -193,10 +180,7 @@ describe.skipIf(skipReason !== undefined)(
           );
           return { outcomes, returned, downloadsPerStep, bytes: Buffer.concat(bytes), phase: graph.phase, counters };
         } finally {
-          graph.release();
-          disposeMoments(moments);
-          model.dispose();
-          backend.dispose();
+          release();
         }
       };
       const everyStep = await run(false);
@@ -326,10 +310,10 @@ describe.skipIf(skipReason !== undefined)(
 );
 
 /**
- * The tiny preset's model, moments and a graph runner on `backend`, as runTrainStep takes them,
- * with a batch per step; release() frees them and the backend.
+ * The tiny preset's model, moments and a graph runner on `backend`, as runTrainStep takes them
+ * (gradient clip `gradClip`), with a batch per step; release() frees them and the backend.
  */
-function tinyStepEnvironment(backend: ReturnType<typeof createSimulatedCudaBackend>) {
+function tinyStepEnvironment(backend: ReturnType<typeof createSimulatedCudaBackend>, { gradClip = 1 } = {}) {
   const { model: modelConfig, batchSize } = MODEL_PRESETS.tiny;
   const model = createLlamaModel(modelConfig, { backend, seed: 7 });
   const moments = createMoments(model.parameters);
@@ -342,7 +326,7 @@ function tinyStepEnvironment(backend: ReturnType<typeof createSimulatedCudaBacke
     scaler: new DynamicLossScaler({ enabled: false }),
     contextLength: modelConfig.contextLength,
     notice: (message: string) => notices.push(message),
-    optimizer: { lr: 1e-3, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 },
+    optimizer: { lr: 1e-3, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip },
     forwardOptions: { attention: 'flash' as const, checkpointActivations: false, computeDType: 'f32' as const },
     graph,
   };
@@ -361,5 +345,5 @@ function tinyStepEnvironment(backend: ReturnType<typeof createSimulatedCudaBacke
     for (const parameter of model.parameters.values()) parameter.dispose();
     backend.dispose();
   };
-  return { environment, counters, batch, graph, notices, batchSize, release };
+  return { environment, counters, batch, graph, notices, model, tokens, modelConfig, batchSize, release };
 }
