@@ -23,6 +23,7 @@ import { checkDeterminism } from './gpu-check/determinism.mjs';
 import { kernelTimings } from './gpu-check/kernels.mjs';
 import { kilnBench, locateCli, matmulComparison, pytorchBench } from './gpu-check/measure.mjs';
 import { checkHfFixtures } from './gpu-check/hf-fixtures.mjs';
+import { ncuSection, parseNcuReport, runNcu } from './gpu-check/ncu.mjs';
 import { runSanitizers, sanitizerSection } from './gpu-check/sanitizer.mjs';
 import { createReport, evaluateTargets, formatReport } from './gpu-check/report.mjs';
 import {
@@ -208,6 +209,20 @@ if (!options.skip.has('sanitizer') && !options.simulator) {
   const sanitizer = runSanitizers({ log, secondsPerTool: options.sanitizerSeconds });
   report.sanitizer = sanitizer;
   report.sections.push(sanitizerSection(sanitizer));
+}
+
+// ---- Nsight Compute over the sm_90a kernels: duration, throughput, busiest pipe, warp stall samples (scripts/gpu-check/ncu.mjs) ----
+if (!options.skip.has('ncu') && !options.simulator) {
+  const result = runNcu();
+  const kernels = result.text === undefined ? [] : parseNcuReport(result.text);
+  report.ncu = {
+    kernels,
+    skipped: result.skipped ?? null,
+    status: result.status ?? null,
+    seconds: result.seconds ?? null,
+  };
+  report.sections.push(ncuSection(result, kernels));
+  log(`ncu: ${kernels.length} kernels profiled${result.skipped ? ` (${result.skipped})` : ''}`);
 }
 
 // ---- determinism (issue 15): the same short bf16 training run twice on fresh backends, weights' sha256 compared ----

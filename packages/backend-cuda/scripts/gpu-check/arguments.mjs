@@ -9,6 +9,7 @@ export const PARTS = [
   'attention',
   'hf-fixtures',
   'sanitizer',
+  'ncu',
   'train',
   'pytorch',
   'gpt2s',
@@ -26,7 +27,8 @@ export const USAGE = `usage: gpu-check [options]
 Builds nothing itself (scripts/gpu-check.sh builds with nvcc first), then on the GPU: probes,
 runs the full conformance kit, benchmarks kiln's matmul kernels against cuBLAS, checks the
 Hugging Face reference fixtures in f32 (logits, loss, gradients, greedy tokens), runs
-compute-sanitizer (memcheck, racecheck, synccheck) over the matmul and attention kernels, times a
+compute-sanitizer (memcheck, racecheck, synccheck) over the matmul and attention kernels,
+profiles the sm_90a kernels with Nsight Compute (stall reasons per kernel), times a
 \`kiln bench\` train step against PyTorch eager, trains gpt2s (GPT-2 small's widths, bf16) at
 each --gpt2s-batches against PyTorch eager and torch.compile with the per-kernel profile, compares
 the CUDA-graphed train step with the eager one (tokens/s and GPU busy of the default tiny run and
