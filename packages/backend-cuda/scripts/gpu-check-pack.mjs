@@ -6,7 +6,7 @@
 //                                   addon sources, the staged native-host/, CMakeLists.txt and the built kiln_cuda.node)
 //   node_modules/<dependency>       every runtime dependency of those, copied (no symlinks)
 //   headers/{node-api-headers,node-addon-api}   to rebuild the addon there with nvcc + cmake
-//   scripts/gpu-check.{sh,mjs}, scripts/gpu-check/, scripts/gpu-check-attention.mjs, scripts/attention-vs-torch.py, scripts/gpu-check-attention-precision.mjs,
+//   scripts/gpu-check.{sh,mjs}, scripts/gpu-check-staged.sh, scripts/gpu-check/, scripts/gpu-check-attention.mjs, scripts/attention-vs-torch.py, scripts/gpu-check-attention-precision.mjs,
 //   scripts/attention-precision-vs-torch.py,
 //   bench/pytorch_train_step.py, bench/llama_torch.py (the PyTorch reference model, from packages/cli/peers)
 //   fixtures/hf/<model>/            the Hugging Face reference fixtures (packages/trainer/test/fixtures/hf)
@@ -130,6 +130,7 @@ for (const [name, target] of [
 }
 for (const part of [
   'scripts/gpu-check.sh',
+  'scripts/gpu-check-staged.sh',
   'scripts/gpu-check.mjs',
   'scripts/gpu-check',
   'scripts/gpu-check-attention.mjs',

@@ -360,6 +360,24 @@ describe('gpu-check report', () => {
 describe.skipIf(!built)(
   'gpu-check runs (needs `pnpm turbo build`: dist of core, testing, trainer and backend-cuda)',
   () => {
+    it('the staged runner runs every stage in its own process and respects its deadline', async (context) => {
+      const script = join(packageRoot, 'scripts', 'gpu-check-staged.sh');
+      const out = join(scratch, 'staged');
+      await run('bash', [script, '--out', out, '--no-build'], { cwd: packageRoot, maxBuffer: 16 << 20 });
+      const stages = ['kit', 'attention', 'matmul', 'gpt2s', 'graph', 'sanitizer', 'ncu', 'rest'];
+      const report = JSON.parse(readFileSync(join(out, 'kit.json'), 'utf8')) as GpuCheckReport;
+      if (report.status !== 'skipped') context.skip('a GPU is usable here');
+      const summary = readFileSync(join(out, 'summary.txt'), 'utf8');
+      for (const stage of stages) {
+        expect(summary).toMatch(new RegExp(`\\] ${stage}: exit 0\\n`));
+        expect(existsSync(join(out, `${stage}.json`)), `${stage}.json`).toBe(true);
+      }
+      const late = join(scratch, 'staged-late');
+      await run('bash', [script, '--out', late, '--deadline', '10', '--no-build'], { cwd: packageRoot });
+      const lateSummary = readFileSync(join(late, 'summary.txt'), 'utf8');
+      for (const stage of stages) expect(lateSummary).toContain(`] ${stage}: not run (the deadline is near)`);
+    });
+
     it('skips with a clear message and a skipped report where no GPU is usable', async (context) => {
       const reportPath = join(scratch, 'skipped.json');
       const { stdout } = await run(

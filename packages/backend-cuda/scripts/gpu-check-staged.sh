@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# scripts/gpu-check-staged.sh — gpu-check in stages, each its own process under its own time limit,
+# for a lease where one hung kernel must not cost every other figure: the kit, attention, matmul,
+# gpt2s, graph + reproducibility, compute-sanitizer, Nsight Compute, then the rest. A kit stage
+# that runs out of time turns kiln's sm_90a kernels off (KILN_CUDA_HOPPER_KERNELS=0) for the
+# stages after it. Each stage writes <out>/<stage>.json and <stage>.log; <out>/summary.txt
+# collects every stage's exit status and verdict lines as they finish.
+#
+#   bash scripts/gpu-check-staged.sh [--out DIR] [--deadline SECONDS] [gpu-check.sh options…]
+#   (defaults: --out gpu-check-staged, --deadline 480: a stage never starts with under 20 s left)
+set -uo pipefail
+
+script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+out=gpu-check-staged
+deadline=480
+passthrough=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) out="$2"; shift 2 ;;
+    --deadline) deadline="$2"; shift 2 ;;
+    *) passthrough+=("$1"); shift ;;
+  esac
+done
+mkdir -p "$out"
+started=$(date +%s)
+elapsed() { echo $(( $(date +%s) - started )); }
+say() { echo "[gpu-check-staged $(elapsed)s] $*" | tee -a "$out/summary.txt"; }
+
+all=conformance,matmul,kernels,attention,hf-fixtures,sanitizer,ncu,train,gpt2s,graph,determinism,resume
+# --skip for every part but $1 (pytorch and compile are never skipped: gpt2s and train use them).
+skip_all_but() {
+  local keep=",$1," skip=""
+  for part in ${all//,/ }; do [[ $keep == *",$part,"* ]] || skip="$skip,$part"; done
+  echo "${skip#,}"
+}
+
+# stage name, its most seconds, the parts it runs
+run_stage() {
+  local name=$1 most=$2 parts=$3
+  local left=$(( deadline - $(elapsed) - 5 ))
+  if [ "$left" -lt 20 ]; then say "$name: not run (the deadline is near)"; return 0; fi
+  [ "$most" -gt "$left" ] && most=$left
+  say "$name: start (limit ${most} s)${KILN_CUDA_HOPPER_KERNELS:+ with KILN_CUDA_HOPPER_KERNELS=$KILN_CUDA_HOPPER_KERNELS}"
+  timeout -s KILL "$most" bash "$script_dir/gpu-check.sh" --json "$out/$name.json" --skip "$(skip_all_but "$parts")" \
+    ${passthrough[@]+"${passthrough[@]}"} > "$out/$name.log" 2>&1
+  local status=$?
+  say "$name: exit $status$([ $status -eq 137 ] && echo ' (stopped at its time limit)')"
+  grep -E '^conformance |DISAGREES|FAIL|^  [✓✗] |^sanitizer |^ncu: |skipped: ' "$out/$name.log" | head -40 >> "$out/summary.txt"
+  return $status
+}
+
+run_stage kit 110 conformance
+if [ $? -eq 137 ]; then
+  say "the kit ran out of time: KILN_CUDA_HOPPER_KERNELS=0 for the stages after it"
+  export KILN_CUDA_HOPPER_KERNELS=0
+fi
+run_stage attention 80 attention
+run_stage matmul 80 matmul,kernels
+run_stage gpt2s 150 gpt2s
+run_stage graph 110 graph,determinism,resume
+run_stage sanitizer 70 sanitizer
+run_stage ncu 60 ncu
+run_stage rest 70 hf-fixtures,train
+say "done: $out/summary.txt"
