@@ -67,7 +67,7 @@ export const SIMULATED_BACKENDS: SimulatedBackend[] = [
     simulatorBuild: { simulator: true, build: 'CUDA simulator', runtimeVersion: 13000 },
     realAddon: {
       path: cudaBuildPath(cudaPackage),
-      build: { simulator: false, build: 'CUDA', architectures: '80-real,86-real,89-real,90' },
+      build: { simulator: false, build: 'CUDA', architectures: '80-real,86-real,89-real,90a-real,90-virtual' },
       absentReason: 'the CUDA addon is not built here, no nvcc',
     },
     skipReason: simulatorSkipReason(cudaPackage),
