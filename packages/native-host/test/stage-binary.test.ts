@@ -63,7 +63,8 @@ describe.each(PACKAGES)('$platformPackage stage-binary.mjs', (target) => {
       expect(result.stderr).toBe('');
       expect(result.status).toBe(0);
       expect(existsSync(join(to, `kiln_${target.name}.node`))).toBe(true);
-      if (target.name === 'cuda') expect(result.stdout).toMatch(/staged .* \(CUDA 13000, 80-real,86-real,89-real,90a-real,90-virtual\)/);
+      if (target.name === 'cuda')
+        expect(result.stdout).toMatch(/staged .* \(CUDA 13000, 80-real,86-real,89-real,90a-real,90-virtual\)/);
     },
   );
 });
