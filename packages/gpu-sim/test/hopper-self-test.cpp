@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "launch_and_wait.hpp"
 #include "self_test.hpp"
 
 using self_test::check;
@@ -23,12 +24,11 @@ using gpu_sim::cuda::TensorMap;
 using gpu_sim::cuda::TensorMapSwizzle;
 using gpu_sim::ptx::MmaInput;
 
+/** One block of `block` threads (launch_and_wait). */
 template <typename... Parameters, typename... Arguments>
 static cudaError_t launch(const char* name, void (*kernel)(Parameters...), dim3 block, std::size_t shared,
                           Arguments... arguments) {
-  const cudaError_t error = gpu_sim::cuda::launch_kernel(name, kernel, dim3(1), block, shared, nullptr, arguments...);
-  if (error != cudaSuccess) return error;
-  return cudaDeviceSynchronize();
+  return self_test::launch_and_wait(name, kernel, dim3(1), block, shared, arguments...);
 }
 
 template <typename T>

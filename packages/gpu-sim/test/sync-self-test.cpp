@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "launch_and_wait.hpp"
 #include "self_test.hpp"
 
 using self_test::check;
@@ -24,12 +25,11 @@ using self_test::contains;
 using gpu_sim::ptx::bar_arrive;
 using gpu_sim::ptx::bar_sync;
 
+/** One block of `block` threads (launch_and_wait). */
 template <typename... Parameters, typename... Arguments>
 static cudaError_t launch(const char* name, void (*kernel)(Parameters...), dim3 block, std::size_t shared,
                           Arguments... arguments) {
-  const cudaError_t error = gpu_sim::cuda::launch_kernel(name, kernel, dim3(1), block, shared, nullptr, arguments...);
-  if (error != cudaSuccess) return error;
-  return cudaDeviceSynchronize();
+  return self_test::launch_and_wait(name, kernel, dim3(1), block, shared, arguments...);
 }
 
 template <typename Kernel>

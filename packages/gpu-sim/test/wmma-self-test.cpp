@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "launch_and_wait.hpp"
 #include "self_test.hpp"
 
 using self_test::check;
@@ -18,12 +19,11 @@ using self_test::contains;
 
 using namespace nvcuda;
 
+/** Without dynamic shared memory (launch_and_wait). */
 template <typename... Parameters, typename... Arguments>
 static cudaError_t launch(const char* name, void (*kernel)(Parameters...), dim3 grid, dim3 block,
                           Arguments... arguments) {
-  const cudaError_t error = gpu_sim::cuda::launch_kernel(name, kernel, grid, block, 0, nullptr, arguments...);
-  if (error != cudaSuccess) return error;
-  return cudaDeviceSynchronize();
+  return self_test::launch_and_wait(name, kernel, grid, block, 0, arguments...);
 }
 
 // out [32, 16] (col-major when store_col_major) = a [32, 48] · b [48, 16] + c [32, 16]; warp w computes rows 16w…16w+15.
