@@ -22,8 +22,9 @@
 // The cost is recomputing S and dP in the query kernel (7 tile products instead of FA-2's 5).
 // Layout: global tensors as attention_common.cuh describes; shared tiles as the forward's (f16/bf16
 // swizzled, f32 padded). A row whose lse is −Inf (no allowed key) has P = 0.
-// Numerics: f32 accumulation, scores in log2 units (exp2f of s₂ − lse·log2 e). For f16/bf16, P
-// and dS are rounded to the storage type once before their tensor-core products.
+// Numerics: f32 accumulation, scores in log2 units (exp2_ftz of s₂ − lse·log2 e, the scale in
+// the fma where nothing else transforms s: scores_to_probabilities). For f16/bf16, P and dS are
+// rounded to the storage type once before their tensor-core products.
 #include "attention_backward.cuh"
 #include "attention_backward_wgmma.cuh"
 #include "attention_warp_math.cuh"
@@ -205,13 +206,10 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_kv_kerne
     Math::template scores<kQueries>(rows, q_tile, s, p.head_dim);
     const bool check = key0 + kBlockRows > p.length_k || query0 + kQueries > p.length_q ||
                        (p.causal && static_cast<long long>(key0) + kBlockRows - 1 > query0 + p.shift);
-    to_log2_scores(
+    scores_to_probabilities(
         s, p, b, h, check, [&](int, int column) { return static_cast<long long>(query0 + column); },
-        [&](int row, int) { return static_cast<long long>(key0 + warp_row + row); });
-    KILN_UNROLL
-    for (int nt = 0; nt < kQueries / 8; nt++) {
-      for (int e = 0; e < 4; e++) s[nt][e] = exp2f(s[nt][e] - lse_tile[nt * 8 + 2 * lane.t + (e & 1)]);
-    }
+        [&](int row, int) { return static_cast<long long>(key0 + warp_row + row); },
+        [&](int nt, int e) { return lse_tile[nt * 8 + 2 * lane.t + (e & 1)]; });
 
     if (kStages == 2 && item + 1 < items) {
       cp_async_wait_pending<2>();
@@ -337,13 +335,10 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_q_kernel
     Math::template scores<kKeys>(rows, k_tile, s, p.head_dim);
     const bool check =
         key0 + kKeys > p.length_k || (p.causal && static_cast<long long>(key0) + kKeys - 1 > row0 + p.shift);
-    to_log2_scores(
+    scores_to_probabilities(
         s, p, b, h, check, [&](int row, int) { return static_cast<long long>(row0 + warp_row + row); },
-        [&](int, int column) { return static_cast<long long>(key0 + column); });
-    KILN_UNROLL
-    for (int nt = 0; nt < kKeys / 8; nt++) {
-      for (int e = 0; e < 4; e++) s[nt][e] = exp2f(s[nt][e] - lse_row[e / 2]);
-    }
+        [&](int, int column) { return static_cast<long long>(key0 + column); },
+        [&](int, int e) { return lse_row[e / 2]; });
 
     if (kStages == 2 && tile + 1 < key_tiles) {
       cp_async_wait_pending<2>();

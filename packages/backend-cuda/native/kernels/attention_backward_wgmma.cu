@@ -39,7 +39,8 @@
 // need no load predicates; padded rows get P = 0 (lse₂ = +Inf, Δ = 0), padded columns are never
 // stored. Outputs are stored from the accumulator fragments straight to global memory.
 // Numerics: as attention_backward.cu — f32 accumulation (tensor-core order on the GPU, k ascending
-// per k16 step in the simulator), scores in log2 units (exp2f(s₂ − lse·log2 e)), P and dS rounded
+// per k16 step in the simulator), scores in log2 units (attention_common.cuh
+// scores_to_probabilities: exp2_ftz(s₂ − lse·log2 e), the scale in the fma), P and dS rounded
 // to f16/bf16 once before their products, the gradients once at the end.
 #include <atomic>
 
@@ -382,13 +383,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int key_first = work.row0 + warp_row;
       const bool check = key_first + 16 > p.length_k || query0 + kStreamRows > p.length_q ||
                          (p.causal && static_cast<long long>(key_first) + 15 > query0 + p.shift);
-      to_log2_scores(
+      scores_to_probabilities(
           scores, p, b, h, check, [&](int, int column) { return static_cast<long long>(query0 + column); },
-          [&](int row, int) { return static_cast<long long>(key_first + row); });
-      KILN_UNROLL
-      for (int nt = 0; nt < kStreamRows / 8; nt++) {
-        for (int e = 0; e < 4; e++) scores[nt][e] = exp2f(scores[nt][e] - lse_stage[nt * 8 + 2 * lane.t + (e & 1)]);
-      }
+          [&](int row, int) { return static_cast<long long>(key_first + row); },
+          [&](int nt, int e) { return lse_stage[nt * 8 + 2 * lane.t + (e & 1)]; });
       attention_wgmma::pack_a_operand<T>(scores, a_p);
       if constexpr (kSequential) {  // dV += Pᵀ·dO, then Y: never live together with X or a_p
         ptx::fence_operand(acc2);
@@ -410,13 +408,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int row_first = work.row0 + warp_row;
       const bool check = key0 + kStreamRows > p.length_k ||
                          (p.causal && static_cast<long long>(key0) + kStreamRows - 1 > row_first + p.shift);
-      to_log2_scores(
+      scores_to_probabilities(
           scores, p, b, h, check, [&](int row, int) { return static_cast<long long>(row_first + row); },
-          [&](int, int column) { return static_cast<long long>(key0 + column); });
-      KILN_UNROLL
-      for (int nt = 0; nt < kStreamRows / 8; nt++) {
-        for (int e = 0; e < 4; e++) scores[nt][e] = exp2f(scores[nt][e] - lse_row[e / 2]);
-      }
+          [&](int, int column) { return static_cast<long long>(key0 + column); },
+          [&](int, int e) { return lse_row[e / 2]; });
     }
 
     // dS = P ∘ (Y − Δ)

@@ -13,7 +13,7 @@
 // with XOR-swizzled 16-byte chunks (SwizzledTileLayout: ldmatrix phases conflict-free, no padding),
 // f32 tiles with padded rows (PaddedTileLayout: column reads hit distinct banks).
 // Numerics: scores are kept in log2 units, s₂ = (scale·q·k + mask)·log2(e), so every
-// exponential is one exp2f; lse is converted back to natural log once per row. Everything
+// exponential is one exp2 (exp2_ftz); lse is converted back to natural log once per row. Everything
 // accumulates in f32.
 #pragma once
 
@@ -216,6 +216,23 @@ struct SwizzledTileLayout {
 
 #if KILN_DEVICE_CODE
 
+/**
+ * 2^x as one MUFU.EX2 (ex2.approx.ftz): results below 2^-126 become 0. Every attention exponent
+ * is s₂ − max or s₂ − lse ≤ 0, so a flushed value sits beside a term ≥ 1 and no sum sees it;
+ * plain exp2f spends three more instructions per element keeping such values subnormal. The
+ * simulator computes exp2f and flushes alike.
+ */
+__device__ __forceinline__ float exp2_ftz(float x) {
+#if defined(KILN_CUDA_SIMULATOR)
+  const float y = exp2f(x);
+  return y < 1.17549435e-38f ? 0.0f : y;
+#else
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#endif
+}
+
 /** Quad coordinates of the calling lane in an mma C fragment: group g = lane / 4, t = lane % 4. */
 struct LaneCoordinates {
   int g;
@@ -372,6 +389,27 @@ __device__ __forceinline__ void to_log2_scores(float (&s)[kTiles][4], const Kern
       }
       s[nt][e] = value;
     }
+  }
+}
+
+/**
+ * The backward's P = exp2(s₂ − lse₂) in place over a score fragment laid out as to_log2_scores
+ * takes it, lse_of(nt, e) giving element e of n-tile nt its row's lse₂ (+Inf for padded rows:
+ * P = 0). Where to_log2_scores would only scale (`check` false, no mask) the scale is folded
+ * into each exponent's fma instead: one FFMA and one MUFU.EX2 per element.
+ */
+template <int kTiles, typename QueryOf, typename KeyOf, typename LseOf>
+__device__ __forceinline__ void scores_to_probabilities(float (&s)[kTiles][4], const KernelParams& p, int b, int h,
+                                                        bool check, QueryOf query_of, KeyOf key_of, LseOf lse_of) {
+  float scale = p.scale_log2;
+  if (check || p.mask != nullptr) {
+    to_log2_scores(s, p, b, h, check, query_of, key_of);
+    scale = 1.0f;
+  }
+  KILN_UNROLL
+  for (int nt = 0; nt < kTiles; nt++) {
+    KILN_UNROLL
+    for (int e = 0; e < 4; e++) s[nt][e] = exp2_ftz(fmaf(s[nt][e], scale, -lse_of(nt, e)));
   }
 }
 

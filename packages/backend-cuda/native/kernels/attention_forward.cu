@@ -138,7 +138,7 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_forward_kernel(Ke
         s, p, b, h, check, [&](int row, int) { return static_cast<long long>(row0 + warp_row + row); },
         [&](int, int column) { return static_cast<long long>(key0 + column); });
 
-    online_softmax_tile(s, row_max, row_sum,
+    online_softmax_tile(s, 1.0f, row_max, row_sum,
                         [&](int half, float correction) { rescale_output_row(o, half, correction); });
 
     // V_tile landed; with one stage every warp is also done with K_tile.

@@ -19,13 +19,16 @@
 //  - within a consumer (intra-warpgroup pipelining): S of tile j + 1 is issued before P·V of
 //    tile j, and since wgmma groups complete in order, waiting for all but the last group gives
 //    the scores, whose softmax then runs while P·V does; only O's rescale and the next P (its
-//    registers are read asynchronously) wait for P·V. The last tile's turn (P·V alone) is peeled
-//    off the loop and every wgmma operand is fenced at issue and wait, so each iteration commits
-//    the same two groups and ptxas keeps the wgmma pipeline asynchronous (no C7514). The turns run
-//    in two loops: while the next tile is inside every row's bounds and causal limit (and there is
-//    no mask) a compact body scales the scores without per-element tests — on an H200, 23% of the
-//    single-loop kernel's warp samples waited for instructions (a 2,712-instruction loop body) —
-//    then the rest with the tests;
+//    registers are read asynchronously) wait for P·V. The row sums are stored to shared memory
+//    before that wait (ptx::store_before_wgmma_wait): ptxas otherwise hoisted the wait above the
+//    exponentials (they depend on nothing P·V writes), so they ran after P·V. The last tile's
+//    turn (P·V alone) is peeled off the loop and every wgmma operand is fenced at issue and wait,
+//    so each iteration commits the same two groups and ptxas keeps the wgmma pipeline
+//    asynchronous (no C7514). The turns run in two loops: while the next tile is inside every
+//    row's bounds and causal limit (and there is no mask, and scale > 0) a compact body folds the
+//    scale into each exponent's fma without per-element tests — on an H200, 23% of the
+//    single-loop kernel's warp samples waited for instructions (a 2,712-instruction loop body;
+//    the compact one is about 540) — then the rest with the tests;
 //  - between the consumers (inter-warpgroup ping-pong): they take turns issuing their products
 //    through two named barriers (bar.sync on its own turn barrier, bar.arrive on the other's once
 //    issued; consumer 0 first, key_tiles + 1 turns each), so one consumer's softmax runs while
@@ -40,7 +43,8 @@
 // aligned. TMA zero-fills rows past Tq/Tk and columns past D (D 96: the second box's last 32),
 // so partial tiles need no load predicates; padded keys are masked to −Inf, padded columns are
 // never stored. Rows without any allowed key write out = 0, lse = −Inf.
-// Numerics: as attention_forward.cu — scores in log2 units (exp2f), f32 accumulation (tensor-core
+// Numerics: as attention_forward.cu — scores in log2 units (exp2_ftz; inside tiles
+// exp2(fma(s, scale, −m)), elsewhere exp2(s·scale − m)), f32 accumulation (tensor-core
 // order on the GPU, k ascending per k16 step in the simulator), P rounded to f16/bf16 once before
 // P·V, the output once at the end; lse = (m + log2 l)·ln 2. The ping-pong moves only when each
 // consumer issues, never what a row computes or in which order: out and lse are bit-identical
@@ -97,7 +101,9 @@ struct Plan {
   static constexpr int kBarrierOffset = kStagesOffset + kStages * kStageBytes;
   /** q_full, full[kStages], empty[kStages]. */
   static constexpr int kBarriers = 1 + 2 * kStages;
-  static constexpr int kSharedBytes = kBarrierOffset + kBarriers * 8 + 1024;
+  /** One f32 per consumer thread that ptx::store_before_wgmma_wait writes (never read). */
+  static constexpr int kAnchorOffset = kBarrierOffset + kBarriers * 8;
+  static constexpr int kSharedBytes = kAnchorOffset + kConsumers * 128 * 4 + 1024;
   static_assert(kSharedBytes <= 227 * 1024, "exceeds the 227 KiB of shared memory a Hopper block may use");
 };
 
@@ -114,6 +120,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto* q_full = reinterpret_cast<std::uint64_t*>(shared + P::kBarrierOffset);
   std::uint64_t* full = q_full + 1;
   std::uint64_t* empty = full + P::kStages;
+  float* anchors = reinterpret_cast<float*>(shared + P::kAnchorOffset);
 
   const QueryBlock block = query_block<kQueryRows>(p);
   const int h = block.h;
@@ -162,6 +169,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int warp_row = consumer * 64 + warp * 16;  // block-relative first row of this warp
   const std::uint32_t shared_address = ptx::smem_address(shared);
   const std::uint32_t q_address = shared_address + static_cast<std::uint32_t>(consumer * 64 * kRowBytes);
+  float* anchor = anchors + consumer * 128;
+  // Descriptors of this consumer's q rows and of stage 0's K (K-major) and V (MN-major); a step or
+  // stage is a wgmma_descriptor_advance away.
+  const std::uint64_t q_descriptor = ptx::wgmma_descriptor_128b(q_address, 16, 1024);
+  const std::uint64_t k_descriptor0 =
+      ptx::wgmma_descriptor_128b(shared_address + static_cast<std::uint32_t>(P::kStagesOffset), 16, 1024);
+  const std::uint64_t v_descriptor0 = ptx::wgmma_descriptor_128b(
+      shared_address + static_cast<std::uint32_t>(P::kStagesOffset + P::kTileBytes), P::kKeyBoxBytes, 1024);
 
   float o[P::kOutColumns / 8][4];
   KILN_UNROLL
@@ -179,8 +194,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
   auto issue_scores = [&](int tile) {
     const int stage = tile % P::kStages;
-    const std::uint32_t k_address =
-        shared_address + static_cast<std::uint32_t>(P::kStagesOffset + stage * P::kStageBytes);
+    const std::uint64_t k_descriptor = ptx::wgmma_descriptor_advance(k_descriptor0, stage * P::kStageBytes);
     // k16 step `step` reads columns 16·step … of box step / 4 (32 bytes per step inside the swizzle atom).
     ptx::fence_operand(s);
     ptx::wgmma_fence();
@@ -188,9 +202,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int step = 0; step < kHeadDim / 16; step++) {
       const std::uint32_t column_bytes = static_cast<std::uint32_t>((step % 4) * 32);
       const std::uint64_t desc_q =
-          ptx::wgmma_descriptor_128b(q_address + (step / 4) * kQueryRows * kRowBytes + column_bytes, 16, 1024);
+          ptx::wgmma_descriptor_advance(q_descriptor, (step / 4) * kQueryRows * kRowBytes + column_bytes);
       const std::uint64_t desc_k =
-          ptx::wgmma_descriptor_128b(k_address + (step / 4) * P::kKeyBoxBytes + column_bytes, 16, 1024);
+          ptx::wgmma_descriptor_advance(k_descriptor, (step / 4) * P::kKeyBoxBytes + column_bytes);
       ptx::wgmma_m64nk16<T, kKeys, 0, 0>(flat(s), desc_q, desc_k, step > 0 ? 1 : 0);
     }
     ptx::wgmma_commit();
@@ -204,23 +218,20 @@ __global__ void __launch_bounds__(kThreads, 1)
     to_log2_scores(
         s, p, b, h, check, [&](int row, int) { return static_cast<long long>(row0 + warp_row + row); },
         [&](int, int column) { return static_cast<long long>(key0 + column); });
-    online_softmax_tile(s, row_max, row_sum, [&](int half, float factor) { correction[half] = factor; });
+    online_softmax_tile(s, 1.0f, row_max, row_sum, [&](int half, float factor) { correction[half] = factor; });
   };
   // softmax() of a tile inside the sequence and the causal limit of every row of this warpgroup,
-  // without a mask: the scale alone (to_log2_scores's unchecked path, same arithmetic), so the hot
-  // loop below carries no per-element tests.
+  // without a mask and with a positive scale: the raw scores go to online_softmax_tile with the
+  // scale, which folds it into each exponent's fma, so the hot loop below carries no per-element
+  // tests and no separate scaling.
   auto softmax_inside = [&]() {
-    KILN_UNROLL
-    for (int nt = 0; nt < kKeys / 8; nt++) {
-      KILN_UNROLL
-      for (int e = 0; e < 4; e++) s[nt][e] *= p.scale_log2;
-    }
-    online_softmax_tile(s, row_max, row_sum, [&](int half, float factor) { correction[half] = factor; });
+    online_softmax_tile(s, p.scale_log2, row_max, row_sum, [&](int half, float factor) { correction[half] = factor; });
   };
   // First key tile that may need softmax()'s tests for some row of this warpgroup (its first row
-  // has the nearest causal limit): past the sequence end, or crossing the causal limit; 0 with a mask.
+  // has the nearest causal limit): past the sequence end, or crossing the causal limit; 0 with a
+  // mask or a scale ≤ 0 (softmax_inside's max needs a positive one).
   const int tested_from = [&]() -> int {
-    if (p.mask != nullptr) return 0;
+    if (p.mask != nullptr || !(p.scale_log2 > 0.0f)) return 0;
     const long long full_tiles = p.length_k / kKeys;
     long long first = full_tiles;
     if (p.causal) {
@@ -241,15 +252,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
   // O += P·V: k16 step `step` takes keys 16·step … (P from registers, V MN-major: boxes of 64 columns kKeyBoxBytes apart).
   auto issue_output = [&](int tile) {
-    const std::uint32_t v_address =
-        shared_address +
-        static_cast<std::uint32_t>(P::kStagesOffset + (tile % P::kStages) * P::kStageBytes + P::kTileBytes);
+    const std::uint64_t v_descriptor =
+        ptx::wgmma_descriptor_advance(v_descriptor0, (tile % P::kStages) * P::kStageBytes);
     ptx::fence_operand(o);
     ptx::fence_operand(probabilities);
     ptx::wgmma_fence();
     KILN_UNROLL
     for (int step = 0; step < kKeys / 16; step++) {
-      const std::uint64_t desc_v = ptx::wgmma_descriptor_128b(v_address + step * 16 * kRowBytes, P::kKeyBoxBytes, 1024);
+      const std::uint64_t desc_v = ptx::wgmma_descriptor_advance(v_descriptor, step * 16 * kRowBytes);
       ptx::wgmma_m64nk16_rs<T, P::kOutColumns, 1>(flat(o), probabilities[step], desc_v, 1);
     }
     ptx::wgmma_commit();
@@ -304,6 +314,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     ptx::wgmma_wait<1>();  // S of the next tile is done; P·V of this one may still run
     ptx::fence_operand(s);
     next_softmax();
+    // The row sums depend on every exponential: stored before the wait, they keep the softmax ahead
+    // of it (ptxas otherwise hoists the wait above the exponentials and they run after P·V).
+    ptx::store_before_wgmma_wait(anchor + thread, row_sum[0] + row_sum[1]);
     ptx::wgmma_wait<0>();  // P·V done: its stage and the probability registers are free
     ptx::fence_operand(o);
     ptx::fence_operand(probabilities);

@@ -40,6 +40,16 @@ KILN_HOST_DEVICE inline std::uint64_t wgmma_descriptor_128b(std::uint32_t start,
          (static_cast<std::uint64_t>((stride_offset >> 4) & 0x3fffu) << 32) | (1ull << 62);
 }
 
+/**
+ * The descriptor of a matrix `bytes` (a multiple of 16) past `descriptor`'s start: one 32-bit
+ * add to the low word, as the start field (address >> 4, 14 bits) cannot carry below 256 KiB of
+ * shared memory.
+ */
+KILN_HOST_DEVICE inline std::uint64_t wgmma_descriptor_advance(std::uint64_t descriptor, std::uint32_t bytes) {
+  const std::uint32_t low = static_cast<std::uint32_t>(descriptor) + (bytes >> 4);
+  return (descriptor & 0xffffffff00000000ull) | low;
+}
+
 #if defined(KILN_CUDA_SIMULATOR)
 
 /** Shared-space address of a pointer into dynamic shared memory. */
@@ -111,6 +121,8 @@ inline void wgmma_m64nk16_rs(float (&d)[N / 2], const std::uint32_t (&a)[4], std
 /** Compiler-only fence on a wgmma accumulator or register-A fragment (nothing to order in the simulator). */
 template <typename Fragment>
 inline void fence_operand(Fragment&) {}
+/** A shared store whose only purpose is the device build's schedule (see the device version); stored here too. */
+inline void store_before_wgmma_wait(float* slot, float value) { *slot = value; }
 /** setmaxnreg.inc.sync.aligned.u32 (warpgroup-collective; checked in the simulator). */
 template <int Registers>
 inline void setmaxnreg_inc(std::source_location site = std::source_location::current()) {
@@ -272,6 +284,15 @@ __device__ __forceinline__ void fence_operand(std::uint32_t (&fragment)[kRows][k
 #pragma unroll
     for (int column = 0; column < kColumns; column++) asm volatile("" : "+r"(fragment[row][column])::"memory");
   }
+}
+/**
+ * st.shared.f32 of `value` to `slot` (shared memory, this thread's own, never read). ptxas keeps
+ * a wgmma.wait_group after shared stores (the wgmma may read shared memory), so everything
+ * `value` depends on is scheduled before the wait; without it ptxas may hoist the wait above
+ * independent arithmetic meant to overlap the tensor cores.
+ */
+__device__ __forceinline__ void store_before_wgmma_wait(float* slot, float value) {
+  asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(smem_address(slot)), "f"(value) : "memory");
 }
 template <int Registers>
 __device__ __forceinline__ void setmaxnreg_inc() {
