@@ -8,15 +8,17 @@
 // warpgroups 1 and 2 the consumers (setmaxnreg up to 232), each owning 64 of the resident rows.
 // The producer streams 64-row tiles of two other tensors into a ring of kStages stages (4 for D
 // 64, 3 for D 96/128), each guarded by a `full` mbarrier (TMA transactions; in the key/value
-// role also 32 producer threads that store the tile's lse and Δ) and an `empty` one (key/value role:
-// one arrival per consumer thread, after its own reads of lse and Δ; query role: one per consumer warpgroup). Per streamed tile, a consumer issues two wgmma chains (both operands
+// role also 32 producer threads that store the tile's lse and Δ) and an `empty` one (key/value
+// role: one arrival per consumer thread, after its own reads of lse and Δ; query role: one per
+// consumer warpgroup). Per streamed tile, a consumer issues two wgmma chains (both operands
 // K-major in shared memory, m64n64k16, D/16 steps): X = R₁·S₁ᵀ, then Y = R₂·S₂ᵀ; once both
 // retired it computes P and dS in a copy of X (so that wgmma accumulators are written by wgmma
 // only) and issues the accumulations with them rounded to f16/bf16 as register A operands and
 // S₁/S₂ as MN-major B (m64nNk16, N = D rounded up to 64s, 4 k16 steps over the tile's 64 rows),
 // and right behind them X and Y of the next tile, before waiting for them (FlashAttention-3's
-// intra-warpgroup overlap); the two consumers also overlap each other. The key/value role at D
-// 96/128 (two 128-wide accumulators) has no registers for that: it runs X; P; dV += Pᵀ·dO; Y; dS;
+// intra-warpgroup overlap); the two consumers take turns issuing (attention_wgmma_common.cuh
+// PingPong), so one computes P and dS while the other's products run. The key/value role at D
+// 96/128 (two 128-wide accumulators) has no registers for either: it runs X; P; dV += Pᵀ·dO; Y; dS;
 // dK one after another, so X, Y and the packed P are never live together. Accumulators are read
 // only after every wgmma group of the warpgroup has retired, and fenced (ptx::fence_operand) at
 // issue and wait: ptxas serialises the pipeline otherwise (C7514/C7515).
@@ -339,17 +341,29 @@ __global__ void __launch_bounds__(kThreads, 1)
   const auto stream_address = [&](int item) {
     return shared_address + static_cast<std::uint32_t>(P::kStagesOffset + (item % P::kStages) * P::kStageBytes);
   };
-  // Waits for item's stage, then issues X and (unless kSequential) Y as two groups.
-  const auto issue_products = [&](int item) {
+  // Waits until item's stage has landed.
+  const auto wait_stream = [&](int item) {
     ptx::mbarrier_wait(&full[item % P::kStages], static_cast<unsigned>(item / P::kStages) & 1u);
+  };
+  // Issues X and (unless kSequential) Y of a landed item as two groups.
+  const auto issue_products = [&](int item) {
     issue_scores(x, r1_address, stream_address(item));
     if constexpr (!kSequential)
       issue_scores(y, r2_address, stream_address(item) + static_cast<std::uint32_t>(P::kStreamBytes));
   };
+  // With kOverlap the consumers ping-pong (attention_wgmma_common.cuh PingPong): each takes
+  // work.items + 1 turns (X and Y of item 0, then item n's accumulations with X and Y of n + 1),
+  // so one consumer computes P and dS while the other's products run. work.items is the block's,
+  // so both take the same number of turns. The sequential role waits inside an item and keeps none.
+  const attention_wgmma::PingPong ping_pong(consumer);
 
   if (work.items > 0) {
+    if constexpr (kOverlap) ping_pong.start();
     ptx::mbarrier_wait(resident_full, 0);
+    wait_stream(0);
+    if constexpr (kOverlap) ping_pong.take_turn();
     issue_products(0);
+    if constexpr (kOverlap) ping_pong.hand_over(false);
   }
   for (int item = 0; item < work.items; item++) {
     const int stage = item % P::kStages;
@@ -424,6 +438,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     attention_wgmma::pack_a_operand<T>(scores, a_ds);
 
+    const bool more = item + 1 < work.items;
+    if (kOverlap && more) wait_stream(item + 1);  // before the turn: a turn is held only while issuing
+    if constexpr (kOverlap) ping_pong.take_turn();
     ptx::fence_operand(acc1);
     ptx::fence_operand(acc2);
     ptx::fence_operand(a_p);
@@ -436,17 +453,20 @@ __global__ void __launch_bounds__(kThreads, 1)
     ptx::fence_operand(acc2);
     ptx::fence_operand(a_p);
     ptx::fence_operand(a_ds);
-    const bool more = item + 1 < work.items;
-    if (kOverlap && more) {
+    if (kOverlap && more)
       issue_products(item + 1);  // this stage is released once the accumulations are done (next iteration)
-    } else {
+    if constexpr (kOverlap) ping_pong.hand_over(!more);
+    if (!kOverlap || !more) {
       ptx::wgmma_wait<0>();  // the stage (and, key/value role, its lse and Δ) is free
       ptx::fence_operand(acc1);
       ptx::fence_operand(acc2);
       ptx::fence_operand(a_p);
       ptx::fence_operand(a_ds);
       release_stage(stage);
-      if (more) issue_products(item + 1);
+      if (more) {
+        wait_stream(item + 1);
+        issue_products(item + 1);
+      }
     }
   }
   // Nothing is in flight here (the last item waited); saying so lets ptxas see every path settled.

@@ -30,9 +30,9 @@
 //    single-loop kernel's warp samples waited for instructions (a 2,712-instruction loop body;
 //    the compact one is about 540) — then the rest with the tests;
 //  - between the consumers (inter-warpgroup ping-pong): they take turns issuing their products
-//    through two named barriers (bar.sync on its own turn barrier, bar.arrive on the other's once
-//    issued; consumer 0 first, key_tiles + 1 turns each), so one consumer's softmax runs while
-//    the other's wgmma occupy the tensor cores instead of both competing for them at once.
+//    (attention_wgmma_common.cuh PingPong; consumer 0 first, key_tiles + 1 turns each), so one
+//    consumer's softmax runs while the other's wgmma occupy the tensor cores instead of both
+//    competing for them at once.
 // The producer keeps up to kStages tiles in flight; consumers wait for a tile's keys before
 // taking their turn, so a turn is held only while issuing. Causal: key tiles past the block's
 // last row are never loaded; tiles crossing the diagonal or the sequence end, and every tile
@@ -55,7 +55,6 @@
 #include "attention_online_softmax.cuh"
 #include "attention_wgmma_common.cuh"
 #include "matmul.cuh"
-#include "ptx_named_barrier.cuh"
 
 namespace kiln {
 
@@ -78,10 +77,6 @@ inline constexpr int kKeys = 128;
 inline constexpr int kConsumers = 2;
 inline constexpr int kThreads = 128 * (1 + kConsumers);
 static_assert(kQueryRows == kKeys, "q and K/V tiles share one box shape (tensor_map's box_rows)");
-/** Named barrier of consumer c's turn is kFirstTurnBarrier + c (0 is __syncthreads'). */
-inline constexpr unsigned kFirstTurnBarrier = 1;
-/** Threads on a turn barrier: the waiting consumer's 128 and the 128 handing it the turn. */
-inline constexpr unsigned kTurnThreads = 2 * 128;
 
 /** Shared-memory plan of one head-dim instantiation (offsets from the 1024-byte aligned base). */
 template <int kHeadDim>
@@ -267,35 +262,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     ptx::fence_operand(probabilities);
   };
 
-  // Ping-pong: the consumers take turns issuing their wgmma — consumer c waits on turn barrier
-  // kFirstTurnBarrier + c, issues, and hands the turn over with bar.arrive on the other's — so
-  // one consumer's softmax runs while the other's products occupy the tensor cores. Consumer 0
-  // goes first (consumer 1 arrives once up front); each takes key_tiles + 1 turns (S_0, then
-  // S_{j+1} with P_j·V_j), and consumer 1 skips its last hand-over so every phase completes.
-  // key_tiles is the block's, so both consumers take the same number of turns (none when 0).
-  // (Barrier ids are immediates, one branch per consumer: ptxas then reserves only the barriers used.)
-  constexpr unsigned kTurn0 = kFirstTurnBarrier;
-  constexpr unsigned kTurn1 = kFirstTurnBarrier + 1;
-  auto take_turn = [&]() {
-    if (consumer == 0)
-      ptx::named_barrier_sync<kTurn0, kTurnThreads>();
-    else
-      ptx::named_barrier_sync<kTurn1, kTurnThreads>();
-  };
-  auto hand_over = [&](bool last) {
-    if (consumer == 0)
-      ptx::named_barrier_arrive<kTurn1, kTurnThreads>();
-    else if (!last)
-      ptx::named_barrier_arrive<kTurn0, kTurnThreads>();
-  };
+  // Ping-pong (PingPong): each consumer takes key_tiles + 1 turns (S_0, then S_{j+1} with P_j·V_j);
+  // key_tiles is the block's, so both take the same number (none when 0).
+  const PingPong ping_pong(consumer);
 
   if (key_tiles > 0) {
-    if (consumer == 1) ptx::named_barrier_arrive<kTurn0, kTurnThreads>();
+    ping_pong.start();
     ptx::mbarrier_wait(q_full, 0);
     wait_keys(0);
-    take_turn();
+    ping_pong.take_turn();
     issue_scores(0);
-    hand_over(false);
+    ping_pong.hand_over(false);
     ptx::wgmma_wait<0>();
     ptx::fence_operand(s);
     softmax(0);
@@ -307,10 +284,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   // body that stays in the instruction cache), then the rest with softmax()'s tests.
   auto turn = [&](int tile, auto&& next_softmax) {
     wait_keys(tile + 1);
-    take_turn();
+    ping_pong.take_turn();
     issue_scores(tile + 1);
     issue_output(tile);
-    hand_over(false);
+    ping_pong.hand_over(false);
     ptx::wgmma_wait<1>();  // S of the next tile is done; P·V of this one may still run
     ptx::fence_operand(s);
     next_softmax();
@@ -328,9 +305,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (; tile + 1 < key_tiles; tile++) turn(tile, [&]() { softmax(tile + 1); });
   if (key_tiles > 0) {
     tile = key_tiles - 1;
-    take_turn();
+    ping_pong.take_turn();
     issue_output(tile);
-    hand_over(true);
+    ping_pong.hand_over(true);
     ptx::wgmma_wait<0>();
     ptx::fence_operand(o);
     ptx::fence_operand(probabilities);

@@ -1,7 +1,7 @@
 // kernels/attention_wgmma_common.cuh — what kiln's sm_90a flash-attention kernels share
 // (attention_forward_wgmma.cu, attention_backward_wgmma.cu): the 4D tensor maps their TMA loads
-// read q, k, v, dO through, and the register-fragment helpers that turn a wgmma accumulator into
-// the A operand of the next wgmma.
+// read q, k, v, dO through, the register-fragment helpers that turn a wgmma accumulator into
+// the A operand of the next wgmma, and the consumers' ping-pong (PingPong).
 // Layout: a tensor map covers (D, T, H, B) with the layout's byte strides (attention_common.cuh),
 // boxes of 64 head-dim columns × `box_rows` rows with 128-byte swizzling (one 128-byte row per
 // box row); TMA zero-fills rows past T and columns past D.
@@ -12,6 +12,7 @@
 #include <string>
 
 #include "attention_common.cuh"
+#include "ptx_named_barrier.cuh"
 #include "ptx_wgmma.cuh"
 
 #if defined(KILN_HAS_TENSOR_MAPS)
@@ -66,6 +67,47 @@ __device__ __forceinline__ void pack_a_operand(const float (&fragment)[kTiles][4
     a[step][3] = pack_pair<T>(fragment[2 * step + 1][2], fragment[2 * step + 1][3]);
   }
 }
+
+/**
+ * Inter-warpgroup ping-pong of the two consumer warpgroups: they take turns issuing their wgmma,
+ * so one consumer's softmax (or P and dS) runs while the other's products occupy the tensor
+ * cores, instead of both computing, then both issuing, in lockstep. Consumer c takes its turn
+ * with bar.sync on named barrier 1 + c and hands it over with bar.arrive on the other's once
+ * issued; consumer 0 goes first (start(): consumer 1 arrives once up front). Both must take the
+ * same number of turns, and consumer 1 skips its last hand-over (hand_over(true)), so every
+ * barrier phase completes. Turns move only when each consumer issues, never what it computes.
+ * (Barrier ids are immediates, one branch per consumer: ptxas then reserves only barriers 1, 2.)
+ */
+class PingPong {
+ public:
+  __device__ __forceinline__ explicit PingPong(int consumer) : consumer_(consumer) {}
+  /** Lets consumer 0 take the first turn (call once, before the first take_turn). */
+  __device__ __forceinline__ void start() const {
+    if (consumer_ == 1) ptx::named_barrier_arrive<kTurn0, kTurnThreads>();
+  }
+  /** Waits until it is this consumer's turn to issue. */
+  __device__ __forceinline__ void take_turn() const {
+    if (consumer_ == 0)
+      ptx::named_barrier_sync<kTurn0, kTurnThreads>();
+    else
+      ptx::named_barrier_sync<kTurn1, kTurnThreads>();
+  }
+  /** Gives the turn to the other consumer; `last`: this consumer's final turn. */
+  __device__ __forceinline__ void hand_over(bool last) const {
+    if (consumer_ == 0)
+      ptx::named_barrier_arrive<kTurn1, kTurnThreads>();
+    else if (!last)
+      ptx::named_barrier_arrive<kTurn0, kTurnThreads>();
+  }
+
+ private:
+  /** Named barrier of consumer 0's turn, and of consumer 1's (0 is __syncthreads'). */
+  static constexpr unsigned kTurn0 = 1;
+  static constexpr unsigned kTurn1 = 2;
+  /** Threads on a turn barrier: the waiting consumer's 128 and the 128 handing it the turn. */
+  static constexpr unsigned kTurnThreads = 2 * 128;
+  int consumer_;
+};
 
 #endif  // KILN_DEVICE_CODE
 
