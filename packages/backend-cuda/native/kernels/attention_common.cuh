@@ -27,15 +27,6 @@
 #include "ptx_mma.cuh"
 #endif
 
-/** Full unrolling of a loop with a compile-time trip count (register arrays stay in registers). */
-#ifndef KILN_UNROLL
-#if defined(KILN_CUDA_SIMULATOR)
-#define KILN_UNROLL _Pragma("GCC unroll 16")
-#else
-#define KILN_UNROLL _Pragma("unroll")
-#endif
-#endif
-
 namespace kiln {
 
 /** Threads of every attention block (4 warps). */

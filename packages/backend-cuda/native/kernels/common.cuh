@@ -12,6 +12,17 @@
 #include "../vendors/vendor.h"
 #include "kiln/op_codes.h"
 
+/**
+ * Full unrolling of a loop with a compile-time trip count (register arrays stay in registers;
+ * loads of the next iteration can be scheduled above this one's arithmetic). The simulator's
+ * host compiler unrolls up to 16 iterations.
+ */
+#if defined(KILN_CUDA_SIMULATOR)
+#define KILN_UNROLL _Pragma("GCC unroll 16")
+#else
+#define KILN_UNROLL _Pragma("unroll")
+#endif
+
 namespace kiln {
 
 /** Element index / count type of every kernel. */

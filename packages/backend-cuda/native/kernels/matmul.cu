@@ -55,6 +55,9 @@ struct SimtMath {
                                               const float (*tile_b)[kRow]) {
     const int tx = static_cast<int>(threadIdx.x % 16);
     const int ty = static_cast<int>(threadIdx.x / 16);
+    // Unrolled: the next depth's four shared loads are scheduled among this depth's FMAs (a rolled
+    // loop waited for them every depth: 4 loads, then 64 FMAs that need them).
+    KILN_UNROLL
     for (int depth = 0; depth < kDepth; depth++) {
       const float4 a_low = *reinterpret_cast<const float4*>(&tile_a[depth][ty * 4]);
       const float4 a_high = *reinterpret_cast<const float4*>(&tile_a[depth][64 + ty * 4]);
@@ -62,7 +65,9 @@ struct SimtMath {
       const float4 b_high = *reinterpret_cast<const float4*>(&tile_b[depth][64 + tx * 4]);
       const float left[8] = {a_low.x, a_low.y, a_low.z, a_low.w, a_high.x, a_high.y, a_high.z, a_high.w};
       const float right[8] = {b_low.x, b_low.y, b_low.z, b_low.w, b_high.x, b_high.y, b_high.z, b_high.w};
+      KILN_UNROLL
       for (int i = 0; i < 8; i++) {
+        KILN_UNROLL
         for (int j = 0; j < 8; j++) accumulator[i][j] += left[i] * right[j];
       }
     }

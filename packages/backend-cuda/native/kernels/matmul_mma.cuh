@@ -45,14 +45,6 @@
 #include "ptx_mma.cuh"
 #include "shared_swizzle.cuh"
 
-#ifndef KILN_UNROLL
-#if defined(KILN_CUDA_SIMULATOR)
-#define KILN_UNROLL _Pragma("GCC unroll 16")
-#else
-#define KILN_UNROLL _Pragma("unroll")
-#endif
-#endif
-
 namespace kiln {
 namespace mma_matmul {
 
