@@ -83,6 +83,8 @@ __device__ __forceinline__ void store_softmax_rows(const float (&o)[kTiles][4], 
                                                    const float (&row_sum)[2], T* out, Index row_stride, float* lse,
                                                    int warp_row, int rows_valid, int columns) {
   const LaneCoordinates lane = lane_coordinates();
+  // A lane's two columns go out as one 32-bit (f32: 64-bit) store when every row start is aligned for it.
+  const bool pair = reinterpret_cast<std::uintptr_t>(out) % (2 * sizeof(T)) == 0 && row_stride % 2 == 0;
   KILN_UNROLL
   for (int half = 0; half < 2; half++) {
     float sum = row_sum[half];
@@ -94,13 +96,9 @@ __device__ __forceinline__ void store_softmax_rows(const float (&o)[kTiles][4], 
     const bool no_keys = sum == 0.0f;
     const float inverse = no_keys ? 0.0f : 1.0f / sum;
     KILN_UNROLL
-    for (int nt = 0; nt < kTiles; nt++) {
-      const int column = nt * 8 + 2 * lane.t;
-      if (column < columns)
-        out[static_cast<Index>(row) * row_stride + column] = from_float<T>(o[nt][2 * half] * inverse);
-      if (column + 1 < columns)
-        out[static_cast<Index>(row) * row_stride + column + 1] = from_float<T>(o[nt][2 * half + 1] * inverse);
-    }
+    for (int nt = 0; nt < kTiles; nt++)
+      store_pair(out + static_cast<Index>(row) * row_stride, nt * 8 + 2 * lane.t, columns, o[nt][2 * half] * inverse,
+                 o[nt][2 * half + 1] * inverse, pair);
     if (lane.t == 0) lse[row] = no_keys ? -INFINITY : (row_max[half] + log2f(sum)) * KILN_ATTENTION_LN2;
   }
 }

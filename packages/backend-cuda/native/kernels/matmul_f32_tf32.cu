@@ -25,16 +25,6 @@ __device__ __forceinline__ float (&fragment(Accumulators& accumulator, int i, in
   return *reinterpret_cast<float (*)[4]>(&accumulator[2 * i + j / 2][4 * (j % 2)]);
 }
 
-/** Stores two consecutive outputs of a row (one float2 store when `vector`, else each one in range). */
-__device__ __forceinline__ void store_two(float* row, Index column, Index n, float low, float high, bool vector) {
-  if (vector && column < n) {
-    *reinterpret_cast<float2*>(row + column) = make_float2(low, high);
-    return;
-  }
-  if (column < n) row[column] = low;
-  if (column + 1 < n) row[column + 1] = high;
-}
-
 /** matmul_f32_kernel's policy for TF32 mma.sync m16n8k8 fragments. */
 struct Tf32Math {
   static constexpr int kRow = f32_matmul::kTile + 8;
@@ -81,8 +71,8 @@ struct Tf32Math {
       for (int j = 0; j < 4; j++) {
         const Index column = column0 + (warp % 4) * 32 + j * 8 + 2 * (lane % 4);
         const float (&values)[4] = fragment(accumulator, i, j);
-        if (row < m) store_two(out + row * n, column, n, values[0], values[1], vector);
-        if (row + 8 < m) store_two(out + (row + 8) * n, column, n, values[2], values[3], vector);
+        if (row < m) store_pair(out + row * n, column, n, values[0], values[1], vector);
+        if (row + 8 < m) store_pair(out + (row + 8) * n, column, n, values[2], values[3], vector);
       }
     }
   }

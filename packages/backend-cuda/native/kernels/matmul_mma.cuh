@@ -106,24 +106,6 @@ __device__ __forceinline__ void copy_stage(T* stage, const T* matrix, Index oute
   }
 }
 
-/** Stores two adjacent outputs of a row (one 32-bit store, 64-bit for f32, when `pair`; else each one in range). */
-template <typename T>
-__device__ __forceinline__ void store_pair(T* row, Index column, Index n, float low, float high, bool pair) {
-  const T values[2] = {from_float<T>(low), from_float<T>(high)};
-  if (pair && column + 1 < n) {
-    if constexpr (sizeof(T) == 4) {
-      *reinterpret_cast<float2*>(row + column) = make_float2(low, high);
-    } else {
-      std::uint32_t bits;
-      memcpy(&bits, values, sizeof bits);
-      *reinterpret_cast<std::uint32_t*>(row + column) = bits;
-    }
-    return;
-  }
-  if (column < n) row[column] = values[0];
-  if (column + 1 < n) row[column + 1] = values[1];
-}
-
 /**
  * Out is T (splits must be 1), or f32 for split-K partials: item z = batch_index · splits + split
  * of out holds the sum over k tiles [split · tiles_per_split, …) of its batch index.

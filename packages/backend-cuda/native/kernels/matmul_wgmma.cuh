@@ -180,9 +180,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     KILN_UNROLL
     for (int j = 0; j < 16; j++) {
       const Index column = column0 + j * 8 + 2 * q;
-      if (row < m) mma_matmul::store_pair(matrix_out + row * n, column, n, acc[4 * j], acc[4 * j + 1], pair_out != 0);
-      if (row + 8 < m)
-        mma_matmul::store_pair(matrix_out + (row + 8) * n, column, n, acc[4 * j + 2], acc[4 * j + 3], pair_out != 0);
+      if (row < m) store_pair(matrix_out + row * n, column, n, acc[4 * j], acc[4 * j + 1], pair_out != 0);
+      if (row + 8 < m) store_pair(matrix_out + (row + 8) * n, column, n, acc[4 * j + 2], acc[4 * j + 3], pair_out != 0);
     }
   }
 }

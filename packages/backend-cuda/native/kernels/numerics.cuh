@@ -92,6 +92,28 @@ __device__ __forceinline__ bool load_nonzero(const void* base, int dtype, Index 
   }
 }
 
+/**
+ * Stores two adjacent outputs of a row: one 32-bit store (64-bit for f32) when `pair` (the row
+ * and column then 2-element aligned, the caller's check) and both are in range, else each one
+ * below n.
+ */
+template <typename T>
+__device__ __forceinline__ void store_pair(T* row, Index column, Index n, float low, float high, bool pair) {
+  const T values[2] = {from_float<T>(low), from_float<T>(high)};
+  if (pair && column + 1 < n) {
+    if constexpr (sizeof(T) == 4) {
+      *reinterpret_cast<float2*>(row + column) = make_float2(low, high);
+    } else {
+      std::uint32_t bits;
+      memcpy(&bits, values, sizeof bits);
+      *reinterpret_cast<std::uint32_t*>(row + column) = bits;
+    }
+    return;
+  }
+  if (column < n) row[column] = values[0];
+  if (column + 1 < n) row[column + 1] = values[1];
+}
+
 // ---- scalar rules ----
 
 /** max that propagates NaN. */
