@@ -36,11 +36,10 @@
 // ---------------------------------------------------------------------------------------------
 // Names kiln's sources use that HIP spells the same (nothing to map):
 // same-in-hip: dim3 — HIP's dim3
+// same-in-hip: __clang__ — hipcc is clang (common.cuh picks `#pragma unroll` by it)
 // same-in-hip: float4 — HIP's vector types (16 bytes, 16-byte aligned)
 // same-in-hip: uint4
 // same-in-hip: make_float4
-// same-in-hip: float2 — HIP's vector types (8 bytes, 8-byte aligned)
-// same-in-hip: make_float2
 // same-in-hip: make_uint4
 // same-in-hip: threadIdx
 // same-in-hip: blockIdx

@@ -63,6 +63,17 @@ const PROBLEMS: Problem[] = [
     dtype: 'bf16',
     geometry: { batch: 2, headsQ: 2, headsKV: 2, lengthQ: 65, lengthK: 130, headDim: 36, causal: false, mask: 'dense' },
   },
+  // tile_order groups the blocks by 8 heads: 9 heads (batch 3 × 3) leave one head in the second group.
+  {
+    name: '9 query and kv heads (batch 3 × 3), Tq=Tk=200, D=64, causal',
+    dtype: 'bf16',
+    geometry: { batch: 3, headsQ: 3, headsKV: 3, lengthQ: 200, lengthK: 200, headDim: 64, causal: true },
+  },
+  {
+    name: '9 query heads over 3 kv heads (batch 3, GQA 3/1), Tq=Tk=130, D=32, causal',
+    dtype: 'f32',
+    geometry: { batch: 3, headsQ: 3, headsKV: 1, lengthQ: 130, lengthK: 130, headDim: 32, causal: true },
+  },
   {
     name: 'Tq=97 > Tk=80, D=48, causal (rows without keys)',
     dtype: 'f32',

@@ -123,9 +123,10 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_kv_kerne
   float* scratch = row_stages + 2 * kStages * kQueries + warp * Layout::kScratchFloats;
 
   const int key_tiles = static_cast<int>(ceil_div(p.length_k, kBlockRows));
-  const Index linear = blockIdx.x;
-  const int key_tile = static_cast<int>(linear % key_tiles);
-  const Index head_index = linear / key_tiles;
+  // tile_order: a head's first key tile (seen by the most queries under causal) has rank 0.
+  const TileOrder order = tile_order(blockIdx.x, key_tiles, static_cast<Index>(p.batch) * p.heads_kv);
+  const int key_tile = order.rank;
+  const Index head_index = order.head_index;
   const int kv_head = static_cast<int>(head_index % p.heads_kv);
   const int b = static_cast<int>(head_index / p.heads_kv);
   const int key0 = key_tile * kBlockRows;

@@ -128,9 +128,11 @@ __device__ __forceinline__ Work work_of(const KernelParams& p) {
   Work work{};
   if constexpr (kKeyValue) {
     const int key_tiles = static_cast<int>(attention::ceil_div(p.length_k, kResidentRows));
-    const Index linear = blockIdx.x;
-    const int key_tile = static_cast<int>(linear % key_tiles);
-    const Index head_index = linear / key_tiles;
+    // tile_order: a head's first key tile (seen by the most queries under causal) has rank 0.
+    const attention::TileOrder order =
+        attention::tile_order(blockIdx.x, key_tiles, static_cast<Index>(p.batch) * p.heads_kv);
+    const int key_tile = order.rank;
+    const Index head_index = order.head_index;
     work.head = static_cast<int>(head_index % p.heads_kv);
     work.b = static_cast<int>(head_index / p.heads_kv);
     work.row0 = key_tile * kResidentRows;

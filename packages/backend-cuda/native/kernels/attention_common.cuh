@@ -13,8 +13,8 @@
 // with XOR-swizzled 16-byte chunks (SwizzledTileLayout: ldmatrix phases conflict-free, no padding),
 // f32 tiles with padded rows (PaddedTileLayout: column reads hit distinct banks).
 // Numerics: scores are kept in log2 units, s₂ = (scale·q·k + mask)·log2(e), so every
-// exponential is one exp2 (exp2_ftz); lse is converted back to natural log once per row. Everything
-// accumulates in f32.
+// exponential is one exp2 (ptx::exp2_ftz); lse is converted back to natural log once per row.
+// Everything accumulates in f32.
 #pragma once
 
 #include <cstdint>
@@ -207,23 +207,6 @@ struct SwizzledTileLayout {
 
 #if KILN_DEVICE_CODE
 
-/**
- * 2^x as one MUFU.EX2 (ex2.approx.ftz): results below 2^-126 become 0. Every attention exponent
- * is s₂ − max or s₂ − lse ≤ 0, so a flushed value sits beside a term ≥ 1 and no sum sees it;
- * plain exp2f spends three more instructions per element keeping such values subnormal. The
- * simulator computes exp2f and flushes alike.
- */
-__device__ __forceinline__ float exp2_ftz(float x) {
-#if defined(KILN_CUDA_SIMULATOR)
-  const float y = exp2f(x);
-  return y < 1.17549435e-38f ? 0.0f : y;
-#else
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-#endif
-}
-
 /** Quad coordinates of the calling lane in an mma C fragment: group g = lane / 4, t = lane % 4. */
 struct LaneCoordinates {
   int g;
@@ -249,13 +232,38 @@ struct QueryBlock {
   int rows_valid;
 };
 
-/** This block's tile of kRows queries: blocks of a head run from its last query tile (most keys under causal) to its first. */
+/** Heads whose tiles one group of consecutive blocks covers (tile_order). */
+inline constexpr int kHeadsPerTileGroup = 8;
+
+/** Where block `linear` of a grid of heads × tiles blocks sits: its head (b · heads + h) and rank (0: most work). */
+struct TileOrder {
+  Index head_index;
+  int rank;
+};
+
+/**
+ * Block order of the attention grids: consecutive blocks cover groups of kHeadsPerTileGroup heads
+ * (the last group may hold fewer); inside a group, every head's rank-0 tile (the most keys or
+ * queries under a causal mask), then every head's rank 1, and so on. Blocks resident together
+ * then share a few heads' K and V in L2, and the grid ends on its shortest tiles (a head's tiles
+ * one after another ended it on some head's longest, leaving most SMs idle).
+ */
+__device__ __forceinline__ TileOrder tile_order(Index linear, int tiles, Index heads) {
+  const Index group_blocks = static_cast<Index>(kHeadsPerTileGroup) * tiles;
+  const Index group = linear / group_blocks;
+  const Index first_head = group * kHeadsPerTileGroup;
+  const Index heads_in_group = heads - first_head < kHeadsPerTileGroup ? heads - first_head : kHeadsPerTileGroup;
+  const Index within = linear - group * group_blocks;
+  return TileOrder{first_head + within % heads_in_group, static_cast<int>(within / heads_in_group)};
+}
+
+/** This block's tile of kRows queries, in tile_order: a head's last query tile (most keys under causal) has rank 0. */
 template <int kRows>
 __device__ __forceinline__ QueryBlock query_block(const KernelParams& p) {
   const int query_tiles = static_cast<int>(ceil_div(p.length_q, kRows));
-  const Index linear = blockIdx.x;
-  const int query_tile = query_tiles - 1 - static_cast<int>(linear % query_tiles);
-  const Index head_index = linear / query_tiles;
+  const TileOrder order = tile_order(blockIdx.x, query_tiles, static_cast<Index>(p.batch) * p.heads_q);
+  const int query_tile = query_tiles - 1 - order.rank;
+  const Index head_index = order.head_index;
   QueryBlock block;
   block.h = static_cast<int>(head_index % p.heads_q);
   block.b = static_cast<int>(head_index / p.heads_q);
@@ -400,7 +408,7 @@ __device__ __forceinline__ void scores_to_probabilities(float (&s)[kTiles][4], c
   KILN_UNROLL
   for (int nt = 0; nt < kTiles; nt++) {
     KILN_UNROLL
-    for (int e = 0; e < 4; e++) s[nt][e] = exp2_ftz(fmaf(s[nt][e], scale, -lse_of(nt, e)));
+    for (int e = 0; e < 4; e++) s[nt][e] = ptx::exp2_ftz(fmaf(s[nt][e], scale, -lse_of(nt, e)));
   }
 }
 

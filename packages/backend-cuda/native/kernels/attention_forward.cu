@@ -12,8 +12,8 @@
 //  - f32 (SIMT FMAs): one K/V stage (its tiles are twice as large); V_j is copied while S_j is
 //    computed, K_{j+1} while P_j·V_j is.
 // Causal: key tiles wholly above the diagonal of the block's last row are never loaded; only tiles
-// that cross the diagonal or the sequence end run the per-element test. Blocks of a head are
-// scheduled from the last query tile (most keys) to the first, so causal work is balanced.
+// that cross the diagonal or the sequence end run the per-element test. Blocks run in
+// attention_common.cuh tile_order: groups of 8 heads, the last query tiles (most keys) first.
 // Layout: global tensors as attention_common.cuh describes. Shared: q [64 × D], then per stage
 // K and V [keys × D] — f16/bf16 rows unpadded with XOR-swizzled 16-byte chunks (conflict-free
 // ldmatrix; 80 KiB at D 128), f32 rows padded by 4. Rows without any allowed key write out = 0,

@@ -3,7 +3,7 @@
 // head dims 64, 96 and 128 (attention_forward.cu runs everything else).
 //
 // Algorithm (the FlashAttention-3 structure): one block per (batch, query head, 128-query tile),
-// scheduled from the last query tile of a head (most keys under the causal mask) to the first.
+// in attention_common.cuh tile_order (groups of 8 heads, last query tiles — most keys — first).
 // A block is 3 warpgroups. Warpgroup 0 is the producer (setmaxnreg down to 40; one thread):
 // it loads the q tile once, then streams the 128-key K and V tiles of the kv head h / (Hq/Hkv)
 // into a ring of kStages stages (4 for D 64, 3 for D 96/128), each guarded by a `full` mbarrier

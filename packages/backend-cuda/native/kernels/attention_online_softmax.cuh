@@ -48,14 +48,14 @@ __device__ __forceinline__ void online_softmax_tile(float (&s)[kTiles][4], float
     const float new_max = fmaxf(row_max[half], tile_max);
     // A row that has seen only −Inf so far keeps base 0: exp2(−Inf − 0) = 0, never NaN.
     const float base = new_max == -INFINITY ? 0.0f : new_max;
-    const float correction = exp2_ftz(row_max[half] - base);
+    const float correction = ptx::exp2_ftz(row_max[half] - base);
     row_max[half] = new_max;
     on_correction(half, correction);
     float partial_sum[kChains] = {row_sum[half] * correction, 0.0f, 0.0f, 0.0f};
     KILN_UNROLL
     for (int nt = 0; nt < kTiles; nt++) {
-      s[nt][2 * half] = exp2_ftz(fmaf(s[nt][2 * half], scale, -base));
-      s[nt][2 * half + 1] = exp2_ftz(fmaf(s[nt][2 * half + 1], scale, -base));
+      s[nt][2 * half] = ptx::exp2_ftz(fmaf(s[nt][2 * half], scale, -base));
+      s[nt][2 * half + 1] = ptx::exp2_ftz(fmaf(s[nt][2 * half + 1], scale, -base));
       partial_sum[nt % kChains] += s[nt][2 * half] + s[nt][2 * half + 1];
     }
     // this lane's columns only; the quad is summed once at the end

@@ -14,13 +14,14 @@
 
 /**
  * Full unrolling of a loop with a compile-time trip count (register arrays stay in registers;
- * loads of the next iteration can be scheduled above this one's arithmetic). The simulator's
- * host compiler unrolls up to 16 iterations.
+ * loads of the next iteration can be scheduled above this one's arithmetic). nvcc and clang
+ * (hipcc) take `#pragma unroll`; GCC (the simulator, the ROCm shim's syntax check) unrolls up to
+ * 16 iterations.
  */
-#if defined(KILN_CUDA_SIMULATOR)
-#define KILN_UNROLL _Pragma("GCC unroll 16")
-#else
+#if defined(__CUDACC__) || defined(__clang__)
 #define KILN_UNROLL _Pragma("unroll")
+#else
+#define KILN_UNROLL _Pragma("GCC unroll 16")
 #endif
 
 namespace kiln {

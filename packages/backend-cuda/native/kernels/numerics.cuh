@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "common.cuh"
 #include "kiln/rounding.h"
@@ -101,13 +102,10 @@ template <typename T>
 __device__ __forceinline__ void store_pair(T* row, Index column, Index n, float low, float high, bool pair) {
   const T values[2] = {from_float<T>(low), from_float<T>(high)};
   if (pair && column + 1 < n) {
-    if constexpr (sizeof(T) == 4) {
-      *reinterpret_cast<float2*>(row + column) = make_float2(low, high);
-    } else {
-      std::uint32_t bits;
-      memcpy(&bits, values, sizeof bits);
-      *reinterpret_cast<std::uint32_t*>(row + column) = bits;
-    }
+    using Bits = std::conditional_t<sizeof(T) == 4, std::uint64_t, std::uint32_t>;
+    Bits bits;
+    memcpy(&bits, values, sizeof bits);
+    *reinterpret_cast<Bits*>(row + column) = bits;
     return;
   }
   if (column < n) row[column] = values[0];

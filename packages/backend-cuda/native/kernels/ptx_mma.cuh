@@ -2,7 +2,8 @@
 // tensor-core kernels use: mma.sync m16n8k16 (f16/bf16 → f32), m16n8k8 (tf32 → f32) with
 // cvt.rna.tf32.f32, ldmatrix (x1/x2/x4, .trans) and
 // cp.async (16 bytes, .cg, src-size zero fill) with commit_group / wait_group; mma_m16n8k16<T>
-// picks the f16 or bf16 form by storage type.
+// picks the f16 or bf16 form by storage type. Also ex2.approx.ftz (exp2_ftz), the attention
+// kernels' exponential.
 //
 // On the device each wrapper is one `asm volatile` (sm_80 and newer; older targets trap). In the
 // simulator build they call gpu-sim's emulation (gpu_sim/cuda/mma_sync.hpp, async_copy.hpp),
@@ -16,6 +17,7 @@
 //   a[2] = A(g, t+4), a[3] = A(g+8, t+4); B 8×8: b[0] = B(t, g), b[1] = B(t+4, g); C/D as above.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -187,6 +189,25 @@ __device__ __forceinline__ void cp_async_wait() {
 
 #undef KILN_PTX_SM80
 
+#endif
+
+/**
+ * 2^x as one MUFU.EX2 (ex2.approx.ftz, every architecture): results below 2^-126 become 0. Every
+ * attention exponent is s₂ − max or s₂ − lse ≤ 0, so a flushed value sits beside a term ≥ 1 and
+ * no sum sees it; plain exp2f spends three more instructions per element keeping such values
+ * subnormal. The simulator computes exp2f and flushes alike.
+ */
+#if KILN_DEVICE_CODE
+__device__ __forceinline__ float exp2_ftz(float x) {
+#if defined(KILN_CUDA_SIMULATOR)
+  const float y = exp2f(x);
+  return y < 1.17549435e-38f ? 0.0f : y;
+#else
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#endif
+}
 #endif
 
 }  // namespace kiln::ptx
