@@ -74,6 +74,13 @@ const PROBLEMS: Problem[] = [
     dtype: 'f32',
     geometry: { batch: 3, headsQ: 3, headsKV: 1, lengthQ: 130, lengthK: 130, headDim: 32, causal: true },
   },
+  // The Hopper forward is persistent (4 blocks on the simulator): with 9 heads, a block walks tiles
+  // with keys, then tiles no row of which sees a key (nothing loaded), then group 2's tile with keys.
+  {
+    name: '9 query heads (GQA 9/3), Tq=300 > Tk=40, D=64, causal: tiles without keys between tiles with keys',
+    dtype: 'bf16',
+    geometry: { batch: 1, headsQ: 9, headsKV: 3, lengthQ: 300, lengthK: 40, headDim: 64, causal: true },
+  },
   {
     name: 'Tq=97 > Tk=80, D=48, causal (rows without keys)',
     dtype: 'f32',

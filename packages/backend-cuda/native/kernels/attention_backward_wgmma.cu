@@ -359,13 +359,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   // so both take the same number of turns. The sequential role waits inside an item and keeps none.
   const attention_wgmma::PingPong ping_pong(consumer);
 
+  if constexpr (kOverlap) ping_pong.start();
   if (work.items > 0) {
-    if constexpr (kOverlap) ping_pong.start();
     ptx::mbarrier_wait(resident_full, 0);
     wait_stream(0);
     if constexpr (kOverlap) ping_pong.take_turn();
     issue_products(0);
-    if constexpr (kOverlap) ping_pong.hand_over(false);
+    if constexpr (kOverlap) ping_pong.hand_over();
   }
   for (int item = 0; item < work.items; item++) {
     const int stage = item % P::kStages;
@@ -457,7 +457,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     ptx::fence_operand(a_ds);
     if (kOverlap && more)
       issue_products(item + 1);  // this stage is released once the accumulations are done (next iteration)
-    if constexpr (kOverlap) ping_pong.hand_over(!more);
+    if constexpr (kOverlap) ping_pong.hand_over();
     if (!kOverlap || !more) {
       ptx::wgmma_wait<0>();  // the stage (and, key/value role, its lse and Δ) is free
       ptx::fence_operand(acc1);
@@ -471,6 +471,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
   }
+  if constexpr (kOverlap) ping_pong.finish();
   // Nothing is in flight here (the last item waited); saying so lets ptxas see every path settled.
   ptx::wgmma_wait<0>();
   ptx::fence_operand(acc1);

@@ -257,11 +257,11 @@ __device__ __forceinline__ TileOrder tile_order(Index linear, int tiles, Index h
   return TileOrder{first_head + within % heads_in_group, static_cast<int>(within / heads_in_group)};
 }
 
-/** This block's tile of kRows queries, in tile_order: a head's last query tile (most keys under causal) has rank 0. */
+/** Tile `linear` of kRows queries, in tile_order: a head's last query tile (most keys under causal) has rank 0. */
 template <int kRows>
-__device__ __forceinline__ QueryBlock query_block(const KernelParams& p) {
+__device__ __forceinline__ QueryBlock query_block(const KernelParams& p, Index linear) {
   const int query_tiles = static_cast<int>(ceil_div(p.length_q, kRows));
-  const TileOrder order = tile_order(blockIdx.x, query_tiles, static_cast<Index>(p.batch) * p.heads_q);
+  const TileOrder order = tile_order(linear, query_tiles, static_cast<Index>(p.batch) * p.heads_q);
   const int query_tile = query_tiles - 1 - order.rank;
   const Index head_index = order.head_index;
   QueryBlock block;
@@ -271,6 +271,12 @@ __device__ __forceinline__ QueryBlock query_block(const KernelParams& p) {
   block.row0 = query_tile * kRows;
   block.rows_valid = min(kRows, p.length_q - block.row0);
   return block;
+}
+
+/** This block's tile of kRows queries (query_block of blockIdx.x). */
+template <int kRows>
+__device__ __forceinline__ QueryBlock query_block(const KernelParams& p) {
+  return query_block<kRows>(p, blockIdx.x);
 }
 
 /** Zero of a storage type. */

@@ -74,8 +74,9 @@ __device__ __forceinline__ void pack_a_operand(const float (&fragment)[kTiles][4
  * cores, instead of both computing, then both issuing, in lockstep. Consumer c takes its turn
  * with bar.sync on named barrier 1 + c and hands it over with bar.arrive on the other's once
  * issued; consumer 0 goes first (start(): consumer 1 arrives once up front). Both must take the
- * same number of turns, and consumer 1 skips its last hand-over (hand_over(true)), so every
- * barrier phase completes. Turns move only when each consumer issues, never what it computes.
+ * same number of turns and both call start() and finish() once (consumer 0's finish() takes the
+ * turn consumer 1 handed over last), so every barrier phase completes — with no turns at all too.
+ * Turns move only when each consumer issues, never what it computes.
  * (Barrier ids are immediates, one branch per consumer: ptxas then reserves only barriers 1, 2.)
  */
 class PingPong {
@@ -92,12 +93,16 @@ class PingPong {
     else
       ptx::named_barrier_sync<kTurn1, kTurnThreads>();
   }
-  /** Gives the turn to the other consumer; `last`: this consumer's final turn. */
-  __device__ __forceinline__ void hand_over(bool last) const {
+  /** Gives the turn to the other consumer. */
+  __device__ __forceinline__ void hand_over() const {
     if (consumer_ == 0)
       ptx::named_barrier_arrive<kTurn1, kTurnThreads>();
-    else if (!last)
+    else
       ptx::named_barrier_arrive<kTurn0, kTurnThreads>();
+  }
+  /** Ends the ping-pong (call once, after the last hand_over). */
+  __device__ __forceinline__ void finish() const {
+    if (consumer_ == 0) ptx::named_barrier_sync<kTurn0, kTurnThreads>();
   }
 
  private:
