@@ -205,6 +205,29 @@ struct SwizzledTileLayout {
   }
 };
 
+/**
+ * Work units of a persistent forward grid: per head, its query tiles in pairs (last − i, i) —
+ * under a causal mask their key counts add up to about the same for every pair, so blocks that
+ * take units in steps of gridDim.x get equal work (single tiles in tile_order would give one block
+ * a head's longest tiles and another its shortest). With an odd count the middle tile is alone.
+ * Units run in tile_order over (head, pair), so resident blocks share a few heads' K and V.
+ */
+struct PairedQueryTiles {
+  /** Query tiles per head, and units per head (pairs, rounded up). */
+  int query_tiles;
+  int pairs;
+  /** All units of the grid: heads · pairs. */
+  Index units;
+};
+
+/** The persistent forward's work units for kRows-query tiles (host and device). */
+template <int kRows>
+KILN_HOST_DEVICE inline PairedQueryTiles paired_query_tiles(Index length_q, Index heads) {
+  const int query_tiles = static_cast<int>((length_q + kRows - 1) / kRows);
+  const int pairs = (query_tiles + 1) / 2;
+  return PairedQueryTiles{query_tiles, pairs, heads * pairs};
+}
+
 #if KILN_DEVICE_CODE
 
 /** Quad coordinates of the calling lane in an mma C fragment: group g = lane / 4, t = lane % 4. */
@@ -271,6 +294,26 @@ __device__ __forceinline__ QueryBlock query_block(const KernelParams& p, Index l
   block.row0 = query_tile * kRows;
   block.rows_valid = min(kRows, p.length_q - block.row0);
   return block;
+}
+
+/**
+ * Tile `member` (0: the later query tile, with more keys under causal; 1: the earlier) of work
+ * unit `unit`; false when the unit has no such member (the lone middle tile has only member 0).
+ */
+template <int kRows>
+__device__ __forceinline__ bool paired_query_block(const KernelParams& p, const PairedQueryTiles& tiles, Index unit,
+                                                   int member, QueryBlock& block) {
+  const TileOrder order = tile_order(unit, tiles.pairs, static_cast<Index>(p.batch) * p.heads_q);
+  const int later = tiles.query_tiles - 1 - order.rank;
+  const int earlier = order.rank;
+  if (member == 1 && earlier == later) return false;
+  const int query_tile = member == 0 ? later : earlier;
+  block.h = static_cast<int>(order.head_index % p.heads_q);
+  block.b = static_cast<int>(order.head_index / p.heads_q);
+  block.kv_head = block.h / p.group;
+  block.row0 = query_tile * kRows;
+  block.rows_valid = min(kRows, p.length_q - block.row0);
+  return true;
 }
 
 /** This block's tile of kRows queries (query_block of blockIdx.x). */

@@ -3,19 +3,21 @@
 // head dims 64, 96 and 128 (attention_forward.cu runs everything else).
 //
 // Algorithm (the FlashAttention-3 structure): a persistent grid, one block per multiprocessor,
-// walks the (batch, query head, 128-query tile) work tiles in steps of gridDim.x, in
-// attention_common.cuh tile_order (groups of 8 heads, last query tiles — most keys — first), so
-// the producer loads the next tile's K/V (and, once both consumers' last S of a tile has
+// takes work units in steps of gridDim.x: a unit is a head's query tiles (last − i, i) of 128
+// queries, whose causal key counts add up to about the same for every unit (attention_common.cuh
+// paired_query_block; units in tile_order, groups of 8 heads), so every block gets about equal
+// work. The producer loads the next tile's K/V (and, once both consumers' last S of a tile has
 // completed — the q_empty barrier — its q) while the consumers finish the current one and store
-// its output, instead of every block starting cold. A block is 3 warpgroups. Warpgroup 0 is the producer (setmaxnreg down to 40; one thread):
-// per work tile it loads the q tile once, then streams the 128-key K and V tiles of the kv head
-// h / (Hq/Hkv) into a ring of kStages stages (one ring position count across the block's tiles) (4 for D 64, 3 for D 96/128), each guarded by a `full` mbarrier
-// (one arrival + the stage's bytes as TMA transactions) and an `empty` one (one arrival per
-// consumer warpgroup when it has finished with the stage). Warpgroups 1 and 2 are consumers
-// (setmaxnreg up to 232: 40 + 2 × 232 registers × 128 threads fit the 64K register file), each
-// owning 64 query rows: per key tile S = q·kᵀ as D/16 wgmma
-// m64n128k16 (both operands K-major in shared memory), the online softmax on the accumulator
-// fragment (running max and sum in f32, O rescaled by exp2(m_old − m_new)), then O += P·V as 8
+// its output, instead of every block starting cold. A block is 3 warpgroups. Warpgroup 0 is the
+// producer (setmaxnreg down to 40; one thread): per query tile it loads the q tile once, then
+// streams the 128-key K and V tiles of the kv head h / (Hq/Hkv) into a ring of kStages stages (4
+// for D 64, 3 for D 96/128; the ring position counts on across the block's tiles), each guarded
+// by a `full` mbarrier (one arrival + the stage's bytes as TMA transactions) and an `empty` one
+// (one arrival per consumer warpgroup when it has finished with the stage). Warpgroups 1 and 2
+// are consumers (setmaxnreg up to 232: 40 + 2 × 232 registers × 128 threads fit the 64K register
+// file), each owning 64 query rows: per key tile S = q·kᵀ as D/16 wgmma m64n128k16 (both
+// operands K-major in shared memory), the online softmax on the accumulator fragment (running
+// max and sum in f32, O rescaled by exp2(m_old − m_new)), then O += P·V as 8
 // wgmma m64nNk16 with P as the register A operand (the S fragment rounded pairwise to the
 // storage type is exactly wgmma's A fragment, so P never touches shared memory) and V from
 // shared memory (N = 64, or 128 for D 96/128; V MN-major). Two overlaps hide the softmax:
@@ -109,7 +111,7 @@ template <typename T, int kHeadDim>
 __global__ void __launch_bounds__(kThreads, 1)
     attention_forward_wgmma_kernel(const KILN_GRID_CONSTANT vendor::TensorMap map_q,
                                    const KILN_GRID_CONSTANT vendor::TensorMap map_k,
-                                   const KILN_GRID_CONSTANT vendor::TensorMap map_v, KernelParams p, Index work_tiles) {
+                                   const KILN_GRID_CONSTANT vendor::TensorMap map_v, KernelParams p) {
   using namespace attention;
   using P = Plan<kHeadDim>;
   KILN_EXTERN_SHARED(unsigned char, raw);
@@ -120,6 +122,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   std::uint64_t* full = q_empty + 1;
   std::uint64_t* empty = full + P::kStages;
   float* anchors = reinterpret_cast<float*>(shared + P::kAnchorOffset);
+  const PairedQueryTiles tiles = paired_query_tiles<kQueryRows>(p.length_q, static_cast<Index>(p.batch) * p.heads_q);
   // Key tiles of a query tile (0: no row sees a key; out 0, lse −Inf, nothing loaded).
   const auto key_tiles_of = [&](const QueryBlock& block) {
     return static_cast<int>(ceil_div(key_limit(p, block.row0 + block.rows_valid), kKeys));
@@ -142,28 +145,32 @@ __global__ void __launch_bounds__(kThreads, 1)
     // The block's q loads so far (q_full / q_empty phases) and key tiles so far (ring position).
     int q_loads = 0;
     int ring = 0;
-    for (Index work = blockIdx.x; work < work_tiles; work += gridDim.x) {
-      const QueryBlock block = query_block<kQueryRows>(p, work);
-      const int key_tiles = key_tiles_of(block);
-      if (key_tiles == 0) continue;
-      // The q buffer is free once both consumers' last S of the previous query tile completed.
-      if (q_loads > 0) ptx::mbarrier_wait(q_empty, static_cast<unsigned>(q_loads - 1) & 1u);
-      ptx::mbarrier_arrive_expect_tx(q_full, P::kQBytes);
-      for (int box = 0; box < P::kBoxes; box++)
-        ptx::tma_load_4d(shared + box * kQueryRows * kRowBytes, &map_q, box * 64, block.row0, block.h, block.b, q_full);
-      q_loads++;
-      for (int tile = 0; tile < key_tiles; tile++, ring++) {
-        const int stage = ring % P::kStages;
-        const unsigned phase = static_cast<unsigned>(ring / P::kStages) & 1u;
-        ptx::mbarrier_wait(&empty[stage], phase ^ 1u);
-        ptx::mbarrier_arrive_expect_tx(&full[stage], P::kStageBytes);
-        unsigned char* k_stage = shared + P::kStagesOffset + stage * P::kStageBytes;
-        unsigned char* v_stage = k_stage + P::kTileBytes;
-        for (int box = 0; box < P::kBoxes; box++) {
-          ptx::tma_load_4d(k_stage + box * P::kKeyBoxBytes, &map_k, box * 64, tile * kKeys, block.kv_head, block.b,
-                           &full[stage]);
-          ptx::tma_load_4d(v_stage + box * P::kKeyBoxBytes, &map_v, box * 64, tile * kKeys, block.kv_head, block.b,
-                           &full[stage]);
+    for (Index unit = blockIdx.x; unit < tiles.units; unit += gridDim.x) {
+      for (int member = 0; member < 2; member++) {
+        QueryBlock block;
+        if (!paired_query_block<kQueryRows>(p, tiles, unit, member, block)) break;
+        const int key_tiles = key_tiles_of(block);
+        if (key_tiles == 0) continue;
+        // The q buffer is free once both consumers' last S of the previous query tile completed.
+        if (q_loads > 0) ptx::mbarrier_wait(q_empty, static_cast<unsigned>(q_loads - 1) & 1u);
+        ptx::mbarrier_arrive_expect_tx(q_full, P::kQBytes);
+        for (int box = 0; box < P::kBoxes; box++)
+          ptx::tma_load_4d(shared + box * kQueryRows * kRowBytes, &map_q, box * 64, block.row0, block.h, block.b,
+                           q_full);
+        q_loads++;
+        for (int tile = 0; tile < key_tiles; tile++, ring++) {
+          const int stage = ring % P::kStages;
+          const unsigned phase = static_cast<unsigned>(ring / P::kStages) & 1u;
+          ptx::mbarrier_wait(&empty[stage], phase ^ 1u);
+          ptx::mbarrier_arrive_expect_tx(&full[stage], P::kStageBytes);
+          unsigned char* k_stage = shared + P::kStagesOffset + stage * P::kStageBytes;
+          unsigned char* v_stage = k_stage + P::kTileBytes;
+          for (int box = 0; box < P::kBoxes; box++) {
+            ptx::tma_load_4d(k_stage + box * P::kKeyBoxBytes, &map_k, box * 64, tile * kKeys, block.kv_head, block.b,
+                             &full[stage]);
+            ptx::tma_load_4d(v_stage + box * P::kKeyBoxBytes, &map_v, box * 64, tile * kKeys, block.kv_head, block.b,
+                             &full[stage]);
+          }
         }
       }
     }
@@ -192,178 +199,183 @@ __global__ void __launch_bounds__(kThreads, 1)
   ping_pong.start();
   int q_loads = 0;
   int ring = 0;  // ring position of the query tile's first key tile (the producer's count)
-  for (Index work = blockIdx.x; work < work_tiles; work += gridDim.x) {
-    const QueryBlock block = query_block<kQueryRows>(p, work);
-    const int h = block.h;
-    const int b = block.b;
-    const int row0 = block.row0;
-    const int key_tiles = key_tiles_of(block);
+  for (Index unit = blockIdx.x; unit < tiles.units; unit += gridDim.x) {
+    for (int member = 0; member < 2; member++) {
+      QueryBlock block;
+      if (!paired_query_block<kQueryRows>(p, tiles, unit, member, block)) break;
+      const int h = block.h;
+      const int b = block.b;
+      const int row0 = block.row0;
+      const int key_tiles = key_tiles_of(block);
 
-    float o[P::kOutColumns / 8][4];
-    KILN_UNROLL
-    for (int nt = 0; nt < P::kOutColumns / 8; nt++) {
-      for (int e = 0; e < 4; e++) o[nt][e] = 0.0f;
-    }
-    float row_max[2] = {-INFINITY, -INFINITY};
-    float row_sum[2] = {0.0f, 0.0f};
-
-    // Per tile j: S_j = q·k_jᵀ is issued before P_{j−1}·V_{j−1}, so the softmax of S_j runs while P·V does (wgmma groups complete in order).
-    float s[kKeys / 8][4];
-    float correction[2] = {1.0f, 1.0f};
-    const auto stage_of = [&](int tile) { return (ring + tile) % P::kStages; };
-    auto wait_keys = [&](int tile) {
-      ptx::mbarrier_wait(&full[stage_of(tile)], static_cast<unsigned>((ring + tile) / P::kStages) & 1u);
-    };
-    // Once the last tile's S has completed this consumer is done with q: the producer may load the next query tile's.
-    auto scores_done = [&](int tile) {
-      if (tile == key_tiles - 1 && thread == 0) ptx::mbarrier_arrive(q_empty);
-    };
-    auto issue_scores = [&](int tile) {
-      const std::uint64_t k_descriptor = ptx::wgmma_descriptor_advance(k_descriptor0, stage_of(tile) * P::kStageBytes);
-      // k16 step `step` reads columns 16·step … of box step / 4 (32 bytes per step inside the swizzle atom).
-      ptx::fence_operand(s);
-      ptx::wgmma_fence();
+      float o[P::kOutColumns / 8][4];
       KILN_UNROLL
-      for (int step = 0; step < kHeadDim / 16; step++) {
-        const std::uint32_t column_bytes = static_cast<std::uint32_t>((step % 4) * 32);
-        const std::uint64_t desc_q =
-            ptx::wgmma_descriptor_advance(q_descriptor, (step / 4) * kQueryRows * kRowBytes + column_bytes);
-        const std::uint64_t desc_k =
-            ptx::wgmma_descriptor_advance(k_descriptor, (step / 4) * P::kKeyBoxBytes + column_bytes);
-        ptx::wgmma_m64nk16<T, kKeys, 0, 0>(flat(s), desc_q, desc_k, step > 0 ? 1 : 0);
+      for (int nt = 0; nt < P::kOutColumns / 8; nt++) {
+        for (int e = 0; e < 4; e++) o[nt][e] = 0.0f;
       }
-      ptx::wgmma_commit();
-      ptx::fence_operand(s);
-    };
-    // Scores → probabilities in place; the running max and sum advance, `correction` keeps what O must be scaled by.
-    auto softmax = [&](int tile) {
-      const int key0 = tile * kKeys;
-      const bool check = key0 + kKeys > p.length_k ||
-                         (p.causal && static_cast<long long>(key0) + kKeys - 1 > row0 + warp_row + p.shift);
-      to_log2_scores(
-          s, p, b, h, check, [&](int row, int) { return static_cast<long long>(row0 + warp_row + row); },
-          [&](int, int column) { return static_cast<long long>(key0 + column); });
-      online_softmax_tile(s, 1.0f, row_max, row_sum, [&](int half, float factor) { correction[half] = factor; });
-    };
-    // softmax() of a tile inside the sequence and the causal limit of every row of this warpgroup,
-    // without a mask and with a positive scale: the raw scores go to online_softmax_tile with the
-    // scale, which folds it into each exponent's fma, so the hot loop below carries no per-element
-    // tests and no separate scaling.
-    auto softmax_inside = [&]() {
-      online_softmax_tile(s, p.scale_log2, row_max, row_sum,
-                          [&](int half, float factor) { correction[half] = factor; });
-    };
-    // First key tile that may need softmax()'s tests for some row of this warpgroup (its first row
-    // has the nearest causal limit): past the sequence end, or crossing the causal limit; 0 with a
-    // mask or a scale ≤ 0 (softmax_inside's max needs a positive one).
-    const int tested_from = [&]() -> int {
-      if (p.mask != nullptr || !(p.scale_log2 > 0.0f)) return 0;
-      const long long full_tiles = p.length_k / kKeys;
-      long long first = full_tiles;
-      if (p.causal) {
-        const long long limit = static_cast<long long>(row0) + consumer * 64 + p.shift;  // last key the first row sees
-        const long long inside = limit < kKeys - 1 ? 0 : (limit - (kKeys - 1)) / kKeys + 1;
-        first = inside < first ? inside : first;
-      }
-      return static_cast<int>(first);
-    }();
-    // O *= correction, then P rounded to T as wgmma's register A: k16 step j takes the accumulator's
-    // n-tiles 2j and 2j + 1, whose pairs (rows g and g + 8, keys 2t and 2t + 1, then + 8) are
-    // exactly the A fragment, so no data moves between threads.
-    std::uint32_t probabilities[kKeys / 16][4];
-    auto rescale_and_pack = [&]() {
-      KILN_UNROLL
-      for (int half = 0; half < 2; half++) rescale_output_row(o, half, correction[half]);
-      pack_a_operand<T>(s, probabilities);
-    };
-    // O += P·V: k16 step `step` takes keys 16·step … (P from registers, V MN-major: boxes of 64 columns kKeyBoxBytes apart).
-    auto issue_output = [&](int tile) {
-      const std::uint64_t v_descriptor = ptx::wgmma_descriptor_advance(v_descriptor0, stage_of(tile) * P::kStageBytes);
-      ptx::fence_operand(o);
-      ptx::fence_operand(probabilities);
-      ptx::wgmma_fence();
-      KILN_UNROLL
-      for (int step = 0; step < kKeys / 16; step++) {
-        const std::uint64_t desc_v = ptx::wgmma_descriptor_advance(v_descriptor, step * 16 * kRowBytes);
-        ptx::wgmma_m64nk16_rs<T, P::kOutColumns, 1>(flat(o), probabilities[step], desc_v, 1);
-      }
-      ptx::wgmma_commit();
-      ptx::fence_operand(o);
-      ptx::fence_operand(probabilities);
-    };
+      float row_max[2] = {-INFINITY, -INFINITY};
+      float row_sum[2] = {0.0f, 0.0f};
 
-    if (key_tiles > 0) {
-      ptx::mbarrier_wait(q_full, static_cast<unsigned>(q_loads) & 1u);
-      wait_keys(0);
-      ping_pong.take_turn();
-      issue_scores(0);
-      ping_pong.hand_over();
-      ptx::wgmma_wait<0>();
-      ptx::fence_operand(s);
-      scores_done(0);
-      softmax(0);
-      rescale_and_pack();
-    }
-    // Steady state: every turn issues S of the next tile and P·V of this one (the last tile is peeled
-    // off below, so each iteration commits the same two groups: ptxas then tracks which one retired).
-    // Two loops of the same turns: first while the next tile is inside every row's limits (a compact
-    // body that stays in the instruction cache), then the rest with softmax()'s tests.
-    auto turn = [&](int tile, auto&& next_softmax) {
-      wait_keys(tile + 1);
-      ping_pong.take_turn();
-      issue_scores(tile + 1);
-      issue_output(tile);
-      ping_pong.hand_over();
-      ptx::wgmma_wait<1>();  // S of the next tile is done; P·V of this one may still run
-      ptx::fence_operand(s);
-      scores_done(tile + 1);
-      next_softmax();
-      // The row sums depend on every exponential: stored before the wait, they keep the softmax ahead
-      // of it (ptxas otherwise hoists the wait above the exponentials and they run after P·V).
-      ptx::store_before_wgmma_wait(anchor + thread, row_sum[0] + row_sum[1]);
-      ptx::wgmma_wait<0>();  // P·V done: its stage and the probability registers are free
-      ptx::fence_operand(o);
-      ptx::fence_operand(probabilities);
-      if (thread == 0) ptx::mbarrier_arrive(&empty[stage_of(tile)]);
-      rescale_and_pack();
-    };
-    int tile = 0;
-    for (; tile + 1 < key_tiles && tile + 1 < tested_from; tile++) turn(tile, softmax_inside);
-    for (; tile + 1 < key_tiles; tile++) turn(tile, [&]() { softmax(tile + 1); });
-    if (key_tiles > 0) {
-      tile = key_tiles - 1;
-      ping_pong.take_turn();
-      issue_output(tile);
-      ping_pong.hand_over();
-      ptx::wgmma_wait<0>();
-      ptx::fence_operand(o);
-      ptx::fence_operand(probabilities);
-      if (thread == 0) ptx::mbarrier_arrive(&empty[stage_of(tile)]);
-      q_loads++;
-      ring += key_tiles;
-    }
+      // Per tile j: S_j = q·k_jᵀ is issued before P_{j−1}·V_{j−1}, so the softmax of S_j runs while P·V does (wgmma groups complete in order).
+      float s[kKeys / 8][4];
+      float correction[2] = {1.0f, 1.0f};
+      const auto stage_of = [&](int tile) { return (ring + tile) % P::kStages; };
+      auto wait_keys = [&](int tile) {
+        ptx::mbarrier_wait(&full[stage_of(tile)], static_cast<unsigned>((ring + tile) / P::kStages) & 1u);
+      };
+      // Once the last tile's S has completed this consumer is done with q: the producer may load the next query tile's.
+      auto scores_done = [&](int tile) {
+        if (tile == key_tiles - 1 && thread == 0) ptx::mbarrier_arrive(q_empty);
+      };
+      auto issue_scores = [&](int tile) {
+        const std::uint64_t k_descriptor =
+            ptx::wgmma_descriptor_advance(k_descriptor0, stage_of(tile) * P::kStageBytes);
+        // k16 step `step` reads columns 16·step … of box step / 4 (32 bytes per step inside the swizzle atom).
+        ptx::fence_operand(s);
+        ptx::wgmma_fence();
+        KILN_UNROLL
+        for (int step = 0; step < kHeadDim / 16; step++) {
+          const std::uint32_t column_bytes = static_cast<std::uint32_t>((step % 4) * 32);
+          const std::uint64_t desc_q =
+              ptx::wgmma_descriptor_advance(q_descriptor, (step / 4) * kQueryRows * kRowBytes + column_bytes);
+          const std::uint64_t desc_k =
+              ptx::wgmma_descriptor_advance(k_descriptor, (step / 4) * P::kKeyBoxBytes + column_bytes);
+          ptx::wgmma_m64nk16<T, kKeys, 0, 0>(flat(s), desc_q, desc_k, step > 0 ? 1 : 0);
+        }
+        ptx::wgmma_commit();
+        ptx::fence_operand(s);
+      };
+      // Scores → probabilities in place; the running max and sum advance, `correction` keeps what O must be scaled by.
+      auto softmax = [&](int tile) {
+        const int key0 = tile * kKeys;
+        const bool check = key0 + kKeys > p.length_k ||
+                           (p.causal && static_cast<long long>(key0) + kKeys - 1 > row0 + warp_row + p.shift);
+        to_log2_scores(
+            s, p, b, h, check, [&](int row, int) { return static_cast<long long>(row0 + warp_row + row); },
+            [&](int, int column) { return static_cast<long long>(key0 + column); });
+        online_softmax_tile(s, 1.0f, row_max, row_sum, [&](int half, float factor) { correction[half] = factor; });
+      };
+      // softmax() of a tile inside the sequence and the causal limit of every row of this warpgroup,
+      // without a mask and with a positive scale: the raw scores go to online_softmax_tile with the
+      // scale, which folds it into each exponent's fma, so the hot loop below carries no per-element
+      // tests and no separate scaling.
+      auto softmax_inside = [&]() {
+        online_softmax_tile(s, p.scale_log2, row_max, row_sum,
+                            [&](int half, float factor) { correction[half] = factor; });
+      };
+      // First key tile that may need softmax()'s tests for some row of this warpgroup (its first row
+      // has the nearest causal limit): past the sequence end, or crossing the causal limit; 0 with a
+      // mask or a scale ≤ 0 (softmax_inside's max needs a positive one).
+      const int tested_from = [&]() -> int {
+        if (p.mask != nullptr || !(p.scale_log2 > 0.0f)) return 0;
+        const long long full_tiles = p.length_k / kKeys;
+        long long first = full_tiles;
+        if (p.causal) {
+          const long long limit =
+              static_cast<long long>(row0) + consumer * 64 + p.shift;  // last key the first row sees
+          const long long inside = limit < kKeys - 1 ? 0 : (limit - (kKeys - 1)) / kKeys + 1;
+          first = inside < first ? inside : first;
+        }
+        return static_cast<int>(first);
+      }();
+      // O *= correction, then P rounded to T as wgmma's register A: k16 step j takes the accumulator's
+      // n-tiles 2j and 2j + 1, whose pairs (rows g and g + 8, keys 2t and 2t + 1, then + 8) are
+      // exactly the A fragment, so no data moves between threads.
+      std::uint32_t probabilities[kKeys / 16][4];
+      auto rescale_and_pack = [&]() {
+        KILN_UNROLL
+        for (int half = 0; half < 2; half++) rescale_output_row(o, half, correction[half]);
+        pack_a_operand<T>(s, probabilities);
+      };
+      // O += P·V: k16 step `step` takes keys 16·step … (P from registers, V MN-major: boxes of 64 columns kKeyBoxBytes apart).
+      auto issue_output = [&](int tile) {
+        const std::uint64_t v_descriptor =
+            ptx::wgmma_descriptor_advance(v_descriptor0, stage_of(tile) * P::kStageBytes);
+        ptx::fence_operand(o);
+        ptx::fence_operand(probabilities);
+        ptx::wgmma_fence();
+        KILN_UNROLL
+        for (int step = 0; step < kKeys / 16; step++) {
+          const std::uint64_t desc_v = ptx::wgmma_descriptor_advance(v_descriptor, step * 16 * kRowBytes);
+          ptx::wgmma_m64nk16_rs<T, P::kOutColumns, 1>(flat(o), probabilities[step], desc_v, 1);
+        }
+        ptx::wgmma_commit();
+        ptx::fence_operand(o);
+        ptx::fence_operand(probabilities);
+      };
 
-    T* out = static_cast<T*>(p.out_written) + q_offset_of(p, b, h, row0);
-    float* lse = p.lse + (static_cast<Index>(b) * p.heads_q + h) * p.length_q + row0;
-    store_softmax_rows<T>(o, row_max, row_sum, out, p.q_row_stride, lse, warp_row, block.rows_valid, kHeadDim);
+      if (key_tiles > 0) {
+        ptx::mbarrier_wait(q_full, static_cast<unsigned>(q_loads) & 1u);
+        wait_keys(0);
+        ping_pong.take_turn();
+        issue_scores(0);
+        ping_pong.hand_over();
+        ptx::wgmma_wait<0>();
+        ptx::fence_operand(s);
+        scores_done(0);
+        softmax(0);
+        rescale_and_pack();
+      }
+      // Steady state: every turn issues S of the next tile and P·V of this one (the last tile is peeled
+      // off below, so each iteration commits the same two groups: ptxas then tracks which one retired).
+      // Two loops of the same turns: first while the next tile is inside every row's limits (a compact
+      // body that stays in the instruction cache), then the rest with softmax()'s tests.
+      auto turn = [&](int tile, auto&& next_softmax) {
+        wait_keys(tile + 1);
+        ping_pong.take_turn();
+        issue_scores(tile + 1);
+        issue_output(tile);
+        ping_pong.hand_over();
+        ptx::wgmma_wait<1>();  // S of the next tile is done; P·V of this one may still run
+        ptx::fence_operand(s);
+        scores_done(tile + 1);
+        next_softmax();
+        // The row sums depend on every exponential: stored before the wait, they keep the softmax ahead
+        // of it (ptxas otherwise hoists the wait above the exponentials and they run after P·V).
+        ptx::store_before_wgmma_wait(anchor + thread, row_sum[0] + row_sum[1]);
+        ptx::wgmma_wait<0>();  // P·V done: its stage and the probability registers are free
+        ptx::fence_operand(o);
+        ptx::fence_operand(probabilities);
+        if (thread == 0) ptx::mbarrier_arrive(&empty[stage_of(tile)]);
+        rescale_and_pack();
+      };
+      int tile = 0;
+      for (; tile + 1 < key_tiles && tile + 1 < tested_from; tile++) turn(tile, softmax_inside);
+      for (; tile + 1 < key_tiles; tile++) turn(tile, [&]() { softmax(tile + 1); });
+      if (key_tiles > 0) {
+        tile = key_tiles - 1;
+        ping_pong.take_turn();
+        issue_output(tile);
+        ping_pong.hand_over();
+        ptx::wgmma_wait<0>();
+        ptx::fence_operand(o);
+        ptx::fence_operand(probabilities);
+        if (thread == 0) ptx::mbarrier_arrive(&empty[stage_of(tile)]);
+        q_loads++;
+        ring += key_tiles;
+      }
+
+      T* out = static_cast<T*>(p.out_written) + q_offset_of(p, b, h, row0);
+      float* lse = p.lse + (static_cast<Index>(b) * p.heads_q + h) * p.length_q + row0;
+      store_softmax_rows<T>(o, row_max, row_sum, out, p.q_row_stride, lse, warp_row, block.rows_valid, kHeadDim);
+    }
   }
   ping_pong.finish();
 }
 
-/** A persistent grid: one block per multiprocessor (max_blocks is 16 per multiprocessor), capped by the query tiles. */
+/** A persistent grid: one block per multiprocessor (max_blocks is 16 per multiprocessor), capped by the work units. */
 template <typename T, int kHeadDim>
 cudaError_t launch_head_dim(const LaunchContext& context, const char* name, const vendor::TensorMap& map_q,
                             const vendor::TensorMap& map_k, const vendor::TensorMap& map_v, const KernelParams& params,
-                            Index work_tiles) {
+                            Index units) {
   using P = Plan<kHeadDim>;
   const cudaError_t allowed = cudaFuncSetAttribute(attention_forward_wgmma_kernel<T, kHeadDim>,
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, P::kSharedBytes);
   if (allowed != cudaSuccess) return allowed;
   const Index multiprocessors = context.max_blocks / 16 > 0 ? context.max_blocks / 16 : 1;
-  const unsigned blocks = static_cast<unsigned>(work_tiles < multiprocessors ? work_tiles : multiprocessors);
+  const unsigned blocks = static_cast<unsigned>(units < multiprocessors ? units : multiprocessors);
   return vendor::launch(name, attention_forward_wgmma_kernel<T, kHeadDim>, dim3(blocks), dim3(kThreads),
-                        static_cast<std::size_t>(P::kSharedBytes), context.stream, map_q, map_k, map_v, params,
-                        work_tiles);
+                        static_cast<std::size_t>(P::kSharedBytes), context.stream, map_q, map_k, map_v, params);
 }
 
 template <typename T>
@@ -400,7 +412,9 @@ cudaError_t launch_attention_forward_wgmma(const LaunchContext& context, int dty
   maps_refused = true;
 #if defined(KILN_HAS_TENSOR_MAPS)
   using namespace attention_wgmma;
-  const Index blocks = attention::ceil_div(problem.length_q, kQueryRows) * problem.batch * problem.heads_q;
+  const Index blocks =
+      attention::paired_query_tiles<kQueryRows>(problem.length_q, static_cast<Index>(problem.batch) * problem.heads_q)
+          .units;
   if (blocks > 0x7fffffffLL) return cudaSuccess;
   attention::KernelParams params = attention::kernel_params(problem, dtype);
   params.q = tensors.q;
