@@ -4,8 +4,11 @@
 // whose table (pointers, counts, dtypes, per-tensor decay, first block of each tensor) travels in
 // the kernel parameters — no host→device copy, so the launches can be captured in a CUDA graph.
 // Every tensor is cut into chunks of kMultiTensorChunk elements, one 256-thread block per chunk;
-// a block finds its tensor by scanning block_start. Sum of squares, pass 1: each block folds x²
-// of its chunk (threads strided, then block_sum's fixed tree) into partials[block]; pass 2: one
+// a block finds its tensor by scanning block_start. A thread takes 8 consecutive elements at a
+// time (one or two 16-byte loads when the tensor is 16-byte aligned, else element by element in
+// the same order), kGroupsPerThread groups per chunk, strided by the block. Sum of squares, pass
+// 1: each block folds x² of its chunk (each thread in its elements' order, then block_sum's fixed
+// tree) into partials[block]; pass 2: one
 // 1024-thread block folds all partials (threads strided, then block_sum) into out. AdamW: each
 // block updates its chunk elementwise, exactly as kernels/adamw.cu does, with g = grad · scale.
 // Launch geometry: grid (blocks of the table), 256 threads; pass 2 grid 1, 1024 threads.
@@ -18,12 +21,75 @@
 #include "block_reduce.cuh"
 #include "multi_tensor.cuh"
 #include "numerics.cuh"
+#include "vector.cuh"
 
 namespace kiln {
 namespace {
 
 constexpr int kThreads = 256;
 constexpr int kTotalThreads = 1024;
+/** Consecutive elements a thread takes at a time: one 16-byte pack of f16/bf16, two of f32. */
+constexpr int kGroup = 8;
+/** Groups per thread in a chunk (a fixed count, so the loop unrolls and its loads are all in flight). */
+constexpr int kGroupsPerThread = static_cast<int>(kMultiTensorChunk / (kThreads * kGroup));
+static_assert(kGroupsPerThread * kThreads * kGroup == kMultiTensorChunk, "a chunk is whole groups of every thread");
+
+__device__ __forceinline__ bool is_aligned16(const void* pointer) {
+  return (reinterpret_cast<std::uintptr_t>(pointer) & 15u) == 0;
+}
+
+/** Elements i … i + 7 of a float-dtype buffer as f32, 0 past `end`; 16-byte loads when `vector` (aligned, group whole). */
+__device__ __forceinline__ void load_group(const void* base, int dtype, Index i, Index end, bool vector,
+                                           float (&out)[kGroup]) {
+  if (vector && dtype == kF32) {
+    KILN_UNROLL
+    for (int half = 0; half < 2; half++) {
+      const Pack<float> pack = load_pack(static_cast<const float*>(base), i / 4 + half);
+      KILN_UNROLL
+      for (int j = 0; j < 4; j++) out[4 * half + j] = pack.values[j];
+    }
+  } else if (vector && dtype == kF16) {
+    const Pack<__half> pack = load_pack(static_cast<const __half*>(base), i / 8);
+    KILN_UNROLL
+    for (int j = 0; j < kGroup; j++) out[j] = to_float(pack.values[j]);
+  } else if (vector && dtype == kBF16) {
+    const Pack<__nv_bfloat16> pack = load_pack(static_cast<const __nv_bfloat16*>(base), i / 8);
+    KILN_UNROLL
+    for (int j = 0; j < kGroup; j++) out[j] = to_float(pack.values[j]);
+  } else {
+    KILN_UNROLL
+    for (int j = 0; j < kGroup; j++) out[j] = i + j < end ? load_float(base, dtype, i + j) : 0.0f;
+  }
+}
+
+/** Stores elements i … i + 7 (those below `end`) of a float-dtype buffer; 16-byte stores when `vector`. */
+__device__ __forceinline__ void store_group(void* base, int dtype, Index i, Index end, bool vector,
+                                            const float (&values)[kGroup]) {
+  if (vector && dtype == kF32) {
+    KILN_UNROLL
+    for (int half = 0; half < 2; half++) {
+      Pack<float> pack;
+      KILN_UNROLL
+      for (int j = 0; j < 4; j++) pack.values[j] = values[4 * half + j];
+      store_pack(static_cast<float*>(base), i / 4 + half, pack);
+    }
+  } else if (vector && dtype == kF16) {
+    Pack<__half> pack;
+    KILN_UNROLL
+    for (int j = 0; j < kGroup; j++) pack.values[j] = from_float<__half>(values[j]);
+    store_pack(static_cast<__half*>(base), i / 8, pack);
+  } else if (vector && dtype == kBF16) {
+    Pack<__nv_bfloat16> pack;
+    KILN_UNROLL
+    for (int j = 0; j < kGroup; j++) pack.values[j] = from_float<__nv_bfloat16>(values[j]);
+    store_pack(static_cast<__nv_bfloat16*>(base), i / 8, pack);
+  } else {
+    KILN_UNROLL
+    for (int j = 0; j < kGroup; j++) {
+      if (i + j < end) store_float(base, dtype, i + j, values[j]);
+    }
+  }
+}
 
 /** The table entry of block `block` and the block's chunk index inside that tensor. */
 __device__ __forceinline__ int tensor_of_block(const MultiTensorTable& table, Index block) {
@@ -40,10 +106,19 @@ __global__ void __launch_bounds__(kThreads)
   const MultiTensorEntry& entry = table.entries[tensor];
   const Index begin = (block - table.block_start[tensor]) * kMultiTensorChunk;
   const Index end = begin + kMultiTensorChunk < entry.count ? begin + kMultiTensorChunk : entry.count;
+  const bool aligned = is_aligned16(entry.grad);
+  // Every group's loads first (past `end` they load nothing and give 0), so all are in flight at once.
+  float values[kGroupsPerThread][kGroup];
+  KILN_UNROLL
+  for (int round = 0; round < kGroupsPerThread; round++) {
+    const Index i = begin + (static_cast<Index>(round) * kThreads + threadIdx.x) * kGroup;
+    load_group(entry.grad, entry.grad_dtype, i, end, aligned && i + kGroup <= end, values[round]);
+  }
   float total = 0.0f;
-  for (Index i = begin + threadIdx.x; i < end; i += blockDim.x) {
-    const float value = load_float(entry.grad, entry.grad_dtype, i);
-    total += value * value;
+  KILN_UNROLL
+  for (int round = 0; round < kGroupsPerThread; round++) {
+    KILN_UNROLL
+    for (int j = 0; j < kGroup; j++) total += values[round][j] * values[round][j];
   }
   total = block_sum(total, scratch);
   if (threadIdx.x == 0) partials[first_partial + block] = total;
@@ -74,15 +149,31 @@ __global__ void __launch_bounds__(kThreads)
   const float decay = device_scalars != nullptr ? device_scalars[2 + entry.slot] : entry.decay;
   const Index begin = (block - table.block_start[tensor]) * kMultiTensorChunk;
   const Index end = begin + kMultiTensorChunk < entry.count ? begin + kMultiTensorChunk : entry.count;
-  for (Index i = begin + threadIdx.x; i < end; i += blockDim.x) {
-    const float g = load_float(entry.grad, entry.grad_dtype, i) * scale;
-    const float first = s.beta1 * entry.m[i] + s.one_minus_beta1 * g;
-    const float second = s.beta2 * entry.v[i] + s.one_minus_beta2 * (g * g);
-    entry.m[i] = first;
-    entry.v[i] = second;
-    const float decayed = load_float(entry.param, entry.param_dtype, i) * decay;
-    store_float(entry.param, entry.param_dtype, i,
-                decayed - step_size * first / (sqrtf(second) * inverse_root_correction + s.eps));
+  const bool aligned =
+      is_aligned16(entry.grad) && is_aligned16(entry.param) && is_aligned16(entry.m) && is_aligned16(entry.v);
+  KILN_UNROLL
+  for (int round = 0; round < kGroupsPerThread; round++) {
+    const Index i = begin + (static_cast<Index>(round) * kThreads + threadIdx.x) * kGroup;
+    if (i >= end) break;
+    const bool vector = aligned && i + kGroup <= end;
+    float grad[kGroup];
+    float m[kGroup];
+    float v[kGroup];
+    float param[kGroup];
+    load_group(entry.grad, entry.grad_dtype, i, end, vector, grad);
+    load_group(entry.m, kF32, i, end, vector, m);
+    load_group(entry.v, kF32, i, end, vector, v);
+    load_group(entry.param, entry.param_dtype, i, end, vector, param);
+    KILN_UNROLL
+    for (int j = 0; j < kGroup; j++) {
+      const float g = grad[j] * scale;
+      m[j] = s.beta1 * m[j] + s.one_minus_beta1 * g;
+      v[j] = s.beta2 * v[j] + s.one_minus_beta2 * (g * g);
+      param[j] = param[j] * decay - step_size * m[j] / (sqrtf(v[j]) * inverse_root_correction + s.eps);
+    }
+    store_group(entry.m, kF32, i, end, vector, m);
+    store_group(entry.v, kF32, i, end, vector, v);
+    store_group(entry.param, entry.param_dtype, i, end, vector, param);
   }
 }
 
