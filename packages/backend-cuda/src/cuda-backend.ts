@@ -170,6 +170,11 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
     return this.disposed ? 0 : callNative(() => this.native.matmulInfo()).wgmmaAttentionBackwardLaunches;
   }
 
+  /** Strided copies that ran as a tiled transpose (operands contiguous along different dims) in this process so far. */
+  get transposeCopyLaunches(): number {
+    return this.disposed ? 0 : callNative(() => this.native.matmulInfo()).transposeCopyLaunches;
+  }
+
   /** Bytes and buffers in use, plus the caching allocator's reserved/cached/peak bytes and the device's free/total. */
   memory(): CudaMemoryInfo {
     if (this.disposed) return { allocatedBytes: 0, bufferCount: 0, reservedBytes: 0, cachedBytes: 0, peakBytes: 0 };

@@ -20,6 +20,7 @@ const kilnInfo: NativeMatmulInfo = {
   splitKLaunches: 0,
   wgmmaAttentionLaunches: 0,
   wgmmaAttentionBackwardLaunches: 0,
+  transposeCopyLaunches: 0,
 };
 
 describe('matmul path description', () => {

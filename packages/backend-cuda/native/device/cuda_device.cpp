@@ -5,6 +5,7 @@
 #include "../addon/download_worker.h"
 #include "../kernels/attention_backward_wgmma.cuh"
 #include "../kernels/attention_forward_wgmma.cuh"
+#include "../kernels/convert.cuh"
 #include "../kernels/matmul.cuh"
 #include "kiln/arguments.h"
 #include "kiln/call_readers.h"
@@ -86,6 +87,7 @@ Napi::Object CudaDevice::matmul_info(Napi::Env env) {
   result.Set("wgmmaAttentionLaunches", Napi::Number::New(env, static_cast<double>(wgmma_attention_forward_launches())));
   result.Set("wgmmaAttentionBackwardLaunches",
              Napi::Number::New(env, static_cast<double>(wgmma_attention_backward_launches())));
+  result.Set("transposeCopyLaunches", Napi::Number::New(env, static_cast<double>(transpose_copy_launches())));
   return result;
 }
 

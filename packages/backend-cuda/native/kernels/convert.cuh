@@ -11,6 +11,9 @@ namespace kiln {
 cudaError_t launch_copy(const LaunchContext& context, int dtype, const void* src, void* dst,
                         const StridedOperands<2>& layout, Index count);
 
+/** Copies that ran as a tiled transpose in this process so far (tests assert that it ran). */
+unsigned long long transpose_copy_launches();
+
 /** out = x converted from `from` to `to` (count contiguous elements each). */
 cudaError_t launch_cast(const LaunchContext& context, int from, const void* x, int to, void* out, Index count);
 

@@ -115,6 +115,8 @@ export interface NativeMatmulInfo {
   wgmmaAttentionLaunches: number;
   /** Calls of kiln's sm_90a wgmma + TMA flash-attention backward (both its kernels) in this process so far. */
   wgmmaAttentionBackwardLaunches: number;
+  /** Strided copies that ran as a tiled transpose (kernels/convert.cu) in this process so far. */
+  transposeCopyLaunches: number;
 }
 
 /** One backend instance on one device: core's NativeKernelMethods (storage, primitives, fused kernels, flash attention) plus CUDA's own. */
