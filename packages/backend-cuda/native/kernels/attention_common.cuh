@@ -206,26 +206,31 @@ struct SwizzledTileLayout {
 };
 
 /**
- * Work units of a persistent forward grid: per head, its query tiles in pairs (last − i, i) —
- * under a causal mask their key counts add up to about the same for every pair, so blocks that
- * take units in steps of gridDim.x get equal work (single tiles in tile_order would give one block
- * a head's longest tiles and another its shortest). With an odd count the middle tile is alone.
- * Units run in tile_order over (head, pair), so resident blocks share a few heads' K and V.
+ * Work units of a persistent forward grid. Paired (when there are more query tiles than blocks):
+ * per head, its query tiles in pairs (last − i, i) — under a causal mask their key counts add up
+ * to about the same for every pair, so blocks that take units in steps of gridDim.x get equal
+ * work (single tiles in tile_order would give one block a head's longest tiles and another its
+ * shortest); with an odd count the middle tile is alone. Unpaired (a grid with a block for every
+ * tile): one tile per unit, so no block runs two while others idle. Units run in tile_order over
+ * (head, pair or tile), so resident blocks share a few heads' K and V.
  */
 struct PairedQueryTiles {
-  /** Query tiles per head, and units per head (pairs, rounded up). */
+  /** Query tiles per head, and units per head (pairs rounded up, or the tiles). */
   int query_tiles;
-  int pairs;
-  /** All units of the grid: heads · pairs. */
+  int per_head;
+  /** Whether a unit pairs two tiles. */
+  bool paired;
+  /** All units of the grid: heads · per_head. */
   Index units;
 };
 
-/** The persistent forward's work units for kRows-query tiles (host and device). */
+/** The persistent forward's work units for kRows-query tiles, paired when the tiles outnumber `blocks` (host and device). */
 template <int kRows>
-KILN_HOST_DEVICE inline PairedQueryTiles paired_query_tiles(Index length_q, Index heads) {
+KILN_HOST_DEVICE inline PairedQueryTiles paired_query_tiles(Index length_q, Index heads, Index blocks) {
   const int query_tiles = static_cast<int>((length_q + kRows - 1) / kRows);
-  const int pairs = (query_tiles + 1) / 2;
-  return PairedQueryTiles{query_tiles, pairs, heads * pairs};
+  const bool paired = heads * query_tiles > blocks;
+  const int per_head = paired ? (query_tiles + 1) / 2 : query_tiles;
+  return PairedQueryTiles{query_tiles, per_head, paired, heads * per_head};
 }
 
 #if KILN_DEVICE_CODE
@@ -298,15 +303,16 @@ __device__ __forceinline__ QueryBlock query_block(const KernelParams& p, Index l
 
 /**
  * Tile `member` (0: the later query tile, with more keys under causal; 1: the earlier) of work
- * unit `unit`; false when the unit has no such member (the lone middle tile has only member 0).
+ * unit `unit`; false when the unit has no such member (unpaired units and the lone middle tile
+ * have only member 0).
  */
 template <int kRows>
 __device__ __forceinline__ bool paired_query_block(const KernelParams& p, const PairedQueryTiles& tiles, Index unit,
                                                    int member, QueryBlock& block) {
-  const TileOrder order = tile_order(unit, tiles.pairs, static_cast<Index>(p.batch) * p.heads_q);
+  const TileOrder order = tile_order(unit, tiles.per_head, static_cast<Index>(p.batch) * p.heads_q);
   const int later = tiles.query_tiles - 1 - order.rank;
   const int earlier = order.rank;
-  if (member == 1 && earlier == later) return false;
+  if (member == 1 && (!tiles.paired || earlier == later)) return false;
   const int query_tile = member == 0 ? later : earlier;
   block.h = static_cast<int>(order.head_index % p.heads_q);
   block.b = static_cast<int>(order.head_index / p.heads_q);

@@ -6,7 +6,7 @@
 // takes work units in steps of gridDim.x: a unit is a head's query tiles (last − i, i) of 128
 // queries, whose causal key counts add up to about the same for every unit (attention_common.cuh
 // paired_query_block; units in tile_order, groups of 8 heads), so every block gets about equal
-// work. The producer loads the next tile's K/V (and, once both consumers' last S of a tile has
+// work — or one tile, when the tiles do not outnumber the multiprocessors. The producer loads the next tile's K/V (and, once both consumers' last S of a tile has
 // completed — the q_empty barrier — its q) while the consumers finish the current one and store
 // its output, instead of every block starting cold. A block is 3 warpgroups. Warpgroup 0 is the
 // producer (setmaxnreg down to 40; one thread): per query tile it loads the q tile once, then
@@ -122,7 +122,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   std::uint64_t* full = q_empty + 1;
   std::uint64_t* empty = full + P::kStages;
   float* anchors = reinterpret_cast<float*>(shared + P::kAnchorOffset);
-  const PairedQueryTiles tiles = paired_query_tiles<kQueryRows>(p.length_q, static_cast<Index>(p.batch) * p.heads_q);
+  const PairedQueryTiles tiles =
+      paired_query_tiles<kQueryRows>(p.length_q, static_cast<Index>(p.batch) * p.heads_q, gridDim.x);
   // Key tiles of a query tile (0: no row sees a key; out 0, lse −Inf, nothing loaded).
   const auto key_tiles_of = [&](const QueryBlock& block) {
     return static_cast<int>(ceil_div(key_limit(p, block.row0 + block.rows_valid), kKeys));
@@ -363,19 +364,17 @@ __global__ void __launch_bounds__(kThreads, 1)
   ping_pong.finish();
 }
 
-/** A persistent grid: one block per multiprocessor (max_blocks is 16 per multiprocessor), capped by the work units. */
 template <typename T, int kHeadDim>
 cudaError_t launch_head_dim(const LaunchContext& context, const char* name, const vendor::TensorMap& map_q,
                             const vendor::TensorMap& map_k, const vendor::TensorMap& map_v, const KernelParams& params,
-                            Index units) {
+                            Index blocks) {
   using P = Plan<kHeadDim>;
   const cudaError_t allowed = cudaFuncSetAttribute(attention_forward_wgmma_kernel<T, kHeadDim>,
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, P::kSharedBytes);
   if (allowed != cudaSuccess) return allowed;
-  const Index multiprocessors = context.max_blocks / 16 > 0 ? context.max_blocks / 16 : 1;
-  const unsigned blocks = static_cast<unsigned>(units < multiprocessors ? units : multiprocessors);
-  return vendor::launch(name, attention_forward_wgmma_kernel<T, kHeadDim>, dim3(blocks), dim3(kThreads),
-                        static_cast<std::size_t>(P::kSharedBytes), context.stream, map_q, map_k, map_v, params);
+  return vendor::launch(name, attention_forward_wgmma_kernel<T, kHeadDim>, dim3(static_cast<unsigned>(blocks)),
+                        dim3(kThreads), static_cast<std::size_t>(P::kSharedBytes), context.stream, map_q, map_k, map_v,
+                        params);
 }
 
 template <typename T>
@@ -412,10 +411,13 @@ cudaError_t launch_attention_forward_wgmma(const LaunchContext& context, int dty
   maps_refused = true;
 #if defined(KILN_HAS_TENSOR_MAPS)
   using namespace attention_wgmma;
-  const Index blocks =
-      attention::paired_query_tiles<kQueryRows>(problem.length_q, static_cast<Index>(problem.batch) * problem.heads_q)
-          .units;
-  if (blocks > 0x7fffffffLL) return cudaSuccess;
+  // A persistent grid: one block per multiprocessor (max_blocks is 16 per multiprocessor), capped by the work units.
+  const Index multiprocessors = context.max_blocks / 16 > 0 ? context.max_blocks / 16 : 1;
+  const Index units = attention::paired_query_tiles<kQueryRows>(
+                          problem.length_q, static_cast<Index>(problem.batch) * problem.heads_q, multiprocessors)
+                          .units;
+  if (units > 0x7fffffffLL) return cudaSuccess;
+  const Index blocks = units < multiprocessors ? units : multiprocessors;
   attention::KernelParams params = attention::kernel_params(problem, dtype);
   params.q = tensors.q;
   params.k = tensors.k;
