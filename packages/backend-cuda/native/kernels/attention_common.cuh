@@ -285,13 +285,9 @@ __device__ __forceinline__ TileOrder tile_order(Index linear, int tiles, Index h
   return TileOrder{first_head + within % heads_in_group, static_cast<int>(within / heads_in_group)};
 }
 
-/** Tile `linear` of kRows queries, in tile_order: a head's last query tile (most keys under causal) has rank 0. */
+/** Query tile `query_tile` (kRows queries) of head `head_index` (b · heads_q + h). */
 template <int kRows>
-__device__ __forceinline__ QueryBlock query_block(const KernelParams& p, Index linear) {
-  const int query_tiles = static_cast<int>(ceil_div(p.length_q, kRows));
-  const TileOrder order = tile_order(linear, query_tiles, static_cast<Index>(p.batch) * p.heads_q);
-  const int query_tile = query_tiles - 1 - order.rank;
-  const Index head_index = order.head_index;
+__device__ __forceinline__ QueryBlock query_block_at(const KernelParams& p, Index head_index, int query_tile) {
   QueryBlock block;
   block.h = static_cast<int>(head_index % p.heads_q);
   block.b = static_cast<int>(head_index / p.heads_q);
@@ -299,6 +295,14 @@ __device__ __forceinline__ QueryBlock query_block(const KernelParams& p, Index l
   block.row0 = query_tile * kRows;
   block.rows_valid = min(kRows, p.length_q - block.row0);
   return block;
+}
+
+/** Tile `linear` of kRows queries, in tile_order: a head's last query tile (most keys under causal) has rank 0. */
+template <int kRows>
+__device__ __forceinline__ QueryBlock query_block(const KernelParams& p, Index linear) {
+  const int query_tiles = static_cast<int>(ceil_div(p.length_q, kRows));
+  const TileOrder order = tile_order(linear, query_tiles, static_cast<Index>(p.batch) * p.heads_q);
+  return query_block_at<kRows>(p, order.head_index, query_tiles - 1 - order.rank);
 }
 
 /**
@@ -313,12 +317,7 @@ __device__ __forceinline__ bool paired_query_block(const KernelParams& p, const 
   const int later = tiles.query_tiles - 1 - order.rank;
   const int earlier = order.rank;
   if (member == 1 && (!tiles.paired || earlier == later)) return false;
-  const int query_tile = member == 0 ? later : earlier;
-  block.h = static_cast<int>(order.head_index % p.heads_q);
-  block.b = static_cast<int>(order.head_index / p.heads_q);
-  block.kv_head = block.h / p.group;
-  block.row0 = query_tile * kRows;
-  block.rows_valid = min(kRows, p.length_q - block.row0);
+  block = query_block_at<kRows>(p, order.head_index, member == 0 ? later : earlier);
   return true;
 }
 
