@@ -4,8 +4,8 @@
 //
 // Algorithm (FlashAttention-2's backward split in two deterministic kernels, each built like the
 // FlashAttention-3 forward): one kernel template in two roles. A block is 3 warpgroups and owns
-// 128 "resident" rows, loaded once by TMA: warpgroup 0 is the producer (setmaxnreg down to 40),
-// warpgroups 1 and 2 the consumers (setmaxnreg up to 232), each owning 64 of the resident rows.
+// 128 "resident" rows, loaded once by TMA: warpgroup 0 is the producer (setmaxnreg down to 24),
+// warpgroups 1 and 2 the consumers (setmaxnreg up to 240), each owning 64 of the resident rows.
 // The producer streams 64-row tiles of two other tensors into a ring of kStages stages (4 for D
 // 64, 3 for D 96/128), each guarded by a `full` mbarrier (TMA transactions; in the key/value
 // role also 32 producer threads that store the tile's lse and Δ) and an `empty` one (key/value
@@ -18,8 +18,9 @@
 // and right behind them X and Y of the next tile, before waiting for them (FlashAttention-3's
 // intra-warpgroup overlap); the two consumers take turns issuing (attention_wgmma_common.cuh
 // PingPong), so one computes P and dS while the other's products run. The key/value role at D
-// 96/128 (two 128-wide accumulators) has no registers for either: it runs X; P; dV += Pᵀ·dO; Y; dS;
-// dK one after another, so X, Y and the packed P are never live together. Accumulators are read
+// 96/128 (two 128-wide accumulators) has no registers for X and Y beside both packed operands: it
+// issues only X of the next tile behind the accumulations, and Y in a turn of its own once P is
+// computed (P, Y and the accumulators fill its 240 registers then). Accumulators are read
 // only after every wgmma group of the warpgroup has retired, and fenced (ptx::fence_operand) at
 // issue and wait: ptxas serialises the pipeline otherwise (C7514/C7515).
 //  - key/value role, one block per (batch, kv head, 128-key tile): R = (K, V), S = (q, dO) of every
@@ -212,7 +213,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
   const int warpgroup = static_cast<int>(threadIdx.x / 128);
   if (warpgroup == 0) {
-    ptx::setmaxnreg_dec<40>();
+    ptx::setmaxnreg_dec<24>();  // 24 + 2 × 240 registers × 128 threads: the 64,512 of __launch_bounds__
     if (work.items == 0) return;
     if (threadIdx.x == 0) {
       ptx::mbarrier_arrive_expect_tx(resident_full, 2 * P::kResidentBytes);
@@ -248,7 +249,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         ptx::mbarrier_wait(&empty[stage], (static_cast<unsigned>(item / P::kStages) & 1u) ^ 1u);
         float* lse_stage = row_values + stage * 2 * kStreamRows;
         const Index row_base = (static_cast<Index>(b) * p.heads_q + h) * p.length_q + query0;
-        for (int column = lane; column < kStreamRows; column += kRowValueThreads) {
+        KILN_UNROLL
+        for (int pass = 0; pass < kStreamRows / kRowValueThreads; pass++) {
+          const int column = lane + pass * kRowValueThreads;
           const bool inside = query0 + column < p.length_q;
           lse_stage[column] = lse_log2_or_infinity(p.lse, row_base + column, inside);
           lse_stage[kStreamRows + column] = inside ? p.delta[row_base + column] : 0.0f;
@@ -259,7 +262,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     return;
   }
 
-  ptx::setmaxnreg_inc<232>();
+  ptx::setmaxnreg_inc<240>();
   const int consumer = warpgroup - 1;
   const int thread = static_cast<int>(threadIdx.x % 128);
   const int warp = thread / 32;
@@ -325,13 +328,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   };
 
-  // With kOverlap, X and Y of item n + 1 are issued right behind item n's accumulations, so the
-  // tensor cores run them while the accumulations finish (FlashAttention-3's intra-warpgroup
-  // overlap), and P, dS are computed in a copy of X; both keep more registers live, which the
-  // key/value role's two D-wide accumulators leave room for only at D 64.
-  constexpr bool kOverlap = !kKeyValue || P::kOutColumns == 64;
-  // Without it (key/value role, D 96/128) X, then dV += Pᵀ·dO and Y, then dK: X and Y are never live together.
-  constexpr bool kSequential = !kOverlap;
+  // X and Y of item n + 1 are issued right behind item n's accumulations, so the tensor cores run
+  // them while the accumulations finish (FlashAttention-3's intra-warpgroup overlap), and P, dS
+  // are computed in a copy of X. The key/value role at D 96/128 (two D-wide accumulators) has no
+  // registers for X, Y and both packed operands at once, so it takes two turns per item: Y once
+  // P is computed (then waited for), and the accumulations with X of the next item behind them.
+  // Either way P and dS are packed pair by pair, so P, Y and both packed operands shrink together.
+  constexpr bool kTwoTurns = kKeyValue && P::kOutColumns > 64;
   float x[kStreamRows / 8][4];
   float y[kStreamRows / 8][4];
   std::uint32_t a_p[kStreamRows / 16][4];
@@ -347,41 +350,42 @@ __global__ void __launch_bounds__(kThreads, 1)
   const auto wait_stream = [&](int item) {
     ptx::mbarrier_wait(&full[item % P::kStages], static_cast<unsigned>(item / P::kStages) & 1u);
   };
-  // Issues X and (unless kSequential) Y of a landed item as two groups.
+  const auto issue_y = [&](int item) {
+    issue_scores(y, r2_address, stream_address(item) + static_cast<std::uint32_t>(P::kStreamBytes));
+  };
+  // Issues X and (unless kTwoTurns) Y of a landed item as two groups.
   const auto issue_products = [&](int item) {
     issue_scores(x, r1_address, stream_address(item));
-    if constexpr (!kSequential)
-      issue_scores(y, r2_address, stream_address(item) + static_cast<std::uint32_t>(P::kStreamBytes));
+    if constexpr (!kTwoTurns) issue_y(item);
   };
-  // With kOverlap the consumers ping-pong (attention_wgmma_common.cuh PingPong): each takes
-  // work.items + 1 turns (X and Y of item 0, then item n's accumulations with X and Y of n + 1),
-  // so one consumer computes P and dS while the other's products run. work.items is the block's,
-  // so both take the same number of turns. The sequential role waits inside an item and keeps none.
+  // Fences operands so that no use of them moves across a wgmma issue or wait. Only live ones:
+  // a fence reads its operand, so fencing a dead one would keep its registers.
+  const auto fence = [](auto&... operands) { (ptx::fence_operand(operands), ...); };
+  // The consumers ping-pong (attention_wgmma_common.cuh PingPong): each takes 1 + work.items ·
+  // (kTwoTurns ? 2 : 1) turns (the products of item 0, then per item Y when kTwoTurns, and the
+  // accumulations with the products of the next item), so one consumer computes P and dS while
+  // the other's products run. work.items is the block's, so both take the same number of turns.
   const attention_wgmma::PingPong ping_pong(consumer);
 
-  if constexpr (kOverlap) ping_pong.start();
+  ping_pong.start();
   if (work.items > 0) {
     ptx::mbarrier_wait(resident_full, 0);
     wait_stream(0);
-    if constexpr (kOverlap) ping_pong.take_turn();
+    ping_pong.take_turn();
     issue_products(0);
-    if constexpr (kOverlap) ping_pong.hand_over();
+    ping_pong.hand_over();
   }
   for (int item = 0; item < work.items; item++) {
     const int stage = item % P::kStages;
     const std::uint32_t s1_address = stream_address(item);
     const std::uint32_t s2_address = s1_address + static_cast<std::uint32_t>(P::kStreamBytes);
-    // In flight: item − 1's accumulations (when overlapped), X and Y. All retire before any
+    // In flight: item − 1's accumulations, X and (unless kTwoTurns) Y. All retire before any
     // accumulator is read: ptxas tracks no finer, and serialises the pipeline otherwise (C7514).
     ptx::wgmma_wait<0>();
     // Every operand is settled: fence them so that no use moves above the wait.
-    ptx::fence_operand(x);
-    ptx::fence_operand(y);
-    ptx::fence_operand(acc1);
-    ptx::fence_operand(acc2);
-    ptx::fence_operand(a_p);
-    ptx::fence_operand(a_ds);
-    if (kOverlap && item > 0) release_stage((item - 1) % P::kStages);
+    fence(x, acc1, acc2, a_p, a_ds);
+    if constexpr (!kTwoTurns) fence(y);
+    if (item > 0) release_stage((item - 1) % P::kStages);
     // P and dS go to a copy of X, so that wgmma accumulators are written by wgmma only (ptxas
     // serialises the wgmma pipeline otherwise).
     float scores[kStreamRows / 8][4];
@@ -403,22 +407,6 @@ __global__ void __launch_bounds__(kThreads, 1)
           scores, p, b, h, check, [&](int, int column) { return static_cast<long long>(query0 + column); },
           [&](int row, int) { return static_cast<long long>(key_first + row); },
           [&](int nt, int e) { return lse_stage[nt * 8 + 2 * lane.t + (e & 1)]; });
-      attention_wgmma::pack_a_operand<T>(scores, a_p);
-      if constexpr (kSequential) {  // dV += Pᵀ·dO, then Y: never live together with X or a_p
-        ptx::fence_operand(acc2);
-        ptx::fence_operand(a_p);
-        ptx::wgmma_fence();
-        issue_accumulate(acc2, a_p, s2_address);
-        ptx::wgmma_commit();
-        ptx::wgmma_wait<0>();  // frees a_p's registers before Y's accumulator goes live
-        ptx::fence_operand(acc2);
-        ptx::fence_operand(a_p);
-        issue_scores(y, r2_address, s2_address);
-        ptx::wgmma_wait<0>();
-        ptx::fence_operand(y);
-        ptx::fence_operand(acc2);
-        ptx::fence_operand(a_p);
-      }
     } else {
       const int key0 = item * kStreamRows;
       const int row_first = work.row0 + warp_row;
@@ -429,49 +417,49 @@ __global__ void __launch_bounds__(kThreads, 1)
           [&](int, int column) { return static_cast<long long>(key0 + column); },
           [&](int, int e) { return lse_row[e / 2]; });
     }
+    if constexpr (kTwoTurns) {
+      ping_pong.take_turn();
+      issue_y(item);
+      ping_pong.hand_over();
+      ptx::wgmma_wait<0>();  // Y
+      fence(y, acc1, acc2);
+    }
 
-    // dS = P ∘ (Y − Δ)
+    // dS = P ∘ (Y − Δ); the key/value role packs P (for dV += Pᵀ·dO) pair by pair beside it.
     KILN_UNROLL
-    for (int nt = 0; nt < kStreamRows / 8; nt++) {
-      for (int e = 0; e < 4; e++) {
-        const float delta = kKeyValue ? lse_stage[kStreamRows + nt * 8 + 2 * lane.t + (e & 1)] : delta_row[e / 2];
-        scores[nt][e] = scores[nt][e] * (y[nt][e] - delta);
+    for (int step = 0; step < kStreamRows / 16; step++) {
+      KILN_UNROLL
+      for (int word = 0; word < 4; word++) {
+        const int nt = 2 * step + word / 2;
+        const int e = 2 * (word % 2);
+        float ds[2];
+        for (int i = 0; i < 2; i++) {
+          const float delta = kKeyValue ? lse_stage[kStreamRows + nt * 8 + 2 * lane.t + i] : delta_row[(e + i) / 2];
+          ds[i] = scores[nt][e + i] * (y[nt][e + i] - delta);
+        }
+        if constexpr (kKeyValue) a_p[step][word] = attention_wgmma::pack_pair<T>(scores[nt][e], scores[nt][e + 1]);
+        a_ds[step][word] = attention_wgmma::pack_pair<T>(ds[0], ds[1]);
       }
     }
-    attention_wgmma::pack_a_operand<T>(scores, a_ds);
 
     const bool more = item + 1 < work.items;
-    if (kOverlap && more) wait_stream(item + 1);  // before the turn: a turn is held only while issuing
-    if constexpr (kOverlap) ping_pong.take_turn();
-    ptx::fence_operand(acc1);
-    ptx::fence_operand(acc2);
-    ptx::fence_operand(a_p);
-    ptx::fence_operand(a_ds);
+    if (more) wait_stream(item + 1);  // before the turn: a turn is held only while issuing
+    ping_pong.take_turn();
+    fence(acc1, acc2, a_p, a_ds);
     ptx::wgmma_fence();
-    if constexpr (kKeyValue && !kSequential) issue_accumulate(acc2, a_p, s2_address);  // dV += Pᵀ·dO
-    issue_accumulate(acc1, a_ds, s1_address);                                          // dK += dSᵀ·q, or dQ += dS·K
+    if constexpr (kKeyValue) issue_accumulate(acc2, a_p, s2_address);  // dV += Pᵀ·dO
+    issue_accumulate(acc1, a_ds, s1_address);                          // dK += dSᵀ·q, or dQ += dS·K
     ptx::wgmma_commit();
-    ptx::fence_operand(acc1);
-    ptx::fence_operand(acc2);
-    ptx::fence_operand(a_p);
-    ptx::fence_operand(a_ds);
-    if (kOverlap && more)
-      issue_products(item + 1);  // this stage is released once the accumulations are done (next iteration)
-    if constexpr (kOverlap) ping_pong.hand_over();
-    if (!kOverlap || !more) {
+    fence(acc1, acc2, a_p, a_ds);
+    if (more) issue_products(item + 1);  // this stage is released once the accumulations are done (next iteration)
+    ping_pong.hand_over();
+    if (!more) {
       ptx::wgmma_wait<0>();  // the stage (and, key/value role, its lse and Δ) is free
-      ptx::fence_operand(acc1);
-      ptx::fence_operand(acc2);
-      ptx::fence_operand(a_p);
-      ptx::fence_operand(a_ds);
+      fence(acc1, acc2, a_p, a_ds);
       release_stage(stage);
-      if (more) {
-        wait_stream(item + 1);
-        issue_products(item + 1);
-      }
     }
   }
-  if constexpr (kOverlap) ping_pong.finish();
+  ping_pong.finish();
   // Nothing is in flight here (the last item waited); saying so lets ptxas see every path settled.
   ptx::wgmma_wait<0>();
   ptx::fence_operand(acc1);
