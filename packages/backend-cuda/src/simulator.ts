@@ -17,7 +17,7 @@ export const simulatorAddon = (): CudaAddon => simulator.addon();
 /** True when the simulator addon exists and loads. */
 export const simulatorAvailable = (): boolean => simulator.available();
 
-/** Reshapes the simulated machine (driver version, devices, memory, compute capability, engine workers, injected faults). */
+/** Reshapes the simulated machine (driver version, devices, memory, multiprocessors, grid y limit, compute capability, engine workers, injected faults). */
 export function configureSimulator(configuration: SimulatorConfiguration): void {
   const unknown = Object.keys(configuration ?? {}).filter((key) => !SIMULATOR_KEYS.has(key));
   if (unknown.length > 0) {
@@ -38,6 +38,7 @@ const SIMULATOR_KEYS: ReadonlySet<string> = new Set([
   'deviceCount',
   'memoryBytes',
   'multiprocessors',
+  'maxGridY',
   'workers',
   'injectLaunchFault',
   'injectSynchronizeFault',

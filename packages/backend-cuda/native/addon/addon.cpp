@@ -74,6 +74,7 @@ void apply_simulator_options(const OptionReader& options) {
   options.integer("multiprocessors", 1, 1024, config.multiprocessors);
   options.integer("computeCapabilityMajor", 1, 99, config.compute_capability_major);
   options.integer("computeCapabilityMinor", 0, 9, config.compute_capability_minor);
+  options.integer("maxGridY", 1, 65535, config.max_grid_y);
   gpu_sim::cuda::configure_device(config);
   // The kernel choices cached per device follow the compute capability: ask the device again.
   forget_device_kernel_answers();

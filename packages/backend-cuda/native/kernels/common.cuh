@@ -95,7 +95,30 @@ struct LaunchContext {
   DeviceErrorRecord* errors;
   /** kiln's own f32 matmul may use TF32 tensor cores (the backend's allowTf32 option; off unless asked for). */
   bool allow_tf32 = false;
+  /** Largest grid y the device launches (maxGridSize[1], 65535): kernels with more row tiles stride over them. */
+  Index max_grid_y = 65535;
 };
+
+/** Grid y for `tiles` row tiles (or rows) that a kernel strides over in steps of gridDim.y (at least 1). */
+inline unsigned grid_y_for(Index tiles, const LaunchContext& context) {
+  const Index limit = context.max_grid_y > 0 ? context.max_grid_y : 1;
+  return static_cast<unsigned>(tiles < 1 ? 1 : tiles < limit ? tiles : limit);
+}
+
+/**
+ * Calls launch(first, count) for consecutive chunks of `tiles` row tiles, each at most the
+ * device's grid y — one call unless there are more. For kernels that take their first row tile as
+ * a parameter instead of striding over gridDim.y (a loop would cost the matmuls registers).
+ */
+template <typename Launch>
+cudaError_t launch_in_grid_y_chunks(Index tiles, const LaunchContext& context, Launch&& launch) {
+  const Index limit = context.max_grid_y > 0 ? context.max_grid_y : 1;
+  for (Index first = 0; first < tiles; first += limit) {
+    const cudaError_t error = launch(first, static_cast<unsigned>(tiles - first < limit ? tiles - first : limit));
+    if (error != cudaSuccess) return error;
+  }
+  return cudaSuccess;
+}
 
 /** Blocks for `work` items at `threads` per block, capped for grid-stride loops (at least 1). */
 inline unsigned grid_for(Index work, int threads, int max_blocks) {

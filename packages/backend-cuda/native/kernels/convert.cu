@@ -43,7 +43,7 @@ constexpr int kTransposeRows = 8;
  * words, offsets included in the pointers). A 32 × 32 tile goes through shared memory (rows padded
  * to 33 words, so the column reads hit 32 banks): loaded with consecutive threads along p and
  * stored with consecutive threads along q, so both sides are coalesced. Grid: p tiles × q tiles ×
- * batch (grid-strided past 65535).
+ * batch (q tiles grid-strided past the device's grid y, batch past 65535).
  */
 template <typename Word>
 __global__ void __launch_bounds__(kTransposeTile* kTransposeRows)
@@ -51,24 +51,28 @@ __global__ void __launch_bounds__(kTransposeTile* kTransposeRows)
                           Index src_q, Index dst_batch, Index dst_p) {
   __shared__ Word tile[kTransposeTile][kTransposeTile + 1];
   const Index p0 = static_cast<Index>(blockIdx.x) * kTransposeTile;
-  const Index q0 = static_cast<Index>(blockIdx.y) * kTransposeTile;
   const int tx = static_cast<int>(threadIdx.x % kTransposeTile);
   const int ty = static_cast<int>(threadIdx.x / kTransposeTile);
+  // q tiles past the device's grid y (LaunchContext::max_grid_y) are taken in steps of gridDim.y.
+  const Index q_tiles = (extent_q + kTransposeTile - 1) / kTransposeTile;
   for (Index b = blockIdx.z; b < batch; b += gridDim.z) {
     const Word* from = src + b * src_batch;
     Word* to = dst + b * dst_batch;
-    for (int k = ty; k < kTransposeTile; k += kTransposeRows) {
-      const Index p = p0 + tx;
-      const Index q = q0 + k;
-      if (p < extent_p && q < extent_q) tile[k][tx] = from[p + q * src_q];
+    for (Index q0 = static_cast<Index>(blockIdx.y) * kTransposeTile; q0 < q_tiles * kTransposeTile;
+         q0 += static_cast<Index>(gridDim.y) * kTransposeTile) {
+      for (int k = ty; k < kTransposeTile; k += kTransposeRows) {
+        const Index p = p0 + tx;
+        const Index q = q0 + k;
+        if (p < extent_p && q < extent_q) tile[k][tx] = from[p + q * src_q];
+      }
+      __syncthreads();
+      for (int k = ty; k < kTransposeTile; k += kTransposeRows) {
+        const Index q = q0 + tx;
+        const Index p = p0 + k;
+        if (p < extent_p && q < extent_q) to[p * dst_p + q] = tile[tx][k];
+      }
+      __syncthreads();
     }
-    __syncthreads();
-    for (int k = ty; k < kTransposeTile; k += kTransposeRows) {
-      const Index q = q0 + tx;
-      const Index p = p0 + k;
-      if (p < extent_p && q < extent_q) to[p * dst_p + q] = tile[tx][k];
-    }
-    __syncthreads();
   }
 }
 
@@ -97,9 +101,8 @@ bool plan_transpose(const StridedOperands<2>& layout, TransposePlan& plan) {
     plan.dst_batch = layout.rank == 3 ? layout.strides[1][0] : 0;
     plan.src_q = layout.strides[0][q_dim];
     plan.dst_p = layout.strides[1][p_dim];
-    // Tiles along p sit in grid x; along q in grid y (at most 65535).
-    return (plan.extent_q + kTransposeTile - 1) / kTransposeTile <= 65535 &&
-           (plan.extent_p + kTransposeTile - 1) / kTransposeTile <= 0x7fffffffLL;
+    // Tiles along p sit in grid x; along q in grid y (strided past the device's limit).
+    return (plan.extent_p + kTransposeTile - 1) / kTransposeTile <= 0x7fffffffLL;
   }
   return false;
 }
@@ -109,7 +112,7 @@ cudaError_t launch_transpose(const LaunchContext& context, const char* name, con
                              const StridedOperands<2>& layout, const TransposePlan& plan) {
   transpose_launches++;
   const dim3 blocks(static_cast<unsigned>((plan.extent_p + kTransposeTile - 1) / kTransposeTile),
-                    static_cast<unsigned>((plan.extent_q + kTransposeTile - 1) / kTransposeTile),
+                    grid_y_for((plan.extent_q + kTransposeTile - 1) / kTransposeTile, context),
                     static_cast<unsigned>(plan.batch < 65535 ? plan.batch : 65535));
   return vendor::launch(name, transpose_copy_kernel<Word>, blocks, dim3(kTransposeTile * kTransposeRows), 0,
                         context.stream, static_cast<const Word*>(src) + layout.offsets[0],

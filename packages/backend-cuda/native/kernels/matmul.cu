@@ -140,13 +140,11 @@ std::atomic<unsigned long long> split_k_launches{0};
  * one matmul of batch·m rows: out [batch, m, n] is then [batch·m, n]. Folding it lets the wgmma
  * kernel take it (a tensor map cannot stride a batch by 0) and gives every kernel one grid of
  * bigger tiles instead of `batch` small ones — the trainer's projections x·Wᵀ are this shape.
- * Each output element is computed exactly as before (same k order). Not past kMaxFoldedRows: the
- * kernels put row tiles (64 rows at the least) in grid y, whose limit is 65535.
+ * Each output element is computed exactly as before (same k order). The kernels stride row tiles
+ * past the device's grid y, so any number of rows folds.
  */
-constexpr Index kMaxFoldedRows = 65535LL * 64;
 MatmulShape fold_shared_b(const MatmulShape& shape) {
-  if (shape.batch <= 1 || shape.batch_stride_b != 0 || shape.transpose_a || shape.batch_stride_a != shape.m * shape.k ||
-      shape.batch * shape.m > kMaxFoldedRows)
+  if (shape.batch <= 1 || shape.batch_stride_b != 0 || shape.transpose_a || shape.batch_stride_a != shape.m * shape.k)
     return shape;
   MatmulShape folded = shape;
   folded.m = shape.batch * shape.m;

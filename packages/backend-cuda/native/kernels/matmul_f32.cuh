@@ -85,10 +85,11 @@ __device__ __forceinline__ void store_operand(float (*tile)[Row], float4 values,
 template <typename Math>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     matmul_f32_kernel(const float* a, const float* b, float* out, Index m, Index n, Index k, int flags,
-                      Index batch_stride_a, Index batch_stride_b, Index batch, Index splits, Index steps_per_split) {
+                      Index batch_stride_a, Index batch_stride_b, Index batch, Index splits, Index steps_per_split,
+                      Index first_row_tile) {
   __shared__ __align__(16) float tile_a[2][kDepth][Math::kRow];
   __shared__ __align__(16) float tile_b[2][kDepth][Math::kRow];
-  const Index row0 = static_cast<Index>(blockIdx.y) * kTile;
+  const Index row0 = (first_row_tile + blockIdx.y) * kTile;
   const Index column0 = static_cast<Index>(blockIdx.x) * kTile;
   const Index all_steps = (k + kDepth - 1) / kDepth;
   for (Index item = blockIdx.z; item < batch * splits; item += gridDim.z) {
@@ -130,17 +131,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   }
 }
 
-/** Enqueues matmul_f32_kernel<Math> for one planned launch: grid n tiles × m tiles × min(batch · splits, 65535). */
+/** Enqueues matmul_f32_kernel<Math> for one planned launch: grid n tiles × m tiles (a launch per grid y of them) × min(batch · splits, 65535). */
 template <typename Math>
 cudaError_t launch_tiles(const char* kernel_name, const LaunchContext& context, const MatmulShape& shape,
                          const MatmulF32Launch& launch) {
   const Index items = shape.batch * launch.splits;
-  const dim3 blocks(static_cast<unsigned>((shape.n + kTile - 1) / kTile),
-                    static_cast<unsigned>((shape.m + kTile - 1) / kTile),
-                    static_cast<unsigned>(items < kMaxGridZ ? items : kMaxGridZ));
-  return vendor::launch(kernel_name, matmul_f32_kernel<Math>, blocks, dim3(kThreads), 0, context.stream, launch.a,
-                        launch.b, launch.out, shape.m, shape.n, shape.k, launch.flags, shape.batch_stride_a,
-                        shape.batch_stride_b, shape.batch, launch.splits, launch.steps_per_split);
+  const auto launch_rows = [&](Index first_row_tile, unsigned row_tiles) {
+    const dim3 blocks(static_cast<unsigned>((shape.n + kTile - 1) / kTile), row_tiles,
+                      static_cast<unsigned>(items < kMaxGridZ ? items : kMaxGridZ));
+    return vendor::launch(kernel_name, matmul_f32_kernel<Math>, blocks, dim3(kThreads), 0, context.stream, launch.a,
+                          launch.b, launch.out, shape.m, shape.n, shape.k, launch.flags, shape.batch_stride_a,
+                          shape.batch_stride_b, shape.batch, launch.splits, launch.steps_per_split, first_row_tile);
+  };
+  return launch_in_grid_y_chunks((shape.m + kTile - 1) / kTile, context, launch_rows);
 }
 
 }  // namespace kiln::f32_matmul

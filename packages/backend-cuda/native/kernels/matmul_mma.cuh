@@ -113,7 +113,7 @@ __device__ __forceinline__ void copy_stage(T* stage, const T* matrix, Index oute
 template <typename T, typename Out, typename Tile>
 __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     matmul_mma_kernel(const T* a, const T* b, Out* out, Index m, Index n, Index k, int flags, Index batch_stride_a,
-                      Index batch_stride_b, Index batch, Index splits, Index tiles_per_split) {
+                      Index batch_stride_b, Index batch, Index splits, Index tiles_per_split, Index first_row_tile) {
   constexpr int kStages = Tile::kStages;
   constexpr int kFragmentsM = Tile::kFragmentsM;
   constexpr int kFragmentsN = Tile::kFragmentsN;
@@ -129,7 +129,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int warp_row = (warp / Tile::kWarpsN) * Tile::kWarpM;
   const int warp_column = (warp % Tile::kWarpsN) * Tile::kWarpN;
-  const Index row0 = static_cast<Index>(blockIdx.y) * Tile::kBlockM;
+  const Index row0 = (first_row_tile + blockIdx.y) * Tile::kBlockM;
   const Index column0 = static_cast<Index>(blockIdx.x) * Tile::kBlockN;
   const bool transpose_a = (flags & kTransposeA) != 0;
   const bool transpose_b = (flags & kTransposeB) != 0;
@@ -287,13 +287,15 @@ cudaError_t launch_tile(const LaunchContext& context, const char* name, const vo
     if (allowed != cudaSuccess) return allowed;
   }
   const Index items = shape.batch * split.splits;
-  const dim3 blocks(static_cast<unsigned>((shape.n + Tile::kBlockN - 1) / Tile::kBlockN),
-                    static_cast<unsigned>((shape.m + Tile::kBlockM - 1) / Tile::kBlockM),
-                    static_cast<unsigned>(items < kMaxGridZ ? items : kMaxGridZ));
-  return vendor::launch(name, matmul_mma_kernel<T, Out, Tile>, blocks, dim3(Tile::kThreads),
-                        static_cast<std::size_t>(kBytes), context.stream, static_cast<const T*>(a),
-                        static_cast<const T*>(b), out, shape.m, shape.n, shape.k, flags, shape.batch_stride_a,
-                        shape.batch_stride_b, shape.batch, split.splits, split.tiles_per_split);
+  const auto launch_rows = [&](Index first_row_tile, unsigned row_tiles) {
+    const dim3 blocks(static_cast<unsigned>((shape.n + Tile::kBlockN - 1) / Tile::kBlockN), row_tiles,
+                      static_cast<unsigned>(items < kMaxGridZ ? items : kMaxGridZ));
+    return vendor::launch(name, matmul_mma_kernel<T, Out, Tile>, blocks, dim3(Tile::kThreads),
+                          static_cast<std::size_t>(kBytes), context.stream, static_cast<const T*>(a),
+                          static_cast<const T*>(b), out, shape.m, shape.n, shape.k, flags, shape.batch_stride_a,
+                          shape.batch_stride_b, shape.batch, split.splits, split.tiles_per_split, first_row_tile);
+  };
+  return launch_in_grid_y_chunks((shape.m + Tile::kBlockM - 1) / Tile::kBlockM, context, launch_rows);
 }
 
 /** Kernel names of one dtype's launches. */

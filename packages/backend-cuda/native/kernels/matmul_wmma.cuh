@@ -128,7 +128,7 @@ struct SliceLoader {
 template <typename T, int kBlockM, int kBlockN>
 __global__ void __launch_bounds__(kThreads, 2)
     matmul_wmma_kernel(const T* a, const T* b, T* out, Index m, Index n, Index k, int flags, Index batch_stride_a,
-                       Index batch_stride_b, Index batch) {
+                       Index batch_stride_b, Index batch, Index first_row_tile) {
   constexpr int kWarpM = kBlockM / kWarpsM;
   constexpr int kWarpN = kBlockN / kWarpsN;
   constexpr int kFragmentsM = kWarpM / kFragment;
@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int warp_row = (warp / kWarpsN) * kWarpM;
   const int warp_column = (warp % kWarpsN) * kWarpN;
-  const Index row0 = static_cast<Index>(blockIdx.y) * kBlockM;
+  const Index row0 = (first_row_tile + blockIdx.y) * kBlockM;
   const Index column0 = static_cast<Index>(blockIdx.x) * kBlockN;
   const bool transpose_a = (flags & kTransposeA) != 0;
   const bool transpose_b = (flags & kTransposeB) != 0;
@@ -223,17 +223,17 @@ cudaError_t launch(const LaunchContext& context, const char* name_large, const c
   const unsigned grid_z = static_cast<unsigned>(shape.batch < kMaxGridZ ? shape.batch : kMaxGridZ);
   const Index large_blocks = ((shape.m + 127) / 128) * ((shape.n + 127) / 128) * shape.batch;
   // max_blocks is 16 per multiprocessor: 128 × 128 tiles need about 2 blocks per SM to pay off.
-  if (large_blocks * 8 >= context.max_blocks) {
-    const dim3 blocks(static_cast<unsigned>((shape.n + 127) / 128), static_cast<unsigned>((shape.m + 127) / 128),
-                      grid_z);
-    return vendor::launch(name_large, matmul_wmma_kernel<T, 128, 128>, blocks, dim3(kThreads), 0, context.stream,
-                          static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), shape.m, shape.n,
-                          shape.k, flags, shape.batch_stride_a, shape.batch_stride_b, shape.batch);
-  }
-  const dim3 blocks(static_cast<unsigned>((shape.n + 63) / 64), static_cast<unsigned>((shape.m + 63) / 64), grid_z);
-  return vendor::launch(name_small, matmul_wmma_kernel<T, 64, 64>, blocks, dim3(kThreads), 0, context.stream,
-                        static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), shape.m, shape.n,
-                        shape.k, flags, shape.batch_stride_a, shape.batch_stride_b, shape.batch);
+  // Launches the kernel of block × block tiles, one launch per grid y of row tiles.
+  const auto launch_tiles = [&](auto kernel, const char* name, Index block) {
+    return launch_in_grid_y_chunks((shape.m + block - 1) / block, context, [&](Index first_row_tile, unsigned rows) {
+      const dim3 blocks(static_cast<unsigned>((shape.n + block - 1) / block), rows, grid_z);
+      return vendor::launch(name, kernel, blocks, dim3(kThreads), 0, context.stream, static_cast<const T*>(a),
+                            static_cast<const T*>(b), static_cast<T*>(out), shape.m, shape.n, shape.k, flags,
+                            shape.batch_stride_a, shape.batch_stride_b, shape.batch, first_row_tile);
+    });
+  };
+  if (large_blocks * 8 >= context.max_blocks) return launch_tiles(matmul_wmma_kernel<T, 128, 128>, name_large, 128);
+  return launch_tiles(matmul_wmma_kernel<T, 64, 64>, name_small, 64);
 }
 
 }  // namespace wmma_matmul

@@ -63,27 +63,32 @@ __global__ void __launch_bounds__(1024)
   }
 }
 
-/** target[blockIdx.y, j] = Σ over the chunk's rows of dy·x·rstd for 32 columns j; blockDim (32, 8). */
+/**
+ * target[chunk, j] = Σ over the chunk's rows of dy·x·rstd for 32 columns j; blockDim (32, 8), grid y
+ * the chunks (strided past the device's grid y).
+ */
 __global__ void __launch_bounds__(kColumnTile* kRowThreads)
     rms_norm_weight_gradient_kernel(int dtype, const void* x, const float* rstd, const void* dy, float* target,
-                                    Index rows, Index cols, Index rows_per_chunk) {
+                                    Index rows, Index cols, Index chunks, Index rows_per_chunk) {
   __shared__ float partial[kRowThreads][kColumnTile + 1];
   const Index col = static_cast<Index>(blockIdx.x) * kColumnTile + threadIdx.x;
-  const Index chunk = blockIdx.y;
-  const Index begin = chunk * rows_per_chunk;
-  const Index end = begin + rows_per_chunk < rows ? begin + rows_per_chunk : rows;
-  float sum = 0.0f;
-  if (col < cols) {
-    for (Index row = begin + threadIdx.y; row < end; row += kRowThreads) {
-      sum += load_float(dy, dtype, row * cols + col) * (load_float(x, dtype, row * cols + col) * rstd[row]);
+  for (Index chunk = blockIdx.y; chunk < chunks; chunk += gridDim.y) {
+    const Index begin = chunk * rows_per_chunk;
+    const Index end = begin + rows_per_chunk < rows ? begin + rows_per_chunk : rows;
+    float sum = 0.0f;
+    if (col < cols) {
+      for (Index row = begin + threadIdx.y; row < end; row += kRowThreads) {
+        sum += load_float(dy, dtype, row * cols + col) * (load_float(x, dtype, row * cols + col) * rstd[row]);
+      }
     }
-  }
-  partial[threadIdx.y][threadIdx.x] = sum;
-  __syncthreads();
-  if (threadIdx.y == 0 && col < cols) {
-    float total = partial[0][threadIdx.x];
-    for (int part = 1; part < kRowThreads; part++) total += partial[part][threadIdx.x];
-    target[chunk * cols + col] = total;
+    partial[threadIdx.y][threadIdx.x] = sum;
+    __syncthreads();
+    if (threadIdx.y == 0 && col < cols) {
+      float total = partial[0][threadIdx.x];
+      for (int part = 1; part < kRowThreads; part++) total += partial[part][threadIdx.x];
+      target[chunk * cols + col] = total;
+    }
+    __syncthreads();  // partial[] is rewritten by the next chunk
   }
 }
 
@@ -146,10 +151,10 @@ cudaError_t launch_rms_norm_backward(const LaunchContext& context, int dtype, co
   if (error != cudaSuccess) return error;
   const Index chunks = rms_norm_backward_chunks(rows, cols);
   const Index rows_per_chunk = (rows + chunks - 1) / chunks;
-  const dim3 grid(static_cast<unsigned>((cols + kColumnTile - 1) / kColumnTile), static_cast<unsigned>(chunks));
+  const dim3 grid(static_cast<unsigned>((cols + kColumnTile - 1) / kColumnTile), grid_y_for(chunks, context));
   error = vendor::launch("rms_norm_weight_gradient_kernel", rms_norm_weight_gradient_kernel, grid,
                          dim3(kColumnTile, kRowThreads), 0, context.stream, dtype, x, rstd, dy,
-                         chunks == 1 ? d_weight : scratch, rows, cols, rows_per_chunk);
+                         chunks == 1 ? d_weight : scratch, rows, cols, chunks, rows_per_chunk);
   if (error != cudaSuccess || chunks == 1) return error;
   return vendor::launch("rms_norm_sum_chunks_kernel", sum_chunks_kernel, dim3(grid_for(cols, 256, context.max_blocks)),
                         dim3(256), 0, context.stream, static_cast<const float*>(scratch), d_weight, chunks, cols);

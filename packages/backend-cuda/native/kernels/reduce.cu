@@ -177,21 +177,25 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-/** Pass 1 of a long row: block (chunk, row) folds elements [chunk·chunk_size, +chunk_size) into partials[row·chunks + chunk]. */
+/**
+ * Pass 1 of a long row: block (chunk, row) folds elements [chunk·chunk_size, +chunk_size) into
+ * partials[row·chunks + chunk]; rows past the device's grid y are taken in steps of gridDim.y.
+ */
 template <typename Accumulator>
 __global__ void __launch_bounds__(kThreads)
-    reduce_row_chunks_kernel(const void* x, int dtype, typename Accumulator::State* partials, Index size,
+    reduce_row_chunks_kernel(const void* x, int dtype, typename Accumulator::State* partials, Index rows, Index size,
                              Index chunk_size) {
   using State = typename Accumulator::State;
   __shared__ State partial[kThreads / 32];
-  const Index row = blockIdx.y;
   const Index begin = static_cast<Index>(blockIdx.x) * chunk_size;
   const Index end = begin + chunk_size < size ? begin + chunk_size : size;
-  State state = Accumulator::identity();
-  for (Index k = begin + threadIdx.x; k < end; k += blockDim.x)
-    state = Accumulator::combine(state, Accumulator::load(x, dtype, row * size + k, k));
-  state = block_reduce<Accumulator>(state, partial);
-  if (threadIdx.x == 0) partials[row * gridDim.x + blockIdx.x] = state;
+  for (Index row = blockIdx.y; row < rows; row += gridDim.y) {
+    State state = Accumulator::identity();
+    for (Index k = begin + threadIdx.x; k < end; k += blockDim.x)
+      state = Accumulator::combine(state, Accumulator::load(x, dtype, row * size + k, k));
+    state = block_reduce<Accumulator>(state, partial);
+    if (threadIdx.x == 0) partials[row * gridDim.x + blockIdx.x] = state;
+  }
 }
 
 /** Pass 2 of a long row: one block per row folds its `chunks` partial states. */
@@ -301,9 +305,10 @@ cudaError_t launch_with(const LaunchContext& context, const char* name, int dtyp
                             dim3(static_cast<unsigned>(outer < context.max_blocks ? outer : context.max_blocks)),
                             threads, 0, context.stream, x, dtype, out, out_dtype, outer, size);
     case ReducePlan::kChunkedRows: {
-      const cudaError_t error = vendor::launch(name, reduce_row_chunks_kernel<Accumulator>,
-                                               dim3(static_cast<unsigned>(plan.chunks), static_cast<unsigned>(outer)),
-                                               threads, 0, context.stream, x, dtype, partials, size, plan.chunk_size);
+      const cudaError_t error =
+          vendor::launch(name, reduce_row_chunks_kernel<Accumulator>,
+                         dim3(static_cast<unsigned>(plan.chunks), grid_y_for(outer, context)), threads, 0,
+                         context.stream, x, dtype, partials, outer, size, plan.chunk_size);
       if (error != cudaSuccess) return error;
       return vendor::launch(name, reduce_row_partials_kernel<Accumulator>, dim3(static_cast<unsigned>(outer)), threads,
                             0, context.stream, static_cast<const State*>(partials), out, out_dtype, plan.chunks);

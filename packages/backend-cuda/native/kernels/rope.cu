@@ -55,19 +55,14 @@ cudaError_t launch_rope(const LaunchContext& context, int dtype, const void* x, 
   const Index pairs = positions * (dim / 2);
   if (rows == 0 || pairs == 0) return cudaSuccess;
   const Index chunks = (rows + kRowsPerThread - 1) / kRowsPerThread;
-  // Grid y is at most 65535 chunks: more rows take several launches.
-  const Index max_chunks = 65535;
-  for (Index first_chunk = 0; first_chunk < chunks; first_chunk += max_chunks) {
-    const Index launch_chunks = chunks - first_chunk < max_chunks ? chunks - first_chunk : max_chunks;
+  // Grid y holds at most the device's limit (65535) of chunks: more rows take several launches.
+  return launch_in_grid_y_chunks(chunks, context, [&](Index first_chunk, unsigned launch_chunks) {
     // Rows [first_chunk·kRowsPerThread, rows) of this launch are addressed from element 0 (tokens-major rows are not contiguous).
-    const Index first_row = first_chunk * kRowsPerThread;
-    const dim3 grid(grid_for(pairs, kThreads, context.max_blocks), static_cast<unsigned>(launch_chunks));
-    const cudaError_t error =
-        vendor::launch("rope_kernel", rope_kernel, grid, dim3(kThreads), 0, context.stream, dtype, x, out, first_row,
-                       rows, positions, dim, offset, theta, inverse ? -1.0 : 1.0, heads);
-    if (error != cudaSuccess) return error;
-  }
-  return cudaSuccess;
+    const dim3 grid(grid_for(pairs, kThreads, context.max_blocks), launch_chunks);
+    return vendor::launch("rope_kernel", rope_kernel, grid, dim3(kThreads), 0, context.stream, dtype, x, out,
+                          first_chunk * kRowsPerThread, rows, positions, dim, offset, theta, inverse ? -1.0 : 1.0,
+                          heads);
+  });
 }
 
 }  // namespace kiln

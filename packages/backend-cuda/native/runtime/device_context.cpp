@@ -52,6 +52,7 @@ DeviceContext::DeviceContext(int device_index, std::size_t memory_limit_bytes)
   facts_.total_bytes = properties.totalGlobalMem;
   facts_.multiprocessors = properties.multiProcessorCount;
   max_blocks_ = (properties.multiProcessorCount > 0 ? properties.multiProcessorCount : 1) * 16;
+  max_grid_y_ = properties.maxGridSize[1] > 0 ? properties.maxGridSize[1] : 1;
   check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   void* record = nullptr;
   check_cuda(cudaMalloc(&record, sizeof(DeviceErrorRecord)), "cudaMalloc of the device error record");
@@ -80,7 +81,7 @@ DeviceContext::~DeviceContext() {
 LaunchContext DeviceContext::launch_context() {
   use_device(device_index_);
   profiler_.before_launch();
-  return LaunchContext{stream_, max_blocks_, device_errors_, allow_tf32_};
+  return LaunchContext{stream_, max_blocks_, device_errors_, allow_tf32_, max_grid_y_};
 }
 
 void DeviceContext::ensure_usable() const {

@@ -110,6 +110,8 @@ class DeviceContext {
   std::unique_ptr<CublasSession> cublas_;
   KernelProfiler profiler_;
   int max_blocks_ = 1;
+  /** The device's largest grid y (LaunchContext::max_grid_y). */
+  Index max_grid_y_ = 65535;
   bool allow_tf32_ = false;
   bool synchronous_ = false;
   bool broken_ = false;

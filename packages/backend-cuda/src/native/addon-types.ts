@@ -163,6 +163,8 @@ export interface SimulatorMachineOptions {
   memoryBytes?: number;
   /** Multiprocessors reported (sizes grid-stride launches). */
   multiprocessors?: number;
+  /** Largest grid y a launch may have (65535, as on every NVIDIA GPU; less makes the kernels stride their row tiles). */
+  maxGridY?: number;
   /** Engine worker threads that run blocks in parallel. */
   workers?: number;
   /** The next kernel launch fails with cudaErrorLaunchFailure and this explanation. */

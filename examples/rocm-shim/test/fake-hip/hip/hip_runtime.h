@@ -55,6 +55,7 @@ struct hipDeviceProp_t {
   int minor;
   int multiProcessorCount;
   int warpSize;
+  int maxGridSize[3];
   char gcnArchName[256];
 };
 

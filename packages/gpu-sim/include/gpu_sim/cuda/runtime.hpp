@@ -154,6 +154,8 @@ struct SimulatedDeviceConfig {
   int compute_capability_major = 9;
   /** Compute capability minor version reported. */
   int compute_capability_minor = 0;
+  /** Largest grid y a launch may have (maxGridSize[1]): 65535 on every NVIDIA GPU; less tests kernels that stride past it. */
+  unsigned max_grid_y = 65535;
 };
 
 /** Red zone after each device allocation: its bytes must never change. */
@@ -412,7 +414,7 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* properties, int devic
   properties->maxThreadsDim[1] = 1024;
   properties->maxThreadsDim[2] = 64;
   properties->maxGridSize[0] = 2147483647;
-  properties->maxGridSize[1] = 65535;
+  properties->maxGridSize[1] = static_cast<int>(config.max_grid_y);
   properties->maxGridSize[2] = 65535;
   properties->major = config.compute_capability_major;
   properties->minor = config.compute_capability_minor;
@@ -701,7 +703,7 @@ cudaError_t launch_kernel(const char* name, void (*kernel)(Parameters...), dim3 
   if (ready != cudaSuccess) return ready;
   const unsigned long long threads = static_cast<unsigned long long>(block.x) * block.y * block.z;
   if (block.x == 0 || block.y == 0 || block.z == 0 || grid.x == 0 || grid.y == 0 || grid.z == 0 || threads > 1024 ||
-      block.z > 64 || grid.y > 65535 || grid.z > 65535 || shared_bytes > 227 * 1024) {
+      block.z > 64 || grid.y > device_config().max_grid_y || grid.z > 65535 || shared_bytes > 227 * 1024) {
     return fault(cudaErrorInvalidConfiguration,
                  std::string("kernel '") + name + "': invalid launch configuration grid (" + std::to_string(grid.x) +
                      "," + std::to_string(grid.y) + "," + std::to_string(grid.z) + ") block (" +
