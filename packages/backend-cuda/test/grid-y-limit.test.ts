@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CudaBackend } from '../src/cuda-backend.js';
 import { configureSimulator, createSimulatedCudaBackend } from '../src/simulator.js';
 import { expectF32MatmulMatchesReference } from './f32-matmul-check.js';
-import { expectHalfMatmulMatchesReference } from './half-matmul-check.js';
+import { expectHalfMatmulMatchesReference, type HalfDType, type HalfMatmulCase } from './half-matmul-check.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
@@ -65,6 +65,12 @@ interface GridCase {
 const halfBytes = (bits: Uint16Array) => new Uint8Array(bits.buffer.slice(0));
 const f32Bytes = (data: Float32Array) => new Uint8Array(data.buffer.slice(0));
 
+/** A half matmul case: checked against its reference, its output bits returned. */
+const halfMatmul = (name: string, dtype: HalfDType, shape: HalfMatmulCase): GridCase => ({
+  name,
+  run: async (backend) => [halfBytes(await expectHalfMatmulMatchesReference(backend, dtype, shape))],
+});
+
 const CASES: GridCase[] = [
   {
     name: 'f32 SIMT matmul, 300 rows (3 tiles of 128), 2 batches, nt',
@@ -81,36 +87,22 @@ const CASES: GridCase[] = [
       return [f32Bytes((await expectF32MatmulMatchesReference(backend, shape, TF32_BOUND(shape.k))).got)];
     },
   },
-  {
-    name: 'bf16 mma.sync matmul, 300 rows (3 tiles of 128), 2 batches',
-    run: async (backend) => [
-      halfBytes(
-        await expectHalfMatmulMatchesReference(backend, 'bf16', {
-          batch: 2,
-          m: 300,
-          n: 40,
-          k: 72,
-          transposeA: false,
-          transposeB: false,
-        }),
-      ),
-    ],
-  },
-  {
-    name: 'f16 WMMA matmul (k = 21: not whole 16-byte chunks), 200 rows, tt',
-    run: async (backend) => [
-      halfBytes(
-        await expectHalfMatmulMatchesReference(backend, 'f16', {
-          batch: 1,
-          m: 200,
-          n: 17,
-          k: 21,
-          transposeA: true,
-          transposeB: true,
-        }),
-      ),
-    ],
-  },
+  halfMatmul('bf16 mma.sync matmul, 300 rows (3 tiles of 128), 2 batches', 'bf16', {
+    batch: 2,
+    m: 300,
+    n: 40,
+    k: 72,
+    transposeA: false,
+    transposeB: false,
+  }),
+  halfMatmul('f16 WMMA matmul (k = 21: not whole 16-byte chunks), 200 rows, tt', 'f16', {
+    batch: 1,
+    m: 200,
+    n: 17,
+    k: 21,
+    transposeA: true,
+    transposeB: true,
+  }),
   {
     name: 'bf16 split-K mma.sync matmul, 136 rows (3 tiles of 64), k = 2048',
     run: async (backend) => {
@@ -121,22 +113,15 @@ const CASES: GridCase[] = [
       return [halfBytes(bits)];
     },
   },
-  {
-    name: 'bf16 batch of 5 sharing B, folded into one matmul of 320 rows',
-    run: async (backend) => [
-      halfBytes(
-        await expectHalfMatmulMatchesReference(backend, 'bf16', {
-          batch: 5,
-          m: 64,
-          n: 32,
-          k: 48,
-          transposeA: false,
-          transposeB: true,
-          broadcastB: true,
-        }),
-      ),
-    ],
-  },
+  halfMatmul('bf16 batch of 5 sharing B, folded into one matmul of 320 rows', 'bf16', {
+    batch: 5,
+    m: 64,
+    n: 32,
+    k: 48,
+    transposeA: false,
+    transposeB: true,
+    broadcastB: true,
+  }),
   {
     name: 'sum over rows of 20000 (5 rows in grid y, chunked)',
     run: async (backend) => {
