@@ -11,17 +11,18 @@
 // role also 32 producer threads that store the tile's lse and Δ) and an `empty` one (key/value
 // role: one arrival per consumer thread, after its own reads of lse and Δ; query role: one per
 // consumer warpgroup). Per streamed tile, a consumer issues two wgmma chains (both operands
-// K-major in shared memory, m64n64k16, D/16 steps): X = R₁·S₁ᵀ, then Y = R₂·S₂ᵀ; once both
-// retired it computes P and dS in a copy of X (so that wgmma accumulators are written by wgmma
-// only) and issues the accumulations with them rounded to f16/bf16 as register A operands and
-// S₁/S₂ as MN-major B (m64nNk16, N = D rounded up to 64s, 4 k16 steps over the tile's 64 rows),
-// and right behind them X and Y of the next tile, before waiting for them (FlashAttention-3's
+// K-major in shared memory, m64n64k16, D/16 steps): X = R₁·S₁ᵀ, then Y = R₂·S₂ᵀ; once X has
+// retired it computes P in a copy of X (so that wgmma accumulators are written by wgmma only)
+// while Y runs, then dS once Y has, and issues the accumulations with them rounded to f16/bf16 as
+// register A operands and S₁/S₂ as MN-major B (m64nNk16, N = D rounded up to 64s, 4 k16 steps
+// over the tile's 64 rows), and right behind them X and Y of the next tile (FlashAttention-3's
 // intra-warpgroup overlap); the two consumers take turns issuing (attention_wgmma_common.cuh
 // PingPong), so one computes P and dS while the other's products run. The key/value role at D
 // 96/128 (two 128-wide accumulators) has no registers for X and Y beside both packed operands: it
 // issues only X of the next tile behind the accumulations, and Y in a turn of its own once P is
-// computed (P, Y and the accumulators fill its 240 registers then). Accumulators are read
-// only after every wgmma group of the warpgroup has retired, and fenced (ptx::fence_operand) at
+// computed (P, Y and the accumulators fill its 240 registers then). Accumulators are read only
+// after their group has retired — waited for right after the issuing turn, in straight-line code,
+// so that ptxas can tell which groups a wait_group 1 retires — and fenced (ptx::fence_operand) at
 // issue and wait: ptxas serialises the pipeline otherwise (C7514/C7515).
 //  - key/value role, one block per (batch, kv head, 128-key tile): R = (K, V), S = (q, dO) of every
 //    query head of the kv head's group and every query tile that can see the keys (causal: tiles
@@ -105,7 +106,9 @@ struct Plan {
   static constexpr int kBarrierOffset = kRowValuesOffset + kStages * 2 * kStreamRows * 4;
   /** resident_full, full[kStages], empty[kStages]. */
   static constexpr int kBarriers = 1 + 2 * kStages;
-  static constexpr int kSharedBytes = kBarrierOffset + kBarriers * 8 + 1024;
+  /** One f32 per consumer thread that ptx::store_before_wgmma_wait writes (never read). */
+  static constexpr int kAnchorOffset = kBarrierOffset + kBarriers * 8;
+  static constexpr int kSharedBytes = kAnchorOffset + kConsumers * 128 * 4 + 1024;
   static_assert(kSharedBytes <= 227 * 1024, "exceeds the 227 KiB of shared memory a Hopper block may use");
 };
 
@@ -329,16 +332,21 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
 
   // X and Y of item n + 1 are issued right behind item n's accumulations, so the tensor cores run
-  // them while the accumulations finish (FlashAttention-3's intra-warpgroup overlap), and P, dS
-  // are computed in a copy of X. The key/value role at D 96/128 (two D-wide accumulators) has no
-  // registers for X, Y and both packed operands at once, so it takes two turns per item: Y once
-  // P is computed (then waited for), and the accumulations with X of the next item behind them.
-  // Either way P and dS are packed pair by pair, so P, Y and both packed operands shrink together.
+  // them while the accumulations finish, and P is computed from X while Y still runs
+  // (FlashAttention-3's intra-warpgroup overlap); P and dS go to a copy of X. The key/value role
+  // at D 96/128 (two D-wide accumulators) has no registers for X, Y and both packed operands at
+  // once, so it takes two turns per item: Y once P is computed (then waited for), and the
+  // accumulations with X of the next item behind them. Either way P and dS are packed pair by
+  // pair, so P, Y and both packed operands shrink together.
   constexpr bool kTwoTurns = kKeyValue && P::kOutColumns > 64;
   float x[kStreamRows / 8][4];
   float y[kStreamRows / 8][4];
   std::uint32_t a_p[kStreamRows / 16][4];
   std::uint32_t a_ds[kStreamRows / 16][4];
+  // P, then dS, of the current item: a copy of X, so that wgmma accumulators are written by wgmma
+  // only (ptxas serialises the wgmma pipeline otherwise).
+  float scores[kStreamRows / 8][4];
+  float* anchor = reinterpret_cast<float*>(shared + P::kAnchorOffset) + consumer * 128 + thread;
   // Releases a stage once this thread is done with it (kStageReleasers: who arrives).
   const auto release_stage = [&](int stage) {
     if (kKeyValue || thread == 0) ptx::mbarrier_arrive(&empty[stage]);
@@ -346,6 +354,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const auto stream_address = [&](int item) {
     return shared_address + static_cast<std::uint32_t>(P::kStagesOffset + (item % P::kStages) * P::kStageBytes);
   };
+  // lse₂[kStreamRows], then Δ[kStreamRows], of item's stage (key/value role).
+  const auto row_values_of = [&](int item) { return row_values + (item % P::kStages) * 2 * kStreamRows; };
   // Waits until item's stage has landed.
   const auto wait_stream = [&](int item) {
     ptx::mbarrier_wait(&full[item % P::kStages], static_cast<unsigned>(item / P::kStages) & 1u);
@@ -361,45 +371,17 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Fences operands so that no use of them moves across a wgmma issue or wait. Only live ones:
   // a fence reads its operand, so fencing a dead one would keep its registers.
   const auto fence = [](auto&... operands) { (ptx::fence_operand(operands), ...); };
-  // The consumers ping-pong (attention_wgmma_common.cuh PingPong): each takes 1 + work.items ·
-  // (kTwoTurns ? 2 : 1) turns (the products of item 0, then per item Y when kTwoTurns, and the
-  // accumulations with the products of the next item), so one consumer computes P and dS while
-  // the other's products run. work.items is the block's, so both take the same number of turns.
-  const attention_wgmma::PingPong ping_pong(consumer);
-
-  ping_pong.start();
-  if (work.items > 0) {
-    ptx::mbarrier_wait(resident_full, 0);
-    wait_stream(0);
-    ping_pong.take_turn();
-    issue_products(0);
-    ping_pong.hand_over();
-  }
-  for (int item = 0; item < work.items; item++) {
-    const int stage = item % P::kStages;
-    const std::uint32_t s1_address = stream_address(item);
-    const std::uint32_t s2_address = s1_address + static_cast<std::uint32_t>(P::kStreamBytes);
-    // In flight: item − 1's accumulations, X and (unless kTwoTurns) Y. All retire before any
-    // accumulator is read: ptxas tracks no finer, and serialises the pipeline otherwise (C7514).
-    ptx::wgmma_wait<0>();
-    // Every operand is settled: fence them so that no use moves above the wait.
-    fence(x, acc1, acc2, a_p, a_ds);
-    if constexpr (!kTwoTurns) fence(y);
-    if (item > 0) release_stage((item - 1) % P::kStages);
-    // P and dS go to a copy of X, so that wgmma accumulators are written by wgmma only (ptxas
-    // serialises the wgmma pipeline otherwise).
-    float scores[kStreamRows / 8][4];
+  // X of `item` → P in `scores` (row_of / column_of give global query and key positions).
+  const auto compute_probabilities = [&](int item) {
     KILN_UNROLL
     for (int nt = 0; nt < kStreamRows / 8; nt++) {
       for (int e = 0; e < 4; e++) scores[nt][e] = x[nt][e];
     }
-
-    // X → P (probabilities) in place; row_of / column_of give global query and key positions.
-    const float* lse_stage = row_values + stage * 2 * kStreamRows;
-    int h = work.head;
     if constexpr (kKeyValue) {
+      int h = 0;
       int query0 = 0;
       query_tile_of(p, work, item, h, query0);
+      const float* lse_stage = row_values_of(item);
       const int key_first = work.row0 + warp_row;
       const bool check = key_first + 16 > p.length_k || query0 + kStreamRows > p.length_q ||
                          (p.causal && static_cast<long long>(key_first) + 15 > query0 + p.shift);
@@ -413,11 +395,50 @@ __global__ void __launch_bounds__(kThreads, 1)
       const bool check = key0 + kStreamRows > p.length_k ||
                          (p.causal && static_cast<long long>(key0) + kStreamRows - 1 > row_first + p.shift);
       scores_to_probabilities(
-          scores, p, b, h, check, [&](int row, int) { return static_cast<long long>(row_first + row); },
+          scores, p, b, work.head, check, [&](int row, int) { return static_cast<long long>(row_first + row); },
           [&](int, int column) { return static_cast<long long>(key0 + column); },
           [&](int, int e) { return lse_row[e / 2]; });
     }
+  };
+  // Right after the turn that issued item's products: waits for X (and item − 1's accumulations,
+  // whose stage it then releases) and computes P while Y runs, then waits for Y. The waits follow
+  // the issues in straight-line code: ptxas then knows which groups retired (waiting at the loop's
+  // top, on groups from before the back edge, it serialises the pipeline: C7514). With kTwoTurns
+  // Y is not issued yet: it waits for everything.
+  const auto settle_probabilities = [&](int item) {
+    ptx::wgmma_wait<kTwoTurns ? 0 : 1>();
+    fence(x, acc1, acc2, a_p, a_ds);
+    if (item > 0) release_stage((item - 1) % P::kStages);
+    compute_probabilities(item);
+    if constexpr (!kTwoTurns) {
+      // P depends on every exponential: stored before the wait, it keeps them ahead of it (ptxas
+      // otherwise hoists the wait above them, and they run after Y).
+      ptx::store_before_wgmma_wait(anchor, attention_wgmma::fold_bits(scores));
+      ptx::wgmma_wait<0>();  // Y
+      fence(y);
+    }
+  };
+  // The consumers ping-pong (attention_wgmma_common.cuh PingPong): each takes 1 + work.items ·
+  // (kTwoTurns ? 2 : 1) turns (the products of item 0, then per item Y when kTwoTurns, and the
+  // accumulations with the products of the next item), so one consumer computes P and dS while
+  // the other's products run. work.items is the block's, so both take the same number of turns.
+  const attention_wgmma::PingPong ping_pong(consumer);
+
+  ping_pong.start();
+  if (work.items > 0) {
+    ptx::mbarrier_wait(resident_full, 0);
+    wait_stream(0);
+    ping_pong.take_turn();
+    issue_products(0);
+    ping_pong.hand_over();
+    if constexpr (!kTwoTurns) settle_probabilities(0);
+  }
+  for (int item = 0; item < work.items; item++) {
+    const int stage = item % P::kStages;
+    const std::uint32_t s1_address = stream_address(item);
+    const std::uint32_t s2_address = s1_address + static_cast<std::uint32_t>(P::kStreamBytes);
     if constexpr (kTwoTurns) {
+      settle_probabilities(item);
       ping_pong.take_turn();
       issue_y(item);
       ping_pong.hand_over();
@@ -426,6 +447,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
 
     // dS = P ∘ (Y − Δ); the key/value role packs P (for dV += Pᵀ·dO) pair by pair beside it.
+    const float* lse_stage = row_values_of(item);
     KILN_UNROLL
     for (int step = 0; step < kStreamRows / 16; step++) {
       KILN_UNROLL
@@ -451,9 +473,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     issue_accumulate(acc1, a_ds, s1_address);                          // dK += dSᵀ·q, or dQ += dS·K
     ptx::wgmma_commit();
     fence(acc1, acc2, a_p, a_ds);
-    if (more) issue_products(item + 1);  // this stage is released once the accumulations are done (next iteration)
+    if (more) issue_products(item + 1);  // this stage is released once the accumulations are done
     ping_pong.hand_over();
-    if (!more) {
+    if (more && !kTwoTurns) {
+      settle_probabilities(item + 1);
+    } else if (!more) {
       ptx::wgmma_wait<0>();  // the stage (and, key/value role, its lse and Δ) is free
       fence(acc1, acc2, a_p, a_ds);
       release_stage(stage);

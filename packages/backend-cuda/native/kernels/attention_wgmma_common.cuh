@@ -68,6 +68,17 @@ __device__ __forceinline__ void pack_a_operand(const float (&fragment)[kTiles][4
   }
 }
 
+/** The bits of every element XORed, as a float: a value that depends on each of them (for ptx::store_before_wgmma_wait). */
+template <int kTiles>
+__device__ __forceinline__ float fold_bits(const float (&fragment)[kTiles][4]) {
+  std::uint32_t bits = 0;
+  KILN_UNROLL
+  for (int nt = 0; nt < kTiles; nt++) {
+    for (int e = 0; e < 4; e++) bits ^= bit_cast<std::uint32_t>(fragment[nt][e]);
+  }
+  return bit_cast<float>(bits);
+}
+
 /**
  * Inter-warpgroup ping-pong of the two consumer warpgroups: they take turns issuing their wgmma,
  * so one consumer's softmax (or P and dS) runs while the other's products occupy the tensor
