@@ -404,7 +404,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // whose stage it then releases) and computes P while Y runs, then waits for Y. The waits follow
   // the issues in straight-line code: ptxas then knows which groups retired (waiting at the loop's
   // top, on groups from before the back edge, it serialises the pipeline: C7514). With kTwoTurns
-  // Y is not issued yet: it waits for everything.
+  // Y is not issued yet: it waits for everything, at the top of the item, as before its Y turn.
   const auto settle_probabilities = [&](int item) {
     ptx::wgmma_wait<kTwoTurns ? 0 : 1>();
     fence(x, acc1, acc2, a_p, a_ds);
