@@ -7,7 +7,10 @@
 // B in registers and stores it into the other buffer afterwards (one __syncthreads per step).
 // Operands are staged k-major (tile[k][m], tile[k][n]) whichever way they are stored: the contiguous
 // direction is read with 16-byte float4 loads when the leading dimension, batch stride and base
-// allow it, else with scalar loads; out-of-range elements are 0, so any m, n, k works.
+// allow it, else with scalar loads; out-of-range elements are 0, so any m, n, k works. Each thread's
+// load address and bounds are set up once per work item (OperandSlices) and a step only advances a
+// pointer and compares its depth: recomputing them with 64-bit index arithmetic every step cost the
+// SIMT loop about as many instructions as its 32 shared loads, and spilled.
 // What a step multiplies and how the 64 accumulators a thread holds map onto out is the `Math`
 // policy's: kRow (row length of the k-major tiles, in floats), operand() (applied to each element as
 // it is stored to shared memory), step() (one k8 step) and store() (the epilogue).
@@ -45,22 +48,47 @@ __device__ __forceinline__ float4 load_four(const float* base, Index offset, Ind
 }
 
 /**
- * This thread's four elements of an operand's k8 slice at depth k0: A (extent m, rows from offset0)
- * or B (extent n, columns from offset0). k-major storage (A transposed, B not): depth k0 + t/32,
- * positions offset0 + (t%32)·4 …; k-contiguous storage: position offset0 + t/2, depths k0 + (t%2)·4 ….
+ * One thread's share of an operand's k8 slices, fixed per work item so that a step costs a pointer
+ * add and two compares. k-major storage (A transposed, B not): depth t/32, positions
+ * offset0 + (t%32)·4 …; k-contiguous storage: position offset0 + t/2, depths (t%2)·4 ….
  */
-__device__ __forceinline__ float4 load_operand(const float* base, Index extent, Index k, Index offset0, Index k0,
-                                               bool k_contiguous, bool vector) {
-  const int t = static_cast<int>(threadIdx.x);
-  if (!k_contiguous) {
-    const Index depth = k0 + t / 32;
-    const Index position = offset0 + (t % 32) * 4;
-    return load_four(base, depth * extent + position, extent - position, depth < k && position < extent, vector);
+struct OperandSlices {
+  /** This thread's first element of the next slice to load. */
+  const float* next;
+  /** Elements between consecutive slices: kDepth (k-contiguous) or kDepth · extent (k-major). */
+  Index advance;
+  /** k-major: elements of the row from this thread's position on (its scalar loads stop there). */
+  Index row_remaining;
+  /** This thread's depth inside a slice. */
+  int depth;
+  /** This thread's position lies inside the operand's extent (m for A, n for B). */
+  bool in_extent;
+  /** The operand is stored k-contiguous (A untransposed, B transposed). */
+  bool k_contiguous;
+  /** Its four elements are one 16-byte load. */
+  bool vector;
+
+  /** The slices of an operand (extent m or n, its tile starting at offset0) from depth k0 on. */
+  __device__ __forceinline__ OperandSlices(const float* base, Index extent, Index k, Index offset0, Index k0,
+                                           bool k_contiguous_storage, bool vector_loads)
+      : k_contiguous(k_contiguous_storage), vector(vector_loads) {
+    const int t = static_cast<int>(threadIdx.x);
+    const Index position = k_contiguous ? offset0 + t / 2 : offset0 + (t % 32) * 4;
+    depth = k_contiguous ? (t % 2) * 4 : t / 32;
+    in_extent = position < extent;
+    row_remaining = extent - position;
+    advance = k_contiguous ? kDepth : kDepth * extent;
+    next = base + (k_contiguous ? position * k + k0 + depth : (k0 + depth) * extent + position);
   }
-  const Index position = offset0 + t / 2;
-  const Index depth = k0 + (t % 2) * 4;
-  return load_four(base, position * k + depth, k - depth, position < extent && depth < k, vector);
-}
+
+  /** This thread's four elements of the next slice, whose first depth is k − depth_limit (zeros outside the operand); then advances. */
+  __device__ __forceinline__ float4 load(Index depth_limit) {
+    const float4 values = load_four(next, 0, k_contiguous ? depth_limit - depth : row_remaining,
+                                    in_extent && depth < depth_limit, vector);
+    next += advance;
+    return values;
+  }
+};
 
 /** Stores load_operand's four elements into the k-major tile (tile[depth][position]). */
 template <int Row>
@@ -102,14 +130,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     const bool b_k_contiguous = (flags & kTransposeB) != 0;
     const bool vector_a = (flags & kVectorA) != 0;
     const bool vector_b = (flags & kVectorB) != 0;
-    const auto load_a = [&](Index k0) { return load_operand(matrix_a, m, k, row0, k0, a_k_contiguous, vector_a); };
-    const auto load_b = [&](Index k0) { return load_operand(matrix_b, n, k, column0, k0, b_k_contiguous, vector_b); };
+    OperandSlices slices_a(matrix_a, m, k, row0, first_step * kDepth, a_k_contiguous, vector_a);
+    OperandSlices slices_b(matrix_b, n, k, column0, first_step * kDepth, b_k_contiguous, vector_b);
     Accumulators accumulator;
     for (int i = 0; i < 8; i++) {
       for (int j = 0; j < 8; j++) accumulator[i][j] = 0.0f;
     }
-    store_operand(tile_a[0], Math::operand(load_a(first_step * kDepth)), a_k_contiguous);
-    store_operand(tile_b[0], Math::operand(load_b(first_step * kDepth)), b_k_contiguous);
+    // Depths left from the next slice on; only the last slice of k can fall short of kDepth.
+    Index depth_limit = k - first_step * kDepth;
+    store_operand(tile_a[0], Math::operand(slices_a.load(depth_limit)), a_k_contiguous);
+    store_operand(tile_b[0], Math::operand(slices_b.load(depth_limit)), b_k_contiguous);
+    depth_limit -= kDepth;
     __syncthreads();
     for (Index step = 0; step < steps; step++) {
       const int buffer = static_cast<int>(step & 1);
@@ -117,8 +148,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       float4 next_a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       float4 next_b = next_a;
       if (more) {
-        next_a = load_a((first_step + step + 1) * kDepth);
-        next_b = load_b((first_step + step + 1) * kDepth);
+        next_a = slices_a.load(depth_limit);
+        next_b = slices_b.load(depth_limit);
+        depth_limit -= kDepth;
       }
       Math::step(accumulator, tile_a[buffer], tile_b[buffer]);
       if (more) {
@@ -139,8 +171,8 @@ cudaError_t launch_tiles(const char* kernel_name, const LaunchContext& context, 
   const auto launch_rows = [&](Index first_row_tile, unsigned row_tiles) {
     const dim3 blocks(static_cast<unsigned>((shape.n + kTile - 1) / kTile), row_tiles,
                       static_cast<unsigned>(items < kMaxGridZ ? items : kMaxGridZ));
-    return vendor::launch(kernel_name, matmul_f32_kernel<Math>, blocks, dim3(kThreads), 0, context.stream, launch.a,
-                          launch.b, launch.out, shape.m, shape.n, shape.k, launch.flags, shape.batch_stride_a,
+    return vendor::launch(kernel_name, matmul_f32_kernel<Math>, blocks, dim3(kThreads), 0, context.stream, launch.a, launch.b,
+                          launch.out, shape.m, shape.n, shape.k, launch.flags, shape.batch_stride_a,
                           shape.batch_stride_b, shape.batch, launch.splits, launch.steps_per_split, first_row_tile);
   };
   return launch_in_grid_y_chunks((shape.m + kTile - 1) / kTile, context, launch_rows);
