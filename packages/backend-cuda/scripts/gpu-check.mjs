@@ -285,7 +285,7 @@ if (!options.skip.has('train')) {
       precision: 'bf16',
       pytorch,
       compile: !options.skip.has('compile'),
-      ownMatmul: !options.simulator,
+      ownMatmul: true,
       log,
     });
     report.gpt2s = {

@@ -431,6 +431,18 @@ describe.skipIf(!built)(
         expect(gpt2s.runs[0].kiln.tokensPerSecond, gpt2s.runs[0].kiln.error).toBeGreaterThan(0);
         expect(gpt2s.profile.timing).toBe('device');
         expect(gpt2s.profile.rows.length).toBeGreaterThan(5);
+        // The simulator has no cuBLAS: each matmul row names the kiln kernel it ran on.
+        const matmulRows = (gpt2s.profile.rows as Array<{ kernel: string }>).filter((row) =>
+          row.kernel.startsWith('matmul '),
+        );
+        expect(matmulRows.length).toBeGreaterThan(0);
+        for (const row of matmulRows) expect(row.kernel).toMatch(/\(kiln (mma\.sync|wgmma|WMMA|f32 SIMT)(, .*)?\)$/);
+        // The step without cuBLAS (the same kernels here) is timed and profiled too.
+        const own = (
+          report as GpuCheckReport & { gpt2s: { ownMatmul: { kiln: { tokensPerSecond?: number; error?: string } } } }
+        ).gpt2s.ownMatmul;
+        expect(own.kiln.tokensPerSecond, own.kiln.error).toBeGreaterThan(0);
+        expect(stdout).toMatch(/^where a tiny step \(batch 2, on kiln's own matmul kernels\) goes: /m);
         expect(stdout).toMatch(/^where a tiny step \(batch 2\) goes: .* device time per kernel \(CUDA events\):$/m);
         const graphRuns = (
           report as GpuCheckReport & {

@@ -2,7 +2,9 @@
 // between startKernelTiming() and stopKernelTiming() is counted under its name (shapes dropped),
 // with the bytes / flops its launcher declares and a non-negative time (the simulator's events
 // read the host clock); launches outside the window are not counted; stopping twice gives nothing.
-import { add, matmul, randomNormal, setBackend, sum, tidy } from '@kiln/core';
+// A matmul on kiln's own kernels names the kernel family that ran, its split-K ranges and a folded
+// batch (the simulator's 4 SMs and compute capability 9.0 pick the same way as a GPU's).
+import { add, cast, matmul, randomNormal, setBackend, sum, tidy } from '@kiln/core';
 import { kernelTimingSourceOf } from '@kiln/core/native-backend';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
@@ -50,6 +52,31 @@ describe.skipIf(skipReason !== undefined)(
       tidy(() => sum(a));
       a.dispose();
       b.dispose();
+    });
+
+    it("names which of kiln's matmul kernels ran, its split-K ranges and a folded batch", () => {
+      const cuda = backend!;
+      setBackend(cuda);
+      const timer = kernelTimingSourceOf(cuda)!;
+      timer.startKernelTiming();
+      tidy(() => {
+        // f32, one tile: unsplit SIMT.
+        matmul(randomNormal([16, 24], { seed: 3 }), randomNormal([24, 8], { seed: 4 }));
+        // f32, one partial tile and k = 1000: 4 SMs' worth of k ranges (matmul-split-k.test.ts).
+        matmul(randomNormal([100, 1000], { seed: 5 }), randomNormal([1000, 72], { seed: 6 }));
+        // bf16 x·Wᵀ over 4 stacked batches sharing W: one matmul of 256 rows, 5 column tiles on wgmma.
+        const x = cast(randomNormal([4, 64, 40], { seed: 7 }), 'bf16');
+        const w = cast(randomNormal([520, 40], { seed: 8 }), 'bf16');
+        matmul(x, w, { transposeB: true });
+        // bf16, small: mma.sync.
+        matmul(cast(randomNormal([16, 32], { seed: 9 }), 'bf16'), cast(randomNormal([32, 8], { seed: 10 }), 'bf16'));
+      });
+      const names = timer.stopKernelTiming().map((timing) => timing.name);
+      const list = names.join('\n');
+      expect(names, list).toContain('matmul f32 batch=1 m=16 n=8 k=24 (kiln f32 SIMT)');
+      expect(names, list).toContain('matmul f32 batch=1 m=100 n=72 k=1000 (kiln f32 SIMT, split-K 3)');
+      expect(names, list).toContain('matmul bf16 batch=4 m=64 n=520 k=40 transB (kiln wgmma, batch folded)');
+      expect(names, list).toContain('matmul bf16 batch=1 m=16 n=8 k=32 (kiln mma.sync)');
     });
   },
 );

@@ -108,9 +108,14 @@ void CudaDevice::matmul(Napi::Env, const MatmulCall& call) {
   const std::size_t workspace_bytes =
       static_cast<std::size_t>(matmul_workspace_bytes(launch, a.dtype, a.base(), call.b.base(), shape));
   ScratchBuffer workspace(device.pool(), workspace_bytes);
-  device.after_launch(launch_matmul(launch, a.dtype, a.base(), call.b.base(), call.out.base(), shape,
-                                    workspace_bytes > 0 ? workspace.get() : nullptr),
-                      description, work);
+  MatmulRoute route;
+  const cudaError_t launched = launch_matmul(launch, a.dtype, a.base(), call.b.base(), call.out.base(), shape,
+                                             workspace_bytes > 0 ? workspace.get() : nullptr, &route);
+  device.after_launch(launched,
+                      description + " (kiln " + route.kernel +
+                          (route.splits > 1 ? ", split-K " + std::to_string(route.splits) : "") +
+                          (route.folded ? ", batch folded" : "") + ")",
+                      work);
 }
 
 void CudaDevice::copy(Napi::Env, const CopyCall& call) {

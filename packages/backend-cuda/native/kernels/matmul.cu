@@ -197,8 +197,45 @@ Index matmul_workspace_bytes(const LaunchContext& context, int dtype, const void
   return split_k_workspace_bytes(plan_matmul(context, dtype, a, b, shape), fold_shared_b(shape));
 }
 
+namespace {
+
+/** The kernel family launch_matmul runs for these (folded, non-empty) operands, named as MatmulRoute::kernel. */
+const char* matmul_kernel_name(const LaunchContext& context, int dtype, const void* a, const void* b,
+                               const MatmulShape& shape) {
+  if (dtype == kF32) return matmul_f32_uses_tf32(context) ? "TF32 mma.sync" : "f32 SIMT";
+  switch (choose_half_matmul_kernel(context, a, b, shape)) {
+    case HalfMatmulKernel::kWgmma: return "wgmma";
+    case HalfMatmulKernel::kMma: return "mma.sync";
+    default: return "WMMA";
+  }
+}
+
+/** Launches the kernel for folded, non-empty operands; `maps_refused` says the wgmma kernel gave way to mma.sync. */
+cudaError_t launch_folded(const LaunchContext& context, int dtype, const void* a, const void* b, void* out,
+                          const MatmulShape& shape, void* workspace, bool& maps_refused) {
+  if (dtype == kF32) return launch_f32(context, a, b, out, shape, workspace);
+  const bool f16 = dtype == kF16;
+  const HalfMatmulKernel kernel = choose_half_matmul_kernel(context, a, b, shape);
+  if (kernel == HalfMatmulKernel::kWgmma) {
+    const cudaError_t launched = f16 ? launch_matmul_wgmma_f16(context, a, b, out, shape, maps_refused)
+                                     : launch_matmul_wgmma_bf16(context, a, b, out, shape, maps_refused);
+    if (!maps_refused) {
+      wgmma_launches++;
+      return launched;
+    }
+    // else the driver refused a tensor map: the mma.sync kernel takes these operands too
+  }
+  if (kernel != HalfMatmulKernel::kWmma) {
+    return f16 ? launch_matmul_mma_f16(context, a, b, out, shape, workspace)
+               : launch_matmul_mma_bf16(context, a, b, out, shape, workspace);
+  }
+  return f16 ? launch_matmul_wmma_f16(context, a, b, out, shape) : launch_matmul_wmma_bf16(context, a, b, out, shape);
+}
+
+}  // namespace
+
 cudaError_t launch_matmul(const LaunchContext& context, int dtype, const void* a, const void* b, void* out,
-                          const MatmulShape& requested, void* workspace) {
+                          const MatmulShape& requested, void* workspace, MatmulRoute* route) {
   const MatmulShape shape = fold_shared_b(requested);
   if (shape.batch == 0 || shape.m == 0 || shape.n == 0) return cudaSuccess;
   if (shape.k == 0) {
@@ -207,32 +244,15 @@ cudaError_t launch_matmul(const LaunchContext& context, int dtype, const void* a
         static_cast<std::size_t>(shape.batch * shape.m * shape.n) * static_cast<std::size_t>(dtype_bytes(dtype)),
         context.stream);
   }
-  switch (dtype) {
-    case kF32: return launch_f32(context, a, b, out, shape, workspace);
-    case kF16: {
-      const HalfMatmulKernel kernel = choose_half_matmul_kernel(context, a, b, shape);
-      if (kernel == HalfMatmulKernel::kWgmma) {
-        bool maps_refused = false;
-        const cudaError_t launched = launch_matmul_wgmma_f16(context, a, b, out, shape, maps_refused);
-        if (!maps_refused) wgmma_launches++;
-        if (!maps_refused)
-          return launched;  // else the driver refused a tensor map: the mma.sync kernel takes these operands too
-      }
-      if (kernel != HalfMatmulKernel::kWmma) return launch_matmul_mma_f16(context, a, b, out, shape, workspace);
-      return launch_matmul_wmma_f16(context, a, b, out, shape);
-    }
-    default: {
-      const HalfMatmulKernel kernel = choose_half_matmul_kernel(context, a, b, shape);
-      if (kernel == HalfMatmulKernel::kWgmma) {
-        bool maps_refused = false;
-        const cudaError_t launched = launch_matmul_wgmma_bf16(context, a, b, out, shape, maps_refused);
-        if (!maps_refused) wgmma_launches++;
-        if (!maps_refused) return launched;
-      }
-      if (kernel != HalfMatmulKernel::kWmma) return launch_matmul_mma_bf16(context, a, b, out, shape, workspace);
-      return launch_matmul_wmma_bf16(context, a, b, out, shape);
-    }
+  bool maps_refused = false;
+  const cudaError_t launched = launch_folded(context, dtype, a, b, out, shape, workspace, maps_refused);
+  if (route != nullptr) {
+    route->kernel = maps_refused ? "mma.sync" : matmul_kernel_name(context, dtype, a, b, shape);
+    route->splits =
+        (maps_refused ? plan_mma_split_k(context, shape) : plan_matmul(context, dtype, a, b, requested)).splits;
+    route->folded = shape.batch != requested.batch;
   }
+  return launched;
 }
 
 }  // namespace kiln

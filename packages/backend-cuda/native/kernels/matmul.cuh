@@ -19,7 +19,17 @@ namespace kiln {
  * (matmul_split_k.cuh). k = 0 writes zeros.
  */
 cudaError_t launch_matmul(const LaunchContext& context, int dtype, const void* a, const void* b, void* out,
-                          const MatmulShape& shape, void* workspace);
+                          const MatmulShape& shape, void* workspace, struct MatmulRoute* route = nullptr);
+
+/** Which of kiln's kernels a launch_matmul call ran, for profiles ("where a step goes") and tests. */
+struct MatmulRoute {
+  /** The kernel family: "wgmma", "mma.sync", "WMMA", "f32 SIMT", "TF32 mma.sync", or "none" (empty problem, k = 0). */
+  const char* kernel = "none";
+  /** k ranges it was split into (1: unsplit; matmul_split_k.cuh). */
+  Index splits = 1;
+  /** A shared-B batch ran as one matmul of batch · m rows (fold_shared_b). */
+  bool folded = false;
+};
 
 /**
  * Device bytes of f32 workspace launch_matmul needs for these operands on the current device (0

@@ -171,8 +171,8 @@ cudaError_t launch_tiles(const char* kernel_name, const LaunchContext& context, 
   const auto launch_rows = [&](Index first_row_tile, unsigned row_tiles) {
     const dim3 blocks(static_cast<unsigned>((shape.n + kTile - 1) / kTile), row_tiles,
                       static_cast<unsigned>(items < kMaxGridZ ? items : kMaxGridZ));
-    return vendor::launch(kernel_name, matmul_f32_kernel<Math>, blocks, dim3(kThreads), 0, context.stream, launch.a, launch.b,
-                          launch.out, shape.m, shape.n, shape.k, launch.flags, shape.batch_stride_a,
+    return vendor::launch(kernel_name, matmul_f32_kernel<Math>, blocks, dim3(kThreads), 0, context.stream, launch.a,
+                          launch.b, launch.out, shape.m, shape.n, shape.k, launch.flags, shape.batch_stride_a,
                           shape.batch_stride_b, shape.batch, launch.splits, launch.steps_per_split, first_row_tile);
   };
   return launch_in_grid_y_chunks((shape.m + kTile - 1) / kTile, context, launch_rows);

@@ -154,7 +154,16 @@ export function compareTraining({
       ...target,
       environment: { ...target.environment, KILN_CUBLAS_PATH: '/nonexistent/kiln-gpu-check-without-cublas' },
     };
-    own = { batch, kiln: kilnBenchRun(cli, ownTarget, { model, batch, precision, steps, warmup }) };
+    // Profiled too: its table names the kiln kernel each matmul ran on (wgmma, mma.sync, split-K, folded batch).
+    const { profile: ownProfile, ...ownKiln } = kilnBenchRun(cli, ownTarget, {
+      model,
+      batch,
+      precision,
+      steps,
+      warmup,
+      profile: true,
+    });
+    own = { batch, kiln: ownKiln, profile: ownProfile };
     log(`  kiln own matmul ${JSON.stringify(own.kiln)}`);
   }
   for (const [index, batch] of batches.entries()) {
@@ -220,7 +229,9 @@ export function compareTraining({
   ];
   const profile = runs[0]?.profile;
   if (profile) sections.push(profileSection(profile, runs[0].batch));
-  return { runs: runs.map(({ profile: _profile, ...run }) => run), profile, sections, ownMatmul: own ?? null };
+  if (own?.profile) sections.push(profileSection(own.profile, own.batch, "on kiln's own matmul kernels"));
+  const ownResult = own ? { batch: own.batch, kiln: own.kiln, ratio: own.ratio } : null;
+  return { runs: runs.map(({ profile: _profile, ...run }) => run), profile, sections, ownMatmul: ownResult };
 }
 
 /**
@@ -305,8 +316,8 @@ export function compareGraphed({ cli, target, cases, precision, steps, warmup, l
   };
 }
 
-/** The report section of a kiln bench profile (the same columns as `kiln bench --profile`). */
-export function profileSection(profile, batch) {
+/** The report section of a kiln bench profile (the same columns as `kiln bench --profile`); `variant` names a non-default run. */
+export function profileSection(profile, batch, variant) {
   const step = profile.msPerStep;
   const share = (ms) => `${((100 * ms) / step).toFixed(1)}%`;
   const shown = profile.rows.filter((row) => row.msPerStep >= step * 0.005);
@@ -332,7 +343,7 @@ export function profileSection(profile, batch) {
     '—',
   ]);
   return {
-    title: `where a ${profile.model} step (batch ${batch}) goes: ${step.toFixed(2)} ms/step, GPU busy ${profile.kernelMsPerStep.toFixed(2)} ms (${share(profile.kernelMsPerStep)}) — ${profile.timing === 'device' ? 'device time per kernel (CUDA events)' : 'host time per call'}`,
+    title: `where a ${profile.model} step (batch ${batch}${variant ? `, ${variant}` : ''}) goes: ${step.toFixed(2)} ms/step, GPU busy ${profile.kernelMsPerStep.toFixed(2)} ms (${share(profile.kernelMsPerStep)}) — ${profile.timing === 'device' ? 'device time per kernel (CUDA events)' : 'host time per call'}`,
     rows,
   };
 }
