@@ -199,6 +199,9 @@ describe('gpu-check report', () => {
         kilnTflops: 20,
         cublasTflops: 25,
         ratio: 0.8,
+        kilnDeviceTflops: 30,
+        cublasDeviceTflops: 40,
+        deviceRatio: 0.75,
       },
     );
     report.trainStep = {
@@ -235,7 +238,10 @@ describe('gpu-check report', () => {
     expect(text).toContain('device: NVIDIA H100 80GB HBM3 (compute capability 9.0)');
     expect(text).toMatch(/full kit\s+1800\s+0\s+90\s+61\.5/);
     expect(text).toMatch(/4096³\s+bf16\s+4096×4096×4096\s+nn\s+mma\.sync\s+420\.00\s+700\.00\s+60%/);
-    expect(text).toMatch(/medium gate\/up x·Wᵀ\s+f32\s+2048×704×256\s+nt\s+SIMT\s+20\.00\s+25\.00\s+80%/);
+    expect(text).toMatch(
+      /medium gate\/up x·Wᵀ\s+f32\s+2048×704×256\s+nt\s+SIMT\s+20\.00\s+25\.00\s+80%\s+30\.00\s+40\.00\s+75%/,
+    );
+    expect(text).toMatch(/4096³\s+bf16\s+4096×4096×4096\s+nn\s+mma\.sync\s+420\.00\s+700\.00\s+60%\s+—\s+—\s+—/);
     expect(text).toMatch(/kiln bench\s+20\.00\s+102400/);
     expect(text).toContain('kiln / PyTorch: 1.25×');
     expect(text).toContain('attention vs SDPA:');
@@ -409,13 +415,16 @@ describe.skipIf(!built)(
         expect(report.matmul.length).toBe(22);
         expect(report.matmul.filter((row) => row.tf32 === true)).toHaveLength(7);
         expect(report.matmul.every((row) => row.kilnTflops > 0 && row.ratio === undefined)).toBe(true);
+        // Device time comes from the kernel timer (the simulator's events read the host clock).
+        expect(report.matmul.every((row) => (row.kilnDeviceTflops ?? 0) > 0)).toBe(true);
+        expect(stdout).toMatch(/kiln device +cuBLAS device +device ratio/);
         // The simulated device reports compute capability 9.0: f16/bf16 run the pipelined mma.sync kernel.
         expect(report.matmul.map((row) => `${row.dtype} ${row.kernel}`)).toEqual(
           expect.arrayContaining(['bf16 mma.sync', 'f16 mma.sync', 'f32 SIMT', 'f32 TF32 mma.sync']),
         );
         expect(report.matmulNote).toMatch(/cuBLAS not measured/);
         expect(report.trainStep?.kiln).toMatchObject({ skipped: expect.stringContaining('simulator') });
-        expect(stdout).toContain('matmul (TFLOP/s, same run; ratio = kiln / cuBLAS):');
+        expect(stdout).toContain('matmul (TFLOP/s, same run; ratio = kiln / cuBLAS, host-timed back-to-back calls;');
         // What users run, through the CLI on the 'cuda-sim' plugin: a train step with its profile (device events), then the reproducibility checks.
         const gpt2s = (
           report as GpuCheckReport & {

@@ -21,9 +21,16 @@ export interface MatmulRow {
   kernel?: string;
   /** f32 measured with allowTf32 on both kiln and cuBLAS. */
   tf32?: boolean;
+  /** Host-timed back-to-back calls (small shapes: the per-call host cost). */
   kilnTflops: number;
   cublasTflops?: number;
+  /** kilnTflops / cublasTflops (the targets). */
   ratio?: number;
+  /** From the device time of the calls (CUDA events), as a CUDA-graphed step sees them. */
+  kilnDeviceTflops?: number;
+  cublasDeviceTflops?: number;
+  /** kilnDeviceTflops / cublasDeviceTflops. */
+  deviceRatio?: number;
   /** ‖kiln − cuBLAS‖ / ‖cuBLAS‖ of the two products on the same operands. */
   relativeL2VsCublas?: number;
   /** True when relativeL2VsCublas is within matmulAgreementLimit. */

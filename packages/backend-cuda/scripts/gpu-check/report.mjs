@@ -4,7 +4,7 @@
 // {
 //   schema: 1, status: 'ok' | 'failed' | 'skipped', reason?, startedAt, seconds, host, addon, probe,
 //   conformance: [{ name, passed, failed, skipped, seconds, failures: [{ id, message }] }],
-//   matmul: [{ label, dtype, tf32?, m, n, k, transposeA, transposeB, kernel, kilnTflops, cublasTflops?, ratio?, relativeL2VsCublas?, agrees? }], matmulNote?,
+//   matmul: [{ label, dtype, tf32?, m, n, k, transposeA, transposeB, kernel, kilnTflops, cublasTflops?, ratio?, kilnDeviceTflops?, cublasDeviceTflops?, deviceRatio?, relativeL2VsCublas?, agrees? }], matmulNote?,
 //     (kernel: kiln's kernel family, 'wgmma' | 'mma.sync' | 'wmma' | 'SIMT' | 'TF32 mma.sync', plus ' split-K' when k was split;
 //      tf32: f32 rows measured with allowTf32 on both kiln and cuBLAS)
 //   trainStep?: { model, precision, kiln: { msPerStep, tokensPerSecond } | { error }, pytorch: { … } | { skipped }, ratio? },
@@ -184,10 +184,26 @@ export function formatReport(report) {
       for (const failure of run.failures) lines.push(`  FAIL ${failure.id}: ${failure.message.split('\n')[0]}`);
   }
   if (report.matmul.length > 0) {
-    lines.push('', 'matmul (TFLOP/s, same run; ratio = kiln / cuBLAS):');
+    lines.push(
+      '',
+      'matmul (TFLOP/s, same run; ratio = kiln / cuBLAS, host-timed back-to-back calls; device = from CUDA events, as a graphed step sees it):',
+    );
     lines.push(
       table([
-        ['shape', 'dtype', 'm×n×k', 'op', 'kiln kernel', 'kiln', 'cuBLAS', 'ratio', 'vs cuBLAS (rel. L2)'],
+        [
+          'shape',
+          'dtype',
+          'm×n×k',
+          'op',
+          'kiln kernel',
+          'kiln',
+          'cuBLAS',
+          'ratio',
+          'kiln device',
+          'cuBLAS device',
+          'device ratio',
+          'vs cuBLAS (rel. L2)',
+        ],
         ...report.matmul.map((row) => [
           row.label,
           row.tf32 ? 'f32 TF32' : row.dtype,
@@ -197,6 +213,9 @@ export function formatReport(report) {
           fixed(row.kilnTflops, 2),
           fixed(row.cublasTflops, 2),
           row.ratio === undefined ? '—' : `${(row.ratio * 100).toFixed(0)}%`,
+          fixed(row.kilnDeviceTflops, 2),
+          fixed(row.cublasDeviceTflops, 2),
+          row.deviceRatio === undefined ? '—' : `${(row.deviceRatio * 100).toFixed(0)}%`,
           row.relativeL2VsCublas === undefined
             ? '—'
             : `${row.relativeL2VsCublas.toExponential(1)}${row.agrees ? '' : ' DISAGREES'}`,
