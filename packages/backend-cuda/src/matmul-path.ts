@@ -30,7 +30,8 @@ export interface CudaMatmulPath {
  * compute capability `major`.x; `hopperKernels` is the addon's word that the device runs the
  * binary's sm_90a code (matmulInfo().hopperKernels). 'wgmma' still leaves to mma.sync the problems
  * of fewer than two 128×128 tiles per multiprocessor (unless they have half a tile per
- * multiprocessor and k ≥ 512) and operands TMA cannot read.
+ * multiprocessor and k ≥ 512, or split along a long k into work items for half of them) and
+ * operands TMA cannot read.
  */
 export function halfMatmulKernelFamily(major: number, hopperKernels: boolean): 'wgmma' | 'mma.sync' | 'wmma' {
   if (!Number.isInteger(major) || major < 0)
@@ -64,7 +65,7 @@ export function describeMatmulPath(info: NativeMatmulInfo, major: number): CudaM
   const simulated = info.simulatedTensorCores ? ' (simulated: gpu-sim warp-collective fragments)' : '';
   const tensorCores =
     family === 'wgmma'
-      ? `kiln warp-specialised wgmma + TMA kernel (sm_90a, persistent 128×128 tiles, mbarrier pipeline) for problems of at least two tiles per multiprocessor (or half a tile with k ≥ 512), the pipelined mma.sync tensor-core kernel otherwise (WMMA for operands not in 16-byte chunks)${simulated}`
+      ? `kiln warp-specialised wgmma + TMA kernel (sm_90a, persistent 128×128 tiles, mbarrier pipeline) for problems of at least two tiles per multiprocessor (or half a tile with k ≥ 512, or fewer tiles split along a long k), the pipelined mma.sync tensor-core kernel otherwise (WMMA for operands not in 16-byte chunks)${simulated}`
       : family === 'mma.sync'
         ? `kiln pipelined mma.sync tensor-core kernel (sm_80+, cp.async stages; WMMA for operands not in 16-byte chunks)${simulated}`
         : `kiln WMMA tensor-core kernel${simulated}`;

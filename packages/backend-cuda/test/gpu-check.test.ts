@@ -411,9 +411,9 @@ describe.skipIf(!built)(
         );
         const report = JSON.parse(readFileSync(reportPath, 'utf8')) as GpuCheckReport;
         expect(report.status).toBe('ok');
-        // 128³ and the tiny model's six shapes in bf16, f32 (TF32 off) and f32 with TF32 allowed; 128³ in f16.
-        expect(report.matmul.length).toBe(22);
-        expect(report.matmul.filter((row) => row.tf32 === true)).toHaveLength(7);
+        // 128³ and the tiny model's seven shapes in bf16, f32 (TF32 off) and f32 with TF32 allowed; 128³ in f16.
+        expect(report.matmul.length).toBe(25);
+        expect(report.matmul.filter((row) => row.tf32 === true)).toHaveLength(8);
         expect(report.matmul.every((row) => row.kilnTflops > 0 && row.ratio === undefined)).toBe(true);
         // Device time comes from the kernel timer (the simulator's events read the host clock).
         expect(report.matmul.every((row) => (row.kilnDeviceTflops ?? 0) > 0)).toBe(true);

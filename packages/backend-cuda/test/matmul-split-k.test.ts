@@ -4,11 +4,13 @@
 // layout, partial tiles, batches with a broadcast operand) against an f64 reference, and for the
 // bf16/f16 mma.sync kernel against the shared half-precision reference; each case asserts that
 // the split ran (the split-K launch counter grew) and that a rerun is bit-identical; and one
-// split-K matmul captured in a CUDA graph (its workspace served by the allocator's cache).
+// split-K matmul captured in a CUDA graph (its workspace served by the allocator's cache). The
+// device reports compute capability 8.0 here, so the half cases take mma.sync (on 9.0 the wgmma
+// kernel splits such shapes itself: matmul-wgmma.test.ts).
 import { matmul, tensor, tidy } from '@kiln/core';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CudaBackend } from '../src/cuda-backend.js';
-import { createSimulatedCudaBackend } from '../src/simulator.js';
+import { configureSimulator, createSimulatedCudaBackend } from '../src/simulator.js';
 import { expectF32MatmulMatchesReference } from './f32-matmul-check.js';
 import { expectHalfMatmulMatchesReference, type HalfMatmulCase } from './half-matmul-check.js';
 import { simulatorSkipReason } from './simulator-status.js';
@@ -33,8 +35,16 @@ async function expectSplitAndRepeatable(cuda: CudaBackend, run: () => Promise<Ar
 describe.skipIf(skipReason !== undefined)(
   `split-K matmul on the CUDA simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`,
   () => {
-    const backend = skipReason === undefined ? createSimulatedCudaBackend({ matmul: 'kiln' }) : undefined;
-    afterAll(() => backend?.dispose());
+    let backend: CudaBackend | undefined;
+    beforeAll(() => {
+      configureSimulator({ computeCapability: '8.0' });
+      // Opened after the setting: the device reads its compute capability when it opens.
+      backend = createSimulatedCudaBackend({ matmul: 'kiln' });
+    });
+    afterAll(() => {
+      backend?.dispose();
+      configureSimulator({ computeCapability: '9.0' });
+    });
 
     for (const [transposeA, transposeB, name] of [
       [false, false, 'nn'],
@@ -93,7 +103,9 @@ describe.skipIf(skipReason !== undefined)(
       ] as const) {
         it(`${dtype} ${name} (mma.sync): 64×64 tiles partial in m and n, k = 1048 in 4 ranges`, async () => {
           const shape = { batch: 1, m: 40, n: 24, k: 1048, transposeA, transposeB };
+          const wgmmaBefore = backend!.hopperMatmulLaunches;
           await expectSplitAndRepeatable(backend!, () => expectHalfMatmulMatchesReference(backend!, dtype, shape));
+          expect(backend!.hopperMatmulLaunches, 'compute capability 8.0 runs mma.sync').toBe(wgmmaBefore);
         });
       }
       it(`${dtype} tn over 3 batches with A broadcast, k = 520 in 2 ranges`, async () => {

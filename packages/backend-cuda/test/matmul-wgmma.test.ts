@@ -6,7 +6,10 @@
 // wgmma kernel actually ran (hopperMatmulLaunches grows) and checks every output against an f32
 // reference of the same rounded inputs: partial tiles in m, n and k, several k steps through the
 // 4-stage ring (which wraps), more tiles than blocks (the persistent loop), every layout (nn, nt,
-// tn, tt), batches with strided operands, bf16 and f16. Smaller problems keep mma.sync.
+// tn, tt), batches with strided operands, bf16 and f16. Smaller problems keep mma.sync — except a
+// problem of fewer tiles than half the multiprocessors whose k is long enough for two ranges of 512:
+// it splits k over (tile, range) work items, named with their count by the kernel timer.
+import { kernelTimingSourceOf } from '@kiln/core/native-backend';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
 import { expectHalfMatmulMatchesReference, type HalfDType, type HalfMatmulCase } from './half-matmul-check.js';
@@ -73,6 +76,39 @@ describe.skipIf(skipReason !== undefined)(
         { batch: 4, m: 64, n: 520, k: 40, transposeA: true, transposeB: true, broadcastB: true },
         false,
       );
+    });
+
+    /** Runs the case twice under the kernel timer: wgmma, split into `splits` k ranges, the same bits both times. */
+    async function checkSplit(dtype: HalfDType, shape: HalfMatmulCase, splits: number): Promise<void> {
+      const cuda = backend!;
+      const timer = kernelTimingSourceOf(cuda)!;
+      const splitBefore = cuda.splitKMatmulLaunches;
+      timer.startKernelTiming();
+      const first = await expectHalfMatmulMatchesReference(cuda, dtype, shape);
+      const names = timer.stopKernelTiming().map((timing) => timing.name);
+      const transposes = `${shape.transposeA ? ' transA' : ''}${shape.transposeB ? ' transB' : ''}`;
+      expect(names, names.join('; ')).toContain(
+        `matmul ${dtype} batch=${shape.batch} m=${shape.m} n=${shape.n} k=${shape.k}${transposes} (kiln wgmma, split-K ${splits})`,
+      );
+      expect(cuda.splitKMatmulLaunches).toBe(splitBefore + 1);
+      const second = await expectHalfMatmulMatchesReference(cuda, dtype, shape);
+      expect(Array.from(second)).toEqual(Array.from(first));
+    }
+
+    it('one tile with a long k splits k over the multiprocessors (as gpt2s q/k/v/o dW: 36 tiles, k 8192): tn, 3 ranges of 10, 10, 9 steps, the last step partial', async () => {
+      await checkSplit('bf16', { batch: 1, m: 104, n: 72, k: 1800, transposeA: true, transposeB: false }, 3);
+    });
+
+    it('f16 nn split into 4 ranges (one per multiprocessor), partial tile in m and n', async () => {
+      await checkSplit('f16', { batch: 1, m: 40, n: 24, k: 2048, transposeA: false, transposeB: false }, 4);
+    });
+
+    it('bf16 tt split into 2 ranges (k allows two ranges of 512)', async () => {
+      await checkSplit('bf16', { batch: 1, m: 24, n: 40, k: 1104, transposeA: true, transposeB: true }, 2);
+    });
+
+    it('a k too short for two ranges of 512 keeps the mma.sync kernel', async () => {
+      await check('bf16', { batch: 1, m: 104, n: 72, k: 960, transposeA: true, transposeB: false }, false);
     });
 
     it('an A broadcast over batches (batch stride 0), which a tensor map cannot stride, keeps the mma.sync kernel', async () => {

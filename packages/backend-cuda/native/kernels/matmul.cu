@@ -188,8 +188,11 @@ SplitKPlan plan_matmul(const LaunchContext& context, int dtype, const void* a, c
   const MatmulShape shape = fold_shared_b(requested);
   if (shape.batch == 0 || shape.m == 0 || shape.n == 0 || shape.k == 0) return SplitKPlan{1, 0};
   if (dtype == kF32) return plan_f32(context, shape);
-  if (choose_half_matmul_kernel(context, a, b, shape) != HalfMatmulKernel::kMma) return SplitKPlan{1, 0};
-  return plan_mma_split_k(context, shape);
+  switch (choose_half_matmul_kernel(context, a, b, shape)) {
+    case HalfMatmulKernel::kWgmma: return plan_wgmma_split_k(context, shape);
+    case HalfMatmulKernel::kMma: return plan_mma_split_k(context, shape);
+    default: return SplitKPlan{1, 0};
+  }
 }
 
 Index matmul_workspace_bytes(const LaunchContext& context, int dtype, const void* a, const void* b,
@@ -217,8 +220,8 @@ cudaError_t launch_folded(const LaunchContext& context, int dtype, const void* a
   const bool f16 = dtype == kF16;
   const HalfMatmulKernel kernel = choose_half_matmul_kernel(context, a, b, shape);
   if (kernel == HalfMatmulKernel::kWgmma) {
-    const cudaError_t launched = f16 ? launch_matmul_wgmma_f16(context, a, b, out, shape, maps_refused)
-                                     : launch_matmul_wgmma_bf16(context, a, b, out, shape, maps_refused);
+    const cudaError_t launched = f16 ? launch_matmul_wgmma_f16(context, a, b, out, shape, workspace, maps_refused)
+                                     : launch_matmul_wgmma_bf16(context, a, b, out, shape, workspace, maps_refused);
     if (!maps_refused) {
       wgmma_launches++;
       return launched;

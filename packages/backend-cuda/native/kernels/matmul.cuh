@@ -14,7 +14,7 @@ namespace kiln {
  * register-tiled SIMT kernel (matmul.cu), or its TF32 variant (matmul_f32_tf32.cu) when
  * matmul_f32_uses_tf32(context); f16/bf16 the kernel choose_half_matmul_kernel names:
  * wgmma + TMA (matmul_wgmma.cuh) on sm_90a, the pipelined mma.sync kernel (matmul_mma.cuh) on
- * compute capability ≥ 8.0, else WMMA (matmul_wmma.cuh). The f32 and mma.sync kernels split k
+ * compute capability ≥ 8.0, else WMMA (matmul_wmma.cuh). The f32, wgmma and mma.sync kernels split k
  * over blocks into `workspace` for shapes whose output tiles leave multiprocessors idle
  * (matmul_split_k.cuh). k = 0 writes zeros.
  */
@@ -53,12 +53,12 @@ cudaError_t launch_matmul_mma_f16(const LaunchContext& context, const void* a, c
 cudaError_t launch_matmul_mma_bf16(const LaunchContext& context, const void* a, const void* b, void* out,
                                    const MatmulShape& shape, void* workspace);
 
-/** The sm_90a warp-specialised wgmma + TMA f16 kernel (matmul_wgmma_f16.cu); launches nothing and sets `maps_refused` when the driver refuses its tensor maps. */
+/** The sm_90a warp-specialised wgmma + TMA f16 kernel (matmul_wgmma_f16.cu); needs matmul_workspace_bytes of workspace; launches nothing and sets `maps_refused` when the driver refuses its tensor maps. */
 cudaError_t launch_matmul_wgmma_f16(const LaunchContext& context, const void* a, const void* b, void* out,
-                                    const MatmulShape& shape, bool& maps_refused);
-/** The sm_90a warp-specialised wgmma + TMA bf16 kernel (matmul_wgmma_bf16.cu); launches nothing and sets `maps_refused` when the driver refuses its tensor maps. */
+                                    const MatmulShape& shape, void* workspace, bool& maps_refused);
+/** The sm_90a warp-specialised wgmma + TMA bf16 kernel (matmul_wgmma_bf16.cu); needs matmul_workspace_bytes of workspace; launches nothing and sets `maps_refused` when the driver refuses its tensor maps. */
 cudaError_t launch_matmul_wgmma_bf16(const LaunchContext& context, const void* a, const void* b, void* out,
-                                     const MatmulShape& shape, bool& maps_refused);
+                                     const MatmulShape& shape, void* workspace, bool& maps_refused);
 
 /** One launch of the f32 tile kernel (matmul_f32.cuh), as launch_matmul planned it. */
 struct MatmulF32Launch {

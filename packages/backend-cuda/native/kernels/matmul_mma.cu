@@ -105,6 +105,15 @@ SplitKPlan plan_mma_split_k(const LaunchContext& context, const MatmulShape& sha
   return mma_matmul::plan(context, shape);
 }
 
+SplitKPlan plan_wgmma_split_k(const LaunchContext& context, const MatmulShape& shape) {
+#if defined(KILN_HAS_TENSOR_MAPS)
+  return wgmma_matmul::plan(context, shape);
+#else
+  (void)context, (void)shape;
+  return SplitKPlan{1, 0};  // never asked: choose_half_matmul_kernel picks wgmma only with tensor maps
+#endif
+}
+
 HalfMatmulKernel choose_half_matmul_kernel(const LaunchContext& context, const void* a, const void* b,
                                            const MatmulShape& shape) {
 #if defined(KILN_HAS_TENSOR_MAPS)

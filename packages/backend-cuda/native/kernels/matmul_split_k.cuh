@@ -54,6 +54,9 @@ inline Index split_k_workspace_bytes(const SplitKPlan& plan, const MatmulShape& 
 /** The split-K plan of the sm_80 mma.sync kernel (matmul_mma.cuh) for this shape on this device. */
 SplitKPlan plan_mma_split_k(const LaunchContext& context, const MatmulShape& shape);
 
+/** The split-K plan of the sm_90a wgmma kernel (matmul_wgmma.cuh) for this shape on this device (unsplit in builds without tensor maps). */
+SplitKPlan plan_wgmma_split_k(const LaunchContext& context, const MatmulShape& shape);
+
 /** Sums the f32 partials [batch, splits, m, n] of `workspace` in split order into out [batch, m, n] of `dtype`. */
 cudaError_t launch_split_k_reduce(const LaunchContext& context, int dtype, const float* workspace, void* out,
                                   Index splits, Index batch, Index matrix);

@@ -14,6 +14,11 @@
 // waits until only this step's group is in flight (wgmma.wait_group 1) and releases the previous
 // step's stage, so loads of kStages − 1 future steps and one step of tensor-core work overlap the
 // current one. The producer runs ahead into the next tile while consumers store the epilogue.
+// Split-K: a problem of fewer tiles than half the multiprocessors with a long k (the dW = dYᵀ·X of
+// small projections: gpt2s's q/k/v/o weight gradient is 36 tiles, k 8192) cuts k into ranges of at
+// least kLongDepth so that tiles × ranges fill about one wave (`plan`); the work items are then
+// (tile, range) pairs, each writing its f32 partial to the workspace, and matmul_split_k.cuh's
+// fixed-order reduction rounds the sum once.
 // Layout: a [m,k] or [k,m] (transposeA), b [k,n] or [n,k] (transposeB), per batch at
 // batch·batchStride; out dense [batch, m, n]. Each operand is read through a 3D tensor map
 // (contiguous extent, other extent, batch) with 128-byte swizzling into a 1024-byte-aligned stage:
@@ -37,6 +42,7 @@
 
 #include "matmul.cuh"
 #include "matmul_mma.cuh"
+#include "matmul_split_k.cuh"
 #include "numerics.cuh"
 #include "ptx_wgmma.cuh"
 
@@ -87,11 +93,15 @@ __device__ __forceinline__ std::uint64_t operand_descriptor(std::uint32_t stage,
   return ptx::wgmma_descriptor_128b(stage + half * kBoxBytes + step * 16 * 128, kBoxBytes, 1024);
 }
 
-template <typename T, int TransA, int TransB>
+/**
+ * Out is T (splits must be 1), or f32 for split-K partials: work item (tile, split) sums the k steps
+ * [split · steps_per_split, …) of its tile into item batch_index · splits + split of out.
+ */
+template <typename T, typename Out, int TransA, int TransB>
 __global__ void __launch_bounds__(kThreads, 1)
     matmul_wgmma_kernel(const KILN_GRID_CONSTANT vendor::TensorMap map_a,
-                        const KILN_GRID_CONSTANT vendor::TensorMap map_b, T* out, Index m, Index n, Index k,
-                        Index batch, int pair_out) {
+                        const KILN_GRID_CONSTANT vendor::TensorMap map_b, Out* out, Index m, Index n, Index k,
+                        Index batch, int pair_out, Index splits, Index steps_per_split) {
   constexpr bool kAlongKA = TransA == 0;  // a [m,k]: k contiguous
   constexpr bool kAlongKB = TransB != 0;  // b [n,k]: k contiguous
   KILN_EXTERN_SHARED(unsigned char, raw);
@@ -110,18 +120,27 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
   const Index tiles_n = (n + kBlockN - 1) / kBlockN;
   const Index tiles_per_batch = ((m + kBlockM - 1) / kBlockM) * tiles_n;
-  const Index tiles = tiles_per_batch * batch;
+  const Index items = tiles_per_batch * batch * splits;
   const Index k_tiles = (k + kDepth - 1) / kDepth;
+  // The k steps of work item `item`: [first, end).
+  const auto steps_of = [&](Index item, Index& first, Index& end) {
+    first = (item % splits) * steps_per_split;
+    end = k_tiles - first < steps_per_split ? k_tiles : first + steps_per_split;
+  };
   if (warpgroup == 0) {
     ptx::setmaxnreg_dec<40>();
     if (threadIdx.x != 0) return;
     int stage = 0;
     unsigned phase = 0;
-    for (Index tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    for (Index item = blockIdx.x; item < items; item += gridDim.x) {
+      const Index tile = item / splits;
       const int batch_index = static_cast<int>(tile / tiles_per_batch);
       const int row0 = static_cast<int>((tile % tiles_per_batch) / tiles_n) * kBlockM;
       const int column0 = static_cast<int>(tile % tiles_n) * kBlockN;
-      for (Index step = 0; step < k_tiles; step++) {
+      Index first_step;
+      Index end_step;
+      steps_of(item, first_step, end_step);
+      for (Index step = first_step; step < end_step; step++) {
         ptx::mbarrier_wait(&empty[stage], phase ^ 1u);
         ptx::mbarrier_arrive_expect_tx(&full[stage], kStageBytes);
         unsigned char* stage_a = shared + stage * kStageBytes;
@@ -142,15 +161,19 @@ __global__ void __launch_bounds__(kThreads, 1)
   const std::uint32_t stages_address = ptx::smem_address(shared);
   int stage = 0;
   unsigned phase = 0;
-  for (Index tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+  for (Index item = blockIdx.x; item < items; item += gridDim.x) {
+    const Index tile = item / splits;
     const Index batch_index = tile / tiles_per_batch;
     const Index row0 = ((tile % tiles_per_batch) / tiles_n) * kBlockM;
     const Index column0 = (tile % tiles_n) * kBlockN;
+    Index first_step;
+    Index end_step;
+    steps_of(item, first_step, end_step);
     float acc[64];
     KILN_UNROLL
     for (int i = 0; i < 64; i++) acc[i] = 0.0f;
     int previous = -1;
-    for (Index step = 0; step < k_tiles; step++) {
+    for (Index step = first_step; step < end_step; step++) {
       ptx::mbarrier_wait(&full[stage], phase);
       const std::uint32_t stage_a = stages_address + static_cast<std::uint32_t>(stage * kStageBytes);
       const std::uint32_t stage_b = stage_a + kTileBytes;
@@ -158,7 +181,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       KILN_UNROLL
       for (int depth = 0; depth < kDepth / 16; depth++) {
         mma_step<T, TransA, TransB>(acc, operand_descriptor<kAlongKA>(stage_a, consumer, depth),
-                                    operand_descriptor<kAlongKB>(stage_b, 0, depth), step > 0 || depth > 0 ? 1 : 0);
+                                    operand_descriptor<kAlongKB>(stage_b, 0, depth),
+                                    step > first_step || depth > 0 ? 1 : 0);
       }
       ptx::wgmma_commit();
       ptx::wgmma_wait<1>();  // the previous step's wgmmas have read their stage: hand it back
@@ -172,7 +196,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     ptx::wgmma_wait<0>();
     if (previous >= 0 && thread == 0) ptx::mbarrier_arrive(&empty[previous]);
     // Epilogue: fragment rows 16w + g (+8), columns 8j + 2q (+1) of this consumer's 64 × 128.
-    T* matrix_out = out + batch_index * m * n;
+    Out* matrix_out = out + (batch_index * splits + item % splits) * m * n;
     const int warp = thread / 32;
     const int g = (thread % 32) / 4;
     const int q = thread % 4;
@@ -209,17 +233,38 @@ inline Index tile_count(const MatmulShape& shape) {
 inline constexpr Index kLongDepth = 512;
 
 /**
+ * The split-K plan: problems of fewer tiles than half the multiprocessors cut k into ranges of at
+ * least kLongDepth, as many as fit one wave of (tile, range) items (at most kMaxSplits); others,
+ * or a k too short for two ranges, run unsplit.
+ */
+inline SplitKPlan plan(const LaunchContext& context, const MatmulShape& shape) {
+  const Index multiprocessors = context.max_blocks / 16;  // max_blocks is 16 per multiprocessor
+  const Index tiles = tile_count(shape);
+  const Index k_steps = (shape.k + kDepth - 1) / kDepth;
+  if (tiles == 0 || 2 * tiles >= multiprocessors) return SplitKPlan{1, k_steps};
+  Index splits = multiprocessors / tiles;
+  if (splits > k_steps / (kLongDepth / kDepth)) splits = k_steps / (kLongDepth / kDepth);
+  if (splits > kMaxSplits) splits = kMaxSplits;
+  if (splits < 2) return SplitKPlan{1, k_steps};
+  const Index steps_per_split = (k_steps + splits - 1) / splits;
+  return SplitKPlan{(k_steps + steps_per_split - 1) / steps_per_split, steps_per_split};
+}
+
+/**
  * Whether this kernel beats the mma.sync one for the shape: at least two 128×128 output tiles per
  * multiprocessor (the persistent grid then overlaps one tile's epilogue with the next tile's
  * loads), or half a tile per multiprocessor when k ≥ kLongDepth — a single wave of long tiles
  * (gpt2s's dW = dYᵀ·X: 96 tiles, k 8192; its lm_head: 128 tiles, k 768) ran at 22% and 66% of
- * cuBLAS on mma.sync's 64×64 tiles on an H200. Fewer or shallower tiles fill the GPU better with
- * mma.sync's smaller ones.
+ * cuBLAS on mma.sync's 64×64 tiles on an H200 — or, split along k (`plan`), work items for at
+ * least half the multiprocessors. Fewer or shallower tiles fill the GPU better with mma.sync's
+ * smaller ones.
  */
 inline bool worth_it(const LaunchContext& context, const MatmulShape& shape) {
   const Index multiprocessors = context.max_blocks / 16;  // max_blocks is 16 per multiprocessor
   const Index tiles = tile_count(shape);
-  return tiles >= 2 * multiprocessors || (shape.k >= kLongDepth && 2 * tiles >= multiprocessors);
+  if (tiles >= 2 * multiprocessors || (shape.k >= kLongDepth && 2 * tiles >= multiprocessors)) return true;
+  const SplitKPlan split = plan(context, shape);
+  return split.splits > 1 && 2 * tiles * split.splits >= multiprocessors;
 }
 
 /** The 3D tensor map (contiguous, other, batch) of one operand with boxes of `box_contiguous` × `box_other`. */
@@ -236,24 +281,41 @@ inline cudaError_t operand_map(vendor::TensorMap* map, const void* base, Index c
   return vendor::encode_tensor_map_tiled(map, 3, base, dims, strides, box, true, why);
 }
 
-template <typename T, int TransA, int TransB>
+template <typename T, typename Out, int TransA, int TransB>
 cudaError_t launch_layout(const LaunchContext& context, const char* name, const vendor::TensorMap& map_a,
-                          const vendor::TensorMap& map_b, void* out, const MatmulShape& shape, int pair_out) {
-  const cudaError_t allowed = cudaFuncSetAttribute(matmul_wgmma_kernel<T, TransA, TransB>,
+                          const vendor::TensorMap& map_b, Out* out, const MatmulShape& shape, const SplitKPlan& split) {
+  const cudaError_t allowed = cudaFuncSetAttribute(matmul_wgmma_kernel<T, Out, TransA, TransB>,
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
   if (allowed != cudaSuccess) return allowed;
   const Index multiprocessors = context.max_blocks / 16;  // max_blocks is 16 per multiprocessor
-  const Index tiles = tile_count(shape);
-  const unsigned blocks = static_cast<unsigned>(tiles < multiprocessors ? tiles : multiprocessors);
-  return vendor::launch(name, matmul_wgmma_kernel<T, TransA, TransB>, dim3(blocks), dim3(kThreads),
-                        static_cast<std::size_t>(kSharedBytes), context.stream, map_a, map_b, static_cast<T*>(out),
-                        shape.m, shape.n, shape.k, shape.batch, pair_out);
+  const Index items = tile_count(shape) * split.splits;
+  const unsigned blocks = static_cast<unsigned>(items < multiprocessors ? items : multiprocessors);
+  const int pair_out = shape.n % 2 == 0 && (reinterpret_cast<std::uintptr_t>(out) & (2 * sizeof(Out) - 1)) == 0 ? 1 : 0;
+  return vendor::launch(name, matmul_wgmma_kernel<T, Out, TransA, TransB>, dim3(blocks), dim3(kThreads),
+                        static_cast<std::size_t>(kSharedBytes), context.stream, map_a, map_b, out, shape.m, shape.n,
+                        shape.k, shape.batch, pair_out, split.splits, split.tiles_per_split);
 }
 
-/** Encodes the operands' tensor maps and launches the layout's instantiation; sets `maps_refused` (and launches nothing) when the driver refuses a map. */
+/** The layout's instantiation writing `out` (T, or f32 partials when split). */
+template <typename T, typename Out>
+cudaError_t launch_any_layout(const LaunchContext& context, const char* const (&names)[4],
+                              const vendor::TensorMap& map_a, const vendor::TensorMap& map_b, Out* out,
+                              const MatmulShape& shape, const SplitKPlan& split) {
+  if (!shape.transpose_a && !shape.transpose_b)
+    return launch_layout<T, Out, 0, 0>(context, names[0], map_a, map_b, out, shape, split);
+  if (!shape.transpose_a) return launch_layout<T, Out, 0, 1>(context, names[1], map_a, map_b, out, shape, split);
+  if (!shape.transpose_b) return launch_layout<T, Out, 1, 0>(context, names[2], map_a, map_b, out, shape, split);
+  return launch_layout<T, Out, 1, 1>(context, names[3], map_a, map_b, out, shape, split);
+}
+
+/**
+ * Encodes the operands' tensor maps and launches the layout's instantiation — split along k into
+ * `workspace` (split_k_workspace_bytes of plan()) and reduced when plan() splits; sets
+ * `maps_refused` (and launches nothing) when the driver refuses a map.
+ */
 template <typename T>
 cudaError_t launch(const LaunchContext& context, const char* const (&names)[4], const void* a, const void* b, void* out,
-                   const MatmulShape& shape, bool& maps_refused) {
+                   const MatmulShape& shape, void* workspace, bool& maps_refused) {
   maps_refused = false;
   vendor::TensorMap map_a;
   vendor::TensorMap map_b;
@@ -266,12 +328,14 @@ cudaError_t launch(const LaunchContext& context, const char* const (&names)[4], 
     maps_refused = true;
     return cudaSuccess;
   }
-  const int pair_out = shape.n % 2 == 0 && (reinterpret_cast<std::uintptr_t>(out) & 3u) == 0 ? 1 : 0;
-  if (!shape.transpose_a && !shape.transpose_b)
-    return launch_layout<T, 0, 0>(context, names[0], map_a, map_b, out, shape, pair_out);
-  if (!shape.transpose_a) return launch_layout<T, 0, 1>(context, names[1], map_a, map_b, out, shape, pair_out);
-  if (!shape.transpose_b) return launch_layout<T, 1, 0>(context, names[2], map_a, map_b, out, shape, pair_out);
-  return launch_layout<T, 1, 1>(context, names[3], map_a, map_b, out, shape, pair_out);
+  const SplitKPlan split = plan(context, shape);
+  if (split.splits == 1) return launch_any_layout<T>(context, names, map_a, map_b, static_cast<T*>(out), shape, split);
+  if (workspace == nullptr) return cudaErrorInvalidValue;  // the caller skipped matmul_workspace_bytes
+  float* partials = static_cast<float*>(workspace);
+  const cudaError_t launched = launch_any_layout<T>(context, names, map_a, map_b, partials, shape, split);
+  if (launched != cudaSuccess) return launched;
+  return launch_split_k_reduce(context, std::is_same_v<T, __half> ? kF16 : kBF16, partials, out, split.splits,
+                               shape.batch, shape.m * shape.n);
 }
 
 }  // namespace wgmma_matmul

@@ -42,6 +42,7 @@ export function matmulShapes({ quick, simulator }) {
       { label: `${model} lm_head x·Wᵀ`, m: tokens, n: vocab, k: d, transposeA: false, transposeB: true },
       { label: `${model} mlp dX = dY·W`, m: tokens, n: d, k: hidden, transposeA: false, transposeB: false },
       { label: `${model} mlp dW = dYᵀ·X`, m: hidden, n: d, k: tokens, transposeA: true, transposeB: false },
+      { label: `${model} q/k/v/o dW = dYᵀ·X`, m: d, n: d, k: tokens, transposeA: true, transposeB: false },
     );
   }
   return shapes;

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // The program gpu-check's 'ncu' part profiles (scripts/gpu-check/ncu.mjs): each sm_90a kernel launched
 // once on kiln's own kernels — attention forward + backward (bf16, causal) at B8 H16 T2048 D128 and at
-// gpt2s's B8 H12 T1024 D64, then bf16 matmuls 4096³ nn, gpt2s's dW (2048×768×8192 tn) and lm_head
-// (8192×256×768 nt). Prints how many Hopper launches ran (0 on a GPU that is not Hopper).
+// gpt2s's B8 H12 T1024 D64, then bf16 matmuls 4096³ nn, gpt2s's dW (2048×768×8192 tn; the q/k/v/o
+// one, 768×768×8192, split along k) and lm_head (8192×256×768 nt). Prints how many Hopper launches ran (0 on a GPU that is not Hopper).
 import { CudaBackend, loadCudaAddon } from '@kiln/backend-cuda';
 const backend = new CudaBackend(loadCudaAddon().addon, { matmul: 'kiln' });
 const BYTES = { f32: 4, bf16: 2 };
@@ -32,6 +32,7 @@ for (const [batch, heads, length, headDim] of [
 for (const [m, n, k, transposeA, transposeB] of [
   [4096, 4096, 4096, false, false],
   [2048, 768, 8192, true, false],
+  [768, 768, 8192, true, false],
   [8192, 256, 768, false, true],
 ]) {
   const a = tensor(transposeA ? [k, m] : [m, k], 'bf16', 5);
