@@ -163,7 +163,7 @@ describe("gpu-check's compute-sanitizer part", () => {
       const result = JSON.parse(stdout.trim().split('\n').at(-1) ?? '');
       expect(result.kit.failed).toBe(0);
       expect(result.kit.passed).toBeGreaterThan(100);
-      expect(result.hopper).toEqual({ matmul: 3, attentionForward: 2, attentionBackward: 2 });
+      expect(result.hopper).toEqual({ matmul: 4, splitKMatmul: 1, attentionForward: 2, attentionBackward: 2 });
     },
   );
 });

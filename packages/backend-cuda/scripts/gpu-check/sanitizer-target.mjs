@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 // The program gpu-check's 'sanitizer' part runs under compute-sanitizer (memcheck, racecheck,
 // synccheck): first shapes that take the sm_90a kernels on a Hopper GPU (bf16 matmuls with enough
-// 128×128 tiles for the wgmma kernel in nn, nt and tn; bf16 attention forward and backward at
+// 128×128 tiles for the wgmma kernel in nn, nt and tn, and a tn one with few tiles and a long k that
+// it splits along k, as gpt2s's q/k/v/o weight gradient; bf16 attention forward and backward at
 // head dims 64 and 128, causal with GQA and partial tiles), then the conformance kit's matmul and
 // attention cases at quick sizes, all on kiln's own kernels. Prints progress lines and, last, one
-// JSON line: the kit's counts and how many launches each Hopper kernel had. `--simulator` runs the
-// same on the CPU simulator build with a smaller matmul (its device has few multiprocessors).
+// JSON line: the kit's counts and how many launches each Hopper kernel (and the split-K path) had
+// in the first part. `--simulator` runs the same on the CPU simulator build with smaller matmuls
+// (its device has few multiprocessors).
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { runConformance } from '@kiln/testing';
@@ -49,6 +51,23 @@ for (const [transposeA, transposeB] of [
     batchStrideB: side * depth,
   });
 }
+// Few tiles, long k: the wgmma kernel's split-K (768×768×8192 is 36 tiles in 3 ranges on 132 SMs; 1 tile in 3 on the simulator's 4).
+{
+  const [m, n, k] = simulator ? [104, 72, 1800] : [768, 768, 8192];
+  const a = tensor([k, m], 'bf16', 9);
+  const b = tensor([k, n], 'bf16', 10);
+  const out = tensor([m, n], 'bf16');
+  backend.matmul(a, b, out, {
+    batch: 1,
+    m,
+    n,
+    k,
+    transposeA: true,
+    transposeB: false,
+    batchStrideA: m * k,
+    batchStrideB: k * n,
+  });
+}
 for (const headDim of [64, 128]) {
   const [batch, headsQ, headsKV, length] = [1, 4, 2, 300];
   const qShape = [batch, headsQ, length, headDim];
@@ -69,6 +88,7 @@ await backend.synchronize();
 for (const ref of refs) backend.free(ref.buffer);
 const hopper = {
   matmul: backend.hopperMatmulLaunches,
+  splitKMatmul: backend.splitKMatmulLaunches,
   attentionForward: backend.hopperAttentionLaunches,
   attentionBackward: backend.hopperAttentionBackwardLaunches,
 };
@@ -78,11 +98,8 @@ console.log(`sanitizer-target: kit ${kit.passed} passed, ${kit.failed} failed`);
 console.log(
   JSON.stringify({
     kit: { passed: kit.passed, failed: kit.failed, skipped: kit.skipped },
-    hopper: {
-      matmul: backend.hopperMatmulLaunches,
-      attentionForward: backend.hopperAttentionLaunches,
-      attentionBackward: backend.hopperAttentionBackwardLaunches,
-    },
+    // Launches of the Hopper-sized part (the kit's quick sizes take none of these kernels).
+    hopper,
   }),
 );
 backend.dispose();
