@@ -20,7 +20,12 @@
 // batch·batchStride (0 broadcasts); out dense [batch, m, n]. Shared stages keep each operand in its
 // global orientation (rows of 16-byte chunks along the contiguous dimension, copied verbatim by
 // cp.async), and ldmatrix (.trans when the contiguous dimension is m or n) produces the mma
-// fragments, so nn, nt, tn and tt are all the same kernel. Chunks are XOR-swizzled within each
+// fragments, so nn, nt, tn and tt are one kernel source, compiled per layout (the transposes are
+// template parameters, so no fragment load or copy branches on them). Each thread's copies are set
+// up once per work item (StageCopies): a step advances a pointer and compares each chunk's k, where
+// recomputing 64-bit addresses per chunk and issuing both layouts' fragment loads under
+// predicates had cost the 128×128 tile's k step 461 instructions around its 32 mma.sync (now
+// about 140; sm_90a SASS). Chunks are XOR-swizzled within each
 // row (shared_swizzle.cuh), so the 8 rows one ldmatrix phase reads fall in 8 distinct 16-byte
 // bank groups (no bank conflicts), and every cp.async destination stays 16-byte aligned.
 // Edges: copies past m, n or k read 0 bytes (zero fill) and the epilogue stores only in-range
@@ -83,34 +88,76 @@ using LargeTile = Config<128, 128, 2, 4, 4, 2>;
 using SmallTile = Config<64, 64, 2, 2, 3, 4>;
 
 /**
- * Issues the cp.async copies of one operand's stage. The stored matrix is [outer][inner] with
- * leading dimension `inner_count` (inner contiguous); the stage holds outer rows
- * [outer0, outer0 + Rows) and inner elements [inner0, inner0 + Chunks · 8).
+ * One thread's cp.async copies of an operand's stages, set up once per work item so that a step
+ * costs a pointer add and a compare per chunk. The stored matrix is [outer][inner] (inner
+ * contiguous, leading dimension `inner_count`); a stage is Rows rows of Chunks 16-byte chunks,
+ * [outer0, outer0 + Rows) × [inner0, inner0 + Chunks · 8); k runs along the outer dimension (a
+ * k-major operand) or the inner one, from the work item's first k tile. Thread t copies chunk t %
+ * Chunks of rows t / Chunks + i · Threads / Chunks: the same chunk and swizzle in every row it copies.
  */
-template <typename T, int Rows, int Chunks, int Threads>
-__device__ __forceinline__ void copy_stage(T* stage, const T* matrix, Index outer0, Index outer_count, Index inner0,
-                                           Index inner_count) {
-  constexpr int kPerThread = Rows * Chunks / Threads;
-  static_assert(Rows * Chunks % Threads == 0, "every thread copies the same number of chunks");
-  KILN_UNROLL
-  for (int i = 0; i < kPerThread; i++) {
-    const int index = static_cast<int>(threadIdx.x) + i * Threads;
-    const int row = index / Chunks;
-    const int chunk = index % Chunks;
-    const Index outer = outer0 + row;
-    const Index inner = inner0 + chunk * 8;
-    const bool inside = outer < outer_count && inner < inner_count;
-    // inner_count is a multiple of 8 (supports_operands), so a chunk is wholly inside or outside.
-    const T* source = inside ? matrix + outer * inner_count + inner : matrix;
-    ptx::cp_async_16(stage + SwizzledTile<Rows, Chunks>::offset(row, chunk), source, inside ? 16u : 0u);
+template <typename T, int Threads>
+struct StageCopies {
+  /** This thread's first chunk of the next tile to copy. */
+  const T* next;
+  /** The matrix (the source of chunks outside it, which copy 0 bytes). */
+  const T* matrix;
+  /** Elements between this thread's rows in the matrix (Threads / Chunks rows). */
+  Index row_stride;
+  /** Elements between consecutive tiles' chunks: kDepth rows (k-major) or kDepth elements. */
+  Index advance;
+  /** Stage offset (elements) of this thread's first chunk; row i follows Threads · 8 elements later. */
+  int destination;
+  /** k of this thread's first chunk inside a tile, and how much further each next row's is. */
+  int k_position;
+  int k_per_row;
+  /** Bit i: row i's coordinate other than k lies inside the matrix. */
+  unsigned inside_bits;
+
+  template <int Rows, int Chunks>
+  __device__ __forceinline__ static StageCopies make(const T* matrix, Index outer0, Index outer_count, Index inner0,
+                                                     Index inner_count, bool k_along_outer) {
+    static_assert(Threads % Chunks == 0 && (Threads / Chunks) % 8 == 0,
+                  "every row a thread copies holds the same chunk under the same swizzle");
+    constexpr int kPerThread = Rows * Chunks / Threads;
+    static_assert(kPerThread <= 32 && Rows * Chunks % Threads == 0, "every thread copies the same chunks");
+    constexpr int kRowStep = Threads / Chunks;
+    const int row = static_cast<int>(threadIdx.x) / Chunks;
+    const int chunk = static_cast<int>(threadIdx.x) % Chunks;
+    StageCopies copies;
+    copies.matrix = matrix;
+    copies.next = matrix + (outer0 + row) * inner_count + inner0 + chunk * 8;
+    copies.row_stride = kRowStep * inner_count;
+    copies.advance = k_along_outer ? kDepth * inner_count : kDepth;
+    copies.destination = SwizzledTile<Rows, Chunks>::offset(row, chunk);
+    copies.k_position = k_along_outer ? row : chunk * 8;
+    copies.k_per_row = k_along_outer ? kRowStep : 0;
+    copies.inside_bits = 0;
+    for (int i = 0; i < kPerThread; i++) {
+      // k is checked per tile; inner_count is a multiple of 8 (supports_operands), so a chunk is wholly inside or outside.
+      const bool inside = k_along_outer ? inner0 + chunk * 8 < inner_count : outer0 + row + i * kRowStep < outer_count;
+      copies.inside_bits |= (inside ? 1u : 0u) << i;
+    }
+    return copies;
   }
-}
+
+  /** Copies this thread's chunks of the next tile, whose k positions below `k_limit` exist, into `stage`; then advances. */
+  template <int PerThread>
+  __device__ __forceinline__ void copy(T* stage, Index k_limit) {
+    KILN_UNROLL
+    for (int i = 0; i < PerThread; i++) {
+      const bool inside = ((inside_bits >> i) & 1u) != 0 && k_position + i * k_per_row < k_limit;
+      ptx::cp_async_16(stage + destination + i * Threads * 8, inside ? next + i * row_stride : matrix,
+                       inside ? 16u : 0u);
+    }
+    next += advance;
+  }
+};
 
 /**
  * Out is T (splits must be 1), or f32 for split-K partials: item z = batch_index · splits + split
  * of out holds the sum over k tiles [split · tiles_per_split, …) of its batch index.
  */
-template <typename T, typename Out, typename Tile>
+template <typename T, typename Out, typename Tile, int Layout>
 __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     matmul_mma_kernel(const T* a, const T* b, Out* out, Index m, Index n, Index k, int flags, Index batch_stride_a,
                       Index batch_stride_b, Index batch, Index splits, Index tiles_per_split, Index first_row_tile) {
@@ -131,8 +178,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   const int warp_column = (warp % Tile::kWarpsN) * Tile::kWarpN;
   const Index row0 = (first_row_tile + blockIdx.y) * Tile::kBlockM;
   const Index column0 = static_cast<Index>(blockIdx.x) * Tile::kBlockN;
-  const bool transpose_a = (flags & kTransposeA) != 0;
-  const bool transpose_b = (flags & kTransposeB) != 0;
+  constexpr bool transpose_a = (Layout & kTransposeA) != 0;
+  constexpr bool transpose_b = (Layout & kTransposeB) != 0;
   const Index k_tiles = (k + kDepth - 1) / kDepth;
   // ldmatrix row addressing: lane l serves row l % 8 of matrix l / 8.
   const int matrix = lane / 8;
@@ -141,7 +188,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   const T* stage_a = nullptr;
   const auto load_a = [&](std::uint32_t (&left)[4], int i, int depth) {
     const int row = warp_row + i * 16;
-    if (transpose_a) {  // rows are k: matrix q covers m + (q % 2)·8, k + (q / 2)·8, transposed
+    if constexpr (transpose_a) {  // rows are k: matrix q covers m + (q % 2)·8, k + (q / 2)·8, transposed
       ptx::ldmatrix_x4_trans(
           left, stage_a + TileAm::offset(depth + (matrix / 2) * 8 + matrix_row, (row + (matrix % 2) * 8) / 8));
     } else {  // rows are m: lanes 0–15 rows 0–15 at k, lanes 16–31 at k + 8
@@ -156,18 +203,24 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     const Index end_tile = !kSplit || k_tiles - first_tile < tiles_per_split ? k_tiles : first_tile + tiles_per_split;
     const T* matrix_a = a + batch_index * batch_stride_a;
     const T* matrix_b = b + batch_index * batch_stride_b;
-    const auto copy_tile = [&](Index tile, int stage) {
-      const Index k0 = tile * kDepth;
-      T* stage_a = stages_a + stage * Tile::kStageA;
-      T* stage_b = stages_b + stage * Tile::kStageB;
-      if (transpose_a)
-        copy_stage<T, kDepth, Tile::kBlockM / 8, Tile::kThreads>(stage_a, matrix_a, k0, k, row0, m);
-      else
-        copy_stage<T, Tile::kBlockM, kDepth / 8, Tile::kThreads>(stage_a, matrix_a, row0, m, k0, k);
-      if (transpose_b)
-        copy_stage<T, Tile::kBlockN, kDepth / 8, Tile::kThreads>(stage_b, matrix_b, column0, n, k0, k);
-      else
-        copy_stage<T, kDepth, Tile::kBlockN / 8, Tile::kThreads>(stage_b, matrix_b, k0, k, column0, n);
+    // Operand A: [m,k] (k contiguous) or [k,m]; B: [k,n] or [n,k] (k contiguous).
+    constexpr int kCopies = Tile::kStageA / 8 / Tile::kThreads;
+    static_assert(Tile::kStageB / 8 / Tile::kThreads == kCopies, "A and B stages are copied in as many chunks");
+    using Copies = StageCopies<T, Tile::kThreads>;
+    const Index first_k = first_tile * kDepth;
+    Copies copies_a = transpose_a
+                          ? Copies::template make<kDepth, Tile::kBlockM / 8>(matrix_a, first_k, k, row0, m, true)
+                          : Copies::template make<Tile::kBlockM, kDepth / 8>(matrix_a, row0, m, first_k, k, false);
+    Copies copies_b = transpose_b
+                          ? Copies::template make<Tile::kBlockN, kDepth / 8>(matrix_b, column0, n, first_k, k, false)
+                          : Copies::template make<kDepth, Tile::kBlockN / 8>(matrix_b, first_k, k, column0, n, true);
+    // Copies the next tile (its k from first_k + copied · kDepth) into `stage`.
+    Index copied = 0;
+    const auto copy_next_tile = [&](int stage) {
+      const Index k_limit = k - first_k - copied * kDepth;
+      copies_a.template copy<kCopies>(stages_a + stage * Tile::kStageA, k_limit);
+      copies_b.template copy<kCopies>(stages_b + stage * Tile::kStageB, k_limit);
+      copied++;
     };
     float sums[kFragmentsM][kFragmentsN][4];
     KILN_UNROLL
@@ -180,14 +233,14 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     // Prologue: kStages − 1 tiles in flight, one group each (empty groups past the end keep the count uniform).
     KILN_UNROLL
     for (int stage = 0; stage < kStages - 1; stage++) {
-      if (first_tile + stage < end_tile) copy_tile(first_tile + stage, stage);
+      if (first_tile + stage < end_tile) copy_next_tile(stage);
       ptx::cp_async_commit();
     }
     for (Index tile = first_tile; tile < end_tile; tile++) {
       ptx::cp_async_wait<kStages - 2>();  // this thread's copies of `tile` have landed …
       __syncthreads();                    // … and everyone's; everyone is also done reading tile − 1's stage
       const Index ahead = tile + kStages - 1;
-      if (ahead < end_tile) copy_tile(ahead, static_cast<int>((ahead - first_tile) % kStages));
+      if (ahead < end_tile) copy_next_tile(static_cast<int>((ahead - first_tile) % kStages));
       ptx::cp_async_commit();
       const int stage = static_cast<int>((tile - first_tile) % kStages);
       stage_a = stages_a + stage * Tile::kStageA;
@@ -200,7 +253,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
         for (int pair = 0; pair < kFragmentsN / 2; pair++) {
           const int column = warp_column + pair * 16;
           std::uint32_t loaded[4];
-          if (transpose_b) {  // rows are n: matrix q covers n + (q / 2)·8, k + (q % 2)·8
+          if constexpr (transpose_b) {  // rows are n: matrix q covers n + (q / 2)·8, k + (q % 2)·8
             ptx::ldmatrix_x4(loaded, stage_b + TileBk::offset(column + (matrix / 2) * 8 + matrix_row,
                                                               (depth + (matrix % 2) * 8) / 8));
           } else {  // rows are k: matrix q covers k + (q % 2)·8, n + (q / 2)·8, transposed
@@ -275,25 +328,36 @@ inline SplitKPlan plan(const LaunchContext& context, const MatmulShape& shape) {
   return plan_split_k(context, output_tiles<SmallTile>(shape), k_tiles, kMinTilesPerSplit);
 }
 
+/** matmul_mma_kernel<T, Out, Tile> compiled for the transposes in `flags` (each layout's copies and fragment loads without branches on it). */
+template <typename T, typename Out, typename Tile>
+auto kernel_for_layout(int flags) {
+  switch (flags & (kTransposeA | kTransposeB)) {
+    case 0: return &matmul_mma_kernel<T, Out, Tile, 0>;
+    case kTransposeA: return &matmul_mma_kernel<T, Out, Tile, kTransposeA>;
+    case kTransposeB: return &matmul_mma_kernel<T, Out, Tile, kTransposeB>;
+    default: return &matmul_mma_kernel<T, Out, Tile, kTransposeA | kTransposeB>;
+  }
+}
+
 template <typename T, typename Out, typename Tile>
 cudaError_t launch_tile(const LaunchContext& context, const char* name, const void* a, const void* b, Out* out,
                         const MatmulShape& shape, const SplitKPlan& split) {
   int flags = (shape.transpose_a ? kTransposeA : 0) | (shape.transpose_b ? kTransposeB : 0);
   if (shape.n % 2 == 0 && (reinterpret_cast<std::uintptr_t>(out) & (2 * sizeof(Out) - 1)) == 0) flags |= kPairOut;
+  const auto kernel = kernel_for_layout<T, Out, Tile>(flags);
   constexpr int kBytes = Tile::template kSharedBytes<T>;
   if (kBytes > 48 * 1024) {
-    const cudaError_t allowed =
-        cudaFuncSetAttribute(matmul_mma_kernel<T, Out, Tile>, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes);
+    const cudaError_t allowed = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes);
     if (allowed != cudaSuccess) return allowed;
   }
   const Index items = shape.batch * split.splits;
   const auto launch_rows = [&](Index first_row_tile, unsigned row_tiles) {
     const dim3 blocks(static_cast<unsigned>((shape.n + Tile::kBlockN - 1) / Tile::kBlockN), row_tiles,
                       static_cast<unsigned>(items < kMaxGridZ ? items : kMaxGridZ));
-    return vendor::launch(name, matmul_mma_kernel<T, Out, Tile>, blocks, dim3(Tile::kThreads),
-                          static_cast<std::size_t>(kBytes), context.stream, static_cast<const T*>(a),
-                          static_cast<const T*>(b), out, shape.m, shape.n, shape.k, flags, shape.batch_stride_a,
-                          shape.batch_stride_b, shape.batch, split.splits, split.tiles_per_split, first_row_tile);
+    return vendor::launch(name, kernel, blocks, dim3(Tile::kThreads), static_cast<std::size_t>(kBytes), context.stream,
+                          static_cast<const T*>(a), static_cast<const T*>(b), out, shape.m, shape.n, shape.k, flags,
+                          shape.batch_stride_a, shape.batch_stride_b, shape.batch, split.splits, split.tiles_per_split,
+                          first_row_tile);
   };
   return launch_in_grid_y_chunks((shape.m + Tile::kBlockM - 1) / Tile::kBlockM, context, launch_rows);
 }
