@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseArguments, UsageError } from '../scripts/gpu-check/arguments.mjs';
-import { matmulAgreementLimit, relativeL2 } from '../scripts/gpu-check/measure.mjs';
+import { kilnKernelOfTimings, matmulAgreementLimit, relativeL2 } from '../scripts/gpu-check/measure.mjs';
 import { createReport, evaluateTargets, formatReport, type GpuCheckReport } from '../scripts/gpu-check/report.mjs';
 import { parseSanitizerOutput } from '../scripts/gpu-check/sanitizer.mjs';
 import { buildFakeCublas } from './fake-cublas.js';
@@ -100,6 +100,17 @@ describe('gpu-check arguments', () => {
 });
 
 describe("gpu-check's kiln-vs-cuBLAS agreement", () => {
+  it("names the kiln kernel from the kernel timer's launch names", () => {
+    const named = (name: string) => kilnKernelOfTimings([{ name: 'copy bf16' }, { name }]);
+    expect(named('matmul f32 batch=1 m=2048 n=768 k=8192 transA (kiln f32 SIMT, split-K 3)')).toBe('SIMT split-K 3');
+    expect(named('matmul bf16 batch=4 m=64 n=520 k=40 transB (kiln wgmma, batch folded)')).toBe('wgmma');
+    expect(named('matmul bf16 batch=1 m=8192 n=768 k=50257 (kiln WMMA)')).toBe('WMMA');
+    expect(named('matmul bf16 batch=1 m=768 n=768 k=8192 transA (kiln wgmma, split-K 3, batch folded)')).toBe(
+      'wgmma split-K 3',
+    );
+    expect(named('matmul bf16 batch=1 m=8 n=8 k=8 (cuBLAS)')).toBeUndefined();
+  });
+
   it('measures the relative L2 difference and calls any non-finite value a disagreement', () => {
     expect(relativeL2([1, 2, 3], [1, 2, 3])).toBe(0);
     expect(relativeL2([3, 4], [0, 5])).toBeCloseTo(Math.sqrt(9 + 1) / 5, 12);

@@ -45,6 +45,16 @@ export function matmulShapes({ quick, simulator }) {
       { label: `${model} q/k/v/o dW = dYᵀ·X`, m: d, n: d, k: tokens, transposeA: true, transposeB: false },
     );
   }
+  if (!simulator && !quick) {
+    // A Hugging Face GPT-2's lm_head (vocab 50257, batch 8 × 1024): its backward's logits gradient has
+    // rows of an odd length, which neither TMA nor cp.async can read, so kiln's own kernels run WMMA.
+    const { tokens, d, vocab } = { tokens: 8 * 1024, d: 768, vocab: 50257 };
+    shapes.push(
+      { label: 'GPT-2 vocab 50257 lm_head x·Wᵀ', m: tokens, n: vocab, k: d, transposeA: false, transposeB: true },
+      { label: 'GPT-2 vocab 50257 lm_head dX = dY·W', m: tokens, n: d, k: vocab, transposeA: false, transposeB: false },
+      { label: 'GPT-2 vocab 50257 lm_head dW = dYᵀ·X', m: vocab, n: d, k: tokens, transposeA: true, transposeB: false },
+    );
+  }
   return shapes;
 }
 
@@ -82,10 +92,11 @@ export async function timeMatmul(backend, shape, dtype, { quick, simulator }, ke
     for (let i = 0; i < repeats; i++) backend.matmul(a, b, out, params);
     await backend.synchronize();
     const seconds = (performance.now() - start) / 1000 / repeats;
-    const deviceSeconds = deviceSecondsPerCall(backend, repeats, () => backend.matmul(a, b, out, params));
+    const device = deviceTiming(backend, repeats, () => backend.matmul(a, b, out, params));
     return {
       tflops: flops / seconds / 1e12,
-      deviceTflops: deviceSeconds === undefined ? undefined : flops / deviceSeconds / 1e12,
+      deviceTflops: device === undefined ? undefined : flops / device.secondsPerCall / 1e12,
+      kernel: device?.kilnKernel,
       output,
     };
   } finally {
@@ -93,14 +104,29 @@ export async function timeMatmul(backend, shape, dtype, { quick, simulator }, ke
   }
 }
 
-/** Mean device seconds of `call` over `repeats` calls, from the backend's kernel timer (undefined without one). */
-function deviceSecondsPerCall(backend, repeats, call) {
+/**
+ * Mean device seconds of `call` over `repeats` calls, from the backend's kernel timer, and the
+ * kiln kernel its launches name (`(kiln wgmma, split-K 3)` → 'wgmma split-K 3'; undefined through
+ * cuBLAS). Undefined without a timer.
+ */
+function deviceTiming(backend, repeats, call) {
   const timer = kernelTimingSourceOf(backend);
   if (timer === undefined) return undefined;
   timer.startKernelTiming();
   for (let i = 0; i < repeats; i++) call();
-  const milliseconds = timer.stopKernelTiming().reduce((total, timing) => total + timing.milliseconds, 0);
-  return milliseconds > 0 ? milliseconds / 1000 / repeats : undefined;
+  const timings = timer.stopKernelTiming();
+  const milliseconds = timings.reduce((total, timing) => total + timing.milliseconds, 0);
+  if (milliseconds <= 0) return undefined;
+  return { secondsPerCall: milliseconds / 1000 / repeats, kilnKernel: kilnKernelOfTimings(timings) };
+}
+
+/** The report's name for the kiln kernel a matmul's timing rows name, e.g. 'SIMT split-K 3', 'WMMA'; undefined if none does. */
+export function kilnKernelOfTimings(timings) {
+  for (const { name } of timings) {
+    const route = /\(kiln ([^,)]+)(?:, split-K (\d+))?[^)]*\)$/.exec(name);
+    if (route) return `${route[1] === 'f32 SIMT' ? 'SIMT' : route[1]}${route[2] ? ` split-K ${route[2]}` : ''}`;
+  }
+  return undefined;
 }
 
 /** Downloaded bytes of an f32, f16 or bf16 tensor as a Float32Array. */
@@ -171,12 +197,15 @@ export async function matmulComparison(kiln, cublas, options, log, tf32 = undefi
       const splitBefore = kilnBackend.splitKMatmulLaunches ?? 0;
       const kilnRun = await timeMatmul(kilnBackend, shape, dtype, options, cublasBackend !== undefined);
       const kilnTflops = kilnRun.tflops;
-      const kernel = kilnMatmulKernel(
-        kilnBackend,
-        dtype,
-        (kilnBackend.hopperMatmulLaunches ?? 0) - launchesBefore,
-        (kilnBackend.splitKMatmulLaunches ?? 0) - splitBefore,
-      );
+      // The kernel timer's launch names say exactly which kernel ran; the counters are the fallback.
+      const kernel =
+        kilnRun.kernel ??
+        kilnMatmulKernel(
+          kilnBackend,
+          dtype,
+          (kilnBackend.hopperMatmulLaunches ?? 0) - launchesBefore,
+          (kilnBackend.splitKMatmulLaunches ?? 0) - splitBefore,
+        );
       const row = {
         ...shape,
         dtype,

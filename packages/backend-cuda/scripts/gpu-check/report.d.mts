@@ -17,7 +17,7 @@ export interface MatmulRow {
   k: number;
   transposeA: boolean;
   transposeB: boolean;
-  /** kiln's kernel family: 'wgmma', 'mma.sync', 'wmma', 'SIMT' or 'TF32 mma.sync', plus ' split-K' when k was split. */
+  /** kiln's kernel family: 'wgmma', 'mma.sync', 'WMMA', 'SIMT' or 'TF32 mma.sync', plus ' split-K N' when k was split into N ranges (the kernel timer's launch names; ' split-K' alone from the launch counters where there is no timer). */
   kernel?: string;
   /** f32 measured with allowTf32 on both kiln and cuBLAS. */
   tf32?: boolean;
