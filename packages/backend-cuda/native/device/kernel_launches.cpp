@@ -3,6 +3,7 @@
 // kernel and its shapes (and the bytes and flops the profiler reports). The host read and checked
 // every argument (kiln/call_readers.h).
 #include <initializer_list>
+#include <optional>
 
 #include "../kernels/convert.cuh"
 #include "../kernels/elementwise.cuh"
@@ -104,17 +105,29 @@ void CudaDevice::matmul(Napi::Env, const MatmulCall& call) {
     device.after_launch(cudaSuccess, description + " (cuBLAS)", work);
     return;
   }
-  // Split-K's f32 partials (matmul_split_k.cuh): pool scratch, served from the cache during graph capture.
-  const std::size_t workspace_bytes =
+  // Split-K's f32 partials (matmul_split_k.cuh) and padded operands (matmul_pad.cuh): pool scratch,
+  // served from the cache during graph capture. Padding is an optimisation: without memory for it
+  // the operands are read as they are (WMMA).
+  bool allow_padding = true;
+  std::size_t workspace_bytes =
       static_cast<std::size_t>(matmul_workspace_bytes(launch, a.dtype, a.base(), call.b.base(), shape));
-  ScratchBuffer workspace(device.pool(), workspace_bytes);
+  std::optional<ScratchBuffer> workspace;
+  try {
+    workspace.emplace(device.pool(), workspace_bytes);
+  } catch (const NativeError& error) {
+    if (error.kind() != ErrorKind::kOutOfMemory) throw;
+    allow_padding = false;
+    workspace_bytes =
+        static_cast<std::size_t>(matmul_workspace_bytes(launch, a.dtype, a.base(), call.b.base(), shape, false));
+    workspace.emplace(device.pool(), workspace_bytes);
+  }
   MatmulRoute route;
   const cudaError_t launched = launch_matmul(launch, a.dtype, a.base(), call.b.base(), call.out.base(), shape,
-                                             workspace_bytes > 0 ? workspace.get() : nullptr, &route);
+                                             workspace_bytes > 0 ? workspace->get() : nullptr, &route, allow_padding);
   device.after_launch(launched,
                       description + " (kiln " + route.kernel +
                           (route.splits > 1 ? ", split-K " + std::to_string(route.splits) : "") +
-                          (route.folded ? ", batch folded" : "") + ")",
+                          (route.folded ? ", batch folded" : "") + (route.padded ? ", operands padded" : "") + ")",
                       work);
 }
 

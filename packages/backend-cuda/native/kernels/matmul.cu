@@ -20,6 +20,7 @@
 
 #include "matmul.cuh"
 #include "matmul_f32.cuh"
+#include "matmul_pad.cuh"
 #include "matmul_split_k.cuh"
 #include "numerics.cuh"
 #include "vector.cuh"
@@ -196,8 +197,12 @@ SplitKPlan plan_matmul(const LaunchContext& context, int dtype, const void* a, c
 }
 
 Index matmul_workspace_bytes(const LaunchContext& context, int dtype, const void* a, const void* b,
-                             const MatmulShape& shape) {
-  return split_k_workspace_bytes(plan_matmul(context, dtype, a, b, shape), fold_shared_b(shape));
+                             const MatmulShape& shape, bool allow_padding) {
+  const MatmulPadPlan pad = allow_padding ? plan_matmul_padding(context, dtype, a, b, shape) : MatmulPadPlan{};
+  if (!pad.active) return split_k_workspace_bytes(plan_matmul(context, dtype, a, b, shape), fold_shared_b(shape));
+  const SplitKPlan split = plan_matmul(context, dtype, pad.copy_a ? pad.scratch_placeholder() : a,
+                                       pad.copy_b ? pad.scratch_placeholder() : b, pad.padded);
+  return pad.bytes() + split_k_workspace_bytes(split, fold_shared_b(pad.padded));
 }
 
 namespace {
@@ -237,16 +242,12 @@ cudaError_t launch_folded(const LaunchContext& context, int dtype, const void* a
 
 }  // namespace
 
-cudaError_t launch_matmul(const LaunchContext& context, int dtype, const void* a, const void* b, void* out,
-                          const MatmulShape& requested, void* workspace, MatmulRoute* route) {
+namespace {
+
+/** launch_matmul for operands the kernels read as they are (a shared-B batch folded). */
+cudaError_t launch_unpadded(const LaunchContext& context, int dtype, const void* a, const void* b, void* out,
+                            const MatmulShape& requested, void* workspace, MatmulRoute* route) {
   const MatmulShape shape = fold_shared_b(requested);
-  if (shape.batch == 0 || shape.m == 0 || shape.n == 0) return cudaSuccess;
-  if (shape.k == 0) {
-    return cudaMemsetAsync(
-        out, 0,
-        static_cast<std::size_t>(shape.batch * shape.m * shape.n) * static_cast<std::size_t>(dtype_bytes(dtype)),
-        context.stream);
-  }
   bool maps_refused = false;
   const cudaError_t launched = launch_folded(context, dtype, a, b, out, shape, workspace, maps_refused);
   if (route != nullptr) {
@@ -256,6 +257,32 @@ cudaError_t launch_matmul(const LaunchContext& context, int dtype, const void* a
     route->folded = shape.batch != requested.batch;
   }
   return launched;
+}
+
+}  // namespace
+
+cudaError_t launch_matmul(const LaunchContext& context, int dtype, const void* a, const void* b, void* out,
+                          const MatmulShape& shape, void* workspace, MatmulRoute* route, bool allow_padding) {
+  if (shape.batch == 0 || shape.m == 0 || shape.n == 0) return cudaSuccess;
+  if (shape.k == 0) {
+    return cudaMemsetAsync(
+        out, 0,
+        static_cast<std::size_t>(shape.batch * shape.m * shape.n) * static_cast<std::size_t>(dtype_bytes(dtype)),
+        context.stream);
+  }
+  const MatmulPadPlan pad = allow_padding ? plan_matmul_padding(context, dtype, a, b, shape) : MatmulPadPlan{};
+  if (!pad.active) return launch_unpadded(context, dtype, a, b, out, shape, workspace, route);
+  // Scratch: the padded operands, the padded output, then the padded problem's split-K partials.
+  auto* scratch = static_cast<unsigned char*>(workspace);
+  const void* padded_a = a;
+  const void* padded_b = b;
+  cudaError_t launched = launch_matmul_pad_operands(context, pad, shape, a, b, scratch, padded_a, padded_b);
+  if (launched != cudaSuccess) return launched;
+  void* product = pad.copy_out ? scratch + pad.bytes_a + pad.bytes_b : out;
+  launched = launch_unpadded(context, dtype, padded_a, padded_b, product, pad.padded, scratch + pad.bytes(), route);
+  if (route != nullptr) route->padded = true;
+  if (launched != cudaSuccess || !pad.copy_out) return launched;
+  return launch_matmul_unpad_output(context, pad, shape, product, out);
 }
 
 }  // namespace kiln

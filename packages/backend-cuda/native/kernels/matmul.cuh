@@ -16,10 +16,13 @@ namespace kiln {
  * wgmma + TMA (matmul_wgmma.cuh) on sm_90a, the pipelined mma.sync kernel (matmul_mma.cuh) on
  * compute capability ≥ 8.0, else WMMA (matmul_wmma.cuh). The f32, wgmma and mma.sync kernels split k
  * over blocks into `workspace` for shapes whose output tiles leave multiprocessors idle
- * (matmul_split_k.cuh). k = 0 writes zeros.
+ * (matmul_split_k.cuh). A large f16/bf16 problem whose operand rows are not whole 16-byte chunks
+ * has them copied into `workspace` first, unless `allow_padding` is false (matmul_pad.cuh). k = 0
+ * writes zeros. `route`, when given, says which kernel ran.
  */
 cudaError_t launch_matmul(const LaunchContext& context, int dtype, const void* a, const void* b, void* out,
-                          const MatmulShape& shape, void* workspace, struct MatmulRoute* route = nullptr);
+                          const MatmulShape& shape, void* workspace, struct MatmulRoute* route = nullptr,
+                          bool allow_padding = true);
 
 /** Which of kiln's kernels a launch_matmul call ran, for profiles ("where a step goes") and tests. */
 struct MatmulRoute {
@@ -29,15 +32,18 @@ struct MatmulRoute {
   Index splits = 1;
   /** A shared-B batch ran as one matmul of batch · m rows (fold_shared_b). */
   bool folded = false;
+  /** Operands were copied into rows of whole 16-byte chunks first (matmul_pad.cuh). */
+  bool padded = false;
 };
 
 /**
- * Device bytes of f32 workspace launch_matmul needs for these operands on the current device (0
- * when it does not split k; matmul_split_k.cuh). The caller passes that much scratch, or nullptr
- * for 0 bytes; the memory is free again once the launches it enqueued have run.
+ * Device bytes of workspace launch_matmul needs for these operands on the current device (0 when
+ * it neither splits k, matmul_split_k.cuh, nor pads operands, matmul_pad.cuh — with the same
+ * `allow_padding`). The caller passes that much scratch, or nullptr for 0 bytes; the memory is free
+ * again once the launches it enqueued have run.
  */
 Index matmul_workspace_bytes(const LaunchContext& context, int dtype, const void* a, const void* b,
-                             const MatmulShape& shape);
+                             const MatmulShape& shape, bool allow_padding = true);
 
 /** The f16 tensor-core kernel (matmul_wmma_f16.cu); k, m, n, batch ≥ 1. */
 cudaError_t launch_matmul_wmma_f16(const LaunchContext& context, const void* a, const void* b, void* out,
@@ -88,6 +94,11 @@ bool matmul_f32_uses_tf32(const LaunchContext& context);
 
 /** Split-K matmuls (partials plus fixed-order reduction, matmul_split_k.cuh) launched in this process so far (tests assert that the split ran). */
 unsigned long long split_k_matmul_launches();
+
+/** True when every row of a 16-bit operand starts 16-byte aligned: base, contiguous extent and batch stride in whole 8-element chunks. */
+inline bool rows_in_whole_chunks(const void* pointer, Index contiguous, Index batch_stride) {
+  return contiguous % 8 == 0 && batch_stride % 8 == 0 && (reinterpret_cast<std::uintptr_t>(pointer) & 15u) == 0;
+}
 
 /** The tensor-core kernel families of kiln's own f16/bf16 matmul. */
 enum class HalfMatmulKernel { kWgmma, kMma, kWmma };

@@ -295,15 +295,10 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   }
 }
 
-/** True when `pointer` + offsets of `stride` elements stay 16-byte aligned (stride a multiple of 8 16-bit elements). */
-inline bool chunk_aligned(const void* pointer, Index contiguous, Index batch_stride) {
-  return contiguous % 8 == 0 && batch_stride % 8 == 0 && (reinterpret_cast<std::uintptr_t>(pointer) & 15u) == 0;
-}
-
 /** The operand rules of this kernel (see the file header): both operands' rows in whole 16-byte chunks. */
 inline bool supports_operands(const void* a, const void* b, const MatmulShape& shape) {
-  return chunk_aligned(a, shape.transpose_a ? shape.m : shape.k, shape.batch_stride_a) &&
-         chunk_aligned(b, shape.transpose_b ? shape.k : shape.n, shape.batch_stride_b);
+  return rows_in_whole_chunks(a, shape.transpose_a ? shape.m : shape.k, shape.batch_stride_a) &&
+         rows_in_whole_chunks(b, shape.transpose_b ? shape.k : shape.n, shape.batch_stride_b);
 }
 
 /** Shortest k range of a split launch, in kDepth tiles (256 elements of k). */

@@ -1,0 +1,74 @@
+// Padded operands in kiln's own f16/bf16 matmul (native/kernels/matmul_pad.cuh) on the CUDA
+// simulator (4 SMs, compute capability 9.0): a large problem whose operand rows are not whole
+// 16-byte chunks — a Hugging Face GPT-2's lm_head backward reads logit gradients of 50257 columns —
+// has them copied into rounded rows (zeros beyond) so that it runs on wgmma or mma.sync instead of
+// WMMA: k rounded up (both operands copied), m rounded up (A transposed; the output cropped), n
+// rounded up (B untransposed; the output cropped), a shared operand over batches, and a small
+// problem that keeps WMMA. Each case checks the output against an f32 reference of the same
+// rounded inputs and the kernel the launch names (the kernel timer), and a rerun's bits.
+import { kernelTimingSourceOf } from '@kiln/core/native-backend';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createSimulatedCudaBackend } from '../src/simulator.js';
+import { expectHalfMatmulMatchesReference, type HalfDType, type HalfMatmulCase } from './half-matmul-check.js';
+import { simulatorSkipReason } from './simulator-status.js';
+
+const skipReason = simulatorSkipReason();
+
+describe.skipIf(skipReason !== undefined)(
+  `matmul operands padded to whole 16-byte chunks on the CUDA simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`,
+  () => {
+    const backend = skipReason === undefined ? createSimulatedCudaBackend({ matmul: 'kiln' }) : undefined;
+    afterAll(() => backend?.dispose());
+
+    /** Runs the case twice: within the reference's bounds, launched as `route` (e.g. 'wgmma, operands padded'), the same bits both times. */
+    async function check(dtype: HalfDType, shape: HalfMatmulCase, route: string): Promise<void> {
+      const cuda = backend!;
+      const timer = kernelTimingSourceOf(cuda)!;
+      timer.startKernelTiming();
+      const first = await expectHalfMatmulMatchesReference(cuda, dtype, shape);
+      const names = timer.stopKernelTiming().map((timing) => timing.name);
+      const transposes = `${shape.transposeA ? ' transA' : ''}${shape.transposeB ? ' transB' : ''}`;
+      expect(names, names.join('; ')).toContain(
+        `matmul ${dtype} batch=${shape.batch} m=${shape.m} n=${shape.n} k=${shape.k}${transposes} (kiln ${route})`,
+      );
+      const second = await expectHalfMatmulMatchesReference(cuda, dtype, shape);
+      expect(Array.from(second)).toEqual(Array.from(first));
+    }
+
+    it('an odd k (the logits gradient times W: GPT-2 lm_head dX) pads both operands along k and runs wgmma', async () => {
+      await check(
+        'bf16',
+        { batch: 1, m: 256, n: 256, k: 521, transposeA: false, transposeB: false },
+        'wgmma, operands padded',
+      );
+    });
+
+    it('an odd m of a transposed A (GPT-2 lm_head dW) pads A and crops the output rows', async () => {
+      await check(
+        'bf16',
+        { batch: 1, m: 1001, n: 256, k: 64, transposeA: true, transposeB: false },
+        'wgmma, operands padded',
+      );
+    });
+
+    it('an odd n of an untransposed B pads B and crops the output columns', async () => {
+      await check(
+        'f16',
+        { batch: 1, m: 256, n: 1001, k: 64, transposeA: false, transposeB: false },
+        'wgmma, operands padded',
+      );
+    });
+
+    it('an A shared by 2 batches (batch stride 0) is copied once; mma.sync takes the broadcast', async () => {
+      await check(
+        'f16',
+        { batch: 2, m: 333, n: 256, k: 64, transposeA: true, transposeB: false, broadcastA: true },
+        'mma.sync, operands padded',
+      );
+    });
+
+    it('a small problem keeps the WMMA kernel (the copies would cost more than they save)', async () => {
+      await check('bf16', { batch: 1, m: 256, n: 256, k: 9, transposeA: false, transposeB: false }, 'WMMA');
+    });
+  },
+);
