@@ -4,7 +4,7 @@
 // has them copied into rounded rows (zeros beyond) so that it runs on wgmma or mma.sync instead of
 // WMMA: k rounded up (both operands copied), m rounded up (A transposed; the output cropped), n
 // rounded up (B untransposed; the output cropped), a shared operand over batches, and a small
-// problem that keeps WMMA. Each case checks the output against an f32 reference of the same
+// problem that keeps WMMA, and a backend without memory for the copies (WMMA). Each case checks the output against an f32 reference of the same
 // rounded inputs and the kernel the launch names (the kernel timer), and a rerun's bits.
 import { kernelTimingSourceOf } from '@kiln/core/native-backend';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -13,6 +13,8 @@ import { expectHalfMatmulMatchesReference, type HalfDType, type HalfMatmulCase }
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
+/** A memory limit that holds the out-of-memory case's operands and output but not its padded copies as well (1.5 MiB holds both). */
+const LIMIT_BYTES = 1024 * 1024;
 
 describe.skipIf(skipReason !== undefined)(
   `matmul operands padded to whole 16-byte chunks on the CUDA simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`,
@@ -65,6 +67,21 @@ describe.skipIf(skipReason !== undefined)(
         { batch: 2, m: 333, n: 256, k: 64, transposeA: true, transposeB: false, broadcastA: true },
         'mma.sync, operands padded',
       );
+    });
+
+    it('without memory for the copies the call runs on WMMA instead of failing', async () => {
+      // Room for the operands and the output (about 0.7 MB) but not for the padded copies beside them.
+      const tight = createSimulatedCudaBackend({ matmul: 'kiln', memoryLimitBytes: LIMIT_BYTES });
+      try {
+        const shape = { batch: 1, m: 1001, n: 256, k: 64, transposeA: true, transposeB: false };
+        const timer = kernelTimingSourceOf(tight)!;
+        timer.startKernelTiming();
+        await expectHalfMatmulMatchesReference(tight, 'bf16', shape);
+        const names = timer.stopKernelTiming().map((timing) => timing.name);
+        expect(names, names.join('; ')).toContain('matmul bf16 batch=1 m=1001 n=256 k=64 transA (kiln WMMA)');
+      } finally {
+        tight.dispose();
+      }
     });
 
     it('a small problem keeps the WMMA kernel (the copies would cost more than they save)', async () => {
