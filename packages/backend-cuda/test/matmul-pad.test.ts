@@ -3,9 +3,10 @@
 // 16-byte chunks — a Hugging Face GPT-2's lm_head backward reads logit gradients of 50257 columns —
 // has them copied into rounded rows (zeros beyond) so that it runs on wgmma or mma.sync instead of
 // WMMA: k rounded up (both operands copied), m rounded up (A transposed; the output cropped), n
-// rounded up (B untransposed; the output cropped), a shared operand over batches, and a small
-// problem that keeps WMMA, and a backend without memory for the copies (WMMA). Each case checks the output against an f32 reference of the same
-// rounded inputs and the kernel the launch names (the kernel timer), and a rerun's bits.
+// rounded up (B untransposed; the output cropped), a shared operand over batches; and WMMA for a
+// small problem and on a backend without memory for the copies. Each case checks the output
+// against an f32 reference of the same rounded inputs and the kernel the launch names (the
+// kernel timer), and a rerun's bits.
 import { kernelTimingSourceOf } from '@kiln/core/native-backend';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
