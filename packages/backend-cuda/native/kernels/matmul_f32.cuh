@@ -90,7 +90,7 @@ struct OperandSlices {
   }
 };
 
-/** Stores load_operand's four elements into the k-major tile (tile[depth][position]). */
+/** Stores OperandSlices::load's four elements into the k-major tile (tile[depth][position]). */
 template <int Row>
 __device__ __forceinline__ void store_operand(float (*tile)[Row], float4 values, bool k_contiguous) {
   const int t = static_cast<int>(threadIdx.x);
