@@ -23,9 +23,9 @@
 // fragments, so nn, nt, tn and tt are one kernel source, compiled per layout (the transposes are
 // template parameters, so no fragment load or copy branches on them). Each thread's copies are set
 // up once per work item (StageCopies): a step advances a pointer and compares each chunk's k, where
-// recomputing 64-bit addresses per chunk and issuing both layouts' fragment loads under
-// predicates had cost the 128×128 tile's k step 461 instructions around its 32 mma.sync (now
-// about 140; sm_90a SASS). Chunks are XOR-swizzled within each
+// recomputing 64-bit addresses per chunk and issuing both layouts' fragment-address arithmetic
+// under predicates had made the 128×128 tile's k loop 461 instructions around its 32 mma.sync
+// (sm_90a SASS; now 138–149 per layout). Chunks are XOR-swizzled within each
 // row (shared_swizzle.cuh), so the 8 rows one ldmatrix phase reads fall in 8 distinct 16-byte
 // bank groups (no bank conflicts), and every cp.async destination stays 16-byte aligned.
 // Edges: copies past m, n or k read 0 bytes (zero fill) and the epilogue stores only in-range
