@@ -58,10 +58,10 @@ cudaError_t launch_window_copy(const LaunchContext& context, const WindowCopy& c
   const Index rows = copy.batches * copy.dst_rows;
   const dim3 blocks(static_cast<unsigned>((copy.dst_cols + kColumnsPerBlock - 1) / kColumnsPerBlock),
                     grid_y_for(rows, context));
-  return vendor::launch("matmul_pad copy_window_kernel", copy_window_kernel, blocks, dim3(kThreads), 0,
-                        context.stream, static_cast<const std::uint16_t*>(copy.src), copy.src_rows, copy.src_cols,
-                        copy.src_pitch, copy.src_batch_stride, static_cast<std::uint16_t*>(copy.dst), copy.dst_rows,
-                        copy.dst_cols, rows);
+  return vendor::launch("matmul_pad copy_window_kernel", copy_window_kernel, blocks, dim3(kThreads), 0, context.stream,
+                        static_cast<const std::uint16_t*>(copy.src), copy.src_rows, copy.src_cols, copy.src_pitch,
+                        copy.src_batch_stride, static_cast<std::uint16_t*>(copy.dst), copy.dst_rows, copy.dst_cols,
+                        rows);
 }
 
 Index round_up(Index value, Index multiple) { return (value + multiple - 1) / multiple * multiple; }
@@ -116,8 +116,7 @@ MatmulPadPlan plan_matmul_padding(const LaunchContext& context, int dtype, const
   if (copy_b) padded.batch_stride_b = shared_b ? 0 : b_padded.rows * b_padded.cols;
   // Scratch is 256-byte aligned: the padded problem must then take wgmma or mma.sync.
   const void* aligned = MatmulPadPlan::scratch_placeholder();
-  if (choose_half_matmul_kernel(context, copy_a ? aligned : a, copy_b ? aligned : b, padded) ==
-      HalfMatmulKernel::kWmma)
+  if (choose_half_matmul_kernel(context, copy_a ? aligned : a, copy_b ? aligned : b, padded) == HalfMatmulKernel::kWmma)
     return plan;
   plan.active = true;
   plan.padded = padded;
@@ -143,17 +142,17 @@ cudaError_t launch_matmul_pad_operands(const LaunchContext& context, const Matmu
   if (plan.copy_a) {
     const StoredMatrix from = stored_a(shape);
     const StoredMatrix to = stored_a(plan.padded);
-    const cudaError_t copied = launch_window_copy(
-        context, WindowCopy{a, from.rows, from.cols, from.cols, shape.batch_stride_a, bytes, to.rows, to.cols,
-                            padded_batches(plan.padded.batch_stride_a, shape.batch)});
+    const cudaError_t copied =
+        launch_window_copy(context, WindowCopy{a, from.rows, from.cols, from.cols, shape.batch_stride_a, bytes, to.rows,
+                                               to.cols, padded_batches(plan.padded.batch_stride_a, shape.batch)});
     if (copied != cudaSuccess) return copied;
   }
   if (plan.copy_b) {
     const StoredMatrix from = stored_b(shape);
     const StoredMatrix to = stored_b(plan.padded);
-    return launch_window_copy(context,
-                              WindowCopy{b, from.rows, from.cols, from.cols, shape.batch_stride_b, bytes + plan.bytes_a,
-                                         to.rows, to.cols, padded_batches(plan.padded.batch_stride_b, shape.batch)});
+    return launch_window_copy(
+        context, WindowCopy{b, from.rows, from.cols, from.cols, shape.batch_stride_b, bytes + plan.bytes_a, to.rows,
+                            to.cols, padded_batches(plan.padded.batch_stride_b, shape.batch)});
   }
   return cudaSuccess;
 }
