@@ -6,7 +6,8 @@
 // rounded up (B untransposed; the output cropped), a shared operand over batches; and WMMA for a
 // small problem and on a backend without memory for the copies. Each case checks the output
 // against an f32 reference of the same rounded inputs and the kernel the launch names (the
-// kernel timer), and a rerun's bits.
+// kernel timer), and a rerun's bits; one more runs the padded path inside a CUDA graph.
+import { cast, matmul, tensor, tidy } from '@kiln/core';
 import { kernelTimingSourceOf } from '@kiln/core/native-backend';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
@@ -68,6 +69,42 @@ describe.skipIf(skipReason !== undefined)(
         { batch: 2, m: 333, n: 256, k: 64, transposeA: true, transposeB: false, broadcastA: true },
         'mma.sync, operands padded',
       );
+    });
+
+    it('runs inside a CUDA graph: the copies and the padded output come from the cache (warmed by an eager run) and replays match the eager result bit for bit', async () => {
+      const cuda = backend!;
+      // GPT-2's lm_head dW shape, small: A transposed with an odd m (A and the output padded).
+      const [m, n, k] = [1001, 256, 64];
+      const a = cast(
+        tensor(
+          Array.from({ length: k * m }, (_, i) => Math.sin(i)),
+          [k, m],
+          { backend: cuda },
+        ),
+        'bf16',
+      );
+      const b = cast(
+        tensor(
+          Array.from({ length: k * n }, (_, i) => Math.cos(i)),
+          [k, n],
+          { backend: cuda },
+        ),
+        'bf16',
+      );
+      const product = () => tidy(() => matmul(a, b, { transposeA: true }));
+      // The kernel timer cannot run during a capture; the eager run takes the same path.
+      const timer = kernelTimingSourceOf(cuda)!;
+      timer.startKernelTiming();
+      const eager = product();
+      const names = timer.stopKernelTiming().map((timing) => timing.name);
+      expect(names.join('; ')).toContain('(kiln wgmma, operands padded)');
+      const expected = await eager.data();
+      eager.dispose(); // leaves the output's and the scratch's blocks in the cache for the capture
+      const { graph, result } = cuda.captureGraph(product);
+      graph.replay();
+      expect(Array.from(await result.data())).toEqual(Array.from(expected));
+      graph.dispose();
+      for (const t of [a, b, result]) t.dispose();
     });
 
     it('without memory for the copies the call runs on WMMA instead of failing', async () => {
