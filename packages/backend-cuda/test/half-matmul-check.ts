@@ -1,6 +1,7 @@
 // Shared by the kernel-family matmul tests (matmul-mma, matmul-wgmma): runs one bf16/f16 matmul on
 // a backend and measures its worst error against an f32 reference of the same rounded inputs.
 import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from '@kiln/core';
+import { kernelTimingSourceOf } from '@kiln/core/native-backend';
 import { expect } from 'vitest';
 import type { CudaBackend } from '../src/cuda-backend.js';
 
@@ -92,4 +93,28 @@ export async function expectHalfMatmulMatchesReference(
   } finally {
     for (const buffer of [a, b, out]) cuda.free(buffer);
   }
+}
+
+/**
+ * Runs the case twice: within the reference's bounds (expectHalfMatmulMatchesReference), the first
+ * run launched as `route` by the kernel timer's name (e.g. 'wgmma, split-K 3' or 'wgmma, operands
+ * padded'), and the same bits both times.
+ */
+export async function expectHalfMatmulRoute(
+  cuda: CudaBackend,
+  dtype: HalfDType,
+  shape: HalfMatmulCase,
+  route: string,
+): Promise<void> {
+  const timer = kernelTimingSourceOf(cuda);
+  expect(timer, 'the backend must have a kernel timer').toBeDefined();
+  timer!.startKernelTiming();
+  const first = await expectHalfMatmulMatchesReference(cuda, dtype, shape);
+  const names = timer!.stopKernelTiming().map((timing) => timing.name);
+  const transposes = `${shape.transposeA ? ' transA' : ''}${shape.transposeB ? ' transB' : ''}`;
+  expect(names, names.join('; ')).toContain(
+    `matmul ${dtype} batch=${shape.batch} m=${shape.m} n=${shape.n} k=${shape.k}${transposes} (kiln ${route})`,
+  );
+  const second = await expectHalfMatmulMatchesReference(cuda, dtype, shape);
+  expect(Array.from(second)).toEqual(Array.from(first));
 }

@@ -11,7 +11,7 @@ import { cast, matmul, tensor, tidy } from '@kiln/core';
 import { kernelTimingSourceOf } from '@kiln/core/native-backend';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
-import { expectHalfMatmulMatchesReference, type HalfDType, type HalfMatmulCase } from './half-matmul-check.js';
+import { expectHalfMatmulRoute, type HalfDType, type HalfMatmulCase } from './half-matmul-check.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
@@ -24,73 +24,60 @@ describe.skipIf(skipReason !== undefined)(
     const backend = skipReason === undefined ? createSimulatedCudaBackend({ matmul: 'kiln' }) : undefined;
     afterAll(() => backend?.dispose());
 
-    /** Runs the case twice: within the reference's bounds, launched as `route` (e.g. 'wgmma, operands padded'), the same bits both times. */
-    async function check(dtype: HalfDType, shape: HalfMatmulCase, route: string): Promise<void> {
-      const cuda = backend!;
-      const timer = kernelTimingSourceOf(cuda)!;
-      timer.startKernelTiming();
-      const first = await expectHalfMatmulMatchesReference(cuda, dtype, shape);
-      const names = timer.stopKernelTiming().map((timing) => timing.name);
-      const transposes = `${shape.transposeA ? ' transA' : ''}${shape.transposeB ? ' transB' : ''}`;
-      expect(names, names.join('; ')).toContain(
-        `matmul ${dtype} batch=${shape.batch} m=${shape.m} n=${shape.n} k=${shape.k}${transposes} (kiln ${route})`,
-      );
-      const second = await expectHalfMatmulMatchesReference(cuda, dtype, shape);
-      expect(Array.from(second)).toEqual(Array.from(first));
+    const CASES: Array<{ name: string; dtype: HalfDType; shape: HalfMatmulCase; route: string }> = [
+      {
+        name: 'an odd k (the logits gradient times W: GPT-2 lm_head dX) pads both operands along k and runs wgmma',
+        dtype: 'bf16',
+        shape: { batch: 1, m: 256, n: 256, k: 521, transposeA: false, transposeB: false },
+        route: 'wgmma, operands padded',
+      },
+      {
+        name: 'an odd m of a transposed A (GPT-2 lm_head dW) pads A and crops the output rows',
+        dtype: 'bf16',
+        shape: { batch: 1, m: 1001, n: 256, k: 64, transposeA: true, transposeB: false },
+        route: 'wgmma, operands padded',
+      },
+      {
+        name: 'an odd n of an untransposed B pads B and crops the output columns',
+        dtype: 'f16',
+        shape: { batch: 1, m: 256, n: 1001, k: 64, transposeA: false, transposeB: false },
+        route: 'wgmma, operands padded',
+      },
+      {
+        name: 'an A shared by 2 batches (batch stride 0) is copied once; mma.sync takes the broadcast',
+        dtype: 'f16',
+        shape: { batch: 2, m: 333, n: 256, k: 64, transposeA: true, transposeB: false, broadcastA: true },
+        route: 'mma.sync, operands padded',
+      },
+      {
+        name: 'a small problem keeps the WMMA kernel (the copies would cost more than they save)',
+        dtype: 'bf16',
+        shape: { batch: 1, m: 256, n: 256, k: 9, transposeA: false, transposeB: false },
+        route: 'WMMA',
+      },
+    ];
+    for (const { name, dtype, shape, route } of CASES) {
+      it(name, async () => {
+        await expectHalfMatmulRoute(backend!, dtype, shape, route);
+      });
     }
-
-    it('an odd k (the logits gradient times W: GPT-2 lm_head dX) pads both operands along k and runs wgmma', async () => {
-      await check(
-        'bf16',
-        { batch: 1, m: 256, n: 256, k: 521, transposeA: false, transposeB: false },
-        'wgmma, operands padded',
-      );
-    });
-
-    it('an odd m of a transposed A (GPT-2 lm_head dW) pads A and crops the output rows', async () => {
-      await check(
-        'bf16',
-        { batch: 1, m: 1001, n: 256, k: 64, transposeA: true, transposeB: false },
-        'wgmma, operands padded',
-      );
-    });
-
-    it('an odd n of an untransposed B pads B and crops the output columns', async () => {
-      await check(
-        'f16',
-        { batch: 1, m: 256, n: 1001, k: 64, transposeA: false, transposeB: false },
-        'wgmma, operands padded',
-      );
-    });
-
-    it('an A shared by 2 batches (batch stride 0) is copied once; mma.sync takes the broadcast', async () => {
-      await check(
-        'f16',
-        { batch: 2, m: 333, n: 256, k: 64, transposeA: true, transposeB: false, broadcastA: true },
-        'mma.sync, operands padded',
-      );
-    });
 
     it('runs inside a CUDA graph: the copies and the padded output come from the cache (warmed by an eager run) and replays match the eager result bit for bit', async () => {
       const cuda = backend!;
       // GPT-2's lm_head dW shape, small: A transposed with an odd m (A and the output padded).
       const [m, n, k] = [1001, 256, 64];
-      const a = cast(
-        tensor(
-          Array.from({ length: k * m }, (_, i) => Math.sin(i)),
-          [k, m],
-          { backend: cuda },
-        ),
-        'bf16',
-      );
-      const b = cast(
-        tensor(
-          Array.from({ length: k * n }, (_, i) => Math.cos(i)),
-          [k, n],
-          { backend: cuda },
-        ),
-        'bf16',
-      );
+      /** A bf16 [rows, columns] operand of f's values at 0, 1, …. */
+      const operand = (rows: number, columns: number, f: (i: number) => number) =>
+        cast(
+          tensor(
+            Array.from({ length: rows * columns }, (_, i) => f(i)),
+            [rows, columns],
+            { backend: cuda },
+          ),
+          'bf16',
+        );
+      const a = operand(k, m, Math.sin);
+      const b = operand(k, n, Math.cos);
       const product = () => tidy(() => matmul(a, b, { transposeA: true }));
       // The kernel timer cannot run during a capture; the eager run takes the same path.
       const timer = kernelTimingSourceOf(cuda)!;
@@ -112,18 +99,10 @@ describe.skipIf(skipReason !== undefined)(
       const tight = createSimulatedCudaBackend({ matmul: 'kiln', memoryLimitBytes: LIMIT_BYTES });
       try {
         const shape = { batch: 1, m: 1001, n: 256, k: 64, transposeA: true, transposeB: false };
-        const timer = kernelTimingSourceOf(tight)!;
-        timer.startKernelTiming();
-        await expectHalfMatmulMatchesReference(tight, 'bf16', shape);
-        const names = timer.stopKernelTiming().map((timing) => timing.name);
-        expect(names, names.join('; ')).toContain('matmul bf16 batch=1 m=1001 n=256 k=64 transA (kiln WMMA)');
+        await expectHalfMatmulRoute(tight, 'bf16', shape, 'WMMA');
       } finally {
         tight.dispose();
       }
-    });
-
-    it('a small problem keeps the WMMA kernel (the copies would cost more than they save)', async () => {
-      await check('bf16', { batch: 1, m: 256, n: 256, k: 9, transposeA: false, transposeB: false }, 'WMMA');
     });
   },
 );

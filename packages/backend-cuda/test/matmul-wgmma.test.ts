@@ -9,10 +9,14 @@
 // tn, tt), batches with strided operands, bf16 and f16. Smaller problems keep mma.sync — except a
 // problem of fewer tiles than half the multiprocessors whose k is long enough for two ranges of 512:
 // it splits k over (tile, range) work items, named with their count by the kernel timer.
-import { kernelTimingSourceOf } from '@kiln/core/native-backend';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
-import { expectHalfMatmulMatchesReference, type HalfDType, type HalfMatmulCase } from './half-matmul-check.js';
+import {
+  expectHalfMatmulMatchesReference,
+  expectHalfMatmulRoute,
+  type HalfDType,
+  type HalfMatmulCase,
+} from './half-matmul-check.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
@@ -78,21 +82,12 @@ describe.skipIf(skipReason !== undefined)(
       );
     });
 
-    /** Runs the case twice under the kernel timer: wgmma, split into `splits` k ranges, the same bits both times. */
+    /** The case on wgmma split into `splits` k ranges (expectHalfMatmulRoute), and the split-K launch counted. */
     async function checkSplit(dtype: HalfDType, shape: HalfMatmulCase, splits: number): Promise<void> {
       const cuda = backend!;
-      const timer = kernelTimingSourceOf(cuda)!;
       const splitBefore = cuda.splitKMatmulLaunches;
-      timer.startKernelTiming();
-      const first = await expectHalfMatmulMatchesReference(cuda, dtype, shape);
-      const names = timer.stopKernelTiming().map((timing) => timing.name);
-      const transposes = `${shape.transposeA ? ' transA' : ''}${shape.transposeB ? ' transB' : ''}`;
-      expect(names, names.join('; ')).toContain(
-        `matmul ${dtype} batch=${shape.batch} m=${shape.m} n=${shape.n} k=${shape.k}${transposes} (kiln wgmma, split-K ${splits})`,
-      );
-      expect(cuda.splitKMatmulLaunches).toBe(splitBefore + 1);
-      const second = await expectHalfMatmulMatchesReference(cuda, dtype, shape);
-      expect(Array.from(second)).toEqual(Array.from(first));
+      await expectHalfMatmulRoute(cuda, dtype, shape, `wgmma, split-K ${splits}`);
+      expect(cuda.splitKMatmulLaunches).toBe(splitBefore + 2);
     }
 
     it('one tile with a long k splits k over the multiprocessors (as gpt2s q/k/v/o dW: 36 tiles, k 8192): tn, 3 ranges of 10, 10, 9 steps, the last step partial', async () => {

@@ -145,6 +145,7 @@ export function compareTraining({
   ownMatmul = false,
 }) {
   const runs = [];
+  const bench = { model, precision, steps, warmup };
   // kiln's own matmul kernels (cuBLAS made unloadable through KILN_CUBLAS_PATH) at the first batch: issue 19's step without cuBLAS.
   let own;
   if (ownMatmul) {
@@ -155,20 +156,13 @@ export function compareTraining({
       environment: { ...target.environment, KILN_CUBLAS_PATH: '/nonexistent/kiln-gpu-check-without-cublas' },
     };
     // Profiled too: its table names the kiln kernel each matmul ran on (wgmma, mma.sync, split-K, folded batch).
-    const { profile: ownProfile, ...ownKiln } = kilnBenchRun(cli, ownTarget, {
-      model,
-      batch,
-      precision,
-      steps,
-      warmup,
-      profile: true,
-    });
+    const { profile: ownProfile, ...ownKiln } = kilnBenchRun(cli, ownTarget, { ...bench, batch, profile: true });
     own = { batch, kiln: ownKiln, profile: ownProfile };
     log(`  kiln own matmul ${JSON.stringify(own.kiln)}`);
   }
   for (const [index, batch] of batches.entries()) {
     log(`train ${model} batch ${batch}: kiln…`);
-    const kiln = kilnBenchRun(cli, target, { model, batch, precision, steps, warmup, profile: index === 0 });
+    const kiln = kilnBenchRun(cli, target, { ...bench, batch, profile: index === 0 });
     log(`  kiln ${JSON.stringify({ ...kiln, profile: undefined })}`);
     const eager = pytorch
       ? pytorchRun(python, { model, batch, precision, steps, warmup, compile: false })
