@@ -240,10 +240,6 @@ cudaError_t launch_folded(const LaunchContext& context, int dtype, const void* a
   return f16 ? launch_matmul_wmma_f16(context, a, b, out, shape) : launch_matmul_wmma_bf16(context, a, b, out, shape);
 }
 
-}  // namespace
-
-namespace {
-
 /** launch_matmul for operands the kernels read as they are (a shared-B batch folded). */
 cudaError_t launch_unpadded(const LaunchContext& context, int dtype, const void* a, const void* b, void* out,
                             const MatmulShape& requested, void* workspace, MatmulRoute* route) {
