@@ -18,7 +18,8 @@
 // K and V [keys × D] — f16/bf16 rows unpadded with XOR-swizzled 16-byte chunks (conflict-free
 // ldmatrix; 80 KiB at D 128), f32 rows padded by 4. Rows without any allowed key write out = 0,
 // lse = −Inf.
-// Numerics: f32 accumulation; scores in log2 units (exp2f), lse = (m + log2 l)·ln 2. For f16/bf16
+// Numerics: f32 accumulation; scores in log2 units (exp2: inside tiles without a mask, and with a
+// positive scale, exp2(fma(s, scale, −m)), elsewhere exp2(s·scale − m)), lse = (m + log2 l)·ln 2. For f16/bf16
 // the probabilities are rounded to the storage type once before P·v (inputs are exact in the
 // tensor-core product), the output once at the end.
 #include "attention_forward.cuh"
@@ -134,12 +135,16 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_forward_kernel(Ke
     Math::template scores<kKeys>(q_rows, k_tile, s, p.head_dim);
     const bool check =
         key0 + kKeys > p.length_k || (p.causal && static_cast<long long>(key0) + kKeys - 1 > row0 + p.shift);
-    to_log2_scores(
-        s, p, b, h, check, [&](int row, int) { return static_cast<long long>(row0 + warp_row + row); },
-        [&](int, int column) { return static_cast<long long>(key0 + column); });
-
-    online_softmax_tile(s, 1.0f, row_max, row_sum,
-                        [&](int half, float correction) { rescale_output_row(o, half, correction); });
+    const auto rescale = [&](int half, float correction) { rescale_output_row(o, half, correction); };
+    if (check || p.mask != nullptr || !(p.scale_log2 > 0.0f)) {
+      to_log2_scores(
+          s, p, b, h, check, [&](int row, int) { return static_cast<long long>(row0 + warp_row + row); },
+          [&](int, int column) { return static_cast<long long>(key0 + column); });
+      online_softmax_tile(s, 1.0f, row_max, row_sum, rescale);
+    } else {
+      // Nothing to test or add: the scale is folded into each exponent's fma (no separate multiply).
+      online_softmax_tile(s, p.scale_log2, row_max, row_sum, rescale);
+    }
 
     // V_tile landed; with one stage every warp is also done with K_tile.
     if constexpr (kStages == 2) {
