@@ -11,6 +11,9 @@
 //    stage tile j − 1 used (one commit group each), S_j waits only for K_j and P_j·V_j for V_j.
 //  - f32 (SIMT FMAs): one K/V stage (its tiles are twice as large); V_j is copied while S_j is
 //    computed, K_{j+1} while P_j·V_j is.
+// Head dims run in buckets of 32, 64 and 128 columns (zero-padded); each bucket is compiled twice:
+// for D filling it (D a constant, so the products have no per-step tests and their ldmatrix loads
+// are scheduled ahead) and for any smaller D (the steps past D are skipped at run time).
 // Causal: key tiles wholly above the diagonal of the block's last row are never loaded; only tiles
 // that cross the diagonal or the sequence end run the per-element test. Blocks run in
 // attention_common.cuh tile_order: groups of 8 heads, the last query tiles (most keys) first.
@@ -50,7 +53,7 @@ struct ForwardLayout {
   static_assert(kBytes <= kAttentionSharedLimit, "forward tiles exceed the shared memory of sm_86/sm_89");
 };
 
-template <typename Math, int kHeadDim>
+template <typename Math, int kHeadDim, bool kWholeBucket>
 __global__ void __launch_bounds__(kAttentionThreads) attention_forward_kernel(KernelParams p) {
   using namespace attention;
   using Layout = ForwardLayout<Math, kHeadDim>;
@@ -76,6 +79,9 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_forward_kernel(Ke
   const int key_tiles = static_cast<int>(ceil_div(key_limit(p, row0 + block.rows_valid), kKeys));
   const bool vector = p.vector_loads != 0;
   const int warp_row = warp * 16;
+  // D fills the bucket: a constant, so the products' per-step head-dim tests fold away and their
+  // ldmatrix loads can be scheduled ahead (a runtime test made each one wait for the previous).
+  const int head_dim = kWholeBucket ? kHeadDim : p.head_dim;
 
   float o[kHeadDim / 8][4];
   KILN_UNROLL
@@ -91,13 +97,13 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_forward_kernel(Ke
   const auto load_keys = [&](int tile) {
     const int key0 = tile * kKeys;
     load_tile<T, Tile, kKeys>(k_stage(tile), k + static_cast<Index>(key0) * p.kv_row_stride, p.kv_row_stride,
-                              min(kKeys, p.length_k - key0), p.head_dim, vector);
+                              min(kKeys, p.length_k - key0), head_dim, vector);
     cp_async_commit();
   };
   const auto load_values = [&](int tile) {
     const int key0 = tile * kKeys;
     load_tile<T, Tile, kKeys>(v_stage(tile), v + static_cast<Index>(key0) * p.kv_row_stride, p.kv_row_stride,
-                              min(kKeys, p.length_k - key0), p.head_dim, vector);
+                              min(kKeys, p.length_k - key0), head_dim, vector);
     cp_async_commit();
   };
 
@@ -106,7 +112,7 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_forward_kernel(Ke
   // (one stage, each into the buffer the previous product just released).
   if (key_tiles > 0) {
     load_tile<T, Tile, kQueryRows>(q_tile, static_cast<const T*>(p.q) + q_offset, p.q_row_stride, block.rows_valid,
-                                   p.head_dim, vector);
+                                   head_dim, vector);
     load_keys(0);
     if constexpr (kStages == 2) load_values(0);
   }
@@ -121,7 +127,7 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_forward_kernel(Ke
       cp_async_wait_all();
     }
     __syncthreads();
-    if (tile == 0) Math::load_rows(q_rows, q_tile + warp_row * kStride, p.head_dim);
+    if (tile == 0) Math::load_rows(q_rows, q_tile + warp_row * kStride, head_dim);
     if constexpr (kStages == 2) {
       if (tile + 1 < key_tiles) {
         load_keys(tile + 1);
@@ -132,7 +138,7 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_forward_kernel(Ke
     }
 
     float s[kKeys / 8][4];
-    Math::template scores<kKeys>(q_rows, k_tile, s, p.head_dim);
+    Math::template scores<kKeys>(q_rows, k_tile, s, head_dim);
     const bool check =
         key0 + kKeys > p.length_k || (p.causal && static_cast<long long>(key0) + kKeys - 1 > row0 + p.shift);
     const auto rescale = [&](int half, float correction) { rescale_output_row(o, half, correction); };
@@ -160,30 +166,42 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_forward_kernel(Ke
     if constexpr (kStages == 1) {
       if (tile + 1 < key_tiles) load_keys(tile + 1);
     }
-    Math::template accumulate<kKeys>(s, v_tile, o, p.head_dim, scratch);
+    Math::template accumulate<kKeys>(s, v_tile, o, head_dim, scratch);
   }
 
   T* out = static_cast<T*>(p.out_written) + q_offset;
   float* lse = p.lse + (static_cast<Index>(b) * p.heads_q + h) * p.length_q + row0;
-  store_softmax_rows<T>(o, row_max, row_sum, out, p.q_row_stride, lse, warp_row, block.rows_valid, p.head_dim);
+  store_softmax_rows<T>(o, row_max, row_sum, out, p.q_row_stride, lse, warp_row, block.rows_valid, head_dim);
 }
 
-template <typename Math, int kHeadDim>
+template <typename Math, int kHeadDim, bool kWholeBucket>
 cudaError_t launch_forward(const LaunchContext& context, const char* name, const KernelParams& params, Index blocks) {
   using Layout = ForwardLayout<Math, kHeadDim>;
-  const cudaError_t configured =
-      attention::allow_shared_bytes(attention_forward_kernel<Math, kHeadDim>, Layout::kBytes);
+  const auto kernel = attention_forward_kernel<Math, kHeadDim, kWholeBucket>;
+  const cudaError_t configured = attention::allow_shared_bytes(kernel, Layout::kBytes);
   if (configured != cudaSuccess) return configured;
-  return vendor::launch(name, attention_forward_kernel<Math, kHeadDim>, dim3(static_cast<unsigned>(blocks)),
-                        dim3(kAttentionThreads), static_cast<size_t>(Layout::kBytes), context.stream, params);
+  return vendor::launch(name, kernel, dim3(static_cast<unsigned>(blocks)), dim3(kAttentionThreads),
+                        static_cast<size_t>(Layout::kBytes), context.stream, params);
 }
 
-template <typename Math>
-cudaError_t launch_bucket(const LaunchContext& context, const char* const (&names)[3], int bucket,
-                          const KernelParams& params, Index blocks) {
-  if (bucket == 32) return launch_forward<typename Math::template Bucket<32>, 32>(context, names[0], params, blocks);
-  if (bucket == 64) return launch_forward<typename Math::template Bucket<64>, 64>(context, names[1], params, blocks);
-  return launch_forward<typename Math::template Bucket<128>, 128>(context, names[2], params, blocks);
+/** Kernel names of one dtype: [head dim fills its bucket][bucket 32, 64, 128]. */
+using Names = const char* const (&)[2][3];
+
+template <typename Family, int kHeadDim>
+cudaError_t launch_head_dim(const LaunchContext& context, Names names, int slot, const KernelParams& params,
+                            Index blocks) {
+  using Bucket = typename Family::template Bucket<kHeadDim>;
+  if (params.head_dim == kHeadDim)
+    return launch_forward<Bucket, kHeadDim, true>(context, names[1][slot], params, blocks);
+  return launch_forward<Bucket, kHeadDim, false>(context, names[0][slot], params, blocks);
+}
+
+template <typename Family>
+cudaError_t launch_bucket(const LaunchContext& context, Names names, int bucket, const KernelParams& params,
+                          Index blocks) {
+  if (bucket == 32) return launch_head_dim<Family, 32>(context, names, 0, params, blocks);
+  if (bucket == 64) return launch_head_dim<Family, 64>(context, names, 1, params, blocks);
+  return launch_head_dim<Family, 128>(context, names, 2, params, blocks);
 }
 
 }  // namespace
@@ -208,19 +226,25 @@ cudaError_t launch_attention_forward(const LaunchContext& context, int dtype, co
   const int bucket = KILN_ATTENTION_HEAD_DIM_BUCKET(problem.head_dim);
   switch (dtype) {
     case kF32: {
-      static constexpr const char* kNames[3] = {"attention_forward_kernel<f32,32>", "attention_forward_kernel<f32,64>",
-                                                "attention_forward_kernel<f32,128>"};
+      static constexpr const char* kNames[2][3] = {
+          {"attention_forward_kernel<f32,32>", "attention_forward_kernel<f32,64>", "attention_forward_kernel<f32,128>"},
+          {"attention_forward_kernel<f32,32,whole>", "attention_forward_kernel<f32,64,whole>",
+           "attention_forward_kernel<f32,128,whole>"}};
       return launch_bucket<attention::SimtFamily>(context, kNames, bucket, params, blocks);
     }
     case kF16: {
-      static constexpr const char* kNames[3] = {"attention_forward_kernel<f16,32>", "attention_forward_kernel<f16,64>",
-                                                "attention_forward_kernel<f16,128>"};
+      static constexpr const char* kNames[2][3] = {
+          {"attention_forward_kernel<f16,32>", "attention_forward_kernel<f16,64>", "attention_forward_kernel<f16,128>"},
+          {"attention_forward_kernel<f16,32,whole>", "attention_forward_kernel<f16,64,whole>",
+           "attention_forward_kernel<f16,128,whole>"}};
       return launch_bucket<attention::TensorCoreFamily<__half>>(context, kNames, bucket, params, blocks);
     }
     default: {
-      static constexpr const char* kNames[3] = {"attention_forward_kernel<bf16,32>",
-                                                "attention_forward_kernel<bf16,64>",
-                                                "attention_forward_kernel<bf16,128>"};
+      static constexpr const char* kNames[2][3] = {
+          {"attention_forward_kernel<bf16,32>", "attention_forward_kernel<bf16,64>",
+           "attention_forward_kernel<bf16,128>"},
+          {"attention_forward_kernel<bf16,32,whole>", "attention_forward_kernel<bf16,64,whole>",
+           "attention_forward_kernel<bf16,128,whole>"}};
       return launch_bucket<attention::TensorCoreFamily<__nv_bfloat16>>(context, kNames, bucket, params, blocks);
     }
   }
