@@ -20,6 +20,7 @@
 // Determinism: no atomics; every output element is written by one thread after summing in a
 // fixed order, so two runs are bit-identical (GQA heads are summed in head order inside one block).
 // The cost is recomputing S and dP in the query kernel (7 tile products instead of FA-2's 5).
+// Head dims run in the forward's buckets, each compiled for D filling it and for any smaller D.
 // Layout: global tensors as attention_common.cuh describes; shared tiles as the forward's (f16/bf16
 // swizzled, f32 padded). A row whose lse is −Inf (no allowed key) has P = 0.
 // Numerics: f32 accumulation, scores in log2 units (exp2_ftz of s₂ − lse·log2 e, the scale in
@@ -105,8 +106,10 @@ __global__ void __launch_bounds__(kDeltaThreads)
   }
 }
 
-template <typename Math, int kHeadDim>
+template <typename Math, int kHeadDim, bool kWholeBucket>
 __global__ void __launch_bounds__(kAttentionThreads) attention_backward_kv_kernel(KernelParams p) {
+  // D fills the bucket: a constant, so the products' per-step head-dim tests fold away (as the forward's).
+  const int head_dim = kWholeBucket ? kHeadDim : p.head_dim;
   using namespace attention;
   using Layout = KeyValueLayout<Math, kHeadDim>;
   using T = typename Math::Element;
@@ -157,11 +160,11 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_kv_kerne
     const int queries_valid = min(kQueries, p.length_q - query0);
     T* q_stage = query_stages + 2 * stage * kQueries * kStride;
     load_tile<T, Tile, kQueries>(q_stage, static_cast<const T*>(p.q) + q_offset_of(p, b, h, query0), p.q_row_stride,
-                                 queries_valid, p.head_dim, vector);
+                                 queries_valid, head_dim, vector);
     cp_async_commit();
     load_tile<T, Tile, kQueries>(q_stage + kQueries * kStride,
                                  static_cast<const T*>(p.d_out) + q_offset_of(p, b, h, query0), p.q_row_stride,
-                                 queries_valid, p.head_dim, vector);
+                                 queries_valid, head_dim, vector);
     cp_async_commit();
     if (threadIdx.x < kQueries) {
       const Index row_base = (static_cast<Index>(b) * p.heads_q + h) * p.length_q;
@@ -177,9 +180,9 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_kv_kerne
   // starts, once every warp is done with item n − 1.
   if (items > 0) {
     load_tile<T, Tile, kBlockRows>(k_tile, static_cast<const T*>(p.k) + kv_offset, p.kv_row_stride, keys_valid,
-                                   p.head_dim, vector);
+                                   head_dim, vector);
     load_tile<T, Tile, kBlockRows>(v_tile, static_cast<const T*>(p.v) + kv_offset, p.kv_row_stride, keys_valid,
-                                   p.head_dim, vector);
+                                   head_dim, vector);
     if constexpr (kStages == 2) load_queries(0);
   }
   for (int item = 0; item < items; item++) {
@@ -202,9 +205,9 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_kv_kerne
     }
 
     typename Math::Rows rows;
-    Math::load_rows(rows, k_tile + warp_row * kStride, p.head_dim);
+    Math::load_rows(rows, k_tile + warp_row * kStride, head_dim);
     float s[kQueries / 8][4];
-    Math::template scores<kQueries>(rows, q_tile, s, p.head_dim);
+    Math::template scores<kQueries>(rows, q_tile, s, head_dim);
     const bool check = key0 + kBlockRows > p.length_k || query0 + kQueries > p.length_q ||
                        (p.causal && static_cast<long long>(key0) + kBlockRows - 1 > query0 + p.shift);
     scores_to_probabilities(
@@ -218,15 +221,15 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_kv_kerne
       cp_async_wait_all();
     }
     __syncthreads();  // dO_n landed
-    Math::template accumulate<kQueries>(s, do_tile, dv, p.head_dim, scratch);
-    Math::load_rows(rows, v_tile + warp_row * kStride, p.head_dim);
+    Math::template accumulate<kQueries>(s, do_tile, dv, head_dim, scratch);
+    Math::load_rows(rows, v_tile + warp_row * kStride, head_dim);
     float dp[kQueries / 8][4];
-    Math::template scores<kQueries>(rows, do_tile, dp, p.head_dim);
+    Math::template scores<kQueries>(rows, do_tile, dp, head_dim);
     KILN_UNROLL
     for (int nt = 0; nt < kQueries / 8; nt++) {
       for (int e = 0; e < 4; e++) dp[nt][e] = s[nt][e] * (dp[nt][e] - delta_tile[nt * 8 + 2 * lane.t + (e & 1)]);
     }
-    Math::template accumulate<kQueries>(dp, q_tile, dk, p.head_dim, scratch);
+    Math::template accumulate<kQueries>(dp, q_tile, dk, head_dim, scratch);
   }
 
   T* dk_out = static_cast<T*>(p.dk) + kv_offset;
@@ -239,7 +242,7 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_kv_kerne
     for (int nt = 0; nt < kHeadDim / 8; nt++) {
       for (int e = 0; e < 2; e++) {
         const int column = nt * 8 + 2 * lane.t + e;
-        if (column >= p.head_dim) continue;
+        if (column >= head_dim) continue;
         dk_out[static_cast<Index>(row) * p.kv_row_stride + column] = from_float<T>(dk[nt][2 * half + e] * p.scale);
         dv_out[static_cast<Index>(row) * p.kv_row_stride + column] = from_float<T>(dv[nt][2 * half + e]);
       }
@@ -247,8 +250,10 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_kv_kerne
   }
 }
 
-template <typename Math, int kHeadDim>
+template <typename Math, int kHeadDim, bool kWholeBucket>
 __global__ void __launch_bounds__(kAttentionThreads) attention_backward_q_kernel(KernelParams p) {
+  // D fills the bucket: a constant, so the products' per-step head-dim tests fold away (as the forward's).
+  const int head_dim = kWholeBucket ? kHeadDim : p.head_dim;
   using namespace attention;
   using Layout = QueryLayout<Math, kHeadDim>;
   using T = typename Math::Element;
@@ -298,10 +303,10 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_q_kernel
     const int key0 = tile * kKeys;
     const int keys_valid = min(kKeys, p.length_k - key0);
     load_tile<T, Tile, kKeys>(k_stage(tile), k + static_cast<Index>(key0) * p.kv_row_stride, p.kv_row_stride,
-                              keys_valid, p.head_dim, vector);
+                              keys_valid, head_dim, vector);
     cp_async_commit();
     load_tile<T, Tile, kKeys>(k_stage(tile) + kKeys * kStride, v + static_cast<Index>(key0) * p.kv_row_stride,
-                              p.kv_row_stride, keys_valid, p.head_dim, vector);
+                              p.kv_row_stride, keys_valid, head_dim, vector);
     cp_async_commit();
   };
 
@@ -309,10 +314,10 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_q_kernel
   // issued as tile j starts, into the stage tile j − 1 used); with one stage K_j, V_j as tile j
   // starts, once every warp is done with tile j − 1.
   if (key_tiles > 0) {
-    load_tile<T, Tile, kBlockRows>(q_tile, static_cast<const T*>(p.q) + q_offset, p.q_row_stride, rows_valid,
-                                   p.head_dim, vector);
+    load_tile<T, Tile, kBlockRows>(q_tile, static_cast<const T*>(p.q) + q_offset, p.q_row_stride, rows_valid, head_dim,
+                                   vector);
     load_tile<T, Tile, kBlockRows>(do_tile, static_cast<const T*>(p.d_out) + q_offset, p.q_row_stride, rows_valid,
-                                   p.head_dim, vector);
+                                   head_dim, vector);
     if constexpr (kStages == 2) load_keys_values(0);
   }
   for (int tile = 0; tile < key_tiles; tile++) {
@@ -331,9 +336,9 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_q_kernel
     }
 
     typename Math::Rows rows;
-    Math::load_rows(rows, q_tile + warp_row * kStride, p.head_dim);
+    Math::load_rows(rows, q_tile + warp_row * kStride, head_dim);
     float s[kKeys / 8][4];
-    Math::template scores<kKeys>(rows, k_tile, s, p.head_dim);
+    Math::template scores<kKeys>(rows, k_tile, s, head_dim);
     const bool check =
         key0 + kKeys > p.length_k || (p.causal && static_cast<long long>(key0) + kKeys - 1 > row0 + p.shift);
     scores_to_probabilities(
@@ -347,14 +352,14 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_q_kernel
       cp_async_wait_all();
     }
     __syncthreads();  // V_j landed
-    Math::load_rows(rows, do_tile + warp_row * kStride, p.head_dim);
+    Math::load_rows(rows, do_tile + warp_row * kStride, head_dim);
     float dp[kKeys / 8][4];
-    Math::template scores<kKeys>(rows, v_tile, dp, p.head_dim);
+    Math::template scores<kKeys>(rows, v_tile, dp, head_dim);
     KILN_UNROLL
     for (int nt = 0; nt < kKeys / 8; nt++) {
       for (int e = 0; e < 4; e++) dp[nt][e] = s[nt][e] * (dp[nt][e] - delta_row[e / 2]);
     }
-    Math::template accumulate<kKeys>(dp, k_tile, dq, p.head_dim, scratch);
+    Math::template accumulate<kKeys>(dp, k_tile, dq, head_dim, scratch);
   }
 
   T* dq_out = static_cast<T*>(p.dq) + q_offset;
@@ -366,52 +371,57 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_q_kernel
     for (int nt = 0; nt < kHeadDim / 8; nt++) {
       for (int e = 0; e < 2; e++) {
         const int column = nt * 8 + 2 * lane.t + e;
-        if (column < p.head_dim)
+        if (column < head_dim)
           dq_out[static_cast<Index>(row) * p.q_row_stride + column] = from_float<T>(dq[nt][2 * half + e] * p.scale);
       }
     }
   }
 }
 
-/** Kernel names of one dtype, per bucket (for the simulator's messages). */
+/** Kernel names of one dtype: [head dim fills its bucket][bucket 32, 64, 128] (for the simulator's messages). */
 struct BackwardNames {
-  const char* key_value[3];
-  const char* query[3];
+  const char* key_value[2][3];
+  const char* query[2][3];
 };
 
-template <typename Math, int kHeadDim>
+template <typename Math, int kHeadDim, bool kWholeBucket>
 cudaError_t launch_bucket(const LaunchContext& context, const BackwardNames& names, int slot,
                           const KernelParams& params, Index key_value_blocks, Index query_blocks) {
   using KeyValue = KeyValueLayout<Math, kHeadDim>;
   using Query = QueryLayout<Math, kHeadDim>;
+  const auto key_value_kernel = attention_backward_kv_kernel<Math, kHeadDim, kWholeBucket>;
+  const auto query_kernel = attention_backward_q_kernel<Math, kHeadDim, kWholeBucket>;
   if (key_value_blocks > 0) {
-    cudaError_t error = attention::allow_shared_bytes(attention_backward_kv_kernel<Math, kHeadDim>, KeyValue::kBytes);
+    cudaError_t error = attention::allow_shared_bytes(key_value_kernel, KeyValue::kBytes);
     if (error == cudaSuccess) {
-      error = vendor::launch(names.key_value[slot], attention_backward_kv_kernel<Math, kHeadDim>,
+      error = vendor::launch(names.key_value[kWholeBucket][slot], key_value_kernel,
                              dim3(static_cast<unsigned>(key_value_blocks)), dim3(kAttentionThreads),
                              static_cast<size_t>(KeyValue::kBytes), context.stream, params);
     }
     if (error != cudaSuccess) return error;
   }
   if (query_blocks == 0) return cudaSuccess;
-  const cudaError_t error = attention::allow_shared_bytes(attention_backward_q_kernel<Math, kHeadDim>, Query::kBytes);
+  const cudaError_t error = attention::allow_shared_bytes(query_kernel, Query::kBytes);
   if (error != cudaSuccess) return error;
-  return vendor::launch(names.query[slot], attention_backward_q_kernel<Math, kHeadDim>,
-                        dim3(static_cast<unsigned>(query_blocks)), dim3(kAttentionThreads),
-                        static_cast<size_t>(Query::kBytes), context.stream, params);
+  return vendor::launch(names.query[kWholeBucket][slot], query_kernel, dim3(static_cast<unsigned>(query_blocks)),
+                        dim3(kAttentionThreads), static_cast<size_t>(Query::kBytes), context.stream, params);
+}
+
+template <typename Family, int kHeadDim>
+cudaError_t launch_head_dim(const LaunchContext& context, const BackwardNames& names, int slot,
+                            const KernelParams& params, Index key_value_blocks, Index query_blocks) {
+  using Math = typename Family::template Bucket<kHeadDim>;
+  if (params.head_dim == kHeadDim)
+    return launch_bucket<Math, kHeadDim, true>(context, names, slot, params, key_value_blocks, query_blocks);
+  return launch_bucket<Math, kHeadDim, false>(context, names, slot, params, key_value_blocks, query_blocks);
 }
 
 template <typename Family>
 cudaError_t launch_family(const LaunchContext& context, const BackwardNames& names, int bucket,
                           const KernelParams& params, Index key_value_blocks, Index query_blocks) {
-  if (bucket == 32)
-    return launch_bucket<typename Family::template Bucket<32>, 32>(context, names, 0, params, key_value_blocks,
-                                                                   query_blocks);
-  if (bucket == 64)
-    return launch_bucket<typename Family::template Bucket<64>, 64>(context, names, 1, params, key_value_blocks,
-                                                                   query_blocks);
-  return launch_bucket<typename Family::template Bucket<128>, 128>(context, names, 2, params, key_value_blocks,
-                                                                   query_blocks);
+  if (bucket == 32) return launch_head_dim<Family, 32>(context, names, 0, params, key_value_blocks, query_blocks);
+  if (bucket == 64) return launch_head_dim<Family, 64>(context, names, 1, params, key_value_blocks, query_blocks);
+  return launch_head_dim<Family, 128>(context, names, 2, params, key_value_blocks, query_blocks);
 }
 
 template <typename T>
@@ -457,10 +467,14 @@ cudaError_t launch_attention_backward(const LaunchContext& context, int dtype, c
   switch (dtype) {
     case kF32: {
       static constexpr BackwardNames kNames = {
-          {"attention_backward_kv_kernel<f32,32>", "attention_backward_kv_kernel<f32,64>",
-           "attention_backward_kv_kernel<f32,128>"},
-          {"attention_backward_q_kernel<f32,32>", "attention_backward_q_kernel<f32,64>",
-           "attention_backward_q_kernel<f32,128>"}};
+          {{"attention_backward_kv_kernel<f32,32>", "attention_backward_kv_kernel<f32,64>",
+            "attention_backward_kv_kernel<f32,128>"},
+           {"attention_backward_kv_kernel<f32,32,whole>", "attention_backward_kv_kernel<f32,64,whole>",
+            "attention_backward_kv_kernel<f32,128,whole>"}},
+          {{"attention_backward_q_kernel<f32,32>", "attention_backward_q_kernel<f32,64>",
+            "attention_backward_q_kernel<f32,128>"},
+           {"attention_backward_q_kernel<f32,32,whole>", "attention_backward_q_kernel<f32,64,whole>",
+            "attention_backward_q_kernel<f32,128,whole>"}}};
       const cudaError_t error = launch_delta<float>(context, "attention_delta_kernel<f32>", params, rows);
       return error != cudaSuccess ? error
                                   : launch_family<attention::SimtFamily>(context, kNames, bucket, params,
@@ -468,10 +482,14 @@ cudaError_t launch_attention_backward(const LaunchContext& context, int dtype, c
     }
     case kF16: {
       static constexpr BackwardNames kNames = {
-          {"attention_backward_kv_kernel<f16,32>", "attention_backward_kv_kernel<f16,64>",
-           "attention_backward_kv_kernel<f16,128>"},
-          {"attention_backward_q_kernel<f16,32>", "attention_backward_q_kernel<f16,64>",
-           "attention_backward_q_kernel<f16,128>"}};
+          {{"attention_backward_kv_kernel<f16,32>", "attention_backward_kv_kernel<f16,64>",
+            "attention_backward_kv_kernel<f16,128>"},
+           {"attention_backward_kv_kernel<f16,32,whole>", "attention_backward_kv_kernel<f16,64,whole>",
+            "attention_backward_kv_kernel<f16,128,whole>"}},
+          {{"attention_backward_q_kernel<f16,32>", "attention_backward_q_kernel<f16,64>",
+            "attention_backward_q_kernel<f16,128>"},
+           {"attention_backward_q_kernel<f16,32,whole>", "attention_backward_q_kernel<f16,64,whole>",
+            "attention_backward_q_kernel<f16,128,whole>"}}};
       cudaError_t error = launch_delta<__half>(context, "attention_delta_kernel<f16>", params, rows);
       if (error != cudaSuccess || ran_hopper_backward(context, dtype, problem, tensors, error)) return error;
       return launch_family<attention::TensorCoreFamily<__half>>(context, kNames, bucket, params, key_value_blocks,
@@ -479,10 +497,14 @@ cudaError_t launch_attention_backward(const LaunchContext& context, int dtype, c
     }
     default: {
       static constexpr BackwardNames kNames = {
-          {"attention_backward_kv_kernel<bf16,32>", "attention_backward_kv_kernel<bf16,64>",
-           "attention_backward_kv_kernel<bf16,128>"},
-          {"attention_backward_q_kernel<bf16,32>", "attention_backward_q_kernel<bf16,64>",
-           "attention_backward_q_kernel<bf16,128>"}};
+          {{"attention_backward_kv_kernel<bf16,32>", "attention_backward_kv_kernel<bf16,64>",
+            "attention_backward_kv_kernel<bf16,128>"},
+           {"attention_backward_kv_kernel<bf16,32,whole>", "attention_backward_kv_kernel<bf16,64,whole>",
+            "attention_backward_kv_kernel<bf16,128,whole>"}},
+          {{"attention_backward_q_kernel<bf16,32>", "attention_backward_q_kernel<bf16,64>",
+            "attention_backward_q_kernel<bf16,128>"},
+           {"attention_backward_q_kernel<bf16,32,whole>", "attention_backward_q_kernel<bf16,64,whole>",
+            "attention_backward_q_kernel<bf16,128,whole>"}}};
       cudaError_t error = launch_delta<__nv_bfloat16>(context, "attention_delta_kernel<bf16>", params, rows);
       if (error != cudaSuccess || ran_hopper_backward(context, dtype, problem, tensors, error)) return error;
       return launch_family<attention::TensorCoreFamily<__nv_bfloat16>>(context, kNames, bucket, params,
