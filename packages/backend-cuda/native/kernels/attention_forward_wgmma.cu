@@ -6,11 +6,14 @@
 // takes work units in steps of gridDim.x: a unit is a head's query tiles (last − i, i) of 128
 // queries, whose causal key counts add up to about the same for every unit (attention_common.cuh
 // paired_query_block; units in tile_order, groups of 8 heads), so every block gets about equal
-// work — or one tile, when the tiles do not outnumber the multiprocessors. The producer loads the next tile's K/V (and, once both consumers' last S of a tile has
-// completed — the q_empty barrier — its q) while the consumers finish the current one and store
-// its output, instead of every block starting cold. A block is 3 warpgroups. Warpgroup 0 is the
-// producer (setmaxnreg down to 40; one thread): per query tile it loads the q tile once, then
-// streams the 128-key K and V tiles of the kv head h / (Hq/Hkv) into a ring of kStages stages (4
+// work — or one tile, when the tiles do not outnumber the multiprocessors. The producer loads the
+// next query tile's q and K/V while the consumers finish the current one and store its output,
+// instead of every block starting cold: at D 64 q has two buffers (q_full / q_empty per buffer),
+// so the next q loads a whole query tile ahead; at D 96/128 (one buffer: two do not fit beside
+// the ring) it waits for both consumers' last S of the current tile (q_empty), and the next tile's
+// first kStages − 1 K/V tiles — whose stages free before that — load ahead of it. A block is 3
+// warpgroups. Warpgroup 0 is the producer (setmaxnreg down to 40; one thread): per query tile it
+// loads the q tile once and streams the 128-key K and V tiles of the kv head h / (Hq/Hkv) into a ring of kStages stages (4
 // for D 64, 3 for D 96/128; the ring position counts on across the block's tiles), each guarded
 // by a `full` mbarrier (one arrival + the stage's bytes as TMA transactions) and an `empty` one
 // (one arrival per consumer warpgroup when it has finished with the stage). Warpgroups 1 and 2
@@ -92,15 +95,17 @@ struct Plan {
   static constexpr int kOutColumns = kBoxes * 64;
   /** As many as fit beside q in 227 KiB (one block per multiprocessor either way: its registers). */
   static constexpr int kStages = kBoxes == 1 ? 4 : 3;
+  /** q buffers: two at D 64 (the next query tile's q loads while this one's runs), one where two do not fit. */
+  static constexpr int kQBuffers = kBoxes == 1 ? 2 : 1;
   static constexpr int kQBytes = kBoxes * kQueryRows * kRowBytes;
   /** Bytes of one box of K or V (128 keys × 64 columns), and of one whole K or V tile. */
   static constexpr int kKeyBoxBytes = kKeys * kRowBytes;
   static constexpr int kTileBytes = kBoxes * kKeyBoxBytes;
   static constexpr int kStageBytes = 2 * kTileBytes;
-  static constexpr int kStagesOffset = kQBytes;
+  static constexpr int kStagesOffset = kQBuffers * kQBytes;
   static constexpr int kBarrierOffset = kStagesOffset + kStages * kStageBytes;
-  /** q_full, q_empty, full[kStages], empty[kStages]. */
-  static constexpr int kBarriers = 2 + 2 * kStages;
+  /** q_full[kQBuffers], q_empty[kQBuffers], full[kStages], empty[kStages]. */
+  static constexpr int kBarriers = 2 * kQBuffers + 2 * kStages;
   /** One f32 per consumer thread that ptx::store_before_wgmma_wait writes (never read). */
   static constexpr int kAnchorOffset = kBarrierOffset + kBarriers * 8;
   static constexpr int kSharedBytes = kAnchorOffset + kConsumers * 128 * 4 + 1024;
@@ -118,8 +123,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const std::uint32_t raw_address = ptx::smem_address(raw);
   unsigned char* shared = raw + ((1024u - raw_address % 1024u) % 1024u);
   auto* q_full = reinterpret_cast<std::uint64_t*>(shared + P::kBarrierOffset);
-  std::uint64_t* q_empty = q_full + 1;
-  std::uint64_t* full = q_empty + 1;
+  std::uint64_t* q_empty = q_full + P::kQBuffers;
+  std::uint64_t* full = q_empty + P::kQBuffers;
   std::uint64_t* empty = full + P::kStages;
   float* anchors = reinterpret_cast<float*>(shared + P::kAnchorOffset);
   const PairedQueryTiles tiles =
@@ -130,8 +135,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
 
   if (threadIdx.x == 0) {
-    ptx::mbarrier_init(q_full, 1);
-    ptx::mbarrier_init(q_empty, kConsumers);
+    for (int buffer = 0; buffer < P::kQBuffers; buffer++) {
+      ptx::mbarrier_init(&q_full[buffer], 1);
+      ptx::mbarrier_init(&q_empty[buffer], kConsumers);
+    }
     for (int stage = 0; stage < P::kStages; stage++) {
       ptx::mbarrier_init(&full[stage], 1);
       ptx::mbarrier_init(&empty[stage], kConsumers);
@@ -143,36 +150,46 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (warpgroup == 0) {
     ptx::setmaxnreg_dec<40>();
     if (threadIdx.x != 0) return;
-    // The block's q loads so far (q_full / q_empty phases) and key tiles so far (ring position).
+    // The block's q loads so far (buffer and q_full / q_empty phases) and key tiles so far (ring position).
     int q_loads = 0;
     int ring = 0;
+    const auto load_keys_values = [&](const QueryBlock& block, int tile) {
+      const int stage = ring % P::kStages;
+      const unsigned phase = static_cast<unsigned>(ring / P::kStages) & 1u;
+      ptx::mbarrier_wait(&empty[stage], phase ^ 1u);
+      ptx::mbarrier_arrive_expect_tx(&full[stage], P::kStageBytes);
+      unsigned char* k_stage = shared + P::kStagesOffset + stage * P::kStageBytes;
+      unsigned char* v_stage = k_stage + P::kTileBytes;
+      for (int box = 0; box < P::kBoxes; box++) {
+        ptx::tma_load_4d(k_stage + box * P::kKeyBoxBytes, &map_k, box * 64, tile * kKeys, block.kv_head, block.b,
+                         &full[stage]);
+        ptx::tma_load_4d(v_stage + box * P::kKeyBoxBytes, &map_v, box * 64, tile * kKeys, block.kv_head, block.b,
+                         &full[stage]);
+      }
+      ring++;
+    };
     for (Index unit = blockIdx.x; unit < tiles.units; unit += gridDim.x) {
       for (int member = 0; member < 2; member++) {
         QueryBlock block;
         if (!paired_query_block<kQueryRows>(p, tiles, unit, member, block)) break;
         const int key_tiles = key_tiles_of(block);
         if (key_tiles == 0) continue;
-        // The q buffer is free once both consumers' last S of the previous query tile completed.
-        if (q_loads > 0) ptx::mbarrier_wait(q_empty, static_cast<unsigned>(q_loads - 1) & 1u);
-        ptx::mbarrier_arrive_expect_tx(q_full, P::kQBytes);
+        // With one q buffer, its next load waits for both consumers' last S of the previous query
+        // tile; the K/V tiles whose stages free before that (all but the last one's) load first, so
+        // the next tile's keys do not wait behind its q. With two, q goes first: its buffer was
+        // released a whole query tile ago.
+        const int keys_first = P::kQBuffers == 1 ? min(key_tiles, P::kStages - 1) : 0;
+        int tile = 0;
+        for (; tile < keys_first; tile++) load_keys_values(block, tile);
+        const int buffer = q_loads % P::kQBuffers;
+        if (q_loads >= P::kQBuffers)
+          ptx::mbarrier_wait(&q_empty[buffer], static_cast<unsigned>(q_loads / P::kQBuffers - 1) & 1u);
+        ptx::mbarrier_arrive_expect_tx(&q_full[buffer], P::kQBytes);
         for (int box = 0; box < P::kBoxes; box++)
-          ptx::tma_load_4d(shared + box * kQueryRows * kRowBytes, &map_q, box * 64, block.row0, block.h, block.b,
-                           q_full);
+          ptx::tma_load_4d(shared + buffer * P::kQBytes + box * kQueryRows * kRowBytes, &map_q, box * 64, block.row0,
+                           block.h, block.b, &q_full[buffer]);
         q_loads++;
-        for (int tile = 0; tile < key_tiles; tile++, ring++) {
-          const int stage = ring % P::kStages;
-          const unsigned phase = static_cast<unsigned>(ring / P::kStages) & 1u;
-          ptx::mbarrier_wait(&empty[stage], phase ^ 1u);
-          ptx::mbarrier_arrive_expect_tx(&full[stage], P::kStageBytes);
-          unsigned char* k_stage = shared + P::kStagesOffset + stage * P::kStageBytes;
-          unsigned char* v_stage = k_stage + P::kTileBytes;
-          for (int box = 0; box < P::kBoxes; box++) {
-            ptx::tma_load_4d(k_stage + box * P::kKeyBoxBytes, &map_k, box * 64, tile * kKeys, block.kv_head, block.b,
-                             &full[stage]);
-            ptx::tma_load_4d(v_stage + box * P::kKeyBoxBytes, &map_v, box * 64, tile * kKeys, block.kv_head, block.b,
-                             &full[stage]);
-          }
-        }
+        for (; tile < key_tiles; tile++) load_keys_values(block, tile);
       }
     }
     return;
@@ -186,9 +203,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   const std::uint32_t shared_address = ptx::smem_address(shared);
   const std::uint32_t q_address = shared_address + static_cast<std::uint32_t>(consumer * 64 * kRowBytes);
   float* anchor = anchors + consumer * 128;
-  // Descriptors of this consumer's q rows and of stage 0's K (K-major) and V (MN-major); a step or
-  // stage is a wgmma_descriptor_advance away.
-  const std::uint64_t q_descriptor = ptx::wgmma_descriptor_128b(q_address, 16, 1024);
+  // Descriptors of this consumer's q rows in buffer 0 and of stage 0's K (K-major) and V (MN-major);
+  // a q buffer, step or stage is a wgmma_descriptor_advance away.
+  const std::uint64_t q_descriptor0 = ptx::wgmma_descriptor_128b(q_address, 16, 1024);
   const std::uint64_t k_descriptor0 =
       ptx::wgmma_descriptor_128b(shared_address + static_cast<std::uint32_t>(P::kStagesOffset), 16, 1024);
   const std::uint64_t v_descriptor0 = ptx::wgmma_descriptor_128b(
@@ -220,13 +237,16 @@ __global__ void __launch_bounds__(kThreads, 1)
       // Per tile j: S_j = q·k_jᵀ is issued before P_{j−1}·V_{j−1}, so the softmax of S_j runs while P·V does (wgmma groups complete in order).
       float s[kKeys / 8][4];
       float correction[2] = {1.0f, 1.0f};
+      // This query tile's q buffer (the producer's count: tiles with keys only).
+      const int q_buffer = q_loads % P::kQBuffers;
+      const std::uint64_t q_descriptor = ptx::wgmma_descriptor_advance(q_descriptor0, q_buffer * P::kQBytes);
       const auto stage_of = [&](int tile) { return (ring + tile) % P::kStages; };
       auto wait_keys = [&](int tile) {
         ptx::mbarrier_wait(&full[stage_of(tile)], static_cast<unsigned>((ring + tile) / P::kStages) & 1u);
       };
       // Once the last tile's S has completed this consumer is done with q: the producer may load the next query tile's.
       auto scores_done = [&](int tile) {
-        if (tile == key_tiles - 1 && thread == 0) ptx::mbarrier_arrive(q_empty);
+        if (tile == key_tiles - 1 && thread == 0) ptx::mbarrier_arrive(&q_empty[q_buffer]);
       };
       auto issue_scores = [&](int tile) {
         const std::uint64_t k_descriptor =
@@ -306,7 +326,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       };
 
       if (key_tiles > 0) {
-        ptx::mbarrier_wait(q_full, static_cast<unsigned>(q_loads) & 1u);
+        ptx::mbarrier_wait(&q_full[q_buffer], static_cast<unsigned>(q_loads / P::kQBuffers) & 1u);
         wait_keys(0);
         ping_pong.take_turn();
         issue_scores(0);
