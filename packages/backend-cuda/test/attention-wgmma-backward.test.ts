@@ -100,6 +100,13 @@ const CASES: Case[] = [
     layout: 'tokens-major',
     geometry: { batch: 1, headsQ: 2, headsKV: 2, lengthQ: 1, lengthK: 300, headDim: 128, causal: true },
   },
+  {
+    name: 'D=64, Tq=900 > Tk=600 causal, GQA 2/1 (the persistent grid: several work units per block and each resident buffer reused; query tiles without keys)',
+    dtype: 'bf16',
+    layout: 'heads-major',
+    geometry: { batch: 1, headsQ: 4, headsKV: 2, lengthQ: 900, lengthK: 600, headDim: 64, causal: true },
+    rerun: true,
+  },
 ];
 
 describe.skipIf(skipReason !== undefined)(

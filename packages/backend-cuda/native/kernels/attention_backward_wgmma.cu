@@ -3,8 +3,15 @@
 // 128 (attention_backward.cu runs everything else, and always computes Δ first).
 //
 // Algorithm (FlashAttention-2's backward split in two deterministic kernels, each built like the
-// FlashAttention-3 forward): one kernel template in two roles. A block is 3 warpgroups and owns
-// 128 "resident" rows, loaded once by TMA: warpgroup 0 is the producer (setmaxnreg down to 24),
+// FlashAttention-3 forward): one kernel template in two roles. A work unit is 128 "resident" rows
+// (a key tile, or a query tile), loaded once by TMA. At D 64 the grid is persistent: one block
+// per multiprocessor walks units in steps of gridDim.x, paired as the forward's query tiles (a
+// head's tile with the most work under causal and its mirror), with two resident buffers, so the
+// next unit's rows and first streamed tiles load while the current one runs and stores (at
+// gpt2s's T 1024 a unit averages about 9 streamed tiles: one block per unit paid a launch and a
+// cold start each). At D 96/128 two resident buffers do not fit beside the ring, and a unit loop
+// made the key/value role spill 100–300 bytes inside its item loop: a block per unit, as before.
+// A block is 3 warpgroups: warpgroup 0 is the producer (setmaxnreg down to 24),
 // warpgroups 1 and 2 the consumers (setmaxnreg up to 240), each owning 64 of the resident rows.
 // The producer streams 64-row tiles of two other tensors into a ring of kStages stages (4 for D
 // 64, 3 for D 96/128), each guarded by a `full` mbarrier (TMA transactions; in the key/value
@@ -24,11 +31,11 @@
 // after their group has retired — waited for right after the issuing turn, in straight-line code,
 // so that ptxas can tell which groups a wait_group 1 retires — and fenced (ptx::fence_operand) at
 // issue and wait: ptxas serialises the pipeline otherwise (C7514/C7515).
-//  - key/value role, one block per (batch, kv head, 128-key tile): R = (K, V), S = (q, dO) of every
+//  - key/value role, a unit per (batch, kv head, 128-key tile): R = (K, V), S = (q, dO) of every
 //    query head of the kv head's group and every query tile that can see the keys (causal: tiles
 //    whose queries see none of them are never loaded), in a fixed order. X = Sᵀ, Pᵀ =
 //    exp2(Sᵀ − lse), Y = dPᵀ, dSᵀ = Pᵀ ∘ (dPᵀ − Δ); dV += Pᵀ·dO, dK += dSᵀ·q; finally dK ·= scale.
-//  - query role, one block per (batch, query head, 128-query tile): R = (q, dO), S = (K, V) of the
+//  - query role, a unit per (batch, query head, 128-query tile): R = (q, dO), S = (K, V) of the
 //    visible 64-key tiles. X = S, P = exp2(S − lse), Y = dP, dS = P ∘ (dP − Δ); dQ += dS·K;
 //    finally dQ ·= scale.
 // Determinism: no atomics; each output element is accumulated by one thread in a fixed order (the
@@ -93,6 +100,14 @@ struct Plan {
   /** N of the accumulations (D rounded up to whole boxes). */
   static constexpr int kOutColumns = kBoxes * 64;
   static constexpr int kStages = kBoxes == 1 ? 4 : 3;
+  /**
+   * D 64: a persistent grid (one block per multiprocessor walks work units) with two resident
+   * buffers, so the next unit's rows load while this one runs. D 96/128: one block per resident
+   * tile — two buffers do not fit beside the ring, and the key/value role's registers, at their
+   * 240 already, spilled 100–300 bytes into its item loop with the unit loop's state.
+   */
+  static constexpr bool kPersistent = kBoxes == 1;
+  static constexpr int kResidentBuffers = kPersistent ? 2 : 1;
   static constexpr int kResidentBoxBytes = kResidentRows * kRowBytes;
   /** Bytes of one resident tensor (R₁ or R₂). */
   static constexpr int kResidentBytes = kBoxes * kResidentBoxBytes;
@@ -100,12 +115,12 @@ struct Plan {
   /** Bytes of one streamed tile (S₁ or S₂) and of a stage (both). */
   static constexpr int kStreamBytes = kBoxes * kStreamBoxBytes;
   static constexpr int kStageBytes = 2 * kStreamBytes;
-  static constexpr int kStagesOffset = 2 * kResidentBytes;
+  static constexpr int kStagesOffset = kResidentBuffers * 2 * kResidentBytes;
   /** Per stage: lse₂[kStreamRows], then Δ[kStreamRows] (f32; key/value role). */
   static constexpr int kRowValuesOffset = kStagesOffset + kStages * kStageBytes;
   static constexpr int kBarrierOffset = kRowValuesOffset + kStages * 2 * kStreamRows * 4;
-  /** resident_full, full[kStages], empty[kStages]. */
-  static constexpr int kBarriers = 1 + 2 * kStages;
+  /** resident_full[kResidentBuffers], resident_empty[kResidentBuffers], full[kStages], empty[kStages]. */
+  static constexpr int kBarriers = 2 * kResidentBuffers + 2 * kStages;
   /** One f32 per consumer thread that ptx::store_before_wgmma_wait writes (never read). */
   static constexpr int kAnchorOffset = kBarrierOffset + kBarriers * 8;
   static constexpr int kSharedBytes = kAnchorOffset + kConsumers * 128 * 4 + 1024;
@@ -127,26 +142,21 @@ struct Work {
   int tiles_per_head;
 };
 
+/** The work of resident tile `tile` of head `head_index` (b · heads_kv + kv head, or b · heads_q + h). */
 template <bool kKeyValue>
-__device__ __forceinline__ Work work_of(const KernelParams& p) {
+__device__ __forceinline__ Work work_at(const KernelParams& p, Index head_index, int tile) {
   Work work{};
   if constexpr (kKeyValue) {
-    const int key_tiles = static_cast<int>(attention::ceil_div(p.length_k, kResidentRows));
-    // tile_order: a head's first key tile (seen by the most queries under causal) has rank 0.
-    const attention::TileOrder order =
-        attention::tile_order(blockIdx.x, key_tiles, static_cast<Index>(p.batch) * p.heads_kv);
-    const int key_tile = order.rank;
-    const Index head_index = order.head_index;
     work.head = static_cast<int>(head_index % p.heads_kv);
     work.b = static_cast<int>(head_index / p.heads_kv);
-    work.row0 = key_tile * kResidentRows;
+    work.row0 = tile * kResidentRows;
     work.rows_valid = min(kResidentRows, p.length_k - work.row0);
     const int query_tiles = static_cast<int>(attention::ceil_div(p.length_q, kStreamRows));
     work.first_query_tile = static_cast<int>(attention::first_query_for_key(p, work.row0) / kStreamRows);
     work.tiles_per_head = max(query_tiles - work.first_query_tile, 0);
     work.items = work.tiles_per_head * p.group;
   } else {
-    const attention::QueryBlock block = attention::query_block<kResidentRows>(p);
+    const attention::QueryBlock block = attention::query_block_at<kResidentRows>(p, head_index, tile);
     work.b = block.b;
     work.head = block.h;
     work.row0 = block.row0;
@@ -155,6 +165,32 @@ __device__ __forceinline__ Work work_of(const KernelParams& p) {
         static_cast<int>(attention::ceil_div(attention::key_limit(p, block.row0 + block.rows_valid), kStreamRows));
   }
   return work;
+}
+
+/**
+ * Work `member` of unit `unit` of the persistent grid: the resident tiles of a head in pairs
+ * (attention_common.cuh PairedQueryTiles), member 0 the one with the most work under causal (the
+ * first key tile, or the last query tile), member 1 its mirror, so that blocks taking units in
+ * steps of gridDim.x get about equal work; false when the unit has no such member.
+ */
+template <bool kKeyValue>
+__device__ __forceinline__ bool unit_work(const KernelParams& p, const attention::PairedQueryTiles& tiles, int unit,
+                                          int member, Work& work) {
+  // attention_common.cuh tile_order in 32 bits (the host keeps the units below 2^31).
+  const int heads = p.batch * (kKeyValue ? p.heads_kv : p.heads_q);
+  const int group_units = attention::kHeadsPerTileGroup * tiles.per_head;
+  const int group = unit / group_units;
+  const int first_head = group * attention::kHeadsPerTileGroup;
+  const int heads_in_group = min(heads - first_head, attention::kHeadsPerTileGroup);
+  const int within = unit - group * group_units;
+  const int head_index = first_head + within % heads_in_group;
+  const int rank = within / heads_in_group;
+  const int mirror = tiles.query_tiles - 1 - rank;
+  const int most = kKeyValue ? rank : mirror;
+  const int least = kKeyValue ? mirror : rank;
+  if (member == 1 && (!tiles.paired || most == least)) return false;
+  work = work_at<kKeyValue>(p, head_index, member == 0 ? most : least);
+  return true;
 }
 
 /** Key/value role: the query head and first query row of streamed tile `item`. */
@@ -196,17 +232,35 @@ __global__ void __launch_bounds__(kThreads, 1)
   const std::uint32_t raw_address = ptx::smem_address(raw);
   unsigned char* shared = raw + ((1024u - raw_address % 1024u) % 1024u);
   auto* resident_full = reinterpret_cast<std::uint64_t*>(shared + P::kBarrierOffset);
-  std::uint64_t* full = resident_full + 1;
+  std::uint64_t* resident_empty = resident_full + P::kResidentBuffers;
+  std::uint64_t* full = resident_empty + P::kResidentBuffers;
   std::uint64_t* empty = full + P::kStages;
   float* row_values = reinterpret_cast<float*>(shared + P::kRowValuesOffset);
-
-  const Work work = work_of<kKeyValue>(p);
-  const int b = work.b;
-  // The kv head of the streamed K/V tiles (query role).
-  const int kv_head = kKeyValue ? work.head : work.head / p.group;
+  // The work units (unit_work) over the grid: paired when the resident tiles outnumber the blocks.
+  const PairedQueryTiles tiles =
+      paired_query_tiles<kResidentRows>(kKeyValue ? p.length_k : p.length_q,
+                                        static_cast<Index>(p.batch) * (kKeyValue ? p.heads_kv : p.heads_q), gridDim.x);
+  // Calls body(work) for each of this block's work units, in order: persistent,
+  // member k % 2 of unit blockIdx.x + (k / 2)·gridDim.x for k = 0, 1, …; otherwise (a block per
+  // resident tile, so unpaired units) unit blockIdx.x alone.
+  const auto for_each_work = [&](auto&& body) {
+    Work work;
+    if constexpr (P::kPersistent) {
+      const int last = static_cast<int>(tiles.units) * 2;
+      KILN_NO_UNROLL
+      for (int k = 2 * static_cast<int>(blockIdx.x); k < last; k += k % 2 == 0 ? 1 : 2 * gridDim.x - 1) {
+        if (unit_work<kKeyValue>(p, tiles, k / 2, k % 2, work)) body(work);
+      }
+    } else {
+      if (unit_work<kKeyValue>(p, tiles, static_cast<int>(blockIdx.x), 0, work)) body(work);
+    }
+  };
 
   if (threadIdx.x == 0) {
-    ptx::mbarrier_init(resident_full, 1);
+    for (int buffer = 0; buffer < P::kResidentBuffers; buffer++) {
+      ptx::mbarrier_init(&resident_full[buffer], 1);
+      ptx::mbarrier_init(&resident_empty[buffer], kConsumers);
+    }
     for (int stage = 0; stage < P::kStages; stage++) {
       ptx::mbarrier_init(&full[stage], kKeyValue ? 1 + kRowValueThreads : 1);
       ptx::mbarrier_init(&empty[stage], kStageReleasers<kKeyValue>);
@@ -217,50 +271,73 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int warpgroup = static_cast<int>(threadIdx.x / 128);
   if (warpgroup == 0) {
     ptx::setmaxnreg_dec<24>();  // 24 + 2 × 240 registers × 128 threads: the 64,512 of __launch_bounds__
-    if (work.items == 0) return;
     if (threadIdx.x == 0) {
-      ptx::mbarrier_arrive_expect_tx(resident_full, 2 * P::kResidentBytes);
-      for (int box = 0; box < P::kBoxes; box++) {
-        ptx::tma_load_4d(shared + box * P::kResidentBoxBytes, &map_r1, box * 64, work.row0, work.head, b,
-                         resident_full);
-        ptx::tma_load_4d(shared + P::kResidentBytes + box * P::kResidentBoxBytes, &map_r2, box * 64, work.row0,
-                         work.head, b, resident_full);
-      }
-      for (int item = 0; item < work.items; item++) {
-        const int stage = item % P::kStages;
-        const unsigned phase = static_cast<unsigned>(item / P::kStages) & 1u;
-        int head = kv_head;
-        int row = item * kStreamRows;
-        if constexpr (kKeyValue) query_tile_of(p, work, item, head, row);
-        ptx::mbarrier_wait(&empty[stage], phase ^ 1u);
-        ptx::mbarrier_arrive_expect_tx(&full[stage], P::kStageBytes);
-        unsigned char* s1_stage = shared + P::kStagesOffset + stage * P::kStageBytes;
+      // Resident loads so far (buffer and resident_full / resident_empty phases), streamed tiles so far (ring position).
+      int residents = 0;
+      int ring = 0;
+      for_each_work([&](const Work& work) {
+        if (work.items == 0) return;  // nothing to load: the consumers store zeros
+        // The kv head of the streamed K/V tiles (query role).
+        const int kv_head = kKeyValue ? work.head : work.head / p.group;
+        const auto load_stream = [&](int item) {
+          const int stage = ring % P::kStages;
+          const unsigned phase = static_cast<unsigned>(ring / P::kStages) & 1u;
+          int head = kv_head;
+          int row = item * kStreamRows;
+          if constexpr (kKeyValue) query_tile_of(p, work, item, head, row);
+          ptx::mbarrier_wait(&empty[stage], phase ^ 1u);
+          ptx::mbarrier_arrive_expect_tx(&full[stage], P::kStageBytes);
+          unsigned char* s1_stage = shared + P::kStagesOffset + stage * P::kStageBytes;
+          for (int box = 0; box < P::kBoxes; box++) {
+            ptx::tma_load_4d(s1_stage + box * P::kStreamBoxBytes, &map_s1, box * 64, row, head, work.b, &full[stage]);
+            ptx::tma_load_4d(s1_stage + P::kStreamBytes + box * P::kStreamBoxBytes, &map_s2, box * 64, row, head,
+                             work.b, &full[stage]);
+          }
+          ring++;
+        };
+        // With one resident buffer, its next load waits for both consumers' last X and Y of the
+        // previous unit; the streamed tiles whose stages free before that (all but the last one's)
+        // load first. With two, the resident rows go first: their buffer was released a unit ago.
+        const int stream_first = P::kResidentBuffers == 1 ? min(work.items, P::kStages - 1) : 0;
+        int item = 0;
+        for (; item < stream_first; item++) load_stream(item);
+        const int buffer = residents % P::kResidentBuffers;
+        if (residents >= P::kResidentBuffers)
+          ptx::mbarrier_wait(&resident_empty[buffer], static_cast<unsigned>(residents / P::kResidentBuffers - 1) & 1u);
+        ptx::mbarrier_arrive_expect_tx(&resident_full[buffer], 2 * P::kResidentBytes);
+        unsigned char* resident = shared + buffer * 2 * P::kResidentBytes;
         for (int box = 0; box < P::kBoxes; box++) {
-          ptx::tma_load_4d(s1_stage + box * P::kStreamBoxBytes, &map_s1, box * 64, row, head, b, &full[stage]);
-          ptx::tma_load_4d(s1_stage + P::kStreamBytes + box * P::kStreamBoxBytes, &map_s2, box * 64, row, head, b,
-                           &full[stage]);
+          ptx::tma_load_4d(resident + box * P::kResidentBoxBytes, &map_r1, box * 64, work.row0, work.head, work.b,
+                           &resident_full[buffer]);
+          ptx::tma_load_4d(resident + P::kResidentBytes + box * P::kResidentBoxBytes, &map_r2, box * 64, work.row0,
+                           work.head, work.b, &resident_full[buffer]);
         }
-      }
+        residents++;
+        for (; item < work.items; item++) load_stream(item);
+      });
     } else if (kKeyValue && threadIdx.x >= 32 && threadIdx.x < 32 + kRowValueThreads) {
       // lse₂ (+Inf past Tq or for a row without keys, so P = 0) and Δ (0 past Tq) of each streamed query tile.
       const int lane = static_cast<int>(threadIdx.x) - 32;
-      for (int item = 0; item < work.items; item++) {
-        const int stage = item % P::kStages;
-        int h = 0;
-        int query0 = 0;
-        query_tile_of(p, work, item, h, query0);
-        ptx::mbarrier_wait(&empty[stage], (static_cast<unsigned>(item / P::kStages) & 1u) ^ 1u);
-        float* lse_stage = row_values + stage * 2 * kStreamRows;
-        const Index row_base = (static_cast<Index>(b) * p.heads_q + h) * p.length_q + query0;
-        KILN_UNROLL
-        for (int pass = 0; pass < kStreamRows / kRowValueThreads; pass++) {
-          const int column = lane + pass * kRowValueThreads;
-          const bool inside = query0 + column < p.length_q;
-          lse_stage[column] = lse_log2_or_infinity(p.lse, row_base + column, inside);
-          lse_stage[kStreamRows + column] = inside ? p.delta[row_base + column] : 0.0f;
+      int ring = 0;
+      for_each_work([&](const Work& work) {
+        for (int item = 0; item < work.items; item++, ring++) {
+          const int stage = ring % P::kStages;
+          int h = 0;
+          int query0 = 0;
+          query_tile_of(p, work, item, h, query0);
+          ptx::mbarrier_wait(&empty[stage], (static_cast<unsigned>(ring / P::kStages) & 1u) ^ 1u);
+          float* lse_stage = row_values + stage * 2 * kStreamRows;
+          const Index row_base = (static_cast<Index>(work.b) * p.heads_q + h) * p.length_q + query0;
+          KILN_UNROLL
+          for (int pass = 0; pass < kStreamRows / kRowValueThreads; pass++) {
+            const int column = lane + pass * kRowValueThreads;
+            const bool inside = query0 + column < p.length_q;
+            lse_stage[column] = lse_log2_or_infinity(p.lse, row_base + column, inside);
+            lse_stage[kStreamRows + column] = inside ? p.delta[row_base + column] : 0.0f;
+          }
+          ptx::mbarrier_arrive(&full[stage]);
         }
-        ptx::mbarrier_arrive(&full[stage]);
-      }
+      });
     }
     return;
   }
@@ -272,36 +349,21 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int warp_row = consumer * 64 + warp * 16;  // block-relative first resident row of this warp
   const LaneCoordinates lane = lane_coordinates();
   const std::uint32_t shared_address = ptx::smem_address(shared);
-  const std::uint32_t r1_address = shared_address + static_cast<std::uint32_t>(consumer * 64 * kRowBytes);
-  const std::uint32_t r2_address = r1_address + static_cast<std::uint32_t>(P::kResidentBytes);
+  // The current work unit, its resident buffer and this consumer's rows in it, and the ring
+  // position of its first streamed tile (the producer's count); set per unit below.
+  Work work{};
+  int resident_buffer = 0;
+  std::uint32_t r1_address = 0;
+  std::uint32_t r2_address = 0;
+  int ring = 0;
 
   constexpr int kOutTiles = P::kOutColumns / 8;
   // acc1: dK (key/value role) or dQ; acc2: dV (key/value role only).
   float acc1[kOutTiles][4];
   float acc2[kKeyValue ? kOutTiles : 1][4];
-  KILN_UNROLL
-  for (int nt = 0; nt < kOutTiles; nt++) {
-    for (int e = 0; e < 4; e++) acc1[nt][e] = 0.0f;
-  }
-  KILN_UNROLL
-  for (int nt = 0; nt < (kKeyValue ? kOutTiles : 1); nt++) {
-    for (int e = 0; e < 4; e++) acc2[nt][e] = 0.0f;
-  }
-  // The zeros are written before the first wgmma is issued (else the compiler may sink them into the pipeline).
-  ptx::fence_operand(acc1);
-  ptx::fence_operand(acc2);
   // Query role: lse₂ and Δ of this thread's two resident rows.
   float lse_row[2] = {0.0f, 0.0f};
   float delta_row[2] = {0.0f, 0.0f};
-  if constexpr (!kKeyValue) {
-    const Index row_base = (static_cast<Index>(b) * p.heads_q + work.head) * p.length_q + work.row0;
-    KILN_UNROLL
-    for (int half = 0; half < 2; half++) {
-      const int row = warp_row + lane.g + 8 * half;
-      lse_row[half] = lse_log2_or_infinity(p.lse, row_base + row, row < work.rows_valid);
-      delta_row[half] = row < work.rows_valid ? p.delta[row_base + row] : 0.0f;
-    }
-  }
 
   // X = R₁·S₁ᵀ or Y = R₂·S₂ᵀ: k16 step `step` reads columns 16·step … of box step / 4 of both (K-major).
   auto issue_scores = [&](float (&x)[kStreamRows / 8][4], std::uint32_t resident, std::uint32_t streamed) {
@@ -352,13 +414,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (kKeyValue || thread == 0) ptx::mbarrier_arrive(&empty[stage]);
   };
   const auto stream_address = [&](int item) {
-    return shared_address + static_cast<std::uint32_t>(P::kStagesOffset + (item % P::kStages) * P::kStageBytes);
+    return shared_address +
+           static_cast<std::uint32_t>(P::kStagesOffset + ((ring + item) % P::kStages) * P::kStageBytes);
   };
   // lse₂[kStreamRows], then Δ[kStreamRows], of item's stage (key/value role).
-  const auto row_values_of = [&](int item) { return row_values + (item % P::kStages) * 2 * kStreamRows; };
+  const auto row_values_of = [&](int item) { return row_values + ((ring + item) % P::kStages) * 2 * kStreamRows; };
   // Waits until item's stage has landed.
   const auto wait_stream = [&](int item) {
-    ptx::mbarrier_wait(&full[item % P::kStages], static_cast<unsigned>(item / P::kStages) & 1u);
+    ptx::mbarrier_wait(&full[(ring + item) % P::kStages], static_cast<unsigned>((ring + item) / P::kStages) & 1u);
   };
   const auto issue_y = [&](int item) {
     issue_scores(y, r2_address, stream_address(item) + static_cast<std::uint32_t>(P::kStreamBytes));
@@ -386,7 +449,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       const bool check = key_first + 16 > p.length_k || query0 + kStreamRows > p.length_q ||
                          (p.causal && static_cast<long long>(key_first) + 15 > query0 + p.shift);
       scores_to_probabilities(
-          scores, p, b, h, check, [&](int, int column) { return static_cast<long long>(query0 + column); },
+          scores, p, work.b, h, check, [&](int, int column) { return static_cast<long long>(query0 + column); },
           [&](int row, int) { return static_cast<long long>(key_first + row); },
           [&](int nt, int e) { return lse_stage[nt * 8 + 2 * lane.t + (e & 1)]; });
     } else {
@@ -395,7 +458,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       const bool check = key0 + kStreamRows > p.length_k ||
                          (p.causal && static_cast<long long>(key0) + kStreamRows - 1 > row_first + p.shift);
       scores_to_probabilities(
-          scores, p, b, work.head, check, [&](int row, int) { return static_cast<long long>(row_first + row); },
+          scores, p, work.b, work.head, check, [&](int row, int) { return static_cast<long long>(row_first + row); },
           [&](int, int column) { return static_cast<long long>(key0 + column); },
           [&](int, int e) { return lse_row[e / 2]; });
     }
@@ -405,10 +468,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   // the issues in straight-line code: ptxas then knows which groups retired (waiting at the loop's
   // top, on groups from before the back edge, it serialises the pipeline: C7514). With kTwoTurns
   // Y is not issued yet: it waits for everything, at the top of the item, as before its Y turn.
+  // Once the unit's last X and Y have completed this consumer is done with the resident rows: the
+  // producer may load the next unit's into their buffer (one arrival per consumer warpgroup: wgmma
+  // alone read them, and the warpgroup has waited).
+  const auto resident_done = [&](int item) {
+    if (item == work.items - 1 && thread == 0) ptx::mbarrier_arrive(&resident_empty[resident_buffer]);
+  };
   const auto settle_probabilities = [&](int item) {
     ptx::wgmma_wait<kTwoTurns ? 0 : 1>();
     fence(x, acc1, acc2, a_p, a_ds);
-    if (item > 0) release_stage((item - 1) % P::kStages);
+    if (item > 0) release_stage((ring + item - 1) % P::kStages);
     compute_probabilities(item);
     if constexpr (!kTwoTurns) {
       // P depends on every exponential: stored before the wait, it keeps them ahead of it (ptxas
@@ -416,6 +485,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       ptx::store_before_wgmma_wait(anchor, attention_wgmma::fold_bits(scores));
       ptx::wgmma_wait<0>();  // Y
       fence(y);
+      resident_done(item);
     }
   };
   // The consumers ping-pong (attention_wgmma_common.cuh PingPong): each takes 1 + work.items ·
@@ -425,88 +495,128 @@ __global__ void __launch_bounds__(kThreads, 1)
   const attention_wgmma::PingPong ping_pong(consumer);
 
   ping_pong.start();
-  if (work.items > 0) {
-    ptx::mbarrier_wait(resident_full, 0);
-    wait_stream(0);
-    ping_pong.take_turn();
-    issue_products(0);
-    ping_pong.hand_over();
-    if constexpr (!kTwoTurns) settle_probabilities(0);
-  }
-  for (int item = 0; item < work.items; item++) {
-    const int stage = item % P::kStages;
-    const std::uint32_t s1_address = stream_address(item);
-    const std::uint32_t s2_address = s1_address + static_cast<std::uint32_t>(P::kStreamBytes);
-    if constexpr (kTwoTurns) {
-      settle_probabilities(item);
-      ping_pong.take_turn();
-      issue_y(item);
-      ping_pong.hand_over();
-      ptx::wgmma_wait<0>();  // Y
-      fence(y, acc1, acc2);
-    }
-
-    // dS = P ∘ (Y − Δ); the key/value role packs P (for dV += Pᵀ·dO) pair by pair beside it.
-    const float* lse_stage = row_values_of(item);
+  int residents = 0;  // resident loads so far (the producer's count): buffer and resident_full phase
+  for_each_work([&](const Work& unit) {
+    work = unit;
+    resident_buffer = residents % P::kResidentBuffers;
+    r1_address = shared_address +
+                 static_cast<std::uint32_t>(resident_buffer * 2 * P::kResidentBytes + consumer * 64 * kRowBytes);
+    r2_address = r1_address + static_cast<std::uint32_t>(P::kResidentBytes);
     KILN_UNROLL
-    for (int step = 0; step < kStreamRows / 16; step++) {
+    for (int nt = 0; nt < kOutTiles; nt++) {
+      for (int e = 0; e < 4; e++) acc1[nt][e] = 0.0f;
+    }
+    KILN_UNROLL
+    for (int nt = 0; nt < (kKeyValue ? kOutTiles : 1); nt++) {
+      for (int e = 0; e < 4; e++) acc2[nt][e] = 0.0f;
+    }
+    // The zeros are written before the first wgmma is issued (else the compiler may sink them into the pipeline).
+    ptx::fence_operand(acc1);
+    ptx::fence_operand(acc2);
+    if constexpr (!kKeyValue) {
+      const Index row_base = (static_cast<Index>(work.b) * p.heads_q + work.head) * p.length_q + work.row0;
       KILN_UNROLL
-      for (int word = 0; word < 4; word++) {
-        const int nt = 2 * step + word / 2;
-        const int e = 2 * (word % 2);
-        float ds[2];
-        for (int i = 0; i < 2; i++) {
-          const float delta = kKeyValue ? lse_stage[kStreamRows + nt * 8 + 2 * lane.t + i] : delta_row[(e + i) / 2];
-          ds[i] = scores[nt][e + i] * (y[nt][e + i] - delta);
-        }
-        if constexpr (kKeyValue) a_p[step][word] = attention_wgmma::pack_pair<T>(scores[nt][e], scores[nt][e + 1]);
-        a_ds[step][word] = attention_wgmma::pack_pair<T>(ds[0], ds[1]);
+      for (int half = 0; half < 2; half++) {
+        const int row = warp_row + lane.g + 8 * half;
+        lse_row[half] = lse_log2_or_infinity(p.lse, row_base + row, row < work.rows_valid);
+        delta_row[half] = row < work.rows_valid ? p.delta[row_base + row] : 0.0f;
       }
     }
 
-    const bool more = item + 1 < work.items;
-    if (more) wait_stream(item + 1);  // before the turn: a turn is held only while issuing
-    ping_pong.take_turn();
-    fence(acc1, acc2, a_p, a_ds);
-    ptx::wgmma_fence();
-    if constexpr (kKeyValue) issue_accumulate(acc2, a_p, s2_address);  // dV += Pᵀ·dO
-    issue_accumulate(acc1, a_ds, s1_address);                          // dK += dSᵀ·q, or dQ += dS·K
-    ptx::wgmma_commit();
-    fence(acc1, acc2, a_p, a_ds);
-    if (more) issue_products(item + 1);  // this stage is released once the accumulations are done
-    ping_pong.hand_over();
-    if (more && !kTwoTurns) {
-      settle_probabilities(item + 1);
-    } else if (!more) {
-      ptx::wgmma_wait<0>();  // the stage (and, key/value role, its lse and Δ) is free
-      fence(acc1, acc2, a_p, a_ds);
-      release_stage(stage);
-    }
-  }
-  ping_pong.finish();
-  // Nothing is in flight here (the last item waited); saying so lets ptxas see every path settled.
-  ptx::wgmma_wait<0>();
-  ptx::fence_operand(acc1);
-  ptx::fence_operand(acc2);
+    // A unit without streamed tiles (keys no query sees, queries that see no key) stores zeros.
+    if (work.items > 0) {
+      ptx::mbarrier_wait(&resident_full[resident_buffer], static_cast<unsigned>(residents / P::kResidentBuffers) & 1u);
+      wait_stream(0);
+      ping_pong.take_turn();
+      issue_products(0);
+      ping_pong.hand_over();
+      if constexpr (!kTwoTurns) settle_probabilities(0);
+      for (int item = 0; item < work.items; item++) {
+        const int stage = (ring + item) % P::kStages;
+        const std::uint32_t s1_address = stream_address(item);
+        const std::uint32_t s2_address = s1_address + static_cast<std::uint32_t>(P::kStreamBytes);
+        if constexpr (kTwoTurns) {
+          settle_probabilities(item);
+          ping_pong.take_turn();
+          issue_y(item);
+          ping_pong.hand_over();
+          ptx::wgmma_wait<0>();  // Y
+          fence(y, acc1, acc2);
+          resident_done(item);
+        }
 
-  if constexpr (kKeyValue) {
-    const Index offset = kv_offset_of(p, b, work.head, work.row0);
-    store_rows<T>(acc1, static_cast<T*>(p.dk) + offset, p.kv_row_stride, warp_row, work.rows_valid, p.head_dim,
-                  p.scale);
-    store_rows<T>(acc2, static_cast<T*>(p.dv) + offset, p.kv_row_stride, warp_row, work.rows_valid, p.head_dim, 1.0f);
-  } else {
-    store_rows<T>(acc1, static_cast<T*>(p.dq) + q_offset_of(p, b, work.head, work.row0), p.q_row_stride, warp_row,
-                  work.rows_valid, p.head_dim, p.scale);
-  }
+        // dS = P ∘ (Y − Δ); the key/value role packs P (for dV += Pᵀ·dO) pair by pair beside it.
+        const float* lse_stage = row_values_of(item);
+        KILN_UNROLL
+        for (int step = 0; step < kStreamRows / 16; step++) {
+          KILN_UNROLL
+          for (int word = 0; word < 4; word++) {
+            const int nt = 2 * step + word / 2;
+            const int e = 2 * (word % 2);
+            float ds[2];
+            for (int i = 0; i < 2; i++) {
+              const float delta = kKeyValue ? lse_stage[kStreamRows + nt * 8 + 2 * lane.t + i] : delta_row[(e + i) / 2];
+              ds[i] = scores[nt][e + i] * (y[nt][e + i] - delta);
+            }
+            if constexpr (kKeyValue) a_p[step][word] = attention_wgmma::pack_pair<T>(scores[nt][e], scores[nt][e + 1]);
+            a_ds[step][word] = attention_wgmma::pack_pair<T>(ds[0], ds[1]);
+          }
+        }
+
+        const bool more = item + 1 < work.items;
+        if (more) wait_stream(item + 1);  // before the turn: a turn is held only while issuing
+        ping_pong.take_turn();
+        fence(acc1, acc2, a_p, a_ds);
+        ptx::wgmma_fence();
+        if constexpr (kKeyValue) issue_accumulate(acc2, a_p, s2_address);  // dV += Pᵀ·dO
+        issue_accumulate(acc1, a_ds, s1_address);                          // dK += dSᵀ·q, or dQ += dS·K
+        ptx::wgmma_commit();
+        fence(acc1, acc2, a_p, a_ds);
+        if (more) issue_products(item + 1);  // this stage is released once the accumulations are done
+        ping_pong.hand_over();
+        if (more && !kTwoTurns) {
+          settle_probabilities(item + 1);
+        } else if (!more) {
+          ptx::wgmma_wait<0>();  // the stage (and, key/value role, its lse and Δ) is free
+          fence(acc1, acc2, a_p, a_ds);
+          release_stage(stage);
+        }
+      }
+      residents++;
+      ring += work.items;
+    }
+    // Nothing is in flight here (the last item waited); saying so lets ptxas see every path settled.
+    ptx::wgmma_wait<0>();
+    ptx::fence_operand(acc1);
+    ptx::fence_operand(acc2);
+
+    if constexpr (kKeyValue) {
+      const Index offset = kv_offset_of(p, work.b, work.head, work.row0);
+      store_rows<T>(acc1, static_cast<T*>(p.dk) + offset, p.kv_row_stride, warp_row, work.rows_valid, p.head_dim,
+                    p.scale);
+      store_rows<T>(acc2, static_cast<T*>(p.dv) + offset, p.kv_row_stride, warp_row, work.rows_valid, p.head_dim, 1.0f);
+    } else {
+      store_rows<T>(acc1, static_cast<T*>(p.dq) + q_offset_of(p, work.b, work.head, work.row0), p.q_row_stride,
+                    warp_row, work.rows_valid, p.head_dim, p.scale);
+    }
+  });
+  ping_pong.finish();
 }
 
 /** Kernel names of one dtype for the simulator's messages: [role][head dim 64, 96, 128]. */
 using Names = const char* const (&)[2][3];
 
+/** Blocks of one role: one per resident tile, or for a persistent kernel (Plan::kPersistent) at most one per multiprocessor. */
+struct RoleGrid {
+  Index every_tile;
+  Index persistent;
+};
+
 template <typename T, int kHeadDim, bool kKeyValue>
 cudaError_t launch_role(const LaunchContext& context, const char* name, const vendor::TensorMap (&maps)[4],
-                        const KernelParams& params, Index blocks) {
+                        const KernelParams& params, RoleGrid grid) {
   using P = Plan<kHeadDim>;
+  const Index blocks = P::kPersistent ? grid.persistent : grid.every_tile;
   if (blocks == 0) return cudaSuccess;
   const cudaError_t allowed = cudaFuncSetAttribute(attention_backward_wgmma_kernel<T, kHeadDim, kKeyValue>,
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, P::kSharedBytes);
@@ -519,8 +629,8 @@ cudaError_t launch_role(const LaunchContext& context, const char* name, const ve
 /** Both roles at one head dim: key/value maps (K, V | q, dO), then query maps (q, dO | K, V). */
 template <typename T, int kHeadDim>
 cudaError_t launch_head_dim(const LaunchContext& context, Names names, int slot, const vendor::TensorMap (&kv_maps)[4],
-                            const vendor::TensorMap (&q_maps)[4], const KernelParams& params, Index kv_blocks,
-                            Index q_blocks) {
+                            const vendor::TensorMap (&q_maps)[4], const KernelParams& params, RoleGrid kv_blocks,
+                            RoleGrid q_blocks) {
   const cudaError_t error = launch_role<T, kHeadDim, true>(context, names[0][slot], kv_maps, params, kv_blocks);
   if (error != cudaSuccess) return error;
   return launch_role<T, kHeadDim, false>(context, names[1][slot], q_maps, params, q_blocks);
@@ -528,8 +638,8 @@ cudaError_t launch_head_dim(const LaunchContext& context, Names names, int slot,
 
 template <typename T>
 cudaError_t launch_dtype(const LaunchContext& context, Names names, const vendor::TensorMap (&kv_maps)[4],
-                         const vendor::TensorMap (&q_maps)[4], const KernelParams& params, Index kv_blocks,
-                         Index q_blocks) {
+                         const vendor::TensorMap (&q_maps)[4], const KernelParams& params, RoleGrid kv_blocks,
+                         RoleGrid q_blocks) {
   if (params.head_dim == 64)
     return launch_head_dim<T, 64>(context, names, 0, kv_maps, q_maps, params, kv_blocks, q_blocks);
   if (params.head_dim == 96)
@@ -563,9 +673,19 @@ cudaError_t launch_attention_backward_wgmma(const LaunchContext& context, int dt
 #if defined(KILN_HAS_TENSOR_MAPS)
   using namespace attention_wgmma_backward;
   using attention_wgmma::tensor_map;
-  const Index kv_blocks = attention::ceil_div(problem.length_k, kResidentRows) * problem.batch * problem.heads_kv;
-  const Index q_blocks = attention::ceil_div(problem.length_q, kResidentRows) * problem.batch * problem.heads_q;
-  if (kv_blocks > 0x7fffffffLL || q_blocks > 0x7fffffffLL) return cudaSuccess;
+  // Persistent grids: one block per multiprocessor (max_blocks is 16 per multiprocessor), capped by the work units.
+  const Index multiprocessors = context.max_blocks / 16 > 0 ? context.max_blocks / 16 : 1;
+  const Index kv_units = attention::paired_query_tiles<kResidentRows>(
+                             problem.length_k, static_cast<Index>(problem.batch) * problem.heads_kv, multiprocessors)
+                             .units;
+  const Index q_units = attention::paired_query_tiles<kResidentRows>(
+                            problem.length_q, static_cast<Index>(problem.batch) * problem.heads_q, multiprocessors)
+                            .units;
+  const Index kv_tiles = attention::ceil_div(problem.length_k, kResidentRows) * problem.batch * problem.heads_kv;
+  const Index q_tiles = attention::ceil_div(problem.length_q, kResidentRows) * problem.batch * problem.heads_q;
+  if (kv_tiles > 0x7fffffffLL || q_tiles > 0x7fffffffLL) return cudaSuccess;
+  const RoleGrid kv_blocks{kv_tiles, kv_units < multiprocessors ? kv_units : multiprocessors};
+  const RoleGrid q_blocks{q_tiles, q_units < multiprocessors ? q_units : multiprocessors};
   attention::KernelParams params = attention::kernel_params(problem, dtype);
   params.q = tensors.q;
   params.k = tensors.k;

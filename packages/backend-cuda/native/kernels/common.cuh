@@ -24,6 +24,13 @@
 #define KILN_UNROLL _Pragma("GCC unroll 16")
 #endif
 
+/** No unrolling: for an outer loop around a large body, so the compiler does not duplicate the body. */
+#if defined(__CUDACC__) || defined(__clang__)
+#define KILN_NO_UNROLL _Pragma("unroll 1")
+#else
+#define KILN_NO_UNROLL _Pragma("GCC unroll 1")
+#endif
+
 namespace kiln {
 
 /** Element index / count type of every kernel. */
