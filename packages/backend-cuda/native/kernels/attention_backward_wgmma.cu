@@ -683,7 +683,8 @@ cudaError_t launch_attention_backward_wgmma(const LaunchContext& context, int dt
                             .units;
   const Index kv_tiles = attention::ceil_div(problem.length_k, kResidentRows) * problem.batch * problem.heads_kv;
   const Index q_tiles = attention::ceil_div(problem.length_q, kResidentRows) * problem.batch * problem.heads_q;
-  if (kv_tiles > 0x7fffffffLL || q_tiles > 0x7fffffffLL) return cudaSuccess;
+  // The kernel counts units and their members in int (up to twice the units): refuse past 2^30 tiles.
+  if (kv_tiles > (1LL << 30) || q_tiles > (1LL << 30)) return cudaSuccess;
   const RoleGrid kv_blocks{kv_tiles, kv_units < multiprocessors ? kv_units : multiprocessors};
   const RoleGrid q_blocks{q_tiles, q_units < multiprocessors ? q_units : multiprocessors};
   attention::KernelParams params = attention::kernel_params(problem, dtype);
