@@ -4,13 +4,13 @@
 //
 // Algorithm (FlashAttention-2's backward split in two deterministic kernels, each built like the
 // FlashAttention-3 forward): one kernel template in two roles. A work unit is 128 "resident" rows
-// (a key tile, or a query tile), loaded once by TMA. At D 64 the grid is persistent: one block
-// per multiprocessor walks units in steps of gridDim.x, paired as the forward's query tiles (a
-// head's tile with the most work under causal and its mirror), with two resident buffers, so the
-// next unit's rows and first streamed tiles load while the current one runs and stores (at
-// gpt2s's T 1024 a unit averages about 9 streamed tiles: one block per unit paid a launch and a
-// cold start each). At D 96/128 two resident buffers do not fit beside the ring, and a unit loop
-// made the key/value role spill 100–300 bytes inside its item loop: a block per unit, as before.
+// (a key tile, or a query tile), loaded once by TMA. The query role, and the key/value role at D
+// 64, run persistent grids (kPersistent): one block per multiprocessor walks units in steps of
+// gridDim.x, paired as the forward's query tiles (a head's tile with the most work under causal
+// and its mirror), so the next unit's first streamed tiles — and at D 64, with two resident
+// buffers, its rows — load while the current one runs and stores (at gpt2s's T 1024 a unit
+// averages about 9 streamed tiles: one block per unit paid a launch and a cold start each). The
+// key/value role at D 96/128 keeps a block per unit (its registers, above).
 // A block is 3 warpgroups: warpgroup 0 is the producer (setmaxnreg down to 24),
 // warpgroups 1 and 2 the consumers (setmaxnreg up to 240), each owning 64 of the resident rows.
 // The producer streams 64-row tiles of two other tensors into a ring of kStages stages (4 for D
@@ -101,13 +101,11 @@ struct Plan {
   static constexpr int kOutColumns = kBoxes * 64;
   static constexpr int kStages = kBoxes == 1 ? 4 : 3;
   /**
-   * D 64: a persistent grid (one block per multiprocessor walks work units) with two resident
-   * buffers, so the next unit's rows load while this one runs. D 96/128: one block per resident
-   * tile — two buffers do not fit beside the ring, and the key/value role's registers, at their
-   * 240 already, spilled 100–300 bytes into its item loop with the unit loop's state.
+   * Resident buffers: two at D 64, so a persistent block's next unit's rows load while this one
+   * runs; one at D 96/128, where two do not fit beside the ring (the next unit's rows then load
+   * once both consumers' last products of this unit that read them have completed).
    */
-  static constexpr bool kPersistent = kBoxes == 1;
-  static constexpr int kResidentBuffers = kPersistent ? 2 : 1;
+  static constexpr int kResidentBuffers = kBoxes == 1 ? 2 : 1;
   static constexpr int kResidentBoxBytes = kResidentRows * kRowBytes;
   /** Bytes of one resident tensor (R₁ or R₂). */
   static constexpr int kResidentBytes = kBoxes * kResidentBoxBytes;
@@ -126,6 +124,15 @@ struct Plan {
   static constexpr int kSharedBytes = kAnchorOffset + kConsumers * 128 * 4 + 1024;
   static_assert(kSharedBytes <= 227 * 1024, "exceeds the 227 KiB of shared memory a Hopper block may use");
 };
+
+/**
+ * Whether a role's grid is persistent (one block per multiprocessor walks work units): the query
+ * role always, the key/value role at D 64. At D 96/128 the key/value role keeps a block per unit:
+ * its consumers are at their 240 registers already, and the unit loop's state made it spill
+ * 100–300 bytes inside its item loop.
+ */
+template <int kHeadDim, bool kKeyValue>
+inline constexpr bool kPersistent = !kKeyValue || Plan<kHeadDim>::kResidentBuffers == 2;
 
 /** What one block owns: its resident rows and the streamed tiles it walks. */
 struct Work {
@@ -245,7 +252,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // resident tile, so unpaired units) unit blockIdx.x alone.
   const auto for_each_work = [&](auto&& body) {
     Work work;
-    if constexpr (P::kPersistent) {
+    if constexpr (kPersistent<kHeadDim, kKeyValue>) {
       const int last = static_cast<int>(tiles.units) * 2;
       KILN_NO_UNROLL
       for (int k = 2 * static_cast<int>(blockIdx.x); k < last; k += k % 2 == 0 ? 1 : 2 * gridDim.x - 1) {
@@ -616,7 +623,7 @@ template <typename T, int kHeadDim, bool kKeyValue>
 cudaError_t launch_role(const LaunchContext& context, const char* name, const vendor::TensorMap (&maps)[4],
                         const KernelParams& params, RoleGrid grid) {
   using P = Plan<kHeadDim>;
-  const Index blocks = P::kPersistent ? grid.persistent : grid.every_tile;
+  const Index blocks = kPersistent<kHeadDim, kKeyValue> ? grid.persistent : grid.every_tile;
   if (blocks == 0) return cudaSuccess;
   const cudaError_t allowed = cudaFuncSetAttribute(attention_backward_wgmma_kernel<T, kHeadDim, kKeyValue>,
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, P::kSharedBytes);
