@@ -3,7 +3,8 @@
 // synccheck): first shapes that take the sm_90a kernels on a Hopper GPU (bf16 matmuls with enough
 // 128×128 tiles for the wgmma kernel in nn, nt and tn, and a tn one with few tiles and a long k that
 // it splits along k, as gpt2s's q/k/v/o weight gradient; bf16 attention forward and backward at
-// head dims 64 and 128, causal with GQA and partial tiles), then the conformance kit's matmul and
+// head dims 64 and 128, causal with GQA and partial tiles, and at D 64 with enough tiles that
+// persistent blocks reuse their buffers), then the conformance kit's matmul and
 // attention cases at quick sizes, all on kiln's own kernels. Prints progress lines and, last, one
 // JSON line: the kit's counts and how many launches each Hopper kernel (and the split-K path) had
 // in the first part. `--simulator` runs the same on the CPU simulator build with smaller matmuls
@@ -68,8 +69,15 @@ for (const [transposeA, transposeB] of [
     batchStrideB: k * n,
   });
 }
-for (const headDim of [64, 128]) {
-  const [batch, headsQ, headsKV, length] = [1, 4, 2, 300];
+// Attention at D 64 and 128 (causal, GQA, partial tiles), and on the GPU a D 64 shape with more
+// query and key tiles than two per multiprocessor, so that persistent blocks take several work
+// units and reuse their q and resident buffers (on the simulator's 4 SMs the small shapes do).
+const attentionShapes = [
+  [64, 1, 4, 2, 300],
+  [128, 1, 4, 2, 300],
+  ...(simulator ? [] : [[64, 1, 40, 40, 1024]]),
+];
+for (const [headDim, batch, headsQ, headsKV, length] of attentionShapes) {
   const qShape = [batch, headsQ, length, headDim];
   const kShape = [batch, headsKV, length, headDim];
   const [q, k, v, dOut] = [
