@@ -72,11 +72,7 @@ for (const [transposeA, transposeB] of [
 // Attention at D 64 and 128 (causal, GQA, partial tiles), and on the GPU a D 64 shape with more
 // query and key tiles than two per multiprocessor, so that persistent blocks take several work
 // units and reuse their q and resident buffers (on the simulator's 4 SMs the small shapes do).
-const attentionShapes = [
-  [64, 1, 4, 2, 300],
-  [128, 1, 4, 2, 300],
-  ...(simulator ? [] : [[64, 1, 40, 40, 1024]]),
-];
+const attentionShapes = [[64, 1, 4, 2, 300], [128, 1, 4, 2, 300], ...(simulator ? [] : [[64, 1, 40, 40, 1024]])];
 for (const [headDim, batch, headsQ, headsKV, length] of attentionShapes) {
   const qShape = [batch, headsQ, length, headDim];
   const kShape = [batch, headsKV, length, headDim];
