@@ -10,7 +10,7 @@
 // and its mirror), so the next unit's first streamed tiles — and at D 64, with two resident
 // buffers, its rows — load while the current one runs and stores (at gpt2s's T 1024 a unit
 // averages about 9 streamed tiles: one block per unit paid a launch and a cold start each). The
-// key/value role at D 96/128 keeps a block per unit (its registers, above).
+// key/value role at D 96/128 keeps a block per unit (its registers: see kPersistent).
 // A block is 3 warpgroups: warpgroup 0 is the producer (setmaxnreg down to 24),
 // warpgroups 1 and 2 the consumers (setmaxnreg up to 240), each owning 64 of the resident rows.
 // The producer streams 64-row tiles of two other tensors into a ring of kStages stages (4 for D
@@ -134,7 +134,7 @@ struct Plan {
 template <int kHeadDim, bool kKeyValue>
 inline constexpr bool kPersistent = !kKeyValue || Plan<kHeadDim>::kResidentBuffers == 2;
 
-/** What one block owns: its resident rows and the streamed tiles it walks. */
+/** One work unit: its resident rows and the streamed tiles it walks. */
 struct Work {
   int b;
   /** Kv head (key/value role) or query head (query role) of the resident rows. */
@@ -183,7 +183,7 @@ __device__ __forceinline__ Work work_at(const KernelParams& p, Index head_index,
 template <bool kKeyValue>
 __device__ __forceinline__ bool unit_work(const KernelParams& p, const attention::PairedQueryTiles& tiles, int unit,
                                           int member, Work& work) {
-  // attention_common.cuh tile_order in 32 bits (the host keeps the units below 2^31).
+  // attention_common.cuh tile_order in 32 bits (the host keeps the tiles at or below 2^30).
   const int heads = p.batch * (kKeyValue ? p.heads_kv : p.heads_q);
   const int group_units = attention::kHeadsPerTileGroup * tiles.per_head;
   const int group = unit / group_units;
