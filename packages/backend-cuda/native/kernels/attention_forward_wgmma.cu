@@ -13,8 +13,9 @@
 // the ring) it waits for both consumers' last S of the current tile (q_empty), and the next tile's
 // first kStages − 1 K/V tiles — whose stages free before that — load ahead of it. A block is 3
 // warpgroups. Warpgroup 0 is the producer (setmaxnreg down to 40; one thread): per query tile it
-// loads the q tile once and streams the 128-key K and V tiles of the kv head h / (Hq/Hkv) into a ring of kStages stages (4
-// for D 64, 3 for D 96/128; the ring position counts on across the block's tiles), each guarded
+// loads the q tile once and streams the 128-key K and V tiles of the kv head h / (Hq/Hkv) into a
+// ring of kStages stages (4 for D 64, 3 for D 96/128; the ring position counts on across the
+// block's tiles), each guarded
 // by a `full` mbarrier (one arrival + the stage's bytes as TMA transactions) and an `empty` one
 // (one arrival per consumer warpgroup when it has finished with the stage). Warpgroups 1 and 2
 // are consumers (setmaxnreg up to 232: 40 + 2 × 232 registers × 128 threads fit the 64K register
