@@ -151,6 +151,7 @@ const HOPPER_CHECKS = [
   'bf16 wgmma m64n32k16 with A from registers (fragment layout) and K-major B, 3 groups, matches the scalar product',
   'f16 wgmma m64n32k16 with A from registers and N-major B, 3 groups, matches the scalar product',
   "changing a register-A wgmma's registers before its wait_group aborts naming the kernel and file:line",
+  'a stage released (mbarrier.arrive) before the wgmma reading it completed, and refilled by the woken producer, aborts naming the wgmma and the copy',
 ];
 
 describe.skipIf(compiler === undefined)(

@@ -326,6 +326,38 @@ __global__ void early_wgmma_kernel(const TensorMap map) {
   gpu_sim::ptx::mbarrier_wait_parity(bar, 0);
 }
 
+// The consumer warpgroup releases its stage (the `empty` barrier) before waiting for the wgmma that
+// reads it; the producer, woken by that release, copies the next tile into the stage first.
+__global__ void released_early_kernel(const TensorMap map) {
+  GPU_SIM_EXTERN_SHARED(unsigned char, shared);
+  auto* full = reinterpret_cast<std::uint64_t*>(shared);
+  std::uint64_t* empty = full + 1;
+  unsigned char* tile = shared + 1024;
+  if (threadIdx.x == 0) {
+    gpu_sim::ptx::mbarrier_init(full, 1);
+    gpu_sim::ptx::mbarrier_init(empty, 1);
+  }
+  __syncthreads();
+  if (threadIdx.x >= 128) {
+    if (threadIdx.x != 128) return;
+    const std::int32_t at[2] = {0, 0};
+    for (int round = 0; round < 2; round++) {
+      if (round > 0) gpu_sim::ptx::mbarrier_wait_parity(empty, 0);
+      gpu_sim::ptx::mbarrier_arrive_expect_tx(full, 64 * 64 * 2);
+      gpu_sim::ptx::tma_load(tile, &map, at, full);
+    }
+    return;
+  }
+  gpu_sim::ptx::mbarrier_wait_parity(full, 0);
+  float d[8] = {};
+  const std::uint64_t desc = descriptor(gpu_sim::ptx::shared_address(tile), 16, 1024, TensorMapSwizzle::k128B);
+  gpu_sim::ptx::wgmma_mma_async<16, MmaInput::kBF16>(d, desc, desc, false, false, false);
+  gpu_sim::ptx::wgmma_commit_group();
+  if (threadIdx.x == 0) gpu_sim::ptx::mbarrier_arrive(empty);  // too early: the wgmma still reads the tile
+  gpu_sim::ptx::wgmma_wait_group(0);
+  gpu_sim::ptx::mbarrier_wait_parity(full, 1);
+}
+
 // Warp 3 skips the warpgroup collective.
 __global__ void skipping_warp_kernel() {
   GPU_SIM_EXTERN_SHARED(unsigned char, shared);
@@ -394,6 +426,18 @@ int main() {
               contains(detail, "wgmma.mma_async at hopper-self-test.cpp:") &&
               contains(detail, "cp.async.bulk.tensor issued at hopper-self-test.cpp:"),
           "a wgmma reading a stage before its copy arrived aborts naming the kernel, the wgmma and the copy", detail);
+  }
+  {
+    std::vector<std::uint16_t> values(64 * 64, 0x3f80);
+    const TensorMap map = map_2d(device_copy(values), 64, 64, 64, 64, TensorMapSwizzle::k128B);
+    const cudaError_t error = launch("released_early_kernel", released_early_kernel, dim3(160), 1024 + 8192, map);
+    const std::string detail = error == cudaSuccess ? "launched without error" : gpu_sim_cuda_fault_detail();
+    check(contains(detail, "kernel 'released_early_kernel'") &&
+              contains(detail, "wgmma.mma_async at hopper-self-test.cpp:") &&
+              contains(detail, "after this wgmma overwrites before the wgmma.wait_group that completes it"),
+          "a stage released (mbarrier.arrive) before the wgmma reading it completed, and refilled by the woken "
+          "producer, aborts naming the wgmma and the copy",
+          detail);
   }
   {
     const cudaError_t error = launch("skipping_warp_kernel", skipping_warp_kernel, dim3(128), 8192);

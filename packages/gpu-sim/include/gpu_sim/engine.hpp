@@ -6,7 +6,8 @@
 // a ready queue. A thread runs until it finishes or waits: at a block barrier (it resumes when
 // every thread of the block has arrived at the same barrier) or in a warp collective (it resumes
 // when every lane named in the mask has arrived at the same collective; the last lane to arrive
-// computes everybody's result). Nothing is preemptive, so a block is deterministic.
+// computes everybody's result), or at a scheduling point a dialect asks for (reschedule: after a
+// release that woke waiters). Nothing is preemptive, so a block is deterministic.
 //
 // Divergence is an error, never a hang: a thread that exits while others wait at a barrier,
 // a thread that reaches a barrier after another exited, threads waiting at two different
@@ -407,6 +408,20 @@ class BlockRunner {
     thread.state = ThreadState::kParked;
     thread.wait_site = site;
     thread.wait_name = name;
+    yield(thread);
+  }
+
+  /**
+   * A scheduling point: the calling thread stays runnable but goes to the back of the ready queue,
+   * so every thread runnable now runs before it continues (still deterministic). The CUDA dialect
+   * calls it after an mbarrier arrival that woke waiters, so what a release lets another thread do
+   * (a producer's next copy into a buffer) happens before the releasing thread's next step (its
+   * wait for a wgmma that may still read that buffer) — a window a cooperative scheduler that
+   * switches only at waits would never open.
+   */
+  void reschedule() {
+    SimThread& thread = *tls_thread;
+    push_ready(thread);
     yield(thread);
   }
 

@@ -9,7 +9,10 @@
 //  - arrive(bar) / arrive_expect_tx(bar, bytes) / expect_tx(bar, bytes): mbarrier.arrive{.expect_tx}
 //    — expect_tx raises the pending transaction bytes; an arrive counts one arrival. The current
 //    phase completes when every expected arrival has come and the transaction count is back at 0;
-//    the next phase then starts with the same expected count.
+//    the next phase then starts with the same expected count. An arrival that completes a phase
+//    with parked waiters lets them (and every other runnable thread) run before the arriving
+//    thread continues, so a release's consequences — a producer's next copy into the released
+//    buffer — come before the releasing thread's next step, as they may on a GPU.
 //  - wait_parity(bar, parity): mbarrier.try_wait.parity in a loop — returns once the phase of that
 //    parity has completed (i.e. the current phase's parity differs). Copies in flight that signal
 //    this barrier (tma.hpp) are delivered first (the copy engine has had its time); otherwise the
@@ -17,7 +20,8 @@
 //    flight) aborts the launch naming the kernel and each wait's file:line instead of hanging.
 //    A copy issued to a barrier that already has parked waiters is delivered at once.
 //  - in_flight_copy(address, bytes): the undelivered asynchronous copy (any barrier) whose
-//    destination overlaps the range, so readers (wgmma) can report reading a stage too early.
+//    destination overlaps the range, so readers (wgmma) can report reading a stage too early;
+//    copies_issued() and each copy's `order` tell whether it was issued before or after a reader.
 // A barrier used before init, or initialised twice while threads wait on it, aborts the launch.
 // State is per block (worker threads run one block at a time): a side table keyed by the
 // barrier's shared address, reset when the worker starts another block.
@@ -43,6 +47,8 @@ struct InFlightCopy {
   std::uint32_t transaction_bytes;
   std::source_location site;
   std::function<void()> deliver;
+  /** Issue order among the block's copies (copies_issued() before it). */
+  std::uint64_t order = 0;
 };
 
 /** One initialised barrier. */
@@ -64,6 +70,8 @@ struct BlockBarriers {
   std::uint64_t serial = 0;
   const char* kernel = nullptr;
   std::map<std::uint32_t, Barrier> barriers;
+  /** Asynchronous copies issued in this block so far. */
+  std::uint64_t copies_issued = 0;
 };
 
 inline thread_local BlockBarriers tls_block_barriers;
@@ -76,6 +84,7 @@ inline BlockBarriers& block_barriers() {
     state.serial = runner.block_serial();
     state.kernel = runner.shape().kernel_name;
     state.barriers.clear();
+    state.copies_issued = 0;
   }
   return state;
 }
@@ -126,13 +135,15 @@ inline Barrier& find(void* bar, const char* instruction, const std::source_locat
   return found->second;
 }
 
-/** Completes the phase when nothing is pending; wakes the waiters. */
-inline void maybe_complete(Barrier& barrier) {
-  if (barrier.pending_arrivals != 0 || barrier.pending_transactions != 0) return;
+/** Completes the phase when nothing is pending; wakes the waiters. True when it woke any. */
+inline bool maybe_complete(Barrier& barrier) {
+  if (barrier.pending_arrivals != 0 || barrier.pending_transactions != 0) return false;
   barrier.phase++;
   barrier.pending_arrivals = barrier.expected;
+  const bool woke = !barrier.waiters.empty();
   for (unsigned waiter : barrier.waiters) current_runner().wake(waiter);
   barrier.waiters.clear();
+  return woke;
 }
 
 inline void deliver_copies(Barrier& barrier) {
@@ -185,7 +196,9 @@ inline std::uint64_t mbarrier_arrive(void* bar, std::source_location site = std:
             std::to_string(barrier.expected) + ")");
   }
   barrier.pending_arrivals--;
-  mbarrier_detail::maybe_complete(barrier);
+  // An arrival that releases waiters is a scheduling point (engine.hpp reschedule): they run
+  // before this thread's next step, as they may on a GPU.
+  if (mbarrier_detail::maybe_complete(barrier)) current_runner().reschedule();
   return token;
 }
 
@@ -219,10 +232,14 @@ inline void mbarrier_wait_parity(void* bar, std::uint32_t parity,
 /** Registers an asynchronous copy that completes `transaction_bytes` on `bar` when delivered. */
 inline void mbarrier_add_copy(void* bar, mbarrier_detail::InFlightCopy copy, const char* instruction) {
   mbarrier_detail::Barrier& barrier = mbarrier_detail::find(bar, instruction, copy.site);
+  copy.order = mbarrier_detail::block_barriers().copies_issued++;
   barrier.copies.push_back(std::move(copy));
   // Threads already parked on this barrier wait for exactly this: the copy lands now.
   if (!barrier.waiters.empty()) mbarrier_detail::deliver_copies(barrier);
 }
+
+/** Asynchronous copies issued in the running block so far (an InFlightCopy's `order` below it came earlier). */
+inline std::uint64_t copies_issued() { return mbarrier_detail::block_barriers().copies_issued; }
 
 /** The undelivered copy whose destination overlaps [address, address + bytes) in the running block, or nullptr. */
 inline const mbarrier_detail::InFlightCopy* in_flight_copy(const void* address, std::size_t bytes) {

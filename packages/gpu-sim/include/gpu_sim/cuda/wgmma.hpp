@@ -72,6 +72,8 @@ struct Operation {
   int n = 0;
   MmaInput type = MmaInput::kBF16;
   std::source_location site;
+  /** The block's asynchronous copies issued before this operation (mbarrier.hpp copies_issued). */
+  std::uint64_t copies_before = 0;
   /** A from registers (wgmma_mma_async_rs): its 64 × 16 values as read at issue, and each thread's registers with their values then. */
   bool a_in_registers = false;
   std::vector<float> a_values;
@@ -202,11 +204,17 @@ inline void read_operand(const Operation& op, bool is_a, int rows, std::vector<f
       const std::uint64_t address = element_address(descriptor, mn_major, r, k, op.site);
       const unsigned char* pointer = shared_pointer(address, 2, "wgmma.mma_async", op.site);
       if (const mbarrier_detail::InFlightCopy* copy = in_flight_copy(pointer, 2)) {
-        mbarrier_detail::fail("wgmma.mma_async", op.site,
-                              std::string("reads ") + (is_a ? "A" : "B") + " element (" + std::to_string(r) + ", " +
-                                  std::to_string(k) + ") at shared address " + std::to_string(address) +
-                                  " that the cp.async.bulk.tensor issued at " + format_site(copy->site) +
-                                  " has not delivered yet (wait on its mbarrier phase before issuing the wgmma)");
+        const std::string what = std::string("reads ") + (is_a ? "A" : "B") + " element (" + std::to_string(r) + ", " +
+                                 std::to_string(k) + ") at shared address " + std::to_string(address) +
+                                 " that the cp.async.bulk.tensor issued at " + format_site(copy->site);
+        // A copy issued after this wgmma overwrites what it still reads: its buffer was released too early.
+        mbarrier_detail::fail(
+            "wgmma.mma_async", op.site,
+            copy->order >= op.copies_before
+                ? what +
+                      " after this wgmma overwrites before the wgmma.wait_group that completes it "
+                      "(the buffer was released to the copy before the wgmma reading it completed)"
+                : what + " has not delivered yet (wait on its mbarrier phase before issuing the wgmma)");
       }
       std::uint16_t bits;
       std::memcpy(&bits, pointer, 2);
@@ -308,6 +316,7 @@ void issue(float (&d)[N / 2], const std::uint32_t* a, std::uint64_t desc_a, std:
     op.n = N;
     op.type = Type;
     op.site = site;
+    op.copies_before = copies_issued();
     for (unsigned t = 0; t < kWarpgroupSize; t++) {
       const auto* mine = static_cast<const MmaArguments*>(all[t]);
       if (mine->desc_a != desc_a || mine->desc_b != desc_b || mine->scale_d != scale_d || mine->trans_a != trans_a ||
