@@ -173,6 +173,7 @@ describe.skipIf(compiler === undefined)(
 const SYNC_CHECKS = [
   'two warpgroups alternate strictly through bar.sync / bar.arrive (ping-pong turns)',
   'setmaxnreg dec 40 / inc 232 × 2 passes its checks beside the ping-pong turns',
+  'a bar.arrive that releases a waiting warp is a scheduling point: the released warp runs before every lane of the releasing one',
   'a producer/consumer hand-off reuses barriers 4 and 5 over three phases',
   'bar.sync without a count waits for the whole block',
   'a thread count that is not a multiple of 32 aborts naming the kernel and file:line',

@@ -106,6 +106,22 @@ __global__ void handoff_kernel(int* out) {
   }
 }
 
+// Warp 1 hands a shared slot to warp 0 (bar.arrive completes barrier 6's phase) but keeps reading
+// it after the hand-off — the bug class the release scheduling point exposes: warp 0, released,
+// overwrites the slot before any lane of warp 1 reads it again.
+__global__ void reads_after_release_kernel(int* out) {
+  GPU_SIM_EXTERN_SHARED(int, slot);
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  if (threadIdx.x < 32) {
+    bar_sync(6, 64);
+    slot[lane] = 2;
+  } else {
+    slot[lane] = 1;
+    bar_arrive(6, 64);
+    out[lane] = slot[lane];
+  }
+}
+
 // Whole-block bar.sync (no count) orders shared writes before reads like __syncthreads.
 __global__ void whole_block_kernel(int* out) {
   GPU_SIM_EXTERN_SHARED(int, values);
@@ -190,6 +206,21 @@ int main() {
       if (order[i] != (i % 2) * 1000 + i / 2) detail = "turn " + std::to_string(i) + " was " + std::to_string(order[i]);
     }
     check(detail.empty(), "setmaxnreg dec 40 / inc 232 × 2 passes its checks beside the ping-pong turns", detail);
+  }
+  {
+    int* out = device_ints(32);
+    const cudaError_t error =
+        launch("reads_after_release_kernel", reads_after_release_kernel, dim3(64), 32 * sizeof(int), out);
+    std::string detail = error == cudaSuccess ? "" : gpu_sim_cuda_fault_detail();
+    for (int lane = 0; lane < 32 && detail.empty(); lane++) {
+      if (out[lane] != 2)
+        detail = "lane " + std::to_string(lane) + " of the releasing warp read " + std::to_string(out[lane]) +
+                 " (its own value) after the hand-off: the released warp did not run first";
+    }
+    check(detail.empty(),
+          "a bar.arrive that releases a waiting warp is a scheduling point: the released warp runs before every lane "
+          "of the releasing one",
+          detail);
   }
   {
     int* out = device_ints(3 * 128);

@@ -20,6 +20,8 @@
 // where leftover arrivals are silently dropped, because they mean the two sides' protocol
 // disagrees. __syncthreads() is modelled separately (gpu_sim::barrier): mixing it with bar.sync 0
 // and a count is not detected, so kernels keep id 0 for __syncthreads.
+// A phase completion that wakes waiters is a scheduling point (as an mbarrier release is): the
+// released threads run before the completing lane's next step.
 // State is per block (worker threads run one block at a time), reset when a worker starts another.
 #pragma once
 
@@ -133,8 +135,8 @@ inline BlockState& block_state() {
                     std::to_string(count) + " at " + format_site(site) + " " + problem);
 }
 
-/** Counts one warp's arrival (32 threads) on `barrier`; completes the phase when `expected` is reached. */
-inline void warp_arrives(Barrier& barrier, const char* instruction, unsigned id, unsigned count,
+/** Counts one warp's arrival (32 threads) on `barrier`; completes the phase when `expected` is reached and says whether that woke waiters. */
+inline bool warp_arrives(Barrier& barrier, const char* instruction, unsigned id, unsigned count,
                          const std::source_location& site) {
   if (barrier.arrived == 0) {
     barrier.expected = count;
@@ -155,12 +157,14 @@ inline void warp_arrives(Barrier& barrier, const char* instruction, unsigned id,
   }
   if (!known) barrier.sites.push_back(ArrivalSite{instruction, site, kWarpSize});
   barrier.arrived += kWarpSize;
-  if (barrier.arrived < barrier.expected) return;
+  if (barrier.arrived < barrier.expected) return false;
   barrier.phase++;
   barrier.arrived = 0;
   barrier.sites.clear();
+  const bool woke = !barrier.waiters.empty();
   for (unsigned waiter : barrier.waiters) current_runner().wake(waiter);
   barrier.waiters.clear();
+  return woke;
 }
 
 /** bar.sync (wait) or bar.arrive: checks, the warp's meeting, its arrival, and for bar.sync the wait for the phase. */
@@ -202,6 +206,7 @@ inline void named_barrier(const char* instruction, bool wait, unsigned id, unsig
   meeting.count = count;
   meeting.arrived |= bit;
   std::uint64_t joined = 0;
+  bool released = false;
   if ((meeting.arrived & runner.live_lanes()) != runner.live_lanes()) {
     const std::uint64_t generation = meeting.generation;
     meeting.parked.push_back(thread.linear);
@@ -211,11 +216,15 @@ inline void named_barrier(const char* instruction, bool wait, unsigned id, unsig
     meeting.arrived = 0;
     meeting.joined_phase = barrier.phase;
     joined = barrier.phase;
-    warp_arrives(barrier, instruction, id, count, site);
+    released = warp_arrives(barrier, instruction, id, count, site);
     meeting.generation++;
     for (unsigned lane : meeting.parked) runner.wake(lane);
     meeting.parked.clear();
   }
+  // A phase completion that woke waiters is a scheduling point (engine.hpp reschedule), as for an
+  // mbarrier: the released threads run before the lane that completed it takes its next step, so
+  // a side that still uses what it handed over shows it in every lane, not in 31 of 32.
+  if (released) runner.reschedule();
   if (!wait) return;
   while (barrier.phase == joined) {
     barrier.waiters.push_back(thread.linear);
