@@ -681,7 +681,7 @@ cudaError_t launch_attention_backward_wgmma(const LaunchContext& context, int dt
   using namespace attention_wgmma_backward;
   using attention_wgmma::tensor_map;
   // Persistent grids: one block per multiprocessor (max_blocks is 16 per multiprocessor), capped by the work units.
-  const Index multiprocessors = context.max_blocks / 16 > 0 ? context.max_blocks / 16 : 1;
+  const Index multiprocessors = context.multiprocessors();
   const Index kv_units = attention::paired_query_tiles<kResidentRows>(
                              problem.length_k, static_cast<Index>(problem.batch) * problem.heads_kv, multiprocessors)
                              .units;

@@ -92,11 +92,14 @@ __device__ __forceinline__ void report_index_error(DeviceErrorRecord* record, in
 }
 #endif
 
+/** Blocks per multiprocessor in LaunchContext::max_blocks. */
+inline constexpr int kGridStrideBlocksPerMultiprocessor = 16;
+
 /** What every launcher needs from the backend instance. */
 struct LaunchContext {
   /** The backend's stream. */
   cudaStream_t stream;
-  /** Upper bound on blocks for grid-stride kernels (a multiple of the multiprocessor count). */
+  /** Upper bound on blocks for grid-stride kernels (kGridStrideBlocksPerMultiprocessor per multiprocessor). */
   int max_blocks;
   /** The device error record. */
   DeviceErrorRecord* errors;
@@ -104,6 +107,12 @@ struct LaunchContext {
   bool allow_tf32 = false;
   /** Largest grid y the device launches (maxGridSize[1], 65535): kernels with more row tiles stride over them. */
   Index max_grid_y = 65535;
+
+  /** The device's multiprocessors (at least 1). */
+  Index multiprocessors() const {
+    const Index count = max_blocks / kGridStrideBlocksPerMultiprocessor;
+    return count > 0 ? count : 1;
+  }
 };
 
 /** Grid y for `tiles` row tiles (or rows) that a kernel strides over in steps of gridDim.y (at least 1). */

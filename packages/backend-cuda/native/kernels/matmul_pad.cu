@@ -104,7 +104,7 @@ MatmulPadPlan plan_matmul_padding(const LaunchContext& context, int dtype, const
     copy_b = copy_b || !shape.transpose_b;
   }
   if ((copy_a && shape.n < kMinReuse) || (copy_b && shape.m < kMinReuse)) return plan;
-  const Index multiprocessors = context.max_blocks / 16 > 0 ? context.max_blocks / 16 : 1;
+  const Index multiprocessors = context.multiprocessors();
   const double flops = 2.0 * static_cast<double>(shape.batch) * static_cast<double>(shape.m) *
                        static_cast<double>(shape.n) * static_cast<double>(shape.k);
   if (flops < kMinFlopsPerMultiprocessor * static_cast<double>(multiprocessors)) return plan;

@@ -36,7 +36,7 @@ inline constexpr Index kMaxSplits = 32;
  */
 inline SplitKPlan plan_split_k(const LaunchContext& context, Index output_tiles, Index k_tiles,
                                Index min_tiles_per_split) {
-  const Index multiprocessors = context.max_blocks / 16 > 0 ? context.max_blocks / 16 : 1;
+  const Index multiprocessors = context.multiprocessors();
   if (output_tiles >= multiprocessors || k_tiles < 2 * min_tiles_per_split) return SplitKPlan{1, k_tiles};
   Index splits = (2 * multiprocessors + output_tiles - 1) / output_tiles;
   if (splits > k_tiles / min_tiles_per_split) splits = k_tiles / min_tiles_per_split;

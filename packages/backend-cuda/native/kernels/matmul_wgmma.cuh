@@ -238,7 +238,7 @@ inline constexpr Index kLongDepth = 512;
  * or a k too short for two ranges, run unsplit.
  */
 inline SplitKPlan plan(const LaunchContext& context, const MatmulShape& shape) {
-  const Index multiprocessors = context.max_blocks / 16;  // max_blocks is 16 per multiprocessor
+  const Index multiprocessors = context.multiprocessors();
   const Index tiles = tile_count(shape);
   const Index k_steps = (shape.k + kDepth - 1) / kDepth;
   if (tiles == 0 || 2 * tiles >= multiprocessors) return SplitKPlan{1, k_steps};
@@ -260,7 +260,7 @@ inline SplitKPlan plan(const LaunchContext& context, const MatmulShape& shape) {
  * smaller ones.
  */
 inline bool worth_it(const LaunchContext& context, const MatmulShape& shape) {
-  const Index multiprocessors = context.max_blocks / 16;  // max_blocks is 16 per multiprocessor
+  const Index multiprocessors = context.multiprocessors();
   const Index tiles = tile_count(shape);
   if (tiles >= 2 * multiprocessors || (shape.k >= kLongDepth && 2 * tiles >= multiprocessors)) return true;
   const SplitKPlan split = plan(context, shape);
@@ -287,7 +287,7 @@ cudaError_t launch_layout(const LaunchContext& context, const char* name, const 
   const cudaError_t allowed = cudaFuncSetAttribute(matmul_wgmma_kernel<T, Out, TransA, TransB>,
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
   if (allowed != cudaSuccess) return allowed;
-  const Index multiprocessors = context.max_blocks / 16;  // max_blocks is 16 per multiprocessor
+  const Index multiprocessors = context.multiprocessors();
   const Index items = tile_count(shape) * split.splits;
   const unsigned blocks = static_cast<unsigned>(items < multiprocessors ? items : multiprocessors);
   const int pair_out = shape.n % 2 == 0 && (reinterpret_cast<std::uintptr_t>(out) & (2 * sizeof(Out) - 1)) == 0 ? 1 : 0;

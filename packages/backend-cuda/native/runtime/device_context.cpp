@@ -51,7 +51,8 @@ DeviceContext::DeviceContext(int device_index, std::size_t memory_limit_bytes)
   facts_.minor = properties.minor;
   facts_.total_bytes = properties.totalGlobalMem;
   facts_.multiprocessors = properties.multiProcessorCount;
-  max_blocks_ = (properties.multiProcessorCount > 0 ? properties.multiProcessorCount : 1) * 16;
+  max_blocks_ =
+      (properties.multiProcessorCount > 0 ? properties.multiProcessorCount : 1) * kGridStrideBlocksPerMultiprocessor;
   max_grid_y_ = properties.maxGridSize[1] > 0 ? properties.maxGridSize[1] : 1;
   check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   void* record = nullptr;
