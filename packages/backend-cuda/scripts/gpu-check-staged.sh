@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/gpu-check-staged.sh — gpu-check in stages, each its own process under its own time limit,
 # for a lease where one hung kernel must not cost every other figure: the kit, attention, matmul,
-# gpt2s, graph + reproducibility, compute-sanitizer, Nsight Compute, then the rest. A kit stage
+# gpt2s, graph + reproducibility, compute-sanitizer, Nsight Compute, the rest, then attention again
+# on the FlashAttention-2 kernels (the Ampere/Ada path, timed on this GPU). A kit stage
 # that runs out of time turns kiln's sm_90a kernels off (KILN_CUDA_HOPPER_KERNELS=0) for the
 # stages after it. Each stage writes <out>/<stage>.json and <stage>.log; <out>/summary.txt
 # collects every stage's exit status and verdict lines as they finish.
@@ -61,4 +62,9 @@ run_stage graph 110 graph,determinism,resume
 run_stage sanitizer 70 sanitizer
 run_stage ncu 60 ncu
 run_stage rest 70 hf-fixtures,train
+# Last, where time is left: FlashAttention-2 (attention_forward.cu / attention_backward.cu, the
+# Ampere/Ada kernels) at the same shapes on this GPU, its own process with the sm_90a kernels off.
+if [ "${KILN_CUDA_HOPPER_KERNELS:-}" != 0 ]; then
+  (export KILN_CUDA_HOPPER_KERNELS=0; run_stage attention-flash2 70 attention)
+fi
 say "done: $out/summary.txt"
