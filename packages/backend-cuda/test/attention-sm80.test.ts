@@ -5,9 +5,13 @@
 // half matmul big enough for the wgmma kernel on 9.0 takes mma.sync. Each attention case asserts
 // that the Hopper launch counters did not move, compares out, lse, dq, dk and dv with the float64
 // reference (as attention-wgmma*.test.ts: partial tiles, causal with Tq < Tk and Tq > Tk, GQA,
-// padding and dense masks) and that a rerun of the backward is bit-identical. Vitest runs each
-// file in its own process, and afterAll restores 9.0, so the setting reaches no other file.
+// padding and dense masks) and that a rerun of the backward is bit-identical. The forward's kernel
+// is checked by name (the kernel timer): f16/bf16 up to D 64 take warps of 32 rows (two row blocks
+// sharing each K/V fragment) once the 128-query tiles give each of the simulator's 4
+// multiprocessors two blocks, and 16-row warps below that — which must give the same bits. Vitest
+// runs each file in its own process, and afterAll restores 9.0, so the setting reaches no other file.
 import { InvalidArgumentError } from '@kiln/core';
+import { kernelTimingSourceOf } from '@kiln/core/native-backend';
 import { createReferenceBackend } from '@kiln/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CudaBackend } from '../src/cuda-backend.js';
@@ -33,17 +37,21 @@ interface Case {
   dtype: 'f16' | 'bf16';
   layout: 'heads-major' | 'tokens-major';
   geometry: Geometry;
+  /** The forward kernel the launch must name (attention_forward.cu's kernel names). */
+  forwardKernel: string;
 }
 
 const CASES: Case[] = [
   {
     name: 'D=64, Tq=70 < Tk=90 causal, GQA 2/1 (partial tiles)',
+    forwardKernel: 'attention_forward_kernel<f16,64,whole>',
     dtype: 'f16',
     layout: 'heads-major',
     geometry: { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 70, lengthK: 90, headDim: 64, causal: true },
   },
   {
     name: 'D=64, Tq=Tk=50 not causal, padding mask, scale 0.3, tokens-major',
+    forwardKernel: 'attention_forward_kernel<bf16,64,whole>',
     dtype: 'bf16',
     layout: 'tokens-major',
     geometry: {
@@ -60,18 +68,21 @@ const CASES: Case[] = [
   },
   {
     name: 'D=96, Tq=40, Tk=72 not causal, dense mask with empty rows',
+    forwardKernel: 'attention_forward_kernel<f16,128>',
     dtype: 'f16',
     layout: 'heads-major',
     geometry: { batch: 1, headsQ: 1, headsKV: 1, lengthQ: 40, lengthK: 72, headDim: 96, causal: false, mask: 'dense' },
   },
   {
     name: 'D=96, Tq=Tk=66 causal, GQA 2/1',
+    forwardKernel: 'attention_forward_kernel<bf16,128>',
     dtype: 'bf16',
     layout: 'heads-major',
     geometry: { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 66, lengthK: 66, headDim: 96, causal: true },
   },
   {
     name: 'D=128, Tq=33 < Tk=70 causal, padding mask',
+    forwardKernel: 'attention_forward_kernel<f16,128,whole>',
     dtype: 'f16',
     layout: 'heads-major',
     geometry: {
@@ -87,11 +98,68 @@ const CASES: Case[] = [
   },
   {
     name: 'D=128, Tq=70 > Tk=30 causal (rows without keys), GQA 2/1, tokens-major',
+    forwardKernel: 'attention_forward_kernel<bf16,128,whole>',
     dtype: 'bf16',
     layout: 'tokens-major',
     geometry: { batch: 1, headsQ: 2, headsKV: 1, lengthQ: 70, lengthK: 30, headDim: 128, causal: true },
   },
+  // Warps of 32 rows: 128-query tiles × batch × heads ≥ 2 × 4 simulated multiprocessors.
+  {
+    name: 'D=64, Tq=Tk=200 causal, GQA 4/2, batch 2 (32-row warps, partial 128-query tile)',
+    dtype: 'f16',
+    layout: 'heads-major',
+    geometry: { batch: 2, headsQ: 4, headsKV: 2, lengthQ: 200, lengthK: 200, headDim: 64, causal: true },
+    forwardKernel: 'attention_forward_kernel<f16,64,whole,32 rows>',
+  },
+  {
+    name: 'D=40, Tq=150 < Tk=260 causal, padding mask, tokens-major (32-row warps, D inside the 64 bucket)',
+    dtype: 'bf16',
+    layout: 'tokens-major',
+    geometry: {
+      batch: 2,
+      headsQ: 4,
+      headsKV: 4,
+      lengthQ: 150,
+      lengthK: 260,
+      headDim: 40,
+      causal: true,
+      mask: 'padding',
+    },
+    forwardKernel: 'attention_forward_kernel<bf16,64,32 rows>',
+  },
+  {
+    name: 'D=32, Tq=130 > Tk=90 causal (rows without keys), GQA 2/1, batch 4 (32-row warps)',
+    dtype: 'bf16',
+    layout: 'heads-major',
+    geometry: { batch: 4, headsQ: 2, headsKV: 1, lengthQ: 130, lengthK: 90, headDim: 32, causal: true },
+    forwardKernel: 'attention_forward_kernel<bf16,32,whole,32 rows>',
+  },
+  {
+    name: 'D=64, Tq=140, Tk=100 not causal, dense mask with empty rows, 8 heads (32-row warps)',
+    dtype: 'f16',
+    layout: 'heads-major',
+    geometry: {
+      batch: 1,
+      headsQ: 8,
+      headsKV: 8,
+      lengthQ: 140,
+      lengthK: 100,
+      headDim: 64,
+      causal: false,
+      mask: 'dense',
+    },
+    forwardKernel: 'attention_forward_kernel<f16,64,whole,32 rows>',
+  },
 ];
+
+/** The names of the kernels `run` launched (the kernel timer's; attention launches end with the kernel's name). */
+async function launchedKernels(backend: CudaBackend, run: () => Promise<unknown>): Promise<string[]> {
+  const timer = kernelTimingSourceOf(backend);
+  expect(timer, 'the backend must have a kernel timer').toBeDefined();
+  timer!.startKernelTiming();
+  await run();
+  return timer!.stopKernelTiming().map((timing) => timing.name);
+}
 
 /** Two 128×128 tiles per simulated multiprocessor and TMA-aligned: on 9.0 the wgmma kernel takes it (test/matmul-wgmma.test.ts). */
 const WGMMA_SIZED_MATMUL = { batch: 1, m: 328, n: 264, k: 40, transposeA: false, transposeB: false };
@@ -118,19 +186,26 @@ describe.skipIf(skipReason !== undefined)(
       expect(() => configureSimulator({ computeCapability: 'sm_80' })).toThrow(/got "sm_80"/);
     });
 
-    for (const [index, { name, dtype, layout, geometry }] of CASES.entries()) {
+    for (const [index, { name, dtype, layout, geometry, forwardKernel }] of CASES.entries()) {
       it(`${dtype} ${name}: FlashAttention-2 forward and backward match the float64 reference`, async () => {
         const inputs = makeInputs(geometry, dtype, 8000 + index * 41);
         const expected = await runAttention(reference, 'f32', geometry, inputs);
         const forwardBefore = backend.hopperAttentionLaunches;
         const backwardBefore = backend.hopperAttentionBackwardLaunches;
-        const forward = await runAttentionForward(backend, dtype, geometry, inputs, layout);
+        let forward: Awaited<ReturnType<typeof runAttentionForward>> | undefined;
+        const kernels = await launchedKernels(backend, async () => {
+          forward = await runAttentionForward(backend, dtype, geometry, inputs, layout);
+        });
+        expect(
+          kernels.some((kernel) => kernel.endsWith(`(${forwardKernel})`)),
+          `the forward ran ${forwardKernel}: ${kernels.join('; ')}`,
+        ).toBe(true);
         const gradients = await runAttentionBackward(backend, dtype, geometry, inputs, expected, layout);
         expect(backend.hopperAttentionLaunches - forwardBefore, 'Hopper attention launches').toBe(0);
         expect(backend.hopperAttentionBackwardLaunches - backwardBefore, 'Hopper attention backward launches').toBe(0);
         const figures = [
-          { output: 'lse', error: maxAbsError(forward.lse, expected.lse), limit: LSE_RELATIVE_LIMIT },
-          { output: 'out', error: maxAbsError(forward.out, expected.out), limit: HALF_RELATIVE_LIMIT[dtype]! },
+          { output: 'lse', error: maxAbsError(forward!.lse, expected.lse), limit: LSE_RELATIVE_LIMIT },
+          { output: 'out', error: maxAbsError(forward!.out, expected.out), limit: HALF_RELATIVE_LIMIT[dtype]! },
           ...(['dq', 'dk', 'dv'] as const).map((output) => ({
             output,
             error: maxAbsError(gradients[output], expected[output]),
@@ -150,6 +225,47 @@ describe.skipIf(skipReason !== undefined)(
           expect(Array.from(again[output]), `${output} of the rerun`).toEqual(Array.from(gradients[output]));
       });
     }
+
+    it('warps of 32 rows give the bits of warps of 16 (bf16 D=64, Tq=Tk=200 causal: batch 0 alone, then in a batch of 4)', async () => {
+      const geometry: Geometry = {
+        batch: 4,
+        headsQ: 2,
+        headsKV: 2,
+        lengthQ: 200,
+        lengthK: 200,
+        headDim: 64,
+        causal: true,
+      };
+      const single: Geometry = { ...geometry, batch: 1 };
+      const inputs = makeInputs(geometry, 'bf16', 8500);
+      const first = (values: Float64Array) => values.subarray(0, values.length / geometry.batch);
+      const batch0 = {
+        ...inputs,
+        q: first(inputs.q),
+        k: first(inputs.k),
+        v: first(inputs.v),
+        dOut: first(inputs.dOut),
+      };
+      let alone: Awaited<ReturnType<typeof runAttentionForward>> | undefined;
+      let batched: Awaited<ReturnType<typeof runAttentionForward>> | undefined;
+      const aloneKernels = await launchedKernels(backend, async () => {
+        alone = await runAttentionForward(backend, 'bf16', single, batch0, 'heads-major');
+      });
+      const batchedKernels = await launchedKernels(backend, async () => {
+        batched = await runAttentionForward(backend, 'bf16', geometry, inputs, 'heads-major');
+      });
+      // 2 query tiles of 128 × 2 heads = 4 blocks < 8: 16-row warps; × batch 4 = 16 blocks: 32-row warps.
+      expect(
+        aloneKernels.some((kernel) => kernel.endsWith('(attention_forward_kernel<bf16,64,whole>)')),
+        aloneKernels.join('; '),
+      ).toBe(true);
+      expect(
+        batchedKernels.some((kernel) => kernel.endsWith('(attention_forward_kernel<bf16,64,whole,32 rows>)')),
+        batchedKernels.join('; '),
+      ).toBe(true);
+      expect(Array.from(first(batched!.out)), 'out of batch 0').toEqual(Array.from(alone!.out));
+      expect(Array.from(first(batched!.lse)), 'lse of batch 0').toEqual(Array.from(alone!.lse));
+    });
 
     it('bf16 matmul with 3×3 tiles (the wgmma kernel on 9.0) runs mma.sync and matches the reference', async () => {
       const before = backend.hopperMatmulLaunches;

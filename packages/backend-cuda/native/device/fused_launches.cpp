@@ -297,8 +297,14 @@ void CudaDevice::attention(Napi::Env, const AttentionCall& call) {
   const AttentionProblem problem = attention_problem("attention", call.inputs);
   const AttentionForwardTensors tensors{call.inputs.q.base(), call.inputs.k.base(), call.inputs.v.base(),
                                         call.out.base(), f32_pointer(call.lse)};
-  device.after_launch(launch_attention_forward(device.launch_context(), call.inputs.q.dtype, problem, tensors),
-                      describe_attention("attention", call.inputs), attention_work(problem, 1.0));
+  const char* kernel = nullptr;
+  const cudaError_t launched =
+      launch_attention_forward(device.launch_context(), call.inputs.q.dtype, problem, tensors, kernel);
+  // The kernel's name closes the description, so profiles and the kernel timer tell the variants apart.
+  device.after_launch(launched,
+                      describe_attention("attention", call.inputs) +
+                          (kernel != nullptr ? std::string(" (") + kernel + ")" : std::string()),
+                      attention_work(problem, 1.0));
 }
 
 void CudaDevice::attention_backward(Napi::Env, const AttentionBackwardCall& call) {

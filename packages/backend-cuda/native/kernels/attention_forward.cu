@@ -1,8 +1,12 @@
 // kernels/attention_forward.cu — flash-attention forward (FlashAttention-2 style), f32/f16/bf16.
 //
-// Algorithm: one 128-thread block per (batch, query head, 64-query tile); each of the 4 warps
-// owns 16 query rows. The block streams the keys of its kv head (h / (Hq/Hkv)) through shared
-// memory in tiles (64 keys for f16/bf16, 32 for f32): scores S = q·kᵀ for the warp's rows
+// Algorithm: one 128-thread block per (batch, query head, query tile); each of the 4 warps owns
+// 16 query rows, or — f16/bf16 up to D 64, where the grid of 128-query tiles still gives every
+// multiprocessor two blocks — 32 rows as two row blocks of 16 that share every K and V fragment
+// (each ldmatrix then feeds four mma.sync instead of two: with one row block the shared-memory
+// reads took as long as the tensor-core products on an A100). The block streams the keys of its
+// kv head (h / (Hq/Hkv)) through shared memory in tiles (64 keys for f16/bf16, 32 for f32):
+// scores S = q·kᵀ for the warp's rows
 // (attention_warp_math.cuh), then the online softmax — running row max m and sum l in f32,
 // previous output and sum rescaled by exp2(m_old − m_new) — and O += P·v.
 //  - f16/bf16 (sm_80+): mma.sync.m16n8k16 fed by ldmatrix (ptx_mma.cuh); S, P and O stay in
@@ -17,7 +21,7 @@
 // Causal: key tiles wholly above the diagonal of the block's last row are never loaded; only tiles
 // that cross the diagonal or the sequence end run the per-element test. Blocks run in
 // attention_common.cuh tile_order: groups of 8 heads, the last query tiles (most keys) first.
-// Layout: global tensors as attention_common.cuh describes. Shared: q [64 × D], then per stage
+// Layout: global tensors as attention_common.cuh describes. Shared: q [64 or 128 × D], then per stage
 // K and V [keys × D] — f16/bf16 rows unpadded with XOR-swizzled 16-byte chunks (conflict-free
 // ldmatrix; 80 KiB at D 128), f32 rows padded by 4. Rows without any allowed key write out = 0,
 // lse = −Inf.
@@ -35,13 +39,17 @@ namespace {
 
 using attention::KernelParams;
 
-/** Query rows per block: 4 warps × 16. */
-constexpr int kQueryRows = 64;
+/** Query rows a warp owns per row block (one mma.sync m16 fragment). */
+constexpr int kRowBlockRows = 16;
+/** Warps per block. */
+constexpr int kWarps = kAttentionThreads / 32;
 
-template <typename Math, int kHeadDim>
+template <typename Math, int kHeadDim, int kRowBlocks>
 struct ForwardLayout {
   using T = typename Math::Element;
   using Tile = typename Math::Layout;
+  /** Query rows per block: 4 warps × kRowBlocks × 16. */
+  static constexpr int kQueryRows = kWarps * kRowBlocks * kRowBlockRows;
   static constexpr int kKeys = Math::kForwardKeys;
   static constexpr int kStages = Math::kStages;
   static constexpr int kStride = Tile::kStride;
@@ -53,11 +61,12 @@ struct ForwardLayout {
   static_assert(kBytes <= kAttentionSharedLimit, "forward tiles exceed the shared memory of sm_86/sm_89");
 };
 
-template <typename Math, int kHeadDim, bool kWholeBucket>
+template <typename Math, int kHeadDim, bool kWholeBucket, int kRowBlocks>
 __global__ void __launch_bounds__(kAttentionThreads) attention_forward_kernel(KernelParams p) {
   using namespace attention;
-  using Layout = ForwardLayout<Math, kHeadDim>;
+  using Layout = ForwardLayout<Math, kHeadDim, kRowBlocks>;
   using T = typename Math::Element;
+  constexpr int kQueryRows = Layout::kQueryRows;
   constexpr int kKeys = Layout::kKeys;
   constexpr int kStride = Layout::kStride;
   constexpr int kStages = Layout::kStages;
@@ -78,19 +87,27 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_forward_kernel(Ke
   const T* v = static_cast<const T*>(p.v) + kv_offset;
   const int key_tiles = static_cast<int>(ceil_div(key_limit(p, row0 + block.rows_valid), kKeys));
   const bool vector = p.vector_loads != 0;
-  const int warp_row = warp * 16;
+  const int warp_row = warp * kRowBlocks * kRowBlockRows;
   // D fills the bucket: a constant, so the products' per-step head-dim tests fold away and their
   // ldmatrix loads can be scheduled ahead (a runtime test made each one wait for the previous).
   const int head_dim = kWholeBucket ? kHeadDim : p.head_dim;
 
-  float o[kHeadDim / 8][4];
+  // Per row block r (rows warp_row + 16r …): the output fragment, running max and sum, q fragments.
+  float o[kRowBlocks][kHeadDim / 8][4];
+  float row_max[kRowBlocks][2];
+  float row_sum[kRowBlocks][2];
   KILN_UNROLL
-  for (int nt = 0; nt < kHeadDim / 8; nt++) {
-    for (int e = 0; e < 4; e++) o[nt][e] = 0.0f;
+  for (int r = 0; r < kRowBlocks; r++) {
+    KILN_UNROLL
+    for (int nt = 0; nt < kHeadDim / 8; nt++) {
+      for (int e = 0; e < 4; e++) o[r][nt][e] = 0.0f;
+    }
+    for (int half = 0; half < 2; half++) {
+      row_max[r][half] = -INFINITY;
+      row_sum[r][half] = 0.0f;
+    }
   }
-  float row_max[2] = {-INFINITY, -INFINITY};
-  float row_sum[2] = {0.0f, 0.0f};
-  typename Math::Rows q_rows;
+  typename Math::Rows q_rows[kRowBlocks];
 
   const auto k_stage = [&](int tile) { return kv_stages + (tile % kStages) * 2 * kKeys * kStride; };
   const auto v_stage = [&](int tile) { return k_stage(tile) + kKeys * kStride; };
@@ -127,7 +144,11 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_forward_kernel(Ke
       cp_async_wait_all();
     }
     __syncthreads();
-    if (tile == 0) Math::load_rows(q_rows, q_tile + warp_row * kStride, head_dim);
+    if (tile == 0) {
+      KILN_UNROLL
+      for (int r = 0; r < kRowBlocks; r++)
+        Math::load_rows(q_rows[r], q_tile + (warp_row + r * kRowBlockRows) * kStride, head_dim);
+    }
     if constexpr (kStages == 2) {
       if (tile + 1 < key_tiles) {
         load_keys(tile + 1);
@@ -137,19 +158,23 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_forward_kernel(Ke
       load_values(tile);
     }
 
-    float s[kKeys / 8][4];
+    float s[kRowBlocks][kKeys / 8][4];
     Math::template scores<kKeys>(q_rows, k_tile, s, head_dim);
     const bool check =
         key0 + kKeys > p.length_k || (p.causal && static_cast<long long>(key0) + kKeys - 1 > row0 + p.shift);
-    const auto rescale = [&](int half, float correction) { rescale_output_row(o, half, correction); };
-    if (check || p.mask != nullptr || !(p.scale_log2 > 0.0f)) {
-      to_log2_scores(
-          s, p, b, h, check, [&](int row, int) { return static_cast<long long>(row0 + warp_row + row); },
-          [&](int, int column) { return static_cast<long long>(key0 + column); });
-      online_softmax_tile(s, 1.0f, row_max, row_sum, rescale);
-    } else {
-      // Nothing to test or add: the scale is folded into each exponent's fma (no separate multiply).
-      online_softmax_tile(s, p.scale_log2, row_max, row_sum, rescale);
+    KILN_UNROLL
+    for (int r = 0; r < kRowBlocks; r++) {
+      const auto rescale = [&](int half, float correction) { rescale_output_row(o[r], half, correction); };
+      if (check || p.mask != nullptr || !(p.scale_log2 > 0.0f)) {
+        const int block_row = row0 + warp_row + r * kRowBlockRows;
+        to_log2_scores(
+            s[r], p, b, h, check, [&](int row, int) { return static_cast<long long>(block_row + row); },
+            [&](int, int column) { return static_cast<long long>(key0 + column); });
+        online_softmax_tile(s[r], 1.0f, row_max[r], row_sum[r], rescale);
+      } else {
+        // Nothing to test or add: the scale is folded into each exponent's fma (no separate multiply).
+        online_softmax_tile(s[r], p.scale_log2, row_max[r], row_sum[r], rescale);
+      }
     }
 
     // V_tile landed; with one stage every warp is also done with K_tile.
@@ -171,49 +196,81 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_forward_kernel(Ke
 
   T* out = static_cast<T*>(p.out_written) + q_offset;
   float* lse = p.lse + (static_cast<Index>(b) * p.heads_q + h) * p.length_q + row0;
-  store_softmax_rows<T>(o, row_max, row_sum, out, p.q_row_stride, lse, warp_row, block.rows_valid, head_dim);
+  KILN_UNROLL
+  for (int r = 0; r < kRowBlocks; r++) {
+    store_softmax_rows<T>(o[r], row_max[r], row_sum[r], out, p.q_row_stride, lse, warp_row + r * kRowBlockRows,
+                          block.rows_valid, head_dim);
+  }
 }
 
-template <typename Math, int kHeadDim, bool kWholeBucket>
-cudaError_t launch_forward(const LaunchContext& context, const char* name, const KernelParams& params, Index blocks) {
-  using Layout = ForwardLayout<Math, kHeadDim>;
-  const auto kernel = attention_forward_kernel<Math, kHeadDim, kWholeBucket>;
-  const cudaError_t configured = attention::allow_shared_bytes(kernel, Layout::kBytes);
+template <typename Math, int kHeadDim, bool kWholeBucket, int kRowBlocks>
+cudaError_t launch_forward(const LaunchContext& context, const char* name, const KernelParams& params,
+                           const char*& kernel) {
+  kernel = name;
+  using Layout = ForwardLayout<Math, kHeadDim, kRowBlocks>;
+  const auto function = attention_forward_kernel<Math, kHeadDim, kWholeBucket, kRowBlocks>;
+  const cudaError_t configured = attention::allow_shared_bytes(function, Layout::kBytes);
   if (configured != cudaSuccess) return configured;
-  return vendor::launch(name, kernel, dim3(static_cast<unsigned>(blocks)), dim3(kAttentionThreads),
+  const Index blocks = attention::ceil_div(params.length_q, Layout::kQueryRows) * params.batch * params.heads_q;
+  return vendor::launch(name, function, dim3(static_cast<unsigned>(blocks)), dim3(kAttentionThreads),
                         static_cast<size_t>(Layout::kBytes), context.stream, params);
 }
 
-/** Kernel names of one dtype: [head dim fills its bucket][bucket 32, 64, 128]. */
-using Names = const char* const (&)[2][3];
+/**
+ * Two row blocks per warp (32 rows, 128-query tiles) where their registers allow it: f16/bf16 up
+ * to D 64 (q fragments, O and both score tiles ≈ 170 registers; at D 128 they would need 256).
+ */
+template <typename Math, int kHeadDim>
+constexpr bool kTwoRowBlocksFit = !std::is_same_v<typename Math::Element, float> && kHeadDim <= 64;
 
-template <typename Family, int kHeadDim>
-cudaError_t launch_head_dim(const LaunchContext& context, Names names, int slot, const KernelParams& params,
-                            Index blocks) {
-  using Bucket = typename Family::template Bucket<kHeadDim>;
-  if (params.head_dim == kHeadDim)
-    return launch_forward<Bucket, kHeadDim, true>(context, names[1][slot], params, blocks);
-  return launch_forward<Bucket, kHeadDim, false>(context, names[0][slot], params, blocks);
+/**
+ * Whether a problem takes the two-row-block kernel: its 128-query tiles still give every
+ * multiprocessor two blocks (smaller grids keep 64-query tiles, twice the blocks).
+ */
+bool use_two_row_blocks(const LaunchContext& context, const KernelParams& params) {
+  const Index tiles = attention::ceil_div(params.length_q, kWarps * 2 * kRowBlockRows) * params.batch * params.heads_q;
+  return tiles >= 2 * context.multiprocessors();
 }
 
-template <typename Family>
-cudaError_t launch_bucket(const LaunchContext& context, Names names, int bucket, const KernelParams& params,
-                          Index blocks) {
-  if (bucket == 32) return launch_head_dim<Family, 32>(context, names, 0, params, blocks);
-  if (bucket == 64) return launch_head_dim<Family, 64>(context, names, 1, params, blocks);
-  return launch_head_dim<Family, 128>(context, names, 2, params, blocks);
+/** Kernel names of one dtype: [row blocks per warp − 1][head dim fills its bucket][bucket 32, 64, 128]. */
+template <int kVariants>
+using Names = const char* const (&)[kVariants][2][3];
+
+template <typename Family, int kHeadDim, int kVariants>
+cudaError_t launch_head_dim(const LaunchContext& context, Names<kVariants> names, int slot, const KernelParams& params,
+                            const char*& kernel) {
+  using Bucket = typename Family::template Bucket<kHeadDim>;
+  const bool whole = params.head_dim == kHeadDim;
+  if constexpr (kVariants == 2 && kTwoRowBlocksFit<Bucket, kHeadDim>) {
+    if (use_two_row_blocks(context, params)) {
+      if (whole) return launch_forward<Bucket, kHeadDim, true, 2>(context, names[1][1][slot], params, kernel);
+      return launch_forward<Bucket, kHeadDim, false, 2>(context, names[1][0][slot], params, kernel);
+    }
+  }
+  if (whole) return launch_forward<Bucket, kHeadDim, true, 1>(context, names[0][1][slot], params, kernel);
+  return launch_forward<Bucket, kHeadDim, false, 1>(context, names[0][0][slot], params, kernel);
+}
+
+template <typename Family, int kVariants>
+cudaError_t launch_bucket(const LaunchContext& context, Names<kVariants> names, int bucket, const KernelParams& params,
+                          const char*& kernel) {
+  if (bucket == 32) return launch_head_dim<Family, 32>(context, names, 0, params, kernel);
+  if (bucket == 64) return launch_head_dim<Family, 64>(context, names, 1, params, kernel);
+  return launch_head_dim<Family, 128>(context, names, 2, params, kernel);
 }
 
 }  // namespace
 
 cudaError_t launch_attention_forward(const LaunchContext& context, int dtype, const AttentionProblem& problem,
-                                     const AttentionForwardTensors& tensors) {
-  const Index blocks = attention::ceil_div(problem.length_q, kQueryRows) * problem.batch * problem.heads_q;
+                                     const AttentionForwardTensors& tensors, const char*& kernel) {
+  kernel = nullptr;
+  // The grid of 64-query tiles: the most blocks any variant launches.
+  const Index blocks = attention::ceil_div(problem.length_q, kWarps * kRowBlockRows) * problem.batch * problem.heads_q;
   if (blocks == 0) return cudaSuccess;
   if (blocks > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
   if (attention_forward_wgmma_supports(dtype, problem, tensors)) {  // Hopper (sm_90a): attention_forward_wgmma.cu
     bool maps_refused = false;
-    const cudaError_t launched = launch_attention_forward_wgmma(context, dtype, problem, tensors, maps_refused);
+    const cudaError_t launched = launch_attention_forward_wgmma(context, dtype, problem, tensors, maps_refused, kernel);
     if (!maps_refused) return launched;
   }
   KernelParams params = attention::kernel_params(problem, dtype);
@@ -226,26 +283,34 @@ cudaError_t launch_attention_forward(const LaunchContext& context, int dtype, co
   const int bucket = KILN_ATTENTION_HEAD_DIM_BUCKET(problem.head_dim);
   switch (dtype) {
     case kF32: {
-      static constexpr const char* kNames[2][3] = {
-          {"attention_forward_kernel<f32,32>", "attention_forward_kernel<f32,64>", "attention_forward_kernel<f32,128>"},
-          {"attention_forward_kernel<f32,32,whole>", "attention_forward_kernel<f32,64,whole>",
-           "attention_forward_kernel<f32,128,whole>"}};
-      return launch_bucket<attention::SimtFamily>(context, kNames, bucket, params, blocks);
+      static constexpr const char* kNames[1][2][3] = {
+          {{"attention_forward_kernel<f32,32>", "attention_forward_kernel<f32,64>",
+            "attention_forward_kernel<f32,128>"},
+           {"attention_forward_kernel<f32,32,whole>", "attention_forward_kernel<f32,64,whole>",
+            "attention_forward_kernel<f32,128,whole>"}}};
+      return launch_bucket<attention::SimtFamily>(context, kNames, bucket, params, kernel);
     }
     case kF16: {
-      static constexpr const char* kNames[2][3] = {
-          {"attention_forward_kernel<f16,32>", "attention_forward_kernel<f16,64>", "attention_forward_kernel<f16,128>"},
-          {"attention_forward_kernel<f16,32,whole>", "attention_forward_kernel<f16,64,whole>",
-           "attention_forward_kernel<f16,128,whole>"}};
-      return launch_bucket<attention::TensorCoreFamily<__half>>(context, kNames, bucket, params, blocks);
+      static constexpr const char* kNames[2][2][3] = {
+          {{"attention_forward_kernel<f16,32>", "attention_forward_kernel<f16,64>",
+            "attention_forward_kernel<f16,128>"},
+           {"attention_forward_kernel<f16,32,whole>", "attention_forward_kernel<f16,64,whole>",
+            "attention_forward_kernel<f16,128,whole>"}},
+          {{"attention_forward_kernel<f16,32,32 rows>", "attention_forward_kernel<f16,64,32 rows>", nullptr},
+           {"attention_forward_kernel<f16,32,whole,32 rows>", "attention_forward_kernel<f16,64,whole,32 rows>",
+            nullptr}}};
+      return launch_bucket<attention::TensorCoreFamily<__half>>(context, kNames, bucket, params, kernel);
     }
     default: {
-      static constexpr const char* kNames[2][3] = {
-          {"attention_forward_kernel<bf16,32>", "attention_forward_kernel<bf16,64>",
-           "attention_forward_kernel<bf16,128>"},
-          {"attention_forward_kernel<bf16,32,whole>", "attention_forward_kernel<bf16,64,whole>",
-           "attention_forward_kernel<bf16,128,whole>"}};
-      return launch_bucket<attention::TensorCoreFamily<__nv_bfloat16>>(context, kNames, bucket, params, blocks);
+      static constexpr const char* kNames[2][2][3] = {
+          {{"attention_forward_kernel<bf16,32>", "attention_forward_kernel<bf16,64>",
+            "attention_forward_kernel<bf16,128>"},
+           {"attention_forward_kernel<bf16,32,whole>", "attention_forward_kernel<bf16,64,whole>",
+            "attention_forward_kernel<bf16,128,whole>"}},
+          {{"attention_forward_kernel<bf16,32,32 rows>", "attention_forward_kernel<bf16,64,32 rows>", nullptr},
+           {"attention_forward_kernel<bf16,32,whole,32 rows>", "attention_forward_kernel<bf16,64,whole,32 rows>",
+            nullptr}}};
+      return launch_bucket<attention::TensorCoreFamily<__nv_bfloat16>>(context, kNames, bucket, params, kernel);
     }
   }
 }

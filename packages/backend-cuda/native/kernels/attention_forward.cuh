@@ -14,8 +14,12 @@ struct AttentionForwardTensors {
   float* lse;
 };
 
-/** out = softmax(scale·q·kᵀ + mask, causal)·v and lse per row, for f32 / f16 / bf16 with head dim ≤ 128 (validated by the caller). */
+/**
+ * out = softmax(scale·q·kᵀ + mask, causal)·v and lse per row, for f32 / f16 / bf16 with head dim
+ * ≤ 128 (validated by the caller); `kernel` is set to the name of the kernel launched (nullptr when
+ * there was nothing to compute).
+ */
 cudaError_t launch_attention_forward(const LaunchContext& context, int dtype, const AttentionProblem& problem,
-                                     const AttentionForwardTensors& tensors);
+                                     const AttentionForwardTensors& tensors, const char*& kernel);
 
 }  // namespace kiln

@@ -398,13 +398,16 @@ cudaError_t launch_head_dim(const LaunchContext& context, const char* name, cons
                         params);
 }
 
+/** Launches the head dim's kernel; `kernel` is set to its name (names: D 64, 96, 128). */
 template <typename T>
 cudaError_t launch_dtype(const LaunchContext& context, const char* const (&names)[3], const vendor::TensorMap& map_q,
                          const vendor::TensorMap& map_k, const vendor::TensorMap& map_v, const KernelParams& params,
-                         Index blocks) {
-  if (params.head_dim == 64) return launch_head_dim<T, 64>(context, names[0], map_q, map_k, map_v, params, blocks);
-  if (params.head_dim == 96) return launch_head_dim<T, 96>(context, names[1], map_q, map_k, map_v, params, blocks);
-  return launch_head_dim<T, 128>(context, names[2], map_q, map_k, map_v, params, blocks);
+                         Index blocks, const char*& kernel) {
+  const int slot = params.head_dim == 64 ? 0 : params.head_dim == 96 ? 1 : 2;
+  kernel = names[slot];
+  if (slot == 0) return launch_head_dim<T, 64>(context, kernel, map_q, map_k, map_v, params, blocks);
+  if (slot == 1) return launch_head_dim<T, 96>(context, kernel, map_q, map_k, map_v, params, blocks);
+  return launch_head_dim<T, 128>(context, kernel, map_q, map_k, map_v, params, blocks);
 }
 
 }  // namespace attention_wgmma
@@ -428,12 +431,13 @@ bool attention_forward_wgmma_supports(int dtype, const AttentionProblem& problem
 }
 
 cudaError_t launch_attention_forward_wgmma(const LaunchContext& context, int dtype, const AttentionProblem& problem,
-                                           const AttentionForwardTensors& tensors, bool& maps_refused) {
+                                           const AttentionForwardTensors& tensors, bool& maps_refused,
+                                           const char*& kernel) {
   maps_refused = true;
 #if defined(KILN_HAS_TENSOR_MAPS)
   using namespace attention_wgmma;
   // A persistent grid: one block per multiprocessor (max_blocks is 16 per multiprocessor), capped by the work units.
-  const Index multiprocessors = context.max_blocks / 16 > 0 ? context.max_blocks / 16 : 1;
+  const Index multiprocessors = context.multiprocessors();
   const Index units = attention::paired_query_tiles<kQueryRows>(
                           problem.length_q, static_cast<Index>(problem.batch) * problem.heads_q, multiprocessors)
                           .units;
@@ -462,14 +466,14 @@ cudaError_t launch_attention_forward_wgmma(const LaunchContext& context, int dty
     static constexpr const char* kNames[3] = {"attention_forward_wgmma_kernel<f16,64>",
                                               "attention_forward_wgmma_kernel<f16,96>",
                                               "attention_forward_wgmma_kernel<f16,128>"};
-    return launch_dtype<__half>(context, kNames, map_q, map_k, map_v, params, blocks);
+    return launch_dtype<__half>(context, kNames, map_q, map_k, map_v, params, blocks, kernel);
   }
   static constexpr const char* kNames[3] = {"attention_forward_wgmma_kernel<bf16,64>",
                                             "attention_forward_wgmma_kernel<bf16,96>",
                                             "attention_forward_wgmma_kernel<bf16,128>"};
-  return launch_dtype<__nv_bfloat16>(context, kNames, map_q, map_k, map_v, params, blocks);
+  return launch_dtype<__nv_bfloat16>(context, kNames, map_q, map_k, map_v, params, blocks, kernel);
 #else
-  (void)context, (void)dtype, (void)problem, (void)tensors;
+  (void)context, (void)dtype, (void)problem, (void)tensors, (void)kernel;
   return cudaSuccess;
 #endif
 }

@@ -16,11 +16,13 @@ bool attention_forward_wgmma_supports(int dtype, const AttentionProblem& problem
                                       const AttentionForwardTensors& tensors);
 
 /**
- * Launches the Hopper forward (call only when attention_forward_wgmma_supports). Launches nothing
- * and sets `maps_refused` when the driver refuses a tensor map (the caller then runs the other kernel).
+ * Launches the Hopper forward (call only when attention_forward_wgmma_supports) and sets `kernel`
+ * to its name. Launches nothing and sets `maps_refused` when the driver refuses a tensor map (the
+ * caller then runs the other kernel).
  */
 cudaError_t launch_attention_forward_wgmma(const LaunchContext& context, int dtype, const AttentionProblem& problem,
-                                           const AttentionForwardTensors& tensors, bool& maps_refused);
+                                           const AttentionForwardTensors& tensors, bool& maps_refused,
+                                           const char*& kernel);
 
 /** Launches of the Hopper attention forward in this process so far (tests assert that it ran). */
 unsigned long long wgmma_attention_forward_launches();

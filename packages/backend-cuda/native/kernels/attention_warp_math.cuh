@@ -4,6 +4,8 @@
 //   scores:     C[16 × N]  = A[16 × D] · B[N × D]ᵀ     (q·kᵀ, dO·vᵀ, k·qᵀ, v·dOᵀ)
 //   accumulate: C[16 × D] += P[16 × K] · B[K × D]      (P·v, dS·k, Pᵀ·dO, dSᵀ·q)
 //
+// Both also come in a form over kBlocks row blocks of 16 (A and C arrays of kBlocks): the tensor-core
+// one loads each B fragment once for every block (the forward's warps of 32 rows).
 // A and B are shared-memory tiles (layout Math::Layout, head dim padded with zeros); P and C are
 // register fragments in the mma.sync m16n8k16 C layout: lane (g = lane/4, t = lane%4) holds, for
 // n-tile nt, elements (g, nt·8+2t), (g, nt·8+2t+1), (g+8, nt·8+2t), (g+8, nt·8+2t+1). So the
@@ -80,14 +82,22 @@ struct TensorCoreMath {
     }
   }
 
-  /** acc = rows · tileᵀ, tile holding kN rows. */
-  template <int kN>
-  __device__ static void scores(const Rows& rows, const T* tile, float (&acc)[kN / 8][4], int head_dim) {
+  /**
+   * acc[r] = rows[r] · tileᵀ for kBlocks row blocks of 16 (tile holding kN rows): each B fragment
+   * is loaded once and feeds every block's mma, so a warp of two blocks reads half the shared
+   * memory per tensor-core product.
+   */
+  template <int kN, int kBlocks>
+  __device__ static void scores(const Rows (&rows)[kBlocks], const T* tile, float (&acc)[kBlocks][kN / 8][4],
+                                int head_dim) {
     const int lane = static_cast<int>(threadIdx.x % 32);
     const int matrix = lane / 8;
     KILN_UNROLL
-    for (int nt = 0; nt < kN / 8; nt++) {
-      for (int e = 0; e < 4; e++) acc[nt][e] = 0.0f;
+    for (int r = 0; r < kBlocks; r++) {
+      KILN_UNROLL
+      for (int nt = 0; nt < kN / 8; nt++) {
+        for (int e = 0; e < 4; e++) acc[r][nt][e] = 0.0f;
+      }
     }
     KILN_UNROLL
     for (int step = 0; step < kSteps; step++) {
@@ -99,23 +109,41 @@ struct TensorCoreMath {
                          tile + Layout::offset(pair * 16 + (matrix / 2) * 8 + lane % 8, step * 16 + (matrix % 2) * 8));
         const std::uint32_t low[2] = {b[0], b[1]};
         const std::uint32_t high[2] = {b[2], b[3]};
-        ptx::mma_m16n8k16<T>(acc[2 * pair], rows.fragments[step], low);
-        ptx::mma_m16n8k16<T>(acc[2 * pair + 1], rows.fragments[step], high);
+        KILN_UNROLL
+        for (int r = 0; r < kBlocks; r++) {
+          ptx::mma_m16n8k16<T>(acc[r][2 * pair], rows[r].fragments[step], low);
+          ptx::mma_m16n8k16<T>(acc[r][2 * pair + 1], rows[r].fragments[step], high);
+        }
       }
     }
   }
 
-  /** acc += p · tile, p a 16 × kK fragment (rounded to T here), tile holding kK rows. */
-  template <int kK>
-  __device__ static void accumulate(const float (&p)[kK / 8][4], const T* tile, float (&acc)[kHeadDim / 8][4],
-                                    int head_dim, float*) {
+  /** acc = rows · tileᵀ for one row block (the array form over the same object as an array of one). */
+  template <int kN>
+  __device__ static void scores(const Rows& rows, const T* tile, float (&acc)[kN / 8][4], int head_dim) {
+    scores<kN, 1>(reinterpret_cast<const Rows(&)[1]>(rows), tile, reinterpret_cast<float (&)[1][kN / 8][4]>(acc),
+                  head_dim);
+  }
+
+  /**
+   * acc[r] += p[r] · tile for kBlocks row blocks, p[r] a 16 × kK fragment (rounded to T here),
+   * tile holding kK rows; each B fragment is loaded once for every block.
+   */
+  template <int kK, int kBlocks>
+  __device__ static void accumulate(const float (&p)[kBlocks][kK / 8][4], const T* tile,
+                                    float (&acc)[kBlocks][kHeadDim / 8][4], int head_dim, float*) {
     const int lane = static_cast<int>(threadIdx.x % 32);
     const int matrix = lane / 8;
     KILN_UNROLL
     for (int step = 0; step < kK / 16; step++) {
-      const std::uint32_t a[4] = {
-          pack_pair<T>(p[2 * step][0], p[2 * step][1]), pack_pair<T>(p[2 * step][2], p[2 * step][3]),
-          pack_pair<T>(p[2 * step + 1][0], p[2 * step + 1][1]), pack_pair<T>(p[2 * step + 1][2], p[2 * step + 1][3])};
+      std::uint32_t a[kBlocks][4];
+      KILN_UNROLL
+      for (int r = 0; r < kBlocks; r++) {
+        a[r][0] = pack_pair<T>(p[r][2 * step][0], p[r][2 * step][1]);
+        a[r][1] = pack_pair<T>(p[r][2 * step][2], p[r][2 * step][3]);
+        a[r][2] = pack_pair<T>(p[r][2 * step + 1][0], p[r][2 * step + 1][1]);
+        a[r][3] = pack_pair<T>(p[r][2 * step + 1][2], p[r][2 * step + 1][3]);
+      }
       KILN_UNROLL
       for (int pair = 0; pair < kHeadDim / 16; pair++) {
         if (pair * 16 >= head_dim) break;
@@ -124,10 +152,21 @@ struct TensorCoreMath {
             b, tile + Layout::offset(step * 16 + (matrix % 2) * 8 + lane % 8, pair * 16 + (matrix / 2) * 8));
         const std::uint32_t low[2] = {b[0], b[1]};
         const std::uint32_t high[2] = {b[2], b[3]};
-        ptx::mma_m16n8k16<T>(acc[2 * pair], a, low);
-        ptx::mma_m16n8k16<T>(acc[2 * pair + 1], a, high);
+        KILN_UNROLL
+        for (int r = 0; r < kBlocks; r++) {
+          ptx::mma_m16n8k16<T>(acc[r][2 * pair], a[r], low);
+          ptx::mma_m16n8k16<T>(acc[r][2 * pair + 1], a[r], high);
+        }
       }
     }
+  }
+
+  /** acc += p · tile for one row block (the array form over an array of one). */
+  template <int kK>
+  __device__ static void accumulate(const float (&p)[kK / 8][4], const T* tile, float (&acc)[kHeadDim / 8][4],
+                                    int head_dim, float* scratch) {
+    accumulate<kK, 1>(reinterpret_cast<const float (&)[1][kK / 8][4]>(p), tile,
+                      reinterpret_cast<float (&)[1][kHeadDim / 8][4]>(acc), head_dim, scratch);
   }
 };
 
@@ -208,6 +247,20 @@ struct SimtMath {
       }
     }
     __syncwarp();
+  }
+
+  /** scores for kBlocks row blocks, one after another (the SIMT form shares no loads between them). */
+  template <int kN, int kBlocks>
+  __device__ static void scores(const Rows (&rows)[kBlocks], const float* tile, float (&acc)[kBlocks][kN / 8][4],
+                                int head_dim) {
+    for (int r = 0; r < kBlocks; r++) scores<kN>(rows[r], tile, acc[r], head_dim);
+  }
+
+  /** accumulate for kBlocks row blocks, one after another. */
+  template <int kK, int kBlocks>
+  __device__ static void accumulate(const float (&p)[kBlocks][kK / 8][4], const float* tile,
+                                    float (&acc)[kBlocks][kHeadDim / 8][4], int head_dim, float* scratch) {
+    for (int r = 0; r < kBlocks; r++) accumulate<kK>(p[r], tile, acc[r], head_dim, scratch);
   }
 };
 
