@@ -218,7 +218,8 @@ cudaError_t launch_forward(const LaunchContext& context, const char* name, const
 
 /**
  * Two row blocks per warp (32 rows, 128-query tiles) where their registers allow it: f16/bf16 up
- * to D 64 (q fragments, O and both score tiles ≈ 170 registers; at D 128 they would need 256).
+ * to D 64 (q fragments, O and both score tiles ≈ 170 registers; at D 128 they would need 256, and
+ * loading q's fragments from shared memory at each step instead still spilled 52–248 bytes).
  */
 template <typename Math, int kHeadDim>
 constexpr bool kTwoRowBlocksFit = !std::is_same_v<typename Math::Element, float> && kHeadDim <= 64;
