@@ -343,7 +343,19 @@ static void check_compute_capability() {
   error = cudaGetDeviceProperties(&properties, 0);
   check(error == cudaSuccess && properties.major == 8 && properties.minor == 6,
         "cudaGetDeviceProperties reports the configured compute capability (8.6)");
+  check(properties.sharedMemPerMultiprocessor == 100 * 1024 && properties.sharedMemPerBlockOptin == 99 * 1024,
+        "an 8.6 device has 100 KiB of shared memory per multiprocessor, 99 KiB per block",
+        std::to_string(properties.sharedMemPerMultiprocessor) + " / " +
+            std::to_string(properties.sharedMemPerBlockOptin));
+  std::vector<float> output(64, -1.0f);
+  error = launch("dynamic_shared_kernel", dynamic_shared_kernel, dim3(1), dim3(64), 100 * 1024, output.data());
+  check(error == cudaErrorInvalidConfiguration && contains(gpu_sim_cuda_fault_detail(), "shared 102400"),
+        "a block asking an 8.6 device for 100 KiB of shared memory is cudaErrorInvalidConfiguration");
   gpu_sim::cuda::configure_device(original);
+  error = cudaGetDeviceProperties(&properties, 0);
+  check(error == cudaSuccess && properties.sharedMemPerMultiprocessor == 228 * 1024 &&
+            properties.sharedMemPerBlockOptin == 227 * 1024,
+        "a 9.0 device has 228 KiB of shared memory per multiprocessor, 227 KiB per block");
 }
 
 int main() {

@@ -27,6 +27,9 @@ const EXPECTED_CHECKS = [
   'more than 1024 threads per block is cudaErrorInvalidConfiguration',
   'the simulated device reports compute capability 9.0 by default',
   'cudaGetDeviceProperties reports the configured compute capability (8.6)',
+  'an 8.6 device has 100 KiB of shared memory per multiprocessor, 99 KiB per block',
+  'a block asking an 8.6 device for 100 KiB of shared memory is cudaErrorInvalidConfiguration',
+  'a 9.0 device has 228 KiB of shared memory per multiprocessor, 227 KiB per block',
 ];
 
 const VARIANTS = [

@@ -88,6 +88,7 @@ struct cudaDeviceProp {
   std::size_t totalGlobalMem;
   std::size_t sharedMemPerBlock;
   std::size_t sharedMemPerBlockOptin;
+  std::size_t sharedMemPerMultiprocessor;
   int warpSize;
   int maxThreadsPerBlock;
   int maxThreadsDim[3];
@@ -209,6 +210,31 @@ inline void configure_device(const SimulatedDeviceConfig& config) {
 inline SimulatedDeviceConfig device_config() {
   std::lock_guard<std::mutex> lock(runtime().mutex);
   return runtime().config;
+}
+
+/** Shared memory of the simulated GPU, as NVIDIA's tables give it for its compute capability. */
+struct SharedMemoryLimits {
+  /** Most dynamic + static shared memory one block may opt into (sharedMemPerBlockOptin). */
+  std::size_t per_block;
+  /** Shared memory of one multiprocessor, which resident blocks divide (sharedMemPerMultiprocessor). */
+  std::size_t per_multiprocessor;
+};
+
+/**
+ * The simulated compute capability's shared memory: 8.6, 8.9 and 12.x (GeForce/workstation
+ * parts) 99 / 100 KiB, 8.0 and 8.7 163 / 164 KiB, 7.5 64 / 64 KiB, 7.0 and 7.2 96 / 96 KiB, 9.0,
+ * 10.x and anything else 227 / 228 KiB — so host code that sizes its tiles or blocks per SM from
+ * them meets the limits of the GPU it claims to be.
+ */
+inline SharedMemoryLimits shared_memory_limits() {
+  const SimulatedDeviceConfig config = device_config();
+  const int version = config.compute_capability_major * 10 + config.compute_capability_minor;
+  constexpr std::size_t kKiB = 1024;
+  if (version == 86 || version == 89 || config.compute_capability_major == 12) return {99 * kKiB, 100 * kKiB};
+  if (version == 80 || version == 87) return {163 * kKiB, 164 * kKiB};
+  if (version == 75) return {64 * kKiB, 64 * kKiB};
+  if (version == 70 || version == 72) return {96 * kKiB, 96 * kKiB};
+  return {227 * kKiB, 228 * kKiB};
 }
 
 /** cudaSuccess when a device call may proceed; error 35/100 otherwise (as the real runtime answers). */
@@ -406,8 +432,10 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* properties, int devic
   std::snprintf(properties->name, sizeof properties->name, "kiln GPU simulator (CPU, %s fibers)",
                 gpu_sim::kFiberImplementation);
   properties->totalGlobalMem = config.memory_bytes;
+  const gpu_sim::cuda::SharedMemoryLimits shared = gpu_sim::cuda::shared_memory_limits();
   properties->sharedMemPerBlock = 48 * 1024;
-  properties->sharedMemPerBlockOptin = 227 * 1024;
+  properties->sharedMemPerBlockOptin = shared.per_block;
+  properties->sharedMemPerMultiprocessor = shared.per_multiprocessor;
   properties->warpSize = 32;
   properties->maxThreadsPerBlock = 1024;
   properties->maxThreadsDim[0] = 1024;
@@ -703,7 +731,8 @@ cudaError_t launch_kernel(const char* name, void (*kernel)(Parameters...), dim3 
   if (ready != cudaSuccess) return ready;
   const unsigned long long threads = static_cast<unsigned long long>(block.x) * block.y * block.z;
   if (block.x == 0 || block.y == 0 || block.z == 0 || grid.x == 0 || grid.y == 0 || grid.z == 0 || threads > 1024 ||
-      block.z > 64 || grid.y > device_config().max_grid_y || grid.z > 65535 || shared_bytes > 227 * 1024) {
+      block.z > 64 || grid.y > device_config().max_grid_y || grid.z > 65535 ||
+      shared_bytes > shared_memory_limits().per_block) {
     return fault(cudaErrorInvalidConfiguration,
                  std::string("kernel '") + name + "': invalid launch configuration grid (" + std::to_string(grid.x) +
                      "," + std::to_string(grid.y) + "," + std::to_string(grid.z) + ") block (" +
