@@ -8,7 +8,9 @@
 // padding and dense masks) and that a rerun of the backward is bit-identical. The forward's kernel
 // is checked by name (the kernel timer): f16/bf16 up to D 64 take warps of 32 rows (two row blocks
 // sharing each K/V fragment) once the 128-query tiles give each of the simulator's 4
-// multiprocessors two blocks, and 16-row warps below that — which must give the same bits. Vitest
+// multiprocessors two blocks, and 16-row warps below that — which must give the same bits; at
+// D 128 a simulated 8.6 device (100 KiB of shared memory per multiprocessor) streams K/V through
+// one stage instead of two, with the same bits. Vitest
 // runs each file in its own process, and afterAll restores 9.0, so the setting reaches no other file.
 import { InvalidArgumentError } from '@kiln/core';
 import { kernelTimingSourceOf } from '@kiln/core/native-backend';
@@ -265,6 +267,45 @@ describe.skipIf(skipReason !== undefined)(
       ).toBe(true);
       expect(Array.from(first(batched!.out)), 'out of batch 0').toEqual(Array.from(alone!.out));
       expect(Array.from(first(batched!.lse)), 'lse of batch 0').toEqual(Array.from(alone!.lse));
+    });
+
+    it('on compute capability 8.6 (100 KiB of shared memory per multiprocessor) D=128 streams K/V through one stage so two blocks fit, with the bits of two stages', async () => {
+      const geometry: Geometry = {
+        batch: 1,
+        headsQ: 2,
+        headsKV: 1,
+        lengthQ: 150,
+        lengthK: 150,
+        headDim: 128,
+        causal: true,
+      };
+      const inputs = makeInputs(geometry, 'bf16', 8600);
+      let twoStages: Awaited<ReturnType<typeof runAttentionForward>> | undefined;
+      const ampereKernels = await launchedKernels(backend, async () => {
+        twoStages = await runAttentionForward(backend, 'bf16', geometry, inputs, 'tokens-major');
+      });
+      expect(
+        ampereKernels.some((kernel) => kernel.endsWith('(attention_forward_kernel<bf16,128,whole>)')),
+        ampereKernels.join('; '),
+      ).toBe(true);
+      configureSimulator({ computeCapability: '8.6' });
+      // Opened after the setting: the device reads its shared memory when it opens.
+      const geforce = createSimulatedCudaBackend({ matmul: 'kiln' });
+      try {
+        let oneStage: Awaited<ReturnType<typeof runAttentionForward>> | undefined;
+        const geforceKernels = await launchedKernels(geforce, async () => {
+          oneStage = await runAttentionForward(geforce, 'bf16', geometry, inputs, 'tokens-major');
+        });
+        expect(
+          geforceKernels.some((kernel) => kernel.endsWith('(attention_forward_kernel<bf16,128,whole,1 stage>)')),
+          geforceKernels.join('; '),
+        ).toBe(true);
+        expect(Array.from(oneStage!.out), 'out').toEqual(Array.from(twoStages!.out));
+        expect(Array.from(oneStage!.lse), 'lse').toEqual(Array.from(twoStages!.lse));
+      } finally {
+        geforce.dispose();
+        configureSimulator({ computeCapability: '8.0' });
+      }
     });
 
     it('bf16 matmul with 3×3 tiles (the wgmma kernel on 9.0) runs mma.sync and matches the reference', async () => {

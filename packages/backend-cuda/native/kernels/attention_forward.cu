@@ -13,8 +13,9 @@
 //    registers (P's C fragments are the A fragments of P·v, rounded to the storage type), and
 //    K and V are double-buffered: as tile j starts, cp.async copies K_{j+1} and V_{j+1} into the
 //    stage tile j − 1 used (one commit group each), S_j waits only for K_j and P_j·V_j for V_j.
-//  - f32 (SIMT FMAs): one K/V stage (its tiles are twice as large); V_j is copied while S_j is
-//    computed, K_{j+1} while P_j·V_j is.
+//  - f32 (SIMT FMAs), and f16/bf16 at D 128 on GPUs with 100 KiB of shared memory per
+//    multiprocessor (sm_86, sm_89: two stages there would leave one block of 4 warps): one K/V
+//    stage; V_j is copied while S_j is computed, K_{j+1} while P_j·V_j is.
 // Head dims run in buckets of 32, 64 and 128 columns (zero-padded); each bucket is compiled twice:
 // for D filling it (D a constant, so the products have no per-step tests and their ldmatrix loads
 // are scheduled ahead) and for any smaller D (the steps past D are skipped at run time).
@@ -29,6 +30,8 @@
 // positive scale, exp2(fma(s, scale, −m)), elsewhere exp2(s·scale − m)), lse = (m + log2 l)·ln 2. For f16/bf16
 // the probabilities are rounded to the storage type once before P·v (inputs are exact in the
 // tensor-core product), the output once at the end.
+#include <string>
+
 #include "attention_forward.cuh"
 #include "attention_forward_wgmma.cuh"
 #include "attention_online_softmax.cuh"
@@ -44,14 +47,14 @@ constexpr int kRowBlockRows = 16;
 /** Warps per block. */
 constexpr int kWarps = kAttentionThreads / 32;
 
-template <typename Math, int kHeadDim, int kRowBlocks>
+template <typename Math, int kHeadDim, int kRowBlocks, int kStageCount>
 struct ForwardLayout {
   using T = typename Math::Element;
   using Tile = typename Math::Layout;
   /** Query rows per block: 4 warps × kRowBlocks × 16. */
   static constexpr int kQueryRows = kWarps * kRowBlocks * kRowBlockRows;
   static constexpr int kKeys = Math::kForwardKeys;
-  static constexpr int kStages = Math::kStages;
+  static constexpr int kStages = kStageCount;
   static constexpr int kStride = Tile::kStride;
   static constexpr int kScratchFloats = Math::template kScratchFloats<kKeys>;
   /** q, then kStages × (K, V), then the per-warp scratch. */
@@ -61,10 +64,10 @@ struct ForwardLayout {
   static_assert(kBytes <= kAttentionSharedLimit, "forward tiles exceed the shared memory of sm_86/sm_89");
 };
 
-template <typename Math, int kHeadDim, bool kWholeBucket, int kRowBlocks>
+template <typename Math, int kHeadDim, bool kWholeBucket, int kRowBlocks, int kStageCount>
 __global__ void __launch_bounds__(kAttentionThreads) attention_forward_kernel(KernelParams p) {
   using namespace attention;
-  using Layout = ForwardLayout<Math, kHeadDim, kRowBlocks>;
+  using Layout = ForwardLayout<Math, kHeadDim, kRowBlocks, kStageCount>;
   using T = typename Math::Element;
   constexpr int kQueryRows = Layout::kQueryRows;
   constexpr int kKeys = Layout::kKeys;
@@ -203,18 +206,30 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_forward_kernel(Ke
   }
 }
 
-template <typename Math, int kHeadDim, bool kWholeBucket, int kRowBlocks>
-cudaError_t launch_forward(const LaunchContext& context, const char* name, const KernelParams& params,
-                           const char*& kernel) {
-  kernel = name;
-  using Layout = ForwardLayout<Math, kHeadDim, kRowBlocks>;
-  const auto function = attention_forward_kernel<Math, kHeadDim, kWholeBucket, kRowBlocks>;
-  const cudaError_t configured = attention::allow_shared_bytes(function, Layout::kBytes);
-  if (configured != cudaSuccess) return configured;
-  const Index blocks = attention::ceil_div(params.length_q, Layout::kQueryRows) * params.batch * params.heads_q;
-  return vendor::launch(name, function, dim3(static_cast<unsigned>(blocks)), dim3(kAttentionThreads),
-                        static_cast<size_t>(Layout::kBytes), context.stream, params);
-}
+/** A forward kernel's variant: its bucket, D filling it, row blocks per warp and K/V stages. */
+template <typename Math, int kHeadDim, bool kWholeBucket, int kRowBlocks, int kStages>
+struct Variant {
+  using Layout = ForwardLayout<Math, kHeadDim, kRowBlocks, kStages>;
+
+  /** "attention_forward_kernel<bf16,64,whole,32 rows>": the name launches, profiles and the simulator use. */
+  static const char* name() {
+    static const std::string text = std::string("attention_forward_kernel<") + Math::kDTypeName + "," +
+                                    std::to_string(kHeadDim) + (kWholeBucket ? ",whole" : "") +
+                                    (kRowBlocks == 2 ? ",32 rows" : "") + (kStages < Math::kStages ? ",1 stage" : "") +
+                                    ">";
+    return text.c_str();
+  }
+
+  static cudaError_t launch(const LaunchContext& context, const KernelParams& params, const char*& kernel) {
+    kernel = name();
+    const auto function = attention_forward_kernel<Math, kHeadDim, kWholeBucket, kRowBlocks, kStages>;
+    const cudaError_t configured = attention::allow_shared_bytes(function, Layout::kBytes);
+    if (configured != cudaSuccess) return configured;
+    const Index blocks = attention::ceil_div(params.length_q, Layout::kQueryRows) * params.batch * params.heads_q;
+    return vendor::launch(kernel, function, dim3(static_cast<unsigned>(blocks)), dim3(kAttentionThreads),
+                          static_cast<size_t>(Layout::kBytes), context.stream, params);
+  }
+};
 
 /**
  * Two row blocks per warp (32 rows, 128-query tiles) where their registers allow it: f16/bf16 up
@@ -233,31 +248,47 @@ bool use_two_row_blocks(const LaunchContext& context, const KernelParams& params
   return tiles >= 2 * context.multiprocessors();
 }
 
-/** Kernel names of one dtype: [row blocks per warp − 1][head dim fills its bucket][bucket 32, 64, 128]. */
-template <int kVariants>
-using Names = const char* const (&)[kVariants][2][3];
+/** Shared memory the driver keeps per resident block, beside the kernel's own. */
+constexpr Index kReservedSharedPerBlock = 1024;
 
-template <typename Family, int kHeadDim, int kVariants>
-cudaError_t launch_head_dim(const LaunchContext& context, Names<kVariants> names, int slot, const KernelParams& params,
-                            const char*& kernel) {
-  using Bucket = typename Family::template Bucket<kHeadDim>;
-  const bool whole = params.head_dim == kHeadDim;
-  if constexpr (kVariants == 2 && kTwoRowBlocksFit<Bucket, kHeadDim>) {
-    if (use_two_row_blocks(context, params)) {
-      if (whole) return launch_forward<Bucket, kHeadDim, true, 2>(context, names[1][1][slot], params, kernel);
-      return launch_forward<Bucket, kHeadDim, false, 2>(context, names[1][0][slot], params, kernel);
-    }
-  }
-  if (whole) return launch_forward<Bucket, kHeadDim, true, 1>(context, names[0][1][slot], params, kernel);
-  return launch_forward<Bucket, kHeadDim, false, 1>(context, names[0][0][slot], params, kernel);
+/**
+ * Whether two blocks of `bytes` shared memory fit one multiprocessor (true when the device did not
+ * say). At D 128 two K/V stages take 80 KiB: an sm_86/sm_89 multiprocessor (100 KiB) then holds
+ * one block of 4 warps, so the forward streams K/V through one stage there (48 KiB, two blocks),
+ * as FlashAttention-2 does on those GPUs.
+ */
+bool two_blocks_fit(const LaunchContext& context, Index bytes) {
+  return context.shared_bytes_per_multiprocessor <= 0 ||
+         2 * (bytes + kReservedSharedPerBlock) <= context.shared_bytes_per_multiprocessor;
 }
 
-template <typename Family, int kVariants>
-cudaError_t launch_bucket(const LaunchContext& context, Names<kVariants> names, int bucket, const KernelParams& params,
-                          const char*& kernel) {
-  if (bucket == 32) return launch_head_dim<Family, 32>(context, names, 0, params, kernel);
-  if (bucket == 64) return launch_head_dim<Family, 64>(context, names, 1, params, kernel);
-  return launch_head_dim<Family, 128>(context, names, 2, params, kernel);
+template <typename Math, int kHeadDim, bool kWholeBucket>
+cudaError_t launch_variant(const LaunchContext& context, const KernelParams& params, const char*& kernel) {
+  constexpr int kStages = Math::kStages;
+  if constexpr (kTwoRowBlocksFit<Math, kHeadDim>) {
+    if (use_two_row_blocks(context, params))
+      return Variant<Math, kHeadDim, kWholeBucket, 2, kStages>::launch(context, params, kernel);
+  }
+  using Default = Variant<Math, kHeadDim, kWholeBucket, 1, kStages>;
+  if constexpr (kStages == 2 && kHeadDim == 128) {
+    if (!two_blocks_fit(context, Default::Layout::kBytes))
+      return Variant<Math, kHeadDim, kWholeBucket, 1, 1>::launch(context, params, kernel);
+  }
+  return Default::launch(context, params, kernel);
+}
+
+template <typename Family, int kHeadDim>
+cudaError_t launch_head_dim(const LaunchContext& context, const KernelParams& params, const char*& kernel) {
+  using Bucket = typename Family::template Bucket<kHeadDim>;
+  if (params.head_dim == kHeadDim) return launch_variant<Bucket, kHeadDim, true>(context, params, kernel);
+  return launch_variant<Bucket, kHeadDim, false>(context, params, kernel);
+}
+
+template <typename Family>
+cudaError_t launch_bucket(const LaunchContext& context, int bucket, const KernelParams& params, const char*& kernel) {
+  if (bucket == 32) return launch_head_dim<Family, 32>(context, params, kernel);
+  if (bucket == 64) return launch_head_dim<Family, 64>(context, params, kernel);
+  return launch_head_dim<Family, 128>(context, params, kernel);
 }
 
 }  // namespace
@@ -283,36 +314,9 @@ cudaError_t launch_attention_forward(const LaunchContext& context, int dtype, co
   params.vector_loads = params.vector_loads && attention::all_aligned16({tensors.q, tensors.k, tensors.v});
   const int bucket = KILN_ATTENTION_HEAD_DIM_BUCKET(problem.head_dim);
   switch (dtype) {
-    case kF32: {
-      static constexpr const char* kNames[1][2][3] = {
-          {{"attention_forward_kernel<f32,32>", "attention_forward_kernel<f32,64>",
-            "attention_forward_kernel<f32,128>"},
-           {"attention_forward_kernel<f32,32,whole>", "attention_forward_kernel<f32,64,whole>",
-            "attention_forward_kernel<f32,128,whole>"}}};
-      return launch_bucket<attention::SimtFamily>(context, kNames, bucket, params, kernel);
-    }
-    case kF16: {
-      static constexpr const char* kNames[2][2][3] = {
-          {{"attention_forward_kernel<f16,32>", "attention_forward_kernel<f16,64>",
-            "attention_forward_kernel<f16,128>"},
-           {"attention_forward_kernel<f16,32,whole>", "attention_forward_kernel<f16,64,whole>",
-            "attention_forward_kernel<f16,128,whole>"}},
-          {{"attention_forward_kernel<f16,32,32 rows>", "attention_forward_kernel<f16,64,32 rows>", nullptr},
-           {"attention_forward_kernel<f16,32,whole,32 rows>", "attention_forward_kernel<f16,64,whole,32 rows>",
-            nullptr}}};
-      return launch_bucket<attention::TensorCoreFamily<__half>>(context, kNames, bucket, params, kernel);
-    }
-    default: {
-      static constexpr const char* kNames[2][2][3] = {
-          {{"attention_forward_kernel<bf16,32>", "attention_forward_kernel<bf16,64>",
-            "attention_forward_kernel<bf16,128>"},
-           {"attention_forward_kernel<bf16,32,whole>", "attention_forward_kernel<bf16,64,whole>",
-            "attention_forward_kernel<bf16,128,whole>"}},
-          {{"attention_forward_kernel<bf16,32,32 rows>", "attention_forward_kernel<bf16,64,32 rows>", nullptr},
-           {"attention_forward_kernel<bf16,32,whole,32 rows>", "attention_forward_kernel<bf16,64,whole,32 rows>",
-            nullptr}}};
-      return launch_bucket<attention::TensorCoreFamily<__nv_bfloat16>>(context, kNames, bucket, params, kernel);
-    }
+    case kF32: return launch_bucket<attention::SimtFamily>(context, bucket, params, kernel);
+    case kF16: return launch_bucket<attention::TensorCoreFamily<__half>>(context, bucket, params, kernel);
+    default: return launch_bucket<attention::TensorCoreFamily<__nv_bfloat16>>(context, bucket, params, kernel);
   }
 }
 

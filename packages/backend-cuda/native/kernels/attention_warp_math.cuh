@@ -54,6 +54,8 @@ __device__ __forceinline__ std::uint32_t pack_pair(float low, float high) {
 template <typename T, int kHeadDim>
 struct TensorCoreMath {
   using Element = T;
+  /** The storage type's name in kernel names. */
+  static constexpr const char* kDTypeName = std::is_same_v<T, __half> ? "f16" : "bf16";
   /** Shared tiles: unpadded rows, 16-byte chunks XOR-swizzled. */
   using Layout = SwizzledTileLayout<kHeadDim>;
   static constexpr int kSteps = kHeadDim / 16;
@@ -174,6 +176,8 @@ struct TensorCoreMath {
 template <int kHeadDim>
 struct SimtMath {
   using Element = float;
+  /** The storage type's name in kernel names. */
+  static constexpr const char* kDTypeName = "f32";
   /** Shared tiles: rows padded by 4 floats, so rows 2t, 2t+1 of eight lanes land on distinct banks. */
   using Layout = PaddedTileLayout<kHeadDim, 4>;
   static constexpr int kForwardKeys = 32;

@@ -107,6 +107,8 @@ struct LaunchContext {
   bool allow_tf32 = false;
   /** Largest grid y the device launches (maxGridSize[1], 65535): kernels with more row tiles stride over them. */
   Index max_grid_y = 65535;
+  /** Shared memory per multiprocessor (sharedMemPerMultiprocessor; 0: unknown), which resident blocks divide. */
+  Index shared_bytes_per_multiprocessor = 0;
 
   /** The device's multiprocessors (at least 1). */
   Index multiprocessors() const {

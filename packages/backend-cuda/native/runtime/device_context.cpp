@@ -54,6 +54,7 @@ DeviceContext::DeviceContext(int device_index, std::size_t memory_limit_bytes)
   max_blocks_ =
       (properties.multiProcessorCount > 0 ? properties.multiProcessorCount : 1) * kGridStrideBlocksPerMultiprocessor;
   max_grid_y_ = properties.maxGridSize[1] > 0 ? properties.maxGridSize[1] : 1;
+  shared_bytes_per_multiprocessor_ = static_cast<Index>(properties.sharedMemPerMultiprocessor);
   check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   void* record = nullptr;
   check_cuda(cudaMalloc(&record, sizeof(DeviceErrorRecord)), "cudaMalloc of the device error record");
@@ -82,7 +83,8 @@ DeviceContext::~DeviceContext() {
 LaunchContext DeviceContext::launch_context() {
   use_device(device_index_);
   profiler_.before_launch();
-  return LaunchContext{stream_, max_blocks_, device_errors_, allow_tf32_, max_grid_y_};
+  return LaunchContext{stream_,     max_blocks_, device_errors_,
+                       allow_tf32_, max_grid_y_, shared_bytes_per_multiprocessor_};
 }
 
 void DeviceContext::ensure_usable() const {

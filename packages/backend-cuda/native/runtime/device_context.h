@@ -112,6 +112,8 @@ class DeviceContext {
   int max_blocks_ = 1;
   /** The device's largest grid y (LaunchContext::max_grid_y). */
   Index max_grid_y_ = 65535;
+  /** The device's shared memory per multiprocessor (sharedMemPerMultiprocessor). */
+  Index shared_bytes_per_multiprocessor_ = 0;
   bool allow_tf32_ = false;
   bool synchronous_ = false;
   bool broken_ = false;

@@ -54,6 +54,7 @@ struct hipDeviceProp_t {
   int major;
   int minor;
   int multiProcessorCount;
+  size_t sharedMemPerMultiprocessor;
   int warpSize;
   int maxGridSize[3];
   char gcnArchName[256];
