@@ -10,7 +10,8 @@
 // sharing each K/V fragment) once the 128-query tiles give each of the simulator's 4
 // multiprocessors two blocks, and 16-row warps below that — which must give the same bits; at
 // D 128 a simulated 8.6 device (100 KiB of shared memory per multiprocessor) streams K/V through
-// one stage instead of two, with the same bits. Vitest
+// one stage instead of two, with the same bits; the query backward kernel at D 128 takes two
+// K/V stages on 9.0 (228 KiB per multiprocessor) and one on 8.0, with the same bits. Vitest
 // runs each file in its own process, and afterAll restores 9.0, so the setting reaches no other file.
 import { InvalidArgumentError } from '@kiln/core';
 import { kernelTimingSourceOf } from '@kiln/core/native-backend';
@@ -304,6 +305,53 @@ describe.skipIf(skipReason !== undefined)(
         expect(Array.from(oneStage!.lse), 'lse').toEqual(Array.from(twoStages!.lse));
       } finally {
         geforce.dispose();
+        configureSimulator({ computeCapability: '8.0' });
+      }
+    });
+
+    it('the query backward kernel at D=112 (bucket 128) takes two K/V stages where two blocks of them fit (9.0: 228 KiB per multiprocessor), one on 8.0 (164 KiB), with the same bits', async () => {
+      const geometry: Geometry = {
+        batch: 2,
+        headsQ: 2,
+        headsKV: 1,
+        lengthQ: 140,
+        lengthK: 140,
+        headDim: 112,
+        causal: true,
+      };
+      const inputs = makeInputs(geometry, 'bf16', 8700);
+      const expected = await runAttention(reference, 'f32', geometry, inputs);
+      let oneStage: Awaited<ReturnType<typeof runAttentionBackward>> | undefined;
+      const ampereKernels = await launchedKernels(backend, async () => {
+        oneStage = await runAttentionBackward(backend, 'bf16', geometry, inputs, expected, 'heads-major');
+      });
+      expect(
+        ampereKernels.some((kernel) =>
+          kernel.endsWith('(attention_backward_kv_kernel<bf16,128> + attention_backward_q_kernel<bf16,128,1 stage>)'),
+        ),
+        ampereKernels.join('; '),
+      ).toBe(true);
+      for (const output of ['dq', 'dk', 'dv'] as const) {
+        const limit = HALF_RELATIVE_LIMIT.bf16! * Math.max(maxAbs(expected[output]), 1);
+        expect(maxAbsError(oneStage![output], expected[output]), output).toBeLessThanOrEqual(limit);
+      }
+      configureSimulator({ computeCapability: '9.0' });
+      const hopper = createSimulatedCudaBackend({ matmul: 'kiln' });
+      try {
+        let twoStages: Awaited<ReturnType<typeof runAttentionBackward>> | undefined;
+        const hopperKernels = await launchedKernels(hopper, async () => {
+          twoStages = await runAttentionBackward(hopper, 'bf16', geometry, inputs, expected, 'heads-major');
+        });
+        expect(
+          hopperKernels.some((kernel) =>
+            kernel.endsWith('(attention_backward_kv_kernel<bf16,128> + attention_backward_q_kernel<bf16,128>)'),
+          ),
+          hopperKernels.join('; '),
+        ).toBe(true);
+        for (const output of ['dq', 'dk', 'dv'] as const)
+          expect(Array.from(twoStages![output]), output).toEqual(Array.from(oneStage![output]));
+      } finally {
+        hopper.dispose();
         configureSimulator({ computeCapability: '8.0' });
       }
     });

@@ -323,8 +323,17 @@ void CudaDevice::attention_backward(Napi::Env, const AttentionBackwardCall& call
                                          call.dk.base(),
                                          call.dv.base(),
                                          static_cast<float*>(delta.get())};
-  device.after_launch(launch_attention_backward(device.launch_context(), call.inputs.q.dtype, problem, tensors),
-                      describe_attention(kernel, call.inputs), attention_work(problem, 2.5));
+  AttentionBackwardKernels kernels;
+  const cudaError_t launched =
+      launch_attention_backward(device.launch_context(), call.inputs.q.dtype, problem, tensors, kernels);
+  std::string launched_names;
+  for (const char* name : {kernels.key_value, kernels.query}) {
+    if (name != nullptr) launched_names += (launched_names.empty() ? "" : " + ") + std::string(name);
+  }
+  device.after_launch(
+      launched,
+      describe_attention(kernel, call.inputs) + (launched_names.empty() ? std::string() : " (" + launched_names + ")"),
+      attention_work(problem, 2.5));
 }
 
 }  // namespace kiln

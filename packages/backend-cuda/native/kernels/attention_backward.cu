@@ -15,7 +15,10 @@
 // Pipelines (f16/bf16: mma.sync + ldmatrix on swizzled tiles, as the forward): the key/value
 // kernel double-buffers the streamed q, dO, lse and Δ of its work items, the query kernel K and V
 // (cp.async for item / tile n+1 issued as n starts; each product waits only for its own operand)
-// except at D 128, where a second K/V stage (96 KiB) would halve the blocks per sm_80 multiprocessor.
+// except the query kernel at D 128 where two blocks of two K/V stages (96 KiB each) do not fit a
+// multiprocessor (sm_80: 164 KiB, sm_86/sm_89: 100 KiB; they do on Hopper's 228 KiB): one stage
+// there, so a second block runs. The key/value kernel keeps two stages (its one-stage D 128
+// variant, which would let sm_86/sm_89 run two blocks, spills).
 // f32 (SIMT) keeps one stage of each, copies overlapping only the products that do not read them.
 // Determinism: no atomics; every output element is written by one thread after summing in a
 // fixed order, so two runs are bit-identical (GQA heads are summed in head order inside one block).
@@ -37,15 +40,13 @@ using attention::KernelParams;
 
 /** Keys per key/value block and query rows per query block: 4 warps × 16. */
 constexpr int kBlockRows = 64;
-/** Shared bytes per block that still let two blocks share an sm_80 multiprocessor (164 KiB, 1 KiB reserved per block). */
-constexpr int kTwoBlocksPerSm80 = 81 * 1024;
 constexpr int kDeltaThreads = 256;
 
-template <typename Math, int kHeadDim>
+template <typename Math, int kHeadDim, int kStageCount>
 struct KeyValueLayout {
   using T = typename Math::Element;
   static constexpr int kQueries = Math::kBackwardQueries;
-  static constexpr int kStages = Math::kStages;
+  static constexpr int kStages = kStageCount;
   using Tile = typename Math::Layout;
   static constexpr int kStride = Tile::kStride;
   static constexpr int kScratchFloats = Math::template kScratchFloats<kQueries>;
@@ -55,21 +56,17 @@ struct KeyValueLayout {
   static_assert(kBytes <= kAttentionSharedLimit, "key/value tiles exceed the shared memory of sm_86/sm_89");
 };
 
-template <typename Math, int kHeadDim>
+template <typename Math, int kHeadDim, int kStageCount>
 struct QueryLayout {
   using T = typename Math::Element;
   static constexpr int kKeys = Math::kBackwardKeys;
   using Tile = typename Math::Layout;
   static constexpr int kStride = Tile::kStride;
   static constexpr int kScratchFloats = Math::template kScratchFloats<kKeys>;
-  /** q, dO, then `stages` × (K, V), then the per-warp scratch. */
-  static constexpr int bytes_for(int stages) {
-    return static_cast<int>((2 * kBlockRows + 2 * stages * kKeys) * kStride * sizeof(T) +
-                            4 * kScratchFloats * sizeof(float));
-  }
-  /** Math's stages, but one where two would keep a second block off an sm_80 multiprocessor (D 128: 96 KiB). */
-  static constexpr int kStages = Math::kStages == 2 && bytes_for(2) <= kTwoBlocksPerSm80 ? 2 : 1;
-  static constexpr int kBytes = bytes_for(kStages);
+  static constexpr int kStages = kStageCount;
+  /** q, dO, then kStages × (K, V), then the per-warp scratch. */
+  static constexpr int kBytes = static_cast<int>((2 * kBlockRows + 2 * kStages * kKeys) * kStride * sizeof(T) +
+                                                 4 * kScratchFloats * sizeof(float));
   static_assert(kBytes <= kAttentionSharedLimit, "query tiles exceed the shared memory of sm_86/sm_89");
 };
 
@@ -106,12 +103,12 @@ __global__ void __launch_bounds__(kDeltaThreads)
   }
 }
 
-template <typename Math, int kHeadDim, bool kWholeBucket>
+template <typename Math, int kHeadDim, bool kWholeBucket, int kStageCount>
 __global__ void __launch_bounds__(kAttentionThreads) attention_backward_kv_kernel(KernelParams p) {
   // D fills the bucket: a constant, so the products' per-step head-dim tests fold away (as the forward's).
   const int head_dim = kWholeBucket ? kHeadDim : p.head_dim;
   using namespace attention;
-  using Layout = KeyValueLayout<Math, kHeadDim>;
+  using Layout = KeyValueLayout<Math, kHeadDim, kStageCount>;
   using T = typename Math::Element;
   constexpr int kQueries = Layout::kQueries;
   constexpr int kStride = Layout::kStride;
@@ -250,12 +247,12 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_kv_kerne
   }
 }
 
-template <typename Math, int kHeadDim, bool kWholeBucket>
+template <typename Math, int kHeadDim, bool kWholeBucket, int kStageCount>
 __global__ void __launch_bounds__(kAttentionThreads) attention_backward_q_kernel(KernelParams p) {
   // D fills the bucket: a constant, so the products' per-step head-dim tests fold away (as the forward's).
   const int head_dim = kWholeBucket ? kHeadDim : p.head_dim;
   using namespace attention;
-  using Layout = QueryLayout<Math, kHeadDim>;
+  using Layout = QueryLayout<Math, kHeadDim, kStageCount>;
   using T = typename Math::Element;
   constexpr int kKeys = Layout::kKeys;
   constexpr int kStride = Layout::kStride;
@@ -378,50 +375,98 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_q_kernel
   }
 }
 
-/** Kernel names of one dtype: [head dim fills its bucket][bucket 32, 64, 128] (for the simulator's messages). */
-struct BackwardNames {
-  const char* key_value[2][3];
-  const char* query[2][3];
+/**
+ * Launches one backward kernel of `blocks` blocks: Role<kStages>::kernel with Role<kStages>::Layout,
+ * with Math's stages, or one stage where Role<2>::kMayTakeOneStage and two blocks of two stages
+ * would not fit a multiprocessor.
+ */
+template <typename Math, int kHeadDim, bool kWholeBucket, template <int> class Role>
+cudaError_t launch_role(const LaunchContext& context, const char* base, const KernelParams& params, Index blocks,
+                        const char*& launched) {
+  if (blocks == 0) return cudaSuccess;
+  const auto launch = [&](auto stages) -> cudaError_t {
+    constexpr int kStages = decltype(stages)::value;
+    using Layout = typename Role<kStages>::Layout;
+    static const std::string name =
+        attention::flash_kernel_name(base, Math::kDTypeName, kHeadDim, kWholeBucket, kStages < Math::kStages);
+    launched = name.c_str();
+    const auto kernel = Role<kStages>::kernel;
+    const cudaError_t allowed = attention::allow_shared_bytes(kernel, Layout::kBytes);
+    if (allowed != cudaSuccess) return allowed;
+    return vendor::launch(name.c_str(), kernel, dim3(static_cast<unsigned>(blocks)), dim3(kAttentionThreads),
+                          static_cast<size_t>(Layout::kBytes), context.stream, params);
+  };
+  if constexpr (Math::kStages == 2) {
+    if constexpr (Role<2>::kMayTakeOneStage) {
+      if (!attention::two_blocks_fit(context, Role<2>::Layout::kBytes)) return launch(std::integral_constant<int, 1>{});
+    }
+  }
+  return launch(std::integral_constant<int, Math::kStages>{});
+}
+
+/** The smallest shared memory per multiprocessor of the GPUs kiln builds for (sm_86, sm_89: 100 KiB). */
+constexpr Index kSmallestSharedPerMultiprocessor = 100 * 1024;
+
+/**
+ * The key/value kernel keeps Math's stages everywhere: at D 128 one stage would let two blocks
+ * share an sm_86/sm_89 multiprocessor, but that variant spills 28 bytes at 255 registers.
+ */
+template <typename Math, int kHeadDim, bool kWholeBucket>
+struct KeyValueRole {
+  template <int kStages>
+  struct Of {
+    using Layout = KeyValueLayout<Math, kHeadDim, kStages>;
+    static constexpr auto kernel = attention_backward_kv_kernel<Math, kHeadDim, kWholeBucket, kStages>;
+    static constexpr bool kMayTakeOneStage = false;
+  };
+};
+
+/**
+ * The query kernel takes two K/V stages where two blocks of them fit a multiprocessor, one
+ * elsewhere: at D 128 two stages are 96 KiB — two blocks on Hopper's 228 KiB, one on sm_80's 164 —
+ * and a second block hides more latency than a second stage (one stage: 64 KiB). Below D 128 two
+ * stages fit twice even in 100 KiB, so only D 128 is compiled both ways.
+ */
+template <typename Math, int kHeadDim, bool kWholeBucket>
+struct QueryRole {
+  template <int kStages>
+  struct Of {
+    using Layout = QueryLayout<Math, kHeadDim, kStages>;
+    static constexpr auto kernel = attention_backward_q_kernel<Math, kHeadDim, kWholeBucket, kStages>;
+    static constexpr bool kMayTakeOneStage =
+        2 * (Layout::kBytes + attention::kReservedSharedPerBlock) > kSmallestSharedPerMultiprocessor;
+  };
+};
+
+/** Block counts of the two kernels and the names of those launched. */
+struct Launches {
+  Index key_value_blocks;
+  Index query_blocks;
+  AttentionBackwardKernels& kernels;
 };
 
 template <typename Math, int kHeadDim, bool kWholeBucket>
-cudaError_t launch_bucket(const LaunchContext& context, const BackwardNames& names, int slot,
-                          const KernelParams& params, Index key_value_blocks, Index query_blocks) {
-  using KeyValue = KeyValueLayout<Math, kHeadDim>;
-  using Query = QueryLayout<Math, kHeadDim>;
-  const auto key_value_kernel = attention_backward_kv_kernel<Math, kHeadDim, kWholeBucket>;
-  const auto query_kernel = attention_backward_q_kernel<Math, kHeadDim, kWholeBucket>;
-  if (key_value_blocks > 0) {
-    cudaError_t error = attention::allow_shared_bytes(key_value_kernel, KeyValue::kBytes);
-    if (error == cudaSuccess) {
-      error = vendor::launch(names.key_value[kWholeBucket][slot], key_value_kernel,
-                             dim3(static_cast<unsigned>(key_value_blocks)), dim3(kAttentionThreads),
-                             static_cast<size_t>(KeyValue::kBytes), context.stream, params);
-    }
-    if (error != cudaSuccess) return error;
-  }
-  if (query_blocks == 0) return cudaSuccess;
-  const cudaError_t error = attention::allow_shared_bytes(query_kernel, Query::kBytes);
+cudaError_t launch_bucket(const LaunchContext& context, const KernelParams& params, Launches launches) {
+  const cudaError_t error =
+      launch_role<Math, kHeadDim, kWholeBucket, KeyValueRole<Math, kHeadDim, kWholeBucket>::template Of>(
+          context, "attention_backward_kv_kernel", params, launches.key_value_blocks, launches.kernels.key_value);
   if (error != cudaSuccess) return error;
-  return vendor::launch(names.query[kWholeBucket][slot], query_kernel, dim3(static_cast<unsigned>(query_blocks)),
-                        dim3(kAttentionThreads), static_cast<size_t>(Query::kBytes), context.stream, params);
+  return launch_role<Math, kHeadDim, kWholeBucket, QueryRole<Math, kHeadDim, kWholeBucket>::template Of>(
+      context, "attention_backward_q_kernel", params, launches.query_blocks, launches.kernels.query);
 }
 
 template <typename Family, int kHeadDim>
-cudaError_t launch_head_dim(const LaunchContext& context, const BackwardNames& names, int slot,
-                            const KernelParams& params, Index key_value_blocks, Index query_blocks) {
+cudaError_t launch_head_dim(const LaunchContext& context, const KernelParams& params, Launches launches) {
   using Math = typename Family::template Bucket<kHeadDim>;
-  if (params.head_dim == kHeadDim)
-    return launch_bucket<Math, kHeadDim, true>(context, names, slot, params, key_value_blocks, query_blocks);
-  return launch_bucket<Math, kHeadDim, false>(context, names, slot, params, key_value_blocks, query_blocks);
+  if (params.head_dim == kHeadDim) return launch_bucket<Math, kHeadDim, true>(context, params, launches);
+  return launch_bucket<Math, kHeadDim, false>(context, params, launches);
 }
 
 template <typename Family>
-cudaError_t launch_family(const LaunchContext& context, const BackwardNames& names, int bucket,
-                          const KernelParams& params, Index key_value_blocks, Index query_blocks) {
-  if (bucket == 32) return launch_head_dim<Family, 32>(context, names, 0, params, key_value_blocks, query_blocks);
-  if (bucket == 64) return launch_head_dim<Family, 64>(context, names, 1, params, key_value_blocks, query_blocks);
-  return launch_head_dim<Family, 128>(context, names, 2, params, key_value_blocks, query_blocks);
+cudaError_t launch_family(const LaunchContext& context, int bucket, const KernelParams& params, Launches launches) {
+  if (bucket == 32) return launch_head_dim<Family, 32>(context, params, launches);
+  if (bucket == 64) return launch_head_dim<Family, 64>(context, params, launches);
+  return launch_head_dim<Family, 128>(context, params, launches);
 }
 
 template <typename T>
@@ -435,17 +480,19 @@ cudaError_t launch_delta(const LaunchContext& context, const char* name, const K
 
 /** Runs the Hopper backward when it takes the call (attention_backward_wgmma.cu): true, with its status in `status`. */
 bool ran_hopper_backward(const LaunchContext& context, int dtype, const AttentionProblem& problem,
-                         const AttentionBackwardTensors& tensors, cudaError_t& status) {
+                         const AttentionBackwardTensors& tensors, cudaError_t& status,
+                         AttentionBackwardKernels& kernels) {
   if (!attention_backward_wgmma_supports(dtype, problem, tensors)) return false;
   bool maps_refused = false;
-  status = launch_attention_backward_wgmma(context, dtype, problem, tensors, maps_refused);
+  status = launch_attention_backward_wgmma(context, dtype, problem, tensors, maps_refused, kernels);
   return !maps_refused;
 }
 
 }  // namespace
 
 cudaError_t launch_attention_backward(const LaunchContext& context, int dtype, const AttentionProblem& problem,
-                                      const AttentionBackwardTensors& tensors) {
+                                      const AttentionBackwardTensors& tensors, AttentionBackwardKernels& kernels) {
+  kernels = AttentionBackwardKernels{};
   const Index key_value_blocks = attention::ceil_div(problem.length_k, kBlockRows) * problem.batch * problem.heads_kv;
   const Index query_blocks = attention::ceil_div(problem.length_q, kBlockRows) * problem.batch * problem.heads_q;
   if (key_value_blocks > 0x7fffffffLL || query_blocks > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
@@ -464,51 +511,22 @@ cudaError_t launch_attention_backward(const LaunchContext& context, int dtype, c
       params.vector_loads && attention::all_aligned16({tensors.q, tensors.k, tensors.v, tensors.d_out});
   const Index rows = attention_backward_scratch_floats(problem);
   const int bucket = KILN_ATTENTION_HEAD_DIM_BUCKET(problem.head_dim);
+  const Launches launches{key_value_blocks, query_blocks, kernels};
   switch (dtype) {
     case kF32: {
-      static constexpr BackwardNames kNames = {
-          {{"attention_backward_kv_kernel<f32,32>", "attention_backward_kv_kernel<f32,64>",
-            "attention_backward_kv_kernel<f32,128>"},
-           {"attention_backward_kv_kernel<f32,32,whole>", "attention_backward_kv_kernel<f32,64,whole>",
-            "attention_backward_kv_kernel<f32,128,whole>"}},
-          {{"attention_backward_q_kernel<f32,32>", "attention_backward_q_kernel<f32,64>",
-            "attention_backward_q_kernel<f32,128>"},
-           {"attention_backward_q_kernel<f32,32,whole>", "attention_backward_q_kernel<f32,64,whole>",
-            "attention_backward_q_kernel<f32,128,whole>"}}};
       const cudaError_t error = launch_delta<float>(context, "attention_delta_kernel<f32>", params, rows);
-      return error != cudaSuccess ? error
-                                  : launch_family<attention::SimtFamily>(context, kNames, bucket, params,
-                                                                         key_value_blocks, query_blocks);
+      if (error != cudaSuccess) return error;
+      return launch_family<attention::SimtFamily>(context, bucket, params, launches);
     }
     case kF16: {
-      static constexpr BackwardNames kNames = {
-          {{"attention_backward_kv_kernel<f16,32>", "attention_backward_kv_kernel<f16,64>",
-            "attention_backward_kv_kernel<f16,128>"},
-           {"attention_backward_kv_kernel<f16,32,whole>", "attention_backward_kv_kernel<f16,64,whole>",
-            "attention_backward_kv_kernel<f16,128,whole>"}},
-          {{"attention_backward_q_kernel<f16,32>", "attention_backward_q_kernel<f16,64>",
-            "attention_backward_q_kernel<f16,128>"},
-           {"attention_backward_q_kernel<f16,32,whole>", "attention_backward_q_kernel<f16,64,whole>",
-            "attention_backward_q_kernel<f16,128,whole>"}}};
       cudaError_t error = launch_delta<__half>(context, "attention_delta_kernel<f16>", params, rows);
-      if (error != cudaSuccess || ran_hopper_backward(context, dtype, problem, tensors, error)) return error;
-      return launch_family<attention::TensorCoreFamily<__half>>(context, kNames, bucket, params, key_value_blocks,
-                                                                query_blocks);
+      if (error != cudaSuccess || ran_hopper_backward(context, dtype, problem, tensors, error, kernels)) return error;
+      return launch_family<attention::TensorCoreFamily<__half>>(context, bucket, params, launches);
     }
     default: {
-      static constexpr BackwardNames kNames = {
-          {{"attention_backward_kv_kernel<bf16,32>", "attention_backward_kv_kernel<bf16,64>",
-            "attention_backward_kv_kernel<bf16,128>"},
-           {"attention_backward_kv_kernel<bf16,32,whole>", "attention_backward_kv_kernel<bf16,64,whole>",
-            "attention_backward_kv_kernel<bf16,128,whole>"}},
-          {{"attention_backward_q_kernel<bf16,32>", "attention_backward_q_kernel<bf16,64>",
-            "attention_backward_q_kernel<bf16,128>"},
-           {"attention_backward_q_kernel<bf16,32,whole>", "attention_backward_q_kernel<bf16,64,whole>",
-            "attention_backward_q_kernel<bf16,128,whole>"}}};
       cudaError_t error = launch_delta<__nv_bfloat16>(context, "attention_delta_kernel<bf16>", params, rows);
-      if (error != cudaSuccess || ran_hopper_backward(context, dtype, problem, tensors, error)) return error;
-      return launch_family<attention::TensorCoreFamily<__nv_bfloat16>>(context, kNames, bucket, params,
-                                                                       key_value_blocks, query_blocks);
+      if (error != cudaSuccess || ran_hopper_backward(context, dtype, problem, tensors, error, kernels)) return error;
+      return launch_family<attention::TensorCoreFamily<__nv_bfloat16>>(context, bucket, params, launches);
     }
   }
 }

@@ -27,8 +27,19 @@ inline Index attention_backward_scratch_floats(const AttentionProblem& problem) 
   return static_cast<Index>(problem.batch) * problem.heads_q * problem.length_q;
 }
 
-/** Writes dq, dk, dv (overwritten; dk/dv summed over the query heads of each kv head), deterministically. */
+/** The kernels a backward launched (nullptr: none), for descriptions and profiles. */
+struct AttentionBackwardKernels {
+  /** The dK/dV kernel's name. */
+  const char* key_value = nullptr;
+  /** The dQ kernel's name. */
+  const char* query = nullptr;
+};
+
+/**
+ * Writes dq, dk, dv (overwritten; dk/dv summed over the query heads of each kv head),
+ * deterministically; `kernels` names the key/value and query kernels that ran.
+ */
 cudaError_t launch_attention_backward(const LaunchContext& context, int dtype, const AttentionProblem& problem,
-                                      const AttentionBackwardTensors& tensors);
+                                      const AttentionBackwardTensors& tensors, AttentionBackwardKernels& kernels);
 
 }  // namespace kiln

@@ -637,7 +637,9 @@ cudaError_t launch_role(const LaunchContext& context, const char* name, const ve
 template <typename T, int kHeadDim>
 cudaError_t launch_head_dim(const LaunchContext& context, Names names, int slot, const vendor::TensorMap (&kv_maps)[4],
                             const vendor::TensorMap (&q_maps)[4], const KernelParams& params, RoleGrid kv_blocks,
-                            RoleGrid q_blocks) {
+                            RoleGrid q_blocks, AttentionBackwardKernels& kernels) {
+  kernels.key_value = names[0][slot];
+  kernels.query = names[1][slot];
   const cudaError_t error = launch_role<T, kHeadDim, true>(context, names[0][slot], kv_maps, params, kv_blocks);
   if (error != cudaSuccess) return error;
   return launch_role<T, kHeadDim, false>(context, names[1][slot], q_maps, params, q_blocks);
@@ -646,12 +648,12 @@ cudaError_t launch_head_dim(const LaunchContext& context, Names names, int slot,
 template <typename T>
 cudaError_t launch_dtype(const LaunchContext& context, Names names, const vendor::TensorMap (&kv_maps)[4],
                          const vendor::TensorMap (&q_maps)[4], const KernelParams& params, RoleGrid kv_blocks,
-                         RoleGrid q_blocks) {
+                         RoleGrid q_blocks, AttentionBackwardKernels& kernels) {
   if (params.head_dim == 64)
-    return launch_head_dim<T, 64>(context, names, 0, kv_maps, q_maps, params, kv_blocks, q_blocks);
+    return launch_head_dim<T, 64>(context, names, 0, kv_maps, q_maps, params, kv_blocks, q_blocks, kernels);
   if (params.head_dim == 96)
-    return launch_head_dim<T, 96>(context, names, 1, kv_maps, q_maps, params, kv_blocks, q_blocks);
-  return launch_head_dim<T, 128>(context, names, 2, kv_maps, q_maps, params, kv_blocks, q_blocks);
+    return launch_head_dim<T, 96>(context, names, 1, kv_maps, q_maps, params, kv_blocks, q_blocks, kernels);
+  return launch_head_dim<T, 128>(context, names, 2, kv_maps, q_maps, params, kv_blocks, q_blocks, kernels);
 }
 
 }  // namespace attention_wgmma_backward
@@ -675,7 +677,8 @@ bool attention_backward_wgmma_supports(int dtype, const AttentionProblem& proble
 }
 
 cudaError_t launch_attention_backward_wgmma(const LaunchContext& context, int dtype, const AttentionProblem& problem,
-                                            const AttentionBackwardTensors& tensors, bool& maps_refused) {
+                                            const AttentionBackwardTensors& tensors, bool& maps_refused,
+                                            AttentionBackwardKernels& kernels) {
   maps_refused = true;
 #if defined(KILN_HAS_TENSOR_MAPS)
   using namespace attention_wgmma_backward;
@@ -730,16 +733,16 @@ cudaError_t launch_attention_backward_wgmma(const LaunchContext& context, int dt
          "attention_backward_wgmma_kernel<f16,128,kv>"},
         {"attention_backward_wgmma_kernel<f16,64,q>", "attention_backward_wgmma_kernel<f16,96,q>",
          "attention_backward_wgmma_kernel<f16,128,q>"}};
-    return launch_dtype<__half>(context, kNames, kv_maps, q_maps, params, kv_blocks, q_blocks);
+    return launch_dtype<__half>(context, kNames, kv_maps, q_maps, params, kv_blocks, q_blocks, kernels);
   }
   static constexpr const char* kNames[2][3] = {
       {"attention_backward_wgmma_kernel<bf16,64,kv>", "attention_backward_wgmma_kernel<bf16,96,kv>",
        "attention_backward_wgmma_kernel<bf16,128,kv>"},
       {"attention_backward_wgmma_kernel<bf16,64,q>", "attention_backward_wgmma_kernel<bf16,96,q>",
        "attention_backward_wgmma_kernel<bf16,128,q>"}};
-  return launch_dtype<__nv_bfloat16>(context, kNames, kv_maps, q_maps, params, kv_blocks, q_blocks);
+  return launch_dtype<__nv_bfloat16>(context, kNames, kv_maps, q_maps, params, kv_blocks, q_blocks, kernels);
 #else
-  (void)context, (void)dtype, (void)problem, (void)tensors;
+  (void)context, (void)dtype, (void)problem, (void)tensors, (void)kernels;
   return cudaSuccess;
 #endif
 }

@@ -21,7 +21,8 @@ bool attention_backward_wgmma_supports(int dtype, const AttentionProblem& proble
  * `maps_refused` when the driver refuses a tensor map (the caller then runs the other kernels).
  */
 cudaError_t launch_attention_backward_wgmma(const LaunchContext& context, int dtype, const AttentionProblem& problem,
-                                            const AttentionBackwardTensors& tensors, bool& maps_refused);
+                                            const AttentionBackwardTensors& tensors, bool& maps_refused,
+                                            AttentionBackwardKernels& kernels);
 
 /** Calls of the Hopper attention backward in this process so far (tests assert that it ran). */
 unsigned long long wgmma_attention_backward_launches();

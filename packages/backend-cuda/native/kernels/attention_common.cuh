@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 
 #include "kiln/attention_limits.h"
 #include "numerics.cuh"
@@ -181,6 +182,30 @@ template <typename Kernel>
 cudaError_t allow_shared_bytes(Kernel* kernel, int bytes) {
   if (bytes <= 48 * 1024) return cudaSuccess;
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+}
+
+/** Shared memory the driver keeps per resident block, beside the kernel's own. */
+inline constexpr Index kReservedSharedPerBlock = 1024;
+
+/**
+ * Whether two blocks of `bytes` shared memory fit one multiprocessor (true when the device did not
+ * say). The FlashAttention-2 kernels stream through two stages only where they do: a second stage
+ * that leaves a multiprocessor one block of 4 warps costs more latency hiding than it buys.
+ */
+inline bool two_blocks_fit(const LaunchContext& context, Index bytes) {
+  return context.shared_bytes_per_multiprocessor <= 0 ||
+         2 * (bytes + kReservedSharedPerBlock) <= context.shared_bytes_per_multiprocessor;
+}
+
+/**
+ * "base<dtype,D[,whole][,1 stage]>": the name a FlashAttention-2 kernel variant launches under
+ * (simulator messages, profiles); `whole`: D fills the bucket; `one_stage`: one K/V or q/dO stage
+ * where the family has two.
+ */
+inline std::string flash_kernel_name(const char* base, const char* dtype, int head_dim, bool whole, bool one_stage,
+                                     const char* extra = "") {
+  return std::string(base) + "<" + dtype + "," + std::to_string(head_dim) + (whole ? ",whole" : "") + extra +
+         (one_stage ? ",1 stage" : "") + ">";
 }
 
 /** Shared tile rows of kCols elements padded by kPad (the f32 SIMT tiles): (row, column) at row·(kCols + kPad) + column. */

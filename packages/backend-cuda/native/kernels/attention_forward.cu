@@ -30,8 +30,6 @@
 // positive scale, exp2(fma(s, scale, −m)), elsewhere exp2(s·scale − m)), lse = (m + log2 l)·ln 2. For f16/bf16
 // the probabilities are rounded to the storage type once before P·v (inputs are exact in the
 // tensor-core product), the output once at the end.
-#include <string>
-
 #include "attention_forward.cuh"
 #include "attention_forward_wgmma.cuh"
 #include "attention_online_softmax.cuh"
@@ -213,10 +211,9 @@ struct Variant {
 
   /** "attention_forward_kernel<bf16,64,whole,32 rows>": the name launches, profiles and the simulator use. */
   static const char* name() {
-    static const std::string text = std::string("attention_forward_kernel<") + Math::kDTypeName + "," +
-                                    std::to_string(kHeadDim) + (kWholeBucket ? ",whole" : "") +
-                                    (kRowBlocks == 2 ? ",32 rows" : "") + (kStages < Math::kStages ? ",1 stage" : "") +
-                                    ">";
+    static const std::string text =
+        attention::flash_kernel_name("attention_forward_kernel", Math::kDTypeName, kHeadDim, kWholeBucket,
+                                     kStages < Math::kStages, kRowBlocks == 2 ? ",32 rows" : "");
     return text.c_str();
   }
 
@@ -248,20 +245,6 @@ bool use_two_row_blocks(const LaunchContext& context, const KernelParams& params
   return tiles >= 2 * context.multiprocessors();
 }
 
-/** Shared memory the driver keeps per resident block, beside the kernel's own. */
-constexpr Index kReservedSharedPerBlock = 1024;
-
-/**
- * Whether two blocks of `bytes` shared memory fit one multiprocessor (true when the device did not
- * say). At D 128 two K/V stages take 80 KiB: an sm_86/sm_89 multiprocessor (100 KiB) then holds
- * one block of 4 warps, so the forward streams K/V through one stage there (48 KiB, two blocks),
- * as FlashAttention-2 does on those GPUs.
- */
-bool two_blocks_fit(const LaunchContext& context, Index bytes) {
-  return context.shared_bytes_per_multiprocessor <= 0 ||
-         2 * (bytes + kReservedSharedPerBlock) <= context.shared_bytes_per_multiprocessor;
-}
-
 template <typename Math, int kHeadDim, bool kWholeBucket>
 cudaError_t launch_variant(const LaunchContext& context, const KernelParams& params, const char*& kernel) {
   constexpr int kStages = Math::kStages;
@@ -270,8 +253,11 @@ cudaError_t launch_variant(const LaunchContext& context, const KernelParams& par
       return Variant<Math, kHeadDim, kWholeBucket, 2, kStages>::launch(context, params, kernel);
   }
   using Default = Variant<Math, kHeadDim, kWholeBucket, 1, kStages>;
+  // At D 128 two K/V stages take 80 KiB: an sm_86/sm_89 multiprocessor (100 KiB) would hold one
+  // block of 4 warps, so the forward streams K/V through one stage there (48 KiB, two blocks), as
+  // FlashAttention-2 does on those GPUs.
   if constexpr (kStages == 2 && kHeadDim == 128) {
-    if (!two_blocks_fit(context, Default::Layout::kBytes))
+    if (!attention::two_blocks_fit(context, Default::Layout::kBytes))
       return Variant<Math, kHeadDim, kWholeBucket, 1, 1>::launch(context, params, kernel);
   }
   return Default::launch(context, params, kernel);
