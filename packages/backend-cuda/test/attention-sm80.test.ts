@@ -164,6 +164,14 @@ async function launchedKernels(backend: CudaBackend, run: () => Promise<unknown>
   return timer!.stopKernelTiming().map((timing) => timing.name);
 }
 
+/** Asserts that one of `kernels` (launchedKernels) ends with `(name)`: the launch ran that kernel. */
+function expectRan(kernels: string[], name: string): void {
+  expect(
+    kernels.some((kernel) => kernel.endsWith(`(${name})`)),
+    `expected a launch of ${name}: ${kernels.join('; ')}`,
+  ).toBe(true);
+}
+
 /** Two 128×128 tiles per simulated multiprocessor and TMA-aligned: on 9.0 the wgmma kernel takes it (test/matmul-wgmma.test.ts). */
 const WGMMA_SIZED_MATMUL = { batch: 1, m: 328, n: 264, k: 40, transposeA: false, transposeB: false };
 
@@ -199,10 +207,7 @@ describe.skipIf(skipReason !== undefined)(
         const kernels = await launchedKernels(backend, async () => {
           forward = await runAttentionForward(backend, dtype, geometry, inputs, layout);
         });
-        expect(
-          kernels.some((kernel) => kernel.endsWith(`(${forwardKernel})`)),
-          `the forward ran ${forwardKernel}: ${kernels.join('; ')}`,
-        ).toBe(true);
+        expectRan(kernels, forwardKernel);
         const gradients = await runAttentionBackward(backend, dtype, geometry, inputs, expected, layout);
         expect(backend.hopperAttentionLaunches - forwardBefore, 'Hopper attention launches').toBe(0);
         expect(backend.hopperAttentionBackwardLaunches - backwardBefore, 'Hopper attention backward launches').toBe(0);
@@ -258,14 +263,8 @@ describe.skipIf(skipReason !== undefined)(
         batched = await runAttentionForward(backend, 'bf16', geometry, inputs, 'heads-major');
       });
       // 2 query tiles of 128 × 2 heads = 4 blocks < 8: 16-row warps; × batch 4 = 16 blocks: 32-row warps.
-      expect(
-        aloneKernels.some((kernel) => kernel.endsWith('(attention_forward_kernel<bf16,64,whole>)')),
-        aloneKernels.join('; '),
-      ).toBe(true);
-      expect(
-        batchedKernels.some((kernel) => kernel.endsWith('(attention_forward_kernel<bf16,64,whole,32 rows>)')),
-        batchedKernels.join('; '),
-      ).toBe(true);
+      expectRan(aloneKernels, 'attention_forward_kernel<bf16,64,whole>');
+      expectRan(batchedKernels, 'attention_forward_kernel<bf16,64,whole,32 rows>');
       expect(Array.from(first(batched!.out)), 'out of batch 0').toEqual(Array.from(alone!.out));
       expect(Array.from(first(batched!.lse)), 'lse of batch 0').toEqual(Array.from(alone!.lse));
     });
@@ -285,10 +284,7 @@ describe.skipIf(skipReason !== undefined)(
       const ampereKernels = await launchedKernels(backend, async () => {
         twoStages = await runAttentionForward(backend, 'bf16', geometry, inputs, 'tokens-major');
       });
-      expect(
-        ampereKernels.some((kernel) => kernel.endsWith('(attention_forward_kernel<bf16,128,whole>)')),
-        ampereKernels.join('; '),
-      ).toBe(true);
+      expectRan(ampereKernels, 'attention_forward_kernel<bf16,128,whole>');
       configureSimulator({ computeCapability: '8.6' });
       // Opened after the setting: the device reads its shared memory when it opens.
       const geforce = createSimulatedCudaBackend({ matmul: 'kiln' });
@@ -297,10 +293,7 @@ describe.skipIf(skipReason !== undefined)(
         const geforceKernels = await launchedKernels(geforce, async () => {
           oneStage = await runAttentionForward(geforce, 'bf16', geometry, inputs, 'tokens-major');
         });
-        expect(
-          geforceKernels.some((kernel) => kernel.endsWith('(attention_forward_kernel<bf16,128,whole,1 stage>)')),
-          geforceKernels.join('; '),
-        ).toBe(true);
+        expectRan(geforceKernels, 'attention_forward_kernel<bf16,128,whole,1 stage>');
         expect(Array.from(oneStage!.out), 'out').toEqual(Array.from(twoStages!.out));
         expect(Array.from(oneStage!.lse), 'lse').toEqual(Array.from(twoStages!.lse));
       } finally {
@@ -325,12 +318,10 @@ describe.skipIf(skipReason !== undefined)(
       const ampereKernels = await launchedKernels(backend, async () => {
         oneStage = await runAttentionBackward(backend, 'bf16', geometry, inputs, expected, 'heads-major');
       });
-      expect(
-        ampereKernels.some((kernel) =>
-          kernel.endsWith('(attention_backward_kv_kernel<bf16,128> + attention_backward_q_kernel<bf16,128,1 stage>)'),
-        ),
-        ampereKernels.join('; '),
-      ).toBe(true);
+      expectRan(
+        ampereKernels,
+        'attention_backward_kv_kernel<bf16,128> + attention_backward_q_kernel<bf16,128,1 stage>',
+      );
       for (const output of ['dq', 'dk', 'dv'] as const) {
         const limit = HALF_RELATIVE_LIMIT.bf16! * Math.max(maxAbs(expected[output]), 1);
         expect(maxAbsError(oneStage![output], expected[output]), output).toBeLessThanOrEqual(limit);
@@ -342,12 +333,7 @@ describe.skipIf(skipReason !== undefined)(
         const hopperKernels = await launchedKernels(hopper, async () => {
           twoStages = await runAttentionBackward(hopper, 'bf16', geometry, inputs, expected, 'heads-major');
         });
-        expect(
-          hopperKernels.some((kernel) =>
-            kernel.endsWith('(attention_backward_kv_kernel<bf16,128> + attention_backward_q_kernel<bf16,128>)'),
-          ),
-          hopperKernels.join('; '),
-        ).toBe(true);
+        expectRan(hopperKernels, 'attention_backward_kv_kernel<bf16,128> + attention_backward_q_kernel<bf16,128>');
         for (const output of ['dq', 'dk', 'dv'] as const)
           expect(Array.from(twoStages![output]), output).toEqual(Array.from(oneStage![output]));
       } finally {
