@@ -20,6 +20,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { kernelTimingSourceOf } from '@kiln/core/native-backend';
 
 /** The benchmark shape (FlashAttention-2's standard one). */
 export const GPU_SHAPE = Object.freeze({
@@ -135,6 +136,7 @@ export async function checkAttention(backend, options = {}) {
     shape: { ...shape, dtype: 'bf16' },
     kernel: undefined,
     backwardKernel: undefined,
+    kernelNames: undefined,
     determinism: undefined,
     kiln: undefined,
     torch: undefined,
@@ -169,11 +171,13 @@ export async function checkAttention(backend, options = {}) {
 
     // 1. determinism (the first forward also tells which kernel family runs it)
     const hopperBefore = hopperLaunches(backend);
-    forward();
+    const forwardNames = launchedKernelNames(backend, forward);
     section.kernel = hopperLaunches(backend) > hopperBefore ? 'wgmma' : 'flash-2';
     const hopperBackwardBefore = hopperBackwardLaunches(backend);
-    backward();
+    const backwardNames = launchedKernelNames(backend, backward);
     section.backwardKernel = hopperBackwardLaunches(backend) > hopperBackwardBefore ? 'wgmma' : 'flash-2';
+    if (forwardNames !== undefined || backwardNames !== undefined)
+      section.kernelNames = { forward: forwardNames, backward: backwardNames };
     const first = await Promise.all([dq, dk, dv].map((ref) => backend.download(ref.buffer)));
     backward();
     const second = await Promise.all([dq, dk, dv].map((ref) => backend.download(ref.buffer)));
@@ -307,6 +311,30 @@ function hopperBackwardLaunches(backend) {
   return typeof backend.hopperAttentionBackwardLaunches === 'number' ? backend.hopperAttentionBackwardLaunches : 0;
 }
 
+/**
+ * The kernels `call` launched, as its launch descriptions name them at their end — e.g.
+ * 'attention_forward_kernel<bf16,64,whole,32 rows>' — joined by '; '; undefined without a kernel
+ * timer or names. Runs `call` once.
+ */
+export function launchedKernelNames(backend, call) {
+  const timer = kernelTimingSourceOf(backend);
+  if (timer === undefined) {
+    call();
+    return undefined;
+  }
+  timer.startKernelTiming();
+  let timings = [];
+  try {
+    call();
+  } finally {
+    timings = timer.stopKernelTiming();
+  }
+  const names = timings
+    .map(({ name }) => /\(([^()]*)\)$/.exec(name)?.[1])
+    .filter((name) => name !== undefined && name.includes('kernel'));
+  return names.length > 0 ? names.join('; ') : undefined;
+}
+
 function describeShape({ batch, headsQ, headsKV, lengthQ, lengthK, headDim, causal }) {
   return `B=${batch} Hq=${headsQ} Hkv=${headsKV} Tq=${lengthQ} Tk=${lengthK} D=${headDim}${causal ? ' causal' : ''}`;
 }
@@ -319,8 +347,9 @@ function kernelName(family) {
 function printTable(section, log) {
   const flops = attentionFlops(section.shape);
   const rate = (ms, work) => `${(work / (ms / 1000) / 1e12).toFixed(1).padStart(7)} TFLOP/s`;
+  const named = (family, names) => `${kernelName(family)}${names ? ` [${names}]` : ''}`;
   log(
-    `attention bf16 ${describeShape(section.shape)}, forward kernel: ${kernelName(section.kernel)}, backward kernel: ${kernelName(section.backwardKernel)}`,
+    `attention bf16 ${describeShape(section.shape)}, forward kernel: ${named(section.kernel, section.kernelNames?.forward)}, backward kernel: ${named(section.backwardKernel, section.kernelNames?.backward)}`,
   );
   log('                    kiln                          torch SDPA                    kiln speed / torch');
   for (const [label, key, work] of [

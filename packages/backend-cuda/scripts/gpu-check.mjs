@@ -350,7 +350,11 @@ finish(report.status === 'failed' ? 1 : 0);
 function attentionSection(attention) {
   const { batch, headsQ, lengthQ, headDim, causal } = attention.shape;
   const rows = [['check', 'result']];
-  rows.push(['forward kernel', attention.kernel === 'wgmma' ? 'wgmma + TMA (sm_90a)' : 'FlashAttention-2 (mma.sync)']);
+  rows.push([
+    'forward kernel',
+    `${attention.kernel === 'wgmma' ? 'wgmma + TMA (sm_90a)' : 'FlashAttention-2 (mma.sync)'}${attention.kernelNames?.forward ? `: ${attention.kernelNames.forward}` : ''}`,
+  ]);
+  if (attention.kernelNames?.backward) rows.push(['backward kernels', attention.kernelNames.backward]);
   rows.push(['backward run twice', attention.determinism?.identical ? 'bit-identical' : 'DIFFERENT']);
   if (attention.kiln)
     rows.push([

@@ -79,8 +79,13 @@ describe.skipIf(skipReason !== undefined)(
       // The simulated device runs sm_90a code, so the bf16 D=64 forward is the wgmma kernel, and the report says so.
       expect(section.kernel).toBe('wgmma');
       expect(section.backwardKernel).toBe('wgmma');
+      // …and names the kernels, from the launches' descriptions (the kernel timer).
+      expect(section.kernelNames).toEqual({
+        forward: 'attention_forward_wgmma_kernel<bf16,64>',
+        backward: 'attention_backward_wgmma_kernel<bf16,64,kv> + attention_backward_wgmma_kernel<bf16,64,q>',
+      });
       expect(lines.join('\n')).toMatch(
-        /forward kernel: wgmma \+ TMA \(sm_90a\), backward kernel: wgmma \+ TMA \(sm_90a\)/,
+        /forward kernel: wgmma \+ TMA \(sm_90a\) \[attention_forward_wgmma_kernel<bf16,64>\], backward kernel: wgmma \+ TMA \(sm_90a\) \[attention_backward_wgmma_kernel<bf16,64,kv> \+ attention_backward_wgmma_kernel<bf16,64,q>\]/,
       );
       // The CUDA backend reads tokens-major too: its forward + backward is timed next to heads-major.
       expect(section.kiln.tokensMajorForwardBackwardMs).toBeGreaterThan(0);
