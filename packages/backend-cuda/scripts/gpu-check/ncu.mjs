@@ -1,5 +1,5 @@
-// gpu-check's 'ncu' part: Nsight Compute over kiln's sm_90a kernels (scripts/gpu-check/ncu-target.mjs
-// launches each once), with the speed-of-light, compute-workload, warp-state and source-counter
+// gpu-check's 'ncu' part: Nsight Compute over kiln's sm_90a kernels and the f32 SIMT matmul
+// (scripts/gpu-check/ncu-target.mjs launches each once), with the speed-of-light, compute-workload, warp-state and source-counter
 // sections; the GPU's clocks are left as they are (--clock-control none). Reported per kernel:
 // duration, SM throughput, issue-slot use, the busiest pipeline and where the warps' time went
 // (the sampled stall reasons, as shares of all samples) — what to look at before tuning a kernel.
@@ -30,9 +30,9 @@ export function runNcu({ node = process.execPath, seconds = 90 } = {}) {
       '--clock-control',
       'none',
       '--kernel-name',
-      'regex:wgmma',
+      'regex:wgmma|matmul_f32_kernel',
       '--launch-count',
-      '9',
+      '11',
       ...sections,
       '--print-details',
       'all',
