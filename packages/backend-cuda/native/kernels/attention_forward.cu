@@ -6,9 +6,9 @@
 // (each ldmatrix then feeds four mma.sync instead of two: with one row block the shared-memory
 // reads took as long as the tensor-core products on an A100). The block streams the keys of its
 // kv head (h / (Hq/Hkv)) through shared memory in tiles (64 keys for f16/bf16, 32 for f32):
-// scores S = q·kᵀ for the warp's rows
-// (attention_warp_math.cuh), then the online softmax — running row max m and sum l in f32,
-// previous output and sum rescaled by exp2(m_old − m_new) — and O += P·v.
+// scores S = q·kᵀ for the warp's rows (attention_warp_math.cuh), then the online softmax —
+// running row max m and sum l in f32, previous output and sum rescaled by exp2(m_old − m_new) —
+// and O += P·v.
 //  - f16/bf16 (sm_80+): mma.sync.m16n8k16 fed by ldmatrix (ptx_mma.cuh); S, P and O stay in
 //    registers (P's C fragments are the A fragments of P·v, rounded to the storage type), and
 //    K and V are double-buffered: as tile j starts, cp.async copies K_{j+1} and V_{j+1} into the
@@ -22,10 +22,10 @@
 // Causal: key tiles wholly above the diagonal of the block's last row are never loaded; only tiles
 // that cross the diagonal or the sequence end run the per-element test. Blocks run in
 // attention_common.cuh tile_order: groups of 8 heads, the last query tiles (most keys) first.
-// Layout: global tensors as attention_common.cuh describes. Shared: q [64 or 128 × D], then per stage
-// K and V [keys × D] — f16/bf16 rows unpadded with XOR-swizzled 16-byte chunks (conflict-free
-// ldmatrix; 80 KiB at D 128), f32 rows padded by 4. Rows without any allowed key write out = 0,
-// lse = −Inf.
+// Layout: global tensors as attention_common.cuh describes. Shared: q [64 or 128 × D], then per
+// stage K and V [keys × D] — f16/bf16 rows unpadded with XOR-swizzled 16-byte chunks
+// (conflict-free ldmatrix; two stages take 80 KiB at D 128, one 48 KiB), f32 rows padded by 4.
+// Rows without any allowed key write out = 0, lse = −Inf.
 // Numerics: f32 accumulation; scores in log2 units (exp2: inside tiles without a mask, and with a
 // positive scale, exp2(fma(s, scale, −m)), elsewhere exp2(s·scale − m)), lse = (m + log2 l)·ln 2. For f16/bf16
 // the probabilities are rounded to the storage type once before P·v (inputs are exact in the
