@@ -19,6 +19,7 @@ import {
 import { NativeKernelBackend } from '@kiln/core/native-backend';
 import { cudaCapabilities, type CudaCapabilities } from './capabilities.js';
 import { FusedKernels } from './fused-kernels.js';
+import { describeAttentionPath } from './attention-path.js';
 import { describeMatmulPath } from './matmul-path.js';
 import { toDeviceInfo } from './probe.js';
 import type { CudaAddon, NativeBackend } from './native/addon-types.js';
@@ -60,6 +61,8 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
   readonly capabilities: CudaCapabilities;
   /** The fused kernels (rope and scalar rules are CUDA's, the rest core's). */
   protected readonly fused: FusedKernels;
+  /** describeAttentionPath for this device (fixed when it opens, as the kernels' choice is). */
+  private readonly attentionKernels: string;
 
   constructor(addon: CudaAddon, options: CudaBackendOptions = {}) {
     const deviceIndex = checkInteger(options.deviceIndex ?? 0, 'deviceIndex');
@@ -87,12 +90,22 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
       ),
       typeof this.native.adamwMultiDeviceScalars === 'function',
     );
+    this.attentionKernels = describeAttentionPath(
+      nativeDevice.major,
+      callNative(() => this.native.matmulInfo()).hopperKernels === true,
+      FLASH_ATTENTION_MAX_HEAD_DIM,
+    );
     this.fused = new FusedKernels(this.native, this);
   }
 
   /** The live matmul path in one line (shown by `kiln info`): cuBLAS with its version, or kiln's kernels and why. */
   get matmulPath(): string {
     return this.capabilities.matmul.summary;
+  }
+
+  /** The flash-attention kernels this device runs, in one line (shown by `kiln info`). */
+  get attentionPath(): string {
+    return this.attentionKernels;
   }
 
   /** GEMMs this instance has sent to cuBLAS so far (0 on kiln's kernels). */

@@ -191,6 +191,11 @@ describe.skipIf(skipReason !== undefined)(
       configureSimulator({ computeCapability: '9.0' });
     });
 
+    it('reports FlashAttention-2 as its attention kernels (kiln info)', () => {
+      expect(backend.attentionPath).toMatch(/^FlashAttention-2 \(mma\.sync tensor cores/);
+      expect(backend.attentionPath).not.toContain('wgmma');
+    });
+
     it('rejects a compute capability that is not a major.minor string, naming it', () => {
       for (const bad of ['8', '8.0.1', 'sm_80', ''])
         expect(() => configureSimulator({ computeCapability: bad }), bad).toThrow(InvalidArgumentError);

@@ -4,7 +4,9 @@
 // into a diagnosis and a fix, and neither fails because the CPU still works. On a machine where
 // the CUDA backend is available, the unavailable-path checks are skipped with that reason.
 import { beforeAll, describe, expect, it } from 'vitest';
+import type { KernelBackend } from '@kiln/core';
 import { backendFix, cublasAdvice } from '../src/backend-fixes.js';
+import { attentionLine } from '../src/commands/info.js';
 import { findNvidiaGpu } from '../src/nvidia-hardware.js';
 import { requireBuild, runKiln } from './kiln-process.js';
 
@@ -107,6 +109,16 @@ describe('the fixes doctor derives from CUDA probe reasons', () => {
       diagnosis: 'Needs an Example GPU',
       fix: 'Needs an Example GPU. Use another backend.',
     });
+  });
+
+  it("info's attention line adds the backend's own word on its kernels (the CUDA backend's attentionPath)", () => {
+    const flash = { attention: () => {}, capabilities: { flashAttention: true } };
+    const cuda = { ...flash, attentionPath: 'FlashAttention-2 (mma.sync tensor cores …)' };
+    expect(attentionLine(cuda as unknown as KernelBackend)).toBe(
+      'flash (native fused kernel, tiled online softmax): FlashAttention-2 (mma.sync tensor cores …)',
+    );
+    expect(attentionLine(flash as unknown as KernelBackend)).toBe('flash (native fused kernel, tiled online softmax)');
+    expect(attentionLine({} as KernelBackend)).toBe('composed from primitives (no fused attention kernel)');
   });
 
   it("advises cuBLAS only when the CUDA backend fell back to kiln's kernels for lack of it", () => {

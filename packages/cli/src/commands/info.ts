@@ -236,11 +236,18 @@ function memoryLine(backend: KernelBackend, device: DeviceInfo | undefined): str
   return 'unknown (the backend does not report it)';
 }
 
-function attentionLine(backend: KernelBackend): string {
+/**
+ * The attention line of `kiln info`: composed, fused or flash, then the backend's own word on its
+ * kernels when it gives one (the CUDA backend's `attentionPath`: wgmma + TMA or FlashAttention-2).
+ */
+export function attentionLine(backend: KernelBackend): string {
   if (typeof backend.attention !== 'function') return 'composed from primitives (no fused attention kernel)';
-  return backend.capabilities?.flashAttention === true
-    ? 'flash (native fused kernel, tiled online softmax)'
-    : 'fused native kernel (not tiled flash)';
+  const kind =
+    backend.capabilities?.flashAttention === true
+      ? 'flash (native fused kernel, tiled online softmax)'
+      : 'fused native kernel (not tiled flash)';
+  const path = (backend as { attentionPath?: unknown }).attentionPath;
+  return typeof path === 'string' && path.length > 0 ? `${kind}: ${path}` : kind;
 }
 
 function memoryText(device: DeviceInfo): string {
