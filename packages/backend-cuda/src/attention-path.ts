@@ -16,6 +16,6 @@ export function describeAttentionPath(major: number, hopperKernels: boolean, max
     'FlashAttention-2 (mma.sync tensor cores for f16/bf16, warps of 32 query rows up to D 64 on large grids, K/V stages sized to the shared memory per multiprocessor; f32 SIMT)';
   const limits = `head dims ≤ ${maxHeadDim} (larger: composed from matmuls), deterministic backward`;
   if (halfMatmulKernelFamily(major, hopperKernels) === 'wgmma')
-    return `wgmma + TMA (sm_90a, warp-specialised, persistent) for f16/bf16 at head dims 64, 96, 128; ${flash2} otherwise; ${limits}`;
+    return `wgmma + TMA (sm_90a, warp-specialised, FlashAttention-3's structure) for f16/bf16 at head dims 64, 96, 128; ${flash2} otherwise; ${limits}`;
   return `${flash2}; ${limits}`;
 }

@@ -82,17 +82,15 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
       flashAttentionMaxHeadDim: FLASH_ATTENTION_MAX_HEAD_DIM,
     });
     const nativeDevice = callNative(() => this.native.deviceInfo());
+    const matmulInfo = callNative(() => this.native.matmulInfo());
     this.capabilities = cudaCapabilities(
       toDeviceInfo(nativeDevice),
-      describeMatmulPath(
-        callNative(() => this.native.matmulInfo()),
-        nativeDevice.major,
-      ),
+      describeMatmulPath(matmulInfo, nativeDevice.major),
       typeof this.native.adamwMultiDeviceScalars === 'function',
     );
     this.attentionKernels = describeAttentionPath(
       nativeDevice.major,
-      callNative(() => this.native.matmulInfo()).hopperKernels === true,
+      matmulInfo.hopperKernels === true,
       FLASH_ATTENTION_MAX_HEAD_DIM,
     );
     this.fused = new FusedKernels(this.native, this);
