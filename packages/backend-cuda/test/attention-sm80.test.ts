@@ -155,21 +155,26 @@ const CASES: Case[] = [
   },
 ];
 
-/** The names of the kernels `run` launched (the kernel timer's; attention launches end with the kernel's name). */
-async function launchedKernels(backend: CudaBackend, run: () => Promise<unknown>): Promise<string[]> {
+/**
+ * Runs `run` on `backend` and asserts that one of its launches ended with `(kernel)` — the kernel
+ * timer's names (attention launches end with the kernel that ran); returns what `run` returned.
+ */
+async function runsOn<T>(backend: CudaBackend, kernel: string, run: () => Promise<T>): Promise<T> {
   const timer = kernelTimingSourceOf(backend);
   expect(timer, 'the backend must have a kernel timer').toBeDefined();
   timer!.startKernelTiming();
-  await run();
-  return timer!.stopKernelTiming().map((timing) => timing.name);
-}
-
-/** Asserts that one of `kernels` (launchedKernels) ends with `(name)`: the launch ran that kernel. */
-function expectRan(kernels: string[], name: string): void {
+  let names: string[] = [];
+  let result: T;
+  try {
+    result = await run();
+  } finally {
+    names = timer!.stopKernelTiming().map((timing) => timing.name);
+  }
   expect(
-    kernels.some((kernel) => kernel.endsWith(`(${name})`)),
-    `expected a launch of ${name}: ${kernels.join('; ')}`,
+    names.some((name) => name.endsWith(`(${kernel})`)),
+    `expected a launch of ${kernel}: ${names.join('; ')}`,
   ).toBe(true);
+  return result;
 }
 
 /** Two 128×128 tiles per simulated multiprocessor and TMA-aligned: on 9.0 the wgmma kernel takes it (test/matmul-wgmma.test.ts). */
@@ -208,17 +213,15 @@ describe.skipIf(skipReason !== undefined)(
         const expected = await runAttention(reference, 'f32', geometry, inputs);
         const forwardBefore = backend.hopperAttentionLaunches;
         const backwardBefore = backend.hopperAttentionBackwardLaunches;
-        let forward: Awaited<ReturnType<typeof runAttentionForward>> | undefined;
-        const kernels = await launchedKernels(backend, async () => {
-          forward = await runAttentionForward(backend, dtype, geometry, inputs, layout);
-        });
-        expectRan(kernels, forwardKernel);
+        const forward = await runsOn(backend, forwardKernel, () =>
+          runAttentionForward(backend, dtype, geometry, inputs, layout),
+        );
         const gradients = await runAttentionBackward(backend, dtype, geometry, inputs, expected, layout);
         expect(backend.hopperAttentionLaunches - forwardBefore, 'Hopper attention launches').toBe(0);
         expect(backend.hopperAttentionBackwardLaunches - backwardBefore, 'Hopper attention backward launches').toBe(0);
         const figures = [
-          { output: 'lse', error: maxAbsError(forward!.lse, expected.lse), limit: LSE_RELATIVE_LIMIT },
-          { output: 'out', error: maxAbsError(forward!.out, expected.out), limit: HALF_RELATIVE_LIMIT[dtype]! },
+          { output: 'lse', error: maxAbsError(forward.lse, expected.lse), limit: LSE_RELATIVE_LIMIT },
+          { output: 'out', error: maxAbsError(forward.out, expected.out), limit: HALF_RELATIVE_LIMIT[dtype]! },
           ...(['dq', 'dk', 'dv'] as const).map((output) => ({
             output,
             error: maxAbsError(gradients[output], expected[output]),
@@ -259,19 +262,15 @@ describe.skipIf(skipReason !== undefined)(
         v: first(inputs.v),
         dOut: first(inputs.dOut),
       };
-      let alone: Awaited<ReturnType<typeof runAttentionForward>> | undefined;
-      let batched: Awaited<ReturnType<typeof runAttentionForward>> | undefined;
-      const aloneKernels = await launchedKernels(backend, async () => {
-        alone = await runAttentionForward(backend, 'bf16', single, batch0, 'heads-major');
-      });
-      const batchedKernels = await launchedKernels(backend, async () => {
-        batched = await runAttentionForward(backend, 'bf16', geometry, inputs, 'heads-major');
-      });
       // 2 query tiles of 128 × 2 heads = 4 blocks < 8: 16-row warps; × batch 4 = 16 blocks: 32-row warps.
-      expectRan(aloneKernels, 'attention_forward_kernel<bf16,64,whole>');
-      expectRan(batchedKernels, 'attention_forward_kernel<bf16,64,whole,32 rows>');
-      expect(Array.from(first(batched!.out)), 'out of batch 0').toEqual(Array.from(alone!.out));
-      expect(Array.from(first(batched!.lse)), 'lse of batch 0').toEqual(Array.from(alone!.lse));
+      const alone = await runsOn(backend, 'attention_forward_kernel<bf16,64,whole>', () =>
+        runAttentionForward(backend, 'bf16', single, batch0, 'heads-major'),
+      );
+      const batched = await runsOn(backend, 'attention_forward_kernel<bf16,64,whole,32 rows>', () =>
+        runAttentionForward(backend, 'bf16', geometry, inputs, 'heads-major'),
+      );
+      expect(Array.from(first(batched.out)), 'out of batch 0').toEqual(Array.from(alone.out));
+      expect(Array.from(first(batched.lse)), 'lse of batch 0').toEqual(Array.from(alone.lse));
     });
 
     it('on compute capability 8.6 (100 KiB of shared memory per multiprocessor) D=128 streams K/V through one stage so two blocks fit, with the bits of two stages', async () => {
@@ -285,22 +284,18 @@ describe.skipIf(skipReason !== undefined)(
         causal: true,
       };
       const inputs = makeInputs(geometry, 'bf16', 8600);
-      let twoStages: Awaited<ReturnType<typeof runAttentionForward>> | undefined;
-      const ampereKernels = await launchedKernels(backend, async () => {
-        twoStages = await runAttentionForward(backend, 'bf16', geometry, inputs, 'tokens-major');
-      });
-      expectRan(ampereKernels, 'attention_forward_kernel<bf16,128,whole>');
+      const twoStages = await runsOn(backend, 'attention_forward_kernel<bf16,128,whole>', () =>
+        runAttentionForward(backend, 'bf16', geometry, inputs, 'tokens-major'),
+      );
       configureSimulator({ computeCapability: '8.6' });
       // Opened after the setting: the device reads its shared memory when it opens.
       const geforce = createSimulatedCudaBackend({ matmul: 'kiln' });
       try {
-        let oneStage: Awaited<ReturnType<typeof runAttentionForward>> | undefined;
-        const geforceKernels = await launchedKernels(geforce, async () => {
-          oneStage = await runAttentionForward(geforce, 'bf16', geometry, inputs, 'tokens-major');
-        });
-        expectRan(geforceKernels, 'attention_forward_kernel<bf16,128,whole,1 stage>');
-        expect(Array.from(oneStage!.out), 'out').toEqual(Array.from(twoStages!.out));
-        expect(Array.from(oneStage!.lse), 'lse').toEqual(Array.from(twoStages!.lse));
+        const oneStage = await runsOn(geforce, 'attention_forward_kernel<bf16,128,whole,1 stage>', () =>
+          runAttentionForward(geforce, 'bf16', geometry, inputs, 'tokens-major'),
+        );
+        expect(Array.from(oneStage.out), 'out').toEqual(Array.from(twoStages.out));
+        expect(Array.from(oneStage.lse), 'lse').toEqual(Array.from(twoStages.lse));
       } finally {
         geforce.dispose();
         configureSimulator({ computeCapability: '8.0' });
@@ -319,28 +314,25 @@ describe.skipIf(skipReason !== undefined)(
       };
       const inputs = makeInputs(geometry, 'bf16', 8700);
       const expected = await runAttention(reference, 'f32', geometry, inputs);
-      let oneStage: Awaited<ReturnType<typeof runAttentionBackward>> | undefined;
-      const ampereKernels = await launchedKernels(backend, async () => {
-        oneStage = await runAttentionBackward(backend, 'bf16', geometry, inputs, expected, 'heads-major');
-      });
-      expectRan(
-        ampereKernels,
+      const oneStage = await runsOn(
+        backend,
         'attention_backward_kv_kernel<bf16,128> + attention_backward_q_kernel<bf16,128,1 stage>',
+        () => runAttentionBackward(backend, 'bf16', geometry, inputs, expected, 'heads-major'),
       );
       for (const output of ['dq', 'dk', 'dv'] as const) {
         const limit = HALF_RELATIVE_LIMIT.bf16! * Math.max(maxAbs(expected[output]), 1);
-        expect(maxAbsError(oneStage![output], expected[output]), output).toBeLessThanOrEqual(limit);
+        expect(maxAbsError(oneStage[output], expected[output]), output).toBeLessThanOrEqual(limit);
       }
       configureSimulator({ computeCapability: '9.0' });
       const hopper = createSimulatedCudaBackend({ matmul: 'kiln' });
       try {
-        let twoStages: Awaited<ReturnType<typeof runAttentionBackward>> | undefined;
-        const hopperKernels = await launchedKernels(hopper, async () => {
-          twoStages = await runAttentionBackward(hopper, 'bf16', geometry, inputs, expected, 'heads-major');
-        });
-        expectRan(hopperKernels, 'attention_backward_kv_kernel<bf16,128> + attention_backward_q_kernel<bf16,128>');
+        const twoStages = await runsOn(
+          hopper,
+          'attention_backward_kv_kernel<bf16,128> + attention_backward_q_kernel<bf16,128>',
+          () => runAttentionBackward(hopper, 'bf16', geometry, inputs, expected, 'heads-major'),
+        );
         for (const output of ['dq', 'dk', 'dv'] as const)
-          expect(Array.from(twoStages![output]), output).toEqual(Array.from(oneStage![output]));
+          expect(Array.from(twoStages[output]), output).toEqual(Array.from(oneStage[output]));
       } finally {
         hopper.dispose();
         configureSimulator({ computeCapability: '8.0' });
