@@ -2,7 +2,8 @@
 # scripts/gpu-check-staged.sh — gpu-check in stages, each its own process under its own time limit,
 # for a lease where one hung kernel must not cost every other figure: the kit, attention, matmul,
 # gpt2s, graph + reproducibility, compute-sanitizer, Nsight Compute, the rest, then attention again
-# on the FlashAttention-2 kernels (the Ampere/Ada path, timed on this GPU). A kit stage
+# on the FlashAttention-2 kernels (the Ampere/Ada path, timed on this GPU) and the matmul part again
+# on 128×128 wgmma tiles (KILN_CUDA_WGMMA_COLUMNS=128: the per-shape widths against them). A kit stage
 # that runs out of time turns kiln's sm_90a kernels off (KILN_CUDA_HOPPER_KERNELS=0) for the
 # stages after it. Each stage writes <out>/<stage>.json and <stage>.log; <out>/summary.txt
 # collects every stage's exit status and verdict lines as they finish.
@@ -41,7 +42,7 @@ run_stage() {
   local left=$(( deadline - $(elapsed) - 5 ))
   if [ "$left" -lt 20 ]; then say "$name: not run (the deadline is near)"; return 0; fi
   [ "$most" -gt "$left" ] && most=$left
-  say "$name: start (limit ${most} s)${KILN_CUDA_HOPPER_KERNELS:+ with KILN_CUDA_HOPPER_KERNELS=$KILN_CUDA_HOPPER_KERNELS}"
+  say "$name: start (limit ${most} s)${KILN_CUDA_HOPPER_KERNELS:+ with KILN_CUDA_HOPPER_KERNELS=$KILN_CUDA_HOPPER_KERNELS}${KILN_CUDA_WGMMA_COLUMNS:+ with KILN_CUDA_WGMMA_COLUMNS=$KILN_CUDA_WGMMA_COLUMNS}"
   timeout -s KILL "$most" bash "$script_dir/gpu-check.sh" --json "$out/$name.json" --skip "$(skip_all_but "$parts")" \
     ${passthrough[@]+"${passthrough[@]}"} > "$out/$name.log" 2>&1
   local status=$?
@@ -66,5 +67,8 @@ run_stage rest 70 hf-fixtures,train
 # Ampere/Ada kernels) at the same shapes on this GPU, its own process with the sm_90a kernels off.
 if [ "${KILN_CUDA_HOPPER_KERNELS:-}" != 0 ]; then
   (export KILN_CUDA_HOPPER_KERNELS=0; run_stage attention-flash2 70 attention)
+  # The wgmma matmul on 128×128 tiles only: against the matmul stage's figures, what the 128×192 and
+  # 128×256 tiles the shapes chose there gain (matmul_wgmma.cuh block_columns' estimates).
+  (export KILN_CUDA_WGMMA_COLUMNS=128; run_stage matmul-128 60 matmul)
 fi
 say "done: $out/summary.txt"

@@ -69,6 +69,7 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
     const memoryLimitBytes = checkInteger(options.memoryLimitBytes ?? 0, 'memoryLimitBytes');
     const { matmul, cublasPath, allowTf32 } = checkMatmulOptions(options);
     checkHopperKernelsSetting(process.env.KILN_CUDA_HOPPER_KERNELS);
+    checkWgmmaColumnsSetting(process.env.KILN_CUDA_WGMMA_COLUMNS);
     const native = callNative(
       () => new addon.Backend({ deviceIndex, memoryLimitBytes, matmul, cublasPath, allowTf32 }),
     );
@@ -214,6 +215,20 @@ export function checkHopperKernelsSetting(value: string | undefined): void {
   throw new ConfigError(
     `cuda backend: KILN_CUDA_HOPPER_KERNELS must be '0' (the sm_90a wgmma kernels off: mma.sync matmul and FlashAttention-2 instead) or '1', got ${JSON.stringify(value)}`,
     { hint: 'Unset KILN_CUDA_HOPPER_KERNELS, or set it to 0 or 1.' },
+  );
+}
+
+/**
+ * KILN_CUDA_WGMMA_COLUMNS, checked: unset (the Hopper wgmma matmul picks its tile width per shape),
+ * or '128', '192', '256' (every unsplit problem on that width, to time the widths against each other; the native layer reads it).
+ */
+export function checkWgmmaColumnsSetting(value: string | undefined): void {
+  if (value === undefined || value === '128' || value === '192' || value === '256') return;
+  throw new ConfigError(
+    `cuda backend: KILN_CUDA_WGMMA_COLUMNS must be '128', '192' or '256' (the Hopper wgmma matmul's tile width for every unsplit problem), got ${JSON.stringify(value)}`,
+    {
+      hint: 'Unset KILN_CUDA_WGMMA_COLUMNS to let the matmul choose the width per shape, or set it to 128, 192 or 256.',
+    },
   );
 }
 

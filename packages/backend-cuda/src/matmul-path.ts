@@ -65,7 +65,7 @@ export function describeMatmulPath(info: NativeMatmulInfo, major: number): CudaM
   const simulated = info.simulatedTensorCores ? ' (simulated: gpu-sim warp-collective fragments)' : '';
   const tensorCores =
     family === 'wgmma'
-      ? `kiln warp-specialised wgmma + TMA kernel (sm_90a, persistent 128×128 tiles, mbarrier pipeline) for problems of at least two tiles per multiprocessor (or half a tile with k ≥ 512, or fewer tiles split along a long k), the pipelined mma.sync tensor-core kernel otherwise (WMMA for operands not in 16-byte chunks)${simulated}`
+      ? `kiln warp-specialised wgmma + TMA kernel (sm_90a, persistent tiles of 128 rows by 128, 192 or 256 columns, mbarrier pipeline) for problems of at least two tiles per multiprocessor (or half a tile with k ≥ 512, or fewer tiles split along a long k), the pipelined mma.sync tensor-core kernel otherwise (WMMA for operands not in 16-byte chunks)${simulated}`
       : family === 'mma.sync'
         ? `kiln pipelined mma.sync tensor-core kernel (sm_80+, cp.async stages; WMMA for operands not in 16-byte chunks)${simulated}`
         : `kiln WMMA tensor-core kernel${simulated}`;

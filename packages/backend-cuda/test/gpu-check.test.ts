@@ -105,6 +105,7 @@ describe("gpu-check's kiln-vs-cuBLAS agreement", () => {
     expect(named('matmul f32 batch=1 m=2048 n=768 k=8192 transA (kiln f32 SIMT, split-K 3)')).toBe('SIMT split-K 3');
     expect(named('matmul bf16 batch=4 m=64 n=520 k=40 transB (kiln wgmma, batch folded)')).toBe('wgmma');
     expect(named('matmul bf16 batch=1 m=8192 n=768 k=50257 (kiln WMMA)')).toBe('WMMA');
+    expect(named('matmul bf16 batch=1 m=4096 n=4096 k=4096 (kiln wgmma 128x256)')).toBe('wgmma 128x256');
     expect(named('matmul bf16 batch=1 m=768 n=768 k=8192 transA (kiln wgmma, split-K 3, batch folded)')).toBe(
       'wgmma split-K 3',
     );
@@ -381,7 +382,18 @@ describe.skipIf(!built)(
       const script = join(packageRoot, 'scripts', 'gpu-check-staged.sh');
       const out = join(scratch, 'staged');
       await run('bash', [script, '--out', out, '--no-build'], { cwd: packageRoot, maxBuffer: 16 << 20 });
-      const stages = ['kit', 'attention', 'matmul', 'gpt2s', 'graph', 'sanitizer', 'ncu', 'rest'];
+      const stages = [
+        'kit',
+        'attention',
+        'matmul',
+        'gpt2s',
+        'graph',
+        'sanitizer',
+        'ncu',
+        'rest',
+        'attention-flash2',
+        'matmul-128',
+      ];
       const report = JSON.parse(readFileSync(join(out, 'kit.json'), 'utf8')) as GpuCheckReport;
       if (report.status !== 'skipped') context.skip('a GPU is usable here');
       const summary = readFileSync(join(out, 'summary.txt'), 'utf8');

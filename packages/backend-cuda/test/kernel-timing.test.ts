@@ -64,7 +64,7 @@ describe.skipIf(skipReason !== undefined)(
         matmul(randomNormal([16, 24], { seed: 3 }), randomNormal([24, 8], { seed: 4 }));
         // f32, one partial tile and k = 1000: 4 SMs' worth of k ranges (matmul-split-k.test.ts).
         matmul(randomNormal([100, 1000], { seed: 5 }), randomNormal([1000, 72], { seed: 6 }));
-        // bf16 x·Wᵀ over 4 stacked batches sharing W: one matmul of 256 rows, 5 column tiles on wgmma.
+        // bf16 x·Wᵀ over 4 stacked batches sharing W: one matmul of 256 rows, 2 × 3 tiles of 128×192 on wgmma.
         const x = cast(randomNormal([4, 64, 40], { seed: 7 }), 'bf16');
         const w = cast(randomNormal([520, 40], { seed: 8 }), 'bf16');
         matmul(x, w, { transposeB: true });
@@ -75,7 +75,7 @@ describe.skipIf(skipReason !== undefined)(
       const list = names.join('\n');
       expect(names, list).toContain('matmul f32 batch=1 m=16 n=8 k=24 (kiln f32 SIMT)');
       expect(names, list).toContain('matmul f32 batch=1 m=100 n=72 k=1000 (kiln f32 SIMT, split-K 3)');
-      expect(names, list).toContain('matmul bf16 batch=4 m=64 n=520 k=40 transB (kiln wgmma, batch folded)');
+      expect(names, list).toContain('matmul bf16 batch=4 m=64 n=520 k=40 transB (kiln wgmma 128x192, batch folded)');
       expect(names, list).toContain('matmul bf16 batch=1 m=16 n=8 k=32 (kiln mma.sync)');
     });
   },

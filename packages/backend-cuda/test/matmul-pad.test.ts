@@ -35,13 +35,13 @@ describe.skipIf(skipReason !== undefined)(
         name: 'an odd m of a transposed A (GPT-2 lm_head dW) pads A and crops the output rows',
         dtype: 'bf16',
         shape: { batch: 1, m: 1001, n: 256, k: 64, transposeA: true, transposeB: false },
-        route: 'wgmma, operands padded',
+        route: 'wgmma 128x256, operands padded',
       },
       {
         name: 'an odd n of an untransposed B pads B and crops the output columns',
         dtype: 'f16',
         shape: { batch: 1, m: 256, n: 1001, k: 64, transposeA: false, transposeB: false },
-        route: 'wgmma, operands padded',
+        route: 'wgmma 128x256, operands padded',
       },
       {
         name: 'an A shared by 2 batches (batch stride 0) is copied once; mma.sync takes the broadcast',
@@ -84,7 +84,7 @@ describe.skipIf(skipReason !== undefined)(
       timer.startKernelTiming();
       const eager = product();
       const names = timer.stopKernelTiming().map((timing) => timing.name);
-      expect(names.join('; ')).toContain('(kiln wgmma, operands padded)');
+      expect(names.join('; ')).toContain('(kiln wgmma 128x256, operands padded)');
       const expected = await eager.data();
       eager.dispose(); // leaves the output's and the scratch's blocks in the cache for the capture
       const { graph, result } = cuda.captureGraph(product);

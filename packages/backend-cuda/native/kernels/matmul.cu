@@ -212,7 +212,10 @@ const char* matmul_kernel_name(const LaunchContext& context, int dtype, const vo
                                const MatmulShape& shape) {
   if (dtype == kF32) return matmul_f32_uses_tf32(context) ? "TF32 mma.sync" : "f32 SIMT";
   switch (choose_half_matmul_kernel(context, a, b, shape)) {
-    case HalfMatmulKernel::kWgmma: return "wgmma";
+    case HalfMatmulKernel::kWgmma: {
+      const int columns = wgmma_matmul_block_columns(context, shape);
+      return columns == 256 ? "wgmma 128x256" : columns == 192 ? "wgmma 128x192" : "wgmma";
+    }
     case HalfMatmulKernel::kMma: return "mma.sync";
     default: return "WMMA";
   }

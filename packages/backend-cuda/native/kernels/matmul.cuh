@@ -26,7 +26,7 @@ cudaError_t launch_matmul(const LaunchContext& context, int dtype, const void* a
 
 /** Which of kiln's kernels a launch_matmul call ran, for profiles ("where a step goes") and tests. */
 struct MatmulRoute {
-  /** The kernel family: "wgmma", "mma.sync", "WMMA", "f32 SIMT", "TF32 mma.sync", or "none" (empty problem, k = 0). */
+  /** The kernel family: "wgmma" (128×128 tiles; "wgmma 128x192", "wgmma 128x256" on wider ones), "mma.sync", "WMMA", "f32 SIMT", "TF32 mma.sync", or "none" (empty problem, k = 0). */
   const char* kernel = "none";
   /** k ranges it was split into (1: unsplit; matmul_split_k.cuh). */
   Index splits = 1;

@@ -114,6 +114,15 @@ SplitKPlan plan_wgmma_split_k(const LaunchContext& context, const MatmulShape& s
 #endif
 }
 
+int wgmma_matmul_block_columns(const LaunchContext& context, const MatmulShape& shape) {
+#if defined(KILN_HAS_TENSOR_MAPS)
+  return wgmma_matmul::block_columns(context, shape, wgmma_matmul::plan(context, shape));
+#else
+  (void)context, (void)shape;
+  return 128;
+#endif
+}
+
 HalfMatmulKernel choose_half_matmul_kernel(const LaunchContext& context, const void* a, const void* b,
                                            const MatmulShape& shape) {
 #if defined(KILN_HAS_TENSOR_MAPS)

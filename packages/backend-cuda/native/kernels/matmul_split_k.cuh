@@ -57,6 +57,9 @@ SplitKPlan plan_mma_split_k(const LaunchContext& context, const MatmulShape& sha
 /** The split-K plan of the sm_90a wgmma kernel (matmul_wgmma.cuh) for this shape on this device (unsplit in builds without tensor maps). */
 SplitKPlan plan_wgmma_split_k(const LaunchContext& context, const MatmulShape& shape);
 
+/** Columns of the tiles (128, 192 or 256; rows 128) the sm_90a wgmma kernel runs this (folded) shape on (matmul_wgmma.cuh block_columns; 128 without tensor maps). */
+int wgmma_matmul_block_columns(const LaunchContext& context, const MatmulShape& shape);
+
 /** Sums the f32 partials [batch, splits, m, n] of `workspace` in split order into out [batch, m, n] of `dtype`. */
 cudaError_t launch_split_k_reduce(const LaunchContext& context, int dtype, const float* workspace, void* out,
                                   Index splits, Index batch, Index matrix);

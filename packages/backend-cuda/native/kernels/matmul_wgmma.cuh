@@ -6,7 +6,11 @@
 // the output tiles — kBlockM × kBlockN of one batch index, n fastest — in steps of gridDim.x. A
 // block is 3 warpgroups: warpgroup 0 is the producer (setmaxnreg down to 40; one thread issues
 // the TMA copies), warpgroups 1 and 2 are consumers (setmaxnreg up to 232), each owning 64 rows ×
-// 128 columns of the tile as m64n128k16 f32 accumulators (64 registers per thread). k advances
+// kBlockN columns of the tile as m64nNk16 f32 accumulators (N = kBlockN: 128, 192 or 256, that
+// is 64, 96 or 128 registers per thread). The width is chosen per shape (block_columns): wider
+// tiles read A from shared memory once per N columns and bring fewer operand bytes from L2 per
+// output (a 128 × 256 stage: 48 KiB per 32,768 outputs, a 128 × 128 one 32 KiB per 16,384), but
+// fewer, larger tiles can leave the persistent grid's last round emptier. k advances
 // kDepth = 64 per step through a ring of kStages shared stages, each guarded by a `full` mbarrier
 // (1 arrival + the stage's bytes as transactions: the producer's arrive.expect_tx, then TMA's
 // complete_tx) and an `empty` mbarrier (one arrival per consumer warpgroup once its wgmmas on the
@@ -22,8 +26,8 @@
 // Layout: a [m,k] or [k,m] (transposeA), b [k,n] or [n,k] (transposeB), per batch at
 // batch·batchStride; out dense [batch, m, n]. Each operand is read through a 3D tensor map
 // (contiguous extent, other extent, batch) with 128-byte swizzling into a 1024-byte-aligned stage:
-// a k-contiguous operand is one box of 64 k × 128 rows (row r at 128·r bytes: wgmma's K-major
-// canonical layout, stride-dimension offset 1024), an m- or n-contiguous one two boxes of
+// a k-contiguous operand is one box of 64 k × 128 (B: kBlockN) rows (row r at 128·r bytes: wgmma's K-major
+// canonical layout, stride-dimension offset 1024), an m- or n-contiguous one 2 (B: kBlockN / 64) boxes of
 // 64 rows-or-columns × 64 k (k row at 128 bytes, boxes 8 KiB apart: the MN-major layout, leading
 // offset 8192, stride offset 1024), so nn, nt, tn and tt are one kernel with wgmma's transpose
 // bits set at compile time. The k16 step moves the descriptor start by 32 bytes (K-major) or
@@ -39,6 +43,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "matmul.cuh"
 #include "matmul_mma.cuh"
@@ -52,41 +58,54 @@ namespace kiln {
 namespace wgmma_matmul {
 
 inline constexpr int kBlockM = 128;
-inline constexpr int kBlockN = 128;
+/** Output columns of a tile: 128, 192 or 256 (one m64nNk16 per consumer and k16 step, N the width). */
+inline constexpr int kNarrow = 128;
+inline constexpr int kMedium = 192;
+inline constexpr int kWide = 256;
 inline constexpr int kDepth = 64;
 inline constexpr int kStages = 4;
 inline constexpr int kConsumers = 2;
 inline constexpr int kThreads = 128 * (1 + kConsumers);
-/** Bytes of one operand's tile in a stage (128 rows × 64 elements × 2 bytes) and of one 64 × 64 box. */
+/** Bytes of A's tile in a stage (128 rows × 64 elements × 2 bytes) and of one 64 × 64 box. */
 inline constexpr int kTileBytes = kBlockM * kDepth * 2;
 inline constexpr int kBoxBytes = 64 * kDepth * 2;
-inline constexpr int kStageBytes = 2 * kTileBytes;
-/** The stages, their full/empty barriers, and slack to align the stages to 1024 bytes. */
-inline constexpr int kSharedBytes = kStages * kStageBytes + 2 * kStages * 8 + 1024;
-static_assert(kBlockN * kDepth * 2 == kTileBytes, "A and B tiles are the same size");
 
-/** One k16 step of the 64 × 128 accumulator: kiln's TransB (b is [n,k]) is wgmma's K-major B, i.e. PTX transpose bit 0. */
-template <typename T, int TransA, int TransB>
-__device__ __forceinline__ void mma_step(float (&acc)[64], std::uint64_t desc_a, std::uint64_t desc_b, int scale_d) {
-  ptx::wgmma_m64nk16<T, 128, TransA, TransB != 0 ? 0 : 1>(acc, desc_a, desc_b, scale_d);
+/** Shared-memory plan of a tile kBlockM × kBlockN (kNarrow, kMedium or kWide). */
+template <int kBlockN>
+struct Plan {
+  static_assert(kBlockN == kNarrow || kBlockN == kMedium || kBlockN == kWide, "tiles are 128, 192 or 256 columns wide");
+  /** Bytes of B's tile in a stage (kBlockN columns × 64 elements × 2 bytes). */
+  static constexpr int kTileBytesB = kBlockN * kDepth * 2;
+  static constexpr int kStageBytes = kTileBytes + kTileBytesB;
+  /** The stages, their full/empty barriers, and slack to align the stages to 1024 bytes. */
+  static constexpr int kSharedBytes = kStages * kStageBytes + 2 * kStages * 8 + 1024;
+  static_assert(kSharedBytes <= 227 * 1024, "exceeds the 227 KiB of shared memory a Hopper block may use");
+};
+
+/** One k16 step of the 64 × kBlockN accumulator: kiln's TransB (b is [n,k]) is wgmma's K-major B, i.e. PTX transpose bit 0. */
+template <typename T, int TransA, int TransB, int kBlockN>
+__device__ __forceinline__ void mma_step(float (&acc)[kBlockN / 2], std::uint64_t desc_a, std::uint64_t desc_b,
+                                         int scale_d) {
+  ptx::wgmma_m64nk16<T, kBlockN, TransA, TransB != 0 ? 0 : 1>(acc, desc_a, desc_b, scale_d);
 }
 
 /**
- * Issues the copies of one operand's stage: a contiguous-along-k operand is one box at (k0, outer0),
- * an m/n-contiguous one two boxes at (outer0 + 64j, k0).
+ * Issues the copies of one operand's stage of `Rows` rows or columns: a contiguous-along-k operand
+ * is one box at (k0, outer0), an m/n-contiguous one Rows / 64 boxes at (outer0 + 64j, k0).
  */
-template <bool KContiguous>
+template <bool KContiguous, int Rows>
 __device__ __forceinline__ void load_operand(unsigned char* stage, const vendor::TensorMap* map, int outer0, int k0,
                                              int batch, std::uint64_t* bar) {
   if (KContiguous) {
     ptx::tma_load_3d(stage, map, k0, outer0, batch, bar);
   } else {
-    ptx::tma_load_3d(stage, map, outer0, k0, batch, bar);
-    ptx::tma_load_3d(stage + kBoxBytes, map, outer0 + 64, k0, batch, bar);
+    KILN_UNROLL
+    for (int box = 0; box < Rows / 64; box++)
+      ptx::tma_load_3d(stage + box * kBoxBytes, map, outer0 + 64 * box, k0, batch, bar);
   }
 }
 
-/** The descriptor of k16 step `step` for rows [row0, row0 + 64) or all 128 columns of an operand's stage. */
+/** The descriptor of k16 step `step` for A's rows [64·half, 64·half + 64) or all of B's columns in a stage. */
 template <bool KContiguous>
 __device__ __forceinline__ std::uint64_t operand_descriptor(std::uint32_t stage, int half, int step) {
   if (KContiguous) return ptx::wgmma_descriptor_128b(stage + half * 64 * 128 + step * 32, 16, 1024);
@@ -97,13 +116,14 @@ __device__ __forceinline__ std::uint64_t operand_descriptor(std::uint32_t stage,
  * Out is T (splits must be 1), or f32 for split-K partials: work item (tile, split) sums the k steps
  * [split · steps_per_split, …) of its tile into item batch_index · splits + split of out.
  */
-template <typename T, typename Out, int TransA, int TransB>
+template <typename T, typename Out, int TransA, int TransB, int kBlockN>
 __global__ void __launch_bounds__(kThreads, 1)
     matmul_wgmma_kernel(const KILN_GRID_CONSTANT vendor::TensorMap map_a,
                         const KILN_GRID_CONSTANT vendor::TensorMap map_b, Out* out, Index m, Index n, Index k,
                         Index batch, int pair_out, Index splits, Index steps_per_split) {
   constexpr bool kAlongKA = TransA == 0;  // a [m,k]: k contiguous
   constexpr bool kAlongKB = TransB != 0;  // b [n,k]: k contiguous
+  constexpr int kStageBytes = Plan<kBlockN>::kStageBytes;
   KILN_EXTERN_SHARED(unsigned char, raw);
   const std::uint32_t raw_address = ptx::smem_address(raw);
   unsigned char* shared = raw + ((1024u - raw_address % 1024u) % 1024u);
@@ -145,8 +165,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         ptx::mbarrier_arrive_expect_tx(&full[stage], kStageBytes);
         unsigned char* stage_a = shared + stage * kStageBytes;
         const int k0 = static_cast<int>(step) * kDepth;
-        load_operand<kAlongKA>(stage_a, &map_a, row0, k0, batch_index, &full[stage]);
-        load_operand<kAlongKB>(stage_a + kTileBytes, &map_b, column0, k0, batch_index, &full[stage]);
+        load_operand<kAlongKA, kBlockM>(stage_a, &map_a, row0, k0, batch_index, &full[stage]);
+        load_operand<kAlongKB, kBlockN>(stage_a + kTileBytes, &map_b, column0, k0, batch_index, &full[stage]);
         if (++stage == kStages) {
           stage = 0;
           phase ^= 1u;
@@ -169,9 +189,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     Index first_step;
     Index end_step;
     steps_of(item, first_step, end_step);
-    float acc[64];
+    float acc[kBlockN / 2];
     KILN_UNROLL
-    for (int i = 0; i < 64; i++) acc[i] = 0.0f;
+    for (int i = 0; i < kBlockN / 2; i++) acc[i] = 0.0f;
     int previous = -1;
     for (Index step = first_step; step < end_step; step++) {
       ptx::mbarrier_wait(&full[stage], phase);
@@ -180,9 +200,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       ptx::wgmma_fence();
       KILN_UNROLL
       for (int depth = 0; depth < kDepth / 16; depth++) {
-        mma_step<T, TransA, TransB>(acc, operand_descriptor<kAlongKA>(stage_a, consumer, depth),
-                                    operand_descriptor<kAlongKB>(stage_b, 0, depth),
-                                    step > first_step || depth > 0 ? 1 : 0);
+        mma_step<T, TransA, TransB, kBlockN>(acc, operand_descriptor<kAlongKA>(stage_a, consumer, depth),
+                                             operand_descriptor<kAlongKB>(stage_b, 0, depth),
+                                             step > first_step || depth > 0 ? 1 : 0);
       }
       ptx::wgmma_commit();
       ptx::wgmma_wait<1>();  // the previous step's wgmmas have read their stage: hand it back
@@ -195,14 +215,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     ptx::wgmma_wait<0>();
     if (previous >= 0 && thread == 0) ptx::mbarrier_arrive(&empty[previous]);
-    // Epilogue: fragment rows 16w + g (+8), columns 8j + 2q (+1) of this consumer's 64 × 128.
+    // Epilogue: fragment rows 16w + g (+8), columns 8j + 2q (+1) of this consumer's 64 × kBlockN.
     Out* matrix_out = out + (batch_index * splits + item % splits) * m * n;
     const int warp = thread / 32;
     const int g = (thread % 32) / 4;
     const int q = thread % 4;
     const Index row = row0 + consumer * 64 + warp * 16 + g;
     KILN_UNROLL
-    for (int j = 0; j < 16; j++) {
+    for (int j = 0; j < kBlockN / 8; j++) {
       const Index column = column0 + j * 8 + 2 * q;
       if (row < m) store_pair(matrix_out + row * n, column, n, acc[4 * j], acc[4 * j + 1], pair_out != 0);
       if (row + 8 < m) store_pair(matrix_out + (row + 8) * n, column, n, acc[4 * j + 2], acc[4 * j + 3], pair_out != 0);
@@ -224,9 +244,9 @@ inline bool supports_operands(const void* a, const void* b, const MatmulShape& s
          tma_aligned(b, shape.transpose_b ? shape.k : shape.n, shape.batch_stride_b, shape.batch);
 }
 
-/** Output tiles of the problem. */
-inline Index tile_count(const MatmulShape& shape) {
-  return ((shape.m + kBlockM - 1) / kBlockM) * ((shape.n + kBlockN - 1) / kBlockN) * shape.batch;
+/** Output tiles of the problem, kBlockM × block_n each (narrow unless said). */
+inline Index tile_count(const MatmulShape& shape, Index block_n = kNarrow) {
+  return ((shape.m + kBlockM - 1) / kBlockM) * ((shape.n + block_n - 1) / block_n) * shape.batch;
 }
 
 /** Depth from which a tile's k loop is long enough to keep a multiprocessor busy on its own. */
@@ -267,6 +287,57 @@ inline bool worth_it(const LaunchContext& context, const MatmulShape& shape) {
   return split.splits > 1 && 2 * tiles * split.splits >= multiprocessors;
 }
 
+/**
+ * Time per output of a tile kBlockM × `block_n` relative to a 128 × 128 one (estimates from the
+ * operand traffic, to be replaced by measurements): per k16 step a consumer's m64nNk16 reads A
+ * (2 KiB) and B (N · 32 bytes) from shared memory — 6, 8 and 10 KiB per 131,072, 196,608 and
+ * 262,144 products, so 1, 0.89 and 0.83 per output — and a stage brings (128 + N) · 128 bytes from
+ * L2 for 128 · N outputs: 1, 0.83 and 0.75 per output. At the tensor cores' rate 128 × 128 tiles
+ * would need about 15 TB/s from L2 at 4096³, more than it delivers.
+ */
+inline double tile_cost(Index block_n) { return block_n == kWide ? 0.8 : block_n == kMedium ? 0.86 : 1.0; }
+
+/**
+ * KILN_CUDA_WGMMA_COLUMNS: "128", "192" or "256" makes every unsplit problem take that tile width
+ * (to time the widths against each other on one GPU, as gpu-check's matmul-128 stage does); 0
+ * when unset, the per-shape choice. Read at each call, so a process may change it between matmuls;
+ * the backend refuses other values when it opens (cuda-backend.ts).
+ */
+inline int forced_block_columns() {
+  const char* setting = std::getenv("KILN_CUDA_WGMMA_COLUMNS");
+  if (setting == nullptr) return 0;
+  for (const int block_n : {kNarrow, kMedium, kWide}) {
+    if (std::strcmp(setting, block_n == kNarrow ? "128" : block_n == kMedium ? "192" : "256") == 0) return block_n;
+  }
+  return 0;
+}
+
+/**
+ * The tile width of an unsplit problem (KILN_CUDA_WGMMA_COLUMNS, when set, decides instead): the persistent grid takes ⌈tiles / multiprocessors⌉ rounds
+ * of equal tiles, each round costing block_n / 128 · tile_cost(block_n) of a narrow round; the
+ * cheapest width wins (ties: the narrower). On an H100's 132 multiprocessors, 4096³ and gpt2s's
+ * gate/up projections take 256 (4 rounds against 8 narrow ones), its q/k/v/o and down projections
+ * (768 columns) 192 (2 rounds against 3); split-K problems and n ≤ 128 keep 128.
+ */
+inline int block_columns(const LaunchContext& context, const MatmulShape& shape, const SplitKPlan& split) {
+  if (split.splits > 1) return kNarrow;
+  const int forced = forced_block_columns();
+  if (forced != 0) return forced;
+  if (shape.n <= kNarrow) return kNarrow;
+  const Index multiprocessors = context.multiprocessors();
+  int best = kNarrow;
+  double best_cost = 0.0;
+  for (const int block_n : {kNarrow, kMedium, kWide}) {
+    const Index rounds = (tile_count(shape, block_n) + multiprocessors - 1) / multiprocessors;
+    const double cost = static_cast<double>(rounds) * block_n / kNarrow * tile_cost(block_n);
+    if (block_n == kNarrow || cost < best_cost) {
+      best = block_n;
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
 /** The 3D tensor map (contiguous, other, batch) of one operand with boxes of `box_contiguous` × `box_other`. */
 inline cudaError_t operand_map(vendor::TensorMap* map, const void* base, Index contiguous, Index other, Index batch,
                                Index batch_stride, std::uint32_t box_contiguous, std::uint32_t box_other) {
@@ -281,58 +352,75 @@ inline cudaError_t operand_map(vendor::TensorMap* map, const void* base, Index c
   return vendor::encode_tensor_map_tiled(map, 3, base, dims, strides, box, true, why);
 }
 
-template <typename T, typename Out, int TransA, int TransB>
+template <typename T, typename Out, int TransA, int TransB, int kBlockN>
 cudaError_t launch_layout(const LaunchContext& context, const char* name, const vendor::TensorMap& map_a,
                           const vendor::TensorMap& map_b, Out* out, const MatmulShape& shape, const SplitKPlan& split) {
-  const cudaError_t allowed = cudaFuncSetAttribute(matmul_wgmma_kernel<T, Out, TransA, TransB>,
+  constexpr int kSharedBytes = Plan<kBlockN>::kSharedBytes;
+  const cudaError_t allowed = cudaFuncSetAttribute(matmul_wgmma_kernel<T, Out, TransA, TransB, kBlockN>,
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
   if (allowed != cudaSuccess) return allowed;
   const Index multiprocessors = context.multiprocessors();
-  const Index items = tile_count(shape) * split.splits;
+  const Index items = tile_count(shape, kBlockN) * split.splits;
   const unsigned blocks = static_cast<unsigned>(items < multiprocessors ? items : multiprocessors);
   const int pair_out = shape.n % 2 == 0 && (reinterpret_cast<std::uintptr_t>(out) & (2 * sizeof(Out) - 1)) == 0 ? 1 : 0;
-  return vendor::launch(name, matmul_wgmma_kernel<T, Out, TransA, TransB>, dim3(blocks), dim3(kThreads),
+  return vendor::launch(name, matmul_wgmma_kernel<T, Out, TransA, TransB, kBlockN>, dim3(blocks), dim3(kThreads),
                         static_cast<std::size_t>(kSharedBytes), context.stream, map_a, map_b, out, shape.m, shape.n,
                         shape.k, shape.batch, pair_out, split.splits, split.tiles_per_split);
 }
 
-/** The layout's instantiation writing `out` (T, or f32 partials when split). */
-template <typename T, typename Out>
+/** The layout's instantiation writing `out` (T, or f32 partials when split) on kBlockN-wide tiles; names by layout nn, nt, tn, tt. */
+template <typename T, typename Out, int kBlockN>
 cudaError_t launch_any_layout(const LaunchContext& context, const char* const (&names)[4],
                               const vendor::TensorMap& map_a, const vendor::TensorMap& map_b, Out* out,
                               const MatmulShape& shape, const SplitKPlan& split) {
   if (!shape.transpose_a && !shape.transpose_b)
-    return launch_layout<T, Out, 0, 0>(context, names[0], map_a, map_b, out, shape, split);
-  if (!shape.transpose_a) return launch_layout<T, Out, 0, 1>(context, names[1], map_a, map_b, out, shape, split);
-  if (!shape.transpose_b) return launch_layout<T, Out, 1, 0>(context, names[2], map_a, map_b, out, shape, split);
-  return launch_layout<T, Out, 1, 1>(context, names[3], map_a, map_b, out, shape, split);
+    return launch_layout<T, Out, 0, 0, kBlockN>(context, names[0], map_a, map_b, out, shape, split);
+  if (!shape.transpose_a)
+    return launch_layout<T, Out, 0, 1, kBlockN>(context, names[1], map_a, map_b, out, shape, split);
+  if (!shape.transpose_b)
+    return launch_layout<T, Out, 1, 0, kBlockN>(context, names[2], map_a, map_b, out, shape, split);
+  return launch_layout<T, Out, 1, 1, kBlockN>(context, names[3], map_a, map_b, out, shape, split);
 }
 
+/** Kernel names of one dtype by layout (nn, nt, tn, tt), per tile width. */
+struct KernelNames {
+  const char* narrow[4];
+  const char* medium[4];
+  const char* wide[4];
+};
+
 /**
- * Encodes the operands' tensor maps and launches the layout's instantiation — split along k into
- * `workspace` (split_k_workspace_bytes of plan()) and reduced when plan() splits; sets
- * `maps_refused` (and launches nothing) when the driver refuses a map.
+ * Encodes the operands' tensor maps and launches the layout's instantiation — on the tile width
+ * block_columns() picks; split along k into `workspace` (split_k_workspace_bytes of plan()) and
+ * reduced when plan() splits; sets `maps_refused` (and launches nothing) when the driver refuses a map.
  */
 template <typename T>
-cudaError_t launch(const LaunchContext& context, const char* const (&names)[4], const void* a, const void* b, void* out,
+cudaError_t launch(const LaunchContext& context, const KernelNames& names, const void* a, const void* b, void* out,
                    const MatmulShape& shape, void* workspace, bool& maps_refused) {
   maps_refused = false;
+  const SplitKPlan split = plan(context, shape);
+  const int block_n = block_columns(context, shape, split);
   vendor::TensorMap map_a;
   vendor::TensorMap map_b;
   const bool a_along_k = !shape.transpose_a;
   const bool b_along_k = shape.transpose_b;
   if (operand_map(&map_a, a, a_along_k ? shape.k : shape.m, a_along_k ? shape.m : shape.k, shape.batch,
-                  shape.batch_stride_a, 64, a_along_k ? 128 : 64) != cudaSuccess ||
+                  shape.batch_stride_a, 64, a_along_k ? kBlockM : 64) != cudaSuccess ||
       operand_map(&map_b, b, b_along_k ? shape.k : shape.n, b_along_k ? shape.n : shape.k, shape.batch,
-                  shape.batch_stride_b, 64, b_along_k ? 128 : 64) != cudaSuccess) {
+                  shape.batch_stride_b, 64, b_along_k ? static_cast<std::uint32_t>(block_n) : 64) != cudaSuccess) {
     maps_refused = true;
     return cudaSuccess;
   }
-  const SplitKPlan split = plan(context, shape);
-  if (split.splits == 1) return launch_any_layout<T>(context, names, map_a, map_b, static_cast<T*>(out), shape, split);
+  if (block_n == kWide)
+    return launch_any_layout<T, T, kWide>(context, names.wide, map_a, map_b, static_cast<T*>(out), shape, split);
+  if (block_n == kMedium)
+    return launch_any_layout<T, T, kMedium>(context, names.medium, map_a, map_b, static_cast<T*>(out), shape, split);
+  if (split.splits == 1)
+    return launch_any_layout<T, T, kNarrow>(context, names.narrow, map_a, map_b, static_cast<T*>(out), shape, split);
   if (workspace == nullptr) return cudaErrorInvalidValue;  // the caller skipped matmul_workspace_bytes
   float* partials = static_cast<float*>(workspace);
-  const cudaError_t launched = launch_any_layout<T>(context, names, map_a, map_b, partials, shape, split);
+  const cudaError_t launched =
+      launch_any_layout<T, float, kNarrow>(context, names.narrow, map_a, map_b, partials, shape, split);
   if (launched != cudaSuccess) return launched;
   return launch_split_k_reduce(context, std::is_same_v<T, __half> ? kF16 : kBF16, partials, out, split.splits,
                                shape.batch, shape.m * shape.n);

@@ -6,8 +6,13 @@ namespace kiln {
 cudaError_t launch_matmul_wgmma_f16(const LaunchContext& context, const void* a, const void* b, void* out,
                                     const MatmulShape& shape, void* workspace, bool& maps_refused) {
 #if defined(KILN_HAS_TENSOR_MAPS)
-  static const char* const kNames[4] = {"matmul_wgmma_kernel<f16, nn>", "matmul_wgmma_kernel<f16, nt>",
-                                        "matmul_wgmma_kernel<f16, tn>", "matmul_wgmma_kernel<f16, tt>"};
+  static constexpr wgmma_matmul::KernelNames kNames = {
+      {"matmul_wgmma_kernel<f16, nn>", "matmul_wgmma_kernel<f16, nt>", "matmul_wgmma_kernel<f16, tn>",
+       "matmul_wgmma_kernel<f16, tt>"},
+      {"matmul_wgmma_kernel<f16, nn, 128x192>", "matmul_wgmma_kernel<f16, nt, 128x192>",
+       "matmul_wgmma_kernel<f16, tn, 128x192>", "matmul_wgmma_kernel<f16, tt, 128x192>"},
+      {"matmul_wgmma_kernel<f16, nn, 128x256>", "matmul_wgmma_kernel<f16, nt, 128x256>",
+       "matmul_wgmma_kernel<f16, tn, 128x256>", "matmul_wgmma_kernel<f16, tt, 128x256>"}};
   return wgmma_matmul::launch<__half>(context, kNames, a, b, out, shape, workspace, maps_refused);
 #else
   (void)context, (void)a, (void)b, (void)out, (void)shape, (void)workspace;

@@ -1,8 +1,8 @@
 // kernels/ptx_wgmma.cuh — kiln's thin wrappers over the sm_90 / sm_90a PTX its Hopper kernels use:
 // mbarrier (init, arrive, arrive.expect_tx, try_wait.parity loop), TMA bulk tensor copies
 // (cp.async.bulk.tensor.3d/.4d global → shared, completing on an mbarrier), wgmma m64nNk16 for
-// N 64 and 128 (bf16/f16 → f32, B from a shared-memory matrix descriptor, A from one or from
-// registers: wgmma_m64nk16 / wgmma_m64nk16_rs, typed over T and N), wgmma.fence /
+// N 64, 128 and (A from shared memory only) 192 and 256 (bf16/f16 → f32, B from a shared-memory matrix
+// descriptor, A from one or from registers: wgmma_m64nk16 / wgmma_m64nk16_rs, typed over T and N), wgmma.fence /
 // commit_group / wait_group, setmaxnreg and the proxy/barrier-init fences.
 //
 // On the device each wrapper is one `asm volatile`, compiled only for sm_90a (other targets trap:
@@ -198,7 +198,7 @@ __device__ __forceinline__ void wgmma_wait() {
   KILN_PTX_SM90A(asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"));
 }
 // One wgmma.mma_async statement per (N, input type, A source), spelled by the macros below:
-// accumulator lists of 32 (N 64) or 64 (N 128) registers, then the operand numbers that follow them.
+// accumulator lists of 32 (N 64), 64 (N 128), 96 (N 192) or 128 (N 256) registers, then the operand numbers that follow them.
 #define KILN_WGMMA_D8(o)                                                                                      \
   "+f"(d[o]), "+f"(d[o + 1]), "+f"(d[o + 2]), "+f"(d[o + 3]), "+f"(d[o + 4]), "+f"(d[o + 5]), "+f"(d[o + 6]), \
       "+f"(d[o + 7])
@@ -211,6 +211,24 @@ __device__ __forceinline__ void wgmma_wait() {
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
   "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
   "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define KILN_WGMMA_D96 KILN_WGMMA_D64, KILN_WGMMA_D8(64), KILN_WGMMA_D8(72), KILN_WGMMA_D8(80), KILN_WGMMA_D8(88)
+#define KILN_WGMMA_R96                                                                                              \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
+  "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "                      \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, "            \
+  "%84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}"
+#define KILN_WGMMA_D128                                                                                          \
+  KILN_WGMMA_D64, KILN_WGMMA_D8(64), KILN_WGMMA_D8(72), KILN_WGMMA_D8(80), KILN_WGMMA_D8(88), KILN_WGMMA_D8(96), \
+      KILN_WGMMA_D8(104), KILN_WGMMA_D8(112), KILN_WGMMA_D8(120)
+#define KILN_WGMMA_R128                                                                                             \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
+  "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "                      \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, "            \
+  "%84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, "              \
+  "%103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, "          \
+  "%120, %121, %122, %123, %124, %125, %126, %127}"
 /** A and B from descriptors: operands DA, DB (descriptors), SC (scale_d), TA, TB (transposes) after the accumulators. */
 #define KILN_WGMMA_SS(SHAPE, TYPE, REGS, OUTS, DA, DB, SC, TA, TB)                                               \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #SC ", 0;\nwgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE \
@@ -224,11 +242,12 @@ __device__ __forceinline__ void wgmma_wait() {
                : OUTS                                                                                            \
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(TransB))
 
-/** d (+)= A·B, m64nNk16 (N 64 or 128), T inputs, A and B from shared-memory descriptors (PTX transpose bits TransA/TransB). */
+/** d (+)= A·B, m64nNk16 (N 64, 128, 192 or 256), T inputs, A and B from shared-memory descriptors (PTX transpose bits TransA/TransB). */
 template <typename T, int N, int TransA, int TransB>
 __device__ __forceinline__ void wgmma_m64nk16(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b,
                                               int scale_d) {
-  static_assert(N == 64 || N == 128, "kiln wraps wgmma m64n64k16 and m64n128k16");
+  static_assert(N == 64 || N == 128 || N == 192 || N == 256,
+                "kiln wraps wgmma m64n64k16, m64n128k16, m64n192k16 and m64n256k16");
   constexpr bool kBf16 = std::is_same<T, __nv_bfloat16>::value;
   if constexpr (N == 64 && kBf16)
     KILN_PTX_SM90A(KILN_WGMMA_SS("m64n64k16", "bf16", KILN_WGMMA_R32, KILN_WGMMA_D32, 32, 33, 34, 35, 36));
@@ -238,6 +257,14 @@ __device__ __forceinline__ void wgmma_m64nk16(float (&d)[N / 2], std::uint64_t d
     KILN_PTX_SM90A(KILN_WGMMA_SS("m64n128k16", "bf16", KILN_WGMMA_R64, KILN_WGMMA_D64, 64, 65, 66, 67, 68));
   if constexpr (N == 128 && !kBf16)
     KILN_PTX_SM90A(KILN_WGMMA_SS("m64n128k16", "f16", KILN_WGMMA_R64, KILN_WGMMA_D64, 64, 65, 66, 67, 68));
+  if constexpr (N == 192 && kBf16)
+    KILN_PTX_SM90A(KILN_WGMMA_SS("m64n192k16", "bf16", KILN_WGMMA_R96, KILN_WGMMA_D96, 96, 97, 98, 99, 100));
+  if constexpr (N == 192 && !kBf16)
+    KILN_PTX_SM90A(KILN_WGMMA_SS("m64n192k16", "f16", KILN_WGMMA_R96, KILN_WGMMA_D96, 96, 97, 98, 99, 100));
+  if constexpr (N == 256 && kBf16)
+    KILN_PTX_SM90A(KILN_WGMMA_SS("m64n256k16", "bf16", KILN_WGMMA_R128, KILN_WGMMA_D128, 128, 129, 130, 131, 132));
+  if constexpr (N == 256 && !kBf16)
+    KILN_PTX_SM90A(KILN_WGMMA_SS("m64n256k16", "f16", KILN_WGMMA_R128, KILN_WGMMA_D128, 128, 129, 130, 131, 132));
 }
 /** d (+)= A·B, m64nNk16, A from registers (the m16n8k16 A fragment per warp, see gpu_sim/cuda/wgmma.hpp), B from shared memory. */
 template <typename T, int N, int TransB>
@@ -257,8 +284,12 @@ __device__ __forceinline__ void wgmma_m64nk16_rs(float (&d)[N / 2], const std::u
 
 #undef KILN_WGMMA_RS
 #undef KILN_WGMMA_SS
+#undef KILN_WGMMA_R128
+#undef KILN_WGMMA_R96
 #undef KILN_WGMMA_R64
 #undef KILN_WGMMA_R32
+#undef KILN_WGMMA_D128
+#undef KILN_WGMMA_D96
 #undef KILN_WGMMA_D64
 #undef KILN_WGMMA_D32
 #undef KILN_WGMMA_D8
