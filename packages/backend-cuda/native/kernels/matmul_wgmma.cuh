@@ -26,11 +26,11 @@
 // Layout: a [m,k] or [k,m] (transposeA), b [k,n] or [n,k] (transposeB), per batch at
 // batch·batchStride; out dense [batch, m, n]. Each operand is read through a 3D tensor map
 // (contiguous extent, other extent, batch) with 128-byte swizzling into a 1024-byte-aligned stage:
-// a k-contiguous operand is one box of 64 k × 128 (B: kBlockN) rows (row r at 128·r bytes: wgmma's K-major
-// canonical layout, stride-dimension offset 1024), an m- or n-contiguous one 2 (B: kBlockN / 64) boxes of
-// 64 rows-or-columns × 64 k (k row at 128 bytes, boxes 8 KiB apart: the MN-major layout, leading
-// offset 8192, stride offset 1024), so nn, nt, tn and tt are one kernel with wgmma's transpose
-// bits set at compile time. The k16 step moves the descriptor start by 32 bytes (K-major) or
+// a k-contiguous operand is one box of 64 k × 128 rows (B: kBlockN rows; row r at 128·r bytes:
+// wgmma's K-major canonical layout, stride-dimension offset 1024), an m- or n-contiguous one two
+// (B: kBlockN / 64) boxes of 64 rows-or-columns × 64 k (k row at 128 bytes, boxes 8 KiB apart: the
+// MN-major layout, leading offset 8192, stride offset 1024), so nn, nt, tn and tt are one kernel
+// with wgmma's transpose bits set at compile time. The k16 step moves the descriptor start by 32 bytes (K-major) or
 // 2048 bytes (MN-major) inside the swizzle atom, as the hardware applies the swizzle to the
 // absolute address.
 // Edges: TMA zero-fills every element outside m, n, k (and counts it as delivered), so partial
