@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The program gpu-check's 'sanitizer' part runs under compute-sanitizer (memcheck, racecheck,
 // synccheck): first shapes that take the sm_90a kernels on a Hopper GPU (bf16 matmuls with enough
-// 128×128 tiles for the wgmma kernel in nn, nt and tn, and a tn one with few tiles and a long k that
+// tiles for the wgmma kernel in nn, nt and tn — on 128×128, 128×192 and 128×256 tiles in turn,
+// through KILN_CUDA_WGMMA_COLUMNS — and a tn one with few tiles and a long k that
 // it splits along k, as gpt2s's q/k/v/o weight gradient; bf16 attention forward and backward at
 // head dims 64 and 128, causal with GQA and partial tiles, and at D 64 with enough tiles that
 // persistent blocks reuse their buffers), then the conformance kit's matmul and
@@ -30,14 +31,16 @@ const tensor = (shape, dtype, seed) => {
   return ref;
 };
 
-// 18 × 18 = 324 output tiles of 128 × 128: two per multiprocessor on a 132-SM H100 or H200 (3 × 3 on the simulator).
+// 18 × 18 = 324 output tiles of 128 × 128: two per multiprocessor on a 132-SM H100 or H200 (3 × 3 on the simulator);
+// each layout on another tile width (the native layer reads KILN_CUDA_WGMMA_COLUMNS at each matmul).
 const side = simulator ? 328 : 2304;
 const depth = simulator ? 40 : 320;
-for (const [transposeA, transposeB] of [
-  [false, false],
-  [false, true],
-  [true, false],
+for (const [transposeA, transposeB, columns] of [
+  [false, false, '128'],
+  [false, true, '192'],
+  [true, false, '256'],
 ]) {
+  process.env.KILN_CUDA_WGMMA_COLUMNS = columns;
   const a = tensor(transposeA ? [depth, side] : [side, depth], 'bf16', 3);
   const b = tensor(transposeB ? [side, depth] : [depth, side], 'bf16', 4);
   const out = tensor([side, side], 'bf16');
@@ -52,6 +55,7 @@ for (const [transposeA, transposeB] of [
     batchStrideB: side * depth,
   });
 }
+delete process.env.KILN_CUDA_WGMMA_COLUMNS;
 // Few tiles, long k: the wgmma kernel's split-K (768×768×8192 is 36 tiles in 3 ranges on 132 SMs; 1 tile in 3 on the simulator's 4).
 {
   const [m, n, k] = simulator ? [104, 72, 1800] : [768, 768, 8192];
