@@ -36,18 +36,21 @@ skip_all_but() {
   echo "${skip#,}"
 }
 
-# stage name, its most seconds, the parts it runs
+# stage name, its most seconds, the parts it runs, then gpu-check options of its own
 run_stage() {
   local name=$1 most=$2 parts=$3
+  shift 3
   local left=$(( deadline - $(elapsed) - 5 ))
   if [ "$left" -lt 20 ]; then say "$name: not run (the deadline is near)"; return 0; fi
   [ "$most" -gt "$left" ] && most=$left
   say "$name: start (limit ${most} s)${KILN_CUDA_HOPPER_KERNELS:+ with KILN_CUDA_HOPPER_KERNELS=$KILN_CUDA_HOPPER_KERNELS}${KILN_CUDA_WGMMA_COLUMNS:+ with KILN_CUDA_WGMMA_COLUMNS=$KILN_CUDA_WGMMA_COLUMNS}"
   timeout -s KILL "$most" bash "$script_dir/gpu-check.sh" --json "$out/$name.json" --skip "$(skip_all_but "$parts")" \
-    ${passthrough[@]+"${passthrough[@]}"} > "$out/$name.log" 2>&1
+    "$@" ${passthrough[@]+"${passthrough[@]}"} > "$out/$name.log" 2>&1
   local status=$?
   say "$name: exit $status$([ $status -eq 137 ] && echo ' (stopped at its time limit)')"
   grep -E '^conformance |DISAGREES|FAIL|^  [✓✗] |^sanitizer |^ncu: |skipped: ' "$out/$name.log" | head -40 >> "$out/summary.txt"
+  # The width comparison (matmul-128 against the matmul stage) in full.
+  sed -n '/^matmul against /,/^$/p' "$out/$name.log" >> "$out/summary.txt"
   return $status
 }
 
@@ -69,6 +72,6 @@ if [ "${KILN_CUDA_HOPPER_KERNELS:-}" != 0 ]; then
   (export KILN_CUDA_HOPPER_KERNELS=0; run_stage attention-flash2 70 attention)
   # The wgmma matmul on 128×128 tiles only: against the matmul stage's figures, what the 128×192 and
   # 128×256 tiles the shapes chose there gain (matmul_wgmma.cuh block_columns' estimates).
-  (export KILN_CUDA_WGMMA_COLUMNS=128; run_stage matmul-128 60 matmul)
+  (export KILN_CUDA_WGMMA_COLUMNS=128; run_stage matmul-128 60 matmul --matmul-baseline "$out/matmul.json")
 fi
 say "done: $out/summary.txt"

@@ -25,7 +25,7 @@ import { kilnBench, locateCli, matmulComparison, pytorchBench } from './gpu-chec
 import { checkHfFixtures } from './gpu-check/hf-fixtures.mjs';
 import { ncuSection, parseNcuReport, runNcu } from './gpu-check/ncu.mjs';
 import { runSanitizers, sanitizerSection } from './gpu-check/sanitizer.mjs';
-import { createReport, evaluateTargets, formatReport } from './gpu-check/report.mjs';
+import { createReport, evaluateTargets, formatReport, matmulBaseline } from './gpu-check/report.mjs';
 import {
   cliTarget,
   compareGraphed,
@@ -137,6 +137,8 @@ if (!options.skip.has('matmul')) {
   };
   log('matmul (kiln vs cuBLAS):');
   report.matmul = await matmulComparison(kiln, cublas, options, log, tf32);
+  if (options.matmulBaseline !== undefined)
+    report.matmulBaseline = matmulBaseline(options.matmulBaseline, report.matmul);
   kiln.dispose();
   cublas?.dispose();
   tf32.kiln.dispose();

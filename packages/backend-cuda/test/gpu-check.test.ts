@@ -3,7 +3,7 @@
 // simulator build (--simulator), and a self-contained bundle (gpu-check:pack) that runs with no
 // workspace around it.
 import { execFile } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,7 +11,15 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseArguments, UsageError } from '../scripts/gpu-check/arguments.mjs';
 import { kilnKernelOfTimings, matmulAgreementLimit, relativeL2 } from '../scripts/gpu-check/measure.mjs';
-import { createReport, evaluateTargets, formatReport, type GpuCheckReport } from '../scripts/gpu-check/report.mjs';
+import {
+  compareMatmulRows,
+  createReport,
+  evaluateTargets,
+  formatReport,
+  type GpuCheckReport,
+  type MatmulRow,
+  matmulBaseline,
+} from '../scripts/gpu-check/report.mjs';
 import { parseSanitizerOutput } from '../scripts/gpu-check/sanitizer.mjs';
 import { buildFakeCublas } from './fake-cublas.js';
 import { simulatorSkipReason } from './simulator-status.js';
@@ -80,6 +88,8 @@ describe('gpu-check arguments', () => {
     ).toMatchObject({ gpt2sBatches: [4, 16], gpt2sSteps: 5 });
     expect(parseArguments(['--model', 'gpt2s']).model).toBe('gpt2s');
     expect(parseArguments(['--skip', 'hf-fixtures']).skip).toEqual(new Set(['hf-fixtures']));
+    expect(defaults.matmulBaseline).toBeUndefined();
+    expect(parseArguments(['--matmul-baseline', 'out/matmul.json']).matmulBaseline).toBe('out/matmul.json');
   });
 
   it('rejects what it does not know, naming it', () => {
@@ -89,6 +99,7 @@ describe('gpu-check arguments', () => {
       [['--skip', 'flash'], /--skip flash: unknown part/],
       [['--steps', '-1'], /--steps must be a non-negative integer/],
       [['--json'], /--json needs a value/],
+      [['--matmul-baseline'], /--matmul-baseline needs a value/],
       [['--precision', 'f16'], /use bf16 or f32/],
       [['--gpt2s-batches', '8,0'], /--gpt2s-batches needs batch sizes ≥ 1/],
       [['--gpt2s-batches', 'eight'], /--gpt2s-batches must be a non-negative integer/],
@@ -372,6 +383,96 @@ describe('gpu-check report', () => {
     expect(evaluateTargets(report).slice(2)).toEqual([
       { name: "Hugging Face fixtures within issue 14's bounds", value: null, target: 1, met: false },
     ]);
+  });
+});
+
+describe("gpu-check's matmul baseline (--matmul-baseline: the staged run's matmul-128 stage against its matmul stage)", () => {
+  const row = (label: string, dtype: string, kernel: string, device: number, tf32 = false): MatmulRow => ({
+    label,
+    dtype,
+    ...(tf32 ? { tf32 } : {}),
+    m: 4096,
+    n: 4096,
+    k: 4096,
+    transposeA: false,
+    transposeB: false,
+    kernel,
+    kilnTflops: device / 2,
+    kilnDeviceTflops: device,
+  });
+  const narrow = [
+    row('4096³', 'bf16', 'wgmma', 500),
+    row('gpt2s q/k/v/o x·Wᵀ', 'bf16', 'wgmma', 300),
+    row('4096³', 'f32', 'SIMT', 40),
+    row('4096³', 'f32', 'TF32 mma.sync', 100, true),
+  ];
+  const chosen = [
+    row('4096³', 'bf16', 'wgmma 128x256', 600),
+    row('gpt2s q/k/v/o x·Wᵀ', 'bf16', 'wgmma 128x192', 270),
+    row('4096³', 'f32', 'TF32 mma.sync', 110, true),
+    row('gpt2s lm_head', 'bf16', 'wgmma', 90),
+  ];
+
+  it('matches rows by shape, dtype and TF32 and gives the device-time ratio of each', () => {
+    const rows = compareMatmulRows(narrow, chosen);
+    expect(rows).toEqual([
+      {
+        label: '4096³',
+        dtype: 'bf16',
+        kernel: 'wgmma',
+        baselineKernel: 'wgmma 128x256',
+        deviceTflops: 500,
+        baselineDeviceTflops: 600,
+        deviceRatio: 500 / 600,
+      },
+      {
+        label: 'gpt2s q/k/v/o x·Wᵀ',
+        dtype: 'bf16',
+        kernel: 'wgmma',
+        baselineKernel: 'wgmma 128x192',
+        deviceTflops: 300,
+        baselineDeviceTflops: 270,
+        deviceRatio: 300 / 270,
+      },
+      {
+        label: '4096³',
+        dtype: 'f32',
+        tf32: true,
+        kernel: 'TF32 mma.sync',
+        baselineKernel: 'TF32 mma.sync',
+        deviceTflops: 100,
+        baselineDeviceTflops: 110,
+        deviceRatio: 100 / 110,
+      },
+    ]);
+  });
+
+  it('reads the baseline report, says why when it cannot, and prints the comparison', () => {
+    const file = join(scratch, 'matmul-stage.json');
+    writeFileSync(file, JSON.stringify({ schema: 1, matmul: chosen }));
+    const compared = matmulBaseline(file, narrow);
+    expect('rows' in compared && compared.rows.length).toBe(3);
+    expect(matmulBaseline(join(scratch, 'missing.json'), narrow)).toMatchObject({ error: /^cannot read it: / });
+    const empty = join(scratch, 'skipped-stage.json');
+    writeFileSync(empty, JSON.stringify({ schema: 1, status: 'skipped', matmul: [] }));
+    expect(matmulBaseline(empty, narrow)).toEqual({
+      file: empty,
+      error: 'it has no matmul rows (its matmul part was skipped or failed)',
+    });
+    expect(matmulBaseline(file, [row('2048³', 'bf16', 'wgmma', 1)])).toEqual({
+      file,
+      error: 'none of its matmul shapes is in this run',
+    });
+    const report = createReport(parseArguments([]), {});
+    report.matmulBaseline = compared;
+    const text = formatReport(report);
+    expect(text).toContain(`matmul against ${file} (kiln's device TFLOP/s; ratio = this run / that one):`);
+    expect(text).toMatch(/4096³\s+bf16\s+wgmma\s+500\.00\s+wgmma 128x256\s+600\.00\s+83%/);
+    expect(text).toMatch(/gpt2s q\/k\/v\/o x·Wᵀ\s+bf16\s+wgmma\s+300\.00\s+wgmma 128x192\s+270\.00\s+111%/);
+    report.matmulBaseline = { file: empty, error: 'it has no matmul rows (its matmul part was skipped or failed)' };
+    expect(formatReport(report)).toContain(
+      `matmul against ${empty}: not compared (it has no matmul rows (its matmul part was skipped or failed))`,
+    );
   });
 });
 

@@ -25,6 +25,8 @@ export interface GpuCheckOptions {
   gpt2sSteps: number;
   /** Time limit of each compute-sanitizer tool, seconds. */
   sanitizerSeconds: number;
+  /** An earlier report whose matmul rows this run's are compared with (report.matmulBaseline). */
+  matmulBaseline: string | undefined;
 }
 /** The options of an argv (without node and the script path). Throws UsageError. */
 export declare function parseArguments(argv: readonly string[]): GpuCheckOptions;

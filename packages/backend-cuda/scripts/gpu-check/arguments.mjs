@@ -48,6 +48,8 @@ times, killed at different steps) to the same weights, and writes one report (JS
   --python <exe>        python with PyTorch for the baseline (default python3)
   --cublas-path <path>  cuBLAS directory or file (default: KILN_CUBLAS_PATH, then the loader's search)
   --sanitizer-seconds <n> time limit of each compute-sanitizer tool (default 60)
+  --matmul-baseline <file> an earlier report (JSON) to compare this run's matmul rows with, shape by
+                        shape (device TFLOP/s; gpu-check-staged's matmul-128 stage passes the matmul stage's)
   --help                this text`;
 
 /** An error in the arguments (the script prints it with the usage and exits 2). */
@@ -77,6 +79,7 @@ export function parseArguments(argv) {
     gpt2sBatches: [8, 32],
     gpt2sSteps: 10,
     sanitizerSeconds: 60,
+    matmulBaseline: undefined,
   };
   for (let index = 0; index < argv.length; index++) {
     const argument = argv[index];
@@ -141,6 +144,9 @@ export function parseArguments(argv) {
         break;
       case '--cublas-path':
         options.cublasPath = value();
+        break;
+      case '--matmul-baseline':
+        options.matmulBaseline = value();
         break;
       case '--sanitizer-seconds':
         options.sanitizerSeconds = Math.max(1, integer('--sanitizer-seconds', value()));

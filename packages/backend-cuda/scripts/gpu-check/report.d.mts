@@ -17,7 +17,7 @@ export interface MatmulRow {
   k: number;
   transposeA: boolean;
   transposeB: boolean;
-  /** kiln's kernel family: 'wgmma', 'mma.sync', 'WMMA', 'SIMT' or 'TF32 mma.sync', plus ' split-K N' when k was split into N ranges (the kernel timer's launch names; ' split-K' alone from the launch counters where there is no timer). */
+  /** kiln's kernel family: 'wgmma' (128×128 tiles; 'wgmma 128x192', 'wgmma 128x256' on wider ones), 'mma.sync', 'WMMA', 'SIMT' or 'TF32 mma.sync', plus ' split-K N' when k was split into N ranges (the kernel timer's launch names; ' split-K' alone from the launch counters where there is no timer). */
   kernel?: string;
   /** f32 measured with allowTf32 on both kiln and cuBLAS. */
   tf32?: boolean;
@@ -35,6 +35,20 @@ export interface MatmulRow {
   relativeL2VsCublas?: number;
   /** True when relativeL2VsCublas is within matmulAgreementLimit. */
   agrees?: boolean;
+}
+/** One shape of this run's matmul against an earlier report's (--matmul-baseline). */
+export interface MatmulBaselineRow {
+  label: string;
+  dtype: string;
+  tf32?: boolean;
+  /** kiln's kernel in this run and in the baseline. */
+  kernel?: string;
+  baselineKernel?: string;
+  /** kiln's device TFLOP/s in this run and in the baseline. */
+  deviceTflops?: number;
+  baselineDeviceTflops?: number;
+  /** deviceTflops / baselineDeviceTflops. */
+  deviceRatio?: number;
 }
 /** One side of the train-step comparison. */
 export type TrainSide = { msPerStep: number; tokensPerSecond: number } | { error: string } | { skipped: string };
@@ -60,6 +74,8 @@ export interface GpuCheckReport {
   }>;
   matmul: MatmulRow[];
   matmulNote?: string;
+  /** This run's matmul rows against those of an earlier report (--matmul-baseline), or why they could not be. */
+  matmulBaseline?: { file: string; rows: MatmulBaselineRow[] } | { file: string; error: string };
   trainStep: {
     model: string;
     precision: string;
@@ -94,5 +110,15 @@ export declare function createReport(options: GpuCheckOptions, host: Record<stri
 export declare function evaluateTargets(report: GpuCheckReport): GpuCheckReport['targets'];
 /** Columns padded to their widest cell; the first row is the header. */
 export declare function table(rows: ReadonlyArray<ReadonlyArray<string | number>>): string;
+/** This run's matmul rows against those of the report in `file` (--matmul-baseline), or why they cannot be compared. */
+export declare function matmulBaseline(
+  file: string,
+  rows: readonly MatmulRow[],
+): NonNullable<GpuCheckReport['matmulBaseline']>;
+/** This run's matmul rows against a baseline report's, matched by label, dtype and TF32 (rows without a match are left out). */
+export declare function compareMatmulRows(
+  rows: readonly MatmulRow[],
+  baseline: readonly MatmulRow[],
+): MatmulBaselineRow[];
 /** The printed form of a report. */
 export declare function formatReport(report: GpuCheckReport): string;

@@ -5,13 +5,16 @@
 //   schema: 1, status: 'ok' | 'failed' | 'skipped', reason?, startedAt, seconds, host, addon, probe,
 //   conformance: [{ name, passed, failed, skipped, seconds, failures: [{ id, message }] }],
 //   matmul: [{ label, dtype, tf32?, m, n, k, transposeA, transposeB, kernel, kilnTflops, cublasTflops?, ratio?, kilnDeviceTflops?, cublasDeviceTflops?, deviceRatio?, relativeL2VsCublas?, agrees? }], matmulNote?,
-//     (kernel: kiln's kernel family, 'wgmma' | 'mma.sync' | 'wmma' | 'SIMT' | 'TF32 mma.sync', plus ' split-K' when k was split;
+//   matmulBaseline?: { file, rows: [{ label, dtype, tf32?, kernel, baselineKernel, deviceTflops, baselineDeviceTflops, deviceRatio }] } | { file, error },
+//     (kernel: kiln's kernel family, 'wgmma' (or 'wgmma 128x192' | 'wgmma 128x256') | 'mma.sync' | 'wmma' | 'SIMT' | 'TF32 mma.sync', plus ' split-K' when k was split;
 //      tf32: f32 rows measured with allowTf32 on both kiln and cuBLAS)
 //   trainStep?: { model, precision, kiln: { msPerStep, tokensPerSecond } | { error }, pytorch: { … } | { skipped }, ratio? },
 //   hfFixtures?: { fixtures, error, failed, runs: [{ fixture, matmul, logitsRelative, lossError, worstGradient, gradients, greedy, failures, passed, seconds }] },
 //   sections: [{ title, rows: [[…cells]], note? }]     (other checks add theirs, e.g. attention vs SDPA)
 //   targets: [{ name, value, target, met }]
 // }
+
+import { readFileSync } from 'node:fs';
 
 /** The targets the report checks (issue 6). */
 export const TARGETS = {
@@ -161,6 +164,47 @@ export function table(rows) {
     .join('\n');
 }
 
+/** This run's matmul rows against those of the report in `file` (--matmul-baseline), or why they cannot be compared. */
+export function matmulBaseline(file, rows) {
+  let earlier;
+  try {
+    earlier = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    return { file, error: `cannot read it: ${String(error.message ?? error).split('\n')[0]}` };
+  }
+  if (!Array.isArray(earlier?.matmul) || earlier.matmul.length === 0)
+    return { file, error: 'it has no matmul rows (its matmul part was skipped or failed)' };
+  const compared = compareMatmulRows(rows, earlier.matmul);
+  if (compared.length === 0) return { file, error: 'none of its matmul shapes is in this run' };
+  return { file, rows: compared };
+}
+
+/** This run's matmul rows against a baseline report's, matched by label, dtype and TF32 (rows without a match are left out). */
+export function compareMatmulRows(rows, baseline) {
+  const key = (row) => `${row.label}|${row.dtype}|${row.tf32 === true}`;
+  const earlier = new Map(baseline.map((row) => [key(row), row]));
+  return rows.flatMap((row) => {
+    const before = earlier.get(key(row));
+    if (before === undefined) return [];
+    const ratio =
+      row.kilnDeviceTflops !== undefined && before.kilnDeviceTflops
+        ? row.kilnDeviceTflops / before.kilnDeviceTflops
+        : undefined;
+    return [
+      {
+        label: row.label,
+        dtype: row.dtype,
+        ...(row.tf32 ? { tf32: true } : {}),
+        kernel: row.kernel,
+        baselineKernel: before.kernel,
+        deviceTflops: row.kilnDeviceTflops,
+        baselineDeviceTflops: before.kilnDeviceTflops,
+        deviceRatio: ratio,
+      },
+    ];
+  });
+}
+
 /** The printed form of a report. */
 export function formatReport(report) {
   const lines = [];
@@ -223,6 +267,26 @@ export function formatReport(report) {
       ]),
     );
     if (report.matmulNote) lines.push(`(${report.matmulNote})`);
+  }
+  const baseline = report.matmulBaseline;
+  if (baseline && 'error' in baseline)
+    lines.push('', `matmul against ${baseline.file}: not compared (${baseline.error})`);
+  if (baseline && 'rows' in baseline && baseline.rows.length > 0) {
+    lines.push('', `matmul against ${baseline.file} (kiln's device TFLOP/s; ratio = this run / that one):`);
+    lines.push(
+      table([
+        ['shape', 'dtype', 'kiln kernel', 'device', 'baseline kernel', 'baseline device', 'ratio'],
+        ...baseline.rows.map((row) => [
+          row.label,
+          row.tf32 ? 'f32 TF32' : row.dtype,
+          row.kernel ?? '?',
+          fixed(row.deviceTflops, 2),
+          row.baselineKernel ?? '?',
+          fixed(row.baselineDeviceTflops, 2),
+          row.deviceRatio === undefined ? '—' : `${(row.deviceRatio * 100).toFixed(0)}%`,
+        ]),
+      ]),
+    );
   }
   const train = report.trainStep;
   if (train) {
