@@ -313,9 +313,9 @@ inline int forced_block_columns() {
 }
 
 /**
- * The tile width of an unsplit problem (KILN_CUDA_WGMMA_COLUMNS, when set, decides instead): the persistent grid takes ⌈tiles / multiprocessors⌉ rounds
- * of equal tiles, each round costing block_n / 128 · tile_cost(block_n) of a narrow round; the
- * cheapest width wins (ties: the narrower). On an H100's 132 multiprocessors, 4096³ and gpt2s's
+ * The tile width of an unsplit problem (KILN_CUDA_WGMMA_COLUMNS, when set, decides instead): the
+ * persistent grid takes ⌈tiles / multiprocessors⌉ rounds of equal tiles, each round costing
+ * block_n / 128 · tile_cost(block_n) of a narrow round; the cheapest width wins (ties: the narrower). On an H100's 132 multiprocessors, 4096³ and gpt2s's
  * gate/up projections take 256 (4 rounds against 8 narrow ones), its q/k/v/o and down projections
  * (768 columns) 192 (2 rounds against 3); split-K problems and n ≤ 128 keep 128.
  */
