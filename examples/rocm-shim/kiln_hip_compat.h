@@ -56,7 +56,6 @@
 // same-in-hip: __half — hip_fp16.h
 // same-in-hip: __half2float
 // same-in-hip: __float2half_rn
-// same-in-hip: __half_as_ushort
 // same-in-hip: __dadd_rn — HIP's double-precision intrinsics, correctly rounded as in CUDA
 // same-in-hip: __dsub_rn
 // same-in-hip: __dmul_rn

@@ -10,7 +10,9 @@
 // every output against an f32 reference of the same rounded inputs: partial tiles in m, n and k,
 // several k steps through the 4-stage ring (which wraps), more tiles than blocks (the persistent
 // loop) at every width, every layout (nn, nt, tn, tt) at every width, batches with strided
-// operands, bf16 and f16. Smaller problems keep mma.sync — except a problem of fewer tiles than half the
+// operands, bf16 and f16; outputs go out through the TMA epilogue (swizzled shared boxes, bulk
+// tensor stores that clip the partial tiles), or from registers where their rows are not whole
+// 16-byte chunks. Smaller problems keep mma.sync — except a problem of fewer tiles than half the
 // multiprocessors whose k is long enough for two ranges of 512: it splits k over (tile, range)
 // work items, named with their count by the kernel timer.
 import { afterAll, describe, expect, it } from 'vitest';
@@ -69,6 +71,10 @@ describe.skipIf(skipReason !== undefined)(
 
     it('f16 nt with more tiles than blocks: 5×2 tiles of 128×256 (3 rounds costing 4.8 against 5 of 128×128)', async () => {
       await check('f16', { batch: 1, m: 520, n: 512, k: 40, transposeA: false, transposeB: true }, 'wgmma 128x256');
+    });
+
+    it('an output whose rows are not whole 16-byte chunks (n = 203, nt; 2 × 2 tiles of 128×256) is stored from registers instead of by TMA', async () => {
+      await check('bf16', { batch: 2, m: 136, n: 203, k: 264, transposeA: false, transposeB: true }, 'wgmma 128x256');
     });
 
     it('a problem under two tiles per multiprocessor keeps the mma.sync kernel', async () => {

@@ -3,7 +3,8 @@
 // barrier phase), wgmma m64nNk16 through descriptors in every swizzle mode with K-major and
 // MN-major operands against a scalar product, queued accumulators, tensor-map validation, and the
 // misuse the device does not report (a barrier phase that never completes, a wgmma reading a stage
-// before its copy arrived, a warp skipping a warpgroup collective). Prints "ok <name>" per check,
+// before its copy arrived, a warp skipping a warpgroup collective, a bulk store's source changed
+// before its wait); TMA stores of partial boxes in two swizzle modes. Prints "ok <name>" per check,
 // or "FAIL <name>: <why>"; exits 1 on failure.
 #include <gpu_sim/cuda/wgmma.hpp>
 #include <gpu_sim/cuda/runtime.hpp>
@@ -68,6 +69,50 @@ __global__ void box_kernel(const TensorMap map, int column0, int row0, unsigned 
   std::memcpy(poisoned, stage, 2);
   gpu_sim::ptx::mbarrier_wait_parity(bar, 0);
   std::memcpy(out, stage, bytes);
+}
+
+// One thread lays out element (r, c) of a box as tma_load would land value base + r·columns + c,
+// stores the box at (column0, row0) with tma_store, commits and waits for the read; with
+// `overwrite`, it changes the source after issuing (the misuse bulk_wait_group_read reports).
+__global__ void store_box_kernel(const TensorMap map, int column0, int row0, std::uint16_t base, bool overwrite) {
+  GPU_SIM_EXTERN_SHARED(unsigned char, shared);
+  if (threadIdx.x != 0) return;
+  unsigned char* box = shared + 1024;
+  for (std::uint32_t r = 0; r < map.box[1]; r++) {
+    for (std::uint32_t c = 0; c < map.box[0]; c++) {
+      const std::uint64_t at = gpu_sim::cuda::swizzle_address(1024 + (r * map.box[0] + c) * 2, map.swizzle) - 1024;
+      const auto value = static_cast<std::uint16_t>(base + r * map.box[0] + c);
+      std::memcpy(box + at, &value, 2);
+    }
+  }
+  const std::int32_t coordinates[2] = {column0, row0};
+  gpu_sim::ptx::tma_store(&map, coordinates, box);
+  gpu_sim::ptx::bulk_commit_group();
+  if (overwrite) box[0] ^= 1;
+  gpu_sim::ptx::bulk_wait_group_read(0);
+}
+
+static void check_store_box(TensorMapSwizzle swizzle, const char* name) {
+  const int columns = 72, rows = 20;
+  std::vector<std::uint16_t> sentinel(columns * rows, 7);
+  std::uint16_t* data = device_copy(sentinel);
+  const std::uint32_t box_columns = gpu_sim::cuda::swizzle_span(swizzle) / 2, box_rows = 16;
+  const TensorMap map = map_2d(data, columns, rows, box_columns, box_rows, swizzle);
+  const int column0 = columns - static_cast<int>(box_columns) / 2, row0 = 10;
+  const cudaError_t error = launch("store_box_kernel", store_box_kernel, dim3(32), 1024 + box_columns * box_rows * 2,
+                                   map, column0, row0, static_cast<std::uint16_t>(100), false);
+  std::string detail = error == cudaSuccess ? "" : gpu_sim_cuda_fault_detail();
+  for (int row = 0; row < rows && detail.empty(); row++) {
+    for (int column = 0; column < columns && detail.empty(); column++) {
+      const int r = row - row0, c = column - column0;
+      const bool inside = r >= 0 && c >= 0 && r < static_cast<int>(box_rows) && c < static_cast<int>(box_columns);
+      const std::uint16_t expected = inside ? static_cast<std::uint16_t>(100 + r * box_columns + c) : 7;
+      if (data[row * columns + column] != expected)
+        detail = "element (" + std::to_string(row) + ", " + std::to_string(column) +
+                 ") = " + std::to_string(data[row * columns + column]) + ", expected " + std::to_string(expected);
+    }
+  }
+  check(detail.empty(), name, detail);
 }
 
 static void check_box(TensorMapSwizzle swizzle, const char* name) {
@@ -373,6 +418,20 @@ int main() {
   check_box(TensorMapSwizzle::k32B, "TMA 2D box with the 32B swizzle lands at the Swizzle<1,4,3> addresses");
   check_box(TensorMapSwizzle::k64B, "TMA 2D box with the 64B swizzle lands at the Swizzle<2,4,3> addresses");
   check_box(TensorMapSwizzle::k128B, "TMA 2D box with the 128B swizzle lands at the Swizzle<3,4,3> addresses");
+  check_store_box(TensorMapSwizzle::kNone,
+                  "TMA 2D store without swizzle writes the box's in-bounds elements only (a partial box)");
+  check_store_box(TensorMapSwizzle::k128B,
+                  "TMA 2D store with the 128B swizzle reads the box from the Swizzle<3,4,3> addresses");
+  {
+    std::uint16_t* data = device_copy(std::vector<std::uint16_t>(64 * 8, 7));
+    const TensorMap map = map_2d(data, 64, 8, 64, 8, TensorMapSwizzle::k128B);
+    const cudaError_t error = launch("store_box_kernel", store_box_kernel, dim3(32), 1024 + 64 * 8 * 2, map, 0, 0,
+                                     static_cast<std::uint16_t>(1), true);
+    const std::string detail = error == cudaSuccess ? "" : gpu_sim_cuda_fault_detail();
+    check(contains(detail, "kernel 'store_box_kernel'") && contains(detail, "cp.async.bulk.wait_group.read at") &&
+              contains(detail, "changed before this wait") && contains(detail, "hopper-self-test.cpp"),
+          "a bulk store's source changed before its wait_group.read is reported with both sites", detail);
+  }
 
   const TensorMapSwizzle modes[4] = {TensorMapSwizzle::kNone, TensorMapSwizzle::k32B, TensorMapSwizzle::k64B,
                                      TensorMapSwizzle::k128B};

@@ -565,8 +565,8 @@ __global__ void __launch_bounds__(kThreads, 1)
               const float delta = kKeyValue ? lse_stage[kStreamRows + nt * 8 + 2 * lane.t + i] : delta_row[(e + i) / 2];
               ds[i] = scores[nt][e + i] * (y[nt][e + i] - delta);
             }
-            if constexpr (kKeyValue) a_p[step][word] = attention_wgmma::pack_pair<T>(scores[nt][e], scores[nt][e + 1]);
-            a_ds[step][word] = attention_wgmma::pack_pair<T>(ds[0], ds[1]);
+            if constexpr (kKeyValue) a_p[step][word] = pack_pair<T>(scores[nt][e], scores[nt][e + 1]);
+            a_ds[step][word] = pack_pair<T>(ds[0], ds[1]);
           }
         }
 

@@ -36,18 +36,6 @@ namespace kiln::attention {
 
 #if KILN_DEVICE_CODE
 
-// ---- 16-bit packing ----
-
-__device__ __forceinline__ std::uint16_t storage_bits(__half value) { return __half_as_ushort(value); }
-__device__ __forceinline__ std::uint16_t storage_bits(__nv_bfloat16 value) { return __bfloat16_as_ushort(value); }
-
-/** Two floats rounded to T, `low` in the low half (the element with the smaller column). */
-template <typename T>
-__device__ __forceinline__ std::uint32_t pack_pair(float low, float high) {
-  return static_cast<std::uint32_t>(storage_bits(from_float<T>(low))) |
-         (static_cast<std::uint32_t>(storage_bits(from_float<T>(high))) << 16);
-}
-
 // ---- the two products ----
 
 /** Tensor-core products for f16 / bf16 tiles of head-dim bucket kHeadDim (see the file header). */

@@ -5,7 +5,7 @@
 // Layout: a tensor map covers (D, T, H, B) with the layout's byte strides (attention_common.cuh),
 // boxes of 64 head-dim columns × `box_rows` rows with 128-byte swizzling (one 128-byte row per
 // box row); TMA zero-fills rows past T and columns past D.
-// Numerics: pack_pair rounds f32 to the storage type (round to nearest even) once.
+// Numerics: pack_pair (numerics.cuh) rounds f32 to the storage type (round to nearest even) once.
 #pragma once
 
 #include <cstring>
@@ -42,15 +42,6 @@ inline bool tensor_map(vendor::TensorMap* map, const void* base, int head_dim, i
 template <int kTiles>
 __device__ __forceinline__ float (&flat(float (&fragment)[kTiles][4]))
     [kTiles * 4] { return *reinterpret_cast<float (*)[kTiles * 4]>(&fragment[0][0]); }
-
-/** Two values rounded to T in one 32-bit register, `low` in the lower half. */
-template <typename T>
-__device__ __forceinline__ std::uint32_t pack_pair(float low, float high) {
-  const T values[2] = {from_float<T>(low), from_float<T>(high)};
-  std::uint32_t packed;
-  memcpy(&packed, values, sizeof(packed));
-  return packed;
-}
 
 /**
  * An m64nNk16 accumulator fragment rounded to T as wgmma's register A operands: k16 step `step`

@@ -18,6 +18,11 @@
 // waits until only this step's group is in flight (wgmma.wait_group 1) and releases the previous
 // step's stage, so loads of kStages − 1 future steps and one step of tensor-core work overlap the
 // current one. The producer runs ahead into the next tile while consumers store the epilogue.
+// Epilogue: each consumer rounds its accumulators to T into its own shared buffer (64 × 64 boxes,
+// 128-byte swizzled) and one of its threads hands the boxes to TMA bulk tensor stores
+// (store_tile_by_tma), which write global memory — clipping rows ≥ m and columns ≥ n — while
+// the consumer starts its next tile; an output whose rows are not whole 16-byte chunks, and
+// split-K's f32 partials, are stored from registers (32-bit pairs) instead.
 // Split-K: a problem of fewer tiles than half the multiprocessors with a long k (the dW = dYᵀ·X of
 // small projections: gpt2s's q/k/v/o weight gradient is 36 tiles, k 8192) cuts k into ranges of at
 // least kLongDepth so that tiles × ranges fill about one wave (`plan`); the work items are then
@@ -34,7 +39,7 @@
 // 2048 bytes (MN-major) inside the swizzle atom, as the hardware applies the swizzle to the
 // absolute address.
 // Edges: TMA zero-fills every element outside m, n, k (and counts it as delivered), so partial
-// tiles need no predicates on the loads; the epilogue stores only in-range outputs.
+// tiles need no predicates on the loads; the epilogue stores only in-range outputs (TMA clips).
 // Requirements (else the mma.sync kernel runs, see supports_operands): each operand's contiguous
 // extent and batch stride are multiples of 8 elements (16-byte strides), its base 16-byte aligned,
 // a batch stride of 0 only with one batch, extents below 2^31.
@@ -50,6 +55,7 @@
 #include "matmul_mma.cuh"
 #include "matmul_split_k.cuh"
 #include "numerics.cuh"
+#include "ptx_named_barrier.cuh"
 #include "ptx_wgmma.cuh"
 
 #if defined(KILN_HAS_TENSOR_MAPS)
@@ -63,22 +69,27 @@ inline constexpr int kNarrow = 128;
 inline constexpr int kMedium = 192;
 inline constexpr int kWide = 256;
 inline constexpr int kDepth = 64;
-inline constexpr int kStages = 4;
 inline constexpr int kConsumers = 2;
 inline constexpr int kThreads = 128 * (1 + kConsumers);
 /** Bytes of A's tile in a stage (128 rows × 64 elements × 2 bytes) and of one 64 × 64 box. */
 inline constexpr int kTileBytes = kBlockM * kDepth * 2;
 inline constexpr int kBoxBytes = 64 * kDepth * 2;
 
-/** Shared-memory plan of a tile kBlockM × kBlockN (kNarrow, kMedium or kWide). */
+/** Shared-memory plan of a tile kBlockM × kBlockN (kNarrow, kMedium or kWide), offsets from the 1024-byte aligned base. */
 template <int kBlockN>
 struct Plan {
   static_assert(kBlockN == kNarrow || kBlockN == kMedium || kBlockN == kWide, "tiles are 128, 192 or 256 columns wide");
   /** Bytes of B's tile in a stage (kBlockN columns × 64 elements × 2 bytes). */
   static constexpr int kTileBytesB = kBlockN * kDepth * 2;
   static constexpr int kStageBytes = kTileBytes + kTileBytesB;
-  /** The stages, their full/empty barriers, and slack to align the stages to 1024 bytes. */
-  static constexpr int kSharedBytes = kStages * kStageBytes + 2 * kStages * 8 + 1024;
+  /** Pipeline stages: 4, or 3 where 4 do not fit beside the epilogue buffers (wide tiles). */
+  static constexpr int kStages = kBlockN == kWide ? 3 : 4;
+  /** Each consumer's epilogue buffer: its 64 × kBlockN outputs as 16-bit boxes of 64 × 64, 128-byte swizzled. */
+  static constexpr int kEpilogueOffset = kStages * kStageBytes;
+  static constexpr int kEpilogueBytes = 64 * kBlockN * 2;
+  static constexpr int kBarrierOffset = kEpilogueOffset + kConsumers * kEpilogueBytes;
+  /** The stages, the epilogue buffers, the full/empty barriers, and slack to align the base to 1024 bytes. */
+  static constexpr int kSharedBytes = kBarrierOffset + 2 * kStages * 8 + 1024;
   static_assert(kSharedBytes <= 227 * 1024, "exceeds the 227 KiB of shared memory a Hopper block may use");
 };
 
@@ -113,21 +124,71 @@ __device__ __forceinline__ std::uint64_t operand_descriptor(std::uint32_t stage,
 }
 
 /**
+ * The TMA epilogue of one consumer: its 64 × kBlockN accumulators, rounded to T, go to `buffer`
+ * (kBlockN / 64 boxes of 64 × 64, each row 128 bytes with its 16-byte chunks swizzled by row % 8,
+ * as the 128B-swizzled map_out reads them; conflict-free: a warp's 8 rows × 4 lanes hit 32 banks),
+ * then one thread stores the boxes at (column0 + 64b, row0, batch) as one bulk group. The copy
+ * engine reads the buffer and writes global memory (clipping rows ≥ m and columns ≥ n) while the
+ * consumer goes on to its next tile: its one store instruction replaces a 32-bit store per pair.
+ * The buffer is reused only once that group has read it (wait_group.read, then the consumer's
+ * named barrier 1 + consumer); stores become visible to the copy engine through
+ * fence.proxy.async before the barrier that precedes the issue.
+ */
+template <typename T, int kBlockN>
+__device__ __forceinline__ void store_tile_by_tma(const float (&acc)[kBlockN / 2], unsigned char* buffer,
+                                                  const vendor::TensorMap* map_out, int consumer, int column0, int row0,
+                                                  int batch) {
+  const int thread = static_cast<int>(threadIdx.x % 128);
+  const auto consumer_barrier = [&]() {
+    if (consumer == 0)
+      ptx::named_barrier_sync<1, 128>();
+    else
+      ptx::named_barrier_sync<2, 128>();
+  };
+  if (thread == 0) ptx::bulk_wait_group_read<0>();
+  consumer_barrier();
+  const int warp = thread / 32;
+  const int g = (thread % 32) / 4;
+  const int q = thread % 4;
+  KILN_UNROLL
+  for (int j = 0; j < kBlockN / 8; j++) {
+    KILN_UNROLL
+    for (int half = 0; half < 2; half++) {
+      const int row = warp * 16 + g + 8 * half;
+      const int offset = (j / 8) * 64 * 128 + row * 128 + (((j % 8) ^ (row % 8)) << 4) + q * 4;
+      *reinterpret_cast<std::uint32_t*>(buffer + offset) =
+          pack_pair<T>(acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1]);
+    }
+  }
+  ptx::fence_proxy_async();
+  consumer_barrier();
+  if (thread == 0) {
+    KILN_UNROLL
+    for (int box = 0; box < kBlockN / 64; box++)
+      ptx::tma_store_3d(map_out, column0 + 64 * box, row0, batch, buffer + box * 64 * 128);
+    ptx::bulk_commit_group();
+  }
+}
+
+/**
  * Out is T (splits must be 1), or f32 for split-K partials: work item (tile, split) sums the k steps
  * [split · steps_per_split, …) of its tile into item batch_index · splits + split of out.
  */
 template <typename T, typename Out, int TransA, int TransB, int kBlockN>
 __global__ void __launch_bounds__(kThreads, 1)
     matmul_wgmma_kernel(const KILN_GRID_CONSTANT vendor::TensorMap map_a,
-                        const KILN_GRID_CONSTANT vendor::TensorMap map_b, Out* out, Index m, Index n, Index k,
-                        Index batch, int pair_out, Index splits, Index steps_per_split) {
+                        const KILN_GRID_CONSTANT vendor::TensorMap map_b,
+                        const KILN_GRID_CONSTANT vendor::TensorMap map_out, Out* out, Index m, Index n, Index k,
+                        Index batch, int pair_out, int tma_out, Index splits, Index steps_per_split) {
   constexpr bool kAlongKA = TransA == 0;  // a [m,k]: k contiguous
   constexpr bool kAlongKB = TransB != 0;  // b [n,k]: k contiguous
-  constexpr int kStageBytes = Plan<kBlockN>::kStageBytes;
+  using P = Plan<kBlockN>;
+  constexpr int kStageBytes = P::kStageBytes;
+  constexpr int kStages = P::kStages;
   KILN_EXTERN_SHARED(unsigned char, raw);
   const std::uint32_t raw_address = ptx::smem_address(raw);
   unsigned char* shared = raw + ((1024u - raw_address % 1024u) % 1024u);
-  auto* full = reinterpret_cast<std::uint64_t*>(shared + kStages * kStageBytes);
+  auto* full = reinterpret_cast<std::uint64_t*>(shared + P::kBarrierOffset);
   std::uint64_t* empty = full + kStages;
   const int warpgroup = static_cast<int>(threadIdx.x / 128);
   if (threadIdx.x == 0) {
@@ -216,10 +277,18 @@ __global__ void __launch_bounds__(kThreads, 1)
     ptx::wgmma_wait<0>();
     if (previous >= 0 && thread == 0) ptx::mbarrier_arrive(&empty[previous]);
     // Epilogue: fragment rows 16w + g (+8), columns 8j + 2q (+1) of this consumer's 64 × kBlockN.
-    Out* matrix_out = out + (batch_index * splits + item % splits) * m * n;
     const int warp = thread / 32;
     const int g = (thread % 32) / 4;
     const int q = thread % 4;
+    if constexpr (std::is_same_v<Out, T>) {
+      if (tma_out != 0) {
+        store_tile_by_tma<T, kBlockN>(acc, shared + P::kEpilogueOffset + consumer * P::kEpilogueBytes, &map_out,
+                                      consumer, static_cast<int>(column0), static_cast<int>(row0) + consumer * 64,
+                                      static_cast<int>(batch_index));
+        continue;
+      }
+    }
+    Out* matrix_out = out + (batch_index * splits + item % splits) * m * n;
     const Index row = row0 + consumer * 64 + warp * 16 + g;
     KILN_UNROLL
     for (int j = 0; j < kBlockN / 8; j++) {
@@ -228,6 +297,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (row + 8 < m) store_pair(matrix_out + (row + 8) * n, column, n, acc[4 * j + 2], acc[4 * j + 3], pair_out != 0);
     }
   }
+  // The shared memory the last bulk stores read goes away with the block.
+  if (tma_out != 0 && thread == 0) ptx::bulk_wait_group_read<0>();
 }
 
 /** True when `pointer` + offsets of `contiguous` and `batch_stride` elements stay 16-byte aligned, as TMA's strides require. */
@@ -352,9 +423,17 @@ inline cudaError_t operand_map(vendor::TensorMap* map, const void* base, Index c
   return vendor::encode_tensor_map_tiled(map, 3, base, dims, strides, box, true, why);
 }
 
+/** The operands' tensor maps, and the output's when the epilogue stores by TMA (tma_out). */
+struct Maps {
+  vendor::TensorMap a;
+  vendor::TensorMap b;
+  vendor::TensorMap out;
+  bool tma_out = false;
+};
+
 template <typename T, typename Out, int TransA, int TransB, int kBlockN>
-cudaError_t launch_layout(const LaunchContext& context, const char* name, const vendor::TensorMap& map_a,
-                          const vendor::TensorMap& map_b, Out* out, const MatmulShape& shape, const SplitKPlan& split) {
+cudaError_t launch_layout(const LaunchContext& context, const char* name, const Maps& maps, Out* out,
+                          const MatmulShape& shape, const SplitKPlan& split) {
   constexpr int kSharedBytes = Plan<kBlockN>::kSharedBytes;
   const cudaError_t allowed = cudaFuncSetAttribute(matmul_wgmma_kernel<T, Out, TransA, TransB, kBlockN>,
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
@@ -364,22 +443,20 @@ cudaError_t launch_layout(const LaunchContext& context, const char* name, const 
   const unsigned blocks = static_cast<unsigned>(items < multiprocessors ? items : multiprocessors);
   const int pair_out = shape.n % 2 == 0 && (reinterpret_cast<std::uintptr_t>(out) & (2 * sizeof(Out) - 1)) == 0 ? 1 : 0;
   return vendor::launch(name, matmul_wgmma_kernel<T, Out, TransA, TransB, kBlockN>, dim3(blocks), dim3(kThreads),
-                        static_cast<std::size_t>(kSharedBytes), context.stream, map_a, map_b, out, shape.m, shape.n,
-                        shape.k, shape.batch, pair_out, split.splits, split.tiles_per_split);
+                        static_cast<std::size_t>(kSharedBytes), context.stream, maps.a, maps.b, maps.out, out, shape.m,
+                        shape.n, shape.k, shape.batch, pair_out, maps.tma_out ? 1 : 0, split.splits,
+                        split.tiles_per_split);
 }
 
 /** The layout's instantiation writing `out` (T, or f32 partials when split) on kBlockN-wide tiles; names by layout nn, nt, tn, tt. */
 template <typename T, typename Out, int kBlockN>
-cudaError_t launch_any_layout(const LaunchContext& context, const char* const (&names)[4],
-                              const vendor::TensorMap& map_a, const vendor::TensorMap& map_b, Out* out,
+cudaError_t launch_any_layout(const LaunchContext& context, const char* const (&names)[4], const Maps& maps, Out* out,
                               const MatmulShape& shape, const SplitKPlan& split) {
   if (!shape.transpose_a && !shape.transpose_b)
-    return launch_layout<T, Out, 0, 0, kBlockN>(context, names[0], map_a, map_b, out, shape, split);
-  if (!shape.transpose_a)
-    return launch_layout<T, Out, 0, 1, kBlockN>(context, names[1], map_a, map_b, out, shape, split);
-  if (!shape.transpose_b)
-    return launch_layout<T, Out, 1, 0, kBlockN>(context, names[2], map_a, map_b, out, shape, split);
-  return launch_layout<T, Out, 1, 1, kBlockN>(context, names[3], map_a, map_b, out, shape, split);
+    return launch_layout<T, Out, 0, 0, kBlockN>(context, names[0], maps, out, shape, split);
+  if (!shape.transpose_a) return launch_layout<T, Out, 0, 1, kBlockN>(context, names[1], maps, out, shape, split);
+  if (!shape.transpose_b) return launch_layout<T, Out, 1, 0, kBlockN>(context, names[2], maps, out, shape, split);
+  return launch_layout<T, Out, 1, 1, kBlockN>(context, names[3], maps, out, shape, split);
 }
 
 /** Kernel names of one dtype by layout (nn, nt, tn, tt), per tile width. */
@@ -400,27 +477,29 @@ cudaError_t launch(const LaunchContext& context, const KernelNames& names, const
   maps_refused = false;
   const SplitKPlan split = plan(context, shape);
   const int block_n = block_columns(context, shape, split);
-  vendor::TensorMap map_a;
-  vendor::TensorMap map_b;
+  Maps maps;
   const bool a_along_k = !shape.transpose_a;
   const bool b_along_k = shape.transpose_b;
-  if (operand_map(&map_a, a, a_along_k ? shape.k : shape.m, a_along_k ? shape.m : shape.k, shape.batch,
+  if (operand_map(&maps.a, a, a_along_k ? shape.k : shape.m, a_along_k ? shape.m : shape.k, shape.batch,
                   shape.batch_stride_a, 64, a_along_k ? kBlockM : 64) != cudaSuccess ||
-      operand_map(&map_b, b, b_along_k ? shape.k : shape.n, b_along_k ? shape.n : shape.k, shape.batch,
+      operand_map(&maps.b, b, b_along_k ? shape.k : shape.n, b_along_k ? shape.n : shape.k, shape.batch,
                   shape.batch_stride_b, 64, b_along_k ? static_cast<std::uint32_t>(block_n) : 64) != cudaSuccess) {
     maps_refused = true;
     return cudaSuccess;
   }
+  // The T output through TMA (boxes of 64 columns × 64 rows) where its rows meet TMA's alignment; else stores from registers.
+  maps.tma_out = split.splits == 1 && tma_aligned(out, shape.n, shape.m * shape.n, shape.batch) &&
+                 operand_map(&maps.out, out, shape.n, shape.m, shape.batch, shape.m * shape.n, 64, 64) == cudaSuccess;
   if (block_n == kWide)
-    return launch_any_layout<T, T, kWide>(context, names.wide, map_a, map_b, static_cast<T*>(out), shape, split);
+    return launch_any_layout<T, T, kWide>(context, names.wide, maps, static_cast<T*>(out), shape, split);
   if (block_n == kMedium)
-    return launch_any_layout<T, T, kMedium>(context, names.medium, map_a, map_b, static_cast<T*>(out), shape, split);
+    return launch_any_layout<T, T, kMedium>(context, names.medium, maps, static_cast<T*>(out), shape, split);
   if (split.splits == 1)
-    return launch_any_layout<T, T, kNarrow>(context, names.narrow, map_a, map_b, static_cast<T*>(out), shape, split);
+    return launch_any_layout<T, T, kNarrow>(context, names.narrow, maps, static_cast<T*>(out), shape, split);
   if (workspace == nullptr) return cudaErrorInvalidValue;  // the caller skipped matmul_workspace_bytes
   float* partials = static_cast<float*>(workspace);
   const cudaError_t launched =
-      launch_any_layout<T, float, kNarrow>(context, names.narrow, map_a, map_b, partials, shape, split);
+      launch_any_layout<T, float, kNarrow>(context, names.narrow, maps, partials, shape, split);
   if (launched != cudaSuccess) return launched;
   return launch_split_k_reduce(context, std::is_same_v<T, __half> ? kF16 : kBF16, partials, out, split.splits,
                                shape.batch, shape.m * shape.n);

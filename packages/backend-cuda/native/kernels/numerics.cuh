@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "common.cuh"
@@ -130,6 +131,15 @@ __device__ __forceinline__ std::int32_t wrap_sub(std::int32_t a, std::int32_t b)
 /** i32 a · b modulo 2³². */
 __device__ __forceinline__ std::int32_t wrap_mul(std::int32_t a, std::int32_t b) {
   return static_cast<std::int32_t>(static_cast<std::uint32_t>(a) * static_cast<std::uint32_t>(b));
+}
+
+/** Two floats rounded to T (f16/bf16) in one 32-bit register, `low` in the lower half (the element with the smaller column). */
+template <typename T>
+__device__ __forceinline__ std::uint32_t pack_pair(float low, float high) {
+  const T values[2] = {from_float<T>(low), from_float<T>(high)};
+  std::uint32_t packed;
+  memcpy(&packed, values, sizeof(packed));
+  return packed;
 }
 
 #endif  // KILN_DEVICE_CODE

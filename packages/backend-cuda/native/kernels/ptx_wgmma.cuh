@@ -1,6 +1,7 @@
 // kernels/ptx_wgmma.cuh — kiln's thin wrappers over the sm_90 / sm_90a PTX its Hopper kernels use:
 // mbarrier (init, arrive, arrive.expect_tx, try_wait.parity loop), TMA bulk tensor copies
-// (cp.async.bulk.tensor.3d/.4d global → shared, completing on an mbarrier), wgmma m64nNk16 for
+// (cp.async.bulk.tensor.3d/.4d global → shared, completing on an mbarrier; .3d shared → global in
+// bulk groups, with commit_group and wait_group.read), wgmma m64nNk16 for
 // N 64, 128 and (A from shared memory only) 192 and 256 (bf16/f16 → f32, B from a shared-memory matrix
 // descriptor, A from one or from registers: wgmma_m64nk16 / wgmma_m64nk16_rs, typed over T and N), wgmma.fence /
 // commit_group / wait_group, setmaxnreg and the proxy/barrier-init fences.
@@ -88,6 +89,19 @@ inline void tma_load_4d(void* shared, const vendor::TensorMap* map, int c0, int 
                         std::source_location site = std::source_location::current()) {
   const std::int32_t coordinates[4] = {c0, c1, c2, c3};
   gpu_sim::ptx::tma_load(shared, map, coordinates, bar, site);
+}
+/** cp.async.bulk.tensor.3d.global.shared::cta.bulk_group: the shared box at `shared` to the box at (c0, c1, c2) of `map` (in-bounds elements). */
+inline void tma_store_3d(const vendor::TensorMap* map, int c0, int c1, int c2, const void* shared,
+                         std::source_location site = std::source_location::current()) {
+  const std::int32_t coordinates[3] = {c0, c1, c2};
+  gpu_sim::ptx::tma_store(map, coordinates, shared, site);
+}
+/** cp.async.bulk.commit_group: this thread's bulk stores so far become one group. */
+inline void bulk_commit_group() { gpu_sim::ptx::bulk_commit_group(); }
+/** cp.async.bulk.wait_group.read N: all but this thread's newest N groups of bulk stores have read their shared sources. */
+template <int N>
+inline void bulk_wait_group_read(std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::bulk_wait_group_read(N, site);
 }
 /** fence.proxy.async.shared::cta: this thread's shared-memory stores become visible to later wgmma / TMA reads. */
 inline void fence_proxy_async() { gpu_sim::ptx::fence_proxy_async(); }
@@ -183,6 +197,18 @@ __device__ __forceinline__ void tma_load_4d(void* shared, const vendor::TensorMa
                    "%4, %5}], [%6];\n" ::"r"(smem_address(shared)),
                    "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3),
                    "r"(smem_address(bar)) : "memory"));
+}
+__device__ __forceinline__ void tma_store_3d(const vendor::TensorMap* map, int c0, int c1, int c2, const void* shared) {
+  KILN_PTX_SM90A(asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(
+                                  reinterpret_cast<std::uint64_t>(map)),
+                              "r"(c0), "r"(c1), "r"(c2), "r"(smem_address(shared)) : "memory"));
+}
+__device__ __forceinline__ void bulk_commit_group() {
+  KILN_PTX_SM90A(asm volatile("cp.async.bulk.commit_group;\n" :: : "memory"));
+}
+template <int N>
+__device__ __forceinline__ void bulk_wait_group_read() {
+  KILN_PTX_SM90A(asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory"));
 }
 __device__ __forceinline__ void fence_proxy_async() {
   KILN_PTX_SM90A(asm volatile("fence.proxy.async.shared::cta;\n" :: : "memory"));

@@ -17,12 +17,21 @@
 //    box's bytes (zero-filled ones too) complete on `bar` when the copy is delivered. Until then
 //    the destination is poisoned (0xff bytes: NaN) and readers that check (wgmma) report a read
 //    before arrival with both sites; delivery happens when a thread waits on `bar` (mbarrier.hpp).
+//  - tma_store(map, coordinates, src) (`cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group`):
+//    the inverse — the shared box at `src`, laid out and swizzled as tma_load lands it, goes to
+//    the box's in-bounds elements (out-of-bounds ones are not written). The global writes happen
+//    at issue; bulk_commit_group() closes the thread's group of stores and
+//    bulk_wait_group_read(n) retires all but its newest n groups, aborting the launch (naming both
+//    sites) when a retired store's shared source changed after issue — on the device the copy
+//    engine may have read either contents. Groups are per thread and per block.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <source_location>
 #include <string>
+#include <vector>
 
 #include "mbarrier.hpp"
 
@@ -124,36 +133,98 @@ namespace gpu_sim::ptx {
 
 namespace tma_detail {
 
-/** Writes the box of `map` at `coordinates` to shared address `destination` (see the file header). */
-inline void deliver(const cuda::TensorMap& map, const std::int64_t (&coordinates)[5], std::uint32_t destination) {
+/**
+ * Walks the box of `map` at `coordinates` laid out from shared address `shared_base`: calls
+ * visit(shared byte, global byte or nullptr when out of bounds) per element, innermost first.
+ */
+template <typename Visit>
+void walk_box(const cuda::TensorMap& map, const std::int64_t (&coordinates)[5], std::uint32_t shared_base,
+              Visit&& visit) {
   auto* shared = static_cast<unsigned char*>(current_runner().dynamic_shared());
   std::uint32_t index[5] = {};
   const std::uint32_t count = cuda::box_bytes(map) / map.element_bytes;
   for (std::uint32_t element = 0; element < count; element++) {
     std::uint64_t dense = 0;
     std::uint64_t pitch = map.element_bytes;
-    std::uint64_t source = 0;
+    std::uint64_t offset = 0;
     bool inside = true;
     for (std::uint32_t d = 0; d < map.rank; d++) {
       dense += index[d] * pitch;
       pitch *= map.box[d];
       const std::int64_t coordinate = coordinates[d] + index[d];
       inside = inside && coordinate >= 0 && static_cast<std::uint64_t>(coordinate) < map.dims[d];
-      source += static_cast<std::uint64_t>(coordinate) * map.strides[d];
+      offset += static_cast<std::uint64_t>(coordinate) * map.strides[d];
     }
-    unsigned char* target = shared + cuda::swizzle_address(destination + dense, map.swizzle);
-    if (inside) {
-      std::memcpy(target, map.address + source, map.element_bytes);
-    } else if (map.oob_nan) {
-      std::memset(target, 0xff, map.element_bytes);
-    } else {
-      std::memset(target, 0, map.element_bytes);
-    }
+    visit(shared + cuda::swizzle_address(shared_base + dense, map.swizzle),
+          inside ? const_cast<unsigned char*>(map.address) + offset : nullptr);
     for (std::uint32_t d = 0; d < map.rank; d++) {
       if (++index[d] < map.box[d]) break;
       index[d] = 0;
     }
   }
+}
+
+/** Writes the box of `map` at `coordinates` to shared address `destination` (see the file header). */
+inline void deliver(const cuda::TensorMap& map, const std::int64_t (&coordinates)[5], std::uint32_t destination) {
+  walk_box(map, coordinates, destination, [&](unsigned char* target, const unsigned char* source) {
+    if (source != nullptr) {
+      std::memcpy(target, source, map.element_bytes);
+    } else {
+      std::memset(target, map.oob_nan ? 0xff : 0, map.element_bytes);
+    }
+  });
+}
+
+/** A bulk tensor store whose shared source the copy engine may still read: the bytes it was issued with. */
+struct PendingStore {
+  const unsigned char* source;
+  std::vector<unsigned char> issued;
+  std::source_location site;
+};
+
+/** One thread's bulk async-groups: stores not committed yet, then committed groups, oldest first. */
+struct BulkGroups {
+  std::vector<PendingStore> open;
+  std::vector<std::vector<PendingStore>> committed;
+};
+
+/** The bulk async-groups of the running block's threads (by linear id), reset per block as mbarriers are. */
+struct BlockBulkGroups {
+  const BlockRunner* runner = nullptr;
+  std::uint64_t serial = 0;
+  const char* kernel = nullptr;
+  std::map<unsigned, BulkGroups> threads;
+};
+
+inline thread_local BlockBulkGroups tls_bulk_groups;
+
+inline BulkGroups& thread_bulk_groups() {
+  BlockRunner& runner = current_runner();
+  BlockBulkGroups& state = tls_bulk_groups;
+  if (state.runner != &runner || state.serial != runner.block_serial() || state.kernel != runner.shape().kernel_name) {
+    state.runner = &runner;
+    state.serial = runner.block_serial();
+    state.kernel = runner.shape().kernel_name;
+    state.threads.clear();
+  }
+  return state.threads[current_thread().linear];
+}
+
+/** The checks tma_load and tma_store share: an encoded map of rank Rank and a 128-byte aligned box inside dynamic shared memory. */
+template <int Rank>
+std::uint32_t checked_box(const cuda::TensorMap* map, const void* shared, const char* name,
+                          const std::source_location& site) {
+  if (map == nullptr || map->magic != cuda::TensorMap::kMagic)
+    mbarrier_detail::fail(name, site, "uses a tensor map that was not encoded (cuTensorMapEncodeTiled)");
+  if (static_cast<std::uint32_t>(Rank) != map->rank) {
+    mbarrier_detail::fail(
+        name, site,
+        "gives " + std::to_string(Rank) + " coordinates for a tensor map of rank " + std::to_string(map->rank));
+  }
+  const std::uint32_t address = shared_address(shared, name, site);
+  if (address % 128 != 0) mbarrier_detail::fail(name, site, "has a shared box that is not 128-byte aligned");
+  shared_pointer(address, cuda::box_bytes(*map), name, site);
+  return address;
 }
 
 }  // namespace tma_detail
@@ -163,17 +234,8 @@ template <int Rank>
 void tma_load(void* destination, const cuda::TensorMap* map, const std::int32_t (&coordinates)[Rank], void* bar,
               std::source_location site = std::source_location::current()) {
   const char* name = "cp.async.bulk.tensor";
-  if (map == nullptr || map->magic != cuda::TensorMap::kMagic)
-    mbarrier_detail::fail(name, site, "uses a tensor map that was not encoded (cuTensorMapEncodeTiled)");
-  if (static_cast<std::uint32_t>(Rank) != map->rank) {
-    mbarrier_detail::fail(
-        name, site,
-        "gives " + std::to_string(Rank) + " coordinates for a tensor map of rank " + std::to_string(map->rank));
-  }
-  const std::uint32_t address = shared_address(destination, name, site);
-  if (address % 128 != 0) mbarrier_detail::fail(name, site, "has a shared destination that is not 128-byte aligned");
+  const std::uint32_t address = tma_detail::checked_box<Rank>(map, destination, name, site);
   const std::uint32_t bytes = cuda::box_bytes(*map);
-  shared_pointer(address, bytes, name, site);
   std::int64_t at[5] = {};
   for (int i = 0; i < Rank; i++) at[i] = coordinates[i];
   auto* target = static_cast<unsigned char*>(destination);
@@ -183,6 +245,53 @@ void tma_load(void* destination, const cuda::TensorMap* map, const std::int32_t 
                     mbarrier_detail::InFlightCopy{target, bytes, bytes, site,
                                                   [copy, at, address]() { tma_detail::deliver(copy, at, address); }},
                     name);
+}
+
+/**
+ * cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [map, {coordinates}], [source]: the
+ * box at `source` (laid out and swizzled as tma_load lands it) goes to the in-bounds elements of
+ * the box of `map` at `coordinates`; out-of-bounds ones are not written. Written at issue; the
+ * source must stay unchanged until a bulk_wait_group_read covers the store (checked there).
+ */
+template <int Rank>
+void tma_store(const cuda::TensorMap* map, const std::int32_t (&coordinates)[Rank], const void* source,
+               std::source_location site = std::source_location::current()) {
+  const char* name = "cp.async.bulk.tensor (store)";
+  const std::uint32_t address = tma_detail::checked_box<Rank>(map, source, name, site);
+  std::int64_t at[5] = {};
+  for (int i = 0; i < Rank; i++) at[i] = coordinates[i];
+  tma_detail::walk_box(*map, at, address, [&](const unsigned char* from, unsigned char* to) {
+    if (to != nullptr) std::memcpy(to, from, map->element_bytes);
+  });
+  const auto* bytes = static_cast<const unsigned char*>(source);
+  tma_detail::thread_bulk_groups().open.push_back(
+      tma_detail::PendingStore{bytes, std::vector<unsigned char>(bytes, bytes + cuda::box_bytes(*map)), site});
+}
+
+/** cp.async.bulk.commit_group: this thread's bulk stores since the last commit become one group. */
+inline void bulk_commit_group() {
+  tma_detail::BulkGroups& groups = tma_detail::thread_bulk_groups();
+  groups.committed.push_back(std::move(groups.open));
+  groups.open.clear();
+}
+
+/**
+ * cp.async.bulk.wait_group.read n: this thread's committed groups but the newest n have read their
+ * sources — a source changed since its store was issued aborts the launch naming both sites (the
+ * copy engine may have read either contents).
+ */
+inline void bulk_wait_group_read(int n, std::source_location site = std::source_location::current()) {
+  tma_detail::BulkGroups& groups = tma_detail::thread_bulk_groups();
+  while (groups.committed.size() > static_cast<std::size_t>(n < 0 ? 0 : n)) {
+    for (const tma_detail::PendingStore& store : groups.committed.front()) {
+      if (std::memcmp(store.source, store.issued.data(), store.issued.size()) != 0) {
+        mbarrier_detail::fail("cp.async.bulk.wait_group.read", site,
+                              "finds the shared source of the bulk tensor store issued at " + format_site(store.site) +
+                                  " changed before this wait");
+      }
+    }
+    groups.committed.erase(groups.committed.begin());
+  }
 }
 
 }  // namespace gpu_sim::ptx
