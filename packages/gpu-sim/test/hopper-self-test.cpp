@@ -4,7 +4,8 @@
 // MN-major operands against a scalar product, queued accumulators, tensor-map validation, and the
 // misuse the device does not report (a barrier phase that never completes, a wgmma reading a stage
 // before its copy arrived, a warp skipping a warpgroup collective, a bulk store's source changed
-// before its wait); TMA stores of partial boxes in two swizzle modes. Prints "ok <name>" per check,
+// before its wait, a block ending with a bulk store not waited for); TMA stores of partial boxes
+// in two swizzle modes. Prints "ok <name>" per check,
 // or "FAIL <name>: <why>"; exits 1 on failure.
 #include <gpu_sim/cuda/wgmma.hpp>
 #include <gpu_sim/cuda/runtime.hpp>
@@ -72,9 +73,10 @@ __global__ void box_kernel(const TensorMap map, int column0, int row0, unsigned 
 }
 
 // One thread lays out element (r, c) of a box as tma_load would land value base + r·columns + c,
-// stores the box at (column0, row0) with tma_store, commits and waits for the read; with
-// `overwrite`, it changes the source after issuing (the misuse bulk_wait_group_read reports).
-__global__ void store_box_kernel(const TensorMap map, int column0, int row0, std::uint16_t base, bool overwrite) {
+// stores the box at (column0, row0) with tma_store, commits and waits for the read; misuse 1
+// changes the source after issuing (bulk_wait_group_read reports it), misuse 2 never waits (the
+// block's end reports it).
+__global__ void store_box_kernel(const TensorMap map, int column0, int row0, std::uint16_t base, int misuse) {
   GPU_SIM_EXTERN_SHARED(unsigned char, shared);
   if (threadIdx.x != 0) return;
   unsigned char* box = shared + 1024;
@@ -88,8 +90,8 @@ __global__ void store_box_kernel(const TensorMap map, int column0, int row0, std
   const std::int32_t coordinates[2] = {column0, row0};
   gpu_sim::ptx::tma_store(&map, coordinates, box);
   gpu_sim::ptx::bulk_commit_group();
-  if (overwrite) box[0] ^= 1;
-  gpu_sim::ptx::bulk_wait_group_read(0);
+  if (misuse == 1) box[0] ^= 1;
+  if (misuse != 2) gpu_sim::ptx::bulk_wait_group_read(0);
 }
 
 static void check_store_box(TensorMapSwizzle swizzle, const char* name) {
@@ -100,7 +102,7 @@ static void check_store_box(TensorMapSwizzle swizzle, const char* name) {
   const TensorMap map = map_2d(data, columns, rows, box_columns, box_rows, swizzle);
   const int column0 = columns - static_cast<int>(box_columns) / 2, row0 = 10;
   const cudaError_t error = launch("store_box_kernel", store_box_kernel, dim3(32), 1024 + box_columns * box_rows * 2,
-                                   map, column0, row0, static_cast<std::uint16_t>(100), false);
+                                   map, column0, row0, static_cast<std::uint16_t>(100), 0);
   std::string detail = error == cudaSuccess ? "" : gpu_sim_cuda_fault_detail();
   for (int row = 0; row < rows && detail.empty(); row++) {
     for (int column = 0; column < columns && detail.empty(); column++) {
@@ -426,11 +428,18 @@ int main() {
     std::uint16_t* data = device_copy(std::vector<std::uint16_t>(64 * 8, 7));
     const TensorMap map = map_2d(data, 64, 8, 64, 8, TensorMapSwizzle::k128B);
     const cudaError_t error = launch("store_box_kernel", store_box_kernel, dim3(32), 1024 + 64 * 8 * 2, map, 0, 0,
-                                     static_cast<std::uint16_t>(1), true);
+                                     static_cast<std::uint16_t>(1), 1);
     const std::string detail = error == cudaSuccess ? "" : gpu_sim_cuda_fault_detail();
     check(contains(detail, "kernel 'store_box_kernel'") && contains(detail, "cp.async.bulk.wait_group.read at") &&
               contains(detail, "changed before this wait") && contains(detail, "hopper-self-test.cpp"),
           "a bulk store's source changed before its wait_group.read is reported with both sites", detail);
+    const cudaError_t unwaited = launch("store_box_kernel", store_box_kernel, dim3(32), 1024 + 64 * 8 * 2, map, 0, 0,
+                                        static_cast<std::uint16_t>(1), 2);
+    const std::string ended = unwaited == cudaSuccess ? "" : gpu_sim_cuda_fault_detail();
+    check(contains(ended, "kernel 'store_box_kernel'") &&
+              contains(ended, "ends while the copy engine may still read") &&
+              contains(ended, "thread 0 has 1 bulk tensor store(s), the first issued at hopper-self-test.cpp"),
+          "a block that ends with a bulk store not covered by a wait_group.read is reported", ended);
   }
 
   const TensorMapSwizzle modes[4] = {TensorMapSwizzle::kNone, TensorMapSwizzle::k32B, TensorMapSwizzle::k64B,

@@ -820,6 +820,26 @@ inline const Dim3& grid_extent() { return tls_runner->shape().grid; }
 /** True when called from inside a simulated GPU thread. */
 inline bool in_kernel() { return tls_thread != nullptr; }
 
+/**
+ * Which block a dialect layer's per-block side state (a worker-thread-local table) belongs to:
+ * moved() is true, and the cursor then points at the running block, when the worker has started
+ * another block or kernel since the last call — the caller resets its state then.
+ */
+struct BlockCursor {
+  const BlockRunner* runner = nullptr;
+  std::uint64_t serial = 0;
+  const char* kernel = nullptr;
+
+  bool moved() {
+    const BlockRunner& running = current_runner();
+    if (runner == &running && serial == running.block_serial() && kernel == running.shape().kernel_name) return false;
+    runner = &running;
+    serial = running.block_serial();
+    kernel = running.shape().kernel_name;
+    return true;
+  }
+};
+
 /** Block-wide barrier (threadgroup barrier); `name` appears in divergence messages. */
 inline void barrier(const char* name, const std::source_location& site) { tls_runner->barrier(name, site); }
 

@@ -50,9 +50,7 @@ struct ThreadCopies {
 
 /** Every thread's copies in the block the worker runs now. */
 struct BlockCopies {
-  const BlockRunner* runner = nullptr;
-  std::uint64_t serial = 0;
-  const char* kernel = nullptr;
+  BlockCursor cursor;
   std::vector<ThreadCopies> threads;
   /** Copies queued and not yet performed in the whole block. */
   std::size_t pending = 0;
@@ -64,10 +62,7 @@ inline thread_local BlockCopies tls_block_copies;
 inline BlockCopies& block_copies() {
   BlockRunner& runner = current_runner();
   BlockCopies& state = tls_block_copies;
-  if (state.runner != &runner || state.serial != runner.block_serial() || state.kernel != runner.shape().kernel_name) {
-    state.runner = &runner;
-    state.serial = runner.block_serial();
-    state.kernel = runner.shape().kernel_name;
+  if (state.cursor.moved()) {
     const Dim3& block = runner.shape().block;
     state.threads.assign(static_cast<std::size_t>(block.x) * block.y * block.z, ThreadCopies{});
     state.pending = 0;

@@ -66,9 +66,7 @@ struct Barrier {
 
 /** Barriers of the block the worker runs now. */
 struct BlockBarriers {
-  const BlockRunner* runner = nullptr;
-  std::uint64_t serial = 0;
-  const char* kernel = nullptr;
+  BlockCursor cursor;
   std::map<std::uint32_t, Barrier> barriers;
   /** Asynchronous copies issued in this block so far. */
   std::uint64_t copies_issued = 0;
@@ -77,12 +75,8 @@ struct BlockBarriers {
 inline thread_local BlockBarriers tls_block_barriers;
 
 inline BlockBarriers& block_barriers() {
-  BlockRunner& runner = current_runner();
   BlockBarriers& state = tls_block_barriers;
-  if (state.runner != &runner || state.serial != runner.block_serial() || state.kernel != runner.shape().kernel_name) {
-    state.runner = &runner;
-    state.serial = runner.block_serial();
-    state.kernel = runner.shape().kernel_name;
+  if (state.cursor.moved()) {
     state.barriers.clear();
     state.copies_issued = 0;
   }

@@ -78,9 +78,7 @@ struct WarpMeeting {
 };
 
 struct BlockState {
-  const BlockRunner* runner = nullptr;
-  std::uint64_t serial = 0;
-  const char* kernel = nullptr;
+  BlockCursor cursor;
   std::array<Barrier, kNamedBarriers> barriers;
   std::vector<WarpMeeting> warps;
 };
@@ -117,10 +115,7 @@ inline std::string unsettled_barriers(bool deadlocked) {
 inline BlockState& block_state() {
   BlockRunner& runner = current_runner();
   BlockState& state = tls_block_state;
-  if (state.runner != &runner || state.serial != runner.block_serial() || state.kernel != runner.shape().kernel_name) {
-    state.runner = &runner;
-    state.serial = runner.block_serial();
-    state.kernel = runner.shape().kernel_name;
+  if (state.cursor.moved()) {
     state.barriers = {};
     const Dim3& block = runner.shape().block;
     state.warps.assign((block.x * block.y * block.z + kWarpSize - 1) / kWarpSize, WarpMeeting{});

@@ -23,7 +23,8 @@
 //    at issue; bulk_commit_group() closes the thread's group of stores and
 //    bulk_wait_group_read(n) retires all but its newest n groups, aborting the launch (naming both
 //    sites) when a retired store's shared source changed after issue — on the device the copy
-//    engine may have read either contents. Groups are per thread and per block.
+//    engine may have read either contents; a block that ends with stores not covered by a wait
+//    is reported too (its shared memory goes away). Groups are per thread and per block.
 #pragma once
 
 #include <cstdint>
@@ -190,22 +191,38 @@ struct BulkGroups {
 
 /** The bulk async-groups of the running block's threads (by linear id), reset per block as mbarriers are. */
 struct BlockBulkGroups {
-  const BlockRunner* runner = nullptr;
-  std::uint64_t serial = 0;
-  const char* kernel = nullptr;
+  BlockCursor cursor;
   std::map<unsigned, BulkGroups> threads;
 };
 
 inline thread_local BlockBulkGroups tls_bulk_groups;
 
+/** Block-end check: bulk stores a thread issued and never waited for (their shared sources go away with the block). */
+inline std::string unwaited_bulk_stores(bool) {
+  std::string text;
+  for (const auto& [linear, groups] : tls_bulk_groups.threads) {
+    std::size_t stores = groups.open.size();
+    const PendingStore* first = groups.open.empty() ? nullptr : &groups.open.front();
+    for (const auto& group : groups.committed) {
+      stores += group.size();
+      if (first == nullptr && !group.empty()) first = &group.front();
+    }
+    if (stores == 0) continue;
+    if (!text.empty()) text += "; ";
+    text += "thread " + std::to_string(linear) + " has " + std::to_string(stores) +
+            " bulk tensor store(s), the first issued at " + format_site(first->site) +
+            ", not covered by a cp.async.bulk.wait_group.read";
+  }
+  if (text.empty()) return text;
+  return "ends while the copy engine may still read shared memory: " + text;
+}
+
 inline BulkGroups& thread_bulk_groups() {
   BlockRunner& runner = current_runner();
   BlockBulkGroups& state = tls_bulk_groups;
-  if (state.runner != &runner || state.serial != runner.block_serial() || state.kernel != runner.shape().kernel_name) {
-    state.runner = &runner;
-    state.serial = runner.block_serial();
-    state.kernel = runner.shape().kernel_name;
+  if (state.cursor.moved()) {
     state.threads.clear();
+    runner.add_block_end_check(&unwaited_bulk_stores);
   }
   return state.threads[current_thread().linear];
 }

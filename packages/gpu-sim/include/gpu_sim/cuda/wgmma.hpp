@@ -107,9 +107,7 @@ struct Warpgroup {
 };
 
 struct BlockWarpgroups {
-  const BlockRunner* runner = nullptr;
-  std::uint64_t serial = 0;
-  const char* kernel = nullptr;
+  BlockCursor cursor;
   std::vector<Warpgroup> groups;
 };
 
@@ -120,10 +118,7 @@ inline Warpgroup& warpgroup(const char* name, const std::source_location& site) 
   BlockWarpgroups& state = tls_block_warpgroups;
   const Dim3& block = runner.shape().block;
   const unsigned threads = block.x * block.y * block.z;
-  if (state.runner != &runner || state.serial != runner.block_serial() || state.kernel != runner.shape().kernel_name) {
-    state.runner = &runner;
-    state.serial = runner.block_serial();
-    state.kernel = runner.shape().kernel_name;
+  if (state.cursor.moved()) {
     state.groups.assign((threads + kWarpgroupSize - 1) / kWarpgroupSize, Warpgroup{});
   }
   const unsigned index = current_thread().linear / kWarpgroupSize;
