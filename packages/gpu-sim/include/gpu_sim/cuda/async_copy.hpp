@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "../engine.hpp"
+#include "async_groups.hpp"
 
 namespace gpu_sim::ptx {
 
@@ -43,10 +44,7 @@ struct PendingCopy {
 };
 
 /** The copies of one thread: the open group and the committed ones, oldest first. */
-struct ThreadCopies {
-  std::vector<PendingCopy> open;
-  std::deque<std::vector<PendingCopy>> committed;
-};
+using ThreadCopies = AsyncGroups<PendingCopy>;
 
 /** Every thread's copies in the block the worker runs now. */
 struct BlockCopies {
@@ -112,8 +110,7 @@ inline void cp_async(void* destination, const void* source, unsigned cp_size, un
 /** cp.async.commit_group: the thread's uncommitted copies become one group. */
 inline void commit_group() {
   async_detail::ThreadCopies& copies = async_detail::block_copies().threads[current_thread().linear];
-  copies.committed.push_back(std::move(copies.open));
-  copies.open.clear();
+  copies.commit();
 }
 
 /** cp.async.wait_group n: this thread's committed groups are delivered until at most `n` are pending. */

@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "async_groups.hpp"
 #include "mbarrier.hpp"
 
 namespace gpu_sim::cuda {
@@ -183,11 +184,8 @@ struct PendingStore {
   std::source_location site;
 };
 
-/** One thread's bulk async-groups: stores not committed yet, then committed groups, oldest first. */
-struct BulkGroups {
-  std::vector<PendingStore> open;
-  std::vector<std::vector<PendingStore>> committed;
-};
+/** One thread's bulk stores: not committed yet, then committed groups, oldest first. */
+using BulkGroups = AsyncGroups<PendingStore>;
 
 /** The bulk async-groups of the running block's threads (by linear id), reset per block as mbarriers are. */
 struct BlockBulkGroups {
@@ -286,11 +284,7 @@ void tma_store(const cuda::TensorMap* map, const std::int32_t (&coordinates)[Ran
 }
 
 /** cp.async.bulk.commit_group: this thread's bulk stores since the last commit become one group. */
-inline void bulk_commit_group() {
-  tma_detail::BulkGroups& groups = tma_detail::thread_bulk_groups();
-  groups.committed.push_back(std::move(groups.open));
-  groups.open.clear();
-}
+inline void bulk_commit_group() { tma_detail::thread_bulk_groups().commit(); }
 
 /**
  * cp.async.bulk.wait_group.read n: this thread's committed groups but the newest n have read their
@@ -307,7 +301,7 @@ inline void bulk_wait_group_read(int n, std::source_location site = std::source_
                                   " changed before this wait");
       }
     }
-    groups.committed.erase(groups.committed.begin());
+    groups.committed.pop_front();
   }
 }
 
