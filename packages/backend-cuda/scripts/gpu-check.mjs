@@ -95,7 +95,11 @@ log(`matmul path: ${auto.matmulPath}`);
 if (!options.skip.has('conformance')) {
   const sizes = options.quick ? 'quick' : 'full';
   const runs = [
-    [`full kit (${auto.capabilities.matmul.path === 'cublas' ? 'matmul through cuBLAS' : 'kiln kernels'})`, auto, {}],
+    [
+      `full kit (${auto.capabilities.matmul.path === 'kiln' ? 'kiln kernels' : auto.matmulPath.includes('per shape') ? "matmul through cuBLAS, f16/bf16 per shape on kiln's kernels" : 'matmul through cuBLAS'})`,
+      auto,
+      {},
+    ],
   ];
   let kilnOnly;
   if (auto.capabilities.matmul.path === 'cublas') {

@@ -13,14 +13,16 @@ import {
   GraphCaptureError,
   InvalidArgumentError,
   type CapturedGraph,
+  type MatmulParams,
   type MemoryInfo,
   type StepGraph,
+  type TensorRef,
 } from '@kiln/core';
 import { NativeKernelBackend } from '@kiln/core/native-backend';
 import { cudaCapabilities, type CudaCapabilities } from './capabilities.js';
 import { FusedKernels } from './fused-kernels.js';
 import { describeAttentionPath } from './attention-path.js';
-import { describeMatmulPath } from './matmul-path.js';
+import { describeMatmulPath, type CudaMatmulDispatch } from './matmul-path.js';
 import { toDeviceInfo } from './probe.js';
 import type { CudaAddon, NativeBackend } from './native/addon-types.js';
 import { callNative, cudaErrors } from './native/native-error.js';
@@ -105,6 +107,22 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
   /** The flash-attention kernels this device runs, in one line (shown by `kiln info`). */
   get attentionPath(): string {
     return this.attentionKernels;
+  }
+
+  /**
+   * Which library runs `matmul(a, b, out, params)` on this instance, checking the arguments as
+   * matmul does and launching nothing: with matmul 'auto' and cuBLAS loaded, f16/bf16 problems
+   * that kiln's own kernels run without splitting k go to them on a GPU running kiln's sm_90a
+   * kernels (measured faster there), the rest to cuBLAS; see docs/backend-cuda.md.
+   */
+  matmulDispatch(a: TensorRef, b: TensorRef, out: TensorRef, params: MatmulParams): CudaMatmulDispatch {
+    this.ensureOpen('matmulDispatch');
+    const [left, right, output] = [
+      this.checks.checkTensor(a, this, 'matmulDispatch', 'a', false),
+      this.checks.checkTensor(b, this, 'matmulDispatch', 'b', false),
+      this.checks.checkTensor(out, this, 'matmulDispatch', 'out', false),
+    ];
+    return callNative(() => this.native.matmulDispatch(left.native, right.native, output.native, params));
   }
 
   /** GEMMs this instance has sent to cuBLAS so far (0 on kiln's kernels). */

@@ -25,6 +25,14 @@ export interface CudaMatmulPath {
   summary: string;
 }
 
+/** Which library runs one matmul call (CudaBackend.matmulDispatch). */
+export interface CudaMatmulDispatch {
+  /** 'cublas' when the call goes through cuBLAS, 'kiln' when kiln's own kernels run it. */
+  library: 'cublas' | 'kiln';
+  /** True when matmul 'auto' gives this problem to kiln's own kernel although cuBLAS is loaded: f16/bf16 that kiln's wgmma or mma.sync kernel runs without splitting k, on a GPU running kiln's sm_90a kernels. */
+  kilnPreferred: boolean;
+}
+
 /**
  * Which tensor-core kernel family kiln's own f16/bf16 matmul uses for large problems on a device of
  * compute capability `major`.x; `hopperKernels` is the addon's word that the device runs the
@@ -50,7 +58,11 @@ export function halfMatmulKernelFamily(major: number, hopperKernels: boolean): '
 export function describeMatmulPath(info: NativeMatmulInfo, major: number): CudaMatmulPath {
   if (info.path === 'cublas') {
     const f32 = info.allowTf32 ? 'cuBLAS, TF32 tensor cores allowed (allowTf32)' : 'cuBLAS, full f32 (TF32 off)';
-    const half = 'cuBLAS tensor cores, f32 accumulation';
+    // matmul 'auto' on a GPU running kiln's sm_90a kernels: kiln_matmul_preferred_over_cublas per problem.
+    const perShape = info.requested === 'auto' && info.hopperKernels === true;
+    const half = perShape
+      ? "kiln's own wgmma + TMA / mma.sync kernels for problems they run without splitting k (faster than cuBLAS there on an H100), cuBLAS tensor cores with f32 accumulation for the rest"
+      : 'cuBLAS tensor cores, f32 accumulation';
     return {
       path: 'cublas',
       f32,
@@ -58,7 +70,7 @@ export function describeMatmulPath(info: NativeMatmulInfo, major: number): CudaM
       f16: half,
       bf16: half,
       cublas: { loaded: true, version: info.cublasVersion, location: info.cublasLocation, tf32: info.allowTf32 },
-      summary: `cuBLAS ${info.cublasVersion} (${info.cublasLocation}): f32 ${info.allowTf32 ? 'with TF32 allowed' : '(TF32 off)'}, f16/bf16 with f32 accumulation`,
+      summary: `cuBLAS ${info.cublasVersion} (${info.cublasLocation}): f32 ${info.allowTf32 ? 'with TF32 allowed' : '(TF32 off)'}, f16/bf16 ${perShape ? "per shape (kiln's own kernels where they need no split along k, cuBLAS elsewhere)" : 'with f32 accumulation'}`,
     };
   }
   const family = halfMatmulKernelFamily(major, info.hopperKernels === true);

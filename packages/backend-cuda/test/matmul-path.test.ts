@@ -70,6 +70,28 @@ describe('matmul path description', () => {
       cublasReason: '',
     };
     expect(describeMatmulPath(info, 9).bf16).toBe('cuBLAS tensor cores, f32 accumulation');
+    expect(describeMatmulPath(info, 9).summary).toBe(
+      'cuBLAS 13.1.0 (/lib/libcublas.so.13): f32 (TF32 off), f16/bf16 with f32 accumulation',
+    );
+  });
+
+  it("says f16/bf16 go per shape with matmul 'auto' on a GPU running kiln's sm_90a kernels, and all to cuBLAS with matmul 'cublas'", () => {
+    const info: NativeMatmulInfo = {
+      ...kilnInfo,
+      path: 'cublas',
+      cublasLocation: '/lib/libcublas.so.13',
+      cublasVersion: '13.1.0',
+      cublasReason: '',
+      hopperKernels: true,
+    };
+    const auto = describeMatmulPath(info, 9);
+    expect(auto.bf16).toMatch(/^kiln's own wgmma \+ TMA \/ mma\.sync kernels for problems they run without splitting k/);
+    expect(auto.f16).toBe(auto.bf16);
+    expect(auto.f32).toBe('cuBLAS, full f32 (TF32 off)');
+    expect(auto.summary).toBe(
+      "cuBLAS 13.1.0 (/lib/libcublas.so.13): f32 (TF32 off), f16/bf16 per shape (kiln's own kernels where they need no split along k, cuBLAS elsewhere)",
+    );
+    expect(describeMatmulPath({ ...info, requested: 'cublas' }, 9).bf16).toBe('cuBLAS tensor cores, f32 accumulation');
   });
 
   it('rejects a major version that is not a non-negative integer', () => {

@@ -91,6 +91,16 @@ Napi::Object CudaDevice::matmul_info(Napi::Env env) {
   return result;
 }
 
+bool CudaDevice::matmul_goes_to_cublas(const MatmulCall& call) {
+  const MatmulShape& shape = call.shape;
+  if (context_->cublas() == nullptr || shape.batch == 0 || shape.m == 0 || shape.n == 0 || shape.k == 0 ||
+      !CublasSession::fits(shape))
+    return false;
+  return matmul_request_ != "auto" ||
+         !kiln_matmul_preferred_over_cublas(context_->launch_context(), call.a.dtype, call.a.base(), call.b.base(),
+                                            shape);
+}
+
 void CudaDevice::ensure_usable(const char*) { context_->ensure_usable(); }
 
 void CudaDevice::finish(Napi::Env, bool) {
@@ -184,6 +194,19 @@ std::vector<ExtraMethod> cuda_extra_methods() {
        }},
       // adamwMulti again: its presence tells JavaScript that this addon reads options.deviceScalars.
       adamw_multi_device_scalars_method(),
+      {"matmulDispatch",
+       [](KernelDevice& device, BufferTable& buffers, const Napi::CallbackInfo& info) -> Napi::Value {
+         Napi::Env env = info.Env();
+         const MatmulCall call = read_matmul(buffers, info);
+         CudaDevice& self = cuda(device);
+         const LaunchContext launch = self.context().launch_context();
+         Napi::Object result = Napi::Object::New(env);
+         result.Set("library", self.matmul_goes_to_cublas(call) ? "cublas" : "kiln");
+         result.Set("kilnPreferred", kiln_matmul_preferred_over_cublas(launch, call.a.dtype, call.a.base(),
+                                                                       call.b.base(), call.shape));
+         return result;
+       },
+       false},
       {"matmulInfo",
        [](KernelDevice& device, BufferTable&, const Napi::CallbackInfo& info) -> Napi::Value {
          return cuda(device).matmul_info(info.Env());

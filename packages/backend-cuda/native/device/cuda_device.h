@@ -28,6 +28,8 @@ class CudaDevice : public KernelDevice {
   DeviceContext& context() { return *context_; }
   /** matmulInfo()'s result. */
   Napi::Object matmul_info(Napi::Env env);
+  /** True when `call` runs through cuBLAS: it is loaded, can take the shape, and (matmul 'auto') kiln_matmul_preferred_over_cublas does not claim it. */
+  bool matmul_goes_to_cublas(const MatmulCall& call);
 
   BufferPool& pool() override { return context_->pool(); }
   void ensure_usable(const char* method) override;

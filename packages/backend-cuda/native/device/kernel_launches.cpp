@@ -99,8 +99,8 @@ void CudaDevice::matmul(Napi::Env, const MatmulCall& call) {
                         2.0 * static_cast<double>(shape.batch) * static_cast<double>(shape.m) *
                             static_cast<double>(shape.n) * static_cast<double>(shape.k)};
   const LaunchContext launch = device.launch_context();
-  CublasSession* cublas = device.cublas();
-  if (cublas != nullptr && shape.batch > 0 && shape.m > 0 && shape.n > 0 && shape.k > 0 && CublasSession::fits(shape)) {
+  if (matmul_goes_to_cublas(call)) {
+    CublasSession* cublas = device.cublas();
     cublas->gemm(a.dtype, a.base(), call.b.base(), call.out.base(), shape);
     device.after_launch(cudaSuccess, description + " (cuBLAS)", work);
     return;

@@ -205,6 +205,19 @@ Index matmul_workspace_bytes(const LaunchContext& context, int dtype, const void
   return pad.bytes() + split_k_workspace_bytes(split, fold_shared_b(pad.padded));
 }
 
+bool kiln_matmul_preferred_over_cublas(const LaunchContext& context, int dtype, const void* a, const void* b,
+                                       const MatmulShape& shape) {
+  if (dtype == kF32 || !device_runs_wgmma_kernels()) return false;
+  if (shape.batch == 0 || shape.m == 0 || shape.n == 0 || shape.k == 0) return false;
+  const MatmulPadPlan pad = plan_matmul_padding(context, dtype, a, b, shape);
+  const void* operand_a = pad.active && pad.copy_a ? pad.scratch_placeholder() : a;
+  const void* operand_b = pad.active && pad.copy_b ? pad.scratch_placeholder() : b;
+  const MatmulShape& problem = pad.active ? pad.padded : shape;
+  if (choose_half_matmul_kernel(context, operand_a, operand_b, fold_shared_b(problem)) == HalfMatmulKernel::kWmma)
+    return false;
+  return plan_matmul(context, dtype, operand_a, operand_b, problem).splits == 1;
+}
+
 namespace {
 
 /** The kernel family launch_matmul runs for these (folded, non-empty) operands, named as MatmulRoute::kernel. */

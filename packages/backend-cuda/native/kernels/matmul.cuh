@@ -45,6 +45,18 @@ struct MatmulRoute {
 Index matmul_workspace_bytes(const LaunchContext& context, int dtype, const void* a, const void* b,
                              const MatmulShape& shape, bool allow_padding = true);
 
+/**
+ * True when kiln's own kernel should run this problem although cuBLAS is loaded (the backend's
+ * matmul 'auto'): an f16/bf16 problem on a device running kiln's sm_90a kernels that the wgmma or
+ * mma.sync kernel runs without splitting k (padded operands included). The rule is measured, not
+ * guessed: on an H100 (gpu-check, device time, 2026-11-27) such problems ran at 94–309% of
+ * cuBLAS's speed at the gpt2s and GPT-2 shapes (91% at 4096³) and 134–158% at small ones, where
+ * split-K problems ran at 79–125% and kiln's f32 kernels at 47–77%. Elsewhere (f32, other GPUs,
+ * WMMA) cuBLAS keeps every problem. A fixed rule, so a rerun takes the same kernels.
+ */
+bool kiln_matmul_preferred_over_cublas(const LaunchContext& context, int dtype, const void* a, const void* b,
+                                       const MatmulShape& shape);
+
 /** The f16 tensor-core kernel (matmul_wmma_f16.cu); k, m, n, batch ≥ 1. */
 cudaError_t launch_matmul_wmma_f16(const LaunchContext& context, const void* a, const void* b, void* out,
                                    const MatmulShape& shape);

@@ -10,6 +10,7 @@
  * elements; buffers are referred to by the numeric id alloc() returned.
  */
 
+import type { MatmulParams } from '@kiln/core';
 import type {
   NativeFailure as CoreNativeFailure,
   NativeKernelMethods,
@@ -86,6 +87,14 @@ export interface NativeBackendOptions {
 }
 
 /** Which matmul path a backend instance uses, and why. */
+/** The addon's answer to matmulDispatch. */
+export interface NativeMatmulDispatch {
+  /** The library that runs the call: cuBLAS, or kiln's own kernels. */
+  library: 'cublas' | 'kiln';
+  /** True when matmul 'auto' gives this problem to kiln's own kernel although cuBLAS is loaded (kiln_matmul_preferred_over_cublas). */
+  kilnPreferred: boolean;
+}
+
 export interface NativeMatmulInfo {
   /** 'cublas' or 'kiln' (kiln's own kernels). */
   path: 'cublas' | 'kiln';
@@ -127,6 +136,8 @@ export interface NativeBackend extends NativeKernelMethods {
   deviceInfo(): NativeDevice;
   /** Which matmul path this instance uses and why. */
   matmulInfo(): NativeMatmulInfo;
+  /** Which library matmul(a, b, out, params) would run on (arguments checked as matmul checks them; launches nothing). */
+  matmulDispatch(a: NativeTensor, b: NativeTensor, out: NativeTensor, params: MatmulParams): NativeMatmulDispatch;
   /** Starts capturing the stream into a new CUDA graph; returns its id. */
   captureBegin(): number;
   /** Ends the capture and instantiates the graph (throws when something inside was not capturable). */
