@@ -8,20 +8,30 @@
 # stages after it. Each stage writes <out>/<stage>.json and <stage>.log; <out>/summary.txt
 # collects every stage's exit status and verdict lines as they finish.
 #
-#   bash scripts/gpu-check-staged.sh [--out DIR] [--deadline SECONDS] [gpu-check.sh options…]
-#   (defaults: --out gpu-check-staged, --deadline 480: a stage never starts with under 20 s left)
+#   bash scripts/gpu-check-staged.sh [--out DIR] [--deadline SECONDS] [--only STAGES] [gpu-check.sh options…]
+#   (defaults: --out gpu-check-staged, --deadline 480: a stage never starts with under 20 s left;
+#   --only kit,matmul,…: just those stages, in the usual order — a second, shorter call of a lease)
 set -uo pipefail
 
 script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 out=gpu-check-staged
 deadline=480
+only=""
 passthrough=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out="$2"; shift 2 ;;
     --deadline) deadline="$2"; shift 2 ;;
+    --only) only=",$2,"; shift 2 ;;
     *) passthrough+=("$1"); shift ;;
   esac
+done
+stages=kit,attention,matmul,gpt2s,graph,sanitizer,ncu,rest,attention-flash2,matmul-128
+for stage in ${only//,/ }; do
+  if [[ ",$stages," != *",$stage,"* ]]; then
+    echo "gpu-check-staged: --only: unknown stage '$stage' (the stages: $stages)" >&2
+    exit 2
+  fi
 done
 mkdir -p "$out"
 started=$(date +%s)
@@ -40,6 +50,7 @@ skip_all_but() {
 run_stage() {
   local name=$1 most=$2 parts=$3
   shift 3
+  if [ -n "$only" ] && [[ $only != *",$name,"* ]]; then return 0; fi
   local left=$(( deadline - $(elapsed) - 5 ))
   if [ "$left" -lt 20 ]; then say "$name: not run (the deadline is near)"; return 0; fi
   [ "$most" -gt "$left" ] && most=$left

@@ -506,6 +506,18 @@ describe.skipIf(!built)(
       await run('bash', [script, '--out', late, '--deadline', '10', '--no-build'], { cwd: packageRoot });
       const lateSummary = readFileSync(join(late, 'summary.txt'), 'utf8');
       for (const stage of stages) expect(lateSummary).toContain(`] ${stage}: not run (the deadline is near)`);
+      // --only: the named stages alone (a lease's second, shorter call), unknown names refused.
+      const some = join(scratch, 'staged-only');
+      await run('bash', [script, '--out', some, '--only', 'kit,matmul', '--deadline', '10', '--no-build'], {
+        cwd: packageRoot,
+      });
+      const someSummary = readFileSync(join(some, 'summary.txt'), 'utf8');
+      expect(someSummary).toContain('] kit: not run');
+      expect(someSummary).toContain('] matmul: not run');
+      expect(someSummary).not.toContain('] attention:');
+      await expect(run('bash', [script, '--out', some, '--only', 'kit,widths'], { cwd: packageRoot })).rejects.toThrow(
+        /--only: unknown stage 'widths'/,
+      );
     });
 
     it('skips with a clear message and a skipped report where no GPU is usable', async (context) => {
