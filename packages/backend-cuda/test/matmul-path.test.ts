@@ -85,7 +85,9 @@ describe('matmul path description', () => {
       hopperKernels: true,
     };
     const auto = describeMatmulPath(info, 9);
-    expect(auto.bf16).toMatch(/^kiln's own wgmma \+ TMA \/ mma\.sync kernels for problems they run without splitting k/);
+    expect(auto.bf16).toMatch(
+      /^kiln's own wgmma \+ TMA \/ mma\.sync kernels for problems they run without splitting k/,
+    );
     expect(auto.f16).toBe(auto.bf16);
     expect(auto.f32).toBe('cuBLAS, full f32 (TF32 off)');
     expect(auto.summary).toBe(

@@ -96,9 +96,8 @@ bool CudaDevice::matmul_goes_to_cublas(const MatmulCall& call) {
   if (context_->cublas() == nullptr || shape.batch == 0 || shape.m == 0 || shape.n == 0 || shape.k == 0 ||
       !CublasSession::fits(shape))
     return false;
-  return matmul_request_ != "auto" ||
-         !kiln_matmul_preferred_over_cublas(context_->launch_context(), call.a.dtype, call.a.base(), call.b.base(),
-                                            shape);
+  return matmul_request_ != "auto" || !kiln_matmul_preferred_over_cublas(context_->launch_context(), call.a.dtype,
+                                                                         call.a.base(), call.b.base(), shape);
 }
 
 void CudaDevice::ensure_usable(const char*) { context_->ensure_usable(); }
@@ -202,8 +201,8 @@ std::vector<ExtraMethod> cuda_extra_methods() {
          const LaunchContext launch = self.context().launch_context();
          Napi::Object result = Napi::Object::New(env);
          result.Set("library", self.matmul_goes_to_cublas(call) ? "cublas" : "kiln");
-         result.Set("kilnPreferred", kiln_matmul_preferred_over_cublas(launch, call.a.dtype, call.a.base(),
-                                                                       call.b.base(), call.shape));
+         result.Set("kilnPreferred",
+                    kiln_matmul_preferred_over_cublas(launch, call.a.dtype, call.a.base(), call.b.base(), call.shape));
          return result;
        },
        false},
