@@ -45,6 +45,12 @@ __device__ __forceinline__ void store_four(float* row, Index column, Index n, co
 
 /** matmul_f32_kernel's policy for SIMT outer products (CUDA cores, any device). */
 struct SimtMath {
+  /** 8 warps, threads 16 (columns) × 16 (rows). */
+  static constexpr int kThreads = 256;
+  /** Blocks per SM the register budget must allow (≤ 128 registers a thread): two blocks' loads hide each other's latency. */
+  static constexpr int kMinBlocks = 2;
+  /** 8×8 outputs a thread (step()). */
+  using Accumulators = f32_matmul::Accumulators;
   /** 132 floats: the scalar stores of a k-contiguous operand (16 rows × depths 0 and 4 per warp) hit 32 distinct banks. */
   static constexpr int kRow = kTile + 4;
 
