@@ -1,8 +1,9 @@
 // kernels/matmul.cu — kiln's batched matmul: the dispatcher and the f32 SIMT kernel.
 //
 // Algorithm (f32): the tiles, double-buffered k8 pipeline and split-K work items of matmul_f32.cuh
-// (128×128 tile per 256-thread block); every thread owns an 8×8 register tile (rows ty·4+i and
-// 64+ty·4+i, columns tx·4+j and 64+tx·4+j, so shared-memory reads are float4 and conflict-free).
+// (128×128 tile per 128-thread block); each of the 4 warps owns 64×64 of it and every thread an
+// 8×16 register tile (SimtMath: 4 + 4 rows, 4 × 4 columns), so a depth costs 6 float4 shared reads
+// (conflict-free) for 128 FMAs and 2 blocks fit a multiprocessor's registers.
 // Split-K (matmul_split_k.cuh): when the 128×128 tiles leave multiprocessors idle and k is long,
 // grid z runs batch · splits items, each summing one k range into an f32 partial, and a second
 // kernel adds the partials in split order (deterministic, no atomics).
@@ -28,7 +29,6 @@
 namespace kiln {
 namespace {
 
-using f32_matmul::Accumulators;
 using f32_matmul::kDepth;
 using f32_matmul::kTile;
 
@@ -45,45 +45,67 @@ __device__ __forceinline__ void store_four(float* row, Index column, Index n, co
 
 /** matmul_f32_kernel's policy for SIMT outer products (CUDA cores, any device). */
 struct SimtMath {
+  /** 4 warps, each 64×64 of the tile: lanes 8 (rows) × 4 (columns), each 8 rows × 16 columns. */
+  static constexpr int kThreads = 128;
+  /** Blocks per SM the register budget must allow (≤ 255 registers a thread): each one's loads hide behind the other's FMAs. */
+  static constexpr int kMinBlocks = 2;
+  /** accumulator[i][4c + j]: row warp_row + lane_row + i (i < 4) or + 32 + i − 4, column warp_column + lane_column + 16c + j. */
+  using Accumulators = float[8][16];
   /** 132 floats: the scalar stores of a k-contiguous operand (16 rows × depths 0 and 4 per warp) hit 32 distinct banks. */
   static constexpr int kRow = kTile + 4;
 
   /** Operands are multiplied as loaded. */
   static __device__ __forceinline__ float4 operand(float4 x) { return x; }
 
-  /** One k8 step: the thread's 8×8 outer products (rows ty·4…, 64 + ty·4…; columns tx·4…, 64 + tx·4…). */
+  /** The thread's first row inside the tile (its rows: this + 0…3 and + 32…35). */
+  static __device__ __forceinline__ int first_row() {
+    return static_cast<int>(threadIdx.x / 64) * 64 + static_cast<int>(threadIdx.x % 32 / 4) * 4;
+  }
+
+  /** The thread's first column inside the tile (its columns: this + 16c + 0…3, c = 0…3). */
+  static __device__ __forceinline__ int first_column() {
+    return static_cast<int>(threadIdx.x / 32 % 2) * 64 + static_cast<int>(threadIdx.x % 4) * 4;
+  }
+
+  /**
+   * One k8 step: per depth 2 + 4 float4 shared loads (a warp reads 8 and 4 distinct ones: no bank
+   * conflicts) and the thread's 8×16 outer product.
+   */
   static __device__ __forceinline__ void step(Accumulators& accumulator, const float (*tile_a)[kRow],
                                               const float (*tile_b)[kRow]) {
-    const int tx = static_cast<int>(threadIdx.x % 16);
-    const int ty = static_cast<int>(threadIdx.x / 16);
-    // Unrolled: the next depth's four shared loads are scheduled among this depth's FMAs (a rolled
-    // loop waited for them every depth: 4 loads, then 64 FMAs that need them).
+    const int row = first_row();
+    const int column = first_column();
+    // Unrolled: the next depth's shared loads are scheduled among this depth's FMAs.
     KILN_UNROLL
     for (int depth = 0; depth < kDepth; depth++) {
-      const float4 a_low = *reinterpret_cast<const float4*>(&tile_a[depth][ty * 4]);
-      const float4 a_high = *reinterpret_cast<const float4*>(&tile_a[depth][64 + ty * 4]);
-      const float4 b_low = *reinterpret_cast<const float4*>(&tile_b[depth][tx * 4]);
-      const float4 b_high = *reinterpret_cast<const float4*>(&tile_b[depth][64 + tx * 4]);
-      const float left[8] = {a_low.x, a_low.y, a_low.z, a_low.w, a_high.x, a_high.y, a_high.z, a_high.w};
-      const float right[8] = {b_low.x, b_low.y, b_low.z, b_low.w, b_high.x, b_high.y, b_high.z, b_high.w};
+      float left[8];
+      float right[16];
+      *reinterpret_cast<float4*>(&left[0]) = *reinterpret_cast<const float4*>(&tile_a[depth][row]);
+      *reinterpret_cast<float4*>(&left[4]) = *reinterpret_cast<const float4*>(&tile_a[depth][row + 32]);
+      KILN_UNROLL
+      for (int c = 0; c < 4; c++)
+        *reinterpret_cast<float4*>(&right[4 * c]) = *reinterpret_cast<const float4*>(&tile_b[depth][column + 16 * c]);
       KILN_UNROLL
       for (int i = 0; i < 8; i++) {
         KILN_UNROLL
-        for (int j = 0; j < 8; j++) accumulator[i][j] += left[i] * right[j];
+        for (int j = 0; j < 16; j++) accumulator[i][j] += left[i] * right[j];
       }
     }
   }
 
-  /** Writes the thread's 8×8 tile, four consecutive columns at a time. */
+  /** Writes the thread's 8×16 tile, four consecutive columns at a time. */
   static __device__ __forceinline__ void store(Accumulators& accumulator, float* out, Index row0, Index column0,
                                                Index m, Index n, bool vector) {
-    const int tx = static_cast<int>(threadIdx.x % 16);
-    const int ty = static_cast<int>(threadIdx.x / 16);
+    const int first = first_row();
+    const int column = first_column();
+    // Unrolled: the accumulators stay in registers (indexed by constants only).
+    KILN_UNROLL
     for (int i = 0; i < 8; i++) {
-      const Index row = row0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);
+      const Index row = row0 + first + (i < 4 ? i : 32 + i - 4);
       if (row >= m) continue;
-      for (int half = 0; half < 2; half++)
-        store_four(out + row * n, column0 + half * 64 + tx * 4, n, &accumulator[i][half * 4], vector);
+      KILN_UNROLL
+      for (int c = 0; c < 4; c++)
+        store_four(out + row * n, column0 + column + 16 * c, n, &accumulator[i][4 * c], vector);
     }
   }
 };

@@ -1,19 +1,21 @@
 // kernels/matmul_f32.cuh — the f32 matmul kernel's tiles, pipeline and launch, shared by its two inner
 // products: the SIMT one (matmul.cu, portable) and the TF32 mma.sync one (matmul_f32_tf32.cu, sm_80 PTX).
 //
-// Algorithm: each 256-thread block computes a 128×128 tile of out for one work item (grid z strides
-// over batch · splits items, matmul_split_k.cuh). k advances 8 at a time through two shared-memory
-// buffers: while the block multiplies one buffer, each thread already holds the next slice of A and
-// B in registers and stores it into the other buffer afterwards (one __syncthreads per step).
+// Algorithm: each block (Math::kThreads threads: 128 for SIMT, 256 for TF32) computes a 128×128
+// tile of out for one work item (grid z strides over batch · splits items, matmul_split_k.cuh).
+// k advances 8 at a time through two shared-memory buffers: while the block multiplies one buffer,
+// each thread already holds the next slice of A and B in registers (kParts float4s of each) and
+// stores it into the other buffer afterwards (one __syncthreads per step).
 // Operands are staged k-major (tile[k][m], tile[k][n]) whichever way they are stored: the contiguous
 // direction is read with 16-byte float4 loads when the leading dimension, batch stride and base
 // allow it, else with scalar loads; out-of-range elements are 0, so any m, n, k works. Each thread's
 // load address and bounds are set up once per work item (OperandSlices) and a step only advances a
 // pointer and compares its depth: recomputing them with 64-bit index arithmetic every step cost the
 // SIMT loop about as many instructions as its 32 shared loads, and spilled.
-// What a step multiplies and how the 64 accumulators a thread holds map onto out is the `Math`
-// policy's: kRow (row length of the k-major tiles, in floats), operand() (applied to each element as
-// it is stored to shared memory), step() (one k8 step) and store() (the epilogue).
+// What a step multiplies and how the accumulators a thread holds map onto out is the `Math`
+// policy's: kThreads, kMinBlocks, Accumulators, kRow (row length of the k-major tiles, in floats),
+// operand() (applied to each element as it is stored to shared memory), step() (one k8 step) and
+// store() (the epilogue).
 // Layout: a [m,k] or [k,m] (transposeA), b [k,n] or [n,k] (transposeB), per batch at
 // batch·batchStride (0 broadcasts); out (or the split-K workspace) dense [items, m, n].
 // Numerics: the policy's (see matmul.cu and matmul_f32_tf32.cu).
@@ -26,19 +28,16 @@ namespace kiln::f32_matmul {
 
 inline constexpr int kTile = 128;
 inline constexpr int kDepth = 8;
-inline constexpr int kThreads = 256;
-/** Blocks per SM the register budget must allow (≤ 128 registers a thread): two blocks' loads hide each other's latency. */
-inline constexpr int kMinBlocks = 2;
 inline constexpr unsigned kMaxGridZ = 65535;
 
 /** Flags of one launch (uniform branches inside the kernel). */
 enum Flags : int { kTransposeA = 1, kTransposeB = 2, kVectorA = 4, kVectorB = 8, kVectorOut = 16 };
 
-/** Per-thread accumulators: 64 floats, laid out as the Math policy's step() and store() agree. */
+/** The TF32 policy's per-thread accumulators: 64 floats, laid out as its step() and store() agree. */
 using Accumulators = float[8][8];
 
 /** Four consecutive elements from `base[offset]`: zeros when out of range, and past the `remaining` elements of the row. */
-__device__ __forceinline__ float4 load_four(const float* base, Index offset, Index remaining, bool in_range,
+__device__ __forceinline__ float4 load_four(const float* base, Index offset, int remaining, bool in_range,
                                             bool vector) {
   if (!in_range) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   if (vector) return *reinterpret_cast<const float4*>(base + offset);
@@ -47,22 +46,36 @@ __device__ __forceinline__ float4 load_four(const float* base, Index offset, Ind
   return make_float4(values[0], values[1], values[2], values[3]);
 }
 
+/** Depths of the slice starting depth_limit before the end of k that lie inside k: 0 … kDepth. */
+__device__ __forceinline__ int slice_depths(Index depth_limit) {
+  return depth_limit >= kDepth ? kDepth : depth_limit > 0 ? static_cast<int>(depth_limit) : 0;
+}
+
 /**
- * One thread's share of an operand's k8 slices, fixed per work item so that a step costs a pointer
- * add and two compares. k-major storage (A transposed, B not): depth t/32, positions
- * offset0 + (t%32)·4 …; k-contiguous storage: position offset0 + t/2, depths (t%2)·4 ….
+ * One thread's share of an operand's k8 slices (Threads threads, kParts float4s each), fixed per
+ * work item so that a step costs a pointer add and compares. k-major storage (A transposed, B not):
+ * depths t/32 + p·(Threads/32), positions offset0 + (t%32)·4 …; k-contiguous storage: positions
+ * offset0 + t/2 + p·(Threads/2), depths (t%2)·4 … (part p = 0 … kParts − 1).
  */
+template <int Threads>
 struct OperandSlices {
-  /** This thread's first element of the next slice to load. */
+  /** float4s a thread loads of each slice (the slice holds kTile · kDepth floats). */
+  static constexpr int kParts = kTile * kDepth / (4 * Threads);
+  /** Positions between a thread's parts when k-contiguous. */
+  static constexpr int kPartPositions = Threads / 2;
+  /** Depths between a thread's parts when k-major. */
+  static constexpr int kPartDepths = Threads / 32;
+
+  /** This thread's first element (part 0) of the next slice to load. */
   const float* next;
   /** Elements between consecutive slices: kDepth (k-contiguous) or kDepth · extent (k-major). */
   Index advance;
-  /** k-major: elements of the row from this thread's position on (its scalar loads stop there). */
-  Index row_remaining;
-  /** This thread's depth inside a slice. */
+  /** Elements between a thread's consecutive parts: kPartPositions · k or kPartDepths · extent. */
+  Index part_stride;
+  /** Elements of the row from part 0's position on, at most kTile (k-major: its scalar loads stop there). */
+  int row_remaining;
+  /** Part 0's depth inside a slice. */
   int depth;
-  /** This thread's position lies inside the operand's extent (m for A, n for B). */
-  bool in_extent;
   /** The operand is stored k-contiguous (A untransposed, B transposed). */
   bool k_contiguous;
   /** Its four elements are one 16-byte load. */
@@ -75,35 +88,46 @@ struct OperandSlices {
     const int t = static_cast<int>(threadIdx.x);
     const Index position = k_contiguous ? offset0 + t / 2 : offset0 + (t % 32) * 4;
     depth = k_contiguous ? (t % 2) * 4 : t / 32;
-    in_extent = position < extent;
-    row_remaining = extent - position;
+    row_remaining = extent - position < kTile ? static_cast<int>(extent - position) : kTile;
     advance = k_contiguous ? kDepth : kDepth * extent;
+    part_stride = k_contiguous ? kPartPositions * k : kPartDepths * extent;
     next = base + (k_contiguous ? position * k + k0 + depth : (k0 + depth) * extent + position);
   }
 
-  /** This thread's four elements of the next slice, whose first depth is k − depth_limit (zeros outside the operand); then advances. */
-  __device__ __forceinline__ float4 load(Index depth_limit) {
-    const float4 values = load_four(next, 0, k_contiguous ? depth_limit - depth : row_remaining,
-                                    in_extent && depth < depth_limit, vector);
+  /** This thread's parts of the next slice, of which `depths` (0 … kDepth) lie inside k (zeros outside the operand); then advances. */
+  __device__ __forceinline__ void load(float4 (&values)[kParts], int depths) {
+    KILN_UNROLL
+    for (int p = 0; p < kParts; p++) {
+      const int part_depth = k_contiguous ? depth : depth + p * kPartDepths;
+      const int part_remaining = k_contiguous ? row_remaining - p * kPartPositions : row_remaining;
+      values[p] = load_four(next + p * part_stride, 0, k_contiguous ? depths - part_depth : row_remaining,
+                            part_remaining > 0 && part_depth < depths, vector);
+    }
     next += advance;
-    return values;
   }
 };
 
-/** Stores OperandSlices::load's four elements into the k-major tile (tile[depth][position]). */
-template <int Row>
-__device__ __forceinline__ void store_operand(float (*tile)[Row], float4 values, bool k_contiguous) {
+/** Stores OperandSlices::load's parts, each through Math::operand, into the k-major tile (tile[depth][position]). */
+template <typename Math>
+__device__ __forceinline__ void store_operand(float (*tile)[Math::kRow],
+                                              const float4 (&loaded)[OperandSlices<Math::kThreads>::kParts],
+                                              bool k_contiguous) {
+  using Slices = OperandSlices<Math::kThreads>;
   const int t = static_cast<int>(threadIdx.x);
-  if (!k_contiguous) {
-    *reinterpret_cast<float4*>(&tile[t / 32][(t % 32) * 4]) = values;
-    return;
+  KILN_UNROLL
+  for (int p = 0; p < Slices::kParts; p++) {
+    const float4 values = Math::operand(loaded[p]);
+    if (!k_contiguous) {
+      *reinterpret_cast<float4*>(&tile[t / 32 + p * Slices::kPartDepths][(t % 32) * 4]) = values;
+      continue;
+    }
+    const int position = t / 2 + p * Slices::kPartPositions;
+    const int depth = (t % 2) * 4;
+    tile[depth + 0][position] = values.x;
+    tile[depth + 1][position] = values.y;
+    tile[depth + 2][position] = values.z;
+    tile[depth + 3][position] = values.w;
   }
-  const int position = t / 2;
-  const int depth = (t % 2) * 4;
-  tile[depth + 0][position] = values.x;
-  tile[depth + 1][position] = values.y;
-  tile[depth + 2][position] = values.z;
-  tile[depth + 3][position] = values.w;
 }
 
 /**
@@ -111,10 +135,11 @@ __device__ __forceinline__ void store_operand(float (*tile)[Row], float4 values,
  * [split · steps_per_split, …) of its batch index; Math supplies the inner product and epilogue.
  */
 template <typename Math>
-__global__ void __launch_bounds__(kThreads, kMinBlocks)
+__global__ void __launch_bounds__(Math::kThreads, Math::kMinBlocks)
     matmul_f32_kernel(const float* a, const float* b, float* out, Index m, Index n, Index k, int flags,
                       Index batch_stride_a, Index batch_stride_b, Index batch, Index splits, Index steps_per_split,
                       Index first_row_tile) {
+  using Slices = OperandSlices<Math::kThreads>;
   __shared__ __align__(16) float tile_a[2][kDepth][Math::kRow];
   __shared__ __align__(16) float tile_b[2][kDepth][Math::kRow];
   const Index row0 = (first_row_tile + blockIdx.y) * kTile;
@@ -130,33 +155,33 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     const bool b_k_contiguous = (flags & kTransposeB) != 0;
     const bool vector_a = (flags & kVectorA) != 0;
     const bool vector_b = (flags & kVectorB) != 0;
-    OperandSlices slices_a(matrix_a, m, k, row0, first_step * kDepth, a_k_contiguous, vector_a);
-    OperandSlices slices_b(matrix_b, n, k, column0, first_step * kDepth, b_k_contiguous, vector_b);
-    Accumulators accumulator;
-    for (int i = 0; i < 8; i++) {
-      for (int j = 0; j < 8; j++) accumulator[i][j] = 0.0f;
-    }
+    Slices slices_a(matrix_a, m, k, row0, first_step * kDepth, a_k_contiguous, vector_a);
+    Slices slices_b(matrix_b, n, k, column0, first_step * kDepth, b_k_contiguous, vector_b);
+    typename Math::Accumulators accumulator = {};
     // Depths left from the next slice on; only the last slice of k can fall short of kDepth.
     Index depth_limit = k - first_step * kDepth;
-    store_operand(tile_a[0], Math::operand(slices_a.load(depth_limit)), a_k_contiguous);
-    store_operand(tile_b[0], Math::operand(slices_b.load(depth_limit)), b_k_contiguous);
+    float4 next_a[Slices::kParts];
+    float4 next_b[Slices::kParts];
+    slices_a.load(next_a, slice_depths(depth_limit));
+    slices_b.load(next_b, slice_depths(depth_limit));
+    store_operand<Math>(tile_a[0], next_a, a_k_contiguous);
+    store_operand<Math>(tile_b[0], next_b, b_k_contiguous);
     depth_limit -= kDepth;
     __syncthreads();
+    // No branch around the next slice's loads and stores: when the loads were conditional, the
+    // compiler moved them next to the stores, after the step's FMAs, so every step waited a whole
+    // global-memory latency. After the last step of k they load nothing (depth_limit ≤ 0: zeros);
+    // after a split's last step they read the next split's valid slice; either way the stores go
+    // to the buffer nobody reads before the next work item's first stores (after the barrier).
     for (Index step = 0; step < steps; step++) {
       const int buffer = static_cast<int>(step & 1);
-      const bool more = step + 1 < steps;
-      float4 next_a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      float4 next_b = next_a;
-      if (more) {
-        next_a = slices_a.load(depth_limit);
-        next_b = slices_b.load(depth_limit);
-        depth_limit -= kDepth;
-      }
+      const int depths = slice_depths(depth_limit);
+      slices_a.load(next_a, depths);
+      slices_b.load(next_b, depths);
+      depth_limit -= kDepth;
       Math::step(accumulator, tile_a[buffer], tile_b[buffer]);
-      if (more) {
-        store_operand(tile_a[buffer ^ 1], Math::operand(next_a), a_k_contiguous);
-        store_operand(tile_b[buffer ^ 1], Math::operand(next_b), b_k_contiguous);
-      }
+      store_operand<Math>(tile_a[buffer ^ 1], next_a, a_k_contiguous);
+      store_operand<Math>(tile_b[buffer ^ 1], next_b, b_k_contiguous);
       __syncthreads();
     }
     Math::store(accumulator, out + item * m * n, row0, column0, m, n, (flags & kVectorOut) != 0);
@@ -171,8 +196,8 @@ cudaError_t launch_tiles(const char* kernel_name, const LaunchContext& context, 
   const auto launch_rows = [&](Index first_row_tile, unsigned row_tiles) {
     const dim3 blocks(static_cast<unsigned>((shape.n + kTile - 1) / kTile), row_tiles,
                       static_cast<unsigned>(items < kMaxGridZ ? items : kMaxGridZ));
-    return vendor::launch(kernel_name, matmul_f32_kernel<Math>, blocks, dim3(kThreads), 0, context.stream, launch.a,
-                          launch.b, launch.out, shape.m, shape.n, shape.k, launch.flags, shape.batch_stride_a,
+    return vendor::launch(kernel_name, matmul_f32_kernel<Math>, blocks, dim3(Math::kThreads), 0, context.stream,
+                          launch.a, launch.b, launch.out, shape.m, shape.n, shape.k, launch.flags, shape.batch_stride_a,
                           shape.batch_stride_b, shape.batch, launch.splits, launch.steps_per_split, first_row_tile);
   };
   return launch_in_grid_y_chunks((shape.m + kTile - 1) / kTile, context, launch_rows);

@@ -27,6 +27,13 @@ __device__ __forceinline__ float (&fragment(Accumulators& accumulator, int i, in
 
 /** matmul_f32_kernel's policy for TF32 mma.sync m16n8k8 fragments. */
 struct Tf32Math {
+  /** 8 warps, each 64×32 of the tile. */
+  static constexpr int kThreads = 256;
+  /** Blocks per SM the register budget must allow (≤ 128 registers a thread): two blocks' loads hide each other's latency. */
+  static constexpr int kMinBlocks = 2;
+  /** 64 floats a thread: 4 × 4 fragments (fragment()). */
+  using Accumulators = f32_matmul::Accumulators;
+  /** 136 floats: a fragment read hits 32 distinct banks. */
   static constexpr int kRow = f32_matmul::kTile + 8;
 
   /** x rounded to tf32 (cvt.rna.tf32.f32). */
