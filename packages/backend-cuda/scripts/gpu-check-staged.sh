@@ -71,8 +71,8 @@ if [ $? -eq 137 ]; then
   export KILN_CUDA_HOPPER_KERNELS=0
 fi
 run_stage attention 80 attention
-run_stage matmul 80 matmul,kernels
-run_stage gpt2s 150 gpt2s
+run_stage matmul 110 matmul,kernels
+run_stage gpt2s 180 gpt2s
 run_stage graph 110 graph,determinism,resume
 run_stage sanitizer 70 sanitizer
 run_stage ncu 60 ncu
@@ -83,6 +83,6 @@ if [ "${KILN_CUDA_HOPPER_KERNELS:-}" != 0 ]; then
   (export KILN_CUDA_HOPPER_KERNELS=0; run_stage attention-flash2 70 attention)
   # The wgmma matmul on 128×128 tiles only: against the matmul stage's figures, what the 128×192 and
   # 128×256 tiles the shapes chose there gain (matmul_wgmma.cuh block_columns' estimates).
-  (export KILN_CUDA_WGMMA_COLUMNS=128; run_stage matmul-128 60 matmul --matmul-baseline "$out/matmul.json")
+  (export KILN_CUDA_WGMMA_COLUMNS=128; run_stage matmul-128 90 matmul --matmul-baseline "$out/matmul.json")
 fi
 say "done: $out/summary.txt"

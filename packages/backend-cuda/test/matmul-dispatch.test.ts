@@ -15,25 +15,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CudaBackend } from '../src/cuda-backend.js';
 import { configureSimulator, createSimulatedCudaBackend } from '../src/simulator.js';
 import { buildFakeCublas } from './fake-cublas.js';
+import type { HalfMatmulCase } from './half-matmul-check.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'kiln-dispatch-cublas-'));
 const skipReason = simulatorSkipReason() ?? buildFakeCublas(directory);
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
-interface Problem {
-  batch: number;
-  m: number;
-  n: number;
-  k: number;
-  transposeA: boolean;
-  transposeB: boolean;
-}
-
 const BYTES: Record<string, number> = { f32: 4, f16: 2, bf16: 2 };
 
 /** Operands and output of `problem` in `dtype` (zeros: only the dispatch and the route matter here). */
-function operands(backend: CudaBackend, dtype: DType, problem: Problem) {
+function operands(backend: CudaBackend, dtype: DType, problem: HalfMatmulCase) {
   const { batch, m, n, k } = problem;
   const tensor = (shape: number[]): TensorRef => ({
     buffer: backend.alloc(shape.reduce((a, b) => a * b, 1) * BYTES[dtype]!),
@@ -56,7 +48,7 @@ function operands(backend: CudaBackend, dtype: DType, problem: Problem) {
 }
 
 /** What the kernel timer names for one run of the problem: 'cuBLAS', or kiln's route such as 'kiln wgmma' or 'kiln wgmma, split-K 3'. */
-async function routeOf(backend: CudaBackend, dtype: DType, problem: Problem): Promise<string> {
+async function routeOf(backend: CudaBackend, dtype: DType, problem: HalfMatmulCase): Promise<string> {
   const call = operands(backend, dtype, problem);
   try {
     const timer = kernelTimingSourceOf(backend)!;
@@ -72,7 +64,7 @@ async function routeOf(backend: CudaBackend, dtype: DType, problem: Problem): Pr
   }
 }
 
-function dispatchOf(backend: CudaBackend, dtype: DType, problem: Problem) {
+function dispatchOf(backend: CudaBackend, dtype: DType, problem: HalfMatmulCase) {
   const call = operands(backend, dtype, problem);
   try {
     return backend.matmulDispatch(call.a, call.b, call.out, call.params);
@@ -82,13 +74,13 @@ function dispatchOf(backend: CudaBackend, dtype: DType, problem: Problem) {
 }
 
 /** 3 batches of 2×2 tiles of 128×128 (test/matmul-wgmma.test.ts): wgmma, unsplit. */
-const WGMMA_UNSPLIT: Problem = { batch: 3, m: 136, n: 200, k: 264, transposeA: false, transposeB: false };
+const WGMMA_UNSPLIT: HalfMatmulCase = { batch: 3, m: 136, n: 200, k: 264, transposeA: false, transposeB: false };
 /** Under two tiles per simulated multiprocessor: mma.sync, unsplit. */
-const MMA_UNSPLIT: Problem = { batch: 1, m: 136, n: 200, k: 64, transposeA: false, transposeB: false };
+const MMA_UNSPLIT: HalfMatmulCase = { batch: 1, m: 136, n: 200, k: 64, transposeA: false, transposeB: false };
 /** One tile, long k (as gpt2s's q/k/v/o weight gradient): wgmma split into 3 k ranges. */
-const SPLIT_K: Problem = { batch: 1, m: 104, n: 72, k: 1800, transposeA: true, transposeB: false };
+const SPLIT_K: HalfMatmulCase = { batch: 1, m: 104, n: 72, k: 1800, transposeA: true, transposeB: false };
 /** Rows of 7 and 9 elements, too small to pad: the WMMA kernel. */
-const WMMA: Problem = { batch: 1, m: 8, n: 7, k: 9, transposeA: false, transposeB: false };
+const WMMA: HalfMatmulCase = { batch: 1, m: 8, n: 7, k: 9, transposeA: false, transposeB: false };
 
 describe.skipIf(skipReason !== undefined)(
   `matmul dispatch with cuBLAS loaded (kiln's test double) on the CUDA simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`,

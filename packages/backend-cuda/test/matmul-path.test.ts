@@ -23,6 +23,14 @@ const kilnInfo: NativeMatmulInfo = {
   transposeCopyLaunches: 0,
 };
 
+const cublasInfo: NativeMatmulInfo = {
+  ...kilnInfo,
+  path: 'cublas',
+  cublasLocation: '/lib/libcublas.so.13',
+  cublasVersion: '13.1.0',
+  cublasReason: '',
+};
+
 describe('matmul path description', () => {
   it('names the pipelined mma.sync kernel from compute capability 8.0 and WMMA below', () => {
     expect([6, 7, 8, 9, 10, 12].map((major) => halfMatmulKernelFamily(major, false))).toEqual([
@@ -62,13 +70,7 @@ describe('matmul path description', () => {
   });
 
   it('describes cuBLAS whatever the device', () => {
-    const info: NativeMatmulInfo = {
-      ...kilnInfo,
-      path: 'cublas',
-      cublasLocation: '/lib/libcublas.so.13',
-      cublasVersion: '13.1.0',
-      cublasReason: '',
-    };
+    const info = cublasInfo;
     expect(describeMatmulPath(info, 9).bf16).toBe('cuBLAS tensor cores, f32 accumulation');
     expect(describeMatmulPath(info, 9).summary).toBe(
       'cuBLAS 13.1.0 (/lib/libcublas.so.13): f32 (TF32 off), f16/bf16 with f32 accumulation',
@@ -76,14 +78,7 @@ describe('matmul path description', () => {
   });
 
   it("says f16/bf16 go per shape with matmul 'auto' on a GPU running kiln's sm_90a kernels, and all to cuBLAS with matmul 'cublas'", () => {
-    const info: NativeMatmulInfo = {
-      ...kilnInfo,
-      path: 'cublas',
-      cublasLocation: '/lib/libcublas.so.13',
-      cublasVersion: '13.1.0',
-      cublasReason: '',
-      hopperKernels: true,
-    };
+    const info: NativeMatmulInfo = { ...cublasInfo, hopperKernels: true };
     const auto = describeMatmulPath(info, 9);
     expect(auto.bf16).toMatch(
       /^kiln's own wgmma \+ TMA \/ mma\.sync kernels for problems they run without splitting k/,

@@ -1,9 +1,11 @@
 // kernels/matmul.cu — kiln's batched matmul: the dispatcher and the f32 SIMT kernel.
 //
 // Algorithm (f32): the tiles, double-buffered k8 pipeline and split-K work items of matmul_f32.cuh
-// (128×128 tile per 128-thread block); each of the 4 warps owns 64×64 of it and every thread an
-// 8×16 register tile (SimtMath: 4 + 4 rows, 4 × 4 columns), so a depth costs 6 float4 shared reads
-// (conflict-free) for 128 FMAs and 2 blocks fit a multiprocessor's registers.
+// (128×128 tile per block). Where both operands load as float4s, 128 threads: each of the 4 warps
+// owns 64×64 of the tile and every thread an 8×16 register tile (SimtMath<4>: 4 + 4 rows, 4 × 4
+// columns), so a depth costs 6 float4 shared reads (conflict-free) for 128 FMAs and 2 blocks fit a
+// multiprocessor's registers; else 256 threads of 8×8 (SimtMath<2>), whose 16 warps per SM hide
+// the scalar global loads better.
 // Split-K (matmul_split_k.cuh): when the 128×128 tiles leave multiprocessors idle and k is long,
 // grid z runs batch · splits items, each summing one k range into an f32 partial, and a second
 // kernel adds the partials in split order (deterministic, no atomics).
@@ -43,33 +45,47 @@ __device__ __forceinline__ void store_four(float* row, Index column, Index n, co
   }
 }
 
-/** matmul_f32_kernel's policy for SIMT outer products (CUDA cores, any device). */
+/**
+ * matmul_f32_kernel's policy for SIMT outer products (CUDA cores, any device): every thread owns 8
+ * rows × 4·Groups columns of the 128×128 tile, so Groups = 4 runs 128 threads (8×16 each: 6 float4
+ * shared reads per 128 FMAs, 2 blocks in the register file) and Groups = 2 runs 256 (8×8 each: 4
+ * per 64 FMAs, twice the warps to hide scalar global loads). Rows: first_row() + 0…3 and
+ * + kRowHalf + 0…3; columns: first_column() + kColumnStride·c + 0…3, c < Groups.
+ */
+template <int Groups>
 struct SimtMath {
-  /** 4 warps, each 64×64 of the tile: lanes 8 (rows) × 4 (columns), each 8 rows × 16 columns. */
-  static constexpr int kThreads = 128;
-  /** Blocks per SM the register budget must allow (≤ 255 registers a thread): each one's loads hide behind the other's FMAs. */
+  static_assert(Groups == 2 || Groups == 4, "SimtMath: 8×8 or 8×16 outputs a thread");
+  /** 256 threads of 8×8 (16 × 16 of them), or 4 warps of 64×64 (lanes 8 rows × 4 columns) of 8×16. */
+  static constexpr int kThreads = Groups == 2 ? 256 : 128;
+  /** Blocks per SM the register budget must allow (≤ 128 or ≤ 255 registers a thread): each one's loads hide behind the other's FMAs. */
   static constexpr int kMinBlocks = 2;
-  /** accumulator[i][4c + j]: row warp_row + lane_row + i (i < 4) or + 32 + i − 4, column warp_column + lane_column + 16c + j. */
-  using Accumulators = float[8][16];
+  /** accumulator[i][4c + j]: row first_row() + i (i < 4) or + kRowHalf + i − 4, column first_column() + kColumnStride·c + j. */
+  using Accumulators = float[8][4 * Groups];
   /** 132 floats: the scalar stores of a k-contiguous operand (16 rows × depths 0 and 4 per warp) hit 32 distinct banks. */
   static constexpr int kRow = kTile + 4;
+  /** Rows between a thread's two groups of four. */
+  static constexpr int kRowHalf = Groups == 2 ? 64 : 32;
+  /** Columns between a thread's groups of four. */
+  static constexpr int kColumnStride = Groups == 2 ? 64 : 16;
 
   /** Operands are multiplied as loaded. */
   static __device__ __forceinline__ float4 operand(float4 x) { return x; }
 
-  /** The thread's first row inside the tile (its rows: this + 0…3 and + 32…35). */
+  /** The thread's first row inside the tile. */
   static __device__ __forceinline__ int first_row() {
-    return static_cast<int>(threadIdx.x / 64) * 64 + static_cast<int>(threadIdx.x % 32 / 4) * 4;
+    const int t = static_cast<int>(threadIdx.x);
+    return Groups == 2 ? t / 16 * 4 : t / 64 * 64 + t % 32 / 4 * 4;
   }
 
-  /** The thread's first column inside the tile (its columns: this + 16c + 0…3, c = 0…3). */
+  /** The thread's first column inside the tile. */
   static __device__ __forceinline__ int first_column() {
-    return static_cast<int>(threadIdx.x / 32 % 2) * 64 + static_cast<int>(threadIdx.x % 4) * 4;
+    const int t = static_cast<int>(threadIdx.x);
+    return Groups == 2 ? t % 16 * 4 : t / 32 % 2 * 64 + t % 4 * 4;
   }
 
   /**
-   * One k8 step: per depth 2 + 4 float4 shared loads (a warp reads 8 and 4 distinct ones: no bank
-   * conflicts) and the thread's 8×16 outer product.
+   * One k8 step: per depth 2 + Groups float4 shared loads (a warp reads few distinct ones: no bank
+   * conflicts) and the thread's 8 × 4·Groups outer product.
    */
   static __device__ __forceinline__ void step(Accumulators& accumulator, const float (*tile_a)[kRow],
                                               const float (*tile_b)[kRow]) {
@@ -79,21 +95,22 @@ struct SimtMath {
     KILN_UNROLL
     for (int depth = 0; depth < kDepth; depth++) {
       float left[8];
-      float right[16];
+      float right[4 * Groups];
       *reinterpret_cast<float4*>(&left[0]) = *reinterpret_cast<const float4*>(&tile_a[depth][row]);
-      *reinterpret_cast<float4*>(&left[4]) = *reinterpret_cast<const float4*>(&tile_a[depth][row + 32]);
+      *reinterpret_cast<float4*>(&left[4]) = *reinterpret_cast<const float4*>(&tile_a[depth][row + kRowHalf]);
       KILN_UNROLL
-      for (int c = 0; c < 4; c++)
-        *reinterpret_cast<float4*>(&right[4 * c]) = *reinterpret_cast<const float4*>(&tile_b[depth][column + 16 * c]);
+      for (int c = 0; c < Groups; c++)
+        *reinterpret_cast<float4*>(&right[4 * c]) =
+            *reinterpret_cast<const float4*>(&tile_b[depth][column + kColumnStride * c]);
       KILN_UNROLL
       for (int i = 0; i < 8; i++) {
         KILN_UNROLL
-        for (int j = 0; j < 16; j++) accumulator[i][j] += left[i] * right[j];
+        for (int j = 0; j < 4 * Groups; j++) accumulator[i][j] += left[i] * right[j];
       }
     }
   }
 
-  /** Writes the thread's 8×16 tile, four consecutive columns at a time. */
+  /** Writes the thread's outputs, four consecutive columns at a time. */
   static __device__ __forceinline__ void store(Accumulators& accumulator, float* out, Index row0, Index column0,
                                                Index m, Index n, bool vector) {
     const int first = first_row();
@@ -101,11 +118,11 @@ struct SimtMath {
     // Unrolled: the accumulators stay in registers (indexed by constants only).
     KILN_UNROLL
     for (int i = 0; i < 8; i++) {
-      const Index row = row0 + first + (i < 4 ? i : 32 + i - 4);
+      const Index row = row0 + first + (i < 4 ? i : kRowHalf + i - 4);
       if (row >= m) continue;
       KILN_UNROLL
-      for (int c = 0; c < 4; c++)
-        store_four(out + row * n, column0 + column + 16 * c, n, &accumulator[i][4 * c], vector);
+      for (int c = 0; c < Groups; c++)
+        store_four(out + row * n, column0 + column + kColumnStride * c, n, &accumulator[i][4 * c], vector);
     }
   }
 };
@@ -135,9 +152,14 @@ cudaError_t launch_f32(const LaunchContext& context, const void* a, const void* 
   if (shape.n % 4 == 0 && aligned16(target)) flags |= kVectorOut;
   const MatmulF32Launch launch{static_cast<const float*>(a), static_cast<const float*>(b), target, flags, plan.splits,
                                plan.tiles_per_split};
-  const cudaError_t launched = matmul_f32_uses_tf32(context)
-                                   ? launch_matmul_f32_tf32(context, shape, launch)
-                                   : launch_tiles<SimtMath>("matmul_f32_kernel<simt>", context, shape, launch);
+  // 8×16 a thread where both operands are read as float4s; 8×8 (twice the warps) where one is read
+  // element by element — measured on an H100: 41 against 39 TFLOP/s at 4096³, but 30 against 37
+  // at GPT-2's lm_head dX (k = 50257: A's rows are not whole float4s).
+  const bool vector_operands = (flags & kVectorA) != 0 && (flags & kVectorB) != 0;
+  const cudaError_t launched = matmul_f32_uses_tf32(context) ? launch_matmul_f32_tf32(context, shape, launch)
+                               : vector_operands
+                                   ? launch_tiles<SimtMath<4>>("matmul_f32_kernel<simt 8x16>", context, shape, launch)
+                                   : launch_tiles<SimtMath<2>>("matmul_f32_kernel<simt 8x8>", context, shape, launch);
   if (launched != cudaSuccess || plan.splits == 1) return launched;
   return launch_split_k_reduce(context, kF32, target, out, plan.splits, shape.batch, shape.m * shape.n);
 }

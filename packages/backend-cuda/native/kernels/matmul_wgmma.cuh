@@ -359,8 +359,11 @@ inline bool worth_it(const LaunchContext& context, const MatmulShape& shape) {
 }
 
 /**
- * Time per output of a tile kBlockM × `block_n` relative to a 128 × 128 one (estimates from the
- * operand traffic, to be replaced by measurements): per k16 step a consumer's m64nNk16 reads A
+ * Time per output of a tile kBlockM × `block_n` relative to a 128 × 128 one, estimated from the
+ * operand traffic and checked on an H100 (bench/wgmma-widths.mjs, 2026-11-27, every width timed
+ * interleaved on the same operands): the width these costs pick was the fastest, or within the
+ * run's spread, at each of gpt2s's shapes, at k = 1024 and 1536 between them, and at 4096³ (128 ×
+ * 256: 638 TFLOP/s against 588 for 128 × 128). Per k16 step a consumer's m64nNk16 reads A
  * (2 KiB) and B (N · 32 bytes) from shared memory — 6, 8 and 10 KiB per 131,072, 196,608 and
  * 262,144 products, so 1, 0.89 and 0.83 per output — and a stage brings (128 + N) · 128 bytes from
  * L2 for 128 · N outputs: 1, 0.83 and 0.75 per output. At the tensor cores' rate 128 × 128 tiles

@@ -88,13 +88,15 @@ export async function timeMatmul(backend, shape, dtype, { quick, simulator }, ke
     await backend.synchronize();
     // Enough repeats for ~0.2 s of work at 100 TFLOP/s, between 3 and 200.
     const repeats = simulator ? 1 : Math.max(3, Math.min(quick ? 50 : 200, Math.ceil(2e13 / flops)));
-    // The median of three timed loops: one host hiccup (a 20 µs shape's loop lasts a few ms) halved a ratio once.
+    // The median of three timed loops of a third of the calls each (the same time in all): one host
+    // hiccup (a 20 µs shape's loop lasts a few ms) halved a ratio once.
     const loops = [];
+    const perLoop = simulator ? repeats : Math.max(3, Math.ceil(repeats / 3));
     for (let loop = 0; loop < (simulator ? 1 : 3); loop++) {
       const start = performance.now();
-      for (let i = 0; i < repeats; i++) backend.matmul(a, b, out, params);
+      for (let i = 0; i < perLoop; i++) backend.matmul(a, b, out, params);
       await backend.synchronize();
-      loops.push((performance.now() - start) / 1000 / repeats);
+      loops.push((performance.now() - start) / 1000 / perLoop);
     }
     const seconds = loops.sort((x, y) => x - y)[Math.floor(loops.length / 2)];
     const device = deviceTiming(backend, repeats, () => backend.matmul(a, b, out, params));
