@@ -68,6 +68,9 @@ struct SimtMath {
   /** Columns between a thread's groups of four. */
   static constexpr int kColumnStride = Groups == 2 ? 64 : 16;
 
+  /** 8×8: the next slice's loads only while k has one (128 registers: the unconditional loads' longer live ranges spilled). */
+  static constexpr bool kConditionalLoads = Groups == 2;
+
   /** Operands are multiplied as loaded. */
   static __device__ __forceinline__ float4 operand(float4 x) { return x; }
 

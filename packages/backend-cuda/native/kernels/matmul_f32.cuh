@@ -13,7 +13,8 @@
 // pointer and compares its depth: recomputing them with 64-bit index arithmetic every step cost the
 // SIMT loop about as many instructions as its 32 shared loads, and spilled.
 // What a step multiplies and how the accumulators a thread holds map onto out is the `Math`
-// policy's: kThreads, kMinBlocks, Accumulators, kRow (row length of the k-major tiles, in floats),
+// policy's: kThreads, kMinBlocks, Accumulators, kConditionalLoads (the next slice loaded only while
+// k has one), kRow (row length of the k-major tiles, in floats),
 // operand() (applied to each element as it is stored to shared memory), step() (one k8 step) and
 // store() (the epilogue).
 // Layout: a [m,k] or [k,m] (transposeA), b [k,n] or [n,k] (transposeB), per batch at
@@ -168,20 +169,26 @@ __global__ void __launch_bounds__(Math::kThreads, Math::kMinBlocks)
     store_operand<Math>(tile_b[0], next_b, b_k_contiguous);
     depth_limit -= kDepth;
     __syncthreads();
-    // No branch around the next slice's loads and stores: when the loads were conditional, the
-    // compiler moved them next to the stores, after the step's FMAs, so every step waited a whole
-    // global-memory latency. After the last step of k they load nothing (depth_limit ≤ 0: zeros);
-    // after a split's last step they read the next split's valid slice; either way the stores go
-    // to the buffer nobody reads before the next work item's first stores (after the barrier).
+    // Unless Math::kConditionalLoads, no branch around the next slice's loads and stores: when the
+    // loads were conditional, the compiler moved them next to the stores, after the step's FMAs,
+    // so every step waited a whole global-memory latency (16 warps per SM hide it; 8 do not).
+    // After the last step of k they load nothing (depth_limit ≤ 0: zeros); after a split's last
+    // step they read the next split's valid slice; either way the stores go to the buffer nobody
+    // reads before the next work item's first stores (after the barrier).
     for (Index step = 0; step < steps; step++) {
       const int buffer = static_cast<int>(step & 1);
-      const int depths = slice_depths(depth_limit);
-      slices_a.load(next_a, depths);
-      slices_b.load(next_b, depths);
-      depth_limit -= kDepth;
+      const bool more = !Math::kConditionalLoads || step + 1 < steps;
+      if (more) {
+        const int depths = slice_depths(depth_limit);
+        slices_a.load(next_a, depths);
+        slices_b.load(next_b, depths);
+        depth_limit -= kDepth;
+      }
       Math::step(accumulator, tile_a[buffer], tile_b[buffer]);
-      store_operand<Math>(tile_a[buffer ^ 1], next_a, a_k_contiguous);
-      store_operand<Math>(tile_b[buffer ^ 1], next_b, b_k_contiguous);
+      if (more) {
+        store_operand<Math>(tile_a[buffer ^ 1], next_a, a_k_contiguous);
+        store_operand<Math>(tile_b[buffer ^ 1], next_b, b_k_contiguous);
+      }
       __syncthreads();
     }
     Math::store(accumulator, out + item * m * n, row0, column0, m, n, (flags & kVectorOut) != 0);
