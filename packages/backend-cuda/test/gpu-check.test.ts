@@ -36,6 +36,12 @@ const built =
   existsSync(join(packageRoot, '..', 'testing', 'dist', 'index.js')) &&
   existsSync(join(packageRoot, '..', 'trainer', 'dist', 'testing', 'index.js'));
 
+/** A report row for a 4096³ nn matmul (label '4096³', f32, kiln at 0 TFLOP/s) with `fields` over it. */
+function squareRow(fields: Partial<MatmulRow>): MatmulRow {
+  const shape = { m: 4096, n: 4096, k: 4096, transposeA: false, transposeB: false };
+  return { label: '4096³', dtype: 'f32', ...shape, kilnTflops: 0, ...fields };
+}
+
 describe('gpu-check arguments', () => {
   it('has defaults for a full run and parses every option', () => {
     const defaults = parseArguments([]);
@@ -274,20 +280,8 @@ describe('gpu-check report', () => {
 
   it('checks f32 (TF32 off) at 4096³ against 90% of cuBLAS and labels the TF32 and split-K rows (issue 19)', () => {
     const report = sample();
-    const row = (tf32: boolean, kernel: string, ratio: number) => ({
-      label: '4096³',
-      dtype: 'f32',
-      ...(tf32 ? { tf32 } : {}),
-      m: 4096,
-      n: 4096,
-      k: 4096,
-      transposeA: false,
-      transposeB: false,
-      kernel,
-      kilnTflops: ratio * 50,
-      cublasTflops: 50,
-      ratio,
-    });
+    const row = (tf32: boolean, kernel: string, ratio: number) =>
+      squareRow({ dtype: 'f32', ...(tf32 ? { tf32 } : {}), kernel, kilnTflops: ratio * 50, cublasTflops: 50, ratio });
     report.matmul.push(row(false, 'SIMT', 0.92), row(true, 'TF32 mma.sync', 0.5));
     report.matmul.push({
       label: 'gpt2s mlp dW = dYᵀ·X',
@@ -387,19 +381,8 @@ describe('gpu-check report', () => {
 });
 
 describe("gpu-check's matmul baseline (--matmul-baseline: the staged run's matmul-128 stage against its matmul stage)", () => {
-  const row = (label: string, dtype: string, kernel: string, device: number, tf32 = false): MatmulRow => ({
-    label,
-    dtype,
-    ...(tf32 ? { tf32 } : {}),
-    m: 4096,
-    n: 4096,
-    k: 4096,
-    transposeA: false,
-    transposeB: false,
-    kernel,
-    kilnTflops: device / 2,
-    kilnDeviceTflops: device,
-  });
+  const row = (label: string, dtype: string, kernel: string, device: number, tf32 = false): MatmulRow =>
+    squareRow({ label, dtype, ...(tf32 ? { tf32 } : {}), kernel, kilnTflops: device / 2, kilnDeviceTflops: device });
   const narrow = [
     row('4096³', 'bf16', 'wgmma', 500),
     row('gpt2s q/k/v/o x·Wᵀ', 'bf16', 'wgmma', 300),
