@@ -79,6 +79,7 @@
 // not-portable-file: kernels/matmul_wmma_bf16.cu — instantiates matmul_wmma.cuh
 // not-portable-file: kernels/ptx_mma.cuh — inline PTX mma.sync, ldmatrix and cp.async (sm_80), fragment layouts of 32-lane warps
 // not-portable-file: kernels/matmul_f32_tf32.cu — the opt-in TF32 variant of the f32 matmul: includes ptx_mma.cuh (cvt.rna.tf32, mma.sync.m16n8k8); matmul.cu's SIMT kernel ports
+// not-portable-file: kernels/matmul_f32_async.cu — the 8×16 f32 SIMT kernel fed by a cp.async ring (KILN_CUDA_F32_KERNEL): includes ptx_mma.cuh (cp.async); matmul.cu's register-fed kernel ports
 // not-portable-file: kernels/matmul_mma.cu — chooses that kernel (the shim's stand-in always answers WMMA)
 // not-portable-file: kernels/matmul_mma_f16.cu — instantiates matmul_mma.cuh
 // not-portable-file: kernels/matmul_mma_bf16.cu — instantiates matmul_mma.cuh

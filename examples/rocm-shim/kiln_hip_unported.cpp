@@ -1,6 +1,6 @@
 // kiln_hip_unported.cpp — the host entry points whose @kiln/backend-cuda sources do not compile for
 // HIP (inline PTX, nvcuda::wmma, the cuBLAS loader), so that a first HIP build of the portable
-// sources links. Compile it in place of kernels/matmul_f32_tf32.cu, kernels/attention_{forward,backward}.cu,
+// sources links. Compile it in place of kernels/matmul_f32_{tf32,async}.cu, kernels/attention_{forward,backward}.cu,
 // kernels/matmul_wmma_{f16,bf16}.cu, kernels/matmul_mma{,_f16,_bf16}.cu, kernels/matmul_wgmma_{f16,bf16}.cu,
 // kernels/attention_{forward,backward}_wgmma.cu and runtime/cublas.cpp (see
 // docs/rocm-walkthrough.md).
@@ -49,6 +49,10 @@ cudaError_t launch_attention_backward(const LaunchContext&, int, const Attention
 }
 
 cudaError_t launch_matmul_f32_tf32(const LaunchContext&, const MatmulShape&, const MatmulF32Launch&) {
+  return hipErrorNotSupported;
+}
+
+cudaError_t launch_matmul_f32_async(const LaunchContext&, const MatmulShape&, const MatmulF32Launch&) {
   return hipErrorNotSupported;
 }
 

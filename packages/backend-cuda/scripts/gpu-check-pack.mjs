@@ -9,7 +9,8 @@
 //   scripts/gpu-check.{sh,mjs}, scripts/gpu-check-staged.sh, scripts/gpu-check/, scripts/gpu-check-attention.mjs, scripts/attention-vs-torch.py, scripts/gpu-check-attention-precision.mjs,
 //   scripts/attention-precision-vs-torch.py,
 //   bench/pytorch_train_step.py, bench/llama_torch.py (the PyTorch reference model, from packages/cli/peers),
-//   bench/wgmma-widths.mjs (the Hopper matmul's tile widths timed against each other)
+//   bench/wgmma-widths.mjs, bench/f32-kernels.mjs (the Hopper matmul's tile widths, the f32 SIMT kernels,
+//   each timed against each other) and bench/interleaved-variants.mjs (what they share)
 //   fixtures/hf/<model>/            the Hugging Face reference fixtures (packages/trainer/test/fixtures/hf)
 // Run it there with `bash build/gpu-check/scripts/gpu-check.sh` (see docs/backend-cuda.md).
 // Needs the workspace built (`pnpm turbo build`). `--out <dir>` writes elsewhere; `--no-node`
@@ -140,6 +141,8 @@ for (const part of [
   'scripts/attention-precision-vs-torch.py',
   'bench/pytorch_train_step.py',
   'bench/wgmma-widths.mjs',
+  'bench/f32-kernels.mjs',
+  'bench/interleaved-variants.mjs',
 ]) {
   copy(join(packageRoot, part), join(out, part));
 }

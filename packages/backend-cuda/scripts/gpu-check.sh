@@ -9,7 +9,9 @@
 #   own options (before the others):  --node-xz FILE   a carried `xz -6` copy of the node binary
 #                                       --no-build      use the carried kiln_cuda.node as it is
 #                                       --arch LIST     CUDA architectures to build (default: this GPU's, 90a on Hopper)
-#   every other option goes to gpu-check.mjs (--help lists them).
+#                                       --bench FILE    run that bench script (relative to the package or bundle,
+#                                                       e.g. bench/f32-kernels.mjs) instead of gpu-check.mjs
+#   every other option goes to gpu-check.mjs, or to the bench (--help lists gpu-check.mjs's).
 # Environment: KILN_NODE (node binary), KILN_NODE_XZ, KILN_CUBLAS_PATH (else the nvidia-cublas wheel through python3).
 set -euo pipefail
 
@@ -20,12 +22,14 @@ say() { echo "[gpu-check] $*"; }
 node_xz="${KILN_NODE_XZ:-}"
 build=1
 arch=""
+bench=""
 passthrough=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --node-xz) node_xz="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
     --arch) arch="$2"; shift 2 ;;
+    --bench) bench="$2"; shift 2 ;;
     *) passthrough+=("$1"); shift ;;
   esac
 done
@@ -96,5 +100,5 @@ fi
 
 # Not exec: the EXIT trap removes an unpacked node binary afterwards.
 status=0
-"$node_bin" "$root/scripts/gpu-check.mjs" ${passthrough[@]+"${passthrough[@]}"} || status=$?
+"$node_bin" "$root/${bench:-scripts/gpu-check.mjs}" ${passthrough[@]+"${passthrough[@]}"} || status=$?
 exit "$status"

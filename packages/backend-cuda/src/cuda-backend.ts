@@ -72,6 +72,7 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
     const { matmul, cublasPath, allowTf32 } = checkMatmulOptions(options);
     checkHopperKernelsSetting(process.env.KILN_CUDA_HOPPER_KERNELS);
     checkWgmmaColumnsSetting(process.env.KILN_CUDA_WGMMA_COLUMNS);
+    checkF32KernelSetting(process.env.KILN_CUDA_F32_KERNEL);
     const native = callNative(
       () => new addon.Backend({ deviceIndex, memoryLimitBytes, matmul, cublasPath, allowTf32 }),
     );
@@ -85,6 +86,7 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
       flashAttentionMaxHeadDim: FLASH_ATTENTION_MAX_HEAD_DIM,
     });
     const nativeDevice = callNative(() => this.native.deviceInfo());
+    checkF32KernelRuns(process.env.KILN_CUDA_F32_KERNEL, nativeDevice.major, () => this.dispose());
     const matmulInfo = callNative(() => this.native.matmulInfo());
     this.capabilities = cudaCapabilities(
       toDeviceInfo(nativeDevice),
@@ -246,6 +248,36 @@ export function checkWgmmaColumnsSetting(value: string | undefined): void {
     `cuda backend: KILN_CUDA_WGMMA_COLUMNS must be '128', '192' or '256' (the Hopper wgmma matmul's tile width for every unsplit problem), got ${JSON.stringify(value)}`,
     {
       hint: 'Unset KILN_CUDA_WGMMA_COLUMNS to let the matmul choose the width per shape, or set it to 128, 192 or 256.',
+    },
+  );
+}
+
+/** The values KILN_CUDA_F32_KERNEL takes: the f32 SIMT matmul's per-thread tile (register-fed), or the 8×16 one fed by a cp.async ring. */
+const F32_KERNEL_SETTINGS = ['8x16', '8x8', '8x16-cp.async'];
+
+/**
+ * KILN_CUDA_F32_KERNEL, checked: unset (the f32 SIMT matmul picks 8×16 or 8×8 per problem, fed
+ * through registers), or one of F32_KERNEL_SETTINGS (every SIMT f32 problem on that kernel, to time
+ * them against each other; the native layer reads it at each matmul).
+ */
+export function checkF32KernelSetting(value: string | undefined): void {
+  if (value === undefined || F32_KERNEL_SETTINGS.includes(value)) return;
+  throw new ConfigError(
+    `cuda backend: KILN_CUDA_F32_KERNEL must be one of ${F32_KERNEL_SETTINGS.map((name) => `'${name}'`).join(', ')} (the f32 SIMT matmul kernel for every problem), got ${JSON.stringify(value)}`,
+    {
+      hint: 'Unset KILN_CUDA_F32_KERNEL to let the f32 matmul choose its kernel per problem, or set it to one of those.',
+    },
+  );
+}
+
+/** Refuses a cp.async KILN_CUDA_F32_KERNEL on a device below compute capability 8.0 (cp.async is sm_80 PTX), after `release` frees the opened device. */
+function checkF32KernelRuns(value: string | undefined, major: number, release: () => void): void {
+  if (value === undefined || !value.endsWith('-cp.async') || major >= 8) return;
+  release();
+  throw new ConfigError(
+    `cuda backend: KILN_CUDA_F32_KERNEL=${value} needs compute capability 8.0 or newer (cp.async), and this device is ${major}.x`,
+    {
+      hint: `Set KILN_CUDA_F32_KERNEL=${value.replace('-cp.async', '')} for the register-fed kernel of that tile, or unset it.`,
     },
   );
 }

@@ -470,6 +470,7 @@ describe.skipIf(!built)(
         'kit',
         'attention',
         'matmul',
+        'f32-kernels',
         'gpt2s',
         'graph',
         'sanitizer',
@@ -477,6 +478,7 @@ describe.skipIf(!built)(
         'rest',
         'attention-flash2',
         'matmul-128',
+        'wgmma-widths',
       ];
       const report = JSON.parse(readFileSync(join(out, 'kit.json'), 'utf8')) as GpuCheckReport;
       if (report.status !== 'skipped') context.skip('a GPU is usable here');

@@ -4,13 +4,15 @@
 // (128×128 tile per block). Where both operands load as float4s, 128 threads: each of the 4 warps
 // owns 64×64 of the tile and every thread an 8×16 register tile (SimtMath<4>: 4 + 4 rows, 4 × 4
 // columns), so a depth costs 6 float4 shared reads (conflict-free) for 128 FMAs and 2 blocks fit a
-// multiprocessor's registers; else 256 threads of 8×8 (SimtMath<2>), whose 16 warps per SM hide
-// the scalar global loads better.
+// multiprocessor's registers; else 256 threads of 8×8 (SimtMath<2>, matmul_f32_simt.cuh), whose
+// 16 warps per SM hide the scalar global loads better. KILN_CUDA_F32_KERNEL forces one of them, or
+// the 8×16 one fed by a cp.async ring (matmul_f32_async.cu, sm_80 PTX), for timing them on one GPU.
 // Split-K (matmul_split_k.cuh): when the 128×128 tiles leave multiprocessors idle and k is long,
 // grid z runs batch · splits items, each summing one k range into an f32 partial, and a second
 // kernel adds the partials in split order (deterministic, no atomics).
 // With allowTf32 on a device that runs sm_80 code the same plan launches the TF32 mma.sync variant
-// (matmul_f32_tf32.cu); this file has no PTX, so it compiles for HIP too.
+// (matmul_f32_tf32.cu); this file has no PTX, so it compiles for HIP too (where the shim's
+// device_runs_mma_kernels() keeps both sm_80 variants off).
 // f16/bf16 go to a tensor-core kernel: the wgmma + TMA one (matmul_wgmma.cuh) on sm_90a for
 // large problems with TMA-aligned operands, the pipelined mma.sync one (matmul_mma.cuh) on compute
 // capability ≥ 8.0 with 16-byte chunk-aligned operands, else WMMA (matmul_wmma.cuh).
@@ -20,9 +22,12 @@
 // Numerics: SIMT: f32 accumulation in k order per output (nvcc fuses each step into an FMA; no
 // TF32). k = 0 writes zeros.
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 
 #include "matmul.cuh"
 #include "matmul_f32.cuh"
+#include "matmul_f32_simt.cuh"
 #include "matmul_pad.cuh"
 #include "matmul_split_k.cuh"
 #include "numerics.cuh"
@@ -33,102 +38,7 @@ namespace {
 
 using f32_matmul::kDepth;
 using f32_matmul::kTile;
-
-/** Stores four consecutive outputs of a row from `values` (one float4 store when `vector`, else each one in range). */
-__device__ __forceinline__ void store_four(float* row, Index column, Index n, const float* values, bool vector) {
-  if (vector && column < n) {
-    *reinterpret_cast<float4*>(row + column) = make_float4(values[0], values[1], values[2], values[3]);
-    return;
-  }
-  for (int j = 0; j < 4; j++) {
-    if (column + j < n) row[column + j] = values[j];
-  }
-}
-
-/**
- * matmul_f32_kernel's policy for SIMT outer products (CUDA cores, any device): every thread owns 8
- * rows × 4·Groups columns of the 128×128 tile, so Groups = 4 runs 128 threads (8×16 each: 6 float4
- * shared reads per 128 FMAs, 2 blocks in the register file) and Groups = 2 runs 256 (8×8 each: 4
- * per 64 FMAs, twice the warps to hide scalar global loads). Rows: first_row() + 0…3 and
- * + kRowHalf + 0…3; columns: first_column() + kColumnStride·c + 0…3, c < Groups.
- */
-template <int Groups>
-struct SimtMath {
-  static_assert(Groups == 2 || Groups == 4, "SimtMath: 8×8 or 8×16 outputs a thread");
-  /** 256 threads of 8×8 (16 × 16 of them), or 4 warps of 64×64 (lanes 8 rows × 4 columns) of 8×16. */
-  static constexpr int kThreads = Groups == 2 ? 256 : 128;
-  /** Blocks per SM the register budget must allow (≤ 128 or ≤ 255 registers a thread): each one's loads hide behind the other's FMAs. */
-  static constexpr int kMinBlocks = 2;
-  /** accumulator[i][4c + j]: row first_row() + i (i < 4) or + kRowHalf + i − 4, column first_column() + kColumnStride·c + j. */
-  using Accumulators = float[8][4 * Groups];
-  /** 132 floats: the scalar stores of a k-contiguous operand (16 rows × depths 0 and 4 per warp) hit 32 distinct banks. */
-  static constexpr int kRow = kTile + 4;
-  /** Rows between a thread's two groups of four. */
-  static constexpr int kRowHalf = Groups == 2 ? 64 : 32;
-  /** Columns between a thread's groups of four. */
-  static constexpr int kColumnStride = Groups == 2 ? 64 : 16;
-
-  /** 8×8: the next slice's loads only while k has one (128 registers: the unconditional loads' longer live ranges spilled). */
-  static constexpr bool kConditionalLoads = Groups == 2;
-
-  /** Operands are multiplied as loaded. */
-  static __device__ __forceinline__ float4 operand(float4 x) { return x; }
-
-  /** The thread's first row inside the tile. */
-  static __device__ __forceinline__ int first_row() {
-    const int t = static_cast<int>(threadIdx.x);
-    return Groups == 2 ? t / 16 * 4 : t / 64 * 64 + t % 32 / 4 * 4;
-  }
-
-  /** The thread's first column inside the tile. */
-  static __device__ __forceinline__ int first_column() {
-    const int t = static_cast<int>(threadIdx.x);
-    return Groups == 2 ? t % 16 * 4 : t / 32 % 2 * 64 + t % 4 * 4;
-  }
-
-  /**
-   * One k8 step: per depth 2 + Groups float4 shared loads (a warp reads few distinct ones: no bank
-   * conflicts) and the thread's 8 × 4·Groups outer product.
-   */
-  static __device__ __forceinline__ void step(Accumulators& accumulator, const float (*tile_a)[kRow],
-                                              const float (*tile_b)[kRow]) {
-    const int row = first_row();
-    const int column = first_column();
-    // Unrolled: the next depth's shared loads are scheduled among this depth's FMAs.
-    KILN_UNROLL
-    for (int depth = 0; depth < kDepth; depth++) {
-      float left[8];
-      float right[4 * Groups];
-      *reinterpret_cast<float4*>(&left[0]) = *reinterpret_cast<const float4*>(&tile_a[depth][row]);
-      *reinterpret_cast<float4*>(&left[4]) = *reinterpret_cast<const float4*>(&tile_a[depth][row + kRowHalf]);
-      KILN_UNROLL
-      for (int c = 0; c < Groups; c++)
-        *reinterpret_cast<float4*>(&right[4 * c]) =
-            *reinterpret_cast<const float4*>(&tile_b[depth][column + kColumnStride * c]);
-      KILN_UNROLL
-      for (int i = 0; i < 8; i++) {
-        KILN_UNROLL
-        for (int j = 0; j < 4 * Groups; j++) accumulator[i][j] += left[i] * right[j];
-      }
-    }
-  }
-
-  /** Writes the thread's outputs, four consecutive columns at a time. */
-  static __device__ __forceinline__ void store(Accumulators& accumulator, float* out, Index row0, Index column0,
-                                               Index m, Index n, bool vector) {
-    const int first = first_row();
-    const int column = first_column();
-    // Unrolled: the accumulators stay in registers (indexed by constants only).
-    KILN_UNROLL
-    for (int i = 0; i < 8; i++) {
-      const Index row = row0 + first + (i < 4 ? i : kRowHalf + i - 4);
-      if (row >= m) continue;
-      KILN_UNROLL
-      for (int c = 0; c < Groups; c++)
-        store_four(out + row * n, column0 + column + kColumnStride * c, n, &accumulator[i][4 * c], vector);
-    }
-  }
-};
+using f32_matmul::SimtMath;
 
 /** Shortest k range of a split f32 launch, in kDepth steps (256 elements of k). */
 constexpr Index kMinStepsPerSplit = 32;
@@ -137,6 +47,55 @@ constexpr Index kMinStepsPerSplit = 32;
 SplitKPlan plan_f32(const LaunchContext& context, const MatmulShape& shape) {
   const Index tiles = ((shape.m + kTile - 1) / kTile) * ((shape.n + kTile - 1) / kTile) * shape.batch;
   return plan_split_k(context, tiles, (shape.k + kDepth - 1) / kDepth, kMinStepsPerSplit);
+}
+
+/** The f32 SIMT kernels: 8×16 outputs a thread (128 threads) or 8×8 (256), fed through registers, or 8×16 fed by a cp.async ring. */
+enum class F32SimtKernel { k8x16, k8x8, k8x16Async };
+
+/**
+ * KILN_CUDA_F32_KERNEL: "8x16", "8x8" or "8x16-cp.async" runs every SIMT f32 problem on that kernel,
+ * to time them against each other on one GPU (bench/f32-kernels.mjs); false when unset (the
+ * per-problem choice of choose_f32_simt). Read at each call, so a process may change it between
+ * matmuls; the backend refuses other values, and the cp.async one on a device that does not run
+ * sm_80 code, when it opens (cuda-backend.ts) — should it be set later, such a device runs 8×16.
+ */
+bool forced_f32_simt(F32SimtKernel& kernel) {
+  const char* setting = std::getenv("KILN_CUDA_F32_KERNEL");
+  if (setting == nullptr) return false;
+  if (std::strcmp(setting, "8x16") == 0)
+    kernel = F32SimtKernel::k8x16;
+  else if (std::strcmp(setting, "8x8") == 0)
+    kernel = F32SimtKernel::k8x8;
+  else if (std::strcmp(setting, "8x16-cp.async") == 0)
+    kernel = device_runs_mma_kernels() ? F32SimtKernel::k8x16Async : F32SimtKernel::k8x16;
+  else
+    return false;
+  return true;
+}
+
+/**
+ * The SIMT kernel for a problem with these f32_matmul::Flags (KILN_CUDA_F32_KERNEL, when set,
+ * decides instead): 8×16 a thread where both operands are read as float4s, 8×8 (twice the warps)
+ * where one is read element by element — measured on an H100: 41 against 39 TFLOP/s at 4096³, but
+ * 30 against 37 at GPT-2's lm_head dX (k = 50257: A's rows are not whole float4s). The cp.async
+ * ring is not timed yet, so it is never chosen.
+ */
+F32SimtKernel choose_f32_simt(int flags) {
+  F32SimtKernel forced{};
+  if (forced_f32_simt(forced)) return forced;
+  const bool vector_operands = (flags & f32_matmul::kVectorA) != 0 && (flags & f32_matmul::kVectorB) != 0;
+  return vector_operands ? F32SimtKernel::k8x16 : F32SimtKernel::k8x8;
+}
+
+/** Launches the SIMT kernel `kernel` for one planned launch. */
+cudaError_t launch_f32_simt(const LaunchContext& context, const MatmulShape& shape, const MatmulF32Launch& launch,
+                            F32SimtKernel kernel) {
+  using f32_matmul::launch_tiles;
+  switch (kernel) {
+    case F32SimtKernel::k8x16Async: return launch_matmul_f32_async(context, shape, launch);
+    case F32SimtKernel::k8x16: return launch_tiles<SimtMath<4>>("matmul_f32_kernel<simt 8x16>", context, shape, launch);
+    default: return launch_tiles<SimtMath<2>>("matmul_f32_kernel<simt 8x8>", context, shape, launch);
+  }
 }
 
 cudaError_t launch_f32(const LaunchContext& context, const void* a, const void* b, void* out, const MatmulShape& shape,
@@ -155,14 +114,9 @@ cudaError_t launch_f32(const LaunchContext& context, const void* a, const void* 
   if (shape.n % 4 == 0 && aligned16(target)) flags |= kVectorOut;
   const MatmulF32Launch launch{static_cast<const float*>(a), static_cast<const float*>(b), target, flags, plan.splits,
                                plan.tiles_per_split};
-  // 8×16 a thread where both operands are read as float4s; 8×8 (twice the warps) where one is read
-  // element by element — measured on an H100: 41 against 39 TFLOP/s at 4096³, but 30 against 37
-  // at GPT-2's lm_head dX (k = 50257: A's rows are not whole float4s).
-  const bool vector_operands = (flags & kVectorA) != 0 && (flags & kVectorB) != 0;
-  const cudaError_t launched = matmul_f32_uses_tf32(context) ? launch_matmul_f32_tf32(context, shape, launch)
-                               : vector_operands
-                                   ? launch_tiles<SimtMath<4>>("matmul_f32_kernel<simt 8x16>", context, shape, launch)
-                                   : launch_tiles<SimtMath<2>>("matmul_f32_kernel<simt 8x8>", context, shape, launch);
+  const cudaError_t launched = matmul_f32_uses_tf32(context)
+                                   ? launch_matmul_f32_tf32(context, shape, launch)
+                                   : launch_f32_simt(context, shape, launch, choose_f32_simt(flags));
   if (launched != cudaSuccess || plan.splits == 1) return launched;
   return launch_split_k_reduce(context, kF32, target, out, plan.splits, shape.batch, shape.m * shape.n);
 }
@@ -270,7 +224,11 @@ namespace {
 /** The kernel family launch_matmul runs for these (folded, non-empty) operands, named as MatmulRoute::kernel. */
 const char* matmul_kernel_name(const LaunchContext& context, int dtype, const void* a, const void* b,
                                const MatmulShape& shape) {
-  if (dtype == kF32) return matmul_f32_uses_tf32(context) ? "TF32 mma.sync" : "f32 SIMT";
+  if (dtype == kF32) {
+    F32SimtKernel forced{};
+    if (matmul_f32_uses_tf32(context)) return "TF32 mma.sync";
+    return forced_f32_simt(forced) && forced == F32SimtKernel::k8x16Async ? "f32 SIMT cp.async" : "f32 SIMT";
+  }
   switch (choose_half_matmul_kernel(context, a, b, shape)) {
     case HalfMatmulKernel::kWgmma: {
       const int columns = wgmma_matmul_block_columns(context, shape);

@@ -195,19 +195,29 @@ __global__ void __launch_bounds__(Math::kThreads, Math::kMinBlocks)
   }
 }
 
-/** Enqueues matmul_f32_kernel<Math> for one planned launch: grid n tiles × m tiles (a launch per grid y of them) × min(batch · splits, 65535). */
-template <typename Math>
-cudaError_t launch_tiles(const char* kernel_name, const LaunchContext& context, const MatmulShape& shape,
-                         const MatmulF32Launch& launch) {
+/**
+ * Enqueues `kernel` (a tile kernel with matmul_f32_kernel's parameters, Math::kThreads threads) for one
+ * planned launch: grid n tiles × m tiles (a launch per grid y of them) × min(batch · splits, 65535).
+ */
+template <typename Math, typename Kernel>
+cudaError_t launch_tile_grid(const char* kernel_name, Kernel kernel, const LaunchContext& context,
+                             const MatmulShape& shape, const MatmulF32Launch& launch) {
   const Index items = shape.batch * launch.splits;
   const auto launch_rows = [&](Index first_row_tile, unsigned row_tiles) {
     const dim3 blocks(static_cast<unsigned>((shape.n + kTile - 1) / kTile), row_tiles,
                       static_cast<unsigned>(items < kMaxGridZ ? items : kMaxGridZ));
-    return vendor::launch(kernel_name, matmul_f32_kernel<Math>, blocks, dim3(Math::kThreads), 0, context.stream,
-                          launch.a, launch.b, launch.out, shape.m, shape.n, shape.k, launch.flags, shape.batch_stride_a,
+    return vendor::launch(kernel_name, kernel, blocks, dim3(Math::kThreads), 0, context.stream, launch.a, launch.b,
+                          launch.out, shape.m, shape.n, shape.k, launch.flags, shape.batch_stride_a,
                           shape.batch_stride_b, shape.batch, launch.splits, launch.steps_per_split, first_row_tile);
   };
   return launch_in_grid_y_chunks((shape.m + kTile - 1) / kTile, context, launch_rows);
+}
+
+/** Enqueues matmul_f32_kernel<Math> (the register-staged pipeline) for one planned launch. */
+template <typename Math>
+cudaError_t launch_tiles(const char* kernel_name, const LaunchContext& context, const MatmulShape& shape,
+                         const MatmulF32Launch& launch) {
+  return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math>, context, shape, launch);
 }
 
 }  // namespace kiln::f32_matmul

@@ -1,7 +1,7 @@
 // kernels/ptx_mma.cuh — kiln's thin wrappers over the sm_80 PTX instructions its pipelined
 // tensor-core kernels use: mma.sync m16n8k16 (f16/bf16 → f32), m16n8k8 (tf32 → f32) with
 // cvt.rna.tf32.f32, ldmatrix (x1/x2/x4, .trans) and
-// cp.async (16 bytes, .cg, src-size zero fill) with commit_group / wait_group; mma_m16n8k16<T>
+// cp.async (16 bytes .cg, 4 bytes .ca; src-size zero fill) with commit_group / wait_group; mma_m16n8k16<T>
 // picks the f16 or bf16 form by storage type. Also ex2.approx.ftz (exp2_ftz), the attention
 // kernels' exponential.
 //
@@ -95,6 +95,11 @@ inline void cp_async_16(void* shared, const void* global, unsigned source_bytes,
                         std::source_location site = std::source_location::current()) {
   gpu_sim::ptx::cp_async(shared, global, 16, source_bytes, true, site);
 }
+/** cp.async.ca 4 bytes global → shared; `source_bytes` (0 or 4) are read, the rest zero-filled. */
+inline void cp_async_4(void* shared, const void* global, unsigned source_bytes,
+                       std::source_location site = std::source_location::current()) {
+  gpu_sim::ptx::cp_async(shared, global, 4, source_bytes, false, site);
+}
 /** cp.async.commit_group. */
 inline void cp_async_commit() { gpu_sim::ptx::commit_group(); }
 /** cp.async.wait_group N: at most N of this thread's committed groups still in flight. */
@@ -177,6 +182,10 @@ __device__ __forceinline__ void ldmatrix_x1_trans(std::uint32_t (&d)[1], const v
 }
 __device__ __forceinline__ void cp_async_16(void* shared, const void* global, unsigned source_bytes) {
   KILN_PTX_SM80(asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(shared)),
+                             "l"(__cvta_generic_to_global(global)), "r"(source_bytes) : "memory"));
+}
+__device__ __forceinline__ void cp_async_4(void* shared, const void* global, unsigned source_bytes) {
+  KILN_PTX_SM80(asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(shared_address(shared)),
                              "l"(__cvta_generic_to_global(global)), "r"(source_bytes) : "memory"));
 }
 __device__ __forceinline__ void cp_async_commit() {

@@ -30,7 +30,7 @@ export function runNcu({ node = process.execPath, seconds = 90 } = {}) {
       '--clock-control',
       'none',
       '--kernel-name',
-      'regex:wgmma|matmul_f32_kernel',
+      'regex:wgmma|matmul_f32_(async_)?kernel',
       '--launch-count',
       '11',
       ...sections,

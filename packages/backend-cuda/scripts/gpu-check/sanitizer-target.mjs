@@ -5,7 +5,8 @@
 // through KILN_CUDA_WGMMA_COLUMNS — and a tn one with few tiles and a long k that
 // it splits along k, as gpt2s's q/k/v/o weight gradient; bf16 attention forward and backward at
 // head dims 64 and 128, causal with GQA and partial tiles, and at D 64 with enough tiles that
-// persistent blocks reuse their buffers), then the conformance kit's matmul and
+// persistent blocks reuse their buffers), the f32 SIMT kernel fed by a cp.async ring in every
+// layout, then the conformance kit's matmul and
 // attention cases at quick sizes, all on kiln's own kernels. Prints progress lines and, last, one
 // JSON line: the kit's counts and how many launches each Hopper kernel (and the split-K path) had
 // in the first part. `--simulator` runs the same on the CPU simulator build with smaller matmuls
@@ -72,6 +73,38 @@ delete process.env.KILN_CUDA_WGMMA_COLUMNS;
     batchStrideA: m * k,
     batchStrideB: k * n,
   });
+}
+// The f32 SIMT kernel fed by a cp.async ring (KILN_CUDA_F32_KERNEL, sm_80 and newer): every layout,
+// 16-byte aligned rows and not, partial tiles in m, n and k — its zero-fill copies keep addresses
+// past the operands with src-size 0, which memcheck must accept.
+if (Number(backend.capabilities.device.computeCapability?.split('.')[0]) >= 8) {
+  process.env.KILN_CUDA_F32_KERNEL = '8x16-cp.async';
+  for (const [m, n, k] of [
+    [136, 132, 44],
+    [131, 133, 37],
+  ]) {
+    for (const [transposeA, transposeB] of [
+      [false, false],
+      [false, true],
+      [true, false],
+      [true, true],
+    ]) {
+      const a = tensor(transposeA ? [k, m] : [m, k], 'f32', 11);
+      const b = tensor(transposeB ? [n, k] : [k, n], 'f32', 12);
+      const out = tensor([m, n], 'f32');
+      backend.matmul(a, b, out, {
+        batch: 1,
+        m,
+        n,
+        k,
+        transposeA,
+        transposeB,
+        batchStrideA: m * k,
+        batchStrideB: k * n,
+      });
+    }
+  }
+  delete process.env.KILN_CUDA_F32_KERNEL;
 }
 // Attention at D 64 and 128 (causal, GQA, partial tiles), and on the GPU a D 64 shape with more
 // query and key tiles than two per multiprocessor, so that persistent blocks take several work

@@ -1,0 +1,77 @@
+#!/usr/bin/env node
+// kiln's f32 SIMT matmul kernels against each other and cuBLAS (TF32 off): for each shape, the
+// device time of the kernel the per-problem choice runs ("chosen") and of every kernel forced
+// through KILN_CUDA_F32_KERNEL — 8×16 or 8×8 outputs a thread, fed through registers or by a
+// cp.async ring — interleaved in rounds over the same operands (interleaved-variants.mjs). Prints
+// median device TFLOP/s per kernel and the chosen kernel's spread, then which kernel is fastest at
+// each shape. Issue 19's f32 target is ≥ 90% of cuBLAS at 4096³. Needs a GPU (sm_80 or newer for
+// the cp.async kernels).
+//
+//   node bench/f32-kernels.mjs [--rounds R] [--milliseconds MS] [--json FILE] [--shape MxNxK[:nt]] [--simulator]
+// cuBLAS: KILN_CUBLAS_PATH or the default search; its column is empty when it does not load.
+import { benchOptions, openBackends, reportVariants, timeVariants } from './interleaved-variants.mjs';
+
+/** 4096³, then gpt2s's f32 projections and gradients (batch 8 × 1024 tokens, d 768, SwiGLU 2048) and GPT-2's lm_head dX (k = 50257: rows not 16-byte aligned). */
+const SHAPES = [
+  { label: '4096³', m: 4096, n: 4096, k: 4096, transposeA: false, transposeB: false },
+  { label: 'q/k/v/o x·Wᵀ', m: 8192, n: 768, k: 768, transposeA: false, transposeB: true },
+  { label: 'gate/up x·Wᵀ', m: 8192, n: 2048, k: 768, transposeA: false, transposeB: true },
+  { label: 'mlp dX = dY·W', m: 8192, n: 768, k: 2048, transposeA: false, transposeB: false },
+  { label: 'mlp dW = dYᵀ·X', m: 2048, n: 768, k: 8192, transposeA: true, transposeB: false },
+  { label: 'GPT-2 lm_head dX = dY·W', m: 1024, n: 768, k: 50257, transposeA: false, transposeB: false },
+];
+const KERNELS = ['chosen', '8x16', '8x8', '8x16-cp.async'];
+
+const { rounds, milliseconds, jsonPath, simulator, shapes } = benchOptions(process.argv.slice(2), SHAPES);
+const backends = openBackends(simulator, jsonPath);
+if (!backends) process.exit(0);
+const { kiln, cublas } = backends;
+const runsAsync = Number(kiln.capabilities.device.computeCapability?.split('.')[0]) >= 8;
+const variants = runsAsync ? KERNELS : KERNELS.filter((kernel) => !kernel.endsWith('cp.async'));
+if (!runsAsync) console.log('this device is below compute capability 8.0: no cp.async kernels');
+
+/** f32 operands of `shape` on `backend`, uniform in [−1, 1), and the call that multiplies them. */
+function operands(backend, { m, n, k, transposeA, transposeB }) {
+  const tensor = (shape, seed) => {
+    const ref = { buffer: backend.alloc(shape[0] * shape[1] * 4), shape, dtype: 'f32' };
+    backend.random(ref, { kind: 'uniform', low: -1, high: 1 }, seed, 0);
+    return ref;
+  };
+  const a = tensor(transposeA ? [k, m] : [m, k], 7);
+  const b = tensor(transposeB ? [n, k] : [k, n], 11);
+  const out = { buffer: backend.alloc(m * n * 4), shape: [m, n], dtype: 'f32' };
+  const params = { batch: 1, m, n, k, transposeA, transposeB, batchStrideA: m * k, batchStrideB: k * n };
+  return {
+    call: () => backend.matmul(a, b, out, params),
+    free: () => [a, b, out].forEach((r) => backend.free(r.buffer)),
+  };
+}
+
+const rows = timeVariants({
+  shapes,
+  variants,
+  setting: 'KILN_CUDA_F32_KERNEL',
+  kiln,
+  cublas,
+  operands,
+  rounds,
+  milliseconds,
+  rate: 50e12,
+});
+reportVariants({
+  title: `f32 SIMT matmul kernels (TF32 off; median device TFLOP/s of ${rounds} interleaved rounds; spread: max/min − 1 of "chosen"):`,
+  variants,
+  rows,
+  jsonPath,
+  extra: { rounds, milliseconds, device: kiln.capabilities.device.name },
+});
+console.log('fastest kernel per shape (share of cuBLAS):');
+for (const row of rows) {
+  const [best, rate] = Object.entries(row.tflops)
+    .filter(([variant, value]) => variant !== 'cuBLAS' && variant !== 'chosen' && value !== undefined)
+    .sort((x, y) => y[1] - x[1])[0];
+  const share = row.tflops.cuBLAS ? ` (${((rate / row.tflops.cuBLAS) * 100).toFixed(0)}% of cuBLAS)` : '';
+  console.log(`  ${row.shape}: ${best} ${rate.toFixed(1)} TFLOP/s${share}`);
+}
+kiln.dispose();
+cublas?.dispose();

@@ -1,0 +1,160 @@
+// Shared by the benches that time variants of one kiln kernel against each other on one GPU
+// (wgmma-widths.mjs, f32-kernels.mjs): each variant is a value of an environment setting the addon
+// reads at each call ('chosen' leaves it unset), plus cuBLAS for scale. For each shape the variants
+// run interleaved in rounds over the same operands, in an order that rotates each round, so clock
+// drift between rounds hits every variant alike; round −1 warms up and is not kept. A cell is ≈ MS
+// milliseconds of back-to-back calls (at least 3), timed by the backend's kernel timer (CUDA events
+// around each launch).
+//
+// Common options: --rounds R, --milliseconds MS, --json FILE; --shape MxNxK[:nn|nt|tn|tt] times
+// that one shape instead of the bench's list; --simulator runs on the CPU simulator addon
+// (build/sim; cuBLAS does not load there) — a smoke run of the bench itself, for tiny shapes only.
+import { writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { CudaBackend, loadCudaAddon } from '@kiln/backend-cuda';
+import { kernelTimingSourceOf } from '@kiln/core/native-backend';
+
+/** `--name value` from argv, else `fallback`. */
+export function option(argv, name, fallback) {
+  const index = argv.indexOf(name);
+  return index >= 0 ? argv[index + 1] : fallback;
+}
+
+/** The options every variant bench takes (see the file header), with `shapes` replaced by --shape when given. */
+export function benchOptions(argv, shapes) {
+  const shape = option(argv, '--shape', undefined);
+  const parsed = shape === undefined ? undefined : /^(\d+)x(\d+)x(\d+)(?::(nn|nt|tn|tt))?$/.exec(shape);
+  if (shape !== undefined && !parsed)
+    throw new Error(`--shape must be MxNxK[:nn|nt|tn|tt], got ${JSON.stringify(shape)}`);
+  return {
+    rounds: Number(option(argv, '--rounds', '7')),
+    milliseconds: Number(option(argv, '--milliseconds', '20')),
+    jsonPath: option(argv, '--json', undefined),
+    simulator: argv.includes('--simulator'),
+    shapes: parsed
+      ? [
+          {
+            label: '--shape',
+            m: Number(parsed[1]),
+            n: Number(parsed[2]),
+            k: Number(parsed[3]),
+            transposeA: parsed[4]?.[0] === 't',
+            transposeB: parsed[4]?.[1] === 't',
+          },
+        ]
+      : shapes,
+  };
+}
+
+/**
+ * kiln's backend (matmul 'kiln') and cuBLAS's (undefined when it does not load) on the GPU, or on the
+ * simulator addon; undefined where no GPU is usable, after printing `skipped: …` and writing
+ * { skipped } to jsonPath (a lease's staged run then records why, and goes on).
+ */
+export function openBackends(simulator, jsonPath) {
+  let kiln;
+  try {
+    const addon = simulator
+      ? createRequire(import.meta.url)(
+          fileURLToPath(new URL('../build/sim/Release/kiln_cuda_sim.node', import.meta.url)),
+        )
+      : loadCudaAddon().addon;
+    kiln = new CudaBackend(addon, { matmul: 'kiln' });
+    return { kiln, cublas: new CudaBackend(addon, { matmul: 'cublas' }) };
+  } catch (error) {
+    const reason = error.message.split('\n')[0];
+    if (kiln) {
+      console.log(`cuBLAS did not load (${reason}): no cuBLAS column`);
+      return { kiln, cublas: undefined };
+    }
+    console.log(`skipped: no usable GPU (${reason})`);
+    if (jsonPath) writeFileSync(jsonPath, `${JSON.stringify({ skipped: reason }, null, 2)}\n`);
+    return undefined;
+  }
+}
+
+/** Device seconds per call over `repeats` calls, and the kiln route the launches name. */
+function timeCalls(backend, call, repeats) {
+  const timer = kernelTimingSourceOf(backend);
+  timer.startKernelTiming();
+  for (let i = 0; i < repeats; i++) call();
+  const timings = timer.stopKernelTiming();
+  const total = timings.reduce((sum, timing) => sum + timing.milliseconds, 0);
+  const route = timings.map((timing) => /\(kiln ([^)]*)\)$/.exec(timing.name)?.[1]).find((found) => found);
+  return { seconds: total / 1000 / repeats, route };
+}
+
+const median = (values) => {
+  const sorted = [...values].sort((x, y) => x - y);
+  return sorted[Math.floor(sorted.length / 2)];
+};
+
+/**
+ * Times every variant (values of `setting`, 'chosen' = unset) on `kiln` and cuBLAS on `cublas`
+ * (when loaded) for each shape. `operands(backend, shape)` returns { call, free }; `rate` is the
+ * FLOP/s the repeat count is sized for. Returns rows { shape, chosenRoute, tflops: { variant →
+ * median TFLOP/s }, spread } with spread = max/min − 1 of 'chosen' across rounds.
+ */
+export function timeVariants({ shapes, variants, setting, kiln, cublas, operands, rounds, milliseconds, rate }) {
+  const columns = [...variants, 'cuBLAS'];
+  const rows = [];
+  for (const shape of shapes) {
+    const flops = 2 * shape.m * shape.n * shape.k;
+    const repeats = Math.max(3, Math.round((milliseconds / 1000) * (rate / flops)));
+    const own = operands(kiln, shape);
+    const theirs = cublas ? operands(cublas, shape) : undefined;
+    const samples = Object.fromEntries(columns.map((variant) => [variant, []]));
+    let chosenRoute;
+    try {
+      for (let round = -1; round < rounds; round++) {
+        const order = columns.map((_, i, all) => all[(i + Math.max(round, 0)) % all.length]);
+        for (const variant of order) {
+          if (variant === 'cuBLAS' && !theirs) continue;
+          if (variant === 'chosen' || variant === 'cuBLAS') delete process.env[setting];
+          else process.env[setting] = variant;
+          const { seconds, route } = timeCalls(
+            variant === 'cuBLAS' ? cublas : kiln,
+            (variant === 'cuBLAS' ? theirs : own).call,
+            repeats,
+          );
+          if (variant === 'chosen') chosenRoute = route;
+          if (round >= 0) samples[variant].push(flops / seconds / 1e12);
+        }
+      }
+    } finally {
+      delete process.env[setting];
+      own.free();
+      theirs?.free();
+    }
+    const layout = shape.transposeA ? (shape.transposeB ? ' tt' : ' tn') : shape.transposeB ? ' nt' : ' nn';
+    rows.push({
+      shape: `${shape.label} (${shape.m}×${shape.n}×${shape.k}${layout})`,
+      chosenRoute,
+      tflops: Object.fromEntries(
+        Object.entries(samples).map(([variant, values]) => [variant, values.length ? median(values) : undefined]),
+      ),
+      spread: Math.max(...samples.chosen) / Math.min(...samples.chosen) - 1,
+    });
+  }
+  return rows;
+}
+
+/** Prints `rows` as a table under `title` (one TFLOP/s column per variant and cuBLAS); writes them to jsonPath when given. */
+export function reportVariants({ title, variants, rows, jsonPath, extra = {} }) {
+  const columns = [...variants, 'cuBLAS'];
+  const header = ['shape', 'chosen route', ...columns, 'spread'];
+  const table = rows.map((row) => [
+    row.shape,
+    row.chosenRoute ?? '?',
+    ...columns.map((variant) => row.tflops[variant]?.toFixed(1) ?? '—'),
+    `${(row.spread * 100).toFixed(1)}%`,
+  ]);
+  const widths = header.map((name, column) => Math.max(name.length, ...table.map((line) => line[column].length)));
+  const format = (line) => line.map((cell, column) => cell.padEnd(widths[column])).join('  ');
+  console.log(title);
+  console.log(format(header));
+  console.log(format(widths.map((width) => '-'.repeat(width))));
+  for (const line of table) console.log(format(line));
+  if (jsonPath) writeFileSync(jsonPath, `${JSON.stringify({ ...extra, rows }, null, 2)}\n`);
+}

@@ -1,0 +1,114 @@
+// kernels/matmul_f32_simt.cuh — the f32 matmul's SIMT inner product (CUDA cores, any device): the
+// `Math` policy of matmul_f32.cuh's register-staged kernel (matmul.cu) and of its cp.async-ring
+// variant (matmul_f32_async.cu).
+//
+// Algorithm: every thread owns 8 rows × 4·Groups columns of the 128×128 tile and adds, per depth of
+// a k8 slice, their outer product of A's and B's values at that depth (read as float4s from the
+// k-major tiles). Groups = 4: 128 threads in 4 warps of 64×64 (a lane 8 rows × 4 column groups),
+// 6 float4 shared reads per 128 FMAs; Groups = 2: 256 threads of 8×8, 4 reads per 64 FMAs.
+// Layout: tiles tile[depth][position] with rows of kRow = 132 floats; the thread's rows are
+// first_row() + 0…3 and + kRowHalf + 0…3, its columns first_column() + kColumnStride·c + 0…3.
+// Numerics: f32 FMAs in k order per output (no TF32).
+#pragma once
+
+#include "matmul_f32.cuh"
+
+namespace kiln::f32_matmul {
+
+/** Stores four consecutive outputs of a row from `values` (one float4 store when `vector`, else each one in range). */
+__device__ __forceinline__ void store_four(float* row, Index column, Index n, const float* values, bool vector) {
+  if (vector && column < n) {
+    *reinterpret_cast<float4*>(row + column) = make_float4(values[0], values[1], values[2], values[3]);
+    return;
+  }
+  for (int j = 0; j < 4; j++) {
+    if (column + j < n) row[column + j] = values[j];
+  }
+}
+
+/**
+ * matmul_f32_kernel's policy for SIMT outer products (CUDA cores, any device): every thread owns 8
+ * rows × 4·Groups columns of the 128×128 tile, so Groups = 4 runs 128 threads (8×16 each: 6 float4
+ * shared reads per 128 FMAs, 2 blocks in the register file) and Groups = 2 runs 256 (8×8 each: 4
+ * per 64 FMAs, twice the warps to hide scalar global loads). Rows: first_row() + 0…3 and
+ * + kRowHalf + 0…3; columns: first_column() + kColumnStride·c + 0…3, c < Groups.
+ */
+template <int Groups>
+struct SimtMath {
+  static_assert(Groups == 2 || Groups == 4, "SimtMath: 8×8 or 8×16 outputs a thread");
+  /** 256 threads of 8×8 (16 × 16 of them), or 4 warps of 64×64 (lanes 8 rows × 4 columns) of 8×16. */
+  static constexpr int kThreads = Groups == 2 ? 256 : 128;
+  /** Blocks per SM the register budget must allow (≤ 128 or ≤ 255 registers a thread): each one's loads hide behind the other's FMAs. */
+  static constexpr int kMinBlocks = 2;
+  /** accumulator[i][4c + j]: row first_row() + i (i < 4) or + kRowHalf + i − 4, column first_column() + kColumnStride·c + j. */
+  using Accumulators = float[8][4 * Groups];
+  /** 132 floats: the scalar stores of a k-contiguous operand (16 rows × depths 0 and 4 per warp) hit 32 distinct banks. */
+  static constexpr int kRow = kTile + 4;
+  /** Rows between a thread's two groups of four. */
+  static constexpr int kRowHalf = Groups == 2 ? 64 : 32;
+  /** Columns between a thread's groups of four. */
+  static constexpr int kColumnStride = Groups == 2 ? 64 : 16;
+
+  /** 8×8: the next slice's loads only while k has one (128 registers: the unconditional loads' longer live ranges spilled). */
+  static constexpr bool kConditionalLoads = Groups == 2;
+
+  /** Operands are multiplied as loaded. */
+  static __device__ __forceinline__ float4 operand(float4 x) { return x; }
+
+  /** The thread's first row inside the tile. */
+  static __device__ __forceinline__ int first_row() {
+    const int t = static_cast<int>(threadIdx.x);
+    return Groups == 2 ? t / 16 * 4 : t / 64 * 64 + t % 32 / 4 * 4;
+  }
+
+  /** The thread's first column inside the tile. */
+  static __device__ __forceinline__ int first_column() {
+    const int t = static_cast<int>(threadIdx.x);
+    return Groups == 2 ? t % 16 * 4 : t / 32 % 2 * 64 + t % 4 * 4;
+  }
+
+  /**
+   * One k8 step: per depth 2 + Groups float4 shared loads (a warp reads few distinct ones: no bank
+   * conflicts) and the thread's 8 × 4·Groups outer product.
+   */
+  static __device__ __forceinline__ void step(Accumulators& accumulator, const float (*tile_a)[kRow],
+                                              const float (*tile_b)[kRow]) {
+    const int row = first_row();
+    const int column = first_column();
+    // Unrolled: the next depth's shared loads are scheduled among this depth's FMAs.
+    KILN_UNROLL
+    for (int depth = 0; depth < kDepth; depth++) {
+      float left[8];
+      float right[4 * Groups];
+      *reinterpret_cast<float4*>(&left[0]) = *reinterpret_cast<const float4*>(&tile_a[depth][row]);
+      *reinterpret_cast<float4*>(&left[4]) = *reinterpret_cast<const float4*>(&tile_a[depth][row + kRowHalf]);
+      KILN_UNROLL
+      for (int c = 0; c < Groups; c++)
+        *reinterpret_cast<float4*>(&right[4 * c]) =
+            *reinterpret_cast<const float4*>(&tile_b[depth][column + kColumnStride * c]);
+      KILN_UNROLL
+      for (int i = 0; i < 8; i++) {
+        KILN_UNROLL
+        for (int j = 0; j < 4 * Groups; j++) accumulator[i][j] += left[i] * right[j];
+      }
+    }
+  }
+
+  /** Writes the thread's outputs, four consecutive columns at a time. */
+  static __device__ __forceinline__ void store(Accumulators& accumulator, float* out, Index row0, Index column0,
+                                               Index m, Index n, bool vector) {
+    const int first = first_row();
+    const int column = first_column();
+    // Unrolled: the accumulators stay in registers (indexed by constants only).
+    KILN_UNROLL
+    for (int i = 0; i < 8; i++) {
+      const Index row = row0 + first + (i < 4 ? i : kRowHalf + i - 4);
+      if (row >= m) continue;
+      KILN_UNROLL
+      for (int c = 0; c < Groups; c++)
+        store_four(out + row * n, column0 + column + kColumnStride * c, n, &accumulator[i][4 * c], vector);
+    }
+  }
+};
+
+}  // namespace kiln::f32_matmul

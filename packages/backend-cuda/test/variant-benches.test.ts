@@ -1,0 +1,77 @@
+// The variant benches a GPU lease runs (bench/f32-kernels.mjs, bench/wgmma-widths.mjs, on
+// bench/interleaved-variants.mjs) run end to end on the CUDA simulator with one tiny shape: every
+// variant gets a rate, the chosen route is named, the JSON report holds what the table shows, and a
+// malformed --shape is refused — so a lease never spends its minutes on a bench that does not run.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { simulatorSkipReason } from './simulator-status.js';
+
+const packageRoot = join(import.meta.dirname, '..');
+const scratch = mkdtempSync(join(tmpdir(), 'kiln-variant-benches-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+const skipReason =
+  simulatorSkipReason() ??
+  (existsSync(join(packageRoot, 'dist', 'index.js')) ? undefined : 'dist/ is not built (run `pnpm turbo build`)');
+
+/** Runs a bench script on the simulator; returns its exit status, output and JSON report. */
+function runBench(script: string, shape: string) {
+  const json = join(scratch, `${script}.json`);
+  const child = spawnSync(
+    process.execPath,
+    [
+      join(packageRoot, 'bench', script),
+      '--simulator',
+      '--shape',
+      shape,
+      '--rounds',
+      '2',
+      '--milliseconds',
+      '0',
+      '--json',
+      json,
+    ],
+    { cwd: packageRoot, encoding: 'utf8', env: { ...process.env, KILN_CUDA_F32_KERNEL: undefined } },
+  );
+  return {
+    status: child.status,
+    output: `${child.stdout}${child.stderr}`,
+    report: existsSync(json) ? JSON.parse(readFileSync(json, 'utf8')) : undefined,
+  };
+}
+
+describe.skipIf(skipReason !== undefined)(
+  `variant benches on the simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`,
+  () => {
+    it('f32-kernels times the chosen kernel and all four forced ones (cuBLAS absent)', () => {
+      const { status, output, report } = runBench('f32-kernels.mjs', '136x132x40:nt');
+      expect(status, output).toBe(0);
+      expect(report.rows).toHaveLength(1);
+      const [row] = report.rows;
+      expect(row.shape).toBe('--shape (136×132×40 nt)');
+      expect(row.chosenRoute).toBe('f32 SIMT');
+      for (const kernel of ['chosen', '8x16', '8x8', '8x16-cp.async'])
+        expect(row.tflops[kernel], kernel).toBeGreaterThan(0);
+      expect(row.tflops.cuBLAS).toBeUndefined();
+      expect(output).toMatch(/fastest kernel per shape/);
+      expect(output).toMatch(/--shape \(136×132×40 nt\): 8x(8|16)(-cp\.async)? /);
+    });
+
+    it('wgmma-widths times the chosen width and the three forced ones', () => {
+      const { status, output, report } = runBench('wgmma-widths.mjs', '136x264x64');
+      expect(status, output).toBe(0);
+      const [row] = report.rows;
+      expect(row.shape).toBe('--shape (136×264×64 nn)');
+      for (const width of ['chosen', '128', '192', '256']) expect(row.tflops[width], width).toBeGreaterThan(0);
+      expect(report.rounds).toBe(2);
+    });
+
+    it('refuses a malformed --shape, naming it', () => {
+      const { status, output } = runBench('f32-kernels.mjs', '136x132');
+      expect(status).not.toBe(0);
+      expect(output).toContain('--shape must be MxNxK[:nn|nt|tn|tt], got "136x132"');
+    });
+  },
+);
