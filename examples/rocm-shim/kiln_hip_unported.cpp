@@ -52,7 +52,7 @@ cudaError_t launch_matmul_f32_tf32(const LaunchContext&, const MatmulShape&, con
   return hipErrorNotSupported;
 }
 
-cudaError_t launch_matmul_f32_async(const LaunchContext&, const MatmulShape&, const MatmulF32Launch&) {
+cudaError_t launch_matmul_f32_async(const LaunchContext&, const MatmulShape&, const MatmulF32Launch&, int) {
   return hipErrorNotSupported;
 }
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // kiln's f32 SIMT matmul kernels against each other and cuBLAS (TF32 off): for each shape, the
 // device time of the kernel the per-problem choice runs ("chosen") and of every kernel forced
-// through KILN_CUDA_F32_KERNEL — 8×16 or 8×8 outputs a thread, fed through registers or by a
-// cp.async ring — interleaved in rounds over the same operands (interleaved-variants.mjs). Prints
+// through KILN_CUDA_F32_KERNEL — 8×16 or 8×8 outputs a thread fed through registers, or 8×16 fed by
+// a cp.async ring of k8 or k16 slices — interleaved in rounds over the same operands (interleaved-variants.mjs). Prints
 // median device TFLOP/s per kernel and the chosen kernel's spread, then which kernel is fastest at
 // each shape. Issue 19's f32 target is ≥ 90% of cuBLAS at 4096³. Needs a GPU (sm_80 or newer for
 // the cp.async kernels).
@@ -20,14 +20,14 @@ const SHAPES = [
   { label: 'mlp dW = dYᵀ·X', m: 2048, n: 768, k: 8192, transposeA: true, transposeB: false },
   { label: 'GPT-2 lm_head dX = dY·W', m: 1024, n: 768, k: 50257, transposeA: false, transposeB: false },
 ];
-const KERNELS = ['chosen', '8x16', '8x8', '8x16-cp.async'];
+const KERNELS = ['chosen', '8x16', '8x8', '8x16-cp.async', '8x16-cp.async-k16'];
 
 const { rounds, milliseconds, jsonPath, simulator, shapes } = benchOptions(process.argv.slice(2), SHAPES);
 const backends = openBackends(simulator, jsonPath);
 if (!backends) process.exit(0);
 const { kiln, cublas } = backends;
 const runsAsync = Number(kiln.capabilities.device.computeCapability?.split('.')[0]) >= 8;
-const variants = runsAsync ? KERNELS : KERNELS.filter((kernel) => !kernel.endsWith('cp.async'));
+const variants = runsAsync ? KERNELS : KERNELS.filter((kernel) => !kernel.includes('cp.async'));
 if (!runsAsync) console.log('this device is below compute capability 8.0: no cp.async kernels');
 
 /** f32 operands of `shape` on `backend`, uniform in [−1, 1), and the call that multiplies them. */

@@ -252,8 +252,8 @@ export function checkWgmmaColumnsSetting(value: string | undefined): void {
   );
 }
 
-/** The values KILN_CUDA_F32_KERNEL takes: the f32 SIMT matmul's per-thread tile (register-fed), or the 8×16 one fed by a cp.async ring. */
-const F32_KERNEL_SETTINGS = ['8x16', '8x8', '8x16-cp.async'];
+/** The values KILN_CUDA_F32_KERNEL takes: the f32 SIMT matmul's per-thread tile (register-fed), or the 8×16 one fed by a cp.async ring of k8 or k16 slices. */
+const F32_KERNEL_SETTINGS = ['8x16', '8x8', '8x16-cp.async', '8x16-cp.async-k16'];
 
 /**
  * KILN_CUDA_F32_KERNEL, checked: unset (the f32 SIMT matmul picks 8×16 or 8×8 per problem, fed
@@ -272,12 +272,12 @@ export function checkF32KernelSetting(value: string | undefined): void {
 
 /** Refuses a cp.async KILN_CUDA_F32_KERNEL on a device below compute capability 8.0 (cp.async is sm_80 PTX), after `release` frees the opened device. */
 function checkF32KernelRuns(value: string | undefined, major: number, release: () => void): void {
-  if (value === undefined || !value.endsWith('-cp.async') || major >= 8) return;
+  if (value === undefined || !value.includes('-cp.async') || major >= 8) return;
   release();
   throw new ConfigError(
     `cuda backend: KILN_CUDA_F32_KERNEL=${value} needs compute capability 8.0 or newer (cp.async), and this device is ${major}.x`,
     {
-      hint: `Set KILN_CUDA_F32_KERNEL=${value.replace('-cp.async', '')} for the register-fed kernel of that tile, or unset it.`,
+      hint: 'Set KILN_CUDA_F32_KERNEL=8x16 for the register-fed kernel of that tile, or unset it.',
     },
   );
 }

@@ -1,6 +1,7 @@
 // KILN_CUDA_F32_KERNEL forces the f32 SIMT matmul's kernel — '8x16' or '8x8' outputs a thread, fed
-// through registers (matmul.cu), or '8x16-cp.async', fed by a 4-stage cp.async ring
-// (matmul_f32_async.cu) — so one GPU run can time them against each other (bench/f32-kernels.mjs).
+// through registers (matmul.cu), or '8x16-cp.async' / '8x16-cp.async-k16', fed by a cp.async ring
+// of k8 or k16 slices (matmul_f32_async.cu) — so one GPU run can time them against each other
+// (bench/f32-kernels.mjs).
 // On the simulator every kernel must give the same bits as the per-problem choice (same FMAs in the
 // same k order, zero-filled edges) in every layout, with partial tiles, rows that are not 16-byte
 // aligned, a broadcast batch and split-K, and be the kernel the timer names. Other values are
@@ -15,10 +16,17 @@ import type { HalfMatmulCase } from './half-matmul-check.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
-const KERNELS = ['8x16', '8x8', '8x16-cp.async'] as const;
+/** Each KILN_CUDA_F32_KERNEL value and the route its launches name. */
+const ROUTES = {
+  '8x16': 'f32 SIMT',
+  '8x8': 'f32 SIMT',
+  '8x16-cp.async': 'f32 SIMT cp.async',
+  '8x16-cp.async-k16': 'f32 SIMT cp.async k16',
+} as const;
+const KERNELS = Object.keys(ROUTES) as (keyof typeof ROUTES)[];
 
 describe('KILN_CUDA_F32_KERNEL values', () => {
-  it('accepts unset and the three kernels and refuses anything else, naming the value', () => {
+  it('accepts unset and the four kernels and refuses anything else, naming the value', () => {
     for (const good of [undefined, ...KERNELS]) expect(() => checkF32KernelSetting(good)).not.toThrow();
     for (const bad of ['', '16x8', '8x16-async', '8x8-cp.async', 'cp.async', ' 8x8', 'auto'])
       expect(() => checkF32KernelSetting(bad), JSON.stringify(bad)).toThrow(ConfigError);
@@ -81,9 +89,8 @@ describe.skipIf(skipReason !== undefined)(
           got = (await expectF32MatmulMatchesReference(backend!, shape)).got;
         });
         const route = names.find((name) => name.startsWith('matmul f32'));
-        expect(route, names.join('; ')).toMatch(
-          kernel.endsWith('cp.async') ? /kiln f32 SIMT cp\.async/ : /kiln f32 SIMT[,)]/,
-        );
+        expect(route, names.join('; ')).toContain(`(kiln ${ROUTES[kernel]}`);
+        expect(route!.slice(route!.indexOf('(kiln ') + 6 + ROUTES[kernel].length)[0], route).toMatch(/[,)]/);
         let differing = 0;
         for (let i = 0; i < got.length; i++) if (!Object.is(got[i], chosen.got[i])) differing++;
         expect(differing, `${kernel}: outputs differing from the per-problem choice`).toBe(0);
@@ -117,10 +124,16 @@ describe.skipIf(skipReason !== undefined)(
       });
     });
 
-    it('split-K (one tile, k = 1000 in ranges, tn): every kernel sums the same partials', async () => {
+    it('split-K (one tile, k = 1000 in 3 ranges of 42 k8 steps, tn): every kernel sums the same partials', async () => {
       const before = backend!.splitKMatmulLaunches;
       await expectEveryKernelAgrees({ batch: 1, m: 40, n: 56, k: 1000, transposeA: true, transposeB: false });
-      expect(backend!.splitKMatmulLaunches - before, 'all four runs split k').toBe(4);
+      expect(backend!.splitKMatmulLaunches - before, 'all five runs split k').toBe(5);
+    });
+
+    it('split-K into ranges of an odd number of k8 steps (k = 984: 3 × 41; k16 slices stop at the range, nt)', async () => {
+      const before = backend!.splitKMatmulLaunches;
+      await expectEveryKernelAgrees({ batch: 1, m: 40, n: 56, k: 984, transposeA: false, transposeB: true });
+      expect(backend!.splitKMatmulLaunches - before, 'all five runs split k').toBe(5);
     });
 
     it('unset again, the per-problem choice runs the register-fed kernel', async () => {

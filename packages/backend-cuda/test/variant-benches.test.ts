@@ -52,7 +52,7 @@ describe.skipIf(skipReason !== undefined)(
       const [row] = report.rows;
       expect(row.shape).toBe('--shape (136×132×40 nt)');
       expect(row.chosenRoute).toBe('f32 SIMT');
-      for (const kernel of ['chosen', '8x16', '8x8', '8x16-cp.async'])
+      for (const kernel of ['chosen', '8x16', '8x8', '8x16-cp.async', '8x16-cp.async-k16'])
         expect(row.tflops[kernel], kernel).toBeGreaterThan(0);
       expect(row.tflops.cuBLAS).toBeUndefined();
       expect(output).toMatch(/fastest kernel per shape/);

@@ -6,7 +6,8 @@
 // columns), so a depth costs 6 float4 shared reads (conflict-free) for 128 FMAs and 2 blocks fit a
 // multiprocessor's registers; else 256 threads of 8×8 (SimtMath<2>, matmul_f32_simt.cuh), whose
 // 16 warps per SM hide the scalar global loads better. KILN_CUDA_F32_KERNEL forces one of them, or
-// the 8×16 one fed by a cp.async ring (matmul_f32_async.cu, sm_80 PTX), for timing them on one GPU.
+// the 8×16 one fed by a cp.async ring of k8 or k16 slices (matmul_f32_async.cu, sm_80 PTX), for
+// timing them on one GPU.
 // Split-K (matmul_split_k.cuh): when the 128×128 tiles leave multiprocessors idle and k is long,
 // grid z runs batch · splits items, each summing one k range into an f32 partial, and a second
 // kernel adds the partials in split order (deterministic, no atomics).
@@ -49,28 +50,40 @@ SplitKPlan plan_f32(const LaunchContext& context, const MatmulShape& shape) {
   return plan_split_k(context, tiles, (shape.k + kDepth - 1) / kDepth, kMinStepsPerSplit);
 }
 
-/** The f32 SIMT kernels: 8×16 outputs a thread (128 threads) or 8×8 (256), fed through registers, or 8×16 fed by a cp.async ring. */
-enum class F32SimtKernel { k8x16, k8x8, k8x16Async };
+/** The f32 SIMT kernels: 8×16 outputs a thread (128 threads) or 8×8 (256), fed through registers, or 8×16 fed by a cp.async ring of k8 or k16 slices. */
+enum class F32SimtKernel { k8x16, k8x8, k8x16Async, k8x16AsyncK16 };
+
+/** A KILN_CUDA_F32_KERNEL value, the kernel it names and that kernel's MatmulRoute::kernel. */
+struct NamedF32SimtKernel {
+  const char* setting;
+  F32SimtKernel kernel;
+  const char* route;
+};
+
+constexpr NamedF32SimtKernel kNamedF32SimtKernels[] = {
+    {"8x16", F32SimtKernel::k8x16, "f32 SIMT"},
+    {"8x8", F32SimtKernel::k8x8, "f32 SIMT"},
+    {"8x16-cp.async", F32SimtKernel::k8x16Async, "f32 SIMT cp.async"},
+    {"8x16-cp.async-k16", F32SimtKernel::k8x16AsyncK16, "f32 SIMT cp.async k16"},
+};
 
 /**
- * KILN_CUDA_F32_KERNEL: "8x16", "8x8" or "8x16-cp.async" runs every SIMT f32 problem on that kernel,
- * to time them against each other on one GPU (bench/f32-kernels.mjs); false when unset (the
- * per-problem choice of choose_f32_simt). Read at each call, so a process may change it between
- * matmuls; the backend refuses other values, and the cp.async one on a device that does not run
- * sm_80 code, when it opens (cuda-backend.ts) — should it be set later, such a device runs 8×16.
+ * KILN_CUDA_F32_KERNEL: one of kNamedF32SimtKernels' settings runs every SIMT f32 problem on that
+ * kernel, to time them against each other on one GPU (bench/f32-kernels.mjs); nullptr when unset
+ * (the per-problem choice of choose_f32_simt). Read at each call, so a process may change it
+ * between matmuls; the backend refuses other values, and the cp.async ones on a device that does
+ * not run sm_80 code, when it opens (cuda-backend.ts) — should they be set later, such a device
+ * runs the register-fed 8×16 kernel.
  */
-bool forced_f32_simt(F32SimtKernel& kernel) {
+const NamedF32SimtKernel* forced_f32_simt() {
   const char* setting = std::getenv("KILN_CUDA_F32_KERNEL");
-  if (setting == nullptr) return false;
-  if (std::strcmp(setting, "8x16") == 0)
-    kernel = F32SimtKernel::k8x16;
-  else if (std::strcmp(setting, "8x8") == 0)
-    kernel = F32SimtKernel::k8x8;
-  else if (std::strcmp(setting, "8x16-cp.async") == 0)
-    kernel = device_runs_mma_kernels() ? F32SimtKernel::k8x16Async : F32SimtKernel::k8x16;
-  else
-    return false;
-  return true;
+  if (setting == nullptr) return nullptr;
+  for (const NamedF32SimtKernel& named : kNamedF32SimtKernels) {
+    if (std::strcmp(setting, named.setting) != 0) continue;
+    const bool async = named.kernel == F32SimtKernel::k8x16Async || named.kernel == F32SimtKernel::k8x16AsyncK16;
+    return async && !device_runs_mma_kernels() ? &kNamedF32SimtKernels[0] : &named;
+  }
+  return nullptr;
 }
 
 /**
@@ -81,8 +94,7 @@ bool forced_f32_simt(F32SimtKernel& kernel) {
  * ring is not timed yet, so it is never chosen.
  */
 F32SimtKernel choose_f32_simt(int flags) {
-  F32SimtKernel forced{};
-  if (forced_f32_simt(forced)) return forced;
+  if (const NamedF32SimtKernel* forced = forced_f32_simt()) return forced->kernel;
   const bool vector_operands = (flags & f32_matmul::kVectorA) != 0 && (flags & f32_matmul::kVectorB) != 0;
   return vector_operands ? F32SimtKernel::k8x16 : F32SimtKernel::k8x8;
 }
@@ -92,7 +104,8 @@ cudaError_t launch_f32_simt(const LaunchContext& context, const MatmulShape& sha
                             F32SimtKernel kernel) {
   using f32_matmul::launch_tiles;
   switch (kernel) {
-    case F32SimtKernel::k8x16Async: return launch_matmul_f32_async(context, shape, launch);
+    case F32SimtKernel::k8x16Async: return launch_matmul_f32_async(context, shape, launch, 8);
+    case F32SimtKernel::k8x16AsyncK16: return launch_matmul_f32_async(context, shape, launch, 16);
     case F32SimtKernel::k8x16: return launch_tiles<SimtMath<4>>("matmul_f32_kernel<simt 8x16>", context, shape, launch);
     default: return launch_tiles<SimtMath<2>>("matmul_f32_kernel<simt 8x8>", context, shape, launch);
   }
@@ -225,9 +238,9 @@ namespace {
 const char* matmul_kernel_name(const LaunchContext& context, int dtype, const void* a, const void* b,
                                const MatmulShape& shape) {
   if (dtype == kF32) {
-    F32SimtKernel forced{};
     if (matmul_f32_uses_tf32(context)) return "TF32 mma.sync";
-    return forced_f32_simt(forced) && forced == F32SimtKernel::k8x16Async ? "f32 SIMT cp.async" : "f32 SIMT";
+    const NamedF32SimtKernel* forced = forced_f32_simt();
+    return forced != nullptr ? forced->route : "f32 SIMT";
   }
   switch (choose_half_matmul_kernel(context, a, b, shape)) {
     case HalfMatmulKernel::kWgmma: {

@@ -102,13 +102,13 @@ cudaError_t launch_matmul_f32_tf32(const LaunchContext& context, const MatmulSha
                                    const MatmulF32Launch& launch);
 
 /**
- * The 8×16 SIMT f32 tile kernel fed by a 4-stage cp.async ring instead of registers
- * (matmul_f32_async.cu, sm_80 PTX): the same tiles, split-K work items and outputs as matmul.cu's
- * register-fed 8×16 kernel. Called by launch_matmul when KILN_CUDA_F32_KERNEL names it and
- * device_runs_mma_kernels(); k, m, n, batch ≥ 1.
+ * The 8×16 SIMT f32 tile kernel fed by a cp.async ring instead of registers (matmul_f32_async.cu,
+ * sm_80 PTX) in slices of `slice_depth` depths: 8 (4 stages) or 16 (2 stages). The same tiles,
+ * split-K work items and outputs as matmul.cu's register-fed 8×16 kernel. Called by launch_matmul
+ * when KILN_CUDA_F32_KERNEL names it and device_runs_mma_kernels(); k, m, n, batch ≥ 1.
  */
 cudaError_t launch_matmul_f32_async(const LaunchContext& context, const MatmulShape& shape,
-                                    const MatmulF32Launch& launch);
+                                    const MatmulF32Launch& launch, int slice_depth);
 
 /** True when kiln's own f32 matmul runs on TF32 tensor cores: the backend allows TF32 (context.allow_tf32) and device_runs_mma_kernels(). */
 bool matmul_f32_uses_tf32(const LaunchContext& context);

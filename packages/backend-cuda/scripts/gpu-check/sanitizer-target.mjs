@@ -74,34 +74,36 @@ delete process.env.KILN_CUDA_WGMMA_COLUMNS;
     batchStrideB: k * n,
   });
 }
-// The f32 SIMT kernel fed by a cp.async ring (KILN_CUDA_F32_KERNEL, sm_80 and newer): every layout,
+// The f32 SIMT kernel fed by a cp.async ring of k8 and of k16 slices (KILN_CUDA_F32_KERNEL, sm_80 and newer): every layout,
 // 16-byte aligned rows and not, partial tiles in m, n and k — its zero-fill copies keep addresses
 // past the operands with src-size 0, which memcheck must accept.
 if (Number(backend.capabilities.device.computeCapability?.split('.')[0]) >= 8) {
-  process.env.KILN_CUDA_F32_KERNEL = '8x16-cp.async';
-  for (const [m, n, k] of [
-    [136, 132, 44],
-    [131, 133, 37],
-  ]) {
-    for (const [transposeA, transposeB] of [
-      [false, false],
-      [false, true],
-      [true, false],
-      [true, true],
+  for (const kernel of ['8x16-cp.async', '8x16-cp.async-k16']) {
+    process.env.KILN_CUDA_F32_KERNEL = kernel;
+    for (const [m, n, k] of [
+      [136, 132, 44],
+      [131, 133, 37],
     ]) {
-      const a = tensor(transposeA ? [k, m] : [m, k], 'f32', 11);
-      const b = tensor(transposeB ? [n, k] : [k, n], 'f32', 12);
-      const out = tensor([m, n], 'f32');
-      backend.matmul(a, b, out, {
-        batch: 1,
-        m,
-        n,
-        k,
-        transposeA,
-        transposeB,
-        batchStrideA: m * k,
-        batchStrideB: k * n,
-      });
+      for (const [transposeA, transposeB] of [
+        [false, false],
+        [false, true],
+        [true, false],
+        [true, true],
+      ]) {
+        const a = tensor(transposeA ? [k, m] : [m, k], 'f32', 11);
+        const b = tensor(transposeB ? [n, k] : [k, n], 'f32', 12);
+        const out = tensor([m, n], 'f32');
+        backend.matmul(a, b, out, {
+          batch: 1,
+          m,
+          n,
+          k,
+          transposeA,
+          transposeB,
+          batchStrideA: m * k,
+          batchStrideB: k * n,
+        });
+      }
     }
   }
   delete process.env.KILN_CUDA_F32_KERNEL;
