@@ -9,7 +9,7 @@
 //
 //   node bench/f32-kernels.mjs [--rounds R] [--milliseconds MS] [--json FILE] [--shape MxNxK[:nt]] [--simulator]
 // cuBLAS: KILN_CUBLAS_PATH or the default search; its column is empty when it does not load.
-import { benchOptions, openBackends, reportVariants, timeVariants } from './interleaved-variants.mjs';
+import { benchOptions, openBackends, randomOperands, reportVariants, timeVariants } from './interleaved-variants.mjs';
 
 /** 4096³, then gpt2s's f32 projections and gradients (batch 8 × 1024 tokens, d 768, SwiGLU 2048) and GPT-2's lm_head dX (k = 50257: rows not 16-byte aligned). */
 const SHAPES = [
@@ -30,30 +30,13 @@ const runsAsync = Number(kiln.capabilities.device.computeCapability?.split('.')[
 const variants = runsAsync ? KERNELS : KERNELS.filter((kernel) => !kernel.includes('cp.async'));
 if (!runsAsync) console.log('this device is below compute capability 8.0: no cp.async kernels');
 
-/** f32 operands of `shape` on `backend`, uniform in [−1, 1), and the call that multiplies them. */
-function operands(backend, { m, n, k, transposeA, transposeB }) {
-  const tensor = (shape, seed) => {
-    const ref = { buffer: backend.alloc(shape[0] * shape[1] * 4), shape, dtype: 'f32' };
-    backend.random(ref, { kind: 'uniform', low: -1, high: 1 }, seed, 0);
-    return ref;
-  };
-  const a = tensor(transposeA ? [k, m] : [m, k], 7);
-  const b = tensor(transposeB ? [n, k] : [k, n], 11);
-  const out = { buffer: backend.alloc(m * n * 4), shape: [m, n], dtype: 'f32' };
-  const params = { batch: 1, m, n, k, transposeA, transposeB, batchStrideA: m * k, batchStrideB: k * n };
-  return {
-    call: () => backend.matmul(a, b, out, params),
-    free: () => [a, b, out].forEach((r) => backend.free(r.buffer)),
-  };
-}
-
 const rows = timeVariants({
   shapes,
   variants,
   setting: 'KILN_CUDA_F32_KERNEL',
   kiln,
   cublas,
-  operands,
+  operands: (backend, shape) => randomOperands(backend, shape, 'f32'),
   rounds,
   milliseconds,
   rate: 50e12,

@@ -68,10 +68,33 @@ export function openBackends(simulator, jsonPath) {
       console.log(`cuBLAS did not load (${reason}): no cuBLAS column`);
       return { kiln, cublas: undefined };
     }
-    console.log(`skipped: no usable GPU (${reason})`);
-    if (jsonPath) writeFileSync(jsonPath, `${JSON.stringify({ skipped: reason }, null, 2)}\n`);
+    reportSkipped(`no usable GPU (${reason})`, jsonPath);
     return undefined;
   }
+}
+
+/** Operands of `shape` in `dtype` ('f32' or 'bf16') on `backend`, uniform in [−1, 1), and the call that multiplies them (the `operands` of timeVariants). */
+export function randomOperands(backend, { m, n, k, transposeA, transposeB }, dtype) {
+  const bytes = dtype === 'f32' ? 4 : 2;
+  const tensor = (shape, seed) => {
+    const ref = { buffer: backend.alloc(shape[0] * shape[1] * bytes), shape, dtype };
+    backend.random(ref, { kind: 'uniform', low: -1, high: 1 }, seed, 0);
+    return ref;
+  };
+  const a = tensor(transposeA ? [k, m] : [m, k], 7);
+  const b = tensor(transposeB ? [n, k] : [k, n], 11);
+  const out = { buffer: backend.alloc(m * n * bytes), shape: [m, n], dtype };
+  const params = { batch: 1, m, n, k, transposeA, transposeB, batchStrideA: m * k, batchStrideB: k * n };
+  return {
+    call: () => backend.matmul(a, b, out, params),
+    free: () => [a, b, out].forEach((r) => backend.free(r.buffer)),
+  };
+}
+
+/** Prints `skipped: reason` and writes { skipped } to jsonPath when given (a staged run records why and goes on). */
+export function reportSkipped(reason, jsonPath) {
+  console.log(`skipped: ${reason}`);
+  if (jsonPath) writeFileSync(jsonPath, `${JSON.stringify({ skipped: reason }, null, 2)}\n`);
 }
 
 /** Device seconds per call over `repeats` calls, and the kiln route the launches name. */

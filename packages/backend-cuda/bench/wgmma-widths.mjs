@@ -9,8 +9,14 @@
 //   node bench/wgmma-widths.mjs [--rounds R] [--milliseconds MS] [--json FILE] [--shape MxNxK[:nt]] [--simulator]
 // (options and timing: interleaved-variants.mjs). cuBLAS: KILN_CUBLAS_PATH or the default search;
 // its column is empty when it does not load.
-import { writeFileSync } from 'node:fs';
-import { benchOptions, openBackends, reportVariants, timeVariants } from './interleaved-variants.mjs';
+import {
+  benchOptions,
+  openBackends,
+  randomOperands,
+  reportSkipped,
+  reportVariants,
+  timeVariants,
+} from './interleaved-variants.mjs';
 
 /** gpt2s's projections and gradients (batch 8 × 1024 tokens, d 768, SwiGLU 2048), k between, 4096³. */
 const SHAPES = [
@@ -32,27 +38,8 @@ const backends = openBackends(simulator, jsonPath);
 if (!backends) process.exit(0);
 const { kiln, cublas } = backends;
 if (!kiln.capabilities.matmul.bf16.includes('wgmma')) {
-  const reason = `this device does not run kiln's wgmma kernel (${kiln.capabilities.matmul.bf16})`;
-  console.log(`skipped: ${reason}: nothing to time`);
-  if (jsonPath) writeFileSync(jsonPath, `${JSON.stringify({ skipped: reason }, null, 2)}\n`);
+  reportSkipped(`this device does not run kiln's wgmma kernel (${kiln.capabilities.matmul.bf16})`, jsonPath);
   process.exit(0);
-}
-
-/** bf16 operands of `shape` on `backend`, uniform in [−1, 1), and the call that multiplies them. */
-function operands(backend, { m, n, k, transposeA, transposeB }) {
-  const tensor = (shape, seed) => {
-    const ref = { buffer: backend.alloc(shape[0] * shape[1] * 2), shape, dtype: 'bf16' };
-    backend.random(ref, { kind: 'uniform', low: -1, high: 1 }, seed, 0);
-    return ref;
-  };
-  const a = tensor(transposeA ? [k, m] : [m, k], 7);
-  const b = tensor(transposeB ? [n, k] : [k, n], 11);
-  const out = { buffer: backend.alloc(m * n * 2), shape: [m, n], dtype: 'bf16' };
-  const params = { batch: 1, m, n, k, transposeA, transposeB, batchStrideA: m * k, batchStrideB: k * n };
-  return {
-    call: () => backend.matmul(a, b, out, params),
-    free: () => [a, b, out].forEach((r) => backend.free(r.buffer)),
-  };
 }
 
 const rows = timeVariants({
@@ -61,7 +48,7 @@ const rows = timeVariants({
   setting: 'KILN_CUDA_WGMMA_COLUMNS',
   kiln,
   cublas,
-  operands,
+  operands: (backend, shape) => randomOperands(backend, shape, 'bf16'),
   rounds,
   milliseconds,
   rate: 500e12,

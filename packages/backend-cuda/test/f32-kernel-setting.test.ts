@@ -12,7 +12,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { type CudaBackend, checkF32KernelSetting } from '../src/cuda-backend.js';
 import { configureSimulator, createSimulatedCudaBackend } from '../src/simulator.js';
 import { expectF32MatmulMatchesReference } from './f32-matmul-check.js';
-import type { HalfMatmulCase } from './half-matmul-check.js';
+import { type HalfMatmulCase, MATMUL_LAYOUTS } from './half-matmul-check.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
@@ -98,12 +98,7 @@ describe.skipIf(skipReason !== undefined)(
       delete process.env.KILN_CUDA_F32_KERNEL;
     }
 
-    for (const [transposeA, transposeB, name] of [
-      [false, false, 'nn'],
-      [false, true, 'nt'],
-      [true, false, 'tn'],
-      [true, true, 'tt'],
-    ] as const) {
+    for (const [transposeA, transposeB, name] of MATMUL_LAYOUTS) {
       it(`${name}: 2×2 tiles of 128×128, partial in m, n and k, 16-byte aligned rows`, async () => {
         await expectEveryKernelAgrees({ batch: 1, m: 132, n: 136, k: 28, transposeA, transposeB });
       });

@@ -8,6 +8,14 @@ import type { CudaBackend } from '../src/cuda-backend.js';
 export type HalfDType = 'bf16' | 'f16';
 
 /** One matmul problem: [batch] × (m×k)·(k×n), each operand optionally stored transposed. */
+/** The four matmul layouts as [transposeA, transposeB, name], for tests that run a case in each. */
+export const MATMUL_LAYOUTS = [
+  [false, false, 'nn'],
+  [false, true, 'nt'],
+  [true, false, 'tn'],
+  [true, true, 'tt'],
+] as const;
+
 export interface HalfMatmulCase {
   batch: number;
   m: number;

@@ -8,7 +8,12 @@
 // and tile is its own kernel instantiation (the transposes are template parameters).
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
-import { expectHalfMatmulMatchesReference, type HalfDType, type HalfMatmulCase } from './half-matmul-check.js';
+import {
+  expectHalfMatmulMatchesReference,
+  type HalfDType,
+  type HalfMatmulCase,
+  MATMUL_LAYOUTS,
+} from './half-matmul-check.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
@@ -26,12 +31,7 @@ describe.skipIf(skipReason !== undefined)(
     }
 
     for (const dtype of ['bf16', 'f16'] as const) {
-      for (const [transposeA, transposeB, name] of [
-        [false, false, 'nn'],
-        [false, true, 'nt'],
-        [true, false, 'tn'],
-        [true, true, 'tt'],
-      ] as const) {
+      for (const [transposeA, transposeB, name] of MATMUL_LAYOUTS) {
         it(`${dtype} ${name}: 64×64 tiles, partial in m, n and k, 4 k stages, 2 batches`, async () => {
           await check(dtype, { batch: 2, m: 72, n: 40, k: 104, transposeA, transposeB });
         });

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CudaBackend } from '../src/cuda-backend.js';
 import { configureSimulator, createSimulatedCudaBackend } from '../src/simulator.js';
 import { expectF32MatmulMatchesReference } from './f32-matmul-check.js';
-import { expectHalfMatmulMatchesReference, type HalfMatmulCase } from './half-matmul-check.js';
+import { expectHalfMatmulMatchesReference, type HalfMatmulCase, MATMUL_LAYOUTS } from './half-matmul-check.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
@@ -46,12 +46,7 @@ describe.skipIf(skipReason !== undefined)(
       configureSimulator({ computeCapability: '9.0' });
     });
 
-    for (const [transposeA, transposeB, name] of [
-      [false, false, 'nn'],
-      [false, true, 'nt'],
-      [true, false, 'tn'],
-      [true, true, 'tt'],
-    ] as const) {
+    for (const [transposeA, transposeB, name] of MATMUL_LAYOUTS) {
       it(`f32 ${name}: one partial 128×128 tile, k = 1000 in 3 ranges (last one partial)`, async () => {
         const shape = { batch: 1, m: 100, n: 72, k: 1000, transposeA, transposeB };
         await expectSplitAndRepeatable(backend!, () => runF32(backend!, shape));

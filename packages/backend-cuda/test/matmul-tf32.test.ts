@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
 import { expectF32MatmulMatchesReference } from './f32-matmul-check.js';
-import type { HalfMatmulCase } from './half-matmul-check.js';
+import { type HalfMatmulCase, MATMUL_LAYOUTS } from './half-matmul-check.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
@@ -45,12 +45,7 @@ describe.skipIf(skipReason !== undefined)(
       expect(differing, 'the TF32 path must not reproduce the f32 bits').toBeGreaterThan(exact.got.length / 2);
     }
 
-    for (const [transposeA, transposeB, name] of [
-      [false, false, 'nn'],
-      [false, true, 'nt'],
-      [true, false, 'tn'],
-      [true, true, 'tt'],
-    ] as const) {
+    for (const [transposeA, transposeB, name] of MATMUL_LAYOUTS) {
       it(`${name}: 2×2 blocks of 128×128, partial in m, n and k`, async () => {
         await check({ batch: 1, m: 131, n: 133, k: 21, transposeA, transposeB });
       });

@@ -17,7 +17,7 @@
 // work items, named with their count by the kernel timer.
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
-import { expectHalfMatmulRoute, type HalfDType, type HalfMatmulCase } from './half-matmul-check.js';
+import { expectHalfMatmulRoute, type HalfDType, type HalfMatmulCase, MATMUL_LAYOUTS } from './half-matmul-check.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
@@ -39,12 +39,7 @@ describe.skipIf(skipReason !== undefined)(
     }
 
     for (const dtype of ['bf16', 'f16'] as const) {
-      for (const [transposeA, transposeB, name] of [
-        [false, false, 'nn'],
-        [false, true, 'nt'],
-        [true, false, 'tn'],
-        [true, true, 'tt'],
-      ] as const) {
+      for (const [transposeA, transposeB, name] of MATMUL_LAYOUTS) {
         it(`${dtype} ${name}: 3 batches of 2×2 tiles of 128×128 (3 rounds; 128×256: 2 rounds costing 3.2), partial in m, n and k, 5 k steps (the 4-stage ring wraps)`, async () => {
           await check(dtype, { batch: 3, m: 136, n: 200, k: 264, transposeA, transposeB }, 'wgmma');
         });

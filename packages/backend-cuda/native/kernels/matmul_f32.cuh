@@ -52,6 +52,24 @@ __device__ __forceinline__ int slice_depths(Index depth_limit) {
   return depth_limit >= kDepth ? kDepth : depth_limit > 0 ? static_cast<int>(depth_limit) : 0;
 }
 
+/** Where a thread's first four elements of a slice lie inside the tile: its position and first depth. */
+struct SliceOrigin {
+  /** Position along m or n, from the tile's first. */
+  int position;
+  /** Depth inside the slice. */
+  int depth;
+};
+
+/**
+ * Thread t's first four elements of a slice, as both f32 pipelines map them: position t / 2, depths
+ * (t % 2)·4 … (k-contiguous storage: 16 bytes of one row), or positions (t % 32)·4 … at depth
+ * t / 32 (k-major storage: 16 bytes of one depth).
+ */
+__device__ __forceinline__ SliceOrigin slice_origin(bool k_contiguous) {
+  const int t = static_cast<int>(threadIdx.x);
+  return k_contiguous ? SliceOrigin{t / 2, (t % 2) * 4} : SliceOrigin{(t % 32) * 4, t / 32};
+}
+
 /**
  * One thread's share of an operand's k8 slices (Threads threads, kParts float4s each), fixed per
  * work item so that a step costs a pointer add and compares. k-major storage (A transposed, B not):
@@ -86,9 +104,9 @@ struct OperandSlices {
   __device__ __forceinline__ OperandSlices(const float* base, Index extent, Index k, Index offset0, Index k0,
                                            bool k_contiguous_storage, bool vector_loads)
       : k_contiguous(k_contiguous_storage), vector(vector_loads) {
-    const int t = static_cast<int>(threadIdx.x);
-    const Index position = k_contiguous ? offset0 + t / 2 : offset0 + (t % 32) * 4;
-    depth = k_contiguous ? (t % 2) * 4 : t / 32;
+    const SliceOrigin origin = slice_origin(k_contiguous);
+    const Index position = offset0 + origin.position;
+    depth = origin.depth;
     row_remaining = extent - position < kTile ? static_cast<int>(extent - position) : kTile;
     advance = k_contiguous ? kDepth : kDepth * extent;
     part_stride = k_contiguous ? kPartPositions * k : kPartDepths * extent;

@@ -67,18 +67,16 @@ struct SliceCopies {
   __device__ __forceinline__ SliceCopies(const float* base, Index extent, Index k, Index offset0, Index k0,
                                          bool k_contiguous_storage, bool vector_rows)
       : k_contiguous(k_contiguous_storage), vector(vector_rows) {
-    const int t = static_cast<int>(threadIdx.x);
+    const f32_matmul::SliceOrigin origin = f32_matmul::slice_origin(k_contiguous);
+    const Index position = offset0 + origin.position;
+    depth = origin.depth;
     inside_bits = 0;
     if (k_contiguous) {
-      const Index position = offset0 + t / 2;
-      depth = (t % 2) * 4;
       for (int p = 0; p < 2; p++) inside_bits |= (position + p * (Threads / 2) < extent ? 1u : 0u) << p;
       next = base + position * k + k0 + depth;
       advance = Depth;
       group_stride = static_cast<Index>(Threads / 2) * k;
     } else {
-      const Index position = offset0 + (t % 32) * 4;
-      depth = t / 32;
       for (int j = 0; j < 4; j++) inside_bits |= (position + j < extent ? 1u : 0u) << j;
       next = base + (k0 + depth) * extent + position;
       advance = Depth * extent;
