@@ -55,8 +55,11 @@ enum class F32SimtKernel { k8x16, k8x8, k8x16Async, k8x16AsyncK16 };
 
 /** A KILN_CUDA_F32_KERNEL value, the kernel it names and that kernel's MatmulRoute::kernel. */
 struct NamedF32SimtKernel {
+  /** The KILN_CUDA_F32_KERNEL value. */
   const char* setting;
+  /** The kernel it runs. */
   F32SimtKernel kernel;
+  /** Its launches' route name (the kernel timer's "(kiln …)"). */
   const char* route;
 };
 
