@@ -8,14 +8,32 @@
 namespace kiln {
 namespace {
 
-std::vector<Index> read_index_array(const Napi::Value& value, const std::string& what, double minimum) {
-  if (!value.IsArray()) throw_invalid(what + " must be an array of integers, got " + value.ToString().Utf8Value());
+/**
+ * `value` as an Index when it is an integral number in [minimum, maximum]; false otherwise. The
+ * readers check with it first and build their error label (string concatenation, the larger part
+ * of an argument read's host cost) only when it fails.
+ */
+bool integer_in_range(const Napi::Value& value, double minimum, double maximum, Index& result) {
+  if (!value.IsNumber()) return false;
+  const double number = value.As<Napi::Number>().DoubleValue();
+  if (!std::isfinite(number) || std::floor(number) != number || number < minimum || number > maximum) return false;
+  result = static_cast<Index>(number);
+  return true;
+}
+
+/** An integer array (at most 64 entries, each ≥ minimum); `what()` names it in errors, built only for one. */
+template <typename Label>
+std::vector<Index> read_index_array(const Napi::Value& value, const Label& what, double minimum) {
+  if (!value.IsArray()) throw_invalid(what() + " must be an array of integers, got " + value.ToString().Utf8Value());
   const Napi::Array array = value.As<Napi::Array>();
   const std::uint32_t length = array.Length();
-  if (length > 64) throw_invalid(what + " has " + std::to_string(length) + " dimensions; at most 64 are supported");
+  if (length > 64) throw_invalid(what() + " has " + std::to_string(length) + " dimensions; at most 64 are supported");
   std::vector<Index> result(length);
-  for (std::uint32_t i = 0; i < length; i++)
-    result[i] = read_integer(array.Get(i), what + "[" + std::to_string(i) + "]", minimum, kMaxSafeInteger);
+  for (std::uint32_t i = 0; i < length; i++) {
+    const Napi::Value element = array.Get(i);
+    if (!integer_in_range(element, minimum, kMaxSafeInteger, result[i]))
+      read_integer(element, what() + "[" + std::to_string(i) + "]", minimum, kMaxSafeInteger);  // throws
+  }
   return result;
 }
 
@@ -42,16 +60,22 @@ Index read_integer(const Napi::Value& value, const std::string& what, double min
 }
 
 Index read_extent(const Napi::Value& value, const char* kernel, const char* name) {
-  return read_integer(value, std::string(kernel) + ": " + name, 0, kMaxSafeInteger);
+  Index result = 0;
+  if (integer_in_range(value, 0, kMaxSafeInteger, result)) return result;
+  return read_integer(value, std::string(kernel) + ": " + name, 0, kMaxSafeInteger);  // throws
 }
 
-double read_number(const Napi::Value& value, const std::string& what) {
-  if (!value.IsNumber()) throw_invalid(what + " must be a number");
+double read_number(const Napi::Value& value, const std::string& what) { return read_number(value, what.c_str()); }
+
+double read_number(const Napi::Value& value, const char* what) {
+  if (!value.IsNumber()) throw_invalid(std::string(what) + " must be a number");
   return value.As<Napi::Number>().DoubleValue();
 }
 
-bool read_boolean(const Napi::Value& value, const std::string& what) {
-  if (!value.IsBoolean()) throw_invalid(what + " must be a boolean");
+bool read_boolean(const Napi::Value& value, const std::string& what) { return read_boolean(value, what.c_str()); }
+
+bool read_boolean(const Napi::Value& value, const char* what) {
+  if (!value.IsBoolean()) throw_invalid(std::string(what) + " must be a boolean");
   return value.As<Napi::Boolean>().Value();
 }
 
@@ -68,25 +92,34 @@ BufferRecord& find_buffer(BufferTable& buffers, const Napi::Value& id, const std
 
 TensorView read_tensor(BufferTable& buffers, const Napi::Value& value, const char* kernel, const char* role,
                        bool allow_view) {
-  const std::string what = std::string(kernel) + ": " + role;
-  if (!value.IsObject()) throw_invalid(what + " must be a tensor descriptor object");
+  // "kernel: role", for errors only: building labels on every call cost more than the checks.
+  const auto what = [&] { return std::string(kernel) + ": " + role; };
+  if (!value.IsObject()) throw_invalid(what() + " must be a tensor descriptor object");
   const Napi::Object object = value.As<Napi::Object>();
   TensorView view;
-  view.buffer = &find_buffer(buffers, object.Get("buffer"), what + ".buffer");
-  view.dtype = static_cast<int>(read_integer(object.Get("dtype"), what + ".dtype", 0, KILN_DTYPE_COUNT - 1));
-  view.shape = read_index_array(object.Get("shape"), what + ".shape", 0);
+  const Napi::Value buffer_id = object.Get("buffer");
+  Index id = 0;
+  const auto found =
+      integer_in_range(buffer_id, 1, kMaxSafeInteger, id) ? buffers.find(static_cast<double>(id)) : buffers.end();
+  view.buffer = found != buffers.end() ? &found->second : &find_buffer(buffers, buffer_id, what() + ".buffer");
+  const Napi::Value dtype = object.Get("dtype");
+  Index dtype_code = 0;
+  if (!integer_in_range(dtype, 0, KILN_DTYPE_COUNT - 1, dtype_code))
+    read_integer(dtype, what() + ".dtype", 0, KILN_DTYPE_COUNT - 1);  // throws
+  view.dtype = static_cast<int>(dtype_code);
+  view.shape = read_index_array(object.Get("shape"), [&] { return what() + ".shape"; }, 0);
   double count = 1;
   for (Index size : view.shape) count *= static_cast<double>(size);
-  if (count > kMaxSafeInteger) throw_invalid(what + " has " + format_number(count) + " elements, more than 2^53");
+  if (count > kMaxSafeInteger) throw_invalid(what() + " has " + format_number(count) + " elements, more than 2^53");
   view.count = static_cast<Index>(count);
   const Napi::Value strides = object.Get("strides");
   const Napi::Value offset = object.Get("offset");
   if ((!strides.IsUndefined() || !offset.IsUndefined()) && !allow_view)
-    throw_invalid(what + " must be a dense tensor (no strides or offset)");
+    throw_invalid(what() + " must be a dense tensor (no strides or offset)");
   if (!strides.IsUndefined()) {
-    view.strides = read_index_array(strides, what + ".strides", -kMaxSafeInteger);
+    view.strides = read_index_array(strides, [&] { return what() + ".strides"; }, -kMaxSafeInteger);
     if (view.strides.size() != view.shape.size()) {
-      throw NativeError(ErrorKind::kShape, backend_message(what + " has " + std::to_string(view.strides.size()) +
+      throw NativeError(ErrorKind::kShape, backend_message(what() + " has " + std::to_string(view.strides.size()) +
                                                            " strides for shape " + shape_text(view.shape)));
     }
   } else {
@@ -94,7 +127,9 @@ TensorView read_tensor(BufferTable& buffers, const Napi::Value& value, const cha
     for (int dim = static_cast<int>(view.shape.size()) - 2; dim >= 0; dim--)
       view.strides[dim] = view.strides[dim + 1] * view.shape[dim + 1];
   }
-  view.offset = offset.IsUndefined() ? 0 : read_integer(offset, what + ".offset", 0, kMaxSafeInteger);
+  view.offset = 0;
+  if (!offset.IsUndefined() && !integer_in_range(offset, 0, kMaxSafeInteger, view.offset))
+    read_integer(offset, what() + ".offset", 0, kMaxSafeInteger);  // throws
   if (view.count == 0) return view;
   // The lowest and highest element offsets the view can reach must lie inside the buffer.
   double lowest = static_cast<double>(view.offset);
@@ -108,7 +143,7 @@ TensorView read_tensor(BufferTable& buffers, const Napi::Value& value, const cha
   }
   const double capacity = std::floor(static_cast<double>(view.buffer->byte_length) / dtype_size(view.dtype));
   if (lowest < 0 || highest >= capacity) {
-    throw_invalid(what + " (" + describe(view) + ", offset " + std::to_string(view.offset) + ") reaches elements " +
+    throw_invalid(what() + " (" + describe(view) + ", offset " + std::to_string(view.offset) + ") reaches elements " +
                       format_number(lowest) + " to " + format_number(highest) + ", outside its " +
                       std::to_string(view.buffer->byte_length) + "-byte buffer (" + format_number(capacity) +
                       " elements)",

@@ -29,9 +29,13 @@ Index read_extent(const Napi::Value& value, const char* kernel, const char* name
 
 /** Any JS number (finite or not), or an error naming `what`. */
 double read_number(const Napi::Value& value, const std::string& what);
+/** read_number for a literal name: no string is built unless it fails. */
+double read_number(const Napi::Value& value, const char* what);
 
 /** A boolean, or an error naming `what`. */
 bool read_boolean(const Napi::Value& value, const std::string& what);
+/** read_boolean for a literal name: no string is built unless it fails. */
+bool read_boolean(const Napi::Value& value, const char* what);
 
 /** The live buffer with this id, or an error saying it was freed or never allocated here. */
 BufferRecord& find_buffer(BufferTable& buffers, const Napi::Value& id, const std::string& what);
