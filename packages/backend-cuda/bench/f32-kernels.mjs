@@ -30,7 +30,7 @@ const runsAsync = Number(kiln.capabilities.device.computeCapability?.split('.')[
 const variants = runsAsync ? KERNELS : KERNELS.filter((kernel) => !kernel.includes('cp.async'));
 if (!runsAsync) console.log('this device is below compute capability 8.0: no cp.async kernels');
 
-const rows = timeVariants({
+const rows = await timeVariants({
   shapes,
   variants,
   setting: 'KILN_CUDA_F32_KERNEL',

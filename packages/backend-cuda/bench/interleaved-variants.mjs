@@ -87,8 +87,29 @@ export function randomOperands(backend, { m, n, k, transposeA, transposeB }, dty
   const params = { batch: 1, m, n, k, transposeA, transposeB, batchStrideA: m * k, batchStrideB: k * n };
   return {
     call: () => backend.matmul(a, b, out, params),
+    result: async () => decode(await backend.download(out.buffer), dtype),
     free: () => [a, b, out].forEach((r) => backend.free(r.buffer)),
   };
+}
+
+/** `bytes` as numbers: f32, or bf16 (the high half of an f32). */
+function decode(bytes, dtype) {
+  if (dtype === 'f32') return new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
+  const halves = new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 2);
+  const widened = new Uint32Array(halves.length);
+  for (let i = 0; i < halves.length; i++) widened[i] = halves[i] << 16;
+  return new Float32Array(widened.buffer);
+}
+
+/** The largest |x − y| over two equal-length arrays (NaN where either holds a NaN the other does not). */
+function largestDifference(x, y) {
+  let largest = 0;
+  for (let i = 0; i < x.length; i++) {
+    if (Object.is(x[i], y[i])) continue;
+    const difference = Math.abs(x[i] - y[i]);
+    if (!(difference <= largest)) largest = difference;
+  }
+  return largest;
 }
 
 /** Prints `skipped: reason` and writes { skipped } to jsonPath when given (a staged run records why and goes on). */
@@ -115,11 +136,13 @@ const median = (values) => {
 
 /**
  * Times every variant (values of `setting`, 'chosen' = unset) on `kiln` and cuBLAS on `cublas`
- * (when loaded) for each shape. `operands(backend, shape)` returns { call, free }; `rate` is the
- * FLOP/s the repeat count is sized for. Returns rows { shape, chosenRoute, tflops: { variant →
- * median TFLOP/s }, spread } with spread = max/min − 1 of 'chosen' across rounds.
+ * (when loaded) for each shape. `operands(backend, shape)` returns { call, result, free }; `rate`
+ * is the FLOP/s the repeat count is sized for. Returns rows { shape, chosenRoute, tflops: {
+ * variant → median TFLOP/s }, spread, difference: { variant → largest |Δ| from 'chosen' } } with
+ * spread = max/min − 1 of 'chosen' across rounds; difference compares one more call of each kiln
+ * variant with 'chosen' over the same operands (0: the same numbers).
  */
-export function timeVariants({ shapes, variants, setting, kiln, cublas, operands, rounds, milliseconds, rate }) {
+export async function timeVariants({ shapes, variants, setting, kiln, cublas, operands, rounds, milliseconds, rate }) {
   const columns = [...variants, 'cuBLAS'];
   const rows = [];
   for (const shape of shapes) {
@@ -129,6 +152,7 @@ export function timeVariants({ shapes, variants, setting, kiln, cublas, operands
     const theirs = cublas ? operands(cublas, shape) : undefined;
     const samples = Object.fromEntries(columns.map((variant) => [variant, []]));
     let chosenRoute;
+    let difference;
     try {
       for (let round = -1; round < rounds; round++) {
         const order = columns.map((_, i, all) => all[(i + Math.max(round, 0)) % all.length]);
@@ -145,6 +169,7 @@ export function timeVariants({ shapes, variants, setting, kiln, cublas, operands
           if (round >= 0) samples[variant].push(flops / seconds / 1e12);
         }
       }
+      difference = await differencesFromChosen(variants, setting, own);
     } finally {
       delete process.env[setting];
       own.free();
@@ -158,9 +183,25 @@ export function timeVariants({ shapes, variants, setting, kiln, cublas, operands
         Object.entries(samples).map(([variant, values]) => [variant, values.length ? median(values) : undefined]),
       ),
       spread: Math.max(...samples.chosen) / Math.min(...samples.chosen) - 1,
+      difference,
     });
   }
   return rows;
+}
+
+/** { variant → largest |Δ| between its result and 'chosen''s } for every variant, each run once more over `operands`. */
+async function differencesFromChosen(variants, setting, operands) {
+  const resultOf = (variant) => {
+    if (variant === 'chosen') delete process.env[setting];
+    else process.env[setting] = variant;
+    operands.call();
+    return operands.result();
+  };
+  const chosen = await resultOf('chosen');
+  const differences = [];
+  for (const variant of variants.filter((name) => name !== 'chosen'))
+    differences.push([variant, largestDifference(await resultOf(variant), chosen)]);
+  return Object.fromEntries(differences);
 }
 
 /** Prints `rows` as a table under `title` (one TFLOP/s column per variant and cuBLAS); writes them to jsonPath when given. */
@@ -179,5 +220,15 @@ export function reportVariants({ title, variants, rows, jsonPath, extra = {} }) 
   console.log(format(header));
   console.log(format(widths.map((width) => '-'.repeat(width))));
   for (const line of table) console.log(format(line));
+  for (const row of rows) {
+    const differing = Object.entries(row.difference ?? {}).filter(([, value]) => value !== 0);
+    console.log(
+      `  ${row.shape}: ${
+        differing.length === 0
+          ? 'every variant gives the same numbers as "chosen"'
+          : differing.map(([variant, value]) => `${variant} differs from "chosen" by up to ${value}`).join('; ')
+      }`,
+    );
+  }
   if (jsonPath) writeFileSync(jsonPath, `${JSON.stringify({ ...extra, rows }, null, 2)}\n`);
 }

@@ -42,7 +42,7 @@ if (!kiln.capabilities.matmul.bf16.includes('wgmma')) {
   process.exit(0);
 }
 
-const rows = timeVariants({
+const rows = await timeVariants({
   shapes,
   variants: WIDTHS,
   setting: 'KILN_CUDA_WGMMA_COLUMNS',

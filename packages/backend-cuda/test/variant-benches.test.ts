@@ -55,6 +55,9 @@ describe.skipIf(skipReason !== undefined)(
       for (const kernel of ['chosen', '8x16', '8x8', '8x16-cp.async', '8x16-cp.async-k16'])
         expect(row.tflops[kernel], kernel).toBeGreaterThan(0);
       expect(row.tflops.cuBLAS).toBeUndefined();
+      // Each forced kernel's result against the chosen kernel's, over the same operands: the same bits.
+      expect(row.difference).toEqual({ '8x16': 0, '8x8': 0, '8x16-cp.async': 0, '8x16-cp.async-k16': 0 });
+      expect(output).toContain('(136×132×40 nt): every variant gives the same numbers as "chosen"');
       expect(output).toMatch(/fastest kernel per shape/);
       expect(output).toMatch(/--shape \(136×132×40 nt\): 8x(8|16)(-cp\.async)? /);
     });
