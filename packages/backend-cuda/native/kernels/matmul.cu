@@ -5,12 +5,14 @@
 // owns 64×64 of the tile and every thread an 8×16 register tile (SimtMath<4>: 4 + 4 rows, 4 × 4
 // columns), so a depth costs 6 float4 shared reads (conflict-free) for 128 FMAs and 2 blocks fit a
 // multiprocessor's registers; else 256 threads of 8×8 (SimtMath<2>, matmul_f32_simt.cuh), whose
-// 16 warps per SM hide the scalar global loads better. KILN_CUDA_F32_KERNEL forces one of them, or
-// the 8×16 one fed by a cp.async ring of k8 or k16 slices (matmul_f32_async.cu, sm_80 PTX), for
-// timing them on one GPU.
+// 16 warps per SM hide the scalar global loads better. Problems whose tiles all lie inside the
+// operands (f32_matmul::kInterior) run either kernel's interior instantiation, without bounds
+// checks. KILN_CUDA_F32_KERNEL forces one of them, or the 8×16 one fed by a cp.async ring of k8 or
+// k16 slices (matmul_f32_async.cu, sm_80 PTX; slower on an H100), for timing them on one GPU.
 // Split-K (matmul_split_k.cuh): when the 128×128 tiles leave multiprocessors idle and k is long,
 // grid z runs batch · splits items, each summing one k range into an f32 partial, and a second
-// kernel adds the partials in split order (deterministic, no atomics).
+// kernel adds the partials in split order (deterministic, no atomics); plan_f32 picks the number
+// of ranges that best fills whole waves of resident blocks.
 // With allowTf32 on a device that runs sm_80 code the same plan launches the TF32 mma.sync variant
 // (matmul_f32_tf32.cu); this file has no PTX, so it compiles for HIP too (where the shim's
 // device_runs_mma_kernels() keeps both sm_80 variants off).
@@ -44,10 +46,37 @@ using f32_matmul::SimtMath;
 /** Shortest k range of a split f32 launch, in kDepth steps (256 elements of k). */
 constexpr Index kMinStepsPerSplit = 32;
 
-/** The split-K plan of the f32 kernel for this shape on this device. */
+/** Blocks of every f32 kernel resident on a multiprocessor at once (their registers allow two). */
+constexpr Index kF32BlocksPerMultiprocessor = 2;
+
+/**
+ * The split-K plan of the f32 kernel for this shape on this device: plan_split_k's decision to
+ * split, then the number of ranges that fills the waves of resident blocks best — the one of 2 …
+ * plan_split_k's limits that minimises waves / ranges (the launch's time in whole-k block times)
+ * + 1% per range (writing and reducing its partials). 96 tiles on 132 multiprocessors (264 blocks
+ * at once): 5 ranges, 480 blocks in 2 waves (0.40 + 0.05), not 3, whose 288 blocks leave a second
+ * wave of 24 (0.67 + 0.03).
+ */
 SplitKPlan plan_f32(const LaunchContext& context, const MatmulShape& shape) {
   const Index tiles = ((shape.m + kTile - 1) / kTile) * ((shape.n + kTile - 1) / kTile) * shape.batch;
-  return plan_split_k(context, tiles, (shape.k + kDepth - 1) / kDepth, kMinStepsPerSplit);
+  const Index k_tiles = (shape.k + kDepth - 1) / kDepth;
+  const SplitKPlan split = plan_split_k(context, tiles, k_tiles, kMinStepsPerSplit);
+  if (split.splits == 1) return split;
+  const Index resident = kF32BlocksPerMultiprocessor * context.multiprocessors();
+  const Index most = k_tiles / kMinStepsPerSplit < kMaxSplits ? k_tiles / kMinStepsPerSplit : kMaxSplits;
+  Index best = split.splits;
+  double best_cost = 0.0;
+  for (Index splits = 2; splits <= most; splits++) {
+    const Index waves = (tiles * splits + resident - 1) / resident;
+    const double cost = static_cast<double>(waves) / static_cast<double>(splits) + 0.01 * static_cast<double>(splits);
+    if (splits == 2 || cost < best_cost) {
+      best = splits;
+      best_cost = cost;
+    }
+  }
+  const Index tiles_per_split = (k_tiles + best - 1) / best;
+  // No empty range: recount the ranges of tiles_per_split tiles.
+  return SplitKPlan{(k_tiles + tiles_per_split - 1) / tiles_per_split, tiles_per_split};
 }
 
 /** The f32 SIMT kernels: 8×16 outputs a thread (128 threads) or 8×8 (256), fed through registers, or 8×16 fed by a cp.async ring of k8 or k16 slices. */
@@ -128,6 +157,7 @@ cudaError_t launch_f32(const LaunchContext& context, const void* a, const void* 
   if (a_row % 4 == 0 && shape.batch_stride_a % 4 == 0 && aligned16(a)) flags |= kVectorA;
   if (b_row % 4 == 0 && shape.batch_stride_b % 4 == 0 && aligned16(b)) flags |= kVectorB;
   if (shape.n % 4 == 0 && aligned16(target)) flags |= kVectorOut;
+  flags |= interior_flag(shape.m, shape.n, shape.k, flags);
   const MatmulF32Launch launch{static_cast<const float*>(a), static_cast<const float*>(b), target, flags, plan.splits,
                                plan.tiles_per_split};
   const cudaError_t launched = matmul_f32_uses_tf32(context)

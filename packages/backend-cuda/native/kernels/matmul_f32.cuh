@@ -8,7 +8,9 @@
 // stores it into the other buffer afterwards (one __syncthreads per step).
 // Operands are staged k-major (tile[k][m], tile[k][n]) whichever way they are stored: the contiguous
 // direction is read with 16-byte float4 loads when the leading dimension, batch stride and base
-// allow it, else with scalar loads; out-of-range elements are 0, so any m, n, k works. Each thread's
+// allow it, else with scalar loads; out-of-range elements are 0, so any m, n, k works — and where
+// every tile lies inside the operands (kInterior), the Interior instantiation loads float4s with
+// no bounds checks or branches (on an H100, 8×16 at 4096³: 40.0 → 46.3 TFLOP/s). Each thread's
 // load address and bounds are set up once per work item (OperandSlices) and a step only advances a
 // pointer and compares its depth: recomputing them with 64-bit index arithmetic every step cost the
 // SIMT loop about as many instructions as its 32 shared loads, and spilled.
@@ -32,7 +34,21 @@ inline constexpr int kDepth = 8;
 inline constexpr unsigned kMaxGridZ = 65535;
 
 /** Flags of one launch (uniform branches inside the kernel). */
-enum Flags : int { kTransposeA = 1, kTransposeB = 2, kVectorA = 4, kVectorB = 8, kVectorOut = 16 };
+enum Flags : int {
+  kTransposeA = 1,
+  kTransposeB = 2,
+  kVectorA = 4,
+  kVectorB = 8,
+  kVectorOut = 16,
+  /** Every tile lies inside the operands (m, n multiples of kTile, k a positive multiple of kDepth) and both load float4s: matmul_f32_kernel<Math, true> loads without bounds checks. */
+  kInterior = 32,
+};
+
+/** kInterior when a problem of this shape with these flags (kVectorA, kVectorB) qualifies, else 0. */
+inline int interior_flag(Index m, Index n, Index k, int flags) {
+  const bool vector_operands = (flags & kVectorA) != 0 && (flags & kVectorB) != 0;
+  return vector_operands && m % kTile == 0 && n % kTile == 0 && k > 0 && k % kDepth == 0 ? kInterior : 0;
+}
 
 /** The TF32 policy's per-thread accumulators: 64 floats, laid out as its step() and store() agree. */
 using Accumulators = float[8][8];
@@ -124,6 +140,17 @@ struct OperandSlices {
     }
     next += advance;
   }
+
+  /**
+   * load() for an interior problem (kInterior): every part a float4 inside the operand, so no bounds
+   * checks and no branches. Advances only while `more` slices of k follow: the load after k's last
+   * slice (whose stores nobody reads) reads that slice again instead of past the operand's end.
+   */
+  __device__ __forceinline__ void load_interior(float4 (&values)[kParts], bool more) {
+    KILN_UNROLL
+    for (int p = 0; p < kParts; p++) values[p] = *reinterpret_cast<const float4*>(next + p * part_stride);
+    next += more ? advance : 0;
+  }
 };
 
 /** Stores OperandSlices::load's parts, each through Math::operand, into the k-major tile (tile[depth][position]). */
@@ -152,8 +179,10 @@ __device__ __forceinline__ void store_operand(float (*tile)[Math::kRow],
 /**
  * out (or, split, the workspace) item z = batch_index · splits + split holds the sum over k steps
  * [split · steps_per_split, …) of its batch index; Math supplies the inner product and epilogue.
+ * Interior: the launch's problem is interior (kInterior), so slices load without bounds checks —
+ * the same values, about 90 fewer instructions (and 8 fewer branches) per k8 step for SimtMath.
  */
-template <typename Math>
+template <typename Math, bool Interior>
 __global__ void __launch_bounds__(Math::kThreads, Math::kMinBlocks)
     matmul_f32_kernel(const float* a, const float* b, float* out, Index m, Index n, Index k, int flags,
                       Index batch_stride_a, Index batch_stride_b, Index batch, Index splits, Index steps_per_split,
@@ -181,11 +210,20 @@ __global__ void __launch_bounds__(Math::kThreads, Math::kMinBlocks)
     Index depth_limit = k - first_step * kDepth;
     float4 next_a[Slices::kParts];
     float4 next_b[Slices::kParts];
-    slices_a.load(next_a, slice_depths(depth_limit));
-    slices_b.load(next_b, slice_depths(depth_limit));
+    // This thread's parts of the next slice of A and B, into next_a and next_b.
+    const auto load_next = [&] {
+      if constexpr (Interior) {
+        slices_a.load_interior(next_a, depth_limit > kDepth);
+        slices_b.load_interior(next_b, depth_limit > kDepth);
+      } else {
+        slices_a.load(next_a, slice_depths(depth_limit));
+        slices_b.load(next_b, slice_depths(depth_limit));
+      }
+      depth_limit -= kDepth;
+    };
+    load_next();
     store_operand<Math>(tile_a[0], next_a, a_k_contiguous);
     store_operand<Math>(tile_b[0], next_b, b_k_contiguous);
-    depth_limit -= kDepth;
     __syncthreads();
     // Unless Math::kConditionalLoads, no branch around the next slice's loads and stores: when the
     // loads were conditional, the compiler moved them next to the stores, after the step's FMAs,
@@ -196,12 +234,7 @@ __global__ void __launch_bounds__(Math::kThreads, Math::kMinBlocks)
     for (Index step = 0; step < steps; step++) {
       const int buffer = static_cast<int>(step & 1);
       const bool more = !Math::kConditionalLoads || step + 1 < steps;
-      if (more) {
-        const int depths = slice_depths(depth_limit);
-        slices_a.load(next_a, depths);
-        slices_b.load(next_b, depths);
-        depth_limit -= kDepth;
-      }
+      if (more) load_next();
       Math::step(accumulator, tile_a[buffer], tile_b[buffer]);
       if (more) {
         store_operand<Math>(tile_a[buffer ^ 1], next_a, a_k_contiguous);
@@ -231,11 +264,13 @@ cudaError_t launch_tile_grid(const char* kernel_name, Kernel kernel, const Launc
   return launch_in_grid_y_chunks((shape.m + kTile - 1) / kTile, context, launch_rows);
 }
 
-/** Enqueues matmul_f32_kernel<Math> (the register-staged pipeline) for one planned launch. */
+/** Enqueues matmul_f32_kernel<Math, Interior> (the register-staged pipeline, Interior as launch.flags say) for one planned launch. */
 template <typename Math>
 cudaError_t launch_tiles(const char* kernel_name, const LaunchContext& context, const MatmulShape& shape,
                          const MatmulF32Launch& launch) {
-  return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math>, context, shape, launch);
+  if ((launch.flags & kInterior) != 0)
+    return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math, true>, context, shape, launch);
+  return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math, false>, context, shape, launch);
 }
 
 }  // namespace kiln::f32_matmul

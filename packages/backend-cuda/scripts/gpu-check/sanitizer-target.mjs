@@ -5,8 +5,8 @@
 // through KILN_CUDA_WGMMA_COLUMNS — and a tn one with few tiles and a long k that
 // it splits along k, as gpt2s's q/k/v/o weight gradient; bf16 attention forward and backward at
 // head dims 64 and 128, causal with GQA and partial tiles, and at D 64 with enough tiles that
-// persistent blocks reuse their buffers), the f32 SIMT kernel fed by a cp.async ring in every
-// layout, then the conformance kit's matmul and
+// persistent blocks reuse their buffers), the f32 SIMT kernels in every layout (fed by a cp.async
+// ring; fed through registers on interior problems, split along k and not), then the conformance kit's matmul and
 // attention cases at quick sizes, all on kiln's own kernels. Prints progress lines and, last, one
 // JSON line: the kit's counts and how many launches each Hopper kernel (and the split-K path) had
 // in the first part. `--simulator` runs the same on the CPU simulator build with smaller matmuls
@@ -74,16 +74,29 @@ delete process.env.KILN_CUDA_WGMMA_COLUMNS;
     batchStrideB: k * n,
   });
 }
-// The f32 SIMT kernel fed by a cp.async ring of k8 and of k16 slices (KILN_CUDA_F32_KERNEL, sm_80 and newer): every layout,
-// 16-byte aligned rows and not, partial tiles in m, n and k — its zero-fill copies keep addresses
-// past the operands with src-size 0, which memcheck must accept.
-if (Number(backend.capabilities.device.computeCapability?.split('.')[0]) >= 8) {
-  for (const kernel of ['8x16-cp.async', '8x16-cp.async-k16']) {
+// The f32 SIMT kernels (KILN_CUDA_F32_KERNEL), every layout. Fed by a cp.async ring of k8 and of
+// k16 slices (sm_80 and newer): 16-byte aligned rows and not, partial tiles in m, n and k — their
+// zero-fill copies keep addresses past the operands with src-size 0, which memcheck must accept.
+// Fed through registers, on interior problems (kInterior: loads without bounds checks), one tile
+// row and one long k split into ranges: the load after k's last slice must not read past the end.
+const f32Cases = [
+  ...(Number(backend.capabilities.device.computeCapability?.split('.')[0]) >= 8
+    ? [
+        {
+          kernels: ['8x16-cp.async', '8x16-cp.async-k16'],
+          shapes: [
+            [136, 132, 44],
+            [131, 133, 37],
+          ],
+        },
+      ]
+    : []),
+  { kernels: ['8x16', '8x8'], shapes: [[128, 256, 64], simulator ? [128, 128, 1024] : [128, 128, 8192]] },
+];
+for (const { kernels, shapes } of f32Cases) {
+  for (const kernel of kernels) {
     process.env.KILN_CUDA_F32_KERNEL = kernel;
-    for (const [m, n, k] of [
-      [136, 132, 44],
-      [131, 133, 37],
-    ]) {
+    for (const [m, n, k] of shapes) {
       for (const [transposeA, transposeB] of [
         [false, false],
         [false, true],
@@ -106,8 +119,8 @@ if (Number(backend.capabilities.device.computeCapability?.split('.')[0]) >= 8) {
       }
     }
   }
-  delete process.env.KILN_CUDA_F32_KERNEL;
 }
+delete process.env.KILN_CUDA_F32_KERNEL;
 // Attention at D 64 and 128 (causal, GQA, partial tiles), and on the GPU a D 64 shape with more
 // query and key tiles than two per multiprocessor, so that persistent blocks take several work
 // units and reuse their q and resident buffers (on the simulator's 4 SMs the small shapes do).
