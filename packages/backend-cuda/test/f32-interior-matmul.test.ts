@@ -9,22 +9,11 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { CudaBackend } from '../src/cuda-backend.js';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
-import { expectF32MatmulMatchesReference } from './f32-matmul-check.js';
+import { expectF32MatmulMatchesReference, f32Values } from './f32-matmul-check.js';
 import { MATMUL_LAYOUTS } from './half-matmul-check.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
-
-/** Deterministic values in [-1, 1) with full f32 mantissas. */
-function values(count: number, seed: number): Float32Array {
-  const result = new Float32Array(count);
-  let state = seed;
-  for (let i = 0; i < count; i++) {
-    state = (Math.imul(state, 1103515245) + 12345) >>> 0;
-    result[i] = (state >>> 8) / 2 ** 23 - 1 + (state & 0xff) * 2 ** -31;
-  }
-  return result;
-}
 
 describe.skipIf(skipReason !== undefined)(
   `f32 matmul on interior tiles, on the CUDA simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`,
@@ -86,8 +75,8 @@ describe.skipIf(skipReason !== undefined)(
       tolerance: number,
     ): Promise<void> {
       const shape = { m: 128, n: 256, k: 24, transposeA, transposeB };
-      const a = values(shape.m * shape.k, 7);
-      const b = values(shape.k * shape.n, 11);
+      const a = f32Values(shape.m * shape.k, 7);
+      const b = f32Values(shape.k * shape.n, 11);
       const interior = await multiply(on, a, b, shape, 256);
       const checked = await multiply(on, a, b, shape, 260);
       let differing = 0;

@@ -5,7 +5,7 @@ import type { CudaBackend } from '../src/cuda-backend.js';
 import type { HalfMatmulCase } from './half-matmul-check.js';
 
 /** Deterministic values in [-1, 1) with full f32 mantissas. */
-function f32Values(count: number, seed: number): Float32Array {
+export function f32Values(count: number, seed: number): Float32Array {
   const values = new Float32Array(count);
   let state = seed;
   for (let i = 0; i < count; i++) {
