@@ -9,6 +9,8 @@
 //  - device copies and memsets must stay inside one live allocation (else cudaErrorInvalidValue);
 //  - a kernel that wrote past the end of an allocation is caught at cudaFree or at the next
 //    stream/device synchronisation by its damaged red zone (cudaErrorIllegalAddress);
+//  - with GPU_SIM_GUARD_PAGES set, a kernel that reads (or writes) beyond an allocation's red zone
+//    stops the process, naming the kernel, block and thread (guard_pages.hpp);
 //  - a divergent barrier or collective fails the launch (cudaErrorLaunchFailure).
 //
 // Stream capture and graphs (cudaStreamBeginCapture … cudaGraphLaunch): while a stream captures,
@@ -43,6 +45,7 @@
 
 #include "../engine.hpp"
 #include "device.hpp"
+#include "guard_pages.hpp"
 
 enum cudaError_t : int {
   cudaSuccess = 0,
@@ -478,7 +481,8 @@ inline cudaError_t cudaMalloc(void** pointer, std::size_t bytes) {
     }
   }
   const std::size_t rounded = (bytes + gpu_sim::cuda::kRedZoneBytes + 255) / 256 * 256;
-  void* memory = std::aligned_alloc(256, rounded);
+  void* memory = gpu_sim::cuda::guard_pages_enabled() ? gpu_sim::cuda::allocate_guarded(rounded)
+                                                      : std::aligned_alloc(256, rounded);
   if (memory == nullptr) return gpu_sim::cuda::set_error(cudaErrorMemoryAllocation);
   std::memset(static_cast<unsigned char*>(memory) + bytes, gpu_sim::cuda::kRedZoneByte, gpu_sim::cuda::kRedZoneBytes);
   std::lock_guard<std::mutex> lock(state.mutex);
@@ -506,15 +510,18 @@ inline cudaError_t cudaFree(void* pointer) {
     state.used_bytes -= size;
   }
   const auto* zone = static_cast<const unsigned char*>(pointer) + size;
+  const auto release = [pointer] {
+    if (!gpu_sim::cuda::free_guarded(pointer)) std::free(pointer);
+  };
   for (std::size_t i = 0; i < gpu_sim::cuda::kRedZoneBytes; i++) {
     if (zone[i] != gpu_sim::cuda::kRedZoneByte) {
-      std::free(pointer);
+      release();
       return gpu_sim::cuda::fault(cudaErrorIllegalAddress, "a kernel wrote " + std::to_string(i) +
                                                                " bytes past the end of a " + std::to_string(size) +
                                                                "-byte device allocation (found when it was freed)");
     }
   }
-  std::free(pointer);
+  release();
   return cudaSuccess;
 }
 
