@@ -25,5 +25,9 @@ export default defineConfig({
     reporters: ['default', ['json', { outputFile: 'test-results.json' }]],
     testTimeout: 120_000,
     hookTimeout: 120_000,
+    // The simulator maps every device allocation in front of 64 KiB of inaccessible pages: a kernel
+    // reading past the end of an operand stops the run, naming the kernel, block and thread (gpu-sim's
+    // guard_pages.hpp), where it would otherwise read a neighbouring allocation unnoticed.
+    env: { GPU_SIM_GUARD_PAGES: '1' },
   },
 });

@@ -3,9 +3,9 @@
 // slices without bounds checks (matmul_f32.cuh, kInterior). On the simulator it must give the same
 // bits as the bounds-checked instantiation: the same problem with n padded by 4 columns (so not
 // interior) agrees on the shared columns, in every layout, for both register-fed SIMT kernels and
-// the TF32 one; with
-// split-K it stays within its f64 reference bound — and reading past an operand's end (the load
-// after k's last slice) would be an out-of-range access the simulator reports.
+// the TF32 one; with split-K it stays within its f64 reference bound. A load past an operand's end
+// (after k's last slice) would stop the run: this suite runs the simulator with guard pages
+// (GPU_SIM_GUARD_PAGES, vitest.config.ts).
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { CudaBackend } from '../src/cuda-backend.js';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
