@@ -67,8 +67,8 @@ static int in_range() {
   check(every_size_right, "kernels read and write whole guarded allocations of 1 to 4097 floats", detail);
 
   float* last = device_floats(1024);
-  const cudaError_t launched = self_test::launch_and_wait("write_past_end_kernel", write_past_end_kernel, dim3(1),
-                                                          dim3(32), 0, last, 1024u);
+  const cudaError_t launched =
+      self_test::launch_and_wait("write_past_end_kernel", write_past_end_kernel, dim3(1), dim3(32), 0, last, 1024u);
   const cudaError_t freed = cudaFree(last);
   check(launched == cudaErrorIllegalAddress && freed == cudaErrorIllegalAddress &&
             contains(gpu_sim_cuda_fault_detail(), "wrote 0 bytes past the end of a 4096-byte device allocation"),
@@ -84,8 +84,8 @@ static int in_range() {
 static int past_end(unsigned beyond) {
   float* in = device_floats(1024);
   float* out = device_floats(1);
-  self_test::launch_and_wait("read_at_kernel", read_at_kernel, dim3(2), dim3(32), 0, static_cast<const float*>(in),
-                             out, 1024u + beyond);
+  self_test::launch_and_wait("read_at_kernel", read_at_kernel, dim3(2), dim3(32), 0, static_cast<const float*>(in), out,
+                             1024u + beyond);
   std::printf("FAIL the read past the end did not stop the process\n");
   return 1;
 }
