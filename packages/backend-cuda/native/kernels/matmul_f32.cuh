@@ -10,15 +10,17 @@
 // direction is read with 16-byte float4 loads when the leading dimension, batch stride and base
 // allow it, else with scalar loads; out-of-range elements are 0, so any m, n, k works — and where
 // every tile lies inside the operands (kInterior), the Interior instantiation loads float4s with
-// no bounds checks or branches (on an H100, 8×16 at 4096³: 40.0 → 46.3 TFLOP/s). Each thread's
-// load address and bounds are set up once per work item (OperandSlices) and a step only advances a
+// no bounds checks or branches (on an H100, 8×16 at 4096³: 40.0 → 46.3 TFLOP/s); where
+// Math::kInteriorPerLayout, it is instantiated per layout (the transposes as template arguments),
+// so its stores to shared memory take no branches either, and stores its outputs unchecked.
+// Each thread's load address and bounds are set up once per work item (OperandSlices) and a step only advances a
 // pointer and compares its depth: recomputing them with 64-bit index arithmetic every step cost the
 // SIMT loop about as many instructions as its 32 shared loads, and spilled.
 // What a step multiplies and how the accumulators a thread holds map onto out is the `Math`
 // policy's: kThreads, kMinBlocks, Accumulators, kConditionalLoads (the next slice loaded only while
-// k has one), kRow (row length of the k-major tiles, in floats),
-// operand() (applied to each element as it is stored to shared memory), step() (one k8 step) and
-// store() (the epilogue).
+// k has one), kInteriorPerLayout (interior kernels per layout), kRow (row length of the k-major
+// tiles, in floats), operand() (applied to each element as it is stored to shared memory), step()
+// (one k8 step) and store() (the epilogue).
 // Layout: a [m,k] or [k,m] (transposeA), b [k,n] or [n,k] (transposeB), per batch at
 // batch·batchStride (0 broadcasts); out (or the split-K workspace) dense [items, m, n].
 // Numerics: the policy's (see matmul.cu and matmul_f32_tf32.cu).
@@ -43,6 +45,9 @@ enum Flags : int {
   /** Every tile lies inside the operands (m, n multiples of kTile, k a positive multiple of kDepth) and both load float4s: matmul_f32_kernel<Math, true> loads without bounds checks. */
   kInterior = 32,
 };
+
+/** matmul_f32_kernel's Layout when the kernel reads the operands' layout from its flags (else Layout is the kTransposeA | kTransposeB bits). */
+inline constexpr int kLayoutFromFlags = -1;
 
 /** kInterior when a problem of this shape with these flags (kVectorA, kVectorB) qualifies, else 0. */
 inline int interior_flag(Index m, Index n, Index k, int flags) {
@@ -180,9 +185,12 @@ __device__ __forceinline__ void store_operand(float (*tile)[Math::kRow],
  * out (or, split, the workspace) item z = batch_index · splits + split holds the sum over k steps
  * [split · steps_per_split, …) of its batch index; Math supplies the inner product and epilogue.
  * Interior: the launch's problem is interior (kInterior), so slices load without bounds checks —
- * the same values, about 90 fewer instructions (and 8 fewer branches) per k8 step for SimtMath.
+ * the same values, about 90 fewer instructions (and 8 fewer branches) per k8 step for SimtMath<4>.
+ * Layout: the operands' transposes (kTransposeA | kTransposeB) fixed at compile time, or
+ * kLayoutFromFlags — fixed (and interior), SimtMath<4>'s k8 step sheds about 35 more instructions
+ * and 3 of its 4 branches (sm_90a SASS: 1162 → 1123–1129), and the epilogue stores unchecked.
  */
-template <typename Math, bool Interior>
+template <typename Math, bool Interior, int Layout = kLayoutFromFlags>
 __global__ void __launch_bounds__(Math::kThreads, Math::kMinBlocks)
     matmul_f32_kernel(const float* a, const float* b, float* out, Index m, Index n, Index k, int flags,
                       Index batch_stride_a, Index batch_stride_b, Index batch, Index splits, Index steps_per_split,
@@ -199,8 +207,9 @@ __global__ void __launch_bounds__(Math::kThreads, Math::kMinBlocks)
     const Index steps = all_steps - first_step < steps_per_split ? all_steps - first_step : steps_per_split;
     const float* matrix_a = a + batch_index * batch_stride_a;
     const float* matrix_b = b + batch_index * batch_stride_b;
-    const bool a_k_contiguous = (flags & kTransposeA) == 0;
-    const bool b_k_contiguous = (flags & kTransposeB) != 0;
+    const int layout = Layout == kLayoutFromFlags ? flags : Layout;
+    const bool a_k_contiguous = (layout & kTransposeA) == 0;
+    const bool b_k_contiguous = (layout & kTransposeB) != 0;
     const bool vector_a = (flags & kVectorA) != 0;
     const bool vector_b = (flags & kVectorB) != 0;
     Slices slices_a(matrix_a, m, k, row0, first_step * kDepth, a_k_contiguous, vector_a);
@@ -242,7 +251,10 @@ __global__ void __launch_bounds__(Math::kThreads, Math::kMinBlocks)
       }
       __syncthreads();
     }
-    Math::store(accumulator, out + item * m * n, row0, column0, m, n, (flags & kVectorOut) != 0);
+    // Unchecked in the per-layout interior kernels only: SimtMath<2>'s (layout from flags) spilled
+    // inside its k loop under 128 registers when its epilogue went unchecked too.
+    constexpr bool kWholeTile = Interior && Layout != kLayoutFromFlags;
+    Math::store(accumulator, out + item * m * n, row0, column0, m, n, (flags & kVectorOut) != 0, kWholeTile);
   }
 }
 
@@ -264,13 +276,29 @@ cudaError_t launch_tile_grid(const char* kernel_name, Kernel kernel, const Launc
   return launch_in_grid_y_chunks((shape.m + kTile - 1) / kTile, context, launch_rows);
 }
 
-/** Enqueues matmul_f32_kernel<Math, Interior> (the register-staged pipeline, Interior as launch.flags say) for one planned launch. */
+/**
+ * Enqueues matmul_f32_kernel (the register-staged pipeline) for one planned launch: interior as
+ * launch.flags say, and then per layout where Math::kInteriorPerLayout.
+ */
 template <typename Math>
 cudaError_t launch_tiles(const char* kernel_name, const LaunchContext& context, const MatmulShape& shape,
                          const MatmulF32Launch& launch) {
-  if ((launch.flags & kInterior) != 0)
+  if ((launch.flags & kInterior) == 0)
+    return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math, false>, context, shape, launch);
+  if constexpr (Math::kInteriorPerLayout) {
+    switch (launch.flags & (kTransposeA | kTransposeB)) {
+      case 0: return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math, true, 0>, context, shape, launch);
+      case kTransposeA:
+        return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math, true, kTransposeA>, context, shape, launch);
+      case kTransposeB:
+        return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math, true, kTransposeB>, context, shape, launch);
+      default:
+        return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math, true, kTransposeA | kTransposeB>, context,
+                                      shape, launch);
+    }
+  } else {
     return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math, true>, context, shape, launch);
-  return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math, false>, context, shape, launch);
+  }
 }
 
 }  // namespace kiln::f32_matmul

@@ -180,7 +180,7 @@ __global__ void __launch_bounds__(Math::kThreads, Math::kMinBlocks)
     }
     ptx::cp_async_wait<0>();  // only empty groups remain; nothing may be in flight when the stages are reused
     __syncthreads();          // the next work item's prologue overwrites the stages
-    Math::store(accumulator, out + item * m * n, row0, column0, m, n, (flags & kVectorOut) != 0);
+    Math::store(accumulator, out + item * m * n, row0, column0, m, n, (flags & kVectorOut) != 0, false);
   }
 }
 

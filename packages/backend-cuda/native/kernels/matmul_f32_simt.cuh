@@ -15,14 +15,18 @@
 
 namespace kiln::f32_matmul {
 
-/** Stores four consecutive outputs of a row from `values` (one float4 store when `vector`, else each one in range). */
-__device__ __forceinline__ void store_four(float* row, Index column, Index n, const float* values, bool vector) {
-  if (vector && column < n) {
+/**
+ * Stores four consecutive outputs of a row from `values`: one float4 store when `vector`, else each
+ * one — all four when `whole` (the tile lies inside out), else those in range.
+ */
+__device__ __forceinline__ void store_four(float* row, Index column, Index n, const float* values, bool vector,
+                                           bool whole) {
+  if (vector && (whole || column < n)) {
     *reinterpret_cast<float4*>(row + column) = make_float4(values[0], values[1], values[2], values[3]);
     return;
   }
   for (int j = 0; j < 4; j++) {
-    if (column + j < n) row[column + j] = values[j];
+    if (whole || column + j < n) row[column + j] = values[j];
   }
 }
 
@@ -51,6 +55,8 @@ struct SimtMath {
 
   /** 8×8: the next slice's loads only while k has one (128 registers: the unconditional loads' longer live ranges spilled). */
   static constexpr bool kConditionalLoads = Groups == 2;
+  /** 8×16: interior kernels per layout (8×8's spill inside the k loop under its 128 registers). */
+  static constexpr bool kInteriorPerLayout = Groups == 4;
 
   /** Operands are multiplied as loaded. */
   static __device__ __forceinline__ float4 operand(float4 x) { return x; }
@@ -94,19 +100,19 @@ struct SimtMath {
     }
   }
 
-  /** Writes the thread's outputs, four consecutive columns at a time. */
+  /** Writes the thread's outputs, four consecutive columns at a time (`whole`: the tile lies inside out, no bounds checks). */
   static __device__ __forceinline__ void store(Accumulators& accumulator, float* out, Index row0, Index column0,
-                                               Index m, Index n, bool vector) {
+                                               Index m, Index n, bool vector, bool whole) {
     const int first = first_row();
     const int column = first_column();
     // Unrolled: the accumulators stay in registers (indexed by constants only).
     KILN_UNROLL
     for (int i = 0; i < 8; i++) {
       const Index row = row0 + first + (i < 4 ? i : kRowHalf + i - 4);
-      if (row >= m) continue;
+      if (!whole && row >= m) continue;
       KILN_UNROLL
       for (int c = 0; c < Groups; c++)
-        store_four(out + row * n, column0 + column + kColumnStride * c, n, &accumulator[i][4 * c], vector);
+        store_four(out + row * n, column0 + column + kColumnStride * c, n, &accumulator[i][4 * c], vector, whole);
     }
   }
 };

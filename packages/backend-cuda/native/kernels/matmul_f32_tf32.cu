@@ -33,6 +33,8 @@ struct Tf32Math {
   static constexpr int kMinBlocks = 2;
   /** The next slice loaded only while k has one, as before the 8×16 SIMT kernel: loading every step cost 18% at 4096³ on an H100 (87 → 72 TFLOP/s). */
   static constexpr bool kConditionalLoads = true;
+  /** Interior kernels per layout: no spills, no branches around the stores to shared memory. */
+  static constexpr bool kInteriorPerLayout = true;
   /** 64 floats a thread: 4 × 4 fragments (fragment()). */
   using Accumulators = f32_matmul::Accumulators;
   /** 136 floats: a fragment read hits 32 distinct banks. */
@@ -70,9 +72,9 @@ struct Tf32Math {
     }
   }
 
-  /** Writes each fragment's rows g and g + 8, two consecutive columns per lane. */
+  /** Writes each fragment's rows g and g + 8, two consecutive columns per lane (`whole`: the tile lies inside out, no bounds checks). */
   static __device__ __forceinline__ void store(Accumulators& accumulator, float* out, Index row0, Index column0,
-                                               Index m, Index n, bool vector) {
+                                               Index m, Index n, bool vector, bool whole) {
     const int warp = static_cast<int>(threadIdx.x / 32);
     const int lane = static_cast<int>(threadIdx.x % 32);
     for (int i = 0; i < 4; i++) {
@@ -80,8 +82,9 @@ struct Tf32Math {
       for (int j = 0; j < 4; j++) {
         const Index column = column0 + (warp % 4) * 32 + j * 8 + 2 * (lane % 4);
         const float (&values)[4] = fragment(accumulator, i, j);
-        if (row < m) store_pair(out + row * n, column, n, values[0], values[1], vector);
-        if (row + 8 < m) store_pair(out + (row + 8) * n, column, n, values[2], values[3], vector);
+        if (whole || row < m) store_pair(out + row * n, column, whole ? column + 2 : n, values[0], values[1], vector);
+        if (whole || row + 8 < m)
+          store_pair(out + (row + 8) * n, column, whole ? column + 2 : n, values[2], values[3], vector);
       }
     }
   }
