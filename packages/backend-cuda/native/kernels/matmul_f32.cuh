@@ -13,9 +13,9 @@
 // no bounds checks or branches (on an H100, 8×16 at 4096³: 40.0 → 46.3 TFLOP/s); where
 // Math::kInteriorPerLayout, it is instantiated per layout (the transposes as template arguments),
 // so its stores to shared memory take no branches either, and stores its outputs unchecked.
-// Each thread's load address and bounds are set up once per work item (OperandSlices) and a step only advances a
-// pointer and compares its depth: recomputing them with 64-bit index arithmetic every step cost the
-// SIMT loop about as many instructions as its 32 shared loads, and spilled.
+// Each thread's load address and bounds are set up once per work item (OperandSlices) and a step
+// only advances a pointer and compares its depth: recomputing them with 64-bit index arithmetic
+// every step cost the SIMT loop about as many instructions as its 32 shared loads, and spilled.
 // What a step multiplies and how the accumulators a thread holds map onto out is the `Math`
 // policy's: kThreads, kMinBlocks, Accumulators, kConditionalLoads (the next slice loaded only while
 // k has one), kInteriorPerLayout (interior kernels per layout), kRow (row length of the k-major
