@@ -20,5 +20,8 @@ export default defineConfig({
     reporters: ['default', ['json', { outputFile: 'test-results.json' }]],
     testTimeout: 120_000,
     hookTimeout: 120_000,
+    // The CUDA simulator guards every device allocation with inaccessible pages: a kernel reading
+    // past an operand stops the run, naming the kernel, block and thread (gpu-sim's guard_pages.hpp).
+    env: { GPU_SIM_GUARD_PAGES: '1' },
   },
 });

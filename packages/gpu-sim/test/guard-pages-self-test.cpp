@@ -3,14 +3,19 @@
 // multiple-of-256 and not), the red zone still catches a write just past the end, cudaFree unmaps
 // and a host fault outside a kernel is not the handler's; prints "ok <name>" per check, "all ok"
 // last. `past-end` N: a kernel reads N floats past the end of a 1024-float allocation (beyond its
-// red zone and rounding, within the 64 KiB guard), which must stop the process with the guard's message naming the kernel, block and thread (the test reads
-// stderr).
+// red zone and rounding, within the 64 KiB guard); `before-start` N: N floats before its start
+// (beyond its first page's slack, within the guard before it). Either must stop the process with
+// the guard's message naming the kernel, block and thread (the test reads stderr).
 #include <gpu_sim/cuda/runtime.hpp>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstdint>
 #include <cstring>
 #include <string>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "launch_and_wait.hpp"
 #include "self_test.hpp"
@@ -24,8 +29,8 @@ __global__ void add_one_kernel(const float* in, float* out, unsigned count) {
   if (i < count) out[i] = in[i] + 1.0f;
 }
 
-// Reads in[offset] into out[0]: with offset past the allocation, a read the guard page stops.
-__global__ void read_at_kernel(const float* in, float* out, unsigned offset) {
+// Reads in[offset] into out[0]: with offset outside the allocation, a read a guard page stops.
+__global__ void read_at_kernel(const float* in, float* out, long offset) {
   if (threadIdx.x == 3) out[0] = in[offset];
 }
 
@@ -81,17 +86,30 @@ static int in_range() {
   return self_test::failures == 0 ? 0 : 1;
 }
 
-static int past_end(unsigned beyond) {
+// Reads element `offset` of a 1024-float allocation, outside it: the process must stop before the message below.
+// Before its start, the 64 KiB in front of its first page are first offered to a readable neighbour
+// mapping (taken only where nothing is mapped), so that the read faults only by the allocation's own guard.
+static int read_outside(long offset) {
+  float* out = device_floats(1);  // first: mappings grow downwards, so `in` does not start right above out's guard
   float* in = device_floats(1024);
-  float* out = device_floats(1);
+#ifdef MAP_FIXED_NOREPLACE  // Linux ≥ 4.17; elsewhere whatever precedes the allocation decides
+  if (offset < 0) {
+    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const std::uintptr_t first_page = reinterpret_cast<std::uintptr_t>(in) / page * page;
+    void* neighbour = ::mmap(reinterpret_cast<void*>(first_page - (std::uintptr_t{64} << 10)), std::size_t{64} << 10,
+                             PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    std::printf("neighbour %s\n", neighbour == MAP_FAILED ? "refused (the range is mapped)" : "mapped");
+    std::fflush(stdout);
+  }
+#endif
   self_test::launch_and_wait("read_at_kernel", read_at_kernel, dim3(2), dim3(32), 0, static_cast<const float*>(in), out,
-                             1024u + beyond);
-  std::printf("FAIL the read past the end did not stop the process\n");
+                             offset);
+  std::printf("FAIL the read at element %ld did not stop the process\n", offset);
   return 1;
 }
 
 int main(int argc, char** argv) {
-  if (argc > 2 && std::strcmp(argv[1], "past-end") == 0)
-    return past_end(static_cast<unsigned>(std::strtoul(argv[2], nullptr, 10)));
+  if (argc > 2 && std::strcmp(argv[1], "past-end") == 0) return read_outside(1024 + std::strtol(argv[2], nullptr, 10));
+  if (argc > 2 && std::strcmp(argv[1], "before-start") == 0) return read_outside(-std::strtol(argv[2], nullptr, 10));
   return in_range();
 }

@@ -1,15 +1,17 @@
-// gpu_sim/cuda/guard_pages.hpp — opt-in guard pages behind device allocations, so that a kernel
-// reading past the end of one stops the process with a message instead of reading a neighbour.
+// gpu_sim/cuda/guard_pages.hpp — opt-in guard pages around device allocations, so that a kernel
+// reading past the end of one (or well before its start) stops the process with a message instead
+// of reading a neighbour.
 //
 // Model: with GPU_SIM_GUARD_PAGES set (to anything but "" or "0"), cudaMalloc maps each allocation
 // (its bytes, the red zone and the 256-byte rounding: `span` bytes) so that it ends where
-// kGuardBytes of inaccessible pages begin. A kernel access up to kGuardBytes beyond that point
-// faults (SIGSEGV); the handler installed with
-// the first guarded allocation names the kernel, block and thread that faulted and aborts. Faults
-// on threads that are not running a kernel block go to the handler installed before (Node's, for
-// instance). Without the setting nothing changes: a read past the end of an allocation is not
-// detected (writes are, by the red zone: runtime.hpp).
-// Costs 64 KiB of address space and a page or more of memory per allocation, and mapping calls:
+// kGuardBytes of inaccessible pages begin, and kGuardBytes of them also lie before the first page
+// it occupies. A kernel access up to kGuardBytes beyond its end, or before its first page (more
+// than the page's slack in front of its start: up to a page less a byte), faults (SIGSEGV); the
+// handler installed with the first guarded allocation names the kernel, block and thread that
+// faulted and aborts. Faults on threads that are not running a kernel block go to the handler
+// installed before (Node's, for instance). Without the setting nothing changes: a read past the
+// end of an allocation is not detected (writes are, by the red zone: runtime.hpp).
+// Costs 128 KiB of address space and a page or more of memory per allocation, and mapping calls:
 // for tests, not for speed.
 #pragma once
 
@@ -34,7 +36,7 @@
 
 namespace gpu_sim::cuda {
 
-/** Inaccessible bytes after each guarded allocation: accesses this far past its end are caught. */
+/** Inaccessible bytes after each guarded allocation (accesses this far past its end are caught), and before its first page. */
 inline constexpr std::size_t kGuardBytes = std::size_t{64} << 10;
 
 /** GPU_SIM_GUARD_PAGES is set (read once) and this platform maps pages. */
@@ -48,7 +50,7 @@ inline bool guard_pages_enabled() {
 
 #if GPU_SIM_HAS_GUARD_PAGES
 
-/** One guarded allocation's mapping: where it starts and how long it is (the guard page included). */
+/** One guarded allocation's mapping: where it starts and how long it is (both guards included). */
 struct GuardedMapping {
   /** First byte of the mapping. */
   void* base;
@@ -96,7 +98,7 @@ inline void on_segv(int signal, siginfo_t* info, void* context) {
       message, sizeof message,
       "gpu-sim: kernel '%s': block (%u,%u,%u) thread (%u,%u,%u) accessed %p, outside device memory: with "
       "GPU_SIM_GUARD_PAGES set this is a read or write past the end of a device allocation (beyond its "
-      "red zone)\n",
+      "red zone) or before its start\n",
       runner->shape().kernel_name, block.x, block.y, block.z, thread.x, thread.y, thread.z, info->si_addr);
   if (length > 0) {
     const ssize_t written = ::write(STDERR_FILENO, message, static_cast<std::size_t>(length));
@@ -117,20 +119,24 @@ inline void install_segv_handler() {
   });
 }
 
-/** `span` bytes that end where kGuardBytes (whole pages) of inaccessible memory begin (nullptr when mapping fails). */
+/**
+ * `span` bytes that end where kGuardBytes (whole pages) of inaccessible memory begin, their first
+ * page preceded by as many (nullptr when mapping fails).
+ */
 inline void* allocate_guarded(std::size_t span) {
   install_segv_handler();
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   const std::size_t guard_bytes = (kGuardBytes + page - 1) / page * page;
-  const std::size_t length = (span + page - 1) / page * page + guard_bytes;
-  void* base = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  const std::size_t length = guard_bytes + (span + page - 1) / page * page + guard_bytes;
+  void* base = ::mmap(nullptr, length, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (base == MAP_FAILED) return nullptr;
-  auto* guard = static_cast<unsigned char*>(base) + length - guard_bytes;
-  if (::mprotect(guard, guard_bytes, PROT_NONE) != 0) {
+  auto* usable = static_cast<unsigned char*>(base) + guard_bytes;
+  auto* guard_after = static_cast<unsigned char*>(base) + length - guard_bytes;
+  if (::mprotect(usable, static_cast<std::size_t>(guard_after - usable), PROT_READ | PROT_WRITE) != 0) {
     ::munmap(base, length);
     return nullptr;
   }
-  void* memory = guard - span;
+  void* memory = guard_after - span;
   std::lock_guard<std::mutex> lock(guarded_allocations().mutex);
   guarded_allocations().mappings[reinterpret_cast<std::uintptr_t>(memory)] = GuardedMapping{base, length};
   return memory;
