@@ -11,13 +11,18 @@
 // cuBLAS: KILN_CUBLAS_PATH or the default search; its column is empty when it does not load.
 import { benchOptions, openBackends, randomOperands, reportVariants, timeVariants } from './interleaved-variants.mjs';
 
-/** 4096³, then gpt2s's f32 projections and gradients (batch 8 × 1024 tokens, d 768, SwiGLU 2048) and GPT-2's lm_head dX (k = 50257: rows not 16-byte aligned). */
+/**
+ * 4096³, then gpt2s's f32 projections and gradients (batch 8 × 1024 tokens, d 768, SwiGLU 2048),
+ * GPT-2's lm_head x·Wᵀ (n = 50257: 392 of its 393 column blocks lie inside the operands and load
+ * unchecked, kInteriorBlocks) and its dX (k = 50257: rows not 16-byte aligned).
+ */
 const SHAPES = [
   { label: '4096³', m: 4096, n: 4096, k: 4096, transposeA: false, transposeB: false },
   { label: 'q/k/v/o x·Wᵀ', m: 8192, n: 768, k: 768, transposeA: false, transposeB: true },
   { label: 'gate/up x·Wᵀ', m: 8192, n: 2048, k: 768, transposeA: false, transposeB: true },
   { label: 'mlp dX = dY·W', m: 8192, n: 768, k: 2048, transposeA: false, transposeB: false },
   { label: 'mlp dW = dYᵀ·X', m: 2048, n: 768, k: 8192, transposeA: true, transposeB: false },
+  { label: 'GPT-2 lm_head x·Wᵀ', m: 1024, n: 50257, k: 768, transposeA: false, transposeB: true },
   { label: 'GPT-2 lm_head dX = dY·W', m: 1024, n: 768, k: 50257, transposeA: false, transposeB: false },
 ];
 const KERNELS = ['chosen', '8x16', '8x8', '8x16-cp.async', '8x16-cp.async-k16'];

@@ -1,9 +1,11 @@
 // An f32 problem whose tiles all lie inside the operands (m, n multiples of 128, k a positive
 // multiple of 8, 16-byte aligned rows) runs the SIMT kernels' interior instantiation, which loads
 // slices without bounds checks (matmul_f32.cuh, kInterior). On the simulator it must give the same
-// bits as the bounds-checked instantiation: the same problem with n padded by 4 columns (so not
-// interior) agrees on the shared columns, in every layout, for both register-fed SIMT kernels and
-// the TF32 one; with split-K it stays within its f64 reference bound. A load past an operand's end
+// bits as the bounds-checked instantiation: the same problem with n padded by 4 columns and k by
+// one zero depth (so no tile is interior) agrees on the shared columns, in every layout, for both
+// register-fed SIMT kernels and the TF32 one; so must a problem whose interior blocks (8×16, TF32:
+// kInteriorBlocks) run beside edge blocks in one launch; with split-K it stays within its f64
+// reference bound. A load past an operand's end
 // (after k's last slice) would stop the run: this suite runs the simulator with guard pages
 // (GPU_SIM_GUARD_PAGES, vitest.config.ts).
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -30,33 +32,51 @@ describe.skipIf(skipReason !== undefined)(
       tf32?.dispose();
     });
 
-    /** out = A·B for A (m×k or k×m) and B with `columns` columns (n×k stored when transposeB): B's first n columns are `b`'s. */
+    /**
+     * out = A·B on `on` with the operands padded: B to `columns` columns (n×k stored when transposeB;
+     * the extra columns hold 1s) and both to `depths` ≥ k depths (zeros, which add nothing to the
+     * sums, but a k that is not a multiple of 8 leaves no tile interior); returns out's first n columns.
+     */
     async function multiply(
       on: CudaBackend,
       a: Float32Array,
       b: Float32Array,
       shape: { m: number; n: number; k: number; transposeA: boolean; transposeB: boolean },
       columns: number,
+      depths = shape.k,
     ): Promise<Float32Array> {
       const { m, n, k, transposeA, transposeB } = shape;
-      // B padded to `columns` columns: the extra ones hold 1s.
-      const padded = new Float32Array(k * columns).fill(1);
-      for (let depth = 0; depth < k; depth++)
-        for (let column = 0; column < n; column++) {
-          const from = transposeB ? column * k + depth : depth * n + column;
-          padded[transposeB ? column * k + depth : depth * columns + column] = b[from];
+      const paddedA = new Float32Array(m * depths);
+      for (let row = 0; row < m; row++)
+        for (let depth = 0; depth < k; depth++)
+          paddedA[transposeA ? depth * m + row : row * depths + depth] =
+            a[transposeA ? depth * m + row : row * k + depth];
+      const paddedB = new Float32Array(depths * columns);
+      for (let depth = 0; depth < depths; depth++)
+        for (let column = 0; column < columns; column++) {
+          const value = depth >= k ? 0 : column >= n ? 1 : b[transposeB ? column * k + depth : depth * n + column];
+          paddedB[transposeB ? column * depths + depth : depth * columns + column] = value;
         }
-      const bufferA = on.alloc(a.byteLength);
-      const bufferB = on.alloc(padded.byteLength);
+      const bufferA = on.alloc(paddedA.byteLength);
+      const bufferB = on.alloc(paddedB.byteLength);
       const out = on.alloc(m * columns * 4);
       try {
-        on.upload(bufferA, new Uint8Array(a.buffer));
-        on.upload(bufferB, new Uint8Array(padded.buffer));
+        on.upload(bufferA, new Uint8Array(paddedA.buffer));
+        on.upload(bufferB, new Uint8Array(paddedB.buffer));
         on.matmul(
-          { buffer: bufferA, shape: [a.length], dtype: 'f32' },
-          { buffer: bufferB, shape: [padded.length], dtype: 'f32' },
+          { buffer: bufferA, shape: [paddedA.length], dtype: 'f32' },
+          { buffer: bufferB, shape: [paddedB.length], dtype: 'f32' },
           { buffer: out, shape: [m, columns], dtype: 'f32' },
-          { batch: 1, m, n: columns, k, transposeA, transposeB, batchStrideA: m * k, batchStrideB: k * columns },
+          {
+            batch: 1,
+            m,
+            n: columns,
+            k: depths,
+            transposeA,
+            transposeB,
+            batchStrideA: m * depths,
+            batchStrideB: depths * columns,
+          },
         );
         const all = new Float32Array((await on.download(out)).slice().buffer);
         const result = new Float32Array(m * n);
@@ -67,35 +87,49 @@ describe.skipIf(skipReason !== undefined)(
       }
     }
 
-    /** Expects 128×256×24 (interior) to give the bits of the same problem with n padded to 260 (bounds-checked) on `on`, and to be right. */
-    async function expectInteriorMatchesChecked(
+    /**
+     * Expects m×n×24 with B padded to `columns` columns to give the bits of the bounds-checked kernel
+     * (n padded to 260 and k to 25 with zeros: no tile interior) on `on`, and to be right.
+     */
+    async function expectMatchesChecked(
+      on: CudaBackend,
+      shape: { m: number; n: number; transposeA: boolean; transposeB: boolean },
+      columns: number,
+      tolerance: number,
+    ): Promise<void> {
+      const problem = { ...shape, k: 24 };
+      const a = f32Values(problem.m * problem.k, 7);
+      const b = f32Values(problem.k * problem.n, 11);
+      const tested = await multiply(on, a, b, problem, columns);
+      const checked = await multiply(on, a, b, problem, 260, 25);
+      let differing = 0;
+      for (let i = 0; i < tested.length; i++) if (!Object.is(tested[i], checked[i])) differing++;
+      expect(differing, 'outputs differing from the bounds-checked kernel').toBe(0);
+      // Right, too: rows 5 and m − 3 against an f64 sum.
+      for (const row of [5, problem.m - 3])
+        for (let column = 0; column < problem.n; column += 37) {
+          let expected = 0;
+          for (let depth = 0; depth < problem.k; depth++)
+            expected +=
+              a[shape.transposeA ? depth * problem.m + row : row * problem.k + depth] *
+              b[shape.transposeB ? column * problem.k + depth : depth * problem.n + column];
+          expect(Math.abs(tested[row * problem.n + column] - expected), `row ${row}, column ${column}`).toBeLessThan(
+            tolerance,
+          );
+        }
+    }
+
+    /** 128×256×24 (interior): every tile inside the operands. */
+    const expectInteriorMatchesChecked = (
       on: CudaBackend,
       transposeA: boolean,
       transposeB: boolean,
       tolerance: number,
-    ): Promise<void> {
-      const shape = { m: 128, n: 256, k: 24, transposeA, transposeB };
-      const a = f32Values(shape.m * shape.k, 7);
-      const b = f32Values(shape.k * shape.n, 11);
-      const interior = await multiply(on, a, b, shape, 256);
-      const checked = await multiply(on, a, b, shape, 260);
-      let differing = 0;
-      for (let i = 0; i < interior.length; i++) if (!Object.is(interior[i], checked[i])) differing++;
-      expect(differing, 'outputs differing from the bounds-checked kernel').toBe(0);
-      // Right, too: row 5's dot products against an f64 sum.
-      for (let column = 0; column < shape.n; column += 37) {
-        let expected = 0;
-        for (let depth = 0; depth < shape.k; depth++)
-          expected +=
-            a[transposeA ? depth * shape.m + 5 : 5 * shape.k + depth] *
-            b[transposeB ? column * shape.k + depth : depth * shape.n + column];
-        expect(Math.abs(interior[5 * shape.n + column] - expected), `column ${column}`).toBeLessThan(tolerance);
-      }
-    }
+    ) => expectMatchesChecked(on, { m: 128, n: 256, transposeA, transposeB }, 256, tolerance);
 
     for (const kernel of ['8x16', '8x8'])
       for (const [transposeA, transposeB, name] of MATMUL_LAYOUTS)
-        it(`${kernel} ${name}: 128×256×24 (interior) gives the bits of the bounds-checked kernel (n padded to 260)`, async () => {
+        it(`${kernel} ${name}: 128×256×24 (interior) gives the bits of the bounds-checked kernel (n padded to 260, k to 25)`, async () => {
           process.env.KILN_CUDA_F32_KERNEL = kernel;
           await expectInteriorMatchesChecked(backend!, transposeA, transposeB, 1e-5);
         });
@@ -105,6 +139,18 @@ describe.skipIf(skipReason !== undefined)(
         // TF32 rounds each input to 10 mantissa bits: 24 products of |x| < 1 stay within 24 · 2⁻¹⁰.
         await expectInteriorMatchesChecked(tf32!, transposeA, transposeB, 24 * 2 ** -10);
       });
+
+    // 200×260×24: of its 2 × 3 blocks, the one at rows 0…127 and columns 0…127 and the one at columns
+    // 128…255 lie inside the operands and load unchecked (kInteriorBlocks); the other four check.
+    for (const [kernel, on, tolerance] of [
+      ['8x16', () => backend!, 1e-5],
+      ['TF32', () => tf32!, 24 * 2 ** -10],
+    ] as const)
+      for (const [transposeA, transposeB, name] of MATMUL_LAYOUTS)
+        it(`${kernel} ${name}: 200×260×24, interior blocks beside edge blocks, gives the bits of the bounds-checked kernel`, async () => {
+          if (kernel === '8x16') process.env.KILN_CUDA_F32_KERNEL = kernel;
+          await expectMatchesChecked(on(), { m: 200, n: 260, transposeA, transposeB }, 260, tolerance);
+        });
 
     for (const [transposeA, transposeB, name] of MATMUL_LAYOUTS)
       it(`${name}: split-K over one interior tile (128×128×1024) stays within its reference bound`, async () => {

@@ -157,7 +157,7 @@ cudaError_t launch_f32(const LaunchContext& context, const void* a, const void* 
   if (a_row % 4 == 0 && shape.batch_stride_a % 4 == 0 && aligned16(a)) flags |= kVectorA;
   if (b_row % 4 == 0 && shape.batch_stride_b % 4 == 0 && aligned16(b)) flags |= kVectorB;
   if (shape.n % 4 == 0 && aligned16(target)) flags |= kVectorOut;
-  flags |= interior_flag(shape.m, shape.n, shape.k, flags);
+  flags |= interior_flags(shape.m, shape.n, shape.k, flags);
   const MatmulF32Launch launch{static_cast<const float*>(a), static_cast<const float*>(b), target, flags, plan.splits,
                                plan.tiles_per_split};
   const cudaError_t launched = matmul_f32_uses_tf32(context)

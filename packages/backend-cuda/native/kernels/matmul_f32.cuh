@@ -11,20 +11,22 @@
 // allow it, else with scalar loads; out-of-range elements are 0, so any m, n, k works — and where
 // every tile lies inside the operands (kInterior), the Interior instantiation loads float4s with
 // no bounds checks or branches (on an H100, 8×16 at 4096³: 40.0 → 46.3 TFLOP/s); where
-// Math::kInteriorPerLayout, it is instantiated per layout (the transposes as template arguments),
+// Math::kInteriorSpecialised, it is instantiated per layout (the transposes as template arguments),
 // so its stores to shared memory take no branches either, and stores its outputs unchecked.
 // Each thread's load address and bounds are set up once per work item (OperandSlices) and a step
 // only advances a pointer and compares its depth: recomputing them with 64-bit index arithmetic
 // every step cost the SIMT loop about as many instructions as its 32 shared loads, and spilled.
 // What a step multiplies and how the accumulators a thread holds map onto out is the `Math`
 // policy's: kThreads, kMinBlocks, Accumulators, kConditionalLoads (the next slice loaded only while
-// k has one), kInteriorPerLayout (interior kernels per layout), kRow (row length of the k-major
+// k has one), kInteriorSpecialised (interior kernels per layout), kRow (row length of the k-major
 // tiles, in floats), operand() (applied to each element as it is stored to shared memory), step()
 // (one k8 step) and store() (the epilogue).
 // Layout: a [m,k] or [k,m] (transposeA), b [k,n] or [n,k] (transposeB), per batch at
 // batch·batchStride (0 broadcasts); out (or the split-K workspace) dense [items, m, n].
 // Numerics: the policy's (see matmul.cu and matmul_f32_tf32.cu).
 #pragma once
+
+#include <type_traits>
 
 #include "matmul.cuh"
 #include "vector.cuh"
@@ -44,15 +46,18 @@ enum Flags : int {
   kVectorOut = 16,
   /** Every tile lies inside the operands (m, n multiples of kTile, k a positive multiple of kDepth) and both load float4s: matmul_f32_kernel<Math, true> loads without bounds checks. */
   kInterior = 32,
+  /** k is a positive multiple of kDepth and both operands load float4s: the blocks whose tile lies inside m and n load without bounds checks. */
+  kInteriorBlocks = 64,
 };
 
 /** matmul_f32_kernel's Layout when the kernel reads the operands' layout from its flags (else Layout is the kTransposeA | kTransposeB bits). */
 inline constexpr int kLayoutFromFlags = -1;
 
-/** kInterior when a problem of this shape with these flags (kVectorA, kVectorB) qualifies, else 0. */
-inline int interior_flag(Index m, Index n, Index k, int flags) {
+/** kInterior and kInteriorBlocks as a problem of this shape with these flags (kVectorA, kVectorB) qualifies for them. */
+inline int interior_flags(Index m, Index n, Index k, int flags) {
   const bool vector_operands = (flags & kVectorA) != 0 && (flags & kVectorB) != 0;
-  return vector_operands && m % kTile == 0 && n % kTile == 0 && k > 0 && k % kDepth == 0 ? kInterior : 0;
+  if (!vector_operands || k <= 0 || k % kDepth != 0) return 0;
+  return kInteriorBlocks | (m % kTile == 0 && n % kTile == 0 ? kInterior : 0);
 }
 
 /** The TF32 policy's per-thread accumulators: 64 floats, laid out as its step() and store() agree. */
@@ -182,10 +187,64 @@ __device__ __forceinline__ void store_operand(float (*tile)[Math::kRow],
 }
 
 /**
+ * Adds one work item's `steps` k8 steps to `accumulator` (the register-staged pipeline over the
+ * two shared buffers `tile_a` and `tile_b`), its slices from `slices_a` and `slices_b`;
+ * depth_limit: the depths of k from the item's first slice on. InteriorLoads: the block's tile
+ * lies inside the operands and k is whole slices (OperandSlices::load_interior), else the loads
+ * are bounds-checked.
+ */
+template <typename Math, bool InteriorLoads>
+__device__ __forceinline__ void multiply_steps(typename Math::Accumulators& accumulator,
+                                               OperandSlices<Math::kThreads>& slices_a,
+                                               OperandSlices<Math::kThreads>& slices_b,
+                                               float (*tile_a)[kDepth][Math::kRow], float (*tile_b)[kDepth][Math::kRow],
+                                               Index depth_limit, Index steps, bool a_k_contiguous,
+                                               bool b_k_contiguous) {
+  using Slices = OperandSlices<Math::kThreads>;
+  float4 next_a[Slices::kParts];
+  float4 next_b[Slices::kParts];
+  // This thread's parts of the next slice of A and B, into next_a and next_b.
+  const auto load_next = [&] {
+    if constexpr (InteriorLoads) {
+      slices_a.load_interior(next_a, depth_limit > kDepth);
+      slices_b.load_interior(next_b, depth_limit > kDepth);
+    } else {
+      slices_a.load(next_a, slice_depths(depth_limit));
+      slices_b.load(next_b, slice_depths(depth_limit));
+    }
+    depth_limit -= kDepth;
+  };
+  load_next();
+  store_operand<Math>(tile_a[0], next_a, a_k_contiguous);
+  store_operand<Math>(tile_b[0], next_b, b_k_contiguous);
+  __syncthreads();
+  // Unless Math::kConditionalLoads, no branch around the next slice's loads and stores: when the
+  // loads were conditional, the compiler moved them next to the stores, after the step's FMAs,
+  // so every step waited a whole global-memory latency (16 warps per SM hide it; 8 do not).
+  // After the last step of k they load nothing (depth_limit ≤ 0: zeros); after a split's last
+  // step they read the next split's valid slice; either way the stores go to the buffer nobody
+  // reads before the next work item's first stores (after the barrier).
+  for (Index step = 0; step < steps; step++) {
+    const int buffer = static_cast<int>(step & 1);
+    const bool more = !Math::kConditionalLoads || step + 1 < steps;
+    if (more) load_next();
+    Math::step(accumulator, tile_a[buffer], tile_b[buffer]);
+    if (more) {
+      store_operand<Math>(tile_a[buffer ^ 1], next_a, a_k_contiguous);
+      store_operand<Math>(tile_b[buffer ^ 1], next_b, b_k_contiguous);
+    }
+    __syncthreads();
+  }
+}
+
+/**
  * out (or, split, the workspace) item z = batch_index · splits + split holds the sum over k steps
  * [split · steps_per_split, …) of its batch index; Math supplies the inner product and epilogue.
  * Interior: the launch's problem is interior (kInterior), so slices load without bounds checks —
  * the same values, about 90 fewer instructions (and 8 fewer branches) per k8 step for SimtMath<4>.
+ * Otherwise, where Math::kInteriorSpecialised, a block whose tile lies inside the operands loads
+ * that way too when the flags say kInteriorBlocks (GPT-2's x·Wᵀ onto 50257 logits: 392 of every 393
+ * blocks), the rest checked.
  * Layout: the operands' transposes (kTransposeA | kTransposeB) fixed at compile time, or
  * kLayoutFromFlags — fixed (and interior), SimtMath<4>'s k8 step sheds about 35 more instructions
  * and 3 of its 4 branches (sm_90a SASS: 1162 → 1123–1129), and the epilogue stores unchecked.
@@ -201,6 +260,9 @@ __global__ void __launch_bounds__(Math::kThreads, Math::kMinBlocks)
   const Index row0 = (first_row_tile + blockIdx.y) * kTile;
   const Index column0 = static_cast<Index>(blockIdx.x) * kTile;
   const Index all_steps = (k + kDepth - 1) / kDepth;
+  // This block's tile lies inside the operands, so its slices may load unchecked (uniform per block).
+  const bool interior_block = (flags & kInteriorBlocks) != 0 && row0 + kTile <= m && column0 + kTile <= n;
+  (void)interior_block;  // read only where Math::kInteriorSpecialised
   for (Index item = blockIdx.z; item < batch * splits; item += gridDim.z) {
     const Index batch_index = item / splits;
     const Index first_step = (item % splits) * steps_per_split;
@@ -215,41 +277,22 @@ __global__ void __launch_bounds__(Math::kThreads, Math::kMinBlocks)
     Slices slices_a(matrix_a, m, k, row0, first_step * kDepth, a_k_contiguous, vector_a);
     Slices slices_b(matrix_b, n, k, column0, first_step * kDepth, b_k_contiguous, vector_b);
     typename Math::Accumulators accumulator = {};
-    // Depths left from the next slice on; only the last slice of k can fall short of kDepth.
-    Index depth_limit = k - first_step * kDepth;
-    float4 next_a[Slices::kParts];
-    float4 next_b[Slices::kParts];
-    // This thread's parts of the next slice of A and B, into next_a and next_b.
-    const auto load_next = [&] {
-      if constexpr (Interior) {
-        slices_a.load_interior(next_a, depth_limit > kDepth);
-        slices_b.load_interior(next_b, depth_limit > kDepth);
-      } else {
-        slices_a.load(next_a, slice_depths(depth_limit));
-        slices_b.load(next_b, slice_depths(depth_limit));
-      }
-      depth_limit -= kDepth;
+    // Depths of k from the item's first slice on; only the last slice of k can fall short of kDepth.
+    const Index depth_limit = k - first_step * kDepth;
+    // The k loop with interior (std::true_type) or bounds-checked (std::false_type) loads.
+    const auto multiply = [&](auto interior_loads) {
+      multiply_steps<Math, decltype(interior_loads)::value>(accumulator, slices_a, slices_b, tile_a, tile_b,
+                                                            depth_limit, steps, a_k_contiguous, b_k_contiguous);
     };
-    load_next();
-    store_operand<Math>(tile_a[0], next_a, a_k_contiguous);
-    store_operand<Math>(tile_b[0], next_b, b_k_contiguous);
-    __syncthreads();
-    // Unless Math::kConditionalLoads, no branch around the next slice's loads and stores: when the
-    // loads were conditional, the compiler moved them next to the stores, after the step's FMAs,
-    // so every step waited a whole global-memory latency (16 warps per SM hide it; 8 do not).
-    // After the last step of k they load nothing (depth_limit ≤ 0: zeros); after a split's last
-    // step they read the next split's valid slice; either way the stores go to the buffer nobody
-    // reads before the next work item's first stores (after the barrier).
-    for (Index step = 0; step < steps; step++) {
-      const int buffer = static_cast<int>(step & 1);
-      const bool more = !Math::kConditionalLoads || step + 1 < steps;
-      if (more) load_next();
-      Math::step(accumulator, tile_a[buffer], tile_b[buffer]);
-      if (more) {
-        store_operand<Math>(tile_a[buffer ^ 1], next_a, a_k_contiguous);
-        store_operand<Math>(tile_b[buffer ^ 1], next_b, b_k_contiguous);
-      }
-      __syncthreads();
+    if constexpr (Interior) {
+      multiply(std::true_type{});
+    } else if constexpr (Math::kInteriorSpecialised) {
+      if (interior_block)
+        multiply(std::true_type{});
+      else
+        multiply(std::false_type{});
+    } else {
+      multiply(std::false_type{});
     }
     // Unchecked in the per-layout interior kernels only: SimtMath<2>'s (layout from flags) spilled
     // inside its k loop under 128 registers when its epilogue went unchecked too.
@@ -278,14 +321,14 @@ cudaError_t launch_tile_grid(const char* kernel_name, Kernel kernel, const Launc
 
 /**
  * Enqueues matmul_f32_kernel (the register-staged pipeline) for one planned launch: interior as
- * launch.flags say, and then per layout where Math::kInteriorPerLayout.
+ * launch.flags say, and then per layout where Math::kInteriorSpecialised.
  */
 template <typename Math>
 cudaError_t launch_tiles(const char* kernel_name, const LaunchContext& context, const MatmulShape& shape,
                          const MatmulF32Launch& launch) {
   if ((launch.flags & kInterior) == 0)
     return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math, false>, context, shape, launch);
-  if constexpr (Math::kInteriorPerLayout) {
+  if constexpr (Math::kInteriorSpecialised) {
     switch (launch.flags & (kTransposeA | kTransposeB)) {
       case 0: return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math, true, 0>, context, shape, launch);
       case kTransposeA:

@@ -55,8 +55,8 @@ struct SimtMath {
 
   /** 8×8: the next slice's loads only while k has one (128 registers: the unconditional loads' longer live ranges spilled). */
   static constexpr bool kConditionalLoads = Groups == 2;
-  /** 8×16: interior kernels per layout (8×8's spill inside the k loop under its 128 registers). */
-  static constexpr bool kInteriorPerLayout = Groups == 4;
+  /** 8×16: interior kernels per layout, and interior blocks of other problems unchecked (8×8: both spilled inside its k loop under 128 registers). */
+  static constexpr bool kInteriorSpecialised = Groups == 4;
 
   /** Operands are multiplied as loaded. */
   static __device__ __forceinline__ float4 operand(float4 x) { return x; }
