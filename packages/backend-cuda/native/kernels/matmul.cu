@@ -7,8 +7,10 @@
 // multiprocessor's registers; else 256 threads of 8×8 (SimtMath<2>, matmul_f32_simt.cuh), whose
 // 16 warps per SM hide the scalar global loads better. Problems whose tiles all lie inside the
 // operands (f32_matmul::kInterior) run either kernel's interior instantiation, without bounds
-// checks. KILN_CUDA_F32_KERNEL forces one of them, or the 8×16 one fed by a cp.async ring of k8 or
-// k16 slices (matmul_f32_async.cu, sm_80 PTX; slower on an H100), for timing them on one GPU.
+// checks (8×16: one per layout); in the others, 8×16's blocks whose tile lies inside load that way
+// too (kInteriorBlocks). KILN_CUDA_F32_KERNEL forces one of them, or the 8×16 one fed by a
+// cp.async ring of k8 or k16 slices (matmul_f32_async.cu, sm_80 PTX; slower on an H100), for
+// timing them on one GPU.
 // Split-K (matmul_split_k.cuh): when the 128×128 tiles leave multiprocessors idle and k is long,
 // grid z runs batch · splits items, each summing one k range into an f32 partial, and a second
 // kernel adds the partials in split order (deterministic, no atomics); plan_f32 picks the number
