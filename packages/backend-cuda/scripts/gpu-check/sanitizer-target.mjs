@@ -6,7 +6,8 @@
 // it splits along k, as gpt2s's q/k/v/o weight gradient; bf16 attention forward and backward at
 // head dims 64 and 128, causal with GQA and partial tiles, and at D 64 with enough tiles that
 // persistent blocks reuse their buffers), the f32 SIMT kernels in every layout (fed by a cp.async
-// ring; fed through registers on interior problems, split along k and not), then the conformance kit's matmul and
+// ring; fed through registers on interior problems, split along k and not, and on one with interior
+// and edge blocks), the WMMA kernel in every layout at both block shapes, then the conformance kit's matmul and
 // attention cases at quick sizes, all on kiln's own kernels. Prints progress lines and, last, one
 // JSON line: the kit's counts and how many launches each Hopper kernel (and the split-K path) had
 // in the first part. `--simulator` runs the same on the CPU simulator build with smaller matmuls
@@ -78,7 +79,9 @@ delete process.env.KILN_CUDA_WGMMA_COLUMNS;
 // k16 slices (sm_80 and newer): 16-byte aligned rows and not, partial tiles in m, n and k — their
 // zero-fill copies keep addresses past the operands with src-size 0, which memcheck must accept.
 // Fed through registers, on interior problems (kInterior: loads without bounds checks), one tile
-// row and one long k split into ranges: the load after k's last slice must not read past the end.
+// row and one long k split into ranges: the load after k's last slice must not read past the end;
+// and a problem of 2 × 3 blocks, 2 of them interior (kInteriorBlocks: 8×16 loads those unchecked)
+// beside 4 edge blocks, which must stay bounds-checked.
 const f32Cases = [
   ...(Number(backend.capabilities.device.computeCapability?.split('.')[0]) >= 8
     ? [
@@ -91,7 +94,10 @@ const f32Cases = [
         },
       ]
     : []),
-  { kernels: ['8x16', '8x8'], shapes: [[128, 256, 64], simulator ? [128, 128, 1024] : [128, 128, 8192]] },
+  {
+    kernels: ['8x16', '8x8'],
+    shapes: [[128, 256, 64], simulator ? [128, 128, 1024] : [128, 128, 8192], [200, 260, 64]],
+  },
 ];
 for (const { kernels, shapes } of f32Cases) {
   for (const kernel of kernels) {
@@ -121,6 +127,24 @@ for (const { kernels, shapes } of f32Cases) {
   }
 }
 delete process.env.KILN_CUDA_F32_KERNEL;
+// The WMMA kernel in every layout at both block shapes: bf16 with k = 37 (rows not whole 16-byte
+// chunks) and too little work to be worth padding (matmul_pad.cu: under 4 Mflop per multiprocessor);
+// 128×128 blocks once there are 8 per multiprocessor's worth of the 16 a launch may use (2100² on
+// 132 SMs, 300² on the simulator's 4), 64×64 below. Partial tiles in m, n and k.
+for (const [m, n] of [simulator ? [300, 260] : [2100, 2100], [70, 100]]) {
+  const k = 37;
+  for (const [transposeA, transposeB] of [
+    [false, false],
+    [false, true],
+    [true, false],
+    [true, true],
+  ]) {
+    const a = tensor(transposeA ? [k, m] : [m, k], 'bf16', 13);
+    const b = tensor(transposeB ? [n, k] : [k, n], 'bf16', 14);
+    const out = tensor([m, n], 'bf16');
+    backend.matmul(a, b, out, { batch: 1, m, n, k, transposeA, transposeB, batchStrideA: m * k, batchStrideB: k * n });
+  }
+}
 // Attention at D 64 and 128 (causal, GQA, partial tiles), and on the GPU a D 64 shape with more
 // query and key tiles than two per multiprocessor, so that persistent blocks take several work
 // units and reuse their q and resident buffers (on the simulator's 4 SMs the small shapes do).
