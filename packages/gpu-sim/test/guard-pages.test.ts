@@ -23,36 +23,21 @@ describe.skipIf(compiler === undefined || process.platform === 'win32')(
       expect(result.stdout.trim().endsWith('all ok')).toBe(true);
     }, 300_000);
 
-    // 1024 floats take 4096 + 64 (red zone) bytes, rounded to 4352: the guard starts 64 floats past the end.
-    for (const beyond of [64, 4096, 16000])
-      it(`a kernel reading ${beyond} floats past the end of an allocation stops the process, naming kernel, block and thread`, async () => {
-        const binary = await compileProgram(compiler!, 'test/guard-pages-self-test.cpp', 'guard-pages-self-test');
-        const result = spawnSync(binary, ['past-end', String(beyond)], {
-          env: guarded,
-          encoding: 'utf8',
-          timeout: 120_000,
-        });
-        expect(result.signal, `${result.stdout}${result.stderr}`).toBe('SIGABRT');
-        expect(result.stderr).toMatch(
-          /gpu-sim: kernel 'read_at_kernel': block \(0,0,0\) thread \(3,0,0\) accessed 0x[0-9a-f]+, outside device memory: with GPU_SIM_GUARD_PAGES set this is a read or write past the end of a device allocation/,
-        );
-        expect(result.stdout).not.toContain('FAIL');
-      }, 300_000);
-
-    // The 4352 bytes take two 4096-byte pages and end at the second one's end: the first page holds
-    // 3840 bytes (960 floats) of slack in front of the start, and the guard lies before it (on
+    // 1024 floats take 4096 + 64 (red zone) bytes, rounded to 4352: the guard starts 64 floats past
+    // the end. Those bytes take two 4096-byte pages and end at the second one's end: the first page
+    // holds 3840 bytes (960 floats) of slack in front of the start, and the guard lies before it (on
     // 16 KiB pages, 12 KiB of slack: 3072 floats, so 8000 and 16000 are beyond it on either).
-    for (const before of [8000, 16000])
-      it(`a kernel reading ${before} floats before the start of an allocation stops the process, naming kernel, block and thread`, async () => {
+    const outside = [
+      ...[64, 4096, 16000].map((count) => ({ mode: 'past-end', count, where: 'past the end' })),
+      ...[8000, 16000].map((count) => ({ mode: 'before-start', count, where: 'before the start' })),
+    ];
+    for (const { mode, count, where } of outside)
+      it(`a kernel reading ${count} floats ${where} of an allocation stops the process, naming kernel, block and thread`, async () => {
         const binary = await compileProgram(compiler!, 'test/guard-pages-self-test.cpp', 'guard-pages-self-test');
-        const result = spawnSync(binary, ['before-start', String(before)], {
-          env: guarded,
-          encoding: 'utf8',
-          timeout: 120_000,
-        });
+        const result = spawnSync(binary, [mode, String(count)], { env: guarded, encoding: 'utf8', timeout: 120_000 });
         expect(result.signal, `${result.stdout}${result.stderr}`).toBe('SIGABRT');
         expect(result.stderr).toMatch(
-          /gpu-sim: kernel 'read_at_kernel': block \(0,0,0\) thread \(3,0,0\) accessed 0x[0-9a-f]+, outside device memory: .* or before its start/,
+          /gpu-sim: kernel 'read_at_kernel': block \(0,0,0\) thread \(3,0,0\) accessed 0x[0-9a-f]+, outside device memory: with GPU_SIM_GUARD_PAGES set this is a read or write past the end of a device allocation \(beyond its red zone\) or before its start/,
         );
         expect(result.stdout).not.toContain('FAIL');
       }, 300_000);

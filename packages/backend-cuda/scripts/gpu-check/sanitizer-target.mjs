@@ -25,6 +25,13 @@ const addon = simulator
   : loadCudaAddon().addon;
 const backend = new CudaBackend(addon, { matmul: 'kiln' });
 const BYTES = { f32: 4, bf16: 2 };
+/** The four matmul layouts as [transposeA, transposeB]: nn, nt, tn, tt. */
+const LAYOUTS = [
+  [false, false],
+  [false, true],
+  [true, false],
+  [true, true],
+];
 const refs = [];
 const tensor = (shape, dtype, seed) => {
   const ref = { buffer: backend.alloc(shape.reduce((a, b) => a * b, 1) * BYTES[dtype]), shape, dtype };
@@ -103,12 +110,7 @@ for (const { kernels, shapes } of f32Cases) {
   for (const kernel of kernels) {
     process.env.KILN_CUDA_F32_KERNEL = kernel;
     for (const [m, n, k] of shapes) {
-      for (const [transposeA, transposeB] of [
-        [false, false],
-        [false, true],
-        [true, false],
-        [true, true],
-      ]) {
+      for (const [transposeA, transposeB] of LAYOUTS) {
         const a = tensor(transposeA ? [k, m] : [m, k], 'f32', 11);
         const b = tensor(transposeB ? [n, k] : [k, n], 'f32', 12);
         const out = tensor([m, n], 'f32');
@@ -133,12 +135,7 @@ delete process.env.KILN_CUDA_F32_KERNEL;
 // 132 SMs, 300² on the simulator's 4), 64×64 below. Partial tiles in m, n and k.
 for (const [m, n] of [simulator ? [300, 260] : [2100, 2100], [70, 100]]) {
   const k = 37;
-  for (const [transposeA, transposeB] of [
-    [false, false],
-    [false, true],
-    [true, false],
-    [true, true],
-  ]) {
+  for (const [transposeA, transposeB] of LAYOUTS) {
     const a = tensor(transposeA ? [k, m] : [m, k], 'bf16', 13);
     const b = tensor(transposeB ? [n, k] : [k, n], 'bf16', 14);
     const out = tensor([m, n], 'bf16');
