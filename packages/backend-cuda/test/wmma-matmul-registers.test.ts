@@ -2,7 +2,7 @@
 // 64×64 ones do not spill; the 128×128 ones run at the 128 registers a thread that two blocks per
 // multiprocessor allow (64 f32 accumulators, the operand fragments and the next slice's chunks) and
 // spill a little — no more than they did when their operands were first staged as stored and read
-// by row_major / col_major fragments (session 34, against 208–308 bytes before). A regression guard:
+// by row_major / col_major fragments (session 34, against 204–348 bytes before). A regression guard:
 // a small source change can tip them into spilling inside the k loop, which no functional test sees.
 // sm_75 is the WMMA kernel's main target (Turing); from sm_80 it runs only operands that are not in
 // whole 16-byte chunks, too small to be worth padding. Needs nvcc (the CUDA toolkit); it compiles, it runs nothing.
