@@ -18,9 +18,10 @@
 // every step cost the SIMT loop about as many instructions as its 32 shared loads, and spilled.
 // What a step multiplies and how the accumulators a thread holds map onto out is the `Math`
 // policy's: kThreads, kMinBlocks, Accumulators, kConditionalLoads (the next slice loaded only while
-// k has one), kInteriorSpecialised (interior kernels per layout), kRow (row length of the k-major
-// tiles, in floats), operand() (applied to each element as it is stored to shared memory), step()
-// (one k8 step) and store() (the epilogue).
+// k has one), kInteriorSpecialised (interior kernels per layout, and the interior blocks of other
+// problems unchecked: kInteriorBlocks), kRow (row length of the k-major tiles, in floats),
+// operand() (applied to each element as it is stored to shared memory), step() (one k8 step) and
+// store() (the epilogue).
 // Layout: a [m,k] or [k,m] (transposeA), b [k,n] or [n,k] (transposeB), per batch at
 // batch·batchStride (0 broadcasts); out (or the split-K workspace) dense [items, m, n].
 // Numerics: the policy's (see matmul.cu and matmul_f32_tf32.cu).
