@@ -26,6 +26,7 @@
 // in f32 in k order.
 #pragma once
 
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 
@@ -49,23 +50,23 @@ inline constexpr unsigned kMaxGridZ = 65535;
 /** Flags of one launch (uniform branches inside the kernel). */
 enum Flags : int { kTransposeA = 1, kTransposeB = 2, kVectorA = 4, kVectorB = 8, kVectorOut = 16 };
 
-/** Eight consecutive elements of a row (16 bytes), as loaded from global memory. */
+/**
+ * Elements [0, 8) of `chunk` as their 16-bit patterns (16 bytes), zero — +0 in f16 and bf16 — past
+ * `remaining` or when out of range. Bits, not T: copying __nv_bfloat16 values element by element
+ * went through generic loads and a call, and spilled the 128×128 kernel's store addresses.
+ */
 template <typename T>
-struct Eight {
-  T values[8];
-};
-
-/** Elements [0, 8) of `chunk`, zero past `remaining` or when out of range. */
-template <typename T>
-__device__ __forceinline__ Eight<T> load_eight(const T* chunk, Index remaining, bool in_range, bool vector) {
-  Eight<T> result;
-  if (in_range && vector) {
-    const uint4 raw = *reinterpret_cast<const uint4*>(chunk);
-    memcpy(result.values, &raw, sizeof raw);
-    return result;
+__device__ __forceinline__ uint4 load_eight(const T* chunk, Index remaining, bool in_range, bool vector) {
+  static_assert(sizeof(T) == 2, "16-bit elements");
+  if (in_range && vector) return *reinterpret_cast<const uint4*>(chunk);
+  const auto* bits = reinterpret_cast<const std::uint16_t*>(chunk);
+  std::uint32_t words[4];
+  for (int j = 0; j < 4; j++) {
+    const std::uint32_t low = in_range && 2 * j < remaining ? bits[2 * j] : 0u;
+    const std::uint32_t high = in_range && 2 * j + 1 < remaining ? bits[2 * j + 1] : 0u;
+    words[j] = low | (high << 16);
   }
-  for (int j = 0; j < 8; j++) result.values[j] = in_range && j < remaining ? chunk[j] : from_float<T>(0.0f);
-  return result;
+  return make_uint4(words[0], words[1], words[2], words[3]);
 }
 
 /**
@@ -85,7 +86,8 @@ struct SliceLoader {
   static constexpr int kChunkLines = kThreads / (Rows / 8);
   /** Rows between a thread's chunks when stored [row][depth] (each row holds kDepth / 8 chunks). */
   static constexpr int kChunkRows = kThreads / (kDepth / 8);
-  Eight<T> chunks[kPerThread];
+  /** This thread's chunks of the next slice, 8 elements (16 bytes) each. */
+  uint4 chunks[kPerThread];
   /** This thread's chunk 0 of the next slice. */
   const T* next;
   /** Elements between consecutive slices: kDepth · row_count (depth-major) or kDepth. */
@@ -139,9 +141,7 @@ struct SliceLoader {
       const int chunk = static_cast<int>(threadIdx.x) + i * kThreads;
       T* target = depth_major ? &tile[(chunk / (Rows / 8)) * (Rows + kPad) + (chunk % (Rows / 8)) * 8]
                               : &tile[(chunk / (kDepth / 8)) * (kDepth + kPad) + (chunk % (kDepth / 8)) * 8];
-      uint4 raw;
-      memcpy(&raw, chunks[i].values, sizeof raw);
-      *reinterpret_cast<uint4*>(target) = raw;
+      *reinterpret_cast<uint4*>(target) = chunks[i];
     }
   }
 };
