@@ -11,7 +11,7 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { CudaBackend } from '../src/cuda-backend.js';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
-import { expectF32MatmulMatchesReference, f32Values } from './f32-matmul-check.js';
+import { expectF32MatmulMatchesReference, f32Values, runF32Matmul } from './f32-matmul-check.js';
 import { MATMUL_LAYOUTS } from './half-matmul-check.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
@@ -57,34 +57,21 @@ describe.skipIf(skipReason !== undefined)(
           const value = depth >= k ? 0 : column >= n ? 1 : b[transposeB ? column * k + depth : depth * n + column];
           paddedB[transposeB ? column * depths + depth : depth * columns + column] = value;
         }
-      const bufferA = on.alloc(paddedA.byteLength);
-      const bufferB = on.alloc(paddedB.byteLength);
-      const out = on.alloc(m * columns * 4);
-      try {
-        on.upload(bufferA, new Uint8Array(paddedA.buffer));
-        on.upload(bufferB, new Uint8Array(paddedB.buffer));
-        on.matmul(
-          { buffer: bufferA, shape: [paddedA.length], dtype: 'f32' },
-          { buffer: bufferB, shape: [paddedB.length], dtype: 'f32' },
-          { buffer: out, shape: [m, columns], dtype: 'f32' },
-          {
-            batch: 1,
-            m,
-            n: columns,
-            k: depths,
-            transposeA,
-            transposeB,
-            batchStrideA: m * depths,
-            batchStrideB: depths * columns,
-          },
-        );
-        const all = new Float32Array((await on.download(out)).slice().buffer);
-        const result = new Float32Array(m * n);
-        for (let row = 0; row < m; row++) result.set(all.subarray(row * columns, row * columns + n), row * n);
-        return result;
-      } finally {
-        for (const buffer of [bufferA, bufferB, out]) on.free(buffer);
-      }
+      const all = await runF32Matmul(on, {
+        a: paddedA,
+        b: paddedB,
+        batch: 1,
+        m,
+        n: columns,
+        k: depths,
+        transposeA,
+        transposeB,
+        batchStrideA: m * depths,
+        batchStrideB: depths * columns,
+      });
+      const result = new Float32Array(m * n);
+      for (let row = 0; row < m; row++) result.set(all.subarray(row * columns, row * columns + n), row * n);
+      return result;
     }
 
     /**

@@ -1,5 +1,7 @@
-// Shared by the f32 matmul tests (matmul-split-k, matmul-tf32): runs one f32 matmul on a backend
-// and measures its worst error against an f64 reference, relative to the sum of |products|.
+// Shared by the f32 matmul tests (matmul-split-k, matmul-tf32, f32-interior-matmul, …): runs one
+// f32 matmul on a backend (runF32Matmul) and measures its worst error against an f64 reference,
+// relative to the sum of |products|.
+import type { MatmulParams } from '@kiln/core';
 import { expect } from 'vitest';
 import type { CudaBackend } from '../src/cuda-backend.js';
 import type { HalfMatmulCase } from './half-matmul-check.js';
@@ -15,6 +17,33 @@ export function f32Values(count: number, seed: number): Float32Array {
   return values;
 }
 
+/** One f32 matmul's operands as stored and its contract arguments (batch strides included). */
+export interface F32MatmulRun extends MatmulParams {
+  a: Float32Array;
+  b: Float32Array;
+}
+
+/** Uploads the operands, runs the matmul on `cuda` and returns out [batch, m, n]; frees what it allocated. */
+export async function runF32Matmul(cuda: CudaBackend, run: F32MatmulRun): Promise<Float32Array> {
+  const { a: aValues, b: bValues, batch, m, n, ...options } = run;
+  const a = cuda.alloc(aValues.byteLength);
+  const b = cuda.alloc(bValues.byteLength);
+  const out = cuda.alloc(batch * m * n * 4);
+  try {
+    cuda.upload(a, new Uint8Array(aValues.buffer, aValues.byteOffset, aValues.byteLength));
+    cuda.upload(b, new Uint8Array(bValues.buffer, bValues.byteOffset, bValues.byteLength));
+    cuda.matmul(
+      { buffer: a, shape: [aValues.length], dtype: 'f32' },
+      { buffer: b, shape: [bValues.length], dtype: 'f32' },
+      { buffer: out, shape: [batch, m, n], dtype: 'f32' },
+      { batch, m, n, ...options },
+    );
+    return new Float32Array((await cuda.download(out)).slice().buffer);
+  } finally {
+    for (const buffer of [a, b, out]) cuda.free(buffer);
+  }
+}
+
 /**
  * Runs the case on `cuda` and returns the output and its worst error; expects that error at most
  * `bound` (default k f32 roundings) relative to the sum of |products| of an f64 reference.
@@ -28,45 +57,41 @@ export async function expectF32MatmulMatchesReference(
   const batchStrideA = shape.broadcastA ? 0 : m * k;
   const aValues = f32Values((shape.broadcastA ? 1 : batch) * m * k, 3 + m);
   const bValues = f32Values(batch * k * n, 5 + n);
-  const a = cuda.alloc(aValues.byteLength);
-  const b = cuda.alloc(bValues.byteLength);
-  const out = cuda.alloc(batch * m * n * 4);
-  try {
-    cuda.upload(a, new Uint8Array(aValues.buffer));
-    cuda.upload(b, new Uint8Array(bValues.buffer));
-    cuda.matmul(
-      { buffer: a, shape: [aValues.length], dtype: 'f32' },
-      { buffer: b, shape: [bValues.length], dtype: 'f32' },
-      { buffer: out, shape: [batch, m, n], dtype: 'f32' },
-      { batch, m, n, k, transposeA, transposeB, batchStrideA, batchStrideB: k * n },
-    );
-    const got = new Float32Array((await cuda.download(out)).slice().buffer);
-    let worst = 0;
-    let where = '';
-    for (let z = 0; z < batch; z++) {
-      for (let row = 0; row < m; row++) {
-        for (let column = 0; column < n; column++) {
-          let expected = 0;
-          let magnitude = 0;
-          for (let depth = 0; depth < k; depth++) {
-            const product =
-              aValues[z * batchStrideA + (transposeA ? depth * m + row : row * k + depth)] *
-              bValues[z * k * n + (transposeB ? column * k + depth : depth * n + column)];
-            expected += product;
-            magnitude += Math.abs(product);
-          }
-          const value = got[(z * m + row) * n + column];
-          const error = Math.abs(value - expected) / (magnitude + 1e-30);
-          if (!(error <= worst)) {
-            worst = Number.isNaN(error) ? Infinity : error;
-            where = `out[${z}][${row}][${column}] = ${value}, expected ${expected}`;
-          }
+  const got = await runF32Matmul(cuda, {
+    a: aValues,
+    b: bValues,
+    batch,
+    m,
+    n,
+    k,
+    transposeA,
+    transposeB,
+    batchStrideA,
+    batchStrideB: k * n,
+  });
+  let worst = 0;
+  let where = '';
+  for (let z = 0; z < batch; z++) {
+    for (let row = 0; row < m; row++) {
+      for (let column = 0; column < n; column++) {
+        let expected = 0;
+        let magnitude = 0;
+        for (let depth = 0; depth < k; depth++) {
+          const product =
+            aValues[z * batchStrideA + (transposeA ? depth * m + row : row * k + depth)] *
+            bValues[z * k * n + (transposeB ? column * k + depth : depth * n + column)];
+          expected += product;
+          magnitude += Math.abs(product);
+        }
+        const value = got[(z * m + row) * n + column];
+        const error = Math.abs(value - expected) / (magnitude + 1e-30);
+        if (!(error <= worst)) {
+          worst = Number.isNaN(error) ? Infinity : error;
+          where = `out[${z}][${row}][${column}] = ${value}, expected ${expected}`;
         }
       }
     }
-    expect(worst, `f32 ${JSON.stringify(shape)}: worst ${where}`).toBeLessThanOrEqual(bound);
-    return { got, worst };
-  } finally {
-    for (const buffer of [a, b, out]) cuda.free(buffer);
   }
+  expect(worst, `f32 ${JSON.stringify(shape)}: worst ${where}`).toBeLessThanOrEqual(bound);
+  return { got, worst };
 }
