@@ -114,7 +114,7 @@ describe.skipIf(skipReason !== undefined)(
       tolerance: number,
     ) => expectMatchesChecked(on, { m: 128, n: 256, transposeA, transposeB }, 256, tolerance);
 
-    for (const kernel of ['8x16', '8x8'])
+    for (const kernel of ['8x16', '8x16-per-layout', '8x8'])
       for (const [transposeA, transposeB, name] of MATMUL_LAYOUTS)
         it(`${kernel} ${name}: 128×256×24 (interior) gives the bits of the bounds-checked kernel (n padded to 260, k to 25)`, async () => {
           process.env.KILN_CUDA_F32_KERNEL = kernel;

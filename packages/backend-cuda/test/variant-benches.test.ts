@@ -45,21 +45,27 @@ function runBench(script: string, shape: string) {
 describe.skipIf(skipReason !== undefined)(
   `variant benches on the simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`,
   () => {
-    it('f32-kernels times the chosen kernel and all four forced ones (cuBLAS absent)', () => {
+    it('f32-kernels times the chosen kernel and all five forced ones (cuBLAS absent)', () => {
       const { status, output, report } = runBench('f32-kernels.mjs', '136x132x40:nt');
       expect(status, output).toBe(0);
       expect(report.rows).toHaveLength(1);
       const [row] = report.rows;
       expect(row.shape).toBe('--shape (136×132×40 nt)');
       expect(row.chosenRoute).toBe('f32 SIMT');
-      for (const kernel of ['chosen', '8x16', '8x8', '8x16-cp.async', '8x16-cp.async-k16'])
+      for (const kernel of ['chosen', '8x16', '8x16-per-layout', '8x8', '8x16-cp.async', '8x16-cp.async-k16'])
         expect(row.tflops[kernel], kernel).toBeGreaterThan(0);
       expect(row.tflops.cuBLAS).toBeUndefined();
       // Each forced kernel's result against the chosen kernel's, over the same operands: the same bits.
-      expect(row.difference).toEqual({ '8x16': 0, '8x8': 0, '8x16-cp.async': 0, '8x16-cp.async-k16': 0 });
+      expect(row.difference).toEqual({
+        '8x16': 0,
+        '8x16-per-layout': 0,
+        '8x8': 0,
+        '8x16-cp.async': 0,
+        '8x16-cp.async-k16': 0,
+      });
       expect(output).toContain('(136×132×40 nt): every variant gives the same numbers as "chosen"');
       expect(output).toMatch(/fastest kernel per shape/);
-      expect(output).toMatch(/--shape \(136×132×40 nt\): 8x(8|16)(-cp\.async)? /);
+      expect(output).toMatch(/--shape \(136×132×40 nt\): 8x(8|16)(-cp\.async|-per-layout)? /);
     });
 
     it('wgmma-widths times the chosen width and the three forced ones', () => {

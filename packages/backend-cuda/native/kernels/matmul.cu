@@ -7,10 +7,10 @@
 // multiprocessor's registers; else 256 threads of 8×8 (SimtMath<2>, matmul_f32_simt.cuh), whose
 // 16 warps per SM hide the scalar global loads better. Problems whose tiles all lie inside the
 // operands (f32_matmul::kInterior) run either kernel's interior instantiation, without bounds
-// checks (8×16: one per layout); in the others, 8×16's blocks whose tile lies inside load that way
-// too (kInteriorBlocks). KILN_CUDA_F32_KERNEL forces one of them, or the 8×16 one fed by a
-// cp.async ring of k8 or k16 slices (matmul_f32_async.cu, sm_80 PTX; slower on an H100), for
-// timing them on one GPU.
+// checks; in the others, 8×16's blocks whose tile lies inside load that way too (kInteriorBlocks).
+// KILN_CUDA_F32_KERNEL forces one of them, the 8×16 one with an interior kernel per layout, or the
+// 8×16 one fed by a cp.async ring of k8 or k16 slices (matmul_f32_async.cu, sm_80 PTX), all
+// slower on an H100, for timing them on one GPU.
 // Split-K (matmul_split_k.cuh): when the 128×128 tiles leave multiprocessors idle and k is long,
 // grid z runs batch · splits items, each summing one k range into an f32 partial, and a second
 // kernel adds the partials in split order (deterministic, no atomics); plan_f32 picks the number
@@ -81,8 +81,12 @@ SplitKPlan plan_f32(const LaunchContext& context, const MatmulShape& shape) {
   return SplitKPlan{(k_tiles + tiles_per_split - 1) / tiles_per_split, tiles_per_split};
 }
 
-/** The f32 SIMT kernels: 8×16 outputs a thread (128 threads) or 8×8 (256), fed through registers, or 8×16 fed by a cp.async ring of k8 or k16 slices. */
-enum class F32SimtKernel { k8x16, k8x8, k8x16Async, k8x16AsyncK16 };
+/**
+ * The f32 SIMT kernels: 8×16 outputs a thread (128 threads) or 8×8 (256), fed through registers,
+ * 8×16 with an interior kernel per layout, or 8×16 fed by a cp.async ring
+ * of k8 or k16 slices.
+ */
+enum class F32SimtKernel { k8x16, k8x8, k8x16PerLayout, k8x16Async, k8x16AsyncK16 };
 
 /** A KILN_CUDA_F32_KERNEL value, the kernel it names and that kernel's MatmulRoute::kernel. */
 struct NamedF32SimtKernel {
@@ -97,6 +101,7 @@ struct NamedF32SimtKernel {
 constexpr NamedF32SimtKernel kNamedF32SimtKernels[] = {
     {"8x16", F32SimtKernel::k8x16, "f32 SIMT"},
     {"8x8", F32SimtKernel::k8x8, "f32 SIMT"},
+    {"8x16-per-layout", F32SimtKernel::k8x16PerLayout, "f32 SIMT"},
     {"8x16-cp.async", F32SimtKernel::k8x16Async, "f32 SIMT cp.async"},
     {"8x16-cp.async-k16", F32SimtKernel::k8x16AsyncK16, "f32 SIMT cp.async k16"},
 };
@@ -141,6 +146,8 @@ cudaError_t launch_f32_simt(const LaunchContext& context, const MatmulShape& sha
     case F32SimtKernel::k8x16Async: return launch_matmul_f32_async(context, shape, launch, 8);
     case F32SimtKernel::k8x16AsyncK16: return launch_matmul_f32_async(context, shape, launch, 16);
     case F32SimtKernel::k8x16: return launch_tiles<SimtMath<4>>("matmul_f32_kernel<simt 8x16>", context, shape, launch);
+    case F32SimtKernel::k8x16PerLayout:
+      return launch_tiles<SimtMath<4>, true>("matmul_f32_kernel<simt 8x16>", context, shape, launch);
     default: return launch_tiles<SimtMath<2>>("matmul_f32_kernel<simt 8x8>", context, shape, launch);
   }
 }

@@ -11,16 +11,16 @@
 // allow it, else with scalar loads; out-of-range elements are 0, so any m, n, k works — and where
 // every tile lies inside the operands (kInterior), the Interior instantiation loads float4s with
 // no bounds checks or branches (on an H100, 8×16 at 4096³: 40.0 → 46.3 TFLOP/s); where
-// Math::kInteriorSpecialised, it is instantiated per layout (the transposes as template arguments),
+// Math::kInteriorPerLayout, it is instantiated per layout (the transposes as template arguments),
 // so its stores to shared memory take no branches either, and stores its outputs unchecked.
 // Each thread's load address and bounds are set up once per work item (OperandSlices) and a step
 // only advances a pointer and compares its depth: recomputing them with 64-bit index arithmetic
 // every step cost the SIMT loop about as many instructions as its 32 shared loads, and spilled.
 // What a step multiplies and how the accumulators a thread holds map onto out is the `Math`
 // policy's: kThreads, kMinBlocks, Accumulators, kConditionalLoads (the next slice loaded only while
-// k has one), kInteriorSpecialised (interior kernels per layout, and the interior blocks of other
-// problems unchecked: kInteriorBlocks), kRow (row length of the k-major tiles, in floats),
-// operand() (applied to each element as it is stored to shared memory), step() (one k8 step) and
+// k has one), kUncheckedInteriorBlocks (the interior blocks of other problems load unchecked:
+// kInteriorBlocks), kInteriorPerLayout (interior kernels per layout), kRow (row length of the
+// k-major tiles, in floats), operand() (applied to each element as it is stored to shared memory), step() (one k8 step) and
 // store() (the epilogue).
 // Layout: a [m,k] or [k,m] (transposeA), b [k,n] or [n,k] (transposeB), per batch at
 // batch·batchStride (0 broadcasts); out (or the split-K workspace) dense [items, m, n].
@@ -243,12 +243,14 @@ __device__ __forceinline__ void multiply_steps(typename Math::Accumulators& accu
  * [split · steps_per_split, …) of its batch index; Math supplies the inner product and epilogue.
  * Interior: the launch's problem is interior (kInterior), so slices load without bounds checks —
  * the same values, about 90 fewer instructions (and 8 fewer branches) per k8 step for SimtMath<4>.
- * Otherwise, where Math::kInteriorSpecialised, a block whose tile lies inside the operands loads
+ * Otherwise, where Math::kUncheckedInteriorBlocks, a block whose tile lies inside the operands loads
  * that way too when the flags say kInteriorBlocks (GPT-2's x·Wᵀ onto 50257 logits: 392 of every 393
  * blocks), the rest checked.
  * Layout: the operands' transposes (kTransposeA | kTransposeB) fixed at compile time, or
  * kLayoutFromFlags — fixed (and interior), SimtMath<4>'s k8 step sheds about 35 more instructions
- * and 3 of its 4 branches (sm_90a SASS: 1162 → 1123–1129), and the epilogue stores unchecked.
+ * and 3 of its 4 branches (sm_90a SASS: 1162 → 1123–1129), and the epilogue stores unchecked; yet
+ * it ran slower on an H100 (43.5 against 46.6 TFLOP/s at 4096³), with 2–5 times as many FFMAs whose
+ * three source registers share a register bank (50–85 of 1024, against 18), so only TF32 uses it.
  */
 template <typename Math, bool Interior, int Layout = kLayoutFromFlags>
 __global__ void __launch_bounds__(Math::kThreads, Math::kMinBlocks)
@@ -263,7 +265,7 @@ __global__ void __launch_bounds__(Math::kThreads, Math::kMinBlocks)
   const Index all_steps = (k + kDepth - 1) / kDepth;
   // This block's tile lies inside the operands, so its slices may load unchecked (uniform per block).
   const bool interior_block = (flags & kInteriorBlocks) != 0 && row0 + kTile <= m && column0 + kTile <= n;
-  (void)interior_block;  // read only where Math::kInteriorSpecialised
+  (void)interior_block;  // read only where Math::kUncheckedInteriorBlocks
   for (Index item = blockIdx.z; item < batch * splits; item += gridDim.z) {
     const Index batch_index = item / splits;
     const Index first_step = (item % splits) * steps_per_split;
@@ -287,7 +289,7 @@ __global__ void __launch_bounds__(Math::kThreads, Math::kMinBlocks)
     };
     if constexpr (Interior) {
       multiply(std::true_type{});
-    } else if constexpr (Math::kInteriorSpecialised) {
+    } else if constexpr (Math::kUncheckedInteriorBlocks) {
       if (interior_block)
         multiply(std::true_type{});
       else
@@ -322,14 +324,15 @@ cudaError_t launch_tile_grid(const char* kernel_name, Kernel kernel, const Launc
 
 /**
  * Enqueues matmul_f32_kernel (the register-staged pipeline) for one planned launch: interior as
- * launch.flags say, and then per layout where Math::kInteriorSpecialised.
+ * launch.flags say, then per layout where PerLayout (Math::kInteriorPerLayout by default; the
+ * "8x16-per-layout" setting forces it, to time the two side by side).
  */
-template <typename Math>
+template <typename Math, bool PerLayout = Math::kInteriorPerLayout>
 cudaError_t launch_tiles(const char* kernel_name, const LaunchContext& context, const MatmulShape& shape,
                          const MatmulF32Launch& launch) {
   if ((launch.flags & kInterior) == 0)
     return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math, false>, context, shape, launch);
-  if constexpr (Math::kInteriorSpecialised) {
+  if constexpr (PerLayout) {
     switch (launch.flags & (kTransposeA | kTransposeB)) {
       case 0: return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math, true, 0>, context, shape, launch);
       case kTransposeA:
