@@ -207,6 +207,11 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
     return this.disposed ? 0 : callNative(() => this.native.matmulInfo()).transposeCopyLaunches;
   }
 
+  /** Casts between two float dtypes that ran 8 elements a thread in 16-byte packs in this process so far. */
+  get packedCastLaunches(): number {
+    return this.disposed ? 0 : callNative(() => this.native.matmulInfo()).packedCastLaunches;
+  }
+
   /** Bytes and buffers in use, plus the caching allocator's reserved/cached/peak bytes and the device's free/total. */
   memory(): CudaMemoryInfo {
     if (this.disposed) return { allocatedBytes: 0, bufferCount: 0, reservedBytes: 0, cachedBytes: 0, peakBytes: 0 };

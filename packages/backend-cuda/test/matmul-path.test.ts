@@ -21,6 +21,7 @@ const kilnInfo: NativeMatmulInfo = {
   wgmmaAttentionLaunches: 0,
   wgmmaAttentionBackwardLaunches: 0,
   transposeCopyLaunches: 0,
+  packedCastLaunches: 0,
 };
 
 const cublasInfo: NativeMatmulInfo = {

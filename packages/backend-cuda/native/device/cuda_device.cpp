@@ -88,6 +88,7 @@ Napi::Object CudaDevice::matmul_info(Napi::Env env) {
   result.Set("wgmmaAttentionBackwardLaunches",
              Napi::Number::New(env, static_cast<double>(wgmma_attention_backward_launches())));
   result.Set("transposeCopyLaunches", Napi::Number::New(env, static_cast<double>(transpose_copy_launches())));
+  result.Set("packedCastLaunches", Napi::Number::New(env, static_cast<double>(cast_packed_launches())));
   return result;
 }
 

@@ -17,6 +17,9 @@ unsigned long long transpose_copy_launches();
 /** out = x converted from `from` to `to` (count contiguous elements each). */
 cudaError_t launch_cast(const LaunchContext& context, int from, const void* x, int to, void* out, Index count);
 
+/** Casts that ran 8 elements a thread in 16-byte packs (two float dtypes, aligned buffers) in this process so far (tests assert that it ran). */
+unsigned long long cast_packed_launches();
+
 /** Every element of out (count × dtype) = the element whose bits are `bits` (see fill_bits). */
 cudaError_t launch_fill(const LaunchContext& context, int dtype, void* out, std::uint32_t bits, Index count);
 

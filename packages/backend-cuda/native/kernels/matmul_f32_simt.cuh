@@ -57,7 +57,7 @@ struct SimtMath {
   static constexpr bool kConditionalLoads = Groups == 2;
   /** 8×16: blocks inside the operands of other problems load unchecked (8×8 spilled inside its k loop under 128 registers that way). */
   static constexpr bool kUncheckedInteriorBlocks = Groups == 4;
-  /** One interior kernel that reads the layout from its flags: per layout (the "8x16-per-layout" setting) 8×16 sheds ~35 instructions a k8 step, yet ran 43.5 against 46.6 TFLOP/s at 4096³ on an H100 (session 35). */
+  /** One interior kernel that reads the layout from its flags: per layout (the "8x16-per-layout" setting) 8×16 sheds ~35 instructions a k8 step, yet ran 43.5 against 46.6 TFLOP/s at 4096³ on an H100. */
   static constexpr bool kInteriorPerLayout = false;
 
   /** Operands are multiplied as loaded. */

@@ -126,6 +126,8 @@ export interface NativeMatmulInfo {
   wgmmaAttentionBackwardLaunches: number;
   /** Strided copies that ran as a tiled transpose (kernels/convert.cu) in this process so far. */
   transposeCopyLaunches: number;
+  /** Casts between two float dtypes that ran in 16-byte packs (kernels/convert.cu) in this process so far. */
+  packedCastLaunches: number;
 }
 
 /** One backend instance on one device: core's NativeKernelMethods (storage, primitives, fused kernels, flash attention) plus CUDA's own. */
