@@ -4,7 +4,7 @@
 import type { MatmulParams } from '@kiln/core';
 import { expect } from 'vitest';
 import type { CudaBackend } from '../src/cuda-backend.js';
-import type { HalfMatmulCase } from './half-matmul-check.js';
+import { type HalfMatmulCase, worstRelativeError } from './half-matmul-check.js';
 
 /** Deterministic values in [-1, 1) with full f32 mantissas. */
 export function f32Values(count: number, seed: number): Float32Array {
@@ -69,29 +69,14 @@ export async function expectF32MatmulMatchesReference(
     batchStrideA,
     batchStrideB: k * n,
   });
-  let worst = 0;
-  let where = '';
-  for (let z = 0; z < batch; z++) {
-    for (let row = 0; row < m; row++) {
-      for (let column = 0; column < n; column++) {
-        let expected = 0;
-        let magnitude = 0;
-        for (let depth = 0; depth < k; depth++) {
-          const product =
-            aValues[z * batchStrideA + (transposeA ? depth * m + row : row * k + depth)] *
-            bValues[z * k * n + (transposeB ? column * k + depth : depth * n + column)];
-          expected += product;
-          magnitude += Math.abs(product);
-        }
-        const value = got[(z * m + row) * n + column];
-        const error = Math.abs(value - expected) / (magnitude + 1e-30);
-        if (!(error <= worst)) {
-          worst = Number.isNaN(error) ? Infinity : error;
-          where = `out[${z}][${row}][${column}] = ${value}, expected ${expected}`;
-        }
-      }
-    }
-  }
+  const { worst, where } = worstRelativeError(
+    shape,
+    (index) => aValues[index],
+    (index) => bValues[index],
+    { batchStrideA, batchStrideB: k * n },
+    (index) => got[index],
+    1e-30,
+  );
   expect(worst, `f32 ${JSON.stringify(shape)}: worst ${where}`).toBeLessThanOrEqual(bound);
   return { got, worst };
 }

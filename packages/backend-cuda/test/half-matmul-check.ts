@@ -44,6 +44,46 @@ function halfValues(dtype: HalfDType, count: number, seed: number): Uint16Array 
 }
 
 /**
+ * The largest |out − Σ a·b| / (Σ |a·b| + floor) of a batched matmul's output against an f64 sum over
+ * k of the same inputs (element readers by flat index; A and B at z · their batch stride), and
+ * where it is, for the failure message.
+ */
+export function worstRelativeError(
+  shape: Pick<HalfMatmulCase, 'batch' | 'm' | 'n' | 'k' | 'transposeA' | 'transposeB'>,
+  a: (index: number) => number,
+  b: (index: number) => number,
+  strides: { batchStrideA: number; batchStrideB: number },
+  out: (index: number) => number,
+  floor: number,
+): { worst: number; where: string } {
+  const { batch, m, n, k, transposeA, transposeB } = shape;
+  let worst = 0;
+  let where = '';
+  for (let z = 0; z < batch; z++) {
+    for (let row = 0; row < m; row++) {
+      for (let column = 0; column < n; column++) {
+        let expected = 0;
+        let magnitude = 0;
+        for (let depth = 0; depth < k; depth++) {
+          const product =
+            a(z * strides.batchStrideA + (transposeA ? depth * m + row : row * k + depth)) *
+            b(z * strides.batchStrideB + (transposeB ? column * k + depth : depth * n + column));
+          expected += product;
+          magnitude += Math.abs(product);
+        }
+        const value = out((z * m + row) * n + column);
+        const error = Math.abs(value - expected) / (magnitude + floor);
+        if (!(error <= worst)) {
+          worst = Number.isNaN(error) ? Infinity : error;
+          where = `out[${z}][${row}][${column}] = ${value}, expected ${expected}`;
+        }
+      }
+    }
+  }
+  return { worst, where };
+}
+
+/**
  * Runs the case on `cuda` and expects every output within one rounding of the dtype (plus f32
  * accumulation) of the reference, relative to the sum of |products|; returns the output bits.
  */
@@ -70,31 +110,14 @@ export async function expectHalfMatmulMatchesReference(
       { batch, m, n, k, transposeA, transposeB, batchStrideA, batchStrideB },
     );
     const got = new Uint16Array((await cuda.download(out)).slice().buffer);
-    let worst = 0;
-    let where = '';
-    for (let z = 0; z < batch; z++) {
-      for (let row = 0; row < m; row++) {
-        for (let column = 0; column < n; column++) {
-          let expected = 0;
-          let magnitude = 0;
-          for (let depth = 0; depth < k; depth++) {
-            const left = decode(dtype, aBits[z * batchStrideA + (transposeA ? depth * m + row : row * k + depth)]);
-            const right = decode(
-              dtype,
-              bBits[z * batchStrideB + (transposeB ? column * k + depth : depth * n + column)],
-            );
-            expected += left * right;
-            magnitude += Math.abs(left * right);
-          }
-          const value = decode(dtype, got[(z * m + row) * n + column]);
-          const error = Math.abs(value - expected) / (magnitude + 1e-3);
-          if (!(error <= worst)) {
-            worst = Number.isNaN(error) ? Infinity : error;
-            where = `out[${z}][${row}][${column}] = ${value}, expected ${expected}`;
-          }
-        }
-      }
-    }
+    const { worst, where } = worstRelativeError(
+      shape,
+      (index) => decode(dtype, aBits[index]),
+      (index) => decode(dtype, bBits[index]),
+      { batchStrideA, batchStrideB },
+      (index) => decode(dtype, got[index]),
+      1e-3,
+    );
     const unit = dtype === 'bf16' ? 2 ** -8 : 2 ** -11;
     expect(worst, `${dtype} ${JSON.stringify(shape)}: worst ${where}`).toBeLessThanOrEqual(unit);
     return got;
