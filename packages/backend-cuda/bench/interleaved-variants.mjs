@@ -137,8 +137,9 @@ const median = (values) => {
 /**
  * Times every variant (values of `setting`, 'chosen' = unset) on `kiln` and cuBLAS on `cublas`
  * (when loaded) for each shape. `operands(backend, shape)` returns { call, result, free }; `rate`
- * is the FLOP/s the repeat count is sized for. Returns rows { shape, chosenRoute, tflops: {
- * variant → median TFLOP/s }, spread, difference: { variant → largest |Δ| from 'chosen' } } with
+ * is the FLOP/s the repeat count is sized for. Returns rows { shape, chosenRoute, routes: { kiln
+ * variant → the route its launches named }, tflops: { variant → median TFLOP/s }, spread,
+ * difference: { variant → largest |Δ| from 'chosen' } } with
  * spread = max/min − 1 of 'chosen' across rounds; difference compares one more call of each kiln
  * variant with 'chosen' over the same operands (0: the same numbers).
  */
@@ -152,6 +153,7 @@ export async function timeVariants({ shapes, variants, setting, kiln, cublas, op
     const theirs = cublas ? operands(cublas, shape) : undefined;
     const samples = Object.fromEntries(columns.map((variant) => [variant, []]));
     let chosenRoute;
+    const routes = {};
     let difference;
     try {
       for (let round = -1; round < rounds; round++) {
@@ -166,6 +168,7 @@ export async function timeVariants({ shapes, variants, setting, kiln, cublas, op
             repeats,
           );
           if (variant === 'chosen') chosenRoute = route;
+          if (variant !== 'cuBLAS') routes[variant] = route;
           if (round >= 0) samples[variant].push(flops / seconds / 1e12);
         }
       }
@@ -179,6 +182,7 @@ export async function timeVariants({ shapes, variants, setting, kiln, cublas, op
     rows.push({
       shape: `${shape.label} (${shape.m}×${shape.n}×${shape.k}${layout})`,
       chosenRoute,
+      routes,
       tflops: Object.fromEntries(
         Object.entries(samples).map(([variant, values]) => [variant, values.length ? median(values) : undefined]),
       ),
@@ -221,6 +225,9 @@ export function reportVariants({ title, variants, rows, jsonPath, extra = {} }) 
   console.log(format(widths.map((width) => '-'.repeat(width))));
   for (const line of table) console.log(format(line));
   for (const row of rows) {
+    // A variant that does not fit a shape runs another kernel: its route says which.
+    const routes = Object.entries(row.routes ?? {}).map(([variant, route]) => `${variant} → ${route ?? '?'}`);
+    console.log(`  ${row.shape} ran: ${routes.join(', ')}`);
     const differing = Object.entries(row.difference ?? {}).filter(([, value]) => value !== 0);
     console.log(
       `  ${row.shape}: ${

@@ -212,6 +212,11 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
     return this.disposed ? 0 : callNative(() => this.native.matmulInfo()).packedCastLaunches;
   }
 
+  /** Launches of the 8×16 f32 SIMT kernel in k16 slices (KILN_CUDA_F32_KERNEL=8x16-k16) in this process so far. */
+  get f32K16Launches(): number {
+    return this.disposed ? 0 : callNative(() => this.native.matmulInfo()).f32K16Launches;
+  }
+
   /** Bytes and buffers in use, plus the caching allocator's reserved/cached/peak bytes and the device's free/total. */
   memory(): CudaMemoryInfo {
     if (this.disposed) return { allocatedBytes: 0, bufferCount: 0, reservedBytes: 0, cachedBytes: 0, peakBytes: 0 };
@@ -257,8 +262,8 @@ export function checkWgmmaColumnsSetting(value: string | undefined): void {
   );
 }
 
-/** The values KILN_CUDA_F32_KERNEL takes: the f32 SIMT matmul's per-thread tile (register-fed), 8×16 with an interior kernel per layout, or 8×16 fed by a cp.async ring of k8 or k16 slices. */
-const F32_KERNEL_SETTINGS = ['8x16', '8x8', '8x16-per-layout', '8x16-cp.async', '8x16-cp.async-k16'];
+/** The values KILN_CUDA_F32_KERNEL takes: the f32 SIMT matmul's per-thread tile (register-fed), 8×16 with an interior kernel per layout, 8×16 in k16 steps (register-fed, interior problems), or 8×16 fed by a cp.async ring of k8 or k16 slices. */
+const F32_KERNEL_SETTINGS = ['8x16', '8x8', '8x16-per-layout', '8x16-k16', '8x16-cp.async', '8x16-cp.async-k16'];
 
 /**
  * KILN_CUDA_F32_KERNEL, checked: unset (the f32 SIMT matmul picks 8×16 or 8×8 per problem, fed

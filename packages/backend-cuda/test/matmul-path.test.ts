@@ -22,6 +22,7 @@ const kilnInfo: NativeMatmulInfo = {
   wgmmaAttentionBackwardLaunches: 0,
   transposeCopyLaunches: 0,
   packedCastLaunches: 0,
+  f32K16Launches: 0,
 };
 
 const cublasInfo: NativeMatmulInfo = {

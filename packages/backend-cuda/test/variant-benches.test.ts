@@ -45,19 +45,32 @@ function runBench(script: string, shape: string) {
 describe.skipIf(skipReason !== undefined)(
   `variant benches on the simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`,
   () => {
-    it('f32-kernels times the chosen kernel and all five forced ones (cuBLAS absent)', () => {
+    it('f32-kernels times the chosen kernel and all six forced ones (cuBLAS absent)', () => {
       const { status, output, report } = runBench('f32-kernels.mjs', '136x132x40:nt');
       expect(status, output).toBe(0);
       expect(report.rows).toHaveLength(1);
       const [row] = report.rows;
       expect(row.shape).toBe('--shape (136×132×40 nt)');
       expect(row.chosenRoute).toBe('f32 SIMT');
-      for (const kernel of ['chosen', '8x16', '8x16-per-layout', '8x8', '8x16-cp.async', '8x16-cp.async-k16'])
+      for (const kernel of [
+        'chosen',
+        '8x16',
+        '8x16-k16',
+        '8x16-per-layout',
+        '8x8',
+        '8x16-cp.async',
+        '8x16-cp.async-k16',
+      ])
         expect(row.tflops[kernel], kernel).toBeGreaterThan(0);
+      // 136×132×40 has edge tiles: "8x16-k16" runs the k8 kernel, and the report says so.
+      expect(row.routes['8x16-k16']).toBe('f32 SIMT');
+      expect(row.routes['8x16-cp.async-k16']).toBe('f32 SIMT cp.async k16');
+      expect(output).toContain('8x16-k16 → f32 SIMT,');
       expect(row.tflops.cuBLAS).toBeUndefined();
       // Each forced kernel's result against the chosen kernel's, over the same operands: the same bits.
       expect(row.difference).toEqual({
         '8x16': 0,
+        '8x16-k16': 0,
         '8x16-per-layout': 0,
         '8x8': 0,
         '8x16-cp.async': 0,
@@ -65,7 +78,15 @@ describe.skipIf(skipReason !== undefined)(
       });
       expect(output).toContain('(136×132×40 nt): every variant gives the same numbers as "chosen"');
       expect(output).toMatch(/fastest kernel per shape/);
-      expect(output).toMatch(/--shape \(136×132×40 nt\): 8x(8|16)(-cp\.async|-per-layout)? /);
+      expect(output).toMatch(/--shape \(136×132×40 nt\): 8x(8|16)(-cp\.async-k16|-cp\.async|-per-layout|-k16)? /);
+    });
+
+    it('f32-kernels on an interior shape runs 8x16-k16 in k16 steps, with the same numbers', () => {
+      const { status, output, report } = runBench('f32-kernels.mjs', '128x128x32:nn');
+      expect(status, output).toBe(0);
+      const [row] = report.rows;
+      expect(row.routes['8x16-k16']).toBe('f32 SIMT k16');
+      expect(row.difference['8x16-k16']).toBe(0);
     });
 
     it('wgmma-widths times the chosen width and the three forced ones', () => {

@@ -89,6 +89,7 @@ Napi::Object CudaDevice::matmul_info(Napi::Env env) {
              Napi::Number::New(env, static_cast<double>(wgmma_attention_backward_launches())));
   result.Set("transposeCopyLaunches", Napi::Number::New(env, static_cast<double>(transpose_copy_launches())));
   result.Set("packedCastLaunches", Napi::Number::New(env, static_cast<double>(cast_packed_launches())));
+  result.Set("f32K16Launches", Napi::Number::New(env, static_cast<double>(f32_k16_matmul_launches())));
   return result;
 }
 

@@ -8,9 +8,10 @@
 // 16 warps per SM hide the scalar global loads better. Problems whose tiles all lie inside the
 // operands (f32_matmul::kInterior) run either kernel's interior instantiation, without bounds
 // checks; in the others, 8×16's blocks whose tile lies inside load that way too (kInteriorBlocks).
-// KILN_CUDA_F32_KERNEL forces one of them, the 8×16 one with an interior kernel per layout, or the
-// 8×16 one fed by a cp.async ring of k8 or k16 slices (matmul_f32_async.cu, sm_80 PTX), all
-// slower on an H100, for timing them on one GPU.
+// KILN_CUDA_F32_KERNEL forces one of them, the 8×16 one with an interior kernel per layout (slower
+// on an H100), the 8×16 one in k16 slices (half the barriers per depth; untimed), or the 8×16 one
+// fed by a cp.async ring of k8 or k16 slices (matmul_f32_async.cu, sm_80 PTX; slower on an H100),
+// for timing them on one GPU.
 // Split-K (matmul_split_k.cuh): when the 128×128 tiles leave multiprocessors idle and k is long,
 // grid z runs batch · splits items, each summing one k range into an f32 partial, and a second
 // kernel adds the partials in split order (deterministic, no atomics); plan_f32 picks the number
@@ -45,6 +46,10 @@ using f32_matmul::kDepth;
 using f32_matmul::kTile;
 using f32_matmul::SimtMath;
 
+std::atomic<unsigned long long> wgmma_launches{0};
+std::atomic<unsigned long long> split_k_launches{0};
+std::atomic<unsigned long long> f32_k16_launches{0};
+
 /** Shortest k range of a split f32 launch, in kDepth steps (256 elements of k). */
 constexpr Index kMinStepsPerSplit = 32;
 
@@ -52,41 +57,11 @@ constexpr Index kMinStepsPerSplit = 32;
 constexpr Index kF32BlocksPerMultiprocessor = 2;
 
 /**
- * The split-K plan of the f32 kernel for this shape on this device: plan_split_k's decision to
- * split, then the number of ranges that fills the waves of resident blocks best — the one of 2 …
- * plan_split_k's limits that minimises waves / ranges (the launch's time in whole-k block times)
- * + 1% per range (writing and reducing its partials). 96 tiles on 132 multiprocessors (264 blocks
- * at once): 5 ranges, 480 blocks in 2 waves (0.40 + 0.05), not 3, whose 288 blocks leave a second
- * wave of 24 (0.67 + 0.03).
- */
-SplitKPlan plan_f32(const LaunchContext& context, const MatmulShape& shape) {
-  const Index tiles = ((shape.m + kTile - 1) / kTile) * ((shape.n + kTile - 1) / kTile) * shape.batch;
-  const Index k_tiles = (shape.k + kDepth - 1) / kDepth;
-  const SplitKPlan split = plan_split_k(context, tiles, k_tiles, kMinStepsPerSplit);
-  if (split.splits == 1) return split;
-  const Index resident = kF32BlocksPerMultiprocessor * context.multiprocessors();
-  const Index most = k_tiles / kMinStepsPerSplit < kMaxSplits ? k_tiles / kMinStepsPerSplit : kMaxSplits;
-  Index best = split.splits;
-  double best_cost = 0.0;
-  for (Index splits = 2; splits <= most; splits++) {
-    const Index waves = (tiles * splits + resident - 1) / resident;
-    const double cost = static_cast<double>(waves) / static_cast<double>(splits) + 0.01 * static_cast<double>(splits);
-    if (splits == 2 || cost < best_cost) {
-      best = splits;
-      best_cost = cost;
-    }
-  }
-  const Index tiles_per_split = (k_tiles + best - 1) / best;
-  // No empty range: recount the ranges of tiles_per_split tiles.
-  return SplitKPlan{(k_tiles + tiles_per_split - 1) / tiles_per_split, tiles_per_split};
-}
-
-/**
  * The f32 SIMT kernels: 8×16 outputs a thread (128 threads) or 8×8 (256), fed through registers,
- * 8×16 with an interior kernel per layout, or 8×16 fed by a cp.async ring
- * of k8 or k16 slices.
+ * 8×16 with an interior kernel per layout, 8×16 fed through registers in k16 slices, or 8×16 fed
+ * by a cp.async ring of k8 or k16 slices.
  */
-enum class F32SimtKernel { k8x16, k8x8, k8x16PerLayout, k8x16Async, k8x16AsyncK16 };
+enum class F32SimtKernel { k8x16, k8x8, k8x16PerLayout, k8x16K16, k8x16Async, k8x16AsyncK16 };
 
 /** A KILN_CUDA_F32_KERNEL value, the kernel it names and that kernel's MatmulRoute::kernel. */
 struct NamedF32SimtKernel {
@@ -102,6 +77,7 @@ constexpr NamedF32SimtKernel kNamedF32SimtKernels[] = {
     {"8x16", F32SimtKernel::k8x16, "f32 SIMT"},
     {"8x8", F32SimtKernel::k8x8, "f32 SIMT"},
     {"8x16-per-layout", F32SimtKernel::k8x16PerLayout, "f32 SIMT"},
+    {"8x16-k16", F32SimtKernel::k8x16K16, "f32 SIMT k16"},
     {"8x16-cp.async", F32SimtKernel::k8x16Async, "f32 SIMT cp.async"},
     {"8x16-cp.async-k16", F32SimtKernel::k8x16AsyncK16, "f32 SIMT cp.async k16"},
 };
@@ -125,6 +101,45 @@ const NamedF32SimtKernel* forced_f32_simt() {
   return nullptr;
 }
 
+/** KILN_CUDA_F32_KERNEL names the 8×16 kernel in k16 steps ("8x16-k16"). */
+bool k16_forced() {
+  const NamedF32SimtKernel* forced = forced_f32_simt();
+  return forced != nullptr && forced->kernel == F32SimtKernel::k8x16K16;
+}
+
+/**
+ * The split-K plan of the f32 kernel for this shape on this device: plan_split_k's decision to
+ * split, then the number of ranges that fills the waves of resident blocks best — the one of 2 …
+ * plan_split_k's limits that minimises waves / ranges (the launch's time in whole-k block times)
+ * + 1% per range (writing and reducing its partials). 96 tiles on 132 multiprocessors (264 blocks
+ * at once): 5 ranges, 480 blocks in 2 waves (0.40 + 0.05), not 3, whose 288 blocks leave a second
+ * wave of 24 (0.67 + 0.03). With "8x16-k16" forced and k a multiple of 16, ranges are an even
+ * number of k8 steps (whole k16 steps).
+ */
+SplitKPlan plan_f32(const LaunchContext& context, const MatmulShape& shape) {
+  const Index tiles = ((shape.m + kTile - 1) / kTile) * ((shape.n + kTile - 1) / kTile) * shape.batch;
+  const Index k_tiles = (shape.k + kDepth - 1) / kDepth;
+  const SplitKPlan split = plan_split_k(context, tiles, k_tiles, kMinStepsPerSplit);
+  if (split.splits == 1) return split;
+  const Index resident = kF32BlocksPerMultiprocessor * context.multiprocessors();
+  const Index most = k_tiles / kMinStepsPerSplit < kMaxSplits ? k_tiles / kMinStepsPerSplit : kMaxSplits;
+  Index best = split.splits;
+  double best_cost = 0.0;
+  for (Index splits = 2; splits <= most; splits++) {
+    const Index waves = (tiles * splits + resident - 1) / resident;
+    const double cost = static_cast<double>(waves) / static_cast<double>(splits) + 0.01 * static_cast<double>(splits);
+    if (splits == 2 || cost < best_cost) {
+      best = splits;
+      best_cost = cost;
+    }
+  }
+  Index tiles_per_split = (k_tiles + best - 1) / best;
+  // The k16 kernel, when forced, runs ranges of whole k16 steps: round each range up to an even number of k8 steps.
+  if (k16_forced() && shape.k % (2 * kDepth) == 0) tiles_per_split += tiles_per_split % 2;
+  // No empty range: recount the ranges of tiles_per_split tiles.
+  return SplitKPlan{(k_tiles + tiles_per_split - 1) / tiles_per_split, tiles_per_split};
+}
+
 /**
  * The SIMT kernel for a problem with these f32_matmul::Flags (KILN_CUDA_F32_KERNEL, when set,
  * decides instead): 8×16 a thread where both operands are read as float4s, 8×8 (twice the warps)
@@ -138,10 +153,27 @@ F32SimtKernel choose_f32_simt(int flags) {
   return vector_operands ? F32SimtKernel::k8x16 : F32SimtKernel::k8x8;
 }
 
+/**
+ * Whether the 8×16 kernel's k16 steps fit a launch of these flags: an interior problem
+ * (f32_matmul::kInterior) with k a multiple of 16 and, when split, ranges of whole k16 steps.
+ * Elsewhere "8x16-k16" runs the k8 kernel, whose sums are the same bits (each output adds its
+ * products in k order either way).
+ */
+bool k16_steps_fit(const MatmulShape& shape, int flags, const SplitKPlan& plan) {
+  return (flags & f32_matmul::kInterior) != 0 && shape.k % (2 * kDepth) == 0 &&
+         (plan.splits == 1 || plan.tiles_per_split % 2 == 0);
+}
+
 /** Launches the SIMT kernel `kernel` for one planned launch. */
 cudaError_t launch_f32_simt(const LaunchContext& context, const MatmulShape& shape, const MatmulF32Launch& launch,
                             F32SimtKernel kernel) {
   using f32_matmul::launch_tiles;
+  if (kernel == F32SimtKernel::k8x16K16 &&
+      k16_steps_fit(shape, launch.flags, SplitKPlan{launch.splits, launch.steps_per_split})) {
+    f32_k16_launches++;
+    return launch_tiles<SimtMath<4, true>, false, 2 * kDepth>("matmul_f32_kernel<simt 8x16 k16>", context, shape,
+                                                              launch);
+  }
   switch (kernel) {
     case F32SimtKernel::k8x16Async: return launch_matmul_f32_async(context, shape, launch, 8);
     case F32SimtKernel::k8x16AsyncK16: return launch_matmul_f32_async(context, shape, launch, 16);
@@ -152,6 +184,18 @@ cudaError_t launch_f32_simt(const LaunchContext& context, const MatmulShape& sha
   }
 }
 
+/** The f32_matmul::Flags of these operands: transposes, which operands load as float4s, and the interior flags that follow. */
+int f32_operand_flags(const MatmulShape& shape, const void* a, const void* b) {
+  using namespace f32_matmul;
+  // float4 loads need 16-byte aligned rows: the contiguous extent, the batch stride and the base all multiples of 4 floats.
+  const Index a_row = shape.transpose_a ? shape.m : shape.k;
+  const Index b_row = shape.transpose_b ? shape.k : shape.n;
+  int flags = (shape.transpose_a ? kTransposeA : 0) | (shape.transpose_b ? kTransposeB : 0);
+  if (a_row % 4 == 0 && shape.batch_stride_a % 4 == 0 && aligned16(a)) flags |= kVectorA;
+  if (b_row % 4 == 0 && shape.batch_stride_b % 4 == 0 && aligned16(b)) flags |= kVectorB;
+  return flags | interior_flags(shape.m, shape.n, shape.k, flags);
+}
+
 cudaError_t launch_f32(const LaunchContext& context, const void* a, const void* b, void* out, const MatmulShape& shape,
                        void* workspace) {
   using namespace f32_matmul;
@@ -159,14 +203,8 @@ cudaError_t launch_f32(const LaunchContext& context, const void* a, const void* 
   if (plan.splits > 1 && workspace == nullptr)
     return cudaErrorInvalidValue;  // the caller skipped matmul_workspace_bytes
   float* target = plan.splits > 1 ? static_cast<float*>(workspace) : static_cast<float*>(out);
-  // float4 loads need 16-byte aligned rows: the contiguous extent, the batch stride and the base all multiples of 4 floats.
-  const Index a_row = shape.transpose_a ? shape.m : shape.k;
-  const Index b_row = shape.transpose_b ? shape.k : shape.n;
-  int flags = (shape.transpose_a ? kTransposeA : 0) | (shape.transpose_b ? kTransposeB : 0);
-  if (a_row % 4 == 0 && shape.batch_stride_a % 4 == 0 && aligned16(a)) flags |= kVectorA;
-  if (b_row % 4 == 0 && shape.batch_stride_b % 4 == 0 && aligned16(b)) flags |= kVectorB;
+  int flags = f32_operand_flags(shape, a, b);
   if (shape.n % 4 == 0 && aligned16(target)) flags |= kVectorOut;
-  flags |= interior_flags(shape.m, shape.n, shape.k, flags);
   const MatmulF32Launch launch{static_cast<const float*>(a), static_cast<const float*>(b), target, flags, plan.splits,
                                plan.tiles_per_split};
   const cudaError_t launched = matmul_f32_uses_tf32(context)
@@ -188,9 +226,6 @@ __global__ void matmul_split_k_reduce_kernel(const float* workspace, T* out, Ind
     out[i] = from_float<T>(sum);
   }
 }
-
-std::atomic<unsigned long long> wgmma_launches{0};
-std::atomic<unsigned long long> split_k_launches{0};
 
 /**
  * A batch that shares one B (batch stride 0) and stacks untransposed A matrices back to back is
@@ -217,6 +252,8 @@ unsigned long long wgmma_matmul_launches() { return wgmma_launches.load(); }
 bool matmul_f32_uses_tf32(const LaunchContext& context) { return context.allow_tf32 && device_runs_mma_kernels(); }
 
 unsigned long long split_k_matmul_launches() { return split_k_launches.load(); }
+
+unsigned long long f32_k16_matmul_launches() { return f32_k16_launches.load(); }
 
 cudaError_t launch_split_k_reduce(const LaunchContext& context, int dtype, const float* workspace, void* out,
                                   Index splits, Index batch, Index matrix) {
@@ -282,6 +319,9 @@ const char* matmul_kernel_name(const LaunchContext& context, int dtype, const vo
   if (dtype == kF32) {
     if (matmul_f32_uses_tf32(context)) return "TF32 mma.sync";
     const NamedF32SimtKernel* forced = forced_f32_simt();
+    if (forced != nullptr && forced->kernel == F32SimtKernel::k8x16K16 &&
+        !k16_steps_fit(shape, f32_operand_flags(shape, a, b), plan_f32(context, shape)))
+      return "f32 SIMT";
     return forced != nullptr ? forced->route : "f32 SIMT";
   }
   switch (choose_half_matmul_kernel(context, a, b, shape)) {

@@ -116,6 +116,9 @@ bool matmul_f32_uses_tf32(const LaunchContext& context);
 /** Split-K matmuls (partials plus fixed-order reduction, matmul_split_k.cuh) launched in this process so far (tests assert that the split ran). */
 unsigned long long split_k_matmul_launches();
 
+/** Launches of the 8×16 f32 SIMT kernel in k16 slices ("8x16-k16") in this process so far (tests assert that it ran). */
+unsigned long long f32_k16_matmul_launches();
+
 /** True when every row of a 16-bit operand starts 16-byte aligned: base, contiguous extent and batch stride in whole 8-element chunks. */
 inline bool rows_in_whole_chunks(const void* pointer, Index contiguous, Index batch_stride) {
   return contiguous % 8 == 0 && batch_stride % 8 == 0 && (reinterpret_cast<std::uintptr_t>(pointer) & 15u) == 0;

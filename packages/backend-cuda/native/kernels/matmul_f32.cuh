@@ -5,7 +5,9 @@
 // tile of out for one work item (grid z strides over batch · splits items, matmul_split_k.cuh).
 // k advances 8 at a time through two shared-memory buffers: while the block multiplies one buffer,
 // each thread already holds the next slice of A and B in registers (kParts float4s of each) and
-// stores it into the other buffer afterwards (one __syncthreads per step).
+// stores it into the other buffer afterwards (one __syncthreads per step). In k16 steps (Depth 16,
+// the "8x16-k16" setting) a step multiplies two k8 slices and stages the next two one after the
+// other, so the barriers per depth halve and the staging registers stay those of one slice.
 // Operands are staged k-major (tile[k][m], tile[k][n]) whichever way they are stored: the contiguous
 // direction is read with 16-byte float4 loads when the leading dimension, batch stride and base
 // allow it, else with scalar loads; out-of-range elements are 0, so any m, n, k works — and where
@@ -188,19 +190,23 @@ __device__ __forceinline__ void store_operand(float (*tile)[Math::kRow],
 }
 
 /**
- * Adds one work item's `steps` k8 steps to `accumulator` (the register-staged pipeline over the
- * two shared buffers `tile_a` and `tile_b`), its slices from `slices_a` and `slices_b`;
- * depth_limit: the depths of k from the item's first slice on. InteriorLoads: the block's tile
- * lies inside the operands and k is whole slices (OperandSlices::load_interior), else the loads
- * are bounds-checked.
+ * Adds one work item's `steps` steps of Depth depths (8, or 16: two k8 slices per barrier) to
+ * `accumulator` (the register-staged pipeline over the two shared buffers `tile_a` and `tile_b`),
+ * its k8 slices from `slices_a` and `slices_b`; depth_limit: the depths of k from the item's first
+ * slice on. InteriorLoads: the block's tile lies inside the operands and k is whole slices
+ * (OperandSlices::load_interior), else the loads are bounds-checked. A k16 step stages its two
+ * slices one after the other — the second's loads are issued once the first is stored, among the
+ * FMAs of the step's second half — so a thread holds one slice in registers, as in k8 steps.
  */
-template <typename Math, bool InteriorLoads>
+template <typename Math, bool InteriorLoads, int Depth>
 __device__ __forceinline__ void multiply_steps(typename Math::Accumulators& accumulator,
                                                OperandSlices<Math::kThreads>& slices_a,
                                                OperandSlices<Math::kThreads>& slices_b,
-                                               float (*tile_a)[kDepth][Math::kRow], float (*tile_b)[kDepth][Math::kRow],
+                                               float (*tile_a)[Depth][Math::kRow], float (*tile_b)[Depth][Math::kRow],
                                                Index depth_limit, Index steps, bool a_k_contiguous,
                                                bool b_k_contiguous) {
+  static_assert(Depth == kDepth || Depth == 2 * kDepth, "multiply_steps: steps of 8 or 16 depths");
+  constexpr int kSlicesPerStep = Depth / kDepth;
   using Slices = OperandSlices<Math::kThreads>;
   float4 next_a[Slices::kParts];
   float4 next_b[Slices::kParts];
@@ -215,9 +221,16 @@ __device__ __forceinline__ void multiply_steps(typename Math::Accumulators& accu
     }
     depth_limit -= kDepth;
   };
-  load_next();
-  store_operand<Math>(tile_a[0], next_a, a_k_contiguous);
-  store_operand<Math>(tile_b[0], next_b, b_k_contiguous);
+  // Stores next_a and next_b as slice `slice` of the step in `buffer`.
+  const auto store_next = [&](int buffer, int slice) {
+    store_operand<Math>(tile_a[buffer] + slice * kDepth, next_a, a_k_contiguous);
+    store_operand<Math>(tile_b[buffer] + slice * kDepth, next_b, b_k_contiguous);
+  };
+  KILN_UNROLL
+  for (int slice = 0; slice < kSlicesPerStep; slice++) {
+    load_next();
+    store_next(0, slice);
+  }
   __syncthreads();
   // Unless Math::kConditionalLoads, no branch around the next slice's loads and stores: when the
   // loads were conditional, the compiler moved them next to the stores, after the step's FMAs,
@@ -228,11 +241,11 @@ __device__ __forceinline__ void multiply_steps(typename Math::Accumulators& accu
   for (Index step = 0; step < steps; step++) {
     const int buffer = static_cast<int>(step & 1);
     const bool more = !Math::kConditionalLoads || step + 1 < steps;
-    if (more) load_next();
-    Math::step(accumulator, tile_a[buffer], tile_b[buffer]);
-    if (more) {
-      store_operand<Math>(tile_a[buffer ^ 1], next_a, a_k_contiguous);
-      store_operand<Math>(tile_b[buffer ^ 1], next_b, b_k_contiguous);
+    KILN_UNROLL
+    for (int slice = 0; slice < kSlicesPerStep; slice++) {
+      if (more) load_next();
+      Math::step(accumulator, tile_a[buffer] + slice * kDepth, tile_b[buffer] + slice * kDepth);
+      if (more) store_next(buffer ^ 1, slice);
     }
     __syncthreads();
   }
@@ -252,24 +265,26 @@ __device__ __forceinline__ void multiply_steps(typename Math::Accumulators& accu
  * it ran slower on an H100 (43.5 against 46.6 TFLOP/s at 4096³), with 2–5 times as many FFMAs whose
  * three source registers share a register bank (50–85 of 1024, against 18), so only TF32 uses it.
  */
-template <typename Math, bool Interior, int Layout = kLayoutFromFlags>
+template <typename Math, bool Interior, int Layout = kLayoutFromFlags, int Depth = kDepth>
 __global__ void __launch_bounds__(Math::kThreads, Math::kMinBlocks)
     matmul_f32_kernel(const float* a, const float* b, float* out, Index m, Index n, Index k, int flags,
                       Index batch_stride_a, Index batch_stride_b, Index batch, Index splits, Index steps_per_split,
                       Index first_row_tile) {
   using Slices = OperandSlices<Math::kThreads>;
-  __shared__ __align__(16) float tile_a[2][kDepth][Math::kRow];
-  __shared__ __align__(16) float tile_b[2][kDepth][Math::kRow];
+  __shared__ __align__(16) float tile_a[2][Depth][Math::kRow];
+  __shared__ __align__(16) float tile_b[2][Depth][Math::kRow];
   const Index row0 = (first_row_tile + blockIdx.y) * kTile;
   const Index column0 = static_cast<Index>(blockIdx.x) * kTile;
-  const Index all_steps = (k + kDepth - 1) / kDepth;
+  // Steps of Depth depths: a k16 launch has ranges of whole k16 steps (launch_tiles).
+  const Index all_steps = (k + Depth - 1) / Depth;
+  const Index range_steps = Depth == kDepth ? steps_per_split : steps_per_split / (Depth / kDepth);
   // This block's tile lies inside the operands, so its slices may load unchecked (uniform per block).
   const bool interior_block = (flags & kInteriorBlocks) != 0 && row0 + kTile <= m && column0 + kTile <= n;
   (void)interior_block;  // read only where Math::kUncheckedInteriorBlocks
   for (Index item = blockIdx.z; item < batch * splits; item += gridDim.z) {
     const Index batch_index = item / splits;
-    const Index first_step = (item % splits) * steps_per_split;
-    const Index steps = all_steps - first_step < steps_per_split ? all_steps - first_step : steps_per_split;
+    const Index first_step = (item % splits) * range_steps;
+    const Index steps = all_steps - first_step < range_steps ? all_steps - first_step : range_steps;
     const float* matrix_a = a + batch_index * batch_stride_a;
     const float* matrix_b = b + batch_index * batch_stride_b;
     const int layout = Layout == kLayoutFromFlags ? flags : Layout;
@@ -277,15 +292,15 @@ __global__ void __launch_bounds__(Math::kThreads, Math::kMinBlocks)
     const bool b_k_contiguous = (layout & kTransposeB) != 0;
     const bool vector_a = (flags & kVectorA) != 0;
     const bool vector_b = (flags & kVectorB) != 0;
-    Slices slices_a(matrix_a, m, k, row0, first_step * kDepth, a_k_contiguous, vector_a);
-    Slices slices_b(matrix_b, n, k, column0, first_step * kDepth, b_k_contiguous, vector_b);
+    Slices slices_a(matrix_a, m, k, row0, first_step * Depth, a_k_contiguous, vector_a);
+    Slices slices_b(matrix_b, n, k, column0, first_step * Depth, b_k_contiguous, vector_b);
     typename Math::Accumulators accumulator = {};
     // Depths of k from the item's first slice on; only the last slice of k can fall short of kDepth.
-    const Index depth_limit = k - first_step * kDepth;
+    const Index depth_limit = k - first_step * Depth;
     // The k loop with interior (std::true_type) or bounds-checked (std::false_type) loads.
     const auto multiply = [&](auto interior_loads) {
-      multiply_steps<Math, decltype(interior_loads)::value>(accumulator, slices_a, slices_b, tile_a, tile_b,
-                                                            depth_limit, steps, a_k_contiguous, b_k_contiguous);
+      multiply_steps<Math, decltype(interior_loads)::value, Depth>(accumulator, slices_a, slices_b, tile_a, tile_b,
+                                                                   depth_limit, steps, a_k_contiguous, b_k_contiguous);
     };
     if constexpr (Interior) {
       multiply(std::true_type{});
@@ -325,26 +340,37 @@ cudaError_t launch_tile_grid(const char* kernel_name, Kernel kernel, const Launc
 /**
  * Enqueues matmul_f32_kernel (the register-staged pipeline) for one planned launch: interior as
  * launch.flags say, then per layout where PerLayout (Math::kInteriorPerLayout by default; the
- * "8x16-per-layout" setting forces it, to time the two side by side).
+ * "8x16-per-layout" setting forces it, to time the two side by side), in steps of Depth depths.
+ * Depth 16 (the "8x16-k16" setting) runs interior launches only, with k a multiple of 16 and
+ * launch.steps_per_split even when split, so that every range is whole k16 steps; other launches
+ * are refused (cudaErrorInvalidValue): its bounds-checked instantiation spilled in the epilogue.
  */
-template <typename Math, bool PerLayout = Math::kInteriorPerLayout>
+template <typename Math, bool PerLayout = Math::kInteriorPerLayout, int Depth = kDepth>
 cudaError_t launch_tiles(const char* kernel_name, const LaunchContext& context, const MatmulShape& shape,
                          const MatmulF32Launch& launch) {
-  if ((launch.flags & kInterior) == 0)
-    return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math, false>, context, shape, launch);
+  if ((launch.flags & kInterior) == 0) {
+    if constexpr (Depth != kDepth)
+      return cudaErrorInvalidValue;
+    else
+      return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math, false>, context, shape, launch);
+  }
   if constexpr (PerLayout) {
     switch (launch.flags & (kTransposeA | kTransposeB)) {
-      case 0: return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math, true, 0>, context, shape, launch);
+      case 0:
+        return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math, true, 0, Depth>, context, shape, launch);
       case kTransposeA:
-        return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math, true, kTransposeA>, context, shape, launch);
+        return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math, true, kTransposeA, Depth>, context, shape,
+                                      launch);
       case kTransposeB:
-        return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math, true, kTransposeB>, context, shape, launch);
+        return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math, true, kTransposeB, Depth>, context, shape,
+                                      launch);
       default:
-        return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math, true, kTransposeA | kTransposeB>, context,
-                                      shape, launch);
+        return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math, true, kTransposeA | kTransposeB, Depth>,
+                                      context, shape, launch);
     }
   } else {
-    return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math, true>, context, shape, launch);
+    return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math, true, kLayoutFromFlags, Depth>, context, shape,
+                                  launch);
   }
 }
 

@@ -8,6 +8,10 @@
 // 6 float4 shared reads per 128 FMAs; Groups = 2: 256 threads of 8×8, 4 reads per 64 FMAs.
 // Layout: tiles tile[depth][position] with rows of kRow = 132 floats; the thread's rows are
 // first_row() + 0…3 and + kRowHalf + 0…3, its columns first_column() + kColumnStride·c + 0…3.
+// Product order: row by row, each row's columns ascending, or serpentine (odd rows descending), so
+// that consecutive FMAs share an operand at every row change as well: ptxas then reads fewer
+// operands from the register banks (the k16 kernel's 3-operand bank conflicts: 131 → 20 of 2048
+// FMAs on sm_90a). The order changes no output's bits: each accumulator still adds its depths in turn.
 // Numerics: f32 FMAs in k order per output (no TF32).
 #pragma once
 
@@ -35,9 +39,10 @@ __device__ __forceinline__ void store_four(float* row, Index column, Index n, co
  * rows × 4·Groups columns of the 128×128 tile, so Groups = 4 runs 128 threads (8×16 each: 6 float4
  * shared reads per 128 FMAs, 2 blocks in the register file) and Groups = 2 runs 256 (8×8 each: 4
  * per 64 FMAs, twice the warps to hide scalar global loads). Rows: first_row() + 0…3 and
- * + kRowHalf + 0…3; columns: first_column() + kColumnStride·c + 0…3, c < Groups.
+ * + kRowHalf + 0…3; columns: first_column() + kColumnStride·c + 0…3, c < Groups. SerpentineRows:
+ * odd rows' products in descending column order (the k16 kernel's; see the header).
  */
-template <int Groups>
+template <int Groups, bool SerpentineRows = false>
 struct SimtMath {
   static_assert(Groups == 2 || Groups == 4, "SimtMath: 8×8 or 8×16 outputs a thread");
   /** 256 threads of 8×8 (16 × 16 of them), or 4 warps of 64×64 (lanes 8 rows × 4 columns) of 8×16. */
@@ -97,7 +102,10 @@ struct SimtMath {
       KILN_UNROLL
       for (int i = 0; i < 8; i++) {
         KILN_UNROLL
-        for (int j = 0; j < 4 * Groups; j++) accumulator[i][j] += left[i] * right[j];
+        for (int c = 0; c < 4 * Groups; c++) {
+          const int j = SerpentineRows && i % 2 == 1 ? 4 * Groups - 1 - c : c;
+          accumulator[i][j] += left[i] * right[j];
+        }
       }
     }
   }

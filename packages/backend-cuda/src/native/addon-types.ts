@@ -128,6 +128,8 @@ export interface NativeMatmulInfo {
   transposeCopyLaunches: number;
   /** Casts between two float dtypes that ran in 16-byte packs (kernels/convert.cu) in this process so far. */
   packedCastLaunches: number;
+  /** Launches of the 8×16 f32 SIMT kernel in k16 slices (KILN_CUDA_F32_KERNEL=8x16-k16, kernels/matmul.cu) in this process so far. */
+  f32K16Launches: number;
 }
 
 /** One backend instance on one device: core's NativeKernelMethods (storage, primitives, fused kernels, flash attention) plus CUDA's own. */
