@@ -155,6 +155,9 @@ const HOPPER_CHECKS = [
   'f16 wgmma m64n32k16 with A from registers and N-major B, 3 groups, matches the scalar product',
   "changing a register-A wgmma's registers before its wait_group aborts naming the kernel and file:line",
   'a stage released (mbarrier.arrive) before the wgmma reading it completed, and refilled by the woken producer, aborts naming the wgmma and the copy',
+  'a bulk store of shared bytes written with no fence.proxy.async is reported',
+  'a wgmma reads a TMA-loaded tile patched by a generic store after fence.proxy.async',
+  'a wgmma reading a tile patched by a generic store with no fence.proxy.async aborts naming the byte',
 ];
 
 describe.skipIf(compiler === undefined)(

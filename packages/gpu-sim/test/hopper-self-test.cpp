@@ -73,9 +73,10 @@ __global__ void box_kernel(const TensorMap map, int column0, int row0, unsigned 
 }
 
 // One thread lays out element (r, c) of a box as tma_load would land value base + r·columns + c,
-// stores the box at (column0, row0) with tma_store, commits and waits for the read; misuse 1
-// changes the source after issuing (bulk_wait_group_read reports it), misuse 2 never waits (the
-// block's end reports it).
+// fences its stores for the async proxy, stores the box at (column0, row0) with tma_store, commits
+// and waits for the read; misuse 1 changes the source after issuing (bulk_wait_group_read reports
+// it), misuse 2 never waits (the block's end reports it), misuse 3 leaves the fence out (tma_store
+// reports it).
 __global__ void store_box_kernel(const TensorMap map, int column0, int row0, std::uint16_t base, int misuse) {
   GPU_SIM_EXTERN_SHARED(unsigned char, shared);
   if (threadIdx.x != 0) return;
@@ -87,6 +88,7 @@ __global__ void store_box_kernel(const TensorMap map, int column0, int row0, std
       std::memcpy(box + at, &value, 2);
     }
   }
+  if (misuse != 3) gpu_sim::ptx::fence_proxy_async();
   const std::int32_t coordinates[2] = {column0, row0};
   gpu_sim::ptx::tma_store(&map, coordinates, box);
   gpu_sim::ptx::bulk_commit_group();
@@ -373,6 +375,35 @@ __global__ void early_wgmma_kernel(const TensorMap map) {
   gpu_sim::ptx::mbarrier_wait_parity(bar, 0);
 }
 
+// Thread 0 patches one element of a TMA-loaded tile with a generic store (the element at shared
+// address 1024 + 2), then fences it for the async proxy when `fenced`, and the warpgroup issues a
+// wgmma reading the tile: without the fence the simulator must report the patched byte.
+__global__ void patched_tile_kernel(const TensorMap map, bool fenced, float* out) {
+  GPU_SIM_EXTERN_SHARED(unsigned char, shared);
+  auto* bar = reinterpret_cast<std::uint64_t*>(shared);
+  unsigned char* tile = shared + 1024;
+  if (threadIdx.x == 0) {
+    gpu_sim::ptx::mbarrier_init(bar, 1);
+    gpu_sim::ptx::mbarrier_arrive_expect_tx(bar, 64 * 64 * 2);
+    const std::int32_t at[2] = {0, 0};
+    gpu_sim::ptx::tma_load(tile, &map, at, bar);
+  }
+  __syncthreads();
+  gpu_sim::ptx::mbarrier_wait_parity(bar, 0);
+  if (threadIdx.x == 0) {
+    const std::uint16_t two = 0x4000;  // bf16 2.0 at row 0, k 1 (inside the first 16-byte unit: not swizzled)
+    std::memcpy(tile + 2, &two, 2);
+    if (fenced) gpu_sim::ptx::fence_proxy_async();
+  }
+  __syncthreads();
+  float d[8] = {};
+  const std::uint64_t desc = descriptor(gpu_sim::ptx::shared_address(tile), 16, 1024, TensorMapSwizzle::k128B);
+  gpu_sim::ptx::wgmma_mma_async<16, MmaInput::kBF16>(d, desc, desc, false, false, false);
+  gpu_sim::ptx::wgmma_commit_group();
+  gpu_sim::ptx::wgmma_wait_group(0);
+  if (threadIdx.x == 0) *out = d[0];
+}
+
 // The consumer warpgroup releases its stage (the `empty` barrier) before waiting for the wgmma that
 // reads it; the producer, woken by that release, copies the next tile into the stage first.
 __global__ void released_early_kernel(const TensorMap map) {
@@ -440,6 +471,13 @@ int main() {
               contains(ended, "ends while the copy engine may still read") &&
               contains(ended, "thread 0 has 1 bulk tensor store(s), the first issued at hopper-self-test.cpp"),
           "a block that ends with a bulk store not covered by a wait_group.read is reported", ended);
+    const cudaError_t unfenced = launch("store_box_kernel", store_box_kernel, dim3(32), 1024 + 64 * 8 * 2, map, 0, 0,
+                                        static_cast<std::uint16_t>(1), 3);
+    const std::string stale = unfenced == cudaSuccess ? "" : gpu_sim_cuda_fault_detail();
+    check(contains(stale, "kernel 'store_box_kernel'") && contains(stale, "cp.async.bulk.tensor (store) at") &&
+              contains(stale, "hopper-self-test.cpp") && contains(stale, "reads shared address 1024") &&
+              contains(stale, "which no async-proxy write landed and no fence.proxy.async has published"),
+          "a bulk store of shared bytes written with no fence.proxy.async is reported", stale);
   }
 
   const TensorMapSwizzle modes[4] = {TensorMapSwizzle::kNone, TensorMapSwizzle::k32B, TensorMapSwizzle::k64B,
@@ -494,6 +532,28 @@ int main() {
               contains(detail, "wgmma.mma_async at hopper-self-test.cpp:") &&
               contains(detail, "cp.async.bulk.tensor issued at hopper-self-test.cpp:"),
           "a wgmma reading a stage before its copy arrived aborts naming the kernel, the wgmma and the copy", detail);
+  }
+  {
+    // All ones but the patched A(0, 1) = B(0, 1) = 2: D(0, 0) = Σ_k A(0, k)·B(0, k) = 15 + 4 = 19.
+    std::vector<std::uint16_t> values(64 * 64, 0x3f80);
+    const TensorMap map = map_2d(device_copy(values), 64, 64, 64, 64, TensorMapSwizzle::k128B);
+    float* out = device_copy(std::vector<float>(1, 0.0f));
+    const cudaError_t fenced =
+        launch("patched_tile_kernel", patched_tile_kernel, dim3(128), 1024 + 8192, map, true, out);
+    const std::string fenced_detail = fenced == cudaSuccess ? "" : gpu_sim_cuda_fault_detail();
+    check(fenced_detail.empty() && *out == 19.0f,
+          "a wgmma reads a TMA-loaded tile patched by a generic store after fence.proxy.async",
+          fenced_detail.empty() ? "D(0, 0) = " + std::to_string(*out) : fenced_detail);
+    const cudaError_t unfenced =
+        launch("patched_tile_kernel", patched_tile_kernel, dim3(128), 1024 + 8192, map, false, out);
+    const std::string detail = unfenced == cudaSuccess ? "launched without error" : gpu_sim_cuda_fault_detail();
+    check(contains(detail, "kernel 'patched_tile_kernel'") &&
+              contains(detail, "wgmma.mma_async at hopper-self-test.cpp:") &&
+              contains(detail,
+                       "reads shared address 1026, which generic-proxy stores changed after the async "
+                       "proxy's access at hopper-self-test.cpp:") &&
+              contains(detail, "with no fence.proxy.async in the block since"),
+          "a wgmma reading a tile patched by a generic store with no fence.proxy.async aborts naming the byte", detail);
   }
   {
     std::vector<std::uint16_t> values(64 * 64, 0x3f80);

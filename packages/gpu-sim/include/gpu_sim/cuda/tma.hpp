@@ -24,7 +24,9 @@
 //    bulk_wait_group_read(n) retires all but its newest n groups, aborting the launch (naming both
 //    sites) when a retired store's shared source changed after issue — on the device the copy
 //    engine may have read either contents; a block that ends with stores not covered by a wait
-//    is reported too (its shared memory goes away). Groups are per thread and per block.
+//    is reported too (its shared memory goes away). Groups are per thread and per block. A source
+//    byte that generic-proxy stores wrote with no fence.proxy.async in the block since aborts the
+//    store at issue (async_proxy.hpp); the bytes a tma_load lands need none.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +37,7 @@
 #include <vector>
 
 #include "async_groups.hpp"
+#include "async_proxy.hpp"
 #include "mbarrier.hpp"
 
 namespace gpu_sim::cuda {
@@ -166,8 +169,9 @@ void walk_box(const cuda::TensorMap& map, const std::int64_t (&coordinates)[5], 
   }
 }
 
-/** Writes the box of `map` at `coordinates` to shared address `destination` (see the file header). */
-inline void deliver(const cuda::TensorMap& map, const std::int64_t (&coordinates)[5], std::uint32_t destination) {
+/** Writes the box of `map` at `coordinates` to shared address `destination` (see the file header): an async-proxy write issued at `site`. */
+inline void deliver(const cuda::TensorMap& map, const std::int64_t (&coordinates)[5], std::uint32_t destination,
+                    const std::source_location& site) {
   walk_box(map, coordinates, destination, [&](unsigned char* target, const unsigned char* source) {
     if (source != nullptr) {
       std::memcpy(target, source, map.element_bytes);
@@ -175,6 +179,8 @@ inline void deliver(const cuda::TensorMap& map, const std::int64_t (&coordinates
       std::memset(target, map.oob_nan ? 0xff : 0, map.element_bytes);
     }
   });
+  async_proxy_wrote(static_cast<unsigned char*>(current_runner().dynamic_shared()) + destination, cuda::box_bytes(map),
+                    site);
 }
 
 /** A bulk tensor store whose shared source the copy engine may still read: the bytes it was issued with. */
@@ -255,11 +261,13 @@ void tma_load(void* destination, const cuda::TensorMap* map, const std::int32_t 
   for (int i = 0; i < Rank; i++) at[i] = coordinates[i];
   auto* target = static_cast<unsigned char*>(destination);
   std::memset(target, 0xff, bytes);
+  async_proxy_wrote(target, bytes, site);  // the poison stands for the copy in flight
   const cuda::TensorMap copy = *map;
-  mbarrier_add_copy(bar,
-                    mbarrier_detail::InFlightCopy{target, bytes, bytes, site,
-                                                  [copy, at, address]() { tma_detail::deliver(copy, at, address); }},
-                    name);
+  mbarrier_add_copy(
+      bar,
+      mbarrier_detail::InFlightCopy{target, bytes, bytes, site,
+                                    [copy, at, address, site]() { tma_detail::deliver(copy, at, address, site); }},
+      name);
 }
 
 /**
@@ -275,6 +283,7 @@ void tma_store(const cuda::TensorMap* map, const std::int32_t (&coordinates)[Ran
   const std::uint32_t address = tma_detail::checked_box<Rank>(map, source, name, site);
   std::int64_t at[5] = {};
   for (int i = 0; i < Rank; i++) at[i] = coordinates[i];
+  async_proxy_reads(source, cuda::box_bytes(*map), name, site);
   tma_detail::walk_box(*map, at, address, [&](const unsigned char* from, unsigned char* to) {
     if (to != nullptr) std::memcpy(to, from, map->element_bytes);
   });

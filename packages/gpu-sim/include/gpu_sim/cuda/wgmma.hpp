@@ -33,8 +33,9 @@
 //    columns 16s … 16s + 15, rounded pairwise, are the A of k16 step s). The registers are read
 //    at issue, and must stay unchanged until the wait_group that covers the operation: a thread
 //    that changes them earlier aborts the launch naming the site.
-//  - wgmma_fence(), fence_proxy_async(): ordering with no effect in the simulator (the queue
-//    above already orders).
+//  - wgmma_fence(): ordering with no effect in the simulator (the queue above already orders).
+//    fence_proxy_async() (async_proxy.hpp): an operand byte that generic-proxy stores wrote with no
+//    fence.proxy.async in the block since aborts the launch at issue, naming the byte.
 //  - setmaxnreg_inc/dec<N>(): register reallocation, no effect on execution but checked: N in
 //    24 … 256 in steps of 8, warpgroup-collective like wgmma (all 128 threads at the same site with
 //    the same N), .inc never lowers and .dec never raises the warpgroup's last count, and an .inc
@@ -189,8 +190,11 @@ inline std::uint64_t element_address(std::uint64_t descriptor, bool mn_major, in
   return cuda::swizzle_address(address, swizzle);
 }
 
-/** Reads an operand (rows × 16) into values[r][k]; faults on bytes a bulk tensor copy has not delivered. */
-inline void read_operand(const Operation& op, bool is_a, int rows, std::vector<float>& values) {
+/**
+ * Reads an operand (rows × 16) into values[r][k]; faults on bytes a bulk tensor copy has not
+ * delivered and, at issue, on bytes generic stores wrote with no fence.proxy.async (async_proxy.hpp).
+ */
+inline void read_operand(const Operation& op, bool is_a, int rows, std::vector<float>& values, bool at_issue) {
   values.assign(static_cast<std::size_t>(rows) * 16, 0.0f);
   const std::uint64_t descriptor = is_a ? op.desc_a : op.desc_b;
   const bool mn_major = is_a ? op.trans_a : op.trans_b;
@@ -211,6 +215,7 @@ inline void read_operand(const Operation& op, bool is_a, int rows, std::vector<f
                       "(the buffer was released to the copy before the wgmma reading it completed)"
                 : what + " has not delivered yet (wait on its mbarrier phase before issuing the wgmma)");
       }
+      if (at_issue) async_proxy_reads(pointer, 2, "wgmma.mma_async", op.site);
       std::uint16_t bits;
       std::memcpy(&bits, pointer, 2);
       values[static_cast<std::size_t>(r) * 16 + k] =
@@ -235,9 +240,9 @@ inline void perform(Operation& op) {
     }
     a = op.a_values;
   } else {
-    read_operand(op, true, 64, a);
+    read_operand(op, true, 64, a, false);
   }
-  read_operand(op, false, op.n, b);
+  read_operand(op, false, op.n, b, false);
   const int per_thread = op.n / 2;
   for (unsigned t = 0; t < kWarpgroupSize; t++) {
     const int warp = static_cast<int>(t / 32);
@@ -333,9 +338,9 @@ void issue(float (&d)[N / 2], const std::uint32_t* a, std::uint64_t desc_a, std:
         for (int i = 0; i < 4; i++) op.a_issued[t * 4 + i] = op.a_registers[t][i];
       }
     } else {
-      read_operand(op, true, 64, scratch);
+      read_operand(op, true, 64, scratch, true);
     }
-    read_operand(op, false, N, scratch);
+    read_operand(op, false, N, scratch, true);
     // The input is the latest queued operation's output on the same registers, else the registers now.
     const std::size_t slots = static_cast<std::size_t>(kWarpgroupSize) * (N / 2);
     for (const auto& committed : group.committed) {
@@ -398,8 +403,6 @@ inline void wgmma_wait_group(unsigned n, std::source_location site = std::source
 
 /** wgmma.fence.sync.aligned: orders register and shared accesses before later wgmma (no effect here). */
 inline void wgmma_fence() {}
-/** fence.proxy.async.shared::cta: generic-proxy writes become visible to the async proxy (no effect here). */
-inline void fence_proxy_async() {}
 namespace wgmma_detail {
 
 /** 32-bit registers of a Hopper multiprocessor, shared by the warpgroups of a block that uses setmaxnreg. */
