@@ -78,4 +78,10 @@ inline int row_threads(Index cols) {
   return threads;
 }
 
+/** Threads of a row-wise block that gives each thread one element group of a row (more past 1024): whole warps, 32 … 1024. */
+inline int group_threads(Index groups) {
+  const Index threads = groups < 32 ? 32 : groups < 1024 ? groups : 1024;
+  return static_cast<int>((threads + 31) / 32 * 32);
+}
+
 }  // namespace kiln

@@ -159,15 +159,10 @@ __global__ void __launch_bounds__(kThreads) cast_packed_kernel(const From* x, To
   const Index groups = count / kCastGroup;
   for (Index group = first; group < groups; group += stride) {
     float values[kCastGroup];
-    for (int pack = 0; pack < kCastGroup / kFromWidth; pack++) {
-      const Pack<From> in = load_pack(x, group * (kCastGroup / kFromWidth) + pack);
-      for (int lane = 0; lane < kFromWidth; lane++) values[pack * kFromWidth + lane] = to_float(in.values[lane]);
-    }
-    for (int pack = 0; pack < kCastGroup / kToWidth; pack++) {
-      Pack<To> result;
-      for (int lane = 0; lane < kToWidth; lane++) result.values[lane] = from_float<To>(values[pack * kToWidth + lane]);
-      store_pack(out, group * (kCastGroup / kToWidth) + pack, result);
-    }
+    for (int pack = 0; pack < kCastGroup / kFromWidth; pack++)
+      load_floats<From, kFromWidth>(x, group * (kCastGroup / kFromWidth) + pack, values + pack * kFromWidth);
+    for (int pack = 0; pack < kCastGroup / kToWidth; pack++)
+      store_floats<To, kToWidth>(out, group * (kCastGroup / kToWidth) + pack, values + pack * kToWidth);
   }
   for (Index i = groups * kCastGroup + first; i < count; i += stride) out[i] = from_float<To>(to_float(x[i]));
 }

@@ -9,13 +9,17 @@ namespace kiln {
 cudaError_t launch_rms_norm(const LaunchContext& context, int dtype, const void* x, const void* weight, void* out,
                             float* rstd, Index rows, Index cols, float eps);
 
-/** Row chunks of the deterministic dWeight reduction: 1 writes dWeight directly, more need `chunks · cols` floats of scratch. */
+/**
+ * Row chunks of the deterministic dWeight reduction (rms_norm_backward.cu): 1 writes dWeight
+ * directly, more need `chunks · cols` floats of scratch (at most 16 MiB for rows of up to 16384).
+ */
 Index rms_norm_backward_chunks(Index rows, Index cols);
 
 /**
  * dx = rstd·(g − x̂·mean(g·x̂)) with x̂ = x·rstd, g = dy·weight; dWeight[j] = Σ_rows dy·x̂ (f32,
  * overwritten) summed per chunk of rows into `scratch` (chunks · cols floats, unused when
- * chunks = 1), then over chunks in a fixed order.
+ * chunks = 1), then over chunks in a fixed order. Rows of up to 16384 elements take one pass over
+ * x and dy (chunk c: rows c, c + chunks, …), longer ones two (chunks of consecutive rows).
  */
 cudaError_t launch_rms_norm_backward(const LaunchContext& context, int dtype, const void* x, const void* weight,
                                      const float* rstd, const void* dy, void* dx, float* d_weight, float* scratch,

@@ -1,10 +1,12 @@
 // kernels/vector.cuh — 16-byte packs for vectorized loads and stores of contiguous data
-// (4 × f32/i32 or 8 × f16/bf16 per memory transaction). Callers guarantee 16-byte alignment.
+// (4 × f32/i32 or 8 × f16/bf16 per memory transaction), raw or converted to and from f32.
+// Callers guarantee 16-byte alignment.
 #pragma once
 
 #include <cstring>
 
 #include "common.cuh"
+#include "numerics.cuh"
 
 namespace kiln {
 
@@ -31,6 +33,38 @@ __device__ __forceinline__ void store_pack(T* base, Index pack, const Pack<T>& v
   memcpy(&raw, value.values, sizeof raw);
   reinterpret_cast<uint4*>(base)[pack] = raw;
 }
+
+#if KILN_DEVICE_CODE
+/**
+ * Element group `group` of `base` (Width consecutive elements) as floats into values[0 … Width):
+ * one 16-byte pack (Width = Pack<T>::kWidth, 16-byte aligned array) or one element (Width = 1).
+ */
+template <typename T, int Width>
+__device__ __forceinline__ void load_floats(const T* base, Index group, float* values) {
+  static_assert(Width == 1 || Width == Pack<T>::kWidth, "load_floats: one element or one 16-byte pack");
+  if constexpr (Width == 1) {
+    values[0] = to_float(base[group]);
+  } else {
+    const Pack<T> pack = load_pack(base, group);
+    KILN_UNROLL
+    for (int j = 0; j < Width; j++) values[j] = to_float(pack.values[j]);
+  }
+}
+
+/** Stores values[0 … Width), each rounded to T, as element group `group` of `base` (see load_floats). */
+template <typename T, int Width>
+__device__ __forceinline__ void store_floats(T* base, Index group, const float* values) {
+  static_assert(Width == 1 || Width == Pack<T>::kWidth, "store_floats: one element or one 16-byte pack");
+  if constexpr (Width == 1) {
+    base[group] = from_float<T>(values[0]);
+  } else {
+    Pack<T> pack;
+    KILN_UNROLL
+    for (int j = 0; j < Width; j++) pack.values[j] = from_float<T>(values[j]);
+    store_pack(base, group, pack);
+  }
+}
+#endif
 
 /** True when a device address is 16-byte aligned (vector loads allowed). */
 inline bool aligned16(const void* pointer) { return (reinterpret_cast<std::uintptr_t>(pointer) & 15u) == 0; }

@@ -1,0 +1,182 @@
+// RMSNorm forward (kernels/norm.cu) and backward (kernels/rms_norm_backward.cu) on the simulator
+// against an f64 reference. The forward reads rows in 16-byte packs where it can, like the
+// backward. Backward: rows
+// of up to 16384 elements take the one-pass kernel — 16-byte packs (f32 rows of whole float4s,
+// f16/bf16 of whole 8-element packs) or element by element (other row lengths), one or several
+// element groups a thread, more rows than chunks (each block walks rows c, c + chunks, …), fewer,
+// and a single row (dWeight written directly) — longer rows the two-pass kernels. dx and dWeight
+// must be within their rounding bounds of the reference and the same bits on a second run; so must
+// the forward's output and rstd.
+import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from '@kiln/core';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { CudaBackend } from '../src/cuda-backend.js';
+import { createSimulatedCudaBackend } from '../src/simulator.js';
+import { simulatorSkipReason } from './simulator-status.js';
+
+const skipReason = simulatorSkipReason();
+
+type FloatDType = 'f32' | 'f16' | 'bf16';
+
+/** Reproducible values in [−2, 2). */
+function series(count: number, seed: number): Float64Array {
+  const values = new Float64Array(count);
+  let state = seed;
+  for (let i = 0; i < count; i++) {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    values[i] = (state / 2 ** 32) * 4 - 2;
+  }
+  return values;
+}
+
+/** `values` as stored in `dtype` (bytes) and as the exact numbers stored. */
+function encode(values: Float64Array, dtype: FloatDType): { bytes: Uint8Array; stored: Float64Array } {
+  if (dtype === 'f32') {
+    const data = Float32Array.from(values);
+    return { bytes: new Uint8Array(data.buffer), stored: Float64Array.from(data) };
+  }
+  const toBits = dtype === 'f16' ? f32ToF16Bits : f32ToBf16Bits;
+  const fromBits = dtype === 'f16' ? f16BitsToF32 : bf16BitsToF32;
+  const bits = Uint16Array.from(values, (value) => toBits(value));
+  return { bytes: new Uint8Array(bits.buffer), stored: Float64Array.from(bits, (bit) => fromBits(bit)) };
+}
+
+/** The numbers `bytes` hold as `dtype`. */
+function decode(bytes: Uint8Array, dtype: FloatDType): Float64Array {
+  const copy = bytes.slice().buffer;
+  if (dtype === 'f32') return Float64Array.from(new Float32Array(copy));
+  const fromBits = dtype === 'f16' ? f16BitsToF32 : bf16BitsToF32;
+  return Float64Array.from(new Uint16Array(copy), (bit) => fromBits(bit));
+}
+
+/** The relative spacing of `dtype`'s numbers (one rounding is at most half of it). */
+const EPSILON: Record<FloatDType, number> = { f32: 2 ** -23, f16: 2 ** -10, bf16: 2 ** -7 };
+
+describe.skipIf(skipReason !== undefined)(
+  `rmsNormBackward on the CUDA simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`,
+  () => {
+    const backend: CudaBackend | undefined = skipReason === undefined ? createSimulatedCudaBackend() : undefined;
+    afterAll(() => backend?.dispose());
+
+    /** rmsNorm then rmsNormBackward of rows × cols in `dtype` on the simulator: dx, dWeight (f32) and the rstd they used. */
+    async function run(
+      dtype: FloatDType,
+      rows: number,
+      cols: number,
+      inputs: Record<'x' | 'weight' | 'dy', Uint8Array>,
+    ) {
+      const cuda = backend!;
+      const element = dtype === 'f32' ? 4 : 2;
+      const tensor = (shape: number[], type: FloatDType | 'f32', bytes?: Uint8Array) => {
+        const count = shape.reduce((a, b) => a * b, 1);
+        const buffer = cuda.alloc(count * (type === 'f32' ? 4 : element));
+        if (bytes) cuda.upload(buffer, bytes);
+        return { buffer, shape, dtype: type };
+      };
+      const x = tensor([rows, cols], dtype, inputs.x);
+      const weight = tensor([cols], dtype, inputs.weight);
+      const dy = tensor([rows, cols], dtype, inputs.dy);
+      const [out, dx] = [tensor([rows, cols], dtype), tensor([rows, cols], dtype)];
+      const [rstd, dWeight] = [tensor([rows], 'f32'), tensor([cols], 'f32')];
+      try {
+        cuda.rmsNorm(x, weight, out, rstd, rows, cols, 1e-5);
+        cuda.rmsNormBackward(x, weight, rstd, dy, dx, dWeight, rows, cols);
+        return {
+          out: await cuda.download(out.buffer),
+          dx: await cuda.download(dx.buffer),
+          dWeight: await cuda.download(dWeight.buffer),
+          rstd: decode(await cuda.download(rstd.buffer), 'f32'),
+        };
+      } finally {
+        for (const ref of [x, weight, dy, out, dx, rstd, dWeight]) cuda.free(ref.buffer);
+      }
+    }
+
+    /** Runs rows × cols twice and checks both runs' bits and the first against the f64 reference. */
+    async function expectMatchesReference(dtype: FloatDType, rows: number, cols: number): Promise<void> {
+      const x = encode(series(rows * cols, 11 + cols), dtype);
+      const weight = encode(series(cols, 13 + rows), dtype);
+      const dy = encode(series(rows * cols, 17 + rows + cols), dtype);
+      const inputs = { x: x.bytes, weight: weight.bytes, dy: dy.bytes };
+      const first = await run(dtype, rows, cols, inputs);
+      const second = await run(dtype, rows, cols, inputs);
+      expect(Buffer.from(second.out).equals(Buffer.from(first.out)), 'out: the same bits on a second run').toBe(true);
+      expect(Buffer.from(second.dx).equals(Buffer.from(first.dx)), 'dx: the same bits on a second run').toBe(true);
+      expect(Buffer.from(second.dWeight).equals(Buffer.from(first.dWeight)), 'dWeight: the same bits').toBe(true);
+      const dx = decode(first.dx, dtype);
+      const dWeight = decode(first.dWeight, 'f32');
+      const weightSum = new Float64Array(cols);
+      const weightMagnitude = new Float64Array(cols);
+      const out = decode(first.out, dtype);
+      for (let row = 0; row < rows; row++) {
+        const rstd = first.rstd[row]!;
+        let squares = 0;
+        for (let col = 0; col < cols; col++) squares += x.stored[row * cols + col]! ** 2;
+        const expectedRstd = 1 / Math.sqrt(squares / cols + 1e-5);
+        if (Math.abs(rstd - expectedRstd) > 2 ** -20 * expectedRstd)
+          expect.fail(`${dtype} ${rows}×${cols}: rstd[${row}] = ${rstd}, expected ${expectedRstd}`);
+        for (let col = 0; col < cols; col++) {
+          const expected = x.stored[row * cols + col]! * expectedRstd * weight.stored[col]!;
+          const bound = EPSILON[dtype] * Math.abs(expected) + 2 ** -20 * Math.abs(expected);
+          if (Math.abs(out[row * cols + col]! - expected) > bound)
+            expect.fail(`${dtype} ${rows}×${cols}: out[${row}, ${col}] = ${out[row * cols + col]}, expected ${expected}`);
+        }
+        let projection = 0;
+        let magnitude = 0;
+        for (let col = 0; col < cols; col++) {
+          const term = dy.stored[row * cols + col]! * weight.stored[col]! * x.stored[row * cols + col]! * rstd;
+          projection += term;
+          magnitude += Math.abs(term);
+        }
+        const mean = projection / cols;
+        for (let col = 0; col < cols; col++) {
+          const i = row * cols + col;
+          const normalized = x.stored[i]! * rstd;
+          const expected = rstd * (dy.stored[i]! * weight.stored[col]! - normalized * mean);
+          // One rounding to the dtype, plus f32 error in the row's sum and the products.
+          const bound =
+            EPSILON[dtype] * Math.abs(expected) +
+            2 ** -20 *
+              rstd *
+              (Math.abs(dy.stored[i]! * weight.stored[col]!) + (Math.abs(normalized) * magnitude) / cols);
+          if (Math.abs(dx[i]! - expected) > bound)
+            expect.fail(`${dtype} ${rows}×${cols}: dx[${row}, ${col}] = ${dx[i]}, expected ${expected} ± ${bound}`);
+          weightSum[col]! += dy.stored[i]! * normalized;
+          weightMagnitude[col]! += Math.abs(dy.stored[i]! * normalized);
+        }
+      }
+      for (let col = 0; col < cols; col++) {
+        // f32 sums of `rows` terms: at most rows roundings of the running magnitude.
+        const bound = (rows + 4) * 2 ** -24 * weightMagnitude[col]!;
+        if (Math.abs(dWeight[col]! - weightSum[col]!) > bound)
+          expect.fail(
+            `${dtype} ${rows}×${cols}: dWeight[${col}] = ${dWeight[col]}, expected ${weightSum[col]} ± ${bound}`,
+          );
+      }
+    }
+
+    it('f32, 1000 rows of 768 (float4 packs; 512 chunks, so blocks walk two rows)', async () => {
+      await expectMatchesReference('f32', 1000, 768);
+    });
+    it('bf16, 40 rows of 1024 (8-element packs; a chunk per row)', async () => {
+      await expectMatchesReference('bf16', 40, 1024);
+    });
+    it('f16, 9 rows of 264 (8-element packs, a block of 64 threads with 33 of them idle)', async () => {
+      await expectMatchesReference('f16', 9, 264);
+    });
+    it('f16, 7 rows of 33 (element by element)', async () => {
+      await expectMatchesReference('f16', 7, 33);
+    });
+    it('f32, 3 rows of 4104 (1026 float4 packs: two per thread of 1024)', async () => {
+      await expectMatchesReference('f32', 3, 4104);
+    });
+    it('f32, 2 rows of 5001 (element by element, five per thread of 1024)', async () => {
+      await expectMatchesReference('f32', 2, 5001);
+    });
+    it('bf16, one row of 512 (one chunk: dWeight written directly)', async () => {
+      await expectMatchesReference('bf16', 1, 512);
+    });
+    it('f32, 70 rows of 16392 (longer than 16384: the two-pass kernels, 2 chunks of 64 rows)', async () => {
+      await expectMatchesReference('f32', 70, 16392);
+    });
+  },
+);
