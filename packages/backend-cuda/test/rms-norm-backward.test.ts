@@ -118,7 +118,9 @@ describe.skipIf(skipReason !== undefined)(
           const expected = x.stored[row * cols + col]! * expectedRstd * weight.stored[col]!;
           const bound = EPSILON[dtype] * Math.abs(expected) + 2 ** -20 * Math.abs(expected);
           if (Math.abs(out[row * cols + col]! - expected) > bound)
-            expect.fail(`${dtype} ${rows}×${cols}: out[${row}, ${col}] = ${out[row * cols + col]}, expected ${expected}`);
+            expect.fail(
+              `${dtype} ${rows}×${cols}: out[${row}, ${col}] = ${out[row * cols + col]}, expected ${expected}`,
+            );
         }
         let projection = 0;
         let magnitude = 0;

@@ -70,7 +70,14 @@ describe.skipIf(skipReason !== undefined)(
           if (bytes) cuda.upload(buffer, bytes);
           return { buffer, shape: [count], dtype };
         };
-        const [g, u, d, out, dGate, dUp] = [tensor(gate.bytes), tensor(up.bytes), tensor(dy.bytes), tensor(), tensor(), tensor()];
+        const [g, u, d, out, dGate, dUp] = [
+          tensor(gate.bytes),
+          tensor(up.bytes),
+          tensor(dy.bytes),
+          tensor(),
+          tensor(),
+          tensor(),
+        ];
         try {
           cuda.swiglu(g, u, out);
           cuda.swigluBackward(g, u, d, dGate, dUp);
@@ -81,9 +88,10 @@ describe.skipIf(skipReason !== undefined)(
           };
           for (const [name, result] of Object.entries(results)) {
             for (let i = 0; i < tail; i++)
-              expect(result.bits[count - tail + i], `${name}[${count - tail + i}] (one by one) against ${name}[${i}] (packed)`).toBe(
-                result.bits[i],
-              );
+              expect(
+                result.bits[count - tail + i],
+                `${name}[${count - tail + i}] (one by one) against ${name}[${i}] (packed)`,
+              ).toBe(result.bits[i]);
           }
           for (let i = 0; i < count; i++) {
             const [x, y, gradient] = [gate.stored[i]!, up.stored[i]!, dy.stored[i]!];
