@@ -7,15 +7,13 @@
 // and a single row (dWeight written directly) — longer rows the two-pass kernels. dx and dWeight
 // must be within their rounding bounds of the reference and the same bits on a second run; so must
 // the forward's output and rstd.
-import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from '@kiln/core';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CudaBackend } from '../src/cuda-backend.js';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
+import { decodeFloats, ELEMENT_BYTES, EPSILON, encodeFloats, type FloatDType } from './float-bytes.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
-
-type FloatDType = 'f32' | 'f16' | 'bf16';
 
 /** Reproducible values in [−2, 2). */
 function series(count: number, seed: number): Float64Array {
@@ -27,29 +25,6 @@ function series(count: number, seed: number): Float64Array {
   }
   return values;
 }
-
-/** `values` as stored in `dtype` (bytes) and as the exact numbers stored. */
-function encode(values: Float64Array, dtype: FloatDType): { bytes: Uint8Array; stored: Float64Array } {
-  if (dtype === 'f32') {
-    const data = Float32Array.from(values);
-    return { bytes: new Uint8Array(data.buffer), stored: Float64Array.from(data) };
-  }
-  const toBits = dtype === 'f16' ? f32ToF16Bits : f32ToBf16Bits;
-  const fromBits = dtype === 'f16' ? f16BitsToF32 : bf16BitsToF32;
-  const bits = Uint16Array.from(values, (value) => toBits(value));
-  return { bytes: new Uint8Array(bits.buffer), stored: Float64Array.from(bits, (bit) => fromBits(bit)) };
-}
-
-/** The numbers `bytes` hold as `dtype`. */
-function decode(bytes: Uint8Array, dtype: FloatDType): Float64Array {
-  const copy = bytes.slice().buffer;
-  if (dtype === 'f32') return Float64Array.from(new Float32Array(copy));
-  const fromBits = dtype === 'f16' ? f16BitsToF32 : bf16BitsToF32;
-  return Float64Array.from(new Uint16Array(copy), (bit) => fromBits(bit));
-}
-
-/** The relative spacing of `dtype`'s numbers (one rounding is at most half of it). */
-const EPSILON: Record<FloatDType, number> = { f32: 2 ** -23, f16: 2 ** -10, bf16: 2 ** -7 };
 
 describe.skipIf(skipReason !== undefined)(
   `rmsNormBackward on the CUDA simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`,
@@ -65,10 +40,9 @@ describe.skipIf(skipReason !== undefined)(
       inputs: Record<'x' | 'weight' | 'dy', Uint8Array>,
     ) {
       const cuda = backend!;
-      const element = dtype === 'f32' ? 4 : 2;
-      const tensor = (shape: number[], type: FloatDType | 'f32', bytes?: Uint8Array) => {
+      const tensor = (shape: number[], type: FloatDType, bytes?: Uint8Array) => {
         const count = shape.reduce((a, b) => a * b, 1);
-        const buffer = cuda.alloc(count * (type === 'f32' ? 4 : element));
+        const buffer = cuda.alloc(count * ELEMENT_BYTES[type]);
         if (bytes) cuda.upload(buffer, bytes);
         return { buffer, shape, dtype: type };
       };
@@ -84,7 +58,7 @@ describe.skipIf(skipReason !== undefined)(
           out: await cuda.download(out.buffer),
           dx: await cuda.download(dx.buffer),
           dWeight: await cuda.download(dWeight.buffer),
-          rstd: decode(await cuda.download(rstd.buffer), 'f32'),
+          rstd: decodeFloats(await cuda.download(rstd.buffer), 'f32').values,
         };
       } finally {
         for (const ref of [x, weight, dy, out, dx, rstd, dWeight]) cuda.free(ref.buffer);
@@ -93,20 +67,20 @@ describe.skipIf(skipReason !== undefined)(
 
     /** Runs rows × cols twice and checks both runs' bits and the first against the f64 reference. */
     async function expectMatchesReference(dtype: FloatDType, rows: number, cols: number): Promise<void> {
-      const x = encode(series(rows * cols, 11 + cols), dtype);
-      const weight = encode(series(cols, 13 + rows), dtype);
-      const dy = encode(series(rows * cols, 17 + rows + cols), dtype);
+      const x = encodeFloats(series(rows * cols, 11 + cols), dtype);
+      const weight = encodeFloats(series(cols, 13 + rows), dtype);
+      const dy = encodeFloats(series(rows * cols, 17 + rows + cols), dtype);
       const inputs = { x: x.bytes, weight: weight.bytes, dy: dy.bytes };
       const first = await run(dtype, rows, cols, inputs);
       const second = await run(dtype, rows, cols, inputs);
       expect(Buffer.from(second.out).equals(Buffer.from(first.out)), 'out: the same bits on a second run').toBe(true);
       expect(Buffer.from(second.dx).equals(Buffer.from(first.dx)), 'dx: the same bits on a second run').toBe(true);
       expect(Buffer.from(second.dWeight).equals(Buffer.from(first.dWeight)), 'dWeight: the same bits').toBe(true);
-      const dx = decode(first.dx, dtype);
-      const dWeight = decode(first.dWeight, 'f32');
+      const dx = decodeFloats(first.dx, dtype).values;
+      const dWeight = decodeFloats(first.dWeight, 'f32').values;
       const weightSum = new Float64Array(cols);
       const weightMagnitude = new Float64Array(cols);
-      const out = decode(first.out, dtype);
+      const out = decodeFloats(first.out, dtype).values;
       for (let row = 0; row < rows; row++) {
         const rstd = first.rstd[row]!;
         let squares = 0;

@@ -3,39 +3,13 @@
 // tail, the tail repeats the first elements' inputs: each tail output must be the bits of the packed
 // output with the same inputs (one formula on both paths), and every output within one rounding
 // (plus f32 error) of an f64 reference.
-import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from '@kiln/core';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CudaBackend } from '../src/cuda-backend.js';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
+import { decodeFloats, ELEMENT_BYTES, EPSILON, encodeFloats } from './float-bytes.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
-
-type FloatDType = 'f32' | 'f16' | 'bf16';
-const ELEMENT_BYTES: Record<FloatDType, number> = { f32: 4, f16: 2, bf16: 2 };
-/** The relative spacing of each dtype's numbers. */
-const EPSILON: Record<FloatDType, number> = { f32: 2 ** -23, f16: 2 ** -10, bf16: 2 ** -7 };
-
-/** `values` in `dtype`: the bytes and the exact numbers stored. */
-function encode(values: number[], dtype: FloatDType): { bytes: Uint8Array; stored: number[] } {
-  if (dtype === 'f32') {
-    const data = Float32Array.from(values);
-    return { bytes: new Uint8Array(data.buffer), stored: Array.from(data) };
-  }
-  const toBits = dtype === 'f16' ? f32ToF16Bits : f32ToBf16Bits;
-  const fromBits = dtype === 'f16' ? f16BitsToF32 : bf16BitsToF32;
-  const bits = Uint16Array.from(values, (value) => toBits(value));
-  return { bytes: new Uint8Array(bits.buffer), stored: Array.from(bits, (bit) => fromBits(bit)) };
-}
-
-/** The numbers `bytes` hold in `dtype`, and their bit patterns (for exact comparisons). */
-function decode(bytes: Uint8Array, dtype: FloatDType): { values: number[]; bits: number[] } {
-  const copy = bytes.slice().buffer;
-  if (dtype === 'f32') return { values: Array.from(new Float32Array(copy)), bits: Array.from(new Uint32Array(copy)) };
-  const fromBits = dtype === 'f16' ? f16BitsToF32 : bf16BitsToF32;
-  const bits = Array.from(new Uint16Array(copy));
-  return { values: bits.map((bit) => fromBits(bit)), bits };
-}
 
 /** count inputs in [−6, 6) whose last `tail` repeat the first `tail`. */
 function inputs(count: number, tail: number, seed: number): number[] {
@@ -62,9 +36,9 @@ describe.skipIf(skipReason !== undefined)(
       const count = 37 * width + tail;
       it(`${dtype}: ${count} elements (37 packs of ${width}, then ${tail} one by one)`, async () => {
         const cuda = backend!;
-        const gate = encode(inputs(count, tail, 3), dtype);
-        const up = encode(inputs(count, tail, 5), dtype);
-        const dy = encode(inputs(count, tail, 7), dtype);
+        const gate = encodeFloats(inputs(count, tail, 3), dtype);
+        const up = encodeFloats(inputs(count, tail, 5), dtype);
+        const dy = encodeFloats(inputs(count, tail, 7), dtype);
         const tensor = (bytes?: Uint8Array) => {
           const buffer = cuda.alloc(count * ELEMENT_BYTES[dtype]);
           if (bytes) cuda.upload(buffer, bytes);
@@ -82,9 +56,9 @@ describe.skipIf(skipReason !== undefined)(
           cuda.swiglu(g, u, out);
           cuda.swigluBackward(g, u, d, dGate, dUp);
           const results = {
-            out: decode(await cuda.download(out.buffer), dtype),
-            dGate: decode(await cuda.download(dGate.buffer), dtype),
-            dUp: decode(await cuda.download(dUp.buffer), dtype),
+            out: decodeFloats(await cuda.download(out.buffer), dtype),
+            dGate: decodeFloats(await cuda.download(dGate.buffer), dtype),
+            dUp: decodeFloats(await cuda.download(dUp.buffer), dtype),
           };
           for (const [name, result] of Object.entries(results)) {
             for (let i = 0; i < tail; i++)

@@ -355,11 +355,9 @@ __global__ void stuck_phase_kernel() {
   gpu_sim::ptx::mbarrier_wait_parity(bar, 0);
 }
 
-// The wgmma issues without waiting on the barrier its operands' copy signals.
-__global__ void early_wgmma_kernel(const TensorMap map) {
-  GPU_SIM_EXTERN_SHARED(unsigned char, shared);
-  auto* bar = reinterpret_cast<std::uint64_t*>(shared);
-  unsigned char* tile = shared + 1024;
+// Thread 0 sets up the barrier at shared address 0 and copies the 64 × 64 bf16 box at (0, 0) of
+// `map` to `tile` with tma_load; then the block synchronises.
+__device__ void load_tile(const TensorMap& map, std::uint64_t* bar, unsigned char* tile) {
   if (threadIdx.x == 0) {
     gpu_sim::ptx::mbarrier_init(bar, 1);
     gpu_sim::ptx::mbarrier_arrive_expect_tx(bar, 64 * 64 * 2);
@@ -367,11 +365,25 @@ __global__ void early_wgmma_kernel(const TensorMap map) {
     gpu_sim::ptx::tma_load(tile, &map, at, bar);
   }
   __syncthreads();
+}
+
+// The warpgroup's wgmma m64n16k16 of `tile` (K-major, 128B swizzle) with itself; d[0] to `out` when given.
+__device__ void multiply_tile(unsigned char* tile, float* out) {
   float d[8] = {};
   const std::uint64_t desc = descriptor(gpu_sim::ptx::shared_address(tile), 16, 1024, TensorMapSwizzle::k128B);
   gpu_sim::ptx::wgmma_mma_async<16, MmaInput::kBF16>(d, desc, desc, false, false, false);
   gpu_sim::ptx::wgmma_commit_group();
   gpu_sim::ptx::wgmma_wait_group(0);
+  if (out != nullptr && threadIdx.x == 0) *out = d[0];
+}
+
+// The wgmma issues without waiting on the barrier its operands' copy signals.
+__global__ void early_wgmma_kernel(const TensorMap map) {
+  GPU_SIM_EXTERN_SHARED(unsigned char, shared);
+  auto* bar = reinterpret_cast<std::uint64_t*>(shared);
+  unsigned char* tile = shared + 1024;
+  load_tile(map, bar, tile);
+  multiply_tile(tile, nullptr);
   gpu_sim::ptx::mbarrier_wait_parity(bar, 0);
 }
 
@@ -382,13 +394,7 @@ __global__ void patched_tile_kernel(const TensorMap map, bool fenced, float* out
   GPU_SIM_EXTERN_SHARED(unsigned char, shared);
   auto* bar = reinterpret_cast<std::uint64_t*>(shared);
   unsigned char* tile = shared + 1024;
-  if (threadIdx.x == 0) {
-    gpu_sim::ptx::mbarrier_init(bar, 1);
-    gpu_sim::ptx::mbarrier_arrive_expect_tx(bar, 64 * 64 * 2);
-    const std::int32_t at[2] = {0, 0};
-    gpu_sim::ptx::tma_load(tile, &map, at, bar);
-  }
-  __syncthreads();
+  load_tile(map, bar, tile);
   gpu_sim::ptx::mbarrier_wait_parity(bar, 0);
   if (threadIdx.x == 0) {
     const std::uint16_t two = 0x4000;  // bf16 2.0 at row 0, k 1 (inside the first 16-byte unit: not swizzled)
@@ -396,12 +402,7 @@ __global__ void patched_tile_kernel(const TensorMap map, bool fenced, float* out
     if (fenced) gpu_sim::ptx::fence_proxy_async();
   }
   __syncthreads();
-  float d[8] = {};
-  const std::uint64_t desc = descriptor(gpu_sim::ptx::shared_address(tile), 16, 1024, TensorMapSwizzle::k128B);
-  gpu_sim::ptx::wgmma_mma_async<16, MmaInput::kBF16>(d, desc, desc, false, false, false);
-  gpu_sim::ptx::wgmma_commit_group();
-  gpu_sim::ptx::wgmma_wait_group(0);
-  if (threadIdx.x == 0) *out = d[0];
+  multiply_tile(tile, out);
 }
 
 // The consumer warpgroup releases its stage (the `empty` barrier) before waiting for the wgmma that
