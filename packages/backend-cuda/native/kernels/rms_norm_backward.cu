@@ -31,9 +31,13 @@ constexpr Index kFusedMaxChunks = 512;
 /** Most scratch floats (chunks · cols) of the one-pass kernel: 16 MiB. */
 constexpr Index kFusedMaxScratch = Index{1} << 22;
 
+/** Columns of a two-pass dWeight block. */
 constexpr int kColumnTile = 32;
+/** Row-threads of a two-pass dWeight block (each sums every 8th row of the chunk). */
 constexpr int kRowThreads = 8;
+/** Rows of a two-pass chunk, at least. */
 constexpr Index kRowsPerChunk = 64;
+/** Most chunks of the two-pass path. */
 constexpr Index kMaxChunks = 32;
 
 /**
