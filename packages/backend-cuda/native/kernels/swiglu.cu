@@ -28,8 +28,7 @@ __device__ __forceinline__ void swiglu_gradients(float g, float u, float gradien
 
 /** out = silu(gate) · up: in 16-byte packs when `packed` (every pointer aligned), then the elements past the last pack. */
 template <typename T>
-__global__ void __launch_bounds__(kThreads)
-    swiglu_kernel(const T* gate, const T* up, T* out, Index count, int packed) {
+__global__ void __launch_bounds__(kThreads) swiglu_kernel(const T* gate, const T* up, T* out, Index count, int packed) {
   constexpr int kWidth = Pack<T>::kWidth;
   const Index first = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x;
   const Index stride = static_cast<Index>(gridDim.x) * blockDim.x;
@@ -48,8 +47,8 @@ __global__ void __launch_bounds__(kThreads)
 
 /** Both gradients from one read of gate, up and dy, packed as swiglu_kernel. */
 template <typename T>
-__global__ void __launch_bounds__(kThreads) swiglu_backward_kernel(const T* gate, const T* up, const T* dy, T* d_gate,
-                                                                   T* d_up, Index count, int packed) {
+__global__ void __launch_bounds__(kThreads)
+    swiglu_backward_kernel(const T* gate, const T* up, const T* dy, T* d_gate, T* d_up, Index count, int packed) {
   constexpr int kWidth = Pack<T>::kWidth;
   const Index first = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x;
   const Index stride = static_cast<Index>(gridDim.x) * blockDim.x;
