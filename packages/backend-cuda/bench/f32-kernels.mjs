@@ -2,9 +2,10 @@
 // kiln's f32 SIMT matmul kernels against each other and cuBLAS (TF32 off): for each shape, the
 // device time of the kernel the per-problem choice runs ("chosen") and of every kernel forced
 // through KILN_CUDA_F32_KERNEL — 8×16 or 8×8 outputs a thread fed through registers, 8×16 with an
-// interior kernel per layout (the layout a template argument, the epilogue unchecked), 8×16 in k16
-// steps (interior problems with k a multiple of 16; the k8 kernel elsewhere, as its "ran" line
-// shows: both lm_head rows), or 8×16 fed by a cp.async ring of k8 or k16 slices — interleaved in
+// interior kernel per layout (the layout a template argument, the epilogue unchecked), 8×16's
+// interior variants — in k16 steps (k a multiple of 16), with each step's last depth multiplied
+// after its barrier ("overlap"), or both; the default kernel elsewhere, as the "ran" lines show:
+// both lm_head rows — or 8×16 fed by a cp.async ring of k8 or k16 slices — interleaved in
 // rounds over the same operands (interleaved-variants.mjs). Prints median device TFLOP/s per kernel,
 // the chosen kernel's spread and the route each variant ran, then which kernel is fastest at each
 // shape. Issue 19's f32 target is ≥ 90% of cuBLAS at 4096³. Needs a GPU (sm_80 or newer for
@@ -28,7 +29,17 @@ const SHAPES = [
   { label: 'GPT-2 lm_head x·Wᵀ', m: 1024, n: 50257, k: 768, transposeA: false, transposeB: true },
   { label: 'GPT-2 lm_head dX = dY·W', m: 1024, n: 768, k: 50257, transposeA: false, transposeB: false },
 ];
-const KERNELS = ['chosen', '8x16', '8x16-k16', '8x16-per-layout', '8x8', '8x16-cp.async', '8x16-cp.async-k16'];
+const KERNELS = [
+  'chosen',
+  '8x16',
+  '8x16-k16',
+  '8x16-overlap',
+  '8x16-k16-overlap',
+  '8x16-per-layout',
+  '8x8',
+  '8x16-cp.async',
+  '8x16-cp.async-k16',
+];
 
 const { rounds, milliseconds, jsonPath, simulator, shapes } = benchOptions(process.argv.slice(2), SHAPES);
 const backends = openBackends(simulator, jsonPath);

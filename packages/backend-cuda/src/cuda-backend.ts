@@ -262,8 +262,17 @@ export function checkWgmmaColumnsSetting(value: string | undefined): void {
   );
 }
 
-/** The values KILN_CUDA_F32_KERNEL takes: the f32 SIMT matmul's per-thread tile (register-fed), 8×16 with an interior kernel per layout, 8×16 in k16 steps (register-fed, interior problems), or 8×16 fed by a cp.async ring of k8 or k16 slices. */
-const F32_KERNEL_SETTINGS = ['8x16', '8x8', '8x16-per-layout', '8x16-k16', '8x16-cp.async', '8x16-cp.async-k16'];
+/** The values KILN_CUDA_F32_KERNEL takes: the f32 SIMT matmul's per-thread tile (register-fed), 8×16 with an interior kernel per layout, 8×16's interior variants (k16 steps, the last depth multiplied after the barrier, or both), or 8×16 fed by a cp.async ring of k8 or k16 slices. */
+const F32_KERNEL_SETTINGS = [
+  '8x16',
+  '8x8',
+  '8x16-per-layout',
+  '8x16-k16',
+  '8x16-overlap',
+  '8x16-k16-overlap',
+  '8x16-cp.async',
+  '8x16-cp.async-k16',
+];
 
 /**
  * KILN_CUDA_F32_KERNEL, checked: unset (the f32 SIMT matmul picks 8×16 or 8×8 per problem, fed

@@ -1,7 +1,8 @@
 // KILN_CUDA_F32_KERNEL forces the f32 SIMT matmul's kernel — '8x16' or '8x8' outputs a thread, fed
 // through registers (matmul.cu), '8x16-per-layout' (8×16 with an interior kernel per layout, the
-// transposes template arguments), '8x16-k16' (8×16 in k16 steps on interior problems, the k8 kernel
-// elsewhere: f32-k16-matmul.test.ts), or '8x16-cp.async' / '8x16-cp.async-k16', fed by a cp.async ring
+// transposes template arguments), '8x16-k16' / '8x16-overlap' / '8x16-k16-overlap' (8×16's interior
+// variants, the default 8×16 kernel elsewhere: f32-interior-variants.test.ts), or '8x16-cp.async' /
+// '8x16-cp.async-k16', fed by a cp.async ring
 // of k8 or k16 slices (matmul_f32_async.cu) — so one GPU run can time them against each other
 // (bench/f32-kernels.mjs).
 // On the simulator every kernel must give the same bits as the per-problem choice (same FMAs in the
@@ -23,15 +24,17 @@ const ROUTES = {
   '8x16': 'f32 SIMT',
   '8x8': 'f32 SIMT',
   '8x16-per-layout': 'f32 SIMT',
-  // None of this file's problems is interior: each runs the k8 kernel.
+  // None of this file's problems is interior: each runs the default 8×16 kernel.
   '8x16-k16': 'f32 SIMT',
+  '8x16-overlap': 'f32 SIMT',
+  '8x16-k16-overlap': 'f32 SIMT',
   '8x16-cp.async': 'f32 SIMT cp.async',
   '8x16-cp.async-k16': 'f32 SIMT cp.async k16',
 } as const;
 const KERNELS = Object.keys(ROUTES) as (keyof typeof ROUTES)[];
 
 describe('KILN_CUDA_F32_KERNEL values', () => {
-  it('accepts unset and the six kernels and refuses anything else, naming the value', () => {
+  it('accepts unset and the eight kernels and refuses anything else, naming the value', () => {
     for (const good of [undefined, ...KERNELS]) expect(() => checkF32KernelSetting(good)).not.toThrow();
     for (const bad of ['', '16x8', '8x16-async', '8x8-cp.async', 'cp.async', ' 8x8', 'auto'])
       expect(() => checkF32KernelSetting(bad), JSON.stringify(bad)).toThrow(ConfigError);
@@ -127,13 +130,13 @@ describe.skipIf(skipReason !== undefined)(
     it('split-K (one tile, k = 1000 in 3 ranges of 42 k8 steps, tn): every kernel sums the same partials', async () => {
       const before = backend!.splitKMatmulLaunches;
       await expectEveryKernelAgrees({ batch: 1, m: 40, n: 56, k: 1000, transposeA: true, transposeB: false });
-      expect(backend!.splitKMatmulLaunches - before, 'all seven runs split k').toBe(7);
+      expect(backend!.splitKMatmulLaunches - before, 'all nine runs split k').toBe(9);
     });
 
     it('split-K into ranges of an odd number of k8 steps (k = 984: 3 × 41; k16 slices stop at the range, nt)', async () => {
       const before = backend!.splitKMatmulLaunches;
       await expectEveryKernelAgrees({ batch: 1, m: 40, n: 56, k: 984, transposeA: false, transposeB: true });
-      expect(backend!.splitKMatmulLaunches - before, 'all seven runs split k').toBe(7);
+      expect(backend!.splitKMatmulLaunches - before, 'all nine runs split k').toBe(9);
     });
 
     it('unset again, the per-problem choice runs the register-fed kernel', async () => {

@@ -45,7 +45,7 @@ function runBench(script: string, shape: string) {
 describe.skipIf(skipReason !== undefined)(
   `variant benches on the simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`,
   () => {
-    it('f32-kernels times the chosen kernel and all six forced ones (cuBLAS absent)', () => {
+    it('f32-kernels times the chosen kernel and all eight forced ones (cuBLAS absent)', () => {
       const { status, output, report } = runBench('f32-kernels.mjs', '136x132x40:nt');
       expect(status, output).toBe(0);
       expect(report.rows).toHaveLength(1);
@@ -62,8 +62,9 @@ describe.skipIf(skipReason !== undefined)(
         '8x16-cp.async-k16',
       ])
         expect(row.tflops[kernel], kernel).toBeGreaterThan(0);
-      // 136×132×40 has edge tiles: "8x16-k16" runs the k8 kernel, and the report says so.
+      // 136×132×40 has edge tiles: the interior variants run the default kernel, and the report says so.
       expect(row.routes['8x16-k16']).toBe('f32 SIMT');
+      expect(row.routes['8x16-overlap']).toBe('f32 SIMT');
       expect(row.routes['8x16-cp.async-k16']).toBe('f32 SIMT cp.async k16');
       expect(output).toContain('8x16-k16 → f32 SIMT,');
       expect(row.tflops.cuBLAS).toBeUndefined();
@@ -71,6 +72,8 @@ describe.skipIf(skipReason !== undefined)(
       expect(row.difference).toEqual({
         '8x16': 0,
         '8x16-k16': 0,
+        '8x16-overlap': 0,
+        '8x16-k16-overlap': 0,
         '8x16-per-layout': 0,
         '8x8': 0,
         '8x16-cp.async': 0,
@@ -81,12 +84,14 @@ describe.skipIf(skipReason !== undefined)(
       expect(output).toMatch(/--shape \(136×132×40 nt\): 8x(8|16)(-cp\.async-k16|-cp\.async|-per-layout|-k16)? /);
     });
 
-    it('f32-kernels on an interior shape runs 8x16-k16 in k16 steps, with the same numbers', () => {
+    it('f32-kernels on an interior shape runs the interior variants, with the same numbers', () => {
       const { status, output, report } = runBench('f32-kernels.mjs', '128x128x32:nn');
       expect(status, output).toBe(0);
       const [row] = report.rows;
       expect(row.routes['8x16-k16']).toBe('f32 SIMT k16');
-      expect(row.difference['8x16-k16']).toBe(0);
+      expect(row.routes['8x16-overlap']).toBe('f32 SIMT overlap');
+      expect(row.routes['8x16-k16-overlap']).toBe('f32 SIMT k16 overlap');
+      for (const variant of ['8x16-k16', '8x16-overlap', '8x16-k16-overlap']) expect(row.difference[variant]).toBe(0);
     });
 
     it('wgmma-widths times the chosen width and the three forced ones', () => {

@@ -9,7 +9,8 @@
 // operands (f32_matmul::kInterior) run either kernel's interior instantiation, without bounds
 // checks; in the others, 8×16's blocks whose tile lies inside load that way too (kInteriorBlocks).
 // KILN_CUDA_F32_KERNEL forces one of them, the 8×16 one with an interior kernel per layout (slower
-// on an H100), the 8×16 one in k16 slices (half the barriers per depth; untimed), or the 8×16 one
+// on an H100), 8×16's interior variants — in k16 steps (half the barriers per depth), with each
+// step's last depth multiplied after its barrier ("overlap"), or both; untimed — or the 8×16 one
 // fed by a cp.async ring of k8 or k16 slices (matmul_f32_async.cu, sm_80 PTX; slower on an H100),
 // for timing them on one GPU.
 // Split-K (matmul_split_k.cuh): when the 128×128 tiles leave multiprocessors idle and k is long,
@@ -58,10 +59,20 @@ constexpr Index kF32BlocksPerMultiprocessor = 2;
 
 /**
  * The f32 SIMT kernels: 8×16 outputs a thread (128 threads) or 8×8 (256), fed through registers,
- * 8×16 with an interior kernel per layout, 8×16 fed through registers in k16 slices, or 8×16 fed
- * by a cp.async ring of k8 or k16 slices.
+ * 8×16 with an interior kernel per layout, 8×16's interior variants — in k16 steps, and/or with
+ * each step's last depth multiplied after its barrier ("overlap") — or 8×16 fed by a cp.async
+ * ring of k8 or k16 slices.
  */
-enum class F32SimtKernel { k8x16, k8x8, k8x16PerLayout, k8x16K16, k8x16Async, k8x16AsyncK16 };
+enum class F32SimtKernel {
+  k8x16,
+  k8x8,
+  k8x16PerLayout,
+  k8x16K16,
+  k8x16Overlap,
+  k8x16K16Overlap,
+  k8x16Async,
+  k8x16AsyncK16
+};
 
 /** A KILN_CUDA_F32_KERNEL value, the kernel it names and that kernel's MatmulRoute::kernel. */
 struct NamedF32SimtKernel {
@@ -78,6 +89,8 @@ constexpr NamedF32SimtKernel kNamedF32SimtKernels[] = {
     {"8x8", F32SimtKernel::k8x8, "f32 SIMT"},
     {"8x16-per-layout", F32SimtKernel::k8x16PerLayout, "f32 SIMT"},
     {"8x16-k16", F32SimtKernel::k8x16K16, "f32 SIMT k16"},
+    {"8x16-overlap", F32SimtKernel::k8x16Overlap, "f32 SIMT overlap"},
+    {"8x16-k16-overlap", F32SimtKernel::k8x16K16Overlap, "f32 SIMT k16 overlap"},
     {"8x16-cp.async", F32SimtKernel::k8x16Async, "f32 SIMT cp.async"},
     {"8x16-cp.async-k16", F32SimtKernel::k8x16AsyncK16, "f32 SIMT cp.async k16"},
 };
@@ -101,10 +114,18 @@ const NamedF32SimtKernel* forced_f32_simt() {
   return nullptr;
 }
 
-/** KILN_CUDA_F32_KERNEL names the 8×16 kernel in k16 steps ("8x16-k16"). */
+/** The 8×16 interior variant runs k16 steps ("8x16-k16", "8x16-k16-overlap"). */
+bool k16_steps(F32SimtKernel kernel) {
+  return kernel == F32SimtKernel::k8x16K16 || kernel == F32SimtKernel::k8x16K16Overlap;
+}
+
+/** An 8×16 variant compiled for interior problems only (k16 steps, fragments across the barrier). */
+bool interior_variant(F32SimtKernel kernel) { return k16_steps(kernel) || kernel == F32SimtKernel::k8x16Overlap; }
+
+/** KILN_CUDA_F32_KERNEL names an 8×16 kernel in k16 steps. */
 bool k16_forced() {
   const NamedF32SimtKernel* forced = forced_f32_simt();
-  return forced != nullptr && forced->kernel == F32SimtKernel::k8x16K16;
+  return forced != nullptr && k16_steps(forced->kernel);
 }
 
 /**
@@ -154,27 +175,33 @@ F32SimtKernel choose_f32_simt(int flags) {
 }
 
 /**
- * Whether the 8×16 kernel's k16 steps fit a launch of these flags: an interior problem
- * (f32_matmul::kInterior) with k a multiple of 16 and, when split, ranges of whole k16 steps.
- * Elsewhere "8x16-k16" runs the k8 kernel, whose sums are the same bits (each output adds its
- * products in k order either way).
+ * Whether 8×16 interior variant `kernel` fits a launch of these flags: an interior problem
+ * (f32_matmul::kInterior), and for k16 steps k a multiple of 16 and, when split, ranges of whole
+ * k16 steps. Elsewhere the variants run the default 8×16 kernel, whose sums are the same bits
+ * (each output adds its products in k order either way).
  */
-bool k16_steps_fit(const MatmulShape& shape, int flags, const SplitKPlan& plan) {
-  return (flags & f32_matmul::kInterior) != 0 && shape.k % (2 * kDepth) == 0 &&
-         (plan.splits == 1 || plan.tiles_per_split % 2 == 0);
+bool interior_variant_fits(F32SimtKernel kernel, const MatmulShape& shape, int flags, const SplitKPlan& plan) {
+  if ((flags & f32_matmul::kInterior) == 0) return false;
+  return !k16_steps(kernel) || (shape.k % (2 * kDepth) == 0 && (plan.splits == 1 || plan.tiles_per_split % 2 == 0));
 }
 
 /** Launches the SIMT kernel `kernel` for one planned launch. */
 cudaError_t launch_f32_simt(const LaunchContext& context, const MatmulShape& shape, const MatmulF32Launch& launch,
                             F32SimtKernel kernel) {
   using f32_matmul::launch_tiles;
-  if (kernel == F32SimtKernel::k8x16K16 &&
-      k16_steps_fit(shape, launch.flags, SplitKPlan{launch.splits, launch.steps_per_split})) {
-    f32_k16_launches++;
-    return launch_tiles<SimtMath<4, true>, false, 2 * kDepth>("matmul_f32_kernel<simt 8x16 k16>", context, shape,
-                                                              launch);
-  }
+  if (interior_variant(kernel) &&
+      !interior_variant_fits(kernel, shape, launch.flags, SplitKPlan{launch.splits, launch.steps_per_split}))
+    kernel = F32SimtKernel::k8x16;
+  if (k16_steps(kernel)) f32_k16_launches++;
   switch (kernel) {
+    case F32SimtKernel::k8x16K16:
+      return launch_tiles<SimtMath<4, true>, false, 2 * kDepth>("matmul_f32_kernel<simt 8x16 k16>", context, shape,
+                                                                launch);
+    case F32SimtKernel::k8x16Overlap:
+      return launch_tiles<SimtMath<4, true, true>>("matmul_f32_kernel<simt 8x16 overlap>", context, shape, launch);
+    case F32SimtKernel::k8x16K16Overlap:
+      return launch_tiles<SimtMath<4, true, true>, false, 2 * kDepth>("matmul_f32_kernel<simt 8x16 k16 overlap>",
+                                                                      context, shape, launch);
     case F32SimtKernel::k8x16Async: return launch_matmul_f32_async(context, shape, launch, 8);
     case F32SimtKernel::k8x16AsyncK16: return launch_matmul_f32_async(context, shape, launch, 16);
     case F32SimtKernel::k8x16: return launch_tiles<SimtMath<4>>("matmul_f32_kernel<simt 8x16>", context, shape, launch);
@@ -319,8 +346,8 @@ const char* matmul_kernel_name(const LaunchContext& context, int dtype, const vo
   if (dtype == kF32) {
     if (matmul_f32_uses_tf32(context)) return "TF32 mma.sync";
     const NamedF32SimtKernel* forced = forced_f32_simt();
-    if (forced != nullptr && forced->kernel == F32SimtKernel::k8x16K16 &&
-        !k16_steps_fit(shape, f32_operand_flags(shape, a, b), plan_f32(context, shape)))
+    if (forced != nullptr && interior_variant(forced->kernel) &&
+        !interior_variant_fits(forced->kernel, shape, f32_operand_flags(shape, a, b), plan_f32(context, shape)))
       return "f32 SIMT";
     return forced != nullptr ? forced->route : "f32 SIMT";
   }

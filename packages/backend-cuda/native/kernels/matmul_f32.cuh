@@ -7,7 +7,9 @@
 // each thread already holds the next slice of A and B in registers (kParts float4s of each) and
 // stores it into the other buffer afterwards (one __syncthreads per step). In k16 steps (Depth 16,
 // the "8x16-k16" setting) a step multiplies two k8 slices and stages the next two one after the
-// other, so the barriers per depth halve and the staging registers stay those of one slice.
+// other, so the barriers per depth halve and the staging registers stay those of one slice. Where
+// Math::kFragmentsAcrossBarrier (the "overlap" settings) a step's last depth is multiplied after
+// its barrier, from registers, while the next step's first fragment loads.
 // Operands are staged k-major (tile[k][m], tile[k][n]) whichever way they are stored: the contiguous
 // direction is read with 16-byte float4 loads when the leading dimension, batch stride and base
 // allow it, else with scalar loads; out-of-range elements are 0, so any m, n, k works — and where
@@ -232,6 +234,39 @@ __device__ __forceinline__ void multiply_steps(typename Math::Accumulators& accu
     store_next(0, slice);
   }
   __syncthreads();
+  if constexpr (Math::kFragmentsAcrossBarrier) {
+    // Fragments one depth ahead, across the barrier too: a step's last depth, loaded before its
+    // barrier, is multiplied after it while the next step's first depth loads, so no warp waits
+    // on a shared load after the barrier (the CUTLASS pipelined-GEMM order). After the last step
+    // nothing is loaded: the next work item's first stores may already overwrite the buffer.
+    static_assert(!Math::kConditionalLoads, "multiply_steps: fragments across the barrier need unconditional loads");
+    typename Math::Fragment current;
+    Math::load_fragment(current, tile_a[0], tile_b[0], 0);
+    for (Index step = 0; step < steps; step++) {
+      const int buffer = static_cast<int>(step & 1);
+      KILN_UNROLL
+      for (int slice = 0; slice < kSlicesPerStep; slice++) {
+        load_next();
+        KILN_UNROLL
+        for (int depth = 0; depth < kDepth; depth++) {
+          const int next_depth = slice * kDepth + depth + 1;
+          // Zeros where the work item has no next depth (after its last step): never multiplied.
+          typename Math::Fragment next{};
+          if (next_depth < Depth) {
+            Math::load_fragment(next, tile_a[buffer], tile_b[buffer], next_depth);
+          } else {
+            store_next(buffer ^ 1, slice);
+            __syncthreads();
+            if (step + 1 < steps) Math::load_fragment(next, tile_a[buffer ^ 1], tile_b[buffer ^ 1], 0);
+          }
+          Math::multiply_fragment(accumulator, current);
+          current = next;
+        }
+        if (slice + 1 < kSlicesPerStep) store_next(buffer ^ 1, slice);
+      }
+    }
+    return;
+  }
   // Unless Math::kConditionalLoads, no branch around the next slice's loads and stores: when the
   // loads were conditional, the compiler moved them next to the stores, after the step's FMAs,
   // so every step waited a whole global-memory latency (16 warps per SM hide it; 8 do not).
@@ -341,15 +376,16 @@ cudaError_t launch_tile_grid(const char* kernel_name, Kernel kernel, const Launc
  * Enqueues matmul_f32_kernel (the register-staged pipeline) for one planned launch: interior as
  * launch.flags say, then per layout where PerLayout (Math::kInteriorPerLayout by default; the
  * "8x16-per-layout" setting forces it, to time the two side by side), in steps of Depth depths.
- * Depth 16 (the "8x16-k16" setting) runs interior launches only, with k a multiple of 16 and
- * launch.steps_per_split even when split, so that every range is whole k16 steps; other launches
- * are refused (cudaErrorInvalidValue): its bounds-checked instantiation spilled in the epilogue.
+ * Depth 16 (the "8x16-k16" settings) and Math::kFragmentsAcrossBarrier (the "overlap" settings)
+ * run interior launches only — for Depth 16 with k a multiple of 16 and launch.steps_per_split
+ * even when split, so that every range is whole k16 steps; other launches are refused
+ * (cudaErrorInvalidValue): the bounds-checked k16 instantiation spilled in its epilogue.
  */
 template <typename Math, bool PerLayout = Math::kInteriorPerLayout, int Depth = kDepth>
 cudaError_t launch_tiles(const char* kernel_name, const LaunchContext& context, const MatmulShape& shape,
                          const MatmulF32Launch& launch) {
   if ((launch.flags & kInterior) == 0) {
-    if constexpr (Depth != kDepth)
+    if constexpr (Depth != kDepth || Math::kFragmentsAcrossBarrier)
       return cudaErrorInvalidValue;
     else
       return launch_tile_grid<Math>(kernel_name, matmul_f32_kernel<Math, false>, context, shape, launch);

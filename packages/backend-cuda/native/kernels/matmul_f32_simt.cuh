@@ -41,8 +41,10 @@ __device__ __forceinline__ void store_four(float* row, Index column, Index n, co
  * per 64 FMAs, twice the warps to hide scalar global loads). Rows: first_row() + 0…3 and
  * + kRowHalf + 0…3; columns: first_column() + kColumnStride·c + 0…3, c < Groups. SerpentineRows:
  * odd rows' products in descending column order (the k16 kernel's; see the header).
+ * FragmentsAcrossBarrier: the pipeline multiplies each step's last depth after the step's barrier,
+ * from registers, while the next step's first fragment loads from shared memory (matmul_f32.cuh).
  */
-template <int Groups, bool SerpentineRows = false>
+template <int Groups, bool SerpentineRows = false, bool FragmentsAcrossBarrier = false>
 struct SimtMath {
   static_assert(Groups == 2 || Groups == 4, "SimtMath: 8×8 or 8×16 outputs a thread");
   /** 256 threads of 8×8 (16 × 16 of them), or 4 warps of 64×64 (lanes 8 rows × 4 columns) of 8×16. */
@@ -64,6 +66,8 @@ struct SimtMath {
   static constexpr bool kUncheckedInteriorBlocks = Groups == 4;
   /** One interior kernel that reads the layout from its flags: per layout (the "8x16-per-layout" setting) 8×16 sheds ~35 instructions a k8 step, yet ran 43.5 against 46.6 TFLOP/s at 4096³ on an H100. */
   static constexpr bool kInteriorPerLayout = false;
+  /** Each step's last depth is multiplied after the barrier, while the next step's first fragment loads (multiply_steps). */
+  static constexpr bool kFragmentsAcrossBarrier = FragmentsAcrossBarrier;
 
   /** Operands are multiplied as loaded. */
   static __device__ __forceinline__ float4 operand(float4 x) { return x; }
@@ -80,33 +84,48 @@ struct SimtMath {
     return Groups == 2 ? t % 16 * 4 : t / 32 % 2 * 64 + t % 4 * 4;
   }
 
-  /**
-   * One k8 step: per depth 2 + Groups float4 shared loads (a warp reads few distinct ones: no bank
-   * conflicts) and the thread's 8 × 4·Groups outer product.
-   */
-  static __device__ __forceinline__ void step(Accumulators& accumulator, const float (*tile_a)[kRow],
-                                              const float (*tile_b)[kRow]) {
+  /** One depth's operands of the thread: A at its 8 rows, B at its 4·Groups columns. */
+  struct Fragment {
+    /** A at rows first_row() + 0…3 and + kRowHalf + 0…3. */
+    float left[8];
+    /** B at columns first_column() + kColumnStride·c + 0…3. */
+    float right[4 * Groups];
+  };
+
+  /** Depth `depth` of the tiles at the thread's rows and columns: 2 + Groups float4 shared loads (a warp reads few distinct ones: no bank conflicts). */
+  static __device__ __forceinline__ void load_fragment(Fragment& fragment, const float (*tile_a)[kRow],
+                                                       const float (*tile_b)[kRow], int depth) {
     const int row = first_row();
     const int column = first_column();
+    *reinterpret_cast<float4*>(&fragment.left[0]) = *reinterpret_cast<const float4*>(&tile_a[depth][row]);
+    *reinterpret_cast<float4*>(&fragment.left[4]) = *reinterpret_cast<const float4*>(&tile_a[depth][row + kRowHalf]);
+    KILN_UNROLL
+    for (int c = 0; c < Groups; c++)
+      *reinterpret_cast<float4*>(&fragment.right[4 * c]) =
+          *reinterpret_cast<const float4*>(&tile_b[depth][column + kColumnStride * c]);
+  }
+
+  /** The thread's 8 × 4·Groups outer product of one depth, added to the accumulators (row order or serpentine). */
+  static __device__ __forceinline__ void multiply_fragment(Accumulators& accumulator, const Fragment& fragment) {
+    KILN_UNROLL
+    for (int i = 0; i < 8; i++) {
+      KILN_UNROLL
+      for (int c = 0; c < 4 * Groups; c++) {
+        const int j = SerpentineRows && i % 2 == 1 ? 4 * Groups - 1 - c : c;
+        accumulator[i][j] += fragment.left[i] * fragment.right[j];
+      }
+    }
+  }
+
+  /** One k8 step: per depth, load_fragment and multiply_fragment. */
+  static __device__ __forceinline__ void step(Accumulators& accumulator, const float (*tile_a)[kRow],
+                                              const float (*tile_b)[kRow]) {
     // Unrolled: the next depth's shared loads are scheduled among this depth's FMAs.
     KILN_UNROLL
     for (int depth = 0; depth < kDepth; depth++) {
-      float left[8];
-      float right[4 * Groups];
-      *reinterpret_cast<float4*>(&left[0]) = *reinterpret_cast<const float4*>(&tile_a[depth][row]);
-      *reinterpret_cast<float4*>(&left[4]) = *reinterpret_cast<const float4*>(&tile_a[depth][row + kRowHalf]);
-      KILN_UNROLL
-      for (int c = 0; c < Groups; c++)
-        *reinterpret_cast<float4*>(&right[4 * c]) =
-            *reinterpret_cast<const float4*>(&tile_b[depth][column + kColumnStride * c]);
-      KILN_UNROLL
-      for (int i = 0; i < 8; i++) {
-        KILN_UNROLL
-        for (int c = 0; c < 4 * Groups; c++) {
-          const int j = SerpentineRows && i % 2 == 1 ? 4 * Groups - 1 - c : c;
-          accumulator[i][j] += left[i] * right[j];
-        }
-      }
+      Fragment fragment;
+      load_fragment(fragment, tile_a, tile_b, depth);
+      multiply_fragment(accumulator, fragment);
     }
   }
 

@@ -37,6 +37,8 @@ struct Tf32Math {
   static constexpr bool kUncheckedInteriorBlocks = true;
   /** Interior kernels per layout (no branches around the stores to shared memory; 177 → 126–130 SASS instructions a k8 step on sm_90a), not timed against one kernel. */
   static constexpr bool kInteriorPerLayout = true;
+  /** Each step multiplied whole before its barrier (the SIMT kernels' "overlap" variants do otherwise). */
+  static constexpr bool kFragmentsAcrossBarrier = false;
   /** 64 floats a thread: 4 × 4 fragments (fragment()). */
   using Accumulators = f32_matmul::Accumulators;
   /** 136 floats: a fragment read hits 32 distinct banks. */

@@ -3,8 +3,8 @@
 // once on kiln's own kernels — attention forward + backward (bf16, causal) at B8 H16 T2048 D128 and at
 // gpt2s's B8 H12 T1024 D64, then bf16 matmuls 4096³ nn, gpt2s's dW (2048×768×8192 tn; the q/k/v/o
 // one, 768×768×8192, split along k) and lm_head (8192×256×768 nt), and last the f32 SIMT matmul
-// at 4096³ (issue 19's f32 target), once as chosen, once in k16 steps ("8x16-k16") and once on each
-// cp.async-ring variant. Prints how many Hopper launches ran (0 on a GPU that is not Hopper).
+// at 4096³ (issue 19's f32 target), once as chosen, once on each interior variant ("8x16-k16",
+// "8x16-overlap", "8x16-k16-overlap") and once on each cp.async-ring variant. Prints how many Hopper launches ran (0 on a GPU that is not Hopper).
 import { CudaBackend, loadCudaAddon } from '@kiln/backend-cuda';
 const backend = new CudaBackend(loadCudaAddon().addon, { matmul: 'kiln' });
 const BYTES = { f32: 4, bf16: 2 };
@@ -48,10 +48,12 @@ for (const [m, n, k, transposeA, transposeB] of [
   const params = { batch: 1, m: 4096, n: 4096, k: 4096, transposeA: false, transposeB: false };
   backend.matmul(a, b, out, { ...params, batchStrideA: 4096 * 4096, batchStrideB: 4096 * 4096 });
   await backend.synchronize();
-  // The same in k16 steps, then on the cp.async-ring variants, k8 and k16 slices (KILN_CUDA_F32_KERNEL, read at each call; sm_80 and newer).
-  process.env.KILN_CUDA_F32_KERNEL = '8x16-k16';
-  backend.matmul(a, b, out, { ...params, batchStrideA: 4096 * 4096, batchStrideB: 4096 * 4096 });
-  await backend.synchronize();
+  // The same on the interior variants, then on the cp.async-ring variants, k8 and k16 slices (KILN_CUDA_F32_KERNEL, read at each call; sm_80 and newer).
+  for (const kernel of ['8x16-k16', '8x16-overlap', '8x16-k16-overlap']) {
+    process.env.KILN_CUDA_F32_KERNEL = kernel;
+    backend.matmul(a, b, out, { ...params, batchStrideA: 4096 * 4096, batchStrideB: 4096 * 4096 });
+    await backend.synchronize();
+  }
   delete process.env.KILN_CUDA_F32_KERNEL;
   if (Number(backend.capabilities.device.computeCapability?.split('.')[0]) >= 8) {
     for (const kernel of ['8x16-cp.async', '8x16-cp.async-k16']) {

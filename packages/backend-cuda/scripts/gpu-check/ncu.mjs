@@ -32,7 +32,7 @@ export function runNcu({ node = process.execPath, seconds = 90 } = {}) {
       '--kernel-name',
       'regex:wgmma|matmul_f32_(async_)?kernel',
       '--launch-count',
-      '12',
+      '14',
       ...sections,
       '--print-details',
       'all',

@@ -85,7 +85,7 @@ delete process.env.KILN_CUDA_WGMMA_COLUMNS;
 // The f32 SIMT kernels (KILN_CUDA_F32_KERNEL), every layout. Fed by a cp.async ring of k8 and of
 // k16 slices (sm_80 and newer): 16-byte aligned rows and not, partial tiles in m, n and k — their
 // zero-fill copies keep addresses past the operands with src-size 0, which memcheck must accept.
-// Fed through registers (8×16 in k8 and in k16 steps, 8×8), on interior problems (kInterior: loads
+// Fed through registers (8×16 and its interior variants, 8×8), on interior problems (kInterior: loads
 // without bounds checks), one tile row and one long k split into ranges: the load after k's last
 // slice must not read past the end;
 // and a problem of 2 × 3 blocks, 2 of them interior (kInteriorBlocks: 8×16 loads those unchecked)
@@ -103,7 +103,7 @@ const f32Cases = [
       ]
     : []),
   {
-    kernels: ['8x16', '8x16-k16', '8x8'],
+    kernels: ['8x16', '8x16-k16', '8x16-overlap', '8x16-k16-overlap', '8x8'],
     shapes: [[128, 256, 64], simulator ? [128, 128, 1024] : [128, 128, 8192], [200, 260, 64]],
   },
 ];
