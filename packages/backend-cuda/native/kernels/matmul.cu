@@ -114,7 +114,7 @@ const NamedF32SimtKernel* forced_f32_simt() {
   return nullptr;
 }
 
-/** The 8×16 interior variant runs k16 steps ("8x16-k16", "8x16-k16-overlap"). */
+/** Whether 8×16 interior variant `kernel` runs k16 steps ("8x16-k16", "8x16-k16-overlap"). */
 bool k16_steps(F32SimtKernel kernel) {
   return kernel == F32SimtKernel::k8x16K16 || kernel == F32SimtKernel::k8x16K16Overlap;
 }
@@ -134,8 +134,8 @@ bool k16_forced() {
  * plan_split_k's limits that minimises waves / ranges (the launch's time in whole-k block times)
  * + 1% per range (writing and reducing its partials). 96 tiles on 132 multiprocessors (264 blocks
  * at once): 5 ranges, 480 blocks in 2 waves (0.40 + 0.05), not 3, whose 288 blocks leave a second
- * wave of 24 (0.67 + 0.03). With "8x16-k16" forced and k a multiple of 16, ranges are an even
- * number of k8 steps (whole k16 steps).
+ * wave of 24 (0.67 + 0.03). With a k16 variant forced ("8x16-k16", "8x16-k16-overlap") and k a
+ * multiple of 16, ranges are an even number of k8 steps (whole k16 steps).
  */
 SplitKPlan plan_f32(const LaunchContext& context, const MatmulShape& shape) {
   const Index tiles = ((shape.m + kTile - 1) / kTile) * ((shape.n + kTile - 1) / kTile) * shape.batch;
@@ -155,7 +155,7 @@ SplitKPlan plan_f32(const LaunchContext& context, const MatmulShape& shape) {
     }
   }
   Index tiles_per_split = (k_tiles + best - 1) / best;
-  // The k16 kernel, when forced, runs ranges of whole k16 steps: round each range up to an even number of k8 steps.
+  // A forced k16 variant runs ranges of whole k16 steps: round each range up to an even number of k8 steps.
   if (k16_forced() && shape.k % (2 * kDepth) == 0) tiles_per_split += tiles_per_split % 2;
   // No empty range: recount the ranges of tiles_per_split tiles.
   return SplitKPlan{(k_tiles + tiles_per_split - 1) / tiles_per_split, tiles_per_split};
