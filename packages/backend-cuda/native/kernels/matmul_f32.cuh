@@ -265,24 +265,24 @@ __device__ __forceinline__ void multiply_steps(typename Math::Accumulators& accu
         if (slice + 1 < kSlicesPerStep) store_next(buffer ^ 1, slice);
       }
     }
-    return;
-  }
-  // Unless Math::kConditionalLoads, no branch around the next slice's loads and stores: when the
-  // loads were conditional, the compiler moved them next to the stores, after the step's FMAs,
-  // so every step waited a whole global-memory latency (16 warps per SM hide it; 8 do not).
-  // After the last step of k they load nothing (depth_limit ≤ 0: zeros); after a split's last
-  // step they read the next split's valid slice; either way the stores go to the buffer nobody
-  // reads before the next work item's first stores (after the barrier).
-  for (Index step = 0; step < steps; step++) {
-    const int buffer = static_cast<int>(step & 1);
-    const bool more = !Math::kConditionalLoads || step + 1 < steps;
-    KILN_UNROLL
-    for (int slice = 0; slice < kSlicesPerStep; slice++) {
-      if (more) load_next();
-      Math::step(accumulator, tile_a[buffer] + slice * kDepth, tile_b[buffer] + slice * kDepth);
-      if (more) store_next(buffer ^ 1, slice);
+  } else {
+    // Unless Math::kConditionalLoads, no branch around the next slice's loads and stores: when the
+    // loads were conditional, the compiler moved them next to the stores, after the step's FMAs,
+    // so every step waited a whole global-memory latency (16 warps per SM hide it; 8 do not).
+    // After the last step of k they load nothing (depth_limit ≤ 0: zeros); after a split's last
+    // step they read the next split's valid slice; either way the stores go to the buffer nobody
+    // reads before the next work item's first stores (after the barrier).
+    for (Index step = 0; step < steps; step++) {
+      const int buffer = static_cast<int>(step & 1);
+      const bool more = !Math::kConditionalLoads || step + 1 < steps;
+      KILN_UNROLL
+      for (int slice = 0; slice < kSlicesPerStep; slice++) {
+        if (more) load_next();
+        Math::step(accumulator, tile_a[buffer] + slice * kDepth, tile_b[buffer] + slice * kDepth);
+        if (more) store_next(buffer ^ 1, slice);
+      }
+      __syncthreads();
     }
-    __syncthreads();
   }
 }
 
