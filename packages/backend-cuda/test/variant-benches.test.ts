@@ -81,7 +81,8 @@ describe.skipIf(skipReason !== undefined)(
       });
       expect(output).toContain('(136×132×40 nt): every variant gives the same numbers as "chosen"');
       expect(output).toMatch(/fastest kernel per shape/);
-      expect(output).toMatch(/--shape \(136×132×40 nt\): 8x(8|16)(-cp\.async-k16|-cp\.async|-per-layout|-k16)? /);
+      // Whichever forced kernel the simulator timed fastest (a random one: its timings are not the GPU's).
+      expect(output).toMatch(/--shape \(136×132×40 nt\): 8x(8|16)(-[a-z0-9.-]+)? /);
     });
 
     it('f32-kernels on an interior shape runs the interior variants, with the same numbers', () => {
