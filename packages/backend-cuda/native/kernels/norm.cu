@@ -93,12 +93,9 @@ __global__ void __launch_bounds__(1024)
 cudaError_t launch_rms_norm(const LaunchContext& context, int dtype, const void* x, const void* weight, void* out,
                             float* rstd, Index rows, Index cols, float eps) {
   if (rows == 0) return cudaSuccess;
-  switch (dtype) {
-    case kF32: return launch_rms_norm_rows<float>(context, x, weight, out, rstd, rows, cols, eps);
-    case kF16: return launch_rms_norm_rows<__half>(context, x, weight, out, rstd, rows, cols, eps);
-    case kBF16: return launch_rms_norm_rows<__nv_bfloat16>(context, x, weight, out, rstd, rows, cols, eps);
-    default: return cudaErrorInvalidValue;  // rmsNorm takes float dtypes only (the contract refuses others first)
-  }
+  return for_float_dtype(dtype, [&](auto zero) {
+    return launch_rms_norm_rows<decltype(zero)>(context, x, weight, out, rstd, rows, cols, eps);
+  });
 }
 
 cudaError_t launch_layer_norm(const LaunchContext& context, int dtype, const void* x, const void* weight,

@@ -144,4 +144,18 @@ __device__ __forceinline__ std::uint32_t pack_pair(float low, float high) {
 
 #endif  // KILN_DEVICE_CODE
 
+/**
+ * Calls `launch(T{})` with T the element type of float `dtype` (f32, f16, bf16) and returns what
+ * it returns; other dtypes give cudaErrorInvalidValue (the fused kernels' contract refuses them first).
+ */
+template <typename Launch>
+cudaError_t for_float_dtype(int dtype, Launch&& launch) {
+  switch (dtype) {
+    case kF32: return launch(float{});
+    case kF16: return launch(__half{});
+    case kBF16: return launch(__nv_bfloat16{});
+    default: return cudaErrorInvalidValue;
+  }
+}
+
 }  // namespace kiln

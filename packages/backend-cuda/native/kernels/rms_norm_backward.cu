@@ -215,18 +215,12 @@ cudaError_t launch_rms_norm_backward(const LaunchContext& context, int dtype, co
   if (rows == 0) return cudaMemsetAsync(d_weight, 0, static_cast<std::size_t>(cols) * sizeof(float), context.stream);
   const Index chunks = rms_norm_backward_chunks(rows, cols);
   float* target = chunks == 1 ? d_weight : scratch;
-  cudaError_t error;
-  if (cols > kFusedMaxColumns) {
-    error = launch_two_pass(context, dtype, x, weight, rstd, dy, dx, target, rows, cols, chunks);
-  } else if (dtype == kF32) {
-    error = launch_fused<float>(context, x, weight, rstd, dy, dx, target, rows, cols, chunks);
-  } else if (dtype == kF16) {
-    error = launch_fused<__half>(context, x, weight, rstd, dy, dx, target, rows, cols, chunks);
-  } else if (dtype == kBF16) {
-    error = launch_fused<__nv_bfloat16>(context, x, weight, rstd, dy, dx, target, rows, cols, chunks);
-  } else {
-    return cudaErrorInvalidValue;  // rmsNorm takes float dtypes only (the contract refuses others first)
-  }
+  const cudaError_t error =
+      cols > kFusedMaxColumns
+          ? launch_two_pass(context, dtype, x, weight, rstd, dy, dx, target, rows, cols, chunks)
+          : for_float_dtype(dtype, [&](auto zero) {
+              return launch_fused<decltype(zero)>(context, x, weight, rstd, dy, dx, target, rows, cols, chunks);
+            });
   if (error != cudaSuccess || chunks == 1) return error;
   return vendor::launch("rms_norm_sum_chunks_kernel", sum_chunks_kernel, dim3(grid_for(cols, 256, context.max_blocks)),
                         dim3(256), 0, context.stream, static_cast<const float*>(scratch), d_weight, chunks, cols);

@@ -77,17 +77,6 @@ unsigned swiglu_blocks(const LaunchContext& context, Index count, int width, boo
   return grid_for(work, kThreads, context.max_blocks);
 }
 
-/** Calls `launch(T{})` with T the element type of float `dtype` (f32, f16, bf16); other dtypes are refused. */
-template <typename Launch>
-cudaError_t for_float_dtype(int dtype, Launch&& launch) {
-  switch (dtype) {
-    case kF32: return launch(float{});
-    case kF16: return launch(__half{});
-    case kBF16: return launch(__nv_bfloat16{});
-    default: return cudaErrorInvalidValue;  // swiglu takes float dtypes only (the contract refuses others first)
-  }
-}
-
 }  // namespace
 
 cudaError_t launch_swiglu(const LaunchContext& context, int dtype, const void* gate, const void* up, void* out,
