@@ -377,7 +377,7 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_backward_q_kernel
 
 /**
  * Launches one backward kernel of `blocks` blocks: Role<kStages>::kernel with Role<kStages>::Layout,
- * with Math's stages, or one stage where Role<2>::kMayTakeOneStage and two blocks of two stages
+ * with Math's stages, or one stage where Role<2>::may_take_one_stage() and two blocks of two stages
  * would not fit a multiprocessor.
  */
 template <typename Math, int kHeadDim, bool kWholeBucket, template <int> class Role>
@@ -397,7 +397,7 @@ cudaError_t launch_role(const LaunchContext& context, const char* base, const Ke
                           static_cast<size_t>(Layout::kBytes), context.stream, params);
   };
   if constexpr (Math::kStages == 2) {
-    if constexpr (Role<2>::kMayTakeOneStage) {
+    if constexpr (Role<2>::may_take_one_stage()) {
       if (!attention::two_blocks_fit(context, Role<2>::Layout::kBytes)) return launch(std::integral_constant<int, 1>{});
     }
   }
@@ -417,7 +417,8 @@ struct KeyValueRole {
   struct Of {
     using Layout = KeyValueLayout<Math, kHeadDim, kStages>;
     static constexpr auto kernel = attention_backward_kv_kernel<Math, kHeadDim, kWholeBucket, kStages>;
-    static constexpr bool kMayTakeOneStage = false;
+    /** Never: see above. */
+    static constexpr bool may_take_one_stage() { return false; }
   };
 };
 
@@ -433,8 +434,10 @@ struct QueryRole {
   struct Of {
     using Layout = QueryLayout<Math, kHeadDim, kStages>;
     static constexpr auto kernel = attention_backward_q_kernel<Math, kHeadDim, kWholeBucket, kStages>;
-    static constexpr bool kMayTakeOneStage =
-        2 * (Layout::kBytes + attention::kReservedSharedPerBlock) > kSmallestSharedPerMultiprocessor;
+    /** Whether two blocks of this layout may not fit the smallest multiprocessor (asked of Of<2>). */
+    static constexpr bool may_take_one_stage() {
+      return 2 * (Layout::kBytes + attention::kReservedSharedPerBlock) > kSmallestSharedPerMultiprocessor;
+    }
   };
 };
 
