@@ -152,7 +152,7 @@ if (!options.skip.has('matmul')) {
 if (!options.skip.has('kernels')) {
   const rows = await kernelTimings(auto, options);
   report.sections.push({
-    title: 'kernels (median of repeats; GB/s = bytes read + written / time)',
+    title: 'kernels (host time of back-to-back calls after one warm-up, per call; GB/s = bytes read + written / time)',
     rows: [['kernel', 'dtype', 'size', 'µs', 'GB/s'], ...rows],
   });
   log(`kernels: ${rows.length} timed`);

@@ -534,6 +534,11 @@ describe.skipIf(!built)(
         );
         const report = JSON.parse(readFileSync(reportPath, 'utf8')) as GpuCheckReport;
         expect(report.status).toBe('ok');
+        // The memory-bound kernels, among them both casts and rope in each dtype.
+        const kernelRows = report.sections.find((section) => section.title.startsWith('kernels ('))?.rows ?? [];
+        expect(kernelRows.map((row) => `${row[0]} ${row[1]}`)).toEqual(
+          expect.arrayContaining(['cast to f32 bf16', 'cast to bf16 f32', 'rope bf16', 'rope f32']),
+        );
         // 128³ and the tiny model's seven shapes in bf16, f32 (TF32 off) and f32 with TF32 allowed; 128³ in f16.
         expect(report.matmul.length).toBe(25);
         expect(report.matmul.filter((row) => row.tf32 === true)).toHaveLength(8);

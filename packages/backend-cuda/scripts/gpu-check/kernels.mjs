@@ -1,5 +1,5 @@
 // Timings of the memory-bound kernels at training-like sizes (effective GB/s), for the report's
-// "kernels" section: primitives (unary, binary, copy, reduce, gather/scatterAdd, random) and the
+// "kernels" section: primitives (unary, binary, cast, copy, reduce, gather/scatterAdd, random) and the
 // fused kernels (softmax, rmsNorm ± backward, rope, swiglu, cross-entropy over a 50k vocabulary, AdamW),
 // whole-tensor and leading-axis sums, and the multi-tensor norm and AdamW at gpt2s widths.
 
@@ -40,6 +40,10 @@ export async function kernelTimings(backend, { quick, simulator }) {
       const [x, y, out] = keep(tensor([n], dtype), tensor([n], dtype), tensor([n], dtype, false));
       await time('unary exp', dtype, `${n}`, 2 * n * b, () => backend.unary('exp', x, out));
       await time('binary add', dtype, `${n}`, 3 * n * b, () => backend.binary('add', view(x), view(y), out));
+      // The mixed-precision step casts activations and weights both ways (gpt2s: about 270 casts a step).
+      const other = dtype === 'bf16' ? 'f32' : 'bf16';
+      const [converted] = keep(tensor([n], other, false));
+      await time(`cast to ${other}`, dtype, `${n}`, n * (b + BYTES[other]), () => backend.cast(x, converted));
       await time('copy transpose', dtype, `${side}×${side}`, 2 * n * b, () =>
         backend.copy(
           { ...x, shape: [side, side], strides: [1, side], offset: 0 },
