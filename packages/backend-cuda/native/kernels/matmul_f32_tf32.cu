@@ -98,7 +98,8 @@ struct Tf32Math {
 
 cudaError_t launch_matmul_f32_tf32(const LaunchContext& context, const MatmulShape& shape,
                                    const MatmulF32Launch& launch) {
-  return f32_matmul::launch_tiles<Tf32Math, Tf32Math::kInteriorPerLayout>("matmul_f32_kernel<tf32 mma.sync>", context, shape, launch);
+  return f32_matmul::launch_tiles<Tf32Math, Tf32Math::kInteriorPerLayout>("matmul_f32_kernel<tf32 mma.sync>", context,
+                                                                          shape, launch);
 }
 
 }  // namespace kiln

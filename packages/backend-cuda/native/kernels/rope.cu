@@ -147,8 +147,8 @@ cudaError_t launch_rope(const LaunchContext& context, int dtype, const void* x, 
   if (rows == 0 || positions * (dim / 2) == 0) return cudaSuccess;
   return for_float_dtype(dtype, [&](auto element) {
     using T = decltype(element);
-    return launch_rope_of(context, static_cast<const T*>(x), static_cast<T*>(out), rows, positions, dim, offset,
-                          theta, inverse ? -1.0 : 1.0, heads);
+    return launch_rope_of(context, static_cast<const T*>(x), static_cast<T*>(out), rows, positions, dim, offset, theta,
+                          inverse ? -1.0 : 1.0, heads);
   });
 }
 
