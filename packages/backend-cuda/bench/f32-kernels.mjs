@@ -5,7 +5,9 @@
 // interior kernel per layout (the layout a template argument, the epilogue unchecked), 8×16's
 // interior variants — in k16 steps (k a multiple of 16), with each step's last depth multiplied
 // after its barrier ("overlap"), or both; the default kernel elsewhere, as the "ran" lines show:
-// both lm_head rows — or 8×16 fed by a cp.async ring of k8 or k16 slices — interleaved in
+// both lm_head rows — or 8×16 fed by a cp.async ring of k8 or k16 slices — and the per-problem
+// kernel with KILN_CUDA_F32_SPLIT_K=waves (k split where more, shorter work items fill the last
+// wave of blocks better: gpt2s's q/k/v/o x·Wᵀ and mlp dX in 2 ranges), interleaved in
 // rounds over the same operands (interleaved-variants.mjs). Prints median device TFLOP/s per kernel,
 // the chosen kernel's spread and the route each variant ran, then which kernel is fastest at each
 // shape. Issue 19's f32 target is ≥ 90% of cuBLAS at 4096³. Needs a GPU (sm_80 or newer for
@@ -39,6 +41,8 @@ const KERNELS = [
   '8x8',
   '8x16-cp.async',
   '8x16-cp.async-k16',
+  // The per-problem kernel with k split where that fills the last wave of blocks (plan_f32).
+  'KILN_CUDA_F32_SPLIT_K=waves',
 ];
 
 const { rounds, milliseconds, jsonPath, simulator, shapes } = benchOptions(process.argv.slice(2), SHAPES);

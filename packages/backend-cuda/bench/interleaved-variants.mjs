@@ -1,8 +1,9 @@
 // Shared by the benches that time variants of one kiln kernel against each other on one GPU
 // (wgmma-widths.mjs, f32-kernels.mjs): each variant is a value of an environment setting the addon
-// reads at each call ('chosen' leaves it unset), plus cuBLAS for scale. For each shape the variants
-// run interleaved in rounds over the same operands, in an order that rotates each round, so clock
-// drift between rounds hits every variant alike; round −1 warms up and is not kept. A cell is ≈ MS
+// reads at each call, or 'NAME=value' for another such variable ('chosen' leaves them unset), plus
+// cuBLAS for scale. For each shape the variants run interleaved in rounds over the same operands,
+// in an order that rotates each round, so clock drift between rounds hits every variant alike;
+// round −1 warms up and is not kept. A cell is ≈ MS
 // milliseconds of back-to-back calls (at least 3), timed by the backend's kernel timer (CUDA events
 // around each launch).
 //
@@ -135,7 +136,22 @@ const median = (values) => {
 };
 
 /**
- * Times every variant (values of `setting`, 'chosen' = unset) on `kiln` and cuBLAS on `cublas`
+ * Sets the environment for `variant`: 'chosen' and 'cuBLAS' leave `setting` and every variable the
+ * variants assign unset, 'NAME=value' sets NAME alone, anything else is a value of `setting`.
+ */
+function applyVariant(variant, setting, variants) {
+  const assignment = (name) => /^([A-Z][A-Z0-9_]*)=(.*)$/.exec(name);
+  for (const name of [setting, ...variants.map((other) => assignment(other)?.[1]).filter(Boolean)])
+    delete process.env[name];
+  if (variant === 'chosen' || variant === 'cuBLAS') return;
+  const assigned = assignment(variant);
+  if (assigned) process.env[assigned[1]] = assigned[2];
+  else process.env[setting] = variant;
+}
+
+/**
+ * Times every variant (values of `setting`, or 'NAME=value' for another variable; 'chosen' =
+ * unset) on `kiln` and cuBLAS on `cublas`
  * (when loaded) for each shape. `operands(backend, shape)` returns { call, result, free }; `rate`
  * is the FLOP/s the repeat count is sized for. Returns rows { shape, chosenRoute, routes: { kiln
  * variant → the route its launches named }, tflops: { variant → median TFLOP/s }, spread,
@@ -160,8 +176,7 @@ export async function timeVariants({ shapes, variants, setting, kiln, cublas, op
         const order = columns.map((_, i, all) => all[(i + Math.max(round, 0)) % all.length]);
         for (const variant of order) {
           if (variant === 'cuBLAS' && !theirs) continue;
-          if (variant === 'chosen' || variant === 'cuBLAS') delete process.env[setting];
-          else process.env[setting] = variant;
+          applyVariant(variant, setting, variants);
           const { seconds, route } = timeCalls(
             variant === 'cuBLAS' ? cublas : kiln,
             (variant === 'cuBLAS' ? theirs : own).call,
@@ -174,7 +189,7 @@ export async function timeVariants({ shapes, variants, setting, kiln, cublas, op
       }
       difference = await differencesFromChosen(variants, setting, own);
     } finally {
-      delete process.env[setting];
+      applyVariant('chosen', setting, variants);
       own.free();
       theirs?.free();
     }
@@ -196,8 +211,7 @@ export async function timeVariants({ shapes, variants, setting, kiln, cublas, op
 /** { variant → largest |Δ| between its result and 'chosen''s } for every variant, each run once more over `operands`. */
 async function differencesFromChosen(variants, setting, operands) {
   const resultOf = (variant) => {
-    if (variant === 'chosen') delete process.env[setting];
-    else process.env[setting] = variant;
+    applyVariant(variant, setting, variants);
     operands.call();
     return operands.result();
   };

@@ -73,6 +73,7 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
     checkHopperKernelsSetting(process.env.KILN_CUDA_HOPPER_KERNELS);
     checkWgmmaColumnsSetting(process.env.KILN_CUDA_WGMMA_COLUMNS);
     checkF32KernelSetting(process.env.KILN_CUDA_F32_KERNEL);
+    checkF32SplitKSetting(process.env.KILN_CUDA_F32_SPLIT_K);
     const native = callNative(
       () => new addon.Backend({ deviceIndex, memoryLimitBytes, matmul, cublasPath, allowTf32 }),
     );
@@ -285,6 +286,21 @@ export function checkF32KernelSetting(value: string | undefined): void {
     `cuda backend: KILN_CUDA_F32_KERNEL must be one of ${F32_KERNEL_SETTINGS.map((name) => `'${name}'`).join(', ')} (the f32 SIMT matmul kernel for every problem), got ${JSON.stringify(value)}`,
     {
       hint: 'Unset KILN_CUDA_F32_KERNEL to let the f32 matmul choose its kernel per problem, or set it to one of those.',
+    },
+  );
+}
+
+/**
+ * KILN_CUDA_F32_SPLIT_K, checked: unset (the f32 matmul splits k only where its tiles leave
+ * multiprocessors idle) or 'waves' (also where more, shorter work items fill the last wave of
+ * blocks better: untimed, for bench/f32-kernels.mjs to time; the native layer reads it at each matmul).
+ */
+export function checkF32SplitKSetting(value: string | undefined): void {
+  if (value === undefined || value === 'waves') return;
+  throw new ConfigError(
+    `cuda backend: KILN_CUDA_F32_SPLIT_K must be 'waves' (the f32 matmul also splits k where that fills the last wave of blocks), got ${JSON.stringify(value)}`,
+    {
+      hint: 'Unset KILN_CUDA_F32_SPLIT_K to split k only where the tiles leave multiprocessors idle, or set it to waves.',
     },
   );
 }

@@ -33,7 +33,11 @@ function runBench(script: string, shape: string) {
       '--json',
       json,
     ],
-    { cwd: packageRoot, encoding: 'utf8', env: { ...process.env, KILN_CUDA_F32_KERNEL: undefined } },
+    {
+      cwd: packageRoot,
+      encoding: 'utf8',
+      env: { ...process.env, KILN_CUDA_F32_KERNEL: undefined, KILN_CUDA_F32_SPLIT_K: undefined },
+    },
   );
   return {
     status: child.status,
@@ -45,7 +49,7 @@ function runBench(script: string, shape: string) {
 describe.skipIf(skipReason !== undefined)(
   `variant benches on the simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`,
   () => {
-    it('f32-kernels times the chosen kernel and all eight forced ones (cuBLAS absent)', () => {
+    it('f32-kernels times the chosen kernel, all eight forced ones and split-K waves (cuBLAS absent)', () => {
       const { status, output, report } = runBench('f32-kernels.mjs', '136x132x40:nt');
       expect(status, output).toBe(0);
       expect(report.rows).toHaveLength(1);
@@ -60,12 +64,15 @@ describe.skipIf(skipReason !== undefined)(
         '8x8',
         '8x16-cp.async',
         '8x16-cp.async-k16',
+        'KILN_CUDA_F32_SPLIT_K=waves',
       ])
         expect(row.tflops[kernel], kernel).toBeGreaterThan(0);
       // 136×132×40 has edge tiles: the interior variants run the default kernel, and the report says so.
       expect(row.routes['8x16-k16']).toBe('f32 SIMT');
       expect(row.routes['8x16-overlap']).toBe('f32 SIMT');
       expect(row.routes['8x16-cp.async-k16']).toBe('f32 SIMT cp.async k16');
+      // k = 40 is too short to split: the waves setting runs the per-problem kernel whole.
+      expect(row.routes['KILN_CUDA_F32_SPLIT_K=waves']).toBe('f32 SIMT');
       expect(output).toContain('8x16-k16 → f32 SIMT,');
       expect(row.tflops.cuBLAS).toBeUndefined();
       // Each forced kernel's result against the chosen kernel's, over the same operands: the same bits.
@@ -78,11 +85,12 @@ describe.skipIf(skipReason !== undefined)(
         '8x8': 0,
         '8x16-cp.async': 0,
         '8x16-cp.async-k16': 0,
+        'KILN_CUDA_F32_SPLIT_K=waves': 0,
       });
       expect(output).toContain('(136×132×40 nt): every variant gives the same numbers as "chosen"');
       expect(output).toMatch(/fastest kernel per shape/);
       // Whichever forced kernel the simulator timed fastest (a random one: its timings are not the GPU's).
-      expect(output).toMatch(/--shape \(136×132×40 nt\): 8x(8|16)(-[a-z0-9.-]+)? /);
+      expect(output).toMatch(/--shape \(136×132×40 nt\): (8x(8|16)(-[a-z0-9.-]+)?|KILN_CUDA_F32_SPLIT_K=waves) /);
     });
 
     it('f32-kernels on an interior shape runs the interior variants, with the same numbers', () => {

@@ -16,7 +16,8 @@
 // Split-K (matmul_split_k.cuh): when the 128×128 tiles leave multiprocessors idle and k is long,
 // grid z runs batch · splits items, each summing one k range into an f32 partial, and a second
 // kernel adds the partials in split order (deterministic, no atomics); plan_f32 picks the number
-// of ranges that best fills whole waves of resident blocks.
+// of ranges that best fills whole waves of resident blocks. KILN_CUDA_F32_SPLIT_K=waves (untimed)
+// weighs splitting the problems whose tiles fill the multiprocessors too, for their last wave.
 // With allowTf32 on a device that runs sm_80 code the same plan launches the TF32 mma.sync variant
 // (matmul_f32_tf32.cu); this file has no PTX, so it compiles for HIP too (where the shim's
 // device_runs_mma_kernels() keeps both sm_80 variants off).
@@ -56,6 +57,25 @@ constexpr Index kMinStepsPerSplit = 32;
 
 /** Blocks of every f32 kernel resident on a multiprocessor at once (their registers allow two). */
 constexpr Index kF32BlocksPerMultiprocessor = 2;
+
+/**
+ * What one more k range costs a block, in k8 steps of its own work (KILN_CUDA_F32_SPLIT_K=waves):
+ * writing its 128×128 f32 partial and reading it back in the reduction, about 128 KiB at a block's
+ * share of DRAM bandwidth (3 TB/s over 264 blocks on an H100), against 1.5 µs a k8 step at 46
+ * TFLOP/s. An estimate from bytes, not timed.
+ */
+constexpr double kRangeCostSteps = 8.0;
+
+/**
+ * KILN_CUDA_F32_SPLIT_K=waves: the f32 plan also splits problems whose tiles give every
+ * multiprocessor a block, where more, shorter work items fill the last wave of resident blocks
+ * better than the partials cost (untimed; bench/f32-kernels.mjs times it against the default).
+ * Read at each call; the backend refuses other values when it opens.
+ */
+bool f32_split_fills_waves() {
+  const char* setting = std::getenv("KILN_CUDA_F32_SPLIT_K");
+  return setting != nullptr && std::strcmp(setting, "waves") == 0;
+}
 
 /**
  * The f32 SIMT kernels: 8×16 outputs a thread (128 threads) or 8×8 (256), fed through registers,
@@ -134,26 +154,33 @@ bool k16_forced() {
  * plan_split_k's limits that minimises waves / ranges (the launch's time in whole-k block times)
  * + 1% per range (writing and reducing its partials). 96 tiles on 132 multiprocessors (264 blocks
  * at once): 5 ranges, 480 blocks in 2 waves (0.40 + 0.05), not 3, whose 288 blocks leave a second
- * wave of 24 (0.67 + 0.03). With a k16 variant forced ("8x16-k16", "8x16-k16-overlap") and k a
- * multiple of 16, ranges are an even number of k8 steps (whole k16 steps).
+ * wave of 24 (0.67 + 0.03). With KILN_CUDA_F32_SPLIT_K=waves, a problem plan_split_k leaves whole
+ * weighs 1 range too, and a range costs kRangeCostSteps of the block's k8 steps instead of 1%:
+ * gpt2s's q/k/v/o x·Wᵀ (8192×768×768, 384 tiles: 2 waves, the second 45% full) takes 2 ranges,
+ * 768 blocks in 3 waves (1.5 + 2·8/96), 4096³ stays whole (4 waves of 1024 tiles). With a k16
+ * variant forced ("8x16-k16", "8x16-k16-overlap") and k a multiple of 16, ranges are an even
+ * number of k8 steps (whole k16 steps).
  */
 SplitKPlan plan_f32(const LaunchContext& context, const MatmulShape& shape) {
   const Index tiles = ((shape.m + kTile - 1) / kTile) * ((shape.n + kTile - 1) / kTile) * shape.batch;
   const Index k_tiles = (shape.k + kDepth - 1) / kDepth;
   const SplitKPlan split = plan_split_k(context, tiles, k_tiles, kMinStepsPerSplit);
-  if (split.splits == 1) return split;
+  const bool weigh_whole = split.splits == 1 && f32_split_fills_waves();
+  if (split.splits == 1 && !weigh_whole) return split;
   const Index resident = kF32BlocksPerMultiprocessor * context.multiprocessors();
   const Index most = k_tiles / kMinStepsPerSplit < kMaxSplits ? k_tiles / kMinStepsPerSplit : kMaxSplits;
+  const auto waves = [&](Index splits) { return static_cast<double>((tiles * splits + resident - 1) / resident); };
   Index best = split.splits;
-  double best_cost = 0.0;
+  double best_cost = weigh_whole ? waves(1) : 0.0;
   for (Index splits = 2; splits <= most; splits++) {
-    const Index waves = (tiles * splits + resident - 1) / resident;
-    const double cost = static_cast<double>(waves) / static_cast<double>(splits) + 0.01 * static_cast<double>(splits);
-    if (splits == 2 || cost < best_cost) {
+    const double range_cost = weigh_whole ? kRangeCostSteps / static_cast<double>(k_tiles) : 0.01;
+    const double cost = waves(splits) / static_cast<double>(splits) + range_cost * static_cast<double>(splits);
+    if ((splits == 2 && !weigh_whole) || cost < best_cost) {
       best = splits;
       best_cost = cost;
     }
   }
+  if (best == 1) return split;
   Index tiles_per_split = (k_tiles + best - 1) / best;
   // A forced k16 variant runs ranges of whole k16 steps: round each range up to an even number of k8 steps.
   if (k16_forced() && shape.k % (2 * kDepth) == 0) tiles_per_split += tiles_per_split % 2;
