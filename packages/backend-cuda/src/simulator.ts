@@ -6,7 +6,12 @@
 import { InvalidArgumentError } from '@kiln/core';
 import { simulatorAddon as lazySimulatorAddon } from '@kiln/core/native-backend';
 import { CudaBackend, type CudaBackendOptions } from './cuda-backend.js';
-import type { CudaAddon, NativeSimulatorConfiguration, SimulatorConfiguration } from './native/addon-types.js';
+import type {
+  BankConflicts,
+  CudaAddon,
+  NativeSimulatorConfiguration,
+  SimulatorConfiguration,
+} from './native/addon-types.js';
 import { loadSimulatorAddon } from './native/load-addon.js';
 
 const simulator = lazySimulatorAddon<CudaAddon, NativeSimulatorConfiguration>(() => loadSimulatorAddon());
@@ -57,6 +62,17 @@ function parseComputeCapability(
     );
   }
   return { computeCapabilityMajor: Number(match[1]), computeCapabilityMinor: Number(match[2]) };
+}
+
+/**
+ * The ldmatrix shared-memory bank conflicts the simulator counted since the last call, then zeroed
+ * (synchronize the backend first: queued kernels are not counted yet).
+ */
+export function takeBankConflicts(): BankConflicts {
+  const addon = simulator.addon();
+  if (addon.takeBankConflicts === undefined)
+    throw new InvalidArgumentError('takeBankConflicts: the loaded addon is not the simulator build');
+  return addon.takeBankConflicts();
 }
 
 /** A CudaBackend whose kernels run in the simulator. */

@@ -1,6 +1,7 @@
 // Self-test of the sm_80 PTX emulation (gpu_sim/cuda/mma_sync.hpp, async_copy.hpp): mma.sync
 // m16n8k16 (f16/bf16), m16n8k8 (tf32, with cvt.rna.tf32.f32 rounding) and ldmatrix against the PTX ISA fragment layouts, a full ldmatrix → mma chain against
-// a scalar loop, cp.async group semantics (deferred delivery, zero fill), and the misuse the
+// a scalar loop, ldmatrix bank conflicts counted (none for rows 16 bytes apart, one extra pass per
+// matrix for rows 32 bytes apart), cp.async group semantics (deferred delivery, zero fill), and the misuse the
 // device does not report (a lane skipping a collective, misaligned rows or copies, reading a
 // stage before its copy arrived). Prints "ok <name>" per check, or "FAIL <name>: <why>"; exits 1 on failure.
 #include <gpu_sim/cuda/mma_sync.hpp>
@@ -276,6 +277,12 @@ int main() {
   check_ldmatrix_layout<2, true>("ldmatrix x2.trans register layout");
   check_ldmatrix_layout<1, false>("ldmatrix x1 register layout");
   check_ldmatrix_layout<1, true>("ldmatrix x1.trans register layout");
+  {
+    // Every matrix's rows there are 16 bytes apart: 8 different bank groups, one pass each.
+    const gpu_sim::ptx::BankConflicts none = gpu_sim::ptx::take_bank_conflicts();
+    check(none.instructions == 0 && none.extra_passes == 0 && none.first.empty(),
+          "ldmatrix rows 16 bytes apart count no bank conflict", none.first);
+  }
 
   {
     std::vector<float> a(256), b(128);
@@ -295,6 +302,15 @@ int main() {
     }
     check(detail.empty(), "ldmatrix x4 (A row-major) and x2.trans (B [k][n]) feed mma.sync to the exact product",
           detail);
+    // A's rows are 32 bytes apart: each of its 4 matrices puts 2 rows in each of 4 bank groups (2 passes, 1
+    // extra); B's x2.trans rows are 16 bytes apart (no conflict).
+    const gpu_sim::ptx::BankConflicts conflicts = gpu_sim::ptx::take_bank_conflicts();
+    check(conflicts.instructions == 1 && conflicts.extra_passes == 4 &&
+              contains(conflicts.first, "kernel 'ldmatrix_product_kernel': ldmatrix at ") &&
+              contains(conflicts.first, "took 4 extra passes"),
+          "ldmatrix x4 over rows 32 bytes apart counts 1 conflicting instruction, 4 extra passes",
+          std::to_string(conflicts.instructions) + " instructions, " + std::to_string(conflicts.extra_passes) +
+              " extra passes: " + conflicts.first);
   }
 
   std::vector<std::uint16_t> source_values(32 * 8);

@@ -1,6 +1,7 @@
 // addon/addon.cpp — the module's exports: probe(), buildInfo(), opNames() and the Backend class
 // (@kiln/native-host's, on a CudaDevice),
-// and (simulator build only) configureSimulator(). Their TypeScript type: src/native/addon-types.ts.
+// and (simulator build only) configureSimulator() and takeBankConflicts(). Their TypeScript type:
+// src/native/addon-types.ts.
 #include <napi.h>
 
 #include "../device/cuda_device.h"
@@ -8,6 +9,8 @@
 #include "kiln/arguments.h"
 
 #if defined(KILN_CUDA_SIMULATOR)
+#include <gpu_sim/cuda/bank_conflicts.hpp>
+
 #include "../kernels/matmul.cuh"
 #endif
 
@@ -88,6 +91,18 @@ void apply_simulator_options(const OptionReader& options) {
   options.integer("workers", 1, 64, settings.workers);
   if (options.has("workers")) gpu_sim::Engine::instance().configure(settings);
 }
+
+// Test-only: the ldmatrix shared-memory bank conflicts the simulator counted since the last call
+// (gpu_sim/cuda/bank_conflicts.hpp), then zeroed. Kernels still queued are not counted yet.
+Napi::Value TakeBankConflicts(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const gpu_sim::ptx::BankConflicts taken = gpu_sim::ptx::take_bank_conflicts();
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("instructions", static_cast<double>(taken.instructions));
+  result.Set("extraPasses", static_cast<double>(taken.extra_passes));
+  result.Set("first", taken.first);
+  return result;
+}
 #endif
 
 }  // namespace
@@ -102,7 +117,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
                                       cuda_extra_methods(),
                                       {{"probe", Probe},
                                        {"buildInfo", BuildInfo},
-                                       {"configureSimulator", configure_simulator<apply_simulator_options>}}});
+                                       {"configureSimulator", configure_simulator<apply_simulator_options>},
+                                       {"takeBankConflicts", TakeBankConflicts}}});
 #else
   return register_backend(env, exports,
                           BackendSpec{open, cuda_extra_methods(), {{"probe", Probe}, {"buildInfo", BuildInfo}}});

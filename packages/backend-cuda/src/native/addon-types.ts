@@ -1,7 +1,7 @@
 /**
  * The hand-written type of the `.node` addon's exports (native/addon/*.cpp). The real build
  * (kiln_cuda.node) and the simulator build (kiln_cuda_sim.node) export the same shape; the
- * simulator adds configureSimulator. Every native method re-validates its arguments and throws
+ * simulator adds configureSimulator and takeBankConflicts. Every native method re-validates its arguments and throws
  * a NativeFailure (an Error with `kilnKind`) instead of crashing; src/native/native-error.ts
  * turns those into KilnErrors.
  *
@@ -202,6 +202,18 @@ export interface CudaAddon {
   ) => NativeBackend;
   /** Simulator build only: reshapes the simulated machine. */
   configureSimulator?(options: NativeSimulatorConfiguration): void;
+  /** Simulator build only: the ldmatrix bank conflicts counted since the last call, then zeroed. */
+  takeBankConflicts?(): BankConflicts;
+}
+
+/** Shared-memory bank conflicts of ldmatrix that the simulator counted (gpu-sim's cuda/bank_conflicts.hpp). */
+export interface BankConflicts {
+  /** Warp-wide ldmatrix instructions that took more than one pass for some 8×8 matrix. */
+  instructions: number;
+  /** Passes they took beyond one per matrix. */
+  extraPasses: number;
+  /** The first one's kernel, instruction and site, or ''. */
+  first: string;
 }
 
 /** The Error the addon throws or rejects with: core's NativeFailure plus the CUDA error behind a DEVICE failure. */

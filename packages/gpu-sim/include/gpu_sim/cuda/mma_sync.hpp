@@ -25,7 +25,8 @@
 //    Lanes 8m…8m+7 give the 16-byte row addresses of matrix m (lanes past 8·count are ignored);
 //    lane l receives in d[m] the elements (row l/4, columns 2(l%4), 2(l%4)+1) of matrix m, or
 //    with .trans (rows 2(l%4), 2(l%4)+1, column l/4). Row addresses must be 16-byte aligned.
-//    A row that a cp.async (async_copy.hpp) has not delivered yet aborts the launch.
+//    A row that a cp.async (async_copy.hpp) has not delivered yet aborts the launch. Rows of one
+//    matrix in the same 16-byte bank group are counted as bank conflicts (bank_conflicts.hpp).
 //
 // Both are warp-collective like wmma (mma.hpp): every lane of the warp must arrive at the same
 // instruction and site (a lane that skips it or exits aborts the launch naming the kernel and
@@ -38,6 +39,7 @@
 #include <string>
 
 #include "async_copy.hpp"
+#include "bank_conflicts.hpp"
 #include "device.hpp"
 
 namespace gpu_sim::ptx {
@@ -186,6 +188,18 @@ const char* load_matrices(const std::uint64_t* values, const std::int32_t*, int,
                         " has not delivered yet (the issuing thread must cp.async.wait_group/wait_all, then the block "
                         "__syncthreads, before it is read)");
     }
+  }
+  // Bank conflicts: each matrix's 8 rows are one pass when they lie in 8 different 16-byte bank groups.
+  int extra = 0;
+  for (int m = 0; m < Count; m++) {
+    const void* rows[8];
+    for (int row = 0; row < 8; row++)
+      rows[row] = reinterpret_cast<const LdmatrixCall*>(static_cast<std::uintptr_t>(values[8 * m + row]))->row_address;
+    extra += extra_passes_of_rows(rows);
+  }
+  if (extra > 0) {
+    const auto* first = reinterpret_cast<const LdmatrixCall*>(static_cast<std::uintptr_t>(values[0]));
+    record_bank_conflict(Trans ? "ldmatrix .trans" : "ldmatrix", extra, first->site);
   }
   for (unsigned lane = 0; lane < kWarpSize; lane++) {
     const auto* call = reinterpret_cast<const LdmatrixCall*>(static_cast<std::uintptr_t>(values[lane]));
