@@ -6,7 +6,8 @@
 // elements; at D 16 and 48 all read packs; at D 12 none does; at D 2056 the frequencies are
 // computed per thread, past the block's table of 1024). Tokens-major must give the bits of
 // heads-major, rotating in place the bits of rotating into another buffer, and every f32 output is
-// checked against a float64 rotation.
+// checked against a float64 rotation. The kernel timer counts a rope's bytes (x read, out written).
+import { kernelTimingSourceOf } from '@kiln/core/native-backend';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CudaBackend } from '../src/cuda-backend.js';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
@@ -132,6 +133,16 @@ describe.skipIf(skipReason !== undefined)(
         if (!inPlace) cuda.free(out.buffer);
       }
     }
+
+    it("the kernel timer counts rope's bytes: x read and out written", async () => {
+      const timer = kernelTimingSourceOf(backend!)!;
+      const shape = CASES[0]!;
+      timer.startKernelTiming();
+      await rope(inputs(2 * 3 * 5 * 8, 1), 'bf16', shape, true);
+      const timing = timer.stopKernelTiming().find((entry) => entry.name.startsWith('rope '));
+      expect(timing?.name).toBe('rope bf16 tokens-major');
+      expect(timing?.bytes).toBe(2 * (2 * 3 * 5 * 8) * 2);
+    });
 
     for (const shape of CASES) {
       const { batch, heads, positions, dim } = shape;

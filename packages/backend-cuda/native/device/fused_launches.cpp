@@ -179,7 +179,8 @@ void CudaDevice::rope(Napi::Env, const RopeCall& call) {
       launch_rope(device.launch_context(), call.x.dtype, call.x.base(), call.out.base(), call.rows, call.positions,
                   call.dim, static_cast<double>(call.offset), call.theta, call.inverse, call.heads),
       std::string("rope ") + describe(call.x) + (call.inverse ? " inverse" : "") +
-          (call.tokens_major ? " tokens-major" : ""));
+          (call.tokens_major ? " tokens-major" : ""),
+      tensor_passes(call.x, 2));
 }
 
 void CudaDevice::swiglu(Napi::Env, const SwigluCall& call) {
