@@ -16,7 +16,7 @@
 import { InvalidArgumentError } from '@kiln/core';
 import { kernelTimingSourceOf } from '@kiln/core/native-backend';
 import { createReferenceBackend } from '@kiln/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { CudaBackend } from '../src/cuda-backend.js';
 import { configureSimulator, createSimulatedCudaBackend } from '../src/simulator.js';
 import {
@@ -31,6 +31,7 @@ import {
   type Geometry,
 } from './attention-support.js';
 import { expectHalfMatmulMatchesReference } from './half-matmul-check.js';
+import { simulatedBackendAt } from './simulated-device.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
@@ -183,22 +184,13 @@ const WGMMA_SIZED_MATMUL = { batch: 1, m: 328, n: 264, k: 40, transposeA: false,
 describe.skipIf(skipReason !== undefined)(
   `FlashAttention-2 and mma.sync matmul on a simulated compute capability 8.0 device${skipReason ? ` (skipped: ${skipReason})` : ''}`,
   () => {
-    let backend: CudaBackend;
+    const cuda = simulatedBackendAt('8.0', { matmul: 'kiln' });
     const reference = createReferenceBackend();
-    beforeAll(() => {
-      configureSimulator({ computeCapability: '8.0' });
-      // Opened after the setting: the device reads its compute capability when it opens.
-      backend = createSimulatedCudaBackend({ matmul: 'kiln' });
-    });
-    afterAll(() => {
-      backend?.dispose();
-      reference.dispose?.();
-      configureSimulator({ computeCapability: '9.0' });
-    });
+    afterAll(() => reference.dispose?.());
 
     it('reports FlashAttention-2 as its attention kernels (kiln info)', () => {
-      expect(backend.attentionPath).toMatch(/^FlashAttention-2 \(mma\.sync tensor cores/);
-      expect(backend.attentionPath).not.toContain('wgmma');
+      expect(cuda().attentionPath).toMatch(/^FlashAttention-2 \(mma\.sync tensor cores/);
+      expect(cuda().attentionPath).not.toContain('wgmma');
     });
 
     it('rejects a compute capability that is not a major.minor string, naming it', () => {
@@ -211,14 +203,14 @@ describe.skipIf(skipReason !== undefined)(
       it(`${dtype} ${name}: FlashAttention-2 forward and backward match the float64 reference`, async () => {
         const inputs = makeInputs(geometry, dtype, 8000 + index * 41);
         const expected = await runAttention(reference, 'f32', geometry, inputs);
-        const forwardBefore = backend.hopperAttentionLaunches;
-        const backwardBefore = backend.hopperAttentionBackwardLaunches;
-        const forward = await runsOn(backend, forwardKernel, () =>
-          runAttentionForward(backend, dtype, geometry, inputs, layout),
+        const forwardBefore = cuda().hopperAttentionLaunches;
+        const backwardBefore = cuda().hopperAttentionBackwardLaunches;
+        const forward = await runsOn(cuda(), forwardKernel, () =>
+          runAttentionForward(cuda(), dtype, geometry, inputs, layout),
         );
-        const gradients = await runAttentionBackward(backend, dtype, geometry, inputs, expected, layout);
-        expect(backend.hopperAttentionLaunches - forwardBefore, 'Hopper attention launches').toBe(0);
-        expect(backend.hopperAttentionBackwardLaunches - backwardBefore, 'Hopper attention backward launches').toBe(0);
+        const gradients = await runAttentionBackward(cuda(), dtype, geometry, inputs, expected, layout);
+        expect(cuda().hopperAttentionLaunches - forwardBefore, 'Hopper attention launches').toBe(0);
+        expect(cuda().hopperAttentionBackwardLaunches - backwardBefore, 'Hopper attention backward launches').toBe(0);
         const figures = [
           { output: 'lse', error: maxAbsError(forward.lse, expected.lse), limit: LSE_RELATIVE_LIMIT },
           { output: 'out', error: maxAbsError(forward.out, expected.out), limit: HALF_RELATIVE_LIMIT[dtype]! },
@@ -236,7 +228,7 @@ describe.skipIf(skipReason !== undefined)(
           `${dtype} ${layout} ${name}: max |error| ${figures.map(({ output, error, limit }) => `${output} ${error.toExponential(2)} (limit ${limit.toExponential(1)})`).join(', ')}`,
         );
         for (const { output, error, limit } of figures) expect(error, output).toBeLessThanOrEqual(limit);
-        const again = await runAttentionBackward(backend, dtype, geometry, inputs, expected, layout);
+        const again = await runAttentionBackward(cuda(), dtype, geometry, inputs, expected, layout);
         for (const output of ['dq', 'dk', 'dv'] as const)
           expect(Array.from(again[output]), `${output} of the rerun`).toEqual(Array.from(gradients[output]));
       });
@@ -263,11 +255,11 @@ describe.skipIf(skipReason !== undefined)(
         dOut: first(inputs.dOut),
       };
       // 2 query tiles of 128 × 2 heads = 4 blocks < 8: 16-row warps; × batch 4 = 16 blocks: 32-row warps.
-      const alone = await runsOn(backend, 'attention_forward_kernel<bf16,64,whole>', () =>
-        runAttentionForward(backend, 'bf16', single, batch0, 'heads-major'),
+      const alone = await runsOn(cuda(), 'attention_forward_kernel<bf16,64,whole>', () =>
+        runAttentionForward(cuda(), 'bf16', single, batch0, 'heads-major'),
       );
-      const batched = await runsOn(backend, 'attention_forward_kernel<bf16,64,whole,32 rows>', () =>
-        runAttentionForward(backend, 'bf16', geometry, inputs, 'heads-major'),
+      const batched = await runsOn(cuda(), 'attention_forward_kernel<bf16,64,whole,32 rows>', () =>
+        runAttentionForward(cuda(), 'bf16', geometry, inputs, 'heads-major'),
       );
       expect(Array.from(first(batched.out)), 'out of batch 0').toEqual(Array.from(alone.out));
       expect(Array.from(first(batched.lse)), 'lse of batch 0').toEqual(Array.from(alone.lse));
@@ -284,8 +276,8 @@ describe.skipIf(skipReason !== undefined)(
         causal: true,
       };
       const inputs = makeInputs(geometry, 'bf16', 8600);
-      const twoStages = await runsOn(backend, 'attention_forward_kernel<bf16,128,whole>', () =>
-        runAttentionForward(backend, 'bf16', geometry, inputs, 'tokens-major'),
+      const twoStages = await runsOn(cuda(), 'attention_forward_kernel<bf16,128,whole>', () =>
+        runAttentionForward(cuda(), 'bf16', geometry, inputs, 'tokens-major'),
       );
       configureSimulator({ computeCapability: '8.6' });
       // Opened after the setting: the device reads its shared memory when it opens.
@@ -315,9 +307,9 @@ describe.skipIf(skipReason !== undefined)(
       const inputs = makeInputs(geometry, 'bf16', 8700);
       const expected = await runAttention(reference, 'f32', geometry, inputs);
       const oneStage = await runsOn(
-        backend,
+        cuda(),
         'attention_backward_kv_kernel<bf16,128> + attention_backward_q_kernel<bf16,128,1 stage>',
-        () => runAttentionBackward(backend, 'bf16', geometry, inputs, expected, 'heads-major'),
+        () => runAttentionBackward(cuda(), 'bf16', geometry, inputs, expected, 'heads-major'),
       );
       for (const output of ['dq', 'dk', 'dv'] as const) {
         const limit = HALF_RELATIVE_LIMIT.bf16! * Math.max(maxAbs(expected[output]), 1);
@@ -340,17 +332,17 @@ describe.skipIf(skipReason !== undefined)(
     });
 
     it('bf16 matmul with 3×3 tiles (the wgmma kernel on 9.0) runs mma.sync and matches the reference', async () => {
-      const before = backend.hopperMatmulLaunches;
-      await expectHalfMatmulMatchesReference(backend, 'bf16', WGMMA_SIZED_MATMUL);
-      expect(backend.hopperMatmulLaunches - before, 'wgmma matmul launches').toBe(0);
+      const before = cuda().hopperMatmulLaunches;
+      await expectHalfMatmulMatchesReference(cuda(), 'bf16', WGMMA_SIZED_MATMUL);
+      expect(cuda().hopperMatmulLaunches - before, 'wgmma matmul launches').toBe(0);
     });
 
     it('a change of compute capability after kernels ran takes effect (the cached kernel answers are cleared)', async () => {
       const launches = async (computeCapability: string): Promise<number> => {
         configureSimulator({ computeCapability });
-        const before = backend.hopperMatmulLaunches;
-        await expectHalfMatmulMatchesReference(backend, 'bf16', WGMMA_SIZED_MATMUL);
-        return backend.hopperMatmulLaunches - before;
+        const before = cuda().hopperMatmulLaunches;
+        await expectHalfMatmulMatchesReference(cuda(), 'bf16', WGMMA_SIZED_MATMUL);
+        return cuda().hopperMatmulLaunches - before;
       };
       expect(await launches('9.0'), 'wgmma matmul launches on 9.0').toBe(1);
       expect(await launches('8.0'), 'wgmma matmul launches back on 8.0').toBe(0);

@@ -6,11 +6,11 @@
 // forward and backward at head dims 32, 64 and 128 (every ldmatrix of attention_warp_math.cuh),
 // must read their operands without a single conflict. A layout that reads a matrix's rows from one
 // bank group (the control case) must be counted.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CudaBackend } from '../src/cuda-backend.js';
-import { configureSimulator, createSimulatedCudaBackend, takeBankConflicts } from '../src/simulator.js';
+import { describe, expect, it } from 'vitest';
+import { takeBankConflicts } from '../src/simulator.js';
 import { makeInputs, runAttention, type Geometry } from './attention-support.js';
 import { expectHalfMatmulMatchesReference, MATMUL_LAYOUTS } from './half-matmul-check.js';
+import { simulatedBackendAt } from './simulated-device.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
@@ -18,22 +18,14 @@ const skipReason = simulatorSkipReason();
 describe.skipIf(skipReason !== undefined)(
   `ldmatrix bank conflicts on the CUDA simulator (8.0)${skipReason ? ` (skipped: ${skipReason})` : ''}`,
   () => {
-    let backend: CudaBackend | undefined;
-    beforeAll(() => {
-      configureSimulator({ computeCapability: '8.0' });
-      backend = createSimulatedCudaBackend({ matmul: 'kiln' });
-    });
-    afterAll(() => {
-      backend?.dispose();
-      configureSimulator({ computeCapability: '9.0' });
-    });
+    const cuda = simulatedBackendAt('8.0', { matmul: 'kiln' });
 
     /** The conflicts counted while `body` ran (it must finish its kernels). */
     async function conflictsOf(body: () => Promise<unknown>) {
-      await backend!.synchronize();
+      await cuda().synchronize();
       takeBankConflicts();
       await body();
-      await backend!.synchronize();
+      await cuda().synchronize();
       return takeBankConflicts();
     }
 
@@ -41,7 +33,7 @@ describe.skipIf(skipReason !== undefined)(
       for (const [transposeA, transposeB, name] of MATMUL_LAYOUTS) {
         it(`mma.sync matmul ${dtype} ${name}: 64×64 and 128×128 tiles`, async () => {
           const conflicts = await conflictsOf(async () => {
-            await expectHalfMatmulMatchesReference(backend!, dtype, {
+            await expectHalfMatmulMatchesReference(cuda(), dtype, {
               batch: 2,
               m: 72,
               n: 40,
@@ -49,7 +41,7 @@ describe.skipIf(skipReason !== undefined)(
               transposeA,
               transposeB,
             });
-            await expectHalfMatmulMatchesReference(backend!, dtype, {
+            await expectHalfMatmulMatchesReference(cuda(), dtype, {
               batch: 1,
               m: 136,
               n: 200,
@@ -75,7 +67,7 @@ describe.skipIf(skipReason !== undefined)(
           causal: true,
         };
         const conflicts = await conflictsOf(() =>
-          runAttention(backend!, 'bf16', geometry, makeInputs(geometry, 'bf16', headDim)),
+          runAttention(cuda(), 'bf16', geometry, makeInputs(geometry, 'bf16', headDim)),
         );
         expect(conflicts, conflicts.first).toEqual({ instructions: 0, extraPasses: 0, first: '' });
       });

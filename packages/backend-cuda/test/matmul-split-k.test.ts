@@ -8,11 +8,11 @@
 // device reports compute capability 8.0 here, so the half cases take mma.sync (on 9.0 the wgmma
 // kernel splits such shapes itself: matmul-wgmma.test.ts).
 import { matmul, tensor, tidy } from '@kiln/core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CudaBackend } from '../src/cuda-backend.js';
-import { configureSimulator, createSimulatedCudaBackend } from '../src/simulator.js';
 import { expectF32MatmulMatchesReference } from './f32-matmul-check.js';
 import { expectHalfMatmulMatchesReference, type HalfMatmulCase, MATMUL_LAYOUTS } from './half-matmul-check.js';
+import { simulatedBackendAt } from './simulated-device.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
@@ -35,37 +35,28 @@ async function expectSplitAndRepeatable(cuda: CudaBackend, run: () => Promise<Ar
 describe.skipIf(skipReason !== undefined)(
   `split-K matmul on the CUDA simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`,
   () => {
-    let backend: CudaBackend | undefined;
-    beforeAll(() => {
-      configureSimulator({ computeCapability: '8.0' });
-      // Opened after the setting: the device reads its compute capability when it opens.
-      backend = createSimulatedCudaBackend({ matmul: 'kiln' });
-    });
-    afterAll(() => {
-      backend?.dispose();
-      configureSimulator({ computeCapability: '9.0' });
-    });
+    const backend = simulatedBackendAt('8.0', { matmul: 'kiln' });
 
     for (const [transposeA, transposeB, name] of MATMUL_LAYOUTS) {
       it(`f32 ${name}: one partial 128×128 tile, k = 1000 in 3 ranges (last one partial)`, async () => {
         const shape = { batch: 1, m: 100, n: 72, k: 1000, transposeA, transposeB };
-        await expectSplitAndRepeatable(backend!, () => runF32(backend!, shape));
+        await expectSplitAndRepeatable(backend(), () => runF32(backend(), shape));
       });
     }
 
     it('f32 tn over 2 batches with A broadcast (batch stride 0), odd m and n (scalar loads)', async () => {
       const shape = { batch: 2, m: 37, n: 29, k: 613, transposeA: true, transposeB: false, broadcastA: true };
-      await expectSplitAndRepeatable(backend!, () => runF32(backend!, shape));
+      await expectSplitAndRepeatable(backend(), () => runF32(backend(), shape));
     });
 
     it('f32 with tiles enough to fill the SMs does not split', async () => {
-      const before = backend!.splitKMatmulLaunches;
-      await runF32(backend!, { batch: 4, m: 8, n: 8, k: 1000, transposeA: true, transposeB: false });
-      expect(backend!.splitKMatmulLaunches).toBe(before);
+      const before = backend().splitKMatmulLaunches;
+      await runF32(backend(), { batch: 4, m: 8, n: 8, k: 1000, transposeA: true, transposeB: false });
+      expect(backend().splitKMatmulLaunches).toBe(before);
     });
 
     it('runs inside a CUDA graph: the workspace comes from the cache (warmed by an eager run) and replays match the eager result bit for bit', async () => {
-      const cuda = backend!;
+      const cuda = backend();
       const [m, k, n] = [24, 640, 20];
       const a = tensor(
         Array.from({ length: m * k }, (_, i) => Math.sin(i)),
@@ -98,14 +89,14 @@ describe.skipIf(skipReason !== undefined)(
       ] as const) {
         it(`${dtype} ${name} (mma.sync): 64×64 tiles partial in m and n, k = 1048 in 4 ranges`, async () => {
           const shape = { batch: 1, m: 40, n: 24, k: 1048, transposeA, transposeB };
-          const wgmmaBefore = backend!.hopperMatmulLaunches;
-          await expectSplitAndRepeatable(backend!, () => expectHalfMatmulMatchesReference(backend!, dtype, shape));
-          expect(backend!.hopperMatmulLaunches, 'compute capability 8.0 runs mma.sync').toBe(wgmmaBefore);
+          const wgmmaBefore = backend().hopperMatmulLaunches;
+          await expectSplitAndRepeatable(backend(), () => expectHalfMatmulMatchesReference(backend(), dtype, shape));
+          expect(backend().hopperMatmulLaunches, 'compute capability 8.0 runs mma.sync').toBe(wgmmaBefore);
         });
       }
       it(`${dtype} tn over 3 batches with A broadcast, k = 520 in 2 ranges`, async () => {
         const shape = { batch: 3, m: 24, n: 16, k: 520, transposeA: true, transposeB: false, broadcastA: true };
-        await expectSplitAndRepeatable(backend!, () => expectHalfMatmulMatchesReference(backend!, dtype, shape));
+        await expectSplitAndRepeatable(backend(), () => expectHalfMatmulMatchesReference(backend(), dtype, shape));
       });
     }
   },
