@@ -2,13 +2,14 @@
 //
 // Algorithm: compiled per dtype. A thread owns one position t, a group of Width consecutive
 // frequencies i … i + Width − 1 (< D/2) and a chunk of up to kRowsPerThread rows (grid y). It
-// first reads the group's elements i… and i + D/2… of every row in its chunk — 16-byte packs
-// (Width 4 f32 or 8 f16/bf16) where D/2 is a multiple of the pack and both tensors are 16-byte
-// aligned, else one element (Width 1) — then computes the group's angles while those loads are in
-// flight, then rotates and writes every row. Consecutive threads take consecutive groups, so loads
-// coalesce. The frequencies come from a table in shared memory that each block fills once (D/2 ≤
-// kTableEntries; longer heads compute them per thread). A row's offsets are computed once per
-// thread, so the loop over positions divides nothing per row.
+// computes the group's angles, then, kRowsInFlight rows at a time, reads the group's elements i…
+// and i + D/2… of each row — 16-byte packs (Width 4 f32 or 8 f16/bf16) where D/2 is a multiple of
+// the pack and both tensors are 16-byte aligned, else one element (Width 1) — all before rotating
+// and writing them (all 8 rows' loads before the angles took 222 registers for bf16 on sm_90a; this
+// order, 120). Consecutive threads take consecutive groups, so loads coalesce. The frequencies
+// come from a table in shared memory that each block fills once (D/2 ≤ kTableEntries; longer
+// heads compute them per thread). A row's offsets are computed once per thread, so the loop over
+// positions divides nothing per row.
 // Layout: x, out contiguous [rows, T, D] (rows = B·H, heads-major) or [B, T, H, D] (tokens-major:
 // row b·H + h of position t starts at ((b·T + t)·H + h)·D); D even. x and out may be the same buffer
 // (each element is read, then written, by one thread).

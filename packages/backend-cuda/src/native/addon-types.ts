@@ -1,9 +1,9 @@
 /**
  * The hand-written type of the `.node` addon's exports (native/addon/*.cpp). The real build
  * (kiln_cuda.node) and the simulator build (kiln_cuda_sim.node) export the same shape; the
- * simulator adds configureSimulator and takeBankConflicts. Every native method re-validates its arguments and throws
- * a NativeFailure (an Error with `kilnKind`) instead of crashing; src/native/native-error.ts
- * turns those into KilnErrors.
+ * simulator adds configureSimulator and takeBankConflicts. Every native method re-validates its
+ * arguments and throws a NativeFailure (an Error with `kilnKind`) instead of crashing;
+ * src/native/native-error.ts turns those into KilnErrors.
  *
  * Layout rules: dtypes and ops travel as codes (@kiln/core/native-backend's DTYPE_CODE, UNARY_CODE,
  * …, generated from the shared host's kiln/op_codes.h); shapes, strides and offsets count

@@ -26,7 +26,7 @@ struct BankConflicts {
   std::uint64_t instructions = 0;
   /** Passes those instructions took beyond one per matrix. */
   std::uint64_t extra_passes = 0;
-  /** "kernel 'name' at file:line: …" of the first, or empty. */
+  /** "kernel 'name': ldmatrix at file:line took n extra passes" for the first, or empty. */
   std::string first;
 };
 
