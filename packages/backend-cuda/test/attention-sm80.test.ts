@@ -14,7 +14,6 @@
 // K/V stages on 9.0 (228 KiB per multiprocessor) and one on 8.0, with the same bits. Vitest
 // runs each file in its own process, and afterAll restores 9.0, so the setting reaches no other file.
 import { InvalidArgumentError } from '@kiln/core';
-import { kernelTimingSourceOf } from '@kiln/core/native-backend';
 import { createReferenceBackend } from '@kiln/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CudaBackend } from '../src/cuda-backend.js';
@@ -31,7 +30,7 @@ import {
   type Geometry,
 } from './attention-support.js';
 import { expectHalfMatmulMatchesReference } from './half-matmul-check.js';
-import { simulatedBackendAt } from './simulated-device.js';
+import { launchedKernels, simulatedBackend } from './simulated-device.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
@@ -161,16 +160,7 @@ const CASES: Case[] = [
  * timer's names (attention launches end with the kernel that ran); returns what `run` returned.
  */
 async function runsOn<T>(backend: CudaBackend, kernel: string, run: () => Promise<T>): Promise<T> {
-  const timer = kernelTimingSourceOf(backend);
-  expect(timer, 'the backend must have a kernel timer').toBeDefined();
-  timer!.startKernelTiming();
-  let names: string[] = [];
-  let result: T;
-  try {
-    result = await run();
-  } finally {
-    names = timer!.stopKernelTiming().map((timing) => timing.name);
-  }
+  const { names, result } = await launchedKernels(backend, run);
   expect(
     names.some((name) => name.endsWith(`(${kernel})`)),
     `expected a launch of ${kernel}: ${names.join('; ')}`,
@@ -184,7 +174,7 @@ const WGMMA_SIZED_MATMUL = { batch: 1, m: 328, n: 264, k: 40, transposeA: false,
 describe.skipIf(skipReason !== undefined)(
   `FlashAttention-2 and mma.sync matmul on a simulated compute capability 8.0 device${skipReason ? ` (skipped: ${skipReason})` : ''}`,
   () => {
-    const cuda = simulatedBackendAt('8.0', { matmul: 'kiln' });
+    const cuda = simulatedBackend({ computeCapability: '8.0', matmul: 'kiln' });
     const reference = createReferenceBackend();
     afterAll(() => reference.dispose?.());
 

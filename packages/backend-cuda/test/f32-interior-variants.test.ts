@@ -1,21 +1,7 @@
-// The 8×16 SIMT f32 kernel's interior variants, each a KILN_CUDA_F32_KERNEL value (kernels/matmul_f32.cuh):
-//  - '8x16-k16': k16 steps (two k8 slices per barrier);
-//  - '8x16-overlap': each step's last depth multiplied after its barrier, while the next step's
-//    first fragment loads;
-//  - '8x16-k16-overlap': both.
-// They run on interior problems (m, n multiples of 128, float4 rows) — the k16 ones when k is a
-// multiple of 16, with split-K ranges rounded to whole k16 steps — and every other problem runs the
-// default 8×16 kernel. On the simulator each must give the default kernel's bits wherever both sum
-// the same k ranges (each output adds its products in k order either way), in every layout and
-// across batches; it must run — counted k16 launches and the timer's route name — only where it
-// fits, and a split it rounded must stay within the f64 reference bound. Guard pages
-// (vitest.config.ts) stop a load past an operand's end.
-import { kernelTimingSourceOf } from '@kiln/core/native-backend';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import type { CudaBackend } from '../src/cuda-backend.js';
-import { createSimulatedCudaBackend } from '../src/simulator.js';
+import { describe, expect, it } from 'vitest';
 import { expectF32MatmulMatchesReference } from './f32-matmul-check.js';
 import { type HalfMatmulCase, MATMUL_LAYOUTS } from './half-matmul-check.js';
+import { launchedKernels, simulatedBackend } from './simulated-device.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
@@ -31,30 +17,23 @@ type Variant = keyof typeof VARIANTS;
 describe.skipIf(skipReason !== undefined)(
   `f32 matmul's 8×16 interior variants on the CUDA simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`,
   () => {
-    const backend: CudaBackend | undefined =
-      skipReason === undefined ? createSimulatedCudaBackend({ matmul: 'kiln' }) : undefined;
-    afterEach(() => {
-      delete process.env.KILN_CUDA_F32_KERNEL;
-    });
-    afterAll(() => backend?.dispose());
+    const backend = simulatedBackend({ matmul: 'kiln', settings: ['KILN_CUDA_F32_KERNEL'] });
 
     /** One run of `shape` under KILN_CUDA_F32_KERNEL=`kernel`: its outputs (checked against the f64 reference), the route the timer named, and its k16 and split-K launches. */
     async function run(kernel: string, shape: HalfMatmulCase) {
       process.env.KILN_CUDA_F32_KERNEL = kernel;
-      const timer = kernelTimingSourceOf(backend!)!;
-      const k16Before = backend!.f32K16Launches;
-      const splitBefore = backend!.splitKMatmulLaunches;
-      timer.startKernelTiming();
-      const { got } = await expectF32MatmulMatchesReference(backend!, shape);
-      const route = timer
-        .stopKernelTiming()
-        .map((timing) => timing.name)
-        .find((name) => name.startsWith('matmul f32'));
+      const k16Before = backend().f32K16Launches;
+      const splitBefore = backend().splitKMatmulLaunches;
+      const { names, result } = await launchedKernels(backend(), () =>
+        expectF32MatmulMatchesReference(backend(), shape),
+      );
+      const { got } = result;
+      const route = names.find((name) => name.startsWith('matmul f32'));
       return {
         got,
         route: route ?? '(no f32 matmul launched)',
-        k16Launches: backend!.f32K16Launches - k16Before,
-        splits: backend!.splitKMatmulLaunches - splitBefore,
+        k16Launches: backend().f32K16Launches - k16Before,
+        splits: backend().splitKMatmulLaunches - splitBefore,
       };
     }
 

@@ -10,12 +10,12 @@
 // aligned, a broadcast batch and split-K, and be the kernel the timer names. Other values are
 // refused by name, and the cp.async ones on a device below compute capability 8.0.
 import { ConfigError } from '@kiln/core';
-import { kernelTimingSourceOf } from '@kiln/core/native-backend';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { type CudaBackend, checkF32KernelSetting } from '../src/cuda-backend.js';
+import { describe, expect, it } from 'vitest';
+import { checkF32KernelSetting } from '../src/cuda-backend.js';
 import { configureSimulator, createSimulatedCudaBackend } from '../src/simulator.js';
 import { expectF32MatmulMatchesReference } from './f32-matmul-check.js';
 import { type HalfMatmulCase, MATMUL_LAYOUTS } from './half-matmul-check.js';
+import { launchedKernels, simulatedBackend } from './simulated-device.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
@@ -72,30 +72,17 @@ describe('KILN_CUDA_F32_KERNEL values', () => {
 describe.skipIf(skipReason !== undefined)(
   `KILN_CUDA_F32_KERNEL on the CUDA simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`,
   () => {
-    const backend: CudaBackend | undefined =
-      skipReason === undefined ? createSimulatedCudaBackend({ matmul: 'kiln' }) : undefined;
-    afterEach(() => {
-      delete process.env.KILN_CUDA_F32_KERNEL;
-    });
-    afterAll(() => backend?.dispose());
-
-    /** The kernel names the timer saw while `body` ran. */
-    async function launchedKernels(body: () => Promise<unknown>): Promise<string[]> {
-      const timer = kernelTimingSourceOf(backend!);
-      timer!.startKernelTiming();
-      await body();
-      return timer!.stopKernelTiming().map((timing) => timing.name);
-    }
+    const backend = simulatedBackend({ matmul: 'kiln', settings: ['KILN_CUDA_F32_KERNEL'] });
 
     /** Runs `shape` on every forced kernel: each within its reference bound, launched as named, and bit-equal to the per-problem choice. */
     async function expectEveryKernelAgrees(shape: HalfMatmulCase): Promise<void> {
-      const chosen = await expectF32MatmulMatchesReference(backend!, shape);
+      const chosen = await expectF32MatmulMatchesReference(backend(), shape);
       for (const kernel of KERNELS) {
         process.env.KILN_CUDA_F32_KERNEL = kernel;
-        let got: Float32Array<ArrayBufferLike> = new Float32Array(0);
-        const names = await launchedKernels(async () => {
-          got = (await expectF32MatmulMatchesReference(backend!, shape)).got;
-        });
+        const { names, result } = await launchedKernels(backend(), () =>
+          expectF32MatmulMatchesReference(backend(), shape),
+        );
+        const { got } = result;
         const route = names.find((name) => name.startsWith('matmul f32'));
         expect(route, names.join('; ')).toContain(`(kiln ${ROUTES[kernel]}`);
         expect(route!.slice(route!.indexOf('(kiln ') + 6 + ROUTES[kernel].length)[0], route).toMatch(/[,)]/);
@@ -128,22 +115,22 @@ describe.skipIf(skipReason !== undefined)(
     });
 
     it('split-K (one tile, k = 1000 in 3 ranges of 42 k8 steps, tn): every kernel sums the same partials', async () => {
-      const before = backend!.splitKMatmulLaunches;
+      const before = backend().splitKMatmulLaunches;
       await expectEveryKernelAgrees({ batch: 1, m: 40, n: 56, k: 1000, transposeA: true, transposeB: false });
-      expect(backend!.splitKMatmulLaunches - before, 'all nine runs split k').toBe(9);
+      expect(backend().splitKMatmulLaunches - before, 'all nine runs split k').toBe(9);
     });
 
     it('split-K into ranges of an odd number of k8 steps (k = 984: 3 × 41; k16 slices stop at the range, nt)', async () => {
-      const before = backend!.splitKMatmulLaunches;
+      const before = backend().splitKMatmulLaunches;
       await expectEveryKernelAgrees({ batch: 1, m: 40, n: 56, k: 984, transposeA: false, transposeB: true });
-      expect(backend!.splitKMatmulLaunches - before, 'all nine runs split k').toBe(9);
+      expect(backend().splitKMatmulLaunches - before, 'all nine runs split k').toBe(9);
     });
 
     it('unset again, the per-problem choice runs the register-fed kernel', async () => {
       process.env.KILN_CUDA_F32_KERNEL = '8x16-cp.async';
       delete process.env.KILN_CUDA_F32_KERNEL;
-      const names = await launchedKernels(() =>
-        expectF32MatmulMatchesReference(backend!, {
+      const { names } = await launchedKernels(backend(), () =>
+        expectF32MatmulMatchesReference(backend(), {
           batch: 1,
           m: 16,
           n: 8,

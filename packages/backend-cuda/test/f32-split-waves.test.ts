@@ -6,12 +6,12 @@
 // tiles (one full wave) stay whole with it, 2×2 (a wave half full) take 2 ranges (0.5 + 2·8/64 < 1);
 // a problem the default already splits keeps its plan and its bits.
 import { ConfigError } from '@kiln/core';
-import { kernelTimingSourceOf } from '@kiln/core/native-backend';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { type CudaBackend, checkF32SplitKSetting } from '../src/cuda-backend.js';
+import { describe, expect, it } from 'vitest';
+import { checkF32SplitKSetting } from '../src/cuda-backend.js';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
 import { expectF32MatmulMatchesReference } from './f32-matmul-check.js';
 import type { HalfMatmulCase } from './half-matmul-check.js';
+import { launchedKernels, simulatedBackend } from './simulated-device.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
@@ -37,21 +37,16 @@ describe('KILN_CUDA_F32_SPLIT_K values', () => {
 describe.skipIf(skipReason !== undefined)(
   `KILN_CUDA_F32_SPLIT_K=waves on the CUDA simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`,
   () => {
-    const backend: CudaBackend | undefined =
-      skipReason === undefined ? createSimulatedCudaBackend({ matmul: 'kiln' }) : undefined;
-    afterEach(() => {
-      delete process.env.KILN_CUDA_F32_SPLIT_K;
-    });
-    afterAll(() => backend?.dispose());
+    const backend = simulatedBackend({ matmul: 'kiln', settings: ['KILN_CUDA_F32_SPLIT_K'] });
 
     /** Runs `shape` within its f64 bound; returns the output and the f32 matmul's timer name. */
     async function run(shape: HalfMatmulCase, waves: boolean) {
       if (waves) process.env.KILN_CUDA_F32_SPLIT_K = 'waves';
       else delete process.env.KILN_CUDA_F32_SPLIT_K;
-      const timer = kernelTimingSourceOf(backend!)!;
-      timer.startKernelTiming();
-      const { got } = await expectF32MatmulMatchesReference(backend!, shape);
-      const names = timer.stopKernelTiming().map((timing) => timing.name);
+      const { names, result } = await launchedKernels(backend(), () =>
+        expectF32MatmulMatchesReference(backend(), shape),
+      );
+      const { got } = result;
       const route = names.find((name) => name.startsWith('matmul f32'));
       expect(route, names.join('; ')).toBeDefined();
       return { got, route: route! };

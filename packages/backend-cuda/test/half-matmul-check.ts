@@ -1,9 +1,9 @@
 // Shared by the kernel-family matmul tests (matmul-mma, matmul-wgmma): runs one bf16/f16 matmul on
 // a backend and measures its worst error against an f32 reference of the same rounded inputs.
 import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits } from '@kiln/core';
-import { kernelTimingSourceOf } from '@kiln/core/native-backend';
 import { expect } from 'vitest';
 import type { CudaBackend } from '../src/cuda-backend.js';
+import { launchedKernels } from './simulated-device.js';
 
 export type HalfDType = 'bf16' | 'f16';
 
@@ -137,11 +137,9 @@ export async function expectHalfMatmulRoute(
   shape: HalfMatmulCase,
   route: string,
 ): Promise<void> {
-  const timer = kernelTimingSourceOf(cuda);
-  expect(timer, 'the backend must have a kernel timer').toBeDefined();
-  timer!.startKernelTiming();
-  const first = await expectHalfMatmulMatchesReference(cuda, dtype, shape);
-  const names = timer!.stopKernelTiming().map((timing) => timing.name);
+  const { names, result: first } = await launchedKernels(cuda, () =>
+    expectHalfMatmulMatchesReference(cuda, dtype, shape),
+  );
   const transposes = `${shape.transposeA ? ' transA' : ''}${shape.transposeB ? ' transB' : ''}`;
   expect(names, names.join('; ')).toContain(
     `matmul ${dtype} batch=${shape.batch} m=${shape.m} n=${shape.n} k=${shape.k}${transposes} (kiln ${route})`,

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { takeBankConflicts } from '../src/simulator.js';
 import { makeInputs, runAttention, type Geometry } from './attention-support.js';
 import { expectHalfMatmulMatchesReference, MATMUL_LAYOUTS } from './half-matmul-check.js';
-import { simulatedBackendAt } from './simulated-device.js';
+import { simulatedBackend } from './simulated-device.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
@@ -18,7 +18,7 @@ const skipReason = simulatorSkipReason();
 describe.skipIf(skipReason !== undefined)(
   `ldmatrix bank conflicts on the CUDA simulator (8.0)${skipReason ? ` (skipped: ${skipReason})` : ''}`,
   () => {
-    const cuda = simulatedBackendAt('8.0', { matmul: 'kiln' });
+    const cuda = simulatedBackend({ computeCapability: '8.0', matmul: 'kiln' });
 
     /** The conflicts counted while `body` ran (it must finish its kernels). */
     async function conflictsOf(body: () => Promise<unknown>) {

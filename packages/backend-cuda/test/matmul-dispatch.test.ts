@@ -7,7 +7,6 @@
 // dispatch named is the one that ran (and which kiln kernel, unsplit or split).
 import type { DType, MatmulParams, TensorRef } from '@kiln/core';
 import { InvalidArgumentError, KilnError } from '@kiln/core';
-import { kernelTimingSourceOf } from '@kiln/core/native-backend';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +15,7 @@ import type { CudaBackend } from '../src/cuda-backend.js';
 import { configureSimulator, createSimulatedCudaBackend } from '../src/simulator.js';
 import { buildFakeCublas } from './fake-cublas.js';
 import type { HalfMatmulCase } from './half-matmul-check.js';
+import { launchedKernels } from './simulated-device.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'kiln-dispatch-cublas-'));
@@ -51,11 +51,10 @@ function operands(backend: CudaBackend, dtype: DType, problem: HalfMatmulCase) {
 async function routeOf(backend: CudaBackend, dtype: DType, problem: HalfMatmulCase): Promise<string> {
   const call = operands(backend, dtype, problem);
   try {
-    const timer = kernelTimingSourceOf(backend)!;
-    timer.startKernelTiming();
-    backend.matmul(call.a, call.b, call.out, call.params);
-    await backend.synchronize();
-    const names = timer.stopKernelTiming().map((timing) => timing.name);
+    const { names } = await launchedKernels(backend, async () => {
+      backend.matmul(call.a, call.b, call.out, call.params);
+      await backend.synchronize();
+    });
     const route = names.map((name) => /\((kiln [^)]*|cuBLAS)\)$/.exec(name)?.[1]).find((found) => found !== undefined);
     if (route === undefined) throw new Error(`no matmul among the timed launches: ${names.join('; ')}`);
     return route;

@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import type { CudaBackend } from '../src/cuda-backend.js';
 import { expectF32MatmulMatchesReference } from './f32-matmul-check.js';
 import { expectHalfMatmulMatchesReference, type HalfMatmulCase, MATMUL_LAYOUTS } from './half-matmul-check.js';
-import { simulatedBackendAt } from './simulated-device.js';
+import { simulatedBackend } from './simulated-device.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
@@ -35,7 +35,7 @@ async function expectSplitAndRepeatable(cuda: CudaBackend, run: () => Promise<Ar
 describe.skipIf(skipReason !== undefined)(
   `split-K matmul on the CUDA simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`,
   () => {
-    const backend = simulatedBackendAt('8.0', { matmul: 'kiln' });
+    const backend = simulatedBackend({ computeCapability: '8.0', matmul: 'kiln' });
 
     for (const [transposeA, transposeB, name] of MATMUL_LAYOUTS) {
       it(`f32 ${name}: one partial 128×128 tile, k = 1000 in 3 ranges (last one partial)`, async () => {

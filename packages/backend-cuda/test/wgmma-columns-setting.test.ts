@@ -5,10 +5,11 @@
 // restores the per-shape choice — each still matching its f32 reference. Any other value is
 // refused by name when a backend is created. The native layer reads the setting at each matmul.
 import { ConfigError } from '@kiln/core';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { type CudaBackend, checkWgmmaColumnsSetting } from '../src/cuda-backend.js';
+import { describe, expect, it } from 'vitest';
+import { checkWgmmaColumnsSetting } from '../src/cuda-backend.js';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
 import { expectHalfMatmulRoute } from './half-matmul-check.js';
+import { simulatedBackend } from './simulated-device.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
@@ -38,31 +39,26 @@ describe('KILN_CUDA_WGMMA_COLUMNS values', () => {
 describe.skipIf(skipReason !== undefined)(
   `KILN_CUDA_WGMMA_COLUMNS on a simulated 9.0 device${skipReason ? ` (skipped: ${skipReason})` : ''}`,
   () => {
-    const backend: CudaBackend | undefined =
-      skipReason === undefined ? createSimulatedCudaBackend({ matmul: 'kiln' }) : undefined;
-    afterEach(() => {
-      delete process.env.KILN_CUDA_WGMMA_COLUMNS;
-    });
-    afterAll(() => backend?.dispose());
+    const backend = simulatedBackend({ matmul: 'kiln', settings: ['KILN_CUDA_WGMMA_COLUMNS'] });
 
     it("'128' runs a shape that would take 128×256 tiles on 128×128 ones; unset, it takes 128×256 again", async () => {
       process.env.KILN_CUDA_WGMMA_COLUMNS = '128';
-      await expectHalfMatmulRoute(backend!, 'bf16', WIDE_BY_CHOICE, 'wgmma');
+      await expectHalfMatmulRoute(backend(), 'bf16', WIDE_BY_CHOICE, 'wgmma');
       delete process.env.KILN_CUDA_WGMMA_COLUMNS;
-      await expectHalfMatmulRoute(backend!, 'bf16', WIDE_BY_CHOICE, 'wgmma 128x256');
+      await expectHalfMatmulRoute(backend(), 'bf16', WIDE_BY_CHOICE, 'wgmma 128x256');
     });
 
     it("'192' and '256' widen a shape that would take 128×128 tiles", async () => {
       process.env.KILN_CUDA_WGMMA_COLUMNS = '192';
-      await expectHalfMatmulRoute(backend!, 'f16', NARROW_BY_CHOICE, 'wgmma 128x192');
+      await expectHalfMatmulRoute(backend(), 'f16', NARROW_BY_CHOICE, 'wgmma 128x192');
       process.env.KILN_CUDA_WGMMA_COLUMNS = '256';
-      await expectHalfMatmulRoute(backend!, 'f16', NARROW_BY_CHOICE, 'wgmma 128x256');
+      await expectHalfMatmulRoute(backend(), 'f16', NARROW_BY_CHOICE, 'wgmma 128x256');
     });
 
     it('a problem split along k keeps 128×128 tiles whatever the setting', async () => {
       process.env.KILN_CUDA_WGMMA_COLUMNS = '256';
       await expectHalfMatmulRoute(
-        backend!,
+        backend(),
         'bf16',
         { batch: 1, m: 104, n: 72, k: 1800, transposeA: true, transposeB: false },
         'wgmma, split-K 3',
