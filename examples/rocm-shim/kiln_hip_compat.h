@@ -39,6 +39,7 @@
 // same-in-hip: __clang__ — hipcc is clang (common.cuh picks `#pragma unroll` by it)
 // same-in-hip: float4 — HIP's vector types (16 bytes, 16-byte aligned)
 // same-in-hip: uint4
+// same-in-hip: uint2 — 8 bytes, 8-byte aligned (vector.cuh's half packs)
 // same-in-hip: make_float4
 // same-in-hip: make_uint4
 // same-in-hip: threadIdx

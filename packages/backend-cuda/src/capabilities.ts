@@ -9,11 +9,19 @@ export interface CudaCapabilities extends Capabilities {
   matmul: CudaMatmulPath;
 }
 
+/** Which of the addon's optional kernel forms it has (an addon built before one lacks its method). */
+export interface CudaAddonForms {
+  /** adamwMulti's device-scalar form (`adamwMultiDeviceScalars`). */
+  adamwMultiDeviceScalars?: boolean;
+  /** rmsNorm(Backward) with f16/bf16 out (dy) beside f32 x (`rmsNormMixedPrecision`, `rmsNormBackwardMixedPrecision`). */
+  mixedPrecisionNorm?: boolean;
+}
+
 /** The capabilities of one CUDA backend instance. */
 export function cudaCapabilities(
   device: DeviceInfo,
   matmul: CudaMatmulPath,
-  adamwMultiDeviceScalars = false,
+  { adamwMultiDeviceScalars = false, mixedPrecisionNorm = false }: CudaAddonForms = {},
 ): CudaCapabilities {
   return {
     device,
@@ -34,6 +42,8 @@ export function cudaCapabilities(
     graphCapture: true,
     // adamwMulti reads lr/bias corrections/decays from a device tensor (options.deviceScalars) when the addon has that form.
     adamwMultiDeviceScalars,
+    // kernels/norm.cu and rms_norm_backward.cu write (read) a 16-bit out (dy) beside f32 x when the addon has that form.
+    mixedPrecisionNorm,
     matmul,
   };
 }

@@ -89,17 +89,20 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
     const nativeDevice = callNative(() => this.native.deviceInfo());
     checkF32KernelRuns(process.env.KILN_CUDA_F32_KERNEL, nativeDevice.major, () => this.dispose());
     const matmulInfo = callNative(() => this.native.matmulInfo());
+    this.fused = new FusedKernels(this.native, this);
     this.capabilities = cudaCapabilities(
       toDeviceInfo(nativeDevice),
       describeMatmulPath(matmulInfo, nativeDevice.major),
-      typeof this.native.adamwMultiDeviceScalars === 'function',
+      {
+        adamwMultiDeviceScalars: typeof this.native.adamwMultiDeviceScalars === 'function',
+        mixedPrecisionNorm: this.fused.hasMixedPrecisionNorm(),
+      },
     );
     this.attentionKernels = describeAttentionPath(
       nativeDevice.major,
       matmulInfo.hopperKernels === true,
       FLASH_ATTENTION_MAX_HEAD_DIM,
     );
-    this.fused = new FusedKernels(this.native, this);
   }
 
   /** The live matmul path in one line (shown by `kiln info`): cuBLAS with its version, or kiln's kernels and why. */

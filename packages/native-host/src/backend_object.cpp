@@ -269,6 +269,23 @@ Napi::Value BackendObject::Extra(const Napi::CallbackInfo& info) {
   });
 }
 
+std::vector<ExtraMethod> mixed_precision_norm_methods() {
+  return {
+      {"rmsNormMixedPrecision",
+       [](KernelDevice& device, BufferTable& buffers, const Napi::CallbackInfo& info) -> Napi::Value {
+         expect_arguments(info, 7, "rmsNorm");
+         device.rms_norm(info.Env(), read_mixed_precision_rms_norm(buffers, info));
+         return info.Env().Undefined();
+       }},
+      {"rmsNormBackwardMixedPrecision",
+       [](KernelDevice& device, BufferTable& buffers, const Napi::CallbackInfo& info) -> Napi::Value {
+         expect_arguments(info, 8, "rmsNormBackward");
+         device.rms_norm_backward(info.Env(), read_mixed_precision_rms_norm_backward(buffers, info));
+         return info.Env().Undefined();
+       }},
+  };
+}
+
 ExtraMethod adamw_multi_device_scalars_method() {
   return {"adamwMultiDeviceScalars",
           [](KernelDevice& device, BufferTable& buffers, const Napi::CallbackInfo& info) -> Napi::Value {

@@ -48,6 +48,21 @@ class RowArguments {
     dtype_ = view.dtype;
     return view;
   }
+  /** A [rows, cols] f32 tensor, which the matrices after it match. */
+  TensorView f32_matrix(std::size_t at, const char* role) {
+    TensorView view = read_dense(buffers_, info_[at], kernel_, role, KILN_DTYPE_F32, count_, matrix_why_.c_str());
+    dtype_ = view.dtype;
+    return view;
+  }
+  /** A [rows, cols] f16 or bf16 tensor beside f32 matrices (the mixed-precision norm's out or dy). */
+  TensorView half_matrix(std::size_t at, const char* role) {
+    TensorView view = read_dense(buffers_, info_[at], kernel_, role, -1, count_, matrix_why_.c_str());
+    if (view.dtype != KILN_DTYPE_F16 && view.dtype != KILN_DTYPE_BF16)
+      throw NativeError(ErrorKind::kDType,
+                        backend_message(std::string(kernel_) + ": " + role +
+                                        " must be f16 or bf16 in the mixed-precision form, got " + describe(view)));
+    return view;
+  }
   /** A [cols] tensor of `dtype` (default: the matrices' dtype). */
   TensorView per_column(std::size_t at, const char* role, int dtype = kMatrixDtype) {
     return read_dense(buffers_, info_[at], kernel_, role, dtype == kMatrixDtype ? dtype_ : dtype, cols_, columns_);
@@ -354,31 +369,54 @@ SoftmaxBackwardCall read_softmax_backward(BufferTable& buffers, const Napi::Call
   return call;
 }
 
-RmsNormCall read_rms_norm(BufferTable& buffers, const Napi::CallbackInfo& info) {
+namespace {
+
+/** rmsNorm's arguments; mixed_precision: x f32, out f16 or bf16. */
+RmsNormCall read_rms_norm_call(BufferTable& buffers, const Napi::CallbackInfo& info, bool mixed_precision) {
   RowArguments row(buffers, info, "rmsNorm", 4);
   RmsNormCall call;
   call.rows = row.rows();
   call.cols = row.cols();
   call.eps = static_cast<float>(read_finite(info[6], "rmsNorm: eps"));
-  call.x = row.matrix(0, "x");
+  call.x = mixed_precision ? row.f32_matrix(0, "x") : row.matrix(0, "x");
   call.weight = row.per_column(1, "weight");
-  call.out = row.matrix(2, "out");
+  call.out = mixed_precision ? row.half_matrix(2, "out") : row.matrix(2, "out");
   call.rstd = row.per_row(3, "rstd", KILN_DTYPE_F32);
   return call;
 }
 
-RmsNormBackwardCall read_rms_norm_backward(BufferTable& buffers, const Napi::CallbackInfo& info) {
+/** rmsNormBackward's arguments; mixed_precision: x f32, dy f16 or bf16. */
+RmsNormBackwardCall read_rms_norm_backward_call(BufferTable& buffers, const Napi::CallbackInfo& info,
+                                                bool mixed_precision) {
   RowArguments row(buffers, info, "rmsNormBackward", 6);
   RmsNormBackwardCall call;
   call.rows = row.rows();
   call.cols = row.cols();
-  call.x = row.matrix(0, "x");
+  call.x = mixed_precision ? row.f32_matrix(0, "x") : row.matrix(0, "x");
   call.weight = row.per_column(1, "weight");
   call.rstd = row.per_row(2, "rstd", KILN_DTYPE_F32);
-  call.dy = row.matrix(3, "dy");
+  call.dy = mixed_precision ? row.half_matrix(3, "dy") : row.matrix(3, "dy");
   call.dx = row.matrix(4, "dx");
   call.d_weight = row.per_column(5, "dWeight", KILN_DTYPE_F32);
   return call;
+}
+
+}  // namespace
+
+RmsNormCall read_rms_norm(BufferTable& buffers, const Napi::CallbackInfo& info) {
+  return read_rms_norm_call(buffers, info, false);
+}
+
+RmsNormCall read_mixed_precision_rms_norm(BufferTable& buffers, const Napi::CallbackInfo& info) {
+  return read_rms_norm_call(buffers, info, true);
+}
+
+RmsNormBackwardCall read_rms_norm_backward(BufferTable& buffers, const Napi::CallbackInfo& info) {
+  return read_rms_norm_backward_call(buffers, info, false);
+}
+
+RmsNormBackwardCall read_mixed_precision_rms_norm_backward(BufferTable& buffers, const Napi::CallbackInfo& info) {
+  return read_rms_norm_backward_call(buffers, info, true);
 }
 
 LayerNormCall read_layer_norm(BufferTable& buffers, const Napi::CallbackInfo& info) {

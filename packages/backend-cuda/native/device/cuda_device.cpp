@@ -215,6 +215,9 @@ std::vector<ExtraMethod> cuda_extra_methods() {
        false},
   };
   methods.insert(methods.end(), own.begin(), own.end());
+  // rmsNorm(Backward) again with f16/bf16 out (dy) beside f32 x: their presence is capabilities.mixedPrecisionNorm.
+  std::vector<ExtraMethod> norms = mixed_precision_norm_methods();
+  methods.insert(methods.end(), norms.begin(), norms.end());
   return methods;
 }
 

@@ -17,6 +17,7 @@
 #include "../kernels/softmax.cuh"
 #include "../kernels/swiglu.cuh"
 #include "cuda_device.h"
+#include "kiln/op_names.h"
 
 namespace kiln {
 namespace {
@@ -25,6 +26,9 @@ namespace {
 constexpr Index kMaxGridBlocks = 0x7fffffffLL;
 
 float* f32_pointer(const TensorView& tensor) { return static_cast<float*>(tensor.base()); }
+
+/** Bytes of tensor x. */
+double tensor_bytes(const TensorView& x) { return static_cast<double>(x.count) * dtype_bytes(x.dtype); }
 
 /** Profile work of a launch that reads or writes `passes` tensors like `x`. */
 LaunchWork tensor_passes(const TensorView& x, double passes) {
@@ -148,11 +152,21 @@ void CudaDevice::softmax_backward(Napi::Env, const SoftmaxBackwardCall& call) {
                       rows_text("softmaxBackward", call.y, call.rows, call.cols), tensor_passes(call.y, 3));
 }
 
+/** The profile's name of an rmsNorm launch; the mixed-precision form adds `role` and its 16-bit dtype ("to bf16", "with dy bf16"). */
+std::string norm_text(const char* kernel, const TensorView& x, const TensorView& half, const char* role, Index rows,
+                      Index cols) {
+  if (half.dtype == x.dtype) return rows_text(kernel, x, rows, cols);
+  return std::string(kernel) + " " + describe(x) + " " + role + " " + kDTypeNames[half.dtype] + " as [" +
+         std::to_string(rows) + ", " + std::to_string(cols) + "]";
+}
+
 void CudaDevice::rms_norm(Napi::Env, const RmsNormCall& call) {
   DeviceContext& device = *context_;
-  device.after_launch(launch_rms_norm(device.launch_context(), call.x.dtype, call.x.base(), call.weight.base(),
-                                      call.out.base(), f32_pointer(call.rstd), call.rows, call.cols, call.eps),
-                      rows_text("rmsNorm", call.x, call.rows, call.cols), tensor_passes(call.x, 2));
+  device.after_launch(
+      launch_rms_norm(device.launch_context(), call.x.dtype, call.out.dtype, call.x.base(), call.weight.base(),
+                      call.out.base(), f32_pointer(call.rstd), call.rows, call.cols, call.eps),
+      norm_text("rmsNorm", call.x, call.out, "to", call.rows, call.cols),
+      LaunchWork{tensor_bytes(call.x) + tensor_bytes(call.out), 0});
 }
 
 void CudaDevice::rms_norm_backward(Napi::Env, const RmsNormBackwardCall& call) {
@@ -160,10 +174,11 @@ void CudaDevice::rms_norm_backward(Napi::Env, const RmsNormBackwardCall& call) {
   const Index chunks = rms_norm_backward_chunks(call.rows, call.cols);
   ScratchBuffer scratch(device.pool(), chunks > 1 ? static_cast<std::size_t>(chunks * call.cols) * sizeof(float) : 0);
   device.after_launch(
-      launch_rms_norm_backward(device.launch_context(), call.x.dtype, call.x.base(), call.weight.base(),
+      launch_rms_norm_backward(device.launch_context(), call.x.dtype, call.dy.dtype, call.x.base(), call.weight.base(),
                                f32_pointer(call.rstd), call.dy.base(), call.dx.base(), f32_pointer(call.d_weight),
                                static_cast<float*>(scratch.get()), call.rows, call.cols),
-      rows_text("rmsNormBackward", call.x, call.rows, call.cols), tensor_passes(call.x, 3));
+      norm_text("rmsNormBackward", call.x, call.dy, "with dy", call.rows, call.cols),
+      LaunchWork{tensor_bytes(call.x) + tensor_bytes(call.dy) + tensor_bytes(call.dx), 0});
 }
 
 void CudaDevice::layer_norm(Napi::Env, const LayerNormCall& call) {

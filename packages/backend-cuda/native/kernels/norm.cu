@@ -4,8 +4,10 @@
 // Algorithm: one block per row (grid-stride); block sums through block_reduce.cuh. RMSNorm reads
 // its rows in 16-byte packs where they allow (group_threads: a thread per pack), else element by
 // element; LayerNorm element by element, row_threads(cols) threads.
-// Layout: x, out contiguous [rows, cols]; weight, bias [cols] of x's dtype; rstd [rows] f32.
-// Numerics: f32 accumulation, one rounding per output. LayerNorm takes the variance around the
+// Layout: x, out contiguous [rows, cols]; weight, bias [cols] of x's dtype; rstd [rows] f32. RMSNorm's
+// out has x's dtype, or f16/bf16 for f32 x (the mixed-precision form: 4 floats in, 8 bytes out).
+// Numerics: f32 accumulation, one rounding per output (the mixed-precision form: the f32 result
+// rounded once to f16/bf16, the bits of the f32 output cast). LayerNorm takes the variance around the
 // mean in a second pass (the one-pass E[x²] − E[x]² cancels badly when |mean| ≫ spread); eps is
 // added inside the square root. cols = 0 gives rstd = NaN (0/0), as the definition says.
 #include "block_reduce.cuh"
@@ -17,11 +19,12 @@ namespace {
 
 /**
  * RMSNorm of rows (grid-stride): thread t reads element groups t, t + blockDim.x, … of the row —
- * Width = Pack<T>::kWidth elements in one 16-byte pack (every row and base aligned) or 1.
+ * Width = Pack<T>::kWidth elements in one 16-byte pack (every row and base aligned) or 1 — and
+ * writes them as Out: T, or f16/bf16 beside f32 x (the mixed-precision form, 8-byte half packs).
  */
-template <typename T, int Width>
+template <typename T, typename Out, int Width>
 __global__ void __launch_bounds__(1024)
-    rms_norm_kernel(const T* x, const T* weight, T* out, float* rstd, Index rows, Index cols, float eps) {
+    rms_norm_kernel(const T* x, const T* weight, Out* out, float* rstd, Index rows, Index cols, float eps) {
   __shared__ float scratch[32];
   const Index groups = cols / Width;
   for (Index row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -42,28 +45,32 @@ __global__ void __launch_bounds__(1024)
       load_floats<T, Width>(weight, group, ws);
       KILN_UNROLL
       for (int j = 0; j < Width; j++) normalized[j] = xs[j] * inverse * ws[j];
-      store_floats<T, Width>(out + row * cols, group, normalized);
+      store_floats<Out, Width>(out + row * cols, group, normalized);
     }
   }
 }
 
-/** rms_norm_kernel<T, Width> over the rows. */
-template <typename T, int Width>
+/** rms_norm_kernel<T, Out, Width> over the rows. */
+template <typename T, typename Out, int Width>
 cudaError_t launch_rms_norm_rows(const LaunchContext& context, const void* x, const void* weight, void* out,
                                  float* rstd, Index rows, Index cols, float eps) {
-  return vendor::launch("rms_norm_kernel", rms_norm_kernel<T, Width>, dim3(grid_for(rows, 1, context.max_blocks)),
+  return vendor::launch("rms_norm_kernel", rms_norm_kernel<T, Out, Width>, dim3(grid_for(rows, 1, context.max_blocks)),
                         dim3(group_threads(cols / Width)), 0, context.stream, static_cast<const T*>(x),
-                        static_cast<const T*>(weight), static_cast<T*>(out), rstd, rows, cols, eps);
+                        static_cast<const T*>(weight), static_cast<Out*>(out), rstd, rows, cols, eps);
 }
 
-/** rms_norm_kernel for T: in 16-byte packs when cols is a whole number of them and every base is aligned. */
-template <typename T>
+/**
+ * rms_norm_kernel for T in, Out out: in T's 16-byte packs when cols is a whole number of them,
+ * x and weight are 16-byte aligned and out is aligned for the same elements as Out.
+ */
+template <typename T, typename Out>
 cudaError_t launch_rms_norm_rows(const LaunchContext& context, const void* x, const void* weight, void* out,
                                  float* rstd, Index rows, Index cols, float eps) {
   constexpr int kWidth = Pack<T>::kWidth;
-  const bool packed = cols % kWidth == 0 && aligned16(x) && aligned16(weight) && aligned16(out);
-  return packed ? launch_rms_norm_rows<T, kWidth>(context, x, weight, out, rstd, rows, cols, eps)
-                : launch_rms_norm_rows<T, 1>(context, x, weight, out, rstd, rows, cols, eps);
+  const bool out_aligned = sizeof(Out) == sizeof(T) ? aligned16(out) : aligned8(out);
+  const bool packed = cols % kWidth == 0 && aligned16(x) && aligned16(weight) && out_aligned;
+  return packed ? launch_rms_norm_rows<T, Out, kWidth>(context, x, weight, out, rstd, rows, cols, eps)
+                : launch_rms_norm_rows<T, Out, 1>(context, x, weight, out, rstd, rows, cols, eps);
 }
 
 __global__ void __launch_bounds__(1024)
@@ -90,11 +97,19 @@ __global__ void __launch_bounds__(1024)
 
 }  // namespace
 
-cudaError_t launch_rms_norm(const LaunchContext& context, int dtype, const void* x, const void* weight, void* out,
-                            float* rstd, Index rows, Index cols, float eps) {
+cudaError_t launch_rms_norm(const LaunchContext& context, int dtype, int out_dtype, const void* x, const void* weight,
+                            void* out, float* rstd, Index rows, Index cols, float eps) {
   if (rows == 0) return cudaSuccess;
+  if (out_dtype != dtype) {
+    if (dtype != kF32) return cudaErrorInvalidValue;  // the mixed-precision form is f32 in, f16/bf16 out
+    if (out_dtype == kF16) return launch_rms_norm_rows<float, __half>(context, x, weight, out, rstd, rows, cols, eps);
+    if (out_dtype == kBF16)
+      return launch_rms_norm_rows<float, __nv_bfloat16>(context, x, weight, out, rstd, rows, cols, eps);
+    return cudaErrorInvalidValue;
+  }
   return for_float_dtype(dtype, [&](auto zero) {
-    return launch_rms_norm_rows<decltype(zero)>(context, x, weight, out, rstd, rows, cols, eps);
+    using T = decltype(zero);
+    return launch_rms_norm_rows<T, T>(context, x, weight, out, rstd, rows, cols, eps);
   });
 }
 

@@ -5,9 +5,12 @@
 
 namespace kiln {
 
-/** out = x · rstd · weight, rstd[row] = 1/√(mean(x²) + eps) (f32); x, weight, out of `dtype`. */
-cudaError_t launch_rms_norm(const LaunchContext& context, int dtype, const void* x, const void* weight, void* out,
-                            float* rstd, Index rows, Index cols, float eps);
+/**
+ * out = x · rstd · weight, rstd[row] = 1/√(mean(x²) + eps) (f32); x, weight of `dtype`, out of
+ * `out_dtype`: the same, or f16/bf16 when `dtype` is f32 (the mixed-precision form).
+ */
+cudaError_t launch_rms_norm(const LaunchContext& context, int dtype, int out_dtype, const void* x, const void* weight,
+                            void* out, float* rstd, Index rows, Index cols, float eps);
 
 /**
  * Row chunks of the deterministic dWeight reduction (rms_norm_backward.cu): 1 writes dWeight
@@ -20,10 +23,11 @@ Index rms_norm_backward_chunks(Index rows, Index cols);
  * overwritten) summed per chunk of rows into `scratch` (chunks · cols floats, unused when
  * chunks = 1), then over chunks in a fixed order. Rows of up to 16384 elements take one pass over
  * x and dy (chunk c: rows c, c + chunks, …), longer ones two (chunks of consecutive rows).
+ * x, weight, dx of `dtype`; dy of `dy_dtype`: the same, or f16/bf16 when `dtype` is f32.
  */
-cudaError_t launch_rms_norm_backward(const LaunchContext& context, int dtype, const void* x, const void* weight,
-                                     const float* rstd, const void* dy, void* dx, float* d_weight, float* scratch,
-                                     Index rows, Index cols);
+cudaError_t launch_rms_norm_backward(const LaunchContext& context, int dtype, int dy_dtype, const void* x,
+                                     const void* weight, const float* rstd, const void* dy, void* dx, float* d_weight,
+                                     float* scratch, Index rows, Index cols);
 
 /** out = (x − mean)/√(var + eps) · weight + bias (biased variance); all of `dtype`. */
 cudaError_t launch_layer_norm(const LaunchContext& context, int dtype, const void* x, const void* weight,

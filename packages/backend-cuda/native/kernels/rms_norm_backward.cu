@@ -10,7 +10,8 @@
 // run. x and dy come from memory once (the separate dWeight pass read them again). Longer rows
 // take the two-pass path: one block per row for dx, then blocks of 32 columns × 8 row-threads
 // summing chunks of rows into scratch, then the same chunk sum.
-// Layout: x, dy, dx contiguous [rows, cols] and weight [cols] of one dtype; rstd [rows] and
+// Layout: x, dy, dx contiguous [rows, cols] and weight [cols] of one dtype — or dy f16/bf16 beside
+// f32 x, weight, dx (the mixed-precision form: dy read in 8-byte half packs); rstd [rows] and
 // dWeight [cols] f32; scratch [chunks, cols] f32.
 // Numerics: f32 accumulation; per element x̂ = x·rstd, g = dy·w, dx = rstd·(g − x̂·mean(g·x̂))
 // rounded once to the dtype; dWeight[j] = Σ over chunks in order of (Σ over the chunk's rows in
@@ -45,9 +46,9 @@ constexpr Index kMaxChunks = 32;
  * chunk, chunk + chunks, …; thread t owns element groups t + i·blockDim.x (i < kPartials / Width)
  * of every row. Width: Pack<T>::kWidth (every row and base 16-byte aligned) or 1.
  */
-template <typename T, int Width>
+template <typename T, typename Grad, int Width>
 __global__ void __launch_bounds__(1024)
-    rms_norm_backward_kernel(const T* x, const T* weight, const float* rstd, const T* dy, T* dx, float* target,
+    rms_norm_backward_kernel(const T* x, const T* weight, const float* rstd, const Grad* dy, T* dx, float* target,
                              Index rows, Index cols, Index chunks) {
   constexpr int kGroups = kPartials / Width;
   __shared__ float scratch[32];
@@ -57,7 +58,7 @@ __global__ void __launch_bounds__(1024)
     for (Index row = chunk; row < rows; row += chunks) {
       const float inverse = rstd[row];
       const T* x_row = x + row * cols;
-      const T* dy_row = dy + row * cols;
+      const Grad* dy_row = dy + row * cols;
       float projection = 0.0f;
       KILN_UNROLL
       for (int i = 0; i < kGroups; i++) {
@@ -65,7 +66,7 @@ __global__ void __launch_bounds__(1024)
         if (group >= groups) break;
         float xs[Width], dys[Width], ws[Width];
         load_floats<T, Width>(x_row, group, xs);
-        load_floats<T, Width>(dy_row, group, dys);
+        load_floats<Grad, Width>(dy_row, group, dys);
         load_floats<T, Width>(weight, group, ws);
         KILN_UNROLL
         for (int j = 0; j < Width; j++) projection += dys[j] * ws[j] * (xs[j] * inverse);
@@ -77,7 +78,7 @@ __global__ void __launch_bounds__(1024)
         if (group >= groups) break;
         float xs[Width], dys[Width], ws[Width], out[Width];
         load_floats<T, Width>(x_row, group, xs);
-        load_floats<T, Width>(dy_row, group, dys);
+        load_floats<Grad, Width>(dy_row, group, dys);
         load_floats<T, Width>(weight, group, ws);
         KILN_UNROLL
         for (int j = 0; j < Width; j++) {
@@ -99,8 +100,8 @@ __global__ void __launch_bounds__(1024)
 }
 
 __global__ void __launch_bounds__(1024)
-    rms_norm_input_gradient_kernel(int dtype, const void* x, const void* weight, const float* rstd, const void* dy,
-                                   void* dx, Index rows, Index cols) {
+    rms_norm_input_gradient_kernel(int dtype, int dy_dtype, const void* x, const void* weight, const float* rstd,
+                                   const void* dy, void* dx, Index rows, Index cols) {
   __shared__ float scratch[32];
   for (Index row = blockIdx.x; row < rows; row += gridDim.x) {
     const Index start = row * cols;
@@ -108,12 +109,12 @@ __global__ void __launch_bounds__(1024)
     float projection = 0.0f;
     for (Index col = threadIdx.x; col < cols; col += blockDim.x) {
       const float normalized = load_float(x, dtype, start + col) * inverse;
-      projection += load_float(dy, dtype, start + col) * load_float(weight, dtype, col) * normalized;
+      projection += load_float(dy, dy_dtype, start + col) * load_float(weight, dtype, col) * normalized;
     }
     const float mean = block_sum(projection, scratch) / static_cast<float>(cols);
     for (Index col = threadIdx.x; col < cols; col += blockDim.x) {
       const float normalized = load_float(x, dtype, start + col) * inverse;
-      const float gradient = load_float(dy, dtype, start + col) * load_float(weight, dtype, col);
+      const float gradient = load_float(dy, dy_dtype, start + col) * load_float(weight, dtype, col);
       store_float(dx, dtype, start + col, inverse * (gradient - normalized * mean));
     }
   }
@@ -124,8 +125,8 @@ __global__ void __launch_bounds__(1024)
  * the chunks (strided past the device's grid y).
  */
 __global__ void __launch_bounds__(kColumnTile* kRowThreads)
-    rms_norm_weight_gradient_kernel(int dtype, const void* x, const float* rstd, const void* dy, float* target,
-                                    Index rows, Index cols, Index chunks, Index rows_per_chunk) {
+    rms_norm_weight_gradient_kernel(int dtype, int dy_dtype, const void* x, const float* rstd, const void* dy,
+                                    float* target, Index rows, Index cols, Index chunks, Index rows_per_chunk) {
   __shared__ float partial[kRowThreads][kColumnTile + 1];
   const Index col = static_cast<Index>(blockIdx.x) * kColumnTile + threadIdx.x;
   for (Index chunk = blockIdx.y; chunk < chunks; chunk += gridDim.y) {
@@ -134,7 +135,7 @@ __global__ void __launch_bounds__(kColumnTile* kRowThreads)
     float sum = 0.0f;
     if (col < cols) {
       for (Index row = begin + threadIdx.y; row < end; row += kRowThreads) {
-        sum += load_float(dy, dtype, row * cols + col) * (load_float(x, dtype, row * cols + col) * rstd[row]);
+        sum += load_float(dy, dy_dtype, row * cols + col) * (load_float(x, dtype, row * cols + col) * rstd[row]);
       }
     }
     partial[threadIdx.y][threadIdx.x] = sum;
@@ -159,40 +160,62 @@ __global__ void __launch_bounds__(256)
   }
 }
 
-/** Enqueues rms_norm_backward_kernel<T, Width> over `chunks` blocks (at most context.max_blocks at once). */
-template <typename T, int Width>
+/** Enqueues rms_norm_backward_kernel<T, Grad, Width> over `chunks` blocks (at most context.max_blocks at once). */
+template <typename T, typename Grad, int Width>
 cudaError_t launch_fused(const LaunchContext& context, const void* x, const void* weight, const float* rstd,
                          const void* dy, void* dx, float* target, Index rows, Index cols, Index chunks) {
   const unsigned blocks = grid_for(chunks, 1, context.max_blocks);
-  return vendor::launch("rms_norm_backward_kernel", rms_norm_backward_kernel<T, Width>, dim3(blocks),
+  return vendor::launch("rms_norm_backward_kernel", rms_norm_backward_kernel<T, Grad, Width>, dim3(blocks),
                         dim3(group_threads(cols / Width)), 0, context.stream, static_cast<const T*>(x),
-                        static_cast<const T*>(weight), rstd, static_cast<const T*>(dy), static_cast<T*>(dx), target,
+                        static_cast<const T*>(weight), rstd, static_cast<const Grad*>(dy), static_cast<T*>(dx), target,
                         rows, cols, chunks);
 }
 
-/** The one-pass kernel for T: in 16-byte packs when cols is a whole number of them and every base is aligned. */
-template <typename T>
+/**
+ * The one-pass kernel for T (x, weight, dx) and Grad (dy): in T's 16-byte packs when cols is a
+ * whole number of them, x, weight and dx are 16-byte aligned and dy is aligned for the same elements.
+ */
+template <typename T, typename Grad>
 cudaError_t launch_fused(const LaunchContext& context, const void* x, const void* weight, const float* rstd,
                          const void* dy, void* dx, float* target, Index rows, Index cols, Index chunks) {
   constexpr int kWidth = Pack<T>::kWidth;
-  const bool packed = cols % kWidth == 0 && aligned16(x) && aligned16(weight) && aligned16(dy) && aligned16(dx);
-  return packed ? launch_fused<T, kWidth>(context, x, weight, rstd, dy, dx, target, rows, cols, chunks)
-                : launch_fused<T, 1>(context, x, weight, rstd, dy, dx, target, rows, cols, chunks);
+  const bool dy_aligned = sizeof(Grad) == sizeof(T) ? aligned16(dy) : aligned8(dy);
+  const bool packed = cols % kWidth == 0 && aligned16(x) && aligned16(weight) && dy_aligned && aligned16(dx);
+  return packed ? launch_fused<T, Grad, kWidth>(context, x, weight, rstd, dy, dx, target, rows, cols, chunks)
+                : launch_fused<T, Grad, 1>(context, x, weight, rstd, dy, dx, target, rows, cols, chunks);
 }
 
 /** dx, and dWeight's chunk partials into `target`, on the two-pass path (rows longer than kFusedMaxColumns). */
-cudaError_t launch_two_pass(const LaunchContext& context, int dtype, const void* x, const void* weight,
+cudaError_t launch_two_pass(const LaunchContext& context, int dtype, int dy_dtype, const void* x, const void* weight,
                             const float* rstd, const void* dy, void* dx, float* target, Index rows, Index cols,
                             Index chunks) {
   const cudaError_t error = vendor::launch("rms_norm_input_gradient_kernel", rms_norm_input_gradient_kernel,
                                            dim3(grid_for(rows, 1, context.max_blocks)), dim3(row_threads(cols)), 0,
-                                           context.stream, dtype, x, weight, rstd, dy, dx, rows, cols);
+                                           context.stream, dtype, dy_dtype, x, weight, rstd, dy, dx, rows, cols);
   if (error != cudaSuccess) return error;
   const Index rows_per_chunk = (rows + chunks - 1) / chunks;
   const dim3 grid(static_cast<unsigned>((cols + kColumnTile - 1) / kColumnTile), grid_y_for(chunks, context));
   return vendor::launch("rms_norm_weight_gradient_kernel", rms_norm_weight_gradient_kernel, grid,
-                        dim3(kColumnTile, kRowThreads), 0, context.stream, dtype, x, rstd, dy, target, rows, cols,
-                        chunks, rows_per_chunk);
+                        dim3(kColumnTile, kRowThreads), 0, context.stream, dtype, dy_dtype, x, rstd, dy, target, rows,
+                        cols, chunks, rows_per_chunk);
+}
+
+/** The one-pass kernel for x's `dtype` and dy's `dy_dtype` (the same, or f16/bf16 beside f32). */
+cudaError_t launch_fused_for(const LaunchContext& context, int dtype, int dy_dtype, const void* x, const void* weight,
+                             const float* rstd, const void* dy, void* dx, float* target, Index rows, Index cols,
+                             Index chunks) {
+  if (dy_dtype != dtype) {
+    if (dtype != kF32) return cudaErrorInvalidValue;  // the mixed-precision form is f32 x with f16/bf16 dy
+    if (dy_dtype == kF16)
+      return launch_fused<float, __half>(context, x, weight, rstd, dy, dx, target, rows, cols, chunks);
+    if (dy_dtype == kBF16)
+      return launch_fused<float, __nv_bfloat16>(context, x, weight, rstd, dy, dx, target, rows, cols, chunks);
+    return cudaErrorInvalidValue;
+  }
+  return for_float_dtype(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    return launch_fused<T, T>(context, x, weight, rstd, dy, dx, target, rows, cols, chunks);
+  });
 }
 
 }  // namespace
@@ -208,19 +231,17 @@ Index rms_norm_backward_chunks(Index rows, Index cols) {
   return chunks > kMaxChunks ? kMaxChunks : chunks;
 }
 
-cudaError_t launch_rms_norm_backward(const LaunchContext& context, int dtype, const void* x, const void* weight,
-                                     const float* rstd, const void* dy, void* dx, float* d_weight, float* scratch,
-                                     Index rows, Index cols) {
+cudaError_t launch_rms_norm_backward(const LaunchContext& context, int dtype, int dy_dtype, const void* x,
+                                     const void* weight, const float* rstd, const void* dy, void* dx, float* d_weight,
+                                     float* scratch, Index rows, Index cols) {
   if (cols == 0) return cudaSuccess;
   if (rows == 0) return cudaMemsetAsync(d_weight, 0, static_cast<std::size_t>(cols) * sizeof(float), context.stream);
   const Index chunks = rms_norm_backward_chunks(rows, cols);
   float* target = chunks == 1 ? d_weight : scratch;
   const cudaError_t error =
       cols > kFusedMaxColumns
-          ? launch_two_pass(context, dtype, x, weight, rstd, dy, dx, target, rows, cols, chunks)
-          : for_float_dtype(dtype, [&](auto zero) {
-              return launch_fused<decltype(zero)>(context, x, weight, rstd, dy, dx, target, rows, cols, chunks);
-            });
+          ? launch_two_pass(context, dtype, dy_dtype, x, weight, rstd, dy, dx, target, rows, cols, chunks)
+          : launch_fused_for(context, dtype, dy_dtype, x, weight, rstd, dy, dx, target, rows, cols, chunks);
   if (error != cudaSuccess || chunks == 1) return error;
   return vendor::launch("rms_norm_sum_chunks_kernel", sum_chunks_kernel, dim3(grid_for(cols, 256, context.max_blocks)),
                         dim3(256), 0, context.stream, static_cast<const float*>(scratch), d_weight, chunks, cols);

@@ -310,6 +310,13 @@ export interface Capabilities {
   graphCapture?: boolean;
   /** Optional (default false): true when adamwMulti reads options.deviceScalars natively (else core composes that form). */
   adamwMultiDeviceScalars?: boolean;
+  /**
+   * Optional (default false): true when rmsNorm may write `out` in f16/bf16 from f32 x and weight
+   * (the bits of its f32 rmsNorm then cast) and rmsNormBackward may read `dy` in f16/bf16 with f32
+   * x, weight and dx (the bits of dy cast to f32 first): rmsNorm(x, w, eps, { dtype }) then skips
+   * the f32 copy and both casts. The conformance kit checks both against the backend's own f32 path.
+   */
+  mixedPrecisionNorm?: boolean;
 }
 
 /**
@@ -394,7 +401,7 @@ export interface KernelBackend {
   softmaxBackward?(y: TensorRef, dy: TensorRef, dx: TensorRef, rows: number, cols: number): void;
   /** Optional: log-softmax over the last axis of x [rows, cols]. */
   logSoftmax?(x: TensorRef, out: TensorRef, rows: number, cols: number): void;
-  /** Optional: out = x * rsqrt(mean(x²) + eps) * weight over the last axis; rstd [rows] f32 receives the rsqrt. */
+  /** Optional: out = x * rsqrt(mean(x²) + eps) * weight over the last axis; rstd [rows] f32 receives the rsqrt; out has x's dtype, or f16/bf16 for f32 x where capabilities.mixedPrecisionNorm. */
   rmsNorm?(
     x: TensorRef,
     weight: TensorRef,
@@ -404,7 +411,7 @@ export interface KernelBackend {
     cols: number,
     eps: number,
   ): void;
-  /** Optional: gradients of rmsNorm; dWeight [cols] f32 is overwritten (summed over rows). */
+  /** Optional: gradients of rmsNorm; dWeight [cols] f32 is overwritten (summed over rows); dy has x's dtype, or f16/bf16 for f32 x where capabilities.mixedPrecisionNorm. */
   rmsNormBackward?(
     x: TensorRef,
     weight: TensorRef,

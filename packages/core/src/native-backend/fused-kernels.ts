@@ -7,6 +7,7 @@
  * and call rope, whose checks are its own.
  */
 import type { AdamWMultiParams, AdamWParams, TensorRef } from '../backend/kernel-backend.js';
+import type { DType } from '../dtype.js';
 import { InvalidArgumentError } from '../index.js';
 import type { NativeArgumentChecks } from './argument-checks.js';
 import type { NativeTensor } from './native-tensor.js';
@@ -94,6 +95,27 @@ export interface NativeFusedMethods {
     ms: NativeTensor[],
     vs: NativeTensor[],
     options: NativeAdamWMultiOptions,
+  ): void;
+  /** Optional: rmsNorm with f32 x and weight and an f16/bf16 out (an addon without it refuses mixed dtypes). */
+  rmsNormMixedPrecision?(
+    x: NativeTensor,
+    weight: NativeTensor,
+    out: NativeTensor,
+    rstd: NativeTensor,
+    rows: number,
+    cols: number,
+    eps: number,
+  ): void;
+  /** Optional: rmsNormBackward with f32 x, weight and dx and an f16/bf16 dy. */
+  rmsNormBackwardMixedPrecision?(
+    x: NativeTensor,
+    weight: NativeTensor,
+    rstd: NativeTensor,
+    dy: NativeTensor,
+    dx: NativeTensor,
+    dWeight: NativeTensor,
+    rows: number,
+    cols: number,
   ): void;
   /** Optional: adamwMulti of an addon that reads options.deviceScalars (an addon without it would ignore them, so core composes that form). */
   adamwMultiDeviceScalars?(
@@ -190,11 +212,14 @@ export abstract class NativeFusedKernels {
     const count = this.checks.checkRowsCols(kernel, rows, cols);
     const input = this.checks.checkFloatTensor(x, this.owner, kernel, 'x', count, 'rows · cols');
     const scale = this.checks.checkTensorOf(weight, this.owner, kernel, 'weight', input.dtype, cols, 'cols');
-    const output = this.checks.checkTensorOf(out, this.owner, kernel, 'out', input.dtype, count, 'rows · cols');
+    const mixed = this.mixedPrecisionNorm(input.dtype, out);
+    const outDType = mixed ? out.dtype : input.dtype;
+    const output = this.checks.checkTensorOf(out, this.owner, kernel, 'out', outDType, count, 'rows · cols');
     const inverse = this.checks.checkTensorOf(rstd, this.owner, kernel, 'rstd', 'f32', rows, 'rows');
     this.checkScalar(kernel, 'eps', eps);
+    const method = mixed ? this.native.rmsNormMixedPrecision! : this.native.rmsNorm;
     this.errors.callNative(() =>
-      this.native.rmsNorm(input.native, scale.native, output.native, inverse.native, rows, cols, eps),
+      method.call(this.native, input.native, scale.native, output.native, inverse.native, rows, cols, eps),
     );
   }
 
@@ -214,11 +239,15 @@ export abstract class NativeFusedKernels {
     const input = this.checks.checkFloatTensor(x, this.owner, kernel, 'x', count, 'rows · cols');
     const scale = this.checks.checkTensorOf(weight, this.owner, kernel, 'weight', input.dtype, cols, 'cols');
     const inverse = this.checks.checkTensorOf(rstd, this.owner, kernel, 'rstd', 'f32', rows, 'rows');
-    const gradient = this.checks.checkTensorOf(dy, this.owner, kernel, 'dy', input.dtype, count, 'rows · cols');
+    const mixed = this.mixedPrecisionNorm(input.dtype, dy);
+    const dyDType = mixed ? dy.dtype : input.dtype;
+    const gradient = this.checks.checkTensorOf(dy, this.owner, kernel, 'dy', dyDType, count, 'rows · cols');
     const inputGradient = this.checks.checkTensorOf(dx, this.owner, kernel, 'dx', input.dtype, count, 'rows · cols');
     const weightGradient = this.checks.checkTensorOf(dWeight, this.owner, kernel, 'dWeight', 'f32', cols, 'cols');
+    const method = mixed ? this.native.rmsNormBackwardMixedPrecision! : this.native.rmsNormBackward;
     this.errors.callNative(() =>
-      this.native.rmsNormBackward(
+      method.call(
+        this.native,
         input.native,
         scale.native,
         inverse.native,
@@ -388,6 +417,19 @@ export abstract class NativeFusedKernels {
         step,
       }),
     );
+  }
+
+  /** True when the addon has rmsNorm(Backward)'s mixed-precision form (capabilities.mixedPrecisionNorm). */
+  hasMixedPrecisionNorm(): boolean {
+    return (
+      typeof this.native.rmsNormMixedPrecision === 'function' &&
+      typeof this.native.rmsNormBackwardMixedPrecision === 'function'
+    );
+  }
+
+  /** Whether a call whose x is `xDType` and whose out (or dy) is `half` takes the mixed-precision form: f32 x, f16/bf16 `half`, an addon that has it. */
+  private mixedPrecisionNorm(xDType: DType, half: TensorRef): boolean {
+    return xDType === 'f32' && (half.dtype === 'f16' || half.dtype === 'bf16') && this.hasMixedPrecisionNorm();
   }
 
   /** True when the addon has the multi-tensor kernel `name` (else NativeKernelBackend composes it). */

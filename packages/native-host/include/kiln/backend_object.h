@@ -59,6 +59,14 @@ struct BackendSpec {
  */
 ExtraMethod adamw_multi_device_scalars_method();
 
+/**
+ * rmsNorm and rmsNormBackward again, as the extras `rmsNormMixedPrecision` and
+ * `rmsNormBackwardMixedPrecision`, whose readers take f32 x and weight with an f16/bf16 out (dy):
+ * a backend whose device handles RmsNormCall::out / RmsNormBackwardCall::dy in another dtype than
+ * x lists them, and their presence tells JavaScript so (capabilities.mixedPrecisionNorm).
+ */
+std::vector<ExtraMethod> mixed_precision_norm_methods();
+
 /** The addon's exports: `spec`'s functions, opNames() and the Backend class built from `spec`. */
 Napi::Object register_backend(Napi::Env env, Napi::Object exports, BackendSpec spec);
 

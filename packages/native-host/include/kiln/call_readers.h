@@ -26,6 +26,10 @@ SoftmaxCall read_softmax(BufferTable& buffers, const Napi::CallbackInfo& info, b
 SoftmaxBackwardCall read_softmax_backward(BufferTable& buffers, const Napi::CallbackInfo& info);
 RmsNormCall read_rms_norm(BufferTable& buffers, const Napi::CallbackInfo& info);
 RmsNormBackwardCall read_rms_norm_backward(BufferTable& buffers, const Napi::CallbackInfo& info);
+/** rmsNorm's arguments in the mixed-precision form (capabilities.mixedPrecisionNorm): x, weight f32, out f16 or bf16. */
+RmsNormCall read_mixed_precision_rms_norm(BufferTable& buffers, const Napi::CallbackInfo& info);
+/** rmsNormBackward's arguments in the mixed-precision form: x, weight, dx f32, dy f16 or bf16. */
+RmsNormBackwardCall read_mixed_precision_rms_norm_backward(BufferTable& buffers, const Napi::CallbackInfo& info);
 LayerNormCall read_layer_norm(BufferTable& buffers, const Napi::CallbackInfo& info);
 RopeCall read_rope(BufferTable& buffers, const Napi::CallbackInfo& info);
 SwigluCall read_swiglu(BufferTable& buffers, const Napi::CallbackInfo& info);

@@ -12,6 +12,7 @@ import { gradientCases } from './cases/gradient-cases.js';
 import { indexRangeCases } from './cases/index-range-cases.js';
 import { matmulCases } from './cases/matmul-cases.js';
 import { memoryCases } from './cases/memory-cases.js';
+import { mixedPrecisionNormCases } from './cases/mixed-precision-norm-cases.js';
 import { multiTensorCases } from './cases/multi-tensor-cases.js';
 import { nonFiniteCases } from './cases/non-finite-cases.js';
 import { normalizationCases } from './cases/norm-cases.js';
@@ -40,6 +41,7 @@ const FAMILIES: ((settings: CaseSettings) => ConformanceCase[])[] = [
   conversionCases,
   softmaxCases,
   normalizationCases,
+  mixedPrecisionNormCases,
   attentionCases,
   causalAttentionCases,
   optimizerCases,

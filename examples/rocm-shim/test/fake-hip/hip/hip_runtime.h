@@ -68,6 +68,9 @@ struct dim3 {
 struct alignas(16) float4 {
   float x, y, z, w;
 };
+struct alignas(8) uint2 {
+  unsigned int x, y;
+};
 struct alignas(16) uint4 {
   unsigned int x, y, z, w;
 };
