@@ -17,6 +17,7 @@ import {
   split,
   swiglu,
   tidy,
+  type DType,
   type Tensor,
 } from '@kiln/core';
 import type { ModelConfig } from '../contracts.js';
@@ -93,9 +94,14 @@ export function layerWeights(parameters: Map<string, Tensor>, family: ModelFamil
   };
 }
 
-/** RMSNorm or LayerNorm (by whether the norm has a bias) of the f32 residual stream. */
-export function normalize(x: Tensor, weights: NormWeights, eps: number): Tensor {
-  return weights.bias === undefined ? rmsNorm(x, weights.weight, eps) : layerNorm(x, weights.weight, weights.bias, eps);
+/**
+ * RMSNorm or LayerNorm (by whether the norm has a bias) of the f32 residual stream, in `dtype`
+ * (default x's): RMSNorm writes a 16-bit compute dtype directly where the backend can
+ * (rmsNorm's options.dtype), LayerNorm is cast.
+ */
+export function normalize(x: Tensor, weights: NormWeights, eps: number, dtype: DType = x.dtype): Tensor {
+  if (weights.bias === undefined) return rmsNorm(x, weights.weight, eps, { dtype });
+  return toDType(layerNorm(x, weights.weight, weights.bias, eps), dtype);
 }
 
 /** [B, T, heads·hd] → [B, heads, T, hd]. */
@@ -126,7 +132,7 @@ function tokensMajorHeads(x: Tensor, heads: number, width: number): Tensor {
 function selfAttention(x: Tensor, weights: LayerWeights, layer: number, context: BlockContext): Tensor {
   const { config } = context;
   const width = headDimension(config);
-  const input = toDType(normalize(x, weights.inputNorm, config.normEps), context.computeDType);
+  const input = normalize(x, weights.inputNorm, config.normEps, context.computeDType);
   let [query, key, value] =
     'fused' in weights.attention
       ? split(
@@ -192,7 +198,7 @@ function selfAttention(x: Tensor, weights: LayerWeights, layer: number, context:
 
 function feedForward(x: Tensor, weights: LayerWeights, context: BlockContext): Tensor {
   const { config } = context;
-  const input = toDType(normalize(x, weights.postNorm, config.normEps), context.computeDType);
+  const input = normalize(x, weights.postNorm, config.normEps, context.computeDType);
   if ('gate' in weights.mlp) {
     const hidden = swiglu(linear(input, weights.mlp.gate, context), linear(input, weights.mlp.up, context));
     return toDType(linear(hidden, weights.mlp.down, context), 'f32');

@@ -237,7 +237,7 @@ export class DecoderModel implements LanguageModel {
   }
 
   private head(x: Tensor, context: LinearContext): Tensor {
-    const normed = toDType(normalize(x, this.finalNorm, this.config.normEps), context.computeDType);
+    const normed = normalize(x, this.finalNorm, this.config.normEps, context.computeDType);
     const module = this.config.tieEmbeddings ? this.modules.tokenEmbedding : this.modules.head;
     return toDType(linear(normed, { module, weight: this.parameters.get(`${module}.weight`)! }, context), 'f32');
   }
