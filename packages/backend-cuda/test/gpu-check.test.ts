@@ -228,7 +228,9 @@ describe('gpu-check report', () => {
         transposeB: true,
         kernel: 'SIMT',
         kilnTflops: 20,
+        kilnSpread: 0.03,
         cublasTflops: 25,
+        cublasSpread: 0.012,
         ratio: 0.8,
         kilnDeviceTflops: 30,
         cublasDeviceTflops: 40,
@@ -268,11 +270,13 @@ describe('gpu-check report', () => {
     const text = formatReport(report);
     expect(text).toContain('device: NVIDIA H100 80GB HBM3 (compute capability 9.0)');
     expect(text).toMatch(/full kit\s+1800\s+0\s+90\s+61\.5/);
-    expect(text).toMatch(/4096³\s+bf16\s+4096×4096×4096\s+nn\s+mma\.sync\s+420\.00\s+700\.00\s+60%/);
+    expect(text).toMatch(/4096³\s+bf16\s+4096×4096×4096\s+nn\s+mma\.sync\s+420\.00\s+700\.00\s+60\.0%/);
+    // The loops' spread (half of slowest − fastest over the median: kiln's, then cuBLAS's), then the device figures.
     expect(text).toMatch(
-      /medium gate\/up x·Wᵀ\s+f32\s+2048×704×256\s+nt\s+SIMT\s+20\.00\s+25\.00\s+80%\s+30\.00\s+40\.00\s+75%/,
+      /medium gate\/up x·Wᵀ\s+f32\s+2048×704×256\s+nt\s+SIMT\s+20\.00\s+25\.00\s+80\.0%\s+±1\.5%, ±0\.6%\s+30\.00\s+40\.00\s+75\.0%/,
     );
-    expect(text).toMatch(/4096³\s+bf16\s+4096×4096×4096\s+nn\s+mma\.sync\s+420\.00\s+700\.00\s+60%\s+—\s+—\s+—/);
+    // A row without spreads or device figures (a report from before they were kept) prints dashes.
+    expect(text).toMatch(/4096³\s+bf16\s+4096×4096×4096\s+nn\s+mma\.sync\s+420\.00\s+700\.00\s+60\.0%\s+—\s+—\s+—\s+—/);
     expect(text).toMatch(/kiln bench\s+20\.00\s+102400/);
     expect(text).toContain('kiln / PyTorch: 1.25×');
     expect(text).toContain('attention vs SDPA:');
@@ -306,7 +310,7 @@ describe('gpu-check report', () => {
       met: true,
     });
     const text = formatReport(report);
-    expect(text).toMatch(/4096³\s+f32 TF32\s+4096×4096×4096\s+nn\s+TF32 mma\.sync\s+25\.00\s+50\.00\s+50%/);
+    expect(text).toMatch(/4096³\s+f32 TF32\s+4096×4096×4096\s+nn\s+TF32 mma\.sync\s+25\.00\s+50\.00\s+50\.0%/);
     expect(text).toMatch(/gpt2s mlp dW = dYᵀ·X\s+f32\s+2048×768×8192\s+tn\s+SIMT split-K/);
   });
 

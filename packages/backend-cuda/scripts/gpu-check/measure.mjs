@@ -66,48 +66,65 @@ function randomTensor(backend, shape, dtype, seed) {
   return ref;
 }
 
+/** Timed loops per backend in timeMatmuls (their median is the figure; one host hiccup cannot move it). */
+const TIMED_LOOPS = 5;
+
 /**
- * TFLOP/s of `backend.matmul` for one shape and dtype (one timed loop after a warm-up), and the
- * product as f32 (`keepOutput`). The operands come from the backend's seeded random, so two
- * backends (kiln's kernels and cuBLAS) multiply the same numbers and their outputs can be compared.
- * `tflops` is host-timed back-to-back calls (the median of three loops): for small shapes it measures the per-call host cost
- * (about 10 µs through kiln's kernels, 14–16 through cuBLAS on the H200). `deviceTflops` comes from
- * the device time of the same number of calls (CUDA events around each; the kernel timer), which a
- * CUDA-graphed training step sees.
+ * TFLOP/s of `backend.matmul` for one shape and dtype on each of `backends` (kiln's kernels, then
+ * cuBLAS when given), and each product as f32 (`keepOutput`). The operands come from each backend's
+ * seeded random, so the backends multiply the same numbers and their outputs can be compared.
+ * `tflops` is host-timed back-to-back calls: after one warm-up call each, TIMED_LOOPS loops per
+ * backend of a third of the repeats each, the backends taking turns loop by loop (kiln, cuBLAS,
+ * kiln, …) so that neither is timed only on a warmer or cooler GPU; the median loop is the figure
+ * and `spread` is (slowest − fastest) / median of the loops. For small shapes it measures the
+ * per-call host cost (about 10 µs through kiln's kernels, 14–16 through cuBLAS on the H200).
+ * `deviceTflops` comes from the device time of the repeats (CUDA events around each call; the
+ * kernel timer), which a CUDA-graphed training step sees.
  */
-export async function timeMatmul(backend, shape, dtype, { quick, simulator }, keepOutput = false) {
+export async function timeMatmuls(backends, shape, dtype, { quick, simulator }, keepOutput = false) {
   const { m, n, k, transposeA, transposeB } = shape;
-  const a = randomTensor(backend, transposeA ? [k, m] : [m, k], dtype, 7);
-  const b = randomTensor(backend, transposeB ? [n, k] : [k, n], dtype, 11);
-  const out = { buffer: backend.alloc(m * n * BYTES[dtype]), shape: [m, n], dtype };
   const params = { batch: 1, m, n, k, transposeA, transposeB, batchStrideA: m * k, batchStrideB: k * n };
   const flops = 2 * m * n * k;
+  const problems = backends.map((backend) => ({
+    backend,
+    a: randomTensor(backend, transposeA ? [k, m] : [m, k], dtype, 7),
+    b: randomTensor(backend, transposeB ? [n, k] : [k, n], dtype, 11),
+    out: { buffer: backend.alloc(m * n * BYTES[dtype]), shape: [m, n], dtype },
+    loops: [],
+  }));
+  const call = ({ backend, a, b, out }) => backend.matmul(a, b, out, params);
   try {
-    backend.matmul(a, b, out, params);
-    const output = keepOutput ? toFloat32(await backend.download(out.buffer), dtype) : undefined;
-    await backend.synchronize();
+    const outputs = [];
+    for (const problem of problems) {
+      call(problem);
+      outputs.push(keepOutput ? toFloat32(await problem.backend.download(problem.out.buffer), dtype) : undefined);
+      await problem.backend.synchronize();
+    }
     // Enough repeats for ~0.2 s of work at 100 TFLOP/s, between 3 and 200.
     const repeats = simulator ? 1 : Math.max(3, Math.min(quick ? 50 : 200, Math.ceil(2e13 / flops)));
-    // The median of three timed loops of a third of the calls each (the same time in all): one host
-    // hiccup (a 20 µs shape's loop lasts a few ms) halved a ratio once.
-    const loops = [];
     const perLoop = simulator ? repeats : Math.max(3, Math.ceil(repeats / 3));
-    for (let loop = 0; loop < (simulator ? 1 : 3); loop++) {
-      const start = performance.now();
-      for (let i = 0; i < perLoop; i++) backend.matmul(a, b, out, params);
-      await backend.synchronize();
-      loops.push((performance.now() - start) / 1000 / perLoop);
+    for (let loop = 0; loop < (simulator ? 1 : TIMED_LOOPS); loop++) {
+      for (const problem of problems) {
+        const start = performance.now();
+        for (let i = 0; i < perLoop; i++) call(problem);
+        await problem.backend.synchronize();
+        problem.loops.push((performance.now() - start) / 1000 / perLoop);
+      }
     }
-    const seconds = loops.sort((x, y) => x - y)[Math.floor(loops.length / 2)];
-    const device = deviceTiming(backend, repeats, () => backend.matmul(a, b, out, params));
-    return {
-      tflops: flops / seconds / 1e12,
-      deviceTflops: device === undefined ? undefined : flops / device.secondsPerCall / 1e12,
-      kernel: device?.kilnKernel,
-      output,
-    };
+    return problems.map((problem, index) => {
+      const loops = [...problem.loops].sort((x, y) => x - y);
+      const seconds = loops[Math.floor(loops.length / 2)];
+      const device = deviceTiming(problem.backend, repeats, () => call(problem));
+      return {
+        tflops: flops / seconds / 1e12,
+        spread: (loops[loops.length - 1] - loops[0]) / seconds,
+        deviceTflops: device === undefined ? undefined : flops / device.secondsPerCall / 1e12,
+        kernel: device?.kilnKernel,
+        output: outputs[index],
+      };
+    });
   } finally {
-    for (const ref of [a, b, out]) backend.free(ref.buffer);
+    for (const { backend, a, b, out } of problems) for (const ref of [a, b, out]) backend.free(ref.buffer);
   }
 }
 
@@ -202,7 +219,13 @@ export async function matmulComparison(kiln, cublas, options, log, tf32 = undefi
     for (const shape of shapes) {
       const launchesBefore = kilnBackend.hopperMatmulLaunches ?? 0;
       const splitBefore = kilnBackend.splitKMatmulLaunches ?? 0;
-      const kilnRun = await timeMatmul(kilnBackend, shape, dtype, options, cublasBackend !== undefined);
+      const [kilnRun, cublasRun] = await timeMatmuls(
+        cublasBackend === undefined ? [kilnBackend] : [kilnBackend, cublasBackend],
+        shape,
+        dtype,
+        options,
+        cublasBackend !== undefined,
+      );
       const kilnTflops = kilnRun.tflops;
       // The kernel timer's launch names say exactly which kernel ran; the counters are the fallback.
       const kernel =
@@ -219,11 +242,12 @@ export async function matmulComparison(kiln, cublas, options, log, tf32 = undefi
         ...(allowTf32 ? { tf32: true } : {}),
         kernel,
         kilnTflops,
+        kilnSpread: kilnRun.spread,
         kilnDeviceTflops: kilnRun.deviceTflops,
       };
-      if (cublasBackend) {
-        const cublasRun = await timeMatmul(cublasBackend, shape, dtype, options, true);
+      if (cublasRun) {
         row.cublasTflops = cublasRun.tflops;
+        row.cublasSpread = cublasRun.spread;
         row.cublasDeviceTflops = cublasRun.deviceTflops;
         row.ratio = kilnTflops / row.cublasTflops;
         if (row.kilnDeviceTflops !== undefined && row.cublasDeviceTflops !== undefined)
@@ -233,8 +257,9 @@ export async function matmulComparison(kiln, cublas, options, log, tf32 = undefi
         row.agrees = row.relativeL2VsCublas <= matmulAgreementLimit(dtype, allowTf32);
       }
       const name = allowTf32 ? 'f32 (TF32 on)' : dtype === 'f32' ? 'f32 (TF32 off)' : dtype;
+      const spread = (value) => `±${((value * 100) / 2).toFixed(1)}%`;
       log(
-        `  ${name} ${shape.label}: kiln ${row.kernel} ${kilnTflops.toFixed(2)} TFLOP/s${row.cublasTflops === undefined ? '' : `, cuBLAS ${row.cublasTflops.toFixed(2)} (${(row.ratio * 100).toFixed(0)}%)${row.deviceRatio === undefined ? '' : `, device time ${(row.deviceRatio * 100).toFixed(0)}%`}, vs cuBLAS rel. L2 ${row.relativeL2VsCublas.toExponential(2)}${row.agrees ? '' : ' DISAGREES'}`}`,
+        `  ${name} ${shape.label}: kiln ${row.kernel} ${kilnTflops.toFixed(2)} TFLOP/s (loops ${spread(row.kilnSpread)})${row.cublasTflops === undefined ? '' : `, cuBLAS ${row.cublasTflops.toFixed(2)} (loops ${spread(row.cublasSpread)}; ${(row.ratio * 100).toFixed(1)}%)${row.deviceRatio === undefined ? '' : `, device time ${(row.deviceRatio * 100).toFixed(1)}%`}, vs cuBLAS rel. L2 ${row.relativeL2VsCublas.toExponential(2)}${row.agrees ? '' : ' DISAGREES'}`}`,
       );
       rows.push(row);
     }

@@ -4,10 +4,11 @@
 // {
 //   schema: 1, status: 'ok' | 'failed' | 'skipped', reason?, startedAt, seconds, host, addon, probe,
 //   conformance: [{ name, passed, failed, skipped, seconds, failures: [{ id, message }] }],
-//   matmul: [{ label, dtype, tf32?, m, n, k, transposeA, transposeB, kernel, kilnTflops, cublasTflops?, ratio?, kilnDeviceTflops?, cublasDeviceTflops?, deviceRatio?, relativeL2VsCublas?, agrees? }], matmulNote?,
+//   matmul: [{ label, dtype, tf32?, m, n, k, transposeA, transposeB, kernel, kilnTflops, kilnSpread, cublasTflops?, cublasSpread?, ratio?, kilnDeviceTflops?, cublasDeviceTflops?, deviceRatio?, relativeL2VsCublas?, agrees? }], matmulNote?,
 //   matmulBaseline?: { file, rows: [{ label, dtype, tf32?, kernel, baselineKernel, deviceTflops, baselineDeviceTflops, deviceRatio }] } | { file, error },
 //     (kernel: kiln's kernel family, 'wgmma' (or 'wgmma 128x192' | 'wgmma 128x256') | 'mma.sync' | 'wmma' | 'SIMT' | 'TF32 mma.sync', plus ' split-K' when k was split;
-//      tf32: f32 rows measured with allowTf32 on both kiln and cuBLAS)
+//      tf32: f32 rows measured with allowTf32 on both kiln and cuBLAS; *Spread: (slowest − fastest) / median of the
+//      timed loops, kiln's and cuBLAS's taking turns)
 //   trainStep?: { model, precision, kiln: { msPerStep, tokensPerSecond } | { error }, pytorch: { … } | { skipped }, ratio? },
 //   hfFixtures?: { fixtures, error, failed, runs: [{ fixture, matmul, logitsRelative, lossError, worstGradient, gradients, greedy, failures, passed, seconds }] },
 //   sections: [{ title, rows: [[…cells]], note? }]     (other checks add theirs, e.g. attention vs SDPA)
@@ -150,6 +151,13 @@ function fixed(value, digits) {
   return value === undefined || value === null || Number.isNaN(value) ? '—' : value.toFixed(digits);
 }
 
+/** A matmul row's loop spreads as ±half of (slowest − fastest) / median, kiln's then cuBLAS's; '—' for rows from before they were kept. */
+function loopSpread(row) {
+  const half = (spread) => (spread === undefined ? '—' : `±${((spread * 100) / 2).toFixed(1)}%`);
+  if (row.kilnSpread === undefined) return '—';
+  return row.cublasSpread === undefined ? half(row.kilnSpread) : `${half(row.kilnSpread)}, ${half(row.cublasSpread)}`;
+}
+
 /** Columns padded to their widest cell; the first row is the header. */
 export function table(rows) {
   const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => String(row[column]).length)));
@@ -243,6 +251,7 @@ export function formatReport(report) {
           'kiln',
           'cuBLAS',
           'ratio',
+          'loops ± (kiln, cuBLAS)',
           'kiln device',
           'cuBLAS device',
           'device ratio',
@@ -256,10 +265,11 @@ export function formatReport(report) {
           row.kernel ?? '?',
           fixed(row.kilnTflops, 2),
           fixed(row.cublasTflops, 2),
-          row.ratio === undefined ? '—' : `${(row.ratio * 100).toFixed(0)}%`,
+          row.ratio === undefined ? '—' : `${(row.ratio * 100).toFixed(1)}%`,
+          loopSpread(row),
           fixed(row.kilnDeviceTflops, 2),
           fixed(row.cublasDeviceTflops, 2),
-          row.deviceRatio === undefined ? '—' : `${(row.deviceRatio * 100).toFixed(0)}%`,
+          row.deviceRatio === undefined ? '—' : `${(row.deviceRatio * 100).toFixed(1)}%`,
           row.relativeL2VsCublas === undefined
             ? '—'
             : `${row.relativeL2VsCublas.toExponential(1)}${row.agrees ? '' : ' DISAGREES'}`,
