@@ -35,7 +35,8 @@ function rowLosses(logits: Tensor, targets: Tensor, rows: number, classes: numbe
     if (dLogits.size > 0)
       backward.kernel(operands.tensors[0].ref(), savedTargets.ref(), dLogits.ref(), rows, classes, ignoreIndex, 1);
     operands.release();
-    const rowScale = reshape(toDType(castTo(g, 'f32'), backward.computeDType), [rows, 1]);
+    // g is the f32 row losses' gradient: cast only where the kernel computes in another dtype.
+    const rowScale = reshape(g.dtype === backward.computeDType ? g : castTo(g, backward.computeDType), [rows, 1]);
     const scaled = binaryKernel('mul', dLogits, rowScale);
     return [reshape(toDType(scaled, savedLogits.dtype), savedLogits.shape)];
   });
