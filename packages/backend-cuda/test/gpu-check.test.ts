@@ -538,10 +538,17 @@ describe.skipIf(!built)(
         );
         const report = JSON.parse(readFileSync(reportPath, 'utf8')) as GpuCheckReport;
         expect(report.status).toBe('ok');
-        // The memory-bound kernels, among them both casts and rope in each dtype.
+        // The memory-bound kernels, among them both casts, rope in each dtype and the mixed-precision norms.
         const kernelRows = report.sections.find((section) => section.title.startsWith('kernels ('))?.rows ?? [];
         expect(kernelRows.map((row) => `${row[0]} ${row[1]}`)).toEqual(
-          expect.arrayContaining(['cast to f32 bf16', 'cast to bf16 f32', 'rope bf16', 'rope f32']),
+          expect.arrayContaining([
+            'cast to f32 bf16',
+            'cast to bf16 f32',
+            'rope bf16',
+            'rope f32',
+            'rmsNorm to bf16 f32',
+            'rmsNormBackward with dy bf16 f32',
+          ]),
         );
         // 128³ and the tiny model's seven shapes in bf16, f32 (TF32 off) and f32 with TF32 allowed; 128³ in f16.
         expect(report.matmul.length).toBe(25);

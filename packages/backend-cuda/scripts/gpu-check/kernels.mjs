@@ -1,7 +1,8 @@
 // Timings of the memory-bound kernels at training-like sizes (effective GB/s), for the report's
 // "kernels" section: primitives (unary, binary, cast, copy, reduce, gather/scatterAdd, random) and the
-// fused kernels (softmax, rmsNorm ± backward, rope, swiglu, cross-entropy over a 50k vocabulary, AdamW),
-// whole-tensor and leading-axis sums, and the multi-tensor norm and AdamW at gpt2s widths.
+// fused kernels (softmax, rmsNorm ± backward — also f32 rows with a bf16 output and gradient —, rope,
+// swiglu, cross-entropy over a 50k vocabulary, AdamW), whole-tensor and leading-axis sums, and the
+// multi-tensor norm and AdamW at gpt2s widths.
 
 const BYTES = { f32: 4, f16: 2, bf16: 2, i32: 4 };
 
@@ -84,6 +85,16 @@ export async function kernelTimings(backend, { quick, simulator }) {
           width,
         ),
       );
+      if (dtype === 'f32' && backend.capabilities.mixedPrecisionNorm) {
+        // The mixed-precision step's norms: f32 residual rows in, the bf16 matmul input out, and back (x, dy, dx once each).
+        const [halfRows, halfGradient] = keep(tensor([tokens, width], 'bf16', false), tensor([tokens, width], 'bf16'));
+        await time('rmsNorm to bf16', dtype, `${tokens}×${width}`, tokens * width * (4 + 2), () =>
+          backend.rmsNorm(rowsIn, weight, halfRows, rstd, tokens, width, 1e-5),
+        );
+        await time('rmsNormBackward with dy bf16', dtype, `${tokens}×${width}`, tokens * width * (4 + 2 + 4), () =>
+          backend.rmsNormBackward(rowsIn, weight, rstd, halfGradient, rowsOut, dWeight, tokens, width),
+        );
+      }
       const heads = [8, 16, tokens / 8, width / 16];
       await time('rope', dtype, heads.join('×'), 2 * tokens * width * b, () =>
         backend.rope({ ...x, shape: heads }, { ...out, shape: heads }, 0, 10000, false),
