@@ -73,7 +73,8 @@ export async function kernelTimings(backend, { quick, simulator }) {
       await time('rmsNorm', dtype, `${tokens}×${width}`, 2 * tokens * width * b, () =>
         backend.rmsNorm(rowsIn, weight, rowsOut, rstd, tokens, width, 1e-5),
       );
-      await time('rmsNormBackward', dtype, `${tokens}×${width}`, 4 * tokens * width * b, () =>
+      // x and dy read once, dx written (rows of up to 16384 elements: one pass, the second read from cache).
+      await time('rmsNormBackward', dtype, `${tokens}×${width}`, 3 * tokens * width * b, () =>
         backend.rmsNormBackward(
           rowsIn,
           weight,
