@@ -23,7 +23,11 @@ export interface MatmulRow {
   tf32?: boolean;
   /** Host-timed back-to-back calls (small shapes: the per-call host cost). */
   kilnTflops: number;
+  /** (slowest − fastest) / median of kiln's timed loops. */
+  kilnSpread?: number;
   cublasTflops?: number;
+  /** (slowest − fastest) / median of cuBLAS's timed loops (taking turns with kiln's). */
+  cublasSpread?: number;
   /** kilnTflops / cublasTflops (the targets). */
   ratio?: number;
   /** From the device time of the calls (CUDA events), as a CUDA-graphed step sees them. */
