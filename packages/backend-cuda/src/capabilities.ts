@@ -1,4 +1,4 @@
-/** What the CUDA backend runs natively: every kernel of the shared native host (every primitive, `random`, the fused kernels, flash attention forward and backward, heads- or tokens-major), and which matmul path is live. */
+/** What the CUDA backend runs natively: every kernel of the shared native host (every primitive, `random`, the fused kernels and LayerNorm's backward, flash attention forward and backward, heads- or tokens-major), and which matmul path is live. */
 import type { Capabilities, DeviceInfo, DType, KernelName } from '@kiln/core';
 import { NATIVE_FLOAT_KERNELS, NATIVE_I32_KERNELS } from '@kiln/core/native-backend';
 import type { CudaMatmulPath } from './matmul-path.js';
@@ -15,18 +15,21 @@ export interface CudaAddonForms {
   adamwMultiDeviceScalars?: boolean;
   /** rmsNorm(Backward) with f16/bf16 out (dy) beside f32 x (`rmsNormMixedPrecision`, `rmsNormBackwardMixedPrecision`). */
   mixedPrecisionNorm?: boolean;
+  /** layerNormBackward (`layerNormBackward`); without it core composes LayerNorm's gradients from primitives. */
+  layerNormBackward?: boolean;
 }
 
 /** The capabilities of one CUDA backend instance. */
 export function cudaCapabilities(
   device: DeviceInfo,
   matmul: CudaMatmulPath,
-  { adamwMultiDeviceScalars = false, mixedPrecisionNorm = false }: CudaAddonForms = {},
+  { adamwMultiDeviceScalars = false, mixedPrecisionNorm = false, layerNormBackward = false }: CudaAddonForms = {},
 ): CudaCapabilities {
   return {
     device,
     supports(kernel: KernelName, dtype: DType): boolean {
-      return dtype === 'i32' ? NATIVE_I32_KERNELS.has(kernel) : NATIVE_FLOAT_KERNELS.has(kernel);
+      if (dtype === 'i32') return NATIVE_I32_KERNELS.has(kernel);
+      return NATIVE_FLOAT_KERNELS.has(kernel) || (kernel === 'layerNormBackward' && layerNormBackward);
     },
     flashAttention: true,
     // kernels/attention_*.cu take either layout through strides (tokens-major saves the trainer's head permutes).

@@ -96,6 +96,7 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
       {
         adamwMultiDeviceScalars: typeof this.native.adamwMultiDeviceScalars === 'function',
         mixedPrecisionNorm: this.fused.hasMixedPrecisionNorm(),
+        layerNormBackward: this.fused.hasLayerNormBackward(),
       },
     );
     this.attentionKernels = describeAttentionPath(

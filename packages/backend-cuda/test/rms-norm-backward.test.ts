@@ -11,20 +11,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { CudaBackend } from '../src/cuda-backend.js';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
 import { decodeFloats, ELEMENT_BYTES, EPSILON, encodeFloats, type FloatDType } from './float-bytes.js';
+import { seededSeries } from './seeded-series.js';
 import { simulatorSkipReason } from './simulator-status.js';
 
 const skipReason = simulatorSkipReason();
-
-/** Reproducible values in [−2, 2). */
-function series(count: number, seed: number): Float64Array {
-  const values = new Float64Array(count);
-  let state = seed;
-  for (let i = 0; i < count; i++) {
-    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
-    values[i] = (state / 2 ** 32) * 4 - 2;
-  }
-  return values;
-}
 
 describe.skipIf(skipReason !== undefined)(
   `rmsNormBackward on the CUDA simulator${skipReason ? ` (skipped: ${skipReason})` : ''}`,
@@ -67,9 +57,9 @@ describe.skipIf(skipReason !== undefined)(
 
     /** Runs rows × cols twice and checks both runs' bits and the first against the f64 reference. */
     async function expectMatchesReference(dtype: FloatDType, rows: number, cols: number): Promise<void> {
-      const x = encodeFloats(series(rows * cols, 11 + cols), dtype);
-      const weight = encodeFloats(series(cols, 13 + rows), dtype);
-      const dy = encodeFloats(series(rows * cols, 17 + rows + cols), dtype);
+      const x = encodeFloats(seededSeries(rows * cols, 11 + cols), dtype);
+      const weight = encodeFloats(seededSeries(cols, 13 + rows), dtype);
+      const dy = encodeFloats(seededSeries(rows * cols, 17 + rows + cols), dtype);
       const inputs = { x: x.bytes, weight: weight.bytes, dy: dy.bytes };
       const first = await run(dtype, rows, cols, inputs);
       const second = await run(dtype, rows, cols, inputs);

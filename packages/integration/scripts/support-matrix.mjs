@@ -42,7 +42,15 @@ function backends() {
     [
       'cuda',
       '`@kiln/backend-cuda` on any supported NVIDIA GPU (with or without cuBLAS, which changes how matmul runs, not what is native; attention natively for head dims up to 128, core composes larger ones); the conformance kit runs these kernels on the CPU simulator in CI.',
-      describedBackend(CudaBackend, cudaCapabilities(CUDA_DEVICE, CUDA_KILN_MATMUL)),
+      describedBackend(
+        CudaBackend,
+        // The addon this version ships has every optional form (older addons lack some: capabilities says so at run time).
+        cudaCapabilities(CUDA_DEVICE, CUDA_KILN_MATMUL, {
+          adamwMultiDeviceScalars: true,
+          mixedPrecisionNorm: true,
+          layerNormBackward: true,
+        }),
+      ),
     ],
     [
       'metal',

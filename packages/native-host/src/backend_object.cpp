@@ -283,6 +283,12 @@ std::vector<ExtraMethod> mixed_precision_norm_methods() {
          device.rms_norm_backward(info.Env(), read_mixed_precision_rms_norm_backward(buffers, info));
          return info.Env().Undefined();
        }},
+      {"layerNormMixedPrecision",
+       [](KernelDevice& device, BufferTable& buffers, const Napi::CallbackInfo& info) -> Napi::Value {
+         expect_arguments(info, 7, "layerNorm");
+         device.layer_norm(info.Env(), read_mixed_precision_layer_norm(buffers, info));
+         return info.Env().Undefined();
+       }},
   };
 }
 

@@ -419,17 +419,55 @@ RmsNormBackwardCall read_mixed_precision_rms_norm_backward(BufferTable& buffers,
   return read_rms_norm_backward_call(buffers, info, true);
 }
 
-LayerNormCall read_layer_norm(BufferTable& buffers, const Napi::CallbackInfo& info) {
+namespace {
+
+/** layerNormBackward's arguments; mixed_precision: x f32, dy f16 or bf16. */
+LayerNormBackwardCall read_layer_norm_backward_call(BufferTable& buffers, const Napi::CallbackInfo& info,
+                                                    bool mixed_precision) {
+  RowArguments row(buffers, info, "layerNormBackward", 6);
+  LayerNormBackwardCall call;
+  call.rows = row.rows();
+  call.cols = row.cols();
+  call.eps = static_cast<float>(read_finite(info[8], "layerNormBackward: eps"));
+  call.x = mixed_precision ? row.f32_matrix(0, "x") : row.matrix(0, "x");
+  call.weight = row.per_column(1, "weight");
+  call.dy = mixed_precision ? row.half_matrix(2, "dy") : row.matrix(2, "dy");
+  call.dx = row.matrix(3, "dx");
+  call.d_weight = row.per_column(4, "dWeight", KILN_DTYPE_F32);
+  call.d_bias = row.per_column(5, "dBias", KILN_DTYPE_F32);
+  return call;
+}
+
+/** layerNorm's arguments; mixed_precision: x f32, out f16 or bf16. */
+LayerNormCall read_layer_norm_call(BufferTable& buffers, const Napi::CallbackInfo& info, bool mixed_precision) {
   RowArguments row(buffers, info, "layerNorm", 4);
   LayerNormCall call;
   call.rows = row.rows();
   call.cols = row.cols();
   call.eps = static_cast<float>(read_finite(info[6], "layerNorm: eps"));
-  call.x = row.matrix(0, "x");
+  call.x = mixed_precision ? row.f32_matrix(0, "x") : row.matrix(0, "x");
   call.weight = row.per_column(1, "weight");
   call.bias = row.per_column(2, "bias");
-  call.out = row.matrix(3, "out");
+  call.out = mixed_precision ? row.half_matrix(3, "out") : row.matrix(3, "out");
   return call;
+}
+
+}  // namespace
+
+LayerNormBackwardCall read_layer_norm_backward(BufferTable& buffers, const Napi::CallbackInfo& info) {
+  return read_layer_norm_backward_call(buffers, info, false);
+}
+
+LayerNormBackwardCall read_mixed_precision_layer_norm_backward(BufferTable& buffers, const Napi::CallbackInfo& info) {
+  return read_layer_norm_backward_call(buffers, info, true);
+}
+
+LayerNormCall read_layer_norm(BufferTable& buffers, const Napi::CallbackInfo& info) {
+  return read_layer_norm_call(buffers, info, false);
+}
+
+LayerNormCall read_mixed_precision_layer_norm(BufferTable& buffers, const Napi::CallbackInfo& info) {
+  return read_layer_norm_call(buffers, info, true);
 }
 
 RopeCall read_rope(BufferTable& buffers, const Napi::CallbackInfo& info) {

@@ -25,7 +25,12 @@ import { referenceGather, referenceScatterAdd } from './reference/indexing.js';
 import { referenceMatmul } from './reference/matmul.js';
 import { referenceAdamwMulti, referenceSumOfSquaresMulti } from './reference/multi-tensor.js';
 import { ReferenceMemory, type TransferCounters } from './reference/memory.js';
-import { referenceLayerNorm, referenceRmsNorm, referenceRmsNormBackward } from './reference/normalization.js';
+import {
+  referenceLayerNorm,
+  referenceLayerNormBackward,
+  referenceRmsNorm,
+  referenceRmsNormBackward,
+} from './reference/normalization.js';
 import { referenceRandom } from './reference/random.js';
 import { referenceReduce } from './reference/reduce.js';
 import { referenceRope } from './reference/rope.js';
@@ -84,6 +89,8 @@ function fusedMethods(memory: ReferenceMemory): Required<Pick<KernelBackend, Fus
       referenceRmsNormBackward(memory, x, weight, rstd, dy, dx, dWeight, rows, cols),
     layerNorm: (x, weight, bias, out, rows, cols, eps) =>
       referenceLayerNorm(memory, x, weight, bias, out, rows, cols, eps),
+    layerNormBackward: (x, weight, dy, dx, dWeight, dBias, rows, cols, eps) =>
+      referenceLayerNormBackward(memory, x, weight, dy, dx, dWeight, dBias, rows, cols, eps),
     rope: (x, out, offset, theta, inverse, layout) => referenceRope(memory, x, out, offset, theta, inverse, layout),
     swiglu: (gate, up, out) => referenceSwiglu(memory, gate, up, out),
     swigluBackward: (gate, up, dy, dGate, dUp) => referenceSwigluBackward(memory, gate, up, dy, dGate, dUp),

@@ -34,7 +34,7 @@ describe('supportMatrix', () => {
     expect(status('softmax', 'f16')).toBe('native');
     expect(status('attention', 'f32')).toBe('fallback');
     expect(status('gather', 'i32')).toBe('native');
-    expect(rows).toHaveLength(27 * 4);
+    expect(rows).toHaveLength(28 * 4);
   });
 
   it('formats a kernel × dtype table', () => {
@@ -45,6 +45,6 @@ describe('supportMatrix', () => {
       /^matmul\s+\| native\s+\| native\s+\| native\s+\| -$/,
     );
     expect(lines.find((line) => line.startsWith('attention '))).toMatch(/fallback\s+\| fallback\s+\| fallback\s+\| -$/);
-    expect(lines).toHaveLength(2 + 27);
+    expect(lines).toHaveLength(2 + 28);
   });
 });

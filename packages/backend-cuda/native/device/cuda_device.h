@@ -38,6 +38,8 @@ class CudaDevice : public KernelDevice {
   void empty_cache() override;
 
   KILN_KERNEL_DEVICE_KERNELS
+  /** layerNormBackward (an extra method: the shared host's device interface does not require it). */
+  void layer_norm_backward(Napi::Env env, const LayerNormBackwardCall& call);
 
  private:
   /** Chooses the matmul path (cuBLAS or kiln's kernels) from the options and records why. */
@@ -54,7 +56,7 @@ class CudaDevice : public KernelDevice {
   std::string cublas_reason_;
 };
 
-/** The CUDA-only Backend methods: profileStart, profileStop, matmulInfo and the graph methods. */
+/** The CUDA-only Backend methods: profileStart, profileStop, matmulInfo, the graph methods, layerNormBackward and rmsNorm's mixed-precision forms. */
 std::vector<ExtraMethod> cuda_extra_methods();
 
 /** captureBegin, captureEnd, captureAbort, graphReplay, graphDestroy (graph_methods.cpp). */

@@ -181,11 +181,25 @@ void CudaDevice::rms_norm_backward(Napi::Env, const RmsNormBackwardCall& call) {
       LaunchWork{tensor_bytes(call.x) + tensor_bytes(call.dy) + tensor_bytes(call.dx), 0});
 }
 
+void CudaDevice::layer_norm_backward(Napi::Env, const LayerNormBackwardCall& call) {
+  DeviceContext& device = *context_;
+  const Index floats = layer_norm_backward_scratch_floats(call.rows, call.cols);
+  ScratchBuffer scratch(device.pool(), static_cast<std::size_t>(floats) * sizeof(float));
+  device.after_launch(launch_layer_norm_backward(device.launch_context(), call.x.dtype, call.dy.dtype, call.x.base(),
+                                                 call.weight.base(), call.dy.base(), call.dx.base(),
+                                                 f32_pointer(call.d_weight), f32_pointer(call.d_bias),
+                                                 static_cast<float*>(scratch.get()), call.rows, call.cols, call.eps),
+                      norm_text("layerNormBackward", call.x, call.dy, "with dy", call.rows, call.cols),
+                      LaunchWork{tensor_bytes(call.x) + tensor_bytes(call.dy) + tensor_bytes(call.dx), 0});
+}
+
 void CudaDevice::layer_norm(Napi::Env, const LayerNormCall& call) {
   DeviceContext& device = *context_;
-  device.after_launch(launch_layer_norm(device.launch_context(), call.x.dtype, call.x.base(), call.weight.base(),
-                                        call.bias.base(), call.out.base(), call.rows, call.cols, call.eps),
-                      rows_text("layerNorm", call.x, call.rows, call.cols), tensor_passes(call.x, 2));
+  device.after_launch(
+      launch_layer_norm(device.launch_context(), call.x.dtype, call.out.dtype, call.x.base(), call.weight.base(),
+                        call.bias.base(), call.out.base(), call.rows, call.cols, call.eps),
+      norm_text("layerNorm", call.x, call.out, "to", call.rows, call.cols),
+      LaunchWork{tensor_bytes(call.x) + tensor_bytes(call.out), 0});
 }
 
 void CudaDevice::rope(Napi::Env, const RopeCall& call) {

@@ -158,4 +158,18 @@ cudaError_t for_float_dtype(int dtype, Launch&& launch) {
   }
 }
 
+/**
+ * Calls `launch(T{}, U{})` for the dtypes (`dtype`, `other`) of a kernel's two sides — both the same
+ * float dtype, or f32 with f16/bf16 (the mixed-precision norms: f32 rows, a 16-bit output or
+ * gradient) — and returns what it returns; any other pair gives cudaErrorInvalidValue.
+ */
+template <typename Launch>
+cudaError_t for_mixed_float_dtypes(int dtype, int other, Launch&& launch) {
+  if (other == dtype) return for_float_dtype(dtype, [&](auto zero) { return launch(zero, zero); });
+  if (dtype != kF32) return cudaErrorInvalidValue;
+  if (other == kF16) return launch(float{}, __half{});
+  if (other == kBF16) return launch(float{}, __nv_bfloat16{});
+  return cudaErrorInvalidValue;
+}
+
 }  // namespace kiln

@@ -204,25 +204,16 @@ cudaError_t launch_two_pass(const LaunchContext& context, int dtype, int dy_dtyp
 cudaError_t launch_fused_for(const LaunchContext& context, int dtype, int dy_dtype, const void* x, const void* weight,
                              const float* rstd, const void* dy, void* dx, float* target, Index rows, Index cols,
                              Index chunks) {
-  if (dy_dtype != dtype) {
-    if (dtype != kF32) return cudaErrorInvalidValue;  // the mixed-precision form is f32 x with f16/bf16 dy
-    if (dy_dtype == kF16)
-      return launch_fused<float, __half>(context, x, weight, rstd, dy, dx, target, rows, cols, chunks);
-    if (dy_dtype == kBF16)
-      return launch_fused<float, __nv_bfloat16>(context, x, weight, rstd, dy, dx, target, rows, cols, chunks);
-    return cudaErrorInvalidValue;
-  }
-  return for_float_dtype(dtype, [&](auto zero) {
-    using T = decltype(zero);
-    return launch_fused<T, T>(context, x, weight, rstd, dy, dx, target, rows, cols, chunks);
+  return for_mixed_float_dtypes(dtype, dy_dtype, [&](auto in, auto gradient) {
+    return launch_fused<decltype(in), decltype(gradient)>(context, x, weight, rstd, dy, dx, target, rows, cols, chunks);
   });
 }
 
 }  // namespace
 
-Index rms_norm_backward_chunks(Index rows, Index cols) {
+Index norm_backward_chunks(Index rows, Index cols, Index fused_max_columns) {
   if (rows == 0 || cols == 0) return 1;
-  if (cols <= kFusedMaxColumns) {
+  if (cols <= fused_max_columns) {
     Index chunks = rows < kFusedMaxChunks ? rows : kFusedMaxChunks;
     const Index budget = kFusedMaxScratch / cols;
     return chunks > budget ? budget : chunks;
@@ -230,6 +221,8 @@ Index rms_norm_backward_chunks(Index rows, Index cols) {
   const Index chunks = (rows + kRowsPerChunk - 1) / kRowsPerChunk;
   return chunks > kMaxChunks ? kMaxChunks : chunks;
 }
+
+Index rms_norm_backward_chunks(Index rows, Index cols) { return norm_backward_chunks(rows, cols, kFusedMaxColumns); }
 
 cudaError_t launch_rms_norm_backward(const LaunchContext& context, int dtype, int dy_dtype, const void* x,
                                      const void* weight, const float* rstd, const void* dy, void* dx, float* d_weight,

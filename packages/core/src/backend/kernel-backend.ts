@@ -217,6 +217,7 @@ export type FusedKernelName =
   | 'rmsNorm'
   | 'rmsNormBackward'
   | 'layerNorm'
+  | 'layerNormBackward'
   | 'rope'
   | 'swiglu'
   | 'swigluBackward'
@@ -252,6 +253,7 @@ export const FUSED_KERNELS: readonly FusedKernelName[] = [
   'rmsNorm',
   'rmsNormBackward',
   'layerNorm',
+  'layerNormBackward',
   'rope',
   'swiglu',
   'swigluBackward',
@@ -311,10 +313,11 @@ export interface Capabilities {
   /** Optional (default false): true when adamwMulti reads options.deviceScalars natively (else core composes that form). */
   adamwMultiDeviceScalars?: boolean;
   /**
-   * Optional (default false): true when rmsNorm may write `out` in f16/bf16 from f32 x and weight
-   * (the bits of its f32 rmsNorm then cast) and rmsNormBackward may read `dy` in f16/bf16 with f32
-   * x, weight and dx (the bits of dy cast to f32 first): rmsNorm(x, w, eps, { dtype }) then skips
-   * the f32 copy and both casts. The conformance kit checks both against the backend's own f32 path.
+   * Optional (default false): true when rmsNorm and layerNorm may write `out` in f16/bf16 from f32
+   * x, weight (and bias) — the bits of the f32 kernel then cast — and rmsNormBackward and
+   * layerNormBackward (where the backend has it) may read `dy` in f16/bf16 with f32 x, weight and dx
+   * — the bits of dy cast to f32 first: rmsNorm / layerNorm with options.dtype then skip the f32
+   * copy and both casts. The conformance kit checks each against the backend's own f32 path.
    */
   mixedPrecisionNorm?: boolean;
 }
@@ -422,12 +425,24 @@ export interface KernelBackend {
     rows: number,
     cols: number,
   ): void;
-  /** Optional: out = (x - mean) * rsqrt(var + eps) * weight + bias over the last axis. */
+  /** Optional: out = (x - mean) * rsqrt(var + eps) * weight + bias over the last axis; out has x's dtype, or f16/bf16 for f32 x where capabilities.mixedPrecisionNorm. */
   layerNorm?(
     x: TensorRef,
     weight: TensorRef,
     bias: TensorRef,
     out: TensorRef,
+    rows: number,
+    cols: number,
+    eps: number,
+  ): void;
+  /** Optional: gradients of layerNorm with its mean and rstd recomputed from x; dWeight and dBias [cols] f32 are overwritten (summed over rows); dy has x's dtype, or f16/bf16 for f32 x where capabilities.mixedPrecisionNorm. */
+  layerNormBackward?(
+    x: TensorRef,
+    weight: TensorRef,
+    dy: TensorRef,
+    dx: TensorRef,
+    dWeight: TensorRef,
+    dBias: TensorRef,
     rows: number,
     cols: number,
     eps: number,

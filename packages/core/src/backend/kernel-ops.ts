@@ -81,6 +81,7 @@ export const KERNEL_DTYPES: Readonly<Record<KernelName, readonly DType[]>> = {
   rmsNorm: FLOAT_DTYPES,
   rmsNormBackward: FLOAT_DTYPES,
   layerNorm: FLOAT_DTYPES,
+  layerNormBackward: FLOAT_DTYPES,
   rope: FLOAT_DTYPES,
   swiglu: FLOAT_DTYPES,
   swigluBackward: FLOAT_DTYPES,

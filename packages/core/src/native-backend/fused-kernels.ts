@@ -1,6 +1,6 @@
 /**
  * Argument checks and native calls of the fused kernels every native backend shares (softmax
- * family, RMSNorm, LayerNorm, SwiGLU, cross-entropy, AdamW): buffers of the owning backend,
+ * family, RMSNorm, LayerNorm (its backward where the addon has it), SwiGLU, cross-entropy, AdamW): buffers of the owning backend,
  * float dtypes that agree, element counts that match rows/cols. Layouts are core's
  * (docs/kernel-semantics.md): dense tensors from element 0. A backend subclasses it to say how
  * it checks scalars (eps, scale, the AdamW hyper-parameters) and the ignore index, and to check
@@ -95,6 +95,40 @@ export interface NativeFusedMethods {
     ms: NativeTensor[],
     vs: NativeTensor[],
     options: NativeAdamWMultiOptions,
+  ): void;
+  /** Optional: layerNorm's gradients, mean and rstd recomputed from x; dWeight, dBias f32 [cols] overwritten. */
+  layerNormBackward?(
+    x: NativeTensor,
+    weight: NativeTensor,
+    dy: NativeTensor,
+    dx: NativeTensor,
+    dWeight: NativeTensor,
+    dBias: NativeTensor,
+    rows: number,
+    cols: number,
+    eps: number,
+  ): void;
+  /** Optional: layerNorm with f32 x, weight and bias and an f16/bf16 out. */
+  layerNormMixedPrecision?(
+    x: NativeTensor,
+    weight: NativeTensor,
+    bias: NativeTensor,
+    out: NativeTensor,
+    rows: number,
+    cols: number,
+    eps: number,
+  ): void;
+  /** Optional: layerNormBackward with f32 x, weight and dx and an f16/bf16 dy. */
+  layerNormBackwardMixedPrecision?(
+    x: NativeTensor,
+    weight: NativeTensor,
+    dy: NativeTensor,
+    dx: NativeTensor,
+    dWeight: NativeTensor,
+    dBias: NativeTensor,
+    rows: number,
+    cols: number,
+    eps: number,
   ): void;
   /** Optional: rmsNorm with f32 x and weight and an f16/bf16 out (an addon without it refuses mixed dtypes). */
   rmsNormMixedPrecision?(
@@ -275,11 +309,59 @@ export abstract class NativeFusedKernels {
     const input = this.checks.checkFloatTensor(x, this.owner, kernel, 'x', count, 'rows · cols');
     const scale = this.checks.checkTensorOf(weight, this.owner, kernel, 'weight', input.dtype, cols, 'cols');
     const shift = this.checks.checkTensorOf(bias, this.owner, kernel, 'bias', input.dtype, cols, 'cols');
-    const output = this.checks.checkTensorOf(out, this.owner, kernel, 'out', input.dtype, count, 'rows · cols');
+    const mixed = this.mixedPrecisionNorm(input.dtype, out);
+    const outDType = mixed ? out.dtype : input.dtype;
+    const output = this.checks.checkTensorOf(out, this.owner, kernel, 'out', outDType, count, 'rows · cols');
     this.checkScalar(kernel, 'eps', eps);
+    const method = mixed ? this.native.layerNormMixedPrecision! : this.native.layerNorm;
     this.errors.callNative(() =>
-      this.native.layerNorm(input.native, scale.native, shift.native, output.native, rows, cols, eps),
+      method.call(this.native, input.native, scale.native, shift.native, output.native, rows, cols, eps),
     );
+  }
+
+  /** LayerNorm gradients (mean and rstd recomputed from x); dWeight, dBias f32 [cols] overwritten. Only where hasLayerNormBackward(). */
+  layerNormBackward(
+    x: TensorRef,
+    weight: TensorRef,
+    dy: TensorRef,
+    dx: TensorRef,
+    dWeight: TensorRef,
+    dBias: TensorRef,
+    rows: number,
+    cols: number,
+    eps: number,
+  ): void {
+    const kernel = 'layerNormBackward';
+    const count = this.checks.checkRowsCols(kernel, rows, cols);
+    const input = this.checks.checkFloatTensor(x, this.owner, kernel, 'x', count, 'rows · cols');
+    const scale = this.checks.checkTensorOf(weight, this.owner, kernel, 'weight', input.dtype, cols, 'cols');
+    const mixed = this.mixedPrecisionNorm(input.dtype, dy);
+    const dyDType = mixed ? dy.dtype : input.dtype;
+    const gradient = this.checks.checkTensorOf(dy, this.owner, kernel, 'dy', dyDType, count, 'rows · cols');
+    const inputGradient = this.checks.checkTensorOf(dx, this.owner, kernel, 'dx', input.dtype, count, 'rows · cols');
+    const weightGradient = this.checks.checkTensorOf(dWeight, this.owner, kernel, 'dWeight', 'f32', cols, 'cols');
+    const biasGradient = this.checks.checkTensorOf(dBias, this.owner, kernel, 'dBias', 'f32', cols, 'cols');
+    this.checkScalar(kernel, 'eps', eps);
+    const method = mixed ? this.native.layerNormBackwardMixedPrecision! : this.native.layerNormBackward!;
+    this.errors.callNative(() =>
+      method.call(
+        this.native,
+        input.native,
+        scale.native,
+        gradient.native,
+        inputGradient.native,
+        weightGradient.native,
+        biasGradient.native,
+        rows,
+        cols,
+        eps,
+      ),
+    );
+  }
+
+  /** True when the addon has layerNormBackward (else core composes it: capabilities.supports says no). */
+  hasLayerNormBackward(): boolean {
+    return typeof this.native.layerNormBackward === 'function';
   }
 
   /** out = silu(gate) · up. */
@@ -419,11 +501,14 @@ export abstract class NativeFusedKernels {
     );
   }
 
-  /** True when the addon has rmsNorm(Backward)'s mixed-precision form (capabilities.mixedPrecisionNorm). */
+  /** True when the addon has the norms' mixed-precision forms (capabilities.mixedPrecisionNorm): rmsNorm's, layerNorm's, and layerNormBackward's where it has that kernel. */
   hasMixedPrecisionNorm(): boolean {
+    const native = this.native;
     return (
-      typeof this.native.rmsNormMixedPrecision === 'function' &&
-      typeof this.native.rmsNormBackwardMixedPrecision === 'function'
+      typeof native.rmsNormMixedPrecision === 'function' &&
+      typeof native.rmsNormBackwardMixedPrecision === 'function' &&
+      typeof native.layerNormMixedPrecision === 'function' &&
+      (!this.hasLayerNormBackward() || typeof native.layerNormBackwardMixedPrecision === 'function')
     );
   }
 

@@ -463,6 +463,24 @@ export abstract class NativeKernelBackend<Native extends NativeKernelMethods = N
     this.fused.layerNorm(x, weight, bias, out, rows, cols, eps);
   }
 
+  /** LayerNorm gradients (mean and rstd recomputed from x); core's composition where the addon lacks the kernel (capabilities.supports says which). */
+  layerNormBackward(
+    x: TensorRef,
+    weight: TensorRef,
+    dy: TensorRef,
+    dx: TensorRef,
+    dWeight: TensorRef,
+    dBias: TensorRef,
+    rows: number,
+    cols: number,
+    eps: number,
+  ): void {
+    this.ensureOpen('layerNormBackward');
+    if (this.fused.hasLayerNormBackward())
+      this.fused.layerNormBackward(x, weight, dy, dx, dWeight, dBias, rows, cols, eps);
+    else composedKernels.layerNormBackward(this, x, weight, dy, dx, dWeight, dBias, rows, cols, eps);
+  }
+
   /** Rotary embedding (half-split) on x [B, H, T, D] at positions offset…; inverse = the backward. */
   rope(x: TensorRef, out: TensorRef, offset: number, theta: number, inverse: boolean, layout?: AttentionLayout): void {
     this.ensureOpen('rope');

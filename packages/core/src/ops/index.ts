@@ -54,7 +54,7 @@ export {
 export { gather, embedding, takeAlongAxis } from './indexing.js';
 export { writeSlice } from './in-place.js';
 export { softmax, logSoftmax } from './nn/softmax.js';
-export { rmsNorm, layerNorm, type RmsNormOptions } from './nn/normalization.js';
+export { rmsNorm, layerNorm, type LayerNormOptions, type RmsNormOptions } from './nn/normalization.js';
 export { rope, swiglu, type RopeOptions } from './nn/rope-swiglu.js';
 export { attention, type AttentionOptions } from './nn/attention.js';
 export { crossEntropy, type CrossEntropyOptions } from './nn/cross-entropy.js';

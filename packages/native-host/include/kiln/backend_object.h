@@ -60,10 +60,12 @@ struct BackendSpec {
 ExtraMethod adamw_multi_device_scalars_method();
 
 /**
- * rmsNorm and rmsNormBackward again, as the extras `rmsNormMixedPrecision` and
- * `rmsNormBackwardMixedPrecision`, whose readers take f32 x and weight with an f16/bf16 out (dy):
- * a backend whose device handles RmsNormCall::out / RmsNormBackwardCall::dy in another dtype than
- * x lists them, and their presence tells JavaScript so (capabilities.mixedPrecisionNorm).
+ * rmsNorm, rmsNormBackward and layerNorm again, as the extras `rmsNormMixedPrecision`,
+ * `rmsNormBackwardMixedPrecision` and `layerNormMixedPrecision`, whose readers take f32 x (weight,
+ * bias) with an f16/bf16 out (dy): a backend whose device handles those calls' out / dy in another
+ * dtype than x lists them, and their presence tells JavaScript so (capabilities.mixedPrecisionNorm;
+ * a device with the optional layerNormBackward adds `layerNormBackwardMixedPrecision` itself,
+ * reading its arguments with read_mixed_precision_layer_norm_backward).
  */
 std::vector<ExtraMethod> mixed_precision_norm_methods();
 

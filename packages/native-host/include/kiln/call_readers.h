@@ -26,6 +26,12 @@ SoftmaxCall read_softmax(BufferTable& buffers, const Napi::CallbackInfo& info, b
 SoftmaxBackwardCall read_softmax_backward(BufferTable& buffers, const Napi::CallbackInfo& info);
 RmsNormCall read_rms_norm(BufferTable& buffers, const Napi::CallbackInfo& info);
 RmsNormBackwardCall read_rms_norm_backward(BufferTable& buffers, const Napi::CallbackInfo& info);
+/** layerNormBackward's arguments (x, weight, dy, dx of one float dtype; dWeight, dBias f32 [cols]). */
+LayerNormBackwardCall read_layer_norm_backward(BufferTable& buffers, const Napi::CallbackInfo& info);
+/** layerNorm's arguments in the mixed-precision form: x, weight, bias f32, out f16 or bf16. */
+LayerNormCall read_mixed_precision_layer_norm(BufferTable& buffers, const Napi::CallbackInfo& info);
+/** layerNormBackward's arguments in the mixed-precision form: x, weight, dx f32, dy f16 or bf16. */
+LayerNormBackwardCall read_mixed_precision_layer_norm_backward(BufferTable& buffers, const Napi::CallbackInfo& info);
 /** rmsNorm's arguments in the mixed-precision form (capabilities.mixedPrecisionNorm): x, weight f32, out f16 or bf16. */
 RmsNormCall read_mixed_precision_rms_norm(BufferTable& buffers, const Napi::CallbackInfo& info);
 /** rmsNormBackward's arguments in the mixed-precision form: x, weight, dx f32, dy f16 or bf16. */

@@ -91,6 +91,12 @@ struct LayerNormCall {
   Index rows = 0, cols = 0;
   float eps = 0;
 };
+/** layerNormBackward(x, weight, dy, dx, dWeight, dBias, rows, cols, eps): an optional kernel (a backend lists it as an extra method). */
+struct LayerNormBackwardCall {
+  TensorView x, weight, dy, dx, d_weight, d_bias;
+  Index rows = 0, cols = 0;
+  float eps = 0;
+};
 /** rope(x, out, offset, theta, inverse, tokensMajor?): x [..., T, D] with an even D, or tokens-major x [B, T, H, D]. */
 struct RopeCall {
   TensorView x, out;

@@ -96,12 +96,12 @@ export function layerWeights(parameters: Map<string, Tensor>, family: ModelFamil
 
 /**
  * RMSNorm or LayerNorm (by whether the norm has a bias) of the f32 residual stream, in `dtype`
- * (default x's): RMSNorm writes a 16-bit compute dtype directly where the backend can
- * (rmsNorm's options.dtype), LayerNorm is cast.
+ * (default x's): the norm writes a 16-bit compute dtype directly where the backend can (the ops'
+ * options.dtype: capabilities.mixedPrecisionNorm), else it is cast.
  */
 export function normalize(x: Tensor, weights: NormWeights, eps: number, dtype: DType = x.dtype): Tensor {
   if (weights.bias === undefined) return rmsNorm(x, weights.weight, eps, { dtype });
-  return toDType(layerNorm(x, weights.weight, weights.bias, eps), dtype);
+  return layerNorm(x, weights.weight, weights.bias, eps, { dtype });
 }
 
 /** [B, T, heads·hd] → [B, heads, T, hd]. */

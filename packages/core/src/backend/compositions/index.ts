@@ -9,7 +9,12 @@ import { composedAdamw } from './adamw.js';
 import { composedAttention, composedAttentionBackward } from './attention.js';
 import { composedCrossEntropy, composedCrossEntropyBackward } from './cross-entropy.js';
 import { composedAdamwMulti, composedSumOfSquaresMulti } from './multi-tensor.js';
-import { composedLayerNorm, composedRmsNorm, composedRmsNormBackward } from './normalization.js';
+import {
+  composedLayerNorm,
+  composedLayerNormBackward,
+  composedRmsNorm,
+  composedRmsNormBackward,
+} from './normalization.js';
 import { composedRandom } from './random.js';
 import { composedRope } from './rope.js';
 import { composedLogSoftmax, composedSoftmax, composedSoftmaxBackward } from './softmax.js';
@@ -29,6 +34,7 @@ export const composedKernels: ComposedKernels = Object.freeze({
   rmsNorm: composedRmsNorm,
   rmsNormBackward: composedRmsNormBackward,
   layerNorm: composedLayerNorm,
+  layerNormBackward: composedLayerNormBackward,
   rope: composedRope,
   swiglu: composedSwiglu,
   swigluBackward: composedSwigluBackward,

@@ -1,5 +1,5 @@
 /**
- * RMSNorm (forward, backward) and LayerNorm composed from primitives, over the last axis of
+ * RMSNorm and LayerNorm (forward, backward) composed from primitives, over the last axis of
  * x [rows, cols]. Layout: per-row statistics are [rows] tensors broadcast with strides [1, 0],
  * weight/bias are [cols] broadcast with strides [0, 1]. Numerics: f32 throughout; means divide
  * by cols (so cols = 0 gives NaN statistics, like the definition); LayerNorm uses the two-pass
@@ -98,5 +98,47 @@ export function composedLayerNorm(
     const result = scratch.resultFor(out, [rows, cols]);
     scratch.binary('add', scaled, columnBroadcast(scratch.toF32(bias), rows, cols), result);
     scratch.commit(result, out);
+  });
+}
+
+/**
+ * Gradients of layerNorm: x̂ = (x − mean)·rstd (statistics recomputed as the forward does), g =
+ * dy·weight, dx = rstd·(g − mean(g) − x̂·mean(g·x̂)), dWeight = Σ_rows dy·x̂, dBias = Σ_rows dy.
+ */
+export function composedLayerNormBackward(
+  backend: KernelBackend,
+  x: TensorRef,
+  weight: TensorRef,
+  dy: TensorRef,
+  dx: TensorRef,
+  dWeight: TensorRef,
+  dBias: TensorRef,
+  rows: number,
+  cols: number,
+  eps: number,
+): void {
+  withScratch(backend, (scratch) => {
+    const input = reshaped(scratch.toF32(x), [rows, cols]);
+    const gradient = reshaped(scratch.toF32(dy), [rows, cols]);
+    const centered = scratch.binary('sub', input, rowBroadcast(rowMean(scratch, input, rows, cols), rows, cols));
+    const variance = rowMean(scratch, scratch.unary('square', centered), rows, cols);
+    const inverse = rowBroadcast(reciprocalRoot(scratch, variance, eps), rows, cols);
+    const normalized = scratch.binary('mul', centered, inverse);
+    const scaledGradient = scratch.binary('mul', gradient, columnBroadcast(scratch.toF32(weight), rows, cols));
+    const gradientMean = rowMean(scratch, scaledGradient, rows, cols);
+    const projection = rowMean(scratch, scratch.binary('mul', scaledGradient, normalized), rows, cols);
+    const shifted = scratch.binary('sub', scaledGradient, rowBroadcast(gradientMean, rows, cols));
+    const along = scratch.binary('mul', normalized, rowBroadcast(projection, rows, cols));
+    const residual = scratch.binary('sub', shifted, along);
+    const inputGradient = scratch.resultFor(dx, [rows, cols]);
+    scratch.binary('mul', residual, inverse, inputGradient);
+    scratch.commit(inputGradient, dx);
+
+    const weightGradient = scratch.resultFor(dWeight, [1, cols]);
+    scratch.reduce('sum', scratch.binary('mul', gradient, normalized), 1, rows, cols, weightGradient);
+    scratch.commit(weightGradient, dWeight);
+    const biasGradient = scratch.resultFor(dBias, [1, cols]);
+    scratch.reduce('sum', gradient, 1, rows, cols, biasGradient);
+    scratch.commit(biasGradient, dBias);
   });
 }

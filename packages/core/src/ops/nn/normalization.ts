@@ -1,4 +1,4 @@
-/** rmsNorm and layerNorm over the last axis. */
+/** rmsNorm and layerNorm over the last axis, their backward passes through the fused kernels (or core's compositions). */
 import { DTypeError, InvalidArgumentError, ShapeError } from '../../errors.js';
 import {
   allocateTensor,
@@ -12,11 +12,7 @@ import type { DType } from '../../dtype.js';
 import { recordOp } from '../../autograd/record.js';
 import { shapeSize } from '../../tensor/shape.js';
 import type { Tensor } from '../../tensor/tensor.js';
-import { castTo } from '../kernel-calls.js';
 import { cast } from '../cast.js';
-import { add, mul, rsqrt, sub } from '../elementwise.js';
-import { mean, sum } from '../reduce.js';
-import { reshape } from '../shape-ops.js';
 import { inDType, resolveFused, toDType } from './fused-call.js';
 import { checkNumber, checkOptions, checkTensor, option } from '../../validate.js';
 
@@ -56,27 +52,39 @@ export interface RmsNormOptions {
  */
 export function rmsNorm(x: Tensor, weight: Tensor, eps = 1e-5, options: RmsNormOptions = {}): Tensor {
   const { rows, cols } = checkNorm('rmsNorm', x, [weight], eps);
-  const { dtype = x.dtype } = checkOptions<RmsNormOptions>('rmsNorm', 'options', options, { dtype: option.dtype });
-  if (dtype === 'i32') {
-    throw new DTypeError(`rmsNorm: options.dtype must be a float dtype (f32, f16 or bf16), got 'i32'`, {
-      hint: 'Leave options.dtype out for the dtype of x.',
-    });
-  }
+  const dtype = outputDType('rmsNorm', x, options);
   if (dtype === x.dtype) return sameDTypeRmsNorm(x, weight, eps, rows, cols);
-  if (!writesMixedPrecisionNorm(x, dtype)) return cast(sameDTypeRmsNorm(x, weight, eps, rows, cols), dtype);
+  if (!writesMixedPrecisionNorm(x, dtype, 'rmsNorm', 'rmsNormBackward'))
+    return cast(sameDTypeRmsNorm(x, weight, eps, rows, cols), dtype);
   return mixedPrecisionRmsNorm(x, weight, eps, rows, cols, dtype);
 }
 
-/** Whether x's backend runs rmsNorm and its backward on f32 x with a 16-bit out and dy (capabilities.mixedPrecisionNorm). */
-function writesMixedPrecisionNorm(x: Tensor, dtype: DType): boolean {
+/** Whether x's backend runs `forward` and `backward` on f32 x with a 16-bit out and dy (capabilities.mixedPrecisionNorm). */
+function writesMixedPrecisionNorm(
+  x: Tensor,
+  dtype: DType,
+  forward: 'rmsNorm' | 'layerNorm',
+  backward: 'rmsNormBackward' | 'layerNormBackward',
+): boolean {
   const backend = x.backend;
   return (
     x.dtype === 'f32' &&
     (dtype === 'f16' || dtype === 'bf16') &&
     backend.capabilities.mixedPrecisionNorm === true &&
-    planKernel(backend, 'rmsNorm', 'f32') === 'native' &&
-    planKernel(backend, 'rmsNormBackward', 'f32') === 'native'
+    planKernel(backend, forward, 'f32') === 'native' &&
+    planKernel(backend, backward, 'f32') === 'native'
   );
+}
+
+/** options.dtype of a norm, checked: a float dtype (default x's). */
+function outputDType(op: string, x: Tensor, options: RmsNormOptions | LayerNormOptions): DType {
+  const { dtype = x.dtype } = checkOptions<RmsNormOptions>(op, 'options', options, { dtype: option.dtype });
+  if (dtype === 'i32') {
+    throw new DTypeError(`${op}: options.dtype must be a float dtype (f32, f16 or bf16), got 'i32'`, {
+      hint: 'Leave options.dtype out for the dtype of x.',
+    });
+  }
+  return dtype;
 }
 
 /** rmsNorm writing `dtype` from f32 x and weight, and reading its `dtype` gradient, on a backend that allows it. */
@@ -118,6 +126,11 @@ function sameDTypeRmsNorm(x: Tensor, weight: Tensor, eps: number, rows: number, 
   return result;
 }
 
+/** A parameter's f32 gradient in the parameter's dtype (the f32 tensor itself, or a cast that frees it). */
+function inParameterDType(gradient: Tensor, parameter: Tensor): Tensor {
+  return parameter.dtype === 'f32' ? gradient : toDType(gradient, parameter.dtype);
+}
+
 /**
  * [dx, dWeight] of rmsNorm from its saved x, weight and rstd and the output's gradient g: x and
  * weight run in `computeDType` (cast in and back where they differ); g too, unless `mixed` (the
@@ -154,34 +167,68 @@ function rmsNormGradients(
     backend.fill(dWeight.ref(), 0);
   }
   operands.release();
-  const weightGrad = savedWeight.dtype === 'f32' ? dWeight : castTo(dWeight, savedWeight.dtype);
-  if (weightGrad !== dWeight) dWeight.dispose();
-  return [toDType(dx, savedX.dtype), weightGrad];
+  return [toDType(dx, savedX.dtype), inParameterDType(dWeight, savedWeight)];
 }
 
-/** (x − mean) / sqrt(var + eps) · weight + bias over the last axis. */
-export function layerNorm(x: Tensor, weight: Tensor, bias: Tensor, eps = 1e-5): Tensor {
+/** Options of layerNorm. */
+export interface LayerNormOptions {
+  /** Dtype of the output (default x's): f16/bf16 of an f32 x gives the bits of cast(layerNorm(x, weight, bias, eps), dtype). */
+  dtype?: DType;
+}
+
+/**
+ * (x − mean) / sqrt(var + eps) · weight + bias over the last axis. options.dtype as rmsNorm's: f16
+ * or bf16 of f32 x, weight and bias is one kernel each way where the backend's
+ * capabilities.mixedPrecisionNorm is true and it runs layerNormBackward, else layerNorm then cast.
+ */
+export function layerNorm(x: Tensor, weight: Tensor, bias: Tensor, eps = 1e-5, options: LayerNormOptions = {}): Tensor {
   const { rows, cols } = checkNorm('layerNorm', x, [weight, bias], eps);
+  const dtype = outputDType('layerNorm', x, options);
+  if (dtype === x.dtype) return layerNormIn(x.dtype, x, weight, bias, eps, rows, cols);
+  if (!writesMixedPrecisionNorm(x, dtype, 'layerNorm', 'layerNormBackward'))
+    return cast(layerNormIn(x.dtype, x, weight, bias, eps, rows, cols), dtype);
+  return layerNormIn(dtype, x, weight, bias, eps, rows, cols);
+}
+
+/**
+ * layerNorm with its output in `dtype`: x's own (the kernel in x's dtype, or in f32 cast back where
+ * the backend lacks it), or f16/bf16 of f32 x (the mixed-precision form, on a backend that has it).
+ */
+function layerNormIn(
+  dtype: DType,
+  x: Tensor,
+  weight: Tensor,
+  bias: Tensor,
+  eps: number,
+  rows: number,
+  cols: number,
+): Tensor {
+  const mixed = dtype !== x.dtype;
   const { kernel, computeDType } = resolveFused(x.backend, 'layerNorm', x.dtype);
   const inputs = inDType([x, weight, bias], computeDType);
-  const output = allocateTensor(x.backend, x.shape, computeDType);
+  const output = allocateTensor(x.backend, x.shape, mixed ? dtype : computeDType);
   if (output.size > 0)
     kernel(inputs.tensors[0].ref(), inputs.tensors[1].ref(), inputs.tensors[2].ref(), output.ref(), rows, cols, eps);
   inputs.release();
-  const result = toDType(output, x.dtype);
-  recordOp('layerNorm', [x, weight, bias], result, [x, weight], (g, [savedX, savedWeight], needed) => {
-    // Composed backward: x̂ = (x − μ)·rstd; dx = rstd·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)), ĝ = g·w.
-    const centered = sub(savedX, mean(savedX, -1, true));
-    const rstd = rsqrt(add(mean(mul(centered, centered), -1, true), eps));
-    const normalized = mul(centered, rstd);
-    const scaled = mul(g, savedWeight);
-    const dx = needed[0]
-      ? mul(rstd, sub(sub(scaled, mean(scaled, -1, true)), mul(normalized, mean(mul(scaled, normalized), -1, true))))
-      : null;
-    const flatG = reshape(g, [rows, cols]);
-    const dWeight = needed[1] ? sum(mul(flatG, reshape(normalized, [rows, cols])), 0) : null;
-    const dBias = needed[2] ? sum(flatG, 0) : null;
-    return [dx, dWeight, dBias];
+  const result = mixed ? output : toDType(output, x.dtype);
+  recordOp('layerNorm', [x, weight, bias], result, [x, weight], (g, [savedX, savedWeight]) => {
+    const backend = savedX.backend;
+    const backward = resolveFused(backend, 'layerNormBackward', savedX.dtype);
+    // The mixed-precision form reads g in its 16-bit dtype; otherwise g joins x in the compute dtype.
+    const operands = inDType(mixed ? [savedX, savedWeight] : [savedX, savedWeight, g], backward.computeDType);
+    const gradient = mixed ? g : operands.tensors[2];
+    const dx = allocateTensor(backend, savedX.shape, backward.computeDType);
+    const dWeight = allocateTensor(backend, [cols], 'f32');
+    const dBias = allocateTensor(backend, [cols], 'f32');
+    if (dx.size > 0) {
+      const [xRef, weightRef] = [operands.tensors[0].ref(), operands.tensors[1].ref()];
+      backward.kernel(xRef, weightRef, gradient.ref(), dx.ref(), dWeight.ref(), dBias.ref(), rows, cols, eps);
+    } else {
+      backend.fill(dWeight.ref(), 0);
+      backend.fill(dBias.ref(), 0);
+    }
+    operands.release();
+    return [toDType(dx, savedX.dtype), inParameterDType(dWeight, savedWeight), inParameterDType(dBias, savedWeight)];
   });
   return result;
 }

@@ -1,5 +1,5 @@
 /**
- * rmsNorm (+ backward), layerNorm, rope (forward and inverse, which is its backward), swiglu (+ backward).
+ * rmsNorm (+ backward), layerNorm (+ backward), rope (forward and inverse, which is its backward), swiglu (+ backward).
  * Besides the sweeps: rows whose mean(x²) (rmsNorm) or variance (layerNorm, around a mean of 8)
  * is about eps = 10⁻³, plus an all-constant row, so that eps outside the square root, a fixed eps
  * or a one-pass E[x²] − E[x]² variance fails; and rope with theta = 10⁶ besides 10⁴.
@@ -66,6 +66,28 @@ function normCases(settings: CaseSettings, dtype: DType, rows: number, cols: num
       runFused(context, mode, 'layerNorm', (side) => [x[side], weight[side], bias[side], out[side], rows, cols, EPS]);
       await context.expectClose(out, 'out', { reductionLength: cols });
     }),
+    ...fusedCases(settings, 'layerNormBackward', dtype, parameters, async (context, mode) => {
+      const x = context.uniform([rows, cols], dtype, -1, 3);
+      const weight = context.uniform([cols], dtype, 0.5, 1.5);
+      const dy = context.uniform([rows, cols], dtype);
+      const dx = context.output([rows, cols], dtype);
+      const dWeight = context.output([cols], 'f32');
+      const dBias = context.output([cols], 'f32');
+      runFused(context, mode, 'layerNormBackward', (side) => [
+        x[side],
+        weight[side],
+        dy[side],
+        dx[side],
+        dWeight[side],
+        dBias[side],
+        rows,
+        cols,
+        EPS,
+      ]);
+      await context.expectClose(dx, 'dx', { reductionLength: cols });
+      await context.expectClose(dWeight, 'dWeight', { reductionLength: rows });
+      await context.expectClose(dBias, 'dBias', { reductionLength: rows });
+    }),
   ];
 }
 
@@ -112,6 +134,36 @@ function epsCases(settings: CaseSettings, dtype: DType): ConformanceCase[] {
         const out = context.output([rows, cols], dtype);
         runFused(context, mode, 'layerNorm', (side) => [x[side], weight[side], bias[side], out[side], rows, cols, eps]);
         await context.expectClose(out, 'out', { reductionLength: cols });
+      },
+    ),
+    ...fusedCases(
+      settings,
+      'layerNormBackward',
+      dtype,
+      `rows=${rows},cols=${cols},eps=${eps},var≈eps,mean≈8`,
+      async (context, mode) => {
+        const x = context.tensor([rows, cols], dtype, smallSpreadRows(context, 8));
+        const weight = context.uniform([cols], dtype, 0.5, 1.5);
+        const dy = context.uniform([rows, cols], dtype);
+        const [dx, dWeight, dBias] = [
+          context.output([rows, cols], dtype),
+          context.output([cols], 'f32'),
+          context.output([cols], 'f32'),
+        ];
+        runFused(context, mode, 'layerNormBackward', (side) => [
+          x[side],
+          weight[side],
+          dy[side],
+          dx[side],
+          dWeight[side],
+          dBias[side],
+          rows,
+          cols,
+          eps,
+        ]);
+        await context.expectClose(dx, 'dx', { reductionLength: cols });
+        await context.expectClose(dWeight, 'dWeight', { reductionLength: rows });
+        await context.expectClose(dBias, 'dBias', { reductionLength: rows });
       },
     ),
   ];
