@@ -548,6 +548,10 @@ describe.skipIf(!built)(
             'rope f32',
             'rmsNorm to bf16 f32',
             'rmsNormBackward with dy bf16 f32',
+            'layerNorm bf16',
+            'layerNormBackward bf16',
+            'layerNorm to bf16 f32',
+            'layerNormBackward with dy bf16 f32',
           ]),
         );
         // 128³ and the tiny model's seven shapes in bf16, f32 (TF32 off) and f32 with TF32 allowed; 128³ in f16.

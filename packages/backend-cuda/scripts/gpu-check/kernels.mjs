@@ -1,8 +1,8 @@
 // Timings of the memory-bound kernels at training-like sizes (effective GB/s), for the report's
 // "kernels" section: primitives (unary, binary, cast, copy, reduce, gather/scatterAdd, random) and the
-// fused kernels (softmax, rmsNorm ± backward — also f32 rows with a bf16 output and gradient —, rope,
-// swiglu, cross-entropy over a 50k vocabulary, AdamW), whole-tensor and leading-axis sums, and the
-// multi-tensor norm and AdamW at gpt2s widths.
+// fused kernels (softmax, rmsNorm and layerNorm ± backward — also f32 rows with a bf16 output and
+// gradient —, rope, swiglu, cross-entropy over a 50k vocabulary, AdamW), whole-tensor and
+// leading-axis sums, and the multi-tensor norm and AdamW at gpt2s widths.
 
 const BYTES = { f32: 4, f16: 2, bf16: 2, i32: 4 };
 
@@ -86,6 +86,26 @@ export async function kernelTimings(backend, { quick, simulator }) {
           width,
         ),
       );
+      const [bias, dBias] = keep(tensor([width], dtype), tensor([width], 'f32', false));
+      await time('layerNorm', dtype, `${tokens}×${width}`, 2 * tokens * width * b, () =>
+        backend.layerNorm(rowsIn, weight, bias, rowsOut, tokens, width, 1e-5),
+      );
+      if (backend.capabilities.supports('layerNormBackward', dtype)) {
+        // x and dy read once, dx written (the statistics and the later passes from cache).
+        await time('layerNormBackward', dtype, `${tokens}×${width}`, 3 * tokens * width * b, () =>
+          backend.layerNormBackward(
+            rowsIn,
+            weight,
+            { ...y, shape: [tokens, width] },
+            rowsOut,
+            dWeight,
+            dBias,
+            tokens,
+            width,
+            1e-5,
+          ),
+        );
+      }
       if (dtype === 'f32' && backend.capabilities.mixedPrecisionNorm) {
         // The mixed-precision step's norms: f32 residual rows in, the bf16 matmul input out, and back (x, dy, dx once each).
         const [halfRows, halfGradient] = keep(tensor([tokens, width], 'bf16', false), tensor([tokens, width], 'bf16'));
@@ -94,6 +114,12 @@ export async function kernelTimings(backend, { quick, simulator }) {
         );
         await time('rmsNormBackward with dy bf16', dtype, `${tokens}×${width}`, tokens * width * (4 + 2 + 4), () =>
           backend.rmsNormBackward(rowsIn, weight, rstd, halfGradient, rowsOut, dWeight, tokens, width),
+        );
+        await time('layerNorm to bf16', dtype, `${tokens}×${width}`, tokens * width * (4 + 2), () =>
+          backend.layerNorm(rowsIn, weight, bias, halfRows, tokens, width, 1e-5),
+        );
+        await time('layerNormBackward with dy bf16', dtype, `${tokens}×${width}`, tokens * width * (4 + 2 + 4), () =>
+          backend.layerNormBackward(rowsIn, weight, halfGradient, rowsOut, dWeight, dBias, tokens, width, 1e-5),
         );
       }
       const heads = [8, 16, tokens / 8, width / 16];
