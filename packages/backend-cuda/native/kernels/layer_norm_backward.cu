@@ -183,9 +183,9 @@ __global__ void __launch_bounds__(1024)
  * the device's grid y).
  */
 __global__ void __launch_bounds__(kColumnTile* kRowThreads)
-    layer_norm_parameter_gradient_kernel(int dtype, int dy_dtype, const void* x, const void* dy, const float* statistics,
-                                         float* target_weight, float* target_bias, Index rows, Index cols,
-                                         Index chunks, Index rows_per_chunk) {
+    layer_norm_parameter_gradient_kernel(int dtype, int dy_dtype, const void* x, const void* dy,
+                                         const float* statistics, float* target_weight, float* target_bias, Index rows,
+                                         Index cols, Index chunks, Index rows_per_chunk) {
   __shared__ float weight_sums[kRowThreads][kColumnTile + 1];
   __shared__ float bias_sums[kRowThreads][kColumnTile + 1];
   const Index col = static_cast<Index>(blockIdx.x) * kColumnTile + threadIdx.x;
@@ -255,8 +255,8 @@ cudaError_t launch_fused(const LaunchContext& context, const void* x, const void
   const bool packed = cols % kWidth == 0 && aligned16(x) && aligned16(weight) && dy_aligned && aligned16(dx);
   return packed ? launch_fused<T, Grad, kWidth>(context, x, weight, dy, dx, target_weight, target_bias, rows, cols,
                                                 chunks, eps)
-                : launch_fused<T, Grad, 1>(context, x, weight, dy, dx, target_weight, target_bias, rows, cols,
-                                           chunks, eps);
+                : launch_fused<T, Grad, 1>(context, x, weight, dy, dx, target_weight, target_bias, rows, cols, chunks,
+                                           eps);
 }
 
 /** dx, the row statistics and the parameters' chunk partials on the two-pass path (rows longer than kFusedMaxColumns). */
