@@ -34,6 +34,7 @@ import {
   simdCrossEntropyBackward,
   simdLogSoftmax,
   simdRmsNorm,
+  simdLayerNormBackward,
   simdRmsNormBackward,
   simdSoftmax,
   simdSoftmaxBackward,
@@ -60,7 +61,7 @@ import { runCopy } from './kernels/copy.js';
 import { runCrossEntropy, runCrossEntropyBackward } from './kernels/cross-entropy.js';
 import { runGather, runScatterAdd } from './kernels/gather-scatter.js';
 import { runMatmul } from './kernels/matmul.js';
-import { runLayerNorm, runRmsNorm, runRmsNormBackward } from './kernels/norm.js';
+import { runLayerNorm, runLayerNormBackward, runRmsNorm, runRmsNormBackward } from './kernels/norm.js';
 import { runRandom } from './kernels/random.js';
 import { runReduce } from './kernels/reduce.js';
 import { runRope } from './kernels/rope.js';
@@ -300,6 +301,23 @@ export class CpuBackend implements KernelBackend {
     eps: number,
   ): void {
     runLayerNorm(this.access, x, weight, bias, out, rows, cols, eps);
+  }
+
+  /** See KernelBackend.layerNormBackward. */
+  layerNormBackward(
+    x: TensorRef,
+    weight: TensorRef,
+    dy: TensorRef,
+    dx: TensorRef,
+    dWeight: TensorRef,
+    dBias: TensorRef,
+    rows: number,
+    cols: number,
+    eps: number,
+  ): void {
+    if (this.simd !== undefined && simdLayerNormBackward(this.simd, x, weight, dy, dx, dWeight, dBias, rows, cols, eps))
+      return;
+    runLayerNormBackward(this.access, x, weight, dy, dx, dWeight, dBias, rows, cols, eps);
   }
 
   /** See KernelBackend.rope. */

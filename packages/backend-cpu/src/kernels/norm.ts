@@ -1,9 +1,12 @@
 /**
- * rmsNorm (forward, backward) and layerNorm over the last axis of [rows, cols].
+ * rmsNorm and layerNorm (forward, backward) over the last axis of [rows, cols] (the TypeScript
+ * path: f16/bf16 data, or KILN_CPU_SIMD=0; simd/emit-rows.ts has the f32 WebAssembly kernels).
  * rmsNorm: rstd = 1/√(mean(x²) + eps), out = x·rstd·weight, rstd [rows] f32.
  * rmsNormBackward: x̂ = x·rstd, g = dy·weight, dx = rstd·(g − x̂·mean(g·x̂)), dWeight = Σ_rows dy·x̂.
  * layerNorm: (x − mean)/√(var + eps)·weight + bias with the biased variance (two passes).
- * Numerics: float64 row statistics and dWeight accumulation, one rounding per stored value.
+ * layerNormBackward: the row statistics recomputed as the forward takes them, x̂ = (x − mean)·rstd,
+ * g = dy·weight, dx = rstd·(g − mean(g) − x̂·mean(g·x̂)), dWeight = Σ_rows dy·x̂, dBias = Σ_rows dy.
+ * Numerics: float64 row statistics and dWeight/dBias accumulation, one rounding per stored value.
  */
 import type { TensorRef } from '@kiln/core';
 import type { TensorAccess } from '../tensor-access.js';
@@ -55,6 +58,57 @@ export function rmsNormBackwardF32(
   dWeight.set(weightSums);
 }
 
+/** layerNormBackward on f32 arrays (dWeight and dBias overwritten). */
+export function layerNormBackwardF32(
+  x: Float32Array,
+  weight: Float32Array,
+  dy: Float32Array,
+  dx: Float32Array,
+  dWeight: Float32Array,
+  dBias: Float32Array,
+  rows: number,
+  cols: number,
+  eps: number,
+): void {
+  const weightSums = new Float64Array(cols);
+  const biasSums = new Float64Array(cols);
+  for (let r = 0; r < rows; r++) {
+    const base = r * cols;
+    const [mean, scale] = layerNormStatistics(x, base, cols, eps);
+    let gradientSum = 0;
+    let projection = 0;
+    for (let c = 0; c < cols; c++) {
+      const normalized = (x[base + c] - mean) * scale;
+      const scaled = dy[base + c] * weight[c];
+      gradientSum += scaled;
+      projection += scaled * normalized;
+      weightSums[c] += dy[base + c] * normalized;
+      biasSums[c] += dy[base + c];
+    }
+    const gradientMean = gradientSum / cols;
+    const projectionMean = projection / cols;
+    for (let c = 0; c < cols; c++) {
+      const normalized = (x[base + c] - mean) * scale;
+      dx[base + c] = scale * (dy[base + c] * weight[c] - gradientMean - normalized * projectionMean);
+    }
+  }
+  dWeight.set(weightSums);
+  dBias.set(biasSums);
+}
+
+/** The row's mean and 1/√(biased variance + eps) (float64), as layerNorm takes them. */
+function layerNormStatistics(x: Float32Array, base: number, cols: number, eps: number): [number, number] {
+  let sum = 0;
+  for (let c = 0; c < cols; c++) sum += x[base + c];
+  const mean = sum / cols;
+  let squares = 0;
+  for (let c = 0; c < cols; c++) {
+    const centered = x[base + c] - mean;
+    squares += centered * centered;
+  }
+  return [mean, 1 / Math.sqrt(squares / cols + eps)];
+}
+
 /** layerNorm on f32 arrays. */
 export function layerNormF32(
   x: Float32Array,
@@ -67,15 +121,7 @@ export function layerNormF32(
 ): void {
   for (let r = 0; r < rows; r++) {
     const base = r * cols;
-    let sum = 0;
-    for (let c = 0; c < cols; c++) sum += x[base + c];
-    const mean = sum / cols;
-    let squares = 0;
-    for (let c = 0; c < cols; c++) {
-      const centered = x[base + c] - mean;
-      squares += centered * centered;
-    }
-    const scale = 1 / Math.sqrt(squares / cols + eps);
+    const [mean, scale] = layerNormStatistics(x, base, cols, eps);
     for (let c = 0; c < cols; c++) out[base + c] = (x[base + c] - mean) * scale * weight[c] + bias[c];
   }
 }
@@ -148,4 +194,35 @@ export function runLayerNorm(
     eps,
   );
   access.commitFloat(out, target, 'layerNorm');
+}
+
+/** The layerNormBackward kernel on float tensors. */
+export function runLayerNormBackward(
+  access: TensorAccess,
+  x: TensorRef,
+  weight: TensorRef,
+  dy: TensorRef,
+  dx: TensorRef,
+  dWeight: TensorRef,
+  dBias: TensorRef,
+  rows: number,
+  cols: number,
+  eps: number,
+): void {
+  const kernel = 'layerNormBackward';
+  const [target, weightTarget, biasTarget] = [dx, dWeight, dBias].map((ref) => access.floatTarget(ref, kernel));
+  layerNormBackwardF32(
+    access.readFloat(x, kernel),
+    access.readFloat(weight, kernel),
+    access.readFloat(dy, kernel),
+    target,
+    weightTarget,
+    biasTarget,
+    rows,
+    cols,
+    eps,
+  );
+  access.commitFloat(dx, target, kernel);
+  access.commitFloat(dWeight, weightTarget, kernel);
+  access.commitFloat(dBias, biasTarget, kernel);
 }

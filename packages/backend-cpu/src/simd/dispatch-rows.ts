@@ -206,3 +206,24 @@ export function simdRmsNormBackward(
   context.kernels.rms_norm_backward_rows(...addresses, rows, cols);
   return true;
 }
+
+/** layerNormBackward of f32 tensors (dWeight and dBias summed over rows on the calling thread, in row order). */
+export function simdLayerNormBackward(
+  context: SimdContext,
+  x: TensorRef,
+  weight: TensorRef,
+  dy: TensorRef,
+  dx: TensorRef,
+  dWeight: TensorRef,
+  dBias: TensorRef,
+  rows: number,
+  cols: number,
+  eps: number,
+): boolean {
+  if (!context.allF32(x, weight, dy, dx, dWeight, dBias)) return false;
+  const addresses = [x, weight, dy, dx, dWeight, dBias].map((tensor) => context.address(tensor, 'layerNormBackward'));
+  context.kernels.fill_f32(addresses[4], cols, 0);
+  context.kernels.fill_f32(addresses[5], cols, 0);
+  context.kernels.layer_norm_backward_rows(...addresses, rows, cols, eps);
+  return true;
+}

@@ -3,7 +3,7 @@
  * backward, the max / Σe^(x−max) pass that log-softmax and cross-entropy finish on the host
  * (wasm has no log instruction; it is one Math.log per row), log-softmax as (x − max) − log Σ
  * (never x − (max + log Σ), which rounds away the precision of large logits), the
- * cross-entropy gradient, and rmsNorm forward and backward.
+ * cross-entropy gradient, rmsNorm forward and backward, and layerNorm's backward.
  * Layout: pointers are byte addresses on the heap; each row is handled in 4-lane vectors, then
  * a scalar tail. Numerics: f32 throughout, row sums in 4 lanes added in a fixed order; exp by
  * expF32x4 (≤ 2 ulp). A row of all −∞ gives NaN in softmax, as IEEE arithmetic does.
@@ -384,6 +384,116 @@ export function emitRowKernels(module: ModuleBuilder, simd: SimdOps): void {
         });
         advance(f, [x, dy, dx], bounds.rowBytes);
         advance(f, [rstd], 4);
+      });
+    },
+  );
+
+  // LayerNorm's gradients, the row statistics recomputed as the forward takes them: x̂ = (x − mean)·rstd,
+  // g = dy·weight, dx = rstd·(g − mean(g) − x̂·mean(g·x̂)); dWeight[c] += Σ_rows dy·x̂ and dBias[c] += Σ_rows dy
+  // (both accumulate: zero them first).
+  module.func(
+    'layer_norm_backward_rows',
+    {
+      params: {
+        x: 'i32',
+        weight: 'i32',
+        dy: 'i32',
+        dx: 'i32',
+        dWeight: 'i32',
+        dBias: 'i32',
+        rows: 'i32',
+        cols: 'i32',
+        eps: 'f32',
+      },
+    },
+    (f, { x, weight, dy, dx, dWeight, dBias, rows, cols, eps }) => {
+      const bounds = rowBounds(f, cols);
+      const row = f.local('i32');
+      const o = f.local('i32');
+      const [first, second, meanVector, scaleVector, normalized, gradient, scaled] = [1, 2, 3, 4, 5, 6, 7].map(() =>
+        f.local('v128'),
+      );
+      const [mean, scale, gradientMean, projectionMean, centered, normalizedScalar, gradientScalar, scaledScalar] = [
+        1, 2, 3, 4, 5, 6, 7, 8,
+      ].map(() => f.local('f32'));
+      const normalizedAt = (address: Expr): Expr => simd.mul(simd.sub(v128.load(address), meanVector), scaleVector);
+      f.for(row, 0, rows, 1, () => {
+        // The mean, then the variance around it (the forward's two passes).
+        f.set(first, simd.constSplat(0));
+        f.for(o, 0, bounds.vectorBytes, 16, () => f.set(first, simd.add(first, v128.load(i32.add(x, o)))));
+        f.set(mean, horizontalSum(simd, first));
+        f.for(o, bounds.vectorBytes, bounds.rowBytes, 4, () => f.set(mean, f32.add(mean, f32.load(i32.add(x, o)))));
+        f.set(mean, f32.div(mean, f32.fromI32(cols)));
+        f.set(meanVector, simd.splat(mean));
+        f.set(first, simd.constSplat(0));
+        f.for(o, 0, bounds.vectorBytes, 16, () => {
+          f.set(second, simd.sub(v128.load(i32.add(x, o)), meanVector));
+          f.set(first, simd.fma(second, second, first));
+        });
+        f.set(scale, horizontalSum(simd, first));
+        f.for(o, bounds.vectorBytes, bounds.rowBytes, 4, () => {
+          f.set(centered, f32.sub(f32.load(i32.add(x, o)), mean));
+          f.set(scale, f32.add(scale, f32.mul(centered, centered)));
+        });
+        f.set(
+          scale,
+          f32.fromF64(f64.div(1, f64.sqrt(f64.add(f64.div(f64.fromF32(scale), f64.fromI32(cols)), f64.fromF32(eps))))),
+        );
+        f.set(scaleVector, simd.splat(scale));
+        // Σ g and Σ g·x̂ over the row; the parameter sums.
+        f.set(first, simd.constSplat(0));
+        f.set(second, simd.constSplat(0));
+        f.for(o, 0, bounds.vectorBytes, 16, () => {
+          f.set(normalized, normalizedAt(i32.add(x, o)));
+          f.set(gradient, v128.load(i32.add(dy, o)));
+          f.set(scaled, simd.mul(gradient, v128.load(i32.add(weight, o))));
+          f.set(first, simd.add(first, scaled));
+          f.set(second, simd.fma(scaled, normalized, second));
+          f.exec(v128.store(i32.add(dWeight, o), simd.fma(gradient, normalized, v128.load(i32.add(dWeight, o)))));
+          f.exec(v128.store(i32.add(dBias, o), simd.add(v128.load(i32.add(dBias, o)), gradient)));
+        });
+        f.set(gradientMean, horizontalSum(simd, first));
+        f.set(projectionMean, horizontalSum(simd, second));
+        f.for(o, bounds.vectorBytes, bounds.rowBytes, 4, () => {
+          f.set(normalizedScalar, f32.mul(f32.sub(f32.load(i32.add(x, o)), mean), scale));
+          f.set(gradientScalar, f32.load(i32.add(dy, o)));
+          f.set(scaledScalar, f32.mul(gradientScalar, f32.load(i32.add(weight, o))));
+          f.set(gradientMean, f32.add(gradientMean, scaledScalar));
+          f.set(projectionMean, f32.add(projectionMean, f32.mul(scaledScalar, normalizedScalar)));
+          f.exec(
+            f32.store(
+              i32.add(dWeight, o),
+              f32.add(f32.load(i32.add(dWeight, o)), f32.mul(gradientScalar, normalizedScalar)),
+            ),
+          );
+          f.exec(f32.store(i32.add(dBias, o), f32.add(f32.load(i32.add(dBias, o)), gradientScalar)));
+        });
+        f.set(gradientMean, f32.div(gradientMean, f32.fromI32(cols)));
+        f.set(projectionMean, f32.div(projectionMean, f32.fromI32(cols)));
+        // dx = rstd·(g − mean(g) − x̂·mean(g·x̂)).
+        f.set(first, simd.splat(gradientMean));
+        f.set(second, simd.splat(projectionMean));
+        f.for(o, 0, bounds.vectorBytes, 16, () => {
+          f.set(normalized, normalizedAt(i32.add(x, o)));
+          f.set(scaled, simd.mul(v128.load(i32.add(dy, o)), v128.load(i32.add(weight, o))));
+          f.exec(
+            v128.store(
+              i32.add(dx, o),
+              simd.mul(scaleVector, simd.sub(simd.sub(scaled, first), simd.mul(normalized, second))),
+            ),
+          );
+        });
+        f.for(o, bounds.vectorBytes, bounds.rowBytes, 4, () => {
+          f.set(normalizedScalar, f32.mul(f32.sub(f32.load(i32.add(x, o)), mean), scale));
+          f.set(scaledScalar, f32.mul(f32.load(i32.add(dy, o)), f32.load(i32.add(weight, o))));
+          f.exec(
+            f32.store(
+              i32.add(dx, o),
+              f32.mul(scale, f32.sub(f32.sub(scaledScalar, gradientMean), f32.mul(normalizedScalar, projectionMean))),
+            ),
+          );
+        });
+        advance(f, [x, dy, dx], bounds.rowBytes);
       });
     },
   );
