@@ -1,13 +1,6 @@
 /** rmsNorm and layerNorm over the last axis, their backward passes through the fused kernels (or core's compositions). */
 import { DTypeError, InvalidArgumentError, ShapeError } from '../../errors.js';
-import {
-  allocateTensor,
-  assertFloat,
-  assertSameDType,
-  commonBackend,
-  fusedKernel,
-  planKernel,
-} from '../../engine/dispatch.js';
+import { allocateTensor, assertFloat, assertSameDType, commonBackend, planKernel } from '../../engine/dispatch.js';
 import type { DType } from '../../dtype.js';
 import { recordOp } from '../../autograd/record.js';
 import { shapeSize } from '../../tensor/shape.js';
@@ -53,10 +46,10 @@ export interface RmsNormOptions {
 export function rmsNorm(x: Tensor, weight: Tensor, eps = 1e-5, options: RmsNormOptions = {}): Tensor {
   const { rows, cols } = checkNorm('rmsNorm', x, [weight], eps);
   const dtype = outputDType('rmsNorm', x, options);
-  if (dtype === x.dtype) return sameDTypeRmsNorm(x, weight, eps, rows, cols);
+  if (dtype === x.dtype) return rmsNormIn(x.dtype, x, weight, eps, rows, cols);
   if (!writesMixedPrecisionNorm(x, dtype, 'rmsNorm', 'rmsNormBackward'))
-    return cast(sameDTypeRmsNorm(x, weight, eps, rows, cols), dtype);
-  return mixedPrecisionRmsNorm(x, weight, eps, rows, cols, dtype);
+    return cast(rmsNormIn(x.dtype, x, weight, eps, rows, cols), dtype);
+  return rmsNormIn(dtype, x, weight, eps, rows, cols);
 }
 
 /** Whether x's backend runs `forward` and `backward` on f32 x with a 16-bit out and dy (capabilities.mixedPrecisionNorm). */
@@ -87,40 +80,36 @@ function outputDType(op: string, x: Tensor, options: RmsNormOptions | LayerNormO
   return dtype;
 }
 
-/** rmsNorm writing `dtype` from f32 x and weight, and reading its `dtype` gradient, on a backend that allows it. */
-function mixedPrecisionRmsNorm(
-  x: Tensor,
-  weight: Tensor,
-  eps: number,
-  rows: number,
-  cols: number,
-  dtype: DType,
-): Tensor {
-  const backend = x.backend;
-  const output = allocateTensor(backend, x.shape, dtype);
-  const rstd = allocateTensor(backend, [rows], 'f32');
-  if (output.size > 0)
-    fusedKernel(backend, 'rmsNorm')(x.ref(), weight.ref(), output.ref(), rstd.ref(), rows, cols, eps);
-  recordOp('rmsNorm', [x, weight], output, [x, weight, rstd], (g, [savedX, savedWeight, savedRstd]) =>
-    rmsNormGradients(savedX, savedWeight, savedRstd, g, rows, cols, 'f32', true),
-  );
-  rstd.dispose();
-  return output;
-}
-
-/** rmsNorm whose output has x's dtype (f32 where the backend lacks x's dtype, cast back). */
-function sameDTypeRmsNorm(x: Tensor, weight: Tensor, eps: number, rows: number, cols: number): Tensor {
+/**
+ * rmsNorm with its output in `dtype`: x's own (the kernel in x's dtype, or in f32 cast back where
+ * the backend lacks it), or f16/bf16 of f32 x (the mixed-precision form, on a backend that has it).
+ */
+function rmsNormIn(dtype: DType, x: Tensor, weight: Tensor, eps: number, rows: number, cols: number): Tensor {
+  const mixed = dtype !== x.dtype;
   const { kernel, computeDType } = resolveFused(x.backend, 'rmsNorm', x.dtype);
   const inputs = inDType([x, weight], computeDType);
-  const output = allocateTensor(x.backend, x.shape, computeDType);
+  const output = allocateTensor(x.backend, x.shape, mixed ? dtype : computeDType);
   const rstd = allocateTensor(x.backend, [rows], 'f32');
   if (output.size > 0)
     kernel(inputs.tensors[0].ref(), inputs.tensors[1].ref(), output.ref(), rstd.ref(), rows, cols, eps);
   inputs.release();
-  const result = toDType(output, x.dtype);
+  const result = mixed ? output : toDType(output, x.dtype);
   recordOp('rmsNorm', [x, weight], result, [x, weight, rstd], (g, [savedX, savedWeight, savedRstd]) => {
-    const computeDType = resolveFused(savedX.backend, 'rmsNormBackward', savedX.dtype).computeDType;
-    return rmsNormGradients(savedX, savedWeight, savedRstd, g, rows, cols, computeDType, false);
+    const backend = savedX.backend;
+    const backward = resolveFused(backend, 'rmsNormBackward', savedX.dtype);
+    // The mixed-precision form reads g in its 16-bit dtype; otherwise g joins x in the compute dtype.
+    const operands = inDType(mixed ? [savedX, savedWeight] : [savedX, savedWeight, g], backward.computeDType);
+    const gradient = mixed ? g : operands.tensors[2];
+    const dx = allocateTensor(backend, savedX.shape, backward.computeDType);
+    const dWeight = allocateTensor(backend, [cols], 'f32');
+    if (dx.size > 0) {
+      const [xRef, weightRef] = [operands.tensors[0].ref(), operands.tensors[1].ref()];
+      backward.kernel(xRef, weightRef, savedRstd.ref(), gradient.ref(), dx.ref(), dWeight.ref(), rows, cols);
+    } else {
+      backend.fill(dWeight.ref(), 0);
+    }
+    operands.release();
+    return [toDType(dx, savedX.dtype), inParameterDType(dWeight, savedWeight)];
   });
   rstd.dispose();
   return result;
@@ -129,45 +118,6 @@ function sameDTypeRmsNorm(x: Tensor, weight: Tensor, eps: number, rows: number, 
 /** A parameter's f32 gradient in the parameter's dtype (the f32 tensor itself, or a cast that frees it). */
 function inParameterDType(gradient: Tensor, parameter: Tensor): Tensor {
   return parameter.dtype === 'f32' ? gradient : toDType(gradient, parameter.dtype);
-}
-
-/**
- * [dx, dWeight] of rmsNorm from its saved x, weight and rstd and the output's gradient g: x and
- * weight run in `computeDType` (cast in and back where they differ); g too, unless `mixed` (the
- * mixed-precision form: f32 x and weight, g read in its 16-bit dtype).
- */
-function rmsNormGradients(
-  savedX: Tensor,
-  savedWeight: Tensor,
-  savedRstd: Tensor,
-  g: Tensor,
-  rows: number,
-  cols: number,
-  computeDType: DType,
-  mixed: boolean,
-): [Tensor, Tensor] {
-  const backend = savedX.backend;
-  const kernel = resolveFused(backend, 'rmsNormBackward', savedX.dtype).kernel;
-  const operands = inDType(mixed ? [savedX, savedWeight] : [savedX, savedWeight, g], computeDType);
-  const gradient = mixed ? g : operands.tensors[2];
-  const dx = allocateTensor(backend, savedX.shape, computeDType);
-  const dWeight = allocateTensor(backend, [cols], 'f32');
-  if (dx.size > 0) {
-    kernel(
-      operands.tensors[0].ref(),
-      operands.tensors[1].ref(),
-      savedRstd.ref(),
-      gradient.ref(),
-      dx.ref(),
-      dWeight.ref(),
-      rows,
-      cols,
-    );
-  } else {
-    backend.fill(dWeight.ref(), 0);
-  }
-  operands.release();
-  return [toDType(dx, savedX.dtype), inParameterDType(dWeight, savedWeight)];
 }
 
 /** Options of layerNorm. */
