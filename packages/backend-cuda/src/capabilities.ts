@@ -1,6 +1,6 @@
 /** What the CUDA backend runs natively: every kernel of the shared native host (every primitive, `random`, the fused kernels and LayerNorm's backward, flash attention forward and backward, heads- or tokens-major), and which matmul path is live. */
 import type { Capabilities, DeviceInfo, DType, KernelName } from '@kiln/core';
-import { NATIVE_FLOAT_KERNELS, NATIVE_I32_KERNELS } from '@kiln/core/native-backend';
+import { isNativeFloatKernel, NATIVE_I32_KERNELS, type NativeAddonForms } from '@kiln/core/native-backend';
 import type { CudaMatmulPath } from './matmul-path.js';
 
 /** The CUDA backend's capabilities: core's, plus the live matmul path. */
@@ -9,27 +9,17 @@ export interface CudaCapabilities extends Capabilities {
   matmul: CudaMatmulPath;
 }
 
-/** Which of the addon's optional kernel forms it has (an addon built before one lacks its method). */
-export interface CudaAddonForms {
-  /** adamwMulti's device-scalar form (`adamwMultiDeviceScalars`). */
-  adamwMultiDeviceScalars?: boolean;
-  /** rmsNorm(Backward) with f16/bf16 out (dy) beside f32 x (`rmsNormMixedPrecision`, `rmsNormBackwardMixedPrecision`). */
-  mixedPrecisionNorm?: boolean;
-  /** layerNormBackward (`layerNormBackward`); without it core composes LayerNorm's gradients from primitives. */
-  layerNormBackward?: boolean;
-}
-
-/** The capabilities of one CUDA backend instance. */
+/** The capabilities of one CUDA backend instance; `forms`: the addon's optional forms (NativeFusedKernels.addonForms()). */
 export function cudaCapabilities(
   device: DeviceInfo,
   matmul: CudaMatmulPath,
-  { adamwMultiDeviceScalars = false, mixedPrecisionNorm = false, layerNormBackward = false }: CudaAddonForms = {},
+  forms: NativeAddonForms,
 ): CudaCapabilities {
   return {
     device,
     supports(kernel: KernelName, dtype: DType): boolean {
       if (dtype === 'i32') return NATIVE_I32_KERNELS.has(kernel);
-      return NATIVE_FLOAT_KERNELS.has(kernel) || (kernel === 'layerNormBackward' && layerNormBackward);
+      return isNativeFloatKernel(kernel, forms);
     },
     flashAttention: true,
     // kernels/attention_*.cu take either layout through strides (tokens-major saves the trainer's head permutes).
@@ -44,9 +34,9 @@ export function cudaCapabilities(
     // CUDA graphs: captureGraph records a step from the stream (docs/backend-cuda.md).
     graphCapture: true,
     // adamwMulti reads lr/bias corrections/decays from a device tensor (options.deviceScalars) when the addon has that form.
-    adamwMultiDeviceScalars,
+    adamwMultiDeviceScalars: forms.adamwMultiDeviceScalars,
     // kernels/norm.cu and rms_norm_backward.cu write (read) a 16-bit out (dy) beside f32 x when the addon has that form.
-    mixedPrecisionNorm,
+    mixedPrecisionNorm: forms.mixedPrecisionNorm,
     matmul,
   };
 }

@@ -93,11 +93,7 @@ export class CudaBackend extends NativeKernelBackend<NativeBackend> {
     this.capabilities = cudaCapabilities(
       toDeviceInfo(nativeDevice),
       describeMatmulPath(matmulInfo, nativeDevice.major),
-      {
-        adamwMultiDeviceScalars: typeof this.native.adamwMultiDeviceScalars === 'function',
-        mixedPrecisionNorm: this.fused.hasMixedPrecisionNorm(),
-        layerNormBackward: this.fused.hasLayerNormBackward(),
-      },
+      this.fused.addonForms(),
     );
     this.attentionKernels = describeAttentionPath(
       nativeDevice.major,

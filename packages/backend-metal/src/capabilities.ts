@@ -1,17 +1,17 @@
-/** What the Metal backend runs natively: every kernel of the shared native host (every primitive, `random`, flash attention, the fused and multi-tensor kernels), bf16 where the GPU has it. */
+/** What the Metal backend runs natively: every kernel of the shared native host (every primitive, `random`, flash attention, the fused and multi-tensor kernels, LayerNorm's backward), bf16 where the GPU has it. */
 import type { Capabilities, DeviceInfo, DType, KernelName } from '@kiln/core';
-import { NATIVE_FLOAT_KERNELS, NATIVE_I32_KERNELS } from '@kiln/core/native-backend';
+import { isNativeFloatKernel, NATIVE_I32_KERNELS, type NativeAddonForms } from '@kiln/core/native-backend';
 
 /**
  * The capabilities of one Metal backend instance; bf16 as the device reports it (every Metal 3 GPU
- * today); `adamwMultiDeviceScalars`: whether the addon has adamwMulti's device-scalar form (its
- * `adamwMultiDeviceScalars` method; an addon built before it lacks the method).
+ * today); `forms`: the addon's optional forms (NativeFusedKernels.addonForms(); an addon built
+ * before one lacks its method).
  */
 export function metalCapabilities(
   device: DeviceInfo,
   bf16: boolean,
   implementation: string,
-  adamwMultiDeviceScalars = false,
+  forms: NativeAddonForms,
 ): Capabilities {
   return {
     device,
@@ -19,7 +19,7 @@ export function metalCapabilities(
     supports(kernel: KernelName, dtype: DType): boolean {
       if (dtype === 'i32') return NATIVE_I32_KERNELS.has(kernel);
       if (dtype === 'bf16' && !bf16) return false;
-      return NATIVE_FLOAT_KERNELS.has(kernel);
+      return isNativeFloatKernel(kernel, forms);
     },
     flashAttention: true,
     // gather, scatterAdd and crossEntropy(Backward) check every index in the kernel and report through the device error record.
@@ -28,6 +28,8 @@ export function metalCapabilities(
     deterministic: true,
     determinism: 'bit-identical reruns on the same GPU (simdgroup width), macOS and kiln build',
     // adamwMulti reads step size, bias correction and decays from options.deviceScalars (native/kernels/adamw.metal).
-    adamwMultiDeviceScalars,
+    adamwMultiDeviceScalars: forms.adamwMultiDeviceScalars,
+    // native/kernels/norm.metal and layer_norm_backward.metal write (read) a 16-bit out (dy) beside f32 x when the addon has that form.
+    mixedPrecisionNorm: forms.mixedPrecisionNorm,
   };
 }

@@ -80,7 +80,7 @@ export class MetalBackend extends NativeKernelBackend<NativeBackend> {
       this.device,
       this.device.bf16,
       `MSL kernels, ${matmul}${simulator ? ', run by the CPU simulator (tests only)' : ''}`,
-      typeof this.native.adamwMultiDeviceScalars === 'function',
+      this.fused.addonForms(),
     );
   }
 

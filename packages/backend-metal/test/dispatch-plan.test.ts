@@ -511,7 +511,7 @@ describe.skipIf(skipReason !== undefined)(`dispatch plan${skipReason ? ` (${skip
     expect(backward.map((dispatch) => [dispatch.kernel, dispatch.threadgroups, dispatch.threads])).toEqual([
       ['rms_norm_backward_rows_bf16', [rows, 1, 1], [32, 1, 1]],
       ['rms_norm_weight_gradient_bf16', [3, 5, 1], [32, 8, 1]],
-      ['rms_norm_sum_chunks', [1, 1, 1], [256, 1, 1]],
+      ['sum_column_chunks', [1, 1, 1], [256, 1, 1]],
     ]);
     // The scratch comes from the pool (its size class: at least 5 chunks × 70 f32).
     expect(backward[1].bindings[3].role).toBe('scratch');
@@ -554,6 +554,111 @@ describe.skipIf(skipReason !== undefined)(`dispatch plan${skipReason ? ` (${skip
       backend.layerNorm(ref(backend, [2, 6]), ref(backend, [6]), ref(backend, [6]), ref(backend, [2, 6]), 2, 6, 1e-3),
     );
     expect(layer.bindings.map((binding) => binding.role)).toEqual(['x', 'weight', 'bias', 'out', 'args']);
+  });
+
+  it('layerNormBackward: dx and the row statistics by rows, then dWeight and dBias by columns in fixed row chunks', () => {
+    const [rows, cols] = [300, 70];
+    const x = ref(backend, [rows, cols]);
+    const weight = ref(backend, [cols]);
+    const [dWeight, dBias] = [ref(backend, [cols]), ref(backend, [cols])];
+    const before = backend.memory().bufferCount;
+    const backward = plan(() => backend.layerNormBackward(x, weight, x, x, dWeight, dBias, rows, cols, 1e-3));
+    // 300 rows → 5 chunks of 60: dx, both partial column sums in one kernel, then each sum of the chunks.
+    expect(backward.map((dispatch) => [dispatch.kernel, dispatch.threadgroups, dispatch.threads])).toEqual([
+      ['layer_norm_backward_rows_f32', [rows, 1, 1], [32, 1, 1]],
+      ['layer_norm_parameter_gradient_f32', [3, 5, 1], [32, 8, 1]],
+      ['sum_column_chunks', [1, 1, 1], [256, 1, 1]],
+      ['sum_column_chunks', [1, 1, 1], [256, 1, 1]],
+    ]);
+    expect(backward[0].bindings.map((binding) => binding.role)).toEqual(['x', 'weight', 'dy', 'dx', 'stats', 'args']);
+    expect(backward[0].bindings[5].words).toEqual([rows, cols, new Uint32Array(new Float32Array([1e-3]).buffer)[0], 0]);
+    const columns = backward[1].bindings;
+    expect(columns.map((binding) => binding.role)).toEqual([
+      'x',
+      'stats',
+      'dy',
+      'weightPartials',
+      'biasPartials',
+      'args',
+    ]);
+    expect(columns[5]).toMatchObject({ type: 'KilnColumnSumArgs', words: [rows, cols, 60, 5] });
+    // One pooled scratch: the statistics (2 f32 a row), then dWeight's and dBias's partials (5 chunks × 70 f32 each).
+    expect(columns.slice(1, 5).map((binding) => binding.offsetBytes ?? 0)).toEqual([
+      0,
+      0,
+      2 * rows * 4,
+      (2 * rows + 5 * cols) * 4,
+    ]);
+    expect(columns[1].bufferBytes).toBeGreaterThanOrEqual((2 * rows + 10 * cols) * 4);
+    expect(backward[2].bindings.map((binding) => [binding.role, binding.offsetBytes ?? 0])).toEqual([
+      ['scratch', 2 * rows * 4],
+      ['target', 0],
+      ['args', 0],
+    ]);
+    expect(backward[3].bindings[0].offsetBytes).toBe((2 * rows + 5 * cols) * 4);
+    expect(backend.memory().bufferCount).toBe(before);
+    // One chunk: the column kernel writes dWeight and dBias itself.
+    const small = plan(() =>
+      backend.layerNormBackward(
+        ref(backend, [4, 8], 'bf16'),
+        ref(backend, [8], 'bf16'),
+        ref(backend, [4, 8], 'bf16'),
+        ref(backend, [4, 8], 'bf16'),
+        ref(backend, [8]),
+        ref(backend, [8]),
+        4,
+        8,
+        1e-5,
+      ),
+    );
+    expect(small.map((dispatch) => dispatch.kernel)).toEqual([
+      'layer_norm_backward_rows_bf16',
+      'layer_norm_parameter_gradient_bf16',
+    ]);
+    expect(small[1].bindings.slice(3, 5).map((binding) => binding.role)).toEqual(['dWeight', 'dBias']);
+    // No rows: dWeight and dBias are zeroed.
+    const empty = plan(() =>
+      backend.layerNormBackward(
+        ref(backend, [0, 8]),
+        ref(backend, [8]),
+        ref(backend, [0, 8]),
+        ref(backend, [0, 8]),
+        ref(backend, [8]),
+        ref(backend, [8]),
+        0,
+        8,
+        1e-5,
+      ),
+    );
+    expect(empty.map((dispatch) => dispatch.kernel)).toEqual(['fill_u32', 'fill_u32']);
+  });
+
+  it('mixed-precision norms: f32 x with a bf16/f16 out or dy runs the `_f32_<half>` instances, with no cast', () => {
+    expect(backend.capabilities.mixedPrecisionNorm).toBe(true);
+    expect(backend.capabilities.supports('layerNormBackward', 'f32')).toBe(true);
+    const [rows, cols] = [3, 40];
+    const x = ref(backend, [rows, cols]);
+    const weight = ref(backend, [cols]);
+    const rstd = ref(backend, [rows]);
+    for (const half of ['bf16', 'f16'] as const) {
+      const y = ref(backend, [rows, cols], half);
+      expect(plan(() => backend.rmsNorm(x, weight, y, rstd, rows, cols, 1e-5)).map((d) => d.kernel)).toEqual([
+        `rms_norm_rows_f32_${half}`,
+      ]);
+      expect(
+        plan(() => backend.rmsNormBackward(x, weight, rstd, y, x, ref(backend, [cols]), rows, cols)).map(
+          (d) => d.kernel,
+        ),
+      ).toEqual([`rms_norm_backward_rows_f32_${half}`, `rms_norm_weight_gradient_f32_${half}`]);
+      expect(plan(() => backend.layerNorm(x, weight, weight, y, rows, cols, 1e-5)).map((d) => d.kernel)).toEqual([
+        `layer_norm_rows_f32_${half}`,
+      ]);
+      expect(
+        plan(() =>
+          backend.layerNormBackward(x, weight, y, x, ref(backend, [cols]), ref(backend, [cols]), rows, cols, 1e-5),
+        ).map((d) => d.kernel),
+      ).toEqual([`layer_norm_backward_rows_f32_${half}`, `layer_norm_parameter_gradient_f32_${half}`]);
+    }
   });
 
   it('rope: a thread per rotated pair, cos/sin tables in one pooled scratch buffer (f64 angles on the host)', () => {

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { createCpuBackend } from '@kiln/backend-cpu';
 import { CudaBackend, cudaCapabilities } from '@kiln/backend-cuda';
 import { MetalBackend, metalCapabilities } from '@kiln/backend-metal';
+import { ALL_NATIVE_ADDON_FORMS } from '@kiln/core/native-backend';
 import { createReferenceBackend, formatSupportMatrix, supportMatrix } from '@kiln/testing';
 import { createExampleBackend } from 'kiln-backend-example';
 
@@ -38,24 +39,17 @@ const METAL_DEVICE = { id: 'metal:0', name: 'any Metal 3 GPU', unifiedMemory: tr
 
 /** The backends the matrix is shown for, with a line about each. */
 function backends() {
+  // The addons this version ships have every optional form (older addons lack some: capabilities says so at run time).
   return [
     [
       'cuda',
       '`@kiln/backend-cuda` on any supported NVIDIA GPU (with or without cuBLAS, which changes how matmul runs, not what is native; attention natively for head dims up to 128, core composes larger ones); the conformance kit runs these kernels on the CPU simulator in CI.',
-      describedBackend(
-        CudaBackend,
-        // The addon this version ships has every optional form (older addons lack some: capabilities says so at run time).
-        cudaCapabilities(CUDA_DEVICE, CUDA_KILN_MATMUL, {
-          adamwMultiDeviceScalars: true,
-          mixedPrecisionNorm: true,
-          layerNormBackward: true,
-        }),
-      ),
+      describedBackend(CudaBackend, cudaCapabilities(CUDA_DEVICE, CUDA_KILN_MATMUL, ALL_NATIVE_ADDON_FORMS)),
     ],
     [
       'metal',
       '`@kiln/backend-metal` on a Metal 3 GPU (bf16 as every Metal 3 GPU reports it; attention natively for head dims up to 128, core composes larger ones); the conformance kit runs these kernels on the CPU simulator in CI.',
-      describedBackend(MetalBackend, metalCapabilities(METAL_DEVICE, true, 'MSL kernels')),
+      describedBackend(MetalBackend, metalCapabilities(METAL_DEVICE, true, 'MSL kernels', ALL_NATIVE_ADDON_FORMS)),
     ],
     [
       'cpu',

@@ -292,6 +292,28 @@ std::vector<ExtraMethod> mixed_precision_norm_methods() {
   };
 }
 
+void KernelDevice::layer_norm_backward(Napi::Env, const LayerNormBackwardCall&) {
+  throw_invalid("layerNormBackward: this device has no LayerNorm backward kernel",
+                "Its backend does not list layerNormBackward; core composes LayerNorm's gradients instead.");
+}
+
+std::vector<ExtraMethod> layer_norm_backward_methods() {
+  return {
+      {"layerNormBackward",
+       [](KernelDevice& device, BufferTable& buffers, const Napi::CallbackInfo& info) -> Napi::Value {
+         expect_arguments(info, 9, "layerNormBackward");
+         device.layer_norm_backward(info.Env(), read_layer_norm_backward(buffers, info));
+         return info.Env().Undefined();
+       }},
+      {"layerNormBackwardMixedPrecision",
+       [](KernelDevice& device, BufferTable& buffers, const Napi::CallbackInfo& info) -> Napi::Value {
+         expect_arguments(info, 9, "layerNormBackward");
+         device.layer_norm_backward(info.Env(), read_mixed_precision_layer_norm_backward(buffers, info));
+         return info.Env().Undefined();
+       }},
+  };
+}
+
 ExtraMethod adamw_multi_device_scalars_method() {
   return {"adamwMultiDeviceScalars",
           [](KernelDevice& device, BufferTable& buffers, const Napi::CallbackInfo& info) -> Napi::Value {

@@ -215,21 +215,9 @@ std::vector<ExtraMethod> cuda_extra_methods() {
        false},
   };
   methods.insert(methods.end(), own.begin(), own.end());
-  // LayerNorm's backward: its presence puts layerNormBackward into capabilities.supports (else core composes it);
-  // then its mixed-precision form (f16/bf16 dy beside f32 x), part of capabilities.mixedPrecisionNorm.
-  methods.push_back({"layerNormBackward",
-                     [](KernelDevice& device, BufferTable& buffers, const Napi::CallbackInfo& info) -> Napi::Value {
-                       expect_arguments(info, 9, "layerNormBackward");
-                       cuda(device).layer_norm_backward(info.Env(), read_layer_norm_backward(buffers, info));
-                       return info.Env().Undefined();
-                     }});
-  methods.push_back({"layerNormBackwardMixedPrecision",
-                     [](KernelDevice& device, BufferTable& buffers, const Napi::CallbackInfo& info) -> Napi::Value {
-                       expect_arguments(info, 9, "layerNormBackward");
-                       cuda(device).layer_norm_backward(info.Env(),
-                                                        read_mixed_precision_layer_norm_backward(buffers, info));
-                       return info.Env().Undefined();
-                     }});
+  // LayerNorm's backward and its mixed-precision form: their presence puts layerNormBackward into capabilities.supports.
+  std::vector<ExtraMethod> layer_norm = layer_norm_backward_methods();
+  methods.insert(methods.end(), layer_norm.begin(), layer_norm.end());
   // rmsNorm(Backward) again with f16/bf16 out (dy) beside f32 x: their presence is capabilities.mixedPrecisionNorm.
   std::vector<ExtraMethod> norms = mixed_precision_norm_methods();
   methods.insert(methods.end(), norms.begin(), norms.end());

@@ -38,8 +38,8 @@ class CudaDevice : public KernelDevice {
   void empty_cache() override;
 
   KILN_KERNEL_DEVICE_KERNELS
-  /** layerNormBackward (an extra method: the shared host's device interface does not require it). */
-  void layer_norm_backward(Napi::Env env, const LayerNormBackwardCall& call);
+  /** layerNormBackward (optional in the shared host's device interface; listed through layer_norm_backward_methods()). */
+  void layer_norm_backward(Napi::Env env, const LayerNormBackwardCall& call) override;
 
  private:
   /** Chooses the matmul path (cuBLAS or kiln's kernels) from the options and records why. */

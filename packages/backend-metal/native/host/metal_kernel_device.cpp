@@ -200,7 +200,7 @@ void MetalKernelDevice::rms_norm(Napi::Env env, const RmsNormCall& call) {
 }
 
 void MetalKernelDevice::rms_norm_backward(Napi::Env env, const RmsNormBackwardCall& call) {
-  const Index chunks = rms_norm_backward_chunks(call.rows, call.cols);
+  const Index chunks = column_sum_chunks(call.rows, call.cols);
   if (chunks == 1) {
     stream_->run(env, plan_rms_norm_backward(call.x, call.weight, call.rstd, call.dy, call.dx, call.d_weight, nullptr,
                                              call.rows, call.cols));
@@ -215,6 +215,23 @@ void MetalKernelDevice::rms_norm_backward(Napi::Env env, const RmsNormBackwardCa
 
 void MetalKernelDevice::layer_norm(Napi::Env env, const LayerNormCall& call) {
   stream_->run(env, plan_layer_norm(call.x, call.weight, call.bias, call.out, call.rows, call.cols, call.eps));
+}
+
+void MetalKernelDevice::layer_norm_backward(Napi::Env env, const LayerNormBackwardCall& call) {
+  const Index chunks = column_sum_chunks(call.rows, call.cols);
+  const Index partials = chunks > 1 ? chunks * call.cols : 0;
+  // Row statistics, then dWeight's and dBias's partial sums, in one pooled scratch released once encoded.
+  ScratchBuffer scratch(*pool_, static_cast<std::size_t>(2 * call.rows + 2 * partials) * sizeof(float));
+  const TensorView stats = scratch.f32(2 * call.rows, 0);
+  const TensorView weight_partials = scratch.f32(partials, 2 * call.rows);
+  const TensorView bias_partials = scratch.f32(partials, 2 * call.rows + partials);
+  LayerNormBackwardScratch views;
+  views.stats = &stats;
+  if (chunks > 1) {
+    views.weight_partials = &weight_partials;
+    views.bias_partials = &bias_partials;
+  }
+  stream_->run(env, plan_layer_norm_backward(call, views));
 }
 
 void MetalKernelDevice::rope(Napi::Env env, const RopeCall& call) {
@@ -318,7 +335,7 @@ void MetalKernelDevice::attention_backward(Napi::Env env, const AttentionBackwar
 }
 
 std::vector<ExtraMethod> metal_extra_methods() {
-  return {
+  std::vector<ExtraMethod> methods = {
       {"recordDispatches",
        [](KernelDevice& device, BufferTable&, const Napi::CallbackInfo& info) -> Napi::Value {
          expect_arguments(info, 1, "recordDispatches");
@@ -336,6 +353,10 @@ std::vector<ExtraMethod> metal_extra_methods() {
       // adamwMulti again: its presence tells JavaScript that this addon reads options.deviceScalars.
       adamw_multi_device_scalars_method(),
   };
+  // LayerNorm's backward (layer_norm_backward.metal) and the norms' 16-bit out / dy beside f32 x (norm.metal).
+  for (std::vector<ExtraMethod> more : {layer_norm_backward_methods(), mixed_precision_norm_methods()})
+    methods.insert(methods.end(), more.begin(), more.end());
+  return methods;
 }
 
 }  // namespace kiln::metal

@@ -28,6 +28,8 @@ class MetalKernelDevice : public KernelDevice {
   KILN_KERNEL_DEVICE_STORAGE
 
   KILN_KERNEL_DEVICE_KERNELS
+  /** layerNormBackward (optional in the shared host's device interface; listed through layer_norm_backward_methods()). */
+  void layer_norm_backward(Napi::Env env, const LayerNormBackwardCall& call) override;
 
  private:
   std::unique_ptr<Device> device_;
@@ -36,7 +38,7 @@ class MetalKernelDevice : public KernelDevice {
   PlanDevice plan_device_;
 };
 
-/** The Metal-only Backend methods: recordDispatches(on) and takeDispatches() (tests of the dispatch plan). */
+/** The Metal-only Backend methods — recordDispatches(on) and takeDispatches() (tests of the dispatch plan) — and the shared optional forms it has (adamwMulti's device scalars, layerNormBackward, the norms' mixed precision). */
 std::vector<ExtraMethod> metal_extra_methods();
 
 /** DeviceFacts as probe() and deviceInfo() report them. */

@@ -15,11 +15,11 @@
 /** Elements per threadgroup (chunk) of the multi-tensor kernels (sumOfSquaresMulti pass 1). */
 #define KILN_MULTI_CHUNK 8192
 
-/** rmsNormBackward's dWeight column sum: tiles of 32 columns × 8 row threads, chunks of rows. */
+/** The norms' backward column sums (dWeight, dBias): tiles of 32 columns × 8 row threads, chunks of rows. */
 #define KILN_COLUMN_TILE 32
 #define KILN_COLUMN_ROW_THREADS 8
 
-/** Row kernels over x [rows, cols] (softmax family, rmsNorm, layerNorm); eps for the norms. */
+/** Row kernels over x [rows, cols] (softmax family, the norms and their backwards); eps for the norms. */
 struct KilnRowsArgs {
   kiln_u32 rows;
   kiln_u32 cols;
@@ -27,7 +27,7 @@ struct KilnRowsArgs {
   kiln_u32 pad0;
 };
 
-/** rmsNormBackward's dWeight: rows split into `chunks` chunks of `rows_per_chunk` (the last may be shorter). */
+/** The norms' backward column sums: rows split into `chunks` chunks of `rows_per_chunk` (the last may be shorter). */
 struct KilnColumnSumArgs {
   kiln_u32 rows;
   kiln_u32 cols;

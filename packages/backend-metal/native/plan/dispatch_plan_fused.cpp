@@ -15,7 +15,7 @@ namespace {
 
 /** Row kernels grid-stride over rows beyond this many threadgroups. */
 constexpr Index kMaxRowGroups = 65535;
-/** rmsNormBackward's dWeight: rows per chunk before another chunk is worth it, and the most chunks. */
+/** The norms' backward column sums: rows per chunk before another chunk is worth it, and the most chunks. */
 constexpr Index kRowsPerChunk = 64;
 constexpr Index kMaxChunks = 32;
 
@@ -29,15 +29,53 @@ Dispatch elementwise(std::string kernel, Index count, std::string what) {
   return dispatch;
 }
 
-/** One threadgroup per row (grid-stride beyond kMaxRowGroups), row_threads(cols) threads. */
-Dispatch row_dispatch(const char* kernel, const TensorView& x, Index rows, Index cols, const char* name) {
+/** `kernel`_<x's dtype>, or `kernel`_f32_<half> for a norm's mixed-precision instance (`side`: its out or dy). */
+std::string norm_kernel(const char* kernel, const TensorView& x, const TensorView& side) {
+  std::string name = std::string(kernel) + "_" + kDTypeNames[x.dtype];
+  if (side.dtype != x.dtype) name += std::string("_") + kDTypeNames[side.dtype];
+  return name;
+}
+
+/** One threadgroup per row (grid-stride beyond kMaxRowGroups), row_threads(cols) threads; `side` as norm_kernel's. */
+Dispatch row_dispatch(const char* kernel, const TensorView& x, Index rows, Index cols, const char* name,
+                      const TensorView& side) {
   Dispatch dispatch;
-  dispatch.kernel = std::string(kernel) + "_" + kDTypeNames[x.dtype];
+  dispatch.kernel = norm_kernel(kernel, x, side);
   dispatch.threadgroups = Size3{u32(std::min(rows, kMaxRowGroups)), 1, 1};
   dispatch.threads = Size3{row_threads(cols), 1, 1};
   dispatch.what =
       std::string(name) + " " + describe(x) + " as [" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
   return dispatch;
+}
+
+Dispatch row_dispatch(const char* kernel, const TensorView& x, Index rows, Index cols, const char* name) {
+  return row_dispatch(kernel, x, rows, cols, name, x);
+}
+
+/** A column-sum dispatch over `chunks` row chunks: threadgroups of KILN_COLUMN_TILE columns × KILN_COLUMN_ROW_THREADS rows. */
+Dispatch column_dispatch(std::string kernel, Index cols, Index chunks, std::string what) {
+  Dispatch dispatch;
+  dispatch.kernel = std::move(kernel);
+  dispatch.threadgroups = Size3{u32((cols + KILN_COLUMN_TILE - 1) / KILN_COLUMN_TILE), u32(chunks), 1};
+  dispatch.threads = Size3{KILN_COLUMN_TILE, KILN_COLUMN_ROW_THREADS, 1};
+  dispatch.what = std::move(what);
+  return dispatch;
+}
+
+/** target[j] = Σ_chunk partials[chunk, j] (sum_column_chunks, chunks in order). */
+Dispatch chunk_sum_dispatch(const TensorView& partials, const TensorView& target, const char* what,
+                            const KilnColumnSumArgs& args) {
+  Dispatch total = elementwise("sum_column_chunks", args.cols,
+                               std::string(what) + " (sum of " + std::to_string(args.chunks) + " chunks)");
+  total.bindings = {view_binding(0, "scratch", partials), view_binding(1, "target", target),
+                    bytes_binding(2, "KilnColumnSumArgs", args)};
+  return total;
+}
+
+/** Rows split into column_sum_chunks(rows, cols) chunks. */
+KilnColumnSumArgs column_sum_args(Index rows, Index cols) {
+  const Index chunks = column_sum_chunks(rows, cols);
+  return KilnColumnSumArgs{u32(rows), u32(cols), u32((rows + chunks - 1) / chunks), u32(chunks)};
 }
 
 KilnRowsArgs rows_args(Index rows, Index cols, float eps) { return KilnRowsArgs{u32(rows), u32(cols), eps, 0}; }
@@ -75,13 +113,13 @@ Plan plan_rms_norm(const TensorView& x, const TensorView& weight, const TensorVi
   check_32_bit(x, "rmsNorm", "x");
   // cols = 0 still writes rstd (NaN: 0/0).
   if (rows == 0) return {};
-  Dispatch dispatch = row_dispatch("rms_norm_rows", x, rows, cols, "rmsNorm");
+  Dispatch dispatch = row_dispatch("rms_norm_rows", x, rows, cols, "rmsNorm", out);
   dispatch.bindings = {view_binding(0, "x", x), view_binding(1, "weight", weight), view_binding(2, "out", out),
                        view_binding(3, "rstd", rstd), bytes_binding(4, "KilnRowsArgs", rows_args(rows, cols, eps))};
   return {dispatch};
 }
 
-Index rms_norm_backward_chunks(Index rows, Index cols) {
+Index column_sum_chunks(Index rows, Index cols) {
   if (rows == 0 || cols == 0) return 1;
   return std::min((rows + kRowsPerChunk - 1) / kRowsPerChunk, kMaxChunks);
 }
@@ -93,32 +131,69 @@ Plan plan_rms_norm_backward(const TensorView& x, const TensorView& weight, const
   if (cols == 0) return {};
   if (rows == 0) return plan_fill(d_weight, 0.0);
   Plan plan;
-  Dispatch input = row_dispatch("rms_norm_backward_rows", x, rows, cols, "rmsNormBackward (dx)");
+  Dispatch input = row_dispatch("rms_norm_backward_rows", x, rows, cols, "rmsNormBackward (dx)", dy);
   input.bindings = {view_binding(0, "x", x),       view_binding(1, "weight", weight),
                     view_binding(2, "rstd", rstd), view_binding(3, "dy", dy),
                     view_binding(4, "dx", dx),     bytes_binding(5, "KilnRowsArgs", rows_args(rows, cols, 0.0f))};
   plan.push_back(std::move(input));
-  const Index chunks = rms_norm_backward_chunks(rows, cols);
+  const KilnColumnSumArgs sum_args = column_sum_args(rows, cols);
+  const Index chunks = sum_args.chunks;
   if (chunks > 1 && scratch == nullptr)
     throw_invalid("rmsNormBackward: the dWeight sum needs a scratch buffer of " + std::to_string(chunks * cols) +
                   " floats");
-  const KilnColumnSumArgs sum_args{u32(rows), u32(cols), u32((rows + chunks - 1) / chunks), u32(chunks)};
-  Dispatch columns;
-  columns.kernel = std::string("rms_norm_weight_gradient_") + kDTypeNames[x.dtype];
-  columns.threadgroups = Size3{u32((cols + KILN_COLUMN_TILE - 1) / KILN_COLUMN_TILE), u32(chunks), 1};
-  columns.threads = Size3{KILN_COLUMN_TILE, KILN_COLUMN_ROW_THREADS, 1};
-  columns.what = "rmsNormBackward (dWeight, " + std::to_string(chunks) + " row chunks) " + describe(x);
+  Dispatch columns =
+      column_dispatch(norm_kernel("rms_norm_weight_gradient", x, dy), cols, chunks,
+                      "rmsNormBackward (dWeight, " + std::to_string(chunks) + " row chunks) " + describe(x));
   columns.bindings = {view_binding(0, "x", x), view_binding(1, "rstd", rstd), view_binding(2, "dy", dy),
                       view_binding(3, chunks == 1 ? "dWeight" : "scratch", chunks == 1 ? d_weight : *scratch),
                       bytes_binding(4, "KilnColumnSumArgs", sum_args)};
   plan.push_back(std::move(columns));
+  if (chunks > 1) plan.push_back(chunk_sum_dispatch(*scratch, d_weight, "rmsNormBackward (dWeight)", sum_args));
+  return plan;
+}
+
+Plan plan_layer_norm_backward(const LayerNormBackwardCall& call, const LayerNormBackwardScratch& scratch) {
+  const TensorView& x = call.x;
+  check_32_bit(x, "layerNormBackward", "x");
+  const Index rows = call.rows;
+  const Index cols = call.cols;
+  if (cols == 0) return {};
+  if (rows == 0) {
+    Plan plan = plan_fill(call.d_weight, 0.0);
+    for (Dispatch& dispatch : plan_fill(call.d_bias, 0.0)) plan.push_back(std::move(dispatch));
+    return plan;
+  }
+  const KilnColumnSumArgs sum_args = column_sum_args(rows, cols);
+  const Index chunks = sum_args.chunks;
+  if (scratch.stats == nullptr ||
+      (chunks > 1 && (scratch.weight_partials == nullptr || scratch.bias_partials == nullptr)))
+    throw_invalid("layerNormBackward: needs a scratch buffer of " + std::to_string(2 * rows) +
+                  " floats (row statistics)" +
+                  (chunks > 1 ? " and two of " + std::to_string(chunks * cols) + " floats (partial sums)" : ""));
+  Plan plan;
+  Dispatch input = row_dispatch("layer_norm_backward_rows", x, rows, cols, "layerNormBackward (dx)", call.dy);
+  input.bindings = {view_binding(0, "x", x),
+                    view_binding(1, "weight", call.weight),
+                    view_binding(2, "dy", call.dy),
+                    view_binding(3, "dx", call.dx),
+                    view_binding(4, "stats", *scratch.stats),
+                    bytes_binding(5, "KilnRowsArgs", rows_args(rows, cols, call.eps))};
+  plan.push_back(std::move(input));
+  const TensorView& weight_target = chunks == 1 ? call.d_weight : *scratch.weight_partials;
+  const TensorView& bias_target = chunks == 1 ? call.d_bias : *scratch.bias_partials;
+  Dispatch columns =
+      column_dispatch(norm_kernel("layer_norm_parameter_gradient", x, call.dy), cols, chunks,
+                      "layerNormBackward (dWeight, dBias, " + std::to_string(chunks) + " row chunks) " + describe(x));
+  columns.bindings = {view_binding(0, "x", x),
+                      view_binding(1, "stats", *scratch.stats),
+                      view_binding(2, "dy", call.dy),
+                      view_binding(3, chunks == 1 ? "dWeight" : "weightPartials", weight_target),
+                      view_binding(4, chunks == 1 ? "dBias" : "biasPartials", bias_target),
+                      bytes_binding(5, "KilnColumnSumArgs", sum_args)};
+  plan.push_back(std::move(columns));
   if (chunks == 1) return plan;
-  Dispatch total =
-      elementwise("rms_norm_sum_chunks", cols,
-                  "rmsNormBackward (dWeight, sum of " + std::to_string(chunks) + " chunks) " + describe(x));
-  total.bindings = {view_binding(0, "scratch", *scratch), view_binding(1, "dWeight", d_weight),
-                    bytes_binding(2, "KilnColumnSumArgs", sum_args)};
-  plan.push_back(std::move(total));
+  plan.push_back(chunk_sum_dispatch(*scratch.weight_partials, call.d_weight, "layerNormBackward (dWeight)", sum_args));
+  plan.push_back(chunk_sum_dispatch(*scratch.bias_partials, call.d_bias, "layerNormBackward (dBias)", sum_args));
   return plan;
 }
 
@@ -126,7 +201,7 @@ Plan plan_layer_norm(const TensorView& x, const TensorView& weight, const Tensor
                      Index rows, Index cols, float eps) {
   check_32_bit(x, "layerNorm", "x");
   if (rows == 0 || cols == 0) return {};
-  Dispatch dispatch = row_dispatch("layer_norm_rows", x, rows, cols, "layerNorm");
+  Dispatch dispatch = row_dispatch("layer_norm_rows", x, rows, cols, "layerNorm", out);
   dispatch.bindings = {view_binding(0, "x", x), view_binding(1, "weight", weight), view_binding(2, "bias", bias),
                        view_binding(3, "out", out), bytes_binding(4, "KilnRowsArgs", rows_args(rows, cols, eps))};
   return {dispatch};

@@ -1,5 +1,5 @@
 // plan/dispatch_plan_fused.h — the dispatch plans of the fused kernels (softmax family, norms,
-// rope, swiglu, cross-entropy, AdamW, the multi-tensor kernels; native/kernels/{softmax,norm,rope,
+// rope, swiglu, cross-entropy, AdamW, the multi-tensor kernels; native/kernels/{softmax,norm,layer_norm_backward,rope,
 // swiglu,cross_entropy,adamw,multi_tensor}.metal): which kernel, grid, threadgroup size, bindings and argument struct
 // (kiln_metal_args_fused.h) each call runs. Pure functions like plan/dispatch_plan.h, executed
 // as they are by the Metal host and the simulator. Every tensor is dense from element 0 and the
@@ -24,15 +24,27 @@ Plan plan_softmax_backward(const TensorView& y, const TensorView& dy, const Tens
 Plan plan_rms_norm(const TensorView& x, const TensorView& weight, const TensorView& out, const TensorView& rstd,
                    Index rows, Index cols, float eps);
 
-/** Row chunks of rmsNormBackward's dWeight sum (1: no scratch needed; else scratch holds chunks · cols f32). */
-Index rms_norm_backward_chunks(Index rows, Index cols);
+/** Row chunks of the norms' backward column sums (1: no partials needed; else each sum's partials hold chunks · cols f32). */
+Index column_sum_chunks(Index rows, Index cols);
 
-/** `scratch` (f32, rms_norm_backward_chunks · cols elements) is used only when there is more than one chunk. */
+/** `scratch` (f32, column_sum_chunks · cols elements) is used only when there is more than one chunk. */
 Plan plan_rms_norm_backward(const TensorView& x, const TensorView& weight, const TensorView& rstd, const TensorView& dy,
                             const TensorView& dx, const TensorView& d_weight, const TensorView* scratch, Index rows,
                             Index cols);
 Plan plan_layer_norm(const TensorView& x, const TensorView& weight, const TensorView& bias, const TensorView& out,
                      Index rows, Index cols, float eps);
+
+/** layerNormBackward's scratch views (f32): the row statistics, and the partial sums when there are several chunks. */
+struct LayerNormBackwardScratch {
+  /** (mean, rstd) per row: 2 · rows elements. */
+  const TensorView* stats = nullptr;
+  /** dWeight's and dBias's row-chunk partials, column_sum_chunks · cols elements each; nullptr with one chunk. */
+  const TensorView* weight_partials = nullptr;
+  const TensorView* bias_partials = nullptr;
+};
+
+/** dx by rows, then dWeight and dBias by columns (x's dtype, dy f16/bf16 beside f32 x in the mixed-precision form). */
+Plan plan_layer_norm_backward(const LayerNormBackwardCall& call, const LayerNormBackwardScratch& scratch);
 
 /** x, out [rows, positions, dim]; cos and sin f32 [positions, dim / 2] (host tables). */
 Plan plan_rope(const TensorView& x, const TensorView& cos, const TensorView& sin, const TensorView& out, Index rows,

@@ -12,6 +12,7 @@ import { InvalidArgumentError } from '../index.js';
 import type { NativeArgumentChecks } from './argument-checks.js';
 import type { NativeTensor } from './native-tensor.js';
 import type { NativeErrorMapping } from './native-error.js';
+import type { NativeAddonForms } from './native-kernels.js';
 
 /** The fused-kernel methods of a native addon's backend object (each re-checks and throws a NativeFailure). */
 export interface NativeFusedMethods {
@@ -510,6 +511,15 @@ export abstract class NativeFusedKernels {
       typeof native.layerNormMixedPrecision === 'function' &&
       (!this.hasLayerNormBackward() || typeof native.layerNormBackwardMixedPrecision === 'function')
     );
+  }
+
+  /** Which optional forms the addon has, for the backend's capabilities. */
+  addonForms(): NativeAddonForms {
+    return {
+      adamwMultiDeviceScalars: this.hasMultiTensor('adamwMultiDeviceScalars'),
+      mixedPrecisionNorm: this.hasMixedPrecisionNorm(),
+      layerNormBackward: this.hasLayerNormBackward(),
+    };
   }
 
   /** Whether a call whose x is `xDType` and whose out (or dy) is `half` takes the mixed-precision form: f32 x, f16/bf16 `half`, an addon that has it. */

@@ -32,7 +32,13 @@ export {
 export { kernelTimingSourceOf, type DeviceKernelTiming, type KernelTimingSource } from './kernel-timing.js';
 export { NativeFusedKernels, type NativeAdamWMultiOptions, type NativeFusedMethods } from './fused-kernels.js';
 export { NativeKernelBackend, type NativeKernelBackendParts } from './native-kernel-backend.js';
-export { NATIVE_FLOAT_KERNELS, NATIVE_I32_KERNELS } from './native-kernels.js';
+export {
+  ALL_NATIVE_ADDON_FORMS,
+  isNativeFloatKernel,
+  NATIVE_FLOAT_KERNELS,
+  NATIVE_I32_KERNELS,
+  type NativeAddonForms,
+} from './native-kernels.js';
 export { nativeBackendPlugin, type NativeBackendPluginSpec, type NativeDeviceOptions } from './native-plugin.js';
 export type { NativeKernelMethods, NativePoolMemory } from './native-methods.js';
 export { formatShape, nativeArgumentChecks, type CheckedTensor, type NativeArgumentChecks } from './argument-checks.js';

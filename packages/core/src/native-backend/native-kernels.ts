@@ -12,3 +12,25 @@ export const NATIVE_FLOAT_KERNELS: ReadonlySet<KernelName> = new Set<KernelName>
   ...PRIMITIVE_KERNELS,
   ...FUSED_KERNELS.filter((kernel) => kernel !== 'layerNormBackward'),
 ]);
+
+/** Which of the shared host's optional forms an addon has (an addon built before one lacks its method): NativeFusedKernels.addonForms(). */
+export interface NativeAddonForms {
+  /** adamwMulti's device-scalar form (`adamwMultiDeviceScalars`): capabilities.adamwMultiDeviceScalars. */
+  adamwMultiDeviceScalars: boolean;
+  /** The norms with an f16/bf16 out (dy) beside f32 x (the `…MixedPrecision` methods): capabilities.mixedPrecisionNorm. */
+  mixedPrecisionNorm: boolean;
+  /** layerNormBackward (`layerNormBackward`); without it core composes LayerNorm's gradients from primitives. */
+  layerNormBackward: boolean;
+}
+
+/** Every optional form present: what the addon of this kiln version ships (support matrices, docs). */
+export const ALL_NATIVE_ADDON_FORMS: Readonly<NativeAddonForms> = {
+  adamwMultiDeviceScalars: true,
+  mixedPrecisionNorm: true,
+  layerNormBackward: true,
+};
+
+/** Whether a backend on the shared host runs `kernel` natively in a float dtype, given its addon's forms. */
+export function isNativeFloatKernel(kernel: KernelName, forms: Pick<NativeAddonForms, 'layerNormBackward'>): boolean {
+  return NATIVE_FLOAT_KERNELS.has(kernel) || (kernel === 'layerNormBackward' && forms.layerNormBackward);
+}

@@ -64,10 +64,17 @@ ExtraMethod adamw_multi_device_scalars_method();
  * `rmsNormBackwardMixedPrecision` and `layerNormMixedPrecision`, whose readers take f32 x (weight,
  * bias) with an f16/bf16 out (dy): a backend whose device handles those calls' out / dy in another
  * dtype than x lists them, and their presence tells JavaScript so (capabilities.mixedPrecisionNorm;
- * a device with the optional layerNormBackward adds `layerNormBackwardMixedPrecision` itself,
- * reading its arguments with read_mixed_precision_layer_norm_backward).
+ * with layer_norm_backward_methods() it covers LayerNorm's backward too).
  */
 std::vector<ExtraMethod> mixed_precision_norm_methods();
+
+/**
+ * layerNormBackward and its mixed-precision form (f16/bf16 dy beside f32 x) as the extras
+ * `layerNormBackward` and `layerNormBackwardMixedPrecision`, run by KernelDevice::layer_norm_backward:
+ * a device that overrides it lists them, and their presence tells JavaScript so (capabilities.supports
+ * reports layerNormBackward; else core composes LayerNorm's gradients from primitives).
+ */
+std::vector<ExtraMethod> layer_norm_backward_methods();
 
 /** The addon's exports: `spec`'s functions, opNames() and the Backend class built from `spec`. */
 Napi::Object register_backend(Napi::Env env, Napi::Object exports, BackendSpec spec);

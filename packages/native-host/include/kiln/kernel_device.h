@@ -84,6 +84,10 @@ class KernelDevice {
 
   // ---- kernels: launch (CUDA) or encode (Metal) one call; the host checked it (kiln/call_readers.h) ----
   KILN_KERNEL_DEVICE_CALLS(KILN_KERNEL_DEVICE_PURE)
+
+  // ---- optional kernels: a device that overrides one lists its methods (kiln/backend_object.h) ----
+  /** layerNormBackward, reached through layer_norm_backward_methods() only; this default throws. */
+  virtual void layer_norm_backward(Napi::Env env, const LayerNormBackwardCall& call);
 };
 
 /** A pooled buffer used by one call's kernels only (scratch), back to the pool when it goes out of scope. */
