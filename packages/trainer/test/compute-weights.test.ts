@@ -2,7 +2,8 @@
 // optimizer step and the model's linear() uses that copy. The result must be the same bits as
 // casting the f32 master at every use — the logits, and the f32 master gradients after the
 // copies' gradients are folded back (two micro-batches, so folding into an existing gradient is
-// covered) — for an untied model. With the LM head tied to the embedding the embedding master
+// covered) — for an untied model. After one micro-batch a matrix's gradient is its copy's bf16
+// gradient itself (no cast, no f32 copy held), whose widened values are the per-use gradient's bits. With the LM head tied to the embedding the embedding master
 // also receives the lookup's gradient inside backward, and the head's part is folded after it:
 // the same f32 terms added in another order, so that one gradient agrees to f32 rounding (every
 // other is bit-identical). f32 runs make no copies.
@@ -24,14 +25,14 @@ async function values(tensors: Iterable<[string, Tensor | null]>): Promise<Map<s
   return result;
 }
 
-/** Logits of the first micro-batch and the master gradients after two micro-batches, with or without precast weights. */
-async function run(config: ModelConfig, precast: boolean) {
+/** Logits of the first micro-batch and the master gradients (values, dtypes) after `microBatches`, with or without precast weights. */
+async function run(config: ModelConfig, precast: boolean, microBatches = 2) {
   using model = createLlamaModel(config, { backend, seed: 7 });
   const copies = precast ? createComputeWeights(model.parameters, 'bf16') : undefined;
   const options = copies ? { ...FORWARD, computeWeights: copies } : FORWARD;
   let logits: Float32Array | undefined;
   try {
-    for (const salt of [1, 2]) {
+    for (let salt = 1; salt <= microBatches; salt++) {
       const part = tidy(() => {
         const output = model.forward(tokenIds(2, 8, config.vocabSize, backend, salt), options);
         const loss = crossEntropy(output, tokenIds(2, 8, config.vocabSize, backend, salt + 10));
@@ -43,9 +44,11 @@ async function run(config: ModelConfig, precast: boolean) {
       foldComputeGradients(copies);
     }
     const gradients = await values([...model.parameters].map(([name, parameter]) => [name, parameter.grad]));
+    const dtypes = new Map([...model.parameters].map(([name, parameter]) => [name, parameter.grad?.dtype]));
     return {
       logits: logits!,
       gradients,
+      dtypes,
       copyCount: copies?.size ?? 0,
       copyGradients: [...(copies?.values() ?? [])].filter((copy) => copy.grad).length,
     };
@@ -74,6 +77,23 @@ describe('precast compute weights', () => {
       }
       expect(Buffer.from(got.buffer).equals(Buffer.from(gradient.buffer)), name).toBe(true);
     }
+  });
+
+  it('hand the first micro-batch’s bf16 gradients to the masters as they are: no cast, the per-use bits once widened', async () => {
+    const perUse = await run(GQA_CONFIG, false, 1);
+    const precast = await run(GQA_CONFIG, true, 1);
+    expect(precast.copyGradients).toBe(0);
+    for (const [name, gradient] of perUse.gradients) {
+      // The linears' matrices; the embedding table is read by a lookup of the f32 master, the norms' gains are f32.
+      const linear = name.endsWith('proj.weight') || name === 'lm_head.weight';
+      expect(perUse.dtypes.get(name), name).toBe('f32');
+      expect(precast.dtypes.get(name), name).toBe(linear ? 'bf16' : 'f32');
+      expect(Buffer.from(precast.gradients.get(name)!.buffer).equals(Buffer.from(gradient.buffer)), name).toBe(true);
+    }
+    expect([...precast.dtypes.values()].filter((dtype) => dtype === 'bf16').length).toBeGreaterThan(5);
+    // Two micro-batches add in f32.
+    const twice = await run(GQA_CONFIG, true, 2);
+    expect(new Set(twice.dtypes.values())).toEqual(new Set(['f32']));
   });
 
   it('makes no copies for f32 compute and copies only matrices below it', () => {

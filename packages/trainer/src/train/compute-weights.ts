@@ -2,11 +2,12 @@
  * Compute-dtype working copies of the master weights, made once per optimizer step: every float
  * parameter of rank ≥ 2 (the matrices `linear` multiplies by) is cast once to the compute dtype
  * and the copy is a grad-requiring leaf, so every micro-batch's matmuls use it instead of casting
- * the f32 master at each use. After each micro-batch's backward the copies' gradients are folded
- * into the masters' f32 gradients (cast once, added in f32, exactly as the per-use cast's backward
- * did) and cleared, so accumulation across micro-batches stays in f32.
+ * the f32 master at each use. After each micro-batch's backward the copies' gradients move to the
+ * masters: the first one as it is (the gradient norm and AdamW read any float dtype and widen it to
+ * f32 exactly, so no cast runs and no f32 copy is held), later ones added in f32 (both widened
+ * exactly, as the per-use cast's backward did), so accumulation across micro-batches stays in f32.
  */
-import { add, cast, noGrad, type DType, type Tensor } from '@kiln/core';
+import { add, cast, noGrad, tidy, type DType, type Tensor } from '@kiln/core';
 
 /** Master weight → its compute-dtype copy (a grad-requiring leaf). */
 export type ComputeWeights = Map<Tensor, Tensor>;
@@ -32,7 +33,7 @@ export function createComputeWeights(
   return copies;
 }
 
-/** Adds each copy's gradient (cast to the master's dtype) into the master's gradient, then frees the copy's gradient. */
+/** Moves each copy's gradient to its master (see the file header), then clears the copy's. */
 export function foldComputeGradients(copies: ComputeWeights | undefined): void {
   if (!copies) return;
   noGrad(() => {
@@ -40,18 +41,21 @@ export function foldComputeGradients(copies: ComputeWeights | undefined): void {
       const gradient = copy.grad;
       if (!gradient) continue;
       copy.grad = null;
-      const wide = cast(gradient, master.dtype);
-      gradient.dispose();
       const previous = master.grad;
       if (!previous) {
-        master.grad = wide;
+        master.grad = gradient;
         continue;
       }
-      master.grad = add(previous, wide);
+      master.grad = tidy(() => add(widen(previous, master.dtype), widen(gradient, master.dtype)));
       previous.dispose();
-      wide.dispose();
+      gradient.dispose();
     }
   });
+}
+
+/** x in `dtype` (a new tensor inside the caller's tidy when it casts). */
+function widen(x: Tensor, dtype: DType): Tensor {
+  return x.dtype === dtype ? x : cast(x, dtype);
 }
 
 /** Frees every copy and its gradient. */
