@@ -22,6 +22,9 @@ export function metalCapabilities(
       return isNativeFloatKernel(kernel, forms);
     },
     flashAttention: true,
+    // native/kernels/attention_*.metal and rope.metal take either layout (tokens-major saves the trainer's head permutes).
+    attentionLayouts: ['heads-major', 'tokens-major'],
+    ropeLayouts: ['heads-major', 'tokens-major'],
     // gather, scatterAdd and crossEntropy(Backward) check every index in the kernel and report through the device error record.
     checksIndices: true,
     // Fixed reduction orders (two-pass reduces, chunked multi-tensor sums), scatterAdd by row ownership: no float atomics (docs/backend-metal.md).

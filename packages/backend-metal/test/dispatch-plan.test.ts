@@ -365,11 +365,27 @@ describe.skipIf(skipReason !== undefined)(`dispatch plan${skipReason ? ` (${skip
       [5, 'lse'],
       [6, 'args'],
     ]);
-    // batch, Hq, Hkv, group, Tq, Tk, D, causal, shift = Tk − Tq, has_mask, mask offset, row blocks per head, mask strides, scale (f32 bits), rows, pad.
+    // batch, Hq, Hkv, group, Tq, Tk, D, causal, shift = Tk − Tq, has_mask, mask offset, row blocks per head, mask strides, scale (f32 bits), rows, tokens-major, pad.
     expect(forward.bindings[6]).toMatchObject({
       type: 'KilnAttentionArgs',
       words: [2, 4, 2, 2, 33, 40, 40, 1, 7, 1, 5, 2, 0, 0, 40, 1, 0x3f000000, 0, 0, 0],
     });
+    // Tokens-major q [B, Tq, Hq, D], k [B, Tk, Hkv, D]: the same logical sizes and grid, the layout word set.
+    const [tokensMajor] = plan(() =>
+      backend.attention(
+        ref(backend, [2, 33, 4, 40], 'f16'),
+        ref(backend, [2, 40, 2, 40], 'f16'),
+        ref(backend, [2, 40, 2, 40], 'f16'),
+        mask,
+        ref(backend, [2, 33, 4, 40], 'f16'),
+        lse,
+        { scale: 0.5, causal: true, layout: 'tokens-major' },
+      ),
+    );
+    expect(tokensMajor).toMatchObject({ kernel: 'attention_forward_simdgroup_f16_d64', threadgroups: [16, 1, 1] });
+    expect(tokensMajor.bindings[6].words).toEqual([
+      2, 4, 2, 2, 33, 40, 40, 1, 7, 1, 5, 2, 0, 0, 40, 1, 0x3f000000, 0, 1, 0,
+    ]);
     // Without a mask, q is bound as a placeholder the kernel never reads; D = 128 takes the largest bucket, D = 1 the smallest.
     const wide = ref(backend, [1, 1, 3, 128]);
     const [noMask] = plan(() =>
@@ -680,7 +696,13 @@ describe.skipIf(skipReason !== undefined)(`dispatch plan${skipReason ? ` (${skip
       ['out', 0],
       ['args', 0],
     ]);
-    expect(rope.bindings[4]).toMatchObject({ type: 'KilnRopeArgs', words: [6, 5, 4, 6 * 5 * 4] });
+    // heads (1: heads-major), positions, D/2, pairs.
+    expect(rope.bindings[4]).toMatchObject({ type: 'KilnRopeArgs', words: [1, 5, 4, 6 * 5 * 4] });
+    // Tokens-major x [B, T, H, D] = [2, 5, 3, 8]: the same pairs, H rows of D between positions.
+    const tokens = ref(backend, [2, 5, 3, 8], 'f16');
+    const [tokensMajor] = plan(() => backend.rope(tokens, tokens, 7, 10000, false, 'tokens-major'));
+    expect(tokensMajor).toMatchObject({ kernel: 'rope_f16', what: 'rope f16 [2, 5, 3, 8] tokens-major' });
+    expect(tokensMajor.bindings[4]).toMatchObject({ type: 'KilnRopeArgs', words: [3, 5, 4, 6 * 5 * 4] });
     expect(plan(() => backend.rope(ref(backend, [1, 2, 0, 8]), ref(backend, [1, 2, 0, 8]), 0, 10000, false))).toEqual(
       [],
     );

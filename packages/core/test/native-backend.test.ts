@@ -296,7 +296,6 @@ describe('NativeKernelBackend', () => {
   class FakeFused extends NativeFusedKernels {
     protected checkScalar(): void {}
     protected checkIgnoreIndex(): void {}
-    rope(): void {}
   }
   class FakeBuffer extends NativeBuffer {}
   /** A backend over a fake addon that records the calls it receives. */

@@ -235,7 +235,6 @@ void MetalKernelDevice::layer_norm_backward(Napi::Env env, const LayerNormBackwa
 }
 
 void MetalKernelDevice::rope(Napi::Env env, const RopeCall& call) {
-  expect_heads_major(call.tokens_major, "rope");
   const Index half = call.dim / 2;
   if (call.x.count == 0 || half == 0) return;
   // The angle as docs/kernel-semantics.md defines it, in f64 (MSL has none): a = p · theta^(−2i/D), cos and sin rounded once to f32.
@@ -254,8 +253,9 @@ void MetalKernelDevice::rope(Napi::Env env, const RopeCall& call) {
   ScratchBuffer scratch(*pool_, tables.size() * sizeof(float));
   stream_->upload(env, scratch.record(), reinterpret_cast<const unsigned char*>(tables.data()),
                   tables.size() * sizeof(float), 0);
-  stream_->run(env, plan_rope(call.x, scratch.f32(positions * half, 0), scratch.f32(positions * half, positions * half),
-                              call.out, call.rows, positions, call.dim, call.inverse));
+  stream_->run(env,
+               plan_rope(call.x, scratch.f32(positions * half, 0), scratch.f32(positions * half, positions * half),
+                         call.out, call.rows, positions, call.dim, call.tokens_major ? call.heads : 1, call.inverse));
 }
 
 void MetalKernelDevice::swiglu(Napi::Env env, const SwigluCall& call) {
@@ -317,13 +317,11 @@ void expect_mask_strides(const AttentionInputs& inputs, const char* kernel) {
 }  // namespace
 
 void MetalKernelDevice::attention(Napi::Env env, const AttentionCall& call) {
-  expect_heads_major(call.inputs.tokens_major, "attention");
   expect_mask_strides(call.inputs, "attention");
   stream_->run(env, plan_attention(call.inputs, call.out, call.lse, plan_device_));
 }
 
 void MetalKernelDevice::attention_backward(Napi::Env env, const AttentionBackwardCall& call) {
-  expect_heads_major(call.inputs.tokens_major, "attentionBackward");
   expect_mask_strides(call.inputs, "attentionBackward");
   // Δ scratch: f32 [B, Hq, Tq] from the pool, back to it once the dispatches are encoded.
   ScratchBuffer scratch(*pool_, static_cast<std::size_t>(call.lse.count) * sizeof(float));

@@ -15,30 +15,25 @@
 // Determinism: no atomics; every output element is summed by one thread in a fixed order (GQA
 // heads in head order), so two runs are bit-identical.
 // Threadgroup memory (kD = 128): 16 KiB of tiles + 128 B of lse and Δ.
-// Layout: kiln_metal_args_attention.h. A row whose lse is −Inf (no allowed key) has P = 0.
+// Layout: kiln_metal_args_attention.h, heads- or tokens-major (attention_row_offset); lse and Δ
+// [B, Hq, Tq] in both. A row whose lse is −Inf (no allowed key) has P = 0.
 // Numerics: f32 everywhere (tiles converted once when staged), scores in log2 units; one
 // rounding of dq, dk, dv to the storage type.
 #include "kiln_metal_attention.h"
-
-/** Stages rows [row0, row0 + rows) × kD of a dense [*, D] matrix as f32 (zero outside). */
-template <typename S, int kD>
-inline void attention_stage_rows(threadgroup float* tile, device const S* source, uint rows, uint row0, uint row_count,
-                                 uint head_dim, uint tid, uint threads) {
-  for (uint slot = tid; slot < rows * uint(kD); slot += threads) {
-    const uint row = slot / uint(kD);
-    const uint d = slot % uint(kD);
-    tile[slot] = row0 + row < row_count && d < head_dim ? Storage<S>::load(source[(row0 + row) * head_dim + d]) : 0.0f;
-  }
-}
 
 template <typename S>
 kernel void attention_delta(device const S* out [[buffer(0)]], device const S* d_out [[buffer(1)]],
                             device float* delta [[buffer(2)]], constant KilnAttentionArgs& args [[buffer(3)]],
                             uint row [[thread_position_in_grid]]) {
   if (row >= args.rows) return;
+  // row = (b · Hq + h) · Tq + t, lse's order; out and dOut may be tokens-major.
+  const uint t = row % args.length_q;
+  const uint head = row / args.length_q;
+  const uint offset =
+      attention_row_offset(args, head / args.heads_q, head % args.heads_q, args.heads_q, args.length_q, t);
   float sum = 0.0f;
   for (uint d = 0u; d < args.head_dim; d++)
-    sum = fma(Storage<S>::load(out[row * args.head_dim + d]), Storage<S>::load(d_out[row * args.head_dim + d]), sum);
+    sum = fma(Storage<S>::load(out[offset + d]), Storage<S>::load(d_out[offset + d]), sum);
   delta[row] = sum;
 }
 
@@ -59,7 +54,8 @@ kernel void attention_backward_kv_scalar(device const S* q [[buffer(0)]], device
   const AttentionBlock block = attention_block(group_index, args.blocks_per_head, args.heads_kv);
   const uint head_dim = args.head_dim;
   const uint key = block.row0 + tid;
-  const uint key_offset = ((block.b * args.heads_kv + block.h) * args.length_k + key) * head_dim;
+  const uint key_offset = attention_row_offset(args, block.b, block.h, args.heads_kv, args.length_k, key);
+  const uint q_stride = attention_row_stride(args, args.heads_q);
   float k_row[kD];
   float v_row[kD];
   float dk_row[kD];
@@ -74,11 +70,12 @@ kernel void attention_backward_kv_scalar(device const S* q [[buffer(0)]], device
   // Query tiles start at the first row that sees the block's first key (tile-aligned).
   const uint first_row = attention_first_query(args, block.row0) / kTile * kTile;
   for (uint h = block.h * args.group; h < (block.h + 1u) * args.group; h++) {
-    const uint row_base = (block.b * args.heads_q + h) * args.length_q;
+    const uint row_base = (block.b * args.heads_q + h) * args.length_q;  // lse and Δ
+    const uint q_offset = attention_row_offset(args, block.b, h, args.heads_q, args.length_q, 0u);
     for (uint row0 = first_row; row0 < args.length_q; row0 += kTile) {
-      attention_stage_rows<S, kD>(q_tile, q + row_base * head_dim, kTile, row0, args.length_q, head_dim, tid, kKeys);
-      attention_stage_rows<S, kD>(do_tile, d_out + row_base * head_dim, kTile, row0, args.length_q, head_dim, tid,
-                                  kKeys);
+      attention_stage<S, kD>(q_tile, q + q_offset, q_stride, kTile, row0, args.length_q, head_dim, false, tid, kKeys);
+      attention_stage<S, kD>(do_tile, d_out + q_offset, q_stride, kTile, row0, args.length_q, head_dim, false, tid,
+                             kKeys);
       if (tid < kTile) {
         const bool inside = row0 + tid < args.length_q;
         lse_tile[tid] = inside ? attention_lse_log2(lse[row_base + row0 + tid]) : INFINITY;
@@ -123,25 +120,26 @@ kernel void attention_backward_q_scalar(device const S* q [[buffer(0)]], device 
   const AttentionBlock block = attention_block(group_index, args.blocks_per_head, args.heads_q);
   const uint kv_head = block.h / args.group;
   const uint head_dim = args.head_dim;
-  device const S* k_head = k + (block.b * args.heads_kv + kv_head) * args.length_k * head_dim;
-  device const S* v_head = v + (block.b * args.heads_kv + kv_head) * args.length_k * head_dim;
+  const uint kv_offset = attention_row_offset(args, block.b, kv_head, args.heads_kv, args.length_k, 0u);
+  const uint kv_stride = attention_row_stride(args, args.heads_kv);
   const uint key_end = attention_key_end(args, min(block.row0 + kRows, args.length_q));
   const uint row = block.row0 + tid;
   const bool inside = row < args.length_q;
-  const uint row_index = (block.b * args.heads_q + block.h) * args.length_q + row;
+  const uint row_index = (block.b * args.heads_q + block.h) * args.length_q + row;  // lse and Δ
+  const uint row_offset = attention_row_offset(args, block.b, block.h, args.heads_q, args.length_q, row);
   float q_row[kD];
   float do_row[kD];
   float dq_row[kD];
   for (uint d = 0u; d < uint(kD); d++) {
-    q_row[d] = inside && d < head_dim ? Storage<S>::load(q[row_index * head_dim + d]) : 0.0f;
-    do_row[d] = inside && d < head_dim ? Storage<S>::load(d_out[row_index * head_dim + d]) : 0.0f;
+    q_row[d] = inside && d < head_dim ? Storage<S>::load(q[row_offset + d]) : 0.0f;
+    do_row[d] = inside && d < head_dim ? Storage<S>::load(d_out[row_offset + d]) : 0.0f;
     dq_row[d] = 0.0f;
   }
   const float lse_log2 = inside ? attention_lse_log2(lse[row_index]) : INFINITY;
   const float row_delta = inside ? delta[row_index] : 0.0f;
   for (uint key0 = 0u; key0 < key_end; key0 += kTile) {
-    attention_stage_rows<S, kD>(k_tile, k_head, kTile, key0, args.length_k, head_dim, tid, kRows);
-    attention_stage_rows<S, kD>(v_tile, v_head, kTile, key0, args.length_k, head_dim, tid, kRows);
+    attention_stage<S, kD>(k_tile, k + kv_offset, kv_stride, kTile, key0, args.length_k, head_dim, false, tid, kRows);
+    attention_stage<S, kD>(v_tile, v + kv_offset, kv_stride, kTile, key0, args.length_k, head_dim, false, tid, kRows);
     threadgroup_barrier(mem_flags::mem_threadgroup);
     for (uint j = 0u; j < kTile; j++) {
       float dot = 0.0f;
@@ -158,7 +156,7 @@ kernel void attention_backward_q_scalar(device const S* q [[buffer(0)]], device 
     threadgroup_barrier(mem_flags::mem_threadgroup);
   }
   if (!inside) return;
-  for (uint d = 0u; d < head_dim; d++) dq[row_index * head_dim + d] = Storage<S>::store(dq_row[d] * args.scale);
+  for (uint d = 0u; d < head_dim; d++) dq[row_offset + d] = Storage<S>::store(dq_row[d] * args.scale);
 }
 
 template [[host_name("attention_delta_f32")]] kernel decltype(attention_delta<float>) attention_delta<float>;

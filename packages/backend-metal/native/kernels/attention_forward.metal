@@ -13,23 +13,11 @@
 //    row each, q and the output row in registers.
 // Threadgroup memory (kD = 128): simdgroup kernel 16 KiB staging (Q, then Kᵀ and V, then O) +
 // 2 KiB scores + 1 KiB diagonals; scalar kernel 16 KiB (K and V tiles).
-// Layout: kiln_metal_args_attention.h. A row without any allowed key writes out = 0, lse = −Inf.
+// Layout: kiln_metal_args_attention.h, heads- or tokens-major (the rows of one head are q_stride /
+// kv_stride elements apart). A row without any allowed key writes out = 0, lse = −Inf.
 // Numerics: f32 everywhere (tiles are converted to f32 once when staged); scores in log2 units
 // (exp2), lse = (m + log2 l)·ln 2; one rounding of out to the storage type.
 #include "kiln_metal_attention.h"
-
-/** Stages rows [row0, row0 + rows) × kD of a dense [*, D] matrix as f32 (zero outside), row-major or transposed. */
-template <typename S, int kD>
-inline void attention_stage(threadgroup float* tile, device const S* source, uint rows, uint row0, uint row_count,
-                            uint head_dim, bool transposed, uint tid, uint threads) {
-  for (uint slot = tid; slot < rows * uint(kD); slot += threads) {
-    const uint row = slot / uint(kD);
-    const uint d = slot % uint(kD);
-    const float value =
-        row0 + row < row_count && d < head_dim ? Storage<S>::load(source[(row0 + row) * head_dim + d]) : 0.0f;
-    tile[transposed ? d * rows + row : slot] = value;
-  }
-}
 
 template <typename S, int kD>
 kernel void attention_forward_simdgroup(device const S* q [[buffer(0)]], device const S* k [[buffer(1)]],
@@ -53,13 +41,15 @@ kernel void attention_forward_simdgroup(device const S* q [[buffer(0)]], device 
   const AttentionBlock block = attention_block(group_index, args.blocks_per_head, args.heads_q);
   const uint kv_head = block.h / args.group;
   const uint head_dim = args.head_dim;
-  device const S* q_head = q + (block.b * args.heads_q + block.h) * args.length_q * head_dim;
-  device const S* k_head = k + (block.b * args.heads_kv + kv_head) * args.length_k * head_dim;
-  device const S* v_head = v + (block.b * args.heads_kv + kv_head) * args.length_k * head_dim;
+  const uint q_offset = attention_row_offset(args, block.b, block.h, args.heads_q, args.length_q, 0u);
+  const uint kv_offset = attention_row_offset(args, block.b, kv_head, args.heads_kv, args.length_k, 0u);
+  const uint q_stride = attention_row_stride(args, args.heads_q);
+  const uint kv_stride = attention_row_stride(args, args.heads_kv);
   const uint key_end = attention_key_end(args, min(block.row0 + kRows, args.length_q));
   const uint my_row = block.row0 + simdgroup * 8u + lane;  // meaningful for lanes 0–7
 
-  attention_stage<S, kD>(staging, q_head, kRows, block.row0, args.length_q, head_dim, false, tid, kThreads);
+  attention_stage<S, kD>(staging, q + q_offset, q_stride, kRows, block.row0, args.length_q, head_dim, false, tid,
+                         kThreads);
   threadgroup_barrier(mem_flags::mem_threadgroup);
   simdgroup_float8x8 q_rows[kD / 8];
   simdgroup_float8x8 o[kD / 8];
@@ -74,8 +64,10 @@ kernel void attention_forward_simdgroup(device const S* q [[buffer(0)]], device 
   threadgroup float* k_transposed = staging;
   threadgroup float* v_tile = staging + kTile * kD;
   for (uint key0 = 0u; key0 < key_end; key0 += kTile) {
-    attention_stage<S, kD>(k_transposed, k_head, kTile, key0, args.length_k, head_dim, true, tid, kThreads);
-    attention_stage<S, kD>(v_tile, v_head, kTile, key0, args.length_k, head_dim, false, tid, kThreads);
+    attention_stage<S, kD>(k_transposed, k + kv_offset, kv_stride, kTile, key0, args.length_k, head_dim, true, tid,
+                           kThreads);
+    attention_stage<S, kD>(v_tile, v + kv_offset, kv_stride, kTile, key0, args.length_k, head_dim, false, tid,
+                           kThreads);
     threadgroup_barrier(mem_flags::mem_threadgroup);
     for (uint n = 0u; n < kTile / 8u; n++) {
       simdgroup_float8x8 s = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
@@ -141,11 +133,11 @@ kernel void attention_forward_simdgroup(device const S* q [[buffer(0)]], device 
     simdgroup_store(o[d], staging + simdgroup * 8u * kD + d * 8u, kD);
   }
   threadgroup_barrier(mem_flags::mem_threadgroup);
-  device S* out_head = out + (block.b * args.heads_q + block.h) * args.length_q * head_dim;
+  device S* out_head = out + q_offset;
   for (uint slot = tid; slot < kRows * uint(kD); slot += kThreads) {
     const uint row = block.row0 + slot / uint(kD);
     const uint d = slot % uint(kD);
-    if (row < args.length_q && d < head_dim) out_head[row * head_dim + d] = Storage<S>::store(staging[slot]);
+    if (row < args.length_q && d < head_dim) out_head[row * q_stride + d] = Storage<S>::store(staging[slot]);
   }
 }
 
@@ -163,11 +155,11 @@ kernel void attention_forward_scalar(device const S* q [[buffer(0)]], device con
   const AttentionBlock block = attention_block(group_index, args.blocks_per_head, args.heads_q);
   const uint kv_head = block.h / args.group;
   const uint head_dim = args.head_dim;
-  device const S* k_head = k + (block.b * args.heads_kv + kv_head) * args.length_k * head_dim;
-  device const S* v_head = v + (block.b * args.heads_kv + kv_head) * args.length_k * head_dim;
+  const uint kv_offset = attention_row_offset(args, block.b, kv_head, args.heads_kv, args.length_k, 0u);
+  const uint kv_stride = attention_row_stride(args, args.heads_kv);
   const uint key_end = attention_key_end(args, min(block.row0 + kRows, args.length_q));
   const uint row = block.row0 + tid;
-  const uint row_offset = ((block.b * args.heads_q + block.h) * args.length_q + row) * head_dim;
+  const uint row_offset = attention_row_offset(args, block.b, block.h, args.heads_q, args.length_q, row);
 
   float q_row[kD];
   float o[kD];
@@ -178,8 +170,8 @@ kernel void attention_forward_scalar(device const S* q [[buffer(0)]], device con
   float row_max = -INFINITY;
   float row_sum = 0.0f;
   for (uint key0 = 0u; key0 < key_end; key0 += kTile) {
-    attention_stage<S, kD>(k_tile, k_head, kTile, key0, args.length_k, head_dim, false, tid, kRows);
-    attention_stage<S, kD>(v_tile, v_head, kTile, key0, args.length_k, head_dim, false, tid, kRows);
+    attention_stage<S, kD>(k_tile, k + kv_offset, kv_stride, kTile, key0, args.length_k, head_dim, false, tid, kRows);
+    attention_stage<S, kD>(v_tile, v + kv_offset, kv_stride, kTile, key0, args.length_k, head_dim, false, tid, kRows);
     threadgroup_barrier(mem_flags::mem_threadgroup);
     float s[kTile];
     float tile_max = -INFINITY;

@@ -2,8 +2,9 @@
 // (attention_forward.metal, attention_backward.metal), shared by the host plan
 // (native/plan/dispatch_plan_attention.cpp) and the shaders. Included by kiln_metal_args.h.
 //
-// Layout: q, out, dOut, dq [B, Hq, Tq, D]; k, v, dk, dv [B, Hkv, Tk, D]; lse and the backward's
-// Δ scratch f32 [B, Hq, Tq]; all dense from element 0 of their bindings. The optional mask is an
+// Layout: q, out, dOut, dq [B, Hq, Tq, D]; k, v, dk, dv [B, Hkv, Tk, D] — or, tokens-major,
+// [B, Tq, Hq, D] and [B, Tk, Hkv, D] (a projection's output reshaped, no permute copies); lse and
+// the backward's Δ scratch f32 [B, Hq, Tq] in both; all dense from element 0 of their bindings. The optional mask is an
 // f32 view broadcast to [B, Hq, Tq, Tk] (element strides, 0 included, and an element offset).
 #pragma once
 
@@ -47,8 +48,9 @@ struct KilnAttentionArgs {
   float scale;
   /** Rows of the Δ kernel (B · Hq · Tq). */
   kiln_u32 rows;
+  /** 1: q, k, v, out and their gradients are tokens-major ([B, T, H, D]); 0: heads-major. */
+  kiln_u32 tokens_major;
   kiln_u32 pad0;
-  kiln_u32 pad1;
 };
 
 static_assert(sizeof(struct KilnAttentionArgs) == 80, "KilnAttentionArgs layout");

@@ -35,9 +35,10 @@ struct KilnColumnSumArgs {
   kiln_u32 chunks;
 };
 
-/** rope over x [rows, positions, dim] with a host cos/sin table [positions, dim / 2] each. */
+/** rope over x [rows, positions, dim] (or tokens-major [B, positions, heads, dim]) with a host cos/sin table [positions, dim / 2] each. */
 struct KilnRopeArgs {
-  kiln_u32 rows;
+  /** Rows of D between consecutive positions of one row: 1 heads-major, H tokens-major. */
+  kiln_u32 heads;
   kiln_u32 positions;
   kiln_u32 half_dim;
   kiln_u32 pairs;

@@ -1,9 +1,10 @@
 // kiln_metal_attention.h — what the flash-attention kernels share (MSL only): the row block a
-// threadgroup owns, the score transform (scale, additive mask, causal and bounds masking) in
-// log2 units, and the causal limits that let kernels skip whole tiles.
+// threadgroup owns, where a head's rows lie in either layout and how a tile of them is staged, the
+// score transform (scale, additive mask, causal and bounds masking) in log2 units, and the causal
+// limits that let kernels skip whole tiles.
 //
-// Layout: see kiln_metal_args_attention.h. Threadgroups are a 1-D grid over
-// (batch, head, row block), the row block fastest.
+// Layout: see kiln_metal_args_attention.h (heads- or tokens-major: attention_row_offset).
+// Threadgroups are a 1-D grid over (batch, head, row block), the row block fastest.
 // Numerics: scores are kept in log2 units, s₂ = (scale·q·k + mask)·log2(e), so every
 // exponential is one exp2; lse is converted back to natural log once per row. f32 throughout.
 #pragma once
@@ -24,6 +25,36 @@ inline AttentionBlock attention_block(uint linear, uint blocks_per_head, uint he
   block.h = head_index % heads;
   block.b = head_index / heads;
   return block;
+}
+
+/**
+ * Element offset of row t of head h (of `heads` heads of `length` rows) in batch b: [B, H, T, D],
+ * or [B, T, H, D] when args.tokens_major.
+ */
+inline uint attention_row_offset(constant KilnAttentionArgs& args, uint b, uint h, uint heads, uint length, uint t) {
+  const uint row = args.tokens_major != 0u ? (b * length + t) * heads + h : (b * heads + h) * length + t;
+  return row * args.head_dim;
+}
+
+/** Elements between rows t and t + 1 of one head (of `heads`): D, or H·D tokens-major. */
+inline uint attention_row_stride(constant KilnAttentionArgs& args, uint heads) {
+  return args.tokens_major != 0u ? heads * args.head_dim : args.head_dim;
+}
+
+/**
+ * Stages rows [row0, row0 + rows) × kD of one head (`source` at its row 0, rows `row_stride`
+ * elements apart) as f32 — zero past row_count and head_dim — row-major, or transposed ([kD][rows]).
+ */
+template <typename S, int kD>
+inline void attention_stage(threadgroup float* tile, device const S* source, uint row_stride, uint rows, uint row0,
+                            uint row_count, uint head_dim, bool transposed, uint tid, uint threads) {
+  for (uint slot = tid; slot < rows * uint(kD); slot += threads) {
+    const uint row = slot / uint(kD);
+    const uint d = slot % uint(kD);
+    const float value =
+        row0 + row < row_count && d < head_dim ? Storage<S>::load(source[(row0 + row) * row_stride + d]) : 0.0f;
+    tile[transposed ? d * rows + row : slot] = value;
+  }
 }
 
 /** The first key no query row below `row_end` may see: Tk, or with the causal mask row_end + shift, clamped to [0, Tk]. */

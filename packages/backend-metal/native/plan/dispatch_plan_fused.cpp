@@ -208,13 +208,14 @@ Plan plan_layer_norm(const TensorView& x, const TensorView& weight, const Tensor
 }
 
 Plan plan_rope(const TensorView& x, const TensorView& cos, const TensorView& sin, const TensorView& out, Index rows,
-               Index positions, Index dim, bool inverse) {
+               Index positions, Index dim, Index heads, bool inverse) {
   check_32_bit(x, "rope", "x");
   const Index pairs = rows * positions * (dim / 2);
   if (pairs == 0) return {};
-  Dispatch dispatch = elementwise(std::string("rope_") + kDTypeNames[x.dtype], pairs,
-                                  "rope " + describe(x) + (inverse ? " inverse" : ""));
-  const KilnRopeArgs args{u32(rows), u32(positions), u32(dim / 2), u32(pairs)};
+  Dispatch dispatch =
+      elementwise(std::string("rope_") + kDTypeNames[x.dtype], pairs,
+                  "rope " + describe(x) + (heads > 1 ? " tokens-major" : "") + (inverse ? " inverse" : ""));
+  const KilnRopeArgs args{u32(heads), u32(positions), u32(dim / 2), u32(pairs)};
   dispatch.bindings = {view_binding(0, "x", x), view_binding(1, "cos", cos), view_binding(2, "sin", sin),
                        view_binding(3, "out", out), bytes_binding(4, "KilnRopeArgs", args)};
   return {dispatch};

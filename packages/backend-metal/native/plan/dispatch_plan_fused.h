@@ -46,9 +46,9 @@ struct LayerNormBackwardScratch {
 /** dx by rows, then dWeight and dBias by columns (x's dtype, dy f16/bf16 beside f32 x in the mixed-precision form). */
 Plan plan_layer_norm_backward(const LayerNormBackwardCall& call, const LayerNormBackwardScratch& scratch);
 
-/** x, out [rows, positions, dim]; cos and sin f32 [positions, dim / 2] (host tables). */
+/** x, out [rows, positions, dim] (heads = 1) or tokens-major [B, positions, heads, dim]; cos and sin f32 [positions, dim / 2] (host tables). */
 Plan plan_rope(const TensorView& x, const TensorView& cos, const TensorView& sin, const TensorView& out, Index rows,
-               Index positions, Index dim, bool inverse);
+               Index positions, Index dim, Index heads, bool inverse);
 Plan plan_swiglu(const TensorView& gate, const TensorView& up, const TensorView& out);
 Plan plan_swiglu_backward(const TensorView& gate, const TensorView& up, const TensorView& dy, const TensorView& d_gate,
                           const TensorView& d_up);

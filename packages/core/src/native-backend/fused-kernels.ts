@@ -8,7 +8,7 @@
  */
 import type { AdamWMultiParams, AdamWParams, TensorRef } from '../backend/kernel-backend.js';
 import type { DType } from '../dtype.js';
-import { InvalidArgumentError } from '../index.js';
+import { formatShape, InvalidArgumentError, ShapeError } from '../index.js';
 import type { NativeArgumentChecks } from './argument-checks.js';
 import type { NativeTensor } from './native-tensor.js';
 import type { NativeErrorMapping } from './native-error.js';
@@ -203,15 +203,37 @@ export abstract class NativeFusedKernels {
   /** Throws an InvalidArgumentError unless `value` is a valid ignore index (it travels as an i32). */
   protected abstract checkIgnoreIndex(kernel: string, value: unknown): void;
 
-  /** Rotary embedding (half-split) of x [..., T, D] (tokensMajor: x [B, T, H, D], only where the backend lists the layout); its checks are the backend's own. */
-  abstract rope(
-    x: TensorRef,
-    out: TensorRef,
-    offset: number,
-    theta: number,
-    inverse: boolean,
-    tokensMajor?: boolean,
-  ): void;
+  /** Rotary embedding (half-split) of x [..., T, D] with D even (tokensMajor: x [B, T, H, D], only where the backend lists the layout); inverse rotates by −angle. */
+  rope(x: TensorRef, out: TensorRef, offset: number, theta: number, inverse: boolean, tokensMajor = false): void {
+    const kernel = 'rope';
+    const prefix = `${this.checks.backend} backend: rope`;
+    const input = this.checks.checkElementwiseTensor(x, this.owner, kernel, 'x');
+    const output = this.checks.checkTensorOf(
+      out,
+      this.owner,
+      kernel,
+      'out',
+      input.dtype,
+      input.count,
+      'as many elements as x',
+    );
+    const rank = input.shape.length;
+    if (rank < 2 || input.shape[rank - 1] % 2 !== 0) {
+      throw new ShapeError(`${prefix} needs x [B, H, T, D] with an even D, got ${formatShape(input.shape)}`, {
+        hint: 'The half-split layout pairs element i with i + D/2, so D must be even.',
+      });
+    }
+    this.checks.expectShape(output, input.shape, kernel, 'out');
+    this.checks.checkInteger(offset, 'rope: offset');
+    if (typeof theta !== 'number' || !(theta > 0) || !Number.isFinite(theta))
+      throw new InvalidArgumentError(`${prefix}: theta must be a positive finite number, got ${String(theta)}`);
+    if (typeof inverse !== 'boolean') throw new InvalidArgumentError(`${prefix}: inverse must be a boolean`);
+    this.errors.callNative(() =>
+      tokensMajor
+        ? this.native.rope(input.native, output.native, offset, theta, inverse, true)
+        : this.native.rope(input.native, output.native, offset, theta, inverse),
+    );
+  }
 
   /** softmax / logSoftmax over [rows, cols]. */
   softmax(kernel: 'softmax' | 'logSoftmax', x: TensorRef, out: TensorRef, rows: number, cols: number): void {
