@@ -80,7 +80,7 @@ describe.skipIf(skipReason !== undefined)(
         .filter((name) => name.startsWith('attention'));
 
     for (const simdgroupMatrix of [true, false]) {
-      it(`D=128, causal GQA, Tq ≠ Tk, masked: forward and backward match (${simdgroupMatrix ? 'simdgroup-matrix' : 'scalar'} forward)`, async () => {
+      it(`D=128, causal GQA, Tq ≠ Tk, masked: forward and backward match (${simdgroupMatrix ? 'simdgroup-matrix' : 'scalar'} kernels)`, async () => {
         configureSimulator(
           simdgroupMatrix ? { simdgroupMatrix: true, family: 'apple9' } : { simdgroupMatrix: false, family: 'mac2' },
         );
@@ -94,8 +94,8 @@ describe.skipIf(skipReason !== undefined)(
           new Set([
             `attention_forward_${variant}_f32_d128`,
             'attention_delta_f32',
-            'attention_backward_kv_scalar_f32_d128',
-            'attention_backward_q_scalar_f32_d128',
+            `attention_backward_kv_${variant}_f32_d128`,
+            `attention_backward_q_${variant}_f32_d128`,
           ]),
         );
         const reference = await run(cpu, 128);

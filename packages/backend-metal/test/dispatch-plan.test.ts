@@ -416,7 +416,7 @@ describe.skipIf(skipReason !== undefined)(`dispatch plan${skipReason ? ` (${skip
     ).toEqual([]);
   });
 
-  it('attentionBackward: the delta kernel, then dK/dV per 32-key block of each kv head, then dQ per 32-row block', () => {
+  it('attentionBackward: the delta kernel, then dK/dV per 32-key block of each kv head, then dQ per 32-row block (simdgroup matrices: 128 threads)', () => {
     const q = ref(backend, [1, 4, 40, 16]);
     const k = ref(backend, [1, 2, 70, 16]);
     const lse = ref(backend, [1, 4, 40]);
@@ -425,8 +425,8 @@ describe.skipIf(skipReason !== undefined)(`dispatch plan${skipReason ? ` (${skip
     );
     expect(dispatches.map((dispatch) => [dispatch.kernel, dispatch.threadgroups, dispatch.threads])).toEqual([
       ['attention_delta_f32', [1, 1, 1], [256, 1, 1]],
-      ['attention_backward_kv_scalar_f32_d32', [3 * 2, 1, 1], [32, 1, 1]],
-      ['attention_backward_q_scalar_f32_d32', [2 * 4, 1, 1], [32, 1, 1]],
+      ['attention_backward_kv_simdgroup_f32_d32', [3 * 2, 1, 1], [128, 1, 1]],
+      ['attention_backward_q_simdgroup_f32_d32', [2 * 4, 1, 1], [128, 1, 1]],
     ]);
     expect(dispatches[0].bindings.map((binding) => binding.role)).toEqual(['out', 'dOut', 'delta', 'args']);
     expect(dispatches[1].bindings.map((binding) => binding.role)).toEqual([
@@ -458,18 +458,25 @@ describe.skipIf(skipReason !== undefined)(`dispatch plan${skipReason ? ` (${skip
     expect(dispatches[2].bindings[8].words?.[11]).toBe(2);
   });
 
-  it('attention on a GPU without simdgroup matrices: the scalar forward, 32 threads (one per query row)', () => {
+  it('attention on a GPU without simdgroup matrices: the scalar kernels, 32 threads (one row or key each)', () => {
     configureSimulator({ simdgroupMatrix: false, family: 'mac2' });
     const amd = createSimulatedMetalBackend();
     configureSimulator({ simdgroupMatrix: true, family: 'apple9' });
     const q = ref(amd, [1, 2, 65, 64]);
+    const lse = ref(amd, [1, 2, 65]);
     amd.recordDispatches(true);
-    amd.attention(q, q, q, null, q, ref(amd, [1, 2, 65]), { scale: 1, causal: false });
+    amd.attention(q, q, q, null, q, lse, { scale: 1, causal: false });
     expect(amd.takeDispatches()[0]).toMatchObject({
       kernel: 'attention_forward_scalar_f32_d64',
       threadgroups: [3 * 2, 1, 1],
       threads: [32, 1, 1],
     });
+    amd.attentionBackward(q, q, q, null, q, lse, q, q, q, q, { scale: 1, causal: false });
+    expect(amd.takeDispatches().map((dispatch) => [dispatch.kernel, dispatch.threads])).toEqual([
+      ['attention_delta_f32', [256, 1, 1]],
+      ['attention_backward_kv_scalar_f32_d64', [32, 1, 1]],
+      ['attention_backward_q_scalar_f32_d64', [32, 1, 1]],
+    ]);
     amd.dispose();
   });
 

@@ -3,7 +3,18 @@
 // composition of about twenty primitives, and the mixed-precision forms (f32 x with a bf16/f16 out
 // or dy: capabilities.mixedPrecisionNorm) run without a cast kernel and give the bits of the f32
 // norm followed by a cast. Values are checked against @kiln/backend-cpu.
-import { backward, cast, layerNorm, rmsNorm, tensor, type DType, type KernelBackend, type Tensor } from '@kiln/core';
+import {
+  backward,
+  cast,
+  layerNorm,
+  philoxUniform,
+  rmsNorm,
+  tensor,
+  type DType,
+  type KernelBackend,
+  type Tensor,
+} from '@kiln/core';
+import { relativeL2Error } from '@kiln/testing';
 import { createCpuBackend } from '@kiln/backend-cpu';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSimulatedMetalBackend } from '../src/simulator.js';
@@ -12,23 +23,11 @@ import { simulatorSkipReason } from './simulator-status.js';
 const skipReason = simulatorSkipReason();
 const EPS = 1e-5;
 
-/** `count` values in [low, high) from a fixed linear congruential sequence. */
-function series(count: number, seed: number, low = -1, high = 1): number[] {
-  let state = seed >>> 0;
-  return Array.from({ length: count }, () => {
-    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
-    return low + (high - low) * (state / 2 ** 32);
-  });
-}
-
-function relativeL2(actual: ArrayLike<number>, expected: ArrayLike<number>): number {
-  let difference = 0;
-  let norm = 0;
-  for (let i = 0; i < expected.length; i++) {
-    difference += (actual[i] - expected[i]) ** 2;
-    norm += expected[i] ** 2;
-  }
-  return Math.sqrt(difference / norm);
+/** `count` values in [low, high) from kiln's Philox stream `seed`. */
+function series(count: number, seed: number, low = -1, high = 1): Float64Array {
+  const values = new Float64Array(count);
+  philoxUniform(values, seed, 0, low, high);
+  return values;
 }
 
 interface NormRun {
@@ -101,10 +100,10 @@ describe.skipIf(skipReason !== undefined)(`norm gradients on Metal${skipReason ?
         'layer_norm_parameter_gradient_f32',
         ...chunkSums,
       ]);
-      expect(relativeL2(actual.y, expected.y)).toBeLessThan(1e-6);
-      expect(relativeL2(actual.dx, expected.dx)).toBeLessThan(1e-5);
-      expect(relativeL2(actual.dWeight, expected.dWeight)).toBeLessThan(1e-5);
-      expect(relativeL2(actual.dBias!, expected.dBias!)).toBeLessThan(1e-5);
+      expect(relativeL2Error(actual.y, expected.y)).toBeLessThan(1e-6);
+      expect(relativeL2Error(actual.dx, expected.dx)).toBeLessThan(1e-5);
+      expect(relativeL2Error(actual.dWeight, expected.dWeight)).toBeLessThan(1e-5);
+      expect(relativeL2Error(actual.dBias!, expected.dBias!)).toBeLessThan(1e-5);
       // The same bits on a second run (fixed reduction orders).
       const again = await run(metal!, rows, cols, 'f32', form);
       for (const key of ['y', 'dx', 'dWeight', 'dBias'] as const) expect(again[key], key).toEqual(actual[key]);

@@ -1,6 +1,7 @@
 // attention_backward.metal — flash-attention backward (FlashAttention-2 style) for f32, f16,
 // bf16 and head-dim buckets kD = 32, 64, 128, from q, k, v, out, lse and dOut (P is recomputed,
-// never stored):
+// never stored); on GPUs with simdgroup matrices (Apple7+) the plan runs the simdgroup-matrix
+// kernels of attention_backward_simdgroup.metal for steps 2 and 3, elsewhere these scalar ones:
 //  1. attention_delta_<dtype>: Δ_i = Σ_d dO_id · out_id per query row into f32 scratch, one
 //     thread per row.
 //  2. attention_backward_kv_scalar_<dtype>_d<kD>: one threadgroup of 32 threads per (batch, kv

@@ -110,7 +110,9 @@ Plan plan_attention(const AttentionInputs& call, const TensorView& out, const Te
 Plan plan_attention_backward(const AttentionInputs& call, const TensorView& out, const TensorView& lse,
                              const TensorView& d_out, const TensorView& dq, const TensorView& dk, const TensorView& dv,
                              const TensorView& delta, const PlanDevice& device) {
-  (void)device;  // the backward kernels are scalar on every GPU for now
+  // dK/dV and dQ on simdgroup matrices where the GPU has them (Apple7+), else the scalar kernels; Δ is one kernel.
+  const bool matrix = device.simdgroup_matrix;
+  const std::uint32_t threads = matrix ? KILN_ATTENTION_MATRIX_THREADS : KILN_ATTENTION_SCALAR_THREADS;
   KilnAttentionArgs args = attention_args("attentionBackward", call);
   const TensorView& q = call.q;
   const TensorView& k = call.k;
@@ -132,9 +134,9 @@ Plan plan_attention_backward(const AttentionInputs& call, const TensorView& out,
     KilnAttentionArgs kv_args = args;
     kv_args.blocks_per_head = u32(ceil_div(call.k_sizes[2], KILN_ATTENTION_BLOCK_ROWS));
     Dispatch dispatch;
-    dispatch.kernel = kernel_name("attention_backward_kv", false, call);
+    dispatch.kernel = kernel_name("attention_backward_kv", matrix, call);
     dispatch.threadgroups = Size3{u32(key_groups), 1, 1};
-    dispatch.threads = Size3{KILN_ATTENTION_SCALAR_THREADS, 1, 1};
+    dispatch.threads = Size3{threads, 1, 1};
     dispatch.what = what + " (dk, dv)";
     dispatch.bindings = {buffer_binding(0, "q", q),         buffer_binding(1, "k", k),
                          buffer_binding(2, "v", call.v),    mask_binding(call),
@@ -148,9 +150,9 @@ Plan plan_attention_backward(const AttentionInputs& call, const TensorView& out,
     KilnAttentionArgs q_args = args;
     q_args.blocks_per_head = u32(ceil_div(call.q_sizes[2], KILN_ATTENTION_BLOCK_ROWS));
     Dispatch dispatch;
-    dispatch.kernel = kernel_name("attention_backward_q", false, call);
+    dispatch.kernel = kernel_name("attention_backward_q", matrix, call);
     dispatch.threadgroups = Size3{u32(query_groups), 1, 1};
-    dispatch.threads = Size3{KILN_ATTENTION_SCALAR_THREADS, 1, 1};
+    dispatch.threads = Size3{threads, 1, 1};
     dispatch.what = what + " (dq)";
     dispatch.bindings = {buffer_binding(0, "q", q),
                          buffer_binding(1, "k", k),
