@@ -5,7 +5,7 @@
 // kiln's forward + backward on the simulator (the same .cu source as the GPU) must stay within 4×
 // of that error (relative L2 over each of dq, dk, dv). The figures are printed for the record.
 import type { Geometry, Inputs } from './attention-support.js';
-import { createReferenceBackend } from '@kiln/testing';
+import { createReferenceBackend, relativeL2Error } from '@kiln/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSimulatedCudaBackend } from '../src/simulator.js';
 import { makeInputs, runAttention } from './attention-support.js';
@@ -16,16 +16,6 @@ const GEOMETRY: Geometry = { batch: 1, headsQ: 2, headsKV: 2, lengthQ: 5, length
 /** kiln may be this many times as far from float64 as the exact-f32 path (PyTorch f32 stand-in). */
 const FACTOR = 4;
 const SEEDS = [11, 23, 37, 41, 53, 67];
-
-/** ‖got − expected‖ / ‖expected‖. */
-function relativeL2(got: ArrayLike<number>, expected: ArrayLike<number>): number {
-  let [difference, norm] = [0, 0];
-  for (let i = 0; i < expected.length; i++) {
-    difference += (got[i] - expected[i]) ** 2;
-    norm += expected[i] ** 2;
-  }
-  return Math.sqrt(difference / norm);
-}
 
 /** dq, dk, dv of PyTorch's math path with every operation rounded to f32 (causal, square, one kv head per query head). */
 function exactF32Gradients(
@@ -88,8 +78,8 @@ describe.skipIf(skipReason !== undefined)(
         const got = await runAttention(backend, 'f32', GEOMETRY, inputs);
         const exact = exactF32Gradients(inputs, GEOMETRY);
         for (const name of ['dq', 'dk', 'dv'] as const) {
-          worst.kiln[name] = Math.max(worst.kiln[name], relativeL2(got[name], expected[name]));
-          worst.exact[name] = Math.max(worst.exact[name], relativeL2(exact[name], expected[name]));
+          worst.kiln[name] = Math.max(worst.kiln[name], relativeL2Error(got[name], expected[name]));
+          worst.exact[name] = Math.max(worst.exact[name], relativeL2Error(exact[name], expected[name]));
         }
       }
       const line = (['dq', 'dk', 'dv'] as const).map(

@@ -7,6 +7,7 @@
 // same bits on a second run. Through core's layerNorm, the backward is that one kernel instead of
 // core's composition of about twenty.
 import { backward, layerNorm, tensor } from '@kiln/core';
+import { relativeL2Error } from '@kiln/testing';
 import { describe, expect, it } from 'vitest';
 import { decodeFloats, ELEMENT_BYTES, encodeFloats, type FloatDType } from './float-bytes.js';
 import { launchedKernels, simulatedBackend } from './simulated-device.js';
@@ -43,16 +44,6 @@ function reference(x: ArrayLike<number>, weight: ArrayLike<number>, dy: ArrayLik
     }
   }
   return { dx, dWeight, dBias };
-}
-
-/** ‖got − expected‖ / ‖expected‖. */
-function relativeL2(got: ArrayLike<number>, expected: ArrayLike<number>): number {
-  let [difference, norm] = [0, 0];
-  for (let i = 0; i < expected.length; i++) {
-    difference += (got[i]! - expected[i]!) ** 2;
-    norm += expected[i]! ** 2;
-  }
-  return Math.sqrt(difference / Math.max(norm, 1e-300));
 }
 
 /** Largest relative L2 error of dx in `dtype` (one rounding of the output, f32 sums); dWeight/dBias are f32 sums. */
@@ -126,11 +117,11 @@ describe.skipIf(skipReason !== undefined)(
             );
           const expected = reference(x.stored, weight.stored, dy.stored, rows, cols);
           const dx = decodeFloats(first.dx, dtype).values;
-          expect(relativeL2(dx, expected.dx)).toBeLessThan(DX_LIMIT[dtype]);
+          expect(relativeL2Error(dx, expected.dx)).toBeLessThan(DX_LIMIT[dtype]);
           // f32 sums of `rows` terms each.
           const sumLimit = Math.max(1e-6, rows * 2 ** -24 * 4);
-          expect(relativeL2(decodeFloats(first.dWeight, 'f32').values, expected.dWeight)).toBeLessThan(sumLimit);
-          expect(relativeL2(decodeFloats(first.dBias, 'f32').values, expected.dBias)).toBeLessThan(sumLimit);
+          expect(relativeL2Error(decodeFloats(first.dWeight, 'f32').values, expected.dWeight)).toBeLessThan(sumLimit);
+          expect(relativeL2Error(decodeFloats(first.dBias, 'f32').values, expected.dBias)).toBeLessThan(sumLimit);
         });
       }
     }
@@ -175,9 +166,9 @@ describe.skipIf(skipReason !== undefined)(
           rows,
           cols,
         );
-        expect(relativeL2(await x.grad!.data(), expected.dx)).toBeLessThan(1e-5);
-        expect(relativeL2(await weight.grad!.data(), expected.dWeight)).toBeLessThan(1e-6);
-        expect(relativeL2(await bias.grad!.data(), expected.dBias)).toBeLessThan(1e-6);
+        expect(relativeL2Error(await x.grad!.data(), expected.dx)).toBeLessThan(1e-5);
+        expect(relativeL2Error(await weight.grad!.data(), expected.dWeight)).toBeLessThan(1e-6);
+        expect(relativeL2Error(await bias.grad!.data(), expected.dBias)).toBeLessThan(1e-6);
       } finally {
         for (const t of [x.grad, weight.grad, bias.grad, x, weight, bias, dy]) t?.dispose();
       }

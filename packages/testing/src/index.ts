@@ -36,6 +36,7 @@ export {
 export {
   DEFAULT_TOLERANCES,
   EXACT_TOLERANCE,
+  relativeL2Error,
   withinTolerance,
   type Tolerance,
   type ToleranceTable,

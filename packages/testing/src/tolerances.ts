@@ -55,3 +55,14 @@ export function withinTolerance(got: number, expected: number, tolerance: Tolera
   if (!Number.isFinite(expected) || !Number.isFinite(got)) return got === expected;
   return Math.abs(got - expected) <= tolerance.absolute + tolerance.relative * Math.abs(expected);
 }
+
+/** ‖got − expected‖₂ / ‖expected‖₂ over the first expected.length elements (0 / 0 is 0): one figure for a whole tensor's error. */
+export function relativeL2Error(got: ArrayLike<number>, expected: ArrayLike<number>): number {
+  let difference = 0;
+  let norm = 0;
+  for (let i = 0; i < expected.length; i++) {
+    difference += (got[i] - expected[i]) ** 2;
+    norm += expected[i] ** 2;
+  }
+  return difference === 0 ? 0 : Math.sqrt(difference / Math.max(norm, Number.MIN_VALUE));
+}
