@@ -82,7 +82,7 @@ export interface ForwardOptions {
   checkpointActivations: boolean;
   /** dtype the matmuls and activations run in; master weights stay f32. */
   computeDType: DType;
-  /** Precast compute-dtype copies of f32 master weights (made once per optimizer step): a linear uses the copy instead of casting. */
+  /** Precast compute-dtype copies by original tensor (trainable ones made once per optimizer step, a frozen base's once per run): a linear uses the copy instead of casting. */
   computeWeights?: ReadonlyMap<Tensor, Tensor>;
   /** Seed of this forward's dropout masks (LoRA dropout); without it dropout is off (evaluation). */
   dropoutSeed?: number;
@@ -315,6 +315,8 @@ export interface LanguageModel {
   hiddenStates?(ids: Tensor, options: ForwardOptions): Tensor;
   /** Logits f32 [..., vocab] of hidden states [..., d]; forward(ids) = headLogits(hiddenStates(ids)). */
   headLogits?(hidden: Tensor, options: ForwardOptions): Tensor;
+  /** Compute-dtype copies of its frozen (never-updated) tensors by original, made once and kept: the training step's linears use them instead of casting at every forward; undefined when none differ from `dtype`. */
+  frozenComputeWeights?(dtype: DType): ReadonlyMap<Tensor, Tensor> | undefined;
   /** Frees every parameter. */
   dispose(): void;
 }

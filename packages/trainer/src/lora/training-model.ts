@@ -3,7 +3,7 @@
  * adapter attached, whose `parameters` are only the adapter's A and B matrices — so the
  * optimizer, gradient clipping, checkpoints and their moments hold the adapter alone.
  */
-import { ConfigError, type KernelBackend, type Tensor } from '@kiln/core';
+import { cast, ConfigError, keep, noGrad, type DType, type KernelBackend, type Tensor } from '@kiln/core';
 import type { ForwardOptions, LanguageModel, ModelConfig } from '../contracts.js';
 import type { DecoderModel } from '../model/decoder.js';
 import { loadModelDirectory } from '../model/hf-format.js';
@@ -49,9 +49,41 @@ export class LoraTrainingModel implements LanguageModel {
     return this.base.headLogits(hidden, options);
   }
 
-  /** Frees the base and the adapter. */
+  /**
+   * The base's float tensors in `dtype` (those held in another dtype), cast once and kept until the
+   * dtype changes or the model is freed: the frozen weights never change, so the training step's
+   * linears use these copies instead of casting the base at every forward (LanguageModel.frozenComputeWeights).
+   */
+  frozenComputeWeights(dtype: DType): ReadonlyMap<Tensor, Tensor> | undefined {
+    if (this.frozenCopies?.dtype !== dtype) {
+      this.disposeFrozenCopies();
+      const copies = new Map<Tensor, Tensor>();
+      try {
+        noGrad(() => {
+          for (const tensor of this.base.parameters.values())
+            if (tensor.dtype !== dtype && tensor.dtype !== 'i32') copies.set(tensor, keep(cast(tensor, dtype)));
+        });
+      } catch (error) {
+        for (const copy of copies.values()) copy.dispose();
+        throw error;
+      }
+      this.frozenCopies = { dtype, copies };
+    }
+    return this.frozenCopies.copies.size > 0 ? this.frozenCopies.copies : undefined;
+  }
+
+  /** Frees the base, the adapter and the frozen compute copies. */
   dispose(): void {
+    this.disposeFrozenCopies();
     this.base.dispose();
+  }
+
+  /** Compute copies of the frozen base (frozenComputeWeights), in one dtype at a time. */
+  private frozenCopies: { dtype: DType; copies: Map<Tensor, Tensor> } | undefined;
+
+  private disposeFrozenCopies(): void {
+    for (const copy of this.frozenCopies?.copies.values() ?? []) copy.dispose();
+    this.frozenCopies = undefined;
   }
 }
 

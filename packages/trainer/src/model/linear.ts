@@ -1,8 +1,8 @@
 /**
  * The one projection every family's every linear layer goes through: y = x·Wᵀ (+ b) in the
  * compute dtype, W [out, in] (kiln's layout whatever the file's). Two hooks live here and only
- * here: `computeWeights` (a precast compute-dtype copy of an f32 master weight, made once per
- * optimizer step, used instead of casting), and LoRA adapters by module path
+ * here: `computeWeights` (a precast compute-dtype copy of an f32 master weight or adapter matrix,
+ * made once per optimizer step — or, for a frozen base, once per run — used instead of casting), and LoRA adapters by module path
  * (y += scale·B·A·dropout(x), A [r, in], B [out, r], PEFT's definition).
  */
 import { add, cast, greaterEqual, matmul, mul, randomUniform, type DType, type Tensor } from '@kiln/core';
@@ -76,6 +76,6 @@ export function linear(x: Tensor, layer: LinearWeights, context: LinearContext):
     adapter.dropout > 0 && context.dropoutSeed !== undefined
       ? dropout(x, adapter.dropout, context.dropoutSeed, adapter.index)
       : x;
-  const low = matmul(input, toDType(adapter.a, context.computeDType), { transposeB: true });
-  return add(y, mul(matmul(low, toDType(adapter.b, context.computeDType), { transposeB: true }), adapter.scale));
+  const low = matmul(input, computeCopy(adapter.a, context), { transposeB: true });
+  return add(y, mul(matmul(low, computeCopy(adapter.b, context), { transposeB: true }), adapter.scale));
 }

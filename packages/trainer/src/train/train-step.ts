@@ -267,9 +267,13 @@ function accumulateGradients(
   let total: Tensor | undefined;
   let computeWeights: ComputeWeights | undefined;
   try {
-    computeWeights = createComputeWeights(model.parameters, environment.forwardOptions.computeDType);
-    const forwardOptions = computeWeights
-      ? { ...environment.forwardOptions, computeWeights }
+    const dtype = environment.forwardOptions.computeDType;
+    computeWeights = createComputeWeights(model.parameters, dtype);
+    // A frozen base's copies live as long as the model (LoRA): both maps feed the linears, only the step's are freed here.
+    const frozen = dtype === 'f32' ? undefined : model.frozenComputeWeights?.(dtype);
+    const copies = frozen && computeWeights ? new Map([...frozen, ...computeWeights]) : (computeWeights ?? frozen);
+    const forwardOptions = copies
+      ? { ...environment.forwardOptions, computeWeights: copies }
       : environment.forwardOptions;
     for (let index = 0; index < accumulation; index++) {
       const part = tidy(() => {
