@@ -157,8 +157,9 @@ export class DecoderModel implements LanguageModel {
   /**
    * Holds every weight matrix (embeddings, linears, head) in `dtype` from now on, freeing the f32
    * copies; norms and biases stay f32. For a frozen base only (LoRA): the matrices get no
-   * gradients and no optimizer; a training step reads them through the LoRA model's compute copies
-   * (LoraTrainingModel.frozenComputeWeights) where the compute dtype differs, other forwards cast them as they run.
+   * gradients and no optimizer; a training step reads them through the LoRA model's compute
+   * copies (LoraTrainingModel.frozenComputeWeights) where the compute dtype differs, and other
+   * forwards cast them as they run.
    */
   holdMatricesIn(dtype: DType): void {
     for (const [name, parameter] of this.parameters) {

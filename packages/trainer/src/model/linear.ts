@@ -2,8 +2,9 @@
  * The one projection every family's every linear layer goes through: y = x·Wᵀ (+ b) in the
  * compute dtype, W [out, in] (kiln's layout whatever the file's). Two hooks live here and only
  * here: `computeWeights` (a precast compute-dtype copy of an f32 master weight or adapter matrix,
- * made once per optimizer step — or, for a frozen base, once per run — used instead of casting), and LoRA adapters by module path
- * (y += scale·B·A·dropout(x), A [r, in], B [out, r], PEFT's definition).
+ * made once per optimizer step — or, for a frozen base, once per run — used instead of casting),
+ * and LoRA adapters by module path (y += scale·B·A·dropout(x), A [r, in], B [out, r], PEFT's
+ * definition).
  */
 import { add, cast, greaterEqual, matmul, mul, randomUniform, type DType, type Tensor } from '@kiln/core';
 
