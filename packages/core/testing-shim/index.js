@@ -67,6 +67,7 @@ export const {
   describeBackendConformance,
   formatSupportMatrix,
   gradcheck,
+  relativeL2Error,
   runConformance,
   supportMatrix,
   withinTolerance,
