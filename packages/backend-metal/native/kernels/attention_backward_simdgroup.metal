@@ -30,9 +30,9 @@
 
 /** Writes 8-row block `simdgroup`'s accumulators (× factor) through `staging` to rows [row0, row0 + 32) of one head. */
 template <typename S, int kD>
-inline void attention_store_rows(threadgroup float* staging, thread simdgroup_float8x8* blocks, device S* target,
-                                 uint row_stride, uint row0, uint row_count, uint head_dim, float factor,
-                                 uint simdgroup, uint tid) {
+inline void attention_store_rows(threadgroup float* staging, thread simdgroup_float8x8 (&blocks)[kD / 8],
+                                 device S* target, uint row_stride, uint row0, uint row_count, uint head_dim,
+                                 float factor, uint simdgroup, uint tid) {
   for (uint d = 0u; d < uint(kD) / 8u; d++) simdgroup_store(blocks[d], staging + simdgroup * 8u * kD + d * 8u, kD);
   threadgroup_barrier(mem_flags::mem_threadgroup);
   for (uint slot = tid; slot < uint(KILN_ATTENTION_BLOCK_ROWS) * uint(kD); slot += KILN_ATTENTION_MATRIX_THREADS) {
