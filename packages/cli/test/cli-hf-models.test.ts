@@ -2,14 +2,22 @@
  * Hugging Face models through the CLI: `kiln generate --model <hf dir> [--adapter <dir>]` decodes
  * with the directory's tokenizer.json, `kiln export --merge` writes a merged directory that
  * generates exactly what the adapter on the fly does, and bad combinations are refused by name.
- * The models are the trainer's transformers/PEFT fixtures; the tokenizer is a tiny byte-level BPE
- * (the 256 GPT-2 byte symbols and <|endoftext|>, no merges) that fits their 320-token vocabulary.
+ * Fine-tuning, evaluating and fine-tuning a checkpoint further all read text with the model's
+ * tokenizer. The models are the trainer's transformers/PEFT fixtures; the tokenizer is a tiny
+ * byte-level BPE (the 256 GPT-2 byte symbols, permuted so that no id is its byte, and
+ * <|endoftext|>; no merges) that fits their 320-token vocabulary.
  */
-import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { removeTemporaryDirectories, requireBuild, runKiln, temporaryDirectory } from './kiln-process.js';
+import {
+  removeTemporaryDirectories,
+  requireBuild,
+  runKiln,
+  temporaryDirectory,
+  writeTrainingText,
+} from './kiln-process.js';
 
 const FIXTURES = fileURLToPath(new URL('../../trainer/test/fixtures/hf/', import.meta.url));
 const directory = temporaryDirectory('hf-models');
@@ -33,8 +41,9 @@ function byteSymbols(): string[] {
 
 function writeByteTokenizer(target: string): void {
   const vocab: Record<string, number> = {};
-  byteSymbols().forEach((symbol, id) => {
-    vocab[symbol] = id;
+  // Byte b is id (7b + 3) mod 256: a bijection, so reading text as raw bytes would give other ids.
+  byteSymbols().forEach((symbol, byte) => {
+    vocab[symbol] = (7 * byte + 3) % 256;
   });
   vocab['<|endoftext|>'] = 256;
   const tokenizer = {
@@ -127,5 +136,69 @@ describe('kiln generate and export with Hugging Face models', () => {
     const bare = await runKiln(['generate', '--model', join(FIXTURES, 'gpt2'), ...generateArgs]);
     expect(bare.code).toBe(2);
     expect(bare.stderr).toMatch(/has no tokenizer\.json, and this gpt2 model needs its tokenizer/);
+  });
+
+  it('fine-tunes, evaluates and fine-tunes a checkpoint further with the model tokenizer', async () => {
+    // A directory: its walk is summarised in a notice that names the tokenizer.
+    const data = join(directory, 'text');
+    mkdirSync(data);
+    writeTrainingText(data);
+    const run = join(directory, 'run');
+    const trained = await runKiln([
+      'train',
+      '--init-from',
+      model,
+      '--data',
+      data,
+      '--steps',
+      '3',
+      '--output',
+      run,
+      '--json',
+    ]);
+    expect(trained.code, trained.stderr).toBe(0);
+    const events = trained.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { type: string; message?: string; valLoss?: number; checkpointPath?: string });
+    const result = events.find((event) => event.type === 'result');
+    expect(events.find((event) => event.message?.startsWith('data:'))?.message).toMatch(
+      /tokens \(tokenizer llama-gqa\)$/,
+    );
+    // kiln eval reads the run's text as the run did: the same validation loss.
+    const evaluated = await runKiln(['eval', '--checkpoint', run, '--json']);
+    expect(evaluated.code, evaluated.stderr).toBe(0);
+    const evaluation = JSON.parse(evaluated.stdout) as { loss: number; unit: string };
+    expect(evaluation.unit).toBe('nats/token');
+    expect(evaluation.loss).toBeCloseTo(result?.valLoss ?? Number.NaN, 5);
+    const asBytes = await runKiln(['eval', '--checkpoint', run, '--tokenizer', 'byte', '--json']);
+    expect(asBytes.code, asBytes.stderr).toBe(0);
+    expect((JSON.parse(asBytes.stdout) as { loss: number }).loss).not.toBeCloseTo(evaluation.loss, 2);
+    // A checkpoint of that run has no tokenizer.json of its own: the base's is found through state.json.
+    const further = await runKiln([
+      'train',
+      '--init-from',
+      result?.checkpointPath ?? '',
+      '--data',
+      data,
+      '--steps',
+      '1',
+      '--output',
+      join(directory, 'run-further'),
+      '--json',
+    ]);
+    expect(further.code, further.stderr).toBe(0);
+    expect(further.stdout).toMatch(/tokens \(tokenizer llama-gqa\)"/);
+  });
+
+  it('refuses to fine-tune a Hugging Face model without its tokenizer on text, unless told to read bytes', async () => {
+    const data = writeTrainingText(directory);
+    const args = ['train', '--init-from', join(FIXTURES, 'gpt2'), '--data', data, '--steps', '1'];
+    const refused = await runKiln([...args, '--output', join(directory, 'refused')]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/gpt2 has no tokenizer\.json, and this gpt2 model needs its tokenizer/);
+    expect(refused.stderr).toMatch(/--tokenizer byte reads text as UTF-8 bytes on purpose/);
+    const bytes = await runKiln([...args, '--tokenizer', 'byte', '--output', join(directory, 'bytes')]);
+    expect(bytes.code, bytes.stderr).toBe(0);
   });
 });

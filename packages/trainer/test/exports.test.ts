@@ -54,9 +54,13 @@ const PUBLIC_RUNTIME_EXPORTS = [
   // tokenizers
   'BYTE_TOKENIZER_NAME',
   'TOKENIZER_FILE',
+  'MAX_BASE_HOPS',
   'TokenizerError',
+  'baseModelDirectoryOf',
   'byteTokenizer',
   'loadTokenizer',
+  'modelTokenizer',
+  'tokenizerDirectoryOf',
   // data
   'BYTE_VOCAB_SIZE',
   'DATA_STREAM_TAG',

@@ -27,15 +27,20 @@ describe('LoRA fine-tuning', () => {
   beforeEach(async () => {
     setBackend(backend);
     workspace = await makeWorkspace();
-    config = (outputDir, steps = 6) => ({
-      ...tinyTrainConfig(workspace.dataPath, join(workspace.root, outputDir), {
+    config = (outputDir, steps = 6) => {
+      const tiny = tinyTrainConfig(workspace.dataPath, join(workspace.root, outputDir), {
         optimizer: { lr: 1e-2, weightDecay: 0 },
         schedule: { steps, batchSize: 4, microBatchSize: 4, warmupSteps: 1, evalInterval: 3, logInterval: 1 },
         checkpoint: { interval: 3, keepLast: 3 },
-      }),
-      initFrom: BASE,
-      lora: { rank: 4, alpha: 8, dropout: 0.1, targets: ['q_proj', 'v_proj', 'down_proj'] },
-    });
+      });
+      return {
+        ...tiny,
+        // The fixture has no tokenizer.json: its text is read as bytes, on purpose.
+        data: { ...tiny.data, tokenizer: 'byte' },
+        initFrom: BASE,
+        lora: { rank: 4, alpha: 8, dropout: 0.1, targets: ['q_proj', 'v_proj', 'down_proj'] },
+      };
+    };
   });
   afterEach(async () => workspace.cleanup());
 

@@ -1,6 +1,8 @@
 /**
  * `kiln eval --checkpoint dir`: validation loss and perplexity of a trained model on its run's
  * data (from the checkpoint's state.json), on --data / --sequences, or on the embedded corpus.
+ * Text is tokenized as the run tokenized it: --tokenizer, else the run's data.tokenizer, else the
+ * model's own tokenizer.json (or that of the model it was fine-tuned from).
  * A loss that is not finite is an error (exit 1) naming the first non-finite or extreme weight.
  */
 import os from 'node:os';
@@ -17,6 +19,7 @@ import {
   loadData,
   MAX_EVAL_BATCHES,
   MAX_HOST_ARRAY_ELEMENTS,
+  modelTokenizer,
   readCheckpointState,
   type DataConfig,
   type TrainConfig,
@@ -33,6 +36,7 @@ interface EvalOptions {
   checkpoint: string;
   data?: string;
   sequences?: string;
+  tokenizer?: string;
   split: string;
   batches?: number;
   batchSize?: number;
@@ -50,6 +54,10 @@ export function defineEvalCommand(program: Command, context: CliContext): void {
     .requiredOption('--checkpoint <dir>', 'a run directory (its newest checkpoint) or a model directory')
     .option('--data <path>', "a text/code file, a directory, or a .kiln-tokens file (default: the run's data)")
     .option('--sequences <file>', "a JSON array of arrays of token ids (default: the run's data)")
+    .option(
+      '--tokenizer <tokenizer>',
+      "tokenizer for the text: a model directory, a tokenizer.json, or 'byte' (default: the run's data.tokenizer, else the model's own)",
+    )
     .option('--split <name>', "'validation' or 'train'", 'validation')
     .option('--batches <n>', "batches to average over (default: the run's evalBatches)", integerArgument(1))
     .option('--batch-size <n>', "windows per batch (default: the run's batchSize)", integerArgument(1))
@@ -83,16 +91,24 @@ async function runEval(options: EvalOptions, context: CliContext): Promise<numbe
     const runConfig: TrainConfig =
       (await readCheckpointState(path).catch(() => undefined))?.config ?? defaultTrainConfig();
     const config: TrainConfig = { ...runConfig, model: model.config };
-    const dataConfig: DataConfig =
-      options.data !== undefined || options.sequences !== undefined
+    const dataConfig: DataConfig = {
+      ...(options.data !== undefined || options.sequences !== undefined
         ? { ...config.data, path: options.data, sequences: options.sequences }
-        : config.data;
+        : config.data),
+      // Text is read as the run read it: --tokenizer, else the run's data.tokenizer, else the model's own.
+      tokenizer: options.tokenizer ?? config.data.tokenizer,
+    };
+    const modelTokenizerOfText =
+      dataConfig.sequences === undefined && dataConfig.tokenizer === undefined
+        ? await modelTokenizer(path, model.config)
+        : undefined;
     const corpus =
       dataConfig.path === undefined && dataConfig.sequences === undefined ? await loadEmbeddedCorpus() : undefined;
     const data = await loadData(dataConfig, {
       vocabSize: model.config.vocabSize,
       contextLength: model.config.contextLength,
       corpus,
+      tokenizer: modelTokenizerOfText,
     });
     const source = options.split === 'train' ? data.train : data.validation;
     const batches = options.batches ?? config.schedule.evalBatches;
@@ -115,7 +131,11 @@ async function runEval(options: EvalOptions, context: CliContext): Promise<numbe
     }
     // A loss of inf or NaN is a broken model, not a result: exit 1 naming the weight to blame.
     await assertFiniteEvaluationLoss(loss, model.parameters, path);
-    const byteLevel = model.config.vocabSize === 256 && dataConfig.sequences === undefined;
+    const byteLevel =
+      model.config.vocabSize === 256 &&
+      dataConfig.sequences === undefined &&
+      modelTokenizerOfText === undefined &&
+      (dataConfig.tokenizer ?? 'byte') === 'byte';
     const tokens = batches * batchSize * model.config.contextLength;
     const result = {
       checkpoint: path,

@@ -9,11 +9,18 @@
  */
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '@kiln/core';
-import { copyTokenizerFiles, mergeLoraAdapter, saveModelDirectory, type LoraAdapter } from '@kiln/trainer';
+import {
+  baseModelDirectoryOf,
+  copyTokenizerFiles,
+  mergeLoraAdapter,
+  saveModelDirectory,
+  tokenizerDirectoryOf,
+  type LoraAdapter,
+} from '@kiln/trainer';
 import { describeResolution, setUpBackend } from '../backend-setup.js';
 import type { CliContext } from '../cli-context.js';
 import { ExitCode, markUsageError } from '../exit-codes.js';
-import { baseModelDirectoryOf, loadModelFrom, tokenizerDirectoryOf } from '../model-loading.js';
+import { loadModelFrom } from '../model-loading.js';
 
 interface ExportOptions {
   model: string;

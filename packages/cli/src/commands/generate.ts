@@ -9,11 +9,11 @@
  */
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '@kiln/core';
-import { assertGenerationFits, generate } from '@kiln/trainer';
+import { assertGenerationFits, generate, modelTokenizer } from '@kiln/trainer';
 import { reportResolution, setUpBackend } from '../backend-setup.js';
 import { integerArgument, numberArgument, type CliContext } from '../cli-context.js';
 import { ExitCode, markUsageError } from '../exit-codes.js';
-import { loadModelFrom, tokenizerFor } from '../model-loading.js';
+import { loadModelFrom } from '../model-loading.js';
 import { TokenTextStream, promptTokens } from '../output/byte-stream.js';
 
 interface GenerateCommandOptions {
@@ -84,7 +84,7 @@ async function runGenerate(options: GenerateCommandOptions, context: CliContext)
   if (options.quiet !== true)
     terminal.warn(`model: ${path}${options.adapter === undefined ? '' : ` + adapter ${options.adapter}`}`);
   try {
-    const tokenizer = await tokenizerFor(path, model, options.tokenizer);
+    const tokenizer = await modelTokenizer(path, model.config, options.tokenizer);
     const prompt =
       tokenizer === undefined ? promptTokens(options.prompt, model.config.vocabSize) : tokenizer.encode(options.prompt);
     const stream =

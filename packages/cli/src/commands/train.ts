@@ -5,7 +5,6 @@
  * SIGINT and SIGTERM abort cleanly: the trainer writes a checkpoint, then the command exits 130
  * (SIGINT) or 143 (SIGTERM); the same signal again quits at once.
  */
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { formatCount, InvalidArgumentError } from '@kiln/core';
@@ -16,6 +15,7 @@ import {
   LOSS_PLOT_FILE,
   METRICS_FILE,
   parseLoraOption,
+  tokenizerDirectoryOf,
   train,
   type PartialTrainConfig,
   type TrainConfig,
@@ -70,7 +70,7 @@ export function defineTrainCommand(program: Command, context: CliContext): void 
     .option('--data <path>', 'a text/code file, a directory of them, or a .kiln-tokens file')
     .option(
       '--tokenizer <tokenizer>',
-      "tokenizer for --data text: a model directory, a tokenizer.json, or 'byte' (default: the model's, else byte)",
+      "tokenizer for --data text: a model directory, a tokenizer.json, or 'byte' (default: the --init-from model's, or that of the model it was fine-tuned from; byte for kiln's byte-level models)",
     )
     .option('--include <glob...>', "with a --data directory: only files matching these globs (e.g. '**/*.ts')")
     .option('--exclude <glob...>', "with a --data directory: leave out files matching these globs (e.g. 'dist/**')")
@@ -267,7 +267,8 @@ async function reportResult(
   const { terminal } = context;
   // The sample prompt is bytes: only for byte-level text (a fine-tuned model with its own tokenizer reads other ids).
   const tokenizerOfData = config.data.tokenizer;
-  const initFromTokenizer = config.initFrom !== undefined && existsSync(join(config.initFrom, 'tokenizer.json'));
+  const initFromTokenizer =
+    config.initFrom !== undefined && (await tokenizerDirectoryOf(config.initFrom)) !== undefined;
   const byteLevel =
     config.model.vocabSize === 256 &&
     config.data.sequences === undefined &&

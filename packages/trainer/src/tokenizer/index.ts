@@ -13,8 +13,11 @@
  * ```
  * `name` and `hash` identify it (a token file records both); `vocabSize`, `bosId`, `eosId`,
  * `padId`, `addsBos`, `addsEos` describe it. Errors are {@link TokenizerError} (a DataError).
+ * `modelTokenizer(modelDir, config)` finds a model's own tokenizer (or that of the model it was
+ * fine-tuned from) and refuses a Hugging Face model that has none.
  */
 export { loadTokenizer, TOKENIZER_FILE } from './load.js';
+export { baseModelDirectoryOf, MAX_BASE_HOPS, modelTokenizer, tokenizerDirectoryOf } from './model-tokenizer.js';
 export { byteTokenizer, BYTE_TOKENIZER_NAME } from './byte-tokenizer.js';
 export { TokenizerError } from './errors.js';
 export type { Tokenizer, TokenDecoder, EncodeOptions, DecodeOptions, StreamDecoderOptions } from './types.js';

@@ -3,10 +3,8 @@
  * notice), a Hugging Face model directory or kiln checkpoint (fine-tuning with initFrom,
  * verified when it is a checkpoint), or fresh weights from the seed.
  */
-import { stat } from 'node:fs/promises';
-import { join } from 'node:path';
 import { ConfigError, type KernelBackend } from '@kiln/core';
-import { loadTokenizer, TOKENIZER_FILE, type Tokenizer } from '../tokenizer/index.js';
+import { modelTokenizer, type Tokenizer } from '../tokenizer/index.js';
 import type { ModelConfig, TrainConfig } from '../contracts.js';
 import {
   cleanTemporaryCheckpoints,
@@ -159,12 +157,13 @@ function modelDifferences(configured: ModelConfig, other: ModelConfig, otherLabe
   return differences;
 }
 
-/** The tokenizer of the initFrom model directory (its tokenizer.json), or undefined when it has none (or there is no initFrom). */
+/**
+ * The tokenizer text data is read with when data.tokenizer is not set: the initFrom model's own
+ * (or that of the model it was fine-tuned from); undefined without initFrom, for sequences (no text
+ * to read) and for kiln's byte-level models. A Hugging Face model without one is refused.
+ */
 export async function initFromTokenizer(config: TrainConfig): Promise<Tokenizer | undefined> {
-  if (config.initFrom === undefined) return undefined;
-  const hasTokenizer = await stat(join(config.initFrom, TOKENIZER_FILE)).then(
-    (info) => info.isFile(),
-    () => false,
-  );
-  return hasTokenizer ? loadTokenizer(config.initFrom) : undefined;
+  if (config.initFrom === undefined || config.data.tokenizer !== undefined || config.data.sequences !== undefined)
+    return undefined;
+  return modelTokenizer(config.initFrom, config.model);
 }
