@@ -7,7 +7,7 @@
  * byte-level BPE (the 256 GPT-2 byte symbols, permuted so that no id is its byte, and
  * <|endoftext|>; no merges) that fits their 320-token vocabulary.
  */
-import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -200,5 +200,38 @@ describe('kiln generate and export with Hugging Face models', () => {
     expect(refused.stderr).toMatch(/--tokenizer byte reads text as UTF-8 bytes on purpose/);
     const bytes = await runKiln([...args, '--tokenizer', 'byte', '--output', join(directory, 'bytes')]);
     expect(bytes.code, bytes.stderr).toBe(0);
+  });
+
+  it('records absolute paths, so a LoRA run works from any directory, and names a missing base instead of calling the checkpoints damaged', async () => {
+    const text = join(directory, 'paths-text');
+    mkdirSync(text);
+    writeTrainingText(text);
+    const base = join(directory, 'paths-base');
+    cpSync(model, base, { recursive: true });
+    // Relative --init-from and --data, from the directory that holds them.
+    const lora = ['--lora', 'r=2,alpha=4,targets=q_proj', '--steps', '1'];
+    const args = ['train', '--init-from', 'paths-base', '--data', 'paths-text', ...lora, '--output', 'paths-run'];
+    const trained = await runKiln(args, { cwd: directory });
+    expect(trained.code, trained.stderr).toBe(0);
+    const checkpoint = join(directory, 'paths-run', 'checkpoints', 'step-00000001');
+    const adapterConfig = JSON.parse(readFileSync(join(checkpoint, 'adapter_config.json'), 'utf8')) as {
+      base_model_name_or_path: string;
+    };
+    expect(adapterConfig.base_model_name_or_path).toBe(base);
+    const state = JSON.parse(readFileSync(join(checkpoint, 'state.json'), 'utf8')) as {
+      config: { initFrom: string; data: { path: string } };
+    };
+    expect(state.config.initFrom).toBe(base);
+    expect(state.config.data.path).toBe(text);
+    // From the CLI package's directory (runKiln's default cwd): base, data and tokenizer are found.
+    const evaluated = await runKiln(['eval', '--checkpoint', join(directory, 'paths-run'), '--json']);
+    expect(evaluated.code, evaluated.stderr).toBe(0);
+    expect((JSON.parse(evaluated.stdout) as { unit: string }).unit).toBe('nats/token');
+    rmSync(base, { recursive: true });
+    const missing = await runKiln(['generate', '--model', join(directory, 'paths-run'), ...generateArgs]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/is an adapter on the base model .*paths-base, which is not there/);
+    expect(missing.stderr).toMatch(/kiln generate --model <base dir> --adapter /);
+    expect(missing.stderr).not.toMatch(/damaged/);
   });
 });

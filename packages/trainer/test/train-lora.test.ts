@@ -5,8 +5,8 @@
  * adapter for generation), and a run stopped and resumed matches an uninterrupted one bit for bit,
  * LoRA dropout included.
  */
-import { readdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { cp, readdir, readFile, rm } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError, setBackend } from '@kiln/core';
 import { createCpuBackend } from '@kiln/backend-cpu';
@@ -14,6 +14,7 @@ import { loadCheckpoint, loadCheckpointModel } from '../src/checkpoint/index.js'
 import type { TrainConfig } from '../src/contracts.js';
 import { loadModelDirectory, LoraTrainingModel, parseLoraOption } from '../src/index.js';
 import { train } from '../src/train/index.js';
+import { withAbsoluteInputPaths } from '../src/train/run-setup.js';
 import { HF_FIXTURES } from './hf-fixtures.js';
 import { eventRecorder, makeWorkspace, tinyTrainConfig } from './train-fixtures.js';
 
@@ -191,5 +192,46 @@ describe('LoRA fine-tuning', () => {
     const { initFrom: _ignored, ...withoutBase } = config('none');
     await expect(train(withoutBase, { backend })).rejects.toThrow(ConfigError);
     await expect(train(withoutBase, { backend })).rejects.toThrow(/lora is set but initFrom is not/);
+  });
+
+  it('resumes and loads a checkpoint only with its base, and names a missing base instead of calling the checkpoint damaged', async () => {
+    const base = join(workspace.root, 'base-copy');
+    await cp(BASE, base, { recursive: true });
+    const run = { ...config('moved-base', 3), initFrom: base };
+    await train(run, { backend });
+    const checkpoint = join(workspace.root, 'moved-base', 'checkpoints', 'step-00000003');
+    await rm(base, { recursive: true });
+    for (const load of [
+      () => loadCheckpoint(checkpoint, { backend }),
+      () => loadCheckpointModel(checkpoint, { backend }),
+      () => train({ ...run, schedule: { ...run.schedule, steps: 4 } }, { backend, resume: true }),
+    ]) {
+      const attempt = load();
+      await expect(attempt).rejects.toBeInstanceOf(ConfigError);
+      await expect(attempt).rejects.toThrow(
+        `the LoRA checkpoint ${checkpoint} is an adapter on the base model ${base}, which is not there`,
+      );
+    }
+  });
+});
+
+describe('withAbsoluteInputPaths', () => {
+  it("makes initFrom and the data paths absolute against the current directory, leaving 'byte' and unset paths", () => {
+    const tiny = tinyTrainConfig('data/train.txt', 'out');
+    const relative: TrainConfig = {
+      ...tiny,
+      initFrom: 'models/base',
+      data: { ...tiny.data, sequences: undefined, tokenizer: 'tok/tokenizer.json' },
+    };
+    const absolute = withAbsoluteInputPaths(relative);
+    expect(absolute.initFrom).toBe(resolve('models/base'));
+    expect(absolute.data.path).toBe(resolve('data/train.txt'));
+    expect(absolute.data.tokenizer).toBe(resolve('tok/tokenizer.json'));
+    expect(absolute.data.sequences).toBeUndefined();
+    expect(absolute.checkpoint.outputDir).toBe('out');
+    expect(withAbsoluteInputPaths({ ...relative, data: { ...relative.data, tokenizer: 'byte' } }).data.tokenizer).toBe(
+      'byte',
+    );
+    expect(withAbsoluteInputPaths({ ...relative, initFrom: undefined }).initFrom).toBeUndefined();
   });
 });

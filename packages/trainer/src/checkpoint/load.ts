@@ -6,8 +6,16 @@
  * previous checkpoint is tried, so a run resumes (or generates) from the newest good one.
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
-import { join } from 'node:path';
-import { CheckpointError, decodeHostValues, keep, readSafetensorsFile, tensor, type KernelBackend } from '@kiln/core';
+import { isAbsolute, join } from 'node:path';
+import {
+  CheckpointError,
+  ConfigError,
+  decodeHostValues,
+  keep,
+  readSafetensorsFile,
+  tensor,
+  type KernelBackend,
+} from '@kiln/core';
 import type { ModelConfig } from '../contracts.js';
 import {
   assertFinite,
@@ -143,6 +151,26 @@ export async function findLatestCheckpoint(
 }
 
 /**
+ * The base model directory of a LoRA run's checkpoint (its state.json initFrom). A base that is
+ * not there is a ConfigError, not damage: the checkpoint is intact and every other one of the run
+ * needs the same base, so none is skipped for it.
+ */
+async function loraBaseDirectory(initFrom: string, checkpoint: string): Promise<string> {
+  const present = await stat(initFrom).then(
+    (info) => info.isDirectory(),
+    () => false,
+  );
+  if (present) return initFrom;
+  const relative = !isAbsolute(initFrom);
+  throw new ConfigError(
+    `the LoRA checkpoint ${checkpoint} is an adapter on the base model ${initFrom}${relative ? ` (a relative path, read from ${process.cwd()})` : ''}, which is not there`,
+    {
+      hint: `Put the base model back at ${initFrom}${relative ? ', or run kiln from the directory the training ran in' : ''}; or load the adapter on a copy of the base: \`kiln generate --model <base dir> --adapter ${checkpoint}\`.`,
+    },
+  );
+}
+
+/**
  * Loads weights, optimizer moments and state from a checkpoint directory onto `backend`, after
  * verifying every file. Throws a CheckpointError naming the damaged file and the previous
  * checkpoints to use instead.
@@ -155,7 +183,7 @@ export async function loadCheckpoint(directory: string, options: LoadCheckpointO
     model =
       lora !== undefined && initFrom !== undefined
         ? await loadLoraTrainingModel({
-            baseDirectory: initFrom,
+            baseDirectory: await loraBaseDirectory(initFrom, directory),
             adapterDirectory: directory,
             lora,
             seed: state.seed,
@@ -223,11 +251,9 @@ export async function loadCheckpointModel(directory: string, options: LoadCheckp
   try {
     // A LoRA run's checkpoint is a PEFT adapter directory for the base the run started from.
     if (state?.config.lora !== undefined && state.config.initFrom !== undefined) {
-      options.checkModelConfig?.(
-        await readModelConfig(state.config.initFrom),
-        join(state.config.initFrom, 'config.json'),
-      );
-      model = await loadModelDirectory(state.config.initFrom, {
+      const base = await loraBaseDirectory(state.config.initFrom, directory);
+      options.checkModelConfig?.(await readModelConfig(base), join(base, 'config.json'));
+      model = await loadModelDirectory(base, {
         backend: options.backend,
         allowNonFinite: options.allowNonFinite,
         adapter: directory,

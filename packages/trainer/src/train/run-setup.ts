@@ -3,6 +3,7 @@
  * notice), a Hugging Face model directory or kiln checkpoint (fine-tuning with initFrom,
  * verified when it is a checkpoint), or fresh weights from the seed.
  */
+import { resolve } from 'node:path';
 import { ConfigError, type KernelBackend } from '@kiln/core';
 import { modelTokenizer, type Tokenizer } from '../tokenizer/index.js';
 import type { ModelConfig, TrainConfig } from '../contracts.js';
@@ -39,6 +40,26 @@ export interface RunStartOptions {
   allowNonFinite?: boolean;
   /** Receives sentences for the user (checkpoints skipped, fine-tuning sizes). */
   notice: (message: string) => void;
+}
+
+/**
+ * The config with its input paths (initFrom, data.path, data.sequences, data.tokenizer unless
+ * 'byte') made absolute against the current directory, so that what a run records — state.json's
+ * config, a LoRA adapter's base_model_name_or_path — names them from any directory later.
+ */
+export function withAbsoluteInputPaths(config: TrainConfig): TrainConfig {
+  const absolute = (path: string | undefined): string | undefined => (path === undefined ? undefined : resolve(path));
+  const { data } = config;
+  return {
+    ...config,
+    initFrom: absolute(config.initFrom),
+    data: {
+      ...data,
+      path: absolute(data.path),
+      sequences: absolute(data.sequences),
+      tokenizer: data.tokenizer === 'byte' ? data.tokenizer : absolute(data.tokenizer),
+    },
+  };
 }
 
 /**

@@ -30,7 +30,7 @@ import { writeLossPlot } from './loss-plot.js';
 import { DynamicLossScaler } from './loss-scaler.js';
 import { MetricsLog } from './metrics-log.js';
 import { disposeMoments } from './optimizer.js';
-import { initFromTokenizer, prepareRunStart, withInitFromModel } from './run-setup.js';
+import { initFromTokenizer, prepareRunStart, withAbsoluteInputPaths, withInitFromModel } from './run-setup.js';
 import { LossStallWatch } from './loss-stall.js';
 import { learningRateAt } from './schedule.js';
 import {
@@ -60,7 +60,8 @@ export async function train(inputConfig: TrainConfig, context: TrainRunContext):
   const notice = (message: string): void => emit({ type: 'notice', message });
   const { backend } = context;
   // Refuses a plan that cannot fit (ConfigError) before anything is allocated or any weight read.
-  const adapted = adaptConfigToBackend(await withInitFromModel(inputConfig, notice, context.resume === true), backend);
+  const config = withAbsoluteInputPaths(inputConfig);
+  const adapted = adaptConfigToBackend(await withInitFromModel(config, notice, context.resume === true), backend);
   const outputDir = adapted.config.checkpoint.outputDir;
   await mkdir(outputDir, { recursive: true });
   // One writer per run directory: a second train (or a resume while this run writes) is refused.
