@@ -8,7 +8,16 @@
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CheckpointError, type KernelBackend } from '@kiln/core';
-import { loadCheckpointModel, loadLatestModel, type LlamaModel, type ModelConfig } from '@kiln/trainer';
+import {
+  loadCheckpointModel,
+  loadLatestModel,
+  LOCAL_MODEL_DIRECTORY_HINT,
+  MODEL_CONFIG_FILE,
+  MODEL_WEIGHTS_FILE,
+  MODEL_WEIGHTS_INDEX_FILE,
+  type LlamaModel,
+  type ModelConfig,
+} from '@kiln/trainer';
 import { markUsageError } from './exit-codes.js';
 
 /** How loadModelFrom loads. */
@@ -23,7 +32,10 @@ export interface ModelLoadingOptions {
   adapter?: string;
 }
 
-/** True when `directory` holds config.json and model.safetensors, or is a LoRA run's checkpoint (state.json + adapter_config.json). */
+/**
+ * True when `directory` holds config.json and its weights (model.safetensors, or the index of a
+ * sharded model), or is a LoRA run's checkpoint (state.json + adapter_config.json).
+ */
 export async function isModelDirectory(directory: string): Promise<boolean> {
   const isFile = (name: string): Promise<boolean> =>
     stat(join(directory, name)).then(
@@ -31,7 +43,8 @@ export async function isModelDirectory(directory: string): Promise<boolean> {
       () => false,
     );
   return (
-    ((await isFile('config.json')) && (await isFile('model.safetensors'))) ||
+    ((await isFile(MODEL_CONFIG_FILE)) &&
+      ((await isFile(MODEL_WEIGHTS_FILE)) || (await isFile(MODEL_WEIGHTS_INDEX_FILE)))) ||
     ((await isFile('state.json')) && (await isFile('adapter_config.json')))
   );
 }
@@ -49,7 +62,7 @@ export async function loadModelFrom(
   if (!exists) {
     throw markUsageError(
       new CheckpointError(`Checkpoint directory ${directory} does not exist`, {
-        hint: 'Pass a run directory (e.g. ./kiln-run) or a model directory holding config.json and model.safetensors.',
+        hint: `${LOCAL_MODEL_DIRECTORY_HINT} A run directory (e.g. ./kiln-run) loads its newest checkpoint.`,
       }),
     );
   }
@@ -60,7 +73,7 @@ export async function loadModelFrom(
   if (latest === undefined) {
     throw markUsageError(
       new CheckpointError(
-        `${directory} holds no checkpoint and is not a model directory (no config.json + model.safetensors)`,
+        `${directory} holds no checkpoint and is not a model directory (no config.json + model.safetensors or model.safetensors.index.json)`,
         {
           hint: 'Train first (`kiln train --output <dir>`), or point --checkpoint at a model directory.',
         },

@@ -11,6 +11,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } fr
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readSafetensorsFile, writeSafetensorsFile } from '@kiln/core';
 import {
   removeTemporaryDirectories,
   requireBuild,
@@ -200,6 +201,12 @@ describe('kiln generate and export with Hugging Face models', () => {
     expect(refused.stderr).toMatch(/--tokenizer byte reads text as UTF-8 bytes on purpose/);
     const bytes = await runKiln([...args, '--tokenizer', 'byte', '--output', join(directory, 'bytes')]);
     expect(bytes.code, bytes.stderr).toBe(0);
+    // A Hub id is not a directory: kiln says it does not download.
+    const hubId = ['--init-from', 'HuggingFaceTB/SmolLM2-135M', '--data', data, '--output', join(directory, 'hub')];
+    const notLocal = await runKiln(['train', ...hubId], { cwd: directory });
+    expect(notLocal.code).toBe(2);
+    expect(notLocal.stderr).toMatch(/initFrom: the model directory .*HuggingFaceTB\/SmolLM2-135M does not exist/);
+    expect(notLocal.stderr).toMatch(/kiln does not download from the Hugging Face Hub/);
   });
 
   it('records absolute paths, so a LoRA run works from any directory, and names a missing base instead of calling the checkpoints damaged', async () => {
@@ -233,5 +240,44 @@ describe('kiln generate and export with Hugging Face models', () => {
     expect(missing.stderr).toMatch(/is an adapter on the base model .*paths-base, which is not there/);
     expect(missing.stderr).toMatch(/kiln generate --model <base dir> --adapter /);
     expect(missing.stderr).not.toMatch(/damaged/);
+  });
+
+  it('generates, evaluates and exports a sharded model directory (model.safetensors.index.json) as the single-file one', async () => {
+    const sharded = join(directory, 'sharded');
+    cpSync(model, sharded, { recursive: true });
+    const file = await readSafetensorsFile(join(sharded, 'model.safetensors'));
+    rmSync(join(sharded, 'model.safetensors'));
+    const names = [...file.tensors.keys()];
+    const weightMap: Record<string, string> = {};
+    for (const [index, shard] of [names.slice(0, 5), names.slice(5)].entries()) {
+      const shardName = `model-0000${index + 1}-of-00002.safetensors`;
+      await writeSafetensorsFile(
+        join(sharded, shardName),
+        new Map(shard.map((name) => [name, file.tensors.get(name)!])),
+      );
+      for (const name of shard) weightMap[name] = shardName;
+    }
+    writeFileSync(
+      join(sharded, 'model.safetensors.index.json'),
+      JSON.stringify({ metadata: {}, weight_map: weightMap }),
+    );
+    const single = await runKiln(['generate', '--model', model, ...generateArgs]);
+    const fromShards = await runKiln(['generate', '--model', sharded, ...generateArgs]);
+    expect(fromShards.code, fromShards.stderr).toBe(0);
+    expect(fromShards.stdout).toBe(single.stdout);
+    const text = join(directory, 'sharded-text');
+    mkdirSync(text);
+    writeTrainingText(text);
+    const losses = await Promise.all(
+      [model, sharded].map(async (path) => {
+        const run = await runKiln(['eval', '--checkpoint', path, '--data', text, '--json']);
+        expect(run.code, run.stderr).toBe(0);
+        return (JSON.parse(run.stdout) as { loss: number }).loss;
+      }),
+    );
+    expect(losses[1]).toBe(losses[0]);
+    const exported = await runKiln(['export', '--model', sharded, '--output', join(directory, 'sharded-export')]);
+    expect(exported.code, exported.stderr).toBe(0);
+    expect(existsSync(join(directory, 'sharded-export', 'model.safetensors'))).toBe(true);
   });
 });

@@ -1,8 +1,9 @@
-import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   CheckpointError,
+  ConfigError,
   encodeHostValues,
   noGrad,
   readSafetensorsFile,
@@ -19,6 +20,7 @@ import {
   createLlamaModel,
   fromHfConfig,
   loadModelDirectory,
+  requireModelDirectory,
   saveModelDirectory,
   toHfConfig,
   type LlamaModel,
@@ -237,9 +239,22 @@ describe('model directory', () => {
     const invalid = await rejectionOf(loadModelDirectory(directory, { backend }));
     expect(invalid).toBeInstanceOf(CheckpointError);
     expect(invalid.message).toContain(join(directory, 'config.json'));
-    const missing = await rejectionOf(loadModelDirectory(join(root, 'nowhere'), { backend }));
+    const withoutConfig = join(root, 'no-config');
+    await mkdir(withoutConfig);
+    const missing = await rejectionOf(loadModelDirectory(withoutConfig, { backend }));
     expect(missing).toBeInstanceOf(CheckpointError);
-    expect(missing.message).toContain(join(root, 'nowhere', 'config.json'));
+    expect(missing.message).toContain(join(withoutConfig, 'config.json'));
+  });
+
+  it('requireModelDirectory names a model directory that does not exist, and says kiln does not download from the Hub', async () => {
+    const path = join(root, 'HuggingFaceTB', 'SmolLM2-135M');
+    const absent = await rejectionOf(requireModelDirectory(path, 'initFrom'));
+    expect(absent).toBeInstanceOf(ConfigError);
+    expect(absent.message.split('\n')[0]).toBe(`initFrom: the model directory ${path} does not exist`);
+    expect((absent as ConfigError).hint).toMatch(
+      /does not download from the Hugging Face Hub: .*huggingface-cli download/,
+    );
+    await expect(requireModelDirectory(root, 'initFrom')).resolves.toBeUndefined();
   });
 
   it('loads a sharded checkpoint (model.safetensors.index.json) and ignores rotary buffers', async () => {

@@ -6,10 +6,11 @@
  * (`model.safetensors.index.json`), and the buffers transformers sometimes stores next to them.
  * Weights holding NaN or ±Infinity are refused unless the caller allows them.
  */
-import { access, copyFile, mkdir, readFile } from 'node:fs/promises';
+import { access, copyFile, mkdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   CheckpointError,
+  ConfigError,
   decodeHostValues,
   keep,
   readSafetensorsFile,
@@ -46,7 +47,8 @@ export const TOKENIZER_FILES = [
 export const MODEL_CONFIG_FILE = 'config.json';
 /** The weights file (single-file layout). */
 export const MODEL_WEIGHTS_FILE = 'model.safetensors';
-const WEIGHTS_INDEX_FILE = 'model.safetensors.index.json';
+/** The index of a sharded model's weights (transformers' layout above its shard size). */
+export const MODEL_WEIGHTS_INDEX_FILE = 'model.safetensors.index.json';
 
 /** The bytes of each file saveModelDirectory wrote, by file name (for checksums). */
 export type WrittenFiles = Map<string, Uint8Array>;
@@ -101,6 +103,22 @@ export async function copyTokenizerFiles(from: string, to: string): Promise<stri
     copied.push(file);
   }
   return copied;
+}
+
+/** What to do when a model directory named by the user is not there (kiln reads local directories only). */
+export const LOCAL_MODEL_DIRECTORY_HINT =
+  'Pass a local model directory (config.json + model.safetensors, as transformers save_pretrained or kiln writes it). kiln does not download from the Hugging Face Hub: fetch a Hub model first, e.g. `huggingface-cli download HuggingFaceTB/SmolLM2-135M --local-dir SmolLM2-135M`.';
+
+/** Refuses (ConfigError: the caller named it) a model directory that does not exist. */
+export async function requireModelDirectory(directory: string, setting: string): Promise<void> {
+  const present = await stat(directory).then(
+    (info) => info.isDirectory(),
+    () => false,
+  );
+  if (!present)
+    throw new ConfigError(`${setting}: the model directory ${directory} does not exist`, {
+      hint: LOCAL_MODEL_DIRECTORY_HINT,
+    });
 }
 
 /** Reads a model directory's config.json (sizes only, no weights): what loadModelDirectory will build. */
@@ -166,7 +184,7 @@ async function readJson(path: string, what: string): Promise<unknown> {
 /** Every tensor of the directory's weights, by name, with the file each came from. */
 async function readWeights(directory: string): Promise<{ tensors: Map<string, RawTensor>; source: string }> {
   const single = join(directory, MODEL_WEIGHTS_FILE);
-  const indexPath = join(directory, WEIGHTS_INDEX_FILE);
+  const indexPath = join(directory, MODEL_WEIGHTS_INDEX_FILE);
   const exists = (path: string): Promise<boolean> =>
     access(path).then(
       () => true,

@@ -14,7 +14,7 @@ import {
   loadLatestCheckpoint,
   type CheckpointState,
 } from '../checkpoint/index.js';
-import { createLlamaModel, readModelConfig, type LlamaModel } from '../model/index.js';
+import { createLlamaModel, readModelConfig, requireModelDirectory, type LlamaModel } from '../model/index.js';
 import { createMoments, disposeMoments, type AdamWMoments } from './optimizer.js';
 import { loadLoraTrainingModel, type LoraTrainingModel } from '../lora/training-model.js';
 
@@ -73,6 +73,7 @@ export async function withInitFromModel(
   resume = false,
 ): Promise<TrainConfig> {
   if (config.initFrom === undefined) return config;
+  if (!resume) await requireModelDirectory(config.initFrom, 'initFrom');
   let model: ModelConfig;
   try {
     model = await readModelConfig(config.initFrom);
