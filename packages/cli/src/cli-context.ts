@@ -34,11 +34,16 @@ export function integerArgument(minimum: number): (value: string) => number {
   };
 }
 
-/** Commander argument parser of --cuda-graph: 'auto' or 'off', anything else refused by name. */
-export function cudaGraphArgument(value: string): string {
-  if (value !== 'auto' && value !== 'off')
-    throw new CommanderArgumentError(`expected 'auto' or 'off', got '${value}'.`);
-  return value;
+/** Commander argument parser for --cuda-graph. */
+export const cudaGraphArgument = choiceArgument(['auto', 'off'] as const);
+
+/** Commander argument parser for one of `choices` (named in the error when it is something else). */
+export function choiceArgument<T extends string>(choices: readonly T[]): (value: string) => T {
+  return (value) => {
+    if (!(choices as readonly string[]).includes(value))
+      throw new CommanderArgumentError(`expected one of ${choices.join(', ')}, got '${value}'.`);
+    return value as T;
+  };
 }
 
 /** Commander argument parser for a finite number within [minimum, maximum]. */

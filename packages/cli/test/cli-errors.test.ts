@@ -80,7 +80,7 @@ describe('bad config and data exit 2 with the path and a suggestion', () => {
       const run = await runKiln([command, '--cuda-graph', 'always']);
       expect(run.code).toBe(2);
       expect(run.stderr).toContain(
-        "option '--cuda-graph <mode>' argument 'always' is invalid. expected 'auto' or 'off', got 'always'.",
+        "option '--cuda-graph <mode>' argument 'always' is invalid. expected one of auto, off, got 'always'.",
       );
     }
   });

@@ -11,7 +11,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } fr
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readSafetensorsFile, writeSafetensorsFile } from '@kiln/core';
+import { decodeHostValues, encodeHostValues, readSafetensorsFile, writeSafetensorsFile } from '@kiln/core';
 import {
   removeTemporaryDirectories,
   requireBuild,
@@ -105,7 +105,7 @@ describe('kiln generate and export with Hugging Face models', () => {
     const exported = await runKiln(['export', '--model', model, '--adapter', adapter, '--merge', '--output', merged]);
     expect(exported.code, exported.stderr).toBe(0);
     expect(exported.stdout).toMatch(
-      /wrote .*merged \(LlamaForCausalLM, adapter .* merged; copied tokenizer\.json, tokenizer_config\.json, generation_config\.json\)/,
+      /wrote .*merged \(LlamaForCausalLM, f32, adapter .* merged; copied tokenizer\.json, tokenizer_config\.json, generation_config\.json\)/,
     );
     expect(JSON.parse(readFileSync(join(merged, 'config.json'), 'utf8'))).toMatchObject({
       model_type: 'llama',
@@ -279,5 +279,27 @@ describe('kiln generate and export with Hugging Face models', () => {
     const exported = await runKiln(['export', '--model', sharded, '--output', join(directory, 'sharded-export')]);
     expect(exported.code, exported.stderr).toBe(0);
     expect(existsSync(join(directory, 'sharded-export', 'model.safetensors'))).toBe(true);
+  });
+
+  it('exports bf16 weights with --dtype bf16: half the bytes, torch_dtype bfloat16, and a re-export of them is the same file', async () => {
+    const bf16 = join(directory, 'export-bf16');
+    const exported = await runKiln(['export', '--model', model, '--output', bf16, '--dtype', 'bf16']);
+    expect(exported.code, exported.stderr).toBe(0);
+    expect(exported.stdout).toMatch(/wrote .*export-bf16 \(LlamaForCausalLM, bf16; copied tokenizer\.json/);
+    const source = await readSafetensorsFile(join(model, 'model.safetensors'));
+    const written = await readSafetensorsFile(join(bf16, 'model.safetensors'));
+    for (const [name, entry] of source.tensors) {
+      expect(written.tensors.get(name)?.dtype, name).toBe('bf16');
+      expect(written.tensors.get(name)?.data, name).toEqual(
+        encodeHostValues(decodeHostValues(entry.data, entry.dtype), 'bf16'),
+      );
+    }
+    expect(JSON.parse(readFileSync(join(bf16, 'config.json'), 'utf8')).torch_dtype).toBe('bfloat16');
+    const again = join(directory, 'export-bf16-again');
+    expect((await runKiln(['export', '--model', bf16, '--output', again, '--dtype', 'bf16'])).code).toBe(0);
+    expect(readFileSync(join(again, 'model.safetensors'))).toEqual(readFileSync(join(bf16, 'model.safetensors')));
+    const refused = await runKiln(['export', '--model', model, '--output', join(directory, 'x'), '--dtype', 'f8']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/expected one of f32, bf16, f16, got 'f8'/);
   });
 });

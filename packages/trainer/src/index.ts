@@ -46,6 +46,7 @@ export {
   loadModelDirectory,
   LOCAL_MODEL_DIRECTORY_HINT,
   MODEL_CONFIG_FILE,
+  MODEL_FILE_DTYPES,
   MODEL_WEIGHTS_FILE,
   MODEL_WEIGHTS_INDEX_FILE,
   readModelConfig,
@@ -55,6 +56,7 @@ export {
   toHfConfig,
   type HfModelConfig,
   type LoadModelOptions,
+  type ModelFileDType,
   type WrittenFiles,
 } from './model/hf-format.js';
 export { generate, type GenerateOptions } from './model/generate.js';

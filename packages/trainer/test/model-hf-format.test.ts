@@ -8,9 +8,11 @@ import {
   noGrad,
   readSafetensorsFile,
   setBackend,
+  tensor,
   writeSafetensorsFile,
   type KernelBackend,
   type RawTensor,
+  type Tensor,
 } from '@kiln/core';
 import { createReferenceBackend } from '@kiln/testing';
 import { createCpuBackend } from '@kiln/backend-cpu';
@@ -19,11 +21,11 @@ import type { ForwardOptions } from '../src/contracts.js';
 import {
   createLlamaModel,
   fromHfConfig,
+  LlamaModel,
   loadModelDirectory,
   requireModelDirectory,
   saveModelDirectory,
   toHfConfig,
-  type LlamaModel,
 } from '../src/model/index.js';
 import { GQA_CONFIG, maxAbsDifference, TIED_CONFIG, tokenIds } from './model-helpers.js';
 
@@ -210,6 +212,56 @@ describe('model directory', () => {
       expect(difference, dtype).toBeGreaterThan(0);
       expect(difference, dtype).toBeLessThan(0.05);
     }
+  });
+
+  it('writes bf16 and f16 weights rounded to nearest even, with torch_dtype to match, and reads them back', async () => {
+    using model = createLlamaModel(TIED_CONFIG, { backend, seed: 11 });
+    for (const [dtype, torchDType] of [
+      ['bf16', 'bfloat16'],
+      ['f16', 'float16'],
+    ] as const) {
+      const directory = join(root, `write-${dtype}`);
+      await saveModelDirectory(directory, model, {}, dtype);
+      expect(JSON.parse(await readFile(join(directory, 'config.json'), 'utf8')).torch_dtype).toBe(torchDType);
+      const file = await readSafetensorsFile(join(directory, 'model.safetensors'));
+      for (const [name, parameter] of model.parameters) {
+        const entry = file.tensors.get(name);
+        expect(entry?.dtype, name).toBe(dtype);
+        // TIED_CONFIG is a kiln llama: its file layout is its memory layout.
+        expect(entry?.data, name).toEqual(encodeHostValues(await parameter.data(), dtype));
+      }
+      // Writing what was read gives the same file: 16-bit values survive the f32 round trip.
+      using loaded = await loadModelDirectory(directory, { backend });
+      const again = join(root, `write-${dtype}-again`);
+      await saveModelDirectory(again, loaded, {}, dtype);
+      expect(await readFile(join(again, 'model.safetensors'))).toEqual(
+        await readFile(join(directory, 'model.safetensors')),
+      );
+    }
+  });
+
+  it('refuses to write f16 weights beyond ±65504, naming the tensor, and writes nothing', async () => {
+    using original = createLlamaModel(TIED_CONFIG, { backend, seed: 12 });
+    const name = [...original.parameters.keys()][0];
+    const parameters = new Map<string, Tensor>();
+    for (const [key, parameter] of original.parameters) {
+      const values = Float32Array.from(await parameter.data());
+      if (key === name) {
+        values[3] = -70000;
+        values[5] = 1e6;
+      }
+      parameters.set(key, tensor(values, parameter.shape, { backend }).requireGrad());
+    }
+    using model = new LlamaModel(TIED_CONFIG, parameters);
+    const directory = join(root, 'write-f16-overflow');
+    const refused = await rejectionOf(saveModelDirectory(directory, model, {}, 'f16'));
+    expect(refused).toBeInstanceOf(ConfigError);
+    expect(refused.message.split('\n')[0]).toBe(
+      `cannot write ${name} as f16: 2 of its weights are beyond ±65504 (the largest 1000000) and would become Infinity`,
+    );
+    expect(await readdir(directory)).toEqual([]);
+    await saveModelDirectory(directory, model, {}, 'bf16');
+    expect((await readdir(directory)).sort()).toEqual(['config.json', 'model.safetensors']);
   });
 
   it('lists missing, unexpected and mis-shaped tensors in one CheckpointError', async () => {

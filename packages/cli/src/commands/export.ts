@@ -13,12 +13,14 @@ import {
   baseModelDirectoryOf,
   copyTokenizerFiles,
   mergeLoraAdapter,
+  MODEL_FILE_DTYPES,
   saveModelDirectory,
   tokenizerDirectoryOf,
   type LoraAdapter,
+  type ModelFileDType,
 } from '@kiln/trainer';
 import { describeResolution, setUpBackend } from '../backend-setup.js';
-import type { CliContext } from '../cli-context.js';
+import { choiceArgument, type CliContext } from '../cli-context.js';
 import { ExitCode, markUsageError } from '../exit-codes.js';
 import { loadModelFrom } from '../model-loading.js';
 
@@ -28,6 +30,7 @@ interface ExportOptions {
   adapter?: string;
   merge?: boolean;
   device?: string;
+  dtype: ModelFileDType;
   allowNonFinite?: boolean;
 }
 
@@ -44,6 +47,12 @@ export function defineExportCommand(program: Command, context: CliContext): void
     .option('--adapter <dir>', 'a LoRA adapter directory (PEFT format) to merge into the model (needs --merge)')
     .option('--merge', 'fold the --adapter into the base weights')
     .option('--device <device>', "where to merge: 'cpu' (default), 'cuda', 'metal' or a plugin's name", 'cpu')
+    .option(
+      '--dtype <dtype>',
+      `weights dtype of model.safetensors: ${MODEL_FILE_DTYPES.join(', ')} (bf16 halves the file, as most Hub models ship; f16 refuses weights beyond ±65504)`,
+      choiceArgument(MODEL_FILE_DTYPES),
+      'f32',
+    )
     .option('--allow-non-finite', 'export weights that hold NaN or Infinity (refused by default)')
     .action(async (options: ExportOptions) => {
       context.exitCode = await runExport(options, context);
@@ -77,12 +86,12 @@ async function runExport(options: ExportOptions, context: CliContext): Promise<n
   }
   const exported = hasAdapter ? mergeLoraAdapter(model, model.adapter as LoraAdapter) : model;
   try {
-    await saveModelDirectory(options.output, exported);
+    await saveModelDirectory(options.output, exported, {}, options.dtype);
     // The tokenizer and generation files of the model, or of the model a fine-tuning run started from.
     const source = (await tokenizerDirectoryOf(path)) ?? (await baseModelDirectoryOf(path)) ?? path;
     const copied = await copyTokenizerFiles(source, options.output);
     terminal.say(
-      `wrote ${options.output} (${exported.family.architectureClass}${hasAdapter ? `, adapter ${options.adapter ?? path} merged` : ''}; ${copied.length === 0 ? 'no tokenizer files to copy' : `copied ${copied.join(', ')}`})`,
+      `wrote ${options.output} (${exported.family.architectureClass}, ${options.dtype}${hasAdapter ? `, adapter ${options.adapter ?? path} merged` : ''}; ${copied.length === 0 ? 'no tokenizer files to copy' : `copied ${copied.join(', ')}`})`,
     );
   } finally {
     // The merged model took over the base model's tensors; the adapter stays the base model's to free.

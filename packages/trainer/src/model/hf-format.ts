@@ -12,6 +12,7 @@ import {
   CheckpointError,
   ConfigError,
   decodeHostValues,
+  encodeHostValues,
   keep,
   readSafetensorsFile,
   serializeSafetensors,
@@ -53,11 +54,41 @@ export const MODEL_WEIGHTS_INDEX_FILE = 'model.safetensors.index.json';
 /** The bytes of each file saveModelDirectory wrote, by file name (for checksums). */
 export type WrittenFiles = Map<string, Uint8Array>;
 
-/** Writes config.json and model.safetensors (f32, the family's layout) into `directory` (created if needed); returns what it wrote. */
+/** The dtypes saveModelDirectory writes weights in (kiln's checkpoints are always f32). */
+export const MODEL_FILE_DTYPES = ['f32', 'bf16', 'f16'] as const;
+/** A dtype saveModelDirectory writes weights in. */
+export type ModelFileDType = (typeof MODEL_FILE_DTYPES)[number];
+const TORCH_DTYPE_NAMES: Record<ModelFileDType, string> = { f32: 'float32', bf16: 'bfloat16', f16: 'float16' };
+/** The largest finite f16 value. */
+const F16_MAX = 65504;
+
+/** Refuses (ConfigError) writing a tensor as f16 when any of its finite values would become ±Infinity. */
+function assertFitsF16(values: Float32Array, name: string): void {
+  let count = 0;
+  let largest = 0;
+  for (const value of values) {
+    if (Number.isFinite(value) && Math.abs(value) > F16_MAX) {
+      count++;
+      largest = Math.max(largest, Math.abs(value));
+    }
+  }
+  if (count === 0) return;
+  throw new ConfigError(
+    `cannot write ${name} as f16: ${count} of its weights are beyond ±${F16_MAX} (the largest ${largest}) and would become Infinity`,
+    { hint: 'Write bf16 (the range of f32 in 16 bits) or f32.' },
+  );
+}
+
+/**
+ * Writes config.json and model.safetensors (the family's layout, weights in `dtype`: f32 by
+ * default, or bf16/f16 rounded to nearest even, with config.json's torch_dtype to match) into
+ * `directory` (created if needed); returns what it wrote.
+ */
 export async function saveModelDirectory(
   directory: string,
   model: LanguageModel,
   extraMetadata: Record<string, string> = {},
+  dtype: ModelFileDType = 'f32',
 ): Promise<WrittenFiles> {
   await mkdir(directory, { recursive: true });
   const family = familyOf(model.config);
@@ -69,15 +100,20 @@ export async function saveModelDirectory(
       family.fileLayout(name, model.config),
       model.config,
     );
+    if (dtype === 'f16') assertFitsF16(stored.values, name);
     tensors.set(name, {
-      dtype: 'f32',
+      dtype,
       shape: stored.shape,
-      data: new Uint8Array(stored.values.buffer, stored.values.byteOffset, stored.values.byteLength),
+      data:
+        dtype === 'f32'
+          ? new Uint8Array(stored.values.buffer, stored.values.byteOffset, stored.values.byteLength)
+          : encodeHostValues(stored.values, dtype),
     });
   }
   // "format": "pt" is what transformers expects in the metadata of a PyTorch-layout file.
   const weights = serializeSafetensors(tensors, { format: 'pt', ...extraMetadata });
-  const config = new TextEncoder().encode(`${JSON.stringify(toHfConfig(model.config), null, 2)}\n`);
+  const hfConfig = { ...toHfConfig(model.config), torch_dtype: TORCH_DTYPE_NAMES[dtype] };
+  const config = new TextEncoder().encode(`${JSON.stringify(hfConfig, null, 2)}\n`);
   await writeFileAtomic(join(directory, MODEL_WEIGHTS_FILE), weights);
   await writeFileAtomic(join(directory, MODEL_CONFIG_FILE), config);
   return new Map([
