@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import { CheckpointError } from '@kiln/core';
 import type { TrainConfig } from '../contracts.js';
+import type { DataFingerprint } from '../data/fingerprint.js';
 
 /** Version of the checkpoint layout; a reader rejects newer ones. */
 export const CHECKPOINT_FORMAT_VERSION = 1;
@@ -69,6 +70,8 @@ export interface CheckpointState {
   backend: string;
   /** The resolved training configuration of the run. */
   config: TrainConfig;
+  /** What the run's data looked like (absent in checkpoints written before kiln recorded it). */
+  data?: DataFingerprint;
   /** Metrics to continue with. */
   metrics: CheckpointMetrics;
   /** ISO time of writing. */
@@ -123,6 +126,16 @@ export function parseCheckpointState(text: string, path: string): CheckpointStat
   const metrics = state.metrics as Record<string, unknown> | undefined;
   if (typeof metrics !== 'object' || metrics === null || !Array.isArray(metrics.pendingLosses))
     throw fail('field "metrics" is missing or malformed');
+  const data = state.data as Record<string, unknown> | undefined;
+  if (
+    data !== undefined &&
+    (typeof data !== 'object' ||
+      data === null ||
+      !Number.isSafeInteger(data.trainTokens) ||
+      !Number.isSafeInteger(data.validationTokens) ||
+      typeof data.sample !== 'string')
+  )
+    throw fail('field "data" is malformed');
   if (state.checksums !== undefined) checkChecksums(value as CheckpointState, path);
   return value as CheckpointState;
 }

@@ -34,3 +34,4 @@ export {
   type SplitName,
   type WindowReader,
 } from './token-source.js';
+export { dataChangeNotice, dataFingerprint, FINGERPRINT_WINDOWS, type DataFingerprint } from './fingerprint.js';

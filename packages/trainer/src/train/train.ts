@@ -23,7 +23,7 @@ import {
   type CheckpointState,
 } from '../checkpoint/index.js';
 import { adaptConfigToBackend, forwardOptionsFor, resolveSteps } from '../config/index.js';
-import { loadData } from '../data/index.js';
+import { dataChangeNotice, dataFingerprint, loadData } from '../data/index.js';
 import { parameterCount } from '../model/index.js';
 import { evaluate } from './evaluate.js';
 import { writeLossPlot } from './loss-plot.js';
@@ -102,6 +102,10 @@ async function trainLocked(
     });
     for (const warning of data.warnings) notice(warning);
     const config = resolveSteps(start.config, data.train.tokenCount);
+    const fingerprint = dataFingerprint(data, config.model.contextLength, config.seed);
+    const savedData = start.resumed?.state.data;
+    const changed = savedData && dataChangeNotice(savedData, fingerprint, start.resumed?.state.step ?? 0);
+    if (changed !== undefined) notice(changed);
     await writeFileAtomic(join(outputDir, RUN_CONFIG_FILE), `${JSON.stringify(config, null, 2)}\n`);
     const { schedule, optimizer, seed } = config;
     const contextLength = config.model.contextLength;
@@ -225,6 +229,7 @@ async function trainLocked(
         accumulation: schedule.batchSize / counters.microBatchSize,
         backend: backend.name,
         config,
+        data: fingerprint,
         metrics: {
           lastValLoss: Number.isFinite(lastValLoss) ? lastValLoss : null,
           pendingLosses,
