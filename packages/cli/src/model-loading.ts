@@ -7,8 +7,9 @@
  */
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CheckpointError, type KernelBackend } from '@kiln/core';
+import { CheckpointError, InvalidArgumentError, type KernelBackend } from '@kiln/core';
 import {
+  adapterBaseOf,
   loadCheckpointModel,
   loadLatestModel,
   LOCAL_MODEL_DIRECTORY_HINT,
@@ -49,12 +50,60 @@ export async function isModelDirectory(directory: string): Promise<boolean> {
   );
 }
 
-/** Loads the model of `directory` (a model or checkpoint directory, or a run directory's newest usable checkpoint) onto `backend`. */
+/** True for a bare PEFT adapter directory: adapter_config.json, neither config.json nor a kiln run's state.json. */
+async function isBareAdapter(directory: string): Promise<boolean> {
+  const has = (name: string): Promise<boolean> =>
+    stat(join(directory, name)).then(
+      (info) => info.isFile(),
+      () => false,
+    );
+  return (await has('adapter_config.json')) && !(await has(MODEL_CONFIG_FILE)) && !(await has('state.json'));
+}
+
+/**
+ * The base a bare PEFT adapter directory given as the model is loaded on (adapterBaseOf: the one
+ * its adapter_config.json names, as PEFT's AutoPeftModel does), with a note; refused, naming what
+ * to pass instead, when --adapter is given too or that base is not a local directory.
+ */
+async function baseOfBareAdapter(directory: string, options: ModelLoadingOptions): Promise<string> {
+  if (options.adapter !== undefined) {
+    throw markUsageError(
+      new InvalidArgumentError(
+        `${directory} is a LoRA adapter itself, and --adapter ${options.adapter} names another`,
+        {
+          hint: 'Pass the base model with --model and one adapter with --adapter.',
+        },
+      ),
+    );
+  }
+  const base = await adapterBaseOf(directory);
+  if (base?.directory === undefined) {
+    const named = base?.named ? ` ${base.named}` : ' is missing';
+    throw markUsageError(
+      new CheckpointError(
+        `${directory} is a LoRA adapter whose base model (adapter_config.json's base_model_name_or_path${named}) is not a local directory`,
+        {
+          hint: `Load it on a local copy of its base: --model <base dir> --adapter ${directory}. ${LOCAL_MODEL_DIRECTORY_HINT}`,
+        },
+      ),
+    );
+  }
+  options.onNotice?.(
+    `${directory} is a LoRA adapter: loading it on its base model ${base.directory} (named by its adapter_config.json)`,
+  );
+  return base.directory;
+}
+
+/**
+ * Loads the model of `directory` (a model or checkpoint directory, a run directory's newest usable
+ * checkpoint, or a PEFT adapter directory on the base it names) onto `backend`; `path` is the
+ * model directory loaded and `adapter` the adapter applied on the fly, if any.
+ */
 export async function loadModelFrom(
   directory: string,
   backend: KernelBackend,
   options: ModelLoadingOptions = {},
-): Promise<{ model: LlamaModel; path: string }> {
+): Promise<{ model: LlamaModel; path: string; adapter?: string }> {
   const exists = await stat(directory).then(
     (info) => info.isDirectory(),
     () => false,
@@ -66,9 +115,17 @@ export async function loadModelFrom(
       }),
     );
   }
+  if (await isBareAdapter(directory)) {
+    const base = await baseOfBareAdapter(directory, options);
+    return {
+      model: await loadCheckpointModel(base, { backend, ...options, adapter: directory }),
+      path: base,
+      adapter: directory,
+    };
+  }
   const loadOptions = { backend, ...options };
   if (await isModelDirectory(directory))
-    return { model: await loadCheckpointModel(directory, loadOptions), path: directory };
+    return { model: await loadCheckpointModel(directory, loadOptions), path: directory, adapter: options.adapter };
   const latest = await loadLatestModel(directory, loadOptions);
   if (latest === undefined) {
     throw markUsageError(

@@ -116,6 +116,35 @@ describe('kiln generate and export with Hugging Face models', () => {
     const fromMerged = await runKiln(['generate', '--model', merged, ...generateArgs]);
     expect(fromMerged.code, fromMerged.stderr).toBe(0);
     expect(fromMerged.stdout).toBe(withAdapter.stdout);
+    // A bare adapter as --model loads on the base its adapter_config.json names (relative to the adapter here).
+    const bare = join(directory, 'bare-adapter');
+    cpSync(adapter, bare, { recursive: true });
+    const adapterConfig = JSON.parse(readFileSync(join(bare, 'adapter_config.json'), 'utf8')) as Record<
+      string,
+      unknown
+    >;
+    writeFileSync(
+      join(bare, 'adapter_config.json'),
+      JSON.stringify({ ...adapterConfig, base_model_name_or_path: '../llama-gqa' }),
+    );
+    const fromBare = await runKiln(['generate', '--model', bare, ...generateArgs]);
+    expect(fromBare.code, fromBare.stderr).toBe(0);
+    expect(fromBare.stdout).toBe(withAdapter.stdout);
+    expect(fromBare.stderr).toContain(
+      `${bare} is a LoRA adapter: loading it on its base model ${join(bare, '../llama-gqa')}`,
+    );
+    const twoAdapters = await runKiln(['generate', '--model', bare, '--adapter', adapter, ...generateArgs]);
+    expect(twoAdapters.code).toBe(2);
+    expect(twoAdapters.stderr).toMatch(/is a LoRA adapter itself, and --adapter .* names another/);
+    writeFileSync(
+      join(bare, 'adapter_config.json'),
+      JSON.stringify({ ...adapterConfig, base_model_name_or_path: 'HuggingFaceTB/SmolLM2-135M' }),
+    );
+    const hubBase = await runKiln(['generate', '--model', bare, ...generateArgs]);
+    expect(hubBase.code).toBe(2);
+    expect(hubBase.stderr).toMatch(
+      /bare-adapter is a LoRA adapter whose base model \(adapter_config\.json's base_model_name_or_path HuggingFaceTB\/SmolLM2-135M\) is not a local directory/,
+    );
   });
 
   it('refuses an adapter without --merge, a tokenizer larger than the model, and a model without its tokenizer', async () => {

@@ -60,6 +60,7 @@ const PUBLIC_RUNTIME_EXPORTS = [
   'TOKENIZER_FILE',
   'MAX_BASE_HOPS',
   'TokenizerError',
+  'adapterBaseOf',
   'baseModelDirectoryOf',
   'byteTokenizer',
   'loadTokenizer',

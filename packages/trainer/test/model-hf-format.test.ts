@@ -27,6 +27,7 @@ import {
   saveModelDirectory,
   toHfConfig,
 } from '../src/model/index.js';
+import { HF_FIXTURES } from './hf-fixtures.js';
 import { GQA_CONFIG, maxAbsDifference, TIED_CONFIG, tokenIds } from './model-helpers.js';
 
 const backend = createCpuBackend();
@@ -307,6 +308,13 @@ describe('model directory', () => {
       /does not download from the Hugging Face Hub: .*huggingface-cli download/,
     );
     await expect(requireModelDirectory(root, 'initFrom')).resolves.toBeUndefined();
+    const adapter = join(HF_FIXTURES, 'llama-gqa-lora');
+    const notAModel = await rejectionOf(requireModelDirectory(adapter, 'initFrom'));
+    expect(notAModel).toBeInstanceOf(ConfigError);
+    expect(notAModel.message.split('\n')[0]).toBe(
+      `initFrom: ${adapter} is a LoRA adapter (adapter_config.json), not a model`,
+    );
+    expect((notAModel as ConfigError).hint).toMatch(/kiln export --model .* --merge --output <merged dir>/);
   });
 
   it('loads a sharded checkpoint (model.safetensors.index.json) and ignores rotary buffers', async () => {

@@ -63,7 +63,7 @@ async function runExport(options: ExportOptions, context: CliContext): Promise<n
   const { terminal } = context;
   const resolution = await setUpBackend({ device: options.device }, terminal);
   for (const line of describeResolution(resolution)) terminal.warn(line);
-  const { model, path } = await loadModelFrom(options.model, resolution.backend, {
+  const { model, path, adapter } = await loadModelFrom(options.model, resolution.backend, {
     onNotice: (message) => terminal.warn(`note: ${message}`),
     allowNonFinite: options.allowNonFinite === true,
     adapter: options.adapter,
@@ -74,7 +74,7 @@ async function runExport(options: ExportOptions, context: CliContext): Promise<n
     throw markUsageError(
       new InvalidArgumentError(
         hasAdapter
-          ? `${options.adapter ?? path} is a LoRA adapter and --merge was not given: kiln export writes merged models only`
+          ? `${adapter ?? path} is a LoRA adapter and --merge was not given: kiln export writes merged models only`
           : `--merge: ${path} has no LoRA adapter to merge`,
         {
           hint: hasAdapter
@@ -91,7 +91,7 @@ async function runExport(options: ExportOptions, context: CliContext): Promise<n
     const source = (await tokenizerDirectoryOf(path)) ?? (await baseModelDirectoryOf(path)) ?? path;
     const copied = await copyTokenizerFiles(source, options.output);
     terminal.say(
-      `wrote ${options.output} (${exported.family.architectureClass}, ${options.dtype}${hasAdapter ? `, adapter ${options.adapter ?? path} merged` : ''}; ${copied.length === 0 ? 'no tokenizer files to copy' : `copied ${copied.join(', ')}`})`,
+      `wrote ${options.output} (${exported.family.architectureClass}, ${options.dtype}${hasAdapter ? `, adapter ${adapter ?? path} merged` : ''}; ${copied.length === 0 ? 'no tokenizer files to copy' : `copied ${copied.join(', ')}`})`,
     );
   } finally {
     // The merged model took over the base model's tensors; the adapter stays the base model's to free.

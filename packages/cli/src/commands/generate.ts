@@ -74,15 +74,14 @@ async function runGenerate(options: GenerateCommandOptions, context: CliContext)
   const resolution = await setUpBackend({ device: options.device }, terminal);
   if (options.quiet !== true) reportResolution(resolution, terminal, true);
   const directory = modelOption(options);
-  const { model, path } = await loadModelFrom(directory, resolution.backend, {
+  const { model, path, adapter } = await loadModelFrom(directory, resolution.backend, {
     onNotice: (message) => terminal.warn(`note: ${message}`),
     allowNonFinite: options.allowNonFinite === true,
     adapter: options.adapter,
     // A model whose KV cache at its full context cannot fit is refused before any weight is read.
     checkModelConfig: (config, source) => assertGenerationFits(config, resolution.backend, { source }),
   });
-  if (options.quiet !== true)
-    terminal.warn(`model: ${path}${options.adapter === undefined ? '' : ` + adapter ${options.adapter}`}`);
+  if (options.quiet !== true) terminal.warn(`model: ${path}${adapter === undefined ? '' : ` + adapter ${adapter}`}`);
   try {
     const tokenizer = await modelTokenizer(path, model.config, options.tokenizer);
     const prompt =

@@ -145,15 +145,23 @@ export async function copyTokenizerFiles(from: string, to: string): Promise<stri
 export const LOCAL_MODEL_DIRECTORY_HINT =
   'Pass a local model directory (config.json + model.safetensors, as transformers save_pretrained or kiln writes it). kiln does not download from the Hugging Face Hub: fetch a Hub model first, e.g. `huggingface-cli download HuggingFaceTB/SmolLM2-135M --local-dir SmolLM2-135M`.';
 
-/** Refuses (ConfigError: the caller named it) a model directory that does not exist. */
+/** Refuses (ConfigError: the caller named it) a model directory that does not exist, or that holds a LoRA adapter instead of a model. */
 export async function requireModelDirectory(directory: string, setting: string): Promise<void> {
-  const present = await stat(directory).then(
-    (info) => info.isDirectory(),
-    () => false,
-  );
-  if (!present)
+  const isA = (path: string, kind: 'file' | 'directory'): Promise<boolean> =>
+    stat(path).then(
+      (info) => (kind === 'file' ? info.isFile() : info.isDirectory()),
+      () => false,
+    );
+  if (!(await isA(directory, 'directory')))
     throw new ConfigError(`${setting}: the model directory ${directory} does not exist`, {
       hint: LOCAL_MODEL_DIRECTORY_HINT,
+    });
+  if (
+    (await isA(join(directory, 'adapter_config.json'), 'file')) &&
+    !(await isA(join(directory, MODEL_CONFIG_FILE), 'file'))
+  )
+    throw new ConfigError(`${setting}: ${directory} is a LoRA adapter (adapter_config.json), not a model`, {
+      hint: `To continue the run that wrote it: kiln train --resume --output <its run directory>. To fine-tune further from it: kiln export --model ${directory} --merge --output <merged dir>, then --init-from <merged dir>.`,
     });
 }
 

@@ -17,7 +17,13 @@
  * fine-tuned from) and refuses a Hugging Face model that has none.
  */
 export { loadTokenizer, TOKENIZER_FILE } from './load.js';
-export { baseModelDirectoryOf, MAX_BASE_HOPS, modelTokenizer, tokenizerDirectoryOf } from './model-tokenizer.js';
+export {
+  adapterBaseOf,
+  baseModelDirectoryOf,
+  MAX_BASE_HOPS,
+  modelTokenizer,
+  tokenizerDirectoryOf,
+} from './model-tokenizer.js';
 export { byteTokenizer, BYTE_TOKENIZER_NAME } from './byte-tokenizer.js';
 export { TokenizerError } from './errors.js';
 export type { Tokenizer, TokenDecoder, EncodeOptions, DecodeOptions, StreamDecoderOptions } from './types.js';

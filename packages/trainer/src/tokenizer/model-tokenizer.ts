@@ -6,7 +6,7 @@
  * refused, since feeding it bytes would train or score it on ids it never saw.
  */
 import { readFile, stat } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import type { ModelConfig } from '../contracts.js';
 import { TokenizerError } from './errors.js';
 import { loadTokenizer, TOKENIZER_FILE } from './load.js';
@@ -40,11 +40,28 @@ async function readJsonObject(path: string): Promise<Record<string, unknown> | u
 export async function baseModelDirectoryOf(modelPath: string): Promise<string | undefined> {
   const state = await readJsonObject(join(modelPath, 'state.json'));
   const initFrom = (state?.config as { initFrom?: unknown } | undefined)?.initFrom;
-  const base = (await readJsonObject(join(modelPath, 'adapter_config.json')))?.base_model_name_or_path;
-  for (const candidate of [initFrom, base]) {
-    if (typeof candidate === 'string' && (await isDirectory(candidate))) return candidate;
+  if (typeof initFrom === 'string' && (await isDirectory(initFrom))) return initFrom;
+  return (await adapterBaseOf(modelPath))?.directory;
+}
+
+/**
+ * The base model a PEFT adapter directory's adapter_config.json names (`named`: its
+ * base_model_name_or_path, '' when absent), and the local directory that is (`directory`): the
+ * path as written, from the current directory, else relative to the adapter directory (how
+ * adapters saved next to their base name it); undefined when neither exists. Undefined without
+ * an adapter_config.json.
+ */
+export async function adapterBaseOf(
+  adapterDirectory: string,
+): Promise<{ named: string; directory: string | undefined } | undefined> {
+  const config = await readJsonObject(join(adapterDirectory, 'adapter_config.json'));
+  if (config === undefined) return undefined;
+  const named = typeof config.base_model_name_or_path === 'string' ? config.base_model_name_or_path : '';
+  if (named === '') return { named, directory: undefined };
+  for (const candidate of isAbsolute(named) ? [named] : [named, join(adapterDirectory, named)]) {
+    if (await isDirectory(candidate)) return { named, directory: candidate };
   }
-  return undefined;
+  return { named, directory: undefined };
 }
 
 /** The directory holding a model's tokenizer.json: the model's own, else the nearest one among the models it derives from; undefined when none has one. */
