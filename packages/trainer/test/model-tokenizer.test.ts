@@ -15,6 +15,7 @@ import { initFromTokenizer } from '../src/train/run-setup.js';
 import {
   baseModelDirectoryOf,
   byteTokenizer,
+  loadTokenizer,
   MAX_BASE_HOPS,
   modelTokenizer,
   tokenizerDirectoryOf,
@@ -71,6 +72,18 @@ describe('tokenizerDirectoryOf', () => {
     let chain = withTokenizer;
     for (let hop = 0; hop <= MAX_BASE_HOPS; hop++) chain = await checkpointFrom(`chain-${hop}`, chain);
     expect(await tokenizerDirectoryOf(chain)).toBeUndefined();
+  });
+});
+
+describe('loadTokenizer of a model directory', () => {
+  it("reads a checkpoint's tokenizer from the model its run started from, and still refuses a directory with none", async () => {
+    const checkpoint = await checkpointFrom('load/step-1', withTokenizer);
+    const tokenizer = await loadTokenizer(checkpoint);
+    expect(tokenizer.vocabSize).toBe(50257);
+    expect(tokenizer.source).toBe(join(withTokenizer, 'tokenizer.json'));
+    const none = join(root, 'load-none');
+    await mkdir(none);
+    await expect(loadTokenizer(none)).rejects.toThrow(/load-none has no tokenizer\.json/);
   });
 });
 

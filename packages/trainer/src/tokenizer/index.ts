@@ -16,14 +16,10 @@
  * `modelTokenizer(modelDir, config)` finds a model's own tokenizer (or that of the model it was
  * fine-tuned from) and refuses a Hugging Face model that has none.
  */
-export { loadTokenizer, TOKENIZER_FILE } from './load.js';
-export {
-  adapterBaseOf,
-  baseModelDirectoryOf,
-  MAX_BASE_HOPS,
-  modelTokenizer,
-  tokenizerDirectoryOf,
-} from './model-tokenizer.js';
+export { loadTokenizer } from './load.js';
+export { TOKENIZER_FILE } from './files.js';
+export { adapterBaseOf, baseModelDirectoryOf, MAX_BASE_HOPS, tokenizerDirectoryOf } from './model-lineage.js';
+export { modelTokenizer } from './model-tokenizer.js';
 export { byteTokenizer, BYTE_TOKENIZER_NAME } from './byte-tokenizer.js';
 export { TokenizerError } from './errors.js';
 export type { Tokenizer, TokenDecoder, EncodeOptions, DecodeOptions, StreamDecoderOptions } from './types.js';

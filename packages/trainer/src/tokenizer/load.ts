@@ -11,10 +11,10 @@ import { basename, dirname, join } from 'node:path';
 import { byteTokenizer, BYTE_TOKENIZER_NAME } from './byte-tokenizer.js';
 import { TokenizerError, TOKENIZER_CHOICE_HINT } from './errors.js';
 import { createHfTokenizer, type SpecialTokenSettings } from './hf-tokenizer.js';
+import { TOKENIZER_FILE } from './files.js';
+import { tokenizerDirectoryOf } from './model-lineage.js';
 import type { Tokenizer } from './types.js';
 
-/** The file a model directory must hold for loadTokenizer. */
-export const TOKENIZER_FILE = 'tokenizer.json';
 const CONFIG_FILE = 'tokenizer_config.json';
 const SPECIAL_TOKENS_FILE = 'special_tokens_map.json';
 
@@ -119,13 +119,16 @@ function displayName(file: string): string {
 /**
  * Loads a tokenizer: `'byte'` (UTF-8 bytes, vocabulary 256), a tokenizer.json file, or a Hugging
  * Face model directory that holds one (its tokenizer_config.json and special_tokens_map.json are
- * read from the same directory).
+ * read from the same directory) — for a kiln checkpoint, the one of the model it derives from
+ * (tokenizerDirectoryOf).
  */
 export async function loadTokenizer(pathToDirectoryOrJson: string): Promise<Tokenizer> {
   if (pathToDirectoryOrJson === BYTE_TOKENIZER_NAME) return byteTokenizer;
   let file = pathToDirectoryOrJson;
   if (await isDirectory(pathToDirectoryOrJson)) {
-    file = join(pathToDirectoryOrJson, TOKENIZER_FILE);
+    // A checkpoint holds no tokenizer.json: the model its run started from does.
+    const holder = (await tokenizerDirectoryOf(pathToDirectoryOrJson)) ?? pathToDirectoryOrJson;
+    file = join(holder, TOKENIZER_FILE);
     const bytes = await readOptional(file);
     if (bytes === undefined) {
       throw new TokenizerError(`${pathToDirectoryOrJson} has no ${TOKENIZER_FILE}`, {
