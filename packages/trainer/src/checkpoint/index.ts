@@ -14,6 +14,12 @@ export {
 } from './load.js';
 export { cleanTemporaryCheckpoints, isWriterAlive } from './cleanup.js';
 export {
+  checkCheckpointSpace,
+  checkpointBytes,
+  CHECKPOINT_OVERHEAD_BYTES,
+  type CheckpointSpaceRun,
+} from './disk-space.js';
+export {
   acquireRunLock,
   RUN_LOCK_FILE,
   type AcquireRunLockOptions,

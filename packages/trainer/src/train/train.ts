@@ -17,8 +17,10 @@ import { KilnError, writeFileAtomic } from '@kiln/core';
 import type { TrainConfig, TrainContext, TrainEvent, TrainResult } from '../contracts.js';
 import {
   acquireRunLock,
+  checkCheckpointSpace,
   KILN_VERSION,
   CHECKPOINT_FORMAT_VERSION,
+  listCheckpoints,
   saveCheckpoint,
   type CheckpointState,
 } from '../checkpoint/index.js';
@@ -93,6 +95,14 @@ async function trainLocked(
   let metrics: MetricsLog | undefined;
   let graph: StepGraphRunner | undefined;
   try {
+    // A disk that cannot take the next checkpoint is found now, not after the steps it would lose.
+    await checkCheckpointSpace({
+      outputDir,
+      model,
+      keepLast: adapted.config.checkpoint.keepLast,
+      existing: (await listCheckpoints(outputDir)).length,
+      notice,
+    });
     // Fine-tuning reads text with the model's own tokenizer (data.tokenizer overrides it).
     data = await loadData(start.config.data, {
       vocabSize: start.config.model.vocabSize,
