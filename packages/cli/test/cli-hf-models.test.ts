@@ -205,6 +205,42 @@ describe('kiln generate and export with Hugging Face models', () => {
     expect(asBytes.code, asBytes.stderr).toBe(0);
     expect((JSON.parse(asBytes.stdout) as { loss: number }).loss).not.toBeCloseTo(evaluation.loss, 2);
     // A checkpoint of that run has no tokenizer.json of its own: the base's is found through state.json.
+    // --sequence-length trains on shorter windows; eval reads them as the run did.
+    const short = join(directory, 'run-short');
+    const windowed = await runKiln([
+      'train',
+      '--init-from',
+      model,
+      '--data',
+      data,
+      '--steps',
+      '1',
+      '--sequence-length',
+      '32',
+      '--output',
+      short,
+    ]);
+    expect(windowed.code, windowed.stderr).toBe(0);
+    const shortEval = await runKiln(['eval', '--checkpoint', short, '--batches', '2', '--batch-size', '3', '--json']);
+    expect(shortEval.code, shortEval.stderr).toBe(0);
+    expect((JSON.parse(shortEval.stdout) as { tokens: number }).tokens).toBe(2 * 3 * 32);
+    const tooLong = await runKiln([
+      'train',
+      '--init-from',
+      model,
+      '--data',
+      data,
+      '--steps',
+      '1',
+      '--sequence-length',
+      '129',
+      '--output',
+      join(directory, 'run-long'),
+    ]);
+    expect(tooLong.code).toBe(2);
+    expect(tooLong.stderr).toMatch(
+      /schedule\.sequenceLength = 129 is longer than the model's context of 128 positions/,
+    );
     const further = await runKiln([
       'train',
       '--init-from',

@@ -227,7 +227,7 @@ describe('data too small or not text', () => {
       `error: ${data}: the training split has 12 tokens; it needs at least contextLength + 2 = 66 (13 tokens in all, validationFraction 0.1)`,
     );
     expect(run.stderr).toContain(
-      'hint: Provide at least ~660 tokens, or lower model.contextLength (config keys: set them in a YAML file passed with --config).',
+      'hint: Provide at least ~660 tokens, or train on shorter windows (--sequence-length, or a lower model.contextLength in a YAML file passed with --config).',
     );
     expect(run.stderr).not.toMatch(/raise data\.validationFraction/);
   });

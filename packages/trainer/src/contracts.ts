@@ -144,8 +144,10 @@ export interface OptimizerConfig {
 export interface ScheduleConfig {
   /** Optimizer steps to run (resolved from epochs when those are given). */
   steps: number;
-  /** Passes over the training tokens; when set, steps = ceil(epochs · trainTokens / (batchSize · contextLength)). */
+  /** Passes over the training tokens; when set, steps = ceil(epochs · trainTokens / (batchSize · window)). */
   epochs?: number;
+  /** Tokens per training sequence (default: model.contextLength; at most that): fine-tune a long-context model on shorter windows. */
+  sequenceLength?: number;
   /** Sequences per optimizer step (the effective batch). */
   batchSize: number;
   /** Sequences per forward/backward (batchSize must be a multiple); accumulation = batchSize / microBatchSize. */

@@ -78,6 +78,7 @@ export { defaultTrainConfig, defaultWarmupSteps, DEFAULT_WARMUP_STEPS } from './
 export { MAX_EVAL_BATCHES, partialTrainConfigSchema, type PartialTrainConfig } from './config/schema.js';
 export { MODEL_PRESETS, MODEL_PRESET_NAMES, type ModelPreset, type ModelPresetName } from './config/presets.js';
 export { adaptConfigToBackend, type AdaptedConfig } from './config/adapt-config.js';
+export { checkTrainingWindow, trainingWindow } from './config/training-window.js';
 export {
   estimateGenerationMemory,
   estimateHostBatchBytes,

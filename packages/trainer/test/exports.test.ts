@@ -103,6 +103,7 @@ const PUBLIC_RUNTIME_EXPORTS = [
   'adaptConfigToBackend',
   'assertGenerationFits',
   'assertTrainingFits',
+  'checkTrainingWindow',
   'defaultTrainConfig',
   'defaultWarmupSteps',
   'estimateGenerationMemory',
@@ -115,6 +116,7 @@ const PUBLIC_RUNTIME_EXPORTS = [
   'partialTrainConfigSchema',
   'TRAIN_CONFIG_SCHEMA_ID',
   'trainConfigJsonSchema',
+  'trainingWindow',
   // training
   'DynamicLossScaler',
   'LOSS_PLOT_FILE',

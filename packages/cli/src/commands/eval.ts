@@ -21,6 +21,7 @@ import {
   MAX_HOST_ARRAY_ELEMENTS,
   modelTokenizer,
   readCheckpointState,
+  trainingWindow,
   type DataConfig,
   type TrainConfig,
 } from '@kiln/trainer';
@@ -91,6 +92,8 @@ async function runEval(options: EvalOptions, context: CliContext): Promise<numbe
     const runConfig: TrainConfig =
       (await readCheckpointState(path).catch(() => undefined))?.config ?? defaultTrainConfig();
     const config: TrainConfig = { ...runConfig, model: model.config };
+    // Windows as the run trained on them (schedule.sequenceLength), never past the model's context.
+    const window = Math.min(trainingWindow(config), model.config.contextLength);
     const dataConfig: DataConfig = {
       ...(options.data !== undefined || options.sequences !== undefined
         ? { ...config.data, path: options.data, sequences: options.sequences }
@@ -106,21 +109,21 @@ async function runEval(options: EvalOptions, context: CliContext): Promise<numbe
       dataConfig.path === undefined && dataConfig.sequences === undefined ? await loadEmbeddedCorpus() : undefined;
     const data = await loadData(dataConfig, {
       vocabSize: model.config.vocabSize,
-      contextLength: model.config.contextLength,
+      contextLength: window,
       corpus,
       tokenizer: modelTokenizerOfText,
     });
     const source = options.split === 'train' ? data.train : data.validation;
     const batches = options.batches ?? config.schedule.evalBatches;
     const batchSize = options.batchSize ?? config.schedule.batchSize;
-    checkBatches(batches, batchSize, model.config.contextLength);
+    checkBatches(batches, batchSize, window);
     const adapted = adaptConfigToBackend(config, resolution.backend).config;
     let loss: number;
     try {
       loss = await evaluate(model, source, {
         batches,
         batchSize,
-        contextLength: model.config.contextLength,
+        contextLength: window,
         seed: options.seed ?? config.seed,
         forwardOptions: forwardOptionsFor(adapted),
         microBatchSize: batchSize % adapted.schedule.microBatchSize === 0 ? adapted.schedule.microBatchSize : 1,
@@ -136,7 +139,7 @@ async function runEval(options: EvalOptions, context: CliContext): Promise<numbe
       dataConfig.sequences === undefined &&
       modelTokenizerOfText === undefined &&
       (dataConfig.tokenizer ?? 'byte') === 'byte';
-    const tokens = batches * batchSize * model.config.contextLength;
+    const tokens = batches * batchSize * window;
     const result = {
       checkpoint: path,
       data: source.description,

@@ -46,6 +46,7 @@ interface TrainOptions {
   exclude?: string[];
   epochs?: number;
   steps?: number;
+  sequenceLength?: number;
   output?: string;
   device?: string;
   initFrom?: string;
@@ -76,6 +77,11 @@ export function defineTrainCommand(program: Command, context: CliContext): void 
     .option('--exclude <glob...>', "with a --data directory: leave out files matching these globs (e.g. 'dist/**')")
     .option('--epochs <n>', 'passes over the training tokens (instead of --steps)', integerArgument(1))
     .option('--steps <n>', 'optimizer steps', integerArgument(1))
+    .option(
+      '--sequence-length <n>',
+      "tokens per training sequence, at most the model's context (default: the context): fine-tune a long-context model on shorter windows",
+      integerArgument(2),
+    )
     .option(
       '--output <dir>',
       `run directory for checkpoints, metrics.jsonl and loss.svg (default ./${DEFAULT_OUTPUT_DIR}, or the config's)`,
@@ -232,6 +238,7 @@ function overridesFrom(options: TrainOptions): PartialTrainConfig {
   if (options.exclude !== undefined) section('data').exclude = options.exclude;
   if (options.steps !== undefined) section('schedule').steps = options.steps;
   if (options.epochs !== undefined) section('schedule').epochs = options.epochs;
+  if (options.sequenceLength !== undefined) section('schedule').sequenceLength = options.sequenceLength;
   // Without a config file the run goes to ./kiln-run; a config file's own outputDir is respected.
   const outputDir = options.output ?? (options.config === undefined ? DEFAULT_OUTPUT_DIR : undefined);
   if (outputDir !== undefined) section('checkpoint').outputDir = outputDir;
@@ -253,6 +260,7 @@ function isDefaultRun(options: TrainOptions): boolean {
     options.data,
     options.steps,
     options.epochs,
+    options.sequenceLength,
     options.initFrom,
     options.lora,
   ].every((value) => value === undefined);

@@ -14,6 +14,7 @@ import type { ConfigAdaptation, TrainConfig } from '../contracts.js';
 import { checkpointActivationsOf, forwardOptionsFor, type DeviceSettings } from './forward-options.js';
 import { assertTrainingFits, deviceMemoryAvailable } from './memory-check.js';
 import { estimateTrainingMemory, formatBytes, MEMORY_HEADROOM } from './memory-estimate.js';
+import { trainingWindow } from './training-window.js';
 
 /** A config fitted to a backend and the list of what changed. */
 export interface AdaptedConfig {
@@ -86,8 +87,12 @@ function adaptMemory(config: TrainConfig, backend: KernelBackend, adaptations: C
   const budget = available * MEMORY_HEADROOM;
   const { batchSize, microBatchSize } = config.schedule;
   const totalAt = (micro: number, checkpointing: boolean): number =>
-    estimateTrainingMemory(config.model, micro, { ...forwardOptionsFor(config), checkpointActivations: checkpointing })
-      .totalBytes;
+    estimateTrainingMemory(
+      config.model,
+      micro,
+      { ...forwardOptionsFor(config), checkpointActivations: checkpointing },
+      trainingWindow(config),
+    ).totalBytes;
   const wasCheckpointing = checkpointActivationsOf(config);
   const initial = totalAt(microBatchSize, wasCheckpointing);
   if (initial <= budget) return;

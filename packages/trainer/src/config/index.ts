@@ -24,5 +24,6 @@ export { MAX_ALIAS_COUNT, MAX_CONFIG_BYTES, MAX_FLOW_DEPTH } from './yaml-source
 export { forwardOptionsFor, checkpointActivationsOf, computeDTypeOf, type DeviceSettings } from './forward-options.js';
 export { formatTrainConfig } from './format-config.js';
 export { resolveSteps } from './resolve-steps.js';
+export { checkTrainingWindow, trainingWindow } from './training-window.js';
 export { levenshtein, nearestKey } from './suggest-key.js';
 export { formatIssue, type ConfigIssue } from './config-issues.js';

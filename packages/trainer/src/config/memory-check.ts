@@ -17,6 +17,7 @@ import { ConfigError, type DType, type KernelBackend } from '@kiln/core';
 import type { ModelConfig, TrainConfig } from '../contracts.js';
 import { defaultTrainConfig } from './defaults.js';
 import { forwardOptionsFor } from './forward-options.js';
+import { trainingWindow } from './training-window.js';
 import {
   estimateGenerationMemory,
   estimateHostBatchBytes,
@@ -158,8 +159,8 @@ function shortfall(need: Need, available: Available): string | undefined {
 /** The smallest training plan the trainer could fall back to. */
 function trainingNeed(config: TrainConfig): Need {
   const forward = { ...forwardOptionsFor(config), checkpointActivations: true };
-  const estimate = estimateTrainingMemory(config.model, 1, forward);
-  const host = estimateHostBatchBytes(config.schedule.batchSize, config.model.contextLength);
+  const estimate = estimateTrainingMemory(config.model, 1, forward, trainingWindow(config));
+  const host = estimateHostBatchBytes(config.schedule.batchSize, trainingWindow(config));
   const parts =
     `weights ${formatBytes(estimate.weightBytes)}, gradients and AdamW state ${formatBytes(estimate.optimizerBytes)}, ` +
     `activations ${formatBytes(estimate.activationBytes)} at micro-batch 1 with activation checkpointing, token batches ${formatBytes(host)} on the host`;
@@ -177,10 +178,10 @@ function describeKey(key: KeyPath, value: number, source: string | undefined): s
  * largest array Node can allocate. Call it before allocating anything.
  */
 export function assertTrainingFits(config: TrainConfig, backend: KernelBackend): void {
-  const windowElements = config.schedule.batchSize * config.model.contextLength;
+  const windowElements = config.schedule.batchSize * trainingWindow(config);
   if (windowElements > MAX_HOST_ARRAY_ELEMENTS) {
     throw new ConfigError(
-      `schedule.batchSize = ${config.schedule.batchSize}: one step's token windows would be ${windowElements} tokens (batchSize × model.contextLength ${config.model.contextLength}), ` +
+      `schedule.batchSize = ${config.schedule.batchSize}: one step's token windows would be ${windowElements} tokens (batchSize × window ${trainingWindow(config)}), ` +
         `more than the ${MAX_HOST_ARRAY_ELEMENTS} elements of the largest array Node can allocate; nothing was allocated`,
       {
         hint: 'Lower schedule.batchSize (the default is 16): gradient accumulation comes from microBatchSize, not from a huge batch.',

@@ -46,18 +46,17 @@ export function estimateTrainingMemory(
   model: ModelConfig,
   microBatchSize: number,
   forward: ForwardOptions,
+  window = model.contextLength,
 ): MemoryEstimate {
   const parameters = parameterCount(model);
   const computeBytes = DTYPE_BYTES[forward.computeDType];
   const weightBytes = 4 * parameters + (computeBytes < 4 ? 2 * parameters : 0);
   const optimizerBytes = 4 * parameters + 8 * parameters;
-  const tokens = microBatchSize * model.contextLength;
+  const tokens = microBatchSize * window;
   const headDim = model.dModel / model.nHead;
   const kv = model.nKvHead * headDim;
   const scores =
-    forward.attention === 'naive'
-      ? microBatchSize * model.nHead * model.contextLength * model.contextLength * 2 * 4
-      : tokens * model.nHead * 4;
+    forward.attention === 'naive' ? microBatchSize * model.nHead * window * window * 2 * 4 : tokens * model.nHead * 4;
   const block = tokens * (8 * model.dModel + 2 * kv + 3 * model.mlpHidden) * computeBytes + scores;
   const blocks = forward.checkpointActivations
     ? model.nLayer * tokens * model.dModel * computeBytes + block

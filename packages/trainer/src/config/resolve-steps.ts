@@ -2,15 +2,16 @@
 import { ConfigError } from '@kiln/core';
 import type { TrainConfig } from '../contracts.js';
 import { DEFAULT_WARMUP_STEPS, defaultWarmupSteps } from './defaults.js';
+import { trainingWindow } from './training-window.js';
 
 /**
- * The config with schedule.steps = ⌈epochs · trainTokens / (batchSize · contextLength)⌉ when epochs
+ * The config with schedule.steps = ⌈epochs · trainTokens / (batchSize · window)⌉ when epochs
  * are set (unchanged otherwise); the default warmup becomes defaultWarmupSteps(steps).
  */
 export function resolveSteps(config: TrainConfig, trainTokens: number): TrainConfig {
   const { epochs, batchSize, warmupSteps } = config.schedule;
   if (epochs === undefined) return config;
-  const tokensPerStep = batchSize * config.model.contextLength;
+  const tokensPerStep = batchSize * trainingWindow(config);
   const steps = Math.max(1, Math.ceil((epochs * trainTokens) / tokensPerStep));
   if (!Number.isSafeInteger(steps)) {
     throw new ConfigError(

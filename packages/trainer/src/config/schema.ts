@@ -64,6 +64,7 @@ const optimizerSchema = z.strictObject({
 const scheduleSchema = z.strictObject({
   steps: count(1).optional(),
   epochs: positive().optional(),
+  sequenceLength: count(2).optional(),
   batchSize: count(1).optional(),
   microBatchSize: count(1).optional(),
   warmupSteps: count(0).optional(),

@@ -72,6 +72,20 @@ export function semanticIssues(config: TrainConfig, originOf: OriginOf): ConfigI
     );
   }
 
+  // With initFrom the context comes from its config.json: train() checks the window then.
+  if (
+    schedule.sequenceLength !== undefined &&
+    config.initFrom === undefined &&
+    schedule.sequenceLength > model.contextLength
+  ) {
+    add(
+      'schedule.sequenceLength',
+      `expected at most model.contextLength (${model.contextLength}), got ${schedule.sequenceLength}`,
+      "A training window cannot be longer than the model's context: lower schedule.sequenceLength, or raise model.contextLength.",
+      'model.contextLength',
+    );
+  }
+
   if (config.lora !== undefined && config.initFrom === undefined) {
     add('lora', 'expected initFrom too: LoRA trains an adapter on a pretrained model, and there is none', 'initFrom');
   }

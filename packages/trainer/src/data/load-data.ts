@@ -72,7 +72,7 @@ export function splitSizes(
         `${description}: the ${name} split has ${count} tokens; it needs at least contextLength + 2 = ${needed} (${total} tokens in all, validationFraction ${validationFraction})`,
         // Raising validationFraction shrinks the training split: offered only when validation is the short one.
         {
-          hint: `Provide at least ~${totalNeeded} tokens${name === 'validation' ? ', raise data.validationFraction' : ''}, or lower model.contextLength (config keys: set them in a YAML file passed with --config).`,
+          hint: `Provide at least ~${totalNeeded} tokens${name === 'validation' ? ', raise data.validationFraction' : ''}, or train on shorter windows (--sequence-length, or a lower model.contextLength in a YAML file passed with --config).`,
         },
       );
     }

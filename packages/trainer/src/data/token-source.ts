@@ -72,7 +72,7 @@ export class WindowTokenSource implements TokenSource {
       throw new DataError(
         `${this.description} (${this.split}): ${this.tokenCount} tokens cannot hold one window of ${contextLength + 1} tokens`,
         {
-          hint: 'Use more data or a shorter model.contextLength.',
+          hint: 'Use more data, or train on shorter windows (--sequence-length, or a shorter model.contextLength).',
         },
       );
     }

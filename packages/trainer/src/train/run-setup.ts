@@ -15,6 +15,7 @@ import {
   type CheckpointState,
 } from '../checkpoint/index.js';
 import { createLlamaModel, readModelConfig, requireModelDirectory, type LlamaModel } from '../model/index.js';
+import { trainingWindow } from '../config/training-window.js';
 import { createMoments, disposeMoments, type AdamWMoments } from './optimizer.js';
 import { loadLoraTrainingModel, type LoraTrainingModel } from '../lora/training-model.js';
 
@@ -152,6 +153,9 @@ export async function prepareRunStart(config: TrainConfig, options: RunStartOpti
 function checkResumable(config: TrainConfig, state: CheckpointState, path: string): void {
   const differences = modelDifferences(config.model, state.config.model, 'checkpoint');
   if (config.seed !== state.seed) differences.push(`seed: checkpoint ${state.seed}, config ${config.seed}`);
+  if (trainingWindow(config) !== trainingWindow(state.config)) {
+    differences.push(`training window: checkpoint ${trainingWindow(state.config)}, config ${trainingWindow(config)}`);
+  }
   if (config.schedule.batchSize !== state.config.schedule.batchSize) {
     differences.push(
       `schedule.batchSize: checkpoint ${state.config.schedule.batchSize}, config ${config.schedule.batchSize}`,

@@ -425,7 +425,7 @@ function reduceMicroBatch(error: OutOfMemoryError, batch: StepBatch, microBatchS
       `Out of memory at step ${batch.step} even with a micro-batch of 1 sequence: ${error.message.split('\n')[0]}`,
       error.requestedBytes,
       {
-        hint: 'Shorten model.contextLength, use a smaller model, train in bf16/f16 (device.precision), or free memory on the device.',
+        hint: 'Train on shorter windows (schedule.sequenceLength, --sequence-length) or a shorter model.contextLength, use a smaller model, train in bf16/f16 (device.precision), or free memory on the device.',
         cause: error,
       },
     );

@@ -24,7 +24,13 @@ import {
   saveCheckpoint,
   type CheckpointState,
 } from '../checkpoint/index.js';
-import { adaptConfigToBackend, forwardOptionsFor, resolveSteps } from '../config/index.js';
+import {
+  adaptConfigToBackend,
+  checkTrainingWindow,
+  forwardOptionsFor,
+  resolveSteps,
+  trainingWindow,
+} from '../config/index.js';
 import { dataChangeNotice, dataFingerprint, loadData } from '../data/index.js';
 import { parameterCount } from '../model/index.js';
 import { evaluate } from './evaluate.js';
@@ -62,8 +68,8 @@ export async function train(inputConfig: TrainConfig, context: TrainRunContext):
   const notice = (message: string): void => emit({ type: 'notice', message });
   const { backend } = context;
   // Refuses a plan that cannot fit (ConfigError) before anything is allocated or any weight read.
-  const config = withAbsoluteInputPaths(inputConfig);
-  const adapted = adaptConfigToBackend(await withInitFromModel(config, notice, context.resume === true), backend);
+  const config = await withInitFromModel(withAbsoluteInputPaths(inputConfig), notice, context.resume === true);
+  const adapted = adaptConfigToBackend(config, backend);
   const outputDir = adapted.config.checkpoint.outputDir;
   await mkdir(outputDir, { recursive: true });
   // One writer per run directory: a second train (or a resume while this run writes) is refused.
@@ -95,6 +101,9 @@ async function trainLocked(
   let metrics: MetricsLog | undefined;
   let graph: StepGraphRunner | undefined;
   try {
+    // The model's context is known now (from initFrom or the checkpoint): the window must fit in it.
+    const { initFrom } = start.config;
+    checkTrainingWindow(start.config, initFrom === undefined ? 'model.contextLength' : `the context of ${initFrom}`);
     // A disk that cannot take the next checkpoint is found now, not after the steps it would lose.
     await checkCheckpointSpace({
       outputDir,
@@ -106,19 +115,20 @@ async function trainLocked(
     // Fine-tuning reads text with the model's own tokenizer (data.tokenizer overrides it).
     data = await loadData(start.config.data, {
       vocabSize: start.config.model.vocabSize,
-      contextLength: start.config.model.contextLength,
+      contextLength: trainingWindow(start.config),
       corpus: context.corpus,
       tokenizer: await initFromTokenizer(start.config),
     });
     for (const warning of data.warnings) notice(warning);
     const config = resolveSteps(start.config, data.train.tokenCount);
-    const fingerprint = dataFingerprint(data, config.model.contextLength, config.seed);
+    const fingerprint = dataFingerprint(data, trainingWindow(config), config.seed);
     const savedData = start.resumed?.state.data;
     const changed = savedData && dataChangeNotice(savedData, fingerprint, start.resumed?.state.step ?? 0);
     if (changed !== undefined) notice(changed);
     await writeFileAtomic(join(outputDir, RUN_CONFIG_FILE), `${JSON.stringify(config, null, 2)}\n`);
     const { schedule, optimizer, seed } = config;
-    const contextLength = config.model.contextLength;
+    // Tokens per training sequence: the model's context, or the shorter schedule.sequenceLength.
+    const contextLength = trainingWindow(config);
     const forwardOptions = forwardOptionsFor(config);
     const saved = start.resumed?.state;
     const scaler = new DynamicLossScaler(
