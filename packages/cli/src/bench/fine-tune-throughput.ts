@@ -208,7 +208,7 @@ function randomParameters(config: ModelConfig, backend: KernelBackend, seed: num
   return parameters;
 }
 
-/** The train config of a bench run, adapted to the backend (its memory preflight at the bench's context, not the model's longest). */
+/** The train config of a bench run, adapted to the backend (its memory preflight at the bench's window, not the model's whole context). */
 function trainConfigFor(
   model: ModelConfig,
   backend: KernelBackend,
@@ -220,13 +220,12 @@ function trainConfigFor(
   const config: TrainConfig = {
     ...base,
     device: { ...base.device, precision },
-    model: { ...model, contextLength },
+    model,
     optimizer: { lr: 1e-4, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0, gradClip: 1 },
-    schedule: { ...base.schedule, batchSize, microBatchSize: batchSize, warmupSteps: 0 },
+    // The model keeps its own context (learned position tables are sized by it); the steps use contextLength tokens.
+    schedule: { ...base.schedule, batchSize, microBatchSize: batchSize, warmupSteps: 0, sequenceLength: contextLength },
   };
-  const adapted = adaptConfigToBackend(config, backend).config;
-  // The model keeps its own context (learned position tables are sized by it); the steps use contextLength tokens.
-  return { ...adapted, model: { ...adapted.model, contextLength: model.contextLength } };
+  return adaptConfigToBackend(config, backend).config;
 }
 
 /** Builds the preset from random weights and times `steps` LoRA or full fine-tuning steps after `warmup`. */
