@@ -174,18 +174,10 @@ describe('kiln generate and export with Hugging Face models', () => {
     mkdirSync(data);
     writeTrainingText(data);
     const run = join(directory, 'run');
-    const trained = await runKiln([
-      'train',
-      '--init-from',
-      model,
-      '--data',
-      data,
-      '--steps',
-      '3',
-      '--output',
-      run,
-      '--json',
-    ]);
+    // `kiln train --init-from <from> --data <text> --steps <steps> --output <output> ...extra`.
+    const fineTune = (from: string, steps: number, output: string, ...extra: string[]) =>
+      runKiln(['train', '--init-from', from, '--data', data, '--steps', String(steps), '--output', output, ...extra]);
+    const trained = await fineTune(model, 3, run, '--json');
     expect(trained.code, trained.stderr).toBe(0);
     const events = trained.stdout
       .trim()
@@ -204,55 +196,20 @@ describe('kiln generate and export with Hugging Face models', () => {
     const asBytes = await runKiln(['eval', '--checkpoint', run, '--tokenizer', 'byte', '--json']);
     expect(asBytes.code, asBytes.stderr).toBe(0);
     expect((JSON.parse(asBytes.stdout) as { loss: number }).loss).not.toBeCloseTo(evaluation.loss, 2);
-    // A checkpoint of that run has no tokenizer.json of its own: the base's is found through state.json.
     // --sequence-length trains on shorter windows; eval reads them as the run did.
     const short = join(directory, 'run-short');
-    const windowed = await runKiln([
-      'train',
-      '--init-from',
-      model,
-      '--data',
-      data,
-      '--steps',
-      '1',
-      '--sequence-length',
-      '32',
-      '--output',
-      short,
-    ]);
+    const windowed = await fineTune(model, 1, short, '--sequence-length', '32');
     expect(windowed.code, windowed.stderr).toBe(0);
     const shortEval = await runKiln(['eval', '--checkpoint', short, '--batches', '2', '--batch-size', '3', '--json']);
     expect(shortEval.code, shortEval.stderr).toBe(0);
     expect((JSON.parse(shortEval.stdout) as { tokens: number }).tokens).toBe(2 * 3 * 32);
-    const tooLong = await runKiln([
-      'train',
-      '--init-from',
-      model,
-      '--data',
-      data,
-      '--steps',
-      '1',
-      '--sequence-length',
-      '129',
-      '--output',
-      join(directory, 'run-long'),
-    ]);
+    const tooLong = await fineTune(model, 1, join(directory, 'run-long'), '--sequence-length', '129');
     expect(tooLong.code).toBe(2);
     expect(tooLong.stderr).toMatch(
       /schedule\.sequenceLength = 129 is longer than the model's context of 128 positions/,
     );
-    const further = await runKiln([
-      'train',
-      '--init-from',
-      result?.checkpointPath ?? '',
-      '--data',
-      data,
-      '--steps',
-      '1',
-      '--output',
-      join(directory, 'run-further'),
-      '--json',
-    ]);
+    // A checkpoint of the first run has no tokenizer.json of its own: the base's is found through state.json.
+    const further = await fineTune(result?.checkpointPath ?? '', 1, join(directory, 'run-further'), '--json');
     expect(further.code, further.stderr).toBe(0);
     expect(further.stdout).toMatch(/tokens \(tokenizer llama-gqa\)"/);
   });
