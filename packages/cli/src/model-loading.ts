@@ -33,16 +33,20 @@ export interface ModelLoadingOptions {
   adapter?: string;
 }
 
+/** True when `directory` holds a file `name`. */
+function isFileIn(directory: string, name: string): Promise<boolean> {
+  return stat(join(directory, name)).then(
+    (info) => info.isFile(),
+    () => false,
+  );
+}
+
 /**
  * True when `directory` holds config.json and its weights (model.safetensors, or the index of a
  * sharded model), or is a LoRA run's checkpoint (state.json + adapter_config.json).
  */
 export async function isModelDirectory(directory: string): Promise<boolean> {
-  const isFile = (name: string): Promise<boolean> =>
-    stat(join(directory, name)).then(
-      (info) => info.isFile(),
-      () => false,
-    );
+  const isFile = (name: string): Promise<boolean> => isFileIn(directory, name);
   return (
     ((await isFile(MODEL_CONFIG_FILE)) &&
       ((await isFile(MODEL_WEIGHTS_FILE)) || (await isFile(MODEL_WEIGHTS_INDEX_FILE)))) ||
@@ -52,11 +56,7 @@ export async function isModelDirectory(directory: string): Promise<boolean> {
 
 /** True for a bare PEFT adapter directory: adapter_config.json, neither config.json nor a kiln run's state.json. */
 async function isBareAdapter(directory: string): Promise<boolean> {
-  const has = (name: string): Promise<boolean> =>
-    stat(join(directory, name)).then(
-      (info) => info.isFile(),
-      () => false,
-    );
+  const has = (name: string): Promise<boolean> => isFileIn(directory, name);
   return (await has('adapter_config.json')) && !(await has(MODEL_CONFIG_FILE)) && !(await has('state.json'));
 }
 
